@@ -1,0 +1,81 @@
+"""negvocab: negative-label vocabularies for zero-shot OOD detection with vision-language models.
+
+The pipeline, one way: labels -> vocabularies -> embeddings -> scores -> metrics.
+
+- ``imagenet1k()``, ``wordnet_candidates()``, ``SynonymFilter``  (negvocab.labels)
+- ``Vocabulary``                                                (negvocab.vocab)
+- ``build_wordnet_vocabulary``, ``build_gpt_vocabulary``, ...   (negvocab.build)
+- ``VLM`` (open_clip models, cached text/image embeddings)      (negvocab.vlm)
+- ``score``, ``sweep``, ``metrics``                             (negvocab.scoring)
+
+Public names are imported on first use, so ``import negvocab`` (and the CLI) does not pay for
+torch unless a model is needed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+try:
+    __version__ = version("negvocab")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0+unknown"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    "NegvocabError": "negvocab.errors",
+    "InputError": "negvocab.errors",
+    "ResourceError": "negvocab.errors",
+    "IdClasses": "negvocab.labels.imagenet",
+    "imagenet1k": "negvocab.labels.imagenet",
+    "load_wordnet": "negvocab.labels.wordnet",
+    "Candidate": "negvocab.labels.candidates",
+    "wordnet_candidates": "negvocab.labels.candidates",
+    "SynonymFilter": "negvocab.labels.synonyms",
+    "Vocabulary": "negvocab.vocab",
+    "VLM": "negvocab.vlm.model",
+    "farthest_first": "negvocab.build.wordnet",
+    "build_wordnet_vocabulary": "negvocab.build.wordnet",
+    "build_oracle_vocabulary": "negvocab.build.oracle",
+    "build_gpt_vocabulary": "negvocab.build.llm",
+    "build_eoe_vocabulary": "negvocab.build.llm",
+    "score": "negvocab.scoring.scores",
+    "sweep": "negvocab.scoring.sweep",
+}
+# public submodules reachable as attributes (negvocab.metrics.auroc)
+_MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
+
+__all__ = sorted([*_EXPORTS, *_MODULES, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    elif name in _MODULES:
+        value = importlib.import_module(_MODULES[name])
+    else:
+        raise AttributeError(f"module 'negvocab' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:
+    from negvocab.build.llm import build_eoe_vocabulary, build_gpt_vocabulary
+    from negvocab.build.oracle import build_oracle_vocabulary
+    from negvocab.build.wordnet import build_wordnet_vocabulary, farthest_first
+    from negvocab.errors import InputError, NegvocabError, ResourceError
+    from negvocab.labels.candidates import Candidate, wordnet_candidates
+    from negvocab.labels.imagenet import IdClasses, imagenet1k
+    from negvocab.labels.synonyms import SynonymFilter
+    from negvocab.labels.wordnet import load_wordnet
+    from negvocab.scoring import metrics
+    from negvocab.scoring.scores import score
+    from negvocab.scoring.sweep import sweep
+    from negvocab.vlm.model import VLM
+    from negvocab.vocab import Vocabulary

@@ -1,0 +1,21 @@
+"""User-facing errors.
+
+Every error a user can cause (bad file, unknown model, empty vocabulary, dead server) is a
+:class:`NegvocabError` whose message is one line naming the thing and what to do. The CLI prints
+that line and exits non-zero; library users catch the class. Programming errors stay ordinary
+exceptions.
+"""
+
+from __future__ import annotations
+
+
+class NegvocabError(Exception):
+    """An error caused by input or environment, with a one-line message fit for a user."""
+
+
+class InputError(NegvocabError, ValueError):
+    """A file, argument or option value is missing, malformed or out of range."""
+
+
+class ResourceError(NegvocabError, RuntimeError):
+    """Something the toolkit needs is not available: WordNet, model weights, a server."""

@@ -1,0 +1,1 @@
+"""LLM access: OpenAI-compatible client, prompts, request journal, Batch API."""

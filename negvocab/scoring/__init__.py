@@ -1,0 +1,1 @@
+"""Scores (MCM, GL-MCM, NegLabel, EOE), pool-size sweeps and OOD metrics."""

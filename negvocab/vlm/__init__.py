@@ -1,0 +1,1 @@
+"""Vision-language models: open_clip wrapper, text templates and encoding, images, embedding cache."""

@@ -1,0 +1,255 @@
+"""Vocabularies: ordered negative labels with provenance, stored as versioned JSON.
+
+A :class:`Vocabulary` is what every builder returns and every scorer takes. It keeps
+
+- ``labels``: the label strings in order (for WordNet vocabularies the farthest-first ranking, so
+  the vocabulary of pool size M is the first M labels);
+- ``source``: which builder made it (``wordnet``, ``gpt``, ``eoe``, ``oracle``, ``union``, ``file``);
+- ``meta``: per-label provenance, ``label -> dict`` (GPT: the classes and rounds that proposed it;
+  WordNet: rank and distance; union: the sources it came from and each source's metadata);
+- ``settings``: the builder's settings (model, templates, size, seed, prompt hash, ...);
+- ``views``: optional named sub-lists, e.g. the per-class view of a GPT vocabulary;
+- ``sha256``: a hash of the labels, checked on load, so a hand-edited or truncated file is caught.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from negvocab.atomic import write_json
+from negvocab.errors import InputError
+
+SCHEMA_VERSION = 1
+Source = Literal["wordnet", "gpt", "eoe", "oracle", "union", "file"]
+SOURCES: tuple[str, ...] = ("wordnet", "gpt", "eoe", "oracle", "union", "file")
+
+
+def labels_hash(labels: Iterable[str]) -> str:
+    """SHA-256 of the labels in order (JSON-encoded list): the vocabulary's identity."""
+    payload = json.dumps(list(labels), ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class Vocabulary(BaseModel):
+    """An ordered list of unique, non-empty negative labels with provenance.
+
+    Build one with :meth:`from_labels`; the hash is computed for you. Constructing from a dict
+    that carries ``sha256`` (as :meth:`load` does) verifies it.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    source: Source
+    labels: list[str]
+    meta: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    settings: dict[str, Any] = Field(default_factory=dict)
+    views: dict[str, list[str]] = Field(default_factory=dict)
+    sha256: str = ""
+
+    @model_validator(mode="after")
+    def _check(self) -> Vocabulary:
+        if not self.labels:
+            raise ValueError("the vocabulary has no labels")
+        seen: set[str] = set()
+        for label in self.labels:
+            if not isinstance(label, str) or not label.strip():
+                raise ValueError(f"empty label at position {len(seen)}")
+            if label in seen:
+                raise ValueError(f"duplicate label {label!r}")
+            seen.add(label)
+        unknown = set(self.meta) - seen
+        if unknown:
+            raise ValueError(f"metadata for labels not in the vocabulary: {sorted(unknown)[:3]}")
+        digest = labels_hash(self.labels)
+        if self.sha256 and self.sha256 != digest:
+            raise ValueError(f"sha256 {self.sha256[:12]}... does not match the labels (expected {digest[:12]}...)")
+        object.__setattr__(self, "sha256", digest)
+        return self
+
+    @classmethod
+    def from_labels(
+        cls,
+        labels: Iterable[str],
+        *,
+        source: Source,
+        meta: Mapping[str, Mapping[str, Any]] | None = None,
+        settings: Mapping[str, Any] | None = None,
+        views: Mapping[str, Iterable[str]] | None = None,
+    ) -> Vocabulary:
+        """Make a vocabulary; raises :class:`InputError` if it is empty or has duplicates."""
+        try:
+            return cls(
+                source=source,
+                labels=list(labels),
+                meta={k: dict(v) for k, v in (meta or {}).items()},
+                settings=dict(settings or {}),
+                views={k: list(v) for k, v in (views or {}).items()},
+            )
+        except ValidationError as e:
+            raise InputError(f"invalid {source} vocabulary: {_first_error(e)}") from e
+
+    # -- sequence behaviour ------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __iter__(self) -> Iterator[str]:  # type: ignore[override]
+        return iter(self.labels)
+
+    def __contains__(self, label: object) -> bool:
+        return label in self._label_set()
+
+    def _label_set(self) -> frozenset[str]:
+        cached = self.__dict__.get("_set")
+        if cached is None:
+            cached = frozenset(self.labels)
+            self.__dict__["_set"] = cached
+        return cached
+
+    @property
+    def short_hash(self) -> str:
+        """First 12 hex digits of :attr:`sha256`, for file names and tables."""
+        return self.sha256[:12]
+
+    def label_sources(self, label: str) -> list[str]:
+        """The builder sources that contributed ``label`` (one, unless this is a union)."""
+        if self.source == "union":
+            return list(self.meta.get(label, {}).get("sources", []))
+        return [self.source]
+
+    def source_counts(self) -> dict[str, int]:
+        """How many labels each builder source contributed (a label may count for several)."""
+        counts: dict[str, int] = {}
+        for label in self.labels:
+            for src in self.label_sources(label):
+                counts[src] = counts.get(src, 0) + 1
+        return counts
+
+    # -- derived vocabularies -----------------------------------------------------------------
+    def subset(self, labels: Iterable[str], *, settings: Mapping[str, Any] | None = None) -> Vocabulary:
+        """The vocabulary restricted to ``labels`` (kept in this vocabulary's order)."""
+        keep = set(labels)
+        kept = [lab for lab in self.labels if lab in keep]
+        return Vocabulary.from_labels(
+            kept,
+            source=self.source,
+            meta={lab: self.meta[lab] for lab in kept if lab in self.meta},
+            settings={**self.settings, **(settings or {})},
+            views={name: [lab for lab in view if lab in keep] for name, view in self.views.items()},
+        )
+
+    def head(self, size: int) -> Vocabulary:
+        """The first ``size`` labels: the pool of size M of a ranked (WordNet) vocabulary."""
+        if size < 1:
+            raise InputError(f"vocabulary size must be >= 1, got {size}")
+        if size > len(self.labels):
+            raise InputError(f"asked for the first {size} labels of a vocabulary of {len(self.labels)}")
+        return self.subset(self.labels[:size], settings={"size": size})
+
+    @staticmethod
+    def union(*vocabs: Vocabulary) -> Vocabulary:
+        """Labels of all ``vocabs`` in order of first occurrence, with merged provenance.
+
+        Each label's metadata becomes ``{"sources": [...], "<source>": <that source's meta>}``;
+        the settings keep each input's hash, source and settings.
+        """
+        if not vocabs:
+            raise InputError("union needs at least one vocabulary")
+        labels: list[str] = []
+        meta: dict[str, dict[str, Any]] = {}
+        for vocab in vocabs:
+            for label in vocab.labels:
+                entry = meta.get(label)
+                if entry is None:
+                    labels.append(label)
+                    entry = meta[label] = {"sources": []}
+                for src in vocab.label_sources(label):
+                    if src not in entry["sources"]:
+                        entry["sources"].append(src)
+                if vocab.source == "union":
+                    for key, value in vocab.meta.get(label, {}).items():
+                        if key != "sources":
+                            entry.setdefault(key, value)
+                elif label in vocab.meta:
+                    entry.setdefault(vocab.source, vocab.meta[label])
+        parts = [{"source": v.source, "sha256": v.sha256, "size": len(v), "settings": v.settings} for v in vocabs]
+        return Vocabulary.from_labels(labels, source="union", meta=meta, settings={"parts": parts})
+
+    # -- files ----------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        """The JSON document :meth:`save` writes."""
+        return self.model_dump(mode="json")
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the vocabulary as JSON (atomically); a ``.txt`` path writes one label a line."""
+        path = Path(path)
+        if path.suffix == ".txt":
+            from negvocab.atomic import write_text
+
+            return write_text(path, "".join(f"{label}\n" for label in self.labels))
+        return write_json(path, self.to_json())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Vocabulary:
+        """Read a vocabulary JSON file, or a text file with one label a line (source ``file``).
+
+        Raises :class:`InputError` naming the file for a missing or unreadable file, malformed
+        JSON, another schema version, a hash that does not match the labels, or no labels.
+        """
+        path = Path(path)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such vocabulary file") from None
+        except OSError as e:
+            raise InputError(f"{path}: cannot read vocabulary file ({e.strerror})") from e
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"{path}: not a UTF-8 text or JSON file") from e
+        if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
+            return cls._from_json_text(text, path)
+        return cls.from_text_lines(text.splitlines(), path)
+
+    @classmethod
+    def _from_json_text(cls, text: str, path: Path) -> Vocabulary:
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InputError(f"{path}: malformed JSON (line {e.lineno}, column {e.colno}: {e.msg})") from e
+        if not isinstance(doc, dict):
+            raise InputError(f"{path}: expected a JSON object with 'labels', got {type(doc).__name__}")
+        version = doc.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise InputError(
+                f"{path}: vocabulary schema version {version!r} is not supported "
+                f"(this negvocab reads version {SCHEMA_VERSION}); rebuild or convert the file"
+            )
+        if "sha256" not in doc:
+            raise InputError(f"{path}: no 'sha256' field; not a negvocab vocabulary file")
+        try:
+            return cls.model_validate(doc)
+        except ValidationError as e:
+            raise InputError(f"{path}: invalid vocabulary: {_first_error(e)}") from e
+
+    @classmethod
+    def from_text_lines(cls, lines: Iterable[str], path: str | os.PathLike[str] = "<text>") -> Vocabulary:
+        """One label a line; blank lines and lines starting with ``#`` are skipped, repeats dropped."""
+        labels = list(dict.fromkeys(s for s in (line.strip() for line in lines) if s and not s.startswith("#")))
+        if not labels:
+            raise InputError(f"{path}: the vocabulary file has no labels")
+        return cls.from_labels(labels, source="file", settings={"path": str(path)})
+
+
+def _first_error(e: ValidationError) -> str:
+    err = e.errors()[0]
+    where = ".".join(str(p) for p in err.get("loc", ()))
+    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+    return f"{where}: {msg}" if where else msg

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Set up a fresh machine for negvocab: WordNet 3.0 (Debian wordnet-base), the package and its
+# test extras. Idempotent; safe to run again. Downloads only from PyPI and Debian.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -f /usr/share/wordnet/data.noun ] && ! python3 -c "import nltk; nltk.data.find('corpora/wordnet')" >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1; then
+        SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq wordnet-base >/dev/null
+    else
+        echo "WordNet 3.0 not found: install Debian/Ubuntu 'wordnet-base' or run python -m nltk.downloader wordnet" >&2
+        exit 1
+    fi
+fi
+
+# torch/torchvision first and pinned: a plain 'torch' requirement would pull a multi-GB build.
+python3 -m pip install -q --disable-pip-version-check torch==2.14.1 torchvision==0.29.1
+python3 -m pip install -q --disable-pip-version-check -e '.[test]'

@@ -1,0 +1,35 @@
+"""Suite-wide settings: offline, deterministic, CPU unless a test asks for CUDA."""
+
+from __future__ import annotations
+
+import os
+
+# Tests never reach a model hub or an LLM host.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ.pop("OPENAI_API_KEY", None)
+os.environ.pop("OPENAI_BASE_URL", None)
+
+import pytest  # noqa: E402
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip ``@pytest.mark.gpu`` tests cleanly where CUDA is not available."""
+    if not any(item.get_closest_marker("gpu") for item in items):
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if item.get_closest_marker("gpu"):
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """A private embedding/data cache for one test (NEGVOCAB_CACHE_DIR)."""
+    path = tmp_path / "cache"
+    monkeypatch.setenv("NEGVOCAB_CACHE_DIR", str(path))
+    return path
