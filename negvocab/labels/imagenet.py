@@ -1,0 +1,82 @@
+"""The ImageNet-1k label space: 1000 wnids in the standard order, CLIP clean names, WordNet synonyms.
+
+The classes ship with the package (``negvocab/resources/imagenet1k_classes.tsv``, made once by
+``scripts/make_imagenet_wnids.py``), so the label space never needs a network, open_clip or
+WordNet at run time:
+
+- wnids: the standard ILSVRC-2012 order (sorted wnids, ``n01440764`` tench ... ``n15075141``
+  toilet tissue); each is ``'n'`` + the 8-digit WordNet 3.0 noun offset;
+- names: open_clip's ``IMAGENET_CLASSNAMES`` (the CLIP "clean" names; two are repeated:
+  ``missile`` and ``sunglasses`` each name two classes);
+- synonyms: the lemma names of the wnid's WordNet 3.0 synset, underscores -> spaces.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+
+from negvocab.errors import InputError
+
+RESOURCE = "imagenet1k_classes.tsv"
+
+
+@dataclass(frozen=True)
+class IdClasses:
+    """An in-distribution label space: parallel tuples of wnids, clean names and synonyms."""
+
+    wnids: tuple[str, ...]
+    names: tuple[str, ...]
+    synonyms: tuple[tuple[str, ...], ...]
+    dataset: str = "imagenet1k"
+
+    def __post_init__(self) -> None:
+        n = len(self.wnids)
+        if n == 0:
+            raise InputError("an ID label space needs at least one class")
+        if len(self.names) != n or len(self.synonyms) != n:
+            raise InputError(
+                f"ID label space: {n} wnids, {len(self.names)} names and {len(self.synonyms)} synonym lists differ in length"
+            )
+        if len(set(self.wnids)) != n:
+            raise InputError("ID label space: duplicate wnids")
+
+    def __len__(self) -> int:
+        return len(self.wnids)
+
+    def index_of(self, wnid: str) -> int:
+        """Position of ``wnid`` in the class order; :class:`InputError` if it is not a class."""
+        try:
+            return self._index()[wnid]
+        except KeyError:
+            raise InputError(f"{wnid!r} is not one of the {len(self)} {self.dataset} classes") from None
+
+    def _index(self) -> dict[str, int]:
+        cached = self.__dict__.get("_index_map")
+        if cached is None:
+            cached = {w: i for i, w in enumerate(self.wnids)}
+            object.__setattr__(self, "_index_map", cached)
+        return cached
+
+    def subset(self, wnids: list[str] | tuple[str, ...]) -> IdClasses:
+        """The classes ``wnids`` (in the given order), e.g. an ImageNet-100 style split."""
+        idx = [self.index_of(w) for w in wnids]
+        return IdClasses(
+            wnids=tuple(self.wnids[i] for i in idx),
+            names=tuple(self.names[i] for i in idx),
+            synonyms=tuple(self.synonyms[i] for i in idx),
+            dataset=f"{self.dataset}-subset{len(idx)}",
+        )
+
+
+@functools.cache
+def imagenet1k() -> IdClasses:
+    """The 1000 ImageNet-1k classes in the standard order (wnids, CLIP clean names, WordNet synonyms)."""
+    text = resources.files("negvocab").joinpath("resources", RESOURCE).read_text(encoding="utf-8")
+    rows = [line.split("\t") for line in text.splitlines()[1:] if line]
+    return IdClasses(
+        wnids=tuple(r[0] for r in rows),
+        names=tuple(r[1] for r in rows),
+        synonyms=tuple(tuple(r[2].split("|")) for r in rows),
+    )
