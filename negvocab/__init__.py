@@ -36,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "SynonymFilter": "negvocab.labels.synonyms",
     "Vocabulary": "negvocab.vocab",
     "VLM": "negvocab.vlm.model",
+    "ImageEmbeddings": "negvocab.vlm.images",
+    "knn": "negvocab.index",
     "farthest_first": "negvocab.build.wordnet",
     "build_wordnet_vocabulary": "negvocab.build.wordnet",
     "build_oracle_vocabulary": "negvocab.build.oracle",
@@ -77,5 +79,7 @@ if TYPE_CHECKING:
     from negvocab.scoring import metrics
     from negvocab.scoring.scores import score
     from negvocab.scoring.sweep import sweep
+    from negvocab.index import knn
+    from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary

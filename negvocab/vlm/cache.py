@@ -1,0 +1,233 @@
+"""On-disk embedding cache: rows keyed by exact strings, verified on every read.
+
+One :class:`EmbeddingStore` per (model identity, kind, templates) lives in its own folder, named by
+the SHA-256 of that key document and holding it as ``key.json`` (checked on open, so a store is
+never served to another model). Rows are kept in shards: ``<id>.npy`` (float32, ``np.save``,
+read with ``allow_pickle=False``) plus ``<id>.json`` (the row keys, shape, dtype and the SHA-256 of
+the ``.npy`` bytes). The manifest is written after the array, both atomically, so a shard
+without a manifest is an interrupted write and is ignored; a shard whose bytes, shape or dtype do
+not match its manifest is reported, deleted and its rows recomputed. Encoding a superset of cached
+labels computes only the new ones; many small shards are merged into one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from negvocab.atomic import write_bytes, write_json
+
+log = logging.getLogger(__name__)
+
+KEY_FILE = "key.json"
+MAX_SHARDS = 8  # merge when there are more
+
+
+def key_digest(key_doc: Mapping[str, Any]) -> str:
+    """SHA-256 of a key document (canonical JSON)."""
+    payload = json.dumps(key_doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class EmbeddingStore:
+    """Embedding rows keyed by strings, in one folder; see the module docstring for the layout."""
+
+    def __init__(self, folder: str | Path, key_doc: Mapping[str, Any]) -> None:
+        self.folder = Path(folder)
+        self.key_doc = json.loads(json.dumps(key_doc))
+        self._index: dict[str, tuple[str, int]] | None = None
+        self._shards: dict[str, dict[str, Any]] = {}
+
+    @classmethod
+    def for_key(cls, root: str | Path, key_doc: Mapping[str, Any]) -> EmbeddingStore:
+        """The store for ``key_doc`` under ``root`` (folder named by the key's digest)."""
+        return cls(Path(root) / key_digest(key_doc)[:24], key_doc)
+
+    # -- reading ---------------------------------------------------------------------------------
+    def _check_key(self) -> bool:
+        path = self.folder / KEY_FILE
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return False
+        except (OSError, ValueError):
+            log.warning("%s: unreadable cache key file; ignoring the cache there", path)
+            return False
+        if stored != self.key_doc:
+            log.warning("%s: cache belongs to another model/key; not used", self.folder)
+            return False
+        return True
+
+    def _load_index(self) -> dict[str, tuple[str, int]]:
+        if self._index is not None:
+            return self._index
+        index: dict[str, tuple[str, int]] = {}
+        self._shards = {}
+        if self.folder.is_dir() and not self._check_key():
+            self._reset()
+        if self.folder.is_dir():
+            for manifest in sorted(self.folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns):
+                if manifest.name == KEY_FILE:
+                    continue
+                info = self._read_manifest(manifest)
+                if info is None:
+                    continue
+                sid = manifest.stem
+                self._shards[sid] = info
+                for row, k in enumerate(info["keys"]):
+                    index[k] = (sid, row)
+        self._index = index
+        return index
+
+    def _reset(self) -> None:
+        """Remove shards of a folder whose key file is missing or foreign, then claim it."""
+        for path in self.folder.glob("*"):
+            if path.suffix in (".npy", ".json") and path.is_file():
+                path.unlink(missing_ok=True)
+        write_json(self.folder / KEY_FILE, self.key_doc)
+
+    def _read_manifest(self, path: Path) -> dict[str, Any] | None:
+        try:
+            info = json.loads(path.read_text(encoding="utf-8"))
+            ok = (
+                isinstance(info, dict)
+                and isinstance(info.get("keys"), list)
+                and isinstance(info.get("shape"), list)
+                and len(info["keys"]) == info["shape"][0]
+                and isinstance(info.get("sha256"), str)
+            )
+        except (OSError, ValueError):
+            ok = False
+        if not ok:
+            log.warning("%s: corrupt cache manifest; discarding the shard", path)
+            self._drop(path.stem)
+            return None
+        return info
+
+    def _load_shard(self, sid: str) -> np.ndarray | None:
+        info = self._shards[sid]
+        path = self.folder / f"{sid}.npy"
+        try:
+            data = path.read_bytes()
+        except OSError:
+            log.warning("%s: cache shard missing; recomputing its rows", path)
+            return None
+        problem = None
+        if hashlib.sha256(data).hexdigest() != info["sha256"]:
+            problem = "checksum mismatch"
+        else:
+            try:
+                arr = np.load(io.BytesIO(data), allow_pickle=False)
+            except (ValueError, OSError) as e:
+                problem = f"unreadable ({e})"
+            else:
+                if list(arr.shape) != info["shape"] or str(arr.dtype) != info.get("dtype", "float32"):
+                    problem = f"shape/dtype {arr.shape}/{arr.dtype} != manifest"
+        if problem:
+            log.warning("%s: corrupt cache shard (%s); deleting it and recomputing its rows", path, problem)
+            self._drop(sid)
+            return None
+        return arr
+
+    def _drop(self, sid: str) -> None:
+        for suffix in (".json", ".npy"):
+            (self.folder / f"{sid}{suffix}").unlink(missing_ok=True)
+        self._shards.pop(sid, None)
+        if self._index is not None:
+            self._index = {k: v for k, v in self._index.items() if v[0] != sid}
+
+    def get(self, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(found, rows)``: a bool mask over ``keys`` and an array [len(keys), ...] (None if none found).
+
+        Rows of keys not found are left as zeros. Corrupt shards are deleted and their keys
+        reported as not found.
+        """
+        found = np.zeros(len(keys), dtype=bool)
+        index = self._load_index()
+        wanted: dict[str, list[tuple[int, int]]] = {}
+        for i, k in enumerate(keys):
+            hit = index.get(k)
+            if hit is not None:
+                wanted.setdefault(hit[0], []).append((i, hit[1]))
+        rows: np.ndarray | None = None
+        for sid, pairs in wanted.items():
+            arr = self._load_shard(sid)
+            if arr is None:
+                continue
+            if rows is None:
+                rows = np.zeros((len(keys), *arr.shape[1:]), dtype=arr.dtype)
+            dst = np.fromiter((p[0] for p in pairs), dtype=np.int64, count=len(pairs))
+            src = np.fromiter((p[1] for p in pairs), dtype=np.int64, count=len(pairs))
+            rows[dst] = arr[src]
+            found[dst] = True
+        return found, rows
+
+    # -- writing ---------------------------------------------------------------------------------
+    def put(self, keys: Sequence[str], rows: np.ndarray) -> None:
+        """Store ``rows`` [len(keys), ...] under ``keys`` (a new shard; merged when there are many)."""
+        rows = np.ascontiguousarray(rows)
+        if len(keys) != rows.shape[0]:
+            raise ValueError(f"{len(keys)} keys for {rows.shape[0]} rows")
+        if not len(keys):
+            return
+        try:
+            self._write_shard(list(keys), rows)
+            if len(self._shards) > MAX_SHARDS:
+                self.compact()
+        except OSError as e:  # a full or read-only disk must not lose the computed result
+            log.warning("cannot write the embedding cache in %s: %s", self.folder, e)
+
+    def _write_shard(self, keys: list[str], rows: np.ndarray) -> str:
+        index = self._load_index()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if not (self.folder / KEY_FILE).is_file():
+            write_json(self.folder / KEY_FILE, self.key_doc)
+        buf = io.BytesIO()
+        np.save(buf, rows, allow_pickle=False)
+        data = buf.getvalue()
+        sid = uuid.uuid4().hex[:16]
+        info = {
+            "keys": keys,
+            "shape": list(rows.shape),
+            "dtype": str(rows.dtype),
+            "sha256": hashlib.sha256(data).hexdigest(),
+        }
+        write_bytes(self.folder / f"{sid}.npy", data)
+        write_json(self.folder / f"{sid}.json", info, indent=None)  # the commit point
+        self._shards[sid] = info
+        for row, k in enumerate(keys):
+            index[k] = (sid, row)
+        return sid
+
+    def compact(self) -> None:
+        """Merge all shards into one (verified rows only), then delete the old shards."""
+        index = self._load_index()
+        keys = list(index)
+        found, rows = self.get(keys)
+        old = list(self._shards)
+        if rows is None:
+            return
+        keys = [k for k, hit in zip(keys, found, strict=True) if hit]
+        self._write_shard(keys, rows[found])
+        new_index = dict(self._index or {})
+        for sid in old:
+            self._drop(sid)
+        self._index = {k: v for k, v in new_index.items() if v[0] in self._shards}
+
+    def __len__(self) -> int:
+        return len(self._load_index())
+
+    def clear(self) -> None:
+        """Delete every shard of this store."""
+        self._load_index()
+        for sid in list(self._shards):
+            self._drop(sid)
+        self._index = {}

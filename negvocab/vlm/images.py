@@ -1,0 +1,364 @@
+"""Image embeddings: files, folders or datasets through a DataLoader, with GL-MCM patch features.
+
+Sources accepted by :func:`encode_images`:
+
+- a list of image paths (kept in that order);
+- a folder, searched recursively for image files (sorted paths);
+- a dataset object: anything with ``__len__`` and ``__getitem__`` whose items are
+  ``(image, id)`` pairs, ``image`` a PIL image or a path, ``id`` any value (its ``str`` becomes the
+  row's name; a torchvision ``ImageFolder``-like dataset with ``.samples`` gives file paths). Items
+  may also be a bare image (named by index). Dataset rows are not cached.
+
+Unreadable or corrupt images are skipped and reported in :attr:`ImageEmbeddings.failed` (with a
+logged warning and count), or raise :class:`~negvocab.errors.InputError` with ``strict=True``.
+Embeddings of files are cached per model by (absolute path, size, mtime).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from negvocab.errors import InputError
+
+if TYPE_CHECKING:
+    import torch
+
+    from negvocab.vlm.model import VLM
+
+log = logging.getLogger(__name__)
+
+IMAGE_EXTENSIONS = frozenset(
+    {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".jfif"}
+)
+
+
+@dataclass
+class ImageEmbeddings:
+    """Embeddings of the images that could be read, aligned with ``paths``.
+
+    Attributes
+    ----------
+    paths : list of str
+        One name per row: the file path (or the dataset item's id).
+    embeddings : ndarray, float32 [n, d]
+        L2-normalised global image embeddings.
+    local : ndarray, float32 [n, p, d] or None
+        L2-normalised GL-MCM patch features (p patch tokens), when asked for.
+    failed : list of (str, str)
+        ``(path, reason)`` of every image that could not be read (skipped).
+    """
+
+    paths: list[str]
+    embeddings: np.ndarray
+    local: np.ndarray | None = None
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+def list_images(folder: str | os.PathLike[str]) -> list[str]:
+    """Image files under ``folder`` (recursive, by extension), sorted."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise InputError(f"{root}: no such folder")
+    return sorted(str(p) for p in root.rglob("*") if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file())
+
+
+def _open_rgb(image: Any) -> Any:
+    from PIL import Image
+
+    if isinstance(image, Image.Image):
+        return image.convert("RGB")
+    with Image.open(image) as im:
+        im.load()
+        return im.convert("RGB")
+
+
+class _Items:
+    """Map-style dataset: item i -> (i, tensor or None, error message)."""
+
+    def __init__(self, items: Sequence[Any], transform: Any, dataset: bool) -> None:
+        self.items = items
+        self.transform = transform
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> tuple[int, Any, str, str]:
+        """(index, tensor or None, error, id) of item ``i``."""
+        name = ""
+        try:
+            item = self.items[i]
+            if self.dataset and isinstance(item, tuple):
+                name = str(item[1]) if len(item) > 1 else ""
+                item = item[0]
+            return i, self.transform(_open_rgb(item)), "", name
+        except Exception as e:  # any decoder error: reported, never fatal
+            return i, None, f"{type(e).__name__}: {e}", name
+
+
+def _collate(batch: list[tuple[int, Any, str, str]]) -> tuple[list[int], Any, list[tuple[int, str]], list[str]]:
+    import torch
+
+    ok = [(i, t, name) for i, t, _, name in batch if t is not None]
+    bad = [(i, err) for i, t, err, _ in batch if t is None]
+    tensors = torch.stack([t for _, t, _ in ok]) if ok else None
+    return [i for i, _, _ in ok], tensors, bad, [name for _, _, name in ok]
+
+
+def _resolve_source(source: Any) -> tuple[list[str], Sequence[Any], bool]:
+    """(names, items, is_dataset) for a path list, a folder or a dataset."""
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if path.is_dir():
+            files = list_images(path)
+            if not files:
+                raise InputError(f"{path}: no image files ({', '.join(sorted(IMAGE_EXTENSIONS))}) in this folder")
+            return files, files, False
+        if path.is_file():
+            return [str(path)], [str(path)], False
+        raise InputError(f"{path}: no such image file or folder")
+    if isinstance(source, Sequence) and all(isinstance(s, (str, os.PathLike)) for s in source):
+        files = [str(s) for s in source]
+        return files, files, False
+    if hasattr(source, "__len__") and hasattr(source, "__getitem__"):
+        samples = getattr(source, "samples", None)
+        names: list[str] = []
+        for i in range(len(source)):
+            if samples is not None and i < len(samples):
+                names.append(str(samples[i][0]))
+            else:
+                names.append(str(i))
+        return names, source, True
+    raise InputError(f"cannot read images from a {type(source).__name__}: give paths, a folder or a dataset")
+
+
+def local_features_supported(model: Any) -> str | None:
+    """None if GL-MCM local features can be taken from ``model.visual``, else the reason."""
+    import torch.nn as nn
+    from open_clip.transformer import ResidualAttentionBlock, VisionTransformer
+
+    visual = getattr(model, "visual", None)
+    if not isinstance(visual, VisionTransformer):
+        return f"the image tower is a {type(visual).__name__}, not an open_clip VisionTransformer"
+    if getattr(visual, "attn_pool", None) is not None:
+        return "the ViT pools with attention (attn_pool), which GL-MCM does not define"
+    block = visual.transformer.resblocks[-1]
+    if not isinstance(block, ResidualAttentionBlock) or not isinstance(block.attn, nn.MultiheadAttention):
+        return f"the last ViT block is a {type(block).__name__} without a standard attention layer"
+    if visual.proj is None:
+        return "the ViT has no output projection"
+    return None
+
+
+def _value_path(visual: Any, x: torch.Tensor) -> torch.Tensor:
+    """GL-MCM local features from ``x``, the input of the last ViT block [b, 1+p, w] (batch first).
+
+    The last block is run with each token attending only to itself (attention output = out_proj of
+    the value projection), keeping its residuals and MLP; then ``ln_post`` and ``proj`` are applied
+    to the patch tokens (the class token is dropped): the value path of Miyai et al.'s GL-MCM code.
+    """
+    import torch.nn.functional as F
+
+    block = visual.transformer.resblocks[-1]
+    attn = block.attn
+    width = x.shape[-1]
+    y = block.ln_1(x)
+    v = F.linear(y, attn.in_proj_weight[2 * width :], None if attn.in_proj_bias is None else attn.in_proj_bias[2 * width :])
+    v = F.linear(v, attn.out_proj.weight, attn.out_proj.bias)
+    v = x + block.ls_1(v)
+    v = v + block.ls_2(block.mlp(block.ln_2(v)))
+    v = visual.ln_post(v[:, 1:])
+    return v @ visual.proj
+
+
+def encode_batch(vlm: VLM, images: torch.Tensor, local: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Global (and local) L2-normalised float32 features of a preprocessed batch, on the CPU."""
+    import torch.nn.functional as F
+
+    images = images.to(vlm.device)
+    if not local:
+        with vlm.autocast():
+            g = vlm.model.encode_image(images)
+        return F.normalize(g.float(), dim=-1).cpu(), None
+    visual = vlm.model.visual
+    captured: dict[str, torch.Tensor] = {}
+    batch_first = getattr(visual.transformer, "batch_first", True)
+
+    def hook(_module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        captured["x"] = args[0] if args else kwargs["q_x"]
+
+    handle = visual.transformer.resblocks[-1].register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        with vlm.autocast():
+            g = vlm.model.encode_image(images)
+            x = captured["x"] if batch_first else captured["x"].transpose(0, 1)
+            z = _value_path(visual, x)
+    finally:
+        handle.remove()
+    return F.normalize(g.float(), dim=-1).cpu(), F.normalize(z.float(), dim=-1).cpu()
+
+
+def _file_key(path: str) -> str:
+    p = Path(path).resolve()
+    st = p.stat()
+    return f"{p}|{st.st_size}|{st.st_mtime_ns}"
+
+
+def encode_images(
+    vlm: VLM,
+    source: Any,
+    *,
+    local_features: bool = False,
+    strict: bool = False,
+    batch_size: int | None = None,
+    num_workers: int | None = None,
+    progress: bool | None = None,
+) -> ImageEmbeddings:
+    """Embed the images of ``source`` (paths, a folder or a dataset; see the module docstring)."""
+    if local_features:
+        why = local_features_supported(vlm.model)
+        if why:
+            raise InputError(f"{vlm.name}: GL-MCM local features need a ViT image tower ({why})")
+    names, items, is_dataset = _resolve_source(source)
+    n = len(items)
+    if n == 0:
+        raise InputError("no images to encode")
+    failed: dict[int, str] = {}
+    glob_rows: np.ndarray | None = None
+    loc_rows: np.ndarray | None = None
+    todo = list(range(n))
+    keys: list[str] = []
+    use_cache = vlm.cache_enabled and not is_dataset
+    if use_cache:
+        for i, path in enumerate(names):
+            try:
+                keys.append(_file_key(path))
+            except OSError as e:
+                keys.append("")
+                failed[i] = f"{type(e).__name__}: {e.strerror or e}"
+        stores = [vlm.store("image")] + ([vlm.store("image-local")] if local_features else [])
+        valid = [i for i in range(n) if i not in failed]
+        found = np.zeros(n, dtype=bool)
+        hits = []
+        for store in stores:
+            f, rows = store.get([keys[i] for i in valid])
+            hits.append((f, rows))
+        ok = np.logical_and.reduce([f for f, _ in hits]) if valid else np.zeros(0, dtype=bool)
+        found[valid] = ok
+        if ok.any():
+            g_rows = hits[0][1]
+            assert g_rows is not None
+            glob_rows = np.zeros((n, g_rows.shape[1]), dtype=np.float32)
+            glob_rows[np.array(valid)[ok]] = g_rows[ok]
+            if local_features:
+                l_rows = hits[1][1]
+                assert l_rows is not None
+                loc_rows = np.zeros((n, *l_rows.shape[1:]), dtype=np.float32)
+                loc_rows[np.array(valid)[ok]] = l_rows[ok]
+        todo = [i for i in range(n) if not found[i] and i not in failed]
+        if n - len(todo) - len(failed):
+            log.info("%s: %d of %d image embeddings from the cache", vlm.name, n - len(todo) - len(failed), n)
+    ids: dict[int, str] = {}
+    if todo:
+        g_new, l_new, done, bad, ids = _encode(vlm, items, todo, local_features, is_dataset, batch_size, num_workers, progress)
+        failed.update(bad)
+        if done:
+            if glob_rows is None:
+                glob_rows = np.zeros((n, g_new.shape[1]), dtype=np.float32)
+            glob_rows[done] = g_new
+            if local_features:
+                assert l_new is not None
+                if loc_rows is None:
+                    loc_rows = np.zeros((n, *l_new.shape[1:]), dtype=np.float32)
+                loc_rows[done] = l_new
+            if use_cache:
+                vlm.store("image").put([keys[i] for i in done], g_new)
+                if local_features:
+                    vlm.store("image-local").put([keys[i] for i in done], l_new)
+    if failed:
+        for i, why in sorted(failed.items()):
+            log.debug("unreadable image %s: %s", names[i], why)
+        msg = f"{len(failed)} of {n} images could not be read and were skipped (first: {names[min(failed)]}: {failed[min(failed)]})"
+        if strict:
+            raise InputError(msg)
+        log.warning(msg)
+    keep = [i for i in range(n) if i not in failed]
+    if not keep or glob_rows is None:
+        raise InputError(f"none of the {n} images could be read (first: {names[0]}: {failed.get(0, '?')})")
+    row_names = [ids.get(i, names[i]) for i in keep] if is_dataset else [names[i] for i in keep]
+    return ImageEmbeddings(
+        paths=row_names,
+        embeddings=glob_rows[keep],
+        local=None if loc_rows is None else loc_rows[keep],
+        failed=[(names[i], why) for i, why in sorted(failed.items())],
+    )
+
+
+def _encode(
+    vlm: VLM,
+    items: Sequence[Any],
+    todo: list[int],
+    local: bool,
+    is_dataset: bool,
+    batch_size: int | None,
+    num_workers: int | None,
+    progress: bool | None,
+) -> tuple[np.ndarray, np.ndarray | None, list[int], dict[int, str], dict[int, str]]:
+    """Run the model over items ``todo``: (global, local, rows done, failures, dataset ids)."""
+    import torch
+    from torch.utils.data import DataLoader, Subset
+
+    bs = batch_size or (256 if vlm.device.type == "cuda" else 32)
+    workers = min(8, os.cpu_count() or 1) if num_workers is None else num_workers
+    if len(todo) <= bs:
+        workers = min(workers, 1) if num_workers is None else workers
+    ds = _Items(items, vlm.preprocess, is_dataset)
+    loader = DataLoader(
+        Subset(ds, todo),
+        batch_size=bs,
+        num_workers=workers,
+        collate_fn=_collate,
+        pin_memory=vlm.device.type == "cuda",
+    )
+    show = len(todo) >= 2000 if progress is None else progress
+    it: Any = loader
+    if show:
+        from tqdm.auto import tqdm
+
+        it = tqdm(loader, total=len(loader), unit="batch", desc=f"encoding {len(todo)} images")
+    g_parts: list[torch.Tensor] = []
+    l_parts: list[torch.Tensor] = []
+    done: list[int] = []
+    bad: dict[int, str] = {}
+    t0 = time.perf_counter()
+    ids: dict[int, str] = {}
+    for idx, tensors, errors, item_ids in it:
+        bad.update(errors)
+        if is_dataset and getattr(items, "samples", None) is None:
+            ids.update((i, name) for i, name in zip(idx, item_ids, strict=True) if name)
+        if tensors is None:
+            continue
+        g, z = encode_batch(vlm, tensors, local)
+        g_parts.append(g)
+        if z is not None:
+            l_parts.append(z)
+        done.extend(idx)
+    dt = time.perf_counter() - t0
+    log.info("encoded %d images in %.1f s (%.1f images/s) on %s", len(done), dt, len(done) / max(dt, 1e-9), vlm.device)
+    if not g_parts:
+        return np.zeros((0, vlm.dim), np.float32), None, [], bad, ids
+    g_all = torch.cat(g_parts).numpy()
+    l_all = torch.cat(l_parts).numpy() if local else None
+    return g_all, l_all, done, bad, ids
+

@@ -1,0 +1,127 @@
+"""Prompt templates: the presets of METHODS.md section 2, custom lists and template files.
+
+A template is a ``str.format`` string with one ``{}`` for the label. A template *set* may depend
+on the label's part of speech (NegLabel's preset uses one template for nouns and another for
+adjectives); all other presets use the same templates for every label.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from negvocab.errors import InputError
+
+# paper8: the bare class name plus open_clip's SIMPLE_IMAGENET_TEMPLATES (7 OpenAI templates)
+PAPER8: tuple[str, ...] = (
+    "{}",
+    "itap of a {}.",
+    "a bad photo of the {}.",
+    "a origami {}.",
+    "a photo of the large {}.",
+    "a {} in a video game.",
+    "art of the {}.",
+    "a photo of the small {}.",
+)
+SINGLE: tuple[str, ...] = ("a photo of a {}.",)
+NEGLABEL: Mapping[str, tuple[str, ...]] = {"n": ("the nice {}",), "a": ("This is a {} photo",)}
+PRESETS: tuple[str, ...] = ("paper8", "openai80", "neglabel", "single")
+DEFAULT_POS = "n"
+
+
+@dataclass(frozen=True)
+class TemplateSet:
+    """Templates to ensemble, possibly per part of speech (``"n"``, ``"a"``).
+
+    ``by_pos[pos]`` are the templates for labels with that part of speech; ``default`` is used for
+    labels whose part of speech is unknown or has no entry.
+    """
+
+    name: str
+    default: tuple[str, ...]
+    by_pos: Mapping[str, tuple[str, ...]] | None = None
+
+    def for_pos(self, pos: str | None) -> tuple[str, ...]:
+        """The templates for a label with part of speech ``pos`` (None: the default)."""
+        if self.by_pos and pos is not None:
+            return self.by_pos.get(pos[:1], self.default)
+        return self.default
+
+    def key(self, pos: str | None = None) -> str:
+        """A short hash of the templates used for ``pos``: part of an embedding cache key."""
+        payload = json.dumps(list(self.for_pos(pos)), ensure_ascii=False)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+    def describe(self) -> dict[str, object]:
+        """JSON-able description for vocabulary settings and manifests."""
+        out: dict[str, object] = {"name": self.name, "templates": list(self.default)}
+        if self.by_pos:
+            out["by_pos"] = {k: list(v) for k, v in self.by_pos.items()}
+        return out
+
+
+def _openai80() -> tuple[str, ...]:
+    from open_clip.zero_shot_metadata import OPENAI_IMAGENET_TEMPLATES
+
+    return tuple(t("{}") for t in OPENAI_IMAGENET_TEMPLATES)
+
+
+def _check(templates: Sequence[str], where: str) -> tuple[str, ...]:
+    out = tuple(templates)
+    if not out:
+        raise InputError(f"{where}: no templates given")
+    for t in out:
+        if not isinstance(t, str):
+            raise InputError(f"{where}: templates must be format strings with '{{}}', got {type(t).__name__}")
+        try:
+            filled = t.format("\0")
+        except (IndexError, KeyError, ValueError) as e:
+            raise InputError(f"{where}: template {t!r} is not a format string with one '{{}}' ({e})") from e
+        if filled.count("\0") != 1:
+            raise InputError(f"{where}: template {t!r} must contain exactly one '{{}}' for the label")
+    return out
+
+
+def resolve_templates(spec: str | Sequence[str] | TemplateSet | os.PathLike[str] = "paper8") -> TemplateSet:
+    """A :class:`TemplateSet` from a preset name, a list of format strings, or a file.
+
+    ``spec`` is one of the presets ``"paper8"`` (default), ``"openai80"``, ``"neglabel"``,
+    ``"single"``; a list of format strings such as ``["a photo of a {}."]``; or the path of a text
+    file with one template a line (blank lines and ``#`` comments skipped).
+    """
+    if isinstance(spec, TemplateSet):
+        return spec
+    if isinstance(spec, os.PathLike):
+        return _from_file(Path(spec))
+    if isinstance(spec, str):
+        if spec == "paper8":
+            return TemplateSet("paper8", PAPER8)
+        if spec == "openai80":
+            return TemplateSet("openai80", _openai80())
+        if spec == "single":
+            return TemplateSet("single", SINGLE)
+        if spec == "neglabel":
+            return TemplateSet("neglabel", NEGLABEL[DEFAULT_POS], dict(NEGLABEL))
+        if "{}" in spec:
+            return TemplateSet("custom", _check([spec], "templates"))
+        path = Path(spec).expanduser()
+        if path.is_file():
+            return _from_file(path)
+        raise InputError(
+            f"unknown template preset {spec!r}; choose one of {', '.join(PRESETS)}, "
+            "give a template containing '{}', or the path of a file with one template a line"
+        )
+    return TemplateSet("custom", _check(list(spec), "templates"))
+
+
+def _from_file(path: Path) -> TemplateSet:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read template file ({e.strerror})") from e
+    templates = [s for s in (line.strip() for line in lines) if s and not s.startswith("#")]
+    return TemplateSet(f"file:{path.name}", _check(templates, str(path)))

@@ -1,0 +1,206 @@
+"""Exact, fast text encoding: length-sorted batches, context cut for causal text towers.
+
+CLIP text towers use a causal attention mask and read one token (the EOT token: ``argmax`` pooling,
+or the tokenizer's ``eos`` id). The output at position p depends only on tokens 0..p, so every token
+after the pooled one (the padding) can be dropped: cutting a batch to its longest prompt gives the
+same embedding as the full context, and sorting prompts by length makes the batches short. Towers
+without a causal mask (SigLIP: bidirectional, ``last`` pooling), with an appended class token (CoCa)
+or Hugging Face text encoders are run on the full context, never cut (METHODS.md 2).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import torch
+
+    from negvocab.vlm.model import VLM
+
+log = logging.getLogger(__name__)
+
+CHUNK_LABELS = 4096  # labels tokenised and sorted together (bounds token memory)
+PROGRESS_MIN_PROMPTS = 20_000  # progress bar by default only for runs this long
+
+
+@dataclass(frozen=True)
+class CausalTower:
+    """The parts of an open_clip causal text tower needed to run it on a cut context."""
+
+    token_embedding: Any
+    positional_embedding: Any
+    transformer: Any
+    ln_final: Any
+    text_projection: Any
+    attn_mask: Any
+    pool_type: str
+    eos_id: int | None
+
+
+def _is_causal_mask(mask: Any) -> bool:
+    import torch
+
+    if mask is None or mask.dim() != 2 or mask.shape[0] != mask.shape[1]:
+        return False
+    upper = torch.ones(mask.shape, dtype=torch.bool, device=mask.device).triu(1)
+    return bool(torch.isneginf(mask[upper]).all()) and bool((mask[~upper] == 0).all())
+
+
+def text_tower(model: Any) -> CausalTower | None:
+    """The causal text tower of ``model`` if its context may be cut exactly, else None.
+
+    Cuttable: an open_clip ``CLIP`` text transformer or a ``CustomTextCLIP`` whose ``text`` is a
+    ``TextTransformer``, with a causal attention mask, ``argmax``/``eos`` pooling, no appended
+    class token and no padding mask.
+    """
+    from open_clip.transformer import TextTransformer
+
+    src = model.text if isinstance(getattr(model, "text", None), TextTransformer) else model
+    needed = ("token_embedding", "positional_embedding", "transformer", "ln_final", "attn_mask")
+    if not all(hasattr(src, a) for a in needed):
+        return None  # e.g. an HF text encoder
+    pool = getattr(src, "text_pool_type", getattr(src, "pool_type", None))
+    if pool not in ("argmax", "eos"):
+        return None
+    if getattr(src, "cls_emb", None) is not None or getattr(src, "use_pad_mask", False):
+        return None
+    if not _is_causal_mask(src.attn_mask):
+        return None
+    return CausalTower(
+        token_embedding=src.token_embedding,
+        positional_embedding=src.positional_embedding,
+        transformer=src.transformer,
+        ln_final=src.ln_final,
+        text_projection=src.text_projection,
+        attn_mask=src.attn_mask,
+        pool_type=pool,
+        eos_id=getattr(src, "text_eos_id", getattr(src, "eos_id", None)),
+    )
+
+
+def pooled_index(tokens: torch.Tensor, tower: CausalTower) -> torch.Tensor:
+    """Position of the token the tower reads, per row of ``tokens`` [n, ctx] (same rule as open_clip)."""
+    if tower.pool_type == "argmax":
+        return tokens.argmax(dim=-1)
+    return (tokens == tower.eos_id).int().argmax(dim=-1)
+
+
+def forward_cut(tower: CausalTower, tokens: torch.Tensor) -> torch.Tensor:
+    """Pooled, projected text features of ``tokens`` [b, L] with L <= context length.
+
+    Equals open_clip's ``encode_text`` on the same prompts padded to the full context as long as L
+    covers every row's pooled token.
+    """
+    import torch.nn as nn
+
+    length = tokens.shape[1]
+    cast_dtype = tower.transformer.get_cast_dtype()
+    x = tower.token_embedding(tokens).to(cast_dtype)
+    x = x + tower.positional_embedding[:length].to(cast_dtype)
+    x = tower.transformer(x, attn_mask=tower.attn_mask[:length, :length])
+    x = tower.ln_final(x)
+    import torch
+
+    idx = pooled_index(tokens, tower)
+    x = x[torch.arange(x.shape[0], device=x.device), idx]
+    proj = tower.text_projection
+    if proj is not None:
+        x = proj(x) if isinstance(proj, nn.Linear) else x @ proj
+    return x
+
+
+def encode_prompts(
+    vlm: VLM,
+    prompts: Sequence[str],
+    *,
+    batch_size: int | None = None,
+    progress: Any = None,
+    cut: bool = True,
+) -> torch.Tensor:
+    """L2-normalised float32 embeddings [n, d] (on the CPU) of the prompts, in input order.
+
+    Prompts are sorted by token length and batched; causal towers see each batch cut to its
+    longest prompt (``cut=False`` runs the full context, for checks).
+    """
+    import torch
+    import torch.nn.functional as F
+
+    if not prompts:
+        raise ValueError("no prompts to encode")
+    device = vlm.device
+    tokens = vlm.tokenizer(list(prompts))
+    tower = vlm._tower if cut else None
+    bs = batch_size or (1024 if device.type == "cuda" else 256)
+    if tower is not None:
+        lengths = (pooled_index(tokens, tower) + 1).numpy()
+        order = np.argsort(lengths, kind="stable")
+    else:
+        lengths = None
+        order = np.arange(len(prompts))
+    out: torch.Tensor | None = None
+    with vlm.autocast():
+        for start in range(0, len(order), bs):
+            sel = order[start : start + bs]
+            batch = tokens[torch.from_numpy(sel)]
+            if tower is not None:
+                length = int(lengths[sel].max())
+                feats = forward_cut(tower, batch[:, :length].to(device))
+            else:
+                feats = vlm.model.encode_text(batch.to(device))
+            feats = F.normalize(feats.float(), dim=-1).cpu()
+            if out is None:
+                out = torch.empty((len(prompts), feats.shape[1]), dtype=torch.float32)
+            out[torch.from_numpy(sel)] = feats
+            if progress is not None:
+                progress.update(len(sel))
+    assert out is not None
+    return out
+
+
+def ensemble(prompt_emb: torch.Tensor, n_labels: int, n_templates: int) -> np.ndarray:
+    """Mean of each label's L2-normalised template embeddings, re-normalised: float32 [n, d].
+
+    ``prompt_emb`` is [n_labels * n_templates, d], label-major (all templates of label 0 first).
+    """
+    import torch.nn.functional as F
+
+    emb = prompt_emb.reshape(n_labels, n_templates, -1).mean(dim=1)
+    return F.normalize(emb, dim=-1).numpy().astype(np.float32, copy=False)
+
+
+def encode_labels(
+    vlm: VLM,
+    labels: Sequence[str],
+    templates: Sequence[str],
+    *,
+    batch_size: int | None = None,
+    progress: bool | None = None,
+) -> np.ndarray:
+    """Template-ensembled embeddings [n, d] of ``labels`` (no cache; see :meth:`VLM.encode_text`)."""
+    n_prompts = len(labels) * len(templates)
+    show = n_prompts >= PROGRESS_MIN_PROMPTS if progress is None else progress
+    bar = None
+    if show:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n_prompts, unit="prompt", desc=f"encoding {len(labels)} labels")
+    t0 = time.perf_counter()
+    parts = []
+    try:
+        for start in range(0, len(labels), CHUNK_LABELS):
+            chunk = labels[start : start + CHUNK_LABELS]
+            prompts = [t.format(label) for label in chunk for t in templates]
+            emb = encode_prompts(vlm, prompts, batch_size=batch_size, progress=bar)
+            parts.append(ensemble(emb, len(chunk), len(templates)))
+    finally:
+        if bar is not None:
+            bar.close()
+    dt = time.perf_counter() - t0
+    log.info("encoded %d labels x %d templates in %.1f s (%.0f labels/s)", len(labels), len(templates), dt, len(labels) / max(dt, 1e-9))
+    return np.concatenate(parts, axis=0)
