@@ -1,0 +1,609 @@
+"""LLM vocabularies: GPT siblings (per class, R rounds, merged) and EOE envisioned outliers.
+
+GPT siblings (paper, section "vocabularies"): for every ImageNet-1k class ask for ``per_class``
+visually confusable categories that are not ImageNet-1k classes; repeat for ``rounds`` rounds;
+merge per class keeping every unique label with the classes and rounds that proposed it; remove
+labels equal to an ImageNet-1k name or WordNet synonym (:class:`negvocab.SynonymFilter`); the
+vocabulary is the union over classes with a per-class view (``views[wnid]``). The paper saw 26-138
+unique labels per class (mean 73.6) after 10 rounds.
+
+EOE (Cao et al., "Envisioning Outlier Exposure by Large Language Models for Out-of-Distribution
+Detection", ICML 2024): ``near`` asks per class for a few visually similar categories from other
+domains; ``far`` and ``fine`` ask, for chunks of the label space, for labels far from all of them
+or of the same fine-grained type but not in the list.
+
+Every request goes through a run folder with a journal (:mod:`negvocab.llm.journal`): running the
+same build again resumes and never pays twice; the vocabulary of the first ``r`` rounds comes from
+the journal without new requests (``rounds_used=r``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import math
+import os
+import re
+import statistics
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from negvocab.errors import InputError, ResourceError
+from negvocab.llm.cost import CostEstimate, cost_usd, estimate
+from negvocab.llm.journal import Journal, custom_id, identity_hash
+from negvocab.llm.prompts import PromptTemplate, load_prompt
+from negvocab.llm.run import Progress, Request, make_request, pending
+from negvocab.vocab import Vocabulary
+
+log = logging.getLogger(__name__)
+
+EoeMode = Literal["near", "far", "fine"]
+EOE_MODES: tuple[str, ...] = ("near", "far", "fine")
+T = TypeVar("T")
+
+
+# -- classes ------------------------------------------------------------------------------------
+def select_classes(classes: int | str | os.PathLike[str] | Sequence[str] | None = None, id_classes: Any = None) -> Any:
+    """The ID classes to ask about: all (``None``), the first ``K`` (an int, or a string of digits),
+    the wnids or names in a file (one a line, ``#`` comments), or a list of wnids/names.
+
+    A name that two classes share (``missile``, ``sunglasses``) selects both.
+    """
+    if id_classes is None:
+        from negvocab import imagenet1k
+
+        id_classes = imagenet1k()
+    if classes is None:
+        return id_classes
+    if isinstance(classes, int) or (isinstance(classes, str) and classes.strip().isdigit()):
+        k = int(classes)
+        if not 1 <= k <= len(id_classes):
+            raise InputError(f"--classes {k}: choose between 1 and {len(id_classes)} classes")
+        return id_classes.subset(list(id_classes.wnids[:k]))
+    if isinstance(classes, (str, os.PathLike)):
+        path = Path(classes)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such class file (give a number K or a file of wnids or names)") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError(f"{path}: cannot read class file ({e})") from e
+        entries = [s.strip() for s in lines if s.strip() and not s.strip().startswith("#")]
+        where = str(path)
+    else:
+        entries = [str(s).strip() for s in classes]
+        where = "classes"
+    if not entries:
+        raise InputError(f"{where}: no classes listed")
+    by_name: dict[str, list[str]] = {}
+    for wnid, name in zip(id_classes.wnids, id_classes.names):
+        by_name.setdefault(name.lower(), []).append(wnid)
+    known = set(id_classes.wnids)
+    chosen: dict[str, None] = {}
+    unknown = []
+    for e in entries:
+        if e in known:
+            chosen.setdefault(e, None)
+        elif e.lower() in by_name:
+            for w in by_name[e.lower()]:
+                chosen.setdefault(w, None)
+        else:
+            unknown.append(e)
+    if unknown:
+        raise InputError(f"{where}: {len(unknown)} entries are neither wnids nor class names, e.g. {unknown[:3]}")
+    order = {w: i for i, w in enumerate(id_classes.wnids)}
+    return id_classes.subset(sorted(chosen, key=order.__getitem__))
+
+
+def _chunks(n: int, size: int) -> list[range]:
+    return [range(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+# -- a run: requests + identity + folder --------------------------------------------------------
+@dataclass
+class LLMRun:
+    """The requests of one vocabulary build, their identity and their run folder.
+
+    Build one with :func:`gpt_run` or :func:`eoe_run`; :meth:`estimate` prices what is left to do
+    (the dry run, nothing is sent), :meth:`execute` sends it and returns the journaled results.
+    """
+
+    task: str
+    model: str
+    template: PromptTemplate
+    requests: list[Request]
+    identity: dict[str, Any]
+    run_dir: Path
+    keys: list[str]
+    rounds: int
+    chunks: dict[str, list[str]] = field(default_factory=dict)
+    selection: Any = None
+
+    @property
+    def identity_sha256(self) -> str:
+        return identity_hash(self.identity)
+
+    def needed(self, rounds_used: int | None = None) -> list[Request]:
+        """The requests of the first ``rounds_used`` rounds (all rounds by default)."""
+        r = self.rounds if rounds_used is None else _check_rounds_used(rounds_used, self.rounds)
+        return [q for q in self.requests if q.round < r]
+
+    def estimate(self, *, batch: bool = False, rounds_used: int | None = None, prices: Mapping[str, tuple[float, float]] | None = None) -> CostEstimate:
+        """Requests still to send, tokens and dollars (reads the journal if any; sends nothing)."""
+        need = self.needed(rounds_used)
+        journal = Journal(self.run_dir, self.identity, readonly=True)
+        todo = pending(need, journal)
+        return estimate(todo, self.model, batch=batch, already_done=len(need) - len(todo), prices=prices)
+
+    def execute(
+        self,
+        *,
+        rounds_used: int | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        concurrency: int = 16,
+        batch: bool = False,
+        client_options: Mapping[str, Any] | None = None,
+        poll_interval: float = 30.0,
+        max_submissions: int = 3,
+        on_progress: Progress | None = None,
+        prices: Mapping[str, tuple[float, float]] | None = None,
+    ) -> RunOutcome:
+        """Send what the journal lacks (synchronously, or through the Batch API) and return all results.
+
+        Raises :class:`ResourceError` if some requests could not be completed (server errors
+        outlasting the retries); everything finished is journaled, so the same call resumes.
+        """
+        from negvocab import __version__
+        from negvocab.llm.client import LLMClient, public_url
+
+        need = self.needed(rounds_used)
+        extra = {
+            "task": self.task,
+            "endpoint": public_url(base_url or os.environ.get("OPENAI_BASE_URL")),
+            "negvocab": __version__,
+            "run_settings": {"classes": self.selection},
+        }
+        with Journal(self.run_dir, self.identity, extra=extra) as journal:
+            before = journal.usage()
+            todo = pending(need, journal)
+            undone: list[str] = []
+            if todo:
+                log.info("%s: %d of %d requests to send (%s)", self.run_dir, len(todo), len(need), "batch" if batch else "sync")
+                options = {"temperature": self.identity.get("temperature"), **dict(client_options or {})}
+                client = LLMClient(self.model, base_url=base_url, api_key=api_key, concurrency=concurrency, **options)
+                undone = _run_coro(self._send(client, journal, todo, batch, poll_interval, max_submissions, on_progress))
+            else:
+                log.info("%s: all %d requests are in the journal; nothing to send", self.run_dir, len(need))
+            after = journal.usage()
+            results = {q.custom_id: journal.results[q.custom_id] for q in need if q.custom_id in journal.results}
+        session = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        price = lambda u, b: cost_usd(self.model, u.get("prompt_tokens", 0), u.get("completion_tokens", 0), batch=b, prices=prices)  # noqa: E731
+        outcome = RunOutcome(
+            results=results,
+            sent=len(todo) - len(undone),
+            undone=undone,
+            usage_session=session,
+            usage_total=after,
+            cost_session_usd=price(session, batch),
+            run_dir=self.run_dir,
+        )
+        if undone:
+            raise ResourceError(
+                f"{len(undone)} of {len(need)} requests could not be completed (server errors, e.g. {undone[0]}); "
+                f"the rest is journaled in {self.run_dir}: re-run the same command to resume"
+            )
+        return outcome
+
+    async def _send(self, client: Any, journal: Journal, todo: list[Request], batch: bool, poll_interval: float, max_submissions: int, on_progress: Progress | None) -> list[str]:
+        from negvocab.llm.batch import run_batch
+        from negvocab.llm.run import run_sync
+
+        async with client:
+            if batch:
+                return await run_batch(todo, client, journal, self.template, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress)
+            return await run_sync(todo, client, journal, self.template, on_progress=on_progress)
+
+
+@dataclass
+class RunOutcome:
+    """Results (custom id -> journal record) of the needed requests, and what this session spent."""
+
+    results: dict[str, dict[str, Any]]
+    sent: int
+    undone: list[str]
+    usage_session: dict[str, int]
+    usage_total: dict[str, int]
+    cost_session_usd: float | None
+    run_dir: Path
+
+
+def _run_coro(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run``, also from inside a running loop (Jupyter) via a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def _check_rounds_used(r: int, rounds: int) -> int:
+    if not 1 <= r <= rounds:
+        raise InputError(f"rounds used must be between 1 and the run's {rounds} rounds, got {r}")
+    return r
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:40] or "model"
+
+
+def _run_dir(run_dir: str | os.PathLike[str] | None, task: str, model: str, identity: Mapping[str, Any]) -> Path:
+    if run_dir is not None:
+        return Path(run_dir)
+    from negvocab.paths import cache_dir
+
+    return cache_dir() / "llm-runs" / f"{task}-{_slug(model)}-{identity_hash(identity)[:12]}"
+
+
+def _check_counts(per: int, rounds: int) -> None:
+    if per < 1:
+        raise InputError(f"labels per request must be >= 1, got {per}")
+    if rounds < 1:
+        raise InputError(f"rounds must be >= 1, got {rounds}")
+
+
+def _base_identity(task: str, model: str, template: PromptTemplate, n: int, rounds: int, keys: Sequence[str], temperature: float | None, min_labels: int) -> dict[str, Any]:
+    return {
+        "task": task,
+        "model": model,
+        "prompt": template.name,
+        "prompt_sha256": template.sha256,
+        "n": n,
+        "min_labels": min_labels,
+        "rounds": rounds,
+        "keys": len(keys),
+        "keys_sha256": identity_hash({"keys": list(keys)}),
+        "temperature": temperature,
+        "schema": "LabelList",
+    }
+
+
+def gpt_run(
+    model: str,
+    *,
+    per_class: int = 20,
+    rounds: int = 10,
+    classes: Any = None,
+    run_dir: str | os.PathLike[str] | None = None,
+    prompt_path: str | os.PathLike[str] | None = None,
+    temperature: float | None = 1.0,
+    min_labels: int | None = None,
+    id_classes: Any = None,
+) -> LLMRun:
+    """The GPT-sibling run: one request per (class, round), round by round (see the module docstring)."""
+    _check_counts(per_class, rounds)
+    template = load_prompt("gpt_siblings", prompt_path)
+    chosen = select_classes(classes, id_classes)
+    need = per_class if min_labels is None else min_labels
+    reqs = [
+        make_request(
+            template,
+            wnid,
+            r,
+            per_class,
+            {"class_name": name, "synonyms": ", ".join(syn) or name, "wnid": wnid},
+            need,
+        )
+        for r in range(rounds)
+        for wnid, name, syn in zip(chosen.wnids, chosen.names, chosen.synonyms)
+    ]
+    identity = _base_identity("gpt_siblings", model, template, per_class, rounds, chosen.wnids, temperature, need)
+    folder = _run_dir(run_dir, "gpt", model, identity)
+    return LLMRun("gpt_siblings", model, template, reqs, identity, folder, list(chosen.wnids), rounds, selection=_selection(classes, chosen))
+
+
+def eoe_run(
+    model: str,
+    *,
+    mode: EoeMode = "near",
+    per_request: int | None = None,
+    size: int | None = None,
+    chunk_size: int = 100,
+    rounds: int = 1,
+    classes: Any = None,
+    run_dir: str | os.PathLike[str] | None = None,
+    prompt_path: str | os.PathLike[str] | None = None,
+    temperature: float | None = 1.0,
+    min_labels: int | None = None,
+    id_classes: Any = None,
+) -> LLMRun:
+    """The EOE run: ``near`` one request per class; ``far``/``fine`` one per chunk of ``chunk_size`` classes.
+
+    ``per_request`` labels are asked per request (default 5 for near, 50 otherwise); for far/fine,
+    ``size`` (L, the total wanted) sets ``per_request = ceil(L / chunks)`` instead.
+    """
+    if mode not in EOE_MODES:
+        raise InputError(f"unknown EOE mode {mode!r}; choose one of {list(EOE_MODES)}")
+    if chunk_size < 1:
+        raise InputError(f"chunk size must be >= 1, got {chunk_size}")
+    template = load_prompt(f"eoe_{mode}", prompt_path)
+    chosen = select_classes(classes, id_classes)
+    chunk_map: dict[str, list[str]] = {}
+    if mode == "near":
+        n = per_request or 5
+        values = {w: {"class_name": nm, "synonyms": ", ".join(sy) or nm, "wnid": w} for w, nm, sy in zip(chosen.wnids, chosen.names, chosen.synonyms)}
+    else:
+        spans = _chunks(len(chosen), chunk_size)
+        if size is not None:
+            if size < 1:
+                raise InputError(f"size must be >= 1, got {size}")
+            n = math.ceil(size / len(spans))
+        else:
+            n = per_request or 50
+        values = {}
+        for i, span in enumerate(spans):
+            key = f"chunk{i:03d}"
+            chunk_map[key] = [chosen.wnids[j] for j in span]
+            values[key] = {"class_list": "\n".join(f"- {chosen.names[j]}" for j in span)}
+    _check_counts(n, rounds)
+    need = n if min_labels is None else min_labels
+    reqs = [make_request(template, key, r, n, v, need) for r in range(rounds) for key, v in values.items()]
+    keys = list(values)
+    identity = _base_identity(f"eoe_{mode}", model, template, n, rounds, list(chosen.wnids), temperature, need)
+    identity["chunk_size"] = chunk_size if mode != "near" else None
+    folder = _run_dir(run_dir, f"eoe-{mode}", model, identity)
+    return LLMRun(f"eoe_{mode}", model, template, reqs, identity, folder, keys, rounds, chunk_map, _selection(classes, chosen))
+
+
+# -- merging ------------------------------------------------------------------------------------
+def merge_rounds(results: Mapping[str, Mapping[str, Any]], keys: Sequence[str], rounds_used: int) -> tuple[dict[str, dict[str, list[int]]], dict[str, list[str]]]:
+    """Per key (class or chunk): every unique label of rounds ``0..rounds_used-1`` with the rounds
+    that proposed it, in order of first proposal; and the custom ids per non-``ok`` status.
+
+    Labels of ``short`` answers are kept; ``refused`` and ``invalid`` answers have none. A
+    missing result raises :class:`InputError`.
+    """
+    per_key: dict[str, dict[str, list[int]]] = {}
+    failures: dict[str, list[str]] = {}
+    missing = []
+    for key in keys:
+        merged: dict[str, list[int]] = {}
+        for r in range(rounds_used):
+            cid = custom_id(key, r)
+            rec = results.get(cid)
+            if rec is None:
+                missing.append(cid)
+                continue
+            if rec["status"] != "ok":
+                failures.setdefault(rec["status"], []).append(cid)
+            for label in rec.get("labels") or ():
+                rounds_of = merged.setdefault(label, [])
+                if not rounds_of or rounds_of[-1] != r:
+                    rounds_of.append(r)
+        per_key[key] = merged
+    if missing:
+        raise InputError(f"{len(missing)} requests have no result in the journal (e.g. {missing[0]}); run the build to complete them")
+    return per_key, failures
+
+
+def _match_info(match: Any) -> Any:
+    if dataclasses.is_dataclass(match) and not isinstance(match, type):
+        return {k: v for k, v in dataclasses.asdict(match).items() if isinstance(v, (str, int, float, type(None)))}
+    if hasattr(match, "_asdict"):
+        return dict(match._asdict())
+    return str(match)
+
+
+def _stats(counts: Sequence[int]) -> dict[str, float]:
+    if not counts:
+        return {"min": 0, "mean": 0.0, "max": 0}
+    return {"min": min(counts), "mean": round(statistics.fmean(counts), 2), "max": max(counts)}
+
+
+def vocabulary_from_results(
+    run: LLMRun,
+    results: Mapping[str, Mapping[str, Any]],
+    *,
+    rounds_used: int | None = None,
+    synonym_filter: Any = None,
+    per_key_views: bool = True,
+    extra_settings: Mapping[str, Any] | None = None,
+) -> Vocabulary:
+    """Merge the results of the first ``rounds_used`` rounds, synonym-filter, and make the vocabulary.
+
+    Labels are ordered by key (class or chunk) order, then by first proposal within the key.
+    ``meta[label]["proposed_by"]`` maps each key that proposed the label to its rounds. The
+    settings report per-key unique counts before and after the filter, the removed labels with
+    the rule that removed them, and the failed requests by status.
+    """
+    r_used = run.rounds if rounds_used is None else _check_rounds_used(rounds_used, run.rounds)
+    per_key, failures = merge_rounds(results, run.keys, r_used)
+    proposed: dict[str, dict[str, list[int]]] = {}
+    for key, labels in per_key.items():
+        for label, rounds_of in labels.items():
+            proposed.setdefault(label, {})[key] = rounds_of
+    if synonym_filter is None:
+        from negvocab import SynonymFilter
+
+        synonym_filter = SynonymFilter()
+    kept, removed = synonym_filter.split(list(proposed))
+    if not kept:
+        raise InputError(f"no labels left from {run.run_dir} after the synonym filter ({len(removed)} removed)")
+    keep = set(kept)
+    meta = {
+        label: {"proposed_by": proposed[label], "prompt": run.template.name, "prompt_sha256": run.template.sha256}
+        for label in kept
+    }
+    unique = {key: len(labels) for key, labels in per_key.items()}
+    kept_counts = {key: sum(1 for lab in labels if lab in keep) for key, labels in per_key.items()}
+    views = {key: [lab for lab in labels if lab in keep] for key, labels in per_key.items()} if per_key_views else {}
+    settings = {
+        "task": run.task,
+        "model": run.model,
+        "prompt": run.template.name,
+        "prompt_sha256": run.template.sha256,
+        "labels_per_request": run.identity["n"],
+        "rounds": run.rounds,
+        "rounds_used": r_used,
+        "keys": len(run.keys),
+        "temperature": run.identity.get("temperature"),
+        "run_dir": str(run.run_dir),
+        "run_identity_sha256": run.identity_sha256,
+        "unique_per_key": unique,
+        "kept_per_key": kept_counts,
+        "unique_per_key_stats": _stats(list(unique.values())),
+        "kept_per_key_stats": _stats(list(kept_counts.values())),
+        "unique_labels": len(proposed),
+        "synonym_filter": {"removed": len(removed), "labels": {lab: _match_info(m) for lab, m in removed.items()}},
+        "failures": failures,
+        **dict(extra_settings or {}),
+    }
+    if run.chunks:
+        settings["chunks"] = run.chunks
+    source = "gpt" if run.task == "gpt_siblings" else "eoe"
+    return Vocabulary.from_labels(kept, source=source, meta=meta, settings=settings, views=views)
+
+
+def vocabulary_from_journal(run_dir: str | os.PathLike[str], *, rounds_used: int | None = None, synonym_filter: Any = None, id_classes: Any = None) -> Vocabulary:
+    """The vocabulary of a finished (or partly finished) run folder, without sending anything.
+
+    Rebuilds the run from its manifest (same classes, prompt and settings) and checks that the
+    prompt file still has the journaled hash.
+    """
+    journal = Journal.open_existing(run_dir)
+    ident = journal.identity
+    run = _rebuild(run_dir, ident, id_classes)
+    return vocabulary_from_results(run, journal.results, rounds_used=rounds_used, synonym_filter=synonym_filter, per_key_views=ident["task"] in ("gpt_siblings", "eoe_near"))
+
+
+def _rebuild(run_dir: str | os.PathLike[str], ident: Mapping[str, Any], id_classes: Any) -> LLMRun:
+    from negvocab.llm.journal import read_manifest
+
+    manifest = read_manifest(run_dir)
+    settings = manifest.get("run_settings") or {}
+    task = ident["task"]
+    common = {"run_dir": run_dir, "temperature": ident.get("temperature"), "min_labels": ident.get("min_labels"), "id_classes": id_classes, "classes": settings.get("classes")}
+    if task == "gpt_siblings":
+        run = gpt_run(ident["model"], per_class=ident["n"], rounds=ident["rounds"], **common)
+    else:
+        mode = task.removeprefix("eoe_")
+        run = eoe_run(ident["model"], mode=mode, per_request=ident["n"], chunk_size=ident.get("chunk_size") or 100, rounds=ident["rounds"], **common)  # type: ignore[arg-type]
+    if run.identity_sha256 != identity_hash(ident):
+        raise InputError(f"{run_dir}: cannot rebuild the run (the packaged prompt or class list changed since it ran)")
+    return run
+
+
+# -- public builders ----------------------------------------------------------------------------
+def build_gpt_vocabulary(
+    model: str,
+    *,
+    per_class: int = 20,
+    rounds: int = 10,
+    rounds_used: int | None = None,
+    classes: Any = None,
+    run_dir: str | os.PathLike[str] | None = None,
+    concurrency: int = 16,
+    batch: bool = False,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    prompt_path: str | os.PathLike[str] | None = None,
+    temperature: float | None = 1.0,
+    min_labels: int | None = None,
+    synonym_filter: Any = None,
+    id_classes: Any = None,
+    client_options: Mapping[str, Any] | None = None,
+    poll_interval: float = 30.0,
+    max_submissions: int = 3,
+    on_progress: Callable[[int, int], None] | None = None,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+) -> Vocabulary:
+    """The GPT-sibling vocabulary (paper: 20 per class, 10 rounds); resumable, see the module docstring.
+
+    Parameters
+    ----------
+    model : str
+        Chat model name (OpenAI or any OpenAI-compatible server).
+    per_class, rounds : int
+        Labels asked per request; rounds over all classes.
+    rounds_used : int, optional
+        Build from the first ``r`` rounds only; requests of later rounds are not sent, and
+        journaled ones are not repeated (the paper's ablation over merged generations).
+    classes : int, path or list, optional
+        First ``K`` ImageNet-1k classes, a file of wnids/names, or a list (default: all 1000).
+    run_dir : path, optional
+        Run folder (default: a folder in the cache named after the run's identity).
+    concurrency, batch, base_url, api_key
+        Client settings; ``batch=True`` uses the Batch API.
+    synonym_filter : SynonymFilter, optional
+        Default: against all of ImageNet-1k (also when ``classes`` selects a few).
+
+    Returns
+    -------
+    Vocabulary
+        Source ``gpt``; ``views[wnid]`` is each class's filtered labels; ``meta[label]`` records
+        the classes and rounds that proposed it and the prompt hash; the settings hold per-class
+        counts, filter removals, failures, tokens and cost.
+    """
+    run = gpt_run(model, per_class=per_class, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
+    return _build(run, rounds_used, synonym_filter, True, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices)
+
+
+def build_eoe_vocabulary(
+    model: str,
+    *,
+    mode: EoeMode = "near",
+    per_request: int | None = None,
+    size: int | None = None,
+    chunk_size: int = 100,
+    rounds: int = 1,
+    rounds_used: int | None = None,
+    classes: Any = None,
+    run_dir: str | os.PathLike[str] | None = None,
+    concurrency: int = 16,
+    batch: bool = False,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    prompt_path: str | os.PathLike[str] | None = None,
+    temperature: float | None = 1.0,
+    min_labels: int | None = None,
+    synonym_filter: Any = None,
+    id_classes: Any = None,
+    client_options: Mapping[str, Any] | None = None,
+    poll_interval: float = 30.0,
+    max_submissions: int = 3,
+    on_progress: Callable[[int, int], None] | None = None,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+) -> Vocabulary:
+    """The EOE envisioned-outlier vocabulary (``near``, ``far`` or ``fine``); labels lower-cased,
+    de-duplicated and synonym-filtered. Same run folder, resume and Batch API behaviour as
+    :func:`build_gpt_vocabulary`; ``views[wnid]`` per class for ``near``, ``settings["chunks"]``
+    lists each chunk's classes for ``far``/``fine``.
+    """
+    run = eoe_run(model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
+    return _build(run, rounds_used, synonym_filter, mode == "near", base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices)
+
+
+def _build(run: LLMRun, rounds_used: int | None, synonym_filter: Any, views: bool, *, prices: Any, batch: bool, **execute: Any) -> Vocabulary:
+    outcome = run.execute(rounds_used=rounds_used, prices=prices, batch=batch, **execute)
+    usage = outcome.usage_total
+    extra = {
+        "usage": usage,
+        "cost_usd": cost_usd(run.model, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), batch=batch, prices=prices),
+        "session": {"sent": outcome.sent, "usage": outcome.usage_session, "cost_usd": outcome.cost_session_usd, "batch": batch},
+    }
+    return vocabulary_from_results(run, outcome.results, rounds_used=rounds_used, synonym_filter=synonym_filter, per_key_views=views, extra_settings=extra)
+
+
+def _selection(classes: Any, chosen: Any) -> Any:
+    """The class selection as JSON (kept in the manifest so the run can be rebuilt from its folder)."""
+    if classes is None:
+        return None
+    if isinstance(classes, int) or (isinstance(classes, str) and classes.strip().isdigit()):
+        return int(classes)
+    return list(chosen.wnids)

@@ -1,0 +1,248 @@
+"""Batch API mode: one JSONL batch file, uploaded, run within 24 h at half the synchronous price.
+
+:func:`run_batch` writes the pending requests as batch lines (``custom_id`` = ``"<class>/r<round>"``),
+uploads the file, creates the batch, polls it (progress through a callback), downloads the output
+and error files, journals every line and submits a new batch holding only the lines that failed,
+up to ``max_submissions`` batches per request. Every step is journaled before the next one:
+
+- ``batch_input``: the uploaded file id and its custom ids (before the batch is created);
+- ``batch``: the batch id (right after creation);
+- ``result`` / ``attempt_failed``: one per line of the output and error files;
+- ``batch_done``: the batch's final status.
+
+A re-run after a crash polls the journaled batch instead of creating another, and if the crash
+fell between upload and the ``batch`` line, it looks the batch up by its input file before
+creating one, so no request is paid for twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from negvocab.atomic import write_bytes
+from negvocab.errors import ResourceError
+from negvocab.llm.client import RESPONSE_FORMAT, Answer, LLMClient, add_usage, BadAnswer, labels_from_message
+from negvocab.llm.journal import Journal
+from negvocab.llm.prompts import PromptTemplate
+from negvocab.llm.run import Progress, Request, pending, result_record
+
+log = logging.getLogger(__name__)
+
+TERMINAL = ("completed", "expired", "cancelled", "failed")
+ENDPOINT = "/v1/chat/completions"
+
+
+def batch_line(req: Request, model: str, temperature: float | None) -> dict[str, Any]:
+    """The Batch API input line of one request."""
+    body: dict[str, Any] = {"model": model, "messages": req.chat(), "response_format": RESPONSE_FORMAT}
+    if temperature is not None:
+        body["temperature"] = temperature
+    return {"custom_id": req.custom_id, "method": "POST", "url": ENDPOINT, "body": body}
+
+
+def interpret_line(line: dict[str, Any], req: Request) -> tuple[Answer | None, str]:
+    """One output/error-file line -> (answer or None for a transport-type failure, error text)."""
+    response = line.get("response") or {}
+    error = line.get("error")
+    status_code = response.get("status_code")
+    if error or status_code != 200:
+        msg = (error or {}).get("message") if isinstance(error, dict) else None
+        return None, f"batch line failed (HTTP {status_code}): {msg or error or 'no response'}"
+    body = response.get("body") or {}
+    usage: dict[str, int] = {}
+    add_usage(usage, body.get("usage"))
+    choices = body.get("choices") or []
+    message = (choices[0] or {}).get("message") or {} if choices else {}
+    try:
+        if choices and choices[0].get("finish_reason") == "length":
+            raise BadAnswer("answer cut off at the token limit", "invalid")
+        labels = labels_from_message(message.get("content"), message.get("refusal"), None, req.n, req.min_labels)
+    except BadAnswer as e:
+        return Answer(e.status, e.labels, usage, response.get("request_id"), body.get("model"), error=str(e)), str(e)
+    return Answer("ok", labels, usage, response.get("request_id"), body.get("model")), ""
+
+
+def _failures(journal: Journal) -> Counter[str]:
+    return Counter(r.get("custom_id") for r in journal.of_kind("attempt_failed"))
+
+
+async def _retrying(client: LLMClient, what: str, factory: Any) -> Any:
+    """Call a Batch/Files endpoint, retrying transport errors with backoff."""
+    from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+    oa = client.sdk
+
+    def transient(e: BaseException) -> bool:
+        if isinstance(e, (oa.APIConnectionError, oa.APITimeoutError)):
+            return True
+        return isinstance(e, oa.APIStatusError) and (e.status_code == 429 or e.status_code >= 500)
+
+    try:
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception(transient),
+            stop=stop_after_attempt(client.transport_attempts),
+            wait=wait_exponential(multiplier=client.wait_base, max=client.wait_max),
+            reraise=True,
+        ):
+            with attempt:
+                return await factory()
+    except oa.APIStatusError as e:
+        raise client.fatal_error(e) from e
+    except (oa.APIConnectionError, oa.APITimeoutError) as e:
+        raise ResourceError(f"{client.base_url}: cannot {what} ({type(e).__name__}); re-run to resume") from e
+
+
+async def _find_batch_for_file(client: LLMClient, file_id: str) -> str | None:
+    page = await _retrying(client, "list batches", lambda: client.client.batches.list(limit=100))
+    for b in getattr(page, "data", []) or []:
+        if b.input_file_id == file_id and b.status not in ("failed",):
+            return b.id
+    return None
+
+
+async def _submit(client: LLMClient, journal: Journal, todo: Sequence[Request], number: int) -> str:
+    lines = [batch_line(r, client.model, client.temperature) for r in todo]
+    data = b"".join(json.dumps(x, ensure_ascii=False).encode("utf-8") + b"\n" for x in lines)
+    name = f"batch-input-{number:03d}.jsonl"
+    write_bytes(journal.run_dir / name, data)
+    uploaded = await _retrying(
+        client, "upload the batch file", lambda: client.client.files.create(file=(name, data, "application/jsonl"), purpose="batch")
+    )
+    journal.append([{"kind": "batch_input", "file_id": uploaded.id, "file": name, "custom_ids": [r.custom_id for r in todo]}])
+    return await _create(client, journal, uploaded.id, [r.custom_id for r in todo])
+
+
+async def _create(client: LLMClient, journal: Journal, file_id: str, cids: list[str]) -> str:
+    batch = await _retrying(
+        client,
+        "create the batch",
+        lambda: client.client.batches.create(
+            input_file_id=file_id,
+            endpoint=ENDPOINT,
+            completion_window="24h",
+            metadata={"negvocab_run": journal.identity_sha256[:16]},
+        ),
+    )
+    journal.append([{"kind": "batch", "batch_id": batch.id, "input_file_id": file_id, "custom_ids": cids}])
+    log.info("created batch %s with %d requests", batch.id, len(cids))
+    return batch.id
+
+
+def _open_batch(journal: Journal) -> dict[str, Any] | None:
+    done = {r["batch_id"] for r in journal.of_kind("batch_done")}
+    for r in reversed(journal.of_kind("batch")):
+        if r["batch_id"] not in done:
+            return r
+    return None
+
+
+def _orphan_input(journal: Journal) -> dict[str, Any] | None:
+    batched = {r["input_file_id"] for r in journal.of_kind("batch")}
+    inputs = journal.of_kind("batch_input")
+    if inputs and inputs[-1]["file_id"] not in batched:
+        return inputs[-1]
+    return None
+
+
+async def _poll(client: LLMClient, batch_id: str, poll_interval: float, on_progress: Progress | None) -> Any:
+    while True:
+        batch = await _retrying(client, "poll the batch", lambda: client.client.batches.retrieve(batch_id))
+        counts = batch.request_counts
+        if counts is not None and on_progress is not None:
+            on_progress(counts.completed + counts.failed, counts.total)
+        if batch.status in TERMINAL:
+            return batch
+        log.info("batch %s: %s", batch_id, batch.status)
+        await asyncio.sleep(poll_interval)
+
+
+async def _download(client: LLMClient, file_id: str | None) -> list[dict[str, Any]]:
+    if not file_id:
+        return []
+    content = await _retrying(client, "download batch results", lambda: client.client.files.content(file_id))
+    out = []
+    for i, raw in enumerate(content.text.splitlines()):
+        if raw.strip():
+            try:
+                out.append(json.loads(raw))
+            except ValueError:
+                log.warning("batch file %s: line %d is not JSON; its request will be resubmitted", file_id, i + 1)
+    return out
+
+
+async def run_batch(
+    requests: Sequence[Request],
+    client: LLMClient,
+    journal: Journal,
+    template: PromptTemplate,
+    *,
+    poll_interval: float = 30.0,
+    max_submissions: int = 3,
+    on_progress: Progress | None = None,
+) -> list[str]:
+    """Run ``requests`` through the Batch API (see the module docstring); returns the ids left undone.
+
+    A line that fails (error file, non-200 status, unusable answer) is resubmitted in the next batch
+    until it has failed ``max_submissions`` times; then an unusable answer is journaled as a failure
+    (``invalid`` / ``short``) and a transport-type failure is left undone for a later run.
+    """
+    by_id = {r.custom_id: r for r in requests}
+    number = len(journal.of_kind("batch_input"))
+    undone: list[str] = []
+    while True:
+        open_batch = _open_batch(journal)
+        if open_batch is None:
+            orphan = _orphan_input(journal)
+            if orphan is not None:
+                found = await _find_batch_for_file(client, orphan["file_id"])
+                if found is not None:
+                    journal.append([{"kind": "batch", "batch_id": found, "input_file_id": orphan["file_id"], "custom_ids": orphan["custom_ids"]}])
+                else:
+                    await _create(client, journal, orphan["file_id"], orphan["custom_ids"])
+                continue
+            fails = _failures(journal)
+            left = pending(requests, journal)
+            todo = [r for r in left if fails[r.custom_id] < max_submissions]
+            undone = [r.custom_id for r in left if fails[r.custom_id] >= max_submissions]
+            if not todo:
+                break
+            number += 1
+            await _submit(client, journal, todo, number)
+            continue
+        batch_id = open_batch["batch_id"]
+        batch = await _poll(client, batch_id, poll_interval, on_progress)
+        if batch.status == "failed":
+            errors = "; ".join(f"{e.code}: {e.message}" for e in (batch.errors.data if batch.errors and batch.errors.data else []))
+            journal.append([{"kind": "batch_done", "batch_id": batch_id, "status": "failed"}])
+            raise ResourceError(f"batch {batch_id} failed validation: {errors or 'no details'}")
+        lines = await _download(client, batch.output_file_id) + await _download(client, batch.error_file_id)
+        fails = _failures(journal)
+        records: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for line in lines:
+            cid = line.get("custom_id")
+            req = by_id.get(cid) if isinstance(cid, str) else None
+            if req is None or cid in seen or cid in journal.results:
+                continue
+            seen.add(cid)
+            answer, error = interpret_line(line, req)
+            final = fails[cid] + 1 >= max_submissions
+            if answer is not None and (answer.status in ("ok", "refused") or final):
+                answer.attempts = fails[cid] + 1
+                records.append(result_record(req, answer, template, mode="batch", batch_id=batch_id))
+            else:
+                usage = answer.usage if answer is not None else {}
+                records.append({"kind": "attempt_failed", "custom_id": cid, "batch_id": batch_id, "error": error, "usage": usage})
+        for cid in open_batch["custom_ids"]:
+            if cid not in seen and cid not in journal.results and cid in by_id:
+                records.append({"kind": "attempt_failed", "custom_id": cid, "batch_id": batch_id, "error": f"no result (batch {batch.status})", "usage": {}})
+        records.append({"kind": "batch_done", "batch_id": batch_id, "status": batch.status})
+        journal.append(records)
+        failed = sum(1 for r in records if r["kind"] == "attempt_failed")
+        log.info("batch %s %s: %d results, %d failed lines", batch_id, batch.status, len(records) - failed - 1, failed)
+    return undone

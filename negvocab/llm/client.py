@@ -1,0 +1,371 @@
+"""An OpenAI-compatible chat client that asks for a list of labels and retries what can be retried.
+
+It talks to OpenAI or any OpenAI-compatible server (vLLM, Ollama, llama.cpp server) through the
+official ``openai`` SDK: the endpoint and key come from ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` or
+the arguments. The answer is structured output: a :class:`LabelList` parsed by the SDK
+(``chat.completions.parse``). Two kinds of trouble are retried with tenacity:
+
+- transport: 429 (the ``Retry-After`` / ``retry-after-ms`` wait is honoured, and all requests of
+  the client pause for it), 5xx, 408/409, timeouts and dropped connections, with exponential
+  backoff; when the attempts run out the request is left undone (:class:`ServerGaveUp`), so a
+  re-run retries it;
+- content: malformed JSON, a schema mismatch, a truncated answer or fewer distinct labels than
+  asked; when the attempts run out the request is recorded as a failure (``invalid`` or ``short``,
+  the short list kept), never dropped. A refusal is recorded at once (``refused``).
+
+Other API errors (bad key, unknown model, bad request) stop the run with a one-line error. The key
+never appears in a log line, an error message or a file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from negvocab.errors import InputError, ResourceError
+from negvocab.llm.text import clean_labels
+
+log = logging.getLogger(__name__)
+
+
+class LabelList(BaseModel):
+    """The structured answer: a list of label strings."""
+
+    labels: list[str]
+
+
+#: the ``response_format`` the SDK derives from :class:`LabelList` (strict JSON schema), spelled
+#: out for Batch API request bodies
+RESPONSE_FORMAT: dict[str, Any] = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "LabelList",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "title": "LabelList",
+            "properties": {"labels": {"type": "array", "items": {"type": "string"}, "title": "Labels"}},
+            "required": ["labels"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+STATUSES = ("ok", "short", "refused", "invalid")
+
+
+@dataclass
+class Answer:
+    """The outcome of one request after retries.
+
+    ``status`` is ``ok``, ``short`` (fewer distinct labels than asked; kept), ``refused`` or
+    ``invalid`` (no usable list). ``usage`` sums the tokens of all attempts.
+    """
+
+    status: str
+    labels: list[str]
+    usage: dict[str, int] = field(default_factory=dict)
+    request_id: str | None = None
+    model: str | None = None
+    attempts: int = 1
+    error: str | None = None
+
+
+class ServerGaveUp(Exception):
+    """Transport errors outlasted the retries; the request is not finished (re-run to retry)."""
+
+
+class _Transient(Exception):
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class BadAnswer(Exception):
+    """An answer that cannot be used as it is (``status``: invalid, short or refused)."""
+
+    def __init__(self, message: str, status: str, labels: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.labels = labels or []
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return max(0.0, float(value) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def resolve_endpoint(base_url: str | None, api_key: str | None) -> tuple[str | None, str]:
+    """Base URL and key from the arguments or ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``."""
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+    if not api_key:
+        where = f" for {base_url}" if base_url else ""
+        raise ResourceError(
+            f"no API key{where}: set OPENAI_API_KEY (any non-empty string for a local server without keys)"
+        )
+    return base_url, api_key
+
+
+def public_url(base_url: str | None) -> str:
+    """The endpoint as it may be written to files: no user info, no query string."""
+    if not base_url:
+        return "https://api.openai.com/v1"
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def labels_from_message(content: str | None, refusal: str | None, parsed: LabelList | None, n: int, min_labels: int) -> list[str]:
+    """The cleaned labels of one answer; raises :class:`BadAnswer` when it is not usable."""
+    if refusal:
+        raise BadAnswer(f"refused: {refusal[:200]}", "refused")
+    if parsed is None:
+        if not content:
+            raise BadAnswer("empty answer", "invalid")
+        try:
+            parsed = LabelList.model_validate_json(content)
+        except ValidationError as e:
+            raise BadAnswer(f"answer is not a LabelList: {e.errors()[0].get('msg', 'invalid')}", "invalid") from e
+    labels = clean_labels(parsed.labels)
+    if len(labels) < min_labels:
+        raise BadAnswer(f"{len(labels)} distinct labels, asked for {n}", "short", labels)
+    return labels
+
+
+def add_usage(total: dict[str, int], usage: Any) -> None:
+    if usage is None:
+        return
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        value = usage.get(key) if isinstance(usage, dict) else getattr(usage, key, None)
+        if isinstance(value, int):
+            total[key] = total.get(key, 0) + value
+
+
+class LLMClient:
+    """Asks an OpenAI-compatible chat endpoint for label lists, with retries and a concurrency limit.
+
+    Parameters
+    ----------
+    model : str
+        Model name as the server knows it.
+    base_url, api_key : str, optional
+        Endpoint and key; default ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
+    concurrency : int
+        Requests in flight at most (an :class:`asyncio.Semaphore`).
+    transport_attempts, content_attempts : int
+        Attempts per request for transport errors and for unusable answers.
+    wait_base, wait_max : float
+        Exponential backoff: ``wait_base * 2**k`` seconds (with jitter), at most ``wait_max``;
+        a server's ``Retry-After`` is honoured up to ``retry_after_max``.
+    temperature : float, optional
+        Sampling temperature sent with each request (``None``: the server's default).
+    timeout : float
+        Seconds per HTTP request.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        concurrency: int = 16,
+        transport_attempts: int = 8,
+        content_attempts: int = 3,
+        wait_base: float = 1.0,
+        wait_max: float = 60.0,
+        retry_after_max: float = 600.0,
+        temperature: float | None = 1.0,
+        timeout: float = 120.0,
+    ) -> None:
+        if concurrency < 1:
+            raise InputError(f"concurrency must be >= 1, got {concurrency}")
+        if transport_attempts < 1 or content_attempts < 1:
+            raise InputError("transport_attempts and content_attempts must be >= 1")
+        import openai
+
+        self.model = model
+        base_url, key = resolve_endpoint(base_url, api_key)
+        self.base_url = public_url(base_url)
+        self._key = key
+        self.sdk = openai  # the SDK module (exception classes)
+        self.client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
+        self.concurrency = concurrency
+        self._sem = asyncio.Semaphore(concurrency)
+        self.transport_attempts = transport_attempts
+        self.content_attempts = content_attempts
+        self.wait_base = wait_base
+        self.wait_max = wait_max
+        self.retry_after_max = retry_after_max
+        self.temperature = temperature
+        self._paused_until = 0.0
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
+
+    def scrub(self, text: str) -> str:
+        """``text`` with the API key masked (for error messages that echo request data)."""
+        return text.replace(self._key, "***") if self._key else text
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+    async def __aenter__(self) -> LLMClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- one request ------------------------------------------------------------------------
+    async def ask(
+        self, messages: list[dict[str, str]], n: int, *, min_labels: int | None = None, trace_id: str | None = None
+    ) -> Answer:
+        """Ask for ``n`` labels; retries, then returns an :class:`Answer` (or raises :class:`ServerGaveUp`).
+
+        ``trace_id`` goes out in the ``X-Client-Request-Id`` header (``negvocab:<trace_id>:<try>``),
+        which OpenAI and many proxies log, so a request can be traced on the server side.
+        """
+        from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
+
+        need = n if min_labels is None else min_labels
+        counts = {"transport": 0, "content": 0}
+        usage: dict[str, int] = {}
+
+        def stop(state: RetryCallState) -> bool:
+            exc = state.outcome.exception() if state.outcome else None
+            if isinstance(exc, _Transient):
+                return counts["transport"] >= self.transport_attempts
+            return counts["content"] >= self.content_attempts
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            if isinstance(exc, _Transient):
+                if exc.retry_after is not None:
+                    return min(exc.retry_after, self.retry_after_max)
+                k = counts["transport"] - 1
+                return min(self.wait_max, self.wait_base * 2**k) * random.uniform(0.5, 1.0)
+            return 0.0
+
+        async def attempt() -> Answer:
+            await self._gate()
+            headers = {"X-Client-Request-Id": f"negvocab:{trace_id}:{sum(counts.values())}"} if trace_id else None
+            try:
+                completion = await self.client.chat.completions.parse(
+                    model=self.model,
+                    messages=messages,  # type: ignore[arg-type]
+                    response_format=LabelList,
+                    extra_headers=headers,
+                    **({"temperature": self.temperature} if self.temperature is not None else {}),
+                )
+            except self.sdk.LengthFinishReasonError as e:
+                counts["content"] += 1
+                add_usage(usage, e.completion.usage)
+                raise BadAnswer("answer cut off at the token limit", "invalid") from e
+            except self.sdk.ContentFilterFinishReasonError as e:
+                counts["content"] += 1
+                raise BadAnswer("answer withheld by the content filter", "refused") from e
+            except ValidationError as e:
+                counts["content"] += 1
+                raise BadAnswer(f"answer is not a LabelList: {e.errors()[0].get('msg', 'invalid')}", "invalid") from e
+            except json.JSONDecodeError as e:
+                counts["content"] += 1
+                raise BadAnswer(f"answer is not JSON: {e}", "invalid") from e
+            except self.sdk.APIStatusError as e:
+                code = e.status_code
+                if code == 429 or code in (408, 409) or code >= 500:
+                    counts["transport"] += 1
+                    after = retry_after_seconds(e.response.headers)
+                    if code == 429 and after is not None:
+                        self._pause(after)
+                    raise _Transient(f"HTTP {code}", after) from e
+                raise self.fatal_error(e) from e
+            except (self.sdk.APIConnectionError, self.sdk.APITimeoutError) as e:
+                counts["transport"] += 1
+                raise _Transient(type(e).__name__) from e
+            add_usage(usage, completion.usage)
+            choice = completion.choices[0] if completion.choices else None
+            if choice is None:
+                counts["content"] += 1
+                raise BadAnswer("answer has no choices", "invalid")
+            message = choice.message
+            try:
+                labels = labels_from_message(message.content, message.refusal, message.parsed, n, need)
+            except BadAnswer as e:
+                if e.status == "refused":
+                    return Answer("refused", [], dict(usage), _request_id(completion), completion.model, error=str(e))
+                counts["content"] += 1
+                raise
+            return Answer("ok", labels, dict(usage), _request_id(completion), completion.model)
+
+        async with self._sem:
+            try:
+                async for try_ in AsyncRetrying(
+                    retry=retry_if_exception_type((_Transient, BadAnswer)), stop=stop, wait=wait, reraise=True
+                ):
+                    with try_:
+                        answer = await attempt()
+            except _Transient as e:
+                raise ServerGaveUp(
+                    f"{self.base_url}: {e} after {counts['transport']} attempts"
+                ) from None
+            except BadAnswer as e:
+                return Answer(e.status, e.labels, dict(usage), None, None, sum(counts.values()), str(e))
+        answer.attempts = sum(counts.values()) + 1
+        return answer
+
+    async def _gate(self) -> None:
+        delay = self._paused_until - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    def _pause(self, seconds: float) -> None:
+        seconds = min(seconds, self.retry_after_max)
+        self._paused_until = max(self._paused_until, time.monotonic() + seconds)
+        log.info("rate limited by %s: pausing requests for %.1f s (Retry-After)", self.base_url, seconds)
+
+    def fatal_error(self, e: Any) -> Exception:
+        detail = self.scrub(str(getattr(e, "message", "") or e))[:300]
+        code = e.status_code
+        if code in (401, 403):
+            return ResourceError(f"{self.base_url}: authentication failed (HTTP {code}); check OPENAI_API_KEY or --api-key")
+        if code == 404:
+            return ResourceError(f"{self.base_url}: model {self.model!r} or endpoint not found (HTTP 404): {detail}")
+        return ResourceError(f"{self.base_url}: request rejected (HTTP {code}): {detail}")
+
+
+def _request_id(completion: Any) -> str | None:
+    rid = getattr(completion, "_request_id", None)
+    return rid or getattr(completion, "id", None)

@@ -1,0 +1,95 @@
+"""Token and cost estimates for a run, before it starts (dry run) and after it ends (real usage).
+
+Prompt tokens are estimated at 4 characters a token plus a few per message (no tokenizer is
+needed); answer tokens at ``TOKENS_PER_LABEL`` per asked label plus the JSON frame. Prices are US
+dollars per million tokens (input, output) from OpenAI's price list as of 2025; the Batch API costs
+half. A model not in the table has no price unless one is given (``--price-in/--price-out``).
+Reasoning models also bill hidden reasoning tokens, which no estimate here includes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from negvocab.llm.run import Request
+
+#: model -> (USD per 1M input tokens, USD per 1M output tokens), standard (synchronous) tier
+PRICES: dict[str, tuple[float, float]] = {
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4-turbo": (10.00, 30.00),
+    "gpt-3.5-turbo": (0.50, 1.50),
+    "o3": (2.00, 8.00),
+    "o3-mini": (1.10, 4.40),
+    "o4-mini": (1.10, 4.40),
+}
+BATCH_DISCOUNT = 0.5
+TOKENS_PER_LABEL = 6
+CHARS_PER_TOKEN = 4
+MESSAGE_OVERHEAD = 4
+ANSWER_FRAME = 12
+
+
+def price_of(model: str, prices: Mapping[str, tuple[float, float]] | None = None) -> tuple[float, float] | None:
+    """(input, output) USD per 1M tokens of ``model``: exact name, else the longest known prefix
+    (``gpt-4o-mini-2024-07-18`` -> ``gpt-4o-mini``); ``None`` if unknown."""
+    table = {**PRICES, **(prices or {})}
+    if model in table:
+        return table[model]
+    base = model.split("/")[-1]
+    best = max((k for k in table if base.startswith(k + "-") or base == k), key=len, default=None)
+    return table[best] if best else None
+
+
+def cost_usd(model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool = False, prices: Mapping[str, tuple[float, float]] | None = None) -> float | None:
+    """Dollars for the given tokens (``None`` for a model without a price)."""
+    p = price_of(model, prices)
+    if p is None:
+        return None
+    usd = (prompt_tokens * p[0] + completion_tokens * p[1]) / 1e6
+    return usd * BATCH_DISCOUNT if batch else usd
+
+
+def estimate_request_tokens(req: Request) -> tuple[int, int]:
+    """(prompt, completion) token estimate of one request."""
+    prompt = sum(MESSAGE_OVERHEAD + math.ceil(len(content) / CHARS_PER_TOKEN) for _, content in req.messages)
+    return prompt, ANSWER_FRAME + TOKENS_PER_LABEL * req.n
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """What a run will send: request count, estimated tokens, estimated dollars (or ``None``)."""
+
+    model: str
+    requests: int
+    already_done: int
+    prompt_tokens: int
+    completion_tokens: int
+    usd: float | None
+    batch: bool
+
+    def summary(self) -> str:
+        cost = f"${self.usd:,.2f}" if self.usd is not None else "unknown (no price for this model; pass --price-in/--price-out)"
+        mode = "Batch API" if self.batch else "synchronous API"
+        return (
+            f"{self.requests} requests to send ({self.already_done} already in the journal), "
+            f"~{self.prompt_tokens:,} prompt + ~{self.completion_tokens:,} completion tokens, "
+            f"estimated cost {cost} ({self.model}, {mode})"
+        )
+
+
+def estimate(requests: Iterable[Request], model: str, *, batch: bool = False, already_done: int = 0, prices: Mapping[str, tuple[float, float]] | None = None) -> CostEstimate:
+    """Token and cost estimate of sending ``requests``."""
+    n = p_tok = c_tok = 0
+    for req in requests:
+        p, c = estimate_request_tokens(req)
+        n, p_tok, c_tok = n + 1, p_tok + p, c_tok + c
+    return CostEstimate(model, n, already_done, p_tok, c_tok, cost_usd(model, p_tok, c_tok, batch=batch, prices=prices), batch)

@@ -1,0 +1,215 @@
+"""The run journal: a folder with ``manifest.json`` (the run's identity) and ``journal.jsonl``.
+
+One JSON line per finished request (``kind: "result"``: key, round, status, labels, token usage,
+request id, model, prompt name and hash), plus Batch API bookkeeping lines (``batch_input``,
+``batch``, ``batch_done``, ``attempt_failed``). Each append is written, flushed and fsynced before
+the request counts as done, so a process killed at any moment (kill -9) loses at most the lines
+being written: a torn last line (no final newline, or not JSON) is detected, reported and cut off
+on the next open. A request whose result is in the journal is never sent again.
+
+The identity (task, model, prompt hash, rounds, labels per request, classes, temperature, ...) is
+fixed when the folder is created; opening the folder with another identity is refused, so a
+changed prompt, model or round count is a new run and never a silent mix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from negvocab.atomic import write_json
+from negvocab.errors import InputError
+
+log = logging.getLogger(__name__)
+
+JOURNAL_VERSION = 1
+MANIFEST = "manifest.json"
+JOURNAL = "journal.jsonl"
+
+
+def identity_hash(identity: Mapping[str, Any]) -> str:
+    """SHA-256 of the identity as canonical JSON (sorted keys)."""
+    payload = json.dumps(identity, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def custom_id(key: str, round_: int) -> str:
+    """The request id of (class or chunk ``key``, round): ``"<key>/r<round>"``."""
+    return f"{key}/r{round_}"
+
+
+class Journal:
+    """An append-only, crash-safe record of one run (see the module docstring).
+
+    ``results`` maps custom id -> the latest ``result`` record; ``records`` keeps every line.
+    """
+
+    def __init__(
+        self,
+        run_dir: str | os.PathLike[str],
+        identity: Mapping[str, Any],
+        *,
+        extra: Mapping[str, Any] | None = None,
+        readonly: bool = False,
+    ) -> None:
+        self.run_dir = Path(run_dir)
+        self.identity = dict(identity)
+        self.identity_sha256 = identity_hash(self.identity)
+        self.path = self.run_dir / JOURNAL
+        self.readonly = readonly
+        self.records: list[dict[str, Any]] = []
+        self.results: dict[str, dict[str, Any]] = {}
+        self.torn_lines = 0
+        self._fh: Any = None
+        if readonly:  # look, change nothing (dry runs, reports)
+            if (self.run_dir / MANIFEST).exists():
+                self._check_manifest({})
+                self._load()
+            return
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._check_manifest(extra or {})
+        self._load()
+        self._fh = open(self.path, "ab")
+
+    @classmethod
+    def open_existing(cls, run_dir: str | os.PathLike[str], *, readonly: bool = True) -> Journal:
+        """Open a run folder with the identity its manifest holds (to read it, or to resume)."""
+        manifest = read_manifest(run_dir)
+        return cls(run_dir, manifest["identity"], readonly=readonly)
+
+    # -- manifest -------------------------------------------------------------------------------
+    def _check_manifest(self, extra: Mapping[str, Any]) -> None:
+        path = self.run_dir / MANIFEST
+        if path.exists():
+            manifest = read_manifest(self.run_dir)
+            if manifest.get("identity_sha256") != self.identity_sha256:
+                diff = _diff(manifest.get("identity", {}), self.identity)
+                raise InputError(
+                    f"{self.run_dir} holds another run ({diff}); use a new --run-dir, "
+                    "or the same settings to resume that run"
+                )
+            return
+        if self.path.exists() and self.path.stat().st_size:
+            raise InputError(f"{self.run_dir}: journal without {MANIFEST}; not a negvocab run folder, use a new --run-dir")
+        write_json(
+            path,
+            {
+                "journal_version": JOURNAL_VERSION,
+                "identity": self.identity,
+                "identity_sha256": self.identity_sha256,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                **dict(extra),
+            },
+        )
+
+    # -- reading ----------------------------------------------------------------------------------
+    def _load(self) -> None:
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        good_end = 0
+        pos = 0
+        lines = data.split(b"\n")
+        for i, raw in enumerate(lines):
+            last = i == len(lines) - 1
+            if last and raw == b"":
+                break
+            end = pos + len(raw) + 1
+            try:
+                if last:  # no newline after it: torn by a crash mid-write
+                    raise ValueError("no final newline")
+                record = json.loads(raw)
+                if not isinstance(record, dict):
+                    raise ValueError("not an object")
+            except ValueError:
+                if last or all(not x.strip() for x in lines[i + 1 :]):
+                    self.torn_lines += 1
+                    log.warning("%s: ignoring a torn last line (%d bytes) left by an interrupted run", self.path, len(raw))
+                    break
+                raise InputError(
+                    f"{self.path}: line {i + 1} is not valid JSON; the journal is damaged (move it away to start over)"
+                ) from None
+            self._remember(record)
+            good_end = end
+            pos = end
+        if good_end < len(data) and not self.readonly:
+            with open(self.path, "rb+") as fh:  # cut the torn tail so new lines start clean
+                fh.truncate(good_end)
+                fh.flush()
+                os.fsync(fh.fileno())
+
+    def _remember(self, record: dict[str, Any]) -> None:
+        self.records.append(record)
+        if record.get("kind") == "result":
+            self.results[record["custom_id"]] = record
+
+    # -- writing ----------------------------------------------------------------------------------
+    def append(self, records: Iterable[Mapping[str, Any]]) -> None:
+        """Write ``records`` as lines, flush and fsync (one write for the group)."""
+        if self._fh is None:
+            raise RuntimeError("journal opened read-only")
+        recs = [dict(r) for r in records]
+        if not recs:
+            return
+        payload = b"".join(
+            json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n" for r in recs
+        )
+        self._fh.write(payload)
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        for r in recs:
+            self._remember(r)
+
+    def close(self) -> None:
+        if self._fh is not None and not self._fh.closed:
+            self._fh.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- queries ----------------------------------------------------------------------------------
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r.get("kind") == kind]
+
+    def usage(self) -> dict[str, int]:
+        """Tokens of all journaled results (and failed batch attempts)."""
+        total: dict[str, int] = {}
+        for r in self.records:
+            if r.get("kind") in ("result", "attempt_failed"):
+                for k, v in (r.get("usage") or {}).items():
+                    if isinstance(v, int):
+                        total[k] = total.get(k, 0) + v
+        return total
+
+
+def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The manifest of a run folder; :class:`InputError` if missing or malformed."""
+    path = Path(run_dir) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file; {run_dir} is not a negvocab LLM run folder") from None
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: unreadable run manifest ({e}); use a new --run-dir") from e
+    if not isinstance(manifest, dict) or manifest.get("journal_version") != JOURNAL_VERSION or "identity" not in manifest:
+        raise InputError(f"{path}: not a version-{JOURNAL_VERSION} negvocab run manifest; use a new --run-dir")
+    return manifest
+
+
+def _diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    parts = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if a != b:
+            show = (lambda v: v if isinstance(v, (int, float, str)) and len(str(v)) < 40 else "...")  # noqa: E731
+            parts.append(f"{key}: {show(a)!r} there, {show(b)!r} now")
+    return "; ".join(parts[:4]) or "different identity"

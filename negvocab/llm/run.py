@@ -1,0 +1,170 @@
+"""Send the requests of a run that the journal does not hold yet, synchronously (async, concurrent).
+
+A :class:`Request` is one (class or chunk, round) question. :func:`pending` picks those without a
+journaled result; :func:`run_sync` sends them through an :class:`~negvocab.llm.client.LLMClient`
+and journals each answer as it arrives (a writer thread groups lines that finish together into one
+fsynced write, so the event loop never waits for the disk).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from negvocab.llm.client import Answer, LLMClient, ServerGaveUp
+from negvocab.llm.journal import Journal, custom_id
+from negvocab.llm.prompts import PromptTemplate
+
+log = logging.getLogger(__name__)
+
+#: progress callback: (finished so far, total to do)
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One question: ``n`` labels for class/chunk ``key`` in ``round``, as chat ``messages``."""
+
+    key: str
+    round: int
+    messages: tuple[tuple[str, str], ...]
+    n: int
+    min_labels: int
+
+    @property
+    def custom_id(self) -> str:
+        return custom_id(self.key, self.round)
+
+    def chat(self) -> list[dict[str, str]]:
+        return [{"role": role, "content": content} for role, content in self.messages]
+
+
+def make_request(template: PromptTemplate, key: str, round_: int, n: int, values: dict[str, Any], min_labels: int | None = None) -> Request:
+    """The request for (``key``, ``round_``) with the template filled from ``values`` and ``n``."""
+    msgs = template.render(n=n, **values)
+    return Request(key, round_, tuple((m["role"], m["content"]) for m in msgs), n, n if min_labels is None else min_labels)
+
+
+def pending(requests: Iterable[Request], journal: Journal) -> list[Request]:
+    """The requests without a result in ``journal`` (in the given order)."""
+    return [r for r in requests if r.custom_id not in journal.results]
+
+
+def result_record(req: Request, answer: Answer, template: PromptTemplate, *, mode: str, **extra: Any) -> dict[str, Any]:
+    """The journal line for a finished request."""
+    return {
+        "kind": "result",
+        "custom_id": req.custom_id,
+        "key": req.key,
+        "round": req.round,
+        "status": answer.status,
+        "labels": answer.labels,
+        "n": req.n,
+        "usage": answer.usage,
+        "request_id": answer.request_id,
+        "model": answer.model,
+        "prompt": template.name,
+        "prompt_sha256": template.sha256,
+        "attempts": answer.attempts,
+        "error": answer.error,
+        "mode": mode,
+        "time": round(time.time(), 3),
+        **extra,
+    }
+
+
+class _Writer:
+    """A thread that appends queued journal records, one fsynced write per group."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+        self._items: list[dict[str, Any]] = []
+        self._cond = threading.Condition()
+        self._closed = False
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._loop, name="negvocab-journal", daemon=True)
+        self._thread.start()
+
+    def put(self, record: dict[str, Any]) -> None:
+        if self.error is not None:
+            raise self.error
+        with self._cond:
+            self._items.append(record)
+            self._cond.notify()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._items and not self._closed:
+                    self._cond.wait()
+                items, self._items = self._items, []
+                closed = self._closed
+            if items:
+                try:
+                    self.journal.append(items)
+                except BaseException as e:  # surfaced on the next put / close
+                    self.error = e
+                    return
+            if closed and not items:
+                return
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+async def run_sync(
+    requests: Sequence[Request],
+    client: LLMClient,
+    journal: Journal,
+    template: PromptTemplate,
+    *,
+    on_progress: Progress | None = None,
+) -> list[str]:
+    """Send ``requests`` concurrently, journaling each answer; returns the custom ids left undone.
+
+    A request is left undone (not journaled) only when transport errors outlast the retries; a
+    re-run sends it again. Content failures are journaled with their status.
+    """
+    total = len(requests)
+    done = 0
+    gave_up: list[str] = []
+    writer = _Writer(journal)
+    tag = journal.identity_sha256[:8]
+
+    async def one(req: Request) -> None:
+        nonlocal done
+        try:
+            answer = await client.ask(req.chat(), req.n, min_labels=req.min_labels, trace_id=f"{tag}:{req.custom_id}")
+        except ServerGaveUp as e:
+            gave_up.append(req.custom_id)
+            log.warning("%s: %s; left for the next run", req.custom_id, e)
+        else:
+            if answer.status != "ok":
+                log.warning("%s: %s (%s)", req.custom_id, answer.status, answer.error)
+            writer.put(result_record(req, answer, template, mode="sync"))
+        done += 1
+        if on_progress is not None:
+            on_progress(done, total)
+
+    try:
+        tasks = [asyncio.ensure_future(one(r)) for r in requests]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+    finally:
+        await asyncio.to_thread(writer.close)
+    return gave_up

@@ -1,0 +1,351 @@
+"""A local OpenAI-compatible HTTP server for tests and benchmarks (stdlib only).
+
+It speaks real HTTP on 127.0.0.1 (an ephemeral port) so the official SDK is exercised end to end:
+
+- ``POST /v1/chat/completions``: structured output; the answer is :func:`labels_for` (key, round),
+  ``n`` labels derived deterministically from the request's class/chunk key and round. The key
+  and round come from the ``X-Client-Request-Id`` header (``negvocab:<run>:<key>/r<round>:<try>``)
+  that negvocab sends for tracing; ``n`` from "exactly N" in the prompt.
+- ``POST /v1/files`` (multipart upload), ``GET /v1/files/{id}``, ``GET /v1/files/{id}/content``;
+- ``POST /v1/batches``, ``GET /v1/batches``, ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``:
+  a batch answers every line at creation and reports ``in_progress`` on the first poll(s),
+  then ``completed`` with an output file and, for failed lines, an error file.
+
+Faults on demand, per custom id (``"<key>/r<round>"``), consumed one per attempt:
+``429`` (with ``Retry-After``), ``500``, ``malformed`` (content not JSON), ``schema`` (JSON of the
+wrong shape), ``refusal``, ``short`` (half the labels), ``length`` (cut off), ``slow`` (extra
+delay); in batches ``error`` (an error-file line), ``500`` and the content faults. Every chat
+request and every batch line is counted per custom id (``chat_counts``, ``batch_counts``), so a
+test can assert that nothing was asked twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import email.parser
+import itertools
+import json
+import re
+import threading
+import time
+from collections import Counter, defaultdict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_N_RE = re.compile(r"exactly (\d+)")
+
+
+def labels_for(key: str, round_: int, n: int) -> list[str]:
+    """The server's answer for (key, round): ``n`` distinct labels.
+
+    Round r takes indices ``r*n//2 .. r*n//2+n-1`` of the key's pool, so consecutive rounds
+    share half their labels; indices 0 and 1 are the same for every key (shared labels across
+    classes). Labels come in Title Case (negvocab lower-cases them).
+    """
+    out = []
+    start = round_ * max(1, n // 2)
+    for i in range(start, start + n):
+        idx = i % (4 * n)
+        if idx < 2:
+            out.append(f"Common Thing {idx}")
+        else:
+            out.append(f"{key} Sibling {idx}")
+    return out
+
+
+def expected_merge(keys: list[str], rounds: int, n: int, extra: list[str] | None = None) -> dict[str, list[str]]:
+    """Independent recomputation of negvocab's per-key merge of the server's answers (lower case)."""
+    out: dict[str, list[str]] = {}
+    for key in keys:
+        seen: dict[str, None] = {}
+        for r in range(rounds):
+            for lab in labels_for(key, r, n) + list(extra or []):
+                seen.setdefault(lab.lower(), None)
+        out[key] = list(seen)
+    return out
+
+
+class FakeState:
+    """Server state shared by the handler threads."""
+
+    def __init__(self, latency: float = 0.0, retry_after: str = "1", batch_polls: int = 1) -> None:
+        self.latency = latency
+        self.retry_after = retry_after
+        self.batch_polls = batch_polls
+        self.lock = threading.Lock()
+        self.faults: dict[str, list[str]] = defaultdict(list)
+        self.extra_labels: list[str] = []
+        self.chat_counts: Counter[str] = Counter()
+        self.chat_log: list[tuple[str, float, int]] = []  # (custom id, time, status)
+        self.batch_counts: Counter[str] = Counter()
+        self.batch_inputs: list[list[str]] = []
+        self.files: dict[str, dict[str, Any]] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.auth_headers: set[str] = set()
+        self.ids = itertools.count(1)
+
+    def fault(self, cid: str) -> str | None:
+        with self.lock:
+            queue = self.faults.get(cid)
+            return queue.pop(0) if queue else None
+
+    def add_faults(self, cid: str, *kinds: str) -> None:
+        with self.lock:
+            self.faults[cid].extend(kinds)
+
+
+def _completion(state: FakeState, model: str, key: str, round_: int, n: int, fault: str | None) -> dict[str, Any]:
+    labels = labels_for(key, round_, n) + state.extra_labels
+    finish = "stop"
+    refusal = None
+    if fault == "short":
+        labels = labels[: max(1, n // 2)]
+    content: str | None = json.dumps({"labels": labels})
+    if fault == "malformed":
+        content = '{"labels": ["unterminated'
+    elif fault == "schema":
+        content = json.dumps({"items": labels})
+    elif fault == "refusal":
+        content, refusal = None, "I can't help with that."
+    elif fault == "length":
+        content, finish = content[: len(content) // 2], "length"
+    rid = next(state.ids)
+    return {
+        "id": f"chatcmpl-{rid}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": f"{model}-fake",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content, "refusal": refusal}, "finish_reason": finish, "logprobs": None}],
+        "usage": {"prompt_tokens": 50 + n, "completion_tokens": 6 * len(labels), "total_tokens": 50 + n + 6 * len(labels)},
+    }
+
+
+def _key_round(header: str | None, body: dict[str, Any]) -> tuple[str, int]:
+    if header:
+        parts = header.split(":")
+        if len(parts) >= 3 and "/r" in parts[2]:
+            key, r = parts[2].rsplit("/r", 1)
+            return key, int(r)
+    text = json.dumps(body.get("messages", []))
+    return f"anon{abs(hash(text)) % 10_000}", 0
+
+
+def _n_of(body: dict[str, Any]) -> int:
+    for m in body.get("messages", []):
+        found = _N_RE.search(m.get("content") or "")
+        if found:
+            return int(found.group(1))
+    return 20
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    # -- plumbing ----------------------------------------------------------------------------------
+    def _body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _send(self, code: int, payload: Any, headers: dict[str, str] | None = None, raw: bytes | None = None) -> None:
+        data = raw if raw is not None else json.dumps(payload).encode("utf-8")
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json" if raw is None else "application/octet-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("x-request-id", f"req_{next(self.server.state.ids)}")
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, code: int, message: str, headers: dict[str, str] | None = None) -> None:
+        self._send(code, {"error": {"message": message, "type": "fake", "code": code}}, headers)
+
+    # -- routes ------------------------------------------------------------------------------------
+    def do_POST(self) -> None:  # noqa: N802
+        state = self.server.state
+        state.auth_headers.add(self.headers.get("Authorization", ""))
+        body = self._body()
+        if self.path == "/v1/chat/completions":
+            return self._chat(json.loads(body))
+        if self.path == "/v1/files":
+            return self._upload(body)
+        if self.path == "/v1/batches":
+            return self._create_batch(json.loads(body))
+        m = re.fullmatch(r"/v1/batches/([^/]+)/cancel", self.path)
+        if m and m.group(1) in state.batches:
+            with state.lock:
+                b = state.batches[m.group(1)]
+                b["status"] = "cancelled"
+            return self._send(200, self._batch_view(b))
+        self._error(404, f"no route POST {self.path}")
+
+    def do_GET(self) -> None:  # noqa: N802
+        state = self.server.state
+        m = re.fullmatch(r"/v1/files/([^/]+)(/content)?", self.path)
+        if m and m.group(1) in state.files:
+            f = state.files[m.group(1)]
+            if m.group(2):
+                return self._send(200, None, raw=f["data"])
+            return self._send(200, f["object"])
+        m = re.fullmatch(r"/v1/batches/([^/?]+)", self.path)
+        if m and m.group(1) in state.batches:
+            with state.lock:
+                b = state.batches[m.group(1)]
+                if b["status"] == "in_progress":
+                    b["polls"] += 1
+                    if b["polls"] > state.batch_polls:
+                        b["status"] = "completed"
+            return self._send(200, self._batch_view(b))
+        if self.path.split("?")[0] == "/v1/batches":
+            data = [self._batch_view(b) for b in reversed(list(state.batches.values()))]
+            return self._send(200, {"object": "list", "data": data, "has_more": False, "first_id": None, "last_id": None})
+        self._error(404, f"no route GET {self.path}")
+
+    def _chat(self, body: dict[str, Any]) -> None:
+        state = self.server.state
+        key, r = _key_round(self.headers.get("X-Client-Request-Id"), body)
+        cid = f"{key}/r{r}"
+        fault = state.fault(cid)
+        with state.lock:
+            state.chat_counts[cid] += 1
+        delay = state.latency + (0.5 if fault == "slow" else 0.0)
+        if delay:
+            time.sleep(delay)
+        code = 429 if fault == "429" else 500 if fault == "500" else 200
+        with state.lock:
+            state.chat_log.append((cid, time.monotonic(), code))
+        if code == 429:
+            return self._error(429, "rate limited", {"Retry-After": state.retry_after})
+        if code == 500:
+            return self._error(500, "internal error")
+        fmt = body.get("response_format") or {}
+        if fmt.get("type") != "json_schema":
+            return self._error(400, "negvocab must ask for structured output")
+        self._send(200, _completion(state, body.get("model", "?"), key, r, _n_of(body), fault))
+
+    def _upload(self, body: bytes) -> None:
+        state = self.server.state
+        ctype = self.headers.get("Content-Type", "")
+        msg = email.parser.BytesParser().parsebytes(b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + body)
+        data, purpose, name = b"", "", "upload"
+        for part in msg.get_payload():
+            field = part.get_param("name", header="content-disposition")
+            if field == "file":
+                data = part.get_payload(decode=True)
+                name = part.get_filename() or name
+            elif field == "purpose":
+                purpose = part.get_payload(decode=True).decode()
+        fid = f"file-{next(state.ids)}"
+        obj = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()), "filename": name, "purpose": purpose, "status": "processed"}
+        state.files[fid] = {"object": obj, "data": data}
+        self._send(200, obj)
+
+    def _new_file(self, lines: list[dict[str, Any]], purpose: str) -> str | None:
+        if not lines:
+            return None
+        state = self.server.state
+        data = b"".join(json.dumps(x).encode() + b"\n" for x in lines)
+        fid = f"file-{next(state.ids)}"
+        state.files[fid] = {"object": {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()), "filename": f"{purpose}.jsonl", "purpose": purpose, "status": "processed"}, "data": data}
+        return fid
+
+    def _create_batch(self, req: dict[str, Any]) -> None:
+        state = self.server.state
+        f = state.files.get(req.get("input_file_id", ""))
+        if f is None:
+            return self._error(404, "no such input file")
+        out, err, cids = [], [], []
+        for raw in f["data"].decode().splitlines():
+            line = json.loads(raw)
+            cid = line["custom_id"]
+            cids.append(cid)
+            with state.lock:
+                state.batch_counts[cid] += 1
+            key, r = cid.rsplit("/r", 1)
+            fault = state.fault(cid)
+            rid = f"req_{next(state.ids)}"
+            if fault == "error":
+                err.append({"id": rid, "custom_id": cid, "response": None, "error": {"code": "server_error", "message": "line failed"}})
+            elif fault == "500":
+                err.append({"id": rid, "custom_id": cid, "response": {"status_code": 500, "request_id": rid, "body": {"error": {"message": "internal"}}}, "error": None})
+            else:
+                body = _completion(state, line["body"]["model"], key, int(r), _n_of(line["body"]), fault)
+                out.append({"id": rid, "custom_id": cid, "response": {"status_code": 200, "request_id": rid, "body": body}, "error": None})
+        state.batch_inputs.append(cids)
+        bid = f"batch_{next(state.ids)}"
+        b = {
+            "id": bid,
+            "object": "batch",
+            "endpoint": req.get("endpoint"),
+            "completion_window": req.get("completion_window"),
+            "input_file_id": req["input_file_id"],
+            "created_at": int(time.time()),
+            "status": "in_progress",
+            "metadata": req.get("metadata"),
+            "polls": 0,
+            "n": len(cids),
+            "n_failed": len(err),
+            "output_file_id": self._new_file(out, "batch_output"),
+            "error_file_id": self._new_file(err, "batch_error"),
+        }
+        state.batches[bid] = b
+        self._send(200, self._batch_view(b))
+
+    @staticmethod
+    def _batch_view(b: dict[str, Any]) -> dict[str, Any]:
+        done = b["status"] == "completed"
+        view = {k: v for k, v in b.items() if k not in ("polls", "n", "n_failed", "output_file_id", "error_file_id")}
+        view["request_counts"] = {"total": b["n"], "completed": (b["n"] - b["n_failed"]) if done else 0, "failed": b["n_failed"] if done else 0}
+        view["output_file_id"] = b["output_file_id"] if done else None
+        view["error_file_id"] = b["error_file_id"] if done else None
+        return view
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256
+
+    def __init__(self, state: FakeState) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.state = state
+
+
+class FakeOpenAI:
+    """Start with ``with FakeOpenAI(latency=...) as srv:``; ``srv.url`` is the ``/v1`` base URL."""
+
+    def __init__(self, latency: float = 0.0, retry_after: str = "1", batch_polls: int = 1) -> None:
+        self.state = FakeState(latency, retry_after, batch_polls)
+        self._server = _Server(self.state)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+
+def main() -> None:
+    """``python -m tests.llm.fake_openai --latency 0.3``: serve until killed; prints the URL."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--latency", type=float, default=0.0)
+    args = ap.parse_args()
+    with FakeOpenAI(latency=args.latency) as srv:
+        print(srv.url, flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
