@@ -44,6 +44,8 @@ _EXPORTS: dict[str, str] = {
     "build_gpt_vocabulary": "negvocab.build.llm",
     "build_eoe_vocabulary": "negvocab.build.llm",
     "score": "negvocab.scoring.scores",
+    "explain": "negvocab.scoring.scores",
+    "TopkScores": "negvocab.scoring.scores",
     "sweep": "negvocab.scoring.sweep",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
@@ -77,7 +79,7 @@ if TYPE_CHECKING:
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
     from negvocab.scoring import metrics
-    from negvocab.scoring.scores import score
+    from negvocab.scoring.scores import TopkScores, explain, score
     from negvocab.scoring.sweep import sweep
     from negvocab.index import knn
     from negvocab.vlm.images import ImageEmbeddings

@@ -1,0 +1,365 @@
+"""OOD detection metrics over ID and OOD score arrays (ID is the positive class; high score = ID).
+
+Pure functions in the style of ``sklearn.metrics._ranking``: arrays in, floats out, keyword-only
+options, validation at the boundary, NaN plus an :class:`UndefinedMetricWarning` when a metric is
+undefined (an empty score set). Every FPR names its convention (METHODS.md section 6):
+
+``"paper"`` (default; also NINCO's)
+    threshold ``t`` = the ``1 - tpr`` quantile of the ID scores (numpy linear interpolation);
+    FPR = fraction of OOD scores ``>= t``. The threshold depends on the ID set only.
+``"hendrycks"``
+    ``fpr_and_fdr_at_recall`` of Hendrycks et al. (used by the MCM, GL-MCM, NegLabel and EOE code):
+    over the ROC curve with ID positive, the point whose recall is closest to ``tpr`` (ties: the
+    higher recall); FPR = its false positives / number of OOD.
+``"openood"``
+    OpenOOD v1.5: OOD is the positive class; FPR = the fraction of ID images flagged as OOD at the
+    first ROC point that catches at least ``tpr`` of the OOD images. (OpenOOD's code reads that point
+    off ``sklearn.metrics.roc_curve`` with its default ``drop_intermediate=True``, which can skip a
+    point lying exactly on a straight run of tied scores; negvocab keeps every point.)
+
+They differ by several points on tied scores. Reference: Rozumnyi et al., "Fi-ImageNet-1k: An OOD
+Benchmark From the Inside of the ImageNet-1k Validation Set", arXiv:2609.01027.
+
+>>> import numpy as np
+>>> id_s, ood_s = np.array([0.9, 0.8, 0.7, 0.6]), np.array([0.65, 0.3])
+>>> auroc(id_s, ood_s)
+0.875
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from negvocab.errors import InputError
+
+Convention = Literal["paper", "hendrycks", "openood"]
+CONVENTIONS: tuple[str, ...] = ("paper", "hendrycks", "openood")
+
+__all__ = [
+    "CONVENTIONS",
+    "ConfidenceInterval",
+    "UndefinedMetricWarning",
+    "aupr_in",
+    "aupr_out",
+    "auroc",
+    "bootstrap_ci",
+    "evaluate",
+    "fpr_at_tpr",
+]
+
+
+class UndefinedMetricWarning(UserWarning):
+    """A metric is undefined for the given scores (e.g. an empty ID or OOD set); NaN is returned."""
+
+
+# ----------------------------------------------------------------------------------------------
+# validation and shared core
+# ----------------------------------------------------------------------------------------------
+def _scores(x: Any, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise InputError(f"{name} must be an array of numbers") from e
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.reshape(-1)
+    if arr.ndim != 1:
+        raise InputError(f"{name} must be 1-D (one score per image), got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise InputError(f"{name} contains NaN or infinite scores")
+    return arr
+
+
+def _check(id_scores: Any, ood_scores: Any, metric: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Validated arrays, or None (after a warning) when the metric is undefined."""
+    a, b = _scores(id_scores, "id_scores"), _scores(ood_scores, "ood_scores")
+    if a.size == 0 or b.size == 0:
+        empty = "ID" if a.size == 0 else "OOD"
+        warnings.warn(f"{metric} is undefined with no {empty} scores; returning NaN", UndefinedMetricWarning, stacklevel=3)
+        return None
+    return a, b
+
+
+def _check_tpr(tpr: float) -> float:
+    if isinstance(tpr, bool) or not isinstance(tpr, (int, float, np.floating)) or not 0 < tpr <= 1:
+        raise InputError(f"tpr must be in (0, 1], got {tpr!r}")
+    return float(tpr)
+
+
+def _check_convention(convention: str) -> str:
+    if convention not in CONVENTIONS:
+        raise InputError(f"unknown FPR convention {convention!r}; choose one of {', '.join(CONVENTIONS)}")
+    return convention
+
+
+def _binary_clf_curve(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cumulative true/false positives at each distinct threshold, scores descending.
+
+    Returns (fps, tps, thresholds): at threshold ``thresholds[k]`` the images with score >= it are
+    called positive; ``tps[k]``/``fps[k]`` count positives/negatives among them.
+    """
+    score = np.concatenate([pos, neg])
+    truth = np.concatenate([np.ones(pos.size), np.zeros(neg.size)])
+    order = np.argsort(score, kind="mergesort")[::-1]
+    score, truth = score[order], truth[order]
+    last = np.r_[np.flatnonzero(np.diff(score)), score.size - 1]
+    tps = np.cumsum(truth)[last]
+    fps = (last + 1) - tps
+    return fps, tps, score[last]
+
+
+def _average_precision(pos: np.ndarray, neg: np.ndarray) -> float:
+    """sum_k (R_k - R_{k-1}) P_k over distinct thresholds (sklearn average_precision_score)."""
+    fps, tps, _ = _binary_clf_curve(pos, neg)
+    precision = tps / (tps + fps)
+    recall = tps / pos.size
+    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
+
+
+# ----------------------------------------------------------------------------------------------
+# metrics
+# ----------------------------------------------------------------------------------------------
+def fpr_at_tpr(id_scores: Any, ood_scores: Any, tpr: float = 0.95, *, convention: Convention = "paper") -> float:
+    """False positive rate at a true positive rate (FPR@95 by default) under a named convention.
+
+    Parameters
+    ----------
+    id_scores : array-like, shape (n_id,)
+        Scores of ID images (high = ID).
+    ood_scores : array-like, shape (n_ood,)
+        Scores of OOD images.
+    tpr : float in (0, 1], default 0.95
+        The true positive rate (``"openood"``: the fraction of OOD caught).
+    convention : {"paper", "hendrycks", "openood"}, default "paper"
+        See the module docstring.
+
+    Returns
+    -------
+    float in [0, 1] (NaN with an :class:`UndefinedMetricWarning` if a set is empty)
+
+    Examples
+    --------
+    >>> fpr_at_tpr([1, 2, 3, 4, 5], [0, 4.5, 6], tpr=0.8)
+    0.6666666666666666
+    """
+    tpr = _check_tpr(tpr)
+    _check_convention(convention)
+    arrays = _check(id_scores, ood_scores, "fpr_at_tpr")
+    if arrays is None:
+        return math.nan
+    ids, oods = arrays
+    if convention == "paper":
+        t = np.quantile(ids, 1.0 - tpr)
+        return float(np.mean(oods >= t))
+    if convention == "hendrycks":
+        fps, tps, _ = _binary_clf_curve(ids, oods)
+        stop = int(np.searchsorted(tps, tps[-1]))  # first point with full recall
+        recall = tps[: stop + 1] / tps[-1]
+        # closest recall; on a tie the later point (higher recall), as Hendrycks' reversed argmin
+        dist = np.abs(recall - tpr)[::-1]
+        k = stop - int(np.argmin(dist))
+        return float(fps[k] / oods.size)
+    # openood: OOD positive with score -s; first ROC point whose OOD recall >= tpr
+    fps, tps, _ = _binary_clf_curve(-oods, -ids)
+    tpr_curve = tps / oods.size
+    k = int(np.argmax(tpr_curve >= tpr))
+    return float(fps[k] / ids.size)
+
+
+def auroc(id_scores: Any, ood_scores: Any) -> float:
+    """Area under the ROC curve with ID positive (sklearn ``roc_auc_score``; ties count 1/2).
+
+    Equals P(s_id > s_ood) + P(s_id = s_ood) / 2, computed from mid-ranks (Mann-Whitney U).
+
+    Parameters
+    ----------
+    id_scores : array-like, shape (n_id,)
+    ood_scores : array-like, shape (n_ood,)
+
+    Returns
+    -------
+    float in [0, 1] (NaN with a warning if a set is empty)
+    """
+    arrays = _check(id_scores, ood_scores, "auroc")
+    if arrays is None:
+        return math.nan
+    ids, oods = arrays
+    return float(np.mean(_auroc_terms(ids, oods)))
+
+
+def _auroc_terms(ids: np.ndarray, oods: np.ndarray) -> np.ndarray:
+    """Per-OOD-image AUROC terms: (#{ID > o} + #{ID = o}/2) / n_id; their mean is the AUROC."""
+    srt = np.sort(ids)
+    below_or_eq = np.searchsorted(srt, oods, side="right")
+    below = np.searchsorted(srt, oods, side="left")
+    greater = ids.size - below_or_eq
+    ties = below_or_eq - below
+    return (greater + 0.5 * ties) / ids.size
+
+
+def aupr_in(id_scores: Any, ood_scores: Any) -> float:
+    """Average precision with ID as the positive class (sklearn ``average_precision_score``)."""
+    arrays = _check(id_scores, ood_scores, "aupr_in")
+    if arrays is None:
+        return math.nan
+    return _average_precision(arrays[0], arrays[1])
+
+
+def aupr_out(id_scores: Any, ood_scores: Any) -> float:
+    """Average precision with OOD as the positive class (score negated)."""
+    arrays = _check(id_scores, ood_scores, "aupr_out")
+    if arrays is None:
+        return math.nan
+    return _average_precision(-arrays[1], -arrays[0])
+
+
+# ----------------------------------------------------------------------------------------------
+# bootstrap
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ConfidenceInterval:
+    """A percentile bootstrap interval: ``[low, high]`` at ``level`` from ``n_boot`` resamples."""
+
+    low: float
+    high: float
+    level: float
+    n_boot: int
+    resample: str
+    seed: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_METRICS: dict[str, Callable[..., float]] = {
+    "fpr": fpr_at_tpr,
+    "fpr_at_tpr": fpr_at_tpr,
+    "auroc": auroc,
+    "aupr_in": aupr_in,
+    "aupr_out": aupr_out,
+}
+
+
+def bootstrap_ci(
+    metric: str | Callable[[np.ndarray, np.ndarray], float],
+    id_scores: Any,
+    ood_scores: Any,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+    resample: Literal["ood", "id", "both"] = "ood",
+    **metric_kwargs: Any,
+) -> ConfidenceInterval:
+    """Percentile bootstrap confidence interval of a metric, resampling OOD images by default.
+
+    The OOD set is the small one (655 images in Fi-ImageNet-1k), so it dominates the uncertainty;
+    ``resample="both"`` also resamples ID images. With ``resample="ood"``, FPR ("paper" convention)
+    and AUROC are per-OOD-image means, so each resample costs O(n_ood).
+
+    Parameters
+    ----------
+    metric : {"fpr", "auroc", "aupr_in", "aupr_out"} or callable(id_scores, ood_scores) -> float
+    id_scores, ood_scores : array-like, shape (n_id,), (n_ood,)
+    n_boot : int, default 1000
+    seed : int, default 0
+    alpha : float, default 0.05
+        The interval is the [alpha/2, 1 - alpha/2] percentile range (95% by default).
+    resample : {"ood", "id", "both"}, default "ood"
+    **metric_kwargs
+        Passed to the metric (e.g. ``tpr``, ``convention`` for "fpr").
+
+    Returns
+    -------
+    ConfidenceInterval (NaN bounds with a warning if a set is empty)
+    """
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+        raise InputError(f"n_boot must be an integer >= 1, got {n_boot!r}")
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
+    if resample not in ("ood", "id", "both"):
+        raise InputError(f"resample must be 'ood', 'id' or 'both', got {resample!r}")
+    if isinstance(metric, str):
+        if metric not in _METRICS:
+            raise InputError(f"unknown metric {metric!r}; choose one of {', '.join(_METRICS)} or pass a callable")
+        fn = _METRICS[metric]
+    else:
+        fn = metric
+    level = 1.0 - alpha
+    arrays = _check(id_scores, ood_scores, "bootstrap_ci")
+    if arrays is None:
+        return ConfidenceInterval(math.nan, math.nan, level, int(n_boot), resample, seed)
+    ids, oods = arrays
+    rng = np.random.default_rng(seed)
+    values = _fast_ood_bootstrap(fn, ids, oods, rng, int(n_boot), metric_kwargs) if resample == "ood" else None
+    if values is None:
+        values = np.empty(int(n_boot))
+        for b in range(int(n_boot)):
+            bi = ids[rng.integers(0, ids.size, ids.size)] if resample in ("id", "both") else ids
+            bo = oods[rng.integers(0, oods.size, oods.size)] if resample in ("ood", "both") else oods
+            values[b] = fn(bi, bo, **metric_kwargs)
+    low, high = np.quantile(values, [alpha / 2, 1 - alpha / 2])
+    return ConfidenceInterval(float(low), float(high), level, int(n_boot), resample, seed)
+
+
+def _fast_ood_bootstrap(
+    fn: Callable[..., float], ids: np.ndarray, oods: np.ndarray, rng: np.random.Generator, n_boot: int, kw: dict
+) -> np.ndarray | None:
+    """Metrics that are means of per-OOD-image terms: resample the terms (same draws as the loop)."""
+    if fn is auroc and not kw:
+        terms = _auroc_terms(ids, oods)
+    elif fn is fpr_at_tpr and kw.get("convention", "paper") == "paper":
+        t = np.quantile(ids, 1.0 - _check_tpr(kw.get("tpr", 0.95)))
+        terms = (oods >= t).astype(np.float64)
+    else:
+        return None
+    return np.array([terms[rng.integers(0, oods.size, oods.size)].mean() for _ in range(n_boot)])
+
+
+# ----------------------------------------------------------------------------------------------
+# report
+# ----------------------------------------------------------------------------------------------
+def evaluate(
+    id_scores: Any,
+    ood_scores: Any,
+    *,
+    tpr: float = 0.95,
+    convention: Convention = "paper",
+    n_boot: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> dict[str, Any]:
+    """All metrics in one report dict that names its convention.
+
+    Returns
+    -------
+    dict with keys ``convention``, ``tpr``, ``fpr`` (at ``tpr``), ``auroc``, ``aupr_in``, ``aupr_out``,
+    ``n_id``, ``n_ood``, ``fpr_ci``, ``auroc_ci`` ([low, high] bootstrap intervals over OOD images;
+    omitted when ``n_boot=0``), ``ci_level``, ``n_boot``.
+    """
+    tpr = _check_tpr(tpr)
+    _check_convention(convention)
+    ids, oods = _scores(id_scores, "id_scores"), _scores(ood_scores, "ood_scores")
+    report: dict[str, Any] = {
+        "convention": convention,
+        "positive": "OOD" if convention == "openood" else "ID",
+        "tpr": tpr,
+        "fpr": fpr_at_tpr(ids, oods, tpr, convention=convention),
+        "auroc": auroc(ids, oods),
+        "aupr_in": aupr_in(ids, oods),
+        "aupr_out": aupr_out(ids, oods),
+        "n_id": int(ids.size),
+        "n_ood": int(oods.size),
+    }
+    if n_boot:
+        fci = bootstrap_ci("fpr", ids, oods, n_boot=n_boot, seed=seed, alpha=alpha, tpr=tpr, convention=convention)
+        aci = bootstrap_ci("auroc", ids, oods, n_boot=n_boot, seed=seed, alpha=alpha)
+        report.update(
+            fpr_ci=[fci.low, fci.high], auroc_ci=[aci.low, aci.high], ci_level=fci.level, n_boot=int(n_boot), ci_resample="ood"
+        )
+    return report

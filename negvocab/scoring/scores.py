@@ -1,0 +1,819 @@
+"""Zero-shot OOD scores from embeddings: MCM, GL-MCM, NegLabel, EOE and NegLabel + EOE penalty.
+
+Every scorer is a pure function of L2-normalised embeddings (numpy arrays or torch tensors, CPU or
+GPU) and returns one float64 score per image, high for in-distribution (ID). The maths runs in torch
+on ``device`` (default: the device of ``image_emb`` if it is a tensor, else the CPU), in the
+precision of the inputs (float16/bfloat16 are promoted to float32), streaming images in chunks so
+memory is bounded by the chunk, never by N x M. Softmax ratios are evaluated with log-sum-exp, so
+``tau = 0.01`` (logits up to 100) never overflows.
+
+Use :func:`score` (``negvocab.score``) to dispatch by name; the functions below are the scorers.
+Formulas follow the method sheet (METHODS.md section 5) of Rozumnyi et al., "Fi-ImageNet-1k: An OOD
+Benchmark From the Inside of the ImageNet-1k Validation Set", arXiv:2609.01027.
+
+Conventions decided here (documented again on each function):
+
+- NegLabel groups: ``grouping="stratified"`` (default) puts the label of rank ``r`` in group
+  ``r mod G``; ``"random"`` draws a seeded permutation and splits it into ``G`` contiguous groups of
+  near-equal size (``numpy.array_split``). No negative is ever dropped, and ``G = 1`` is the plain
+  NegLabel formula.
+- ``G > M`` (more groups than negatives) is clamped to ``G = M`` (every negative its own group) and
+  logged; the effective value is what any grouping gives when groups cannot be filled.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from negvocab.errors import InputError
+
+logger = logging.getLogger(__name__)
+
+Grouping = Literal["stratified", "random"]
+GROUPINGS: tuple[str, ...] = ("stratified", "random")
+#: default budget for the largest per-chunk matrix (bytes); a few such temporaries live at once
+DEFAULT_CHUNK_BYTES = 64 * 2**20
+
+__all__ = [
+    "METHODS",
+    "TopkScores",
+    "eoe",
+    "explain",
+    "glmcm",
+    "mcm",
+    "neglabel",
+    "neglabel_eoe",
+    "neglabel_groups",
+    "neglabel_topk",
+    "score",
+]
+
+
+# ----------------------------------------------------------------------------------------------
+# input handling
+# ----------------------------------------------------------------------------------------------
+def _resolve_device(device: Any, *arrays: Any) -> torch.device:
+    if device is None or device == "auto":
+        for a in arrays:
+            if isinstance(a, torch.Tensor):
+                return a.device
+        if device == "auto" and torch.cuda.is_available():
+            return torch.device("cuda")
+        return torch.device("cpu")
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise InputError(f"unknown device {device!r}; use 'cpu', 'cuda', 'cuda:N' or 'auto'") from e
+
+
+def _dtype_of(*arrays: Any) -> torch.dtype:
+    """float64 if any input is float64, else float32."""
+    for a in arrays:
+        if a is None:
+            continue
+        dt = a.dtype
+        if dt in (np.float64, torch.float64):
+            return torch.float64
+    return torch.float32
+
+
+def _as_tensor(x: Any, name: str, ndim: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """Validate an embedding array and move it to ``device``/``dtype`` (no copy when already there)."""
+    if hasattr(x, "embeddings") and not isinstance(x, (np.ndarray, torch.Tensor)):
+        x = x.embeddings  # an ImageEmbeddings object
+    if not isinstance(x, torch.Tensor):
+        try:
+            x = torch.from_numpy(np.ascontiguousarray(np.asarray(x)))
+        except (TypeError, ValueError) as e:
+            raise InputError(f"{name} must be a numeric array, got {type(x).__name__}") from e
+    if x.ndim != ndim:
+        shape = "[n, d]" if ndim == 2 else "[n, p, d]"
+        raise InputError(f"{name} must be {ndim}-D {shape}, got shape {tuple(x.shape)}")
+    if x.shape[0] == 0:
+        raise InputError(f"{name} is empty (shape {tuple(x.shape)})")
+    if not (x.is_floating_point() or x.dtype in (torch.int32, torch.int64)):
+        raise InputError(f"{name} must hold floating-point values, got {x.dtype}")
+    x = x.to(device=device, dtype=dtype)
+    if not bool(torch.isfinite(x).all()):
+        raise InputError(f"{name} contains NaN or infinite values")
+    return x
+
+
+def _check_dims(**named: torch.Tensor) -> None:
+    dims = {name: t.shape[-1] for name, t in named.items()}
+    if len(set(dims.values())) > 1:
+        raise InputError(f"embedding dimensions differ: {dims}; use embeddings from the same model")
+
+
+def _positive(value: float, name: str) -> float:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise InputError(f"{name} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _chunk_rows(n: int, width: int, itemsize: int, chunk_size: int | None) -> int:
+    """Images per chunk: ``chunk_size`` or as many as fit ``DEFAULT_CHUNK_BYTES`` for ``width`` columns."""
+    if chunk_size is not None:
+        if int(chunk_size) < 1:
+            raise InputError(f"chunk_size must be >= 1, got {chunk_size}")
+        return int(chunk_size)
+    return max(1, min(n, DEFAULT_CHUNK_BYTES // max(1, width * itemsize)))
+
+
+def _prepare(
+    image_emb: Any, id_emb: Any, neg_emb: Any, device: Any, *, need_neg: bool, method: str
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    if need_neg and neg_emb is None:
+        raise InputError(f"{method} needs negative (or outlier) label embeddings: pass neg_emb")
+    dev = _resolve_device(device, image_emb, id_emb, neg_emb)
+    dtype = _dtype_of(_unwrap(image_emb), id_emb, neg_emb)
+    v = _as_tensor(image_emb, "image_emb", 2, dev, dtype)
+    t = _as_tensor(id_emb, "id_emb", 2, dev, dtype)
+    n = _as_tensor(neg_emb, "neg_emb", 2, dev, dtype) if neg_emb is not None else None
+    _check_dims(image_emb=v, id_emb=t, **({"neg_emb": n} if n is not None else {}))
+    return v, t, n
+
+
+def _unwrap(x: Any) -> Any:
+    if hasattr(x, "embeddings") and not isinstance(x, (np.ndarray, torch.Tensor)):
+        return x.embeddings
+    return x
+
+
+def _out(parts: list[torch.Tensor]) -> np.ndarray:
+    return torch.cat(parts).to("cpu", torch.float64).numpy()
+
+
+# ----------------------------------------------------------------------------------------------
+# MCM, GL-MCM, EOE
+# ----------------------------------------------------------------------------------------------
+def _max_softmax(logits: torch.Tensor) -> torch.Tensor:
+    """max_i softmax_i(logits) along the last axis, = exp(max - logsumexp)."""
+    return torch.exp(logits.amax(-1) - torch.logsumexp(logits, -1))
+
+
+def mcm(
+    image_emb: Any,
+    id_emb: Any,
+    *,
+    T: float = 1.0,
+    device: Any = None,
+    chunk_size: int | None = None,
+) -> np.ndarray:
+    r"""Maximum Concept Matching (Ming et al., "Delving into OOD detection with vision-language
+    representations", NeurIPS 2022).
+
+    .. math:: S(v) = \max_i \frac{e^{\cos(v, t_i)/T}}{\sum_k e^{\cos(v, t_k)/T}}
+
+    Parameters
+    ----------
+    image_emb : array or tensor, shape (n, d)
+        L2-normalised image embeddings.
+    id_emb : array or tensor, shape (K, d)
+        L2-normalised ID class embeddings.
+    T : float, default 1
+        Softmax temperature on cosine similarities (the paper's reference value).
+    device, chunk_size
+        Where to compute (default: where ``image_emb`` lives, else CPU); images per chunk.
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+        Scores in (1/K, 1]; higher means more ID.
+    """
+    T = _positive(T, "T")
+    v, t, _ = _prepare(image_emb, id_emb, None, device, need_neg=False, method="mcm")
+    step = _chunk_rows(len(v), t.shape[0], v.element_size(), chunk_size)
+    return _out([_max_softmax(v[i : i + step] @ t.T / T) for i in range(0, len(v), step)])
+
+
+def glmcm(
+    image_emb: Any,
+    id_emb: Any,
+    local: Any = None,
+    *,
+    lam: float = 1.0,
+    T: float = 1.0,
+    device: Any = None,
+    chunk_size: int | None = None,
+) -> np.ndarray:
+    r"""Global-Local MCM (Miyai et al., "Zero-shot in-distribution detection in multi-object
+    settings using vision-language foundation models", 2023).
+
+    .. math:: S(v) = \mathrm{MCM}(v) + \lambda \max_p \max_i
+              \frac{e^{\cos(z_p, t_i)/T}}{\sum_k e^{\cos(z_p, t_k)/T}}
+
+    with local (patch) features ``z_p`` from the value path of the last ViT block.
+
+    Parameters
+    ----------
+    image_emb : array or tensor, shape (n, d), or an ``ImageEmbeddings`` with ``.local``
+        L2-normalised global image embeddings.
+    id_emb : array or tensor, shape (K, d)
+        L2-normalised ID class embeddings.
+    local : array or tensor, shape (n, p, d)
+        L2-normalised patch features (default: ``image_emb.local``).
+    lam : float, default 1
+        Weight of the local term (GL-MCM uses 0.5 in its ImageNet script).
+    T : float, default 1
+        Softmax temperature on cosine similarities.
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+    """
+    T = _positive(T, "T")
+    if not (isinstance(lam, (int, float)) and math.isfinite(lam) and lam >= 0):
+        raise InputError(f"lam must be a non-negative number, got {lam!r}")
+    if local is None:
+        local = getattr(image_emb, "local", None)
+    if local is None:
+        raise InputError("glmcm needs local (patch) features: pass local=[n, p, d] (encode_images(local_features=True))")
+    v, t, _ = _prepare(image_emb, id_emb, None, device, need_neg=False, method="glmcm")
+    z = _as_tensor(local, "local", 3, v.device, v.dtype)
+    _check_dims(image_emb=v, id_emb=t, local=z)
+    if z.shape[0] != v.shape[0]:
+        raise InputError(f"local has {z.shape[0]} images but image_emb has {v.shape[0]}")
+    step = _chunk_rows(len(v), t.shape[0] * z.shape[1], v.element_size(), chunk_size)
+    out = []
+    for i in range(0, len(v), step):
+        glob = _max_softmax(v[i : i + step] @ t.T / T)
+        loc = _max_softmax(z[i : i + step] @ t.T / T).amax(-1)
+        out.append(glob + lam * loc)
+    return _out(out)
+
+
+def eoe(
+    image_emb: Any,
+    id_emb: Any,
+    neg_emb: Any,
+    *,
+    beta: float = 0.25,
+    T: float = 1.0,
+    device: Any = None,
+    chunk_size: int | None = None,
+) -> np.ndarray:
+    r"""Envisioning Outlier Exposure (Cao et al., "Envisioning outlier exposure by large language
+    models for out-of-distribution detection", ICML 2024).
+
+    One softmax over ID labels and outlier labels, :math:`p_k = e^{\cos(v,t_k)/T} / \sum_{k'}
+    e^{\cos(v,t_{k'})/T}` with k over ID ∪ outliers, and
+
+    .. math:: S(v) = \max_{i \in ID} p_i - \beta \max_{j \in outliers} p_j
+
+    Parameters
+    ----------
+    image_emb : (n, d); id_emb : (K, d); neg_emb : (M, d)
+        L2-normalised embeddings; ``neg_emb`` are the envisioned outlier labels.
+    beta : float, default 0.25
+        Weight of the outlier penalty.
+    T : float, default 1
+        Softmax temperature on cosine similarities.
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+    """
+    T = _positive(T, "T")
+    beta = _finite(beta, "beta")
+    v, t, n = _prepare(image_emb, id_emb, neg_emb, device, need_neg=True, method="eoe")
+    assert n is not None
+    p_id, p_neg = _joint_max_probs(v, t, n, T, chunk_size)
+    return p_id - beta * p_neg
+
+
+def _finite(value: float, name: str) -> float:
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) and math.isfinite(value)):
+        raise InputError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _joint_max_probs(
+    v: torch.Tensor, t: torch.Tensor, n: torch.Tensor, T: float, chunk_size: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(max_ID p, max_neg p) of one softmax over ID ∪ negatives of cos/T, per image."""
+    step = _chunk_rows(len(v), t.shape[0] + n.shape[0], v.element_size(), chunk_size)
+    p_id, p_neg = [], []
+    for i in range(0, len(v), step):
+        sid = v[i : i + step] @ t.T / T
+        sneg = v[i : i + step] @ n.T / T
+        lse = torch.logaddexp(torch.logsumexp(sid, -1), torch.logsumexp(sneg, -1))
+        p_id.append(torch.exp(sid.amax(-1) - lse))
+        p_neg.append(torch.exp(sneg.amax(-1) - lse))
+    return _out(p_id), _out(p_neg)
+
+
+# ----------------------------------------------------------------------------------------------
+# NegLabel
+# ----------------------------------------------------------------------------------------------
+def _effective_groups(groups: int, m: int) -> int:
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise InputError(f"groups must be an integer >= 1, got {groups!r}")
+    if groups > m:
+        logger.info("groups=%d > %d negatives: clamped to %d (one negative per group)", groups, m, m)
+        return m
+    return int(groups)
+
+
+def neglabel_groups(m: int, groups: int = 100, grouping: Grouping = "stratified", seed: int = 0) -> list[np.ndarray]:
+    """The NegLabel groups of ``m`` ranked negatives: a list of index arrays (ranks into the vocabulary).
+
+    ``"stratified"``: rank ``r`` goes to group ``r mod G`` (each group spans near and far labels, and
+    the first M ranks of each group are a prefix of that group, which makes sweeps cheap).
+    ``"random"``: ``numpy.random.default_rng(seed).permutation(m)`` split into ``G`` contiguous groups of
+    near-equal size (NegLabel's scheme, without dropping the last ``m mod G`` negatives). ``G`` is
+    clamped to ``m``. Every rank appears in exactly one group.
+    """
+    if m < 1:
+        raise InputError(f"need at least one negative label, got {m}")
+    g = _effective_groups(groups, m)
+    if grouping == "stratified":
+        return [np.arange(j, m, g) for j in range(g)]
+    if grouping == "random":
+        perm = np.random.default_rng(seed).permutation(m)
+        return list(np.array_split(perm, g))
+    raise InputError(f"unknown grouping {grouping!r}; choose one of {', '.join(GROUPINGS)}")
+
+
+def _layout(groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Rank-major padded layout: ``index[l, g]`` = rank of the l-th member of group g, or -1."""
+    g = len(groups)
+    length = max(len(x) for x in groups)
+    index = np.full((length, g), -1, dtype=np.int64)
+    for j, members in enumerate(groups):
+        index[: len(members), j] = members
+    return index, index >= 0
+
+
+def _layout_embeddings(neg: torch.Tensor, index: np.ndarray) -> torch.Tensor:
+    """Negative embeddings in layout order ``[L*G, d]``; padding rows are zero (masked later)."""
+    flat = torch.as_tensor(index.reshape(-1), device=neg.device)
+    out = neg[flat.clamp(min=0)]
+    out[flat < 0] = 0
+    return out
+
+
+def _neglabel_setup(
+    neg: torch.Tensor, sizes: Sequence[int], groups: int, grouping: str, seed: int
+) -> tuple[torch.Tensor, int, list[tuple[int, int, torch.Tensor]], list[int]]:
+    """Layout and segments for scoring every pool size in ``sizes`` (prefixes of the ranking).
+
+    Returns (layout embeddings [L*G, d], G, segments, small sizes). Segment k covers the layout rows
+    ``[r0, r1)`` holding ranks ``[sizes[k-1], sizes[k])`` with an additive mask (0 / -inf) of shape
+    ``[r1-r0, G]``; the cumulative log-sum-exp over segments is each group's log-mass at that size.
+    Sizes below G (clamped to one negative per group) are returned separately.
+    """
+    m_max = max(sizes)
+    g = _effective_groups(groups, m_max)
+    if grouping == "random" and len(sizes) > 1:
+        raise ValueError("random grouping scores one size per layout")  # internal: sweep loops instead
+    index, valid = _layout(neglabel_groups(m_max, g, grouping, seed))
+    lay = _layout_embeddings(neg, index)
+    big = sorted(s for s in set(sizes) if s >= g)
+    small = sorted(s for s in set(sizes) if s < g)
+    segments = []
+    prev = 0
+    for size in big:
+        # stratified: rank r sits at row r // G; random has a single size == m_max (all valid)
+        r0, r1 = prev // g, -(-size // g)
+        ranks = index[r0:r1]
+        inside = valid[r0:r1] & (ranks >= prev) & (ranks < size)
+        mask = torch.zeros(inside.shape, dtype=torch.float64, device=neg.device)
+        mask[torch.as_tensor(~inside, device=neg.device)] = float("-inf")
+        segments.append((r0, r1, mask))
+        prev = size
+    return lay, g, segments, small
+
+
+def _neglabel_chunk(
+    v: torch.Tensor,
+    t: torch.Tensor,
+    lay: torch.Tensor,
+    g: int,
+    segments: list[tuple[int, int, torch.Tensor]],
+    small: list[int],
+    tau: float,
+    rows_needed: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """NegLabel for one image chunk at each size.
+
+    Returns (scores [n, n_big], scores of small sizes [n, n_small], ID log-mass a [n],
+    per-group negative log-mass at the largest size [n, G]).
+    """
+    n = v.shape[0]
+    # products in the input precision, exponent sums in float64: logits reach 1/tau = 100, where
+    # float32 keeps only ~1e-5 absolute, and float64 makes the order of summation (one segment or
+    # several, score or sweep) immaterial
+    a = torch.logsumexp((v @ t.T).double() / tau, -1)  # [n]
+    s = ((v @ lay[: rows_needed * g].T).double() / tau).view(n, rows_needed, g)  # [n, L, G]
+    big = []
+    b = torch.full((n, g), float("-inf"), dtype=torch.float64, device=v.device)
+    for r0, r1, mask in segments:
+        b = torch.logaddexp(b, torch.logsumexp(s[:, r0:r1] + mask, 1))
+        big.append(torch.sigmoid(a[:, None] - b).mean(1))
+    small_out = []
+    if small:
+        # rank r < G is alone in group r: S(M) = mean_{r<M} sigmoid(a - s_r)
+        per = torch.cumsum(torch.sigmoid(a[:, None] - s[:, 0, : max(small)]), 1)
+        small_out = [per[:, m - 1] / m for m in small]
+    stack = lambda xs: torch.stack(xs, 1) if xs else a.new_zeros((n, 0))  # noqa: E731
+    return stack(big), stack(small_out), a, b
+
+
+def _neglabel_sizes(
+    v: torch.Tensor,
+    t: torch.Tensor,
+    neg: torch.Tensor,
+    sizes: Sequence[int],
+    *,
+    tau: float,
+    groups: int,
+    grouping: str,
+    seed: int,
+    chunk_size: int | None,
+    progress: Callable[[int], None] | None = None,
+) -> dict[int, np.ndarray]:
+    """NegLabel scores for every prefix size in ``sizes`` of the ranked negatives (one pass)."""
+    lay, g, segments, small = _neglabel_setup(neg, sizes, groups, grouping, seed)
+    big = sorted(s for s in set(sizes) if s >= g)
+    rows_needed = max([-(-max(big) // g)] if big else [1])
+    step = _chunk_rows(len(v), t.shape[0] + rows_needed * g, 8, chunk_size)
+    out_big, out_small = [], []
+    for i in range(0, len(v), step):
+        sl = slice(i, min(i + step, len(v)))
+        sb, ss, _, _ = _neglabel_chunk(v[sl], t, lay, g, segments, small, tau, rows_needed)
+        out_big.append(sb.to("cpu", torch.float64))
+        out_small.append(ss.to("cpu", torch.float64))
+        if progress is not None:
+            progress(sl.stop - sl.start)
+    res_big = torch.cat(out_big).numpy()
+    res_small = torch.cat(out_small).numpy()
+    result = {m: res_big[:, k].copy() for k, m in enumerate(big)}
+    result.update({m: res_small[:, k].copy() for k, m in enumerate(small)})
+    return result
+
+
+def neglabel(
+    image_emb: Any,
+    id_emb: Any,
+    neg_emb: Any,
+    *,
+    tau: float = 0.01,
+    groups: int = 100,
+    grouping: Grouping = "stratified",
+    seed: int = 0,
+    device: Any = None,
+    chunk_size: int | None = None,
+) -> np.ndarray:
+    r"""NegLabel score (Jiang et al., "Negative label guided OOD detection with pretrained
+    vision-language models", ICLR 2024), grouped, exactly as METHODS.md 5.
+
+    With logits :math:`s_i = \cos(v, t_i)/\tau` over ID labels and :math:`\tilde s_j` over the
+    negatives of group g,
+
+    .. math:: S_g(v) = \frac{\sum_i e^{s_i}}{\sum_i e^{s_i} + \sum_{j \in g} e^{\tilde s_j}},
+              \qquad S(v) = \frac{1}{G} \sum_g S_g(v),
+
+    evaluated as ``mean_g sigmoid(logsumexp(s) - logsumexp(s~_g))``. ``G = 1`` is the ungrouped
+    formula. Groups: see :func:`neglabel_groups` (no negative is dropped; ``G > M`` is clamped to M).
+
+    Parameters
+    ----------
+    image_emb : (n, d); id_emb : (K, d); neg_emb : (M, d)
+        L2-normalised embeddings; ``neg_emb`` in vocabulary (ranking) order.
+    tau : float, default 0.01
+        Temperature on cosine similarities.
+    groups : int, default 100
+        Number of groups G.
+    grouping : {"stratified", "random"}, default "stratified"
+    seed : int, default 0
+        Seed of the random grouping's permutation.
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+        Scores in (0, 1); higher means more ID.
+    """
+    tau = _positive(tau, "tau")
+    v, t, n = _prepare(image_emb, id_emb, neg_emb, device, need_neg=True, method="neglabel")
+    assert n is not None
+    m = n.shape[0]
+    return _neglabel_sizes(v, t, n, [m], tau=tau, groups=groups, grouping=grouping, seed=seed, chunk_size=chunk_size)[m]
+
+
+def neglabel_eoe(
+    image_emb: Any,
+    id_emb: Any,
+    neg_emb: Any,
+    *,
+    tau: float = 0.01,
+    groups: int = 100,
+    grouping: Grouping = "stratified",
+    seed: int = 0,
+    beta: float = 0.25,
+    T: float | None = None,
+    device: Any = None,
+    chunk_size: int | None = None,
+) -> np.ndarray:
+    r"""NegLabel with EOE's penalty term on top (as used in the Fi-ImageNet-1k paper).
+
+    .. math:: S(v) = S_{NegLabel}(v) - \beta \max_{j \in neg} p_j, \qquad
+              p_k = \frac{e^{\cos(v,t_k)/T}}{\sum_{k' \in ID \cup neg} e^{\cos(v,t_{k'})/T}}
+
+    i.e. EOE's penalty (the largest probability of any negative label in ONE softmax over the ID
+    labels and all M negatives, ungrouped) subtracted from the grouped NegLabel score.
+    ``T`` defaults to ``tau`` so that the penalty lives on the same logit scale as the NegLabel term
+    (with ``T = 1`` on cosines and thousands of labels the penalty is ~1e-4 and vanishes).
+
+    Parameters are those of :func:`neglabel` plus ``beta`` (default 0.25) and ``T``.
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+    """
+    tau = _positive(tau, "tau")
+    temp = tau if T is None else _positive(T, "T")
+    beta = _finite(beta, "beta")
+    v, t, n = _prepare(image_emb, id_emb, neg_emb, device, need_neg=True, method="neglabel_eoe")
+    assert n is not None
+    m = n.shape[0]
+    base = _neglabel_sizes(v, t, n, [m], tau=tau, groups=groups, grouping=grouping, seed=seed, chunk_size=chunk_size)[m]
+    _, p_neg = _joint_max_probs(v, t, n, temp, chunk_size)
+    return base - beta * p_neg
+
+
+# ----------------------------------------------------------------------------------------------
+# NegLabel, top-k with a certified bound
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TopkScores:
+    """NegLabel scores from each image's k nearest negatives, with certified bounds.
+
+    Attributes
+    ----------
+    scores : (n,) the top-k estimate (negatives outside the top k contribute nothing); it equals
+        ``upper``.
+    lower, upper : (n,) certified bounds: the exact NegLabel score lies in ``[lower, upper]``.
+        ``upper`` omits the missing mass; ``lower`` adds its bound ``(M_g - k_g) e^{s~_k}`` per group.
+    log_omitted_bound : (n,) ``log((M - k) e^{s~_k})``: log of the bound on the omitted negative mass
+        (``s~_k`` = the k-th largest negative logit ``cos/tau``; -inf when k = M).
+    k : the number of neighbours used.
+    """
+
+    scores: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    log_omitted_bound: np.ndarray
+    k: int
+
+    @property
+    def max_gap(self) -> float:
+        """Largest ``upper - lower`` over images: how far the estimate can be from the exact score."""
+        return float(np.max(self.upper - self.lower))
+
+
+def _nearest_negatives(v: torch.Tensor, n: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each image's ``k`` nearest negatives: (cosines [N, k] descending, indices [N, k]).
+
+    The search is :func:`negvocab.index.knn` (exact FAISS ``IndexFlatIP``, GPU when available) over
+    all images at once; the retrieved cosines are then recomputed from the indices in the working
+    precision, so the scores do not inherit FAISS's float32 rounding.
+    """
+    from negvocab.index import knn
+
+    dev = "cuda" if v.device.type == "cuda" else "cpu"
+    _, idx_np = knn(v.float().cpu().numpy(), n.float().cpu().numpy(), k, device=dev)
+    idx = torch.as_tensor(idx_np, device=v.device, dtype=torch.int64)
+    cos = torch.empty(idx.shape, dtype=v.dtype, device=v.device)
+    step = max(1, (1 << 24) // max(1, k * v.shape[1]))  # bounds the gathered [c, k, d] block
+    for i in range(0, len(v), step):
+        block = n[idx[i : i + step]]  # [c, k, d]
+        cos[i : i + step] = torch.bmm(block, v[i : i + step, :, None])[..., 0]
+    cos, order = torch.sort(cos, dim=1, descending=True)
+    return cos, idx.gather(1, order)
+
+
+def neglabel_topk(
+    image_emb: Any,
+    id_emb: Any,
+    neg_emb: Any,
+    k: int,
+    *,
+    tau: float = 0.01,
+    groups: int = 100,
+    grouping: Grouping = "stratified",
+    seed: int = 0,
+    device: Any = None,
+    chunk_size: int | None = None,
+) -> TopkScores:
+    r"""NegLabel from each image's ``k`` nearest negatives (an exact FAISS inner-product search).
+
+    Each group's negative mass :math:`B_g = \sum_{j\in g} e^{\tilde s_j}` is replaced by the part
+    over the group's members among the image's top k, :math:`\hat B_g`. The omitted members all have
+    :math:`\tilde s_j \le \tilde s_{(k)}` (the k-th largest), so
+    :math:`\hat B_g \le B_g \le \hat B_g + (M_g - k_g) e^{\tilde s_{(k)}}` and, S_g being decreasing
+    in B_g, the exact score is certified to lie in ``[lower, upper]`` (see :class:`TopkScores`).
+    Cost: a k-NN search instead of the full N x M product; the bound shows when k suffices.
+
+    Returns
+    -------
+    TopkScores
+    """
+    tau = _positive(tau, "tau")
+    v, t, n = _prepare(image_emb, id_emb, neg_emb, device, need_neg=True, method="neglabel topk")
+    assert n is not None
+    m = n.shape[0]
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= m:
+        raise InputError(f"topk must be an integer in [1, {m}] (the number of negatives), got {k!r}")
+    k = int(k)
+    grp = neglabel_groups(m, groups, grouping, seed)
+    g = len(grp)
+    group_of = np.empty(m, dtype=np.int64)
+    for j, members in enumerate(grp):
+        group_of[members] = j
+    group_of_t = torch.as_tensor(group_of, device=v.device)
+    sizes_t = torch.as_tensor([len(x) for x in grp], device=v.device, dtype=v.dtype)
+    cos_all, idx_all = _nearest_negatives(v, n, k)
+    step = _chunk_rows(len(v), t.shape[0] + k + g, v.element_size(), chunk_size)
+    lows, ups, oms = [], [], []
+    for i in range(0, len(v), step):
+        vc = v[i : i + step]
+        a = torch.logsumexp(vc @ t.T / tau, -1)
+        s = cos_all[i : i + step] / tau  # [c, k] descending
+        gid = group_of_t[idx_all[i : i + step]]  # [c, k]
+        # per-group log-sum-exp of the retrieved logits, shifted by each group's max for stability
+        gmax = torch.full((len(vc), g), float("-inf"), dtype=v.dtype, device=v.device)
+        gmax = gmax.scatter_reduce(1, gid, s, reduce="amax")
+        shift = torch.where(torch.isfinite(gmax), gmax, torch.zeros_like(gmax))
+        acc = torch.zeros_like(gmax).scatter_add(1, gid, torch.exp(s - shift.gather(1, gid)))
+        b_hat = torch.log(acc) + shift  # -inf where a group has no retrieved member
+        counts = torch.zeros_like(gmax).scatter_add(1, gid, torch.ones_like(s))
+        missing = sizes_t[None, :] - counts
+        s_k = s[:, -1:]  # every omitted negative has a logit <= s_k
+        log_miss = torch.where(missing > 0, torch.log(missing.clamp(min=1)) + s_k, torch.full_like(missing, float("-inf")))
+        ups.append(torch.sigmoid(a[:, None] - b_hat).mean(1))
+        lows.append(torch.sigmoid(a[:, None] - torch.logaddexp(b_hat, log_miss)).mean(1))
+        total_missing = m - k
+        oms.append(s_k[:, 0] + math.log(total_missing) if total_missing > 0 else torch.full_like(s_k[:, 0], float("-inf")))
+    upper = _out(ups)
+    return TopkScores(scores=upper, lower=_out(lows), upper=upper, log_omitted_bound=_out(oms), k=k)
+
+
+# ----------------------------------------------------------------------------------------------
+# explanations
+# ----------------------------------------------------------------------------------------------
+def explain(
+    image_emb: Any,
+    id_emb: Any,
+    neg_emb: Any,
+    *,
+    id_labels: Sequence[str],
+    neg_labels: Sequence[str],
+    k: int = 5,
+    tau: float = 0.01,
+    device: Any = None,
+    chunk_size: int | None = None,
+) -> list[dict[str, Any]]:
+    r"""Which labels drove each image's NegLabel score.
+
+    For every image, the ``k`` negatives and the ``k`` ID classes with the largest contribution
+    :math:`e^{s_k}` (ungrouped), each with its cosine and its share
+    :math:`e^{s_k} / (\sum_{ID} e^{s_i} + \sum_{neg} e^{\tilde s_j})` (one softmax over ID ∪
+    negatives at ``tau``), and the total negative share (1 - the ungrouped NegLabel score).
+
+    Returns
+    -------
+    list of dict, one per image:
+        ``{"negative_share": float, "top_negatives": [{"label", "cosine", "share"}, ...],
+        "top_id": [{"label", "cosine", "share"}, ...]}``
+    """
+    tau = _positive(tau, "tau")
+    v, t, n = _prepare(image_emb, id_emb, neg_emb, device, need_neg=True, method="explain")
+    assert n is not None
+    if len(id_labels) != t.shape[0] or len(neg_labels) != n.shape[0]:
+        raise InputError(
+            f"label lists do not match the embeddings: {len(id_labels)} ID labels for {t.shape[0]} rows, "
+            f"{len(neg_labels)} negatives for {n.shape[0]} rows"
+        )
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise InputError(f"k must be an integer >= 1, got {k!r}")
+    k_neg, k_id = min(int(k), n.shape[0]), min(int(k), t.shape[0])
+    cos_neg, idx_neg = _nearest_negatives(v, n, k_neg)
+    step = _chunk_rows(len(v), t.shape[0] + n.shape[0], v.element_size(), chunk_size)
+    result: list[dict[str, Any]] = []
+    for i in range(0, len(v), step):
+        vc = v[i : i + step]
+        sid = vc @ t.T
+        a = torch.logsumexp(sid / tau, -1)
+        b = torch.logsumexp(vc @ n.T / tau, -1)
+        total = torch.logaddexp(a, b)
+        dn, in_ = cos_neg[i : i + step], idx_neg[i : i + step]
+        di, ii = torch.topk(sid, k_id, dim=1)
+        share_n = torch.exp(dn / tau - total[:, None]).cpu().numpy()
+        share_i = torch.exp(di / tau - total[:, None]).cpu().numpy()
+        neg_share = torch.exp(b - total).cpu().numpy()
+        dn, in_, di, ii = (x.cpu().numpy() for x in (dn, in_, di, ii))
+        for r in range(len(vc)):
+            result.append(
+                {
+                    "negative_share": float(neg_share[r]),
+                    "top_negatives": [
+                        {"label": neg_labels[int(j)], "cosine": float(c), "share": float(p)}
+                        for j, c, p in zip(in_[r], dn[r], share_n[r], strict=True)
+                    ],
+                    "top_id": [
+                        {"label": id_labels[int(j)], "cosine": float(c), "share": float(p)}
+                        for j, c, p in zip(ii[r], di[r], share_i[r], strict=True)
+                    ],
+                }
+            )
+    return result
+
+
+# ----------------------------------------------------------------------------------------------
+# dispatch
+# ----------------------------------------------------------------------------------------------
+METHODS: dict[str, Callable[..., np.ndarray]] = {
+    "mcm": mcm,
+    "glmcm": glmcm,
+    "neglabel": neglabel,
+    "eoe": eoe,
+    "neglabel_eoe": neglabel_eoe,
+}
+_ALIASES = {"gl-mcm": "glmcm", "gl_mcm": "glmcm", "neglabel+eoe": "neglabel_eoe", "neglabel-eoe": "neglabel_eoe"}
+_NEEDS_NEG = {"neglabel", "eoe", "neglabel_eoe"}
+
+
+def canonical_method(method: str) -> str:
+    """The registered name of ``method`` (case-insensitive, aliases accepted) or :class:`InputError`."""
+    key = str(method).strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in METHODS:
+        raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    return key
+
+
+def score(
+    method: str,
+    image_emb: Any,
+    id_emb: Any,
+    neg_emb: Any = None,
+    **params: Any,
+) -> np.ndarray | TopkScores:
+    """Score images with a zero-shot OOD method by name: one float64 score per image, high = ID.
+
+    Parameters
+    ----------
+    method : {"mcm", "glmcm", "neglabel", "eoe", "neglabel_eoe"}
+        Aliases: "gl-mcm", "neglabel+eoe".
+    image_emb : array or tensor, shape (n, d), or an ``ImageEmbeddings``
+    id_emb : array or tensor, shape (K, d)
+    neg_emb : array or tensor, shape (M, d), optional
+        Negative (or outlier) label embeddings; required by neglabel, eoe, neglabel_eoe.
+    **params
+        Passed to the scorer: ``tau``, ``groups``, ``grouping``, ``seed`` (NegLabel); ``beta``,
+        ``T`` (EOE); ``T`` (MCM); ``local``, ``lam``, ``T`` (GL-MCM); ``device``, ``chunk_size``.
+        ``topk=k`` (NegLabel only) sums each image's k nearest negatives; with ``return_bounds=True``
+        it returns the :class:`TopkScores` (estimate, certified lower/upper bounds) instead.
+
+    Returns
+    -------
+    ndarray of float64, shape (n,), or TopkScores
+
+    Examples
+    --------
+    >>> import numpy as np, negvocab
+    >>> rng = np.random.default_rng(0)
+    >>> unit = lambda a: a / np.linalg.norm(a, axis=1, keepdims=True)
+    >>> img, idt, neg = (unit(rng.normal(size=(n, 8))).astype("float32") for n in (3, 5, 20))
+    >>> negvocab.score("neglabel", img, idt, neg, groups=4).shape
+    (3,)
+    """
+    key = canonical_method(method)
+    topk = params.pop("topk", None)
+    return_bounds = params.pop("return_bounds", False)
+    if topk is not None:
+        if key != "neglabel":
+            raise InputError(f"topk is only available for neglabel, not {key}")
+        res = neglabel_topk(image_emb, id_emb, neg_emb, topk, **params)
+        return res if return_bounds else res.scores
+    if return_bounds:
+        raise InputError("return_bounds needs topk=k")
+    fn = METHODS[key]
+    try:
+        if key in _NEEDS_NEG:
+            return fn(image_emb, id_emb, neg_emb, **params)
+        if neg_emb is not None:
+            logger.info("%s ignores the negative labels", key)
+        return fn(image_emb, id_emb, **params)
+    except TypeError as e:
+        if "unexpected keyword argument" in str(e):
+            raise InputError(f"{key}: {e}".replace(f"{fn.__name__}() ", "")) from e
+        raise

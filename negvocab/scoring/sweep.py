@@ -1,0 +1,135 @@
+"""Pool-size sweeps: score every vocabulary size M from one farthest-first ranking.
+
+A WordNet vocabulary lists its labels farthest first, so the vocabulary of pool size M is the first M
+labels. With NegLabel's stratified grouping (rank r -> group r mod G) the first M ranks of the ranking
+are, in every group, a prefix of that group. One pass over the image chunks therefore gives every M:
+each group's negative log-mass is accumulated segment by segment along the ranking (a log-sum-exp per
+segment, combined with ``logaddexp``), and the score at each M is read off as the pass reaches it. The
+sweep costs about one run at the largest M. Random grouping draws a new permutation for each M, so it
+is scored as separate runs (exactly :func:`negvocab.score` per size).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from negvocab.errors import InputError
+from negvocab.scoring import scores as _scores
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["parse_sizes", "sweep"]
+
+
+def parse_sizes(sizes: str | Iterable[int], m: int | None = None) -> list[int]:
+    """Pool sizes as sorted unique ints; accepts ``"1000,2000,5k"`` or an iterable of ints.
+
+    Raises :class:`InputError` for an empty list, a size < 1, or (when ``m`` is given) a size above
+    the ``m`` ranked labels available.
+    """
+    if isinstance(sizes, str):
+        items = [s.strip().lower() for s in sizes.split(",") if s.strip()]
+        out = []
+        for s in items:
+            mult = 1000 if s.endswith("k") else 1
+            try:
+                out.append(int(float(s.removesuffix("k")) * mult))
+            except ValueError:
+                raise InputError(f"pool size {s!r} is not an integer (use e.g. 1000,2000,5k)") from None
+    else:
+        out = []
+        for s in sizes:
+            if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+                raise InputError(f"pool sizes must be integers, got {s!r}")
+            out.append(int(s))
+    if not out:
+        raise InputError("no pool sizes given")
+    bad = [s for s in out if s < 1]
+    if bad:
+        raise InputError(f"pool sizes must be >= 1, got {bad[0]}")
+    if m is not None:
+        over = [s for s in out if s > m]
+        if over:
+            raise InputError(f"pool size {max(over)} exceeds the {m} ranked labels available")
+    return sorted(set(out))
+
+
+def sweep(
+    image_emb: Any,
+    id_emb: Any,
+    ranked_neg_emb: Any,
+    sizes: str | Iterable[int],
+    *,
+    method: str = "neglabel",
+    **params: Any,
+) -> dict[int, np.ndarray]:
+    """Score images with the first M ranked negatives for every M in ``sizes``.
+
+    Parameters
+    ----------
+    image_emb : array or tensor, shape (n, d)
+    id_emb : array or tensor, shape (K, d)
+    ranked_neg_emb : array or tensor, shape (M_max, d)
+        Negative label embeddings in ranking (farthest-first) order.
+    sizes : iterable of int or str
+        Pool sizes, each in [1, M_max] (``"1000,2000,5k"`` accepted).
+    method : str, default "neglabel"
+        Any method of :func:`negvocab.score` that takes negatives. NegLabel with stratified grouping
+        (the default) runs as one pass; other methods and groupings run once per size.
+    **params
+        Passed to the scorer (``tau``, ``groups``, ``grouping``, ``seed``, ``beta``, ``device``, ...).
+
+    Returns
+    -------
+    dict int -> ndarray of float64, shape (n,)
+        ``{M: scores}`` in increasing M; each equals ``negvocab.score(method, image_emb, id_emb,
+        ranked_neg_emb[:M], **params)`` (to float rounding).
+    """
+    key = _scores.canonical_method(method)
+    if key not in _scores._NEEDS_NEG:
+        raise InputError(f"{key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
+    neg_rows = _scores._unwrap(ranked_neg_emb)
+    if neg_rows is None:
+        raise InputError("sweep needs the ranked negative label embeddings")
+    m_max = len(neg_rows)
+    wanted = parse_sizes(sizes, m_max)
+    grouping = params.get("grouping", "stratified")
+    one_pass = key == "neglabel" and grouping == "stratified" and params.get("topk") is None
+    start = time.perf_counter()
+    if one_pass:
+        tau = _scores._positive(params.pop("tau", 0.01), "tau")
+        allowed = {"groups", "grouping", "seed", "device", "chunk_size"}
+        unknown = set(params) - allowed
+        if unknown:
+            raise InputError(f"neglabel sweep: unexpected parameter(s) {', '.join(sorted(unknown))}")
+        v, t, n = _scores._prepare(
+            image_emb, id_emb, neg_rows[: max(wanted)], params.get("device"), need_neg=True, method="neglabel"
+        )
+        assert n is not None
+        result = _scores._neglabel_sizes(
+            v,
+            t,
+            n,
+            wanted,
+            tau=tau,
+            groups=params.get("groups", 100),
+            grouping="stratified",
+            seed=params.get("seed", 0),
+            chunk_size=params.get("chunk_size"),
+        )
+    else:
+        result = {m: _scores.score(key, image_emb, id_emb, neg_rows[:m], **params) for m in wanted}
+    logger.info(
+        "sweep %s over %d sizes (M up to %d, %s) in %.2fs",
+        key,
+        len(wanted),
+        max(wanted),
+        "one pass" if one_pass else "one run per size",
+        time.perf_counter() - start,
+    )
+    return {m: result[m] for m in wanted}

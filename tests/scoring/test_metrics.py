@@ -1,0 +1,171 @@
+"""Metrics against sklearn and against direct implementations of each FPR convention."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
+
+import negvocab
+from negvocab.errors import InputError
+from negvocab.scoring import metrics as M
+
+
+# -- independent implementations -------------------------------------------------------------------
+def hendrycks_fpr(id_scores, ood_scores, recall_level=0.95):
+    """Hendrycks et al.'s fpr_and_fdr_at_recall (outlier-exposure / MCM / NegLabel code), ported line by
+    line: positives = ID, examples = concat(pos, neg)."""
+    y_score = np.concatenate([id_scores, ood_scores]).astype(np.float64)
+    y_true = np.concatenate([np.ones(len(id_scores)), np.zeros(len(ood_scores))]) == 1.0
+    desc_score_indices = np.argsort(y_score, kind="mergesort")[::-1]
+    y_score = y_score[desc_score_indices]
+    y_true = y_true[desc_score_indices]
+    distinct_value_indices = np.where(np.diff(y_score))[0]
+    threshold_idxs = np.r_[distinct_value_indices, y_true.size - 1]
+    tps = np.cumsum(y_true, dtype=np.float64)[threshold_idxs]
+    fps = 1 + threshold_idxs - tps
+    thresholds = y_score[threshold_idxs]
+    recall = tps / tps[-1]
+    last_ind = tps.searchsorted(tps[-1])
+    sl = slice(last_ind, None, -1)
+    recall, fps, tps, thresholds = np.r_[recall[sl], 1], np.r_[fps[sl], 0], np.r_[tps[sl], 0], thresholds[sl]
+    cutoff = np.argmin(np.abs(recall - recall_level))
+    return fps[cutoff] / (np.sum(np.logical_not(y_true)))
+
+
+def openood_fpr(id_scores, ood_scores, tpr=0.95, drop_intermediate=False):
+    """OpenOOD v1.5 auc_and_fpr_recall: OOD positive, roc_curve on -conf, first point with tpr >= th."""
+    conf = np.concatenate([id_scores, ood_scores])
+    ood_indicator = np.r_[np.zeros(len(id_scores)), np.ones(len(ood_scores))]
+    fpr_list, tpr_list, _ = roc_curve(ood_indicator, -conf, drop_intermediate=drop_intermediate)
+    return fpr_list[np.argmax(tpr_list >= tpr)]
+
+
+def paper_fpr(id_scores, ood_scores, tpr=0.95):
+    """METHODS.md 6 with the quantile written out (numpy's linear interpolation, 'type 7')."""
+    srt = np.sort(np.asarray(id_scores, dtype=np.float64))
+    h = (len(srt) - 1) * (1 - tpr)
+    lo = int(np.floor(h))
+    hi = min(lo + 1, len(srt) - 1)
+    t = srt[lo] + (h - lo) * (srt[hi] - srt[lo])
+    return sum(1 for o in ood_scores if o >= t) / len(ood_scores)
+
+
+def _cases():
+    rng = np.random.default_rng(0)
+    yield "untied", rng.normal(1, 1, 400), rng.normal(0, 1, 150)
+    yield "heavily tied", rng.integers(0, 6, 400).astype(float), rng.integers(0, 4, 150).astype(float)
+    yield "binary", rng.integers(0, 2, 100).astype(float), rng.integers(0, 2, 60).astype(float)
+    yield "separable", rng.uniform(2, 3, 50), rng.uniform(0, 1, 20)
+    yield "reversed", rng.uniform(0, 1, 50), rng.uniform(2, 3, 20)
+    yield "one each", np.array([0.3]), np.array([0.3])
+    yield "all equal", np.zeros(40), np.zeros(13)
+
+
+CASES = list(_cases())
+IDS = [c[0] for c in CASES]
+
+
+@pytest.mark.parametrize(("name", "ids", "oods"), CASES, ids=IDS)
+def test_auroc_equals_sklearn(name, ids, oods):
+    y = np.r_[np.ones(len(ids)), np.zeros(len(oods))]
+    assert negvocab.metrics.auroc(ids, oods) == pytest.approx(roc_auc_score(y, np.r_[ids, oods]), abs=1e-12)
+
+
+@pytest.mark.parametrize(("name", "ids", "oods"), CASES, ids=IDS)
+def test_aupr_equals_sklearn_average_precision(name, ids, oods):
+    y = np.r_[np.ones(len(ids)), np.zeros(len(oods))]
+    s = np.r_[ids, oods]
+    assert M.aupr_in(ids, oods) == pytest.approx(average_precision_score(y, s), abs=1e-12)
+    assert M.aupr_out(ids, oods) == pytest.approx(average_precision_score(1 - y, -s), abs=1e-12)
+
+
+@pytest.mark.parametrize("tpr", [0.95, 0.8, 0.5, 1.0])
+@pytest.mark.parametrize(("name", "ids", "oods"), CASES, ids=IDS)
+def test_each_convention_equals_its_direct_implementation(name, ids, oods, tpr):
+    assert negvocab.metrics.fpr_at_tpr(ids, oods, tpr) == pytest.approx(paper_fpr(ids, oods, tpr), abs=1e-12)
+    assert M.fpr_at_tpr(ids, oods, tpr, convention="hendrycks") == pytest.approx(hendrycks_fpr(ids, oods, tpr), abs=1e-12)
+    assert M.fpr_at_tpr(ids, oods, tpr, convention="openood") == pytest.approx(openood_fpr(ids, oods, tpr), abs=1e-12)
+
+
+def test_openood_matches_its_literal_code_on_untied_scores():
+    ids, oods = CASES[0][1], CASES[0][2]
+    assert M.fpr_at_tpr(ids, oods, convention="openood") == pytest.approx(openood_fpr(ids, oods, drop_intermediate=True))
+
+
+def test_conventions_differ_on_tied_scores():
+    # 6% of ID share a score with 30% of OOD: the conventions disagree
+    ids = np.r_[np.full(94, 2.0), np.full(6, 1.0)]
+    oods = np.r_[np.full(30, 1.0), np.zeros(70)]
+    vals = {c: M.fpr_at_tpr(ids, oods, convention=c) for c in M.CONVENTIONS}
+    assert vals["paper"] == pytest.approx(0.30)  # threshold = 1.0 (5th percentile), 30 OOD >= 1
+    assert vals["hendrycks"] == pytest.approx(0.0)  # recall 0.94 (at 2.0) is closest to 0.95: no OOD there
+    assert vals["openood"] == pytest.approx(0.06)  # catching 95% of OOD flags the 6 ID images at 1.0
+
+
+def test_evaluate_names_the_convention_and_matches_the_parts():
+    ids, oods = CASES[1][1], CASES[1][2]
+    rep = M.evaluate(ids, oods, convention="hendrycks", n_boot=200, seed=1)
+    assert rep["convention"] == "hendrycks" and rep["positive"] == "ID" and rep["tpr"] == 0.95
+    assert rep["fpr"] == M.fpr_at_tpr(ids, oods, convention="hendrycks")
+    assert rep["auroc"] == M.auroc(ids, oods)
+    assert (rep["n_id"], rep["n_ood"]) == (400, 150)
+    assert rep["auroc_ci"][0] <= rep["auroc"] <= rep["auroc_ci"][1]
+    assert M.evaluate(ids, oods, convention="openood", n_boot=0)["positive"] == "OOD"
+
+
+def test_bootstrap_fast_path_equals_the_loop():
+    rng = np.random.default_rng(2)
+    ids, oods = rng.normal(1, 1, 300), rng.normal(0, 1, 80)
+    for metric, kw in [("auroc", {}), ("fpr", {"convention": "paper", "tpr": 0.9})]:
+        fast = M.bootstrap_ci(metric, ids, oods, n_boot=300, seed=4, **kw)
+        fn = M.auroc if metric == "auroc" else M.fpr_at_tpr
+        slow = M.bootstrap_ci(lambda a, b: fn(a, b, **kw), ids, oods, n_boot=300, seed=4)  # noqa: B023
+        assert (fast.low, fast.high) == pytest.approx((slow.low, slow.high), abs=1e-12)
+
+
+def test_bootstrap_interval_covers_and_narrows():
+    rng = np.random.default_rng(3)
+    ids, oods = rng.normal(1, 1, 2000), rng.normal(0, 1, 2000)
+    small = M.bootstrap_ci("fpr", ids, oods[:100], n_boot=400)
+    big = M.bootstrap_ci("fpr", ids, oods, n_boot=400)
+    assert small.low <= M.fpr_at_tpr(ids, oods[:100]) <= small.high
+    assert (big.high - big.low) < (small.high - small.low)
+    both = M.bootstrap_ci("aupr_out", ids[:200], oods[:50], n_boot=50, resample="both")
+    assert 0 <= both.low <= both.high <= 1 and both.level == 0.95
+
+
+@pytest.mark.parametrize("fn", [M.auroc, M.aupr_in, M.aupr_out, M.fpr_at_tpr])
+def test_empty_set_gives_nan_and_a_warning(fn):
+    with pytest.warns(M.UndefinedMetricWarning, match="no OOD"):
+        assert np.isnan(fn([0.1, 0.2], []))
+    with pytest.warns(M.UndefinedMetricWarning, match="no ID"):
+        assert np.isnan(fn([], [0.1]))
+
+
+def test_defined_metrics_do_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        M.evaluate([0.2, 0.3, 0.9], [0.1, 0.5], n_boot=20)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: M.fpr_at_tpr([1, 2], [1], tpr=0), "tpr"),
+        (lambda: M.fpr_at_tpr([1, 2], [1], tpr=1.5), "tpr"),
+        (lambda: M.fpr_at_tpr([1, 2], [1], convention="sklearn"), "convention"),
+        (lambda: M.auroc([1, np.nan], [1]), "NaN"),
+        (lambda: M.auroc(np.ones((2, 2)), [1]), "1-D"),
+        (lambda: M.auroc(["a"], [1]), "numbers"),
+        (lambda: M.bootstrap_ci("f1", [1], [1]), "unknown metric"),
+        (lambda: M.bootstrap_ci("auroc", [1], [1], n_boot=0), "n_boot"),
+        (lambda: M.bootstrap_ci("auroc", [1], [1], alpha=1.5), "alpha"),
+        (lambda: M.bootstrap_ci("auroc", [1], [1], resample="all"), "resample"),
+    ],
+)
+def test_validation_errors(call, match):
+    with pytest.raises(InputError, match=match):
+        call()

@@ -1,0 +1,240 @@
+"""Each scorer against a direct float64 implementation (tests/scoring/reference.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import negvocab
+from negvocab.errors import InputError
+from negvocab.scoring import scores as S
+from tests.scoring import reference as ref
+
+ATOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def emb():
+    rng = np.random.default_rng(0)
+    d = 32
+    return {
+        "img": ref.unit(rng, 40, d),
+        "id": ref.unit(rng, 25, d),
+        "neg": ref.unit(rng, 237, d),
+        "local": ref.unit(rng, 40 * 7, d).reshape(40, 7, d),
+    }
+
+
+@pytest.mark.parametrize("T", [1.0, 0.05])
+def test_mcm_matches_float64(emb, T):
+    got = negvocab.score("mcm", emb["img"], emb["id"], T=T)
+    assert got.dtype == np.float64 and got.shape == (40,)
+    np.testing.assert_allclose(got, ref.mcm(emb["img"], emb["id"], T), atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.5])
+def test_glmcm_matches_float64(emb, lam):
+    got = negvocab.score("glmcm", emb["img"], emb["id"], local=emb["local"], lam=lam, T=0.1)
+    np.testing.assert_allclose(got, ref.glmcm(emb["img"], emb["id"], emb["local"], lam, 0.1), atol=ATOL, rtol=0)
+
+
+def test_glmcm_reads_local_features_from_image_embeddings(emb):
+    class Emb:  # duck-typed ImageEmbeddings
+        embeddings = emb["img"]
+        local = emb["local"]
+
+    got = negvocab.score("gl-mcm", Emb(), emb["id"])
+    np.testing.assert_allclose(got, ref.glmcm(emb["img"], emb["id"], emb["local"]), atol=ATOL, rtol=0)
+
+
+def test_glmcm_without_local_features_is_an_input_error(emb):
+    with pytest.raises(InputError, match="local"):
+        negvocab.score("glmcm", emb["img"], emb["id"])
+
+
+@pytest.mark.parametrize(("beta", "T"), [(0.25, 1.0), (1.0, 0.01)])
+def test_eoe_matches_float64(emb, beta, T):
+    got = negvocab.score("eoe", emb["img"], emb["id"], emb["neg"][:30], beta=beta, T=T)
+    np.testing.assert_allclose(got, ref.eoe(emb["img"], emb["id"], emb["neg"][:30], beta, T), atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("grouping", ["stratified", "random"])
+@pytest.mark.parametrize("groups", [1, 2, 7, 100, 236, 237])
+def test_neglabel_matches_float64(emb, grouping, groups):
+    got = negvocab.score("neglabel", emb["img"], emb["id"], emb["neg"], groups=groups, grouping=grouping, seed=3)
+    want = ref.neglabel(emb["img"], emb["id"], emb["neg"], groups=groups, grouping=grouping, seed=3)
+    np.testing.assert_allclose(got, want, atol=ATOL, rtol=0)
+    assert np.all((got > 0) & (got < 1))
+
+
+def test_neglabel_single_group_is_the_plain_formula(emb):
+    img, idt, neg = ref.f64(emb["img"], emb["id"], emb["neg"])
+    pos = np.exp(img @ idt.T / 0.01).sum(1)
+    plain = pos / (pos + np.exp(img @ neg.T / 0.01).sum(1))
+    got = negvocab.score("neglabel", emb["img"], emb["id"], emb["neg"], groups=1)
+    np.testing.assert_allclose(got, plain, atol=ATOL, rtol=0)
+
+
+def test_neglabel_more_groups_than_negatives_clamps_to_one_per_group(emb):
+    neg = emb["neg"][:9]
+    a = negvocab.score("neglabel", emb["img"], emb["id"], neg, groups=100)
+    b = negvocab.score("neglabel", emb["img"], emb["id"], neg, groups=9, grouping="random", seed=5)
+    np.testing.assert_allclose(a, b, atol=1e-6)  # same groups, another summation order
+    np.testing.assert_allclose(a, ref.neglabel(emb["img"], emb["id"], neg, groups=9), atol=ATOL)
+
+
+def test_groupings_cover_every_negative_once():
+    for grouping in ("stratified", "random"):
+        for m, g in [(10, 3), (10_499, 100), (5, 5)]:
+            groups = S.neglabel_groups(m, g, grouping, seed=1)
+            allr = np.sort(np.concatenate(groups))
+            np.testing.assert_array_equal(allr, np.arange(m))
+            sizes = [len(x) for x in groups]
+            assert len(groups) == g and max(sizes) - min(sizes) <= 1
+    strat = S.neglabel_groups(10, 3, "stratified")
+    assert [list(x) for x in strat] == [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]
+
+
+def test_random_grouping_depends_on_seed(emb):
+    a = negvocab.score("neglabel", emb["img"], emb["id"], emb["neg"], groups=7, grouping="random", seed=0)
+    b = negvocab.score("neglabel", emb["img"], emb["id"], emb["neg"], groups=7, grouping="random", seed=1)
+    assert not np.allclose(a, b, atol=1e-9)
+
+
+def test_neglabel_eoe_matches_float64(emb):
+    got = negvocab.score("neglabel+eoe", emb["img"], emb["id"], emb["neg"], groups=7, beta=0.5)
+    want = ref.neglabel_eoe(emb["img"], emb["id"], emb["neg"], groups=7, beta=0.5)
+    np.testing.assert_allclose(got, want, atol=ATOL, rtol=0)
+    got_t = negvocab.score("neglabel_eoe", emb["img"], emb["id"], emb["neg"], groups=7, T=1.0)
+    want_t = ref.neglabel_eoe(emb["img"], emb["id"], emb["neg"], groups=7, T=1.0)
+    np.testing.assert_allclose(got_t, want_t, atol=ATOL, rtol=0)
+
+
+def test_large_logits_do_not_overflow():
+    # identical image and label vectors: cos = 1, logits 1/tau = 1000 overflow a naive exp
+    rng = np.random.default_rng(1)
+    v = ref.unit(rng, 4, 8)
+    got = negvocab.score("neglabel", v, v, -v, tau=0.001, groups=1)
+    assert np.all(np.isfinite(got)) and np.all(got > 0.99)
+    # an image identical to a negative: the ID mass is negligible, the score is ~0, not NaN
+    got = negvocab.score("neglabel", v, -v, v, tau=0.001, groups=2)
+    assert np.all(np.isfinite(got)) and np.all(got < 0.51)
+
+
+def test_chunking_does_not_change_scores(emb):
+    whole = negvocab.score("neglabel", emb["img"], emb["id"], emb["neg"], groups=7, chunk_size=10_000)
+    tiny = negvocab.score("neglabel", emb["img"], emb["id"], emb["neg"], groups=7, chunk_size=3)
+    np.testing.assert_allclose(whole, tiny, atol=1e-6)
+    for method in ("mcm", "eoe"):
+        a = negvocab.score(method, emb["img"], emb["id"], emb["neg"], chunk_size=1)
+        b = negvocab.score(method, emb["img"], emb["id"], emb["neg"])
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_torch_and_float64_inputs(emb):
+    t = negvocab.score("neglabel", *(torch.from_numpy(emb[k]) for k in ("img", "id", "neg")), groups=7)
+    n = negvocab.score("neglabel", emb["img"], emb["id"], emb["neg"], groups=7)
+    np.testing.assert_allclose(t, n, atol=1e-7)
+    d = negvocab.score("neglabel", *(emb[k].astype(np.float64) for k in ("img", "id", "neg")), groups=7)
+    np.testing.assert_allclose(d, ref.neglabel(emb["img"], emb["id"], emb["neg"], groups=7), atol=1e-12)
+
+
+@pytest.mark.gpu
+def test_cuda_matches_cpu(emb):
+    cuda = [torch.from_numpy(emb[k]).cuda() for k in ("img", "id", "neg")]
+    for method in ("neglabel", "eoe", "mcm"):
+        got = negvocab.score(method, *cuda)
+        np.testing.assert_allclose(got, negvocab.score(method, emb["img"], emb["id"], emb["neg"]), atol=1e-5)
+    tk = negvocab.score("neglabel", *cuda, topk=20, return_bounds=True)
+    exact = negvocab.score("neglabel", *cuda)
+    assert np.all(tk.lower <= exact + 1e-6) and np.all(exact <= tk.upper + 1e-6)
+
+
+# -- top-k --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("grouping", ["stratified", "random"])
+@pytest.mark.parametrize("k", [1, 5, 40, 236, 237])
+def test_topk_bounds_contain_the_exact_score(emb, grouping, k):
+    exact = ref.neglabel(emb["img"], emb["id"], emb["neg"], groups=7, grouping=grouping)
+    res = negvocab.score("neglabel", emb["img"], emb["id"], emb["neg"], groups=7, grouping=grouping, topk=k, return_bounds=True)
+    assert isinstance(res, S.TopkScores) and res.k == k
+    assert np.all(res.lower <= exact + ATOL) and np.all(exact <= res.upper + ATOL)  # float32 rounding
+    np.testing.assert_array_equal(res.scores, res.upper)
+    # in float64 the certificate holds to rounding of 1e-12
+    r64 = negvocab.score(
+        "neglabel", *(emb[x].astype(np.float64) for x in ("img", "id", "neg")), groups=7, grouping=grouping, topk=k, return_bounds=True
+    )
+    assert np.all(r64.lower <= exact + 1e-12) and np.all(exact <= r64.upper + 1e-12)
+    if k == 237:  # nothing omitted: exact
+        np.testing.assert_allclose(res.scores, exact, atol=ATOL)
+        np.testing.assert_allclose(res.lower, exact, atol=ATOL)
+        assert np.all(np.isneginf(res.log_omitted_bound))
+
+
+def test_topk_bound_is_the_omitted_mass_formula(emb):
+    k = 10
+    res = negvocab.score("neglabel", emb["img"], emb["id"], emb["neg"], topk=k, return_bounds=True)
+    cos = ref.f64(emb["img"])[0] @ ref.f64(emb["neg"])[0].T
+    kth = np.sort(cos, 1)[:, -k]
+    np.testing.assert_allclose(res.log_omitted_bound, np.log(237 - k) + kth / 0.01, rtol=1e-5)
+    # the omitted mass really is below the bound
+    srt = np.sort(cos, 1)[:, ::-1]
+    omitted = np.exp(srt[:, k:] / 0.01).sum(1)
+    assert np.all(np.log(omitted) <= res.log_omitted_bound + 1e-6)
+
+
+def test_topk_gap_shrinks_with_k(emb):
+    gaps = [negvocab.score("neglabel", emb["img"], emb["id"], emb["neg"], topk=k, return_bounds=True).max_gap for k in (5, 50, 200)]
+    assert gaps[0] >= gaps[1] >= gaps[2]
+
+
+def test_topk_without_bounds_returns_scores(emb):
+    s = negvocab.score("neglabel", emb["img"], emb["id"], emb["neg"], topk=5)
+    assert isinstance(s, np.ndarray) and s.shape == (40,)
+
+
+# -- explanations -------------------------------------------------------------------------------
+def test_explain_lists_the_largest_contributions(emb):
+    id_labels = [f"id{i}" for i in range(25)]
+    neg_labels = [f"neg{j}" for j in range(237)]
+    out = S.explain(emb["img"][:5], emb["id"], emb["neg"], id_labels=id_labels, neg_labels=neg_labels, k=3)
+    img, idt, neg = ref.f64(emb["img"][:5], emb["id"], emb["neg"])
+    cos_n, cos_i = img @ neg.T, img @ idt.T
+    total = np.exp(cos_n / 0.01).sum(1) + np.exp(cos_i / 0.01).sum(1)
+    for r, item in enumerate(out):
+        want = [f"neg{j}" for j in np.argsort(-cos_n[r])[:3]]
+        assert [x["label"] for x in item["top_negatives"]] == want
+        assert [x["label"] for x in item["top_id"]] == [f"id{i}" for i in np.argsort(-cos_i[r])[:3]]
+        j = int(want[0][3:])
+        assert item["top_negatives"][0]["share"] == pytest.approx(np.exp(cos_n[r, j] / 0.01) / total[r], rel=1e-4)
+        assert item["negative_share"] == pytest.approx(np.exp(cos_n[r] / 0.01).sum() / total[r], rel=1e-4)
+
+
+def test_explain_rejects_mismatched_labels(emb):
+    with pytest.raises(InputError, match="label lists"):
+        S.explain(emb["img"], emb["id"], emb["neg"], id_labels=["a"], neg_labels=["b"])
+
+
+# -- validation ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda e: negvocab.score("energy", e["img"], e["id"]), "unknown method"),
+        (lambda e: negvocab.score("neglabel", e["img"], e["id"]), "needs negative"),
+        (lambda e: negvocab.score("neglabel", e["img"], e["id"][:, :5], e["neg"]), "dimensions differ"),
+        (lambda e: negvocab.score("neglabel", e["img"][0], e["id"], e["neg"]), "2-D"),
+        (lambda e: negvocab.score("neglabel", e["img"][:0], e["id"], e["neg"]), "empty"),
+        (lambda e: negvocab.score("neglabel", e["img"], e["id"], e["neg"], tau=0), "tau"),
+        (lambda e: negvocab.score("neglabel", e["img"], e["id"], e["neg"], groups=0), "groups"),
+        (lambda e: negvocab.score("neglabel", e["img"], e["id"], e["neg"], grouping="zigzag"), "grouping"),
+        (lambda e: negvocab.score("neglabel", e["img"], e["id"], e["neg"], topk=0), "topk"),
+        (lambda e: negvocab.score("neglabel", e["img"], e["id"], e["neg"], topk=10_000), "topk"),
+        (lambda e: negvocab.score("mcm", e["img"], e["id"], topk=3), "only available"),
+        (lambda e: negvocab.score("mcm", e["img"], e["id"], bogus=3), "bogus"),
+        (lambda e: negvocab.score("mcm", np.full((2, 32), np.nan), e["id"]), "NaN"),
+        (lambda e: negvocab.score("mcm", e["img"], e["id"], device="tpu9"), "device"),
+    ],
+)
+def test_bad_input_raises_input_error(emb, call, match):
+    with pytest.raises(InputError, match=match):
+        call(emb)

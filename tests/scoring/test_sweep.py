@@ -1,0 +1,73 @@
+"""negvocab.sweep equals separate negvocab.score runs for every size, both groupings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import negvocab
+from negvocab.errors import InputError
+from negvocab.scoring.sweep import parse_sizes
+from tests.scoring import reference as ref
+
+
+@pytest.fixture(scope="module")
+def emb():
+    rng = np.random.default_rng(5)
+    return ref.unit(rng, 30, 24), ref.unit(rng, 20, 24), ref.unit(rng, 503, 24)
+
+
+SIZES = [1, 3, 7, 8, 50, 99, 100, 101, 250, 503]
+
+
+@pytest.mark.parametrize("groups", [1, 8, 100])
+def test_stratified_sweep_equals_separate_runs(emb, groups):
+    img, idt, neg = emb
+    got = negvocab.sweep(img, idt, neg, SIZES, groups=groups, chunk_size=7)
+    assert list(got) == SIZES
+    img64, idt64, neg64 = ref.f64(img, idt, neg)
+    got64 = negvocab.sweep(img64, idt64, neg64, SIZES, groups=groups, chunk_size=7)
+    for m in SIZES:
+        # float64 inputs: the one-pass sweep is exactly the separate run (to float64 rounding)
+        sep64 = negvocab.score("neglabel", img64, idt64, neg64[:m], groups=groups)
+        np.testing.assert_allclose(got64[m], sep64, atol=1e-12, rtol=0, err_msg=f"M={m}")
+        # float32 inputs: equal up to the float32 rounding of the products (BLAS picks other kernels
+        # for other shapes: ~1e-7 in a cosine, /tau in a logit); the exponent sums are float64
+        sep = negvocab.score("neglabel", img, idt, neg[:m], groups=groups)
+        np.testing.assert_allclose(got[m], sep, atol=2e-6, rtol=0, err_msg=f"M={m}")
+        np.testing.assert_allclose(got[m], ref.neglabel(img, idt, neg[:m], groups=groups), atol=1e-5, rtol=0)
+
+
+def test_random_sweep_equals_separate_runs(emb):
+    img, idt, neg = emb
+    got = negvocab.sweep(img, idt, neg, [50, 200, 503], groups=16, grouping="random", seed=2)
+    for m in (50, 200, 503):
+        sep = negvocab.score("neglabel", img, idt, neg[:m], groups=16, grouping="random", seed=2)
+        np.testing.assert_array_equal(got[m], sep)
+
+
+@pytest.mark.parametrize("method", ["eoe", "neglabel_eoe"])
+def test_other_methods_sweep_per_size(emb, method):
+    img, idt, neg = emb
+    params = {"groups": 4} if method == "neglabel_eoe" else {"beta": 0.5}
+    got = negvocab.sweep(img, idt, neg, "10,300", method=method, **params)
+    for m in (10, 300):
+        np.testing.assert_array_equal(got[m], negvocab.score(method, img, idt, neg[:m], **params))
+
+
+def test_parse_sizes():
+    assert parse_sizes("1000, 2k,500,1000") == [500, 1000, 2000]
+    assert parse_sizes([3, 1]) == [1, 3]
+    with pytest.raises(InputError, match="exceeds"):
+        parse_sizes("10,20", m=15)
+    with pytest.raises(InputError, match="not an integer"):
+        parse_sizes("10,abc")
+    with pytest.raises(InputError, match=">= 1"):
+        parse_sizes([0])
+    with pytest.raises(InputError, match="no pool sizes"):
+        parse_sizes("")
+
+
+def test_sweep_rejects_methods_without_negatives(emb):
+    with pytest.raises(InputError, match="does not use negative"):
+        negvocab.sweep(*emb, [5], method="mcm")
