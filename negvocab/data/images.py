@@ -1,0 +1,160 @@
+"""Image sets: a list of image files with optional labels, from a folder or class folders.
+
+An :class:`ImageSet` is what the scoring commands take as ID or OOD data: aligned ``paths``,
+``ids`` (file stems, e.g. ``ILSVRC2012_val_00000293``) and optional ``labels`` (a wnid for ImageNet,
+the folder name for class folders such as NINCO, the open-world label for Fi-ImageNet-1k).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from negvocab.errors import InputError
+from negvocab.vlm.images import IMAGE_EXTENSIONS
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ImageSet", "class_folders", "image_folder", "is_image", "open_image_set"]
+
+
+def is_image(path: Path) -> bool:
+    """True for a regular file with an image extension (case-insensitive)."""
+    return path.suffix.lower() in IMAGE_EXTENSIONS and path.is_file()
+
+
+@dataclass(frozen=True)
+class ImageSet:
+    """Images with ids and optional labels, aligned.
+
+    Attributes
+    ----------
+    name : a short name for tables ("ImageNet-1k val", the folder name, ...).
+    paths : image file paths.
+    ids : one id per image (the file stem unless the layout says otherwise).
+    labels : one label per image, or None when the set has no labels.
+    info : provenance (root folder, layout, ground-truth file, ids not found, ...).
+    """
+
+    name: str
+    paths: list[str]
+    ids: list[str]
+    labels: list[str] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.ids) != len(self.paths) or (self.labels is not None and len(self.labels) != len(self.paths)):
+            raise ValueError("ImageSet: paths, ids and labels must be aligned")
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def label_names(self) -> list[str]:
+        """The distinct labels in order of first appearance (empty without labels)."""
+        return list(dict.fromkeys(self.labels or []))
+
+    def select(self, keep: Sequence[int], *, name: str | None = None, **info: Any) -> ImageSet:
+        """The images at positions ``keep`` (in that order)."""
+        return replace(
+            self,
+            name=name or self.name,
+            paths=[self.paths[i] for i in keep],
+            ids=[self.ids[i] for i in keep],
+            labels=None if self.labels is None else [self.labels[i] for i in keep],
+            info={**self.info, **info},
+        )
+
+    def verify(self) -> tuple[ImageSet, list[tuple[str, str]]]:
+        """Open every image with PIL; return (the readable subset, [(path, reason)] of the others)."""
+        from PIL import Image
+
+        keep, bad = [], []
+        for i, path in enumerate(self.paths):
+            try:
+                with Image.open(path) as im:
+                    im.verify()
+            except Exception as e:  # noqa: BLE001 - any decoder error means "unreadable"
+                bad.append((path, f"{type(e).__name__}: {e}"))
+            else:
+                keep.append(i)
+        if bad:
+            logger.warning("%s: %d of %d images cannot be read (first: %s)", self.name, len(bad), len(self), bad[0][0])
+        return self.select(keep), bad
+
+
+def _require_dir(root: str | os.PathLike[str], what: str) -> Path:
+    path = Path(root).expanduser()
+    if not path.exists():
+        raise InputError(f"{path}: no such {what} folder")
+    if not path.is_dir():
+        raise InputError(f"{path}: expected a folder of images ({what}), found a file")
+    return path
+
+
+def image_folder(root: str | os.PathLike[str], *, name: str | None = None) -> ImageSet:
+    """Every image under ``root`` (recursive, sorted), without labels: any folder as an OOD set."""
+    path = _require_dir(root, "image")
+    files = sorted(p for p in path.rglob("*") if is_image(p))
+    if not files:
+        raise InputError(f"{path}: no image files found (looked for {', '.join(sorted(IMAGE_EXTENSIONS))})")
+    return ImageSet(
+        name=name or path.name,
+        paths=[str(p) for p in files],
+        ids=[str(p.relative_to(path).with_suffix("")) for p in files],
+        info={"root": str(path), "layout": "folder"},
+    )
+
+
+def class_folders(root: str | os.PathLike[str], *, name: str | None = None) -> ImageSet:
+    """Images in class folders (``root/<label>/*.jpg``, the NINCO layout): labels from folder names.
+
+    Folder names are used as labels with underscores turned into spaces. Images directly under
+    ``root`` or nested deeper keep the label of their top-level folder; empty folders are skipped.
+    """
+    path = _require_dir(root, "class")
+    paths, ids, labels = [], [], []
+    subdirs = sorted(p for p in path.iterdir() if p.is_dir())
+    for sub in subdirs:
+        label = sub.name.replace("_", " ").strip()
+        for p in sorted(q for q in sub.rglob("*") if is_image(q)):
+            paths.append(str(p))
+            ids.append(str(p.relative_to(path).with_suffix("")))
+            labels.append(label)
+    if not paths:
+        raise InputError(f"{path}: no images in class folders (expected {path}/<class name>/<image>.jpg)")
+    stray = [p for p in path.iterdir() if is_image(p)]
+    if stray:
+        logger.warning("%s: %d images outside class folders ignored", path, len(stray))
+    return ImageSet(name=name or path.name, paths=paths, ids=ids, labels=labels, info={"root": str(path), "layout": "class-folders"})
+
+
+def open_image_set(root: str | os.PathLike[str], *, layout: str = "auto", name: str | None = None) -> ImageSet:
+    """Open ``root`` as an image set.
+
+    ``layout``: ``"folder"`` (all images, no labels), ``"classes"`` (class folders, labels from
+    names), ``"imagenet"`` (ImageNet-1k validation, see :func:`negvocab.data.imagenet.imagenet_val`)
+    or ``"auto"``: ImageNet layout when the sub-folders are wnids or the files are
+    ``ILSVRC2012_val_*``, class folders when every image sits in a sub-folder, else a plain folder.
+    """
+    from negvocab.data.imagenet import imagenet_val, looks_like_imagenet_val
+
+    path = _require_dir(root, "image")
+    if layout == "folder":
+        return image_folder(path, name=name)
+    if layout == "classes":
+        return class_folders(path, name=name)
+    if layout == "imagenet":
+        return imagenet_val(path)
+    if layout != "auto":
+        raise InputError(f"unknown image-set layout {layout!r}; choose auto, folder, classes or imagenet")
+    if looks_like_imagenet_val(path):
+        return imagenet_val(path)
+    has_subdirs = any(p.is_dir() for p in path.iterdir())
+    has_top_images = any(is_image(p) for p in path.iterdir())
+    if has_subdirs and not has_top_images:
+        return class_folders(path, name=name)
+    return image_folder(path, name=name)

@@ -1,0 +1,188 @@
+"""Image-set layouts: ImageNet val (class folders, flat + ground truth), Fi-ImageNet-1k lists,
+plain folders and class folders, on tiny generated images."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from PIL import Image
+
+import negvocab
+from negvocab.data import (
+    class_folders,
+    fi_imagenet,
+    image_folder,
+    imagenet_val,
+    open_image_set,
+    read_ground_truth,
+    read_id_list,
+)
+from negvocab.errors import InputError
+
+
+def _img(path, color=(200, 10, 10)):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (16, 16), color).save(path)
+    return path
+
+
+def vid(i: int) -> str:
+    return f"ILSVRC2012_val_{i:08d}"
+
+
+@pytest.fixture
+def wnids():
+    return list(negvocab.imagenet1k().wnids)
+
+
+@pytest.fixture
+def val_classes(tmp_path, wnids):
+    """12 validation images in class folders: image i in class (i % 3)."""
+    root = tmp_path / "val"
+    for i in range(1, 13):
+        _img(root / wnids[i % 3] / f"{vid(i)}.JPEG")
+    return root
+
+
+@pytest.fixture
+def val_flat(tmp_path):
+    root = tmp_path / "flat"
+    for i in range(1, 7):
+        _img(root / f"{vid(i)}.JPEG")
+    return root
+
+
+def test_imagenet_class_folder_layout(val_classes, wnids):
+    s = imagenet_val(val_classes)
+    assert len(s) == 12 and s.info["layout"] == "class-folders"
+    lab = dict(zip(s.ids, s.labels, strict=True))
+    assert lab[vid(4)] == wnids[1] and lab[vid(12)] == wnids[0]
+
+
+def test_imagenet_flat_with_loc_csv(val_flat, wnids):
+    rows = ["ImageId,PredictionString"] + [f"{vid(i)},{wnids[i * 7]} 1 2 3 4 {wnids[i * 7]} 5 6 7 8" for i in range(1, 7)]
+    (val_flat / "LOC_val_solution.csv").write_text("\n".join(rows) + "\n")
+    s = imagenet_val(val_flat)  # found automatically in the folder
+    assert s.info["layout"] == "flat" and s.labels == [wnids[i * 7] for i in range(1, 7)]
+
+
+@pytest.mark.parametrize("base", [0, 1])
+def test_imagenet_flat_with_index_per_line(val_flat, tmp_path, wnids, base):
+    gt = tmp_path / "gt.txt"
+    gt.write_text("".join(f"{i * 100 + base}\n" for i in range(1, 7)))
+    s = imagenet_val(val_flat, ground_truth=gt, index_base=base)
+    assert s.labels == [wnids[i * 100] for i in range(1, 7)]
+
+
+def test_ground_truth_errors(val_flat, tmp_path):
+    with pytest.raises(InputError, match="no such ground-truth"):
+        imagenet_val(val_flat, ground_truth=tmp_path / "nope.txt")
+    short = tmp_path / "short.txt"
+    short.write_text("1\n2\n")
+    with pytest.raises(InputError, match="no label for 4 images"):
+        imagenet_val(val_flat, ground_truth=short)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1000\n")
+    with pytest.raises(InputError, match="out of range"):
+        read_ground_truth(bad)
+    junk = tmp_path / "junk.txt"
+    junk.write_text("cat\n")
+    with pytest.raises(InputError, match="class index"):
+        read_ground_truth(junk)
+
+
+def test_imagenet_flat_without_ground_truth_is_unlabelled(val_flat):
+    assert imagenet_val(val_flat).labels is None
+
+
+def test_missing_and_empty_folders(tmp_path):
+    with pytest.raises(InputError, match="no such"):
+        imagenet_val(tmp_path / "absent")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="no ImageNet validation images"):
+        imagenet_val(tmp_path / "empty")
+    with pytest.raises(InputError, match="no image files"):
+        image_folder(tmp_path / "empty")
+    with pytest.raises(InputError, match="no images in class folders"):
+        class_folders(tmp_path / "empty")
+    f = tmp_path / "file.txt"
+    f.write_text("x")
+    with pytest.raises(InputError, match="found a file"):
+        image_folder(f)
+
+
+def test_fi_imagenet_split(val_classes, tmp_path, caplog):
+    ood = tmp_path / "ood.csv"
+    ood.write_text(f"image,label\n{vid(2)},sea slug\n{vid(5)}.JPEG,\"kite, toy\"\n{vid(99)},missing one\n")
+    amb = tmp_path / "ambiguous.txt"
+    amb.write_text(f"# ambiguous\nval/{vid(7)}.JPEG\n{vid(8)}\n{vid(98)}\n")
+    with caplog.at_level(logging.WARNING):
+        fi = fi_imagenet(val_classes, ood, amb)
+    assert fi.ood.ids == [vid(2), vid(5)] and fi.ood.labels == ["sea slug", "kite, toy"]
+    assert fi.ambiguous == [vid(7), vid(8)]
+    assert fi.not_found == [vid(99), vid(98)]
+    assert "not in" in caplog.text
+    assert len(fi.id) == 12 - 4 and not {vid(2), vid(5), vid(7), vid(8)} & set(fi.id.ids)
+    assert all(p.endswith(".JPEG") for p in fi.ood.paths)
+
+
+def test_read_id_list_formats(tmp_path):
+    tsv = tmp_path / "l.tsv"
+    tsv.write_text(f"id\tlabel\n{vid(1)}\tpaper towel holder\n{vid(2)}\t\n")
+    assert read_id_list(tsv) == {vid(1): "paper towel holder", vid(2): None}
+    txt = tmp_path / "l.txt"
+    txt.write_text(f"{vid(3)} sea lion\n/data/val/{vid(4)}.JPEG\n{vid(3)} other\n")
+    assert read_id_list(txt) == {vid(3): "sea lion", vid(4): None}
+    empty = tmp_path / "none.txt"
+    empty.write_text("header only\n")
+    with pytest.raises(InputError, match="no image ids"):
+        read_id_list(empty)
+    with pytest.raises(InputError, match="no such image-list"):
+        read_id_list(tmp_path / "absent.csv")
+
+
+def test_fi_imagenet_with_no_id_found_is_an_error(val_classes, tmp_path):
+    lst = tmp_path / "ood.txt"
+    lst.write_text(f"{vid(500)}\n")
+    with pytest.raises(InputError, match="none of its 1 ids"):
+        fi_imagenet(val_classes, lst)
+
+
+def test_class_folders_ninco_layout(tmp_path, caplog):
+    root = tmp_path / "NINCO"
+    _img(root / "fox_squirrel" / "a.jpg")
+    _img(root / "fox_squirrel" / "b.png")
+    _img(root / "sea_anemone" / "sub" / "c.jpeg")
+    (root / "empty_class").mkdir()
+    _img(root / "stray.jpg")
+    with caplog.at_level(logging.WARNING):
+        s = class_folders(root)
+    assert s.labels == ["fox squirrel", "fox squirrel", "sea anemone"]
+    assert s.label_names() == ["fox squirrel", "sea anemone"]
+    assert "outside class folders" in caplog.text
+
+
+def test_open_image_set_detects_layouts(tmp_path, val_classes):
+    assert open_image_set(val_classes).info["layout"] == "class-folders"
+    flat = tmp_path / "imgs"
+    _img(flat / "x.png")
+    _img(flat / "deep" / "y.png")
+    s = open_image_set(flat)
+    assert s.info["layout"] == "folder" and s.ids == ["deep/y", "x"] and s.labels is None
+    cls = tmp_path / "cls"
+    _img(cls / "a" / "1.png")
+    assert open_image_set(cls).labels == ["a"]
+    with pytest.raises(InputError, match="layout"):
+        open_image_set(cls, layout="zip")
+
+
+def test_verify_reports_corrupt_images(tmp_path):
+    root = tmp_path / "imgs"
+    _img(root / "good.png")
+    (root / "broken.jpg").write_bytes(b"not a jpeg at all")
+    (root / "notes.txt").write_text("ignored: not an image extension")
+    s = image_folder(root)
+    assert len(s) == 2
+    ok, bad = s.verify()
+    assert ok.ids == ["good"] and len(bad) == 1 and bad[0][0].endswith("broken.jpg")
