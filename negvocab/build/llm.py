@@ -198,6 +198,26 @@ class LLMRun:
             )
         return outcome
 
+    def build(
+        self,
+        *,
+        rounds_used: int | None = None,
+        synonym_filter: Any = None,
+        batch: bool = False,
+        prices: Mapping[str, tuple[float, float]] | None = None,
+        **execute: Any,
+    ) -> Vocabulary:
+        """:meth:`execute` (resume, send what is missing), then merge and filter into a vocabulary
+        whose settings also hold the run's tokens and cost and this session's share."""
+        outcome = self.execute(rounds_used=rounds_used, batch=batch, prices=prices, **execute)
+        usage = outcome.usage_total
+        extra = {
+            "usage": usage,
+            "cost_usd": cost_usd(self.model, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), batch=batch, prices=prices),
+            "session": {"sent": outcome.sent, "usage": outcome.usage_session, "cost_usd": outcome.cost_session_usd, "batch": batch},
+        }
+        return vocabulary_from_results(self, outcome.results, rounds_used=rounds_used, synonym_filter=synonym_filter, extra_settings=extra)
+
     async def _send(self, client: Any, journal: Journal, todo: list[Request], batch: bool, poll_interval: float, max_submissions: int, on_progress: Progress | None) -> list[str]:
         from negvocab.llm.batch import run_batch
         from negvocab.llm.run import run_sync
@@ -412,7 +432,6 @@ def vocabulary_from_results(
     *,
     rounds_used: int | None = None,
     synonym_filter: Any = None,
-    per_key_views: bool = True,
     extra_settings: Mapping[str, Any] | None = None,
 ) -> Vocabulary:
     """Merge the results of the first ``rounds_used`` rounds, synonym-filter, and make the vocabulary.
@@ -442,7 +461,8 @@ def vocabulary_from_results(
     }
     unique = {key: len(labels) for key, labels in per_key.items()}
     kept_counts = {key: sum(1 for lab in labels if lab in keep) for key, labels in per_key.items()}
-    views = {key: [lab for lab in labels if lab in keep] for key, labels in per_key.items()} if per_key_views else {}
+    per_class = run.task in ("gpt_siblings", "eoe_near")
+    views = {key: [lab for lab in labels if lab in keep] for key, labels in per_key.items()} if per_class else {}
     settings = {
         "task": run.task,
         "model": run.model,
@@ -471,7 +491,7 @@ def vocabulary_from_results(
 
 
 def vocabulary_from_journal(run_dir: str | os.PathLike[str], *, rounds_used: int | None = None, synonym_filter: Any = None, id_classes: Any = None) -> Vocabulary:
-    """The vocabulary of a finished (or partly finished) run folder, without sending anything.
+    """The vocabulary of a run folder's journal, without sending anything (e.g. first ``r`` rounds).
 
     Rebuilds the run from its manifest (same classes, prompt and settings) and checks that the
     prompt file still has the journaled hash.
@@ -479,7 +499,7 @@ def vocabulary_from_journal(run_dir: str | os.PathLike[str], *, rounds_used: int
     journal = Journal.open_existing(run_dir)
     ident = journal.identity
     run = _rebuild(run_dir, ident, id_classes)
-    return vocabulary_from_results(run, journal.results, rounds_used=rounds_used, synonym_filter=synonym_filter, per_key_views=ident["task"] in ("gpt_siblings", "eoe_near"))
+    return vocabulary_from_results(run, journal.results, rounds_used=rounds_used, synonym_filter=synonym_filter)
 
 
 def _rebuild(run_dir: str | os.PathLike[str], ident: Mapping[str, Any], id_classes: Any) -> LLMRun:
@@ -551,7 +571,7 @@ def build_gpt_vocabulary(
         counts, filter removals, failures, tokens and cost.
     """
     run = gpt_run(model, per_class=per_class, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
-    return _build(run, rounds_used, synonym_filter, True, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices)
+    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices)
 
 
 def build_eoe_vocabulary(
@@ -586,18 +606,7 @@ def build_eoe_vocabulary(
     lists each chunk's classes for ``far``/``fine``.
     """
     run = eoe_run(model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
-    return _build(run, rounds_used, synonym_filter, mode == "near", base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices)
-
-
-def _build(run: LLMRun, rounds_used: int | None, synonym_filter: Any, views: bool, *, prices: Any, batch: bool, **execute: Any) -> Vocabulary:
-    outcome = run.execute(rounds_used=rounds_used, prices=prices, batch=batch, **execute)
-    usage = outcome.usage_total
-    extra = {
-        "usage": usage,
-        "cost_usd": cost_usd(run.model, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), batch=batch, prices=prices),
-        "session": {"sent": outcome.sent, "usage": outcome.usage_session, "cost_usd": outcome.cost_session_usd, "batch": batch},
-    }
-    return vocabulary_from_results(run, outcome.results, rounds_used=rounds_used, synonym_filter=synonym_filter, per_key_views=views, extra_settings=extra)
+    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices)
 
 
 def _selection(classes: Any, chosen: Any) -> Any:

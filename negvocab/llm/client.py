@@ -44,20 +44,14 @@ class LabelList(BaseModel):
     labels: list[str]
 
 
-#: the ``response_format`` the SDK derives from :class:`LabelList` (strict JSON schema), spelled
-#: out for Batch API request bodies
+#: the ``response_format`` the SDK derives from :class:`LabelList` (a strict JSON schema), spelled
+#: out for Batch API request bodies (the tests compare it with the SDK's own)
 RESPONSE_FORMAT: dict[str, Any] = {
     "type": "json_schema",
     "json_schema": {
         "name": "LabelList",
         "strict": True,
-        "schema": {
-            "type": "object",
-            "title": "LabelList",
-            "properties": {"labels": {"type": "array", "items": {"type": "string"}, "title": "Labels"}},
-            "required": ["labels"],
-            "additionalProperties": False,
-        },
+        "schema": {**LabelList.model_json_schema(), "additionalProperties": False},
     },
 }
 

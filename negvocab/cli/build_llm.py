@@ -1,0 +1,221 @@
+"""``negvocab build gpt`` and ``negvocab build eoe``: vocabularies proposed by a language model.
+
+Both run through a journaled run folder: running the same command again resumes where it stopped
+and never sends a journaled request twice. The endpoint and key come from ``OPENAI_BASE_URL`` and
+``OPENAI_API_KEY`` (or ``--base-url`` / ``--api-key-env``); the key is never printed or written.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from negvocab.cli.app import build_app
+from negvocab.errors import InputError
+
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Chat model name, e.g. gpt-4o-mini (or the name a vLLM/Ollama server knows).")]
+RoundsOpt = Annotated[int, typer.Option("--rounds", min=1, help="Rounds of requests over all classes (or chunks).")]
+ClassesOpt = Annotated[
+    Optional[str],  # noqa: UP045 (typer needs Optional)
+    typer.Option("--classes", help="First K ImageNet-1k classes (a number), or a file of wnids or class names, one a line. Default: all 1000."),
+]
+RunDirOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--run-dir", help="Run folder (journal + manifest). Default: a folder in the negvocab cache named after the run."),
+]
+ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "-j", min=1, help="Requests in flight at most.")]
+BatchOpt = Annotated[bool, typer.Option("--batch", help="Use the Batch API (24 h window, half price); resumable like the synchronous mode.")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the request count, estimated tokens and cost; send nothing.")]
+BaseUrlOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default: $OPENAI_BASE_URL, else OpenAI)."),
+]
+KeyEnvOpt = Annotated[str, typer.Option("--api-key-env", help="Name of the environment variable that holds the API key.")]
+RoundsUsedOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--max-rounds-used", min=1, help="Build from the first r rounds only (from the journal; later rounds are not requested)."),
+]
+PromptOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--prompt", help="Your own prompt template file (same placeholders as the packaged one in prompts/)."),
+]
+TemperatureOpt = Annotated[float, typer.Option("--temperature", min=0.0, help="Sampling temperature (part of the run's identity).")]
+MinLabelsOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--min-labels", min=1, help="Fewest distinct labels an answer may have before it is retried (default: the number asked)."),
+]
+RetryWaitOpt = Annotated[float, typer.Option("--retry-wait", min=0.0, help="Base of the exponential backoff between retries, seconds.")]
+PollOpt = Annotated[float, typer.Option("--poll-interval", min=0.0, help="Seconds between Batch API status checks.")]
+PriceInOpt = Annotated[
+    Optional[float],  # noqa: UP045
+    typer.Option("--price-in", min=0.0, help="USD per 1M prompt tokens, for a model not in the price table."),
+]
+PriceOutOpt = Annotated[
+    Optional[float],  # noqa: UP045
+    typer.Option("--price-out", min=0.0, help="USD per 1M completion tokens, for a model not in the price table."),
+]
+OutOpt = Annotated[Path, typer.Option("--output", "-o", help="Vocabulary file to write (.json; .txt writes one label a line).")]
+
+
+def _prices(model: str, price_in: float | None, price_out: float | None) -> dict[str, tuple[float, float]] | None:
+    if price_in is None and price_out is None:
+        return None
+    if price_in is None or price_out is None:
+        raise InputError("give both --price-in and --price-out")
+    return {model: (price_in, price_out)}
+
+
+def _progress(batch: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    bar: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        if "bar" not in bar:
+            bar["bar"] = tqdm(total=total, desc="batch" if batch else "requests", unit="req", disable=None, leave=False)
+        b = bar["bar"]
+        b.total = total
+        b.n = done
+        b.refresh()
+
+    update.close = lambda: bar["bar"].close() if "bar" in bar else None  # type: ignore[attr-defined]
+    return update
+
+
+def _api_key(env: str) -> str | None:
+    return os.environ.get(env) or None
+
+
+def _report(vocab: Any, out: Path, what: str) -> None:
+    s = vocab.settings
+    u, k = s["unique_per_key_stats"], s["kept_per_key_stats"]
+    unit = "class" if s["task"] in ("gpt_siblings", "eoe_near") else "chunk"
+    typer.echo(f"{what}: {len(vocab)} labels from {s['keys']} {unit}{'es' if unit == 'class' else 's'} x {s['rounds_used']} of {s['rounds']} rounds -> {out}")
+    typer.echo(f"unique per {unit}: min {u['min']}, mean {u['mean']}, max {u['max']}; after the synonym filter: min {k['min']}, mean {k['mean']}, max {k['max']}")
+    typer.echo(f"synonym filter removed {s['synonym_filter']['removed']} of {s['unique_labels']} unique labels")
+    failures = s.get("failures") or {}
+    if failures:
+        typer.echo("failed requests (recorded in the journal): " + ", ".join(f"{st} {len(ids)}" for st, ids in failures.items()))
+    usage, sess = s.get("usage") or {}, s.get("session") or {}
+    cost = s.get("cost_usd")
+    scost = sess.get("cost_usd")
+    fmt = lambda c: f"${c:,.4f}" if c is not None else "unknown (no price for this model)"  # noqa: E731
+    su = sess.get("usage") or {}
+    typer.echo(
+        f"tokens: {usage.get('prompt_tokens', 0):,} prompt + {usage.get('completion_tokens', 0):,} completion in the run, cost {fmt(cost)}; "
+        f"this session: {sess.get('sent', 0)} requests, {su.get('prompt_tokens', 0):,} + {su.get('completion_tokens', 0):,} tokens, {fmt(scost)}"
+    )
+    typer.echo(f"run folder: {s['run_dir']}")
+
+
+def _run(run: Any, *, dry_run: bool, batch: bool, rounds_used: int | None, prices: Any, out: Path, what: str, **execute: Any) -> None:
+    if dry_run:
+        typer.echo(run.estimate(batch=batch, rounds_used=rounds_used, prices=prices).summary())
+        typer.echo(f"run folder: {run.run_dir} (nothing sent, nothing written)")
+        return
+    progress = _progress(batch)
+    try:
+        vocab = run.build(rounds_used=rounds_used, batch=batch, prices=prices, on_progress=progress, **execute)
+    finally:
+        progress.close()
+    vocab.save(out)
+    _report(vocab, out, what)
+
+
+@build_app.command("gpt")
+def build_gpt(
+    model: ModelOpt,
+    output: OutOpt,
+    per_class: Annotated[int, typer.Option("--per-class", "-n", min=1, help="Labels asked per class and round.")] = 20,
+    rounds: RoundsOpt = 10,
+    classes: ClassesOpt = None,
+    run_dir: RunDirOpt = None,
+    concurrency: ConcurrencyOpt = 16,
+    batch: BatchOpt = False,
+    dry_run: DryRunOpt = False,
+    base_url: BaseUrlOpt = None,
+    api_key_env: KeyEnvOpt = "OPENAI_API_KEY",
+    max_rounds_used: RoundsUsedOpt = None,
+    prompt: PromptOpt = None,
+    temperature: TemperatureOpt = 1.0,
+    min_labels: MinLabelsOpt = None,
+    retry_wait: RetryWaitOpt = 1.0,
+    poll_interval: PollOpt = 30.0,
+    price_in: PriceInOpt = None,
+    price_out: PriceOutOpt = None,
+) -> None:
+    """GPT siblings: per class, N visually confusable non-ImageNet categories, R rounds, merged and synonym-filtered."""
+    from negvocab.build.llm import gpt_run
+
+    run = gpt_run(model, per_class=per_class, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt, temperature=temperature, min_labels=min_labels)
+    _run(
+        run,
+        dry_run=dry_run,
+        batch=batch,
+        rounds_used=max_rounds_used,
+        prices=_prices(model, price_in, price_out),
+        out=output,
+        what="gpt vocabulary",
+        base_url=base_url,
+        api_key=None if dry_run else _api_key(api_key_env),
+        concurrency=concurrency,
+        client_options={"wait_base": retry_wait},
+        poll_interval=poll_interval,
+    )
+
+
+@build_app.command("eoe")
+def build_eoe(
+    model: ModelOpt,
+    output: OutOpt,
+    mode: Annotated[str, typer.Option("--mode", help="near (per class), far or fine (per chunk of classes).")] = "near",
+    per_request: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--per-request", "--per-class", "-n", min=1, help="Labels asked per request (default 5 for near, 50 for far/fine)."),
+    ] = None,
+    size: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--size", "-L", min=1, help="far/fine: total labels L wanted, spread over the chunks."),
+    ] = None,
+    chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="far/fine: classes listed per request.")] = 100,
+    rounds: RoundsOpt = 1,
+    classes: ClassesOpt = None,
+    run_dir: RunDirOpt = None,
+    concurrency: ConcurrencyOpt = 16,
+    batch: BatchOpt = False,
+    dry_run: DryRunOpt = False,
+    base_url: BaseUrlOpt = None,
+    api_key_env: KeyEnvOpt = "OPENAI_API_KEY",
+    max_rounds_used: RoundsUsedOpt = None,
+    prompt: PromptOpt = None,
+    temperature: TemperatureOpt = 1.0,
+    min_labels: MinLabelsOpt = None,
+    retry_wait: RetryWaitOpt = 1.0,
+    poll_interval: PollOpt = 30.0,
+    price_in: PriceInOpt = None,
+    price_out: PriceOutOpt = None,
+) -> None:
+    """EOE envisioned outliers (near, far or fine), lower-cased, de-duplicated and synonym-filtered."""
+    from negvocab.build.llm import eoe_run
+
+    run = eoe_run(
+        model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=rounds, classes=classes,  # type: ignore[arg-type]
+        run_dir=run_dir, prompt_path=prompt, temperature=temperature, min_labels=min_labels,
+    )
+    _run(
+        run,
+        dry_run=dry_run,
+        batch=batch,
+        rounds_used=max_rounds_used,
+        prices=_prices(model, price_in, price_out),
+        out=output,
+        what=f"eoe-{mode} vocabulary",
+        base_url=base_url,
+        api_key=None if dry_run else _api_key(api_key_env),
+        concurrency=concurrency,
+        client_options={"wait_base": retry_wait},
+        poll_interval=poll_interval,
+    )

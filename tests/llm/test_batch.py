@@ -1,0 +1,109 @@
+"""Batch API mode against the fake server: partial failures, resubmission, resume, no double spend."""
+
+from __future__ import annotations
+
+import json
+
+from negvocab import build_gpt_vocabulary, imagenet1k
+from negvocab.build.llm import gpt_run
+from negvocab.llm.journal import JOURNAL, Journal
+from tests.llm.conftest import FAST, assert_no_key
+from tests.llm.fake_openai import expected_merge
+
+
+def build(run_dir, synonym_filter, classes=6, **kw):
+    return build_gpt_vocabulary(
+        "gpt-test", per_class=6, rounds=2, classes=classes, run_dir=run_dir, batch=True, poll_interval=0.01,
+        synonym_filter=synonym_filter, client_options=FAST, **kw,
+    )
+
+
+def journal_lines(run_dir):
+    return [json.loads(s) for s in (run_dir / JOURNAL).read_text().splitlines()]
+
+
+def test_batch_partial_failures_resubmit_only_failed_lines(endpoint, tmp_path, synonym_filter):
+    w = imagenet1k().wnids
+    failed = {f"{w[0]}/r0": "error", f"{w[1]}/r1": "500", f"{w[2]}/r0": "malformed", f"{w[3]}/r1": "short"}
+    for cid, kind in failed.items():
+        endpoint.state.add_faults(cid, kind)
+    vocab = build(tmp_path / "run", synonym_filter)
+    inputs = endpoint.state.batch_inputs
+    assert len(inputs) == 2 and len(inputs[0]) == 12
+    assert sorted(inputs[1]) == sorted(failed)  # only the failed lines went again
+    assert endpoint.state.batch_counts == {cid: 2 if cid in failed else 1 for cid in inputs[0]}
+    assert sum(endpoint.state.chat_counts.values()) == 0  # nothing through the synchronous API
+    # same vocabulary as the independent merge of the server's answers
+    wnids = list(w[:6])
+    per = expected_merge(wnids, 2, 6)
+    assert vocab.labels == list(dict.fromkeys(lab for x in wnids for lab in per[x]))
+    assert vocab.settings["failures"] == {}
+    lines = journal_lines(tmp_path / "run")
+    kinds = [r["kind"] for r in lines]
+    assert kinds.count("batch") == 2 and kinds.count("batch_done") == 2 and kinds.count("attempt_failed") == 4
+    assert all(r["mode"] == "batch" and r["batch_id"].startswith("batch_") for r in lines if r["kind"] == "result")
+    assert vocab.settings["session"]["batch"] is True
+    assert_no_key(tmp_path)
+
+
+def test_batch_failures_after_max_submissions_are_recorded(endpoint, tmp_path, synonym_filter):
+    w = imagenet1k().wnids
+    endpoint.state.add_faults(f"{w[0]}/r0", "malformed", "malformed")
+    endpoint.state.add_faults(f"{w[1]}/r0", "refusal")
+    vocab = build(tmp_path / "run", synonym_filter, classes=2, max_submissions=2)
+    assert vocab.settings["failures"] == {"invalid": [f"{w[0]}/r0"], "refused": [f"{w[1]}/r0"]}
+    assert endpoint.state.batch_counts[f"{w[0]}/r0"] == 2 and endpoint.state.batch_counts[f"{w[1]}/r0"] == 1
+
+
+def test_batch_line_failing_every_time_is_left_for_a_rerun(endpoint, tmp_path, synonym_filter):
+    import pytest
+
+    from negvocab.errors import ResourceError
+
+    w = imagenet1k().wnids
+    endpoint.state.add_faults(f"{w[0]}/r1", "error", "error")
+    with pytest.raises(ResourceError, match="1 of 4 requests could not be completed"):
+        build(tmp_path / "run", synonym_filter, classes=2, max_submissions=2)
+    vocab = build(tmp_path / "run", synonym_filter, classes=2, max_submissions=3)  # a rerun, one more try
+    assert endpoint.state.batch_inputs[-1] == [f"{w[0]}/r1"]
+    assert f"{w[0]} sibling 5" in vocab
+
+
+def test_resume_polls_the_journaled_batch_instead_of_creating_one(endpoint, tmp_path, synonym_filter):
+    import asyncio
+
+    from negvocab.llm.batch import _submit
+    from negvocab.llm.client import LLMClient
+
+    run = gpt_run("gpt-test", per_class=6, rounds=2, classes=3, run_dir=tmp_path / "run")
+
+    async def submit_then_crash():
+        async with LLMClient("gpt-test", **FAST) as client:
+            with Journal(run.run_dir, run.identity) as j:
+                await _submit(client, j, run.requests, 1)
+
+    asyncio.run(submit_then_crash())  # the process "dies" after the batch id is journaled
+    assert len(endpoint.state.batch_inputs) == 1
+    vocab = build(tmp_path / "run", synonym_filter, classes=3)
+    assert len(endpoint.state.batch_inputs) == 1  # polled, not created again
+    assert len(vocab.views) == 3 and set(endpoint.state.batch_counts.values()) == {1}
+
+
+def test_crash_between_upload_and_batch_id_finds_the_batch(endpoint, tmp_path, synonym_filter):
+    run = gpt_run("gpt-test", per_class=6, rounds=2, classes=3, run_dir=tmp_path / "run")
+    build(tmp_path / "run", synonym_filter, classes=3)
+    # forget the batch line (a crash right after batches.create) and every result
+    lines = journal_lines(tmp_path / "run")
+    keep = [r for r in lines if r["kind"] == "batch_input"]
+    (tmp_path / "run" / JOURNAL).write_text("".join(json.dumps(r) + "\n" for r in keep))
+    vocab = build(tmp_path / "run", synonym_filter, classes=3)
+    assert len(endpoint.state.batch_inputs) == 1  # found by its input file, not paid for twice
+    assert len(vocab.views) == 3
+    assert any(r["kind"] == "batch" for r in journal_lines(run.run_dir))
+
+
+def test_sync_and_batch_results_mix_in_one_run(endpoint, tmp_path, synonym_filter):
+    build_gpt_vocabulary("gpt-test", per_class=6, rounds=2, classes=3, rounds_used=1, run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST)
+    build(tmp_path / "run", synonym_filter, classes=3)
+    assert len(endpoint.state.chat_counts) == 3 and len(endpoint.state.batch_inputs[0]) == 3
+    assert all(cid.endswith("/r1") for cid in endpoint.state.batch_inputs[0])

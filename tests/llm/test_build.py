@@ -1,0 +1,205 @@
+"""GPT-sibling and EOE vocabularies end to end against the fake server (synchronous API)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from negvocab import Vocabulary, build_eoe_vocabulary, build_gpt_vocabulary, imagenet1k
+from negvocab.build.llm import gpt_run, select_classes, vocabulary_from_journal
+from negvocab.errors import InputError
+from negvocab.llm.journal import JOURNAL
+from tests.llm.conftest import DUMMY_KEY, FAST, assert_no_key
+from tests.llm.fake_openai import expected_merge, labels_for
+
+# ImageNet-1k names / synonyms the server slips into every answer: the filter must remove them
+ID_LABELS = ["Goldfish", "great white sharks", "Carassius auratus"]
+
+
+def build(run_dir, synonym_filter, **kw):
+    kw.setdefault("per_class", 6)
+    kw.setdefault("rounds", 3)
+    kw.setdefault("classes", 50)
+    return build_gpt_vocabulary("gpt-test", run_dir=run_dir, synonym_filter=synonym_filter, client_options=FAST, concurrency=8, **kw)
+
+
+def test_full_small_run_merges_and_filters(endpoint, tmp_path, synonym_filter):
+    endpoint.state.extra_labels = ID_LABELS
+    vocab = build(tmp_path / "run", synonym_filter)
+    wnids = list(imagenet1k().wnids[:50])
+    # independent recomputation from the server's deterministic answers
+    per_class = expected_merge(wnids, 3, 6, ID_LABELS)
+    id_lower = {s.lower() for s in ID_LABELS}
+    union = list(dict.fromkeys(lab for w in wnids for lab in per_class[w] if lab not in id_lower))
+    assert vocab.labels == union
+    assert vocab.source == "gpt"
+    for w in wnids:
+        assert vocab.views[w] == [lab for lab in per_class[w] if lab not in id_lower]
+    assert set(vocab.settings["synonym_filter"]["labels"]) == id_lower
+    assert vocab.settings["synonym_filter"]["removed"] == 3
+    assert vocab.settings["unique_per_key"][wnids[0]] == len(per_class[wnids[0]]) == 15
+    assert vocab.settings["kept_per_key_stats"] == {"min": 12, "mean": 12.0, "max": 12}
+    # provenance: the classes and rounds that proposed each label
+    w0 = wnids[0]
+    assert vocab.meta[f"{w0} sibling 4"]["proposed_by"] == {w0: [0, 1]}
+    assert vocab.meta[f"{w0} sibling 8"]["proposed_by"] == {w0: [1, 2]}
+    common = vocab.meta["common thing 1"]["proposed_by"]
+    assert list(common) == wnids and all(r == [0] for r in common.values())
+    assert vocab.meta["common thing 1"]["prompt_sha256"] == vocab.settings["prompt_sha256"]
+    # one request per (class, round), no more
+    assert len(endpoint.state.chat_counts) == 150 and set(endpoint.state.chat_counts.values()) == {1}
+    assert vocab.settings["usage"]["prompt_tokens"] == 150 * 56
+    assert vocab.settings["cost_usd"] is None  # no price for "gpt-test"
+    # the saved file round-trips, and holds no key
+    out = vocab.save(tmp_path / "gpt.json")
+    assert Vocabulary.load(out) == vocab
+    assert_no_key(tmp_path)
+
+
+def test_rerun_sends_nothing_and_gives_the_same_vocabulary(endpoint, tmp_path, synonym_filter):
+    first = build(tmp_path / "run", synonym_filter, classes=10)
+    sent = sum(endpoint.state.chat_counts.values())
+    again = build(tmp_path / "run", synonym_filter, classes=10)
+    assert sum(endpoint.state.chat_counts.values()) == sent == 30
+    assert again.labels == first.labels and again.views == first.views
+    assert again.settings["session"]["sent"] == 0
+
+
+def test_first_r_rounds_from_the_journal_without_new_requests(endpoint, tmp_path, synonym_filter):
+    full = build(tmp_path / "run", synonym_filter, classes=8)
+    sent = sum(endpoint.state.chat_counts.values())
+    two = build(tmp_path / "run", synonym_filter, classes=8, rounds_used=2)
+    assert sum(endpoint.state.chat_counts.values()) == sent
+    wnids = list(imagenet1k().wnids[:8])
+    per_class = expected_merge(wnids, 2, 6)
+    assert two.labels == list(dict.fromkeys(lab for w in wnids for lab in per_class[w]))
+    assert two.settings["rounds_used"] == 2 and len(two) < len(full)
+    # the same from the run folder alone
+    assert vocabulary_from_journal(tmp_path / "run", rounds_used=2, synonym_filter=synonym_filter).labels == two.labels
+    with pytest.raises(InputError, match="between 1 and the run's 3 rounds"):
+        vocabulary_from_journal(tmp_path / "run", rounds_used=4, synonym_filter=synonym_filter)
+
+
+def test_fewer_rounds_first_sends_only_those(endpoint, tmp_path, synonym_filter):
+    build(tmp_path / "run", synonym_filter, classes=4, rounds_used=1)
+    assert {cid.split("/")[1] for cid in endpoint.state.chat_counts} == {"r0"}
+    build(tmp_path / "run", synonym_filter, classes=4)
+    assert len(endpoint.state.chat_counts) == 12 and set(endpoint.state.chat_counts.values()) == {1}
+
+
+@pytest.mark.parametrize("change", [{"model": "gpt-other"}, {"rounds": 4}, {"per_class": 7}, {"temperature": 0.0}])
+def test_changed_run_is_refused_in_the_same_folder(endpoint, tmp_path, synonym_filter, change):
+    build(tmp_path / "run", synonym_filter, classes=2)
+    kw = {"classes": 2, **change}
+    model = kw.pop("model", "gpt-test")
+    with pytest.raises(InputError, match="holds another run"):
+        build_gpt_vocabulary(model, run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, **{"per_class": 6, "rounds": 3, **kw})
+
+
+def test_changed_prompt_is_a_new_run(endpoint, tmp_path, cache_dir, synonym_filter):
+    a = gpt_run("gpt-test", per_class=6, rounds=3, classes=2)
+    p = tmp_path / "prompt.txt"
+    p.write_text("[user]\nName exactly {n} look-alikes of {class_name}.\n")
+    b = gpt_run("gpt-test", per_class=6, rounds=3, classes=2, prompt_path=p)
+    c = gpt_run("gpt-test", per_class=6, rounds=4, classes=2)
+    assert len({a.run_dir, b.run_dir, c.run_dir}) == 3
+    assert a.run_dir.parent == cache_dir / "llm-runs"
+    vocab = build_gpt_vocabulary("gpt-test", per_class=6, rounds=3, classes=2, prompt_path=p, synonym_filter=synonym_filter, client_options=FAST)
+    assert vocab.settings["prompt_sha256"] == b.template.sha256
+    with pytest.raises(InputError, match="prompt_sha256"):
+        build(b.run_dir, synonym_filter, classes=2)
+
+
+def test_failures_are_recorded_never_dropped(endpoint, tmp_path, synonym_filter):
+    wnids = imagenet1k().wnids
+    endpoint.state.add_faults(f"{wnids[0]}/r1", "refusal")
+    endpoint.state.add_faults(f"{wnids[1]}/r0", "short", "short", "short")
+    endpoint.state.add_faults(f"{wnids[2]}/r2", "malformed", "malformed", "malformed")
+    endpoint.state.add_faults(f"{wnids[3]}/r0", "429", "500")
+    endpoint.state.retry_after = "0"
+    vocab = build(tmp_path / "run", synonym_filter, classes=4)
+    fails = vocab.settings["failures"]
+    assert fails == {"refused": [f"{wnids[0]}/r1"], "short": [f"{wnids[1]}/r0"], "invalid": [f"{wnids[2]}/r2"]}
+    # the short answer's labels are kept; the refused and invalid rounds add nothing
+    assert f"{wnids[1]} sibling 2" in vocab.views[wnids[1]]
+    journal = [json.loads(s) for s in (tmp_path / "run" / JOURNAL).read_text().splitlines()]
+    by_id = {r["custom_id"]: r for r in journal}
+    assert by_id[f"{wnids[0]}/r1"]["status"] == "refused" and by_id[f"{wnids[0]}/r1"]["labels"] == []
+    assert by_id[f"{wnids[3]}/r0"]["status"] == "ok" and by_id[f"{wnids[3]}/r0"]["attempts"] == 3
+    assert all(r["prompt"] == "gpt_siblings" and r["request_id"] for r in journal if r["status"] == "ok")
+
+
+def test_dry_run_sends_nothing(endpoint, tmp_path):
+    run = gpt_run("gpt-4o-mini", per_class=20, rounds=10, classes=5, run_dir=tmp_path / "run")
+    est = run.estimate()
+    assert est.requests == 50 and est.already_done == 0
+    assert est.usd is not None and est.usd > 0
+    assert run.estimate(batch=True).usd == pytest.approx(est.usd / 2)
+    assert "50 requests to send" in est.summary()
+    assert not (tmp_path / "run").exists()
+    assert sum(endpoint.state.chat_counts.values()) == 0
+
+
+def test_dry_run_counts_journaled_work(endpoint, tmp_path, synonym_filter):
+    build(tmp_path / "run", synonym_filter, classes=3, rounds_used=2)
+    est = gpt_run("gpt-test", per_class=6, rounds=3, classes=3, run_dir=tmp_path / "run").estimate()
+    assert (est.requests, est.already_done) == (3, 6)
+
+
+def test_select_classes(tmp_path):
+    ic = imagenet1k()
+    assert select_classes(3).wnids == ic.wnids[:3]
+    assert select_classes("2").wnids == ic.wnids[:2]
+    f = tmp_path / "classes.txt"
+    f.write_text(f"# mine\n{ic.wnids[5]}\ngoldfish\nmissile\n")
+    chosen = select_classes(f)
+    assert chosen.wnids[:2] == (ic.wnids[1], ic.wnids[5])
+    assert len(chosen) == 4  # "missile" names two classes
+    f.write_text("not a class\n")
+    with pytest.raises(InputError, match="neither wnids nor class names"):
+        select_classes(f)
+    with pytest.raises(InputError, match="between 1 and 1000"):
+        select_classes(0)
+
+
+def test_eoe_near(endpoint, tmp_path, synonym_filter):
+    vocab = build_eoe_vocabulary("gpt-test", mode="near", per_request=4, classes=5, run_dir=tmp_path / "near", synonym_filter=synonym_filter, client_options=FAST)
+    wnids = list(imagenet1k().wnids[:5])
+    per = expected_merge(wnids, 1, 4)
+    assert vocab.source == "eoe" and vocab.labels == list(dict.fromkeys(lab for w in wnids for lab in per[w]))
+    assert all(lab == lab.lower() for lab in vocab.labels)
+    assert set(vocab.views) == set(wnids)
+    assert vocab.settings["task"] == "eoe_near"
+
+
+@pytest.mark.parametrize("mode", ["far", "fine"])
+def test_eoe_far_and_fine_ask_in_chunks(endpoint, tmp_path, synonym_filter, mode):
+    endpoint.state.extra_labels = ["Tench"]
+    vocab = build_eoe_vocabulary("gpt-test", mode=mode, size=30, chunk_size=4, classes=10, rounds=2, run_dir=tmp_path / mode, synonym_filter=synonym_filter, client_options=FAST)
+    chunks = ["chunk000", "chunk001", "chunk002"]
+    assert sorted(endpoint.state.chat_counts) == sorted(f"{c}/r{r}" for c in chunks for r in range(2))
+    assert vocab.settings["labels_per_request"] == 10  # ceil(30 / 3 chunks)
+    wnids = list(imagenet1k().wnids[:10])
+    assert vocab.settings["chunks"] == {"chunk000": wnids[:4], "chunk001": wnids[4:8], "chunk002": wnids[8:]}
+    expected = [lab for c in chunks for lab in expected_merge([c], 2, 10)[c]]
+    assert vocab.labels == list(dict.fromkeys(expected))
+    assert "tench" not in vocab and vocab.settings["synonym_filter"]["removed"] == 1
+    assert vocab.views == {}
+
+
+def test_eoe_prompt_lists_the_chunk(endpoint, tmp_path):
+    from negvocab.build.llm import eoe_run
+
+    run = eoe_run("gpt-test", mode="far", per_request=7, chunk_size=3, classes=3, run_dir=tmp_path)
+    (req,) = run.requests
+    user = req.chat()[-1]["content"]
+    assert "- tench\n- goldfish\n- great white shark" in user and "exactly 7" in user
+    with pytest.raises(InputError, match="choose one of"):
+        eoe_run("gpt-test", mode="middle")
+
+
+def test_server_labels_helper_is_deterministic():
+    assert labels_for("k", 1, 6) == labels_for("k", 1, 6)
+    assert len(set(labels_for("k", 0, 20))) == 20
+    assert DUMMY_KEY.startswith("sk-")

@@ -1,0 +1,172 @@
+"""LLMClient against the local fake server: structured output, every failure kind, the key."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from negvocab.errors import ResourceError
+from negvocab.llm.client import RESPONSE_FORMAT, LabelList, LLMClient, ServerGaveUp, retry_after_seconds
+from tests.llm.conftest import DUMMY_KEY, FAST
+from tests.llm.fake_openai import labels_for
+
+MESSAGES = [{"role": "user", "content": "Return exactly 6 distinct names."}]
+
+
+def ask(server, cid="k1/r0", n=6, **options):
+    async def go():
+        async with LLMClient("gpt-test", base_url=server.url, api_key=DUMMY_KEY, **{**FAST, **options}) as client:
+            return await client.ask(MESSAGES, n, trace_id=f"run:{cid}")
+
+    return asyncio.run(go())
+
+
+def expected(cid="k1/r0", n=6):
+    key, r = cid.rsplit("/r", 1)
+    return [s.lower() for s in labels_for(key, int(r), n)]
+
+
+def test_structured_answer_matches_server(server):
+    answer = ask(server)
+    assert answer.status == "ok"
+    assert answer.labels == expected()
+    assert answer.usage == {"prompt_tokens": 56, "completion_tokens": 36, "total_tokens": 92}
+    assert answer.request_id.startswith("req_")
+    assert answer.model == "gpt-test-fake"
+    assert answer.attempts == 1
+    assert server.state.chat_counts["k1/r0"] == 1
+
+
+def test_response_format_is_the_sdks_for_labellist():
+    from openai.lib._parsing._completions import type_to_response_format_param
+
+    assert type_to_response_format_param(LabelList) == RESPONSE_FORMAT
+
+
+@pytest.mark.parametrize("fault", ["500", "malformed", "schema", "length"])
+def test_retried_then_ok(server, fault):
+    server.state.add_faults("k1/r0", fault, fault)
+    answer = ask(server)
+    assert answer.status == "ok" and answer.labels == expected()
+    assert answer.attempts == 3
+    assert server.state.chat_counts["k1/r0"] == 3
+
+
+def test_429_retry_after_is_honoured(server):
+    server.state.retry_after = "1"
+    server.state.add_faults("k1/r0", "429")
+    answer = ask(server)
+    assert answer.status == "ok"
+    (c1, t1, s1), (c2, t2, s2) = server.state.chat_log
+    assert (s1, s2) == (429, 200)
+    assert t2 - t1 >= 0.95  # waited the server's Retry-After, not the 1 ms backoff
+
+
+def test_retry_after_headers():
+    assert retry_after_seconds({"retry-after": "2"}) == 2.0
+    assert retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    assert 0 <= retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) <= 0
+    assert retry_after_seconds({}) is None
+
+
+def test_refusal_is_recorded_not_retried(server):
+    server.state.add_faults("k1/r0", "refusal")
+    answer = ask(server)
+    assert answer.status == "refused" and answer.labels == []
+    assert "can't help" in answer.error
+    assert server.state.chat_counts["k1/r0"] == 1
+
+
+def test_short_retried_then_recorded_with_its_labels(server):
+    server.state.add_faults("k1/r0", "short", "short", "short")
+    answer = ask(server, content_attempts=3)
+    assert answer.status == "short"
+    assert answer.labels == expected()[:3]
+    assert "3 distinct labels, asked for 6" in answer.error
+    assert server.state.chat_counts["k1/r0"] == 3
+    assert answer.usage["completion_tokens"] == 3 * 18  # usage of every attempt counted
+
+
+def test_malformed_every_time_is_recorded_invalid(server):
+    server.state.add_faults("k1/r0", *["malformed"] * 5)
+    answer = ask(server, content_attempts=2)
+    assert answer.status == "invalid" and answer.labels == []
+    assert server.state.chat_counts["k1/r0"] == 2
+
+
+def test_slow_answer_times_out_and_is_retried(server):
+    server.state.add_faults("k1/r0", "slow")
+    answer = ask(server, timeout=0.25)
+    assert answer.status == "ok"
+    assert server.state.chat_counts["k1/r0"] == 2
+
+
+def test_server_errors_outlasting_retries_leave_the_request_undone(server):
+    server.state.add_faults("k1/r0", *["500"] * 4)
+    with pytest.raises(ServerGaveUp, match="HTTP 500 after 3 attempts"):
+        ask(server, transport_attempts=3)
+
+
+def test_auth_error_is_one_line_without_the_key(server):
+    async def go():
+        async with LLMClient("gpt-test", base_url=server.url.replace("/v1", "/nowhere"), api_key=DUMMY_KEY, **FAST) as c:
+            return await c.ask(MESSAGES, 6)
+
+    with pytest.raises(ResourceError, match="not found") as e:
+        asyncio.run(go())
+    assert DUMMY_KEY not in str(e.value)
+
+
+def test_no_key_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ResourceError, match="OPENAI_API_KEY"):
+        LLMClient("gpt-test", base_url="http://127.0.0.1:9/v1")
+
+
+def test_key_from_environment_and_never_logged(endpoint, caplog):
+    caplog.set_level(logging.DEBUG)
+    endpoint.state.add_faults("k1/r0", "429", "500", "malformed")
+    endpoint.state.retry_after = "0"
+
+    async def go():
+        client = LLMClient("gpt-test", **FAST)  # base URL and key from the environment
+        async with client:
+            assert DUMMY_KEY not in repr(client)
+            return await client.ask(MESSAGES, 6, trace_id="r:k1/r0")
+
+    assert asyncio.run(go()).status == "ok"
+    assert endpoint.state.auth_headers == {f"Bearer {DUMMY_KEY}"}
+    assert caplog.records, "expected debug logs from the SDK"
+    assert DUMMY_KEY not in caplog.text
+
+
+def test_concurrency_limit_is_respected(server):
+    server.state.latency = 0.05
+    active = {"now": 0, "max": 0}
+    import threading
+
+    lock = threading.Lock()
+    orig = server.state.fault
+
+    def counting(cid):
+        with lock:
+            active["now"] += 1
+            active["max"] = max(active["max"], active["now"])
+        import time
+
+        time.sleep(0.05)
+        with lock:
+            active["now"] -= 1
+        return orig(cid)
+
+    server.state.fault = counting
+
+    async def go():
+        async with LLMClient("gpt-test", base_url=server.url, api_key=DUMMY_KEY, concurrency=3, **FAST) as client:
+            return await asyncio.gather(*[client.ask(MESSAGES, 6, trace_id=f"r:k{i}/r0") for i in range(12)])
+
+    answers = asyncio.run(go())
+    assert all(a.status == "ok" for a in answers)
+    assert active["max"] == 3

@@ -1,0 +1,88 @@
+"""The run journal: fsynced lines, torn last line, damaged journal, run identity."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from negvocab.errors import InputError
+from negvocab.llm.journal import JOURNAL, MANIFEST, Journal, identity_hash, read_manifest
+
+IDENT = {"task": "gpt_siblings", "model": "m", "prompt_sha256": "abc", "rounds": 3, "n": 20}
+
+
+def rec(cid, labels=("a",)):
+    return {"kind": "result", "custom_id": cid, "status": "ok", "labels": list(labels), "usage": {"prompt_tokens": 2, "completion_tokens": 3}}
+
+
+def test_append_and_reload(tmp_path):
+    with Journal(tmp_path, IDENT) as j:
+        j.append([rec("x/r0"), rec("y/r0")])
+        j.append([rec("x/r1", ["b", "c"])])
+    lines = (tmp_path / JOURNAL).read_text().splitlines()
+    assert [json.loads(s)["custom_id"] for s in lines] == ["x/r0", "y/r0", "x/r1"]
+    j2 = Journal(tmp_path, IDENT)
+    assert set(j2.results) == {"x/r0", "y/r0", "x/r1"}
+    assert j2.results["x/r1"]["labels"] == ["b", "c"]
+    assert j2.usage() == {"prompt_tokens": 6, "completion_tokens": 9}
+    assert read_manifest(tmp_path)["identity_sha256"] == identity_hash(IDENT)
+    j2.close()
+
+
+def test_torn_last_line_is_ignored_and_cut(tmp_path, caplog):
+    with Journal(tmp_path, IDENT) as j:
+        j.append([rec("x/r0"), rec("y/r0")])
+    path = tmp_path / JOURNAL
+    whole = path.read_bytes()
+    with open(path, "ab") as fh:  # a crash in the middle of a write
+        fh.write(json.dumps(rec("z/r0")).encode()[:25])
+    j = Journal(tmp_path, IDENT)
+    assert set(j.results) == {"x/r0", "y/r0"} and j.torn_lines == 1
+    assert "torn last line" in caplog.text
+    assert path.read_bytes() == whole  # cut, so the next line starts clean
+    j.append([rec("z/r0")])
+    j.close()
+    assert set(Journal(tmp_path, IDENT, readonly=True).results) == {"x/r0", "y/r0", "z/r0"}
+
+
+def test_complete_json_without_newline_counts_as_torn(tmp_path):
+    with Journal(tmp_path, IDENT) as j:
+        j.append([rec("x/r0")])
+    with open(tmp_path / JOURNAL, "ab") as fh:
+        fh.write(json.dumps(rec("y/r0")).encode())
+    assert set(Journal(tmp_path, IDENT, readonly=True).results) == {"x/r0"}
+
+
+def test_damaged_middle_line_is_an_error(tmp_path):
+    with Journal(tmp_path, IDENT) as j:
+        j.append([rec("x/r0")])
+    with open(tmp_path / JOURNAL, "ab") as fh:
+        fh.write(b"{not json\n" + json.dumps(rec("y/r0")).encode() + b"\n")
+    with pytest.raises(InputError, match="line 2 is not valid JSON"):
+        Journal(tmp_path, IDENT)
+
+
+@pytest.mark.parametrize("change", [{"model": "other"}, {"prompt_sha256": "def"}, {"rounds": 4}])
+def test_another_identity_is_refused(tmp_path, change):
+    Journal(tmp_path, IDENT).close()
+    with pytest.raises(InputError, match="holds another run") as e:
+        Journal(tmp_path, {**IDENT, **change})
+    key = next(iter(change))
+    assert key in str(e.value)
+
+
+def test_readonly_creates_nothing(tmp_path):
+    j = Journal(tmp_path / "run", IDENT, readonly=True)
+    assert j.results == {} and not (tmp_path / "run").exists()
+    with pytest.raises(RuntimeError):
+        j.append([rec("x/r0")])
+
+
+def test_journal_without_manifest_is_refused(tmp_path):
+    (tmp_path / JOURNAL).write_text(json.dumps(rec("x/r0")) + "\n")
+    with pytest.raises(InputError, match="not a negvocab run folder"):
+        Journal(tmp_path, IDENT)
+    (tmp_path / MANIFEST).write_text("{oops")
+    with pytest.raises(InputError, match="unreadable run manifest"):
+        Journal(tmp_path, IDENT)

@@ -1,0 +1,84 @@
+"""Prompt templates (packaged, hashed, validated) and label cleaning."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from negvocab.errors import InputError
+from negvocab.llm.prompts import TASKS, load_prompt
+from negvocab.llm.text import clean_label, clean_labels
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_packaged_templates_are_the_top_level_files(task):
+    t = load_prompt(task)
+    raw = (ROOT / "prompts" / f"{task}.txt").read_bytes()
+    assert t.sha256 == hashlib.sha256(raw).hexdigest() and t.version == t.sha256[:12]
+    assert TASKS[task] <= t.fields
+    values = {f: f"<{f}>" for f in t.fields}
+    msgs = t.render(**values)
+    assert [m["role"] for m in msgs] == ["system", "user"]
+    assert all(f"<{f}>" in msgs[0]["content"] + msgs[1]["content"] for f in t.fields)
+
+
+def test_packaged_link_points_at_top_level_prompts():
+    link = ROOT / "negvocab" / "prompts"
+    assert link.resolve() == (ROOT / "prompts").resolve()
+
+
+def test_custom_template(tmp_path):
+    p = tmp_path / "mine.txt"
+    p.write_text("[user]\nGive {n} things like {class_name}; JSON like {{\"labels\": []}}.\n")
+    t = load_prompt("gpt_siblings", p)
+    assert t.system == ""
+    assert t.render(n=3, class_name="cat") == [{"role": "user", "content": 'Give 3 things like cat; JSON like {"labels": []}.'}]
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("[user]\nGive {n} things.\n", r"must use placeholder\(s\) \['class_name'\]"),
+        ("[user]\nGive {n} {class_name} {colour}.\n", r"unknown placeholder\(s\) \['colour'\]"),
+        ("[system]\nonly a system part\n", "no \\[user\\] text"),
+        ("[user]\nGive {n {class_name}\n", "malformed placeholder"),
+    ],
+)
+def test_bad_templates(tmp_path, text, match):
+    p = tmp_path / "bad.txt"
+    p.write_text(text)
+    with pytest.raises(InputError, match=match):
+        load_prompt("gpt_siblings", p)
+
+
+def test_unknown_task_and_missing_file(tmp_path):
+    with pytest.raises(InputError, match="choose one of"):
+        load_prompt("nope")
+    with pytest.raises(InputError, match="no such prompt template"):
+        load_prompt("eoe_far", tmp_path / "missing.txt")
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        (" 2. **Snow  Leopard**. ", "snow leopard"),
+        ("- lynx", "lynx"),
+        ('"Ocelot"', "ocelot"),
+        ("(3) Sea otter", "sea otter"),
+        ("a) Red fox", "red fox"),
+        ("\u201cFennec fox\u201d", "fennec fox"),
+        ("t-shirt", "t-shirt"),
+        ("7-eleven store", "7-eleven store"),
+        ("  ", ""),
+    ],
+)
+def test_clean_label(raw, clean):
+    assert clean_label(raw) == clean
+
+
+def test_clean_labels_drops_empty_and_repeats():
+    assert clean_labels(["Lynx", "1. lynx", "", "Puma", "puma."]) == ["lynx", "puma"]
