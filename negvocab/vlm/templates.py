@@ -47,8 +47,9 @@ class TemplateSet:
 
     def for_pos(self, pos: str | None) -> tuple[str, ...]:
         """The templates for a label with part of speech ``pos`` (None: the default)."""
-        if self.by_pos and pos is not None:
-            return self.by_pos.get(pos[:1], self.default)
+        if self.by_pos and pos:
+            p = "a" if pos[:1] == "s" else pos[:1]  # WordNet adjective satellites are adjectives
+            return self.by_pos.get(p, self.default)
         return self.default
 
     def key(self, pos: str | None = None) -> str:

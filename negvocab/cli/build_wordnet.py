@@ -1,0 +1,104 @@
+"""``negvocab build wordnet``: the WordNet farthest-first vocabulary for one or many pool sizes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from negvocab.cli.app import build_app
+from negvocab.cli.options import (
+    CacheDirOpt,
+    DeviceOpt,
+    ModelOpt,
+    PrecisionOpt,
+    PresetTagOpt,
+    PretrainedOpt,
+    RandomWeightsOpt,
+    TemplatesOpt,
+    load_vlm,
+)
+from negvocab.errors import InputError
+
+
+def parse_sizes(text: str | None) -> list[int]:
+    """``"1000,2000,5000"`` -> [1000, 2000, 5000] (sorted, unique)."""
+    if not text:
+        return []
+    try:
+        sizes = sorted({int(s) for s in text.replace(" ", "").split(",") if s})
+    except ValueError as e:
+        raise InputError(f"--sizes must be comma-separated integers, got {text!r}") from e
+    if not sizes or sizes[0] < 1:
+        raise InputError(f"--sizes must be positive integers, got {text!r}")
+    return sizes
+
+
+def output_path(out: Path, size: int, many: bool) -> Path:
+    """Where the vocabulary of pool size ``size`` goes: ``{size}`` in ``out`` is replaced; with
+    several sizes and no placeholder, ``-M<size>`` is added before the suffix."""
+    if "{size}" in str(out):
+        return Path(str(out).replace("{size}", str(size)))
+    if many:
+        return out.with_name(f"{out.stem}-M{size}{out.suffix or '.json'}")
+    return out
+
+
+@build_app.command("wordnet")
+def build_wordnet(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Vocabulary JSON to write ({size} is replaced).")],
+    model: ModelOpt = "ViT-B-32",
+    pretrained: PretrainedOpt = None,
+    tag: PresetTagOpt = None,
+    size: Annotated[Optional[int], typer.Option("--size", "-M", help="Pool size M (default: the whole ranking).")] = None,  # noqa: UP045
+    sizes: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--sizes", help="Several pool sizes from one ranking, e.g. 1000,2000,5000,10000."),
+    ] = None,
+    ratio: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--ratio", help="NegLabel's ratio mode instead of M: this share of nouns and of adjectives (0.15)."),
+    ] = None,
+    percentile: Annotated[float, typer.Option("--percentile", help="Quantile of the ID similarities (fraction).")] = 0.95,
+    preset: Annotated[str, typer.Option("--preset", help="Candidate pool preset: neglabel or all.")] = "neglabel",
+    templates: TemplatesOpt = "paper8",
+    synonym_filter: Annotated[
+        bool, typer.Option("--synonym-filter/--no-synonym-filter", help="Drop labels naming an ImageNet-1k class.")
+    ] = True,
+    device: DeviceOpt = "auto",
+    precision: PrecisionOpt = None,
+    cache_dir: CacheDirOpt = None,
+    random_weights: RandomWeightsOpt = False,
+) -> None:
+    """Rank WordNet head words farthest first from the ImageNet-1k classes and write vocabularies."""
+    from negvocab.build.wordnet import build_wordnet_vocabulary
+
+    many = parse_sizes(sizes)
+    if size is not None:
+        many = sorted({*many, size})
+    if ratio is not None and many:
+        raise InputError("give --ratio or --size/--sizes, not both")
+    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
+    full = build_wordnet_vocabulary(
+        vlm,
+        None,
+        percentile=percentile,
+        preset=preset,
+        templates=templates,
+        ratio=ratio,
+        synonym_filter=synonym_filter,
+        progress=True,
+    )
+    warn = " (RANDOM weights: not a real vocabulary)" if vlm.random_weights else ""
+    if not many:
+        path = output_path(output, len(full), False)
+        full.save(path)
+        typer.echo(f"wrote {path}: {len(full)} labels{warn}")
+        return
+    if many[-1] > len(full):
+        raise InputError(f"--size {many[-1]} exceeds the {len(full)} labels of the filtered WordNet ranking")
+    for m in many:
+        path = output_path(output, m, len(many) > 1)
+        full.head(m).save(path)
+        typer.echo(f"wrote {path}: {m} labels{warn}")

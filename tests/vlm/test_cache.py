@@ -1,0 +1,144 @@
+"""Embedding cache: hits do no model work, never cross models, corrupt files are recomputed."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pytest
+
+import negvocab.vlm.text as text_mod
+from negvocab.vlm.cache import EmbeddingStore
+from tests.vlm.conftest import LABELS, make_tiny_vlm
+
+
+class Counter:
+    """Wraps encode_prompts and counts the prompts the model actually saw."""
+
+    def __init__(self, monkeypatch):
+        self.prompts: list[str] = []
+        real = text_mod.encode_prompts
+
+        def counting(vlm, prompts, **kw):
+            self.prompts.extend(prompts)
+            return real(vlm, prompts, **kw)
+
+        monkeypatch.setattr(text_mod, "encode_prompts", counting)
+
+
+def shard_files(vlm, kind="text"):
+    return sorted(p for p in (vlm.cache_root / kind).rglob("*.npy"))
+
+
+def test_second_encode_does_no_model_work(tiny, monkeypatch):
+    counter = Counter(monkeypatch)
+    first = tiny.encode_text(LABELS, "single")
+    assert len(counter.prompts) == len(LABELS)
+    again = tiny.encode_text(LABELS, "single")
+    assert len(counter.prompts) == len(LABELS)  # nothing new
+    assert np.array_equal(first, again)
+    # a fresh wrapper of the same weights reads the same files
+    fresh = make_tiny_vlm(tiny.cache_root.parent)
+    assert fresh.cache_root == tiny.cache_root
+    assert np.array_equal(fresh.encode_text(LABELS[::-1], "single"), first[::-1])
+    assert len(counter.prompts) == len(LABELS)
+
+
+def test_superset_computes_only_the_new_labels(tiny, monkeypatch):
+    counter = Counter(monkeypatch)
+    tiny.encode_text(LABELS[:5], "paper8")
+    out = tiny.encode_text(LABELS[:8], "paper8")
+    assert len(counter.prompts) == 8 * 8  # 5 then 3 labels, 8 templates each
+    assert set(counter.prompts[40:]) == {t.format(lab) for lab in LABELS[5:8] for t in
+                                         __import__("negvocab.vlm.templates", fromlist=["PAPER8"]).PAPER8}
+    uncached = make_tiny_vlm(cache=False).encode_text(LABELS[:8], "paper8")
+    np.testing.assert_allclose(out, uncached, atol=1e-6)
+
+
+def test_templates_are_part_of_the_key(tiny, monkeypatch):
+    counter = Counter(monkeypatch)
+    a = tiny.encode_text(LABELS[:3], "single")
+    b = tiny.encode_text(LABELS[:3], ["{}"])
+    assert len(counter.prompts) == 6
+    assert not np.allclose(a, b)
+
+
+def test_cache_is_never_served_to_another_model(tmp_path, monkeypatch):
+    one = make_tiny_vlm(tmp_path, seed=0)
+    two = make_tiny_vlm(tmp_path, seed=1)  # same architecture and name, other weights
+    assert one.identity["weights"] != two.identity["weights"]
+    a = one.encode_text(LABELS[:4], "single")
+    counter = Counter(monkeypatch)
+    b = two.encode_text(LABELS[:4], "single")
+    assert len(counter.prompts) == 4  # computed, not read from model one's cache
+    assert not np.allclose(a, b)
+    np.testing.assert_allclose(b, make_tiny_vlm(seed=1, cache=False).encode_text(LABELS[:4], "single"), atol=1e-6)
+
+
+def test_corrupted_shard_is_detected_and_recomputed(tiny, monkeypatch, caplog):
+    good = tiny.encode_text(LABELS[:6], "single")
+    (npy,) = shard_files(tiny)
+    data = bytearray(npy.read_bytes())
+    data[-5] ^= 0xFF  # flip bits inside the array payload
+    npy.write_bytes(bytes(data))
+    fresh = make_tiny_vlm(tiny.cache_root.parent)
+    counter = Counter(monkeypatch)
+    with caplog.at_level(logging.WARNING):
+        again = fresh.encode_text(LABELS[:6], "single")
+    assert "corrupt cache shard" in caplog.text
+    assert len(counter.prompts) == 6
+    np.testing.assert_allclose(again, good, atol=1e-6)
+
+
+@pytest.mark.parametrize("damage", ["truncate-npy", "garbage-manifest", "missing-manifest", "wrong-shape"])
+def test_partial_or_broken_files_are_never_trusted(tiny, monkeypatch, damage):
+    good = tiny.encode_text(LABELS[:4], "single")
+    (npy,) = shard_files(tiny)
+    manifest = npy.with_suffix(".json")
+    if damage == "truncate-npy":
+        npy.write_bytes(npy.read_bytes()[:100])
+    elif damage == "garbage-manifest":
+        manifest.write_text("{not json")
+    elif damage == "missing-manifest":  # an interrupted write: the array landed, the manifest did not
+        manifest.unlink()
+    else:
+        info = json.loads(manifest.read_text())
+        info["shape"] = [info["shape"][0], info["shape"][1] + 1]
+        manifest.write_text(json.dumps(info))
+    counter = Counter(monkeypatch)
+    again = make_tiny_vlm(tiny.cache_root.parent).encode_text(LABELS[:4], "single")
+    assert len(counter.prompts) == 4
+    np.testing.assert_allclose(again, good, atol=1e-6)
+
+
+def test_foreign_key_file_is_not_trusted(tmp_path):
+    store = EmbeddingStore(tmp_path / "s", {"model": "a"})
+    store.put(["x", "y"], np.ones((2, 3), np.float32))
+    assert store.get(["x"])[0].tolist() == [True]
+    other = EmbeddingStore(tmp_path / "s", {"model": "b"})  # same folder, another key
+    found, rows = other.get(["x", "y"])
+    assert not found.any() and rows is None
+
+
+def test_store_roundtrip_many_shards_and_compaction(tmp_path):
+    store = EmbeddingStore(tmp_path / "s", {"k": 1})
+    rng = np.random.default_rng(0)
+    rows = {}
+    for i in range(12):  # more than MAX_SHARDS puts: merged into one shard
+        keys = [f"label {i} {j}" for j in range(3)]
+        arr = rng.standard_normal((3, 4)).astype(np.float32)
+        store.put(keys, arr)
+        rows.update(zip(keys, arr, strict=True))
+    assert len(list((tmp_path / "s").glob("*.npy"))) <= 8
+    keys = list(rows)[::-1] + ["never stored"]
+    found, got = EmbeddingStore(tmp_path / "s", {"k": 1}).get(keys)
+    assert found.tolist() == [True] * len(rows) + [False]
+    np.testing.assert_array_equal(got[:-1], np.stack([rows[k] for k in keys[:-1]]))
+
+
+def test_no_pickle_in_cache_files(tiny):
+    tiny.encode_text(LABELS[:2], "single")
+    (npy,) = shard_files(tiny)
+    arr = np.load(npy, allow_pickle=False)
+    assert arr.dtype == np.float32 and arr.shape == (2, 32)

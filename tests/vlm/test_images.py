@@ -1,0 +1,134 @@
+"""Image embeddings: folders, lists, datasets, corrupt files, GL-MCM local features, cache."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from PIL import Image
+
+from negvocab.errors import InputError
+from negvocab.vlm.images import ImageEmbeddings, list_images
+from tests.vlm.conftest import make_tiny_vlm
+
+
+def direct(vlm, paths):
+    """model.encode_image on the model's own preprocessing, L2-normalised."""
+    batch = torch.stack([vlm.preprocess(Image.open(p).convert("RGB")) for p in paths])
+    with torch.no_grad():
+        return F.normalize(vlm.model.encode_image(batch), dim=-1).numpy()
+
+
+def test_folder_is_searched_recursively_and_corrupt_files_are_skipped(tiny, image_dir, caplog):
+    with caplog.at_level(logging.WARNING):
+        out = tiny.encode_images(image_dir, num_workers=0)
+    assert isinstance(out, ImageEmbeddings)
+    assert len(out) == 5 and out.embeddings.shape == (5, 32) and out.local is None
+    assert str(image_dir / "sub" / "gray.png") in out.paths
+    assert [p for p, _ in out.failed] == [str(image_dir / "broken.jpg")]
+    assert "1 of 6 images could not be read" in caplog.text
+    np.testing.assert_allclose(out.embeddings, direct(tiny, out.paths), atol=1e-5)
+    assert out.embeddings.dtype == np.float32
+
+
+def test_strict_raises_naming_the_file(tiny, image_dir):
+    with pytest.raises(InputError, match="broken.jpg"):
+        tiny.encode_images(image_dir, strict=True, num_workers=0)
+
+
+def test_path_list_keeps_order_and_workers_give_the_same_result(tmp_path, image_dir):
+    vlm = make_tiny_vlm(tmp_path, cache=False)
+    paths = list_images(image_dir)[::-1]
+    paths = [p for p in paths if not p.endswith("broken.jpg")]
+    a = vlm.encode_images(paths, num_workers=0, batch_size=2)
+    b = vlm.encode_images(paths, num_workers=2, batch_size=3)
+    assert a.paths == paths == b.paths
+    np.testing.assert_allclose(a.embeddings, b.embeddings, atol=1e-6)
+
+
+def test_dataset_of_image_id_pairs(tiny, image_dir):
+    files = [p for p in list_images(image_dir) if not p.endswith("broken.jpg")]
+
+    class Pairs(torch.utils.data.Dataset):
+        def __len__(self):
+            return len(files) + 1
+
+        def __getitem__(self, i):
+            if i == len(files):
+                return str(image_dir / "broken.jpg"), "bad-one"
+            return Image.open(files[i]), f"id{i}"
+
+    out = tiny.encode_images(Pairs(), num_workers=0)
+    assert out.paths == [f"id{i}" for i in range(len(files))]
+    assert len(out.failed) == 1
+    np.testing.assert_allclose(out.embeddings, direct(tiny, files), atol=1e-5)
+
+
+def test_missing_inputs_are_clear_errors(tiny, tmp_path):
+    with pytest.raises(InputError, match="no such image file or folder"):
+        tiny.encode_images(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="no image files"):
+        tiny.encode_images(tmp_path / "empty")
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"junk")
+    with pytest.raises(InputError, match="none of the 1 images"):
+        tiny.encode_images([bad], num_workers=0)
+
+
+def gl_mcm_reference(visual, images):
+    """GL-MCM's value path written as in its code: full in_proj, split q/k/v after out_proj."""
+    n_blocks = len(visual.transformer.resblocks)
+    with torch.no_grad():
+        inter = visual.forward_intermediates(images, indices=[n_blocks - 2], output_extra_tokens=True)
+        # the input of the last block: the output of the one before it, class token included
+        x = torch.cat([inter["image_intermediates_prefix"][0], inter["image_intermediates"][0].flatten(2).transpose(1, 2)], 1)
+        blk = visual.transformer.resblocks[-1]
+        y = F.linear(blk.ln_1(x), blk.attn.in_proj_weight, blk.attn.in_proj_bias)
+        n, length, c3 = y.shape
+        y = y.view(n, length, 3, c3 // 3).permute(2, 0, 1, 3).reshape(3 * n, length, c3 // 3)
+        y = F.linear(y, blk.attn.out_proj.weight, blk.attn.out_proj.bias)
+        _q, _k, v = y.tensor_split(3, dim=0)
+        v = v + x
+        v = v + blk.mlp(blk.ln_2(v))
+        v = visual.ln_post(v)[:, 1:] @ visual.proj
+    return F.normalize(v, dim=-1).numpy()
+
+
+def test_local_features_follow_gl_mcm(vit, image_dir):
+    files = [p for p in list_images(image_dir) if not p.endswith("broken.jpg")][:2]
+    out = vit.encode_images(files, local_features=True, num_workers=0)
+    assert out.local.shape == (2, 49, 512)  # 7x7 patches of ViT-B-32 at 224 px
+    batch = torch.stack([vit.preprocess(Image.open(p).convert("RGB")) for p in files])
+    np.testing.assert_allclose(out.local, gl_mcm_reference(vit.model.visual, batch), atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(out.local, axis=-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(out.embeddings, direct(vit, files), atol=1e-5)
+
+
+def test_local_features_need_a_vit(rn50, image_dir):
+    with pytest.raises(InputError, match="ViT"):
+        rn50.encode_images(image_dir, local_features=True)
+
+
+def test_image_cache_hits_and_file_changes(tiny, image_dir, monkeypatch):
+    import negvocab.vlm.images as images_mod
+
+    first = tiny.encode_images(image_dir, local_features=True, num_workers=0)
+    calls = []
+    real = images_mod.encode_batch
+    monkeypatch.setattr(images_mod, "encode_batch", lambda *a, **k: calls.append(len(a[1])) or real(*a, **k))
+    again = tiny.encode_images(image_dir, local_features=True, num_workers=0)
+    assert calls == []  # only the corrupt file was retried, and it failed to decode
+    assert again.paths == first.paths
+    np.testing.assert_array_equal(again.embeddings, first.embeddings)
+    np.testing.assert_array_equal(again.local, first.local)
+    # rewriting one image changes its size/mtime: only it is recomputed
+    target = image_dir / "img0.jpg"
+    Image.fromarray(np.zeros((32, 32, 3), np.uint8)).save(target)
+    third = tiny.encode_images(image_dir, num_workers=0)
+    assert calls == [1]
+    i = third.paths.index(str(target))
+    np.testing.assert_allclose(third.embeddings[i], direct(tiny, [target])[0], atol=1e-5)

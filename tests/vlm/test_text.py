@@ -1,0 +1,141 @@
+"""Text encoding: exact against open_clip's zero-shot classifier, cut only for causal towers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from open_clip.zero_shot_classifier import build_zero_shot_classifier
+
+from negvocab.errors import InputError
+from negvocab.vlm.templates import PAPER8, resolve_templates
+from negvocab.vlm.text import encode_prompts, text_tower
+from tests.vlm.conftest import LABELS, make_tiny_vlm
+
+
+def reference(vlm, labels, templates):
+    """open_clip's own template ensemble, full context, float32 [n, d]."""
+    w = build_zero_shot_classifier(vlm.model, vlm.tokenizer, labels, list(templates), device="cpu")
+    return w.T.float().numpy()
+
+
+def record_lengths(vlm):
+    """Sequence lengths seen by the text transformer (a forward pre-hook)."""
+    seen: list[int] = []
+    transformer = vlm.model.text.transformer if hasattr(vlm.model, "text") else vlm.model.transformer
+    handle = transformer.register_forward_pre_hook(lambda _m, args, kw=None: seen.append(args[0].shape[1]))
+    return seen, handle
+
+
+def test_vit_b32_matches_open_clip_paper8(vit):
+    labels = [LABELS[0], LABELS[2], LABELS[5], LABELS[7]]  # 1 to 25 tokens
+    ours = vit.encode_text(labels, "paper8")
+    ref = reference(vit, labels, PAPER8)
+    assert ours.dtype == np.float32 and ours.shape == (len(labels), 512)
+    assert np.abs(ours - ref).max() <= 1e-5
+    np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-6)
+
+
+def test_rn50_matches_open_clip(rn50):
+    templates = ["a photo of a {}.", "{}", "art of the {}."]
+    ours = rn50.encode_text(LABELS[4:8], templates)
+    ref = reference(rn50, LABELS[4:8], templates)
+    assert ours.shape == (4, 1024)
+    assert np.abs(ours - ref).max() <= 1e-5
+
+
+def test_causal_tower_is_cut_to_the_longest_prompt_of_each_batch(vit):
+    assert text_tower(vit.model) is not None
+    seen, handle = record_lengths(vit)
+    try:
+        encode_prompts(vit, ["a", "a photo of a dog.", "b"], batch_size=2)
+    finally:
+        handle.remove()
+    # sorted by length: ["a", "b"] (3 tokens: SOT a EOT), then SOT a photo of a dog . EOT; never the full 77
+    assert seen == [3, 8]
+
+
+def test_cut_equals_uncut_on_batches_of_mixed_length(vit):
+    prompts = [t.format(label) for label in LABELS[5:9] for t in PAPER8[:2]]
+    cut = encode_prompts(vit, prompts, batch_size=3)
+    full = encode_prompts(vit, prompts, batch_size=3, cut=False)
+    assert torch.equal(cut.isnan(), full.isnan())
+    assert (cut - full).abs().max().item() <= 1e-5
+
+
+def test_non_causal_tower_is_never_cut():
+    vlm = make_tiny_vlm(causal=False, cache=False)
+    assert text_tower(vlm.model) is None
+    assert vlm.identity["text_tower"] == "uncut"
+    seen, handle = record_lengths(vlm)
+    try:
+        ours = vlm.encode_text(LABELS, ["a photo of a {}.", "{}"])
+    finally:
+        handle.remove()
+    assert seen and set(seen) == {77}  # the full context every time
+    ref = reference(vlm, LABELS, ["a photo of a {}.", "{}"])
+    assert np.abs(ours - ref).max() <= 1e-5
+    # cutting would have changed the result: a bidirectional 'last'-pooling tower reads the padding
+    tokens = vlm.tokenizer(["a photo of a goldfish."])
+    full = vlm.model.encode_text(tokens)
+    short = vlm.model.encode_text(tokens[:, :10])
+    assert (full - short).abs().max().item() > 1e-4
+
+
+def test_causal_custom_text_tower_is_cut_and_exact():
+    import open_clip
+
+    from tests.vlm.conftest import tiny_clip
+
+    model = tiny_clip()
+    custom = open_clip.CustomTextCLIP(
+        embed_dim=32,
+        vision_cfg=dict(image_size=32, patch_size=8, width=64, layers=1, head_width=32),
+        text_cfg=dict(context_length=77, vocab_size=49408, width=64, heads=2, layers=2),
+    ).eval()
+    from negvocab.vlm.model import VLM
+
+    vlm = VLM.from_model(custom, open_clip.get_tokenizer("ViT-B-32"), name="custom", random_weights=True, cache=False)
+    assert text_tower(vlm.model) is not None and model is not None
+    ours = vlm.encode_text(LABELS, ["{}", "a photo of a {}."])
+    assert np.abs(ours - reference(vlm, LABELS, ["{}", "a photo of a {}."])).max() <= 1e-5
+
+
+def test_duplicates_and_order_are_kept(vit):
+    labels = ["kite", "snow", "kite", "red"]
+    out = vit.encode_text(labels, "single")
+    assert np.array_equal(out[0], out[2])
+    single = vit.encode_text(["red"], "single")
+    np.testing.assert_allclose(out[3], single[0], atol=1e-6)
+
+
+def test_neglabel_templates_depend_on_part_of_speech(vit):
+    adj = vit.encode_text(["red", "kite"], "neglabel", pos=["a", "n"])
+    np.testing.assert_allclose(adj[0], vit.encode_text(["red"], ["This is a {} photo"])[0], atol=1e-6)
+    np.testing.assert_allclose(adj[1], vit.encode_text(["kite"], ["the nice {}"])[0], atol=1e-6)
+    # WordNet adjective satellites ('s') are adjectives
+    sat = vit.encode_text(["red"], "neglabel", pos="s")
+    np.testing.assert_allclose(sat, adj[:1], atol=1e-6)
+
+
+def test_template_presets_and_errors(tmp_path):
+    assert resolve_templates("paper8").default == PAPER8
+    assert len(resolve_templates("openai80").default) == 80
+    assert resolve_templates("openai80").default[0] == "a bad photo of a {}."
+    assert resolve_templates("single").default == ("a photo of a {}.",)
+    f = tmp_path / "t.txt"
+    f.write_text("# mine\na {} photo\n\nart of {}\n")
+    assert resolve_templates(str(f)).default == ("a {} photo", "art of {}")
+    with pytest.raises(InputError, match="paper8"):
+        resolve_templates("paper9")
+    with pytest.raises(InputError, match="one"):
+        resolve_templates(["{} and {}"])
+    with pytest.raises(InputError, match="no templates"):
+        resolve_templates([])
+
+
+def test_bad_labels_are_rejected(vit):
+    with pytest.raises(InputError, match="label 1"):
+        vit.encode_text(["ok", "  "])
+    with pytest.raises(InputError, match="pos has"):
+        vit.encode_text(["a", "b"], "neglabel", pos=["n"])
