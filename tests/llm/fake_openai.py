@@ -313,6 +313,12 @@ class _Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.state = state
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):  # a killed client is expected
+            super().handle_error(request, client_address)
+
 
 class FakeOpenAI:
     """Start with ``with FakeOpenAI(latency=...) as srv:``; ``srv.url`` is the ``/v1`` base URL."""

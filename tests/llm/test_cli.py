@@ -1,0 +1,105 @@
+"""``negvocab build gpt|eoe``: kill -9 and resume in a subprocess, dry run, errors, the key."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from typer.testing import CliRunner
+
+from negvocab import Vocabulary, build_gpt_vocabulary
+from negvocab.cli import app
+from negvocab.llm.journal import JOURNAL, Journal
+from tests.llm.conftest import DUMMY_KEY, FAST, assert_no_key
+from tests.llm.fake_openai import FakeOpenAI
+
+CLI = [sys.executable, "-c", "from negvocab.cli import main; main()"]
+
+
+def test_kill_9_mid_run_then_resume_repeats_no_journaled_request(tmp_path, synonym_filter):
+    run_dir, out = tmp_path / "run", tmp_path / "gpt.json"
+    args = ["build", "gpt", "-m", "gpt-test", "--per-class", "6", "--rounds", "3", "--classes", "40",
+            "--concurrency", "2", "--run-dir", str(run_dir), "-o", str(out)]
+    with FakeOpenAI(latency=0.03) as srv:
+        env = {**os.environ, "OPENAI_API_KEY": DUMMY_KEY, "OPENAI_BASE_URL": srv.url}
+        proc = subprocess.Popen([*CLI, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        journal = run_dir / JOURNAL
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if journal.exists() and journal.read_bytes().count(b"\n") >= 15:
+                break
+            time.sleep(0.01)
+        assert proc.poll() is None, "the run finished before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+        done_before = set(Journal.open_existing(run_dir).results)
+        assert 15 <= len(done_before) < 120
+        with open(journal, "ab") as fh:  # and a torn last line, as a crash mid-write leaves
+            fh.write(b'{"kind":"result","custom_id":"n0')
+        res = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        counts = dict(srv.state.chat_counts)
+    assert len(counts) == 120
+    assert all(counts[cid] == 1 for cid in done_before)  # journaled work is never asked again
+    assert sum(c - 1 for c in counts.values()) <= 2  # at most the requests in flight at the kill
+    assert "gpt vocabulary" in res.stdout and "unique per class: min 12, mean 12.0, max 12" in res.stdout
+    # the same vocabulary as an uninterrupted run
+    with FakeOpenAI() as srv2:
+        clean = build_gpt_vocabulary("gpt-test", per_class=6, rounds=3, classes=40, run_dir=tmp_path / "clean", base_url=srv2.url, api_key=DUMMY_KEY, synonym_filter=synonym_filter, client_options=FAST)
+    resumed = Vocabulary.load(out)
+    assert resumed.labels == clean.labels and resumed.views == clean.views and resumed.meta == clean.meta
+    assert_no_key(tmp_path, texts=[res.stdout, res.stderr])
+
+
+def invoke(args, env):
+    return CliRunner().invoke(app, args, env=env)
+
+
+def test_dry_run_reaches_no_server(tmp_path, server):
+    env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": DUMMY_KEY}
+    res = invoke(["build", "gpt", "-m", "gpt-4o-mini", "--classes", "3", "--run-dir", str(tmp_path / "r"), "--dry-run", "-o", str(tmp_path / "o.json")], env)
+    assert res.exit_code == 0, res.output
+    assert "30 requests to send (0 already in the journal)" in res.output and "gpt-4o-mini, synchronous API" in res.output
+    res = invoke(["build", "eoe", "--mode", "far", "-m", "some-local-model", "--size", "100", "--batch", "--dry-run", "-o", str(tmp_path / "o.json")], env)
+    assert res.exit_code == 0, res.output
+    assert "10 requests to send" in res.output and "unknown (no price" in res.output and "Batch API" in res.output
+    assert sum(server.state.chat_counts.values()) == 0 and not server.state.files
+    assert not (tmp_path / "r").exists() and not (tmp_path / "o.json").exists()
+
+
+def test_cli_builds_eoe_and_reports(tmp_path, server, monkeypatch):
+    env = {"OPENAI_BASE_URL": server.url, "MY_KEY": DUMMY_KEY}
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    out = tmp_path / "eoe.txt"
+    res = invoke(["build", "eoe", "--mode", "near", "-m", "gpt-4o-mini", "-n", "3", "--classes", "4", "--api-key-env", "MY_KEY",
+                  "--run-dir", str(tmp_path / "r"), "--retry-wait", "0.001", "-o", str(out)], env)
+    assert res.exit_code == 0, res.output
+    assert "eoe-near vocabulary" in res.output and "cost $" in res.output and "this session: 4 requests" in res.output
+    assert len(out.read_text().splitlines()) > 4
+    assert_no_key(tmp_path, texts=[res.output])
+
+
+def test_missing_key_and_bad_options_are_one_line_errors(tmp_path, server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    res = invoke(["build", "gpt", "-m", "x", "--classes", "2", "--run-dir", str(tmp_path / "r"), "-o", str(tmp_path / "o.json")], {"OPENAI_BASE_URL": server.url})
+    assert res.exit_code == 2 and "error: no API key" in res.output and "OPENAI_API_KEY" in res.output
+    res = invoke(["build", "gpt", "-m", "x", "--classes", "nofile.txt", "-o", str(tmp_path / "o.json"), "--dry-run"], {})
+    assert res.exit_code == 2 and "nofile.txt: no such class file" in res.output
+    res = invoke(["build", "gpt", "-m", "x", "--classes", "2", "--max-rounds-used", "11", "-o", str(tmp_path / "o.json"), "--dry-run"], {})
+    assert res.exit_code == 2 and "between 1 and the run's 10 rounds" in res.output
+
+
+def test_dead_server_is_a_clear_error_and_nothing_is_lost(tmp_path, monkeypatch):
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": DUMMY_KEY}
+    res = invoke(["build", "gpt", "-m", "x", "--classes", "2", "--rounds", "1", "--run-dir", str(tmp_path / "r"), "--retry-wait", "0.001", "-o", str(tmp_path / "o.json")], env)
+    assert res.exit_code == 2
+    assert "2 of 2 requests could not be completed" in res.output and "re-run the same command" in res.output
+    assert json.loads((tmp_path / "r" / "manifest.json").read_text())["identity"]["model"] == "x"
+    assert not (tmp_path / "o.json").exists()
+    assert_no_key(tmp_path, texts=[res.output])
