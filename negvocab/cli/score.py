@@ -1,0 +1,279 @@
+"""``negvocab score``, ``negvocab sweep`` and ``negvocab build oracle``.
+
+Each command parses options, builds the image sets and vocabularies, and calls the library
+(:mod:`negvocab.scoring.run`); nothing here computes a score.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from negvocab.cli.app import app, build_app
+from negvocab.cli.options import (
+    CacheDirOpt,
+    DeviceOpt,
+    ModelOpt,
+    PrecisionOpt,
+    PresetTagOpt,
+    PretrainedOpt,
+    RandomWeightsOpt,
+    TemplatesOpt,
+    load_vlm,
+)
+from negvocab.errors import InputError
+
+if TYPE_CHECKING:
+    from negvocab.data.images import ImageSet
+
+# -- options shared by score and sweep ---------------------------------------------------------
+IdOpt = Annotated[
+    Path,
+    typer.Option(
+        "--id",
+        help="ID images: a folder (ImageNet-1k val in class-folder or flat layout, class folders, or any "
+        "images). With --fi-ood: the ImageNet-1k validation folder.",
+    ),
+]
+OodOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--ood", help="OOD images: a folder of images, or class folders (NINCO layout)."),
+]
+FiOodOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--fi-ood",
+        help="Fi-ImageNet-1k OOD list (ids ILSVRC2012_val_XXXXXXXX, optional label column): the OOD images "
+        "are taken from the --id validation folder and the ID set is the rest.",
+    ),
+]
+FiAmbOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--fi-ambiguous", help="Fi-ImageNet-1k ambiguous list (excluded from ID and OOD)."),
+]
+GroundTruthOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--ground-truth", help="Labels of a flat ImageNet val folder (LOC_val_solution.csv or one index a line)."),
+]
+IdClassesOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--id-classes", help="ID label space: a file of wnids (subset of ImageNet-1k) or class names (default: ImageNet-1k)."),
+]
+TauOpt = Annotated[float, typer.Option("--tau", help="NegLabel temperature on cosines.")]
+GroupsOpt = Annotated[int, typer.Option("--groups", "-G", help="NegLabel groups G (clamped to the vocabulary size).")]
+GroupingOpt = Annotated[str, typer.Option("--grouping", help="NegLabel grouping: stratified (rank r -> group r mod G) or random.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the random grouping.")]
+BetaOpt = Annotated[float, typer.Option("--beta", help="EOE penalty weight.")]
+ConventionOpt = Annotated[str, typer.Option("--convention", help="FPR convention: paper (ID-anchored), hendrycks or openood.")]
+TprOpt = Annotated[float, typer.Option("--tpr", help="TPR of the FPR metric (0.95 = FPR@95).")]
+BootOpt = Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples of OOD images for the CIs (0: none).")]
+
+
+def image_sets(
+    id_path: Path,
+    ood: Path | None,
+    fi_ood: Path | None,
+    fi_ambiguous: Path | None,
+    ground_truth: Path | None,
+) -> tuple[ImageSet, ImageSet]:
+    """The (ID, OOD) image sets the options describe."""
+    from negvocab.data import fi_imagenet, imagenet_val, open_image_set
+
+    if fi_ood is not None:
+        if ood is not None:
+            raise InputError("give --ood or --fi-ood, not both")
+        fi = fi_imagenet(id_path, fi_ood, fi_ambiguous, ground_truth=ground_truth)
+        if fi.not_found:
+            typer.echo(f"warning: {len(fi.not_found)} listed ids are not in {id_path} (e.g. {fi.not_found[0]})", err=True)
+        return fi.id, fi.ood
+    if ood is None:
+        raise InputError("no OOD images: pass --ood FOLDER or --fi-ood LIST")
+    if fi_ambiguous is not None:
+        raise InputError("--fi-ambiguous needs --fi-ood")
+    id_set = imagenet_val(id_path, ground_truth=ground_truth) if ground_truth else open_image_set(id_path)
+    return id_set, open_image_set(ood)
+
+
+def _load_vocabs(paths: list[Path]) -> dict[str, object]:
+    from negvocab.vocab import Vocabulary
+
+    out: dict[str, object] = {}
+    for p in paths:
+        name = p.stem
+        while name in out:
+            name += "'"
+        out[name] = Vocabulary.load(p)
+    return out
+
+
+def _warn_random(random_weights: bool) -> None:
+    if random_weights:
+        from negvocab.scoring.run import RANDOM_WEIGHTS_WARNING
+
+        typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True, err=True)
+        typer.echo(f"WARNING: {RANDOM_WEIGHTS_WARNING}")
+
+
+@app.command("score")
+def score_cmd(
+    id_path: IdOpt,
+    vocab: Annotated[
+        Optional[list[Path]],  # noqa: UP045
+        typer.Option("--vocab", "-V", help="Vocabulary JSON/TXT; repeat for a comparison table."),
+    ] = None,
+    method: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--method", help="mcm, glmcm, neglabel, eoe, neglabel_eoe; repeatable (default neglabel)."),
+    ] = None,
+    ood: OodOpt = None,
+    fi_ood: FiOodOpt = None,
+    fi_ambiguous: FiAmbOpt = None,
+    ground_truth: GroundTruthOpt = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Results folder.")] = Path("results"),
+    model: ModelOpt = "ViT-B-32",
+    pretrained: PretrainedOpt = None,
+    tag: PresetTagOpt = None,
+    random_weights: RandomWeightsOpt = False,
+    templates: TemplatesOpt = "paper8",
+    id_classes: IdClassesOpt = None,
+    tau: TauOpt = 0.01,
+    groups: GroupsOpt = 100,
+    grouping: GroupingOpt = "stratified",
+    seed: SeedOpt = 0,
+    beta: BetaOpt = 0.25,
+    topk: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--topk", help="NegLabel from each image's k nearest negatives (FAISS), with certified bounds."),
+    ] = None,
+    lam: Annotated[float, typer.Option("--lambda", help="GL-MCM weight of the local term.")] = 1.0,
+    convention: ConventionOpt = "paper",
+    tpr: TprOpt = 0.95,
+    n_boot: BootOpt = 1000,
+    explain: Annotated[int, typer.Option("--explain", help="Top negatives / ID classes listed per OOD image (0: none).")] = 5,
+    device: DeviceOpt = "auto",
+    precision: PrecisionOpt = None,
+    cache_dir: CacheDirOpt = None,
+) -> None:
+    """Score a VLM with one or more vocabularies on an ID and an OOD set; write a results folder."""
+    from negvocab.scoring.run import evaluate_vocabularies, format_table, read_id_classes, write_results
+
+    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth)
+    vocabs = _load_vocabs(list(vocab or []))
+    classes = read_id_classes(id_classes)
+    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
+    ev = evaluate_vocabularies(
+        vlm,
+        id_set,
+        ood_set,
+        vocabs,  # type: ignore[arg-type]
+        list(method or ["neglabel"]),
+        id_classes=classes,
+        templates=templates,
+        params={"tau": tau, "groups": groups, "grouping": grouping, "seed": seed, "beta": beta, "topk": topk, "lam": lam},
+        convention=convention,
+        tpr=tpr,
+        n_boot=n_boot,
+        explain_k=explain,
+        progress=True,
+    )
+    out = write_results(ev, output)
+    _warn_random(ev.random_weights)
+    typer.echo(format_table(ev.rows))
+    typer.echo(f"wrote {out}/results.json, results.csv, scores.npz, scores.csv, explanations.json")
+
+
+@app.command("sweep")
+def sweep_cmd(
+    id_path: IdOpt,
+    vocab: Annotated[Path, typer.Option("--vocab", "-V", help="A ranked (WordNet) vocabulary; M takes its first M labels.")],
+    sizes: Annotated[str, typer.Option("--sizes", help="Pool sizes, e.g. 1000,2000,5000,10000.")],
+    reference: Annotated[
+        Optional[list[Path]],  # noqa: UP045
+        typer.Option("--reference", "-R", help="Vocabularies drawn as horizontal references (GPT, oracle); repeatable."),
+    ] = None,
+    method: Annotated[str, typer.Option("--method", help="neglabel (one pass), eoe or neglabel_eoe.")] = "neglabel",
+    ood: OodOpt = None,
+    fi_ood: FiOodOpt = None,
+    fi_ambiguous: FiAmbOpt = None,
+    ground_truth: GroundTruthOpt = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output folder (sweep.csv, sweep.json, sweep.png).")] = Path("sweep"),
+    model: ModelOpt = "ViT-B-32",
+    pretrained: PretrainedOpt = None,
+    tag: PresetTagOpt = None,
+    random_weights: RandomWeightsOpt = False,
+    templates: TemplatesOpt = "paper8",
+    id_classes: IdClassesOpt = None,
+    tau: TauOpt = 0.01,
+    groups: GroupsOpt = 100,
+    grouping: GroupingOpt = "stratified",
+    seed: SeedOpt = 0,
+    beta: BetaOpt = 0.25,
+    convention: ConventionOpt = "paper",
+    tpr: TprOpt = 0.95,
+    n_boot: BootOpt = 200,
+    device: DeviceOpt = "auto",
+    precision: PrecisionOpt = None,
+    cache_dir: CacheDirOpt = None,
+) -> None:
+    """FPR@95 and AUROC against pool size M from one ranked vocabulary: a table and a plot."""
+    from negvocab.scoring.run import read_id_classes, sweep_vocabulary, write_sweep
+    from negvocab.vocab import Vocabulary
+
+    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth)
+    ranked = Vocabulary.load(vocab)
+    refs = _load_vocabs(list(reference or []))
+    classes = read_id_classes(id_classes)
+    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
+    res = sweep_vocabulary(
+        vlm,
+        id_set,
+        ood_set,
+        ranked,
+        sizes,
+        method=method,
+        references=refs,  # type: ignore[arg-type]
+        id_classes=classes,
+        templates=templates,
+        params={"tau": tau, "groups": groups, "grouping": grouping, "seed": seed, "beta": beta},
+        convention=convention,
+        tpr=tpr,
+        n_boot=n_boot,
+        progress=True,
+    )
+    out = write_sweep(res, output)
+    _warn_random(res.random_weights)
+    pct = int(round(100 * tpr))
+    typer.echo(f"{'M':>8}  FPR@{pct} ({convention})  AUROC")
+    for r in res.rows:
+        typer.echo(f"{r['M']:>8}  {100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}")
+    for r in res.references:
+        typer.echo(f"{r['name']:>8}  {100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}  (reference, M={r['M']})")
+    typer.echo(f"wrote {out}/sweep.csv, sweep.json, sweep.png")
+
+
+@build_app.command("oracle")
+def build_oracle(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Vocabulary JSON to write.")],
+    labels: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--labels", help="OOD labels: one a line, or a Fi-ImageNet-1k list with a label column."),
+    ] = None,
+    ood: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--ood", help="OOD class folders (NINCO layout): labels from folder names."),
+    ] = None,
+    synonym_filter: Annotated[
+        bool, typer.Option("--synonym-filter/--no-synonym-filter", help="Drop labels naming an ImageNet-1k class.")
+    ] = True,
+) -> None:
+    """The oracle vocabulary: the OOD set's own labels (a lower bound on FPR@95, NOT deployable)."""
+    from negvocab.build.oracle import build_oracle_vocabulary
+
+    if (labels is None) == (ood is None):
+        raise InputError("give exactly one of --labels FILE and --ood DIR")
+    vocab = build_oracle_vocabulary(labels if labels is not None else ood, synonym_filter=synonym_filter)
+    vocab.save(output)
+    removed = vocab.settings.get("synonym_filter", {}).get("removed_count", 0)
+    typer.echo(f"wrote {output}: {len(vocab)} oracle labels ({removed} removed as ImageNet-1k names/synonyms); not a deployable vocabulary")
