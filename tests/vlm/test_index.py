@@ -1,0 +1,74 @@
+"""knn: FAISS and the torch fallback give the same exact neighbours."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from negvocab.errors import InputError
+from negvocab.index import have_faiss, knn
+
+
+def unit(rng, n, d):
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def check_same(D1, I1, D2, I2, q, x):
+    assert D1.shape == D2.shape and I1.dtype == I2.dtype == np.int64 and D1.dtype == D2.dtype == np.float32
+    np.testing.assert_allclose(D1, D2, atol=1e-6)
+    differ = I1 != I2
+    if differ.any():  # only exact ties may swap places
+        sims = np.einsum("nd,nkd->nk", q.astype(np.float64), x[I1].astype(np.float64))
+        sims2 = np.einsum("nd,nkd->nk", q.astype(np.float64), x[I2].astype(np.float64))
+        np.testing.assert_allclose(sims[differ], sims2[differ], atol=1e-6)
+
+
+@pytest.mark.skipif(not have_faiss(), reason="faiss not installed")
+@pytest.mark.parametrize("k,batch", [(1, 65536), (10, 7), (51, 100)])
+def test_faiss_equals_torch(k, batch):
+    rng = np.random.default_rng(k)
+    q, x = unit(rng, 333, 48), unit(rng, 1000, 48)
+    D1, I1 = knn(q, x, k, backend="faiss", batch_size=batch)
+    D2, I2 = knn(q, x, k, backend="torch", batch_size=batch)
+    check_same(D1, I1, D2, I2, q, x)
+    assert (np.diff(D1, axis=1) <= 0).all()  # descending
+    # against the direct float64 top-k
+    sims = q.astype(np.float64) @ x.astype(np.float64).T
+    top = -np.sort(-sims, axis=1)[:, :k]
+    np.testing.assert_allclose(D1, top, atol=1e-6)
+
+
+def test_torch_fallback_when_faiss_is_missing(monkeypatch):
+    import negvocab.index as index
+
+    rng = np.random.default_rng(0)
+    q, x = unit(rng, 50, 16), unit(rng, 80, 16)
+    D_auto, I_auto = knn(q, x, 5)
+    monkeypatch.setattr(index, "have_faiss", lambda: False)
+    D, I = knn(q, x, 5)
+    check_same(D, I, D_auto, I_auto, q, x)
+    with pytest.raises(InputError, match="faiss is not installed"):
+        knn(q, x, 5, backend="faiss")
+
+
+def test_bad_arguments():
+    x = np.eye(4, dtype=np.float32)
+    with pytest.raises(InputError, match="between 1 and"):
+        knn(x, x, 5)
+    with pytest.raises(InputError, match="dimension"):
+        knn(x, np.eye(3), 1)
+    with pytest.raises(InputError, match="2-d"):
+        knn(x[0], x, 1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["faiss", "torch"])
+def test_knn_on_cuda_equals_cpu(backend):
+    if backend == "faiss" and not have_faiss():
+        pytest.skip("faiss not installed")
+    rng = np.random.default_rng(1)
+    q, x = unit(rng, 2000, 64), unit(rng, 1000, 64)
+    D1, I1 = knn(q, x, 51, device="cuda", backend=backend, batch_size=512)
+    D2, I2 = knn(q, x, 51, device="cpu", backend="torch")
+    check_same(D1, I1, D2, I2, q, x)

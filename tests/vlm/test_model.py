@@ -1,0 +1,154 @@
+"""VLM loading: names, tags, local checkpoints, random weights, device, precision, identity."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+
+import numpy as np
+import pytest
+import torch
+
+from negvocab.cli.options import load_vlm
+from negvocab.errors import InputError, ResourceError
+from negvocab.vlm.model import VLM, resolve_device, resolve_precision
+from tests.vlm.conftest import tiny_clip
+
+
+def test_unknown_model_name_lists_close_choices():
+    with pytest.raises(InputError, match="ViT-B-32") as e:
+        VLM("ViT-B-23")
+    assert "unknown open_clip model" in str(e.value)
+
+
+def test_unknown_tag_lists_the_known_tags():
+    with pytest.raises(InputError, match="laion2b_s34b_b79k") as e:
+        VLM("ViT-B-32", pretrained="laion5000")
+    assert "--pretrained /path/to/open_clip_pytorch_model.bin" in str(e.value)
+
+
+def test_missing_checkpoint_file():
+    with pytest.raises(InputError, match="no such file"):
+        VLM("ViT-B-32", pretrained="/nonexistent/open_clip_pytorch_model.bin")
+
+
+def test_offline_tag_says_what_was_tried_and_how_to_pass_a_file(monkeypatch):
+    import open_clip
+
+    def offline(*_a, **_k):
+        raise OSError("network is unreachable")
+
+    monkeypatch.setattr(open_clip, "download_pretrained", offline)
+    with pytest.raises(ResourceError) as e:
+        VLM("ViT-B-32", pretrained="laion2b_s34b_b79k")
+    msg = str(e.value)
+    assert "laion2b_s34b_b79k" in msg and "tried" in msg and "--pretrained /path/to/open_clip_pytorch_model.bin" in msg
+
+
+def test_random_weights_are_never_silent(vit, caplog):
+    assert vit.random_weights is True
+    assert vit.identity["random_weights"] is True and vit.identity["seed"] == 0
+    assert "RANDOM" in repr(vit)
+    with caplog.at_level(logging.WARNING):
+        VLM.from_model(tiny_clip(), vit.tokenizer, name="t", random_weights=True, cache=False)
+    assert "RANDOM weights" in caplog.text
+
+
+def test_identity_and_dim(vit, rn50):
+    ident = vit.identity
+    assert ident["name"] == "ViT-B-32" and ident["dim"] == 512 and ident["precision"] == "fp32"
+    assert ident["weights"].startswith("sha256-state-dict:")
+    assert ident["preprocessing"]["size"] == [224, 224] and ident["preprocessing"]["interpolation"] == "bicubic"
+    assert ident["text_tower"].startswith("causal")
+    assert rn50.identity["dim"] == 1024 and rn50.identity["weights"] != ident["weights"]
+    assert vit.device.type == "cpu"
+
+
+def test_local_checkpoint_takes_the_tag_preprocessing_and_quick_gelu(vit, tmp_path, caplog):
+    """open_clip#1068: a checkpoint file alone silently gets the default preprocessing/GELU."""
+    path = tmp_path / "open_clip_pytorch_model.bin"
+    torch.save(vit.model.state_dict(), path)
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    with caplog.at_level(logging.WARNING):
+        plain = VLM("ViT-B-32", pretrained=tmp_path, cache_dir=tmp_path / "c")  # the folder holding it
+    assert "without tag=" in caplog.text
+    assert plain.random_weights is False and plain.identity["weights"] == f"sha256:{sha}"
+    assert plain.identity["quick_gelu"] is False and plain.identity["preprocessing"]["from"] == "model config"
+    # same weights as the random model: same text embeddings
+    np.testing.assert_allclose(plain.encode_text(["kite"], "single"), vit.encode_text(["kite"], "single"), atol=1e-6)
+    tagged = VLM("ViT-B-32", pretrained=path, tag="openai", cache_dir=tmp_path / "c")
+    assert tagged.identity["quick_gelu"] is True  # the openai tag was trained with QuickGELU
+    assert tagged.identity["preprocessing"]["from"] == "tag openai"
+    assert tagged.identity["weights"] == plain.identity["weights"]
+    assert tagged.store("text").folder != plain.store("text").folder  # other activation: other cache
+
+
+def test_checkpoint_of_another_architecture_is_a_clear_error(tmp_path):
+    path = tmp_path / "small.bin"
+    torch.save(tiny_clip().state_dict(), path)
+    with pytest.raises(InputError, match="cannot load as ViT-B-32 weights"):
+        VLM("ViT-B-32", pretrained=path, cache=False)
+
+
+def test_device_and_precision():
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    cpu = torch.device("cpu")
+    assert resolve_precision(None, cpu) == "fp32"
+    assert resolve_precision(None, torch.device("cuda")) == "fp16"
+    assert resolve_precision("amp_bf16", cpu) == "bf16"
+    with pytest.raises(InputError, match="CUDA"):
+        resolve_precision("fp16", cpu)
+    with pytest.raises(InputError, match="fp32, fp16, bf16"):
+        resolve_precision("int4", cpu)
+    with pytest.raises(InputError, match="unknown device"):
+        resolve_device("tpu:0")
+    if not torch.cuda.is_available():
+        with pytest.raises(ResourceError, match="CUDA is not available"):
+            resolve_device("cuda")
+
+
+def test_bf16_on_cpu_is_float32_output_and_close(vit):
+    model = VLM.from_model(vit.model, vit.tokenizer, name="ViT-B-32", random_weights=True, precision="bf16", cache=False)
+    out = model.encode_text(["kite", "snow"], "single")
+    assert out.dtype == np.float32
+    ref = vit.encode_text(["kite", "snow"], "single")
+    assert (out * ref).sum(axis=1).min() > 0.99
+
+
+def test_cli_options_need_weights_or_the_random_flag():
+    with pytest.raises(InputError, match="--random-weights"):
+        load_vlm("ViT-B-32", None)
+    with pytest.raises(InputError, match="not both"):
+        load_vlm("ViT-B-32", "openai", random_weights=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision,tol", [("fp32", 1e-5), ("fp16", 2e-2)])
+def test_cuda_text_matches_open_clip(precision, tol):
+    from open_clip.zero_shot_classifier import build_zero_shot_classifier
+
+    from negvocab.vlm.templates import PAPER8
+    from tests.vlm.conftest import LABELS
+
+    for name in ("ViT-B-32", "RN50"):
+        vlm = VLM(name, None, device="cuda", precision=precision, cache=False)
+        ours = vlm.encode_text(LABELS, "paper8")
+        with torch.no_grad():
+            ref = build_zero_shot_classifier(vlm.model, vlm.tokenizer, LABELS, list(PAPER8), device="cuda").T.float().cpu().numpy()
+        assert np.abs(ours - ref).max() <= tol, (name, precision)
+        assert (ours * ref).sum(axis=1).min() > 0.999
+
+
+@pytest.mark.gpu
+def test_cuda_images_and_local_features(image_dir):
+    import copy
+
+    from negvocab.vlm.images import list_images
+
+    vlm = VLM("ViT-B-32", None, device="cuda", precision="fp32", cache=False)
+    files = [p for p in list_images(image_dir) if not p.endswith("broken.jpg")]
+    out = vlm.encode_images(files, local_features=True, num_workers=2)
+    cpu = VLM.from_model(copy.deepcopy(vlm.model).float().cpu(), vlm.tokenizer, name="ViT-B-32", random_weights=True, device="cpu", cache=False)
+    ref = cpu.encode_images(files, local_features=True, num_workers=0)
+    np.testing.assert_allclose(out.embeddings, ref.embeddings, atol=1e-4)
+    np.testing.assert_allclose(out.local, ref.local, atol=1e-4)
