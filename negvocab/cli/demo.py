@@ -1,0 +1,63 @@
+"""``negvocab demo``: the whole pipeline on sample images shipped with installed packages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from negvocab.cli.app import app
+from negvocab.cli.options import CacheDirOpt, DeviceOpt, ModelOpt, PrecisionOpt, PretrainedOpt, RandomWeightsOpt
+from negvocab.errors import NegvocabError, ResourceError
+
+
+@app.command("demo")
+def demo(
+    model: ModelOpt = "ViT-B-32",
+    pretrained: PretrainedOpt = "openai",
+    random_weights: RandomWeightsOpt = False,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Folder for the demo's images, vocabulary and results.")] = Path("negvocab-demo"),
+    pool: Annotated[int, typer.Option("--pool", help="WordNet candidates to rank (spread over the NegLabel pool).")] = 1000,
+    size: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--size", "-M", help="Vocabulary size M (default: half the filtered pool)."),
+    ] = None,
+    templates: Annotated[str, typer.Option("--templates", "-t", help="Prompt templates (single is fastest; paper8 as in the paper).")] = "single",
+    id_classes: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--id-classes", help="ID label space file (wnids or names; default ImageNet-1k)."),
+    ] = None,
+    device: DeviceOpt = "auto",
+    precision: PrecisionOpt = None,
+    cache_dir: CacheDirOpt = None,
+) -> None:
+    """Run WordNet vocabulary -> filtering -> NegLabel and MCM -> metrics -> plot on a toy image set."""
+    from negvocab.scoring.demo import SPLIT_NOTE, run_demo
+    from negvocab.scoring.run import RANDOM_WEIGHTS_WARNING, format_table, read_id_classes
+    from negvocab.vlm.model import VLM
+
+    classes = read_id_classes(id_classes)
+    if random_weights:
+        typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True, err=True)
+    try:
+        vlm = VLM(model, pretrained=None if random_weights else pretrained, device=device, precision=precision, cache_dir=cache_dir)
+    except NegvocabError as e:
+        raise ResourceError(
+            f"cannot load {model} weights {pretrained!r} ({e}). Pass a local checkpoint: "
+            f"negvocab demo --model {model} --pretrained /path/to/open_clip_pytorch_model.bin, "
+            "or try the pipeline offline with --random-weights"
+        ) from e
+    res = run_demo(vlm, output, pool=pool, size=size, templates=templates, id_classes=classes, progress=True)
+    warn = f"WARNING: {RANDOM_WEIGHTS_WARNING}\n" if vlm.random_weights else ""
+    n_removed = res.vocabulary.settings.get("synonym_filter", {}).get("removed_count", 0)
+    typer.echo(f"{warn}{SPLIT_NOTE}")
+    typer.echo(f"vocabulary: {len(res.vocabulary)} WordNet labels, farthest first from {pool} candidates ({n_removed} removed as ID names/synonyms)")
+    typer.echo(f"{warn}{format_table(res.evaluation.rows)}")
+    ood_ex = next(iter(res.evaluation.explanations.values()), [])
+    if ood_ex:
+        first = ood_ex[0]
+        labels = ", ".join(x["label"] for x in first["top_negatives"][:3])
+        typer.echo(f"{warn}example: OOD image {first['image']}: top negatives {labels}")
+    typer.echo(f"{warn}sweep (FPR@95 vs M): " + ", ".join(f"M={r['M']}: {100 * r['fpr']:.1f}%" for r in res.sweep.rows))
+    typer.echo(f"wrote {res.output}/vocab.json, results/, sweep/sweep.png")
