@@ -43,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "build_oracle_vocabulary": "negvocab.build.oracle",
     "build_gpt_vocabulary": "negvocab.build.llm",
     "build_eoe_vocabulary": "negvocab.build.llm",
+    "vocabulary_from_journal": "negvocab.build.llm",
     "score": "negvocab.scoring.scores",
     "explain": "negvocab.scoring.scores",
     "TopkScores": "negvocab.scoring.scores",
@@ -70,7 +71,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from negvocab.build.llm import build_eoe_vocabulary, build_gpt_vocabulary
+    from negvocab.build.llm import build_eoe_vocabulary, build_gpt_vocabulary, vocabulary_from_journal
     from negvocab.build.oracle import build_oracle_vocabulary
     from negvocab.build.wordnet import build_wordnet_vocabulary, farthest_first
     from negvocab.errors import InputError, NegvocabError, ResourceError
