@@ -115,21 +115,61 @@ def is_usable(text: str) -> bool:
 
 @functools.cache
 def _pool(pos: tuple[str, ...], excluded: tuple[str, ...], all_lemmas: bool, drop_unusable: bool) -> tuple[Candidate, ...]:
-    wn = load_wordnet()
     skip = set(excluded)
     seen: set[str] = set()
     out: list[Candidate] = []
     for p in pos:
-        synsets = sorted(wn.all_synsets(p), key=lambda s: s.offset())
-        for synset in synsets:
-            lexname = synset.lexname()
+        for offset, ss_type, lexname, lemmas, name in _synsets(p):
             if lexname in skip:
                 continue
-            names = synset.lemma_names() if all_lemmas else synset.lemma_names()[:1]
-            for name in names:
-                text = name.replace("_", " ").lower()
+            for lemma in lemmas if all_lemmas else lemmas[:1]:
+                text = lemma.replace("_", " ").lower()
                 if text in seen or (drop_unusable and not is_usable(text)):
                     continue
                 seen.add(text)
-                out.append(Candidate(text, synset.pos(), lexname, synset.name(), synset.offset()))
+                out.append(Candidate(text, ss_type, lexname, name, offset))
     return tuple(out)
+
+
+_DATA_FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
+
+
+@functools.cache
+def _synsets(pos: str) -> tuple[tuple[int, str, str, list[str], str], ...]:
+    """``(offset, ss_type, lexname, lemma names, nltk synset name)`` for every synset of ``pos``,
+    in data-file (offset) order, read straight from WordNet's files: ~10x faster than building
+    nltk Synset objects. Names follow nltk: first lemma, lowercased, and its sense number among
+    the lemma's synsets (a satellite among the lemma's satellites only, as nltk does)."""
+    wn = load_wordnet()
+    rows = []
+    with wn.root.join(f"data.{_DATA_FILES[pos]}").open() as fh:
+        for raw in fh:
+            if raw.startswith(b"  "):
+                continue
+            f = raw.decode("utf-8").split(" ", 4 + 2 * 255)
+            n = int(f[3], 16)
+            lemmas = [_strip_marker(f[4 + 2 * i]) for i in range(n)]
+            rows.append((int(f[0]), f[2], LEXNAMES[int(f[1])][0], lemmas))
+    ss_type = {offset: t for offset, t, _, _ in rows}
+    senses: dict[tuple[str, int], int] = {}
+    with wn.root.join(f"index.{_DATA_FILES[pos]}").open() as fh:
+        for raw in fh:
+            if raw.startswith(b"  "):
+                continue
+            f = raw.decode("utf-8").split()
+            satellites = 0
+            for i, off in enumerate(map(int, f[-int(f[2]) :]), 1):
+                if ss_type.get(off) == "s":  # nltk numbers satellites among satellites only
+                    satellites += 1
+                    senses[(f[0], off)] = satellites
+                else:
+                    senses[(f[0], off)] = i
+    return tuple(
+        (offset, t, lexname, lemmas, f"{lemmas[0].lower()}.{t}.{senses[(lemmas[0].lower(), offset)]:02d}")
+        for offset, t, lexname, lemmas in rows
+    )
+
+
+def _strip_marker(word: str) -> str:
+    """``long(a)`` -> ``long``: drop the adjective position marker of data.adj words."""
+    return word[: word.index("(")] if word.endswith(")") and "(" in word else word

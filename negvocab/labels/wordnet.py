@@ -307,7 +307,6 @@ def _read_stamp(target: Path) -> dict[str, Any] | None:
 def _open_reader(root: Any, where: str) -> WordNetCorpusReader:
     """Open nltk's reader on ``root`` (registering its data folder) and check it is WordNet 3.0."""
     import nltk
-    from nltk.corpus.reader.wordnet import WordNetCorpusReader
     from nltk.data import PathPointer
 
     if not isinstance(root, PathPointer):
@@ -317,18 +316,35 @@ def _open_reader(root: Any, where: str) -> WordNetCorpusReader:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "multilingual functions are not available": we need none
-            reader = WordNetCorpusReader(root, None)
+            reader = _reader_class()(root, None)
     except (OSError, ValueError, AssertionError, LookupError) as e:
         raise ResourceError(f"cannot read WordNet at {where}: {e}") from e
     _check_version(reader, where)
     return reader
 
 
+@functools.cache
+def _reader_class() -> type[WordNetCorpusReader]:
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    class WordNet30Reader(WordNetCorpusReader):
+        """nltk's reader, less the start-up mapping of sense keys from WordNet 3.0 to the loaded
+        version (OMW support: over half the load time); negvocab loads 3.0 itself, so the
+        mapping is the identity, which nltk also writes as ``None``."""
+
+        def map_wn(self, version: str = "wordnet") -> None:
+            return None
+
+    return WordNet30Reader
+
+
 def _check_version(reader: WordNetCorpusReader, where: str) -> None:
     nouns = _count_noun_synsets(reader)
     offset, lemma = KNOWN_OFFSET
     try:
-        first = reader.synset_from_pos_and_offset("n", offset).lemma_names()[0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # nltk warns before failing on an unknown offset
+            first = reader.synset_from_pos_and_offset("n", offset).lemma_names()[0]
     except Exception:  # noqa: BLE001 - any failure here means "not the expected database"
         first = None
     if nouns != NOUN_SYNSETS_30 or first != lemma:

@@ -1,0 +1,97 @@
+"""The WordNet candidate pool against a direct reading of WordNet's data files."""
+
+from __future__ import annotations
+
+import pytest
+
+from negvocab.errors import InputError
+from negvocab.labels import candidates as cmod
+from negvocab.labels.candidates import Candidate, wordnet_candidates
+from negvocab.labels.wordnet import LEXNAMES
+from tests.labels.conftest import wordnet_file
+
+NEGLABEL_SIZE = 70_766  # measured on WordNet 3.0; METHODS.md: "about 70,000 unique strings"
+
+
+def _direct_head_words(wn, files=("noun", "adj"), excluded=("noun.animal", "noun.food")):
+    """Head words straight from data.<pos>: the first word of each line, in file order."""
+    out: dict[str, None] = {}
+    for name in files:
+        for line in wordnet_file(wn, f"data.{name}"):
+            fields = line.split(" ")
+            if LEXNAMES[int(fields[1])][0] in excluded:
+                continue
+            word = fields[4]
+            if name == "adj" and word.endswith(")"):
+                word = word[: word.index("(")]  # adjective markers: long(a)
+            text = word.replace("_", " ").lower()
+            if len(text) > 1 and any(ch.isalpha() for ch in text):
+                out.setdefault(text, None)
+    return list(out)
+
+
+def test_neglabel_pool_equals_a_direct_reading_of_wordnet(wn, neglabel_pool):
+    texts = [c.text for c in neglabel_pool]
+    assert len(texts) == NEGLABEL_SIZE
+    assert len(set(texts)) == len(texts)
+    assert texts == _direct_head_words(wn)
+    assert texts[:3] == ["entity", "physical entity", "abstraction"]
+
+
+def test_candidate_fields(neglabel_pool, wn):
+    by_text = {c.text: c for c in neglabel_pool}
+    c = by_text["physical entity"]
+    assert c == Candidate("physical entity", "n", "noun.Tops", "physical_entity.n.01", 1930)
+    assert c.synset_id == "n00001930"
+    assert {c.pos for c in neglabel_pool} == {"n", "a", "s"}  # adjectives include satellites
+    assert not {c.lexname for c in neglabel_pool} & {"noun.animal", "noun.food"}
+    assert {c.lexname for c in neglabel_pool if c.pos in "as"} == {"adj.all", "adj.pert", "adj.ppl"}
+    for c in neglabel_pool[::97]:  # the recorded synset (nltk name) really yields the text as its head word
+        synset = wn.synset(c.synset)
+        assert synset.lemma_names()[0].replace("_", " ").lower() == c.text
+        assert (synset.lexname(), synset.offset(), synset.pos()) == (c.lexname, c.offset, c.pos)
+    assert "tench" not in by_text and "goldfish" not in by_text  # noun.animal
+    assert by_text["weasel"].lexname == "noun.person"  # the ID word survives in another sense: the filter removes it
+    assert "hot dog" not in by_text  # noun.food
+
+
+def test_deterministic_and_cached(neglabel_pool):
+    again = wordnet_candidates("neglabel", pos="n,a")
+    assert again == neglabel_pool and again is not neglabel_pool  # a fresh list each call
+    again.clear()
+    assert len(wordnet_candidates()) == NEGLABEL_SIZE  # mutating a result does not touch the cache
+    cmod._pool.cache_clear()
+    cmod._synsets.cache_clear()
+    assert wordnet_candidates() == neglabel_pool
+
+
+def test_options(wn, neglabel_pool):
+    nouns = wordnet_candidates(pos="n")
+    assert [c.text for c in nouns] == _direct_head_words(wn, files=("noun",))
+    everything = wordnet_candidates("all")
+    assert [c.text for c in everything] == _direct_head_words(wn, excluded=())
+    assert {c.text for c in neglabel_pool} < {c.text for c in everything}
+    no_food = wordnet_candidates("all", exclude_lexnames=["noun.food"])
+    assert any(c.lexname == "noun.animal" for c in no_food) and not any(c.lexname == "noun.food" for c in no_food)
+    raw = wordnet_candidates(drop_unusable=False)
+    dropped = {c.text for c in raw} - {c.text for c in neglabel_pool}
+    assert dropped and all(len(t) == 1 or not any(ch.isalpha() for ch in t) for t in dropped)
+    assert {"24/7", "9/11", "a", "z"} <= dropped
+    lemmas = wordnet_candidates(all_lemmas=True)
+    assert len(lemmas) > len(neglabel_pool) + 40_000
+    assert {c.text for c in neglabel_pool} < {c.text for c in lemmas}
+    assert [c.pos for c in wordnet_candidates(pos=("a",))][:1] == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"preset": "negmine"}, "unknown candidate preset 'negmine'"),
+        ({"pos": "n,x"}, "unknown part of speech 'x'"),
+        ({"pos": ""}, "no part of speech"),
+        ({"exclude_lexnames": ["noun.animals"]}, "unknown lexicographer file 'noun.animals'"),
+    ],
+)
+def test_bad_options(kwargs, message):
+    with pytest.raises(InputError, match=message):
+        wordnet_candidates(**kwargs)

@@ -1,0 +1,76 @@
+"""The ImageNet-1k label space against its sources: timm's synset list, open_clip's names, WordNet 3.0."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from negvocab.errors import InputError
+from negvocab.labels.imagenet import IdClasses, imagenet1k
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_standard_order_and_uniqueness(classes):
+    assert len(classes) == len(classes.wnids) == len(classes.names) == len(classes.synonyms) == 1000
+    assert len(set(classes.wnids)) == 1000
+    assert list(classes.wnids) == sorted(classes.wnids)  # ILSVRC-2012 order is the sorted wnids
+    assert classes.wnids[0] == "n01440764" and classes.names[0] == "tench"
+    assert classes.wnids[-1] == "n15075141" and classes.names[-1] == "toilet paper"
+    assert all(w[0] == "n" and len(w) == 9 and w[1:].isdigit() for w in classes.wnids)
+    assert imagenet1k() is classes
+
+
+def test_names_are_open_clips_clean_names(classes):
+    from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES
+
+    assert list(classes.names) == list(IMAGENET_CLASSNAMES)
+
+
+def test_wnids_are_timms_imagenet_synsets(classes):
+    import timm
+
+    path = Path(timm.__file__).parent / "data" / "_info" / "imagenet_synsets.txt"
+    assert list(classes.wnids) == path.read_text().split()
+
+
+def test_every_wnid_resolves_in_wordnet_30_with_its_lemmas(wn, classes):
+    for wnid, synonyms in zip(classes.wnids, classes.synonyms, strict=True):
+        synset = wn.synset_from_pos_and_offset("n", int(wnid[1:]))
+        assert synset.pos() == "n"
+        assert list(synonyms) == [name.replace("_", " ") for name in synset.lemma_names()]
+    assert classes.synonyms[classes.index_of("n04356056")] == ("sunglasses", "dark glasses", "shades")
+
+
+def test_committed_table_is_what_the_generator_makes(wn):
+    spec = importlib.util.spec_from_file_location("make_imagenet_wnids", ROOT / "scripts" / "make_imagenet_wnids.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.OUT.read_text(encoding="utf-8") == module.build()
+
+
+def test_index_of_and_subset(classes):
+    assert classes.index_of("n01440764") == 0
+    assert classes.index_of("n15075141") == 999
+    with pytest.raises(InputError, match="n99999999"):
+        classes.index_of("n99999999")
+    sub = classes.subset(["n15075141", "n01440764"])
+    assert sub.names == ("toilet paper", "tench") and len(sub) == 2
+    assert sub.synonyms[1] == ("tench", "Tinca tinca")
+
+
+def test_repeated_clean_names_are_distinct_classes(classes):
+    # open_clip names two classes 'missile' and two 'sunglasses'; the wnids tell them apart
+    assert [i for i, n in enumerate(classes.names) if n == "missile"] == [657, 744]
+    assert [i for i, n in enumerate(classes.names) if n == "sunglasses"] == [836, 837]
+
+
+def test_malformed_label_spaces_are_refused():
+    with pytest.raises(InputError, match="differ in length"):
+        IdClasses(wnids=("n1", "n2"), names=("a",), synonyms=((), ()))
+    with pytest.raises(InputError, match="duplicate"):
+        IdClasses(wnids=("n1", "n1"), names=("a", "b"), synonyms=((), ()))
+    with pytest.raises(InputError, match="at least one"):
+        IdClasses(wnids=(), names=(), synonyms=())

@@ -1,0 +1,173 @@
+"""The synonym filter: every ID form goes, variants go, near misses stay, and it says why."""
+
+from __future__ import annotations
+
+import pytest
+
+from negvocab.errors import InputError
+from negvocab.labels.imagenet import IdClasses
+from negvocab.labels.synonyms import SynonymFilter, normalise
+from negvocab.vocab import Vocabulary
+
+
+def _forms(classes):
+    """(form, class index, source) for every clean name and every lemma of every ID synset."""
+    out = [(name, i, "clean-name") for i, name in enumerate(classes.names)]
+    out += [(s, i, "wordnet-synonym") for i, syn in enumerate(classes.synonyms) for s in syn]
+    return out
+
+
+def test_every_clean_name_and_every_lemma_is_removed(synfilter, classes, wn):
+    forms = _forms(classes)
+    assert len(forms) == 1000 + 1860
+    for form, i, _source in forms:
+        match = synfilter.explain(form)
+        assert match is not None, form
+        assert match.how == "exact"
+        # the class it names really has this form (a lemma can belong to two classes: 'maillot')
+        j = match.class_index
+        assert form == classes.names[j] or form in classes.synonyms[j]
+        assert match.wnid == classes.wnids[j] and match.name == classes.names[j]
+    # WordNet's own spelling of each lemma (underscores) is exact too
+    for wnid in classes.wnids:
+        for lemma in wn.synset_from_pos_and_offset("n", int(wnid[1:])).lemma_names():
+            assert synfilter.explain(lemma).how == "exact", lemma
+
+
+def test_case_hyphen_article_and_spacing_variants_are_removed(synfilter, classes):
+    for form, _i, _source in _forms(classes):
+        words = normalise(form).split()
+        for variant in (form.upper(), "-".join(words), "_".join(words), f"the {form}", f"  {form.title()} "):
+            match = synfilter.explain(variant)
+            assert match is not None, variant
+            assert normalise(match.form) == normalise(form) or match.form == form or normalise(match.form) == " ".join(words)
+
+
+@pytest.mark.parametrize(
+    ("label", "wnid", "rule"),
+    [
+        ("weasel", "n02441942", "clean-name/exact"),
+        ("Weasel", "n02441942", "clean-name/normalised"),
+        ("weasels", "n02441942", "clean-name/plural"),
+        ("tenches", "n01440764", "clean-name/plural"),
+        ("geese", "n01855672", "clean-name/plural"),  # irregular plural (WordNet's noun.exc)
+        ("tabby cats", "n02123045", "clean-name/plural"),
+        ("hot dogs", "n07697537", "clean-name/plural"),
+        ("toilet tissue", "n15075141", "wordnet-synonym/exact"),
+        ("toilet_tissue", "n15075141", "wordnet-synonym/exact"),
+        ("Toilet-Tissue", "n15075141", "wordnet-synonym/normalised"),
+        ("Jack O Lantern", "n03590841", "wordnet-synonym/normalised"),  # jack-o'-lantern
+        ("jack-o'-lanterns", "n03590841", "wordnet-synonym/plural"),
+        ("saint bernard", "n02109525", "wordnet-synonym/normalised"),
+        ("st. bernard", "n02109525", "clean-name/normalised"),
+        ("sun glasses", "n04355933", "clean-name/normalised"),  # spaces removed: sunglasses
+        ("a goldfish", "n01443537", "clean-name/normalised"),
+        ("Tinca tinca", "n01440764", "wordnet-synonym/exact"),
+    ],
+)
+def test_rules_and_classes_are_recorded(synfilter, label, wnid, rule):
+    match = synfilter.explain(label)
+    assert match is not None, label
+    assert (match.wnid, match.rule) == (wnid, rule)
+    assert match.to_dict()["rule"] == rule
+
+
+@pytest.mark.parametrize(
+    "label",
+    [
+        "tayra",  # a mustelid, not the weasel class
+        "black-footed cat",  # shares "cat" and "black-footed" with class names
+        "cat", "cats", "dog", "wolf", "fish",  # words inside class names, not classes
+        "glasses", "shade",  # "glasses" is its own WordNet noun; "shade" is not "shades"
+        "A-line",  # a letter, not an article
+        "weaselly", "tench fishing", "goldfish bowl", "tenchs tench",
+        "1000", "",
+    ],
+)
+def test_near_misses_stay(synfilter, classes, label):
+    assert synfilter.explain(label) is None, synfilter.explain(label)
+    assert not synfilter.is_id(label)
+    # independent check: none of these is an ID form after normalisation
+    keys = {normalise(f) for f, _i, _s in _forms(classes)}
+    assert normalise(label) not in keys
+
+
+def test_plural_rule_needs_the_plural_to_map_back(synfilter, classes, wn):
+    # every label removed by the plural rule has the matched form as WordNet's base reading
+    labels = [f + "s" for f, _i, _s in _forms(classes)] + [f + "es" for f, _i, _s in _forms(classes)]
+    kept, removed = synfilter.split(labels)
+    assert len(removed) > 1000
+    for label, match in removed.items():
+        if match.how != "plural":
+            continue
+        last = normalise(label).split()[-1]
+        base = wn.morphy(last, "n")
+        phrase = wn.morphy(normalise(label).replace(" ", "_"), "n")
+        assert normalise(match.form).replace(" ", "") in {
+            " ".join([*normalise(label).split()[:-1], base or ""]).replace(" ", ""),
+            (phrase or "").replace("_", ""),
+        }, (label, match)
+
+
+def test_split_keeps_order_and_plurals_can_be_switched_off(classes):
+    labels = ["tayra", "weasels", "gadget", "Weasel", "tench", "hammerhead shark"]
+    kept, removed = SynonymFilter(classes).split(labels)
+    assert kept == ["tayra", "gadget"]
+    assert list(removed) == ["weasels", "Weasel", "tench", "hammerhead shark"]
+    kept, removed = SynonymFilter(classes, plurals=False).split(labels)
+    assert kept == ["tayra", "weasels", "gadget"]
+
+
+def test_filter_on_a_custom_label_space():
+    space = IdClasses(wnids=("x1", "x2"), names=("red panda", "hat"), synonyms=(("lesser panda",), ("chapeau",)))
+    f = SynonymFilter(space)
+    assert f.explain("Lesser-Panda").wnid == "x1"
+    assert f.explain("hats").rule == "clean-name/plural"
+    assert f.explain("tench") is None
+    assert "2 classes" in repr(f)
+
+
+def test_apply_records_removals_and_counts(synfilter):
+    vocab = Vocabulary.from_labels(
+        ["tayra", "weasels", "gadget", "toilet tissue"],
+        source="gpt",
+        meta={"tayra": {"classes": ["n02441942"]}, "weasels": {"classes": ["n02441942"]}},
+        settings={"model": "x"},
+    )
+    out = synfilter.apply(vocab)
+    assert out.labels == ["tayra", "gadget"]
+    assert out.source == "gpt" and out.meta == {"tayra": {"classes": ["n02441942"]}}
+    report = out.settings["synonym_filter"]
+    assert report["removed_count"] == 2 and report["kept_count"] == 2
+    assert report["removed"]["weasels"] == {"wnid": "n02441942", "name": "weasel", "form": "weasel", "rule": "clean-name/plural"}
+    assert report["removed"]["toilet tissue"]["rule"] == "wordnet-synonym/exact"
+    assert out.settings["model"] == "x"
+    assert Vocabulary.model_validate(out.to_json()).labels == out.labels  # still a valid file
+
+
+def test_apply_refuses_to_empty_a_vocabulary(synfilter):
+    vocab = Vocabulary.from_labels(["tench", "goldfish"], source="file")
+    with pytest.raises(InputError, match="removed all 2 labels"):
+        synfilter.apply(vocab)
+
+
+def test_the_neglabel_pool_loses_only_id_forms(synfilter, neglabel_pool, classes):
+    texts = [c.text for c in neglabel_pool]
+    kept, removed = synfilter.split(texts)
+    assert len(kept) + len(removed) == len(texts)
+    assert 100 < len(removed) < 2000
+    keys = {normalise(f).replace(" ", "") for f, _i, _s in _forms(classes)}
+    for label, match in removed.items():
+        if match.how != "plural":
+            assert normalise(label).replace(" ", "") in keys, label
+
+
+def test_normalise():
+    assert normalise("The Jack-o'-Lantern") == "jack o lantern"
+    assert normalise("toilet_tissue") == "toilet tissue"
+    assert normalise("Café  Crème") == "cafe creme"
+    assert normalise("A-line") == "a line"
+    assert normalise("an apple") == "apple"
+    assert normalise("the") == "the"
+    assert normalise("St. Bernard") == "st bernard"
+    assert normalise("--") == ""
