@@ -121,6 +121,7 @@ class LLMRun:
     rounds: int
     chunks: dict[str, list[str]] = field(default_factory=dict)
     selection: Any = None
+    prompt_path: str | None = None
 
     @property
     def identity_sha256(self) -> str:
@@ -165,7 +166,7 @@ class LLMRun:
             "task": self.task,
             "endpoint": public_url(base_url or os.environ.get("OPENAI_BASE_URL")),
             "negvocab": __version__,
-            "run_settings": {"classes": self.selection},
+            "run_settings": {"classes": self.selection, "prompt_path": self.prompt_path},
         }
         with Journal(self.run_dir, self.identity, extra=extra) as journal:
             before = journal.usage()
@@ -325,7 +326,10 @@ def gpt_run(
     ]
     identity = _base_identity("gpt_siblings", model, template, per_class, rounds, chosen.wnids, temperature, need)
     folder = _run_dir(run_dir, "gpt", model, identity)
-    return LLMRun("gpt_siblings", model, template, reqs, identity, folder, list(chosen.wnids), rounds, selection=_selection(classes, chosen))
+    return LLMRun(
+        "gpt_siblings", model, template, reqs, identity, folder, list(chosen.wnids), rounds,
+        selection=_selection(classes, chosen), prompt_path=_path_str(prompt_path),
+    )
 
 
 def eoe_run(
@@ -378,7 +382,7 @@ def eoe_run(
     identity = _base_identity(f"eoe_{mode}", model, template, n, rounds, list(chosen.wnids), temperature, need)
     identity["chunk_size"] = chunk_size if mode != "near" else None
     folder = _run_dir(run_dir, f"eoe-{mode}", model, identity)
-    return LLMRun(f"eoe_{mode}", model, template, reqs, identity, folder, keys, rounds, chunk_map, _selection(classes, chosen))
+    return LLMRun(f"eoe_{mode}", model, template, reqs, identity, folder, keys, rounds, chunk_map, _selection(classes, chosen), _path_str(prompt_path))
 
 
 # -- merging ------------------------------------------------------------------------------------
@@ -508,14 +512,21 @@ def _rebuild(run_dir: str | os.PathLike[str], ident: Mapping[str, Any], id_class
     manifest = read_manifest(run_dir)
     settings = manifest.get("run_settings") or {}
     task = ident["task"]
-    common = {"run_dir": run_dir, "temperature": ident.get("temperature"), "min_labels": ident.get("min_labels"), "id_classes": id_classes, "classes": settings.get("classes")}
+    common = {
+        "run_dir": run_dir,
+        "temperature": ident.get("temperature"),
+        "min_labels": ident.get("min_labels"),
+        "id_classes": id_classes,
+        "classes": settings.get("classes"),
+        "prompt_path": settings.get("prompt_path"),
+    }
     if task == "gpt_siblings":
         run = gpt_run(ident["model"], per_class=ident["n"], rounds=ident["rounds"], **common)
     else:
         mode = task.removeprefix("eoe_")
         run = eoe_run(ident["model"], mode=mode, per_request=ident["n"], chunk_size=ident.get("chunk_size") or 100, rounds=ident["rounds"], **common)  # type: ignore[arg-type]
     if run.identity_sha256 != identity_hash(ident):
-        raise InputError(f"{run_dir}: cannot rebuild the run (the packaged prompt or class list changed since it ran)")
+        raise InputError(f"{run_dir}: cannot rebuild the run (its prompt file or class list changed since it ran)")
     return run
 
 
@@ -607,6 +618,10 @@ def build_eoe_vocabulary(
     """
     run = eoe_run(model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
     return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices)
+
+
+def _path_str(path: str | os.PathLike[str] | None) -> str | None:
+    return None if path is None else str(Path(path).resolve())
 
 
 def _selection(classes: Any, chosen: Any) -> Any:

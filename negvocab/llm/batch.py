@@ -231,6 +231,7 @@ async def run_batch(
                 continue
             seen.add(cid)
             answer, error = interpret_line(line, req)
+            error = client.scrub(error)
             final = fails[cid] + 1 >= max_submissions
             if answer is not None and (answer.status in ("ok", "refused") or final):
                 answer.attempts = fails[cid] + 1
