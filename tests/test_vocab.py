@@ -1,0 +1,232 @@
+"""Vocabulary files: round trips, every malformed-file case, union provenance, head and subset."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from negvocab.errors import InputError
+from negvocab.vocab import SCHEMA_VERSION, Vocabulary
+
+
+@pytest.fixture
+def wordnet_vocab():
+    labels = ["gadget", "café crème", "mountain bike", "tayra"]
+    return Vocabulary.from_labels(
+        labels,
+        source="wordnet",
+        meta={lab: {"rank": i, "distance": 0.1 * i} for i, lab in enumerate(labels)},
+        settings={"model": "ViT-B-32", "percentile": 0.95},
+        views={"first_two": labels[:2]},
+    )
+
+
+@pytest.fixture
+def gpt_vocab():
+    return Vocabulary.from_labels(
+        ["tayra", "sea otter", "gadget"],
+        source="gpt",
+        meta={"tayra": {"classes": ["n02441942"], "rounds": [1]}, "sea otter": {"classes": ["n02444819"], "rounds": [2]}},
+        settings={"model": "gpt-x"},
+    )
+
+
+def _write_json(path, doc):
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+# -- round trips -------------------------------------------------------------------------------
+def test_json_round_trip_keeps_everything(tmp_path, wordnet_vocab):
+    path = wordnet_vocab.save(tmp_path / "sub" / "v.json")
+    assert [p.name for p in path.parent.iterdir()] == ["v.json"]  # atomic write left no temp file
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert doc["schema_version"] == SCHEMA_VERSION and doc["sha256"] == wordnet_vocab.sha256
+    assert "café crème" in path.read_text(encoding="utf-8")  # UTF-8, not escaped
+    back = Vocabulary.load(path)
+    assert back == wordnet_vocab
+    assert back.labels == wordnet_vocab.labels and back.meta == wordnet_vocab.meta
+    assert back.settings == wordnet_vocab.settings and back.views == wordnet_vocab.views
+
+
+def test_text_round_trip_is_a_file_vocabulary(tmp_path, wordnet_vocab):
+    path = wordnet_vocab.save(tmp_path / "v.txt")
+    assert path.read_text(encoding="utf-8") == "gadget\ncafé crème\nmountain bike\ntayra\n"
+    back = Vocabulary.load(path)
+    assert back.source == "file" and back.labels == wordnet_vocab.labels
+    assert back.sha256 == wordnet_vocab.sha256  # the hash is of the labels only
+    assert back.settings == {"path": str(path)}
+
+
+def test_text_file_skips_blanks_comments_and_repeats(tmp_path):
+    path = tmp_path / "labels.txt"
+    path.write_text("# my labels\n\n  gadget \nshoe\ngadget\n\r\nsea otter\n", encoding="utf-8")
+    assert Vocabulary.load(path).labels == ["gadget", "shoe", "sea otter"]
+
+
+def test_hash_identifies_labels_in_order(wordnet_vocab):
+    same = Vocabulary.from_labels(wordnet_vocab.labels, source="file")
+    swapped = Vocabulary.from_labels(list(reversed(wordnet_vocab.labels)), source="file")
+    assert same.sha256 == wordnet_vocab.sha256 != swapped.sha256
+    assert len(wordnet_vocab.sha256) == 64 and wordnet_vocab.short_hash == wordnet_vocab.sha256[:12]
+
+
+def test_sequence_behaviour_and_immutability(wordnet_vocab):
+    assert len(wordnet_vocab) == 4 and list(wordnet_vocab) == wordnet_vocab.labels
+    assert "tayra" in wordnet_vocab and "weasel" not in wordnet_vocab
+    assert wordnet_vocab == Vocabulary.model_validate(wordnet_vocab.to_json())  # the lookup cache is not state
+    with pytest.raises(Exception):  # frozen
+        wordnet_vocab.source = "gpt"
+
+
+# -- malformed files -----------------------------------------------------------------------------
+def test_missing_file(tmp_path):
+    with pytest.raises(InputError, match=r"nope\.json: no such vocabulary file"):
+        Vocabulary.load(tmp_path / "nope.json")
+
+
+def test_directory_is_not_a_file(tmp_path):
+    with pytest.raises(InputError, match="cannot read vocabulary file"):
+        Vocabulary.load(tmp_path)
+
+
+def test_not_utf8(tmp_path):
+    path = tmp_path / "v.txt"
+    path.write_bytes(b"gadget\n\xff\xfe shoe\n")
+    with pytest.raises(InputError, match=r"v\.txt: not a UTF-8"):
+        Vocabulary.load(path)
+
+
+def test_malformed_json_names_file_and_position(tmp_path):
+    path = tmp_path / "v.json"
+    path.write_text('{"labels": ["a",\n ]', encoding="utf-8")
+    with pytest.raises(InputError, match=r"v\.json: malformed JSON \(line 2"):
+        Vocabulary.load(path)
+
+
+def test_a_brace_text_file_is_read_as_json(tmp_path):
+    path = tmp_path / "v.txt"
+    path.write_text("{not json\n", encoding="utf-8")
+    with pytest.raises(InputError, match="malformed JSON"):
+        Vocabulary.load(path)
+
+
+@pytest.mark.parametrize("doc", [["a", "b"], "labels", 3, None])
+def test_json_that_is_not_an_object(tmp_path, doc):
+    with pytest.raises(InputError, match="expected a JSON object"):
+        Vocabulary.load(_write_json(tmp_path / "v.json", doc))
+
+
+def test_other_schema_version(tmp_path, wordnet_vocab):
+    for version in (2, "1", None):
+        doc = {**wordnet_vocab.to_json(), "schema_version": version}
+        with pytest.raises(InputError, match=f"schema version {version!r} is not supported"):
+            Vocabulary.load(_write_json(tmp_path / "v.json", doc))
+    doc = wordnet_vocab.to_json()
+    del doc["schema_version"]
+    with pytest.raises(InputError, match="schema version None"):
+        Vocabulary.load(_write_json(tmp_path / "v.json", doc))
+
+
+def test_missing_or_mismatching_hash(tmp_path, wordnet_vocab):
+    doc = wordnet_vocab.to_json()
+    del doc["sha256"]
+    with pytest.raises(InputError, match="no 'sha256' field"):
+        Vocabulary.load(_write_json(tmp_path / "v.json", doc))
+    doc = {**wordnet_vocab.to_json(), "labels": wordnet_vocab.labels[:-1]}  # truncated by hand
+    doc["meta"] = {k: v for k, v in doc["meta"].items() if k in doc["labels"]}
+    with pytest.raises(InputError, match=r"v\.json: invalid vocabulary: sha256 .* does not match the labels"):
+        Vocabulary.load(_write_json(tmp_path / "v.json", doc))
+
+
+def _doc_with(labels, **extra):
+    vocab_doc = {"schema_version": 1, "source": "file", "labels": labels, "sha256": "", **extra}
+    return vocab_doc
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        (_doc_with(["a", "b", "a"]), "duplicate label 'a'"),
+        (_doc_with([]), "no labels"),
+        (_doc_with(["a", "  "]), "empty label at position 1"),
+        (_doc_with(["a", ""]), "empty label"),
+        (_doc_with("abc"), "labels"),
+        (_doc_with(["a", 3]), "labels.1"),
+        (_doc_with(["a"], colour="red"), "colour: Extra inputs are not permitted"),
+        (_doc_with(["a"], meta={"b": {}}), "metadata for labels not in the vocabulary"),
+        (_doc_with(["a"], source="bing"), "source"),
+    ],
+)
+def test_invalid_contents(tmp_path, doc, message):
+    with pytest.raises(InputError, match=message) as err:
+        Vocabulary.load(_write_json(tmp_path / "v.json", doc))
+    assert str(err.value).startswith(str(tmp_path / "v.json"))
+    assert "\n" not in str(err.value)
+
+
+def test_text_file_without_labels(tmp_path):
+    path = tmp_path / "empty.txt"
+    path.write_text("# nothing\n\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"empty\.txt: the vocabulary file has no labels"):
+        Vocabulary.load(path)
+
+
+def test_from_labels_errors():
+    with pytest.raises(InputError, match="invalid gpt vocabulary: the vocabulary has no labels"):
+        Vocabulary.from_labels([], source="gpt")
+    with pytest.raises(InputError, match="duplicate label 'x'"):
+        Vocabulary.from_labels(["x", "y", "x"], source="file")
+    with pytest.raises(InputError, match="source"):
+        Vocabulary.from_labels(["x"], source="bing")  # type: ignore[arg-type]
+
+
+# -- union, head, subset ---------------------------------------------------------------------------
+def test_union_keeps_first_occurrence_order_and_merges_provenance(wordnet_vocab, gpt_vocab):
+    u = Vocabulary.union(wordnet_vocab, gpt_vocab)
+    assert u.source == "union"
+    assert u.labels == ["gadget", "café crème", "mountain bike", "tayra", "sea otter"]
+    assert u.meta["tayra"] == {"sources": ["wordnet", "gpt"], "wordnet": {"rank": 3, "distance": 0.30000000000000004}, "gpt": {"classes": ["n02441942"], "rounds": [1]}}
+    assert u.meta["sea otter"]["sources"] == ["gpt"]
+    assert u.meta["gadget"]["sources"] == ["wordnet", "gpt"] and "gpt" not in u.meta["gadget"]  # no gpt meta given
+    assert u.label_sources("tayra") == ["wordnet", "gpt"]
+    assert u.source_counts() == {"wordnet": 4, "gpt": 3}
+    parts = u.settings["parts"]
+    assert [p["source"] for p in parts] == ["wordnet", "gpt"]
+    assert parts[0]["sha256"] == wordnet_vocab.sha256 and parts[1]["size"] == 3
+    assert parts[0]["settings"]["model"] == "ViT-B-32"
+
+
+def test_union_of_unions_flattens_sources(wordnet_vocab, gpt_vocab, tmp_path):
+    other = Vocabulary.from_labels(["kayak", "tayra"], source="eoe", meta={"kayak": {"round": 1}})
+    nested = Vocabulary.union(Vocabulary.union(wordnet_vocab, gpt_vocab), other)
+    flat = Vocabulary.union(wordnet_vocab, gpt_vocab, other)
+    assert nested.labels == flat.labels
+    assert nested.meta == flat.meta
+    assert nested.meta["tayra"]["sources"] == ["wordnet", "gpt", "eoe"]
+    assert nested.meta["kayak"] == {"sources": ["eoe"], "eoe": {"round": 1}}
+    assert Vocabulary.load(nested.save(tmp_path / "u.json")) == nested
+    with pytest.raises(InputError, match="at least one"):
+        Vocabulary.union()
+
+
+def test_head_is_the_ranked_prefix(wordnet_vocab):
+    h = wordnet_vocab.head(2)
+    assert h.labels == ["gadget", "café crème"] and h.source == "wordnet"
+    assert h.meta == {"gadget": {"rank": 0, "distance": 0.0}, "café crème": {"rank": 1, "distance": 0.1}}
+    assert h.settings == {"model": "ViT-B-32", "percentile": 0.95, "size": 2}
+    assert wordnet_vocab.head(4).labels == wordnet_vocab.labels
+    for bad in (0, -1, 5):
+        with pytest.raises(InputError, match="vocabulary"):
+            wordnet_vocab.head(bad)
+
+
+def test_subset_keeps_vocabulary_order_meta_and_views(wordnet_vocab):
+    s = wordnet_vocab.subset(["tayra", "gadget", "not there"], settings={"filtered": True})
+    assert s.labels == ["gadget", "tayra"]
+    assert set(s.meta) == {"gadget", "tayra"}
+    assert s.views == {"first_two": ["gadget"]}
+    assert s.settings["filtered"] is True and s.settings["model"] == "ViT-B-32"
+    with pytest.raises(InputError, match="no labels"):
+        wordnet_vocab.subset(["not there"])
