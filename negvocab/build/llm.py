@@ -217,6 +217,11 @@ class LLMRun:
             "cost_usd": cost_usd(self.model, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), batch=batch, prices=prices),
             "session": {"sent": outcome.sent, "usage": outcome.usage_session, "cost_usd": outcome.cost_session_usd, "batch": batch},
         }
+        log.info(
+            "%s: %s prompt + %s completion tokens in the run (this session %s requests), cost %s",
+            self.run_dir, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), outcome.sent,
+            "unknown" if extra["cost_usd"] is None else f"${extra['cost_usd']:.4f}",
+        )
         return vocabulary_from_results(self, outcome.results, rounds_used=rounds_used, synonym_filter=synonym_filter, extra_settings=extra)
 
     async def _send(self, client: Any, journal: Journal, todo: list[Request], batch: bool, poll_interval: float, max_submissions: int, on_progress: Progress | None) -> list[str]:
