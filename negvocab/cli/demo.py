@@ -8,7 +8,15 @@ from typing import Annotated, Optional
 import typer
 
 from negvocab.cli.app import app
-from negvocab.cli.options import CacheDirOpt, DeviceOpt, ModelOpt, PrecisionOpt, PretrainedOpt, RandomWeightsOpt
+from negvocab.cli.options import (
+    CacheDirOpt,
+    DeviceOpt,
+    ModelOpt,
+    PrecisionOpt,
+    PresetTagOpt,
+    PretrainedOpt,
+    RandomWeightsOpt,
+)
 from negvocab.errors import NegvocabError, ResourceError
 
 
@@ -16,6 +24,7 @@ from negvocab.errors import NegvocabError, ResourceError
 def demo(
     model: ModelOpt = "ViT-B-32",
     pretrained: PretrainedOpt = "openai",
+    tag: PresetTagOpt = None,
     random_weights: RandomWeightsOpt = False,
     output: Annotated[Path, typer.Option("--output", "-o", help="Folder for the demo's images, vocabulary and results.")] = Path("negvocab-demo"),
     pool: Annotated[int, typer.Option("--pool", help="WordNet candidates to rank (spread over the NegLabel pool).")] = 1000,
@@ -41,13 +50,17 @@ def demo(
     if random_weights:
         typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True, err=True)
     try:
-        vlm = VLM(model, pretrained=None if random_weights else pretrained, device=device, precision=precision, cache_dir=cache_dir)
+        vlm = VLM(
+            model,
+            pretrained=None if random_weights else pretrained,
+            device=device,
+            precision=precision,
+            cache_dir=cache_dir,
+            tag=None if random_weights else tag,
+        )
     except NegvocabError as e:
-        raise ResourceError(
-            f"cannot load {model} weights {pretrained!r} ({e}). Pass a local checkpoint: "
-            f"negvocab demo --model {model} --pretrained /path/to/open_clip_pytorch_model.bin, "
-            "or try the pipeline offline with --random-weights"
-        ) from e
+        hint = "" if "--pretrained" in str(e) else f"; pass a checkpoint: --pretrained /path/to/open_clip_pytorch_model.bin --tag {pretrained}"
+        raise ResourceError(f"{e}{hint}; or run the pipeline offline (meaningless numbers): negvocab demo --random-weights") from e
     res = run_demo(vlm, output, pool=pool, size=size, templates=templates, id_classes=classes, progress=True)
     warn = f"WARNING: {RANDOM_WEIGHTS_WARNING}\n" if vlm.random_weights else ""
     n_removed = res.vocabulary.settings.get("synonym_filter", {}).get("removed_count", 0)

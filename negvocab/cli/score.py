@@ -159,6 +159,12 @@ def score_cmd(
     """Score a VLM with one or more vocabularies on an ID and an OOD set; write a results folder."""
     from negvocab.scoring.run import evaluate_vocabularies, format_table, read_id_classes, write_results
 
+    from negvocab.scoring.metrics import CONVENTIONS
+    from negvocab.scoring.scores import canonical_method
+
+    methods = [canonical_method(m) for m in (method or ["neglabel"])]  # fail before loading a model
+    if convention not in CONVENTIONS:
+        raise InputError(f"unknown --convention {convention!r}; choose one of {', '.join(CONVENTIONS)}")
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth)
     vocabs = _load_vocabs(list(vocab or []))
     classes = read_id_classes(id_classes)
@@ -168,7 +174,7 @@ def score_cmd(
         id_set,
         ood_set,
         vocabs,  # type: ignore[arg-type]
-        list(method or ["neglabel"]),
+        methods,
         id_classes=classes,
         templates=templates,
         params={"tau": tau, "groups": groups, "grouping": grouping, "seed": seed, "beta": beta, "topk": topk, "lam": lam},

@@ -357,8 +357,8 @@ def write_results(ev: Evaluation, out_dir: str | os.PathLike[str]) -> Path:
     for key, d in ev.scores.items():
         arrays[f"id/{key}"] = d["id"]
         arrays[f"ood/{key}"] = d["ood"]
-    with atomic_path(out / "scores.npz", suffix=".npz") as tmp:
-        np.savez_compressed(tmp, **arrays)
+    with atomic_path(out / "scores.npz") as tmp, open(tmp, "wb") as fh:  # a handle: savez adds no suffix
+        np.savez_compressed(fh, **arrays)
     keys = list(ev.scores)
     per_image = []
     for split, imgs in (("id", ev.id_images), ("ood", ev.ood_images)):

@@ -1,0 +1,175 @@
+"""``negvocab score``, ``sweep``, ``build oracle`` and ``demo`` end to end (random ViT-B-32, tiny images)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+from typer.testing import CliRunner
+
+from negvocab.cli import app
+from negvocab.vocab import Vocabulary
+from tests.scoring.conftest import NEG_A, NEG_B
+
+runner = CliRunner()
+
+
+def invoke(args):
+    result = runner.invoke(app, args, catch_exceptions=False)
+    return result
+
+
+def _warning_before_numbers(stdout: str) -> None:
+    lines = stdout.splitlines()
+    warn = [i for i, ln in enumerate(lines) if "RANDOM WEIGHTS" in ln]
+    numbers = [i for i, ln in enumerate(lines) if "%" in ln]
+    assert warn and numbers and warn[0] < numbers[0], stdout
+
+
+def test_score_end_to_end(tiny, model_args, tmp_path):
+    out = tmp_path / "res"
+    args = [
+        "score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"),
+        "--vocab", str(tiny / "negA.txt"), "--vocab", str(tiny / "negB.txt"),
+        "--method", "neglabel", "--method", "mcm", "--groups", "4", "--n-boot", "50", "-o", str(out), *model_args,
+    ]  # fmt: skip
+    r = invoke(args)
+    assert r.exit_code == 0, r.output
+    _warning_before_numbers(r.stdout)
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["random_weights"] is True and "meaningless" in doc["warning"]
+    rows = doc["rows"]
+    assert [(x["method"], x["vocabulary"]) for x in rows] == [("neglabel", "negA"), ("neglabel", "negB"), ("mcm", "")]
+    assert all(x["random_weights"] is True and x["convention"] == "paper" for x in rows)
+    assert rows[0]["vocab_size"] == len(NEG_A) and rows[1]["vocab_size"] == len(NEG_B)
+    assert (rows[0]["n_id"], rows[0]["n_ood"]) == (6, 4)
+    table = list(csv.DictReader((out / "results.csv").open()))
+    assert len(table) == 3 and all(t["random_weights"] == "True" for t in table)
+    assert table[0]["vocab_hash"] == Vocabulary.load(tiny / "negA.txt").short_hash
+    # the metrics in the table follow from the per-image scores (sklearn and the paper's formula)
+    npz = np.load(out / "scores.npz")
+    assert list(npz["ood_image_ids"]) == ["goldfish/o1", "kite_toy/o3", "paper_towel_holder/o0", "paper_towel_holder/o2"]
+    for row in rows:
+        key = f"{row['method']}@{row['vocabulary']}" if row["vocabulary"] else row["method"]
+        ids, oods = npz[f"id/{key}"], npz[f"ood/{key}"]
+        y = np.r_[np.ones(len(ids)), np.zeros(len(oods))]
+        assert row["auroc"] == pytest.approx(roc_auc_score(y, np.r_[ids, oods]))
+        assert row["fpr"] == pytest.approx(np.mean(oods >= np.quantile(ids, 0.05)))
+    per_image = list(csv.DictReader((out / "scores.csv").open()))
+    assert len(per_image) == 10 and float(per_image[0]["mcm"]) == pytest.approx(npz["id/mcm"][0])
+    ex = json.loads((out / "explanations.json").read_text())
+    assert ex["random_weights"] is True and set(ex["vocabularies"]) == {"negA", "negB"}
+    for item in ex["vocabularies"]["negB"]:
+        assert {n["label"] for n in item["top_negatives"]} <= set(NEG_B) and len(item["top_negatives"]) == 5
+
+    # same inputs again: every embedding comes from the cache, the scores are identical
+    r2 = invoke(args)
+    assert r2.exit_code == 0
+    npz2 = np.load(out / "scores.npz")
+    for key in npz.files:
+        np.testing.assert_array_equal(npz[key], npz2[key])
+
+
+def test_sweep_matches_score_and_draws_a_plot(tiny, model_args, tmp_path):
+    vocab = Vocabulary.from_labels(NEG_A + NEG_B, source="wordnet")
+    vocab.save(tmp_path / "ranked.json")
+    oracle = tmp_path / "oracle.json"
+    assert invoke(["build", "oracle", "--ood", str(tiny / "ood"), "-o", str(oracle)]).exit_code == 0
+    sw = tmp_path / "sweep"
+    common = ["--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--groups", "3", "--n-boot", "20", *model_args]
+    r = invoke(["sweep", "--vocab", str(tmp_path / "ranked.json"), "--sizes", "3,9,18", "-R", str(oracle), "-o", str(sw), *common])
+    assert r.exit_code == 0, r.output
+    _warning_before_numbers(r.stdout)
+    rows = list(csv.DictReader((sw / "sweep.csv").open()))
+    assert [int(x["M"]) for x in rows] == [3, 9, 18] and all(x["random_weights"] == "True" for x in rows)
+    assert (sw / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    doc = json.loads((sw / "sweep.json").read_text())
+    assert doc["references"][0]["oracle"] is True and doc["random_weights"] is True
+    # M = 18 (the whole vocabulary) by the one-pass sweep == a separate negvocab score run
+    res = tmp_path / "res"
+    assert invoke(["score", "--vocab", str(tmp_path / "ranked.json"), "-o", str(res), "--n-boot", "0", *common]).exit_code == 0
+    row = json.loads((res / "results.json").read_text())["rows"][0]
+    assert float(rows[-1]["auroc"]) == pytest.approx(row["auroc"], abs=1e-12)
+    assert float(rows[-1]["fpr"]) == pytest.approx(row["fpr"], abs=1e-12)
+
+
+def test_fi_imagenet_lists(tiny, model_args, tmp_path):
+    lst = tmp_path / "fi_ood.csv"
+    lst.write_text("id,label\nILSVRC2012_val_00000002,paper towel holder\nILSVRC2012_val_00000005,kite\nILSVRC2012_val_00009999,lost\n")
+    amb = tmp_path / "amb.txt"
+    amb.write_text("ILSVRC2012_val_00000007\n")
+    out = tmp_path / "res"
+    r = invoke(
+        ["score", "--id", str(tiny / "val"), "--fi-ood", str(lst), "--fi-ambiguous", str(amb), "--method", "mcm", "-o", str(out), "--n-boot", "0", *model_args]
+    )
+    assert r.exit_code == 0, r.output
+    assert "not in" in r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert (doc["rows"][0]["n_id"], doc["rows"][0]["n_ood"]) == (5, 2)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--method", "energy"], "unknown method"),
+        (["--convention", "sklearn"], "convention"),
+        (["--vocab", "/nonexistent/v.json"], "no such vocabulary"),
+    ],
+)
+def test_score_errors_are_one_line(tiny, model_args, extra, message):
+    r = invoke(["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), *extra, *model_args])
+    assert r.exit_code == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_score_without_ood_or_weights(tiny, model_args):
+    r = invoke(["score", "--id", str(tiny / "id"), "--method", "mcm", *model_args])
+    assert r.exit_code == 2 and "no OOD images" in r.stderr
+    r = invoke(["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--method", "mcm", "--device", "cpu"])
+    assert r.exit_code == 2 and "--pretrained" in r.stderr
+
+
+def test_build_oracle(tiny, tmp_path):
+    out = tmp_path / "oracle.json"
+    r = invoke(["build", "oracle", "--ood", str(tiny / "ood"), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    v = Vocabulary.load(out)
+    # "goldfish" names an ImageNet-1k class: removed by the synonym filter
+    assert v.source == "oracle" and v.labels == ["kite toy", "paper towel holder"]  # folder order
+    assert v.settings["oracle"] is True and v.settings["deployable"] is False
+    assert v.meta["paper towel holder"]["images"] == 2
+    lst = tmp_path / "fi.tsv"
+    lst.write_text("ILSVRC2012_val_00000001\tsea lion\nILSVRC2012_val_00000002\tcorn snake\nILSVRC2012_val_00000003\tsea lion\n")
+    r = invoke(["build", "oracle", "--labels", str(lst), "-o", str(out), "--no-synonym-filter"])
+    assert r.exit_code == 0 and Vocabulary.load(out).labels == ["sea lion", "corn snake"]
+    r = invoke(["build", "oracle", "-o", str(out)])
+    assert r.exit_code == 2 and "exactly one" in r.stderr
+
+
+def test_demo_random_weights(tiny, tmp_path):
+    out = tmp_path / "demo"
+    r = invoke(
+        ["demo", "--random-weights", "--device", "cpu", "--pool", "60", "--id-classes", str(tiny / "classes.txt"),
+         "--cache-dir", str(tiny / "cache"), "-o", str(out)]
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    # every line with a number in it comes right after a RANDOM WEIGHTS warning block
+    assert lines[0].startswith("WARNING: RANDOM WEIGHTS")
+    for i, ln in enumerate(lines):
+        if "%" in ln and not ln.startswith("method"):
+            assert any("RANDOM WEIGHTS" in prev for prev in lines[max(0, i - 4) : i]), ln
+    doc = json.loads((out / "results" / "results.json").read_text())
+    assert doc["random_weights"] is True and {x["method"] for x in doc["rows"]} == {"neglabel", "mcm"}
+    assert doc["rows"][0]["n_id"] == 12 and doc["rows"][0]["n_ood"] >= 4
+    v = Vocabulary.load(out / "vocab.json")
+    assert v.source == "wordnet" and v.settings["random_weights"] is True
+    assert (out / "sweep" / "sweep.png").is_file()
+
+
+def test_demo_without_weights_says_how_to_pass_a_checkpoint(tmp_path):
+    r = invoke(["demo", "--device", "cpu", "--cache-dir", str(tmp_path / "c"), "-o", str(tmp_path / "d")])
+    assert r.exit_code == 2
+    assert "--pretrained" in r.stderr and "--random-weights" in r.stderr and len(r.stderr.strip().splitlines()) == 1
