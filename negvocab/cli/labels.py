@@ -1,0 +1,237 @@
+"""Label-space commands: ``classes``, ``candidates``, ``filter``, ``merge``, ``info``.
+
+They only parse options, call the public API (negvocab.labels, negvocab.vocab) and print. Bad
+input raises :class:`~negvocab.errors.InputError` before anything is written; every output is
+written atomically.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from negvocab.atomic import write_json, write_text
+from negvocab.cli.app import app
+from negvocab.errors import InputError
+
+CLASS_FORMATS = ("txt", "tsv", "csv", "json")
+OutOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write (default: print).")]  # noqa: UP045
+
+
+def _choice(value: str, choices: tuple[str, ...], option: str) -> str:
+    value = value.strip().lower()
+    if value not in choices:
+        raise InputError(f"{option} must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
+def _table(header: list[str], rows: list[list[Any]], fmt: str) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """Turn a failed (atomic) write into one error line naming the file."""
+    try:
+        yield
+    except OSError as e:
+        raise InputError(f"cannot write {path}: {e.strerror or e}") from e
+
+
+def _emit(text: str, output: Path | None, what: str) -> None:
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        with _writing(output):
+            write_text(output, text)
+        typer.echo(f"wrote {what} to {output}", err=True)
+
+
+@app.command("classes")
+def classes(
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="txt (one clean name a line), tsv, csv or json (wnid, name, synonyms).")
+    ] = "tsv",
+    output: OutOpt = None,
+) -> None:
+    """Print or export the ImageNet-1k label space: wnid, CLIP clean name, WordNet 3.0 synonyms."""
+    from negvocab.labels.imagenet import imagenet1k
+
+    fmt = _choice(fmt, CLASS_FORMATS, "--format")
+    c = imagenet1k()
+    if fmt == "txt":
+        text = "".join(f"{name}\n" for name in c.names)
+    elif fmt == "json":
+        rows = [
+            {"index": i, "wnid": w, "name": n, "synonyms": list(s)}
+            for i, (w, n, s) in enumerate(zip(c.wnids, c.names, c.synonyms, strict=True))
+        ]
+        text = json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
+    else:
+        rows = [[w, n, "|".join(s)] for w, n, s in zip(c.wnids, c.names, c.synonyms, strict=True)]
+        text = _table(["wnid", "name", "synonyms"], rows, fmt)
+    _emit(text, output, f"{len(c)} classes")
+
+
+@app.command("candidates")
+def candidates(
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="A .txt (one label a line), .tsv/.csv (text, pos, lexname, synset, offset) or .json file.")
+    ],
+    preset: Annotated[str, typer.Option("--preset", help="neglabel (no noun.animal, noun.food) or all.")] = "neglabel",
+    pos: Annotated[str, typer.Option("--pos", help="Parts of speech, e.g. n,a (a includes satellites); v, r also.")] = "n,a",
+    exclude: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--exclude", help="Lexicographer file to leave out (repeatable); replaces the preset's list."),
+    ] = None,
+    all_lemmas: Annotated[bool, typer.Option("--all-lemmas", help="Every lemma name, not just each synset's head word.")] = False,
+    keep_unusable: Annotated[
+        bool, typer.Option("--keep-unusable", help="Keep single characters and strings without letters.")
+    ] = False,
+    drop_id: Annotated[
+        bool, typer.Option("--drop-id", help="Also remove ImageNet-1k names and their synonyms (synonym filter).")
+    ] = False,
+) -> None:
+    """Export the WordNet 3.0 candidate pool of the WordNet vocabulary (unranked)."""
+    from negvocab.labels.candidates import wordnet_candidates
+
+    suffix = _choice(output.suffix.lstrip(".") or "?", ("txt", "tsv", "csv", "json"), "the --output suffix")
+    pool = wordnet_candidates(
+        preset, pos=pos, exclude_lexnames=exclude, all_lemmas=all_lemmas, drop_unusable=not keep_unusable
+    )
+    removed = 0
+    if drop_id:
+        from negvocab.labels.synonyms import SynonymFilter
+
+        f = SynonymFilter()
+        kept = [c for c in pool if not f.is_id(c.text)]
+        removed, pool = len(pool) - len(kept), kept
+    if not pool:
+        raise InputError("no candidates left with these options; nothing written")
+    if suffix == "txt":
+        text = "".join(f"{c.text}\n" for c in pool)
+    elif suffix == "json":
+        rows = [{"text": c.text, "pos": c.pos, "lexname": c.lexname, "synset": c.synset, "offset": c.offset} for c in pool]
+        text = json.dumps(rows, indent=0, ensure_ascii=False) + "\n"
+    else:
+        text = _table(["text", "pos", "lexname", "synset", "offset"], [[c.text, c.pos, c.lexname, c.synset, c.offset] for c in pool], suffix)
+    with _writing(output):
+        write_text(output, text)
+    counts = Counter("a" if c.pos == "s" else c.pos for c in pool)
+    detail = ", ".join(f"{p}: {n}" for p, n in counts.items())
+    extra = f"; {removed} ID labels removed" if drop_id else ""
+    typer.echo(f"wrote {len(pool)} candidates ({detail}; preset {preset}{extra}) to {output}")
+
+
+@app.command("filter")
+def filter_(
+    vocabulary: Annotated[Path, typer.Argument(help="Vocabulary JSON or text file (one label a line).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Filtered vocabulary (.json, or .txt for labels only).")],
+    report: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--report", help="Also write what was removed and why as JSON."),
+    ] = None,
+    plurals: Annotated[bool, typer.Option("--plurals/--no-plurals", help="Match plural forms (WordNet morphy).")] = True,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line, not each removed label.")] = False,
+) -> None:
+    """Remove ImageNet-1k class names and their WordNet synonyms from a vocabulary; say why."""
+    from negvocab.labels.synonyms import SynonymFilter
+    from negvocab.vocab import Vocabulary
+
+    vocab = Vocabulary.load(vocabulary)
+    filtered = SynonymFilter(plurals=plurals).apply(vocab)
+    summary = filtered.settings["synonym_filter"]
+    with _writing(output):
+        filtered.save(output)
+    if report is not None:
+        with _writing(report):
+            write_json(report, {"input": str(vocabulary), "input_sha256": vocab.sha256, "output": str(output), **summary})
+    if not quiet:
+        for label, why in summary["removed"].items():
+            typer.echo(f"removed {label!r}: {why['name']} ({why['wnid']}) via {why['form']!r} [{why['rule']}]")
+    rules = Counter(why["rule"] for why in summary["removed"].values())
+    detail = ", ".join(f"{rule} {n}" for rule, n in sorted(rules.items()))
+    typer.echo(
+        f"removed {summary['removed_count']} of {len(vocab)} labels ({detail or 'none'}); "
+        f"kept {summary['kept_count']} -> {output}"
+    )
+
+
+@app.command("merge")
+def merge(
+    vocabularies: Annotated[list[Path], typer.Argument(help="Vocabulary files, in order of precedence.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The union (.json, or .txt for labels only).")],
+) -> None:
+    """Union of vocabularies: labels in order of first occurrence, provenance merged."""
+    from negvocab.vocab import Vocabulary
+
+    loaded = [Vocabulary.load(p) for p in vocabularies]
+    union = Vocabulary.union(*loaded)
+    with _writing(output):
+        union.save(output)
+    parts = ", ".join(f"{p.name} {len(v)} ({v.source})" for p, v in zip(vocabularies, loaded, strict=True))
+    typer.echo(f"merged {parts} -> {len(union)} unique labels in {output}")
+
+
+@app.command("info")
+def info(
+    vocabulary: Annotated[Path, typer.Argument(help="Vocabulary JSON or text file.")],
+    show: Annotated[int, typer.Option("--show", "-n", help="How many labels to list.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Size, source, per-source counts, hash and settings of a vocabulary file."""
+    from negvocab.vocab import Vocabulary
+
+    vocab = Vocabulary.load(vocabulary)
+    summary = vocabulary_summary(vocab)
+    summary["first_labels"] = vocab.labels[: max(show, 0)]
+    if as_json:
+        doc = {"file": str(vocabulary), **summary, "settings": vocab.settings}
+        typer.echo(json.dumps(doc, indent=1, ensure_ascii=False))
+        return
+    typer.echo(f"{vocabulary}: {summary['size']} labels, source {summary['source']}, sha256 {vocab.short_hash}")
+    typer.echo("per source: " + ", ".join(f"{s} {n}" for s, n in summary["per_source"].items()))
+    for key, value in summary["settings"].items():
+        typer.echo(f"  {key}: {value}")
+    if summary["views"]:
+        typer.echo("views: " + ", ".join(f"{k} ({n})" for k, n in summary["views"].items()))
+    if summary["first_labels"]:
+        more = " ..." if summary["size"] > len(summary["first_labels"]) else ""
+        typer.echo("labels: " + ", ".join(summary["first_labels"]) + more)
+
+
+def vocabulary_summary(vocab: Any) -> dict[str, Any]:
+    """What ``negvocab info`` shows: counts, hash, settings with long values shortened."""
+    return {
+        "size": len(vocab),
+        "source": vocab.source,
+        "sha256": vocab.sha256,
+        "per_source": vocab.source_counts(),
+        "settings": {k: _short(v) for k, v in vocab.settings.items()},
+        "views": {k: len(v) for k, v in vocab.views.items()},
+    }
+
+
+def _short(value: Any) -> Any:
+    """A settings value fit for one line: scalars as they are, containers by size and keys."""
+    if isinstance(value, dict):
+        if "removed_count" in value and "kept_count" in value:  # the synonym filter's record
+            return f"removed {value['removed_count']}, kept {value['kept_count']}"
+        return "{" + ", ".join(f"{k}: {_short(v)}" for k, v in list(value.items())[:6]) + (", ..." if len(value) > 6 else "") + "}"
+    if isinstance(value, list):
+        return f"[{len(value)} items]" if len(value) > 4 else [_short(v) for v in value]
+    if isinstance(value, str) and len(value) > 80:
+        return value[:77] + "..."
+    return value

@@ -1,0 +1,206 @@
+"""CLI: classes, candidates, filter, merge, info; bad input is one error line and writes nothing."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from negvocab.cli import app
+from negvocab.vocab import Vocabulary
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+def run(runner, *args):
+    return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def _error_line(result):
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def gpt_file(tmp_path):
+    vocab = Vocabulary.from_labels(
+        ["tayra", "weasels", "gadget", "Toilet Tissue", "sea otter"],
+        source="gpt",
+        meta={"tayra": {"classes": ["n02441942"]}, "weasels": {"classes": ["n02441942"]}},
+    )
+    return vocab.save(tmp_path / "gpt.json")
+
+
+# -- classes ---------------------------------------------------------------------------------------
+def test_classes_tsv_to_stdout(runner, classes):
+    result = run(runner, "classes")
+    assert result.exit_code == 0
+    rows = list(csv.reader(result.stdout.splitlines(), delimiter="\t"))
+    assert rows[0] == ["wnid", "name", "synonyms"] and len(rows) == 1001
+    assert rows[1] == ["n01440764", "tench", "tench|Tinca tinca"]
+    assert [r[0] for r in rows[1:]] == list(classes.wnids)
+
+
+@pytest.mark.parametrize("fmt", ["txt", "csv", "json", "TSV"])
+def test_classes_export_formats(runner, tmp_path, classes, fmt):
+    out = tmp_path / f"classes.{fmt.lower()}"
+    result = run(runner, "classes", "--format", fmt, "-o", out)
+    assert result.exit_code == 0 and "wrote 1000 classes" in result.stderr
+    text = out.read_text(encoding="utf-8")
+    if fmt == "txt":
+        assert text.splitlines() == list(classes.names)
+    elif fmt == "json":
+        doc = json.loads(text)
+        assert doc[999] == {"index": 999, "wnid": "n15075141", "name": "toilet paper", "synonyms": list(classes.synonyms[999])}
+    else:
+        rows = list(csv.reader(text.splitlines(), delimiter="," if fmt == "csv" else "\t"))
+        assert [r[1] for r in rows[1:]] == list(classes.names)
+        assert rows[1 + 837][2].split("|") == ["sunglasses", "dark glasses", "shades"]
+
+
+def test_classes_unknown_format(runner, tmp_path):
+    out = tmp_path / "c.xml"
+    line = _error_line(run(runner, "classes", "--format", "xml", "-o", out))
+    assert "--format must be one of txt, tsv, csv, json; got 'xml'" in line
+    assert not out.exists()
+
+
+# -- candidates ------------------------------------------------------------------------------------
+def test_candidates_txt_matches_the_api(runner, tmp_path, neglabel_pool):
+    out = tmp_path / "pool.txt"
+    result = run(runner, "candidates", "-o", out)
+    assert result.exit_code == 0 and f"wrote {len(neglabel_pool)} candidates" in result.stdout
+    assert out.read_text(encoding="utf-8").splitlines() == [c.text for c in neglabel_pool]
+
+
+def test_candidates_table_with_options(runner, tmp_path, synfilter):
+    from negvocab.labels.candidates import wordnet_candidates
+
+    out = tmp_path / "pool.tsv"
+    result = run(runner, "candidates", "--preset", "all", "--pos", "a", "--drop-id", "-o", out)
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(out.read_text(encoding="utf-8").splitlines(), delimiter="\t"))
+    expected = [c for c in wordnet_candidates("all", pos="a") if not synfilter.is_id(c.text)]
+    assert [r["text"] for r in rows] == [c.text for c in expected]
+    assert rows[0] == {"text": expected[0].text, "pos": expected[0].pos, "lexname": expected[0].lexname,
+                       "synset": expected[0].synset, "offset": str(expected[0].offset)}  # fmt: skip
+    assert "ID labels removed" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--preset", "negmine"], "unknown candidate preset 'negmine'"),
+        (["--pos", "n,q"], "unknown part of speech 'q'"),
+        (["--exclude", "noun.pets"], "unknown lexicographer file 'noun.pets'"),
+    ],
+)
+def test_candidates_bad_options_write_nothing(runner, tmp_path, args, message):
+    out = tmp_path / "pool.txt"
+    assert message in _error_line(run(runner, "candidates", *args, "-o", out))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_candidates_unknown_output_suffix(runner, tmp_path):
+    assert "the --output suffix must be one of" in _error_line(run(runner, "candidates", "-o", tmp_path / "pool.xlsx"))
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- filter ----------------------------------------------------------------------------------------
+def test_filter_reports_what_and_why(runner, tmp_path, gpt_file):
+    out, report = tmp_path / "clean.json", tmp_path / "report.json"
+    result = run(runner, "filter", gpt_file, "-o", out, "--report", report)
+    assert result.exit_code == 0, result.output
+    assert "removed 'weasels': weasel (n02441942) via 'weasel' [clean-name/plural]" in result.stdout
+    assert "removed 'Toilet Tissue': toilet paper (n15075141)" in result.stdout
+    assert "removed 2 of 5 labels (clean-name/plural 1, wordnet-synonym/normalised 1); kept 3" in result.stdout
+    vocab = Vocabulary.load(out)
+    assert vocab.labels == ["tayra", "gadget", "sea otter"] and vocab.source == "gpt"
+    assert vocab.meta == {"tayra": {"classes": ["n02441942"]}}
+    doc = json.loads(report.read_text(encoding="utf-8"))
+    assert doc["removed_count"] == 2 and doc["kept_count"] == 3
+    assert doc["removed"]["weasels"]["rule"] == "clean-name/plural"
+    assert doc["input_sha256"] == Vocabulary.load(gpt_file).sha256
+
+
+def test_filter_text_file_quietly_to_text(runner, tmp_path):
+    src = tmp_path / "labels.txt"
+    src.write_text("tench\ngadget\n", encoding="utf-8")
+    out = tmp_path / "out.txt"
+    result = run(runner, "filter", src, "-o", out, "-q", "--no-plurals")
+    assert result.exit_code == 0
+    assert result.stdout.count("\n") == 1 and "removed 1 of 2 labels" in result.stdout
+    assert out.read_text(encoding="utf-8") == "gadget\n"
+
+
+def test_filter_errors_write_nothing(runner, tmp_path):
+    out = tmp_path / "out.json"
+    missing = tmp_path / "missing.json"
+    assert f"{missing}: no such vocabulary file" in _error_line(run(runner, "filter", missing, "-o", out))
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"labels": [', encoding="utf-8")
+    assert "bad.json: malformed JSON" in _error_line(run(runner, "filter", bad, "-o", out))
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n# nothing\n", encoding="utf-8")
+    assert "the vocabulary file has no labels" in _error_line(run(runner, "filter", empty, "-o", out))
+    only_id = tmp_path / "id.txt"
+    only_id.write_text("tench\nGoldfish\n", encoding="utf-8")
+    report = tmp_path / "r.json"
+    assert "removed all 2 labels" in _error_line(run(runner, "filter", only_id, "-o", out, "--report", report))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "empty.txt", "id.txt"]
+
+
+def test_unwritable_output_is_one_line(runner, tmp_path, gpt_file):
+    folder = tmp_path / "a_folder"
+    folder.mkdir()
+    assert f"cannot write {folder}" in _error_line(run(runner, "filter", gpt_file, "-o", folder))
+
+
+# -- merge and info --------------------------------------------------------------------------------
+def test_merge_unions_in_order(runner, tmp_path, gpt_file):
+    other = tmp_path / "more.txt"
+    other.write_text("kayak\ntayra\n", encoding="utf-8")
+    out = tmp_path / "union.json"
+    result = run(runner, "merge", gpt_file, other, "-o", out)
+    assert result.exit_code == 0, result.output
+    assert "-> 6 unique labels" in result.stdout
+    union = Vocabulary.load(out)
+    assert union == Vocabulary.union(Vocabulary.load(gpt_file), Vocabulary.load(other))
+    assert union.labels[-1] == "kayak" and union.meta["tayra"]["sources"] == ["gpt", "file"]
+
+
+def test_merge_with_a_bad_input_writes_nothing(runner, tmp_path, gpt_file):
+    out = tmp_path / "union.json"
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("caf\xe9\n".encode("latin-1"))
+    assert "latin1.txt: not a UTF-8" in _error_line(run(runner, "merge", gpt_file, bad, "-o", out))
+    assert not out.exists()
+
+
+def test_info_text_and_json(runner, tmp_path, gpt_file):
+    union = Vocabulary.union(Vocabulary.load(gpt_file), Vocabulary.from_labels(["kayak", "tayra"], source="eoe"))
+    path = union.save(tmp_path / "u.json")
+    result = run(runner, "info", path, "-n", "2")
+    assert result.exit_code == 0
+    assert f"{path}: 6 labels, source union, sha256 {union.short_hash}" in result.stdout
+    assert "per source: gpt 5, eoe 2" in result.stdout
+    assert "labels: tayra, weasels ..." in result.stdout
+    doc = json.loads(run(runner, "info", path, "--json").stdout)
+    assert doc["size"] == 6 and doc["per_source"] == {"gpt": 5, "eoe": 2} and doc["sha256"] == union.sha256
+    assert doc["settings"]["parts"][1]["source"] == "eoe"
+
+
+def test_info_errors(runner, tmp_path):
+    assert "no such vocabulary file" in _error_line(run(runner, "info", tmp_path / "nope.json"))
+    wrong = tmp_path / "v.json"
+    wrong.write_text(json.dumps({"schema_version": 9, "labels": ["a"]}), encoding="utf-8")
+    assert "schema version 9 is not supported" in _error_line(run(runner, "info", wrong))
