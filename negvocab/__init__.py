@@ -48,6 +48,11 @@ _EXPORTS: dict[str, str] = {
     "explain": "negvocab.scoring.scores",
     "TopkScores": "negvocab.scoring.scores",
     "sweep": "negvocab.scoring.sweep",
+    "evaluate_vocabularies": "negvocab.scoring.run",
+    "sweep_vocabulary": "negvocab.scoring.run",
+    "plot_sweep": "negvocab.scoring.run",
+    "open_image_set": "negvocab.data.images",
+    "fi_imagenet": "negvocab.data.fi_imagenet",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -82,6 +87,9 @@ if TYPE_CHECKING:
     from negvocab.scoring import metrics
     from negvocab.scoring.scores import TopkScores, explain, score
     from negvocab.scoring.sweep import sweep
+    from negvocab.scoring.run import evaluate_vocabularies, plot_sweep, sweep_vocabulary
+    from negvocab.data.images import open_image_set
+    from negvocab.data.fi_imagenet import fi_imagenet
     from negvocab.index import knn
     from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM
