@@ -145,10 +145,12 @@ def _nltk_roots() -> list[Any]:
     """WordNet in nltk's data path (a folder or a zip), if any."""
     import nltk
 
-    try:
-        return [nltk.data.find("corpora/wordnet")]
-    except LookupError:
-        return []
+    for resource in ("corpora/wordnet", "corpora/wordnet.zip/wordnet/"):  # as nltk's LazyCorpusLoader
+        try:
+            return [nltk.data.find(resource)]
+        except LookupError:
+            continue
+    return []
 
 
 def _system_dirs() -> list[Path]:

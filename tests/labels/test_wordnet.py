@@ -137,3 +137,25 @@ def test_system_dirs_honour_wnsearchdir(tmp_path, monkeypatch):
     assert wnmod._system_dirs()[0] == tmp_path
     os.remove(tmp_path / "data.noun")
     assert tmp_path not in wnmod._system_dirs()
+
+
+@needs_system
+def test_nltk_data_zip_is_found_and_read(tmp_path, cache_dir, monkeypatch):
+    # python -m nltk.downloader wordnet leaves corpora/wordnet.zip; nltk reads it in place
+    import zipfile
+
+    import nltk
+
+    folder = wnmod.prepare_copy(_linked_source(tmp_path / "dict"))
+    data = tmp_path / "nltk_data"
+    (data / "corpora").mkdir(parents=True)
+    with zipfile.ZipFile(data / "corpora" / "wordnet.zip", "w", zipfile.ZIP_STORED) as zf:
+        for path in sorted(folder.iterdir()):
+            zf.write(path, f"wordnet/{path.name}")
+    monkeypatch.setattr(nltk.data, "path", [str(data)])
+    monkeypatch.delenv(wnmod.WORDNET_DIR_ENV, raising=False)
+    roots = wnmod._nltk_roots()
+    assert len(roots) == 1 and "wordnet.zip" in str(roots[0])
+    reader = wnmod._load()
+    assert "wordnet.zip" in str(reader.root)
+    assert reader.synset_from_pos_and_offset("n", 2441942).lemma_names() == ["weasel"]
