@@ -62,13 +62,19 @@ def _emit(text: str, output: Path | None, what: str) -> None:
 @app.command("classes")
 def classes(
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="txt (one clean name a line), tsv, csv or json (wnid, name, synonyms).")
-    ] = "tsv",
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--format", "-f", help="txt (one clean name a line), tsv, csv or json; default: the --output suffix, else tsv."
+        ),
+    ] = None,
     output: OutOpt = None,
 ) -> None:
     """Print or export the ImageNet-1k label space: wnid, CLIP clean name, WordNet 3.0 synonyms."""
     from negvocab.labels.imagenet import imagenet1k
 
+    if fmt is None:
+        suffix = output.suffix.lstrip(".").lower() if output is not None else ""
+        fmt = suffix if suffix in CLASS_FORMATS else "tsv"
     fmt = _choice(fmt, CLASS_FORMATS, "--format")
     c = imagenet1k()
     if fmt == "txt":

@@ -67,6 +67,15 @@ def test_classes_export_formats(runner, tmp_path, classes, fmt):
         assert rows[1 + 837][2].split("|") == ["sunglasses", "dark glasses", "shades"]
 
 
+def test_classes_format_follows_the_output_suffix(runner, tmp_path):
+    out = tmp_path / "classes.json"
+    assert run(runner, "classes", "-o", out).exit_code == 0
+    assert json.loads(out.read_text(encoding="utf-8"))[0]["name"] == "tench"
+    out = tmp_path / "classes.list"
+    assert run(runner, "classes", "-o", out).exit_code == 0
+    assert out.read_text(encoding="utf-8").startswith("wnid\tname\tsynonyms\n")
+
+
 def test_classes_unknown_format(runner, tmp_path):
     out = tmp_path / "c.xml"
     line = _error_line(run(runner, "classes", "--format", "xml", "-o", out))
