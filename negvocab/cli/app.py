@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import click
 import typer
+from typer._click.exceptions import UsageError  # typer >= 0.26 vendors click; pinned in pyproject
 from typer.core import TyperGroup
 
 from negvocab.errors import NegvocabError
@@ -22,14 +22,18 @@ EXIT_USER_ERROR = 2
 class _Group(TyperGroup):
     """Turns user-facing errors into one line on stderr and a non-zero exit."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
         except NegvocabError as e:
-            click.echo(f"error: {e}", err=True)
+            typer.echo(f"error: {e}", err=True)
+            ctx.exit(EXIT_USER_ERROR)
+        except UsageError as e:  # a sub-command's bad flag or missing argument: one line too
+            where = e.ctx.command_path if e.ctx is not None else ctx.command_path
+            typer.echo(f"error: {e.format_message()} (see '{where} --help')", err=True)
             ctx.exit(EXIT_USER_ERROR)
         except KeyboardInterrupt:
-            click.echo("interrupted; re-run the same command to resume", err=True)
+            typer.echo("interrupted; re-run the same command to resume", err=True)
             ctx.exit(130)
 
 
