@@ -180,6 +180,7 @@ class LLMRun:
             else:
                 log.info("%s: all %d requests are in the journal; nothing to send", self.run_dir, len(need))
             after = journal.usage()
+            by_mode = {m: journal.usage(m) for m in ("sync", "batch")}
             results = {q.custom_id: journal.results[q.custom_id] for q in need if q.custom_id in journal.results}
         session = {k: after.get(k, 0) - before.get(k, 0) for k in after}
         price = lambda u, b: cost_usd(self.model, u.get("prompt_tokens", 0), u.get("completion_tokens", 0), batch=b, prices=prices)  # noqa: E731
@@ -191,6 +192,7 @@ class LLMRun:
             usage_total=after,
             cost_session_usd=price(session, batch),
             run_dir=self.run_dir,
+            cost_total_usd=_sum_costs(price(by_mode["sync"], False), price(by_mode["batch"], True)),
         )
         if undone:
             raise ResourceError(
@@ -214,7 +216,7 @@ class LLMRun:
         usage = outcome.usage_total
         extra = {
             "usage": usage,
-            "cost_usd": cost_usd(self.model, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), batch=batch, prices=prices),
+            "cost_usd": outcome.cost_total_usd,
             "session": {"sent": outcome.sent, "usage": outcome.usage_session, "cost_usd": outcome.cost_session_usd, "batch": batch},
         }
         log.info(
@@ -245,6 +247,12 @@ class RunOutcome:
     usage_total: dict[str, int]
     cost_session_usd: float | None
     run_dir: Path
+    cost_total_usd: float | None = None
+
+
+def _sum_costs(*costs: float | None) -> float | None:
+    """Sum of costs; ``None`` when the model has no price."""
+    return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
 
 
 def _run_coro(coro: Coroutine[Any, Any, T]) -> T:

@@ -180,14 +180,19 @@ class Journal:
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r.get("kind") == kind]
 
-    def usage(self) -> dict[str, int]:
-        """Tokens of all journaled results (and failed batch attempts)."""
+    def usage(self, mode: str | None = None) -> dict[str, int]:
+        """Tokens of all journaled results (and failed batch attempts); only ``mode``'s
+        (``"sync"`` or ``"batch"``, which are priced differently) if given."""
         total: dict[str, int] = {}
         for r in self.records:
-            if r.get("kind") in ("result", "attempt_failed"):
-                for k, v in (r.get("usage") or {}).items():
-                    if isinstance(v, int):
-                        total[k] = total.get(k, 0) + v
+            kind = r.get("kind")
+            if kind not in ("result", "attempt_failed"):
+                continue
+            if mode is not None and (r.get("mode") or ("batch" if kind == "attempt_failed" else "sync")) != mode:
+                continue
+            for k, v in (r.get("usage") or {}).items():
+                if isinstance(v, int):
+                    total[k] = total.get(k, 0) + v
         return total
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from negvocab import build_gpt_vocabulary, imagenet1k
 from negvocab.build.llm import gpt_run
 from negvocab.llm.journal import JOURNAL, Journal
@@ -56,8 +58,6 @@ def test_batch_failures_after_max_submissions_are_recorded(endpoint, tmp_path, s
 
 
 def test_batch_line_failing_every_time_is_left_for_a_rerun(endpoint, tmp_path, synonym_filter):
-    import pytest
-
     from negvocab.errors import ResourceError
 
     w = imagenet1k().wnids
@@ -104,6 +104,10 @@ def test_crash_between_upload_and_batch_id_finds_the_batch(endpoint, tmp_path, s
 
 def test_sync_and_batch_results_mix_in_one_run(endpoint, tmp_path, synonym_filter):
     build_gpt_vocabulary("gpt-test", per_class=6, rounds=2, classes=3, rounds_used=1, run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST)
-    build(tmp_path / "run", synonym_filter, classes=3)
+    vocab = build(tmp_path / "run", synonym_filter, classes=3, prices={"gpt-test": (1.0, 2.0)})
     assert len(endpoint.state.chat_counts) == 3 and len(endpoint.state.batch_inputs[0]) == 3
     assert all(cid.endswith("/r1") for cid in endpoint.state.batch_inputs[0])
+    # each answer: 56 prompt + 36 completion tokens; batch tokens cost half
+    per_mode = 3 * (56 * 1.0 + 36 * 2.0) / 1e6
+    assert vocab.settings["cost_usd"] == pytest.approx(per_mode + per_mode / 2)
+    assert vocab.settings["session"]["cost_usd"] == pytest.approx(per_mode / 2)
