@@ -70,6 +70,7 @@ def farthest_first(
     *,
     device: str | None = None,
     batch_size: int = 65536,
+    backend: str = "auto",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rank candidates farthest first from the ID classes by a percentile of their similarities.
 
@@ -87,6 +88,8 @@ def farthest_first(
         L2-normalised ID class embeddings (all C classes, repeats included).
     percentile : float
         Quantile level in (0, 1], e.g. 0.95 (not 95).
+    device, batch_size, backend
+        Passed to :func:`negvocab.index.knn`.
 
     Returns
     -------
@@ -117,7 +120,7 @@ def farthest_first(
         raise InputError("farthest_first needs at least one candidate and one ID embedding")
     t0 = time.perf_counter()
     k = quantile_top_k(len(ids), percentile)
-    top, _ = knn(cand, ids, k, device=device, batch_size=batch_size)
+    top, _ = knn(cand, ids, k, device=device, batch_size=batch_size, backend=backend)
     distances = quantile_from_top(top, len(ids), percentile)
     order = np.argsort(distances, kind="stable").astype(np.int64)
     log.info("ranked %d candidates against %d ID classes (k=%d) in %.2f s", len(cand), len(ids), k, time.perf_counter() - t0)

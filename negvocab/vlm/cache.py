@@ -37,6 +37,22 @@ def key_digest(key_doc: Mapping[str, Any]) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def _array_view(data: bytes) -> np.ndarray:
+    """The array in ``.npy`` bytes, without a copy (read-only) and never unpickling."""
+    fh = io.BytesIO(data)
+    version = np.lib.format.read_magic(fh)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+    else:
+        raise ValueError(f"unsupported .npy version {version}")
+    if dtype.hasobject or fortran:
+        raise ValueError("object or Fortran-ordered arrays are not cache data")
+    count = int(np.prod(shape, dtype=np.int64))
+    return np.frombuffer(data, dtype=dtype, count=count, offset=fh.tell()).reshape(shape)
+
+
 class EmbeddingStore:
     """Embedding rows keyed by strings, in one folder; see the module docstring for the layout."""
 
@@ -125,7 +141,7 @@ class EmbeddingStore:
             problem = "checksum mismatch"
         else:
             try:
-                arr = np.load(io.BytesIO(data), allow_pickle=False)
+                arr = _array_view(data)
             except (ValueError, OSError) as e:
                 problem = f"unreadable ({e})"
             else:
@@ -162,10 +178,14 @@ class EmbeddingStore:
             arr = self._load_shard(sid)
             if arr is None:
                 continue
-            if rows is None:
-                rows = np.zeros((len(keys), *arr.shape[1:]), dtype=arr.dtype)
             dst = np.fromiter((p[0] for p in pairs), dtype=np.int64, count=len(pairs))
             src = np.fromiter((p[1] for p in pairs), dtype=np.int64, count=len(pairs))
+            if rows is None and len(pairs) == len(keys):  # one shard holds every key: one gather
+                rows = np.take(arr, src, axis=0)
+                found[:] = True
+                continue
+            if rows is None:
+                rows = np.zeros((len(keys), *arr.shape[1:]), dtype=arr.dtype)
             rows[dst] = arr[src]
             found[dst] = True
         return found, rows

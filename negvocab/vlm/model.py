@@ -589,6 +589,8 @@ class VLM:
                 {"templates": list(tpls)},
                 lambda todo, t=tpls: encode_labels(self, todo, t, batch_size=batch_size, progress=progress),
             )
+            if len(groups) == 1 and len(uniq) == len(labels):  # unique labels, one template set
+                return np.ascontiguousarray(emb, dtype=np.float32)
             row = {lab: j for j, lab in enumerate(uniq)}
             out[idx] = emb[[row[labels[i]] for i in idx]]
         return out
