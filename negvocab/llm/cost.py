@@ -77,7 +77,7 @@ class CostEstimate:
     batch: bool
 
     def summary(self) -> str:
-        cost = f"${self.usd:,.2f}" if self.usd is not None else "unknown (no price for this model; pass --price-in/--price-out)"
+        cost = (f"${self.usd:,.2f}" if self.usd >= 1 else f"${self.usd:.4f}") if self.usd is not None else "unknown (no price for this model; pass --price-in/--price-out)"
         mode = "Batch API" if self.batch else "synchronous API"
         return (
             f"{self.requests} requests to send ({self.already_done} already in the journal), "

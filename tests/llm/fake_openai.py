@@ -72,6 +72,7 @@ class FakeState:
         self.latency = latency
         self.retry_after = retry_after
         self.batch_polls = batch_polls
+        self.slow_delay = 0.5
         self.lock = threading.Lock()
         self.faults: dict[str, list[str]] = defaultdict(list)
         self.extra_labels: list[str] = []
@@ -212,7 +213,7 @@ class _Handler(BaseHTTPRequestHandler):
         fault = state.fault(cid)
         with state.lock:
             state.chat_counts[cid] += 1
-        delay = state.latency + (0.5 if fault == "slow" else 0.0)
+        delay = state.latency + (state.slow_delay if fault == "slow" else 0.0)
         if delay:
             time.sleep(delay)
         code = 429 if fault == "429" else 500 if fault == "500" else 200
