@@ -108,6 +108,7 @@ def test_changed_prompt_is_a_new_run(endpoint, tmp_path, cache_dir, synonym_filt
     vocab = build_gpt_vocabulary("gpt-test", per_class=6, rounds=3, classes=2, prompt_path=p, synonym_filter=synonym_filter, client_options=FAST)
     assert vocab.settings["prompt_sha256"] == b.template.sha256
     assert vocabulary_from_journal(b.run_dir, synonym_filter=synonym_filter).labels == vocab.labels  # rebuilt with its prompt
+    assert_no_key(cache_dir)
     with pytest.raises(InputError, match="prompt_sha256"):
         build(b.run_dir, synonym_filter, classes=2)
 
