@@ -5,7 +5,8 @@ Sources accepted by :func:`encode_images`:
 - a list of image paths (kept in that order);
 - a folder, searched recursively for image files (sorted paths);
 - a dataset object: anything with ``__len__`` and ``__getitem__`` whose items are
-  ``(image, id)`` pairs, ``image`` a PIL image or a path, ``id`` any value (its ``str`` becomes the
+  ``(image, id)`` pairs, ``image`` a PIL image, a path or an already preprocessed [3, H, W]
+  tensor, ``id`` any value (its ``str`` becomes the
   row's name; a torchvision ``ImageFolder``-like dataset with ``.samples`` gives file paths). Items
   may also be a bare image (named by index). Dataset rows are not cached.
 
@@ -102,6 +103,8 @@ class _Items:
             if self.dataset and isinstance(item, tuple):
                 name = str(item[1]) if len(item) > 1 else ""
                 item = item[0]
+            if hasattr(item, "dim") and hasattr(item, "shape"):  # a tensor the dataset already preprocessed
+                return i, item, "", name
             return i, self.transform(_open_rgb(item)), "", name
         except Exception as e:  # any decoder error: reported, never fatal
             return i, None, f"{type(e).__name__}: {e}", name

@@ -97,6 +97,7 @@ def forward_cut(tower: CausalTower, tokens: torch.Tensor) -> torch.Tensor:
     Equals open_clip's ``encode_text`` on the same prompts padded to the full context as long as L
     covers every row's pooled token.
     """
+    import torch
     import torch.nn as nn
 
     length = tokens.shape[1]
@@ -105,8 +106,6 @@ def forward_cut(tower: CausalTower, tokens: torch.Tensor) -> torch.Tensor:
     x = x + tower.positional_embedding[:length].to(cast_dtype)
     x = tower.transformer(x, attn_mask=tower.attn_mask[:length, :length])
     x = tower.ln_final(x)
-    import torch
-
     idx = pooled_index(tokens, tower)
     x = x[torch.arange(x.shape[0], device=x.device), idx]
     proj = tower.text_projection

@@ -10,6 +10,7 @@ import pytest
 
 import negvocab.vlm.text as text_mod
 from negvocab.vlm.cache import EmbeddingStore
+from negvocab.vlm.templates import PAPER8
 from tests.vlm.conftest import LABELS, make_tiny_vlm
 
 
@@ -50,8 +51,7 @@ def test_superset_computes_only_the_new_labels(tiny, monkeypatch):
     tiny.encode_text(LABELS[:5], "paper8")
     out = tiny.encode_text(LABELS[:8], "paper8")
     assert len(counter.prompts) == 8 * 8  # 5 then 3 labels, 8 templates each
-    assert set(counter.prompts[40:]) == {t.format(lab) for lab in LABELS[5:8] for t in
-                                         __import__("negvocab.vlm.templates", fromlist=["PAPER8"]).PAPER8}
+    assert set(counter.prompts[40:]) == {t.format(lab) for lab in LABELS[5:8] for t in PAPER8}
     uncached = make_tiny_vlm(cache=False).encode_text(LABELS[:8], "paper8")
     np.testing.assert_allclose(out, uncached, atol=1e-6)
 
