@@ -66,6 +66,17 @@ def test_dataset_of_image_id_pairs(tiny, image_dir):
     assert len(out.failed) == 1
     np.testing.assert_allclose(out.embeddings, direct(tiny, files), atol=1e-5)
 
+    class Tensors(torch.utils.data.Dataset):  # already preprocessed by the dataset itself
+        def __len__(self):
+            return len(files)
+
+        def __getitem__(self, i):
+            return tiny.preprocess(Image.open(files[i]).convert("RGB")), i
+
+    pre = tiny.encode_images(Tensors(), num_workers=0)
+    assert pre.paths == [str(i) for i in range(len(files))]
+    np.testing.assert_allclose(pre.embeddings, out.embeddings, atol=1e-6)
+
 
 def test_missing_inputs_are_clear_errors(tiny, tmp_path):
     with pytest.raises(InputError, match="no such image file or folder"):

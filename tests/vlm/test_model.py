@@ -45,6 +45,11 @@ def test_offline_tag_says_what_was_tried_and_how_to_pass_a_file(monkeypatch):
     assert "laion2b_s34b_b79k" in msg and "tried" in msg and "--pretrained /path/to/open_clip_pytorch_model.bin" in msg
 
 
+def test_offline_hub_model_is_a_resource_error():
+    with pytest.raises(ResourceError, match="local-dir:/path/to/folder"):
+        VLM("hf-hub:laion/CLIP-ViT-B-32-laion2B-s34B-b79K")
+
+
 def test_random_weights_are_never_silent(vit, caplog):
     assert vit.random_weights is True
     assert vit.identity["random_weights"] is True and vit.identity["seed"] == 0
