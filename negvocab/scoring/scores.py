@@ -360,14 +360,17 @@ def _layout_embeddings(neg: torch.Tensor, index: np.ndarray) -> torch.Tensor:
     return out
 
 
+Segment = tuple[int, int, list[tuple[int, torch.Tensor]]]
+
+
 def _neglabel_setup(
     neg: torch.Tensor, sizes: Sequence[int], groups: int, grouping: str, seed: int
-) -> tuple[torch.Tensor, int, list[tuple[int, int, torch.Tensor]], list[int]]:
+) -> tuple[torch.Tensor, int, list[Segment], list[int], torch.Tensor | None]:
     """Layout and segments for scoring every pool size in ``sizes`` (prefixes of the ranking).
 
-    Returns (layout embeddings [L*G, d], G, segments, small sizes). Segment k covers the layout rows
-    ``[r0, r1)`` holding ranks ``[sizes[k-1], sizes[k])`` with an additive mask (0 / -inf) of shape
-    ``[r1-r0, G]``; the cumulative log-sum-exp over segments is each group's log-mass at that size.
+    Returns (layout embeddings [L*G, d], G, segments, small sizes, padded columns of the last row).
+    Segment k adds the ranks ``[sizes[k-1], sizes[k])``: whole layout rows ``[r0, r1)`` plus partial
+    rows ``(row, 0/1 mask [G])``; the running sum over segments is each group's mass at that size.
     Sizes below G (clamped to one negative per group) are returned separately.
     """
     m_max = max(sizes)
@@ -378,18 +381,36 @@ def _neglabel_setup(
     lay = _layout_embeddings(neg, index)
     big = sorted(s for s in set(sizes) if s >= g)
     small = sorted(s for s in set(sizes) if s < g)
-    segments = []
+    segments: list[Segment] = []
     prev = 0
     for size in big:
         # stratified: rank r sits at row r // G; random has a single size == m_max (all valid)
-        r0, r1 = prev // g, -(-size // g)
-        ranks = index[r0:r1]
-        inside = valid[r0:r1] & (ranks >= prev) & (ranks < size)
-        mask = torch.zeros(inside.shape, dtype=torch.float64, device=neg.device)
-        mask[torch.as_tensor(~inside, device=neg.device)] = float("-inf")
-        segments.append((r0, r1, mask))
+        rows = range(prev // g, -(-size // g)) if grouping == "stratified" else range(len(index))
+        full, partial = [], []
+        for r in rows:
+            inside = valid[r] & (index[r] >= prev) & (index[r] < size)
+            if inside.all() or (grouping == "random" and (inside == valid[r]).all()):
+                full.append(r)  # padding (invalid) entries are zero after the exponential
+            elif inside.any():
+                partial.append((r, torch.as_tensor(inside, dtype=neg.dtype, device=neg.device)))
+        r0, r1 = (full[0], full[-1] + 1) if full else (0, 0)
+        assert r1 - r0 == len(full)
+        segments.append((r0, r1, partial))
         prev = size
-    return lay, g, segments, small
+    pad = np.flatnonzero(~valid[-1])
+    return lay, g, segments, small, (torch.as_tensor(pad, device=neg.device) if pad.size else None)
+
+
+def _shifted_lse(cos: torch.Tensor, tau: float) -> torch.Tensor:
+    """float64 ``logsumexp(cos / tau)`` along the last axis, exponentials in the input precision.
+
+    ``log(sum exp((cos - max) / tau)) + max / tau``: the terms are in (0, 1], the one at the max is
+    1, so the sum is exact to float32 rounding and terms that underflow are below 1e-38 of it.
+    (Consumes ``cos``.)
+    """
+    cmax = cos.amax(-1, keepdim=True)
+    mass = cos.sub_(cmax).mul_(1.0 / tau).exp_().sum(-1)
+    return torch.log(mass.double()) + cmax[..., 0].double() / tau
 
 
 def _neglabel_chunk(
@@ -397,34 +418,66 @@ def _neglabel_chunk(
     t: torch.Tensor,
     lay: torch.Tensor,
     g: int,
-    segments: list[tuple[int, int, torch.Tensor]],
+    segments: list[Segment],
     small: list[int],
     tau: float,
     rows_needed: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    pad: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """NegLabel for one image chunk at each size.
 
-    Returns (scores [n, n_big], scores of small sizes [n, n_small], ID log-mass a [n],
-    per-group negative log-mass at the largest size [n, G]).
+    Each image's negative logits are shifted by that image's largest one, exponentiated in place in
+    the input precision (no term overflows; with cosines and tau = 0.01 none that matters underflows)
+    and summed per group; group masses accumulate across segments in float64. The ID log-mass is an
+    exact float64 log-sum-exp. Returns (scores [n, n_big], scores of small sizes [n, n_small], and a
+    flag [n] for images whose smallest group mass fell below 1e-30 of the largest term (to be
+    recomputed by :func:`_neglabel_chunk_exact`).
     """
     n = v.shape[0]
-    # products in the input precision, exponent sums in float64: logits reach 1/tau = 100, where
-    # float32 keeps only ~1e-5 absolute, and float64 makes the order of summation (one segment or
-    # several, score or sweep) immaterial
-    a = torch.logsumexp((v @ t.T).double() / tau, -1)  # [n]
-    s = ((v @ lay[: rows_needed * g].T).double() / tau).view(n, rows_needed, g)  # [n, L, G]
-    big = []
-    b = torch.full((n, g), float("-inf"), dtype=torch.float64, device=v.device)
-    for r0, r1, mask in segments:
-        b = torch.logaddexp(b, torch.logsumexp(s[:, r0:r1] + mask, 1))
-        big.append(torch.sigmoid(a[:, None] - b).mean(1))
+    a = _shifted_lse(v @ t.T, tau)  # [n], float64
+    cos = (v @ lay[: rows_needed * g].T).view(n, rows_needed, g)
+    if pad is not None and rows_needed * g == lay.shape[0]:
+        cos[:, -1, pad] = float("-inf")
     small_out = []
     if small:
         # rank r < G is alone in group r: S(M) = mean_{r<M} sigmoid(a - s_r)
-        per = torch.cumsum(torch.sigmoid(a[:, None] - s[:, 0, : max(small)]), 1)
+        per = torch.cumsum(torch.sigmoid(a[:, None] - cos[:, 0, : max(small)].double() / tau), 1)
         small_out = [per[:, m - 1] / m for m in small]
+    cmax = cos.reshape(n, -1).amax(1)
+    e = cos.view(n, -1).sub_(cmax[:, None]).mul_(1.0 / tau).exp_().view(n, rows_needed, g)
+    shift = cmax.double()[:, None] / tau
+    acc = torch.zeros((n, g), dtype=torch.float64, device=v.device)
+    flag = torch.zeros(n, dtype=torch.bool, device=v.device)
+    big = []
+    for r0, r1, partial in segments:
+        if r1 > r0:
+            acc += e[:, r0:r1].sum(1).double()
+        for r, mask in partial:
+            acc += (e[:, r] * mask).double()
+        flag |= (acc < 1e-30).any(1)
+        big.append(torch.sigmoid(a[:, None] - (torch.log(acc) + shift)).mean(1))
     stack = lambda xs: torch.stack(xs, 1) if xs else a.new_zeros((n, 0))  # noqa: E731
-    return stack(big), stack(small_out), a, b
+    return stack(big), stack(small_out), flag
+
+
+def _neglabel_chunk_exact(
+    v: torch.Tensor, t: torch.Tensor, lay: torch.Tensor, g: int, segments: list[Segment], tau: float, rows_needed: int, pad: torch.Tensor | None
+) -> torch.Tensor:
+    """The same scores with a float64 log-sum-exp per group (slower; for extreme logit ranges)."""
+    n = v.shape[0]
+    a = torch.logsumexp((v @ t.T).double() / tau, -1)
+    s = ((v @ lay[: rows_needed * g].T).double() / tau).view(n, rows_needed, g)
+    if pad is not None and rows_needed * g == lay.shape[0]:
+        s[:, -1, pad] = float("-inf")
+    b = torch.full((n, g), float("-inf"), dtype=torch.float64, device=v.device)
+    big = []
+    for r0, r1, partial in segments:
+        parts = [b, torch.logsumexp(s[:, r0:r1], 1)] if r1 > r0 else [b]
+        for r, mask in partial:
+            parts.append(s[:, r] + torch.log(mask.double()))
+        b = torch.logsumexp(torch.stack(parts), 0)
+        big.append(torch.sigmoid(a[:, None] - b).mean(1))
+    return torch.stack(big, 1)
 
 
 def _neglabel_sizes(
@@ -438,21 +491,24 @@ def _neglabel_sizes(
     grouping: str,
     seed: int,
     chunk_size: int | None,
-    progress: Callable[[int], None] | None = None,
 ) -> dict[int, np.ndarray]:
     """NegLabel scores for every prefix size in ``sizes`` of the ranked negatives (one pass)."""
-    lay, g, segments, small = _neglabel_setup(neg, sizes, groups, grouping, seed)
+    lay, g, segments, small, pad = _neglabel_setup(neg, sizes, groups, grouping, seed)
     big = sorted(s for s in set(sizes) if s >= g)
-    rows_needed = max([-(-max(big) // g)] if big else [1])
-    step = _chunk_rows(len(v), t.shape[0] + rows_needed * g, 8, chunk_size)
+    rows_needed = -(-max(big) // g) if big else 1
+    step = _chunk_rows(len(v), t.shape[0] + rows_needed * g, v.element_size(), chunk_size)
     out_big, out_small = [], []
+    n_exact = 0
     for i in range(0, len(v), step):
-        sl = slice(i, min(i + step, len(v)))
-        sb, ss, _, _ = _neglabel_chunk(v[sl], t, lay, g, segments, small, tau, rows_needed)
+        vc = v[i : i + step]
+        sb, ss, flag = _neglabel_chunk(vc, t, lay, g, segments, small, tau, rows_needed, pad)
+        if bool(flag.any()) and segments:
+            sb[flag] = _neglabel_chunk_exact(vc[flag], t, lay, g, segments, tau, rows_needed, pad)
+            n_exact += int(flag.sum())
         out_big.append(sb.to("cpu", torch.float64))
         out_small.append(ss.to("cpu", torch.float64))
-        if progress is not None:
-            progress(sl.stop - sl.start)
+    if n_exact:
+        logger.info("neglabel: %d images needed the float64 log-sum-exp path (extreme logit range)", n_exact)
     res_big = torch.cat(out_big).numpy()
     res_small = torch.cat(out_small).numpy()
     result = {m: res_big[:, k].copy() for k, m in enumerate(big)}

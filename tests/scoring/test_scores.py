@@ -238,3 +238,20 @@ def test_explain_rejects_mismatched_labels(emb):
 def test_bad_input_raises_input_error(emb, call, match):
     with pytest.raises(InputError, match=match):
         call(emb)
+
+
+def test_group_far_below_the_row_maximum_uses_the_exact_path():
+    # one group sits ~1000 logits below the image's largest negative logit: its mass underflows any
+    # shared shift, so those images take the float64 log-sum-exp path; the result still matches
+    rng = np.random.default_rng(7)
+    img = ref.unit(rng, 3, 16, "float64")
+    idt = ref.unit(rng, 5, 16, "float64")
+    near = img[[0, 0, 0]] * 0.99 + 0.01 * ref.unit(rng, 3, 16, "float64")
+    near /= np.linalg.norm(near, axis=1, keepdims=True)
+    neg = np.empty((6, 16))
+    neg[0::2] = -near  # group 0 (stratified, G=2): far from image 0
+    neg[1::2] = near  # group 1: close to image 0
+    got = negvocab.score("neglabel", img, idt, neg, tau=0.002, groups=2)
+    np.testing.assert_allclose(got, ref.neglabel(img, idt, neg, tau=0.002, groups=2), atol=1e-9, rtol=0)
+    got32 = negvocab.score("neglabel", img.astype(np.float32), idt.astype(np.float32), neg.astype(np.float32), tau=0.002, groups=2)
+    np.testing.assert_allclose(got32, ref.neglabel(img, idt, neg, tau=0.002, groups=2), atol=1e-4, rtol=0)
