@@ -177,15 +177,26 @@ def _load(
     if name.startswith(("hf-hub:", "local-dir:")):
         if pretrained:
             log.warning("ignoring pretrained=%r: %s carries its own weights", pretrained, name)
+        offline_hint = (
+            "offline, download open_clip_config.json and the weights into a folder and pass "
+            f"--model local-dir:/path/to/folder, or --model NAME {LOCAL_CHECKPOINT_HINT}"
+        )
+        # open_clip goes on with random weights (after a warning) when it finds no weights file
+        checkpoint = _schema_checkpoint(name)
+        if checkpoint is None:
+            if name.startswith("local-dir:"):
+                raise ResourceError(
+                    f"{name}: no weights file next to open_clip_config.json; put open_clip_pytorch_model.bin "
+                    f"(or .safetensors) there, or pass --model NAME {LOCAL_CHECKPOINT_HINT}"
+                )
+            raise ResourceError(f"could not get the weights of {name} from the Hugging Face hub; {offline_hint}")
         try:
             model = open_clip.create_model(name, force_preprocess_cfg=force_pp or None, pretrained_text=False)
         except Exception as e:  # open_clip raises RuntimeError/FileNotFoundError/HF errors
             raise ResourceError(
-                f"could not load {name} ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
-                f"offline, download open_clip_config.json and the weights into a folder and pass "
-                f"--model local-dir:/path/to/folder, or --model NAME {LOCAL_CHECKPOINT_HINT}"
+                f"could not load {name} ({type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}); {offline_hint}"
             ) from e
-        return _Loaded(model, _schema_checkpoint(name), name.split(":", 1)[0], None, "model config", name)
+        return _Loaded(model, checkpoint, name.split(":", 1)[0], None, "model config", name)
 
     arch = _check_model_name(name)
     if pretrained is None:

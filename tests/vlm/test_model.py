@@ -157,3 +157,16 @@ def test_cuda_images_and_local_features(image_dir):
     ref = cpu.encode_images(files, local_features=True, num_workers=0)
     np.testing.assert_allclose(out.embeddings, ref.embeddings, atol=1e-4)
     np.testing.assert_allclose(out.local, ref.local, atol=1e-4)
+
+
+def test_local_dir_without_weights_is_not_silently_random(tmp_path):
+    import json
+
+    import open_clip
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    cfg = {"model_cfg": open_clip.get_model_config("RN50"), "preprocess_cfg": {}}
+    (folder / "open_clip_config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ResourceError, match="no weights file next to open_clip_config.json"):
+        VLM("ViT-B-32", pretrained=folder, cache=False)
