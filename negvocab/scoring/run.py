@@ -201,8 +201,17 @@ def evaluate_vocabularies(
             if vname not in neg_cache:
                 neg_cache[vname] = vlm.encode_text(list(vocab.labels), templates, pos=_label_pos(vocab), progress=progress)
             neg = neg_cache[vname]
-        s = np.asarray(S.score(method, images, class_emb, neg, device=device, **kw))
         key = f"{method}@{vname}" if vname else method
+        extra: dict[str, Any] = {}
+        if kw.get("topk") is not None:
+            res = S.score(method, images, class_emb, neg, device=device, return_bounds=True, **kw)
+            assert isinstance(res, S.TopkScores)
+            s = res.scores
+            # the exact score of every image lies in [lower, upper]; the gap says whether k sufficed
+            all_scores[f"{key}/lower"] = {"id": res.lower[:n_id], "ood": res.lower[n_id:]}
+            extra = {"topk": res.k, "topk_max_gap": res.max_gap}
+        else:
+            s = np.asarray(S.score(method, images, class_emb, neg, device=device, **kw))
         all_scores[key] = {"id": s[:n_id], "ood": s[n_id:]}
         rep = M.evaluate(s[:n_id], s[n_id:], tpr=tpr, convention=convention, n_boot=n_boot)  # type: ignore[arg-type]
         rows.append(
@@ -217,6 +226,7 @@ def evaluate_vocabularies(
                 **rep,
                 "params": {k: v for k, v in kw.items() if k != "local"},
                 "templates": templates,
+                **extra,
             }
         )
         if vocab is not None and vname not in explanations and explain_k > 0:

@@ -1,0 +1,108 @@
+"""The score/sweep pipeline on a stand-in model with deterministic synthetic embeddings (no open_clip)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+import negvocab
+from negvocab.data.images import ImageSet
+from negvocab.errors import InputError
+from negvocab.scoring import run
+from negvocab.vlm.images import ImageEmbeddings
+
+
+def _vec(key: str, d: int = 16) -> np.ndarray:
+    seed = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little")
+    x = np.random.default_rng(seed).normal(size=d)
+    return (x / np.linalg.norm(x)).astype(np.float32)
+
+
+class FakeVLM:
+    """The part of negvocab.VLM the pipeline uses; embeddings are a hash of the text or path."""
+
+    name, pretrained, random_weights, device = "fake", None, True, "cpu"
+    identity = {"name": "fake"}
+
+    def encode_images(self, paths, *, local_features=False, progress=None):
+        emb = np.stack([_vec(p) for p in paths])
+        local = np.stack([np.stack([_vec(f"{p}#{j}") for j in range(3)]) for p in paths]) if local_features else None
+        return ImageEmbeddings(paths=list(paths), embeddings=emb, local=local)
+
+    def encode_text(self, labels, templates="paper8", *, pos=None, progress=None):
+        return np.stack([_vec(f"{templates}:{x}") for x in labels])
+
+
+@pytest.fixture
+def sets():
+    ids = [f"/id/{i}.png" for i in range(30)]
+    oods = [f"/ood/{i}.png" for i in range(12)]
+    return (
+        ImageSet("id", ids, [f"i{i}" for i in range(30)]),
+        ImageSet("ood", oods, [f"o{i}" for i in range(12)]),
+    )
+
+
+@pytest.fixture
+def classes():
+    return negvocab.imagenet1k().subset(list(negvocab.imagenet1k().wnids[:20]))
+
+
+def test_evaluate_with_topk_bounds_and_glmcm(sets, classes, tmp_path):
+    vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(40)], source="file")
+    vlm = FakeVLM()
+    ev = run.evaluate_vocabularies(
+        vlm, *sets, {"v": vocab}, ["neglabel", "glmcm"], id_classes=classes, templates="single",
+        params={"topk": 5, "groups": 4}, n_boot=30,
+    )  # fmt: skip
+    row = ev.rows[0]
+    assert row["topk"] == 5 and row["topk_max_gap"] > 0 and row["random_weights"] is True
+    # the exact NegLabel score lies within the stored certified bounds
+    imgs = np.stack([_vec(p) for p in sets[0].paths + sets[1].paths])
+    cls = np.stack([_vec(f"single:{n}") for n in classes.names])
+    neg = np.stack([_vec(f"single:{x}") for x in vocab.labels])
+    exact = negvocab.score("neglabel", imgs, cls, neg, groups=4)
+    upper = np.r_[ev.scores["neglabel@v"]["id"], ev.scores["neglabel@v"]["ood"]]
+    lower = np.r_[ev.scores["neglabel@v/lower"]["id"], ev.scores["neglabel@v/lower"]["ood"]]
+    assert np.all(lower <= exact + 1e-5) and np.all(exact <= upper + 1e-5)
+    # GL-MCM took the local features
+    glmcm = negvocab.score("glmcm", imgs, cls, local=np.stack([np.stack([_vec(f"{p}#{j}") for j in range(3)]) for p in sets[0].paths + sets[1].paths]))
+    np.testing.assert_allclose(np.r_[ev.scores["glmcm"]["id"], ev.scores["glmcm"]["ood"]], glmcm, atol=1e-6)
+    out = run.write_results(ev, tmp_path / "r")
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["rows"][0]["topk_max_gap"] == pytest.approx(row["topk_max_gap"])
+    assert "paper" in run.format_table(ev.rows)
+    assert set(np.load(out / "scores.npz").files) >= {"id/neglabel@v/lower", "ood/glmcm", "ood_image_ids"}
+
+
+def test_methods_with_negatives_need_a_vocabulary(sets, classes):
+    with pytest.raises(InputError, match="need a vocabulary"):
+        run.evaluate_vocabularies(FakeVLM(), *sets, {}, ["neglabel"], id_classes=classes)
+
+
+def test_sweep_vocabulary_equals_per_size_evaluation(sets, classes, tmp_path):
+    vocab = negvocab.Vocabulary.from_labels([f"w{j}" for j in range(60)], source="wordnet")
+    oracle = negvocab.Vocabulary.from_labels(["x", "y"], source="oracle", settings={"oracle": True})
+    vlm = FakeVLM()
+    res = run.sweep_vocabulary(vlm, *sets, vocab, "10,30,60", references={"oracle": oracle}, id_classes=classes, templates="single", params={"groups": 5}, n_boot=20)
+    for r in res.rows:
+        ev = run.evaluate_vocabularies(vlm, *sets, {"v": vocab.head(r["M"])}, ["neglabel"], id_classes=classes, templates="single", params={"groups": 5}, n_boot=0)
+        assert r["fpr"] == pytest.approx(ev.rows[0]["fpr"]) and r["auroc"] == pytest.approx(ev.rows[0]["auroc"], abs=1e-9)
+    assert res.references[0]["oracle"] is True and res.references[0]["M"] == 2
+    out = run.write_sweep(res, tmp_path / "s")
+    assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG" and json.loads((out / "sweep.json").read_text())["random_weights"]
+
+
+def test_read_id_classes(tmp_path):
+    wn = tmp_path / "wnids.txt"
+    wn.write_text("n01440764\nn01443537\n")
+    assert run.read_id_classes(wn).names == ("tench", "goldfish")
+    names = tmp_path / "names.txt"
+    names.write_text("# custom\ncat\ndog\ncat\n")
+    c = run.read_id_classes(names)
+    assert c.names == ("cat", "dog") and c.dataset == "custom:names.txt"
+    with pytest.raises(InputError, match="no such ID classes"):
+        run.read_id_classes(tmp_path / "absent.txt")
