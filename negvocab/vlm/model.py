@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PRECISIONS = ("fp32", "fp16", "bf16")
+STORE_EVERY = 16384  # computed text embeddings are written to the cache in pieces of this many
 _PREPROCESS_KEYS = ("mean", "std", "interpolation", "resize_mode", "fill_color")
 LOCAL_CHECKPOINT_HINT = "--pretrained /path/to/open_clip_pytorch_model.bin"
 
@@ -598,7 +599,9 @@ class VLM:
                 "text",
                 uniq,
                 {"templates": list(tpls)},
-                lambda todo, t=tpls: encode_labels(self, todo, t, batch_size=batch_size, progress=progress),
+                lambda todo, sink, t=tpls: encode_labels(
+                    self, todo, t, batch_size=batch_size, progress=progress, on_chunk=sink
+                ),
             )
             if len(groups) == 1 and len(uniq) == len(labels):  # unique labels, one template set
                 return np.ascontiguousarray(emb, dtype=np.float32)
@@ -611,11 +614,15 @@ class VLM:
         kind: str,
         keys: list[str],
         extra: Mapping[str, Any],
-        compute: Callable[[list[str]], np.ndarray],
+        compute: Callable[[list[str], Callable[[list[str], np.ndarray], None] | None], np.ndarray],
     ) -> np.ndarray:
-        """Rows for unique ``keys`` from the cache, computing and storing only the missing ones."""
+        """Rows for unique ``keys`` from the cache, computing and storing only the missing ones.
+
+        ``compute(missing, sink)`` hands finished chunks to ``sink``, which stores them as they
+        come (every ~16k rows), so an interrupted long run resumes where it stopped.
+        """
         if not self.cache_enabled:
-            return compute(keys)
+            return compute(keys, None)
         store = self.store(kind, extra)
         found, rows = store.get(keys)
         missing = [k for k, hit in zip(keys, found, strict=True) if not hit]
@@ -623,8 +630,22 @@ class VLM:
             log.info("%s: all %d %s embeddings from the cache", self.name, len(keys), kind)
             return rows
         log.info("%s: %d of %d %s embeddings cached, computing %d", self.name, len(keys) - len(missing), len(keys), kind, len(missing))
-        new = compute(missing)
-        store.put(missing, new)
+        pending: list[tuple[list[str], np.ndarray]] = []
+
+        def flush() -> None:
+            if pending:
+                store.put([k for ks, _ in pending for k in ks], np.concatenate([a for _, a in pending]))
+                pending.clear()
+
+        def sink(chunk_keys: list[str], chunk_rows: np.ndarray) -> None:
+            pending.append((list(chunk_keys), chunk_rows))
+            if sum(len(ks) for ks, _ in pending) >= STORE_EVERY:
+                flush()
+
+        try:
+            new = compute(missing, sink)
+        finally:
+            flush()  # keep what was finished, also when interrupted
         if rows is None:
             return new
         rows[~found] = new

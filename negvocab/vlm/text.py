@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -180,8 +180,13 @@ def encode_labels(
     *,
     batch_size: int | None = None,
     progress: bool | None = None,
+    on_chunk: Callable[[list[str], np.ndarray], None] | None = None,
 ) -> np.ndarray:
-    """Template-ensembled embeddings [n, d] of ``labels`` (no cache; see :meth:`VLM.encode_text`)."""
+    """Template-ensembled embeddings [n, d] of ``labels`` (no cache; see :meth:`VLM.encode_text`).
+
+    Labels are processed in chunks of :data:`CHUNK_LABELS`; ``on_chunk(labels, embeddings)`` is
+    called after each (the cache stores them as they come).
+    """
     n_prompts = len(labels) * len(templates)
     show = n_prompts >= PROGRESS_MIN_PROMPTS if progress is None else progress
     bar = None
@@ -197,6 +202,8 @@ def encode_labels(
             prompts = [t.format(label) for label in chunk for t in templates]
             emb = encode_prompts(vlm, prompts, batch_size=batch_size, progress=bar)
             parts.append(ensemble(emb, len(chunk), len(templates)))
+            if on_chunk is not None:
+                on_chunk(list(chunk), parts[-1])
     finally:
         if bar is not None:
             bar.close()

@@ -142,3 +142,27 @@ def test_no_pickle_in_cache_files(tiny):
     (npy,) = shard_files(tiny)
     arr = np.load(npy, allow_pickle=False)
     assert arr.dtype == np.float32 and arr.shape == (2, 32)
+
+
+def test_interrupted_run_keeps_finished_chunks(tiny, monkeypatch):
+    import negvocab.vlm.model as model_mod
+
+    monkeypatch.setattr(text_mod, "CHUNK_LABELS", 4)
+    monkeypatch.setattr(model_mod, "STORE_EVERY", 4)
+    real = text_mod.encode_prompts
+    calls = []
+
+    def dies_on_third_chunk(vlm, prompts, **kw):
+        calls.append(len(prompts))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(vlm, prompts, **kw)
+
+    monkeypatch.setattr(text_mod, "encode_prompts", dies_on_third_chunk)
+    with pytest.raises(KeyboardInterrupt):
+        tiny.encode_text(LABELS[:12], "single")
+    monkeypatch.setattr(text_mod, "encode_prompts", real)
+    counter = Counter(monkeypatch)
+    resumed = tiny.encode_text(LABELS[:12], "single")
+    assert counter.prompts == [f"a photo of a {lab}." for lab in LABELS[8:12]]  # chunks 1-2 were cached
+    np.testing.assert_allclose(resumed, make_tiny_vlm(cache=False).encode_text(LABELS[:12], "single"), atol=1e-6)
