@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-
+# Importing a topic module registers its commands on ``app`` / ``build_app``.
+from negvocab.cli import build_llm, build_wordnet, demo, labels, score  # noqa: F401
 from negvocab.cli.app import app, build_app
-
-# one module per topic; importing registers its commands on ``app`` / ``build_app``
-_COMMAND_MODULES = ("labels", "build_wordnet", "build_llm", "score", "demo")
-for _name in _COMMAND_MODULES:
-    try:
-        importlib.import_module(f"negvocab.cli.{_name}")
-    except ModuleNotFoundError as e:  # module not written yet during development
-        if e.name != f"negvocab.cli.{_name}":
-            raise
 
 __all__ = ["app", "build_app", "main"]
 
