@@ -28,6 +28,13 @@ def have_faiss() -> bool:
     return True
 
 
+def _faiss_gpu() -> bool:
+    """True when faiss was built with GPU support and sees a GPU."""
+    import faiss
+
+    return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+
+
 def _as_matrix(x: Any, name: str) -> np.ndarray:
     arr = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
     if arr.ndim != 2:
@@ -53,8 +60,8 @@ def knn(
     k : int
         Neighbours per query, 1 <= k <= m.
     device : str or None
-        ``"cuda"`` to search on the GPU (faiss-gpu or torch), ``"cpu"``, or None: the GPU when
-        faiss-gpu and CUDA are both available, else the CPU.
+        ``"cuda"`` to search on the GPU (faiss-gpu, else torch), ``"cpu"``, or None: the GPU when
+        faiss-gpu and CUDA are both available, else FAISS on the CPU.
     batch_size : int
         Queries per search call (bounds memory: ``batch_size * m`` scores at a time for torch).
     backend : {"auto", "faiss", "torch"}
@@ -84,7 +91,9 @@ def knn(
         raise InputError(f"batch_size must be >= 1, got {batch_size}")
     if backend not in ("auto", "faiss", "torch"):
         raise InputError(f"unknown knn backend {backend!r}; choose auto, faiss or torch")
-    use_faiss = backend == "faiss" or (backend == "auto" and have_faiss())
+    want_gpu = device is not None and str(device).startswith("cuda")
+    # auto: FAISS, except that an explicit CUDA device without faiss-gpu goes to torch on that device
+    use_faiss = backend == "faiss" or (backend == "auto" and have_faiss() and not (want_gpu and not _faiss_gpu()))
     if backend == "faiss" and not have_faiss():
         raise InputError("backend='faiss' but faiss is not installed (pip install faiss-cpu)")
     t0 = time.perf_counter()
@@ -103,7 +112,7 @@ def _knn_faiss(q: np.ndarray, x: np.ndarray, k: int, device: str | None, batch_s
 
     index: Any = faiss.IndexFlatIP(x.shape[1])
     want_gpu = device is not None and str(device).startswith("cuda")
-    gpu_ok = hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+    gpu_ok = _faiss_gpu()
     if want_gpu and not gpu_ok:
         log.info("faiss has no GPU support here; searching on the CPU")
     if (want_gpu or device is None) and gpu_ok:
