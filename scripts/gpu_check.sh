@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The CUDA checks in one run: the @gpu tests (text exactness fp32/fp16, images + local features,
+# knn with faiss-gpu and torch, scorers on CUDA), the GPU scoring benchmark, then the vlm and scoring
+# suites on that machine's own Python/torch. Logs go to $OUT (or ./gpu-logs).
+# On a bare machine, put wheels in .whl/ first (open_clip_torch, ftfy, wcwidth, pydantic, nltk, ...).
+set -uo pipefail
+OUT=${OUT:-gpu-logs}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+if compgen -G ".whl/*.whl" >/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+    export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
+{
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+    python3 -c "import torch, numpy; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'numpy', numpy.__version__)"
+    python3 -c "import faiss; print('faiss', faiss.__version__, 'gpus', faiss.get_num_gpus())" 2>&1 | tail -1
+} 2>&1 | tee "$OUT/env.log"
+python3 -m pytest -p no:cacheprovider -q -rs -m gpu tests/vlm tests/scoring 2>&1 | tee "$OUT/gpu_tests.log"
+timeout 150 python3 benchmarks/bench_scoring.py --device cuda 2>&1 | tee "$OUT/bench_scoring_cuda.log"
+timeout 240 python3 -m pytest -p no:cacheprovider -q tests/vlm tests/scoring -n 8 2>&1 | tail -40 | tee "$OUT/suite.log"
