@@ -20,7 +20,6 @@ the journal without new requests (``rounds_used=r``).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import math
 import os
@@ -429,14 +428,6 @@ def merge_rounds(results: Mapping[str, Mapping[str, Any]], keys: Sequence[str], 
     return per_key, failures
 
 
-def _match_info(match: Any) -> Any:
-    if dataclasses.is_dataclass(match) and not isinstance(match, type):
-        return {k: v for k, v in dataclasses.asdict(match).items() if isinstance(v, (str, int, float, type(None)))}
-    if hasattr(match, "_asdict"):
-        return dict(match._asdict())
-    return str(match)
-
-
 def _stats(counts: Sequence[int]) -> dict[str, float]:
     if not counts:
         return {"min": 0, "mean": 0.0, "max": 0}
@@ -497,7 +488,7 @@ def vocabulary_from_results(
         "unique_per_key_stats": _stats(list(unique.values())),
         "kept_per_key_stats": _stats(list(kept_counts.values())),
         "unique_labels": len(proposed),
-        "synonym_filter": {"removed": len(removed), "labels": {lab: _match_info(m) for lab, m in removed.items()}},
+        "synonym_filter": synonym_filter.report(kept, removed),
         "failures": failures,
         **dict(extra_settings or {}),
     }

@@ -155,13 +155,16 @@ class SynonymFilter:
         kept, removed = self.split(vocab.labels)
         if not kept:
             raise InputError(f"the synonym filter removed all {len(vocab)} labels: every label names an ID class")
-        report = {
+        return vocab.subset(kept, settings={"synonym_filter": self.report(kept, removed)})
+
+    def report(self, kept: Iterable[str], removed: dict[str, Match]) -> dict[str, Any]:
+        """The record every builder stores as ``settings["synonym_filter"]`` after :meth:`split`."""
+        return {
             "id_classes": self.id_classes.dataset,
             "removed_count": len(removed),
-            "kept_count": len(kept),
+            "kept_count": sum(1 for _ in kept),
             "removed": {lab: {"wnid": m.wnid, "name": m.name, "form": m.form, "rule": m.rule} for lab, m in removed.items()},
         }
-        return vocab.subset(kept, settings={"synonym_filter": report})
 
     # -- plural forms ----------------------------------------------------------------------------
     def _base_forms(self, key: str) -> list[str]:

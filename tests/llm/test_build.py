@@ -36,8 +36,8 @@ def test_full_small_run_merges_and_filters(endpoint, tmp_path, synonym_filter):
     assert vocab.source == "gpt"
     for w in wnids:
         assert vocab.views[w] == [lab for lab in per_class[w] if lab not in id_lower]
-    assert set(vocab.settings["synonym_filter"]["labels"]) == id_lower
-    assert vocab.settings["synonym_filter"]["removed"] == 3
+    assert set(vocab.settings["synonym_filter"]["removed"]) == id_lower
+    assert vocab.settings["synonym_filter"]["removed_count"] == 3
     assert vocab.settings["unique_per_key"][wnids[0]] == len(per_class[wnids[0]]) == 15
     assert vocab.settings["kept_per_key_stats"] == {"min": 12, "mean": 12.0, "max": 12}
     # provenance: the classes and rounds that proposed each label
@@ -186,7 +186,7 @@ def test_eoe_far_and_fine_ask_in_chunks(endpoint, tmp_path, synonym_filter, mode
     assert vocab.settings["chunks"] == {"chunk000": wnids[:4], "chunk001": wnids[4:8], "chunk002": wnids[8:]}
     expected = [lab for c in chunks for lab in expected_merge([c], 2, 10)[c]]
     assert vocab.labels == list(dict.fromkeys(expected))
-    assert "tench" not in vocab and vocab.settings["synonym_filter"]["removed"] == 1
+    assert "tench" not in vocab and vocab.settings["synonym_filter"]["removed_count"] == 1
     assert vocab.views == {}
 
 
