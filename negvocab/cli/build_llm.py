@@ -95,7 +95,12 @@ def _report(vocab: Any, out: Path, what: str) -> None:
     unit = "class" if s["task"] in ("gpt_siblings", "eoe_near") else "chunk"
     typer.echo(f"{what}: {len(vocab)} labels from {s['keys']} {unit}{'es' if unit == 'class' else 's'} x {s['rounds_used']} of {s['rounds']} rounds -> {out}")
     typer.echo(f"unique per {unit}: min {u['min']}, mean {u['mean']}, max {u['max']}; after the synonym filter: min {k['min']}, mean {k['mean']}, max {k['max']}")
-    typer.echo(f"synonym filter removed {s['synonym_filter']['removed']} of {s['unique_labels']} unique labels")
+    sf = s["synonym_filter"]
+    examples = ", ".join(list(sf.get("removed") or {})[:5])
+    typer.echo(
+        f"synonym filter removed {sf['removed_count']} of {s['unique_labels']} unique labels as ImageNet-1k names/synonyms"
+        + (f" (e.g. {examples})" if examples else "")
+    )
     failures = s.get("failures") or {}
     if failures:
         typer.echo("failed requests (recorded in the journal): " + ", ".join(f"{st} {len(ids)}" for st, ids in failures.items()))

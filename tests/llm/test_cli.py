@@ -76,11 +76,13 @@ def test_dry_run_reaches_no_server(tmp_path, server):
 def test_cli_builds_eoe_and_reports(tmp_path, server, monkeypatch):
     env = {"OPENAI_BASE_URL": server.url, "MY_KEY": DUMMY_KEY}
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server.state.extra_labels = ["Goldfish"]  # an ImageNet-1k class name in every answer
     out = tmp_path / "eoe.txt"
     res = invoke(["build", "eoe", "--mode", "near", "-m", "gpt-4o-mini", "-n", "3", "--classes", "4", "--api-key-env", "MY_KEY",
                   "--run-dir", str(tmp_path / "r"), "--retry-wait", "0.001", "-o", str(out)], env)
     assert res.exit_code == 0, res.output
     assert "eoe-near vocabulary" in res.output and "cost $" in res.output and "this session: 4 requests" in res.output
+    assert "synonym filter removed 1 of 7 unique labels as ImageNet-1k names/synonyms (e.g. goldfish)" in res.output
     assert len(out.read_text().splitlines()) > 4
     assert_no_key(tmp_path, texts=[res.output])
 
