@@ -9,10 +9,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+_UMASK = os.umask(0o022)  # read the process umask once (os.umask can only read by setting)
+os.umask(_UMASK)
 
 
 @contextlib.contextmanager
@@ -29,6 +33,7 @@ def atomic_path(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Path
     os.close(fd)
     tmp = Path(tmp_name)
     try:
+        os.chmod(tmp, _mode_for(target))  # mkstemp makes 0600; give the file a normal file's mode
         yield tmp
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
@@ -36,6 +41,14 @@ def atomic_path(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Path
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _mode_for(target: Path) -> int:
+    """The permission bits ``target`` keeps (if it exists) or a new file gets under the umask."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        return 0o666 & ~_UMASK
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
