@@ -18,7 +18,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from negvocab.atomic import write_json, write_text
+from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.cli.app import app
 from negvocab.errors import InputError
 
@@ -159,11 +159,24 @@ def filter_(
     vocab = Vocabulary.load(vocabulary)
     filtered = SynonymFilter(plurals=plurals).apply(vocab)
     summary = filtered.settings["synonym_filter"]
-    with _writing(output):
-        filtered.save(output)
-    if report is not None:
-        with _writing(report):
-            write_json(report, {"input": str(vocabulary), "input_sha256": vocab.sha256, "output": str(output), **summary})
+    targets = [output] if report is None else [output, report]
+    for path in targets:
+        if path.is_dir():
+            raise InputError(f"cannot write {path}: it is a folder; give a file name")
+    # both files are written to temporary files first and renamed together: neither lands alone
+    with _writing(output), contextlib.ExitStack() as stack:
+        report_tmp = None
+        if report is not None:
+            with _writing(report):
+                report_tmp = stack.enter_context(atomic_path(report))
+        out_tmp = stack.enter_context(atomic_path(output))
+        if output.suffix == ".txt":  # as Vocabulary.save, into the temporary file
+            write_text(out_tmp, "".join(f"{label}\n" for label in filtered.labels))
+        else:
+            write_json(out_tmp, filtered.to_json())
+        if report_tmp is not None:
+            doc = {"input": str(vocabulary), "input_sha256": vocab.sha256, "output": str(output), **summary}
+            write_json(report_tmp, doc)
     if not quiet:
         for label, why in summary["removed"].items():
             typer.echo(f"removed {label!r}: {why['name']} ({why['wnid']}) via {why['form']!r} [{why['rule']}]")

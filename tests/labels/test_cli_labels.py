@@ -172,6 +172,22 @@ def test_unwritable_output_is_one_line(runner, tmp_path, gpt_file):
     folder = tmp_path / "a_folder"
     folder.mkdir()
     assert f"cannot write {folder}" in _error_line(run(runner, "filter", gpt_file, "-o", folder))
+    out = tmp_path / "clean.json"
+    assert f"cannot write {folder}: it is a folder" in _error_line(run(runner, "filter", gpt_file, "-o", out, "--report", folder))
+    assert not out.exists()
+
+
+def test_filter_writes_neither_file_when_one_cannot_be_written(runner, tmp_path, gpt_file):
+    blocker = tmp_path / "not_a_folder"
+    blocker.write_text("a file where a folder should be", encoding="utf-8")
+    out, report = tmp_path / "clean.json", tmp_path / "report.json"
+    line = _error_line(run(runner, "filter", gpt_file, "-o", out, "--report", blocker / "report.json"))
+    assert f"cannot write {blocker / 'report.json'}" in line
+    assert not out.exists()
+    line = _error_line(run(runner, "filter", gpt_file, "-o", blocker / "clean.json", "--report", report))
+    assert f"cannot write {blocker / 'clean.json'}" in line
+    assert not report.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpt.json", "not_a_folder"]  # no temporary files
 
 
 # -- merge and info --------------------------------------------------------------------------------
