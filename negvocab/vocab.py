@@ -211,7 +211,7 @@ class Vocabulary(BaseModel):
         except OSError as e:
             raise InputError(f"{path}: cannot read vocabulary file ({e.strerror})") from e
         try:
-            text = raw.decode("utf-8")
+            text = raw.decode("utf-8-sig")  # a byte-order mark (Windows editors) is not part of a label
         except UnicodeDecodeError as e:
             raise InputError(f"{path}: not a UTF-8 text or JSON file") from e
         if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):

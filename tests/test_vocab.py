@@ -65,6 +65,15 @@ def test_text_file_skips_blanks_comments_and_repeats(tmp_path):
     assert Vocabulary.load(path).labels == ["gadget", "shoe", "sea otter"]
 
 
+def test_byte_order_mark_is_not_part_of_a_label(tmp_path, wordnet_vocab):
+    path = tmp_path / "notepad.txt"
+    path.write_bytes(b"\xef\xbb\xbftench\r\ngadget\r\n")
+    assert Vocabulary.load(path).labels == ["tench", "gadget"]
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(wordnet_vocab.to_json()).encode())
+    assert Vocabulary.load(path) == wordnet_vocab
+
+
 def test_hash_identifies_labels_in_order(wordnet_vocab):
     same = Vocabulary.from_labels(wordnet_vocab.labels, source="file")
     swapped = Vocabulary.from_labels(list(reversed(wordnet_vocab.labels)), source="file")

@@ -121,8 +121,10 @@ def resolve_templates(spec: str | Sequence[str] | TemplateSet | os.PathLike[str]
 
 def _from_file(path: Path) -> TemplateSet:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
     except OSError as e:
         raise InputError(f"{path}: cannot read template file ({e.strerror})") from e
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: the template file is not UTF-8 text") from e
     templates = [s for s in (line.strip() for line in lines) if s and not s.startswith("#")]
     return TemplateSet(f"file:{path.name}", _check(templates, str(path)))
