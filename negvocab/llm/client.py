@@ -121,6 +121,11 @@ def resolve_endpoint(base_url: str | None, api_key: str | None) -> tuple[str | N
     """Base URL and key from the arguments or ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``."""
     base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
     api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+    if base_url and not base_url.strip().lower().startswith(("http://", "https://")):
+        raise InputError(
+            f"base URL {public_url(base_url)!r} is not an http(s) URL; give e.g. http://localhost:8000/v1 "
+            "(--base-url or OPENAI_BASE_URL)"
+        )
     if not api_key:
         where = f" for {base_url}" if base_url else ""
         raise ResourceError(
@@ -308,7 +313,8 @@ class LLMClient:
                 raise self.fatal_error(e) from e
             except (self.sdk.APIConnectionError, self.sdk.APITimeoutError) as e:
                 counts["transport"] += 1
-                raise _Transient(type(e).__name__) from e
+                what = "timed out" if isinstance(e, self.sdk.APITimeoutError) else "cannot connect"
+                raise _Transient(f"{what} ({type(e).__name__})") from e
             add_usage(usage, completion.usage)
             choice = completion.choices[0] if completion.choices else None
             if choice is None:

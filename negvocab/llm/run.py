@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from negvocab.errors import ResourceError
 from negvocab.llm.client import Answer, LLMClient, ServerGaveUp
 from negvocab.llm.journal import Journal, custom_id
 from negvocab.llm.prompts import PromptTemplate
@@ -133,22 +134,37 @@ async def run_sync(
     """Send ``requests`` concurrently, journaling each answer; returns the custom ids left undone.
 
     A request is left undone (not journaled) only when transport errors outlast the retries; a
-    re-run sends it again. Content failures are journaled with their status.
+    re-run sends it again. Content failures are journaled with their status. When as many requests
+    in a row as run at once (``client.concurrency``, at most all of them) give up, the server is
+    taken to be down or unreachable: the run stops with a :class:`ResourceError` instead of waiting
+    out the retries of every remaining request (everything answered is journaled; re-run to resume).
     """
     total = len(requests)
     done = 0
+    answered = 0
+    streak = 0
+    stop_after = max(1, min(client.concurrency, total))
     gave_up: list[str] = []
     writer = _Writer(journal)
     tag = journal.identity_sha256[:8]
 
     async def one(req: Request) -> None:
-        nonlocal done
+        nonlocal done, answered, streak
         try:
             answer = await client.ask(req.chat(), req.n, min_labels=req.min_labels, trace_id=f"{tag}:{req.custom_id}")
         except ServerGaveUp as e:
             gave_up.append(req.custom_id)
+            streak += 1
             log.warning("%s: %s; left for the next run", req.custom_id, e)
+            if streak >= stop_after:
+                raise ResourceError(
+                    f"{e}: {streak} requests in a row failed, so the run stopped ({answered} answers of this "
+                    f"session journaled in {journal.run_dir}); check that the server is up and the base URL "
+                    "(OPENAI_BASE_URL or --base-url), then re-run the same command to resume"
+                ) from None
         else:
+            streak = 0
+            answered += 1
             if answer.status != "ok":
                 log.warning("%s: %s (%s)", req.custom_id, answer.status, answer.error)
             writer.put(result_record(req, answer, template, mode="sync"))

@@ -83,6 +83,8 @@ class FakeState:
         self.files: dict[str, dict[str, Any]] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.auth_headers: set[str] = set()
+        #: when set, requests without ``Authorization: Bearer <api_key>`` get a 401, as OpenAI answers
+        self.api_key: str | None = None
         self.ids = itertools.count(1)
 
     def fault(self, cid: str) -> str | None:
@@ -170,6 +172,8 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server.state
         state.auth_headers.add(self.headers.get("Authorization", ""))
         body = self._body()
+        if not self._authorized():
+            return None
         if self.path == "/v1/chat/completions":
             return self._chat(json.loads(body))
         if self.path == "/v1/files":
@@ -184,8 +188,19 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, self._batch_view(b))
         self._error(404, f"no route POST {self.path}")
 
+    def _authorized(self) -> bool:
+        """False (after a 401 that echoes part of the key, as OpenAI does) for a wrong key."""
+        want = self.server.state.api_key
+        got = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        if want is None or got == want:
+            return True
+        self._error(401, f"Incorrect API key provided: {got[:3]}***{got[-4:]}. You can find your API key at ...")
+        return False
+
     def do_GET(self) -> None:  # noqa: N802
         state = self.server.state
+        if not self._authorized():
+            return
         m = re.fullmatch(r"/v1/files/([^/]+)(/content)?", self.path)
         if m and m.group(1) in state.files:
             f = state.files[m.group(1)]

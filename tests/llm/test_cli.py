@@ -101,7 +101,45 @@ def test_dead_server_is_a_clear_error_and_nothing_is_lost(tmp_path, monkeypatch)
     env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": DUMMY_KEY}
     res = invoke(["build", "gpt", "-m", "x", "--classes", "2", "--rounds", "1", "--run-dir", str(tmp_path / "r"), "--retry-wait", "0.001", "-o", str(tmp_path / "o.json")], env)
     assert res.exit_code == 2
-    assert "2 of 2 requests could not be completed" in res.output and "re-run the same command" in res.output
+    err = [ln for ln in res.output.splitlines() if ln.startswith("error:")]
+    assert len(err) == 1 and "http://127.0.0.1:9/v1: cannot connect" in err[0]
+    assert "2 requests in a row failed" in err[0] and "re-run the same command" in err[0]
     assert json.loads((tmp_path / "r" / "manifest.json").read_text())["identity"]["model"] == "x"
     assert not (tmp_path / "o.json").exists()
     assert_no_key(tmp_path, texts=[res.output])
+
+
+def test_server_going_down_mid_run_stops_the_run_early(tmp_path, server, synonym_filter):
+    import pytest
+
+    from negvocab import imagenet1k
+    from negvocab.errors import ResourceError
+
+    # round 0 answers; then every request fails with 500s until the retries run out
+    for w in imagenet1k().wnids[:10]:
+        server.state.add_faults(f"{w}/r1", *["500"] * 2)
+    opts = {**FAST, "transport_attempts": 2}
+    kw = dict(per_class=6, rounds=2, classes=10, run_dir=tmp_path / "r", base_url=server.url, api_key=DUMMY_KEY, synonym_filter=synonym_filter, concurrency=2)
+    with pytest.raises(ResourceError, match="2 requests in a row failed, so the run stopped"):
+        build_gpt_vocabulary("gpt-test", client_options=opts, **kw)
+    asked_r1 = [cid for cid in server.state.chat_counts if cid.endswith("/r1")]
+    assert len(asked_r1) <= 4  # stopped after the first failures, did not wait out all ten
+    assert len(Journal.open_existing(tmp_path / "r").results) == 10  # round 0 is journaled
+    server.state.faults.clear()
+    vocab = build_gpt_vocabulary("gpt-test", client_options=FAST, **kw)  # the server is back: resume
+    assert vocab.settings["session"]["sent"] == 10
+    assert all(n == 1 for cid, n in server.state.chat_counts.items() if cid.endswith("/r0"))
+
+
+def test_wrong_key_and_bad_base_url_are_one_line_errors(tmp_path, server):
+    server.state.api_key = "sk-the-right-one"
+    env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": DUMMY_KEY}
+    args = ["build", "gpt", "-m", "x", "--classes", "3", "--rounds", "1", "--run-dir", str(tmp_path / "r"), "-o", str(tmp_path / "o.json")]
+    res = invoke(args, env)
+    assert res.exit_code == 2 and res.output.count("\n") == 1, res.output
+    assert res.output.startswith(f"error: {server.url}: authentication failed (HTTP 401); check OPENAI_API_KEY")
+    assert not (tmp_path / "o.json").exists() and not Journal.open_existing(tmp_path / "r").results
+    assert_no_key(tmp_path, texts=[res.output])
+    res = invoke([*args, "--base-url", "localhost:8000/v1"], env)
+    assert res.exit_code == 2 and res.output.count("\n") == 1
+    assert "base URL 'localhost:8000/v1' is not an http(s) URL" in res.output
