@@ -224,11 +224,21 @@ def sweep_cmd(
     cache_dir: CacheDirOpt = None,
 ) -> None:
     """FPR@95 and AUROC against pool size M from one ranked vocabulary: a table and a plot."""
+    from negvocab.scoring.metrics import CONVENTIONS
     from negvocab.scoring.run import read_id_classes, sweep_vocabulary, write_sweep
+    from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
+    from negvocab.scoring.sweep import parse_sizes
     from negvocab.vocab import Vocabulary
 
-    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth)
+    # fail on bad options before loading a model or reading images
+    key = canonical_method(method)
+    if key not in NEEDS_NEGATIVES:
+        raise InputError(f"--method {key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
+    if convention not in CONVENTIONS:
+        raise InputError(f"unknown --convention {convention!r}; choose one of {', '.join(CONVENTIONS)}")
     ranked = Vocabulary.load(vocab)
+    parse_sizes(sizes, len(ranked))
+    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth)
     refs = _load_vocabs(list(reference or []))
     classes = read_id_classes(id_classes)
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)

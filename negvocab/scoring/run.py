@@ -457,6 +457,7 @@ def sweep_vocabulary(
         "vocabulary": {"source": vocab.source, "sha256": vocab.sha256, "size": len(vocab)},
         "n_id": n_id,
         "n_ood": len(ood_images),
+        "failed_images": [list(x) for x in (*id_e.failed, *ood_e.failed)],
         "seconds": round(time.perf_counter() - t0, 2),
     }
     if vlm.random_weights:
@@ -477,6 +478,7 @@ def plot_sweep(
 
     matplotlib.use("Agg", force=False)
     from matplotlib.figure import Figure
+    from matplotlib.ticker import NullFormatter
 
     if not rows:
         raise InputError("nothing to plot: no sweep rows")
@@ -491,9 +493,11 @@ def plot_sweep(
             lo, hi = zip(*[(100 * r["fpr_ci"][0], 100 * r["fpr_ci"][1]) for r in rows], strict=True)
             ax.fill_between(ms, lo, hi, alpha=0.2, label="95% CI (OOD bootstrap)")
         for i, ref in enumerate(references):
-            name = f"{ref['name']} (oracle)" if ref.get("oracle") else ref["name"]
+            name = f"{ref['name']} (oracle)" if ref.get("oracle") and "oracle" not in ref["name"].lower() else ref["name"]
             ax.axhline(100 * ref[key], linestyle="--", color=f"C{i + 1}", label=f"{name}, M={ref['M']}")
         ax.set_xscale("log")
+        ax.set_xticks(ms, [f"{m:,}" for m in ms])  # the swept sizes, not powers of ten
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("pool size M")
         ax.set_ylabel(label)
         ax.grid(True, alpha=0.3)

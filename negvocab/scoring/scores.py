@@ -43,6 +43,7 @@ DEFAULT_CHUNK_BYTES = 64 * 2**20
 
 __all__ = [
     "METHODS",
+    "NEEDS_NEGATIVES",
     "TopkScores",
     "eoe",
     "explain",
@@ -804,7 +805,9 @@ METHODS: dict[str, Callable[..., np.ndarray]] = {
     "neglabel_eoe": neglabel_eoe,
 }
 _ALIASES = {"gl-mcm": "glmcm", "gl_mcm": "glmcm", "neglabel+eoe": "neglabel_eoe", "neglabel-eoe": "neglabel_eoe"}
-_NEEDS_NEG = {"neglabel", "eoe", "neglabel_eoe"}
+#: the methods that take negative (or outlier) label embeddings
+NEEDS_NEGATIVES: frozenset[str] = frozenset({"neglabel", "eoe", "neglabel_eoe"})
+_NEEDS_NEG = NEEDS_NEGATIVES
 
 
 def canonical_method(method: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -29,7 +30,7 @@ def _warning_before_numbers(stdout: str) -> None:
     assert warn and numbers and warn[0] < numbers[0], stdout
 
 
-def test_score_end_to_end(tiny, model_args, tmp_path):
+def test_score_end_to_end(tiny, model_args, tmp_path, caplog):
     out = tmp_path / "res"
     args = [
         "score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"),
@@ -66,8 +67,11 @@ def test_score_end_to_end(tiny, model_args, tmp_path):
         assert {n["label"] for n in item["top_negatives"]} <= set(NEG_B) and len(item["top_negatives"]) == 5
 
     # same inputs again: every embedding comes from the cache, the scores are identical
-    r2 = invoke(args)
+    with caplog.at_level(logging.INFO, logger="negvocab"):
+        r2 = invoke(args)
     assert r2.exit_code == 0
+    assert "image embeddings from the cache" in caplog.text and "text embeddings from the cache" in caplog.text
+    assert not [m for m in caplog.messages if m.startswith("encoded ")], caplog.text  # nothing encoded again
     npz2 = np.load(out / "scores.npz")
     for key in npz.files:
         np.testing.assert_array_equal(npz[key], npz2[key])
@@ -122,6 +126,23 @@ def test_fi_imagenet_lists(tiny, model_args, tmp_path):
 def test_score_errors_are_one_line(tiny, model_args, extra, message):
     r = invoke(["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), *extra, *model_args])
     assert r.exit_code == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--sizes", "3,500"], "pool size 500 exceeds the 18 ranked labels"),
+        (["--sizes", "3,x"], "not an integer"),
+        (["--sizes", "3", "--method", "mcm"], "mcm does not use negative labels"),
+        (["--sizes", "3", "--convention", "fpr"], "unknown --convention"),
+    ],
+)
+def test_sweep_option_errors_come_before_loading_a_model(tiny, tmp_path, extra, message):
+    Vocabulary.from_labels(NEG_A + NEG_B, source="wordnet").save(tmp_path / "ranked.json")
+    # no weights given: had the model been loaded first, the error would ask for --pretrained
+    r = invoke(["sweep", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--vocab", str(tmp_path / "ranked.json"), "-o", str(tmp_path / "s"), *extra])
+    assert r.exit_code == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "s").exists()
 
 
 def test_score_without_ood_or_weights(tiny, model_args):

@@ -28,9 +28,11 @@ class FakeVLM:
     identity = {"name": "fake"}
 
     def encode_images(self, paths, *, local_features=False, progress=None):
+        failed = [(p, "UnidentifiedImageError: corrupt") for p in paths if "broken" in p]  # as VLM skips them
+        paths = [p for p in paths if "broken" not in p]
         emb = np.stack([_vec(p) for p in paths])
         local = np.stack([np.stack([_vec(f"{p}#{j}") for j in range(3)]) for p in paths]) if local_features else None
-        return ImageEmbeddings(paths=list(paths), embeddings=emb, local=local)
+        return ImageEmbeddings(paths=list(paths), embeddings=emb, local=local, failed=failed)
 
     def encode_text(self, labels, templates="paper8", *, pos=None, progress=None):
         return np.stack([_vec(f"{templates}:{x}") for x in labels])
@@ -106,3 +108,19 @@ def test_read_id_classes(tmp_path):
     assert c.names == ("cat", "dog") and c.dataset == "custom:names.txt"
     with pytest.raises(InputError, match="no such ID classes"):
         run.read_id_classes(tmp_path / "absent.txt")
+
+
+def test_unreadable_images_are_reported_and_the_rest_stay_aligned(sets, classes, tmp_path):
+    id_set, ood_set = sets
+    broken = ImageSet("ood", [*ood_set.paths[:5], "/ood/broken.png", *ood_set.paths[5:]], [*ood_set.ids[:5], "bad", *ood_set.ids[5:]])
+    vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(20)], source="file")
+    ev = run.evaluate_vocabularies(FakeVLM(), id_set, broken, {"v": vocab}, ["neglabel"], id_classes=classes, templates="single", n_boot=0)
+    assert ev.meta["failed_images"] == [["/ood/broken.png", "UnidentifiedImageError: corrupt"]]
+    assert ev.ood_images == list(zip(ood_set.ids, ood_set.paths, strict=True)) and ev.rows[0]["n_ood"] == 12
+    # each stored score belongs to the image whose id sits next to it
+    cls = np.stack([_vec(f"single:{n}") for n in classes.names])
+    neg = np.stack([_vec(f"single:{x}") for x in vocab.labels])
+    want = negvocab.score("neglabel", np.stack([_vec(p) for p in ood_set.paths]), cls, neg)
+    np.testing.assert_allclose(ev.scores["neglabel@v"]["ood"], want, atol=1e-6)
+    sw = run.sweep_vocabulary(FakeVLM(), id_set, broken, vocab, [5, 20], id_classes=classes, templates="single", n_boot=0)
+    assert sw.meta["failed_images"] == ev.meta["failed_images"] and sw.meta["n_ood"] == 12
