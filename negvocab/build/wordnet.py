@@ -63,6 +63,13 @@ def quantile_from_top(top_desc: np.ndarray, n_id: int, percentile: float) -> np.
     return a + frac * (b - a)
 
 
+def check_percentile(percentile: float) -> None:
+    """Raise :class:`InputError` unless ``percentile`` is a quantile level in (0, 1]."""
+    if not 0.0 < percentile <= 1.0:
+        hint = f" (a fraction: {percentile / 100:g}, not a percent)" if 1 < percentile <= 100 else ""
+        raise InputError(f"percentile must be in (0, 1], got {percentile}{hint}")
+
+
 def farthest_first(
     candidate_emb: np.ndarray,
     id_emb: np.ndarray,
@@ -109,9 +116,7 @@ def farthest_first(
     """
     from negvocab.index import knn
 
-    if not 0.0 < percentile <= 1.0:
-        hint = f" (a fraction: {percentile / 100:g}, not a percent)" if 1 < percentile <= 100 else ""
-        raise InputError(f"percentile must be in (0, 1], got {percentile}{hint}")
+    check_percentile(percentile)
     cand = np.asarray(candidate_emb, dtype=np.float32)
     ids = np.asarray(id_emb, dtype=np.float32)
     if cand.ndim != 2 or ids.ndim != 2 or cand.shape[1] != ids.shape[1]:
@@ -183,6 +188,7 @@ def build_wordnet_vocabulary(
         raise InputError(f"ratio must be in (0, 1], got {ratio}")
     if ratio is not None and size is not None:
         raise InputError("give either size or ratio, not both")
+    check_percentile(percentile)  # before the long embedding pass, not after it
     custom = candidates is not None
     if candidates is None:
         from negvocab.labels.candidates import wordnet_candidates

@@ -62,6 +62,15 @@ def build_wordnet(
     ] = None,
     percentile: Annotated[float, typer.Option("--percentile", help="Quantile of the ID similarities (fraction).")] = 0.95,
     preset: Annotated[str, typer.Option("--preset", help="Candidate pool preset: neglabel or all.")] = "neglabel",
+    candidates: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--candidates",
+            "--pool",
+            help="Rank these candidates instead of the WordNet pool: a 'negvocab candidates' export "
+            "(.tsv/.csv/.json keep parts of speech) or any vocabulary file.",
+        ),
+    ] = None,
     templates: TemplatesOpt = "paper8",
     synonym_filter: Annotated[
         bool, typer.Option("--synonym-filter/--no-synonym-filter", help="Drop labels naming an ImageNet-1k class.")
@@ -72,24 +81,41 @@ def build_wordnet(
     random_weights: RandomWeightsOpt = False,
 ) -> None:
     """Rank WordNet head words farthest first from the ImageNet-1k classes and write vocabularies."""
-    from negvocab.build.wordnet import build_wordnet_vocabulary
+    from negvocab.build.wordnet import build_wordnet_vocabulary, check_percentile
+    from negvocab.labels.candidates import PRESETS, load_candidates
+    from negvocab.vlm.templates import resolve_templates
 
     many = parse_sizes(sizes)
     if size is not None:
         many = sorted({*many, size})
+    if many and many[0] < 1:
+        raise InputError(f"--size must be >= 1, got {many[0]}")
     if ratio is not None and many:
         raise InputError("give --ratio or --size/--sizes, not both")
+    if ratio is not None and not 0 < ratio <= 1:
+        raise InputError(f"--ratio must be in (0, 1], got {ratio}")
+    # every option is checked before the model loads and the long embedding pass starts
+    check_percentile(percentile)
+    if preset not in PRESETS:
+        raise InputError(f"unknown --preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    tset = resolve_templates(templates)
+    pool = load_candidates(candidates) if candidates is not None else None
+    if pool is not None and many and many[-1] > len(pool):
+        raise InputError(f"--size {many[-1]} exceeds the {len(pool)} candidates in {candidates}")
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
     full = build_wordnet_vocabulary(
         vlm,
         None,
         percentile=percentile,
         preset=preset,
-        templates=templates,
+        templates=tset,
         ratio=ratio,
+        candidates=pool,
         synonym_filter=synonym_filter,
         progress=True,
     )
+    if candidates is not None:
+        full = full.subset(full.labels, settings={"candidates_file": str(candidates)})
     warn = " (RANDOM weights: not a real vocabulary)" if vlm.random_weights else ""
     if not many:
         path = output_path(output, len(full), False)

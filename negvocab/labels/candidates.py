@@ -15,9 +15,14 @@ over it (or over the ranked vocabulary).
 
 from __future__ import annotations
 
+import csv
 import functools
+import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from negvocab.errors import InputError
 from negvocab.labels.wordnet import LEXNAMES, load_wordnet
@@ -82,6 +87,71 @@ def wordnet_candidates(
     pos_tuple = _parse_pos(pos)
     excluded = tuple(sorted(set(PRESETS[preset] if exclude_lexnames is None else _check_lexnames(exclude_lexnames))))
     return list(_pool(pos_tuple, excluded, bool(all_lemmas), bool(drop_unusable)))
+
+
+CANDIDATE_FIELDS = ("text", "pos", "lexname", "synset", "offset")
+
+
+def load_candidates(path: str | os.PathLike[str]) -> list[Candidate]:
+    """Candidates from a file: an export of ``negvocab candidates`` or any vocabulary file.
+
+    ``.tsv`` / ``.csv`` (a ``text`` column; ``pos``, ``lexname``, ``synset``, ``offset`` if present)
+    and ``.json`` lists of objects keep each label's part of speech (the ``neglabel`` templates
+    need it); a text file (one label a line) or a vocabulary JSON gives nouns. Repeats are dropped
+    (first kept). Raises :class:`InputError` naming the file when it is missing, malformed or empty.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix in (".tsv", ".csv"):
+        rows = _read_table(path, "\t" if suffix == ".tsv" else ",")
+    elif suffix == ".json" and (listed := _json_list(path)) is not None:
+        rows = listed
+    else:
+        from negvocab.vocab import Vocabulary
+
+        rows = [{"text": label} for label in Vocabulary.load(path).labels]
+    out: dict[str, Candidate] = {}
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict) or not isinstance(row.get("text"), str):
+            raise InputError(f"{path}: entry {i + 1} has no 'text'; expected the columns {', '.join(CANDIDATE_FIELDS)}")
+        text = row["text"].strip()
+        if not text or text in out:
+            continue
+        pos = str(row.get("pos") or "n").strip().lower()
+        if pos not in POS_NAMES:
+            raise InputError(f"{path}: entry {i + 1} ({text!r}) has an unknown part of speech {pos!r}; use n, a, s, v or r")
+        try:
+            offset = int(row.get("offset") or 0)
+        except (TypeError, ValueError):
+            raise InputError(f"{path}: entry {i + 1} ({text!r}) has a non-integer offset {row.get('offset')!r}") from None
+        out[text] = Candidate(text, pos, str(row.get("lexname") or ""), str(row.get("synset") or ""), offset)
+    if not out:
+        raise InputError(f"{path}: no candidates in this file")
+    return list(out.values())
+
+
+def _read_table(path: Path, delimiter: str) -> list[dict[str, str]]:
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            reader = csv.DictReader(fh, delimiter=delimiter)
+            if not reader.fieldnames or "text" not in reader.fieldnames:
+                raise InputError(f"{path}: no 'text' column in the header; expected {delimiter.join(CANDIDATE_FIELDS)!r}")
+            return list(reader)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such candidates file") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not a UTF-8 text file") from e
+    except (OSError, csv.Error) as e:
+        raise InputError(f"{path}: cannot read the candidates table ({e})") from e
+
+
+def _json_list(path: Path) -> list[Any] | None:
+    """The JSON list in ``path`` (a ``negvocab candidates`` export), or None for anything else."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError):
+        return None  # Vocabulary.load reports it
+    return doc if isinstance(doc, list) else None
 
 
 def _parse_pos(pos: str | Iterable[str]) -> tuple[str, ...]:

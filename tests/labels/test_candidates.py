@@ -95,3 +95,50 @@ def test_options(wn, neglabel_pool):
 def test_bad_options(kwargs, message):
     with pytest.raises(InputError, match=message):
         wordnet_candidates(**kwargs)
+
+
+# -- reading a pool back (negvocab build wordnet --candidates) ------------------------------------
+@pytest.mark.parametrize("suffix", ["tsv", "csv", "json"])
+def test_an_exported_pool_loads_back_exactly(tmp_path, suffix):
+    from typer.testing import CliRunner
+
+    from negvocab.cli import app
+
+    out = tmp_path / f"pool.{suffix}"
+    result = CliRunner().invoke(app, ["candidates", "--preset", "all", "--pos", "a", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert cmod.load_candidates(out) == wordnet_candidates("all", pos="a")
+
+
+def test_plain_label_files_load_as_nouns(tmp_path):
+    path = tmp_path / "mine.txt"
+    path.write_text("\ufeffmeadow\nred\n\nmeadow\n", encoding="utf-8")
+    assert cmod.load_candidates(path) == [Candidate("meadow", "n", "", ""), Candidate("red", "n", "", "")]
+    table = tmp_path / "mine.tsv"
+    table.write_text("text\tpos\nmeadow\t\nred\ts\nred\ta\n", encoding="utf-8")  # only 'text' is required
+    assert cmod.load_candidates(table) == [Candidate("meadow", "n", "", ""), Candidate("red", "s", "", "")]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("missing.tsv", None, "no such candidates file"),
+        ("nohead.tsv", "word\tpos\nmeadow\tn\n", "no 'text' column"),
+        ("badpos.csv", "text,pos\nmeadow,x\n", r"entry 1 \('meadow'\) has an unknown part of speech 'x'"),
+        ("badoff.csv", "text,offset\nmeadow,abc\n", "non-integer offset 'abc'"),
+        ("empty.csv", "text,pos\n", "no candidates in this file"),
+        ("latin1.tsv", b"text\ncaf\xe9\n", "not a UTF-8 text file"),
+        ("objects.json", '[{"label": "meadow"}]', "entry 1 has no 'text'"),
+        ("broken.json", '[{"text": ', "malformed JSON"),
+        ("empty.txt", "\n\n", "has no labels"),
+    ],
+)
+def test_bad_candidate_files(tmp_path, name, content, message):
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content, encoding="utf-8")
+    with pytest.raises(InputError, match=message) as err:
+        cmod.load_candidates(path)
+    assert name in str(err.value) and "\n" not in str(err.value)

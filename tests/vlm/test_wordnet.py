@@ -151,3 +151,84 @@ def test_cli_needs_weights_or_random_flag(tmp_path):
     result = CliRunner().invoke(app, ["build", "wordnet", "-m", "ViT-B-32", "-o", str(tmp_path / "x.json")])
     assert result.exit_code == 2
     assert "--pretrained /path/to/open_clip_pytorch_model.bin" in result.output
+
+
+def _no_model(*_a, **_k):
+    raise AssertionError("the model must not be loaded")
+
+
+def test_cli_ranks_a_candidates_file_as_the_api_does(wn_vlm, tmp_path, monkeypatch):
+    import negvocab.cli.build_wordnet as cmd
+    from negvocab.cli import app
+
+    pool = tmp_path / "pool.tsv"
+    rows = [f"{c.text}\t{c.pos}\t{c.lexname}\t{c.synset}\t{c.offset}\n" for c in CANDIDATES]
+    pool.write_text("text\tpos\tlexname\tsynset\toffset\n" + "".join(rows), encoding="utf-8")
+    monkeypatch.setattr(cmd, "load_vlm", lambda *a, **k: wn_vlm)
+    out = tmp_path / "wn.json"
+    result = CliRunner().invoke(app, ["build", "wordnet", "--random-weights", "--pool", str(pool), "-t", "neglabel", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    got = Vocabulary.load(out)
+    expected = build_wordnet_vocabulary(wn_vlm, None, candidates=CANDIDATES, templates="neglabel")
+    assert got.labels == expected.labels and got.meta == expected.meta  # parts of speech kept: adjective templates
+    assert got.settings["candidates_file"] == str(pool) and got.settings["preset"] == "custom candidates"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--percentile", "95"], "a fraction: 0.95, not a percent"),
+        (["--ratio", "1.5"], "--ratio must be in (0, 1]"),
+        (["--size", "0"], "--size must be >= 1"),
+        (["-t", "paper9"], "unknown template preset 'paper9'"),
+        (["--preset", "negmine"], "unknown --preset 'negmine'"),
+        (["--pool", "missing.tsv"], "missing.tsv: no such candidates file"),
+        (["--pool", "{pool}", "--sizes", "2,50"], "--size 50 exceeds the 3 candidates"),
+    ],
+)
+def test_cli_checks_options_before_loading_the_model(tmp_path, monkeypatch, args, message):
+    import negvocab.cli.build_wordnet as cmd
+    from negvocab.cli import app
+
+    pool = tmp_path / "pool.txt"
+    pool.write_text("meadow\ncloud\npebble\n", encoding="utf-8")
+    monkeypatch.setattr(cmd, "load_vlm", _no_model)
+    monkeypatch.chdir(tmp_path)
+    args = [a.replace("{pool}", str(pool)) for a in args]
+    result = CliRunner().invoke(app, ["build", "wordnet", "--random-weights", *args, "-o", str(tmp_path / "x.json")])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.stderr
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_percentile_is_checked_before_any_embedding(monkeypatch):
+    class NoModel:
+        def encode_text(self, *a, **k):
+            raise AssertionError("encoded before the percentile was checked")
+
+    with pytest.raises(InputError, match="not a percent"):
+        build_wordnet_vocabulary(NoModel(), 5, percentile=95, candidates=CANDIDATES)
+
+
+def test_several_pool_sizes_cost_one_embedding_pass(tmp_path, monkeypatch):
+    import negvocab.cli.build_wordnet as cmd
+    import negvocab.labels.candidates as cands
+    import negvocab.vlm.text as text_mod
+    from negvocab.cli import app
+    from negvocab.labels.imagenet import imagenet1k
+
+    vlm = make_tiny_vlm(tmp_path)  # an empty cache
+    seen: list[str] = []
+    real = text_mod.encode_prompts
+    monkeypatch.setattr(text_mod, "encode_prompts", lambda v, prompts, **kw: seen.extend(prompts) or real(v, prompts, **kw))
+    monkeypatch.setattr(cmd, "load_vlm", lambda *a, **k: vlm)
+    monkeypatch.setattr(cands, "wordnet_candidates", lambda preset="neglabel", **k: list(CANDIDATES))
+    out = tmp_path / "wn-{size}.json"
+    result = CliRunner().invoke(app, ["build", "wordnet", "--random-weights", "--sizes", "2,4,8", "-t", "single", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    # every candidate and every distinct ID name once ("goldfish" is both), nothing more
+    expected = {f"a photo of a {t}." for t in [c.text for c in CANDIDATES] + list(imagenet1k().names)}
+    assert len(seen) == len(expected) and set(seen) == expected
+    heads = [Vocabulary.load(tmp_path / f"wn-{m}.json").labels for m in (2, 4, 8)]
+    assert heads[0] == heads[1][:2] and heads[1] == heads[2][:4]
