@@ -138,7 +138,8 @@ def candidates(
     counts = Counter("a" if c.pos == "s" else c.pos for c in pool)
     detail = ", ".join(f"{p}: {n}" for p, n in counts.items())
     extra = f"; {removed} ID labels removed" if drop_id else ""
-    typer.echo(f"wrote {len(pool)} candidates ({detail}; preset {preset}{extra}) to {output}")
+    source = f"preset {preset}" if exclude is None else f"preset {preset} excluding only {', '.join(exclude)}"
+    typer.echo(f"wrote {len(pool)} candidates ({detail}; {source}{extra}) to {output}")
 
 
 @app.command("filter")

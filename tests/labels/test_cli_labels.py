@@ -103,6 +103,12 @@ def test_candidates_table_with_options(runner, tmp_path, synfilter):
     assert rows[0] == {"text": expected[0].text, "pos": expected[0].pos, "lexname": expected[0].lexname,
                        "synset": expected[0].synset, "offset": str(expected[0].offset)}  # fmt: skip
     assert "ID labels removed" in result.stdout
+    out = tmp_path / "nouns.txt"
+    result = run(runner, "candidates", "--pos", "n", "--exclude", "noun.food", "-o", out)
+    assert "preset neglabel excluding only noun.food" in result.stdout  # the preset's list was replaced
+    texts = out.read_text(encoding="utf-8").splitlines()
+    assert texts == [c.text for c in wordnet_candidates(pos="n", exclude_lexnames=["noun.food"])]
+    assert "tench" in texts and "hot dog" not in texts
 
 
 @pytest.mark.parametrize(
