@@ -170,3 +170,23 @@ def test_concurrency_limit_is_respected(server):
     answers = asyncio.run(go())
     assert all(a.status == "ok" for a in answers)
     assert active["max"] == 3
+
+
+def test_endpoint_written_to_files_has_no_credentials(server, tmp_path, synonym_filter):
+    from negvocab import build_gpt_vocabulary
+    from negvocab.llm.client import public_url
+
+    assert public_url("http://me:SECRET@127.0.0.1:8000/v1?api-key=SECRET2#x") == "http://127.0.0.1:8000/v1"
+    assert public_url(None) == "https://api.openai.com/v1"
+    url = server.url.replace("http://", "http://me:SECRET-IN-URL@")
+    vocab = build_gpt_vocabulary(
+        "gpt-test", per_class=4, rounds=1, classes=2, run_dir=tmp_path / "r", base_url=url, api_key=DUMMY_KEY,
+        synonym_filter=synonym_filter, client_options=FAST,
+    )  # fmt: skip
+    vocab.save(tmp_path / "v.json")
+    import json
+
+    assert json.loads((tmp_path / "r" / "manifest.json").read_text())["endpoint"] == server.url
+    for f in tmp_path.rglob("*"):
+        if f.is_file():
+            assert b"SECRET-IN-URL" not in f.read_bytes() and DUMMY_KEY.encode() not in f.read_bytes(), f
