@@ -166,3 +166,33 @@ def test_interrupted_run_keeps_finished_chunks(tiny, monkeypatch):
     resumed = tiny.encode_text(LABELS[:12], "single")
     assert counter.prompts == [f"a photo of a {lab}." for lab in LABELS[8:12]]  # chunks 1-2 were cached
     np.testing.assert_allclose(resumed, make_tiny_vlm(cache=False).encode_text(LABELS[:12], "single"), atol=1e-6)
+
+
+def test_image_preprocessing_is_part_of_the_image_key_only(tmp_path, image_dir):
+    """Same weights, other normalisation: image rows are recomputed, text rows are shared."""
+    from open_clip.model import set_model_preprocess_cfg
+    from open_clip.transform import PreprocessCfg
+
+    from negvocab.vlm.model import VLM
+    from tests.vlm.conftest import tiny_clip
+
+    def wrap(mean):
+        model = tiny_clip(seed=0)
+        set_model_preprocess_cfg(model, {**PreprocessCfg(size=32).__dict__, "mean": mean})
+        return VLM.from_model(model, open_clip_tokenizer(), name="tiny", random_weights=True, device="cpu", cache_dir=tmp_path / "emb")
+
+    a, b = wrap((0.5, 0.5, 0.5)), wrap((0.0, 0.0, 0.0))
+    assert a.identity["weights"] == b.identity["weights"]
+    assert a.store("text").folder == b.store("text").folder
+    assert a.store("image").folder != b.store("image").folder
+    ea = a.encode_images(image_dir, num_workers=0)
+    eb = b.encode_images(image_dir, num_workers=0)
+    assert not np.allclose(ea.embeddings, eb.embeddings)  # computed with b's preprocessing, not read from a's
+    fresh = VLM.from_model(b.model, b.tokenizer, name="tiny", random_weights=True, device="cpu", cache=False)
+    np.testing.assert_allclose(eb.embeddings, fresh.encode_images(image_dir, num_workers=0).embeddings, atol=1e-6)
+
+
+def open_clip_tokenizer():
+    import open_clip
+
+    return open_clip.get_tokenizer("ViT-B-32")

@@ -232,3 +232,14 @@ def test_several_pool_sizes_cost_one_embedding_pass(tmp_path, monkeypatch):
     assert len(seen) == len(expected) and set(seen) == expected
     heads = [Vocabulary.load(tmp_path / f"wn-{m}.json").labels for m in (2, 4, 8)]
     assert heads[0] == heads[1][:2] and heads[1] == heads[2][:4]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["auto", "torch"])
+def test_farthest_first_on_cuda_matches_direct_quantile(backend):
+    rng = np.random.default_rng(7)
+    cand, ids = unit(rng, 5000, 64), unit(rng, 1000, 64)
+    order, d = farthest_first(cand, ids, 0.95, device="cuda", backend=backend)
+    np.testing.assert_allclose(d, direct_distances(cand, ids, 0.95), atol=1e-5)
+    cpu_order, _ = farthest_first(cand, ids, 0.95, device="cpu", backend="torch")
+    assert (order == cpu_order).mean() > 0.99  # only near-ties may swap
