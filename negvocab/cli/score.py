@@ -96,6 +96,26 @@ def image_sets(
     return id_set, open_image_set(ood)
 
 
+def check_scoring_options(*, tau: float, groups: int, grouping: str, tpr: float, n_boot: int, topk: int | None = None) -> None:
+    """Reject bad scoring options before a model is loaded or an image is read."""
+    import math
+
+    from negvocab.scoring.scores import GROUPINGS
+
+    if not (math.isfinite(tau) and tau > 0):
+        raise InputError(f"--tau must be a positive number, got {tau}")
+    if groups < 1:
+        raise InputError(f"--groups must be >= 1, got {groups}")
+    if grouping not in GROUPINGS:
+        raise InputError(f"unknown --grouping {grouping!r}; choose one of {', '.join(GROUPINGS)}")
+    if not 0 < tpr <= 1:
+        raise InputError(f"--tpr must be in (0, 1], got {tpr}")
+    if n_boot < 0:
+        raise InputError(f"--n-boot must be >= 0, got {n_boot}")
+    if topk is not None and topk < 1:
+        raise InputError(f"--topk must be >= 1, got {topk}")
+
+
 def _load_vocabs(paths: list[Path]) -> dict[str, object]:
     from negvocab.vocab import Vocabulary
 
@@ -165,6 +185,7 @@ def score_cmd(
     methods = [canonical_method(m) for m in (method or ["neglabel"])]  # fail before loading a model
     if convention not in CONVENTIONS:
         raise InputError(f"unknown --convention {convention!r}; choose one of {', '.join(CONVENTIONS)}")
+    check_scoring_options(tau=tau, groups=groups, grouping=grouping, tpr=tpr, n_boot=n_boot, topk=topk)
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth)
     vocabs = _load_vocabs(list(vocab or []))
     classes = read_id_classes(id_classes)
@@ -236,6 +257,7 @@ def sweep_cmd(
         raise InputError(f"--method {key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
     if convention not in CONVENTIONS:
         raise InputError(f"unknown --convention {convention!r}; choose one of {', '.join(CONVENTIONS)}")
+    check_scoring_options(tau=tau, groups=groups, grouping=grouping, tpr=tpr, n_boot=n_boot)
     ranked = Vocabulary.load(vocab)
     parse_sizes(sizes, len(ranked))
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth)

@@ -121,11 +121,18 @@ def test_fi_imagenet_lists(tiny, model_args, tmp_path):
         (["--method", "energy"], "unknown method"),
         (["--convention", "sklearn"], "convention"),
         (["--vocab", "/nonexistent/v.json"], "no such vocabulary"),
+        (["--groups", "0"], "--groups must be >= 1"),
+        (["--tau", "0"], "--tau must be a positive number"),
+        (["--grouping", "zigzag"], "unknown --grouping"),
+        (["--tpr", "1.5"], "--tpr must be in (0, 1]"),
+        (["--topk", "0"], "--topk must be >= 1"),
     ],
 )
-def test_score_errors_are_one_line(tiny, model_args, extra, message):
-    r = invoke(["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), *extra, *model_args])
-    assert r.exit_code == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
+def test_score_errors_are_one_line(tiny, tmp_path, extra, message):
+    # no weights given: had the model been loaded first, the error would ask for --pretrained
+    r = invoke(["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--vocab", str(tiny / "negA.txt"), "-o", str(tmp_path / "r"), *extra])
+    assert r.exit_code == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "r").exists()
 
 
 @pytest.mark.parametrize(
