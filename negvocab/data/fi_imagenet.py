@@ -139,6 +139,13 @@ def fi_imagenet(
         paths=[val.paths[position[i]] for i in ood_found],
         ids=ood_found,
         labels=[lab or "" for lab in labels] if any(have) else None,
-        info={"list": str(ood_list), "root": val.info.get("root"), "layout": "fi-imagenet"},
+        info={
+            "list": str(ood_list),
+            "root": val.info.get("root"),
+            "layout": "fi-imagenet",
+            "ambiguous_list": None if ambiguous_list is None else str(ambiguous_list),
+            "ambiguous_excluded": len(amb_found),
+            "not_found": not_found,  # listed ids missing from the folder: recorded with every result
+        },
     )
     return FiImageNet(id=id_set, ood=ood_set, ambiguous=amb_found, not_found=not_found)

@@ -113,6 +113,7 @@ def test_fi_imagenet_lists(tiny, model_args, tmp_path):
     assert "not in" in r.stderr
     doc = json.loads((out / "results.json").read_text())
     assert (doc["rows"][0]["n_id"], doc["rows"][0]["n_ood"]) == (5, 2)
+    assert doc["ood_set"]["not_found"] == ["ILSVRC2012_val_00009999"] and doc["ood_set"]["ambiguous_excluded"] == 1
 
 
 @pytest.mark.parametrize(
