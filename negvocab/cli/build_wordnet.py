@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from negvocab.cli.app import build_app
+from negvocab.cli.files import check_output, writing
 from negvocab.cli.options import (
     CacheDirOpt,
     DeviceOpt,
@@ -100,6 +101,8 @@ def build_wordnet(
         raise InputError(f"unknown --preset {preset!r}; choose one of {', '.join(PRESETS)}")
     tset = resolve_templates(templates)
     pool = load_candidates(candidates) if candidates is not None else None
+    for m in many or [0]:
+        check_output(output_path(output, m, len(many) > 1))
     if pool is not None and many and many[-1] > len(pool):
         raise InputError(f"--size {many[-1]} exceeds the {len(pool)} candidates in {candidates}")
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
@@ -119,12 +122,14 @@ def build_wordnet(
     warn = " (RANDOM weights: not a real vocabulary)" if vlm.random_weights else ""
     if not many:
         path = output_path(output, len(full), False)
-        full.save(path)
+        with writing(path):
+            full.save(path)
         typer.echo(f"wrote {path}: {len(full)} labels{warn}")
         return
     if many[-1] > len(full):
         raise InputError(f"--size {many[-1]} exceeds the {len(full)} labels of the filtered WordNet ranking")
     for m in many:
         path = output_path(output, m, len(many) > 1)
-        full.head(m).save(path)
+        with writing(path):
+            full.head(m).save(path)
         typer.echo(f"wrote {path}: {m} labels{warn}")

@@ -12,7 +12,6 @@ import csv
 import io
 import json
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -20,6 +19,7 @@ import typer
 
 from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.cli.app import app
+from negvocab.cli.files import check_output, writing
 from negvocab.errors import InputError
 
 CLASS_FORMATS = ("txt", "tsv", "csv", "json")
@@ -41,20 +41,11 @@ def _table(header: list[str], rows: list[list[Any]], fmt: str) -> str:
     return buf.getvalue()
 
 
-@contextlib.contextmanager
-def _writing(path: Path) -> Iterator[None]:
-    """Turn a failed (atomic) write into one error line naming the file."""
-    try:
-        yield
-    except OSError as e:
-        raise InputError(f"cannot write {path}: {e.strerror or e}") from e
-
-
 def _emit(text: str, output: Path | None, what: str) -> None:
     if output is None:
         typer.echo(text, nl=False)
     else:
-        with _writing(output):
+        with writing(output):
             write_text(output, text)
         typer.echo(f"wrote {what} to {output}", err=True)
 
@@ -133,7 +124,7 @@ def candidates(
         text = json.dumps(rows, indent=0, ensure_ascii=False) + "\n"
     else:
         text = _table(["text", "pos", "lexname", "synset", "offset"], [[c.text, c.pos, c.lexname, c.synset, c.offset] for c in pool], suffix)
-    with _writing(output):
+    with writing(output):
         write_text(output, text)
     counts = Counter("a" if c.pos == "s" else c.pos for c in pool)
     detail = ", ".join(f"{p}: {n}" for p, n in counts.items())
@@ -160,15 +151,13 @@ def filter_(
     vocab = Vocabulary.load(vocabulary)
     filtered = SynonymFilter(plurals=plurals).apply(vocab)
     summary = filtered.settings["synonym_filter"]
-    targets = [output] if report is None else [output, report]
-    for path in targets:
-        if path.is_dir():
-            raise InputError(f"cannot write {path}: it is a folder; give a file name")
+    for path in [output] if report is None else [output, report]:
+        check_output(path)
     # both files are written to temporary files first and renamed together: neither lands alone
-    with _writing(output), contextlib.ExitStack() as stack:
+    with writing(output), contextlib.ExitStack() as stack:
         report_tmp = None
         if report is not None:
-            with _writing(report):
+            with writing(report):
                 report_tmp = stack.enter_context(atomic_path(report))
         out_tmp = stack.enter_context(atomic_path(output))
         if output.suffix == ".txt":  # as Vocabulary.save, into the temporary file
@@ -199,7 +188,7 @@ def merge(
 
     loaded = [Vocabulary.load(p) for p in vocabularies]
     union = Vocabulary.union(*loaded)
-    with _writing(output):
+    with writing(output):
         union.save(output)
     parts = ", ".join(f"{p.name} {len(v)} ({v.source})" for p, v in zip(vocabularies, loaded, strict=True))
     typer.echo(f"merged {parts} -> {len(union)} unique labels in {output}")

@@ -243,3 +243,39 @@ def test_farthest_first_on_cuda_matches_direct_quantile(backend):
     np.testing.assert_allclose(d, direct_distances(cand, ids, 0.95), atol=1e-5)
     cpu_order, _ = farthest_first(cand, ids, 0.95, device="cpu", backend="torch")
     assert (order == cpu_order).mean() > 0.99  # only near-ties may swap
+
+
+def test_cli_unwritable_output_fails_before_the_model_loads(tmp_path, monkeypatch):
+    import negvocab.cli.build_wordnet as cmd
+    from negvocab.cli import app
+
+    monkeypatch.setattr(cmd, "load_vlm", _no_model)
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x", encoding="utf-8")
+    cases = [
+        (["--size", "2", "-o", str(tmp_path)], f"{tmp_path}: it is a folder; give a file name"),
+        (["--sizes", "2,3", "-o", str(a_file / "wn.json")], f"{a_file / 'wn-M2.json'}: {a_file} is not a folder"),
+    ]
+    for args, message in cases:
+        result = CliRunner().invoke(app, ["build", "wordnet", "--random-weights", *args])
+        assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+        assert result.stderr.strip() == f"error: cannot write {message}"
+
+
+def test_cli_write_error_after_the_run_is_one_line(wn_vlm, tmp_path, monkeypatch):
+    import negvocab.cli.build_wordnet as cmd
+    import negvocab.labels.candidates as cands
+    from negvocab.cli import app
+    from negvocab.vocab import Vocabulary as V
+
+    monkeypatch.setattr(cmd, "load_vlm", lambda *a, **k: wn_vlm)
+    monkeypatch.setattr(cands, "wordnet_candidates", lambda preset="neglabel", **k: list(CANDIDATES))
+
+    def disk_full(self, path):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(V, "save", disk_full)
+    out = tmp_path / "wn.json"
+    result = CliRunner().invoke(app, ["build", "wordnet", "--random-weights", "-t", "single", "-o", str(out)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.stderr.strip() == f"error: cannot write {out}: No space left on device"
