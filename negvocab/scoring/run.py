@@ -363,6 +363,9 @@ def write_results(ev: Evaluation, out_dir: str | os.PathLike[str]) -> Path:
         "id_paths": np.array([p for _, p in ev.id_images]),
         "ood_image_ids": np.array([i for i, _ in ev.ood_images]),
         "ood_paths": np.array([p for _, p in ev.ood_images]),
+        # scores travel without results.json: they say themselves whether the weights were random
+        "random_weights": np.array(ev.random_weights),
+        "model": np.array(str(ev.meta.get("model", ""))),
     }
     for key, d in ev.scores.items():
         arrays[f"id/{key}"] = d["id"]
@@ -373,8 +376,10 @@ def write_results(ev: Evaluation, out_dir: str | os.PathLike[str]) -> Path:
     per_image = []
     for split, imgs in (("id", ev.id_images), ("ood", ev.ood_images)):
         for j, (iid, path) in enumerate(imgs):
-            per_image.append({"set": split, "image": iid, "path": path, **{k: repr(float(ev.scores[k][split][j])) for k in keys}})
-    write_text(out / "scores.csv", _csv_text(per_image, ["set", "image", "path", *keys]))
+            per_image.append(
+                {"set": split, "image": iid, "path": path, "random_weights": ev.random_weights, **{k: repr(float(ev.scores[k][split][j])) for k in keys}}
+            )
+    write_text(out / "scores.csv", _csv_text(per_image, ["set", "image", "path", "random_weights", *keys]))
     write_json(
         out / "explanations.json",
         {"random_weights": ev.random_weights, "note": "top negatives and ID classes of each OOD image (ungrouped shares at tau)", "vocabularies": ev.explanations},

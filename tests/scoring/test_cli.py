@@ -61,6 +61,9 @@ def test_score_end_to_end(tiny, model_args, tmp_path, caplog):
         assert row["fpr"] == pytest.approx(np.mean(oods >= np.quantile(ids, 0.05)))
     per_image = list(csv.DictReader((out / "scores.csv").open()))
     assert len(per_image) == 10 and float(per_image[0]["mcm"]) == pytest.approx(npz["id/mcm"][0])
+    # the per-image files say on their own that the weights were random
+    assert bool(npz["random_weights"]) is True and str(npz["model"]) == "ViT-B-32"
+    assert all(row["random_weights"] == "True" for row in per_image)
     ex = json.loads((out / "explanations.json").read_text())
     assert ex["random_weights"] is True and set(ex["vocabularies"]) == {"negA", "negB"}
     for item in ex["vocabularies"]["negB"]:
