@@ -338,8 +338,9 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
         f = _flat(r)
         ci = f"[{100 * f['fpr_ci_low']:.1f}, {100 * f['fpr_ci_high']:.1f}]" if not math.isnan(f["fpr_ci_low"]) else "-"
         name = (r["vocabulary"] or "-") + (" (oracle)" if r.get("oracle") else "")
+        method = f"{r['method']} k={r['topk']}" if r.get("topk") else r["method"]  # top-k NegLabel is an estimate
         lines.append(
-            f"{r['method']:<14}{name[:27]:<28}{r['vocab_size'] or '-':>7}  {100 * r['fpr']:>6.2f}%  {ci:>15}  "
+            f"{method:<14}{name[:27]:<28}{r['vocab_size'] or '-':>7}  {100 * r['fpr']:>6.2f}%  {ci:>15}  "
             f"{100 * r['auroc']:>6.2f}  {100 * r['aupr_in']:>7.2f}  {100 * r['aupr_out']:>8.2f}"
         )
     lines.append(f"FPR convention: {conv} (see negvocab.metrics); n_id={rows[0]['n_id'] if rows else 0}, n_ood={rows[0]['n_ood'] if rows else 0}")

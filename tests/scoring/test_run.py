@@ -76,7 +76,8 @@ def test_evaluate_with_topk_bounds_and_glmcm(sets, classes, tmp_path):
     out = run.write_results(ev, tmp_path / "r")
     doc = json.loads((out / "results.json").read_text())
     assert doc["rows"][0]["topk_max_gap"] == pytest.approx(row["topk_max_gap"])
-    assert "paper" in run.format_table(ev.rows)
+    table = run.format_table(ev.rows)
+    assert "paper" in table and "neglabel k=5" in table  # a top-k estimate is marked as such
     assert set(np.load(out / "scores.npz").files) >= {"id/neglabel@v/lower", "ood/glmcm", "ood_image_ids"}
 
 
