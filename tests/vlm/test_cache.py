@@ -196,3 +196,13 @@ def open_clip_tokenizer():
     import open_clip
 
     return open_clip.get_tokenizer("ViT-B-32")
+
+
+def test_default_cache_is_under_negvocab_cache_dir(cache_dir):
+    vlm = make_tiny_vlm(None)  # no cache_dir given: $NEGVOCAB_CACHE_DIR/embeddings
+    assert vlm.cache_root == cache_dir / "embeddings"
+    vlm.encode_text(LABELS[:2], "single")
+    (npy,) = shard_files(vlm)
+    assert npy.is_relative_to(cache_dir / "embeddings" / "text")
+    key = json.loads((npy.parent / "key.json").read_text(encoding="utf-8"))
+    assert key["model"]["weights"] == vlm.identity["weights"] and key["templates"] == ["a photo of a {}."]
