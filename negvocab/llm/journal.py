@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 JOURNAL_VERSION = 1
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
+LOCK = ".lock"
 
 
 def identity_hash(identity: Mapping[str, Any]) -> str:
@@ -67,15 +68,39 @@ class Journal:
         self.results: dict[str, dict[str, Any]] = {}
         self.torn_lines = 0
         self._fh: Any = None
+        self._lock_fh: Any = None
         if readonly:  # look, change nothing (dry runs, reports)
             if (self.run_dir / MANIFEST).exists():
                 self._check_manifest({})
                 self._load()
             return
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._check_manifest(extra or {})
-        self._load()
-        self._fh = open(self.path, "ab")
+        self._lock()
+        try:
+            self._check_manifest(extra or {})
+            self._load()
+            self._fh = open(self.path, "ab")
+        except BaseException:
+            self.close()
+            raise
+
+    def _lock(self) -> None:
+        """Hold an exclusive lock on the run folder while it is open for writing, so two processes
+        never send the same requests; the OS drops it when the process ends (also on kill -9)."""
+        try:
+            import fcntl
+        except ImportError:  # no flock (Windows): run one process per run folder
+            return
+        self._lock_fh = open(self.run_dir / LOCK, "a")
+        try:
+            fcntl.flock(self._lock_fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._lock_fh.close()
+            self._lock_fh = None
+            raise InputError(
+                f"{self.run_dir} is in use by another negvocab process; wait for it to finish (or stop it), "
+                "then run the same command again to resume"
+            ) from None
 
     @classmethod
     def open_existing(cls, run_dir: str | os.PathLike[str], *, readonly: bool = True) -> Journal:
@@ -169,6 +194,8 @@ class Journal:
     def close(self) -> None:
         if self._fh is not None and not self._fh.closed:
             self._fh.close()
+        if self._lock_fh is not None and not self._lock_fh.closed:
+            self._lock_fh.close()  # releases the lock
 
     def __enter__(self) -> Journal:
         return self

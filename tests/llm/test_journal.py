@@ -86,3 +86,13 @@ def test_journal_without_manifest_is_refused(tmp_path):
     (tmp_path / MANIFEST).write_text("{oops")
     with pytest.raises(InputError, match="unreadable run manifest"):
         Journal(tmp_path, IDENT)
+
+
+def test_a_run_folder_is_locked_while_a_process_writes_it(tmp_path):
+    j = Journal(tmp_path, IDENT)
+    with pytest.raises(InputError, match="in use by another negvocab process"):
+        Journal(tmp_path, IDENT)  # a second writer (another process running the same command)
+    assert set(Journal(tmp_path, IDENT, readonly=True).results) == set()  # readers (dry runs) are not blocked
+    j.close()
+    with Journal(tmp_path, IDENT) as again:  # released on close (and by the OS when a process dies)
+        again.append([rec("x/r0")])
