@@ -5,7 +5,9 @@ request id, model, prompt name and hash), plus Batch API bookkeeping lines (``ba
 ``batch``, ``batch_done``, ``attempt_failed``). Each append is written, flushed and fsynced before
 the request counts as done, so a process killed at any moment (kill -9) loses at most the lines
 being written: a torn last line (no final newline, or not JSON) is detected, reported and cut off
-on the next open. A request whose result is in the journal is never sent again.
+on the next open. A request whose result is in the journal is never sent again, and while a
+process writes the folder it holds an exclusive lock on it (``.lock``, released by the OS when the
+process ends), so a second process running the same command is refused instead of paying twice.
 
 The identity (task, model, prompt hash, rounds, labels per request, classes, temperature, ...) is
 fixed when the folder is created; opening the folder with another identity is refused, so a
