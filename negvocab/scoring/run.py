@@ -209,7 +209,10 @@ def evaluate_vocabularies(
             s = res.scores
             # the exact score of every image lies in [lower, upper]; the gap says whether k sufficed
             all_scores[f"{key}/lower"] = {"id": res.lower[:n_id], "ood": res.lower[n_id:]}
-            extra = {"topk": res.k, "topk_max_gap": res.max_gap}
+            # log of the certified bound (M - k) e^{s_k} on each image's omitted negative mass
+            bound = res.log_omitted_bound
+            all_scores[f"{key}/log_omitted_bound"] = {"id": bound[:n_id], "ood": bound[n_id:]}
+            extra = {"topk": res.k, "topk_max_gap": res.max_gap, "topk_max_log_omitted_bound": float(np.max(bound))}
         else:
             s = np.asarray(S.score(method, images, class_emb, neg, device=device, **kw))
         all_scores[key] = {"id": s[:n_id], "ood": s[n_id:]}

@@ -70,6 +70,11 @@ def test_evaluate_with_topk_bounds_and_glmcm(sets, classes, tmp_path):
     upper = np.r_[ev.scores["neglabel@v"]["id"], ev.scores["neglabel@v"]["ood"]]
     lower = np.r_[ev.scores["neglabel@v/lower"]["id"], ev.scores["neglabel@v/lower"]["ood"]]
     assert np.all(lower <= exact + 1e-5) and np.all(exact <= upper + 1e-5)
+    # the stored bound on the omitted mass is log((M - k) e^{s_k}), s_k the k-th largest logit
+    kth = np.sort(imgs.astype(np.float64) @ neg.astype(np.float64).T, 1)[:, -5] / 0.01
+    bound = np.r_[ev.scores["neglabel@v/log_omitted_bound"]["id"], ev.scores["neglabel@v/log_omitted_bound"]["ood"]]
+    np.testing.assert_allclose(bound, np.log(40 - 5) + kth, rtol=1e-5)
+    assert row["topk_max_log_omitted_bound"] == pytest.approx(bound.max())
     # GL-MCM took the local features
     glmcm = negvocab.score("glmcm", imgs, cls, local=np.stack([np.stack([_vec(f"{p}#{j}") for j in range(3)]) for p in sets[0].paths + sets[1].paths]))
     np.testing.assert_allclose(np.r_[ev.scores["glmcm"]["id"], ev.scores["glmcm"]["ood"]], glmcm, atol=1e-6)
