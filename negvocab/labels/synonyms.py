@@ -124,10 +124,11 @@ class SynonymFilter:
         if match is not None:
             return _with_how(match, "normalised")
         if self.plurals:
-            for base in self._base_forms(key):
-                match = self._norm.get(base) or self._joined.get(base.replace(" ", ""))
-                if match is not None:
-                    return _with_how(match, "plural")
+            for spelling in dict.fromkeys((key, key.replace(" ", ""))):  # "cell phones" as "cellphones" too
+                for base in self._base_forms(spelling):
+                    match = self._norm.get(base) or self._joined.get(base.replace(" ", ""))
+                    if match is not None:
+                        return _with_how(match, "plural")
         return None
 
     def is_id(self, label: str) -> bool:

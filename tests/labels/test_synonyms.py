@@ -61,6 +61,8 @@ def test_case_hyphen_article_and_spacing_variants_are_removed(synfilter, classes
         ("saint bernard", "n02109525", "wordnet-synonym/normalised"),
         ("st. bernard", "n02109525", "clean-name/normalised"),
         ("sun glasses", "n04355933", "clean-name/normalised"),  # spaces removed: sunglasses
+        ("cell phones", "n02992529", "wordnet-synonym/plural"),  # spaces removed, then singular: cellphone
+        ("wash basins", "n04553703", "wordnet-synonym/plural"),  # washbasin
         ("a goldfish", "n01443537", "clean-name/normalised"),
         ("Tinca tinca", "n01440764", "wordnet-synonym/exact"),
     ],
