@@ -464,7 +464,12 @@ def vocabulary_from_results(
         raise InputError(f"no labels left from {run.run_dir} after the synonym filter ({len(removed)} removed)")
     keep = set(kept)
     meta = {
-        label: {"proposed_by": proposed[label], "prompt": run.template.name, "prompt_sha256": run.template.sha256}
+        label: {
+            "proposed_by": proposed[label],
+            "prompt": run.template.name,
+            "prompt_file": run.template.source,
+            "prompt_sha256": run.template.sha256,
+        }
         for label in kept
     }
     unique = {key: len(labels) for key, labels in per_key.items()}
@@ -475,6 +480,7 @@ def vocabulary_from_results(
         "task": run.task,
         "model": run.model,
         "prompt": run.template.name,
+        "prompt_file": run.template.source,
         "prompt_sha256": run.template.sha256,
         "labels_per_request": run.identity["n"],
         "rounds": run.rounds,

@@ -70,6 +70,7 @@ def result_record(req: Request, answer: Answer, template: PromptTemplate, *, mod
         "request_id": answer.request_id,
         "model": answer.model,
         "prompt": template.name,
+        "prompt_file": template.source,
         "prompt_sha256": template.sha256,
         "attempts": answer.attempts,
         "error": answer.error,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -47,6 +48,7 @@ def test_full_small_run_merges_and_filters(endpoint, tmp_path, synonym_filter):
     common = vocab.meta["common thing 1"]["proposed_by"]
     assert list(common) == wnids and all(r == [0] for r in common.values())
     assert vocab.meta["common thing 1"]["prompt_sha256"] == vocab.settings["prompt_sha256"]
+    assert vocab.meta["common thing 1"]["prompt_file"] == "prompts/gpt_siblings.txt"
     # one request per (class, round), no more
     assert len(endpoint.state.chat_counts) == 150 and set(endpoint.state.chat_counts.values()) == {1}
     assert vocab.settings["usage"]["prompt_tokens"] == 150 * 56
@@ -107,6 +109,8 @@ def test_changed_prompt_is_a_new_run(endpoint, tmp_path, cache_dir, synonym_filt
     assert a.run_dir.parent == cache_dir / "llm-runs"
     vocab = build_gpt_vocabulary("gpt-test", per_class=6, rounds=3, classes=2, prompt_path=p, synonym_filter=synonym_filter, client_options=FAST)
     assert vocab.settings["prompt_sha256"] == b.template.sha256
+    assert {m["prompt_file"] for m in vocab.meta.values()} == {str(p)}  # each label names the file that produced it
+    assert {m["prompt_sha256"] for m in vocab.meta.values()} == {hashlib.sha256(p.read_bytes()).hexdigest()}
     assert vocabulary_from_journal(b.run_dir, synonym_filter=synonym_filter).labels == vocab.labels  # rebuilt with its prompt
     assert_no_key(cache_dir)
     with pytest.raises(InputError, match="prompt_sha256"):
