@@ -97,7 +97,8 @@ def load_candidates(path: str | os.PathLike[str]) -> list[Candidate]:
 
     ``.tsv`` / ``.csv`` (a ``text`` column; ``pos``, ``lexname``, ``synset``, ``offset`` if present)
     and ``.json`` lists of objects keep each label's part of speech (the ``neglabel`` templates
-    need it); a text file (one label a line) or a vocabulary JSON gives nouns. Repeats are dropped
+    need it); a JSON list of strings, a text file (one label a line) or a vocabulary JSON gives
+    nouns. Repeats are dropped
     (first kept). Raises :class:`InputError` naming the file when it is missing, malformed or empty.
     """
     path = Path(path)
@@ -112,6 +113,8 @@ def load_candidates(path: str | os.PathLike[str]) -> list[Candidate]:
         rows = [{"text": label} for label in Vocabulary.load(path).labels]
     out: dict[str, Candidate] = {}
     for i, row in enumerate(rows):
+        if isinstance(row, str):  # a JSON list of label strings
+            row = {"text": row}
         if not isinstance(row, dict) or not isinstance(row.get("text"), str):
             raise InputError(f"{path}: entry {i + 1} has no 'text'; expected the columns {', '.join(CANDIDATE_FIELDS)}")
         text = row["text"].strip()

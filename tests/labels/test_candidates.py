@@ -8,6 +8,7 @@ from negvocab.errors import InputError
 from negvocab.labels import candidates as cmod
 from negvocab.labels.candidates import Candidate, wordnet_candidates
 from negvocab.labels.wordnet import LEXNAMES
+from negvocab.vocab import Vocabulary
 from tests.labels.conftest import wordnet_file
 
 NEGLABEL_SIZE = 70_766  # measured on WordNet 3.0; METHODS.md: "about 70,000 unique strings"
@@ -117,6 +118,12 @@ def test_plain_label_files_load_as_nouns(tmp_path):
     table = tmp_path / "mine.tsv"
     table.write_text("text\tpos\nmeadow\t\nred\ts\nred\ta\n", encoding="utf-8")  # only 'text' is required
     assert cmod.load_candidates(table) == [Candidate("meadow", "n", "", ""), Candidate("red", "s", "", "")]
+    listed = tmp_path / "mine.json"
+    listed.write_text('["meadow", {"text": "red", "pos": "a"}]', encoding="utf-8")
+    assert cmod.load_candidates(listed) == [Candidate("meadow", "n", "", ""), Candidate("red", "a", "", "")]
+    vocab = tmp_path / "vocab.json"
+    Vocabulary.from_labels(["meadow", "red"], source="gpt").save(vocab)
+    assert cmod.load_candidates(vocab) == [Candidate("meadow", "n", "", ""), Candidate("red", "n", "", "")]
 
 
 @pytest.mark.parametrize(
@@ -128,7 +135,7 @@ def test_plain_label_files_load_as_nouns(tmp_path):
         ("badoff.csv", "text,offset\nmeadow,abc\n", "non-integer offset 'abc'"),
         ("empty.csv", "text,pos\n", "no candidates in this file"),
         ("latin1.tsv", b"text\ncaf\xe9\n", "not a UTF-8 text file"),
-        ("objects.json", '[{"label": "meadow"}]', "entry 1 has no 'text'"),
+        ("objects.json", '["cloud", {"label": "meadow"}]', "entry 2 has no 'text'"),
         ("broken.json", '[{"text": ', "malformed JSON"),
         ("empty.txt", "\n\n", "has no labels"),
     ],
