@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "load_wordnet": "negvocab.labels.wordnet",
     "Candidate": "negvocab.labels.candidates",
     "wordnet_candidates": "negvocab.labels.candidates",
+    "load_candidates": "negvocab.labels.candidates",
     "SynonymFilter": "negvocab.labels.synonyms",
     "Vocabulary": "negvocab.vocab",
     "VLM": "negvocab.vlm.model",
@@ -80,7 +81,7 @@ if TYPE_CHECKING:
     from negvocab.build.oracle import build_oracle_vocabulary
     from negvocab.build.wordnet import build_wordnet_vocabulary, farthest_first
     from negvocab.errors import InputError, NegvocabError, ResourceError
-    from negvocab.labels.candidates import Candidate, wordnet_candidates
+    from negvocab.labels.candidates import Candidate, load_candidates, wordnet_candidates
     from negvocab.labels.imagenet import IdClasses, imagenet1k
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
