@@ -97,12 +97,20 @@ async def _retrying(client: LLMClient, what: str, factory: Any) -> Any:
         raise ResourceError(f"{client.base_url}: cannot {what} ({type(e).__name__}); re-run to resume") from e
 
 
-async def _find_batch_for_file(client: LLMClient, file_id: str) -> str | None:
-    page = await _retrying(client, "list batches", lambda: client.client.batches.list(limit=100))
-    for b in getattr(page, "data", []) or []:
-        if b.input_file_id == file_id and b.status not in ("failed",):
-            return b.id
-    return None
+async def _find_batch_for_file(client: LLMClient, file_id: str, *, max_scan: int = 2000) -> str | None:
+    """The batch created from ``file_id``, if any: newest first, following pages (up to ``max_scan``)."""
+
+    async def scan() -> str | None:
+        seen = 0
+        async for b in client.client.batches.list(limit=100):
+            if b.input_file_id == file_id and b.status not in ("failed",):
+                return b.id
+            seen += 1
+            if seen >= max_scan:
+                break
+        return None
+
+    return await _retrying(client, "list batches", scan)
 
 
 async def _submit(client: LLMClient, journal: Journal, todo: Sequence[Request], number: int) -> str:

@@ -85,6 +85,8 @@ class FakeState:
         self.auth_headers: set[str] = set()
         #: when set, requests without ``Authorization: Bearer <api_key>`` get a 401, as OpenAI answers
         self.api_key: str | None = None
+        #: largest page the batch list returns (a small cap makes the client follow pages)
+        self.list_page_cap = 100
         self.ids = itertools.count(1)
 
     def fault(self, cid: str) -> str | None:
@@ -216,9 +218,17 @@ class _Handler(BaseHTTPRequestHandler):
                     if b["polls"] > state.batch_polls:
                         b["status"] = "completed"
             return self._send(200, self._batch_view(b))
-        if self.path.split("?")[0] == "/v1/batches":
-            data = [self._batch_view(b) for b in reversed(list(state.batches.values()))]
-            return self._send(200, {"object": "list", "data": data, "has_more": False, "first_id": None, "last_id": None})
+        if self.path.split("?")[0] == "/v1/batches":  # newest first, pages of ?limit= after ?after=
+            from urllib.parse import parse_qs, urlsplit
+
+            query = parse_qs(urlsplit(self.path).query)
+            limit = min(int(query.get("limit", ["20"])[0]), state.list_page_cap)
+            ids = list(reversed(list(state.batches)))
+            start = ids.index(query["after"][0]) + 1 if "after" in query and query["after"][0] in ids else 0
+            page = ids[start : start + limit]
+            data = [self._batch_view(state.batches[i]) for i in page]
+            more = start + limit < len(ids)
+            return self._send(200, {"object": "list", "data": data, "has_more": more, "first_id": page[0] if page else None, "last_id": page[-1] if page else None})
         self._error(404, f"no route GET {self.path}")
 
     def _chat(self, body: dict[str, Any]) -> None:

@@ -102,6 +102,28 @@ def test_crash_between_upload_and_batch_id_finds_the_batch(endpoint, tmp_path, s
     assert any(r["kind"] == "batch" for r in journal_lines(run.run_dir))
 
 
+def test_orphan_lookup_follows_the_batch_list_pages(endpoint, tmp_path, synonym_filter):
+    import asyncio
+
+    from negvocab.llm.batch import _find_batch_for_file
+    from negvocab.llm.client import LLMClient
+
+    build(tmp_path / "a", synonym_filter, classes=1)  # the oldest batch, from another run
+    build(tmp_path / "b", synonym_filter, classes=2)
+    build(tmp_path / "c", synonym_filter, classes=3)
+    first = journal_lines(tmp_path / "a")
+    file_id = next(r["input_file_id"] for r in first if r["kind"] == "batch")
+    batch_id = next(r["batch_id"] for r in first if r["kind"] == "batch")
+    endpoint.state.list_page_cap = 1  # one batch per page: the oldest is on the third page
+
+    async def find(fid):
+        async with LLMClient("gpt-test", **FAST) as client:
+            return await _find_batch_for_file(client, fid)
+
+    assert asyncio.run(find(file_id)) == batch_id
+    assert asyncio.run(find("file-unknown")) is None
+
+
 def test_sync_and_batch_results_mix_in_one_run(endpoint, tmp_path, synonym_filter):
     build_gpt_vocabulary("gpt-test", per_class=6, rounds=2, classes=3, rounds_used=1, run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST)
     vocab = build(tmp_path / "run", synonym_filter, classes=3, prices={"gpt-test": (1.0, 2.0)})
