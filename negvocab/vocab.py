@@ -193,6 +193,9 @@ class Vocabulary(BaseModel):
         if path.suffix == ".txt":
             from negvocab.atomic import write_text
 
+            for label in self.labels:  # a text file must read back as the same labels
+                if label != label.strip() or label.startswith("#") or len(label.splitlines()) != 1:
+                    raise InputError(f"{path}: label {label!r} would not read back from a text file; save as .json")
             return write_text(path, "".join(f"{label}\n" for label in self.labels))
         return write_json(path, self.to_json())
 

@@ -59,6 +59,15 @@ def test_text_round_trip_is_a_file_vocabulary(tmp_path, wordnet_vocab):
     assert back.settings == {"path": str(path)}
 
 
+@pytest.mark.parametrize("label", ["two\nlines", "carriage\rreturn", " padded", "# not a comment", "sep\u2028arated"])
+def test_labels_that_a_text_file_would_change_are_refused(tmp_path, label):
+    vocab = Vocabulary.from_labels(["gadget", label], source="gpt")
+    with pytest.raises(InputError, match="would not read back from a text file; save as .json"):
+        vocab.save(tmp_path / "v.txt")
+    assert list(tmp_path.iterdir()) == []
+    assert Vocabulary.load(vocab.save(tmp_path / "v.json")) == vocab  # JSON keeps it exactly
+
+
 def test_text_file_skips_blanks_comments_and_repeats(tmp_path):
     path = tmp_path / "labels.txt"
     path.write_text("# my labels\n\n  gadget \nshoe\ngadget\n\r\nsea otter\n", encoding="utf-8")

@@ -153,20 +153,15 @@ def filter_(
     summary = filtered.settings["synonym_filter"]
     for path in [output] if report is None else [output, report]:
         check_output(path)
-    # both files are written to temporary files first and renamed together: neither lands alone
-    with writing(output), contextlib.ExitStack() as stack:
-        report_tmp = None
+    # the report goes to a temporary file that is renamed only once the output is saved
+    with writing(report or output), contextlib.ExitStack() as stack:
         if report is not None:
             with writing(report):
                 report_tmp = stack.enter_context(atomic_path(report))
-        out_tmp = stack.enter_context(atomic_path(output))
-        if output.suffix == ".txt":  # as Vocabulary.save, into the temporary file
-            write_text(out_tmp, "".join(f"{label}\n" for label in filtered.labels))
-        else:
-            write_json(out_tmp, filtered.to_json())
-        if report_tmp is not None:
-            doc = {"input": str(vocabulary), "input_sha256": vocab.sha256, "output": str(output), **summary}
-            write_json(report_tmp, doc)
+                doc = {"input": str(vocabulary), "input_sha256": vocab.sha256, "output": str(output), **summary}
+                write_json(report_tmp, doc)
+        with writing(output):
+            filtered.save(output)
     if not quiet:
         for label, why in summary["removed"].items():
             typer.echo(f"removed {label!r}: {why['name']} ({why['wnid']}) via {why['form']!r} [{why['rule']}]")
