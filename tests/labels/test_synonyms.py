@@ -40,7 +40,8 @@ def test_case_hyphen_article_and_spacing_variants_are_removed(synfilter, classes
         for variant in (form.upper(), "-".join(words), "_".join(words), f"the {form}", f"  {form.title()} "):
             match = synfilter.explain(variant)
             assert match is not None, variant
-            assert normalise(match.form) == normalise(form) or match.form == form or normalise(match.form) == " ".join(words)
+            # the matched form is this form, or another class's form that reads the same
+            assert normalise(match.form).replace(" ", "") == normalise(form).replace(" ", ""), (variant, match)
 
 
 @pytest.mark.parametrize(
