@@ -180,12 +180,15 @@ def score_cmd(
     from negvocab.scoring.run import evaluate_vocabularies, format_table, read_id_classes, write_results
 
     from negvocab.scoring.metrics import CONVENTIONS
-    from negvocab.scoring.scores import canonical_method
+    from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
 
     methods = [canonical_method(m) for m in (method or ["neglabel"])]  # fail before loading a model
     if convention not in CONVENTIONS:
         raise InputError(f"unknown --convention {convention!r}; choose one of {', '.join(CONVENTIONS)}")
     check_scoring_options(tau=tau, groups=groups, grouping=grouping, tpr=tpr, n_boot=n_boot, topk=topk)
+    need_vocab = [m for m in methods if m in NEEDS_NEGATIVES]
+    if need_vocab and not vocab:
+        raise InputError(f"--method {', '.join(need_vocab)} needs a vocabulary: pass --vocab FILE (or use --method mcm / glmcm)")
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth)
     vocabs = _load_vocabs(list(vocab or []))
     classes = read_id_classes(id_classes)

@@ -156,6 +156,12 @@ def test_sweep_option_errors_come_before_loading_a_model(tiny, tmp_path, extra, 
     assert not (tmp_path / "s").exists()
 
 
+def test_score_neglabel_without_a_vocabulary_fails_before_loading_a_model(tiny, tmp_path):
+    r = invoke(["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "-o", str(tmp_path / "r")])
+    assert r.exit_code == 2 and "--method neglabel needs a vocabulary: pass --vocab FILE" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
+
+
 def test_score_without_ood_or_weights(tiny, model_args):
     r = invoke(["score", "--id", str(tiny / "id"), "--method", "mcm", *model_args])
     assert r.exit_code == 2 and "no OOD images" in r.stderr
