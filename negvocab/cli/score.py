@@ -66,6 +66,14 @@ GroupsOpt = Annotated[int, typer.Option("--groups", "-G", help="NegLabel groups 
 GroupingOpt = Annotated[str, typer.Option("--grouping", help="NegLabel grouping: stratified (rank r -> group r mod G) or random.")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the random grouping.")]
 BetaOpt = Annotated[float, typer.Option("--beta", help="EOE penalty weight.")]
+TempOpt = Annotated[
+    Optional[float],  # noqa: UP045
+    typer.Option(
+        "--temperature",
+        "-T",
+        help="Softmax temperature T on cosines of mcm, glmcm and eoe (default 1) and of neglabel_eoe's penalty (default: --tau).",
+    ),
+]
 ConventionOpt = Annotated[str, typer.Option("--convention", help="FPR convention: paper (ID-anchored), hendrycks or openood.")]
 TprOpt = Annotated[float, typer.Option("--tpr", help="TPR of the FPR metric (0.95 = FPR@95).")]
 BootOpt = Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples of OOD images for the CIs (0: none).")]
@@ -96,7 +104,9 @@ def image_sets(
     return id_set, open_image_set(ood)
 
 
-def check_scoring_options(*, tau: float, groups: int, grouping: str, tpr: float, n_boot: int, topk: int | None = None) -> None:
+def check_scoring_options(
+    *, tau: float, groups: int, grouping: str, tpr: float, n_boot: int, topk: int | None = None, temperature: float | None = None
+) -> None:
     """Reject bad scoring options before a model is loaded or an image is read."""
     import math
 
@@ -114,6 +124,8 @@ def check_scoring_options(*, tau: float, groups: int, grouping: str, tpr: float,
         raise InputError(f"--n-boot must be >= 0, got {n_boot}")
     if topk is not None and topk < 1:
         raise InputError(f"--topk must be >= 1, got {topk}")
+    if temperature is not None and not (math.isfinite(temperature) and temperature > 0):
+        raise InputError(f"--temperature must be a positive number, got {temperature}")
 
 
 def _load_vocabs(paths: list[Path]) -> dict[str, object]:
@@ -163,6 +175,7 @@ def score_cmd(
     grouping: GroupingOpt = "stratified",
     seed: SeedOpt = 0,
     beta: BetaOpt = 0.25,
+    temperature: TempOpt = None,
     topk: Annotated[
         Optional[int],  # noqa: UP045
         typer.Option("--topk", help="NegLabel from each image's k nearest negatives (FAISS), with certified bounds."),
@@ -185,7 +198,7 @@ def score_cmd(
     methods = [canonical_method(m) for m in (method or ["neglabel"])]  # fail before loading a model
     if convention not in CONVENTIONS:
         raise InputError(f"unknown --convention {convention!r}; choose one of {', '.join(CONVENTIONS)}")
-    check_scoring_options(tau=tau, groups=groups, grouping=grouping, tpr=tpr, n_boot=n_boot, topk=topk)
+    check_scoring_options(tau=tau, groups=groups, grouping=grouping, tpr=tpr, n_boot=n_boot, topk=topk, temperature=temperature)
     need_vocab = [m for m in methods if m in NEEDS_NEGATIVES]
     if need_vocab and not vocab:
         raise InputError(f"--method {', '.join(need_vocab)} needs a vocabulary: pass --vocab FILE (or use --method mcm / glmcm)")
@@ -201,7 +214,7 @@ def score_cmd(
         methods,
         id_classes=classes,
         templates=templates,
-        params={"tau": tau, "groups": groups, "grouping": grouping, "seed": seed, "beta": beta, "topk": topk, "lam": lam},
+        params={"tau": tau, "groups": groups, "grouping": grouping, "seed": seed, "beta": beta, "T": temperature, "topk": topk, "lam": lam},
         convention=convention,
         tpr=tpr,
         n_boot=n_boot,
@@ -240,6 +253,7 @@ def sweep_cmd(
     grouping: GroupingOpt = "stratified",
     seed: SeedOpt = 0,
     beta: BetaOpt = 0.25,
+    temperature: TempOpt = None,
     convention: ConventionOpt = "paper",
     tpr: TprOpt = 0.95,
     n_boot: BootOpt = 200,
@@ -260,7 +274,7 @@ def sweep_cmd(
         raise InputError(f"--method {key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
     if convention not in CONVENTIONS:
         raise InputError(f"unknown --convention {convention!r}; choose one of {', '.join(CONVENTIONS)}")
-    check_scoring_options(tau=tau, groups=groups, grouping=grouping, tpr=tpr, n_boot=n_boot)
+    check_scoring_options(tau=tau, groups=groups, grouping=grouping, tpr=tpr, n_boot=n_boot, temperature=temperature)
     ranked = Vocabulary.load(vocab)
     parse_sizes(sizes, len(ranked))
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth)
@@ -277,7 +291,7 @@ def sweep_cmd(
         references=refs,  # type: ignore[arg-type]
         id_classes=classes,
         templates=templates,
-        params={"tau": tau, "groups": groups, "grouping": grouping, "seed": seed, "beta": beta},
+        params={"tau": tau, "groups": groups, "grouping": grouping, "seed": seed, "beta": beta, "T": temperature},
         convention=convention,
         tpr=tpr,
         n_boot=n_boot,

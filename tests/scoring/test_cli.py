@@ -110,12 +110,12 @@ def test_fi_imagenet_lists(tiny, model_args, tmp_path):
     amb.write_text("ILSVRC2012_val_00000007\n")
     out = tmp_path / "res"
     r = invoke(
-        ["score", "--id", str(tiny / "val"), "--fi-ood", str(lst), "--fi-ambiguous", str(amb), "--method", "mcm", "-o", str(out), "--n-boot", "0", *model_args]
+        ["score", "--id", str(tiny / "val"), "--fi-ood", str(lst), "--fi-ambiguous", str(amb), "--method", "mcm", "-T", "0.5", "-o", str(out), "--n-boot", "0", *model_args]
     )
     assert r.exit_code == 0, r.output
     assert "not in" in r.stderr
     doc = json.loads((out / "results.json").read_text())
-    assert (doc["rows"][0]["n_id"], doc["rows"][0]["n_ood"]) == (5, 2)
+    assert (doc["rows"][0]["n_id"], doc["rows"][0]["n_ood"]) == (5, 2) and doc["rows"][0]["params"] == {"T": 0.5}
     assert doc["ood_set"]["not_found"] == ["ILSVRC2012_val_00009999"] and doc["ood_set"]["ambiguous_excluded"] == 1
 
 
@@ -130,6 +130,7 @@ def test_fi_imagenet_lists(tiny, model_args, tmp_path):
         (["--grouping", "zigzag"], "unknown --grouping"),
         (["--tpr", "1.5"], "--tpr must be in (0, 1]"),
         (["--topk", "0"], "--topk must be >= 1"),
+        (["--temperature", "-1"], "--temperature must be a positive number"),
     ],
 )
 def test_score_errors_are_one_line(tiny, tmp_path, extra, message):

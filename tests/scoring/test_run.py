@@ -130,3 +130,21 @@ def test_unreadable_images_are_reported_and_the_rest_stay_aligned(sets, classes,
     np.testing.assert_allclose(ev.scores["neglabel@v"]["ood"], want, atol=1e-6)
     sw = run.sweep_vocabulary(FakeVLM(), id_set, broken, vocab, [5, 20], id_classes=classes, templates="single", n_boot=0)
     assert sw.meta["failed_images"] == ev.meta["failed_images"] and sw.meta["n_ood"] == 12
+
+
+def test_temperature_reaches_each_scorer(sets, classes):
+    vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(20)], source="file")
+    ev = run.evaluate_vocabularies(
+        FakeVLM(), *sets, {"v": vocab}, ["mcm", "eoe", "neglabel_eoe"], id_classes=classes, templates="single",
+        params={"T": 0.3, "tau": 0.02, "groups": 4}, n_boot=0, explain_k=0,
+    )  # fmt: skip
+    imgs = np.stack([_vec(p) for p in sets[0].paths + sets[1].paths])
+    cls = np.stack([_vec(f"single:{n}") for n in classes.names])
+    neg = np.stack([_vec(f"single:{x}") for x in vocab.labels])
+    for key, want in [
+        ("mcm", negvocab.score("mcm", imgs, cls, T=0.3)),
+        ("eoe@v", negvocab.score("eoe", imgs, cls, neg, T=0.3)),
+        ("neglabel_eoe@v", negvocab.score("neglabel_eoe", imgs, cls, neg, T=0.3, tau=0.02, groups=4)),
+    ]:
+        np.testing.assert_allclose(np.r_[ev.scores[key]["id"], ev.scores[key]["ood"]], want, atol=1e-6, err_msg=key)
+    assert not np.allclose(ev.scores["mcm"]["id"], negvocab.score("mcm", imgs, cls)[:30])  # T=1 differs
