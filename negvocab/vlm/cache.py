@@ -87,9 +87,10 @@ class EmbeddingStore:
             return self._index
         index: dict[str, tuple[str, int]] = {}
         self._shards = {}
-        if self.folder.is_dir() and not self._check_key():
+        foreign = self.folder.is_dir() and not self._check_key()
+        if foreign:
             self._reset()
-        if self.folder.is_dir():
+        if self.folder.is_dir() and not foreign:
             for manifest in sorted(self.folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns):
                 if manifest.name == KEY_FILE:
                     continue
@@ -105,10 +106,14 @@ class EmbeddingStore:
 
     def _reset(self) -> None:
         """Remove shards of a folder whose key file is missing or foreign, then claim it."""
-        for path in self.folder.glob("*"):
-            if path.suffix in (".npy", ".json") and path.is_file():
-                path.unlink(missing_ok=True)
-        write_json(self.folder / KEY_FILE, self.key_doc)
+        try:
+            for path in self.folder.glob("*"):
+                if path.suffix in (".npy", ".json") and path.is_file():
+                    path.unlink(missing_ok=True)
+            write_json(self.folder / KEY_FILE, self.key_doc)
+        except OSError as e:  # a read-only cache: its rows are not ours, so read none of them
+            log.warning("cannot reset the embedding cache in %s: %s", self.folder, e)
+        self._shards = {}
 
     def _read_manifest(self, path: Path) -> dict[str, Any] | None:
         try:

@@ -206,3 +206,19 @@ def test_default_cache_is_under_negvocab_cache_dir(cache_dir):
     assert npy.is_relative_to(cache_dir / "embeddings" / "text")
     key = json.loads((npy.parent / "key.json").read_text(encoding="utf-8"))
     assert key["model"]["weights"] == vlm.identity["weights"] and key["templates"] == ["a photo of a {}."]
+
+
+def test_foreign_store_that_cannot_be_reset_serves_nothing(tmp_path, monkeypatch):
+    import negvocab.vlm.cache as cache_mod
+
+    EmbeddingStore(tmp_path / "s", {"model": "a"}).put(["x"], np.ones((1, 3), np.float32))
+
+    def read_only(*_a, **_k):
+        raise PermissionError(13, "Read-only file system")
+
+    monkeypatch.setattr(cache_mod, "write_json", read_only)
+    monkeypatch.setattr(cache_mod.Path, "unlink", read_only)
+    other = EmbeddingStore(tmp_path / "s", {"model": "b"})
+    found, rows = other.get(["x"])  # no traceback, and model a's row is not served to model b
+    assert not found.any() and rows is None
+    other.put(["y"], np.zeros((1, 3), np.float32))  # a failed write is a warning, not an error
