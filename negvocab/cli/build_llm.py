@@ -14,6 +14,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from negvocab.cli.app import build_app
+from negvocab.cli.files import check_output, writing
 from negvocab.errors import InputError
 
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Chat model name, e.g. gpt-4o-mini (or the name a vLLM/Ollama server knows).")]
@@ -121,12 +122,14 @@ def _run(run: Any, *, dry_run: bool, batch: bool, rounds_used: int | None, price
         typer.echo(run.estimate(batch=batch, rounds_used=rounds_used, prices=prices).summary())
         typer.echo(f"run folder: {run.run_dir} (nothing sent, nothing written)")
         return
+    check_output(out)  # before any request is sent
     progress = _progress(batch)
     try:
         vocab = run.build(rounds_used=rounds_used, batch=batch, prices=prices, on_progress=progress, **execute)
     finally:
         progress.close()
-    vocab.save(out)
+    with writing(out):
+        vocab.save(out)
     _report(vocab, out, what)
 
 

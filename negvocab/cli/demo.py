@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from negvocab.cli.app import app
+from negvocab.cli.files import check_output
 from negvocab.cli.options import (
     CacheDirOpt,
     DeviceOpt,
@@ -46,6 +47,7 @@ def demo(
     from negvocab.scoring.run import RANDOM_WEIGHTS_WARNING, format_table, read_id_classes
     from negvocab.vlm.model import VLM
 
+    check_output(output / "vocab.json")
     classes = read_id_classes(id_classes)
     if random_weights:
         typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True, err=True)

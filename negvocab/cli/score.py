@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from negvocab.cli.app import app, build_app
+from negvocab.cli.files import check_output, writing
 from negvocab.cli.options import (
     CacheDirOpt,
     DeviceOpt,
@@ -196,6 +197,7 @@ def score_cmd(
     from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
 
     methods = [canonical_method(m) for m in (method or ["neglabel"])]  # fail before loading a model
+    check_output(output / "results.json")
     if convention not in CONVENTIONS:
         raise InputError(f"unknown --convention {convention!r}; choose one of {', '.join(CONVENTIONS)}")
     check_scoring_options(tau=tau, groups=groups, grouping=grouping, tpr=tpr, n_boot=n_boot, topk=topk, temperature=temperature)
@@ -221,7 +223,8 @@ def score_cmd(
         explain_k=explain,
         progress=True,
     )
-    out = write_results(ev, output)
+    with writing(output):
+        out = write_results(ev, output)
     _warn_random(ev.random_weights)
     typer.echo(format_table(ev.rows))
     typer.echo(f"wrote {out}/results.json, results.csv, scores.npz, scores.csv, explanations.json")
@@ -270,6 +273,7 @@ def sweep_cmd(
 
     # fail on bad options before loading a model or reading images
     key = canonical_method(method)
+    check_output(output / "sweep.json")
     if key not in NEEDS_NEGATIVES:
         raise InputError(f"--method {key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
     if convention not in CONVENTIONS:
@@ -297,7 +301,8 @@ def sweep_cmd(
         n_boot=n_boot,
         progress=True,
     )
-    out = write_sweep(res, output)
+    with writing(output):
+        out = write_sweep(res, output)
     _warn_random(res.random_weights)
     pct = int(round(100 * tpr))
     typer.echo(f"{'M':>8}  FPR@{pct} ({convention})  AUROC")
@@ -328,7 +333,9 @@ def build_oracle(
 
     if (labels is None) == (ood is None):
         raise InputError("give exactly one of --labels FILE and --ood DIR")
+    check_output(output)
     vocab = build_oracle_vocabulary(labels if labels is not None else ood, synonym_filter=synonym_filter)
-    vocab.save(output)
+    with writing(output):
+        vocab.save(output)
     removed = vocab.settings.get("synonym_filter", {}).get("removed_count", 0)
     typer.echo(f"wrote {output}: {len(vocab)} oracle labels ({removed} removed as ImageNet-1k names/synonyms); not a deployable vocabulary")

@@ -143,3 +143,11 @@ def test_wrong_key_and_bad_base_url_are_one_line_errors(tmp_path, server):
     res = invoke([*args, "--base-url", "localhost:8000/v1"], env)
     assert res.exit_code == 2 and res.output.count("\n") == 1
     assert "base URL 'localhost:8000/v1' is not an http(s) URL" in res.output
+
+
+def test_unwritable_output_fails_before_any_request(tmp_path, server):
+    (tmp_path / "a_file").write_text("x")
+    env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": DUMMY_KEY}
+    res = invoke(["build", "gpt", "-m", "x", "--classes", "2", "--rounds", "1", "--run-dir", str(tmp_path / "r"), "-o", str(tmp_path / "a_file" / "o.json")], env)
+    assert res.exit_code == 2 and "is not a folder" in res.output and res.output.count("\n") == 1, res.output
+    assert sum(server.state.chat_counts.values()) == 0 and not (tmp_path / "r").exists()

@@ -157,6 +157,23 @@ def test_sweep_option_errors_come_before_loading_a_model(tiny, tmp_path, extra, 
     assert not (tmp_path / "s").exists()
 
 
+def test_unwritable_outputs_fail_first_in_one_line(tiny, tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    common = ["--id", str(tiny / "id"), "--ood", str(tiny / "ood")]  # no weights: a model load would fail first
+    for args in (
+        ["score", *common, "--vocab", str(tiny / "negA.txt"), "-o", str(blocker / "res")],
+        ["sweep", *common, "--vocab", str(tiny / "negA.txt"), "--sizes", "3", "-o", str(blocker / "sw")],
+        ["build", "oracle", "--ood", str(tiny / "ood"), "-o", str(blocker / "o.json")],
+        ["demo", "--random-weights", "-o", str(blocker)],
+    ):
+        r = invoke(args)
+        assert r.exit_code == 2 and "is not a folder" in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+    r = invoke(["build", "oracle", "--ood", str(tiny / "ood"), "-o", str(tmp_path)])
+    assert r.exit_code == 2 and "it is a folder; give a file name" in r.stderr
+    assert blocker.read_text() == "x"
+
+
 def test_score_neglabel_without_a_vocabulary_fails_before_loading_a_model(tiny, tmp_path):
     r = invoke(["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "-o", str(tmp_path / "r")])
     assert r.exit_code == 2 and "--method neglabel needs a vocabulary: pass --vocab FILE" in r.stderr
