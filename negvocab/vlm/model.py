@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.errors import InputError, ResourceError
+from negvocab.vlm.hub import hub_access
 from negvocab.vlm.templates import TemplateSet, resolve_templates
 
 if TYPE_CHECKING:
@@ -140,6 +141,18 @@ def _tag_cfg(name: str, tag: str) -> dict[str, Any]:
     return dict(cfg)
 
 
+def _needs_hub(name: str, pretrained: str | None) -> bool:
+    """Whether loading ``name`` may download from the Hugging Face hub (weights, config or tokenizer)."""
+    import open_clip
+
+    if name.startswith("hf-hub:"):
+        return True
+    if pretrained is not None and not _looks_like_path(pretrained) and not Path(pretrained).expanduser().exists():
+        return True
+    cfg = open_clip.get_model_config(name) or {}
+    return bool(cfg.get("text_cfg", {}).get("hf_tokenizer_name"))
+
+
 def _looks_like_path(value: str) -> bool:
     return os.sep in value or "/" in value or value.endswith((".bin", ".pt", ".pth", ".safetensors", ".ckpt"))
 
@@ -166,9 +179,12 @@ def _load(
     quick_gelu: bool | None,
     preprocess: Mapping[str, Any] | None,
     seed: int,
+    online: bool = True,
 ) -> _Loaded:
     import open_clip
     import torch
+
+    unreachable = "the hub is offline or unreachable, and the file is not in the local Hugging Face cache"
 
     force_pp = {k: v for k, v in (preprocess or {}).items()}
     unknown = set(force_pp) - set(_PREPROCESS_KEYS) - {"size"}
@@ -190,7 +206,8 @@ def _load(
                     f"{name}: no weights file next to open_clip_config.json; put open_clip_pytorch_model.bin "
                     f"(or .safetensors) there, or pass --model NAME {LOCAL_CHECKPOINT_HINT}"
                 )
-            raise ResourceError(f"could not get the weights of {name} from the Hugging Face hub; {offline_hint}")
+            why = "" if online else f" ({unreachable})"
+            raise ResourceError(f"could not get the weights of {name} from the Hugging Face hub{why}; {offline_hint}")
         try:
             model = open_clip.create_model(name, force_preprocess_cfg=force_pp or None, pretrained_text=False)
         except Exception as e:  # open_clip raises RuntimeError/FileNotFoundError/HF errors
@@ -249,7 +266,8 @@ def _load(
         except Exception as e:
             where = cfg.get("hf_hub") or cfg.get("url") or "?"
             raise ResourceError(
-                f"could not get the {arch} weights for tag {tag!r} (tried {where}: {type(e).__name__}); "
+                f"could not get the {arch} weights for tag {tag!r} (tried {where}: "
+                f"{type(e).__name__ if online else unreachable}); "
                 f"offline, download open_clip_pytorch_model.bin elsewhere and pass "
                 f"{LOCAL_CHECKPOINT_HINT} --tag {tag}"
             ) from e
@@ -361,21 +379,20 @@ class VLM:
     ) -> None:
         import open_clip
 
-        loaded = _load(
-            name,
-            None if pretrained is None else str(pretrained),
-            tag=tag,
-            quick_gelu=quick_gelu,
-            preprocess=preprocess,
-            seed=seed,
-        )
-        try:
-            tokenizer = open_clip.get_tokenizer(loaded.spec)
-        except Exception as e:
-            raise ResourceError(
-                f"could not build the tokenizer of {name} ({type(e).__name__}: {str(e)[:200]}); "
-                "tokenizers from the Hugging Face hub need network access or a filled HF cache"
-            ) from e
+        spec = None if pretrained is None else str(pretrained)
+        with hub_access() if _needs_hub(name, spec) else contextlib.nullcontext(True) as online:
+            loaded = _load(name, spec, tag=tag, quick_gelu=quick_gelu, preprocess=preprocess, seed=seed, online=online)
+            try:
+                tokenizer = open_clip.get_tokenizer(loaded.spec)
+            except ModuleNotFoundError as e:
+                raise ResourceError(
+                    f"the tokenizer of {name} needs the {e.name} package: pip install 'negvocab[hf]'"
+                ) from e
+            except Exception as e:
+                raise ResourceError(
+                    f"could not build the tokenizer of {name} ({type(e).__name__}: {str(e)[:200]}); "
+                    "tokenizers from the Hugging Face hub need network access or a filled HF cache"
+                ) from e
         self._setup(
             loaded.model,
             tokenizer,
