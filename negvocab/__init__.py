@@ -53,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "sweep_vocabulary": "negvocab.scoring.run",
     "plot_sweep": "negvocab.scoring.run",
     "open_image_set": "negvocab.data.images",
+    "image_list": "negvocab.data.images",
     "fi_imagenet": "negvocab.data.fi_imagenet",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
@@ -89,7 +90,7 @@ if TYPE_CHECKING:
     from negvocab.scoring.scores import TopkScores, explain, score
     from negvocab.scoring.sweep import sweep
     from negvocab.scoring.run import evaluate_vocabularies, plot_sweep, sweep_vocabulary
-    from negvocab.data.images import open_image_set
+    from negvocab.data.images import image_list, open_image_set
     from negvocab.data.fi_imagenet import fi_imagenet
     from negvocab.index import knn
     from negvocab.vlm.images import ImageEmbeddings

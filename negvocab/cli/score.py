@@ -35,12 +35,17 @@ IdOpt = Annotated[
     typer.Option(
         "--id",
         help="ID images: a folder (ImageNet-1k val in class-folder or flat layout, class folders, or any "
-        "images). With --fi-ood: the ImageNet-1k validation folder.",
+        "images) or an image list (.csv with a path column, or one path [label] a line). With --fi-ood: "
+        "the ImageNet-1k validation folder.",
     ),
 ]
 OodOpt = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--ood", help="OOD images: a folder of images, or class folders (NINCO layout)."),
+    typer.Option("--ood", help="OOD images: a folder of images, class folders (NINCO layout) or an image list."),
+]
+ImageRootOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--image-root", help="Folder that relative paths in --id/--ood image lists start from (default: the list's folder)."),
 ]
 FiOodOpt = Annotated[
     Optional[Path],  # noqa: UP045
@@ -86,6 +91,7 @@ def image_sets(
     fi_ood: Path | None,
     fi_ambiguous: Path | None,
     ground_truth: Path | None,
+    image_root: Path | None = None,
 ) -> tuple[ImageSet, ImageSet]:
     """The (ID, OOD) image sets the options describe."""
     from negvocab.data import fi_imagenet, imagenet_val, open_image_set
@@ -101,8 +107,11 @@ def image_sets(
         raise InputError("no OOD images: pass --ood FOLDER or --fi-ood LIST")
     if fi_ambiguous is not None:
         raise InputError("--fi-ambiguous needs --fi-ood")
-    id_set = imagenet_val(id_path, ground_truth=ground_truth) if ground_truth else open_image_set(id_path)
-    return id_set, open_image_set(ood)
+    if ground_truth:
+        id_set = imagenet_val(id_path, ground_truth=ground_truth)
+    else:
+        id_set = open_image_set(id_path, image_root=image_root)
+    return id_set, open_image_set(ood, image_root=image_root)
 
 
 def check_scoring_options(
@@ -164,6 +173,7 @@ def score_cmd(
     fi_ood: FiOodOpt = None,
     fi_ambiguous: FiAmbOpt = None,
     ground_truth: GroundTruthOpt = None,
+    image_root: ImageRootOpt = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Results folder.")] = Path("results"),
     model: ModelOpt = "ViT-B-32",
     pretrained: PretrainedOpt = None,
@@ -204,7 +214,7 @@ def score_cmd(
     need_vocab = [m for m in methods if m in NEEDS_NEGATIVES]
     if need_vocab and not vocab:
         raise InputError(f"--method {', '.join(need_vocab)} needs a vocabulary: pass --vocab FILE (or use --method mcm / glmcm)")
-    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth)
+    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root)
     vocabs = _load_vocabs(list(vocab or []))
     classes = read_id_classes(id_classes)
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
@@ -244,6 +254,7 @@ def sweep_cmd(
     fi_ood: FiOodOpt = None,
     fi_ambiguous: FiAmbOpt = None,
     ground_truth: GroundTruthOpt = None,
+    image_root: ImageRootOpt = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Output folder (sweep.csv, sweep.json, sweep.png).")] = Path("sweep"),
     model: ModelOpt = "ViT-B-32",
     pretrained: PretrainedOpt = None,
@@ -281,7 +292,7 @@ def sweep_cmd(
     check_scoring_options(tau=tau, groups=groups, grouping=grouping, tpr=tpr, n_boot=n_boot, temperature=temperature)
     ranked = Vocabulary.load(vocab)
     parse_sizes(sizes, len(ranked))
-    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth)
+    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root)
     refs = _load_vocabs(list(reference or []))
     classes = read_id_classes(id_classes)
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)

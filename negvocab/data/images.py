@@ -1,4 +1,4 @@
-"""Image sets: a list of image files with optional labels, from a folder or class folders.
+"""Image sets: a list of image files with optional labels, from a folder, class folders or a list file.
 
 An :class:`ImageSet` is what the scoring commands take as ID or OOD data: aligned ``paths``,
 ``ids`` (file stems, e.g. ``ILSVRC2012_val_00000293``) and optional ``labels`` (a wnid for ImageNet,
@@ -19,7 +19,9 @@ from negvocab.vlm.images import IMAGE_EXTENSIONS
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ImageSet", "class_folders", "image_folder", "is_image", "open_image_set"]
+__all__ = ["ImageSet", "class_folders", "image_folder", "image_list", "is_image", "open_image_set"]
+
+LIST_PATH_COLUMNS = ("path", "image", "file", "filename")
 
 
 def is_image(path: Path) -> bool:
@@ -132,16 +134,96 @@ def class_folders(root: str | os.PathLike[str], *, name: str | None = None) -> I
     return ImageSet(name=name or path.name, paths=paths, ids=ids, labels=labels, info={"root": str(path), "layout": "class-folders"})
 
 
-def open_image_set(root: str | os.PathLike[str], *, layout: str = "auto", name: str | None = None) -> ImageSet:
+def _resolve(base: Path, file: str) -> Path:
+    listed = Path(file).expanduser()
+    return listed if listed.is_absolute() else base / listed
+
+
+def _read_list_rows(path: Path, base: Path) -> list[tuple[str, str | None]]:
+    """(image path, label or None) rows of a CSV with a header, or of a text list."""
+    import csv
+
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: cannot read the image list ({e})") from e
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(text.splitlines())
+        header = [h.strip().lower() for h in reader.fieldnames or []]
+        column = next((c for c in LIST_PATH_COLUMNS if c in header), None)
+        if column is None:
+            raise InputError(f"{path}: a CSV image list needs a header with a '{LIST_PATH_COLUMNS[0]}' column, found {header}")
+        rows = [{(k or "").strip().lower(): (v or "").strip() for k, v in row.items()} for row in reader]
+        return [(r[column], r.get("label") or None) for r in rows if r.get(column)]
+    out: list[tuple[str, str | None]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if "\t" in line:
+            file, label = (part.strip() for part in line.split("\t", 1))
+        else:  # "path" or "path label" (OpenOOD image lists); a path may itself hold spaces
+            parts = line.rsplit(None, 1)
+            file, label = (line, "") if len(parts) == 1 or is_image(_resolve(base, line)) else (parts[0], parts[1])
+        out.append((file, label or None))
+    return out
+
+
+def image_list(
+    path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, name: str | None = None
+) -> ImageSet:
+    """The images a list file names, with their labels when it gives them.
+
+    Formats: a ``.csv`` with a header holding a ``path`` (or ``image``, ``file``, ``filename``)
+    column and an optional ``label`` column; or a text list, one image a line, optionally followed by
+    a tab or a space and a label (OpenOOD's ``path label`` lists). Blank lines and ``#`` comments are
+    skipped. Relative paths resolve against ``root``, by default the list file's folder. Every listed
+    file must exist: a wrong root is named rather than turned into a smaller set.
+    """
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise InputError(f"{file}: no such image list")
+    base = Path(root).expanduser() if root is not None else file.parent
+    rows = _read_list_rows(file, base)
+    if not rows:
+        raise InputError(f"{file}: the image list names no images")
+    paths = [_resolve(base, p) for p, _ in rows]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise InputError(
+            f"{file}: {len(missing)} of {len(paths)} listed images do not exist (first: {missing[0]}); "
+            f"relative paths resolve against {base}: pass the right root (--image-root)"
+        )
+    labels = [label for _, label in rows]
+    return ImageSet(
+        name=name or file.stem,
+        paths=[str(p) for p in paths],
+        ids=[str(Path(p).with_suffix("")) for p, _ in rows],
+        labels=None if all(label is None for label in labels) else [label or "" for label in labels],
+        info={"list": str(file), "root": str(base), "layout": "list"},
+    )
+
+
+def open_image_set(
+    root: str | os.PathLike[str],
+    *,
+    layout: str = "auto",
+    name: str | None = None,
+    image_root: str | os.PathLike[str] | None = None,
+) -> ImageSet:
     """Open ``root`` as an image set.
 
     ``layout``: ``"folder"`` (all images, no labels), ``"classes"`` (class folders, labels from
-    names), ``"imagenet"`` (ImageNet-1k validation, see :func:`negvocab.data.imagenet.imagenet_val`)
-    or ``"auto"``: ImageNet layout when the sub-folders are wnids or the files are
-    ``ILSVRC2012_val_*``, class folders when every image sits in a sub-folder, else a plain folder.
+    names), ``"imagenet"`` (ImageNet-1k validation, see :func:`negvocab.data.imagenet.imagenet_val`),
+    ``"list"`` (a list file, see :func:`image_list`; ``image_root`` resolves its relative paths) or
+    ``"auto"``: a list when ``root`` is a file; ImageNet layout when the sub-folders are wnids or the
+    files are ``ILSVRC2012_val_*``; class folders when every image sits in a sub-folder; else a
+    plain folder.
     """
     from negvocab.data.imagenet import imagenet_val, looks_like_imagenet_val
 
+    if layout == "list" or (layout == "auto" and Path(root).expanduser().is_file()):
+        return image_list(root, root=image_root, name=name)
     path = _require_dir(root, "image")
     if layout == "folder":
         return image_folder(path, name=name)
@@ -150,7 +232,7 @@ def open_image_set(root: str | os.PathLike[str], *, layout: str = "auto", name: 
     if layout == "imagenet":
         return imagenet_val(path)
     if layout != "auto":
-        raise InputError(f"unknown image-set layout {layout!r}; choose auto, folder, classes or imagenet")
+        raise InputError(f"unknown image-set layout {layout!r}; choose auto, folder, classes, imagenet or list")
     if looks_like_imagenet_val(path):
         return imagenet_val(path)
     has_subdirs = any(p.is_dir() for p in path.iterdir())

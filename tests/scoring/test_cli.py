@@ -103,6 +103,25 @@ def test_sweep_matches_score_and_draws_a_plot(tiny, model_args, tmp_path):
     assert float(rows[-1]["fpr"]) == pytest.approx(row["fpr"], abs=1e-12)
 
 
+def test_image_lists_score_like_the_folders(tiny, model_args, tmp_path):
+    """--id/--ood list files (text and CSV, relative to --image-root) give the folders' scores."""
+    ood = sorted((tiny / "ood").rglob("*.png"))
+    (tmp_path / "id.txt").write_text("".join(f"id/id{i}.png\n" for i in range(6)))
+    (tmp_path / "ood.csv").write_text("path,label\n" + "".join(f"{p.relative_to(tiny)},{p.parent.name}\n" for p in ood))
+    common = ["--method", "mcm", "--n-boot", "0", *model_args]
+    folders = invoke(["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "-o", str(tmp_path / "f"), *common])
+    lists = invoke(
+        ["score", "--id", str(tmp_path / "id.txt"), "--ood", str(tmp_path / "ood.csv"), "--image-root", str(tiny), "-o", str(tmp_path / "l"), *common]
+    )
+    assert folders.exit_code == 0 and lists.exit_code == 0, lists.output
+    a, b = np.load(tmp_path / "f" / "scores.npz"), np.load(tmp_path / "l" / "scores.npz")
+    np.testing.assert_array_equal(a["id/mcm"], b["id/mcm"])
+    order = np.argsort(b["ood_image_ids"])  # the folder set is sorted by path, the list keeps its order
+    np.testing.assert_array_equal(a["ood/mcm"], b["ood/mcm"][order])
+    bad = invoke(["score", "--id", str(tmp_path / "id.txt"), "--ood", str(tmp_path / "ood.csv"), "-o", str(tmp_path / "x"), *common])
+    assert bad.exit_code == 2 and "--image-root" in bad.output and "Traceback" not in bad.output
+
+
 def test_fi_imagenet_lists(tiny, model_args, tmp_path):
     lst = tmp_path / "fi_ood.csv"
     lst.write_text("id,label\nILSVRC2012_val_00000002,paper towel holder\nILSVRC2012_val_00000005,kite\nILSVRC2012_val_00009999,lost\n")

@@ -186,3 +186,65 @@ def test_verify_reports_corrupt_images(tmp_path):
     assert len(s) == 2
     ok, bad = s.verify()
     assert ok.ids == ["good"] and len(bad) == 1 and bad[0][0].endswith("broken.jpg")
+
+
+# -- image lists ------------------------------------------------------------------------------
+@pytest.fixture
+def listed(tmp_path):
+    """Three images under data/ with a space in one name, and the folder lists live in."""
+    data = tmp_path / "data"
+    for rel in ("a/one.jpg", "a/two words.png", "b/three.jpg"):
+        _img(data / rel)
+    (tmp_path / "lists").mkdir()
+    return data, tmp_path / "lists"
+
+
+def test_openood_style_list_with_labels_and_a_root(listed):
+    from negvocab.data import image_list
+
+    data, lists = listed
+    f = lists / "test_ood.txt"
+    f.write_text("# OpenOOD imglist\na/one.jpg 3\n\na/two words.png 7\nb/three.jpg\t12\n")
+    s = open_image_set(f, image_root=data)
+    assert s.paths == [str(data / "a/one.jpg"), str(data / "a/two words.png"), str(data / "b/three.jpg")]
+    assert s.labels == ["3", "7", "12"] and s.ids == ["a/one", "a/two words", "b/three"]
+    assert s.info["layout"] == "list" and s == image_list(f, root=data)
+
+
+def test_plain_list_relative_to_its_folder_has_no_labels(listed):
+    data, _ = listed
+    f = data / "all.lst"
+    f.write_text("a/two words.png\nb/three.jpg\n" + str(data / "a/one.jpg") + "\n")
+    s = open_image_set(f)
+    assert s.labels is None and len(s) == 3 and s.paths[2] == str(data / "a/one.jpg")
+
+
+def test_csv_list_with_header(listed):
+    data, lists = listed
+    f = lists / "set.csv"
+    f.write_text("\ufeffImage,label\na/one.jpg,cat\nb/three.jpg,\n")
+    s = open_image_set(f, image_root=data)
+    assert s.labels == ["cat", ""] and s.paths[1] == str(data / "b/three.jpg")
+
+
+@pytest.mark.parametrize(
+    ("text", "suffix", "message"),
+    [
+        ("a/one.jpg\nnope.jpg\n", ".txt", r"1 of 2 listed images do not exist \(first: .*nope.jpg\).*--image-root"),
+        ("# nothing\n\n", ".txt", "names no images"),
+        ("where,label\nx.jpg,1\n", ".csv", r"'path' column, found \['where', 'label'\]"),
+    ],
+)
+def test_bad_lists_are_named(listed, text, suffix, message):
+    data, lists = listed
+    f = lists / f"bad{suffix}"
+    f.write_text(text)
+    with pytest.raises(InputError, match=message):
+        open_image_set(f, image_root=data)
+
+
+def test_missing_list_file(tmp_path):
+    from negvocab.data import image_list
+
+    with pytest.raises(InputError, match="no such image list"):
+        image_list(tmp_path / "none.txt")
