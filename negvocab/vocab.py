@@ -118,6 +118,13 @@ class Vocabulary(BaseModel):
         """First 12 hex digits of :attr:`sha256`, for file names and tables."""
         return self.sha256[:12]
 
+    def parts_of_speech(self) -> list[str | None]:
+        """Each label's part of speech ("n", "a") where its builder recorded one, else None.
+
+        Template presets that depend on it (``"neglabel"``) take this as ``pos``.
+        """
+        return [self.meta.get(label, {}).get("pos") for label in self.labels]
+
     def label_sources(self, label: str) -> list[str]:
         """The builder sources that contributed ``label`` (one, unless this is a union)."""
         if self.source == "union":

@@ -88,10 +88,6 @@ def _vocab_name(name: str, vocab: Vocabulary) -> str:
     return name or f"{vocab.source}-{vocab.short_hash}"
 
 
-def _label_pos(vocab: Vocabulary) -> list[str | None]:
-    return [vocab.meta.get(lab, {}).get("pos") for lab in vocab.labels]
-
-
 def _params_for(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
     """The subset of ``params`` the scorer of ``method`` accepts (``topk`` goes to NegLabel)."""
     fn = S.METHODS[method]
@@ -199,7 +195,7 @@ def evaluate_vocabularies(
         neg = None
         if vocab is not None:
             if vname not in neg_cache:
-                neg_cache[vname] = vlm.encode_text(list(vocab.labels), templates, pos=_label_pos(vocab), progress=progress)
+                neg_cache[vname] = vlm.encode_text(list(vocab.labels), templates, pos=vocab.parts_of_speech(), progress=progress)
             neg = neg_cache[vname]
         key = f"{method}@{vname}" if vname else method
         extra: dict[str, Any] = {}
@@ -441,7 +437,7 @@ def sweep_vocabulary(
     images = np.concatenate([id_e.embeddings, ood_e.embeddings])
     n_id = len(id_images)
     class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
-    ranked = vlm.encode_text(list(vocab.labels[: max(wanted)]), templates, pos=_label_pos(vocab)[: max(wanted)], progress=progress)
+    ranked = vlm.encode_text(list(vocab.labels[: max(wanted)]), templates, pos=vocab.parts_of_speech()[: max(wanted)], progress=progress)
     kw = _params_for(method, params)
     by_m = sweep(images, class_emb, ranked, wanted, method=method, device=vlm.device, **kw)
     rows = []
@@ -450,7 +446,7 @@ def sweep_vocabulary(
         rows.append({"M": m, "method": method, **_model_fields(vlm), "vocab_hash": vocab.short_hash, **rep})
     refs = []
     for name, ref in (references or {}).items():
-        neg = vlm.encode_text(list(ref.labels), templates, pos=_label_pos(ref), progress=progress)
+        neg = vlm.encode_text(list(ref.labels), templates, pos=ref.parts_of_speech(), progress=progress)
         s = np.asarray(S.score(method, images, class_emb, neg, device=vlm.device, **kw))
         rep = M.evaluate(s[:n_id], s[n_id:], tpr=tpr, convention=convention, n_boot=n_boot)  # type: ignore[arg-type]
         refs.append({"name": name, "M": len(ref), "oracle": bool(ref.settings.get("oracle")), "vocab_hash": ref.short_hash, **rep})

@@ -1,0 +1,95 @@
+"""``negvocab embed``: export text or image embeddings as ``embeddings.npy`` + ``rows.csv`` + manifest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from negvocab.cli.app import app
+from negvocab.cli.files import check_output, writing
+from negvocab.cli.options import (
+    CacheDirOpt,
+    DeviceOpt,
+    ModelOpt,
+    PrecisionOpt,
+    PresetTagOpt,
+    PretrainedOpt,
+    RandomWeightsOpt,
+    TemplatesOpt,
+    load_vlm,
+)
+from negvocab.cli.score import IdClassesOpt, ImageRootOpt
+from negvocab.errors import InputError
+
+
+@app.command("embed")
+def embed(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write embeddings.npy, rows.csv and manifest.json to.")],
+    vocab: Annotated[Optional[Path], typer.Option("--vocab", "-V", help="Embed the labels of this vocabulary (JSON/TXT).")] = None,  # noqa: UP045
+    classes: Annotated[bool, typer.Option("--classes", help="Embed the ID class names (ImageNet-1k, or --id-classes).")] = False,
+    images: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--images", help="Embed these images: a folder, class folders or an image list."),
+    ] = None,
+    id_classes: IdClassesOpt = None,
+    image_root: ImageRootOpt = None,
+    model: ModelOpt = "ViT-B-32",
+    pretrained: PretrainedOpt = None,
+    tag: PresetTagOpt = None,
+    templates: TemplatesOpt = "paper8",
+    device: DeviceOpt = "auto",
+    precision: PrecisionOpt = None,
+    cache_dir: CacheDirOpt = None,
+    random_weights: RandomWeightsOpt = False,
+) -> None:
+    """Export embeddings for your own analysis (float32, L2-normalised, rows aligned with rows.csv)."""
+    from negvocab.vlm.export import MANIFEST_FILE, save_embeddings
+
+    if sum([vocab is not None, classes, images is not None]) != 1:
+        raise InputError("give exactly one of --vocab FILE, --classes or --images PATH")
+    if id_classes is not None and not classes:
+        raise InputError("--id-classes goes with --classes")
+    if output.exists() and not output.is_dir():
+        raise InputError(f"cannot write {output}: it is a file; give a folder")
+    check_output(output / MANIFEST_FILE)
+    if vocab is not None:
+        from negvocab.vocab import Vocabulary
+
+        source = Vocabulary.load(vocab)
+        if len(source) == 0:
+            raise InputError(f"{vocab}: the vocabulary is empty; nothing to embed")
+    elif images is not None:
+        from negvocab.data import open_image_set
+
+        image_set = open_image_set(images, image_root=image_root)
+    else:
+        from negvocab.scoring.run import read_id_classes
+
+        id_space = read_id_classes(id_classes)
+
+    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag)
+    info: dict[str, object]
+    if vocab is not None:
+        emb = vlm.encode_text(list(source.labels), templates, pos=source.parts_of_speech(), progress=True)
+        rows = [{"label": label} for label in source.labels]
+        info = {"kind": "text", "templates": templates, "vocabulary": str(vocab), "vocab_sha256": source.sha256}
+    elif images is not None:
+        encoded = vlm.encode_images(list(image_set.paths), progress=True)
+        label_of = dict(zip(image_set.paths, image_set.labels or [""] * len(image_set), strict=True))
+        id_of = dict(zip(image_set.paths, image_set.ids, strict=True))
+        emb = encoded.embeddings
+        rows = [{"id": id_of[p], "path": p, "label": label_of[p]} for p in encoded.paths]
+        info = {"kind": "images", "images": str(images), "failed": [{"path": p, "reason": r} for p, r in encoded.failed]}
+        if encoded.failed:
+            typer.echo(f"warning: {len(encoded.failed)} unreadable images skipped (listed in the manifest)", err=True)
+    else:
+        emb = vlm.encode_text(list(id_space.names), templates, progress=True)
+        rows = [{"wnid": w, "label": n} for w, n in zip(id_space.wnids, id_space.names, strict=True)]
+        info = {"kind": "text", "templates": templates, "id_classes": str(id_classes) if id_classes else "imagenet1k"}
+    with writing(output):
+        save_embeddings(output, emb, rows, model=vlm.identity, **info)
+    if vlm.random_weights:
+        typer.echo("RANDOM WEIGHTS: these embeddings are meaningless outside tests (the manifest says so)", err=True)
+    typer.echo(f"{output}: {emb.shape[0]} x {emb.shape[1]} embeddings ({info['kind']})")
