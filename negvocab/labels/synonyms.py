@@ -178,9 +178,11 @@ class SynonymFilter:
             return []
         head, _, last = key.rpartition(" ")
         out = []
-        base = _noun_base(last)
-        if base and base != last:
-            out.append(f"{head} {base}" if head else base)
+        for base in (_noun_base(last), *_irregular_bases().get(last, ())):
+            spelled = f"{head} {base}" if head else base
+            if base and base != last and spelled not in out:
+                out.append(spelled)
+        out.extend(b for b in _irregular_bases().get(key, ()) if b != key and b not in out)
         if head:
             phrase = _noun_base(key.replace(" ", "_"))
             if phrase:
@@ -217,17 +219,35 @@ def _regular_plurals(word: str) -> list[str]:
 
 
 @functools.cache
-def _irregular_plurals() -> dict[str, tuple[str, ...]]:
-    """WordNet's noun exception list inverted: base form (normalised) -> irregular plurals."""
+def _noun_exceptions() -> tuple[tuple[str, str], ...]:
+    """WordNet's noun exception list (``noun.exc``) as normalised (irregular plural, base) pairs."""
     from negvocab.labels.wordnet import load_wordnet
 
-    inverted: dict[str, list[str]] = {}
+    pairs = []
     with load_wordnet().open("noun.exc") as fh:
         for line in fh:
             inflected, *bases = line.split()
-            for base in bases:
-                inverted.setdefault(normalise(base), []).append(normalise(inflected))
-    return {base: tuple(forms) for base, forms in inverted.items()}
+            pairs.extend((normalise(inflected), normalise(base)) for base in bases)
+    return tuple(pairs)
+
+
+@functools.cache
+def _irregular_plurals() -> dict[str, tuple[str, ...]]:
+    """Base form -> its irregular plurals."""
+    out: dict[str, list[str]] = {}
+    for inflected, base in _noun_exceptions():
+        out.setdefault(base, []).append(inflected)
+    return {base: tuple(forms) for base, forms in out.items()}
+
+
+@functools.cache
+def _irregular_bases() -> dict[str, tuple[str, ...]]:
+    """Irregular plural -> every base form it has (``morphy`` gives only one, and none for a
+    plural that is also a word of its own, such as "oxen")."""
+    out: dict[str, list[str]] = {}
+    for inflected, base in _noun_exceptions():
+        out.setdefault(inflected, []).append(base)
+    return {inflected: tuple(bases) for inflected, bases in out.items()}
 
 
 def _with_how(match: Match, how: str) -> Match:

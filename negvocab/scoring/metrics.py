@@ -154,8 +154,7 @@ def fpr_at_tpr(id_scores: Any, ood_scores: Any, tpr: float = 0.95, *, convention
         return math.nan
     ids, oods = arrays
     if convention == "paper":
-        t = np.quantile(ids, 1.0 - tpr)
-        return float(np.mean(oods >= t))
+        return float(np.mean(oods >= _paper_threshold(ids, tpr)))
     if convention == "hendrycks":
         fps, tps, _ = _binary_clf_curve(ids, oods)
         stop = int(np.searchsorted(tps, tps[-1]))  # first point with full recall
@@ -307,6 +306,15 @@ def bootstrap_ci(
     return ConfidenceInterval(float(low), float(high), level, int(n_boot), resample, seed)
 
 
+def _paper_threshold(ids: np.ndarray, tpr: float) -> float:
+    """The (1 - tpr) quantile of the ID scores, linear interpolation.
+
+    ``1 - 0.95`` is 0.050000000000000044 in floating point, which moves the interpolated threshold
+    by a hair and flips OOD scores tied with it; rounding gives the decimal level the user meant.
+    """
+    return float(np.quantile(ids, round(1.0 - tpr, 12)))
+
+
 def _fast_ood_bootstrap(
     fn: Callable[..., float], ids: np.ndarray, oods: np.ndarray, rng: np.random.Generator, n_boot: int, kw: dict
 ) -> np.ndarray | None:
@@ -314,8 +322,7 @@ def _fast_ood_bootstrap(
     if fn is auroc and not kw:
         terms = _auroc_terms(ids, oods)
     elif fn is fpr_at_tpr and kw.get("convention", "paper") == "paper":
-        t = np.quantile(ids, 1.0 - _check_tpr(kw.get("tpr", 0.95)))
-        terms = (oods >= t).astype(np.float64)
+        terms = (oods >= _paper_threshold(ids, _check_tpr(kw.get("tpr", 0.95)))).astype(np.float64)
     else:
         return None
     return np.array([terms[rng.integers(0, oods.size, oods.size)].mean() for _ in range(n_boot)])

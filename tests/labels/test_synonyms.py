@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from negvocab.errors import InputError
@@ -110,6 +112,24 @@ def test_plural_rule_needs_the_plural_to_map_back(synfilter, classes, wn):
             " ".join([*normalise(label).split()[:-1], base or ""]).replace(" ", ""),
             (phrase or "").replace("_", ""),
         }, (label, match)
+
+
+def test_every_irregular_plural_of_a_class_form_is_removed(synfilter, classes, wn):
+    """WordNet's own exception list (noun.exc), read here directly: each listed plural of a class
+    form's last word is removed, also where morphy keeps the plural as a word ("oxen", "fungi")."""
+    plural_of: dict[str, list[str]] = {}
+    with open(Path(wn.root.path) / "noun.exc") as fh:  # the WordNet files, read without our code
+        for line in fh:
+            inflected, *bases = line.split()
+            for base in bases:
+                plural_of.setdefault(base.replace("_", " "), []).append(inflected.replace("_", " "))
+    expected = set()
+    for form, _i, _s in _forms(classes):
+        head, _, last = normalise(form).rpartition(" ")
+        expected.update((f"{head} {p}" if head else p) for p in plural_of.get(last, ()))
+    assert {"oxen", "water oxen", "coral fungi", "carrion fungi", "geese"} <= expected
+    _, removed = synfilter.split(sorted(expected))
+    assert set(removed) == expected
 
 
 def test_split_keeps_order_and_plurals_can_be_switched_off(classes):

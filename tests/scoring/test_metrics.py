@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -46,11 +48,20 @@ def openood_fpr(id_scores, ood_scores, tpr=0.95, drop_intermediate=False):
 def paper_fpr(id_scores, ood_scores, tpr=0.95):
     """METHODS.md 6 with the quantile written out (numpy's linear interpolation, 'type 7')."""
     srt = np.sort(np.asarray(id_scores, dtype=np.float64))
-    h = (len(srt) - 1) * (1 - tpr)
-    lo = int(np.floor(h))
+    h = (len(srt) - 1) * (1 - Fraction(str(tpr)))  # exact: 1 - 0.95 is 1/20, not 0.050000000000000044
+    lo = int(math.floor(h))
     hi = min(lo + 1, len(srt) - 1)
-    t = srt[lo] + (h - lo) * (srt[hi] - srt[lo])
+    t = srt[lo] + float(h - lo) * (srt[hi] - srt[lo])
     return sum(1 for o in ood_scores if o >= t) / len(ood_scores)
+
+
+def test_paper_threshold_is_the_decimal_quantile():
+    """An OOD score on the interpolated 5th percentile counts; 1 - 0.95 in floats would miss it."""
+    ids, ood = np.r_[0.0, 1.0, [2.0] * 9], [0.5]
+    assert np.quantile(ids, 0.05) == 0.5 and paper_fpr(ids, ood) == 1.0
+    assert M.fpr_at_tpr(ids, ood) == 1.0
+    ci = M.bootstrap_ci(M.fpr_at_tpr, ids, np.r_[ood, ood], n_boot=20)
+    assert ci.low == ci.high == 1.0
 
 
 def _cases():
