@@ -7,8 +7,8 @@ validation set minus both lists (48,365 images).
 
 List files: any text, CSV or TSV file in which each relevant line holds an image id
 ``ILSVRC2012_val_XXXXXXXX`` somewhere (a bare id, a file name or a path) and optionally a label in
-another column (CSV/TSV) or in the rest of the line (plain text). Lines without an id (headers,
-comments) are skipped.
+another column (CSV/TSV) or in the rest of the line (plain text, commas included). Lines without
+an id (headers, comments) are skipped.
 """
 
 from __future__ import annotations
@@ -16,36 +16,52 @@ from __future__ import annotations
 import csv
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from negvocab.data.imagenet import VAL_ID, imagenet_val
+from negvocab.data.imagenet import N_VAL, VAL_ID, imagenet_val
 from negvocab.data.images import ImageSet
 from negvocab.errors import InputError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FiImageNet", "fi_imagenet", "read_id_list"]
+__all__ = ["FiImageNet", "PAPER_SPLIT", "fi_imagenet", "read_id_list"]
+
+PAPER_SPLIT = {"ood": 655, "ambiguous": 980, "id": 48_365}  # METHODS.md 7, on the 50,000 val images
 
 
-def _label_from_line(line: str, match_text: str) -> str | None:
-    if "\t" in line or "," in line:
-        delim = "\t" if "\t" in line else ","
-        fields = next(csv.reader([line], delimiter=delim))
-        others = [f.strip() for f in fields if match_text not in f and f.strip()]
+def _delimiter(path: Path, lines: list[str]) -> str | None:
+    """The column delimiter of a list file: by extension, else a tab (or a comma right after the
+    id) on every id line; ``None`` for plain text, where the label is the rest of the line."""
+    if path.suffix.lower() == ".csv":
+        return ","
+    if path.suffix.lower() == ".tsv" or all("\t" in line for line in lines):
+        return "\t"
+    if all(re.search(VAL_ID.pattern + r"\S*?\s*,", line) for line in lines):
+        return ","
+    return None
+
+
+def _label(line: str, image_id: str, delimiter: str | None) -> str | None:
+    if delimiter is not None:
+        fields = next(csv.reader([line], delimiter=delimiter))
+        others = [f.strip() for f in fields if image_id not in f and f.strip()]
         return others[0] if others else None
-    rest = line.replace(match_text, " ", 1)
-    # drop the rest of a file name or path around the id (".JPEG", "val/")
-    tokens = [t for t in rest.split() if not (t.startswith(".") or t.endswith("/"))]
-    label = " ".join(tokens).strip(" :;|")
+    # plain text: the token holding the id (a bare id, a file name or a path) is not part of the label
+    token = next(t for t in line.split() if image_id in t)
+    label = line.replace(token, " ", 1).strip(" \t:;|,")
     return label or None
 
 
 def read_id_list(path: str | os.PathLike[str]) -> dict[str, str | None]:
     """Image ids (in file order) -> label (or None) from a Fi-ImageNet-1k style list file.
 
-    Raises :class:`InputError` for a missing or unreadable file or one without any
-    ``ILSVRC2012_val_XXXXXXXX`` id. A repeated id keeps its first label (conflicts are logged).
+    A ``.csv``/``.tsv`` file (or one whose id lines all hold a tab, or a comma right after the id)
+    gives the label in the first other non-empty column; in plain text the label is the rest of
+    the line, commas and all ("sea cucumber, holothurian"). Raises :class:`InputError` for a
+    missing or unreadable file or one without any ``ILSVRC2012_val_XXXXXXXX`` id. A repeated id
+    keeps its first label (conflicts are logged).
     """
     p = Path(path).expanduser()
     if not p.is_file():
@@ -54,24 +70,22 @@ def read_id_list(path: str | os.PathLike[str]) -> dict[str, str | None]:
         text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"{p}: cannot read the image list ({e})") from e
+    found = [
+        (lineno, line.strip(), m.group(0))
+        for lineno, line in enumerate(text.splitlines(), 1)
+        if not line.lstrip().startswith("#") and (m := VAL_ID.search(line))
+    ]
+    if not found:
+        raise InputError(f"{p}: no image ids found (expected ILSVRC2012_val_XXXXXXXX on each line)")
+    delimiter = _delimiter(p, [line for _, line, _ in found])
     out: dict[str, str | None] = {}
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if line.lstrip().startswith("#"):
-            continue
-        m = VAL_ID.search(line)
-        if not m:
-            continue
-        image_id = m.group(0)
-        # the token that holds the id (maybe a file name or a path) is not part of the label
-        token = next(t for t in line.replace(",", " ").replace("\t", " ").split() if image_id in t)
-        label = _label_from_line(line.strip(), token)
+    for lineno, line, image_id in found:
+        label = _label(line, image_id, delimiter)
         if image_id in out:
             if out[image_id] != label:
                 logger.warning("%s:%d: %s listed again with another label (%r); keeping %r", p, lineno, image_id, label, out[image_id])
             continue
         out[image_id] = label
-    if not out:
-        raise InputError(f"{p}: no image ids found (expected ILSVRC2012_val_XXXXXXXX on each line)")
     return out
 
 
@@ -148,4 +162,11 @@ def fi_imagenet(
             "not_found": not_found,  # listed ids missing from the folder: recorded with every result
         },
     )
+    split = {"ood": len(ood_set), "ambiguous": len(amb_found), "id": len(id_set)}
+    if len(val) == N_VAL and split != PAPER_SPLIT:
+        logger.warning(
+            "this split has %(ood)d OOD, %(ambiguous)d ambiguous and %(id)d ID images; the published "
+            "Fi-ImageNet-1k has 655, 980 and 48,365 (check the list files)",
+            split,
+        )
     return FiImageNet(id=id_set, ood=ood_set, ambiguous=amb_found, not_found=not_found)

@@ -134,6 +134,11 @@ def test_read_id_list_formats(tmp_path):
     txt = tmp_path / "l.txt"
     txt.write_text(f"{vid(3)} sea lion\n/data/val/{vid(4)}.JPEG\n{vid(3)} other\n")
     assert read_id_list(txt) == {vid(3): "sea lion", vid(4): None}
+    # plain text keeps commas and leading dots in labels; a comma right after every id means CSV
+    txt.write_text(f"{vid(1)} sea cucumber, holothurian\n{vid(5)}: .22 rifle\n{vid(6)}.JPEG\n")
+    assert read_id_list(txt) == {vid(1): "sea cucumber, holothurian", vid(5): ".22 rifle", vid(6): None}
+    txt.write_text(f"{vid(1)}.JPEG,\"sea cucumber, holothurian\",n02321529\n{vid(2)} ,kite\n")
+    assert read_id_list(txt) == {vid(1): "sea cucumber, holothurian", vid(2): "kite"}
     empty = tmp_path / "none.txt"
     empty.write_text("header only\n")
     with pytest.raises(InputError, match="no image ids"):
@@ -248,3 +253,22 @@ def test_missing_list_file(tmp_path):
 
     with pytest.raises(InputError, match="no such image list"):
         image_list(tmp_path / "none.txt")
+
+
+def test_fi_imagenet_warns_when_the_split_is_not_the_papers(val_classes, tmp_path, monkeypatch, caplog):
+    """On a full validation folder (here: 12 images stand for 50,000) a split of other sizes is named."""
+    import negvocab.data.fi_imagenet as fi_mod
+
+    monkeypatch.setattr(fi_mod, "N_VAL", 12)
+    ood = tmp_path / "ood.txt"
+    ood.write_text(f"{vid(2)} sea slug\n{vid(5)} kite\n")
+    amb = tmp_path / "amb.txt"
+    amb.write_text(f"{vid(7)}\n")
+    monkeypatch.setattr(fi_mod, "PAPER_SPLIT", {"ood": 2, "ambiguous": 1, "id": 9})
+    with caplog.at_level(logging.WARNING):
+        fi_imagenet(val_classes, ood, amb)
+    assert "published" not in caplog.text
+    monkeypatch.setattr(fi_mod, "PAPER_SPLIT", {"ood": 655, "ambiguous": 980, "id": 48_365})
+    with caplog.at_level(logging.WARNING):
+        fi_imagenet(val_classes, ood, amb)
+    assert "2 OOD, 1 ambiguous and 9 ID images; the published Fi-ImageNet-1k has 655, 980 and 48,365" in caplog.text
