@@ -257,7 +257,9 @@ def test_missing_list_file(tmp_path):
 
 def test_fi_imagenet_warns_when_the_split_is_not_the_papers(val_classes, tmp_path, monkeypatch, caplog):
     """On a full validation folder (here: 12 images stand for 50,000) a split of other sizes is named."""
-    import negvocab.data.fi_imagenet as fi_mod
+    import importlib
+
+    fi_mod = importlib.import_module("negvocab.data.fi_imagenet")  # the package exports a function of that name
 
     monkeypatch.setattr(fi_mod, "N_VAL", 12)
     ood = tmp_path / "ood.txt"
