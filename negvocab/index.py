@@ -8,6 +8,7 @@ neighbours (up to the order of exact ties).
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import Any
@@ -17,6 +18,8 @@ import numpy as np
 from negvocab.errors import InputError
 
 log = logging.getLogger(__name__)
+
+GPU_FAISS_MAX_K = 2048  # faiss GPU indexes search at most this many neighbours (older releases)
 
 
 def have_faiss() -> bool:
@@ -28,11 +31,26 @@ def have_faiss() -> bool:
     return True
 
 
-def _faiss_gpu() -> bool:
-    """True when faiss was built with GPU support and sees a GPU."""
+def have_faiss_gpu() -> bool:
+    """True when faiss is installed, was built with GPU support and sees a GPU."""
+    if not have_faiss():
+        return False
     import faiss
 
     return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+
+
+@functools.cache
+def _gpu_resources(gpu_id: int) -> Any:
+    """One faiss ``StandardGpuResources`` per GPU for the process: each one pins host memory and
+    reserves scratch memory on the device, too costly to make for every search."""
+    import faiss
+
+    return faiss.StandardGpuResources()
+
+
+def _gpu_id(device: str | None) -> int:
+    return int(str(device).split(":")[1]) if device and ":" in str(device) else 0
 
 
 def _as_matrix(x: Any, name: str) -> np.ndarray:
@@ -92,8 +110,10 @@ def knn(
     if backend not in ("auto", "faiss", "torch"):
         raise InputError(f"unknown knn backend {backend!r}; choose auto, faiss or torch")
     want_gpu = device is not None and str(device).startswith("cuda")
-    # auto: FAISS, except that an explicit CUDA device without faiss-gpu goes to torch on that device
-    use_faiss = backend == "faiss" or (backend == "auto" and have_faiss() and not (want_gpu and not _faiss_gpu()))
+    # auto: FAISS, except that an explicit CUDA device goes to torch on that device when faiss has
+    # no GPU support or k is beyond what GPU faiss searches
+    gpu_faiss_ok = have_faiss_gpu() and k <= GPU_FAISS_MAX_K
+    use_faiss = backend == "faiss" or (backend == "auto" and have_faiss() and not (want_gpu and not gpu_faiss_ok))
     if backend == "faiss" and not have_faiss():
         raise InputError("backend='faiss' but faiss is not installed (pip install faiss-cpu)")
     t0 = time.perf_counter()
@@ -112,13 +132,11 @@ def _knn_faiss(q: np.ndarray, x: np.ndarray, k: int, device: str | None, batch_s
 
     index: Any = faiss.IndexFlatIP(x.shape[1])
     want_gpu = device is not None and str(device).startswith("cuda")
-    gpu_ok = _faiss_gpu()
+    gpu_ok = have_faiss_gpu() and k <= GPU_FAISS_MAX_K
     if want_gpu and not gpu_ok:
-        log.info("faiss has no GPU support here; searching on the CPU")
+        log.info("faiss cannot search on the GPU here (no GPU support, or k > %d); searching on the CPU", GPU_FAISS_MAX_K)
     if (want_gpu or device is None) and gpu_ok:
-        gpu_id = int(str(device).split(":")[1]) if device and ":" in str(device) else 0
-        res = faiss.StandardGpuResources()
-        index = faiss.index_cpu_to_gpu(res, gpu_id, index)
+        index = faiss.index_cpu_to_gpu(_gpu_resources(_gpu_id(device)), _gpu_id(device), index)
     index.add(x)
     D = np.empty((q.shape[0], k), dtype=np.float32)
     I = np.empty((q.shape[0], k), dtype=np.int64)
@@ -132,7 +150,8 @@ def _knn_faiss(q: np.ndarray, x: np.ndarray, k: int, device: str | None, batch_s
 def _knn_torch(q: np.ndarray, x: np.ndarray, k: int, device: str | None, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
     import torch
 
-    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    auto = device is None or str(device) == "auto"
+    dev = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if auto else device)
     keys = torch.from_numpy(x).to(dev)
     D = np.empty((q.shape[0], k), dtype=np.float32)
     I = np.empty((q.shape[0], k), dtype=np.int64)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The CUDA checks in one run: the @gpu tests (text exactness fp32/fp16, images + local features,
-# knn with faiss-gpu and torch, scorers on CUDA), the GPU scoring benchmark, then the vlm and scoring
-# suites on that machine's own Python/torch. Logs go to $OUT (or ./gpu-logs).
+# The CUDA checks in one run: the @gpu tests (text exactness fp32/fp16, images + local features in
+# fp32/fp16, knn with faiss-gpu and torch, scorers on CUDA), the GPU scoring benchmark, then the vlm
+# and scoring suites on that machine's own Python/torch. Logs go to $OUT (or ./gpu-logs); the exit
+# status is non-zero when any step failed (summary.log says which).
 # On a bare machine, put wheels in .whl/ first (open_clip_torch, ftfy, wcwidth, pydantic, nltk, ...).
 set -uo pipefail
 OUT=${OUT:-gpu-logs}; mkdir -p "$OUT"
@@ -10,11 +11,21 @@ if compgen -G ".whl/*.whl" >/dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
     export PYTHONPATH="$PYTHONPATH:/tmp/site"
 fi
+status=0
+step() {  # step NAME COMMAND...: run, log to $OUT/NAME.log, record the exit status
+    local name=$1; shift
+    "$@" 2>&1 | tee "$OUT/$name.log"
+    local rc=${PIPESTATUS[0]}
+    echo "$name: exit $rc" | tee -a "$OUT/summary.log"
+    [ "$rc" -eq 0 ] || status=1
+}
 {
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
     python3 -c "import torch, numpy; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'numpy', numpy.__version__)"
     python3 -c "import faiss; print('faiss', faiss.__version__, 'gpus', faiss.get_num_gpus())" 2>&1 | tail -1
 } 2>&1 | tee "$OUT/env.log"
-python3 -m pytest -p no:cacheprovider -q -rs -m gpu tests/vlm tests/scoring 2>&1 | tee "$OUT/gpu_tests.log"
-timeout 150 python3 benchmarks/bench_scoring.py --device cuda 2>&1 | tee "$OUT/bench_scoring_cuda.log"
-timeout 240 python3 -m pytest -p no:cacheprovider -q tests/vlm tests/scoring -n 8 2>&1 | tail -40 | tee "$OUT/suite.log"
+step gpu_tests python3 -m pytest -p no:cacheprovider -q -rs -m gpu tests/vlm tests/scoring
+step bench_scoring_cuda timeout 150 python3 benchmarks/bench_scoring.py --device cuda
+parallel=$(python3 -c "import xdist" 2>/dev/null && echo "-n 8")
+step suite timeout 240 python3 -m pytest -p no:cacheprovider -q tests/vlm tests/scoring $parallel
+exit $status

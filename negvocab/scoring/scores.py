@@ -238,15 +238,16 @@ def glmcm(
     if local is None:
         raise InputError("glmcm needs local (patch) features: pass local=[n, p, d] (encode_images(local_features=True))")
     v, t, _ = _prepare(image_emb, id_emb, None, device, need_neg=False, method="glmcm")
-    z = _as_tensor(local, "local", 3, v.device, v.dtype)
+    # the [n, p, d] patch features stay where they are and go to the device a chunk at a time
+    z = _as_tensor(local, "local", 3, local.device if isinstance(local, torch.Tensor) else torch.device("cpu"), v.dtype)
     _check_dims(image_emb=v, id_emb=t, local=z)
     if z.shape[0] != v.shape[0]:
         raise InputError(f"local has {z.shape[0]} images but image_emb has {v.shape[0]}")
-    step = _chunk_rows(len(v), t.shape[0] * z.shape[1], v.element_size(), chunk_size)
+    step = _chunk_rows(len(v), (t.shape[0] + v.shape[1]) * z.shape[1], v.element_size(), chunk_size)
     out = []
     for i in range(0, len(v), step):
         glob = _max_softmax(v[i : i + step] @ t.T / T)
-        loc = _max_softmax(z[i : i + step] @ t.T / T).amax(-1)
+        loc = _max_softmax(z[i : i + step].to(v.device) @ t.T / T).amax(-1)
         out.append(glob + lam * loc)
     return _out(out)
 
@@ -645,8 +646,7 @@ def _nearest_negatives(v: torch.Tensor, n: torch.Tensor, k: int) -> tuple[torch.
     """
     from negvocab.index import knn
 
-    dev = "cuda" if v.device.type == "cuda" else "cpu"
-    _, idx_np = knn(v.float().cpu().numpy(), n.float().cpu().numpy(), k, device=dev)
+    _, idx_np = knn(v.float().cpu().numpy(), n.float().cpu().numpy(), k, device=str(v.device))
     idx = torch.as_tensor(idx_np, device=v.device, dtype=torch.int64)
     cos = torch.empty(idx.shape, dtype=v.dtype, device=v.device)
     step = max(1, (1 << 24) // max(1, k * v.shape[1]))  # bounds the gathered [c, k, d] block

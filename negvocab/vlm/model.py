@@ -55,6 +55,8 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
         raise InputError(f"unknown device {device!r}; use 'auto', 'cpu', 'cuda' or 'cuda:N'") from e
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ResourceError(f"device {device!r} requested but CUDA is not available; use --device cpu")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ResourceError(f"device {device!r} requested but only {torch.cuda.device_count()} CUDA device(s) are visible")
     return dev
 
 
@@ -62,13 +64,33 @@ def resolve_precision(precision: str | None, device: torch.device) -> str:
     """fp32 on CPU, fp16 autocast on CUDA by default; validates explicit choices."""
     if precision is None:
         return "fp16" if device.type == "cuda" else "fp32"
-    p = precision.lower().replace("float", "fp").replace("bfloat16", "bf16").replace("amp_", "")
+    p = precision.lower().removeprefix("torch.").replace("bfloat16", "bf16").replace("float", "fp").replace("amp_", "")
     p = {"fp": "fp32", "amp": "fp16", "half": "fp16"}.get(p, p)
     if p not in PRECISIONS:
         raise InputError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     if p == "fp16" and device.type != "cuda":
         raise InputError("precision fp16 needs a CUDA device; use fp32 (or bf16) on the CPU")
+    if p == "bf16" and device.type == "cuda":
+        import torch
+
+        if not torch.cuda.is_bf16_supported(including_emulation=False):
+            raise InputError(f"{torch.cuda.get_device_name(device)} has no bf16 support; use fp16 or fp32")
     return p
+
+
+@contextlib.contextmanager
+def _ieee_convolutions() -> Iterator[None]:
+    """cuDNN runs fp32 convolutions in TF32 by default (1e-4 off on a ViT's patch embedding);
+    precision fp32 means IEEE fp32."""
+    import torch
+
+    conv = torch.backends.cudnn.conv
+    before = conv.fp32_precision
+    conv.fp32_precision = "ieee"
+    try:
+        yield
+    finally:
+        conv.fp32_precision = before
 
 
 # -- fingerprints --------------------------------------------------------------------------------
@@ -564,7 +586,8 @@ class VLM:
 
         with torch.inference_mode():
             if self.precision == "fp32":
-                yield
+                with _ieee_convolutions() if self.device.type == "cuda" else contextlib.nullcontext():
+                    yield
             else:
                 dtype = torch.float16 if self.precision == "fp16" else torch.bfloat16
                 with torch.autocast(device_type=self.device.type, dtype=dtype):

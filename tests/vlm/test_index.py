@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from negvocab.errors import InputError
-from negvocab.index import have_faiss, knn
+from negvocab.index import have_faiss, have_faiss_gpu, knn
 
 
 def unit(rng, n, d):
@@ -52,6 +52,14 @@ def test_torch_fallback_when_faiss_is_missing(monkeypatch):
         knn(q, x, 5, backend="faiss")
 
 
+def test_torch_backend_takes_device_auto():
+    rng = np.random.default_rng(2)
+    q, x = unit(rng, 30, 16), unit(rng, 40, 16)
+    D1, I1 = knn(q, x, 5, device="auto", backend="torch")
+    D2, I2 = knn(q, x, 5, device="cpu", backend="torch")
+    np.testing.assert_array_equal(I1, I2)
+
+
 def test_bad_arguments():
     x = np.eye(4, dtype=np.float32)
     with pytest.raises(InputError, match="between 1 and"):
@@ -65,8 +73,8 @@ def test_bad_arguments():
 @pytest.mark.gpu
 @pytest.mark.parametrize("backend", ["faiss", "torch"])
 def test_knn_on_cuda_equals_cpu(backend):
-    if backend == "faiss" and not have_faiss():
-        pytest.skip("faiss not installed")
+    if backend == "faiss" and not have_faiss_gpu():
+        pytest.skip("faiss without GPU support here: knn would search on the CPU")
     rng = np.random.default_rng(1)
     q, x = unit(rng, 2000, 64), unit(rng, 1000, 64)
     D1, I1 = knn(q, x, 51, device="cuda", backend=backend, batch_size=512)

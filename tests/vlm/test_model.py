@@ -101,6 +101,9 @@ def test_device_and_precision():
     assert resolve_precision(None, cpu) == "fp32"
     assert resolve_precision(None, torch.device("cuda")) == "fp16"
     assert resolve_precision("amp_bf16", cpu) == "bf16"
+    for spelled, meant in [("bfloat16", "bf16"), ("torch.bfloat16", "bf16"), ("torch.float32", "fp32"), ("half", "fp16")]:
+        if meant != "fp16":
+            assert resolve_precision(spelled, cpu) == meant, spelled
     with pytest.raises(InputError, match="CUDA"):
         resolve_precision("fp16", cpu)
     with pytest.raises(InputError, match="fp32, fp16, bf16"):
@@ -110,6 +113,9 @@ def test_device_and_precision():
     if not torch.cuda.is_available():
         with pytest.raises(ResourceError, match="CUDA is not available"):
             resolve_device("cuda")
+    else:
+        with pytest.raises(ResourceError, match="CUDA device"):
+            resolve_device(f"cuda:{torch.cuda.device_count()}")
 
 
 def test_bf16_on_cpu_is_float32_output_and_close(vit):
@@ -145,18 +151,21 @@ def test_cuda_text_matches_open_clip(precision, tol):
 
 
 @pytest.mark.gpu
-def test_cuda_images_and_local_features(image_dir):
+@pytest.mark.parametrize("precision,tol", [("fp32", 1e-4), ("fp16", 1e-2)])
+def test_cuda_images_and_local_features(image_dir, precision, tol):
+    """GPU embeddings equal the CPU's: fp32 (IEEE convolutions, not TF32) and the default fp16."""
     import copy
 
     from negvocab.vlm.images import list_images
 
-    vlm = VLM("ViT-B-32", None, device="cuda", precision="fp32", cache=False)
+    vlm = VLM("ViT-B-32", None, device="cuda", precision=precision, cache=False)
     files = [p for p in list_images(image_dir) if not p.endswith("broken.jpg")]
     out = vlm.encode_images(files, local_features=True, num_workers=2)
     cpu = VLM.from_model(copy.deepcopy(vlm.model).float().cpu(), vlm.tokenizer, name="ViT-B-32", random_weights=True, device="cpu", cache=False)
     ref = cpu.encode_images(files, local_features=True, num_workers=0)
-    np.testing.assert_allclose(out.embeddings, ref.embeddings, atol=1e-4)
-    np.testing.assert_allclose(out.local, ref.local, atol=1e-4)
+    assert out.embeddings.dtype == np.float32 and out.local.dtype == np.float32
+    np.testing.assert_allclose(out.embeddings, ref.embeddings, atol=tol)
+    np.testing.assert_allclose(out.local, ref.local, atol=tol)
 
 
 def test_local_dir_without_weights_is_not_silently_random(tmp_path):
