@@ -16,8 +16,10 @@ import hashlib
 import io
 import json
 import logging
+import shutil
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -256,3 +258,52 @@ class EmbeddingStore:
         for sid in list(self._shards):
             self._drop(sid)
         self._index = {}
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    """One store found under a cache root: its key document, rows and size on disk."""
+
+    folder: Path
+    key_doc: dict[str, Any]
+    rows: int
+    bytes: int
+
+    @property
+    def model(self) -> str:
+        return str(self.key_doc.get("model", {}).get("name", "?"))
+
+    @property
+    def kind(self) -> str:
+        return str(self.key_doc.get("model", {}).get("kind", "?"))
+
+
+def list_stores(root: str | Path) -> list[StoreInfo]:
+    """The embedding stores under ``root`` (folders holding a readable key file, at any depth).
+
+    Rows are counted from the shard manifests without reading or verifying the arrays.
+    """
+    out = []
+    for key_file in sorted(Path(root).rglob(KEY_FILE)):
+        folder = key_file.parent
+        try:
+            key_doc = json.loads((folder / KEY_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        rows, size = 0, 0
+        for path in folder.iterdir():
+            size += path.stat().st_size if path.is_file() else 0
+            if path.suffix == ".json" and path.name != KEY_FILE:
+                try:
+                    rows += len(json.loads(path.read_text(encoding="utf-8")).get("keys", []))
+                except (OSError, ValueError, AttributeError):
+                    pass
+        out.append(StoreInfo(folder, key_doc, rows, size))
+    return out
+
+
+def remove_store(info: StoreInfo) -> None:
+    """Delete a store folder found by :func:`list_stores` (only a folder with a cache key file)."""
+    if not (info.folder / KEY_FILE).is_file():
+        raise ValueError(f"{info.folder} is not an embedding store")
+    shutil.rmtree(info.folder)

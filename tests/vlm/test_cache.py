@@ -222,3 +222,29 @@ def test_foreign_store_that_cannot_be_reset_serves_nothing(tmp_path, monkeypatch
     found, rows = other.get(["x"])  # no traceback, and model a's row is not served to model b
     assert not found.any() and rows is None
     other.put(["y"], np.zeros((1, 3), np.float32))  # a failed write is a warning, not an error
+
+
+def test_list_and_clear_stores_from_the_cli(tmp_path):
+    """``negvocab cache`` lists each model's stores with their row counts and clears only the asked ones."""
+    from typer.testing import CliRunner
+
+    from negvocab.cli import app
+    from negvocab.vlm.cache import list_stores
+    from tests.vlm.conftest import make_tiny_vlm
+
+    a, b = make_tiny_vlm(tmp_path, seed=0), make_tiny_vlm(tmp_path, causal=False, seed=1)
+    a.encode_text(["violin", "kettle", "moss"], "single")
+    a.encode_text(["violin"], "paper8")
+    b.encode_text(["glacier", "tower"], "single")
+    stores = list_stores(tmp_path / "emb")
+    assert sorted((s.model, s.rows) for s in stores) == [("tiny-bidirectional", 2), ("tiny-causal", 1), ("tiny-causal", 3)]
+
+    runner = CliRunner()
+    listed = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "emb")])
+    assert listed.exit_code == 0 and "3 stores" in listed.output and "8 templates" in listed.output
+    cleared = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "emb"), "--model", "tiny-causal", "--clear"])
+    assert cleared.exit_code == 0 and "cleared 2 stores" in cleared.output
+    assert [s.model for s in list_stores(tmp_path / "emb")] == ["tiny-bidirectional"]
+    assert (tmp_path / "emb").is_dir()  # the root and other models' stores stay
+    empty = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "nothing")])
+    assert empty.exit_code == 0 and "no embedding stores" in empty.output

@@ -1,0 +1,42 @@
+"""``negvocab cache``: what the embedding cache holds, and clearing it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from negvocab.cli.app import app
+from negvocab.cli.options import CacheDirOpt
+
+
+@app.command("cache")
+def cache(
+    cache_dir: CacheDirOpt = None,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Only the stores of this model name.")] = None,  # noqa: UP045
+    clear: Annotated[bool, typer.Option("--clear", help="Delete the stores listed (all, or those of --model).")] = False,
+) -> None:
+    """List the embedding stores (model, weights fingerprint, kind, templates, rows, size); --clear deletes them."""
+    from negvocab.paths import cache_dir as default_cache_dir
+    from negvocab.vlm.cache import list_stores, remove_store
+
+    root = cache_dir if cache_dir is not None else default_cache_dir() / "embeddings"
+    stores = [s for s in list_stores(root) if model is None or s.model == model]
+    if not stores:
+        typer.echo(f"{root}: no embedding stores" + (f" of {model}" if model else ""))
+        return
+    for s in stores:
+        ident = s.key_doc.get("model", {})
+        templates = s.key_doc.get("templates")
+        what = f"{len(templates)} template{'s' * (len(templates) != 1)}" if isinstance(templates, list) else ""
+        weights = str(ident.get("weights", "?")).split(":")[-1][:12]
+        typer.echo(
+            f"{s.folder.relative_to(root)}  {s.model:<24} weights {weights:<12} {s.kind:<12} {ident.get('precision', '?'):<5} "
+            f"{what:<13} {s.rows:>9,} rows {s.bytes / 2**20:>9.1f} MiB"
+        )
+    total = sum(s.bytes for s in stores)
+    typer.echo(f"{len(stores)} stores, {total / 2**20:.1f} MiB in {root}")
+    if clear:
+        for s in stores:
+            remove_store(s)
+        typer.echo(f"cleared {len(stores)} stores ({total / 2**20:.1f} MiB)")
