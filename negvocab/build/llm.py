@@ -284,6 +284,12 @@ def _run_dir(run_dir: str | os.PathLike[str] | None, task: str, model: str, iden
     return cache_dir() / "llm-runs" / f"{task}-{_slug(model)}-{identity_hash(identity)[:12]}"
 
 
+def _check_model(model: str) -> str:
+    if not isinstance(model, str) or not model.strip():
+        raise InputError("no chat model name: give one, e.g. -m gpt-4o-mini (or the name your server serves)")
+    return model.strip()
+
+
 def _check_counts(per: int, rounds: int) -> None:
     if per < 1:
         raise InputError(f"labels per request must be >= 1, got {per}")
@@ -320,6 +326,7 @@ def gpt_run(
     id_classes: Any = None,
 ) -> LLMRun:
     """The GPT-sibling run: one request per (class, round), round by round (see the module docstring)."""
+    model = _check_model(model)
     _check_counts(per_class, rounds)
     template = load_prompt("gpt_siblings", prompt_path)
     chosen = select_classes(classes, id_classes)
@@ -364,8 +371,13 @@ def eoe_run(
     ``per_request`` labels are asked per request (default 5 for near, 50 otherwise); for far/fine,
     ``size`` (L, the total wanted) sets ``per_request = ceil(L / chunks)`` instead.
     """
+    model = _check_model(model)
     if mode not in EOE_MODES:
         raise InputError(f"unknown EOE mode {mode!r}; choose one of {list(EOE_MODES)}")
+    if mode == "near" and size is not None:
+        raise InputError("size (L) sets the total of far/fine runs; near asks per_request labels per class")
+    if size is not None and per_request is not None:
+        raise InputError("give size (L, the total) or per_request, not both")
     if chunk_size < 1:
         raise InputError(f"chunk size must be >= 1, got {chunk_size}")
     template = load_prompt(f"eoe_{mode}", prompt_path)

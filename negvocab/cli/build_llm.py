@@ -86,8 +86,14 @@ def _progress(batch: bool) -> Any:
     return update
 
 
-def _api_key(env: str) -> str | None:
-    return os.environ.get(env) or None
+def _api_key(env: str) -> str:
+    """The key in ``$env``; a missing one is named by the variable the user chose."""
+    from negvocab.errors import ResourceError
+
+    key = os.environ.get(env)
+    if not key:
+        raise ResourceError(f"no API key: set {env} (any non-empty string for a local server without keys)")
+    return key
 
 
 def _report(vocab: Any, out: Path, what: str) -> None:

@@ -101,8 +101,9 @@ def build_wordnet(
         raise InputError(f"unknown --preset {preset!r}; choose one of {', '.join(PRESETS)}")
     tset = resolve_templates(templates)
     pool = load_candidates(candidates) if candidates is not None else None
-    for m in many or [0]:
-        check_output(output_path(output, m, len(many) > 1))
+    outputs = [output_path(output, m, len(many) > 1) for m in many or [0]]
+    for i, path in enumerate(outputs):
+        check_output(path, inputs=[candidates, Path(templates)], others=outputs[:i])
     if pool is not None and many and many[-1] > len(pool):
         raise InputError(f"--size {many[-1]} exceeds the {len(pool)} candidates in {candidates}")
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)

@@ -4,15 +4,29 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from negvocab.errors import InputError
 
 
-def check_output(path: Path) -> None:
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_output(path: Path, *, inputs: Iterable[Path | None] = (), others: Iterable[Path | None] = ()) -> None:
     """Fail early (before a long run) when ``path`` cannot become a file: a folder, a file where a
-    folder should be, or a folder without write permission. Creates nothing."""
+    folder should be, a folder without write permission, one of the command's ``inputs`` (which it
+    would overwrite) or another of its outputs (``others``). Creates nothing."""
+    for source in inputs:
+        if source is not None and (_same_file(path, source) or path.absolute() == source.absolute()):
+            raise InputError(f"cannot write {path}: it is an input of this command; choose another output file")
+    for other in others:
+        if other is not None and path.absolute() == other.absolute():
+            raise InputError(f"cannot write two outputs to {path}; give each its own file")
     if path.is_dir():
         raise InputError(f"cannot write {path}: it is a folder; give a file name")
     parent = path.absolute().parent

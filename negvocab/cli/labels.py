@@ -148,11 +148,12 @@ def filter_(
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.vocab import Vocabulary
 
+    check_output(output, inputs=[vocabulary])
+    if report is not None:
+        check_output(report, inputs=[vocabulary], others=[output])
     vocab = Vocabulary.load(vocabulary)
     filtered = SynonymFilter(plurals=plurals).apply(vocab)
     summary = filtered.settings["synonym_filter"]
-    for path in [output] if report is None else [output, report]:
-        check_output(path)
     # the report goes to a temporary file that is renamed only once the output is saved
     with writing(report or output), contextlib.ExitStack() as stack:
         if report is not None:
@@ -181,6 +182,7 @@ def merge(
     """Union of vocabularies: labels in order of first occurrence, provenance merged."""
     from negvocab.vocab import Vocabulary
 
+    check_output(output, inputs=vocabularies)
     loaded = [Vocabulary.load(p) for p in vocabularies]
     union = Vocabulary.union(*loaded)
     with writing(output):

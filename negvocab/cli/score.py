@@ -344,7 +344,7 @@ def build_oracle(
 
     if (labels is None) == (ood is None):
         raise InputError("give exactly one of --labels FILE and --ood DIR")
-    check_output(output)
+    check_output(output, inputs=[labels])
     vocab = build_oracle_vocabulary(labels if labels is not None else ood, synonym_filter=synonym_filter)
     with writing(output):
         vocab.save(output)

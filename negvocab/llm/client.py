@@ -80,9 +80,10 @@ class ServerGaveUp(Exception):
 
 
 class _Transient(Exception):
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, retry_after: float | None = None, *, connect: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.connect = connect  # no connection was made (refused, unknown host)
 
 
 class BadAnswer(Exception):
@@ -231,6 +232,7 @@ class LLMClient:
         self.retry_after_max = retry_after_max
         self.temperature = temperature
         self._paused_until = 0.0
+        self.reached = False  # whether the server has answered anything (an error status counts)
 
     def __repr__(self) -> str:  # never shows the key
         return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
@@ -266,7 +268,10 @@ class LLMClient:
         def stop(state: RetryCallState) -> bool:
             exc = state.outcome.exception() if state.outcome else None
             if isinstance(exc, _Transient):
-                return counts["transport"] >= self.transport_attempts
+                # a server never reached is most likely down or misnamed: one retry, not the full backoff
+                limit = self.transport_attempts if self.reached or not exc.connect else min(2, self.transport_attempts)
+                return counts["transport"] >= limit
+            self.reached = True  # an unusable answer is still an answer
             return counts["content"] >= self.content_attempts
 
         def wait(state: RetryCallState) -> float:
@@ -303,6 +308,7 @@ class LLMClient:
                 counts["content"] += 1
                 raise BadAnswer(f"answer is not JSON: {e}", "invalid") from e
             except self.sdk.APIStatusError as e:
+                self.reached = True
                 code = e.status_code
                 if code == 429 or code in (408, 409) or code >= 500:
                     counts["transport"] += 1
@@ -313,8 +319,10 @@ class LLMClient:
                 raise self.fatal_error(e) from e
             except (self.sdk.APIConnectionError, self.sdk.APITimeoutError) as e:
                 counts["transport"] += 1
-                what = "timed out" if isinstance(e, self.sdk.APITimeoutError) else "cannot connect"
-                raise _Transient(f"{what} ({type(e).__name__})") from e
+                timed_out = isinstance(e, self.sdk.APITimeoutError)
+                what = "timed out" if timed_out else "cannot connect"
+                raise _Transient(f"{what} ({type(e).__name__})", connect=not timed_out) from e
+            self.reached = True
             add_usage(usage, completion.usage)
             choice = completion.choices[0] if completion.choices else None
             if choice is None:

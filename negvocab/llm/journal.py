@@ -76,7 +76,7 @@ class Journal:
                 self._check_manifest({})
                 self._load()
             return
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._claim_folder()
         self._lock()
         try:
             self._check_manifest(extra or {})
@@ -85,6 +85,28 @@ class Journal:
         except BaseException:
             self.close()
             raise
+
+    def _claim_folder(self) -> None:
+        """Create the run folder, or check that an existing one is a run folder or empty: a run
+        never writes its files among someone else's."""
+        if self.run_dir.exists() and not self.run_dir.is_dir():
+            raise InputError(f"run folder {self.run_dir} is a file; give a folder (--run-dir)")
+        if self.run_dir.is_dir():
+            ours = {JOURNAL, MANIFEST, LOCK}
+            foreign = sorted(p.name for p in self.run_dir.iterdir() if p.name not in ours and not p.name.startswith("."))
+            if foreign and not (self.run_dir / MANIFEST).exists():
+                raise InputError(
+                    f"{self.run_dir} is not empty and not a negvocab run folder (holds {foreign[0]}, ...); "
+                    "give a new or empty --run-dir"
+                )
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            (self.run_dir / LOCK).touch()
+        except OSError as e:
+            raise InputError(
+                f"cannot write the run folder {self.run_dir}: {e.strerror or e}; give a writable --run-dir "
+                "(or set NEGVOCAB_CACHE_DIR)"
+            ) from e
 
     def _lock(self) -> None:
         """Hold an exclusive lock on the run folder while it is open for writing, so two processes

@@ -154,6 +154,11 @@ async def run_sync(
         try:
             answer = await client.ask(req.chat(), req.n, min_labels=req.min_labels, trace_id=f"{tag}:{req.custom_id}")
         except ServerGaveUp as e:
+            if not client.reached:
+                raise ResourceError(
+                    f"{e}; the server never answered: check that it is up and the base URL (OPENAI_BASE_URL or "
+                    "--base-url), then re-run the same command"
+                ) from None
             gave_up.append(req.custom_id)
             streak += 1
             log.warning("%s: %s; left for the next run", req.custom_id, e)

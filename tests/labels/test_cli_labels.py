@@ -239,3 +239,18 @@ def test_info_errors(runner, tmp_path):
     wrong = tmp_path / "v.json"
     wrong.write_text(json.dumps({"schema_version": 9, "labels": ["a"]}), encoding="utf-8")
     assert "schema version 9 is not supported" in _error_line(run(runner, "info", wrong))
+
+
+def test_an_output_that_is_an_input_is_refused_and_the_input_kept(runner, tmp_path, gpt_file):
+    before = gpt_file.read_bytes()
+    (tmp_path / "more.txt").write_text("kayak\n", encoding="utf-8")
+    same = tmp_path / "." / gpt_file.name  # another spelling of the same path
+    for args in (
+        ["filter", gpt_file, "-o", same],
+        ["merge", tmp_path / "more.txt", gpt_file, "-o", gpt_file],
+        ["build", "oracle", "--labels", tmp_path / "more.txt", "-o", tmp_path / "more.txt"],
+    ):
+        assert "it is an input of this command" in _error_line(run(runner, *args)), args
+    assert gpt_file.read_bytes() == before and (tmp_path / "more.txt").read_text() == "kayak\n"
+    line = _error_line(run(runner, "filter", gpt_file, "-o", tmp_path / "o.json", "--report", tmp_path / "o.json"))
+    assert "cannot write two outputs to" in line and not (tmp_path / "o.json").exists()

@@ -97,13 +97,40 @@ def test_missing_key_and_bad_options_are_one_line_errors(tmp_path, server, monke
     assert res.exit_code == 2 and "between 1 and the run's 10 rounds" in res.output
 
 
+def test_run_folder_and_option_mistakes_are_one_line_errors(tmp_path, server, monkeypatch):
+    """A file, a foreign folder or an unwritable place as --run-dir, a missing --api-key-env
+    variable, an empty model name and --size with near: one line each, nothing sent or written."""
+    env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": DUMMY_KEY}
+    (tmp_path / "a_file").write_text("x")
+    (tmp_path / "photos").mkdir()
+    (tmp_path / "photos" / "cat.jpg").write_bytes(b"jpeg")
+    base = ["build", "gpt", "-m", "x", "--classes", "2", "--rounds", "1", "-o", str(tmp_path / "o.json")]
+    cases = [
+        (["--run-dir", str(tmp_path / "a_file")], env, "is a file; give a folder"),
+        (["--run-dir", str(tmp_path / "photos")], env, "is not empty and not a negvocab run folder (holds cat.jpg"),
+        (["--run-dir", str(tmp_path / "a_file" / "run")], env, "cannot write the run folder"),
+        (["--run-dir", str(tmp_path / "r"), "--api-key-env", "MY_KEY"], {"OPENAI_BASE_URL": server.url}, "no API key: set MY_KEY"),
+    ]
+    monkeypatch.delenv("MY_KEY", raising=False)
+    for extra, e, message in cases:
+        res = invoke([*base, *extra], e)
+        assert res.exit_code == 2 and message in res.output and res.output.count("\n") == 1, (extra, res.output)
+    res = invoke(["build", "gpt", "-m", " ", "--classes", "2", "-o", str(tmp_path / "o.json"), "--dry-run"], env)
+    assert res.exit_code == 2 and "no chat model name" in res.output
+    res = invoke(["build", "eoe", "--mode", "near", "-m", "x", "--size", "50", "-o", str(tmp_path / "o.json"), "--dry-run"], env)
+    assert res.exit_code == 2 and "near asks per_request labels per class" in res.output
+    assert sum(server.state.chat_counts.values()) == 0 and not (tmp_path / "o.json").exists()
+    assert sorted(p.name for p in (tmp_path / "photos").iterdir()) == ["cat.jpg"]
+
+
 def test_dead_server_is_a_clear_error_and_nothing_is_lost(tmp_path, monkeypatch):
     env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": DUMMY_KEY}
     res = invoke(["build", "gpt", "-m", "x", "--classes", "2", "--rounds", "1", "--run-dir", str(tmp_path / "r"), "--retry-wait", "0.001", "-o", str(tmp_path / "o.json")], env)
     assert res.exit_code == 2
     err = [ln for ln in res.output.splitlines() if ln.startswith("error:")]
     assert len(err) == 1 and "http://127.0.0.1:9/v1: cannot connect" in err[0]
-    assert "2 requests in a row failed" in err[0] and "re-run the same command" in err[0]
+    assert "after 2 attempts; the server never answered" in err[0] and "re-run the same command" in err[0]
+    assert res.output.count("\n") == 1, res.output  # no per-request warnings before it
     assert json.loads((tmp_path / "r" / "manifest.json").read_text())["identity"]["model"] == "x"
     assert not (tmp_path / "o.json").exists()
     assert_no_key(tmp_path, texts=[res.output])
