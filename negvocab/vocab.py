@@ -234,9 +234,19 @@ class Vocabulary(BaseModel):
             doc = json.loads(text)
         except json.JSONDecodeError as e:
             raise InputError(f"{path}: malformed JSON (line {e.lineno}, column {e.colno}: {e.msg})") from e
+        plain = doc if isinstance(doc, list) else doc.get("labels") if isinstance(doc, dict) and set(doc) == {"labels"} else None
+        if plain is not None:  # a hand-written label list: ["a", "b"] or {"labels": ["a", "b"]}
+            if not all(isinstance(x, str) for x in plain):
+                raise InputError(f"{path}: a JSON label list must hold only strings")
+            return cls.from_text_lines(plain, path)
         if not isinstance(doc, dict):
             raise InputError(f"{path}: expected a JSON object with 'labels', got {type(doc).__name__}")
         version = doc.get("schema_version")
+        if version is None:
+            raise InputError(
+                f"{path}: no 'schema_version'; not a negvocab vocabulary file (a plain JSON list of labels, "
+                'or {"labels": [...]} alone, also loads)'
+            )
         if version != SCHEMA_VERSION:
             raise InputError(
                 f"{path}: vocabulary schema version {version!r} is not supported "

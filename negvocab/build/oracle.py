@@ -48,7 +48,10 @@ def oracle_labels_from(source: Any) -> tuple[list[str], dict[str, Any]]:
         if path.is_dir():
             source = class_folders(path)
         elif path.is_file():
-            text = path.read_text(encoding="utf-8-sig", errors="replace")
+            try:
+                text = path.read_text(encoding="utf-8-sig")
+            except UnicodeDecodeError as e:
+                raise InputError(f"{path}: not a UTF-8 text file; save the labels as UTF-8, one a line") from e
             from negvocab.data.imagenet import VAL_ID
 
             if VAL_ID.search(text):

@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 import typer
-from typer._click.exceptions import UsageError  # typer >= 0.26 vendors click; pinned in pyproject
+from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer >= 0.26 vendors click; pinned
 from typer.core import TyperGroup
 
 from negvocab.errors import NegvocabError
@@ -19,8 +19,22 @@ from negvocab.errors import NegvocabError
 EXIT_USER_ERROR = 2
 
 
+def _usage_error(e: UsageError, where: str) -> None:
+    """One line for a bad flag or a missing argument (the help text is already out for a bare group)."""
+    if not isinstance(e, NoArgsIsHelpError):
+        path = e.ctx.command_path if e.ctx is not None else where
+        typer.echo(f"error: {e.format_message()} (see '{path} --help')", err=True)
+
+
 class _Group(TyperGroup):
     """Turns user-facing errors into one line on stderr and a non-zero exit."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except UsageError as e:  # the top-level options themselves (negvocab --bogus)
+            _usage_error(e, info_name or "negvocab")
+            raise typer.Exit(EXIT_USER_ERROR) from None
 
     def invoke(self, ctx: typer.Context) -> Any:
         try:
@@ -29,8 +43,7 @@ class _Group(TyperGroup):
             typer.echo(f"error: {e}", err=True)
             ctx.exit(EXIT_USER_ERROR)
         except UsageError as e:  # a sub-command's bad flag or missing argument: one line too
-            where = e.ctx.command_path if e.ctx is not None else ctx.command_path
-            typer.echo(f"error: {e.format_message()} (see '{where} --help')", err=True)
+            _usage_error(e, ctx.command_path)
             ctx.exit(EXIT_USER_ERROR)
         except KeyboardInterrupt:
             typer.echo("interrupted; re-run the same command to resume", err=True)
@@ -54,16 +67,19 @@ build_app = typer.Typer(
 app.add_typer(build_app, name="build")
 
 
-@app.callback()
-def _root(
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress and timings (INFO)."),
-    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
-) -> None:
-    if version:
+def _print_version(value: bool) -> None:
+    if value:
         from negvocab import __version__
 
         typer.echo(__version__)
         raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress and timings (INFO)."),
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True, callback=_print_version),
+) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",

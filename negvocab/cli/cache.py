@@ -8,6 +8,7 @@ import typer
 
 from negvocab.cli.app import app
 from negvocab.cli.options import CacheDirOpt
+from negvocab.errors import InputError
 
 
 @app.command("cache")
@@ -15,12 +16,15 @@ def cache(
     cache_dir: CacheDirOpt = None,
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Only the stores of this model name.")] = None,  # noqa: UP045
     clear: Annotated[bool, typer.Option("--clear", help="Delete the stores listed (all, or those of --model).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="With --clear: do not ask for confirmation.")] = False,
 ) -> None:
     """List the embedding stores (model, weights fingerprint, kind, templates, rows, size); --clear deletes them."""
     from negvocab.paths import cache_dir as default_cache_dir
     from negvocab.vlm.cache import list_stores, remove_store
 
     root = cache_dir if cache_dir is not None else default_cache_dir() / "embeddings"
+    if root.exists() and not root.is_dir():
+        raise InputError(f"--cache-dir {root} is a file; give the embedding cache folder")
     stores = [s for s in list_stores(root) if model is None or s.model == model]
     if not stores:
         typer.echo(f"{root}: no embedding stores" + (f" of {model}" if model else ""))
@@ -37,6 +41,9 @@ def cache(
     total = sum(s.bytes for s in stores)
     typer.echo(f"{len(stores)} stores, {total / 2**20:.1f} MiB in {root}")
     if clear:
+        if not yes and not typer.confirm(f"delete these {len(stores)} stores?", default=False, err=True):
+            typer.echo("nothing deleted")
+            return
         for s in stores:
             remove_store(s)
         typer.echo(f"cleared {len(stores)} stores ({total / 2**20:.1f} MiB)")

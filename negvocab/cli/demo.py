@@ -18,13 +18,13 @@ from negvocab.cli.options import (
     PretrainedOpt,
     RandomWeightsOpt,
 )
-from negvocab.errors import NegvocabError, ResourceError
+from negvocab.errors import InputError, ResourceError
 
 
 @app.command("demo")
 def demo(
     model: ModelOpt = "ViT-B-32",
-    pretrained: PretrainedOpt = "openai",
+    pretrained: PretrainedOpt = None,
     tag: PresetTagOpt = None,
     random_weights: RandomWeightsOpt = False,
     output: Annotated[Path, typer.Option("--output", "-o", help="Folder for the demo's images, vocabulary and results.")] = Path("negvocab-demo"),
@@ -42,27 +42,29 @@ def demo(
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
 ) -> None:
-    """Run WordNet vocabulary -> filtering -> NegLabel and MCM -> metrics -> plot on a toy image set."""
-    from negvocab.scoring.demo import SPLIT_NOTE, run_demo
+    """Run WordNet vocabulary -> filtering -> NegLabel and MCM -> metrics -> plot on a toy image set.
+
+    Weights: --pretrained (default: the openai tag), or --random-weights for an offline dry run.
+    """
+    from negvocab.scoring.demo import SPLIT_NOTE, check_demo_sizes, run_demo
     from negvocab.scoring.run import RANDOM_WEIGHTS_WARNING, format_table, read_id_classes
     from negvocab.vlm.model import VLM
 
+    if random_weights and (pretrained or tag):
+        raise InputError("give either --pretrained/--tag or --random-weights, not both")
+    pretrained = None if random_weights else pretrained or "openai"
+    check_demo_sizes(pool, size)
     check_output(output / "vocab.json")
     classes = read_id_classes(id_classes)
-    if random_weights:
-        typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True, err=True)
     try:
-        vlm = VLM(
-            model,
-            pretrained=None if random_weights else pretrained,
-            device=device,
-            precision=precision,
-            cache_dir=cache_dir,
-            tag=None if random_weights else tag,
-        )
-    except NegvocabError as e:
+        vlm = VLM(model, pretrained=pretrained, device=device, precision=precision, cache_dir=cache_dir, tag=tag)
+    except ResourceError as e:  # weights that cannot be had: say how to get on without them
+        if random_weights:
+            raise
         hint = "" if "--pretrained" in str(e) else f"; pass a checkpoint: --pretrained /path/to/open_clip_pytorch_model.bin --tag {pretrained}"
         raise ResourceError(f"{e}{hint}; or run the pipeline offline (meaningless numbers): negvocab demo --random-weights") from e
+    if random_weights:
+        typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True, err=True)
     res = run_demo(vlm, output, pool=pool, size=size, templates=templates, id_classes=classes, progress=True)
     warn = f"WARNING: {RANDOM_WEIGHTS_WARNING}\n" if vlm.random_weights else ""
     n_removed = res.vocabulary.settings.get("synonym_filter", {}).get("removed_count", 0)

@@ -45,7 +45,7 @@ OodOpt = Annotated[
 ]
 ImageRootOpt = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--image-root", help="Folder that relative paths in --id/--ood image lists start from (default: the list's folder)."),
+    typer.Option("--image-root", help="Folder that relative paths in image lists start from (default: the list's folder)."),
 ]
 FiOodOpt = Annotated[
     Optional[Path],  # noqa: UP045
@@ -211,6 +211,8 @@ def score_cmd(
     if convention not in CONVENTIONS:
         raise InputError(f"unknown --convention {convention!r}; choose one of {', '.join(CONVENTIONS)}")
     check_scoring_options(tau=tau, groups=groups, grouping=grouping, tpr=tpr, n_boot=n_boot, topk=topk, temperature=temperature)
+    if explain < 0:
+        raise InputError(f"--explain must be >= 0, got {explain}")
     need_vocab = [m for m in methods if m in NEEDS_NEGATIVES]
     if need_vocab and not vocab:
         raise InputError(f"--method {', '.join(need_vocab)} needs a vocabulary: pass --vocab FILE (or use --method mcm / glmcm)")
@@ -344,6 +346,10 @@ def build_oracle(
 
     if (labels is None) == (ood is None):
         raise InputError("give exactly one of --labels FILE and --ood DIR")
+    if labels is not None and labels.is_dir():
+        raise InputError(f"--labels {labels} is a folder; for class folders (NINCO layout) use --ood")
+    if ood is not None and ood.exists() and not ood.is_dir():
+        raise InputError(f"--ood {ood} is a file; for a labels file or an image list use --labels")
     check_output(output, inputs=[labels])
     vocab = build_oracle_vocabulary(labels if labels is not None else ood, synonym_filter=synonym_filter)
     with writing(output):

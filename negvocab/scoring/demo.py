@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from negvocab.errors import ResourceError
+from negvocab.errors import InputError, ResourceError
 
 if TYPE_CHECKING:
     from negvocab.labels.imagenet import IdClasses
@@ -98,6 +98,14 @@ def sample_pool(n: int) -> list[Any]:
     return [pool[int(i * step)] for i in range(n)]
 
 
+def check_demo_sizes(pool: int, size: int | None) -> None:
+    """Reject a pool or vocabulary size the demo cannot use (before any model is loaded)."""
+    if pool < 2:
+        raise InputError(f"pool must be >= 2 WordNet candidates, got {pool}")
+    if size is not None and not 1 <= size <= pool:
+        raise InputError(f"size M must be between 1 and the pool ({pool}), got {size}")
+
+
 @dataclass
 class DemoResult:
     """What the demo made: the vocabulary, the evaluation, the sweep, and where they were written."""
@@ -128,6 +136,7 @@ def run_demo(
     from negvocab.labels.imagenet import imagenet1k
     from negvocab.scoring.run import evaluate_vocabularies, sweep_vocabulary, write_results, write_sweep
 
+    check_demo_sizes(pool, size)
     out = Path(output)
     id_dir, ood_dir = prepare_sample_images(out / "images")
     id_set = image_folder(id_dir, name="toy ID (photographs)")
@@ -136,7 +145,9 @@ def run_demo(
     vocab = build_wordnet_vocabulary(
         vlm, None, candidates=sample_pool(pool), templates=templates, id_classes=classes, progress=progress
     )
-    size = min(size or max(1, len(vocab) // 2), len(vocab))
+    if size is not None and size > len(vocab):
+        raise InputError(f"size M = {size} exceeds the {len(vocab)} labels left after the synonym filter")
+    size = size or max(1, len(vocab) // 2)
     head = vocab.head(size)
     head.save(out / "vocab.json")
     ev = evaluate_vocabularies(

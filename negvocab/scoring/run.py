@@ -68,13 +68,20 @@ def read_id_classes(path: str | os.PathLike[str] | None) -> IdClasses:
     p = Path(path).expanduser()
     if not p.is_file():
         raise InputError(f"{p}: no such ID classes file (one wnid or class name a line)")
-    lines = [ln.strip() for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.startswith("#")]
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{p}: cannot read the ID classes file ({e}); give UTF-8 text, one wnid or class name a line") from e
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
     if not lines:
         raise InputError(f"{p}: the ID classes file is empty")
     from negvocab.data.imagenet import WNID
 
     if all(WNID.match(x) for x in lines):
-        return imagenet1k().subset(lines)
+        try:
+            return imagenet1k().subset(lines)
+        except InputError as e:
+            raise InputError(f"{p}: {e}") from e
     names = list(dict.fromkeys(lines))
     return IdClasses(
         wnids=tuple(f"custom{i:05d}" for i in range(len(names))),

@@ -279,12 +279,12 @@ class StoreInfo:
 
 
 def list_stores(root: str | Path) -> list[StoreInfo]:
-    """The embedding stores under ``root`` (folders holding a readable key file, at any depth).
+    """The embedding stores under ``root`` (``<root>/<kind>/<key digest>/`` holding a readable key file).
 
     Rows are counted from the shard manifests without reading or verifying the arrays.
     """
     out = []
-    for key_file in sorted(Path(root).rglob(KEY_FILE)):
+    for key_file in sorted(Path(root).glob(f"*/*/{KEY_FILE}")):  # <root>/<kind>/<key digest>/
         folder = key_file.parent
         try:
             key_doc = json.loads((folder / KEY_FILE).read_text(encoding="utf-8"))

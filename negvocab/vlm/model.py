@@ -401,6 +401,7 @@ class VLM:
     ) -> None:
         import open_clip
 
+        resolve_precision(precision, resolve_device(device))  # bad settings fail before the model loads
         spec = None if pretrained is None else str(pretrained)
         with hub_access() if _needs_hub(name, spec) else contextlib.nullcontext(True) as online:
             loaded = _load(name, spec, tag=tag, quick_gelu=quick_gelu, preprocess=preprocess, seed=seed, online=online)

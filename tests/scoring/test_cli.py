@@ -150,6 +150,7 @@ def test_fi_imagenet_lists(tiny, model_args, tmp_path):
         (["--tpr", "1.5"], "--tpr must be in (0, 1]"),
         (["--topk", "0"], "--topk must be >= 1"),
         (["--temperature", "-1"], "--temperature must be a positive number"),
+        (["--explain", "-1"], "--explain must be >= 0"),
     ],
 )
 def test_score_errors_are_one_line(tiny, tmp_path, extra, message):
@@ -221,6 +222,16 @@ def test_build_oracle(tiny, tmp_path):
     assert r.exit_code == 0 and Vocabulary.load(out).labels == ["sea lion", "corn snake"]
     r = invoke(["build", "oracle", "-o", str(out)])
     assert r.exit_code == 2 and "exactly one" in r.stderr
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes("caf\xe9\n".encode("latin-1"))
+    for args, message in [
+        (["--labels", str(latin)], "latin1.txt: not a UTF-8 text file"),
+        (["--labels", str(tiny / "ood")], "is a folder; for class folders (NINCO layout) use --ood"),
+        (["--ood", str(lst)], "is a file; for a labels file or an image list use --labels"),
+    ]:
+        r = invoke(["build", "oracle", *args, "-o", str(tmp_path / "x.json")])
+        assert r.exit_code == 2 and message in r.stderr, r.stderr
+    assert not (tmp_path / "x.json").exists()
 
 
 def test_demo_random_weights(tiny, tmp_path):
@@ -248,3 +259,22 @@ def test_demo_without_weights_says_how_to_pass_a_checkpoint(tmp_path):
     r = invoke(["demo", "--device", "cpu", "--cache-dir", str(tmp_path / "c"), "-o", str(tmp_path / "d")])
     assert r.exit_code == 2
     assert "--pretrained" in r.stderr and "--random-weights" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--random-weights", "--pool", "0"], "pool must be >= 2"),
+        (["--random-weights", "--size", "0"], "size M must be between 1 and the pool (1000), got 0"),
+        (["--random-weights", "--pool", "50", "--size", "51"], "between 1 and the pool (50), got 51"),
+        (["--random-weights", "-p", "laion2b_s34b_b79k"], "not both"),
+        (["--random-weights", "--device", "bogus"], "unknown device 'bogus'"),
+        (["-p", "/nonexistent/weights.bin"], "no such file or folder"),
+    ],
+)
+def test_demo_option_errors_are_one_plain_line(tmp_path, extra, message):
+    r = invoke(["demo", "--cache-dir", str(tmp_path / "c"), "-o", str(tmp_path / "d"), *extra])
+    assert r.exit_code == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "--random-weights" not in r.stderr.split(message, 1)[1]  # no advice to do what was done
+    assert "--tag /" not in r.stderr
+    assert not (tmp_path / "d").exists()

@@ -114,6 +114,13 @@ def test_read_id_classes(tmp_path):
     assert c.names == ("cat", "dog") and c.dataset == "custom:names.txt"
     with pytest.raises(InputError, match="no such ID classes"):
         run.read_id_classes(tmp_path / "absent.txt")
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes("caf\xe9\n".encode("latin-1"))
+    with pytest.raises(InputError, match="latin1.txt: cannot read the ID classes file"):
+        run.read_id_classes(latin)
+    wn.write_text("n01440764\nn99999999\n")
+    with pytest.raises(InputError, match="wnids.txt: .*n99999999"):
+        run.read_id_classes(wn)
 
 
 def test_unreadable_images_are_reported_and_the_rest_stay_aligned(sets, classes, tmp_path):

@@ -242,9 +242,16 @@ def test_list_and_clear_stores_from_the_cli(tmp_path):
     runner = CliRunner()
     listed = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "emb")])
     assert listed.exit_code == 0 and "3 stores" in listed.output and "8 templates" in listed.output
-    cleared = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "emb"), "--model", "tiny-causal", "--clear"])
+    kept = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "emb"), "--model", "tiny-causal", "--clear"], input="n\n")
+    assert kept.exit_code == 0 and "nothing deleted" in kept.output and len(list_stores(tmp_path / "emb")) == 3
+    cleared = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "emb"), "--model", "tiny-causal", "--clear"], input="y\n")
     assert cleared.exit_code == 0 and "cleared 2 stores" in cleared.output
     assert [s.model for s in list_stores(tmp_path / "emb")] == ["tiny-bidirectional"]
     assert (tmp_path / "emb").is_dir()  # the root and other models' stores stay
     empty = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "nothing")])
     assert empty.exit_code == 0 and "no embedding stores" in empty.output
+    (tmp_path / "a_file").write_text("x")
+    wrong = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "a_file"), "--clear", "--yes"])
+    assert wrong.exit_code == 2 and "is a file" in wrong.output
+    gone = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "emb"), "--clear", "--yes"])
+    assert gone.exit_code == 0 and "cleared 1 stores" in gone.output and not list_stores(tmp_path / "emb")
