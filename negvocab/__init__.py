@@ -38,6 +38,8 @@ _EXPORTS: dict[str, str] = {
     "Vocabulary": "negvocab.vocab",
     "VLM": "negvocab.vlm.model",
     "ImageEmbeddings": "negvocab.vlm.images",
+    "save_embeddings": "negvocab.vlm.export",
+    "load_embeddings": "negvocab.vlm.export",
     "knn": "negvocab.index",
     "farthest_first": "negvocab.build.wordnet",
     "build_wordnet_vocabulary": "negvocab.build.wordnet",
@@ -93,6 +95,7 @@ if TYPE_CHECKING:
     from negvocab.data.images import image_list, open_image_set
     from negvocab.data.fi_imagenet import fi_imagenet
     from negvocab.index import knn
+    from negvocab.vlm.export import load_embeddings, save_embeddings
     from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary
