@@ -3,13 +3,19 @@
 # fp32/fp16, knn with faiss-gpu and torch, scorers on CUDA), the GPU scoring benchmark, then the vlm
 # and scoring suites on that machine's own Python/torch. Logs go to $OUT (or ./gpu-logs); the exit
 # status is non-zero when any step failed (summary.log says which).
-# On a bare machine, put wheels in .whl/ first (open_clip_torch, ftfy, wcwidth, pydantic, nltk, ...).
+# On a bare machine, run scripts/gpu_wheels.sh here first and carry .whl/ (the wheels its image
+# lacks and WordNet 3.0).
 set -uo pipefail
 OUT=${OUT:-gpu-logs}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export NEGVOCAB_CACHE_DIR=${NEGVOCAB_CACHE_DIR:-/tmp/negvocab-cache}
 if compgen -G ".whl/*.whl" >/dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
     export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
+if [ -f .whl/wordnet.tar.xz ]; then
+    mkdir -p /tmp/wordnet && tar xJf .whl/wordnet.tar.xz -C /tmp/wordnet
+    export NEGVOCAB_WORDNET_DIR=/tmp/wordnet
 fi
 status=0
 step() {  # step NAME COMMAND...: run, log to $OUT/NAME.log, record the exit status

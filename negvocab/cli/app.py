@@ -43,7 +43,8 @@ class _Group(TyperGroup):
             typer.echo(f"error: {e}", err=True)
             ctx.exit(EXIT_USER_ERROR)
         except UsageError as e:  # a sub-command's bad flag or missing argument: one line too
-            _usage_error(e, ctx.command_path)
+            sub = f" {ctx.invoked_subcommand}" if ctx.invoked_subcommand else ""
+            _usage_error(e, ctx.command_path + sub)
             ctx.exit(EXIT_USER_ERROR)
         except KeyboardInterrupt:
             typer.echo("interrupted; re-run the same command to resume", err=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Optional
 
 import typer
@@ -9,6 +10,10 @@ import typer
 from negvocab.cli.app import app
 from negvocab.cli.options import CacheDirOpt
 from negvocab.errors import InputError
+
+
+def _can_ask() -> bool:
+    return sys.stdin.isatty()
 
 
 @app.command("cache")
@@ -22,7 +27,7 @@ def cache(
     from negvocab.paths import cache_dir as default_cache_dir
     from negvocab.vlm.cache import list_stores, remove_store
 
-    root = cache_dir if cache_dir is not None else default_cache_dir() / "embeddings"
+    root = cache_dir.expanduser() if cache_dir is not None else default_cache_dir() / "embeddings"
     if root.exists() and not root.is_dir():
         raise InputError(f"--cache-dir {root} is a file; give the embedding cache folder")
     stores = [s for s in list_stores(root) if model is None or s.model == model]
@@ -41,6 +46,8 @@ def cache(
     total = sum(s.bytes for s in stores)
     typer.echo(f"{len(stores)} stores, {total / 2**20:.1f} MiB in {root}")
     if clear:
+        if not yes and not _can_ask():
+            raise InputError("--clear asks before deleting; without a terminal to ask on, add --yes")
         if not yes and not typer.confirm(f"delete these {len(stores)} stores?", default=False, err=True):
             typer.echo("nothing deleted")
             return

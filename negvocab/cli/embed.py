@@ -45,14 +45,15 @@ def embed(
     random_weights: RandomWeightsOpt = False,
 ) -> None:
     """Export embeddings for your own analysis (float32, L2-normalised, rows aligned with rows.csv)."""
-    from negvocab.vlm.export import MANIFEST_FILE, save_embeddings
+    from negvocab.vlm.export import MANIFEST_FILE, check_export_folder, save_embeddings
 
     if sum([vocab is not None, classes, images is not None]) != 1:
         raise InputError("give exactly one of --vocab FILE, --classes or --images PATH")
     if id_classes is not None and not classes:
         raise InputError("--id-classes goes with --classes")
-    if output.exists() and not output.is_dir():
-        raise InputError(f"cannot write {output}: it is a file; give a folder")
+    if image_root is not None and not (images is not None and images.is_file()):
+        raise InputError("--image-root applies to image lists only: give --images as a list file")
+    check_export_folder(output)
     check_output(output / MANIFEST_FILE)
     if vocab is not None:
         from negvocab.vocab import Vocabulary

@@ -96,6 +96,8 @@ def image_sets(
     """The (ID, OOD) image sets the options describe."""
     from negvocab.data import fi_imagenet, imagenet_val, open_image_set
 
+    if image_root is not None and not any(p is not None and p.is_file() for p in (id_path, ood)):
+        raise InputError("--image-root applies to image lists only: give --id or --ood as a list file")
     if fi_ood is not None:
         if ood is not None:
             raise InputError("give --ood or --fi-ood, not both")

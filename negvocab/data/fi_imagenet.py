@@ -31,35 +31,51 @@ __all__ = ["FiImageNet", "PAPER_SPLIT", "fi_imagenet", "read_id_list"]
 PAPER_SPLIT = {"ood": 655, "ambiguous": 980, "id": 48_365}  # METHODS.md 7, on the 50,000 val images
 
 
+LABEL_COLUMNS = ("label", "ood_label", "open_world_label", "name", "class_name", "class", "category")
+_METADATA = re.compile(r"n\d{8}|[-+]?\d+(\.\d+)?")  # wnids and numbers beside a label are not part of it
+_SEPARATOR_AFTER_ID = re.compile(VAL_ID.pattern + r"[^\s,;\t|]*\s*(?P<sep>[,;\t|])")
+
+
 def _delimiter(path: Path, lines: list[str]) -> str | None:
-    """The column delimiter of a list file: by extension, else a tab (or a comma right after the
-    id) on every id line; ``None`` for plain text, where the label is the rest of the line."""
-    if path.suffix.lower() == ".csv":
-        return ","
-    if path.suffix.lower() == ".tsv" or all("\t" in line for line in lines):
+    """The column delimiter of a list file: a tab for ``.tsv``; else the one separator that follows
+    the id on every id line (``,`` by default for ``.csv``); ``None`` for plain text."""
+    if path.suffix.lower() == ".tsv":
         return "\t"
-    if all(re.search(VAL_ID.pattern + r"\S*?\s*,", line) for line in lines):
-        return ","
-    return None
+    found = [_SEPARATOR_AFTER_ID.search(line) for line in lines]
+    seps = {m.group("sep") for m in found if m}
+    if all(found) and len(seps) == 1:
+        return seps.pop()
+    return "," if path.suffix.lower() == ".csv" else None
 
 
-def _label(line: str, image_id: str, delimiter: str | None) -> str | None:
-    if delimiter is not None:
-        fields = next(csv.reader([line], delimiter=delimiter))
-        others = [f.strip() for f in fields if image_id not in f and f.strip()]
-        return others[0] if others else None
-    # plain text: the token holding the id (a bare id, a file name or a path) is not part of the label
-    token = next(t for t in line.split() if image_id in t)
-    label = line.replace(token, " ", 1).strip(" \t:;|,")
-    return label or None
+def _label_column(header: str | None, delimiter: str | None) -> int | None:
+    if header is None or delimiter is None:
+        return None
+    names = [f.strip().lower() for f in next(csv.reader([header], delimiter=delimiter))]
+    return next((names.index(c) for c in LABEL_COLUMNS if c in names), None)
+
+
+def _label(line: str, image_id: str, delimiter: str | None, column: int | None) -> str | None:
+    if delimiter is None:
+        # plain text: the label is what follows the id and its file extension ("sea cucumber, holothurian")
+        rest = line[line.index(image_id) + len(image_id) :]
+        rest = re.sub(r"^\.[A-Za-z0-9]+", "", rest)
+        return rest.strip(" \t:;|,-") or None
+    fields = [f.strip() for f in next(csv.reader([line], delimiter=delimiter))]
+    if column is not None and column < len(fields):
+        return fields[column] or None
+    others = [f for f in fields if f and image_id not in f and not _METADATA.fullmatch(f)]
+    return ", ".join(others) or None  # an unquoted comma inside a label splits it into fields
 
 
 def read_id_list(path: str | os.PathLike[str]) -> dict[str, str | None]:
     """Image ids (in file order) -> label (or None) from a Fi-ImageNet-1k style list file.
 
-    A ``.csv``/``.tsv`` file (or one whose id lines all hold a tab, or a comma right after the id)
-    gives the label in the first other non-empty column; in plain text the label is the rest of
-    the line, commas and all ("sea cucumber, holothurian"). Raises :class:`InputError` for a
+    Columns: a ``.tsv`` file, or one whose id lines all have the same separator (``, ; tab |``)
+    right after the id (``.csv`` defaults to a comma). The label is the header's ``label`` (or
+    ``name``, ``class``, ...) column when there is a header, else the other fields that are not a
+    wnid or a number. In plain text the label is what follows the id and its file extension,
+    commas and all ("sea cucumber, holothurian"). Raises :class:`InputError` for a
     missing or unreadable file or one without any ``ILSVRC2012_val_XXXXXXXX`` id. A repeated id
     keeps its first label (conflicts are logged).
     """
@@ -70,17 +86,20 @@ def read_id_list(path: str | os.PathLike[str]) -> dict[str, str | None]:
         text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"{p}: cannot read the image list ({e})") from e
+    lines = [line.strip() for line in text.splitlines()]
     found = [
-        (lineno, line.strip(), m.group(0))
-        for lineno, line in enumerate(text.splitlines(), 1)
-        if not line.lstrip().startswith("#") and (m := VAL_ID.search(line))
+        (lineno, line, m.group(0))
+        for lineno, line in enumerate(lines, 1)
+        if not line.startswith("#") and (m := VAL_ID.search(line))
     ]
     if not found:
         raise InputError(f"{p}: no image ids found (expected ILSVRC2012_val_XXXXXXXX on each line)")
     delimiter = _delimiter(p, [line for _, line, _ in found])
+    header = next((ln for ln in lines[: found[0][0] - 1] if ln and not ln.startswith("#")), None)
+    column = _label_column(header, delimiter)
     out: dict[str, str | None] = {}
     for lineno, line, image_id in found:
-        label = _label(line, image_id, delimiter)
+        label = _label(line, image_id, delimiter, column)
         if image_id in out:
             if out[image_id] != label:
                 logger.warning("%s:%d: %s listed again with another label (%r); keeping %r", p, lineno, image_id, label, out[image_id])

@@ -139,24 +139,29 @@ def _resolve(base: Path, file: str) -> Path:
     return listed if listed.is_absolute() else base / listed
 
 
-def _read_list_rows(path: Path, base: Path) -> list[tuple[str, str | None]]:
-    """(image path, label or None) rows of a CSV with a header, or of a text list."""
+def _read_list_rows(path: Path) -> list[tuple[int, str, str | None]]:
+    """(line number, image path, label or None) rows of a CSV with a header, or of a text list."""
     import csv
 
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: cannot read the image list ({e})") from e
+    out: list[tuple[int, str, str | None]] = []
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(text.splitlines())
         header = [h.strip().lower() for h in reader.fieldnames or []]
         column = next((c for c in LIST_PATH_COLUMNS if c in header), None)
         if column is None:
             raise InputError(f"{path}: a CSV image list needs a header with a '{LIST_PATH_COLUMNS[0]}' column, found {header}")
-        rows = [{(k or "").strip().lower(): (v or "").strip() for k, v in row.items()} for row in reader]
-        return [(r[column], r.get("label") or None) for r in rows if r.get(column)]
-    out: list[tuple[str, str | None]] = []
-    for line in text.splitlines():
+        for row in reader:
+            if None in row:  # csv puts the fields beyond the header under None
+                raise InputError(f"{path}:{reader.line_num}: more fields than the header's {len(header)}")
+            fields = {k.strip().lower(): (v or "").strip() for k, v in row.items()}
+            if fields[column]:
+                out.append((reader.line_num, fields[column], fields.get("label") or None))
+        return out
+    for lineno, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
@@ -164,8 +169,9 @@ def _read_list_rows(path: Path, base: Path) -> list[tuple[str, str | None]]:
             file, label = (part.strip() for part in line.split("\t", 1))
         else:  # "path" or "path label" (OpenOOD image lists); a path may itself hold spaces
             parts = line.rsplit(None, 1)
-            file, label = (line, "") if len(parts) == 1 or is_image(_resolve(base, line)) else (parts[0], parts[1])
-        out.append((file, label or None))
+            ends_in_image = Path(parts[-1]).suffix.lower() in IMAGE_EXTENSIONS
+            file, label = (line, "") if len(parts) == 1 or ends_in_image else (parts[0], parts[1])
+        out.append((lineno, file, label or None))
     return out
 
 
@@ -176,29 +182,35 @@ def image_list(
 
     Formats: a ``.csv`` with a header holding a ``path`` (or ``image``, ``file``, ``filename``)
     column and an optional ``label`` column; or a text list, one image a line, optionally followed by
-    a tab or a space and a label (OpenOOD's ``path label`` lists). Blank lines and ``#`` comments are
-    skipped. Relative paths resolve against ``root``, by default the list file's folder. Every listed
-    file must exist: a wrong root is named rather than turned into a smaller set.
+    a tab or a space and a label (OpenOOD's ``path label`` lists; a line whose last word ends in an
+    image extension is all path). Blank lines and ``#`` comments are skipped. Relative paths resolve
+    against ``root``, by default the list file's folder. Every listed file must exist, once: a wrong
+    root is named rather than turned into a smaller set, a repeat rather than counted twice.
     """
     file = Path(path).expanduser()
     if not file.is_file():
         raise InputError(f"{file}: no such image list")
     base = Path(root).expanduser() if root is not None else file.parent
-    rows = _read_list_rows(file, base)
+    rows = _read_list_rows(file)
     if not rows:
         raise InputError(f"{file}: the image list names no images")
-    paths = [_resolve(base, p) for p, _ in rows]
+    first_line: dict[str, int] = {}
+    for lineno, listed, _ in rows:
+        if listed in first_line:  # scored twice, it would count twice in every metric
+            raise InputError(f"{file}:{lineno}: {listed} is listed again (first on line {first_line[listed]}); list each image once")
+        first_line[listed] = lineno
+    paths = [_resolve(base, p) for _, p, _ in rows]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise InputError(
             f"{file}: {len(missing)} of {len(paths)} listed images do not exist (first: {missing[0]}); "
             f"relative paths resolve against {base}: pass the right root (--image-root)"
         )
-    labels = [label for _, label in rows]
+    labels = [label for _, _, label in rows]
     return ImageSet(
         name=name or file.stem,
         paths=[str(p) for p in paths],
-        ids=[str(Path(p).with_suffix("")) for p, _ in rows],
+        ids=[str(Path(p).with_suffix("")) for _, p, _ in rows],
         labels=None if all(label is None for label in labels) else [label or "" for label in labels],
         info={"list": str(file), "root": str(base), "layout": "list"},
     )

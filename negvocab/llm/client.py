@@ -75,6 +75,9 @@ class Answer:
     error: str | None = None
 
 
+CONNECT_TIMEOUT_S = 10.0
+
+
 class ServerGaveUp(Exception):
     """Transport errors outlasted the retries; the request is not finished (re-run to retry)."""
 
@@ -222,7 +225,9 @@ class LLMClient:
         self.base_url = public_url(base_url)
         self._key = key
         self.sdk = openai  # the SDK module (exception classes)
-        self.client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
+        # a short connect timeout: a host that drops connections must not cost `timeout` per try
+        limits = openai.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S))
+        self.client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=limits)
         self.concurrency = concurrency
         self._sem = asyncio.Semaphore(concurrency)
         self.transport_attempts = transport_attempts
@@ -319,9 +324,10 @@ class LLMClient:
                 raise self.fatal_error(e) from e
             except (self.sdk.APIConnectionError, self.sdk.APITimeoutError) as e:
                 counts["transport"] += 1
-                timed_out = isinstance(e, self.sdk.APITimeoutError)
-                what = "timed out" if timed_out else "cannot connect"
-                raise _Transient(f"{what} ({type(e).__name__})", connect=not timed_out) from e
+                # no connection made: refused, unknown host, or a connect that timed out
+                connect = not isinstance(e, self.sdk.APITimeoutError) or type(e.__cause__).__name__ == "ConnectTimeout"
+                what = "cannot connect" if connect else "timed out"
+                raise _Transient(f"{what} ({type(e).__name__})", connect=connect) from e
             self.reached = True
             add_usage(usage, completion.usage)
             choice = completion.choices[0] if completion.choices else None

@@ -99,6 +99,8 @@ class Journal:
                     f"{self.run_dir} is not empty and not a negvocab run folder (holds {foreign[0]}, ...); "
                     "give a new or empty --run-dir"
                 )
+            if (self.run_dir / MANIFEST).exists():
+                read_manifest(self.run_dir)  # another tool's manifest.json: refused before anything is written
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             (self.run_dir / LOCK).touch()

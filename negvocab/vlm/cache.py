@@ -290,6 +290,8 @@ def list_stores(root: str | Path) -> list[StoreInfo]:
             key_doc = json.loads((folder / KEY_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
+        if not isinstance(key_doc, dict) or not isinstance(key_doc.get("model"), dict):
+            continue  # not a key this package wrote
         rows, size = 0, 0
         for path in folder.iterdir():
             size += path.stat().st_size if path.is_file() else 0

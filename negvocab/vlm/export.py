@@ -22,10 +22,39 @@ from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.errors import InputError
 from negvocab.vlm.model import file_sha256
 
-__all__ = ["EMBEDDINGS_FILE", "FORMAT", "MANIFEST_FILE", "ROWS_FILE", "load_embeddings", "save_embeddings"]
+__all__ = ["EMBEDDINGS_FILE", "FORMAT", "MANIFEST_FILE", "ROWS_FILE", "check_export_folder", "load_embeddings", "save_embeddings"]
 
 FORMAT = "negvocab-embeddings/1"
 EMBEDDINGS_FILE, ROWS_FILE, MANIFEST_FILE = "embeddings.npy", "rows.csv", "manifest.json"
+
+
+def check_export_folder(folder: str | os.PathLike[str]) -> Path:
+    """``folder`` if an export may be written there: missing, empty, or an earlier export.
+
+    Anything else (another tool's files, another kind of manifest) is refused, so an export never
+    overwrites files it did not write.
+    """
+    out = Path(folder).expanduser()
+    if out.exists() and not out.is_dir():
+        raise InputError(f"cannot write embeddings to {out}: it is a file; give a folder")
+    if not out.is_dir():
+        return out
+    ours = {EMBEDDINGS_FILE, ROWS_FILE, MANIFEST_FILE}
+    present = {p.name for p in out.iterdir() if not p.name.startswith(".")}
+    if not present:
+        return out
+    earlier = False
+    if MANIFEST_FILE in present:
+        try:
+            earlier = json.loads((out / MANIFEST_FILE).read_text(encoding="utf-8")).get("format") == FORMAT
+        except (OSError, ValueError, AttributeError):
+            earlier = False
+    if not earlier or present - ours:
+        raise InputError(
+            f"{out} is not empty and not an earlier embeddings export (holds {sorted(present - ours or present)[0]}); "
+            "give a new or empty folder"
+        )
+    return out
 
 
 def save_embeddings(
@@ -51,7 +80,7 @@ def save_embeddings(
     writer.writeheader()
     writer.writerows({"row": i, **r} for i, r in enumerate(rows))
 
-    out = Path(folder)
+    out = check_export_folder(folder)
     (out / MANIFEST_FILE).unlink(missing_ok=True)  # an interrupted rewrite must not look finished
     with atomic_path(out / EMBEDDINGS_FILE) as tmp, open(tmp, "wb") as fh:
         np.save(fh, np.ascontiguousarray(emb, dtype=np.float32), allow_pickle=False)
@@ -84,12 +113,15 @@ def load_embeddings(
         raise InputError(f"{manifest_path}: unreadable manifest ({e}); export again") from e
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise InputError(f"{manifest_path}: not a {FORMAT} manifest")
-    for name, digest in manifest.get("files", {}).items():
-        if not (out / name).is_file() or file_sha256(out / name) != digest:
+    files, n, dim = manifest.get("files"), manifest.get("n"), manifest.get("dim")
+    if not (isinstance(files, dict) and {EMBEDDINGS_FILE, ROWS_FILE} <= set(files) and isinstance(n, int) and isinstance(dim, int)):
+        raise InputError(f"{manifest_path}: incomplete manifest (files, n, dim); export again")
+    for name in (EMBEDDINGS_FILE, ROWS_FILE):
+        if not (out / name).is_file() or file_sha256(out / name) != files[name]:
             raise InputError(f"{out / name}: missing or changed since the export (checksum mismatch); export again")
     emb = np.load(out / EMBEDDINGS_FILE, mmap_mode="r" if mmap else None, allow_pickle=False)
     with open(out / ROWS_FILE, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    if emb.shape != (manifest["n"], manifest["dim"]) or len(rows) != manifest["n"]:
+    if emb.shape != (n, dim) or len(rows) != n:
         raise InputError(f"{out}: embeddings {emb.shape} and {len(rows)} rows disagree with the manifest")
     return emb, rows, manifest

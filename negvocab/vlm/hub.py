@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import socket
+import threading
+import urllib.request
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 3.0
-# Behind a proxy a direct connect says nothing about whether the hub can be reached.
-PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+_lock = threading.Lock()
+_offline_blocks = 0  # blocks now running in the offline mode this module switched on
 
 
 def reachable(endpoint: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
@@ -39,20 +41,36 @@ def reachable(endpoint: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
 def hub_access() -> Iterator[bool]:
     """Run the block online if the hub answers, else in offline mode; yields whether it is online.
 
-    Offline mode already set by the user (``HF_HUB_OFFLINE=1``) is kept, and nothing is probed when
-    a proxy is configured.
+    Offline mode set by the user (``HF_HUB_OFFLINE=1``) is kept. Nothing is probed behind a proxy
+    (environment or system settings), where a direct connect says nothing. Blocks in several
+    threads share the offline mode; the last one out switches it off.
     """
+    global _offline_blocks
     from huggingface_hub import constants
 
-    if constants.HF_HUB_OFFLINE:
-        yield False
-        return
-    if any(os.environ.get(v) for v in PROXY_VARIABLES) or reachable(constants.ENDPOINT):
-        yield True
-        return
-    log.warning("%s cannot be reached: using only the local Hugging Face cache", constants.ENDPOINT)
-    constants.HF_HUB_OFFLINE = True
+    with _lock:
+        joined = _offline_blocks > 0
+        if joined:
+            _offline_blocks += 1
+        elif constants.HF_HUB_OFFLINE:
+            user_offline = True
+        else:
+            user_offline = False
+    if not joined:
+        if user_offline:
+            yield False
+            return
+        if urllib.request.getproxies() or reachable(constants.ENDPOINT):
+            yield True
+            return
+        log.warning("%s cannot be reached: using only the local Hugging Face cache", constants.ENDPOINT)
+        with _lock:
+            _offline_blocks += 1
+            constants.HF_HUB_OFFLINE = True
     try:
         yield False
     finally:
-        constants.HF_HUB_OFFLINE = False
+        with _lock:
+            _offline_blocks -= 1
+            if _offline_blocks == 0:
+                constants.HF_HUB_OFFLINE = False

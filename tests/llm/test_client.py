@@ -104,6 +104,40 @@ def test_slow_answer_times_out_and_is_retried(server):
     assert server.state.chat_counts["k1/r0"] == 2
 
 
+def test_a_host_that_drops_connections_gives_up_after_one_retry():
+    """A listener whose backlog is full never accepts: the connect times out, which counts as a
+    server never reached (2 attempts), not as a slow answer (all 8)."""
+    import socket
+    import time
+
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(0)
+        port = srv.getsockname()[1]
+        fillers = []
+        for _ in range(4):
+            s = socket.socket()
+            s.setblocking(False)
+            try:
+                s.connect(("127.0.0.1", port))
+            except BlockingIOError:
+                pass
+            fillers.append(s)
+        time.sleep(0.2)
+
+        async def go():
+            async with LLMClient("m", base_url=f"http://127.0.0.1:{port}/v1", api_key=DUMMY_KEY, timeout=0.5, wait_base=0.01) as c:
+                with pytest.raises(ServerGaveUp, match=r"cannot connect \(APITimeoutError\) after 2 attempts"):
+                    await c.ask([{"role": "user", "content": "x"}], 3)
+                assert c.reached is False
+
+        try:
+            asyncio.run(go())
+        finally:
+            for s in fillers:
+                s.close()
+
+
 def test_server_errors_outlasting_retries_leave_the_request_undone(server):
     server.state.add_faults("k1/r0", *["500"] * 4)
     with pytest.raises(ServerGaveUp, match="HTTP 500 after 3 attempts"):

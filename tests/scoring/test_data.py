@@ -147,6 +147,24 @@ def test_read_id_list_formats(tmp_path):
         read_id_list(tmp_path / "absent.csv")
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("mixed.txt", "{1},sea cucumber\n{2} kite\n", {1: "sea cucumber", 2: "kite"}),
+        ("commas.txt", "{1},sea cucumber, holothurian\n{2},kite\n", {1: "sea cucumber, holothurian", 2: "kite"}),
+        ("wnid.csv", "image,wnid,label\n{1},n01440764,sea cucumber\n", {1: "sea cucumber"}),
+        ("label_first.csv", "label,image\nsea cucumber,{1}.JPEG\n", {1: "sea cucumber"}),
+        ("semicolon.csv", "image;label\n{1};sea cucumber\n", {1: "sea cucumber"}),
+        ("space in path.txt", "/data/my imagenet/val/{1}.JPEG sea cucumber\n", {1: "sea cucumber"}),
+        ("numbers.txt", "{1}\t12\tsea slug\n", {1: "sea slug"}),
+    ],
+)
+def test_fi_lists_as_people_write_them(tmp_path, name, text, expected):
+    f = tmp_path / name
+    f.write_text(text.format(*[vid(i) for i in range(3)]))
+    assert read_id_list(f) == {vid(i): label for i, label in expected.items()}
+
+
 def test_fi_imagenet_with_no_id_found_is_an_error(val_classes, tmp_path):
     lst = tmp_path / "ood.txt"
     lst.write_text(f"{vid(500)}\n")
@@ -238,6 +256,9 @@ def test_csv_list_with_header(listed):
         ("a/one.jpg\nnope.jpg\n", ".txt", r"1 of 2 listed images do not exist \(first: .*nope.jpg\).*--image-root"),
         ("# nothing\n\n", ".txt", "names no images"),
         ("where,label\nx.jpg,1\n", ".csv", r"'path' column, found \['where', 'label'\]"),
+        ("path,label\na/one.jpg,cat,extra\n", ".csv", r"bad.csv:2: more fields than the header's 2"),
+        ("a/one.jpg 3\nb/three.jpg\na/one.jpg 4\n", ".txt", r"bad.txt:3: a/one.jpg is listed again \(first on line 1\)"),
+        ("a/my photo.jpg\n", ".txt", r"first: .*a/my photo.jpg\)"),
     ],
 )
 def test_bad_lists_are_named(listed, text, suffix, message):

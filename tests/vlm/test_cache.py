@@ -224,7 +224,7 @@ def test_foreign_store_that_cannot_be_reset_serves_nothing(tmp_path, monkeypatch
     other.put(["y"], np.zeros((1, 3), np.float32))  # a failed write is a warning, not an error
 
 
-def test_list_and_clear_stores_from_the_cli(tmp_path):
+def test_list_and_clear_stores_from_the_cli(tmp_path, monkeypatch):
     """``negvocab cache`` lists each model's stores with their row counts and clears only the asked ones."""
     from typer.testing import CliRunner
 
@@ -242,6 +242,11 @@ def test_list_and_clear_stores_from_the_cli(tmp_path):
     runner = CliRunner()
     listed = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "emb")])
     assert listed.exit_code == 0 and "3 stores" in listed.output and "8 templates" in listed.output
+    no_tty = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "emb"), "--clear"])
+    assert no_tty.exit_code == 2 and "add --yes" in no_tty.output and len(list_stores(tmp_path / "emb")) == 3
+    import negvocab.cli.cache as cache_cli
+
+    monkeypatch.setattr(cache_cli, "_can_ask", lambda: True)  # as if run from a terminal
     kept = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "emb"), "--model", "tiny-causal", "--clear"], input="n\n")
     assert kept.exit_code == 0 and "nothing deleted" in kept.output and len(list_stores(tmp_path / "emb")) == 3
     cleared = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "emb"), "--model", "tiny-causal", "--clear"], input="y\n")
@@ -250,6 +255,8 @@ def test_list_and_clear_stores_from_the_cli(tmp_path):
     assert (tmp_path / "emb").is_dir()  # the root and other models' stores stay
     empty = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "nothing")])
     assert empty.exit_code == 0 and "no embedding stores" in empty.output
+    (tmp_path / "emb" / "text" / "junk").mkdir(parents=True)
+    (tmp_path / "emb" / "text" / "junk" / "key.json").write_text("[1, 2]")  # not a key we wrote: not listed
     (tmp_path / "a_file").write_text("x")
     wrong = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "a_file"), "--clear", "--yes"])
     assert wrong.exit_code == 2 and "is a file" in wrong.output

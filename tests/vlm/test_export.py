@@ -88,6 +88,7 @@ def test_cli_image_export_skips_and_lists_the_corrupt_file(vit, image_dir, tmp_p
         (["--classes", "--images", "."], "exactly one of"),
         (["--id-classes", "x.txt", "--images", "."], "--id-classes goes with --classes"),
         (["--vocab", "missing.json"], "missing.json"),
+        (["--images", ".", "--image-root", "."], "--image-root applies to image lists only"),
     ],
 )
 def test_cli_bad_input_is_one_line(tmp_path, extra, message):
@@ -105,3 +106,30 @@ def test_cli_classes_export_rows_are_wnids(tmp_path):
     _, rows, manifest = load_embeddings(tmp_path / "e")
     assert [(r["wnid"], r["label"]) for r in rows] == [("n01440764", "tench"), ("n01443537", "goldfish")]
     assert json.loads((tmp_path / "e" / "manifest.json").read_text())["id_classes"].endswith("c.txt")
+
+
+def test_an_export_never_overwrites_other_files(tmp_path):
+    emb = np.zeros((1, 2), dtype=np.float32)
+    foreign = tmp_path / "run"
+    foreign.mkdir()
+    (foreign / "manifest.json").write_text('{"journal_version": 1}')
+    with pytest.raises(InputError, match="not an earlier embeddings export"):
+        save_embeddings(foreign, emb, [{}], model=MODEL)
+    assert (foreign / "manifest.json").read_text() == '{"journal_version": 1}'
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match=r"holds notes.txt"):
+        save_embeddings(tmp_path / "data", emb, [{}], model=MODEL)
+    out, _, _ = _export(tmp_path)
+    save_embeddings(out, emb, [{"label": "x"}], model=MODEL)  # an earlier export is replaced
+    assert load_embeddings(out)[0].shape == (1, 2)
+
+
+@pytest.mark.parametrize("edit", [{"files": "x"}, {"n": None}, {"files": {}}])
+def test_a_hand_edited_manifest_is_refused(tmp_path, edit):
+    out, _, _ = _export(tmp_path)
+    doc = json.loads((out / "manifest.json").read_text())
+    doc.update(edit)
+    (out / "manifest.json").write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="incomplete manifest"):
+        load_embeddings(out)

@@ -13,6 +13,7 @@ from negvocab.vlm import hub
 from negvocab.vlm.model import VLM
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 
 
 @pytest.fixture
@@ -24,7 +25,7 @@ def dead_hub(monkeypatch, tmp_path):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{port}")
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
-    for var in hub.PROXY_VARIABLES:
+    for var in PROXY_VARIABLES:
         monkeypatch.delenv(var, raising=False)
     return tmp_path / "hf"
 
@@ -40,6 +41,16 @@ def test_reachable_sees_a_listening_port_and_a_closed_one(dead_hub):
 def test_offline_mode_lasts_only_for_the_block(dead_hub):
     with hub.hub_access() as online:
         assert online is False and constants.HF_HUB_OFFLINE is True
+    assert constants.HF_HUB_OFFLINE is False
+
+
+def test_offline_mode_is_shared_by_overlapping_blocks(dead_hub):
+    """Two overlapping blocks (threads loading models at once): the first one out keeps it on."""
+    first, second = hub.hub_access(), hub.hub_access()
+    assert first.__enter__() is False and second.__enter__() is False
+    first.__exit__(None, None, None)
+    assert constants.HF_HUB_OFFLINE is True  # the second block is still loading
+    second.__exit__(None, None, None)
     assert constants.HF_HUB_OFFLINE is False
 
 
