@@ -5,9 +5,10 @@
 # the device with carry [".whl"] and command "bash scripts/gpu_check.sh".
 set -euo pipefail
 dest=${1:-.whl}
+pyver=${PYVER:-3.12}  # the device's Python
 rm -rf "$dest" && mkdir -p "$dest"  # one version of each: two stop the install there
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
-python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$pyver" --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d "$dest" \
     open_clip_torch==3.3.0 ftfy==6.3.1 wcwidth==0.7.0 \

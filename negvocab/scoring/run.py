@@ -275,7 +275,7 @@ def _progress(items: list[Any], enabled: bool, desc: str) -> Iterable[Any]:
         return items
     from tqdm.auto import tqdm
 
-    return tqdm(items, desc=desc, unit="run")
+    return tqdm(items, desc=desc, unit="run", disable=None)  # bars on terminals and notebooks, not in logs
 
 
 def _version() -> str:

@@ -339,7 +339,7 @@ def _encode(
     if show:
         from tqdm.auto import tqdm
 
-        it = tqdm(loader, total=len(loader), unit="batch", desc=f"encoding {len(todo)} images")
+        it = tqdm(loader, total=len(loader), unit="batch", desc=f"encoding {len(todo)} images", disable=None)
     g_parts: list[torch.Tensor] = []
     l_parts: list[torch.Tensor] = []
     done: list[int] = []

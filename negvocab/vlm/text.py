@@ -193,7 +193,7 @@ def encode_labels(
     if show:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=n_prompts, unit="prompt", desc=f"encoding {len(labels)} labels")
+        bar = tqdm(total=n_prompts, unit="prompt", desc=f"encoding {len(labels)} labels", disable=None)  # None: not in logs
     t0 = time.perf_counter()
     parts = []
     try:
