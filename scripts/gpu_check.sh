@@ -6,7 +6,7 @@
 # On a bare machine, run scripts/gpu_wheels.sh here first and carry .whl/ (the wheels its image
 # lacks and WordNet 3.0).
 set -uo pipefail
-OUT=${OUT:-gpu-logs}; mkdir -p "$OUT"
+OUT=${OUT:-gpu-logs}; mkdir -p "$OUT"; : > "$OUT/summary.log"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export NEGVOCAB_CACHE_DIR=${NEGVOCAB_CACHE_DIR:-/tmp/negvocab-cache}
 if compgen -G ".whl/*.whl" >/dev/null; then
