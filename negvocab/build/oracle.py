@@ -17,7 +17,6 @@ from negvocab.errors import InputError
 from negvocab.vocab import Vocabulary
 
 if TYPE_CHECKING:
-    from negvocab.data.images import ImageSet
     from negvocab.labels.synonyms import SynonymFilter
 
 logger = logging.getLogger(__name__)
