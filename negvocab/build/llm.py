@@ -78,7 +78,7 @@ def select_classes(classes: int | str | os.PathLike[str] | Sequence[str] | None 
     if not entries:
         raise InputError(f"{where}: no classes listed")
     by_name: dict[str, list[str]] = {}
-    for wnid, name in zip(id_classes.wnids, id_classes.names):
+    for wnid, name in zip(id_classes.wnids, id_classes.names, strict=True):
         by_name.setdefault(name.lower(), []).append(wnid)
     known = set(id_classes.wnids)
     chosen: dict[str, None] = {}
@@ -341,7 +341,7 @@ def gpt_run(
             need,
         )
         for r in range(rounds)
-        for wnid, name, syn in zip(chosen.wnids, chosen.names, chosen.synonyms)
+        for wnid, name, syn in zip(chosen.wnids, chosen.names, chosen.synonyms, strict=True)
     ]
     identity = _base_identity("gpt_siblings", model, template, per_class, rounds, chosen.wnids, temperature, need)
     folder = _run_dir(run_dir, "gpt", model, identity)
@@ -385,7 +385,7 @@ def eoe_run(
     chunk_map: dict[str, list[str]] = {}
     if mode == "near":
         n = per_request or 5
-        values = {w: {"class_name": nm, "synonyms": ", ".join(sy) or nm, "wnid": w} for w, nm, sy in zip(chosen.wnids, chosen.names, chosen.synonyms)}
+        values = {w: {"class_name": nm, "synonyms": ", ".join(sy) or nm, "wnid": w} for w, nm, sy in zip(chosen.wnids, chosen.names, chosen.synonyms, strict=True)}
     else:
         spans = _chunks(len(chosen), chunk_size)
         if size is not None:
