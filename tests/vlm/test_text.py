@@ -44,6 +44,20 @@ def test_rn50_matches_open_clip(rn50):
     assert np.abs(ours - ref).max() <= 1e-5
 
 
+@pytest.mark.parametrize(
+    ("name", "tower"),
+    [("EVA02-B-16", "causal (context cut per batch)"), ("coca_ViT-B-32", "uncut"), ("convnext_base", "causal (context cut per batch)")],
+)
+def test_other_architecture_families_match_open_clip(name, tower):
+    """EVA-CLIP (timm vision tower), CoCa (its own text tower) and ConvNeXt: exact either way."""
+    from negvocab.vlm.model import VLM
+
+    vlm = VLM(name, None, device="cpu", cache=False)
+    assert vlm.identity["text_tower"] == tower
+    labels = [LABELS[0], LABELS[5], LABELS[7]]
+    assert np.abs(vlm.encode_text(labels, "paper8") - reference(vlm, labels, PAPER8)).max() <= 1e-5
+
+
 def test_causal_tower_is_cut_to_the_longest_prompt_of_each_batch(vit):
     assert text_tower(vit.model) is not None
     seen, handle = record_lengths(vit)
