@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from negvocab.atomic import write_json
 from negvocab.errors import InputError
+from negvocab.textfiles import read_text
 
 SCHEMA_VERSION = 1
 Source = Literal["wordnet", "gpt", "eoe", "oracle", "union", "file"]
@@ -214,16 +215,7 @@ class Vocabulary(BaseModel):
         JSON, another schema version, a hash that does not match the labels, or no labels.
         """
         path = Path(path)
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            raise InputError(f"{path}: no such vocabulary file") from None
-        except OSError as e:
-            raise InputError(f"{path}: cannot read vocabulary file ({e.strerror})") from e
-        try:
-            text = raw.decode("utf-8-sig")  # a byte-order mark (Windows editors) is not part of a label
-        except UnicodeDecodeError as e:
-            raise InputError(f"{path}: not a UTF-8 text or JSON file") from e
+        text = read_text(path, "vocabulary file")
         if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
             return cls._from_json_text(text, path)
         return cls.from_text_lines(text.splitlines(), path)

@@ -35,6 +35,7 @@ from negvocab.llm.cost import CostEstimate, cost_usd, estimate
 from negvocab.llm.journal import Journal, custom_id, identity_hash
 from negvocab.llm.prompts import PromptTemplate, load_prompt
 from negvocab.llm.run import Progress, Request, make_request, pending
+from negvocab.textfiles import read_text
 from negvocab.vocab import Vocabulary
 
 log = logging.getLogger(__name__)
@@ -64,12 +65,7 @@ def select_classes(classes: int | str | os.PathLike[str] | Sequence[str] | None 
         return id_classes.subset(list(id_classes.wnids[:k]))
     if isinstance(classes, (str, os.PathLike)):
         path = Path(classes)
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            raise InputError(f"{path}: no such class file (give a number K or a file of wnids or names)") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError(f"{path}: cannot read class file ({e})") from e
+        lines = read_text(path, "class file", " (give a number K or a file of wnids or names)").splitlines()
         entries = [s.strip() for s in lines if s.strip() and not s.strip().startswith("#")]
         where = str(path)
     else:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from negvocab.errors import InputError
+from negvocab.textfiles import read_text
 from negvocab.vocab import Vocabulary
 
 if TYPE_CHECKING:
@@ -47,10 +48,7 @@ def oracle_labels_from(source: Any) -> tuple[list[str], dict[str, Any]]:
         if path.is_dir():
             source = class_folders(path)
         elif path.is_file():
-            try:
-                text = path.read_text(encoding="utf-8-sig")
-            except UnicodeDecodeError as e:
-                raise InputError(f"{path}: not a UTF-8 text file; save the labels as UTF-8, one a line") from e
+            text = read_text(path, "labels file", "; save the labels as UTF-8, one a line")
             from negvocab.data.imagenet import VAL_ID
 
             if VAL_ID.search(text):

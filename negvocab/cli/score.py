@@ -117,12 +117,24 @@ def image_sets(
 
 
 def check_scoring_options(
-    *, tau: float, groups: int, grouping: str, tpr: float, n_boot: int, topk: int | None = None, temperature: float | None = None
+    *,
+    tau: float,
+    groups: int,
+    grouping: str,
+    convention: str,
+    tpr: float,
+    n_boot: int,
+    topk: int | None = None,
+    temperature: float | None = None,
 ) -> None:
     """Reject bad scoring options before a model is loaded or an image is read."""
     import math
 
+    from negvocab.scoring.metrics import CONVENTIONS
     from negvocab.scoring.scores import GROUPINGS
+
+    if convention not in CONVENTIONS:
+        raise InputError(f"unknown --convention {convention!r}; choose one of {', '.join(CONVENTIONS)}")
 
     if not (math.isfinite(tau) and tau > 0):
         raise InputError(f"--tau must be a positive number, got {tau}")
@@ -204,15 +216,11 @@ def score_cmd(
 ) -> None:
     """Score a VLM with one or more vocabularies on an ID and an OOD set; write a results folder."""
     from negvocab.scoring.run import evaluate_vocabularies, format_table, read_id_classes, write_results
-
-    from negvocab.scoring.metrics import CONVENTIONS
     from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
 
     methods = [canonical_method(m) for m in (method or ["neglabel"])]  # fail before loading a model
     check_output(output / "results.json")
-    if convention not in CONVENTIONS:
-        raise InputError(f"unknown --convention {convention!r}; choose one of {', '.join(CONVENTIONS)}")
-    check_scoring_options(tau=tau, groups=groups, grouping=grouping, tpr=tpr, n_boot=n_boot, topk=topk, temperature=temperature)
+    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, topk=topk, temperature=temperature)
     if explain < 0:
         raise InputError(f"--explain must be >= 0, got {explain}")
     need_vocab = [m for m in methods if m in NEEDS_NEGATIVES]
@@ -280,7 +288,6 @@ def sweep_cmd(
     cache_dir: CacheDirOpt = None,
 ) -> None:
     """FPR@95 and AUROC against pool size M from one ranked vocabulary: a table and a plot."""
-    from negvocab.scoring.metrics import CONVENTIONS
     from negvocab.scoring.run import read_id_classes, sweep_vocabulary, write_sweep
     from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
     from negvocab.scoring.sweep import parse_sizes
@@ -291,9 +298,7 @@ def sweep_cmd(
     check_output(output / "sweep.json")
     if key not in NEEDS_NEGATIVES:
         raise InputError(f"--method {key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
-    if convention not in CONVENTIONS:
-        raise InputError(f"unknown --convention {convention!r}; choose one of {', '.join(CONVENTIONS)}")
-    check_scoring_options(tau=tau, groups=groups, grouping=grouping, tpr=tpr, n_boot=n_boot, temperature=temperature)
+    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, temperature=temperature)
     ranked = Vocabulary.load(vocab)
     parse_sizes(sizes, len(ranked))
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root)

@@ -23,6 +23,7 @@ from pathlib import Path
 from negvocab.data.imagenet import N_VAL, VAL_ID, imagenet_val
 from negvocab.data.images import ImageSet
 from negvocab.errors import InputError
+from negvocab.textfiles import read_text
 
 logger = logging.getLogger(__name__)
 
@@ -80,12 +81,7 @@ def read_id_list(path: str | os.PathLike[str]) -> dict[str, str | None]:
     keeps its first label (conflicts are logged).
     """
     p = Path(path).expanduser()
-    if not p.is_file():
-        raise InputError(f"{p}: no such image-list file")
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{p}: cannot read the image list ({e})") from e
+    text = read_text(p, "image-list file")
     lines = [line.strip() for line in text.splitlines()]
     found = [
         (lineno, line, m.group(0))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from negvocab.errors import InputError
+from negvocab.textfiles import read_text
 from negvocab.vlm.images import IMAGE_EXTENSIONS
 
 logger = logging.getLogger(__name__)
@@ -143,10 +144,7 @@ def _read_list_rows(path: Path) -> list[tuple[int, str, str | None]]:
     """(line number, image path, label or None) rows of a CSV with a header, or of a text list."""
     import csv
 
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read the image list ({e})") from e
+    text = read_text(path, "image list")
     out: list[tuple[int, str, str | None]] = []
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(text.splitlines())

@@ -26,6 +26,7 @@ from typing import Any
 
 from negvocab.errors import InputError
 from negvocab.labels.wordnet import LEXNAMES, load_wordnet
+from negvocab.textfiles import read_text
 
 #: preset -> lexicographer files it leaves out
 PRESETS: dict[str, tuple[str, ...]] = {
@@ -134,17 +135,12 @@ def load_candidates(path: str | os.PathLike[str]) -> list[Candidate]:
 
 
 def _read_table(path: Path, delimiter: str) -> list[dict[str, str]]:
+    reader = csv.DictReader(read_text(path, "candidates file").splitlines(), delimiter=delimiter)
+    if not reader.fieldnames or "text" not in reader.fieldnames:
+        raise InputError(f"{path}: no 'text' column in the header; expected {delimiter.join(CANDIDATE_FIELDS)!r}")
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            reader = csv.DictReader(fh, delimiter=delimiter)
-            if not reader.fieldnames or "text" not in reader.fieldnames:
-                raise InputError(f"{path}: no 'text' column in the header; expected {delimiter.join(CANDIDATE_FIELDS)!r}")
-            return list(reader)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such candidates file") from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not a UTF-8 text file") from e
-    except (OSError, csv.Error) as e:
+        return list(reader)
+    except csv.Error as e:
         raise InputError(f"{path}: cannot read the candidates table ({e})") from e
 
 

@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from negvocab.errors import InputError
+from negvocab.textfiles import read_text
 
 #: task -> placeholders its template must use
 TASKS: dict[str, frozenset[str]] = {
@@ -112,13 +113,7 @@ def load_prompt(task: str, path: str | Path | None = None) -> PromptTemplate:
         raise InputError(f"unknown prompt task {task!r}; choose one of {sorted(TASKS)}")
     if path is not None:
         p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputError(f"{p}: no such prompt template file") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError(f"{p}: cannot read prompt template ({e})") from e
-        return parse_template(text, name=task, source=str(p))
+        return parse_template(read_text(p, "prompt template file"), name=task, source=str(p))
     resource = resources.files("negvocab").joinpath("prompts", f"{task}.txt")
     try:
         text = resource.read_text(encoding="utf-8")

@@ -30,6 +30,7 @@ from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.errors import InputError
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
+from negvocab.textfiles import read_text
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -66,12 +67,7 @@ def read_id_classes(path: str | os.PathLike[str] | None) -> IdClasses:
     if path is None:
         return imagenet1k()
     p = Path(path).expanduser()
-    if not p.is_file():
-        raise InputError(f"{p}: no such ID classes file (one wnid or class name a line)")
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{p}: cannot read the ID classes file ({e}); give UTF-8 text, one wnid or class name a line") from e
+    text = read_text(p, "ID classes file", "; give one wnid or class name a line")
     lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
     if not lines:
         raise InputError(f"{p}: the ID classes file is empty")

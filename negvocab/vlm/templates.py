@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from negvocab.errors import InputError
+from negvocab.textfiles import read_text
 
 # paper8: the bare class name plus open_clip's SIMPLE_IMAGENET_TEMPLATES (7 OpenAI templates)
 PAPER8: tuple[str, ...] = (
@@ -120,11 +121,6 @@ def resolve_templates(spec: str | Sequence[str] | TemplateSet | os.PathLike[str]
 
 
 def _from_file(path: Path) -> TemplateSet:
-    try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except OSError as e:
-        raise InputError(f"{path}: cannot read template file ({e.strerror})") from e
-    except UnicodeDecodeError as e:
-        raise InputError(f"{path}: the template file is not UTF-8 text") from e
+    lines = read_text(path, "template file").splitlines()
     templates = [s for s in (line.strip() for line in lines) if s and not s.startswith("#")]
     return TemplateSet(f"file:{path.name}", _check(templates, str(path)))

@@ -116,7 +116,7 @@ def test_read_id_classes(tmp_path):
         run.read_id_classes(tmp_path / "absent.txt")
     latin = tmp_path / "latin1.txt"
     latin.write_bytes("caf\xe9\n".encode("latin-1"))
-    with pytest.raises(InputError, match="latin1.txt: cannot read the ID classes file"):
+    with pytest.raises(InputError, match=r"latin1.txt: not a UTF-8 text file \(ID classes file\)"):
         run.read_id_classes(latin)
     wn.write_text("n01440764\nn99999999\n")
     with pytest.raises(InputError, match="wnids.txt: .*n99999999"):

@@ -146,7 +146,7 @@ def test_template_presets_and_errors(tmp_path):
     f.write_bytes(b"\xef\xbb\xbfa {} photo\n")  # a byte-order mark is not part of the template
     assert resolve_templates(str(f)).default == ("a {} photo",)
     f.write_bytes(b"a {} photo\n\xff\n")
-    with pytest.raises(InputError, match=r"t\.txt: the template file is not UTF-8"):
+    with pytest.raises(InputError, match=r"t\.txt: not a UTF-8 text file \(template file\)"):
         resolve_templates(str(f))
     with pytest.raises(InputError, match="cannot read template file"):
         resolve_templates(tmp_path)  # a folder
