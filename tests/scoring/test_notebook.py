@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -13,11 +14,15 @@ from tests.scoring.conftest import NEG_B
 nbformat = pytest.importorskip("nbformat")  # the test extra; bare GPU machines lack it
 pytest.importorskip("nbclient")
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "ablate_pool_size.ipynb"
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK = ROOT / "notebooks" / "ablate_pool_size.ipynb"
 
 
-def test_notebook_runs_with_random_weights(tiny, tmp_path):
+def test_notebook_runs_with_random_weights(tiny, tmp_path, monkeypatch):
     from nbclient import NotebookClient
+
+    # the kernel is a fresh process: make it import this checkout, not whatever negvocab is installed
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
 
     nb = nbformat.read(NOTEBOOK, as_version=4)
     params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
