@@ -19,7 +19,7 @@ import os
 import re
 from pathlib import Path
 
-from negvocab.data.images import ImageSet, _require_dir, is_image
+from negvocab.data.images import ImageSet, is_image, require_dir
 from negvocab.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ def imagenet_val(
     returned unlabelled (enough for OOD scoring). Raises :class:`InputError` for a missing folder,
     no validation images, or images absent from the ground truth.
     """
-    path = _require_dir(root, "ImageNet validation")
+    path = require_dir(root, "ImageNet validation")
     paths, ids, labels = [], [], []
     class_dirs = sorted(p for p in path.iterdir() if p.is_dir() and WNID.match(p.name))
     if class_dirs:

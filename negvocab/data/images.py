@@ -89,7 +89,8 @@ class ImageSet:
         return self.select(keep), bad
 
 
-def _require_dir(root: str | os.PathLike[str], what: str) -> Path:
+def require_dir(root: str | os.PathLike[str], what: str) -> Path:
+    """``root`` as a Path; a one-line InputError when it is missing or is a file, naming ``what``."""
     path = Path(root).expanduser()
     if not path.exists():
         raise InputError(f"{path}: no such {what} folder")
@@ -100,7 +101,7 @@ def _require_dir(root: str | os.PathLike[str], what: str) -> Path:
 
 def image_folder(root: str | os.PathLike[str], *, name: str | None = None) -> ImageSet:
     """Every image under ``root`` (recursive, sorted), without labels: any folder as an OOD set."""
-    path = _require_dir(root, "image")
+    path = require_dir(root, "image")
     files = sorted(p for p in path.rglob("*") if is_image(p))
     if not files:
         raise InputError(f"{path}: no image files found (looked for {', '.join(sorted(IMAGE_EXTENSIONS))})")
@@ -118,7 +119,7 @@ def class_folders(root: str | os.PathLike[str], *, name: str | None = None) -> I
     Folder names are used as labels with underscores turned into spaces. Images directly under
     ``root`` or nested deeper keep the label of their top-level folder; empty folders are skipped.
     """
-    path = _require_dir(root, "class")
+    path = require_dir(root, "class")
     paths, ids, labels = [], [], []
     subdirs = sorted(p for p in path.iterdir() if p.is_dir())
     for sub in subdirs:
@@ -234,7 +235,7 @@ def open_image_set(
 
     if layout == "list" or (layout == "auto" and Path(root).expanduser().is_file()):
         return image_list(root, root=image_root, name=name)
-    path = _require_dir(root, "image")
+    path = require_dir(root, "image")
     if layout == "folder":
         return image_folder(path, name=name)
     if layout == "classes":
