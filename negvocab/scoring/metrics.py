@@ -49,6 +49,7 @@ __all__ = [
     "aupr_out",
     "auroc",
     "bootstrap_ci",
+    "check_convention",
     "evaluate",
     "fpr_at_tpr",
 ]
@@ -91,7 +92,8 @@ def _check_tpr(tpr: float) -> float:
     return float(tpr)
 
 
-def _check_convention(convention: str) -> str:
+def check_convention(convention: str) -> str:
+    """``convention`` if it is one of :data:`CONVENTIONS`, else a one-line InputError listing them."""
     if convention not in CONVENTIONS:
         raise InputError(f"unknown FPR convention {convention!r}; choose one of {', '.join(CONVENTIONS)}")
     return convention
@@ -148,7 +150,7 @@ def fpr_at_tpr(id_scores: Any, ood_scores: Any, tpr: float = 0.95, *, convention
     0.6666666666666666
     """
     tpr = _check_tpr(tpr)
-    _check_convention(convention)
+    check_convention(convention)
     arrays = _check(id_scores, ood_scores, "fpr_at_tpr")
     if arrays is None:
         return math.nan
@@ -350,7 +352,7 @@ def evaluate(
     omitted when ``n_boot=0``), ``ci_level``, ``n_boot``.
     """
     tpr = _check_tpr(tpr)
-    _check_convention(convention)
+    check_convention(convention)
     ids, oods = _scores(id_scores, "id_scores"), _scores(ood_scores, "ood_scores")
     report: dict[str, Any] = {
         "convention": convention,

@@ -163,9 +163,9 @@ def evaluate_vocabularies(
         named = {_vocab_name(k, v): v for k, v in vocabs.items()}
     else:
         named = {_vocab_name("", v): v for v in vocabs}
-    if not named and any(m in S._NEEDS_NEG for m in methods):
-        raise InputError(f"methods {', '.join(m for m in methods if m in S._NEEDS_NEG)} need a vocabulary (--vocab)")
-    convention = M._check_convention(convention)
+    if not named and any(m in S.NEEDS_NEGATIVES for m in methods):
+        raise InputError(f"methods {', '.join(m for m in methods if m in S.NEEDS_NEGATIVES)} need a vocabulary (--vocab)")
+    convention = M.check_convention(convention)
     params = dict(params or {})
     id_classes = id_classes if id_classes is not None else imagenet1k()
     t0 = time.perf_counter()
@@ -184,7 +184,7 @@ def evaluate_vocabularies(
     explanations: dict[str, list[dict[str, Any]]] = {}
     jobs: list[tuple[str, str | None]] = []
     for method in methods:
-        if method in S._NEEDS_NEG:
+        if method in S.NEEDS_NEGATIVES:
             jobs.extend((method, name) for name in named)
         else:
             jobs.append((method, None))
@@ -432,7 +432,7 @@ def sweep_vocabulary(
     method = S.canonical_method(method)
     wanted = parse_sizes(sizes, len(vocab))
     params = dict(params or {})
-    convention = M._check_convention(convention)
+    convention = M.check_convention(convention)
     id_classes = id_classes if id_classes is not None else imagenet1k()
     t0 = time.perf_counter()
     id_e, id_images = _encode_set(vlm, id_set, False, progress)

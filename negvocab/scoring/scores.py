@@ -52,6 +52,7 @@ __all__ = [
     "neglabel",
     "neglabel_eoe",
     "neglabel_groups",
+    "neglabel_prefixes",
     "neglabel_topk",
     "score",
 ]
@@ -566,6 +567,45 @@ def neglabel(
     return _neglabel_sizes(v, t, n, [m], tau=tau, groups=groups, grouping=grouping, seed=seed, chunk_size=chunk_size)[m]
 
 
+def neglabel_prefixes(
+    image_emb: Any,
+    id_emb: Any,
+    ranked_neg_emb: Any,
+    sizes: Sequence[int],
+    *,
+    tau: float = 0.01,
+    groups: int = 100,
+    device: Any = None,
+    chunk_size: int | None = None,
+) -> dict[int, np.ndarray]:
+    """Stratified :func:`neglabel` scores for every prefix size M in ``sizes``, in one pass.
+
+    With stratified grouping (rank r -> group r mod G) the first M ranked negatives are, in every
+    group, a prefix of that group, so each group's log-mass is accumulated segment by segment along
+    the ranking and read off at each M. Costs about one :func:`neglabel` run at ``max(sizes)``.
+
+    Parameters
+    ----------
+    image_emb : (n, d); id_emb : (K, d); ranked_neg_emb : (M_max, d)
+        L2-normalised embeddings; negatives in ranking (farthest-first) order.
+    sizes : sequence of int
+        Prefix sizes, each in [1, M_max].
+
+    Returns
+    -------
+    dict int -> ndarray of float64, shape (n,)
+        ``{M: neglabel(image_emb, id_emb, ranked_neg_emb[:M], tau=tau, groups=groups)}``.
+    """
+    tau = _positive(tau, "tau")
+    v, t, n = _prepare(image_emb, id_emb, ranked_neg_emb, device, need_neg=True, method="neglabel")
+    assert n is not None
+    bad = [m for m in sizes if not 1 <= int(m) <= n.shape[0]]
+    if not sizes or bad:
+        raise InputError(f"neglabel prefix sizes must lie in [1, {n.shape[0]}], got {list(sizes)}")
+    wanted = [int(m) for m in sizes]
+    return _neglabel_sizes(v, t, n, wanted, tau=tau, groups=groups, grouping="stratified", seed=0, chunk_size=chunk_size)
+
+
 def neglabel_eoe(
     image_emb: Any,
     id_emb: Any,
@@ -807,7 +847,6 @@ METHODS: dict[str, Callable[..., np.ndarray]] = {
 _ALIASES = {"gl-mcm": "glmcm", "gl_mcm": "glmcm", "neglabel+eoe": "neglabel_eoe", "neglabel-eoe": "neglabel_eoe"}
 #: the methods that take negative (or outlier) label embeddings
 NEEDS_NEGATIVES: frozenset[str] = frozenset({"neglabel", "eoe", "neglabel_eoe"})
-_NEEDS_NEG = NEEDS_NEGATIVES
 
 
 def canonical_method(method: str) -> str:
@@ -867,7 +906,7 @@ def score(
         raise InputError("return_bounds needs topk=k")
     fn = METHODS[key]
     try:
-        if key in _NEEDS_NEG:
+        if key in NEEDS_NEGATIVES:
             return fn(image_emb, id_emb, neg_emb, **params)
         if neg_emb is not None:
             logger.info("%s ignores the negative labels", key)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from negvocab.errors import InputError
-from negvocab.scoring import scores as _scores
+from negvocab.scoring import scores
 
 logger = logging.getLogger(__name__)
 
@@ -90,40 +90,25 @@ def sweep(
         ``{M: scores}`` in increasing M; each equals ``negvocab.score(method, image_emb, id_emb,
         ranked_neg_emb[:M], **params)`` (to float rounding).
     """
-    key = _scores.canonical_method(method)
-    if key not in _scores._NEEDS_NEG:
+    key = scores.canonical_method(method)
+    if key not in scores.NEEDS_NEGATIVES:
         raise InputError(f"{key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
-    neg_rows = _scores._unwrap(ranked_neg_emb)
+    neg_rows = getattr(ranked_neg_emb, "embeddings", ranked_neg_emb)  # a TextEmbeddings or an array
     if neg_rows is None:
         raise InputError("sweep needs the ranked negative label embeddings")
-    m_max = len(neg_rows)
-    wanted = parse_sizes(sizes, m_max)
+    wanted = parse_sizes(sizes, len(neg_rows))
     grouping = params.get("grouping", "stratified")
     one_pass = key == "neglabel" and grouping == "stratified" and params.get("topk") is None
     start = time.perf_counter()
     if one_pass:
-        tau = _scores._positive(params.pop("tau", 0.01), "tau")
-        allowed = {"groups", "grouping", "seed", "device", "chunk_size"}
-        unknown = set(params) - allowed
+        unknown = set(params) - {"tau", "groups", "grouping", "seed", "device", "chunk_size"}
         if unknown:
             raise InputError(f"neglabel sweep: unexpected parameter(s) {', '.join(sorted(unknown))}")
-        v, t, n = _scores._prepare(
-            image_emb, id_emb, neg_rows[: max(wanted)], params.get("device"), need_neg=True, method="neglabel"
-        )
-        assert n is not None
-        result = _scores._neglabel_sizes(
-            v,
-            t,
-            n,
-            wanted,
-            tau=tau,
-            groups=params.get("groups", 100),
-            grouping="stratified",
-            seed=params.get("seed", 0),
-            chunk_size=params.get("chunk_size"),
-        )
+        params.pop("grouping", None)
+        params.pop("seed", None)  # stratified grouping draws nothing
+        result = scores.neglabel_prefixes(image_emb, id_emb, neg_rows[: max(wanted)], wanted, **params)
     else:
-        result = {m: _scores.score(key, image_emb, id_emb, neg_rows[:m], **params) for m in wanted}
+        result = {m: scores.score(key, image_emb, id_emb, neg_rows[:m], **params) for m in wanted}
     logger.info(
         "sweep %s over %d sizes (M up to %d, %s) in %.2fs",
         key,

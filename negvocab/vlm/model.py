@@ -378,6 +378,12 @@ class VLM:
     seed : int
         Seed of the random initialisation when ``pretrained`` is None.
 
+    Attributes
+    ----------
+    causal_tower : CausalTower or None
+        How to cut the text context per batch (:func:`negvocab.vlm.text.text_tower`); None for
+        towers whose output depends on the padding (never cut).
+
     Examples
     --------
     >>> vlm = VLM("ViT-B-32", pretrained="laion2b_s34b_b79k")        # doctest: +SKIP
@@ -506,7 +512,7 @@ class VLM:
         self.cache_root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir() / "embeddings"
         self.cache_enabled = cache
         self._checkpoint = checkpoint
-        self._tower = text_tower(model)
+        self.causal_tower = text_tower(model)
         self._identity_base: dict[str, Any] = {
             "name": name,
             "pretrained": pretrained,
@@ -517,7 +523,7 @@ class VLM:
             "quick_gelu": _has_quick_gelu(model),
             "preprocessing": {**_jsonable(pp_cfg), "from": preprocess_from},
             "context_length": int(getattr(tokenizer, "context_length", 0) or 0),
-            "text_tower": "causal (context cut per batch)" if self._tower is not None else "uncut",
+            "text_tower": "causal (context cut per batch)" if self.causal_tower is not None else "uncut",
             "architecture": hashlib.sha256(repr(model).encode()).hexdigest()[:16],
         }
         self._identity: dict[str, Any] | None = None

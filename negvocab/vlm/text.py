@@ -134,7 +134,7 @@ def encode_prompts(
         raise ValueError("no prompts to encode")
     device = vlm.device
     tokens = vlm.tokenizer(list(prompts))
-    tower = vlm._tower if cut else None
+    tower = vlm.causal_tower if cut else None
     bs = batch_size or (1024 if device.type == "cuda" else 256)
     if tower is not None:
         lengths = (pooled_index(tokens, tower) + 1).numpy()

@@ -71,3 +71,15 @@ def test_parse_sizes():
 def test_sweep_rejects_methods_without_negatives(emb):
     with pytest.raises(InputError, match="does not use negative"):
         negvocab.sweep(*emb, [5], method="mcm")
+
+
+def test_neglabel_prefixes_equals_the_float64_formula(emb):
+    from negvocab.scoring.scores import neglabel_prefixes
+
+    img, idt, neg = ref.f64(*emb)
+    got = neglabel_prefixes(img, idt, neg, [5, 120, 503], tau=0.02, groups=10, chunk_size=9)
+    for m in (5, 120, 503):
+        np.testing.assert_allclose(got[m], ref.neglabel(img, idt, neg[:m], tau=0.02, groups=10), atol=1e-12, rtol=0)
+    for bad in ([], [0], [504]):
+        with pytest.raises(InputError, match="prefix sizes"):
+            neglabel_prefixes(img, idt, neg, bad)
