@@ -83,18 +83,18 @@ if TYPE_CHECKING:
     from negvocab.build.llm import build_eoe_vocabulary, build_gpt_vocabulary, vocabulary_from_journal
     from negvocab.build.oracle import build_oracle_vocabulary
     from negvocab.build.wordnet import build_wordnet_vocabulary, farthest_first
+    from negvocab.data.fi_imagenet import fi_imagenet
+    from negvocab.data.images import image_list, open_image_set
     from negvocab.errors import InputError, NegvocabError, ResourceError
+    from negvocab.index import knn
     from negvocab.labels.candidates import Candidate, load_candidates, wordnet_candidates
     from negvocab.labels.imagenet import IdClasses, imagenet1k
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
     from negvocab.scoring import metrics
+    from negvocab.scoring.run import evaluate_vocabularies, plot_sweep, sweep_vocabulary
     from negvocab.scoring.scores import TopkScores, explain, score
     from negvocab.scoring.sweep import sweep
-    from negvocab.scoring.run import evaluate_vocabularies, plot_sweep, sweep_vocabulary
-    from negvocab.data.images import image_list, open_image_set
-    from negvocab.data.fi_imagenet import fi_imagenet
-    from negvocab.index import knn
     from negvocab.vlm.export import load_embeddings, save_embeddings
     from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM

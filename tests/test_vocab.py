@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pydantic
 import pytest
 
 from negvocab.errors import InputError
@@ -94,7 +95,7 @@ def test_sequence_behaviour_and_immutability(wordnet_vocab):
     assert len(wordnet_vocab) == 4 and list(wordnet_vocab) == wordnet_vocab.labels
     assert "tayra" in wordnet_vocab and "weasel" not in wordnet_vocab
     assert wordnet_vocab == Vocabulary.model_validate(wordnet_vocab.to_json())  # the lookup cache is not state
-    with pytest.raises(Exception):  # frozen
+    with pytest.raises(pydantic.ValidationError, match="frozen"):
         wordnet_vocab.source = "gpt"
 
 

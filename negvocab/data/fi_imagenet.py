@@ -27,7 +27,7 @@ from negvocab.textfiles import read_text
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FiImageNet", "PAPER_SPLIT", "fi_imagenet", "read_id_list"]
+__all__ = ["PAPER_SPLIT", "FiImageNet", "fi_imagenet", "read_id_list"]
 
 PAPER_SPLIT = {"ood": 655, "ambiguous": 980, "id": 48_365}  # METHODS.md 7, on the 50,000 val images
 

@@ -80,7 +80,7 @@ class ImageSet:
             try:
                 with Image.open(path) as im:
                     im.verify()
-            except Exception as e:  # noqa: BLE001 - any decoder error means "unreadable"
+            except Exception as e:
                 bad.append((path, f"{type(e).__name__}: {e}"))
             else:
                 keep.append(i)

@@ -26,7 +26,7 @@ from typing import Any
 
 from negvocab.atomic import write_bytes
 from negvocab.errors import ResourceError
-from negvocab.llm.client import RESPONSE_FORMAT, Answer, LLMClient, add_usage, BadAnswer, labels_from_message
+from negvocab.llm.client import RESPONSE_FORMAT, Answer, BadAnswer, LLMClient, add_usage, labels_from_message
 from negvocab.llm.journal import Journal
 from negvocab.llm.prompts import PromptTemplate
 from negvocab.llm.run import Progress, Request, pending, result_record

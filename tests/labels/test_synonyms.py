@@ -22,7 +22,7 @@ def _forms(classes):
 def test_every_clean_name_and_every_lemma_is_removed(synfilter, classes, wn):
     forms = _forms(classes)
     assert len(forms) == 1000 + 1860
-    for form, i, _source in forms:
+    for form, _i, _source in forms:
         match = synfilter.explain(form)
         assert match is not None, form
         assert match.how == "exact"

@@ -106,8 +106,8 @@ def test_env_var_pointing_nowhere_is_one_clear_error(tmp_path, cache_dir, monkey
 
 def test_no_wordnet_names_both_ways_to_install(monkeypatch):
     monkeypatch.delenv(wnmod.WORDNET_DIR_ENV, raising=False)
-    monkeypatch.setattr(wnmod, "_nltk_roots", lambda: [])
-    monkeypatch.setattr(wnmod, "_system_dirs", lambda: [])
+    monkeypatch.setattr(wnmod, "_nltk_roots", list)
+    monkeypatch.setattr(wnmod, "_system_dirs", list)
     with pytest.raises(ResourceError) as err:
         wnmod._load()
     msg = str(err.value)
@@ -124,8 +124,8 @@ def test_module_entry_point_reports_ready(wn, capsys):
 def test_entry_point_failure_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(wnmod, "load_wordnet", lambda: wnmod._load())
     monkeypatch.delenv(wnmod.WORDNET_DIR_ENV, raising=False)
-    monkeypatch.setattr(wnmod, "_nltk_roots", lambda: [])
-    monkeypatch.setattr(wnmod, "_system_dirs", lambda: [])
+    monkeypatch.setattr(wnmod, "_nltk_roots", list)
+    monkeypatch.setattr(wnmod, "_system_dirs", list)
     assert wnmod.main([]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: WordNet 3.0 not found") and err.count("\n") == 1

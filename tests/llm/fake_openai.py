@@ -170,7 +170,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(code, {"error": {"message": message, "type": "fake", "code": code}}, headers)
 
     # -- routes ------------------------------------------------------------------------------------
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         state = self.server.state
         state.auth_headers.add(self.headers.get("Authorization", ""))
         body = self._body()
@@ -199,7 +199,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._error(401, f"Incorrect API key provided: {got[:3]}***{got[-4:]}. You can find your API key at ...")
         return False
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         state = self.server.state
         if not self._authorized():
             return
