@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,9 +32,15 @@ from negvocab.errors import InputError
 if TYPE_CHECKING:
     import torch
 
+    from negvocab.vlm.cache import EmbeddingStore
     from negvocab.vlm.model import VLM
 
 log = logging.getLogger(__name__)
+
+#: finished image rows reach the cache in pieces of at least this many (an interrupted run resumes),
+#: and in at most IMAGE_STORE_PIECES pieces per run, so that big patch-feature stores are rarely merged
+IMAGE_STORE_EVERY = 2048
+IMAGE_STORE_PIECES = 4
 
 IMAGE_EXTENSIONS = frozenset(
     {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".jfif"}
@@ -218,6 +224,61 @@ def _file_key(path: str) -> str:
     return f"{p}|{st.st_size}|{st.st_mtime_ns}"
 
 
+class _Rows:
+    """The output rows [n, d] (and [n, p, d]), allocated on the first batch; ``done`` marks filled rows."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.done = np.zeros(n, dtype=bool)
+        self.glob: np.ndarray | None = None
+        self.local: np.ndarray | None = None
+
+    def set(self, idx: Sequence[int], g: np.ndarray, z: np.ndarray | None) -> None:
+        if self.glob is None:
+            self.glob = np.zeros((self.n, *g.shape[1:]), dtype=np.float32)
+        self.glob[idx] = g
+        if z is not None:
+            if self.local is None:
+                self.local = np.zeros((self.n, *z.shape[1:]), dtype=np.float32)
+            self.local[idx] = z
+        self.done[idx] = True
+
+
+class _CacheWriter:
+    """Stores finished image rows in the cache every ``every`` images, so an interrupted run resumes."""
+
+    def __init__(self, stores: list[EmbeddingStore], keys: list[str], every: int) -> None:
+        self.stores, self.keys, self.every = stores, keys, every
+        self.pending: list[tuple[Sequence[int], np.ndarray, np.ndarray | None]] = []
+
+    def add(self, idx: Sequence[int], g: np.ndarray, z: np.ndarray | None) -> None:
+        if self.stores:
+            self.pending.append((idx, g, z))
+            if sum(len(i) for i, _, _ in self.pending) >= self.every:
+                self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        keys = [self.keys[i] for idx, _, _ in self.pending for i in idx]
+        self.stores[0].put(keys, np.concatenate([g for _, g, _ in self.pending]))
+        if len(self.stores) > 1:
+            self.stores[1].put(keys, np.concatenate([z for _, _, z in self.pending]))  # type: ignore[misc]
+        self.pending.clear()
+
+
+def _from_cache(stores: list[EmbeddingStore], keys: list[str], rows: _Rows, readable: list[int]) -> None:
+    """Fill ``rows`` with the images whose global (and, when asked, local) rows are all cached."""
+    if not readable:
+        return
+    hits = [store.get([keys[i] for i in readable]) for store in stores]
+    ok = np.logical_and.reduce([found for found, _ in hits])
+    if ok.any():
+        idx = np.asarray(readable)[ok]
+        local = hits[1][1][ok] if len(hits) > 1 else None  # type: ignore[index]
+        rows.set(idx, hits[0][1][ok], local)  # type: ignore[index]
+
+
 def encode_images(
     vlm: VLM,
     source: Any,
@@ -228,7 +289,11 @@ def encode_images(
     num_workers: int | None = None,
     progress: bool | None = None,
 ) -> ImageEmbeddings:
-    """Embed the images of ``source`` (paths, a folder or a dataset; see the module docstring)."""
+    """Embed the images of ``source`` (paths, a folder or a dataset; see the module docstring).
+
+    Finished rows reach the cache as they come (see ``IMAGE_STORE_EVERY``), so an interrupted
+    run resumes where it stopped.
+    """
     if local_features:
         why = local_features_supported(vlm.model)
         if why:
@@ -238,12 +303,10 @@ def encode_images(
     if n == 0:
         raise InputError("no images to encode")
     failed: dict[int, str] = {}
-    glob_rows: np.ndarray | None = None
-    loc_rows: np.ndarray | None = None
-    todo = list(range(n))
+    rows = _Rows(n)
     keys: list[str] = []
-    use_cache = vlm.cache_enabled and not is_dataset
-    if use_cache:
+    stores: list[EmbeddingStore] = []
+    if vlm.cache_enabled and not is_dataset:
         for i, path in enumerate(names):
             try:
                 keys.append(_file_key(path))
@@ -251,44 +314,23 @@ def encode_images(
                 keys.append("")
                 failed[i] = f"{type(e).__name__}: {e.strerror or e}"
         stores = [vlm.store("image")] + ([vlm.store("image-local")] if local_features else [])
-        valid = [i for i in range(n) if i not in failed]
-        found = np.zeros(n, dtype=bool)
-        hits = []
-        for store in stores:
-            f, rows = store.get([keys[i] for i in valid])
-            hits.append((f, rows))
-        ok = np.logical_and.reduce([f for f, _ in hits]) if valid else np.zeros(0, dtype=bool)
-        found[valid] = ok
-        if ok.any():
-            g_rows = hits[0][1]
-            assert g_rows is not None
-            glob_rows = np.zeros((n, g_rows.shape[1]), dtype=np.float32)
-            glob_rows[np.array(valid)[ok]] = g_rows[ok]
-            if local_features:
-                l_rows = hits[1][1]
-                assert l_rows is not None
-                loc_rows = np.zeros((n, *l_rows.shape[1:]), dtype=np.float32)
-                loc_rows[np.array(valid)[ok]] = l_rows[ok]
-        todo = [i for i in range(n) if not found[i] and i not in failed]
-        if n - len(todo) - len(failed):
-            log.info("%s: %d of %d image embeddings from the cache", vlm.name, n - len(todo) - len(failed), n)
+        _from_cache(stores, keys, rows, [i for i in range(n) if i not in failed])
+        if rows.done.any():
+            log.info("%s: %d of %d image embeddings from the cache", vlm.name, int(rows.done.sum()), n)
+    todo = [i for i in range(n) if not rows.done[i] and i not in failed]
     ids: dict[int, str] = {}
     if todo:
-        g_new, l_new, done, bad, ids = _encode(vlm, items, todo, local_features, is_dataset, batch_size, num_workers, progress)
+        writer = _CacheWriter(stores, keys, max(IMAGE_STORE_EVERY, -(-len(todo) // IMAGE_STORE_PIECES)))
+
+        def on_batch(idx: list[int], g: np.ndarray, z: np.ndarray | None) -> None:
+            rows.set(idx, g, z)
+            writer.add(idx, g, z)
+
+        try:
+            bad, ids = _encode(vlm, items, todo, local_features, is_dataset, batch_size, num_workers, progress, on_batch)
+        finally:
+            writer.flush()  # keep what was finished, also when interrupted
         failed.update(bad)
-        if done:
-            if glob_rows is None:
-                glob_rows = np.zeros((n, g_new.shape[1]), dtype=np.float32)
-            glob_rows[done] = g_new
-            if local_features:
-                assert l_new is not None
-                if loc_rows is None:
-                    loc_rows = np.zeros((n, *l_new.shape[1:]), dtype=np.float32)
-                loc_rows[done] = l_new
-            if use_cache:
-                vlm.store("image").put([keys[i] for i in done], g_new)
-                if local_features:
-                    vlm.store("image-local").put([keys[i] for i in done], l_new)
     if failed:
         for i, why in sorted(failed.items()):
             log.debug("unreadable image %s: %s", names[i], why)
@@ -297,13 +339,13 @@ def encode_images(
             raise InputError(msg)
         log.warning(msg)
     keep = [i for i in range(n) if i not in failed]
-    if not keep or glob_rows is None:
+    if not keep or rows.glob is None:
         raise InputError(f"none of the {n} images could be read (first: {names[0]}: {failed.get(0, '?')})")
     row_names = [ids.get(i, names[i]) for i in keep] if is_dataset else [names[i] for i in keep]
     return ImageEmbeddings(
         paths=row_names,
-        embeddings=glob_rows[keep],
-        local=None if loc_rows is None else loc_rows[keep],
+        embeddings=rows.glob[keep],
+        local=None if rows.local is None else rows.local[keep],
         failed=[(names[i], why) for i, why in sorted(failed.items())],
     )
 
@@ -317,9 +359,9 @@ def _encode(
     batch_size: int | None,
     num_workers: int | None,
     progress: bool | None,
-) -> tuple[np.ndarray, np.ndarray | None, list[int], dict[int, str], dict[int, str]]:
-    """Run the model over items ``todo``: (global, local, rows done, failures, dataset ids)."""
-    import torch
+    on_batch: Callable[[list[int], np.ndarray, np.ndarray | None], None],
+) -> tuple[dict[int, str], dict[int, str]]:
+    """Run the model over items ``todo``, handing each batch to ``on_batch``: (failures, dataset ids)."""
     from torch.utils.data import DataLoader, Subset
 
     bs = batch_size or (256 if vlm.device.type == "cuda" else 32)
@@ -340,9 +382,7 @@ def _encode(
         from tqdm.auto import tqdm
 
         it = tqdm(loader, total=len(loader), unit="batch", desc=f"encoding {len(todo)} images", disable=None)
-    g_parts: list[torch.Tensor] = []
-    l_parts: list[torch.Tensor] = []
-    done: list[int] = []
+    n_done = 0
     bad: dict[int, str] = {}
     t0 = time.perf_counter()
     ids: dict[int, str] = {}
@@ -353,15 +393,9 @@ def _encode(
         if tensors is None:
             continue
         g, z = encode_batch(vlm, tensors, local)
-        g_parts.append(g)
-        if z is not None:
-            l_parts.append(z)
-        done.extend(idx)
+        on_batch(idx, g.numpy(), None if z is None else z.numpy())
+        n_done += len(idx)
     dt = time.perf_counter() - t0
-    log.info("encoded %d images in %.1f s (%.1f images/s) on %s", len(done), dt, len(done) / max(dt, 1e-9), vlm.device)
-    if not g_parts:
-        return np.zeros((0, vlm.dim), np.float32), None, [], bad, ids
-    g_all = torch.cat(g_parts).numpy()
-    l_all = torch.cat(l_parts).numpy() if local else None
-    return g_all, l_all, done, bad, ids
+    log.info("encoded %d images in %.1f s (%.1f images/s) on %s", n_done, dt, n_done / max(dt, 1e-9), vlm.device)
+    return bad, ids
 

@@ -262,3 +262,36 @@ def test_list_and_clear_stores_from_the_cli(tmp_path, monkeypatch):
     assert wrong.exit_code == 2 and "is a file" in wrong.output
     gone = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "emb"), "--clear", "--yes"])
     assert gone.exit_code == 0 and "cleared 1 stores" in gone.output and not list_stores(tmp_path / "emb")
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_interrupted_image_encoding_resumes(tiny, image_dir, monkeypatch, local):
+    import negvocab.vlm.images as images_mod
+
+    monkeypatch.setattr(images_mod, "IMAGE_STORE_EVERY", 2)
+    batches: list[int] = []  # images per batch the model saw
+    real = images_mod.encode_batch
+
+    def interrupt_on_third_batch(vlm, tensors, local):
+        if len(batches) == 2 and not interrupt_on_third_batch.fired:
+            interrupt_on_third_batch.fired = True
+            raise KeyboardInterrupt
+        batches.append(len(tensors))
+        return real(vlm, tensors, local)
+
+    interrupt_on_third_batch.fired = False
+    monkeypatch.setattr(images_mod, "encode_batch", interrupt_on_third_batch)
+    with pytest.raises(KeyboardInterrupt):
+        tiny.encode_images(image_dir, local_features=local, batch_size=2, num_workers=0)
+    assert batches == [1, 2]  # (broken.jpg, img0), (img1, img2) finished; written in pieces of >= 2
+    batches.clear()
+    out = tiny.encode_images(image_dir, local_features=local, batch_size=2, num_workers=0)
+    assert sum(batches) == 2  # only img3 and sub/gray.png are encoded again (broken.jpg is retried)
+    from negvocab.vlm.model import VLM
+
+    fresh = VLM.from_model(tiny.model, tiny.tokenizer, name="tiny", random_weights=True, device="cpu", cache=False)
+    ref = fresh.encode_images(image_dir, local_features=local, num_workers=0)
+    assert out.paths == ref.paths and len(out.failed) == 1
+    np.testing.assert_allclose(out.embeddings, ref.embeddings, atol=1e-6)
+    if local:
+        np.testing.assert_allclose(out.local, ref.local, atol=1e-6)
