@@ -193,6 +193,9 @@ class _Loaded:
         self.preprocess_from = preprocess_from
 
 
+_UNREACHABLE = "the hub is offline or unreachable, and the file is not in the local Hugging Face cache"
+
+
 def _load(
     name: str,
     pretrained: str | None,
@@ -203,65 +206,82 @@ def _load(
     seed: int,
     online: bool = True,
 ) -> _Loaded:
-    import open_clip
-    import torch
-
-    unreachable = "the hub is offline or unreachable, and the file is not in the local Hugging Face cache"
-
-    force_pp = {k: v for k, v in (preprocess or {}).items()}
+    """The model behind ``name`` / ``pretrained``: a schema id, random weights, a file/folder or a tag."""
+    force_pp = dict(preprocess or {})
     unknown = set(force_pp) - set(_PREPROCESS_KEYS) - {"size"}
     if unknown:
         raise InputError(f"unknown preprocessing keys {sorted(unknown)}; known: {', '.join(_PREPROCESS_KEYS)}")
-
     if name.startswith(("hf-hub:", "local-dir:")):
         if pretrained:
             log.warning("ignoring pretrained=%r: %s carries its own weights", pretrained, name)
-        offline_hint = (
-            "offline, download open_clip_config.json and the weights into a folder and pass "
-            f"--model local-dir:/path/to/folder, or --model NAME {LOCAL_CHECKPOINT_HINT}"
-        )
-        # open_clip goes on with random weights (after a warning) when it finds no weights file
-        checkpoint = _schema_checkpoint(name)
-        if checkpoint is None:
-            if name.startswith("local-dir:"):
-                raise ResourceError(
-                    f"{name}: no weights file next to open_clip_config.json; put open_clip_pytorch_model.bin "
-                    f"(or .safetensors) there, or pass --model NAME {LOCAL_CHECKPOINT_HINT}"
-                )
-            why = "" if online else f" ({unreachable})"
-            raise ResourceError(f"could not get the weights of {name} from the Hugging Face hub{why}; {offline_hint}")
-        try:
-            model = open_clip.create_model(name, force_preprocess_cfg=force_pp or None, pretrained_text=False)
-        except Exception as e:  # open_clip raises RuntimeError/FileNotFoundError/HF errors
-            raise ResourceError(
-                f"could not load {name} ({type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}); {offline_hint}"
-            ) from e
-        return _Loaded(model, checkpoint, name.split(":", 1)[0], None, "model config", name)
-
+        return _load_schema(name, force_pp, online)
     arch = _check_model_name(name)
     if pretrained is None:
-        log.warning(
-            "building %s with RANDOM weights (pretrained=None, seed=%d): embeddings are meaningless "
-            "outside tests; pass pretrained=TAG or a checkpoint path",
-            arch,
-            seed,
-        )
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            model = open_clip.create_model(
-                arch,
-                pretrained=None,
-                pretrained_image=False,
-                pretrained_text=False,
-                force_quick_gelu=bool(quick_gelu),
-                force_preprocess_cfg=force_pp or None,
+        return _load_random(arch, quick_gelu, force_pp, seed)
+    path = Path(pretrained).expanduser()
+    if path.is_dir() and (path / "open_clip_config.json").is_file():
+        return _load_schema(f"local-dir:{path}", force_pp, online)
+    checkpoint, source, tag, cfg = _checkpoint(arch, pretrained, tag, online)
+    return _create(arch, checkpoint, source, tag, cfg, quick_gelu, force_pp)
+
+
+def _load_schema(name: str, force_pp: dict[str, Any], online: bool) -> _Loaded:
+    """An ``hf-hub:`` or ``local-dir:`` model: its own config, preprocessing and weights."""
+    import open_clip
+
+    offline_hint = (
+        "offline, download open_clip_config.json and the weights into a folder and pass "
+        f"--model local-dir:/path/to/folder, or --model NAME {LOCAL_CHECKPOINT_HINT}"
+    )
+    # open_clip goes on with random weights (after a warning) when it finds no weights file
+    checkpoint = _schema_checkpoint(name)
+    if checkpoint is None:
+        if name.startswith("local-dir:"):
+            raise ResourceError(
+                f"{name}: no weights file next to open_clip_config.json; put open_clip_pytorch_model.bin "
+                f"(or .safetensors) there, or pass --model NAME {LOCAL_CHECKPOINT_HINT}"
             )
-        return _Loaded(model, None, "random", None, "model config", arch)
+        why = "" if online else f" ({_UNREACHABLE})"
+        raise ResourceError(f"could not get the weights of {name} from the Hugging Face hub{why}; {offline_hint}")
+    try:
+        model = open_clip.create_model(name, force_preprocess_cfg=force_pp or None, pretrained_text=False)
+    except Exception as e:  # open_clip raises RuntimeError/FileNotFoundError/HF errors
+        raise ResourceError(
+            f"could not load {name} ({type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}); {offline_hint}"
+        ) from e
+    return _Loaded(model, checkpoint, name.split(":", 1)[0], None, "model config", name)
+
+
+def _load_random(arch: str, quick_gelu: bool | None, force_pp: dict[str, Any], seed: int) -> _Loaded:
+    """``arch`` with RANDOM weights drawn from ``seed`` (tests); loudly logged."""
+    import open_clip
+    import torch
+
+    log.warning(
+        "building %s with RANDOM weights (pretrained=None, seed=%d): embeddings are meaningless "
+        "outside tests; pass pretrained=TAG or a checkpoint path",
+        arch,
+        seed,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = open_clip.create_model(
+            arch,
+            pretrained=None,
+            pretrained_image=False,
+            pretrained_text=False,
+            force_quick_gelu=bool(quick_gelu),
+            force_preprocess_cfg=force_pp or None,
+        )
+    return _Loaded(model, None, "random", None, "model config", arch)
+
+
+def _checkpoint(arch: str, pretrained: str, tag: str | None, online: bool) -> tuple[str, str, str | None, dict[str, Any]]:
+    """(checkpoint file, source, tag, tag config) for a local file/folder or a pretrained tag."""
+    import open_clip
 
     path = Path(pretrained).expanduser()
     if path.is_dir():
-        if (path / "open_clip_config.json").is_file():
-            return _load(f"local-dir:{path}", None, tag=None, quick_gelu=quick_gelu, preprocess=preprocess, seed=seed)
         from open_clip.factory import _find_checkpoint_in_dir
 
         found = _find_checkpoint_in_dir(path)
@@ -269,8 +289,6 @@ def _load(
             raise InputError(f"{path}: no checkpoint (*.safetensors, *.bin, *.pth) in this folder")
         path = Path(found)
     if path.is_file():
-        checkpoint, source = str(path), "file"
-        cfg = _tag_cfg(arch, tag) if tag else {}
         if not tag:
             log.warning(
                 "%s: loading weights from a file without tag=: using %s's default preprocessing and "
@@ -278,30 +296,43 @@ def _load(
                 path,
                 arch,
             )
-    else:
-        if _looks_like_path(pretrained):
-            raise InputError(f"checkpoint {pretrained}: no such file or folder")
-        tag = pretrained
-        cfg = _tag_cfg(arch, tag)
-        try:
-            checkpoint = open_clip.download_pretrained(cfg)
-        except Exception as e:
-            where = cfg.get("hf_hub") or cfg.get("url") or "?"
-            raise ResourceError(
-                f"could not get the {arch} weights for tag {tag!r} (tried {where}: "
-                f"{type(e).__name__ if online else unreachable}); "
-                f"offline, download open_clip_pytorch_model.bin elsewhere and pass "
-                f"{LOCAL_CHECKPOINT_HINT} --tag {tag}"
-            ) from e
-        if not checkpoint:
-            raise ResourceError(f"open_clip has no download location for {arch} tag {tag!r}")
-        source = "tag"
+        return str(path), "file", tag, _tag_cfg(arch, tag) if tag else {}
+    if _looks_like_path(pretrained):
+        raise InputError(f"checkpoint {pretrained}: no such file or folder")
+    cfg = _tag_cfg(arch, pretrained)
+    try:
+        checkpoint = open_clip.download_pretrained(cfg)
+    except Exception as e:
+        where = cfg.get("hf_hub") or cfg.get("url") or "?"
+        raise ResourceError(
+            f"could not get the {arch} weights for tag {pretrained!r} (tried {where}: "
+            f"{type(e).__name__ if online else _UNREACHABLE}); "
+            f"offline, download open_clip_pytorch_model.bin elsewhere and pass "
+            f"{LOCAL_CHECKPOINT_HINT} --tag {pretrained}"
+        ) from e
+    if not checkpoint:
+        raise ResourceError(f"open_clip has no download location for {arch} tag {pretrained!r}")
+    return str(checkpoint), "tag", pretrained, cfg
+
+
+def _create(
+    arch: str,
+    checkpoint: str,
+    source: str,
+    tag: str | None,
+    cfg: Mapping[str, Any],
+    quick_gelu: bool | None,
+    force_pp: dict[str, Any],
+) -> _Loaded:
+    """``arch`` with ``checkpoint``'s weights and the tag's preprocessing and QuickGELU (open_clip#1068)."""
+    import open_clip
+
     tag_pp = {k: cfg[k] for k in _PREPROCESS_KEYS if k in cfg}
     qg = bool(cfg.get("quick_gelu", False)) if quick_gelu is None else quick_gelu
     try:
         model = open_clip.create_model(
             arch,
-            pretrained=str(checkpoint),
+            pretrained=checkpoint,
             force_quick_gelu=qg,
             force_preprocess_cfg={**tag_pp, **force_pp} or None,
             pretrained_image=False,
@@ -315,7 +346,7 @@ def _load(
     pp_from = f"tag {tag}" if tag else "model config"
     if force_pp:
         pp_from += " + overrides"
-    return _Loaded(model, str(checkpoint), source, tag, pp_from, arch)
+    return _Loaded(model, checkpoint, source, tag, pp_from, arch)
 
 
 def _schema_checkpoint(name: str) -> str | None:
