@@ -77,8 +77,12 @@ TempOpt = Annotated[
     typer.Option(
         "--temperature",
         "-T",
-        help="Softmax temperature T on cosines of mcm, glmcm and eoe (default 1) and of neglabel_eoe's penalty (default: --tau).",
+        help="Softmax temperature T on cosines of mcm, glmcm and eoe (default 1).",
     ),
+]
+PenaltyTempOpt = Annotated[
+    Optional[float],  # noqa: UP045
+    typer.Option("--penalty-temperature", help="Temperature of neglabel_eoe's EOE penalty (default: --tau)."),
 ]
 ConventionOpt = Annotated[str, typer.Option("--convention", help="FPR convention: paper (ID-anchored), hendrycks or openood.")]
 TprOpt = Annotated[float, typer.Option("--tpr", help="TPR of the FPR metric (0.95 = FPR@95).")]
@@ -126,6 +130,7 @@ def check_scoring_options(
     n_boot: int,
     topk: int | None = None,
     temperature: float | None = None,
+    penalty_temperature: float | None = None,
 ) -> None:
     """Reject bad scoring options before a model is loaded or an image is read."""
     import math
@@ -148,8 +153,9 @@ def check_scoring_options(
         raise InputError(f"--n-boot must be >= 0, got {n_boot}")
     if topk is not None and topk < 1:
         raise InputError(f"--topk must be >= 1, got {topk}")
-    if temperature is not None and not (math.isfinite(temperature) and temperature > 0):
-        raise InputError(f"--temperature must be a positive number, got {temperature}")
+    for flag, value in (("--temperature", temperature), ("--penalty-temperature", penalty_temperature)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise InputError(f"{flag} must be a positive number, got {value}")
 
 
 def _load_vocabs(paths: list[Path]) -> dict[str, object]:
@@ -201,6 +207,7 @@ def score_cmd(
     seed: SeedOpt = 0,
     beta: BetaOpt = 0.25,
     temperature: TempOpt = None,
+    penalty_temperature: PenaltyTempOpt = None,
     topk: Annotated[
         Optional[int],  # noqa: UP045
         typer.Option("--topk", help="NegLabel from each image's k nearest negatives (FAISS), with certified bounds."),
@@ -220,7 +227,7 @@ def score_cmd(
 
     methods = [canonical_method(m) for m in (method or ["neglabel"])]  # fail before loading a model
     check_output(output / "results.json")
-    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, topk=topk, temperature=temperature)
+    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, topk=topk, temperature=temperature, penalty_temperature=penalty_temperature)
     if explain < 0:
         raise InputError(f"--explain must be >= 0, got {explain}")
     need_vocab = [m for m in methods if m in NEEDS_NEGATIVES]
@@ -238,7 +245,7 @@ def score_cmd(
         methods,
         id_classes=classes,
         templates=templates,
-        params={"tau": tau, "groups": groups, "grouping": grouping, "seed": seed, "beta": beta, "T": temperature, "topk": topk, "lam": lam},
+        params={"tau": tau, "groups": groups, "grouping": grouping, "seed": seed, "beta": beta, "T": temperature, "penalty_T": penalty_temperature, "topk": topk, "lam": lam},
         convention=convention,
         tpr=tpr,
         n_boot=n_boot,
@@ -280,6 +287,7 @@ def sweep_cmd(
     seed: SeedOpt = 0,
     beta: BetaOpt = 0.25,
     temperature: TempOpt = None,
+    penalty_temperature: PenaltyTempOpt = None,
     convention: ConventionOpt = "paper",
     tpr: TprOpt = 0.95,
     n_boot: BootOpt = 200,
@@ -298,7 +306,7 @@ def sweep_cmd(
     check_output(output / "sweep.json")
     if key not in NEEDS_NEGATIVES:
         raise InputError(f"--method {key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
-    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, temperature=temperature)
+    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, temperature=temperature, penalty_temperature=penalty_temperature)
     ranked = Vocabulary.load(vocab)
     parse_sizes(sizes, len(ranked))
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root)
@@ -315,7 +323,7 @@ def sweep_cmd(
         references=refs,  # type: ignore[arg-type]
         id_classes=classes,
         templates=templates,
-        params={"tau": tau, "groups": groups, "grouping": grouping, "seed": seed, "beta": beta, "T": temperature},
+        params={"tau": tau, "groups": groups, "grouping": grouping, "seed": seed, "beta": beta, "T": temperature, "penalty_T": penalty_temperature},
         convention=convention,
         tpr=tpr,
         n_boot=n_boot,

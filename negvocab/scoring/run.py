@@ -151,7 +151,7 @@ def evaluate_vocabularies(
     """Score ``vlm`` on ``id_set`` vs ``ood_set`` with every method and vocabulary.
 
     Methods that use no negatives (mcm, glmcm) are scored once. ``params`` go to each scorer that
-    accepts them (tau, groups, grouping, seed, beta, T, lam, topk). The metrics follow
+    accepts them (tau, groups, grouping, seed, beta, T, penalty_T, lam, topk). The metrics follow
     ``convention`` (see :mod:`negvocab.scoring.metrics`); bootstrap intervals resample OOD images.
     """
     from negvocab.labels.imagenet import imagenet1k

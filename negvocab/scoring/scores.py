@@ -616,28 +616,30 @@ def neglabel_eoe(
     grouping: Grouping = "stratified",
     seed: int = 0,
     beta: float = 0.25,
-    T: float | None = None,
+    penalty_T: float | None = None,
     device: Any = None,
     chunk_size: int | None = None,
 ) -> np.ndarray:
     r"""NegLabel with EOE's penalty term on top (as used in the Fi-ImageNet-1k paper).
 
     .. math:: S(v) = S_{NegLabel}(v) - \beta \max_{j \in neg} p_j, \qquad
-              p_k = \frac{e^{\cos(v,t_k)/T}}{\sum_{k' \in ID \cup neg} e^{\cos(v,t_{k'})/T}}
+              p_k = \frac{e^{\cos(v,t_k)/T_p}}{\sum_{k' \in ID \cup neg} e^{\cos(v,t_{k'})/T_p}}
 
     i.e. EOE's penalty (the largest probability of any negative label in ONE softmax over the ID
     labels and all M negatives, ungrouped) subtracted from the grouped NegLabel score.
-    ``T`` defaults to ``tau`` so that the penalty lives on the same logit scale as the NegLabel term
-    (with ``T = 1`` on cosines and thousands of labels the penalty is ~1e-4 and vanishes).
+    The penalty temperature ``penalty_T`` (:math:`T_p`) defaults to ``tau`` so that the penalty
+    lives on the same logit scale as the NegLabel term (with :math:`T_p = 1` on cosines and thousands
+    of labels the penalty is ~1e-4 and vanishes). It is named apart from the ``T`` of MCM and EOE
+    so that one set of parameters can drive every scorer.
 
-    Parameters are those of :func:`neglabel` plus ``beta`` (default 0.25) and ``T``.
+    Parameters are those of :func:`neglabel` plus ``beta`` (default 0.25) and ``penalty_T``.
 
     Returns
     -------
     ndarray of float64, shape (n,)
     """
     tau = _positive(tau, "tau")
-    temp = tau if T is None else _positive(T, "T")
+    temp = tau if penalty_T is None else _positive(penalty_T, "penalty_T")
     beta = _finite(beta, "beta")
     v, t, n = _prepare(image_emb, id_emb, neg_emb, device, need_neg=True, method="neglabel_eoe")
     assert n is not None
@@ -877,7 +879,8 @@ def score(
         Negative (or outlier) label embeddings; required by neglabel, eoe, neglabel_eoe.
     **params
         Passed to the scorer: ``tau``, ``groups``, ``grouping``, ``seed`` (NegLabel); ``beta``,
-        ``T`` (EOE); ``T`` (MCM); ``local``, ``lam``, ``T`` (GL-MCM); ``device``, ``chunk_size``.
+        ``T`` (EOE); ``T`` (MCM); ``local``, ``lam``, ``T`` (GL-MCM); ``beta``, ``penalty_T``
+        (NegLabel + EOE); ``device``, ``chunk_size``.
         ``topk=k`` (NegLabel only) sums each image's k nearest negatives; with ``return_bounds=True``
         it returns the :class:`TopkScores` (estimate, certified lower/upper bounds) instead.
 

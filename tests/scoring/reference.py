@@ -64,8 +64,8 @@ def neglabel(img, idt, neg, tau=0.01, groups=100, grouping="stratified", seed=0)
     return np.mean(per, 0)
 
 
-def neglabel_eoe(img, idt, neg, tau=0.01, groups=100, grouping="stratified", seed=0, beta=0.25, T=None):
-    T = tau if T is None else T
+def neglabel_eoe(img, idt, neg, tau=0.01, groups=100, grouping="stratified", seed=0, beta=0.25, penalty_T=None):
+    T = tau if penalty_T is None else penalty_T
     img64, idt64, neg64 = f64(img, idt, neg)
     p = softmax(np.concatenate([img64 @ idt64.T, img64 @ neg64.T], 1) / T)
     return neglabel(img, idt, neg, tau, groups, grouping, seed) - beta * p[:, idt.shape[0] :].max(1)

@@ -143,7 +143,7 @@ def test_temperature_reaches_each_scorer(sets, classes):
     vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(20)], source="file")
     ev = run.evaluate_vocabularies(
         FakeVLM(), *sets, {"v": vocab}, ["mcm", "eoe", "neglabel_eoe"], id_classes=classes, templates="single",
-        params={"T": 0.3, "tau": 0.02, "groups": 4}, n_boot=0, explain_k=0,
+        params={"T": 0.3, "penalty_T": 0.5, "tau": 0.02, "groups": 4}, n_boot=0, explain_k=0,
     )  # fmt: skip
     imgs = np.stack([_vec(p) for p in sets[0].paths + sets[1].paths])
     cls = np.stack([_vec(f"single:{n}") for n in classes.names])
@@ -151,7 +151,8 @@ def test_temperature_reaches_each_scorer(sets, classes):
     for key, want in [
         ("mcm", negvocab.score("mcm", imgs, cls, T=0.3)),
         ("eoe@v", negvocab.score("eoe", imgs, cls, neg, T=0.3)),
-        ("neglabel_eoe@v", negvocab.score("neglabel_eoe", imgs, cls, neg, T=0.3, tau=0.02, groups=4)),
+        # T is MCM's and EOE's; the NegLabel + EOE penalty has its own temperature
+        ("neglabel_eoe@v", negvocab.score("neglabel_eoe", imgs, cls, neg, penalty_T=0.5, tau=0.02, groups=4)),
     ]:
         np.testing.assert_allclose(np.r_[ev.scores[key]["id"], ev.scores[key]["ood"]], want, atol=1e-6, err_msg=key)
     assert not np.allclose(ev.scores["mcm"]["id"], negvocab.score("mcm", imgs, cls)[:30])  # T=1 differs

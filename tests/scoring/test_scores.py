@@ -106,8 +106,8 @@ def test_neglabel_eoe_matches_float64(emb):
     got = negvocab.score("neglabel+eoe", emb["img"], emb["id"], emb["neg"], groups=7, beta=0.5)
     want = ref.neglabel_eoe(emb["img"], emb["id"], emb["neg"], groups=7, beta=0.5)
     np.testing.assert_allclose(got, want, atol=ATOL, rtol=0)
-    got_t = negvocab.score("neglabel_eoe", emb["img"], emb["id"], emb["neg"], groups=7, T=1.0)
-    want_t = ref.neglabel_eoe(emb["img"], emb["id"], emb["neg"], groups=7, T=1.0)
+    got_t = negvocab.score("neglabel_eoe", emb["img"], emb["id"], emb["neg"], groups=7, penalty_T=1.0)
+    want_t = ref.neglabel_eoe(emb["img"], emb["id"], emb["neg"], groups=7, penalty_T=1.0)
     np.testing.assert_allclose(got_t, want_t, atol=ATOL, rtol=0)
 
 
