@@ -122,9 +122,20 @@ class Vocabulary(BaseModel):
     def parts_of_speech(self) -> list[str | None]:
         """Each label's part of speech ("n", "a") where its builder recorded one, else None.
 
-        Template presets that depend on it (``"neglabel"``) take this as ``pos``.
+        Template presets that depend on it (``"neglabel"``) take this as ``pos``. In a union, the
+        first source (in ``sources`` order) that recorded one gives it.
         """
-        return [self.meta.get(label, {}).get("pos") for label in self.labels]
+        return [self._pos(self.meta.get(label, {})) for label in self.labels]
+
+    @staticmethod
+    def _pos(entry: dict[str, Any]) -> str | None:
+        if entry.get("pos") is not None:
+            return entry["pos"]
+        for src in entry.get("sources", []):
+            part = entry.get(src)
+            if isinstance(part, dict) and part.get("pos") is not None:
+                return part["pos"]
+        return None
 
     def label_sources(self, label: str) -> list[str]:
         """The builder sources that contributed ``label`` (one, unless this is a union)."""

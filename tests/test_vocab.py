@@ -257,3 +257,15 @@ def test_subset_keeps_vocabulary_order_meta_and_views(wordnet_vocab):
     assert s.settings["filtered"] is True and s.settings["model"] == "ViT-B-32"
     with pytest.raises(InputError, match="no labels"):
         wordnet_vocab.subset(["not there"])
+
+
+def test_union_keeps_each_labels_part_of_speech(tmp_path):
+    # the "neglabel" templates pick the adjective template by pos: a union must not lose it
+    wn = Vocabulary.from_labels(["bright", "kayak"], source="wordnet", meta={"bright": {"pos": "a"}, "kayak": {"pos": "n"}})
+    gpt = Vocabulary.from_labels(["sea otter", "bright"], source="gpt", meta={"sea otter": {"classes": ["n02444819"]}})
+    assert wn.parts_of_speech() == ["a", "n"]
+    u = Vocabulary.union(gpt, wn)
+    assert u.labels == ["sea otter", "bright", "kayak"]
+    assert u.parts_of_speech() == [None, "a", "n"]
+    nested = Vocabulary.union(Vocabulary.from_labels(["quiet"], source="eoe", meta={"quiet": {"pos": "a"}}), u)
+    assert Vocabulary.load(nested.save(tmp_path / "u.json")).parts_of_speech() == ["a", None, "a", "n"]
