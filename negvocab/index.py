@@ -53,10 +53,20 @@ def _gpu_id(device: str | None) -> int:
     return int(str(device).split(":")[1]) if device and ":" in str(device) else 0
 
 
-def _as_matrix(x: Any, name: str) -> np.ndarray:
+def as_matrix(x: Any, name: str) -> np.ndarray:
+    """``x`` as a C-contiguous float32 [n, d] array; a one-line InputError if not 2-d or not finite.
+
+    A NaN row would otherwise rank anywhere (FAISS returns index -1 for it).
+    """
     arr = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
     if arr.ndim != 2:
         raise InputError(f"{name} must be a 2-d array [n, d], got shape {arr.shape}")
+    finite = np.isfinite(arr).all(axis=1)
+    if not finite.all():
+        bad = np.flatnonzero(~finite)
+        raise InputError(
+            f"{name}: {bad.size} of {len(arr)} rows contain NaN or inf (first: row {bad[0]}); re-encode them"
+        )
     return arr
 
 
@@ -99,8 +109,8 @@ def knn(
     >>> I.ravel().tolist(), D.ravel().tolist()
     ([0, 1, 2], [1.0, 1.0, 1.0])
     """
-    q = _as_matrix(queries, "queries")
-    x = _as_matrix(keys, "keys")
+    q = as_matrix(queries, "queries")
+    x = as_matrix(keys, "keys")
     if q.shape[1] != x.shape[1]:
         raise InputError(f"queries have dimension {q.shape[1]} but keys {x.shape[1]}")
     if not 1 <= k <= x.shape[0]:

@@ -114,12 +114,12 @@ def farthest_first(
     >>> order.tolist(), np.round(d, 2).tolist()
     ([1, 0, 2], [0.5, 0.0, 0.7])
     """
-    from negvocab.index import knn
+    from negvocab.index import as_matrix, knn
 
     check_percentile(percentile)
-    cand = np.asarray(candidate_emb, dtype=np.float32)
-    ids = np.asarray(id_emb, dtype=np.float32)
-    if cand.ndim != 2 or ids.ndim != 2 or cand.shape[1] != ids.shape[1]:
+    cand = as_matrix(candidate_emb, "candidate_emb")
+    ids = as_matrix(id_emb, "id_emb")
+    if cand.shape[1] != ids.shape[1]:
         raise InputError(f"embeddings must be [n, d] and [C, d] with the same d, got {cand.shape} and {ids.shape}")
     if len(cand) == 0 or len(ids) == 0:
         raise InputError("farthest_first needs at least one candidate and one ID embedding")

@@ -80,3 +80,19 @@ def test_knn_on_cuda_equals_cpu(backend):
     D1, I1 = knn(q, x, 51, device="cuda", backend=backend, batch_size=512)
     D2, I2 = knn(q, x, 51, device="cpu", backend="torch")
     check_same(D1, I1, D2, I2, q, x)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_rows_are_refused_not_ranked(bad):
+    from negvocab.build.wordnet import farthest_first
+
+    rng = np.random.default_rng(3)
+    cand, ids = unit(rng, 6, 8), unit(rng, 4, 8)
+    cand[4, 2] = bad
+    with pytest.raises(InputError, match=r"candidate_emb: 1 of 6 rows contain NaN or inf \(first: row 4\)"):
+        farthest_first(cand, ids)
+    with pytest.raises(InputError, match=r"keys: 1 of 6 rows"):
+        knn(ids, cand, 2)
+    ids[0, 0] = bad
+    with pytest.raises(InputError, match=r"id_emb: 1 of 4 rows"):
+        farthest_first(np.nan_to_num(cand), ids)
