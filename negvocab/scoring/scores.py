@@ -102,10 +102,27 @@ def _as_tensor(x: Any, name: str, ndim: int, device: torch.device, dtype: torch.
         raise InputError(f"{name} is empty (shape {tuple(x.shape)})")
     if not (x.is_floating_point() or x.dtype in (torch.int32, torch.int64)):
         raise InputError(f"{name} must hold floating-point values, got {x.dtype}")
-    x = x.to(device=device, dtype=dtype)
-    if not bool(torch.isfinite(x).all()):
-        raise InputError(f"{name} contains NaN or infinite values")
-    return x
+    return x.to(device=device, dtype=dtype)
+
+
+#: largest accepted deviation of an embedding's L2 norm from 1 (fp16/bf16 round-offs are ~1e-3)
+NORM_TOLERANCE = 1e-2
+
+
+def _check_unit_rows(x: torch.Tensor, name: str) -> None:
+    """Every embedding (last axis) of ``x`` is finite and L2-normalised; checked in chunks of rows."""
+    step = max(1, (1 << 22) // max(1, x[0].numel()))
+    for i in range(0, x.shape[0], step):
+        norms = torch.linalg.vector_norm(x[i : i + step], dim=-1)
+        if not bool(torch.isfinite(norms).all()):
+            raise InputError(f"{name} contains NaN or infinite values")
+        worst = float((norms - 1).abs().max())
+        if worst > NORM_TOLERANCE:
+            off = float(norms.flatten()[int((norms - 1).abs().flatten().argmax())])
+            raise InputError(
+                f"{name} is not L2-normalised (an embedding of norm {off:.4g}); "
+                "divide each by its norm (negvocab's encoders already do)"
+            )
 
 
 def _check_dims(**named: torch.Tensor) -> None:
@@ -139,7 +156,10 @@ def _prepare(
     v = _as_tensor(image_emb, "image_emb", 2, dev, dtype)
     t = _as_tensor(id_emb, "id_emb", 2, dev, dtype)
     n = _as_tensor(neg_emb, "neg_emb", 2, dev, dtype) if neg_emb is not None else None
-    _check_dims(image_emb=v, id_emb=t, **({"neg_emb": n} if n is not None else {}))
+    named = {"image_emb": v, "id_emb": t, **({"neg_emb": n} if n is not None else {})}
+    _check_dims(**named)
+    for name, x in named.items():
+        _check_unit_rows(x, name)
     return v, t, n
 
 
@@ -244,6 +264,7 @@ def glmcm(
     _check_dims(image_emb=v, id_emb=t, local=z)
     if z.shape[0] != v.shape[0]:
         raise InputError(f"local has {z.shape[0]} images but image_emb has {v.shape[0]}")
+    _check_unit_rows(z, "local")
     step = _chunk_rows(len(v), (t.shape[0] + v.shape[1]) * z.shape[1], v.element_size(), chunk_size)
     out = []
     for i in range(0, len(v), step):

@@ -255,3 +255,20 @@ def test_group_far_below_the_row_maximum_uses_the_exact_path():
     np.testing.assert_allclose(got, ref.neglabel(img, idt, neg, tau=0.002, groups=2), atol=1e-9, rtol=0)
     got32 = negvocab.score("neglabel", img.astype(np.float32), idt.astype(np.float32), neg.astype(np.float32), tau=0.002, groups=2)
     np.testing.assert_allclose(got32, ref.neglabel(img, idt, neg, tau=0.002, groups=2), atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("name", ["image_emb", "id_emb", "neg_emb", "local"])
+def test_unnormalised_embeddings_are_refused(emb, name):
+    # raw encode_image output (norm ~7) changes every score silently; fp16 round-off (~1e-3) is fine
+    rng = np.random.default_rng(0)
+    local = ref.unit(rng, len(emb["img"]) * 3, emb["img"].shape[1]).reshape(len(emb["img"]), 3, -1)
+    args = {"image_emb": emb["img"], "id_emb": emb["id"], "neg_emb": emb["neg"], "local": local}
+    ok = {k: v * np.float32(1 + 2e-3) for k, v in args.items()}
+    negvocab.score("neglabel", ok["image_emb"], ok["id_emb"], ok["neg_emb"], groups=3)
+    negvocab.score("glmcm", ok["image_emb"], ok["id_emb"], local=ok["local"])
+    args[name] = args[name] * np.float32(7.3)
+    method = "glmcm" if name == "local" else "neglabel"
+    neg = None if method == "glmcm" else args["neg_emb"]
+    extra = {"local": args["local"]} if method == "glmcm" else {"groups": 3}
+    with pytest.raises(InputError, match=rf"{name} is not L2-normalised \(an embedding of norm 7\.3"):
+        negvocab.score(method, args["image_emb"], args["id_emb"], neg, **extra)
