@@ -54,6 +54,9 @@ _EXPORTS: dict[str, str] = {
     "evaluate_vocabularies": "negvocab.scoring.run",
     "sweep_vocabulary": "negvocab.scoring.run",
     "plot_sweep": "negvocab.scoring.run",
+    "write_results": "negvocab.scoring.run",
+    "write_sweep": "negvocab.scoring.run",
+    "read_id_classes": "negvocab.scoring.run",
     "open_image_set": "negvocab.data.images",
     "image_list": "negvocab.data.images",
     "fi_imagenet": "negvocab.data.fi_imagenet",
@@ -92,7 +95,14 @@ if TYPE_CHECKING:
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
     from negvocab.scoring import metrics
-    from negvocab.scoring.run import evaluate_vocabularies, plot_sweep, sweep_vocabulary
+    from negvocab.scoring.run import (
+        evaluate_vocabularies,
+        plot_sweep,
+        read_id_classes,
+        sweep_vocabulary,
+        write_results,
+        write_sweep,
+    )
     from negvocab.scoring.scores import TopkScores, explain, score
     from negvocab.scoring.sweep import sweep
     from negvocab.vlm.export import load_embeddings, save_embeddings

@@ -77,11 +77,10 @@ def embed(
         rows = [{"label": label} for label in source.labels]
         info = {"kind": "text", "templates": templates, "vocabulary": str(vocab), "vocab_sha256": source.sha256}
     elif images is not None:
-        encoded = vlm.encode_images(list(image_set.paths), progress=True)
+        encoded = vlm.encode_images(image_set, progress=True)
         label_of = dict(zip(image_set.paths, image_set.labels or [""] * len(image_set), strict=True))
-        id_of = dict(zip(image_set.paths, image_set.ids, strict=True))
         emb = encoded.embeddings
-        rows = [{"id": id_of[p], "path": p, "label": label_of[p]} for p in encoded.paths]
+        rows = [{"id": i, "path": p, "label": label_of[p]} for i, p in zip(encoded.ids, encoded.paths, strict=True)]
         info = {"kind": "images", "images": str(images), "failed": [{"path": p, "reason": r} for p, r in encoded.failed]}
         if encoded.failed:
             typer.echo(f"warning: {len(encoded.failed)} unreadable images skipped (listed in the manifest)", err=True)

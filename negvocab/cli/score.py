@@ -290,7 +290,7 @@ def sweep_cmd(
     penalty_temperature: PenaltyTempOpt = None,
     convention: ConventionOpt = "paper",
     tpr: TprOpt = 0.95,
-    n_boot: BootOpt = 200,
+    n_boot: BootOpt = 1000,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,

@@ -14,6 +14,7 @@ WordNet at run time:
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 
@@ -44,6 +45,18 @@ class IdClasses:
 
     def __len__(self) -> int:
         return len(self.wnids)
+
+    @classmethod
+    def from_names(cls, names: Iterable[str], dataset: str = "custom") -> IdClasses:
+        """A custom label space from class names (deduplicated, in order): ids ``custom00000``...,
+        each name its own only synonym (no WordNet synonyms are known for it)."""
+        uniq = list(dict.fromkeys(n.strip() for n in names if n.strip()))
+        return cls(
+            wnids=tuple(f"custom{i:05d}" for i in range(len(uniq))),
+            names=tuple(uniq),
+            synonyms=tuple((n,) for n in uniq),
+            dataset=dataset,
+        )
 
     def index_of(self, wnid: str) -> int:
         """Position of ``wnid`` in the class order; :class:`InputError` if it is not a class."""

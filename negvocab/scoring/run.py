@@ -35,6 +35,7 @@ from negvocab.textfiles import read_text
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
     from negvocab.labels.imagenet import IdClasses
+    from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary
 
@@ -78,13 +79,7 @@ def read_id_classes(path: str | os.PathLike[str] | None) -> IdClasses:
             return imagenet1k().subset(lines)
         except InputError as e:
             raise InputError(f"{p}: {e}") from e
-    names = list(dict.fromkeys(lines))
-    return IdClasses(
-        wnids=tuple(f"custom{i:05d}" for i in range(len(names))),
-        names=tuple(names),
-        synonyms=tuple((n,) for n in names),
-        dataset=f"custom:{p.name}",
-    )
+    return IdClasses.from_names(lines, dataset=f"custom:{p.name}")
 
 
 def _vocab_name(name: str, vocab: Vocabulary) -> str:
@@ -126,16 +121,31 @@ class Evaluation:
         return bool(self.meta.get("random_weights"))
 
 
-def _encode_set(vlm: VLM, images: ImageSet, local: bool, progress: bool) -> tuple[Any, list[tuple[str, str]]]:
-    emb = vlm.encode_images(list(images.paths), local_features=local, progress=progress)
-    id_of = dict(zip(images.paths, images.ids, strict=True))
-    return emb, [(id_of.get(p, Path(p).stem), p) for p in emb.paths]
+def _encode_set(
+    vlm: VLM, images: ImageSet | ImageEmbeddings, local: bool, progress: bool
+) -> tuple[ImageEmbeddings, list[tuple[str, str]]]:
+    """The embeddings of an image set (encoded, or given) and its (id, path) rows."""
+    from negvocab.vlm.images import ImageEmbeddings
+
+    if isinstance(images, ImageEmbeddings):
+        if local and images.local is None:
+            raise InputError("glmcm needs local (patch) features: encode the images with local_features=True")
+        emb = images
+    else:
+        emb = vlm.encode_images(images, local_features=local, progress=progress)
+    return emb, list(zip(emb.ids, emb.paths, strict=True))
+
+
+def _set_meta(images: ImageSet | ImageEmbeddings, n: int) -> dict[str, Any]:
+    """Name, size and provenance of an image set, for results."""
+    info = getattr(images, "info", None) or {}
+    return {"name": getattr(images, "name", "embeddings"), "n": n, **_jsonable(info)}
 
 
 def evaluate_vocabularies(
     vlm: VLM,
-    id_set: ImageSet,
-    ood_set: ImageSet,
+    id_set: ImageSet | ImageEmbeddings,
+    ood_set: ImageSet | ImageEmbeddings,
     vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary],
     methods: Sequence[str] = ("neglabel",),
     *,
@@ -150,6 +160,8 @@ def evaluate_vocabularies(
 ) -> Evaluation:
     """Score ``vlm`` on ``id_set`` vs ``ood_set`` with every method and vocabulary.
 
+    Each set is an :class:`ImageSet` (encoded here, through the cache) or the
+    :class:`ImageEmbeddings` that ``vlm.encode_images`` returned for it.
     Methods that use no negatives (mcm, glmcm) are scored once. ``params`` go to each scorer that
     accepts them (tau, groups, grouping, seed, beta, T, penalty_T, lam, topk). The metrics follow
     ``convention`` (see :mod:`negvocab.scoring.metrics`); bootstrap intervals resample OOD images.
@@ -253,8 +265,8 @@ def evaluate_vocabularies(
         "id_classes": getattr(id_classes, "dataset", "imagenet1k"),
         "convention": convention,
         "tpr": tpr,
-        "id_set": {"name": id_set.name, "n": n_id, **_jsonable(id_set.info)},
-        "ood_set": {"name": ood_set.name, "n": len(ood_images), **_jsonable(ood_set.info)},
+        "id_set": _set_meta(id_set, n_id),
+        "ood_set": _set_meta(ood_set, len(ood_images)),
         "failed_images": [list(x) for x in (*id_emb_img.failed, *ood_emb_img.failed)],
         "vocabularies": {
             k: {"source": v.source, "sha256": v.sha256, "size": len(v), "oracle": bool(v.settings.get("oracle"))} for k, v in named.items()
@@ -409,8 +421,8 @@ class SweepResult:
 
 def sweep_vocabulary(
     vlm: VLM,
-    id_set: ImageSet,
-    ood_set: ImageSet,
+    id_set: ImageSet | ImageEmbeddings,
+    ood_set: ImageSet | ImageEmbeddings,
     vocab: Vocabulary,
     sizes: str | Iterable[int],
     *,
@@ -421,11 +433,12 @@ def sweep_vocabulary(
     params: Mapping[str, Any] | None = None,
     convention: str = "paper",
     tpr: float = 0.95,
-    n_boot: int = 200,
+    n_boot: int = 1000,
     progress: bool = False,
 ) -> SweepResult:
     """Metrics for every pool size M (the first M labels of ``vocab``), from one pass of
-    :func:`negvocab.sweep`; ``references`` (e.g. GPT, oracle) are scored at their full size."""
+    :func:`negvocab.sweep`; ``references`` (e.g. GPT, oracle) are scored at their full size.
+    Image sets as in :func:`evaluate_vocabularies`."""
     from negvocab.labels.imagenet import imagenet1k
     from negvocab.scoring.sweep import parse_sizes, sweep
 

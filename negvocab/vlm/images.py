@@ -2,6 +2,7 @@
 
 Sources accepted by :func:`encode_images`:
 
+- an :class:`~negvocab.data.images.ImageSet` (its paths, in order; rows keep the set's ids);
 - a list of image paths (kept in that order);
 - a folder, searched recursively for image files (sorted paths);
 - a dataset object: anything with ``__len__`` and ``__getitem__`` whose items are
@@ -55,6 +56,8 @@ class ImageEmbeddings:
     ----------
     paths : list of str
         One name per row: the file path (or the dataset item's id).
+    ids : list of str
+        One id per row: the ImageSet's id, else the file stem (or the dataset item's id).
     embeddings : ndarray, float32 [n, d]
         L2-normalised global image embeddings.
     local : ndarray, float32 [n, p, d] or None
@@ -67,6 +70,11 @@ class ImageEmbeddings:
     embeddings: np.ndarray
     local: np.ndarray | None = None
     failed: list[tuple[str, str]] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.ids:
+            self.ids = [Path(p).stem for p in self.paths]
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -125,8 +133,16 @@ def _collate(batch: list[tuple[int, Any, str, str]]) -> tuple[list[int], Any, li
     return [i for i, _, _ in ok], tensors, bad, [name for _, _, name in ok]
 
 
+def _is_image_set(source: Any) -> bool:
+    from negvocab.data.images import ImageSet  # data builds on this module: imported late
+
+    return isinstance(source, ImageSet)
+
+
 def _resolve_source(source: Any) -> tuple[list[str], Sequence[Any], bool]:
-    """(names, items, is_dataset) for a path list, a folder or a dataset."""
+    """(names, items, is_dataset) for an ImageSet, a path list, a folder or a dataset."""
+    if _is_image_set(source):
+        return list(source.paths), list(source.paths), False
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if path.is_dir():
@@ -342,11 +358,16 @@ def encode_images(
     if not keep or rows.glob is None:
         raise InputError(f"none of the {n} images could be read (first: {names[0]}: {failed.get(0, '?')})")
     row_names = [ids.get(i, names[i]) for i in keep] if is_dataset else [names[i] for i in keep]
+    if _is_image_set(source):
+        row_ids = [source.ids[i] for i in keep]
+    else:
+        row_ids = row_names if is_dataset else [Path(names[i]).stem for i in keep]
     return ImageEmbeddings(
         paths=row_names,
         embeddings=rows.glob[keep],
         local=None if rows.local is None else rows.local[keep],
         failed=[(names[i], why) for i, why in sorted(failed.items())],
+        ids=row_ids,
     )
 
 

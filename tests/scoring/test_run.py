@@ -27,12 +27,14 @@ class FakeVLM:
     name, pretrained, random_weights, device = "fake", None, True, "cpu"
     identity = {"name": "fake"}
 
-    def encode_images(self, paths, *, local_features=False, progress=None):
-        failed = [(p, "UnidentifiedImageError: corrupt") for p in paths if "broken" in p]  # as VLM skips them
-        paths = [p for p in paths if "broken" not in p]
-        emb = np.stack([_vec(p) for p in paths])
-        local = np.stack([np.stack([_vec(f"{p}#{j}") for j in range(3)]) for p in paths]) if local_features else None
-        return ImageEmbeddings(paths=list(paths), embeddings=emb, local=local, failed=failed)
+    def encode_images(self, image_set, *, local_features=False, progress=None):
+        rows = [(p, i) for p, i in zip(image_set.paths, image_set.ids, strict=True) if "broken" not in p]
+        failed = [(p, "UnidentifiedImageError: corrupt") for p in image_set.paths if "broken" in p]  # as VLM skips them
+        emb = np.stack([_vec(p) for p, _ in rows])
+        local = np.stack([np.stack([_vec(f"{p}#{j}") for j in range(3)]) for p, _ in rows]) if local_features else None
+        return ImageEmbeddings(
+            paths=[p for p, _ in rows], embeddings=emb, local=local, failed=failed, ids=[i for _, i in rows]
+        )
 
     def encode_text(self, labels, templates="paper8", *, pos=None, progress=None):
         return np.stack([_vec(f"{templates}:{x}") for x in labels])
@@ -112,6 +114,8 @@ def test_read_id_classes(tmp_path):
     names.write_text("# custom\ncat\ndog\ncat\n")
     c = run.read_id_classes(names)
     assert c.names == ("cat", "dog") and c.dataset == "custom:names.txt"
+    assert c.wnids == ("custom00000", "custom00001") and c.synonyms == (("cat",), ("dog",))
+    assert negvocab.IdClasses.from_names([" cat", "dog", "cat", ""]).names == c.names
     with pytest.raises(InputError, match="no such ID classes"):
         run.read_id_classes(tmp_path / "absent.txt")
     latin = tmp_path / "latin1.txt"
@@ -156,3 +160,18 @@ def test_temperature_reaches_each_scorer(sets, classes):
     ]:
         np.testing.assert_allclose(np.r_[ev.scores[key]["id"], ev.scores[key]["ood"]], want, atol=1e-6, err_msg=key)
     assert not np.allclose(ev.scores["mcm"]["id"], negvocab.score("mcm", imgs, cls)[:30])  # T=1 differs
+
+
+def test_precomputed_image_embeddings_score_like_the_image_sets(sets, classes):
+    vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(20)], source="file")
+    vlm = FakeVLM()
+    kw = {"id_classes": classes, "templates": "single", "params": {"groups": 4}, "n_boot": 0, "explain_k": 0}
+    from_sets = run.evaluate_vocabularies(vlm, *sets, {"v": vocab}, ["neglabel", "glmcm"], **kw)
+    embedded = [vlm.encode_images(s, local_features=True) for s in sets]
+    from_emb = run.evaluate_vocabularies(vlm, *embedded, {"v": vocab}, ["neglabel", "glmcm"], **kw)
+    assert from_emb.id_images == from_sets.id_images and from_emb.ood_images == from_sets.ood_images
+    for key in ("neglabel@v", "glmcm"):
+        np.testing.assert_array_equal(from_emb.scores[key]["ood"], from_sets.scores[key]["ood"])
+    without_local = [vlm.encode_images(s) for s in sets]
+    with pytest.raises(InputError, match="local_features=True"):
+        run.evaluate_vocabularies(vlm, *without_local, {"v": vocab}, ["glmcm"], **kw)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -143,3 +144,14 @@ def test_image_cache_hits_and_file_changes(tiny, image_dir, monkeypatch):
     assert calls == [1]
     i = third.paths.index(str(target))
     np.testing.assert_allclose(third.embeddings[i], direct(tiny, [target])[0], atol=1e-5)
+
+
+def test_an_image_set_keeps_its_ids(tiny, image_dir):
+    from negvocab.data.images import ImageSet
+
+    files = list_images(image_dir)  # broken.jpg first
+    image_set = ImageSet("mine", files, [f"id{i}" for i in range(len(files))])
+    out = tiny.encode_images(image_set, num_workers=0)
+    assert out.paths == files[1:] and out.ids == [f"id{i}" for i in range(1, len(files))]
+    np.testing.assert_allclose(out.embeddings, tiny.encode_images(files[1:], num_workers=0).embeddings, atol=1e-6)
+    assert tiny.encode_images(files[1:3], num_workers=0).ids == [Path(f).stem for f in files[1:3]]
