@@ -56,7 +56,7 @@ _EXPORTS: dict[str, str] = {
     "plot_sweep": "negvocab.scoring.run",
     "write_results": "negvocab.scoring.run",
     "write_sweep": "negvocab.scoring.run",
-    "read_id_classes": "negvocab.scoring.run",
+    "read_id_classes": "negvocab.labels.imagenet",
     "open_image_set": "negvocab.data.images",
     "image_list": "negvocab.data.images",
     "fi_imagenet": "negvocab.data.fi_imagenet",
@@ -91,14 +91,13 @@ if TYPE_CHECKING:
     from negvocab.errors import InputError, NegvocabError, ResourceError
     from negvocab.index import knn
     from negvocab.labels.candidates import Candidate, load_candidates, wordnet_candidates
-    from negvocab.labels.imagenet import IdClasses, imagenet1k
+    from negvocab.labels.imagenet import IdClasses, imagenet1k, read_id_classes
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
     from negvocab.scoring import metrics
     from negvocab.scoring.run import (
         evaluate_vocabularies,
         plot_sweep,
-        read_id_classes,
         sweep_vocabulary,
         write_results,
         write_sweep,

@@ -12,6 +12,7 @@ from negvocab.cli.files import check_output, writing
 from negvocab.cli.options import (
     CacheDirOpt,
     DeviceOpt,
+    IdClassesOpt,
     ModelOpt,
     PrecisionOpt,
     PresetTagOpt,
@@ -74,16 +75,18 @@ def build_wordnet(
     ] = None,
     templates: TemplatesOpt = "paper8",
     synonym_filter: Annotated[
-        bool, typer.Option("--synonym-filter/--no-synonym-filter", help="Drop labels naming an ImageNet-1k class.")
+        bool, typer.Option("--synonym-filter/--no-synonym-filter", help="Drop labels naming an ID class.")
     ] = True,
+    id_classes: IdClassesOpt = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
     random_weights: RandomWeightsOpt = False,
 ) -> None:
-    """Rank WordNet head words farthest first from the ImageNet-1k classes and write vocabularies."""
+    """Rank WordNet head words farthest first from the ID classes (ImageNet-1k) and write vocabularies."""
     from negvocab.build.wordnet import build_wordnet_vocabulary, check_percentile
     from negvocab.labels.candidates import PRESETS, load_candidates
+    from negvocab.labels.imagenet import read_id_classes
     from negvocab.vlm.templates import resolve_templates
 
     many = parse_sizes(sizes)
@@ -100,16 +103,18 @@ def build_wordnet(
     if preset not in PRESETS:
         raise InputError(f"unknown --preset {preset!r}; choose one of {', '.join(PRESETS)}")
     tset = resolve_templates(templates)
+    classes = read_id_classes(id_classes)
     pool = load_candidates(candidates) if candidates is not None else None
     outputs = [output_path(output, m, len(many) > 1) for m in many or [0]]
     for i, path in enumerate(outputs):
-        check_output(path, inputs=[candidates, Path(templates)], others=outputs[:i])
+        check_output(path, inputs=[candidates, Path(templates), id_classes], others=outputs[:i])
     if pool is not None and many and many[-1] > len(pool):
         raise InputError(f"--size {many[-1]} exceeds the {len(pool)} candidates in {candidates}")
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
     full = build_wordnet_vocabulary(
         vlm,
         None,
+        id_classes=classes,
         percentile=percentile,
         preset=preset,
         templates=tset,

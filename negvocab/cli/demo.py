@@ -12,6 +12,7 @@ from negvocab.cli.files import check_output
 from negvocab.cli.options import (
     CacheDirOpt,
     DeviceOpt,
+    IdClassesOpt,
     ModelOpt,
     PrecisionOpt,
     PresetTagOpt,
@@ -34,10 +35,7 @@ def demo(
         typer.Option("--size", "-M", help="Vocabulary size M (default: half the filtered pool)."),
     ] = None,
     templates: Annotated[str, typer.Option("--templates", "-t", help="Prompt templates (single is fastest; paper8 as in the paper).")] = "single",
-    id_classes: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--id-classes", help="ID label space file (wnids or names; default ImageNet-1k)."),
-    ] = None,
+    id_classes: IdClassesOpt = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
@@ -46,8 +44,9 @@ def demo(
 
     Weights: --pretrained (default: the openai tag), or --random-weights for an offline dry run.
     """
+    from negvocab.labels.imagenet import read_id_classes
     from negvocab.scoring.demo import SPLIT_NOTE, check_demo_sizes, run_demo
-    from negvocab.scoring.run import RANDOM_WEIGHTS_WARNING, format_table, read_id_classes
+    from negvocab.scoring.run import RANDOM_WEIGHTS_WARNING, format_table
     from negvocab.vlm.model import VLM
 
     if random_weights and (pretrained or tag):

@@ -12,6 +12,7 @@ from negvocab.cli.files import check_output, writing
 from negvocab.cli.options import (
     CacheDirOpt,
     DeviceOpt,
+    IdClassesOpt,
     ModelOpt,
     PrecisionOpt,
     PresetTagOpt,
@@ -20,7 +21,7 @@ from negvocab.cli.options import (
     TemplatesOpt,
     load_vlm,
 )
-from negvocab.cli.score import IdClassesOpt, ImageRootOpt
+from negvocab.cli.score import ImageRootOpt
 from negvocab.errors import InputError
 
 
@@ -66,7 +67,7 @@ def embed(
 
         image_set = open_image_set(images, image_root=image_root)
     else:
-        from negvocab.scoring.run import read_id_classes
+        from negvocab.labels.imagenet import read_id_classes
 
         id_space = read_id_classes(id_classes)
 

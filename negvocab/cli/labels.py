@@ -20,6 +20,7 @@ import typer
 from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.cli.app import app
 from negvocab.cli.files import check_output, writing
+from negvocab.cli.options import IdClassesOpt
 from negvocab.errors import InputError
 
 CLASS_FORMATS = ("txt", "tsv", "csv", "json")
@@ -143,16 +144,18 @@ def filter_(
     ] = None,
     plurals: Annotated[bool, typer.Option("--plurals/--no-plurals", help="Match plural forms (WordNet morphy).")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line, not each removed label.")] = False,
+    id_classes: IdClassesOpt = None,
 ) -> None:
-    """Remove ImageNet-1k class names and their WordNet synonyms from a vocabulary; say why."""
+    """Remove the ID class names (ImageNet-1k) and their WordNet synonyms from a vocabulary; say why."""
+    from negvocab.labels.imagenet import read_id_classes
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.vocab import Vocabulary
 
-    check_output(output, inputs=[vocabulary])
+    check_output(output, inputs=[vocabulary, id_classes])
     if report is not None:
-        check_output(report, inputs=[vocabulary], others=[output])
+        check_output(report, inputs=[vocabulary, id_classes], others=[output])
     vocab = Vocabulary.load(vocabulary)
-    filtered = SynonymFilter(plurals=plurals).apply(vocab)
+    filtered = SynonymFilter(read_id_classes(id_classes), plurals=plurals).apply(vocab)
     summary = filtered.settings["synonym_filter"]
     # the report goes to a temporary file that is renamed only once the output is saved
     with writing(report or output), contextlib.ExitStack() as stack:

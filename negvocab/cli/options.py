@@ -83,6 +83,13 @@ RandomWeightsOpt = Annotated[
         "dry runs only: results are meaningless).",
     ),
 ]
+IdClassesOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--id-classes",
+        help="ID label space: a file of wnids (subset of ImageNet-1k) or class names (default: ImageNet-1k).",
+    ),
+]
 
 
 def load_vlm(

@@ -16,6 +16,7 @@ from negvocab.cli.files import check_output, writing
 from negvocab.cli.options import (
     CacheDirOpt,
     DeviceOpt,
+    IdClassesOpt,
     ModelOpt,
     PrecisionOpt,
     PresetTagOpt,
@@ -62,10 +63,6 @@ FiAmbOpt = Annotated[
 GroundTruthOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option("--ground-truth", help="Labels of a flat ImageNet val folder (LOC_val_solution.csv or one index a line)."),
-]
-IdClassesOpt = Annotated[
-    Optional[Path],  # noqa: UP045
-    typer.Option("--id-classes", help="ID label space: a file of wnids (subset of ImageNet-1k) or class names (default: ImageNet-1k)."),
 ]
 TauOpt = Annotated[float, typer.Option("--tau", help="NegLabel temperature on cosines.")]
 GroupsOpt = Annotated[int, typer.Option("--groups", "-G", help="NegLabel groups G (clamped to the vocabulary size).")]
@@ -222,7 +219,8 @@ def score_cmd(
     cache_dir: CacheDirOpt = None,
 ) -> None:
     """Score a VLM with one or more vocabularies on an ID and an OOD set; write a results folder."""
-    from negvocab.scoring.run import evaluate_vocabularies, format_table, read_id_classes, write_results
+    from negvocab.labels.imagenet import read_id_classes
+    from negvocab.scoring.run import evaluate_vocabularies, format_table, write_results
     from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
 
     methods = [canonical_method(m) for m in (method or ["neglabel"])]  # fail before loading a model
@@ -296,7 +294,8 @@ def sweep_cmd(
     cache_dir: CacheDirOpt = None,
 ) -> None:
     """FPR@95 and AUROC against pool size M from one ranked vocabulary: a table and a plot."""
-    from negvocab.scoring.run import read_id_classes, sweep_vocabulary, write_sweep
+    from negvocab.labels.imagenet import read_id_classes
+    from negvocab.scoring.run import sweep_vocabulary, write_sweep
     from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
     from negvocab.scoring.sweep import parse_sizes
     from negvocab.vocab import Vocabulary

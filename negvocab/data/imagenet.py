@@ -21,11 +21,11 @@ from pathlib import Path
 
 from negvocab.data.images import ImageSet, is_image, require_dir
 from negvocab.errors import InputError
+from negvocab.labels.imagenet import WNID
 
 logger = logging.getLogger(__name__)
 
 VAL_ID = re.compile(r"ILSVRC2012_val_(\d{8})")
-WNID = re.compile(r"^n\d{8}$")
 N_VAL = 50_000
 
 __all__ = ["VAL_ID", "imagenet_val", "looks_like_imagenet_val", "read_ground_truth"]

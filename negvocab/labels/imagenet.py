@@ -14,11 +14,18 @@ WordNet at run time:
 from __future__ import annotations
 
 import functools
+import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
 from negvocab.errors import InputError
+from negvocab.textfiles import read_text
+
+#: a WordNet 3.0 noun id as ImageNet writes it
+WNID = re.compile(r"^n\d{8}$")
 
 RESOURCE = "imagenet1k_classes.tsv"
 
@@ -93,3 +100,21 @@ def imagenet1k() -> IdClasses:
         names=tuple(r[1] for r in rows),
         synonyms=tuple(tuple(r[2].split("|")) for r in rows),
     )
+
+
+def read_id_classes(path: str | os.PathLike[str] | None) -> IdClasses:
+    """The ID label space: ImageNet-1k (None), or a file of wnids (a subset of ImageNet-1k) or of
+    class names (a custom label space: no WordNet synonyms), one a line."""
+    if path is None:
+        return imagenet1k()
+    p = Path(path).expanduser()
+    text = read_text(p, "ID classes file", "; give one wnid or class name a line")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+    if not lines:
+        raise InputError(f"{p}: the ID classes file is empty")
+    if all(WNID.match(x) for x in lines):
+        try:
+            return imagenet1k().subset(lines)
+        except InputError as e:
+            raise InputError(f"{p}: {e}") from e
+    return IdClasses.from_names(lines, dataset=f"custom:{p.name}")

@@ -30,7 +30,6 @@ from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.errors import InputError
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
-from negvocab.textfiles import read_text
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -50,7 +49,6 @@ __all__ = [
     "evaluate_vocabularies",
     "format_table",
     "plot_sweep",
-    "read_id_classes",
     "sweep_vocabulary",
     "write_results",
     "write_sweep",
@@ -60,28 +58,6 @@ __all__ = [
 # ----------------------------------------------------------------------------------------------
 # inputs
 # ----------------------------------------------------------------------------------------------
-def read_id_classes(path: str | os.PathLike[str] | None) -> IdClasses:
-    """The ID label space: ImageNet-1k (None), or a file of wnids (a subset of ImageNet-1k) or of
-    class names (a custom label space: no WordNet synonyms), one a line."""
-    from negvocab.labels.imagenet import IdClasses, imagenet1k
-
-    if path is None:
-        return imagenet1k()
-    p = Path(path).expanduser()
-    text = read_text(p, "ID classes file", "; give one wnid or class name a line")
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
-    if not lines:
-        raise InputError(f"{p}: the ID classes file is empty")
-    from negvocab.data.imagenet import WNID
-
-    if all(WNID.match(x) for x in lines):
-        try:
-            return imagenet1k().subset(lines)
-        except InputError as e:
-            raise InputError(f"{p}: {e}") from e
-    return IdClasses.from_names(lines, dataset=f"custom:{p.name}")
-
-
 def _vocab_name(name: str, vocab: Vocabulary) -> str:
     return name or f"{vocab.source}-{vocab.short_hash}"
 

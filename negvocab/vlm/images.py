@@ -350,10 +350,10 @@ def encode_images(
     if failed:
         for i, why in sorted(failed.items()):
             log.debug("unreadable image %s: %s", names[i], why)
-        msg = f"{len(failed)} of {n} images could not be read and were skipped (first: {names[min(failed)]}: {failed[min(failed)]})"
+        first = f"first: {names[min(failed)]}: {failed[min(failed)]}"
         if strict:
-            raise InputError(msg)
-        log.warning(msg)
+            raise InputError(f"{len(failed)} of {n} images could not be read ({first}); fix or remove them, or drop strict=True to skip them")
+        log.warning("%d of %d images could not be read and were skipped (%s)", len(failed), n, first)
     keep = [i for i in range(n) if i not in failed]
     if not keep or rows.glob is None:
         raise InputError(f"none of the {n} images could be read (first: {names[0]}: {failed.get(0, '?')})")

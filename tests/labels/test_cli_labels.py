@@ -157,6 +157,22 @@ def test_filter_text_file_quietly_to_text(runner, tmp_path):
     assert out.read_text(encoding="utf-8") == "gadget\n"
 
 
+def test_filter_against_custom_id_classes(runner, tmp_path, gpt_file):
+    # only the given ID space is filtered: weasel stays when the classes are tench and goldfish,
+    # and a class name of a custom space goes
+    wnids, names = tmp_path / "wnids.txt", tmp_path / "names.txt"
+    wnids.write_text("n01440764\nn01443537\n", encoding="utf-8")
+    names.write_text("sea otter\n", encoding="utf-8")
+    out = tmp_path / "a.json"
+    assert run(runner, "filter", gpt_file, "-o", out, "--id-classes", wnids).exit_code == 0
+    assert Vocabulary.load(out).labels == Vocabulary.load(gpt_file).labels
+    result = run(runner, "filter", gpt_file, "-o", out, "--id-classes", names)
+    assert "removed 1 of 5 labels" in result.stdout
+    assert "sea otter" not in Vocabulary.load(out).labels and "weasels" in Vocabulary.load(out).labels
+    bad = run(runner, "filter", gpt_file, "-o", out, "--id-classes", tmp_path / "absent.txt")
+    assert bad.exit_code == 2 and "no such ID classes file" in bad.output
+
+
 def test_filter_errors_write_nothing(runner, tmp_path):
     out = tmp_path / "out.json"
     missing = tmp_path / "missing.json"

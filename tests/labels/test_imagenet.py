@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from negvocab.errors import InputError
-from negvocab.labels.imagenet import IdClasses, imagenet1k
+from negvocab.labels.imagenet import IdClasses, imagenet1k, read_id_classes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,3 +74,24 @@ def test_malformed_label_spaces_are_refused():
         IdClasses(wnids=("n1", "n1"), names=("a", "b"), synonyms=((), ()))
     with pytest.raises(InputError, match="at least one"):
         IdClasses(wnids=(), names=(), synonyms=())
+
+
+def test_read_id_classes(tmp_path):
+    wn = tmp_path / "wnids.txt"
+    wn.write_text("n01440764\nn01443537\n")
+    assert read_id_classes(wn).names == ("tench", "goldfish")
+    names = tmp_path / "names.txt"
+    names.write_text("# custom\ncat\ndog\ncat\n")
+    c = read_id_classes(names)
+    assert c.names == ("cat", "dog") and c.dataset == "custom:names.txt"
+    assert c.wnids == ("custom00000", "custom00001") and c.synonyms == (("cat",), ("dog",))
+    assert IdClasses.from_names([" cat", "dog", "cat", ""]).names == c.names
+    with pytest.raises(InputError, match="no such ID classes"):
+        read_id_classes(tmp_path / "absent.txt")
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes("caf\xe9\n".encode("latin-1"))
+    with pytest.raises(InputError, match=r"latin1.txt: not a UTF-8 text file \(ID classes file\)"):
+        read_id_classes(latin)
+    wn.write_text("n01440764\nn99999999\n")
+    with pytest.raises(InputError, match="wnids.txt: .*n99999999"):
+        read_id_classes(wn)

@@ -106,27 +106,6 @@ def test_sweep_vocabulary_equals_per_size_evaluation(sets, classes, tmp_path):
     assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG" and json.loads((out / "sweep.json").read_text())["random_weights"]
 
 
-def test_read_id_classes(tmp_path):
-    wn = tmp_path / "wnids.txt"
-    wn.write_text("n01440764\nn01443537\n")
-    assert run.read_id_classes(wn).names == ("tench", "goldfish")
-    names = tmp_path / "names.txt"
-    names.write_text("# custom\ncat\ndog\ncat\n")
-    c = run.read_id_classes(names)
-    assert c.names == ("cat", "dog") and c.dataset == "custom:names.txt"
-    assert c.wnids == ("custom00000", "custom00001") and c.synonyms == (("cat",), ("dog",))
-    assert negvocab.IdClasses.from_names([" cat", "dog", "cat", ""]).names == c.names
-    with pytest.raises(InputError, match="no such ID classes"):
-        run.read_id_classes(tmp_path / "absent.txt")
-    latin = tmp_path / "latin1.txt"
-    latin.write_bytes("caf\xe9\n".encode("latin-1"))
-    with pytest.raises(InputError, match=r"latin1.txt: not a UTF-8 text file \(ID classes file\)"):
-        run.read_id_classes(latin)
-    wn.write_text("n01440764\nn99999999\n")
-    with pytest.raises(InputError, match="wnids.txt: .*n99999999"):
-        run.read_id_classes(wn)
-
-
 def test_unreadable_images_are_reported_and_the_rest_stay_aligned(sets, classes, tmp_path):
     id_set, ood_set = sets
     broken = ImageSet("ood", [*ood_set.paths[:5], "/ood/broken.png", *ood_set.paths[5:]], [*ood_set.ids[:5], "bad", *ood_set.ids[5:]])

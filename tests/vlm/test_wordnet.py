@@ -145,6 +145,25 @@ def test_cli_writes_several_sizes(wn_vlm, tmp_path, monkeypatch):
     assert bad.exit_code == 2 and "exceeds" in bad.output
 
 
+def test_cli_ranks_against_custom_id_classes_as_the_api_does(wn_vlm, tmp_path, monkeypatch):
+    import negvocab.cli.build_wordnet as cmd
+    import negvocab.labels.candidates as cands
+    from negvocab.cli import app
+    from negvocab.labels.imagenet import IdClasses
+
+    monkeypatch.setattr(cmd, "load_vlm", lambda *a, **k: wn_vlm)
+    monkeypatch.setattr(cands, "wordnet_candidates", lambda preset="neglabel", **k: list(CANDIDATES))
+    names = tmp_path / "classes.txt"
+    names.write_text("red\nmeadow\n", encoding="utf-8")
+    out = tmp_path / "wn.json"
+    result = CliRunner().invoke(app, ["build", "wordnet", "--random-weights", "--id-classes", str(names), "-t", "single", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    expected = build_wordnet_vocabulary(wn_vlm, None, id_classes=IdClasses.from_names(["red", "meadow"]), templates="single")
+    got = Vocabulary.load(out)
+    assert got.labels == expected.labels and "red" not in got.labels  # ranked against, and filtered by, these classes
+    assert got.labels != build_wordnet_vocabulary(wn_vlm, None, templates="single").labels
+
+
 def test_cli_needs_weights_or_random_flag(tmp_path):
     from negvocab.cli import app
 
