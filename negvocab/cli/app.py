@@ -8,6 +8,7 @@ anywhere below becomes one ``error: ...`` line on stderr and exit status 2, neve
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import typer
@@ -76,6 +77,19 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+_URL_USERINFO = re.compile(r"(\bhttps?://)[^/\s@]+@", re.IGNORECASE)
+_URL_QUERY = re.compile(r"(\bhttps?://[^\s?\"']+)\?[^\s\"']*", re.IGNORECASE)
+
+
+def _redact_urls(record: logging.LogRecord) -> bool:
+    """Mask user info and query strings of URLs in a log line (HTTP clients log request URLs)."""
+    text = record.getMessage()
+    clean = _URL_QUERY.sub(r"\1?***", _URL_USERINFO.sub(r"\1***@", text))
+    if clean != text:
+        record.msg, record.args = clean, None
+    return True
+
+
 @app.callback()
 def _root(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress and timings (INFO)."),
@@ -85,3 +99,5 @@ def _root(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_redact_urls)

@@ -90,7 +90,7 @@ def _api_key(env: str) -> str:
     """The key in ``$env``; a missing one is named by the variable the user chose."""
     from negvocab.errors import ResourceError
 
-    key = os.environ.get(env)
+    key = (os.environ.get(env) or "").strip()
     if not key:
         raise ResourceError(f"no API key: set {env} (any non-empty string for a local server without keys)")
     return key
@@ -176,7 +176,7 @@ def build_gpt(
         base_url=base_url,
         api_key=None if dry_run else _api_key(api_key_env),
         concurrency=concurrency,
-        client_options={"wait_base": retry_wait},
+        client_options={"wait_base": retry_wait, "key_name": api_key_env},
         poll_interval=poll_interval,
     )
 
@@ -230,6 +230,6 @@ def build_eoe(
         base_url=base_url,
         api_key=None if dry_run else _api_key(api_key_env),
         concurrency=concurrency,
-        client_options={"wait_base": retry_wait},
+        client_options={"wait_base": retry_wait, "key_name": api_key_env},
         poll_interval=poll_interval,
     )

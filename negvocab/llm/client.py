@@ -76,6 +76,7 @@ class Answer:
 
 
 CONNECT_TIMEOUT_S = 10.0
+NOT_OPENAI = "; is the base URL an OpenAI-compatible endpoint (ending in /v1)?"
 
 
 class ServerGaveUp(Exception):
@@ -121,10 +122,16 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
         return None
 
 
-def resolve_endpoint(base_url: str | None, api_key: str | None) -> tuple[str | None, str]:
-    """Base URL and key from the arguments or ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``."""
-    base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-    api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+def resolve_endpoint(base_url: str | None, api_key: str | None, key_name: str = "OPENAI_API_KEY") -> tuple[str | None, str]:
+    """Base URL and key from the arguments or ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
+
+    Whitespace around the key (a Windows ``.env`` line end) is dropped; a key with spaces or control
+    characters inside cannot go into an HTTP header and fails here, naming ``key_name``.
+    """
+    base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").strip() or None
+    api_key = (api_key or os.environ.get("OPENAI_API_KEY") or "").strip() or None
+    if api_key and any(c.isspace() or not c.isprintable() for c in api_key):
+        raise InputError(f"the API key in {key_name} contains spaces or control characters; set it to the key alone")
     if base_url and not base_url.strip().lower().startswith(("http://", "https://")):
         raise InputError(
             f"base URL {public_url(base_url)!r} is not an http(s) URL; give e.g. http://localhost:8000/v1 "
@@ -149,6 +156,17 @@ def public_url(base_url: str | None) -> str:
     if parts.port:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def url_secrets(base_url: str | None) -> list[str]:
+    """The parts of ``base_url`` that :func:`public_url` drops: the user info's password and the query."""
+    if not base_url:
+        return []
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(base_url)
+    found = [parts.password, unquote(parts.password or ""), parts.query, unquote(parts.query)]
+    return sorted({x for x in found if x}, key=len, reverse=True)
 
 
 def labels_from_message(content: str | None, refusal: str | None, parsed: LabelList | None, n: int, min_labels: int) -> list[str]:
@@ -197,6 +215,8 @@ class LLMClient:
         Sampling temperature sent with each request (``None``: the server's default).
     timeout : float
         Seconds per HTTP request.
+    key_name : str
+        Where the key came from (an environment variable), for error messages.
     """
 
     def __init__(
@@ -213,6 +233,7 @@ class LLMClient:
         retry_after_max: float = 600.0,
         temperature: float | None = 1.0,
         timeout: float = 120.0,
+        key_name: str = "OPENAI_API_KEY",
     ) -> None:
         if concurrency < 1:
             raise InputError(f"concurrency must be >= 1, got {concurrency}")
@@ -221,9 +242,10 @@ class LLMClient:
         import openai
 
         self.model = model
-        base_url, key = resolve_endpoint(base_url, api_key)
+        base_url, key = resolve_endpoint(base_url, api_key, key_name)
         self.base_url = public_url(base_url)
-        self._key = key
+        self.key_name = key_name
+        self._secrets = [key, *url_secrets(base_url)]
         self.sdk = openai  # the SDK module (exception classes)
         # a short connect timeout: a host that drops connections must not cost `timeout` per try
         limits = openai.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S))
@@ -243,8 +265,10 @@ class LLMClient:
         return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
 
     def scrub(self, text: str) -> str:
-        """``text`` with the API key masked (for error messages that echo request data)."""
-        return text.replace(self._key, "***") if self._key else text
+        """``text`` with the API key and the URL's password and query masked (error messages echo them)."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -264,101 +288,117 @@ class LLMClient:
         ``trace_id`` goes out in the ``X-Client-Request-Id`` header (``negvocab:<trace_id>:<try>``),
         which OpenAI and many proxies log, so a request can be traced on the server side.
         """
-        from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
+        from tenacity import AsyncRetrying, retry_if_exception_type
 
-        need = n if min_labels is None else min_labels
-        counts = {"transport": 0, "content": 0}
-        usage: dict[str, int] = {}
-
-        def stop(state: RetryCallState) -> bool:
-            exc = state.outcome.exception() if state.outcome else None
-            if isinstance(exc, _Transient):
-                # a server never reached is most likely down or misnamed: one retry, not the full backoff
-                limit = self.transport_attempts if self.reached or not exc.connect else min(2, self.transport_attempts)
-                return counts["transport"] >= limit
-            self.reached = True  # an unusable answer is still an answer
-            return counts["content"] >= self.content_attempts
-
-        def wait(state: RetryCallState) -> float:
-            exc = state.outcome.exception() if state.outcome else None
-            if isinstance(exc, _Transient):
-                if exc.retry_after is not None:
-                    return min(exc.retry_after, self.retry_after_max)
-                k = counts["transport"] - 1
-                return min(self.wait_max, self.wait_base * 2**k) * random.uniform(0.5, 1.0)
-            return 0.0
-
-        async def attempt() -> Answer:
-            await self._gate()
-            headers = {"X-Client-Request-Id": f"negvocab:{trace_id}:{sum(counts.values())}"} if trace_id else None
-            try:
-                completion = await self.client.chat.completions.parse(
-                    model=self.model,
-                    messages=messages,  # type: ignore[arg-type]
-                    response_format=LabelList,
-                    extra_headers=headers,
-                    **({"temperature": self.temperature} if self.temperature is not None else {}),
-                )
-            except self.sdk.LengthFinishReasonError as e:
-                counts["content"] += 1
-                add_usage(usage, e.completion.usage)
-                raise BadAnswer("answer cut off at the token limit", "invalid") from e
-            except self.sdk.ContentFilterFinishReasonError as e:
-                counts["content"] += 1
-                raise BadAnswer("answer withheld by the content filter", "refused") from e
-            except ValidationError as e:
-                counts["content"] += 1
-                raise BadAnswer(f"answer is not a LabelList: {e.errors()[0].get('msg', 'invalid')}", "invalid") from e
-            except json.JSONDecodeError as e:
-                counts["content"] += 1
-                raise BadAnswer(f"answer is not JSON: {e}", "invalid") from e
-            except self.sdk.APIStatusError as e:
-                self.reached = True
-                code = e.status_code
-                if code == 429 or code in (408, 409) or code >= 500:
-                    counts["transport"] += 1
-                    after = retry_after_seconds(e.response.headers)
-                    if code == 429 and after is not None:
-                        self._pause(after)
-                    raise _Transient(f"HTTP {code}", after) from e
-                raise self.fatal_error(e) from e
-            except (self.sdk.APIConnectionError, self.sdk.APITimeoutError) as e:
-                counts["transport"] += 1
-                # no connection made: refused, unknown host, or a connect that timed out
-                connect = not isinstance(e, self.sdk.APITimeoutError) or type(e.__cause__).__name__ == "ConnectTimeout"
-                what = "cannot connect" if connect else "timed out"
-                raise _Transient(f"{what} ({type(e).__name__})", connect=connect) from e
-            self.reached = True
-            add_usage(usage, completion.usage)
-            choice = completion.choices[0] if completion.choices else None
-            if choice is None:
-                counts["content"] += 1
-                raise BadAnswer("answer has no choices", "invalid")
-            message = choice.message
-            try:
-                labels = labels_from_message(message.content, message.refusal, message.parsed, n, need)
-            except BadAnswer as e:
-                if e.status == "refused":
-                    return Answer("refused", [], dict(usage), _request_id(completion), completion.model, error=str(e))
-                counts["content"] += 1
-                raise
-            return Answer("ok", labels, dict(usage), _request_id(completion), completion.model)
-
+        tries = _Tries(need=n if min_labels is None else min_labels)
         async with self._sem:
             try:
                 async for try_ in AsyncRetrying(
-                    retry=retry_if_exception_type((_Transient, BadAnswer)), stop=stop, wait=wait, reraise=True
+                    retry=retry_if_exception_type((_Transient, BadAnswer)),
+                    stop=lambda state: self._should_stop(tries, state.outcome.exception() if state.outcome else None),
+                    wait=lambda state: self._backoff(tries, state.outcome.exception() if state.outcome else None),
+                    reraise=True,
                 ):
                     with try_:
-                        answer = await attempt()
+                        answer = await self._attempt(messages, n, tries, trace_id)
             except _Transient as e:
-                raise ServerGaveUp(
-                    f"{self.base_url}: {e} after {counts['transport']} attempts"
-                ) from None
+                raise ServerGaveUp(f"{self.base_url}: {e} after {tries.transport} attempts") from None
             except BadAnswer as e:
-                return Answer(e.status, e.labels, dict(usage), None, None, sum(counts.values()), str(e))
-        answer.attempts = sum(counts.values()) + 1
+                return Answer(e.status, e.labels, dict(tries.usage), None, None, tries.total, str(e))
+        answer.attempts = tries.total + 1
         return answer
+
+    def _should_stop(self, tries: _Tries, exc: BaseException | None) -> bool:
+        if isinstance(exc, _Transient):
+            # a server never reached is most likely down or misnamed: one retry, not the full backoff
+            limit = self.transport_attempts if self.reached or not exc.connect else min(2, self.transport_attempts)
+            return tries.transport >= limit
+        self.reached = True  # an unusable answer is still an answer
+        return tries.content >= self.content_attempts
+
+    def _backoff(self, tries: _Tries, exc: BaseException | None) -> float:
+        if not isinstance(exc, _Transient):
+            return 0.0
+        if exc.retry_after is not None:
+            return min(exc.retry_after, self.retry_after_max)
+        return min(self.wait_max, self.wait_base * 2 ** (tries.transport - 1)) * random.uniform(0.5, 1.0)
+
+    async def _attempt(self, messages: list[dict[str, str]], n: int, tries: _Tries, trace_id: str | None) -> Answer:
+        """One request: an :class:`Answer`, or :class:`_Transient` / :class:`BadAnswer` to retry."""
+        await self._gate()
+        headers = {"X-Client-Request-Id": f"negvocab:{trace_id}:{tries.total}"} if trace_id else None
+        try:
+            completion = await self.client.chat.completions.parse(
+                model=self.model,
+                messages=messages,  # type: ignore[arg-type]
+                response_format=LabelList,
+                extra_headers=headers,
+                **({"temperature": self.temperature} if self.temperature is not None else {}),
+            )
+        except Exception as e:
+            err = self._classify(e, tries)
+            if err is e:
+                raise
+            raise err from e
+        self.reached = True
+        if not hasattr(completion, "choices") or not isinstance(completion.choices, list):
+            # an HTTP 200 that is no chat completion: an HTML page, plain text, a proxy's error body
+            tries.transport += 1
+            raise _Transient(f"the server answered HTTP 200 with no chat completion ({type(completion).__name__}){NOT_OPENAI}")
+        add_usage(tries.usage, completion.usage)
+        if not completion.choices:
+            tries.content += 1
+            raise BadAnswer("answer has no choices", "invalid")
+        message = completion.choices[0].message
+        try:
+            labels = labels_from_message(message.content, message.refusal, message.parsed, n, tries.need)
+        except BadAnswer as e:
+            if e.status == "refused":
+                return Answer("refused", [], dict(tries.usage), _request_id(completion), completion.model, error=str(e))
+            tries.content += 1
+            raise
+        return Answer("ok", labels, dict(tries.usage), _request_id(completion), completion.model)
+
+    def _classify(self, e: Exception, tries: _Tries) -> Exception:
+        """What an exception of the SDK call means: a bad answer, a transient error or a fatal one."""
+        sdk = self.sdk
+        if isinstance(e, sdk.LengthFinishReasonError):
+            tries.content += 1
+            add_usage(tries.usage, e.completion.usage)
+            return BadAnswer("answer cut off at the token limit", "invalid")
+        if isinstance(e, sdk.ContentFilterFinishReasonError):
+            tries.content += 1
+            return BadAnswer("answer withheld by the content filter", "refused")
+        if isinstance(e, ValidationError):
+            tries.content += 1
+            return BadAnswer(f"answer is not a LabelList: {e.errors()[0].get('msg', 'invalid')}", "invalid")
+        if isinstance(e, json.JSONDecodeError):
+            tries.content += 1
+            return BadAnswer(f"answer is not JSON: {e}", "invalid")
+        if isinstance(e, sdk.APIStatusError):
+            self.reached = True
+            code = e.status_code
+            if code == 429 and _error_code(e) == "insufficient_quota":
+                return self.fatal_error(e)
+            if code == 429 or code in (408, 409) or code >= 500:
+                tries.transport += 1
+                after = retry_after_seconds(e.response.headers)
+                if code == 429 and after is not None:
+                    self._pause(after)
+                return _Transient(f"HTTP {code}: {self._detail(e)}", after)
+            return self.fatal_error(e)
+        if isinstance(e, (sdk.APIConnectionError, sdk.APITimeoutError)):
+            tries.transport += 1
+            # no connection made: refused, unknown host, or a connect that timed out
+            connect = not isinstance(e, sdk.APITimeoutError) or type(e.__cause__).__name__ == "ConnectTimeout"
+            what = "cannot connect" if connect else "timed out"
+            return _Transient(f"{what} ({type(e).__name__})", connect=connect)
+        if isinstance(e, (AttributeError, TypeError)):
+            # the SDK could not read an HTTP 200 body as a completion (e.g. {"error": ...} with 200)
+            self.reached = True
+            tries.transport += 1
+            return _Transient(f"the server answered with no chat completion ({type(e).__name__}){NOT_OPENAI}")
+        return e
 
     async def _gate(self) -> None:
         delay = self._paused_until - time.monotonic()
@@ -370,14 +410,50 @@ class LLMClient:
         self._paused_until = max(self._paused_until, time.monotonic() + seconds)
         log.info("rate limited by %s: pausing requests for %.1f s (Retry-After)", self.base_url, seconds)
 
+    def _detail(self, e: Any) -> str:
+        """The server's error message, secrets masked, cut to one short line."""
+        text = " ".join(self.scrub(str(getattr(e, "message", "") or e)).split())
+        return text[:300]
+
     def fatal_error(self, e: Any) -> Exception:
-        detail = self.scrub(str(getattr(e, "message", "") or e))[:300]
+        detail = self._detail(e)
         code = e.status_code
-        if code in (401, 403):
-            return ResourceError(f"{self.base_url}: authentication failed (HTTP {code}); check OPENAI_API_KEY or --api-key")
+        if code == 401:
+            return ResourceError(f"{self.base_url}: authentication failed (HTTP 401); check the API key in {self.key_name}")
+        if code == 403:
+            return ResourceError(f"{self.base_url}: access denied (HTTP 403): {detail}; check the key in {self.key_name} and the model's availability")
         if code == 404:
             return ResourceError(f"{self.base_url}: model {self.model!r} or endpoint not found (HTTP 404): {detail}")
+        if code == 429:
+            return ResourceError(f"{self.base_url}: out of quota (HTTP 429 insufficient_quota): {detail}")
         return ResourceError(f"{self.base_url}: request rejected (HTTP {code}): {detail}")
+
+
+@dataclass
+class _Tries:
+    """Attempts, token usage and the label count needed, for one :meth:`LLMClient.ask`."""
+
+    need: int
+    transport: int = 0
+    content: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return self.transport + self.content
+
+
+def _error_code(e: Any) -> str | None:
+    """The ``code`` (or ``type``) of an API error body, e.g. ``insufficient_quota``."""
+    code = getattr(e, "code", None)
+    if code:
+        return str(code)
+    body = getattr(e, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            return inner.get("code") or inner.get("type")
+    return None
 
 
 def _request_id(completion: Any) -> str | None:

@@ -12,9 +12,10 @@ It speaks real HTTP on 127.0.0.1 (an ephemeral port) so the official SDK is exer
   then ``completed`` with an output file and, for failed lines, an error file.
 
 Faults on demand, per custom id (``"<key>/r<round>"``), consumed one per attempt:
-``429`` (with ``Retry-After``), ``500``, ``malformed`` (content not JSON), ``schema`` (JSON of the
-wrong shape), ``refusal``, ``short`` (half the labels), ``length`` (cut off), ``slow`` (extra
-delay); in batches ``error`` (an error-file line), ``500`` and the content faults. Every chat
+``429`` (with ``Retry-After``), ``quota`` (429 ``insufficient_quota``), ``500``, ``html`` (a 200
+HTML page), ``error200`` (an error body with status 200), ``malformed`` (content not JSON),
+``schema`` (JSON of the wrong shape), ``refusal``, ``short`` (half the labels), ``length`` (cut
+off), ``slow`` (extra delay); in batches ``error`` (an error-file line), ``500`` and the content faults. Every chat
 request and every batch line is counted per custom id (``chat_counts``, ``batch_counts``), so a
 test can assert that nothing was asked twice.
 """
@@ -155,10 +156,12 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def _send(self, code: int, payload: Any, headers: dict[str, str] | None = None, raw: bytes | None = None) -> None:
+    def _send(
+        self, code: int, payload: Any, headers: dict[str, str] | None = None, raw: bytes | None = None, ctype: str | None = None
+    ) -> None:
         data = raw if raw is not None else json.dumps(payload).encode("utf-8")
         self.send_response(code)
-        self.send_header("Content-Type", "application/json" if raw is None else "application/octet-stream")
+        self.send_header("Content-Type", ctype or ("application/json" if raw is None else "application/octet-stream"))
         self.send_header("Content-Length", str(len(data)))
         self.send_header("x-request-id", f"req_{next(self.server.state.ids)}")
         for k, v in (headers or {}).items():
@@ -241,13 +244,20 @@ class _Handler(BaseHTTPRequestHandler):
         delay = state.latency + (state.slow_delay if fault == "slow" else 0.0)
         if delay:
             time.sleep(delay)
-        code = 429 if fault == "429" else 500 if fault == "500" else 200
+        code = 429 if fault in ("429", "quota") else 500 if fault == "500" else 200
         with state.lock:
             state.chat_log.append((cid, time.monotonic(), code))
+        if fault == "quota":  # OpenAI's answer when the account has no credit left
+            body = {"error": {"message": "You exceeded your current quota, please check your plan.", "type": "insufficient_quota", "code": "insufficient_quota"}}
+            return self._send(429, body)
         if code == 429:
             return self._error(429, "rate limited", {"Retry-After": state.retry_after})
         if code == 500:
             return self._error(500, "internal error")
+        if fault == "html":  # a proxy's page with status 200
+            return self._send(200, None, raw=b"<html><body>Welcome to nginx!</body></html>", ctype="text/html")
+        if fault == "error200":  # an error body with status 200
+            return self._send(200, {"error": {"message": "upstream failed"}})
         fmt = body.get("response_format") or {}
         if fmt.get("type") != "json_schema":
             return self._error(400, "negvocab must ask for structured output")

@@ -164,7 +164,7 @@ def test_wrong_key_and_bad_base_url_are_one_line_errors(tmp_path, server):
     args = ["build", "gpt", "-m", "x", "--classes", "3", "--rounds", "1", "--run-dir", str(tmp_path / "r"), "-o", str(tmp_path / "o.json")]
     res = invoke(args, env)
     assert res.exit_code == 2 and res.output.count("\n") == 1, res.output
-    assert res.output.startswith(f"error: {server.url}: authentication failed (HTTP 401); check OPENAI_API_KEY")
+    assert res.output.startswith(f"error: {server.url}: authentication failed (HTTP 401); check the API key in OPENAI_API_KEY")
     assert not (tmp_path / "o.json").exists() and not Journal.open_existing(tmp_path / "r").results
     assert_no_key(tmp_path, texts=[res.output])
     res = invoke([*args, "--base-url", "localhost:8000/v1"], env)
@@ -178,3 +178,17 @@ def test_unwritable_output_fails_before_any_request(tmp_path, server):
     res = invoke(["build", "gpt", "-m", "x", "--classes", "2", "--rounds", "1", "--run-dir", str(tmp_path / "r"), "-o", str(tmp_path / "a_file" / "o.json")], env)
     assert res.exit_code == 2 and "is not a folder" in res.output and res.output.count("\n") == 1, res.output
     assert sum(server.state.chat_counts.values()) == 0 and not (tmp_path / "r").exists()
+
+
+def test_verbose_logs_show_no_url_credentials(tmp_path):
+    # -v logs INFO; the HTTP client's own INFO lines would print the base URL with its password
+    with FakeOpenAI() as srv:
+        url = srv.url.replace("http://", "http://me:PASS-IN-URL@")
+        env = {**os.environ, "OPENAI_API_KEY": DUMMY_KEY, "OPENAI_BASE_URL": url}
+        args = ["-v", "build", "gpt", "-m", "gpt-test", "--per-class", "4", "--rounds", "1", "--classes", "2",
+                "--run-dir", str(tmp_path / "r"), "-o", str(tmp_path / "o.json")]  # fmt: skip
+        res = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "INFO" in res.stderr and "2 requests to send" in res.stderr  # verbose logging is on
+    assert "PASS-IN-URL" not in res.stderr + res.stdout
+    assert_no_key(tmp_path, texts=[res.stdout, res.stderr])

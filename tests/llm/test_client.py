@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from negvocab.errors import ResourceError
+from negvocab.errors import InputError, ResourceError
 from negvocab.llm.client import RESPONSE_FORMAT, LabelList, LLMClient, ServerGaveUp, retry_after_seconds
 from tests.llm.conftest import DUMMY_KEY, FAST
 from tests.llm.fake_openai import labels_for
@@ -140,8 +140,43 @@ def test_a_host_that_drops_connections_gives_up_after_one_retry():
 
 def test_server_errors_outlasting_retries_leave_the_request_undone(server):
     server.state.add_faults("k1/r0", *["500"] * 4)
-    with pytest.raises(ServerGaveUp, match="HTTP 500 after 3 attempts"):
+    with pytest.raises(ServerGaveUp, match="HTTP 500: .*internal error after 3 attempts"):
         ask(server, transport_attempts=3)
+
+
+@pytest.mark.parametrize("fault", ["html", "error200"])
+def test_a_200_that_is_no_completion_is_retried_then_left_undone(server, fault):
+    # a proxy's HTML page or an error body with status 200: never a traceback, never a recorded answer
+    server.state.add_faults("k1/r0", fault)
+    answer = ask(server)
+    assert answer.status == "ok" and answer.labels == expected() and server.state.chat_counts["k1/r0"] == 2
+    server.state.add_faults("k2/r0", *[fault] * 3)
+    with pytest.raises(ServerGaveUp, match=r"no chat completion .*OpenAI-compatible endpoint \(ending in /v1\)\? after 3 attempts"):
+        ask(server, cid="k2/r0", transport_attempts=3)
+
+
+def test_out_of_quota_stops_at_once_with_the_servers_words(server):
+    server.state.add_faults("k1/r0", "quota")
+    with pytest.raises(ResourceError, match=r"out of quota \(HTTP 429 insufficient_quota\): .*exceeded your current quota"):
+        ask(server)
+    assert server.state.chat_counts["k1/r0"] == 1  # not retried: waiting does not bring credit back
+
+
+@pytest.mark.parametrize("spoilt", [DUMMY_KEY + "\r", DUMMY_KEY + "\n", " " + DUMMY_KEY + " "])
+def test_whitespace_around_the_key_is_dropped(server, spoilt):
+    async def go():
+        async with LLMClient("gpt-test", base_url=server.url, api_key=spoilt, **FAST) as c:
+            return await c.ask(MESSAGES, 6)
+
+    assert asyncio.run(go()).status == "ok"
+    with pytest.raises(InputError, match="the API key in MY_KEY contains spaces or control characters"):
+        LLMClient("gpt-test", base_url=server.url, api_key="sk-a\x00b", key_name="MY_KEY")
+
+
+def test_url_credentials_are_masked_in_errors(server):
+    client = LLMClient("m", base_url="http://me:PASS-1@127.0.0.1:9/v1?api-key=QS-SECRET", api_key=DUMMY_KEY)
+    text = client.scrub(f"POST http://me:PASS-1@127.0.0.1:9/v1?api-key=QS-SECRET/chat failed; key {DUMMY_KEY}")
+    assert "PASS-1" not in text and "QS-SECRET" not in text and DUMMY_KEY not in text
 
 
 def test_auth_error_is_one_line_without_the_key(server):
