@@ -220,16 +220,29 @@ class Vocabulary(BaseModel):
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Vocabulary:
-        """Read a vocabulary JSON file, or a text file with one label a line (source ``file``).
+        """Read a vocabulary JSON file, a text file with one label a line, or a candidates table.
 
+        A ``negvocab candidates`` export (``.tsv``/``.csv`` with a ``text`` column, or a JSON list of
+        objects with ``text``) gives its labels with their parts of speech (source ``file``).
         Raises :class:`InputError` naming the file for a missing or unreadable file, malformed
         JSON, another schema version, a hash that does not match the labels, or no labels.
         """
         path = Path(path)
         text = read_text(path, "vocabulary file")
-        if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
+        suffix = path.suffix.lower()
+        if suffix in (".tsv", ".csv") and _is_table(text, "\t" if suffix == ".tsv" else ",", path):
+            return cls._from_candidates(path)
+        if suffix == ".json" or text.lstrip().startswith("{"):
             return cls._from_json_text(text, path)
         return cls.from_text_lines(text.splitlines(), path)
+
+    @classmethod
+    def _from_candidates(cls, path: Path) -> Vocabulary:
+        from negvocab.labels.candidates import load_candidates
+
+        cands = load_candidates(path)
+        meta = {c.text: {"pos": c.pos} for c in cands}
+        return cls.from_labels([c.text for c in cands], source="file", meta=meta, settings={"path": str(path), "format": "candidates"})
 
     @classmethod
     def _from_json_text(cls, text: str, path: Path) -> Vocabulary:
@@ -238,6 +251,8 @@ class Vocabulary(BaseModel):
         except json.JSONDecodeError as e:
             raise InputError(f"{path}: malformed JSON (line {e.lineno}, column {e.colno}: {e.msg})") from e
         plain = doc if isinstance(doc, list) else doc.get("labels") if isinstance(doc, dict) and set(doc) == {"labels"} else None
+        if isinstance(doc, list) and doc and all(isinstance(x, dict) and "text" in x for x in doc):
+            return cls._from_candidates(path)  # a `negvocab candidates` JSON export
         if plain is not None:  # a hand-written label list: ["a", "b"] or {"labels": ["a", "b"]}
             if not all(isinstance(x, str) for x in plain):
                 raise InputError(f"{path}: a JSON label list must hold only strings")
@@ -269,6 +284,19 @@ class Vocabulary(BaseModel):
         if not labels:
             raise InputError(f"{path}: the vocabulary file has no labels")
         return cls.from_labels(labels, source="file", settings={"path": str(path)})
+
+
+def _is_table(text: str, delimiter: str, path: Path) -> bool:
+    """True for a table with a ``text`` column; a one-column file is a label list; else an error."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines or not any(delimiter in ln for ln in lines):
+        return False
+    if "text" in [h.strip() for h in lines[0].split(delimiter)]:
+        return True
+    raise InputError(
+        f"{path}: a table without a 'text' column; give the labels a 'text' header "
+        "(as `negvocab candidates` writes) or one label a line in a .txt file"
+    )
 
 
 def _first_error(e: ValidationError) -> str:

@@ -269,3 +269,27 @@ def test_union_keeps_each_labels_part_of_speech(tmp_path):
     assert u.parts_of_speech() == [None, "a", "n"]
     nested = Vocabulary.union(Vocabulary.from_labels(["quiet"], source="eoe", meta={"quiet": {"pos": "a"}}), u)
     assert Vocabulary.load(nested.save(tmp_path / "u.json")).parts_of_speech() == ["a", None, "a", "n"]
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "csv", "json"])
+def test_a_candidates_export_loads_with_its_parts_of_speech(tmp_path, fmt):
+    rows = [("meadow", "n", "noun.object"), ("bright", "a", "adj.all"), ("meadow", "n", "noun.object")]
+    path = tmp_path / f"pool.{fmt}"
+    if fmt == "json":
+        path.write_text(json.dumps([{"text": t, "pos": p, "lexname": lx} for t, p, lx in rows]), encoding="utf-8")
+    else:
+        sep = "\t" if fmt == "tsv" else ","
+        path.write_text("".join(sep.join(r) + "\n" for r in [("text", "pos", "lexname"), *rows]), encoding="utf-8")
+    vocab = Vocabulary.load(path)
+    assert vocab.labels == ["meadow", "bright"] and vocab.parts_of_speech() == ["n", "a"]
+    assert vocab.settings["format"] == "candidates"
+
+
+def test_tables_without_a_text_column_are_refused_and_one_column_files_are_labels(tmp_path):
+    table = tmp_path / "t.csv"
+    table.write_text("label,score\nmeadow,1\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"t.csv: a table without a 'text' column"):
+        Vocabulary.load(table)
+    plain = tmp_path / "p.csv"
+    plain.write_text("meadow\ncloud\n", encoding="utf-8")
+    assert Vocabulary.load(plain).labels == ["meadow", "cloud"]
