@@ -1,16 +1,20 @@
 """Cleaning of label strings proposed by a language model.
 
 Models decorate list items ("1. Snow leopard.", "- **lynx**", "\"ocelot\""); a label is kept as
-a short lower-case phrase with single spaces, so that the same category proposed in two rounds
-counts once.
+a short lower-case phrase with single spaces, in Unicode NFKC form without zero-width characters,
+so that the same category proposed in two rounds (or spelled with other code points) counts once.
+A letter with a dot starts many species names ("T. rex", "E. coli"), so only ``a)`` and ``(a)``
+count as letter list markers.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 
-_NUMBERING = re.compile(r"^\s*(?:[-*\u2022\u2013]+|\(?\d{1,3}[.):]|\(?[a-zA-Z][.)])\s+")
+_NUMBERING = re.compile(r"^\s*(?:[-*\u2022\u2013]+|\(?\d{1,3}[.):]|\(?[a-zA-Z]\))\s+")
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 _WS = re.compile(r"\s+")
 _STRIP = " \t\r\n\"'`*_.,;:!?\u201c\u201d\u2018\u2019"
 
@@ -21,7 +25,8 @@ def clean_label(text: str) -> str:
     >>> clean_label(' 2. **Snow  Leopard**. ')
     'snow leopard'
     """
-    s = _NUMBERING.sub("", str(text))
+    s = unicodedata.normalize("NFKC", str(text)).translate(_INVISIBLE)
+    s = _NUMBERING.sub("", s)
     s = _WS.sub(" ", s).strip(_STRIP).strip()
     return s.lower()
 

@@ -74,6 +74,12 @@ def test_unknown_task_and_missing_file(tmp_path):
         ("t-shirt", "t-shirt"),
         ("7-eleven store", "7-eleven store"),
         ("  ", ""),
+        ("T. rex", "t. rex"),  # a letter and a dot start species names, not list items
+        ("E. coli", "e. coli"),
+        ("(b) Ocelot", "ocelot"),
+        ("cafe\u0301 table", "caf\u00e9 table"),  # decomposed -> composed (NFKC)
+        ("\ufeffsea\u200b otter", "sea otter"),  # BOM and zero-width space dropped
+        ("\uff2c\uff59\uff4e\uff58", "lynx"),  # full-width letters
     ],
 )
 def test_clean_label(raw, clean):
@@ -82,3 +88,4 @@ def test_clean_label(raw, clean):
 
 def test_clean_labels_drops_empty_and_repeats():
     assert clean_labels(["Lynx", "1. lynx", "", "Puma", "puma."]) == ["lynx", "puma"]
+    assert clean_labels(["caf\u00e9 table", "cafe\u0301 table", "\ufeffocelot", "ocelot"]) == ["caf\u00e9 table", "ocelot"]
