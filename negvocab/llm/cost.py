@@ -10,6 +10,7 @@ Reasoning models also bill hidden reasoning tokens, which no estimate here inclu
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -31,6 +32,10 @@ PRICES: dict[str, tuple[float, float]] = {
     "o3-mini": (1.10, 4.40),
     "o4-mini": (1.10, 4.40),
 }
+#: dated snapshots priced unlike their alias (the alias moved on)
+SNAPSHOT_PRICES: dict[str, tuple[float, float]] = {"gpt-4o-2024-05-13": (5.00, 15.00)}
+#: what may follow a known name and still be the same model: a date or "latest"
+_SNAPSHOT = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{4}|latest)$")
 BATCH_DISCOUNT = 0.5
 TOKENS_PER_LABEL = 6
 CHARS_PER_TOKEN = 4
@@ -39,14 +44,17 @@ ANSWER_FRAME = 12
 
 
 def price_of(model: str, prices: Mapping[str, tuple[float, float]] | None = None) -> tuple[float, float] | None:
-    """(input, output) USD per 1M tokens of ``model``: exact name, else the longest known prefix
-    (``gpt-4o-mini-2024-07-18`` -> ``gpt-4o-mini``); ``None`` if unknown."""
-    table = {**PRICES, **(prices or {})}
-    if model in table:
-        return table[model]
+    """(input, output) USD per 1M tokens of ``model``: the exact name, or a known name with a date
+    or ``-latest`` after it (``gpt-4o-mini-2024-07-18`` -> ``gpt-4o-mini``); ``None`` otherwise.
+
+    Other suffixes name other models at other prices (``gpt-5-pro``, ``o3-deep-research``): unknown.
+    """
+    table = {**PRICES, **SNAPSHOT_PRICES, **(prices or {})}
     base = model.split("/")[-1]
-    best = max((k for k in table if base.startswith(k + "-") or base == k), key=len, default=None)
-    return table[best] if best else None
+    for name in (model, base, _SNAPSHOT.sub("", base)):
+        if name in table:
+            return table[name]
+    return None
 
 
 def cost_usd(model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool = False, prices: Mapping[str, tuple[float, float]] | None = None) -> float | None:

@@ -89,3 +89,23 @@ def test_clean_label(raw, clean):
 def test_clean_labels_drops_empty_and_repeats():
     assert clean_labels(["Lynx", "1. lynx", "", "Puma", "puma."]) == ["lynx", "puma"]
     assert clean_labels(["caf\u00e9 table", "cafe\u0301 table", "\ufeffocelot", "ocelot"]) == ["caf\u00e9 table", "ocelot"]
+
+
+@pytest.mark.parametrize(
+    ("model", "price"),
+    [
+        ("gpt-4o-mini", (0.15, 0.60)),
+        ("gpt-4o-mini-2024-07-18", (0.15, 0.60)),  # a dated snapshot of a known model
+        ("openai/gpt-4.1-latest", (2.00, 8.00)),
+        ("gpt-4o-2024-05-13", (5.00, 15.00)),  # a snapshot priced unlike its alias
+        ("gpt-5-pro", None),  # another model, not gpt-5 at gpt-5's price
+        ("o3-pro", None),
+        ("o3-deep-research", None),
+        ("llama-3-70b", None),
+    ],
+)
+def test_prices_only_for_known_models_and_their_snapshots(model, price):
+    from negvocab.llm.cost import price_of
+
+    assert price_of(model) == price
+    assert price_of(model, {model: (1.0, 2.0)}) == (1.0, 2.0)  # --price-in/--price-out win
