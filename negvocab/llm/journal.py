@@ -176,15 +176,15 @@ class Journal:
                 if last:  # no newline after it: torn by a crash mid-write
                     raise ValueError("no final newline")
                 record = json.loads(raw)
-                if not isinstance(record, dict):
-                    raise ValueError("not an object")
-            except ValueError:
+                _check_record(record)
+            except ValueError as e:
                 if last or all(not x.strip() for x in lines[i + 1 :]):
                     self.torn_lines += 1
                     log.warning("%s: ignoring a torn last line (%d bytes) left by an interrupted run", self.path, len(raw))
                     break
                 raise InputError(
-                    f"{self.path}: line {i + 1} is not valid JSON; the journal is damaged (move it away to start over)"
+                    f"{self.path}: line {i + 1} is damaged ({e}); delete that line to ask its request again, "
+                    "or move the journal away to start over"
                 ) from None
             self._remember(record)
             good_end = end
@@ -247,6 +247,19 @@ class Journal:
                 if isinstance(v, int):
                     total[k] = total.get(k, 0) + v
         return total
+
+
+def _check_record(record: Any) -> None:
+    """ValueError unless ``record`` is a journal record (a result needs its id, status and labels)."""
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    if record.get("kind") == "result":
+        from negvocab.llm.client import STATUSES
+
+        if not isinstance(record.get("custom_id"), str):
+            raise ValueError("a result without a custom_id")
+        if record.get("status") not in STATUSES or not isinstance(record.get("labels"), list):
+            raise ValueError(f"result {record['custom_id']!r} without a valid status and labels")
 
 
 def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:

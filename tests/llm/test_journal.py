@@ -54,12 +54,21 @@ def test_complete_json_without_newline_counts_as_torn(tmp_path):
     assert set(Journal(tmp_path, IDENT, readonly=True).results) == {"x/r0"}
 
 
-def test_damaged_middle_line_is_an_error(tmp_path):
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        (b"{not json", "Expecting property name"),
+        (b"[1, 2]", "not a JSON object"),
+        (b'{"kind": "result"}', "a result without a custom_id"),
+        (b'{"kind": "result", "custom_id": "z/r0", "labels": ["a"]}', "result 'z/r0' without a valid status"),
+    ],
+)
+def test_damaged_middle_line_is_an_error(tmp_path, line, why):
     with Journal(tmp_path, IDENT) as j:
         j.append([rec("x/r0")])
     with open(tmp_path / JOURNAL, "ab") as fh:
-        fh.write(b"{not json\n" + json.dumps(rec("y/r0")).encode() + b"\n")
-    with pytest.raises(InputError, match="line 2 is not valid JSON"):
+        fh.write(line + b"\n" + json.dumps(rec("y/r0")).encode() + b"\n")
+    with pytest.raises(InputError, match=rf"line 2 is damaged \({why}.*delete that line to ask its request again"):
         Journal(tmp_path, IDENT)
 
 
