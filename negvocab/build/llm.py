@@ -129,10 +129,16 @@ class LLMRun:
 
     def estimate(self, *, batch: bool = False, rounds_used: int | None = None, prices: Mapping[str, tuple[float, float]] | None = None) -> CostEstimate:
         """Requests still to send, tokens and dollars (reads the journal if any; sends nothing)."""
+        from dataclasses import replace
+
+        from negvocab.llm.batch import in_open_batch
+
         need = self.needed(rounds_used)
         journal = Journal(self.run_dir, self.identity, readonly=True)
         todo = pending(need, journal)
-        return estimate(todo, self.model, batch=batch, already_done=len(need) - len(todo), prices=prices)
+        est = estimate(todo, self.model, batch=batch, already_done=len(need) - len(todo), prices=prices)
+        held = in_open_batch(journal)
+        return replace(est, held_by_batch=len(held[1])) if held else est
 
     def execute(
         self,
@@ -166,6 +172,8 @@ class LLMRun:
         with Journal(self.run_dir, self.identity, extra=extra) as journal:
             before = journal.usage()
             todo = pending(need, journal)
+            if todo and not batch:
+                _refuse_if_batch_open(journal)
             undone: list[str] = []
             if todo:
                 log.info("%s: %d of %d requests to send (%s)", self.run_dir, len(todo), len(need), "batch" if batch else "sync")
@@ -229,6 +237,18 @@ class LLMRun:
             if batch:
                 return await run_batch(todo, client, journal, self.template, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress)
             return await run_sync(todo, client, journal, self.template, on_progress=on_progress)
+
+
+def _refuse_if_batch_open(journal: Journal) -> None:
+    """A synchronous run would pay again for requests that an uncollected batch holds: refuse."""
+    from negvocab.llm.batch import in_open_batch
+
+    held = in_open_batch(journal)
+    if held is not None and held[1]:
+        raise ResourceError(
+            f"{journal.run_dir}: batch {held[0]} holds {len(held[1])} of the requests and was never collected; "
+            "re-run with --batch to collect it (it is paid for), then without --batch for anything left"
+        )
 
 
 @dataclass

@@ -141,6 +141,19 @@ async def _create(client: LLMClient, journal: Journal, file_id: str, cids: list[
     return batch.id
 
 
+def in_open_batch(journal: Journal) -> tuple[str, list[str]] | None:
+    """(batch id or uploaded file id, its custom ids still unanswered) of a batch that was created
+    or uploaded but never collected; ``None`` when there is none.
+
+    Those requests are paid for once the batch runs: a synchronous run must not send them again.
+    """
+    found = _open_batch(journal) or _orphan_input(journal)
+    if found is None:
+        return None
+    ident = found.get("batch_id") or found["file_id"]
+    return ident, [c for c in found["custom_ids"] if c not in journal.results]
+
+
 def _open_batch(journal: Journal) -> dict[str, Any] | None:
     done = {r["batch_id"] for r in journal.of_kind("batch_done")}
     for r in reversed(journal.of_kind("batch")):

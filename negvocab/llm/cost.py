@@ -83,12 +83,14 @@ class CostEstimate:
     completion_tokens: int
     usd: float | None
     batch: bool
+    held_by_batch: int = 0
 
     def summary(self) -> str:
         cost = (f"${self.usd:,.2f}" if self.usd >= 1 else f"${self.usd:.4f}") if self.usd is not None else "unknown (no price for this model; pass --price-in/--price-out)"
         mode = "Batch API" if self.batch else "synchronous API"
+        held = f"; {self.held_by_batch} of them are in an uncollected batch: re-run with --batch" if self.held_by_batch else ""
         return (
-            f"{self.requests} requests to send ({self.already_done} already in the journal), "
+            f"{self.requests} requests to send ({self.already_done} already in the journal{held}), "
             f"~{self.prompt_tokens:,} prompt + ~{self.completion_tokens:,} completion tokens, "
             f"estimated cost {cost} ({self.model}, {mode})"
         )

@@ -89,6 +89,31 @@ def test_resume_polls_the_journaled_batch_instead_of_creating_one(endpoint, tmp_
     assert len(vocab.views) == 3 and set(endpoint.state.batch_counts.values()) == {1}
 
 
+def test_a_sync_rerun_does_not_pay_again_for_an_uncollected_batch(endpoint, tmp_path, synonym_filter):
+    import asyncio
+
+    from negvocab.errors import ResourceError
+    from negvocab.llm.batch import _submit
+    from negvocab.llm.client import LLMClient
+
+    run = gpt_run("gpt-test", per_class=6, rounds=2, classes=3, run_dir=tmp_path / "run")
+
+    async def submit_then_crash():
+        async with LLMClient("gpt-test", **FAST) as client:
+            with Journal(run.run_dir, run.identity) as j:
+                await _submit(client, j, run.requests, 1)
+
+    asyncio.run(submit_then_crash())
+    assert "6 of them are in an uncollected batch: re-run with --batch" in run.estimate().summary()
+    kw = {"per_class": 6, "rounds": 2, "classes": 3, "run_dir": tmp_path / "run", "synonym_filter": synonym_filter, "client_options": FAST}
+    with pytest.raises(ResourceError, match=r"batch \S+ holds 6 of the requests and was never collected; re-run with --batch"):
+        build_gpt_vocabulary("gpt-test", **kw)
+    assert sum(endpoint.state.chat_counts.values()) == 0  # nothing sent synchronously
+    vocab = build(tmp_path / "run", synonym_filter, classes=3)  # --batch collects it
+    assert len(vocab.views) == 3 and set(endpoint.state.batch_counts.values()) == {1}
+    assert run.estimate().held_by_batch == 0
+
+
 def test_crash_between_upload_and_batch_id_finds_the_batch(endpoint, tmp_path, synonym_filter):
     run = gpt_run("gpt-test", per_class=6, rounds=2, classes=3, run_dir=tmp_path / "run")
     build(tmp_path / "run", synonym_filter, classes=3)
