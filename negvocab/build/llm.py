@@ -32,9 +32,9 @@ from typing import Any, Literal, TypeVar
 
 from negvocab.errors import InputError, ResourceError
 from negvocab.llm.cost import CostEstimate, cost_usd, estimate
-from negvocab.llm.journal import Journal, custom_id, identity_hash
+from negvocab.llm.journal import MANIFEST, Journal, custom_id, identity_hash
 from negvocab.llm.prompts import PromptTemplate, load_prompt
-from negvocab.llm.run import Progress, Request, make_request, pending
+from negvocab.llm.run import Progress, Request, answered, make_request, pending
 from negvocab.textfiles import read_text
 from negvocab.vocab import Vocabulary
 
@@ -167,9 +167,11 @@ class LLMRun:
             "task": self.task,
             "endpoint": public_url(base_url or os.environ.get("OPENAI_BASE_URL")),
             "negvocab": __version__,
-            "run_settings": {"classes": self.selection, "prompt_path": self.prompt_path},
+            "run_settings": self._settings(),
         }
         with Journal(self.run_dir, self.identity, extra=extra) as journal:
+            if not journal.readonly and _last_settings(journal) != self._settings():
+                journal.append([{"kind": "run", **self._settings()}])  # what vocabulary_from_journal rebuilds
             before = journal.usage()
             todo = pending(need, journal)
             if todo and not batch:
@@ -184,7 +186,7 @@ class LLMRun:
                 log.info("%s: all %d requests are in the journal; nothing to send", self.run_dir, len(need))
             after = journal.usage()
             by_mode = {m: journal.usage(m) for m in ("sync", "batch")}
-            results = {q.custom_id: journal.results[q.custom_id] for q in need if q.custom_id in journal.results}
+            results = {q.custom_id: journal.results[q.custom_id] for q in need if answered(q, journal)}
         session = {k: after.get(k, 0) - before.get(k, 0) for k in after}
         price = lambda u, b: cost_usd(self.model, u.get("prompt_tokens", 0), u.get("completion_tokens", 0), batch=b, prices=prices)  # noqa: E731
         outcome = RunOutcome(
@@ -228,6 +230,9 @@ class LLMRun:
             "unknown" if extra["cost_usd"] is None else f"${extra['cost_usd']:.4f}",
         )
         return vocabulary_from_results(self, outcome.results, rounds_used=rounds_used, synonym_filter=synonym_filter, extra_settings=extra)
+
+    def _settings(self) -> dict[str, Any]:
+        return {"classes": self.selection, "rounds": self.rounds, "prompt_path": self.prompt_path}
 
     async def _send(self, client: Any, journal: Journal, todo: list[Request], batch: bool, poll_interval: float, max_submissions: int, on_progress: Progress | None) -> list[str]:
         from negvocab.llm.batch import run_batch
@@ -313,7 +318,10 @@ def _check_counts(per: int, rounds: int) -> None:
         raise InputError(f"rounds must be >= 1, got {rounds}")
 
 
-def _base_identity(task: str, model: str, template: PromptTemplate, n: int, rounds: int, keys: Sequence[str], temperature: float | None, min_labels: int) -> dict[str, Any]:
+def _base_identity(task: str, model: str, template: PromptTemplate, n: int, temperature: float | None, min_labels: int) -> dict[str, Any]:
+    """What every request of a run folder shares. The classes and the round count are not in it:
+    answers are journaled per (class or chunk, round) with a hash of what was asked, so a run
+    grows to more rounds or classes in the same folder without asking anything twice."""
     return {
         "task": task,
         "model": model,
@@ -321,9 +329,6 @@ def _base_identity(task: str, model: str, template: PromptTemplate, n: int, roun
         "prompt_sha256": template.sha256,
         "n": n,
         "min_labels": min_labels,
-        "rounds": rounds,
-        "keys": len(keys),
-        "keys_sha256": identity_hash({"keys": list(keys)}),
         "temperature": temperature,
         "schema": "LabelList",
     }
@@ -359,7 +364,7 @@ def gpt_run(
         for r in range(rounds)
         for wnid, name, syn in zip(chosen.wnids, chosen.names, chosen.synonyms, strict=True)
     ]
-    identity = _base_identity("gpt_siblings", model, template, per_class, rounds, chosen.wnids, temperature, need)
+    identity = _base_identity("gpt_siblings", model, template, per_class, temperature, need)
     folder = _run_dir(run_dir, "gpt", model, identity)
     return LLMRun(
         "gpt_siblings", model, template, reqs, identity, folder, list(chosen.wnids), rounds,
@@ -419,7 +424,7 @@ def eoe_run(
     need = n if min_labels is None else min_labels
     reqs = [make_request(template, key, r, n, v, need) for r in range(rounds) for key, v in values.items()]
     keys = list(values)
-    identity = _base_identity(f"eoe_{mode}", model, template, n, rounds, list(chosen.wnids), temperature, need)
+    identity = _base_identity(f"eoe_{mode}", model, template, n, temperature, need)
     identity["chunk_size"] = chunk_size if mode != "near" else None
     folder = _run_dir(run_dir, f"eoe-{mode}", model, identity)
     return LLMRun(f"eoe_{mode}", model, template, reqs, identity, folder, keys, rounds, chunk_map, _selection(classes, chosen), _path_str(prompt_path))
@@ -539,16 +544,27 @@ def vocabulary_from_journal(run_dir: str | os.PathLike[str], *, rounds_used: int
     prompt file still has the journaled hash.
     """
     journal = Journal.open_existing(run_dir)
-    ident = journal.identity
-    run = _rebuild(run_dir, ident, id_classes)
-    return vocabulary_from_results(run, journal.results, rounds_used=rounds_used, synonym_filter=synonym_filter)
+    run = _rebuild(run_dir, journal, id_classes)
+    results = {q.custom_id: journal.results[q.custom_id] for q in run.requests if answered(q, journal)}
+    return vocabulary_from_results(run, results, rounds_used=rounds_used, synonym_filter=synonym_filter)
 
 
-def _rebuild(run_dir: str | os.PathLike[str], ident: Mapping[str, Any], id_classes: Any) -> LLMRun:
+def _last_settings(journal: Journal) -> dict[str, Any] | None:
+    """Classes, rounds and prompt file of the latest session of a run folder (None before any)."""
     from negvocab.llm.journal import read_manifest
 
-    manifest = read_manifest(run_dir)
-    settings = manifest.get("run_settings") or {}
+    runs = journal.of_kind("run")
+    if runs:
+        return {k: v for k, v in runs[-1].items() if k != "kind"}
+    if (journal.run_dir / MANIFEST).exists():
+        return read_manifest(journal.run_dir).get("run_settings")
+    return None
+
+
+def _rebuild(run_dir: str | os.PathLike[str], journal: Journal, id_classes: Any) -> LLMRun:
+    ident = journal.identity
+    settings = _last_settings(journal) or {}
+    rounds = settings.get("rounds") or ident.get("rounds") or 1
     task = ident["task"]
     common = {
         "run_dir": run_dir,
@@ -559,10 +575,10 @@ def _rebuild(run_dir: str | os.PathLike[str], ident: Mapping[str, Any], id_class
         "prompt_path": settings.get("prompt_path"),
     }
     if task == "gpt_siblings":
-        run = gpt_run(ident["model"], per_class=ident["n"], rounds=ident["rounds"], **common)
+        run = gpt_run(ident["model"], per_class=ident["n"], rounds=rounds, **common)
     else:
         mode = task.removeprefix("eoe_")
-        run = eoe_run(ident["model"], mode=mode, per_request=ident["n"], chunk_size=ident.get("chunk_size") or 100, rounds=ident["rounds"], **common)  # type: ignore[arg-type]
+        run = eoe_run(ident["model"], mode=mode, per_request=ident["n"], chunk_size=ident.get("chunk_size") or 100, rounds=rounds, **common)  # type: ignore[arg-type]
     if run.identity_sha256 != identity_hash(ident):
         raise InputError(f"{run_dir}: cannot rebuild the run (its prompt file or class list changed since it ran)")
     return run

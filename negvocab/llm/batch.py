@@ -29,7 +29,7 @@ from negvocab.errors import ResourceError
 from negvocab.llm.client import RESPONSE_FORMAT, Answer, BadAnswer, LLMClient, add_usage, labels_from_message
 from negvocab.llm.journal import Journal
 from negvocab.llm.prompts import PromptTemplate
-from negvocab.llm.run import Progress, Request, pending, result_record
+from negvocab.llm.run import Progress, Request, answered, pending, result_record
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +248,7 @@ async def run_batch(
         for line in lines:
             cid = line.get("custom_id")
             req = by_id.get(cid) if isinstance(cid, str) else None
-            if req is None or cid in seen or cid in journal.results:
+            if req is None or cid in seen or answered(req, journal):
                 continue
             seen.add(cid)
             answer, error = interpret_line(line, req)
@@ -261,7 +261,7 @@ async def run_batch(
                 usage = answer.usage if answer is not None else {}
                 records.append({"kind": "attempt_failed", "custom_id": cid, "batch_id": batch_id, "error": error, "usage": usage})
         for cid in open_batch["custom_ids"]:
-            if cid not in seen and cid not in journal.results and cid in by_id:
+            if cid not in seen and cid in by_id and not answered(by_id[cid], journal):
                 records.append({"kind": "attempt_failed", "custom_id": cid, "batch_id": batch_id, "error": f"no result (batch {batch.status})", "usage": {}})
         records.append({"kind": "batch_done", "batch_id": batch_id, "status": batch.status})
         journal.append(records)

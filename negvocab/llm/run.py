@@ -18,7 +18,7 @@ from typing import Any
 
 from negvocab.errors import ResourceError
 from negvocab.llm.client import Answer, LLMClient, ServerGaveUp
-from negvocab.llm.journal import Journal, custom_id
+from negvocab.llm.journal import Journal, custom_id, identity_hash
 from negvocab.llm.prompts import PromptTemplate
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,11 @@ class Request:
     def chat(self) -> list[dict[str, str]]:
         return [{"role": role, "content": content} for role, content in self.messages]
 
+    @property
+    def sha256(self) -> str:
+        """Hash of what is asked (messages, n, min_labels): a journaled answer counts only for it."""
+        return identity_hash({"messages": [list(m) for m in self.messages], "n": self.n, "min_labels": self.min_labels})
+
 
 def make_request(template: PromptTemplate, key: str, round_: int, n: int, values: dict[str, Any], min_labels: int | None = None) -> Request:
     """The request for (``key``, ``round_``) with the template filled from ``values`` and ``n``."""
@@ -51,9 +56,15 @@ def make_request(template: PromptTemplate, key: str, round_: int, n: int, values
     return Request(key, round_, tuple((m["role"], m["content"]) for m in msgs), n, n if min_labels is None else min_labels)
 
 
+def answered(req: Request, journal: Journal) -> bool:
+    """Whether ``journal`` holds an answer to ``req`` as it is asked now (same messages and n)."""
+    rec = journal.results.get(req.custom_id)
+    return rec is not None and rec.get("request_sha256", req.sha256) == req.sha256
+
+
 def pending(requests: Iterable[Request], journal: Journal) -> list[Request]:
-    """The requests without a result in ``journal`` (in the given order)."""
-    return [r for r in requests if r.custom_id not in journal.results]
+    """The requests without an answer in ``journal`` (in the given order)."""
+    return [r for r in requests if not answered(r, journal)]
 
 
 def result_record(req: Request, answer: Answer, template: PromptTemplate, *, mode: str, **extra: Any) -> dict[str, Any]:
@@ -61,6 +72,7 @@ def result_record(req: Request, answer: Answer, template: PromptTemplate, *, mod
     return {
         "kind": "result",
         "custom_id": req.custom_id,
+        "request_sha256": req.sha256,
         "key": req.key,
         "round": req.round,
         "status": answer.status,

@@ -90,7 +90,7 @@ def test_fewer_rounds_first_sends_only_those(endpoint, tmp_path, synonym_filter)
     assert len(endpoint.state.chat_counts) == 12 and set(endpoint.state.chat_counts.values()) == {1}
 
 
-@pytest.mark.parametrize("change", [{"model": "gpt-other"}, {"rounds": 4}, {"per_class": 7}, {"temperature": 0.0}])
+@pytest.mark.parametrize("change", [{"model": "gpt-other"}, {"per_class": 7}, {"temperature": 0.0}])
 def test_changed_run_is_refused_in_the_same_folder(endpoint, tmp_path, synonym_filter, change):
     build(tmp_path / "run", synonym_filter, classes=2)
     kw = {"classes": 2, **change}
@@ -99,13 +99,38 @@ def test_changed_run_is_refused_in_the_same_folder(endpoint, tmp_path, synonym_f
         build_gpt_vocabulary(model, run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, **{"per_class": 6, "rounds": 3, **kw})
 
 
+def test_more_rounds_and_classes_grow_the_run_asking_nothing_twice(endpoint, tmp_path, synonym_filter):
+    build(tmp_path / "run", synonym_filter, classes=3, rounds=2)
+    assert len(endpoint.state.chat_counts) == 6
+    grown = build(tmp_path / "run", synonym_filter, classes=5, rounds=3)
+    assert len(endpoint.state.chat_counts) == 15 and set(endpoint.state.chat_counts.values()) == {1}
+    assert grown.settings["session"]["sent"] == 9
+    with_fresh = build(tmp_path / "fresh", synonym_filter, classes=5, rounds=3)
+    assert grown.labels == with_fresh.labels and grown.views == with_fresh.views
+    # the journal remembers the latest settings: rebuilt without sending, as grown
+    assert vocabulary_from_journal(tmp_path / "run", synonym_filter=synonym_filter).labels == grown.labels
+    smaller = build(tmp_path / "run", synonym_filter, classes=2, rounds=1)  # a subset: all answered
+    assert smaller.settings["session"]["sent"] == 0 and len(smaller.views) == 2
+
+
+def test_an_answer_counts_only_for_the_question_asked(endpoint, tmp_path, synonym_filter):
+    # EOE far asks per chunk of classes: another class list changes what chunk000 asks, so it is asked again
+    kw = {"mode": "far", "chunk_size": 2, "run_dir": tmp_path / "run", "synonym_filter": synonym_filter, "client_options": FAST, "per_request": 5}
+    build_eoe_vocabulary("gpt-test", classes=4, **kw)
+    assert dict(endpoint.state.chat_counts) == {"chunk000/r0": 1, "chunk001/r0": 1}
+    build_eoe_vocabulary("gpt-test", classes=["n01491361", "n01443537", "n01440764", "n01484850"], **kw)  # the same 4
+    assert sum(endpoint.state.chat_counts.values()) == 2
+    build_eoe_vocabulary("gpt-test", classes=["n01440764", "n01443537", "n01484850", "n01494475"], **kw)
+    assert dict(endpoint.state.chat_counts) == {"chunk000/r0": 1, "chunk001/r0": 2}  # only the changed chunk
+
+
 def test_changed_prompt_is_a_new_run(endpoint, tmp_path, cache_dir, synonym_filter):
     a = gpt_run("gpt-test", per_class=6, rounds=3, classes=2)
     p = tmp_path / "prompt.txt"
     p.write_text("[user]\nName exactly {n} look-alikes of {class_name}.\n")
     b = gpt_run("gpt-test", per_class=6, rounds=3, classes=2, prompt_path=p)
-    c = gpt_run("gpt-test", per_class=6, rounds=4, classes=2)
-    assert len({a.run_dir, b.run_dir, c.run_dir}) == 3
+    c = gpt_run("gpt-test", per_class=6, rounds=4, classes=5)
+    assert len({a.run_dir, b.run_dir}) == 2 and c.run_dir == a.run_dir  # more rounds or classes: the same run grows
     assert a.run_dir.parent == cache_dir / "llm-runs"
     vocab = build_gpt_vocabulary("gpt-test", per_class=6, rounds=3, classes=2, prompt_path=p, synonym_filter=synonym_filter, client_options=FAST)
     assert vocab.settings["prompt_sha256"] == b.template.sha256
