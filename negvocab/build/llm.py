@@ -509,9 +509,12 @@ def vocabulary_from_results(
     kept_counts = {key: sum(1 for lab in labels if lab in keep) for key, labels in per_key.items()}
     per_class = run.task in ("gpt_siblings", "eoe_near")
     views = {key: [lab for lab in labels if lab in keep] for key, labels in per_key.items()} if per_class else {}
+    used = [results[cid] for k in run.keys for r in range(r_used) if (cid := custom_id(k, r)) in results]
+    served = sorted({str(rec["model"]) for rec in used if rec.get("model")})
     settings = {
         "task": run.task,
         "model": run.model,
+        "served_models": served,  # what the server says answered (e.g. a dated snapshot of the alias)
         "prompt": run.template.name,
         "prompt_file": run.template.source,
         "prompt_sha256": run.template.sha256,

@@ -38,6 +38,7 @@ def test_full_small_run_merges_and_filters(endpoint, tmp_path, synonym_filter):
     for w in wnids:
         assert vocab.views[w] == [lab for lab in per_class[w] if lab not in id_lower]
     assert set(vocab.settings["synonym_filter"]["removed"]) == id_lower
+    assert vocab.settings["model"] == "gpt-test" and vocab.settings["served_models"] == ["gpt-test-fake"]
     assert vocab.settings["synonym_filter"]["removed_count"] == 3
     assert vocab.settings["unique_per_key"][wnids[0]] == len(per_class[wnids[0]]) == 15
     assert vocab.settings["kept_per_key_stats"] == {"min": 12, "mean": 12.0, "max": 12}
