@@ -38,6 +38,14 @@ def check_output(path: Path, *, inputs: Iterable[Path | None] = (), others: Iter
         raise InputError(f"cannot write {path}: no permission to write in {parent}")
 
 
+def check_results_folder(folder: Path, marker: str, *, overwrite: bool) -> None:
+    """:func:`check_output` for ``folder / marker``, and refuse to replace an earlier run's results
+    there unless ``overwrite``: a re-run with other vocabularies must not silently erase a comparison."""
+    check_output(folder / marker)
+    if (folder / marker).exists() and not overwrite:
+        raise InputError(f"{folder} holds the results of an earlier run ({marker}); give another -o, or --overwrite to replace them")
+
+
 @contextlib.contextmanager
 def writing(path: Path) -> Iterator[None]:
     """Turn a failed (atomic) write into one error line naming the file."""

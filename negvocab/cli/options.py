@@ -83,6 +83,9 @@ RandomWeightsOpt = Annotated[
         "dry runs only: results are meaningless).",
     ),
 ]
+OverwriteOpt = Annotated[
+    bool, typer.Option("--overwrite", help="Replace the results of an earlier run in the output folder.")
+]
 IdClassesOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option(

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from negvocab.cli.app import app, build_app
-from negvocab.cli.files import check_output, writing
+from negvocab.cli.files import check_output, check_results_folder, writing
 from negvocab.cli.options import (
     CacheDirOpt,
     DeviceOpt,
     IdClassesOpt,
     ModelOpt,
+    OverwriteOpt,
     PrecisionOpt,
     PresetTagOpt,
     PretrainedOpt,
@@ -192,6 +193,7 @@ def score_cmd(
     ground_truth: GroundTruthOpt = None,
     image_root: ImageRootOpt = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Results folder.")] = Path("results"),
+    overwrite: OverwriteOpt = False,
     model: ModelOpt = "ViT-B-32",
     pretrained: PretrainedOpt = None,
     tag: PresetTagOpt = None,
@@ -224,7 +226,7 @@ def score_cmd(
     from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
 
     methods = [canonical_method(m) for m in (method or ["neglabel"])]  # fail before loading a model
-    check_output(output / "results.json")
+    check_results_folder(output, "results.json", overwrite=overwrite)
     check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, topk=topk, temperature=temperature, penalty_temperature=penalty_temperature)
     if explain < 0:
         raise InputError(f"--explain must be >= 0, got {explain}")
@@ -273,6 +275,7 @@ def sweep_cmd(
     ground_truth: GroundTruthOpt = None,
     image_root: ImageRootOpt = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Output folder (sweep.csv, sweep.json, sweep.png).")] = Path("sweep"),
+    overwrite: OverwriteOpt = False,
     model: ModelOpt = "ViT-B-32",
     pretrained: PretrainedOpt = None,
     tag: PresetTagOpt = None,
@@ -302,7 +305,7 @@ def sweep_cmd(
 
     # fail on bad options before loading a model or reading images
     key = canonical_method(method)
-    check_output(output / "sweep.json")
+    check_results_folder(output, "sweep.json", overwrite=overwrite)
     if key not in NEEDS_NEGATIVES:
         raise InputError(f"--method {key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
     check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, temperature=temperature, penalty_temperature=penalty_temperature)

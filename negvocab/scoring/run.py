@@ -420,6 +420,12 @@ def sweep_vocabulary(
 
     method = S.canonical_method(method)
     wanted = parse_sizes(sizes, len(vocab))
+    if vocab.source != "wordnet" and not all("rank" in vocab.meta.get(x, {}) for x in vocab.labels):
+        logger.warning(
+            "sweeping a %s vocabulary that carries no ranking: its first M labels are in file order, "
+            "not farthest first (build a ranked one with `negvocab build wordnet`)",
+            vocab.source,
+        )
     params = dict(params or {})
     convention = M.check_convention(convention)
     id_classes = id_classes if id_classes is not None else imagenet1k()

@@ -69,9 +69,14 @@ def test_score_end_to_end(tiny, model_args, tmp_path, caplog):
     for item in ex["vocabularies"]["negB"]:
         assert {n["label"] for n in item["top_negatives"]} <= set(NEG_B) and len(item["top_negatives"]) == 5
 
-    # same inputs again: every embedding comes from the cache, the scores are identical
+    # the same folder again: refused, the earlier results kept; with --overwrite every embedding
+    # comes from the cache and the scores are identical
+    before = (out / "results.json").read_bytes()
+    again = invoke(args)
+    assert again.exit_code == 2 and "holds the results of an earlier run (results.json); give another -o, or --overwrite" in again.output
+    assert (out / "results.json").read_bytes() == before
     with caplog.at_level(logging.INFO, logger="negvocab"):
-        r2 = invoke(args)
+        r2 = invoke([*args, "--overwrite"])
     assert r2.exit_code == 0
     assert "image embeddings from the cache" in caplog.text and "text embeddings from the cache" in caplog.text
     assert not [m for m in caplog.messages if m.startswith("encoded ")], caplog.text  # nothing encoded again

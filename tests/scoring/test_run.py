@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -104,6 +105,18 @@ def test_sweep_vocabulary_equals_per_size_evaluation(sets, classes, tmp_path):
     assert res.references[0]["oracle"] is True and res.references[0]["M"] == 2
     out = run.write_sweep(res, tmp_path / "s")
     assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG" and json.loads((out / "sweep.json").read_text())["random_weights"]
+
+
+def test_sweeping_an_unranked_vocabulary_warns(sets, classes, caplog):
+    kw = {"id_classes": classes, "templates": "single", "params": {"groups": 2}, "n_boot": 0}
+    ranked = negvocab.Vocabulary.from_labels(["a", "b", "c"], source="file", meta={x: {"rank": i} for i, x in enumerate("abc")})
+    with caplog.at_level(logging.WARNING):
+        run.sweep_vocabulary(FakeVLM(), *sets, ranked, "2,3", **kw)
+    assert "carries no ranking" not in caplog.text
+    gpt = negvocab.Vocabulary.from_labels(["a", "b", "c"], source="gpt")
+    with caplog.at_level(logging.WARNING):
+        run.sweep_vocabulary(FakeVLM(), *sets, gpt, "2,3", **kw)
+    assert "sweeping a gpt vocabulary that carries no ranking" in caplog.text
 
 
 def test_unreadable_images_are_reported_and_the_rest_stay_aligned(sets, classes, tmp_path):
