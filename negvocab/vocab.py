@@ -71,7 +71,10 @@ class Vocabulary(BaseModel):
             raise ValueError(f"metadata for labels not in the vocabulary: {sorted(unknown)[:3]}")
         digest = labels_hash(self.labels)
         if self.sha256 and self.sha256 != digest:
-            raise ValueError(f"sha256 {self.sha256[:12]}... does not match the labels (expected {digest[:12]}...)")
+            raise ValueError(
+                f"sha256 {self.sha256[:12]}... does not match the labels (expected {digest[:12]}...); "
+                "edited by hand? save the labels as a .txt list, one a line, and load that"
+            )
         object.__setattr__(self, "sha256", digest)
         return self
 
@@ -137,6 +140,11 @@ class Vocabulary(BaseModel):
                 return part["pos"]
         return None
 
+    @property
+    def random_weights(self) -> bool:
+        """Whether a model with RANDOM weights built this vocabulary or any part of a union."""
+        return _random(self.settings)
+
     def label_sources(self, label: str) -> list[str]:
         """The builder sources that contributed ``label`` (one, unless this is a union)."""
         if self.source == "union":
@@ -199,7 +207,10 @@ class Vocabulary(BaseModel):
                 elif label in vocab.meta:
                     entry.setdefault(vocab.source, vocab.meta[label])
         parts = [{"source": v.source, "sha256": v.sha256, "size": len(v), "settings": v.settings} for v in vocabs]
-        return Vocabulary.from_labels(labels, source="union", meta=meta, settings={"parts": parts})
+        settings: dict[str, Any] = {"parts": parts}
+        if any(v.random_weights for v in vocabs):
+            settings["random_weights"] = True  # said at the top, not only deep in a part
+        return Vocabulary.from_labels(labels, source="union", meta=meta, settings=settings)
 
     # -- files ----------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -297,6 +308,12 @@ def _is_table(text: str, delimiter: str, path: Path) -> bool:
         f"{path}: a table without a 'text' column; give the labels a 'text' header "
         "(as `negvocab candidates` writes) or one label a line in a .txt file"
     )
+
+
+def _random(settings: Any) -> bool:
+    if not isinstance(settings, dict):
+        return False
+    return settings.get("random_weights") is True or any(_random(p.get("settings")) for p in settings.get("parts", []) if isinstance(p, dict))
 
 
 def _first_error(e: ValidationError) -> str:

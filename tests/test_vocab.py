@@ -163,7 +163,7 @@ def test_missing_or_mismatching_hash(tmp_path, wordnet_vocab):
         Vocabulary.load(_write_json(tmp_path / "v.json", doc))
     doc = {**wordnet_vocab.to_json(), "labels": wordnet_vocab.labels[:-1]}  # truncated by hand
     doc["meta"] = {k: v for k, v in doc["meta"].items() if k in doc["labels"]}
-    with pytest.raises(InputError, match=r"v\.json: invalid vocabulary: sha256 .* does not match the labels"):
+    with pytest.raises(InputError, match=r"v\.json: invalid vocabulary: sha256 .* does not match the labels .*edited by hand\? save the labels as a \.txt list"):
         Vocabulary.load(_write_json(tmp_path / "v.json", doc))
 
 
@@ -293,3 +293,11 @@ def test_tables_without_a_text_column_are_refused_and_one_column_files_are_label
     plain = tmp_path / "p.csv"
     plain.write_text("meadow\ncloud\n", encoding="utf-8")
     assert Vocabulary.load(plain).labels == ["meadow", "cloud"]
+
+
+def test_a_union_says_when_a_part_came_from_random_weights(wordnet_vocab, gpt_vocab):
+    assert not Vocabulary.union(wordnet_vocab, gpt_vocab).random_weights
+    rnd = Vocabulary.from_labels(["kayak"], source="wordnet", settings={"random_weights": True})
+    u = Vocabulary.union(gpt_vocab, rnd)
+    assert u.random_weights and u.settings["random_weights"] is True
+    assert Vocabulary.union(u, wordnet_vocab).random_weights

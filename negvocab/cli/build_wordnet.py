@@ -89,9 +89,9 @@ def build_wordnet(
     from negvocab.labels.imagenet import read_id_classes
     from negvocab.vlm.templates import resolve_templates
 
-    many = parse_sizes(sizes)
-    if size is not None:
-        many = sorted({*many, size})
+    if size is not None and sizes is not None:
+        raise InputError("give --size (one vocabulary) or --sizes (several), not both")
+    many = parse_sizes(sizes) if size is None else [size]
     if many and many[0] < 1:
         raise InputError(f"--size must be >= 1, got {many[0]}")
     if ratio is not None and many:

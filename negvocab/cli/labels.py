@@ -211,6 +211,8 @@ def info(
         typer.echo(json.dumps(doc, indent=1, ensure_ascii=False))
         return
     typer.echo(f"{vocabulary}: {summary['size']} labels, source {summary['source']}, sha256 {vocab.short_hash}")
+    if vocab.random_weights:
+        typer.echo("WARNING: built with a RANDOM-weight model (a pipeline check): not a real vocabulary")
     typer.echo("per source: " + ", ".join(f"{s} {n}" for s, n in summary["per_source"].items()))
     for key, value in summary["settings"].items():
         typer.echo(f"  {key}: {value}")

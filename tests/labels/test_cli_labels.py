@@ -270,3 +270,12 @@ def test_an_output_that_is_an_input_is_refused_and_the_input_kept(runner, tmp_pa
     assert gpt_file.read_bytes() == before and (tmp_path / "more.txt").read_text() == "kayak\n"
     line = _error_line(run(runner, "filter", gpt_file, "-o", tmp_path / "o.json", "--report", tmp_path / "o.json"))
     assert "cannot write two outputs to" in line and not (tmp_path / "o.json").exists()
+
+
+def test_info_warns_about_random_weights_also_through_a_merge(runner, tmp_path, gpt_file):
+    rnd = tmp_path / "rnd.json"
+    Vocabulary.from_labels(["kayak"], source="wordnet", settings={"random_weights": True}).save(rnd)
+    assert "RANDOM" not in run(runner, "info", gpt_file).stdout
+    merged = tmp_path / "u.json"
+    assert run(runner, "merge", gpt_file, rnd, "-o", merged).exit_code == 0
+    assert "WARNING: built with a RANDOM-weight model" in run(runner, "info", merged).stdout

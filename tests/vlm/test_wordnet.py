@@ -199,6 +199,7 @@ def test_cli_ranks_a_candidates_file_as_the_api_does(wn_vlm, tmp_path, monkeypat
         (["--percentile", "95"], "a fraction: 0.95, not a percent"),
         (["--ratio", "1.5"], "--ratio must be in (0, 1]"),
         (["--size", "0"], "--size must be >= 1"),
+        (["--size", "5", "--sizes", "2,3"], "give --size (one vocabulary) or --sizes (several), not both"),
         (["-t", "paper9"], "unknown template preset 'paper9'"),
         (["--preset", "negmine"], "unknown --preset 'negmine'"),
         (["--pool", "missing.tsv"], "missing.tsv: no such candidates file"),
