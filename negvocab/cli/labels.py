@@ -64,9 +64,8 @@ def classes(
     """Print or export the ImageNet-1k label space: wnid, CLIP clean name, WordNet 3.0 synonyms."""
     from negvocab.labels.imagenet import imagenet1k
 
-    if fmt is None:
-        suffix = output.suffix.lstrip(".").lower() if output is not None else ""
-        fmt = suffix if suffix in CLASS_FORMATS else "tsv"
+    if fmt is None:  # the output's suffix says it (a file without one gets tsv)
+        fmt = "tsv" if output is None or not output.suffix else _choice(output.suffix.lstrip("."), CLASS_FORMATS, "the --output suffix")
     fmt = _choice(fmt, CLASS_FORMATS, "--format")
     c = imagenet1k()
     if fmt == "txt":
