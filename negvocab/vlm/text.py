@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CHUNK_LABELS = 4096  # labels tokenised and sorted together (bounds token memory)
+#: prompts tokenised and sorted together: bounds token memory, and what an interrupt can lose
+#: (finished chunks reach the cache)
+CHUNK_PROMPTS = 8192
 PROGRESS_MIN_PROMPTS = 20_000  # progress bar by default only for runs this long
 
 
@@ -184,8 +186,8 @@ def encode_labels(
 ) -> np.ndarray:
     """Template-ensembled embeddings [n, d] of ``labels`` (no cache; see :meth:`VLM.encode_text`).
 
-    Labels are processed in chunks of :data:`CHUNK_LABELS`; ``on_chunk(labels, embeddings)`` is
-    called after each (the cache stores them as they come).
+    Labels are processed in chunks of about :data:`CHUNK_PROMPTS` prompts; ``on_chunk(labels,
+    embeddings)`` is called after each (the cache stores them as they come).
     """
     n_prompts = len(labels) * len(templates)
     show = n_prompts >= PROGRESS_MIN_PROMPTS if progress is None else progress
@@ -197,8 +199,9 @@ def encode_labels(
     t0 = time.perf_counter()
     parts = []
     try:
-        for start in range(0, len(labels), CHUNK_LABELS):
-            chunk = labels[start : start + CHUNK_LABELS]
+        step = max(1, CHUNK_PROMPTS // max(1, len(templates)))
+        for start in range(0, len(labels), step):
+            chunk = labels[start : start + step]
             prompts = [t.format(label) for label in chunk for t in templates]
             emb = encode_prompts(vlm, prompts, batch_size=batch_size, progress=bar)
             parts.append(ensemble(emb, len(chunk), len(templates)))
