@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sys
 from typing import Annotated, Optional
 
@@ -23,7 +25,8 @@ def cache(
     clear: Annotated[bool, typer.Option("--clear", help="Delete the stores listed (all, or those of --model).")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="With --clear: do not ask for confirmation.")] = False,
 ) -> None:
-    """List the embedding stores (model, weights fingerprint, kind, templates, rows, size); --clear deletes them."""
+    """List the embedding stores (model, weights fingerprint, activation, kind, precision, image
+    preprocessing, templates, rows, size); --clear deletes them."""
     from negvocab.paths import cache_dir as default_cache_dir
     from negvocab.vlm.cache import list_stores, remove_store
 
@@ -39,9 +42,12 @@ def cache(
         templates = s.key_doc.get("templates")
         what = f"{len(templates)} template{'s' * (len(templates) != 1)}" if isinstance(templates, list) else ""
         weights = str(ident.get("weights", "?")).split(":")[-1][:12]
+        act = "QuickGELU" if ident.get("quick_gelu") else "GELU"
+        pp = ident.get("preprocessing")
+        pp_id = f"pp {hashlib.sha256(json.dumps(pp, sort_keys=True).encode()).hexdigest()[:6]}" if pp else ""
         typer.echo(
-            f"{s.folder.relative_to(root)}  {s.model:<24} weights {weights:<12} {s.kind:<12} {ident.get('precision', '?'):<5} "
-            f"{what:<13} {s.rows:>9,} rows {s.bytes / 2**20:>9.1f} MiB"
+            f"{s.folder.relative_to(root)}  {s.model:<24} weights {weights:<12} {act:<9} {s.kind:<12} {ident.get('precision', '?'):<5} "
+            f"{pp_id:<9} {what:<13} {s.rows:>9,} rows {s.bytes / 2**20:>9.1f} MiB"
         )
     total = sum(s.bytes for s in stores)
     typer.echo(f"{len(stores)} stores, {total / 2**20:.1f} MiB in {root}")

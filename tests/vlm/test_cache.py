@@ -190,6 +190,15 @@ def test_image_preprocessing_is_part_of_the_image_key_only(tmp_path, image_dir):
     assert not np.allclose(ea.embeddings, eb.embeddings)  # computed with b's preprocessing, not read from a's
     fresh = VLM.from_model(b.model, b.tokenizer, name="tiny", random_weights=True, device="cpu", cache=False)
     np.testing.assert_allclose(eb.embeddings, fresh.encode_images(image_dir, num_workers=0).embeddings, atol=1e-6)
+    # negvocab cache tells the two image stores apart (same model and weights, other preprocessing)
+    from typer.testing import CliRunner
+
+    from negvocab.cli import app
+
+    listed = CliRunner().invoke(app, ["cache", "--cache-dir", str(tmp_path / "emb")]).output
+    image_lines = [ln for ln in listed.splitlines() if " image " in ln]
+    assert len(image_lines) == 2 and all(" GELU " in ln for ln in image_lines)
+    assert len({ln.split(" pp ")[1].split()[0] for ln in image_lines}) == 2
 
 
 def open_clip_tokenizer():
