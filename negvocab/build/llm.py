@@ -127,7 +127,14 @@ class LLMRun:
         r = self.rounds if rounds_used is None else _check_rounds_used(rounds_used, self.rounds)
         return [q for q in self.requests if q.round < r]
 
-    def estimate(self, *, batch: bool = False, rounds_used: int | None = None, prices: Mapping[str, tuple[float, float]] | None = None) -> CostEstimate:
+    def estimate(
+        self,
+        *,
+        batch: bool = False,
+        rounds_used: int | None = None,
+        prices: Mapping[str, tuple[float, float]] | None = None,
+        retry_failed: bool = False,
+    ) -> CostEstimate:
         """Requests still to send, tokens and dollars (reads the journal if any; sends nothing)."""
         from dataclasses import replace
 
@@ -135,7 +142,7 @@ class LLMRun:
 
         need = self.needed(rounds_used)
         journal = Journal(self.run_dir, self.identity, readonly=True)
-        todo = pending(need, journal)
+        todo = pending(need, journal, retry_failed=retry_failed)
         est = estimate(todo, self.model, batch=batch, already_done=len(need) - len(todo), prices=prices)
         held = in_open_batch(journal)
         return replace(est, held_by_batch=len(held[1])) if held else est
@@ -153,8 +160,12 @@ class LLMRun:
         max_submissions: int = 3,
         on_progress: Progress | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
+        retry_failed: bool = False,
     ) -> RunOutcome:
         """Send what the journal lacks (synchronously, or through the Batch API) and return all results.
+
+        ``retry_failed`` also asks again the requests whose recorded answer is a failure (refused,
+        invalid, short), e.g. after a server glitch; the new answer replaces the old one.
 
         Raises :class:`ResourceError` if some requests could not be completed (server errors
         outlasting the retries); everything finished is journaled, so the same call resumes.
@@ -162,6 +173,8 @@ class LLMRun:
         from negvocab import __version__
         from negvocab.llm.client import LLMClient, public_url
 
+        if retry_failed and batch:
+            raise InputError("retrying recorded failures works with the synchronous API: re-run without --batch")
         need = self.needed(rounds_used)
         extra = {
             "task": self.task,
@@ -173,7 +186,7 @@ class LLMRun:
             if not journal.readonly and _last_settings(journal) != self._settings():
                 journal.append([{"kind": "run", **self._settings()}])  # what vocabulary_from_journal rebuilds
             before = journal.usage()
-            todo = pending(need, journal)
+            todo = pending(need, journal, retry_failed=retry_failed)
             if todo and not batch:
                 _refuse_if_batch_open(journal)
             undone: list[str] = []
@@ -610,6 +623,7 @@ def build_gpt_vocabulary(
     max_submissions: int = 3,
     on_progress: Callable[[int, int], None] | None = None,
     prices: Mapping[str, tuple[float, float]] | None = None,
+    retry_failed: bool = False,
 ) -> Vocabulary:
     """The GPT-sibling vocabulary (paper: 20 per class, 10 rounds); resumable, see the module docstring.
 
@@ -630,6 +644,8 @@ def build_gpt_vocabulary(
         Client settings; ``batch=True`` uses the Batch API.
     synonym_filter : SynonymFilter, optional
         Default: against all of ImageNet-1k (also when ``classes`` selects a few).
+    retry_failed : bool
+        Ask again the requests recorded as refused, invalid or short (synchronous API only).
 
     Returns
     -------
@@ -639,7 +655,7 @@ def build_gpt_vocabulary(
         counts, filter removals, failures, tokens and cost.
     """
     run = gpt_run(model, per_class=per_class, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
-    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices)
+    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices, retry_failed=retry_failed)
 
 
 def build_eoe_vocabulary(
@@ -667,6 +683,7 @@ def build_eoe_vocabulary(
     max_submissions: int = 3,
     on_progress: Callable[[int, int], None] | None = None,
     prices: Mapping[str, tuple[float, float]] | None = None,
+    retry_failed: bool = False,
 ) -> Vocabulary:
     """The EOE envisioned-outlier vocabulary (``near``, ``far`` or ``fine``); labels lower-cased,
     de-duplicated and synonym-filtered. Same run folder, resume and Batch API behaviour as
@@ -674,7 +691,7 @@ def build_eoe_vocabulary(
     lists each chunk's classes for ``far``/``fine``.
     """
     run = eoe_run(model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
-    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices)
+    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices, retry_failed=retry_failed)
 
 
 def _path_str(path: str | os.PathLike[str] | None) -> str | None:

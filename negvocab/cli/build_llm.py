@@ -29,6 +29,10 @@ RunDirOpt = Annotated[
 ]
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "-j", min=1, help="Requests in flight at most.")]
 BatchOpt = Annotated[bool, typer.Option("--batch", help="Use the Batch API (24 h window, half price); resumable like the synchronous mode.")]
+RetryFailedOpt = Annotated[
+    bool,
+    typer.Option("--retry-failed", help="Ask again the requests recorded as refused, invalid or short (synchronous API)."),
+]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the request count, estimated tokens and cost; send nothing.")]
 BaseUrlOpt = Annotated[
     Optional[str],  # noqa: UP045
@@ -125,7 +129,7 @@ def _report(vocab: Any, out: Path, what: str) -> None:
 
 def _run(run: Any, *, dry_run: bool, batch: bool, rounds_used: int | None, prices: Any, out: Path, what: str, **execute: Any) -> None:
     if dry_run:
-        typer.echo(run.estimate(batch=batch, rounds_used=rounds_used, prices=prices).summary())
+        typer.echo(run.estimate(batch=batch, rounds_used=rounds_used, prices=prices, retry_failed=execute.get("retry_failed", False)).summary())
         typer.echo(f"run folder: {run.run_dir} (nothing sent, nothing written)")
         return
     check_output(out)  # before any request is sent
@@ -150,6 +154,7 @@ def build_gpt(
     concurrency: ConcurrencyOpt = 16,
     batch: BatchOpt = False,
     dry_run: DryRunOpt = False,
+    retry_failed: RetryFailedOpt = False,
     base_url: BaseUrlOpt = None,
     api_key_env: KeyEnvOpt = "OPENAI_API_KEY",
     max_rounds_used: RoundsUsedOpt = None,
@@ -168,6 +173,7 @@ def build_gpt(
     _run(
         run,
         dry_run=dry_run,
+        retry_failed=retry_failed,
         batch=batch,
         rounds_used=max_rounds_used,
         prices=_prices(model, price_in, price_out),
@@ -201,6 +207,7 @@ def build_eoe(
     concurrency: ConcurrencyOpt = 16,
     batch: BatchOpt = False,
     dry_run: DryRunOpt = False,
+    retry_failed: RetryFailedOpt = False,
     base_url: BaseUrlOpt = None,
     api_key_env: KeyEnvOpt = "OPENAI_API_KEY",
     max_rounds_used: RoundsUsedOpt = None,
@@ -222,6 +229,7 @@ def build_eoe(
     _run(
         run,
         dry_run=dry_run,
+        retry_failed=retry_failed,
         batch=batch,
         rounds_used=max_rounds_used,
         prices=_prices(model, price_in, price_out),

@@ -62,9 +62,18 @@ def answered(req: Request, journal: Journal) -> bool:
     return rec is not None and rec.get("request_sha256", req.sha256) == req.sha256
 
 
-def pending(requests: Iterable[Request], journal: Journal) -> list[Request]:
-    """The requests without an answer in ``journal`` (in the given order)."""
-    return [r for r in requests if not answered(r, journal)]
+#: the recorded failures that ``retry_failed`` asks again
+RETRYABLE = ("refused", "invalid", "short")
+
+
+def pending(requests: Iterable[Request], journal: Journal, *, retry_failed: bool = False) -> list[Request]:
+    """The requests without an answer in ``journal`` (in the given order); with ``retry_failed``
+    also those whose recorded answer is a failure (refused, invalid, short)."""
+    return [
+        r
+        for r in requests
+        if not answered(r, journal) or (retry_failed and journal.results[r.custom_id].get("status") in RETRYABLE)
+    ]
 
 
 def result_record(req: Request, answer: Answer, template: PromptTemplate, *, mode: str, **extra: Any) -> dict[str, Any]:
