@@ -132,6 +132,25 @@ def farthest_first(
     return order, distances
 
 
+def _ratio_selection(ranked: list[str], groups: list[str], cands: Sequence[Any], ratio: float) -> tuple[list[str], dict[str, int]]:
+    """NegLabel's ratio mode: of each part-of-speech group with n candidates, the first
+    ``int(ratio * n)`` of ``ranked`` (whose groups are ``groups``), in ranking order; and those counts."""
+    pool_counts: dict[str, int] = {}
+    for c in cands:
+        g = _pos_group(c.pos)
+        pool_counts[g] = pool_counts.get(g, 0) + 1
+    per_pos = {g: int(ratio * n) for g, n in pool_counts.items()}
+    taken = dict.fromkeys(per_pos, 0)
+    selected = []
+    for label, g in zip(ranked, groups, strict=True):
+        if taken[g] < per_pos[g]:
+            selected.append(label)
+            taken[g] += 1
+    if not selected:
+        raise InputError(f"ratio {ratio} selects no labels from {len(cands)} candidates")
+    return selected, per_pos
+
+
 def _as_candidates(candidates: Iterable[Candidate | str]) -> list[Any]:
     """Candidates as objects with text/pos/lexname/synset (plain strings become nouns), deduplicated."""
     from negvocab.labels.candidates import Candidate
@@ -215,21 +234,7 @@ def build_wordnet_vocabulary(
 
     per_pos: dict[str, int] | None = None
     if ratio is not None:
-        pool_counts: dict[str, int] = {}
-        for c in cands:
-            g = _pos_group(c.pos)
-            pool_counts[g] = pool_counts.get(g, 0) + 1
-        per_pos = {g: int(ratio * n) for g, n in pool_counts.items()}
-        taken: dict[str, int] = dict.fromkeys(per_pos, 0)
-        selected = []
-        for label in kept:
-            g = _pos_group(cands[index[label]].pos)
-            if taken[g] < per_pos[g]:
-                selected.append(label)
-                taken[g] += 1
-        kept = selected
-        if not kept:
-            raise InputError(f"ratio {ratio} selects no labels from {len(cands)} candidates")
+        kept, per_pos = _ratio_selection(kept, [_pos_group(cands[index[x]].pos) for x in kept], cands, ratio)
     elif size is not None:
         if size > len(kept):
             raise InputError(f"asked for {size} labels but the filtered WordNet ranking has only {len(kept)}")
