@@ -68,7 +68,7 @@ def interpret_line(line: dict[str, Any], req: Request) -> tuple[Answer | None, s
 
 
 def _failures(journal: Journal) -> Counter[str]:
-    return Counter(r.get("custom_id") for r in journal.of_kind("attempt_failed"))
+    return Counter(r.get("custom_id") for r in journal.of_kind("attempt_failed") if "batch_id" in r)  # batch lines only
 
 
 async def _retrying(client: LLMClient, what: str, factory: Any) -> Any:

@@ -2,8 +2,9 @@
 
 It talks to OpenAI or any OpenAI-compatible server (vLLM, Ollama, llama.cpp server) through the
 official ``openai`` SDK: the endpoint and key come from ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` or
-the arguments. The answer is structured output: a :class:`LabelList` parsed by the SDK
-(``chat.completions.parse``). Two kinds of trouble are retried with tenacity:
+the arguments. The answer is structured output: the strict JSON schema of :class:`LabelList`
+(:data:`RESPONSE_FORMAT`, the one the SDK's ``parse`` would send), validated here as in Batch mode,
+so that every answer's token usage is counted, also of an unusable one. Two kinds of trouble are retried with tenacity:
 
 - transport: 429 (the ``Retry-After`` / ``retry-after-ms`` wait is honoured, and all requests of
   the client pause for it), 5xx, 408/409, timeouts and dropped connections, with exponential
@@ -20,7 +21,6 @@ never appears in a log line, an error message or a file.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import random
@@ -80,7 +80,14 @@ NOT_OPENAI = "; is the base URL an OpenAI-compatible endpoint (ending in /v1)?"
 
 
 class ServerGaveUp(Exception):
-    """Transport errors outlasted the retries; the request is not finished (re-run to retry)."""
+    """Transport errors outlasted the retries; the request is not finished (re-run to retry).
+
+    ``usage`` holds the tokens its earlier, unusable answers were billed for.
+    """
+
+    def __init__(self, message: str, usage: dict[str, int] | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage or {}
 
 
 class _Transient(Exception):
@@ -302,7 +309,7 @@ class LLMClient:
                     with try_:
                         answer = await self._attempt(messages, n, tries, trace_id)
             except _Transient as e:
-                raise ServerGaveUp(f"{self.base_url}: {e} after {tries.transport} attempts") from None
+                raise ServerGaveUp(f"{self.base_url}: {e} after {tries.transport} attempts", dict(tries.usage)) from None
             except BadAnswer as e:
                 return Answer(e.status, e.labels, dict(tries.usage), None, None, tries.total, str(e))
         answer.attempts = tries.total + 1
@@ -328,10 +335,10 @@ class LLMClient:
         await self._gate()
         headers = {"X-Client-Request-Id": f"negvocab:{trace_id}:{tries.total}"} if trace_id else None
         try:
-            completion = await self.client.chat.completions.parse(
+            completion = await self.client.chat.completions.create(
                 model=self.model,
                 messages=messages,  # type: ignore[arg-type]
-                response_format=LabelList,
+                response_format=RESPONSE_FORMAT,  # type: ignore[arg-type]
                 extra_headers=headers,
                 **({"temperature": self.temperature} if self.temperature is not None else {}),
             )
@@ -345,13 +352,19 @@ class LLMClient:
             # an HTTP 200 that is no chat completion: an HTML page, plain text, a proxy's error body
             tries.transport += 1
             raise _Transient(f"the server answered HTTP 200 with no chat completion ({type(completion).__name__}){NOT_OPENAI}")
-        add_usage(tries.usage, completion.usage)
+        add_usage(tries.usage, completion.usage)  # every answer is billed, usable or not
         if not completion.choices:
             tries.content += 1
             raise BadAnswer("answer has no choices", "invalid")
-        message = completion.choices[0].message
+        choice = completion.choices[0]
+        if choice.finish_reason in ("length", "content_filter"):
+            tries.content += 1
+            if choice.finish_reason == "length":
+                raise BadAnswer("answer cut off at the token limit", "invalid")
+            raise BadAnswer("answer withheld by the content filter", "refused")
+        message = choice.message
         try:
-            labels = labels_from_message(message.content, message.refusal, message.parsed, n, tries.need)
+            labels = labels_from_message(message.content, getattr(message, "refusal", None), None, n, tries.need)
         except BadAnswer as e:
             if e.status == "refused":
                 return Answer("refused", [], dict(tries.usage), _request_id(completion), completion.model, error=str(e))
@@ -360,21 +373,8 @@ class LLMClient:
         return Answer("ok", labels, dict(tries.usage), _request_id(completion), completion.model)
 
     def _classify(self, e: Exception, tries: _Tries) -> Exception:
-        """What an exception of the SDK call means: a bad answer, a transient error or a fatal one."""
+        """What an exception of the SDK call means: a transient error or a fatal one."""
         sdk = self.sdk
-        if isinstance(e, sdk.LengthFinishReasonError):
-            tries.content += 1
-            add_usage(tries.usage, e.completion.usage)
-            return BadAnswer("answer cut off at the token limit", "invalid")
-        if isinstance(e, sdk.ContentFilterFinishReasonError):
-            tries.content += 1
-            return BadAnswer("answer withheld by the content filter", "refused")
-        if isinstance(e, ValidationError):
-            tries.content += 1
-            return BadAnswer(f"answer is not a LabelList: {e.errors()[0].get('msg', 'invalid')}", "invalid")
-        if isinstance(e, json.JSONDecodeError):
-            tries.content += 1
-            return BadAnswer(f"answer is not JSON: {e}", "invalid")
         if isinstance(e, sdk.APIStatusError):
             self.reached = True
             code = e.status_code

@@ -181,6 +181,8 @@ async def run_sync(
                     "--base-url), then re-run the same command"
                 ) from None
             gave_up.append(req.custom_id)
+            if e.usage:  # tokens billed for unusable answers before the server gave up: counted in the cost
+                writer.put({"kind": "attempt_failed", "custom_id": req.custom_id, "error": str(e), "usage": e.usage, "mode": "sync"})
             streak += 1
             log.warning("%s: %s; left for the next run", req.custom_id, e)
             if streak >= stop_after:

@@ -9,7 +9,7 @@ import pytest
 
 from negvocab import Vocabulary, build_eoe_vocabulary, build_gpt_vocabulary, imagenet1k
 from negvocab.build.llm import gpt_run, select_classes, vocabulary_from_journal
-from negvocab.errors import InputError
+from negvocab.errors import InputError, ResourceError
 from negvocab.llm.journal import JOURNAL
 from tests.llm.conftest import DUMMY_KEY, FAST, assert_no_key
 from tests.llm.fake_openai import expected_merge, labels_for
@@ -138,6 +138,23 @@ def test_retry_failed_asks_recorded_failures_again(endpoint, tmp_path, synonym_f
     assert endpoint.state.chat_counts[f"{wnids[0]}/r0"] == 1  # the good answer was not asked again
     with pytest.raises(InputError, match="synchronous API"):
         build(tmp_path / "run", synonym_filter, classes=2, rounds=1, retry_failed=True, batch=True)
+
+
+def test_tokens_of_unusable_answers_count_even_when_the_server_then_gives_up(endpoint, tmp_path, synonym_filter):
+    # a malformed answer (billed) then 500s until the transport retries run out: the request is left
+    # undone, but the tokens of the billed answer stay in the run's usage and cost
+    wnid = imagenet1k().wnids[0]
+    endpoint.state.add_faults(f"{wnid}/r0", "malformed", *["500"] * 8)
+    kw = {"per_class": 6, "rounds": 1, "classes": 1, "run_dir": tmp_path / "run", "synonym_filter": synonym_filter}
+    with pytest.raises(ResourceError):
+        build_gpt_vocabulary("gpt-test", client_options={**FAST, "transport_attempts": 2}, **kw)
+    from negvocab.llm.journal import Journal
+
+    journal = Journal.open_existing(tmp_path / "run")
+    assert not journal.results and journal.usage("sync") == {"prompt_tokens": 56, "completion_tokens": 36, "total_tokens": 92}
+    endpoint.state.faults.clear()
+    vocab = build_gpt_vocabulary("gpt-test", client_options=FAST, **kw)
+    assert vocab.settings["usage"]["prompt_tokens"] == 2 * 56  # the billed attempt and the answer
 
 
 def test_changed_prompt_is_a_new_run(endpoint, tmp_path, cache_dir, synonym_filter):
