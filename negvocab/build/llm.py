@@ -32,7 +32,7 @@ from typing import Any, Literal, TypeVar
 
 from negvocab.errors import InputError, ResourceError
 from negvocab.llm.cost import CostEstimate, cost_usd, estimate
-from negvocab.llm.journal import MANIFEST, Journal, custom_id, identity_hash
+from negvocab.llm.journal import MANIFEST, Journal, custom_id, identity_hash, same_identity
 from negvocab.llm.prompts import PromptTemplate, load_prompt
 from negvocab.llm.run import Progress, Request, answered, make_request, pending
 from negvocab.textfiles import read_text
@@ -595,8 +595,8 @@ def _rebuild(run_dir: str | os.PathLike[str], journal: Journal, id_classes: Any)
     else:
         mode = task.removeprefix("eoe_")
         run = eoe_run(ident["model"], mode=mode, per_request=ident["n"], chunk_size=ident.get("chunk_size") or 100, rounds=rounds, **common)  # type: ignore[arg-type]
-    if run.identity_sha256 != identity_hash(ident):
-        raise InputError(f"{run_dir}: cannot rebuild the run (its prompt file or class list changed since it ran)")
+    if not same_identity(ident, run.identity):
+        raise InputError(f"{run_dir}: cannot rebuild the run (its prompt file changed since it ran)")
     return run
 
 

@@ -9,9 +9,13 @@ on the next open. A request whose result is in the journal is never sent again, 
 process writes the folder it holds an exclusive lock on it (``.lock``, released by the OS when the
 process ends), so a second process running the same command is refused instead of paying twice.
 
-The identity (task, model, prompt hash, rounds, labels per request, classes, temperature, ...) is
-fixed when the folder is created; opening the folder with another identity is refused, so a
-changed prompt, model or round count is a new run and never a silent mix.
+The identity (task, model, prompt hash, labels per request, temperature, ...) is fixed when the
+folder is created; opening the folder with another identity is refused, so a changed prompt or
+model is a new run and never a silent mix. The classes and rounds are not part of it: each result
+carries a hash of what was asked (``request_sha256``), so a run grows to more rounds or classes in
+its folder, and a request asked differently is asked again. Of two results for one request the
+better one counts (an ``ok`` answer, else the one with more labels), so asking again never loses
+labels already paid for.
 """
 
 from __future__ import annotations
@@ -139,7 +143,7 @@ class Journal:
         path = self.run_dir / MANIFEST
         if path.exists():
             manifest = read_manifest(self.run_dir)
-            if manifest.get("identity_sha256") != self.identity_sha256:
+            if not same_identity(manifest.get("identity") or {}, self.identity):
                 diff = _diff(manifest.get("identity", {}), self.identity)
                 raise InputError(
                     f"{self.run_dir} holds another run ({diff}); use a new --run-dir, "
@@ -198,7 +202,9 @@ class Journal:
     def _remember(self, record: dict[str, Any]) -> None:
         self.records.append(record)
         if record.get("kind") == "result":
-            self.results[record["custom_id"]] = record
+            old = self.results.get(record["custom_id"])
+            if old is None or _supersedes(record, old):
+                self.results[record["custom_id"]] = record
 
     # -- writing ----------------------------------------------------------------------------------
     def append(self, records: Iterable[Mapping[str, Any]]) -> None:
@@ -247,6 +253,28 @@ class Journal:
                 if isinstance(v, int):
                     total[k] = total.get(k, 0) + v
         return total
+
+
+#: identity fields of folders written before runs could grow (their requests are keyed per class and round)
+LEGACY_FIELDS = ("rounds", "keys", "keys_sha256")
+
+
+def same_identity(stored: Mapping[str, Any], identity: Mapping[str, Any]) -> bool:
+    """Whether a folder's ``stored`` identity is ``identity``, also when it was written with fields
+    that are no longer part of it (:data:`LEGACY_FIELDS`)."""
+    def core(ident: Mapping[str, Any]) -> str:
+        return identity_hash({k: v for k, v in ident.items() if k not in LEGACY_FIELDS})
+
+    return core(stored) == core(identity)
+
+
+def _supersedes(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+    """Whether result ``new`` replaces ``old`` for the same request: always when it answers another
+    question, else when it is at least as good (``ok`` first, then more labels)."""
+    if new.get("request_sha256") != old.get("request_sha256"):
+        return True
+    rank = lambda r: (r.get("status") == "ok", len(r.get("labels") or []))  # noqa: E731
+    return rank(new) >= rank(old)
 
 
 def _check_record(record: Any) -> None:

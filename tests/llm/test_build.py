@@ -140,6 +140,31 @@ def test_retry_failed_asks_recorded_failures_again(endpoint, tmp_path, synonym_f
         build(tmp_path / "run", synonym_filter, classes=2, rounds=1, retry_failed=True, batch=True)
 
 
+def test_a_retry_never_loses_labels_already_paid_for(endpoint, tmp_path, synonym_filter):
+    wnids = imagenet1k().wnids
+    endpoint.state.add_faults(f"{wnids[0]}/r0", "short", "short", "short")
+    first = build(tmp_path / "run", synonym_filter, classes=1, rounds=1)
+    kept = first.views[wnids[0]]
+    assert first.settings["failures"] == {"short": [f"{wnids[0]}/r0"]} and kept
+    endpoint.state.add_faults(f"{wnids[0]}/r0", "refusal")  # the retry is refused: the short answer stays
+    again = build(tmp_path / "run", synonym_filter, classes=1, rounds=1, retry_failed=True)
+    assert again.settings["session"]["sent"] == 1 and again.views[wnids[0]] == kept
+    assert vocabulary_from_journal(tmp_path / "run", synonym_filter=synonym_filter).views[wnids[0]] == kept
+
+
+def test_a_folder_written_with_rounds_in_its_identity_still_resumes(endpoint, tmp_path, synonym_filter):
+    from negvocab.llm.journal import MANIFEST, identity_hash
+
+    first = build(tmp_path / "run", synonym_filter, classes=2, rounds=2)
+    manifest = json.loads((tmp_path / "run" / MANIFEST).read_text())
+    manifest["identity"].update(rounds=2, keys=2, keys_sha256="0" * 64)  # as folders were written before
+    manifest["identity_sha256"] = identity_hash(manifest["identity"])
+    (tmp_path / "run" / MANIFEST).write_text(json.dumps(manifest))
+    again = build(tmp_path / "run", synonym_filter, classes=2, rounds=2)
+    assert again.settings["session"]["sent"] == 0 and again.labels == first.labels
+    assert vocabulary_from_journal(tmp_path / "run", synonym_filter=synonym_filter).labels == first.labels
+
+
 def test_tokens_of_unusable_answers_count_even_when_the_server_then_gives_up(endpoint, tmp_path, synonym_filter):
     # a malformed answer (billed) then 500s until the transport retries run out: the request is left
     # undone, but the tokens of the billed answer stay in the run's usage and cost

@@ -72,7 +72,7 @@ def test_damaged_middle_line_is_an_error(tmp_path, line, why):
         Journal(tmp_path, IDENT)
 
 
-@pytest.mark.parametrize("change", [{"model": "other"}, {"prompt_sha256": "def"}, {"rounds": 4}])
+@pytest.mark.parametrize("change", [{"model": "other"}, {"prompt_sha256": "def"}, {"n": 21}])
 def test_another_identity_is_refused(tmp_path, change):
     Journal(tmp_path, IDENT).close()
     with pytest.raises(InputError, match="holds another run") as e:
