@@ -8,7 +8,6 @@ anywhere below becomes one ``error: ...`` line on stderr and exit status 2, neve
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 import typer
@@ -77,14 +76,12 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-_URL_USERINFO = re.compile(r"(\bhttps?://)[^/\s@]+@", re.IGNORECASE)
-_URL_QUERY = re.compile(r"(\bhttps?://[^\s?\"']+)\?[^\s\"']*", re.IGNORECASE)
-
-
 def _redact_urls(record: logging.LogRecord) -> bool:
     """Mask user info and query strings of URLs in a log line (HTTP clients log request URLs)."""
+    from negvocab.redact import redact_urls
+
     text = record.getMessage()
-    clean = _URL_QUERY.sub(r"\1?***", _URL_USERINFO.sub(r"\1***@", text))
+    clean = redact_urls(text)
     if clean != text:
         record.msg, record.args = clean, None
     return True

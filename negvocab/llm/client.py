@@ -137,8 +137,11 @@ def resolve_endpoint(base_url: str | None, api_key: str | None, key_name: str = 
     """
     base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").strip() or None
     api_key = (api_key or os.environ.get("OPENAI_API_KEY") or "").strip() or None
-    if api_key and any(c.isspace() or not c.isprintable() for c in api_key):
-        raise InputError(f"the API key in {key_name} contains spaces or control characters; set it to the key alone")
+    if api_key and any(c.isspace() or not c.isprintable() or not c.isascii() for c in api_key):
+        raise InputError(
+            f"the API key in {key_name} contains spaces, control or non-ASCII characters (quotes pasted with it?); "
+            "set it to the key alone"
+        )
     if base_url and not base_url.strip().lower().startswith(("http://", "https://")):
         raise InputError(
             f"base URL {public_url(base_url)!r} is not an http(s) URL; give e.g. http://localhost:8000/v1 "
@@ -147,7 +150,7 @@ def resolve_endpoint(base_url: str | None, api_key: str | None, key_name: str = 
     if not api_key:
         where = f" for {base_url}" if base_url else ""
         raise ResourceError(
-            f"no API key{where}: set OPENAI_API_KEY (any non-empty string for a local server without keys)"
+            f"no API key{where}: set {key_name} (any non-empty string for a local server without keys)"
         )
     return base_url, api_key
 
@@ -163,17 +166,6 @@ def public_url(base_url: str | None) -> str:
     if parts.port:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def url_secrets(base_url: str | None) -> list[str]:
-    """The parts of ``base_url`` that :func:`public_url` drops: the user info's password and the query."""
-    if not base_url:
-        return []
-    from urllib.parse import unquote, urlsplit
-
-    parts = urlsplit(base_url)
-    found = [parts.password, unquote(parts.password or ""), parts.query, unquote(parts.query)]
-    return sorted({x for x in found if x}, key=len, reverse=True)
 
 
 def labels_from_message(content: str | None, refusal: str | None, parsed: LabelList | None, n: int, min_labels: int) -> list[str]:
@@ -252,7 +244,7 @@ class LLMClient:
         base_url, key = resolve_endpoint(base_url, api_key, key_name)
         self.base_url = public_url(base_url)
         self.key_name = key_name
-        self._secrets = [key, *url_secrets(base_url)]
+        self._key = key
         self.sdk = openai  # the SDK module (exception classes)
         # a short connect timeout: a host that drops connections must not cost `timeout` per try
         limits = openai.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S))
@@ -272,10 +264,10 @@ class LLMClient:
         return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
 
     def scrub(self, text: str) -> str:
-        """``text`` with the API key and the URL's password and query masked (error messages echo them)."""
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        """``text`` with the API key and any URL's password and query masked (error messages echo them)."""
+        from negvocab.redact import redact_urls
+
+        return redact_urls(text.replace(self._key, "***"))
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -393,11 +385,6 @@ class LLMClient:
             connect = not isinstance(e, sdk.APITimeoutError) or type(e.__cause__).__name__ == "ConnectTimeout"
             what = "cannot connect" if connect else "timed out"
             return _Transient(f"{what} ({type(e).__name__})", connect=connect)
-        if isinstance(e, (AttributeError, TypeError)):
-            # the SDK could not read an HTTP 200 body as a completion (e.g. {"error": ...} with 200)
-            self.reached = True
-            tries.transport += 1
-            return _Transient(f"the server answered with no chat completion ({type(e).__name__}){NOT_OPENAI}")
         return e
 
     async def _gate(self) -> None:

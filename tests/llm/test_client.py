@@ -169,14 +169,18 @@ def test_whitespace_around_the_key_is_dropped(server, spoilt):
             return await c.ask(MESSAGES, 6)
 
     assert asyncio.run(go()).status == "ok"
-    with pytest.raises(InputError, match="the API key in MY_KEY contains spaces or control characters"):
-        LLMClient("gpt-test", base_url=server.url, api_key="sk-a\x00b", key_name="MY_KEY")
+    for bad in ("sk-a\x00b", "\u201csk-ab\u201d"):  # a control character; smart quotes pasted with the key
+        with pytest.raises(InputError, match="the API key in MY_KEY contains spaces, control or non-ASCII characters"):
+            LLMClient("gpt-test", base_url=server.url, api_key=bad, key_name="MY_KEY")
 
 
 def test_url_credentials_are_masked_in_errors(server):
     client = LLMClient("m", base_url="http://me:PASS-1@127.0.0.1:9/v1?api-key=QS-SECRET", api_key=DUMMY_KEY)
     text = client.scrub(f"POST http://me:PASS-1@127.0.0.1:9/v1?api-key=QS-SECRET/chat failed; key {DUMMY_KEY}")
     assert "PASS-1" not in text and "QS-SECRET" not in text and DUMMY_KEY not in text
+    assert text == "POST http://***@127.0.0.1:9/v1?*** failed; key ***"
+    short = LLMClient("m", base_url="http://u:1@127.0.0.1:9/v1", api_key=DUMMY_KEY)  # a short password
+    assert short.scrub("HTTP 500 at 127.0.0.1:9 after 10 attempts") == "HTTP 500 at 127.0.0.1:9 after 10 attempts"
 
 
 def test_auth_error_is_one_line_without_the_key(server):

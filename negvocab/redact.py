@@ -1,0 +1,22 @@
+"""Masking of URL credentials in text that may reach a log or an error message.
+
+HTTP clients log request URLs, and servers echo them in errors; a base URL may carry a password
+(``http://user:pass@host``) or a key in its query (``?api-key=...``). Files get
+:func:`negvocab.llm.client.public_url` instead, which drops both.
+"""
+
+from __future__ import annotations
+
+import re
+
+_USERINFO = re.compile(r"(\bhttps?://)[^/\s@]+@", re.IGNORECASE)
+_QUERY = re.compile(r"(\bhttps?://[^\s?\"']+)\?[^\s\"']*", re.IGNORECASE)
+
+
+def redact_urls(text: str) -> str:
+    """``text`` with the user info and the query string of every http(s) URL replaced by ``***``.
+
+    >>> redact_urls("POST http://me:pw@host:8000/v1/chat?api-key=k failed")
+    'POST http://***@host:8000/v1/chat?*** failed'
+    """
+    return _QUERY.sub(r"\1?***", _USERINFO.sub(r"\1***@", text))
