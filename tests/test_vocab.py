@@ -293,6 +293,8 @@ def test_tables_without_a_text_column_are_refused_and_one_column_files_are_label
     plain = tmp_path / "p.csv"
     plain.write_text("meadow\ncloud\n", encoding="utf-8")
     assert Vocabulary.load(plain).labels == ["meadow", "cloud"]
+    plain.write_text("meadow\nwashington, d.c.\ncloud\n", encoding="utf-8")  # a label with the delimiter
+    assert Vocabulary.load(plain).labels == ["meadow", "washington, d.c.", "cloud"]
 
 
 def test_a_union_says_when_a_part_came_from_random_weights(wordnet_vocab, gpt_vocab):

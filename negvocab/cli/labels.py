@@ -65,7 +65,7 @@ def classes(
     from negvocab.labels.imagenet import imagenet1k
 
     if fmt is None:  # the output's suffix says it (a file without one gets tsv)
-        fmt = "tsv" if output is None or not output.suffix else _choice(output.suffix.lstrip("."), CLASS_FORMATS, "the --output suffix")
+        fmt = "tsv" if output is None or not output.suffix else _choice(output.suffix.lstrip("."), CLASS_FORMATS, "the --output suffix (or give --format)")
     fmt = _choice(fmt, CLASS_FORMATS, "--format")
     c = imagenet1k()
     if fmt == "txt":

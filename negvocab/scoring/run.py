@@ -64,6 +64,8 @@ def _vocab_name(name: str, vocab: Vocabulary) -> str:
 
 def _params_for(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
     """The subset of ``params`` the scorer of ``method`` accepts (``topk`` goes to NegLabel)."""
+    if method == "neglabel_eoe" and params.get("T") is not None and params.get("penalty_T") is None:
+        logger.warning("T is the temperature of mcm/glmcm/eoe; neglabel_eoe's penalty takes penalty_T (default: tau)")
     fn = S.METHODS[method]
     accepted = set(inspect.signature(fn).parameters) | ({"topk"} if method == "neglabel" else set())
     return {k: v for k, v in params.items() if k in accepted and v is not None}
@@ -106,6 +108,11 @@ def _encode_set(
     if isinstance(images, ImageEmbeddings):
         if local and images.local is None:
             raise InputError("glmcm needs local (patch) features: encode the images with local_features=True")
+        if images.embeddings.shape[1] != vlm.dim:
+            raise InputError(
+                f"the given image embeddings have dimension {images.embeddings.shape[1]}, {vlm.name} embeds in "
+                f"{vlm.dim}: pass embeddings of the same model"
+            )
         emb = images
     else:
         emb = vlm.encode_images(images, local_features=local, progress=progress)
@@ -114,8 +121,9 @@ def _encode_set(
 
 def _set_meta(images: ImageSet | ImageEmbeddings, n: int) -> dict[str, Any]:
     """Name, size and provenance of an image set, for results."""
-    info = getattr(images, "info", None) or {}
-    return {"name": getattr(images, "name", "embeddings"), "n": n, **_jsonable(info)}
+    if not hasattr(images, "info"):  # ImageEmbeddings: encoded before, by the caller
+        return {"name": "given embeddings", "n": n, "embeddings_given": True}
+    return {"name": images.name, "n": n, **_jsonable(images.info)}
 
 
 def evaluate_vocabularies(

@@ -88,8 +88,7 @@ def _dtype_of(*arrays: Any) -> torch.dtype:
 
 def _as_tensor(x: Any, name: str, ndim: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
     """Validate an embedding array and move it to ``device``/``dtype`` (no copy when already there)."""
-    if hasattr(x, "embeddings") and not isinstance(x, (np.ndarray, torch.Tensor)):
-        x = x.embeddings  # an ImageEmbeddings object
+    x = embeddings_of(x)
     if not isinstance(x, torch.Tensor):
         try:
             x = torch.from_numpy(np.ascontiguousarray(np.asarray(x)))
@@ -152,7 +151,7 @@ def _prepare(
     if need_neg and neg_emb is None:
         raise InputError(f"{method} needs negative (or outlier) label embeddings: pass neg_emb")
     dev = _resolve_device(device, image_emb, id_emb, neg_emb)
-    dtype = _dtype_of(_unwrap(image_emb), id_emb, neg_emb)
+    dtype = _dtype_of(embeddings_of(image_emb), id_emb, neg_emb)
     v = _as_tensor(image_emb, "image_emb", 2, dev, dtype)
     t = _as_tensor(id_emb, "id_emb", 2, dev, dtype)
     n = _as_tensor(neg_emb, "neg_emb", 2, dev, dtype) if neg_emb is not None else None
@@ -163,7 +162,8 @@ def _prepare(
     return v, t, n
 
 
-def _unwrap(x: Any) -> Any:
+def embeddings_of(x: Any) -> Any:
+    """The array behind an :class:`~negvocab.ImageEmbeddings` (``.embeddings``); arrays as they are."""
     if hasattr(x, "embeddings") and not isinstance(x, (np.ndarray, torch.Tensor)):
         return x.embeddings
     return x

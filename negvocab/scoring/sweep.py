@@ -93,7 +93,7 @@ def sweep(
     key = scores.canonical_method(method)
     if key not in scores.NEEDS_NEGATIVES:
         raise InputError(f"{key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
-    neg_rows = getattr(ranked_neg_emb, "embeddings", ranked_neg_emb)  # a TextEmbeddings or an array
+    neg_rows = scores.embeddings_of(ranked_neg_emb)
     if neg_rows is None:
         raise InputError("sweep needs the ranked negative label embeddings")
     wanted = parse_sizes(sizes, len(neg_rows))

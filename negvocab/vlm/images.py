@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: finished image rows reach the cache in pieces of at least this many (an interrupted run resumes),
-#: and in at most IMAGE_STORE_PIECES pieces per run, so that big patch-feature stores are rarely merged
+#: finished image rows reach the cache in pieces of this many (an interrupted run resumes); with
+#: GL-MCM patch features in at most IMAGE_STORE_PIECES pieces per run, so big stores are rarely merged
 IMAGE_STORE_EVERY = 2048
 IMAGE_STORE_PIECES = 4
 
@@ -75,6 +75,13 @@ class ImageEmbeddings:
     def __post_init__(self) -> None:
         if not self.ids:
             self.ids = [Path(p).stem for p in self.paths]
+        n = len(self.paths)
+        if len(self.ids) != n or len(self.embeddings) != n or (self.local is not None and len(self.local) != n):
+            raise InputError(
+                f"ImageEmbeddings: {n} paths, {len(self.ids)} ids, {len(self.embeddings)} embeddings"
+                + (f", {len(self.local)} local features" if self.local is not None else "")
+                + " must be aligned"
+            )
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -336,7 +343,9 @@ def encode_images(
     todo = [i for i in range(n) if not rows.done[i] and i not in failed]
     ids: dict[int, str] = {}
     if todo:
-        writer = _CacheWriter(stores, keys, max(IMAGE_STORE_EVERY, -(-len(todo) // IMAGE_STORE_PIECES)))
+        # patch features are large: fewer, bigger pieces, so that merging shards stays rare
+        every = max(IMAGE_STORE_EVERY, -(-len(todo) // IMAGE_STORE_PIECES)) if local_features else IMAGE_STORE_EVERY
+        writer = _CacheWriter(stores, keys, every)
 
         def on_batch(idx: list[int], g: np.ndarray, z: np.ndarray | None) -> None:
             rows.set(idx, g, z)

@@ -72,7 +72,7 @@ def test_classes_format_follows_the_output_suffix(runner, tmp_path):
     assert run(runner, "classes", "-o", out).exit_code == 0
     assert json.loads(out.read_text(encoding="utf-8"))[0]["name"] == "tench"
     out = tmp_path / "classes.xlsx"  # not a format it writes: refused, as candidates does
-    assert "the --output suffix must be one of txt, tsv, csv, json; got 'xlsx'" in _error_line(run(runner, "classes", "-o", out))
+    assert "the --output suffix (or give --format) must be one of txt, tsv, csv, json; got 'xlsx'" in _error_line(run(runner, "classes", "-o", out))
     assert not out.exists()
     assert run(runner, "classes", "-o", out, "-f", "tsv").exit_code == 0  # unless the format is given
     assert out.read_text(encoding="utf-8").startswith("wnid\tname\tsynonyms\n")

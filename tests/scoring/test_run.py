@@ -25,7 +25,7 @@ def _vec(key: str, d: int = 16) -> np.ndarray:
 class FakeVLM:
     """The part of negvocab.VLM the pipeline uses; embeddings are a hash of the text or path."""
 
-    name, pretrained, random_weights, device = "fake", None, True, "cpu"
+    name, pretrained, random_weights, device, dim = "fake", None, True, "cpu", 16
     identity = {"name": "fake"}
 
     def encode_images(self, image_set, *, local_features=False, progress=None):
@@ -164,6 +164,24 @@ def test_precomputed_image_embeddings_score_like_the_image_sets(sets, classes):
     assert from_emb.id_images == from_sets.id_images and from_emb.ood_images == from_sets.ood_images
     for key in ("neglabel@v", "glmcm"):
         np.testing.assert_array_equal(from_emb.scores[key]["ood"], from_sets.scores[key]["ood"])
+    assert from_emb.meta["id_set"] == {"name": "given embeddings", "n": 30, "embeddings_given": True}
     without_local = [vlm.encode_images(s) for s in sets]
     with pytest.raises(InputError, match="local_features=True"):
         run.evaluate_vocabularies(vlm, *without_local, {"v": vocab}, ["glmcm"], **kw)
+    other = ImageEmbeddings(paths=["/a.png"], embeddings=np.eye(1, 8, dtype=np.float32))
+    with pytest.raises(InputError, match="dimension 8, fake embeds in 16"):
+        run.evaluate_vocabularies(vlm, other, embedded[1], {"v": vocab}, ["neglabel"], **kw)
+    with pytest.raises(InputError, match="1 paths, 2 ids, 1 embeddings must be aligned"):
+        ImageEmbeddings(paths=["/a.png"], embeddings=np.eye(1, 16, dtype=np.float32), ids=["a", "b"])
+
+
+def test_T_alone_warns_that_the_neglabel_eoe_penalty_takes_penalty_T(sets, classes, caplog):
+    vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(8)], source="file")
+    kw = {"id_classes": classes, "templates": "single", "n_boot": 0, "explain_k": 0}
+    with caplog.at_level(logging.WARNING):
+        run.evaluate_vocabularies(FakeVLM(), *sets, {"v": vocab}, ["neglabel_eoe"], params={"T": 1.0, "groups": 2}, **kw)
+    assert "neglabel_eoe's penalty takes penalty_T" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        run.evaluate_vocabularies(FakeVLM(), *sets, {"v": vocab}, ["neglabel_eoe"], params={"penalty_T": 1.0, "groups": 2}, **kw)
+    assert "penalty_T" not in caplog.text

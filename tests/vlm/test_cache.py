@@ -273,11 +273,13 @@ def test_list_and_clear_stores_from_the_cli(tmp_path, monkeypatch):
     assert gone.exit_code == 0 and "cleared 1 stores" in gone.output and not list_stores(tmp_path / "emb")
 
 
-@pytest.mark.parametrize("local", [False, True])
-def test_interrupted_image_encoding_resumes(tiny, image_dir, monkeypatch, local):
+@pytest.mark.parametrize(("local", "every"), [(False, 2), (True, 2), (False, 100)])
+def test_interrupted_image_encoding_resumes(tiny, image_dir, monkeypatch, local, every):
+    # every=2: written while encoding; every=100: nothing written before the interrupt but the
+    # finished rows, written as the interrupt unwinds
     import negvocab.vlm.images as images_mod
 
-    monkeypatch.setattr(images_mod, "IMAGE_STORE_EVERY", 2)
+    monkeypatch.setattr(images_mod, "IMAGE_STORE_EVERY", every)
     batches: list[int] = []  # images per batch the model saw
     real = images_mod.encode_batch
 
