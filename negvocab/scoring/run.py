@@ -155,10 +155,7 @@ def evaluate_vocabularies(
     methods = list(dict.fromkeys(S.canonical_method(m) for m in methods))
     if not methods:
         raise InputError("no scoring method given")
-    if isinstance(vocabs, Mapping):
-        named = {_vocab_name(k, v): v for k, v in vocabs.items()}
-    else:
-        named = {_vocab_name("", v): v for v in vocabs}
+    named = _named(vocabs)
     if not named and any(m in S.NEEDS_NEGATIVES for m in methods):
         raise InputError(f"methods {', '.join(m for m in methods if m in S.NEEDS_NEGATIVES)} need a vocabulary (--vocab)")
     convention = M.check_convention(convention)
@@ -173,20 +170,13 @@ def evaluate_vocabularies(
     local_feats = np.concatenate([id_emb_img.local, ood_emb_img.local]) if local else None
     n_id = len(id_images)
     class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
-    device = vlm.device
 
     rows: list[dict[str, Any]] = []
     all_scores: dict[str, dict[str, np.ndarray]] = {}
     explanations: dict[str, list[dict[str, Any]]] = {}
-    jobs: list[tuple[str, str | None]] = []
-    for method in methods:
-        if method in S.NEEDS_NEGATIVES:
-            jobs.extend((method, name) for name in named)
-        else:
-            jobs.append((method, None))
+    jobs = [(m, name) for m in methods for name in (named if m in S.NEEDS_NEGATIVES else [None])]
     neg_cache: dict[str, np.ndarray] = {}
-    bar = _progress(jobs, progress, "scoring")
-    for method, vname in bar:
+    for method, vname in _progress(jobs, progress, "scoring"):
         vocab = named[vname] if vname else None
         kw = _params_for(method, params)
         if method == "glmcm":
@@ -197,38 +187,13 @@ def evaluate_vocabularies(
                 neg_cache[vname] = vlm.encode_text(list(vocab.labels), templates, pos=vocab.parts_of_speech(), progress=progress)
             neg = neg_cache[vname]
         key = f"{method}@{vname}" if vname else method
-        extra: dict[str, Any] = {}
-        if kw.get("topk") is not None:
-            res = S.score(method, images, class_emb, neg, device=device, return_bounds=True, **kw)
-            assert isinstance(res, S.TopkScores)
-            s = res.scores
-            # the exact score of every image lies in [lower, upper]; the gap says whether k sufficed
-            all_scores[f"{key}/lower"] = {"id": res.lower[:n_id], "ood": res.lower[n_id:]}
-            # log of the certified bound (M - k) e^{s_k} on each image's omitted negative mass
-            bound = res.log_omitted_bound
-            all_scores[f"{key}/log_omitted_bound"] = {"id": bound[:n_id], "ood": bound[n_id:]}
-            extra = {"topk": res.k, "topk_max_gap": res.max_gap, "topk_max_log_omitted_bound": float(np.max(bound))}
-        else:
-            s = np.asarray(S.score(method, images, class_emb, neg, device=device, **kw))
-        all_scores[key] = {"id": s[:n_id], "ood": s[n_id:]}
+        scores, extra = _score_job(method, images, class_emb, neg, vlm.device, kw)
+        for suffix, s in scores.items():
+            all_scores[key + suffix] = {"id": s[:n_id], "ood": s[n_id:]}
+        s = scores[""]
         rep = M.evaluate(s[:n_id], s[n_id:], tpr=tpr, convention=convention, n_boot=n_boot)  # type: ignore[arg-type]
-        rows.append(
-            {
-                "method": method,
-                **_model_fields(vlm),
-                "vocabulary": vname or "",
-                "vocab_source": vocab.source if vocab else "",
-                "vocab_hash": vocab.short_hash if vocab else "",
-                "vocab_size": len(vocab) if vocab else 0,
-                "oracle": bool(vocab.settings.get("oracle")) if vocab else False,
-                **rep,
-                "params": {k: v for k, v in kw.items() if k != "local"},
-                "templates": templates,
-                **extra,
-            }
-        )
-        if vocab is not None and vname not in explanations and explain_k > 0:
-            assert neg is not None
+        rows.append(_result_row(method, vlm, vname, vocab, rep, kw, templates, extra))
+        if vocab is not None and neg is not None and vname not in explanations and explain_k > 0:
             ex = S.explain(
                 ood_emb_img.embeddings,
                 class_emb,
@@ -237,7 +202,7 @@ def evaluate_vocabularies(
                 neg_labels=list(vocab.labels),
                 k=explain_k,
                 tau=float(params.get("tau") or 0.01),
-                device=device,
+                device=vlm.device,
             )
             explanations[vname] = [{"image": iid, "path": p, **e} for (iid, p), e in zip(ood_images, ex, strict=True)]
     meta = {
@@ -260,6 +225,54 @@ def evaluate_vocabularies(
     if vlm.random_weights:
         meta["warning"] = RANDOM_WEIGHTS_WARNING
     return Evaluation(rows, all_scores, id_images, ood_images, explanations, meta)
+
+
+def _named(vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary]) -> dict[str, Vocabulary]:
+    """Vocabularies by name: the given names, else ``<source>-<hash>``."""
+    if isinstance(vocabs, Mapping):
+        return {_vocab_name(k, v): v for k, v in vocabs.items()}
+    return {_vocab_name("", v): v for v in vocabs}
+
+
+def _score_job(
+    method: str, images: np.ndarray, class_emb: np.ndarray, neg: np.ndarray | None, device: Any, kw: dict[str, Any]
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """One method's scores (key ``""``; with ``topk`` also ``/lower`` and ``/log_omitted_bound``) and row extras."""
+    if kw.get("topk") is None:
+        return {"": np.asarray(S.score(method, images, class_emb, neg, device=device, **kw))}, {}
+    res = S.score(method, images, class_emb, neg, device=device, return_bounds=True, **kw)
+    assert isinstance(res, S.TopkScores)
+    # the exact score of every image lies in [lower, upper]; the gap says whether k sufficed; the
+    # log of the certified bound (M - k) e^{s_k} on each image's omitted negative mass
+    bound = res.log_omitted_bound
+    extra = {"topk": res.k, "topk_max_gap": res.max_gap, "topk_max_log_omitted_bound": float(np.max(bound))}
+    return {"": res.scores, "/lower": res.lower, "/log_omitted_bound": bound}, extra
+
+
+def _result_row(
+    method: str,
+    vlm: VLM,
+    vname: str | None,
+    vocab: Vocabulary | None,
+    rep: Mapping[str, Any],
+    kw: Mapping[str, Any],
+    templates: str,
+    extra: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The results-table row of one (method, vocabulary)."""
+    return {
+        "method": method,
+        **_model_fields(vlm),
+        "vocabulary": vname or "",
+        "vocab_source": vocab.source if vocab else "",
+        "vocab_hash": vocab.short_hash if vocab else "",
+        "vocab_size": len(vocab) if vocab else 0,
+        "oracle": bool(vocab.settings.get("oracle")) if vocab else False,
+        **rep,
+        "params": {k: v for k, v in kw.items() if k != "local"},
+        "templates": templates,
+        **extra,
+    }
 
 
 def _progress(items: list[Any], enabled: bool, desc: str) -> Iterable[Any]:
