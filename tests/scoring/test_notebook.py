@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -18,15 +19,27 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "ablate_pool_size.ipynb"
 
 
-def test_notebook_runs_with_random_weights(tiny, tmp_path, monkeypatch):
-    from nbclient import NotebookClient
+def _with_parameters(nb, overrides):
+    params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1 and params[0] is nb.cells[1], "the parameters cell must be at the top"
+    src = params[0].source
+    for name, value in overrides.items():
+        assert f"\n{name} = " in f"\n{src}", name
+        src += f"\n{name} = {json.dumps(value) if value is not None else 'None'}"
+    params[0].source = src
+    return nb
 
+
+@pytest.fixture
+def kernel_env(monkeypatch):
     # the kernel is a fresh process: make it import this checkout, not whatever negvocab is installed
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
 
+
+def test_notebook_runs_with_random_weights(tiny, tmp_path, kernel_env):
+    from nbclient import NotebookClient
+
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    assert len(params) == 1 and params[0] is nb.cells[1], "the parameters cell must be at the top"
     oracle = negvocab.build_oracle_vocabulary(["paper towel holder", "kite toy"])
     oracle.save(tmp_path / "oracle.json")
     negvocab.Vocabulary.from_labels(NEG_B, source="gpt").save(tmp_path / "gpt.json")
@@ -44,11 +57,7 @@ def test_notebook_runs_with_random_weights(tiny, tmp_path, monkeypatch):
         "ORACLE_VOCAB": str(tmp_path / "oracle.json"),
         "OUT_PNG": str(out_png),
     }
-    src = params[0].source
-    for name, value in overrides.items():
-        assert f"\n{name} = " in f"\n{src}", name
-        src += f"\n{name} = {json.dumps(value) if value is not None else 'None'}"
-    params[0].source = src
+    nb = _with_parameters(nb, overrides)
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     text = "\n".join(
         o.get("text", "") if o.get("output_type") == "stream" else json.dumps(o.get("data", {}).get("text/plain", ""))
@@ -62,6 +71,23 @@ def test_notebook_runs_with_random_weights(tiny, tmp_path, monkeypatch):
     assert "GPT siblings (M=8)" in text and "oracle (M=2)" in text
     assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert any(o.get("output_type") == "display_data" and "image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"ID_DIR": "/some/val"}, "set ID_DIR and one of OOD_DIR / FI_OOD_LIST"),  # not silently the toy set
+        ({"FI_OOD_LIST": "/some/fi.csv"}, "set ID_DIR and one of OOD_DIR / FI_OOD_LIST"),
+        ({"SIZES": [10, 5000], "POOL": 40, "PRETRAINED": None, "DEVICE": "cpu"}, "pool sizes [5000] exceed the"),
+    ],
+)
+def test_notebook_refuses_half_given_data_and_sizes_beyond_the_ranking(tiny, tmp_path, kernel_env, overrides, message):
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb = _with_parameters(nbformat.read(NOTEBOOK, as_version=4), {"CACHE_DIR": str(tiny / "cache"), **overrides})
+    with pytest.raises(CellExecutionError, match=re.escape(message)):
+        NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
 
 
 @pytest.mark.parametrize("name", ["negvocab.scoring.run", "negvocab.scoring.scores"])
