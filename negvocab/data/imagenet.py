@@ -47,6 +47,10 @@ def _standard_wnids() -> list[str]:
     return list(negvocab.imagenet1k().wnids)
 
 
+#: the ILSVRC2012 devkit's ground truth: class ids in the devkit's own order, not the standard one
+DEVKIT_GROUND_TRUTH = "ILSVRC2012_validation_ground_truth.txt"
+
+
 def read_ground_truth(path: str | os.PathLike[str], *, index_base: int = 0) -> dict[str, str]:
     """Map validation image ids to wnids from ``LOC_val_solution.csv`` or an index-per-line file."""
     gt = Path(path).expanduser()
@@ -58,7 +62,12 @@ def read_ground_truth(path: str | os.PathLike[str], *, index_base: int = 0) -> d
         raise InputError(f"{gt}: the ground-truth file is empty")
     if _is_loc_csv(lines[0]):
         return _read_loc_csv(gt, text)
-    return _read_index_lines(gt, lines, index_base)
+    if gt.name == DEVKIT_GROUND_TRUTH:
+        raise InputError(
+            f"{gt}: the devkit's file numbers classes by its own ILSVRC2012_ID, not the standard order; "
+            "use LOC_val_solution.csv (or a file of standard 0-999 indices or wnids)"
+        )
+    return _read_index_lines(gt, text.splitlines(), index_base)
 
 
 def _is_loc_csv(first: str) -> bool:
@@ -88,10 +97,15 @@ def _read_index_lines(gt: Path, lines: list[str], index_base: int) -> dict[str, 
     if index_base not in (0, 1):
         raise InputError(f"index_base must be 0 or 1, got {index_base}")
     wnids = _standard_wnids()
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
     out: dict[str, str] = {}
     for lineno, line in enumerate(lines, 1):
         parts = line.replace(",", " ").split()
         m = VAL_ID.search(line)
+        if not parts:
+            # in a bare-index file line i is image i: a blank line would shift every later label
+            raise InputError(f"{gt}:{lineno}: blank line; in a one-index-a-line file line i labels image i, remove it")
         image_id = m.group(0) if m else f"ILSVRC2012_val_{lineno:08d}"
         token = parts[-1]
         if WNID.match(token):

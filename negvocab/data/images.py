@@ -241,11 +241,11 @@ def open_image_set(
     if layout == "classes":
         return class_folders(path, name=name)
     if layout == "imagenet":
-        return imagenet_val(path)
+        return imagenet_val(path, name=name or path.name)
     if layout != "auto":
         raise InputError(f"unknown image-set layout {layout!r}; choose auto, folder, classes, imagenet or list")
     if looks_like_imagenet_val(path):
-        return imagenet_val(path)
+        return imagenet_val(path, name=name or path.name)
     has_subdirs = any(p.is_dir() for p in path.iterdir())
     has_top_images = any(is_image(p) for p in path.iterdir())
     if has_subdirs and not has_top_images:

@@ -90,6 +90,16 @@ def test_ground_truth_errors(val_flat, tmp_path):
     junk.write_text("cat\n")
     with pytest.raises(InputError, match="class index"):
         read_ground_truth(junk)
+    gap = tmp_path / "gap.txt"  # a blank line would shift every later image's label
+    gap.write_text("1\n2\n\n3\n\n")
+    with pytest.raises(InputError, match=r"gap.txt:3: blank line"):
+        read_ground_truth(gap)
+    gap.write_text("1\n2\n3\n\n\n")  # trailing blank lines are fine
+    assert len(read_ground_truth(gap)) == 3
+    devkit = tmp_path / "ILSVRC2012_validation_ground_truth.txt"
+    devkit.write_text("490\n361\n")
+    with pytest.raises(InputError, match="devkit's file numbers classes by its own ILSVRC2012_ID"):
+        read_ground_truth(devkit)
 
 
 def test_imagenet_flat_without_ground_truth_is_unlabelled(val_flat):
@@ -188,6 +198,10 @@ def test_class_folders_ninco_layout(tmp_path, caplog):
 
 def test_open_image_set_detects_layouts(tmp_path, val_classes):
     assert open_image_set(val_classes).info["layout"] == "class-folders"
+    # an ImageNet-layout folder is named as the user or the folder says (an OOD export is not "ImageNet-1k val")
+    assert open_image_set(val_classes).name == val_classes.name
+    assert open_image_set(val_classes, name="Fi OOD").name == "Fi OOD"
+    assert open_image_set(val_classes, layout="imagenet", name="Fi OOD").name == "Fi OOD"
     flat = tmp_path / "imgs"
     _img(flat / "x.png")
     _img(flat / "deep" / "y.png")
