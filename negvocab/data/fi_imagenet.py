@@ -49,22 +49,28 @@ def _delimiter(path: Path, lines: list[str]) -> str | None:
     return "," if path.suffix.lower() == ".csv" else None
 
 
-def _label_column(header: str | None, delimiter: str | None) -> int | None:
+def _label_column(header: str | None, delimiter: str | None) -> tuple[int, int] | None:
+    """(the label column's index, the number of columns) of a header, or None."""
     if header is None or delimiter is None:
         return None
     names = [f.strip().lower() for f in next(csv.reader([header], delimiter=delimiter))]
-    return next((names.index(c) for c in LABEL_COLUMNS if c in names), None)
+    index = next((names.index(c) for c in LABEL_COLUMNS if c in names), None)
+    return None if index is None else (index, len(names))
 
 
-def _label(line: str, image_id: str, delimiter: str | None, column: int | None) -> str | None:
+def _label(line: str, image_id: str, delimiter: str | None, column: tuple[int, int] | None) -> str | None:
     if delimiter is None:
         # plain text: the label is what follows the id and its file extension ("sea cucumber, holothurian")
         rest = line[line.index(image_id) + len(image_id) :]
         rest = re.sub(r"^\.[A-Za-z0-9]+", "", rest)
         return rest.strip(" \t:;|,-") or None
     fields = [f.strip() for f in next(csv.reader([line], delimiter=delimiter))]
-    if column is not None and column < len(fields):
-        return fields[column] or None
+    if column is not None and column[0] < len(fields):
+        index, width = column
+        extra = len(fields) - width  # an unquoted delimiter inside the label made more fields
+        if extra > 0 and index == width - 1:
+            return (", " if delimiter == "," else delimiter).join(fields[index:])
+        return fields[index] or None
     others = [f for f in fields if f and image_id not in f and not _METADATA.fullmatch(f)]
     return ", ".join(others) or None  # an unquoted comma inside a label splits it into fields
 

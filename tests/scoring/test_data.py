@@ -167,6 +167,7 @@ def test_read_id_list_formats(tmp_path):
         ("semicolon.csv", "image;label\n{1};sea cucumber\n", {1: "sea cucumber"}),
         ("space in path.txt", "/data/my imagenet/val/{1}.JPEG sea cucumber\n", {1: "sea cucumber"}),
         ("numbers.txt", "{1}\t12\tsea slug\n", {1: "sea slug"}),
+        ("header_unquoted.csv", "image_id,label\n{1},sea cucumber, holothurian\n{2},kite\n", {1: "sea cucumber, holothurian", 2: "kite"}),
     ],
 )
 def test_fi_lists_as_people_write_them(tmp_path, name, text, expected):
