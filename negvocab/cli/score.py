@@ -37,7 +37,7 @@ IdOpt = Annotated[
     typer.Option(
         "--id",
         help="ID images: a folder (ImageNet-1k val in class-folder or flat layout, class folders, or any "
-        "images) or an image list (.csv with a path column, or one path [label] a line). With --fi-ood: "
+        "images) or an image list (.csv with a path column, or one 'path label' a line, the label optional). With --fi-ood: "
         "the ImageNet-1k validation folder.",
     ),
 ]

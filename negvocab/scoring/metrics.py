@@ -86,10 +86,15 @@ def _check(id_scores: Any, ood_scores: Any, metric: str) -> tuple[np.ndarray, np
     return a, b
 
 
+def _as_decimal(value: float) -> float:
+    """A float32/float16 value as the decimal it prints as (np.float32(0.95) -> 0.95, not 0.949999988)."""
+    return float(str(value)) if isinstance(value, np.floating) else float(value)
+
+
 def _check_tpr(tpr: float) -> float:
     if isinstance(tpr, bool) or not isinstance(tpr, (int, float, np.floating)) or not 0 < tpr <= 1:
         raise InputError(f"tpr must be in (0, 1], got {tpr!r}")
-    return float(tpr)
+    return _as_decimal(tpr)
 
 
 def check_convention(convention: str) -> str:
@@ -281,8 +286,9 @@ def bootstrap_ci(
     """
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
         raise InputError(f"n_boot must be an integer >= 1, got {n_boot!r}")
-    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+    if isinstance(alpha, bool) or not (isinstance(alpha, (int, float, np.floating)) and 0 < alpha < 1):
         raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
+    alpha = _as_decimal(alpha)
     if resample not in ("ood", "id", "both"):
         raise InputError(f"resample must be 'ood', 'id' or 'both', got {resample!r}")
     if isinstance(metric, str):

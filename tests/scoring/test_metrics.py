@@ -62,6 +62,10 @@ def test_paper_threshold_is_the_decimal_quantile():
     assert M.fpr_at_tpr(ids, ood) == 1.0
     ci = M.bootstrap_ci(M.fpr_at_tpr, ids, np.r_[ood, ood], n_boot=20)
     assert ci.low == ci.high == 1.0
+    # a float32 tpr means the decimal it prints as, not 0.949999988...
+    x = np.arange(21.0)
+    assert M.fpr_at_tpr(x, x, np.float32(0.95)) == M.fpr_at_tpr(x, x, 0.95) == paper_fpr(x, x)
+    assert M.bootstrap_ci("fpr", x, x, n_boot=5, alpha=np.float32(0.1)) == M.bootstrap_ci("fpr", x, x, n_boot=5, alpha=0.1)
 
 
 def _cases():
