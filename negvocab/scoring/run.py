@@ -167,7 +167,6 @@ def evaluate_vocabularies(
     ood_emb_img, ood_images = _encode_set(vlm, ood_set, local, progress)
     logger.info("embedded %d ID and %d OOD images in %.1fs", len(id_images), len(ood_images), time.perf_counter() - t0)
     images = np.concatenate([id_emb_img.embeddings, ood_emb_img.embeddings])
-    local_feats = np.concatenate([id_emb_img.local, ood_emb_img.local]) if local else None
     n_id = len(id_images)
     class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
 
@@ -179,15 +178,17 @@ def evaluate_vocabularies(
     for method, vname in _progress(jobs, progress, "scoring"):
         vocab = named[vname] if vname else None
         kw = _params_for(method, params)
-        if method == "glmcm":
-            kw["local"] = local_feats
         neg = None
         if vocab is not None:
             if vname not in neg_cache:
                 neg_cache[vname] = vlm.encode_text(list(vocab.labels), templates, pos=vocab.parts_of_speech(), progress=progress)
             neg = neg_cache[vname]
         key = f"{method}@{vname}" if vname else method
-        scores, extra = _score_job(method, images, class_emb, neg, vlm.device, kw)
+        if method == "glmcm":  # per set: the [n, p, d] patch features are never copied into one array
+            parts = [S.score(method, e.embeddings, class_emb, local=e.local, device=vlm.device, **kw) for e in (id_emb_img, ood_emb_img)]
+            scores, extra = {"": np.concatenate(parts)}, {}
+        else:
+            scores, extra = _score_job(method, images, class_emb, neg, vlm.device, kw)
         for suffix, s in scores.items():
             all_scores[key + suffix] = {"id": s[:n_id], "ood": s[n_id:]}
         s = scores[""]

@@ -86,8 +86,9 @@ def _dtype_of(*arrays: Any) -> torch.dtype:
     return torch.float32
 
 
-def _as_tensor(x: Any, name: str, ndim: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-    """Validate an embedding array and move it to ``device``/``dtype`` (no copy when already there)."""
+def _as_tensor(x: Any, name: str, ndim: int, device: torch.device, dtype: torch.dtype | None) -> torch.Tensor:
+    """Validate an embedding array and move it to ``device``/``dtype`` (no copy when already there;
+    ``dtype=None`` keeps a floating dtype)."""
     x = embeddings_of(x)
     if not isinstance(x, torch.Tensor):
         try:
@@ -101,6 +102,8 @@ def _as_tensor(x: Any, name: str, ndim: int, device: torch.device, dtype: torch.
         raise InputError(f"{name} is empty (shape {tuple(x.shape)})")
     if not (x.is_floating_point() or x.dtype in (torch.int32, torch.int64)):
         raise InputError(f"{name} must hold floating-point values, got {x.dtype}")
+    if dtype is None:
+        dtype = x.dtype if x.is_floating_point() else torch.float32
     return x.to(device=device, dtype=dtype)
 
 
@@ -112,7 +115,7 @@ def _check_unit_rows(x: torch.Tensor, name: str) -> None:
     """Every embedding (last axis) of ``x`` is finite and L2-normalised; checked in chunks of rows."""
     step = max(1, (1 << 22) // max(1, x[0].numel()))
     for i in range(0, x.shape[0], step):
-        norms = torch.linalg.vector_norm(x[i : i + step], dim=-1)
+        norms = torch.linalg.vector_norm(x[i : i + step].float(), dim=-1)
         if not bool(torch.isfinite(norms).all()):
             raise InputError(f"{name} contains NaN or infinite values")
         worst = float((norms - 1).abs().max())
@@ -259,8 +262,9 @@ def glmcm(
     if local is None:
         raise InputError("glmcm needs local (patch) features: pass local=[n, p, d] (encode_images(local_features=True))")
     v, t, _ = _prepare(image_emb, id_emb, None, device, need_neg=False, method="glmcm")
-    # the [n, p, d] patch features stay where they are and go to the device a chunk at a time
-    z = _as_tensor(local, "local", 3, local.device if isinstance(local, torch.Tensor) else torch.device("cpu"), v.dtype)
+    # the [n, p, d] patch features stay where and as they are (float16 halves them) and go to the
+    # device and the compute dtype a chunk at a time
+    z = _as_tensor(local, "local", 3, local.device if isinstance(local, torch.Tensor) else torch.device("cpu"), None)
     _check_dims(image_emb=v, id_emb=t, local=z)
     if z.shape[0] != v.shape[0]:
         raise InputError(f"local has {z.shape[0]} images but image_emb has {v.shape[0]}")
@@ -269,7 +273,7 @@ def glmcm(
     out = []
     for i in range(0, len(v), step):
         glob = _max_softmax(v[i : i + step] @ t.T / T)
-        loc = _max_softmax(z[i : i + step].to(v.device) @ t.T / T).amax(-1)
+        loc = _max_softmax(z[i : i + step].to(v.device, v.dtype) @ t.T / T).amax(-1)
         out.append(glob + lam * loc)
     return _out(out)
 

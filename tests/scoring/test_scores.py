@@ -39,6 +39,14 @@ def test_glmcm_matches_float64(emb, lam):
     np.testing.assert_allclose(got, ref.glmcm(emb["img"], emb["id"], emb["local"], lam, 0.1), atol=ATOL, rtol=0)
 
 
+def test_glmcm_takes_float16_patch_features_as_they_are(emb):
+    # half the memory at ImageNet scale; converted a chunk at a time, equal up to float16 rounding
+    half = emb["local"].astype(np.float16)
+    got = negvocab.score("glmcm", emb["img"], emb["id"], local=half, chunk_size=7)
+    np.testing.assert_allclose(got, ref.glmcm(emb["img"], emb["id"], half.astype(np.float64)), atol=1e-6, rtol=0)
+    np.testing.assert_allclose(got, ref.glmcm(emb["img"], emb["id"], emb["local"]), atol=1e-3, rtol=0)
+
+
 def test_glmcm_reads_local_features_from_image_embeddings(emb):
     class Emb:  # duck-typed ImageEmbeddings
         embeddings = emb["img"]
