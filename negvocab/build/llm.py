@@ -32,9 +32,9 @@ from typing import Any, Literal, TypeVar
 
 from negvocab.errors import InputError, ResourceError
 from negvocab.llm.cost import CostEstimate, cost_usd, estimate
-from negvocab.llm.journal import MANIFEST, Journal, custom_id, identity_hash, same_identity
+from negvocab.llm.journal import MANIFEST, Journal, custom_id, identity_hash
 from negvocab.llm.prompts import PromptTemplate, load_prompt
-from negvocab.llm.run import Progress, Request, answered, make_request, pending
+from negvocab.llm.run import Progress, Request, make_request, pending
 from negvocab.textfiles import read_text
 from negvocab.vocab import Vocabulary
 
@@ -199,7 +199,7 @@ class LLMRun:
                 log.info("%s: all %d requests are in the journal; nothing to send", self.run_dir, len(need))
             after = journal.usage()
             by_mode = {m: journal.usage(m) for m in ("sync", "batch")}
-            results = {q.custom_id: journal.results[q.custom_id] for q in need if answered(q, journal)}
+            results = {q.custom_id: rec for q in need if (rec := journal.answer(q.custom_id, q.sha256))}
         session = {k: after.get(k, 0) - before.get(k, 0) for k in after}
         price = lambda u, b: cost_usd(self.model, u.get("prompt_tokens", 0), u.get("completion_tokens", 0), batch=b, prices=prices)  # noqa: E731
         outcome = RunOutcome(
@@ -561,7 +561,7 @@ def vocabulary_from_journal(run_dir: str | os.PathLike[str], *, rounds_used: int
     """
     journal = Journal.open_existing(run_dir)
     run = _rebuild(run_dir, journal, id_classes)
-    results = {q.custom_id: journal.results[q.custom_id] for q in run.requests if answered(q, journal)}
+    results = {q.custom_id: rec for q in run.requests if (rec := journal.answer(q.custom_id, q.sha256))}
     return vocabulary_from_results(run, results, rounds_used=rounds_used, synonym_filter=synonym_filter)
 
 
@@ -580,7 +580,7 @@ def _last_settings(journal: Journal) -> dict[str, Any] | None:
 def _rebuild(run_dir: str | os.PathLike[str], journal: Journal, id_classes: Any) -> LLMRun:
     ident = journal.identity
     settings = _last_settings(journal) or {}
-    rounds = settings.get("rounds") or ident.get("rounds") or 1
+    rounds = settings.get("rounds") or 1
     task = ident["task"]
     common = {
         "run_dir": run_dir,
@@ -595,8 +595,9 @@ def _rebuild(run_dir: str | os.PathLike[str], journal: Journal, id_classes: Any)
     else:
         mode = task.removeprefix("eoe_")
         run = eoe_run(ident["model"], mode=mode, per_request=ident["n"], chunk_size=ident.get("chunk_size") or 100, rounds=rounds, **common)  # type: ignore[arg-type]
-    if not same_identity(ident, run.identity):
-        raise InputError(f"{run_dir}: cannot rebuild the run (its prompt file changed since it ran)")
+    if identity_hash(ident) != run.identity_sha256:
+        why = "it was written by an older negvocab" if "rounds" in ident else "its prompt file changed since it ran"
+        raise InputError(f"{run_dir}: cannot rebuild the run ({why})")
     return run
 
 

@@ -13,9 +13,9 @@ The identity (task, model, prompt hash, labels per request, temperature, ...) is
 folder is created; opening the folder with another identity is refused, so a changed prompt or
 model is a new run and never a silent mix. The classes and rounds are not part of it: each result
 carries a hash of what was asked (``request_sha256``), so a run grows to more rounds or classes in
-its folder, and a request asked differently is asked again. Of two results for one request the
+its folder, and a request asked differently is asked again. Of two results for one question the
 better one counts (an ``ok`` answer, else the one with more labels), so asking again never loses
-labels already paid for.
+labels already paid for, and going back to an earlier question finds its answer.
 """
 
 from __future__ import annotations
@@ -54,7 +54,9 @@ def custom_id(key: str, round_: int) -> str:
 class Journal:
     """An append-only, crash-safe record of one run (see the module docstring).
 
-    ``results`` maps custom id -> the latest ``result`` record; ``records`` keeps every line.
+    ``results`` maps custom id -> the result of the question last asked under it (the better one
+    when it was asked more than once); :meth:`answer` finds the best result of any question asked;
+    ``records`` keeps every line.
     """
 
     def __init__(
@@ -72,6 +74,7 @@ class Journal:
         self.readonly = readonly
         self.records: list[dict[str, Any]] = []
         self.results: dict[str, dict[str, Any]] = {}
+        self._answers: dict[tuple[str, str | None], dict[str, Any]] = {}
         self.torn_lines = 0
         self._fh: Any = None
         self._lock_fh: Any = None
@@ -143,8 +146,14 @@ class Journal:
         path = self.run_dir / MANIFEST
         if path.exists():
             manifest = read_manifest(self.run_dir)
-            if not same_identity(manifest.get("identity") or {}, self.identity):
-                diff = _diff(manifest.get("identity", {}), self.identity)
+            stored = manifest.get("identity") or {}
+            if identity_hash(stored) != self.identity_sha256:
+                if "rounds" in stored:  # before runs could grow, rounds and classes were part of it
+                    raise InputError(
+                        f"{self.run_dir} was written by an older negvocab whose runs could not grow; "
+                        "use a new --run-dir (its journal stays readable as it is)"
+                    )
+                diff = _diff(stored, self.identity)
                 raise InputError(
                     f"{self.run_dir} holds another run ({diff}); use a new --run-dir, "
                     "or the same settings to resume that run"
@@ -202,9 +211,15 @@ class Journal:
     def _remember(self, record: dict[str, Any]) -> None:
         self.records.append(record)
         if record.get("kind") == "result":
-            old = self.results.get(record["custom_id"])
-            if old is None or _supersedes(record, old):
-                self.results[record["custom_id"]] = record
+            question = (record["custom_id"], record.get("request_sha256"))
+            old = self._answers.get(question)
+            best = record if old is None or _better(record, old) else old
+            self._answers[question] = best
+            self.results[record["custom_id"]] = best
+
+    def answer(self, custom_id: str, request_sha256: str) -> dict[str, Any] | None:
+        """The best result journaled for this question (request id and hash of what was asked)."""
+        return self._answers.get((custom_id, request_sha256))
 
     # -- writing ----------------------------------------------------------------------------------
     def append(self, records: Iterable[Mapping[str, Any]]) -> None:
@@ -255,24 +270,8 @@ class Journal:
         return total
 
 
-#: identity fields of folders written before runs could grow (their requests are keyed per class and round)
-LEGACY_FIELDS = ("rounds", "keys", "keys_sha256")
-
-
-def same_identity(stored: Mapping[str, Any], identity: Mapping[str, Any]) -> bool:
-    """Whether a folder's ``stored`` identity is ``identity``, also when it was written with fields
-    that are no longer part of it (:data:`LEGACY_FIELDS`)."""
-    def core(ident: Mapping[str, Any]) -> str:
-        return identity_hash({k: v for k, v in ident.items() if k not in LEGACY_FIELDS})
-
-    return core(stored) == core(identity)
-
-
-def _supersedes(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
-    """Whether result ``new`` replaces ``old`` for the same request: always when it answers another
-    question, else when it is at least as good (``ok`` first, then more labels)."""
-    if new.get("request_sha256") != old.get("request_sha256"):
-        return True
+def _better(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+    """Whether result ``new`` is at least as good an answer as ``old`` (``ok`` first, then more labels)."""
     rank = lambda r: (r.get("status") == "ok", len(r.get("labels") or []))  # noqa: E731
     return rank(new) >= rank(old)
 

@@ -58,8 +58,7 @@ def make_request(template: PromptTemplate, key: str, round_: int, n: int, values
 
 def answered(req: Request, journal: Journal) -> bool:
     """Whether ``journal`` holds an answer to ``req`` as it is asked now (same messages and n)."""
-    rec = journal.results.get(req.custom_id)
-    return rec is not None and rec.get("request_sha256", req.sha256) == req.sha256
+    return journal.answer(req.custom_id, req.sha256) is not None
 
 
 #: the recorded failures that ``retry_failed`` asks again
@@ -72,7 +71,7 @@ def pending(requests: Iterable[Request], journal: Journal, *, retry_failed: bool
     return [
         r
         for r in requests
-        if not answered(r, journal) or (retry_failed and journal.results[r.custom_id].get("status") in RETRYABLE)
+        if (rec := journal.answer(r.custom_id, r.sha256)) is None or (retry_failed and rec.get("status") in RETRYABLE)
     ]
 
 

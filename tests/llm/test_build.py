@@ -152,17 +152,31 @@ def test_a_retry_never_loses_labels_already_paid_for(endpoint, tmp_path, synonym
     assert vocabulary_from_journal(tmp_path / "run", synonym_filter=synonym_filter).views[wnids[0]] == kept
 
 
-def test_a_folder_written_with_rounds_in_its_identity_still_resumes(endpoint, tmp_path, synonym_filter):
-    from negvocab.llm.journal import MANIFEST, identity_hash
+def test_a_folder_of_an_older_negvocab_is_refused_not_mixed(endpoint, tmp_path, synonym_filter):
+    # older folders held rounds and classes in their identity and results without request hashes:
+    # their answers cannot be matched to questions, so they are neither reused nor mixed in
+    from negvocab.llm.journal import JOURNAL, MANIFEST, identity_hash
 
-    first = build(tmp_path / "run", synonym_filter, classes=2, rounds=2)
+    build(tmp_path / "run", synonym_filter, classes=2, rounds=2)
     manifest = json.loads((tmp_path / "run" / MANIFEST).read_text())
-    manifest["identity"].update(rounds=2, keys=2, keys_sha256="0" * 64)  # as folders were written before
+    manifest["identity"].update(rounds=2, keys=2, keys_sha256="0" * 64)
     manifest["identity_sha256"] = identity_hash(manifest["identity"])
     (tmp_path / "run" / MANIFEST).write_text(json.dumps(manifest))
-    again = build(tmp_path / "run", synonym_filter, classes=2, rounds=2)
-    assert again.settings["session"]["sent"] == 0 and again.labels == first.labels
-    assert vocabulary_from_journal(tmp_path / "run", synonym_filter=synonym_filter).labels == first.labels
+    lines = [json.loads(x) for x in (tmp_path / "run" / JOURNAL).read_text().splitlines()]
+    (tmp_path / "run" / JOURNAL).write_text("".join(json.dumps({k: v for k, v in r.items() if k != "request_sha256"}) + "\n" for r in lines))
+    with pytest.raises(InputError, match="written by an older negvocab whose runs could not grow; use a new --run-dir"):
+        build(tmp_path / "run", synonym_filter, classes=2, rounds=2)
+    with pytest.raises(InputError, match="cannot rebuild the run \\(it was written by an older negvocab\\)"):
+        vocabulary_from_journal(tmp_path / "run", synonym_filter=synonym_filter)
+
+
+def test_going_back_to_an_earlier_question_finds_its_answer(endpoint, tmp_path, synonym_filter):
+    kw = {"mode": "far", "chunk_size": 2, "run_dir": tmp_path / "run", "synonym_filter": synonym_filter, "client_options": FAST, "per_request": 5}
+    a = build_eoe_vocabulary("gpt-test", classes=4, **kw)
+    build_eoe_vocabulary("gpt-test", classes=["n01440764", "n01443537", "n01484850", "n01494475"], **kw)
+    again = build_eoe_vocabulary("gpt-test", classes=4, **kw)  # chunk001 as first asked: answered
+    assert dict(endpoint.state.chat_counts) == {"chunk000/r0": 1, "chunk001/r0": 2}
+    assert again.labels == a.labels and again.settings["session"]["sent"] == 0
 
 
 def test_tokens_of_unusable_answers_count_even_when_the_server_then_gives_up(endpoint, tmp_path, synonym_filter):

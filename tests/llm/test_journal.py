@@ -9,7 +9,7 @@ import pytest
 from negvocab.errors import InputError
 from negvocab.llm.journal import JOURNAL, MANIFEST, Journal, identity_hash, read_manifest
 
-IDENT = {"task": "gpt_siblings", "model": "m", "prompt_sha256": "abc", "rounds": 3, "n": 20}
+IDENT = {"task": "gpt_siblings", "model": "m", "prompt_sha256": "abc", "n": 20}
 
 
 def rec(cid, labels=("a",)):
