@@ -301,8 +301,12 @@ class LLMClient:
                     with try_:
                         answer = await self._attempt(messages, n, tries, trace_id)
             except _Transient as e:
+                if tries.best:  # a short answer came before the server gave up: keep what was paid for
+                    return Answer("short", tries.best, dict(tries.usage), None, None, tries.total, f"then {e}")
                 raise ServerGaveUp(f"{self.base_url}: {e} after {tries.transport} attempts", dict(tries.usage)) from None
             except BadAnswer as e:
+                if len(tries.best) > len(e.labels):  # an earlier attempt gave more (a short list)
+                    return Answer("short", tries.best, dict(tries.usage), None, None, tries.total, str(e))
                 return Answer(e.status, e.labels, dict(tries.usage), None, None, tries.total, str(e))
         answer.attempts = tries.total + 1
         return answer
@@ -361,6 +365,8 @@ class LLMClient:
             if e.status == "refused":
                 return Answer("refused", [], dict(tries.usage), _request_id(completion), completion.model, error=str(e))
             tries.content += 1
+            if len(e.labels) > len(tries.best):
+                tries.best = list(e.labels)
             raise
         return Answer("ok", labels, dict(tries.usage), _request_id(completion), completion.model)
 
@@ -418,12 +424,13 @@ class LLMClient:
 
 @dataclass
 class _Tries:
-    """Attempts, token usage and the label count needed, for one :meth:`LLMClient.ask`."""
+    """Attempts, token usage, the label count needed and the best short answer, for one :meth:`LLMClient.ask`."""
 
     need: int
     transport: int = 0
     content: int = 0
     usage: dict[str, int] = field(default_factory=dict)
+    best: list[str] = field(default_factory=list)  # the longest short list answered so far
 
     @property
     def total(self) -> int:

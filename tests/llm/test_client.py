@@ -89,6 +89,14 @@ def test_short_retried_then_recorded_with_its_labels(server):
     assert answer.usage["completion_tokens"] == 3 * 18  # usage of every attempt counted
 
 
+@pytest.mark.parametrize("then", [["malformed", "malformed"], ["500"] * 3])
+def test_a_short_answer_is_kept_when_later_attempts_fail(server, then):
+    # the short list was paid for: malformed answers or a server that then gives up must not lose it
+    server.state.add_faults("k1/r0", "short", *then)
+    answer = ask(server, content_attempts=3, transport_attempts=3)
+    assert answer.status == "short" and answer.labels == expected()[:3]
+
+
 def test_malformed_every_time_is_recorded_invalid(server):
     server.state.add_faults("k1/r0", *["malformed"] * 5)
     answer = ask(server, content_attempts=2)
