@@ -298,15 +298,16 @@ class Vocabulary(BaseModel):
 
 
 def _is_table(text: str, delimiter: str, path: Path) -> bool:
-    """True for a table with a ``text`` column; False for one label a line (a label may hold the
-    delimiter, "washington, d.c."); an error for a table of other columns (every line split alike)."""
+    """True for a table with a ``text`` column in its header; False for one label a line, which a
+    first line without the delimiter says (later labels may hold it: "washington, d.c."); an error
+    for any other table."""
+    import csv
+
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    if not lines or not any(delimiter in ln for ln in lines):
+    if not lines or delimiter not in lines[0]:
         return False
-    if "text" in [h.strip() for h in lines[0].split(delimiter)]:
+    if "text" in [h.strip().lower() for h in next(csv.reader([lines[0]], delimiter=delimiter))]:
         return True
-    if len({ln.count(delimiter) for ln in lines}) > 1 or len(lines) < 2:
-        return False
     raise InputError(
         f"{path}: a table without a 'text' column; give the labels a 'text' header "
         "(as `negvocab candidates` writes) or one label a line in a .txt file"

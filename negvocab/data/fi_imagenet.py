@@ -68,8 +68,9 @@ def _label(line: str, image_id: str, delimiter: str | None, column: tuple[int, i
     if column is not None and column[0] < len(fields):
         index, width = column
         extra = len(fields) - width  # an unquoted delimiter inside the label made more fields
-        if extra > 0 and index == width - 1:
-            return (", " if delimiter == "," else delimiter).join(fields[index:])
+        if extra > 0 and index == width - 1:  # empty or metadata fields (wnids, scores) are not label words
+            words = [fields[index], *(f for f in fields[index + 1 :] if f and not _METADATA.fullmatch(f))]
+            return (", " if delimiter == "," else delimiter).join(words) or None
         return fields[index] or None
     others = [f for f in fields if f and image_id not in f and not _METADATA.fullmatch(f)]
     return ", ".join(others) or None  # an unquoted comma inside a label splits it into fields
