@@ -113,6 +113,13 @@ def _encode_set(
                 f"the given image embeddings have dimension {images.embeddings.shape[1]}, {vlm.name} embeds in "
                 f"{vlm.dim}: pass embeddings of the same model"
             )
+        made_by = images.model or {}
+        for field_ in ("name", "weights", "preprocessing"):
+            if field_ in made_by and made_by[field_] != vlm.identity.get(field_):
+                raise InputError(
+                    f"the given image embeddings were made by another model ({field_} differs from {vlm.name}'s): "
+                    "encode the images with this VLM, or score with the VLM that made them"
+                )
         emb = images
     else:
         emb = vlm.encode_images(images, local_features=local, progress=progress)

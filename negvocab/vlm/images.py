@@ -58,6 +58,8 @@ class ImageEmbeddings:
         One name per row: the file path (or the dataset item's id).
     ids : list of str
         One id per row: the ImageSet's id, else the file stem (or the dataset item's id).
+    model : dict or None
+        The identity of the model that made them (:attr:`VLM.identity`), when known.
     embeddings : ndarray, float32 [n, d]
         L2-normalised global image embeddings.
     local : ndarray, float32 [n, p, d] or None
@@ -71,10 +73,13 @@ class ImageEmbeddings:
     local: np.ndarray | None = None
     failed: list[tuple[str, str]] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
+    model: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.ids:
             self.ids = [Path(p).stem for p in self.paths]
+        if np.ndim(self.embeddings) != 2:
+            raise InputError(f"ImageEmbeddings: embeddings must be [n, d], got shape {np.shape(self.embeddings)}")
         n = len(self.paths)
         if len(self.ids) != n or len(self.embeddings) != n or (self.local is not None and len(self.local) != n):
             raise InputError(
@@ -377,6 +382,7 @@ def encode_images(
         local=None if rows.local is None else rows.local[keep],
         failed=[(names[i], why) for i, why in sorted(failed.items())],
         ids=row_ids,
+        model=vlm.identity,
     )
 
 

@@ -173,6 +173,11 @@ def test_precomputed_image_embeddings_score_like_the_image_sets(sets, classes):
         run.evaluate_vocabularies(vlm, other, embedded[1], {"v": vocab}, ["neglabel"], **kw)
     with pytest.raises(InputError, match="1 paths, 2 ids, 1 embeddings must be aligned"):
         ImageEmbeddings(paths=["/a.png"], embeddings=np.eye(1, 16, dtype=np.float32), ids=["a", "b"])
+    with pytest.raises(InputError, match=r"embeddings must be \[n, d\], got shape \(16,\)"):
+        ImageEmbeddings(paths=["/a.png"], embeddings=np.ones(16, dtype=np.float32))
+    foreign = ImageEmbeddings(paths=embedded[0].paths, embeddings=embedded[0].embeddings, model={"name": "ViT-B-16"})
+    with pytest.raises(InputError, match="made by another model \\(name differs from fake's\\)"):
+        run.evaluate_vocabularies(vlm, foreign, embedded[1], {"v": vocab}, ["neglabel"], **kw)
 
 
 def test_T_alone_warns_that_the_neglabel_eoe_penalty_takes_penalty_T(sets, classes, caplog):

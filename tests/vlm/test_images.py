@@ -154,5 +154,6 @@ def test_an_image_set_keeps_its_ids(tiny, image_dir):
     image_set = ImageSet("mine", files, [f"id{i}" for i in range(len(files))])
     out = tiny.encode_images(image_set, num_workers=0)
     assert out.paths == files[1:] and out.ids == [f"id{i}" for i in range(1, len(files))]
+    assert out.model == tiny.identity  # who made them, checked when they are scored with a VLM
     np.testing.assert_allclose(out.embeddings, tiny.encode_images(files[1:], num_workers=0).embeddings, atol=1e-6)
     assert tiny.encode_images(files[1:3], num_workers=0).ids == [Path(f).stem for f in files[1:3]]
