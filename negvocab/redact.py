@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-_USERINFO = re.compile(r"(\bhttps?://)[^/\s@]+@", re.IGNORECASE)
+_USERINFO = re.compile(r"(\bhttps?://)[^/\s]*@", re.IGNORECASE)  # up to the last @ before the host
 _QUERY = re.compile(r"(\bhttps?://[^\s?\"']+)\?[^\s\"']*", re.IGNORECASE)
 
 
@@ -20,3 +20,15 @@ def redact_urls(text: str) -> str:
     'POST http://***@host:8000/v1/chat?*** failed'
     """
     return _QUERY.sub(r"\1?***", _USERINFO.sub(r"\1***@", text))
+
+
+def url_secrets(url: str | None, min_length: int = 8) -> list[str]:
+    """The password and query values of ``url`` (at least ``min_length`` long, so that masking them
+    in free text cannot garble it): servers also echo them outside a URL."""
+    if not url:
+        return []
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    parts = urlsplit(url)
+    found = [parts.password or "", unquote(parts.password or ""), *(v for _, v in parse_qsl(parts.query))]
+    return sorted({x for x in found if len(x) >= min_length}, key=len, reverse=True)

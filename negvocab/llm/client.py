@@ -34,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 
 from negvocab.errors import InputError, ResourceError
 from negvocab.llm.text import clean_labels
+from negvocab.redact import redact_urls, url_secrets
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +245,7 @@ class LLMClient:
         base_url, key = resolve_endpoint(base_url, api_key, key_name)
         self.base_url = public_url(base_url)
         self.key_name = key_name
-        self._key = key
+        self._secrets = [key, *url_secrets(base_url)]
         self.sdk = openai  # the SDK module (exception classes)
         # a short connect timeout: a host that drops connections must not cost `timeout` per try
         limits = openai.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S))
@@ -265,9 +266,9 @@ class LLMClient:
 
     def scrub(self, text: str) -> str:
         """``text`` with the API key and any URL's password and query masked (error messages echo them)."""
-        from negvocab.redact import redact_urls
-
-        return redact_urls(text.replace(self._key, "***"))
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return redact_urls(text)
 
     async def aclose(self) -> None:
         await self.client.close()

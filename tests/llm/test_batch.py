@@ -158,3 +158,17 @@ def test_sync_and_batch_results_mix_in_one_run(endpoint, tmp_path, synonym_filte
     per_mode = 3 * (56 * 1.0 + 36 * 2.0) / 1e6
     assert vocab.settings["cost_usd"] == pytest.approx(per_mode + per_mode / 2)
     assert vocab.settings["session"]["cost_usd"] == pytest.approx(per_mode / 2)
+
+
+def test_failed_sync_attempts_do_not_count_against_batch_submissions(endpoint, tmp_path, synonym_filter):
+    from negvocab.errors import ResourceError
+
+    wnid = imagenet1k().wnids[0]
+    endpoint.state.add_faults(f"{wnid}/r0", "malformed", *["500"] * 8)  # billed, then given up: journaled usage
+    kw = {"per_class": 6, "rounds": 1, "classes": 1, "run_dir": tmp_path / "run", "synonym_filter": synonym_filter}
+    with pytest.raises(ResourceError):
+        build_gpt_vocabulary("gpt-test", client_options={**FAST, "transport_attempts": 2}, **kw)
+    assert [r["kind"] for r in journal_lines(tmp_path / "run")].count("attempt_failed") == 1
+    endpoint.state.faults.clear()
+    vocab = build_gpt_vocabulary("gpt-test", batch=True, poll_interval=0.01, max_submissions=1, client_options=FAST, **kw)
+    assert vocab.views[wnid]  # submitted once in a batch, not counted as already failed

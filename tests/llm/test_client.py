@@ -189,6 +189,9 @@ def test_url_credentials_are_masked_in_errors(server):
     assert text == "POST http://***@127.0.0.1:9/v1?*** failed; key ***"
     short = LLMClient("m", base_url="http://u:1@127.0.0.1:9/v1", api_key=DUMMY_KEY)  # a short password
     assert short.scrub("HTTP 500 at 127.0.0.1:9 after 10 attempts") == "HTTP 500 at 127.0.0.1:9 after 10 attempts"
+    # echoed outside a URL, and a password with an @ in it
+    assert client.scrub("invalid api-key=QS-SECRET") == "invalid api-key=***"
+    assert "ss@" not in client.scrub("GET http://u:p@ss@host/v1 failed") and "host/v1" in client.scrub("GET http://u:p@ss@host/v1")
 
 
 def test_auth_error_is_one_line_without_the_key(server):
