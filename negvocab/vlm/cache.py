@@ -17,8 +17,9 @@ import io
 import json
 import logging
 import shutil
+import stat
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,9 +94,7 @@ class EmbeddingStore:
         if foreign:
             self._reset()
         if self.folder.is_dir() and not foreign:
-            for manifest in sorted(self.folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns):
-                if manifest.name == KEY_FILE:
-                    continue
+            for manifest in _by_age(p for p in self.folder.glob("*.json") if p.name != KEY_FILE):
                 info = self._read_manifest(manifest)
                 if info is None:
                     continue
@@ -123,10 +122,15 @@ class EmbeddingStore:
             ok = (
                 isinstance(info, dict)
                 and isinstance(info.get("keys"), list)
+                and all(isinstance(k, str) for k in info["keys"])
                 and isinstance(info.get("shape"), list)
+                and all(isinstance(x, int) for x in info["shape"])
+                and len(info["shape"]) >= 1
                 and len(info["keys"]) == info["shape"][0]
                 and isinstance(info.get("sha256"), str)
             )
+        except FileNotFoundError:  # merged away by another process meanwhile
+            return None
         except (OSError, ValueError):
             ok = False
         if not ok:
@@ -162,7 +166,10 @@ class EmbeddingStore:
 
     def _drop(self, sid: str) -> None:
         for suffix in (".json", ".npy"):
-            (self.folder / f"{sid}{suffix}").unlink(missing_ok=True)
+            try:
+                (self.folder / f"{sid}{suffix}").unlink(missing_ok=True)
+            except OSError as e:  # a read-only cache or a folder in the way: not used, left as it is
+                log.warning("cannot remove %s from the embedding cache: %s", f"{sid}{suffix}", e)
         self._shards.pop(sid, None)
         if self._index is not None:
             self._index = {k: v for k, v in self._index.items() if v[0] != sid}
@@ -258,6 +265,19 @@ class EmbeddingStore:
         for sid in list(self._shards):
             self._drop(sid)
         self._index = {}
+
+
+def _by_age(paths: Iterable[Path]) -> list[Path]:
+    """Regular files, oldest first; a file another process removes meanwhile is left out."""
+    dated = []
+    for p in paths:
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            dated.append((st.st_mtime_ns, p))
+    return [p for _, p in sorted(dated)]
 
 
 @dataclass(frozen=True)

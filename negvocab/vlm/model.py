@@ -95,10 +95,14 @@ def _ieee_convolutions() -> Iterator[None]:
 
 # -- fingerprints --------------------------------------------------------------------------------
 def file_sha256(path: str | os.PathLike[str], memo: Path | None = None) -> str:
-    """SHA-256 of a file's bytes, remembered in ``memo`` (JSON) by (path, size, mtime)."""
+    """SHA-256 of a file's bytes, remembered in ``memo`` (JSON) by (path, size, mtime, inode, ctime).
+
+    Inode and ctime catch a checkpoint replaced by another of the same size with its mtime kept
+    (``cp -p``, ``rsync -a``): no tool sets the ctime back.
+    """
     path = Path(path).resolve()
     st = path.stat()
-    key = f"{path}|{st.st_size}|{st.st_mtime_ns}"
+    key = f"{path}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_ctime_ns}"
     table: dict[str, str] = {}
     if memo is not None and memo.is_file():
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -91,7 +92,9 @@ def test_corrupted_shard_is_detected_and_recomputed(tiny, monkeypatch, caplog):
     np.testing.assert_allclose(again, good, atol=1e-6)
 
 
-@pytest.mark.parametrize("damage", ["truncate-npy", "garbage-manifest", "missing-manifest", "wrong-shape"])
+@pytest.mark.parametrize(
+    "damage", ["truncate-npy", "garbage-manifest", "missing-manifest", "wrong-shape", "list-keys", "folder-named-json"]
+)
 def test_partial_or_broken_files_are_never_trusted(tiny, monkeypatch, damage):
     good = tiny.encode_text(LABELS[:4], "single")
     (npy,) = shard_files(tiny)
@@ -102,6 +105,13 @@ def test_partial_or_broken_files_are_never_trusted(tiny, monkeypatch, damage):
         manifest.write_text("{not json")
     elif damage == "missing-manifest":  # an interrupted write: the array landed, the manifest did not
         manifest.unlink()
+    elif damage == "list-keys":
+        info = json.loads(manifest.read_text())
+        info["keys"] = [[k] for k in info["keys"]]
+        manifest.write_text(json.dumps(info))
+    elif damage == "folder-named-json":  # not a file: ignored, and the shard of the real manifest stays
+        (npy.parent / "x.json").mkdir()
+        npy.write_bytes(npy.read_bytes()[:100])
     else:
         info = json.loads(manifest.read_text())
         info["shape"] = [info["shape"][0], info["shape"][1] + 1]
@@ -110,6 +120,51 @@ def test_partial_or_broken_files_are_never_trusted(tiny, monkeypatch, damage):
     again = make_tiny_vlm(tiny.cache_root.parent).encode_text(LABELS[:4], "single")
     assert len(counter.prompts) == 4
     np.testing.assert_allclose(again, good, atol=1e-6)
+
+
+def test_a_damaged_shard_that_cannot_be_removed_is_recomputed_not_fatal(tiny, monkeypatch):
+    # a read-only cache: the broken shard stays on disk, the rows are recomputed, nothing crashes
+    good = tiny.encode_text(LABELS[:4], "single")
+    (npy,) = shard_files(tiny)
+    npy.write_bytes(npy.read_bytes()[:100])
+    real_unlink = Path.unlink
+
+    def refuse(self, missing_ok=False):
+        if self.parent == npy.parent:
+            raise PermissionError(13, "Read-only file system", str(self))
+        return real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    again = make_tiny_vlm(tiny.cache_root.parent).encode_text(LABELS[:4], "single")
+    np.testing.assert_allclose(again, good, atol=1e-6)
+    assert npy.exists()
+
+
+def test_store_listing_skips_files_removed_meanwhile(tmp_path):
+    from negvocab.vlm.cache import _by_age
+
+    a = tmp_path / "a.json"
+    a.write_text("{}")
+    (tmp_path / "dir.json").mkdir()
+    assert _by_age([tmp_path / "gone.json", a, tmp_path / "dir.json"]) == [a]
+
+
+def test_a_replaced_checkpoint_gets_a_new_fingerprint(tmp_path):
+    # same path, size and mtime (cp -p): the memo must not return the old hash
+    import os
+
+    from negvocab.vlm.model import file_sha256
+
+    ckpt, memo = tmp_path / "w.bin", tmp_path / "fingerprints.json"
+    ckpt.write_bytes(b"a" * 64)
+    first = file_sha256(ckpt, memo)
+    st = ckpt.stat()
+    other = tmp_path / "other.bin"
+    other.write_bytes(b"b" * 64)
+    os.utime(other, ns=(st.st_atime_ns, st.st_mtime_ns))
+    other.replace(ckpt)
+    assert ckpt.stat().st_size == st.st_size and ckpt.stat().st_mtime_ns == st.st_mtime_ns
+    assert file_sha256(ckpt, memo) != first
 
 
 def test_foreign_key_file_is_not_trusted(tmp_path):
