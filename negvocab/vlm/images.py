@@ -13,7 +13,8 @@ Sources accepted by :func:`encode_images`:
 
 Unreadable or corrupt images are skipped and reported in :attr:`ImageEmbeddings.failed` (with a
 logged warning and count), or raise :class:`~negvocab.errors.InputError` with ``strict=True``.
-Embeddings of files are cached per model by (absolute path, size, mtime).
+Embeddings of files are cached per model by (absolute path, size, mtime); a file edited in place
+with its size and mtime kept is not noticed (clear the cache).
 """
 
 from __future__ import annotations

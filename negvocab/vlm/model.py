@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PRECISIONS = ("fp32", "fp16", "bf16")
-STORE_EVERY = 16384  # computed text embeddings are written to the cache in pieces of this many
+#: computed text embeddings reach the cache in pieces of this many prompts (labels x templates):
+#: what a hard kill (SIGKILL, OOM) can lose; Ctrl-C loses at most the chunk being encoded
+STORE_EVERY_PROMPTS = 65536
 _PREPROCESS_KEYS = ("mean", "std", "interpolation", "resize_mode", "fill_color")
 LOCAL_CHECKPOINT_HINT = "--pretrained /path/to/open_clip_pytorch_model.bin"
 
@@ -684,6 +686,7 @@ class VLM:
                 lambda todo, sink, t=tpls: encode_labels(
                     self, todo, t, batch_size=batch_size, progress=progress, on_chunk=sink
                 ),
+                store_every=max(1, STORE_EVERY_PROMPTS // len(tpls)),
             )
             if len(groups) == 1 and len(uniq) == len(labels):  # unique labels, one template set
                 return np.ascontiguousarray(emb, dtype=np.float32)
@@ -697,11 +700,13 @@ class VLM:
         keys: list[str],
         extra: Mapping[str, Any],
         compute: Callable[[list[str], Callable[[list[str], np.ndarray], None] | None], np.ndarray],
+        store_every: int,
     ) -> np.ndarray:
         """Rows for unique ``keys`` from the cache, computing and storing only the missing ones.
 
         ``compute(missing, sink)`` hands finished chunks to ``sink``, which stores them as they
-        come (every ~16k rows), so an interrupted long run resumes where it stopped.
+        come (every ``store_every`` rows, and whatever is finished when interrupted), so an
+        interrupted long run resumes where it stopped.
         """
         if not self.cache_enabled:
             return compute(keys, None)
@@ -721,7 +726,7 @@ class VLM:
 
         def sink(chunk_keys: list[str], chunk_rows: np.ndarray) -> None:
             pending.append((list(chunk_keys), chunk_rows))
-            if sum(len(ks) for ks, _ in pending) >= STORE_EVERY:
+            if sum(len(ks) for ks, _ in pending) >= store_every:
                 flush()
 
         try:

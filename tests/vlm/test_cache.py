@@ -203,7 +203,7 @@ def test_interrupted_run_keeps_finished_chunks(tiny, monkeypatch):
     import negvocab.vlm.model as model_mod
 
     monkeypatch.setattr(text_mod, "CHUNK_PROMPTS", 4)  # one template: 4 labels a chunk
-    monkeypatch.setattr(model_mod, "STORE_EVERY", 4)
+    monkeypatch.setattr(model_mod, "STORE_EVERY_PROMPTS", 4)  # one template: 4 labels a piece
     real = text_mod.encode_prompts
     calls = []
 
