@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import operator
 import time
 from typing import Any
 
@@ -113,6 +114,10 @@ def knn(
     x = as_matrix(keys, "keys")
     if q.shape[1] != x.shape[1]:
         raise InputError(f"queries have dimension {q.shape[1]} but keys {x.shape[1]}")
+    try:
+        k = operator.index(k)  # ints and numpy integers; not 2.5 or "2"
+    except TypeError:
+        raise InputError(f"k must be an integer, got {k!r}") from None
     if not 1 <= k <= x.shape[0]:
         raise InputError(f"k must be between 1 and the number of keys ({x.shape[0]}), got {k}")
     if batch_size < 1:

@@ -175,6 +175,10 @@ def _needs_hub(name: str, pretrained: str | None) -> bool:
 
     if name.startswith("hf-hub:"):
         return True
+    if name.startswith("local-dir:"):
+        folder = Path(name.split(":", 1)[1]).expanduser()
+        if not (folder / "open_clip_config.json").is_file():
+            raise InputError(f"{name}: no open_clip_config.json in {folder}; give a folder holding it and the weights")
     if pretrained is not None and not _looks_like_path(pretrained) and not Path(pretrained).expanduser().exists():
         return True
     cfg = open_clip.get_model_config(name) or {}
@@ -220,15 +224,23 @@ def _load(
     if name.startswith(("hf-hub:", "local-dir:")):
         if pretrained:
             log.warning("ignoring pretrained=%r: %s carries its own weights", pretrained, name)
+        _no_tag(tag, f"{name} carries its own preprocessing and activation")
         return _load_schema(name, force_pp, online)
     arch = _check_model_name(name)
     if pretrained is None:
+        _no_tag(tag, "random weights take quick_gelu= and preprocess= instead")
         return _load_random(arch, quick_gelu, force_pp, seed)
     path = Path(pretrained).expanduser()
     if path.is_dir() and (path / "open_clip_config.json").is_file():
+        _no_tag(tag, f"{path}/open_clip_config.json gives the preprocessing and activation")
         return _load_schema(f"local-dir:{path}", force_pp, online)
     checkpoint, source, tag, cfg = _checkpoint(arch, pretrained, tag, online)
     return _create(arch, checkpoint, source, tag, cfg, quick_gelu, force_pp)
+
+
+def _no_tag(tag: str | None, why: str) -> None:
+    if tag:
+        raise InputError(f"tag={tag!r} applies to a local checkpoint file only; {why}")
 
 
 def _load_schema(name: str, force_pp: dict[str, Any], online: bool) -> _Loaded:
@@ -305,6 +317,8 @@ def _checkpoint(arch: str, pretrained: str, tag: str | None, online: bool) -> tu
         return str(path), "file", tag, _tag_cfg(arch, tag) if tag else {}
     if _looks_like_path(pretrained):
         raise InputError(f"checkpoint {pretrained}: no such file or folder")
+    if tag not in (None, pretrained):
+        raise InputError(f"tag {tag!r} with pretrained tag {pretrained!r}: a tag's weights come with its own settings; give one")
     cfg = _tag_cfg(arch, pretrained)
     try:
         checkpoint = open_clip.download_pretrained(cfg)

@@ -96,3 +96,13 @@ def test_non_finite_rows_are_refused_not_ranked(bad):
     ids[0, 0] = bad
     with pytest.raises(InputError, match=r"id_emb: 1 of 4 rows"):
         farthest_first(np.nan_to_num(cand), ids)
+
+
+def test_k_is_an_integer_of_any_kind():
+    rng = np.random.default_rng(4)
+    q, x = unit(rng, 3, 8), unit(rng, 5, 8)
+    D, I = knn(q, x, np.int64(2))
+    np.testing.assert_array_equal(I, knn(q, x, 2)[1])
+    for bad in (2.5, "2"):
+        with pytest.raises(InputError, match="k must be an integer"):
+            knn(q, x, bad)

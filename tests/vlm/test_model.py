@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 
 import numpy as np
@@ -86,6 +87,28 @@ def test_local_checkpoint_takes_the_tag_preprocessing_and_quick_gelu(vit, tmp_pa
     assert tagged.identity["preprocessing"]["from"] == "tag openai"
     assert tagged.identity["weights"] == plain.identity["weights"]
     assert tagged.store("text").folder != plain.store("text").folder  # other activation: other cache
+
+
+@pytest.mark.parametrize(
+    ("name", "pretrained", "message"),
+    [
+        ("ViT-B-32", None, "random weights take quick_gelu= and preprocess= instead"),
+        ("local-dir:{folder}", None, "carries its own preprocessing"),
+        ("ViT-B-32", "laion2b_s34b_b79k", "a tag's weights come with its own settings"),
+    ],
+)
+def test_a_tag_that_would_be_ignored_is_refused(tmp_path, name, pretrained, message):
+    import open_clip
+
+    cfg = {"model_cfg": open_clip.get_model_config("RN50"), "preprocess_cfg": {}}
+    (tmp_path / "open_clip_config.json").write_text(json.dumps(cfg))
+    with pytest.raises(InputError, match=message):
+        VLM(name.format(folder=tmp_path), pretrained=pretrained, tag="openai", cache=False)
+
+
+def test_a_local_dir_without_its_config_is_a_clear_error(tmp_path):
+    with pytest.raises(InputError, match=r"local-dir:.*: no open_clip_config.json in"):
+        VLM(f"local-dir:{tmp_path}", cache=False)
 
 
 def test_checkpoint_of_another_architecture_is_a_clear_error(tmp_path):
