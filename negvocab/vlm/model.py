@@ -359,6 +359,11 @@ def _create(
             pretrained_text=False,
         )
     except Exception as e:
+        if "TorchScript" in str(e):  # OpenAI's original ViT-B-32.pt and the like
+            raise InputError(
+                f"{checkpoint}: a TorchScript archive, which open_clip does not load as weights; pass the "
+                "state-dict checkpoint (open_clip_pytorch_model.bin) or the tag's name (--pretrained openai)"
+            ) from e
         raise InputError(
             f"{checkpoint}: cannot load as {arch} weights ({type(e).__name__}: "
             f"{(str(e).splitlines() or [''])[0][:200]}); check the model name matches the checkpoint"

@@ -141,6 +141,12 @@ def encode_prompts(
     if tower is not None:
         lengths = (pooled_index(tokens, tower) + 1).numpy()
         order = np.argsort(lengths, kind="stable")
+        full = np.flatnonzero(lengths >= tokens.shape[1])
+        if full.size:  # the tokenizer cut them: two long labels may end up with one embedding
+            log.warning(
+                "%d prompts fill the %d-token context and were truncated (e.g. %r)",
+                full.size, tokens.shape[1], prompts[int(full[0])][:80],
+            )
     else:
         lengths = None
         order = np.arange(len(prompts))

@@ -111,6 +111,14 @@ def test_a_local_dir_without_its_config_is_a_clear_error(tmp_path):
         VLM(f"local-dir:{tmp_path}", cache=False)
 
 
+def test_a_torchscript_archive_is_named_as_such(tmp_path):
+    # OpenAI's original ViT-B-32.pt is TorchScript; open_clip loads only state dicts as weights
+    path = tmp_path / "ViT-B-32.pt"
+    torch.jit.trace(torch.nn.Linear(2, 2), torch.zeros(1, 2)).save(str(path))
+    with pytest.raises(InputError, match="a TorchScript archive, which open_clip does not load as weights"):
+        VLM("ViT-B-32", pretrained=path, tag="openai", cache=False)
+
+
 def test_checkpoint_of_another_architecture_is_a_clear_error(tmp_path):
     path = tmp_path / "small.bin"
     torch.save(tiny_clip().state_dict(), path)
@@ -192,8 +200,6 @@ def test_cuda_images_and_local_features(image_dir, precision, tol):
 
 
 def test_local_dir_without_weights_is_not_silently_random(tmp_path):
-    import json
-
     import open_clip
 
     folder = tmp_path / "model"

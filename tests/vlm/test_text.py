@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 import torch
@@ -157,3 +159,14 @@ def test_bad_labels_are_rejected(vit):
         vit.encode_text(["ok", "  "])
     with pytest.raises(InputError, match="pos has"):
         vit.encode_text(["a", "b"], "neglabel", pos=["n"])
+
+
+def test_prompts_cut_by_the_context_are_reported(tiny, caplog):
+    long = " ".join(["wide"] * 90) + " kettle"  # more than 77 tokens
+    with caplog.at_level(logging.WARNING):
+        tiny.encode_text(["violin", long], "single")
+    assert "1 prompts fill the 77-token context and were truncated" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        tiny.encode_text(["moss", "kite"], "single")
+    assert "truncated" not in caplog.text
