@@ -171,8 +171,9 @@ class LLMRun:
         outlasting the retries); everything finished is journaled, so the same call resumes.
         """
         from negvocab import __version__
-        from negvocab.llm.client import LLMClient, public_url
+        from negvocab.llm.client import LLMClient, check_base_url, public_url
 
+        check_base_url(base_url)  # before the run folder is made
         if retry_failed and batch:
             raise InputError("retrying recorded failures works with the synchronous API: re-run without --batch")
         need = self.needed(rounds_used)
@@ -324,11 +325,15 @@ def _check_model(model: str) -> str:
     return model.strip()
 
 
-def _check_counts(per: int, rounds: int) -> None:
+def _check_counts(per: int, rounds: int, min_labels: int | None = None, temperature: float | None = None) -> None:
     if per < 1:
         raise InputError(f"labels per request must be >= 1, got {per}")
     if rounds < 1:
         raise InputError(f"rounds must be >= 1, got {rounds}")
+    if min_labels is not None and not 1 <= min_labels <= per:
+        raise InputError(f"min_labels must be between 1 and the {per} labels asked, got {min_labels}")
+    if temperature is not None and not (math.isfinite(temperature) and temperature >= 0):
+        raise InputError(f"temperature must be a finite number >= 0, got {temperature}")
 
 
 def _base_identity(task: str, model: str, template: PromptTemplate, n: int, temperature: float | None, min_labels: int) -> dict[str, Any]:
@@ -361,7 +366,7 @@ def gpt_run(
 ) -> LLMRun:
     """The GPT-sibling run: one request per (class, round), round by round (see the module docstring)."""
     model = _check_model(model)
-    _check_counts(per_class, rounds)
+    _check_counts(per_class, rounds, min_labels, temperature)
     template = load_prompt("gpt_siblings", prompt_path)
     chosen = select_classes(classes, id_classes)
     need = per_class if min_labels is None else min_labels
@@ -433,7 +438,7 @@ def eoe_run(
             key = f"chunk{i:03d}"
             chunk_map[key] = [chosen.wnids[j] for j in span]
             values[key] = {"class_list": "\n".join(f"- {chosen.names[j]}" for j in span)}
-    _check_counts(n, rounds)
+    _check_counts(n, rounds, min_labels, temperature)
     need = n if min_labels is None else min_labels
     reqs = [make_request(template, key, r, n, v, need) for r in range(rounds) for key, v in values.items()]
     keys = list(values)

@@ -127,12 +127,17 @@ def _report(vocab: Any, out: Path, what: str) -> None:
     typer.echo(f"run folder: {s['run_dir']}")
 
 
-def _run(run: Any, *, dry_run: bool, batch: bool, rounds_used: int | None, prices: Any, out: Path, what: str, **execute: Any) -> None:
+def _run(
+    run: Any, *, dry_run: bool, batch: bool, rounds_used: int | None, prices: Any, out: Path, what: str, inputs: list[Any], **execute: Any
+) -> None:
     if dry_run:
         typer.echo(run.estimate(batch=batch, rounds_used=rounds_used, prices=prices, retry_failed=execute.get("retry_failed", False)).summary())
         typer.echo(f"run folder: {run.run_dir} (nothing sent, nothing written)")
         return
-    check_output(out)  # before any request is sent
+    # before any request is sent; never over the command's inputs or its run folder's files
+    if out.absolute().parent == run.run_dir.absolute():
+        raise InputError(f"cannot write {out}: it is in the run folder {run.run_dir}; choose another output file")
+    check_output(out, inputs=[Path(x) for x in inputs if x is not None and Path(str(x)).is_file()])
     progress = _progress(batch)
     try:
         vocab = run.build(rounds_used=rounds_used, batch=batch, prices=prices, on_progress=progress, **execute)
@@ -179,6 +184,7 @@ def build_gpt(
         prices=_prices(model, price_in, price_out),
         out=output,
         what="gpt vocabulary",
+        inputs=[classes, prompt],
         base_url=base_url,
         api_key=None if dry_run else _api_key(api_key_env),
         concurrency=concurrency,
@@ -235,6 +241,7 @@ def build_eoe(
         prices=_prices(model, price_in, price_out),
         out=output,
         what=f"eoe-{mode} vocabulary",
+        inputs=[classes, prompt],
         base_url=base_url,
         api_key=None if dry_run else _api_key(api_key_env),
         concurrency=concurrency,

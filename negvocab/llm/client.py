@@ -143,17 +143,23 @@ def resolve_endpoint(base_url: str | None, api_key: str | None, key_name: str = 
             f"the API key in {key_name} contains spaces, control or non-ASCII characters (quotes pasted with it?); "
             "set it to the key alone"
         )
-    if base_url and not base_url.strip().lower().startswith(("http://", "https://")):
-        raise InputError(
-            f"base URL {public_url(base_url)!r} is not an http(s) URL; give e.g. http://localhost:8000/v1 "
-            "(--base-url or OPENAI_BASE_URL)"
-        )
+    check_base_url(base_url)
     if not api_key:
         where = f" for {base_url}" if base_url else ""
         raise ResourceError(
             f"no API key{where}: set {key_name} (any non-empty string for a local server without keys)"
         )
     return base_url, api_key
+
+
+def check_base_url(base_url: str | None) -> None:
+    """A one-line InputError unless ``base_url`` (or ``OPENAI_BASE_URL``) is unset or an http(s) URL."""
+    base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").strip()
+    if base_url and not base_url.lower().startswith(("http://", "https://")):
+        raise InputError(
+            f"base URL {public_url(base_url)!r} is not an http(s) URL; give e.g. http://localhost:8000/v1 "
+            "(--base-url or OPENAI_BASE_URL)"
+        )
 
 
 def public_url(base_url: str | None) -> str:

@@ -167,9 +167,10 @@ def test_wrong_key_and_bad_base_url_are_one_line_errors(tmp_path, server):
     assert res.output.startswith(f"error: {server.url}: authentication failed (HTTP 401); check the API key in OPENAI_API_KEY")
     assert not (tmp_path / "o.json").exists() and not Journal.open_existing(tmp_path / "r").results
     assert_no_key(tmp_path, texts=[res.output])
-    res = invoke([*args, "--base-url", "localhost:8000/v1"], env)
+    res = invoke([*args[:-4], "--run-dir", str(tmp_path / "r2"), "-o", str(tmp_path / "o.json"), "--base-url", "localhost:8000/v1"], env)
     assert res.exit_code == 2 and res.output.count("\n") == 1
     assert "base URL 'localhost:8000/v1' is not an http(s) URL" in res.output
+    assert not (tmp_path / "r2").exists()  # refused before the run folder was made
 
 
 def test_unwritable_output_fails_before_any_request(tmp_path, server):
@@ -192,3 +193,21 @@ def test_verbose_logs_show_no_url_credentials(tmp_path):
     assert "INFO" in res.stderr and "2 requests to send" in res.stderr  # verbose logging is on
     assert "PASS-IN-URL" not in res.stderr + res.stdout
     assert_no_key(tmp_path, texts=[res.stdout, res.stderr])
+
+
+def test_bad_build_options_fail_before_anything_is_written(tmp_path, server):
+    env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": DUMMY_KEY}
+    cls = tmp_path / "cls.txt"
+    cls.write_text("n01440764\n")
+    base = ["build", "gpt", "-m", "x", "--rounds", "1", "-n", "4", "--run-dir", str(tmp_path / "r")]
+    cases = [
+        (["--classes", "2", "-o", str(tmp_path / "r" / "journal.jsonl")], "it is in the run folder"),
+        (["--classes", str(cls), "-o", str(cls)], "it is an input of this command"),
+        (["--classes", "2", "--temperature", "inf", "-o", str(tmp_path / "o.json")], "temperature must be a finite number"),
+        (["--classes", "2", "--min-labels", "9", "-o", str(tmp_path / "o.json")], "min_labels must be between 1 and the 4 labels asked"),
+    ]
+    for args, message in cases:
+        res = invoke([*base, *args], env)
+        assert res.exit_code == 2 and res.output.count("\n") == 1 and message in res.output, res.output
+    assert sum(server.state.chat_counts.values()) == 0 and cls.read_text() == "n01440764\n"
+    assert not (tmp_path / "o.json").exists()
