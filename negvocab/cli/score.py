@@ -84,6 +84,7 @@ PenaltyTempOpt = Annotated[
 ]
 ConventionOpt = Annotated[str, typer.Option("--convention", help="FPR convention: paper (ID-anchored), hendrycks or openood.")]
 TprOpt = Annotated[float, typer.Option("--tpr", help="TPR of the FPR metric (0.95 = FPR@95).")]
+MAX_BOOT = 100_000  # 1,000 is the usual; more only costs time
 BootOpt = Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples of OOD images for the CIs (0: none).")]
 
 
@@ -147,8 +148,8 @@ def check_scoring_options(
         raise InputError(f"unknown --grouping {grouping!r}; choose one of {', '.join(GROUPINGS)}")
     if not 0 < tpr <= 1:
         raise InputError(f"--tpr must be in (0, 1], got {tpr}")
-    if n_boot < 0:
-        raise InputError(f"--n-boot must be >= 0, got {n_boot}")
+    if not 0 <= n_boot <= MAX_BOOT:
+        raise InputError(f"--n-boot must be between 0 and {MAX_BOOT:,}, got {n_boot}")
     if topk is not None and topk < 1:
         raise InputError(f"--topk must be >= 1, got {topk}")
     for flag, value in (("--temperature", temperature), ("--penalty-temperature", penalty_temperature)):

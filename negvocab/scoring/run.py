@@ -372,10 +372,11 @@ def write_results(ev: Evaluation, out_dir: str | os.PathLike[str]) -> Path:
     Files: ``results.csv`` (the table), ``scores.npz`` (per-image scores with image ids and paths),
     ``scores.csv`` (the same, one row per image), ``explanations.json`` (top negatives and ID classes
     per OOD image and vocabulary), ``results.json`` (rows + run metadata). A reader that finds
-    ``results.json`` finds the rest complete.
+    ``results.json`` finds the rest complete: an earlier run's ``results.json`` goes first.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").unlink(missing_ok=True)
     flat = [{**_flat(r), "params": json.dumps(r.get("params", {}))} for r in ev.rows]
     write_text(out / "results.csv", _csv_text(flat, [*TABLE_COLUMNS, "params", "templates"]))
     arrays: dict[str, np.ndarray] = {
@@ -544,9 +545,11 @@ def plot_sweep(
 
 
 def write_sweep(result: SweepResult, out_dir: str | os.PathLike[str]) -> Path:
-    """``sweep.csv`` (M, FPR, AUROC, AUPR, CI), ``sweep.png`` and ``sweep.json`` (last) in ``out_dir``."""
+    """``sweep.csv`` (M, FPR, AUROC, AUPR, CI), ``sweep.png`` and ``sweep.json`` (last; an earlier
+    run's goes first, so a ``sweep.json`` always describes the files beside it) in ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "sweep.json").unlink(missing_ok=True)
     cols = ["M", "method", "model", "pretrained", "random_weights", "convention", "tpr", "fpr", "auroc", "aupr_in", "aupr_out", "n_id", "n_ood", "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high"]
     write_text(out / "sweep.csv", _csv_text([_flat(r) for r in result.rows], cols))
     plot_sweep(result.rows, out / "sweep.png", references=result.references, random_weights=result.random_weights)

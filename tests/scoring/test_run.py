@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -190,3 +191,21 @@ def test_T_alone_warns_that_the_neglabel_eoe_penalty_takes_penalty_T(sets, class
     with caplog.at_level(logging.WARNING):
         run.evaluate_vocabularies(FakeVLM(), *sets, {"v": vocab}, ["neglabel_eoe"], params={"penalty_T": 1.0, "groups": 2}, **kw)
     assert "penalty_T" not in caplog.text
+
+
+def test_an_interrupted_rewrite_leaves_no_stale_results_json(sets, classes, tmp_path, monkeypatch):
+    vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(8)], source="file")
+    ev = run.evaluate_vocabularies(FakeVLM(), *sets, {"v": vocab}, ["neglabel"], id_classes=classes, templates="single", params={"groups": 2}, n_boot=0, explain_k=0)
+    out = run.write_results(ev, tmp_path / "res")
+    assert (out / "results.json").exists()
+    real = run.write_text
+
+    def fail_on_scores_csv(path, text):
+        if Path(path).name == "scores.csv":
+            raise OSError(28, "No space left on device")
+        return real(path, text)
+
+    monkeypatch.setattr(run, "write_text", fail_on_scores_csv)
+    with pytest.raises(OSError):
+        run.write_results(ev, out)
+    assert not (out / "results.json").exists()  # the marker never vouches for a half-written folder
