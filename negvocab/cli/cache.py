@@ -33,6 +33,8 @@ def cache(
     root = cache_dir.expanduser() if cache_dir is not None else default_cache_dir() / "embeddings"
     if root.exists() and not root.is_dir():
         raise InputError(f"--cache-dir {root} is a file; give the embedding cache folder")
+    if cache_dir is not None and not list_stores(root) and list_stores(root / "embeddings"):
+        root = root / "embeddings"  # given the cache root ($NEGVOCAB_CACHE_DIR) rather than its embeddings/
     stores = [s for s in list_stores(root) if model is None or s.model == model]
     if not stores:
         typer.echo(f"{root}: no embedding stores" + (f" of {model}" if model else ""))

@@ -63,7 +63,8 @@ CacheDirOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option(
         "--cache-dir",
-        help="Embedding cache folder (default: $NEGVOCAB_CACHE_DIR or the user cache dir, /embeddings).",
+        help="Embedding cache folder, the one holding text/ and image/ (default: embeddings/ under "
+        "$NEGVOCAB_CACHE_DIR, else under the user cache folder).",
     ),
 ]
 TemplatesOpt = Annotated[

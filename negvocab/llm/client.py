@@ -423,7 +423,8 @@ class LLMClient:
         if code == 403:
             return ResourceError(f"{self.base_url}: access denied (HTTP 403): {detail}; check the key in {self.key_name} and the model's availability")
         if code == 404:
-            return ResourceError(f"{self.base_url}: model {self.model!r} or endpoint not found (HTTP 404): {detail}")
+            hint = "" if self.base_url.rstrip("/").endswith("/v1") else "; OpenAI-compatible base URLs usually end in /v1"
+            return ResourceError(f"{self.base_url}: model {self.model!r} or endpoint not found (HTTP 404): {detail}{hint}")
         if code == 429:
             return ResourceError(f"{self.base_url}: out of quota (HTTP 429 insufficient_quota): {detail}")
         return ResourceError(f"{self.base_url}: request rejected (HTTP {code}): {detail}")

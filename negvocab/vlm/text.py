@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 #: prompts tokenised and sorted together: bounds token memory, and what an interrupt can lose
 #: (finished chunks reach the cache)
-CHUNK_PROMPTS = 8192
+CHUNK_PROMPTS = 4096
 PROGRESS_MIN_PROMPTS = 20_000  # progress bar by default only for runs this long
 
 

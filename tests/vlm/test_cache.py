@@ -317,6 +317,12 @@ def test_list_and_clear_stores_from_the_cli(tmp_path, monkeypatch):
     assert cleared.exit_code == 0 and "cleared 2 stores" in cleared.output
     assert [s.model for s in list_stores(tmp_path / "emb")] == ["tiny-bidirectional"]
     assert (tmp_path / "emb").is_dir()  # the root and other models' stores stay
+    (tmp_path / "root").mkdir()
+    (tmp_path / "emb").rename(tmp_path / "root" / "embeddings")
+    above = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "root")])  # the root, as $NEGVOCAB_CACHE_DIR is
+    last = above.output.rstrip().splitlines()[-1]
+    assert above.exit_code == 0 and last.startswith("1 stores") and last.endswith(f"MiB in {tmp_path / 'root' / 'embeddings'}")
+    (tmp_path / "root" / "embeddings").rename(tmp_path / "emb")
     empty = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "nothing")])
     assert empty.exit_code == 0 and "no embedding stores" in empty.output
     (tmp_path / "emb" / "text" / "junk").mkdir(parents=True)
