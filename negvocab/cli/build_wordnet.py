@@ -24,19 +24,6 @@ from negvocab.cli.options import (
 from negvocab.errors import InputError
 
 
-def parse_sizes(text: str | None) -> list[int]:
-    """``"1000,2000,5000"`` -> [1000, 2000, 5000] (sorted, unique)."""
-    if not text:
-        return []
-    try:
-        sizes = sorted({int(s) for s in text.replace(" ", "").split(",") if s})
-    except ValueError as e:
-        raise InputError(f"--sizes must be comma-separated integers, got {text!r}") from e
-    if not sizes or sizes[0] < 1:
-        raise InputError(f"--sizes must be positive integers, got {text!r}")
-    return sizes
-
-
 def output_path(out: Path, size: int, many: bool) -> Path:
     """Where the vocabulary of pool size ``size`` goes: ``{size}`` in ``out`` is replaced; with
     several sizes and no placeholder, ``-M<size>`` is added before the suffix."""
@@ -87,11 +74,12 @@ def build_wordnet(
     from negvocab.build.wordnet import build_wordnet_vocabulary, check_percentile
     from negvocab.labels.candidates import PRESETS, load_candidates
     from negvocab.labels.imagenet import read_id_classes
+    from negvocab.scoring.sweep import parse_sizes
     from negvocab.vlm.templates import resolve_templates
 
     if size is not None and sizes is not None:
         raise InputError("give --size (one vocabulary) or --sizes (several), not both")
-    many = parse_sizes(sizes) if size is None else [size]
+    many = ([] if sizes is None else parse_sizes(sizes)) if size is None else [size]
     if many and many[0] < 1:
         raise InputError(f"--size must be >= 1, got {many[0]}")
     if ratio is not None and many:

@@ -38,9 +38,12 @@ def parse_sizes(sizes: str | Iterable[int], m: int | None = None) -> list[int]:
         for s in items:
             mult = 1000 if s.endswith("k") else 1
             try:
-                out.append(int(float(s.removesuffix("k")) * mult))
+                value = float(s.removesuffix("k")) * mult
             except ValueError:
-                raise InputError(f"pool size {s!r} is not an integer (use e.g. 1000,2000,5k)") from None
+                value = float("nan")
+            if not value.is_integer():
+                raise InputError(f"pool size {s!r} is not an integer (use e.g. 1000,2000,5k)")
+            out.append(int(value))
     else:
         out = []
         for s in sizes:

@@ -60,8 +60,10 @@ def test_parse_sizes():
     assert parse_sizes([3, 1]) == [1, 3]
     with pytest.raises(InputError, match="exceeds"):
         parse_sizes("10,20", m=15)
-    with pytest.raises(InputError, match="not an integer"):
-        parse_sizes("10,abc")
+    assert parse_sizes("1.5k") == [1500]
+    for bad in ("10,abc", "10.5", "nan", "inf"):
+        with pytest.raises(InputError, match="not an integer"):
+            parse_sizes(bad)
     with pytest.raises(InputError, match=">= 1"):
         parse_sizes([0])
     with pytest.raises(InputError, match="no pool sizes"):

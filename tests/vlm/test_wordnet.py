@@ -200,6 +200,8 @@ def test_cli_ranks_a_candidates_file_as_the_api_does(wn_vlm, tmp_path, monkeypat
         (["--ratio", "1.5"], "--ratio must be in (0, 1]"),
         (["--size", "0"], "--size must be >= 1"),
         (["--size", "5", "--sizes", "2,3"], "give --size (one vocabulary) or --sizes (several), not both"),
+        (["--sizes", ""], "no pool sizes given"),
+        (["--sizes", "10.5"], "pool size '10.5' is not an integer"),
         (["-t", "paper9"], "unknown template preset 'paper9'"),
         (["--preset", "negmine"], "unknown --preset 'negmine'"),
         (["--pool", "missing.tsv"], "missing.tsv: no such candidates file"),
