@@ -46,6 +46,7 @@ def _emit(text: str, output: Path | None, what: str) -> None:
     if output is None:
         typer.echo(text, nl=False)
     else:
+        check_output(output)
         with writing(output):
             write_text(output, text)
         typer.echo(f"wrote {what} to {output}", err=True)
@@ -104,6 +105,7 @@ def candidates(
     """Export the WordNet 3.0 candidate pool of the WordNet vocabulary (unranked)."""
     from negvocab.labels.candidates import wordnet_candidates
 
+    check_output(output)
     suffix = _choice(output.suffix.lstrip(".") or "?", ("txt", "tsv", "csv", "json"), "the --output suffix")
     pool = wordnet_candidates(
         preset, pos=pos, exclude_lexnames=exclude, all_lemmas=all_lemmas, drop_unusable=not keep_unusable
@@ -196,7 +198,7 @@ def merge(
 @app.command("info")
 def info(
     vocabulary: Annotated[Path, typer.Argument(help="Vocabulary JSON or text file.")],
-    show: Annotated[int, typer.Option("--show", "-n", help="How many labels to list.")] = 10,
+    show: Annotated[int, typer.Option("--show", "-n", min=0, help="How many labels to list.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Size, source, per-source counts, hash and settings of a vocabulary file."""

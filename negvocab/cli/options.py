@@ -37,7 +37,7 @@ PretrainedOpt = Annotated[
         "--pretrained",
         "-p",
         help="Weights: an open_clip tag (e.g. laion2b_s34b_b79k), a local checkpoint file "
-        "(/path/to/open_clip_pytorch_model.bin) or a folder with open_clip_config.json.",
+        "(e.g. open_clip_pytorch_model.bin, with --tag) or a folder with open_clip_config.json.",
     ),
 ]
 PresetTagOpt = Annotated[

@@ -6,6 +6,7 @@ Each command parses options, builds the image sets and vocabularies, and calls t
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -132,8 +133,6 @@ def check_scoring_options(
     penalty_temperature: float | None = None,
 ) -> None:
     """Reject bad scoring options before a model is loaded or an image is read."""
-    import math
-
     from negvocab.scoring.metrics import CONVENTIONS
     from negvocab.scoring.scores import GROUPINGS
 
@@ -229,6 +228,8 @@ def score_cmd(
     methods = [canonical_method(m) for m in (method or ["neglabel"])]  # fail before loading a model
     check_results_folder(output, "results.json", overwrite=overwrite)
     check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, topk=topk, temperature=temperature, penalty_temperature=penalty_temperature)
+    if not (math.isfinite(lam) and lam >= 0):
+        raise InputError(f"--lambda must be a number >= 0, got {lam}")
     if explain < 0:
         raise InputError(f"--explain must be >= 0, got {explain}")
     need_vocab = [m for m in methods if m in NEEDS_NEGATIVES]

@@ -234,6 +234,8 @@ def open_image_set(
     from negvocab.data.imagenet import imagenet_val, looks_like_imagenet_val
 
     if layout == "list" or (layout == "auto" and Path(root).expanduser().is_file()):
+        if is_image(Path(root).expanduser()):
+            raise InputError(f"{root} is one image; give a folder of images or an image list (.csv or .txt)")
         return image_list(root, root=image_root, name=name)
     path = require_dir(root, "image")
     if layout == "folder":

@@ -283,3 +283,8 @@ def test_info_warns_about_random_weights_also_through_a_merge(runner, tmp_path, 
     merged = tmp_path / "u.json"
     assert run(runner, "merge", gpt_file, rnd, "-o", merged).exit_code == 0
     assert "WARNING: built with a RANDOM-weight model" in run(runner, "info", merged).stdout
+
+
+def test_exports_to_a_folder_say_so(runner, tmp_path):
+    for cmd in ("classes", "candidates"):
+        assert "it is a folder; give a file name" in _error_line(run(runner, cmd, "-o", tmp_path))

@@ -156,6 +156,8 @@ def test_fi_imagenet_lists(tiny, model_args, tmp_path):
         (["--topk", "0"], "--topk must be >= 1"),
         (["--temperature", "-1"], "--temperature must be a positive number"),
         (["--explain", "-1"], "--explain must be >= 0"),
+        (["--lambda", "-1"], "--lambda must be a number >= 0"),
+        (["--n-boot", "100000000000"], "--n-boot must be between 0 and 100,000"),
     ],
 )
 def test_score_errors_are_one_line(tiny, tmp_path, extra, message):
@@ -180,6 +182,12 @@ def test_sweep_option_errors_come_before_loading_a_model(tiny, tmp_path, extra, 
     r = invoke(["sweep", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--vocab", str(tmp_path / "ranked.json"), "-o", str(tmp_path / "s"), *extra])
     assert r.exit_code == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "s").exists()
+
+
+def test_one_image_for_a_set_is_named_as_such(tiny, tmp_path):
+    one = sorted((tiny / "id").iterdir())[0]
+    r = invoke(["score", "--id", str(one), "--ood", str(tiny / "ood"), "--vocab", str(tiny / "negA.txt"), "-o", str(tmp_path / "r")])
+    assert r.exit_code == 2 and "is one image; give a folder of images or an image list" in r.stderr
 
 
 def test_unwritable_outputs_fail_first_in_one_line(tiny, tmp_path):

@@ -131,6 +131,11 @@ def test_neglabel_templates_depend_on_part_of_speech(vit):
     np.testing.assert_allclose(sat, adj[:1], atol=1e-6)
 
 
+def test_a_template_folder_is_named_as_such(tmp_path):
+    with pytest.raises(InputError, match="is a folder; give a file with one template"):
+        resolve_templates(str(tmp_path))
+
+
 def test_template_presets_and_errors(tmp_path):
     assert resolve_templates("paper8").default == PAPER8
     assert len(resolve_templates("openai80").default) == 80
