@@ -23,12 +23,17 @@ def redact_urls(text: str) -> str:
 
 
 def url_secrets(url: str | None, min_length: int = 8) -> list[str]:
-    """The password and query values of ``url`` (at least ``min_length`` long, so that masking them
-    in free text cannot garble it): servers also echo them outside a URL."""
+    """The user name, password and query values of ``url``, raw and decoded (at least ``min_length``
+    long, so that masking them in free text cannot garble it): servers also echo them outside a URL."""
     if not url:
         return []
     from urllib.parse import parse_qsl, unquote, urlsplit
 
-    parts = urlsplit(url)
-    found = [parts.password or "", unquote(parts.password or ""), *(v for _, v in parse_qsl(parts.query))]
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username or "", parts.password or ""
+    except ValueError:  # a malformed URL: mask it whole where it appears
+        return [url] if len(url) >= min_length else []
+    raw_values = [kv.split("=", 1)[1] for kv in parts.query.split("&") if "=" in kv]
+    found = [password, unquote(password), user, unquote(user), *raw_values, *(v for _, v in parse_qsl(parts.query))]
     return sorted({x for x in found if len(x) >= min_length}, key=len, reverse=True)

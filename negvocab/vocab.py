@@ -298,20 +298,22 @@ class Vocabulary(BaseModel):
 
 
 def _is_table(text: str, delimiter: str, path: Path) -> bool:
-    """True for a table with a ``text`` column in its header; False for one label a line, which a
-    first line without the delimiter says (later labels may hold it: "washington, d.c."); an error
-    for any other table."""
+    """True for a table with a ``text`` column in its header; an error for a table of other
+    columns (every line split alike); False for one label a line (a label may hold the delimiter,
+    "washington, d.c."). Blank and ``#`` lines are not looked at."""
     import csv
 
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if not lines or delimiter not in lines[0]:
         return False
     if "text" in [h.strip().lower() for h in next(csv.reader([lines[0]], delimiter=delimiter))]:
         return True
-    raise InputError(
-        f"{path}: a table without a 'text' column; give the labels a 'text' header "
-        "(as `negvocab candidates` writes) or one label a line in a .txt file"
-    )
+    if len(lines) >= 2 and len({ln.count(delimiter) for ln in lines}) == 1:
+        raise InputError(
+            f"{path}: a table without a 'text' column; give the labels a 'text' header "
+            "(as `negvocab candidates` writes) or one label a line in a .txt file"
+        )
+    return False
 
 
 def _random(settings: Any) -> bool:

@@ -295,12 +295,14 @@ def test_tables_without_a_text_column_are_refused_and_one_column_files_are_label
     assert Vocabulary.load(plain).labels == ["meadow", "cloud"]
     plain.write_text("meadow\nwashington, d.c.\ncloud\n", encoding="utf-8")  # a label with the delimiter
     assert Vocabulary.load(plain).labels == ["meadow", "washington, d.c.", "cloud"]
-    for text in ('label,score\n"washington, d.c.",0.3\nparis,0.4\n', "word,pos\ncat,n\ndog\n", "cat,dog,bird\n"):
-        table.write_text(text, encoding="utf-8")  # a header row of other columns: refused, not read as labels
-        with pytest.raises(InputError, match="a table without a 'text' column"):
-            Vocabulary.load(table)
-    table.write_text('"text","pos"\n"washington, d.c.",n\n', encoding="utf-8")  # a quoted header
-    assert Vocabulary.load(table).labels == ["washington, d.c."]
+    table.write_text("label,score\nmeadow,0.3\nparis,0.4\n", encoding="utf-8")  # other columns: refused
+    with pytest.raises(InputError, match="a table without a 'text' column"):
+        Vocabulary.load(table)
+    plain.write_text("# my labels, v2\nwashington, d.c.\nmeadow\n", encoding="utf-8")  # a list, not a table
+    assert Vocabulary.load(plain).labels == ["washington, d.c.", "meadow"]
+    for content in ('"text","pos"\n"washington, d.c.",n\n', "Text, pos\nwashington d.c.,n\n", "# exported\npos,text\nn,washington d.c.\n"):
+        table.write_text(content, encoding="utf-8")  # quoted, capitalised, after a comment line
+        assert Vocabulary.load(table).labels[0].startswith("washington"), content
 
 
 def test_a_union_says_when_a_part_came_from_random_weights(wordnet_vocab, gpt_vocab):

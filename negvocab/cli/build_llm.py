@@ -135,7 +135,7 @@ def _run(
         typer.echo(f"run folder: {run.run_dir} (nothing sent, nothing written)")
         return
     # before any request is sent; never over the command's inputs or its run folder's files
-    if out.absolute().parent == run.run_dir.absolute():
+    if out.resolve().parent == run.run_dir.resolve():
         raise InputError(f"cannot write {out}: it is in the run folder {run.run_dir}; choose another output file")
     check_output(out, inputs=[Path(x) for x in inputs if x is not None and Path(str(x)).is_file()])
     progress = _progress(batch)

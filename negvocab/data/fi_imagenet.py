@@ -69,7 +69,7 @@ def _label(line: str, image_id: str, delimiter: str | None, column: tuple[int, i
         index, width = column
         extra = len(fields) - width  # an unquoted delimiter inside the label made more fields
         if extra > 0 and index == width - 1:  # empty or metadata fields (wnids, scores) are not label words
-            words = [fields[index], *(f for f in fields[index + 1 :] if f and not _METADATA.fullmatch(f))]
+            words = [f for f in (fields[index], *(f for f in fields[index + 1 :] if not _METADATA.fullmatch(f))) if f]
             return (", " if delimiter == "," else delimiter).join(words) or None
         return fields[index] or None
     others = [f for f in fields if f and image_id not in f and not _METADATA.fullmatch(f)]

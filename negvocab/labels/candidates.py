@@ -135,7 +135,10 @@ def load_candidates(path: str | os.PathLike[str]) -> list[Candidate]:
 
 
 def _read_table(path: Path, delimiter: str) -> list[dict[str, str]]:
-    reader = csv.DictReader(read_text(path, "candidates file").splitlines(), delimiter=delimiter)
+    lines = [ln for ln in read_text(path, "candidates file").splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    reader = csv.DictReader(lines, delimiter=delimiter)
+    if reader.fieldnames:
+        reader.fieldnames = [f.strip().lower() for f in reader.fieldnames]  # "Text", " pos"
     if not reader.fieldnames or "text" not in reader.fieldnames:
         raise InputError(f"{path}: no 'text' column in the header; expected {delimiter.join(CANDIDATE_FIELDS)!r}")
     try:

@@ -154,8 +154,17 @@ def resolve_endpoint(base_url: str | None, api_key: str | None, key_name: str = 
 
 def check_base_url(base_url: str | None) -> None:
     """A one-line InputError unless ``base_url`` (or ``OPENAI_BASE_URL``) is unset or an http(s) URL."""
+    from urllib.parse import urlsplit
+
     base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").strip()
-    if base_url and not base_url.lower().startswith(("http://", "https://")):
+    if not base_url:
+        return
+    try:
+        parts = urlsplit(base_url)
+        parts.port  # noqa: B018 (raises for a port out of range)
+    except ValueError as e:
+        raise InputError(f"base URL is malformed ({e}); give e.g. http://localhost:8000/v1 (--base-url or OPENAI_BASE_URL)") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise InputError(
             f"base URL {public_url(base_url)!r} is not an http(s) URL; give e.g. http://localhost:8000/v1 "
             "(--base-url or OPENAI_BASE_URL)"
@@ -370,7 +379,8 @@ class LLMClient:
             labels = labels_from_message(message.content, getattr(message, "refusal", None), None, n, tries.need)
         except BadAnswer as e:
             if e.status == "refused":
-                return Answer("refused", [], dict(tries.usage), _request_id(completion), completion.model, error=str(e))
+                status, labels = ("short", tries.best) if tries.best else ("refused", [])  # keep a paid short list
+                return Answer(status, labels, dict(tries.usage), _request_id(completion), completion.model, error=str(e))
             tries.content += 1
             if len(e.labels) > len(tries.best):
                 tries.best = list(e.labels)

@@ -113,9 +113,9 @@ def _encode_set(
                 f"the given image embeddings have dimension {images.embeddings.shape[1]}, {vlm.name} embeds in "
                 f"{vlm.dim}: pass embeddings of the same model"
             )
-        made_by = images.model or {}
-        for field_ in ("name", "weights", "preprocessing"):
-            if field_ in made_by and made_by[field_] != vlm.identity.get(field_):
+        made_by, ours = _image_identity(images.model or {}), _image_identity(vlm.identity)
+        for field_ in made_by:
+            if made_by[field_] != ours.get(field_):
                 raise InputError(
                     f"the given image embeddings were made by another model ({field_} differs from {vlm.name}'s): "
                     "encode the images with this VLM, or score with the VLM that made them"
@@ -124,6 +124,15 @@ def _encode_set(
     else:
         emb = vlm.encode_images(images, local_features=local, progress=progress)
     return emb, list(zip(emb.ids, emb.paths, strict=True))
+
+
+def _image_identity(identity: Mapping[str, Any]) -> dict[str, Any]:
+    """What decides an image embedding: model name, weights and preprocessing values (not where the
+    preprocessing came from)."""
+    out = {k: identity[k] for k in ("name", "weights") if k in identity}
+    if isinstance(identity.get("preprocessing"), Mapping):
+        out["preprocessing"] = {k: v for k, v in identity["preprocessing"].items() if k != "from"}
+    return out
 
 
 def _set_meta(images: ImageSet | ImageEmbeddings, n: int) -> dict[str, Any]:

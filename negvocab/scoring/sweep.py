@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import numpy as np
@@ -38,10 +39,10 @@ def parse_sizes(sizes: str | Iterable[int], m: int | None = None) -> list[int]:
         for s in items:
             mult = 1000 if s.endswith("k") else 1
             try:
-                value = float(s.removesuffix("k")) * mult
-            except ValueError:
-                value = float("nan")
-            if not value.is_integer():
+                value = Decimal(s.removesuffix("k")) * mult  # decimal: 1.001k is 1001, not 1000.999...
+            except InvalidOperation:
+                value = Decimal("NaN")
+            if not value.is_finite() or value != value.to_integral_value():
                 raise InputError(f"pool size {s!r} is not an integer (use e.g. 1000,2000,5k)")
             out.append(int(value))
     else:

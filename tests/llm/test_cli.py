@@ -202,6 +202,8 @@ def test_bad_build_options_fail_before_anything_is_written(tmp_path, server):
     base = ["build", "gpt", "-m", "x", "--rounds", "1", "-n", "4", "--run-dir", str(tmp_path / "r")]
     cases = [
         (["--classes", "2", "-o", str(tmp_path / "r" / "journal.jsonl")], "it is in the run folder"),
+        (["--classes", "2", "-o", str(tmp_path / "r" / ".." / "r" / "journal.jsonl")], "it is in the run folder"),
+        (["--classes", "2", "--base-url", "http://localhost:80000/v1", "-o", str(tmp_path / "o.json")], "base URL is malformed"),
         (["--classes", str(cls), "-o", str(cls)], "it is an input of this command"),
         (["--classes", "2", "--temperature", "inf", "-o", str(tmp_path / "o.json")], "temperature must be a finite number"),
         (["--classes", "2", "--min-labels", "9", "-o", str(tmp_path / "o.json")], "min_labels must be between 1 and the 4 labels asked"),

@@ -89,7 +89,7 @@ def test_short_retried_then_recorded_with_its_labels(server):
     assert answer.usage["completion_tokens"] == 3 * 18  # usage of every attempt counted
 
 
-@pytest.mark.parametrize("then", [["malformed", "malformed"], ["500"] * 3])
+@pytest.mark.parametrize("then", [["malformed", "malformed"], ["500"] * 3, ["refusal"]])
 def test_a_short_answer_is_kept_when_later_attempts_fail(server, then):
     # the short list was paid for: malformed answers or a server that then gives up must not lose it
     server.state.add_faults("k1/r0", "short", *then)
@@ -191,6 +191,8 @@ def test_url_credentials_are_masked_in_errors(server):
     assert short.scrub("HTTP 500 at 127.0.0.1:9 after 10 attempts") == "HTTP 500 at 127.0.0.1:9 after 10 attempts"
     # echoed outside a URL, and a password with an @ in it
     assert client.scrub("invalid api-key=QS-SECRET") == "invalid api-key=***"
+    tokened = LLMClient("m", base_url="https://TOKEN-12345@127.0.0.1:9/v1?k=abc%2Bdefgh123", api_key=DUMMY_KEY)
+    assert tokened.scrub("user TOKEN-12345, key abc%2Bdefgh123 and abc+defgh123") == "user ***, key *** and ***"
     assert "ss@" not in client.scrub("GET http://u:p@ss@host/v1 failed") and "host/v1" in client.scrub("GET http://u:p@ss@host/v1")
 
 

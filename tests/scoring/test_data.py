@@ -169,6 +169,7 @@ def test_read_id_list_formats(tmp_path):
         ("numbers.txt", "{1}\t12\tsea slug\n", {1: "sea slug"}),
         ("header_unquoted.csv", "image_id,label\n{1},sea cucumber, holothurian\n{2},kite,\n", {1: "sea cucumber, holothurian", 2: "kite"}),
         ("header_score.csv", "image_id,label\n{1},kite,0.93\n{2},sea slug,n01234567\n", {1: "kite", 2: "sea slug"}),
+        ("header_empty_label.csv", "image_id,label\n{1},,kite\n", {1: "kite"}),
     ],
 )
 def test_fi_lists_as_people_write_them(tmp_path, name, text, expected):

@@ -176,6 +176,9 @@ def test_precomputed_image_embeddings_score_like_the_image_sets(sets, classes):
         ImageEmbeddings(paths=["/a.png"], embeddings=np.eye(1, 16, dtype=np.float32), ids=["a", "b"])
     with pytest.raises(InputError, match=r"embeddings must be \[n, d\], got shape \(16,\)"):
         ImageEmbeddings(paths=["/a.png"], embeddings=np.ones(16, dtype=np.float32))
+    same = {"name": "fake", "preprocessing": {"mean": [0.5], "from": "tag openai"}}
+    vlm.identity = {"name": "fake", "preprocessing": {"mean": [0.5], "from": "model config"}}  # only provenance differs
+    run.evaluate_vocabularies(vlm, ImageEmbeddings(paths=embedded[0].paths, embeddings=embedded[0].embeddings, model=same), embedded[1], {"v": vocab}, ["neglabel"], **kw)
     foreign = ImageEmbeddings(paths=embedded[0].paths, embeddings=embedded[0].embeddings, model={"name": "ViT-B-16"})
     with pytest.raises(InputError, match="made by another model \\(name differs from fake's\\)"):
         run.evaluate_vocabularies(vlm, foreign, embedded[1], {"v": vocab}, ["neglabel"], **kw)

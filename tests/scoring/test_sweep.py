@@ -60,7 +60,7 @@ def test_parse_sizes():
     assert parse_sizes([3, 1]) == [1, 3]
     with pytest.raises(InputError, match="exceeds"):
         parse_sizes("10,20", m=15)
-    assert parse_sizes("1.5k") == [1500]
+    assert parse_sizes("1.5k") == [1500] and parse_sizes("1.001k,2.003k") == [1001, 2003]
     for bad in ("10,abc", "10.5", "nan", "inf"):
         with pytest.raises(InputError, match="not an integer"):
             parse_sizes(bad)
