@@ -324,6 +324,10 @@ class LLMClient:
                 if len(tries.best) > len(e.labels):  # an earlier attempt gave more (a short list)
                     return Answer("short", tries.best, dict(tries.usage), None, None, tries.total, str(e))
                 return Answer(e.status, e.labels, dict(tries.usage), None, None, tries.total, str(e))
+            except ResourceError as e:  # fatal (quota, key): keep a paid short list; the next request stops the run
+                if tries.best:
+                    return Answer("short", tries.best, dict(tries.usage), None, None, tries.total, f"then {e}")
+                raise
         answer.attempts = tries.total + 1
         return answer
 

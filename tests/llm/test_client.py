@@ -89,7 +89,7 @@ def test_short_retried_then_recorded_with_its_labels(server):
     assert answer.usage["completion_tokens"] == 3 * 18  # usage of every attempt counted
 
 
-@pytest.mark.parametrize("then", [["malformed", "malformed"], ["500"] * 3, ["refusal"]])
+@pytest.mark.parametrize("then", [["malformed", "malformed"], ["500"] * 3, ["refusal"], ["quota"]])
 def test_a_short_answer_is_kept_when_later_attempts_fail(server, then):
     # the short list was paid for: malformed answers or a server that then gives up must not lose it
     server.state.add_faults("k1/r0", "short", *then)
