@@ -138,14 +138,14 @@ class LLMRun:
         """Requests still to send, tokens and dollars (reads the journal if any; sends nothing)."""
         from dataclasses import replace
 
-        from negvocab.llm.batch import in_open_batch
+        from negvocab.llm.batch import held_by, in_open_batch
 
         need = self.needed(rounds_used)
         journal = Journal(self.run_dir, self.identity, readonly=True)
         todo = pending(need, journal, retry_failed=retry_failed)
         est = estimate(todo, self.model, batch=batch, already_done=len(need) - len(todo), prices=prices)
         held = in_open_batch(journal)
-        return replace(est, held_by_batch=len(held[1])) if held else est
+        return replace(est, held_by_batch=len(held_by(held[1], todo))) if held else est
 
     def execute(
         self,
@@ -189,7 +189,7 @@ class LLMRun:
             before = journal.usage()
             todo = pending(need, journal, retry_failed=retry_failed)
             if todo and not batch:
-                _refuse_if_batch_open(journal)
+                _refuse_if_batch_open(journal, todo)
             undone: list[str] = []
             if todo:
                 log.info("%s: %d of %d requests to send (%s)", self.run_dir, len(todo), len(need), "batch" if batch else "sync")
@@ -258,14 +258,15 @@ class LLMRun:
             return await run_sync(todo, client, journal, self.template, on_progress=on_progress)
 
 
-def _refuse_if_batch_open(journal: Journal) -> None:
-    """A synchronous run would pay again for requests that an uncollected batch holds: refuse."""
-    from negvocab.llm.batch import in_open_batch
+def _refuse_if_batch_open(journal: Journal, todo: list[Request]) -> None:
+    """A synchronous run would pay again for questions that an uncollected batch holds: refuse."""
+    from negvocab.llm.batch import held_by, in_open_batch
 
     held = in_open_batch(journal)
-    if held is not None and held[1]:
+    overlap = held_by(held[1], todo) if held is not None else []
+    if held is not None and overlap:
         raise ResourceError(
-            f"{journal.run_dir}: batch {held[0]} holds {len(held[1])} of the requests and was never collected; "
+            f"{journal.run_dir}: batch {held[0]} holds {len(overlap)} of the requests and was never collected; "
             "re-run with --batch to collect it (it is paid for), then without --batch for anything left"
         )
 

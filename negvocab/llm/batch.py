@@ -21,7 +21,7 @@ import asyncio
 import json
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from negvocab.atomic import write_bytes
@@ -121,7 +121,17 @@ async def _submit(client: LLMClient, journal: Journal, todo: Sequence[Request], 
     uploaded = await _retrying(
         client, "upload the batch file", lambda: client.client.files.create(file=(name, data, "application/jsonl"), purpose="batch")
     )
-    journal.append([{"kind": "batch_input", "file_id": uploaded.id, "file": name, "custom_ids": [r.custom_id for r in todo]}])
+    journal.append(
+        [
+            {
+                "kind": "batch_input",
+                "file_id": uploaded.id,
+                "file": name,
+                "custom_ids": [r.custom_id for r in todo],
+                "request_sha256": {r.custom_id: r.sha256 for r in todo},  # which question each line asks
+            }
+        ]
+    )
     return await _create(client, journal, uploaded.id, [r.custom_id for r in todo])
 
 
@@ -141,17 +151,30 @@ async def _create(client: LLMClient, journal: Journal, file_id: str, cids: list[
     return batch.id
 
 
-def in_open_batch(journal: Journal) -> tuple[str, list[str]] | None:
-    """(batch id or uploaded file id, its custom ids still unanswered) of a batch that was created
-    or uploaded but never collected; ``None`` when there is none.
+def in_open_batch(journal: Journal) -> tuple[str, set[tuple[str, str | None]]] | None:
+    """(batch id or uploaded file id, the questions it holds that are still unanswered) of a batch
+    that was created or uploaded but never collected; ``None`` when there is none.
 
+    A question is (custom id, request hash); the hash is None in journals that did not record it.
     Those requests are paid for once the batch runs: a synchronous run must not send them again.
     """
     found = _open_batch(journal) or _orphan_input(journal)
     if found is None:
         return None
-    ident = found.get("batch_id") or found["file_id"]
-    return ident, [c for c in found["custom_ids"] if c not in journal.results]
+    file_id = found.get("input_file_id") or found["file_id"]
+    inputs = [r for r in journal.of_kind("batch_input") if r["file_id"] == file_id]
+    shas = inputs[-1].get("request_sha256", {}) if inputs else {}
+    held = set()
+    for cid in found["custom_ids"]:
+        sha = shas.get(cid)
+        if (journal.answer(cid, sha) if sha else journal.results.get(cid)) is None:
+            held.add((cid, sha))
+    return found.get("batch_id") or found["file_id"], held
+
+
+def held_by(held: set[tuple[str, str | None]], requests: Iterable[Request]) -> list[Request]:
+    """The ``requests`` that a batch's ``held`` questions already ask."""
+    return [q for q in requests if (q.custom_id, q.sha256) in held or (q.custom_id, None) in held]
 
 
 def _open_batch(journal: Journal) -> dict[str, Any] | None:

@@ -172,3 +172,33 @@ def test_failed_sync_attempts_do_not_count_against_batch_submissions(endpoint, t
     endpoint.state.faults.clear()
     vocab = build_gpt_vocabulary("gpt-test", batch=True, poll_interval=0.01, max_submissions=1, client_options=FAST, **kw)
     assert vocab.views[wnid]  # submitted once in a batch, not counted as already failed
+
+
+def test_an_uncollected_batch_blocks_only_the_questions_it_holds(endpoint, tmp_path, synonym_filter):
+    # EOE far chunks: another class list asks chunk001 differently; a batch holding that question
+    # blocks a sync run of the same list, not a run of the first list (whose chunk001 is answered)
+    import asyncio
+
+    from negvocab import build_eoe_vocabulary
+    from negvocab.build.llm import eoe_run
+    from negvocab.errors import ResourceError
+    from negvocab.llm.batch import _submit
+    from negvocab.llm.client import LLMClient
+
+    first, other = 4, ["n01440764", "n01443537", "n01484850", "n01494475"]
+    kw = {"mode": "far", "chunk_size": 2, "per_request": 5, "run_dir": tmp_path / "run"}
+    build_eoe_vocabulary("gpt-test", classes=first, synonym_filter=synonym_filter, client_options=FAST, **kw)
+    run = eoe_run("gpt-test", classes=other, **kw)
+
+    async def submit_then_crash():
+        async with LLMClient("gpt-test", **FAST) as client:
+            with Journal(run.run_dir, run.identity) as j:
+                await _submit(client, j, [q for q in run.requests if q.custom_id == "chunk001/r0"], 1)
+
+    asyncio.run(submit_then_crash())
+    assert run.estimate().held_by_batch == 1
+    with pytest.raises(ResourceError, match="holds 1 of the requests"):
+        build_eoe_vocabulary("gpt-test", classes=other, synonym_filter=synonym_filter, client_options=FAST, **kw)
+    # the first list with a second round: its requests are not the batch's, so they go out
+    again = build_eoe_vocabulary("gpt-test", classes=first, rounds=2, synonym_filter=synonym_filter, client_options=FAST, **kw)
+    assert again.settings["session"]["sent"] == 2
