@@ -24,6 +24,21 @@ def journal_lines(run_dir):
     return [json.loads(s) for s in (run_dir / JOURNAL).read_text().splitlines()]
 
 
+def submit_then_crash(run, requests):
+    """Upload and create a batch for ``requests``, then stop, as a process killed while polling."""
+    import asyncio
+
+    from negvocab.llm.batch import _submit
+    from negvocab.llm.client import LLMClient
+
+    async def go():
+        async with LLMClient("gpt-test", **FAST) as client:
+            with Journal(run.run_dir, run.identity) as j:
+                await _submit(client, j, requests, 1)
+
+    asyncio.run(go())
+
+
 def test_batch_partial_failures_resubmit_only_failed_lines(endpoint, tmp_path, synonym_filter):
     w = imagenet1k().wnids
     failed = {f"{w[0]}/r0": "error", f"{w[1]}/r1": "500", f"{w[2]}/r0": "malformed", f"{w[3]}/r1": "short"}
@@ -70,19 +85,9 @@ def test_batch_line_failing_every_time_is_left_for_a_rerun(endpoint, tmp_path, s
 
 
 def test_resume_polls_the_journaled_batch_instead_of_creating_one(endpoint, tmp_path, synonym_filter):
-    import asyncio
-
-    from negvocab.llm.batch import _submit
-    from negvocab.llm.client import LLMClient
-
     run = gpt_run("gpt-test", per_class=6, rounds=2, classes=3, run_dir=tmp_path / "run")
 
-    async def submit_then_crash():
-        async with LLMClient("gpt-test", **FAST) as client:
-            with Journal(run.run_dir, run.identity) as j:
-                await _submit(client, j, run.requests, 1)
-
-    asyncio.run(submit_then_crash())  # the process "dies" after the batch id is journaled
+    submit_then_crash(run, run.requests)  # the process "dies" after the batch id is journaled
     assert len(endpoint.state.batch_inputs) == 1
     vocab = build(tmp_path / "run", synonym_filter, classes=3)
     assert len(endpoint.state.batch_inputs) == 1  # polled, not created again
@@ -90,20 +95,11 @@ def test_resume_polls_the_journaled_batch_instead_of_creating_one(endpoint, tmp_
 
 
 def test_a_sync_rerun_does_not_pay_again_for_an_uncollected_batch(endpoint, tmp_path, synonym_filter):
-    import asyncio
-
     from negvocab.errors import ResourceError
-    from negvocab.llm.batch import _submit
-    from negvocab.llm.client import LLMClient
 
     run = gpt_run("gpt-test", per_class=6, rounds=2, classes=3, run_dir=tmp_path / "run")
 
-    async def submit_then_crash():
-        async with LLMClient("gpt-test", **FAST) as client:
-            with Journal(run.run_dir, run.identity) as j:
-                await _submit(client, j, run.requests, 1)
-
-    asyncio.run(submit_then_crash())
+    submit_then_crash(run, run.requests)
     assert "6 of them are in an uncollected batch: re-run with --batch" in run.estimate().summary()
     kw = {"per_class": 6, "rounds": 2, "classes": 3, "run_dir": tmp_path / "run", "synonym_filter": synonym_filter, "client_options": FAST}
     with pytest.raises(ResourceError, match=r"batch \S+ holds 6 of the requests and was never collected; re-run with --batch"):
@@ -177,25 +173,17 @@ def test_failed_sync_attempts_do_not_count_against_batch_submissions(endpoint, t
 def test_an_uncollected_batch_blocks_only_the_questions_it_holds(endpoint, tmp_path, synonym_filter):
     # EOE far chunks: another class list asks chunk001 differently; a batch holding that question
     # blocks a sync run of the same list, not a run of the first list (whose chunk001 is answered)
-    import asyncio
 
     from negvocab import build_eoe_vocabulary
     from negvocab.build.llm import eoe_run
     from negvocab.errors import ResourceError
-    from negvocab.llm.batch import _submit
-    from negvocab.llm.client import LLMClient
 
     first, other = 4, ["n01440764", "n01443537", "n01484850", "n01494475"]
     kw = {"mode": "far", "chunk_size": 2, "per_request": 5, "run_dir": tmp_path / "run"}
     build_eoe_vocabulary("gpt-test", classes=first, synonym_filter=synonym_filter, client_options=FAST, **kw)
     run = eoe_run("gpt-test", classes=other, **kw)
 
-    async def submit_then_crash():
-        async with LLMClient("gpt-test", **FAST) as client:
-            with Journal(run.run_dir, run.identity) as j:
-                await _submit(client, j, [q for q in run.requests if q.custom_id == "chunk001/r0"], 1)
-
-    asyncio.run(submit_then_crash())
+    submit_then_crash(run, [q for q in run.requests if q.custom_id == "chunk001/r0"])
     assert run.estimate().held_by_batch == 1
     with pytest.raises(ResourceError, match="holds 1 of the requests"):
         build_eoe_vocabulary("gpt-test", classes=other, synonym_filter=synonym_filter, client_options=FAST, **kw)
