@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
 
 import numpy as np
 import torch
+from _rss import PeakRSS, rss_gib
 
 import negvocab
 
@@ -79,35 +79,17 @@ def bench_matmul(n: int, m_neg: int, device: str, repeat: int) -> dict:
     return {"images": n, "labels": 1000 + m_neg, "matmul_s": t_mm, "neglabel_s": t_nl, "ratio": t_nl / t_mm}
 
 
-def _rss_gib() -> float:
-    """Current resident set size (Linux /proc)."""
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * resource.getpagesize() / 2**30
-
-
 def bench_memory_child(n: int, m_neg: int, device: str) -> None:
-    import threading
-
     torch.ones(1) @ torch.ones(1)  # initialise the torch runtime before the baseline
-    base = _rss_gib()
+    base = rss_gib()
     img, idt, neg = unit(n, 0), unit(1000, 1), unit(m_neg, 2)
-    peak, done = [_rss_gib()], threading.Event()
-
-    def sample() -> None:  # the high-water mark of the process includes import-time transients
-        while not done.is_set():
-            peak[0] = max(peak[0], _rss_gib())
-            time.sleep(0.005)
-
-    thread = threading.Thread(target=sample, daemon=True)
-    thread.start()
-    t = time.perf_counter()
-    s = negvocab.score("neglabel", img, idt, neg, device=device)
-    secs = time.perf_counter() - t
-    done.set()
-    thread.join()
+    with PeakRSS() as rss:
+        t = time.perf_counter()
+        s = negvocab.score("neglabel", img, idt, neg, device=device)
+        secs = time.perf_counter() - t
     gpu = torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else None
     print(json.dumps({"images": n, "labels": 1000 + m_neg, "seconds": secs, "inputs_gib": (img.nbytes + idt.nbytes + neg.nbytes) / 2**30,
-                      "runtime_gib": base, "peak_rss_gib": peak[0], "rss_above_runtime_gib": peak[0] - base, "gpu_peak_gib": gpu,
+                      "runtime_gib": base, "peak_rss_gib": rss.peak, "rss_above_runtime_gib": rss.peak - base, "gpu_peak_gib": gpu,
                       "naive_n_by_m_float32_gib": n * (1000 + m_neg) * 4 / 2**30, "finite": bool(np.isfinite(s).all())}))  # fmt: skip
 
 

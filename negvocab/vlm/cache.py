@@ -3,17 +3,18 @@
 One :class:`EmbeddingStore` per (model identity, kind, templates) lives in its own folder, named by
 the SHA-256 of that key document and holding it as ``key.json`` (checked on open, so a store is
 never served to another model). Rows are kept in shards: ``<id>.npy`` (float32, ``np.save``,
-read with ``allow_pickle=False``) plus ``<id>.json`` (the row keys, shape, dtype and the SHA-256 of
-the ``.npy`` bytes). The manifest is written after the array, both atomically, so a shard
-without a manifest is an interrupted write and is ignored; a shard whose bytes, shape or dtype do
-not match its manifest is reported, deleted and its rows recomputed. Encoding a superset of cached
-labels computes only the new ones; many small shards are merged into one.
+memory-mapped read-only with ``allow_pickle=False``, so a large shard is never copied into memory
+whole) plus ``<id>.json`` (the row keys, shape, dtype and the SHA-256 of the ``.npy`` bytes). The
+manifest is written after the array, both atomically, so a shard without a manifest is an
+interrupted write and is ignored; a shard whose bytes, shape or dtype do not match its manifest is
+reported, deleted and its rows recomputed. Encoding a superset of cached labels computes only the
+new ones; many small shards are merged into one (shards of ``MERGE_MAX_BYTES`` or more, such as
+GL-MCM patch features, are left as they are).
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
 import shutil
@@ -26,34 +27,19 @@ from typing import Any
 
 import numpy as np
 
-from negvocab.atomic import write_bytes, write_json
+from negvocab.atomic import atomic_path, write_json
 
 log = logging.getLogger(__name__)
 
 KEY_FILE = "key.json"
-MAX_SHARDS = 8  # merge when there are more
+MAX_SHARDS = 8  # merge the small shards when there are more
+MERGE_MAX_BYTES = 64 << 20  # bigger shards are never merged: merging reads its shards into memory
 
 
 def key_digest(key_doc: Mapping[str, Any]) -> str:
     """SHA-256 of a key document (canonical JSON)."""
     payload = json.dumps(key_doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-def _array_view(data: bytes) -> np.ndarray:
-    """The array in ``.npy`` bytes, without a copy (read-only) and never unpickling."""
-    fh = io.BytesIO(data)
-    version = np.lib.format.read_magic(fh)
-    if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
-    elif version == (2, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
-    else:
-        raise ValueError(f"unsupported .npy version {version}")
-    if dtype.hasobject or fortran:
-        raise ValueError("object or Fortran-ordered arrays are not cache data")
-    count = int(np.prod(shape, dtype=np.int64))
-    return np.frombuffer(data, dtype=dtype, count=count, offset=fh.tell()).reshape(shape)
 
 
 class EmbeddingStore:
@@ -64,6 +50,7 @@ class EmbeddingStore:
         self.key_doc = json.loads(json.dumps(key_doc))
         self._index: dict[str, tuple[str, int]] | None = None
         self._shards: dict[str, dict[str, Any]] = {}
+        self._arrays: dict[str, tuple[tuple[int, ...], np.ndarray]] = {}  # verified shards, by file stat
 
     @classmethod
     def for_key(cls, root: str | Path, key_doc: Mapping[str, Any]) -> EmbeddingStore:
@@ -140,28 +127,38 @@ class EmbeddingStore:
         return info
 
     def _load_shard(self, sid: str) -> np.ndarray | None:
+        """Shard ``sid`` memory-mapped read-only, verified against its manifest once per file version."""
         info = self._shards[sid]
         path = self.folder / f"{sid}.npy"
         try:
-            data = path.read_bytes()
+            st = path.stat()
         except OSError:
             log.warning("%s: cache shard missing; recomputing its rows", path)
+            self._arrays.pop(sid, None)
             return None
+        version = (st.st_ino, st.st_size, st.st_mtime_ns)
+        known = self._arrays.get(sid)
+        if known is not None and known[0] == version:
+            return known[1]
         problem = None
-        if hashlib.sha256(data).hexdigest() != info["sha256"]:
-            problem = "checksum mismatch"
-        else:
-            try:
-                arr = _array_view(data)
-            except (ValueError, OSError) as e:
-                problem = f"unreadable ({e})"
+        try:
+            with open(path, "rb") as fh:
+                digest = hashlib.file_digest(fh, "sha256").hexdigest()
+            if digest != info["sha256"]:
+                problem = "checksum mismatch"
             else:
+                arr = np.load(path, mmap_mode="r", allow_pickle=False)
                 if list(arr.shape) != info["shape"] or str(arr.dtype) != info.get("dtype", "float32"):
                     problem = f"shape/dtype {arr.shape}/{arr.dtype} != manifest"
+                elif arr.ndim > 1 and not arr.flags.c_contiguous:
+                    problem = "Fortran-ordered array"
+        except (ValueError, OSError) as e:
+            problem = f"unreadable ({e})"
         if problem:
             log.warning("%s: corrupt cache shard (%s); deleting it and recomputing its rows", path, problem)
             self._drop(sid)
             return None
+        self._arrays[sid] = (version, arr)
         return arr
 
     def _drop(self, sid: str) -> None:
@@ -171,6 +168,7 @@ class EmbeddingStore:
             except OSError as e:  # a read-only cache or a folder in the way: not used, left as it is
                 log.warning("cannot remove %s from the embedding cache: %s", f"{sid}{suffix}", e)
         self._shards.pop(sid, None)
+        self._arrays.pop(sid, None)
         if self._index is not None:
             self._index = {k: v for k, v in self._index.items() if v[0] != sid}
 
@@ -224,17 +222,13 @@ class EmbeddingStore:
         self.folder.mkdir(parents=True, exist_ok=True)
         if not (self.folder / KEY_FILE).is_file():
             write_json(self.folder / KEY_FILE, self.key_doc)
-        buf = io.BytesIO()
-        np.save(buf, rows, allow_pickle=False)
-        data = buf.getvalue()
         sid = uuid.uuid4().hex[:16]
-        info = {
-            "keys": keys,
-            "shape": list(rows.shape),
-            "dtype": str(rows.dtype),
-            "sha256": hashlib.sha256(data).hexdigest(),
-        }
-        write_bytes(self.folder / f"{sid}.npy", data)
+        with atomic_path(self.folder / f"{sid}.npy") as tmp:
+            with open(tmp, "wb") as fh:  # streamed from ``rows``: no second copy in memory
+                np.save(fh, rows, allow_pickle=False)
+            with open(tmp, "rb") as fh:
+                digest = hashlib.file_digest(fh, "sha256").hexdigest()
+        info = {"keys": keys, "shape": list(rows.shape), "dtype": str(rows.dtype), "sha256": digest}
         write_json(self.folder / f"{sid}.json", info, indent=None)  # the commit point
         self._shards[sid] = info
         for row, k in enumerate(keys):
@@ -242,17 +236,20 @@ class EmbeddingStore:
         return sid
 
     def compact(self) -> None:
-        """Merge all shards into one (verified rows only), then delete the old shards."""
+        """Merge the shards smaller than ``MERGE_MAX_BYTES`` into one (verified rows only), then
+        delete them."""
         index = self._load_index()
-        keys = list(index)
+        small = {sid for sid, info in self._shards.items() if _shard_bytes(info) < MERGE_MAX_BYTES}
+        if len(small) < 2:
+            return
+        keys = [k for k, (sid, _) in index.items() if sid in small]
         found, rows = self.get(keys)
-        old = list(self._shards)
         if rows is None:
             return
         keys = [k for k, hit in zip(keys, found, strict=True) if hit]
         self._write_shard(keys, rows[found])
         new_index = dict(self._index or {})
-        for sid in old:
+        for sid in small:
             self._drop(sid)
         self._index = {k: v for k, v in new_index.items() if v[0] in self._shards}
 
@@ -265,6 +262,15 @@ class EmbeddingStore:
         for sid in list(self._shards):
             self._drop(sid)
         self._index = {}
+
+
+def _shard_bytes(info: Mapping[str, Any]) -> int:
+    """The size of a shard's array as its manifest states it (a bad dtype counts as big)."""
+    try:
+        itemsize = np.dtype(info.get("dtype", "float32")).itemsize
+    except TypeError:
+        return MERGE_MAX_BYTES
+    return int(np.prod(info["shape"], dtype=np.int64)) * itemsize
 
 
 def _by_age(paths: Iterable[Path]) -> list[Path]:

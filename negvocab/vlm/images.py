@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from negvocab.errors import InputError
+from negvocab.errors import InputError, ResourceError
 
 if TYPE_CHECKING:
     import torch
@@ -39,10 +40,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: finished image rows reach the cache in pieces of this many (an interrupted run resumes); with
-#: GL-MCM patch features in at most IMAGE_STORE_PIECES pieces per run, so big stores are rarely merged
+#: finished image rows reach the cache in pieces of at most this many images (an interrupted run
+#: resumes), and of at most IMAGE_PIECE_BYTES of GL-MCM patch features
 IMAGE_STORE_EVERY = 2048
-IMAGE_STORE_PIECES = 4
+IMAGE_PIECE_BYTES = 256 << 20
+#: GL-MCM patch features bigger than this live in a memory-mapped temporary file, not in RAM
+#: (50,000 ViT-B/16 images hold 20 GB of them)
+LOCAL_RAM_BYTES = 1 << 30
+CACHE_READ_ROWS = 512
 
 IMAGE_EXTENSIONS = frozenset(
     {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".jfif"}
@@ -64,7 +69,9 @@ class ImageEmbeddings:
     embeddings : ndarray, float32 [n, d]
         L2-normalised global image embeddings.
     local : ndarray, float32 [n, p, d] or None
-        L2-normalised GL-MCM patch features (p patch tokens), when asked for.
+        L2-normalised GL-MCM patch features (p patch tokens), when asked for. Beyond
+        ``LOCAL_RAM_BYTES`` (1 GiB) a read-write ``np.memmap`` on a temporary file under the
+        embedding cache folder (``.scratch``), deleted with the array.
     failed : list of (str, str)
         ``(path, reason)`` of every image that could not be read (skipped).
     """
@@ -253,11 +260,36 @@ def _file_key(path: str) -> str:
     return f"{p}|{st.st_size}|{st.st_mtime_ns}"
 
 
+def _patch_array(shape: tuple[int, ...], scratch: Path) -> np.ndarray:
+    """A float32 array of ``shape``: in RAM up to LOCAL_RAM_BYTES, else memory-mapped on a
+    temporary file in ``scratch`` (deleted when the array is)."""
+    nbytes = int(np.prod(shape, dtype=np.int64)) * 4
+    if nbytes <= LOCAL_RAM_BYTES:
+        return np.zeros(shape, dtype=np.float32)
+    try:
+        scratch.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(prefix="patches-", dir=scratch) as fh:
+            if hasattr(os, "posix_fallocate"):  # claim the disk now: a full disk later would crash the run
+                os.posix_fallocate(fh.fileno(), 0, nbytes)
+            else:
+                fh.truncate(nbytes)
+            arr = np.memmap(fh, dtype=np.float32, mode="r+", shape=shape)
+    except OSError as e:
+        raise ResourceError(
+            f"GL-MCM patch features of {shape[0]} images need {nbytes / 2**30:.1f} GiB of disk in {scratch} "
+            f"({e.strerror or e}); free space there or point the embedding cache (cache_dir, "
+            "$NEGVOCAB_CACHE_DIR) at a bigger disk"
+        ) from e
+    log.info("GL-MCM patch features of %d images (%.1f GiB) are kept in a temporary file in %s", shape[0], nbytes / 2**30, scratch)
+    return arr
+
+
 class _Rows:
     """The output rows [n, d] (and [n, p, d]), allocated on the first batch; ``done`` marks filled rows."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, scratch: Path) -> None:
         self.n = n
+        self.scratch = scratch
         self.done = np.zeros(n, dtype=bool)
         self.glob: np.ndarray | None = None
         self.local: np.ndarray | None = None
@@ -268,44 +300,61 @@ class _Rows:
         self.glob[idx] = g
         if z is not None:
             if self.local is None:
-                self.local = np.zeros((self.n, *z.shape[1:]), dtype=np.float32)
+                self.local = _patch_array((self.n, *z.shape[1:]), self.scratch)
             self.local[idx] = z
         self.done[idx] = True
 
 
+def _front(a: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """``a[keep]`` for ascending ``keep``, moved to the front of ``a`` in place (no second copy of
+    a large array); ``a`` itself when every row is kept."""
+    if len(keep) == len(a):
+        return a
+    step = max(1, (64 << 20) // max(1, a[0].nbytes))
+    for s in range(0, len(keep), step):  # row keep[j] >= j: a chunk never overwrites rows still to move
+        part = keep[s : s + step]
+        a[s : s + len(part)] = a[part]
+    return a[: len(keep)]
+
+
 class _CacheWriter:
-    """Stores finished image rows in the cache every ``every`` images, so an interrupted run resumes."""
+    """Stores finished rows in the cache in pieces (see IMAGE_STORE_EVERY), so an interrupted run
+    resumes; it holds row indices only and reads the rows when it writes them."""
 
-    def __init__(self, stores: list[EmbeddingStore], keys: list[str], every: int) -> None:
-        self.stores, self.keys, self.every = stores, keys, every
-        self.pending: list[tuple[Sequence[int], np.ndarray, np.ndarray | None]] = []
+    def __init__(self, stores: list[EmbeddingStore], keys: list[str], rows: _Rows) -> None:
+        self.stores, self.keys, self.rows = stores, keys, rows
+        self.pending: list[int] = []
 
-    def add(self, idx: Sequence[int], g: np.ndarray, z: np.ndarray | None) -> None:
-        if self.stores:
-            self.pending.append((idx, g, z))
-            if sum(len(i) for i, _, _ in self.pending) >= self.every:
-                self.flush()
+    def add(self, idx: Sequence[int]) -> None:
+        if not self.stores:
+            return
+        self.pending.extend(idx)
+        row_bytes = self.rows.local[0].nbytes if self.rows.local is not None else 0
+        if len(self.pending) >= IMAGE_STORE_EVERY or len(self.pending) * row_bytes >= IMAGE_PIECE_BYTES:
+            self.flush()
 
     def flush(self) -> None:
-        if not self.pending:
+        if not self.pending or self.rows.glob is None:
             return
-        keys = [self.keys[i] for idx, _, _ in self.pending for i in idx]
-        self.stores[0].put(keys, np.concatenate([g for _, g, _ in self.pending]))
-        if len(self.stores) > 1:
-            self.stores[1].put(keys, np.concatenate([z for _, _, z in self.pending]))  # type: ignore[misc]
+        idx = np.asarray(self.pending)
+        keys = [self.keys[i] for i in idx]
+        self.stores[0].put(keys, self.rows.glob[idx])
+        if len(self.stores) > 1 and self.rows.local is not None:
+            self.stores[1].put(keys, self.rows.local[idx])
         self.pending.clear()
 
 
 def _from_cache(stores: list[EmbeddingStore], keys: list[str], rows: _Rows, readable: list[int]) -> None:
-    """Fill ``rows`` with the images whose global (and, when asked, local) rows are all cached."""
-    if not readable:
-        return
-    hits = [store.get([keys[i] for i in readable]) for store in stores]
-    ok = np.logical_and.reduce([found for found, _ in hits])
-    if ok.any():
-        idx = np.asarray(readable)[ok]
-        local = hits[1][1][ok] if len(hits) > 1 else None  # type: ignore[index]
-        rows.set(idx, hits[0][1][ok], local)  # type: ignore[index]
+    """Fill ``rows`` with the images whose global (and, when asked, local) rows are all cached,
+    CACHE_READ_ROWS images at a time."""
+    for s in range(0, len(readable), CACHE_READ_ROWS):
+        part = readable[s : s + CACHE_READ_ROWS]
+        hits = [store.get([keys[i] for i in part]) for store in stores]
+        ok = np.logical_and.reduce([found for found, _ in hits])
+        if ok.any():
+            idx = np.asarray(part)[ok]
+            local = hits[1][1][ok] if len(hits) > 1 else None  # type: ignore[index]
+            rows.set(idx, hits[0][1][ok], local)  # type: ignore[index]
 
 
 def encode_images(
@@ -332,7 +381,7 @@ def encode_images(
     if n == 0:
         raise InputError("no images to encode")
     failed: dict[int, str] = {}
-    rows = _Rows(n)
+    rows = _Rows(n, vlm.cache_root / ".scratch")
     keys: list[str] = []
     stores: list[EmbeddingStore] = []
     if vlm.cache_enabled and not is_dataset:
@@ -349,13 +398,11 @@ def encode_images(
     todo = [i for i in range(n) if not rows.done[i] and i not in failed]
     ids: dict[int, str] = {}
     if todo:
-        # patch features are large: fewer, bigger pieces, so that merging shards stays rare
-        every = max(IMAGE_STORE_EVERY, -(-len(todo) // IMAGE_STORE_PIECES)) if local_features else IMAGE_STORE_EVERY
-        writer = _CacheWriter(stores, keys, every)
+        writer = _CacheWriter(stores, keys, rows)
 
         def on_batch(idx: list[int], g: np.ndarray, z: np.ndarray | None) -> None:
             rows.set(idx, g, z)
-            writer.add(idx, g, z)
+            writer.add(idx)
 
         try:
             bad, ids = _encode(vlm, items, todo, local_features, is_dataset, batch_size, num_workers, progress, on_batch)
@@ -379,8 +426,8 @@ def encode_images(
         row_ids = row_names if is_dataset else [Path(names[i]).stem for i in keep]
     return ImageEmbeddings(
         paths=row_names,
-        embeddings=rows.glob[keep],
-        local=None if rows.local is None else rows.local[keep],
+        embeddings=_front(rows.glob, np.asarray(keep)),
+        local=None if rows.local is None else _front(rows.local, np.asarray(keep)),
         failed=[(names[i], why) for i, why in sorted(failed.items())],
         ids=row_ids,
         model=vlm.identity,

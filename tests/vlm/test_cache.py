@@ -367,3 +367,46 @@ def test_interrupted_image_encoding_resumes(tiny, image_dir, monkeypatch, local,
     np.testing.assert_allclose(out.embeddings, ref.embeddings, atol=1e-6)
     if local:
         np.testing.assert_allclose(out.local, ref.local, atol=1e-6)
+
+
+def test_big_shards_are_not_merged(tmp_path, monkeypatch):
+    import negvocab.vlm.cache as cache_mod
+
+    monkeypatch.setattr(cache_mod, "MERGE_MAX_BYTES", 100)  # 3x4 float32 = 48 bytes: small; 3x40: big
+    store = EmbeddingStore(tmp_path / "s", {"k": 1})
+    rng = np.random.default_rng(0)
+    rows = {}
+    for i in range(12):
+        width = 40 if i % 3 == 0 else 4
+        keys = [f"{i} {j}" for j in range(3)]
+        arr = rng.standard_normal((3, width)).astype(np.float32)
+        store.put(keys, arr)
+        rows.update(zip(keys, arr, strict=True))
+    shapes = sorted(np.load(p).shape for p in (tmp_path / "s").glob("*.npy"))
+    # the 9th shard triggered a merge of the six small ones so far; every big shard is as written
+    assert shapes == sorted([(3, 40)] * 4 + [(18, 4), (3, 4), (3, 4)])
+    fresh = EmbeddingStore(tmp_path / "s", {"k": 1})
+    for k, want in rows.items():
+        found, got = fresh.get([k])
+        assert found.all()
+        np.testing.assert_array_equal(got[0], want)
+
+
+def test_a_shard_changed_after_it_was_read_is_checked_again(tmp_path):
+    # verified shards are memory-mapped and remembered; a file changed on disk since is verified
+    # again (and here found corrupt), never served from the old mapping
+    store = EmbeddingStore(tmp_path / "s", {"k": 1})
+    store.put(["a", "b"], np.ones((2, 3), np.float32))
+    assert store.get(["a"])[0].all()
+    (npy,) = (tmp_path / "s").glob("*.npy")
+    data = bytearray(npy.read_bytes())
+    data[-4:] = np.float32(7.0).tobytes()
+    with open(npy, "r+b") as fh:  # in place: same inode
+        fh.write(bytes(data))
+    import os
+
+    st = npy.stat()
+    os.utime(npy, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    found, rows = store.get(["a", "b"])
+    assert not found.any() and rows is None
+    assert not list((tmp_path / "s").glob("*.npy"))  # the corrupt shard was deleted

@@ -157,3 +157,61 @@ def test_an_image_set_keeps_its_ids(tiny, image_dir):
     assert out.model == tiny.identity  # who made them, checked when they are scored with a VLM
     np.testing.assert_allclose(out.embeddings, tiny.encode_images(files[1:], num_workers=0).embeddings, atol=1e-6)
     assert tiny.encode_images(files[1:3], num_workers=0).ids == [Path(f).stem for f in files[1:3]]
+
+
+def test_front_moves_kept_rows_in_place():
+    from negvocab.vlm.images import _front
+
+    rng = np.random.default_rng(1)
+    for n in (1, 7, 300):
+        a = rng.standard_normal((n, 3, 2)).astype(np.float32)
+        keep = np.sort(rng.choice(n, size=max(1, n - n // 3), replace=False))
+        expected = a[keep].copy()
+        out = _front(a, keep)
+        np.testing.assert_array_equal(out, expected)
+        assert out.base is a or out is a or len(keep) == n  # a view of a: no second copy
+    whole = np.arange(6.0).reshape(3, 2)
+    assert _front(whole, np.arange(3)) is whole
+
+
+def test_large_patch_features_live_in_a_temporary_file(tmp_path, image_dir, monkeypatch):
+    # with the RAM limit at 0 bytes, the patch features of any run are memory-mapped: same values,
+    # corrupt files still dropped, the temporary file gone with the array, the cache still served
+    import gc
+
+    import negvocab.vlm.images as images_mod
+
+    in_ram = make_tiny_vlm(cache=False).encode_images(image_dir, local_features=True, num_workers=0)
+    assert not isinstance(in_ram.local, np.memmap)
+    monkeypatch.setattr(images_mod, "LOCAL_RAM_BYTES", 0)
+    monkeypatch.setattr(images_mod, "IMAGE_PIECE_BYTES", 2 * in_ram.local[0].nbytes)  # pieces of 2 images
+    vlm = make_tiny_vlm(tmp_path)
+    out = vlm.encode_images(image_dir, local_features=True, num_workers=0, batch_size=1)
+    assert isinstance(out.local, np.memmap) and out.local.shape == in_ram.local.shape
+    assert out.paths == in_ram.paths and len(out.failed) == 1
+    np.testing.assert_allclose(out.local, in_ram.local, atol=1e-6)
+    np.testing.assert_allclose(out.embeddings, in_ram.embeddings, atol=1e-6)
+    scratch = tmp_path / "emb" / ".scratch"
+    assert scratch.is_dir() and not list(scratch.iterdir())  # unlinked at once: nothing left behind
+    local_shards = list((tmp_path / "emb" / "image-local").glob("*/*.npy"))
+    assert len(local_shards) == 3  # 5 images in pieces of at most 2
+    again = vlm.encode_images(image_dir, local_features=True, num_workers=0)
+    np.testing.assert_array_equal(again.local, out.local)
+    del out, again
+    gc.collect()
+
+
+def test_no_disk_for_patch_features_is_one_clear_error(tiny, image_dir, monkeypatch):
+    import errno
+    import os
+
+    import negvocab.vlm.images as images_mod
+    from negvocab.errors import ResourceError
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(images_mod, "LOCAL_RAM_BYTES", 0)
+    monkeypatch.setattr(images_mod.os, "posix_fallocate", full)
+    with pytest.raises(ResourceError, match=r"patch features of 6 images need .* GiB of disk in .*\.scratch \(No space left on device\); free space"):
+        tiny.encode_images(image_dir, local_features=True, num_workers=0)
