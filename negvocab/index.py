@@ -89,8 +89,8 @@ def knn(
     k : int
         Neighbours per query, 1 <= k <= m.
     device : str or None
-        ``"cuda"`` to search on the GPU (faiss-gpu, else torch), ``"cpu"``, or None: the GPU when
-        faiss-gpu and CUDA are both available, else FAISS on the CPU.
+        ``"cuda"`` to search on the GPU (faiss-gpu, else torch), ``"cpu"``, or None / ``"auto"``:
+        the GPU when faiss-gpu and CUDA are both available, else FAISS on the CPU.
     batch_size : int
         Queries per search call (bounds memory: ``batch_size * m`` scores at a time for torch).
     backend : {"auto", "faiss", "torch"}
@@ -110,6 +110,8 @@ def knn(
     >>> I.ravel().tolist(), D.ravel().tolist()
     ([0, 1, 2], [1.0, 1.0, 1.0])
     """
+    if device is not None and str(device) == "auto":
+        device = None
     q = as_matrix(queries, "queries")
     x = as_matrix(keys, "keys")
     if q.shape[1] != x.shape[1]:
@@ -165,8 +167,7 @@ def _knn_faiss(q: np.ndarray, x: np.ndarray, k: int, device: str | None, batch_s
 def _knn_torch(q: np.ndarray, x: np.ndarray, k: int, device: str | None, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
     import torch
 
-    auto = device is None or str(device) == "auto"
-    dev = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if auto else device)
+    dev = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if device is None else device)
     keys = torch.from_numpy(x).to(dev)
     D = np.empty((q.shape[0], k), dtype=np.float32)
     I = np.empty((q.shape[0], k), dtype=np.int64)

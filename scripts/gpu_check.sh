@@ -10,7 +10,11 @@ OUT=${OUT:-gpu-logs}; mkdir -p "$OUT"; : > "$OUT/summary.log"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export NEGVOCAB_CACHE_DIR=${NEGVOCAB_CACHE_DIR:-/tmp/negvocab-cache}
 if compgen -G ".whl/*.whl" >/dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+    if ! python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        2>&1 | tee "$OUT/install.log"; then
+        echo "install: the carried wheels did not install (see install.log); nothing else was run" | tee -a "$OUT/summary.log"
+        exit 1
+    fi
     export PYTHONPATH="$PYTHONPATH:/tmp/site"
 fi
 if [ -f .whl/wordnet.tar.xz ]; then

@@ -229,13 +229,12 @@ def _value_path(visual: Any, x: torch.Tensor) -> torch.Tensor:
 
 def encode_batch(vlm: VLM, images: torch.Tensor, local: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Global (and local) L2-normalised float32 features of a preprocessed batch, on the CPU."""
-    import torch.nn.functional as F
 
     images = images.to(vlm.device)
     if not local:
         with vlm.autocast():
             g = vlm.model.encode_image(images)
-        return F.normalize(g.float(), dim=-1).cpu(), None
+        return vlm.unit_rows(g, "images"), None
     visual = vlm.model.visual
     captured: dict[str, torch.Tensor] = {}
     batch_first = getattr(visual.transformer, "batch_first", True)
@@ -251,7 +250,7 @@ def encode_batch(vlm: VLM, images: torch.Tensor, local: bool) -> tuple[torch.Ten
             z = _value_path(visual, x)
     finally:
         handle.remove()
-    return F.normalize(g.float(), dim=-1).cpu(), F.normalize(z.float(), dim=-1).cpu()
+    return vlm.unit_rows(g, "images"), vlm.unit_rows(z.flatten(0, 1), "patch features").view(z.shape)
 
 
 def _file_key(path: str) -> str:

@@ -81,18 +81,21 @@ def resolve_precision(precision: str | None, device: torch.device) -> str:
 
 
 @contextlib.contextmanager
-def _ieee_convolutions() -> Iterator[None]:
-    """cuDNN runs fp32 convolutions in TF32 by default (1e-4 off on a ViT's patch embedding);
-    precision fp32 means IEEE fp32."""
+def _ieee_fp32() -> Iterator[None]:
+    """Precision fp32 means IEEE fp32 on CUDA: cuDNN runs fp32 convolutions in TF32 by default
+    (1e-4 off on a ViT's patch embedding), and ``torch.set_float32_matmul_precision("high")`` in
+    the user's code would do the same to matrix products."""
     import torch
 
-    conv = torch.backends.cudnn.conv
-    before = conv.fp32_precision
-    conv.fp32_precision = "ieee"
+    backends = (torch.backends.cudnn.conv, torch.backends.cuda.matmul)
+    before = [b.fp32_precision for b in backends]
+    for b in backends:
+        b.fp32_precision = "ieee"
     try:
         yield
     finally:
-        conv.fp32_precision = before
+        for b, value in zip(backends, before, strict=True):
+            b.fp32_precision = value
 
 
 # -- fingerprints --------------------------------------------------------------------------------
@@ -551,6 +554,7 @@ class VLM:
         cache: bool,
         seed: int | None,
     ) -> None:
+        import torch
         from open_clip.transform import PreprocessCfg, image_transform_v2
 
         from negvocab.paths import cache_dir as default_cache_dir
@@ -562,6 +566,9 @@ class VLM:
         self.device = resolve_device(device)
         self.precision = resolve_precision(precision, self.device)
         self.model = model.to(self.device).eval()
+        if any(p.is_floating_point() and p.dtype != torch.float32 for p in model.parameters()):
+            log.info("%s: weights converted to float32 (fp16/bf16 are run as autocast)", name)
+            self.model = model.float()
         self.tokenizer = tokenizer
         pp_cfg = dict(model.visual.preprocess_cfg)
         self.preprocess = image_transform_v2(PreprocessCfg(**pp_cfg), is_train=False)
@@ -649,12 +656,33 @@ class VLM:
 
         with torch.inference_mode():
             if self.precision == "fp32":
-                with _ieee_convolutions() if self.device.type == "cuda" else contextlib.nullcontext():
+                with _ieee_fp32() if self.device.type == "cuda" else contextlib.nullcontext():
                     yield
             else:
                 dtype = torch.float16 if self.precision == "fp16" else torch.bfloat16
                 with torch.autocast(device_type=self.device.type, dtype=dtype):
                     yield
+
+    def unit_rows(self, feats: torch.Tensor, what: str) -> torch.Tensor:
+        """``feats`` L2-normalised, float32, on the CPU; a one-line error when the model gave
+        NaN or inf (fp16 overflow, damaged weights): such rows must never reach the cache."""
+        import torch
+        import torch.nn.functional as F
+
+        out = F.normalize(feats.float(), dim=-1).cpu()
+        bad = ~torch.isfinite(out).all(dim=-1)
+        if bool(bad.any()):
+            hint = (
+                "check the weights (a damaged checkpoint?)"
+                if self.precision == "fp32"
+                else f"{self.precision} overflowed: use precision='fp32' (--precision fp32)"
+                + (" or 'bf16'" if self.precision == "fp16" else "")
+            )
+            raise ResourceError(
+                f"{self.name} ({self.precision} on {self.device}) gave NaN/inf embeddings for "
+                f"{int(bad.sum())} of {len(out)} {what}; {hint}"
+            )
+        return out
 
     def _encode_prompts(self, prompts: Sequence[str], **kw: Any) -> torch.Tensor:
         from negvocab.vlm.text import encode_prompts

@@ -130,7 +130,6 @@ def encode_prompts(
     longest prompt (``cut=False`` runs the full context, for checks).
     """
     import torch
-    import torch.nn.functional as F
 
     if not prompts:
         raise ValueError("no prompts to encode")
@@ -160,7 +159,7 @@ def encode_prompts(
                 feats = forward_cut(tower, batch[:, :length].to(device))
             else:
                 feats = vlm.model.encode_text(batch.to(device))
-            feats = F.normalize(feats.float(), dim=-1).cpu()
+            feats = vlm.unit_rows(feats, "prompts")
             if out is None:
                 out = torch.empty((len(prompts), feats.shape[1]), dtype=torch.float32)
             out[torch.from_numpy(sel)] = feats

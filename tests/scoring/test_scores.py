@@ -151,9 +151,24 @@ def test_torch_and_float64_inputs(emb):
 @pytest.mark.gpu
 def test_cuda_matches_cpu(emb):
     cuda = [torch.from_numpy(emb[k]).cuda() for k in ("img", "id", "neg")]
-    for method in ("neglabel", "eoe", "mcm"):
+    cpu = [emb[k] for k in ("img", "id", "neg")]
+    for method in ("neglabel", "eoe", "mcm", "neglabel_eoe"):
         got = negvocab.score(method, *cuda)
-        np.testing.assert_allclose(got, negvocab.score(method, emb["img"], emb["id"], emb["neg"]), atol=1e-5)
+        np.testing.assert_allclose(got, negvocab.score(method, *cpu), atol=1e-5)
+    # GL-MCM with patch features on the GPU, and as float16 on the CPU moved a chunk at a time
+    for local in (torch.from_numpy(emb["local"]).cuda(), emb["local"].astype(np.float16)):
+        got = negvocab.score("glmcm", cuda[0], cuda[1], local=local, chunk_size=7)
+        want = negvocab.score("glmcm", cpu[0], cpu[1], local=np.asarray(local.cpu() if hasattr(local, "cpu") else local, np.float32))
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    sizes = [10, 100, 237]
+    on_gpu = S.neglabel_prefixes(*cuda, sizes, groups=7)
+    on_cpu = S.neglabel_prefixes(*cpu, sizes, groups=7)
+    for m in sizes:
+        np.testing.assert_allclose(on_gpu[m], on_cpu[m], atol=1e-5)
+    names = dict(id_labels=[f"c{i}" for i in range(25)], neg_labels=[f"n{j}" for j in range(237)], k=3)
+    for a, b in zip(S.explain(*cuda, **names), S.explain(*cpu, **names), strict=True):
+        assert [x["label"] for x in a["top_negatives"]] == [x["label"] for x in b["top_negatives"]]
+        assert a["negative_share"] == pytest.approx(b["negative_share"], abs=1e-5)
     tk = negvocab.score("neglabel", *cuda, topk=20, return_bounds=True)
     exact = negvocab.score("neglabel", *cuda)
     assert np.all(tk.lower <= exact + 1e-6) and np.all(exact <= tk.upper + 1e-6)

@@ -106,3 +106,22 @@ def test_k_is_an_integer_of_any_kind():
     for bad in (2.5, "2"):
         with pytest.raises(InputError, match="k must be an integer"):
             knn(q, x, bad)
+
+
+def test_device_auto_puts_the_index_on_the_gpu_when_faiss_can(monkeypatch):
+    # faiss-gpu cannot run here: the GPU side is faked, and the test checks that device="auto"
+    # takes it, as device=None does (it searched on the CPU before)
+    faiss = pytest.importorskip("faiss")
+    import negvocab.index as index_mod
+
+    moved: list[int] = []
+    monkeypatch.setattr(index_mod, "have_faiss_gpu", lambda: True)
+    monkeypatch.setattr(index_mod, "_gpu_resources", lambda gpu_id: None)
+    monkeypatch.setattr(faiss, "index_cpu_to_gpu", lambda res, gpu_id, index: moved.append(gpu_id) or index, raising=False)
+    q = np.eye(3, dtype=np.float32)
+    for device in ("auto", None):
+        D, I = knn(q, q, k=1, device=device)
+        assert I.ravel().tolist() == [0, 1, 2]
+    assert moved == [0, 0]
+    knn(q, q, k=1, device="cpu")
+    assert moved == [0, 0]

@@ -108,7 +108,7 @@ def test_causal_custom_text_tower_is_cut_and_exact():
     ).eval()
     from negvocab.vlm.model import VLM
 
-    vlm = VLM.from_model(custom, open_clip.get_tokenizer("ViT-B-32"), name="custom", random_weights=True, cache=False)
+    vlm = VLM.from_model(custom, open_clip.get_tokenizer("ViT-B-32"), name="custom", random_weights=True, device="cpu", cache=False)
     assert text_tower(vlm.model) is not None
     ours = vlm.encode_text(LABELS, ["{}", "a photo of a {}."])
     assert np.abs(ours - reference(vlm, LABELS, ["{}", "a photo of a {}."])).max() <= 1e-5
