@@ -1,7 +1,7 @@
 """Scoring benchmarks, our figure and the baseline side by side (512-dim synthetic unit vectors).
 
-(a) a 10-point pool-size sweep (one pass, stratified groups) vs the single largest-M NegLabel run;
-    target <= 1.5x.
+(a) a 10-point pool-size sweep (one pass, stratified groups) vs the single largest-M run, for
+    NegLabel, EOE and NegLabel+EOE; target <= 1.5x.
 (b) NegLabel on 50,000 images x (1,000 ID + 20,000 negatives) vs one float32 matmul of the same
     shapes (the image x label similarity product, computed in the same chunks and discarded);
     target within 2x.
@@ -54,11 +54,11 @@ def best_of(fn, repeat: int) -> float:
     return min(times)
 
 
-def bench_sweep(n: int, m_max: int, device: str, repeat: int) -> dict:
+def bench_sweep(n: int, m_max: int, device: str, repeat: int, method: str = "neglabel") -> dict:
     img, idt, neg = unit(n, 0), unit(1000, 1), unit(m_max, 2)
     sizes = [m_max * k // 10 for k in range(1, 11)]
-    t_one = best_of(lambda: negvocab.score("neglabel", img, idt, neg, device=device), repeat)
-    t_sweep = best_of(lambda: negvocab.sweep(img, idt, neg, sizes, device=device), repeat)
+    t_one = best_of(lambda: negvocab.score(method, img, idt, neg, device=device), repeat)
+    t_sweep = best_of(lambda: negvocab.sweep(img, idt, neg, sizes, method=method, device=device), repeat)
     return {"images": n, "M_max": m_max, "sizes": len(sizes), "single_run_s": t_one, "sweep_s": t_sweep, "ratio": t_sweep / t_one}
 
 
@@ -107,9 +107,10 @@ def main() -> None:
     clock = "wall time" if torch.cuda.is_available() else "CPU time / threads"
     print(f"negvocab {negvocab.__version__}, torch {torch.__version__}, device {args.device}, threads {torch.get_num_threads()}, d={D}, {clock}, best of {args.repeat}")
 
-    a = bench_sweep(10_000 // scale, 10_000, args.device, args.repeat)
-    print(f"(a) sweep of {a['sizes']} sizes up to M={a['M_max']} on {a['images']} images: {a['sweep_s']:.2f} s"
-          f"  vs single M={a['M_max']} run: {a['single_run_s']:.2f} s  -> {a['ratio']:.2f}x (target <= 1.5x)")  # fmt: skip
+    for method in ("neglabel", "eoe", "neglabel_eoe"):
+        a = bench_sweep(10_000 // scale, 10_000, args.device, args.repeat, method)
+        print(f"(a) {method} sweep of {a['sizes']} sizes up to M={a['M_max']} on {a['images']} images: {a['sweep_s']:.2f} s"
+              f"  vs single M={a['M_max']} run: {a['single_run_s']:.2f} s  -> {a['ratio']:.2f}x (target <= 1.5x)")  # fmt: skip
 
     b = bench_matmul(50_000 // scale, 20_000, args.device, args.repeat)
     print(f"(b) NegLabel {b['images']} x {b['labels']}: {b['neglabel_s']:.2f} s  vs float32 matmul of the same shapes:"

@@ -265,8 +265,8 @@ def bootstrap_ci(
     """Percentile bootstrap confidence interval of a metric, resampling OOD images by default.
 
     The OOD set is the small one (655 images in Fi-ImageNet-1k), so it dominates the uncertainty;
-    ``resample="both"`` also resamples ID images. With ``resample="ood"``, FPR ("paper" convention)
-    and AUROC are per-OOD-image means, so each resample costs O(n_ood).
+    ``resample="both"`` also resamples ID images. With ``resample="ood"``, FPR (any convention) and
+    AUROC need no sort per resample: each costs O(n_ood) (openood: O(n_id + n_ood)).
 
     Parameters
     ----------
@@ -326,14 +326,55 @@ def _paper_threshold(ids: np.ndarray, tpr: float) -> float:
 def _fast_ood_bootstrap(
     fn: Callable[..., float], ids: np.ndarray, oods: np.ndarray, rng: np.random.Generator, n_boot: int, kw: dict
 ) -> np.ndarray | None:
-    """Metrics that are means of per-OOD-image terms: resample the terms (same draws as the loop)."""
+    """The bootstrap values of the loop, from the same draws, for metrics whose OOD resamples need
+    no re-sort: None for the others.
+
+    AUROC and the paper and hendrycks FPRs are means of per-OOD-image terms (the ROC point the
+    hendrycks rule picks depends on the ID scores only), so each draw averages resampled terms;
+    the openood FPR sorts once and counts each draw's OOD images per sorted position."""
     if fn is auroc and not kw:
         terms = _auroc_terms(ids, oods)
-    elif fn is fpr_at_tpr and kw.get("convention", "paper") == "paper":
-        terms = (oods >= _paper_threshold(ids, _check_tpr(kw.get("tpr", 0.95)))).astype(np.float64)
+    elif fn is fpr_at_tpr and set(kw) <= {"tpr", "convention"}:
+        tpr, convention = _check_tpr(kw.get("tpr", 0.95)), check_convention(kw.get("convention", "paper"))
+        if convention == "openood":
+            return _openood_draws(ids, oods, tpr, rng, n_boot)
+        terms = _hendrycks_terms(ids, oods, tpr) if convention == "hendrycks" else (oods >= _paper_threshold(ids, tpr))
+        if terms is None:
+            return None
+        terms = terms.astype(np.float64)
     else:
         return None
     return np.array([terms[rng.integers(0, oods.size, oods.size)].mean() for _ in range(n_boot)])
+
+
+def _hendrycks_terms(ids: np.ndarray, oods: np.ndarray, tpr: float) -> np.ndarray | None:
+    """Per-OOD-image indicators whose mean is the hendrycks FPR for any resample of ``oods``.
+
+    The ROC points reach the recall levels of the distinct ID scores; the rule picks the level
+    closest to ``tpr`` (ties: higher) and, within its plateau, the last point, whose false positives
+    are the OOD scores above the next lower ID score (at full recall: >= the lowest ID score).
+    None when a 0-recall point (OOD above every ID score) could be picked instead.
+    """
+    levels = np.unique(ids)[::-1]
+    recall = np.cumsum(np.unique(ids, return_counts=True)[1][::-1]) / ids.size
+    dist = np.abs(recall - tpr)
+    if tpr < dist.min():
+        return None
+    j = len(dist) - 1 - int(np.argmin(dist[::-1]))
+    return oods >= levels[-1] if j == len(levels) - 1 else oods > levels[j + 1]
+
+
+def _openood_draws(ids: np.ndarray, oods: np.ndarray, tpr: float, rng: np.random.Generator, n_boot: int) -> np.ndarray:
+    """openood FPR of each OOD resample: with OOD positive at scores <= u (u ascending over the
+    distinct scores), the first u whose OOD recall reaches ``tpr`` and the ID fraction there."""
+    u = np.unique(np.concatenate([ids, oods]))
+    id_cum = np.cumsum(np.bincount(np.searchsorted(u, ids), minlength=u.size))
+    pos = np.searchsorted(u, oods)
+    out = np.empty(n_boot)
+    for b in range(n_boot):
+        tps = np.cumsum(np.bincount(pos[rng.integers(0, oods.size, oods.size)], minlength=u.size))
+        out[b] = id_cum[int(np.argmax(tps / oods.size >= tpr))] / ids.size
+    return out
 
 
 # ----------------------------------------------------------------------------------------------

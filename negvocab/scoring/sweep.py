@@ -5,15 +5,17 @@ labels. With NegLabel's stratified grouping (rank r -> group r mod G) the first 
 are, in every group, a prefix of that group. One pass over the image chunks therefore gives every M:
 each group's negative log-mass is accumulated segment by segment along the ranking (a log-sum-exp per
 segment, combined with ``logaddexp``), and the score at each M is read off as the pass reaches it. The
-sweep costs about one run at the largest M. Random grouping draws a new permutation for each M, so it
-is scored as separate runs (exactly :func:`negvocab.score` per size).
+sweep costs about one run at the largest M. EOE's softmax over ID ∪ the first M outliers is read off the
+same way (a running log-sum-exp and maximum), so EOE and stratified NegLabel+EOE sweep in one pass too.
+Random grouping draws a new permutation for each M, and top-k NegLabel searches each prefix, so those
+are scored as separate runs (exactly :func:`negvocab.score` per size).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -63,6 +65,14 @@ def parse_sizes(sizes: str | Iterable[int], m: int | None = None) -> list[int]:
     return sorted(set(out))
 
 
+#: the one-pass scorer of each method and the parameters it takes
+_ONE_PASS: dict[str, tuple[Callable[..., dict[int, np.ndarray]], set[str]]] = {
+    "neglabel": (scores.neglabel_prefixes, {"tau", "groups", "device", "chunk_size"}),
+    "eoe": (scores.eoe_prefixes, {"beta", "T", "device", "chunk_size"}),
+    "neglabel_eoe": (scores.neglabel_eoe_prefixes, {"tau", "groups", "beta", "penalty_T", "device", "chunk_size"}),
+}
+
+
 def sweep(
     image_emb: Any,
     id_emb: Any,
@@ -83,8 +93,9 @@ def sweep(
     sizes : iterable of int or str
         Pool sizes, each in [1, M_max] (``"1000,2000,5k"`` accepted).
     method : str, default "neglabel"
-        Any method of :func:`negvocab.score` that takes negatives. NegLabel with stratified grouping
-        (the default) runs as one pass; other methods and groupings run once per size.
+        Any method of :func:`negvocab.score` that takes negatives. EOE, and NegLabel and
+        NegLabel+EOE with stratified grouping (the default), run as one pass; random grouping and
+        top-k run once per size.
     **params
         Passed to the scorer (``tau``, ``groups``, ``grouping``, ``seed``, ``beta``, ``device``, ...).
 
@@ -101,16 +112,17 @@ def sweep(
     if neg_rows is None:
         raise InputError("sweep needs the ranked negative label embeddings")
     wanted = parse_sizes(sizes, len(neg_rows))
-    grouping = params.get("grouping", "stratified")
-    one_pass = key == "neglabel" and grouping == "stratified" and params.get("topk") is None
+    prefixes, accepted = _ONE_PASS[key]
+    grouped = key != "eoe"
+    one_pass = (not grouped or params.get("grouping", "stratified") == "stratified") and params.get("topk") is None
     start = time.perf_counter()
     if one_pass:
-        unknown = set(params) - {"tau", "groups", "grouping", "seed", "device", "chunk_size"}
+        unknown = set(params) - accepted - ({"grouping", "seed"} if grouped else set())
         if unknown:
-            raise InputError(f"neglabel sweep: unexpected parameter(s) {', '.join(sorted(unknown))}")
+            raise InputError(f"{key} sweep: unexpected parameter(s) {', '.join(sorted(unknown))}")
         params.pop("grouping", None)
         params.pop("seed", None)  # stratified grouping draws nothing
-        result = scores.neglabel_prefixes(image_emb, id_emb, neg_rows[: max(wanted)], wanted, **params)
+        result = prefixes(image_emb, id_emb, neg_rows[: max(wanted)], wanted, **params)
     else:
         result = {m: scores.score(key, image_emb, id_emb, neg_rows[:m], **params) for m in wanted}
     logger.info(

@@ -46,13 +46,36 @@ def test_random_sweep_equals_separate_runs(emb):
         np.testing.assert_array_equal(got[m], sep)
 
 
-@pytest.mark.parametrize("method", ["eoe", "neglabel_eoe"])
-def test_other_methods_sweep_per_size(emb, method):
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [("eoe", {"beta": 0.5}), ("eoe", {"T": 0.05}), ("neglabel_eoe", {"groups": 4}), ("neglabel_eoe", {"groups": 8, "penalty_T": 0.5})],
+)
+def test_eoe_sweeps_are_one_pass_and_equal_separate_runs(emb, method, params, monkeypatch):
+    # one pass: separate runs are not called; each M equals its own run and the float64 formula
+    from negvocab.scoring import scores as S
+
     img, idt, neg = emb
-    params = {"groups": 4} if method == "neglabel_eoe" else {"beta": 0.5}
-    got = negvocab.sweep(img, idt, neg, "10,300", method=method, **params)
+    reference = getattr(ref, method)
+    monkeypatch.setattr(S, "score", lambda *a, **k: pytest.fail("a one-pass sweep ran a separate run"))
+    got = negvocab.sweep(img, idt, neg, SIZES, method=method, chunk_size=7, **params)
+    monkeypatch.undo()
+    assert list(got) == SIZES
+    for m in SIZES:
+        np.testing.assert_allclose(got[m], negvocab.score(method, img, idt, neg[:m], **params), atol=2e-6, rtol=0, err_msg=f"M={m}")
+        np.testing.assert_allclose(got[m], reference(img, idt, neg[:m], **params), atol=1e-5, rtol=0, err_msg=f"M={m}")
+    got64 = negvocab.sweep(*ref.f64(img, idt, neg), [7, 250], method=method, **params)
+    for m in (7, 250):
+        np.testing.assert_allclose(got64[m], reference(img, idt, neg[:m], **params), atol=1e-12, rtol=0)
+
+
+def test_random_grouping_neglabel_eoe_sweeps_per_size(emb):
+    img, idt, neg = emb
+    got = negvocab.sweep(img, idt, neg, "10,300", method="neglabel_eoe", groups=4, grouping="random", seed=1)
     for m in (10, 300):
-        np.testing.assert_array_equal(got[m], negvocab.score(method, img, idt, neg[:m], **params))
+        want = negvocab.score("neglabel_eoe", img, idt, neg[:m], groups=4, grouping="random", seed=1)
+        np.testing.assert_array_equal(got[m], want)
+    with pytest.raises(InputError, match="eoe sweep: unexpected parameter"):
+        negvocab.sweep(img, idt, neg, "10", method="eoe", groups=4)
 
 
 def test_parse_sizes():
