@@ -80,6 +80,10 @@ CONNECT_TIMEOUT_S = 10.0
 NOT_OPENAI = "; is the base URL an OpenAI-compatible endpoint (ending in /v1)?"
 
 
+class NotSent(Exception):
+    """The run was interrupted before this request went out (see :meth:`LLMClient.drain`)."""
+
+
 class ServerGaveUp(Exception):
     """Transport errors outlasted the retries; the request is not finished (re-run to retry).
 
@@ -275,6 +279,8 @@ class LLMClient:
         self.temperature = temperature
         self._paused_until = 0.0
         self.reached = False  # whether the server has answered anything (an error status counts)
+        self.in_flight = 0  # requests sent and not yet answered
+        self._draining = False
 
     def __repr__(self) -> str:  # never shows the key
         return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
@@ -284,6 +290,11 @@ class LLMClient:
         for secret in self._secrets:
             text = text.replace(secret, "***")
         return redact_urls(text)
+
+    def drain(self) -> None:
+        """Send nothing new: requests not yet sent raise :class:`NotSent`, those in flight finish
+        without further retries (an interrupted run keeps the answers it has paid for)."""
+        self._draining = True
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -307,6 +318,9 @@ class LLMClient:
 
         tries = _Tries(need=n if min_labels is None else min_labels)
         async with self._sem:
+            if self._draining:
+                raise NotSent("the run was interrupted before this request was sent")
+            self.in_flight += 1
             try:
                 async for try_ in AsyncRetrying(
                     retry=retry_if_exception_type((_Transient, BadAnswer)),
@@ -328,10 +342,14 @@ class LLMClient:
                 if tries.best:
                     return Answer("short", tries.best, dict(tries.usage), None, None, tries.total, f"then {e}")
                 raise
+            finally:
+                self.in_flight -= 1
         answer.attempts = tries.total + 1
         return answer
 
     def _should_stop(self, tries: _Tries, exc: BaseException | None) -> bool:
+        if self._draining:
+            return True
         if isinstance(exc, _Transient):
             # a server never reached is most likely down or misnamed: one retry, not the full backoff
             limit = self.transport_attempts if self.reached or not exc.connect else min(2, self.transport_attempts)

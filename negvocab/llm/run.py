@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from negvocab.errors import ResourceError
-from negvocab.llm.client import Answer, LLMClient, ServerGaveUp
-from negvocab.llm.journal import Journal, custom_id, identity_hash
+from negvocab.llm.client import Answer, LLMClient, NotSent, ServerGaveUp
+from negvocab.llm.journal import JOURNAL, Journal, custom_id, identity_hash
 from negvocab.llm.prompts import PromptTemplate
 
 log = logging.getLogger(__name__)
@@ -129,7 +129,13 @@ class _Writer:
             if items:
                 try:
                     self.journal.append(items)
-                except BaseException as e:  # surfaced on the next put / close
+                except OSError as e:  # a full disk: surfaced on the next put / close, in one line
+                    self.error = ResourceError(
+                        f"cannot write the run journal {self.journal.run_dir / JOURNAL}: {e.strerror or e}; free space "
+                        "there and re-run the same command (every answer journaled before is kept)"
+                    )
+                    return
+                except BaseException as e:
                     self.error = e
                     return
             if closed and not items:
@@ -171,8 +177,12 @@ async def run_sync(
 
     async def one(req: Request) -> None:
         nonlocal done, answered, streak
+        if writer.error is not None:  # the journal cannot be written: ask nothing more
+            raise writer.error
         try:
             answer = await client.ask(req.chat(), req.n, min_labels=req.min_labels, trace_id=f"{tag}:{req.custom_id}")
+        except NotSent:
+            return
         except ServerGaveUp as e:
             if not client.reached:
                 raise ResourceError(
@@ -200,10 +210,23 @@ async def run_sync(
         if on_progress is not None:
             on_progress(done, total)
 
+    tasks = [asyncio.ensure_future(one(r)) for r in requests]
     try:
-        tasks = [asyncio.ensure_future(one(r)) for r in requests]
         try:
-            await asyncio.gather(*tasks)
+            if tasks:  # asyncio.wait, unlike gather, leaves the tasks running when the run is interrupted
+                finished, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+                failed = [t.exception() for t in finished if not t.cancelled() and t.exception() is not None]
+                if failed:
+                    raise failed[0]  # type: ignore[misc]
+        except asyncio.CancelledError:  # Ctrl-C: the questions already sent are paid for; keep their answers
+            client.drain()
+            if client.in_flight:
+                log.warning(
+                    "interrupted: waiting for the %d questions already sent (and paid for) to be answered and "
+                    "journaled; Ctrl-C again to stop at once", client.in_flight,
+                )
+            await asyncio.wait(tasks)
+            raise
         except BaseException:
             for t in tasks:
                 t.cancel()

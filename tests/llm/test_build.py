@@ -306,3 +306,33 @@ def test_server_labels_helper_is_deterministic():
     assert labels_for("k", 1, 6) == labels_for("k", 1, 6)
     assert len(set(labels_for("k", 0, 20))) == 20
     assert DUMMY_KEY.startswith("sk-")
+
+
+def test_a_full_disk_under_the_journal_is_one_line_and_stops_asking(endpoint, tmp_path, synonym_filter, monkeypatch):
+    import errno
+    import os
+
+    from negvocab.llm.journal import Journal
+
+    real = Journal.append
+    writes = []
+
+    def fills_up(self, records):
+        records = list(records)
+        if any(r.get("kind") == "result" for r in records):
+            writes.append(len(records))
+            if len(writes) > 3:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(self, records)
+
+    monkeypatch.setattr(Journal, "append", fills_up)
+    with pytest.raises(ResourceError, match=r"^cannot write the run journal .*journal\.jsonl: No space left on device; free space"):
+        build(tmp_path / "run", synonym_filter)
+    monkeypatch.setattr(Journal, "append", real)
+    asked = sum(endpoint.state.chat_counts.values())
+    kept = len(Journal.open_existing(tmp_path / "run").results)
+    assert kept >= 3 and asked - kept <= 8 + 8  # at most what was in flight (concurrency 8) when it failed, twice
+    assert asked < 150  # it stopped asking instead of running through every request
+    vocab = build(tmp_path / "run", synonym_filter)  # resumes with space again
+    assert sum(endpoint.state.chat_counts.values()) == asked + (150 - kept)
+    assert len(vocab.labels) > 0

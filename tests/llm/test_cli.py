@@ -213,3 +213,27 @@ def test_bad_build_options_fail_before_anything_is_written(tmp_path, server):
         assert res.exit_code == 2 and res.output.count("\n") == 1 and message in res.output, res.output
     assert sum(server.state.chat_counts.values()) == 0 and cls.read_text() == "n01440764\n"
     assert not (tmp_path / "o.json").exists()
+
+
+def test_ctrl_c_keeps_the_answers_in_flight(tmp_path, synonym_filter):
+    # the first SIGINT sends nothing new but waits for the questions already sent: every question
+    # the server saw is journaled, so a resume pays for none of them again
+    run_dir, out = tmp_path / "run", tmp_path / "gpt.json"
+    args = ["build", "gpt", "-m", "gpt-test", "--per-class", "6", "--rounds", "3", "--classes", "40",
+            "--concurrency", "4", "--run-dir", str(run_dir), "-o", str(out)]  # fmt: skip
+    with FakeOpenAI(latency=0.4) as srv:
+        env = {**os.environ, "OPENAI_API_KEY": DUMMY_KEY, "OPENAI_BASE_URL": srv.url}
+        proc = subprocess.Popen([*CLI, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and sum(srv.state.chat_counts.values()) < 6:
+            time.sleep(0.01)
+        time.sleep(0.1)  # four questions are on the wire now
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        asked = set(srv.state.chat_counts)
+    assert proc.returncode != 0 and "interrupted; re-run the same command to resume" in err
+    assert "waiting for the" in err and "already sent" in err
+    journaled = set(Journal.open_existing(run_dir).results)
+    assert 6 <= len(asked) < 120
+    assert journaled == asked  # nothing the server answered was dropped
+    assert not out.exists()
