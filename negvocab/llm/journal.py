@@ -10,7 +10,8 @@ process writes the folder it holds an exclusive lock on it (``.lock``, released 
 process ends), so a second process running the same command is refused instead of paying twice.
 
 The identity (task, model, prompt hash, labels per request, temperature, ...) is fixed when the
-folder is created; opening the folder with another identity is refused, so a changed prompt or
+folder is created, in the manifest and again as the journal's first line (``kind: "identity"``), from
+which a deleted or damaged manifest is rebuilt; opening the folder with another identity is refused, so a changed prompt or
 model is a new run and never a silent mix. The classes and rounds are not part of it: each result
 carries a hash of what was asked (``request_sha256``), so a run grows to more rounds or classes in
 its folder, and a request asked differently is asked again. Of two results for one question the
@@ -89,6 +90,8 @@ class Journal:
             self._check_manifest(extra or {})
             self._load()
             self._fh = open(self.path, "ab")
+            if not self.records:  # the identity again, first: a lost or damaged manifest is rebuilt from it
+                self.append([{"kind": "identity", "identity": self.identity, "identity_sha256": self.identity_sha256}])
         except BaseException:
             self.close()
             raise
@@ -106,7 +109,7 @@ class Journal:
                     f"{self.run_dir} is not empty and not a negvocab run folder (holds {foreign[0]}, ...); "
                     "give a new or empty --run-dir"
                 )
-            if (self.run_dir / MANIFEST).exists():
+            if (self.run_dir / MANIFEST).exists() and self._journal_identity() is None:
                 read_manifest(self.run_dir)  # another tool's manifest.json: refused before anything is written
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -142,8 +145,32 @@ class Journal:
         return cls(run_dir, manifest["identity"], readonly=readonly)
 
     # -- manifest -------------------------------------------------------------------------------
+    def _journal_identity(self) -> dict[str, Any] | None:
+        """The identity in the journal's first line (a copy of the manifest's), if it holds one."""
+        try:
+            with open(self.path, "rb") as fh:
+                first = json.loads(fh.readline())
+        except (OSError, ValueError):
+            return None
+        ok = isinstance(first, dict) and first.get("kind") == "identity" and isinstance(first.get("identity"), dict)
+        return first["identity"] if ok and identity_hash(first["identity"]) == first.get("identity_sha256") else None
+
     def _check_manifest(self, extra: Mapping[str, Any]) -> None:
         path = self.run_dir / MANIFEST
+        journaled = self.path.exists() and self.path.stat().st_size > 0
+        if journaled and not self.readonly:
+            try:
+                read_manifest(self.run_dir)
+            except InputError as e:  # lost or damaged: the journal's own copy of the identity rebuilds it
+                stored = self._journal_identity()
+                if stored is None:
+                    raise InputError(
+                        f"{e}; the journal {self.path} holds no identity line to rebuild it from: restore "
+                        f"{MANIFEST}, or use a new --run-dir"
+                    ) from None
+                if identity_hash(stored) == self.identity_sha256:
+                    log.warning("%s: %s missing or damaged; rebuilt from the journal's identity line", self.run_dir, MANIFEST)
+                    self._write_manifest(extra)
         if path.exists():
             manifest = read_manifest(self.run_dir)
             stored = manifest.get("identity") or {}
@@ -159,10 +186,17 @@ class Journal:
                     "or the same settings to resume that run"
                 )
             return
-        if self.path.exists() and self.path.stat().st_size:
+        stored = self._journal_identity() if journaled else None
+        if stored is not None and identity_hash(stored) != self.identity_sha256:
+            raise InputError(f"{self.run_dir} holds another run ({_diff(stored, self.identity)}); use a new --run-dir")
+        if journaled and stored is None:
             raise InputError(f"{self.run_dir}: journal without {MANIFEST}; not a negvocab run folder, use a new --run-dir")
+        if not self.readonly:
+            self._write_manifest(extra)
+
+    def _write_manifest(self, extra: Mapping[str, Any]) -> None:
         write_json(
-            path,
+            self.run_dir / MANIFEST,
             {
                 "journal_version": JOURNAL_VERSION,
                 "identity": self.identity,
@@ -195,8 +229,10 @@ class Journal:
                     self.torn_lines += 1
                     log.warning("%s: ignoring a torn last line (%d bytes) left by an interrupted run", self.path, len(raw))
                     break
+                zeros = raw.count(b"\0")
+                why = f"{zeros} zero bytes: a crash or disk fault wrote over the records there" if zeros else str(e)
                 raise InputError(
-                    f"{self.path}: line {i + 1} is damaged ({e}); delete that line to ask its request again, "
+                    f"{self.path}: line {i + 1} is damaged ({why}); delete that line to ask its requests again, "
                     "or move the journal away to start over"
                 ) from None
             self._remember(record)

@@ -4,12 +4,13 @@ One :class:`EmbeddingStore` per (model identity, kind, templates) lives in its o
 the SHA-256 of that key document and holding it as ``key.json`` (checked on open, so a store is
 never served to another model). Rows are kept in shards: ``<id>.npy`` (float32, ``np.save``,
 memory-mapped read-only with ``allow_pickle=False``, so a large shard is never copied into memory
-whole) plus ``<id>.json`` (the row keys, shape, dtype and the SHA-256 of the ``.npy`` bytes). The
-manifest is written after the array, both atomically, so a shard without a manifest is an
-interrupted write and is ignored; a shard whose bytes, shape or dtype do not match its manifest is
-reported, deleted and its rows recomputed. Encoding a superset of cached labels computes only the
-new ones; many small shards are merged into one (shards of ``MERGE_MAX_BYTES`` or more, such as
-GL-MCM patch features, are left as they are).
+whole) plus ``<id>.json`` (the row keys and their SHA-256, shape, dtype and the SHA-256 of the
+``.npy`` bytes). The manifest is written after the array, both atomically, so a shard without a
+manifest is an interrupted write and is ignored; a shard whose keys, bytes, shape or dtype do not
+match its manifest is reported, deleted and its rows recomputed. Encoding a superset of cached
+labels computes only the new ones; many small shards are merged into one (shards of
+``MERGE_MAX_BYTES`` or more, such as GL-MCM patch features, are left as they are). Temporary files
+of writes killed midway are removed after a day.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 import logging
 import shutil
 import stat
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +36,7 @@ log = logging.getLogger(__name__)
 KEY_FILE = "key.json"
 MAX_SHARDS = 8  # merge the small shards when there are more
 MERGE_MAX_BYTES = 64 << 20  # bigger shards are never merged: merging reads its shards into memory
+STALE_TMP_S = 24 * 3600  # a temporary file this old belongs to a write that was killed
 
 
 def key_digest(key_doc: Mapping[str, Any]) -> str:
@@ -81,6 +84,7 @@ class EmbeddingStore:
         if foreign:
             self._reset()
         if self.folder.is_dir() and not foreign:
+            _remove_stale_temporaries(self.folder)
             for manifest in _by_age(p for p in self.folder.glob("*.json") if p.name != KEY_FILE):
                 info = self._read_manifest(manifest)
                 if info is None:
@@ -115,6 +119,7 @@ class EmbeddingStore:
                 and len(info["shape"]) >= 1
                 and len(info["keys"]) == info["shape"][0]
                 and isinstance(info.get("sha256"), str)
+                and info.get("keys_sha256") == _keys_digest(info["keys"])
             )
         except FileNotFoundError:  # merged away by another process meanwhile
             return None
@@ -228,7 +233,7 @@ class EmbeddingStore:
                 np.save(fh, rows, allow_pickle=False)
             with open(tmp, "rb") as fh:
                 digest = hashlib.file_digest(fh, "sha256").hexdigest()
-        info = {"keys": keys, "shape": list(rows.shape), "dtype": str(rows.dtype), "sha256": digest}
+        info = {"keys": keys, "keys_sha256": _keys_digest(keys), "shape": list(rows.shape), "dtype": str(rows.dtype), "sha256": digest}
         write_json(self.folder / f"{sid}.json", info, indent=None)  # the commit point
         self._shards[sid] = info
         for row, k in enumerate(keys):
@@ -262,6 +267,24 @@ class EmbeddingStore:
         for sid in list(self._shards):
             self._drop(sid)
         self._index = {}
+
+
+def _remove_stale_temporaries(folder: Path) -> None:
+    """Delete the temporary files of atomic writes older than STALE_TMP_S (a killed write leaves one;
+    a live writer's is younger)."""
+    now = time.time()
+    for path in folder.glob(".*.tmp"):
+        try:
+            if now - path.stat().st_mtime > STALE_TMP_S:
+                path.unlink()
+                log.info("removed %s, left by an interrupted cache write", path)
+        except OSError:
+            continue
+
+
+def _keys_digest(keys: list[str]) -> str:
+    """SHA-256 of a shard's row keys: an edited or damaged key list would serve rows under wrong keys."""
+    return hashlib.sha256(json.dumps(keys, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 def _shard_bytes(info: Mapping[str, Any]) -> int:

@@ -68,8 +68,8 @@ def save_embeddings(
     """Write ``embeddings`` [n, d] with one ``rows`` entry per row and a manifest; return the folder.
 
     ``model`` is the model identity (:attr:`negvocab.VLM.identity`); ``info`` goes into the
-    manifest as is (templates, source file, failed images, ...). The manifest is written last, so
-    a folder without one, or whose checksums disagree, is an unfinished export.
+    manifest as is (templates, source file, failed images, ...). The finished manifest is written
+    last; until then the folder holds one saying the export is unfinished.
     """
     emb = np.asarray(embeddings)
     if emb.ndim != 2 or len(rows) != len(emb):
@@ -81,12 +81,15 @@ def save_embeddings(
     writer.writerows({"row": i, **r} for i, r in enumerate(rows))
 
     out = check_export_folder(folder)
-    (out / MANIFEST_FILE).unlink(missing_ok=True)  # an interrupted rewrite must not look finished
+    # first a manifest saying the export is unfinished: an interrupted one is known as ours (the
+    # same command may write there again) and never read as finished
+    write_json(out / MANIFEST_FILE, {"format": FORMAT, "complete": False})
     with atomic_path(out / EMBEDDINGS_FILE) as tmp, open(tmp, "wb") as fh:
         np.save(fh, np.ascontiguousarray(emb, dtype=np.float32), allow_pickle=False)
     write_text(out / ROWS_FILE, buf.getvalue())
     manifest = {
         "format": FORMAT,
+        "complete": True,
         "n": int(emb.shape[0]),
         "dim": int(emb.shape[1]),
         "dtype": "float32",
@@ -113,6 +116,8 @@ def load_embeddings(
         raise InputError(f"{manifest_path}: unreadable manifest ({e}); export again") from e
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise InputError(f"{manifest_path}: not a {FORMAT} manifest")
+    if manifest.get("complete") is False:
+        raise InputError(f"{out}: an unfinished export (it was interrupted); export again")
     files, n, dim = manifest.get("files"), manifest.get("n"), manifest.get("dim")
     if not (isinstance(files, dict) and {EMBEDDINGS_FILE, ROWS_FILE} <= set(files) and isinstance(n, int) and isinstance(dim, int)):
         raise InputError(f"{manifest_path}: incomplete manifest (files, n, dim); export again")

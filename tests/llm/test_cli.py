@@ -30,7 +30,7 @@ def test_kill_9_mid_run_then_resume_repeats_no_journaled_request(tmp_path, synon
         journal = run_dir / JOURNAL
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and proc.poll() is None:
-            if journal.exists() and journal.read_bytes().count(b"\n") >= 15:
+            if journal.exists() and journal.read_bytes().count(b"\n") >= 16:  # the identity line and 15 results
                 break
             time.sleep(0.01)
         assert proc.poll() is None, "the run finished before it could be killed"

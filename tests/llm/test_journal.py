@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -21,7 +22,8 @@ def test_append_and_reload(tmp_path):
         j.append([rec("x/r0"), rec("y/r0")])
         j.append([rec("x/r1", ["b", "c"])])
     lines = (tmp_path / JOURNAL).read_text().splitlines()
-    assert [json.loads(s)["custom_id"] for s in lines] == ["x/r0", "y/r0", "x/r1"]
+    assert json.loads(lines[0]) == {"kind": "identity", "identity": IDENT, "identity_sha256": j.identity_sha256}
+    assert [json.loads(s)["custom_id"] for s in lines[1:]] == ["x/r0", "y/r0", "x/r1"]
     j2 = Journal(tmp_path, IDENT)
     assert set(j2.results) == {"x/r0", "y/r0", "x/r1"}
     assert j2.results["x/r1"]["labels"] == ["b", "c"]
@@ -68,7 +70,7 @@ def test_damaged_middle_line_is_an_error(tmp_path, line, why):
         j.append([rec("x/r0")])
     with open(tmp_path / JOURNAL, "ab") as fh:
         fh.write(line + b"\n" + json.dumps(rec("y/r0")).encode() + b"\n")
-    with pytest.raises(InputError, match=rf"line 2 is damaged \({why}.*delete that line to ask its request again"):
+    with pytest.raises(InputError, match=rf"line 3 is damaged \({why}.*delete that line to ask its requests again"):
         Journal(tmp_path, IDENT)
 
 
@@ -90,7 +92,7 @@ def test_readonly_creates_nothing(tmp_path):
 
 def test_journal_without_manifest_is_refused(tmp_path):
     (tmp_path / JOURNAL).write_text(json.dumps(rec("x/r0")) + "\n")
-    with pytest.raises(InputError, match="not a negvocab run folder"):
+    with pytest.raises(InputError, match="not a negvocab LLM run folder; .*holds no identity line to rebuild it from"):
         Journal(tmp_path, IDENT)
     (tmp_path / MANIFEST).write_text("{oops")
     with pytest.raises(InputError, match="unreadable run manifest"):
@@ -105,3 +107,22 @@ def test_a_run_folder_is_locked_while_a_process_writes_it(tmp_path):
     j.close()
     with Journal(tmp_path, IDENT) as again:  # released on close (and by the OS when a process dies)
         again.append([rec("x/r0")])
+
+
+@pytest.mark.parametrize("damage", ["deleted", "garbage"])
+def test_a_lost_manifest_is_rebuilt_from_the_journal(tmp_path, caplog, damage):
+    # the journal's first line holds the identity: a deleted or damaged manifest.json costs nothing
+    with Journal(tmp_path, IDENT) as j:
+        j.append([rec("x/r0"), rec("y/r0")])
+    if damage == "deleted":
+        (tmp_path / MANIFEST).unlink()
+    else:
+        (tmp_path / MANIFEST).write_text("{oops")
+    with caplog.at_level(logging.WARNING), Journal(tmp_path, IDENT) as again:
+        assert set(again.results) == {"x/r0", "y/r0"}
+    assert "rebuilt from the journal's identity line" in caplog.text
+    assert json.loads((tmp_path / MANIFEST).read_text())["identity"] == IDENT
+    assert set(Journal.open_existing(tmp_path).results) == {"x/r0", "y/r0"}
+    (tmp_path / MANIFEST).unlink()
+    with pytest.raises(InputError, match="holds another run .*model"):
+        Journal(tmp_path, {**IDENT, "model": "other"})  # the identity line still guards the folder

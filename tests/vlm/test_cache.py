@@ -410,3 +410,35 @@ def test_a_shard_changed_after_it_was_read_is_checked_again(tmp_path):
     found, rows = store.get(["a", "b"])
     assert not found.any() and rows is None
     assert not list((tmp_path / "s").glob("*.npy"))  # the corrupt shard was deleted
+
+
+@pytest.mark.parametrize("damage", ["swap two keys", "edit a key"])
+def test_a_damaged_manifest_never_serves_rows_under_wrong_keys(tmp_path, caplog, damage):
+    store = EmbeddingStore(tmp_path / "s", {"k": 1})
+    rows = np.arange(12, dtype=np.float32).reshape(4, 3)
+    store.put(["a", "b", "c", "d"], rows)
+    (manifest,) = [p for p in (tmp_path / "s").glob("*.json") if p.name != "key.json"]
+    info = json.loads(manifest.read_text())
+    if damage == "swap two keys":
+        info["keys"][0], info["keys"][1] = info["keys"][1], info["keys"][0]
+    else:
+        info["keys"][2] = "e"
+    manifest.write_text(json.dumps(info))
+    with caplog.at_level(logging.WARNING):
+        found, got = EmbeddingStore(tmp_path / "s", {"k": 1}).get(["a", "b", "c", "d", "e"])
+    assert not found.any() and got is None
+    assert "corrupt cache manifest" in caplog.text
+
+
+def test_stale_temporary_files_of_killed_writes_are_removed(tmp_path):
+    import os
+
+    store = EmbeddingStore(tmp_path / "s", {"k": 1})
+    store.put(["a"], np.ones((1, 3), np.float32))
+    old = tmp_path / "s" / ".abc.npy.x1.tmp"
+    young = tmp_path / "s" / ".def.npy.x2.tmp"
+    old.write_bytes(b"x" * 100)
+    young.write_bytes(b"y")
+    os.utime(old, (0, 0))
+    assert EmbeddingStore(tmp_path / "s", {"k": 1}).get(["a"])[0].all()
+    assert not old.exists() and young.exists()  # a live writer's file is left alone

@@ -133,3 +133,22 @@ def test_a_hand_edited_manifest_is_refused(tmp_path, edit):
     (out / "manifest.json").write_text(json.dumps(doc))
     with pytest.raises(InputError, match="incomplete manifest"):
         load_embeddings(out)
+
+
+def test_an_interrupted_export_is_unfinished_and_can_be_written_again(tmp_path, monkeypatch):
+    # killed after embeddings.npy: the folder is known as ours (the same command may write it
+    # again) and is never read as a finished export
+    import negvocab.vlm.export as export_mod
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(export_mod, "write_text", killed)  # rows.csv is written after embeddings.npy
+    with pytest.raises(KeyboardInterrupt):
+        _export(tmp_path)
+    assert (tmp_path / "out" / "embeddings.npy").is_file()
+    with pytest.raises(InputError, match="an unfinished export .*export again"):
+        load_embeddings(tmp_path / "out")
+    monkeypatch.undo()
+    out, emb, _ = _export(tmp_path)
+    np.testing.assert_array_equal(load_embeddings(out)[0], emb)
