@@ -119,13 +119,16 @@ class EmbeddingStore:
                 and len(info["shape"]) >= 1
                 and len(info["keys"]) == info["shape"][0]
                 and isinstance(info.get("sha256"), str)
-                and info.get("keys_sha256") == _keys_digest(info["keys"])
             )
         except FileNotFoundError:  # merged away by another process meanwhile
             return None
         except (OSError, ValueError):
             ok = False
-        if not ok:
+        if ok and "keys_sha256" not in info:  # written before manifests held it: cannot be checked
+            log.info("%s: cache shard of an older negvocab; its rows are recomputed", path)
+            self._drop(path.stem)
+            return None
+        if not ok or info["keys_sha256"] != _keys_digest(info["keys"]):
             log.warning("%s: corrupt cache manifest; discarding the shard", path)
             self._drop(path.stem)
             return None

@@ -442,3 +442,16 @@ def test_stale_temporary_files_of_killed_writes_are_removed(tmp_path):
     os.utime(old, (0, 0))
     assert EmbeddingStore(tmp_path / "s", {"k": 1}).get(["a"])[0].all()
     assert not old.exists() and young.exists()  # a live writer's file is left alone
+
+
+def test_a_shard_of_an_older_version_is_recomputed_quietly(tmp_path, caplog):
+    store = EmbeddingStore(tmp_path / "s", {"k": 1})
+    store.put(["a"], np.ones((1, 3), np.float32))
+    (manifest,) = [p for p in (tmp_path / "s").glob("*.json") if p.name != "key.json"]
+    info = json.loads(manifest.read_text())
+    del info["keys_sha256"]  # as negvocab 0.1.0 before this field wrote it
+    manifest.write_text(json.dumps(info))
+    with caplog.at_level(logging.INFO):
+        found, _ = EmbeddingStore(tmp_path / "s", {"k": 1}).get(["a"])
+    assert not found.any()
+    assert "older negvocab" in caplog.text and not [r for r in caplog.records if r.levelno >= logging.WARNING]
