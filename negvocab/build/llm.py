@@ -291,15 +291,40 @@ def _sum_costs(*costs: float | None) -> float | None:
 
 
 def _run_coro(coro: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run``, also from inside a running loop (Jupyter) via a helper thread."""
+    """``asyncio.run``, also from inside a running loop (Jupyter) via a helper thread.
+
+    There the kernel's interrupt lands in this thread, not in the loop: the first cancels the run
+    (which then drains, as Ctrl-C does under ``asyncio.run``), the second every task in it.
+    """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
     import concurrent.futures
 
+    loop = asyncio.new_event_loop()
+    main = loop.create_task(coro)
+    interrupts = 0
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+        done = pool.submit(_run_until_complete, loop, main)
+        while True:
+            try:
+                return done.result()
+            except KeyboardInterrupt:
+                interrupts += 1
+                cancel = main.cancel if interrupts == 1 else lambda: [t.cancel() for t in asyncio.all_tasks(loop)]
+                loop.call_soon_threadsafe(cancel)
+            except asyncio.CancelledError:
+                raise KeyboardInterrupt from None
+
+
+def _run_until_complete(loop: asyncio.AbstractEventLoop, main: asyncio.Task[T]) -> T:
+    asyncio.set_event_loop(loop)
+    try:
+        return loop.run_until_complete(main)
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
 
 
 def _check_rounds_used(r: int, rounds: int) -> int:

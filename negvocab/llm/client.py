@@ -338,7 +338,7 @@ class LLMClient:
                 if len(tries.best) > len(e.labels):  # an earlier attempt gave more (a short list)
                     return Answer("short", tries.best, dict(tries.usage), None, None, tries.total, str(e))
                 return Answer(e.status, e.labels, dict(tries.usage), None, None, tries.total, str(e))
-            except ResourceError as e:  # fatal (quota, key): keep a paid short list; the next request stops the run
+            except (ResourceError, NotSent) as e:  # fatal (quota, key) or interrupted: keep a paid short list
                 if tries.best:
                     return Answer("short", tries.best, dict(tries.usage), None, None, tries.total, f"then {e}")
                 raise
@@ -367,6 +367,8 @@ class LLMClient:
     async def _attempt(self, messages: list[dict[str, str]], n: int, tries: _Tries, trace_id: str | None) -> Answer:
         """One request: an :class:`Answer`, or :class:`_Transient` / :class:`BadAnswer` to retry."""
         await self._gate()
+        if self._draining:  # interrupted while this request waited (a pause or a retry's backoff)
+            raise NotSent("the run was interrupted before this attempt was sent")
         headers = {"X-Client-Request-Id": f"negvocab:{trace_id}:{tries.total}"} if trace_id else None
         try:
             completion = await self.client.chat.completions.create(

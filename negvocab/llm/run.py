@@ -222,8 +222,8 @@ async def run_sync(
             client.drain()
             if client.in_flight:
                 log.warning(
-                    "interrupted: waiting for the %d questions already sent (and paid for) to be answered and "
-                    "journaled; Ctrl-C again to stop at once", client.in_flight,
+                    "interrupted: sending nothing new; waiting for the %d questions under way to be answered "
+                    "and journaled (sent ones are paid for); Ctrl-C again to stop at once", client.in_flight,
                 )
             await asyncio.wait(tasks)
             raise

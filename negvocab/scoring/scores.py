@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -353,11 +354,14 @@ def _joint_max_probs(
 
 
 def _prefix_sizes(sizes: Sequence[int], m: int, method: str) -> list[int]:
-    """``sizes`` as ints, each a prefix size in [1, m]."""
-    bad = [s for s in sizes if not 1 <= int(s) <= m]
-    if not sizes or bad:
-        raise InputError(f"{method} prefix sizes must lie in [1, {m}], got {list(sizes)}")
-    return [int(s) for s in sizes]
+    """``sizes`` as ints, each a prefix size in [1, m] (2.5 or "2" is refused, not truncated)."""
+    try:
+        out = [operator.index(s) for s in sizes]
+    except TypeError:
+        out = []
+    if not out or len(out) != len(sizes) or any(not 1 <= s <= m for s in out):
+        raise InputError(f"{method} prefix sizes must be integers in [1, {m}], got {list(sizes)}")
+    return out
 
 
 def eoe_prefixes(

@@ -53,7 +53,7 @@ class EmbeddingStore:
         self.key_doc = json.loads(json.dumps(key_doc))
         self._index: dict[str, tuple[str, int]] | None = None
         self._shards: dict[str, dict[str, Any]] = {}
-        self._arrays: dict[str, tuple[tuple[int, ...], np.ndarray]] = {}  # verified shards, by file stat
+        self._verified: dict[str, tuple[int, ...]] = {}  # shard -> the file version (stat) verified
 
     @classmethod
     def for_key(cls, root: str | Path, key_doc: Mapping[str, Any]) -> EmbeddingStore:
@@ -124,10 +124,13 @@ class EmbeddingStore:
             return None
         except (OSError, ValueError):
             ok = False
-        if ok and "keys_sha256" not in info:  # written before manifests held it: cannot be checked
-            log.info("%s: cache shard of an older negvocab; its rows are recomputed", path)
-            self._drop(path.stem)
-            return None
+        if ok and "keys_sha256" not in info:  # written before manifests held it: trusted as then, hashed from now on
+            info["keys_sha256"] = _keys_digest(info["keys"])
+            try:
+                write_json(path, info, indent=None)
+            except OSError:
+                pass  # a read-only cache: checked this time only
+            log.info("%s: cache manifest of an older negvocab; its key hash was added", path)
         if not ok or info["keys_sha256"] != _keys_digest(info["keys"]):
             log.warning("%s: corrupt cache manifest; discarding the shard", path)
             self._drop(path.stem)
@@ -135,26 +138,24 @@ class EmbeddingStore:
         return info
 
     def _load_shard(self, sid: str) -> np.ndarray | None:
-        """Shard ``sid`` memory-mapped read-only, verified against its manifest once per file version."""
+        """Shard ``sid`` memory-mapped read-only, its bytes verified against the manifest once per
+        file version (the mapping is not kept: no file handle outlives the read)."""
         info = self._shards[sid]
         path = self.folder / f"{sid}.npy"
         try:
             st = path.stat()
         except OSError:
             log.warning("%s: cache shard missing; recomputing its rows", path)
-            self._arrays.pop(sid, None)
+            self._verified.pop(sid, None)
             return None
         version = (st.st_ino, st.st_size, st.st_mtime_ns)
-        known = self._arrays.get(sid)
-        if known is not None and known[0] == version:
-            return known[1]
         problem = None
         try:
-            with open(path, "rb") as fh:
-                digest = hashlib.file_digest(fh, "sha256").hexdigest()
-            if digest != info["sha256"]:
-                problem = "checksum mismatch"
-            else:
+            if self._verified.get(sid) != version:
+                with open(path, "rb") as fh:
+                    if hashlib.file_digest(fh, "sha256").hexdigest() != info["sha256"]:
+                        problem = "checksum mismatch"
+            if problem is None:
                 arr = np.load(path, mmap_mode="r", allow_pickle=False)
                 if list(arr.shape) != info["shape"] or str(arr.dtype) != info.get("dtype", "float32"):
                     problem = f"shape/dtype {arr.shape}/{arr.dtype} != manifest"
@@ -166,7 +167,7 @@ class EmbeddingStore:
             log.warning("%s: corrupt cache shard (%s); deleting it and recomputing its rows", path, problem)
             self._drop(sid)
             return None
-        self._arrays[sid] = (version, arr)
+        self._verified[sid] = version
         return arr
 
     def _drop(self, sid: str) -> None:
@@ -176,7 +177,7 @@ class EmbeddingStore:
             except OSError as e:  # a read-only cache or a folder in the way: not used, left as it is
                 log.warning("cannot remove %s from the embedding cache: %s", f"{sid}{suffix}", e)
         self._shards.pop(sid, None)
-        self._arrays.pop(sid, None)
+        self._verified.pop(sid, None)
         if self._index is not None:
             self._index = {k: v for k, v in self._index.items() if v[0] != sid}
 

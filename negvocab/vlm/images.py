@@ -261,26 +261,30 @@ def _file_key(path: str) -> str:
 
 def _patch_array(shape: tuple[int, ...], scratch: Path) -> np.ndarray:
     """A float32 array of ``shape``: in RAM up to LOCAL_RAM_BYTES, else memory-mapped on a
-    temporary file in ``scratch`` (deleted when the array is)."""
+    temporary file in ``scratch`` (or, if that cannot hold it, the system's temporary folder),
+    deleted when the array is."""
     nbytes = int(np.prod(shape, dtype=np.int64)) * 4
     if nbytes <= LOCAL_RAM_BYTES:
         return np.zeros(shape, dtype=np.float32)
-    try:
-        scratch.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(prefix="patches-", dir=scratch) as fh:
-            if hasattr(os, "posix_fallocate"):  # claim the disk now: a full disk later would crash the run
-                os.posix_fallocate(fh.fileno(), 0, nbytes)
-            else:
-                fh.truncate(nbytes)
-            arr = np.memmap(fh, dtype=np.float32, mode="r+", shape=shape)
-    except OSError as e:
-        raise ResourceError(
-            f"GL-MCM patch features of {shape[0]} images need {nbytes / 2**30:.1f} GiB of disk in {scratch} "
-            f"({e.strerror or e}); free space there or point the embedding cache (cache_dir, "
-            "$NEGVOCAB_CACHE_DIR) at a bigger disk"
-        ) from e
-    log.info("GL-MCM patch features of %d images (%.1f GiB) are kept in a temporary file in %s", shape[0], nbytes / 2**30, scratch)
-    return arr
+    errors = []
+    for folder in dict.fromkeys([scratch, Path(tempfile.gettempdir())]):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(prefix="patches-", dir=folder) as fh:
+                if hasattr(os, "posix_fallocate"):  # claim the disk now: a full disk later would crash the run
+                    os.posix_fallocate(fh.fileno(), 0, nbytes)
+                else:
+                    fh.truncate(nbytes)
+                arr = np.memmap(fh, dtype=np.float32, mode="r+", shape=shape)
+        except OSError as e:
+            errors.append(f"{folder}: {e.strerror or e}")
+            continue
+        log.info("GL-MCM patch features of %d images (%.1f GiB) are kept in a temporary file in %s", shape[0], nbytes / 2**30, folder)
+        return arr
+    raise ResourceError(
+        f"GL-MCM patch features of {shape[0]} images need {nbytes / 2**30:.1f} GiB of disk ({'; '.join(errors)}); "
+        "free space there or point the embedding cache (cache_dir, $NEGVOCAB_CACHE_DIR) at a bigger disk"
+    )
 
 
 class _Rows:

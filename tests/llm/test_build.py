@@ -336,3 +336,36 @@ def test_a_full_disk_under_the_journal_is_one_line_and_stops_asking(endpoint, tm
     vocab = build(tmp_path / "run", synonym_filter)  # resumes with space again
     assert sum(endpoint.state.chat_counts.values()) == asked + (150 - kept)
     assert len(vocab.labels) > 0
+
+
+def test_ctrl_c_in_a_notebook_drains_as_on_the_command_line(endpoint, tmp_path, synonym_filter):
+    # in Jupyter the run's loop lives in a helper thread and the interrupt lands in the main thread
+    # (it used to wait there until every request had been sent); now it drains and stops the run
+    import asyncio
+    import os
+    import signal
+    import threading
+    import time
+
+    from negvocab.llm.journal import Journal
+
+    endpoint.state.latency = 0.2
+
+    def interrupt_soon():
+        while sum(endpoint.state.chat_counts.values()) < 10:
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    async def notebook_cell():  # a cell runs inside the kernel's event loop
+        return build(tmp_path / "run", synonym_filter)
+
+    threading.Thread(target=interrupt_soon, daemon=True).start()
+    loop = asyncio.new_event_loop()  # no asyncio.run: a kernel raises KeyboardInterrupt, not a cancel
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(notebook_cell())
+    finally:
+        loop.close()
+    asked = set(endpoint.state.chat_counts)
+    assert 10 <= len(asked) < 150
+    assert set(Journal.open_existing(tmp_path / "run").results) == asked  # every answer under way was kept

@@ -276,3 +276,26 @@ def test_endpoint_written_to_files_has_no_credentials(server, tmp_path, synonym_
     for f in tmp_path.rglob("*"):
         if f.is_file():
             assert b"SECRET-IN-URL" not in f.read_bytes() and DUMMY_KEY.encode() not in f.read_bytes(), f
+
+
+def test_an_interrupted_client_sends_no_retry(server):
+    # drain() during a Retry-After pause: the waiting retry is never sent (it would be paid for
+    # after the user pressed Ctrl-C); a request not yet started is not sent either
+    from negvocab.llm.client import NotSent
+
+    server.state.retry_after = "1"
+    server.state.add_faults("k1/r0", "429")
+
+    async def go():
+        async with LLMClient("gpt-test", base_url=server.url, api_key=DUMMY_KEY, concurrency=1, **FAST) as client:
+            first = asyncio.ensure_future(client.ask(MESSAGES, 6, trace_id="run:k1/r0"))
+            second = asyncio.ensure_future(client.ask(MESSAGES, 6, trace_id="run:k2/r0"))
+            while not server.state.chat_log:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.2)  # the 429 came back; the retry waits out Retry-After
+            client.drain()
+            return await asyncio.gather(first, second, return_exceptions=True)
+
+    first, second = asyncio.run(go())
+    assert isinstance(first, NotSent) and isinstance(second, NotSent)
+    assert dict(server.state.chat_counts) == {"k1/r0": 1}

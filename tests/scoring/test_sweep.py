@@ -105,6 +105,10 @@ def test_neglabel_prefixes_equals_the_float64_formula(emb):
     got = neglabel_prefixes(img, idt, neg, [5, 120, 503], tau=0.02, groups=10, chunk_size=9)
     for m in (5, 120, 503):
         np.testing.assert_allclose(got[m], ref.neglabel(img, idt, neg[:m], tau=0.02, groups=10), atol=1e-12, rtol=0)
-    for bad in ([], [0], [504]):
-        with pytest.raises(InputError, match="prefix sizes"):
-            neglabel_prefixes(img, idt, neg, bad)
+    from negvocab.scoring.scores import eoe_prefixes
+
+    for bad in ([], [0], [504], [2.5], ["7"]):
+        for prefixes in (neglabel_prefixes, eoe_prefixes):
+            with pytest.raises(InputError, match="prefix sizes must be integers"):
+                prefixes(img, idt, neg, bad)
+    assert list(eoe_prefixes(img, idt, neg, [np.int64(7)])) == [7]

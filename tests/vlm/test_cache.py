@@ -444,14 +444,28 @@ def test_stale_temporary_files_of_killed_writes_are_removed(tmp_path):
     assert not old.exists() and young.exists()  # a live writer's file is left alone
 
 
-def test_a_shard_of_an_older_version_is_recomputed_quietly(tmp_path, caplog):
+def test_a_shard_of_an_older_version_is_kept_and_its_keys_hashed(tmp_path, caplog):
     store = EmbeddingStore(tmp_path / "s", {"k": 1})
     store.put(["a"], np.ones((1, 3), np.float32))
     (manifest,) = [p for p in (tmp_path / "s").glob("*.json") if p.name != "key.json"]
     info = json.loads(manifest.read_text())
-    del info["keys_sha256"]  # as negvocab 0.1.0 before this field wrote it
+    digest = info.pop("keys_sha256")  # as negvocab wrote it before manifests held the key hash
     manifest.write_text(json.dumps(info))
     with caplog.at_level(logging.INFO):
-        found, _ = EmbeddingStore(tmp_path / "s", {"k": 1}).get(["a"])
-    assert not found.any()
-    assert "older negvocab" in caplog.text and not [r for r in caplog.records if r.levelno >= logging.WARNING]
+        found, rows = EmbeddingStore(tmp_path / "s", {"k": 1}).get(["a"])
+    assert found.all() and rows.tolist() == [[1.0, 1.0, 1.0]]  # an upgrade does not throw the cache away
+    assert json.loads(manifest.read_text())["keys_sha256"] == digest
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_no_file_handle_or_deleted_shard_outlives_a_read(tmp_path):
+    import os
+
+    store = EmbeddingStore(tmp_path / "s", {"k": 1})
+    for i in range(5):
+        store.put([f"k{i}"], np.full((1, 3), i, np.float32))
+    before = len(os.listdir("/proc/self/fd"))
+    assert store.get([f"k{i}" for i in range(5)])[0].all()
+    assert len(os.listdir("/proc/self/fd")) == before
+    maps = open("/proc/self/maps").read()
+    assert str(tmp_path / "s") not in maps  # no shard stays mapped (a cleared one would keep its space)

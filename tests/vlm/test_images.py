@@ -213,5 +213,20 @@ def test_no_disk_for_patch_features_is_one_clear_error(tiny, image_dir, monkeypa
 
     monkeypatch.setattr(images_mod, "LOCAL_RAM_BYTES", 0)
     monkeypatch.setattr(images_mod.os, "posix_fallocate", full)
-    with pytest.raises(ResourceError, match=r"patch features of 6 images need .* GiB of disk in .*\.scratch \(No space left on device\); free space"):
+    with pytest.raises(ResourceError, match=r"patch features of 6 images need .* GiB of disk \(.*\.scratch: No space left on device; .*: No space left on device\); free space"):
         tiny.encode_images(image_dir, local_features=True, num_workers=0)
+
+
+def test_patch_features_fall_back_to_the_system_temporary_folder(tmp_path, image_dir, monkeypatch):
+    # a VLM whose cache folder cannot be written (cache=False for that reason) still gets its
+    # memory-mapped patch features
+    import negvocab.vlm.images as images_mod
+
+    monkeypatch.setattr(images_mod, "LOCAL_RAM_BYTES", 0)
+    (tmp_path / "a_file").write_text("not a folder")
+    from negvocab.vlm.model import VLM
+
+    vlm = VLM.from_model(make_tiny_vlm().model, make_tiny_vlm().tokenizer, name="t", random_weights=True, device="cpu",
+                         cache_dir=tmp_path / "a_file" / "emb", cache=False)  # fmt: skip
+    out = vlm.encode_images(image_dir, local_features=True, num_workers=0)
+    assert isinstance(out.local, np.memmap) and len(out.local) == 5
