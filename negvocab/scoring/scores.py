@@ -41,6 +41,7 @@ Grouping = Literal["stratified", "random"]
 GROUPINGS: tuple[str, ...] = ("stratified", "random")
 #: default budget for the largest per-chunk matrix (bytes); a few such temporaries live at once
 DEFAULT_CHUNK_BYTES = 64 * 2**20
+JOINT_SEGMENT = 256
 
 __all__ = [
     "METHODS",
@@ -332,10 +333,12 @@ def _joint_max_probs(
     """``{M: (max_ID p, max_neg p)}`` of one softmax over ID ∪ the first M negatives of cos/T, per
     image, for every M in ``sizes`` (default: all negatives). One pass: each segment of negatives
     between two sizes adds its log-sum-exp and maximum to the running ones."""
-    ends = sorted(set(sizes or [n.shape[0]]))
+    wanted = sorted(set(sizes or [n.shape[0]]))
+    # segments of at most JOINT_SEGMENT negatives: on 2 CPU cores EOE at 71,000 labels runs 1.8x faster
+    ends = sorted(set(wanted) | set(range(JOINT_SEGMENT, wanted[-1], JOINT_SEGMENT)))
     widest = max(b - a for a, b in zip([0, *ends[:-1]], ends, strict=True))
     step = _chunk_rows(len(v), t.shape[0] + widest, v.element_size(), chunk_size)
-    parts: dict[int, tuple[list[torch.Tensor], list[torch.Tensor]]] = {m: ([], []) for m in ends}
+    parts: dict[int, tuple[list[torch.Tensor], list[torch.Tensor]]] = {m: ([], []) for m in wanted}
     for i in range(0, len(v), step):
         vc = v[i : i + step]
         sid = vc @ t.T / T
@@ -346,9 +349,10 @@ def _joint_max_probs(
             seg_lse, seg_max = torch.logsumexp(sneg, -1), sneg.amax(-1)
             lse_neg = seg_lse if lse_neg is None else torch.logaddexp(lse_neg, seg_lse)
             max_neg = seg_max if max_neg is None else torch.maximum(max_neg, seg_max)
-            lse = torch.logaddexp(lse_id, lse_neg)
-            parts[m][0].append(torch.exp(max_id - lse))
-            parts[m][1].append(torch.exp(max_neg - lse))
+            if m in parts:
+                lse = torch.logaddexp(lse_id, lse_neg)
+                parts[m][0].append(torch.exp(max_id - lse))
+                parts[m][1].append(torch.exp(max_neg - lse))
             start = m
     return {m: (_out(p_id), _out(p_neg)) for m, (p_id, p_neg) in parts.items()}
 
