@@ -47,6 +47,7 @@ IMAGE_PIECE_BYTES = 256 << 20
 #: GL-MCM patch features bigger than this live in a memory-mapped temporary file, not in RAM
 #: (50,000 ViT-B/16 images hold 20 GB of them)
 LOCAL_RAM_BYTES = 1 << 30
+#: images read from the cache at a time (bounds the patch features held while filling the rows)
 CACHE_READ_ROWS = 512
 
 IMAGE_EXTENSIONS = frozenset(
@@ -70,8 +71,8 @@ class ImageEmbeddings:
         L2-normalised global image embeddings.
     local : ndarray, float32 [n, p, d] or None
         L2-normalised GL-MCM patch features (p patch tokens), when asked for. Beyond
-        ``LOCAL_RAM_BYTES`` (1 GiB) a read-write ``np.memmap`` on a temporary file under the
-        embedding cache folder (``.scratch``), deleted with the array.
+        ``LOCAL_RAM_BYTES`` (1 GiB) a read-write ``np.memmap`` on an unlinked temporary file in the
+        embedding cache folder (``.scratch``; else the system's temporary folder), freed with the array.
     failed : list of (str, str)
         ``(path, reason)`` of every image that could not be read (skipped).
     """
@@ -229,7 +230,6 @@ def _value_path(visual: Any, x: torch.Tensor) -> torch.Tensor:
 
 def encode_batch(vlm: VLM, images: torch.Tensor, local: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Global (and local) L2-normalised float32 features of a preprocessed batch, on the CPU."""
-
     images = images.to(vlm.device)
     if not local:
         with vlm.autocast():
