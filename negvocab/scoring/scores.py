@@ -508,15 +508,16 @@ def _neglabel_chunk(
     tau: float,
     rows_needed: int,
     pad: torch.Tensor | None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """NegLabel for one image chunk at each size.
 
     Each image's negative logits are shifted by that image's largest one, exponentiated in place in
     the input precision (no term overflows; with cosines and tau = 0.01 none that matters underflows)
     and summed per group; group masses accumulate across segments in float64. The ID log-mass is an
-    exact float64 log-sum-exp. Returns (scores [n, n_big], scores of small sizes [n, n_small], and a
+    exact float64 log-sum-exp. Returns (scores [n, n_big], scores of small sizes [n, n_small], a
     flag [n] for images whose smallest group mass fell below 1e-30 of the largest term (to be
-    recomputed by :func:`_neglabel_chunk_exact`).
+    recomputed by :func:`_neglabel_chunk_exact`), and EOE's penalty at the largest size: the top
+    negative's probability in one softmax of cos/tau over ID ∪ negatives (None without big sizes).
     """
     n = v.shape[0]
     a = _shifted_lse(v @ t.T, tau)  # [n], float64
@@ -541,8 +542,10 @@ def _neglabel_chunk(
             acc += (e[:, r] * mask).double()
         flag |= (acc < 1e-30).any(1)
         big.append(torch.sigmoid(a[:, None] - (torch.log(acc) + shift)).mean(1))
+    # the total negative mass is at least the top term's 1, so this holds also for flagged images
+    penalty = torch.exp(shift[:, 0] - torch.logaddexp(a, torch.log(acc.sum(1)) + shift[:, 0])) if segments else None
     stack = lambda xs: torch.stack(xs, 1) if xs else a.new_zeros((n, 0))  # noqa: E731
-    return stack(big), stack(small_out), flag
+    return stack(big), stack(small_out), flag, penalty
 
 
 def _neglabel_chunk_exact(
@@ -565,7 +568,12 @@ def _neglabel_chunk_exact(
     return torch.stack(big, 1)
 
 
-def _neglabel_sizes(
+def _neglabel_sizes(v: torch.Tensor, t: torch.Tensor, neg: torch.Tensor, sizes: Sequence[int], **kw: Any) -> dict[int, np.ndarray]:
+    """NegLabel scores for every prefix size in ``sizes`` of the ranked negatives (one pass)."""
+    return _neglabel_pass(v, t, neg, sizes, **kw)[0]
+
+
+def _neglabel_pass(
     v: torch.Tensor,
     t: torch.Tensor,
     neg: torch.Tensor,
@@ -576,29 +584,32 @@ def _neglabel_sizes(
     grouping: str,
     seed: int,
     chunk_size: int | None,
-) -> dict[int, np.ndarray]:
-    """NegLabel scores for every prefix size in ``sizes`` of the ranked negatives (one pass)."""
+) -> tuple[dict[int, np.ndarray], np.ndarray | None]:
+    """NegLabel scores for every prefix size in ``sizes`` of the ranked negatives (one pass), and
+    EOE's penalty with temperature ``tau`` at the largest size (see :func:`_neglabel_chunk`)."""
     lay, g, segments, small, pad = _neglabel_setup(neg, sizes, groups, grouping, seed)
     big = sorted(s for s in set(sizes) if s >= g)
     rows_needed = -(-max(big) // g) if big else 1
     step = _chunk_rows(len(v), t.shape[0] + rows_needed * g, v.element_size(), chunk_size)
-    out_big, out_small = [], []
+    out_big, out_small, out_penalty = [], [], []
     n_exact = 0
     for i in range(0, len(v), step):
         vc = v[i : i + step]
-        sb, ss, flag = _neglabel_chunk(vc, t, lay, g, segments, small, tau, rows_needed, pad)
+        sb, ss, flag, penalty = _neglabel_chunk(vc, t, lay, g, segments, small, tau, rows_needed, pad)
         if bool(flag.any()) and segments:
             sb[flag] = _neglabel_chunk_exact(vc[flag], t, lay, g, segments, tau, rows_needed, pad)
             n_exact += int(flag.sum())
         out_big.append(sb.to("cpu", torch.float64))
         out_small.append(ss.to("cpu", torch.float64))
+        if penalty is not None:
+            out_penalty.append(penalty)
     if n_exact:
         logger.info("neglabel: %d images needed the float64 log-sum-exp path (extreme logit range)", n_exact)
     res_big = torch.cat(out_big).numpy()
     res_small = torch.cat(out_small).numpy()
     result = {m: res_big[:, k].copy() for k, m in enumerate(big)}
     result.update({m: res_small[:, k].copy() for k, m in enumerate(small)})
-    return result
+    return result, (_out(out_penalty) if out_penalty else None)
 
 
 def neglabel(
@@ -723,9 +734,10 @@ def neglabel_eoe(
     v, t, n = _prepare(image_emb, id_emb, neg_emb, device, need_neg=True, method="neglabel_eoe")
     assert n is not None
     m = n.shape[0]
-    base = _neglabel_sizes(v, t, n, [m], tau=tau, groups=groups, grouping=grouping, seed=seed, chunk_size=chunk_size)[m]
-    _, p_neg = _joint_max_probs(v, t, n, temp, chunk_size)[m]
-    return base - beta * p_neg
+    base, p_neg = _neglabel_pass(v, t, n, [m], tau=tau, groups=groups, grouping=grouping, seed=seed, chunk_size=chunk_size)
+    if p_neg is None or temp != tau:  # the penalty needs a pass of its own
+        _, p_neg = _joint_max_probs(v, t, n, temp, chunk_size)[m]
+    return base[m] - beta * p_neg
 
 
 def neglabel_eoe_prefixes(
