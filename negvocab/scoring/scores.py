@@ -508,64 +508,81 @@ def _neglabel_chunk(
     tau: float,
     rows_needed: int,
     pad: torch.Tensor | None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """NegLabel for one image chunk at each size.
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """NegLabel for one image chunk at each size, and EOE's penalty at each size.
 
     Each image's negative logits are shifted by that image's largest one, exponentiated in place in
     the input precision (no term overflows; with cosines and tau = 0.01 none that matters underflows)
     and summed per group; group masses accumulate across segments in float64. The ID log-mass is an
     exact float64 log-sum-exp. Returns (scores [n, n_big], scores of small sizes [n, n_small], a
     flag [n] for images whose smallest group mass fell below 1e-30 of the largest term (to be
-    recomputed by :func:`_neglabel_chunk_exact`), and EOE's penalty at the largest size: the top
-    negative's probability in one softmax of cos/tau over ID ∪ negatives (None without big sizes).
+    recomputed by :func:`_neglabel_chunk_exact`), and the penalties [n, n_big], [n, n_small]: the
+    top negative's probability in one softmax of cos/tau over ID ∪ the first M negatives.
     """
     n = v.shape[0]
     a = _shifted_lse(v @ t.T, tau)  # [n], float64
     cos = (v @ lay[: rows_needed * g].T).view(n, rows_needed, g)
     if pad is not None and rows_needed * g == lay.shape[0]:
         cos[:, -1, pad] = float("-inf")
-    small_out = []
+    small_out, small_pen = [], []
     if small:
         # rank r < G is alone in group r: S(M) = mean_{r<M} sigmoid(a - s_r)
-        per = torch.cumsum(torch.sigmoid(a[:, None] - cos[:, 0, : max(small)].double() / tau), 1)
+        s0 = cos[:, 0, : max(small)].double() / tau
+        per = torch.cumsum(torch.sigmoid(a[:, None] - s0), 1)
         small_out = [per[:, m - 1] / m for m in small]
+        top, lse = torch.cummax(s0, 1).values, torch.logcumsumexp(s0, 1)
+        small_pen = [torch.exp(top[:, m - 1] - torch.logaddexp(a, lse[:, m - 1])) for m in small]
+    seg_max = [_segment_max(cos, r0, r1, partial) for r0, r1, partial in segments]  # before exp_ overwrites cos
     cmax = cos.reshape(n, -1).amax(1)
     e = cos.view(n, -1).sub_(cmax[:, None]).mul_(1.0 / tau).exp_().view(n, rows_needed, g)
     shift = cmax.double()[:, None] / tau
     acc = torch.zeros((n, g), dtype=torch.float64, device=v.device)
     flag = torch.zeros(n, dtype=torch.bool, device=v.device)
-    big = []
-    for r0, r1, partial in segments:
+    big, big_pen = [], []
+    top = None
+    for (r0, r1, partial), m in zip(segments, seg_max, strict=True):
         if r1 > r0:
             acc += e[:, r0:r1].sum(1).double()
         for r, mask in partial:
             acc += (e[:, r] * mask).double()
-        flag |= (acc < 1e-30).any(1)
+        flag |= (acc < 1e-30).any(1)  # the total below 1e-30 too: such images are recomputed
         big.append(torch.sigmoid(a[:, None] - (torch.log(acc) + shift)).mean(1))
-    # the total negative mass is at least the top term's 1, so this holds also for flagged images
-    penalty = torch.exp(shift[:, 0] - torch.logaddexp(a, torch.log(acc.sum(1)) + shift[:, 0])) if segments else None
+        top = m if top is None else torch.maximum(top, m)
+        big_pen.append(torch.exp(top.double() / tau - torch.logaddexp(a, torch.log(acc.sum(1)) + shift[:, 0])))
     stack = lambda xs: torch.stack(xs, 1) if xs else a.new_zeros((n, 0))  # noqa: E731
-    return stack(big), stack(small_out), flag, penalty
+    return stack(big), stack(small_out), flag, stack(big_pen), stack(small_pen)
+
+
+def _segment_max(x: torch.Tensor, r0: int, r1: int, partial: list[tuple[int, torch.Tensor]]) -> torch.Tensor:
+    """Per image, the largest entry of ``x`` [n, rows, G] in rows r0..r1 and the masked partial rows."""
+    parts = [x[:, r0:r1].amax((1, 2))] if r1 > r0 else []
+    parts += [x[:, r].masked_fill(mask == 0, float("-inf")).amax(1) for r, mask in partial]
+    return torch.stack(parts).amax(0)
 
 
 def _neglabel_chunk_exact(
     v: torch.Tensor, t: torch.Tensor, lay: torch.Tensor, g: int, segments: list[Segment], tau: float, rows_needed: int, pad: torch.Tensor | None
-) -> torch.Tensor:
-    """The same scores with a float64 log-sum-exp per group (slower; for extreme logit ranges)."""
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The same scores and penalties of big sizes with a float64 log-sum-exp per group (slower;
+    for extreme logit ranges)."""
     n = v.shape[0]
     a = torch.logsumexp((v @ t.T).double() / tau, -1)
     s = ((v @ lay[: rows_needed * g].T).double() / tau).view(n, rows_needed, g)
     if pad is not None and rows_needed * g == lay.shape[0]:
         s[:, -1, pad] = float("-inf")
     b = torch.full((n, g), float("-inf"), dtype=torch.float64, device=v.device)
-    big = []
+    big, big_pen = [], []
+    top = None
     for r0, r1, partial in segments:
         parts = [b, torch.logsumexp(s[:, r0:r1], 1)] if r1 > r0 else [b]
         for r, mask in partial:
             parts.append(s[:, r] + torch.log(mask.double()))
         b = torch.logsumexp(torch.stack(parts), 0)
         big.append(torch.sigmoid(a[:, None] - b).mean(1))
-    return torch.stack(big, 1)
+        m = _segment_max(s, r0, r1, partial)
+        top = m if top is None else torch.maximum(top, m)
+        big_pen.append(torch.exp(top - torch.logaddexp(a, torch.logsumexp(b, 1))))
+    return torch.stack(big, 1), torch.stack(big_pen, 1)
 
 
 def _neglabel_sizes(v: torch.Tensor, t: torch.Tensor, neg: torch.Tensor, sizes: Sequence[int], **kw: Any) -> dict[int, np.ndarray]:
@@ -584,32 +601,29 @@ def _neglabel_pass(
     grouping: str,
     seed: int,
     chunk_size: int | None,
-) -> tuple[dict[int, np.ndarray], np.ndarray | None]:
-    """NegLabel scores for every prefix size in ``sizes`` of the ranked negatives (one pass), and
-    EOE's penalty with temperature ``tau`` at the largest size (see :func:`_neglabel_chunk`)."""
+) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """NegLabel scores and EOE's penalty (temperature ``tau``) for every prefix size in ``sizes``
+    of the ranked negatives, in one pass (see :func:`_neglabel_chunk`)."""
     lay, g, segments, small, pad = _neglabel_setup(neg, sizes, groups, grouping, seed)
     big = sorted(s for s in set(sizes) if s >= g)
     rows_needed = -(-max(big) // g) if big else 1
     step = _chunk_rows(len(v), t.shape[0] + rows_needed * g, v.element_size(), chunk_size)
-    out_big, out_small, out_penalty = [], [], []
+    outs: list[list[torch.Tensor]] = [[], [], [], []]  # scores big, small; penalties big, small
     n_exact = 0
     for i in range(0, len(v), step):
         vc = v[i : i + step]
-        sb, ss, flag, penalty = _neglabel_chunk(vc, t, lay, g, segments, small, tau, rows_needed, pad)
+        sb, ss, flag, pb, ps = _neglabel_chunk(vc, t, lay, g, segments, small, tau, rows_needed, pad)
         if bool(flag.any()) and segments:
-            sb[flag] = _neglabel_chunk_exact(vc[flag], t, lay, g, segments, tau, rows_needed, pad)
+            sb[flag], pb[flag] = _neglabel_chunk_exact(vc[flag], t, lay, g, segments, tau, rows_needed, pad)
             n_exact += int(flag.sum())
-        out_big.append(sb.to("cpu", torch.float64))
-        out_small.append(ss.to("cpu", torch.float64))
-        if penalty is not None:
-            out_penalty.append(penalty)
+        for out, x in zip(outs, (sb, ss, pb, ps), strict=True):
+            out.append(x.to("cpu", torch.float64))
     if n_exact:
         logger.info("neglabel: %d images needed the float64 log-sum-exp path (extreme logit range)", n_exact)
-    res_big = torch.cat(out_big).numpy()
-    res_small = torch.cat(out_small).numpy()
-    result = {m: res_big[:, k].copy() for k, m in enumerate(big)}
-    result.update({m: res_small[:, k].copy() for k, m in enumerate(small)})
-    return result, (_out(out_penalty) if out_penalty else None)
+    res = [torch.cat(out).numpy() for out in outs]
+    scores = {m: res[0][:, k].copy() for k, m in enumerate(big)} | {m: res[1][:, k].copy() for k, m in enumerate(small)}
+    penalties = {m: res[2][:, k].copy() for k, m in enumerate(big)} | {m: res[3][:, k].copy() for k, m in enumerate(small)}
+    return scores, penalties
 
 
 def neglabel(
@@ -734,9 +748,8 @@ def neglabel_eoe(
     v, t, n = _prepare(image_emb, id_emb, neg_emb, device, need_neg=True, method="neglabel_eoe")
     assert n is not None
     m = n.shape[0]
-    base, p_neg = _neglabel_pass(v, t, n, [m], tau=tau, groups=groups, grouping=grouping, seed=seed, chunk_size=chunk_size)
-    if p_neg is None or temp != tau:  # the penalty needs a pass of its own
-        _, p_neg = _joint_max_probs(v, t, n, temp, chunk_size)[m]
+    base, penalty = _neglabel_pass(v, t, n, [m], tau=tau, groups=groups, grouping=grouping, seed=seed, chunk_size=chunk_size)
+    p_neg = penalty[m] if temp == tau else _joint_max_probs(v, t, n, temp, chunk_size)[m][1]  # else a pass of its own
     return base[m] - beta * p_neg
 
 
@@ -754,7 +767,7 @@ def neglabel_eoe_prefixes(
     chunk_size: int | None = None,
 ) -> dict[int, np.ndarray]:
     """Stratified :func:`neglabel_eoe` scores with the first M ranked negatives for every M in
-    ``sizes``: one pass for the NegLabel term (as :func:`neglabel_prefixes`) and one for the penalty.
+    ``sizes``, in one pass (as :func:`neglabel_prefixes`; a second one when ``penalty_T != tau``).
 
     Returns
     -------
@@ -768,9 +781,10 @@ def neglabel_eoe_prefixes(
     v, t, n = _prepare(image_emb, id_emb, ranked_neg_emb, device, need_neg=True, method="neglabel_eoe")
     assert n is not None
     wanted = _prefix_sizes(sizes, n.shape[0], "neglabel_eoe")
-    base = _neglabel_sizes(v, t, n, wanted, tau=tau, groups=groups, grouping="stratified", seed=0, chunk_size=chunk_size)
-    probs = _joint_max_probs(v, t, n, temp, chunk_size, wanted)
-    return {m: base[m] - beta * probs[m][1] for m in sorted(set(wanted))}
+    base, penalty = _neglabel_pass(v, t, n, wanted, tau=tau, groups=groups, grouping="stratified", seed=0, chunk_size=chunk_size)
+    if temp != tau:  # the penalty needs a pass of its own
+        penalty = {m: p_neg for m, (_, p_neg) in _joint_max_probs(v, t, n, temp, chunk_size, wanted).items()}
+    return {m: base[m] - beta * penalty[m] for m in sorted(set(wanted))}
 
 
 # ----------------------------------------------------------------------------------------------

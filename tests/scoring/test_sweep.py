@@ -112,3 +112,15 @@ def test_neglabel_prefixes_equals_the_float64_formula(emb):
             with pytest.raises(InputError, match="prefix sizes must be integers"):
                 prefixes(img, idt, neg, bad)
     assert list(eoe_prefixes(img, idt, neg, [np.int64(7)])) == [7]
+
+
+def test_neglabel_eoe_sweep_at_extreme_logits_takes_the_exact_path_for_both_terms(emb, caplog):
+    import logging
+
+    img, idt, neg = ref.f64(*emb)
+    with caplog.at_level(logging.INFO):
+        got = negvocab.sweep(img, idt, neg, SIZES, method="neglabel_eoe", groups=8, tau=0.002, chunk_size=11)
+    assert "float64 log-sum-exp path" in caplog.text
+    for m in SIZES:
+        want = ref.neglabel_eoe(img, idt, neg[:m], groups=8, tau=0.002)
+        np.testing.assert_allclose(got[m], want, atol=1e-12, rtol=0, err_msg=f"M={m}")
