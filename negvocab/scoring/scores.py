@@ -532,8 +532,11 @@ def _neglabel_chunk(
         small_out = [per[:, m - 1] / m for m in small]
         top, lse = torch.cummax(s0, 1).values, torch.logcumsumexp(s0, 1)
         small_pen = [torch.exp(top[:, m - 1] - torch.logaddexp(a, lse[:, m - 1])) for m in small]
-    seg_max = [_segment_max(cos, r0, r1, partial) for r0, r1, partial in segments]  # before exp_ overwrites cos
     cmax = cos.reshape(n, -1).amax(1)
+    if len(segments) == 1 and segments[0][:2] == (0, rows_needed) and not segments[0][2]:
+        seg_max = [cmax]  # one segment of every row: its maximum is the one just taken
+    else:
+        seg_max = [_segment_max(cos, r0, r1, partial) for r0, r1, partial in segments]  # before exp_ overwrites cos
     e = cos.view(n, -1).sub_(cmax[:, None]).mul_(1.0 / tau).exp_().view(n, rows_needed, g)
     shift = cmax.double()[:, None] / tau
     acc = torch.zeros((n, g), dtype=torch.float64, device=v.device)
@@ -945,16 +948,15 @@ def explain(
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise InputError(f"k must be an integer >= 1, got {k!r}")
     k_neg, k_id = min(int(k), n.shape[0]), min(int(k), t.shape[0])
-    cos_neg, idx_neg = _nearest_negatives(v, n, k_neg)
     step = _chunk_rows(len(v), t.shape[0] + n.shape[0], v.element_size(), chunk_size)
     result: list[dict[str, Any]] = []
     for i in range(0, len(v), step):
         vc = v[i : i + step]
-        sid = vc @ t.T
+        sid, sneg = vc @ t.T, vc @ n.T  # one product gives the negative mass and the top negatives
         a = torch.logsumexp(sid / tau, -1)
-        b = torch.logsumexp(vc @ n.T / tau, -1)
+        b = torch.logsumexp(sneg / tau, -1)
         total = torch.logaddexp(a, b)
-        dn, in_ = cos_neg[i : i + step], idx_neg[i : i + step]
+        dn, in_ = torch.topk(sneg, k_neg, dim=1)
         di, ii = torch.topk(sid, k_id, dim=1)
         share_n = torch.exp(dn / tau - total[:, None]).cpu().numpy()
         share_i = torch.exp(di / tau - total[:, None]).cpu().numpy()
