@@ -10,8 +10,8 @@ process writes the folder it holds an exclusive lock on it (``.lock``, released 
 process ends), so a second process running the same command is refused instead of paying twice.
 
 The identity (task, model, prompt hash, labels per request, temperature, ...) is fixed when the
-folder is created, in the manifest and again as the journal's first line (``kind: "identity"``), from
-which a deleted or damaged manifest is rebuilt; opening the folder with another identity is refused, so a changed prompt or
+folder is created, in the manifest and again in the journal (``kind: "identity"``, its first line;
+added at the next open to journals begun before), from which a deleted or damaged manifest is rebuilt; opening the folder with another identity is refused, so a changed prompt or
 model is a new run and never a silent mix. The classes and rounds are not part of it: each result
 carries a hash of what was asked (``request_sha256``), so a run grows to more rounds or classes in
 its folder, and a request asked differently is asked again. Of two results for one question the
@@ -90,7 +90,7 @@ class Journal:
             self._check_manifest(extra or {})
             self._load()
             self._fh = open(self.path, "ab")
-            if not self.records:  # the identity again, first: a lost or damaged manifest is rebuilt from it
+            if not self.of_kind("identity"):  # the identity again (first, in new runs): a lost manifest is rebuilt from it
                 self.append([{"kind": "identity", "identity": self.identity, "identity_sha256": self.identity_sha256}])
         except BaseException:
             self.close()
@@ -146,14 +146,20 @@ class Journal:
 
     # -- manifest -------------------------------------------------------------------------------
     def _journal_identity(self) -> dict[str, Any] | None:
-        """The identity in the journal's first line (a copy of the manifest's), if it holds one."""
+        """The identity line of the journal (a copy of the manifest's identity), if it holds one:
+        its first line, or a later one in journals begun before identity lines existed."""
         try:
             with open(self.path, "rb") as fh:
-                first = json.loads(fh.readline())
+                for raw in fh:
+                    if b'"kind":"identity"' not in raw:
+                        continue
+                    rec = json.loads(raw)
+                    ident = rec.get("identity") if isinstance(rec, dict) else None
+                    if isinstance(ident, dict) and identity_hash(ident) == rec.get("identity_sha256"):
+                        return ident
         except (OSError, ValueError):
             return None
-        ok = isinstance(first, dict) and first.get("kind") == "identity" and isinstance(first.get("identity"), dict)
-        return first["identity"] if ok and identity_hash(first["identity"]) == first.get("identity_sha256") else None
+        return None
 
     def _check_manifest(self, extra: Mapping[str, Any]) -> None:
         path = self.run_dir / MANIFEST

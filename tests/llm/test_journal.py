@@ -126,3 +126,19 @@ def test_a_lost_manifest_is_rebuilt_from_the_journal(tmp_path, caplog, damage):
     (tmp_path / MANIFEST).unlink()
     with pytest.raises(InputError, match="holds another run .*model"):
         Journal(tmp_path, {**IDENT, "model": "other"})  # the identity line still guards the folder
+
+
+def test_a_journal_begun_before_identity_lines_gets_one(tmp_path):
+    # an older journal (results only) with its manifest: the next open adds the identity line, so
+    # from then on a lost manifest is rebuilt too
+    with Journal(tmp_path, IDENT) as j:
+        j.append([rec("x/r0")])
+    lines = (tmp_path / JOURNAL).read_text().splitlines()
+    (tmp_path / JOURNAL).write_text("\n".join(lines[1:]) + "\n")  # as written before identity lines
+    Journal(tmp_path, IDENT).close()
+    kinds = [json.loads(x)["kind"] for x in (tmp_path / JOURNAL).read_text().splitlines()]
+    assert kinds == ["result", "identity"]
+    (tmp_path / MANIFEST).unlink()
+    with Journal(tmp_path, IDENT) as again:
+        assert set(again.results) == {"x/r0"}
+    assert kinds == [json.loads(x)["kind"] for x in (tmp_path / JOURNAL).read_text().splitlines()]  # no second line
