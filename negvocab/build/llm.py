@@ -313,18 +313,29 @@ def _run_coro(coro: Coroutine[Any, Any, T]) -> T:
             except KeyboardInterrupt:
                 interrupts += 1
                 cancel = main.cancel if interrupts == 1 else lambda: [t.cancel() for t in asyncio.all_tasks(loop)]
-                loop.call_soon_threadsafe(cancel)
+                try:
+                    loop.call_soon_threadsafe(cancel)
+                except RuntimeError:  # the loop has just closed: the result is there
+                    pass
             except asyncio.CancelledError:
                 raise KeyboardInterrupt from None
 
 
 def _run_until_complete(loop: asyncio.AbstractEventLoop, main: asyncio.Task[T]) -> T:
+    """Run ``main`` on ``loop`` in this thread, then clean up as ``asyncio.run`` does."""
     asyncio.set_event_loop(loop)
     try:
         return loop.run_until_complete(main)
     finally:
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
+        try:
+            left = asyncio.all_tasks(loop)
+            for task in left:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            loop.close()
 
 
 def _check_rounds_used(r: int, rounds: int) -> int:

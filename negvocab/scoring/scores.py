@@ -360,7 +360,7 @@ def _joint_max_probs(
 def _prefix_sizes(sizes: Sequence[int], m: int, method: str) -> list[int]:
     """``sizes`` as ints, each a prefix size in [1, m] (2.5 or "2" is refused, not truncated)."""
     try:
-        out = [operator.index(s) for s in sizes]
+        out = [operator.index(s) for s in sizes if not isinstance(s, bool)]
     except TypeError:
         out = []
     if not out or len(out) != len(sizes) or any(not 1 <= s <= m for s in out):

@@ -299,13 +299,16 @@ def test_unnormalised_embeddings_are_refused(emb, name):
 
 @pytest.mark.parametrize("grouping", ["stratified", "random"])
 @pytest.mark.parametrize("tau", [0.01, 0.002])
-def test_neglabel_eoe_penalty_from_the_neglabel_pass_is_exact(emb, grouping, tau):
+def test_neglabel_eoe_penalty_from_the_neglabel_pass_is_exact(emb, grouping, tau, monkeypatch):
     # with penalty_T = tau the penalty is read off NegLabel's own pass (no second product); in
     # float64 it is the float64 formula to rounding, also at a tau so small that images take the
     # exact float64 path
     img, idt, neg = ref.f64(emb["img"], emb["id"], emb["neg"])
     kw = {"groups": 7, "grouping": grouping, "seed": 3, "tau": tau, "beta": 0.5}
+    second = S._joint_max_probs
+    monkeypatch.setattr(S, "_joint_max_probs", lambda *a, **k: pytest.fail("a second pass for the penalty"))
     got = negvocab.score("neglabel_eoe", img, idt, neg, **kw)
+    monkeypatch.setattr(S, "_joint_max_probs", second)
     np.testing.assert_allclose(got, ref.neglabel_eoe(img, idt, neg, **kw), atol=1e-12, rtol=0)
     separate = negvocab.score("neglabel_eoe", img, idt, neg, **kw, penalty_T=tau * (1 + 1e-15))  # the second pass
     np.testing.assert_allclose(got, separate, atol=1e-12, rtol=0)

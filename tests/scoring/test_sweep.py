@@ -107,17 +107,20 @@ def test_neglabel_prefixes_equals_the_float64_formula(emb):
         np.testing.assert_allclose(got[m], ref.neglabel(img, idt, neg[:m], tau=0.02, groups=10), atol=1e-12, rtol=0)
     from negvocab.scoring.scores import eoe_prefixes
 
-    for bad in ([], [0], [504], [2.5], ["7"]):
+    for bad in ([], [0], [504], [2.5], ["7"], [True]):
         for prefixes in (neglabel_prefixes, eoe_prefixes):
             with pytest.raises(InputError, match="prefix sizes must be integers"):
                 prefixes(img, idt, neg, bad)
     assert list(eoe_prefixes(img, idt, neg, [np.int64(7)])) == [7]
 
 
-def test_neglabel_eoe_sweep_at_extreme_logits_takes_the_exact_path_for_both_terms(emb, caplog):
+def test_neglabel_eoe_sweep_at_extreme_logits_takes_the_exact_path_for_both_terms(emb, caplog, monkeypatch):
     import logging
 
+    from negvocab.scoring import scores as S
+
     img, idt, neg = ref.f64(*emb)
+    monkeypatch.setattr(S, "_joint_max_probs", lambda *a, **k: pytest.fail("a second pass for the penalty"))
     with caplog.at_level(logging.INFO):
         got = negvocab.sweep(img, idt, neg, SIZES, method="neglabel_eoe", groups=8, tau=0.002, chunk_size=11)
     assert "float64 log-sum-exp path" in caplog.text
