@@ -270,7 +270,7 @@ def sweep_cmd(
         Optional[list[Path]],  # noqa: UP045
         typer.Option("--reference", "-R", help="Vocabularies drawn as horizontal references (GPT, oracle); repeatable."),
     ] = None,
-    method: Annotated[str, typer.Option("--method", help="neglabel (one pass), eoe or neglabel_eoe.")] = "neglabel",
+    method: Annotated[str, typer.Option("--method", help="neglabel, eoe or neglabel_eoe (each one pass over the ranking).")] = "neglabel",
     ood: OodOpt = None,
     fi_ood: FiOodOpt = None,
     fi_ambiguous: FiAmbOpt = None,
