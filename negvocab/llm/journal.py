@@ -109,8 +109,12 @@ class Journal:
                     f"{self.run_dir} is not empty and not a negvocab run folder (holds {foreign[0]}, ...); "
                     "give a new or empty --run-dir"
                 )
-            if (self.run_dir / MANIFEST).exists() and self._journal_identity() is None:
-                read_manifest(self.run_dir)  # another tool's manifest.json: refused before anything is written
+            if (self.run_dir / MANIFEST).exists():
+                try:
+                    read_manifest(self.run_dir)
+                except InputError:  # another tool's manifest.json is refused before anything is written
+                    if self._journal_identity() is None:  # ours, damaged: _check_manifest rebuilds it
+                        raise
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             (self.run_dir / LOCK).touch()

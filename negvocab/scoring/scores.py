@@ -751,9 +751,18 @@ def neglabel_eoe(
     v, t, n = _prepare(image_emb, id_emb, neg_emb, device, need_neg=True, method="neglabel_eoe")
     assert n is not None
     m = n.shape[0]
-    base, penalty = _neglabel_pass(v, t, n, [m], tau=tau, groups=groups, grouping=grouping, seed=seed, chunk_size=chunk_size)
-    p_neg = penalty[m] if temp == tau else _joint_max_probs(v, t, n, temp, chunk_size)[m][1]  # else a pass of its own
-    return base[m] - beta * p_neg
+    return _neglabel_eoe_sizes(v, t, n, [m], tau=tau, temp=temp, beta=beta, groups=groups, grouping=grouping, seed=seed, chunk_size=chunk_size)[m]
+
+
+def _neglabel_eoe_sizes(
+    v: torch.Tensor, t: torch.Tensor, n: torch.Tensor, sizes: Sequence[int], *, tau: float, temp: float, beta: float, **kw: Any
+) -> dict[int, np.ndarray]:
+    """NegLabel+EOE at every prefix size: the penalty comes off NegLabel's pass when its
+    temperature ``temp`` is ``tau``, else from a pass of its own."""
+    base, penalty = _neglabel_pass(v, t, n, sizes, tau=tau, **kw)
+    if temp != tau:
+        penalty = {m: p_neg for m, (_, p_neg) in _joint_max_probs(v, t, n, temp, kw["chunk_size"], sizes).items()}
+    return {m: base[m] - beta * penalty[m] for m in sorted(set(sizes))}
 
 
 def neglabel_eoe_prefixes(
@@ -784,10 +793,7 @@ def neglabel_eoe_prefixes(
     v, t, n = _prepare(image_emb, id_emb, ranked_neg_emb, device, need_neg=True, method="neglabel_eoe")
     assert n is not None
     wanted = _prefix_sizes(sizes, n.shape[0], "neglabel_eoe")
-    base, penalty = _neglabel_pass(v, t, n, wanted, tau=tau, groups=groups, grouping="stratified", seed=0, chunk_size=chunk_size)
-    if temp != tau:  # the penalty needs a pass of its own
-        penalty = {m: p_neg for m, (_, p_neg) in _joint_max_probs(v, t, n, temp, chunk_size, wanted).items()}
-    return {m: base[m] - beta * penalty[m] for m in sorted(set(wanted))}
+    return _neglabel_eoe_sizes(v, t, n, wanted, tau=tau, temp=temp, beta=beta, groups=groups, grouping="stratified", seed=0, chunk_size=chunk_size)
 
 
 # ----------------------------------------------------------------------------------------------
