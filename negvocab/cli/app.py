@@ -14,7 +14,7 @@ import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer >= 0.26 vendors click; pinned
 from typer.core import TyperGroup
 
-from negvocab.errors import NegvocabError
+from negvocab.errors import InputError, NegvocabError
 
 EXIT_USER_ERROR = 2
 
@@ -26,8 +26,8 @@ def _usage_error(e: UsageError, where: str) -> None:
         typer.echo(f"error: {e.format_message()} (see '{path} --help')", err=True)
 
 
-def refuse_repeats(command: Any, args: list[str]) -> None:
-    """Raise a one-line UsageError when an option that takes one value is given more than once.
+def refuse_repeats(command: Any, args: list[str], where: str = "negvocab") -> None:
+    """Raise a one-line InputError when an option that takes one value is given more than once.
 
     Click keeps the last of repeated options silently (``--ood A --ood B`` scored only B); options
     declared as lists (``multiple``) and counters are left alone. Stops at ``--``.
@@ -53,7 +53,7 @@ def refuse_repeats(command: Any, args: list[str]) -> None:
         i += 1
     for flags in seen.values():
         if len(flags) > 1:
-            raise UsageError(f"option {flags[0]} given {len(flags)} times ({' '.join(flags)}); it takes one value, give it once")
+            raise InputError(f"option {flags[0]} given {len(flags)} times ({' '.join(flags)}); it takes one value, give it once (see '{where} --help')")
 
 
 class _Group(TyperGroup):
@@ -63,7 +63,7 @@ class _Group(TyperGroup):
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         name, cmd, rest = super().resolve_command(ctx, args)
         if cmd is not None and not isinstance(cmd, TyperGroup):
-            refuse_repeats(cmd, rest)
+            refuse_repeats(cmd, rest, f"{ctx.command_path} {name}")
         return name, cmd, rest
 
     def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:

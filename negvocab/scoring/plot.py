@@ -77,18 +77,17 @@ def sweep_figure(
     title: str | None = None,
     random_weights: bool | None = None,
     ood_set: str | None = None,
+    figure: Figure | None = None,
 ) -> Figure:
     """The figure :func:`plot_sweep` saves (a matplotlib ``Figure``, for a notebook to show).
 
     ``rows``: sweep rows (``M``, ``fpr``, ``auroc``, optional ``fpr_ci``/``auroc_ci``, and the fields
     naming the series); ``references``: rows with ``name`` and ``M`` drawn as horizontal lines;
     ``ood_set``: which OOD set to draw when the rows hold several (default their mean; ``"all"``
-    overlays each); ``random_weights``: mark the figure (default: any row says so).
+    overlays each); ``random_weights``: mark the figure (default: any row says so); ``figure``: an
+    empty figure to draw into (e.g. ``plt.figure()`` in a notebook), else a new one without pyplot.
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # no pyplot: no backend is chosen or changed
     from matplotlib.ticker import NullFormatter
 
     if not rows:
@@ -104,7 +103,8 @@ def sweep_figure(
     conv = rows[0].get("convention", "paper")
     tpr = int(round(100 * rows[0].get("tpr", 0.95)))
     ms = sorted({r["M"] for r in rows})
-    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    fig = figure if figure is not None else Figure(figsize=(10, 4.2))
+    fig.set_layout_engine("constrained")
     axes = fig.subplots(1, 2)
     metrics = (("fpr", f"FPR@{tpr} (%)" + ("" if "convention" in varying else f", {conv} convention")), ("auroc", "AUROC (%)"))
     for ax, (key, ylabel) in zip(axes, metrics, strict=True):
