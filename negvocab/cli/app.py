@@ -26,11 +26,12 @@ def _usage_error(e: UsageError, where: str) -> None:
         typer.echo(f"error: {e.format_message()} (see '{path} --help')", err=True)
 
 
-def refuse_repeats(command: Any, args: list[str], where: str = "negvocab") -> None:
+def refuse_repeats(command: Any, args: list[str], where: str = "negvocab", *, group: bool = False) -> None:
     """Raise a one-line InputError when an option that takes one value is given more than once.
 
     Click keeps the last of repeated options silently (``--ood A --ood B`` scored only B); options
-    declared as lists (``multiple``) and counters are left alone. Stops at ``--``.
+    declared as lists (``multiple``) and counters are left alone. Stops at ``--``, and for a
+    ``group`` at the sub-command's name (what follows is the sub-command's).
     """
     from typer.core import TyperOption
 
@@ -43,6 +44,8 @@ def refuse_repeats(command: Any, args: list[str], where: str = "negvocab") -> No
             break
         flag = arg.split("=", 1)[0] if arg.startswith("--") else arg
         param = by_flag.get(flag)
+        if group and not arg.startswith("-"):
+            break
         if param is None and arg.startswith("-") and not arg.startswith("--") and len(arg) > 2:
             param, flag, attached = by_flag.get(arg[:2]), arg[:2], True  # -mViT-B-32
         if param is not None:
@@ -78,6 +81,11 @@ class _Group(TyperGroup):
             set_command(None)
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        try:
+            refuse_repeats(self, args, info_name or "negvocab", group=True)  # the group's own options
+        except NegvocabError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(EXIT_USER_ERROR) from None
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except UsageError as e:  # the top-level options themselves (negvocab --bogus)

@@ -85,6 +85,11 @@ def test_other_commands_refuse_repeats_too(tmp_path):
     (tmp_path / "a.txt").write_text("kayak\n")
     r = invoke(["merge", tmp_path / "a.txt", "-o", tmp_path / "u.json", "-o", tmp_path / "v.json"])
     assert "option -o given 2 times" in _one_error_line(r)
+    assert not (tmp_path / "u.json").exists() and not (tmp_path / "v.json").exists()
+    r = invoke(["--verbose", "--verbose", "info", tmp_path / "a.txt"])  # the top-level options too
+    assert "option --verbose given 2 times" in _one_error_line(r)
+    r = invoke(["--verbose", "info", tmp_path / "a.txt", "--json"])  # a sub-command's own options are its own
+    assert r.exit_code == 0 and json.loads(r.stdout)["size"] == 1
 
 
 def test_sweep_refuses_a_union_unless_the_order_is_given(tiny, model_args, tmp_path):
