@@ -28,7 +28,7 @@ def oracle():
 @pytest.fixture
 def wordnet():
     labels = ["gadget", "mountain bike", "tayra", "violin", "castle"]
-    return Vocabulary.from_labels(labels, source="wordnet", meta={x: {"rank": i} for i, x in enumerate(labels)})
+    return Vocabulary.from_labels(labels, source="wordnet", meta={x: {"rank": i} for i, x in enumerate(labels)}, views={"first": labels[:3]})
 
 
 def test_an_oracle_vocabulary_is_not_deployable_and_says_why(oracle, wordnet):
@@ -91,7 +91,7 @@ def test_labels_removed_by_hand_are_accepted_and_recorded(wordnet, tmp_path, cap
     path.write_text(json.dumps(doc))
     back = Vocabulary.load(path)
     assert back.labels == ["gadget", "mountain bike", "violin"] and set(back.meta) == set(back.labels)
-    assert back.sha256 == labels_hash(back.labels)
+    assert back.sha256 == labels_hash(back.labels) and back.views == {"first": ["gadget", "mountain bike"]}
     assert back.settings["dropped"][-1] == {
         "reason": "removed by hand from the file", "count": 2, "labels": ["tayra", "castle"], "from_sha256": wordnet.sha256,
     }  # fmt: skip

@@ -63,7 +63,7 @@ def _title(rows: Sequence[Mapping[str, Any]], varying: Sequence[str], random_wei
         parts.append(f"{first.get('model', '?')} ({weights})" if "pretrained" not in varying else str(first.get("model", "?")))
     for field, fmt in _SERIES_FIELDS[2:]:
         if field not in varying and first.get(field) not in (None, ""):
-            parts.append(fmt.format(first[field]))
+            parts.append(("vocabulary {}" if field == "vocabulary" else fmt).format(first[field]))
     heading = "Pool size M: " + ", ".join(parts)
     if random_weights:
         heading += "\n[RANDOM WEIGHTS: meaningless]"
