@@ -103,13 +103,6 @@ def conventions(convention: str, templates: str, params: Mapping[str, Any], tpr:
     }
 
 
-def id_classes_meta(id_classes: IdClasses) -> dict[str, Any]:
-    """The ID label space itself: its name, wnids (unless made up for custom names) and class names."""
-    wnids = list(id_classes.wnids)
-    custom = all(w.startswith("custom") for w in wnids)
-    return {"dataset": id_classes.dataset, "n": len(wnids), "wnids": None if custom else wnids, "names": list(id_classes.names)}
-
-
 def vocab_meta(vocab: Vocabulary) -> dict[str, Any]:
     """A vocabulary in results: identity, deployability and where it came from."""
     out: dict[str, Any] = {"source": vocab.source, "sha256": vocab.sha256, "size": len(vocab), "deployable": vocab.deployable, "caveats": vocab.caveats}
@@ -136,7 +129,7 @@ def run_meta(vlm: VLM, id_classes: IdClasses, templates: str, convention: str, t
         "model_identity": vlm.identity,
         "templates": templates,
         "id_classes": getattr(id_classes, "dataset", "imagenet1k"),
-        "id_class_list": id_classes_meta(id_classes),
+        "id_class_list": id_classes.to_record(),
         "convention": convention,
         "tpr": tpr,
         "conventions": conventions(convention, templates, params, tpr),

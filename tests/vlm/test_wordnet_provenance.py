@@ -1,4 +1,4 @@
-"""`build wordnet --candidates FILE` records the file's SHA-256 and the command line that wrote the vocabulary."""
+"""`build wordnet --candidates FILE` records the file's SHA-256, the ID classes and the command line."""
 
 from __future__ import annotations
 
@@ -22,5 +22,8 @@ def test_the_candidate_file_is_hashed(wn_vlm, tmp_path, monkeypatch):  # noqa: F
     assert result.exit_code == 0, result.output
     vocab = Vocabulary.load(out)
     assert vocab.settings["candidates_sha256"] == hashlib.sha256(pool.read_bytes()).hexdigest()
+    import negvocab
+
+    assert vocab.settings["id_class_list"]["wnids"] == list(negvocab.imagenet1k().wnids)  # ranked against these
     written = vocab.settings["provenance"][-1]
     assert written["command"][:3] == ["negvocab", "build", "wordnet"] and written["versions"]["open_clip"]
