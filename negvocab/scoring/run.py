@@ -340,22 +340,24 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
     tpr = int(round(100 * rows[0]["tpr"])) if rows else 95
     sets = list(dict.fromkeys(str(r.get("ood_set", "")) for r in rows))
     set_w = max(8, *(len(x) + 2 for x in sets)) if len(sets) > 1 else 0
-    head = f"{'method':<14}{'vocabulary':<28}{'OOD set':<{set_w}}{'M':>7}  {f'FPR@{tpr}':>7}  {'95% CI':>15}  {'AUROC':>6}  {'AUPR-In':>7}  {'AUPR-Out':>8}"
-    lines.append(head)
     caveats: dict[str, str] = {}
+    names = []
     for r in rows:
+        name = r["vocabulary"] or "-"
+        if r.get("deployable") is False or r.get("oracle"):
+            caveats[r["vocabulary"]] = r.get("caveats") or "oracle"
+            name = f"{name[:40]} (not deployable: {caveats[r['vocabulary']]})"
+        names.append(name)
+    name_w = max(28, *(len(n) + 2 for n in names)) if names else 28
+    head = f"{'method':<14}{'vocabulary':<{name_w}}{'OOD set' if set_w else '':<{set_w}}{'M':>7}  {f'FPR@{tpr}':>7}  {'95% CI':>15}  {'AUROC':>6}  {'AUPR-In':>7}  {'AUPR-Out':>8}"
+    lines.append(head)
+    for r, name in zip(rows, names, strict=True):
         f = _flat(r)
         ci = f"[{100 * f['fpr_ci_low']:.1f}, {100 * f['fpr_ci_high']:.1f}]" if not math.isnan(f["fpr_ci_low"]) else "-"
-        mark = ""
-        if r.get("deployable") is False or r.get("oracle"):
-            kinds = r.get("caveats") or "oracle"
-            mark = f" ({kinds}: not deployable)"
-            caveats[r["vocabulary"]] = kinds
-        name = (r["vocabulary"] or "-")[: max(6, 27 - len(mark))] + mark
         method = f"{r['method']} k={r['topk']}" if r.get("topk") else r["method"]  # top-k NegLabel is an estimate
         set_col = f"{str(r.get('ood_set', ''))[: set_w - 1]:<{set_w}}" if set_w else ""
         lines.append(
-            f"{method:<14}{name:<28}{set_col}{r['vocab_size'] or '-':>7}  {100 * r['fpr']:>6.2f}%  {ci:>15}  "
+            f"{method:<14}{name:<{name_w}}{set_col}{r['vocab_size'] or '-':>7}  {100 * r['fpr']:>6.2f}%  {ci:>15}  "
             f"{100 * r['auroc']:>6.2f}  {100 * r['aupr_in']:>7.2f}  {100 * r['aupr_out']:>8.2f}"
         )
     n_ood = {str(r.get("ood_set")): r["n_ood"] for r in rows if r.get("ood_set") != MEAN}
