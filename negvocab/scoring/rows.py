@@ -59,8 +59,14 @@ def set_meta(images: ImageSet | ImageEmbeddings, n: int) -> dict[str, Any]:
 
 
 def named_ood_sets(ood: Any) -> dict[str, Any]:
-    """OOD sets by name: a mapping as given (names non-empty, not ``"mean"``), or one set named
-    after itself (its ``name``; ``"ood"`` for given embeddings)."""
+    """OOD sets by name: a mapping as given (names non-empty, not ``"mean"``), a list of sets each
+    named after itself (names must differ), or one set named after itself (its ``name``; ``"ood"``
+    for given embeddings)."""
+    if isinstance(ood, (list, tuple)):
+        names = [str(getattr(x, "name", "") or "ood") for x in ood]
+        if len(set(names)) < len(names):
+            raise InputError(f"two OOD sets share the name {next(n for n in names if names.count(n) > 1)!r}: pass a mapping name -> set")
+        ood = dict(zip(names, ood, strict=True))
     if isinstance(ood, Mapping):
         sets = {str(k): v for k, v in ood.items()}
         if not sets:

@@ -136,7 +136,7 @@ class Evaluation:
 def evaluate_vocabularies(
     vlm: VLM,
     id_set: ImageSet | ImageEmbeddings,
-    ood_set: ImageSet | ImageEmbeddings | Mapping[str, ImageSet | ImageEmbeddings],
+    ood_set: ImageSet | ImageEmbeddings | Mapping[str, ImageSet | ImageEmbeddings] | Sequence[ImageSet],
     vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary],
     methods: Sequence[str] = ("neglabel",),
     *,
@@ -154,7 +154,7 @@ def evaluate_vocabularies(
 
     Each set is an :class:`ImageSet` (encoded here, through the cache) or the
     :class:`ImageEmbeddings` that ``vlm.encode_images`` returned for it. ``ood_set`` is one set or
-    a mapping name -> set: each is scored against the same ID scores (so under the ``paper`` and
+    a mapping name -> set (or a list of sets, each named after itself): each is scored against the same ID scores (so under the ``paper`` and
     ``hendrycks`` conventions the same ID threshold), giving a row per set and, with several sets,
     a row ``ood_set="mean"`` averaging them.
     Methods that use no negatives (mcm, glmcm) are scored once. ``params`` go to each scorer that
@@ -439,7 +439,7 @@ def is_ranked(vocab: Vocabulary) -> bool:
 def sweep_vocabulary(
     vlm: VLM,
     id_set: ImageSet | ImageEmbeddings,
-    ood_set: ImageSet | ImageEmbeddings | Mapping[str, ImageSet | ImageEmbeddings],
+    ood_set: ImageSet | ImageEmbeddings | Mapping[str, ImageSet | ImageEmbeddings] | Sequence[ImageSet],
     vocab: Vocabulary,
     sizes: str | Iterable[int],
     *,

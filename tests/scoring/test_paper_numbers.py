@@ -77,8 +77,10 @@ def test_several_ood_sets_are_each_scored_against_the_one_id_set_and_averaged(se
 
 
 def test_ood_set_names_must_be_usable(sets, classes, vocab):
-    id_set, a, _ = sets
-    for bad in ({"mean": a}, {"": a}, {}):
+    id_set, a, b = sets
+    listed = run.evaluate_vocabularies(FakeVLM(), id_set, [a, b], {"wn": vocab}, ["neglabel"], id_classes=classes, n_boot=0, **KW)
+    assert [r["ood_set"] for r in listed.rows] == ["textures", "places", "mean"]  # a list: each named after itself
+    for bad in ({"mean": a}, {"": a}, {}, [a, a]):
         with pytest.raises(InputError):
             run.evaluate_vocabularies(FakeVLM(), id_set, bad, {"wn": vocab}, ["neglabel"], id_classes=classes, n_boot=0, **KW)
 
