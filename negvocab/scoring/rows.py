@@ -90,10 +90,26 @@ def ood_rows(
         mean = {**base, "ood_set": MEAN, "convention": convention, "tpr": rows[0]["tpr"]}
         for key in ("fpr", "auroc", "aupr_in", "aupr_out"):
             mean[key] = float(np.mean([r[key] for r in rows]))
-        # no interval: the mean of per-set intervals is not an interval of the mean
         mean.update(n_id=rows[0]["n_id"], n_ood=sum(r["n_ood"] for r in rows), n_ood_sets=len(rows))
+        if n_boot:
+            mean.update(_mean_cis(s_id, s_ood, rows[0]["ci_level"], tpr=tpr, convention=convention, n_boot=n_boot, seed=seed))
         rows.append(mean)
     return rows
+
+
+def _mean_cis(
+    s_id: np.ndarray, s_ood: Mapping[str, np.ndarray], level: float, *, tpr: float, convention: str, n_boot: int, seed: int
+) -> dict[str, Any]:
+    """Bootstrap intervals of the mean over OOD sets: each set's OOD images resampled as for its own
+    row (same seed, same draws), the metric averaged over the sets draw by draw."""
+    out: dict[str, Any] = {}
+    alpha = 1.0 - level
+    for key, kw in (("fpr", {"tpr": tpr, "convention": convention}), ("auroc", {})):
+        draws = [M.bootstrap_values(key, s_id, s, n_boot=n_boot, seed=seed, **kw) for s in s_ood.values()]
+        if all(d is not None for d in draws):
+            low, high = np.quantile(np.mean(draws, axis=0), [alpha / 2, 1 - alpha / 2])
+            out[f"{key}_ci"] = [float(low), float(high)]
+    return {**out, "ci_level": level, "n_boot": int(n_boot), "ci_resample": "ood, within each set"}
 
 
 def conventions(convention: str, templates: str, params: Mapping[str, Any], tpr: float) -> dict[str, Any]:

@@ -65,7 +65,7 @@ def test_several_ood_sets_are_each_scored_against_the_one_id_set_and_averaged(se
     # the results folder: a row per set and the mean; each OOD image says which set it is from
     out = run.write_results(ev, tmp_path / "r")
     table = list(csv.DictReader((out / "results.csv").open()))
-    assert [t["ood_set"] for t in table] == ["A", "B", "mean"] and table[2]["fpr_ci_low"] == "nan"
+    assert [t["ood_set"] for t in table] == ["A", "B", "mean"] and table[2]["fpr_ci_low"] == "nan"  # n_boot=0
     per_image = list(csv.DictReader((out / "scores.csv").open()))
     assert [p["ood_set"] for p in per_image if p["set"] == "ood"] == ["A"] * 15 + ["B"] * 9
     assert list(np.load(out / "scores.npz")["ood_sets"]) == ["A"] * 15 + ["B"] * 9
@@ -74,6 +74,24 @@ def test_several_ood_sets_are_each_scored_against_the_one_id_set_and_averaged(se
     ex = json.loads((out / "explanations.json").read_text())["vocabularies"]["wn"]
     assert [e["ood_set"] for e in ex] == ["A"] * 15 + ["B"] * 9
     assert "OOD set" in run.format_table(ev.rows) and "n_ood=A 15, B 9" in run.format_table(ev.rows)
+
+
+def test_the_mean_row_has_a_bootstrap_interval_of_the_mean(sets, classes, vocab):
+    id_set, a, b = sets
+    ev = run.evaluate_vocabularies(FakeVLM(), id_set, {"A": a, "B": b}, {"wn": vocab}, ["neglabel"], id_classes=classes, n_boot=200, seed=3, **KW)
+    mean = ev.rows[2]
+    # reimplemented: each set's OOD scores resampled from the seed (as numpy's generator draws them),
+    # the paper FPR at the one ID threshold, averaged over the sets draw by draw, 2.5/97.5 percentiles
+    s_id = _scores(id_set.paths, classes, vocab).astype(np.float64)
+    threshold = np.quantile(s_id, 0.05)
+    per_set = []
+    for st in (a, b):
+        s_ood = _scores(st.paths, classes, vocab)
+        rng = np.random.default_rng(3)
+        per_set.append([np.mean(s_ood[rng.integers(0, s_ood.size, s_ood.size)] >= threshold) for _ in range(200)])
+    want = np.quantile(np.mean(per_set, axis=0), [0.025, 0.975])
+    assert mean["fpr_ci"] == pytest.approx(list(want))
+    assert mean["auroc_ci"][0] <= mean["auroc"] <= mean["auroc_ci"][1] and mean["ci_level"] == pytest.approx(0.95)
 
 
 def test_ood_set_names_must_be_usable(sets, classes, vocab):
