@@ -60,6 +60,10 @@ _EXPORTS: dict[str, str] = {
     "open_image_set": "negvocab.data.images",
     "image_list": "negvocab.data.images",
     "fi_imagenet": "negvocab.data.fi_imagenet",
+    "marginal_gains": "negvocab.diagnostics.gains",
+    "repair_curve": "negvocab.diagnostics.gains",
+    "MarginalGains": "negvocab.diagnostics.gains",
+    "RepairCurve": "negvocab.diagnostics.gains",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -88,6 +92,7 @@ if TYPE_CHECKING:
     from negvocab.build.wordnet import build_wordnet_vocabulary, farthest_first
     from negvocab.data.fi_imagenet import fi_imagenet
     from negvocab.data.images import image_list, open_image_set
+    from negvocab.diagnostics.gains import MarginalGains, RepairCurve, marginal_gains, repair_curve
     from negvocab.errors import InputError, NegvocabError, ResourceError
     from negvocab.index import knn
     from negvocab.labels.candidates import Candidate, load_candidates, wordnet_candidates
