@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,6 +128,20 @@ class RepairCurve:
         return path
 
 
+def _group_lse(s: torch.Tensor, nonempty: torch.Tensor, exact: Callable[[torch.Tensor], torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per image and group, the float64 log-sum-exp of logits ``s`` [n, L, G] over L (-inf padding),
+    and each image's largest logit. Exponentials are taken in place in the input precision after a
+    shift by the image's largest logit; images where a non-empty group's mass falls below 1e-30
+    (extreme logit ranges) are redone from ``exact(rows)``, their float64 logits. (Consumes ``s``.)"""
+    top = s.amax((1, 2))
+    acc = s.sub_(top[:, None, None]).exp_().sum(1)
+    b = torch.log(acc.double()) + top.double()[:, None]
+    low = ((acc < 1e-30) & nonempty[None, :]).any(1)
+    if bool(low.any()):
+        b[low] = torch.logsumexp(exact(low), 1)
+    return b, top.double()
+
+
 def _frame(rows: Sequence[Mapping[str, Any]]) -> Any:
     try:
         import pandas as pd
@@ -185,38 +199,45 @@ class _Scorer:
         st = _State(m=m)
         uses_groups = self.method in ("neglabel", "neglabel_eoe")
         uses_joint = self.method in ("eoe", "neglabel_eoe")
+        lay = pad = None
         if uses_groups:
+            # the grouping of m + 1 labels, rank m (the candidate's slot) left out: a padded
+            # rank-major layout [L, G] so that each group's mass is a sum over one axis
             grp = S.neglabel_groups(m + 1, self.groups, self.grouping, self.seed)
-            gid = np.empty(m + 1, dtype=np.int64)
-            for j, members in enumerate(grp):
-                gid[members] = j
-            st.slot, n_groups = int(gid[m]), len(grp)
-            gid_t = torch.as_tensor(gid[:m], device=self.v.device)
+            st.slot = next(j for j, members in enumerate(grp) if m in members)
+            members = [x[x < m] for x in grp]
+            index = np.full((max(len(x) for x in members), len(grp)), -1, dtype=np.int64)
+            for j, x in enumerate(members):
+                index[: len(x), j] = x
+            flat = torch.as_tensor(index.reshape(-1), device=neg.device)
+            lay = neg[flat.clamp(min=0)]
+            pad = (flat < 0).view(index.shape)
         v, t = self.v, self.t
-        step = S._chunk_rows(len(v), t.shape[0] + m, v.element_size(), self.chunk_size)
+        width = lay.shape[0] if lay is not None else m
+        step = S._chunk_rows(len(v), t.shape[0] + width, v.element_size(), self.chunk_size)
         parts: dict[str, list[torch.Tensor]] = {k: [] for k in ("a", "b", "lse_id", "max_id", "lse_neg", "max_neg")}
         for i in range(0, len(v), step):
             vc = v[i : i + step]
-            sid, cos = vc @ t.T, vc @ neg.T
-            if uses_groups:
-                s = cos / self.tau
-                gmax = torch.full((len(vc), n_groups), -math.inf, dtype=s.dtype, device=s.device)
-                idx = gid_t.expand(len(vc), -1)
-                gmax = gmax.scatter_reduce(1, idx, s, reduce="amax")
-                e = torch.exp(s - gmax.gather(1, idx))  # every non-empty group has a term = 1
-                acc = torch.zeros((len(vc), n_groups), dtype=torch.float64, device=s.device).index_add_(1, gid_t, e.double())
-                b = torch.log(acc) + gmax.double()  # -inf for the new candidate's own (empty) group
+            sid = vc @ t.T
+            if lay is not None and pad is not None:
+                shape = (len(vc), *pad.shape)
+                s = (vc @ lay.T).mul_(1.0 / self.tau).view(shape).masked_fill_(pad, -math.inf)
+
+                def exact(rows: torch.Tensor, vc: torch.Tensor = vc) -> torch.Tensor:
+                    return ((vc[rows] @ lay.T).double() / self.tau).view(-1, *pad.shape).masked_fill_(pad, -math.inf)
+
+                b, top = _group_lse(s, ~pad.all(0), exact)
                 parts["a"].append(torch.logsumexp((sid / self.tau).double(), -1))
                 parts["b"].append(b)
             if uses_joint:
                 sid_t = (sid / self.temp).double()
                 parts["lse_id"].append(torch.logsumexp(sid_t, -1))
                 parts["max_id"].append(sid_t.amax(-1))
-                if uses_groups and self.temp == self.tau:
+                if lay is not None and self.temp == self.tau:
                     parts["lse_neg"].append(torch.logsumexp(b, -1))
-                    parts["max_neg"].append(gmax.double().amax(-1))
+                    parts["max_neg"].append(top)
                 else:
-                    s_t = (cos / self.temp).double()
+                    s_t = (vc @ neg.T).double() / self.temp
                     parts["lse_neg"].append(torch.logsumexp(s_t, -1))
                     parts["max_neg"].append(s_t.amax(-1))
         for k, xs in parts.items():

@@ -126,3 +126,36 @@ def test_bad_inputs_are_one_line_errors():
         negvocab.marginal_gains(id_img, ood_img, idt, neg, cand * 2)
     with pytest.raises(InputError, match="dimension"):
         negvocab.marginal_gains(id_img, ood_img, idt, neg, cand[:, :8])
+
+
+@pytest.mark.parametrize("convention", ["paper", "hendrycks", "openood"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_operating_point_masks_give_the_fpr(convention, seed):
+    rng = np.random.default_rng(seed)
+    ids = np.round(rng.normal(1, 1, 200), 1)  # ties, as scores of real runs have
+    oods = np.round(rng.normal(0, 1, 70), 1)
+    op = M.operating_point(ids, oods, 0.95, convention=convention)
+    fpr = M.fpr_at_tpr(ids, oods, 0.95, convention=convention)
+    if convention == "openood":
+        assert op.id_flagged.mean() == pytest.approx(fpr)
+        assert (~op.ood_passing).mean() >= 0.95  # at least tpr of the OOD images caught
+    else:
+        assert op.ood_passing.mean() == pytest.approx(fpr)
+        assert (~op.id_flagged).mean() >= 0.95 - 1 / 200 or convention == "hendrycks"
+    assert op.ood_passing.dtype == bool and op.ood_passing.shape == oods.shape and op.id_flagged.shape == ids.shape
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_extreme_logit_ranges_take_the_exact_path(dtype):
+    """tau = 0.002: logits span 1000, group masses underflow after the per-image shift."""
+    from negvocab.diagnostics.gains import _setup
+
+    id_img, ood_img, idt, neg, cand = _data(seed=7, d=4, m=9)
+    args = [x.astype(dtype) for x in (id_img, ood_img, idt, neg, cand)]
+    params = {"tau": 0.002, "groups": 3}
+    sc, c, _ = _setup(*args, "neglabel", params)
+    got = sc.scores(*sc.logits(c)).numpy()
+    images = np.concatenate(args[:2])
+    for j in range(len(cand)):
+        want = negvocab.score("neglabel", images, args[2], np.concatenate([args[3], args[4][j : j + 1]]), **params)
+        np.testing.assert_allclose(got[:, j], want, atol=1e-5 if dtype == "float32" else 1e-12, rtol=0)  # float32 cosines x 500
