@@ -64,6 +64,8 @@ _EXPORTS: dict[str, str] = {
     "repair_curve": "negvocab.diagnostics.gains",
     "MarginalGains": "negvocab.diagnostics.gains",
     "RepairCurve": "negvocab.diagnostics.gains",
+    "coverage": "negvocab.diagnostics.coverage",
+    "Coverage": "negvocab.diagnostics.coverage",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -92,6 +94,7 @@ if TYPE_CHECKING:
     from negvocab.build.wordnet import build_wordnet_vocabulary, farthest_first
     from negvocab.data.fi_imagenet import fi_imagenet
     from negvocab.data.images import image_list, open_image_set
+    from negvocab.diagnostics.coverage import Coverage, coverage
     from negvocab.diagnostics.gains import MarginalGains, RepairCurve, marginal_gains, repair_curve
     from negvocab.errors import InputError, NegvocabError, ResourceError
     from negvocab.index import knn
