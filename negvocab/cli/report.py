@@ -145,7 +145,7 @@ def coverage_cmd(
     classes = read_id_classes(id_classes)
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
     params = {"tau": tau, "groups": groups, "grouping": grouping, "seed": seed, "beta": beta, "T": temperature, "penalty_T": penalty_temperature}
-    top_k = tuple(k for k in (1, 5, 10) if k <= max(repair, 1)) if repair else ()
+    top_k = tuple(sorted({k for k in (1, 5, 10) if k < repair} | {repair})) if repair else ()
     cov = coverage(vlm, voc, id_set, ood_set, key, id_classes=classes, templates=templates, params=params, convention=convention, tpr=tpr, top_k=top_k, progress=True)
     curve = cov.repair(repair, pool=pool_vocab) if repair and pool_vocab is not None else None
     with writing(output):

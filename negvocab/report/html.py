@@ -205,7 +205,7 @@ def _score_images(folder: Path, doc: Mapping[str, Any], key: str | None, max_car
     id_ids = [str(p) for p in arrays.get("id_image_ids", [])]
     flagged = [_card({"image": id_ids[j], "path": id_paths[j], "score": s_id[j]}, thr, thumbs) for j in id_idx[:max_flagged]] if len(id_paths) == len(s_id) else []
     caption = f"Run {key}: at the FPR@{int(round(100 * tpr))} threshold ({conv} convention)."
-    notes.append("Labels and the ID classes of flagged ID images are known to negvocab coverage (labelled OOD sets); a score run lists the explanations of OOD images only.")
+    notes.append("A score run keeps no image labels and explains the OOD images only; negvocab coverage (labelled OOD sets) adds labels, confusions and the explanations of flagged ID images.")
     return (
         {"cards": cards, "total": len(ood_idx), "caption": caption, "threshold": _num(thr, 5)},
         {"cards": flagged, "total": len(id_idx), "caption": caption},
