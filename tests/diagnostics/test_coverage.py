@@ -146,3 +146,18 @@ def test_an_unlabelled_ood_set_is_refused():
     vlm, vocab, id_set, ood_set = _case()
     with pytest.raises(InputError, match="has no labels"):
         negvocab.coverage(vlm, vocab, id_set, ImageSet("ood", ood_set.paths, ood_set.ids), id_classes=IdClasses.from_names(["weasel", "lynx"]))
+
+
+@pytest.mark.parametrize("method", ["eoe", "neglabel_eoe"])
+def test_every_method_with_negatives(method):
+    vlm, vocab, id_set, ood_set = _case()
+    classes = IdClasses.from_names(["weasel", "lynx"])
+    params = {"tau": 0.1, "groups": 2, "T": 0.1, "beta": 1.0}
+    cov = negvocab.coverage(vlm, vocab, id_set, ood_set, method, id_classes=classes, params=params, top_k=())
+    id_img = np.stack([vlm.images[p] for p in id_set.paths])
+    ood_img = np.stack([vlm.images[p] for p in ood_set.paths])
+    names = ["tayra", "black-footed cat", "concert tuba"]
+    kw = {k: v for k, v in params.items() if k in ({"beta", "T"} if method == "eoe" else {"tau", "groups", "beta"})}
+    g = negvocab.marginal_gains(id_img, ood_img, vlm.encode_text(["weasel", "lynx"]), vlm.encode_text(vocab.labels), vlm.encode_text(names), method, **kw)
+    assert [c["fpr_with"] for c in cov.classes] == pytest.approx(list(g.fpr))
+    assert cov.summary["fpr"] == pytest.approx(g.base_fpr) and cov.oracle_repair is None

@@ -156,3 +156,16 @@ def test_a_large_run_stays_small_and_new_columns_are_shown(tmp_path):
     header = re.search(r"<thead>(.*?)</thead>", text, re.S).group(1)
     assert "ood set" in header and "deployable" in header and "caveats" in header
     assert "built from the OOD labels" in text and "[40.00, 60.00]" in text
+
+
+def test_coverage_of_a_fi_imagenet_list_with_labels(tiny, model_args, tmp_path):
+    lst = tmp_path / "fi_ood.csv"
+    lst.write_text("id,label\nILSVRC2012_val_00000002,paper towel holder\nILSVRC2012_val_00000005,kite\nILSVRC2012_val_00000006,kite\n")
+    out = tmp_path / "cov"
+    r = runner.invoke(app, ["coverage", "--id", str(tiny / "val"), "--fi-ood", str(lst), "--vocab", str(tiny / "negA.txt"), "--method", "neglabel_eoe", "--groups", "3", "--repair", "1", "--no-report", "-o", str(out), *model_args], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    doc = json.loads((out / "coverage.json").read_text())
+    assert {c["label"]: c["n_images"] for c in doc["classes"]} == {"paper towel holder": 1, "kite": 2}
+    assert doc["summary"]["n_ood_images"] == 3 and doc["method"] == "neglabel_eoe"
+    assert doc["repair"]["oracle"] is True and "ORACLE" in doc["repair"]["note"]
+    assert not (out / "report.html").exists()
