@@ -94,8 +94,8 @@ class Coverage:
         """Greedy repair curve: the ``k`` labels to add, best first, with FPR@tpr after each.
 
         ``pool=None`` draws from the OOD class labels: an ORACLE analysis (marked ``oracle=True``).
-        A vocabulary or a list of labels is a deployable candidate pool; labels already in the
-        vocabulary are skipped.
+        A vocabulary or a list of labels is a candidate pool (deployable unless the vocabulary is
+        marked oracle or carries caveats); labels already in the vocabulary are skipped.
         """
         ctx = self._ctx
         if ctx is None:
@@ -114,13 +114,16 @@ class Coverage:
                 by_label = dict(zip(pool, pos, strict=True))
                 pos = [by_label[x] for x in labels]
             cand = ctx.vlm.encode_text(labels, ctx.templates, pos=pos or "n")
-            oracle = False
+            settings = getattr(pool, "settings", {}) or {}
+            oracle = bool(settings.get("oracle") or settings.get("caveats") or settings.get("deployable") is False)
         curve = repair_curve(
             ctx.id_img, ctx.ood_img, ctx.class_emb, ctx.neg, cand, k, labels=labels, method=self.meta["method"],
             convention=self.meta["convention"], tpr=self.meta["tpr"], oracle=oracle, **{**ctx.params, **kw},
         )  # fmt: skip
-        if oracle:
+        if pool is None:
             curve.meta["note"] = ORACLE_REPAIR_NOTE
+        elif oracle:
+            curve.meta["note"] = "NOT deployable: the candidate pool is an oracle or carries caveats " + json.dumps(settings.get("caveats") or {})
         return curve
 
     def write(self, out_dir: str | os.PathLike[str], repair: RepairCurve | None = None) -> Path:

@@ -177,7 +177,7 @@ def _score_images(folder: Path, doc: Mapping[str, Any], key: str | None, max_car
     with np.load(npz_path, allow_pickle=False) as z:
         arrays = {k: z[k] for k in z.files}
     rows = [r for r in doc.get("rows", []) if r.get("vocabulary")] or list(doc.get("rows", []))
-    keys = [f"{r['method']}@{r['vocabulary']}" if r.get("vocabulary") else r["method"] for r in rows]
+    keys = [f"{r.get('method')}@{r['vocabulary']}" if r.get("vocabulary") else str(r.get("method")) for r in rows]
     if key is None:
         key = next((k for k in keys if f"ood/{k}" in arrays), None)
         if key is None:  # a newer layout: take the first per-image score array of a run with negatives

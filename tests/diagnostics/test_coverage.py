@@ -161,3 +161,9 @@ def test_every_method_with_negatives(method):
     g = negvocab.marginal_gains(id_img, ood_img, vlm.encode_text(["weasel", "lynx"]), vlm.encode_text(vocab.labels), vlm.encode_text(names), method, **kw)
     assert [c["fpr_with"] for c in cov.classes] == pytest.approx(list(g.fpr))
     assert cov.summary["fpr"] == pytest.approx(g.base_fpr) and cov.oracle_repair is None
+
+
+def test_a_pool_marked_oracle_gives_a_non_deployable_curve(cov):
+    pool = negvocab.Vocabulary.from_labels(["tayra", "lynx"], source="oracle", settings={"oracle": True, "deployable": False})
+    curve = cov.repair(2, pool=pool)
+    assert curve.oracle and "NOT deployable" in curve.meta["note"]
