@@ -66,6 +66,7 @@ _EXPORTS: dict[str, str] = {
     "RepairCurve": "negvocab.diagnostics.gains",
     "coverage": "negvocab.diagnostics.coverage",
     "Coverage": "negvocab.diagnostics.coverage",
+    "write_report": "negvocab.report.html",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -102,6 +103,7 @@ if TYPE_CHECKING:
     from negvocab.labels.imagenet import IdClasses, imagenet1k, read_id_classes
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
+    from negvocab.report.html import write_report
     from negvocab.scoring import metrics
     from negvocab.scoring.run import (
         evaluate_vocabularies,

@@ -2,7 +2,7 @@
 
 :func:`coverage` takes a VLM, a vocabulary, an ID set and an OOD set whose images carry labels
 (an image list's label column, NINCO class folders, a Fi-ImageNet-1k list with labels) and answers,
-per OOD class (docs/methods.md, "Diagnostics"):
+per OOD class (the scores and thresholds of docs/methods.md, "Scores" and "Metrics"):
 
 - text side: is the label, or a WordNet synonym of it, in the vocabulary (exact coverage, the
   synonym filter's matching rules); the nearest vocabulary label by text cosine;
