@@ -169,3 +169,20 @@ def test_coverage_of_a_fi_imagenet_list_with_labels(tiny, model_args, tmp_path):
     assert doc["summary"]["n_ood_images"] == 3 and doc["method"] == "neglabel_eoe"
     assert doc["repair"]["oracle"] is True and "ORACLE" in doc["repair"]["note"]
     assert not (out / "report.html").exists()
+
+
+def test_a_sweep_folder_and_a_damaged_results_file(tmp_path):
+    from negvocab.errors import InputError
+    from negvocab.scoring.run import plot_sweep
+
+    folder = tmp_path / "sw"
+    folder.mkdir()
+    rows = [{"M": m, "fpr": f, "auroc": 0.7, "fpr_ci": [f - 0.1, f + 0.1], "convention": "paper", "tpr": 0.95} for m, f in ((10, 0.6), (20, 0.5))]
+    plot_sweep(rows, folder / "sweep.png")
+    (folder / "sweep.json").write_text(json.dumps({"model": "m", "random_weights": False, "method": "neglabel", "rows": rows, "references": [{"name": "oracle", "M": 5, "fpr": 0.1, "auroc": 0.9}]}))
+    text = write_report(folder).read_text()
+    assert "Pool-size sweep" in text and "data:image/png;base64," in text and "oracle (M=5)" in text
+    assert "random-weights-banner" not in text and "[50.00, 70.00]" in text
+    (folder / "results.json").write_text("{not json")
+    with pytest.raises(InputError, match="results.json: cannot be read"):
+        write_report(folder)
