@@ -18,6 +18,7 @@ one at a time.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -142,6 +143,14 @@ def _group_lse(s: torch.Tensor, nonempty: torch.Tensor, exact: Callable[[torch.T
     return b, top.double()
 
 
+def _groups(m: int, groups: int, grouping: str, seed: int, device: torch.device) -> list[np.ndarray]:
+    """:func:`negvocab.scoring.scores.neglabel_groups` as the scorer draws them (on the scoring
+    device where the grouping's permutation depends on it)."""
+    if "device" in inspect.signature(S.neglabel_groups).parameters:
+        return S.neglabel_groups(m, groups, grouping, seed, device=device)  # type: ignore[call-arg]
+    return S.neglabel_groups(m, groups, grouping, seed)  # type: ignore[arg-type]
+
+
 def _frame(rows: Sequence[Mapping[str, Any]]) -> Any:
     try:
         import pandas as pd
@@ -158,7 +167,8 @@ class _State:
     """Per-image quantities of the current negatives, for appending one more label at rank ``m``.
 
     ``b``: [n, G'] group log-masses at ``tau`` under the grouping of ``m + 1`` negatives, rank ``m``
-    (the slot) excluded; ``slot``: the group rank ``m`` falls in; ``a``: ID log-mass at ``tau``;
+    (the slot) excluded; ``slot``: the group rank ``m`` falls in (-1 when the grouping drops it);
+    ``a``: ID log-mass at ``tau``;
     ``lse_id``, ``max_id``, ``lse_neg``, ``max_neg``: log-sum-exp and maximum of the ID and negative
     logits at the EOE temperature (``temp``).
     """
@@ -194,7 +204,9 @@ class _Scorer:
         self.state = self._pass(n)
 
     # -- one pass over the negatives ------------------------------------------------------------
-    def _pass(self, neg: torch.Tensor) -> _State:
+    def _pass(self, neg: torch.Tensor, with_slot: bool = True) -> _State:
+        """Per-image quantities of ``neg``; the groups are those of ``m + 1`` labels with rank ``m``
+        left out (``with_slot``), or those of the ``m`` labels themselves."""
         m = neg.shape[0]
         st = _State(m=m)
         uses_groups = self.method in ("neglabel", "neglabel_eoe")
@@ -203,8 +215,8 @@ class _Scorer:
         if uses_groups:
             # the grouping of m + 1 labels, rank m (the candidate's slot) left out: a padded
             # rank-major layout [L, G] so that each group's mass is a sum over one axis
-            grp = S.neglabel_groups(m + 1, self.groups, self.grouping, self.seed)
-            st.slot = next(j for j, members in enumerate(grp) if m in members)
+            grp = _groups(m + 1 if with_slot else m, self.groups, self.grouping, self.seed, self.v.device)
+            st.slot = next((j for j, members in enumerate(grp) if m in members), -1)
             members = [x[x < m] for x in grp]
             index = np.full((max(len(x) for x in members), len(grp)), -1, dtype=np.int64)
             for j, x in enumerate(members):
@@ -258,9 +270,12 @@ class _Scorer:
         if self.method in ("neglabel", "neglabel_eoe"):
             assert st.a is not None and st.b is not None
             a, b = st.a, st.b
-            other = torch.sigmoid(a[:, None] - b).sum(1) - torch.sigmoid(a - b[:, st.slot])
-            new = torch.sigmoid(a[:, None] - torch.logaddexp(b[:, st.slot, None], s_tau))
-            out = (other[:, None] + new) / b.shape[1]
+            if st.slot < 0:  # a grouping that drops the last ranks (NegLabel's own) drops the candidate
+                out = torch.sigmoid(a[:, None] - b).mean(1)[:, None].expand(-1, s_tau.shape[1])
+            else:
+                other = torch.sigmoid(a[:, None] - b).sum(1) - torch.sigmoid(a - b[:, st.slot])
+                new = torch.sigmoid(a[:, None] - torch.logaddexp(b[:, st.slot, None], s_tau))
+                out = (other[:, None] + new) / b.shape[1]
         if self.method in ("eoe", "neglabel_eoe"):
             assert st.lse_id is not None and st.lse_neg is not None and st.max_neg is not None and st.max_id is not None
             lz = torch.logaddexp(torch.logaddexp(st.lse_id, st.lse_neg)[:, None], s_temp)
@@ -273,22 +288,21 @@ class _Scorer:
         return out
 
     def base_scores(self) -> np.ndarray:
-        """Scores with the current negatives only (no candidate), from the same per-image quantities
-        (random grouping: a grouping of ``m`` labels is another permutation, so it is rescored)."""
+        """Scores with the current negatives only (no candidate), from per-image quantities. With
+        stratified groups those of ``m`` labels are those of ``m + 1`` without rank ``m`` (the slot's
+        group is empty when there are fewer labels than groups, and left out); a permuted grouping
+        of ``m`` labels is another permutation, so its masses take a pass of their own."""
         st = self.state
-        uses_groups = self.method in ("neglabel", "neglabel_eoe")
-        if uses_groups and self.grouping != "stratified":
-            kw = {"tau": self.tau, "groups": self.groups, "grouping": self.grouping, "seed": self.seed, "chunk_size": self.chunk_size}
-            if self.method == "neglabel_eoe":
-                kw |= {"beta": self.beta, "penalty_T": self.temp}
-            return np.asarray(S.score(self.method, self.v, self.t, self.neg, **kw))
         out = None
-        if uses_groups:
-            assert st.a is not None and st.b is not None
-            # stratified: the groups of m labels are those of m + 1 without rank m; the slot's group
-            # is empty (dropped) when there are fewer labels than groups
-            keep = torch.isfinite(st.b).any(0)
-            out = torch.sigmoid(st.a[:, None] - st.b[:, keep]).mean(1)
+        if self.method in ("neglabel", "neglabel_eoe"):
+            if self.grouping != "stratified":
+                st0 = self._pass(self.neg, with_slot=False)
+                assert st0.a is not None and st0.b is not None
+                out = torch.sigmoid(st0.a[:, None] - st0.b).mean(1)
+            else:
+                assert st.a is not None and st.b is not None
+                keep = torch.isfinite(st.b).any(0)
+                out = torch.sigmoid(st.a[:, None] - st.b[:, keep]).mean(1)
         if self.method in ("eoe", "neglabel_eoe"):
             assert st.lse_id is not None and st.lse_neg is not None and st.max_neg is not None and st.max_id is not None
             lz = torch.logaddexp(st.lse_id, st.lse_neg)

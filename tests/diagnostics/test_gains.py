@@ -159,3 +159,31 @@ def test_extreme_logit_ranges_take_the_exact_path(dtype):
     for j in range(len(cand)):
         want = negvocab.score("neglabel", images, args[2], np.concatenate([args[3], args[4][j : j + 1]]), **params)
         np.testing.assert_allclose(got[:, j], want, atol=1e-5 if dtype == "float32" else 1e-12, rtol=0)  # float32 cosines x 500
+
+
+def test_a_grouping_that_drops_the_tail_drops_the_candidate(monkeypatch):
+    """NegLabel's released grouping drops the last M mod G ranks: a candidate appended there changes
+    the grouping of the others but adds nothing. Emulated by a dropping random grouping; the
+    reference is the explicit float64 formula over the same groups."""
+    from negvocab.scoring import scores as S
+
+    def dropping(m, groups=100, grouping="stratified", seed=0, **kw):
+        g = min(groups, m)
+        kept = m - m % g
+        return list(np.random.default_rng(seed).permutation(kept).reshape(g, kept // g))
+
+    def reference(images, idt, neg, tau, groups, seed):
+        a = np.log(np.exp(images @ idt.T / tau).sum(1))
+        grp = dropping(len(neg), groups, seed=seed)
+        return np.mean([1 / (1 + np.exp(np.log(np.exp(images @ neg[x].T / tau).sum(1)) - a)) for x in grp], 0)
+
+    monkeypatch.setattr(S, "neglabel_groups", dropping)
+    id_img, ood_img, idt, neg, cand = _data(seed=3, m=17, c=5)
+    images = np.concatenate([id_img, ood_img])
+    for m, groups in ((17, 4), (15, 4)):  # 18 % 4 != 0: the candidate is dropped; 16 % 4 == 0: it is kept
+        g = negvocab.marginal_gains(id_img, ood_img, idt, neg[:m], cand, tau=0.05, groups=groups, grouping="random", seed=2)
+        for j in range(len(cand)):
+            s = reference(images, idt, np.concatenate([neg[:m], cand[j : j + 1]]), 0.05, groups, 2)
+            assert g.fpr[j] == pytest.approx(M.fpr_at_tpr(s[:60], s[60:]), abs=1e-9)
+            assert g.auroc[j] == pytest.approx(M.auroc(s[:60], s[60:]), abs=1e-9)
+        assert (len(set(g.auroc)) == 1) == (m == 17)
