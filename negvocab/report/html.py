@@ -131,6 +131,7 @@ def _card(r: Mapping[str, Any], threshold: float, thumbs: dict[str, str | None])
     return {
         "image": r.get("image", ""),
         "label": r.get("label") or "",
+        "ood_set": r.get("ood_set") or "",
         "score": _num(r["score"], 5),
         "threshold": _num(threshold, 5),
         "id_class": r.get("id_class") or "",
@@ -191,7 +192,21 @@ def _score_images(folder: Path, doc: Mapping[str, Any], key: str | None, max_car
         return None, None, [f"scores.npz: {len(s_ood)} OOD scores for {len(paths)} paths: no per-image cards"]
     tpr = float(doc.get("tpr", 0.95))
     conv = str(doc.get("convention", "paper"))
-    ood_idx, id_idx, thr = evasion_cards(s_id, s_ood, tpr=tpr, convention=conv)
+    # several named OOD sets (an ``ood_sets`` array names each OOD image's set): each set has its
+    # own operating point under the conventions that look at OOD scores (paper: the same for all)
+    sets = [str(x) for x in arrays["ood_sets"]] if len(arrays.get("ood_sets", [])) == len(s_ood) else [""] * len(s_ood)
+    names = list(dict.fromkeys(sets))
+    passing: list[int] = []
+    thr_of: dict[str, float] = {}
+    id_idx = np.empty(0, dtype=np.int64)
+    for n, name in enumerate(names):
+        members = np.flatnonzero(np.array(sets) == name)
+        o, flagged_ids, thr_of[name] = evasion_cards(s_id, s_ood[members], tpr=tpr, convention=conv)
+        passing += [int(x) for x in members[o]]
+        if n == 0:
+            id_idx = flagged_ids
+    ood_idx = sorted(passing, key=lambda j: -s_ood[j])
+    thr = thr_of[names[0]]
     vname = key.split("@", 1)[1] if "@" in key else None
     ex_doc = _read_json(folder / "explanations.json") if (folder / "explanations.json").is_file() else {}
     ex = {e.get("image"): e for e in (ex_doc.get("vocabularies", {}).get(vname, []) if vname else [])}
@@ -199,12 +214,12 @@ def _score_images(folder: Path, doc: Mapping[str, Any], key: str | None, max_car
     for j in ood_idx[:max_cards]:
         e = ex.get(ids[j], {})
         top_id = (e.get("top_id") or [{}])[0]
-        r = {"image": ids[j], "path": paths[j], "score": s_ood[j], "id_class": top_id.get("label"), "id_cosine": top_id.get("cosine"), "top_negatives": e.get("top_negatives")}
-        cards.append(_card(r, thr, thumbs))
+        r = {"image": ids[j], "path": paths[j], "score": s_ood[j], "id_class": top_id.get("label"), "id_cosine": top_id.get("cosine"), "top_negatives": e.get("top_negatives"), "ood_set": sets[j] if len(names) > 1 else ""}
+        cards.append(_card(r, thr_of[sets[j]], thumbs))
     id_paths = [str(p) for p in arrays.get("id_paths", [])]
     id_ids = [str(p) for p in arrays.get("id_image_ids", [])]
     flagged = [_card({"image": id_ids[j], "path": id_paths[j], "score": s_id[j]}, thr, thumbs) for j in id_idx[:max_flagged]] if len(id_paths) == len(s_id) else []
-    caption = f"Run {key}: at the FPR@{int(round(100 * tpr))} threshold ({conv} convention)."
+    caption = f"Run {key}: at the FPR@{int(round(100 * tpr))} threshold ({conv} convention{', per OOD set' if len(names) > 1 else ''})."
     notes.append("A score run keeps no image labels and explains the OOD images only; negvocab coverage (labelled OOD sets) adds labels, confusions and the explanations of flagged ID images.")
     return (
         {"cards": cards, "total": len(ood_idx), "caption": caption, "threshold": _num(thr, 5)},

@@ -186,3 +186,24 @@ def test_a_sweep_folder_and_a_damaged_results_file(tmp_path):
     (folder / "results.json").write_text("{not json")
     with pytest.raises(InputError, match="results.json: cannot be read"):
         write_report(folder)
+
+
+@pytest.mark.parametrize("convention", ["paper", "openood"])
+def test_several_named_ood_sets_have_their_own_operating_points(tmp_path, convention):
+    from negvocab.scoring.metrics import operating_point
+
+    rng = np.random.default_rng(1)
+    s_id, a, b = rng.normal(1, 1, 300), rng.normal(0, 1, 80), rng.normal(0.8, 0.5, 40)
+    folder = tmp_path / "res"
+    folder.mkdir()
+    np.savez(
+        folder / "scores.npz",
+        **{"id/neglabel@v": s_id, "ood/neglabel@v": np.concatenate([a, b]), "ood_sets": np.array(["A"] * 80 + ["B"] * 40),
+           "ood_paths": np.array([f"/nonexistent/{i}.png" for i in range(120)]), "ood_image_ids": np.array([f"o{i}" for i in range(120)])},
+    )  # fmt: skip
+    rows = [{"method": "neglabel", "vocabulary": "v", "ood_set": s, "fpr": 0.5, "auroc": 0.5} for s in ("A", "B", "mean")]
+    (folder / "results.json").write_text(json.dumps({"convention": convention, "tpr": 0.95, "rows": rows}))
+    text = write_report(folder).read_text()
+    want = sum(int(operating_point(s_id, x, convention=convention).ood_passing.sum()) for x in (a, b))
+    assert text.count('class="card evasion-card"') == want
+    assert "OOD set: B" in text and "image not found" in text
