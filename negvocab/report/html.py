@@ -179,10 +179,14 @@ def _score_images(folder: Path, doc: Mapping[str, Any], key: str | None, max_car
         arrays = {k: z[k] for k in z.files}
     rows = [r for r in doc.get("rows", []) if r.get("vocabulary")] or list(doc.get("rows", []))
     keys = [f"{r.get('method')}@{r['vocabulary']}" if r.get("vocabulary") else str(r.get("method")) for r in rows]
+    asked = key
     if key is None:
         key = next((k for k in keys if f"ood/{k}" in arrays), None)
         if key is None:  # a newer layout: take the first per-image score array of a run with negatives
             key = next((k[4:] for k in arrays if k.startswith("ood/") and "@" in k and "/" not in k[4:]), None)
+    runs = sorted(k[4:] for k in arrays if k.startswith("ood/") and "/" not in k[4:])
+    if asked is not None and f"ood/{asked}" not in arrays:
+        raise InputError(f"run {key!r} is not in {npz_path}; its runs: {', '.join(runs) or 'none'}")
     if key is None or f"ood/{key}" not in arrays or f"id/{key}" not in arrays:
         return None, None, [f"no per-image scores for {key or 'any run'} in scores.npz: no per-image cards"]
     s_id, s_ood = arrays[f"id/{key}"].astype(np.float64), arrays[f"ood/{key}"].astype(np.float64)

@@ -95,6 +95,8 @@ def test_no_report_and_the_report_command(tiny, model_args, tmp_path):
     r = runner.invoke(app, ["report", str(out), "-o", str(tmp_path / "x.html"), "--max-cards", "1"], catch_exceptions=False)
     assert r.exit_code == 0, r.output
     assert (tmp_path / "x.html").read_text().count('class="card evasion-card"') == 1
+    r = runner.invoke(app, ["report", str(out), "--run", "neglabel@nope"])
+    assert r.exit_code == 2 and "'neglabel@nope' is not in" in r.output and "neglabel@negA" in r.output
     r = runner.invoke(app, ["report", str(tmp_path / "nothing")])
     assert r.exit_code == 2 and "no such results folder" in r.output
 
