@@ -212,12 +212,14 @@ class _Scorer:
         uses_groups = self.method in ("neglabel", "neglabel_eoe")
         uses_joint = self.method in ("eoe", "neglabel_eoe")
         lay = pad = None
+        complete = True  # every label is in a group (NegLabel's own grouping drops the last ranks)
         if uses_groups:
             # the grouping of m + 1 labels, rank m (the candidate's slot) left out: a padded
             # rank-major layout [L, G] so that each group's mass is a sum over one axis
             grp = _groups(m + 1 if with_slot else m, self.groups, self.grouping, self.seed, self.v.device)
             st.slot = next((j for j, members in enumerate(grp) if m in members), -1)
             members = [x[x < m] for x in grp]
+            complete = sum(len(x) for x in members) == m
             index = np.full((max(len(x) for x in members), len(grp)), -1, dtype=np.int64)
             for j, x in enumerate(members):
                 index[: len(x), j] = x
@@ -245,7 +247,7 @@ class _Scorer:
                 sid_t = (sid / self.temp).double()
                 parts["lse_id"].append(torch.logsumexp(sid_t, -1))
                 parts["max_id"].append(sid_t.amax(-1))
-                if lay is not None and self.temp == self.tau:
+                if lay is not None and self.temp == self.tau and complete:  # the penalty sees every label
                     parts["lse_neg"].append(torch.logsumexp(b, -1))
                     parts["max_neg"].append(top)
                 else:

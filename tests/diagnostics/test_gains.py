@@ -180,10 +180,17 @@ def test_a_grouping_that_drops_the_tail_drops_the_candidate(monkeypatch):
     monkeypatch.setattr(S, "neglabel_groups", dropping)
     id_img, ood_img, idt, neg, cand = _data(seed=3, m=17, c=5)
     images = np.concatenate([id_img, ood_img])
-    for m, groups in ((17, 4), (15, 4)):  # 18 % 4 != 0: the candidate is dropped; 16 % 4 == 0: it is kept
-        g = negvocab.marginal_gains(id_img, ood_img, idt, neg[:m], cand, tau=0.05, groups=groups, grouping="random", seed=2)
+    def penalty(images, idt, neg, tau):  # NegLabel+EOE's penalty sees every negative, dropped or not
+        p = np.exp(np.concatenate([images @ idt.T, images @ neg.T], 1) / tau)
+        return p[:, len(idt) :].max(1) / p.sum(1)
+
+    for m, groups, beta in ((17, 4, 0.0), (15, 4, 0.0), (17, 4, 0.5), (14, 4, 0.5)):  # 18 % 4: the candidate is dropped
+        method = "neglabel_eoe" if beta else "neglabel"
+        extra = {"beta": beta} if beta else {}
+        g = negvocab.marginal_gains(id_img, ood_img, idt, neg[:m], cand, method=method, tau=0.05, groups=groups, grouping="random", seed=2, **extra)
         for j in range(len(cand)):
-            s = reference(images, idt, np.concatenate([neg[:m], cand[j : j + 1]]), 0.05, groups, 2)
+            full = np.concatenate([neg[:m], cand[j : j + 1]])
+            s = reference(images, idt, full, 0.05, groups, 2) - beta * penalty(images, idt, full, 0.05)
             assert g.fpr[j] == pytest.approx(M.fpr_at_tpr(s[:60], s[60:]), abs=1e-9)
             assert g.auroc[j] == pytest.approx(M.auroc(s[:60], s[60:]), abs=1e-9)
-        assert (len(set(g.auroc)) == 1) == (m == 17)
+        assert (len(set(g.auroc)) == 1) == (m == 17 and not beta)
