@@ -251,9 +251,13 @@ class _Scorer:
                     parts["lse_neg"].append(torch.logsumexp(b, -1))
                     parts["max_neg"].append(top)
                 else:
-                    s_t = (vc @ neg.T).double() / self.temp
-                    parts["lse_neg"].append(torch.logsumexp(s_t, -1))
-                    parts["max_neg"].append(s_t.amax(-1))
+                    # exponentials in the input precision after a shift by the largest logit
+                    # (that term is 1, so the sum is exact to rounding); log and shift in float64
+                    s_t = (vc @ neg.T).mul_(1.0 / self.temp)
+                    top_t = s_t.amax(-1, keepdim=True)
+                    mass = s_t.sub_(top_t).exp_().sum(-1)
+                    parts["lse_neg"].append(torch.log(mass.double()) + top_t[:, 0].double())
+                    parts["max_neg"].append(top_t[:, 0].double())
         for k, xs in parts.items():
             if xs:
                 setattr(st, k, torch.cat(xs))
