@@ -233,6 +233,12 @@ def coverage(
 ) -> Coverage:
     """What ``vocab`` misses on the labelled ``ood_set`` (see the module docstring).
 
+    Per class: ``exact``/``covered_by`` (the vocabulary label naming it), ``nearest``/``nearest_cosine``
+    (text side), ``passing``/``passing_share`` (images taken as ID at the threshold), ``taken_for``
+    (the ID classes those passing images were taken for, most frequent first), ``fired`` (the top
+    negative of each of its images, most frequent first), ``fpr_with``/``fpr_gain``/``auroc_with``/
+    ``auroc_gain`` (the metrics with its label added alone).
+
     ``params`` go to the scorer (tau, groups, grouping, seed, beta, T, penalty_T). ``top_k``: the
     summary reports the share of the oracle gap (FPR with the vocabulary vs with the vocabulary plus
     every OOD label) closed by the first k labels of the greedy oracle repair curve.
