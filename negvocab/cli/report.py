@@ -139,7 +139,10 @@ def coverage_cmd(
         raise InputError(f"--repair must be >= 0, got {repair}")
     voc = Vocabulary.load(vocab)
     pool_vocab = Vocabulary.load(pool) if pool is not None else None
-    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root)
+    id_set, ood_sets = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root)
+    if len(ood_sets) != 1:
+        raise InputError(f"coverage analyses one OOD set at a time; got {len(ood_sets)} ({', '.join(ood_sets)}): run it once per set")
+    ood_set = next(iter(ood_sets.values()))
     if not ood_set.labels:
         raise InputError(f"the OOD images ({ood_set.name}) carry no labels: give class folders, an image list with a label column, or --fi-ood with a labelled list")
     classes = read_id_classes(id_classes)
