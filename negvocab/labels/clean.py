@@ -46,7 +46,7 @@ _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _MD_EMPH = re.compile(r"\*{1,3}|(?<![A-Za-z0-9])__|__(?![A-Za-z0-9])|~~|`+")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s+|>+\s*)")
 _BULLET = re.compile(r"^\s*[-*+\u2022\u00b7\u25aa\u25ba\u2023\u25e6\u25cf\u25cb\u25a0\u25a1\u2713\u2714\u27a4\u2192\u2013\u2014]+\s*")
-_NUMBER = re.compile(r"^\s*(?:\(?#?\d{1,3}\s*(?:[.):\]]+|\s[-\u2013\u2014])|#\d{1,3}\s|\(?[a-zA-Z]\))\s*(?!\d)")
+_NUMBER = re.compile(r"^\s*(?:\(?#?\d{1,3}\s*(?:[.):\]]+|\s[-\u2013\u2014])|#\d{1,3}\s|\(?[a-zA-Z]\))\s*(?!\d+(?:[.,]\d|\s|$))")
 _FIELD = re.compile(
     r"^\s*(?:label|name|category|class|answer|item|negative|option|result|a)\s*\d*\s*[:=]\s*(?=\S)", re.I
 )
@@ -61,14 +61,14 @@ _EXPLAIN = re.compile(
     re.I,
 )
 _SENTENCE_END = re.compile(r"(?<=[a-z]{4})[.!?]\s+(?=\S)")  # "Koi. It is ..." but not "T. rex", "St. Bernard"
-_GLUE = re.compile(r"(?<=[^\W\d_])-\s+(?=[^\W\d_])")  # "rapeseed- granite boulder"
+_GLUE = re.compile(r"(?:(?<=[^\W_])|(?<=\)))-\s+(?=[^\W_])")  # "rapeseed- granite boulder"
 _TEMPLATE = re.compile(
     r"^(?:(?:a|an|the|one)\s+)?(?:(?:good|bad|close-up|closeup|cropped|blurry|bright|dark|clean|dirty|jpeg"
     r"|low resolution|high resolution|large|small|nice|weird|black and white|pixelated|rendered|photo)\s+)*"
     r"(?:photo|photograph|picture|image|pic|drawing|painting|sketch|rendering|rendition|illustration|snapshot"
     r"|render|shot|sculpture|cartoon|doodle|tattoo|embroidery|origami)s?\s+of\s+(?:(?:a|an|the|one|my|some|this)\s+)?",
 )
-_PLAIN = re.compile(r"^[a-z0-9](?:[a-z0-9']|[-.](?=[a-z0-9])| (?=[a-z0-9]))*$")  # lower case, no decoration
+_PLAIN = re.compile(r"^(?!\d{1,3}[.):])[a-z0-9](?:[a-z0-9']|[-.](?=[a-z0-9])| (?=[a-z0-9]))*$")  # lower case, no decoration
 _TEMPLATE_FIRST = frozenset(
     "a an the one good bad close-up closeup cropped blurry bright dark clean dirty jpeg low high large small nice "
     "weird black pixelated rendered photo photos photograph picture image pic drawing painting sketch rendering "
@@ -83,7 +83,9 @@ _SENTENCE_WORDS = frozenset(
     "unlike shares sharing share looks resembles resemble confused confusable visually appears appear "
     "answer answers list".split()
 )
-_SENTENCE_STARTS = frozenset("here these this i sure certainly note okay ok hope".split())
+_SENTENCE_STARTS = frozenset("here these this i sure certainly note okay ok".split())
+_CLOSING = re.compile(r"^(?:i\s+)?(?:hope (?:this|that|it|these) helps?|let me know|feel free|happy to help)\b", re.I)
+_INTERJECTIONS = frozenset("certainly sure okay ok yes absolutely alright great hello hi note done".split())
 _KEEP_A = frozenset("la cappella capella priori posteriori fortiori kempis level".split())  # "a la carte", "a priori"
 _ABBREV = re.compile(r"(?:^|\s)(?:\S*\.\S+|al|cf|ibid|etc|inc|co|jr|sr|st|mr|mrs|dr|mt|ft|vs)$")  # "d.c.", "ph.d.", "et al."
 MAX_WORDS = 10
@@ -115,7 +117,7 @@ def _clean_parts(text: str) -> list[str]:
         if words[0] not in _TEMPLATE_FIRST and not _is_sentence(words) and _undouble(words) == text:
             return [text]
     s = unicodedata.normalize("NFKC", text).translate(_INVISIBLE).strip()
-    if not s or _ECHO.match(s):
+    if not s or _ECHO.match(s) or _CLOSING.match(s):
         return []
     out = []
     for part in split_glued(_unmark(s)):
@@ -157,7 +159,7 @@ def _clean_one(s: str) -> str:
     if not s or not any(ch.isalnum() for ch in s):
         return ""
     words = s.split()
-    if _is_sentence(words):
+    if _is_sentence(words) or s in _INTERJECTIONS:
         return ""
     for _ in range(3):  # "the photo of a koi", "a photo of the koi"
         before = s
@@ -265,12 +267,14 @@ _LIST_KEYS = (
 )  # fmt: skip
 _ITEM_KEYS = ("label", "name", "category", "class", "item", "text", "title", "object", "concept", "value")
 _MARKED = re.compile(
-    r"^\s*(?:[-*+\u2022\u00b7\u25aa\u25ba\u2023\u25e6\u25cf\u25cb\u25a0\u25a1\u2713\u2714\u27a4\u2192]\s*"
-    r"|\(?#?\d{1,3}\s*[.):\]]+(?!\d)\s*|\(?[a-zA-Z]\)\s+|\*\*\d{1,3}[.)]\*\*\s*)"
+    r"^\s*(?:[-*+]\s+|[\u2022\u00b7\u25aa\u25ba\u2023\u25e6\u25cf\u25cb\u25a0\u25a1\u2713\u2714\u27a4\u2192]\s*"
+    r"|\(?#?\d{1,3}\s*[.):\]]+(?!\d+(?:[.,]\d|\s|$))\s*|\d{1,3}\s+[-\u2013\u2014]\s+|\(?[a-zA-Z]\)\s+|\*\*\d{1,3}[.)]\*\*\s*)"
 )
 _TABLE_SEP = re.compile(r"^\s*\|?[\s:|-]+\|?\s*$")
 _COMMA = re.compile(r"\s*[,\u3001\uff0c]\s*|\s*;\s*")
 _AND = re.compile(r"^(?:and|or|&)\s+", re.I)
+_DECORATED_HEAD = re.compile(r"\s-{1,2}\s|[\u2013\u2014(]|,\s+(?:which|that|who|whose|where)\b", re.I)  # "koi - note: ..." is a label and its note
+_COMMA_EXPLAINS = re.compile(r",\s+(?:which|that|who|whose|where)\b", re.I)
 
 
 def parse_label_list(text: str) -> list[str]:
@@ -382,19 +386,27 @@ def _is_heading(line: str) -> bool:
     return _unmark(line).strip().rstrip("*_ ").endswith(":")
 
 
+def _talks(words: list[str]) -> bool:
+    """Words that belong to a sentence, not to a list of names ("These categories share ...")."""
+    bare = [w.strip(_STRIP).lower() for w in words]
+    return bool(bare) and (bare[0] in _SENTENCE_STARTS or any(w in _SENTENCE_WORDS for w in bare))
+
+
 def _line_items(line: str) -> list[str]:
     """One unmarked line: a comma list (after a preamble ending in ":"), or one label."""
     body = _unmark(line).strip()
     head, sep, tail = body.partition(":")
-    if sep and tail.strip() and (_COMMA.search(tail) or _is_sentence(head.split())):
-        body = tail  # "Here are ten: koi, carp, ..." or "Categories: koi, carp"
-    elif sep and not tail.strip():
+    if sep and not tail.strip():
         return []  # "Here are ten categories:"
-    if _COMMA.search(body):
-        parts = [_AND.sub("", p.strip()) for p in _COMMA.split(body.strip().rstrip("."))]
-        if len(parts) >= 2 and not all(_is_sentence(p.split()) for p in parts):
+    if sep and (_COMMA.search(tail) or _talks(head.split())) and not _DECORATED_HEAD.search(head):
+        body = tail.strip()  # "Here are ten: koi, carp, ..." or "Categories: koi, carp"
+    elif not sep and _talks(body.split()) and len(body.split()) >= 3:
+        return [body]  # a sentence: cleaning drops it whole (commas and all)
+    if _COMMA.search(body) and not _COMMA_EXPLAINS.search(body):
+        parts = [_AND.sub("", p.strip()) for p in _COMMA.split(body.rstrip("."))]
+        if len(parts) >= 2:
             last = parts[-1]
-            if " and " in last and len(parts) >= 2 and len(last.split()) <= 6:
+            if " and " in last and all(len(x.split()) <= 3 for x in last.split(" and ", 1)):
                 parts[-1:] = last.split(" and ", 1)  # "koi, carp and trout"
             return [p for p in parts if p.strip()]
     return [body]

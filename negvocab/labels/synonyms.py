@@ -273,7 +273,9 @@ class SynonymFilter:
             return []
         head, _, last = key.rpartition(" ")
         out = []
-        for base in (_noun_base(last), *_irregular_bases().get(last, ())):
+        known = _noun_base(last)
+        regular = () if known else tuple(last[: -len(a)] + b for a, b in _NOUN_SUFFIXES if last.endswith(a))  # a word WordNet lacks
+        for base in (known, *regular, *_irregular_bases().get(last, ())):
             spelled = f"{head} {base}" if head else base
             if base and base != last and spelled not in out:
                 out.append(spelled)
