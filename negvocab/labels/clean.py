@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CleanResult", "clean_label", "clean_labels", "clean_labels_report", "parse_label_list", "split_glued"]
+__all__ = ["CleanResult", "clean_label", "clean_labels", "clean_labels_report", "is_plain", "parse_label_list", "split_glued"]
 
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 _WS = re.compile(r"\s+")
@@ -104,6 +104,16 @@ def clean_label(text: str) -> str:
     return parts[0] if parts else ""
 
 
+def is_plain(text: str) -> bool:
+    """Whether ``text`` is already a clean label as far as a quick look tells (lower case, no
+    markup, punctuation or leading article/template word, no doubled phrase): then
+    :func:`clean_label` keeps it as it is or drops it as a sentence. A fast path for large pools."""
+    if not _PLAIN.match(text):
+        return False
+    words = text.split()
+    return words[0] not in _TEMPLATE_FIRST and (len(words) < 4 or _undouble(words) == text)
+
+
 def split_glued(text: str) -> list[str]:
     """``text`` split where items are glued by a dangling hyphen ("rapeseed- granite boulder")."""
     return [p for p in _GLUE.split(text) if p.strip()]
@@ -112,10 +122,8 @@ def split_glued(text: str) -> list[str]:
 def _clean_parts(text: str) -> list[str]:
     """The cleaned labels in one raw item: usually one, two or more for glued items."""
     text = str(text)
-    if _PLAIN.match(text):  # the common case, a label already clean (e.g. a WordNet pool): fast
-        words = text.split()
-        if words[0] not in _TEMPLATE_FIRST and not _is_sentence(words) and _undouble(words) == text:
-            return [text]
+    if is_plain(text):  # the common case, a label already clean (e.g. a WordNet pool): fast
+        return [] if _is_sentence(text.split()) else [text]
     s = unicodedata.normalize("NFKC", text).translate(_INVISIBLE).strip()
     if not s or _ECHO.match(s) or _CLOSING.match(s):
         return []

@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from negvocab.errors import InputError
+from negvocab.labels.clean import clean_label, is_plain
 from negvocab.labels.imagenet import WNID, IdClasses, imagenet1k
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ class SynonymFilter:
         self._plural_keys: frozenset[str] | None = None  # built on first use (needs WordNet)
         self._singulars: dict[str, Match] | None = None  # built on first use (needs WordNet)
         self._heads: list[frozenset[str]] | None = None  # per class, built on first use (needs WordNet)
-        self._all_heads: frozenset[str] = frozenset()
+        self._head_words: frozenset[str] | None = None  # built on first use (needs WordNet)
 
     def __repr__(self) -> str:
         return f"SynonymFilter({self.id_classes.dataset}, {len(self.id_classes)} classes, {len(self._norm)} forms)"
@@ -143,8 +144,8 @@ class SynonymFilter:
         match = self._explain_key(normalise(label))
         if match is not None:
             return match
-        from negvocab.labels.clean import clean_label
-
+        if is_plain(label):
+            return None
         cleaned = clean_label(label)
         if cleaned and cleaned != label.strip().lower():
             match = self._exact.get(cleaned) or self._explain_key(normalise(cleaned))
@@ -163,18 +164,22 @@ class SynonymFilter:
             match = self._plural_match(key)
             if match is not None:
                 return _with_how(match, "plural")
-        spelled = american(key)
-        match = self._spelled.get(spelled) or self._spelled.get(spelled.replace(" ", ""))
-        if match is None and self.plurals and spelled != key:
-            match = self._plural_match(spelled)
-        if match is not None:
-            return _with_how(match, "spelling")
+        words = key.split()
+        if not _SPELLING_WORDS.isdisjoint(words):
+            spelled = american(key)
+            match = self._spelled.get(spelled) or self._spelled.get(spelled.replace(" ", ""))
+            if match is None and self.plurals:
+                match = self._plural_match(spelled)
+            if match is not None:
+                return _with_how(match, "spelling")
         if not self.plurals:
             return None
         match = self._singular_forms().get(key)
         if match is not None:
             return _with_how(match, "singular")
-        return self._head_word_match(key)
+        if len(words) > 1 and words[-1] in self._head_gate():
+            return self._head_word_match(key)
+        return None
 
     def _plural_match(self, key: str) -> Match | None:
         for spelling in dict.fromkeys((key, key.replace(" ", ""))):  # "cell phones" as "cellphones" too
@@ -224,11 +229,7 @@ class SynonymFilter:
     def _head_word_match(self, key: str) -> Match | None:
         """``key`` = an ID form + a head word from that class's own hypernym chain ("orca whale")."""
         words = key.split()
-        if len(words) < 2:
-            return None
         heads = self._class_heads()
-        if words[-1] not in self._all_heads and (_noun_base(words[-1]) or "") not in self._all_heads:
-            return None
         for k in range(1, min(3, len(words) - 1) + 1):
             stem, head = " ".join(words[:-k]), " ".join(words[-k:])
             head_forms = {head, (_noun_base(head.replace(" ", "_")) or "").replace("_", " ")}
@@ -242,12 +243,19 @@ class SynonymFilter:
                                      base.source if base.class_index == i else "wordnet-synonym", "head-word", i)
         return None
 
+    def _head_gate(self) -> frozenset[str]:
+        """Every last word of a head word, singular or plural: a set lookup spares other labels WordNet."""
+        if self._head_words is None:
+            last = {h.rpartition(" ")[2] for h in frozenset().union(*self._class_heads())}
+            irregular = _irregular_plurals()
+            self._head_words = frozenset(last | {p for w in last for p in (*_regular_plurals(w), *irregular.get(w, ()))})
+        return self._head_words
+
     def _class_heads(self) -> list[frozenset[str]]:
         """Per class, the head words a model may append: every lemma (and its last word) of every
         synset on the class's WordNet hypernym chain, plus "breed"/"species"/... for organisms."""
         if self._heads is None:
             self._heads = [_heads_of(w) if WNID.match(w) else frozenset() for w in self.id_classes.wnids]
-            self._all_heads = frozenset().union(*self._heads)
         return self._heads
 
     def _singular_forms(self) -> dict[str, Match]:
@@ -362,6 +370,9 @@ SPELLING = {
 
 #: head words any animal or plant class may take ("pomeranian breed"), beside its hypernym chain
 _ORGANISM_HEADS = frozenset({"breed", "species", "variety", "animal", "plant"})
+
+
+_SPELLING_WORDS = frozenset(SPELLING)
 
 
 def american(key: str) -> str:
