@@ -372,7 +372,7 @@ SPELLING = {
 _ORGANISM_HEADS = frozenset({"breed", "species", "variety", "animal", "plant"})
 
 
-_SPELLING_WORDS = frozenset(SPELLING)
+_SPELLING_WORDS = frozenset(SPELLING) | frozenset(SPELLING.values())
 
 
 def american(key: str) -> str:

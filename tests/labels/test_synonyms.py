@@ -98,7 +98,8 @@ def test_near_misses_stay(synfilter, classes, label):
 
 
 def test_plural_rule_needs_the_plural_to_map_back(synfilter, classes, wn):
-    # every label removed by the plural rule has the matched form as WordNet's base reading
+    # every label removed by the plural rule has the matched form as WordNet's base reading, or,
+    # for a last word WordNet does not know ("Shih Tzus"), the regular reading (an "s"/"es" off)
     labels = [f + "s" for f, _i, _s in _forms(classes)] + [f + "es" for f, _i, _s in _forms(classes)]
     kept, removed = synfilter.split(labels)
     assert len(removed) > 1000
@@ -108,10 +109,13 @@ def test_plural_rule_needs_the_plural_to_map_back(synfilter, classes, wn):
         last = normalise(label).split()[-1]
         base = wn.morphy(last, "n")
         phrase = wn.morphy(normalise(label).replace(" ", "_"), "n")
-        assert normalise(match.form).replace(" ", "") in {
+        readings = {
             " ".join([*normalise(label).split()[:-1], base or ""]).replace(" ", ""),
             (phrase or "").replace("_", ""),
-        }, (label, match)
+        }
+        if base is None:
+            readings |= {normalise(label).replace(" ", "")[: -len(end)] for end in ("s", "es") if last.endswith(end)}
+        assert normalise(match.form).replace(" ", "") in readings, (label, match)
 
 
 def test_every_irregular_plural_of_a_class_form_is_removed(synfilter, classes, wn):
