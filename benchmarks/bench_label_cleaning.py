@@ -155,7 +155,7 @@ def _words(text: str) -> str:
 def evaluate(answers: list[dict], parse, is_id) -> dict[str, float]:
     tp = fp = fn = 0
     leaked, leaked_classes, lost, usable = 0, set(), 0, 0
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for a in answers:
         got = parse(a["text"])
         usable += bool(got)
@@ -179,7 +179,7 @@ def evaluate(answers: list[dict], parse, is_id) -> dict[str, float]:
         "ID mentions leaking": leaked,
         "ID classes leaking": len(leaked_classes),
         "OOD labels removed": lost,
-        "seconds": time.perf_counter() - t0,
+        "seconds": time.process_time() - t0,
     }
 
 
