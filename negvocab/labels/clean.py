@@ -41,7 +41,11 @@ _WS = re.compile(r"\s+")
 _STRIP = " \t\r\n\"'`*_.,;:!?()[]{}<>|=~#\u201c\u201d\u2018\u2019\u00ab\u00bb\u2026"
 
 # a prompt echo: the model repeats the question (or a chat role) instead of answering
-_ECHO = re.compile(r"^\s*(?:q|question|prompt|user|system|instruction|input|context|task)\s*\d*\s*[:\uff1a]", re.I)
+_ECHO = re.compile(
+    r"^\s*(?:q|question|prompt|user|system|instruction|input|context|task"  # the question, echoed
+    r"|reason|reasons|why|explanation|description|justification|rationale|similarity|note|notes)\s*\d*\s*[:\uff1a]",  # a field about a label
+    re.I,
+)
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _MD_EMPH = re.compile(r"\*{1,3}|(?<![A-Za-z0-9])__|__(?![A-Za-z0-9])|~~|`+")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s+|>+\s*)")
@@ -60,6 +64,7 @@ _EXPLAIN = re.compile(
     r"|commonly|typically|usually|sometimes|but|not|or|its|it|this|these|for|from|found|used|etc)\b)",
     re.I,
 )
+_SLASH = re.compile(r"\s+/\s+")  # "carp / common carp"; not "AC/DC", "read/write head"
 _SENTENCE_END = re.compile(r"(?<=[a-z]{4})[.!?]\s+(?=\S)")  # "Koi. It is ..." but not "T. rex", "St. Bernard"
 _GLUE = re.compile(r"(?:(?<=[^\W_])|(?<=\)))-\s+(?=[^\W_])")  # "rapeseed- granite boulder"
 _TEMPLATE = re.compile(
@@ -160,6 +165,7 @@ def _clean_one(s: str) -> str:
     m = _EXPLAIN.search(s)
     if m is not None and m.start() > 0:
         s = s[: m.start()]
+    s = _SLASH.split(s, maxsplit=1)[0]  # alternatives: the first name
     m = _SENTENCE_END.search(s)
     if m is not None:
         s = s[: m.start()]
@@ -382,11 +388,29 @@ def _text_items(text: str) -> list[str]:
         return cells[1:] if len(cells) > 1 else cells  # the first row is the header
     marked = [ln for ln in lines if _MARKED.match(ln)]
     if len(marked) >= 2 or (marked and len(lines) <= 3):
-        return [ln for ln in marked if not _is_heading(ln)]
+        return _list_items(marked)
     items: list[str] = []
     for ln in lines:
         items.extend(_line_items(ln))
     return items
+
+
+def _list_items(marked: list[str]) -> list[str]:
+    """List lines without headings, and without lines indented under an item (its explanations:
+    "1. Koi" then "   - similar shape"); lines indented under a heading are the items."""
+    out: list[str] = []
+    parent: tuple[int, bool] | None = None  # (indent, is a heading) of the last outer line
+    for ln in marked:
+        indent = len(ln) - len(ln.lstrip())
+        heading = _is_heading(ln)
+        if parent is not None and indent > parent[0]:
+            if not parent[1] and not heading:
+                continue  # a note under an item
+        else:
+            parent = (indent, heading)
+        if not heading:
+            out.append(ln)
+    return out
 
 
 def _is_heading(line: str) -> bool:

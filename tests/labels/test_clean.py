@@ -116,6 +116,26 @@ def test_one_normaliser_everywhere():
         ("1 - koi\n2 - carp", ["koi", "carp"]),
         ("", []),
         ("I cannot help with that.", []),
+        # written by hand after the fixture, in the styles of GPT-4, Claude, Gemini and Mixtral answers
+        (
+            'Here are 3 visually similar categories to "goldfish" that are not in ImageNet-1k:\n\n1. Koi carp\n'
+            "2. Comet goldfish\n3. Oranda\n\nThese categories share similar colors, shapes, or aquatic environments.",
+            ["koi carp", "comet goldfish", "oranda"],
+        ),
+        (
+            "Here is a list of 2 categories:\n\n1. Koi fish - Ornamental carp with orange and white coloring\n"
+            "2. Carrot slices - Similar orange color\n\nLet me know if you would like more!",
+            ["koi fish", "carrot slices"],
+        ),
+        ("**Visually Similar Categories:**\n\n* **Koi:** Similar body shape.\n* **Orange Cichlid:** Similar color.", ["koi", "orange cichlid"]),
+        ('{"labels": ["koi", "carp"]}\n\nI chose these because they look alike.', ["koi", "carp"]),
+        ('Sure, here: ["koi", "carp"] - all fish.', ["koi", "carp"]),
+        ("1. Koi\n   - Similar shape and size\n   - Orange color\n2. Carp\n   - Same family\n3. Orfe", ["koi", "carp", "orfe"]),
+        ("Category: Koi\nReason: similar shape\n\nCategory: Orfe\nReason: orange color", ["koi", "orfe"]),
+        ("- Koi/Nishikigoi\n- Carp / Common carp\n- AC/DC", ["koi/nishikigoi", "carp", "ac/dc"]),
+        ("1. *Koi* (*Cyprinus rubrofuscus*)\n2. _Orfe_\n3. ***Carp***", ["koi", "orfe", "carp"]),
+        ("1. 3D printer\n2. 35mm film camera\n3. Boeing 747", ["3d printer", "35mm film camera", "boeing 747"]),
+        ('"koi",\n"carp",', ["koi", "carp"]),
     ],
 )
 def test_parse_label_list_forms(text, labels):
