@@ -127,8 +127,9 @@ def split_glued(text: str) -> list[str]:
 def _clean_parts(text: str) -> list[str]:
     """The cleaned labels in one raw item: usually one, two or more for glued items."""
     text = str(text)
-    if is_plain(text):  # the common case, a label already clean (e.g. a WordNet pool): fast
-        return [] if _is_sentence(text.split()) else [text]
+    low = text.lower() if text.isascii() else text  # ASCII: NFKC changes nothing
+    if is_plain(low):  # the common case, a label clean but for case (a WordNet pool, a journal): fast
+        return [] if _is_sentence(low.split()) else [low]
     s = unicodedata.normalize("NFKC", text).translate(_INVISIBLE).strip()
     if not s or _ECHO.match(s) or _CLOSING.match(s):
         return []
@@ -260,7 +261,7 @@ def clean_labels_report(raw: Iterable[str]) -> CleanResult:
                 out.dropped.append(item)
             continue
         joined = " | ".join(parts)
-        if joined != _WS.sub(" ", unicodedata.normalize("NFKC", item)).strip().lower():
+        if joined != item and joined != _WS.sub(" ", unicodedata.normalize("NFKC", item)).strip().lower():
             out.changed[item] = joined
         for label in parts:
             seen.setdefault(label, None)
