@@ -27,6 +27,7 @@ what it dropped, for the vocabulary's provenance.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import unicodedata
@@ -126,7 +127,16 @@ def split_glued(text: str) -> list[str]:
 
 def _clean_parts(text: str) -> list[str]:
     """The cleaned labels in one raw item: usually one, two or more for glued items."""
-    text = str(text)
+    return list(_cached_parts(str(text)))
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _cached_parts(text: str) -> tuple[str, ...]:
+    """:func:`_clean_parts`, remembered: a journal repeats each label across rounds and classes."""
+    return tuple(_parts(text))
+
+
+def _parts(text: str) -> list[str]:
     low = text.lower() if text.isascii() else text  # ASCII: NFKC changes nothing
     if is_plain(low):  # the common case, a label clean but for case (a WordNet pool, a journal): fast
         return [] if _is_sentence(low.split()) else [low]
