@@ -150,8 +150,26 @@ class SynonymFilter:
         if cleaned and cleaned != label.strip().lower():
             match = self._exact.get(cleaned) or self._explain_key(normalise(cleaned))
             if match is not None:
-                return _with_how(match, "decorated")
+                return _with_how(self._hinted(match, label), "decorated")
         return None
+
+    def _hinted(self, match: Match, label: str) -> Match:
+        """Of the classes a decorated name names, the one its note points at: a note word on that
+        class's hypernym chain, or a category word ("machine") off the first class's chain, when
+        one other class is left ("crane (machine)" is the machine, not the bird)."""
+        classes = self._classes_of.get(normalise(match.form), set())
+        notes = set(normalise(" ".join(re.findall(r"\(([^)]*)\)", label))).split())
+        if len(classes) < 2 or not notes or not self.plurals:
+            return match
+        heads = self._class_heads()
+        if notes & heads[match.class_index] or not notes & self._head_gate():
+            return match  # the note agrees with the first class, or names no category
+        others = sorted(classes - {match.class_index})
+        agreeing = [i for i in others if notes & heads[i]]
+        pick = agreeing[0] if agreeing else others[0] if len(others) == 1 else None  # a category word against the first class
+        if pick is None:
+            return match
+        return Match(self.id_classes.wnids[pick], self.id_classes.names[pick], match.form, match.source, match.how, pick)
 
     def _explain_key(self, key: str) -> Match | None:
         """Every rule but ``exact`` and ``decorated`` on a normalised key."""

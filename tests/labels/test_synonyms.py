@@ -236,7 +236,8 @@ def test_normalise():
         ("carton box", "cardboard box / carton", "wordnet-synonym/head-word"),
         ("admiral butterfly", "red admiral butterfly", "wordnet-synonym/head-word"),
         # behind decorations, after cleaning
-        ("crane (machine)", "crane bird", "wordnet-synonym/decorated"),
+        ("crane (machine)", "construction crane", "wordnet-synonym/decorated"),  # the machine: its note says so
+        ("crane (wading bird)", "crane bird", "wordnet-synonym/head-word"),  # "crane wading bird"
         ("gray wolf gray wolf", "grey wolf", "wordnet-synonym/decorated"),
         ("1. **Goldfish** - a carp", "goldfish", "clean-name/decorated"),
         ("a photo of a tench", "tench", "clean-name/decorated"),
