@@ -434,7 +434,11 @@ def _other_wordnet_noun(key: str, wnid: str) -> bool:
     """Whether ``key`` is a WordNet noun of its own, none of whose senses is the class ``wnid``."""
     from negvocab.labels.wordnet import load_wordnet
 
-    synsets = load_wordnet().synsets(key.replace(" ", "_"), "n")
+    wn = load_wordnet()
+    words = key.split()
+    spellings = {"_".join(words), "".join(words)}  # WordNet writes "two-piece_suit": try each gap as a hyphen too
+    spellings |= {"_".join(words[:i]) + "-" + "_".join(words[i:]) for i in range(1, len(words))}
+    synsets = {s for spelled in spellings for s in wn.synsets(spelled, "n")}
     return bool(synsets) and all(s.offset() != int(wnid[1:]) for s in synsets)
 
 
