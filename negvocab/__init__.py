@@ -3,6 +3,7 @@
 The pipeline, one way: labels -> vocabularies -> embeddings -> scores -> metrics.
 
 - ``imagenet1k()``, ``wordnet_candidates()``, ``SynonymFilter``  (negvocab.labels)
+- ``clean_label``, ``parse_label_list``                        (negvocab.labels.clean)
 - ``Vocabulary``                                                (negvocab.vocab)
 - ``build_wordnet_vocabulary``, ``build_gpt_vocabulary``, ...   (negvocab.build)
 - ``VLM`` (open_clip models, cached text/image embeddings)      (negvocab.vlm)
@@ -35,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "wordnet_candidates": "negvocab.labels.candidates",
     "load_candidates": "negvocab.labels.candidates",
     "SynonymFilter": "negvocab.labels.synonyms",
+    "clean_label": "negvocab.labels.clean",
+    "parse_label_list": "negvocab.labels.clean",
     "Vocabulary": "negvocab.vocab",
     "VLM": "negvocab.vlm.model",
     "ImageEmbeddings": "negvocab.vlm.images",
@@ -101,6 +104,7 @@ if TYPE_CHECKING:
     from negvocab.errors import InputError, NegvocabError, ResourceError
     from negvocab.index import knn
     from negvocab.labels.candidates import Candidate, load_candidates, wordnet_candidates
+    from negvocab.labels.clean import clean_label, parse_label_list
     from negvocab.labels.imagenet import IdClasses, imagenet1k, read_id_classes
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet

@@ -35,6 +35,7 @@ from negvocab.llm.cost import CostEstimate, cost_usd, estimate
 from negvocab.llm.journal import MANIFEST, Journal, custom_id, identity_hash
 from negvocab.llm.prompts import PromptTemplate, load_prompt
 from negvocab.llm.run import Progress, Request, make_request, pending
+from negvocab.llm.text import reclean_results
 from negvocab.textfiles import read_text
 from negvocab.vocab import Vocabulary
 
@@ -538,6 +539,7 @@ def vocabulary_from_results(
     the rule that removed them, and the failed requests by status.
     """
     r_used = run.rounds if rounds_used is None else _check_rounds_used(rounds_used, run.rounds)
+    results, cleaning = reclean_results(results)  # the one normaliser (negvocab.labels.clean), also for old journals
     per_key, failures = merge_rounds(results, run.keys, r_used)
     proposed: dict[str, dict[str, list[int]]] = {}
     for key, labels in per_key.items():
@@ -586,6 +588,7 @@ def vocabulary_from_results(
         "kept_per_key_stats": _stats(list(kept_counts.values())),
         "unique_labels": len(proposed),
         "synonym_filter": synonym_filter.report(kept, removed),
+        "label_cleaning": cleaning.to_settings(),  # raw -> clean, and what was dropped as no label
         "failures": failures,
         **dict(extra_settings or {}),
     }
