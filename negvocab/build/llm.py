@@ -25,6 +25,7 @@ import math
 import os
 import re
 import statistics
+from collections import Counter
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,7 @@ from negvocab.errors import InputError, ResourceError
 from negvocab.llm.cost import CostEstimate, cost_usd, estimate
 from negvocab.llm.journal import MANIFEST, Journal, custom_id, identity_hash
 from negvocab.llm.prompts import PromptTemplate, load_prompt
-from negvocab.llm.run import Progress, Request, make_request, pending
+from negvocab.llm.run import Progress, Request, failed_before, make_request, pending
 from negvocab.textfiles import read_text
 from negvocab.vocab import Vocabulary
 
@@ -142,8 +143,10 @@ class LLMRun:
 
         need = self.needed(rounds_used)
         journal = Journal(self.run_dir, self.identity, readonly=True)
-        todo = pending(need, journal, retry_failed=retry_failed)
+        todo = pending(need, journal, retry_failed=retry_failed, failed=not batch)
+        failed = failed_before(need, journal)
         est = estimate(todo, self.model, batch=batch, already_done=len(need) - len(todo), prices=prices)
+        est = replace(est, failed_again=0 if batch else failed, failed_kept=failed if batch else 0)
         held = in_open_batch(journal)
         return replace(est, held_by_batch=len(held_by(held[1], todo))) if held else est
 
@@ -161,19 +164,29 @@ class LLMRun:
         on_progress: Progress | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
         retry_failed: bool = False,
+        response_format: str = "auto",
+        request_timeout: float | None = None,
     ) -> RunOutcome:
         """Send what the journal lacks (synchronously, or through the Batch API) and return all results.
 
-        ``retry_failed`` also asks again the requests whose recorded answer is a failure (refused,
-        invalid, short), e.g. after a server glitch; the new answer replaces the old one.
+        Requests whose recorded answer failed with no usable list (refused, invalid) are asked
+        again (synchronous API); ``retry_failed`` also asks again the short ones. The new answer
+        counts when it is better (:mod:`negvocab.llm.journal`). ``response_format`` is ``auto``,
+        ``json_schema``, ``json_object`` or ``text`` (:mod:`negvocab.llm.formats`); with ``auto`` a
+        run resumes in the format an earlier session settled on. ``request_timeout`` is the total
+        seconds one request may take (default :data:`~negvocab.llm.client.DEFAULT_REQUEST_TIMEOUT_S`).
 
         Raises :class:`ResourceError` if some requests could not be completed (server errors
         outlasting the retries); everything finished is journaled, so the same call resumes.
         """
         from negvocab import __version__
         from negvocab.llm.client import LLMClient, check_base_url, public_url
+        from negvocab.llm.formats import check_mode
 
         check_base_url(base_url)  # before the run folder is made
+        check_mode(response_format)
+        if request_timeout is not None and not request_timeout > 0:
+            raise InputError(f"request timeout must be > 0 seconds, got {request_timeout}")
         if retry_failed and batch:
             raise InputError("retrying recorded failures works with the synchronous API: re-run without --batch")
         need = self.needed(rounds_used)
@@ -187,15 +200,30 @@ class LLMRun:
             if not journal.readonly and _last_settings(journal) != self._settings():
                 journal.append([{"kind": "run", **self._settings()}])  # what vocabulary_from_journal rebuilds
             before = journal.usage()
-            todo = pending(need, journal, retry_failed=retry_failed)
+            todo = pending(need, journal, retry_failed=retry_failed, failed=not batch)
             if todo and not batch:
                 _refuse_if_batch_open(journal, todo)
             undone: list[str] = []
             if todo:
-                log.info("%s: %d of %d requests to send (%s)", self.run_dir, len(todo), len(need), "batch" if batch else "sync")
-                options = {"temperature": self.identity.get("temperature"), **dict(client_options or {})}
+                again = failed_before(todo, journal)
+                log.info(
+                    "%s: %d of %d requests to send (%s%s)", self.run_dir, len(todo), len(need), "batch" if batch else "sync",
+                    f"; {again} failed before and are asked again" if again else "",
+                )
+                options = {
+                    "temperature": self.identity.get("temperature"),
+                    "response_format": response_format,
+                    "start_mode": _settled_format(journal),
+                    "content_retry_budget": max(10, len(todo) // 10),  # retries of unusable answers in this run
+                    **({"request_timeout": request_timeout} if request_timeout is not None else {}),
+                    **dict(client_options or {}),
+                }
                 client = LLMClient(self.model, base_url=base_url, api_key=api_key, concurrency=concurrency, **options)
-                undone = _run_coro(self._send(client, journal, todo, batch, poll_interval, max_submissions, on_progress))
+                try:
+                    undone = _run_coro(self._send(client, journal, todo, batch, poll_interval, max_submissions, on_progress))
+                finally:
+                    if client.switches and not journal.readonly:
+                        journal.update_manifest({"response_format": {"requested": client.requested, "used": client.mode, "switches": client.switches}})
             else:
                 log.info("%s: all %d requests are in the journal; nothing to send", self.run_dir, len(need))
             after = journal.usage()
@@ -256,6 +284,12 @@ class LLMRun:
             if batch:
                 return await run_batch(todo, client, journal, self.template, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress)
             return await run_sync(todo, client, journal, self.template, on_progress=on_progress)
+
+
+def _settled_format(journal: Journal) -> str | None:
+    """The response format an earlier session of the run settled on (``auto`` resumes there)."""
+    notes = journal.of_kind("response_format")
+    return notes[-1].get("used") if notes else None
 
 
 def _refuse_if_batch_open(journal: Journal, todo: list[Request]) -> None:
@@ -547,6 +581,8 @@ def vocabulary_from_results(
         from negvocab import SynonymFilter
 
         synonym_filter = SynonymFilter()
+    if not proposed:
+        raise ResourceError(_nothing_answered(run, results, failures))
     kept, removed = synonym_filter.split(list(proposed))
     if not kept:
         raise InputError(f"no labels left from {run.run_dir} after the synonym filter ({len(removed)} removed)")
@@ -566,10 +602,13 @@ def vocabulary_from_results(
     views = {key: [lab for lab in labels if lab in keep] for key, labels in per_key.items()} if per_class else {}
     used = [results[cid] for k in run.keys for r in range(r_used) if (cid := custom_id(k, r)) in results]
     served = sorted({str(rec["model"]) for rec in used if rec.get("model")})
+    endpoints = sorted({str(rec["endpoint"]) for rec in used if rec.get("endpoint")})
     settings = {
         "task": run.task,
         "model": run.model,
         "served_models": served,  # what the server says answered (e.g. a dated snapshot of the alias)
+        "endpoints": endpoints,  # public URLs only (no user info, no query)
+        "response_formats": dict(Counter(str(rec.get("response_format") or "json_schema") for rec in used)),
         "prompt": run.template.name,
         "prompt_file": run.template.source,
         "prompt_sha256": run.template.sha256,
@@ -593,6 +632,21 @@ def vocabulary_from_results(
         settings["chunks"] = run.chunks
     source = "gpt" if run.task == "gpt_siblings" else "eoe"
     return Vocabulary.from_labels(kept, source=source, meta=meta, settings=settings, views=views)
+
+
+def _nothing_answered(run: LLMRun, results: Mapping[str, Mapping[str, Any]], failures: Mapping[str, list[str]]) -> str:
+    """The one line for a run whose answers hold no label at all: what the server answered, not a
+    filter to blame."""
+    failed = sum(len(ids) for ids in failures.values())
+    first = next((results[cid] for ids in failures.values() for cid in ids), {})
+    said = f"; e.g. {first.get('custom_id')}: {first.get('error')}" if first.get("error") else ""
+    if first.get("snippet"):
+        said += f", the server returned {first['snippet']!r}"
+    return (
+        f"no labels from {run.run_dir}: {failed} of {len(results)} answers failed "
+        f"({', '.join(f'{st} {len(ids)}' for st, ids in failures.items()) or 'empty lists'}){said}; "
+        "fix the server or model, then re-run the same command (failed requests are asked again)"
+    )
 
 
 def vocabulary_from_journal(run_dir: str | os.PathLike[str], *, rounds_used: int | None = None, synonym_filter: Any = None, id_classes: Any = None) -> Vocabulary:
@@ -667,6 +721,8 @@ def build_gpt_vocabulary(
     on_progress: Callable[[int, int], None] | None = None,
     prices: Mapping[str, tuple[float, float]] | None = None,
     retry_failed: bool = False,
+    response_format: str = "auto",
+    request_timeout: float | None = None,
 ) -> Vocabulary:
     """The GPT-sibling vocabulary (paper: 20 per class, 10 rounds); resumable, see the module docstring.
 
@@ -688,17 +744,26 @@ def build_gpt_vocabulary(
     synonym_filter : SynonymFilter, optional
         Default: against all of ImageNet-1k (also when ``classes`` selects a few).
     retry_failed : bool
-        Ask again the requests recorded as refused, invalid or short (synchronous API only).
+        Also ask again the requests recorded as short (refused and invalid ones are asked again by
+        every synchronous run: a failed answer is never final).
+    response_format : str
+        ``auto`` (structured output where the server honours it, else JSON mode, else free text,
+        settled once per run and recorded in the manifest), ``json_schema``, ``json_object`` or
+        ``text``; see :mod:`negvocab.llm.formats`.
+    request_timeout : float, optional
+        Total seconds one request may take, retries included (default 300): a server that hangs
+        or drips bytes is given up on.
 
     Returns
     -------
     Vocabulary
         Source ``gpt``; ``views[wnid]`` is each class's filtered labels; ``meta[label]`` records
         the classes and rounds that proposed it and the prompt hash; the settings hold per-class
-        counts, filter removals, failures, tokens and cost.
+        counts, filter removals, failures, tokens and cost, and the provenance: ``endpoints``
+        (public URLs), ``served_models`` (as the server named them), ``response_formats``.
     """
     run = gpt_run(model, per_class=per_class, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
-    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices, retry_failed=retry_failed)
+    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices, retry_failed=retry_failed, response_format=response_format, request_timeout=request_timeout)
 
 
 def build_eoe_vocabulary(
@@ -727,6 +792,8 @@ def build_eoe_vocabulary(
     on_progress: Callable[[int, int], None] | None = None,
     prices: Mapping[str, tuple[float, float]] | None = None,
     retry_failed: bool = False,
+    response_format: str = "auto",
+    request_timeout: float | None = None,
 ) -> Vocabulary:
     """The EOE envisioned-outlier vocabulary (``near``, ``far`` or ``fine``); labels lower-cased,
     de-duplicated and synonym-filtered. Same run folder, resume and Batch API behaviour as
@@ -734,7 +801,7 @@ def build_eoe_vocabulary(
     lists each chunk's classes for ``far``/``fine``.
     """
     run = eoe_run(model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
-    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices, retry_failed=retry_failed)
+    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices, retry_failed=retry_failed, response_format=response_format, request_timeout=request_timeout)
 
 
 def _path_str(path: str | os.PathLike[str] | None) -> str | None:

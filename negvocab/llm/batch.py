@@ -250,7 +250,7 @@ async def run_batch(
                     await _create(client, journal, orphan["file_id"], orphan["custom_ids"])
                 continue
             fails = _failures(journal)
-            left = pending(requests, journal)
+            left = pending(requests, journal, failed=False)
             todo = [r for r in left if fails[r.custom_id] < max_submissions]
             undone = [r.custom_id for r in left if fails[r.custom_id] >= max_submissions]
             if not todo:

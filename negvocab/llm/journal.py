@@ -216,6 +216,13 @@ class Journal:
             },
         )
 
+    def update_manifest(self, fields: Mapping[str, Any]) -> None:
+        """Add or replace manifest ``fields`` that are not the identity (e.g. the response format a
+        run settled on); written atomically, the identity untouched."""
+        manifest = read_manifest(self.run_dir)
+        manifest.update({k: v for k, v in fields.items() if k not in ("identity", "identity_sha256", "journal_version")})
+        write_json(self.run_dir / MANIFEST, manifest)
+
     # -- reading ----------------------------------------------------------------------------------
     def _load(self) -> None:
         if not self.path.exists():

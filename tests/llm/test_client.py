@@ -48,7 +48,7 @@ def test_response_format_is_the_sdks_for_labellist():
 @pytest.mark.parametrize("fault", ["500", "malformed", "schema", "length"])
 def test_retried_then_ok(server, fault):
     server.state.add_faults("k1/r0", fault, fault)
-    answer = ask(server)
+    answer = ask(server, response_format="json_schema")  # auto would read a non-schema answer as text
     assert answer.status == "ok" and answer.labels == expected()
     assert answer.attempts == 3
     assert server.state.chat_counts["k1/r0"] == 3
@@ -99,7 +99,7 @@ def test_a_short_answer_is_kept_when_later_attempts_fail(server, then):
 
 def test_malformed_every_time_is_recorded_invalid(server):
     server.state.add_faults("k1/r0", *["malformed"] * 5)
-    answer = ask(server, content_attempts=2)
+    answer = ask(server, content_attempts=2, response_format="json_schema")
     assert answer.status == "invalid" and answer.labels == []
     assert server.state.chat_counts["k1/r0"] == 2
 
