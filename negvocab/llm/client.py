@@ -287,7 +287,6 @@ class LLMClient:
                 raise NotSent("the run was interrupted before this request was sent")
             if self._failed is not None:
                 raise self._failed
-            self.in_flight += 1
             tries.deadline = time.monotonic() + self.request_timeout
             try:
                 async for try_ in AsyncRetrying(
@@ -312,8 +311,6 @@ class LLMClient:
                 if tries.best:
                     return self._failed_answer("short", tries, f"then {e}")
                 raise
-            finally:
-                self.in_flight -= 1
         answer.attempts = tries.total + 1
         return answer
 
@@ -424,11 +421,14 @@ class LLMClient:
             **({"temperature": self.temperature} if self.temperature is not None else {}),
         )
         left = tries.deadline - time.monotonic()
+        self.in_flight += 1
         try:
             return await asyncio.wait_for(call, timeout=max(0.01, left))
         except TimeoutError:
             tries.transport += 1
             raise _Transient(f"no complete answer within the {self.request_timeout:g} s request deadline (--request-timeout)", deadline=True) from None
+        finally:
+            self.in_flight -= 1
 
     def _read(self, completion: Any, n: int, tries: _Tries, mode: str) -> tuple[list[str], str]:
         """The labels of an answer asked in ``mode``, and the mode it was read in: in ``auto`` mode,

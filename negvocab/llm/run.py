@@ -160,7 +160,7 @@ class _Writer:
 #: longest quiet spell between heartbeat lines while a run waits for its server
 HEARTBEAT_S = 20.0
 #: after Ctrl-C, the questions under way are given up when no answer came for this long
-INTERRUPT_QUIET_S = 1.5
+INTERRUPT_QUIET_S = 1.0
 
 
 async def run_sync(
@@ -276,10 +276,11 @@ async def _heartbeat(client: LLMClient) -> None:
 async def _finish_in_flight(tasks: Sequence[asyncio.Future[None]], client: LLMClient) -> None:
     """Wait for the interrupted run's questions under way while answers keep coming; give up the
     rest once none came for :data:`INTERRUPT_QUIET_S` (a hanging server must not hold Ctrl-C)."""
+    since = time.monotonic()
     left = [t for t in tasks if not t.done()]
-    while left:
-        _, still = await asyncio.wait(left, timeout=INTERRUPT_QUIET_S)
-        if still and len(still) == len(left) and time.monotonic() - client.last_answer >= INTERRUPT_QUIET_S:
+    while left and client.in_flight:
+        _, still = await asyncio.wait(left, timeout=INTERRUPT_QUIET_S / 5)
+        left = list(still)
+        if left and client.in_flight and time.monotonic() - max(client.last_answer, since) >= INTERRUPT_QUIET_S:
             log.warning("no answer for %.1f s: giving up the %d questions under way (a re-run asks them again)", INTERRUPT_QUIET_S, client.in_flight)
             return
-        left = list(still)
