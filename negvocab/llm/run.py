@@ -18,7 +18,7 @@ from typing import Any
 
 from negvocab.errors import ResourceError
 from negvocab.llm.client import Answer, FailFast, LLMClient, NotSent, ServerGaveUp
-from negvocab.llm.journal import JOURNAL, Journal, custom_id, identity_hash
+from negvocab.llm.journal import Journal, custom_id, identity_hash
 from negvocab.llm.prompts import PromptTemplate
 
 log = logging.getLogger(__name__)
@@ -136,13 +136,10 @@ class _Writer:
             if items:
                 try:
                     self.journal.append(items)
-                except OSError as e:  # a full disk: surfaced on the next put / close, in one line
-                    self.error = ResourceError(
-                        f"cannot write the run journal {self.journal.run_dir / JOURNAL}: {e.strerror or e}; free space "
-                        "there and re-run the same command (every answer journaled before is kept)"
-                    )
+                except OSError as e:  # surfaced on the next put / close, in one line
+                    self.error = self.journal.write_error(e)
                     return
-                except BaseException as e:
+                except BaseException as e:  # a full disk (ResourceError) among them
                     self.error = e
                     return
             if closed and not items:
