@@ -356,7 +356,8 @@ class _Handler(BaseHTTPRequestHandler):
             elif fault == "500":
                 err.append({"id": rid, "custom_id": cid, "response": {"status_code": 500, "request_id": rid, "body": {"error": {"message": "internal"}}}, "error": None})
             else:
-                body = _completion(state, line["body"]["model"], key, int(r), _n_of(line["body"]), fault)
+                fmt = (line["body"].get("response_format") or {}).get("type")
+                body = _completion(state, line["body"]["model"], key, int(r), _n_of(line["body"]), fault, fmt)
                 out.append({"id": rid, "custom_id": cid, "response": {"status_code": 200, "request_id": rid, "body": body}, "error": None})
         state.batch_inputs.append(cids)
         bid = f"batch_{next(state.ids)}"

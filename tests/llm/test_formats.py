@@ -79,6 +79,15 @@ def test_an_explicit_format_is_used_from_the_first_request(endpoint, tmp_path, s
     assert set(endpoint.state.formats) == {"json_object" if explicit == "json_object" else None}
 
 
+@pytest.mark.parametrize("explicit", ["auto", "text"])
+def test_the_batch_api_asks_in_the_format_given(endpoint, tmp_path, synonym_filter, explicit):
+    vocab = gpt(tmp_path / "run", synonym_filter, classes=3, response_format=explicit, batch=True, poll_interval=0.01)
+    wnids = list(imagenet1k().wnids[:3])
+    assert vocab.views == expected_merge(wnids, 2, 6)
+    used = "json_schema" if explicit == "auto" else "text"
+    assert vocab.settings["response_formats"] == {used: 6} and vocab.settings["endpoints"] == [endpoint.url]
+
+
 def test_json_schema_rejected_with_an_explicit_format_names_the_flag(endpoint, tmp_path, synonym_filter):
     endpoint.state.kind = "reject_schema"
     with pytest.raises(ResourceError, match=r"HTTP 400.*not supported.*try --response-format json_object or text") as e:
