@@ -19,21 +19,20 @@ the journal without new requests (``rounds_used=r``).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import os
 import re
-import statistics
-from collections import Counter
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
+from negvocab.build.llm_merge import check_rounds_used, merge_rounds, vocabulary_from_results  # noqa: F401 (merge_rounds, vocabulary_from_results: public here too)
 from negvocab.errors import InputError, ResourceError
 from negvocab.llm.cost import CostEstimate, cost_usd, estimate
-from negvocab.llm.journal import MANIFEST, Journal, custom_id, identity_hash
+from negvocab.llm.journal import MANIFEST, Journal, identity_hash
+from negvocab.llm.loop import run_coro
 from negvocab.llm.prompts import PromptTemplate, load_prompt
 from negvocab.llm.run import Progress, Request, failed_before, make_request, pending
 from negvocab.textfiles import read_text
@@ -43,7 +42,6 @@ log = logging.getLogger(__name__)
 
 EoeMode = Literal["near", "far", "fine"]
 EOE_MODES: tuple[str, ...] = ("near", "far", "fine")
-T = TypeVar("T")
 
 
 # -- classes ------------------------------------------------------------------------------------
@@ -125,7 +123,7 @@ class LLMRun:
 
     def needed(self, rounds_used: int | None = None) -> list[Request]:
         """The requests of the first ``rounds_used`` rounds (all rounds by default)."""
-        r = self.rounds if rounds_used is None else _check_rounds_used(rounds_used, self.rounds)
+        r = self.rounds if rounds_used is None else check_rounds_used(rounds_used, self.rounds)
         return [q for q in self.requests if q.round < r]
 
     def estimate(
@@ -220,7 +218,7 @@ class LLMRun:
                 }
                 client = LLMClient(self.model, base_url=base_url, api_key=api_key, concurrency=concurrency, **options)
                 try:
-                    undone = _run_coro(self._send(client, journal, todo, batch, poll_interval, max_submissions, on_progress))
+                    undone = run_coro(self._send(client, journal, todo, batch, poll_interval, max_submissions, on_progress))
                 finally:
                     if client.switches and not journal.readonly:
                         journal.update_manifest({"response_format": {"requested": client.requested, "used": client.mode, "switches": client.switches}})
@@ -322,60 +320,6 @@ class RunOutcome:
 def _sum_costs(*costs: float | None) -> float | None:
     """Sum of costs; ``None`` when the model has no price."""
     return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
-
-
-def _run_coro(coro: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run``, also from inside a running loop (Jupyter) via a helper thread.
-
-    There the kernel's interrupt lands in this thread, not in the loop: the first cancels the run
-    (which then drains, as Ctrl-C does under ``asyncio.run``), the second every task in it.
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    import concurrent.futures
-
-    loop = asyncio.new_event_loop()
-    main = loop.create_task(coro)
-    interrupts = 0
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        done = pool.submit(_run_until_complete, loop, main)
-        while True:
-            try:
-                return done.result()
-            except KeyboardInterrupt:
-                interrupts += 1
-                cancel = main.cancel if interrupts == 1 else lambda: [t.cancel() for t in asyncio.all_tasks(loop)]
-                try:
-                    loop.call_soon_threadsafe(cancel)
-                except RuntimeError:  # the loop has just closed: the result is there
-                    pass
-            except asyncio.CancelledError:
-                raise KeyboardInterrupt from None
-
-
-def _run_until_complete(loop: asyncio.AbstractEventLoop, main: asyncio.Task[T]) -> T:
-    """Run ``main`` on ``loop`` in this thread, then clean up as ``asyncio.run`` does."""
-    asyncio.set_event_loop(loop)
-    try:
-        return loop.run_until_complete(main)
-    finally:
-        try:
-            left = asyncio.all_tasks(loop)
-            for task in left:
-                task.cancel()
-            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.run_until_complete(loop.shutdown_default_executor())
-        finally:
-            loop.close()
-
-
-def _check_rounds_used(r: int, rounds: int) -> int:
-    if not 1 <= r <= rounds:
-        raise InputError(f"rounds used must be between 1 and the run's {rounds} rounds, got {r}")
-    return r
 
 
 def _slug(text: str) -> str:
@@ -517,136 +461,6 @@ def eoe_run(
     identity["chunk_size"] = chunk_size if mode != "near" else None
     folder = _run_dir(run_dir, f"eoe-{mode}", model, identity)
     return LLMRun(f"eoe_{mode}", model, template, reqs, identity, folder, keys, rounds, chunk_map, _selection(classes, chosen), _path_str(prompt_path))
-
-
-# -- merging ------------------------------------------------------------------------------------
-def merge_rounds(results: Mapping[str, Mapping[str, Any]], keys: Sequence[str], rounds_used: int) -> tuple[dict[str, dict[str, list[int]]], dict[str, list[str]]]:
-    """Per key (class or chunk): every unique label of rounds ``0..rounds_used-1`` with the rounds
-    that proposed it, in order of first proposal; and the custom ids per non-``ok`` status.
-
-    Labels of ``short`` answers are kept; ``refused`` and ``invalid`` answers have none. A
-    missing result raises :class:`InputError`.
-    """
-    per_key: dict[str, dict[str, list[int]]] = {}
-    failures: dict[str, list[str]] = {}
-    missing = []
-    for key in keys:
-        merged: dict[str, list[int]] = {}
-        for r in range(rounds_used):
-            cid = custom_id(key, r)
-            rec = results.get(cid)
-            if rec is None:
-                missing.append(cid)
-                continue
-            if rec["status"] != "ok":
-                failures.setdefault(rec["status"], []).append(cid)
-            for label in rec.get("labels") or ():
-                rounds_of = merged.setdefault(label, [])
-                if not rounds_of or rounds_of[-1] != r:
-                    rounds_of.append(r)
-        per_key[key] = merged
-    if missing:
-        raise InputError(f"{len(missing)} requests have no result in the journal (e.g. {missing[0]}); run the build to complete them")
-    return per_key, failures
-
-
-def _stats(counts: Sequence[int]) -> dict[str, float]:
-    if not counts:
-        return {"min": 0, "mean": 0.0, "max": 0}
-    return {"min": min(counts), "mean": round(statistics.fmean(counts), 2), "max": max(counts)}
-
-
-def vocabulary_from_results(
-    run: LLMRun,
-    results: Mapping[str, Mapping[str, Any]],
-    *,
-    rounds_used: int | None = None,
-    synonym_filter: Any = None,
-    extra_settings: Mapping[str, Any] | None = None,
-) -> Vocabulary:
-    """Merge the results of the first ``rounds_used`` rounds, synonym-filter, and make the vocabulary.
-
-    Labels are ordered by key (class or chunk) order, then by first proposal within the key.
-    ``meta[label]["proposed_by"]`` maps each key that proposed the label to its rounds. The
-    settings report per-key unique counts before and after the filter, the removed labels with
-    the rule that removed them, and the failed requests by status.
-    """
-    r_used = run.rounds if rounds_used is None else _check_rounds_used(rounds_used, run.rounds)
-    per_key, failures = merge_rounds(results, run.keys, r_used)
-    proposed: dict[str, dict[str, list[int]]] = {}
-    for key, labels in per_key.items():
-        for label, rounds_of in labels.items():
-            proposed.setdefault(label, {})[key] = rounds_of
-    if synonym_filter is None:
-        from negvocab import SynonymFilter
-
-        synonym_filter = SynonymFilter()
-    if not proposed:
-        raise ResourceError(_nothing_answered(run, results, failures))
-    kept, removed = synonym_filter.split(list(proposed))
-    if not kept:
-        raise InputError(f"no labels left from {run.run_dir} after the synonym filter ({len(removed)} removed)")
-    keep = set(kept)
-    meta = {
-        label: {
-            "proposed_by": proposed[label],
-            "prompt": run.template.name,
-            "prompt_file": run.template.source,
-            "prompt_sha256": run.template.sha256,
-        }
-        for label in kept
-    }
-    unique = {key: len(labels) for key, labels in per_key.items()}
-    kept_counts = {key: sum(1 for lab in labels if lab in keep) for key, labels in per_key.items()}
-    per_class = run.task in ("gpt_siblings", "eoe_near")
-    views = {key: [lab for lab in labels if lab in keep] for key, labels in per_key.items()} if per_class else {}
-    used = [results[cid] for k in run.keys for r in range(r_used) if (cid := custom_id(k, r)) in results]
-    served = sorted({str(rec["model"]) for rec in used if rec.get("model")})
-    endpoints = sorted({str(rec["endpoint"]) for rec in used if rec.get("endpoint")})
-    settings = {
-        "task": run.task,
-        "model": run.model,
-        "served_models": served,  # what the server says answered (e.g. a dated snapshot of the alias)
-        "endpoints": endpoints,  # public URLs only (no user info, no query)
-        "response_formats": dict(Counter(str(rec.get("response_format") or "json_schema") for rec in used)),
-        "prompt": run.template.name,
-        "prompt_file": run.template.source,
-        "prompt_sha256": run.template.sha256,
-        "labels_per_request": run.identity["n"],
-        "rounds": run.rounds,
-        "rounds_used": r_used,
-        "keys": len(run.keys),
-        "temperature": run.identity.get("temperature"),
-        "run_dir": str(run.run_dir),
-        "run_identity_sha256": run.identity_sha256,
-        "unique_per_key": unique,
-        "kept_per_key": kept_counts,
-        "unique_per_key_stats": _stats(list(unique.values())),
-        "kept_per_key_stats": _stats(list(kept_counts.values())),
-        "unique_labels": len(proposed),
-        "synonym_filter": synonym_filter.report(kept, removed),
-        "failures": failures,
-        **dict(extra_settings or {}),
-    }
-    if run.chunks:
-        settings["chunks"] = run.chunks
-    source = "gpt" if run.task == "gpt_siblings" else "eoe"
-    return Vocabulary.from_labels(kept, source=source, meta=meta, settings=settings, views=views)
-
-
-def _nothing_answered(run: LLMRun, results: Mapping[str, Mapping[str, Any]], failures: Mapping[str, list[str]]) -> str:
-    """The one line for a run whose answers hold no label at all: what the server answered, not a
-    filter to blame."""
-    failed = sum(len(ids) for ids in failures.values())
-    first = next((results[cid] for ids in failures.values() for cid in ids), {})
-    said = f"; e.g. {first.get('custom_id')}: {first.get('error')}" if first.get("error") else ""
-    if first.get("snippet"):
-        said += f", the server returned {first['snippet']!r}"
-    return (
-        f"no labels from {run.run_dir}: {failed} of {len(results)} answers failed "
-        f"({', '.join(f'{st} {len(ids)}' for st, ids in failures.items()) or 'empty lists'}){said}; "
-        "fix the server or model, then re-run the same command (failed requests are asked again)"
-    )
 
 
 def vocabulary_from_journal(run_dir: str | os.PathLike[str], *, rounds_used: int | None = None, synonym_filter: Any = None, id_classes: Any = None) -> Vocabulary:
