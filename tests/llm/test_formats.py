@@ -162,3 +162,25 @@ def test_a_base_url_with_a_query_string_reaches_the_endpoint(server, tmp_path, s
     assert vocab.settings["endpoints"] == [server.url]
     for f in (tmp_path / "run").iterdir():
         assert b"QUERY-SECRET-123" not in f.read_bytes()
+
+
+@pytest.mark.parametrize("cmd", [["gpt"], ["eoe", "--mode", "near"]])
+def test_cli_response_format_and_request_timeout(tmp_path, server, cmd):
+    from typer.testing import CliRunner
+
+    from negvocab.cli import app
+
+    env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": DUMMY_KEY}
+    server.state.kind = "free"
+    base = ["build", *cmd, "-m", "gpt-test", "-n", "4", "--rounds", "1", "--classes", "2", "--run-dir", str(tmp_path / "r")]
+    bad = CliRunner().invoke(app, [*base, "--response-format", "xml", "-o", str(tmp_path / "o.json")], env=env)
+    assert bad.exit_code == 2 and bad.output.count("\n") == 1 and "unknown response format 'xml'" in bad.output, bad.output
+    bad = CliRunner().invoke(app, [*base, "--request-timeout", "0", "-o", str(tmp_path / "o.json")], env=env)
+    assert bad.exit_code == 2 and "--request-timeout" in bad.output
+    assert sum(server.state.chat_counts.values()) == 0 and not (tmp_path / "r").exists()
+    res = CliRunner().invoke(app, [*base, "--response-format", "text", "--request-timeout", "30", "-o", str(tmp_path / "o.json")], env=env)
+    assert res.exit_code == 0, res.output
+    assert set(server.state.formats) == {None} and "response format text 2" in res.output
+    assert f"answers from {server.url} (gpt-test-fake)" in res.output
+    per_key = expected_merge(list(imagenet1k().wnids[:2]), 1, 4)
+    assert set(Vocabulary.load(tmp_path / "o.json").labels) == {lab for labels in per_key.values() for lab in labels}
