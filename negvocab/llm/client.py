@@ -2,9 +2,14 @@
 
 It talks to OpenAI or any OpenAI-compatible server (vLLM, Ollama, llama.cpp server) through the
 official ``openai`` SDK: the endpoint and key come from ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` or
-the arguments. The answer is structured output: the strict JSON schema of :class:`LabelList`
-(:data:`RESPONSE_FORMAT`, the one the SDK's ``parse`` would send), validated here as in Batch mode,
-so that every answer's token usage is counted, also of an unusable one. Two kinds of trouble are retried with tenacity:
+the arguments. The answer is asked for in a response format (:mod:`negvocab.llm.formats`):
+structured output, the strict JSON schema of :class:`LabelList` (:data:`RESPONSE_FORMAT`, the one
+the SDK's ``parse`` would send), where the server honours it, else JSON mode or free text (``auto``
+settles once per run); it is validated here as in Batch mode, so that every answer's token usage
+is counted, also of an unusable one. Until the first usable answer at most
+:data:`PROBE_CONCURRENCY` requests are in flight, and :data:`FAIL_FAST_AFTER` unusable answers
+before any usable one stop the run with a one-line diagnosis (:class:`FailFast`). Each request has
+a total deadline (``request_timeout``). Two kinds of trouble are retried with tenacity:
 
 - transport: 429 (the ``Retry-After`` / ``retry-after-ms`` wait is honoured, and all requests of
   the client pause for it), 5xx, 408/409, timeouts and dropped connections, with exponential
