@@ -54,9 +54,4 @@ def parse_label_list(text: str) -> list[str]:
         elif lines and lines[0].rstrip().endswith(":"):  # a preamble line
             lines = lines[1:]
         items = lines
-    out: dict[str, None] = {}
-    for item in items:
-        label = clean_label(item)
-        if label:
-            out.setdefault(label, None)
-    return list(out)
+    return list(dict.fromkeys(label for label in map(clean_label, items) if label))
