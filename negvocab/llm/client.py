@@ -41,10 +41,12 @@ from negvocab.llm.formats import (  # noqa: F401 (RESPONSE_FORMAT, LabelList, la
     RESPONSE_FORMAT,
     BadAnswer,
     LabelList,
+    broken_json,
     check_mode,
     labels_from_message,
     likely_fix,
     messages_for,
+    raw_answer,
     rejects_format,
     request_format,
     snippet,
@@ -440,7 +442,7 @@ class LLMClient:
         a first answer that is not the schema's JSON moves the run to ``json_object`` (the server
         ignores the format) and is read so."""
         if not completion.choices:
-            raise BadAnswer("answer has no choices", "invalid", kind="no_choices", text=_raw(completion))
+            raise BadAnswer("answer has no choices", "invalid", kind="no_choices", text=raw_answer(completion))
         choice = completion.choices[0]
         message = choice.message
         content = getattr(message, "content", None)
@@ -455,7 +457,7 @@ class LLMClient:
             if e.kind == "short":
                 self.format_seen = True
             moved = self.mode != mode  # asked before the run moved on: read as the run reads now
-            if e.kind != "not_schema" or self.requested != "auto" or _broken_json(content) or (self.format_seen and not moved):
+            if e.kind != "not_schema" or self.requested != "auto" or broken_json(content) or (self.format_seen and not moved):
                 raise  # broken JSON is an attempt at the schema cut short, not a server ignoring it
             read_as = self.mode if moved else NEXT[mode]
             try:
@@ -597,28 +599,6 @@ def _error_code(e: Any) -> str | None:
         if isinstance(inner, dict):
             return inner.get("code") or inner.get("type")
     return None
-
-
-def _broken_json(text: str | None) -> bool:
-    """Whether ``text`` starts as a JSON object but does not parse (a truncated or malformed answer)."""
-    import json
-
-    body = (text or "").strip()
-    if not body.startswith("{"):
-        return False
-    try:
-        json.loads(body)
-    except ValueError:
-        return True
-    return False
-
-
-def _raw(completion: Any) -> str:
-    """An answer as the server sent it (JSON), for a diagnosis."""
-    try:
-        return completion.model_dump_json(exclude_none=True)
-    except Exception:  # any object the SDK returned
-        return repr(completion)
 
 
 def _request_id(completion: Any) -> str | None:

@@ -15,6 +15,7 @@ identity: each journaled result records the mode it was asked in, so a run resum
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -145,3 +146,23 @@ def likely_fix(kind: str, mode: str, requested: str, model: str, got: int = 0) -
         "refused": "the model refuses this prompt: use another model (-m) or your own --prompt",
         "empty": f"the server sends empty answers: check the model (-m) and the server's log{other}",
     }.get(kind, f"check the model (-m) and the server's log{other}")
+
+
+def broken_json(text: str | None) -> bool:
+    """Whether ``text`` starts as a JSON object but does not parse (a truncated or malformed answer)."""
+    body = (text or "").strip()
+    if not body.startswith("{"):
+        return False
+    try:
+        json.loads(body)
+    except ValueError:
+        return True
+    return False
+
+
+def raw_answer(completion: Any) -> str:
+    """An answer as the server sent it (JSON), for a diagnosis."""
+    try:
+        return completion.model_dump_json(exclude_none=True)
+    except Exception:  # any object the SDK returned
+        return repr(completion)
