@@ -22,7 +22,6 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from negvocab.errors import InputError
-from negvocab.llm.text import clean_labels
 
 
 class LabelList(BaseModel):
@@ -105,6 +104,13 @@ class BadAnswer(Exception):
         self.text = text
 
 
+def _cleaned(raw: list[str]) -> list[str]:
+    """The labels of a structured answer through the one label normaliser, repeats dropped."""
+    from negvocab.labels.clean import clean_label
+
+    return list(dict.fromkeys(label for label in map(clean_label, raw) if label))
+
+
 def labels_from_message(
     content: str | None, refusal: str | None, parsed: LabelList | None, n: int, min_labels: int, mode: str = "json_schema"
 ) -> list[str]:
@@ -115,10 +121,10 @@ def labels_from_message(
     if parsed is None and not (content or "").strip():
         raise BadAnswer("empty answer", "invalid", kind="empty", text=content)
     if parsed is not None:
-        labels = clean_labels(parsed.labels)
+        labels = _cleaned(parsed.labels)
     elif mode == "json_schema":
         try:
-            labels = clean_labels(LabelList.model_validate_json(content or "").labels)
+            labels = _cleaned(LabelList.model_validate_json(content or "").labels)
         except ValidationError as e:
             msg = e.errors()[0].get("msg", "invalid")
             raise BadAnswer(f"answer is not a LabelList: {msg}", "invalid", kind="not_schema", text=content) from e

@@ -299,3 +299,34 @@ def test_an_interrupted_client_sends_no_retry(server):
     first, second = asyncio.run(go())
     assert isinstance(first, NotSent) and isinstance(second, NotSent)
     assert dict(server.state.chat_counts) == {"k1/r0": 1}
+
+
+def test_retries_of_unusable_answers_are_bounded_per_run(server, caplog):
+    for k in ("k2", "k3", "k4"):
+        server.state.add_faults(f"{k}/r0", *["malformed"] * 3)
+
+    async def go():
+        async with LLMClient("gpt-test", base_url=server.url, api_key=DUMMY_KEY, response_format="json_schema", content_retry_budget=2, **FAST) as c:
+            first = await c.ask(MESSAGES, 6, trace_id="run:k1/r0")
+            rest = [await c.ask(MESSAGES, 6, trace_id=f"run:{k}/r0") for k in ("k2", "k3", "k4")]
+            return first, rest
+
+    with caplog.at_level(logging.WARNING):
+        first, rest = asyncio.run(go())
+    assert first.status == "ok" and [a.status for a in rest] == ["invalid"] * 3
+    assert sum(server.state.chat_counts.values()) == 1 + 3 + 2  # two retries in the run, not two per request
+    assert sum("the most it retries" in r.message for r in caplog.records) == 1
+
+
+def test_a_server_ignoring_an_explicit_json_schema_stops_early_naming_text_mode(server):
+    from negvocab.llm.client import FailFast
+
+    server.state.kind = "free"
+
+    async def go():
+        async with LLMClient("gpt-test", base_url=server.url, api_key=DUMMY_KEY, response_format="json_schema", **FAST) as c:
+            await asyncio.gather(*(c.ask(MESSAGES, 6, trace_id=f"run:k{i}/r0") for i in range(30)))
+
+    with pytest.raises(FailFast, match=r"first 5 answers of this run were unusable .*likely fix: --response-format text") as e:
+        asyncio.run(go())
+    assert sum(server.state.chat_counts.values()) <= 6 and "\n" not in str(e.value)
