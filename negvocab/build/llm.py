@@ -34,7 +34,7 @@ from negvocab.llm.cost import CostEstimate, cost_usd, estimate
 from negvocab.llm.journal import MANIFEST, Journal, identity_hash
 from negvocab.llm.loop import run_coro
 from negvocab.llm.prompts import PromptTemplate, load_prompt
-from negvocab.llm.run import Progress, Request, failed_before, make_request, pending
+from negvocab.llm.run import RETRYABLE, Progress, Request, failed_before, make_request, pending
 from negvocab.textfiles import read_text
 from negvocab.vocab import Vocabulary
 
@@ -142,9 +142,8 @@ class LLMRun:
         need = self.needed(rounds_used)
         journal = Journal(self.run_dir, self.identity, readonly=True)
         todo = pending(need, journal, retry_failed=retry_failed, failed=not batch)
-        failed = failed_before(need, journal)
         est = estimate(todo, self.model, batch=batch, already_done=len(need) - len(todo), prices=prices)
-        est = replace(est, failed_again=0 if batch else failed, failed_kept=failed if batch else 0)
+        est = replace(est, failed_again=failed_before(todo, journal, RETRYABLE), failed_kept=failed_before(need, journal) if batch else 0)
         held = in_open_batch(journal)
         return replace(est, held_by_batch=len(held_by(held[1], todo))) if held else est
 
@@ -203,7 +202,7 @@ class LLMRun:
                 _refuse_if_batch_open(journal, todo)
             undone: list[str] = []
             if todo:
-                again = failed_before(todo, journal)
+                again = failed_before(todo, journal, RETRYABLE)
                 log.info(
                     "%s: %d of %d requests to send (%s%s)", self.run_dir, len(todo), len(need), "batch" if batch else "sync",
                     f"; {again} failed before and are asked again" if again else "",

@@ -75,9 +75,10 @@ def pending(requests: Iterable[Request], journal: Journal, *, retry_failed: bool
     return [r for r in requests if (rec := journal.answer(r.custom_id, r.sha256)) is None or rec.get("status") in again]
 
 
-def failed_before(requests: Iterable[Request], journal: Journal) -> int:
-    """How many of ``requests`` have a recorded failure (asked again by :func:`pending`)."""
-    return sum(1 for r in requests if (rec := journal.answer(r.custom_id, r.sha256)) is not None and rec.get("status") in FAILED)
+def failed_before(requests: Iterable[Request], journal: Journal, statuses: tuple[str, ...] = FAILED) -> int:
+    """How many of ``requests`` have a recorded answer with one of ``statuses`` (default: the
+    failures every synchronous run asks again; ``RETRYABLE`` for all that can be asked again)."""
+    return sum(1 for r in requests if (rec := journal.answer(r.custom_id, r.sha256)) is not None and rec.get("status") in statuses)
 
 
 def result_record(req: Request, answer: Answer, template: PromptTemplate, *, mode: str, **extra: Any) -> dict[str, Any]:

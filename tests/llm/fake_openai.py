@@ -424,11 +424,13 @@ class FakeOpenAI:
 
 
 def main() -> None:
-    """``python -m tests.llm.fake_openai --latency 0.3``: serve until killed; prints the URL."""
+    """``python -m tests.llm.fake_openai --latency 0.3 --kind free``: serve until killed; prints the URL."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--kind", default="structured", choices=["structured", "free", "reject_schema", "garbage", "no_choices"])
     args = ap.parse_args()
     with FakeOpenAI(latency=args.latency) as srv:
+        srv.state.kind = args.kind
         print(srv.url, flush=True)
         try:
             while True:

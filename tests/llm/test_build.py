@@ -148,6 +148,9 @@ def test_a_retry_never_loses_labels_already_paid_for(endpoint, tmp_path, synonym
     first = build(tmp_path / "run", synonym_filter, classes=1, rounds=1)
     kept = first.views[wnids[0]]
     assert first.settings["failures"] == {"short": [f"{wnids[0]}/r0"]} and kept
+    run = gpt_run("gpt-test", per_class=6, rounds=1, classes=1, run_dir=tmp_path / "run")
+    assert run.estimate().summary().startswith("0 requests to send (1 already in the journal)")  # a short list is kept
+    assert run.estimate(retry_failed=True).summary().startswith("1 requests to send (1 failed before and asked again, 0 already")
     endpoint.state.add_faults(f"{wnids[0]}/r0", "refusal")  # the retry is refused: the short answer stays
     again = build(tmp_path / "run", synonym_filter, classes=1, rounds=1, retry_failed=True)
     assert again.settings["session"]["sent"] == 1 and again.views[wnids[0]] == kept
