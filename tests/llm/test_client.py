@@ -330,3 +330,20 @@ def test_a_server_ignoring_an_explicit_json_schema_stops_early_naming_text_mode(
     with pytest.raises(FailFast, match=r"first 5 answers of this run were unusable .*likely fix: --response-format text") as e:
         asyncio.run(go())
     assert sum(server.state.chat_counts.values()) <= 6 and "\n" not in str(e.value)
+
+
+def test_the_fail_fast_line_masks_secrets_and_is_cut_short(server):
+    from negvocab.llm.client import FailFast
+
+    server.state.kind = "garbage"
+    server.state.garbage_text = f"upstream said: key {DUMMY_KEY} is not allowed here " + "and so on " * 100
+
+    async def go():
+        async with LLMClient("gpt-test", base_url=server.url, api_key=DUMMY_KEY, **FAST) as c:
+            await asyncio.gather(*(c.ask(MESSAGES, 6, trace_id=f"run:k{i}/r0") for i in range(10)))
+
+    with pytest.raises(FailFast) as e:
+        asyncio.run(go())
+    msg = str(e.value)
+    assert "upstream said: key *** is not allowed" in msg and DUMMY_KEY not in msg and DUMMY_KEY[8:20] not in msg
+    assert len(msg) < 600 and "\n" not in msg and "..." in msg
