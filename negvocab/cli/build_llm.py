@@ -16,7 +16,6 @@ import typer
 from negvocab.cli.app import build_app
 from negvocab.cli.files import check_output, writing
 from negvocab.errors import InputError
-from negvocab.llm.formats import check_mode
 
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Chat model name, e.g. gpt-4o-mini (or the name a vLLM/Ollama server knows).")]
 RoundsOpt = Annotated[int, typer.Option("--rounds", min=1, help="Rounds of requests over all classes (or chunks).")]
@@ -151,6 +150,9 @@ def _report(vocab: Any, out: Path, what: str) -> None:
 def _run(
     run: Any, *, dry_run: bool, batch: bool, rounds_used: int | None, prices: Any, out: Path, what: str, inputs: list[Any], **execute: Any
 ) -> None:
+    from negvocab.llm.formats import check_mode
+
+    check_mode(execute.get("response_format", "auto"))  # also before a dry run
     if dry_run:
         typer.echo(run.estimate(batch=batch, rounds_used=rounds_used, prices=prices, retry_failed=execute.get("retry_failed", False)).summary())
         typer.echo(f"run folder: {run.run_dir} (nothing sent, nothing written)")
@@ -213,7 +215,7 @@ def build_gpt(
         concurrency=concurrency,
         client_options={"wait_base": retry_wait, "key_name": api_key_env},
         poll_interval=poll_interval,
-        response_format=check_mode(response_format),
+        response_format=response_format,
         request_timeout=request_timeout,
     )
 
@@ -274,6 +276,6 @@ def build_eoe(
         concurrency=concurrency,
         client_options={"wait_base": retry_wait, "key_name": api_key_env},
         poll_interval=poll_interval,
-        response_format=check_mode(response_format),
+        response_format=response_format,
         request_timeout=request_timeout,
     )
