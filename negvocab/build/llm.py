@@ -23,11 +23,12 @@ import logging
 import math
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from negvocab.build.llm_classes import chunks_of, select_classes
 from negvocab.build.llm_merge import check_rounds_used, merge_rounds, vocabulary_from_results  # noqa: F401 (merge_rounds, vocabulary_from_results: public here too)
 from negvocab.errors import InputError, ResourceError
 from negvocab.llm.cost import CostEstimate, cost_usd, estimate
@@ -35,65 +36,12 @@ from negvocab.llm.journal import MANIFEST, Journal, identity_hash
 from negvocab.llm.loop import run_coro
 from negvocab.llm.prompts import PromptTemplate, load_prompt
 from negvocab.llm.run import RETRYABLE, Progress, Request, failed_before, make_request, pending
-from negvocab.textfiles import read_text
 from negvocab.vocab import Vocabulary
 
 log = logging.getLogger(__name__)
 
 EoeMode = Literal["near", "far", "fine"]
 EOE_MODES: tuple[str, ...] = ("near", "far", "fine")
-
-
-# -- classes ------------------------------------------------------------------------------------
-def select_classes(classes: int | str | os.PathLike[str] | Sequence[str] | None = None, id_classes: Any = None) -> Any:
-    """The ID classes to ask about: all (``None``), the first ``K`` (an int, or a string of digits),
-    the wnids or names in a file (one a line, ``#`` comments), or a list of wnids/names.
-
-    A name that two classes share (``missile``, ``sunglasses``) selects both.
-    """
-    if id_classes is None:
-        from negvocab import imagenet1k
-
-        id_classes = imagenet1k()
-    if classes is None:
-        return id_classes
-    if isinstance(classes, int) or (isinstance(classes, str) and classes.strip().isdigit()):
-        k = int(classes)
-        if not 1 <= k <= len(id_classes):
-            raise InputError(f"--classes {k}: choose between 1 and {len(id_classes)} classes")
-        return id_classes.subset(list(id_classes.wnids[:k]))
-    if isinstance(classes, (str, os.PathLike)):
-        path = Path(classes)
-        lines = read_text(path, "class file", " (give a number K or a file of wnids or names)").splitlines()
-        entries = [s.strip() for s in lines if s.strip() and not s.strip().startswith("#")]
-        where = str(path)
-    else:
-        entries = [str(s).strip() for s in classes]
-        where = "classes"
-    if not entries:
-        raise InputError(f"{where}: no classes listed")
-    by_name: dict[str, list[str]] = {}
-    for wnid, name in zip(id_classes.wnids, id_classes.names, strict=True):
-        by_name.setdefault(name.lower(), []).append(wnid)
-    known = set(id_classes.wnids)
-    chosen: dict[str, None] = {}
-    unknown = []
-    for e in entries:
-        if e in known:
-            chosen.setdefault(e, None)
-        elif e.lower() in by_name:
-            for w in by_name[e.lower()]:
-                chosen.setdefault(w, None)
-        else:
-            unknown.append(e)
-    if unknown:
-        raise InputError(f"{where}: {len(unknown)} entries are neither wnids nor class names, e.g. {unknown[:3]}")
-    order = {w: i for i, w in enumerate(id_classes.wnids)}
-    return id_classes.subset(sorted(chosen, key=order.__getitem__))
-
-
-def _chunks(n: int, size: int) -> list[range]:
-    return [range(i, min(i + size, n)) for i in range(0, n, size)]
 
 
 # -- a run: requests + identity + folder --------------------------------------------------------
@@ -440,7 +388,7 @@ def eoe_run(
         n = per_request or 5
         values = {w: {"class_name": nm, "synonyms": ", ".join(sy) or nm, "wnid": w} for w, nm, sy in zip(chosen.wnids, chosen.names, chosen.synonyms, strict=True)}
     else:
-        spans = _chunks(len(chosen), chunk_size)
+        spans = chunks_of(len(chosen), chunk_size)
         if size is not None:
             if size < 1:
                 raise InputError(f"size must be >= 1, got {size}")
