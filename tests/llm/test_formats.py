@@ -133,14 +133,14 @@ def test_a_server_with_no_choices_is_named_not_the_synonym_filter(endpoint, tmp_
 
 def test_unusable_answers_are_never_final_and_keep_a_masked_snippet(endpoint, tmp_path, synonym_filter):
     wnids = imagenet1k().wnids
-    endpoint.state.garbage_text = f"internal error for key {DUMMY_KEY}; there is nothing to list here so sorry about that one."
+    endpoint.state.garbage_text = f"The server hit an internal error for key {DUMMY_KEY} and there is nothing to list here, sorry about that one."
     first = gpt(tmp_path / "run", synonym_filter, classes=3)  # the glitch comes after answers were usable
     assert first.settings["failures"] == {}
     endpoint.state.add_faults(f"{wnids[3]}/r0", "garbage", "garbage", "garbage")
     glitched = gpt(tmp_path / "run", synonym_filter, classes=4)
     assert glitched.settings["failures"] == {"invalid": [f"{wnids[3]}/r0"]}
     rec = Journal.open_existing(tmp_path / "run").results[f"{wnids[3]}/r0"]
-    assert rec["status"] == "invalid" and rec["snippet"].startswith("internal error for key ***")
+    assert rec["status"] == "invalid" and rec["snippet"].startswith("The server hit an internal error for key ***")
     assert len(rec["snippet"]) <= 160
     assert_no_key(tmp_path)
     # the dry run counts the failed request apart; the next run asks it again without a flag
