@@ -28,8 +28,8 @@ from negvocab.errors import InputError
 from negvocab.textfiles import read_text
 
 SCHEMA_VERSION = 1
-Source = Literal["wordnet", "gpt", "eoe", "oracle", "union", "file"]
-SOURCES: tuple[str, ...] = ("wordnet", "gpt", "eoe", "oracle", "union", "file")
+Source = Literal["wordnet", "gpt", "eoe", "oracle", "union", "file", "siblings", "mined"]
+SOURCES: tuple[str, ...] = ("wordnet", "gpt", "eoe", "oracle", "union", "file", "siblings", "mined")
 
 
 def labels_hash(labels: Iterable[str]) -> str:
