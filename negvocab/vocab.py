@@ -210,6 +210,9 @@ class Vocabulary(BaseModel):
         settings: dict[str, Any] = {"parts": parts}
         if any(v.random_weights for v in vocabs):
             settings["random_weights"] = True  # said at the top, not only deep in a part
+        caveats = {kind: note for v in vocabs for kind, note in (v.settings.get("caveats") or {}).items()}
+        if caveats:  # a non-deployable part makes the union non-deployable (BRIEF shared interface)
+            settings.update(caveats=caveats, deployable=False)
         return Vocabulary.from_labels(labels, source="union", meta=meta, settings=settings)
 
     # -- files ----------------------------------------------------------------------------------
