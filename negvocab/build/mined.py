@@ -58,6 +58,8 @@ class MiningEvidence:
     id_similarity: np.ndarray  # float64 [n_images]: s_i
     threshold: float  # tau
     index: dict[str, Any]  # the search's settings (and recall, for approximate indexes)
+    voters: np.ndarray  # int64 [v]: the images that look OOD (weight > 0)
+    neighbours: np.ndarray  # int64 [v, k]: the candidates each of them voted for (-1: none found)
 
     def ranking(self) -> np.ndarray:
         """Candidates with evidence, most first (ties: more votes, then pool order)."""
@@ -117,6 +119,7 @@ def mine_evidence(
         raise InputError("the candidate pool is empty")
     evidence = np.zeros(n, dtype=np.float64)
     votes = np.zeros(n, dtype=np.int64)
+    I = np.empty((0, min(int(top_k), n)), dtype=np.int64)
     if len(voters):
         _, I = search.result()
         flat = I.ravel()
@@ -124,7 +127,7 @@ def mine_evidence(
         evidence = np.bincount(flat[ok], weights=np.repeat(w[voters], I.shape[1])[ok], minlength=n)
         votes = np.bincount(flat[ok], minlength=n).astype(np.int64)
     log.info("mining: %d of %d images look OOD (tau %.4f); %d of %d candidates got votes", len(voters), len(w), tau, int((votes > 0).sum()), n)
-    return MiningEvidence(evidence, votes, w, s, tau, {**search.describe(), "queries": int(len(voters))})
+    return MiningEvidence(evidence, votes, w, s, tau, {**search.describe(), "queries": int(len(voters))}, voters, I)
 
 
 # -- inputs ---------------------------------------------------------------------------------------
