@@ -208,6 +208,8 @@ class StreamingSearch:
     chunks pass, so the pool is read once) and reported as :attr:`recall`. ``nlist`` defaults to
     ``sqrt(expected_keys)`` (the keys held at training when not given), ``nprobe`` to ``nlist / 8``;
     the IVF lists are trained on the first keys, so a pool sorted by topic trains worse than a shuffled one.
+    An HNSW graph built with several threads can differ slightly from run to run (IVF's k-means is
+    seeded; exact search is exact).
     """
 
     def __init__(

@@ -314,6 +314,10 @@ def build_mined_vocabulary(
     if isinstance(images, ImageEmbeddings):
         emb = images
     else:
+        if isinstance(images, (str, os.PathLike)):
+            from negvocab.data.images import is_image, open_image_set
+
+            images = images if is_image(Path(images)) else open_image_set(images)  # a folder or an image list
         emb = vlm.encode_images(images, batch_size=batch_size, num_workers=num_workers, progress=progress)
     check, caveats = transductive_check(emb.paths, ood)
     id_emb = vlm.encode_text(list(id_classes.names), tset, pos="n", batch_size=batch_size, progress=progress)
