@@ -358,6 +358,21 @@ def build_sibling_vocabulary(
     return Vocabulary.from_labels(ordered, source="siblings", meta=meta, settings=settings, views=views)
 
 
+def head_per_class(vocab: Vocabulary, k: int) -> Vocabulary:
+    """The vocabulary of the first ``k`` labels of every per-class view (a sweep over K): the same
+    for WordNet-sibling, GPT-sibling and EOE ``near`` vocabularies (any with ``views``).
+
+    Labels keep ``vocab``'s order; the views are cut to ``k``; ``settings["per_class_head"] = k``.
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise InputError(f"k must be an integer >= 1, got {k!r}")
+    if not vocab.views:
+        raise InputError(f"a {vocab.source} vocabulary has no per-class views to take the first {k} labels of")
+    keep = {lab for view in vocab.views.values() for lab in view[:k]}
+    cut = vocab.subset(keep, settings={"per_class_head": int(k)})
+    return cut.model_copy(update={"views": {w: view[:k] for w, view in vocab.views.items()}})
+
+
 def _round_robin(views: dict[str, list[str]]) -> list[str]:
     """Every view's first label (in class order), then every view's second, ... without repeats."""
     out: dict[str, None] = {}

@@ -212,3 +212,18 @@ def test_cli_builds_the_same_vocabulary(vlm, classes, tmp_path, monkeypatch):
     assert got.labels == expected.labels and got.views == expected.views
     bad = CliRunner().invoke(app, ["build", "siblings", "--random-weights", "--levels", "0", "-o", str(out)])
     assert bad.exit_code == 2 and bad.stderr.strip().count("\n") == 0 and "levels must be" in bad.stderr
+
+
+def test_head_per_class_is_the_sweep_over_k_for_siblings_and_gpt(vlm, classes, vocab):
+    from negvocab.build.siblings import head_per_class
+
+    two = head_per_class(vocab, 2)
+    direct = build_sibling_vocabulary(vlm, classes, per_class=2, templates="single")
+    assert two.labels == direct.labels and two.views == direct.views and two.settings["per_class_head"] == 2
+    gpt = Vocabulary.from_labels(
+        ["a", "b", "c", "d"], source="gpt", views={"n1": ["a", "b", "c"], "n2": ["d", "b"]}, meta={"c": {"proposed_by": {"n1": [3]}}}
+    )
+    one = head_per_class(gpt, 1)
+    assert one.labels == ["a", "d"] and one.views == {"n1": ["a"], "n2": ["d"]} and one.meta == {}
+    with pytest.raises(InputError, match="no per-class views"):
+        head_per_class(Vocabulary.from_labels(["x"], source="file"), 1)
