@@ -25,6 +25,7 @@ from negvocab.cli.options import (
     TemplatesOpt,
     load_vlm,
 )
+from negvocab.errors import InputError
 
 OutOpt = Annotated[Path, typer.Option("--output", "-o", help="Vocabulary file to write (.json; .txt writes one label a line).")]
 
@@ -64,6 +65,8 @@ def build_siblings(
     check_counts(per_class, levels)  # every option is checked before the model loads
     tset = resolve_templates(templates)
     classes = sibling_id_classes(id_classes)
+    if not any(w.startswith("n") and w[1:].isdigit() for w in classes.wnids):
+        raise InputError(f"{id_classes}: none of the {len(classes)} ID classes is a wnid; siblings need WordNet synsets (n01440764)")
     check_output(output, inputs=[id_classes, Path(templates)])
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
     vocab = build_sibling_vocabulary(vlm, classes, per_class=per_class, levels=levels, templates=tset, progress=True)
@@ -111,7 +114,6 @@ def build_mined(
     """Mined negatives: the candidates that unlabelled OOD-looking images point to, ranked by their votes."""
     from negvocab.build.mined import build_mined_vocabulary, mining_pool
     from negvocab.data.images import open_image_set
-    from negvocab.errors import InputError
     from negvocab.index import INDEX_KINDS
     from negvocab.labels.imagenet import read_id_classes
     from negvocab.vlm.templates import resolve_templates

@@ -210,8 +210,17 @@ def test_cli_builds_the_same_vocabulary(vlm, classes, tmp_path, monkeypatch):
     got = Vocabulary.load(out)
     expected = build_sibling_vocabulary(vlm, sibling_id_classes(ids), per_class=3, templates="single")
     assert got.labels == expected.labels and got.views == expected.views
+    monkeypatch.setattr(cmd, "load_vlm", _no_model)
     bad = CliRunner().invoke(app, ["build", "siblings", "--random-weights", "--levels", "0", "-o", str(out)])
     assert bad.exit_code == 2 and bad.stderr.strip().count("\n") == 0 and "levels must be" in bad.stderr
+    names = tmp_path / "names.txt"
+    names.write_text("my widget\nanother thing\n", encoding="utf-8")
+    bad = CliRunner().invoke(app, ["build", "siblings", "--random-weights", "--id-classes", str(names), "-o", str(out)])
+    assert bad.exit_code == 2 and "none of the 2 ID classes is a wnid" in bad.stderr
+
+
+def _no_model(*_a, **_k):
+    raise AssertionError("the model must not be loaded")
 
 
 def test_head_per_class_is_the_sweep_over_k_for_siblings_and_gpt(vlm, classes, vocab):
