@@ -169,15 +169,28 @@ def _image_paths(source: Any) -> list[str]:
 
 
 def _named_sets(ood: Any) -> dict[str, Any]:
-    """``ood`` as {name: image source}: a mapping, a list of ``NAME=PATH`` / paths, or one source."""
+    """``ood`` as {name: image source}: a mapping, one source, or a list of sources and
+    ``NAME=PATH`` strings (a bare path is named after its folder, as ``--ood`` does)."""
     if ood is None:
         return {}
     if isinstance(ood, Mapping):
         return dict(ood)
-    if isinstance(ood, (list, tuple)) and ood and all(isinstance(s, str) and "=" in s for s in ood):
-        return dict(s.split("=", 1) for s in ood)
-    name = getattr(ood, "name", None) or (Path(ood).name if isinstance(ood, (str, os.PathLike)) else "ood")
-    return {str(name): ood}
+    many = isinstance(ood, (list, tuple)) and ood and all(isinstance(s, (str, os.PathLike)) and not is_image_path(s) for s in ood)
+    out: dict[str, Any] = {}
+    for src in ood if many else [ood]:
+        if isinstance(src, str) and "=" in src and not Path(src).exists():
+            name, _, src = src.partition("=")
+        else:
+            name = getattr(src, "name", None) or (Path(src).name if isinstance(src, (str, os.PathLike)) else "ood")
+        out[str(name)] = src
+    return out
+
+
+def is_image_path(source: Any) -> bool:
+    """Whether ``source`` names one image file (a list of them is a set of paths, not of sets)."""
+    from negvocab.data.images import is_image
+
+    return is_image(Path(source))
 
 
 def _file_digests(paths: Iterable[str], sizes: set[int] | None = None) -> Iterator[tuple[str, str]]:

@@ -194,6 +194,10 @@ def test_overlap_by_path_and_by_content(folders, tmp_path):
     assert record["checked"] is False and caveats == {}
     record, caveats = transductive_check([*paths, str(mine / "renamed.png")], {"NINCO": str(ood), "other": str(mine / "s0.png")})
     assert record["overlap"] == {"NINCO": 1, "other": 1} and "NINCO" in caveats["transductive"]
+    record, _ = transductive_check(paths, [str(ood), f"mine={mine}"])  # bare paths are named after their folder
+    assert record["overlap"] == {"ninco": 0, "mine": 4}
+    record, _ = transductive_check(paths, paths[:2])  # a list of image files is one set
+    assert record["overlap"] == {"ood": 2}
 
 
 def test_transductive_flag_is_kept_by_merge_and_derived_vocabularies(folders, images):
@@ -255,5 +259,9 @@ def test_cli_mines_with_a_real_model_and_flags_overlap(folders, tmp_path, monkey
     emb = vlm.encode_images(str(mine))
     expected = build_mined_vocabulary(vlm, emb, str(pool), 2, id_classes=IdClasses.from_names(ID_NAMES, dataset=f"custom:{classes.name}"), top_k=2, templates="single")
     assert got.labels == expected.labels
+    listed = tmp_path / "stream.txt"
+    listed.write_text("".join(f"{p}\n" for p in emb.paths), encoding="utf-8")  # an image list works as the folder does
+    again = build_mined_vocabulary(vlm, str(listed), str(pool), 2, id_classes=IdClasses.from_names(ID_NAMES, dataset=f"custom:{classes.name}"), top_k=2, templates="single")
+    assert again.labels == expected.labels
     bad = CliRunner().invoke(app, ["build", "mined", "--random-weights", "--images", str(mine), "--index", "lsh", "-o", str(out)])
     assert bad.exit_code == 2 and "unknown --index 'lsh'" in bad.stderr
