@@ -183,9 +183,10 @@ def wordnet_siblings(
     """Every ID class's WordNet relatives, unranked (see the module docstring, steps 1-3).
 
     Returns ``(relatives, skipped, removed)``: per class with a synset its relatives (the nearest
-    level first, then by offset; one per head word), the classes without a synset (id -> name),
+    level first, then in a fixed traversal order, synsets by offset; one per head word), the classes without a synset (id -> name),
     and the head words the synonym filter removed (label -> :class:`~negvocab.labels.synonyms.Match`).
     """
+    from negvocab.labels.candidates import is_usable
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
 
@@ -216,7 +217,7 @@ def wordnet_siblings(
                 if rel in excluded:
                     continue
                 label = head_word(rel)
-                if label in found or label in removed or not _usable(label):
+                if label in found or label in removed or not is_usable(label):
                     continue
                 match = filt.explain(label)
                 if match is not None:
@@ -229,13 +230,8 @@ def wordnet_siblings(
     return relatives, skipped, removed
 
 
-def _usable(label: str) -> bool:
-    from negvocab.labels.candidates import is_usable
-
-    return is_usable(label)
-
-
 def check_counts(per_class: int, levels: int) -> None:
+    """Raise :class:`InputError` unless K >= 1 and 1 <= levels <= 10 (integers): before any work."""
     if isinstance(per_class, bool) or not isinstance(per_class, (int, np.integer)) or per_class < 1:
         raise InputError(f"per_class must be an integer >= 1, got {per_class!r}")
     if isinstance(levels, bool) or not isinstance(levels, (int, np.integer)) or not 1 <= levels <= 10:
