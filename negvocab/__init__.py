@@ -47,6 +47,8 @@ _EXPORTS: dict[str, str] = {
     "farthest_first": "negvocab.build.wordnet",
     "build_wordnet_vocabulary": "negvocab.build.wordnet",
     "build_oracle_vocabulary": "negvocab.build.oracle",
+    "build_sibling_vocabulary": "negvocab.build.siblings",
+    "build_mined_vocabulary": "negvocab.build.mined",
     "build_gpt_vocabulary": "negvocab.build.llm",
     "build_eoe_vocabulary": "negvocab.build.llm",
     "vocabulary_from_journal": "negvocab.build.llm",
@@ -95,7 +97,9 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from negvocab.build.llm import build_eoe_vocabulary, build_gpt_vocabulary, vocabulary_from_journal
+    from negvocab.build.mined import build_mined_vocabulary
     from negvocab.build.oracle import build_oracle_vocabulary
+    from negvocab.build.siblings import build_sibling_vocabulary
     from negvocab.build.wordnet import build_wordnet_vocabulary, farthest_first
     from negvocab.data.fi_imagenet import fi_imagenet
     from negvocab.data.images import image_list, open_image_set

@@ -39,8 +39,8 @@ from negvocab.textfiles import read_text
 logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
-Source = Literal["wordnet", "gpt", "eoe", "oracle", "union", "file"]
-SOURCES: tuple[str, ...] = ("wordnet", "gpt", "eoe", "oracle", "union", "file")
+Source = Literal["wordnet", "gpt", "eoe", "oracle", "union", "file", "siblings", "mined"]
+SOURCES: tuple[str, ...] = ("wordnet", "gpt", "eoe", "oracle", "union", "file", "siblings", "mined")
 
 
 CAVEAT_LINE = "# not deployable: "  # how a .txt vocabulary file keeps its caveats
