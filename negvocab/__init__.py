@@ -51,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "explain": "negvocab.scoring.scores",
     "TopkScores": "negvocab.scoring.scores",
     "sweep": "negvocab.scoring.sweep",
+    "subsample": "negvocab.scoring.subsample",
     "evaluate_vocabularies": "negvocab.scoring.run",
     "sweep_vocabulary": "negvocab.scoring.run",
     "plot_sweep": "negvocab.scoring.run",
@@ -103,6 +104,7 @@ if TYPE_CHECKING:
         write_sweep,
     )
     from negvocab.scoring.scores import TopkScores, explain, score
+    from negvocab.scoring.subsample import subsample
     from negvocab.scoring.sweep import sweep
     from negvocab.vlm.export import load_embeddings, save_embeddings
     from negvocab.vlm.images import ImageEmbeddings

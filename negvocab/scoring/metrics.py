@@ -17,7 +17,10 @@ undefined (an empty score set). Every FPR names its convention (METHODS.md secti
     off ``sklearn.metrics.roc_curve`` with its default ``drop_intermediate=True``, which can skip a
     point lying exactly on a straight run of tied scores; negvocab keeps every point.)
 
-They differ by several points on tied scores. Reference: Rozumnyi et al., "Fi-ImageNet-1k: An OOD
+They differ by several points on tied scores. AUPR follows the convention too: average precision
+(sklearn ``average_precision_score``, a step sum) under "paper" and "hendrycks", and OpenOOD's
+trapezoid over the precision-recall curve (``sklearn.metrics.auc(recall, precision)`` of
+``precision_recall_curve``) under "openood"; reports name it in ``aupr_method``. Reference: Rozumnyi et al., "Fi-ImageNet-1k: An OOD
 Benchmark From the Inside of the ImageNet-1k Validation Set", arXiv:2609.01027.
 
 >>> import numpy as np
@@ -45,7 +48,9 @@ __all__ = [
     "CONVENTIONS",
     "ConfidenceInterval",
     "UndefinedMetricWarning",
+    "AUPR_METHODS",
     "aupr_in",
+    "aupr_method_for",
     "aupr_out",
     "auroc",
     "bootstrap_ci",
@@ -120,11 +125,30 @@ def _binary_clf_curve(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.
     return fps, tps, score[last]
 
 
-def _average_precision(pos: np.ndarray, neg: np.ndarray) -> float:
-    """sum_k (R_k - R_{k-1}) P_k over distinct thresholds (sklearn average_precision_score)."""
+AuprMethod = Literal["average_precision", "trapezoid"]
+AUPR_METHODS: tuple[str, ...] = ("average_precision", "trapezoid")
+
+
+def aupr_method_for(convention: str) -> str:
+    """How AUPR is computed under ``convention``: OpenOOD's trapezoid for "openood", else average precision."""
+    return "trapezoid" if check_convention(convention) == "openood" else "average_precision"
+
+
+def _average_precision(pos: np.ndarray, neg: np.ndarray, method: str = "average_precision") -> float:
+    """Area under the precision-recall curve over distinct thresholds.
+
+    ``"average_precision"``: sum_k (R_k - R_{k-1}) P_k (sklearn ``average_precision_score``).
+    ``"trapezoid"``: the trapezoid rule through (0, 1) and every (R_k, P_k), as OpenOOD's
+    ``metrics.auc(recall, precision)`` over ``precision_recall_curve`` (which ends at (0, 1)).
+    """
     fps, tps, _ = _binary_clf_curve(pos, neg)
     precision = tps / (tps + fps)
     recall = tps / pos.size
+    if method == "trapezoid":
+        r, p = np.r_[0.0, recall], np.r_[1.0, precision]
+        return float(np.sum(np.diff(r) * (p[1:] + p[:-1]) / 2))
+    if method != "average_precision":
+        raise InputError(f"unknown AUPR method {method!r}; choose one of {', '.join(AUPR_METHODS)}")
     return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
 
 
@@ -208,20 +232,21 @@ def _auroc_terms(ids: np.ndarray, oods: np.ndarray) -> np.ndarray:
     return (greater + 0.5 * ties) / ids.size
 
 
-def aupr_in(id_scores: Any, ood_scores: Any) -> float:
-    """Average precision with ID as the positive class (sklearn ``average_precision_score``)."""
+def aupr_in(id_scores: Any, ood_scores: Any, *, method: AuprMethod = "average_precision") -> float:
+    """AUPR with ID as the positive class: average precision (sklearn ``average_precision_score``)
+    or, with ``method="trapezoid"``, OpenOOD's trapezoid over the precision-recall curve."""
     arrays = _check(id_scores, ood_scores, "aupr_in")
     if arrays is None:
         return math.nan
-    return _average_precision(arrays[0], arrays[1])
+    return _average_precision(arrays[0], arrays[1], method)
 
 
-def aupr_out(id_scores: Any, ood_scores: Any) -> float:
-    """Average precision with OOD as the positive class (score negated)."""
+def aupr_out(id_scores: Any, ood_scores: Any, *, method: AuprMethod = "average_precision") -> float:
+    """AUPR with OOD as the positive class (score negated); ``method`` as in :func:`aupr_in`."""
     arrays = _check(id_scores, ood_scores, "aupr_out")
     if arrays is None:
         return math.nan
-    return _average_precision(-arrays[1], -arrays[0])
+    return _average_precision(-arrays[1], -arrays[0], method)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -395,7 +420,7 @@ def evaluate(
     Returns
     -------
     dict with keys ``convention``, ``tpr``, ``fpr`` (at ``tpr``), ``auroc``, ``aupr_in``, ``aupr_out``,
-    ``n_id``, ``n_ood``, ``fpr_ci``, ``auroc_ci`` ([low, high] bootstrap intervals over OOD images;
+    ``aupr_method`` (``"trapezoid"`` under openood, else ``"average_precision"``), ``n_id``, ``n_ood``, ``fpr_ci``, ``auroc_ci`` ([low, high] bootstrap intervals over OOD images;
     omitted when ``n_boot=0``), ``ci_level``, ``n_boot``.
     """
     tpr = _check_tpr(tpr)
@@ -407,8 +432,9 @@ def evaluate(
         "tpr": tpr,
         "fpr": fpr_at_tpr(ids, oods, tpr, convention=convention),
         "auroc": auroc(ids, oods),
-        "aupr_in": aupr_in(ids, oods),
-        "aupr_out": aupr_out(ids, oods),
+        "aupr_in": aupr_in(ids, oods, method=aupr_method_for(convention)),  # type: ignore[arg-type]
+        "aupr_out": aupr_out(ids, oods, method=aupr_method_for(convention)),  # type: ignore[arg-type]
+        "aupr_method": aupr_method_for(convention),
         "n_id": int(ids.size),
         "n_ood": int(oods.size),
     }

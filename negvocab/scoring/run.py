@@ -329,6 +329,7 @@ TABLE_COLUMNS = [
     "auroc",
     "aupr_in",
     "aupr_out",
+    "aupr_method",
     "n_id",
     "n_ood",
     "fpr_ci_low",
