@@ -52,6 +52,10 @@ _EXPORTS: dict[str, str] = {
     "TopkScores": "negvocab.scoring.scores",
     "sweep": "negvocab.scoring.sweep",
     "subsample": "negvocab.scoring.subsample",
+    "run_grid": "negvocab.grid.run",
+    "grid_status": "negvocab.grid.run",
+    "load_grid": "negvocab.grid.config",
+    "GridResult": "negvocab.grid.tables",
     "evaluate_vocabularies": "negvocab.scoring.run",
     "sweep_vocabulary": "negvocab.scoring.run",
     "plot_sweep": "negvocab.scoring.run",
@@ -90,6 +94,9 @@ if TYPE_CHECKING:
     from negvocab.data.fi_imagenet import fi_imagenet
     from negvocab.data.images import image_list, open_image_set
     from negvocab.errors import InputError, NegvocabError, ResourceError
+    from negvocab.grid.config import load_grid
+    from negvocab.grid.run import grid_status, run_grid
+    from negvocab.grid.tables import GridResult
     from negvocab.index import knn
     from negvocab.labels.candidates import Candidate, load_candidates, wordnet_candidates
     from negvocab.labels.imagenet import IdClasses, imagenet1k, read_id_classes

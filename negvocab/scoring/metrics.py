@@ -141,15 +141,23 @@ def _average_precision(pos: np.ndarray, neg: np.ndarray, method: str = "average_
     ``"trapezoid"``: the trapezoid rule through (0, 1) and every (R_k, P_k), as OpenOOD's
     ``metrics.auc(recall, precision)`` over ``precision_recall_curve`` (which ends at (0, 1)).
     """
-    fps, tps, _ = _binary_clf_curve(pos, neg)
-    precision = tps / (tps + fps)
-    recall = tps / pos.size
-    if method == "trapezoid":
-        r, p = np.r_[0.0, recall], np.r_[1.0, precision]
-        return float(np.sum(np.diff(r) * (p[1:] + p[:-1]) / 2))
-    if method != "average_precision":
+    if method not in AUPR_METHODS:
         raise InputError(f"unknown AUPR method {method!r}; choose one of {', '.join(AUPR_METHODS)}")
-    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
+    fps, tps, _ = _binary_clf_curve(pos, neg)
+    return float(_pr_area(tps, fps, pos.size, method))
+
+
+def _pr_area(tps: np.ndarray, fps: np.ndarray, n_pos: float, method: str) -> np.ndarray:
+    """PR area over the last axis of cumulative counts at descending thresholds (a level with no
+    image yet, tps = fps = 0, sits at (0, 1): no area)."""
+    tot = tps + fps
+    precision = np.where(tot > 0, tps / np.where(tot > 0, tot, 1), 1.0)
+    lead = np.zeros(tps.shape[:-1] + (1,))
+    dr = np.diff(np.concatenate([lead, tps / n_pos], -1), axis=-1)
+    if method == "trapezoid":
+        p = np.concatenate([lead + 1.0, precision], -1)
+        return np.sum(dr * (p[..., 1:] + p[..., :-1]) / 2, -1)
+    return np.sum(dr * precision, -1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -357,6 +365,8 @@ def _fast_ood_bootstrap(
     AUROC and the paper and hendrycks FPRs are means of per-OOD-image terms (the ROC point the
     hendrycks rule picks depends on the ID scores only), so each draw averages resampled terms;
     the openood FPR sorts once and counts each draw's OOD images per sorted position."""
+    if fn in (aupr_in, aupr_out) and set(kw) <= {"method"}:
+        return _aupr_draws(ids, oods, fn is aupr_in, kw.get("method", "average_precision"), rng, n_boot)
     if fn is auroc and not kw:
         terms = _auroc_terms(ids, oods)
     elif fn is fpr_at_tpr and set(kw) <= {"tpr", "convention"}:
@@ -387,6 +397,27 @@ def _hendrycks_terms(ids: np.ndarray, oods: np.ndarray, tpr: float) -> np.ndarra
         return None
     j = len(dist) - 1 - int(np.argmin(dist[::-1]))
     return oods >= levels[-1] if j == len(levels) - 1 else oods > levels[j + 1]
+
+
+def _aupr_draws(ids: np.ndarray, oods: np.ndarray, id_positive: bool, method: str, rng: np.random.Generator, n_boot: int) -> np.ndarray:
+    """AUPR of each OOD resample without a sort per resample: the images are sorted once, and a
+    resample only changes how many times each OOD image counts at its threshold level."""
+    if method not in AUPR_METHODS:
+        raise InputError(f"unknown AUPR method {method!r}; choose one of {', '.join(AUPR_METHODS)}")
+    score = np.concatenate([ids, oods]) * (1 if id_positive else -1)
+    order = np.argsort(-score, kind="mergesort")
+    level = np.empty(score.size, dtype=np.int64)
+    level[order] = np.r_[0, np.cumsum(np.diff(score[order]) != 0)]  # distinct threshold levels, descending
+    k = int(level.max()) + 1
+    id_cum = np.cumsum(np.bincount(level[: ids.size], minlength=k)).astype(np.float64)
+    ood_level = level[ids.size :]
+    out = np.empty(n_boot)
+    for b in range(n_boot):
+        w = np.bincount(rng.integers(0, oods.size, oods.size), minlength=oods.size)
+        ood_cum = np.cumsum(np.bincount(ood_level, weights=w, minlength=k))
+        tps, fps, n_pos = (id_cum, ood_cum, ids.size) if id_positive else (ood_cum, id_cum, oods.size)
+        out[b] = _pr_area(tps, fps, n_pos, method)
+    return out
 
 
 def _openood_draws(ids: np.ndarray, oods: np.ndarray, tpr: float, rng: np.random.Generator, n_boot: int) -> np.ndarray:

@@ -233,3 +233,12 @@ def test_fast_fpr_bootstrap_equals_the_resampling_loop(convention):
             fast_paths += M._fast_ood_bootstrap(M.fpr_at_tpr, ids, oods, np.random.default_rng(0), 2, kw) is not None
     # all but (hendrycks) tpr=0.01 on these small sets, where a 0-recall point could be picked
     assert fast_paths >= 240
+
+
+@pytest.mark.parametrize(("name", "ids", "oods"), CASES[:4], ids=IDS[:4])
+@pytest.mark.parametrize("method", ["average_precision", "trapezoid"])
+def test_aupr_bootstrap_fast_path_equals_the_loop(name, ids, oods, method):
+    for metric in (M.aupr_in, M.aupr_out):
+        fast = M.bootstrap_ci(metric.__name__, ids, oods, n_boot=40, seed=2, method=method)
+        slow = M.bootstrap_ci(lambda a, b, f=metric: f(a, b, method=method), ids, oods, n_boot=40, seed=2)
+        assert (fast.low, fast.high) == pytest.approx((slow.low, slow.high), abs=1e-12)
