@@ -117,3 +117,21 @@ def test_tables_pivots_and_comparisons(ran):
     assert f"mean difference {np.mean(d):+.2f} points (range {min(d):+.2f} to {max(d):+.2f})" in s
     assert (out / "sweep_A.pdf").read_bytes()[:5] == b"%PDF-" and (out / "sweep_A.svg").exists()
     assert json.loads((out / "grid.json").read_text())["random_weights"] is True
+
+
+def test_cli_run_and_status(grid_toml, tmp_path):
+    from typer.testing import CliRunner
+
+    from negvocab.cli import app
+
+    out = tmp_path / "cli"
+    text = grid_toml.read_text().replace('[[models]]\nname = "TinyB"\nmodel_config = "TinyB.json"\nrandom_weights = true\nseed = 1\n', "")
+    grid_toml.write_text(text.replace('[[methods]]\nname = "mcm"\n', ""))
+    res = CliRunner().invoke(app, ["grid", "run", str(grid_toml), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "24 cells (24 done, 0 pending, 0 failed)" in res.output
+    assert (out / "table.csv").exists() and (out / "pivots.tex").exists() and (out / "comparisons.md").exists()
+    st = CliRunner().invoke(app, ["grid", "status", str(out)])
+    assert st.exit_code == 0 and "total" in st.output and st.output.split("total")[1].split() == ["24", "0", "0"]
+    bad = CliRunner().invoke(app, ["grid", "run", str(grid_toml), "--engine", "spark", "-o", str(out)])
+    assert bad.exit_code == 2 and "unknown engine" in bad.output
