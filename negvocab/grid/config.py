@@ -10,6 +10,8 @@
     n_boot = 1000                   # bootstrap resamples of the CIs (0: none)
     device = "auto"
     cache_dir = "cache"             # embedding cache (relative to this file); on a cluster: a shared folder
+    # ray_num_gpus = 1              # GPUs per model task of the ray engine (default: 1 if the cluster has GPUs)
+    # ray_data_min_images = 20000   # image sets this large are embedded through Ray Data
 
     [[models]]
     name = "ViT-B-32"
@@ -140,6 +142,8 @@ class GridConfig:
     device: str = "auto"
     cache_dir: str | None = None
     batch_size: int | None = None
+    ray_num_gpus: float | None = None
+    ray_data_min_images: int | None = None
     base: str = "."
     source: str = ""
 
@@ -287,10 +291,13 @@ def parse_config(doc: Mapping[str, Any], *, base: str = ".", source: str = "", r
         device=str(g.get("device", "auto")),
         cache_dir=g.get("cache_dir"),
         batch_size=g.get("batch_size"),
+        ray_num_gpus=g.get("ray_num_gpus"),
+        ray_data_min_images=g.get("ray_data_min_images"),
         base=base,
         source=source,
     )
-    unknown = set(g) - {"templates", "id_classes", "conventions", "tpr", "n_boot", "device", "cache_dir", "batch_size"}
+    known = {"templates", "id_classes", "conventions", "tpr", "n_boot", "device", "cache_dir", "batch_size", "ray_num_gpus", "ray_data_min_images"}
+    unknown = set(g) - known
     if unknown:
         raise InputError(f"[grid]: unknown key(s) {', '.join(sorted(unknown))}")
     return cfg

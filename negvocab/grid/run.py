@@ -378,20 +378,25 @@ def run_grid(
         if work.cells:
             todo.append(work)
     stats["cells_to_run"] = sum(len(w.cells) for w in todo)
+    errors: dict[str, str] = {}
     if engine == "ray" and any(w.missing for w in todo):
-        from negvocab.grid.ray_engine import embed_on_ray
+        from negvocab.grid.ray_engine import run_models_on_ray
 
-        embed_on_ray(cfg, [w for w in todo if w.missing], ray_address=ray_address)
+        for name, result in run_models_on_ray(cfg, [w for w in todo if w.missing], sets, out, ray_address=ray_address).items():
+            if isinstance(result, str):
+                errors[name] = result
+            else:
+                _merge_stats(stats, result)
     for work in todo:
         name = work.spec.display
         if on_model:
             on_model(name, "start")
         try:
-            vlm = None
-            if work.missing:
-                vlm = load_model(cfg, work.spec)
-                score_model(cfg, work, sets, out, vlm, stats)
-            _finish_cells(cfg, work, out, stats, vlm)
+            if name in errors:
+                raise NegvocabError(errors[name])
+            if work.missing and engine == "local":
+                _merge_stats(stats, compute_model(cfg, work, sets, out))
+            _finish_cells(cfg, work, out, stats, None)
         except NegvocabError as e:
             logger.error("%s: %s", name, e)
             for c in work.cells:
@@ -406,6 +411,24 @@ def run_grid(
             rows.append(json.loads(path.read_text(encoding="utf-8"))["row"])
     stats.pop("_files", None)
     return GridResult(rows, cfg, stats=stats, out_dir=out, status=grid_status(cfg, out) if cells else {})
+
+
+def compute_model(cfg: GridConfig, work: _ModelWork, sets: Mapping[str, ImageSet], out: Path, device: str | None = None) -> dict[str, Any]:
+    """Load one model and store its missing score files; returns its stats (embedding calls,
+    vocabulary sizes/hashes/deployability, scoring time). Runs in this process or in a Ray task."""
+    stats: dict[str, Any] = {"embed_calls": {}}
+    vlm = load_model(cfg, work.spec, device)
+    score_model(cfg, work, sets, out, vlm, stats)
+    stats.pop("_files", None)
+    return stats
+
+
+def _merge_stats(stats: dict[str, Any], more: Mapping[str, Any]) -> None:
+    for key, n in more.get("embed_calls", {}).items():
+        stats["embed_calls"][key] = stats["embed_calls"].get(key, 0) + n
+    for model, info in more.get("vocabularies", {}).items():
+        stats.setdefault("vocabularies", {}).setdefault(model, {}).update(info)
+    stats["score_seconds"] = stats.get("score_seconds", 0.0) + more.get("score_seconds", 0.0)
 
 
 def _finish_cells(cfg: GridConfig, work: _ModelWork, out: Path, stats: dict[str, Any], vlm: VLM | None) -> None:
