@@ -28,6 +28,8 @@
     [vocabularies]
     gpt = "vocabs/gpt.json"           # a vocabulary file
     wordnet = { builder = "wordnet", sizes = [1000, 5000, 10000] }   # built per model: wordnet@1000, ...
+    # builder options: percentile, preset, ratio, synonym_filter, pool (rank only n candidates spread
+    # over the preset: quick dry runs)
 
     [[methods]]
     name = "neglabel"
@@ -196,7 +198,7 @@ def _vocab(name: str, value: Any, where: str) -> VocabSpec:
         raise InputError(f"{where}.builder must be one of {', '.join(BUILDERS)} (or give file = ...), got {builder!r}")
     sizes = _sizes(value["sizes"], f"{where}.sizes") if "sizes" in value else ()
     options = tuple(sorted((k, v) for k, v in value.items() if k not in ("builder", "sizes")))
-    allowed = {"percentile", "preset", "ratio", "candidates", "synonym_filter"}
+    allowed = {"percentile", "preset", "ratio", "pool", "synonym_filter"}
     bad = [k for k, _ in options if k not in allowed]
     if bad:
         raise InputError(f"{where}: unknown builder option {bad[0]!r}; known: {', '.join(sorted(allowed))}")

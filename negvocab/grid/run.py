@@ -183,6 +183,10 @@ def resolve_vocabularies(cfg: GridConfig, vlm: VLM, files: dict[str, Vocabulary]
             from negvocab.build.wordnet import build_wordnet_vocabulary
 
             opts = dict(v.options)
+            if "pool" in opts:
+                from negvocab.scoring.demo import sample_pool
+
+                opts["candidates"] = sample_pool(int(opts.pop("pool")))
             full = build_wordnet_vocabulary(vlm, None, templates=cfg.templates, id_classes=id_classes(cfg), batch_size=cfg.batch_size, **opts)
         for name, size in zip(v.names(), v.sizes or (None,), strict=True):
             if size is not None and size > len(full):
@@ -449,8 +453,8 @@ def _finish_cells(cfg: GridConfig, work: _ModelWork, out: Path, stats: dict[str,
         row = cell_row(cfg, c, s_id, s_ood, work.spec, (vinfo or {}).get(c.vocabulary))
         write_json(out / "cells" / f"{c.digest}.json", {"row": row, "digest": c.digest})
         (out / "cells" / f"{c.digest}.failed.json").unlink(missing_ok=True)
-        if c.vocabulary and vinfo:
-            write_json(out / "vocabularies.json", _merge_vocab_file(out, work.spec.display, vinfo))
+    if vinfo:  # what later runs that need not load the model report for its vocabularies
+        write_json(out / "vocabularies.json", _merge_vocab_file(out, work.spec.display, vinfo))
 
 
 def _merge_vocab_file(out: Path, model: str, vinfo: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,8 +10,6 @@ Rows from random weights or non-deployable vocabularies are marked where shown.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import logging
 import math
@@ -27,6 +25,7 @@ import numpy as np
 
 from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.errors import InputError
+from negvocab.scoring.run import _csv_text
 
 if TYPE_CHECKING:
     from negvocab.grid.config import GridConfig
@@ -64,14 +63,6 @@ def _mean_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         row.update(ood_set="mean", n_ood=int(sum(m["n_ood"] for m in members)), cell="")
         out.append(row)
     return out
-
-
-def _csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
 
 
 @dataclass
@@ -292,7 +283,7 @@ class GridResult:
         out = Path(out_dir or self.out_dir or ".")
         out.mkdir(parents=True, exist_ok=True)
         table = self.table()
-        write_text(out / "table.csv", _csv(table, COLUMNS))
+        write_text(out / "table.csv", _csv_text(table, COLUMNS))
         self._write_parquet(out / "table.parquet", table)
         md, tex = [], []
         for vocab, meth, conv in dict.fromkeys((r["vocabulary"], r["method"], r["convention"]) for r in table):
