@@ -560,7 +560,7 @@ def write_sweep(result: SweepResult, out_dir: str | os.PathLike[str]) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "sweep.json").unlink(missing_ok=True)
-    cols = ["M", "method", "model", "pretrained", "random_weights", "convention", "tpr", "fpr", "auroc", "aupr_in", "aupr_out", "n_id", "n_ood", "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high"]
+    cols = ["M", "method", "model", "pretrained", "random_weights", "convention", "tpr", "fpr", "auroc", "aupr_in", "aupr_out", "aupr_method", "n_id", "n_ood", "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high"]
     write_text(out / "sweep.csv", _csv_text([_flat(r) for r in result.rows], cols))
     plot_sweep(result.rows, out / "sweep.png", references=result.references, random_weights=result.random_weights)
     write_json(out / "sweep.json", {**_jsonable(result.meta), "rows": result.rows, "references": result.references})

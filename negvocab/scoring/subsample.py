@@ -4,7 +4,7 @@ The Fi-ImageNet-1k paper's Appendix C: R draws without replacement of n of the N
 n the mean and SD of FPR over the draws, their difference to the full-set value, the
 finite-population-corrected analytical SD ``sqrt(p (1 - p) / n * (N - n) / (N - 1))`` (the ID
 threshold fixed, p the full-set FPR), and, for several detectors, the Spearman rank stability of
-the detectors' order across draws (docs/methods.md, "OOD subsampling").
+the detectors' order across draws (Rozumnyi et al., arXiv:2609.01027, Appendix C).
 
 Vectorised: every draw is one random permutation of the N OOD images and the draw of size n is its
 first n (a uniform sample without replacement for every n); FPR at every n comes from one cumulative
