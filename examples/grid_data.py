@@ -58,6 +58,10 @@ def main(root: Path = Path(__file__).parent / "grid-data") -> None:
                 arr = np.stack([band, np.roll(band, i, 0), 255 - band], -1)
             Image.fromarray(arr).save(root / name / f"{name}{i:02d}.png")
     (root / "handpicked.txt").write_text(HANDPICKED)
+    # a 100-class ImageNet-1k subset (every 10th class) keeps the offline run short
+    from negvocab.labels.imagenet import imagenet1k
+
+    (root / "classes100.txt").write_text("\n".join(imagenet1k().wnids[::10]) + "\n")
     print(f"wrote {root}")
 
 

@@ -17,7 +17,7 @@ def test_the_example_parses():
     cfg = negvocab.load_grid(EXAMPLE, random_weights=True)
     assert [m.display for m in cfg.models] == ["CLIP ViT-B/32", "CLIP RN50"] and all(m.random_weights for m in cfg.models)
     assert [s.name for s in cfg.ood_sets] == ["graphics", "noise", "stripes"]
-    assert cfg.vocabularies[0].names() == ["wordnet@200", "wordnet@400", "wordnet@800"]
+    assert cfg.vocabularies[0].names() == ["wordnet@100", "wordnet@200", "wordnet@400"]
     assert cfg.conventions == ["paper", "openood"] and cfg.path("grid-cache") == str(EXAMPLE.parent / "grid-cache")
 
 

@@ -13,10 +13,21 @@ from negvocab.errors import InputError
 from negvocab.grid.run import load_model, open_sets
 
 
+@pytest.fixture(scope="module")
+def ran(grid_files, tmp_path_factory):
+    """One grid run shared by the tests that only read it."""
+    from tests.grid.conftest import GRID_TOML
+
+    tmp = tmp_path_factory.mktemp("ran")
+    toml = grid_files / f"grid_{tmp.name}.toml"
+    toml.write_text(GRID_TOML.format(cache=tmp / "cache"))
+    return negvocab.run_grid(toml, tmp / "out"), toml, tmp / "out"
+
+
 @pytest.fixture
-def ran(grid_toml, tmp_path):
-    res = negvocab.run_grid(grid_toml, tmp_path / "out")
-    return res, grid_toml, tmp_path / "out"
+def ran_here(grid_toml, tmp_path):
+    """A grid run of its own, for tests that change it."""
+    return negvocab.run_grid(grid_toml, tmp_path / "out"), grid_toml, tmp_path / "out"
 
 
 def test_cells_equal_direct_public_api_calls(ran):
@@ -49,8 +60,8 @@ def test_each_image_set_embedded_once_per_model(ran):
     assert res.stats["embed_calls"] == {(m, s): 1 for m in ("TinyA", "TinyB") for s in ("ID", "oodA", "oodB", "oodC")}
 
 
-def test_resume_skips_done_cells_and_reruns_only_touched_ones(ran, monkeypatch):
-    res, toml, out = ran
+def test_resume_skips_done_cells_and_reruns_only_touched_ones(ran_here, monkeypatch):
+    res, toml, out = ran_here
     calls = []
     import negvocab.grid.run as G
 

@@ -55,7 +55,7 @@ def test_matches_released_code(emb, m, groups):
 
 
 def test_dropped_labels_do_not_count(emb):
-    """With 230 labels and G=10... 7, the last 230 % 7 = 6 labels are dropped: changing them changes nothing."""
+    """With 230 labels and G = 7 the last 230 % 7 = 6 labels are dropped: changing them changes nothing."""
     neg = emb["neg"].copy()
     a = negvocab.score("neglabel", emb["img"], emb["id"], neg, groups=7, grouping="neglabel")
     neg[-6:] = neg[:6]
