@@ -42,6 +42,10 @@ def run_cmd(
     res = run_grid(cfg, folder, engine=engine, ray_address=ray_address, on_model=lambda m, s: typer.echo(f"{m}: {s}", err=True))
     res.write(folder)
     st = res.status["total"]
+    if res.random_weights:
+        from negvocab.grid.tables import RANDOM_NOTE
+
+        typer.secho(f"WARNING: {RANDOM_NOTE}", fg="red", bold=True, err=True)
     typer.echo(f"{len(res.rows)} cells ({st['done']} done, {st['pending']} pending, {st['failed']} failed); wrote {folder}")
     for line in res.comparisons()[:12]:
         typer.echo(f"  {line}")

@@ -78,3 +78,32 @@ def test_builder_vocabularies_are_built_per_model(grid_toml, tmp_path):
             assert rows and {r["vocab_hash"] for r in rows} == {full.head(m).short_hash} and rows[0]["vocab_size"] == m
     hashes = {r["model"]: r["vocab_hash"] for r in res.rows if r["vocabulary"] == "W@50"}
     assert hashes["TinyA"] != hashes["TinyB"]  # each model ranks with its own text embeddings
+
+
+def test_fi_imagenet_split_in_the_id_section(tmp_path):
+    """fi_ood in [id]: the ID set is the val folder minus the OOD and ambiguous lists, and the
+    listed images are an OOD set named Fi-ImageNet-1k, before the other OOD sets."""
+    import numpy as np
+    from PIL import Image
+
+    from negvocab.grid.run import open_sets, plan_cells
+
+    wnids = negvocab.imagenet1k().wnids
+    rng = np.random.default_rng(0)
+    for i in range(1, 11):
+        folder = tmp_path / "val" / wnids[i % 3]
+        folder.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(folder / f"ILSVRC2012_val_{i:08d}.JPEG")
+    (tmp_path / "ood.txt").write_text("ILSVRC2012_val_00000002\nILSVRC2012_val_00000005\nILSVRC2012_val_00000009\n")
+    (tmp_path / "amb.txt").write_text("ILSVRC2012_val_00000007\n")
+    (tmp_path / "other").mkdir()
+    doc = {**BASE, "id": {"path": "val", "fi_ood": "ood.txt", "fi_ambiguous": "amb.txt"}, "ood": {"other": "other"}}
+    cfg = parse_config(doc, base=str(tmp_path))
+    assert [s.name for s in cfg.ood_sets] == ["Fi-ImageNet-1k", "other"]
+    cfg.ood_sets = cfg.ood_sets[:1]  # the empty folder is not opened
+    sets = open_sets(cfg)
+    assert sorted(sets["Fi-ImageNet-1k"].ids) == ["ILSVRC2012_val_00000002", "ILSVRC2012_val_00000005", "ILSVRC2012_val_00000009"]
+    assert len(sets["ID"]) == 6 and "ILSVRC2012_val_00000007" not in sets["ID"].ids
+    (tmp_path / "v.txt").write_text("sofa\nlamp\n")
+    cells = plan_cells(cfg, sets)
+    assert {c.ood_set for c in cells} == {"Fi-ImageNet-1k"} and len({c.digest for c in cells}) == len(cells)

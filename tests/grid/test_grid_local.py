@@ -140,7 +140,7 @@ def test_cli_run_and_status(grid_toml, tmp_path):
     grid_toml.write_text(text.replace('[[methods]]\nname = "mcm"\n', ""))
     res = CliRunner().invoke(app, ["grid", "run", str(grid_toml), "-o", str(out)])
     assert res.exit_code == 0, res.output
-    assert "24 cells (24 done, 0 pending, 0 failed)" in res.output
+    assert "24 cells (24 done, 0 pending, 0 failed)" in res.output and "RANDOM WEIGHTS" in res.output
     assert (out / "table.csv").exists() and (out / "pivots.tex").exists() and (out / "comparisons.md").exists()
     st = CliRunner().invoke(app, ["grid", "status", str(out)])
     assert st.exit_code == 0 and "total" in st.output and st.output.split("total")[1].split() == ["24", "0", "0"]
