@@ -58,13 +58,21 @@ _EXPORTS: dict[str, str] = {
     "GridResult": "negvocab.grid.tables",
     "evaluate_vocabularies": "negvocab.scoring.run",
     "sweep_vocabulary": "negvocab.scoring.run",
-    "plot_sweep": "negvocab.scoring.run",
+    "plot_sweep": "negvocab.scoring.plot",
+    "sweep_figure": "negvocab.scoring.plot",
     "write_results": "negvocab.scoring.run",
     "write_sweep": "negvocab.scoring.run",
     "read_id_classes": "negvocab.labels.imagenet",
     "open_image_set": "negvocab.data.images",
     "image_list": "negvocab.data.images",
     "fi_imagenet": "negvocab.data.fi_imagenet",
+    "marginal_gains": "negvocab.diagnostics.gains",
+    "repair_curve": "negvocab.diagnostics.gains",
+    "MarginalGains": "negvocab.diagnostics.gains",
+    "RepairCurve": "negvocab.diagnostics.gains",
+    "coverage": "negvocab.diagnostics.coverage",
+    "Coverage": "negvocab.diagnostics.coverage",
+    "write_report": "negvocab.report.html",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -93,6 +101,8 @@ if TYPE_CHECKING:
     from negvocab.build.wordnet import build_wordnet_vocabulary, farthest_first
     from negvocab.data.fi_imagenet import fi_imagenet
     from negvocab.data.images import image_list, open_image_set
+    from negvocab.diagnostics.coverage import Coverage, coverage
+    from negvocab.diagnostics.gains import MarginalGains, RepairCurve, marginal_gains, repair_curve
     from negvocab.errors import InputError, NegvocabError, ResourceError
     from negvocab.grid.config import load_grid
     from negvocab.grid.run import grid_status, run_grid
@@ -102,10 +112,11 @@ if TYPE_CHECKING:
     from negvocab.labels.imagenet import IdClasses, imagenet1k, read_id_classes
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
+    from negvocab.report.html import write_report
     from negvocab.scoring import metrics
+    from negvocab.scoring.plot import plot_sweep, sweep_figure
     from negvocab.scoring.run import (
         evaluate_vocabularies,
-        plot_sweep,
         sweep_vocabulary,
         write_results,
         write_sweep,

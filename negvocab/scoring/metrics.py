@@ -47,6 +47,7 @@ CONVENTIONS: tuple[str, ...] = ("paper", "hendrycks", "openood")
 __all__ = [
     "CONVENTIONS",
     "ConfidenceInterval",
+    "OperatingPoint",
     "UndefinedMetricWarning",
     "AUPR_METHODS",
     "aupr_in",
@@ -54,9 +55,11 @@ __all__ = [
     "aupr_out",
     "auroc",
     "bootstrap_ci",
+    "bootstrap_values",
     "check_convention",
     "evaluate",
     "fpr_at_tpr",
+    "operating_point",
 ]
 
 
@@ -209,6 +212,44 @@ def fpr_at_tpr(id_scores: Any, ood_scores: Any, tpr: float = 0.95, *, convention
     return float(fps[k] / ids.size)
 
 
+@dataclass(frozen=True)
+class OperatingPoint:
+    """Which images are misjudged at the FPR@tpr threshold of a convention.
+
+    ``ood_passing``: OOD images taken as ID; ``id_flagged``: ID images flagged as OOD (boolean masks
+    aligned with the scores); ``threshold``: an image with score ``>= threshold`` is called ID
+    (``"openood"``: ``> threshold``). The FPR of ``"paper"`` and ``"hendrycks"`` is the mean of
+    ``ood_passing``, that of ``"openood"`` the mean of ``id_flagged``.
+    """
+
+    threshold: float
+    ood_passing: np.ndarray
+    id_flagged: np.ndarray
+    convention: str
+    tpr: float
+
+
+def operating_point(id_scores: Any, ood_scores: Any, tpr: float = 0.95, *, convention: Convention = "paper") -> OperatingPoint:
+    """The threshold :func:`fpr_at_tpr` uses and the images on the wrong side of it (for reports)."""
+    tpr = _check_tpr(tpr)
+    check_convention(convention)
+    ids, oods = _scores(id_scores, "id_scores"), _scores(ood_scores, "ood_scores")
+    if ids.size == 0 or oods.size == 0:
+        raise InputError("an operating point needs ID and OOD scores")
+    if convention == "paper":
+        t = _paper_threshold(ids, tpr)
+        return OperatingPoint(t, oods >= t, ids < t, convention, tpr)
+    if convention == "hendrycks":
+        fps, tps, thr = _binary_clf_curve(ids, oods)
+        stop = int(np.searchsorted(tps, tps[-1]))
+        dist = np.abs(tps[: stop + 1] / tps[-1] - tpr)[::-1]
+        t = float(thr[stop - int(np.argmin(dist))])
+        return OperatingPoint(t, oods >= t, ids < t, convention, tpr)
+    fps, tps, thr = _binary_clf_curve(-oods, -ids)
+    t = float(-thr[int(np.argmax(tps / oods.size >= tpr))])  # OOD is called at score <= t
+    return OperatingPoint(t, oods > t, ids <= t, convention, tpr)
+
+
 def auroc(id_scores: Any, ood_scores: Any) -> float:
     """Area under the ROC curve with ID positive (sklearn ``roc_auc_score``; ties count 1/2).
 
@@ -317,11 +358,32 @@ def bootstrap_ci(
     -------
     ConfidenceInterval (NaN bounds with a warning if a set is empty)
     """
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-        raise InputError(f"n_boot must be an integer >= 1, got {n_boot!r}")
     if isinstance(alpha, bool) or not (isinstance(alpha, (int, float, np.floating)) and 0 < alpha < 1):
         raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
     alpha = _as_decimal(alpha)
+    level = 1.0 - alpha
+    values = bootstrap_values(metric, id_scores, ood_scores, n_boot=n_boot, seed=seed, resample=resample, **metric_kwargs)
+    if values is None:
+        return ConfidenceInterval(math.nan, math.nan, level, int(n_boot), resample, seed)
+    low, high = np.quantile(values, [alpha / 2, 1 - alpha / 2])
+    return ConfidenceInterval(float(low), float(high), level, int(n_boot), resample, seed)
+
+
+def bootstrap_values(
+    metric: str | Callable[[np.ndarray, np.ndarray], float],
+    id_scores: Any,
+    ood_scores: Any,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    resample: Literal["ood", "id", "both"] = "ood",
+    **metric_kwargs: Any,
+) -> np.ndarray | None:
+    """The ``n_boot`` resampled values of a metric behind :func:`bootstrap_ci` (same draws for the
+    same seed), for intervals of derived quantities such as the mean over several OOD sets; None
+    (with a warning) if a set is empty."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+        raise InputError(f"n_boot must be an integer >= 1, got {n_boot!r}")
     if resample not in ("ood", "id", "both"):
         raise InputError(f"resample must be 'ood', 'id' or 'both', got {resample!r}")
     if isinstance(metric, str):
@@ -330,10 +392,9 @@ def bootstrap_ci(
         fn = _METRICS[metric]
     else:
         fn = metric
-    level = 1.0 - alpha
     arrays = _check(id_scores, ood_scores, "bootstrap_ci")
     if arrays is None:
-        return ConfidenceInterval(math.nan, math.nan, level, int(n_boot), resample, seed)
+        return None
     ids, oods = arrays
     rng = np.random.default_rng(seed)
     values = _fast_ood_bootstrap(fn, ids, oods, rng, int(n_boot), metric_kwargs) if resample == "ood" else None
@@ -343,8 +404,7 @@ def bootstrap_ci(
             bi = ids[rng.integers(0, ids.size, ids.size)] if resample in ("id", "both") else ids
             bo = oods[rng.integers(0, oods.size, oods.size)] if resample in ("ood", "both") else oods
             values[b] = fn(bi, bo, **metric_kwargs)
-    low, high = np.quantile(values, [alpha / 2, 1 - alpha / 2])
-    return ConfidenceInterval(float(low), float(high), level, int(n_boot), resample, seed)
+    return values
 
 
 def _paper_threshold(ids: np.ndarray, tpr: float) -> float:
