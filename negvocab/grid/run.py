@@ -367,6 +367,7 @@ def run_grid(
     out = Path(out_dir) if out_dir is not None else Path(cfg.base) / (Path(cfg.source).stem or "grid")
     (out / "cells").mkdir(parents=True, exist_ok=True)
     (out / "scores").mkdir(parents=True, exist_ok=True)
+    (out / "means").mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     sets = open_sets(cfg)
     cells = plan_cells(cfg, sets)
@@ -414,7 +415,45 @@ def run_grid(
         if path.exists():
             rows.append(json.loads(path.read_text(encoding="utf-8"))["row"])
     stats.pop("_files", None)
-    return GridResult(rows, cfg, stats=stats, out_dir=out, status=grid_status(cfg, out) if cells else {})
+    means = mean_intervals(cfg, cells, out)
+    return GridResult(rows, cfg, stats=stats, out_dir=out, status=grid_status(cfg, out) if cells else {}, means=means)
+
+
+def mean_intervals(cfg: GridConfig, cells: Iterable[Cell], out: Path) -> dict[tuple[str, str, str, str], dict[str, float]]:
+    """Bootstrap intervals of the mean over OOD sets per (model, vocabulary, method, convention):
+    each set's OOD images resampled within the set with the same draws as its cell's interval, the
+    metric averaged over sets per draw (stored under ``means/``, so a resumed grid reuses them)."""
+    from negvocab.scoring import metrics as M
+
+    groups: dict[tuple[str, str, str, str], list[Cell]] = {}
+    for c in cells:
+        groups.setdefault((c.model, c.vocabulary, c.method, c.convention), []).append(c)
+    result = {}
+    for key, members in groups.items():
+        if len(members) < 2 or not cfg.n_boot or not all((out / "cells" / f"{c.digest}.json").exists() for c in members):
+            continue
+        path = out / "means" / f"{spec_digest(sorted(c.digest for c in members))}.json"
+        if path.exists():
+            result[key] = json.loads(path.read_text(encoding="utf-8"))
+            continue
+        draws: dict[str, list[np.ndarray]] = {}
+        for c in members:
+            s_id, s_ood = _load_scores(out / "scores" / f"{c.id_scores}.npz"), _load_scores(out / "scores" / f"{c.ood_scores}.npz")
+            if s_id is None or s_ood is None:
+                break
+            kw = {"fpr": {"tpr": cfg.tpr, "convention": c.convention}, "auroc": {}}
+            kw |= {m: {"method": M.aupr_method_for(c.convention)} for m in ("aupr_in", "aupr_out")}
+            for metric, extra in kw.items():
+                values = M.bootstrap_values(metric, s_id, s_ood, n_boot=cfg.n_boot, **extra)
+                draws.setdefault(metric, []).append(values)
+        else:
+            ci = {}
+            for metric, per_set in draws.items():
+                lo, hi = np.quantile(np.mean(per_set, axis=0), [0.025, 0.975])
+                ci[f"{metric}_ci_low"], ci[f"{metric}_ci_high"] = float(lo), float(hi)
+            write_json(path, ci)
+            result[key] = ci
+    return result
 
 
 def compute_model(cfg: GridConfig, work: _ModelWork, sets: Mapping[str, ImageSet], out: Path, device: str | None = None) -> dict[str, Any]:

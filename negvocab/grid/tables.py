@@ -46,8 +46,9 @@ RANDOM_NOTE = "RANDOM WEIGHTS: these numbers are meaningless (a dry run of the p
 _GROUP = ("model", "vocabulary", "method", "convention")
 
 
-def _mean_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One ``ood_set = "mean"`` row per (model, vocabulary, method, convention) over its OOD sets."""
+def _mean_rows(rows: Sequence[Mapping[str, Any]], means: Mapping[tuple[str, ...], Mapping[str, float]] | None = None) -> list[dict[str, Any]]:
+    """One ``ood_set = "mean"`` row per (model, vocabulary, method, convention) over its OOD sets;
+    its intervals from ``means`` (bootstrap of the mean, see :func:`negvocab.grid.run.mean_intervals`)."""
     groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
     for r in rows:
         groups.setdefault(tuple(r[k] for k in _GROUP), []).append(r)
@@ -58,8 +59,9 @@ def _mean_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         row = {k: members[0].get(k) for k in COLUMNS}
         for k in ("fpr", "auroc", "aupr_in", "aupr_out"):
             row[k] = float(np.mean([m[k] for m in members]))
+        ci = (means or {}).get(tuple(row[k] for k in _GROUP), {})
         for k in [c for c in COLUMNS if c.endswith(("_ci_low", "_ci_high"))]:
-            row[k] = math.nan  # an interval of the mean is not the mean of intervals
+            row[k] = ci.get(k, math.nan)  # an interval of the mean is not the mean of intervals
         row.update(ood_set="mean", n_ood=int(sum(m["n_ood"] for m in members)), cell="")
         out.append(row)
     return out
@@ -130,8 +132,10 @@ class GridResult:
         stats: Mapping[str, Any] | None = None,
         out_dir: Path | None = None,
         status: Mapping[str, Any] | None = None,
+        means: Mapping[tuple[str, ...], Mapping[str, float]] | None = None,
     ) -> None:
         self.rows = [dict(r) for r in rows]
+        self.means = dict(means or {})
         self.config = config
         self.stats = dict(stats or {})
         self.out_dir = out_dir
@@ -148,7 +152,7 @@ class GridResult:
 
     def table(self, *, mean: bool = True) -> list[dict[str, Any]]:
         """The tidy long table: the cell rows, then the ``ood_set = "mean"`` rows (``mean=True``)."""
-        return [*self.rows, *(_mean_rows(self.rows) if mean else [])]
+        return [*self.rows, *(_mean_rows(self.rows, self.means) if mean else [])]
 
     def _select(self, fixed: Mapping[str, Any], free: str) -> list[dict[str, Any]]:
         rows = self.table()

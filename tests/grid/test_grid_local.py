@@ -146,3 +146,20 @@ def test_cli_run_and_status(grid_toml, tmp_path):
     assert st.exit_code == 0 and "total" in st.output and st.output.split("total")[1].split() == ["24", "0", "0"]
     bad = CliRunner().invoke(app, ["grid", "run", str(grid_toml), "--engine", "spark", "-o", str(out)])
     assert bad.exit_code == 2 and "unknown engine" in bad.output
+
+
+def test_mean_rows_carry_a_bootstrap_interval_of_the_mean(ran):
+    """Each set resampled within itself with its cell's draws, the FPR averaged per draw."""
+    res, toml, _ = ran
+    cfg = negvocab.load_grid(toml)
+    sets = open_sets(cfg)
+    classes = negvocab.read_id_classes(cfg.path(cfg.id_classes))
+    vlm = load_model(cfg, cfg.models[0])
+    img = {k: vlm.encode_images(s).embeddings for k, s in sets.items()}
+    cls = vlm.encode_text(list(classes.names), "single", pos="n")
+    s_id = negvocab.score("mcm", img["ID"], cls)
+    per = [negvocab.metrics.bootstrap_values("fpr", s_id, negvocab.score("mcm", img[o], cls), n_boot=20, convention="paper") for o in ("oodA", "oodB", "oodC")]
+    lo, hi = np.quantile(np.mean(per, axis=0), [0.025, 0.975])
+    row = next(r for r in res.table() if (r["model"], r["method"], r["convention"], r["ood_set"]) == ("TinyA", "mcm", "paper", "mean"))
+    assert (row["fpr_ci_low"], row["fpr_ci_high"]) == pytest.approx((lo, hi), abs=1e-12)
+    assert not np.isnan(row["auroc_ci_low"]) and not np.isnan(row["aupr_out_ci_high"])
