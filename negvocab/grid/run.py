@@ -488,7 +488,7 @@ def _finish_cells(cfg: GridConfig, work: _ModelWork, out: Path, stats: dict[str,
             s_id, s_ood = _load_scores(out / "scores" / f"{c.id_scores}.npz"), _load_scores(out / "scores" / f"{c.ood_scores}.npz")
             assert s_id is not None and s_ood is not None
         if c.vocabulary and (vinfo is None or c.vocabulary not in vinfo):
-            vinfo = _stored_vocab_info(out, c.vocabulary, work.spec.display, vinfo)
+            vinfo = _stored_vocab_info(out, work.spec.display, vinfo)
         row = cell_row(cfg, c, s_id, s_ood, work.spec, (vinfo or {}).get(c.vocabulary))
         write_json(out / "cells" / f"{c.digest}.json", {"row": row, "digest": c.digest})
         (out / "cells" / f"{c.digest}.failed.json").unlink(missing_ok=True)
@@ -503,7 +503,8 @@ def _merge_vocab_file(out: Path, model: str, vinfo: Mapping[str, Any]) -> dict[s
     return doc
 
 
-def _stored_vocab_info(out: Path, vocab: str, model: str, current: dict[str, Any] | None) -> dict[str, Any]:
+def _stored_vocab_info(out: Path, model: str, current: dict[str, Any] | None) -> dict[str, Any]:
+    """The vocabulary facts an earlier run stored for ``model`` (a run that needs no model load)."""
     path = out / "vocabularies.json"
     doc = json.loads(path.read_text()) if path.exists() else {}
     return {**doc.get(model, {}), **(current or {})}
