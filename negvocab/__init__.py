@@ -56,6 +56,11 @@ _EXPORTS: dict[str, str] = {
     "explain": "negvocab.scoring.scores",
     "TopkScores": "negvocab.scoring.scores",
     "sweep": "negvocab.scoring.sweep",
+    "subsample": "negvocab.scoring.subsample",
+    "run_grid": "negvocab.grid.run",
+    "grid_status": "negvocab.grid.run",
+    "load_grid": "negvocab.grid.config",
+    "GridResult": "negvocab.grid.tables",
     "evaluate_vocabularies": "negvocab.scoring.run",
     "sweep_vocabulary": "negvocab.scoring.run",
     "plot_sweep": "negvocab.scoring.plot",
@@ -106,6 +111,9 @@ if TYPE_CHECKING:
     from negvocab.diagnostics.coverage import Coverage, coverage
     from negvocab.diagnostics.gains import MarginalGains, RepairCurve, marginal_gains, repair_curve
     from negvocab.errors import InputError, NegvocabError, ResourceError
+    from negvocab.grid.config import load_grid
+    from negvocab.grid.run import grid_status, run_grid
+    from negvocab.grid.tables import GridResult
     from negvocab.index import knn
     from negvocab.labels.candidates import Candidate, load_candidates, wordnet_candidates
     from negvocab.labels.clean import clean_label, parse_label_list
@@ -122,6 +130,7 @@ if TYPE_CHECKING:
         write_sweep,
     )
     from negvocab.scoring.scores import TopkScores, explain, score
+    from negvocab.scoring.subsample import subsample
     from negvocab.scoring.sweep import sweep
     from negvocab.vlm.export import load_embeddings, save_embeddings
     from negvocab.vlm.images import ImageEmbeddings

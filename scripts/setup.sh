@@ -28,6 +28,7 @@ fi
 
 # torch/torchvision first and pinned: a plain 'torch' requirement would pull a multi-GB build.
 python3 -m pip install -q --disable-pip-version-check torch==2.14.1 torchvision==0.29.1
-python3 -m pip install -q --disable-pip-version-check -e '.[test]'
+# grid and ray extras: the grid's Parquet table and its Ray engine are tested too (ray: ~15 s, ~250 MB)
+python3 -m pip install -q --disable-pip-version-check -e '.[test,grid,ray]'
 # Copy WordNet 3.0 where nltk can read it (once); fails early with the install hint if missing.
 python3 -m negvocab.labels.wordnet

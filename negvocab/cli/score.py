@@ -73,8 +73,8 @@ GroundTruthOpt = Annotated[
 ]
 TauOpt = Annotated[float, typer.Option("--tau", help="NegLabel temperature on cosines.")]
 GroupsOpt = Annotated[int, typer.Option("--groups", "-G", help="NegLabel groups G (clamped to the vocabulary size).")]
-GroupingOpt = Annotated[str, typer.Option("--grouping", help="NegLabel grouping: stratified (rank r -> group r mod G) or random.")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap CIs and of the random grouping (recorded in the results).")]
+GroupingOpt = Annotated[str, typer.Option("--grouping", help="NegLabel grouping: stratified (rank r -> group r mod G), random, or neglabel (NegLabel's released code exactly: drops the last M mod G labels, torch permutation seeded with --seed on the scoring device).")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap CIs and of the random/neglabel grouping (NegLabel's code uses 0; recorded in the results).")]
 BetaOpt = Annotated[float, typer.Option("--beta", help="EOE penalty weight.")]
 TempOpt = Annotated[
     Optional[float],  # noqa: UP045

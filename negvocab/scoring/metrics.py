@@ -17,7 +17,10 @@ undefined (an empty score set). Every FPR names its convention (METHODS.md secti
     off ``sklearn.metrics.roc_curve`` with its default ``drop_intermediate=True``, which can skip a
     point lying exactly on a straight run of tied scores; negvocab keeps every point.)
 
-They differ by several points on tied scores. Reference: Rozumnyi et al., "Fi-ImageNet-1k: An OOD
+They differ by several points on tied scores. AUPR follows the convention too: average precision
+(sklearn ``average_precision_score``, a step sum) under "paper" and "hendrycks", and OpenOOD's
+trapezoid over the precision-recall curve (``sklearn.metrics.auc(recall, precision)`` of
+``precision_recall_curve``) under "openood"; reports name it in ``aupr_method``. Reference: Rozumnyi et al., "Fi-ImageNet-1k: An OOD
 Benchmark From the Inside of the ImageNet-1k Validation Set", arXiv:2609.01027.
 
 >>> import numpy as np
@@ -46,7 +49,9 @@ __all__ = [
     "ConfidenceInterval",
     "OperatingPoint",
     "UndefinedMetricWarning",
+    "AUPR_METHODS",
     "aupr_in",
+    "aupr_method_for",
     "aupr_out",
     "auroc",
     "bootstrap_ci",
@@ -123,12 +128,39 @@ def _binary_clf_curve(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.
     return fps, tps, score[last]
 
 
-def _average_precision(pos: np.ndarray, neg: np.ndarray) -> float:
-    """sum_k (R_k - R_{k-1}) P_k over distinct thresholds (sklearn average_precision_score)."""
+AuprMethod = Literal["average_precision", "trapezoid"]
+AUPR_METHODS: tuple[str, ...] = ("average_precision", "trapezoid")
+
+
+def aupr_method_for(convention: str) -> str:
+    """How AUPR is computed under ``convention``: OpenOOD's trapezoid for "openood", else average precision."""
+    return "trapezoid" if check_convention(convention) == "openood" else "average_precision"
+
+
+def _average_precision(pos: np.ndarray, neg: np.ndarray, method: str = "average_precision") -> float:
+    """Area under the precision-recall curve over distinct thresholds.
+
+    ``"average_precision"``: sum_k (R_k - R_{k-1}) P_k (sklearn ``average_precision_score``).
+    ``"trapezoid"``: the trapezoid rule through (0, 1) and every (R_k, P_k), as OpenOOD's
+    ``metrics.auc(recall, precision)`` over ``precision_recall_curve`` (which ends at (0, 1)).
+    """
+    if method not in AUPR_METHODS:
+        raise InputError(f"unknown AUPR method {method!r}; choose one of {', '.join(AUPR_METHODS)}")
     fps, tps, _ = _binary_clf_curve(pos, neg)
-    precision = tps / (tps + fps)
-    recall = tps / pos.size
-    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
+    return float(_pr_area(tps, fps, pos.size, method))
+
+
+def _pr_area(tps: np.ndarray, fps: np.ndarray, n_pos: float, method: str) -> np.ndarray:
+    """PR area over the last axis of cumulative counts at descending thresholds (a level with no
+    image yet, tps = fps = 0, sits at (0, 1): no area)."""
+    tot = tps + fps
+    precision = np.where(tot > 0, tps / np.where(tot > 0, tot, 1), 1.0)
+    lead = np.zeros(tps.shape[:-1] + (1,))
+    dr = np.diff(np.concatenate([lead, tps / n_pos], -1), axis=-1)
+    if method == "trapezoid":
+        p = np.concatenate([lead + 1.0, precision], -1)
+        return np.sum(dr * (p[..., 1:] + p[..., :-1]) / 2, -1)
+    return np.sum(dr * precision, -1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -249,20 +281,21 @@ def _auroc_terms(ids: np.ndarray, oods: np.ndarray) -> np.ndarray:
     return (greater + 0.5 * ties) / ids.size
 
 
-def aupr_in(id_scores: Any, ood_scores: Any) -> float:
-    """Average precision with ID as the positive class (sklearn ``average_precision_score``)."""
+def aupr_in(id_scores: Any, ood_scores: Any, *, method: AuprMethod = "average_precision") -> float:
+    """AUPR with ID as the positive class: average precision (sklearn ``average_precision_score``)
+    or, with ``method="trapezoid"``, OpenOOD's trapezoid over the precision-recall curve."""
     arrays = _check(id_scores, ood_scores, "aupr_in")
     if arrays is None:
         return math.nan
-    return _average_precision(arrays[0], arrays[1])
+    return _average_precision(arrays[0], arrays[1], method)
 
 
-def aupr_out(id_scores: Any, ood_scores: Any) -> float:
-    """Average precision with OOD as the positive class (score negated)."""
+def aupr_out(id_scores: Any, ood_scores: Any, *, method: AuprMethod = "average_precision") -> float:
+    """AUPR with OOD as the positive class (score negated); ``method`` as in :func:`aupr_in`."""
     arrays = _check(id_scores, ood_scores, "aupr_out")
     if arrays is None:
         return math.nan
-    return _average_precision(-arrays[1], -arrays[0])
+    return _average_precision(-arrays[1], -arrays[0], method)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -392,6 +425,8 @@ def _fast_ood_bootstrap(
     AUROC and the paper and hendrycks FPRs are means of per-OOD-image terms (the ROC point the
     hendrycks rule picks depends on the ID scores only), so each draw averages resampled terms;
     the openood FPR sorts once and counts each draw's OOD images per sorted position."""
+    if fn in (aupr_in, aupr_out) and set(kw) <= {"method"}:
+        return _aupr_draws(ids, oods, fn is aupr_in, kw.get("method", "average_precision"), rng, n_boot)
     if fn is auroc and not kw:
         terms = _auroc_terms(ids, oods)
     elif fn is fpr_at_tpr and set(kw) <= {"tpr", "convention"}:
@@ -422,6 +457,27 @@ def _hendrycks_terms(ids: np.ndarray, oods: np.ndarray, tpr: float) -> np.ndarra
         return None
     j = len(dist) - 1 - int(np.argmin(dist[::-1]))
     return oods >= levels[-1] if j == len(levels) - 1 else oods > levels[j + 1]
+
+
+def _aupr_draws(ids: np.ndarray, oods: np.ndarray, id_positive: bool, method: str, rng: np.random.Generator, n_boot: int) -> np.ndarray:
+    """AUPR of each OOD resample without a sort per resample: the images are sorted once, and a
+    resample only changes how many times each OOD image counts at its threshold level."""
+    if method not in AUPR_METHODS:
+        raise InputError(f"unknown AUPR method {method!r}; choose one of {', '.join(AUPR_METHODS)}")
+    score = np.concatenate([ids, oods]) * (1 if id_positive else -1)
+    order = np.argsort(-score, kind="mergesort")
+    level = np.empty(score.size, dtype=np.int64)
+    level[order] = np.r_[0, np.cumsum(np.diff(score[order]) != 0)]  # distinct threshold levels, descending
+    k = int(level.max()) + 1
+    id_cum = np.cumsum(np.bincount(level[: ids.size], minlength=k)).astype(np.float64)
+    ood_level = level[ids.size :]
+    out = np.empty(n_boot)
+    for b in range(n_boot):
+        w = np.bincount(rng.integers(0, oods.size, oods.size), minlength=oods.size)
+        ood_cum = np.cumsum(np.bincount(ood_level, weights=w, minlength=k))
+        tps, fps, n_pos = (id_cum, ood_cum, ids.size) if id_positive else (ood_cum, id_cum, oods.size)
+        out[b] = _pr_area(tps, fps, n_pos, method)
+    return out
 
 
 def _openood_draws(ids: np.ndarray, oods: np.ndarray, tpr: float, rng: np.random.Generator, n_boot: int) -> np.ndarray:
@@ -455,7 +511,7 @@ def evaluate(
     Returns
     -------
     dict with keys ``convention``, ``tpr``, ``fpr`` (at ``tpr``), ``auroc``, ``aupr_in``, ``aupr_out``,
-    ``n_id``, ``n_ood``, ``fpr_ci``, ``auroc_ci`` ([low, high] bootstrap intervals over OOD images;
+    ``aupr_method`` (``"trapezoid"`` under openood, else ``"average_precision"``), ``n_id``, ``n_ood``, ``fpr_ci``, ``auroc_ci`` ([low, high] bootstrap intervals over OOD images;
     omitted when ``n_boot=0``), ``ci_level``, ``n_boot``.
     """
     tpr = _check_tpr(tpr)
@@ -467,8 +523,9 @@ def evaluate(
         "tpr": tpr,
         "fpr": fpr_at_tpr(ids, oods, tpr, convention=convention),
         "auroc": auroc(ids, oods),
-        "aupr_in": aupr_in(ids, oods),
-        "aupr_out": aupr_out(ids, oods),
+        "aupr_in": aupr_in(ids, oods, method=aupr_method_for(convention)),  # type: ignore[arg-type]
+        "aupr_out": aupr_out(ids, oods, method=aupr_method_for(convention)),  # type: ignore[arg-type]
+        "aupr_method": aupr_method_for(convention),
         "n_id": int(ids.size),
         "n_ood": int(oods.size),
     }

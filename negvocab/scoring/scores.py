@@ -15,8 +15,10 @@ Conventions decided here (documented again on each function):
 
 - NegLabel groups: ``grouping="stratified"`` (default) puts the label of rank ``r`` in group
   ``r mod G``; ``"random"`` draws a seeded permutation and splits it into ``G`` contiguous groups of
-  near-equal size (``numpy.array_split``). No negative is ever dropped, and ``G = 1`` is the plain
-  NegLabel formula.
+  near-equal size (``numpy.array_split``). Neither drops a negative, and ``G = 1`` is the plain
+  NegLabel formula. ``"neglabel"`` is NegLabel's released code exactly, for reproducing its numbers:
+  the last ``M mod G`` negatives are dropped, ``torch.randperm`` seeded with ``seed`` (their 0) on the
+  scoring device permutes the rest, and the permutation is cut into ``G`` contiguous groups.
 - ``G > M`` (more groups than negatives) is clamped to ``G = M`` (every negative its own group) and
   logged; the effective value is what any grouping gives when groups cannot be filled.
 """
@@ -37,8 +39,10 @@ from negvocab.errors import InputError
 
 logger = logging.getLogger(__name__)
 
-Grouping = Literal["stratified", "random"]
-GROUPINGS: tuple[str, ...] = ("stratified", "random")
+Grouping = Literal["stratified", "random", "neglabel"]
+GROUPINGS: tuple[str, ...] = ("stratified", "random", "neglabel")
+#: groupings that draw a permutation (each pool size is scored from a layout of its own)
+_PERMUTED = ("random", "neglabel")
 #: default budget for the largest per-chunk matrix (bytes); a few such temporaries live at once
 DEFAULT_CHUNK_BYTES = 64 * 2**20
 JOINT_SEGMENT = 256
@@ -407,14 +411,22 @@ def _effective_groups(groups: int, m: int) -> int:
     return int(groups)
 
 
-def neglabel_groups(m: int, groups: int = 100, grouping: Grouping = "stratified", seed: int = 0) -> list[np.ndarray]:
+def neglabel_groups(
+    m: int, groups: int = 100, grouping: Grouping = "stratified", seed: int = 0, *, device: Any = "cpu"
+) -> list[np.ndarray]:
     """The NegLabel groups of ``m`` ranked negatives: a list of index arrays (ranks into the vocabulary).
 
     ``"stratified"``: rank ``r`` goes to group ``r mod G`` (each group spans near and far labels, and
     the first M ranks of each group are a prefix of that group, which makes sweeps cheap).
     ``"random"``: ``numpy.random.default_rng(seed).permutation(m)`` split into ``G`` contiguous groups of
-    near-equal size (NegLabel's scheme, without dropping the last ``m mod G`` negatives). ``G`` is
-    clamped to ``m``. Every rank appears in exactly one group.
+    near-equal size (NegLabel's scheme, without dropping the last ``m mod G`` negatives).
+    ``"neglabel"``: NegLabel's released code (``ScalableClassifier.grouping``): the last ``m mod G``
+    negatives are dropped, the remaining ``m'`` are permuted by ``torch.randperm(m')`` after
+    ``torch.manual_seed(seed)`` on ``device`` and cut into ``G`` contiguous groups of ``m' / G``.
+    torch's CPU and CUDA generators give different permutations: NegLabel drew theirs on the GPU
+    it scored on, so its published numbers are matched by scoring on a CUDA device (README,
+    "Reproducing published numbers"). ``G`` is clamped to ``m``. Every kept rank is in exactly one
+    group.
     """
     if m < 1:
         raise InputError(f"need at least one negative label, got {m}")
@@ -424,6 +436,12 @@ def neglabel_groups(m: int, groups: int = 100, grouping: Grouping = "stratified"
     if grouping == "random":
         perm = np.random.default_rng(seed).permutation(m)
         return list(np.array_split(perm, g))
+    if grouping == "neglabel":
+        kept = m - m % g
+        dev = torch.device(device) if not isinstance(device, torch.device) else device
+        gen = torch.Generator(device=dev).manual_seed(int(seed))  # = torch.manual_seed(seed) on that device
+        idx = torch.randperm(kept, generator=gen, device=dev).cpu().numpy()
+        return list(idx.reshape(g, kept // g))
     raise InputError(f"unknown grouping {grouping!r}; choose one of {', '.join(GROUPINGS)}")
 
 
@@ -460,21 +478,21 @@ def _neglabel_setup(
     """
     m_max = max(sizes)
     g = _effective_groups(groups, m_max)
-    if grouping == "random" and len(sizes) > 1:
-        raise ValueError("random grouping scores one size per layout")  # internal: sweep loops instead
-    index, valid = _layout(neglabel_groups(m_max, g, grouping, seed))
+    if grouping in _PERMUTED and len(sizes) > 1:
+        raise ValueError("a permuted grouping scores one size per layout")  # internal: sweep loops instead
+    index, valid = _layout(neglabel_groups(m_max, g, grouping, seed, device=neg.device))
     lay = _layout_embeddings(neg, index)
     big = sorted(s for s in set(sizes) if s >= g)
     small = sorted(s for s in set(sizes) if s < g)
     segments: list[Segment] = []
     prev = 0
     for size in big:
-        # stratified: rank r sits at row r // G; random has a single size == m_max (all valid)
+        # stratified: rank r sits at row r // G; permuted groupings have a single size == m_max
         rows = range(prev // g, -(-size // g)) if grouping == "stratified" else range(len(index))
         full, partial = [], []
         for r in rows:
             inside = valid[r] & (index[r] >= prev) & (index[r] < size)
-            if inside.all() or (grouping == "random" and (inside == valid[r]).all()):
+            if inside.all() or (grouping in _PERMUTED and (inside == valid[r]).all()):
                 full.append(r)  # padding (invalid) entries are zero after the exponential
             elif inside.any():
                 partial.append((r, torch.as_tensor(inside, dtype=neg.dtype, device=neg.device)))
@@ -609,7 +627,7 @@ def _neglabel_pass(
     of the ranked negatives, in one pass (see :func:`_neglabel_chunk`)."""
     lay, g, segments, small, pad = _neglabel_setup(neg, sizes, groups, grouping, seed)
     big = sorted(s for s in set(sizes) if s >= g)
-    rows_needed = -(-max(big) // g) if big else 1
+    rows_needed = min(-(-max(big) // g), lay.shape[0] // g) if big else 1  # neglabel: dropped labels have no row
     step = _chunk_rows(len(v), t.shape[0] + rows_needed * g, v.element_size(), chunk_size)
     outs: list[list[torch.Tensor]] = [[], [], [], []]  # scores big, small; penalties big, small
     n_exact = 0
@@ -661,9 +679,11 @@ def neglabel(
         Temperature on cosine similarities.
     groups : int, default 100
         Number of groups G.
-    grouping : {"stratified", "random"}, default "stratified"
+    grouping : {"stratified", "random", "neglabel"}, default "stratified"
+        ``"neglabel"``: NegLabel's released code exactly (drops the last ``M mod G`` negatives; see
+        :func:`neglabel_groups`).
     seed : int, default 0
-        Seed of the random grouping's permutation.
+        Seed of the random and neglabel groupings' permutation.
 
     Returns
     -------
@@ -760,7 +780,8 @@ def _neglabel_eoe_sizes(
     """NegLabel+EOE at every prefix size: the penalty comes off NegLabel's pass when its
     temperature ``temp`` is ``tau``, else from a pass of its own."""
     base, penalty = _neglabel_pass(v, t, n, sizes, tau=tau, **kw)
-    if temp != tau:
+    g = _effective_groups(kw["groups"], max(sizes))
+    if temp != tau or (kw["grouping"] == "neglabel" and max(sizes) % g):  # the penalty sees every negative, dropped or not
         penalty = {m: p_neg for m, (_, p_neg) in _joint_max_probs(v, t, n, temp, kw["chunk_size"], sizes).items()}
     return {m: base[m] - beta * penalty[m] for m in sorted(set(sizes))}
 
@@ -882,7 +903,12 @@ def neglabel_topk(
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= m:
         raise InputError(f"topk must be an integer in [1, {m}] (the number of negatives), got {k!r}")
     k = int(k)
-    grp = neglabel_groups(m, groups, grouping, seed)
+    grp = neglabel_groups(m, groups, grouping, seed, device=v.device)
+    if grouping == "neglabel":  # the dropped negatives are not searched: keep the grouped ones, in group order
+        kept = np.concatenate(grp)
+        n, m = n[torch.as_tensor(kept, device=n.device)], len(kept)
+        k = min(k, m)
+        grp = list(np.arange(m).reshape(len(grp), -1))
     g = len(grp)
     group_of = np.empty(m, dtype=np.int64)
     for j, members in enumerate(grp):

@@ -97,6 +97,36 @@ def test_aupr_equals_sklearn_average_precision(name, ids, oods):
     assert M.aupr_out(ids, oods) == pytest.approx(average_precision_score(1 - y, -s), abs=1e-12)
 
 
+def openood_aupr(id_scores, ood_scores):
+    """OpenOOD v1.5 auc_and_fpr_recall's AUPRs: metrics.auc over precision_recall_curve (ID label 1 - ood)."""
+    from sklearn import metrics
+
+    conf = np.concatenate([id_scores, ood_scores])
+    ood_indicator = np.r_[np.zeros(len(id_scores)), np.ones(len(ood_scores))]
+    precision_in, recall_in, _ = metrics.precision_recall_curve(1 - ood_indicator, conf)
+    precision_out, recall_out, _ = metrics.precision_recall_curve(ood_indicator, -conf)
+    return metrics.auc(recall_in, precision_in), metrics.auc(recall_out, precision_out)
+
+
+@pytest.mark.parametrize(("name", "ids", "oods"), CASES, ids=IDS)
+def test_aupr_trapezoid_equals_openood(name, ids, oods):
+    want_in, want_out = openood_aupr(ids, oods)
+    assert M.aupr_in(ids, oods, method="trapezoid") == pytest.approx(want_in, abs=1e-12)
+    assert M.aupr_out(ids, oods, method="trapezoid") == pytest.approx(want_out, abs=1e-12)
+    rep = M.evaluate(ids, oods, convention="openood", n_boot=0)
+    assert rep["aupr_method"] == "trapezoid"
+    assert rep["aupr_in"] == pytest.approx(want_in, abs=1e-12) and rep["aupr_out"] == pytest.approx(want_out, abs=1e-12)
+    paper = M.evaluate(ids, oods, convention="paper", n_boot=0)
+    assert paper["aupr_method"] == "average_precision" and paper["aupr_in"] == M.aupr_in(ids, oods)
+
+
+def test_aupr_methods_differ_on_ties_and_bad_method_is_refused():
+    ids, oods = np.array([1.0, 1.0, 0.0, 0.5]), np.array([1.0, 0.0])
+    assert M.aupr_in(ids, oods) != M.aupr_in(ids, oods, method="trapezoid")
+    with pytest.raises(InputError, match="unknown AUPR method"):
+        M.aupr_in(ids, oods, method="simpson")
+
+
 @pytest.mark.parametrize("tpr", [0.95, 0.8, 0.5, 1.0])
 @pytest.mark.parametrize(("name", "ids", "oods"), CASES, ids=IDS)
 def test_each_convention_equals_its_direct_implementation(name, ids, oods, tpr):
@@ -203,3 +233,12 @@ def test_fast_fpr_bootstrap_equals_the_resampling_loop(convention):
             fast_paths += M._fast_ood_bootstrap(M.fpr_at_tpr, ids, oods, np.random.default_rng(0), 2, kw) is not None
     # all but (hendrycks) tpr=0.01 on these small sets, where a 0-recall point could be picked
     assert fast_paths >= 240
+
+
+@pytest.mark.parametrize(("name", "ids", "oods"), CASES[:4], ids=IDS[:4])
+@pytest.mark.parametrize("method", ["average_precision", "trapezoid"])
+def test_aupr_bootstrap_fast_path_equals_the_loop(name, ids, oods, method):
+    for metric in (M.aupr_in, M.aupr_out):
+        fast = M.bootstrap_ci(metric.__name__, ids, oods, n_boot=40, seed=2, method=method)
+        slow = M.bootstrap_ci(lambda a, b, f=metric: f(a, b, method=method), ids, oods, n_boot=40, seed=2)
+        assert (fast.low, fast.high) == pytest.approx((slow.low, slow.high), abs=1e-12)

@@ -1,0 +1,1 @@
+"""Experiment grids: models x vocabularies x OOD sets x methods x conventions (``negvocab grid``)."""

@@ -1,0 +1,165 @@
+"""The local grid engine against direct calls of the public API, resuming, status and tables."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+import negvocab
+from negvocab.errors import InputError
+from negvocab.grid.run import load_model, open_sets
+
+
+@pytest.fixture(scope="module")
+def ran(grid_files, tmp_path_factory):
+    """One grid run shared by the tests that only read it."""
+    from tests.grid.conftest import GRID_TOML
+
+    tmp = tmp_path_factory.mktemp("ran")
+    toml = grid_files / f"grid_{tmp.name}.toml"
+    toml.write_text(GRID_TOML.format(cache=tmp / "cache"))
+    return negvocab.run_grid(toml, tmp / "out"), toml, tmp / "out"
+
+
+@pytest.fixture
+def ran_here(grid_toml, tmp_path):
+    """A grid run of its own, for tests that change it."""
+    return negvocab.run_grid(grid_toml, tmp_path / "out"), grid_toml, tmp_path / "out"
+
+
+def test_cells_equal_direct_public_api_calls(ran):
+    res, toml, _ = ran
+    cfg = negvocab.load_grid(toml)
+    # 2 models x (A@4, A@8, A@12, B for neglabel + none for mcm) x 3 OOD sets x 2 conventions
+    assert len(res.rows) == 2 * 5 * 3 * 2
+    sets = open_sets(cfg)
+    classes = negvocab.read_id_classes(cfg.path(cfg.id_classes))
+    vocab = negvocab.Vocabulary.load(cfg.path("vocabA.txt")).head(8)
+    vlm = load_model(cfg, cfg.models[1])
+    img = {k: vlm.encode_images(s).embeddings for k, s in sets.items()}
+    cls = vlm.encode_text(list(classes.names), "single", pos="n")
+    neg = vlm.encode_text(list(vocab.labels), "single", pos=vocab.parts_of_speech())
+    s_id = negvocab.score("neglabel", img["ID"], cls, neg, groups=2)
+    s_ood = negvocab.score("neglabel", img["oodB"], cls, neg, groups=2)
+    want = negvocab.metrics.evaluate(s_id, s_ood, convention="openood", n_boot=20)
+    row = next(r for r in res.rows if (r["model"], r["vocabulary"], r["ood_set"], r["method"], r["convention"]) == ("TinyB", "A@8", "oodB", "neglabel", "openood"))
+    for k in ("fpr", "auroc", "aupr_in", "aupr_out"):
+        assert row[k] == pytest.approx(want[k], abs=1e-9)
+    assert row["fpr_ci_low"] == pytest.approx(want["fpr_ci"][0], abs=1e-9)
+    assert row["aupr_method"] == "trapezoid" and row["vocab_size"] == 8 and row["vocab_hash"] == vocab.short_hash
+    assert row["random_weights"] is True and row["deployable"] is True and row["n_ood"] == 7 and row["n_id"] == 24
+    mcm = next(r for r in res.rows if r["method"] == "mcm" and r["model"] == "TinyB" and r["ood_set"] == "oodB" and r["convention"] == "paper")
+    assert mcm["fpr"] == pytest.approx(negvocab.metrics.fpr_at_tpr(negvocab.score("mcm", img["ID"], cls), negvocab.score("mcm", img["oodB"], cls)))
+
+
+def test_each_image_set_embedded_once_per_model(ran):
+    res, _, _ = ran
+    assert res.stats["embed_calls"] == {(m, s): 1 for m in ("TinyA", "TinyB") for s in ("ID", "oodA", "oodB", "oodC")}
+
+
+def test_resume_skips_done_cells_and_reruns_only_touched_ones(ran_here, monkeypatch):
+    res, toml, out = ran_here
+    calls = []
+    import negvocab.grid.run as G
+
+    real = G.score_model
+    monkeypatch.setattr(G, "score_model", lambda *a, **k: (calls.append(a[1].spec.display), real(*a, **k))[1])
+    again = negvocab.run_grid(toml, out)
+    assert calls == [] and again.stats["cells_to_run"] == 0
+    assert again.rows == res.rows
+    # a killed run: one cell and one score file lost -> only that one is redone, same numbers
+    cell = res.rows[7]["cell"]
+    victim = next(p for p in (out / "cells").glob(f"{cell}*.json"))
+    victim.unlink()
+    again = negvocab.run_grid(toml, out)
+    assert again.stats["cells_to_run"] == 1 and again.rows == res.rows
+    # one parameter changed: only the neglabel cells rerun, mcm cells stay
+    text = toml.read_text().replace("params = { groups = 2 }", "params = { groups = 3 }")
+    toml.write_text(text)
+    changed = negvocab.run_grid(toml, out)
+    assert changed.stats["cells_to_run"] == 2 * 4 * 3 * 2
+    same = lambda rows: sorted((r["model"], r["ood_set"], r["convention"], r["fpr"]) for r in rows if r["method"] == "mcm")  # noqa: E731
+    assert same(changed.rows) == same(res.rows)
+    status = negvocab.grid_status(negvocab.load_grid(toml), out)
+    assert status["total"] == {"done": 60, "pending": 0, "failed": 0}
+
+
+def test_a_failing_model_marks_its_cells_and_the_rest_runs(grid_toml, tmp_path):
+    text = grid_toml.read_text().replace('name = "TinyB"\nmodel_config = "TinyB.json"', 'name = "NoSuchModel-XYZ"')
+    grid_toml.write_text(text)
+    res = negvocab.run_grid(grid_toml, tmp_path / "out")
+    assert {r["model"] for r in res.rows} == {"TinyA"}
+    st = res.status
+    assert st["models"]["NoSuchModel-XYZ"]["failed"] == 30 and "unknown open_clip model" in st["failed"][0]["error"]
+
+
+def test_tables_pivots_and_comparisons(ran):
+    res, _, out = ran
+    res.write(out)
+    rows = list(csv.DictReader((out / "table.csv").open()))
+    assert len(rows) == len(res.table()) and {"deployable", "caveats", "ood_set", "aupr_method"} <= set(rows[0])
+    means = [r for r in res.table() if r["ood_set"] == "mean"]
+    one = next(r for r in means if (r["model"], r["vocabulary"], r["method"], r["convention"]) == ("TinyA", "B", "neglabel", "paper"))
+    cells = [r["fpr"] for r in res.rows if (r["model"], r["vocabulary"], r["method"], r["convention"]) == ("TinyA", "B", "neglabel", "paper")]
+    assert one["fpr"] == pytest.approx(np.mean(cells)) and len(cells) == 3
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(out / "table.parquet").num_rows == len(rows)
+    p = res.pivot("auroc", vocabulary="B", method="neglabel", convention="paper")
+    assert p.index == ["TinyA", "TinyB"] and p.columns == ["oodA", "oodB", "oodC", "mean"]
+    best = p.values.max(0)
+    assert all(p.values[p.best[:, j], j][0] == best[j] for j in range(4))
+    md = p.to_markdown()
+    assert md.count("**") == 2 * int(p.best.sum()) and "RANDOM WEIGHTS" in md
+    tex = res.to_latex("fpr", vocabulary="B", method="neglabel", convention="paper")
+    assert "\\toprule" in tex and "\\textbf{" in tex and "\\bottomrule" in tex
+    with pytest.raises(InputError, match="several vocabulary"):
+        res.pivot("fpr", method="neglabel", convention="paper")
+    said = res.comparisons()
+    fprs = {(r["model"], r["vocabulary"]): r["fpr"] for r in means if r["method"] == "neglabel" and r["convention"] == "paper"}
+    wins_b = sum(fprs[(m, "B")] < fprs[(m, "A@12")] for m in ("TinyA", "TinyB"))
+    s = next(x for x in said if x.startswith(("A@12 beats B ", "B beats A@12 ")) and "neglabel, paper" in x)
+    winner, wins = ("B", wins_b) if wins_b > 2 - wins_b else ("A@12", 2 - wins_b)  # a tie names the first
+    assert s.startswith(f"{winner} beats") and f"for {wins} of 2 models" in s
+    d = [100 * (fprs[(m, "B")] - fprs[(m, "A@12")]) * (1 if winner == "B" else -1) for m in ("TinyA", "TinyB")]
+    assert f"mean difference {np.mean(d):+.2f} points (range {min(d):+.2f} to {max(d):+.2f})" in s
+    assert (out / "sweep_A.pdf").read_bytes()[:5] == b"%PDF-" and (out / "sweep_A.svg").exists()
+    assert json.loads((out / "grid.json").read_text())["random_weights"] is True
+
+
+def test_cli_run_and_status(grid_toml, tmp_path):
+    from typer.testing import CliRunner
+
+    from negvocab.cli import app
+
+    out = tmp_path / "cli"
+    text = grid_toml.read_text().replace('[[models]]\nname = "TinyB"\nmodel_config = "TinyB.json"\nrandom_weights = true\nseed = 1\n', "")
+    grid_toml.write_text(text.replace('[[methods]]\nname = "mcm"\n', ""))
+    res = CliRunner().invoke(app, ["grid", "run", str(grid_toml), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "24 cells (24 done, 0 pending, 0 failed)" in res.output and "RANDOM WEIGHTS" in res.output
+    assert (out / "table.csv").exists() and (out / "pivots.tex").exists() and (out / "comparisons.md").exists()
+    st = CliRunner().invoke(app, ["grid", "status", str(out)])
+    assert st.exit_code == 0 and "total" in st.output and st.output.split("total")[1].split() == ["24", "0", "0"]
+    bad = CliRunner().invoke(app, ["grid", "run", str(grid_toml), "--engine", "spark", "-o", str(out)])
+    assert bad.exit_code == 2 and "unknown engine" in bad.output
+
+
+def test_mean_rows_carry_a_bootstrap_interval_of_the_mean(ran):
+    """Each set resampled within itself with its cell's draws, the FPR averaged per draw."""
+    res, toml, _ = ran
+    cfg = negvocab.load_grid(toml)
+    sets = open_sets(cfg)
+    classes = negvocab.read_id_classes(cfg.path(cfg.id_classes))
+    vlm = load_model(cfg, cfg.models[0])
+    img = {k: vlm.encode_images(s).embeddings for k, s in sets.items()}
+    cls = vlm.encode_text(list(classes.names), "single", pos="n")
+    s_id = negvocab.score("mcm", img["ID"], cls)
+    per = [negvocab.metrics.bootstrap_values("fpr", s_id, negvocab.score("mcm", img[o], cls), n_boot=20, convention="paper") for o in ("oodA", "oodB", "oodC")]
+    lo, hi = np.quantile(np.mean(per, axis=0), [0.025, 0.975])
+    row = next(r for r in res.table() if (r["model"], r["method"], r["convention"], r["ood_set"]) == ("TinyA", "mcm", "paper", "mean"))
+    assert (row["fpr_ci_low"], row["fpr_ci_high"]) == pytest.approx((lo, hi), abs=1e-12)
+    assert not np.isnan(row["auroc_ci_low"]) and not np.isnan(row["aupr_out_ci_high"])
