@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from negvocab.atomic import is_stdout
 from negvocab.cli.app import app, build_app
-from negvocab.cli.files import check_output, check_results_folder, writing
+from negvocab.cli.files import check_output, claim_results_folder, writing
 from negvocab.cli.options import (
     CacheDirOpt,
     DeviceOpt,
@@ -222,11 +223,11 @@ def score_cmd(
 ) -> None:
     """Score a VLM with one or more vocabularies on an ID and an OOD set; write a results folder."""
     from negvocab.labels.imagenet import read_id_classes
-    from negvocab.scoring.run import evaluate_vocabularies, format_table, write_results
+    from negvocab.scoring.run import RESULT_FILES, evaluate_vocabularies, format_table, write_results
     from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
 
     methods = [canonical_method(m) for m in (method or ["neglabel"])]  # fail before loading a model
-    check_results_folder(output, "results.json", overwrite=overwrite)
+    claim_results_folder(output, RESULT_FILES, overwrite=overwrite)  # held until the command ends
     check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, topk=topk, temperature=temperature, penalty_temperature=penalty_temperature)
     if not (math.isfinite(lam) and lam >= 0):
         raise InputError(f"--lambda must be a number >= 0, got {lam}")
@@ -255,7 +256,7 @@ def score_cmd(
         progress=True,
     )
     with writing(output):
-        out = write_results(ev, output)
+        out = write_results(ev, output, overwrite=overwrite)
     _warn_random(ev.random_weights)
     typer.echo(format_table(ev.rows))
     typer.echo(f"wrote {out}/results.json, results.csv, scores.npz, scores.csv, explanations.json")
@@ -300,14 +301,14 @@ def sweep_cmd(
 ) -> None:
     """FPR@95 and AUROC against pool size M from one ranked vocabulary: a table and a plot."""
     from negvocab.labels.imagenet import read_id_classes
-    from negvocab.scoring.run import sweep_vocabulary, write_sweep
+    from negvocab.scoring.run import SWEEP_FILES, sweep_vocabulary, write_sweep
     from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
     from negvocab.scoring.sweep import parse_sizes
     from negvocab.vocab import Vocabulary
 
     # fail on bad options before loading a model or reading images
     key = canonical_method(method)
-    check_results_folder(output, "sweep.json", overwrite=overwrite)
+    claim_results_folder(output, SWEEP_FILES, overwrite=overwrite)  # held until the command ends
     if key not in NEEDS_NEGATIVES:
         raise InputError(f"--method {key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
     check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, temperature=temperature, penalty_temperature=penalty_temperature)
@@ -334,7 +335,7 @@ def sweep_cmd(
         progress=True,
     )
     with writing(output):
-        out = write_sweep(res, output)
+        out = write_sweep(res, output, overwrite=overwrite)
     _warn_random(res.random_weights)
     pct = int(round(100 * tpr))
     typer.echo(f"{'M':>8}  FPR@{pct} ({convention})  AUROC")
@@ -359,6 +360,7 @@ def build_oracle(
     synonym_filter: Annotated[
         bool, typer.Option("--synonym-filter/--no-synonym-filter", help="Drop labels naming an ImageNet-1k class.")
     ] = True,
+    overwrite: OverwriteOpt = False,
 ) -> None:
     """The oracle vocabulary: the OOD set's own labels (a lower bound on FPR@95, NOT deployable)."""
     from negvocab.build.oracle import build_oracle_vocabulary
@@ -369,9 +371,9 @@ def build_oracle(
         raise InputError(f"--labels {labels} is a folder; for class folders (NINCO layout) use --ood")
     if ood is not None and ood.exists() and not ood.is_dir():
         raise InputError(f"--ood {ood} is a file; for a labels file or an image list use --labels")
-    check_output(output, inputs=[labels])
+    check_output(output, inputs=[labels], overwrite=overwrite)
     vocab = build_oracle_vocabulary(labels if labels is not None else ood, synonym_filter=synonym_filter)
     with writing(output):
         vocab.save(output)
     removed = vocab.settings.get("synonym_filter", {}).get("removed_count", 0)
-    typer.echo(f"wrote {output}: {len(vocab)} oracle labels ({removed} removed as ImageNet-1k names/synonyms); not a deployable vocabulary")
+    typer.echo(f"wrote {output}: {len(vocab)} oracle labels ({removed} removed as ImageNet-1k names/synonyms); not a deployable vocabulary", err=is_stdout(output))

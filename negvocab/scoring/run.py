@@ -375,17 +375,27 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def write_results(ev: Evaluation, out_dir: str | os.PathLike[str]) -> Path:
-    """Write the results folder; each file atomically, ``results.json`` last.
+RESULT_FILES = ("results.csv", "scores.npz", "scores.csv", "explanations.json", "results.json")
+SWEEP_FILES = ("sweep.csv", "sweep.png", "sweep.json")
+
+
+def write_results(ev: Evaluation, out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+    """Write the results folder as a whole (:func:`negvocab.outdir.staged_folder`): all files, then
+    one commit step, ``results.json`` last; an earlier run's output is replaced only with
+    ``overwrite`` (as ``negvocab score --overwrite``), and kept whole when the write fails.
 
     Files: ``results.csv`` (the table), ``scores.npz`` (per-image scores with image ids and paths),
     ``scores.csv`` (the same, one row per image), ``explanations.json`` (top negatives and ID classes
-    per OOD image and vocabulary), ``results.json`` (rows + run metadata). A reader that finds
-    ``results.json`` finds the rest complete: an earlier run's ``results.json`` goes first.
+    per OOD image and vocabulary), ``results.json`` (rows + run metadata).
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").unlink(missing_ok=True)
+    from negvocab.outdir import staged_folder
+
+    with staged_folder(out_dir, RESULT_FILES, "results.json", overwrite=overwrite) as stage:
+        _write_results_files(ev, stage)
+    return Path(out_dir)
+
+
+def _write_results_files(ev: Evaluation, out: Path) -> None:
     flat = [{**_flat(r), "params": json.dumps(r.get("params", {}))} for r in ev.rows]
     write_text(out / "results.csv", _csv_text(flat, [*TABLE_COLUMNS, "params", "templates"]))
     arrays: dict[str, np.ndarray] = {
@@ -415,7 +425,6 @@ def write_results(ev: Evaluation, out_dir: str | os.PathLike[str]) -> Path:
         {"random_weights": ev.random_weights, "note": "top negatives and ID classes of each OOD image (ungrouped shares at tau)", "vocabularies": ev.explanations},
     )
     write_json(out / "results.json", {**ev.meta, "rows": ev.rows})
-    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -553,14 +562,18 @@ def plot_sweep(
     return Path(path)
 
 
-def write_sweep(result: SweepResult, out_dir: str | os.PathLike[str]) -> Path:
-    """``sweep.csv`` (M, FPR, AUROC, AUPR, CI), ``sweep.png`` and ``sweep.json`` (last; an earlier
-    run's goes first, so a ``sweep.json`` always describes the files beside it) in ``out_dir``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "sweep.json").unlink(missing_ok=True)
+def write_sweep(result: SweepResult, out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+    """``sweep.csv`` (M, FPR, AUROC, AUPR, CI), ``sweep.png`` and ``sweep.json`` in ``out_dir``,
+    written as a whole like :func:`write_results` (``sweep.json`` last; ``overwrite`` as there)."""
+    from negvocab.outdir import staged_folder
+
+    with staged_folder(out_dir, SWEEP_FILES, "sweep.json", overwrite=overwrite) as stage:
+        _write_sweep_files(result, stage)
+    return Path(out_dir)
+
+
+def _write_sweep_files(result: SweepResult, out: Path) -> None:
     cols = ["M", "method", "model", "pretrained", "random_weights", "convention", "tpr", "fpr", "auroc", "aupr_in", "aupr_out", "n_id", "n_ood", "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high"]
     write_text(out / "sweep.csv", _csv_text([_flat(r) for r in result.rows], cols))
     plot_sweep(result.rows, out / "sweep.png", references=result.references, random_weights=result.random_weights)
     write_json(out / "sweep.json", {**_jsonable(result.meta), "rows": result.rows, "references": result.references})
-    return out

@@ -170,10 +170,10 @@ def test_filter_against_custom_id_classes(runner, tmp_path, gpt_file):
     out = tmp_path / "a.json"
     assert run(runner, "filter", gpt_file, "-o", out, "--id-classes", wnids).exit_code == 0
     assert Vocabulary.load(out).labels == Vocabulary.load(gpt_file).labels
-    result = run(runner, "filter", gpt_file, "-o", out, "--id-classes", names)
+    result = run(runner, "filter", gpt_file, "-o", out, "--id-classes", names, "--overwrite")
     assert "removed 1 of 5 labels" in result.stdout
     assert "sea otter" not in Vocabulary.load(out).labels and "weasels" in Vocabulary.load(out).labels
-    bad = run(runner, "filter", gpt_file, "-o", out, "--id-classes", tmp_path / "absent.txt")
+    bad = run(runner, "filter", gpt_file, "-o", out, "--id-classes", tmp_path / "absent.txt", "--overwrite")
     assert bad.exit_code == 2 and "no such ID classes file" in bad.output
 
 
