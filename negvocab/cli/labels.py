@@ -223,7 +223,7 @@ def info(
         typer.echo("views: " + ", ".join(f"{k} ({n})" for k, n in summary["views"].items()))
     if summary["first_labels"]:
         more = " ..." if summary["size"] > len(summary["first_labels"]) else ""
-        typer.echo("labels: " + ", ".join(summary["first_labels"]) + more)
+        typer.echo("labels: " + ", ".join(_short(x) for x in summary["first_labels"]) + more)
 
 
 def vocabulary_summary(vocab: Any) -> dict[str, Any]:

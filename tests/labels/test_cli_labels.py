@@ -214,9 +214,9 @@ def test_filter_writes_neither_file_when_one_cannot_be_written(runner, tmp_path,
     assert f"cannot write {blocker / 'clean.json'}" in line
     assert not report.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gpt.json", "not_a_folder"]  # no temporary files
-    odd = Vocabulary.from_labels(["tench", "two\nlines", "gadget"], source="gpt").save(tmp_path / "odd.json")
+    odd = Vocabulary.from_labels(["tench", "#hashtag", "gadget"], source="gpt").save(tmp_path / "odd.json")
     line = _error_line(run(runner, "filter", odd, "-o", tmp_path / "odd.txt", "--report", report))
-    assert "label 'two\\nlines' would not read back from a text file; save as .json" in line
+    assert "label '#hashtag' would not read back from a text file; save as .json" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gpt.json", "not_a_folder", "odd.json"]
 
 
