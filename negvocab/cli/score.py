@@ -132,6 +132,7 @@ def check_scoring_options(
     topk: int | None = None,
     temperature: float | None = None,
     penalty_temperature: float | None = None,
+    seed: int = 0,
 ) -> None:
     """Reject bad scoring options before a model is loaded or an image is read."""
     from negvocab.scoring.metrics import CONVENTIONS
@@ -150,6 +151,8 @@ def check_scoring_options(
         raise InputError(f"--tpr must be in (0, 1], got {tpr}")
     if not 0 <= n_boot <= MAX_BOOT:
         raise InputError(f"--n-boot must be between 0 and {MAX_BOOT:,}, got {n_boot}")
+    if seed < 0:
+        raise InputError(f"--seed must be >= 0, got {seed}")
     if topk is not None and topk < 1:
         raise InputError(f"--topk must be >= 1, got {topk}")
     for flag, value in (("--temperature", temperature), ("--penalty-temperature", penalty_temperature)):
@@ -228,7 +231,7 @@ def score_cmd(
 
     methods = [canonical_method(m) for m in (method or ["neglabel"])]  # fail before loading a model
     claim_results_folder(output, RESULT_FILES, overwrite=overwrite)  # held until the command ends
-    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, topk=topk, temperature=temperature, penalty_temperature=penalty_temperature)
+    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, topk=topk, temperature=temperature, penalty_temperature=penalty_temperature, seed=seed)
     if not (math.isfinite(lam) and lam >= 0):
         raise InputError(f"--lambda must be a number >= 0, got {lam}")
     if explain < 0:
@@ -311,7 +314,7 @@ def sweep_cmd(
     claim_results_folder(output, SWEEP_FILES, overwrite=overwrite)  # held until the command ends
     if key not in NEEDS_NEGATIVES:
         raise InputError(f"--method {key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
-    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, temperature=temperature, penalty_temperature=penalty_temperature)
+    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, temperature=temperature, penalty_temperature=penalty_temperature, seed=seed)
     ranked = Vocabulary.load(vocab)
     parse_sizes(sizes, len(ranked))
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root)
