@@ -5,7 +5,7 @@ renamed over the target (``os.replace`` is atomic on POSIX and Windows within on
 Everything else is written where it is, since replacing it would break it: ``-`` means standard
 output, a device (``/dev/null``) or a FIFO is written in place, and a symbolic link keeps its link
 while the file it points to is replaced. A full disk is one error line naming the file, the free
-space and the space needed (:class:`~negvocab.errors.ResourceError`).
+space and the space needed (:class:`~negvocab.errors.DiskFullError`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from negvocab.errors import ResourceError
+from negvocab.errors import DiskFullError
 
 __all__ = ["STDOUT", "atomic_path", "disk_full_error", "is_stdout", "is_stream", "write_bytes", "write_json", "write_text"]
 
@@ -56,9 +56,9 @@ def _target(path: str | os.PathLike[str]) -> Path:
     return Path(os.path.realpath(p)) if p.is_symlink() else p
 
 
-def disk_full_error(path: str | os.PathLike[str], needed: int | None = None, *, what: str = "") -> ResourceError:
-    """A one-line :class:`ResourceError` for ENOSPC/EDQUOT while writing ``path``: which file system,
-    how much is free and (when known) how much was needed."""
+def disk_full_error(path: str | os.PathLike[str], needed: int | None = None, *, what: str = "") -> DiskFullError:
+    """A one-line :class:`~negvocab.errors.DiskFullError` for ENOSPC/EDQUOT while writing ``path``:
+    which file system, how much is free and (when known) how much was needed."""
     folder = Path(path).absolute().parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
@@ -68,7 +68,7 @@ def disk_full_error(path: str | os.PathLike[str], needed: int | None = None, *, 
         free = "free space unknown"
     need = f", about {_size(needed)} needed" if needed else ""
     thing = f" ({what})" if what else ""
-    return ResourceError(f"cannot write {path}{thing}: the disk is full ({free} in {folder}{need}); free some space or write elsewhere")
+    return DiskFullError(errno.ENOSPC, f"cannot write {path}{thing}: the disk is full ({free} in {folder}{need}); free some space or write elsewhere")
 
 
 def _size(n: int) -> str:
@@ -84,7 +84,7 @@ _SHORT_WRITE = re.compile(r"(\d+) requested and (\d+) written")  # numpy's tofil
 
 def _is_disk_full(e: BaseException) -> bool:
     """ENOSPC/EDQUOT, or the short write numpy's ``tofile`` (``np.save``) reports without an errno."""
-    return isinstance(e, OSError) and (e.errno in (errno.ENOSPC, errno.EDQUOT) or (e.errno is None and bool(_SHORT_WRITE.search(str(e)))))
+    return isinstance(e, OSError) and not isinstance(e, DiskFullError) and (e.errno in (errno.ENOSPC, errno.EDQUOT) or (e.errno is None and bool(_SHORT_WRITE.search(str(e)))))
 
 
 @contextlib.contextmanager
@@ -153,10 +153,8 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     try:
         with atomic_path(path) as tmp:
             tmp.write_bytes(data)
-    except ResourceError as e:
-        if _is_disk_full(e.__cause__ or e):
-            raise disk_full_error(path, len(data)) from e.__cause__
-        raise
+    except DiskFullError as e:
+        raise disk_full_error(path, len(data)) from e.__cause__
     return Path(path)
 
 

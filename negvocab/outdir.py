@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from negvocab.atomic import disk_full_error, is_stdout, is_stream
-from negvocab.errors import InputError, ResourceError
+from negvocab.errors import InputError
 
 __all__ = ["FolderClaim", "claim_folder", "staged_folder"]
 
@@ -118,10 +118,9 @@ def staged_folder(folder: str | os.PathLike[str], outputs: Sequence[str], marker
         try:
             try:
                 yield stage
-            except (OSError, ResourceError) as e:
-                cause = e if isinstance(e, OSError) else e.__cause__
-                if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
-                    raise disk_full_error(claim.folder, what="results folder; the earlier files are kept") from cause
+            except OSError as e:
+                if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise disk_full_error(claim.folder, what="results folder; the earlier files are kept") from (e.__cause__ or e)
                 raise
             _commit(stage, claim.folder, outputs, marker)
         finally:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from negvocab.atomic import disk_full_error, is_stdout, is_stream
-from negvocab.errors import InputError
+from negvocab.errors import InputError, NegvocabError
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -90,6 +90,8 @@ def writing(path: Path) -> Iterator[None]:
     try:
         yield
     except OSError as e:
+        if isinstance(e, NegvocabError):  # a full disk, already one line
+            raise
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
             raise disk_full_error(path) from e
         raise InputError(f"cannot write {path}: {e.strerror or e}") from e
