@@ -23,7 +23,7 @@ from negvocab.cli.options import (
     TemplatesOpt,
     load_vlm,
 )
-from negvocab.cli.score import ImageRootOpt
+from negvocab.cli.score import AllowOutsideOpt, ImageRootOpt
 from negvocab.errors import InputError
 
 
@@ -48,6 +48,7 @@ def embed(
     ] = None,
     id_classes: IdClassesOpt = None,
     image_root: ImageRootOpt = None,
+    allow_outside_root: AllowOutsideOpt = False,
     model: ModelOpt = "ViT-B-32",
     pretrained: PretrainedOpt = None,
     tag: PresetTagOpt = None,
@@ -80,7 +81,7 @@ def embed(
     elif images is not None:
         from negvocab.data import open_image_set
 
-        image_set = open_image_set(images, image_root=image_root)
+        image_set = open_image_set(images, image_root=image_root, allow_outside_root=allow_outside_root)
     else:
         from negvocab.labels.imagenet import read_id_classes
 

@@ -51,6 +51,10 @@ ImageRootOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option("--image-root", help="Folder that relative paths in image lists start from (default: the list's folder)."),
 ]
+AllowOutsideOpt = Annotated[
+    bool,
+    typer.Option("--allow-outside-root", help="Let image-list paths leave the list's root (absolute paths elsewhere, ../..)."),
+]
 FiOodOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option(
@@ -97,6 +101,7 @@ def image_sets(
     fi_ambiguous: Path | None,
     ground_truth: Path | None,
     image_root: Path | None = None,
+    allow_outside_root: bool = False,
 ) -> tuple[ImageSet, ImageSet]:
     """The (ID, OOD) image sets the options describe."""
     from negvocab.data import fi_imagenet, imagenet_val, open_image_set
@@ -117,8 +122,8 @@ def image_sets(
     if ground_truth:
         id_set = imagenet_val(id_path, ground_truth=ground_truth)
     else:
-        id_set = open_image_set(id_path, image_root=image_root)
-    return id_set, open_image_set(ood, image_root=image_root)
+        id_set = open_image_set(id_path, image_root=image_root, allow_outside_root=allow_outside_root)
+    return id_set, open_image_set(ood, image_root=image_root, allow_outside_root=allow_outside_root)
 
 
 def check_scoring_options(
@@ -196,6 +201,7 @@ def score_cmd(
     fi_ambiguous: FiAmbOpt = None,
     ground_truth: GroundTruthOpt = None,
     image_root: ImageRootOpt = None,
+    allow_outside_root: AllowOutsideOpt = False,
     output: Annotated[Path, typer.Option("--output", "-o", help="Results folder.")] = Path("results"),
     overwrite: OverwriteOpt = False,
     model: ModelOpt = "ViT-B-32",
@@ -239,7 +245,7 @@ def score_cmd(
     need_vocab = [m for m in methods if m in NEEDS_NEGATIVES]
     if need_vocab and not vocab:
         raise InputError(f"--method {', '.join(need_vocab)} needs a vocabulary: pass --vocab FILE (or use --method mcm / glmcm)")
-    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root)
+    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root, allow_outside_root)
     vocabs = _load_vocabs(list(vocab or []))
     classes = read_id_classes(id_classes)
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
@@ -280,6 +286,7 @@ def sweep_cmd(
     fi_ambiguous: FiAmbOpt = None,
     ground_truth: GroundTruthOpt = None,
     image_root: ImageRootOpt = None,
+    allow_outside_root: AllowOutsideOpt = False,
     output: Annotated[Path, typer.Option("--output", "-o", help="Output folder (sweep.csv, sweep.json, sweep.png).")] = Path("sweep"),
     overwrite: OverwriteOpt = False,
     model: ModelOpt = "ViT-B-32",
@@ -317,7 +324,7 @@ def sweep_cmd(
     check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, temperature=temperature, penalty_temperature=penalty_temperature, seed=seed)
     ranked = Vocabulary.load(vocab)
     parse_sizes(sizes, len(ranked))
-    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root)
+    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root, allow_outside_root)
     refs = _load_vocabs(list(reference or []))
     classes = read_id_classes(id_classes)
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)

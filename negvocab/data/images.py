@@ -213,7 +213,11 @@ def _read_list_rows(path: Path) -> list[tuple[int, str, str | None]]:
 
 
 def image_list(
-    path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, name: str | None = None
+    path: str | os.PathLike[str],
+    *,
+    root: str | os.PathLike[str] | None = None,
+    name: str | None = None,
+    allow_outside_root: bool = False,
 ) -> ImageSet:
     """The images a list file names, with their labels when it gives them.
 
@@ -223,6 +227,8 @@ def image_list(
     image extension is all path). Blank lines and ``#`` comments are skipped. Relative paths resolve
     against ``root``, by default the list file's folder. Every listed file must exist, once: a wrong
     root is named rather than turned into a smaller set, a repeat rather than counted twice.
+    A listed path that leaves the root (``../../etc/passwd``, an absolute path elsewhere) is refused
+    unless ``allow_outside_root``: a list names images of one data set, not any file.
     """
     file = Path(path).expanduser()
     if not file.is_file():
@@ -237,6 +243,14 @@ def image_list(
             raise InputError(f"{file}:{lineno}: {listed} is listed again (first on line {first_line[listed]}); list each image once")
         first_line[listed] = lineno
     paths = [_resolve(base, p) for _, p, _ in rows]
+    if not allow_outside_root:
+        inside = os.path.normpath(base.absolute())
+        for (lineno, listed, _), p in zip(rows, paths, strict=True):
+            if os.path.commonpath([inside, os.path.normpath(p.absolute())]) != inside:
+                raise InputError(
+                    f"{file}:{lineno}: {listed} leaves the list's root {base}; give the right --image-root, "
+                    "or --allow-outside-root if the list means it"
+                )
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise InputError(
@@ -259,12 +273,14 @@ def open_image_set(
     layout: str = "auto",
     name: str | None = None,
     image_root: str | os.PathLike[str] | None = None,
+    allow_outside_root: bool = False,
 ) -> ImageSet:
     """Open ``root`` as an image set.
 
     ``layout``: ``"folder"`` (all images, no labels), ``"classes"`` (class folders, labels from
     names), ``"imagenet"`` (ImageNet-1k validation, see :func:`negvocab.data.imagenet.imagenet_val`),
-    ``"list"`` (a list file, see :func:`image_list`; ``image_root`` resolves its relative paths) or
+    ``"list"`` (a list file, see :func:`image_list`; ``image_root`` resolves its relative paths and
+    ``allow_outside_root`` lets them leave it) or
     ``"auto"``: a list when ``root`` is a file; ImageNet layout when the sub-folders are wnids or the
     files are ``ILSVRC2012_val_*``; class folders when every image sits in a sub-folder; else a
     plain folder.
@@ -274,7 +290,7 @@ def open_image_set(
     if layout == "list" or (layout == "auto" and Path(root).expanduser().is_file()):
         if is_image(Path(root).expanduser()):
             raise InputError(f"{root} is one image; give a folder of images or an image list (.csv or .txt)")
-        return image_list(root, root=image_root, name=name)
+        return image_list(root, root=image_root, name=name, allow_outside_root=allow_outside_root)
     path = require_dir(root, "image")
     if layout == "folder":
         return image_folder(path, name=name)
