@@ -30,6 +30,7 @@ from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.errors import InputError
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
+from negvocab.scoring.checks import common_mistakes
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -177,6 +178,7 @@ def evaluate_vocabularies(
     convention = M.check_convention(convention)
     params = dict(params or {})
     id_classes = id_classes if id_classes is not None else imagenet1k()
+    common_mistakes(vlm, id_set, ood_set, named, id_classes, templates)  # warned before the long part
     t0 = time.perf_counter()
     local = "glmcm" in methods
     id_emb_img, id_images = _encode_set(vlm, id_set, local, progress)
@@ -477,6 +479,7 @@ def sweep_vocabulary(
     params = dict(params or {})
     convention = M.check_convention(convention)
     id_classes = id_classes if id_classes is not None else imagenet1k()
+    common_mistakes(vlm, id_set, ood_set, {"swept": vocab, **(references or {})}, id_classes, templates)
     t0 = time.perf_counter()
     id_e, id_images = _encode_set(vlm, id_set, False, progress)
     ood_e, ood_images = _encode_set(vlm, ood_set, False, progress)
