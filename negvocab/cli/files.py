@@ -38,7 +38,7 @@ def check_output(
     would overwrite), another of its outputs (``others``), or an existing file without
     ``overwrite``. ``-``, devices and FIFOs are written in place and always pass. Creates nothing."""
     for other in others:
-        if other is not None and path.absolute() == other.absolute() and not is_stdout(path):
+        if other is not None and path.absolute() == other.absolute():
             raise InputError(f"cannot write two outputs to {path}; give each its own file")
     if is_stream(path):
         return
