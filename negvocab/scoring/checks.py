@@ -34,20 +34,23 @@ MAX_HASHED = 20_000  # files hashed at most when sizes collide between the sets
 def common_mistakes(
     vlm: Any,
     id_set: Any,
-    ood_set: Any,
+    ood_sets: Mapping[str, Any],
     vocabs: Mapping[str, Vocabulary],
     id_classes: IdClasses,
     templates: Any,
 ) -> list[str]:
-    """Log (warning) and return one line per common mistake found in a run's inputs."""
+    """Log (warning) and return one line per common mistake found in a run's inputs (``ood_sets``:
+    the OOD sets by name)."""
     notes: list[str] = []
-    shared, n_id = shared_images(_paths(id_set), _paths(ood_set)), len(_paths(id_set))
-    if shared:
-        same = "are the same images" if len(shared) == n_id == len(_paths(ood_set)) else f"share {len(shared)} of {n_id} ID images"
-        notes.append(
-            f"the ID and OOD sets {same} (same files or identical content, e.g. {os.path.basename(shared[0])}): "
-            "an OOD set must not hold ID images; these AUROC/FPR numbers do not measure OOD detection"
-        )
+    n_id = len(_paths(id_set))
+    for name, ood_set in ood_sets.items():
+        shared = shared_images(_paths(id_set), _paths(ood_set))
+        if shared:
+            same = "are the same images" if len(shared) == n_id == len(_paths(ood_set)) else f"share {len(shared)} of {n_id} ID images"
+            notes.append(
+                f"the ID set and the OOD set {name} {same} (same files or identical content, e.g. {os.path.basename(shared[0])}): "
+                "an OOD set must not hold ID images; these AUROC/FPR numbers do not measure OOD detection"
+            )
     for name, vocab in vocabs.items():
         hits = id_names_in(vocab.labels, id_classes.names)
         if hits:
