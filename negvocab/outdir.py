@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover (Windows: no advisory locks; folders are still written whole)
+    fcntl = None  # type: ignore[assignment]
 
 from negvocab.atomic import disk_full_error, is_stdout, is_stream
 from negvocab.errors import InputError
@@ -86,7 +90,8 @@ def claim_folder(folder: str | os.PathLike[str], outputs: Sequence[str], *, over
         raise InputError(f"cannot write into {path}: {e.strerror or e}") from e
     claim = FolderClaim(path, fd, created)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as e:
         os.close(fd)
         if e.errno in (errno.EWOULDBLOCK, errno.EACCES):
