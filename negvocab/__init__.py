@@ -3,6 +3,7 @@
 The pipeline, one way: labels -> vocabularies -> embeddings -> scores -> metrics.
 
 - ``imagenet1k()``, ``wordnet_candidates()``, ``SynonymFilter``  (negvocab.labels)
+- ``clean_label``, ``parse_label_list``                        (negvocab.labels.clean)
 - ``Vocabulary``                                                (negvocab.vocab)
 - ``build_wordnet_vocabulary``, ``build_gpt_vocabulary``, ...   (negvocab.build)
 - ``VLM`` (open_clip models, cached text/image embeddings)      (negvocab.vlm)
@@ -35,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "wordnet_candidates": "negvocab.labels.candidates",
     "load_candidates": "negvocab.labels.candidates",
     "SynonymFilter": "negvocab.labels.synonyms",
+    "clean_label": "negvocab.labels.clean",
+    "parse_label_list": "negvocab.labels.clean",
     "Vocabulary": "negvocab.vocab",
     "VLM": "negvocab.vlm.model",
     "ImageEmbeddings": "negvocab.vlm.images",
@@ -44,6 +47,8 @@ _EXPORTS: dict[str, str] = {
     "farthest_first": "negvocab.build.wordnet",
     "build_wordnet_vocabulary": "negvocab.build.wordnet",
     "build_oracle_vocabulary": "negvocab.build.oracle",
+    "build_sibling_vocabulary": "negvocab.build.siblings",
+    "build_mined_vocabulary": "negvocab.build.mined",
     "build_gpt_vocabulary": "negvocab.build.llm",
     "build_eoe_vocabulary": "negvocab.build.llm",
     "vocabulary_from_journal": "negvocab.build.llm",
@@ -61,6 +66,13 @@ _EXPORTS: dict[str, str] = {
     "open_image_set": "negvocab.data.images",
     "image_list": "negvocab.data.images",
     "fi_imagenet": "negvocab.data.fi_imagenet",
+    "marginal_gains": "negvocab.diagnostics.gains",
+    "repair_curve": "negvocab.diagnostics.gains",
+    "MarginalGains": "negvocab.diagnostics.gains",
+    "RepairCurve": "negvocab.diagnostics.gains",
+    "coverage": "negvocab.diagnostics.coverage",
+    "Coverage": "negvocab.diagnostics.coverage",
+    "write_report": "negvocab.report.html",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -85,16 +97,22 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from negvocab.build.llm import build_eoe_vocabulary, build_gpt_vocabulary, vocabulary_from_journal
+    from negvocab.build.mined import build_mined_vocabulary
     from negvocab.build.oracle import build_oracle_vocabulary
+    from negvocab.build.siblings import build_sibling_vocabulary
     from negvocab.build.wordnet import build_wordnet_vocabulary, farthest_first
     from negvocab.data.fi_imagenet import fi_imagenet
     from negvocab.data.images import image_list, open_image_set
+    from negvocab.diagnostics.coverage import Coverage, coverage
+    from negvocab.diagnostics.gains import MarginalGains, RepairCurve, marginal_gains, repair_curve
     from negvocab.errors import InputError, NegvocabError, ResourceError
     from negvocab.index import knn
     from negvocab.labels.candidates import Candidate, load_candidates, wordnet_candidates
+    from negvocab.labels.clean import clean_label, parse_label_list
     from negvocab.labels.imagenet import IdClasses, imagenet1k, read_id_classes
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
+    from negvocab.report.html import write_report
     from negvocab.scoring import metrics
     from negvocab.scoring.plot import plot_sweep, sweep_figure
     from negvocab.scoring.run import (

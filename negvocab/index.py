@@ -179,3 +179,172 @@ def _knn_torch(q: np.ndarray, x: np.ndarray, k: int, device: str | None, batch_s
             D[start : start + step] = d.cpu().numpy()
             I[start : start + step] = i.cpu().numpy()
     return D, I
+
+
+# -- keys that arrive in chunks: exact merge or an approximate index ---------------------------
+INDEX_KINDS = ("exact", "ivf", "hnsw")
+STORAGES = ("fp32", "fp16", "sq8")
+
+
+def merge_topk(D: np.ndarray, I: np.ndarray, d: np.ndarray, i: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The top ``k`` of two per-row result lists (each descending): ``(D, I)`` so far and ``(d, i)``
+    from the next chunk of keys. Ties keep the earlier list's entries first (stable sort)."""
+    DD = np.concatenate([D, d], axis=1)
+    II = np.concatenate([I, i], axis=1)
+    order = np.argsort(-DD, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(DD, order, axis=1), np.take_along_axis(II, order, axis=1)
+
+
+class StreamingSearch:
+    """Top-``k`` inner products of fixed ``queries`` against keys added chunk by chunk.
+
+    ``index="exact"`` searches each chunk with :func:`knn` and merges the running top-k
+    (:func:`merge_topk`): memory is one chunk of keys plus ``n_queries x k`` results, whatever
+    the number of keys. ``"ivf"`` (an inverted file, trained on the first ``train_size`` keys, then
+    searched over ``nprobe`` of its ``nlist`` lists) and ``"hnsw"`` (a graph, ``efSearch``
+    ``ef_search``) are approximate FAISS indexes for pools of millions, storing the keys as
+    ``storage`` (fp32, fp16 or sq8: 4, 2 or 1 bytes a dimension). For them the recall@k against
+    exact search is measured on ``recall_sample`` queries (exact top-k of those queries kept as the
+    chunks pass, so the pool is read once) and reported as :attr:`recall`. ``nlist`` defaults to
+    ``sqrt(expected_keys)`` (the keys held at training when not given), ``nprobe`` to ``nlist / 8``;
+    the IVF lists are trained on the first keys, so a pool sorted by topic trains worse than a shuffled one.
+    An HNSW graph built with several threads can differ slightly from run to run (IVF's k-means is
+    seeded; exact search is exact).
+    """
+
+    def __init__(
+        self,
+        queries: Any,
+        k: int,
+        *,
+        index: str = "exact",
+        storage: str = "fp16",
+        nlist: int | None = None,
+        nprobe: int | None = None,
+        hnsw_m: int = 32,
+        ef_search: int | None = None,
+        train_size: int = 65536,
+        recall_sample: int = 256,
+        expected_keys: int | None = None,
+        seed: int = 0,
+    ) -> None:
+        if index not in INDEX_KINDS:
+            raise InputError(f"unknown index {index!r}; choose one of {', '.join(INDEX_KINDS)}")
+        if storage not in STORAGES:
+            raise InputError(f"unknown index storage {storage!r}; choose one of {', '.join(STORAGES)}")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise InputError(f"k must be an integer >= 1, got {k!r}")
+        if index != "exact" and not have_faiss():
+            raise InputError(f"index={index!r} needs faiss (pip install faiss-cpu)")
+        self.queries = as_matrix(queries, "queries")
+        self.k, self.kind, self.storage = int(k), index, storage
+        self.nlist, self.nprobe, self.hnsw_m, self.ef_search = nlist, nprobe, hnsw_m, ef_search
+        self.train_size = max(1, train_size)
+        self.expected = expected_keys
+        self.n_keys = 0
+        n, self.dim = self.queries.shape
+        self._D = np.full((n, 0), -np.inf, dtype=np.float32)
+        self._I = np.full((n, 0), -1, dtype=np.int64)
+        self._index: Any = None
+        self._pending: list[np.ndarray] = []
+        self.sample = np.empty(0, dtype=np.int64)
+        if index != "exact":
+            rng = np.random.default_rng(seed)
+            self.sample = np.sort(rng.choice(n, size=min(recall_sample, n), replace=False)) if n else self.sample
+            self._sD = np.full((len(self.sample), 0), -np.inf, dtype=np.float32)
+            self._sI = np.full((len(self.sample), 0), -1, dtype=np.int64)
+        self.recall: float | None = None
+
+    def add(self, keys: Any) -> None:
+        """Take the next chunk of keys (rows numbered on from the keys added before)."""
+        x = as_matrix(keys, "keys")
+        if x.shape[1] != self.dim:
+            raise InputError(f"keys have dimension {x.shape[1]} but queries {self.dim}")
+        if len(x) == 0:
+            return
+        if self.kind == "exact":
+            self._D, self._I = self._exact(self.queries, x, self._D, self._I)
+        else:
+            if len(self.sample):
+                self._sD, self._sI = self._exact(self.queries[self.sample], x, self._sD, self._sI)
+            self._add_approx(x)
+        self.n_keys += len(x)
+
+    def _exact(self, q: np.ndarray, x: np.ndarray, D: np.ndarray, I: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if len(q) == 0:
+            return D, I
+        d, i = knn(q, x, min(self.k, len(x)), backend="faiss" if have_faiss() else "torch")
+        return merge_topk(D, I, d, i + self.n_keys, self.k)
+
+    def _add_approx(self, x: np.ndarray) -> None:
+        if self._index is None:
+            self._pending.append(x.copy())
+            if sum(len(p) for p in self._pending) >= self.train_size:
+                self._build()
+        else:
+            self._index.add(x)
+
+    def _build(self) -> None:
+        """Make and train the index on the keys held so far, then add them."""
+        import faiss
+
+        held = np.concatenate(self._pending) if self._pending else np.empty((0, self.dim), np.float32)
+        self._pending = []
+        qt = {"fp16": faiss.ScalarQuantizer.QT_fp16, "sq8": faiss.ScalarQuantizer.QT_8bit}.get(self.storage)
+        ip = faiss.METRIC_INNER_PRODUCT
+        if self.kind == "ivf":
+            total = max(len(held), 1)
+            nlist = min(self.nlist or max(1, min(int(np.sqrt(self.expected or total)), total // 39 or 1)), total)
+            quantizer = faiss.IndexFlatIP(self.dim)
+            index = faiss.IndexIVFFlat(quantizer, self.dim, nlist, ip) if qt is None else faiss.IndexIVFScalarQuantizer(quantizer, self.dim, nlist, qt, ip)
+            index.cp.seed = 1234
+            index.train(held)
+            index.nprobe = min(nlist, self.nprobe or max(1, nlist // 8))
+            self.nlist, self.nprobe = nlist, int(index.nprobe)
+            index.quantizer_trains_alone = 0
+            self._quantizer = quantizer  # kept alive: the index does not own it
+        else:
+            index = faiss.IndexHNSWFlat(self.dim, self.hnsw_m, ip) if qt is None else faiss.IndexHNSWSQ(self.dim, qt, self.hnsw_m, ip)
+            if qt is not None:
+                index.train(held)
+            index.hnsw.efSearch = self.ef_search or max(64, 2 * self.k)
+            self.ef_search = int(index.hnsw.efSearch)
+        if len(held):
+            index.add(held)
+        self._index = index
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(D, I)`` [n_queries, min(k, keys added)], descending; approximate indexes also set :attr:`recall`."""
+        if self.n_keys == 0:
+            raise InputError("no keys were added to search")
+        k = min(self.k, self.n_keys)
+        if self.kind == "exact":
+            return self._D[:, :k], self._I[:, :k]
+        if self._index is None:
+            self._build()
+        D, I = self._index.search(self.queries, k)
+        if len(self.sample):
+            self.recall = recall_at_k(I[self.sample], self._sI[:, :k])
+        return D, I
+
+    def describe(self) -> dict[str, Any]:
+        """The index settings (and measured recall) for a vocabulary's provenance."""
+        out: dict[str, Any] = {"kind": self.kind, "k": self.k, "keys": self.n_keys}
+        if self.kind == "ivf":
+            out.update(storage=self.storage, nlist=self.nlist, nprobe=self.nprobe)
+        elif self.kind == "hnsw":
+            out.update(storage=self.storage, M=self.hnsw_m, ef_search=self.ef_search)
+        if self.kind != "exact":
+            out.update(recall_at_k=None if self.recall is None else round(self.recall, 4), recall_queries=len(self.sample))
+        return out
+
+
+def recall_at_k(found: np.ndarray, exact: np.ndarray) -> float:
+    """Share of the exact top-k neighbours (row-wise) that ``found`` also holds; -1 entries are
+    no neighbour. 1.0 when there is nothing to find."""
+    hits = total = 0
+    for f, e in zip(found, exact, strict=True):
+        want = set(e[e >= 0].tolist())
+        total += len(want)
+        hits += len(want & set(f[f >= 0].tolist()))
+    return hits / total if total else 1.0

@@ -40,8 +40,8 @@ logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 MAX_LABEL_CHARS = 200  # a class name, not a paragraph: longer is a broken file or a pasted answer
-Source = Literal["wordnet", "gpt", "eoe", "oracle", "union", "file"]
-SOURCES: tuple[str, ...] = ("wordnet", "gpt", "eoe", "oracle", "union", "file")
+Source = Literal["wordnet", "gpt", "eoe", "oracle", "union", "file", "siblings", "mined"]
+SOURCES: tuple[str, ...] = ("wordnet", "gpt", "eoe", "oracle", "union", "file", "siblings", "mined")
 
 
 CAVEAT_LINE = "# not deployable: "  # how a .txt vocabulary file keeps its caveats

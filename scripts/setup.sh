@@ -15,6 +15,17 @@ if [ ! -f /usr/share/wordnet/data.noun ] && ! python3 -c "import nltk; nltk.data
     fi
 fi
 
+# Headless Chromium for the report's browser test (tests/diagnostics/test_report.py); optional.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1; then
+        SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null || echo "chromium not installed: the report's browser test will be skipped" >&2
+    else
+        echo "chromium not found: the report's browser test will be skipped (install Debian/Ubuntu 'chromium')" >&2
+    fi
+fi
+
 # torch/torchvision first and pinned: a plain 'torch' requirement would pull a multi-GB build.
 python3 -m pip install -q --disable-pip-version-check torch==2.14.1 torchvision==0.29.1
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'

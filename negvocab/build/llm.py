@@ -19,82 +19,29 @@ the journal without new requests (``rounds_used=r``).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import os
 import re
-import statistics
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
+from negvocab.build.llm_classes import chunks_of, select_classes
+from negvocab.build.llm_merge import check_rounds_used, merge_rounds, vocabulary_from_results  # noqa: F401 (merge_rounds, vocabulary_from_results: public here too)
 from negvocab.errors import InputError, ResourceError
 from negvocab.llm.cost import CostEstimate, cost_usd, estimate
-from negvocab.llm.journal import MANIFEST, Journal, custom_id, identity_hash
+from negvocab.llm.journal import MANIFEST, Journal, identity_hash
+from negvocab.llm.loop import run_coro
 from negvocab.llm.prompts import PromptTemplate, load_prompt
-from negvocab.llm.run import Progress, Request, make_request, pending
-from negvocab.textfiles import read_text
+from negvocab.llm.run import RETRYABLE, Progress, Request, failed_before, make_request, pending
 from negvocab.vocab import Vocabulary
 
 log = logging.getLogger(__name__)
 
 EoeMode = Literal["near", "far", "fine"]
 EOE_MODES: tuple[str, ...] = ("near", "far", "fine")
-T = TypeVar("T")
-
-
-# -- classes ------------------------------------------------------------------------------------
-def select_classes(classes: int | str | os.PathLike[str] | Sequence[str] | None = None, id_classes: Any = None) -> Any:
-    """The ID classes to ask about: all (``None``), the first ``K`` (an int, or a string of digits),
-    the wnids or names in a file (one a line, ``#`` comments), or a list of wnids/names.
-
-    A name that two classes share (``missile``, ``sunglasses``) selects both.
-    """
-    if id_classes is None:
-        from negvocab import imagenet1k
-
-        id_classes = imagenet1k()
-    if classes is None:
-        return id_classes
-    if isinstance(classes, int) or (isinstance(classes, str) and classes.strip().isdigit()):
-        k = int(classes)
-        if not 1 <= k <= len(id_classes):
-            raise InputError(f"--classes {k}: choose between 1 and {len(id_classes)} classes")
-        return id_classes.subset(list(id_classes.wnids[:k]))
-    if isinstance(classes, (str, os.PathLike)):
-        path = Path(classes)
-        lines = read_text(path, "class file", " (give a number K or a file of wnids or names)").splitlines()
-        entries = [s.strip() for s in lines if s.strip() and not s.strip().startswith("#")]
-        where = str(path)
-    else:
-        entries = [str(s).strip() for s in classes]
-        where = "classes"
-    if not entries:
-        raise InputError(f"{where}: no classes listed")
-    by_name: dict[str, list[str]] = {}
-    for wnid, name in zip(id_classes.wnids, id_classes.names, strict=True):
-        by_name.setdefault(name.lower(), []).append(wnid)
-    known = set(id_classes.wnids)
-    chosen: dict[str, None] = {}
-    unknown = []
-    for e in entries:
-        if e in known:
-            chosen.setdefault(e, None)
-        elif e.lower() in by_name:
-            for w in by_name[e.lower()]:
-                chosen.setdefault(w, None)
-        else:
-            unknown.append(e)
-    if unknown:
-        raise InputError(f"{where}: {len(unknown)} entries are neither wnids nor class names, e.g. {unknown[:3]}")
-    order = {w: i for i, w in enumerate(id_classes.wnids)}
-    return id_classes.subset(sorted(chosen, key=order.__getitem__))
-
-
-def _chunks(n: int, size: int) -> list[range]:
-    return [range(i, min(i + size, n)) for i in range(0, n, size)]
 
 
 # -- a run: requests + identity + folder --------------------------------------------------------
@@ -124,7 +71,7 @@ class LLMRun:
 
     def needed(self, rounds_used: int | None = None) -> list[Request]:
         """The requests of the first ``rounds_used`` rounds (all rounds by default)."""
-        r = self.rounds if rounds_used is None else _check_rounds_used(rounds_used, self.rounds)
+        r = self.rounds if rounds_used is None else check_rounds_used(rounds_used, self.rounds)
         return [q for q in self.requests if q.round < r]
 
     def estimate(
@@ -142,8 +89,9 @@ class LLMRun:
 
         need = self.needed(rounds_used)
         journal = Journal(self.run_dir, self.identity, readonly=True)
-        todo = pending(need, journal, retry_failed=retry_failed)
+        todo = pending(need, journal, retry_failed=retry_failed, failed=not batch)
         est = estimate(todo, self.model, batch=batch, already_done=len(need) - len(todo), prices=prices)
+        est = replace(est, failed_again=failed_before(todo, journal, RETRYABLE), failed_kept=failed_before(need, journal) if batch else 0)
         held = in_open_batch(journal)
         return replace(est, held_by_batch=len(held_by(held[1], todo))) if held else est
 
@@ -161,19 +109,29 @@ class LLMRun:
         on_progress: Progress | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
         retry_failed: bool = False,
+        response_format: str = "auto",
+        request_timeout: float | None = None,
     ) -> RunOutcome:
         """Send what the journal lacks (synchronously, or through the Batch API) and return all results.
 
-        ``retry_failed`` also asks again the requests whose recorded answer is a failure (refused,
-        invalid, short), e.g. after a server glitch; the new answer replaces the old one.
+        Requests whose recorded answer failed with no usable list (refused, invalid) are asked
+        again (synchronous API); ``retry_failed`` also asks again the short ones. The new answer
+        counts when it is better (:mod:`negvocab.llm.journal`). ``response_format`` is ``auto``,
+        ``json_schema``, ``json_object`` or ``text`` (:mod:`negvocab.llm.formats`); with ``auto`` a
+        run resumes in the format an earlier session settled on. ``request_timeout`` is the total
+        seconds one request may take (default :data:`~negvocab.llm.client.DEFAULT_REQUEST_TIMEOUT_S`).
 
         Raises :class:`ResourceError` if some requests could not be completed (server errors
         outlasting the retries); everything finished is journaled, so the same call resumes.
         """
         from negvocab import __version__
         from negvocab.llm.client import LLMClient, check_base_url, public_url
+        from negvocab.llm.formats import check_mode
 
         check_base_url(base_url)  # before the run folder is made
+        check_mode(response_format)
+        if request_timeout is not None and not request_timeout > 0:
+            raise InputError(f"request timeout must be > 0 seconds, got {request_timeout}")
         if retry_failed and batch:
             raise InputError("retrying recorded failures works with the synchronous API: re-run without --batch")
         need = self.needed(rounds_used)
@@ -187,15 +145,30 @@ class LLMRun:
             if not journal.readonly and _last_settings(journal) != self._settings():
                 journal.append([{"kind": "run", **self._settings()}])  # what vocabulary_from_journal rebuilds
             before = journal.usage()
-            todo = pending(need, journal, retry_failed=retry_failed)
+            todo = pending(need, journal, retry_failed=retry_failed, failed=not batch)
             if todo and not batch:
                 _refuse_if_batch_open(journal, todo)
             undone: list[str] = []
             if todo:
-                log.info("%s: %d of %d requests to send (%s)", self.run_dir, len(todo), len(need), "batch" if batch else "sync")
-                options = {"temperature": self.identity.get("temperature"), **dict(client_options or {})}
+                again = failed_before(todo, journal, RETRYABLE)
+                log.info(
+                    "%s: %d of %d requests to send (%s%s)", self.run_dir, len(todo), len(need), "batch" if batch else "sync",
+                    f"; {again} failed before and are asked again" if again else "",
+                )
+                options = {
+                    "temperature": self.identity.get("temperature"),
+                    "response_format": response_format,
+                    "start_mode": _settled_format(journal),
+                    "content_retry_budget": max(10, len(todo) // 10),  # retries of unusable answers in this run
+                    **({"request_timeout": request_timeout} if request_timeout is not None else {}),
+                    **dict(client_options or {}),
+                }
                 client = LLMClient(self.model, base_url=base_url, api_key=api_key, concurrency=concurrency, **options)
-                undone = _run_coro(self._send(client, journal, todo, batch, poll_interval, max_submissions, on_progress))
+                try:
+                    undone = run_coro(self._send(client, journal, todo, batch, poll_interval, max_submissions, on_progress))
+                finally:
+                    if client.switches and not journal.readonly:
+                        journal.update_manifest({"response_format": {"requested": client.requested, "used": client.mode, "switches": client.switches}})
             else:
                 log.info("%s: all %d requests are in the journal; nothing to send", self.run_dir, len(need))
             after = journal.usage()
@@ -258,6 +231,12 @@ class LLMRun:
             return await run_sync(todo, client, journal, self.template, on_progress=on_progress)
 
 
+def _settled_format(journal: Journal) -> str | None:
+    """The response format an earlier session of the run settled on (``auto`` resumes there)."""
+    notes = journal.of_kind("response_format")
+    return notes[-1].get("used") if notes else None
+
+
 def _refuse_if_batch_open(journal: Journal, todo: list[Request]) -> None:
     """A synchronous run would pay again for questions that an uncollected batch holds: refuse."""
     from negvocab.llm.batch import held_by, in_open_batch
@@ -288,60 +267,6 @@ class RunOutcome:
 def _sum_costs(*costs: float | None) -> float | None:
     """Sum of costs; ``None`` when the model has no price."""
     return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
-
-
-def _run_coro(coro: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run``, also from inside a running loop (Jupyter) via a helper thread.
-
-    There the kernel's interrupt lands in this thread, not in the loop: the first cancels the run
-    (which then drains, as Ctrl-C does under ``asyncio.run``), the second every task in it.
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    import concurrent.futures
-
-    loop = asyncio.new_event_loop()
-    main = loop.create_task(coro)
-    interrupts = 0
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        done = pool.submit(_run_until_complete, loop, main)
-        while True:
-            try:
-                return done.result()
-            except KeyboardInterrupt:
-                interrupts += 1
-                cancel = main.cancel if interrupts == 1 else lambda: [t.cancel() for t in asyncio.all_tasks(loop)]
-                try:
-                    loop.call_soon_threadsafe(cancel)
-                except RuntimeError:  # the loop has just closed: the result is there
-                    pass
-            except asyncio.CancelledError:
-                raise KeyboardInterrupt from None
-
-
-def _run_until_complete(loop: asyncio.AbstractEventLoop, main: asyncio.Task[T]) -> T:
-    """Run ``main`` on ``loop`` in this thread, then clean up as ``asyncio.run`` does."""
-    asyncio.set_event_loop(loop)
-    try:
-        return loop.run_until_complete(main)
-    finally:
-        try:
-            left = asyncio.all_tasks(loop)
-            for task in left:
-                task.cancel()
-            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.run_until_complete(loop.shutdown_default_executor())
-        finally:
-            loop.close()
-
-
-def _check_rounds_used(r: int, rounds: int) -> int:
-    if not 1 <= r <= rounds:
-        raise InputError(f"rounds used must be between 1 and the run's {rounds} rounds, got {r}")
-    return r
 
 
 def _slug(text: str) -> str:
@@ -463,7 +388,7 @@ def eoe_run(
         n = per_request or 5
         values = {w: {"class_name": nm, "synonyms": ", ".join(sy) or nm, "wnid": w} for w, nm, sy in zip(chosen.wnids, chosen.names, chosen.synonyms, strict=True)}
     else:
-        spans = _chunks(len(chosen), chunk_size)
+        spans = chunks_of(len(chosen), chunk_size)
         if size is not None:
             if size < 1:
                 raise InputError(f"size must be >= 1, got {size}")
@@ -483,116 +408,6 @@ def eoe_run(
     identity["chunk_size"] = chunk_size if mode != "near" else None
     folder = _run_dir(run_dir, f"eoe-{mode}", model, identity)
     return LLMRun(f"eoe_{mode}", model, template, reqs, identity, folder, keys, rounds, chunk_map, _selection(classes, chosen), _path_str(prompt_path))
-
-
-# -- merging ------------------------------------------------------------------------------------
-def merge_rounds(results: Mapping[str, Mapping[str, Any]], keys: Sequence[str], rounds_used: int) -> tuple[dict[str, dict[str, list[int]]], dict[str, list[str]]]:
-    """Per key (class or chunk): every unique label of rounds ``0..rounds_used-1`` with the rounds
-    that proposed it, in order of first proposal; and the custom ids per non-``ok`` status.
-
-    Labels of ``short`` answers are kept; ``refused`` and ``invalid`` answers have none. A
-    missing result raises :class:`InputError`.
-    """
-    per_key: dict[str, dict[str, list[int]]] = {}
-    failures: dict[str, list[str]] = {}
-    missing = []
-    for key in keys:
-        merged: dict[str, list[int]] = {}
-        for r in range(rounds_used):
-            cid = custom_id(key, r)
-            rec = results.get(cid)
-            if rec is None:
-                missing.append(cid)
-                continue
-            if rec["status"] != "ok":
-                failures.setdefault(rec["status"], []).append(cid)
-            for label in rec.get("labels") or ():
-                rounds_of = merged.setdefault(label, [])
-                if not rounds_of or rounds_of[-1] != r:
-                    rounds_of.append(r)
-        per_key[key] = merged
-    if missing:
-        raise InputError(f"{len(missing)} requests have no result in the journal (e.g. {missing[0]}); run the build to complete them")
-    return per_key, failures
-
-
-def _stats(counts: Sequence[int]) -> dict[str, float]:
-    if not counts:
-        return {"min": 0, "mean": 0.0, "max": 0}
-    return {"min": min(counts), "mean": round(statistics.fmean(counts), 2), "max": max(counts)}
-
-
-def vocabulary_from_results(
-    run: LLMRun,
-    results: Mapping[str, Mapping[str, Any]],
-    *,
-    rounds_used: int | None = None,
-    synonym_filter: Any = None,
-    extra_settings: Mapping[str, Any] | None = None,
-) -> Vocabulary:
-    """Merge the results of the first ``rounds_used`` rounds, synonym-filter, and make the vocabulary.
-
-    Labels are ordered by key (class or chunk) order, then by first proposal within the key.
-    ``meta[label]["proposed_by"]`` maps each key that proposed the label to its rounds. The
-    settings report per-key unique counts before and after the filter, the removed labels with
-    the rule that removed them, and the failed requests by status.
-    """
-    r_used = run.rounds if rounds_used is None else _check_rounds_used(rounds_used, run.rounds)
-    per_key, failures = merge_rounds(results, run.keys, r_used)
-    proposed: dict[str, dict[str, list[int]]] = {}
-    for key, labels in per_key.items():
-        for label, rounds_of in labels.items():
-            proposed.setdefault(label, {})[key] = rounds_of
-    if synonym_filter is None:
-        from negvocab import SynonymFilter
-
-        synonym_filter = SynonymFilter()
-    kept, removed = synonym_filter.split(list(proposed))
-    if not kept:
-        raise InputError(f"no labels left from {run.run_dir} after the synonym filter ({len(removed)} removed)")
-    keep = set(kept)
-    meta = {
-        label: {
-            "proposed_by": proposed[label],
-            "prompt": run.template.name,
-            "prompt_file": run.template.source,
-            "prompt_sha256": run.template.sha256,
-        }
-        for label in kept
-    }
-    unique = {key: len(labels) for key, labels in per_key.items()}
-    kept_counts = {key: sum(1 for lab in labels if lab in keep) for key, labels in per_key.items()}
-    per_class = run.task in ("gpt_siblings", "eoe_near")
-    views = {key: [lab for lab in labels if lab in keep] for key, labels in per_key.items()} if per_class else {}
-    used = [results[cid] for k in run.keys for r in range(r_used) if (cid := custom_id(k, r)) in results]
-    served = sorted({str(rec["model"]) for rec in used if rec.get("model")})
-    settings = {
-        "task": run.task,
-        "model": run.model,
-        "served_models": served,  # what the server says answered (e.g. a dated snapshot of the alias)
-        "prompt": run.template.name,
-        "prompt_file": run.template.source,
-        "prompt_sha256": run.template.sha256,
-        "labels_per_request": run.identity["n"],
-        "rounds": run.rounds,
-        "rounds_used": r_used,
-        "keys": len(run.keys),
-        "temperature": run.identity.get("temperature"),
-        "run_dir": str(run.run_dir),
-        "run_identity_sha256": run.identity_sha256,
-        "unique_per_key": unique,
-        "kept_per_key": kept_counts,
-        "unique_per_key_stats": _stats(list(unique.values())),
-        "kept_per_key_stats": _stats(list(kept_counts.values())),
-        "unique_labels": len(proposed),
-        "synonym_filter": synonym_filter.report(kept, removed),
-        "failures": failures,
-        **dict(extra_settings or {}),
-    }
-    if run.chunks:
-        settings["chunks"] = run.chunks
-    source = "gpt" if run.task == "gpt_siblings" else "eoe"
-    return Vocabulary.from_labels(kept, source=source, meta=meta, settings=settings, views=views)
 
 
 def vocabulary_from_journal(run_dir: str | os.PathLike[str], *, rounds_used: int | None = None, synonym_filter: Any = None, id_classes: Any = None) -> Vocabulary:
@@ -667,6 +482,8 @@ def build_gpt_vocabulary(
     on_progress: Callable[[int, int], None] | None = None,
     prices: Mapping[str, tuple[float, float]] | None = None,
     retry_failed: bool = False,
+    response_format: str = "auto",
+    request_timeout: float | None = None,
 ) -> Vocabulary:
     """The GPT-sibling vocabulary (paper: 20 per class, 10 rounds); resumable, see the module docstring.
 
@@ -688,17 +505,26 @@ def build_gpt_vocabulary(
     synonym_filter : SynonymFilter, optional
         Default: against all of ImageNet-1k (also when ``classes`` selects a few).
     retry_failed : bool
-        Ask again the requests recorded as refused, invalid or short (synchronous API only).
+        Also ask again the requests recorded as short (refused and invalid ones are asked again by
+        every synchronous run: a failed answer is never final).
+    response_format : str
+        ``auto`` (structured output where the server honours it, else JSON mode, else free text,
+        settled once per run and recorded in the manifest), ``json_schema``, ``json_object`` or
+        ``text``; see :mod:`negvocab.llm.formats`.
+    request_timeout : float, optional
+        Total seconds one request may take, retries included (default 300): a server that hangs
+        or drips bytes is given up on.
 
     Returns
     -------
     Vocabulary
         Source ``gpt``; ``views[wnid]`` is each class's filtered labels; ``meta[label]`` records
         the classes and rounds that proposed it and the prompt hash; the settings hold per-class
-        counts, filter removals, failures, tokens and cost.
+        counts, filter removals, failures, tokens and cost, and the provenance: ``endpoints``
+        (public URLs), ``served_models`` (as the server named them), ``response_formats``.
     """
     run = gpt_run(model, per_class=per_class, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
-    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices, retry_failed=retry_failed)
+    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices, retry_failed=retry_failed, response_format=response_format, request_timeout=request_timeout)
 
 
 def build_eoe_vocabulary(
@@ -727,6 +553,8 @@ def build_eoe_vocabulary(
     on_progress: Callable[[int, int], None] | None = None,
     prices: Mapping[str, tuple[float, float]] | None = None,
     retry_failed: bool = False,
+    response_format: str = "auto",
+    request_timeout: float | None = None,
 ) -> Vocabulary:
     """The EOE envisioned-outlier vocabulary (``near``, ``far`` or ``fine``); labels lower-cased,
     de-duplicated and synonym-filtered. Same run folder, resume and Batch API behaviour as
@@ -734,7 +562,7 @@ def build_eoe_vocabulary(
     lists each chunk's classes for ``far``/``fine``.
     """
     run = eoe_run(model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
-    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices, retry_failed=retry_failed)
+    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices, retry_failed=retry_failed, response_format=response_format, request_timeout=request_timeout)
 
 
 def _path_str(path: str | os.PathLike[str] | None) -> str | None:

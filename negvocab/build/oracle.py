@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from negvocab.errors import InputError
+from negvocab.labels.clean import clean_label, clean_labels_report
 from negvocab.textfiles import read_text
 from negvocab.vocab import ORACLE_CAVEAT, Vocabulary
 
@@ -28,8 +29,6 @@ ORACLE_NOTE = "oracle: the OOD benchmark's own labels; a lower bound on FPR@95, 
 __all__ = ["ORACLE_NOTE", "build_oracle_vocabulary", "oracle_labels_from"]
 
 
-def _clean(label: str) -> str:
-    return " ".join(label.replace("_", " ").split())
 
 
 def oracle_labels_from(source: Any) -> tuple[list[str], dict[str, Any]]:
@@ -81,9 +80,10 @@ def build_oracle_vocabulary(
     Parameters
     ----------
     labels : labels, an ImageSet/FiImageNet, a class-folder folder, or a labels/list file
-        See :func:`oracle_labels_from`. Labels are cleaned (underscores -> spaces, whitespace
-        collapsed) and de-duplicated case-insensitively, keeping first appearance; ``meta`` counts
-        the images of each label.
+        See :func:`oracle_labels_from`. Labels are cleaned by the one normaliser
+        (:func:`negvocab.clean_label`: underscores -> spaces, lower case, notes cut; what changed is
+        in ``settings["label_cleaning"]``) and de-duplicated, keeping first appearance; ``meta``
+        counts the images of each label.
     synonym_filter : SynonymFilter or bool, default True
         Remove labels that name an ImageNet-1k class or a WordNet synonym of one
         (``negvocab.SynonymFilter``; True builds the default one, False keeps every label).
@@ -99,7 +99,7 @@ def build_oracle_vocabulary(
     counts: dict[str, int] = {}
     first: dict[str, str] = {}
     for lab in raw:
-        clean = _clean(lab)
+        clean = clean_label(lab)
         if not clean:
             continue
         key = clean.casefold()
@@ -120,6 +120,7 @@ def build_oracle_vocabulary(
             "benchmark": name,
             **provenance,
             "n_labels_in": len(raw),
+            "label_cleaning": clean_labels_report(dict.fromkeys(raw)).to_settings(),
         },
     )
     if synonym_filter is False:

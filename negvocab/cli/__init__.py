@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 # Importing a topic module registers its commands on ``app`` / ``build_app``.
-from negvocab.cli import build_llm, build_wordnet, cache, demo, embed, labels, score  # noqa: F401
+from negvocab.cli import build_llm, build_offline, build_wordnet, cache, demo, embed, labels, report, score  # noqa: F401
 from negvocab.cli.app import app, build_app
 
 __all__ = ["app", "build_app", "main"]

@@ -117,7 +117,7 @@ app = typer.Typer(
 )
 build_app = typer.Typer(
     cls=_Group,
-    help="Build a vocabulary (wordnet, gpt, eoe, oracle).",
+    help="Build a vocabulary (wordnet, gpt, eoe, oracle, siblings, mined).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )

@@ -32,7 +32,20 @@ ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "-j", min=1, help=
 BatchOpt = Annotated[bool, typer.Option("--batch", help="Use the Batch API (24 h window, half price); resumable like the synchronous mode.")]
 RetryFailedOpt = Annotated[
     bool,
-    typer.Option("--retry-failed", help="Ask again the requests recorded as refused, invalid or short (synchronous API)."),
+    typer.Option("--retry-failed", help="Also ask again the requests recorded as short (refused and invalid ones are asked again by every run without --batch)."),
+]
+ResponseFormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--response-format",
+        help="auto (structured output where the server honours it, else JSON mode, else free text; settled once per run), "
+        "json_schema, json_object or text (for servers and proxies without structured output).",
+        metavar="auto|json_schema|json_object|text",
+    ),
+]
+RequestTimeoutOpt = Annotated[
+    float,
+    typer.Option("--request-timeout", min=0.001, help="Total seconds one request may take, retries included; a server that hangs or drips bytes is given up on.", metavar="SECONDS"),
 ]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the request count, estimated tokens and cost; send nothing.")]
 BaseUrlOpt = Annotated[
@@ -115,7 +128,14 @@ def _report(vocab: Any, out: Path, what: str) -> None:
     )
     failures = s.get("failures") or {}
     if failures:
-        typer.echo("failed requests (recorded in the journal): " + ", ".join(f"{st} {len(ids)}" for st, ids in failures.items()))
+        again = " (the next run asks the refused and invalid ones again" + (", --retry-failed the short ones too)" if "short" in failures else ")")
+        typer.echo("failed requests (recorded in the journal): " + ", ".join(f"{st} {len(ids)}" for st, ids in failures.items()) + again)
+    formats = s.get("response_formats") or {}
+    if formats:
+        typer.echo(
+            f"answers from {', '.join(s.get('endpoints') or ['?'])} ({', '.join(s.get('served_models') or [s['model']])}), "
+            "response format " + ", ".join(f"{m} {c}" for m, c in formats.items())
+        )
     usage, sess = s.get("usage") or {}, s.get("session") or {}
     cost = s.get("cost_usd")
     scost = sess.get("cost_usd")
@@ -131,6 +151,9 @@ def _report(vocab: Any, out: Path, what: str) -> None:
 def _run(
     run: Any, *, dry_run: bool, batch: bool, rounds_used: int | None, prices: Any, out: Path, what: str, inputs: list[Any], overwrite: bool = False, **execute: Any
 ) -> None:
+    from negvocab.llm.formats import check_mode
+
+    check_mode(execute.get("response_format", "auto"))  # also before a dry run
     if dry_run:
         typer.echo(run.estimate(batch=batch, rounds_used=rounds_used, prices=prices, retry_failed=execute.get("retry_failed", False)).summary())
         typer.echo(f"run folder: {run.run_dir} (nothing sent, nothing written)")
@@ -173,6 +196,8 @@ def build_gpt(
     poll_interval: PollOpt = 30.0,
     price_in: PriceInOpt = None,
     price_out: PriceOutOpt = None,
+    response_format: ResponseFormatOpt = "auto",
+    request_timeout: RequestTimeoutOpt = 300.0,
 ) -> None:
     """GPT siblings: per class, N visually confusable non-ImageNet categories, R rounds, merged and synonym-filtered."""
     from negvocab.build.llm import gpt_run
@@ -194,6 +219,8 @@ def build_gpt(
         concurrency=concurrency,
         client_options={"wait_base": retry_wait, "key_name": api_key_env},
         poll_interval=poll_interval,
+        response_format=response_format,
+        request_timeout=request_timeout,
     )
 
 
@@ -229,6 +256,8 @@ def build_eoe(
     poll_interval: PollOpt = 30.0,
     price_in: PriceInOpt = None,
     price_out: PriceOutOpt = None,
+    response_format: ResponseFormatOpt = "auto",
+    request_timeout: RequestTimeoutOpt = 300.0,
 ) -> None:
     """EOE envisioned outliers (near, far or fine), lower-cased, de-duplicated and synonym-filtered."""
     from negvocab.build.llm import eoe_run
@@ -253,4 +282,6 @@ def build_eoe(
         concurrency=concurrency,
         client_options={"wait_base": retry_wait, "key_name": api_key_env},
         poll_interval=poll_interval,
+        response_format=response_format,
+        request_timeout=request_timeout,
     )

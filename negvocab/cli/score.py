@@ -97,6 +97,7 @@ ConventionOpt = Annotated[str, typer.Option("--convention", help="FPR convention
 TprOpt = Annotated[float, typer.Option("--tpr", help="TPR of the FPR metric (0.95 = FPR@95).")]
 MAX_BOOT = 100_000  # 1,000 is the usual; more only costs time
 BootOpt = Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples of OOD images for the CIs (0: none).")]
+ReportOpt = Annotated[bool, typer.Option("--report/--no-report", help="Write report.html (one self-contained HTML file) into the output folder.")]
 
 
 def ood_paths(values: list[str] | None) -> dict[str, Path]:
@@ -252,6 +253,7 @@ def score_cmd(
     tpr: TprOpt = 0.95,
     n_boot: BootOpt = 1000,
     explain: Annotated[int, typer.Option("--explain", help="Top negatives / ID classes listed per OOD image (0: none).")] = 5,
+    report: ReportOpt = True,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
@@ -296,6 +298,10 @@ def score_cmd(
     _warn_random(ev.random_weights)
     typer.echo(format_table(ev.rows, ev.meta))
     typer.echo(f"wrote {out}/results.json, results.csv, scores.npz, scores.csv, explanations.json")
+    if report:
+        from negvocab.cli.report import write_folder_report
+
+        write_folder_report(out)
 
 
 @app.command("sweep")
@@ -340,6 +346,7 @@ def sweep_cmd(
     convention: ConventionOpt = "paper",
     tpr: TprOpt = 0.95,
     n_boot: BootOpt = 1000,
+    report: ReportOpt = True,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
@@ -403,6 +410,10 @@ def sweep_cmd(
         mark = "" if r["deployable"] else f"; NOT DEPLOYABLE: {r['caveats']}"
         typer.echo(f"{r['name']:>8}  {where}{100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}  (reference, M={r['M']}{mark})")
     typer.echo(f"wrote {out}/sweep.csv, sweep.json, sweep.png")
+    if report:
+        from negvocab.cli.report import write_folder_report
+
+        write_folder_report(out)
 
 
 @build_app.command("oracle")

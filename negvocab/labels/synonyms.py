@@ -1,20 +1,32 @@
 """Synonym filtering: keep ID class names and their WordNet synonyms out of negative vocabularies.
 
-METHODS.md section 3 (paper, supplement F): a candidate negative is removed when it matches an
-ImageNet-1k clean name or a lemma name of an ID class's WordNet 3.0 synset, after normalising
-case, underscores/hyphens/spaces, punctuation, leading articles and plural forms.
+docs/methods.md ("Synonym filter"; paper, supplement F): a candidate negative is removed when it
+matches an ImageNet-1k clean name or a lemma name of an ID class's WordNet 3.0 synset, after
+normalising case, underscores/hyphens/spaces, punctuation, leading articles and plural forms.
 
 Matching is on whole labels, never on shared words: ``weasel`` (a class) is removed, ``tayra``
 (a different mustelid) stays, and ``black-footed cat`` stays although "cat" is in many class
-names. Three rules, tried in order, for the class forms in class order (clean names first):
+names. The forms are the clean names, the WordNet synonyms and every part of a composite clean
+name (open_clip writes some classes "A / B" or "A (B)": "cardboard box / carton", "cherimoya
+(custard apple)"; source ``composite-part``). Rules, tried in order:
 
-- ``exact``: the label is a clean name or a synonym as written (underscores read as spaces);
+- ``exact``: the label is a form as written (underscores read as spaces);
 - ``normalised``: equal after :func:`normalise` (case folded, accents stripped, apostrophes and
   periods dropped, other punctuation/hyphens/underscores read as spaces, a leading "a"/"an"/"the"
   dropped), or equal with the spaces removed too ("sun glasses" = "sunglasses");
 - ``plural``: equal after replacing the last word (or the whole phrase) by its WordNet base form
   (nltk's ``morphy``): "tenches" -> "tench", "geese" -> "goose". A plural that is itself a WordNet
-  noun ("glasses", "shades") is left as it is, so it is not confused with its singular.
+  noun ("glasses", "shades") is left as it is, so it is not confused with its singular;
+- ``spelling``: equal after British spellings are read as American ones, word by word
+  ("african gray parrot" = "African grey parrot", "snowplough" = "snowplow");
+- ``singular``: the singular of a lemma WordNet lists only in the plural ("baluster" of
+  "balusters", "swim trunk"), when WordNet has no such noun or its noun is the class or a part,
+  member, hyponym or hypernym of it ("shade" of "shades" stays: another concept);
+- ``head-word``: a form followed by a generic head word from its own class's WordNet hypernym
+  chain ("pomeranian dog", "orca whale", "carton box"; for animals also "breed", "species"),
+  unless the whole phrase is a WordNet noun of its own ("leopard cat" stays);
+- ``decorated``: any rule above after :func:`negvocab.labels.clean.clean_label` removed a
+  decoration ("crane (machine)", "gray wolf gray wolf", "1. **Trout** - a fish").
 
 Every rule records which class and which form matched (:class:`Match`).
 """
@@ -29,7 +41,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from negvocab.errors import InputError
-from negvocab.labels.imagenet import IdClasses, imagenet1k
+from negvocab.labels.clean import clean_label, is_plain
+from negvocab.labels.imagenet import WNID, IdClasses, imagenet1k
 
 if TYPE_CHECKING:
     from negvocab.vocab import Vocabulary
@@ -63,8 +76,8 @@ class Match:
     wnid: str
     name: str  # the class's clean name
     form: str  # the clean name or WordNet synonym that matched
-    source: str  # "clean-name" or "wordnet-synonym"
-    how: str  # "exact", "normalised" or "plural"
+    source: str  # "clean-name", "wordnet-synonym" or "composite-part"
+    how: str  # "exact", "normalised", "plural", "spelling", "singular", "head-word" or "decorated"
     class_index: int
 
     @property
@@ -95,10 +108,16 @@ class SynonymFilter:
         self._exact: dict[str, Match] = {}
         self._norm: dict[str, Match] = {}
         self._joined: dict[str, Match] = {}
-        for source in ("clean-name", "wordnet-synonym"):
+        self._classes_of: dict[str, set[int]] = {}  # normalised form -> every class it names
+        for source in ("clean-name", "wordnet-synonym", "composite-part"):
             for i, wnid in enumerate(self.id_classes.wnids):
                 name = self.id_classes.names[i]
-                forms = (name,) if source == "clean-name" else self.id_classes.synonyms[i]
+                if source == "clean-name":
+                    forms: tuple[str, ...] = (name,)
+                elif source == "wordnet-synonym":
+                    forms = self.id_classes.synonyms[i]
+                else:
+                    forms = composite_parts(name)
                 for form in forms:
                     match = Match(wnid, name, form, source, "exact", i)
                     for written in (form, form.replace(" ", "_")):
@@ -107,7 +126,12 @@ class SynonymFilter:
                     if key:
                         self._norm.setdefault(key, match)
                         self._joined.setdefault(key.replace(" ", ""), match)
+                        self._classes_of.setdefault(key, set()).add(i)
+        self._spelled = {american(k): m for k, m in self._norm.items()}
         self._plural_keys: frozenset[str] | None = None  # built on first use (needs WordNet)
+        self._singulars: dict[str, Match] | None = None  # built on first use (needs WordNet)
+        self._heads: list[frozenset[str]] | None = None  # per class, built on first use (needs WordNet)
+        self._head_words: frozenset[str] | None = None  # built on first use (needs WordNet)
 
     def __repr__(self) -> str:
         return f"SynonymFilter({self.id_classes.dataset}, {len(self.id_classes)} classes, {len(self._norm)} forms)"
@@ -119,18 +143,70 @@ class SynonymFilter:
         match = self._exact.get(label)
         if match is not None:
             return match
-        key = normalise(label)
+        match = self._explain_key(normalise(label))
+        if match is not None:
+            return match
+        if is_plain(label):
+            return None
+        cleaned = clean_label(label)
+        if cleaned and cleaned != label.strip().lower():
+            match = self._exact.get(cleaned) or self._explain_key(normalise(cleaned))
+            if match is not None:
+                return _with_how(self._hinted(match, label), "decorated")
+        return None
+
+    def _hinted(self, match: Match, label: str) -> Match:
+        """Of the classes a decorated name names, the one its note points at: a note word on that
+        class's hypernym chain, or a category word ("machine") off the first class's chain, when
+        one other class is left ("crane (machine)" is the machine, not the bird)."""
+        classes = self._classes_of.get(normalise(match.form), set())
+        notes = set(normalise(" ".join(re.findall(r"\(([^)]*)\)", label))).split())
+        if len(classes) < 2 or not notes or not self.plurals:
+            return match
+        heads = self._class_heads()
+        if notes & heads[match.class_index] or not notes & self._head_gate():
+            return match  # the note agrees with the first class, or names no category
+        others = sorted(classes - {match.class_index})
+        agreeing = [i for i in others if notes & heads[i]]
+        pick = agreeing[0] if agreeing else others[0] if len(others) == 1 else None  # a category word against the first class
+        if pick is None:
+            return match
+        return Match(self.id_classes.wnids[pick], self.id_classes.names[pick], match.form, match.source, match.how, pick)
+
+    def _explain_key(self, key: str) -> Match | None:
+        """Every rule but ``exact`` and ``decorated`` on a normalised key."""
         if not key:
             return None
         match = self._norm.get(key) or self._joined.get(key.replace(" ", ""))
         if match is not None:
             return _with_how(match, "normalised")
         if self.plurals:
-            for spelling in dict.fromkeys((key, key.replace(" ", ""))):  # "cell phones" as "cellphones" too
-                for base in self._base_forms(spelling):
-                    match = self._norm.get(base) or self._joined.get(base.replace(" ", ""))
-                    if match is not None:
-                        return _with_how(match, "plural")
+            match = self._plural_match(key)
+            if match is not None:
+                return _with_how(match, "plural")
+        words = key.split()
+        if not _SPELLING_WORDS.isdisjoint(words):
+            spelled = american(key)
+            match = self._spelled.get(spelled) or self._spelled.get(spelled.replace(" ", ""))
+            if match is None and self.plurals:
+                match = self._plural_match(spelled)
+            if match is not None:
+                return _with_how(match, "spelling")
+        if not self.plurals:
+            return None
+        match = self._singular_forms().get(key)
+        if match is not None:
+            return _with_how(match, "singular")
+        if len(words) > 1 and words[-1] in self._head_gate():
+            return self._head_word_match(key)
+        return None
+
+    def _plural_match(self, key: str) -> Match | None:
+        for spelling in dict.fromkeys((key, key.replace(" ", ""))):  # "cell phones" as "cellphones" too
+            for base in self._base_forms(spelling):
+                match = self._norm.get(base) or self._joined.get(base.replace(" ", ""))
+                if match is not None:
+                    return match
         return None
 
     def is_id(self, label: str) -> bool:
@@ -173,6 +249,51 @@ class SynonymFilter:
             "removed": {lab: {"wnid": m.wnid, "name": m.name, "form": m.form, "rule": m.rule} for lab, m in removed.items()},
         }
 
+    # -- head words and plural-only lemmas (WordNet) -----------------------------------------------
+    def _head_word_match(self, key: str) -> Match | None:
+        """``key`` = an ID form + a head word from that class's own hypernym chain ("orca whale")."""
+        words = key.split()
+        heads = self._class_heads()
+        for k in range(1, min(3, len(words) - 1) + 1):
+            stem, head = " ".join(words[:-k]), " ".join(words[-k:])
+            head_forms = {head, (_noun_base(head.replace(" ", "_")) or "").replace("_", " ")}
+            stem_key = american(stem)
+            classes = self._classes_of.get(stem) or self._classes_of.get(stem_key) or set()
+            for i in sorted(classes):
+                if heads[i] & head_forms and not _other_wordnet_noun(key, self.id_classes.wnids[i]):
+                    base = self._norm.get(stem) or self._spelled.get(stem_key)
+                    if base is not None:
+                        return Match(self.id_classes.wnids[i], self.id_classes.names[i], base.form if base.class_index == i else stem,
+                                     base.source if base.class_index == i else "wordnet-synonym", "head-word", i)
+        return None
+
+    def _head_gate(self) -> frozenset[str]:
+        """Every last word of a head word, singular or plural: a set lookup spares other labels WordNet."""
+        if self._head_words is None:
+            last = {h.rpartition(" ")[2] for h in frozenset().union(*self._class_heads())}
+            irregular = _irregular_plurals()
+            self._head_words = frozenset(last | {p for w in last for p in (*_regular_plurals(w), *irregular.get(w, ()))})
+        return self._head_words
+
+    def _class_heads(self) -> list[frozenset[str]]:
+        """Per class, the head words a model may append: every lemma (and its last word) of every
+        synset on the class's WordNet hypernym chain, plus "breed"/"species"/... for organisms."""
+        if self._heads is None:
+            self._heads = [_heads_of(w) if WNID.match(w) else frozenset() for w in self.id_classes.wnids]
+        return self._heads
+
+    def _singular_forms(self) -> dict[str, Match]:
+        """Singular key -> match, for lemmas WordNet lists only in the plural (see the module docstring)."""
+        if self._singulars is None:
+            out: dict[str, Match] = {}
+            for key, match in self._norm.items():
+                if WNID.match(match.wnid):
+                    for singular in _plural_only_singulars(key, match.wnid):
+                        if singular not in self._norm:
+                            out.setdefault(singular, match)
+            self._singulars = out
+        return self._singulars
+
     # -- plural forms ----------------------------------------------------------------------------
     def _base_forms(self, key: str) -> list[str]:
         """Singular readings of ``key`` that differ from it (last word, then whole phrase).
@@ -184,7 +305,9 @@ class SynonymFilter:
             return []
         head, _, last = key.rpartition(" ")
         out = []
-        for base in (_noun_base(last), *_irregular_bases().get(last, ())):
+        known = _noun_base(last)
+        regular = () if known else tuple(last[: -len(a)] + b for a, b in _NOUN_SUFFIXES if last.endswith(a))  # a word WordNet lacks
+        for base in (known, *regular, *_irregular_bases().get(last, ())):
             spelled = f"{head} {base}" if head else base
             if base and base != last and spelled not in out:
                 out.append(spelled)
@@ -254,6 +377,102 @@ def _irregular_bases() -> dict[str, tuple[str, ...]]:
     for inflected, base in _noun_exceptions():
         out.setdefault(inflected, []).append(base)
     return {inflected: tuple(bases) for inflected, bases in out.items()}
+
+
+#: British spelling -> American, read word by word (``spelling`` rule); WordNet lists both for
+#: some classes ("grey whale", "gray whale") but not inside every longer name
+SPELLING = {
+    "grey": "gray", "greys": "grays", "colour": "color", "coloured": "colored", "sulphur": "sulfur",
+    "centre": "center", "theatre": "theater", "armour": "armor", "armoured": "armored", "whisky": "whiskey",
+    "pyjama": "pajama", "pyjamas": "pajamas", "metre": "meter", "plough": "plow", "snowplough": "snowplow",
+    "racquet": "racket", "moustache": "mustache", "harbour": "harbor", "tyre": "tire", "jewellery": "jewelry",
+    "aluminium": "aluminum", "doughnut": "donut", "catalogue": "catalog", "mould": "mold", "yoghurt": "yogurt",
+    "chilli": "chili", "cosy": "cozy", "mollusc": "mollusk", "sabre": "saber", "calibre": "caliber",
+    "fibre": "fiber", "litre": "liter", "ochre": "ocher", "odour": "odor", "vapour": "vapor",
+    "neighbour": "neighbor", "parlour": "parlor", "savoury": "savory", "flavour": "flavor",
+}  # fmt: skip
+
+#: head words any animal or plant class may take ("pomeranian breed"), beside its hypernym chain
+_ORGANISM_HEADS = frozenset({"breed", "species", "variety", "animal", "plant"})
+
+
+_SPELLING_WORDS = frozenset(SPELLING) | frozenset(SPELLING.values())
+
+
+def american(key: str) -> str:
+    """A normalised key with British spellings read as American ones (``spelling`` rule)."""
+    return " ".join(SPELLING.get(w, w) for w in key.split())
+
+
+def composite_parts(name: str) -> tuple[str, ...]:
+    """The parts of an open_clip composite class name: "baluster / handrail" -> both,
+    "military hat (bearskin or shako)" -> "military hat", "bearskin", "shako"."""
+    if "/" not in name and "(" not in name:
+        return ()
+    parts: list[str] = []
+    for piece in re.split(r"\s*/\s*", name):
+        outer = re.sub(r"\s*\([^)]*\)", "", piece).strip()
+        inner = re.findall(r"\(([^)]*)\)", piece)
+        parts.append(outer)
+        for group in inner:
+            parts.extend(re.split(r"\s+or\s+|\s*,\s*", group.strip()))
+    return tuple(p for p in dict.fromkeys(parts) if p and p != name)
+
+
+@functools.cache
+def _heads_of(wnid: str) -> frozenset[str]:
+    from negvocab.labels.wordnet import load_wordnet
+
+    wn = load_wordnet()
+    synset = wn.synset_from_pos_and_offset("n", int(wnid[1:]))
+    out: set[str] = set()
+    for hyper in synset.closure(lambda s: s.hypernyms() + s.instance_hypernyms()):
+        for lemma in hyper.lemma_names():
+            key = normalise(lemma)
+            out.add(key)
+            out.add(key.rpartition(" ")[2])
+    if synset.lexname() in ("noun.animal", "noun.plant"):
+        out |= _ORGANISM_HEADS
+    return frozenset(out - {""})
+
+
+def _other_wordnet_noun(key: str, wnid: str) -> bool:
+    """Whether ``key`` is a WordNet noun of its own, none of whose senses is the class ``wnid``."""
+    from negvocab.labels.wordnet import load_wordnet
+
+    wn = load_wordnet()
+    words = key.split()
+    spellings = {"_".join(words), "".join(words)}  # WordNet writes "two-piece_suit": try each gap as a hyphen too
+    spellings |= {"_".join(words[:i]) + "-" + "_".join(words[i:]) for i in range(1, len(words))}
+    synsets = {s for spelled in spellings for s in wn.synsets(spelled, "n")}
+    return bool(synsets) and all(s.offset() != int(wnid[1:]) for s in synsets)
+
+
+#: nltk's (and WordNet's) regular noun suffix rules: plural ending -> singular ending
+_NOUN_SUFFIXES = (("s", ""), ("ses", "s"), ("ves", "f"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"), ("ies", "y"))
+
+
+def _plural_only_singulars(key: str, wnid: str) -> list[str]:
+    """Singulars of ``key`` (a form whose last word is a regular plural) that name the class."""
+    head, _, last = key.rpartition(" ")
+    if len(last) < 4 or not last.endswith("s") or last.endswith("ss"):
+        return []
+    from negvocab.labels.wordnet import load_wordnet
+
+    wn = load_wordnet()
+    synset = wn.synset_from_pos_and_offset("n", int(wnid[1:]))
+    related = {synset, *synset.part_meronyms(), *synset.member_meronyms(), *synset.substance_meronyms(),
+               *synset.hyponyms(), *synset.hypernyms(), *synset.part_holonyms()}  # fmt: skip
+    out = []
+    for suffix, ending in _NOUN_SUFFIXES:
+        base = last[: -len(suffix)] + ending if last.endswith(suffix) else ""
+        if not base or base == last or not wn.synsets(base, "n"):
+            continue
+        singular = f"{head} {base}".strip()
+        senses = wn.synsets(singular.replace(" ", "_"), "n")
+        if not senses or senses[0] in related:  # "baluster"; not "bar" (a barroom first)
+            out.append(singular)
+    return out
 
 
 def _with_how(match: Match, how: str) -> Match:

@@ -1,12 +1,16 @@
 """LLM access: OpenAI-compatible client, prompts, request journal, Batch API.
 
 - :mod:`negvocab.llm.prompts`: the templates in ``prompts/`` (shipped in the wheel), content-hashed;
-- :mod:`negvocab.llm.client`: :class:`~negvocab.llm.client.LLMClient` (openai SDK, structured output
-  :class:`~negvocab.llm.client.LabelList`, tenacity retries, Retry-After, concurrency limit);
+- :mod:`negvocab.llm.client`: :class:`~negvocab.llm.client.LLMClient` (openai SDK, tenacity retries,
+  Retry-After, concurrency limit, a total deadline per request, fail-fast on unusable answers);
+- :mod:`negvocab.llm.formats`: response formats (structured output
+  :class:`~negvocab.llm.formats.LabelList`, JSON mode, free text) and how an answer is read;
+- :mod:`negvocab.llm.endpoint`: base URL and key, and the public form of the URL;
 - :mod:`negvocab.llm.journal`: the crash-safe run folder (manifest + fsynced JSONL journal);
 - :mod:`negvocab.llm.run` / :mod:`negvocab.llm.batch`: sending what the journal lacks, synchronously
   or through the Batch API;
-- :mod:`negvocab.llm.cost`: token and dollar estimates (dry run) and prices.
+- :mod:`negvocab.llm.cost`: token and dollar estimates (dry run) and prices;
+- :mod:`negvocab.llm.loop`: running a run's coroutine from synchronous code (also in Jupyter).
 
 The vocabulary builders on top are in :mod:`negvocab.build.llm`.
 """

@@ -26,7 +26,8 @@ from typing import Any
 
 from negvocab.atomic import write_bytes
 from negvocab.errors import ResourceError
-from negvocab.llm.client import RESPONSE_FORMAT, Answer, BadAnswer, LLMClient, add_usage, labels_from_message
+from negvocab.llm.client import Answer, BadAnswer, LLMClient, add_usage, labels_from_message
+from negvocab.llm.formats import messages_for, request_format, snippet
 from negvocab.llm.journal import Journal
 from negvocab.llm.prompts import PromptTemplate
 from negvocab.llm.run import Progress, Request, answered, pending, result_record
@@ -37,15 +38,18 @@ TERMINAL = ("completed", "expired", "cancelled", "failed")
 ENDPOINT = "/v1/chat/completions"
 
 
-def batch_line(req: Request, model: str, temperature: float | None) -> dict[str, Any]:
-    """The Batch API input line of one request."""
-    body: dict[str, Any] = {"model": model, "messages": req.chat(), "response_format": RESPONSE_FORMAT}
+def batch_line(req: Request, model: str, temperature: float | None, mode: str = "json_schema") -> dict[str, Any]:
+    """The Batch API input line of one request, asked in response format ``mode``
+    (:mod:`negvocab.llm.formats`; ``auto`` is ``json_schema`` here: the Batch API honours it)."""
+    mode = "json_schema" if mode == "auto" else mode
+    fmt = request_format(mode)
+    body: dict[str, Any] = {"model": model, "messages": messages_for(mode, req.chat()), **({"response_format": fmt} if fmt else {})}
     if temperature is not None:
         body["temperature"] = temperature
     return {"custom_id": req.custom_id, "method": "POST", "url": ENDPOINT, "body": body}
 
 
-def interpret_line(line: dict[str, Any], req: Request) -> tuple[Answer | None, str]:
+def interpret_line(line: dict[str, Any], req: Request, mode: str = "json_schema") -> tuple[Answer | None, str]:
     """One output/error-file line -> (answer or None for a transport-type failure, error text)."""
     response = line.get("response") or {}
     error = line.get("error")
@@ -61,10 +65,11 @@ def interpret_line(line: dict[str, Any], req: Request) -> tuple[Answer | None, s
     try:
         if choices and choices[0].get("finish_reason") == "length":
             raise BadAnswer("answer cut off at the token limit", "invalid")
-        labels = labels_from_message(message.get("content"), message.get("refusal"), None, req.n, req.min_labels)
+        labels = labels_from_message(message.get("content"), message.get("refusal"), None, req.n, req.min_labels, mode)
     except BadAnswer as e:
-        return Answer(e.status, e.labels, usage, response.get("request_id"), body.get("model"), error=str(e)), str(e)
-    return Answer("ok", labels, usage, response.get("request_id"), body.get("model")), ""
+        text = snippet(e.text) if e.text else None  # the caller masks secrets (LLMClient.scrub)
+        return Answer(e.status, e.labels, usage, response.get("request_id"), body.get("model"), error=str(e), mode=mode, snippet=text), str(e)
+    return Answer("ok", labels, usage, response.get("request_id"), body.get("model"), mode=mode), ""
 
 
 def _failures(journal: Journal) -> Counter[str]:
@@ -114,7 +119,7 @@ async def _find_batch_for_file(client: LLMClient, file_id: str, *, max_scan: int
 
 
 async def _submit(client: LLMClient, journal: Journal, todo: Sequence[Request], number: int) -> str:
-    lines = [batch_line(r, client.model, client.temperature) for r in todo]
+    lines = [batch_line(r, client.model, client.temperature, client.mode) for r in todo]
     data = b"".join(json.dumps(x, ensure_ascii=False).encode("utf-8") + b"\n" for x in lines)
     name = f"batch-input-{number:03d}.jsonl"
     write_bytes(journal.run_dir / name, data)
@@ -250,7 +255,7 @@ async def run_batch(
                     await _create(client, journal, orphan["file_id"], orphan["custom_ids"])
                 continue
             fails = _failures(journal)
-            left = pending(requests, journal)
+            left = pending(requests, journal, failed=False)
             todo = [r for r in left if fails[r.custom_id] < max_submissions]
             undone = [r.custom_id for r in left if fails[r.custom_id] >= max_submissions]
             if not todo:
@@ -274,12 +279,14 @@ async def run_batch(
             if req is None or cid in seen or answered(req, journal):
                 continue
             seen.add(cid)
-            answer, error = interpret_line(line, req)
+            answer, error = interpret_line(line, req, client.mode)
             error = client.scrub(error)
+            if answer is not None and answer.snippet:
+                answer.snippet = client.scrub(answer.snippet)
             final = fails[cid] + 1 >= max_submissions
             if answer is not None and (answer.status in ("ok", "refused") or final):
                 answer.attempts = fails[cid] + 1
-                records.append(result_record(req, answer, template, mode="batch", batch_id=batch_id))
+                records.append(result_record(req, answer, template, mode="batch", batch_id=batch_id, endpoint=client.base_url))
             else:
                 usage = answer.usage if answer is not None else {}
                 records.append({"kind": "attempt_failed", "custom_id": cid, "batch_id": batch_id, "error": error, "usage": usage})

@@ -2,9 +2,14 @@
 
 It talks to OpenAI or any OpenAI-compatible server (vLLM, Ollama, llama.cpp server) through the
 official ``openai`` SDK: the endpoint and key come from ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` or
-the arguments. The answer is structured output: the strict JSON schema of :class:`LabelList`
-(:data:`RESPONSE_FORMAT`, the one the SDK's ``parse`` would send), validated here as in Batch mode,
-so that every answer's token usage is counted, also of an unusable one. Two kinds of trouble are retried with tenacity:
+the arguments. The answer is asked for in a response format (:mod:`negvocab.llm.formats`):
+structured output, the strict JSON schema of :class:`LabelList` (:data:`RESPONSE_FORMAT`, the one
+the SDK's ``parse`` would send), where the server honours it, else JSON mode or free text (``auto``
+settles once per run); it is validated here as in Batch mode, so that every answer's token usage
+is counted, also of an unusable one. Until the first usable answer at most
+:data:`PROBE_CONCURRENCY` requests are in flight, and :data:`FAIL_FAST_AFTER` unusable answers
+before any usable one stop the run with a one-line diagnosis (:class:`FailFast`). Each request has
+a total deadline (``request_timeout``). Two kinds of trouble are retried with tenacity:
 
 - transport: 429 (the ``Retry-After`` / ``retry-after-ms`` wait is honoured, and all requests of
   the client pause for it), 5xx, 408/409, timeouts and dropped connections, with exponential
@@ -22,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import random
 import time
 from collections.abc import Mapping
@@ -30,31 +34,27 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
 from negvocab.errors import InputError, ResourceError
-from negvocab.llm.text import clean_labels
+from negvocab.llm.endpoint import check_base_url, public_url, resolve_endpoint, split_query  # noqa: F401 (public here too)
+from negvocab.llm.formats import (  # noqa: F401 (RESPONSE_FORMAT, LabelList, labels_from_message: public here too)
+    NEXT,
+    RESPONSE_FORMAT,
+    BadAnswer,
+    LabelList,
+    broken_json,
+    check_mode,
+    labels_from_message,
+    likely_fix,
+    messages_for,
+    raw_answer,
+    rejects_format,
+    request_format,
+    snippet,
+)
 from negvocab.redact import redact_urls, url_secrets
 
 log = logging.getLogger(__name__)
 
-
-class LabelList(BaseModel):
-    """The structured answer: a list of label strings."""
-
-    labels: list[str]
-
-
-#: the ``response_format`` the SDK derives from :class:`LabelList` (a strict JSON schema), spelled
-#: out for Batch API request bodies (the tests compare it with the SDK's own)
-RESPONSE_FORMAT: dict[str, Any] = {
-    "type": "json_schema",
-    "json_schema": {
-        "name": "LabelList",
-        "strict": True,
-        "schema": {**LabelList.model_json_schema(), "additionalProperties": False},
-    },
-}
 
 STATUSES = ("ok", "short", "refused", "invalid")
 
@@ -74,9 +74,16 @@ class Answer:
     model: str | None = None
     attempts: int = 1
     error: str | None = None
+    mode: str | None = None  # the response format it was asked in
+    snippet: str | None = None  # the start of an unusable answer, secrets masked
 
 
 CONNECT_TIMEOUT_S = 10.0
+DEFAULT_REQUEST_TIMEOUT_S = 300.0
+#: requests in flight at most until the run's first usable answer
+PROBE_CONCURRENCY = 2
+#: unusable answers before any usable one after which a run stops (a broken setup costs little)
+FAIL_FAST_AFTER = 5
 NOT_OPENAI = "; is the base URL an OpenAI-compatible endpoint (ending in /v1)?"
 
 
@@ -95,20 +102,20 @@ class ServerGaveUp(Exception):
         self.usage = usage or {}
 
 
+class FailFast(ResourceError):
+    """The first answers of a run were all unusable: the run stops with a one-line diagnosis."""
+
+    def __init__(self, message: str, usage: dict[str, int] | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage or {}
+
+
 class _Transient(Exception):
-    def __init__(self, message: str, retry_after: float | None = None, *, connect: bool = False) -> None:
+    def __init__(self, message: str, retry_after: float | None = None, *, connect: bool = False, deadline: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
         self.connect = connect  # no connection was made (refused, unknown host)
-
-
-class BadAnswer(Exception):
-    """An answer that cannot be used as it is (``status``: invalid, short or refused)."""
-
-    def __init__(self, message: str, status: str, labels: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.labels = labels or []
+        self.deadline = deadline  # the request's total deadline passed
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
@@ -134,77 +141,6 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
         return None
 
 
-def resolve_endpoint(base_url: str | None, api_key: str | None, key_name: str = "OPENAI_API_KEY") -> tuple[str | None, str]:
-    """Base URL and key from the arguments or ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
-
-    Whitespace around the key (a Windows ``.env`` line end) is dropped; a key with spaces or control
-    characters inside cannot go into an HTTP header and fails here, naming ``key_name``.
-    """
-    base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").strip() or None
-    api_key = (api_key or os.environ.get("OPENAI_API_KEY") or "").strip() or None
-    if api_key and any(c.isspace() or not c.isprintable() or not c.isascii() for c in api_key):
-        raise InputError(
-            f"the API key in {key_name} contains spaces, control or non-ASCII characters (quotes pasted with it?); "
-            "set it to the key alone"
-        )
-    check_base_url(base_url)
-    if not api_key:
-        where = f" for {base_url}" if base_url else ""
-        raise ResourceError(
-            f"no API key{where}: set {key_name} (any non-empty string for a local server without keys)"
-        )
-    return base_url, api_key
-
-
-def check_base_url(base_url: str | None) -> None:
-    """A one-line InputError unless ``base_url`` (or ``OPENAI_BASE_URL``) is unset or an http(s) URL."""
-    from urllib.parse import urlsplit
-
-    base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").strip()
-    if not base_url:
-        return
-    try:
-        parts = urlsplit(base_url)
-        parts.port  # noqa: B018 (raises for a port out of range)
-    except ValueError as e:
-        raise InputError(f"base URL is malformed ({e}); give e.g. http://localhost:8000/v1 (--base-url or OPENAI_BASE_URL)") from None
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise InputError(
-            f"base URL {public_url(base_url)!r} is not an http(s) URL; give e.g. http://localhost:8000/v1 "
-            "(--base-url or OPENAI_BASE_URL)"
-        )
-
-
-def public_url(base_url: str | None) -> str:
-    """The endpoint as it may be written to files: no user info, no query string."""
-    if not base_url:
-        return "https://api.openai.com/v1"
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(base_url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def labels_from_message(content: str | None, refusal: str | None, parsed: LabelList | None, n: int, min_labels: int) -> list[str]:
-    """The cleaned labels of one answer; raises :class:`BadAnswer` when it is not usable."""
-    if refusal:
-        raise BadAnswer(f"refused: {refusal[:200]}", "refused")
-    if parsed is None:
-        if not content:
-            raise BadAnswer("empty answer", "invalid")
-        try:
-            parsed = LabelList.model_validate_json(content)
-        except ValidationError as e:
-            raise BadAnswer(f"answer is not a LabelList: {e.errors()[0].get('msg', 'invalid')}", "invalid") from e
-    labels = clean_labels(parsed.labels)
-    if len(labels) < min_labels:
-        raise BadAnswer(f"{len(labels)} distinct labels, asked for {n}", "short", labels)
-    return labels
-
-
 def add_usage(total: dict[str, int], usage: Any) -> None:
     if usage is None:
         return
@@ -222,18 +158,30 @@ class LLMClient:
     model : str
         Model name as the server knows it.
     base_url, api_key : str, optional
-        Endpoint and key; default ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
+        Endpoint and key; default ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``. A query string in the
+        base URL (``?api-version=...``, ``?key=...``) is sent with every request.
     concurrency : int
-        Requests in flight at most (an :class:`asyncio.Semaphore`).
+        Requests in flight at most (an :class:`asyncio.Semaphore`); until the first usable answer
+        at most :data:`PROBE_CONCURRENCY`, so a broken setup costs a handful of requests.
     transport_attempts, content_attempts : int
         Attempts per request for transport errors and for unusable answers.
+    content_retry_budget : int, optional
+        Retries of unusable answers in the whole run (default: unbounded); once spent, an
+        unusable answer is recorded as failed at once.
+    response_format : str
+        ``auto`` (default), ``json_schema``, ``json_object`` or ``text`` (:mod:`negvocab.llm.formats`).
+    start_mode : str, optional
+        With ``auto``: the mode to start in (the one an earlier session of the run settled on).
     wait_base, wait_max : float
         Exponential backoff: ``wait_base * 2**k`` seconds (with jitter), at most ``wait_max``;
         a server's ``Retry-After`` is honoured up to ``retry_after_max``.
     temperature : float, optional
         Sampling temperature sent with each request (``None``: the server's default).
+    request_timeout : float
+        Total seconds one request may take, all its attempts and backoff waits included (a rate
+        limit's pause is not counted): a server that hangs or drips bytes is given up on.
     timeout : float
-        Seconds per HTTP request.
+        Seconds per HTTP attempt at most (within ``request_timeout``).
     key_name : str
         Where the key came from (an environment variable), for error messages.
     """
@@ -247,10 +195,14 @@ class LLMClient:
         concurrency: int = 16,
         transport_attempts: int = 8,
         content_attempts: int = 3,
+        content_retry_budget: int | None = None,
+        response_format: str = "auto",
+        start_mode: str | None = None,
         wait_base: float = 1.0,
         wait_max: float = 60.0,
         retry_after_max: float = 600.0,
         temperature: float | None = 1.0,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT_S,
         timeout: float = 120.0,
         key_name: str = "OPENAI_API_KEY",
     ) -> None:
@@ -258,32 +210,50 @@ class LLMClient:
             raise InputError(f"concurrency must be >= 1, got {concurrency}")
         if transport_attempts < 1 or content_attempts < 1:
             raise InputError("transport_attempts and content_attempts must be >= 1")
+        if not request_timeout > 0:
+            raise InputError(f"request timeout must be > 0 seconds, got {request_timeout}")
         import openai
 
         self.model = model
+        self.requested = check_mode(response_format)
+        self.mode = (check_mode(start_mode) if start_mode and start_mode != "auto" else "json_schema") if self.requested == "auto" else self.requested
+        self.switches: list[dict[str, str]] = []
         base_url, key = resolve_endpoint(base_url, api_key, key_name)
         self.base_url = public_url(base_url)
         self.key_name = key_name
         self._secrets = [key, *url_secrets(base_url)]
         self.sdk = openai  # the SDK module (exception classes)
         # a short connect timeout: a host that drops connections must not cost `timeout` per try
+        self.request_timeout = request_timeout
+        timeout = min(timeout, request_timeout)
         limits = openai.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S))
-        self.client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=limits)
+        sdk_url, query = split_query(base_url)
+        self.client = openai.AsyncOpenAI(api_key=key, base_url=sdk_url, max_retries=0, timeout=limits, default_query=query or None)
         self.concurrency = concurrency
         self._sem = asyncio.Semaphore(concurrency)
         self.transport_attempts = transport_attempts
         self.content_attempts = content_attempts
+        self.content_retry_budget = content_retry_budget
+        self.content_retries = 0
         self.wait_base = wait_base
         self.wait_max = wait_max
         self.retry_after_max = retry_after_max
         self.temperature = temperature
         self._paused_until = 0.0
         self.reached = False  # whether the server has answered anything (an error status counts)
+        self.proven = False  # whether an answer was usable (ok): until then few requests go out at once
+        self.format_seen = False  # whether an answer came in the current mode's format
+        self.unusable = 0  # unusable answers (attempts) before the first usable one
+        self._last_bad: BadAnswer | None = None
+        self._failed: FailFast | None = None
+        self._probing = 0
+        self._probe_changed = asyncio.Event()
         self.in_flight = 0  # requests sent and not yet answered
+        self.last_answer = time.monotonic()  # when the server last answered (for a heartbeat)
         self._draining = False
 
     def __repr__(self) -> str:  # never shows the key
-        return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
+        return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency}, mode={self.mode!r})"
 
     def scrub(self, text: str) -> str:
         """``text`` with the API key and any URL's password and query masked (error messages echo them)."""
@@ -295,6 +265,7 @@ class LLMClient:
         """Send nothing new: requests not yet sent raise :class:`NotSent`, those in flight finish
         without further retries (an interrupted run keeps the answers it has paid for)."""
         self._draining = True
+        self._probe_changed.set()
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -309,7 +280,8 @@ class LLMClient:
     async def ask(
         self, messages: list[dict[str, str]], n: int, *, min_labels: int | None = None, trace_id: str | None = None
     ) -> Answer:
-        """Ask for ``n`` labels; retries, then returns an :class:`Answer` (or raises :class:`ServerGaveUp`).
+        """Ask for ``n`` labels; retries, then returns an :class:`Answer` (or raises :class:`ServerGaveUp`,
+        or :class:`FailFast` when the run's first answers are all unusable).
 
         ``trace_id`` goes out in the ``X-Client-Request-Id`` header (``negvocab:<trace_id>:<try>``),
         which OpenAI and many proxies log, so a request can be traced on the server side.
@@ -320,7 +292,9 @@ class LLMClient:
         async with self._sem:
             if self._draining:
                 raise NotSent("the run was interrupted before this request was sent")
-            self.in_flight += 1
+            if self._failed is not None:
+                raise self._failed
+            tries.deadline = time.monotonic() + self.request_timeout
             try:
                 async for try_ in AsyncRetrying(
                     retry=retry_if_exception_type((_Transient, BadAnswer)),
@@ -329,87 +303,212 @@ class LLMClient:
                     reraise=True,
                 ):
                     with try_:
-                        answer = await self._attempt(messages, n, tries, trace_id)
+                        answer = await self._probed(messages, n, tries, trace_id)
             except _Transient as e:
                 if tries.best:  # a short answer came before the server gave up: keep what was paid for
-                    return Answer("short", tries.best, dict(tries.usage), None, None, tries.total, f"then {e}")
+                    return self._failed_answer("short", tries, f"then {e}")
                 raise ServerGaveUp(f"{self.base_url}: {e} after {tries.transport} attempts", dict(tries.usage)) from None
             except BadAnswer as e:
                 if len(tries.best) > len(e.labels):  # an earlier attempt gave more (a short list)
-                    return Answer("short", tries.best, dict(tries.usage), None, None, tries.total, str(e))
-                return Answer(e.status, e.labels, dict(tries.usage), None, None, tries.total, str(e))
+                    return self._failed_answer("short", tries, str(e), e)
+                return self._failed_answer(e.status, tries, str(e), e, e.labels)
+            except FailFast:
+                raise
             except (ResourceError, NotSent) as e:  # fatal (quota, key) or interrupted: keep a paid short list
                 if tries.best:
-                    return Answer("short", tries.best, dict(tries.usage), None, None, tries.total, f"then {e}")
+                    return self._failed_answer("short", tries, f"then {e}")
                 raise
-            finally:
-                self.in_flight -= 1
         answer.attempts = tries.total + 1
         return answer
 
+    def _failed_answer(self, status: str, tries: _Tries, error: str, bad: BadAnswer | None = None, labels: list[str] | None = None) -> Answer:
+        text = snippet(self.scrub(bad.text)) if bad is not None and bad.text else None
+        return Answer(status, list(tries.best if labels is None else labels), dict(tries.usage), None, tries.model, tries.total, error, self.mode, text)
+
     def _should_stop(self, tries: _Tries, exc: BaseException | None) -> bool:
-        if self._draining:
+        if self._draining or self._failed is not None:
             return True
         if isinstance(exc, _Transient):
+            if exc.deadline or time.monotonic() >= tries.deadline:
+                return True
             # a server never reached is most likely down or misnamed: one retry, not the full backoff
             limit = self.transport_attempts if self.reached or not exc.connect else min(2, self.transport_attempts)
             return tries.transport >= limit
-        self.reached = True  # an unusable answer is still an answer
-        return tries.content >= self.content_attempts
+        if tries.content >= self.content_attempts or time.monotonic() >= tries.deadline:
+            return True
+        if self.content_retry_budget is not None and self.content_retries >= self.content_retry_budget:
+            if self.content_retries == self.content_retry_budget:
+                log.warning(
+                    "%s: %d unusable answers were asked again in this run, the most it retries; further unusable "
+                    "answers are recorded as failed at once (the next run asks them again)", self.base_url, self.content_retries,
+                )
+                self.content_retries += 1  # said once
+            return True
+        self.content_retries += 1
+        return False
 
     def _backoff(self, tries: _Tries, exc: BaseException | None) -> float:
         if not isinstance(exc, _Transient):
             return 0.0
+        left = max(0.0, tries.deadline - time.monotonic())
         if exc.retry_after is not None:
-            return min(exc.retry_after, self.retry_after_max)
-        return min(self.wait_max, self.wait_base * 2 ** (tries.transport - 1)) * random.uniform(0.5, 1.0)
+            wait = min(exc.retry_after, self.retry_after_max)
+            tries.deadline += wait  # the server asked for the wait: not counted against the deadline
+            return wait
+        return min(left, min(self.wait_max, self.wait_base * 2 ** (tries.transport - 1)) * random.uniform(0.5, 1.0))
+
+    async def _probed(self, messages: list[dict[str, str]], n: int, tries: _Tries, trace_id: str | None) -> Answer:
+        """:meth:`_attempt`, at most :data:`PROBE_CONCURRENCY` at once until an answer is usable."""
+        while not self.proven and self._probing >= PROBE_CONCURRENCY and not self._draining and self._failed is None:
+            self._probe_changed.clear()
+            await self._probe_changed.wait()
+        probing = not self.proven
+        self._probing += probing
+        try:
+            return await self._attempt(messages, n, tries, trace_id)
+        finally:
+            self._probing -= probing
+            self._probe_changed.set()
 
     async def _attempt(self, messages: list[dict[str, str]], n: int, tries: _Tries, trace_id: str | None) -> Answer:
         """One request: an :class:`Answer`, or :class:`_Transient` / :class:`BadAnswer` to retry."""
-        await self._gate()
+        tries.deadline += await self._gate()  # a rate limit's pause does not count against the deadline
         if self._draining:  # interrupted while this request waited (a pause or a retry's backoff)
             raise NotSent("the run was interrupted before this attempt was sent")
+        if self._failed is not None:
+            raise self._failed
         headers = {"X-Client-Request-Id": f"negvocab:{trace_id}:{tries.total}"} if trace_id else None
-        try:
-            completion = await self.client.chat.completions.create(
-                model=self.model,
-                messages=messages,  # type: ignore[arg-type]
-                response_format=RESPONSE_FORMAT,  # type: ignore[arg-type]
-                extra_headers=headers,
-                **({"temperature": self.temperature} if self.temperature is not None else {}),
-            )
-        except Exception as e:
-            err = self._classify(e, tries)
-            if err is e:
+        while True:
+            mode = self.mode
+            try:
+                completion = await self._create(messages, mode, headers, tries)
+                break
+            except FailFast:
                 raise
-            raise err from e
+            except Exception as e:
+                if self._switch_on_rejection(e, mode):
+                    continue  # asked again at once in the next mode: not an attempt
+                err = self._classify(e, tries)
+                if err is e:
+                    raise
+                raise err from e
         self.reached = True
+        self.last_answer = time.monotonic()
         if not hasattr(completion, "choices") or not isinstance(completion.choices, list):
             # an HTTP 200 that is no chat completion: an HTML page, plain text, a proxy's error body
             tries.transport += 1
             raise _Transient(f"the server answered HTTP 200 with no chat completion ({type(completion).__name__}){NOT_OPENAI}")
         add_usage(tries.usage, completion.usage)  # every answer is billed, usable or not
-        if not completion.choices:
-            tries.content += 1
-            raise BadAnswer("answer has no choices", "invalid")
-        choice = completion.choices[0]
-        if choice.finish_reason in ("length", "content_filter"):
-            tries.content += 1
-            if choice.finish_reason == "length":
-                raise BadAnswer("answer cut off at the token limit", "invalid")
-            raise BadAnswer("answer withheld by the content filter", "refused")
-        message = choice.message
+        tries.model = completion.model or tries.model
         try:
-            labels = labels_from_message(message.content, getattr(message, "refusal", None), None, n, tries.need)
+            labels, mode = self._read(completion, n, tries, mode)
         except BadAnswer as e:
+            self._unusable(e, tries)
             if e.status == "refused":
                 status, labels = ("short", tries.best) if tries.best else ("refused", [])  # keep a paid short list
-                return Answer(status, labels, dict(tries.usage), _request_id(completion), completion.model, error=str(e))
+                ans = self._failed_answer(status, tries, str(e), e, labels)
+                ans.request_id = _request_id(completion)
+                return ans
             tries.content += 1
             if len(e.labels) > len(tries.best):
                 tries.best = list(e.labels)
             raise
-        return Answer("ok", labels, dict(tries.usage), _request_id(completion), completion.model)
+        self.proven = self.format_seen = True
+        self._probe_changed.set()
+        return Answer("ok", labels, dict(tries.usage), _request_id(completion), completion.model, mode=mode)
+
+    async def _create(self, messages: list[dict[str, str]], mode: str, headers: dict[str, str] | None, tries: _Tries) -> Any:
+        """The SDK call in ``mode``, within what is left of the request's deadline."""
+        fmt = request_format(mode)
+        call = self.client.chat.completions.create(
+            model=self.model,
+            messages=messages_for(mode, messages),  # type: ignore[arg-type]
+            extra_headers=headers,
+            **({"response_format": fmt} if fmt is not None else {}),
+            **({"temperature": self.temperature} if self.temperature is not None else {}),
+        )
+        left = tries.deadline - time.monotonic()
+        self.in_flight += 1
+        try:
+            async with asyncio.timeout(max(0.01, left)):  # no extra task per request, unlike wait_for
+                return await call
+        except TimeoutError:
+            tries.transport += 1
+            raise _Transient(f"no complete answer within the {self.request_timeout:g} s request deadline (--request-timeout)", deadline=True) from None
+        finally:
+            self.in_flight -= 1
+
+    def _read(self, completion: Any, n: int, tries: _Tries, mode: str) -> tuple[list[str], str]:
+        """The labels of an answer asked in ``mode``, and the mode it was read in: in ``auto`` mode,
+        a first answer that is not the schema's JSON moves the run to ``json_object`` (the server
+        ignores the format) and is read so."""
+        if not completion.choices:
+            raise BadAnswer("answer has no choices", "invalid", kind="no_choices", text=raw_answer(completion))
+        choice = completion.choices[0]
+        message = choice.message
+        content = getattr(message, "content", None)
+        if choice.finish_reason == "length":
+            raise BadAnswer("answer cut off at the token limit", "invalid", kind="cut_off", text=content)
+        if choice.finish_reason == "content_filter":
+            raise BadAnswer("answer withheld by the content filter", "refused", kind="refused", text=content)
+        refusal = getattr(message, "refusal", None)
+        try:
+            labels = labels_from_message(content, refusal, None, n, tries.need, mode)
+        except BadAnswer as e:
+            if e.kind == "short":
+                self.format_seen = True
+            moved = self.mode != mode  # asked before the run moved on: read as the run reads now
+            if e.kind != "not_schema" or self.requested != "auto" or broken_json(content) or (self.format_seen and not moved):
+                raise  # broken JSON is an attempt at the schema cut short, not a server ignoring it
+            read_as = self.mode if moved else NEXT[mode]
+            try:
+                labels = labels_from_message(content, refusal, None, n, tries.need, read_as)
+            except BadAnswer as again:
+                if again.kind != "short" and not moved:
+                    raise e from None  # no list in any form: an unusable answer, not a format to leave
+                if not moved:
+                    self._switch(read_as, "its answers are not the JSON schema's (the server ignores response_format)")
+                raise
+            if not moved:
+                self._switch(read_as, "its answers are not the JSON schema's (the server ignores response_format)")
+            return labels, read_as
+        return labels, mode
+
+    def _switch_on_rejection(self, e: Exception, mode: str) -> bool:
+        """In ``auto`` mode, whether ``e`` is the server refusing ``mode`` (then the run moves on)."""
+        if self.requested != "auto" or not isinstance(e, self.sdk.APIStatusError) or mode not in NEXT:
+            return False
+        if not rejects_format(e.status_code, self._detail(e)):
+            return False
+        if self.mode == mode:
+            self._switch(NEXT[mode], f"it rejects response_format {mode} (HTTP {e.status_code}: {self._detail(e)[:120]})")
+        return True
+
+    def _switch(self, to: str, why: str) -> None:
+        log.warning(
+            "%s: %s; this run now asks in response format %s, not %s (--response-format %s starts there)",
+            self.base_url, why, to, self.mode, to,
+        )
+        self.switches.append({"from": self.mode, "to": to, "why": why[:200]})
+        self.mode = to
+        self.format_seen = False
+
+    def _unusable(self, e: BadAnswer, tries: _Tries) -> None:
+        """Count an unusable answer; the :data:`FAIL_FAST_AFTER`-th before any usable one stops the run."""
+        if self.proven:
+            return
+        self.unusable += 1
+        self._last_bad = e
+        if self.unusable >= FAIL_FAST_AFTER and self._failed is None:
+            fix = likely_fix(e.kind, self.mode, self.requested, self.model, len(e.labels))
+            said = f"; the server returned: {snippet(self.scrub(e.text))!r}" if e.text else ""
+            self._failed = FailFast(
+                f"{self.base_url}: the first {self.unusable} answers of this run were unusable ({e}; response format "
+                f"{self.mode}), so the run stopped{said}; likely fix: {fix}",
+                dict(tries.usage),
+            )
+            self._probe_changed.set()
+            raise self._failed
 
     def _classify(self, e: Exception, tries: _Tries) -> Exception:
         """What an exception of the SDK call means: a transient error or a fatal one."""
@@ -434,10 +533,13 @@ class LLMClient:
             return _Transient(f"{what} ({type(e).__name__})", connect=connect)
         return e
 
-    async def _gate(self) -> None:
+    async def _gate(self) -> float:
+        """Wait out a rate limit's pause; the seconds waited."""
         delay = self._paused_until - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
+            return delay
+        return 0.0
 
     def _pause(self, seconds: float) -> None:
         seconds = min(seconds, self.retry_after_max)
@@ -461,7 +563,13 @@ class LLMClient:
             return ResourceError(f"{self.base_url}: model {self.model!r} or endpoint not found (HTTP 404): {detail}{hint}")
         if code == 429:
             return ResourceError(f"{self.base_url}: out of quota (HTTP 429 insufficient_quota): {detail}")
-        return ResourceError(f"{self.base_url}: request rejected (HTTP {code}): {detail}")
+        hint = ""
+        if rejects_format(code, detail):
+            hint = f"; the server does not take response format {self.mode}: try --response-format " + (" or ".join(
+                m for m in ("json_object", "text") if m != self.mode) or "auto")
+        elif code in (400, 422) and self.mode != "text":
+            hint = "; if the server does not support structured output, try --response-format text"
+        return ResourceError(f"{self.base_url}: request rejected (HTTP {code}): {detail}{hint}")
 
 
 @dataclass
@@ -473,6 +581,8 @@ class _Tries:
     content: int = 0
     usage: dict[str, int] = field(default_factory=dict)
     best: list[str] = field(default_factory=list)  # the longest short list answered so far
+    deadline: float = float("inf")  # time.monotonic() by which the request gives up
+    model: str | None = None  # the model as the server named it
 
     @property
     def total(self) -> int:

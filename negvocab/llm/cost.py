@@ -84,13 +84,19 @@ class CostEstimate:
     usd: float | None
     batch: bool
     held_by_batch: int = 0
+    #: of ``requests``, those whose earlier answer failed (no usable list) and are asked again
+    failed_again: int = 0
+    #: recorded failures that this mode does not ask again (the Batch API; a synchronous run does)
+    failed_kept: int = 0
 
     def summary(self) -> str:
         cost = (f"${self.usd:,.2f}" if self.usd >= 1 else f"${self.usd:.4f}") if self.usd is not None else "unknown (no price for this model; pass --price-in/--price-out)"
         mode = "Batch API" if self.batch else "synchronous API"
         held = f"; {self.held_by_batch} of them are in an uncollected batch: re-run with --batch" if self.held_by_batch else ""
+        again = f"{self.failed_again} failed before and asked again, " if self.failed_again else ""
+        kept = f", {self.failed_kept} of them failed (a run without --batch asks them again)" if self.failed_kept else ""
         return (
-            f"{self.requests} requests to send ({self.already_done} already in the journal{held}), "
+            f"{self.requests} requests to send ({again}{self.already_done} already in the journal{kept}{held}), "
             f"~{self.prompt_tokens:,} prompt + ~{self.completion_tokens:,} completion tokens, "
             f"estimated cost {cost} ({self.model}, {mode})"
         )

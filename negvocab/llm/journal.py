@@ -5,7 +5,9 @@ request id, model, prompt name and hash), plus Batch API bookkeeping lines (``ba
 ``batch``, ``batch_done``, ``attempt_failed``). Each append is written, flushed and fsynced before
 the request counts as done, so a process killed at any moment (kill -9) loses at most the lines
 being written: a torn last line (no final newline, or not JSON) is detected, reported and cut off
-on the next open. A request whose result is in the journal is never sent again, and while a
+on the next open. Every line ends with a CRC-32 of itself (``"crc32"``), so a bit that changes on
+disk is reported instead of read as a label (lines of older journals, without it, still read).
+A request whose result is in the journal is never sent again, and while a
 process writes the folder it holds an exclusive lock on it (``.lock``, released by the OS when the
 process ends), so a second process running the same command is refused instead of paying twice.
 
@@ -25,13 +27,15 @@ import hashlib
 import json
 import logging
 import os
+import re
 import time
+import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from negvocab.atomic import write_json
-from negvocab.errors import InputError
+from negvocab.errors import InputError, ResourceError
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +43,29 @@ JOURNAL_VERSION = 1
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
 LOCK = ".lock"
+#: the checksum every line ends with: CRC-32 of the line as if the field were not there
+_CRC = re.compile(rb',"crc32":"([0-9a-f]{8})"\}$')
+
+
+def encode_line(record: Mapping[str, Any]) -> bytes:
+    """One journal line: compact JSON ending in a ``crc32`` field over the rest of the line."""
+    body = json.dumps(dict(record), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    crc = b'"crc32":"%08x"}' % zlib.crc32(body)
+    return (body[:-1] + (b"," if body != b"{}" else b"") + crc) + b"\n"
+
+
+def decode_line(raw: bytes) -> Any:
+    """The record of a journal line; ValueError when its checksum does not match (a changed bit).
+    Lines without a checksum (journals of older versions) are read as they are."""
+    found = _CRC.search(raw)
+    if found is not None:
+        body = raw[: found.start()] + b"}"
+        if zlib.crc32(body) != int(found.group(1), 16):
+            raise ValueError("checksum mismatch: its bytes changed after it was written (a disk or memory fault)")
+    record = json.loads(raw)
+    if found is not None and isinstance(record, dict):
+        record.pop("crc32", None)
+    return record
 
 
 def identity_hash(identity: Mapping[str, Any]) -> str:
@@ -216,6 +243,13 @@ class Journal:
             },
         )
 
+    def update_manifest(self, fields: Mapping[str, Any]) -> None:
+        """Add or replace manifest ``fields`` that are not the identity (e.g. the response format a
+        run settled on); written atomically, the identity untouched."""
+        manifest = read_manifest(self.run_dir)
+        manifest.update({k: v for k, v in fields.items() if k not in ("identity", "identity_sha256", "journal_version")})
+        write_json(self.run_dir / MANIFEST, manifest)
+
     # -- reading ----------------------------------------------------------------------------------
     def _load(self) -> None:
         if not self.path.exists():
@@ -232,7 +266,7 @@ class Journal:
             try:
                 if last:  # no newline after it: torn by a crash mid-write
                     raise ValueError("no final newline")
-                record = json.loads(raw)
+                record = decode_line(raw)
                 _check_record(record)
             except ValueError as e:
                 if last or all(not x.strip() for x in lines[i + 1 :]):
@@ -275,26 +309,46 @@ class Journal:
         recs = [dict(r) for r in records]
         if not recs:
             return
-        payload = b"".join(
-            json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n" for r in recs
-        )
-        self._fh.write(payload)
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        payload = b"".join(encode_line(r) for r in recs)
+        try:
+            self._fh.write(payload)
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError as e:  # a full disk: one line; the next open cuts a torn tail
+            raise self.write_error(e) from None
         for r in recs:
             self._remember(r)
 
+    def write_error(self, e: OSError) -> ResourceError:
+        """The one-line error for a journal that cannot be written (a full disk, a quota, I/O)."""
+        return ResourceError(
+            f"cannot write the run journal {self.path}: {e.strerror or e}; free space there and re-run the "
+            "same command (every answer journaled before is kept)"
+        )
+
     def close(self) -> None:
+        """Close the journal and release the lock; a write that fails here (lines still buffered
+        after a full disk) is a one-line :class:`ResourceError`."""
+        error = None
         if self._fh is not None and not self._fh.closed:
-            self._fh.close()
+            try:
+                self._fh.close()
+            except OSError as e:
+                error = self.write_error(e)
         if self._lock_fh is not None and not self._lock_fh.closed:
             self._lock_fh.close()  # releases the lock
+        if error is not None:
+            raise error
 
     def __enter__(self) -> Journal:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        try:
+            self.close()
+        except ResourceError:
+            if exc_type is None:  # else the error already under way is the one to show
+                raise
 
     # -- queries ----------------------------------------------------------------------------------
     def of_kind(self, kind: str) -> list[dict[str, Any]]:

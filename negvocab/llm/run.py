@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from negvocab.errors import ResourceError
-from negvocab.llm.client import Answer, LLMClient, NotSent, ServerGaveUp
-from negvocab.llm.journal import JOURNAL, Journal, custom_id, identity_hash
+from negvocab.llm.client import Answer, FailFast, LLMClient, NotSent, ServerGaveUp
+from negvocab.llm.journal import Journal, custom_id, identity_hash
 from negvocab.llm.prompts import PromptTemplate
 
 log = logging.getLogger(__name__)
@@ -61,18 +61,24 @@ def answered(req: Request, journal: Journal) -> bool:
     return journal.answer(req.custom_id, req.sha256) is not None
 
 
-#: the recorded failures that ``retry_failed`` asks again
+#: the recorded failures that every run asks again: no usable list came back (never final)
+FAILED = ("refused", "invalid")
+#: the recorded failures that ``retry_failed`` asks again too (a short list is kept meanwhile)
 RETRYABLE = ("refused", "invalid", "short")
 
 
-def pending(requests: Iterable[Request], journal: Journal, *, retry_failed: bool = False) -> list[Request]:
-    """The requests without an answer in ``journal`` (in the given order); with ``retry_failed``
-    also those whose recorded answer is a failure (refused, invalid, short)."""
-    return [
-        r
-        for r in requests
-        if (rec := journal.answer(r.custom_id, r.sha256)) is None or (retry_failed and rec.get("status") in RETRYABLE)
-    ]
+def pending(requests: Iterable[Request], journal: Journal, *, retry_failed: bool = False, failed: bool = True) -> list[Request]:
+    """The requests without an answer in ``journal`` (in the given order), and those whose recorded
+    answer is a failure with no labels (refused, invalid; not with ``failed=False``); with
+    ``retry_failed`` also the short ones."""
+    again = RETRYABLE if retry_failed else FAILED if failed else ()
+    return [r for r in requests if (rec := journal.answer(r.custom_id, r.sha256)) is None or rec.get("status") in again]
+
+
+def failed_before(requests: Iterable[Request], journal: Journal, statuses: tuple[str, ...] = FAILED) -> int:
+    """How many of ``requests`` have a recorded answer with one of ``statuses`` (default: the
+    failures every synchronous run asks again; ``RETRYABLE`` for all that can be asked again)."""
+    return sum(1 for r in requests if (rec := journal.answer(r.custom_id, r.sha256)) is not None and rec.get("status") in statuses)
 
 
 def result_record(req: Request, answer: Answer, template: PromptTemplate, *, mode: str, **extra: Any) -> dict[str, Any]:
@@ -95,6 +101,8 @@ def result_record(req: Request, answer: Answer, template: PromptTemplate, *, mod
         "attempts": answer.attempts,
         "error": answer.error,
         "mode": mode,
+        "response_format": answer.mode,
+        **({"snippet": answer.snippet} if answer.snippet else {}),
         "time": round(time.time(), 3),
         **extra,
     }
@@ -129,13 +137,10 @@ class _Writer:
             if items:
                 try:
                     self.journal.append(items)
-                except OSError as e:  # a full disk: surfaced on the next put / close, in one line
-                    self.error = ResourceError(
-                        f"cannot write the run journal {self.journal.run_dir / JOURNAL}: {e.strerror or e}; free space "
-                        "there and re-run the same command (every answer journaled before is kept)"
-                    )
+                except OSError as e:  # surfaced on the next put / close, in one line
+                    self.error = self.journal.write_error(e)
                     return
-                except BaseException as e:
+                except BaseException as e:  # a full disk (ResourceError) among them
                     self.error = e
                     return
             if closed and not items:
@@ -148,6 +153,12 @@ class _Writer:
         self._thread.join()
         if self.error is not None:
             raise self.error
+
+
+#: longest quiet spell between heartbeat lines while a run waits for its server
+HEARTBEAT_S = 20.0
+#: after Ctrl-C, the questions under way are given up when no answer came for this long
+INTERRUPT_QUIET_S = 1.0
 
 
 async def run_sync(
@@ -165,6 +176,8 @@ async def run_sync(
     in a row as run at once (``client.concurrency``, at most all of them) give up, the server is
     taken to be down or unreachable: the run stops with a :class:`ResourceError` instead of waiting
     out the retries of every remaining request (everything answered is journaled; re-run to resume).
+    While nothing comes back, a heartbeat line says what the run waits for; Ctrl-C sends nothing
+    new and waits for the questions under way only while the server keeps answering.
     """
     total = len(requests)
     done = 0
@@ -183,6 +196,11 @@ async def run_sync(
             answer = await client.ask(req.chat(), req.n, min_labels=req.min_labels, trace_id=f"{tag}:{req.custom_id}")
         except NotSent:
             return
+        except FailFast as e:
+            if e.usage:  # the tokens of the unusable answers are counted in the cost
+                writer.put({"kind": "attempt_failed", "custom_id": req.custom_id, "error": str(e)[:300], "usage": e.usage, "mode": "sync"})
+                e.usage = {}
+            raise
         except ServerGaveUp as e:
             if not client.reached:
                 raise ResourceError(
@@ -205,12 +223,13 @@ async def run_sync(
             answered += 1
             if answer.status != "ok":
                 log.warning("%s: %s (%s)", req.custom_id, answer.status, answer.error)
-            writer.put(result_record(req, answer, template, mode="sync"))
+            writer.put(result_record(req, answer, template, mode="sync", endpoint=client.base_url))
         done += 1
         if on_progress is not None:
             on_progress(done, total)
 
     tasks = [asyncio.ensure_future(one(r)) for r in requests]
+    beat = asyncio.ensure_future(_heartbeat(client))
     try:
         try:
             if tasks:  # asyncio.wait, unlike gather, leaves the tasks running when the run is interrupted
@@ -225,13 +244,41 @@ async def run_sync(
                     "interrupted: sending nothing new; waiting for the %d questions under way to be answered "
                     "and journaled (sent ones are paid for); Ctrl-C again to stop at once", client.in_flight,
                 )
-            await asyncio.wait(tasks)
+                await _finish_in_flight(tasks, client)
             raise
-        except BaseException:
+        finally:
+            beat.cancel()
             for t in tasks:
                 t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+            await asyncio.gather(beat, *tasks, return_exceptions=True)  # every task's outcome retrieved
     finally:
+        if client.switches:  # the response format the run settled on, for the manifest and the next session
+            writer.put({"kind": "response_format", "requested": client.requested, "used": client.mode, "switches": client.switches, "time": round(time.time(), 3)})
         await asyncio.to_thread(writer.close)
     return gave_up
+
+
+async def _heartbeat(client: LLMClient) -> None:
+    """Say what the run waits for whenever the server has not answered for a while (also without -v)."""
+    every = min(HEARTBEAT_S, max(1.0, client.request_timeout / 3))
+    while True:
+        await asyncio.sleep(every)
+        quiet = time.monotonic() - client.last_answer
+        if client.in_flight and quiet >= every:
+            log.warning(
+                "waiting for %s: %d requests under way, no answer for %.0f s (each gives up after %g s, --request-timeout)",
+                client.base_url, client.in_flight, quiet, client.request_timeout,
+            )
+
+
+async def _finish_in_flight(tasks: Sequence[asyncio.Future[None]], client: LLMClient) -> None:
+    """Wait for the interrupted run's questions under way while answers keep coming; give up the
+    rest once none came for :data:`INTERRUPT_QUIET_S` (a hanging server must not hold Ctrl-C)."""
+    since = time.monotonic()
+    left = [t for t in tasks if not t.done()]
+    while left and client.in_flight:
+        _, still = await asyncio.wait(left, timeout=INTERRUPT_QUIET_S / 5)
+        left = list(still)
+        if left and client.in_flight and time.monotonic() - max(client.last_answer, since) >= INTERRUPT_QUIET_S:
+            log.warning("no answer for %.1f s: giving up the %d questions under way (a re-run asks them again)", INTERRUPT_QUIET_S, client.in_flight)
+            return

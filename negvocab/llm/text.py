@@ -1,41 +1,27 @@
-"""Cleaning of label strings proposed by a language model.
-
-Models decorate list items ("1. Snow leopard.", "- **lynx**", "\"ocelot\""); a label is kept as
-a short lower-case phrase with single spaces, in Unicode NFKC form without zero-width characters,
-so that the same category proposed in two rounds (or spelled with other code points) counts once.
-A letter with a dot starts many species names ("T. rex", "E. coli"), so only ``a)`` and ``(a)``
-count as letter list markers.
-"""
+"""Cleaning of label strings proposed by a language model: the one normaliser of
+:mod:`negvocab.labels.clean`, re-exported here for the LLM layer (and older imports), and applied
+again to journaled answers when a vocabulary is built, so journals written by an older normaliser
+get today's cleaning too."""
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
 
-_NUMBERING = re.compile(r"^\s*(?:[-*\u2022\u2013]+|\(?\d{1,3}[.):]|\(?[a-zA-Z]\))\s+")
-_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
-_WS = re.compile(r"\s+")
-_STRIP = " \t\r\n\"'`*_.,;:!?\u201c\u201d\u2018\u2019"
+from negvocab.labels.clean import CleanResult, clean_label, clean_labels, clean_labels_report, parse_label_list
+
+__all__ = ["CleanResult", "clean_label", "clean_labels", "clean_labels_report", "parse_label_list", "reclean_results"]
 
 
-def clean_label(text: str) -> str:
-    """One label: list markers, quotes, markdown emphasis and end punctuation removed, lower case.
-
-    >>> clean_label(' 2. **Snow  Leopard**. ')
-    'snow leopard'
-    """
-    s = unicodedata.normalize("NFKC", str(text)).translate(_INVISIBLE)
-    s = _NUMBERING.sub("", s)
-    s = _WS.sub(" ", s).strip(_STRIP).strip()
-    return s.lower()
-
-
-def clean_labels(raw: Iterable[str]) -> list[str]:
-    """Cleaned labels, empty ones dropped, repeats dropped (first occurrence kept)."""
-    out: dict[str, None] = {}
-    for item in raw:
-        label = clean_label(item)
-        if label:
-            out.setdefault(label, None)
-    return list(out)
+def reclean_results(results: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, dict[str, Any]], CleanResult]:
+    """Journal results with their labels cleaned again (``raw_labels`` when a record keeps them,
+    else ``labels``), and what cleaning changed and dropped over all of them (for the provenance)."""
+    out: dict[str, dict[str, Any]] = {}
+    total = CleanResult()
+    for cid, rec in results.items():
+        raw = rec.get("raw_labels") or rec.get("labels") or []
+        report = clean_labels_report(raw)
+        out[cid] = {**rec, "labels": report.labels}
+        total.changed.update(report.changed)
+        total.dropped.extend(d for d in report.dropped if d not in total.dropped)
+    return out, total

@@ -44,6 +44,7 @@ CONVENTIONS: tuple[str, ...] = ("paper", "hendrycks", "openood")
 __all__ = [
     "CONVENTIONS",
     "ConfidenceInterval",
+    "OperatingPoint",
     "UndefinedMetricWarning",
     "aupr_in",
     "aupr_out",
@@ -53,6 +54,7 @@ __all__ = [
     "check_convention",
     "evaluate",
     "fpr_at_tpr",
+    "operating_point",
 ]
 
 
@@ -176,6 +178,44 @@ def fpr_at_tpr(id_scores: Any, ood_scores: Any, tpr: float = 0.95, *, convention
     tpr_curve = tps / oods.size
     k = int(np.argmax(tpr_curve >= tpr))
     return float(fps[k] / ids.size)
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    """Which images are misjudged at the FPR@tpr threshold of a convention.
+
+    ``ood_passing``: OOD images taken as ID; ``id_flagged``: ID images flagged as OOD (boolean masks
+    aligned with the scores); ``threshold``: an image with score ``>= threshold`` is called ID
+    (``"openood"``: ``> threshold``). The FPR of ``"paper"`` and ``"hendrycks"`` is the mean of
+    ``ood_passing``, that of ``"openood"`` the mean of ``id_flagged``.
+    """
+
+    threshold: float
+    ood_passing: np.ndarray
+    id_flagged: np.ndarray
+    convention: str
+    tpr: float
+
+
+def operating_point(id_scores: Any, ood_scores: Any, tpr: float = 0.95, *, convention: Convention = "paper") -> OperatingPoint:
+    """The threshold :func:`fpr_at_tpr` uses and the images on the wrong side of it (for reports)."""
+    tpr = _check_tpr(tpr)
+    check_convention(convention)
+    ids, oods = _scores(id_scores, "id_scores"), _scores(ood_scores, "ood_scores")
+    if ids.size == 0 or oods.size == 0:
+        raise InputError("an operating point needs ID and OOD scores")
+    if convention == "paper":
+        t = _paper_threshold(ids, tpr)
+        return OperatingPoint(t, oods >= t, ids < t, convention, tpr)
+    if convention == "hendrycks":
+        fps, tps, thr = _binary_clf_curve(ids, oods)
+        stop = int(np.searchsorted(tps, tps[-1]))
+        dist = np.abs(tps[: stop + 1] / tps[-1] - tpr)[::-1]
+        t = float(thr[stop - int(np.argmin(dist))])
+        return OperatingPoint(t, oods >= t, ids < t, convention, tpr)
+    fps, tps, thr = _binary_clf_curve(-oods, -ids)
+    t = float(-thr[int(np.argmax(tps / oods.size >= tpr))])  # OOD is called at score <= t
+    return OperatingPoint(t, oods > t, ids <= t, convention, tpr)
 
 
 def auroc(id_scores: Any, ood_scores: Any) -> float:

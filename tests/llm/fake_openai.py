@@ -11,10 +11,22 @@ It speaks real HTTP on 127.0.0.1 (an ephemeral port) so the official SDK is exer
   a batch answers every line at creation and reports ``in_progress`` on the first poll(s),
   then ``completed`` with an output file and, for failed lines, an error file.
 
+Server kinds (``FakeState.kind``), as real servers behave:
+
+- ``structured`` (default, OpenAI, recent vLLM): honours ``json_schema`` and ``json_object``; without
+  a ``response_format`` it answers free text;
+- ``free``: ignores ``response_format`` (older llama.cpp / Ollama / vLLM builds, many proxies) and
+  answers free text as real models write it (:func:`free_text`: numbered lists, bullets, bold,
+  fenced JSON, a preamble and a closing remark);
+- ``reject_schema``: HTTP 400 naming ``response_format`` for ``json_schema``, JSON for
+  ``json_object``, free text without a format;
+- ``garbage``: every answer is text with no list in it; ``no_choices``: every answer has an empty
+  ``choices`` list.
+
 Faults on demand, per custom id (``"<key>/r<round>"``), consumed one per attempt:
 ``429`` (with ``Retry-After``), ``quota`` (429 ``insufficient_quota``), ``500``, ``html`` (a 200
 HTML page), ``error200`` (an error body with status 200), ``malformed`` (content not JSON),
-``schema`` (JSON of the wrong shape), ``refusal``, ``short`` (half the labels), ``length`` (cut
+``schema`` (JSON of the wrong shape), ``garbage`` (text with no list), ``refusal``, ``short`` (half the labels), ``length`` (cut
 off), ``slow`` (extra delay); in batches ``error`` (an error-file line), ``500`` and the content faults. Every chat
 request and every batch line is counted per custom id (``chat_counts``, ``batch_counts``), so a
 test can assert that nothing was asked twice.
@@ -66,6 +78,24 @@ def expected_merge(keys: list[str], rounds: int, n: int, extra: list[str] | None
     return out
 
 
+FREE_FORMS = ("numbered", "bullets", "bold", "fenced", "preamble")
+GARBAGE = "I am a large language model and my backend returned an unexpected internal state; request failed. Contact your administrator for assistance today."
+
+
+def free_text(labels: list[str], form: str) -> str:
+    """``labels`` written as a model without structured output writes a list, in ``form``."""
+    if form == "numbered":
+        return "\n".join(f"{i}. {lab}" for i, lab in enumerate(labels, 1))
+    if form == "bullets":
+        return "\n".join(f"- {lab}" for lab in labels)
+    if form == "bold":
+        return "\n".join(f"{i}. **{lab}**" for i, lab in enumerate(labels, 1))
+    if form == "fenced":
+        return "```json\n" + json.dumps({"labels": labels}, indent=2) + "\n```"
+    body = "\n".join(f"{i}) {lab}" for i, lab in enumerate(labels, 1))
+    return f"Here are {len(labels)} categories that fit:\n\n{body}\n\nThese names are all visually similar but lie just outside the class boundary as requested."
+
+
 class FakeState:
     """Server state shared by the handler threads."""
 
@@ -89,6 +119,11 @@ class FakeState:
         #: largest page the batch list returns (a small cap makes the client follow pages)
         self.list_page_cap = 100
         self.ids = itertools.count(1)
+        #: the server's kind (see the module docstring): structured, free, reject_schema, garbage, no_choices
+        self.kind = "structured"
+        self.garbage_text = GARBAGE  # every answer of a ``garbage`` server (and of the ``garbage`` fault)
+        self.formats: list[str | None] = []  # the response_format type of every chat request
+        self.queries: list[str] = []  # the query string of every chat request
 
     def fault(self, cid: str) -> str | None:
         with self.lock:
@@ -100,13 +135,18 @@ class FakeState:
             self.faults[cid].extend(kinds)
 
 
-def _completion(state: FakeState, model: str, key: str, round_: int, n: int, fault: str | None) -> dict[str, Any]:
+def _completion(state: FakeState, model: str, key: str, round_: int, n: int, fault: str | None, fmt: str | None = "json_schema") -> dict[str, Any]:
     labels = labels_for(key, round_, n) + state.extra_labels
     finish = "stop"
     refusal = None
     if fault == "short":
         labels = labels[: max(1, n // 2)]
     content: str | None = json.dumps({"labels": labels})
+    free = state.kind == "free" or fmt not in ("json_schema", "json_object")
+    if free:  # the form depends on the question, so every form turns up in a run
+        content = free_text(labels, FREE_FORMS[sum(map(ord, f"{key}{round_}")) % len(FREE_FORMS)])
+    if state.kind == "garbage" or fault == "garbage":
+        content = state.garbage_text
     if fault == "malformed":
         content = '{"labels": ["unterminated'
     elif fault == "schema":
@@ -116,12 +156,13 @@ def _completion(state: FakeState, model: str, key: str, round_: int, n: int, fau
     elif fault == "length":
         content, finish = content[: len(content) // 2], "length"
     rid = next(state.ids)
+    choice = {"index": 0, "message": {"role": "assistant", "content": content, "refusal": refusal}, "finish_reason": finish, "logprobs": None}
     return {
         "id": f"chatcmpl-{rid}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": f"{model}-fake",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content, "refusal": refusal}, "finish_reason": finish, "logprobs": None}],
+        "choices": [] if state.kind == "no_choices" else [choice],
         "usage": {"prompt_tokens": 50 + n, "completion_tokens": 6 * len(labels), "total_tokens": 50 + n + 6 * len(labels)},
     }
 
@@ -179,7 +220,9 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body()
         if not self._authorized():
             return None
-        if self.path == "/v1/chat/completions":
+        path, _, query = self.path.partition("?")
+        if path == "/v1/chat/completions":
+            state.queries.append(query)
             return self._chat(json.loads(body))
         if self.path == "/v1/files":
             return self._upload(body)
@@ -258,10 +301,14 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, None, raw=b"<html><body>Welcome to nginx!</body></html>", ctype="text/html")
         if fault == "error200":  # an error body with status 200
             return self._send(200, {"error": {"message": "upstream failed"}})
-        fmt = body.get("response_format") or {}
-        if fmt.get("type") != "json_schema":
-            return self._error(400, "negvocab must ask for structured output")
-        self._send(200, _completion(state, body.get("model", "?"), key, r, _n_of(body), fault))
+        fmt = (body.get("response_format") or {}).get("type")
+        with state.lock:
+            state.formats.append(fmt)
+        if state.kind == "reject_schema" and fmt == "json_schema":  # as vLLM / llama.cpp builds without it answer
+            return self._error(400, "response_format type 'json_schema' is not supported by this server")
+        if fmt == "json_object" and "json" not in json.dumps(body.get("messages", [])).lower():
+            return self._error(400, "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.")
+        self._send(200, _completion(state, body.get("model", "?"), key, r, _n_of(body), fault, fmt))
 
     def _upload(self, body: bytes) -> None:
         state = self.server.state
@@ -309,7 +356,8 @@ class _Handler(BaseHTTPRequestHandler):
             elif fault == "500":
                 err.append({"id": rid, "custom_id": cid, "response": {"status_code": 500, "request_id": rid, "body": {"error": {"message": "internal"}}}, "error": None})
             else:
-                body = _completion(state, line["body"]["model"], key, int(r), _n_of(line["body"]), fault)
+                fmt = (line["body"].get("response_format") or {}).get("type")
+                body = _completion(state, line["body"]["model"], key, int(r), _n_of(line["body"]), fault, fmt)
                 out.append({"id": rid, "custom_id": cid, "response": {"status_code": 200, "request_id": rid, "body": body}, "error": None})
         state.batch_inputs.append(cids)
         bid = f"batch_{next(state.ids)}"
@@ -376,11 +424,13 @@ class FakeOpenAI:
 
 
 def main() -> None:
-    """``python -m tests.llm.fake_openai --latency 0.3``: serve until killed; prints the URL."""
+    """``python -m tests.llm.fake_openai --latency 0.3 --kind free``: serve until killed; prints the URL."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--kind", default="structured", choices=["structured", "free", "reject_schema", "garbage", "no_choices"])
     args = ap.parse_args()
     with FakeOpenAI(latency=args.latency) as srv:
+        srv.state.kind = args.kind
         print(srv.url, flush=True)
         try:
             while True:

@@ -125,17 +125,19 @@ def test_an_answer_counts_only_for_the_question_asked(endpoint, tmp_path, synony
     assert dict(endpoint.state.chat_counts) == {"chunk000/r0": 1, "chunk001/r0": 2}  # only the changed chunk
 
 
-def test_retry_failed_asks_recorded_failures_again(endpoint, tmp_path, synonym_filter):
+def test_failed_answers_are_asked_again_by_every_run(endpoint, tmp_path, synonym_filter):
     wnids = imagenet1k().wnids
     endpoint.state.add_faults(f"{wnids[1]}/r0", "malformed", "malformed", "malformed")  # a glitch: recorded invalid
     first = build(tmp_path / "run", synonym_filter, classes=2, rounds=1)
     assert first.settings["failures"] == {"invalid": [f"{wnids[1]}/r0"]} and first.views[wnids[1]] == []
-    assert build(tmp_path / "run", synonym_filter, classes=2, rounds=1).settings["session"]["sent"] == 0
-    assert "1 requests to send" in gpt_run("gpt-test", per_class=6, rounds=1, classes=2, run_dir=tmp_path / "run").estimate(retry_failed=True).summary()
-    again = build(tmp_path / "run", synonym_filter, classes=2, rounds=1, retry_failed=True)
+    run = gpt_run("gpt-test", per_class=6, rounds=1, classes=2, run_dir=tmp_path / "run")
+    assert run.estimate().summary().startswith("1 requests to send (1 failed before and asked again, 1 already in the journal)")
+    assert run.estimate(batch=True).summary().startswith("0 requests to send (2 already in the journal, 1 of them failed (a run without --batch asks them again))")
+    again = build(tmp_path / "run", synonym_filter, classes=2, rounds=1)  # no flag needed
     assert again.settings["session"]["sent"] == 1 and again.settings["failures"] == {}
     assert again.views[wnids[1]] == [s.lower() for s in labels_for(wnids[1], 0, 6)]
     assert endpoint.state.chat_counts[f"{wnids[0]}/r0"] == 1  # the good answer was not asked again
+    assert build(tmp_path / "run", synonym_filter, classes=2, rounds=1).settings["session"]["sent"] == 0
     with pytest.raises(InputError, match="synchronous API"):
         build(tmp_path / "run", synonym_filter, classes=2, rounds=1, retry_failed=True, batch=True)
 
@@ -146,6 +148,9 @@ def test_a_retry_never_loses_labels_already_paid_for(endpoint, tmp_path, synonym
     first = build(tmp_path / "run", synonym_filter, classes=1, rounds=1)
     kept = first.views[wnids[0]]
     assert first.settings["failures"] == {"short": [f"{wnids[0]}/r0"]} and kept
+    run = gpt_run("gpt-test", per_class=6, rounds=1, classes=1, run_dir=tmp_path / "run")
+    assert run.estimate().summary().startswith("0 requests to send (1 already in the journal)")  # a short list is kept
+    assert run.estimate(retry_failed=True).summary().startswith("1 requests to send (1 failed before and asked again, 0 already")
     endpoint.state.add_faults(f"{wnids[0]}/r0", "refusal")  # the retry is refused: the short answer stays
     again = build(tmp_path / "run", synonym_filter, classes=1, rounds=1, retry_failed=True)
     assert again.settings["session"]["sent"] == 1 and again.views[wnids[0]] == kept

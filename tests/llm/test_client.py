@@ -48,7 +48,7 @@ def test_response_format_is_the_sdks_for_labellist():
 @pytest.mark.parametrize("fault", ["500", "malformed", "schema", "length"])
 def test_retried_then_ok(server, fault):
     server.state.add_faults("k1/r0", fault, fault)
-    answer = ask(server)
+    answer = ask(server, response_format="json_schema")  # auto would read a non-schema answer as text
     assert answer.status == "ok" and answer.labels == expected()
     assert answer.attempts == 3
     assert server.state.chat_counts["k1/r0"] == 3
@@ -99,7 +99,7 @@ def test_a_short_answer_is_kept_when_later_attempts_fail(server, then):
 
 def test_malformed_every_time_is_recorded_invalid(server):
     server.state.add_faults("k1/r0", *["malformed"] * 5)
-    answer = ask(server, content_attempts=2)
+    answer = ask(server, content_attempts=2, response_format="json_schema")
     assert answer.status == "invalid" and answer.labels == []
     assert server.state.chat_counts["k1/r0"] == 2
 
@@ -299,3 +299,51 @@ def test_an_interrupted_client_sends_no_retry(server):
     first, second = asyncio.run(go())
     assert isinstance(first, NotSent) and isinstance(second, NotSent)
     assert dict(server.state.chat_counts) == {"k1/r0": 1}
+
+
+def test_retries_of_unusable_answers_are_bounded_per_run(server, caplog):
+    for k in ("k2", "k3", "k4"):
+        server.state.add_faults(f"{k}/r0", *["malformed"] * 3)
+
+    async def go():
+        async with LLMClient("gpt-test", base_url=server.url, api_key=DUMMY_KEY, response_format="json_schema", content_retry_budget=2, **FAST) as c:
+            first = await c.ask(MESSAGES, 6, trace_id="run:k1/r0")
+            rest = [await c.ask(MESSAGES, 6, trace_id=f"run:{k}/r0") for k in ("k2", "k3", "k4")]
+            return first, rest
+
+    with caplog.at_level(logging.WARNING):
+        first, rest = asyncio.run(go())
+    assert first.status == "ok" and [a.status for a in rest] == ["invalid"] * 3
+    assert sum(server.state.chat_counts.values()) == 1 + 3 + 2  # two retries in the run, not two per request
+    assert sum("the most it retries" in r.message for r in caplog.records) == 1
+
+
+def test_a_server_ignoring_an_explicit_json_schema_stops_early_naming_text_mode(server):
+    from negvocab.llm.client import FailFast
+
+    server.state.kind = "free"
+
+    async def go():
+        async with LLMClient("gpt-test", base_url=server.url, api_key=DUMMY_KEY, response_format="json_schema", **FAST) as c:
+            await asyncio.gather(*(c.ask(MESSAGES, 6, trace_id=f"run:k{i}/r0") for i in range(30)))
+
+    with pytest.raises(FailFast, match=r"first 5 answers of this run were unusable .*likely fix: --response-format text") as e:
+        asyncio.run(go())
+    assert sum(server.state.chat_counts.values()) <= 6 and "\n" not in str(e.value)
+
+
+def test_the_fail_fast_line_masks_secrets_and_is_cut_short(server):
+    from negvocab.llm.client import FailFast
+
+    server.state.kind = "garbage"
+    server.state.garbage_text = f"upstream said: key {DUMMY_KEY} is not allowed here " + "and so on " * 100
+
+    async def go():
+        async with LLMClient("gpt-test", base_url=server.url, api_key=DUMMY_KEY, **FAST) as c:
+            await asyncio.gather(*(c.ask(MESSAGES, 6, trace_id=f"run:k{i}/r0") for i in range(10)))
+
+    with pytest.raises(FailFast) as e:
+        asyncio.run(go())
+    msg = str(e.value)
+    assert "upstream said: key *** is not allowed" in msg and DUMMY_KEY not in msg and DUMMY_KEY[8:20] not in msg
+    assert len(msg) < 600 and "\n" not in msg and "..." in msg

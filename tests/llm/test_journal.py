@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from negvocab.errors import InputError
-from negvocab.llm.journal import JOURNAL, MANIFEST, Journal, identity_hash, read_manifest
+from negvocab.llm.journal import JOURNAL, MANIFEST, Journal, decode_line, identity_hash, read_manifest
 
 IDENT = {"task": "gpt_siblings", "model": "m", "prompt_sha256": "abc", "n": 20}
 
@@ -21,8 +21,8 @@ def test_append_and_reload(tmp_path):
     with Journal(tmp_path, IDENT) as j:
         j.append([rec("x/r0"), rec("y/r0")])
         j.append([rec("x/r1", ["b", "c"])])
-    lines = (tmp_path / JOURNAL).read_text().splitlines()
-    assert json.loads(lines[0]) == {"kind": "identity", "identity": IDENT, "identity_sha256": j.identity_sha256}
+    lines = (tmp_path / JOURNAL).read_bytes().splitlines()
+    assert decode_line(lines[0]) == {"kind": "identity", "identity": IDENT, "identity_sha256": j.identity_sha256}
     assert [json.loads(s)["custom_id"] for s in lines[1:]] == ["x/r0", "y/r0", "x/r1"]
     j2 = Journal(tmp_path, IDENT)
     assert set(j2.results) == {"x/r0", "y/r0", "x/r1"}
@@ -142,3 +142,93 @@ def test_a_journal_begun_before_identity_lines_gets_one(tmp_path):
     with Journal(tmp_path, IDENT) as again:
         assert set(again.results) == {"x/r0"}
     assert kinds == [json.loads(x)["kind"] for x in (tmp_path / JOURNAL).read_text().splitlines()]  # no second line
+
+
+def test_a_flipped_bit_is_detected_by_the_line_checksum(tmp_path):
+    with Journal(tmp_path, IDENT) as j:
+        j.append([rec("x/r0", ["umbrella"]), rec("y/r0", ["kite"])])
+    path = tmp_path / JOURNAL
+    data = bytearray(path.read_bytes())
+    i = data.index(b"umbrella")
+    data[i] ^= 0b10  # "umbrella" -> "wmbrella": still valid JSON, a label that was never answered
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError, match=r"line 2 is damaged \(checksum mismatch.*delete that line") as e:
+        Journal(tmp_path, IDENT)
+    assert "\n" not in str(e.value)
+
+
+def test_old_lines_without_a_checksum_still_read(tmp_path):
+    import re
+
+    with Journal(tmp_path, IDENT) as j:
+        j.append([rec("x/r0", ["b", "c"])])
+    path = tmp_path / JOURNAL
+    assert all(line.endswith(b'"}') and b'"crc32":"' in line for line in path.read_bytes().splitlines())
+    old = re.sub(rb',"crc32":"[0-9a-f]{8}"\}\n', b"}\n", path.read_bytes())  # as older versions wrote them
+    path.write_bytes(old)
+    with Journal(tmp_path, IDENT) as j2:
+        assert j2.results["x/r0"]["labels"] == ["b", "c"] and "crc32" not in j2.results["x/r0"]
+        j2.append([rec("y/r0")])  # a journal may hold both kinds of line
+    assert set(Journal(tmp_path, IDENT, readonly=True).results) == {"x/r0", "y/r0"}
+
+
+class _FullDisk:
+    """A journal file whose buffered write cannot reach the disk (ENOSPC on flush and close)."""
+
+    def __init__(self, fh):
+        self.fh, self.closed = fh, False
+
+    def write(self, data):
+        return len(data)
+
+    def flush(self):
+        import errno
+
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def fileno(self):
+        return self.fh.fileno()
+
+    def close(self):
+        self.closed = True
+        self.fh.close()
+        self.flush()
+
+
+def test_a_full_disk_is_one_line_also_when_the_journal_closes(tmp_path):
+    from negvocab.errors import ResourceError
+
+    j = Journal(tmp_path, IDENT)
+    j._fh = _FullDisk(j._fh)
+    with pytest.raises(ResourceError, match=r"cannot write the run journal .*: No space left on device; free space there"):
+        j.append([rec("x/r0")])
+    with pytest.raises(ResourceError, match=r"No space left on device"):
+        j.close()
+    assert "x/r0" not in Journal(tmp_path, IDENT, readonly=True).results
+    j3 = Journal(tmp_path, IDENT)  # the lock was released
+    j3._fh = _FullDisk(j3._fh)
+    with pytest.raises(RuntimeError, match="first"), j3:  # an error under way is not replaced by the close's
+        raise RuntimeError("first")
+
+
+def test_a_full_disk_during_a_build_is_one_line(endpoint, tmp_path, synonym_filter, monkeypatch):
+    import errno
+
+    from negvocab import build_gpt_vocabulary
+    from negvocab.errors import ResourceError
+    from negvocab.llm import journal as journal_mod
+    from tests.llm.conftest import FAST
+
+    calls = {"n": 0}
+    real = journal_mod.os.fsync
+
+    def fsync(fd):
+        calls["n"] += 1
+        if calls["n"] > 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd)
+
+    monkeypatch.setattr(journal_mod.os, "fsync", fsync)
+    with pytest.raises(ResourceError, match=r"No space left on device") as e:
+        build_gpt_vocabulary("gpt-test", per_class=4, rounds=2, classes=20, run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST)
+    assert "\n" not in str(e.value)

@@ -1,0 +1,169 @@
+"""``negvocab build siblings`` and ``negvocab build mined``: vocabularies that need no LLM.
+
+``siblings`` takes each ID class's WordNet co-hyponyms (the free, offline analogue of GPT
+siblings); ``mined`` keeps the candidates that unlabelled images from the deployment point to.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from negvocab.cli.app import build_app
+from negvocab.cli.files import check_output, writing
+from negvocab.cli.options import (
+    CacheDirOpt,
+    DeviceOpt,
+    IdClassesOpt,
+    ModelOpt,
+    PrecisionOpt,
+    PresetTagOpt,
+    PretrainedOpt,
+    RandomWeightsOpt,
+    TemplatesOpt,
+    load_vlm,
+)
+from negvocab.errors import InputError
+
+OutOpt = Annotated[Path, typer.Option("--output", "-o", help="Vocabulary file to write (.json; .txt writes one label a line).")]
+
+
+def _warn(vlm: object) -> str:
+    return " (RANDOM weights: not a real vocabulary)" if getattr(vlm, "random_weights", False) else ""
+
+
+@build_app.command("siblings")
+def build_siblings(
+    output: OutOpt,
+    per_class: Annotated[int, typer.Option("--per-class", "-K", help="Labels kept per ID class (K), closest to the class first.")] = 20,
+    levels: Annotated[
+        int, typer.Option("--levels", "-L", help="Hypernym steps up to widen to for classes with fewer than K siblings (1: siblings only).")
+    ] = 1,
+    id_classes: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--id-classes",
+            help="ID classes: a file of WordNet 3.0 noun wnids (any, not only ImageNet-1k) or names, one a line; "
+            "names without a synset are listed and skipped (default: ImageNet-1k).",
+        ),
+    ] = None,
+    model: ModelOpt = "ViT-B-32",
+    pretrained: PretrainedOpt = None,
+    tag: PresetTagOpt = None,
+    templates: TemplatesOpt = "paper8",
+    device: DeviceOpt = "auto",
+    precision: PrecisionOpt = None,
+    cache_dir: CacheDirOpt = None,
+    random_weights: RandomWeightsOpt = False,
+) -> None:
+    """WordNet siblings: per ID class, K co-hyponyms at its own depth, ranked by text similarity (no LLM, offline)."""
+    from negvocab.build.siblings import build_sibling_vocabulary, check_counts, sibling_id_classes
+    from negvocab.vlm.templates import resolve_templates
+
+    check_counts(per_class, levels)  # every option is checked before the model loads
+    tset = resolve_templates(templates)
+    classes = sibling_id_classes(id_classes)
+    if not any(w.startswith("n") and w[1:].isdigit() for w in classes.wnids):
+        raise InputError(f"{id_classes}: none of the {len(classes)} ID classes is a wnid; siblings need WordNet synsets (n01440764)")
+    check_output(output, inputs=[id_classes, Path(templates)])
+    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
+    vocab = build_sibling_vocabulary(vlm, classes, per_class=per_class, levels=levels, templates=tset, progress=True)
+    with writing(output):
+        vocab.save(output)
+    s = vocab.settings
+    skipped = f"; skipped {len(s['skipped'])} classes without a synset: {', '.join(list(s['skipped'].values())[:5])}" if s["skipped"] else ""
+    short = f"; {len(s['short_classes'])} classes have fewer than {per_class}" if s["short_classes"] else ""
+    typer.echo(f"wrote {output}: {len(vocab)} labels for {s['keys']} classes{short}{skipped}{_warn(vlm)}")
+
+
+@build_app.command("mined")
+def build_mined(
+    output: OutOpt,
+    images: Annotated[Path, typer.Option("--images", help="Unlabelled images of the deployment: a folder or an image list file.")],
+    pool: Annotated[
+        str,
+        typer.Option("--pool", help="Candidates: a 'negvocab candidates' export or any vocabulary file, or wordnet / wordnet:all."),
+    ] = "wordnet",
+    size: Annotated[Optional[int], typer.Option("--size", "-M", help="Vocabulary size M (default: every candidate with a vote).")] = None,  # noqa: UP045
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="Candidates each OOD-looking image votes for.")] = 10,
+    quantile: Annotated[
+        float, typer.Option("--ood-quantile", help="Images whose ID similarity is below this quantile of all images' look OOD.")
+    ] = 0.5,
+    threshold: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--threshold", help="An absolute ID-similarity threshold instead of --ood-quantile."),
+    ] = None,
+    ood: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--ood", help="OOD set you will evaluate on (NAME=PATH or a folder; repeatable): any overlap marks the vocabulary transductive."),
+    ] = None,
+    index: Annotated[str, typer.Option("--index", help="exact (default), ivf or hnsw (approximate, for pools of millions; recall is measured).")] = "exact",
+    nprobe: Annotated[Optional[int], typer.Option("--nprobe", min=1, help="IVF lists searched per image.")] = None,  # noqa: UP045
+    id_classes: IdClassesOpt = None,
+    model: ModelOpt = "ViT-B-32",
+    pretrained: PretrainedOpt = None,
+    tag: PresetTagOpt = None,
+    templates: TemplatesOpt = "paper8",
+    device: DeviceOpt = "auto",
+    precision: PrecisionOpt = None,
+    cache_dir: CacheDirOpt = None,
+    random_weights: RandomWeightsOpt = False,
+) -> None:
+    """Mined negatives: the candidates that unlabelled OOD-looking images point to, ranked by their votes."""
+    from negvocab.build.mined import build_mined_vocabulary, mining_pool
+    from negvocab.data.images import open_image_set
+    from negvocab.index import INDEX_KINDS
+    from negvocab.labels.imagenet import read_id_classes
+    from negvocab.vlm.templates import resolve_templates
+
+    if size is not None and size < 1:
+        raise InputError(f"--size must be >= 1, got {size}")
+    if top_k < 1:
+        raise InputError(f"--top-k must be >= 1, got {top_k}")
+    if threshold is None and not 0 < quantile <= 1:
+        raise InputError(f"--ood-quantile must be in (0, 1], got {quantile}")
+    if index not in INDEX_KINDS:
+        raise InputError(f"unknown --index {index!r}; choose one of {', '.join(INDEX_KINDS)}")
+    tset = resolve_templates(templates)
+    classes = read_id_classes(id_classes)
+    cands = mining_pool(pool)
+    image_set = open_image_set(images)
+    ood_sets = {name: open_image_set(path) for name, path in (_ood_arg(x) for x in ood or [])}
+    check_output(output, inputs=[images, Path(pool), id_classes, Path(templates)])
+    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
+    vocab = build_mined_vocabulary(
+        vlm,
+        image_set,
+        cands,
+        size,
+        id_classes=classes,
+        templates=tset,
+        top_k=top_k,
+        quantile=quantile,
+        threshold=threshold,
+        ood=ood_sets or None,
+        index=index,
+        index_options={"nprobe": nprobe} if nprobe else None,
+        progress=True,
+    )
+    vocab = vocab.subset(vocab.labels, settings={"pool": pool})
+    with writing(output):
+        vocab.save(output)
+    s = vocab.settings
+    recall = s["index"].get("recall_at_k")
+    extra = f"; {index} recall@{top_k} {recall}" if recall is not None else ""
+    if "caveats" in s:
+        extra += f"; NOT DEPLOYABLE: {s['caveats']['transductive']}"
+    elif not ood_sets:
+        extra += "; overlap with your OOD set not checked (pass --ood to check)"
+    typer.echo(f"wrote {output}: {len(vocab)} labels from {s['ood_looking_images']} of {s['images']} images{extra}{_warn(vlm)}")
+
+
+def _ood_arg(text: str) -> tuple[str, Path]:
+    """``NAME=PATH`` or a bare path (named after its folder or file)."""
+    name, sep, path = text.partition("=")
+    if sep and name and not Path(text).exists():
+        return name, Path(path)
+    return Path(text).name, Path(text)

@@ -1,0 +1,382 @@
+"""One self-contained HTML report of a results folder: tables, plots and the images that fail.
+
+:func:`write_report` reads what ``negvocab score`` (``results.json``, ``scores.npz``,
+``explanations.json``), ``negvocab sweep`` (``sweep.json``, ``sweep.png``) and ``negvocab coverage``
+(``coverage.json``, ``coverage_images.json``, ``repair.png``) wrote into a folder and renders them
+with the jinja2 templates shipped in ``negvocab/report/templates``: plots and thumbnails are embedded
+(base64), so the file opens anywhere without a network. Evasion cards (OOD images passing as ID at
+the FPR@tpr threshold of the run's convention) and flagged ID images are capped, worst first, so
+50,000 ID and 10,000 OOD images still give a file of a few MB. Results written by older and newer
+versions are both read: whatever columns a results table has are shown.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from negvocab.errors import InputError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["MAX_CARDS", "MAX_FLAGGED", "evasion_cards", "write_report"]
+
+MAX_CARDS = 200
+MAX_FLAGGED = 100
+THUMB_PX = 96
+RANDOM_NOTE = "RANDOM WEIGHTS: these numbers are meaningless (a dry run of the pipeline, not a result)"
+
+# results-table columns in display order (others present are appended); those shown in the header
+_FIRST = ["ood_set", "method", "vocabulary", "vocab_size", "deployable", "caveats", "oracle", "fpr", "auroc", "aupr_in", "aupr_out", "n_id", "n_ood"]
+_HIDDEN = {
+    "model", "pretrained", "random_weights", "convention", "tpr", "positive", "params", "templates", "ci_level", "n_boot",
+    "ci_resample", "fpr_ci", "auroc_ci", "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high", "vocab_source",
+}  # fmt: skip
+_PERCENT = {"fpr", "auroc", "aupr_in", "aupr_out", "aupr"}
+
+
+# ----------------------------------------------------------------------------------------------
+# formatting
+# ----------------------------------------------------------------------------------------------
+def _pct(x: Any) -> str:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    return "-" if math.isnan(v) else f"{100 * v:.2f}"
+
+
+def _num(x: Any, digits: int = 4) -> str:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    return "-" if math.isnan(v) else f"{v:.{digits}g}"
+
+
+def _ci(row: Mapping[str, Any], name: str) -> str:
+    ci = row.get(f"{name}_ci")
+    if ci is None and f"{name}_ci_low" in row:
+        ci = [row[f"{name}_ci_low"], row[f"{name}_ci_high"]]
+    if not ci or any(v is None or (isinstance(v, float) and math.isnan(v)) for v in ci):
+        return ""
+    return f" [{_pct(ci[0])}, {_pct(ci[1])}]"
+
+
+def _cell(row: Mapping[str, Any], col: str) -> dict[str, Any]:
+    v = row.get(col)
+    if col in _PERCENT:
+        return {"text": _pct(v) + (_ci(row, col) if col in ("fpr", "auroc") else ""), "num": True}
+    if isinstance(v, bool):
+        return {"text": "yes" if v else "no", "num": False}
+    if isinstance(v, (int, float)):
+        return {"text": _num(v, 6), "num": True}
+    if isinstance(v, Mapping):
+        return {"text": "; ".join(f"{k}: {x}" for k, x in v.items()), "num": False}
+    if isinstance(v, (list, tuple)):
+        return {"text": "; ".join(str(x) for x in v), "num": False}
+    return {"text": "" if v is None else str(v), "num": False}
+
+
+def _results_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    present = [c for c in _FIRST if any(c in r for r in rows)]
+    extra = [c for c in dict.fromkeys(k for r in rows for k in r) if c not in _FIRST and c not in _HIDDEN]
+    cols = present + extra
+    tpr = int(round(100 * float(rows[0].get("tpr", 0.95)))) if rows else 95
+    title = {"fpr": f"FPR@{tpr} % [95% CI]", "auroc": "AUROC % [95% CI]", "aupr_in": "AUPR-In %", "aupr_out": "AUPR-Out %", "vocab_size": "M"}
+    conv = rows[0].get("convention", "paper") if rows else "paper"
+    return {
+        "columns": [{"title": title.get(c, c.replace("_", " ")), "num": c in _PERCENT or c in ("vocab_size", "n_id", "n_ood")} for c in cols],
+        "rows": [[_cell(r, c) for c in cols] for r in rows],
+        "footer": f"FPR convention: {conv}; intervals: bootstrap over OOD images. Oracle/caveated vocabularies are not deployable.",
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# images
+# ----------------------------------------------------------------------------------------------
+def _thumb(path: str, cache: dict[str, str | None]) -> str | None:
+    """A small JPEG of the image as base64, or None when it cannot be read."""
+    if path in cache:
+        return cache[path]
+    from PIL import Image
+
+    out = None
+    try:
+        with Image.open(path) as im:
+            im = im.convert("RGB")
+            im.thumbnail((THUMB_PX, THUMB_PX))
+            buf = io.BytesIO()
+            im.save(buf, format="JPEG", quality=70)
+            out = base64.b64encode(buf.getvalue()).decode("ascii")
+    except Exception as e:  # a moved or unreadable image: the card says so
+        logger.info("no thumbnail for %s: %s", path, e)
+    cache[path] = out
+    return out
+
+
+def _card(r: Mapping[str, Any], threshold: float, thumbs: dict[str, str | None]) -> dict[str, Any]:
+    path = str(r.get("path") or "")
+    thumb = _thumb(path, thumbs) if path else None
+    return {
+        "image": r.get("image", ""),
+        "label": r.get("label") or "",
+        "ood_set": r.get("ood_set") or "",
+        "score": _num(r["score"], 5),
+        "threshold": _num(threshold, 5),
+        "id_class": r.get("id_class") or "",
+        "id_cosine": _num(r["id_cosine"], 3) if r.get("id_cosine") is not None else "",
+        "negatives": [{"label": n["label"], "cosine": _num(n["cosine"], 3)} for n in r.get("top_negatives") or []],
+        "thumb": thumb,
+        "noimg": "image not found" if path else "no path",
+    }
+
+
+def evasion_cards(
+    id_scores: np.ndarray, ood_scores: np.ndarray, *, tpr: float = 0.95, convention: str = "paper"
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """(OOD indices passing as ID, highest score first; ID indices flagged as OOD, lowest first;
+    threshold) at the FPR@tpr operating point of ``convention``."""
+    from negvocab.scoring.metrics import operating_point
+
+    op = operating_point(id_scores, ood_scores, tpr, convention=convention)  # type: ignore[arg-type]
+    ood = np.flatnonzero(op.ood_passing)
+    ids = np.flatnonzero(op.id_flagged)
+    return ood[np.argsort(-ood_scores[ood], kind="stable")], ids[np.argsort(id_scores[ids], kind="stable")], op.threshold
+
+
+# ----------------------------------------------------------------------------------------------
+# sources
+# ----------------------------------------------------------------------------------------------
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: cannot be read as JSON ({e}); re-run the command that wrote it") from e
+
+
+def _png(path: Path) -> str | None:
+    return base64.b64encode(path.read_bytes()).decode("ascii") if path.is_file() else None
+
+
+def _score_images(folder: Path, doc: Mapping[str, Any], key: str | None, max_cards: int, max_flagged: int, thumbs: dict) -> tuple[dict | None, dict | None, list[str]]:
+    """Evasion and flagged cards of a ``negvocab score`` folder (scores.npz + explanations.json)."""
+    notes: list[str] = []
+    npz_path = folder / "scores.npz"
+    if not npz_path.is_file():
+        return None, None, ["scores.npz is missing: no per-image cards"]
+    with np.load(npz_path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    rows = [r for r in doc.get("rows", []) if r.get("vocabulary")] or list(doc.get("rows", []))
+    keys = [f"{r.get('method')}@{r['vocabulary']}" if r.get("vocabulary") else str(r.get("method")) for r in rows]
+    asked = key
+    if key is None:
+        key = next((k for k in keys if f"ood/{k}" in arrays), None)
+        if key is None:  # a newer layout: take the first per-image score array of a run with negatives
+            key = next((k[4:] for k in arrays if k.startswith("ood/") and "@" in k and "/" not in k[4:]), None)
+    runs = sorted(k[4:] for k in arrays if k.startswith("ood/") and "/" not in k[4:])
+    if asked is not None and f"ood/{asked}" not in arrays:
+        raise InputError(f"run {key!r} is not in {npz_path}; its runs: {', '.join(runs) or 'none'}")
+    if key is None or f"ood/{key}" not in arrays or f"id/{key}" not in arrays:
+        return None, None, [f"no per-image scores for {key or 'any run'} in scores.npz: no per-image cards"]
+    s_id, s_ood = arrays[f"id/{key}"].astype(np.float64), arrays[f"ood/{key}"].astype(np.float64)
+    paths = [str(p) for p in arrays.get("ood_paths", [])]
+    ids = [str(p) for p in arrays.get("ood_image_ids", [])]
+    if len(paths) != len(s_ood):
+        return None, None, [f"scores.npz: {len(s_ood)} OOD scores for {len(paths)} paths: no per-image cards"]
+    tpr = float(doc.get("tpr", 0.95))
+    conv = str(doc.get("convention", "paper"))
+    # several named OOD sets (an ``ood_sets`` array names each OOD image's set): each set has its
+    # own operating point under the conventions that look at OOD scores (paper: the same for all)
+    sets = [str(x) for x in arrays["ood_sets"]] if len(arrays.get("ood_sets", [])) == len(s_ood) else [""] * len(s_ood)
+    names = list(dict.fromkeys(sets))
+    passing: list[int] = []
+    thr_of: dict[str, float] = {}
+    id_idx = np.empty(0, dtype=np.int64)
+    for n, name in enumerate(names):
+        members = np.flatnonzero(np.array(sets) == name)
+        o, flagged_ids, thr_of[name] = evasion_cards(s_id, s_ood[members], tpr=tpr, convention=conv)
+        passing += [int(x) for x in members[o]]
+        if n == 0:
+            id_idx = flagged_ids
+    ood_idx = sorted(passing, key=lambda j: -s_ood[j])
+    thr = thr_of[names[0]]
+    vname = key.split("@", 1)[1] if "@" in key else None
+    ex_doc = _read_json(folder / "explanations.json") if (folder / "explanations.json").is_file() else {}
+    ex = {e.get("image"): e for e in (ex_doc.get("vocabularies", {}).get(vname, []) if vname else [])}
+    cards = []
+    for j in ood_idx[:max_cards]:
+        e = ex.get(ids[j], {})
+        top_id = (e.get("top_id") or [{}])[0]
+        r = {"image": ids[j], "path": paths[j], "score": s_ood[j], "id_class": top_id.get("label"), "id_cosine": top_id.get("cosine"), "top_negatives": e.get("top_negatives"), "ood_set": sets[j] if len(names) > 1 else ""}
+        cards.append(_card(r, thr_of[sets[j]], thumbs))
+    id_paths = [str(p) for p in arrays.get("id_paths", [])]
+    id_ids = [str(p) for p in arrays.get("id_image_ids", [])]
+    flagged = [_card({"image": id_ids[j], "path": id_paths[j], "score": s_id[j]}, thr, thumbs) for j in id_idx[:max_flagged]] if len(id_paths) == len(s_id) else []
+    caption = f"Run {key}: at the FPR@{int(round(100 * tpr))} threshold ({conv} convention{', per OOD set' if len(names) > 1 else ''})."
+    notes.append("A score run keeps no image labels and explains the OOD images only; negvocab coverage (labelled OOD sets) adds labels, confusions and the explanations of flagged ID images.")
+    return (
+        {"cards": cards, "total": len(ood_idx), "caption": caption, "threshold": _num(thr, 5)},
+        {"cards": flagged, "total": len(id_idx), "caption": caption},
+        notes,
+    )
+
+
+def _coverage_images(folder: Path, doc: Mapping[str, Any], max_cards: int, max_flagged: int, thumbs: dict) -> tuple[dict | None, dict | None]:
+    path = folder / "coverage_images.json"
+    if not path.is_file():
+        return None, None
+    rows = _read_json(path).get("images", [])
+    thr = float(doc.get("summary", {}).get("threshold", math.nan))
+    ood = sorted((r for r in rows if r["set"] == "ood" and r["misjudged"]), key=lambda r: -r["score"])
+    ids = sorted((r for r in rows if r["set"] == "id" and r["misjudged"]), key=lambda r: r["score"])
+    caption = f"{doc.get('method', '')}: at the FPR@{int(round(100 * float(doc.get('tpr', 0.95))))} threshold ({doc.get('convention', 'paper')} convention)."
+    return (
+        {"cards": [_card(r, thr, thumbs) for r in ood[:max_cards]], "total": len(ood), "caption": caption, "threshold": _num(thr, 5)},
+        {"cards": [_card(r, thr, thumbs) for r in ids[:max_flagged]], "total": len(ids), "caption": caption},
+    )
+
+
+def _coverage_section(folder: Path, doc: Mapping[str, Any], max_rows: int = 300) -> dict[str, Any]:
+    s = doc.get("summary", {})
+    summary = [
+        ("OOD classes / images", f"{s.get('n_classes')} / {s.get('n_ood_images')}"),
+        ("exact coverage (label or WordNet synonym in the vocabulary)", f"{_pct(s.get('exact_coverage'))}% of classes, {_pct(s.get('exact_coverage_images'))}% of images"),
+        ("coverage by text cosine", ", ".join(f">= {t}: {_pct(v)}%" for t, v in (s.get("cosine_coverage") or {}).items())),
+        ("FPR / AUROC with the vocabulary", f"{_pct(s.get('fpr'))}% / {_pct(s.get('auroc'))}%"),
+        ("ORACLE: FPR with every OOD label added", f"{_pct(s.get('oracle_fpr'))}%"),
+        ("share of the oracle gap closed by the top-k oracle additions", ", ".join(f"k={k}: {_pct(v) + '%' if v is not None else '-'}" for k, v in (s.get("gap_closed_by_top_k") or {}).items())),
+    ]
+    classes = sorted(doc.get("classes", []), key=lambda r: (-r.get("fpr_gain", 0), -r.get("passing_share", 0)))
+    shown = [
+        {
+            **r,
+            "nearest_cosine": _num(r.get("nearest_cosine"), 3),
+            "passing_share": f"{_pct(r.get('passing_share'))}% ({r.get('passing')})",
+            "fired": "; ".join(f"{f['label']} ({f['count']})" for f in r.get("fired", [])) if isinstance(r.get("fired"), list) else r.get("fired"),
+            "fpr_with": _pct(r.get("fpr_with")),
+            "fpr_gain": _pct(r.get("fpr_gain")),
+        }
+        for r in classes[:max_rows]
+    ]
+    repair = None
+    if doc.get("repair"):
+        rep = doc["repair"]
+        repair = {
+            "oracle": bool(rep.get("oracle")),
+            "note": rep.get("note", ""),
+            "png": _png(folder / "repair.png"),
+            "rows": [{**r, "label": r["label"] or "(the vocabulary as given)", "fpr": _pct(r["fpr"]), "auroc": _pct(r["auroc"])} for r in rep.get("rows", [])],
+        }
+    conf = [{**r, "mean_score": _num(r["mean_score"], 4)} for r in doc.get("confusions", [])[:50]]
+    more = f"showing {max_rows} of {len(classes)} classes; all are in coverage.csv" if len(classes) > max_rows else ""
+    return {"summary": summary, "classes": shown, "repair": repair, "confusions": conf, "more": more}
+
+
+# ----------------------------------------------------------------------------------------------
+# the report
+# ----------------------------------------------------------------------------------------------
+def write_report(
+    results_dir: str | os.PathLike[str],
+    output: str | os.PathLike[str] | None = None,
+    *,
+    key: str | None = None,
+    max_cards: int = MAX_CARDS,
+    max_flagged: int = MAX_FLAGGED,
+) -> Path:
+    """Render the report of ``results_dir`` into ``output`` (default ``results_dir/report.html``).
+
+    ``key``: the run whose per-image scores make the cards (``method@vocabulary``; default: the
+    first run with a vocabulary). ``max_cards``/``max_flagged``: caps on the cards shown.
+    """
+    import jinja2
+
+    from negvocab.atomic import write_text
+
+    folder = Path(results_dir)
+    if not folder.is_dir():
+        raise InputError(f"{folder}: no such results folder")
+    found = {name: folder / name for name in ("results.json", "sweep.json", "coverage.json") if (folder / name).is_file()}
+    if not found:
+        raise InputError(f"{folder}: no results.json, sweep.json or coverage.json; give the folder negvocab score, sweep or coverage wrote")
+    thumbs: dict[str, str | None] = {}
+    ctx: dict[str, Any] = {"results": None, "sweep": None, "evasions": None, "flagged": None, "coverage": None, "notes": []}
+    metas: list[Mapping[str, Any]] = []
+    if "results.json" in found:
+        doc = _read_json(found["results.json"])
+        metas.append(doc)
+        ctx["results"] = _results_table(doc.get("rows", []))
+        ctx["evasions"], ctx["flagged"], notes = _score_images(folder, doc, key, max_cards, max_flagged, thumbs)
+        ctx["notes"] += notes
+    if "sweep.json" in found:
+        doc = _read_json(found["sweep.json"])
+        metas.append(doc)
+        fmt = lambda r: {"M": r.get("M"), "name": r.get("name", ""), "fpr": _pct(r.get("fpr")), "auroc": _pct(r.get("auroc")), "ci": _ci(r, "fpr").strip()}  # noqa: E731
+        ctx["sweep"] = {"png": _png(folder / "sweep.png"), "rows": [fmt(r) for r in doc.get("rows", [])], "references": [fmt(r) for r in doc.get("references", [])]}
+    if "coverage.json" in found:
+        doc = _read_json(found["coverage.json"])
+        metas.append(doc)
+        ctx["coverage"] = _coverage_section(folder, doc)
+        ev, fl = _coverage_images(folder, doc, max_cards, max_flagged, thumbs)
+        if ev is not None:  # labelled cards replace those of a score run in the same folder
+            ctx["evasions"], ctx["flagged"] = ev, fl
+            ctx["notes"] = [n for n in ctx["notes"] if "coverage" not in n]
+    random = any(bool(m.get("random_weights")) for m in metas)
+    first = metas[0]
+    tpr = float(first.get("tpr", 0.95))
+    vocab = first.get("vocabulary") or first.get("vocabularies")
+    meta = [
+        ("model", f"{first.get('model', '?')} ({'RANDOM weights' if random else first.get('pretrained') or 'weights?'})"),
+        ("method", first.get("method") or ", ".join(dict.fromkeys(r.get("method", "") for r in first.get("rows", [])))),
+        ("vocabulary", _vocab_text(vocab)),
+        ("convention / TPR", f"{first.get('convention', 'paper')} / {tpr}"),
+        ("ID / OOD sets", _sets_text(first)),
+        ("threshold (score >= it: taken as ID)", ctx["evasions"]["threshold"] if ctx["evasions"] else ""),
+    ]
+    env = jinja2.Environment(loader=jinja2.PackageLoader("negvocab.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined)
+    from negvocab import __version__
+
+    html = env.get_template("report.html.j2").render(
+        title=f"negvocab report: {folder.name}",
+        subtitle=", ".join(found),
+        random_weights=random,
+        random_warning=RANDOM_NOTE,
+        meta=[(k, v) for k, v in meta if v],
+        tpr_pct=int(round(100 * tpr)),
+        version=__version__,
+        created=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        source=str(folder),
+        **ctx,
+    )
+    out = Path(output) if output is not None else folder / "report.html"
+    write_text(out, html)
+    return out
+
+
+def _vocab_text(vocab: Any) -> str:
+    if isinstance(vocab, Mapping) and "size" in vocab:
+        return f"{vocab.get('source', '')} {str(vocab.get('sha256', ''))[:12]} (M={vocab['size']})"
+    if isinstance(vocab, Mapping):
+        return "; ".join(f"{k}: {_vocab_text(v)}" for k, v in vocab.items())
+    return str(vocab or "")
+
+
+def _sets_text(doc: Mapping[str, Any]) -> str:
+    def one(x: Any) -> str:
+        return f"{x.get('name', '?')} ({x.get('n', '?')})" if isinstance(x, Mapping) else str(x)
+
+    if "id_set" in doc:
+        return f"{one(doc['id_set'])} / {one(doc.get('ood_set', '?'))}"
+    if "n_id" in doc:
+        return f"{doc['n_id']} / {doc.get('n_ood', '?')} images"
+    return ""

@@ -1,0 +1,211 @@
+"""``negvocab report`` and the report written by score/coverage, loaded in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from negvocab.cli import app
+from negvocab.report.html import MAX_CARDS, write_report
+
+runner = CliRunner()
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs Debian's chromium)")
+
+
+class _Dom(HTMLParser):
+    """Counts elements by class and collects the text of elements by id in a DOM dump."""
+
+    def __init__(self):
+        super().__init__()
+        self.classes: dict[str, int] = {}
+        self.by_id: dict[str, dict] = {}
+        self._open: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        for c in (a.get("class") or "").split():
+            self.classes[c] = self.classes.get(c, 0) + 1
+        if a.get("id"):
+            self.by_id[a["id"]] = {"attrs": a, "text": ""}
+            self._open.append(a["id"])
+        else:
+            self._open.append("")
+
+    def handle_endtag(self, tag):
+        if self._open:
+            self._open.pop()
+
+    def handle_data(self, data):
+        for i in self._open:
+            if i:
+                self.by_id[i]["text"] += data
+
+
+def _browser(html_path, shot):
+    """The DOM Chromium renders (scripts run) and a screenshot of the page."""
+    base = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"]
+    dom = subprocess.run([*base, "--dump-dom", html_path.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
+    subprocess.run([*base, "--window-size=1280,1600", f"--screenshot={shot}", html_path.as_uri()], capture_output=True, timeout=120, check=True)
+    parser = _Dom()
+    parser.feed(dom)
+    return parser
+
+
+@needs_chromium
+def test_score_writes_a_report_whose_evasion_cards_chromium_renders(tiny, model_args, tmp_path):
+    out = tmp_path / "res"
+    r = runner.invoke(app, ["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--vocab", str(tiny / "negA.txt"), "--groups", "4", "--n-boot", "20", "-o", str(out), *model_args], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    html = out / "report.html"
+    assert html.is_file()
+    # expected from the scores themselves: OOD images at or above the paper threshold (5% ID quantile)
+    with np.load(out / "scores.npz") as z:
+        s_id, s_ood = z["id/neglabel@negA"], z["ood/neglabel@negA"]
+        flagged_expected = int(np.sum(s_id < np.quantile(s_id, 0.05)))
+    expected = int(np.sum(s_ood >= np.quantile(s_id, 0.05)))
+    assert expected > 0
+    dom = _browser(html, tmp_path / "report.png")
+    assert dom.classes.get("evasion-card", 0) == min(expected, MAX_CARDS)
+    assert dom.classes.get("flagged-card", 0) == flagged_expected
+    count = dom.by_id["evasion-count"]
+    assert count["attrs"].get("data-rendered") == "1" and count["text"].strip() == str(expected)  # the page's script ran
+    assert "RANDOM WEIGHTS" in dom.by_id["random-weights-banner"]["text"]
+    assert "negA" in dom.by_id["results-table"]["text"]
+    with Image.open(tmp_path / "report.png") as im:
+        assert im.size == (1280, 1600)
+        assert np.unique(np.asarray(im.convert("L"))).size > 10  # not a blank page
+    text = html.read_text()
+    assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text  # nothing fetched
+
+
+def test_no_report_and_the_report_command(tiny, model_args, tmp_path):
+    out = tmp_path / "res"
+    r = runner.invoke(app, ["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--vocab", str(tiny / "negA.txt"), "--n-boot", "0", "--no-report", "-o", str(out), *model_args], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert not (out / "report.html").exists()
+    r = runner.invoke(app, ["report", str(out), "-o", str(tmp_path / "x.html"), "--max-cards", "1"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "x.html").read_text().count('class="card evasion-card"') == 1
+    r = runner.invoke(app, ["report", str(out), "--run", "neglabel@nope"])
+    assert r.exit_code == 2 and "'neglabel@nope' is not in" in r.output and "neglabel@negA" in r.output
+    r = runner.invoke(app, ["report", str(tmp_path / "nothing")])
+    assert r.exit_code == 2 and "no such results folder" in r.output
+
+
+@needs_chromium
+def test_coverage_command_writes_its_report(tiny, model_args, tmp_path):
+    out = tmp_path / "cov"
+    pool = tmp_path / "pool.txt"
+    pool.write_text("kite\ntowel\nfish\n")
+    r = runner.invoke(app, ["coverage", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--vocab", str(tiny / "negA.txt"), "--groups", "2", "--repair", "2", "--pool", str(pool), "-o", str(out), *model_args], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert "RANDOM WEIGHTS" in r.output
+    doc = json.loads((out / "coverage.json").read_text())
+    assert sorted(c["label"] for c in doc["classes"]) == ["goldfish", "kite toy", "paper towel holder"]
+    assert doc["repair"]["oracle"] is False  # from the pool: deployable
+    imgs = json.loads((out / "coverage_images.json").read_text())["images"]
+    dom = _browser(out / "report.html", tmp_path / "coverage.png")
+    assert dom.classes.get("evasion-card", 0) == sum(1 for x in imgs if x["set"] == "ood" and x["misjudged"])
+    assert "paper towel holder" in dom.by_id["coverage-table"]["text"]
+    r = runner.invoke(app, ["coverage", "--id", str(tiny / "id"), "--ood", str(tiny / "id"), "--vocab", str(tiny / "negA.txt"), "-o", str(tmp_path / "c2"), *model_args])
+    assert r.exit_code == 2 and "carry no labels" in r.output
+
+
+def test_a_large_run_stays_small_and_new_columns_are_shown(tmp_path):
+    """50,000 ID + 10,000 OOD images: cards are capped, the file stays far below 20 MB; results
+    with the newer columns (ood_set, deployable, caveats) and without CIs both render."""
+    rng = np.random.default_rng(0)
+    imgs = []
+    for i in range(400):
+        p = tmp_path / "img" / f"im{i}.jpg"
+        p.parent.mkdir(exist_ok=True)
+        Image.fromarray(rng.integers(0, 255, (256, 256, 3), dtype=np.uint8)).save(p)
+        imgs.append(str(p))
+    n_id, n_ood = 50_000, 10_000
+    s_id, s_ood = rng.normal(1, 1, n_id), rng.normal(0, 1, n_ood)
+    folder = tmp_path / "res"
+    folder.mkdir()
+    np.savez(
+        folder / "scores.npz",
+        **{"id/neglabel@big": s_id, "ood/neglabel@big": s_ood, "id_paths": np.array([imgs[i % 400] for i in range(n_id)]),
+           "id_image_ids": np.array([f"id{i}" for i in range(n_id)]), "ood_paths": np.array([imgs[i % 400] for i in range(n_ood)]),
+           "ood_image_ids": np.array([f"ood{i}" for i in range(n_ood)])},
+    )  # fmt: skip
+    neg = [{"label": f"negative label {k}", "cosine": 0.3, "share": 0.01} for k in range(5)]
+    ex = [{"image": f"ood{i}", "path": imgs[i % 400], "negative_share": 0.1, "top_negatives": neg, "top_id": [{"label": "tench", "cosine": 0.3, "share": 0.5}]} for i in range(n_ood)]
+    (folder / "explanations.json").write_text(json.dumps({"vocabularies": {"big": ex}}))
+    rows = [
+        {"method": "neglabel", "vocabulary": "big", "ood_set": "setA", "deployable": True, "caveats": {}, "fpr": 0.5, "auroc": 0.8, "convention": "paper", "tpr": 0.95, "fpr_ci": [0.4, 0.6]},
+        {"method": "neglabel", "vocabulary": "oracle", "ood_set": "mean", "deployable": False, "caveats": {"oracle": "built from the OOD labels"}, "fpr": 0.1, "auroc": 0.9},
+    ]
+    (folder / "results.json").write_text(json.dumps({"model": "ViT-B-32", "random_weights": True, "convention": "paper", "tpr": 0.95, "rows": rows}))
+    out = write_report(folder)
+    size = out.stat().st_size
+    assert size < 5 * 2**20  # the target is 20 MB
+    text = out.read_text()
+    passing = int(np.sum(s_ood >= np.quantile(s_id, 0.05)))
+    assert text.count('class="card evasion-card"') == MAX_CARDS < passing
+    assert f"of {passing} (capped" in text
+    header = re.search(r"<thead>(.*?)</thead>", text, re.S).group(1)
+    assert "ood set" in header and "deployable" in header and "caveats" in header
+    assert "built from the OOD labels" in text and "[40.00, 60.00]" in text
+
+
+def test_coverage_of_a_fi_imagenet_list_with_labels(tiny, model_args, tmp_path):
+    lst = tmp_path / "fi_ood.csv"
+    lst.write_text("id,label\nILSVRC2012_val_00000002,paper towel holder\nILSVRC2012_val_00000005,kite\nILSVRC2012_val_00000006,kite\n")
+    out = tmp_path / "cov"
+    r = runner.invoke(app, ["coverage", "--id", str(tiny / "val"), "--fi-ood", str(lst), "--vocab", str(tiny / "negA.txt"), "--method", "neglabel_eoe", "--groups", "3", "--repair", "1", "--no-report", "-o", str(out), *model_args], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    doc = json.loads((out / "coverage.json").read_text())
+    assert {c["label"]: c["n_images"] for c in doc["classes"]} == {"paper towel holder": 1, "kite": 2}
+    assert doc["summary"]["n_ood_images"] == 3 and doc["method"] == "neglabel_eoe"
+    assert doc["repair"]["oracle"] is True and "ORACLE" in doc["repair"]["note"]
+    assert not (out / "report.html").exists()
+
+
+def test_a_sweep_folder_and_a_damaged_results_file(tmp_path):
+    from negvocab.errors import InputError
+    from negvocab.scoring.run import plot_sweep
+
+    folder = tmp_path / "sw"
+    folder.mkdir()
+    rows = [{"M": m, "fpr": f, "auroc": 0.7, "fpr_ci": [f - 0.1, f + 0.1], "convention": "paper", "tpr": 0.95} for m, f in ((10, 0.6), (20, 0.5))]
+    plot_sweep(rows, folder / "sweep.png")
+    (folder / "sweep.json").write_text(json.dumps({"model": "m", "random_weights": False, "method": "neglabel", "rows": rows, "references": [{"name": "oracle", "M": 5, "fpr": 0.1, "auroc": 0.9}]}))
+    text = write_report(folder).read_text()
+    assert "Pool-size sweep" in text and "data:image/png;base64," in text and "oracle (M=5)" in text
+    assert "random-weights-banner" not in text and "[50.00, 70.00]" in text
+    (folder / "results.json").write_text("{not json")
+    with pytest.raises(InputError, match="results.json: cannot be read"):
+        write_report(folder)
+
+
+@pytest.mark.parametrize("convention", ["paper", "openood"])
+def test_several_named_ood_sets_have_their_own_operating_points(tmp_path, convention):
+    from negvocab.scoring.metrics import operating_point
+
+    rng = np.random.default_rng(1)
+    s_id, a, b = rng.normal(1, 1, 300), rng.normal(0, 1, 80), rng.normal(0.8, 0.5, 40)
+    folder = tmp_path / "res"
+    folder.mkdir()
+    np.savez(
+        folder / "scores.npz",
+        **{"id/neglabel@v": s_id, "ood/neglabel@v": np.concatenate([a, b]), "ood_sets": np.array(["A"] * 80 + ["B"] * 40),
+           "ood_paths": np.array([f"/nonexistent/{i}.png" for i in range(120)]), "ood_image_ids": np.array([f"o{i}" for i in range(120)])},
+    )  # fmt: skip
+    rows = [{"method": "neglabel", "vocabulary": "v", "ood_set": s, "fpr": 0.5, "auroc": 0.5} for s in ("A", "B", "mean")]
+    (folder / "results.json").write_text(json.dumps({"convention": convention, "tpr": 0.95, "rows": rows}))
+    text = write_report(folder).read_text()
+    want = sum(int(operating_point(s_id, x, convention=convention).ood_passing.sum()) for x in (a, b))
+    assert text.count('class="card evasion-card"') == want
+    assert "OOD set: B" in text and "image not found" in text
