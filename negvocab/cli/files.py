@@ -73,6 +73,11 @@ def claim_results_folder(folder: Path, outputs: tuple[str, ...], *, overwrite: b
         ctx.call_on_close(claim.release)
 
 
+def check_results_folder(folder: Path, marker: str, *, overwrite: bool) -> None:
+    """:func:`claim_results_folder` for a folder whose earlier run ``marker`` names."""
+    claim_results_folder(folder, (marker,), overwrite=overwrite)
+
+
 @contextlib.contextmanager
 def messages_to_stderr(*outputs: Path | None) -> Iterator[None]:
     """Print a command's summary lines on stderr when one of its outputs is ``-`` (standard

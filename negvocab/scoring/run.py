@@ -373,8 +373,9 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
     return "\n".join(lines)
 
 
-RESULT_FILES = ("results.csv", "scores.npz", "scores.csv", "explanations.json", "results.json")
-SWEEP_FILES = ("sweep.csv", "sweep.png", "sweep.json")
+# every file a run leaves in its folder (report.html: written after, by `--report`)
+RESULT_FILES = ("results.csv", "scores.npz", "scores.csv", "explanations.json", "report.html", "results.json")
+SWEEP_FILES = ("sweep.csv", "sweep.png", "report.html", "sweep.json")
 
 
 def write_results(ev: Evaluation, out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
