@@ -73,7 +73,7 @@ def test_score_end_to_end(tiny, model_args, tmp_path, caplog):
     # comes from the cache and the scores are identical
     before = (out / "results.json").read_bytes()
     again = invoke(args)
-    assert again.exit_code == 2 and "holds the results of an earlier run (results.csv, scores.npz, scores.csv, explanations.json, results.json); give another -o, or --overwrite" in again.output
+    assert again.exit_code == 2 and "holds the results of an earlier run (results.csv, scores.npz, scores.csv, explanations.json, report.html, results.json); give another -o, or --overwrite" in again.output
     assert (out / "results.json").read_bytes() == before
     with caplog.at_level(logging.INFO, logger="negvocab"):
         r2 = invoke([*args, "--overwrite"])

@@ -61,7 +61,7 @@ def test_two_concurrent_score_runs_one_wins_whole_the_other_refuses(tiny, model_
     assert {r["vocabulary"] for r in csv.DictReader((out / "results.csv").open())} == {winner}
     assert next(csv.DictReader((out / "scores.csv").open())).keys() >= {f"neglabel@{winner}"}
     assert list(json.loads((out / "explanations.json").read_text())["vocabularies"]) == [winner]
-    assert sorted(p.name for p in out.iterdir()) == ["explanations.json", "results.csv", "results.json", "scores.csv", "scores.npz"]
+    assert sorted(p.name for p in out.iterdir()) == ["explanations.json", "report.html", "results.csv", "results.json", "scores.csv", "scores.npz"]
 
 
 def test_any_earlier_output_file_is_protected_not_only_results_json(tiny, model_args, tmp_path):
