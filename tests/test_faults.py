@@ -73,6 +73,8 @@ CASES = [
     Case("build wordnet over an existing file", {"w.json": EARLIER}, ["build", "wordnet", "--random-weights", "-o", "{t}/w.json"], 2, "w.json exists", ("w.json",)),
     Case("embed over a finished export", {**V, "e/manifest.json": EXPORT}, ["embed", "--vocab", "{t}/v.txt", "-o", "{t}/e"], 2, "manifest.json exists; give --overwrite", ("e/manifest.json",)),
     Case("demo over an earlier demo", {"d/vocab.json": EARLIER}, ["demo", "--random-weights", "-o", "{t}/d"], 2, "vocab.json exists", ("d/vocab.json",)),
+    Case("report over an earlier report", {"r/results.json": "{}", "r/report.html": EARLIER}, ["report", "{t}/r"], 2, "report.html exists; give --overwrite", ("r/report.html",)),
+    Case("build siblings over an existing file", {"s.json": EARLIER}, ["build", "siblings", "--random-weights", "-o", "{t}/s.json"], 2, "s.json exists", ("s.json",)),
     Case("filter over its input", V, ["filter", "{t}/v.txt", "-o", "{t}/v.txt", "--overwrite"], 2, "it is an input of this command", ("v.txt",)),
     # results folders: any earlier output, a folder another run holds, a stream
     Case("score over an earlier scores.csv", {**V, "r/scores.csv": EARLIER}, ["score", *IMAGES, "--vocab", "{t}/v.txt", "-o", "{t}/r"], 2, "holds the results of an earlier run (scores.csv)", ("r/scores.csv",)),
