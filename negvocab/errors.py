@@ -19,3 +19,12 @@ class InputError(NegvocabError, ValueError):
 
 class ResourceError(NegvocabError, RuntimeError):
     """Something the toolkit needs is not available: WordNet, model weights, a server."""
+
+
+class DiskFullError(OSError, ResourceError):
+    """A write failed because the disk (or a quota) is full: one line naming the file system, the
+    free space and the space needed. Also an :class:`OSError` (errno ENOSPC), so code that survives
+    a failed write (the embedding cache keeps the computed result) still does."""
+
+    def __str__(self) -> str:
+        return str(self.strerror or super().__str__())

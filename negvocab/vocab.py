@@ -39,6 +39,7 @@ from negvocab.textfiles import read_text
 logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
+MAX_LABEL_CHARS = 200  # a class name, not a paragraph: longer is a broken file or a pasted answer
 Source = Literal["wordnet", "gpt", "eoe", "oracle", "union", "file", "siblings", "mined"]
 SOURCES: tuple[str, ...] = ("wordnet", "gpt", "eoe", "oracle", "union", "file", "siblings", "mined")
 
@@ -77,10 +78,11 @@ class Vocabulary(BaseModel):
             raise ValueError("the vocabulary has no labels")
         seen: set[str] = set()
         for label in self.labels:
-            if not isinstance(label, str) or not label.strip():
-                raise ValueError(f"empty label at position {len(seen)}")
+            problem = label_problem(label)
+            if problem:
+                raise ValueError(f"label {len(seen) + 1} {problem}")
             if label in seen:
-                raise ValueError(f"duplicate label {label!r}")
+                raise ValueError(f"duplicate label {_shown(label)}")
             seen.add(label)
         unknown = set(self.meta) - seen
         if unknown:
@@ -104,14 +106,18 @@ class Vocabulary(BaseModel):
         settings: Mapping[str, Any] | None = None,
         views: Mapping[str, Iterable[str]] | None = None,
     ) -> Vocabulary:
-        """Make a vocabulary; raises :class:`InputError` if it is empty or has duplicates."""
+        """Make a vocabulary; raises :class:`InputError` if it is empty, has duplicates or a label
+        that is not one (see :func:`label_problem`). Surrounding whitespace is removed from every
+        label (in ``meta`` and ``views`` too), so ``"a"`` and ``"a "`` are the same label."""
+        if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
+            raise InputError(f"invalid {source} vocabulary: labels must be a list of strings, got {type(labels).__name__}")
         try:
             return cls(
                 source=source,
-                labels=list(labels),
-                meta={k: dict(v) for k, v in (meta or {}).items()},
+                labels=[_strip(x) for x in labels],
+                meta={_strip(k): dict(v) for k, v in (meta or {}).items()},
                 settings=dict(settings or {}),
-                views={k: list(v) for k, v in (views or {}).items()},
+                views={k: [_strip(x) for x in v] for k, v in (views or {}).items()},
             )
         except ValidationError as e:
             raise InputError(f"invalid {source} vocabulary: {_first_error(e)}") from e
@@ -347,8 +353,8 @@ class Vocabulary(BaseModel):
         if isinstance(doc, list) and doc and all(isinstance(x, dict) and "text" in x for x in doc):
             return cls._from_candidates(path)  # a `negvocab candidates` JSON export
         if plain is not None:  # a hand-written label list: ["a", "b"] or {"labels": ["a", "b"]}
-            if not all(isinstance(x, str) for x in plain):
-                raise InputError(f"{path}: a JSON label list must hold only strings")
+            if not isinstance(plain, list) or not all(isinstance(x, str) for x in plain):
+                raise InputError(f"{path}: 'labels' must be a JSON list of strings, got {type(plain).__name__}" if not isinstance(plain, list) else f"{path}: a JSON label list must hold only strings")
             return cls.from_text_lines(plain, path)
         if not isinstance(doc, dict):
             raise InputError(f"{path}: expected a JSON object with 'labels', got {type(doc).__name__}")
@@ -376,6 +382,10 @@ class Vocabulary(BaseModel):
         """One label a line; blank lines and lines starting with ``#`` are skipped, repeats dropped."""
         lines = [line.strip() for line in lines]
         labels = list(dict.fromkeys(s for s in lines if s and not s.startswith("#")))
+        for i, label in enumerate(labels, 1):
+            problem = label_problem(label)
+            if problem:
+                raise InputError(f"{path}: label {i} {problem}")
         if not labels:
             raise InputError(f"{path}: the vocabulary file has no labels")
         settings: dict[str, Any] = {"path": str(path)}
@@ -419,6 +429,34 @@ def _accept_removal(doc: dict[str, Any], path: Path) -> dict[str, Any]:
         "settings": settings,
         "sha256": labels_hash(labels),
     }
+
+
+def label_problem(label: object) -> str:
+    """Why ``label`` cannot be a vocabulary label ("" when it can): not a string, empty, surrounding
+    whitespace, a control character (newline, tab, NUL), or longer than :data:`MAX_LABEL_CHARS`."""
+    import unicodedata
+
+    if not isinstance(label, str):
+        return f"is not a string ({type(label).__name__})"
+    if not label.strip():
+        return "is empty"
+    if len(label) > MAX_LABEL_CHARS:
+        return f"{_shown(label)} is {len(label):,} characters long (at most {MAX_LABEL_CHARS}); not a label"
+    if label != label.strip():
+        return f"{_shown(label)} has surrounding whitespace"
+    bad = next((c for c in label if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp")), None)
+    if bad is not None:
+        return f"{_shown(label)} holds a control character ({bad!r}); one label is one line of text"
+    return ""
+
+
+def _shown(label: str) -> str:
+    """A label as error messages show it: quoted, at most 40 characters."""
+    return repr(label) if len(label) <= 40 else repr(label[:40]) + "..."
+
+
+def _strip(label: Any) -> Any:
+    return label.strip() if isinstance(label, str) else label
 
 
 def _is_table(text: str, delimiter: str, path: Path) -> bool:

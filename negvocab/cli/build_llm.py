@@ -14,7 +14,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from negvocab.cli.app import build_app
-from negvocab.cli.files import check_output, writing
+from negvocab.cli.files import check_output, messages_to_stderr, writing
+from negvocab.cli.options import OverwriteOpt
 from negvocab.errors import InputError
 
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Chat model name, e.g. gpt-4o-mini (or the name a vLLM/Ollama server knows).")]
@@ -148,7 +149,7 @@ def _report(vocab: Any, out: Path, what: str) -> None:
 
 
 def _run(
-    run: Any, *, dry_run: bool, batch: bool, rounds_used: int | None, prices: Any, out: Path, what: str, inputs: list[Any], **execute: Any
+    run: Any, *, dry_run: bool, batch: bool, rounds_used: int | None, prices: Any, out: Path, what: str, inputs: list[Any], overwrite: bool = False, **execute: Any
 ) -> None:
     from negvocab.llm.formats import check_mode
 
@@ -160,7 +161,7 @@ def _run(
     # before any request is sent; never over the command's inputs or its run folder's files
     if out.resolve().parent == run.run_dir.resolve():
         raise InputError(f"cannot write {out}: it is in the run folder {run.run_dir}; choose another output file")
-    check_output(out, inputs=[Path(x) for x in inputs if x is not None and Path(str(x)).is_file()])
+    check_output(out, inputs=[Path(x) for x in inputs if x is not None and Path(str(x)).is_file()], overwrite=overwrite)
     progress = _progress(batch)
     try:
         vocab = run.build(rounds_used=rounds_used, batch=batch, prices=prices, on_progress=progress, **execute)
@@ -168,13 +169,15 @@ def _run(
         progress.close()
     with writing(out):
         vocab.save(out)
-    _report(vocab, out, what)
+    with messages_to_stderr(out):
+        _report(vocab, out, what)
 
 
 @build_app.command("gpt")
 def build_gpt(
     model: ModelOpt,
     output: OutOpt,
+    overwrite: OverwriteOpt = False,
     per_class: Annotated[int, typer.Option("--per-class", "-n", min=1, help="Labels asked per class and round.")] = 20,
     rounds: RoundsOpt = 10,
     classes: ClassesOpt = None,
@@ -208,6 +211,7 @@ def build_gpt(
         rounds_used=max_rounds_used,
         prices=_prices(model, price_in, price_out),
         out=output,
+        overwrite=overwrite,
         what="gpt vocabulary",
         inputs=[classes, prompt],
         base_url=base_url,
@@ -224,6 +228,7 @@ def build_gpt(
 def build_eoe(
     model: ModelOpt,
     output: OutOpt,
+    overwrite: OverwriteOpt = False,
     mode: Annotated[str, typer.Option("--mode", help="near (per class), far or fine (per chunk of classes).")] = "near",
     per_request: Annotated[
         Optional[int],  # noqa: UP045
@@ -269,6 +274,7 @@ def build_eoe(
         rounds_used=max_rounds_used,
         prices=_prices(model, price_in, price_out),
         out=output,
+        overwrite=overwrite,
         what=f"eoe-{mode} vocabulary",
         inputs=[classes, prompt],
         base_url=base_url,

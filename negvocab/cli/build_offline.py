@@ -11,6 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from negvocab.atomic import is_stdout
 from negvocab.cli.app import build_app
 from negvocab.cli.files import check_output, writing
 from negvocab.cli.options import (
@@ -18,6 +19,7 @@ from negvocab.cli.options import (
     DeviceOpt,
     IdClassesOpt,
     ModelOpt,
+    OverwriteOpt,
     PrecisionOpt,
     PresetTagOpt,
     PretrainedOpt,
@@ -37,6 +39,7 @@ def _warn(vlm: object) -> str:
 @build_app.command("siblings")
 def build_siblings(
     output: OutOpt,
+    overwrite: OverwriteOpt = False,
     per_class: Annotated[int, typer.Option("--per-class", "-K", help="Labels kept per ID class (K), closest to the class first.")] = 20,
     levels: Annotated[
         int, typer.Option("--levels", "-L", help="Hypernym steps up to widen to for classes with fewer than K siblings (1: siblings only).")
@@ -67,7 +70,7 @@ def build_siblings(
     classes = sibling_id_classes(id_classes)
     if not any(w.startswith("n") and w[1:].isdigit() for w in classes.wnids):
         raise InputError(f"{id_classes}: none of the {len(classes)} ID classes is a wnid; siblings need WordNet synsets (n01440764)")
-    check_output(output, inputs=[id_classes, Path(templates)])
+    check_output(output, inputs=[id_classes, Path(templates)], overwrite=overwrite)
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
     vocab = build_sibling_vocabulary(vlm, classes, per_class=per_class, levels=levels, templates=tset, progress=True)
     with writing(output):
@@ -75,13 +78,14 @@ def build_siblings(
     s = vocab.settings
     skipped = f"; skipped {len(s['skipped'])} classes without a synset: {', '.join(list(s['skipped'].values())[:5])}" if s["skipped"] else ""
     short = f"; {len(s['short_classes'])} classes have fewer than {per_class}" if s["short_classes"] else ""
-    typer.echo(f"wrote {output}: {len(vocab)} labels for {s['keys']} classes{short}{skipped}{_warn(vlm)}")
+    typer.echo(f"wrote {output}: {len(vocab)} labels for {s['keys']} classes{short}{skipped}{_warn(vlm)}", err=is_stdout(output))
 
 
 @build_app.command("mined")
 def build_mined(
     output: OutOpt,
     images: Annotated[Path, typer.Option("--images", help="Unlabelled images of the deployment: a folder or an image list file.")],
+    overwrite: OverwriteOpt = False,
     pool: Annotated[
         str,
         typer.Option("--pool", help="Candidates: a 'negvocab candidates' export or any vocabulary file, or wordnet / wordnet:all."),
@@ -131,7 +135,7 @@ def build_mined(
     cands = mining_pool(pool)
     image_set = open_image_set(images)
     ood_sets = {name: open_image_set(path) for name, path in (_ood_arg(x) for x in ood or [])}
-    check_output(output, inputs=[images, Path(pool), id_classes, Path(templates)])
+    check_output(output, inputs=[images, Path(pool), id_classes, Path(templates)], overwrite=overwrite)
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
     vocab = build_mined_vocabulary(
         vlm,
@@ -158,7 +162,7 @@ def build_mined(
         extra += f"; NOT DEPLOYABLE: {s['caveats']['transductive']}"
     elif not ood_sets:
         extra += "; overlap with your OOD set not checked (pass --ood to check)"
-    typer.echo(f"wrote {output}: {len(vocab)} labels from {s['ood_looking_images']} of {s['images']} images{extra}{_warn(vlm)}")
+    typer.echo(f"wrote {output}: {len(vocab)} labels from {s['ood_looking_images']} of {s['images']} images{extra}{_warn(vlm)}", err=is_stdout(output))
 
 
 def _ood_arg(text: str) -> tuple[str, Path]:

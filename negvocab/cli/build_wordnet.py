@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from negvocab.atomic import is_stdout
 from negvocab.cli.app import build_app
 from negvocab.cli.files import check_output, writing
 from negvocab.cli.options import (
@@ -14,6 +15,7 @@ from negvocab.cli.options import (
     DeviceOpt,
     IdClassesOpt,
     ModelOpt,
+    OverwriteOpt,
     PrecisionOpt,
     PresetTagOpt,
     PretrainedOpt,
@@ -69,6 +71,7 @@ def build_wordnet(
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
     random_weights: RandomWeightsOpt = False,
+    overwrite: OverwriteOpt = False,
 ) -> None:
     """Rank WordNet head words farthest first from the ID classes (ImageNet-1k) and write vocabularies."""
     from negvocab.build.wordnet import build_wordnet_vocabulary, check_percentile
@@ -95,7 +98,7 @@ def build_wordnet(
     pool = load_candidates(candidates) if candidates is not None else None
     outputs = [output_path(output, m, len(many) > 1) for m in many or [0]]
     for i, path in enumerate(outputs):
-        check_output(path, inputs=[candidates, Path(templates), id_classes], others=outputs[:i])
+        check_output(path, inputs=[candidates, Path(templates), id_classes], others=outputs[:i], overwrite=overwrite)
     if pool is not None and many and many[-1] > len(pool):
         raise InputError(f"--size {many[-1]} exceeds the {len(pool)} candidates in {candidates}")
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
@@ -121,7 +124,7 @@ def build_wordnet(
         path = output_path(output, len(full), False)
         with writing(path):
             full.save(path)
-        typer.echo(f"wrote {path}: {len(full)} labels{warn}")
+        typer.echo(f"wrote {path}: {len(full)} labels{warn}", err=is_stdout(path))
         return
     if many[-1] > len(full):
         raise InputError(f"--size {many[-1]} exceeds the {len(full)} labels of the filtered WordNet ranking")
@@ -129,4 +132,4 @@ def build_wordnet(
         path = output_path(output, m, len(many) > 1)
         with writing(path):
             full.head(m).save(path)
-        typer.echo(f"wrote {path}: {m} labels{warn}")
+        typer.echo(f"wrote {path}: {m} labels{warn}", err=is_stdout(path))

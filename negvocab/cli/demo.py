@@ -14,6 +14,7 @@ from negvocab.cli.options import (
     DeviceOpt,
     IdClassesOpt,
     ModelOpt,
+    OverwriteOpt,
     PrecisionOpt,
     PresetTagOpt,
     PretrainedOpt,
@@ -39,6 +40,7 @@ def demo(
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
+    overwrite: OverwriteOpt = False,
 ) -> None:
     """Run WordNet vocabulary -> filtering -> NegLabel and MCM -> metrics -> plot on a toy image set.
 
@@ -53,7 +55,7 @@ def demo(
         raise InputError("give either --pretrained/--tag or --random-weights, not both")
     pretrained = None if random_weights else pretrained or "openai"
     check_demo_sizes(pool, size)
-    check_output(output / "vocab.json")
+    check_output(output / "vocab.json", overwrite=overwrite)
     classes = read_id_classes(id_classes)
     try:
         vlm = VLM(model, pretrained=pretrained, device=device, precision=precision, cache_dir=cache_dir, tag=tag)
@@ -64,7 +66,7 @@ def demo(
         raise ResourceError(f"{e}{hint}; or run the pipeline offline (meaningless numbers): negvocab demo --random-weights") from e
     if random_weights:
         typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True, err=True)
-    res = run_demo(vlm, output, pool=pool, size=size, templates=templates, id_classes=classes, progress=True)
+    res = run_demo(vlm, output, pool=pool, size=size, templates=templates, id_classes=classes, progress=True, overwrite=overwrite)
     warn = f"WARNING: {RANDOM_WEIGHTS_WARNING}\n" if vlm.random_weights else ""
     n_removed = res.vocabulary.settings.get("synonym_filter", {}).get("removed_count", 0)
     typer.echo(f"{warn}{SPLIT_NOTE}")

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from negvocab.atomic import is_stdout
 from negvocab.cli.app import app
 from negvocab.cli.files import check_output, writing
 from negvocab.cli.options import (
@@ -14,6 +15,7 @@ from negvocab.cli.options import (
     DeviceOpt,
     IdClassesOpt,
     ModelOpt,
+    OverwriteOpt,
     PrecisionOpt,
     PresetTagOpt,
     PretrainedOpt,
@@ -21,8 +23,18 @@ from negvocab.cli.options import (
     TemplatesOpt,
     load_vlm,
 )
-from negvocab.cli.score import ImageRootOpt
+from negvocab.cli.score import AllowOutsideOpt, ImageRootOpt
 from negvocab.errors import InputError
+
+
+def _finished_export(manifest: Path) -> bool:
+    """Whether ``manifest`` is a finished export's (an interrupted one is written again freely)."""
+    import json
+
+    try:
+        return json.loads(manifest.read_text(encoding="utf-8")).get("complete") is not False
+    except (OSError, ValueError, AttributeError):
+        return manifest.exists()
 
 
 @app.command("embed")
@@ -36,6 +48,7 @@ def embed(
     ] = None,
     id_classes: IdClassesOpt = None,
     image_root: ImageRootOpt = None,
+    allow_outside_root: AllowOutsideOpt = False,
     model: ModelOpt = "ViT-B-32",
     pretrained: PretrainedOpt = None,
     tag: PresetTagOpt = None,
@@ -44,6 +57,7 @@ def embed(
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
     random_weights: RandomWeightsOpt = False,
+    overwrite: OverwriteOpt = False,
 ) -> None:
     """Export embeddings for your own analysis (float32, L2-normalised, rows aligned with rows.csv)."""
     from negvocab.vlm.export import MANIFEST_FILE, check_export_folder, save_embeddings
@@ -54,8 +68,10 @@ def embed(
         raise InputError("--id-classes goes with --classes")
     if image_root is not None and not (images is not None and images.is_file()):
         raise InputError("--image-root applies to image lists only: give --images as a list file")
+    if is_stdout(output):
+        raise InputError("-o -: embed writes a folder of files (embeddings.npy, rows.csv, manifest.json); give a folder")
     check_export_folder(output)
-    check_output(output / MANIFEST_FILE)
+    check_output(output / MANIFEST_FILE, overwrite=overwrite or not _finished_export(output / MANIFEST_FILE))
     if vocab is not None:
         from negvocab.vocab import Vocabulary
 
@@ -65,7 +81,7 @@ def embed(
     elif images is not None:
         from negvocab.data import open_image_set
 
-        image_set = open_image_set(images, image_root=image_root)
+        image_set = open_image_set(images, image_root=image_root, allow_outside_root=allow_outside_root)
     else:
         from negvocab.labels.imagenet import read_id_classes
 

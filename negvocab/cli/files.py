@@ -1,13 +1,22 @@
-"""Output files of the CLI commands: checked before the work starts, write errors as one line."""
+"""Output files of the CLI commands: checked before the work starts, write errors as one line.
+
+The one overwrite rule (README, "Outputs"): a command never replaces an existing output (a file, or
+a results folder holding any earlier output) unless ``--overwrite`` is given. Streams are not
+replaced but written: ``-o -`` (standard output), a device such as ``/dev/null`` and a FIFO need no
+``--overwrite``; a symbolic link keeps its link and the file it points to is the output.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from negvocab.errors import InputError
+from negvocab.atomic import disk_full_error, is_stdout, is_stream
+from negvocab.errors import InputError, NegvocabError
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -17,19 +26,31 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def check_output(path: Path, *, inputs: Iterable[Path | None] = (), others: Iterable[Path | None] = ()) -> None:
+def check_output(
+    path: Path,
+    *,
+    inputs: Iterable[Path | None] = (),
+    others: Iterable[Path | None] = (),
+    overwrite: bool = False,
+) -> None:
     """Fail early (before a long run) when ``path`` cannot become a file: a folder, a file where a
     folder should be, a folder without write permission, one of the command's ``inputs`` (which it
-    would overwrite) or another of its outputs (``others``). Creates nothing."""
-    for source in inputs:
-        if source is not None and (_same_file(path, source) or path.absolute() == source.absolute()):
-            raise InputError(f"cannot write {path}: it is an input of this command; choose another output file")
+    would overwrite), another of its outputs (``others``), or an existing file without
+    ``overwrite``. ``-``, devices and FIFOs are written in place and always pass. Creates nothing."""
     for other in others:
         if other is not None and path.absolute() == other.absolute():
             raise InputError(f"cannot write two outputs to {path}; give each its own file")
+    if is_stream(path):
+        return
+    for source in inputs:
+        if source is not None and (_same_file(path, source) or path.absolute() == source.absolute()):
+            raise InputError(f"cannot write {path}: it is an input of this command; choose another output file")
     if path.is_dir():
         raise InputError(f"cannot write {path}: it is a folder; give a file name")
-    parent = path.absolute().parent
+    if path.exists() and not overwrite:
+        raise InputError(f"{path} exists; give --overwrite to replace it, or another output file")
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    parent = target.absolute().parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
     if not parent.is_dir():
@@ -38,12 +59,34 @@ def check_output(path: Path, *, inputs: Iterable[Path | None] = (), others: Iter
         raise InputError(f"cannot write {path}: no permission to write in {parent}")
 
 
+def claim_results_folder(folder: Path, outputs: tuple[str, ...], *, overwrite: bool) -> None:
+    """Claim a results folder for the whole command (:func:`negvocab.outdir.claim_folder`): a
+    second run into it refuses at once; one holding earlier outputs needs ``overwrite``. Released
+    when the command ends, however it ends."""
+    from typer._click.globals import get_current_context  # typer vendors click; pinned
+
+    from negvocab.outdir import claim_folder
+
+    claim = claim_folder(folder, outputs, overwrite=overwrite)
+    ctx = get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(claim.release)
+
+
 def check_results_folder(folder: Path, marker: str, *, overwrite: bool) -> None:
-    """:func:`check_output` for ``folder / marker``, and refuse to replace an earlier run's results
-    there unless ``overwrite``: a re-run with other vocabularies must not silently erase a comparison."""
-    check_output(folder / marker)
-    if (folder / marker).exists() and not overwrite:
-        raise InputError(f"{folder} holds the results of an earlier run ({marker}); give another -o, or --overwrite to replace them")
+    """:func:`claim_results_folder` for a folder whose earlier run ``marker`` names."""
+    claim_results_folder(folder, (marker,), overwrite=overwrite)
+
+
+@contextlib.contextmanager
+def messages_to_stderr(*outputs: Path | None) -> Iterator[None]:
+    """Print a command's summary lines on stderr when one of its outputs is ``-`` (standard
+    output), so that they never mix with the data written there."""
+    if any(o is not None and is_stdout(o) for o in outputs):
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    else:
+        yield
 
 
 @contextlib.contextmanager
@@ -52,4 +95,8 @@ def writing(path: Path) -> Iterator[None]:
     try:
         yield
     except OSError as e:
+        if isinstance(e, NegvocabError):  # a full disk, already one line
+            raise
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise disk_full_error(path) from e
         raise InputError(f"cannot write {path}: {e.strerror or e}") from e

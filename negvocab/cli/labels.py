@@ -17,14 +17,14 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from negvocab.atomic import atomic_path, write_json, write_text
+from negvocab.atomic import atomic_path, is_stdout, write_json, write_text
 from negvocab.cli.app import app
-from negvocab.cli.files import check_output, writing
-from negvocab.cli.options import IdClassesOpt
+from negvocab.cli.files import check_output, messages_to_stderr, writing
+from negvocab.cli.options import IdClassesOpt, OverwriteOpt
 from negvocab.errors import InputError
 
 CLASS_FORMATS = ("txt", "tsv", "csv", "json")
-OutOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write (default: print).")]  # noqa: UP045
+OutOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write (default: print; - also prints).")]  # noqa: UP045
 
 
 def _choice(value: str, choices: tuple[str, ...], option: str) -> str:
@@ -42,11 +42,11 @@ def _table(header: list[str], rows: list[list[Any]], fmt: str) -> str:
     return buf.getvalue()
 
 
-def _emit(text: str, output: Path | None, what: str) -> None:
+def _emit(text: str, output: Path | None, what: str, overwrite: bool = False) -> None:
     if output is None:
         typer.echo(text, nl=False)
     else:
-        check_output(output)
+        check_output(output, overwrite=overwrite)
         with writing(output):
             write_text(output, text)
         typer.echo(f"wrote {what} to {output}", err=True)
@@ -61,6 +61,7 @@ def classes(
         ),
     ] = None,
     output: OutOpt = None,
+    overwrite: OverwriteOpt = False,
 ) -> None:
     """Print or export the ImageNet-1k label space: wnid, CLIP clean name, WordNet 3.0 synonyms."""
     from negvocab.labels.imagenet import imagenet1k
@@ -80,7 +81,7 @@ def classes(
     else:
         rows = [[w, n, "|".join(s)] for w, n, s in zip(c.wnids, c.names, c.synonyms, strict=True)]
         text = _table(["wnid", "name", "synonyms"], rows, fmt)
-    _emit(text, output, f"{len(c)} classes")
+    _emit(text, output, f"{len(c)} classes", overwrite)
 
 
 @app.command("candidates")
@@ -101,12 +102,13 @@ def candidates(
     drop_id: Annotated[
         bool, typer.Option("--drop-id", help="Also remove ImageNet-1k names and their synonyms (synonym filter).")
     ] = False,
+    overwrite: OverwriteOpt = False,
 ) -> None:
     """Export the WordNet 3.0 candidate pool of the WordNet vocabulary (unranked)."""
     from negvocab.labels.candidates import wordnet_candidates
 
-    check_output(output)
-    suffix = _choice(output.suffix.lstrip(".") or "?", ("txt", "tsv", "csv", "json"), "the --output suffix")
+    check_output(output, overwrite=overwrite)
+    suffix = "txt" if is_stdout(output) else _choice(output.suffix.lstrip(".") or "?", ("txt", "tsv", "csv", "json"), "the --output suffix")
     pool = wordnet_candidates(
         preset, pos=pos, exclude_lexnames=exclude, all_lemmas=all_lemmas, drop_unusable=not keep_unusable
     )
@@ -132,7 +134,7 @@ def candidates(
     detail = ", ".join(f"{p}: {n}" for p, n in counts.items())
     extra = f"; {removed} ID labels removed" if drop_id else ""
     source = f"preset {preset}" if exclude is None else f"preset {preset} excluding only {', '.join(exclude)}"
-    typer.echo(f"wrote {len(pool)} candidates ({detail}; {source}{extra}) to {output}")
+    typer.echo(f"wrote {len(pool)} candidates ({detail}; {source}{extra}) to {output}", err=is_stdout(output))
 
 
 @app.command("filter")
@@ -146,15 +148,16 @@ def filter_(
     plurals: Annotated[bool, typer.Option("--plurals/--no-plurals", help="Match plural forms (WordNet morphy).")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line, not each removed label.")] = False,
     id_classes: IdClassesOpt = None,
+    overwrite: OverwriteOpt = False,
 ) -> None:
     """Remove the ID class names (ImageNet-1k) and their WordNet synonyms from a vocabulary; say why."""
     from negvocab.labels.imagenet import read_id_classes
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.vocab import Vocabulary
 
-    check_output(output, inputs=[vocabulary, id_classes])
+    check_output(output, inputs=[vocabulary, id_classes], overwrite=overwrite)
     if report is not None:
-        check_output(report, inputs=[vocabulary, id_classes], others=[output])
+        check_output(report, inputs=[vocabulary, id_classes], others=[output], overwrite=overwrite)
     vocab = Vocabulary.load(vocabulary)
     filtered = SynonymFilter(read_id_classes(id_classes), plurals=plurals).apply(vocab)
     summary = filtered.settings["synonym_filter"]
@@ -167,34 +170,34 @@ def filter_(
                 write_json(report_tmp, doc)
         with writing(output):
             filtered.save(output)
-    if not quiet:
-        for label, why in summary["removed"].items():
-            typer.echo(f"removed {label!r}: {why['name']} ({why['wnid']}) via {why['form']!r} [{why['rule']}]")
-    rules = Counter(why["rule"] for why in summary["removed"].values())
-    detail = ", ".join(f"{rule} {n}" for rule, n in sorted(rules.items()))
-    typer.echo(
-        f"removed {summary['removed_count']} of {len(vocab)} labels ({detail or 'none'}); "
-        f"kept {summary['kept_count']} -> {output}"
-    )
-    _say_caveats(filtered)
+    with messages_to_stderr(output, report):
+        if not quiet:
+            for label, why in summary["removed"].items():
+                typer.echo(f"removed {label!r}: {why['name']} ({why['wnid']}) via {why['form']!r} [{why['rule']}]")
+        rules = Counter(why["rule"] for why in summary["removed"].values())
+        detail = ", ".join(f"{rule} {n}" for rule, n in sorted(rules.items()))
+        typer.echo(f"removed {summary['removed_count']} of {len(vocab)} labels ({detail or 'none'}); kept {summary['kept_count']} -> {output}")
+        _say_caveats(filtered)
 
 
 @app.command("merge")
 def merge(
     vocabularies: Annotated[list[Path], typer.Argument(help="Vocabulary files, in order of precedence.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="The union (.json, or .txt for labels only).")],
+    overwrite: OverwriteOpt = False,
 ) -> None:
     """Union of vocabularies: labels in order of first occurrence, provenance merged."""
     from negvocab.vocab import Vocabulary
 
-    check_output(output, inputs=vocabularies)
+    check_output(output, inputs=vocabularies, overwrite=overwrite)
     loaded = [Vocabulary.load(p) for p in vocabularies]
     union = Vocabulary.union(*loaded)
     with writing(output):
         union.save(output)
     parts = ", ".join(f"{p.name} {len(v)} ({v.source})" for p, v in zip(vocabularies, loaded, strict=True))
-    typer.echo(f"merged {parts} -> {len(union)} unique labels in {output}")
-    _say_caveats(union)
+    with messages_to_stderr(output):
+        typer.echo(f"merged {parts} -> {len(union)} unique labels in {output}")
+        _say_caveats(union)
 
 
 def _say_caveats(vocab: Any) -> None:
@@ -208,13 +211,14 @@ def drop(
     vocabulary: Annotated[Path, typer.Argument(help="Vocabulary JSON or text file.")],
     labels: Annotated[Path, typer.Argument(help="Labels to remove: a text file, one a line ('#' lines skipped).")],
     output: Annotated[Path, typer.Option("--output", "-o", help="The vocabulary without them (.json, or .txt for labels only).")],
+    overwrite: OverwriteOpt = False,
 ) -> None:
     """Remove labels from a vocabulary; the output records what was removed, and keeps its order,
     provenance and caveats (the way to edit a vocabulary file by hand)."""
     from negvocab.textfiles import read_text
     from negvocab.vocab import Vocabulary
 
-    check_output(output, inputs=[vocabulary, labels])
+    check_output(output, inputs=[vocabulary, labels], overwrite=overwrite)
     vocab = Vocabulary.load(vocabulary)
     wanted = [s for s in (ln.strip() for ln in read_text(labels, "labels file").splitlines()) if s and not s.startswith("#")]
     if not wanted:
@@ -227,8 +231,9 @@ def drop(
         out.save(output)
     if missing:
         typer.echo(f"warning: {len(missing)} labels of {labels} are not in the vocabulary (e.g. {missing[0]!r})", err=True)
-    typer.echo(f"dropped {len(vocab) - len(out)} of {len(vocab)} labels; kept {len(out)} -> {output}")
-    _say_caveats(out)
+    with messages_to_stderr(output):
+        typer.echo(f"dropped {len(vocab) - len(out)} of {len(vocab)} labels; kept {len(out)} -> {output}")
+        _say_caveats(out)
 
 
 @app.command("info")
@@ -259,7 +264,7 @@ def info(
         typer.echo("views: " + ", ".join(f"{k} ({n})" for k, n in summary["views"].items()))
     if summary["first_labels"]:
         more = " ..." if summary["size"] > len(summary["first_labels"]) else ""
-        typer.echo("labels: " + ", ".join(summary["first_labels"]) + more)
+        typer.echo("labels: " + ", ".join(_short(x) for x in summary["first_labels"]) + more)
 
 
 def vocabulary_summary(vocab: Any) -> dict[str, Any]:

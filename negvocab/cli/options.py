@@ -85,7 +85,8 @@ RandomWeightsOpt = Annotated[
     ),
 ]
 OverwriteOpt = Annotated[
-    bool, typer.Option("--overwrite", help="Replace the results of an earlier run in the output folder.")
+    bool,
+    typer.Option("--overwrite", help="Replace existing outputs (a file, or an earlier run's files in the output folder)."),
 ]
 IdClassesOpt = Annotated[
     Optional[Path],  # noqa: UP045

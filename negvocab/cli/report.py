@@ -70,6 +70,7 @@ def report_cmd(
     ] = None,
     max_cards: Annotated[int, typer.Option("--max-cards", help="Most evading OOD images shown (worst first).")] = 200,
     max_flagged: Annotated[int, typer.Option("--max-flagged", help="Most flagged ID images shown (worst first).")] = 100,
+    overwrite: OverwriteOpt = False,
 ) -> None:
     """One self-contained HTML report: results with CIs, sweep plot, evading OOD images, coverage."""
     from negvocab.report.html import write_report
@@ -77,7 +78,7 @@ def report_cmd(
     if max_cards < 0 or max_flagged < 0:
         raise InputError("--max-cards and --max-flagged must be >= 0")
     out = output or results_dir / "report.html"
-    check_output(out)
+    check_output(out, overwrite=overwrite)
     with writing(out):
         path = write_report(results_dir, out, key=key, max_cards=max_cards, max_flagged=max_flagged)
     typer.echo(f"wrote {path}")

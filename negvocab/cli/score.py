@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from negvocab.atomic import is_stdout
 from negvocab.cli.app import app, build_app
-from negvocab.cli.files import check_output, check_results_folder, writing
+from negvocab.cli.files import check_output, claim_results_folder, writing
 from negvocab.cli.options import (
     CacheDirOpt,
     DeviceOpt,
@@ -54,6 +55,10 @@ OodOpt = Annotated[
 ImageRootOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option("--image-root", help="Folder that relative paths in image lists start from (default: the list's folder)."),
+]
+AllowOutsideOpt = Annotated[
+    bool,
+    typer.Option("--allow-outside-root", help="Let image-list paths leave the list's root (absolute paths elsewhere, ../..)."),
 ]
 FiOodOpt = Annotated[
     Optional[Path],  # noqa: UP045
@@ -122,6 +127,7 @@ def image_sets(
     fi_ambiguous: Path | None,
     ground_truth: Path | None,
     image_root: Path | None = None,
+    allow_outside_root: bool = False,
 ) -> tuple[ImageSet, dict[str, ImageSet]]:
     """The ID image set and the OOD image sets by name that the options describe."""
     from negvocab.data import fi_imagenet, imagenet_val, open_image_set
@@ -143,8 +149,8 @@ def image_sets(
     if ground_truth:
         id_set = imagenet_val(id_path, ground_truth=ground_truth)
     else:
-        id_set = open_image_set(id_path, image_root=image_root)
-    return id_set, {name: open_image_set(path, image_root=image_root) for name, path in oods.items()}
+        id_set = open_image_set(id_path, image_root=image_root, allow_outside_root=allow_outside_root)
+    return id_set, {name: open_image_set(path, image_root=image_root, allow_outside_root=allow_outside_root) for name, path in oods.items()}
 
 
 def check_scoring_options(
@@ -158,6 +164,7 @@ def check_scoring_options(
     topk: int | None = None,
     temperature: float | None = None,
     penalty_temperature: float | None = None,
+    seed: int = 0,
 ) -> None:
     """Reject bad scoring options before a model is loaded or an image is read."""
     from negvocab.scoring.metrics import CONVENTIONS
@@ -176,6 +183,8 @@ def check_scoring_options(
         raise InputError(f"--tpr must be in (0, 1], got {tpr}")
     if not 0 <= n_boot <= MAX_BOOT:
         raise InputError(f"--n-boot must be between 0 and {MAX_BOOT:,}, got {n_boot}")
+    if seed < 0:
+        raise InputError(f"--seed must be >= 0, got {seed}")
     if topk is not None and topk < 1:
         raise InputError(f"--topk must be >= 1, got {topk}")
     for flag, value in (("--temperature", temperature), ("--penalty-temperature", penalty_temperature)):
@@ -219,6 +228,7 @@ def score_cmd(
     fi_ambiguous: FiAmbOpt = None,
     ground_truth: GroundTruthOpt = None,
     image_root: ImageRootOpt = None,
+    allow_outside_root: AllowOutsideOpt = False,
     output: Annotated[Path, typer.Option("--output", "-o", help="Results folder.")] = Path("results"),
     overwrite: OverwriteOpt = False,
     model: ModelOpt = "ViT-B-32",
@@ -250,12 +260,12 @@ def score_cmd(
 ) -> None:
     """Score a VLM with one or more vocabularies on an ID and an OOD set; write a results folder."""
     from negvocab.labels.imagenet import read_id_classes
-    from negvocab.scoring.run import evaluate_vocabularies, format_table, write_results
+    from negvocab.scoring.run import RESULT_FILES, evaluate_vocabularies, format_table, write_results
     from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
 
     methods = [canonical_method(m) for m in (method or ["neglabel"])]  # fail before loading a model
-    check_results_folder(output, "results.json", overwrite=overwrite)
-    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, topk=topk, temperature=temperature, penalty_temperature=penalty_temperature)
+    claim_results_folder(output, RESULT_FILES, overwrite=overwrite)  # held until the command ends
+    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, topk=topk, temperature=temperature, penalty_temperature=penalty_temperature, seed=seed)
     if not (math.isfinite(lam) and lam >= 0):
         raise InputError(f"--lambda must be a number >= 0, got {lam}")
     if explain < 0:
@@ -263,7 +273,7 @@ def score_cmd(
     need_vocab = [m for m in methods if m in NEEDS_NEGATIVES]
     if need_vocab and not vocab:
         raise InputError(f"--method {', '.join(need_vocab)} needs a vocabulary: pass --vocab FILE (or use --method mcm / glmcm)")
-    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root)
+    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root, allow_outside_root)
     vocabs = _load_vocabs(list(vocab or []))
     classes = read_id_classes(id_classes)
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
@@ -284,7 +294,7 @@ def score_cmd(
         progress=True,
     )
     with writing(output):
-        out = write_results(ev, output)
+        out = write_results(ev, output, overwrite=overwrite)
     _warn_random(ev.random_weights)
     typer.echo(format_table(ev.rows, ev.meta))
     typer.echo(f"wrote {out}/results.json, results.csv, scores.npz, scores.csv, explanations.json")
@@ -317,6 +327,7 @@ def sweep_cmd(
     fi_ambiguous: FiAmbOpt = None,
     ground_truth: GroundTruthOpt = None,
     image_root: ImageRootOpt = None,
+    allow_outside_root: AllowOutsideOpt = False,
     output: Annotated[Path, typer.Option("--output", "-o", help="Output folder (sweep.csv, sweep.json, sweep.png).")] = Path("sweep"),
     overwrite: OverwriteOpt = False,
     model: ModelOpt = "ViT-B-32",
@@ -342,17 +353,17 @@ def sweep_cmd(
 ) -> None:
     """FPR@95 and AUROC against pool size M from one ranked vocabulary: a table and a plot."""
     from negvocab.labels.imagenet import read_id_classes
-    from negvocab.scoring.run import is_ranked, sweep_vocabulary, write_sweep
+    from negvocab.scoring.run import SWEEP_FILES, is_ranked, sweep_vocabulary, write_sweep
     from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
     from negvocab.scoring.sweep import parse_sizes
     from negvocab.vocab import Vocabulary
 
     # fail on bad options before loading a model or reading images
     key = canonical_method(method)
-    check_results_folder(output, "sweep.json", overwrite=overwrite)
+    claim_results_folder(output, SWEEP_FILES, overwrite=overwrite)  # held until the command ends
     if key not in NEEDS_NEGATIVES:
         raise InputError(f"--method {key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
-    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, temperature=temperature, penalty_temperature=penalty_temperature)
+    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, temperature=temperature, penalty_temperature=penalty_temperature, seed=seed)
     if order not in ("ranked", "given"):
         raise InputError(f"--order must be ranked or given, got {order!r}")
     ranked = Vocabulary.load(vocab)
@@ -362,7 +373,7 @@ def sweep_cmd(
             "sweep a ranked (WordNet) vocabulary, or pass --order given to sweep the file order"
         )
     parse_sizes(sizes, len(ranked))
-    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root)
+    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root, allow_outside_root)
     refs = _load_vocabs(list(reference or []))
     classes = read_id_classes(id_classes)
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
@@ -386,7 +397,7 @@ def sweep_cmd(
         progress=True,
     )
     with writing(output):
-        out = write_sweep(res, output)
+        out = write_sweep(res, output, overwrite=overwrite)
     _warn_random(res.random_weights)
     pct = int(round(100 * tpr))
     several = len({r["ood_set"] for r in res.rows}) > 1
@@ -419,6 +430,7 @@ def build_oracle(
     synonym_filter: Annotated[
         bool, typer.Option("--synonym-filter/--no-synonym-filter", help="Drop labels naming an ImageNet-1k class.")
     ] = True,
+    overwrite: OverwriteOpt = False,
 ) -> None:
     """The oracle vocabulary: the OOD set's own labels (a lower bound on FPR@95, NOT deployable)."""
     from negvocab.build.oracle import build_oracle_vocabulary
@@ -429,9 +441,9 @@ def build_oracle(
         raise InputError(f"--labels {labels} is a folder; for class folders (NINCO layout) use --ood")
     if ood is not None and ood.exists() and not ood.is_dir():
         raise InputError(f"--ood {ood} is a file; for a labels file or an image list use --labels")
-    check_output(output, inputs=[labels])
+    check_output(output, inputs=[labels], overwrite=overwrite)
     vocab = build_oracle_vocabulary(labels if labels is not None else ood, synonym_filter=synonym_filter)
     with writing(output):
         vocab.save(output)
     removed = vocab.settings.get("synonym_filter", {}).get("removed_count", 0)
-    typer.echo(f"wrote {output}: {len(vocab)} oracle labels ({removed} removed as ImageNet-1k names/synonyms); not a deployable vocabulary")
+    typer.echo(f"wrote {output}: {len(vocab)} oracle labels ({removed} removed as ImageNet-1k names/synonyms); not a deployable vocabulary", err=is_stdout(output))

@@ -99,17 +99,44 @@ def require_dir(root: str | os.PathLike[str], what: str) -> Path:
     return path
 
 
+def walk_images(root: Path) -> tuple[list[Path], list[tuple[str, str]]]:
+    """Every image file under ``root`` (recursive, sorted; symlinked folders not followed) and what
+    could not be looked at, as (path, reason): sub-folders that cannot be listed and image links
+    whose target is gone. These are reported (``ImageSet.info["skipped"]``, a warning, and the
+    ``failed_images`` of results), never silently left out of the set."""
+    found: list[Path] = []
+    skipped: list[tuple[str, str]] = []
+
+    def unreadable(e: OSError) -> None:
+        if Path(e.filename) == root:
+            raise InputError(f"{root}: cannot read the folder ({e.strerror or e})")
+        skipped.append((str(e.filename), f"unreadable folder ({e.strerror or e}): the images in it are not in the set"))
+
+    for folder, _, files in os.walk(root, onerror=unreadable):
+        for f in files:
+            p = Path(folder) / f
+            if p.suffix.lower() not in IMAGE_EXTENSIONS:
+                continue
+            if p.is_file():
+                found.append(p)
+            elif p.is_symlink() and not p.exists():
+                skipped.append((str(p), f"dangling symbolic link (its target {os.readlink(p)} is missing)"))
+    if skipped:
+        logger.warning("%s: %d unreadable folders or broken links skipped (first: %s: %s)", root, len(skipped), *skipped[0])
+    return sorted(found), sorted(skipped)
+
+
 def image_folder(root: str | os.PathLike[str], *, name: str | None = None) -> ImageSet:
     """Every image under ``root`` (recursive, sorted), without labels: any folder as an OOD set."""
     path = require_dir(root, "image")
-    files = sorted(p for p in path.rglob("*") if is_image(p))
+    files, skipped = walk_images(path)
     if not files:
         raise InputError(f"{path}: no image files found (looked for {', '.join(sorted(IMAGE_EXTENSIONS))})")
     return ImageSet(
         name=name or path.name,
         paths=[str(p) for p in files],
         ids=[str(p.relative_to(path).with_suffix("")) for p in files],
-        info={"root": str(path), "layout": "folder"},
+        info={"root": str(path), "layout": "folder", **({"skipped": skipped} if skipped else {})},
     )
 
 
@@ -121,10 +148,20 @@ def class_folders(root: str | os.PathLike[str], *, name: str | None = None) -> I
     """
     path = require_dir(root, "class")
     paths, ids, labels = [], [], []
-    subdirs = sorted(p for p in path.iterdir() if p.is_dir())
+    try:
+        subdirs = sorted(p for p in path.iterdir() if p.is_dir())
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the folder ({e.strerror or e})") from e
+    skipped: list[tuple[str, str]] = []
     for sub in subdirs:
         label = sub.name.replace("_", " ").strip()
-        for p in sorted(q for q in sub.rglob("*") if is_image(q)):
+        try:
+            files, bad = walk_images(sub)
+        except InputError:  # the class folder itself cannot be listed
+            files, bad = [], [(str(sub), "unreadable folder: the images in it are not in the set")]
+            logger.warning("%s: cannot read the class folder; its images are not in the set", sub)
+        skipped += bad
+        for p in files:
             paths.append(str(p))
             ids.append(str(p.relative_to(path).with_suffix("")))
             labels.append(label)
@@ -133,7 +170,8 @@ def class_folders(root: str | os.PathLike[str], *, name: str | None = None) -> I
     stray = [p for p in path.iterdir() if is_image(p)]
     if stray:
         logger.warning("%s: %d images outside class folders ignored", path, len(stray))
-    return ImageSet(name=name or path.name, paths=paths, ids=ids, labels=labels, info={"root": str(path), "layout": "class-folders"})
+    info = {"root": str(path), "layout": "class-folders", **({"skipped": skipped} if skipped else {})}
+    return ImageSet(name=name or path.name, paths=paths, ids=ids, labels=labels, info=info)
 
 
 def _resolve(base: Path, file: str) -> Path:
@@ -175,7 +213,11 @@ def _read_list_rows(path: Path) -> list[tuple[int, str, str | None]]:
 
 
 def image_list(
-    path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, name: str | None = None
+    path: str | os.PathLike[str],
+    *,
+    root: str | os.PathLike[str] | None = None,
+    name: str | None = None,
+    allow_outside_root: bool = False,
 ) -> ImageSet:
     """The images a list file names, with their labels when it gives them.
 
@@ -185,6 +227,8 @@ def image_list(
     image extension is all path). Blank lines and ``#`` comments are skipped. Relative paths resolve
     against ``root``, by default the list file's folder. Every listed file must exist, once: a wrong
     root is named rather than turned into a smaller set, a repeat rather than counted twice.
+    A listed path that leaves the root (``../../etc/passwd``, an absolute path elsewhere) is refused
+    unless ``allow_outside_root``: a list names images of one data set, not any file.
     """
     file = Path(path).expanduser()
     if not file.is_file():
@@ -199,6 +243,14 @@ def image_list(
             raise InputError(f"{file}:{lineno}: {listed} is listed again (first on line {first_line[listed]}); list each image once")
         first_line[listed] = lineno
     paths = [_resolve(base, p) for _, p, _ in rows]
+    if not allow_outside_root:
+        inside = os.path.normpath(base.absolute())
+        for (lineno, listed, _), p in zip(rows, paths, strict=True):
+            if os.path.commonpath([inside, os.path.normpath(p.absolute())]) != inside:
+                raise InputError(
+                    f"{file}:{lineno}: {listed} leaves the list's root {base}; give the right --image-root, "
+                    "or --allow-outside-root if the list means it"
+                )
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise InputError(
@@ -221,12 +273,14 @@ def open_image_set(
     layout: str = "auto",
     name: str | None = None,
     image_root: str | os.PathLike[str] | None = None,
+    allow_outside_root: bool = False,
 ) -> ImageSet:
     """Open ``root`` as an image set.
 
     ``layout``: ``"folder"`` (all images, no labels), ``"classes"`` (class folders, labels from
     names), ``"imagenet"`` (ImageNet-1k validation, see :func:`negvocab.data.imagenet.imagenet_val`),
-    ``"list"`` (a list file, see :func:`image_list`; ``image_root`` resolves its relative paths) or
+    ``"list"`` (a list file, see :func:`image_list`; ``image_root`` resolves its relative paths and
+    ``allow_outside_root`` lets them leave it) or
     ``"auto"``: a list when ``root`` is a file; ImageNet layout when the sub-folders are wnids or the
     files are ``ILSVRC2012_val_*``; class folders when every image sits in a sub-folder; else a
     plain folder.
@@ -236,7 +290,7 @@ def open_image_set(
     if layout == "list" or (layout == "auto" and Path(root).expanduser().is_file()):
         if is_image(Path(root).expanduser()):
             raise InputError(f"{root} is one image; give a folder of images or an image list (.csv or .txt)")
-        return image_list(root, root=image_root, name=name)
+        return image_list(root, root=image_root, name=name, allow_outside_root=allow_outside_root)
     path = require_dir(root, "image")
     if layout == "folder":
         return image_folder(path, name=name)

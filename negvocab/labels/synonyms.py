@@ -138,6 +138,8 @@ class SynonymFilter:
 
     def explain(self, label: str) -> Match | None:
         """The class ``label`` names and the rule that matched, or ``None`` if it is not an ID label."""
+        if not isinstance(label, str):
+            raise InputError(f"the synonym filter takes a label string, got {type(label).__name__} {label!r:.40}")
         match = self._exact.get(label)
         if match is not None:
             return match
@@ -229,6 +231,10 @@ class SynonymFilter:
         ``settings["synonym_filter"] = {"id_classes", "removed_count", "kept_count", "removed":
         {label: {"wnid", "name", "form", "rule"}}}``. Raises :class:`InputError` if no label is left.
         """
+        from negvocab.vocab import Vocabulary
+
+        if not isinstance(vocab, Vocabulary):
+            raise InputError(f"SynonymFilter.apply takes a Vocabulary, got {type(vocab).__name__}; for a list of labels use split(labels)")
         kept, removed = self.split(vocab.labels)
         if not kept:
             raise InputError(f"the synonym filter removed all {len(vocab)} labels: every label names an ID class")

@@ -194,7 +194,9 @@ def prepare_copy(src: str | os.PathLike[str]) -> Path:
 
     Reuses an earlier copy of the same source (same file sizes); otherwise builds the copy in a
     temporary folder next to the target and renames it into place, so a reader never sees half a
-    copy. Raises :class:`ResourceError` if ``src`` lacks a required file or cannot be copied.
+    copy. A cache that cannot be written (a read-only shared ``$NEGVOCAB_CACHE_DIR``) and holds no
+    copy of this source gets a private copy in the system temporary folder instead, with a warning.
+    Raises :class:`ResourceError` if ``src`` lacks a required file or cannot be copied at all.
     """
     src = Path(src)
     missing = [f for f in _REQUIRED if not (src / f).is_file()]
@@ -204,7 +206,16 @@ def prepare_copy(src: str | os.PathLike[str]) -> Path:
         "source": str(src.resolve()),
         "files": {f: (src / f).stat().st_size for f in (*_REQUIRED, *_OPTIONAL) if (src / f).is_file()},
     }
-    target = copy_root() / "corpora" / "wordnet"
+    try:
+        return _copy_into(copy_root() / "corpora" / "wordnet", src, stamp)
+    except ResourceError as e:
+        private = Path(tempfile.gettempdir()) / f"negvocab-{os.getuid() if hasattr(os, 'getuid') else 'user'}" / "nltk_data"
+        log.warning("%s; using a private copy in %s", e, private)
+        return _copy_into(private / "corpora" / "wordnet", src, stamp)
+
+
+def _copy_into(target: Path, src: Path, stamp: dict[str, Any]) -> Path:
+    """:func:`prepare_copy` into the corpus folder ``target``."""
     if _read_stamp(target) == stamp:
         return target
     try:

@@ -127,10 +127,12 @@ def run_demo(
     methods: tuple[str, ...] = ("neglabel", "mcm"),
     n_boot: int = 200,
     progress: bool = False,
+    overwrite: bool = False,
 ) -> DemoResult:
     """Run the pipeline on the sample images: WordNet vocabulary (``pool`` candidates, the farthest
     ``size``, synonym-filtered), NegLabel and MCM scores, metrics, a sweep plot; write everything
-    under ``output`` (images/, vocab.json, results/, sweep/)."""
+    under ``output`` (images/, vocab.json, results/, sweep/); an earlier demo's results are
+    replaced only with ``overwrite``."""
     from negvocab.build.wordnet import build_wordnet_vocabulary
     from negvocab.data.images import image_folder
     from negvocab.labels.imagenet import imagenet1k
@@ -155,12 +157,12 @@ def run_demo(
         params={"groups": min(100, size)}, n_boot=n_boot, progress=progress,
     )  # fmt: skip
     ev.meta["split"] = SPLIT_NOTE
-    write_results(ev, out / "results")
+    write_results(ev, out / "results", overwrite=overwrite)
     sizes = sorted({max(1, size // 8), max(1, size // 4), max(1, size // 2), size})
     sw = sweep_vocabulary(
         vlm, id_set, ood_set, head, sizes, id_classes=classes, templates=templates,
         params={"groups": min(100, sizes[0])}, n_boot=n_boot, progress=progress,
     )  # fmt: skip
     sw.meta["split"] = SPLIT_NOTE
-    write_sweep(sw, out / "sweep")
+    write_sweep(sw, out / "sweep", overwrite=overwrite)
     return DemoResult(head, ev, sw, out)

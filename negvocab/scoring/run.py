@@ -34,6 +34,7 @@ from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.errors import InputError
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
+from negvocab.scoring.checks import common_mistakes
 from negvocab.scoring.encode import encode_sets
 from negvocab.scoring.plot import plot_sweep
 from negvocab.scoring.rows import (
@@ -174,6 +175,7 @@ def evaluate_vocabularies(
     params = dict(params or {})
     id_classes = id_classes if id_classes is not None else imagenet1k()
     ood_sets = named_ood_sets(ood_set)
+    common_mistakes(vlm, id_set, ood_sets, named, id_classes, templates)  # warned before the long part
     t0 = time.perf_counter()
     enc = encode_sets(vlm, id_set, ood_sets, "glmcm" in methods, progress)
     images, n_id, sizes = enc.images, enc.n_id, enc.sizes
@@ -372,17 +374,28 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
     return "\n".join(lines)
 
 
-def write_results(ev: Evaluation, out_dir: str | os.PathLike[str]) -> Path:
-    """Write the results folder; each file atomically, ``results.json`` last.
+# every file a run leaves in its folder (report.html: written after, by `--report`)
+RESULT_FILES = ("results.csv", "scores.npz", "scores.csv", "explanations.json", "report.html", "results.json")
+SWEEP_FILES = ("sweep.csv", "sweep.png", "report.html", "sweep.json")
+
+
+def write_results(ev: Evaluation, out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+    """Write the results folder as a whole (:func:`negvocab.outdir.staged_folder`): all files, then
+    one commit step, ``results.json`` last; an earlier run's output is replaced only with
+    ``overwrite`` (as ``negvocab score --overwrite``), and kept whole when the write fails.
 
     Files: ``results.csv`` (the table), ``scores.npz`` (per-image scores with image ids and paths),
     ``scores.csv`` (the same, one row per image), ``explanations.json`` (top negatives and ID classes
-    per OOD image and vocabulary), ``results.json`` (rows + run metadata). A reader that finds
-    ``results.json`` finds the rest complete: an earlier run's ``results.json`` goes first.
+    per OOD image and vocabulary), ``results.json`` (rows + run metadata).
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").unlink(missing_ok=True)
+    from negvocab.outdir import staged_folder
+
+    with staged_folder(out_dir, RESULT_FILES, "results.json", overwrite=overwrite) as stage:
+        _write_results_files(ev, stage)
+    return Path(out_dir)
+
+
+def _write_results_files(ev: Evaluation, out: Path) -> None:
     flat = [{**_flat(r), "params": json.dumps(r.get("params", {}))} for r in ev.rows]
     write_text(out / "results.csv", _csv_text(flat, [*TABLE_COLUMNS, "params", "templates"]))
     arrays: dict[str, np.ndarray] = {
@@ -413,7 +426,6 @@ def write_results(ev: Evaluation, out_dir: str | os.PathLike[str]) -> Path:
         {"random_weights": ev.random_weights, "note": "top negatives and ID classes of each OOD image (ungrouped shares at tau)", "vocabularies": ev.explanations},
     )
     write_json(out / "results.json", {**ev.meta, "rows": ev.rows})
-    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -488,6 +500,7 @@ def sweep_vocabulary(
     params = dict(params or {})
     convention = M.check_convention(convention)
     id_classes = id_classes if id_classes is not None else imagenet1k()
+    common_mistakes(vlm, id_set, named_ood_sets(ood_set), {"swept": vocab, **(references or {})}, id_classes, templates)
     t0 = time.perf_counter()
     enc = encode_sets(vlm, id_set, named_ood_sets(ood_set), False, progress)
     class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
@@ -530,15 +543,19 @@ SWEEP_COLUMNS = [
 ]  # fmt: skip
 
 
-def write_sweep(result: SweepResult, out_dir: str | os.PathLike[str]) -> Path:
+def write_sweep(result: SweepResult, out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
     """``sweep.csv`` (M, FPR, AUROC, AUPR, CI; the reference vocabularies too, ``kind=reference``),
-    ``sweep.png`` and ``sweep.json`` (last; an earlier run's goes first, so a ``sweep.json`` always
-    describes the files beside it) in ``out_dir``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "sweep.json").unlink(missing_ok=True)
+    ``sweep.png`` and ``sweep.json`` in ``out_dir``, written as a whole like :func:`write_results`
+    (``sweep.json`` last; ``overwrite`` as there)."""
+    from negvocab.outdir import staged_folder
+
+    with staged_folder(out_dir, SWEEP_FILES, "sweep.json", overwrite=overwrite) as stage:
+        _write_sweep_files(result, stage)
+    return Path(out_dir)
+
+
+def _write_sweep_files(result: SweepResult, out: Path) -> None:
     table = [{"kind": "sweep", **_flat(r)} for r in result.rows] + [{"kind": "reference", **_flat(r)} for r in result.references]
     write_text(out / "sweep.csv", _csv_text(table, SWEEP_COLUMNS))
     plot_sweep(result.rows, out / "sweep.png", references=result.references, random_weights=result.random_weights)
     write_json(out / "sweep.json", {**jsonable(result.meta), "rows": result.rows, "references": result.references})
-    return out

@@ -84,11 +84,9 @@ def _resolve_device(device: Any, *arrays: Any) -> torch.device:
 
 
 def _dtype_of(*arrays: Any) -> torch.dtype:
-    """float64 if any input is float64, else float32."""
+    """float64 if any input is float64, else float32 (lists and other array-likes: float32)."""
     for a in arrays:
-        if a is None:
-            continue
-        dt = a.dtype
+        dt = getattr(a, "dtype", None)
         if dt in (np.float64, torch.float64):
             return torch.float64
     return torch.float32
@@ -434,6 +432,8 @@ def neglabel_groups(
     if grouping == "stratified":
         return [np.arange(j, m, g) for j in range(g)]
     if grouping == "random":
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise InputError(f"seed must be an integer >= 0 (random grouping), got {seed!r}")
         perm = np.random.default_rng(seed).permutation(m)
         return list(np.array_split(perm, g))
     if grouping == "neglabel":

@@ -431,7 +431,8 @@ def encode_images(
         paths=row_names,
         embeddings=_front(rows.glob, np.asarray(keep)),
         local=None if rows.local is None else _front(rows.local, np.asarray(keep)),
-        failed=[(names[i], why) for i, why in sorted(failed.items())],
+        # an image set's unreadable folders and broken links first: reported with its unreadable images
+        failed=[*(tuple(x) for x in (source.info.get("skipped", []) if _is_image_set(source) else [])), *((names[i], why) for i, why in sorted(failed.items()))],
         ids=row_ids,
         model=vlm.identity,
     )

@@ -170,10 +170,10 @@ def test_filter_against_custom_id_classes(runner, tmp_path, gpt_file):
     out = tmp_path / "a.json"
     assert run(runner, "filter", gpt_file, "-o", out, "--id-classes", wnids).exit_code == 0
     assert Vocabulary.load(out).labels == Vocabulary.load(gpt_file).labels
-    result = run(runner, "filter", gpt_file, "-o", out, "--id-classes", names)
+    result = run(runner, "filter", gpt_file, "-o", out, "--id-classes", names, "--overwrite")
     assert "removed 1 of 5 labels" in result.stdout
     assert "sea otter" not in Vocabulary.load(out).labels and "weasels" in Vocabulary.load(out).labels
-    bad = run(runner, "filter", gpt_file, "-o", out, "--id-classes", tmp_path / "absent.txt")
+    bad = run(runner, "filter", gpt_file, "-o", out, "--id-classes", tmp_path / "absent.txt", "--overwrite")
     assert bad.exit_code == 2 and "no such ID classes file" in bad.output
 
 
@@ -214,9 +214,9 @@ def test_filter_writes_neither_file_when_one_cannot_be_written(runner, tmp_path,
     assert f"cannot write {blocker / 'clean.json'}" in line
     assert not report.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gpt.json", "not_a_folder"]  # no temporary files
-    odd = Vocabulary.from_labels(["tench", "two\nlines", "gadget"], source="gpt").save(tmp_path / "odd.json")
+    odd = Vocabulary.from_labels(["tench", "#hashtag", "gadget"], source="gpt").save(tmp_path / "odd.json")
     line = _error_line(run(runner, "filter", odd, "-o", tmp_path / "odd.txt", "--report", report))
-    assert "label 'two\\nlines' would not read back from a text file; save as .json" in line
+    assert "label '#hashtag' would not read back from a text file; save as .json" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gpt.json", "not_a_folder", "odd.json"]
 
 

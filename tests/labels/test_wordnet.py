@@ -159,3 +159,28 @@ def test_nltk_data_zip_is_found_and_read(tmp_path, cache_dir, monkeypatch):
     reader = wnmod._load()
     assert "wordnet.zip" in str(reader.root)
     assert reader.synset_from_pos_and_offset("n", 2441942).lemma_names() == ["weasel"]
+
+
+@needs_system
+def test_a_read_only_cache_falls_back_to_a_private_copy(tmp_path, cache_dir, monkeypatch, caplog):
+    # root ignores permission bits, so the read-only file system is injected where the copy is made
+    import errno
+    import shutil
+    import tempfile
+
+    real = shutil.copyfile
+
+    def read_only(src, dst, **kw):
+        if str(dst).startswith(str(cache_dir)):
+            raise OSError(errno.EROFS, "Read-only file system", str(dst))
+        return real(src, dst, **kw)
+
+    monkeypatch.setattr(shutil, "copyfile", read_only)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "systmp"))
+    (tmp_path / "systmp").mkdir()
+    src = _linked_source(tmp_path / "dict")
+    target = wnmod.prepare_copy(src)
+    assert target.is_relative_to(tmp_path / "systmp") and (target / "lexnames").is_file()
+    assert "cannot copy WordNet" in caplog.text and "using a private copy" in caplog.text
+    reader = wnmod._open_reader(str(target), str(src))  # and it reads as WordNet 3.0
+    assert reader.synset_from_pos_and_offset("n", 1440764).lemma_names()[0] == "tench"

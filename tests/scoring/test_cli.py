@@ -73,7 +73,7 @@ def test_score_end_to_end(tiny, model_args, tmp_path, caplog):
     # comes from the cache and the scores are identical
     before = (out / "results.json").read_bytes()
     again = invoke(args)
-    assert again.exit_code == 2 and "holds the results of an earlier run (results.json); give another -o, or --overwrite" in again.output
+    assert again.exit_code == 2 and "holds the results of an earlier run (results.csv, scores.npz, scores.csv, explanations.json, report.html, results.json); give another -o, or --overwrite" in again.output
     assert (out / "results.json").read_bytes() == before
     with caplog.at_level(logging.INFO, logger="negvocab"):
         r2 = invoke([*args, "--overwrite"])
@@ -236,7 +236,7 @@ def test_build_oracle(tiny, tmp_path):
     assert v.meta["paper towel holder"]["images"] == 2
     lst = tmp_path / "fi.tsv"
     lst.write_text("ILSVRC2012_val_00000001\tsea lion\nILSVRC2012_val_00000002\tcorn snake\nILSVRC2012_val_00000003\tsea lion\n")
-    r = invoke(["build", "oracle", "--labels", str(lst), "-o", str(out), "--no-synonym-filter"])
+    r = invoke(["build", "oracle", "--labels", str(lst), "-o", str(out), "--no-synonym-filter", "--overwrite"])
     assert r.exit_code == 0 and Vocabulary.load(out).labels == ["sea lion", "corn snake"]
     r = invoke(["build", "oracle", "-o", str(out)])
     assert r.exit_code == 2 and "exactly one" in r.stderr

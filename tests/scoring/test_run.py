@@ -12,7 +12,7 @@ import pytest
 
 import negvocab
 from negvocab.data.images import ImageSet
-from negvocab.errors import InputError
+from negvocab.errors import InputError, ResourceError
 from negvocab.scoring import run
 from negvocab.vlm.images import ImageEmbeddings
 
@@ -196,7 +196,7 @@ def test_T_alone_warns_that_the_neglabel_eoe_penalty_takes_penalty_T(sets, class
     assert "penalty_T" not in caplog.text
 
 
-def test_an_interrupted_rewrite_leaves_no_stale_results_json(sets, classes, tmp_path, monkeypatch):
+def test_a_full_disk_during_a_rewrite_leaves_the_earlier_run_whole(sets, classes, tmp_path, monkeypatch):
     vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(8)], source="file")
     ev = run.evaluate_vocabularies(FakeVLM(), *sets, {"v": vocab}, ["neglabel"], id_classes=classes, templates="single", params={"groups": 2}, n_boot=0, explain_k=0)
     out = run.write_results(ev, tmp_path / "res")
@@ -208,7 +208,15 @@ def test_an_interrupted_rewrite_leaves_no_stale_results_json(sets, classes, tmp_
             raise OSError(28, "No space left on device")
         return real(path, text)
 
-    monkeypatch.setattr(run, "write_text", fail_on_scores_csv)
-    with pytest.raises(OSError):
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    with pytest.raises(InputError, match="earlier run"):  # the API refuses as the CLI does
         run.write_results(ev, out)
-    assert not (out / "results.json").exists()  # the marker never vouches for a half-written folder
+    ev.rows[0]["fpr"] = 0.123  # the new run differs, so a mixed folder would show
+    monkeypatch.setattr(run, "write_text", fail_on_scores_csv)
+    with pytest.raises(ResourceError, match="the disk is full"):
+        run.write_results(ev, out, overwrite=True)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # every file the earlier run's, nothing staged left
+    monkeypatch.undo()
+    run.write_results(ev, out, overwrite=True)
+    assert json.loads((out / "results.json").read_text())["rows"][0]["fpr"] == 0.123
+    assert "0.123" in (out / "results.csv").read_text() and sorted(p.name for p in out.iterdir()) == sorted(before)

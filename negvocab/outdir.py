@@ -1,0 +1,155 @@
+"""Results folders: claimed for a run's lifetime, written whole, an earlier run kept unless replaced.
+
+A command that writes a folder of files (``score``, ``sweep``) claims the folder when it starts
+(:func:`claim_folder`: an exclusive ``flock`` on the folder, held until the run ends), so a second
+run into the same folder refuses at once instead of mixing its files with the first one's. The
+files are written into a staging folder inside it and moved in only when all of them are complete
+(:func:`staged_folder`): a run that fails half-way (a full disk, an error, Ctrl-C) leaves the earlier
+run's files as they were. The commit step only renames (no data is written): the earlier run's
+marker file (``results.json``) goes first, the new one comes last, so a folder with a marker is
+always one run's complete output. Any earlier output file, not only the marker, counts as an
+earlier run: it is replaced only with ``overwrite``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover (Windows: no advisory locks; folders are still written whole)
+    fcntl = None  # type: ignore[assignment]
+
+from negvocab.atomic import disk_full_error, is_stdout, is_stream
+from negvocab.errors import InputError
+
+__all__ = ["FolderClaim", "claim_folder", "staged_folder"]
+
+STAGING_PREFIX = ".negvocab-staging-"
+
+
+@dataclass
+class FolderClaim:
+    """A results folder this process holds: the locked folder descriptor and how often it is held."""
+
+    folder: Path
+    fd: int
+    created: bool
+    depth: int = 1
+
+    def release(self) -> None:
+        """Let go of one hold; the last one unlocks (and removes the folder if this run created it
+        and left nothing in it)."""
+        self.depth -= 1
+        if self.depth > 0:
+            return
+        _held.pop(_key(self.folder), None)
+        if self.created:
+            with contextlib.suppress(OSError):
+                self.folder.rmdir()  # only when empty: nothing of this run to keep
+        os.close(self.fd)  # closing the descriptor drops the lock
+
+
+_held: dict[str, FolderClaim] = {}
+
+
+def _key(folder: Path) -> str:
+    return os.path.realpath(folder)
+
+
+def claim_folder(folder: str | os.PathLike[str], outputs: Sequence[str], *, overwrite: bool, option: str = "-o") -> FolderClaim:
+    """Claim ``folder`` for this run: refuse a folder another run is writing (one line), and one
+    holding any of ``outputs`` from an earlier run unless ``overwrite``. Creates the folder.
+    A claim this process already holds is shared (the count goes up)."""
+    path = Path(folder)
+    if is_stdout(path):
+        raise InputError(f"{option} -: this command writes a folder of files, not one stream; give a folder")
+    if is_stream(path) or (path.exists() and not path.is_dir()):
+        raise InputError(f"cannot write into {path}: it is not a folder; give a folder")
+    parent = path.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InputError(f"cannot write into {path}: {parent} is not a folder")
+    held = _held.get(_key(path)) if path.exists() else None
+    if held is not None:
+        held.depth += 1
+        return held
+    created = not path.exists()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as e:
+        raise InputError(f"cannot write into {path}: {e.strerror or e}") from e
+    claim = FolderClaim(path, fd, created)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        os.close(fd)
+        if e.errno in (errno.EWOULDBLOCK, errno.EACCES):
+            raise InputError(f"{path} is being written by another negvocab run; wait for it to finish or give another {option}") from None
+        raise InputError(f"cannot lock {path}: {e.strerror or e}") from e
+    try:
+        earlier = [name for name in outputs if (path / name).exists()]
+        if earlier and not overwrite:
+            raise InputError(f"{path} holds the results of an earlier run ({', '.join(earlier)}); give another {option}, or --overwrite to replace them")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise InputError(f"cannot write into {path}: no permission")
+        for stale in path.glob(f"{STAGING_PREFIX}*"):  # a killed run's; ours are made after the lock
+            shutil.rmtree(stale, ignore_errors=True)
+    except BaseException:
+        claim.release()
+        raise
+    _held[_key(path)] = claim
+    return claim
+
+
+@contextlib.contextmanager
+def staged_folder(folder: str | os.PathLike[str], outputs: Sequence[str], marker: str, *, overwrite: bool) -> Iterator[Path]:
+    """Yield a staging folder for all of a run's files; on success move them into ``folder`` (the
+    earlier run's ``outputs`` go, ``marker`` comes last). On an exception ``folder`` is untouched.
+    Claims ``folder`` (:func:`claim_folder`) for the duration unless this process holds it."""
+    claim = claim_folder(folder, outputs, overwrite=overwrite)
+    try:
+        stage = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=claim.folder))
+        try:
+            try:
+                yield stage
+            except OSError as e:
+                if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise disk_full_error(claim.folder, what="results folder; the earlier files are kept") from (e.__cause__ or e)
+                raise
+            _commit(stage, claim.folder, outputs, marker)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+    finally:
+        claim.release()
+
+
+def _commit(stage: Path, folder: Path, outputs: Sequence[str], marker: str) -> None:
+    """Rename the staged files into ``folder``: the old marker first, the new marker last."""
+    for fh in stage.iterdir():  # everything on disk before anything moves
+        with open(fh, "rb") as f:
+            os.fsync(f.fileno())
+    new = {p.name for p in stage.iterdir()}
+    (folder / marker).unlink(missing_ok=True)
+    for name in outputs:  # an earlier run's file this run does not write must not stay beside it
+        if name not in new:
+            (folder / name).unlink(missing_ok=True)
+    for name in sorted(new - {marker}):
+        os.replace(stage / name, folder / name)
+    if marker in new:
+        os.replace(stage / marker, folder / marker)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

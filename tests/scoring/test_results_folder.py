@@ -1,0 +1,90 @@
+"""Results folders: claimed for the run's lifetime, written whole, any earlier output protected."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from negvocab.cli import app
+from negvocab.outdir import claim_folder
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = [sys.executable, "-c", "from negvocab.cli import main; main()"]
+HOLD = "import sys; from negvocab.outdir import claim_folder; claim_folder(sys.argv[1], (), overwrite=True); print('held', flush=True); sys.stdin.read()"
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def _score_args(tiny, model_args, vocab: str, out: Path) -> list[str]:
+    return ["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--vocab", str(tiny / vocab), "--groups", "2", "--n-boot", "0", "--explain", "1", "-o", str(out), *model_args]
+
+
+def test_a_folder_another_run_holds_is_refused_at_once(tiny, model_args, tmp_path):
+    out = tmp_path / "res"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env())
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        r = CliRunner().invoke(app, _score_args(tiny, model_args, "negA.txt", out))
+        assert r.exit_code == 2 and r.stderr.strip() == f"error: {out} is being written by another negvocab run; wait for it to finish or give another -o"
+        assert list(out.iterdir()) == []
+    finally:
+        holder.communicate("", timeout=30)
+    r = CliRunner().invoke(app, _score_args(tiny, model_args, "negA.txt", out))  # released when that run ends
+    assert r.exit_code == 0, r.output
+
+
+def test_two_concurrent_score_runs_one_wins_whole_the_other_refuses(tiny, model_args, tmp_path):
+    out = tmp_path / "res"
+    procs = [
+        subprocess.Popen([*CLI, *_score_args(tiny, model_args, v, out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+        for v in ("negA.txt", "negB.txt")
+    ]
+    results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    for p in procs:
+        p.stdout.close()
+        p.stderr.close()
+    codes = sorted(rc for rc, _ in results)
+    assert codes == [0, 2], results
+    loser = next(err for rc, err in results if rc == 2)
+    assert ("being written by another negvocab run" in loser or "holds the results of an earlier run" in loser) and len(loser.strip().splitlines()) == 1
+    winner = json.loads((out / "results.json").read_text())["rows"][0]["vocabulary"]
+    # every file is the winner's: the table, the per-image scores and the explanations
+    assert {r["vocabulary"] for r in csv.DictReader((out / "results.csv").open())} == {winner}
+    assert next(csv.DictReader((out / "scores.csv").open())).keys() >= {f"neglabel@{winner}"}
+    assert list(json.loads((out / "explanations.json").read_text())["vocabularies"]) == [winner]
+    assert sorted(p.name for p in out.iterdir()) == ["explanations.json", "report.html", "results.csv", "results.json", "scores.csv", "scores.npz"]
+
+
+def test_any_earlier_output_file_is_protected_not_only_results_json(tiny, model_args, tmp_path):
+    out = tmp_path / "res"
+    out.mkdir()
+    (out / "scores.csv").write_text("an earlier run's scores\n")
+    r = CliRunner().invoke(app, _score_args(tiny, model_args, "negA.txt", out))
+    assert r.exit_code == 2 and "holds the results of an earlier run (scores.csv); give another -o, or --overwrite" in r.stderr
+    assert (out / "scores.csv").read_text() == "an earlier run's scores\n"
+    (out / "notes.txt").write_text("mine")
+    r = CliRunner().invoke(app, [*_score_args(tiny, model_args, "negA.txt", out), "--overwrite"])
+    assert r.exit_code == 0, r.output
+    assert (out / "notes.txt").read_text() == "mine" and "neglabel@negA" in (out / "scores.csv").read_text()
+
+
+def test_the_api_shares_this_process_claim_and_refuses_streams(tmp_path):
+    claim = claim_folder(tmp_path / "r", ("results.json",), overwrite=False)
+    again = claim_folder(tmp_path / "r", ("results.json",), overwrite=False)
+    assert again is claim and claim.depth == 2
+    again.release()
+    claim.release()
+    assert not (tmp_path / "r").exists()  # made by the claim, left empty: removed
+    from negvocab.errors import InputError
+
+    with pytest.raises(InputError, match="writes a folder of files"):
+        claim_folder("-", (), overwrite=True)
