@@ -1,6 +1,6 @@
 """Synonym filtering: keep ID class names and their WordNet synonyms out of negative vocabularies.
 
-METHODS.md section 3 (paper, supplement F): a candidate negative is removed when it matches an
+docs/methods.md#synonym-filtering (paper, supplement F): a candidate negative is removed when it matches an
 ImageNet-1k clean name or a lemma name of an ID class's WordNet 3.0 synset, after normalising
 case, underscores/hyphens/spaces, punctuation, leading articles and plural forms.
 

@@ -702,7 +702,7 @@ class VLM:
         """Template-ensembled text embeddings of ``labels``, float32 [n, d], L2-normalised.
 
         Each label's embedding is the mean of its L2-normalised template embeddings, normalised
-        again (METHODS.md 2). Results are cached on disk per model identity and template set, so
+        again (docs/methods.md#text-embeddings). Results are cached on disk per model identity and template set, so
         labels seen before cost no model work. ``pos`` gives each label's part of speech (``"n"``,
         ``"a"``; one string for all) for presets that depend on it (``"neglabel"``); labels without
         one count as nouns.

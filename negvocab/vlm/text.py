@@ -5,7 +5,7 @@ or the tokenizer's ``eos`` id). The output at position p depends only on tokens 
 after the pooled one (the padding) can be dropped: cutting a batch to its longest prompt gives the
 same embedding as the full context, and sorting prompts by length makes the batches short. Towers
 without a causal mask (SigLIP: bidirectional, ``last`` pooling), with an appended class token (CoCa)
-or Hugging Face text encoders are run on the full context, never cut (METHODS.md 2).
+or Hugging Face text encoders are run on the full context, never cut (docs/methods.md#text-embeddings).
 """
 
 from __future__ import annotations
