@@ -172,8 +172,7 @@ def _warn_random(random_weights: bool) -> None:
     if random_weights:
         from negvocab.scoring.run import RANDOM_WEIGHTS_WARNING
 
-        typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True, err=True)
-        typer.echo(f"WARNING: {RANDOM_WEIGHTS_WARNING}")
+        typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True)  # once, with the results
 
 
 @app.command("score")

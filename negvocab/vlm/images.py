@@ -463,12 +463,10 @@ def _encode(
         collate_fn=_collate,
         pin_memory=vlm.device.type == "cuda",
     )
-    show = len(todo) >= 2000 if progress is None else progress
-    it: Any = loader
-    if show:
-        from tqdm.auto import tqdm
+    from negvocab.progress import track
 
-        it = tqdm(loader, total=len(loader), unit="batch", desc=f"encoding {len(todo)} images", disable=None)
+    # a bar on a terminal once the run lasts (progress=False: none), a log line every 30 s
+    it: Any = track(loader, len(loader), f"encoding {len(todo)} images", "batch", bar=progress is not False)
     n_done = 0
     bad: dict[int, str] = {}
     t0 = time.perf_counter()

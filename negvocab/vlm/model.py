@@ -284,16 +284,23 @@ def _load_random(arch: str, quick_gelu: bool | None, force_pp: dict[str, Any], s
         arch,
         seed,
     )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = open_clip.create_model(
-            arch,
-            pretrained=None,
-            pretrained_image=False,
-            pretrained_text=False,
-            force_quick_gelu=bool(quick_gelu),
-            force_preprocess_cfg=force_pp or None,
-        )
+    # open_clip repeats it on the root logger ("No pretrained weights loaded ..."): said once, above
+    only_ours = logging.Filter("negvocab")
+    root = logging.getLogger()
+    root.addFilter(only_ours)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = open_clip.create_model(
+                arch,
+                pretrained=None,
+                pretrained_image=False,
+                pretrained_text=False,
+                force_quick_gelu=bool(quick_gelu),
+                force_preprocess_cfg=force_pp or None,
+            )
+    finally:
+        root.removeFilter(only_ours)
     return _Loaded(model, None, "random", None, "model config", arch)
 
 
@@ -705,7 +712,9 @@ class VLM:
         again (docs/methods.md#text-embeddings). Results are cached on disk per model identity and template set, so
         labels seen before cost no model work. ``pos`` gives each label's part of speech (``"n"``,
         ``"a"``; one string for all) for presets that depend on it (``"neglabel"``); labels without
-        one count as nouns.
+        one count as nouns. ``progress``: a bar on a terminal once the encoding lasts 2 s (None or
+        True; False: no bar); either way a line with done/total, rate and ETA goes to the
+        ``negvocab.progress`` logger every 30 s (:mod:`negvocab.progress`).
         """
         from negvocab.vlm.text import encode_labels
 
