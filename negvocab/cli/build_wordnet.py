@@ -10,6 +10,7 @@ import typer
 from negvocab.cli.app import build_app
 from negvocab.cli.files import check_output, writing
 from negvocab.cli.options import (
+    BatchSizeOpt,
     CacheDirOpt,
     DeviceOpt,
     IdClassesOpt,
@@ -68,6 +69,7 @@ def build_wordnet(
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
+    batch_size: BatchSizeOpt = None,
     random_weights: RandomWeightsOpt = False,
 ) -> None:
     """Rank WordNet head words farthest first from the ID classes (ImageNet-1k) and write vocabularies."""
@@ -98,7 +100,7 @@ def build_wordnet(
         check_output(path, inputs=[candidates, Path(templates), id_classes], others=outputs[:i])
     if pool is not None and many and many[-1] > len(pool):
         raise InputError(f"--size {many[-1]} exceeds the {len(pool)} candidates in {candidates}")
-    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
+    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag, batch_size=batch_size)
     full = build_wordnet_vocabulary(
         vlm,
         None,

@@ -10,10 +10,12 @@ import typer
 from negvocab.cli.app import app
 from negvocab.cli.files import check_output
 from negvocab.cli.options import (
+    BatchSizeOpt,
     CacheDirOpt,
     DeviceOpt,
     IdClassesOpt,
     ModelOpt,
+    NumWorkersOpt,
     PrecisionOpt,
     PresetTagOpt,
     PretrainedOpt,
@@ -39,6 +41,8 @@ def demo(
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
+    batch_size: BatchSizeOpt = None,
+    num_workers: NumWorkersOpt = None,
 ) -> None:
     """Run WordNet vocabulary -> filtering -> NegLabel and MCM -> metrics -> plot on a toy image set.
 
@@ -57,6 +61,7 @@ def demo(
     classes = read_id_classes(id_classes)
     try:
         vlm = VLM(model, pretrained=pretrained, device=device, precision=precision, cache_dir=cache_dir, tag=tag)
+        vlm.batch_size, vlm.num_workers = batch_size, num_workers
     except ResourceError as e:  # weights that cannot be had: say how to get on without them
         if random_weights:
             raise

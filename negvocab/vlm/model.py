@@ -449,6 +449,10 @@ class VLM:
     causal_tower : CausalTower or None
         How to cut the text context per batch (:func:`negvocab.vlm.text.text_tower`); None for
         towers whose output depends on the padding (never cut).
+    batch_size, num_workers : int or None
+        Defaults of :meth:`encode_text` / :meth:`encode_images` when they are given None (None:
+        their own defaults); the CLI's ``--batch-size`` and ``--num-workers`` set them, so code
+        that encodes through this VLM (e.g. ``evaluate_vocabularies``) follows them.
 
     Examples
     --------
@@ -456,6 +460,9 @@ class VLM:
     >>> vlm.encode_text(["goldfish", "umbrella"]).shape               # doctest: +SKIP
     (2, 512)
     """
+
+    batch_size: int | None = None
+    num_workers: int | None = None
 
     def __init__(
         self,
@@ -740,7 +747,7 @@ class VLM:
                 uniq,
                 {"templates": list(tpls)},
                 lambda todo, sink, t=tpls: encode_labels(
-                    self, todo, t, batch_size=batch_size, progress=progress, on_chunk=sink
+                    self, todo, t, batch_size=batch_size or self.batch_size, progress=progress, on_chunk=sink
                 ),
                 store_every=max(1, STORE_EVERY_PROMPTS // len(tpls)),
             )
@@ -815,8 +822,8 @@ class VLM:
             source,
             local_features=local_features,
             strict=strict,
-            batch_size=batch_size,
-            num_workers=num_workers,
+            batch_size=batch_size or self.batch_size,
+            num_workers=self.num_workers if num_workers is None else num_workers,
             progress=progress,
         )
 
