@@ -112,6 +112,14 @@ def test_v_after_the_command_and_log_file(tmp_path):
     assert r.exit_code == 0 and "INFO" not in r.stderr
 
 
+def test_an_unwritable_log_file_is_one_line(tmp_path):
+    (tmp_path / "f").write_text("")
+    for args in (["--log-file", str(tmp_path / "f" / "x.log"), "classes"], ["classes", "--log-file", str(tmp_path / "f" / "x.log")]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2 and "cannot write the log file" in r.output and "Traceback" not in r.output, r.output
+        assert len(r.output.strip().splitlines()) == 1, r.output
+
+
 # -- progress -------------------------------------------------------------------------------------
 def test_progress_lines_every_interval(caplog):
     t = iter(range(0, 1000, 10)).__next__  # 10 s per call

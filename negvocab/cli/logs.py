@@ -129,7 +129,10 @@ def _set(name: str) -> Any:
         seen = ctx.meta.setdefault((_MARK, id(ctx)), set())
         seen.add(name)
         if seen >= getattr(ctx.command, _MARK, set()):  # all of them parsed: apply once per command
-            configure(s["verbose"], s["quiet"], s["log_file"])
+            try:
+                configure(s["verbose"], s["quiet"], s["log_file"])
+            except OSError as e:  # one line, as any bad option
+                raise typer.BadParameter(f"cannot write the log file {s['log_file']}: {e.strerror or e}", param_hint="--log-file") from None
         return value
 
     return callback
