@@ -58,7 +58,8 @@ _EXPORTS: dict[str, str] = {
     "sweep": "negvocab.scoring.sweep",
     "evaluate_vocabularies": "negvocab.scoring.run",
     "sweep_vocabulary": "negvocab.scoring.run",
-    "plot_sweep": "negvocab.scoring.run",
+    "plot_sweep": "negvocab.scoring.plot",
+    "sweep_figure": "negvocab.scoring.plot",
     "write_results": "negvocab.scoring.run",
     "write_sweep": "negvocab.scoring.run",
     "read_id_classes": "negvocab.labels.imagenet",
@@ -100,9 +101,9 @@ if TYPE_CHECKING:
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
     from negvocab.scoring import metrics
+    from negvocab.scoring.plot import plot_sweep, sweep_figure
     from negvocab.scoring.run import (
         evaluate_vocabularies,
-        plot_sweep,
         sweep_vocabulary,
         write_results,
         write_sweep,

@@ -37,3 +37,34 @@ def url_secrets(url: str | None, min_length: int = 8) -> list[str]:
     raw_values = [kv.split("=", 1)[1] for kv in parts.query.split("&") if "=" in kv]
     found = [password, unquote(password), user, unquote(user), *raw_values, *(v for _, v in parse_qsl(parts.query))]
     return sorted({x for x in found if len(x) >= min_length}, key=len, reverse=True)
+
+
+_SECRET_OPTION = re.compile(r"^--?[\w-]*(key|token|secret|password|passwd|auth|credential)[\w-]*$", re.IGNORECASE)
+_SECRET_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{8,}|Bearer\s+\S+)", re.IGNORECASE)
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """A command line fit for a results file: values of options named like a secret (``--api-key X``,
+    ``--token=X``), key-shaped words (``sk-...``, ``hf_...``) and URL credentials become ``***``.
+
+    >>> redact_argv(["negvocab", "build", "gpt", "--api-key", "abc123", "--base-url", "http://u:p@h/v1"])
+    ['negvocab', 'build', 'gpt', '--api-key', '***', '--base-url', 'http://***@h/v1']
+    """
+    out: list[str] = []
+    mask_next = False
+    for arg in argv:
+        arg = str(arg)
+        if mask_next:
+            out.append("***")
+            mask_next = False
+            continue
+        name, eq, _ = arg.partition("=")
+        if _SECRET_OPTION.match(name):
+            if eq:
+                out.append(f"{name}=***")
+            else:
+                out.append(arg)
+                mask_next = True
+            continue
+        out.append(_SECRET_VALUE.sub("***", redact_urls(arg)))
+    return out

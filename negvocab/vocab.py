@@ -9,13 +9,22 @@ A :class:`Vocabulary` is what every builder returns and every scorer takes. It k
   WordNet: rank and distance; union: the sources it came from and each source's metadata);
 - ``settings``: the builder's settings (model, templates, size, seed, prompt hash, ...);
 - ``views``: optional named sub-lists, e.g. the per-class view of a GPT vocabulary;
-- ``sha256``: a hash of the labels, checked on load, so a hand-edited or truncated file is caught.
+- ``sha256``: a hash of the labels, checked on load, so a hand-edited or truncated file is caught
+  (a file whose labels were only removed by hand is accepted when its metadata proves it: see
+  :meth:`Vocabulary.load`).
+
+Deployability: ``settings["caveats"]`` maps a kind (``"oracle"``: built from the benchmark's own OOD
+labels; ``"transductive"``: mined from images overlapping the evaluated OOD set) to a one-line note.
+:attr:`Vocabulary.caveats` also reads older files (``oracle: true``) and the parts of a union, and every
+derived vocabulary (union, subset, head, filter, drop, hand removal) keeps them, so a number scored
+with such labels is marked wherever it is shown (:attr:`Vocabulary.deployable` is False).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -27,9 +36,16 @@ from negvocab.atomic import write_json
 from negvocab.errors import InputError
 from negvocab.textfiles import read_text
 
+logger = logging.getLogger(__name__)
+
 SCHEMA_VERSION = 1
 Source = Literal["wordnet", "gpt", "eoe", "oracle", "union", "file"]
 SOURCES: tuple[str, ...] = ("wordnet", "gpt", "eoe", "oracle", "union", "file")
+
+
+CAVEAT_LINE = "# not deployable: "  # how a .txt vocabulary file keeps its caveats
+MAX_PROVENANCE = 20  # records of earlier writes kept in a file's settings["provenance"]
+ORACLE_CAVEAT = "built from the evaluated OOD benchmark's own labels: a lower bound on FPR@95, not a deployable detector"
 
 
 def labels_hash(labels: Iterable[str]) -> str:
@@ -100,6 +116,21 @@ class Vocabulary(BaseModel):
         except ValidationError as e:
             raise InputError(f"invalid {source} vocabulary: {_first_error(e)}") from e
 
+    def __eq__(self, other: object) -> bool:
+        """Same labels, source, metadata, views and settings; ``settings["provenance"]`` (who wrote
+        the file, when) is not part of what a vocabulary is."""
+        if not isinstance(other, Vocabulary):
+            return NotImplemented
+        return self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self.sha256)
+
+    def _identity(self) -> dict[str, Any]:
+        doc = self.model_dump()
+        doc["settings"] = {k: v for k, v in doc["settings"].items() if k != "provenance"}
+        return doc
+
     # -- sequence behaviour ------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self.labels)
@@ -145,6 +176,23 @@ class Vocabulary(BaseModel):
         """Whether a model with RANDOM weights built this vocabulary or any part of a union."""
         return _random(self.settings)
 
+    @property
+    def caveats(self) -> dict[str, str]:
+        """Why numbers scored with this vocabulary are not those of a deployable detector: kind -> note.
+
+        Read from ``settings["caveats"]``, the older ``oracle: true`` flag, an ``oracle`` source, and
+        (for a union) every part and every label's sources; empty for a deployable vocabulary.
+        """
+        found = _caveats(self.settings, self.source)
+        if self.source == "union" and "oracle" not in found and any("oracle" in self.label_sources(x) for x in self.labels):
+            found["oracle"] = ORACLE_CAVEAT
+        return found
+
+    @property
+    def deployable(self) -> bool:
+        """False when any label came from a non-deployable source (oracle, transductive, ...)."""
+        return not self.caveats
+
     def label_sources(self, label: str) -> list[str]:
         """The builder sources that contributed ``label`` (one, unless this is a union)."""
         if self.source == "union":
@@ -168,7 +216,7 @@ class Vocabulary(BaseModel):
             kept,
             source=self.source,
             meta={lab: self.meta[lab] for lab in kept if lab in self.meta},
-            settings={**self.settings, **(settings or {})},
+            settings=with_caveats({**self.settings, **(settings or {})}, self.caveats),
             views={name: [lab for lab in view if lab in keep] for name, view in self.views.items()},
         )
 
@@ -179,6 +227,21 @@ class Vocabulary(BaseModel):
         if size > len(self.labels):
             raise InputError(f"asked for the first {size} labels of a vocabulary of {len(self.labels)}")
         return self.subset(self.labels[:size], settings={"size": size})
+
+    def drop(self, labels: Iterable[str], *, reason: str = "dropped") -> Vocabulary:
+        """This vocabulary without ``labels``; the settings record what was removed (``settings["dropped"]``).
+
+        Labels not in the vocabulary are ignored (:meth:`subset` and ``len`` tell how many went).
+        Raises :class:`InputError` when nothing would be left.
+        """
+        gone = [lab for lab in dict.fromkeys(labels) if lab in self]
+        if len(gone) == len(self.labels):
+            raise InputError(f"dropping {len(gone)} labels would leave the vocabulary empty")
+        record = {"reason": reason, "count": len(gone), "labels": gone, "from_sha256": self.sha256}
+        earlier = self.settings.get("dropped")
+        history = [*(earlier if isinstance(earlier, list) else [earlier] if earlier else []), record]
+        drop_set = set(gone)
+        return self.subset([x for x in self.labels if x not in drop_set], settings={"dropped": history})
 
     @staticmethod
     def union(*vocabs: Vocabulary) -> Vocabulary:
@@ -210,6 +273,11 @@ class Vocabulary(BaseModel):
         settings: dict[str, Any] = {"parts": parts}
         if any(v.random_weights for v in vocabs):
             settings["random_weights"] = True  # said at the top, not only deep in a part
+        caveats: dict[str, str] = {}
+        for v in vocabs:
+            for kind, note in v.caveats.items():
+                caveats.setdefault(kind, note)
+        settings = with_caveats(settings, caveats)  # at the top too: a union of oracle labels is an oracle
         return Vocabulary.from_labels(labels, source="union", meta=meta, settings=settings)
 
     # -- files ----------------------------------------------------------------------------------
@@ -218,7 +286,12 @@ class Vocabulary(BaseModel):
         return self.model_dump(mode="json")
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the vocabulary as JSON (atomically); a ``.txt`` path writes one label a line."""
+        """Write the vocabulary as JSON (atomically); a ``.txt`` path writes one label a line.
+
+        The JSON file's ``settings["provenance"]`` gains a record of this write (versions, command
+        line, time; :func:`negvocab.provenance.record`). A text file keeps the caveats as
+        ``# not deployable: KIND: NOTE`` lines, which :meth:`load` reads back.
+        """
         path = Path(path)
         if path.suffix == ".txt":
             from negvocab.atomic import write_text
@@ -226,8 +299,15 @@ class Vocabulary(BaseModel):
             for label in self.labels:  # a text file must read back as the same labels
                 if label != label.strip() or label.startswith("#") or len(label.splitlines()) != 1:
                     raise InputError(f"{path}: label {label!r} would not read back from a text file; save as .json")
-            return write_text(path, "".join(f"{label}\n" for label in self.labels))
-        return write_json(path, self.to_json())
+            header = "".join(f"{CAVEAT_LINE}{kind}: {' '.join(note.split())}\n" for kind, note in self.caveats.items())
+            return write_text(path, header + "".join(f"{label}\n" for label in self.labels))
+        from negvocab.provenance import record
+
+        doc = self.to_json()
+        earlier = doc["settings"].get("provenance")
+        history = earlier if isinstance(earlier, list) else [earlier] if isinstance(earlier, dict) else []
+        doc["settings"]["provenance"] = [*history[-(MAX_PROVENANCE - 1) :], record()]
+        return write_json(path, doc)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Vocabulary:
@@ -250,10 +330,12 @@ class Vocabulary(BaseModel):
     @classmethod
     def _from_candidates(cls, path: Path) -> Vocabulary:
         from negvocab.labels.candidates import load_candidates
+        from negvocab.provenance import file_sha256
 
         cands = load_candidates(path)
         meta = {c.text: {"pos": c.pos} for c in cands}
-        return cls.from_labels([c.text for c in cands], source="file", meta=meta, settings={"path": str(path), "format": "candidates"})
+        settings = {"path": str(path), "format": "candidates", "file_sha256": file_sha256(path)}
+        return cls.from_labels([c.text for c in cands], source="file", meta=meta, settings=settings)
 
     @classmethod
     def _from_json_text(cls, text: str, path: Path) -> Vocabulary:
@@ -283,6 +365,7 @@ class Vocabulary(BaseModel):
             )
         if "sha256" not in doc:
             raise InputError(f"{path}: no 'sha256' field; not a negvocab vocabulary file")
+        doc = _accept_removal(doc, path)
         try:
             return cls.model_validate(doc)
         except ValidationError as e:
@@ -291,10 +374,51 @@ class Vocabulary(BaseModel):
     @classmethod
     def from_text_lines(cls, lines: Iterable[str], path: str | os.PathLike[str] = "<text>") -> Vocabulary:
         """One label a line; blank lines and lines starting with ``#`` are skipped, repeats dropped."""
-        labels = list(dict.fromkeys(s for s in (line.strip() for line in lines) if s and not s.startswith("#")))
+        lines = [line.strip() for line in lines]
+        labels = list(dict.fromkeys(s for s in lines if s and not s.startswith("#")))
         if not labels:
             raise InputError(f"{path}: the vocabulary file has no labels")
-        return cls.from_labels(labels, source="file", settings={"path": str(path)})
+        settings: dict[str, Any] = {"path": str(path)}
+        if Path(path).is_file():
+            from negvocab.provenance import file_sha256
+
+            settings["file_sha256"] = file_sha256(path)
+        caveats = dict(line.removeprefix(CAVEAT_LINE).partition(": ")[::2] for line in lines if line.startswith(CAVEAT_LINE))
+        return cls.from_labels(labels, source="file", settings=with_caveats(settings, caveats))
+
+
+def _accept_removal(doc: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``doc`` with labels removed by hand made whole again, when its metadata proves a pure removal.
+
+    The hash exists to catch edits, so only this one is accepted: the labels left are a subsequence
+    of the metadata's keys (which list every original label in order), and the hash of those keys is
+    the file's ``sha256``. The removal is recorded in ``settings["dropped"]``; anything else (a label
+    added, renamed or moved, or a file without per-label metadata) is left for the hash check to refuse.
+    """
+    labels, meta, digest = doc.get("labels"), doc.get("meta"), doc.get("sha256")
+    if not (isinstance(labels, list) and isinstance(meta, dict) and isinstance(digest, str)) or not labels:
+        return doc
+    original = list(meta)
+    if len(original) <= len(labels) or not all(isinstance(x, str) for x in labels) or labels_hash(labels) == digest:
+        return doc
+    it = iter(original)
+    if not all(label in it for label in labels) or labels_hash(original) != digest:  # `in it`: a subsequence test
+        return doc
+    kept = set(labels)
+    gone = [x for x in original if x not in kept]
+    logger.warning("%s: %d labels were removed by hand (e.g. %r); accepted and recorded in settings.dropped", path, len(gone), gone[0])
+    settings = dict(doc.get("settings") or {})
+    earlier = settings.get("dropped")
+    record = {"reason": "removed by hand from the file", "count": len(gone), "labels": gone, "from_sha256": digest}
+    settings["dropped"] = [*(earlier if isinstance(earlier, list) else [earlier] if earlier else []), record]
+    views = doc.get("views") if isinstance(doc.get("views"), dict) else {}
+    return {
+        **doc,
+        "meta": {k: v for k, v in meta.items() if k in kept},
+        "views": {k: [x for x in v if x in kept] if isinstance(v, list) else v for k, v in views.items()},
+        "settings": settings,
+        "sha256": labels_hash(labels),
+    }
 
 
 def _is_table(text: str, delimiter: str, path: Path) -> bool:
@@ -314,6 +438,37 @@ def _is_table(text: str, delimiter: str, path: Path) -> bool:
             "(as `negvocab candidates` writes) or one label a line in a .txt file"
         )
     return False
+
+
+def with_caveats(settings: Mapping[str, Any], caveats: Mapping[str, str]) -> dict[str, Any]:
+    """``settings`` with ``caveats`` added to its ``caveats`` (and ``deployable: False`` when any)."""
+    out = dict(settings)
+    merged = {**caveats, **(out.get("caveats") if isinstance(out.get("caveats"), dict) else {})}
+    if merged:
+        out["caveats"] = merged
+        out["deployable"] = False
+    return out
+
+
+def _caveats(settings: Any, source: Any = None) -> dict[str, str]:
+    """Caveats recorded in ``settings`` (recursively in a union's parts), older flags included."""
+    found: dict[str, str] = {}
+    if source == "oracle":
+        found["oracle"] = ORACLE_CAVEAT
+    if not isinstance(settings, dict):
+        return found
+    given = settings.get("caveats")
+    if isinstance(given, dict):
+        found.update({str(k): str(v) for k, v in given.items()})
+    if settings.get("oracle") is True:  # files written before caveats existed
+        found.setdefault("oracle", str(settings.get("note") or ORACLE_CAVEAT).removeprefix("oracle: "))
+    if settings.get("deployable") is False and not found:
+        found["not deployable"] = str(settings.get("note") or "marked deployable: false")
+    for part in settings.get("parts", []):
+        if isinstance(part, dict):
+            for kind, note in _caveats(part.get("settings"), part.get("source")).items():
+                found.setdefault(kind, note)
+    return found
 
 
 def _random(settings: Any) -> bool:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
+import numpy as np
 import pydantic
 import pytest
 
@@ -48,7 +50,11 @@ def test_json_round_trip_keeps_everything(tmp_path, wordnet_vocab):
     back = Vocabulary.load(path)
     assert back == wordnet_vocab
     assert back.labels == wordnet_vocab.labels and back.meta == wordnet_vocab.meta
-    assert back.settings == wordnet_vocab.settings and back.views == wordnet_vocab.views
+    assert back.views == wordnet_vocab.views
+    # the file also records who wrote it: versions and the command line (not part of equality)
+    provenance = back.settings.pop("provenance")
+    assert back.settings == wordnet_vocab.settings
+    assert provenance[-1]["versions"]["numpy"] == np.__version__ and provenance[-1]["command"]
 
 
 def test_text_round_trip_is_a_file_vocabulary(tmp_path, wordnet_vocab):
@@ -57,7 +63,7 @@ def test_text_round_trip_is_a_file_vocabulary(tmp_path, wordnet_vocab):
     back = Vocabulary.load(path)
     assert back.source == "file" and back.labels == wordnet_vocab.labels
     assert back.sha256 == wordnet_vocab.sha256  # the hash is of the labels only
-    assert back.settings == {"path": str(path)}
+    assert back.settings == {"path": str(path), "file_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
 
 
 @pytest.mark.parametrize("label", ["two\nlines", "carriage\rreturn", " padded", "# not a comment", "sep\u2028arated"])

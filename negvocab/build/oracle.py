@@ -2,7 +2,8 @@
 
 NegLabel with the benchmark's OOD class names as negatives gives an empirical lower bound on FPR@95
 (docs/methods.md#oracle): it knows the answer, so it is NOT a deployable detector. The vocabulary says so in
-its settings (``oracle: true, deployable: false``), and every table that uses it should too.
+its settings (``caveats: {"oracle": ...}``, ``oracle: true, deployable: false``), every vocabulary
+derived from it keeps the caveat (:attr:`negvocab.Vocabulary.caveats`), and every table marks it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from negvocab.errors import InputError
 from negvocab.textfiles import read_text
-from negvocab.vocab import Vocabulary
+from negvocab.vocab import ORACLE_CAVEAT, Vocabulary
 
 if TYPE_CHECKING:
     from negvocab.labels.synonyms import SynonymFilter
@@ -114,6 +115,7 @@ def build_oracle_vocabulary(
         settings={
             "oracle": True,
             "deployable": False,
+            "caveats": {"oracle": ORACLE_CAVEAT},
             "note": ORACLE_NOTE,
             "benchmark": name,
             **provenance,

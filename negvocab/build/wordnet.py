@@ -260,6 +260,7 @@ def build_wordnet_vocabulary(
         "ratio": ratio,
         "candidates": len(cands),
         "id_classes": getattr(id_classes, "dataset", "imagenet1k"),
+        "id_class_list": id_classes.to_record(),  # ranked against these classes
         "selection": "farthest first by the percentile of cosine similarity to the ID class names",
     }
     if per_pos is not None:

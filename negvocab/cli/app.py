@@ -15,7 +15,7 @@ from typer.core import TyperGroup
 
 from negvocab.cli.logs import add_options as add_log_options
 from negvocab.cli.logs import restore as restore_logging
-from negvocab.errors import NegvocabError
+from negvocab.errors import InputError, NegvocabError
 
 EXIT_USER_ERROR = 2
 
@@ -27,9 +27,43 @@ def _usage_error(e: UsageError, where: str) -> None:
         typer.echo(f"error: {e.format_message()} (see '{path} --help')", err=True)
 
 
+def refuse_repeats(command: Any, args: list[str], where: str = "negvocab", *, group: bool = False) -> None:
+    """Raise a one-line InputError when an option that takes one value is given more than once.
+
+    Click keeps the last of repeated options silently (``--ood A --ood B`` scored only B); options
+    declared as lists (``multiple``) and counters are left alone. Stops at ``--``, and for a
+    ``group`` at the sub-command's name (what follows is the sub-command's).
+    """
+    from typer.core import TyperOption
+
+    by_flag = {flag: p for p in command.params if isinstance(p, TyperOption) for flag in (*p.opts, *p.secondary_opts)}
+    seen: dict[str, list[str]] = {}
+    i = 0
+    while i < len(args):
+        arg, attached = args[i], False
+        if arg == "--":
+            break
+        flag = arg.split("=", 1)[0] if arg.startswith("--") else arg
+        param = by_flag.get(flag)
+        if group and not arg.startswith("-"):
+            break
+        if param is None and arg.startswith("-") and not arg.startswith("--") and len(arg) > 2:
+            param, flag, attached = by_flag.get(arg[:2]), arg[:2], True  # -mViT-B-32
+        if param is not None:
+            if not (param.multiple or param.count):
+                seen.setdefault(param.name or flag, []).append(flag)
+            if not (param.is_flag or param.count or attached or "=" in arg):
+                i += max(1, param.nargs)  # skip the value, which may itself start with "-"
+        i += 1
+    for flags in seen.values():
+        if len(flags) > 1:
+            raise InputError(f"option {flags[0]} given {len(flags)} times ({' '.join(flags)}); it takes one value, give it once (see '{where} --help')")
+
+
 class _Group(TyperGroup):
-    """Turns user-facing errors into one line on stderr and a non-zero exit; gives the group and
-    every command under it ``-v``/``-q``/``--log-file`` (:mod:`negvocab.cli.logs`)."""
+    """Turns user-facing errors into one line on stderr and a non-zero exit; refuses repeated
+    single-value options (:func:`refuse_repeats`) for every command; gives the group and every
+    command under it ``-v``/``-q``/``--log-file`` (:mod:`negvocab.cli.logs`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -39,7 +73,29 @@ class _Group(TyperGroup):
         cmd = super().get_command(ctx, cmd_name)
         return add_log_options(cmd) if cmd is not None else None
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if cmd is not None and not isinstance(cmd, TyperGroup):
+            refuse_repeats(cmd, rest, f"{ctx.command_path} {name}")
+        return name, cmd, rest
+
+    def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
+        import sys
+
+        from negvocab.provenance import set_command
+
+        set_command(["negvocab", *(sys.argv[1:] if args is None else args)])  # recorded in results files (masked)
+        try:
+            return super().main(args, *a, **kw)
+        finally:
+            set_command(None)
+
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        try:
+            refuse_repeats(self, args, info_name or "negvocab", group=True)  # the group's own options
+        except NegvocabError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(EXIT_USER_ERROR) from None
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except UsageError as e:  # the top-level options themselves (negvocab --bogus)

@@ -114,7 +114,10 @@ def build_wordnet(
         progress=True,
     )
     if candidates is not None:
-        full = full.subset(full.labels, settings={"candidates_file": str(candidates)})
+        from negvocab.provenance import file_sha256
+
+        # the file's hash, so a reader can tell which candidate list was ranked
+        full = full.subset(full.labels, settings={"candidates_file": str(candidates), "candidates_sha256": file_sha256(candidates)})
     warn = " (RANDOM weights: not a real vocabulary)" if vlm.random_weights else ""
     if not many:
         path = output_path(output, len(full), False)

@@ -1,4 +1,4 @@
-"""Label-space commands: ``classes``, ``candidates``, ``filter``, ``merge``, ``info``.
+"""Label-space commands: ``classes``, ``candidates``, ``filter``, ``merge``, ``drop``, ``info``.
 
 They only parse options, call the public API (negvocab.labels, negvocab.vocab) and print. Bad
 input raises :class:`~negvocab.errors.InputError` before anything is written; every output is
@@ -176,6 +176,7 @@ def filter_(
         f"removed {summary['removed_count']} of {len(vocab)} labels ({detail or 'none'}); "
         f"kept {summary['kept_count']} -> {output}"
     )
+    _say_caveats(filtered)
 
 
 @app.command("merge")
@@ -193,6 +194,41 @@ def merge(
         union.save(output)
     parts = ", ".join(f"{p.name} {len(v)} ({v.source})" for p, v in zip(vocabularies, loaded, strict=True))
     typer.echo(f"merged {parts} -> {len(union)} unique labels in {output}")
+    _say_caveats(union)
+
+
+def _say_caveats(vocab: Any) -> None:
+    """A NOT DEPLOYABLE line per caveat of ``vocab`` (nothing for a deployable one)."""
+    for kind, note in vocab.caveats.items():
+        typer.echo(f"NOT DEPLOYABLE ({kind}): {note}")
+
+
+@app.command("drop")
+def drop(
+    vocabulary: Annotated[Path, typer.Argument(help="Vocabulary JSON or text file.")],
+    labels: Annotated[Path, typer.Argument(help="Labels to remove: a text file, one a line ('#' lines skipped).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The vocabulary without them (.json, or .txt for labels only).")],
+) -> None:
+    """Remove labels from a vocabulary; the output records what was removed, and keeps its order,
+    provenance and caveats (the way to edit a vocabulary file by hand)."""
+    from negvocab.textfiles import read_text
+    from negvocab.vocab import Vocabulary
+
+    check_output(output, inputs=[vocabulary, labels])
+    vocab = Vocabulary.load(vocabulary)
+    wanted = [s for s in (ln.strip() for ln in read_text(labels, "labels file").splitlines()) if s and not s.startswith("#")]
+    if not wanted:
+        raise InputError(f"{labels}: no labels to drop (one a line)")
+    missing = [x for x in dict.fromkeys(wanted) if x not in vocab]
+    if len(missing) == len(set(wanted)):
+        raise InputError(f"{labels}: none of its {len(set(wanted))} labels is in {vocabulary} (e.g. {missing[0]!r}); nothing to drop")
+    out = vocab.drop(wanted, reason=f"negvocab drop {labels.name}")
+    with writing(output):
+        out.save(output)
+    if missing:
+        typer.echo(f"warning: {len(missing)} labels of {labels} are not in the vocabulary (e.g. {missing[0]!r})", err=True)
+    typer.echo(f"dropped {len(vocab) - len(out)} of {len(vocab)} labels; kept {len(out)} -> {output}")
+    _say_caveats(out)
 
 
 @app.command("info")
@@ -201,7 +237,7 @@ def info(
     show: Annotated[int, typer.Option("--show", "-n", min=0, help="How many labels to list.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Size, source, per-source counts, hash and settings of a vocabulary file."""
+    """Size, source, deployability, per-source counts, hash and settings of a vocabulary file."""
     from negvocab.vocab import Vocabulary
 
     vocab = Vocabulary.load(vocabulary)
@@ -212,6 +248,8 @@ def info(
         typer.echo(json.dumps(doc, indent=1, ensure_ascii=False))
         return
     typer.echo(f"{vocabulary}: {summary['size']} labels, source {summary['source']}, sha256 {vocab.short_hash}")
+    typer.echo("deployable: yes" if vocab.deployable else "deployable: NO")
+    _say_caveats(vocab)
     if vocab.random_weights:
         typer.echo("WARNING: built with a RANDOM-weight model (a pipeline check): not a real vocabulary")
     typer.echo("per source: " + ", ".join(f"{s} {n}" for s, n in summary["per_source"].items()))
@@ -230,6 +268,8 @@ def vocabulary_summary(vocab: Any) -> dict[str, Any]:
         "size": len(vocab),
         "source": vocab.source,
         "sha256": vocab.sha256,
+        "deployable": vocab.deployable,
+        "caveats": vocab.caveats,
         "per_source": vocab.source_counts(),
         "settings": {k: _short(v) for k, v in vocab.settings.items()},
         "views": {k: len(v) for k, v in vocab.views.items()},

@@ -45,8 +45,13 @@ IdOpt = Annotated[
     ),
 ]
 OodOpt = Annotated[
-    Optional[Path],  # noqa: UP045
-    typer.Option("--ood", help="OOD images: a folder of images, class folders (NINCO layout) or an image list."),
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--ood",
+        help="OOD images: a folder of images, class folders (NINCO layout) or an image list; NAME=PATH names "
+        "the set (a bare path is named after its folder). Repeat for several OOD sets: each is scored "
+        "against the same ID set, and their mean is reported too.",
+    ),
 ]
 ImageRootOpt = Annotated[
     Optional[Path],  # noqa: UP045
@@ -71,7 +76,7 @@ GroundTruthOpt = Annotated[
 TauOpt = Annotated[float, typer.Option("--tau", help="NegLabel temperature on cosines.")]
 GroupsOpt = Annotated[int, typer.Option("--groups", "-G", help="NegLabel groups G (clamped to the vocabulary size).")]
 GroupingOpt = Annotated[str, typer.Option("--grouping", help="NegLabel grouping: stratified (rank r -> group r mod G) or random.")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the random grouping.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap CIs and of the random grouping (recorded in the results).")]
 BetaOpt = Annotated[float, typer.Option("--beta", help="EOE penalty weight.")]
 TempOpt = Annotated[
     Optional[float],  # noqa: UP045
@@ -91,35 +96,56 @@ MAX_BOOT = 100_000  # 1,000 is the usual; more only costs time
 BootOpt = Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples of OOD images for the CIs (0: none).")]
 
 
+def ood_paths(values: list[str] | None) -> dict[str, Path]:
+    """``--ood`` values by set name: ``NAME=PATH``, or a bare path named after its folder (a list
+    file: after its stem). Names must be unique and not ``mean``."""
+    out: dict[str, Path] = {}
+    for value in values or []:
+        name, eq, rest = value.partition("=")
+        named = bool(eq) and name.strip() and "/" not in name and "\\" not in name and not Path(value).exists()
+        path = Path(rest if named else value).expanduser()
+        if named:
+            name = name.strip()
+        else:
+            name = (path.stem if path.is_file() else path.name) or str(path)
+        if name == "mean":
+            raise InputError(f"--ood {value}: 'mean' names the average over the OOD sets; give the set another name (NAME=PATH)")
+        if name in out:
+            raise InputError(f"--ood: two OOD sets are named {name!r} ({out[name]} and {path}); name them: --ood NAME=PATH")
+        out[name] = path
+    return out
+
+
 def image_sets(
     id_path: Path,
-    ood: Path | None,
+    ood: list[str] | None,
     fi_ood: Path | None,
     fi_ambiguous: Path | None,
     ground_truth: Path | None,
     image_root: Path | None = None,
-) -> tuple[ImageSet, ImageSet]:
-    """The (ID, OOD) image sets the options describe."""
+) -> tuple[ImageSet, dict[str, ImageSet]]:
+    """The ID image set and the OOD image sets by name that the options describe."""
     from negvocab.data import fi_imagenet, imagenet_val, open_image_set
 
-    if image_root is not None and not any(p is not None and p.is_file() for p in (id_path, ood)):
+    oods = ood_paths(ood)
+    if image_root is not None and not any(p is not None and p.is_file() for p in (id_path, *oods.values())):
         raise InputError("--image-root applies to image lists only: give --id or --ood as a list file")
     if fi_ood is not None:
-        if ood is not None:
+        if oods:
             raise InputError("give --ood or --fi-ood, not both")
         fi = fi_imagenet(id_path, fi_ood, fi_ambiguous, ground_truth=ground_truth)
         if fi.not_found:
             typer.echo(f"warning: {len(fi.not_found)} listed ids are not in {id_path} (e.g. {fi.not_found[0]})", err=True)
-        return fi.id, fi.ood
-    if ood is None:
-        raise InputError("no OOD images: pass --ood FOLDER or --fi-ood LIST")
+        return fi.id, {"fi-imagenet-1k": fi.ood}
+    if not oods:
+        raise InputError("no OOD images: pass --ood FOLDER (repeatable, NAME=FOLDER) or --fi-ood LIST")
     if fi_ambiguous is not None:
         raise InputError("--fi-ambiguous needs --fi-ood")
     if ground_truth:
         id_set = imagenet_val(id_path, ground_truth=ground_truth)
     else:
         id_set = open_image_set(id_path, image_root=image_root)
-    return id_set, open_image_set(ood, image_root=image_root)
+    return id_set, {name: open_image_set(path, image_root=image_root) for name, path in oods.items()}
 
 
 def check_scoring_options(
@@ -254,13 +280,14 @@ def score_cmd(
         convention=convention,
         tpr=tpr,
         n_boot=n_boot,
+        seed=seed,
         explain_k=explain,
         progress=True,
     )
     with writing(output):
         out = write_results(ev, output)
     _warn_random(ev.random_weights)
-    typer.echo(format_table(ev.rows))
+    typer.echo(format_table(ev.rows, ev.meta))
     typer.echo(f"wrote {out}/results.json, results.csv, scores.npz, scores.csv, explanations.json")
 
 
@@ -274,6 +301,14 @@ def sweep_cmd(
         typer.Option("--reference", "-R", help="Vocabularies drawn as horizontal references (GPT, oracle); repeatable."),
     ] = None,
     method: Annotated[str, typer.Option("--method", help="neglabel, eoe or neglabel_eoe (each one pass over the ranking).")] = "neglabel",
+    order: Annotated[
+        str,
+        typer.Option(
+            "--order",
+            help="ranked: the vocabulary's farthest-first ranking (a union, which has none, is refused); "
+            "given: the file order of any vocabulary.",
+        ),
+    ] = "ranked",
     ood: OodOpt = None,
     fi_ood: FiOodOpt = None,
     fi_ambiguous: FiAmbOpt = None,
@@ -305,7 +340,7 @@ def sweep_cmd(
 ) -> None:
     """FPR@95 and AUROC against pool size M from one ranked vocabulary: a table and a plot."""
     from negvocab.labels.imagenet import read_id_classes
-    from negvocab.scoring.run import sweep_vocabulary, write_sweep
+    from negvocab.scoring.run import is_ranked, sweep_vocabulary, write_sweep
     from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
     from negvocab.scoring.sweep import parse_sizes
     from negvocab.vocab import Vocabulary
@@ -316,7 +351,14 @@ def sweep_cmd(
     if key not in NEEDS_NEGATIVES:
         raise InputError(f"--method {key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
     check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, temperature=temperature, penalty_temperature=penalty_temperature)
+    if order not in ("ranked", "given"):
+        raise InputError(f"--order must be ranked or given, got {order!r}")
     ranked = Vocabulary.load(vocab)
+    if order == "ranked" and ranked.source == "union" and not is_ranked(ranked):
+        raise InputError(
+            f"{vocab} is a union: it has no farthest-first order, so its first M labels are no pool of size M; "
+            "sweep a ranked (WordNet) vocabulary, or pass --order given to sweep the file order"
+        )
     parse_sizes(sizes, len(ranked))
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root)
     refs = _load_vocabs(list(reference or []))
@@ -336,17 +378,24 @@ def sweep_cmd(
         convention=convention,
         tpr=tpr,
         n_boot=n_boot,
+        seed=seed,
+        name=vocab.stem,
+        order=order,
         progress=True,
     )
     with writing(output):
         out = write_sweep(res, output)
     _warn_random(res.random_weights)
     pct = int(round(100 * tpr))
-    typer.echo(f"{'M':>8}  FPR@{pct} ({convention})  AUROC")
+    several = len({r["ood_set"] for r in res.rows}) > 1
+    typer.echo(f"{'M':>8}  " + (f"{'OOD set':<14}" if several else "") + f"FPR@{pct} ({convention})  AUROC")
     for r in res.rows:
-        typer.echo(f"{r['M']:>8}  {100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}")
+        where = f"{r['ood_set'][:13]:<14}" if several else ""
+        typer.echo(f"{r['M']:>8}  {where}{100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}")
     for r in res.references:
-        typer.echo(f"{r['name']:>8}  {100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}  (reference, M={r['M']})")
+        where = f"{r['ood_set'][:13]:<14}" if several else ""
+        mark = "" if r["deployable"] else f"; NOT DEPLOYABLE: {r['caveats']}"
+        typer.echo(f"{r['name']:>8}  {where}{100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}  (reference, M={r['M']}{mark})")
     typer.echo(f"wrote {out}/sweep.csv, sweep.json, sweep.png")
 
 

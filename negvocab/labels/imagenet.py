@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from negvocab.errors import InputError
 from negvocab.textfiles import read_text
@@ -64,6 +65,13 @@ class IdClasses:
             synonyms=tuple((n,) for n in uniq),
             dataset=dataset,
         )
+
+    def to_record(self) -> dict[str, Any]:
+        """The label space itself, for a results or vocabulary file: name, size, wnids (None when made
+        up for custom names) and class names, so a reader need not guess what "subset100" held."""
+        wnids = list(self.wnids)
+        custom = all(w.startswith("custom") for w in wnids)
+        return {"dataset": self.dataset, "n": len(wnids), "wnids": None if custom else wnids, "names": list(self.names)}
 
     def index_of(self, wnid: str) -> int:
         """Position of ``wnid`` in the class order; :class:`InputError` if it is not a class."""

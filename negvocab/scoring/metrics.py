@@ -49,6 +49,7 @@ __all__ = [
     "aupr_out",
     "auroc",
     "bootstrap_ci",
+    "bootstrap_values",
     "check_convention",
     "evaluate",
     "fpr_at_tpr",
@@ -284,11 +285,32 @@ def bootstrap_ci(
     -------
     ConfidenceInterval (NaN bounds with a warning if a set is empty)
     """
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-        raise InputError(f"n_boot must be an integer >= 1, got {n_boot!r}")
     if isinstance(alpha, bool) or not (isinstance(alpha, (int, float, np.floating)) and 0 < alpha < 1):
         raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
     alpha = _as_decimal(alpha)
+    level = 1.0 - alpha
+    values = bootstrap_values(metric, id_scores, ood_scores, n_boot=n_boot, seed=seed, resample=resample, **metric_kwargs)
+    if values is None:
+        return ConfidenceInterval(math.nan, math.nan, level, int(n_boot), resample, seed)
+    low, high = np.quantile(values, [alpha / 2, 1 - alpha / 2])
+    return ConfidenceInterval(float(low), float(high), level, int(n_boot), resample, seed)
+
+
+def bootstrap_values(
+    metric: str | Callable[[np.ndarray, np.ndarray], float],
+    id_scores: Any,
+    ood_scores: Any,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    resample: Literal["ood", "id", "both"] = "ood",
+    **metric_kwargs: Any,
+) -> np.ndarray | None:
+    """The ``n_boot`` resampled values of a metric behind :func:`bootstrap_ci` (same draws for the
+    same seed), for intervals of derived quantities such as the mean over several OOD sets; None
+    (with a warning) if a set is empty."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+        raise InputError(f"n_boot must be an integer >= 1, got {n_boot!r}")
     if resample not in ("ood", "id", "both"):
         raise InputError(f"resample must be 'ood', 'id' or 'both', got {resample!r}")
     if isinstance(metric, str):
@@ -297,10 +319,9 @@ def bootstrap_ci(
         fn = _METRICS[metric]
     else:
         fn = metric
-    level = 1.0 - alpha
     arrays = _check(id_scores, ood_scores, "bootstrap_ci")
     if arrays is None:
-        return ConfidenceInterval(math.nan, math.nan, level, int(n_boot), resample, seed)
+        return None
     ids, oods = arrays
     rng = np.random.default_rng(seed)
     values = _fast_ood_bootstrap(fn, ids, oods, rng, int(n_boot), metric_kwargs) if resample == "ood" else None
@@ -310,8 +331,7 @@ def bootstrap_ci(
             bi = ids[rng.integers(0, ids.size, ids.size)] if resample in ("id", "both") else ids
             bo = oods[rng.integers(0, oods.size, oods.size)] if resample in ("ood", "both") else oods
             values[b] = fn(bi, bo, **metric_kwargs)
-    low, high = np.quantile(values, [alpha / 2, 1 - alpha / 2])
-    return ConfidenceInterval(float(low), float(high), level, int(n_boot), resample, seed)
+    return values
 
 
 def _paper_threshold(ids: np.ndarray, tpr: float) -> float:

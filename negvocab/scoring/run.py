@@ -1,12 +1,16 @@
-"""The main job: score a VLM with vocabularies on an ID and an OOD image set, and write the results.
+"""The main job: score a VLM with vocabularies on an ID set and one or more OOD sets, and write the results.
 
 :func:`evaluate_vocabularies` embeds the images (cached), the ID class names and each vocabulary
-(cached), scores every (method, vocabulary) pair, computes the metrics under a named convention, and
+(cached), scores every (method, vocabulary) pair, computes the metrics under a named convention for
+each OOD set (against the one ID set, so the ID threshold is the same for all) and their mean, and
 explains the OOD images; :func:`write_results` writes the results folder. :func:`sweep_vocabulary`
-does the same for every pool size M of one ranked vocabulary, and :func:`plot_sweep` draws FPR@95
-and AUROC against M.
+does the same for every pool size M of one ranked vocabulary, and :func:`negvocab.plot_sweep`
+(:mod:`negvocab.scoring.plot`) draws FPR@95 and AUROC against M.
 
-Every output built from a model with random weights says so (``random_weights: true``).
+Every output built from a model with random weights says so (``random_weights: true``); every row
+scored with a non-deployable vocabulary (oracle, transductive) says so (``deployable``, ``caveats``);
+results name their convention, grouping, templates and threshold rule, and record the versions, the
+command line, the bootstrap seed and the ID class list (:mod:`negvocab.provenance`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,21 @@ from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.errors import InputError
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
+from negvocab.scoring.encode import encode_sets
+from negvocab.scoring.plot import plot_sweep
+from negvocab.scoring.rows import (
+    MEAN,
+    conventions,
+    grouping_params,
+    jsonable,
+    model_fields,
+    named_ood_sets,
+    ood_rows,
+    run_meta,
+    sets_meta,
+    vocab_fields,
+    vocab_meta,
+)
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -71,10 +90,6 @@ def _params_for(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k in accepted and v is not None}
 
 
-def _model_fields(vlm: VLM) -> dict[str, Any]:
-    return {"model": vlm.name, "pretrained": vlm.pretrained, "random_weights": bool(vlm.random_weights)}
-
-
 # ----------------------------------------------------------------------------------------------
 # evaluation
 # ----------------------------------------------------------------------------------------------
@@ -82,70 +97,46 @@ def _model_fields(vlm: VLM) -> dict[str, Any]:
 class Evaluation:
     """Scores, metrics and explanations of one ``negvocab score`` run.
 
-    ``rows``: one metrics dict per (method, vocabulary); ``scores``: key -> {"id": [n_id], "ood":
-    [n_ood]}; ``id_images``/``ood_images``: (id, path) of the scored images, aligned with the scores;
+    ``rows``: one metrics dict per (method, vocabulary, OOD set), with a ``"mean"`` row per (method,
+    vocabulary) when there are several OOD sets; ``scores``: key -> {"id": [n_id], "ood": [n_ood]}
+    (every OOD set, in order); ``id_images``/``ood_images``: (id, path) of the scored images, aligned
+    with the scores; ``ood_sets``: each OOD set's name and size, in the order of ``ood_images``;
     ``explanations``: vocabulary name -> one dict per OOD image; ``meta``: model, data, settings.
     """
 
     rows: list[dict[str, Any]]
-    scores: dict[str, dict[str, np.ndarray]]
-    id_images: list[tuple[str, str]]
-    ood_images: list[tuple[str, str]]
-    explanations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
+    scores: dict[str, dict[str, np.ndarray]] = field(repr=False)
+    id_images: list[tuple[str, str]] = field(repr=False)
+    ood_images: list[tuple[str, str]] = field(repr=False)
+    explanations: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
+    meta: dict[str, Any] = field(default_factory=dict, repr=False)
+    ood_sets: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.ood_sets:
+            self.ood_sets = {"ood": len(self.ood_images)}
+
+    def __repr__(self) -> str:
+        names = {r.get("vocabulary") or "-" for r in self.rows}
+        return (
+            f"Evaluation({len(self.rows)} rows: methods {sorted({r['method'] for r in self.rows})}, "
+            f"vocabularies {sorted(names)}; {len(self.id_images)} ID images, OOD sets {self.ood_sets}; "
+            f"scores for {len(self.scores)} keys{'; RANDOM WEIGHTS' if self.random_weights else ''})"
+        )
 
     @property
     def random_weights(self) -> bool:
         return bool(self.meta.get("random_weights"))
 
-
-def _encode_set(
-    vlm: VLM, images: ImageSet | ImageEmbeddings, local: bool, progress: bool
-) -> tuple[ImageEmbeddings, list[tuple[str, str]]]:
-    """The embeddings of an image set (encoded, or given) and its (id, path) rows."""
-    from negvocab.vlm.images import ImageEmbeddings
-
-    if isinstance(images, ImageEmbeddings):
-        if local and images.local is None:
-            raise InputError("glmcm needs local (patch) features: encode the images with local_features=True")
-        if images.embeddings.shape[1] != vlm.dim:
-            raise InputError(
-                f"the given image embeddings have dimension {images.embeddings.shape[1]}, {vlm.name} embeds in "
-                f"{vlm.dim}: pass embeddings of the same model"
-            )
-        made_by, ours = _image_identity(images.model or {}), _image_identity(vlm.identity)
-        for field_ in made_by:
-            if made_by[field_] != ours.get(field_):
-                raise InputError(
-                    f"the given image embeddings were made by another model ({field_} differs from {vlm.name}'s): "
-                    "encode the images with this VLM, or score with the VLM that made them"
-                )
-        emb = images
-    else:
-        emb = vlm.encode_images(images, local_features=local, progress=progress)
-    return emb, list(zip(emb.ids, emb.paths, strict=True))
-
-
-def _image_identity(identity: Mapping[str, Any]) -> dict[str, Any]:
-    """What decides an image embedding: model name, weights and preprocessing values (not where the
-    preprocessing came from)."""
-    out = {k: identity[k] for k in ("name", "weights") if k in identity}
-    if isinstance(identity.get("preprocessing"), Mapping):
-        out["preprocessing"] = {k: v for k, v in identity["preprocessing"].items() if k != "from"}
-    return out
-
-
-def _set_meta(images: ImageSet | ImageEmbeddings, n: int) -> dict[str, Any]:
-    """Name, size and provenance of an image set, for results."""
-    if not hasattr(images, "info"):  # ImageEmbeddings: encoded before, by the caller
-        return {"name": "given embeddings", "n": n, "embeddings_given": True}
-    return {"name": images.name, "n": n, **_jsonable(images.info)}
+    def ood_set_of_images(self) -> list[str]:
+        """The OOD set name of each image of ``ood_images``."""
+        return [name for name, n in self.ood_sets.items() for _ in range(n)]
 
 
 def evaluate_vocabularies(
     vlm: VLM,
     id_set: ImageSet | ImageEmbeddings,
-    ood_set: ImageSet | ImageEmbeddings,
+    ood_set: ImageSet | ImageEmbeddings | Mapping[str, ImageSet | ImageEmbeddings] | Sequence[ImageSet],
     vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary],
     methods: Sequence[str] = ("neglabel",),
     *,
@@ -155,16 +146,21 @@ def evaluate_vocabularies(
     convention: str = "paper",
     tpr: float = 0.95,
     n_boot: int = 1000,
+    seed: int = 0,
     explain_k: int = 5,
     progress: bool = False,
 ) -> Evaluation:
-    """Score ``vlm`` on ``id_set`` vs ``ood_set`` with every method and vocabulary.
+    """Score ``vlm`` on ``id_set`` vs each OOD set with every method and vocabulary.
 
     Each set is an :class:`ImageSet` (encoded here, through the cache) or the
-    :class:`ImageEmbeddings` that ``vlm.encode_images`` returned for it.
+    :class:`ImageEmbeddings` that ``vlm.encode_images`` returned for it. ``ood_set`` is one set or
+    a mapping name -> set (or a list of sets, each named after itself): each is scored against the same ID scores (so under the ``paper`` and
+    ``hendrycks`` conventions the same ID threshold), giving a row per set and, with several sets,
+    a row ``ood_set="mean"`` averaging them.
     Methods that use no negatives (mcm, glmcm) are scored once. ``params`` go to each scorer that
     accepts them (tau, groups, grouping, seed, beta, T, penalty_T, lam, topk). The metrics follow
-    ``convention`` (see :mod:`negvocab.scoring.metrics`); bootstrap intervals resample OOD images.
+    ``convention`` (see :mod:`negvocab.scoring.metrics`); bootstrap intervals resample OOD images,
+    drawn from ``seed``.
     """
     from negvocab.labels.imagenet import imagenet1k
 
@@ -177,13 +173,10 @@ def evaluate_vocabularies(
     convention = M.check_convention(convention)
     params = dict(params or {})
     id_classes = id_classes if id_classes is not None else imagenet1k()
+    ood_sets = named_ood_sets(ood_set)
     t0 = time.perf_counter()
-    local = "glmcm" in methods
-    id_emb_img, id_images = _encode_set(vlm, id_set, local, progress)
-    ood_emb_img, ood_images = _encode_set(vlm, ood_set, local, progress)
-    logger.info("embedded %d ID and %d OOD images in %.1fs", len(id_images), len(ood_images), time.perf_counter() - t0)
-    images = np.concatenate([id_emb_img.embeddings, ood_emb_img.embeddings])
-    n_id = len(id_images)
+    enc = encode_sets(vlm, id_set, ood_sets, "glmcm" in methods, progress)
+    images, n_id, sizes = enc.images, enc.n_id, enc.sizes
     class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
 
     rows: list[dict[str, Any]] = []
@@ -201,18 +194,18 @@ def evaluate_vocabularies(
         neg = neg_cache[vname] if vname else None
         key = f"{method}@{vname}" if vname else method
         if method == "glmcm":  # per set: the [n, p, d] patch features are never copied into one array
-            parts = [S.score(method, e.embeddings, class_emb, local=e.local, device=vlm.device, **kw) for e in (id_emb_img, ood_emb_img)]
+            embs = [enc.id_emb, *enc.ood_embs.values()]
+            parts = [S.score(method, e.embeddings, class_emb, local=e.local, device=vlm.device, **kw) for e in embs]
             scores, extra = {"": np.concatenate(parts)}, {}
         else:
             scores, extra = _score_job(method, images, class_emb, neg, vlm.device, kw)
         for suffix, s in scores.items():
             all_scores[key + suffix] = {"id": s[:n_id], "ood": s[n_id:]}
-        s = scores[""]
-        rep = M.evaluate(s[:n_id], s[n_id:], tpr=tpr, convention=convention, n_boot=n_boot)  # type: ignore[arg-type]
-        rows.append(_result_row(method, vlm, vname, vocab, rep, kw, templates, extra))
+        base = _result_row(method, vlm, vname, vocab, kw, templates, extra)
+        rows += ood_rows(base, *enc.split(scores[""]), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
         if vocab is not None and neg is not None and vname not in explanations and explain_k > 0:
             ex = S.explain(
-                ood_emb_img.embeddings,
+                images[n_id:],
                 class_emb,
                 neg,
                 id_labels=list(id_classes.names),
@@ -221,27 +214,19 @@ def evaluate_vocabularies(
                 tau=float(params.get("tau") or 0.01),
                 device=vlm.device,
             )
-            explanations[vname] = [{"image": iid, "path": p, **e} for (iid, p), e in zip(ood_images, ex, strict=True)]
+            set_of = [name for name, n in sizes.items() for _ in range(n)]
+            explanations[vname] = [{"image": iid, "path": p, "ood_set": o, **e} for (iid, p), o, e in zip(enc.ood_images, set_of, ex, strict=True)]
     meta = {
-        "negvocab_version": _version(),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        **_model_fields(vlm),
-        "model_identity": vlm.identity,
-        "templates": templates,
-        "id_classes": getattr(id_classes, "dataset", "imagenet1k"),
-        "convention": convention,
-        "tpr": tpr,
-        "id_set": _set_meta(id_set, n_id),
-        "ood_set": _set_meta(ood_set, len(ood_images)),
-        "failed_images": [list(x) for x in (*id_emb_img.failed, *ood_emb_img.failed)],
-        "vocabularies": {
-            k: {"source": v.source, "sha256": v.sha256, "size": len(v), "oracle": bool(v.settings.get("oracle"))} for k, v in named.items()
-        },
+        **run_meta(vlm, id_classes, templates, convention, tpr, params, seed, n_boot),
+        **sets_meta(id_set, ood_sets, enc),
+        "failed_images": enc.failed(),
+        "vocabularies": {k: vocab_meta(v) for k, v in named.items()},
+        "deployable": all(v.deployable for v in named.values()),
         "seconds": round(time.perf_counter() - t0, 2),
     }
     if vlm.random_weights:
         meta["warning"] = RANDOM_WEIGHTS_WARNING
-    return Evaluation(rows, all_scores, id_images, ood_images, explanations, meta)
+    return Evaluation(rows, all_scores, enc.id_images, enc.ood_images, explanations, meta, sizes)
 
 
 def _named(vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary]) -> dict[str, Vocabulary]:
@@ -271,21 +256,16 @@ def _result_row(
     vlm: VLM,
     vname: str | None,
     vocab: Vocabulary | None,
-    rep: Mapping[str, Any],
     kw: Mapping[str, Any],
     templates: str,
     extra: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The results-table row of one (method, vocabulary)."""
+    """The fields of one (method, vocabulary)'s results rows, before the metrics of an OOD set."""
     return {
         "method": method,
-        **_model_fields(vlm),
+        **model_fields(vlm),
         "vocabulary": vname or "",
-        "vocab_source": vocab.source if vocab else "",
-        "vocab_hash": vocab.short_hash if vocab else "",
-        "vocab_size": len(vocab) if vocab else 0,
-        "oracle": bool(vocab.settings.get("oracle")) if vocab else False,
-        **rep,
+        **vocab_fields(vocab),
         "params": {k: v for k, v in kw.items() if k != "local"},
         "templates": templates,
         **extra,
@@ -298,16 +278,6 @@ def _progress(items: list[Any], enabled: bool, desc: str) -> Iterable[Any]:
     from negvocab.progress import track
 
     return track(items, len(items), desc, "run", bar=enabled)  # a bar on terminals, a log line every 30 s
-
-
-def _version() -> str:
-    import negvocab
-
-    return negvocab.__version__
-
-
-def _jsonable(obj: Any) -> Any:
-    return json.loads(json.dumps(obj, default=str))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -323,6 +293,9 @@ TABLE_COLUMNS = [
     "vocab_hash",
     "vocab_size",
     "oracle",
+    "deployable",
+    "caveats",
+    "ood_set",
     "convention",
     "tpr",
     "fpr",
@@ -355,23 +328,46 @@ def _csv_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
     return buf.getvalue()
 
 
-def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """A plain-text table of the metric rows (percentages), for the terminal."""
+def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | None = None) -> str:
+    """A plain-text table of the metric rows (percentages), for the terminal.
+
+    A vocabulary that is not deployable is marked in its row; the footer names the FPR convention,
+    threshold rule, grouping and templates (``meta["conventions"]`` when given, else read off the
+    rows), the caveats, and where the conventions are compared with the anchors' code.
+    """
     lines = []
     conv = rows[0]["convention"] if rows else "paper"
     tpr = int(round(100 * rows[0]["tpr"])) if rows else 95
-    head = f"{'method':<14}{'vocabulary':<28}{'M':>7}  {f'FPR@{tpr}':>7}  {'95% CI':>15}  {'AUROC':>6}  {'AUPR-In':>7}  {'AUPR-Out':>8}"
-    lines.append(head)
+    sets = list(dict.fromkeys(str(r.get("ood_set", "")) for r in rows))
+    set_w = max(8, *(len(x) + 2 for x in sets)) if len(sets) > 1 else 0
+    caveats: dict[str, str] = {}
+    names = []
     for r in rows:
+        name = r["vocabulary"] or "-"
+        if r.get("deployable") is False or r.get("oracle"):
+            caveats[r["vocabulary"]] = r.get("caveats") or "oracle"
+            name = f"{name[:40]} (not deployable: {caveats[r['vocabulary']]})"
+        names.append(name)
+    name_w = max(28, *(len(n) + 2 for n in names)) if names else 28
+    head = f"{'method':<14}{'vocabulary':<{name_w}}{'OOD set' if set_w else '':<{set_w}}{'M':>7}  {f'FPR@{tpr}':>7}  {'95% CI':>15}  {'AUROC':>6}  {'AUPR-In':>7}  {'AUPR-Out':>8}"
+    lines.append(head)
+    for r, name in zip(rows, names, strict=True):
         f = _flat(r)
         ci = f"[{100 * f['fpr_ci_low']:.1f}, {100 * f['fpr_ci_high']:.1f}]" if not math.isnan(f["fpr_ci_low"]) else "-"
-        name = (r["vocabulary"] or "-") + (" (oracle)" if r.get("oracle") else "")
         method = f"{r['method']} k={r['topk']}" if r.get("topk") else r["method"]  # top-k NegLabel is an estimate
+        set_col = f"{str(r.get('ood_set', ''))[: set_w - 1]:<{set_w}}" if set_w else ""
         lines.append(
-            f"{method:<14}{name[:27]:<28}{r['vocab_size'] or '-':>7}  {100 * r['fpr']:>6.2f}%  {ci:>15}  "
+            f"{method:<14}{name:<{name_w}}{set_col}{r['vocab_size'] or '-':>7}  {100 * r['fpr']:>6.2f}%  {ci:>15}  "
             f"{100 * r['auroc']:>6.2f}  {100 * r['aupr_in']:>7.2f}  {100 * r['aupr_out']:>8.2f}"
         )
-    lines.append(f"FPR convention: {conv} (see negvocab.metrics); n_id={rows[0]['n_id'] if rows else 0}, n_ood={rows[0]['n_ood'] if rows else 0}")
+    n_ood = {str(r.get("ood_set")): r["n_ood"] for r in rows if r.get("ood_set") != MEAN}
+    lines.append(f"n_id={rows[0]['n_id'] if rows else 0}, n_ood=" + (", ".join(f"{k} {v}" for k, v in n_ood.items()) if len(n_ood) > 1 else str(next(iter(n_ood.values()), 0))))
+    conv_meta = (meta or {}).get("conventions") or conventions(conv, str(rows[0].get("templates", "?")) if rows else "?", grouping_params(rows), rows[0]["tpr"] if rows else 0.95)
+    lines.append(f"FPR convention: {conv_meta['convention']}; threshold: {conv_meta['threshold']}")
+    lines.append(f"grouping: {conv_meta['grouping']}; templates: {conv_meta['templates']}")
+    lines.append(f"how these differ from NegLabel's, OpenOOD's and the Hendrycks code: {conv_meta['see']}")
+    for vname, kinds in caveats.items():
+        lines.append(f"NOT DEPLOYABLE: {vname} ({kinds}); a bound for comparison, not a detector's result")
     return "\n".join(lines)
 
 
@@ -393,6 +389,7 @@ def write_results(ev: Evaluation, out_dir: str | os.PathLike[str]) -> Path:
         "id_paths": np.array([p for _, p in ev.id_images]),
         "ood_image_ids": np.array([i for i, _ in ev.ood_images]),
         "ood_paths": np.array([p for _, p in ev.ood_images]),
+        "ood_sets": np.array(ev.ood_set_of_images()),
         # scores travel without results.json: they say themselves whether the weights were random
         "random_weights": np.array(ev.random_weights),
         "model": np.array(str(ev.meta.get("model", ""))),
@@ -404,12 +401,12 @@ def write_results(ev: Evaluation, out_dir: str | os.PathLike[str]) -> Path:
         np.savez_compressed(fh, **arrays)
     keys = list(ev.scores)
     per_image = []
-    for split, imgs in (("id", ev.id_images), ("ood", ev.ood_images)):
+    for split, imgs, set_of in (("id", ev.id_images, [""] * len(ev.id_images)), ("ood", ev.ood_images, ev.ood_set_of_images())):
         for j, (iid, path) in enumerate(imgs):
             per_image.append(
-                {"set": split, "image": iid, "path": path, "random_weights": ev.random_weights, **{k: repr(float(ev.scores[k][split][j])) for k in keys}}
+                {"set": split, "ood_set": set_of[j], "image": iid, "path": path, "random_weights": ev.random_weights, **{k: repr(float(ev.scores[k][split][j])) for k in keys}}
             )
-    write_text(out / "scores.csv", _csv_text(per_image, ["set", "image", "path", "random_weights", *keys]))
+    write_text(out / "scores.csv", _csv_text(per_image, ["set", "ood_set", "image", "path", "random_weights", *keys]))
     write_json(
         out / "explanations.json",
         {"random_weights": ev.random_weights, "note": "top negatives and ID classes of each OOD image (ungrouped shares at tau)", "vocabularies": ev.explanations},
@@ -434,10 +431,15 @@ class SweepResult:
         return bool(self.meta.get("random_weights"))
 
 
+def is_ranked(vocab: Vocabulary) -> bool:
+    """Whether the vocabulary's order is a farthest-first ranking (WordNet, or ranks in its metadata)."""
+    return vocab.source == "wordnet" or all("rank" in vocab.meta.get(x, {}) for x in vocab.labels)
+
+
 def sweep_vocabulary(
     vlm: VLM,
     id_set: ImageSet | ImageEmbeddings,
-    ood_set: ImageSet | ImageEmbeddings,
+    ood_set: ImageSet | ImageEmbeddings | Mapping[str, ImageSet | ImageEmbeddings] | Sequence[ImageSet],
     vocab: Vocabulary,
     sizes: str | Iterable[int],
     *,
@@ -449,17 +451,34 @@ def sweep_vocabulary(
     convention: str = "paper",
     tpr: float = 0.95,
     n_boot: int = 1000,
+    seed: int = 0,
+    name: str | None = None,
+    order: str = "ranked",
     progress: bool = False,
 ) -> SweepResult:
     """Metrics for every pool size M (the first M labels of ``vocab``), from one pass of
     :func:`negvocab.sweep`; ``references`` (e.g. GPT, oracle) are scored at their full size.
-    Image sets as in :func:`evaluate_vocabularies`."""
+    Image sets as in :func:`evaluate_vocabularies` (one OOD set or several by name: rows per set and
+    their mean). ``name`` names the swept vocabulary in rows and legends (default its source).
+
+    ``order="ranked"`` (default) sweeps a farthest-first ranking; a union (which has none) is
+    refused, another unranked vocabulary warned about. ``order="given"`` sweeps the file order of
+    any vocabulary, and says so in the rows.
+    """
     from negvocab.labels.imagenet import imagenet1k
     from negvocab.scoring.sweep import parse_sizes, sweep
 
     method = S.canonical_method(method)
     wanted = parse_sizes(sizes, len(vocab))
-    if vocab.source != "wordnet" and not all("rank" in vocab.meta.get(x, {}) for x in vocab.labels):
+    if order not in ("ranked", "given"):
+        raise InputError(f"unknown sweep order {order!r}; choose ranked or given")
+    ranked_order = is_ranked(vocab)
+    if order == "ranked" and not ranked_order:
+        if vocab.source == "union":
+            raise InputError(
+                "a union vocabulary has no farthest-first order, so its first M labels are no pool of size M: "
+                "sweep a ranked (WordNet) vocabulary, or pass order='given' (--order given) to sweep the file order"
+            )
         logger.warning(
             "sweeping a %s vocabulary that carries no ranking: its first M labels are in file order, "
             "not farthest first (build a ranked one with `negvocab build wordnet`)",
@@ -469,37 +488,33 @@ def sweep_vocabulary(
     convention = M.check_convention(convention)
     id_classes = id_classes if id_classes is not None else imagenet1k()
     t0 = time.perf_counter()
-    id_e, id_images = _encode_set(vlm, id_set, False, progress)
-    ood_e, ood_images = _encode_set(vlm, ood_set, False, progress)
-    images = np.concatenate([id_e.embeddings, ood_e.embeddings])
-    n_id = len(id_images)
+    enc = encode_sets(vlm, id_set, named_ood_sets(ood_set), False, progress)
     class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
     ranked = vlm.encode_text(list(vocab.labels[: max(wanted)]), templates, pos=vocab.parts_of_speech()[: max(wanted)], progress=progress)
     kw = _params_for(method, params)
-    by_m = sweep(images, class_emb, ranked, wanted, method=method, device=vlm.device, **kw)
+    by_m = sweep(enc.images, class_emb, ranked, wanted, method=method, device=vlm.device, **kw)
+    common = {"method": method, **model_fields(vlm), "templates": templates}
+    vname = name or vocab.source
     rows = []
     for m, s in by_m.items():
-        rep = M.evaluate(s[:n_id], s[n_id:], tpr=tpr, convention=convention, n_boot=n_boot)  # type: ignore[arg-type]
-        rows.append({"M": m, "method": method, **_model_fields(vlm), "vocab_hash": vocab.short_hash, **rep})
+        base = {"M": m, **common, "vocabulary": vname, **vocab_fields(vocab), "order": "ranked" if ranked_order else "given"}
+        rows += ood_rows(base, *enc.split(s), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
     refs = []
-    for name, ref in (references or {}).items():
+    for rname, ref in (references or {}).items():
         neg = vlm.encode_text(list(ref.labels), templates, pos=ref.parts_of_speech(), progress=progress)
-        s = np.asarray(S.score(method, images, class_emb, neg, device=vlm.device, **kw))
-        rep = M.evaluate(s[:n_id], s[n_id:], tpr=tpr, convention=convention, n_boot=n_boot)  # type: ignore[arg-type]
-        refs.append({"name": name, "M": len(ref), "oracle": bool(ref.settings.get("oracle")), "vocab_hash": ref.short_hash, **rep})
+        s = np.asarray(S.score(method, enc.images, class_emb, neg, device=vlm.device, **kw))
+        base = {"name": rname, "M": len(ref), **common, "vocabulary": rname, **vocab_fields(ref)}
+        refs += ood_rows(base, *enc.split(s), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
     meta = {
-        "negvocab_version": _version(),
-        **_model_fields(vlm),
-        "model_identity": vlm.identity,
+        **run_meta(vlm, id_classes, templates, convention, tpr, kw, seed, n_boot),
         "method": method,
         "params": kw,
-        "templates": templates,
-        "convention": convention,
-        "tpr": tpr,
-        "vocabulary": {"source": vocab.source, "sha256": vocab.sha256, "size": len(vocab)},
-        "n_id": n_id,
-        "n_ood": len(ood_images),
-        "failed_images": [list(x) for x in (*id_e.failed, *ood_e.failed)],
+        "vocabulary": {"name": vname, "order": "ranked" if ranked_order else "given", **vocab_meta(vocab)},
+        "references": {k: vocab_meta(v) for k, v in (references or {}).items()},
+        "n_id": enc.n_id,
+        "n_ood": len(enc.ood_images),
+        **sets_meta(id_set, named_ood_sets(ood_set), enc),
+        "failed_images": enc.failed(),
         "seconds": round(time.perf_counter() - t0, 2),
     }
     if vlm.random_weights:
@@ -507,60 +522,22 @@ def sweep_vocabulary(
     return SweepResult(rows, refs, meta)
 
 
-def plot_sweep(
-    rows: Sequence[Mapping[str, Any]],
-    path: str | os.PathLike[str],
-    *,
-    references: Sequence[Mapping[str, Any]] = (),
-    title: str | None = None,
-    random_weights: bool = False,
-) -> Path:
-    """FPR@tpr and AUROC against M (log x axis), references as horizontal lines; written atomically."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import NullFormatter
-
-    if not rows:
-        raise InputError("nothing to plot: no sweep rows")
-    ms = [r["M"] for r in rows]
-    conv = rows[0].get("convention", "paper")
-    tpr = int(round(100 * rows[0].get("tpr", 0.95)))
-    fig = Figure(figsize=(10, 4), layout="constrained")
-    axes = fig.subplots(1, 2)
-    for ax, key, label in ((axes[0], "fpr", f"FPR@{tpr} (%), {conv} convention"), (axes[1], "auroc", "AUROC (%)")):
-        ax.plot(ms, [100 * r[key] for r in rows], marker="o", label="WordNet, first M")
-        if key == "fpr" and all(r.get("fpr_ci") for r in rows):
-            lo, hi = zip(*[(100 * r["fpr_ci"][0], 100 * r["fpr_ci"][1]) for r in rows], strict=True)
-            ax.fill_between(ms, lo, hi, alpha=0.2, label="95% CI (OOD bootstrap)")
-        for i, ref in enumerate(references):
-            name = f"{ref['name']} (oracle)" if ref.get("oracle") and "oracle" not in ref["name"].lower() else ref["name"]
-            ax.axhline(100 * ref[key], linestyle="--", color=f"C{i + 1}", label=f"{name}, M={ref['M']}")
-        ax.set_xscale("log")
-        ax.set_xticks(ms, [f"{m:,}" for m in ms])  # the swept sizes, not powers of ten
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel("pool size M")
-        ax.set_ylabel(label)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    heading = title or "Pool-size ablation"
-    if random_weights:
-        heading += "  [RANDOM WEIGHTS: meaningless]"
-    fig.suptitle(heading)
-    with atomic_path(path, suffix=".png") as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    return Path(path)
+SWEEP_COLUMNS = [
+    "kind", "vocabulary", "M", "method", "model", "pretrained", "random_weights", "vocab_source", "vocab_hash", "deployable",
+    "caveats", "ood_set", "convention", "tpr", "fpr", "auroc", "aupr_in", "aupr_out", "n_id", "n_ood",
+    "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high", "templates",
+]  # fmt: skip
 
 
 def write_sweep(result: SweepResult, out_dir: str | os.PathLike[str]) -> Path:
-    """``sweep.csv`` (M, FPR, AUROC, AUPR, CI), ``sweep.png`` and ``sweep.json`` (last; an earlier
-    run's goes first, so a ``sweep.json`` always describes the files beside it) in ``out_dir``."""
+    """``sweep.csv`` (M, FPR, AUROC, AUPR, CI; the reference vocabularies too, ``kind=reference``),
+    ``sweep.png`` and ``sweep.json`` (last; an earlier run's goes first, so a ``sweep.json`` always
+    describes the files beside it) in ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "sweep.json").unlink(missing_ok=True)
-    cols = ["M", "method", "model", "pretrained", "random_weights", "convention", "tpr", "fpr", "auroc", "aupr_in", "aupr_out", "n_id", "n_ood", "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high"]
-    write_text(out / "sweep.csv", _csv_text([_flat(r) for r in result.rows], cols))
+    table = [{"kind": "sweep", **_flat(r)} for r in result.rows] + [{"kind": "reference", **_flat(r)} for r in result.references]
+    write_text(out / "sweep.csv", _csv_text(table, SWEEP_COLUMNS))
     plot_sweep(result.rows, out / "sweep.png", references=result.references, random_weights=result.random_weights)
-    write_json(out / "sweep.json", {**_jsonable(result.meta), "rows": result.rows, "references": result.references})
+    write_json(out / "sweep.json", {**jsonable(result.meta), "rows": result.rows, "references": result.references})
     return out

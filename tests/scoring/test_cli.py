@@ -91,12 +91,17 @@ def test_sweep_matches_score_and_draws_a_plot(tiny, model_args, tmp_path):
     oracle = tmp_path / "oracle.json"
     assert invoke(["build", "oracle", "--ood", str(tiny / "ood"), "-o", str(oracle)]).exit_code == 0
     sw = tmp_path / "sweep"
-    common = ["--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--groups", "3", "--n-boot", "20", *model_args]
-    r = invoke(["sweep", "--vocab", str(tmp_path / "ranked.json"), "--sizes", "3,9,18", "-R", str(oracle), "-o", str(sw), *common])
+    common = ["--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--groups", "3", *model_args]
+    r = invoke(["sweep", "--vocab", str(tmp_path / "ranked.json"), "--sizes", "3,9,18", "-R", str(oracle), "-o", str(sw), "--n-boot", "20", *common])
     assert r.exit_code == 0, r.output
     _warning_before_numbers(r.stdout)
-    rows = list(csv.DictReader((sw / "sweep.csv").open()))
-    assert [int(x["M"]) for x in rows] == [3, 9, 18] and all(x["random_weights"] == "True" for x in rows)
+    table = list(csv.DictReader((sw / "sweep.csv").open()))
+    rows = [x for x in table if x["kind"] == "sweep"]
+    assert [int(x["M"]) for x in rows] == [3, 9, 18] and all(x["random_weights"] == "True" for x in table)
+    # the reference vocabularies are in the table too, marked as not deployable
+    (ref,) = [x for x in table if x["kind"] == "reference"]
+    assert ref["vocabulary"] == "oracle" and ref["deployable"] == "False" and ref["caveats"] == "oracle"
+    assert all(x["deployable"] == "True" for x in rows)
     assert (sw / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     doc = json.loads((sw / "sweep.json").read_text())
     assert doc["references"][0]["oracle"] is True and doc["random_weights"] is True
