@@ -102,14 +102,26 @@ def test_flags_show_no_value_in_help():
     assert "<bool>" not in r.output and "<int>" not in r.output.split("--verbose")[1].splitlines()[0]
 
 
-def test_v_after_the_command_and_log_file(tmp_path):
-    log = tmp_path / "cand.log"
-    r = runner.invoke(app, ["candidates", "--preset", "neglabel", "-o", str(tmp_path / "pool.tsv"), "--log-file", str(log), "-v"])
+def test_v_after_the_command_and_log_file(tmp_path, monkeypatch):
+    import negvocab.labels.imagenet as imagenet
+
+    real = imagenet.imagenet1k
+
+    def logged():  # negvocab's own INFO line, and an import-noise INFO line of another library
+        logging.getLogger("negvocab.labels.imagenet").info("ours: the ImageNet-1k classes")
+        logging.getLogger("faiss.loader").info("Loading faiss with AVX2 support.")
+        return real()
+
+    monkeypatch.setattr(imagenet, "imagenet1k", logged)
+    log = tmp_path / "classes.log"
+    r = runner.invoke(app, ["classes", "-o", str(tmp_path / "c.tsv"), "--log-file", str(log), "-v"])
     assert r.exit_code == 0, r.output
-    assert "negvocab.labels" in r.stderr  # -v after the sub-command: negvocab's INFO on stderr
-    assert "negvocab.labels" in log.read_text()
-    r = runner.invoke(app, ["candidates", "--preset", "neglabel", "-o", str(tmp_path / "pool2.tsv")])
-    assert r.exit_code == 0 and "INFO" not in r.stderr
+    assert "ours: the ImageNet-1k classes" in r.stderr and "faiss" not in r.stderr  # -v after the command
+    assert "ours: the ImageNet-1k classes" in log.read_text() and "faiss" not in log.read_text()
+    r = runner.invoke(app, ["classes", "-o", str(tmp_path / "c2.tsv")])
+    assert r.exit_code == 0 and "ours" not in r.stderr and "INFO" not in r.stderr
+    r = runner.invoke(app, ["-vv", "classes", "-o", str(tmp_path / "c3.tsv")])
+    assert r.exit_code == 0 and "Loading faiss" in r.stderr  # -vv: other libraries' INFO too
 
 
 def test_an_unwritable_log_file_is_one_line(tmp_path):
