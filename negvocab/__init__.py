@@ -16,8 +16,13 @@ torch unless a model is needed.
 from __future__ import annotations
 
 import importlib
+import warnings
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
+
+# open_clip imports huggingface_hub, which imports tqdm.auto: in a notebook without ipywidgets that
+# warns "IProgress not found". negvocab draws its own bars (negvocab.progress), never the widget one.
+warnings.filterwarnings("ignore", message="IProgress not found", category=Warning)
 
 try:
     __version__ = version("negvocab")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up a fresh machine for negvocab: WordNet 3.0 (Debian wordnet-base), the package and its
-# test extras. Idempotent; safe to run again. Downloads only from PyPI and Debian.
+# test extras at the versions of constraints.txt. Idempotent; safe to run again. Downloads only from PyPI and Debian.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,9 +26,10 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
     fi
 fi
 
-# torch/torchvision first and pinned: a plain 'torch' requirement would pull a multi-GB build.
-python3 -m pip install -q --disable-pip-version-check torch==2.14.1 torchvision==0.29.1
-# grid and ray extras: the grid's Parquet table and its Ray engine are tested too (ray: ~15 s, ~250 MB)
-python3 -m pip install -q --disable-pip-version-check -e '.[test,grid,ray]'
+# grid and ray extras: the grid's Parquet table and its Ray engine are tested too (ray: ~15 s, ~250 MB).
+# The exact versions the project is tested with come from constraints.txt (pyproject.toml only
+# declares compatible ranges). torch/torchvision first: an unpinned 'torch' would pull a multi-GB build.
+python3 -m pip install -q --disable-pip-version-check -c constraints.txt torch torchvision
+python3 -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test,grid,ray]'
 # Copy WordNet 3.0 where nltk can read it (once); fails early with the install hint if missing.
 python3 -m negvocab.labels.wordnet

@@ -1,7 +1,7 @@
 """Oracle vocabulary: the OOD benchmark's own labels as negatives.
 
 NegLabel with the benchmark's OOD class names as negatives gives an empirical lower bound on FPR@95
-(METHODS.md 5): it knows the answer, so it is NOT a deployable detector. The vocabulary says so in
+(docs/methods.md#oracle): it knows the answer, so it is NOT a deployable detector. The vocabulary says so in
 its settings (``caveats: {"oracle": ...}``, ``oracle: true, deployable: false``), every vocabulary
 derived from it keeps the caveat (:attr:`negvocab.Vocabulary.caveats`), and every table marks it.
 """

@@ -1,4 +1,4 @@
-"""The WordNet vocabulary: candidates ranked farthest first from the ID classes (METHODS.md 4).
+"""The WordNet vocabulary: candidates ranked farthest first from the ID classes (docs/methods.md#wordnet-farthest-first).
 
 NegLabel's NegMining, as the paper uses it: embed every WordNet candidate and the 1000 ImageNet-1k
 class names with the same templates, score each candidate by the 95th percentile of its cosine
@@ -184,7 +184,7 @@ def build_wordnet_vocabulary(
     batch_size: int | None = None,
     progress: bool | None = None,
 ) -> Vocabulary:
-    """The WordNet vocabulary of pool size ``size``, farthest first (METHODS.md 4).
+    """The WordNet vocabulary of pool size ``size``, farthest first (docs/methods.md#wordnet-farthest-first).
 
     Candidates (default ``wordnet_candidates(preset)``) and the ID class names (default ImageNet-1k)
     are encoded with the same ``templates`` (cached), ranked by :func:`farthest_first`, and

@@ -7,13 +7,14 @@ anywhere below becomes one ``error: ...`` line on stderr and exit status 2, neve
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer >= 0.26 vendors click; pinned
 from typer.core import TyperGroup
 
+from negvocab.cli.logs import add_options as add_log_options
+from negvocab.cli.logs import restore as restore_logging
 from negvocab.errors import InputError, NegvocabError
 
 EXIT_USER_ERROR = 2
@@ -61,7 +62,16 @@ def refuse_repeats(command: Any, args: list[str], where: str = "negvocab", *, gr
 
 class _Group(TyperGroup):
     """Turns user-facing errors into one line on stderr and a non-zero exit; refuses repeated
-    single-value options (:func:`refuse_repeats`) for every command."""
+    single-value options (:func:`refuse_repeats`) for every command; gives the group and every
+    command under it ``-v``/``-q``/``--log-file`` (:mod:`negvocab.cli.logs`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        add_log_options(self)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        cmd = super().get_command(ctx, cmd_name)
+        return add_log_options(cmd) if cmd is not None else None
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         name, cmd, rest = super().resolve_command(ctx, args)
@@ -105,6 +115,9 @@ class _Group(TyperGroup):
         except KeyboardInterrupt:
             typer.echo("interrupted; re-run the same command to resume", err=True)
             ctx.exit(130)
+        finally:
+            if ctx.parent is None:  # the whole command is done: logging as it was before
+                restore_logging()
 
 
 app = typer.Typer(
@@ -132,25 +145,8 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-def _redact_urls(record: logging.LogRecord) -> bool:
-    """Mask user info and query strings of URLs in a log line (HTTP clients log request URLs)."""
-    from negvocab.redact import redact_urls
-
-    text = record.getMessage()
-    clean = redact_urls(text)
-    if clean != text:
-        record.msg, record.args = clean, None
-    return True
-
-
 @app.callback()
 def _root(
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress and timings (INFO)."),
     version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True, callback=_print_version),
 ) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
-    )
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(_redact_urls)
+    """Logging is set up by the -v/-q/--log-file options of each command (negvocab.cli.logs)."""

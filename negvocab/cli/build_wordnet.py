@@ -11,6 +11,7 @@ from negvocab.atomic import is_stdout
 from negvocab.cli.app import build_app
 from negvocab.cli.files import check_output, writing
 from negvocab.cli.options import (
+    BatchSizeOpt,
     CacheDirOpt,
     DeviceOpt,
     IdClassesOpt,
@@ -70,6 +71,7 @@ def build_wordnet(
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
+    batch_size: BatchSizeOpt = None,
     random_weights: RandomWeightsOpt = False,
     overwrite: OverwriteOpt = False,
 ) -> None:
@@ -101,7 +103,7 @@ def build_wordnet(
         check_output(path, inputs=[candidates, Path(templates), id_classes], others=outputs[:i], overwrite=overwrite)
     if pool is not None and many and many[-1] > len(pool):
         raise InputError(f"--size {many[-1]} exceeds the {len(pool)} candidates in {candidates}")
-    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
+    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag, batch_size=batch_size)
     full = build_wordnet_vocabulary(
         vlm,
         None,

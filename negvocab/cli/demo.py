@@ -10,10 +10,12 @@ import typer
 from negvocab.cli.app import app
 from negvocab.cli.files import check_output
 from negvocab.cli.options import (
+    BatchSizeOpt,
     CacheDirOpt,
     DeviceOpt,
     IdClassesOpt,
     ModelOpt,
+    NumWorkersOpt,
     OverwriteOpt,
     PrecisionOpt,
     PresetTagOpt,
@@ -41,6 +43,8 @@ def demo(
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
     overwrite: OverwriteOpt = False,
+    batch_size: BatchSizeOpt = None,
+    num_workers: NumWorkersOpt = None,
 ) -> None:
     """Run WordNet vocabulary -> filtering -> NegLabel and MCM -> metrics -> plot on a toy image set.
 
@@ -59,23 +63,23 @@ def demo(
     classes = read_id_classes(id_classes)
     try:
         vlm = VLM(model, pretrained=pretrained, device=device, precision=precision, cache_dir=cache_dir, tag=tag)
+        vlm.batch_size, vlm.num_workers = batch_size, num_workers
     except ResourceError as e:  # weights that cannot be had: say how to get on without them
         if random_weights:
             raise
         hint = "" if "--pretrained" in str(e) else f"; pass a checkpoint: --pretrained /path/to/open_clip_pytorch_model.bin --tag {pretrained}"
         raise ResourceError(f"{e}{hint}; or run the pipeline offline (meaningless numbers): negvocab demo --random-weights") from e
-    if random_weights:
-        typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True, err=True)
     res = run_demo(vlm, output, pool=pool, size=size, templates=templates, id_classes=classes, progress=True, overwrite=overwrite)
-    warn = f"WARNING: {RANDOM_WEIGHTS_WARNING}\n" if vlm.random_weights else ""
+    if vlm.random_weights:  # once, above everything it concerns (the table's heading says so too)
+        typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True)
     n_removed = res.vocabulary.settings.get("synonym_filter", {}).get("removed_count", 0)
-    typer.echo(f"{warn}{SPLIT_NOTE}")
+    typer.echo(SPLIT_NOTE)
     typer.echo(f"vocabulary: {len(res.vocabulary)} WordNet labels, farthest first from {pool} candidates ({n_removed} removed as ID names/synonyms)")
-    typer.echo(f"{warn}{format_table(res.evaluation.rows)}")
+    typer.echo(format_table(res.evaluation.rows))
     ood_ex = next(iter(res.evaluation.explanations.values()), [])
     if ood_ex:
         first = ood_ex[0]
         labels = ", ".join(x["label"] for x in first["top_negatives"][:3])
-        typer.echo(f"{warn}example: OOD image {first['image']}: top negatives {labels}")
-    typer.echo(f"{warn}sweep (FPR@95 vs M): " + ", ".join(f"M={r['M']}: {100 * r['fpr']:.1f}%" for r in res.sweep.rows))
+        typer.echo(f"example: OOD image {first['image']}: top negatives {labels}")
+    typer.echo("sweep (FPR@95 vs M): " + ", ".join(f"M={r['M']}: {100 * r['fpr']:.1f}%" for r in res.sweep.rows))
     typer.echo(f"wrote {res.output}/vocab.json, results/, sweep/sweep.png")

@@ -11,10 +11,12 @@ from negvocab.atomic import is_stdout
 from negvocab.cli.app import app
 from negvocab.cli.files import check_output, writing
 from negvocab.cli.options import (
+    BatchSizeOpt,
     CacheDirOpt,
     DeviceOpt,
     IdClassesOpt,
     ModelOpt,
+    NumWorkersOpt,
     OverwriteOpt,
     PrecisionOpt,
     PresetTagOpt,
@@ -56,6 +58,8 @@ def embed(
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
+    batch_size: BatchSizeOpt = None,
+    num_workers: NumWorkersOpt = None,
     random_weights: RandomWeightsOpt = False,
     overwrite: OverwriteOpt = False,
 ) -> None:
@@ -87,7 +91,7 @@ def embed(
 
         id_space = read_id_classes(id_classes)
 
-    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag)
+    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag, batch_size=batch_size, num_workers=num_workers)
     info: dict[str, object]
     if vocab is not None:
         emb = vlm.encode_text(list(source.labels), templates, pos=source.parts_of_speech(), progress=True)

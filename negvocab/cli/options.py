@@ -84,6 +84,14 @@ RandomWeightsOpt = Annotated[
         "dry runs only: results are meaningless).",
     ),
 ]
+BatchSizeOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--batch-size", min=1, help="Prompts (text) or images per model batch (default: 256 text / 32 images on CPU, 1024 / 256 on CUDA)."),
+]
+NumWorkersOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--num-workers", min=0, help="Image-loading worker processes (default: up to 8; 0 loads in the main process)."),
+]
 OverwriteOpt = Annotated[
     bool,
     typer.Option("--overwrite", help="Replace existing outputs (a file, or an earlier run's files in the output folder)."),
@@ -105,6 +113,8 @@ def load_vlm(
     cache_dir: Path | None = None,
     random_weights: bool = False,
     tag: str | None = None,
+    batch_size: int | None = None,
+    num_workers: int | None = None,
 ) -> VLM:
     """Build the :class:`~negvocab.vlm.model.VLM` the shared options describe.
 
@@ -121,7 +131,7 @@ def load_vlm(
             f"no weights for {model}: pass --pretrained TAG or --pretrained /path/to/open_clip_pytorch_model.bin "
             "(or --random-weights for a dry run)"
         )
-    return VLM(
+    vlm = VLM(
         model,
         pretrained=None if random_weights else pretrained,
         device=device,
@@ -129,3 +139,5 @@ def load_vlm(
         cache_dir=cache_dir,
         tag=tag,
     )
+    vlm.batch_size, vlm.num_workers = batch_size, num_workers  # --batch-size / --num-workers
+    return vlm

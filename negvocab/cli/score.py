@@ -16,10 +16,12 @@ from negvocab.atomic import is_stdout
 from negvocab.cli.app import app, build_app
 from negvocab.cli.files import check_output, claim_results_folder, writing
 from negvocab.cli.options import (
+    BatchSizeOpt,
     CacheDirOpt,
     DeviceOpt,
     IdClassesOpt,
     ModelOpt,
+    NumWorkersOpt,
     OverwriteOpt,
     PrecisionOpt,
     PresetTagOpt,
@@ -208,8 +210,7 @@ def _warn_random(random_weights: bool) -> None:
     if random_weights:
         from negvocab.scoring.run import RANDOM_WEIGHTS_WARNING
 
-        typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True, err=True)
-        typer.echo(f"WARNING: {RANDOM_WEIGHTS_WARNING}")
+        typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True)  # once, with the results
 
 
 @app.command("score")
@@ -257,6 +258,8 @@ def score_cmd(
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
+    batch_size: BatchSizeOpt = None,
+    num_workers: NumWorkersOpt = None,
 ) -> None:
     """Score a VLM with one or more vocabularies on an ID and an OOD set; write a results folder."""
     from negvocab.labels.imagenet import read_id_classes
@@ -276,7 +279,7 @@ def score_cmd(
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root, allow_outside_root)
     vocabs = _load_vocabs(list(vocab or []))
     classes = read_id_classes(id_classes)
-    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
+    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag, batch_size=batch_size, num_workers=num_workers)
     ev = evaluate_vocabularies(
         vlm,
         id_set,
@@ -350,6 +353,8 @@ def sweep_cmd(
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
+    batch_size: BatchSizeOpt = None,
+    num_workers: NumWorkersOpt = None,
 ) -> None:
     """FPR@95 and AUROC against pool size M from one ranked vocabulary: a table and a plot."""
     from negvocab.labels.imagenet import read_id_classes
@@ -376,7 +381,7 @@ def sweep_cmd(
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root, allow_outside_root)
     refs = _load_vocabs(list(reference or []))
     classes = read_id_classes(id_classes)
-    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
+    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag, batch_size=batch_size, num_workers=num_workers)
     res = sweep_vocabulary(
         vlm,
         id_set,

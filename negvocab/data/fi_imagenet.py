@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["PAPER_SPLIT", "FiImageNet", "fi_imagenet", "read_id_list"]
 
-PAPER_SPLIT = {"ood": 655, "ambiguous": 980, "id": 48_365}  # METHODS.md 7, on the 50,000 val images
+PAPER_SPLIT = {"ood": 655, "ambiguous": 980, "id": 48_365}  # docs/methods.md#the-benchmark-and-reference-numbers, on the 50,000 val images
 
 
 LABEL_COLUMNS = ("label", "ood_label", "open_world_label", "name", "class_name", "class", "category")

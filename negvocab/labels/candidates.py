@@ -1,4 +1,4 @@
-"""The WordNet candidate pool of the WordNet (NegLabel / NegMining) vocabulary: METHODS.md section 4.
+"""The WordNet candidate pool of the WordNet (NegLabel / NegMining) vocabulary: docs/methods.md#wordnet-farthest-first.
 
 Candidates are WordNet 3.0 synsets' head words: the first lemma name of each synset, underscores
 read as spaces, lowercased, de-duplicated (first occurrence kept). NegLabel reads the noun

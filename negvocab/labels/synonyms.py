@@ -1,8 +1,8 @@
 """Synonym filtering: keep ID class names and their WordNet synonyms out of negative vocabularies.
 
-docs/methods.md ("Synonym filter"; paper, supplement F): a candidate negative is removed when it
-matches an ImageNet-1k clean name or a lemma name of an ID class's WordNet 3.0 synset, after
-normalising case, underscores/hyphens/spaces, punctuation, leading articles and plural forms.
+docs/methods.md#synonym-filtering (paper, supplement F): a candidate negative is removed when it matches an
+ImageNet-1k clean name or a lemma name of an ID class's WordNet 3.0 synset, after normalising
+case, underscores/hyphens/spaces, punctuation, leading articles and plural forms.
 
 Matching is on whole labels, never on shared words: ``weasel`` (a class) is removed, ``tayra``
 (a different mustelid) stays, and ``black-footed cat`` stays although "cat" is in many class

@@ -2,7 +2,7 @@
 
 Pure functions in the style of ``sklearn.metrics._ranking``: arrays in, floats out, keyword-only
 options, validation at the boundary, NaN plus an :class:`UndefinedMetricWarning` when a metric is
-undefined (an empty score set). Every FPR names its convention (METHODS.md section 6):
+undefined (an empty score set). Every FPR names its convention (docs/methods.md#metrics):
 
 ``"paper"`` (default; also NINCO's)
     threshold ``t`` = the ``1 - tpr`` quantile of the ID scores (numpy linear interpolation);

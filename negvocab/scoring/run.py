@@ -185,15 +185,15 @@ def evaluate_vocabularies(
     all_scores: dict[str, dict[str, np.ndarray]] = {}
     explanations: dict[str, list[dict[str, Any]]] = {}
     jobs = [(m, name) for m in methods for name in (named if m in S.NEEDS_NEGATIVES else [None])]
-    neg_cache: dict[str, np.ndarray] = {}
+    # label encoding is a step of its own (a cold run spends its time here, not in "scoring")
+    neg_cache = {
+        vname: vlm.encode_text(list(named[vname].labels), templates, pos=named[vname].parts_of_speech(), progress=progress)
+        for vname in dict.fromkeys(v for _, v in jobs if v)
+    }
     for method, vname in _progress(jobs, progress, "scoring"):
         vocab = named[vname] if vname else None
         kw = _params_for(method, params)
-        neg = None
-        if vocab is not None:
-            if vname not in neg_cache:
-                neg_cache[vname] = vlm.encode_text(list(vocab.labels), templates, pos=vocab.parts_of_speech(), progress=progress)
-            neg = neg_cache[vname]
+        neg = neg_cache[vname] if vname else None
         key = f"{method}@{vname}" if vname else method
         if method == "glmcm":  # per set: the [n, p, d] patch features are never copied into one array
             embs = [enc.id_emb, *enc.ood_embs.values()]
@@ -275,11 +275,11 @@ def _result_row(
 
 
 def _progress(items: list[Any], enabled: bool, desc: str) -> Iterable[Any]:
-    if not enabled or len(items) < 2:
+    if len(items) < 2:
         return items
-    from tqdm.auto import tqdm
+    from negvocab.progress import track
 
-    return tqdm(items, desc=desc, unit="run", disable=None)  # bars on terminals and notebooks, not in logs
+    return track(items, len(items), desc, "run", bar=enabled)  # a bar on terminals, a log line every 30 s
 
 
 # ----------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ memory is bounded by the chunk, never by N x M. Softmax ratios are evaluated wit
 ``tau = 0.01`` (logits up to 100) never overflows.
 
 Use :func:`score` (``negvocab.score``) to dispatch by name; the functions below are the scorers.
-Formulas follow the method sheet (METHODS.md section 5) of Rozumnyi et al., "Fi-ImageNet-1k: An OOD
+Formulas follow the methods document (docs/methods.md#scores) and Rozumnyi et al., "Fi-ImageNet-1k: An OOD
 Benchmark From the Inside of the ImageNet-1k Validation Set", arXiv:2609.01027.
 
 Conventions decided here (documented again on each function):
@@ -660,7 +660,7 @@ def neglabel(
     chunk_size: int | None = None,
 ) -> np.ndarray:
     r"""NegLabel score (Jiang et al., "Negative label guided OOD detection with pretrained
-    vision-language models", ICLR 2024), grouped, exactly as METHODS.md 5.
+    vision-language models", ICLR 2024), grouped, exactly as docs/methods.md#scores.
 
     With logits :math:`s_i = \cos(v, t_i)/\tau` over ID labels and :math:`\tilde s_j` over the
     negatives of group g,

@@ -9,7 +9,9 @@ Sources accepted by :func:`encode_images`:
   ``(image, id)`` pairs, ``image`` a PIL image, a path or an already preprocessed [3, H, W]
   tensor, ``id`` any value (its ``str`` becomes the
   row's name; a torchvision ``ImageFolder``-like dataset with ``.samples`` gives file paths). Items
-  may also be a bare image (named by index). Dataset rows are not cached.
+  may also be a bare image (named by index), or a Hugging Face ``datasets`` row: a dict whose
+  ``image`` is a PIL image or an undecoded ``{"bytes": ..., "path": ...}`` (named by its ``id``,
+  ``image_id`` or ``file_name`` field, else by index). Dataset rows are not cached.
 
 Unreadable or corrupt images are skipped and reported in :attr:`ImageEmbeddings.failed` (with a
 logged warning and count), or raise :class:`~negvocab.errors.InputError` with ``strict=True``.
@@ -19,11 +21,12 @@ with its size and mtime kept is not noticed (clear the cache).
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -114,6 +117,13 @@ def _open_rgb(image: Any) -> Any:
 
     if isinstance(image, Image.Image):
         return image.convert("RGB")
+    if isinstance(image, Mapping):  # a Hugging Face Image feature left undecoded: {"bytes": ..., "path": ...}
+        if image.get("bytes") is not None:
+            image = io.BytesIO(image["bytes"])
+        elif image.get("path"):
+            image = image["path"]
+        else:
+            raise ValueError("an image dict needs 'bytes' or a 'path'")
     with Image.open(image) as im:
         im.load()
         return im.convert("RGB")
@@ -138,6 +148,9 @@ class _Items:
             if self.dataset and isinstance(item, tuple):
                 name = str(item[1]) if len(item) > 1 else ""
                 item = item[0]
+            elif self.dataset and isinstance(item, Mapping) and "image" in item:  # a Hugging Face datasets row
+                name = next((str(item[k]) for k in ("id", "image_id", "file_name") if item.get(k) is not None), "")
+                item = item["image"]
             if hasattr(item, "dim") and hasattr(item, "shape"):  # a tensor the dataset already preprocessed
                 return i, item, "", name
             return i, self.transform(_open_rgb(item)), "", name
@@ -464,12 +477,10 @@ def _encode(
         collate_fn=_collate,
         pin_memory=vlm.device.type == "cuda",
     )
-    show = len(todo) >= 2000 if progress is None else progress
-    it: Any = loader
-    if show:
-        from tqdm.auto import tqdm
+    from negvocab.progress import track
 
-        it = tqdm(loader, total=len(loader), unit="batch", desc=f"encoding {len(todo)} images", disable=None)
+    # a bar on a terminal once the run lasts (progress=False: none), a log line every 30 s
+    it: Any = track(loader, len(loader), f"encoding {len(todo)} images", "batch", bar=progress is not False)
     n_done = 0
     bad: dict[int, str] = {}
     t0 = time.perf_counter()

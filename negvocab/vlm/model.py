@@ -284,16 +284,23 @@ def _load_random(arch: str, quick_gelu: bool | None, force_pp: dict[str, Any], s
         arch,
         seed,
     )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = open_clip.create_model(
-            arch,
-            pretrained=None,
-            pretrained_image=False,
-            pretrained_text=False,
-            force_quick_gelu=bool(quick_gelu),
-            force_preprocess_cfg=force_pp or None,
-        )
+    # open_clip repeats it on the root logger ("No pretrained weights loaded ..."): said once, above
+    only_ours = logging.Filter("negvocab")
+    root = logging.getLogger()
+    root.addFilter(only_ours)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = open_clip.create_model(
+                arch,
+                pretrained=None,
+                pretrained_image=False,
+                pretrained_text=False,
+                force_quick_gelu=bool(quick_gelu),
+                force_preprocess_cfg=force_pp or None,
+            )
+    finally:
+        root.removeFilter(only_ours)
     return _Loaded(model, None, "random", None, "model config", arch)
 
 
@@ -442,6 +449,10 @@ class VLM:
     causal_tower : CausalTower or None
         How to cut the text context per batch (:func:`negvocab.vlm.text.text_tower`); None for
         towers whose output depends on the padding (never cut).
+    batch_size, num_workers : int or None
+        Defaults of :meth:`encode_text` / :meth:`encode_images` when they are given None (None:
+        their own defaults); the CLI's ``--batch-size`` and ``--num-workers`` set them, so code
+        that encodes through this VLM (e.g. ``evaluate_vocabularies``) follows them.
 
     Examples
     --------
@@ -449,6 +460,9 @@ class VLM:
     >>> vlm.encode_text(["goldfish", "umbrella"]).shape               # doctest: +SKIP
     (2, 512)
     """
+
+    batch_size: int | None = None
+    num_workers: int | None = None
 
     def __init__(
         self,
@@ -702,10 +716,12 @@ class VLM:
         """Template-ensembled text embeddings of ``labels``, float32 [n, d], L2-normalised.
 
         Each label's embedding is the mean of its L2-normalised template embeddings, normalised
-        again (METHODS.md 2). Results are cached on disk per model identity and template set, so
+        again (docs/methods.md#text-embeddings). Results are cached on disk per model identity and template set, so
         labels seen before cost no model work. ``pos`` gives each label's part of speech (``"n"``,
         ``"a"``; one string for all) for presets that depend on it (``"neglabel"``); labels without
-        one count as nouns.
+        one count as nouns. ``progress``: a bar on a terminal once the encoding lasts 2 s (None or
+        True; False: no bar); either way a line with done/total, rate and ETA goes to the
+        ``negvocab.progress`` logger every 30 s (:mod:`negvocab.progress`).
         """
         from negvocab.vlm.text import encode_labels
 
@@ -731,7 +747,7 @@ class VLM:
                 uniq,
                 {"templates": list(tpls)},
                 lambda todo, sink, t=tpls: encode_labels(
-                    self, todo, t, batch_size=batch_size, progress=progress, on_chunk=sink
+                    self, todo, t, batch_size=batch_size or self.batch_size, progress=progress, on_chunk=sink
                 ),
                 store_every=max(1, STORE_EVERY_PROMPTS // len(tpls)),
             )
@@ -806,8 +822,8 @@ class VLM:
             source,
             local_features=local_features,
             strict=strict,
-            batch_size=batch_size,
-            num_workers=num_workers,
+            batch_size=batch_size or self.batch_size,
+            num_workers=self.num_workers if num_workers is None else num_workers,
             progress=progress,
         )
 

@@ -1,4 +1,4 @@
-"""Prompt templates: the presets of METHODS.md section 2, custom lists and template files.
+"""Prompt templates: the presets of docs/methods.md#text-embeddings, custom lists and template files.
 
 A template is a ``str.format`` string with one ``{}`` for the label. A template *set* may depend
 on the label's part of speech (NegLabel's preset uses one template for nouns and another for

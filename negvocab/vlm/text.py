@@ -5,7 +5,7 @@ or the tokenizer's ``eos`` id). The output at position p depends only on tokens 
 after the pooled one (the padding) can be dropped: cutting a batch to its longest prompt gives the
 same embedding as the full context, and sorting prompts by length makes the batches short. Towers
 without a causal mask (SigLIP: bidirectional, ``last`` pooling), with an appended class token (CoCa)
-or Hugging Face text encoders are run on the full context, never cut (METHODS.md 2).
+or Hugging Face text encoders are run on the full context, never cut (docs/methods.md#text-embeddings).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ log = logging.getLogger(__name__)
 #: prompts tokenised and sorted together: bounds token memory, and what an interrupt can lose
 #: (finished chunks reach the cache)
 CHUNK_PROMPTS = 4096
-PROGRESS_MIN_PROMPTS = 20_000  # progress bar by default only for runs this long
 
 
 @dataclass(frozen=True)
@@ -194,13 +193,12 @@ def encode_labels(
     Labels are processed in chunks of about :data:`CHUNK_PROMPTS` prompts; ``on_chunk(labels,
     embeddings)`` is called after each (the cache stores them as they come).
     """
-    n_prompts = len(labels) * len(templates)
-    show = n_prompts >= PROGRESS_MIN_PROMPTS if progress is None else progress
-    bar = None
-    if show:
-        from tqdm.auto import tqdm
+    from negvocab.progress import Progress
 
-        bar = tqdm(total=n_prompts, unit="prompt", desc=f"encoding {len(labels)} labels", disable=None)  # None: not in logs
+    n_prompts = len(labels) * len(templates)
+    # a bar on a terminal once the run lasts (progress=None or True; False: none), and a line in
+    # the log every 30 s whatever the output: no encoding of any length is silent
+    bar = Progress(n_prompts, f"encoding {len(labels)} labels", "prompt", bar=progress is not False)
     t0 = time.perf_counter()
     parts = []
     try:
@@ -213,8 +211,7 @@ def encode_labels(
             if on_chunk is not None:
                 on_chunk(list(chunk), parts[-1])
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     dt = time.perf_counter() - t0
     log.info("encoded %d labels x %d templates in %.1f s (%.0f labels/s)", len(labels), len(templates), dt, len(labels) / max(dt, 1e-9))
     return np.concatenate(parts, axis=0)

@@ -11,7 +11,7 @@ from negvocab.labels.wordnet import LEXNAMES
 from negvocab.vocab import Vocabulary
 from tests.labels.conftest import wordnet_file
 
-NEGLABEL_SIZE = 70_766  # measured on WordNet 3.0; METHODS.md: "about 70,000 unique strings"
+NEGLABEL_SIZE = 70_766  # measured on WordNet 3.0 (docs/methods.md#wordnet-farthest-first)
 
 
 def _direct_head_words(wn, files=("noun", "adj"), excluded=("noun.animal", "noun.food")):

@@ -1,4 +1,4 @@
-"""Straightforward float64 numpy implementations of the scores (METHODS.md 5), written independently
+"""Straightforward float64 numpy implementations of the scores (docs/methods.md#scores), written independently
 of negvocab.scoring.scores: explicit exponentials and sums, no log-sum-exp tricks (the test inputs
 keep logits small enough for float64)."""
 

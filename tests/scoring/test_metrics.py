@@ -46,7 +46,7 @@ def openood_fpr(id_scores, ood_scores, tpr=0.95, drop_intermediate=False):
 
 
 def paper_fpr(id_scores, ood_scores, tpr=0.95):
-    """METHODS.md 6 with the quantile written out (numpy's linear interpolation, 'type 7')."""
+    """docs/methods.md#metrics with the quantile written out (numpy's linear interpolation, 'type 7')."""
     srt = np.sort(np.asarray(id_scores, dtype=np.float64))
     h = (len(srt) - 1) * (1 - Fraction(str(tpr)))  # exact: 1 - 0.95 is 1/20, not 0.050000000000000044
     lo = int(math.floor(h))

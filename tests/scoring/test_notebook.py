@@ -67,6 +67,10 @@ def test_notebook_runs_with_random_weights(tiny, tmp_path, kernel_env):
     )
     assert "WARNING: RANDOM WEIGHTS" in text
     assert "using a tiny generated image set" in text
+    # the toy images' folder went with the kernel, and no widget-bar warning was printed
+    toy = re.search(r"using a tiny generated image set: (\S+)", text).group(1)
+    assert "negvocab-nb-" in toy and not Path(toy).exists()
+    assert "IProgress" not in text
     assert all(f"M={m:>6}" in text for m in (10, 20, 40))
     assert "GPT siblings (M=8)" in text and "oracle (M=2)" in text
     assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,109 @@
+"""Progress of long runs: a bar on a terminal, lines in the log everywhere.
+
+A bar (tqdm) is drawn only where someone watches: on a terminal, after :data:`BAR_DELAY_S` seconds,
+so short runs draw nothing. In a notebook without ipywidgets the plain bar is used, never the widget
+one (which would warn "IProgress not found"). Whatever the output, every :data:`LOG_EVERY_S` seconds
+a line with done/total, rate and ETA goes to the ``negvocab.progress`` logger, so a run redirected to
+a file (nohup, SLURM) or written to ``--log-file`` shows where it is. The CLI shows those lines on
+stderr when stderr is not a terminal (where the bar is not drawn).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+LOG_EVERY_S = 30.0
+BAR_DELAY_S = 2.0
+logger = logging.getLogger("negvocab.progress")
+T = TypeVar("T")
+
+__all__ = ["LOG_EVERY_S", "Progress", "format_duration", "track"]
+
+
+def format_duration(seconds: float) -> str:
+    """``3h05m``, ``12m04s`` or ``42s``."""
+    s = max(0, round(seconds))
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s}s"
+
+
+def _bar_class() -> Any:
+    if importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.auto import tqdm  # the widget bar in notebooks
+    else:
+        from tqdm.std import tqdm  # never the widget bar without ipywidgets ("IProgress not found")
+    return tqdm
+
+
+class Progress:
+    """Counts work done towards ``total``; draws a bar (when ``bar``) and logs a line every
+    ``log_every`` seconds.
+
+    >>> clock = iter([0.0, 10.0, 31.0, 40.0]).__next__
+    >>> with Progress(100, "encoding", "prompt", bar=False, clock=clock) as p:
+    ...     p.update(10); p.update(20)
+    >>> p.line(now=31.0)
+    'encoding: 30/100 prompts (30.0%), 0.968 prompts/s, ETA 1m12s'
+    """
+
+    def __init__(
+        self,
+        total: int,
+        desc: str,
+        unit: str = "item",
+        *,
+        bar: bool = True,
+        log_every: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.total, self.desc, self.unit = int(total), desc, unit
+        self.n = 0
+        self.lines = 0
+        self._clock, self._log_every = clock, LOG_EVERY_S if log_every is None else log_every
+        self._t0 = self._last = clock()
+        self._bar = _bar_class()(total=total, desc=desc, unit=unit, disable=None, delay=BAR_DELAY_S, leave=False) if bar else None
+
+    def update(self, n: int = 1) -> None:
+        """Add ``n`` units done; log a line when ``log_every`` seconds passed since the last."""
+        self.n += n
+        if self._bar is not None:
+            self._bar.update(n)
+        now = self._clock()
+        if now - self._last >= self._log_every:
+            self._last = now
+            self.lines += 1
+            logger.info(self.line(now))
+
+    def line(self, now: float | None = None) -> str:
+        """``desc: done/total units (pct), rate units/s, ETA``."""
+        elapsed = max((self._clock() if now is None else now) - self._t0, 1e-9)
+        rate = self.n / elapsed
+        pct = 100.0 * self.n / self.total if self.total else 100.0
+        eta = format_duration((self.total - self.n) / rate) if rate > 0 else "unknown"
+        return f"{self.desc}: {self.n:,}/{self.total:,} {self.unit}s ({pct:.1f}%), {rate:.3g} {self.unit}s/s, ETA {eta}"
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def track(items: Iterable[T], total: int, desc: str, unit: str = "item", *, bar: bool = True) -> Iterator[T]:
+    """Iterate ``items`` with a :class:`Progress` (one unit per item)."""
+    with Progress(total, desc, unit, bar=bar) as p:
+        for item in items:
+            yield item
+            p.update(1)

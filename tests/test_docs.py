@@ -1,0 +1,81 @@
+"""Every link and citation in the README, the docstrings, the notebooks and docs/ points inside the
+repository: relative Markdown links name files that exist, and every ``docs/methods.md#anchor``
+names a heading of the methods document (GitHub's anchor rules)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ["README.md", "docs", "negvocab", "tests", "notebooks", "scripts", "benchmarks"]
+SUFFIXES = {".md", ".py", ".ipynb", ".sh", ".toml", ".cff"}
+
+
+def _files() -> list[Path]:
+    out = []
+    for name in SOURCES:
+        p = ROOT / name
+        out += [p] if p.is_file() else [f for f in sorted(p.rglob("*")) if f.suffix in SUFFIXES and f.is_file()]
+    return out
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading: lower case, punctuation dropped, spaces -> '-'."""
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(md: Path) -> set[str]:
+    return {github_anchor(m.group(1)) for m in re.finditer(r"^#{1,6}\s+(.+?)\s*$", md.read_text(encoding="utf-8"), re.M)}
+
+
+def test_github_anchor_rules():
+    assert github_anchor("Conventions and the anchors' code") == "conventions-and-the-anchors-code"
+    assert github_anchor("WordNet, farthest first") == "wordnet-farthest-first"
+    assert github_anchor("FPR@95 and its conventions") == "fpr95-and-its-conventions"
+
+
+def test_nothing_points_outside_the_repository():
+    this = Path(__file__).resolve()
+    bad = []
+    for f in _files():
+        if f.resolve() == this:
+            continue
+        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            if "../shared" in line or re.search(r"(?<![\w/])METHODS\.md", line):
+                bad.append(f"{f.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not bad, "\n".join(bad)
+
+
+def test_methods_citations_name_existing_sections():
+    known = anchors(ROOT / "docs" / "methods.md")
+    assert "conventions-and-the-anchors-code" in known  # linked from results footers
+    cited = []
+    this = Path(__file__).resolve()
+    for f in (f for f in _files() if f.resolve() != this):
+        for m in re.finditer(r"docs/methods\.md#([\w\-]+)", f.read_text(encoding="utf-8")):
+            cited.append((f.relative_to(ROOT), m.group(1)))
+    assert len(cited) >= 14
+    missing = [f"{f}: #{a}" for f, a in cited if a not in known]
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("md", ["README.md", "docs/methods.md"])
+def test_relative_markdown_links_resolve(md):
+    path = ROOT / md
+    text = path.read_text(encoding="utf-8")
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
+            continue
+        file, _, anchor = target.partition("#")
+        dest = (path.parent / file).resolve() if file else path
+        if not dest.exists():
+            broken.append(target)
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            broken.append(target)
+    assert not broken, broken
