@@ -20,6 +20,7 @@ from negvocab.cli.options import (
     PretrainedOpt,
     RandomWeightsOpt,
 )
+from negvocab.cli.score import ReportOpt
 from negvocab.errors import InputError, ResourceError
 
 
@@ -41,6 +42,7 @@ def demo(
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
     overwrite: OverwriteOpt = False,
+    report: ReportOpt = True,
 ) -> None:
     """Run WordNet vocabulary -> filtering -> NegLabel and MCM -> metrics -> plot on a toy image set.
 
@@ -79,3 +81,8 @@ def demo(
         typer.echo(f"{warn}example: OOD image {first['image']}: top negatives {labels}")
     typer.echo(f"{warn}sweep (FPR@95 vs M): " + ", ".join(f"M={r['M']}: {100 * r['fpr']:.1f}%" for r in res.sweep.rows))
     typer.echo(f"wrote {res.output}/vocab.json, results/, sweep/sweep.png")
+    if report:  # the results' report (tables, evading OOD and flagged ID images) and the sweep's
+        from negvocab.cli.report import write_folder_report
+
+        for folder in (res.output / "results", res.output / "sweep"):
+            write_folder_report(folder)
