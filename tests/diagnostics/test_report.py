@@ -253,3 +253,24 @@ def test_several_named_ood_sets_from_score_have_their_own_sections(tiny, model_a
         assert dom.by_id[f"evasion-count-{k}"]["text"].strip() == str(expected[name])  # the page's script counted them
     assert dom.classes.get("ood-set-section") == 2 and dom.cards_in.get("evasion-cards", 0) == sum(expected.values())
     assert dom.by_id["evasion-count"]["text"].strip() == str(sum(expected.values()))
+
+
+def test_the_flagged_id_images_explained_are_capped_lowest_first():
+    """50,000 ID images: the paper threshold flags 2,500; only the ``cap`` lowest are explained. An
+    OOD-dependent convention (openood: OOD called at score <= the 95% OOD quantile) flags per set."""
+    from negvocab.scoring.run import flagged_id_images
+
+    rng = np.random.default_rng(2)
+    s_id, a, b = rng.normal(1, 1, 50_000), rng.normal(0, 1, 300), rng.normal(-1, 0.5, 200)
+    got = flagged_id_images(s_id, [a, b], 0.95, "paper", cap=40)
+    order = np.argsort(s_id)
+    assert got == order[:40].tolist() and np.sum(s_id < np.quantile(s_id, 0.05)) == 2500
+    got = flagged_id_images(s_id, [a, b], 0.95, "openood", cap=10**6)
+    want = set()
+    for o in (a, b):
+        t = np.sort(o)[int(np.ceil(0.95 * len(o))) - 1]
+        want |= set(np.flatnonzero(s_id <= t).tolist())
+    assert set(got) == want and len(got) == len(want)
+    low_a = [j for j in order if s_id[j] <= np.sort(a)[284]]
+    assert got[: len(low_a)] == low_a  # the first set's, lowest first, then the second's others
+    assert flagged_id_images(s_id, [a[:0]], 0.95, "paper") == []
