@@ -391,6 +391,8 @@ def _sets_text(doc: Mapping[str, Any]) -> str:
     def one(x: Any) -> str:
         return f"{x.get('name', '?')} ({x.get('n', '?')})" if isinstance(x, Mapping) else str(x)
 
+    if "id_set" in doc and isinstance(doc.get("ood_sets"), Mapping) and len(doc["ood_sets"]) > 1:  # several named OOD sets
+        return f"{one(doc['id_set'])} / " + ", ".join(f"{k}: {one(v)}" for k, v in doc["ood_sets"].items())
     if "id_set" in doc:
         return f"{one(doc['id_set'])} / {one(doc.get('ood_set', '?'))}"
     if "n_id" in doc:

@@ -253,6 +253,7 @@ def test_several_named_ood_sets_from_score_have_their_own_sections(tiny, model_a
         assert dom.by_id[f"evasion-count-{k}"]["text"].strip() == str(expected[name])  # the page's script counted them
     assert dom.classes.get("ood-set-section") == 2 and dom.cards_in.get("evasion-cards", 0) == sum(expected.values())
     assert dom.by_id["evasion-count"]["text"].strip() == str(sum(expected.values()))
+    assert "A: ood (4), B: val (8)" in (out / "report.html").read_text()  # the sets named in the header, not "mean"
 
 
 def test_the_flagged_id_images_explained_are_capped_lowest_first():
