@@ -64,9 +64,11 @@ RANDOM_WEIGHTS_WARNING = "RANDOM WEIGHTS: these numbers are meaningless (a dry r
 
 __all__ = [
     "RANDOM_WEIGHTS_WARNING",
+    "ID_EXPLAINED_MAX",
     "Evaluation",
     "SweepResult",
     "evaluate_vocabularies",
+    "flagged_id_images",
     "format_table",
     "plot_sweep",
     "sweep_vocabulary",
