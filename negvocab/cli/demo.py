@@ -22,6 +22,7 @@ from negvocab.cli.options import (
     PretrainedOpt,
     RandomWeightsOpt,
 )
+from negvocab.cli.score import ReportOpt
 from negvocab.errors import InputError, ResourceError
 
 
@@ -45,6 +46,7 @@ def demo(
     overwrite: OverwriteOpt = False,
     batch_size: BatchSizeOpt = None,
     num_workers: NumWorkersOpt = None,
+    report: ReportOpt = True,
 ) -> None:
     """Run WordNet vocabulary -> filtering -> NegLabel and MCM -> metrics -> plot on a toy image set.
 
@@ -83,3 +85,8 @@ def demo(
         typer.echo(f"example: OOD image {first['image']}: top negatives {labels}")
     typer.echo("sweep (FPR@95 vs M): " + ", ".join(f"M={r['M']}: {100 * r['fpr']:.1f}%" for r in res.sweep.rows))
     typer.echo(f"wrote {res.output}/vocab.json, results/, sweep/sweep.png")
+    if report:  # the results' report (tables, evading OOD and flagged ID images) and the sweep's
+        from negvocab.cli.report import write_folder_report
+
+        for folder in (res.output / "results", res.output / "sweep"):
+            write_folder_report(folder)

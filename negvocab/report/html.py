@@ -213,23 +213,38 @@ def _score_images(folder: Path, doc: Mapping[str, Any], key: str | None, max_car
     thr = thr_of[names[0]]
     vname = key.split("@", 1)[1] if "@" in key else None
     ex_doc = _read_json(folder / "explanations.json") if (folder / "explanations.json").is_file() else {}
-    ex = {e.get("image"): e for e in (ex_doc.get("vocabularies", {}).get(vname, []) if vname else [])}
-    cards = []
-    for j in ood_idx[:max_cards]:
-        e = ex.get(ids[j], {})
-        top_id = (e.get("top_id") or [{}])[0]
-        r = {"image": ids[j], "path": paths[j], "score": s_ood[j], "id_class": top_id.get("label"), "id_cosine": top_id.get("cosine"), "top_negatives": e.get("top_negatives"), "ood_set": sets[j] if len(names) > 1 else ""}
-        cards.append(_card(r, thr_of[sets[j]], thumbs))
+    ex = _explained(ex_doc, "vocabularies", vname)
+    sections = []
+    for name in names:
+        members = [j for j in ood_idx if sets[j] == name]
+        cards = [_card({"image": ids[j], "path": paths[j], "score": s_ood[j], **_why(ex.get(ids[j])), "ood_set": name if len(names) > 1 else ""}, thr_of[name], thumbs) for j in members[:max_cards]]
+        sections.append({"name": name, "cards": cards, "total": len(members), "threshold": _num(thr_of[name], 5)})
     id_paths = [str(p) for p in arrays.get("id_paths", [])]
     id_ids = [str(p) for p in arrays.get("id_image_ids", [])]
-    flagged = [_card({"image": id_ids[j], "path": id_paths[j], "score": s_id[j]}, thr, thumbs) for j in id_idx[:max_flagged]] if len(id_paths) == len(s_id) else []
+    id_ex = _explained(ex_doc, "id_images", vname)
+    flagged = [_card({"image": id_ids[j], "path": id_paths[j], "score": s_id[j], **_why(id_ex.get(id_ids[j]))}, thr, thumbs) for j in id_idx[:max_flagged]] if len(id_paths) == len(s_id) else []
     caption = f"Run {key}: at the FPR@{int(round(100 * tpr))} threshold ({conv} convention{', per OOD set' if len(names) > 1 else ''})."
-    notes.append("A score run keeps no image labels and explains the OOD images only; negvocab coverage (labelled OOD sets) adds labels, confusions and the explanations of flagged ID images.")
+    notes.append("A score run keeps no image labels; negvocab coverage (labelled OOD sets) adds labels and confusions.")
+    if flagged and not id_ex:
+        notes.append("explanations.json explains no flagged ID image (written by an older version): re-run negvocab score to see what they were taken for.")
+    cards = [c for sec in sections for c in sec["cards"]]
     return (
-        {"cards": cards, "total": len(ood_idx), "caption": caption, "threshold": _num(thr, 5)},
+        {"cards": cards, "sets": sections if len(names) > 1 else [], "total": len(ood_idx), "caption": caption, "threshold": _num(thr, 5)},
         {"cards": flagged, "total": len(id_idx), "caption": caption},
         notes,
     )
+
+
+def _explained(ex_doc: Mapping[str, Any], part: str, vname: str | None) -> dict[str, Mapping[str, Any]]:
+    """Image id -> explanation of ``vname`` in explanations.json's ``part`` (``vocabularies``: OOD
+    images; ``id_images``: flagged ID images, absent in files of older versions)."""
+    return {e.get("image"): e for e in (ex_doc.get(part, {}).get(vname, []) if vname else [])}
+
+
+def _why(e: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The card fields of one explanation: the ID class taken for and the negatives that fired."""
+    top_id = ((e or {}).get("top_id") or [{}])[0]
+    return {"id_class": top_id.get("label"), "id_cosine": top_id.get("cosine"), "top_negatives": (e or {}).get("top_negatives")}
 
 
 def _coverage_images(folder: Path, doc: Mapping[str, Any], max_cards: int, max_flagged: int, thumbs: dict) -> tuple[dict | None, dict | None]:
@@ -242,7 +257,7 @@ def _coverage_images(folder: Path, doc: Mapping[str, Any], max_cards: int, max_f
     ids = sorted((r for r in rows if r["set"] == "id" and r["misjudged"]), key=lambda r: r["score"])
     caption = f"{doc.get('method', '')}: at the FPR@{int(round(100 * float(doc.get('tpr', 0.95))))} threshold ({doc.get('convention', 'paper')} convention)."
     return (
-        {"cards": [_card(r, thr, thumbs) for r in ood[:max_cards]], "total": len(ood), "caption": caption, "threshold": _num(thr, 5)},
+        {"cards": [_card(r, thr, thumbs) for r in ood[:max_cards]], "sets": [], "total": len(ood), "caption": caption, "threshold": _num(thr, 5)},
         {"cards": [_card(r, thr, thumbs) for r in ids[:max_flagged]], "total": len(ids), "caption": caption},
     )
 
@@ -310,14 +325,15 @@ def write_report(
     if not found:
         raise InputError(f"{folder}: no results.json, sweep.json or coverage.json; give the folder negvocab score, sweep or coverage wrote")
     thumbs: dict[str, str | None] = {}
+    score_notes: list[str] = []
     ctx: dict[str, Any] = {"results": None, "sweep": None, "evasions": None, "flagged": None, "coverage": None, "notes": []}
     metas: list[Mapping[str, Any]] = []
     if "results.json" in found:
         doc = _read_json(found["results.json"])
         metas.append(doc)
         ctx["results"] = _results_table(doc.get("rows", []))
-        ctx["evasions"], ctx["flagged"], notes = _score_images(folder, doc, key, max_cards, max_flagged, thumbs)
-        ctx["notes"] += notes
+        ctx["evasions"], ctx["flagged"], score_notes = _score_images(folder, doc, key, max_cards, max_flagged, thumbs)
+        ctx["notes"] += score_notes
     if "sweep.json" in found:
         doc = _read_json(found["sweep.json"])
         metas.append(doc)
@@ -330,7 +346,7 @@ def write_report(
         ev, fl = _coverage_images(folder, doc, max_cards, max_flagged, thumbs)
         if ev is not None:  # labelled cards replace those of a score run in the same folder
             ctx["evasions"], ctx["flagged"] = ev, fl
-            ctx["notes"] = [n for n in ctx["notes"] if "coverage" not in n]
+            ctx["notes"] = [n for n in ctx["notes"] if n not in score_notes]
     random = any(bool(m.get("random_weights")) for m in metas)
     first = metas[0]
     tpr = float(first.get("tpr", 0.95))
@@ -375,6 +391,8 @@ def _sets_text(doc: Mapping[str, Any]) -> str:
     def one(x: Any) -> str:
         return f"{x.get('name', '?')} ({x.get('n', '?')})" if isinstance(x, Mapping) else str(x)
 
+    if "id_set" in doc and isinstance(doc.get("ood_sets"), Mapping) and len(doc["ood_sets"]) > 1:  # several named OOD sets
+        return f"{one(doc['id_set'])} / " + ", ".join(f"{k}: {one(v)}" for k, v in doc["ood_sets"].items())
     if "id_set" in doc:
         return f"{one(doc['id_set'])} / {one(doc.get('ood_set', '?'))}"
     if "n_id" in doc:

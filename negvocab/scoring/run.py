@@ -64,9 +64,11 @@ RANDOM_WEIGHTS_WARNING = "RANDOM WEIGHTS: these numbers are meaningless (a dry r
 
 __all__ = [
     "RANDOM_WEIGHTS_WARNING",
+    "ID_EXPLAINED_MAX",
     "Evaluation",
     "SweepResult",
     "evaluate_vocabularies",
+    "flagged_id_images",
     "format_table",
     "plot_sweep",
     "sweep_vocabulary",
@@ -102,7 +104,9 @@ class Evaluation:
     vocabulary) when there are several OOD sets; ``scores``: key -> {"id": [n_id], "ood": [n_ood]}
     (every OOD set, in order); ``id_images``/``ood_images``: (id, path) of the scored images, aligned
     with the scores; ``ood_sets``: each OOD set's name and size, in the order of ``ood_images``;
-    ``explanations``: vocabulary name -> one dict per OOD image; ``meta``: model, data, settings.
+    ``explanations``: vocabulary name -> one dict per OOD image; ``meta``: model, data, settings;
+    ``id_explanations``: vocabulary name -> one dict per ID image flagged as OOD by one of its runs
+    (:func:`flagged_id_images`: lowest score first, capped).
     """
 
     rows: list[dict[str, Any]]
@@ -112,6 +116,7 @@ class Evaluation:
     explanations: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
     meta: dict[str, Any] = field(default_factory=dict, repr=False)
     ood_sets: dict[str, int] = field(default_factory=dict)
+    id_explanations: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not self.ood_sets:
@@ -184,12 +189,18 @@ def evaluate_vocabularies(
     rows: list[dict[str, Any]] = []
     all_scores: dict[str, dict[str, np.ndarray]] = {}
     explanations: dict[str, list[dict[str, Any]]] = {}
+    flagged_ids: dict[str, dict[int, None]] = {}  # vocabulary -> ID images flagged by any of its runs
     jobs = [(m, name) for m in methods for name in (named if m in S.NEEDS_NEGATIVES else [None])]
     # label encoding is a step of its own (a cold run spends its time here, not in "scoring")
-    neg_cache = {
+    neg_cache: dict[str, np.ndarray] = {
         vname: vlm.encode_text(list(named[vname].labels), templates, pos=named[vname].parts_of_speech(), progress=progress)
         for vname in dict.fromkeys(v for _, v in jobs if v)
     }
+
+    def explain(emb: np.ndarray, vname: str) -> list[dict[str, Any]]:
+        labels = {"id_labels": list(id_classes.names), "neg_labels": list(named[vname].labels)}
+        return S.explain(emb, class_emb, neg_cache[vname], **labels, k=explain_k, tau=float(params.get("tau") or 0.01), device=vlm.device)
+
     for method, vname in _progress(jobs, progress, "scoring"):
         vocab = named[vname] if vname else None
         kw = _params_for(method, params)
@@ -205,19 +216,18 @@ def evaluate_vocabularies(
             all_scores[key + suffix] = {"id": s[:n_id], "ood": s[n_id:]}
         base = _result_row(method, vlm, vname, vocab, kw, templates, extra)
         rows += ood_rows(base, *enc.split(scores[""]), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
-        if vocab is not None and neg is not None and vname not in explanations and explain_k > 0:
-            ex = S.explain(
-                images[n_id:],
-                class_emb,
-                neg,
-                id_labels=list(id_classes.names),
-                neg_labels=list(vocab.labels),
-                k=explain_k,
-                tau=float(params.get("tau") or 0.01),
-                device=vlm.device,
-            )
-            set_of = [name for name, n in sizes.items() for _ in range(n)]
-            explanations[vname] = [{"image": iid, "path": p, "ood_set": o, **e} for (iid, p), o, e in zip(enc.ood_images, set_of, ex, strict=True)]
+        if vname is not None and explain_k > 0:
+            s_id, s_sets = enc.split(scores[""])
+            flagged_ids.setdefault(vname, {}).update(dict.fromkeys(flagged_id_images(s_id, s_sets.values(), tpr, convention)))
+            if vname not in explanations:
+                ex = explain(images[n_id:], vname)
+                set_of = [name for name, n in sizes.items() for _ in range(n)]
+                explanations[vname] = [{"image": iid, "path": p, "ood_set": o, **e} for (iid, p), o, e in zip(enc.ood_images, set_of, ex, strict=True)]
+    id_explanations: dict[str, list[dict[str, Any]]] = {}
+    for vname, picked in flagged_ids.items():
+        idx = np.fromiter(picked, dtype=np.int64, count=len(picked))
+        ex = explain(images[idx], vname) if len(idx) else []
+        id_explanations[vname] = [{"image": enc.id_images[j][0], "path": enc.id_images[j][1], **e} for j, e in zip(idx.tolist(), ex, strict=True)]
     meta = {
         **run_meta(vlm, id_classes, templates, convention, tpr, params, seed, n_boot),
         **sets_meta(id_set, ood_sets, enc),
@@ -228,7 +238,23 @@ def evaluate_vocabularies(
     }
     if vlm.random_weights:
         meta["warning"] = RANDOM_WEIGHTS_WARNING
-    return Evaluation(rows, all_scores, enc.id_images, enc.ood_images, explanations, meta, sizes)
+    return Evaluation(rows, all_scores, enc.id_images, enc.ood_images, explanations, meta, sizes, id_explanations)
+
+
+#: ID images explained per run and OOD set: the lowest-scoring of those flagged as OOD (a report shows 100)
+ID_EXPLAINED_MAX = 500
+
+
+def flagged_id_images(s_id: np.ndarray, ood_scores: Iterable[np.ndarray], tpr: float, convention: str, cap: int = ID_EXPLAINED_MAX) -> list[int]:
+    """Indices of the ID images below the FPR@tpr threshold against any OOD set, lowest score
+    first, at most ``cap`` per set: the ID images a report shows as wrongly flagged."""
+    out: dict[int, None] = {}
+    for s_ood in ood_scores:
+        if len(s_id) == 0 or len(s_ood) == 0:
+            continue
+        idx = np.flatnonzero(M.operating_point(s_id, s_ood, tpr, convention=convention).id_flagged)  # type: ignore[arg-type]
+        out.update(dict.fromkeys(idx[np.argsort(s_id[idx], kind="stable")][:cap].tolist()))
+    return list(out)
 
 
 def _named(vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary]) -> dict[str, Vocabulary]:
@@ -386,7 +412,7 @@ def write_results(ev: Evaluation, out_dir: str | os.PathLike[str], *, overwrite:
 
     Files: ``results.csv`` (the table), ``scores.npz`` (per-image scores with image ids and paths),
     ``scores.csv`` (the same, one row per image), ``explanations.json`` (top negatives and ID classes
-    per OOD image and vocabulary), ``results.json`` (rows + run metadata).
+    per OOD image and vocabulary, and per flagged ID image under ``id_images``), ``results.json`` (rows + run metadata).
     """
     from negvocab.outdir import staged_folder
 
@@ -423,7 +449,12 @@ def _write_results_files(ev: Evaluation, out: Path) -> None:
     write_text(out / "scores.csv", _csv_text(per_image, ["set", "ood_set", "image", "path", "random_weights", *keys]))
     write_json(
         out / "explanations.json",
-        {"random_weights": ev.random_weights, "note": "top negatives and ID classes of each OOD image (ungrouped shares at tau)", "vocabularies": ev.explanations},
+        {
+            "random_weights": ev.random_weights,
+            "note": "top negatives and ID classes of each OOD image (vocabularies) and of the ID images flagged as OOD (id_images; lowest score first, capped); ungrouped shares at tau",
+            "vocabularies": ev.explanations,
+            "id_images": ev.id_explanations,
+        },
     )
     write_json(out / "results.json", {**ev.meta, "rows": ev.rows})
 

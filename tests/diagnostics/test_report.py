@@ -28,12 +28,18 @@ class _Dom(HTMLParser):
         super().__init__()
         self.classes: dict[str, int] = {}
         self.by_id: dict[str, dict] = {}
+        self.cards_in: dict[str, int] = {}  # element id -> cards inside it
         self._open: list[str] = []
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         for c in (a.get("class") or "").split():
             self.classes[c] = self.classes.get(c, 0) + 1
+        if "card" in (a.get("class") or "").split():
+            for i in filter(None, self._open):
+                self.cards_in[i] = self.cards_in.get(i, 0) + 1
+        if tag in ("img", "br", "hr", "meta", "link", "input"):  # void: no end tag follows
+            return
         if a.get("id"):
             self.by_id[a["id"]] = {"attrs": a, "text": ""}
             self._open.append(a["id"])
@@ -85,6 +91,23 @@ def test_score_writes_a_report_whose_evasion_cards_chromium_renders(tiny, model_
         assert np.unique(np.asarray(im.convert("L"))).size > 10  # not a blank page
     text = html.read_text()
     assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text  # nothing fetched
+    # the flagged ID images are explained (explanations.json "id_images") and their cards say what
+    # they were taken for and which negatives fired; the OOD part keeps its older layout
+    ex = json.loads((out / "explanations.json").read_text())
+    assert len(ex["vocabularies"]["negA"]) == len(s_ood)
+    with np.load(out / "scores.npz") as z:
+        ids = [str(x) for x in z["id_image_ids"]]
+    low = [ids[j] for j in np.argsort(s_id) if s_id[j] < np.quantile(s_id, 0.05)]
+    id_ex = ex["id_images"]["negA"]
+    assert [e["image"] for e in id_ex] == low and low
+    negs, classes = (tiny / "negA.txt").read_text().split("\n"), (tiny / "classes.txt").read_text().split("\n")
+    for e in id_ex:
+        cos = [n["cosine"] for n in e["top_negatives"]]
+        assert cos == sorted(cos, reverse=True) and {n["label"] for n in e["top_negatives"]} <= set(negs) and e["top_id"][0]["label"] in classes
+        block = text[text.index(f'<div class="id">{e["image"]}</div>') :].split('<div class="card', 1)[0]
+        assert f"taken for: <b>{e['top_id'][0]['label']}</b>" in block
+        assert all(n["label"] in block for n in e["top_negatives"])
+    assert "older version" not in text
 
 
 def test_no_report_and_the_report_command(tiny, model_args, tmp_path):
@@ -209,3 +232,46 @@ def test_several_named_ood_sets_have_their_own_operating_points(tmp_path, conven
     want = sum(int(operating_point(s_id, x, convention=convention).ood_passing.sum()) for x in (a, b))
     assert text.count('class="card evasion-card"') == want
     assert "OOD set: B" in text and "image not found" in text
+
+
+@needs_chromium
+def test_several_named_ood_sets_from_score_have_their_own_sections(tiny, model_args, tmp_path):
+    """score --ood A=... --ood B=...: one section per set in the rendered page, each with as many
+    evasion cards as its scores in scores.npz put at or above the (paper) threshold."""
+    out = tmp_path / "res"
+    r = runner.invoke(app, ["score", "--id", str(tiny / "id"), "--ood", f"A={tiny / 'ood'}", "--ood", f"B={tiny / 'val'}", "--vocab", str(tiny / "negA.txt"), "--n-boot", "0", "-o", str(out), *model_args], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    with np.load(out / "scores.npz") as z:
+        s_id, s_ood, sets = z["id/neglabel@negA"], z["ood/neglabel@negA"], z["ood_sets"].astype(str)
+    thr = np.quantile(s_id, 0.05)
+    expected = {name: int(np.sum(s_ood[sets == name] >= thr)) for name in ("A", "B")}
+    assert sum(sets == "A") == 4 and sum(sets == "B") == 8
+    dom = _browser(out / "report.html", tmp_path / "sets.png")
+    shown = {dom.by_id[f"evasion-cards-{k}"]["attrs"]["data-ood-set"]: dom.cards_in.get(f"evasion-cards-{k}", 0) for k in (1, 2)}
+    assert shown == expected and "evasion-cards-3" not in dom.by_id
+    for k, name in ((1, "A"), (2, "B")):
+        assert dom.by_id[f"evasion-count-{k}"]["text"].strip() == str(expected[name])  # the page's script counted them
+    assert dom.classes.get("ood-set-section") == 2 and dom.cards_in.get("evasion-cards", 0) == sum(expected.values())
+    assert dom.by_id["evasion-count"]["text"].strip() == str(sum(expected.values()))
+    assert "A: ood (4), B: val (8)" in (out / "report.html").read_text()  # the sets named in the header, not "mean"
+
+
+def test_the_flagged_id_images_explained_are_capped_lowest_first():
+    """50,000 ID images: the paper threshold flags 2,500; only the ``cap`` lowest are explained. An
+    OOD-dependent convention (openood: OOD called at score <= the 95% OOD quantile) flags per set."""
+    from negvocab.scoring.run import flagged_id_images
+
+    rng = np.random.default_rng(2)
+    s_id, a, b = rng.normal(1, 1, 50_000), rng.normal(0, 1, 300), rng.normal(-1, 0.5, 200)
+    got = flagged_id_images(s_id, [a, b], 0.95, "paper", cap=40)
+    order = np.argsort(s_id)
+    assert got == order[:40].tolist() and np.sum(s_id < np.quantile(s_id, 0.05)) == 2500
+    got = flagged_id_images(s_id, [a, b], 0.95, "openood", cap=10**6)
+    want = set()
+    for o in (a, b):
+        t = np.sort(o)[int(np.ceil(0.95 * len(o))) - 1]
+        want |= set(np.flatnonzero(s_id <= t).tolist())
+    assert set(got) == want and len(got) == len(want)
+    low_a = [j for j in order if s_id[j] <= np.sort(a)[284]]
+    assert got[: len(low_a)] == low_a  # the first set's, lowest first, then the second's others
+    assert flagged_id_images(s_id, [a[:0]], 0.95, "paper") == []

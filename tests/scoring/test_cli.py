@@ -270,6 +270,18 @@ def test_demo_random_weights(tiny, tmp_path):
     v = Vocabulary.load(out / "vocab.json")
     assert v.source == "wordnet" and v.settings["random_weights"] is True
     assert (out / "sweep" / "sweep.png").is_file()
+    # the reports: the results' (tables, per-image cards, RANDOM WEIGHTS banner) and the sweep's
+    for sub, part in (("results", 'id="evasions"'), ("sweep", 'id="sweep"')):
+        report = out / sub / "report.html"
+        assert f"wrote {report}" in r.stdout
+        assert part in report.read_text() and "random-weights-banner" in report.read_text()
+    r = invoke(
+        ["demo", "--random-weights", "--device", "cpu", "--pool", "60", "--id-classes", str(tiny / "classes.txt"),
+         "--cache-dir", str(tiny / "cache"), "-o", str(tmp_path / "d2"), "--no-report"]
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "d2" / "results" / "results.json").is_file() and not list((tmp_path / "d2").rglob("report.html"))
+    assert "report.html" not in r.stdout
 
 
 def test_demo_without_weights_says_how_to_pass_a_checkpoint(tmp_path):
