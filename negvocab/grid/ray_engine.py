@@ -10,7 +10,8 @@ embedding cache.
 
 Results travel through the filesystem: the embedding cache (``[grid] cache_dir``) and the grid's
 output folder must be on a filesystem every node sees (NFS, a cluster file system; on one machine
-any folder), at the same path. Cache shards and score files are written atomically, so a worker
+any folder), at the same path; the driver sends its workers absolute paths and, when ``cache_dir``
+is unset, its own default cache folder (a worker's default may differ). Cache shards and score files are written atomically, so a worker
 killed midway leaves no torn entry; Ray retries its task (``max_retries``), which reads back what
 was cached and computes only the rest. The driver computes the metrics from the stored scores, as
 the local engine does, so the results do not depend on the engine.

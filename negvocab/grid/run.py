@@ -394,6 +394,12 @@ def run_grid(
                 errors[name] = result
             else:
                 _merge_stats(stats, result)
+                lost = [d for w in todo if w.spec.display == name for d in w.missing if not (out / "scores" / f"{d}.npz").exists()]
+                if lost:  # the workers wrote elsewhere: computed again below, here
+                    logger.warning(
+                        "%s: %d score files the Ray workers wrote are not in %s; computing them here (the output folder "
+                        "must be on a filesystem every node sees, at the same path)", name, len(lost), out.absolute()
+                    )
     for work in todo:
         name = work.spec.display
         if on_model:

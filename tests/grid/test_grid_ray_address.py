@@ -113,6 +113,7 @@ def test_cli_on_an_existing_cluster_equals_local(ray_head, grid_toml, tmp_path):
     gcs_log = next((ray_head["folder"] / "t").glob("session_*/logs/gcs_server.out")).read_text(errors="replace")
     assert f"driver_pid={proc.pid}" in gcs_log, "the grid's driver never registered with the given cluster"
     assert "Started a local Ray instance" not in stderr
+    assert "score files the Ray workers wrote are not in" not in stderr  # nothing computed twice, on the driver
     # the workers (another folder, another default cache) wrote into the driver's folders
     assert (cwd / "rel_out" / "cells").is_dir() and not (ray_head["folder"] / "rel_out").exists()
     assert any((driver_cache / "embeddings").rglob("*.npy")) and not (ray_head["folder"] / "head_cache").exists()
