@@ -114,6 +114,7 @@ def mine_evidence(
     search = StreamingSearch(queries, int(top_k), index=index, expected_keys=expected_candidates, **index_options)
     for chunk in candidate_chunks:
         search.add(chunk)
+        del chunk  # not held while the next chunk is made: one chunk in memory, not two
     n = search.n_keys
     if n == 0:
         raise InputError("the candidate pool is empty")

@@ -10,7 +10,8 @@ embedding cache.
 
 Results travel through the filesystem: the embedding cache (``[grid] cache_dir``) and the grid's
 output folder must be on a filesystem every node sees (NFS, a cluster file system; on one machine
-any folder), at the same path. Cache shards and score files are written atomically, so a worker
+any folder), at the same path; the driver sends its workers absolute paths and, when ``cache_dir``
+is unset, its own default cache folder (a worker's default may differ). Cache shards and score files are written atomically, so a worker
 killed midway leaves no torn entry; Ray retries its task (``max_retries``), which reads back what
 was cached and computes only the rest. The driver computes the metrics from the stored scores, as
 the local engine does, so the results do not depend on the engine.
@@ -18,6 +19,7 @@ the local engine does, so the results do not depend on the engine.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Mapping
@@ -47,19 +49,46 @@ def _ray() -> Any:
     return ray
 
 
+def _connected_elsewhere(ray: Any, address: str) -> str | None:
+    """The address of the cluster this process is already connected to when it is not
+    ``address`` (``None`` when it is, or when that cannot be told: ``auto``, ``ray://``)."""
+    if address in ("auto", "local") or address.startswith("ray://"):
+        return None
+    have = ray.get_runtime_context().gcs_address
+    try:  # Ray's own spelling of an address ("127.0.0.1:6379" -> "<node ip>:6379")
+        from ray._private.services import canonicalize_bootstrap_address
+
+        want = canonicalize_bootstrap_address(address) or address
+    except Exception:  # a private helper: fall back to the address as given
+        want = address
+    return None if have in (want, address) else str(have)
+
+
 def _start(ray: Any, address: str | None) -> bool:
     """Connect to ``address`` or start a local cluster; True when this call started it (and so
-    shuts it down). An already connected driver (a notebook, a test) is used as it is."""
+    shuts it down). An already connected driver (a notebook, a test) is used as it is, unless
+    ``address`` names another cluster."""
     if ray.is_initialized():
+        other = _connected_elsewhere(ray, address) if address else None
+        if other:
+            raise ResourceError(f"this process is already connected to the Ray cluster at {other}, not {address}: call ray.shutdown() first, or leave out --ray-address")
         return False
     try:
         if address:
             ray.init(address=address, log_to_driver=False)
         else:
             ray.init(log_to_driver=False)
-    except (ConnectionError, RuntimeError, ValueError) as e:
+    except Exception as e:
         where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
-        raise ResourceError(f"could not connect to {where}: {str(e).splitlines()[0][:200]}") from e
+        causes = [e]
+        while causes[-1].__cause__ is not None and len(causes) < 8:
+            causes.append(causes[-1].__cause__)
+        if any(type(c).__name__ == "AuthenticationError" for c in causes):
+            raise ResourceError(
+                f"could not connect to {where}: it uses token authentication; set RAY_AUTH_MODE=token "
+                "with the cluster's token in ~/.ray/auth_token or $RAY_AUTH_TOKEN, and run again"
+            ) from e
+        raise ResourceError(f"could not connect to {where}: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}") from e
     return True
 
 
@@ -119,6 +148,15 @@ def run_models_on_ray(
     """Run every model's missing work as Ray tasks; ``{model: stats or error line}``."""
     ray = _ray()
     started = _start(ray, ray_address)
+    # Workers run in another folder and environment (on a cluster: another machine), so they get
+    # absolute paths and this driver's cache folder, not their own default one.
+    out = out.absolute()
+    if cfg.cache_dir is None:
+        from negvocab.paths import cache_dir
+
+        cfg = dataclasses.replace(cfg, cache_dir=str((cache_dir() / "embeddings").absolute()))
+    else:
+        cfg = dataclasses.replace(cfg, cache_dir=str(Path(cfg.path(cfg.cache_dir)).absolute()))
     try:
         gpus = cfg.ray_num_gpus if cfg.ray_num_gpus is not None else (1.0 if ray.cluster_resources().get("GPU", 0) > 0 else 0.0)
         min_images = cfg.ray_data_min_images or DEFAULT_RAY_DATA_MIN_IMAGES

@@ -25,7 +25,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -364,6 +364,8 @@ def run_grid(
     if engine not in ("local", "ray"):
         raise InputError(f"unknown engine {engine!r}; choose local or ray")
     cfg = config if isinstance(config, GridConfig) else load_config(config, random_weights=random_weights)
+    if not Path(cfg.base).is_absolute():  # paths the same wherever the work runs (a Ray worker's folder differs)
+        cfg = replace(cfg, base=str(Path(cfg.base).absolute()))
     out = Path(out_dir) if out_dir is not None else Path(cfg.base) / (Path(cfg.source).stem or "grid")
     (out / "cells").mkdir(parents=True, exist_ok=True)
     (out / "scores").mkdir(parents=True, exist_ok=True)
@@ -392,6 +394,12 @@ def run_grid(
                 errors[name] = result
             else:
                 _merge_stats(stats, result)
+                lost = [d for w in todo if w.spec.display == name for d in w.missing if not (out / "scores" / f"{d}.npz").exists()]
+                if lost:  # the workers wrote elsewhere: computed again below, here
+                    logger.warning(
+                        "%s: %d score files the Ray workers wrote are not in %s; computing them here (the output folder "
+                        "must be on a filesystem every node sees, at the same path)", name, len(lost), out.absolute()
+                    )
     for work in todo:
         name = work.spec.display
         if on_model:
