@@ -5,16 +5,20 @@ A command that writes a folder of files (``score``, ``sweep``) claims the folder
 run into the same folder refuses at once instead of mixing its files with the first one's. The
 files are written into a staging folder inside it and moved in only when all of them are complete
 (:func:`staged_folder`): a run that fails half-way (a full disk, an error, Ctrl-C) leaves the earlier
-run's files as they were. The commit step only renames (no data is written): the earlier run's
-marker file (``results.json``) goes first, the new one comes last, so a folder with a marker is
-always one run's complete output. Any earlier output file, not only the marker, counts as an
-earlier run: it is replaced only with ``overwrite``.
+run's files as they were. The commit point is one rename: the complete staging folder, with the list
+of its files, becomes ``.negvocab-commit``; the files are then moved in (the earlier run's marker
+file, ``results.json``, goes first, the new one comes last). A run killed during those moves leaves
+``.negvocab-commit`` behind, and the next claim of the folder finishes the moves before anything
+else (roll forward), so the folder is always one run's complete output or, after a kill, becomes
+one. Any earlier output file, not only the marker, counts as an earlier run: it is replaced only
+with ``overwrite``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import shutil
 import tempfile
@@ -33,6 +37,8 @@ from negvocab.errors import InputError
 __all__ = ["FolderClaim", "claim_folder", "staged_folder"]
 
 STAGING_PREFIX = ".negvocab-staging-"
+COMMIT_DIR = ".negvocab-commit"  # a staged run past its commit point, its files not all moved in yet
+COMMIT_LIST = ".negvocab-files.json"  # in COMMIT_DIR: what the commit moves, and its marker
 
 
 @dataclass
@@ -98,6 +104,7 @@ def claim_folder(folder: str | os.PathLike[str], outputs: Sequence[str], *, over
             raise InputError(f"{path} is being written by another negvocab run; wait for it to finish or give another {option}") from None
         raise InputError(f"cannot lock {path}: {e.strerror or e}") from e
     try:
+        _roll_forward(path)  # a run killed while moving its files in: finish its commit first
         earlier = [name for name in outputs if (path / name).exists()]
         if earlier and not overwrite:
             raise InputError(f"{path} holds the results of an earlier run ({', '.join(earlier)}); give another {option}, or --overwrite to replace them")
@@ -135,19 +142,44 @@ def staged_folder(folder: str | os.PathLike[str], outputs: Sequence[str], marker
 
 
 def _commit(stage: Path, folder: Path, outputs: Sequence[str], marker: str) -> None:
-    """Rename the staged files into ``folder``: the old marker first, the new marker last."""
-    for fh in stage.iterdir():  # everything on disk before anything moves
+    """Commit the staged files: one rename makes the staging folder the pending commit, then
+    :func:`_roll_forward` moves its files in (the old marker first, the new marker last)."""
+    new = sorted(p.name for p in stage.iterdir())
+    (stage / COMMIT_LIST).write_text(json.dumps({"marker": marker, "files": new, "outputs": list(outputs)}), encoding="utf-8")
+    for fh in stage.iterdir():  # everything on disk before the commit point
         with open(fh, "rb") as f:
             os.fsync(f.fileno())
-    new = {p.name for p in stage.iterdir()}
-    (folder / marker).unlink(missing_ok=True)
-    for name in outputs:  # an earlier run's file this run does not write must not stay beside it
+    pending = folder / COMMIT_DIR
+    shutil.rmtree(pending, ignore_errors=True)  # claim_folder rolled any earlier one forward; this is debris
+    os.replace(stage, pending)  # the commit point
+    _fsync_dir(folder)
+    _roll_forward(folder)
+
+
+def _roll_forward(folder: Path) -> None:
+    """Finish a pending commit in ``folder`` (idempotent: each step may have happened already)."""
+    pending = folder / COMMIT_DIR
+    try:
+        plan = json.loads((pending / COMMIT_LIST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # none, or killed before its commit point: nothing was committed
+        shutil.rmtree(pending, ignore_errors=True)
+        return
+    marker, new = plan["marker"], set(plan["files"])
+    if (pending / marker).exists():  # the new marker not moved in yet: the old one must not vouch
+        (folder / marker).unlink(missing_ok=True)
+    for name in plan["outputs"]:  # an earlier run's file this run does not write must not stay beside it
         if name not in new:
             (folder / name).unlink(missing_ok=True)
     for name in sorted(new - {marker}):
-        os.replace(stage / name, folder / name)
-    if marker in new:
-        os.replace(stage / marker, folder / marker)
+        if (pending / name).exists():
+            os.replace(pending / name, folder / name)
+    if (pending / marker).exists():
+        os.replace(pending / marker, folder / marker)
+    _fsync_dir(folder)
+    shutil.rmtree(pending, ignore_errors=True)
+
+
+def _fsync_dir(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)

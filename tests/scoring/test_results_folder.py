@@ -88,3 +88,59 @@ def test_the_api_shares_this_process_claim_and_refuses_streams(tmp_path):
 
     with pytest.raises(InputError, match="writes a folder of files"):
         claim_folder("-", (), overwrite=True)
+
+
+def test_a_run_killed_while_moving_its_files_in_is_rolled_forward(tmp_path, monkeypatch):
+    """After the commit point a kill leaves the folder mid-move; the next claim finishes the moves."""
+    import negvocab.outdir as outdir
+
+    folder = tmp_path / "res"
+    outputs = ("results.json", "results.csv", "scores.csv", "old_only.csv")
+    with outdir.staged_folder(folder, outputs, "results.json", overwrite=False) as stage:
+        for name in ("results.json", "results.csv", "scores.csv", "old_only.csv"):
+            (stage / name).write_text(f"old {name}")
+    real_replace, moved = os.replace, []
+
+    def dies_after_one_move(src, dst):
+        if Path(src).parent.name == outdir.COMMIT_DIR and moved:
+            raise KeyboardInterrupt  # killed here: one file moved in, the rest still pending
+        if Path(src).parent.name == outdir.COMMIT_DIR:
+            moved.append(Path(dst).name)
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(outdir.os, "replace", dies_after_one_move)
+    with pytest.raises(KeyboardInterrupt), outdir.staged_folder(folder, outputs, "results.json", overwrite=True) as stage:
+        for name in ("results.json", "results.csv", "scores.csv"):
+            (stage / name).write_text(f"new {name}")
+    monkeypatch.setattr(outdir.os, "replace", real_replace)
+    assert moved == ["results.csv"] and not (folder / "results.json").exists()  # mid-move: no marker vouches
+    assert (folder / outdir.COMMIT_DIR).is_dir()
+    claim = outdir.claim_folder(folder, outputs, overwrite=True)  # the next run rolls the commit forward
+    claim.release()
+    assert sorted(p.name for p in folder.iterdir()) == ["results.csv", "results.json", "scores.csv"]
+    assert all((folder / n).read_text() == f"new {n}" for n in ("results.csv", "results.json", "scores.csv"))
+
+
+def test_a_run_killed_before_its_commit_point_keeps_the_earlier_run(tmp_path, monkeypatch):
+    import negvocab.outdir as outdir
+
+    folder = tmp_path / "res"
+    outputs = ("results.json", "results.csv")
+    with outdir.staged_folder(folder, outputs, "results.json", overwrite=False) as stage:
+        for name in outputs:
+            (stage / name).write_text(f"old {name}")
+    real_replace = os.replace
+
+    def dies_at_commit_point(src, dst):
+        if Path(dst).name == outdir.COMMIT_DIR:
+            raise KeyboardInterrupt
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(outdir.os, "replace", dies_at_commit_point)
+    with pytest.raises(KeyboardInterrupt), outdir.staged_folder(folder, outputs, "results.json", overwrite=True) as stage:
+        for name in outputs:
+            (stage / name).write_text(f"new {name}")
+    monkeypatch.undo()
+    outdir.claim_folder(folder, outputs, overwrite=True).release()
+    assert sorted(p.name for p in folder.iterdir()) == ["results.csv", "results.json"]
+    assert all((folder / n).read_text() == f"old {n}" for n in outputs)
