@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CleanResult", "clean_label", "clean_labels", "clean_labels_report", "is_plain", "parse_label_list", "split_glued"]
+__all__ = ["CleanResult", "clean_label", "clean_labels", "clean_labels_report", "is_plain", "parse_label_list", "raw_items", "split_glued"]
 
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 _WS = re.compile(r"\s+")
