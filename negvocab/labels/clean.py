@@ -91,7 +91,18 @@ _SENTENCE_WORDS = frozenset(
 )
 _SENTENCE_STARTS = frozenset("here these this i sure certainly note okay ok".split())
 _CLOSING = re.compile(r"^(?:i\s+)?(?:hope (?:this|that|it|these) helps?|let me know|feel free|happy to help)\b", re.I)
-_INTERJECTIONS = frozenset("certainly sure okay ok yes absolutely alright great hello hi note done".split())
+# chatter around an answer (interjections, apologies, refusals, an error message's first word): never a label
+_INTERJECTIONS = frozenset(
+    "certainly sure okay ok yes absolutely alright great hello hi note notes done sorry apologies thanks "
+    "indeed error warning unfortunately".split()
+    + ["here are", "here is", "here you go", "here they are", "here it is", "here goes", "of course", "sure thing",
+       "no problem", "thank you", "thanks a lot", "great question", "good question", "you're welcome", "you are welcome",
+       "got it", "as requested", "my apologies", "i apologize", "i apologise", "i'm sorry", "i am sorry", "i see"]
+)  # fmt: skip
+_CHATTER = re.compile(
+    r"^(?:as an? (?:ai|language model|large language model|assistant)\b|i(?:'m| am) (?:sorry|afraid|unable|not able)\b"
+    r"|i (?:cannot|can't|can not|won't|apologi[sz]e)\b|(?:sorry|apologies|my apologies|unfortunately|thank you|thanks)\b)"
+)  # a phrase that starts so apologises, refuses or thanks
 _KEEP_A = frozenset("la cappella capella priori posteriori fortiori kempis level".split())  # "a la carte", "a priori"
 _ABBREV = re.compile(r"(?:^|\s)(?:\S*\.\S+|al|cf|ibid|etc|inc|co|jr|sr|st|mr|mrs|dr|mt|ft|vs)$")  # "d.c.", "ph.d.", "et al."
 MAX_WORDS = 10
@@ -184,7 +195,7 @@ def _clean_one(s: str) -> str:
     if not s or not any(ch.isalnum() for ch in s):
         return ""
     words = s.split()
-    if _is_sentence(words) or s in _INTERJECTIONS:
+    if _is_sentence(words):
         return ""
     for _ in range(3):  # "the photo of a koi", "a photo of the koi"
         before = s
@@ -226,6 +237,9 @@ def _is_sentence(words: list[str]) -> bool:
     if len(words) > MAX_WORDS:
         return True
     bare = [w.strip(_STRIP) for w in words]
+    joined = " ".join(bare)
+    if joined in _INTERJECTIONS or _CHATTER.match(joined):
+        return True
     if len(bare) >= 3 and bare[0] in _SENTENCE_STARTS:
         return True
     return len(bare) >= 4 and any(w in _SENTENCE_WORDS for w in bare)
