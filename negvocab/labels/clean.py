@@ -31,11 +31,11 @@ import functools
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CleanResult", "clean_label", "clean_labels", "clean_labels_report", "is_plain", "parse_label_list", "raw_items", "split_glued"]
+__all__ = ["CleanResult", "clean_label", "clean_labels", "clean_labels_report", "is_plain", "parse_label_list", "raw_items", "split_glued", "written_plainly"]
 
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 _WS = re.compile(r"\s+")
@@ -273,13 +273,30 @@ class CleanResult:
         return {"changed": dict(self.changed), "dropped": list(self.dropped), "dropped_count": len(self.dropped)}
 
 
-def clean_labels_report(raw: Iterable[str]) -> CleanResult:
-    """Clean every raw label (glued items split); keep the raw -> clean map and the dropped ones."""
+def written_plainly(text: str) -> bool:
+    """Whether a label of a user's list is kept as written: a lower-case name without markup whose
+    cleaning would only drop a leading article ("the hague", "the star-spangled banner") or drop
+    it as chatter while it has at most three words ("note", "here and now"). Such a line is a name
+    a person (or WordNet) wrote on purpose; a decorated line ("1. **Trout** - a fish", "a photo
+    of a goldfish", "Koi", "red panda red panda") is cleaned."""
+    words = text.split()
+    if not words or text != " ".join(words):
+        return False
+    rest = words[1:] if len(words) > 1 and words[0] in ("a", "an", "the") else words
+    if not _PLAIN.match(" ".join(rest)):
+        return False
+    clean = clean_label(text)
+    return clean in (text, " ".join(rest)) or (not clean and len(words) <= 3)
+
+
+def clean_labels_report(raw: Iterable[str], *, keep: Callable[[str], bool] | None = None) -> CleanResult:
+    """Clean every raw label (glued items split); keep the raw -> clean map and the dropped ones.
+    ``keep``: raw labels for which it is true are taken as written (e.g. :func:`written_plainly`)."""
     out = CleanResult()
     seen: dict[str, None] = {}
     for item in raw:
         item = str(item)
-        parts = _clean_parts(item)
+        parts = [item] if keep is not None and keep(item) else _clean_parts(item)
         if not parts:
             if item.strip() and item not in out.dropped:
                 out.dropped.append(item)
