@@ -341,11 +341,15 @@ class Vocabulary(BaseModel):
     @classmethod
     def _from_candidates(cls, path: Path) -> Vocabulary:
         from negvocab.labels.candidates import load_candidates
+        from negvocab.labels.clean import CleanResult
         from negvocab.provenance import file_sha256
 
-        cands = load_candidates(path)
+        cleaning = CleanResult()
+        cands = load_candidates(path, cleaning)
         meta = {c.text: {"pos": c.pos} for c in cands}
-        settings = {"path": str(path), "format": "candidates", "file_sha256": file_sha256(path)}
+        settings: dict[str, Any] = {"path": str(path), "format": "candidates", "file_sha256": file_sha256(path)}
+        if cleaning.changed or cleaning.dropped:
+            settings["label_cleaning"] = cleaning.to_settings()
         return cls.from_labels([c.text for c in cands], source="file", meta=meta, settings=settings)
 
     @classmethod

@@ -423,8 +423,25 @@ def test_the_wordnet_pool_round_trips_through_a_text_file(tmp_path):
     vocab = Vocabulary.from_labels(labels, source="wordnet")
     path = vocab.save(tmp_path / "wordnet.txt")
     assert Vocabulary.load(path).labels == labels
-    # read as a hand-written list (no header), only the few labels cleaning changes differ
+    # read as a hand-written list (no header): WordNet's names are written plainly, none changes
     bare = [ln for ln in path.read_text(encoding="utf-8").splitlines() if not ln.startswith("#")]
     loaded = Vocabulary.from_text_lines(bare)
-    assert loaded.settings["label_cleaning"] == {"changed": {"'hood": "hood"}, "dropped": [], "dropped_count": 0}
-    assert loaded.labels == list(dict.fromkeys("hood" if x == "'hood" else x for x in labels))
+    assert loaded.labels == labels and "label_cleaning" not in loaded.settings
+
+
+def test_a_candidates_table_goes_through_the_normaliser(tmp_path):
+    from negvocab.labels.candidates import load_candidates
+    from negvocab.labels.clean import CleanResult
+
+    rows = ["text\tpos", "1. **Trout** - a fish\tn", "the hague\tn", "'hood\tn", "Sure!\tn", "Quick\ta", "rapeseed- granite boulder\tn"]
+    path = tmp_path / "cands.tsv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    cleaning = CleanResult()
+    cands = load_candidates(path, cleaning)
+    assert [(c.text, c.pos) for c in cands] == [
+        ("trout", "n"), ("the hague", "n"), ("'hood", "n"), ("quick", "a"), ("rapeseed", "n"), ("granite boulder", "n"),
+    ]  # fmt: skip
+    assert cleaning.dropped == ["Sure!"] and cleaning.changed["1. **Trout** - a fish"] == "trout"
+    vocab = Vocabulary.load(path)
+    assert vocab.labels == [c.text for c in cands] and vocab.meta["quick"]["pos"] == "a"
+    assert vocab.settings["label_cleaning"]["dropped"] == ["Sure!"]

@@ -275,18 +275,19 @@ class CleanResult:
 
 def written_plainly(text: str) -> bool:
     """Whether a label of a user's list is kept as written: a lower-case name without markup whose
-    cleaning would only drop a leading article ("the hague", "the star-spangled banner") or drop
+    cleaning would only drop a leading article ("the hague", "the star-spangled banner") or
+    apostrophe ("'hood"), or drop
     it as chatter while it has at most three words ("note", "here and now"). Such a line is a name
     a person (or WordNet) wrote on purpose; a decorated line ("1. **Trout** - a fish", "a photo
     of a goldfish", "Koi", "red panda red panda") is cleaned."""
     words = text.split()
     if not words or text != " ".join(words):
         return False
-    rest = words[1:] if len(words) > 1 and words[0] in ("a", "an", "the") else words
-    if not _PLAIN.match(" ".join(rest)):
+    rest = " ".join(words[1:] if len(words) > 1 and words[0] in ("a", "an", "the") else words).removeprefix("'")
+    if not _PLAIN.match(rest):  # a leading apostrophe is WordNet's ("'hood")
         return False
     clean = clean_label(text)
-    return clean in (text, " ".join(rest)) or (not clean and len(words) <= 3)
+    return clean in (text, rest) or (not clean and len(words) <= 3)
 
 
 def clean_labels_report(raw: Iterable[str], *, keep: Callable[[str], bool] | None = None) -> CleanResult:
