@@ -17,12 +17,17 @@ DECORATED = [
 ]
 
 
+def _build(tmp_path, synonym_filter, classes=2, **kw):
+    """A small GPT-sibling run against the fake server, in ``tmp_path / "run"``."""
+    return build_gpt_vocabulary(
+        "gpt-test", run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST,
+        concurrency=4, per_class=6, rounds=1, classes=classes, **kw,
+    )  # fmt: skip
+
+
 def test_decorated_answers_give_clean_filtered_labels(endpoint, tmp_path, synonym_filter):
     endpoint.state.extra_labels = DECORATED
-    vocab = build_gpt_vocabulary(
-        "gpt-test", run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST,
-        concurrency=4, per_class=6, rounds=1, classes=3,
-    )  # fmt: skip
+    vocab = _build(tmp_path, synonym_filter, classes=3)
     wnids = list(imagenet1k().wnids[:3])
     per_class = expected_merge(wnids, 1, 6, [])
     expected = list(dict.fromkeys([lab for w in wnids for lab in per_class[w]] + ["snow goose", "koi"]))
@@ -63,10 +68,7 @@ def _journaled_results(run_dir):
 
 def test_raw_items_reach_the_journal_and_the_cleaning_record(endpoint, tmp_path, synonym_filter):
     endpoint.state.extra_labels = DECORATED
-    vocab = build_gpt_vocabulary(
-        "gpt-test", run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST,
-        concurrency=4, per_class=6, rounds=1, classes=2,
-    )  # fmt: skip
+    vocab = _build(tmp_path, synonym_filter, classes=2)
     cleaning = vocab.settings["label_cleaning"]
     assert cleaning["changed"]["1. **Snow Goose** - a white bird of the tundra"] == "snow goose"
     assert cleaning["changed"]["a photo of a Koi"] == "koi"
@@ -84,10 +86,7 @@ def test_raw_items_reach_the_journal_and_the_cleaning_record(endpoint, tmp_path,
 def test_free_text_answers_journal_their_raw_lines(endpoint, tmp_path, synonym_filter):
     endpoint.state.kind = "free"  # no structured output: numbered lists, bullets, bold, prose
     endpoint.state.extra_labels = ["Sure! Here are some more", DECORATED[0]]
-    vocab = build_gpt_vocabulary(
-        "gpt-test", run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST,
-        concurrency=4, per_class=6, rounds=1, classes=2, response_format="text",
-    )  # fmt: skip
+    vocab = _build(tmp_path, synonym_filter, classes=2, response_format="text")
     assert "snow goose" in vocab.labels
     cleaning = vocab.settings["label_cleaning"]
     assert any(raw.endswith(DECORATED[0]) or raw == DECORATED[0] for raw in cleaning["changed"])
@@ -98,9 +97,8 @@ def test_journals_without_raw_items_still_build(endpoint, tmp_path, synonym_filt
     """A journal of an older negvocab (no ``raw_labels``, no line checksums) gives the same vocabulary."""
     import json
 
-    kw = dict(run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, concurrency=4, per_class=6, rounds=1, classes=2)
     endpoint.state.extra_labels = DECORATED
-    first = build_gpt_vocabulary("gpt-test", **kw)
+    first = _build(tmp_path, synonym_filter)
     path = tmp_path / "run" / "journal.jsonl"
     lines = []
     for line in path.read_text().splitlines():
@@ -109,7 +107,7 @@ def test_journals_without_raw_items_still_build(endpoint, tmp_path, synonym_filt
         rec.pop("raw_labels", None)  # as an older negvocab wrote it
         lines.append(json.dumps(rec, separators=(",", ":"), ensure_ascii=False).encode())
     path.write_bytes(b"\n".join(lines) + b"\n")
-    again = build_gpt_vocabulary("gpt-test", **kw)
+    again = _build(tmp_path, synonym_filter)
     assert again.labels == first.labels
     assert again.settings["label_cleaning"]["dropped"] == []  # the old journal never kept the echo
 
@@ -118,9 +116,6 @@ def test_a_key_the_model_echoes_never_reaches_the_journal(endpoint, tmp_path, sy
     from tests.llm.conftest import DUMMY_KEY, assert_no_key
 
     endpoint.state.extra_labels = [f"Key: {DUMMY_KEY}", f"{DUMMY_KEY} (the key you sent)"]
-    vocab = build_gpt_vocabulary(
-        "gpt-test", run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST,
-        concurrency=4, per_class=6, rounds=1, classes=2,
-    )  # fmt: skip
+    vocab = _build(tmp_path, synonym_filter, classes=2)
     assert_no_key(tmp_path / "run", texts=[repr(vocab.settings)])
     assert any("***" in raw for raw in vocab.settings["label_cleaning"]["changed"])
