@@ -45,6 +45,8 @@ SOURCES: tuple[str, ...] = ("wordnet", "gpt", "eoe", "oracle", "union", "file", 
 
 
 CAVEAT_LINE = "# not deployable: "  # how a .txt vocabulary file keeps its caveats
+#: the first line of a .txt vocabulary file negvocab writes: its labels are read back verbatim (not cleaned)
+VERBATIM_LINE = "# negvocab vocabulary: one label a line, read back as written"
 MAX_PROVENANCE = 20  # records of earlier writes kept in a file's settings["provenance"]
 ORACLE_CAVEAT = "built from the evaluated OOD benchmark's own labels: a lower bound on FPR@95, not a deployable detector"
 
@@ -296,7 +298,9 @@ class Vocabulary(BaseModel):
 
         The JSON file's ``settings["provenance"]`` gains a record of this write (versions, command
         line, time; :func:`negvocab.provenance.record`). A text file keeps the caveats as
-        ``# not deployable: KIND: NOTE`` lines, which :meth:`load` reads back.
+        ``# not deployable: KIND: NOTE`` lines, which :meth:`load` reads back, and starts with
+        :data:`VERBATIM_LINE` when cleaning would change a label ("'hood", "Trout"), so its labels read
+        back exactly, never cleaned as a hand-written list is.
         """
         path = Path(path)
         if path.suffix == ".txt":
@@ -305,7 +309,8 @@ class Vocabulary(BaseModel):
             for label in self.labels:  # a text file must read back as the same labels
                 if label != label.strip() or label.startswith("#") or len(label.splitlines()) != 1:
                     raise InputError(f"{path}: label {label!r} would not read back from a text file; save as .json")
-            header = "".join(f"{CAVEAT_LINE}{kind}: {' '.join(note.split())}\n" for kind, note in self.caveats.items())
+            verbatim = f"{VERBATIM_LINE}\n" if _clean_on_load(self.labels) != self.labels else ""
+            header = verbatim + "".join(f"{CAVEAT_LINE}{kind}: {' '.join(note.split())}\n" for kind, note in self.caveats.items())
             return write_text(path, header + "".join(f"{label}\n" for label in self.labels))
         from negvocab.provenance import record
 
@@ -336,11 +341,15 @@ class Vocabulary(BaseModel):
     @classmethod
     def _from_candidates(cls, path: Path) -> Vocabulary:
         from negvocab.labels.candidates import load_candidates
+        from negvocab.labels.clean import CleanResult
         from negvocab.provenance import file_sha256
 
-        cands = load_candidates(path)
+        cleaning = CleanResult()
+        cands = load_candidates(path, cleaning)
         meta = {c.text: {"pos": c.pos} for c in cands}
-        settings = {"path": str(path), "format": "candidates", "file_sha256": file_sha256(path)}
+        settings: dict[str, Any] = {"path": str(path), "format": "candidates", "file_sha256": file_sha256(path)}
+        if cleaning.changed or cleaning.dropped:
+            settings["label_cleaning"] = cleaning.to_settings()
         return cls.from_labels([c.text for c in cands], source="file", meta=meta, settings=settings)
 
     @classmethod
@@ -378,17 +387,34 @@ class Vocabulary(BaseModel):
             raise InputError(f"{path}: invalid vocabulary: {_first_error(e)}") from e
 
     @classmethod
-    def from_text_lines(cls, lines: Iterable[str], path: str | os.PathLike[str] = "<text>") -> Vocabulary:
-        """One label a line; blank lines and lines starting with ``#`` are skipped, repeats dropped."""
+    def from_text_lines(cls, lines: Iterable[str], path: str | os.PathLike[str] = "<text>", *, clean: bool = True) -> Vocabulary:
+        """One label a line; blank lines and lines starting with ``#`` are skipped, repeats dropped.
+
+        A hand-written list goes through the one label normaliser (:mod:`negvocab.labels.clean`):
+        decorated lines ("1. **Trout** - a fish", "a photo of a goldfish", "Koi") are cleaned, lines
+        that are no label (sentences, chatter) dropped, and both recorded in
+        ``settings["label_cleaning"]``; a line already written plainly ("the hague", "note") is kept as
+        it is (:func:`~negvocab.labels.clean.written_plainly`). A file negvocab wrote (first line
+        :data:`VERBATIM_LINE`) or ``clean=False`` reads the labels as written.
+        """
         lines = [line.strip() for line in lines]
-        labels = list(dict.fromkeys(s for s in lines if s and not s.startswith("#")))
-        for i, label in enumerate(labels, 1):
+        raw = list(dict.fromkeys(s for s in lines if s and not s.startswith("#")))
+        for i, label in enumerate(raw, 1):
             problem = label_problem(label)
             if problem:
                 raise InputError(f"{path}: label {i} {problem}")
+        settings: dict[str, Any] = {"path": str(path)}
+        labels = raw
+        if clean and VERBATIM_LINE not in lines[:1]:
+            report = _clean_on_load(raw, report=True)
+            labels = report.labels
+            if report.changed or report.dropped:
+                settings["label_cleaning"] = report.to_settings()
+                logger.info("%s: %d labels cleaned, %d lines dropped as no label (settings.label_cleaning)", path, len(report.changed), len(report.dropped))
+        if raw and not labels:
+            raise InputError(f"{path}: no labels, only sentences or chatter (e.g. {raw[0][:60]!r}); write one name a line")
         if not labels:
             raise InputError(f"{path}: the vocabulary file has no labels")
-        settings: dict[str, Any] = {"path": str(path)}
         if Path(path).is_file():
             from negvocab.provenance import file_sha256
 
@@ -429,6 +455,14 @@ def _accept_removal(doc: dict[str, Any], path: Path) -> dict[str, Any]:
         "settings": settings,
         "sha256": labels_hash(labels),
     }
+
+
+def _clean_on_load(labels: list[str], report: bool = False) -> Any:
+    """The labels a hand-written list of ``labels`` loads as (the :class:`CleanResult` with ``report``)."""
+    from negvocab.labels.clean import clean_labels_report, written_plainly
+
+    result = clean_labels_report(labels, keep=written_plainly)
+    return result if report else result.labels
 
 
 def label_problem(label: object) -> str:

@@ -355,3 +355,93 @@ def test_a_json_labels_string_is_not_a_list_of_letters(tmp_path):
     text.write_bytes(b"gadget\n\x00\n")
     with pytest.raises(InputError, match=r"v.txt: label 2 '\\x00' holds a control character"):
         Vocabulary.load(text)
+
+
+# -- hand-written lists go through the one label normaliser; saved lists read back as written -----
+MESSY = [
+    "# my negatives",
+    "1. **Trout** - a fish of cold rivers",
+    "a photo of a goldfish",
+    "Koi",
+    "red panda red panda",
+    "shetland pony (horse breed)",
+    "Here are some more labels that I thought would help you:",
+    "Sure!",
+    "the hague",  # written plainly: a name, kept as written
+    "koi",  # a repeat once cleaned
+]
+
+
+@pytest.mark.parametrize("form", ["txt", "json_list", "json_labels"])
+def test_a_messy_user_list_loads_clean(tmp_path, form):
+    if form == "txt":
+        path = tmp_path / "mine.txt"
+        path.write_text("\n".join(MESSY) + "\n", encoding="utf-8")
+    else:
+        items = [x for x in MESSY if not x.startswith("#")]
+        path = tmp_path / "mine.json"
+        path.write_text(json.dumps(items if form == "json_list" else {"labels": items}), encoding="utf-8")
+    vocab = Vocabulary.load(path)
+    assert vocab.labels == ["trout", "goldfish", "koi", "red panda", "shetland pony", "the hague"]
+    cleaning = vocab.settings["label_cleaning"]
+    assert cleaning["changed"]["1. **Trout** - a fish of cold rivers"] == "trout"
+    assert cleaning["changed"]["a photo of a goldfish"] == "goldfish"
+    assert cleaning["dropped"] == ["Here are some more labels that I thought would help you:", "Sure!"]
+    assert "the hague" not in cleaning["changed"]
+
+
+def test_a_list_of_chatter_only_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "mine.txt"
+    path.write_text("Sure! Here are the labels you asked for:\nI hope this helps!\n", encoding="utf-8")
+    with pytest.raises(InputError, match="no labels, only sentences or chatter") as e:
+        Vocabulary.load(path)
+    assert "\n" not in str(e.value)
+
+
+ODD_NAMES = ["the hague", "t. rex", "jack-o'-lantern", "'hood", "note", "here and now", "a cappella", "the star-spangled banner", "st. bernard"]
+
+
+@pytest.mark.parametrize("labels", [ODD_NAMES, ["Trout", "a photo of a goldfish", "red panda red panda", "Sure"]])
+def test_a_saved_text_list_reads_back_the_same_labels(tmp_path, labels):
+    vocab = Vocabulary.from_labels(labels, source="wordnet")
+    again = Vocabulary.load(vocab.save(tmp_path / "v.txt"))
+    assert again.labels == vocab.labels
+    assert again.sha256 == vocab.sha256
+    assert "label_cleaning" not in again.settings
+
+
+def test_a_plain_list_is_written_without_a_header(tmp_path):
+    path = Vocabulary.from_labels(["the hague", "koi", "note"], source="wordnet").save(tmp_path / "v.txt")
+    assert path.read_text(encoding="utf-8") == "the hague\nkoi\nnote\n"  # a plain file another tool reads as it is
+    assert Vocabulary.load(path).labels == ["the hague", "koi", "note"]
+
+
+def test_the_wordnet_pool_round_trips_through_a_text_file(tmp_path):
+    from negvocab.labels.candidates import wordnet_candidates
+
+    labels = list(dict.fromkeys(c.text for c in wordnet_candidates("neglabel")))
+    vocab = Vocabulary.from_labels(labels, source="wordnet")
+    path = vocab.save(tmp_path / "wordnet.txt")
+    assert Vocabulary.load(path).labels == labels
+    # read as a hand-written list (no header): WordNet's names are written plainly, none changes
+    bare = [ln for ln in path.read_text(encoding="utf-8").splitlines() if not ln.startswith("#")]
+    loaded = Vocabulary.from_text_lines(bare)
+    assert loaded.labels == labels and "label_cleaning" not in loaded.settings
+
+
+def test_a_candidates_table_goes_through_the_normaliser(tmp_path):
+    from negvocab.labels.candidates import load_candidates
+    from negvocab.labels.clean import CleanResult
+
+    rows = ["text\tpos", "1. **Trout** - a fish\tn", "the hague\tn", "'hood\tn", "Sure!\tn", "Quick\ta", "rapeseed- granite boulder\tn"]
+    path = tmp_path / "cands.tsv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    cleaning = CleanResult()
+    cands = load_candidates(path, cleaning)
+    assert [(c.text, c.pos) for c in cands] == [
+        ("trout", "n"), ("the hague", "n"), ("'hood", "n"), ("quick", "a"), ("rapeseed", "n"), ("granite boulder", "n"),
+    ]  # fmt: skip
+    assert cleaning.dropped == ["Sure!"] and cleaning.changed["1. **Trout** - a fish"] == "trout"
+    vocab = Vocabulary.load(path)
+    assert vocab.labels == [c.text for c in cands] and vocab.meta["quick"]["pos"] == "a"
+    assert vocab.settings["label_cleaning"]["dropped"] == ["Sure!"]

@@ -31,11 +31,11 @@ import functools
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CleanResult", "clean_label", "clean_labels", "clean_labels_report", "is_plain", "parse_label_list", "split_glued"]
+__all__ = ["CleanResult", "clean_label", "clean_labels", "clean_labels_report", "is_plain", "parse_label_list", "raw_items", "split_glued", "written_plainly"]
 
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 _WS = re.compile(r"\s+")
@@ -91,7 +91,18 @@ _SENTENCE_WORDS = frozenset(
 )
 _SENTENCE_STARTS = frozenset("here these this i sure certainly note okay ok".split())
 _CLOSING = re.compile(r"^(?:i\s+)?(?:hope (?:this|that|it|these) helps?|let me know|feel free|happy to help)\b", re.I)
-_INTERJECTIONS = frozenset("certainly sure okay ok yes absolutely alright great hello hi note done".split())
+# chatter around an answer (interjections, apologies, refusals, an error message's first word): never a label
+_INTERJECTIONS = frozenset(
+    "certainly sure okay ok yes absolutely alright great hello hi note notes done sorry apologies thanks "
+    "indeed error warning unfortunately".split()
+    + ["here are", "here is", "here you go", "here they are", "here it is", "here goes", "of course", "sure thing",
+       "no problem", "thank you", "thanks a lot", "great question", "good question", "you're welcome", "you are welcome",
+       "got it", "as requested", "my apologies", "i apologize", "i apologise", "i'm sorry", "i am sorry", "i see"]
+)  # fmt: skip
+_CHATTER = re.compile(
+    r"^(?:as an? (?:ai|language model|large language model|assistant)\b|i(?:'m| am) (?:sorry|afraid|unable|not able)\b"
+    r"|i (?:cannot|can't|can not|won't|apologi[sz]e)\b|(?:sorry|apologies|my apologies|unfortunately|thank you|thanks)\b)"
+)  # a phrase that starts so apologises, refuses or thanks
 _KEEP_A = frozenset("la cappella capella priori posteriori fortiori kempis level".split())  # "a la carte", "a priori"
 _ABBREV = re.compile(r"(?:^|\s)(?:\S*\.\S+|al|cf|ibid|etc|inc|co|jr|sr|st|mr|mrs|dr|mt|ft|vs)$")  # "d.c.", "ph.d.", "et al."
 MAX_WORDS = 10
@@ -184,7 +195,7 @@ def _clean_one(s: str) -> str:
     if not s or not any(ch.isalnum() for ch in s):
         return ""
     words = s.split()
-    if _is_sentence(words) or s in _INTERJECTIONS:
+    if _is_sentence(words):
         return ""
     for _ in range(3):  # "the photo of a koi", "a photo of the koi"
         before = s
@@ -226,6 +237,9 @@ def _is_sentence(words: list[str]) -> bool:
     if len(words) > MAX_WORDS:
         return True
     bare = [w.strip(_STRIP) for w in words]
+    joined = " ".join(bare)
+    if joined in _INTERJECTIONS or _CHATTER.match(joined):
+        return True
     if len(bare) >= 3 and bare[0] in _SENTENCE_STARTS:
         return True
     return len(bare) >= 4 and any(w in _SENTENCE_WORDS for w in bare)
@@ -259,13 +273,31 @@ class CleanResult:
         return {"changed": dict(self.changed), "dropped": list(self.dropped), "dropped_count": len(self.dropped)}
 
 
-def clean_labels_report(raw: Iterable[str]) -> CleanResult:
-    """Clean every raw label (glued items split); keep the raw -> clean map and the dropped ones."""
+def written_plainly(text: str) -> bool:
+    """Whether a label of a user's list is kept as written: a lower-case name without markup whose
+    cleaning would only drop a leading article ("the hague", "the star-spangled banner") or
+    apostrophe ("'hood"), or drop
+    it as chatter while it has at most three words ("note", "here and now"). Such a line is a name
+    a person (or WordNet) wrote on purpose; a decorated line ("1. **Trout** - a fish", "a photo
+    of a goldfish", "Koi", "red panda red panda") is cleaned."""
+    words = text.split()
+    if not words or text != " ".join(words):
+        return False
+    rest = " ".join(words[1:] if len(words) > 1 and words[0] in ("a", "an", "the") else words).removeprefix("'")
+    if not _PLAIN.match(rest):  # a leading apostrophe is WordNet's ("'hood")
+        return False
+    clean = clean_label(text)
+    return clean in (text, rest) or (not clean and len(words) <= 3)
+
+
+def clean_labels_report(raw: Iterable[str], *, keep: Callable[[str], bool] | None = None) -> CleanResult:
+    """Clean every raw label (glued items split); keep the raw -> clean map and the dropped ones.
+    ``keep``: raw labels for which it is true are taken as written (e.g. :func:`written_plainly`)."""
     out = CleanResult()
     seen: dict[str, None] = {}
     for item in raw:
         item = str(item)
-        parts = _clean_parts(item)
+        parts = [item] if keep is not None and keep(item) else _clean_parts(item)
         if not parts:
             if item.strip() and item not in out.dropped:
                 out.dropped.append(item)

@@ -26,7 +26,7 @@ from typing import Any
 
 from negvocab.atomic import write_bytes
 from negvocab.errors import ResourceError
-from negvocab.llm.client import Answer, BadAnswer, LLMClient, add_usage, labels_from_message
+from negvocab.llm.client import Answer, BadAnswer, LLMClient, add_usage, read_answer
 from negvocab.llm.formats import messages_for, request_format, snippet
 from negvocab.llm.journal import Journal
 from negvocab.llm.prompts import PromptTemplate
@@ -65,11 +65,12 @@ def interpret_line(line: dict[str, Any], req: Request, mode: str = "json_schema"
     try:
         if choices and choices[0].get("finish_reason") == "length":
             raise BadAnswer("answer cut off at the token limit", "invalid")
-        labels = labels_from_message(message.get("content"), message.get("refusal"), None, req.n, req.min_labels, mode)
+        labels, raw = read_answer(message.get("content"), message.get("refusal"), None, req.n, req.min_labels, mode)
     except BadAnswer as e:
         text = snippet(e.text) if e.text else None  # the caller masks secrets (LLMClient.scrub)
-        return Answer(e.status, e.labels, usage, response.get("request_id"), body.get("model"), error=str(e), mode=mode, snippet=text), str(e)
-    return Answer("ok", labels, usage, response.get("request_id"), body.get("model"), mode=mode), ""
+        bad = Answer(e.status, e.labels, usage, response.get("request_id"), body.get("model"), error=str(e), mode=mode, snippet=text, raw_labels=e.raw)
+        return bad, str(e)
+    return Answer("ok", labels, usage, response.get("request_id"), body.get("model"), mode=mode, raw_labels=raw), ""
 
 
 def _failures(journal: Journal) -> Counter[str]:
@@ -283,6 +284,8 @@ async def run_batch(
             error = client.scrub(error)
             if answer is not None and answer.snippet:
                 answer.snippet = client.scrub(answer.snippet)
+            if answer is not None:
+                answer.raw_labels = client.scrub_items(answer.raw_labels)
             final = fails[cid] + 1 >= max_submissions
             if answer is not None and (answer.status in ("ok", "refused") or final):
                 answer.attempts = fails[cid] + 1

@@ -47,6 +47,7 @@ from negvocab.llm.formats import (  # noqa: F401 (RESPONSE_FORMAT, LabelList, la
     likely_fix,
     messages_for,
     raw_answer,
+    read_answer,
     rejects_format,
     request_format,
     snippet,
@@ -76,6 +77,7 @@ class Answer:
     error: str | None = None
     mode: str | None = None  # the response format it was asked in
     snippet: str | None = None  # the start of an unusable answer, secrets masked
+    raw_labels: list[str] | None = None  # the answer's items before cleaning (journaled where they differ)
 
 
 CONNECT_TIMEOUT_S = 10.0
@@ -323,7 +325,13 @@ class LLMClient:
 
     def _failed_answer(self, status: str, tries: _Tries, error: str, bad: BadAnswer | None = None, labels: list[str] | None = None) -> Answer:
         text = snippet(self.scrub(bad.text)) if bad is not None and bad.text else None
-        return Answer(status, list(tries.best if labels is None else labels), dict(tries.usage), None, tries.model, tries.total, error, self.mode, text)
+        raw = tries.best_raw if labels is None or labels is tries.best else bad.raw if bad is not None else None
+        kept = list(tries.best if labels is None else labels)
+        return Answer(status, kept, dict(tries.usage), None, tries.model, tries.total, error, self.mode, text, self.scrub_items(raw))
+
+    def scrub_items(self, raw: list[str] | None) -> list[str] | None:
+        """An answer's raw items for the journal, secrets masked (a model may echo what it was sent)."""
+        return [self.scrub(str(x)) for x in raw] if raw else None
 
     def _should_stop(self, tries: _Tries, exc: BaseException | None) -> bool:
         if self._draining or self._failed is not None:
@@ -401,7 +409,7 @@ class LLMClient:
         add_usage(tries.usage, completion.usage)  # every answer is billed, usable or not
         tries.model = completion.model or tries.model
         try:
-            labels, mode = self._read(completion, n, tries, mode)
+            labels, raw, mode = self._read(completion, n, tries, mode)
         except BadAnswer as e:
             self._unusable(e, tries)
             if e.status == "refused":
@@ -411,11 +419,11 @@ class LLMClient:
                 return ans
             tries.content += 1
             if len(e.labels) > len(tries.best):
-                tries.best = list(e.labels)
+                tries.best, tries.best_raw = list(e.labels), e.raw
             raise
         self.proven = self.format_seen = True
         self._probe_changed.set()
-        return Answer("ok", labels, dict(tries.usage), _request_id(completion), completion.model, mode=mode)
+        return Answer("ok", labels, dict(tries.usage), _request_id(completion), completion.model, mode=mode, raw_labels=self.scrub_items(raw))
 
     async def _create(self, messages: list[dict[str, str]], mode: str, headers: dict[str, str] | None, tries: _Tries) -> Any:
         """The SDK call in ``mode``, within what is left of the request's deadline."""
@@ -438,8 +446,8 @@ class LLMClient:
         finally:
             self.in_flight -= 1
 
-    def _read(self, completion: Any, n: int, tries: _Tries, mode: str) -> tuple[list[str], str]:
-        """The labels of an answer asked in ``mode``, and the mode it was read in: in ``auto`` mode,
+    def _read(self, completion: Any, n: int, tries: _Tries, mode: str) -> tuple[list[str], list[str], str]:
+        """The labels of an answer asked in ``mode``, its raw items, and the mode it was read in: in ``auto`` mode,
         a first answer that is not the schema's JSON moves the run to ``json_object`` (the server
         ignores the format) and is read so."""
         if not completion.choices:
@@ -453,7 +461,7 @@ class LLMClient:
             raise BadAnswer("answer withheld by the content filter", "refused", kind="refused", text=content)
         refusal = getattr(message, "refusal", None)
         try:
-            labels = labels_from_message(content, refusal, None, n, tries.need, mode)
+            labels, raw = read_answer(content, refusal, None, n, tries.need, mode)
         except BadAnswer as e:
             if e.kind == "short":
                 self.format_seen = True
@@ -462,7 +470,7 @@ class LLMClient:
                 raise  # broken JSON is an attempt at the schema cut short, not a server ignoring it
             read_as = self.mode if moved else NEXT[mode]
             try:
-                labels = labels_from_message(content, refusal, None, n, tries.need, read_as)
+                labels, raw = read_answer(content, refusal, None, n, tries.need, read_as)
             except BadAnswer as again:
                 if again.kind != "short" and not moved:
                     raise e from None  # no list in any form: an unusable answer, not a format to leave
@@ -471,8 +479,8 @@ class LLMClient:
                 raise
             if not moved:
                 self._switch(read_as, "its answers are not the JSON schema's (the server ignores response_format)")
-            return labels, read_as
-        return labels, mode
+            return labels, raw, read_as
+        return labels, raw, mode
 
     def _switch_on_rejection(self, e: Exception, mode: str) -> bool:
         """In ``auto`` mode, whether ``e`` is the server refusing ``mode`` (then the run moves on)."""
@@ -581,6 +589,7 @@ class _Tries:
     content: int = 0
     usage: dict[str, int] = field(default_factory=dict)
     best: list[str] = field(default_factory=list)  # the longest short list answered so far
+    best_raw: list[str] | None = None  # its raw items
     deadline: float = float("inf")  # time.monotonic() by which the request gives up
     model: str | None = None  # the model as the server named it
 

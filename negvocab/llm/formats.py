@@ -96,19 +96,15 @@ class BadAnswer(Exception):
     :func:`likely_fix`); ``text`` is what the server answered (may hold secrets: mask before showing).
     """
 
-    def __init__(self, message: str, status: str, labels: list[str] | None = None, *, kind: str = "invalid", text: str | None = None) -> None:
+    def __init__(
+        self, message: str, status: str, labels: list[str] | None = None, *, kind: str = "invalid", text: str | None = None, raw: list[str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.labels = labels or []
         self.kind = kind
         self.text = text
-
-
-def _cleaned(raw: list[str]) -> list[str]:
-    """The labels of a structured answer through the one label normaliser, repeats dropped."""
-    from negvocab.labels.clean import clean_label
-
-    return list(dict.fromkeys(label for label in map(clean_label, raw) if label))
+        self.raw = raw  # the raw items ``labels`` were cleaned from (a short answer)
 
 
 def labels_from_message(
@@ -116,27 +112,37 @@ def labels_from_message(
 ) -> list[str]:
     """The cleaned labels of one answer read as ``mode`` asks; raises :class:`BadAnswer` when it
     is not usable (``kind="not_schema"`` when a ``json_schema`` answer is not the schema's JSON)."""
+    return read_answer(content, refusal, parsed, n, min_labels, mode)[0]
+
+
+def read_answer(
+    content: str | None, refusal: str | None, parsed: LabelList | None, n: int, min_labels: int, mode: str = "json_schema"
+) -> tuple[list[str], list[str]]:
+    """:func:`labels_from_message`, and the answer's raw items the labels were cleaned from (for the
+    journal: the raw strings stay there, so a vocabulary's provenance can list what cleaning changed
+    and dropped)."""
+    from negvocab.labels.clean import clean_labels, raw_items
+
     if refusal:
         raise BadAnswer(f"refused: {refusal[:200]}", "refused", kind="refused", text=refusal)
     if parsed is None and not (content or "").strip():
         raise BadAnswer("empty answer", "invalid", kind="empty", text=content)
     if parsed is not None:
-        labels = _cleaned(parsed.labels)
+        raw = list(parsed.labels)
     elif mode == "json_schema":
         try:
-            labels = _cleaned(LabelList.model_validate_json(content or "").labels)
+            raw = LabelList.model_validate_json(content or "").labels
         except ValidationError as e:
             msg = e.errors()[0].get("msg", "invalid")
             raise BadAnswer(f"answer is not a LabelList: {msg}", "invalid", kind="not_schema", text=content) from e
     else:
-        from negvocab.labels.clean import parse_label_list
-
-        labels = parse_label_list(content or "")
-        if not labels:
-            raise BadAnswer(f"no list of names in the answer ({mode} mode)", "invalid", kind="not_list", text=content)
+        raw = raw_items(content or "")
+    labels = clean_labels(raw)  # the one label normaliser (negvocab.labels.clean), glued items split
+    if not labels and mode != "json_schema" and parsed is None:
+        raise BadAnswer(f"no list of names in the answer ({mode} mode)", "invalid", kind="not_list", text=content)
     if len(labels) < min_labels:
-        raise BadAnswer(f"{len(labels)} distinct labels, asked for {n}", "short", labels, kind="short", text=content)
-    return labels
+        raise BadAnswer(f"{len(labels)} distinct labels, asked for {n}", "short", labels, kind="short", text=content, raw=raw)
+    return labels, raw
 
 
 def likely_fix(kind: str, mode: str, requested: str, model: str, got: int = 0) -> str:

@@ -103,6 +103,9 @@ def result_record(req: Request, answer: Answer, template: PromptTemplate, *, mod
         "mode": mode,
         "response_format": answer.mode,
         **({"snippet": answer.snippet} if answer.snippet else {}),
+        # the answer's items before cleaning, where cleaning changed them (read again by
+        # negvocab.llm.text.reclean_results: the vocabulary's provenance lists raw -> clean and the drops)
+        **({"raw_labels": answer.raw_labels} if answer.raw_labels and answer.raw_labels != answer.labels else {}),
         "time": round(time.time(), 3),
         **extra,
     }
