@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from negvocab.errors import InputError
+from negvocab.scoring import inputs
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 
@@ -190,16 +191,16 @@ class _Scorer:
         self.method = method
         self.v, self.t = v, t
         self.neg = n
-        self.tau = S._positive(params.get("tau", 0.01), "tau")
+        self.tau = inputs.positive(params.get("tau", 0.01), "tau")
         self.groups = params.get("groups", 100)
         self.grouping = params.get("grouping", "stratified")
         self.seed = params.get("seed", 0)
-        self.beta = S._finite(params.get("beta", 0.25), "beta")
+        self.beta = inputs.finite(params.get("beta", 0.25), "beta")
         if method == "eoe":
-            self.temp = S._positive(params.get("T", 1.0), "T")
+            self.temp = inputs.positive(params.get("T", 1.0), "T")
         else:
             pt = params.get("penalty_T")
-            self.temp = self.tau if pt is None else S._positive(pt, "penalty_T")
+            self.temp = self.tau if pt is None else inputs.positive(pt, "penalty_T")
         self.chunk_size = params.get("chunk_size")
         self.state = self._pass(n)
 
@@ -228,7 +229,7 @@ class _Scorer:
             pad = (flat < 0).view(index.shape)
         v, t = self.v, self.t
         width = lay.shape[0] if lay is not None else m
-        step = S._chunk_rows(len(v), t.shape[0] + width, v.element_size(), self.chunk_size)
+        step = inputs.chunk_rows(len(v), t.shape[0] + width, v.element_size(), self.chunk_size)
         parts: dict[str, list[torch.Tensor]] = {k: [] for k in ("a", "b", "lse_id", "max_id", "lse_neg", "max_neg")}
         for i in range(0, len(v), step):
             vc = v[i : i + step]
@@ -364,11 +365,11 @@ def _setup(
         images = np.concatenate([np.asarray(id_img), np.asarray(ood_img)])
     if n_id == 0 or len(images) == n_id:
         raise InputError("marginal gains need both ID and OOD image embeddings")
-    v, t, n = S._prepare(images, id_emb, neg_emb, params.get("device"), need_neg=True, method=method)
+    v, t, n = inputs.prepare(images, id_emb, neg_emb, params.get("device"), need_neg=True, method=method)
     assert n is not None
-    c = S._as_tensor(cand_emb, "cand_emb", 2, v.device, v.dtype)
-    S._check_dims(image_emb=v, cand_emb=c)
-    S._check_unit_rows(c, "cand_emb")
+    c = inputs.as_tensor(cand_emb, "cand_emb", 2, v.device, v.dtype)
+    inputs.check_dims(image_emb=v, cand_emb=c)
+    inputs.check_unit_rows(c, "cand_emb")
     return _Scorer(method, v, t, n, params), c, n_id
 
 
