@@ -136,16 +136,18 @@ class Coverage:
         (out / "coverage.json").unlink(missing_ok=True)
         cols = [
             "label", "n_images", "exact", "covered_by", "nearest", "nearest_cosine", "passing", "passing_share",
-            "taken_for", "fired", "fpr_with", "fpr_gain", "auroc_with", "auroc_gain",
+            "taken_for", "fired", "fpr_with", "fpr_gain", "auroc_with", "auroc_gain", "random_weights",
         ]  # fmt: skip
-        flat = [{**c, "fired": "; ".join(f"{f['label']} ({f['count']})" for f in c["fired"])} for c in self.classes]
+        rw = self.random_weights  # carried by every CSV row: the file is read without coverage.json
+        flat = [{**c, "fired": "; ".join(f"{f['label']} ({f['count']})" for f in c["fired"]), "random_weights": rw} for c in self.classes]
         write_text(out / "coverage.csv", _csv_text(flat, cols))
         write_text(out / "confusions.csv", _csv_text(self.confusions, ["ood_class", "id_class", "count", "mean_score"]))
         write_json(out / "coverage_images.json", {"random_weights": self.random_weights, "images": self.images})
         curve = repair or self.oracle_repair
         doc: dict[str, Any] = {**self.meta, "summary": self.summary, "classes": self.classes, "confusions": self.confusions}
         if curve is not None:
-            write_text(out / "repair.csv", _csv_text(curve.rows, ["step", "label", "fpr", "auroc", "fpr_gain"]))
+            marked = [{**r, "oracle": curve.oracle, "random_weights": rw} for r in curve.rows]  # ORACLE said in the CSV too
+            write_text(out / "repair.csv", _csv_text(marked, ["step", "label", "fpr", "auroc", "fpr_gain", "oracle", "random_weights"]))
             curve.plot(out / "repair.png", random_weights=self.random_weights)
             doc["repair"] = {"rows": curve.rows, "oracle": curve.oracle, "note": curve.meta.get("note", "candidate pool (deployable)")}
         write_json(out / "coverage.json", json.loads(json.dumps(doc, default=str)))

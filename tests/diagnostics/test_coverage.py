@@ -142,6 +142,19 @@ def test_to_frame_and_write(cov, tmp_path):
         assert (out / name).is_file(), name
 
 
+def test_written_csvs_say_oracle_and_random_weights_on_every_row(cov, tmp_path):
+    import csv
+
+    out = cov.write(tmp_path / "cov")  # the fake model has random weights; the default curve is the oracle one
+    repair = list(csv.DictReader((out / "repair.csv").open()))
+    assert repair and all(r["oracle"] == "True" and r["random_weights"] == "True" for r in repair)
+    classes = list(csv.DictReader((out / "coverage.csv").open()))
+    assert classes and all(r["random_weights"] == "True" for r in classes)
+    pool = cov.repair(2, pool=["tayra", "lynx"])
+    out2 = cov.write(tmp_path / "pool", repair=pool)
+    assert {r["oracle"] for r in csv.DictReader((out2 / "repair.csv").open())} == {"False"}
+
+
 def test_an_unlabelled_ood_set_is_refused():
     vlm, vocab, id_set, ood_set = _case()
     with pytest.raises(InputError, match="has no labels"):
