@@ -63,7 +63,7 @@ def subsample_cmd(
     out.mkdir(parents=True, exist_ok=True)
     with writing(out):
         (out / "subsample.json").unlink(missing_ok=True)
-        write_text(out / "subsample.csv", _csv_text(rows, list(rows[0])))
+        write_text(out / "subsample.csv", _csv_text([{**r, "random_weights": random} for r in rows], [*rows[0], "random_weights"]))
         title = "OOD subsampling" + ("  [RANDOM WEIGHTS: meaningless]" if random else "")
         plot_subsample(rows, out / f"subsample.{plot_format}", title=title)
         write_json(out / "subsample.json", {"scores": str(scores), "random_weights": random, "seed": seed, "rows": rows})

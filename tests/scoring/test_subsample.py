@@ -108,6 +108,7 @@ def test_cli_reads_a_results_folder(scores, tmp_path):
 
     rows = list(csv.DictReader((tmp_path / "sub" / "subsample.csv").open()))
     assert len(rows) == 8 and {r["detector"] for r in rows} == set(s_ood)
+    assert {r["random_weights"] for r in rows} == {"True"}  # the CSV says so too, not only subsample.json
     want = negvocab.subsample(s_id, s_ood, sizes=[50, 100], draws=20)
     assert [float(r["sd"]) for r in rows] == pytest.approx([r["sd"] for r in want], abs=1e-12)
     assert (tmp_path / "sub" / "subsample.pdf").exists()
