@@ -262,7 +262,7 @@ def _vocab_info(v: Vocabulary) -> dict[str, Any]:
     if v.settings.get("oracle") and "oracle" not in caveats:
         caveats["oracle"] = "built from the benchmark's OOD labels"
     deployable = bool(getattr(v, "deployable", v.settings.get("deployable", not caveats)))
-    return {"size": len(v), "hash": v.short_hash, "source": v.source, "deployable": deployable and not caveats, "caveats": caveats}
+    return {"size": len(v), "hash": v.short_hash, "source": v.source, "deployable": deployable and not caveats, "caveats": caveats, "random_weights": v.random_weights}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -283,7 +283,7 @@ def cell_row(cfg: GridConfig, cell: Cell, s_id: np.ndarray, s_ood: np.ndarray, m
     return {
         "model": cell.model,
         "pretrained": None if model.random_weights else model.pretrained,
-        "random_weights": model.random_weights,
+        "random_weights": model.random_weights or bool(vinfo.get("random_weights")),  # or the vocabulary's builder
         "vocabulary": cell.vocabulary,
         "vocab_source": vinfo.get("source", ""),
         "vocab_size": vinfo.get("size", 0),

@@ -163,3 +163,20 @@ def test_mean_rows_carry_a_bootstrap_interval_of_the_mean(ran):
     row = next(r for r in res.table() if (r["model"], r["method"], r["convention"], r["ood_set"]) == ("TinyA", "mcm", "paper", "mean"))
     assert (row["fpr_ci_low"], row["fpr_ci_high"]) == pytest.approx((lo, hi), abs=1e-12)
     assert not np.isnan(row["auroc_ci_low"]) and not np.isnan(row["aupr_out_ci_high"])
+
+
+def test_a_vocabulary_built_with_random_weights_marks_rows_of_a_real_model(ran):
+    """A pretrained model scoring a vocabulary that a random-weight model mined is no real result."""
+    from negvocab.grid.config import ModelSpec
+    from negvocab.grid.run import Cell, _vocab_info, cell_row
+
+    res = ran[0]
+    rng = np.random.default_rng(0)
+    s_id, s_ood = rng.normal(size=30), rng.normal(size=20)
+    meth = res.config.methods[0].display
+    cell = Cell("Real", "mined", "oodA", meth, "paper", "0" * 32, "a", "b")
+    real = ModelSpec("ViT-B-32", pretrained="openai")
+    mined = negvocab.Vocabulary(labels=["tayra", "polecat"], source="mined", settings={"random_weights": True})
+    assert cell_row(res.config, cell, s_id, s_ood, real, _vocab_info(mined))["random_weights"] is True
+    clean = negvocab.Vocabulary(labels=["tayra", "polecat"], source="file")
+    assert cell_row(res.config, cell, s_id, s_ood, real, _vocab_info(clean))["random_weights"] is False
