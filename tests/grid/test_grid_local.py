@@ -180,3 +180,19 @@ def test_a_vocabulary_built_with_random_weights_marks_rows_of_a_real_model(ran):
     assert cell_row(res.config, cell, s_id, s_ood, real, _vocab_info(mined))["random_weights"] is True
     clean = negvocab.Vocabulary(labels=["tayra", "polecat"], source="file")
     assert cell_row(res.config, cell, s_id, s_ood, real, _vocab_info(clean))["random_weights"] is False
+
+
+def test_non_deployable_vocabularies_are_marked_in_pivots(ran, tmp_path):
+    from negvocab.grid.tables import GridResult
+
+    res = ran[0]
+    rows = [{**r, "deployable": False, "caveats": "oracle: OOD labels"} if r["vocabulary"] == "B" else r for r in res.rows]
+    marked = GridResult(rows, res.config, means=res.means)
+    out = marked.write(tmp_path / "w")
+    md = (out / "pivots.md").read_text()
+    b_part = md.split("### B /", 1)[1].split("###", 1)[0]
+    assert "Not deployable (oracle/transductive): B." in b_part
+    assert "Not deployable (oracle/transductive): B." in (out / "pivots.tex").read_text()
+    p = marked.pivot("fpr", rows="vocabulary", method=rows[0]["method"], convention="paper", model="TinyA")
+    assert "B (NOT deployable)" in p.index and "A@4" in p.index
+    assert "B (NOT deployable)" in p.to_markdown()
