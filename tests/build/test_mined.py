@@ -256,6 +256,7 @@ def test_cli_mines_with_a_real_model_and_flags_overlap(folders, tmp_path, monkey
     assert "NOT DEPLOYABLE" in r.output and "RANDOM weights" in r.output
     got = Vocabulary.load(out)
     assert len(got) == 2 and got.settings["deployable"] is False and got.settings["pool"] == str(pool)
+    assert got.random_weights is True and got.settings["random_weights"] is True  # results tables mark it
     emb = vlm.encode_images(str(mine))
     expected = build_mined_vocabulary(vlm, emb, str(pool), 2, id_classes=IdClasses.from_names(ID_NAMES, dataset=f"custom:{classes.name}"), top_k=2, templates="single")
     assert got.labels == expected.labels

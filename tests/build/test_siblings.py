@@ -208,6 +208,7 @@ def test_cli_builds_the_same_vocabulary(vlm, classes, tmp_path, monkeypatch):
     assert r.exit_code == 0, r.output
     assert "skipped 1 classes without a synset: my widget" in r.output and "RANDOM weights" in r.output
     got = Vocabulary.load(out)
+    assert got.random_weights is True and got.settings["random_weights"] is True  # results tables mark it
     expected = build_sibling_vocabulary(vlm, sibling_id_classes(ids), per_class=3, templates="single")
     assert got.labels == expected.labels and got.views == expected.views
     monkeypatch.setattr(cmd, "load_vlm", _no_model)
