@@ -171,6 +171,7 @@ def vocab_fields(vocab: Vocabulary | None) -> dict[str, Any]:
         "oracle": "oracle" in caveats,
         "deployable": not caveats,
         "caveats": ";".join(caveats),
+        **({"random_weights": True} if vocab.random_weights else {}),  # built by a random model: overrides the scoring model's False
     }
 
 

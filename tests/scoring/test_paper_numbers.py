@@ -189,3 +189,18 @@ def test_a_union_is_not_swept_without_an_explicit_order(sets, classes, vocab):
         run.sweep_vocabulary(FakeVLM(), id_set, a, union, "5,10", id_classes=classes, n_boot=0, **KW)
     res = run.sweep_vocabulary(FakeVLM(), id_set, a, union, "5,10", id_classes=classes, n_boot=0, order="given", **KW)
     assert [r["order"] for r in res.rows] == ["given", "given"] and res.meta["vocabulary"]["order"] == "given"
+
+
+def test_a_vocabulary_built_with_random_weights_marks_its_rows(sets, classes, vocab, tmp_path):
+    """Scored by a pretrained model, a vocabulary mined with random weights is still no real result."""
+
+    class RealVLM(FakeVLM):
+        pretrained, random_weights = "openai", False
+
+    id_set, a, _ = sets
+    mined = negvocab.Vocabulary.from_labels(["kite toy", "paper towel holder"], source="mined", settings={"random_weights": True})
+    ev = run.evaluate_vocabularies(RealVLM(), id_set, a, {"wn": vocab, "mined": mined}, ["neglabel"], id_classes=classes, n_boot=0, **KW)
+    assert {r["vocabulary"]: r["random_weights"] for r in ev.rows} == {"wn": False, "mined": True}
+    out = run.write_results(ev, tmp_path / "r")
+    table = {t["vocabulary"]: t["random_weights"] for t in csv.DictReader((out / "results.csv").open())}
+    assert table == {"wn": "False", "mined": "True"}
