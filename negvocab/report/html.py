@@ -347,12 +347,14 @@ def write_report(
         if ev is not None:  # labelled cards replace those of a score run in the same folder
             ctx["evasions"], ctx["flagged"] = ev, fl
             ctx["notes"] = [n for n in ctx["notes"] if n not in score_notes]
-    random = any(bool(m.get("random_weights")) for m in metas)
+    model_random = any(bool(m.get("random_weights")) for m in metas)
+    # rows also say so when their vocabulary was built with random weights (a pretrained model scored it)
+    random = model_random or any(isinstance(r, dict) and r.get("random_weights") is True for m in metas for r in (m.get("rows") or []))
     first = metas[0]
     tpr = float(first.get("tpr", 0.95))
     vocab = first.get("vocabulary") or first.get("vocabularies")
     meta = [
-        ("model", f"{first.get('model', '?')} ({'RANDOM weights' if random else first.get('pretrained') or 'weights?'})"),
+        ("model", f"{first.get('model', '?')} ({'RANDOM weights' if model_random else first.get('pretrained') or 'weights?'})"),
         ("method", first.get("method") or ", ".join(dict.fromkeys(r.get("method", "") for r in first.get("rows", [])))),
         ("vocabulary", _vocab_text(vocab)),
         ("convention / TPR", f"{first.get('convention', 'paper')} / {tpr}"),

@@ -208,6 +208,9 @@ def test_a_sweep_folder_and_a_damaged_results_file(tmp_path):
     text = write_report(folder).read_text()
     assert "Pool-size sweep" in text and "data:image/png;base64," in text and "oracle (M=5)" in text
     assert "random-weights-banner" not in text and "[50.00, 70.00]" in text
+    mined = [{**r, "random_weights": True} for r in rows]  # a vocabulary mined with random weights
+    (folder / "sweep.json").write_text(json.dumps({"model": "m", "pretrained": "openai", "random_weights": False, "method": "neglabel", "rows": mined}))
+    assert "random-weights-banner" in write_report(folder).read_text()
     (folder / "results.json").write_text("{not json")
     with pytest.raises(InputError, match="results.json: cannot be read"):
         write_report(folder)
