@@ -222,6 +222,8 @@ class GridResult:
         -3.10 points (range -5.20 to -0.40)"."""
         name, higher = METRICS[metric]
         rows = [r for r in self.table() if r["ood_set"] == ood_set and r["vocabulary"]]
+        bad = {r["vocabulary"] for r in rows if not r.get("deployable", True)}
+        shown = lambda v: f"{v} (NOT deployable)" if v in bad else v  # noqa: E731
         out = []
         for meth, conv in dict.fromkeys((r["method"], r["convention"]) for r in rows):
             mine = [r for r in rows if r["method"] == meth and r["convention"] == conv]
@@ -237,7 +239,7 @@ class GridResult:
                 win, lose, k, d = (a, b, a_wins, diff) if a_wins >= b_wins else (b, a, b_wins, -diff)
                 label = name.format(tpr=int(round(100 * mine[0]["tpr"])))
                 out.append(
-                    f"{win} beats {lose} for {k} of {len(models)} models ({label} on {ood_set}, {meth}, {conv}): "
+                    f"{shown(win)} beats {shown(lose)} for {k} of {len(models)} models ({label} on {ood_set}, {meth}, {conv}): "
                     f"mean difference {d.mean():+.2f} points (range {d.min():+.2f} to {d.max():+.2f})"
                 )
         if out and self.random_weights:

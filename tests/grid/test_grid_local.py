@@ -196,3 +196,6 @@ def test_non_deployable_vocabularies_are_marked_in_pivots(ran, tmp_path):
     p = marked.pivot("fpr", rows="vocabulary", method=rows[0]["method"], convention="paper", model="TinyA")
     assert "B (NOT deployable)" in p.index and "A@4" in p.index
     assert "B (NOT deployable)" in p.to_markdown()
+    said = (out / "comparisons.md").read_text()
+    assert "B (NOT deployable) beats" in said or "beats B (NOT deployable)" in said
+    assert all("A@4 (NOT" not in line for line in said.splitlines())
