@@ -57,7 +57,8 @@ def merge_rounds(results: Mapping[str, Mapping[str, Any]], keys: Sequence[str], 
     return per_key, failures
 
 
-def _stats(counts: Sequence[int]) -> dict[str, float]:
+def count_stats(counts: Sequence[int]) -> dict[str, float]:
+    """Min, mean and max of per-class (or per-chunk) label counts, as vocabulary settings hold them."""
     if not counts:
         return {"min": 0, "mean": 0.0, "max": 0}
     return {"min": min(counts), "mean": round(statistics.fmean(counts), 2), "max": max(counts)}
@@ -129,8 +130,8 @@ def vocabulary_from_results(
         "run_identity_sha256": run.identity_sha256,
         "unique_per_key": unique,
         "kept_per_key": kept_counts,
-        "unique_per_key_stats": _stats(list(unique.values())),
-        "kept_per_key_stats": _stats(list(kept_counts.values())),
+        "unique_per_key_stats": count_stats(list(unique.values())),
+        "kept_per_key_stats": count_stats(list(kept_counts.values())),
         "unique_labels": len(proposed),
         "synonym_filter": synonym_filter.report(kept, removed),
         "label_cleaning": cleaning.to_settings(),  # raw -> clean, and what was dropped as no label

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import os
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from negvocab.build.llm_merge import count_stats
 from negvocab.errors import InputError
 
 if TYPE_CHECKING:
@@ -343,8 +343,8 @@ def build_sibling_vocabulary(
         "selection": SELECTION,
         "unique_per_key": found,
         "kept_per_key": kept,
-        "unique_per_key_stats": _stats(list(found.values())),
-        "kept_per_key_stats": _stats(list(kept.values())),
+        "unique_per_key_stats": count_stats(list(found.values())),
+        "kept_per_key_stats": count_stats(list(kept.values())),
         "levels_used": _levels_used(relatives, views),
         "short_classes": sorted(w for w, n in kept.items() if n < per_class),
         "skipped": skipped,
@@ -390,8 +390,3 @@ def _levels_used(relatives: dict[str, list[Sibling]], views: dict[str, list[str]
             counts[str(deepest)] = counts.get(str(deepest), 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: int(kv[0])))
 
-
-def _stats(counts: list[int]) -> dict[str, float]:
-    if not counts:
-        return {"min": 0, "mean": 0.0, "max": 0}
-    return {"min": min(counts), "mean": round(statistics.fmean(counts), 2), "max": max(counts)}

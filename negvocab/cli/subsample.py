@@ -46,7 +46,7 @@ def subsample_cmd(
     """Mean and SD of FPR@95 over random subsets of n OOD images, the analytical FPC SD and the
     detectors' rank stability (the paper's Appendix C)."""
     from negvocab.atomic import write_json, write_text
-    from negvocab.scoring.run import _csv_text
+    from negvocab.scoring.run import csv_text
     from negvocab.scoring.subsample import plot_subsample, subsample
     from negvocab.scoring.sweep import parse_sizes
 
@@ -63,7 +63,7 @@ def subsample_cmd(
     out.mkdir(parents=True, exist_ok=True)
     with writing(out):
         (out / "subsample.json").unlink(missing_ok=True)
-        write_text(out / "subsample.csv", _csv_text([{**r, "random_weights": random} for r in rows], [*rows[0], "random_weights"]))
+        write_text(out / "subsample.csv", csv_text([{**r, "random_weights": random} for r in rows], [*rows[0], "random_weights"]))
         title = "OOD subsampling" + ("  [RANDOM WEIGHTS: meaningless]" if random else "")
         plot_subsample(rows, out / f"subsample.{plot_format}", title=title)
         write_json(out / "subsample.json", {"scores": str(scores), "random_weights": random, "seed": seed, "rows": rows})

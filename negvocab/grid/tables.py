@@ -25,7 +25,7 @@ import numpy as np
 
 from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.errors import InputError
-from negvocab.scoring.run import _csv_text
+from negvocab.scoring.run import csv_text
 
 if TYPE_CHECKING:
     from negvocab.grid.config import GridConfig
@@ -291,7 +291,7 @@ class GridResult:
         out = Path(out_dir or self.out_dir or ".")
         out.mkdir(parents=True, exist_ok=True)
         table = self.table()
-        write_text(out / "table.csv", _csv_text(table, COLUMNS))
+        write_text(out / "table.csv", csv_text(table, COLUMNS))
         self._write_parquet(out / "table.parquet", table)
         md, tex = [], []
         for vocab, meth, conv in dict.fromkeys((r["vocabulary"], r["method"], r["convention"]) for r in table):

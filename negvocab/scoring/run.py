@@ -64,6 +64,7 @@ RANDOM_WEIGHTS_WARNING = "RANDOM WEIGHTS: these numbers are meaningless (a dry r
 
 __all__ = [
     "RANDOM_WEIGHTS_WARNING",
+    "csv_text",
     "ID_EXPLAINED_MAX",
     "Evaluation",
     "SweepResult",
@@ -348,7 +349,8 @@ def _flat(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _csv_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+def csv_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    """CSV text of ``rows`` with ``columns`` in order (extra keys ignored): the one CSV writer of results tables."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
     w.writeheader()
@@ -423,7 +425,7 @@ def write_results(ev: Evaluation, out_dir: str | os.PathLike[str], *, overwrite:
 
 def _write_results_files(ev: Evaluation, out: Path) -> None:
     flat = [{**_flat(r), "params": json.dumps(r.get("params", {}))} for r in ev.rows]
-    write_text(out / "results.csv", _csv_text(flat, [*TABLE_COLUMNS, "params", "templates"]))
+    write_text(out / "results.csv", csv_text(flat, [*TABLE_COLUMNS, "params", "templates"]))
     arrays: dict[str, np.ndarray] = {
         "id_image_ids": np.array([i for i, _ in ev.id_images]),
         "id_paths": np.array([p for _, p in ev.id_images]),
@@ -446,7 +448,7 @@ def _write_results_files(ev: Evaluation, out: Path) -> None:
             per_image.append(
                 {"set": split, "ood_set": set_of[j], "image": iid, "path": path, "random_weights": ev.random_weights, **{k: repr(float(ev.scores[k][split][j])) for k in keys}}
             )
-    write_text(out / "scores.csv", _csv_text(per_image, ["set", "ood_set", "image", "path", "random_weights", *keys]))
+    write_text(out / "scores.csv", csv_text(per_image, ["set", "ood_set", "image", "path", "random_weights", *keys]))
     write_json(
         out / "explanations.json",
         {
@@ -587,6 +589,6 @@ def write_sweep(result: SweepResult, out_dir: str | os.PathLike[str], *, overwri
 
 def _write_sweep_files(result: SweepResult, out: Path) -> None:
     table = [{"kind": "sweep", **_flat(r)} for r in result.rows] + [{"kind": "reference", **_flat(r)} for r in result.references]
-    write_text(out / "sweep.csv", _csv_text(table, SWEEP_COLUMNS))
+    write_text(out / "sweep.csv", csv_text(table, SWEEP_COLUMNS))
     plot_sweep(result.rows, out / "sweep.png", references=result.references, random_weights=result.random_weights)
     write_json(out / "sweep.json", {**jsonable(result.meta), "rows": result.rows, "references": result.references})
