@@ -49,7 +49,7 @@ def main() -> None:
     import torch
 
     import negvocab
-    from negvocab.build.wordnet import farthest_first
+    from negvocab.builders.wordnet import farthest_first
     from negvocab.vlm.templates import PAPER8
 
     torch.set_num_threads(args.threads)

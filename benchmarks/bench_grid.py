@@ -22,7 +22,7 @@ from PIL import Image
 
 import negvocab
 import negvocab.vlm.images as vimg
-from negvocab.grid.run import load_model, open_sets
+from negvocab.grid.work import load_model, open_sets
 
 TINY = {
     "embed_dim": 64,

@@ -36,7 +36,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from negvocab import SynonymFilter
-    from negvocab.build.llm import gpt_run, vocabulary_from_results
+    from negvocab.builders.llm import gpt_run, vocabulary_from_results
 
     server = subprocess.Popen(
         [sys.executable, "-m", "tests.llm.fake_openai", "--latency", str(args.latency)],

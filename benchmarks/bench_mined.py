@@ -1,6 +1,6 @@
 """Mining at scale: 1,000,000 candidate labels x 50,000 images (embeddings, d=512), bounded memory.
 
-Runs ``negvocab.build.mined.mine_evidence`` (the embedding-level mining step) with the pool streamed
+Runs ``negvocab.builders.mined.mine_evidence`` (the embedding-level mining step) with the pool streamed
 in chunks, exact and approximate side by side, against the baseline that holds every candidate
 embedding in memory and runs one exact k-NN search (``negvocab.knn``). Prints time, peak resident
 memory, recall@k of each index against exact search (over every OOD-looking image, and as the
@@ -104,7 +104,7 @@ def main() -> None:
 
     import faiss
 
-    from negvocab.build.mined import mine_evidence
+    from negvocab.builders.mined import mine_evidence
     from negvocab.index import knn, recall_at_k
 
     if args.threads:

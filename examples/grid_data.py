@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from negvocab.scoring.demo import prepare_sample_images
+from negvocab.demo import prepare_sample_images
 
 HANDPICKED = """sofa
 mountain

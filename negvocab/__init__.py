@@ -5,7 +5,7 @@ The pipeline, one way: labels -> vocabularies -> embeddings -> scores -> metrics
 - ``imagenet1k()``, ``wordnet_candidates()``, ``SynonymFilter``  (negvocab.labels)
 - ``clean_label``, ``parse_label_list``                        (negvocab.labels.clean)
 - ``Vocabulary``                                                (negvocab.vocab)
-- ``build_wordnet_vocabulary``, ``build_gpt_vocabulary``, ...   (negvocab.build)
+- ``build_wordnet_vocabulary``, ``build_gpt_vocabulary``, ...   (negvocab.builders)
 - ``VLM`` (open_clip models, cached text/image embeddings)      (negvocab.vlm)
 - ``score``, ``sweep``, ``metrics``                             (negvocab.scoring)
 
@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
+
+from negvocab.provenance import negvocab_version
 
 # open_clip imports huggingface_hub, which imports tqdm.auto: in a notebook without ipywidgets that
 # warns "IProgress not found". negvocab draws its own bars (negvocab.progress), never the widget one.
 warnings.filterwarnings("ignore", message="IProgress not found", category=Warning)
 
-try:
-    __version__ = version("negvocab")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0+unknown"
+__version__ = negvocab_version()
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
@@ -39,7 +37,7 @@ _EXPORTS: dict[str, str] = {
     "load_wordnet": "negvocab.labels.wordnet",
     "Candidate": "negvocab.labels.candidates",
     "wordnet_candidates": "negvocab.labels.candidates",
-    "load_candidates": "negvocab.labels.candidates",
+    "load_candidates": "negvocab.vocab",
     "SynonymFilter": "negvocab.labels.synonyms",
     "clean_label": "negvocab.labels.clean",
     "parse_label_list": "negvocab.labels.clean",
@@ -49,31 +47,31 @@ _EXPORTS: dict[str, str] = {
     "save_embeddings": "negvocab.vlm.export",
     "load_embeddings": "negvocab.vlm.export",
     "knn": "negvocab.index",
-    "farthest_first": "negvocab.build.wordnet",
-    "build_wordnet_vocabulary": "negvocab.build.wordnet",
-    "build_oracle_vocabulary": "negvocab.build.oracle",
-    "build_sibling_vocabulary": "negvocab.build.siblings",
-    "build_mined_vocabulary": "negvocab.build.mined",
-    "build_gpt_vocabulary": "negvocab.build.llm",
-    "build_eoe_vocabulary": "negvocab.build.llm",
-    "vocabulary_from_journal": "negvocab.build.llm",
+    "farthest_first": "negvocab.builders.wordnet",
+    "build_wordnet_vocabulary": "negvocab.builders.wordnet",
+    "build_oracle_vocabulary": "negvocab.builders.oracle",
+    "build_sibling_vocabulary": "negvocab.builders.siblings",
+    "build_mined_vocabulary": "negvocab.builders.mined",
+    "build_gpt_vocabulary": "negvocab.builders.llm",
+    "build_eoe_vocabulary": "negvocab.builders.llm",
+    "vocabulary_from_journal": "negvocab.builders.llm",
     "score": "negvocab.scoring.scores",
     "explain": "negvocab.scoring.scores",
     "TopkScores": "negvocab.scoring.scores",
     "sweep": "negvocab.scoring.sweep",
-    "subsample": "negvocab.scoring.subsample",
+    "subsample": "negvocab.evaluation.subsample",
     "run_grid": "negvocab.grid.run",
     "grid_status": "negvocab.grid.run",
     "load_grid": "negvocab.grid.config",
     "GridResult": "negvocab.grid.tables",
-    "evaluate_vocabularies": "negvocab.scoring.run",
-    "sweep_vocabulary": "negvocab.scoring.run",
-    "plot_sweep": "negvocab.scoring.plot",
-    "sweep_figure": "negvocab.scoring.plot",
-    "write_results": "negvocab.scoring.run",
-    "write_sweep": "negvocab.scoring.run",
+    "evaluate_vocabularies": "negvocab.evaluation.evaluate",
+    "sweep_vocabulary": "negvocab.evaluation.sweeps",
+    "plot_sweep": "negvocab.report.plots",
+    "sweep_figure": "negvocab.report.plots",
+    "write_results": "negvocab.report.results",
+    "write_sweep": "negvocab.report.results",
     "read_id_classes": "negvocab.labels.imagenet",
-    "open_image_set": "negvocab.data.images",
+    "open_image_set": "negvocab.data.layouts",
     "image_list": "negvocab.data.images",
     "fi_imagenet": "negvocab.data.fi_imagenet",
     "marginal_gains": "negvocab.diagnostics.gains",
@@ -106,13 +104,14 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from negvocab.build.llm import build_eoe_vocabulary, build_gpt_vocabulary, vocabulary_from_journal
-    from negvocab.build.mined import build_mined_vocabulary
-    from negvocab.build.oracle import build_oracle_vocabulary
-    from negvocab.build.siblings import build_sibling_vocabulary
-    from negvocab.build.wordnet import build_wordnet_vocabulary, farthest_first
+    from negvocab.builders.llm import build_eoe_vocabulary, build_gpt_vocabulary, vocabulary_from_journal
+    from negvocab.builders.mined import build_mined_vocabulary
+    from negvocab.builders.oracle import build_oracle_vocabulary
+    from negvocab.builders.siblings import build_sibling_vocabulary
+    from negvocab.builders.wordnet import build_wordnet_vocabulary, farthest_first
     from negvocab.data.fi_imagenet import fi_imagenet
-    from negvocab.data.images import image_list, open_image_set
+    from negvocab.data.images import image_list
+    from negvocab.data.layouts import open_image_set
     from negvocab.diagnostics.coverage import Coverage, coverage
     from negvocab.diagnostics.gains import MarginalGains, RepairCurve, marginal_gains, repair_curve
     from negvocab.errors import InputError, NegvocabError, ResourceError
@@ -120,22 +119,20 @@ if TYPE_CHECKING:
     from negvocab.grid.run import grid_status, run_grid
     from negvocab.grid.tables import GridResult
     from negvocab.index import knn
-    from negvocab.labels.candidates import Candidate, load_candidates, wordnet_candidates
+    from negvocab.labels.candidates import Candidate, wordnet_candidates
+    from negvocab.vocab import load_candidates
     from negvocab.labels.clean import clean_label, parse_label_list
     from negvocab.labels.imagenet import IdClasses, imagenet1k, read_id_classes
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
     from negvocab.report.html import write_report
     from negvocab.scoring import metrics
-    from negvocab.scoring.plot import plot_sweep, sweep_figure
-    from negvocab.scoring.run import (
-        evaluate_vocabularies,
-        sweep_vocabulary,
-        write_results,
-        write_sweep,
-    )
+    from negvocab.report.plots import plot_sweep, sweep_figure
+    from negvocab.evaluation.evaluate import evaluate_vocabularies
+    from negvocab.evaluation.sweeps import sweep_vocabulary
+    from negvocab.report.results import write_results, write_sweep
     from negvocab.scoring.scores import TopkScores, explain, score
-    from negvocab.scoring.subsample import subsample
+    from negvocab.evaluation.subsample import subsample
     from negvocab.scoring.sweep import sweep
     from negvocab.vlm.export import load_embeddings, save_embeddings
     from negvocab.vlm.images import ImageEmbeddings

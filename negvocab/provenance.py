@@ -18,7 +18,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-__all__ = ["command_line", "file_sha256", "record", "set_command", "versions"]
+__all__ = ["command_line", "file_sha256", "negvocab_version", "record", "set_command", "versions"]
 
 #: distribution names of the libraries whose versions decide the numbers
 _PACKAGES = {"negvocab": ("negvocab",), "torch": ("torch",), "open_clip": ("open_clip_torch",), "numpy": ("numpy",), "faiss": ("faiss-cpu", "faiss-gpu", "faiss")}
@@ -38,10 +38,16 @@ def versions() -> dict[str, str | None]:
             except PackageNotFoundError:
                 continue
     if out["negvocab"] is None:
-        import negvocab
-
-        out["negvocab"] = negvocab.__version__
+        out["negvocab"] = negvocab_version()
     return out
+
+
+def negvocab_version() -> str:
+    """negvocab's installed version, ``0+unknown`` in a source tree that is not installed."""
+    try:
+        return version("negvocab")
+    except PackageNotFoundError:
+        return "0+unknown"
 
 
 def set_command(argv: Sequence[str] | None) -> None:

@@ -7,12 +7,16 @@ names the file and what it was meant to be.
 
 from __future__ import annotations
 
+import csv
+import io
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from negvocab.errors import InputError
 
-__all__ = ["read_text"]
+__all__ = ["csv_text", "read_text"]
 
 
 def read_text(path: str | os.PathLike[str], what: str, hint: str = "") -> str:
@@ -29,3 +33,13 @@ def read_text(path: str | os.PathLike[str], what: str, hint: str = "") -> str:
         raise InputError(f"{p}: not a UTF-8 text file ({what}){hint}") from e
     except OSError as e:
         raise InputError(f"{p}: cannot read {what} ({e.strerror or e}){hint}") from e
+
+
+def csv_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    """CSV text of ``rows`` with ``columns`` in order (extra keys ignored): the one CSV writer of results tables."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow(r)
+    return buf.getvalue()

@@ -26,7 +26,7 @@ def _restore():
 
 
 def _emit() -> None:
-    logging.getLogger("negvocab.build.wordnet").info("ours-info")
+    logging.getLogger("negvocab.builders.wordnet").info("ours-info")
     logging.getLogger("negvocab.vlm.text").debug("ours-debug")
     logging.getLogger("faiss.loader").info("faiss-import-noise")
     logging.getLogger("open_clip").warning("theirs-warning")

@@ -430,7 +430,7 @@ def test_the_wordnet_pool_round_trips_through_a_text_file(tmp_path):
 
 
 def test_a_candidates_table_goes_through_the_normaliser(tmp_path):
-    from negvocab.labels.candidates import load_candidates
+    from negvocab.vocab import load_candidates
     from negvocab.labels.clean import CleanResult
 
     rows = ["text\tpos", "1. **Trout** - a fish\tn", "the hague\tn", "'hood\tn", "Sure!\tn", "Quick\ta", "rapeseed- granite boulder\tn"]

@@ -8,6 +8,7 @@ from negvocab.cli import (  # noqa: F401
     build_offline,
     build_wordnet,
     cache,
+    coverage,
     demo,
     embed,
     grid,

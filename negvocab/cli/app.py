@@ -139,9 +139,9 @@ app.add_typer(build_app, name="build")
 
 def _print_version(value: bool) -> None:
     if value:
-        from negvocab import __version__
+        from negvocab.provenance import negvocab_version
 
-        typer.echo(__version__)
+        typer.echo(negvocab_version())
         raise typer.Exit()
 
 

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from negvocab.cli.app import build_app
-from negvocab.cli.files import check_output, messages_to_stderr, writing
 from negvocab.cli.options import OverwriteOpt
+from negvocab.cli.outputs import check_output, messages_to_stderr, writing
 from negvocab.errors import InputError
 
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Chat model name, e.g. gpt-4o-mini (or the name a vLLM/Ollama server knows).")]
@@ -200,7 +200,7 @@ def build_gpt(
     request_timeout: RequestTimeoutOpt = 300.0,
 ) -> None:
     """GPT siblings: per class, N visually confusable non-ImageNet categories, R rounds, merged and synonym-filtered."""
-    from negvocab.build.llm import gpt_run
+    from negvocab.builders.llm import gpt_run
 
     run = gpt_run(model, per_class=per_class, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt, temperature=temperature, min_labels=min_labels)
     _run(
@@ -260,7 +260,7 @@ def build_eoe(
     request_timeout: RequestTimeoutOpt = 300.0,
 ) -> None:
     """EOE envisioned outliers (near, far or fine), lower-cased, de-duplicated and synonym-filtered."""
-    from negvocab.build.llm import eoe_run
+    from negvocab.builders.llm import eoe_run
 
     run = eoe_run(
         model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=rounds, classes=classes,  # type: ignore[arg-type]

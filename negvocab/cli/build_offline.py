@@ -13,7 +13,6 @@ import typer
 
 from negvocab.atomic import is_stdout
 from negvocab.cli.app import build_app
-from negvocab.cli.files import check_output, writing
 from negvocab.cli.options import (
     CacheDirOpt,
     DeviceOpt,
@@ -27,6 +26,7 @@ from negvocab.cli.options import (
     TemplatesOpt,
     load_vlm,
 )
+from negvocab.cli.outputs import check_output, writing
 from negvocab.errors import InputError
 
 OutOpt = Annotated[Path, typer.Option("--output", "-o", help="Vocabulary file to write (.json; .txt writes one label a line).")]
@@ -62,7 +62,7 @@ def build_siblings(
     random_weights: RandomWeightsOpt = False,
 ) -> None:
     """WordNet siblings: per ID class, K co-hyponyms at its own depth, ranked by text similarity (no LLM, offline)."""
-    from negvocab.build.siblings import build_sibling_vocabulary, check_counts, sibling_id_classes
+    from negvocab.builders.siblings import build_sibling_vocabulary, check_counts, sibling_id_classes
     from negvocab.vlm.templates import resolve_templates
 
     check_counts(per_class, levels)  # every option is checked before the model loads
@@ -116,8 +116,8 @@ def build_mined(
     random_weights: RandomWeightsOpt = False,
 ) -> None:
     """Mined negatives: the candidates that unlabelled OOD-looking images point to, ranked by their votes."""
-    from negvocab.build.mined import build_mined_vocabulary, mining_pool
-    from negvocab.data.images import open_image_set
+    from negvocab.builders.mined import build_mined_vocabulary, mining_pool
+    from negvocab.data.layouts import open_image_set
     from negvocab.index import INDEX_KINDS
     from negvocab.labels.imagenet import read_id_classes
     from negvocab.vlm.templates import resolve_templates
@@ -171,3 +171,36 @@ def _ood_arg(text: str) -> tuple[str, Path]:
     if sep and name and not Path(text).exists():
         return name, Path(path)
     return Path(text).name, Path(text)
+
+
+@build_app.command("oracle")
+def build_oracle(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Vocabulary JSON to write.")],
+    labels: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--labels", help="OOD labels: one a line, or a Fi-ImageNet-1k list with a label column."),
+    ] = None,
+    ood: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--ood", help="OOD class folders (NINCO layout): labels from folder names."),
+    ] = None,
+    synonym_filter: Annotated[
+        bool, typer.Option("--synonym-filter/--no-synonym-filter", help="Drop labels naming an ImageNet-1k class.")
+    ] = True,
+    overwrite: OverwriteOpt = False,
+) -> None:
+    """The oracle vocabulary: the OOD set's own labels (a lower bound on FPR@95, NOT deployable)."""
+    from negvocab.builders.oracle import build_oracle_vocabulary
+
+    if (labels is None) == (ood is None):
+        raise InputError("give exactly one of --labels FILE and --ood DIR")
+    if labels is not None and labels.is_dir():
+        raise InputError(f"--labels {labels} is a folder; for class folders (NINCO layout) use --ood")
+    if ood is not None and ood.exists() and not ood.is_dir():
+        raise InputError(f"--ood {ood} is a file; for a labels file or an image list use --labels")
+    check_output(output, inputs=[labels], overwrite=overwrite)
+    vocab = build_oracle_vocabulary(labels if labels is not None else ood, synonym_filter=synonym_filter)
+    with writing(output):
+        vocab.save(output)
+    removed = vocab.settings.get("synonym_filter", {}).get("removed_count", 0)
+    typer.echo(f"wrote {output}: {len(vocab)} oracle labels ({removed} removed as ImageNet-1k names/synonyms); not a deployable vocabulary", err=is_stdout(output))

@@ -9,7 +9,6 @@ import typer
 
 from negvocab.atomic import is_stdout
 from negvocab.cli.app import build_app
-from negvocab.cli.files import check_output, writing
 from negvocab.cli.options import (
     BatchSizeOpt,
     CacheDirOpt,
@@ -24,6 +23,7 @@ from negvocab.cli.options import (
     TemplatesOpt,
     load_vlm,
 )
+from negvocab.cli.outputs import check_output, writing
 from negvocab.errors import InputError
 
 
@@ -76,11 +76,12 @@ def build_wordnet(
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Rank WordNet head words farthest first from the ID classes (ImageNet-1k) and write vocabularies."""
-    from negvocab.build.wordnet import build_wordnet_vocabulary, check_percentile
-    from negvocab.labels.candidates import PRESETS, load_candidates
+    from negvocab.builders.wordnet import build_wordnet_vocabulary, check_percentile
+    from negvocab.labels.candidates import PRESETS
     from negvocab.labels.imagenet import read_id_classes
     from negvocab.scoring.sweep import parse_sizes
     from negvocab.vlm.templates import resolve_templates
+    from negvocab.vocab import load_candidates
 
     if size is not None and sizes is not None:
         raise InputError("give --size (one vocabulary) or --sizes (several), not both")

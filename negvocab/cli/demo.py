@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 import typer
 
 from negvocab.cli.app import app
-from negvocab.cli.files import check_output
 from negvocab.cli.options import (
     BatchSizeOpt,
     CacheDirOpt,
@@ -21,8 +20,9 @@ from negvocab.cli.options import (
     PresetTagOpt,
     PretrainedOpt,
     RandomWeightsOpt,
+    ReportOpt,
 )
-from negvocab.cli.score import ReportOpt
+from negvocab.cli.outputs import check_output
 from negvocab.errors import InputError, ResourceError
 
 
@@ -52,9 +52,10 @@ def demo(
 
     Weights: --pretrained (default: the openai tag), or --random-weights for an offline dry run.
     """
+    from negvocab.demo import SPLIT_NOTE, check_demo_sizes, run_demo
+    from negvocab.evaluation.evaluate import RANDOM_WEIGHTS_WARNING
     from negvocab.labels.imagenet import read_id_classes
-    from negvocab.scoring.demo import SPLIT_NOTE, check_demo_sizes, run_demo
-    from negvocab.scoring.run import RANDOM_WEIGHTS_WARNING, format_table
+    from negvocab.report.results import format_table
     from negvocab.vlm.model import VLM
 
     if random_weights and (pretrained or tag):
@@ -86,7 +87,7 @@ def demo(
     typer.echo("sweep (FPR@95 vs M): " + ", ".join(f"M={r['M']}: {100 * r['fpr']:.1f}%" for r in res.sweep.rows))
     typer.echo(f"wrote {res.output}/vocab.json, results/, sweep/sweep.png")
     if report:  # the results' report (tables, evading OOD and flagged ID images) and the sweep's
-        from negvocab.cli.report import write_folder_report
+        from negvocab.cli.outputs import write_folder_report
 
         for folder in (res.output / "results", res.output / "sweep"):
             write_folder_report(folder)

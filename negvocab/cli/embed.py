@@ -9,12 +9,13 @@ import typer
 
 from negvocab.atomic import is_stdout
 from negvocab.cli.app import app
-from negvocab.cli.files import check_output, writing
 from negvocab.cli.options import (
+    AllowOutsideOpt,
     BatchSizeOpt,
     CacheDirOpt,
     DeviceOpt,
     IdClassesOpt,
+    ImageRootOpt,
     ModelOpt,
     NumWorkersOpt,
     OverwriteOpt,
@@ -25,7 +26,7 @@ from negvocab.cli.options import (
     TemplatesOpt,
     load_vlm,
 )
-from negvocab.cli.score import AllowOutsideOpt, ImageRootOpt
+from negvocab.cli.outputs import check_output, writing
 from negvocab.errors import InputError
 
 

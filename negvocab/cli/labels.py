@@ -19,8 +19,8 @@ import typer
 
 from negvocab.atomic import atomic_path, is_stdout, write_json, write_text
 from negvocab.cli.app import app
-from negvocab.cli.files import check_output, messages_to_stderr, writing
 from negvocab.cli.options import IdClassesOpt, OverwriteOpt
+from negvocab.cli.outputs import check_output, messages_to_stderr, writing
 from negvocab.errors import InputError
 
 CLASS_FORMATS = ("txt", "tsv", "csv", "json")

@@ -1,6 +1,4 @@
-"""``negvocab coverage`` (what a vocabulary misses on a labelled OOD set) and ``negvocab report``
-(the HTML report of a results folder). Options are parsed here; the work is in
-:mod:`negvocab.diagnostics.coverage` and :mod:`negvocab.report.html`."""
+"""``negvocab report``: the HTML report of a results folder; the work is in :mod:`negvocab.report.html`."""
 
 from __future__ import annotations
 
@@ -10,51 +8,11 @@ from typing import Annotated, Optional
 import typer
 
 from negvocab.cli.app import app
-from negvocab.cli.files import check_output, check_results_folder, writing
 from negvocab.cli.options import (
-    CacheDirOpt,
-    DeviceOpt,
-    IdClassesOpt,
-    ModelOpt,
     OverwriteOpt,
-    PrecisionOpt,
-    PresetTagOpt,
-    PretrainedOpt,
-    RandomWeightsOpt,
-    TemplatesOpt,
-    load_vlm,
 )
-from negvocab.cli.score import (
-    BetaOpt,
-    ConventionOpt,
-    FiAmbOpt,
-    FiOodOpt,
-    GroundTruthOpt,
-    GroupingOpt,
-    GroupsOpt,
-    IdOpt,
-    ImageRootOpt,
-    OodOpt,
-    PenaltyTempOpt,
-    ReportOpt,
-    SeedOpt,
-    TauOpt,
-    TempOpt,
-    TprOpt,
-    _warn_random,
-    check_scoring_options,
-    image_sets,
-)
+from negvocab.cli.outputs import check_output, writing
 from negvocab.errors import InputError
-
-
-def write_folder_report(folder: Path) -> None:
-    """The report of a results folder a command just wrote (score, sweep, coverage)."""
-    from negvocab.report.html import write_report
-
-    with writing(folder / "report.html"):
-        out = write_report(folder)
-    typer.echo(f"wrote {out}")
 
 
 @app.command("report")
@@ -84,83 +42,3 @@ def report_cmd(
     typer.echo(f"wrote {path}")
 
 
-@app.command("coverage")
-def coverage_cmd(
-    id_path: IdOpt,
-    vocab: Annotated[Path, typer.Option("--vocab", "-V", help="The vocabulary to diagnose (JSON/TXT).")],
-    method: Annotated[str, typer.Option("--method", help="neglabel, eoe or neglabel_eoe.")] = "neglabel",
-    ood: OodOpt = None,
-    fi_ood: FiOodOpt = None,
-    fi_ambiguous: FiAmbOpt = None,
-    ground_truth: GroundTruthOpt = None,
-    image_root: ImageRootOpt = None,
-    repair: Annotated[int, typer.Option("--repair", help="Labels on the greedy repair curve (0: none).")] = 10,
-    pool: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--pool", help="Candidate vocabulary for a deployable repair curve (default: the OOD labels, an ORACLE analysis)."),
-    ] = None,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Output folder (coverage.json/.csv, confusions.csv, repair.csv/.png, report.html).")] = Path("coverage"),
-    overwrite: OverwriteOpt = False,
-    report: ReportOpt = True,
-    model: ModelOpt = "ViT-B-32",
-    pretrained: PretrainedOpt = None,
-    tag: PresetTagOpt = None,
-    random_weights: RandomWeightsOpt = False,
-    templates: TemplatesOpt = "paper8",
-    id_classes: IdClassesOpt = None,
-    tau: TauOpt = 0.01,
-    groups: GroupsOpt = 100,
-    grouping: GroupingOpt = "stratified",
-    seed: SeedOpt = 0,
-    beta: BetaOpt = 0.25,
-    temperature: TempOpt = None,
-    penalty_temperature: PenaltyTempOpt = None,
-    convention: ConventionOpt = "paper",
-    tpr: TprOpt = 0.95,
-    device: DeviceOpt = "auto",
-    precision: PrecisionOpt = None,
-    cache_dir: CacheDirOpt = None,
-) -> None:
-    """Which OOD classes the vocabulary misses, what they pass for, and which labels would help most.
-
-    The OOD images need labels: an image list with a label column, class folders (NINCO layout) or
-    a Fi-ImageNet-1k list with labels (--fi-ood).
-    """
-    from negvocab.diagnostics.coverage import coverage
-    from negvocab.labels.imagenet import read_id_classes
-    from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
-    from negvocab.vocab import Vocabulary
-
-    key = canonical_method(method)
-    if key not in NEEDS_NEGATIVES:
-        raise InputError(f"--method {key} uses no negative labels; coverage needs neglabel, eoe or neglabel_eoe")
-    check_results_folder(output, "coverage.json", overwrite=overwrite)
-    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=0, temperature=temperature, penalty_temperature=penalty_temperature)
-    if repair < 0:
-        raise InputError(f"--repair must be >= 0, got {repair}")
-    voc = Vocabulary.load(vocab)
-    pool_vocab = Vocabulary.load(pool) if pool is not None else None
-    id_set, ood_sets = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root)
-    if len(ood_sets) != 1:
-        raise InputError(f"coverage analyses one OOD set at a time; got {len(ood_sets)} ({', '.join(ood_sets)}): run it once per set")
-    ood_set = next(iter(ood_sets.values()))
-    if not ood_set.labels:
-        raise InputError(f"the OOD images ({ood_set.name}) carry no labels: give class folders, an image list with a label column, or --fi-ood with a labelled list")
-    classes = read_id_classes(id_classes)
-    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
-    params = {"tau": tau, "groups": groups, "grouping": grouping, "seed": seed, "beta": beta, "T": temperature, "penalty_T": penalty_temperature}
-    top_k = tuple(sorted({k for k in (1, 5, 10) if k < repair} | {repair})) if repair else ()
-    cov = coverage(vlm, voc, id_set, ood_set, key, id_classes=classes, templates=templates, params=params, convention=convention, tpr=tpr, top_k=top_k, progress=True)
-    curve = cov.repair(repair, pool=pool_vocab) if repair and pool_vocab is not None else None
-    with writing(output):
-        out = cov.write(output, repair=curve)
-    _warn_random(cov.random_weights)
-    s = cov.summary
-    pct = int(round(100 * tpr))
-    typer.echo(f"{s['n_classes']} OOD classes, {s['n_ood_images']} images; exact coverage {100 * s['exact_coverage']:.1f}% of classes")
-    typer.echo(f"FPR@{pct} ({convention}) {100 * s['fpr']:.2f}%; ORACLE (every OOD label added) {100 * s['oracle_fpr']:.2f}%")
-    for row in sorted(cov.classes, key=lambda r: -r["fpr_gain"])[:5]:
-        typer.echo(f"  {row['label'][:30]:<30} passing {100 * row['passing_share']:5.1f}%  gain {100 * row['fpr_gain']:+.2f} pts  nearest {row['nearest']!r}")
-    typer.echo(f"wrote {out}/coverage.json, coverage.csv, confusions.csv, coverage_images.json" + (", repair.csv, repair.png" if (curve or cov.oracle_repair) else ""))
-    if report:
-        write_folder_report(output)

@@ -2,7 +2,8 @@
 
 from negvocab.data.fi_imagenet import FiImageNet, fi_imagenet, read_id_list
 from negvocab.data.imagenet import imagenet_val, read_ground_truth
-from negvocab.data.images import ImageSet, class_folders, image_folder, image_list, open_image_set
+from negvocab.data.images import ImageSet, class_folders, image_folder, image_list
+from negvocab.data.layouts import open_image_set
 
 __all__ = [
     "FiImageNet",

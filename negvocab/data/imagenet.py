@@ -42,9 +42,9 @@ def looks_like_imagenet_val(root: Path) -> bool:
 
 
 def _standard_wnids() -> list[str]:
-    import negvocab
+    from negvocab.labels.imagenet import imagenet1k
 
-    return list(negvocab.imagenet1k().wnids)
+    return list(imagenet1k().wnids)
 
 
 #: the ILSVRC2012 devkit's ground truth: class ids in the devkit's own order, not the standard one

@@ -16,12 +16,14 @@ from typing import Any
 
 from negvocab.errors import InputError
 from negvocab.textfiles import read_text
-from negvocab.vlm.images import IMAGE_EXTENSIONS
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ImageSet", "class_folders", "image_folder", "image_list", "is_image", "open_image_set"]
+__all__ = ["IMAGE_EXTENSIONS", "ImageSet", "class_folders", "image_folder", "image_list", "is_image", "list_images", "require_dir", "walk_images"]
 
+IMAGE_EXTENSIONS = frozenset(
+    {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".jfif"}
+)
 LIST_PATH_COLUMNS = ("path", "image", "file", "filename")
 
 
@@ -124,6 +126,16 @@ def walk_images(root: Path) -> tuple[list[Path], list[tuple[str, str]]]:
     if skipped:
         logger.warning("%s: %d unreadable folders or broken links skipped (first: %s: %s)", root, len(skipped), *skipped[0])
     return sorted(found), sorted(skipped)
+
+
+def list_images(folder: str | os.PathLike[str]) -> list[str]:
+    """Image files under ``folder`` (recursive, by extension), sorted as strings: the one folder walk
+    (:func:`walk_images`), so unreadable sub-folders and broken links are reported here too."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise InputError(f"{root}: no such folder")
+    files, _ = walk_images(root)
+    return sorted(str(p) for p in files)
 
 
 def image_folder(root: str | os.PathLike[str], *, name: str | None = None) -> ImageSet:
@@ -265,45 +277,3 @@ def image_list(
         labels=None if all(label is None for label in labels) else [label or "" for label in labels],
         info={"list": str(file), "root": str(base), "layout": "list"},
     )
-
-
-def open_image_set(
-    root: str | os.PathLike[str],
-    *,
-    layout: str = "auto",
-    name: str | None = None,
-    image_root: str | os.PathLike[str] | None = None,
-    allow_outside_root: bool = False,
-) -> ImageSet:
-    """Open ``root`` as an image set.
-
-    ``layout``: ``"folder"`` (all images, no labels), ``"classes"`` (class folders, labels from
-    names), ``"imagenet"`` (ImageNet-1k validation, see :func:`negvocab.data.imagenet.imagenet_val`),
-    ``"list"`` (a list file, see :func:`image_list`; ``image_root`` resolves its relative paths and
-    ``allow_outside_root`` lets them leave it) or
-    ``"auto"``: a list when ``root`` is a file; ImageNet layout when the sub-folders are wnids or the
-    files are ``ILSVRC2012_val_*``; class folders when every image sits in a sub-folder; else a
-    plain folder.
-    """
-    from negvocab.data.imagenet import imagenet_val, looks_like_imagenet_val
-
-    if layout == "list" or (layout == "auto" and Path(root).expanduser().is_file()):
-        if is_image(Path(root).expanduser()):
-            raise InputError(f"{root} is one image; give a folder of images or an image list (.csv or .txt)")
-        return image_list(root, root=image_root, name=name, allow_outside_root=allow_outside_root)
-    path = require_dir(root, "image")
-    if layout == "folder":
-        return image_folder(path, name=name)
-    if layout == "classes":
-        return class_folders(path, name=name)
-    if layout == "imagenet":
-        return imagenet_val(path, name=name or path.name)
-    if layout != "auto":
-        raise InputError(f"unknown image-set layout {layout!r}; choose auto, folder, classes, imagenet or list")
-    if looks_like_imagenet_val(path):
-        return imagenet_val(path, name=name or path.name)
-    has_subdirs = any(p.is_dir() for p in path.iterdir())
-    has_top_images = any(is_image(p) for p in path.iterdir())
-    if has_subdirs and not has_top_images:
-        return class_folders(path, name=name)
-    return image_folder(path, name=name)

@@ -369,7 +369,7 @@ def coverage(
         "id_classes": getattr(id_classes, "dataset", "imagenet1k"),
     }
     if vlm.random_weights:
-        from negvocab.scoring.run import RANDOM_WEIGHTS_WARNING
+        from negvocab.evaluation.evaluate import RANDOM_WEIGHTS_WARNING
 
         meta["warning"] = RANDOM_WEIGHTS_WARNING
     ctx = _Context(vlm, templates, id_img, ood_img, class_emb, neg, label_emb, list(vocab.labels), kw)

@@ -31,7 +31,7 @@ from negvocab.errors import NegvocabError, ResourceError
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
     from negvocab.grid.config import GridConfig, ModelSpec
-    from negvocab.grid.run import _ModelWork
+    from negvocab.grid.work import ModelWork
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ class _Embedder:
     """A Ray Data actor holding one model; each batch of image paths is embedded into the cache."""
 
     def __init__(self, cfg: GridConfig, spec: ModelSpec) -> None:
-        from negvocab.grid.run import load_model
+        from negvocab.grid.work import load_model
 
         self.vlm = load_model(cfg, spec)
         self.batch_size = cfg.batch_size
@@ -109,12 +109,12 @@ class _Embedder:
         return {"n": np.array([len(emb)])}
 
 
-def _embed_large_sets(ray: Any, cfg: GridConfig, work: _ModelWork, sets: Mapping[str, ImageSet], num_gpus: float, min_images: int) -> None:
+def _embed_large_sets(ray: Any, cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], num_gpus: float, min_images: int) -> None:
     """Ray Data pass over each of the model's image sets with ``min_images`` images or more."""
-    from negvocab.grid.run import _method_spec
+    from negvocab.grid.work import method_spec
 
     names = sorted({s for _, _, s in work.missing.values() if len(sets[s]) >= min_images})
-    if not names or any(_method_spec(cfg, m).name == "glmcm" for _, m, _ in work.missing.values()):
+    if not names or any(method_spec(cfg, m).name == "glmcm" for _, m, _ in work.missing.values()):
         return  # (patch features are embedded by the model's task itself)
     import ray.data
 
@@ -132,9 +132,9 @@ def _embed_large_sets(ray: Any, cfg: GridConfig, work: _ModelWork, sets: Mapping
         logger.info("%s: %s embedded through Ray Data (%d images)", work.spec.display, name, n)
 
 
-def _model_task(cfg: GridConfig, work: _ModelWork, sets: Mapping[str, ImageSet], out: str) -> dict[str, Any] | str:
+def _model_task(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: str) -> dict[str, Any] | str:
     """One model's work in a Ray worker: its stats, or the one-line error of a user-facing failure."""
-    from negvocab.grid.run import compute_model
+    from negvocab.grid.work import compute_model
 
     try:
         return compute_model(cfg, work, sets, Path(out))
@@ -143,7 +143,7 @@ def _model_task(cfg: GridConfig, work: _ModelWork, sets: Mapping[str, ImageSet],
 
 
 def run_models_on_ray(
-    cfg: GridConfig, works: list[_ModelWork], sets: Mapping[str, ImageSet], out: Path, *, ray_address: str | None = None
+    cfg: GridConfig, works: list[ModelWork], sets: Mapping[str, ImageSet], out: Path, *, ray_address: str | None = None
 ) -> dict[str, dict[str, Any] | str]:
     """Run every model's missing work as Ray tasks; ``{model: stats or error line}``."""
     ray = _ray()

@@ -25,7 +25,7 @@ import numpy as np
 
 from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.errors import InputError
-from negvocab.scoring.run import csv_text
+from negvocab.textfiles import csv_text
 
 if TYPE_CHECKING:
     from negvocab.grid.config import GridConfig

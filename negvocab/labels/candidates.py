@@ -15,19 +15,13 @@ over it (or over the ranked vocabulary).
 
 from __future__ import annotations
 
-import csv
 import functools
-import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from negvocab.errors import InputError
-from negvocab.labels.clean import CleanResult
 from negvocab.labels.wordnet import LEXNAMES, load_wordnet
-from negvocab.textfiles import read_text
 
 #: preset -> lexicographer files it leaves out
 PRESETS: dict[str, tuple[str, ...]] = {
@@ -94,86 +88,13 @@ def wordnet_candidates(
 CANDIDATE_FIELDS = ("text", "pos", "lexname", "synset", "offset")
 
 
-def load_candidates(path: str | os.PathLike[str], cleaning: CleanResult | None = None) -> list[Candidate]:
-    """Candidates from a file: an export of ``negvocab candidates`` or any vocabulary file.
-
-    ``.tsv`` / ``.csv`` (a ``text`` column; ``pos``, ``lexname``, ``synset``, ``offset`` if present)
-    and ``.json`` lists of objects keep each label's part of speech (the ``neglabel`` templates
-    need it); a JSON list of strings, a text file (one label a line) or a vocabulary JSON gives
-    nouns. Repeats are dropped
-    (first kept). Raises :class:`InputError` naming the file when it is missing, malformed or empty.
-
-    Every text goes through the one label normaliser as a hand-written list does
-    (:func:`negvocab.labels.clean.written_plainly`: names written plainly, WordNet's included, stay
-    as they are; decorated ones are cleaned, sentences dropped); ``cleaning``, when given, collects
-    what changed and what was dropped.
-    """
-    from negvocab.labels.clean import clean_labels_report, written_plainly
-
-    cleaning = CleanResult() if cleaning is None else cleaning
-    cleaned = False  # a vocabulary or text file is cleaned by Vocabulary.load, as its kind asks
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix in (".tsv", ".csv"):
-        rows = _read_table(path, "\t" if suffix == ".tsv" else ",")
-    elif suffix == ".json" and (listed := _json_list(path)) is not None:
-        rows = listed
-    else:
-        from negvocab.vocab import Vocabulary
-
-        vocab = Vocabulary.load(path)  # cleaned there as its kind of file asks
-        rows = [{"text": label} for label in vocab.labels]
-        cleaned = True
-        cleaning.changed.update(vocab.settings.get("label_cleaning", {}).get("changed", {}))
-        cleaning.dropped.extend(vocab.settings.get("label_cleaning", {}).get("dropped", []))
-    out: dict[str, Candidate] = {}
-    for i, row in enumerate(rows):
-        if isinstance(row, str):  # a JSON list of label strings
-            row = {"text": row}
-        if not isinstance(row, dict) or not isinstance(row.get("text"), str):
-            raise InputError(f"{path}: entry {i + 1} has no 'text'; expected the columns {', '.join(CANDIDATE_FIELDS)}")
-        texts = [row["text"].strip()]
-        if not cleaned:
-            report = clean_labels_report(texts, keep=written_plainly)
-            cleaning.changed.update(report.changed)
-            cleaning.dropped.extend(report.dropped)
-            texts = report.labels  # none (a sentence), one, or the parts of glued items
-        for text in texts:
-            if not text or text in out:
-                continue
-            pos = str(row.get("pos") or "n").strip().lower()
-            if pos not in POS_NAMES:
-                raise InputError(f"{path}: entry {i + 1} ({text!r}) has an unknown part of speech {pos!r}; use n, a, s, v or r")
-            try:
-                offset = int(row.get("offset") or 0)
-            except (TypeError, ValueError):
-                raise InputError(f"{path}: entry {i + 1} ({text!r}) has a non-integer offset {row.get('offset')!r}") from None
-            out[text] = Candidate(text, pos, str(row.get("lexname") or ""), str(row.get("synset") or ""), offset)
-    if not out:
-        raise InputError(f"{path}: no candidates in this file")
-    return list(out.values())
-
-
-def _read_table(path: Path, delimiter: str) -> list[dict[str, str]]:
-    lines = [ln for ln in read_text(path, "candidates file").splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    reader = csv.DictReader(lines, delimiter=delimiter)
-    if reader.fieldnames:
-        reader.fieldnames = [f.strip().lower() for f in reader.fieldnames]  # "Text", " pos"
-    if not reader.fieldnames or "text" not in reader.fieldnames:
-        raise InputError(f"{path}: no 'text' column in the header; expected {delimiter.join(CANDIDATE_FIELDS)!r}")
-    try:
-        return list(reader)
-    except csv.Error as e:
-        raise InputError(f"{path}: cannot read the candidates table ({e})") from e
-
-
-def _json_list(path: Path) -> list[Any] | None:
-    """The JSON list in ``path`` (a ``negvocab candidates`` export), or None for anything else."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (OSError, ValueError):
-        return None  # Vocabulary.load reports it
-    return doc if isinstance(doc, list) else None
+def sample_pool(n: int) -> list[Any]:
+    """``n`` WordNet candidates spread evenly over the NegLabel pool (deterministic)."""
+    pool = wordnet_candidates("neglabel")
+    if n >= len(pool):
+        return list(pool)
+    step = len(pool) / n
+    return [pool[int(i * step)] for i in range(n)]
 
 
 def _parse_pos(pos: str | Iterable[str]) -> tuple[str, ...]:

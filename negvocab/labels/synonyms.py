@@ -231,9 +231,7 @@ class SynonymFilter:
         ``settings["synonym_filter"] = {"id_classes", "removed_count", "kept_count", "removed":
         {label: {"wnid", "name", "form", "rule"}}}``. Raises :class:`InputError` if no label is left.
         """
-        from negvocab.vocab import Vocabulary
-
-        if not isinstance(vocab, Vocabulary):
+        if not callable(getattr(vocab, "subset", None)):  # a Vocabulary (labels sit below vocabularies: no import)
             raise InputError(f"SynonymFilter.apply takes a Vocabulary, got {type(vocab).__name__}; for a list of labels use split(labels)")
         kept, removed = self.split(vocab.labels)
         if not kept:

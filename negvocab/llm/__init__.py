@@ -12,5 +12,5 @@
 - :mod:`negvocab.llm.cost`: token and dollar estimates (dry run) and prices;
 - :mod:`negvocab.llm.loop`: running a run's coroutine from synchronous code (also in Jupyter).
 
-The vocabulary builders on top are in :mod:`negvocab.build.llm`.
+The vocabulary builders on top are in :mod:`negvocab.builders.llm`.
 """

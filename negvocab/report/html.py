@@ -362,7 +362,7 @@ def write_report(
         ("threshold (score >= it: taken as ID)", ctx["evasions"]["threshold"] if ctx["evasions"] else ""),
     ]
     env = jinja2.Environment(loader=jinja2.PackageLoader("negvocab.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined)
-    from negvocab import __version__
+    from negvocab.provenance import negvocab_version
 
     html = env.get_template("report.html.j2").render(
         title=f"negvocab report: {folder.name}",
@@ -371,7 +371,7 @@ def write_report(
         random_warning=RANDOM_NOTE,
         meta=[(k, v) for k, v in meta if v],
         tpr_pct=int(round(100 * tpr)),
-        version=__version__,
+        version=negvocab_version(),
         created=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         source=str(folder),
         **ctx,

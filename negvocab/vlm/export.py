@@ -20,7 +20,7 @@ import numpy as np
 
 from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.errors import InputError
-from negvocab.vlm.model import file_sha256
+from negvocab.provenance import file_sha256
 
 __all__ = ["EMBEDDINGS_FILE", "FORMAT", "MANIFEST_FILE", "ROWS_FILE", "check_export_folder", "load_embeddings", "save_embeddings"]
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from negvocab.data.images import IMAGE_EXTENSIONS, list_images
 from negvocab.errors import InputError, ResourceError
 
 if TYPE_CHECKING:
@@ -52,11 +53,6 @@ IMAGE_PIECE_BYTES = 256 << 20
 LOCAL_RAM_BYTES = 1 << 30
 #: images read from the cache at a time (bounds the patch features held while filling the rows)
 CACHE_READ_ROWS = 512
-
-IMAGE_EXTENSIONS = frozenset(
-    {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".jfif"}
-)
-
 
 @dataclass
 class ImageEmbeddings:
@@ -102,14 +98,6 @@ class ImageEmbeddings:
 
     def __len__(self) -> int:
         return len(self.paths)
-
-
-def list_images(folder: str | os.PathLike[str]) -> list[str]:
-    """Image files under ``folder`` (recursive, by extension), sorted."""
-    root = Path(folder)
-    if not root.is_dir():
-        raise InputError(f"{root}: no such folder")
-    return sorted(str(p) for p in root.rglob("*") if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file())
 
 
 def _open_rgb(image: Any) -> Any:

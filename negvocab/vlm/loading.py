@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from negvocab.provenance import file_sha256
 from negvocab.errors import InputError, ResourceError
 
 if TYPE_CHECKING:
@@ -85,8 +86,8 @@ def ieee_fp32() -> Iterator[None]:
 
 
 # -- fingerprints --------------------------------------------------------------------------------
-def file_sha256(path: str | os.PathLike[str], memo: Path | None = None) -> str:
-    """SHA-256 of a file's bytes, remembered in ``memo`` (JSON) by (path, size, mtime, inode, ctime).
+def checkpoint_sha256(path: str | os.PathLike[str], memo: Path | None = None) -> str:
+    """SHA-256 of a checkpoint's bytes (:func:`negvocab.provenance.file_sha256`), remembered in ``memo`` (JSON) by (path, size, mtime, inode, ctime).
 
     Inode and ctime catch a checkpoint replaced by another of the same size with its mtime kept
     (``cp -p``, ``rsync -a``): no tool sets the ctime back.
@@ -102,11 +103,7 @@ def file_sha256(path: str | os.PathLike[str], memo: Path | None = None) -> str:
             table = {}
         if key in table:
             return table[key]
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 24), b""):
-            h.update(block)
-    digest = h.hexdigest()
+    digest = file_sha256(path)
     if memo is not None:
         from negvocab.atomic import write_json
 

@@ -29,7 +29,7 @@ import numpy as np
 from negvocab.errors import InputError, ResourceError
 from negvocab.vlm.hub import hub_access
 from negvocab.vlm.loading import (
-    file_sha256,
+    checkpoint_sha256,
     has_quick_gelu,
     ieee_fp32,
     jsonable,
@@ -275,7 +275,7 @@ class VLM:
         if self._identity is None:
             if self._checkpoint:
                 memo = self.cache_root / "fingerprints.json" if self.cache_enabled else None
-                weights = "sha256:" + file_sha256(self._checkpoint, memo)
+                weights = "sha256:" + checkpoint_sha256(self._checkpoint, memo)
             else:
                 weights = "sha256-state-dict:" + state_dict_sha256(self.model)
             self._identity = {**self._identity_base, "weights": weights, "dim": self.dim}

@@ -198,7 +198,7 @@ def test_coverage_of_a_fi_imagenet_list_with_labels(tiny, model_args, tmp_path):
 
 def test_a_sweep_folder_and_a_damaged_results_file(tmp_path):
     from negvocab.errors import InputError
-    from negvocab.scoring.run import plot_sweep
+    from negvocab.report.plots import plot_sweep
 
     folder = tmp_path / "sw"
     folder.mkdir()
@@ -262,7 +262,7 @@ def test_several_named_ood_sets_from_score_have_their_own_sections(tiny, model_a
 def test_the_flagged_id_images_explained_are_capped_lowest_first():
     """50,000 ID images: the paper threshold flags 2,500; only the ``cap`` lowest are explained. An
     OOD-dependent convention (openood: OOD called at score <= the 95% OOD quantile) flags per set."""
-    from negvocab.scoring.run import flagged_id_images
+    from negvocab.evaluation.evaluate import flagged_id_images
 
     rng = np.random.default_rng(2)
     s_id, a, b = rng.normal(1, 1, 50_000), rng.normal(0, 1, 300), rng.normal(-1, 0.5, 200)

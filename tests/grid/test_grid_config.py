@@ -61,8 +61,8 @@ def test_missing_or_broken_file(tmp_path):
 
 
 def test_builder_vocabularies_are_built_per_model(grid_toml, tmp_path):
-    from negvocab.grid.run import load_model
-    from negvocab.scoring.demo import sample_pool
+    from negvocab.grid.work import load_model
+    from negvocab.labels.candidates import sample_pool
 
     text = grid_toml.read_text().replace('B = "vocabB.txt"', 'W = { builder = "wordnet", pool = 300, sizes = [20, 50] }')
     text = text.replace('[[methods]]\nname = "mcm"\n', "")
@@ -86,7 +86,7 @@ def test_fi_imagenet_split_in_the_id_section(tmp_path):
     import numpy as np
     from PIL import Image
 
-    from negvocab.grid.run import open_sets, plan_cells
+    from negvocab.grid.work import open_sets, plan_cells
 
     wnids = negvocab.imagenet1k().wnids
     rng = np.random.default_rng(0)

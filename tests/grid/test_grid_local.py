@@ -10,7 +10,7 @@ import pytest
 
 import negvocab
 from negvocab.errors import InputError
-from negvocab.grid.run import load_model, open_sets
+from negvocab.grid.work import load_model, open_sets
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +168,7 @@ def test_mean_rows_carry_a_bootstrap_interval_of_the_mean(ran):
 def test_a_vocabulary_built_with_random_weights_marks_rows_of_a_real_model(ran):
     """A pretrained model scoring a vocabulary that a random-weight model mined is no real result."""
     from negvocab.grid.config import ModelSpec
-    from negvocab.grid.run import Cell, _vocab_info, cell_row
+    from negvocab.grid.work import Cell, _vocab_info, cell_row
 
     res = ran[0]
     rng = np.random.default_rng(0)

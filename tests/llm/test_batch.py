@@ -7,7 +7,7 @@ import json
 import pytest
 
 from negvocab import build_gpt_vocabulary, imagenet1k
-from negvocab.build.llm import gpt_run
+from negvocab.builders.llm import gpt_run
 from negvocab.llm.journal import JOURNAL, Journal
 from tests.llm.conftest import FAST, assert_no_key
 from tests.llm.fake_openai import expected_merge
@@ -175,7 +175,7 @@ def test_an_uncollected_batch_blocks_only_the_questions_it_holds(endpoint, tmp_p
     # blocks a sync run of the same list, not a run of the first list (whose chunk001 is answered)
 
     from negvocab import build_eoe_vocabulary
-    from negvocab.build.llm import eoe_run
+    from negvocab.builders.llm import eoe_run
     from negvocab.errors import ResourceError
 
     first, other = 4, ["n01440764", "n01443537", "n01484850", "n01494475"]

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from negvocab import Vocabulary, build_eoe_vocabulary, build_gpt_vocabulary, imagenet1k
-from negvocab.build.llm import gpt_run, select_classes, vocabulary_from_journal
+from negvocab.builders.llm import gpt_run, select_classes, vocabulary_from_journal
 from negvocab.errors import InputError, ResourceError
 from negvocab.llm.journal import JOURNAL
 from tests.llm.conftest import DUMMY_KEY, FAST, assert_no_key
@@ -297,7 +297,7 @@ def test_eoe_far_and_fine_ask_in_chunks(endpoint, tmp_path, synonym_filter, mode
 
 
 def test_eoe_prompt_lists_the_chunk(endpoint, tmp_path):
-    from negvocab.build.llm import eoe_run
+    from negvocab.builders.llm import eoe_run
 
     run = eoe_run("gpt-test", mode="far", per_request=7, chunk_size=3, classes=3, run_dir=tmp_path)
     (req,) = run.requests

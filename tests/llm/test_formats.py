@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from negvocab import Vocabulary, build_eoe_vocabulary, build_gpt_vocabulary, imagenet1k
-from negvocab.build.llm import gpt_run
+from negvocab.builders.llm import gpt_run
 from negvocab.errors import ResourceError
 from negvocab.llm.journal import MANIFEST, Journal
 from tests.llm.conftest import DUMMY_KEY, FAST, assert_no_key

@@ -94,7 +94,7 @@ def test_notebook_refuses_half_given_data_and_sizes_beyond_the_ranking(tiny, tmp
         NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
 
 
-@pytest.mark.parametrize("name", ["negvocab.scoring.run", "negvocab.scoring.scores"])
+@pytest.mark.parametrize("name", ["negvocab.evaluation.evaluate", "negvocab.scoring.scores"])
 def test_notebook_uses_only_the_public_api(name):
     code = "\n".join(c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code")
     assert name not in code and "._" not in code  # no module paths, no private names

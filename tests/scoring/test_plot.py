@@ -7,7 +7,7 @@ from PIL import Image
 
 import negvocab
 from negvocab.errors import InputError
-from negvocab.scoring.plot import sweep_figure
+from negvocab.report.plots import sweep_figure
 
 
 def _rows(method="neglabel", model="ViT-B-32", vocabulary="wn", fprs=(0.9, 0.5, 0.02), ood_set="ood"):

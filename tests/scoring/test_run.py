@@ -13,7 +13,8 @@ import pytest
 import negvocab
 from negvocab.data.images import ImageSet
 from negvocab.errors import InputError, ResourceError
-from negvocab.scoring import run
+from negvocab.evaluation import evaluate, sweeps
+from negvocab.report import results
 from negvocab.vlm.images import ImageEmbeddings
 
 
@@ -60,7 +61,7 @@ def classes():
 def test_evaluate_with_topk_bounds_and_glmcm(sets, classes, tmp_path):
     vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(40)], source="file")
     vlm = FakeVLM()
-    ev = run.evaluate_vocabularies(
+    ev = evaluate.evaluate_vocabularies(
         vlm, *sets, {"v": vocab}, ["neglabel", "glmcm"], id_classes=classes, templates="single",
         params={"topk": 5, "groups": 4}, n_boot=30,
     )  # fmt: skip
@@ -82,29 +83,29 @@ def test_evaluate_with_topk_bounds_and_glmcm(sets, classes, tmp_path):
     # GL-MCM took the local features
     glmcm = negvocab.score("glmcm", imgs, cls, local=np.stack([np.stack([_vec(f"{p}#{j}") for j in range(3)]) for p in sets[0].paths + sets[1].paths]))
     np.testing.assert_allclose(np.r_[ev.scores["glmcm"]["id"], ev.scores["glmcm"]["ood"]], glmcm, atol=1e-6)
-    out = run.write_results(ev, tmp_path / "r")
+    out = results.write_results(ev, tmp_path / "r")
     doc = json.loads((out / "results.json").read_text())
     assert doc["rows"][0]["topk_max_gap"] == pytest.approx(row["topk_max_gap"])
-    table = run.format_table(ev.rows)
+    table = results.format_table(ev.rows)
     assert "paper" in table and "neglabel k=5" in table  # a top-k estimate is marked as such
     assert set(np.load(out / "scores.npz").files) >= {"id/neglabel@v/lower", "ood/glmcm", "ood_image_ids"}
 
 
 def test_methods_with_negatives_need_a_vocabulary(sets, classes):
     with pytest.raises(InputError, match="need a vocabulary"):
-        run.evaluate_vocabularies(FakeVLM(), *sets, {}, ["neglabel"], id_classes=classes)
+        evaluate.evaluate_vocabularies(FakeVLM(), *sets, {}, ["neglabel"], id_classes=classes)
 
 
 def test_sweep_vocabulary_equals_per_size_evaluation(sets, classes, tmp_path):
     vocab = negvocab.Vocabulary.from_labels([f"w{j}" for j in range(60)], source="wordnet")
     oracle = negvocab.Vocabulary.from_labels(["x", "y"], source="oracle", settings={"oracle": True})
     vlm = FakeVLM()
-    res = run.sweep_vocabulary(vlm, *sets, vocab, "10,30,60", references={"oracle": oracle}, id_classes=classes, templates="single", params={"groups": 5}, n_boot=20)
+    res = sweeps.sweep_vocabulary(vlm, *sets, vocab, "10,30,60", references={"oracle": oracle}, id_classes=classes, templates="single", params={"groups": 5}, n_boot=20)
     for r in res.rows:
-        ev = run.evaluate_vocabularies(vlm, *sets, {"v": vocab.head(r["M"])}, ["neglabel"], id_classes=classes, templates="single", params={"groups": 5}, n_boot=0)
+        ev = evaluate.evaluate_vocabularies(vlm, *sets, {"v": vocab.head(r["M"])}, ["neglabel"], id_classes=classes, templates="single", params={"groups": 5}, n_boot=0)
         assert r["fpr"] == pytest.approx(ev.rows[0]["fpr"]) and r["auroc"] == pytest.approx(ev.rows[0]["auroc"], abs=1e-9)
     assert res.references[0]["oracle"] is True and res.references[0]["M"] == 2
-    out = run.write_sweep(res, tmp_path / "s")
+    out = results.write_sweep(res, tmp_path / "s")
     assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG" and json.loads((out / "sweep.json").read_text())["random_weights"]
 
 
@@ -112,11 +113,11 @@ def test_sweeping_an_unranked_vocabulary_warns(sets, classes, caplog):
     kw = {"id_classes": classes, "templates": "single", "params": {"groups": 2}, "n_boot": 0}
     ranked = negvocab.Vocabulary.from_labels(["a", "b", "c"], source="file", meta={x: {"rank": i} for i, x in enumerate("abc")})
     with caplog.at_level(logging.WARNING):
-        run.sweep_vocabulary(FakeVLM(), *sets, ranked, "2,3", **kw)
+        sweeps.sweep_vocabulary(FakeVLM(), *sets, ranked, "2,3", **kw)
     assert "carries no ranking" not in caplog.text
     gpt = negvocab.Vocabulary.from_labels(["a", "b", "c"], source="gpt")
     with caplog.at_level(logging.WARNING):
-        run.sweep_vocabulary(FakeVLM(), *sets, gpt, "2,3", **kw)
+        sweeps.sweep_vocabulary(FakeVLM(), *sets, gpt, "2,3", **kw)
     assert "sweeping a gpt vocabulary that carries no ranking" in caplog.text
 
 
@@ -124,7 +125,7 @@ def test_unreadable_images_are_reported_and_the_rest_stay_aligned(sets, classes,
     id_set, ood_set = sets
     broken = ImageSet("ood", [*ood_set.paths[:5], "/ood/broken.png", *ood_set.paths[5:]], [*ood_set.ids[:5], "bad", *ood_set.ids[5:]])
     vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(20)], source="file")
-    ev = run.evaluate_vocabularies(FakeVLM(), id_set, broken, {"v": vocab}, ["neglabel"], id_classes=classes, templates="single", n_boot=0)
+    ev = evaluate.evaluate_vocabularies(FakeVLM(), id_set, broken, {"v": vocab}, ["neglabel"], id_classes=classes, templates="single", n_boot=0)
     assert ev.meta["failed_images"] == [["/ood/broken.png", "UnidentifiedImageError: corrupt"]]
     assert ev.ood_images == list(zip(ood_set.ids, ood_set.paths, strict=True)) and ev.rows[0]["n_ood"] == 12
     # each stored score belongs to the image whose id sits next to it
@@ -132,13 +133,13 @@ def test_unreadable_images_are_reported_and_the_rest_stay_aligned(sets, classes,
     neg = np.stack([_vec(f"single:{x}") for x in vocab.labels])
     want = negvocab.score("neglabel", np.stack([_vec(p) for p in ood_set.paths]), cls, neg)
     np.testing.assert_allclose(ev.scores["neglabel@v"]["ood"], want, atol=1e-6)
-    sw = run.sweep_vocabulary(FakeVLM(), id_set, broken, vocab, [5, 20], id_classes=classes, templates="single", n_boot=0)
+    sw = sweeps.sweep_vocabulary(FakeVLM(), id_set, broken, vocab, [5, 20], id_classes=classes, templates="single", n_boot=0)
     assert sw.meta["failed_images"] == ev.meta["failed_images"] and sw.meta["n_ood"] == 12
 
 
 def test_temperature_reaches_each_scorer(sets, classes):
     vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(20)], source="file")
-    ev = run.evaluate_vocabularies(
+    ev = evaluate.evaluate_vocabularies(
         FakeVLM(), *sets, {"v": vocab}, ["mcm", "eoe", "neglabel_eoe"], id_classes=classes, templates="single",
         params={"T": 0.3, "penalty_T": 0.5, "tau": 0.02, "groups": 4}, n_boot=0, explain_k=0,
     )  # fmt: skip
@@ -159,49 +160,49 @@ def test_precomputed_image_embeddings_score_like_the_image_sets(sets, classes):
     vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(20)], source="file")
     vlm = FakeVLM()
     kw = {"id_classes": classes, "templates": "single", "params": {"groups": 4}, "n_boot": 0, "explain_k": 0}
-    from_sets = run.evaluate_vocabularies(vlm, *sets, {"v": vocab}, ["neglabel", "glmcm"], **kw)
+    from_sets = evaluate.evaluate_vocabularies(vlm, *sets, {"v": vocab}, ["neglabel", "glmcm"], **kw)
     embedded = [vlm.encode_images(s, local_features=True) for s in sets]
-    from_emb = run.evaluate_vocabularies(vlm, *embedded, {"v": vocab}, ["neglabel", "glmcm"], **kw)
+    from_emb = evaluate.evaluate_vocabularies(vlm, *embedded, {"v": vocab}, ["neglabel", "glmcm"], **kw)
     assert from_emb.id_images == from_sets.id_images and from_emb.ood_images == from_sets.ood_images
     for key in ("neglabel@v", "glmcm"):
         np.testing.assert_array_equal(from_emb.scores[key]["ood"], from_sets.scores[key]["ood"])
     assert from_emb.meta["id_set"] == {"name": "given embeddings", "n": 30, "embeddings_given": True}
     without_local = [vlm.encode_images(s) for s in sets]
     with pytest.raises(InputError, match="local_features=True"):
-        run.evaluate_vocabularies(vlm, *without_local, {"v": vocab}, ["glmcm"], **kw)
+        evaluate.evaluate_vocabularies(vlm, *without_local, {"v": vocab}, ["glmcm"], **kw)
     other = ImageEmbeddings(paths=["/a.png"], embeddings=np.eye(1, 8, dtype=np.float32))
     with pytest.raises(InputError, match="dimension 8, fake embeds in 16"):
-        run.evaluate_vocabularies(vlm, other, embedded[1], {"v": vocab}, ["neglabel"], **kw)
+        evaluate.evaluate_vocabularies(vlm, other, embedded[1], {"v": vocab}, ["neglabel"], **kw)
     with pytest.raises(InputError, match="1 paths, 2 ids, 1 embeddings must be aligned"):
         ImageEmbeddings(paths=["/a.png"], embeddings=np.eye(1, 16, dtype=np.float32), ids=["a", "b"])
     with pytest.raises(InputError, match=r"embeddings must be \[n, d\], got shape \(16,\)"):
         ImageEmbeddings(paths=["/a.png"], embeddings=np.ones(16, dtype=np.float32))
     same = {"name": "fake", "preprocessing": {"mean": [0.5], "from": "tag openai"}}
     vlm.identity = {"name": "fake", "preprocessing": {"mean": [0.5], "from": "model config"}}  # only provenance differs
-    run.evaluate_vocabularies(vlm, ImageEmbeddings(paths=embedded[0].paths, embeddings=embedded[0].embeddings, model=same), embedded[1], {"v": vocab}, ["neglabel"], **kw)
+    evaluate.evaluate_vocabularies(vlm, ImageEmbeddings(paths=embedded[0].paths, embeddings=embedded[0].embeddings, model=same), embedded[1], {"v": vocab}, ["neglabel"], **kw)
     foreign = ImageEmbeddings(paths=embedded[0].paths, embeddings=embedded[0].embeddings, model={"name": "ViT-B-16"})
     with pytest.raises(InputError, match="made by another model \\(name differs from fake's\\)"):
-        run.evaluate_vocabularies(vlm, foreign, embedded[1], {"v": vocab}, ["neglabel"], **kw)
+        evaluate.evaluate_vocabularies(vlm, foreign, embedded[1], {"v": vocab}, ["neglabel"], **kw)
 
 
 def test_T_alone_warns_that_the_neglabel_eoe_penalty_takes_penalty_T(sets, classes, caplog):
     vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(8)], source="file")
     kw = {"id_classes": classes, "templates": "single", "n_boot": 0, "explain_k": 0}
     with caplog.at_level(logging.WARNING):
-        run.evaluate_vocabularies(FakeVLM(), *sets, {"v": vocab}, ["neglabel_eoe"], params={"T": 1.0, "groups": 2}, **kw)
+        evaluate.evaluate_vocabularies(FakeVLM(), *sets, {"v": vocab}, ["neglabel_eoe"], params={"T": 1.0, "groups": 2}, **kw)
     assert "neglabel_eoe's penalty takes penalty_T" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        run.evaluate_vocabularies(FakeVLM(), *sets, {"v": vocab}, ["neglabel_eoe"], params={"penalty_T": 1.0, "groups": 2}, **kw)
+        evaluate.evaluate_vocabularies(FakeVLM(), *sets, {"v": vocab}, ["neglabel_eoe"], params={"penalty_T": 1.0, "groups": 2}, **kw)
     assert "penalty_T" not in caplog.text
 
 
 def test_a_full_disk_during_a_rewrite_leaves_the_earlier_run_whole(sets, classes, tmp_path, monkeypatch):
     vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(8)], source="file")
-    ev = run.evaluate_vocabularies(FakeVLM(), *sets, {"v": vocab}, ["neglabel"], id_classes=classes, templates="single", params={"groups": 2}, n_boot=0, explain_k=0)
-    out = run.write_results(ev, tmp_path / "res")
+    ev = evaluate.evaluate_vocabularies(FakeVLM(), *sets, {"v": vocab}, ["neglabel"], id_classes=classes, templates="single", params={"groups": 2}, n_boot=0, explain_k=0)
+    out = results.write_results(ev, tmp_path / "res")
     assert (out / "results.json").exists()
-    real = run.write_text
+    real = results.write_text
 
     def fail_on_scores_csv(path, text):
         if Path(path).name == "scores.csv":
@@ -210,13 +211,13 @@ def test_a_full_disk_during_a_rewrite_leaves_the_earlier_run_whole(sets, classes
 
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     with pytest.raises(InputError, match="earlier run"):  # the API refuses as the CLI does
-        run.write_results(ev, out)
+        results.write_results(ev, out)
     ev.rows[0]["fpr"] = 0.123  # the new run differs, so a mixed folder would show
-    monkeypatch.setattr(run, "write_text", fail_on_scores_csv)
+    monkeypatch.setattr(results, "write_text", fail_on_scores_csv)
     with pytest.raises(ResourceError, match="the disk is full"):
-        run.write_results(ev, out, overwrite=True)
+        results.write_results(ev, out, overwrite=True)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # every file the earlier run's, nothing staged left
     monkeypatch.undo()
-    run.write_results(ev, out, overwrite=True)
+    results.write_results(ev, out, overwrite=True)
     assert json.loads((out / "results.json").read_text())["rows"][0]["fpr"] == 0.123
     assert "0.123" in (out / "results.csv").read_text() and sorted(p.name for p in out.iterdir()) == sorted(before)

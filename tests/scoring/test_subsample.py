@@ -83,7 +83,7 @@ def test_bad_input_is_one_line(scores):
 
 
 def test_plot_writes_vector_formats(scores, tmp_path):
-    from negvocab.scoring.subsample import plot_subsample
+    from negvocab.evaluation.subsample import plot_subsample
 
     s_id, s_ood = scores
     rows = negvocab.subsample(s_id, s_ood, sizes=[20, 100, 200], draws=30)

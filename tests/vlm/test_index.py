@@ -84,7 +84,7 @@ def test_knn_on_cuda_equals_cpu(backend):
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_non_finite_rows_are_refused_not_ranked(bad):
-    from negvocab.build.wordnet import farthest_first
+    from negvocab.builders.wordnet import farthest_first
 
     rng = np.random.default_rng(3)
     cand, ids = unit(rng, 6, 8), unit(rng, 4, 8)

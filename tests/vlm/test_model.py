@@ -187,7 +187,7 @@ def test_cuda_images_and_local_features(image_dir, precision, tol):
     """GPU embeddings equal the CPU's: fp32 (IEEE convolutions, not TF32) and the default fp16."""
     import copy
 
-    from negvocab.vlm.images import list_images
+    from negvocab.data.images import list_images
 
     vlm = VLM("ViT-B-32", None, device="cuda", precision=precision, cache=False)
     files = [p for p in list_images(image_dir) if not p.endswith("broken.jpg")]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from negvocab.build.wordnet import build_wordnet_vocabulary, farthest_first, quantile_top_k
+from negvocab.builders.wordnet import build_wordnet_vocabulary, farthest_first, quantile_top_k
 from negvocab.errors import InputError
 from negvocab.labels.candidates import Candidate
 from negvocab.vocab import Vocabulary

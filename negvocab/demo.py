@@ -12,13 +12,14 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from negvocab.errors import InputError, ResourceError
 
 if TYPE_CHECKING:
     from negvocab.labels.imagenet import IdClasses
-    from negvocab.scoring.run import Evaluation, SweepResult
+    from negvocab.evaluation.evaluate import Evaluation
+    from negvocab.evaluation.sweeps import SweepResult
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary
 
@@ -41,7 +42,7 @@ _GRAPHICS = [
 ]
 SPLIT_NOTE = "toy split: ID = natural photographs (and crops), OOD = synthetic graphics; not a benchmark"
 
-__all__ = ["SPLIT_NOTE", "DemoResult", "prepare_sample_images", "run_demo", "sample_pool"]
+__all__ = ["SPLIT_NOTE", "DemoResult", "prepare_sample_images", "run_demo"]
 
 
 def _package_file(package: str, rel: str) -> Path | None:
@@ -87,17 +88,6 @@ def prepare_sample_images(folder: str | os.PathLike[str], *, crops: int = 3) -> 
     return id_dir, ood_dir
 
 
-def sample_pool(n: int) -> list[Any]:
-    """``n`` WordNet candidates spread evenly over the NegLabel pool (deterministic)."""
-    from negvocab.labels.candidates import wordnet_candidates
-
-    pool = wordnet_candidates("neglabel")
-    if n >= len(pool):
-        return list(pool)
-    step = len(pool) / n
-    return [pool[int(i * step)] for i in range(n)]
-
-
 def check_demo_sizes(pool: int, size: int | None) -> None:
     """Reject a pool or vocabulary size the demo cannot use (before any model is loaded)."""
     if pool < 2:
@@ -133,10 +123,13 @@ def run_demo(
     ``size``, synonym-filtered), NegLabel and MCM scores, metrics, a sweep plot; write everything
     under ``output`` (images/, vocab.json, results/, sweep/); an earlier demo's results are
     replaced only with ``overwrite``."""
-    from negvocab.build.wordnet import build_wordnet_vocabulary
+    from negvocab.builders.wordnet import build_wordnet_vocabulary
+    from negvocab.labels.candidates import sample_pool
     from negvocab.data.images import image_folder
     from negvocab.labels.imagenet import imagenet1k
-    from negvocab.scoring.run import evaluate_vocabularies, sweep_vocabulary, write_results, write_sweep
+    from negvocab.evaluation.evaluate import evaluate_vocabularies
+    from negvocab.evaluation.sweeps import sweep_vocabulary
+    from negvocab.report.results import write_results, write_sweep
 
     check_demo_sizes(pool, size)
     out = Path(output)

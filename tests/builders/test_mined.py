@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from negvocab.build.mined import build_mined_vocabulary, image_overlap, mine_evidence, transductive_check
+from negvocab.builders.mined import build_mined_vocabulary, image_overlap, mine_evidence, transductive_check
 from negvocab.errors import InputError
 from negvocab.index import StreamingSearch, knn, merge_topk
 from negvocab.labels.imagenet import IdClasses
@@ -218,7 +218,7 @@ def test_transductive_flag_is_kept_by_merge_and_derived_vocabularies(folders, im
 
 
 def test_transductive_flag_reaches_the_results_table(images):
-    from negvocab.scoring.run import evaluate_vocabularies
+    from negvocab.evaluation.evaluate import evaluate_vocabularies
     from tests.vlm.conftest import make_tiny_vlm
 
     vlm = make_tiny_vlm(cache=False)

@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from negvocab.provenance import negvocab_version
 from negvocab.errors import InputError
 from negvocab.scoring import metrics as M
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
     from negvocab.labels.imagenet import IdClasses
-    from negvocab.scoring.encode import EncodedSets
+    from negvocab.evaluation.encode import EncodedSets
     from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary
@@ -34,10 +35,12 @@ THRESHOLD_RULES = {
     "hendrycks": "Hendrycks fpr_and_fdr_at_recall: the ROC point (ID positive) whose recall is closest to TPR",
     "openood": "OpenOOD v1.5: OOD positive; the first ROC point catching TPR of the OOD set (a threshold per OOD set)",
 }
+RANDOM_WEIGHTS_WARNING = "RANDOM WEIGHTS: these numbers are meaningless (a dry run of the pipeline, not a result)"
 MEAN = "mean"  # the ood_set of the rows averaging every OOD set
 
 __all__ = [
     "MEAN",
+    "RANDOM_WEIGHTS_WARNING",
     "METHODS_SECTION",
     "THRESHOLD_RULES",
     "conventions",
@@ -182,12 +185,6 @@ def grouping_params(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if "groups" in params or "grouping" in params:
             return params
     return {}
-
-
-def negvocab_version() -> str:
-    import negvocab
-
-    return negvocab.__version__
 
 
 def jsonable(obj: Any) -> Any:

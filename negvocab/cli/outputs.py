@@ -15,6 +15,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import typer
+
 from negvocab.atomic import disk_full_error, is_stdout, is_stream
 from negvocab.errors import InputError, NegvocabError
 
@@ -100,3 +102,20 @@ def writing(path: Path) -> Iterator[None]:
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
             raise disk_full_error(path) from e
         raise InputError(f"cannot write {path}: {e.strerror or e}") from e
+
+
+def write_folder_report(folder: Path) -> None:
+    """The report of a results folder a command just wrote (score, sweep, coverage)."""
+    from negvocab.report.html import write_report
+
+    with writing(folder / "report.html"):
+        out = write_report(folder)
+    typer.echo(f"wrote {out}")
+
+
+def warn_random(random_weights: bool) -> None:
+    """The random-weights warning, once, in red, beside the results."""
+    if random_weights:
+        from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING
+
+        typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True)  # once, with the results

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from negvocab.atomic import write_json
 from negvocab.errors import InputError
 from negvocab.textfiles import read_text
+from negvocab.vocab.tables import candidate_rows, candidates_from_rows
 
 logger = logging.getLogger(__name__)
 
@@ -340,12 +341,11 @@ class Vocabulary(BaseModel):
 
     @classmethod
     def _from_candidates(cls, path: Path) -> Vocabulary:
-        from negvocab.labels.candidates import load_candidates
         from negvocab.labels.clean import CleanResult
         from negvocab.provenance import file_sha256
 
         cleaning = CleanResult()
-        cands = load_candidates(path, cleaning)
+        cands = candidates_from_rows(candidate_rows(path) or [], path, cleaning)
         meta = {c.text: {"pos": c.pos} for c in cands}
         settings: dict[str, Any] = {"path": str(path), "format": "candidates", "file_sha256": file_sha256(path)}
         if cleaning.changed or cleaning.dropped:

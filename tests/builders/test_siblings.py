@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from negvocab.build.siblings import build_sibling_vocabulary, sibling_id_classes, wordnet_siblings
+from negvocab.builders.siblings import build_sibling_vocabulary, sibling_id_classes, wordnet_siblings
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.labels.wordnet import load_wordnet
@@ -225,7 +225,7 @@ def _no_model(*_a, **_k):
 
 
 def test_head_per_class_is_the_sweep_over_k_for_siblings_and_gpt(vlm, classes, vocab):
-    from negvocab.build.siblings import head_per_class
+    from negvocab.builders.siblings import head_per_class
 
     two = head_per_class(vocab, 2)
     direct = build_sibling_vocabulary(vlm, classes, per_class=2, templates="single")

@@ -1,0 +1,1 @@
+"""Vocabulary builders: WordNet farthest-first, LLM (GPT siblings, EOE), oracle."""

@@ -1,0 +1,578 @@
+"""LLM vocabularies: GPT siblings (per class, R rounds, merged) and EOE envisioned outliers.
+
+GPT siblings (paper, section "vocabularies"): for every ImageNet-1k class ask for ``per_class``
+visually confusable categories that are not ImageNet-1k classes; repeat for ``rounds`` rounds;
+merge per class keeping every unique label with the classes and rounds that proposed it; remove
+labels equal to an ImageNet-1k name or WordNet synonym (:class:`negvocab.SynonymFilter`); the
+vocabulary is the union over classes with a per-class view (``views[wnid]``). The paper saw 26-138
+unique labels per class (mean 73.6) after 10 rounds.
+
+EOE (Cao et al., "Envisioning Outlier Exposure by Large Language Models for Out-of-Distribution
+Detection", ICML 2024): ``near`` asks per class for a few visually similar categories from other
+domains; ``far`` and ``fine`` ask, for chunks of the label space, for labels far from all of them
+or of the same fine-grained type but not in the list.
+
+Every request goes through a run folder with a journal (:mod:`negvocab.llm.journal`): running the
+same build again resumes and never pays twice; the vocabulary of the first ``r`` rounds comes from
+the journal without new requests (``rounds_used=r``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from negvocab.builders.llm_classes import chunks_of, select_classes
+from negvocab.builders.llm_merge import check_rounds_used, merge_rounds, vocabulary_from_results  # noqa: F401 (merge_rounds, vocabulary_from_results: public here too)
+from negvocab.errors import InputError, ResourceError
+from negvocab.llm.cost import CostEstimate, cost_usd, estimate
+from negvocab.llm.journal import MANIFEST, Journal, identity_hash
+from negvocab.llm.loop import run_coro
+from negvocab.llm.prompts import PromptTemplate, load_prompt
+from negvocab.llm.run import RETRYABLE, Progress, Request, failed_before, make_request, pending
+from negvocab.vocab import Vocabulary
+
+log = logging.getLogger(__name__)
+
+EoeMode = Literal["near", "far", "fine"]
+EOE_MODES: tuple[str, ...] = ("near", "far", "fine")
+
+
+# -- a run: requests + identity + folder --------------------------------------------------------
+@dataclass
+class LLMRun:
+    """The requests of one vocabulary build, their identity and their run folder.
+
+    Build one with :func:`gpt_run` or :func:`eoe_run`; :meth:`estimate` prices what is left to do
+    (the dry run, nothing is sent), :meth:`execute` sends it and returns the journaled results.
+    """
+
+    task: str
+    model: str
+    template: PromptTemplate
+    requests: list[Request]
+    identity: dict[str, Any]
+    run_dir: Path
+    keys: list[str]
+    rounds: int
+    chunks: dict[str, list[str]] = field(default_factory=dict)
+    selection: Any = None
+    prompt_path: str | None = None
+
+    @property
+    def identity_sha256(self) -> str:
+        return identity_hash(self.identity)
+
+    def needed(self, rounds_used: int | None = None) -> list[Request]:
+        """The requests of the first ``rounds_used`` rounds (all rounds by default)."""
+        r = self.rounds if rounds_used is None else check_rounds_used(rounds_used, self.rounds)
+        return [q for q in self.requests if q.round < r]
+
+    def estimate(
+        self,
+        *,
+        batch: bool = False,
+        rounds_used: int | None = None,
+        prices: Mapping[str, tuple[float, float]] | None = None,
+        retry_failed: bool = False,
+    ) -> CostEstimate:
+        """Requests still to send, tokens and dollars (reads the journal if any; sends nothing)."""
+        from dataclasses import replace
+
+        from negvocab.llm.batch import held_by, in_open_batch
+
+        need = self.needed(rounds_used)
+        journal = Journal(self.run_dir, self.identity, readonly=True)
+        todo = pending(need, journal, retry_failed=retry_failed, failed=not batch)
+        est = estimate(todo, self.model, batch=batch, already_done=len(need) - len(todo), prices=prices)
+        est = replace(est, failed_again=failed_before(todo, journal, RETRYABLE), failed_kept=failed_before(need, journal) if batch else 0)
+        held = in_open_batch(journal)
+        return replace(est, held_by_batch=len(held_by(held[1], todo))) if held else est
+
+    def execute(
+        self,
+        *,
+        rounds_used: int | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        concurrency: int = 16,
+        batch: bool = False,
+        client_options: Mapping[str, Any] | None = None,
+        poll_interval: float = 30.0,
+        max_submissions: int = 3,
+        on_progress: Progress | None = None,
+        prices: Mapping[str, tuple[float, float]] | None = None,
+        retry_failed: bool = False,
+        response_format: str = "auto",
+        request_timeout: float | None = None,
+    ) -> RunOutcome:
+        """Send what the journal lacks (synchronously, or through the Batch API) and return all results.
+
+        Requests whose recorded answer failed with no usable list (refused, invalid) are asked
+        again (synchronous API); ``retry_failed`` also asks again the short ones. The new answer
+        counts when it is better (:mod:`negvocab.llm.journal`). ``response_format`` is ``auto``,
+        ``json_schema``, ``json_object`` or ``text`` (:mod:`negvocab.llm.formats`); with ``auto`` a
+        run resumes in the format an earlier session settled on. ``request_timeout`` is the total
+        seconds one request may take (default :data:`~negvocab.llm.client.DEFAULT_REQUEST_TIMEOUT_S`).
+
+        Raises :class:`ResourceError` if some requests could not be completed (server errors
+        outlasting the retries); everything finished is journaled, so the same call resumes.
+        """
+        from negvocab.provenance import negvocab_version
+        from negvocab.llm.client import LLMClient, check_base_url, public_url
+        from negvocab.llm.formats import check_mode
+
+        check_base_url(base_url)  # before the run folder is made
+        check_mode(response_format)
+        if request_timeout is not None and not request_timeout > 0:
+            raise InputError(f"request timeout must be > 0 seconds, got {request_timeout}")
+        if retry_failed and batch:
+            raise InputError("retrying recorded failures works with the synchronous API: re-run without --batch")
+        need = self.needed(rounds_used)
+        extra = {
+            "task": self.task,
+            "endpoint": public_url(base_url or os.environ.get("OPENAI_BASE_URL")),
+            "negvocab": negvocab_version(),
+            "run_settings": self._settings(),
+        }
+        with Journal(self.run_dir, self.identity, extra=extra) as journal:
+            if not journal.readonly and _last_settings(journal) != self._settings():
+                journal.append([{"kind": "run", **self._settings()}])  # what vocabulary_from_journal rebuilds
+            before = journal.usage()
+            todo = pending(need, journal, retry_failed=retry_failed, failed=not batch)
+            if todo and not batch:
+                _refuse_if_batch_open(journal, todo)
+            undone: list[str] = []
+            if todo:
+                again = failed_before(todo, journal, RETRYABLE)
+                log.info(
+                    "%s: %d of %d requests to send (%s%s)", self.run_dir, len(todo), len(need), "batch" if batch else "sync",
+                    f"; {again} failed before and are asked again" if again else "",
+                )
+                options = {
+                    "temperature": self.identity.get("temperature"),
+                    "response_format": response_format,
+                    "start_mode": _settled_format(journal),
+                    "content_retry_budget": max(10, len(todo) // 10),  # retries of unusable answers in this run
+                    **({"request_timeout": request_timeout} if request_timeout is not None else {}),
+                    **dict(client_options or {}),
+                }
+                client = LLMClient(self.model, base_url=base_url, api_key=api_key, concurrency=concurrency, **options)
+                try:
+                    undone = run_coro(self._send(client, journal, todo, batch, poll_interval, max_submissions, on_progress))
+                finally:
+                    if client.switches and not journal.readonly:
+                        journal.update_manifest({"response_format": {"requested": client.requested, "used": client.mode, "switches": client.switches}})
+            else:
+                log.info("%s: all %d requests are in the journal; nothing to send", self.run_dir, len(need))
+            after = journal.usage()
+            by_mode = {m: journal.usage(m) for m in ("sync", "batch")}
+            results = {q.custom_id: rec for q in need if (rec := journal.answer(q.custom_id, q.sha256))}
+        session = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        price = lambda u, b: cost_usd(self.model, u.get("prompt_tokens", 0), u.get("completion_tokens", 0), batch=b, prices=prices)  # noqa: E731
+        outcome = RunOutcome(
+            results=results,
+            sent=len(todo) - len(undone),
+            undone=undone,
+            usage_session=session,
+            usage_total=after,
+            cost_session_usd=price(session, batch),
+            run_dir=self.run_dir,
+            cost_total_usd=_sum_costs(price(by_mode["sync"], False), price(by_mode["batch"], True)),
+        )
+        if undone:
+            raise ResourceError(
+                f"{len(undone)} of {len(need)} requests could not be completed (server or connection errors outlasted the retries, e.g. {undone[0]}); "
+                f"the rest is journaled in {self.run_dir}: re-run the same command to resume"
+            )
+        return outcome
+
+    def build(
+        self,
+        *,
+        rounds_used: int | None = None,
+        synonym_filter: Any = None,
+        batch: bool = False,
+        prices: Mapping[str, tuple[float, float]] | None = None,
+        **execute: Any,
+    ) -> Vocabulary:
+        """:meth:`execute` (resume, send what is missing), then merge and filter into a vocabulary
+        whose settings also hold the run's tokens and cost and this session's share."""
+        outcome = self.execute(rounds_used=rounds_used, batch=batch, prices=prices, **execute)
+        usage = outcome.usage_total
+        extra = {
+            "usage": usage,
+            "cost_usd": outcome.cost_total_usd,
+            "session": {"sent": outcome.sent, "usage": outcome.usage_session, "cost_usd": outcome.cost_session_usd, "batch": batch},
+        }
+        log.info(
+            "%s: %s prompt + %s completion tokens in the run (this session %s requests), cost %s",
+            self.run_dir, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), outcome.sent,
+            "unknown" if extra["cost_usd"] is None else f"${extra['cost_usd']:.4f}",
+        )
+        return vocabulary_from_results(self, outcome.results, rounds_used=rounds_used, synonym_filter=synonym_filter, extra_settings=extra)
+
+    def _settings(self) -> dict[str, Any]:
+        return {"classes": self.selection, "rounds": self.rounds, "prompt_path": self.prompt_path}
+
+    async def _send(self, client: Any, journal: Journal, todo: list[Request], batch: bool, poll_interval: float, max_submissions: int, on_progress: Progress | None) -> list[str]:
+        from negvocab.llm.batch import run_batch
+        from negvocab.llm.run import run_sync
+
+        async with client:
+            if batch:
+                return await run_batch(todo, client, journal, self.template, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress)
+            return await run_sync(todo, client, journal, self.template, on_progress=on_progress)
+
+
+def _settled_format(journal: Journal) -> str | None:
+    """The response format an earlier session of the run settled on (``auto`` resumes there)."""
+    notes = journal.of_kind("response_format")
+    return notes[-1].get("used") if notes else None
+
+
+def _refuse_if_batch_open(journal: Journal, todo: list[Request]) -> None:
+    """A synchronous run would pay again for questions that an uncollected batch holds: refuse."""
+    from negvocab.llm.batch import held_by, in_open_batch
+
+    held = in_open_batch(journal)
+    overlap = held_by(held[1], todo) if held is not None else []
+    if held is not None and overlap:
+        raise ResourceError(
+            f"{journal.run_dir}: batch {held[0]} holds {len(overlap)} of the requests and was never collected; "
+            "re-run with --batch to collect it (it is paid for), then without --batch for anything left"
+        )
+
+
+@dataclass
+class RunOutcome:
+    """Results (custom id -> journal record) of the needed requests, and what this session spent."""
+
+    results: dict[str, dict[str, Any]]
+    sent: int
+    undone: list[str]
+    usage_session: dict[str, int]
+    usage_total: dict[str, int]
+    cost_session_usd: float | None
+    run_dir: Path
+    cost_total_usd: float | None = None
+
+
+def _sum_costs(*costs: float | None) -> float | None:
+    """Sum of costs; ``None`` when the model has no price."""
+    return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:40] or "model"
+
+
+def _run_dir(run_dir: str | os.PathLike[str] | None, task: str, model: str, identity: Mapping[str, Any]) -> Path:
+    if run_dir is not None:
+        return Path(run_dir)
+    from negvocab.paths import cache_dir
+
+    return cache_dir() / "llm-runs" / f"{task}-{_slug(model)}-{identity_hash(identity)[:12]}"
+
+
+def _check_model(model: str) -> str:
+    if not isinstance(model, str) or not model.strip():
+        raise InputError("no chat model name: give one, e.g. -m gpt-4o-mini (or the name your server serves)")
+    return model.strip()
+
+
+def _check_counts(per: int, rounds: int, min_labels: int | None = None, temperature: float | None = None) -> None:
+    if per < 1:
+        raise InputError(f"labels per request must be >= 1, got {per}")
+    if rounds < 1:
+        raise InputError(f"rounds must be >= 1, got {rounds}")
+    if min_labels is not None and not 1 <= min_labels <= per:
+        raise InputError(f"min_labels must be between 1 and the {per} labels asked, got {min_labels}")
+    if temperature is not None and not (math.isfinite(temperature) and temperature >= 0):
+        raise InputError(f"temperature must be a finite number >= 0, got {temperature}")
+
+
+def _base_identity(task: str, model: str, template: PromptTemplate, n: int, temperature: float | None, min_labels: int) -> dict[str, Any]:
+    """What every request of a run folder shares. The classes and the round count are not in it:
+    answers are journaled per (class or chunk, round) with a hash of what was asked, so a run
+    grows to more rounds or classes in the same folder without asking anything twice."""
+    return {
+        "task": task,
+        "model": model,
+        "prompt": template.name,
+        "prompt_sha256": template.sha256,
+        "n": n,
+        "min_labels": min_labels,
+        "temperature": temperature,
+        "schema": "LabelList",
+    }
+
+
+def gpt_run(
+    model: str,
+    *,
+    per_class: int = 20,
+    rounds: int = 10,
+    classes: Any = None,
+    run_dir: str | os.PathLike[str] | None = None,
+    prompt_path: str | os.PathLike[str] | None = None,
+    temperature: float | None = 1.0,
+    min_labels: int | None = None,
+    id_classes: Any = None,
+) -> LLMRun:
+    """The GPT-sibling run: one request per (class, round), round by round (see the module docstring)."""
+    model = _check_model(model)
+    _check_counts(per_class, rounds, min_labels, temperature)
+    template = load_prompt("gpt_siblings", prompt_path)
+    chosen = select_classes(classes, id_classes)
+    need = per_class if min_labels is None else min_labels
+    reqs = [
+        make_request(
+            template,
+            wnid,
+            r,
+            per_class,
+            {"class_name": name, "synonyms": ", ".join(syn) or name, "wnid": wnid},
+            need,
+        )
+        for r in range(rounds)
+        for wnid, name, syn in zip(chosen.wnids, chosen.names, chosen.synonyms, strict=True)
+    ]
+    identity = _base_identity("gpt_siblings", model, template, per_class, temperature, need)
+    folder = _run_dir(run_dir, "gpt", model, identity)
+    return LLMRun(
+        "gpt_siblings", model, template, reqs, identity, folder, list(chosen.wnids), rounds,
+        selection=_selection(classes, chosen), prompt_path=_path_str(prompt_path),
+    )
+
+
+def eoe_run(
+    model: str,
+    *,
+    mode: EoeMode = "near",
+    per_request: int | None = None,
+    size: int | None = None,
+    chunk_size: int = 100,
+    rounds: int = 1,
+    classes: Any = None,
+    run_dir: str | os.PathLike[str] | None = None,
+    prompt_path: str | os.PathLike[str] | None = None,
+    temperature: float | None = 1.0,
+    min_labels: int | None = None,
+    id_classes: Any = None,
+) -> LLMRun:
+    """The EOE run: ``near`` one request per class; ``far``/``fine`` one per chunk of ``chunk_size`` classes.
+
+    ``per_request`` labels are asked per request (default 5 for near, 50 otherwise); for far/fine,
+    ``size`` (L, the total wanted) sets ``per_request = ceil(L / chunks)`` instead.
+    """
+    model = _check_model(model)
+    if mode not in EOE_MODES:
+        raise InputError(f"unknown EOE mode {mode!r}; choose one of {list(EOE_MODES)}")
+    if mode == "near" and size is not None:
+        raise InputError("size (L) sets the total of far/fine runs; near asks per_request labels per class")
+    if size is not None and per_request is not None:
+        raise InputError("give size (L, the total) or per_request, not both")
+    if chunk_size < 1:
+        raise InputError(f"chunk size must be >= 1, got {chunk_size}")
+    template = load_prompt(f"eoe_{mode}", prompt_path)
+    chosen = select_classes(classes, id_classes)
+    chunk_map: dict[str, list[str]] = {}
+    if mode == "near":
+        n = per_request or 5
+        values = {w: {"class_name": nm, "synonyms": ", ".join(sy) or nm, "wnid": w} for w, nm, sy in zip(chosen.wnids, chosen.names, chosen.synonyms, strict=True)}
+    else:
+        spans = chunks_of(len(chosen), chunk_size)
+        if size is not None:
+            if size < 1:
+                raise InputError(f"size must be >= 1, got {size}")
+            n = math.ceil(size / len(spans))
+        else:
+            n = per_request or 50
+        values = {}
+        for i, span in enumerate(spans):
+            key = f"chunk{i:03d}"
+            chunk_map[key] = [chosen.wnids[j] for j in span]
+            values[key] = {"class_list": "\n".join(f"- {chosen.names[j]}" for j in span)}
+    _check_counts(n, rounds, min_labels, temperature)
+    need = n if min_labels is None else min_labels
+    reqs = [make_request(template, key, r, n, v, need) for r in range(rounds) for key, v in values.items()]
+    keys = list(values)
+    identity = _base_identity(f"eoe_{mode}", model, template, n, temperature, need)
+    identity["chunk_size"] = chunk_size if mode != "near" else None
+    folder = _run_dir(run_dir, f"eoe-{mode}", model, identity)
+    return LLMRun(f"eoe_{mode}", model, template, reqs, identity, folder, keys, rounds, chunk_map, _selection(classes, chosen), _path_str(prompt_path))
+
+
+def vocabulary_from_journal(run_dir: str | os.PathLike[str], *, rounds_used: int | None = None, synonym_filter: Any = None, id_classes: Any = None) -> Vocabulary:
+    """The vocabulary of a run folder's journal, without sending anything (e.g. first ``r`` rounds).
+
+    Rebuilds the run from its manifest (same classes, prompt and settings) and checks that the
+    prompt file still has the journaled hash.
+    """
+    journal = Journal.open_existing(run_dir)
+    run = _rebuild(run_dir, journal, id_classes)
+    results = {q.custom_id: rec for q in run.requests if (rec := journal.answer(q.custom_id, q.sha256))}
+    return vocabulary_from_results(run, results, rounds_used=rounds_used, synonym_filter=synonym_filter)
+
+
+def _last_settings(journal: Journal) -> dict[str, Any] | None:
+    """Classes, rounds and prompt file of the latest session of a run folder (None before any)."""
+    from negvocab.llm.journal import read_manifest
+
+    runs = journal.of_kind("run")
+    if runs:
+        return {k: v for k, v in runs[-1].items() if k != "kind"}
+    if (journal.run_dir / MANIFEST).exists():
+        return read_manifest(journal.run_dir).get("run_settings")
+    return None
+
+
+def _rebuild(run_dir: str | os.PathLike[str], journal: Journal, id_classes: Any) -> LLMRun:
+    ident = journal.identity
+    settings = _last_settings(journal) or {}
+    rounds = settings.get("rounds") or 1
+    task = ident["task"]
+    common = {
+        "run_dir": run_dir,
+        "temperature": ident.get("temperature"),
+        "min_labels": ident.get("min_labels"),
+        "id_classes": id_classes,
+        "classes": settings.get("classes"),
+        "prompt_path": settings.get("prompt_path"),
+    }
+    if task == "gpt_siblings":
+        run = gpt_run(ident["model"], per_class=ident["n"], rounds=rounds, **common)
+    else:
+        mode = task.removeprefix("eoe_")
+        run = eoe_run(ident["model"], mode=mode, per_request=ident["n"], chunk_size=ident.get("chunk_size") or 100, rounds=rounds, **common)  # type: ignore[arg-type]
+    if identity_hash(ident) != run.identity_sha256:
+        why = "it was written by an older negvocab" if "rounds" in ident else "its prompt file changed since it ran"
+        raise InputError(f"{run_dir}: cannot rebuild the run ({why})")
+    return run
+
+
+# -- public builders ----------------------------------------------------------------------------
+def build_gpt_vocabulary(
+    model: str,
+    *,
+    per_class: int = 20,
+    rounds: int = 10,
+    rounds_used: int | None = None,
+    classes: Any = None,
+    run_dir: str | os.PathLike[str] | None = None,
+    concurrency: int = 16,
+    batch: bool = False,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    prompt_path: str | os.PathLike[str] | None = None,
+    temperature: float | None = 1.0,
+    min_labels: int | None = None,
+    synonym_filter: Any = None,
+    id_classes: Any = None,
+    client_options: Mapping[str, Any] | None = None,
+    poll_interval: float = 30.0,
+    max_submissions: int = 3,
+    on_progress: Callable[[int, int], None] | None = None,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    retry_failed: bool = False,
+    response_format: str = "auto",
+    request_timeout: float | None = None,
+) -> Vocabulary:
+    """The GPT-sibling vocabulary (paper: 20 per class, 10 rounds); resumable, see the module docstring.
+
+    Parameters
+    ----------
+    model : str
+        Chat model name (OpenAI or any OpenAI-compatible server).
+    per_class, rounds : int
+        Labels asked per request; rounds over all classes.
+    rounds_used : int, optional
+        Build from the first ``r`` rounds only; requests of later rounds are not sent, and
+        journaled ones are not repeated (the paper's ablation over merged generations).
+    classes : int, path or list, optional
+        First ``K`` ImageNet-1k classes, a file of wnids/names, or a list (default: all 1000).
+    run_dir : path, optional
+        Run folder (default: a folder in the cache named after the run's identity).
+    concurrency, batch, base_url, api_key
+        Client settings; ``batch=True`` uses the Batch API.
+    synonym_filter : SynonymFilter, optional
+        Default: against all of ImageNet-1k (also when ``classes`` selects a few).
+    retry_failed : bool
+        Also ask again the requests recorded as short (refused and invalid ones are asked again by
+        every synchronous run: a failed answer is never final).
+    response_format : str
+        ``auto`` (structured output where the server honours it, else JSON mode, else free text,
+        settled once per run and recorded in the manifest), ``json_schema``, ``json_object`` or
+        ``text``; see :mod:`negvocab.llm.formats`.
+    request_timeout : float, optional
+        Total seconds one request may take, retries included (default 300): a server that hangs
+        or drips bytes is given up on.
+
+    Returns
+    -------
+    Vocabulary
+        Source ``gpt``; ``views[wnid]`` is each class's filtered labels; ``meta[label]`` records
+        the classes and rounds that proposed it and the prompt hash; the settings hold per-class
+        counts, filter removals, failures, tokens and cost, and the provenance: ``endpoints``
+        (public URLs), ``served_models`` (as the server named them), ``response_formats``.
+    """
+    run = gpt_run(model, per_class=per_class, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
+    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices, retry_failed=retry_failed, response_format=response_format, request_timeout=request_timeout)
+
+
+def build_eoe_vocabulary(
+    model: str,
+    *,
+    mode: EoeMode = "near",
+    per_request: int | None = None,
+    size: int | None = None,
+    chunk_size: int = 100,
+    rounds: int = 1,
+    rounds_used: int | None = None,
+    classes: Any = None,
+    run_dir: str | os.PathLike[str] | None = None,
+    concurrency: int = 16,
+    batch: bool = False,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    prompt_path: str | os.PathLike[str] | None = None,
+    temperature: float | None = 1.0,
+    min_labels: int | None = None,
+    synonym_filter: Any = None,
+    id_classes: Any = None,
+    client_options: Mapping[str, Any] | None = None,
+    poll_interval: float = 30.0,
+    max_submissions: int = 3,
+    on_progress: Callable[[int, int], None] | None = None,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    retry_failed: bool = False,
+    response_format: str = "auto",
+    request_timeout: float | None = None,
+) -> Vocabulary:
+    """The EOE envisioned-outlier vocabulary (``near``, ``far`` or ``fine``); labels lower-cased,
+    de-duplicated and synonym-filtered. Same run folder, resume and Batch API behaviour as
+    :func:`build_gpt_vocabulary`; ``views[wnid]`` per class for ``near``, ``settings["chunks"]``
+    lists each chunk's classes for ``far``/``fine``.
+    """
+    run = eoe_run(model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
+    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices, retry_failed=retry_failed, response_format=response_format, request_timeout=request_timeout)
+
+
+def _path_str(path: str | os.PathLike[str] | None) -> str | None:
+    return None if path is None else str(Path(path).resolve())
+
+
+def _selection(classes: Any, chosen: Any) -> Any:
+    """The class selection as JSON (kept in the manifest so the run can be rebuilt from its folder)."""
+    if classes is None:
+        return None
+    if isinstance(classes, int) or (isinstance(classes, str) and classes.strip().isdigit()):
+        return int(classes)
+    return list(chosen.wnids)

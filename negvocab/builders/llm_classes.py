@@ -1,0 +1,63 @@
+"""Which ImageNet-1k classes an LLM run asks about: all, the first K, or a file or list of wnids or
+names; and the chunks of classes that EOE far/fine requests list."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from negvocab.errors import InputError
+from negvocab.textfiles import read_text
+
+
+def select_classes(classes: int | str | os.PathLike[str] | Sequence[str] | None = None, id_classes: Any = None) -> Any:
+    """The ID classes to ask about: all (``None``), the first ``K`` (an int, or a string of digits),
+    the wnids or names in a file (one a line, ``#`` comments), or a list of wnids/names.
+
+    A name that two classes share (``missile``, ``sunglasses``) selects both.
+    """
+    if id_classes is None:
+        from negvocab.labels.imagenet import imagenet1k
+
+        id_classes = imagenet1k()
+    if classes is None:
+        return id_classes
+    if isinstance(classes, int) or (isinstance(classes, str) and classes.strip().isdigit()):
+        k = int(classes)
+        if not 1 <= k <= len(id_classes):
+            raise InputError(f"--classes {k}: choose between 1 and {len(id_classes)} classes")
+        return id_classes.subset(list(id_classes.wnids[:k]))
+    if isinstance(classes, (str, os.PathLike)):
+        path = Path(classes)
+        lines = read_text(path, "class file", " (give a number K or a file of wnids or names)").splitlines()
+        entries = [s.strip() for s in lines if s.strip() and not s.strip().startswith("#")]
+        where = str(path)
+    else:
+        entries = [str(s).strip() for s in classes]
+        where = "classes"
+    if not entries:
+        raise InputError(f"{where}: no classes listed")
+    by_name: dict[str, list[str]] = {}
+    for wnid, name in zip(id_classes.wnids, id_classes.names, strict=True):
+        by_name.setdefault(name.lower(), []).append(wnid)
+    known = set(id_classes.wnids)
+    chosen: dict[str, None] = {}
+    unknown = []
+    for e in entries:
+        if e in known:
+            chosen.setdefault(e, None)
+        elif e.lower() in by_name:
+            for w in by_name[e.lower()]:
+                chosen.setdefault(w, None)
+        else:
+            unknown.append(e)
+    if unknown:
+        raise InputError(f"{where}: {len(unknown)} entries are neither wnids nor class names, e.g. {unknown[:3]}")
+    order = {w: i for i, w in enumerate(id_classes.wnids)}
+    return id_classes.subset(sorted(chosen, key=order.__getitem__))
+
+
+def chunks_of(n: int, size: int) -> list[range]:
+    return [range(i, min(i + size, n)) for i in range(0, n, size)]

@@ -1,0 +1,390 @@
+"""Negatives mined from unlabelled images of the deployment (docs/methods.md, "Vocabularies").
+
+A user with unlabelled images from where the detector will run (a crawl, a held-out stream) has
+direct evidence of which concepts appear there. Mining keeps the candidate labels those images
+point to:
+
+1. every image's ID similarity ``s_i = max_c cos(x_i, t_c)`` over the ID class names;
+2. an image "looks OOD" when ``s_i`` is below a threshold ``tau`` (``threshold``, else the
+   ``quantile`` of the ``s_i``; 0.5 by default: the less ID-like half); its weight is
+   ``w_i = tau - s_i`` (how far below), the others weigh 0;
+3. each such image votes for its ``top_k`` closest candidates (exact FAISS search by default, an
+   IVF/HNSW index for pools of millions): ``evidence(c) = sum of w_i over the images whose top-k
+   holds c``;
+4. candidates that name an ID class (the synonym filter) never enter the search; the rest are
+   ranked by evidence (then by how many images voted, then pool order) and the first ``size`` kept.
+
+The pool is streamed in chunks through the embedding cache, so only one chunk of candidate
+embeddings is in memory with exact search. Transductive guard: when the mined images overlap the
+OOD set being evaluated (same path or same file content), the vocabulary would flatter that
+evaluation; ``ood=`` names the evaluated set(s) and an overlap marks the vocabulary
+``settings["caveats"]["transductive"]`` and ``settings["deployable"] = False``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from negvocab.errors import InputError
+
+if TYPE_CHECKING:
+    from negvocab.labels.candidates import Candidate
+    from negvocab.labels.imagenet import IdClasses
+    from negvocab.vlm.model import VLM
+    from negvocab.vocab import Vocabulary
+
+log = logging.getLogger(__name__)
+
+TRANSDUCTIVE_NOTE = "transductive: mined from images that are also in the evaluated OOD set {ood} ({n} of {total}); not a deployable result"
+SELECTION = "candidates closest to the unlabelled images that look OOD, weighted by how far below the ID threshold they are"
+
+
+# -- the embedding-level method -------------------------------------------------------------------
+@dataclass
+class MiningEvidence:
+    """What the images say about each candidate (arrays indexed by candidate position in the pool)."""
+
+    evidence: np.ndarray  # float64 [n_candidates]: sum of the weights of the images that chose it
+    votes: np.ndarray  # int64 [n_candidates]: how many images chose it
+    weights: np.ndarray  # float64 [n_images]: tau - s_i where positive, else 0
+    id_similarity: np.ndarray  # float64 [n_images]: s_i
+    threshold: float  # tau
+    index: dict[str, Any]  # the search's settings (and recall, for approximate indexes)
+    voters: np.ndarray  # int64 [v]: the images that look OOD (weight > 0)
+    neighbours: np.ndarray  # int64 [v, k]: the candidates each of them voted for (-1: none found)
+
+    def ranking(self) -> np.ndarray:
+        """Candidates with evidence, most first (ties: more votes, then pool order)."""
+        idx = np.flatnonzero(self.evidence > 0)
+        order = np.lexsort((idx, -self.votes[idx], -self.evidence[idx]))
+        return idx[order]
+
+
+def ood_weights(image_emb: Any, id_emb: Any, *, quantile: float = 0.5, threshold: float | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(w, s, tau)``: each image's ID similarity ``s`` (its largest cosine to an ID class), the
+    threshold ``tau`` (``threshold`` or the ``quantile`` of ``s``) and the weights ``max(tau - s, 0)``."""
+    from negvocab.index import as_matrix, knn
+
+    if threshold is None and not 0.0 < quantile <= 1.0:
+        raise InputError(f"quantile must be in (0, 1], got {quantile}")
+    x = as_matrix(image_emb, "image embeddings")
+    ids = as_matrix(id_emb, "ID class embeddings")
+    if len(x) == 0 or len(ids) == 0:
+        raise InputError("mining needs at least one image and one ID class")
+    top, _ = knn(x, ids, 1)
+    s = top[:, 0].astype(np.float64)
+    tau = float(threshold) if threshold is not None else float(np.quantile(s, quantile))
+    return np.maximum(tau - s, 0.0), s, tau
+
+
+def mine_evidence(
+    image_emb: Any,
+    id_emb: Any,
+    candidate_chunks: Iterable[Any],
+    *,
+    top_k: int = 10,
+    quantile: float = 0.5,
+    threshold: float | None = None,
+    index: str = "exact",
+    expected_candidates: int | None = None,
+    **index_options: Any,
+) -> MiningEvidence:
+    """Steps 1-3 of the module docstring on embeddings: L2-normalised image embeddings [n, d],
+    ID class embeddings [C, d] and candidate embeddings arriving in chunks [m_j, d] (any
+    iterable, e.g. a generator that encodes the pool piece by piece).
+
+    ``index`` and ``index_options`` go to :class:`negvocab.index.StreamingSearch` (``nlist``,
+    ``nprobe``, ``ef_search``, ``storage``, ``recall_sample``, ...).
+    """
+    from negvocab.index import StreamingSearch
+
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+        raise InputError(f"top_k must be an integer >= 1, got {top_k!r}")
+    w, s, tau = ood_weights(image_emb, id_emb, quantile=quantile, threshold=threshold)
+    voters = np.flatnonzero(w > 0)
+    queries = np.asarray(image_emb, dtype=np.float32)[voters]
+    search = StreamingSearch(queries, int(top_k), index=index, expected_keys=expected_candidates, **index_options)
+    for chunk in candidate_chunks:
+        search.add(chunk)
+        del chunk  # not held while the next chunk is made: one chunk in memory, not two
+    n = search.n_keys
+    if n == 0:
+        raise InputError("the candidate pool is empty")
+    evidence = np.zeros(n, dtype=np.float64)
+    votes = np.zeros(n, dtype=np.int64)
+    I = np.empty((0, min(int(top_k), n)), dtype=np.int64)
+    if len(voters):
+        _, I = search.result()
+        flat = I.ravel()
+        ok = flat >= 0  # an approximate index may return fewer than k
+        evidence = np.bincount(flat[ok], weights=np.repeat(w[voters], I.shape[1])[ok], minlength=n)
+        votes = np.bincount(flat[ok], minlength=n).astype(np.int64)
+    log.info("mining: %d of %d images look OOD (tau %.4f); %d of %d candidates got votes", len(voters), len(w), tau, int((votes > 0).sum()), n)
+    return MiningEvidence(evidence, votes, w, s, tau, {**search.describe(), "queries": int(len(voters))}, voters, I)
+
+
+# -- inputs ---------------------------------------------------------------------------------------
+def mining_pool(pool: Any) -> list[Candidate]:
+    """The candidates to mine from: ``"wordnet"`` / ``"wordnet:all"`` (a WordNet preset, see
+    :func:`negvocab.wordnet_candidates`), a candidates or vocabulary file, a :class:`Vocabulary`,
+    or a list of strings / :class:`Candidate`. Repeats dropped, first kept."""
+    from negvocab.labels.candidates import Candidate, wordnet_candidates
+    from negvocab.vocab import load_candidates
+    from negvocab.vocab import Vocabulary
+
+    if isinstance(pool, str) and pool.split(":")[0] == "wordnet" and not Path(pool).exists():
+        return wordnet_candidates(pool.partition(":")[2] or "neglabel")
+    if isinstance(pool, (str, os.PathLike)):
+        return load_candidates(pool)
+    if isinstance(pool, Vocabulary):
+        return [Candidate(lab, p or "n", "", "") for lab, p in zip(pool.labels, pool.parts_of_speech(), strict=True)]
+    out: dict[str, Candidate] = {}
+    for c in pool:
+        c = Candidate(c.strip(), "n", "", "") if isinstance(c, str) else c
+        if c.text:
+            out.setdefault(c.text, c)
+    if not out:
+        raise InputError("the candidate pool is empty")
+    return list(out.values())
+
+
+def _image_paths(source: Any) -> list[str]:
+    """The file paths (or dataset ids) of an image source, for the overlap check."""
+    from negvocab.data.images import ImageSet, is_image
+    from negvocab.data.layouts import open_image_set
+    from negvocab.vlm.images import ImageEmbeddings
+
+    if isinstance(source, (ImageSet, ImageEmbeddings)):
+        return list(source.paths)
+    if isinstance(source, (str, os.PathLike)):
+        return [str(source)] if is_image(Path(source)) else list(open_image_set(source).paths)
+    if isinstance(source, Sequence) and all(isinstance(s, (str, os.PathLike)) for s in source):
+        return [str(s) for s in source]
+    raise InputError(f"cannot list the images of a {type(source).__name__}: give a folder, a list file, paths, an ImageSet or ImageEmbeddings")
+
+
+def _named_sets(ood: Any) -> dict[str, Any]:
+    """``ood`` as {name: image source}: a mapping, one source, or a list of sources and
+    ``NAME=PATH`` strings (a bare path is named after its folder, as ``--ood`` does)."""
+    if ood is None:
+        return {}
+    if isinstance(ood, Mapping):
+        return dict(ood)
+    many = isinstance(ood, (list, tuple)) and ood and all(isinstance(s, (str, os.PathLike)) and not is_image_path(s) for s in ood)
+    out: dict[str, Any] = {}
+    for src in ood if many else [ood]:
+        if isinstance(src, str) and "=" in src and not Path(src).exists():
+            name, _, src = src.partition("=")
+        else:
+            name = getattr(src, "name", None) or (Path(src).name if isinstance(src, (str, os.PathLike)) else "ood")
+        out[str(name)] = src
+    return out
+
+
+def is_image_path(source: Any) -> bool:
+    """Whether ``source`` names one image file (a list of them is a set of paths, not of sets)."""
+    from negvocab.data.images import is_image
+
+    return is_image(Path(source))
+
+
+def _file_digests(paths: Iterable[str], sizes: set[int] | None = None) -> Iterator[tuple[str, str]]:
+    """``(path, sha256)`` of the readable files among ``paths`` (only those whose size is in ``sizes``)."""
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        if sizes is not None and st.st_size not in sizes:
+            continue
+        h = hashlib.sha256()
+        try:
+            with open(p, "rb") as fh:
+                for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                    h.update(block)
+        except OSError:
+            continue
+        yield p, h.hexdigest()
+
+
+def image_overlap(images: Sequence[str], ood: Sequence[str]) -> list[str]:
+    """The entries of ``images`` that are also in ``ood``: the same resolved path, or a file with
+    the same content (SHA-256; only files of a size both sides have are read)."""
+    def key(p: str) -> str:
+        try:
+            return str(Path(p).resolve())
+        except OSError:
+            return p
+
+    ood_keys = {key(p) for p in ood} | set(ood)
+    same = {p for p in images if p in ood_keys or key(p) in ood_keys}
+    sizes_of = lambda ps: {os.stat(p).st_size for p in ps if os.path.isfile(p)}  # noqa: E731
+    common = sizes_of(images) & sizes_of(ood)
+    if common:
+        ood_hashes = {h for _, h in _file_digests(ood, common)}
+        same |= {p for p, h in _file_digests([p for p in images if p not in same], common) if h in ood_hashes}
+    return [p for p in images if p in same]
+
+
+def transductive_check(images: Sequence[str], ood: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """``(record, caveats)``: how many of ``images`` each OOD set holds, and the ``transductive``
+    caveat (the shared interface of BRIEF/docs: ``settings["caveats"]``) when any does."""
+    sets = _named_sets(ood)
+    if not sets:
+        return {"checked": False, "note": "no OOD set given: overlap with the evaluated OOD images not checked"}, {}
+    overlap = {name: len(image_overlap(images, _image_paths(src))) for name, src in sets.items()}
+    record = {"checked": True, "by": "resolved path and file content (sha256)", "overlap": overlap, "images": len(images)}
+    hit = {n: c for n, c in overlap.items() if c}
+    if not hit:
+        return record, {}
+    which = ", ".join(hit)
+    return record, {"transductive": TRANSDUCTIVE_NOTE.format(ood=which, n=max(hit.values()), total=len(images))}
+
+
+# -- the vocabulary ---------------------------------------------------------------------------------
+def _chunked(vlm: VLM, cands: Sequence[Candidate], tset: Any, chunk_size: int, batch_size: int | None, progress: bool | None) -> Iterator[np.ndarray]:
+    """Candidate embeddings, ``chunk_size`` labels at a time (each chunk through the cache)."""
+    for start in range(0, len(cands), chunk_size):
+        part = cands[start : start + chunk_size]
+        yield vlm.encode_text([c.text for c in part], tset, pos=[c.pos for c in part], batch_size=batch_size, progress=progress)
+
+
+def build_mined_vocabulary(
+    vlm: VLM,
+    images: Any,
+    pool: Any,
+    size: int | None = None,
+    *,
+    id_classes: IdClasses | None = None,
+    templates: Any = "paper8",
+    top_k: int = 10,
+    quantile: float = 0.5,
+    threshold: float | None = None,
+    ood: Any = None,
+    index: str = "exact",
+    index_options: Mapping[str, Any] | None = None,
+    chunk_size: int = 65536,
+    synonym_filter: bool = True,
+    batch_size: int | None = None,
+    num_workers: int | None = None,
+    progress: bool | None = None,
+) -> Vocabulary:
+    """Negatives mined from unlabelled ``images`` (see the module docstring).
+
+    Parameters
+    ----------
+    vlm : VLM
+        Encodes the images, the ID class names and the pool (all cached).
+    images : folder, list file, paths, ImageSet or ImageEmbeddings
+        The unlabelled images of the deployment.
+    pool : "wordnet", "wordnet:all", a candidates/vocabulary file, a Vocabulary or a list of labels
+        The candidates (see :func:`mining_pool`).
+    size : int, optional
+        M, the vocabulary size (default: every candidate with evidence).
+    top_k, quantile, threshold
+        Candidates each OOD-looking image votes for; what "looks OOD" means (steps 2-3).
+    ood : image source, ``{name: source}`` or ``["NAME=PATH", ...]``, optional
+        The OOD set(s) this vocabulary will be evaluated on: any overlap with ``images`` marks it
+        transductive (``settings["caveats"]``, ``settings["deployable"] = False``).
+    index, index_options
+        ``"exact"`` (default), ``"ivf"`` or ``"hnsw"`` and their options
+        (:class:`negvocab.index.StreamingSearch`); approximate indexes report their recall@k.
+
+    Returns
+    -------
+    Vocabulary
+        Source ``mined``; ``meta[label]``: rank, evidence, votes, pos; settings: model, templates,
+        the mining parameters, threshold, image and pool counts, index (and recall), the filter's
+        removals, the transductive check and, when it found an overlap, the caveat.
+    """
+    from negvocab.labels.imagenet import imagenet1k
+    from negvocab.labels.synonyms import SynonymFilter
+    from negvocab.vlm.images import ImageEmbeddings
+    from negvocab.vlm.templates import resolve_templates
+    from negvocab.vocab import Vocabulary
+
+    if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
+        raise InputError(f"vocabulary size must be an integer >= 1, got {size!r}")
+    if chunk_size < 1:
+        raise InputError(f"chunk_size must be >= 1, got {chunk_size}")
+    id_classes = id_classes if id_classes is not None else imagenet1k()
+    tset = resolve_templates(templates)
+    cands = mining_pool(pool)
+    report = None
+    if synonym_filter:
+        filt = SynonymFilter(id_classes)
+        kept, removed = filt.split([c.text for c in cands])
+        report = filt.report(kept, removed)
+        keep = set(kept)
+        cands = [c for c in cands if c.text in keep]
+        if not cands:
+            raise InputError("the synonym filter removed every candidate: each names an ID class")
+    if isinstance(images, ImageEmbeddings):
+        emb = images
+    else:
+        if isinstance(images, (str, os.PathLike)):
+            from negvocab.data.images import is_image
+            from negvocab.data.layouts import open_image_set
+
+            images = images if is_image(Path(images)) else open_image_set(images)  # a folder or an image list
+        emb = vlm.encode_images(images, batch_size=batch_size, num_workers=num_workers, progress=progress)
+    check, caveats = transductive_check(emb.paths, ood)
+    id_emb = vlm.encode_text(list(id_classes.names), tset, pos="n", batch_size=batch_size, progress=progress)
+    found = mine_evidence(
+        emb.embeddings,
+        id_emb,
+        _chunked(vlm, cands, tset, chunk_size, batch_size, progress),
+        top_k=top_k,
+        quantile=quantile,
+        threshold=threshold,
+        index=index,
+        expected_candidates=len(cands),
+        **dict(index_options or {}),
+    )
+    ranked = found.ranking()
+    if len(ranked) == 0:
+        raise InputError(f"no candidate got a vote: none of the {len(emb)} images looks OOD at threshold {found.threshold:.4f}; give more images or a higher threshold")
+    if size is not None and size > len(ranked):
+        raise InputError(
+            f"asked for {size} labels but only {len(ranked)} candidates got a vote from the {int((found.weights > 0).sum())} "
+            "OOD-looking images; lower -M, raise --top-k or give more images"
+        )
+    chosen = ranked[:size] if size is not None else ranked
+    labels = [cands[i].text for i in chosen]
+    meta = {
+        cands[i].text: {"rank": r, "evidence": round(float(found.evidence[i]), 6), "votes": int(found.votes[i]), "pos": cands[i].pos}
+        for r, i in enumerate(chosen, start=1)
+    }
+    settings: dict[str, Any] = {
+        "model": vlm.identity,
+        "random_weights": vlm.random_weights,
+        "templates": tset.describe(),
+        "size": size,
+        "top_k": int(top_k),
+        "quantile": None if threshold is not None else quantile,
+        "threshold": round(found.threshold, 6),
+        "images": len(emb),
+        "ood_looking_images": int((found.weights > 0).sum()),
+        "candidates": len(cands),
+        "candidates_with_votes": len(ranked),
+        "pool": pool if isinstance(pool, str) else str(pool) if isinstance(pool, os.PathLike) else type(pool).__name__,
+        "id_classes": id_classes.dataset,
+        "index": found.index,
+        "selection": SELECTION,
+        "transductive_check": check,
+    }
+    if report is not None:
+        settings["synonym_filter"] = report
+    if caveats:
+        settings["caveats"] = caveats
+        settings["deployable"] = False
+        log.warning("%s", caveats["transductive"])
+    return Vocabulary.from_labels(labels, source="mined", meta=meta, settings=settings)

@@ -1,0 +1,282 @@
+"""The main job: score a VLM with vocabularies on an ID set and one or more OOD sets.
+
+:func:`evaluate_vocabularies` embeds the images (cached), the ID class names and each vocabulary
+(cached), scores every (method, vocabulary) pair, computes the metrics under a named convention for
+each OOD set (against the one ID set, so the ID threshold is the same for all) and their mean, and
+explains the OOD images. :func:`negvocab.write_results` (:mod:`negvocab.report.results`) writes
+the results folder; :mod:`negvocab.evaluation.sweeps` does the same for every pool size M.
+
+Every output built from a model with random weights says so (``random_weights: true``); every row
+scored with a non-deployable vocabulary (oracle, transductive) says so (``deployable``, ``caveats``);
+results name their convention, grouping, templates and threshold rule, and record the versions, the
+command line, the bootstrap seed and the ID class list (:mod:`negvocab.provenance`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from negvocab.errors import InputError
+from negvocab.scoring import metrics as M
+from negvocab.scoring import scores as S
+from negvocab.evaluation.checks import common_mistakes
+from negvocab.evaluation.encode import encode_sets
+from negvocab.evaluation.rows import (
+    RANDOM_WEIGHTS_WARNING,
+    model_fields,
+    named_ood_sets,
+    ood_rows,
+    run_meta,
+    sets_meta,
+    vocab_fields,
+    vocab_meta,
+)
+
+if TYPE_CHECKING:
+    from negvocab.data.images import ImageSet
+    from negvocab.labels.imagenet import IdClasses
+    from negvocab.vlm.images import ImageEmbeddings
+    from negvocab.vlm.model import VLM
+    from negvocab.vocab import Vocabulary
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ID_EXPLAINED_MAX", "RANDOM_WEIGHTS_WARNING", "Evaluation", "evaluate_vocabularies", "flagged_id_images", "scorer_params"]
+
+
+# ----------------------------------------------------------------------------------------------
+# inputs
+# ----------------------------------------------------------------------------------------------
+def _vocab_name(name: str, vocab: Vocabulary) -> str:
+    return name or f"{vocab.source}-{vocab.short_hash}"
+
+
+def scorer_params(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The subset of ``params`` the scorer of ``method`` accepts (``topk`` goes to NegLabel)."""
+    if method == "neglabel_eoe" and params.get("T") is not None and params.get("penalty_T") is None:
+        logger.warning("T is the temperature of mcm/glmcm/eoe; neglabel_eoe's penalty takes penalty_T (default: tau)")
+    fn = S.METHODS[method]
+    accepted = set(inspect.signature(fn).parameters) | ({"topk"} if method == "neglabel" else set())
+    return {k: v for k, v in params.items() if k in accepted and v is not None}
+
+
+# ----------------------------------------------------------------------------------------------
+# evaluation
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class Evaluation:
+    """Scores, metrics and explanations of one ``negvocab score`` run.
+
+    ``rows``: one metrics dict per (method, vocabulary, OOD set), with a ``"mean"`` row per (method,
+    vocabulary) when there are several OOD sets; ``scores``: key -> {"id": [n_id], "ood": [n_ood]}
+    (every OOD set, in order); ``id_images``/``ood_images``: (id, path) of the scored images, aligned
+    with the scores; ``ood_sets``: each OOD set's name and size, in the order of ``ood_images``;
+    ``explanations``: vocabulary name -> one dict per OOD image; ``meta``: model, data, settings;
+    ``id_explanations``: vocabulary name -> one dict per ID image flagged as OOD by one of its runs
+    (:func:`flagged_id_images`: lowest score first, capped).
+    """
+
+    rows: list[dict[str, Any]]
+    scores: dict[str, dict[str, np.ndarray]] = field(repr=False)
+    id_images: list[tuple[str, str]] = field(repr=False)
+    ood_images: list[tuple[str, str]] = field(repr=False)
+    explanations: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
+    meta: dict[str, Any] = field(default_factory=dict, repr=False)
+    ood_sets: dict[str, int] = field(default_factory=dict)
+    id_explanations: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.ood_sets:
+            self.ood_sets = {"ood": len(self.ood_images)}
+
+    def __repr__(self) -> str:
+        names = {r.get("vocabulary") or "-" for r in self.rows}
+        return (
+            f"Evaluation({len(self.rows)} rows: methods {sorted({r['method'] for r in self.rows})}, "
+            f"vocabularies {sorted(names)}; {len(self.id_images)} ID images, OOD sets {self.ood_sets}; "
+            f"scores for {len(self.scores)} keys{'; RANDOM WEIGHTS' if self.random_weights else ''})"
+        )
+
+    @property
+    def random_weights(self) -> bool:
+        return bool(self.meta.get("random_weights"))
+
+    def ood_set_of_images(self) -> list[str]:
+        """The OOD set name of each image of ``ood_images``."""
+        return [name for name, n in self.ood_sets.items() for _ in range(n)]
+
+
+def evaluate_vocabularies(
+    vlm: VLM,
+    id_set: ImageSet | ImageEmbeddings,
+    ood_set: ImageSet | ImageEmbeddings | Mapping[str, ImageSet | ImageEmbeddings] | Sequence[ImageSet],
+    vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary],
+    methods: Sequence[str] = ("neglabel",),
+    *,
+    id_classes: IdClasses | None = None,
+    templates: str = "paper8",
+    params: Mapping[str, Any] | None = None,
+    convention: str = "paper",
+    tpr: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+    explain_k: int = 5,
+    progress: bool = False,
+) -> Evaluation:
+    """Score ``vlm`` on ``id_set`` vs each OOD set with every method and vocabulary.
+
+    Each set is an :class:`ImageSet` (encoded here, through the cache) or the
+    :class:`ImageEmbeddings` that ``vlm.encode_images`` returned for it. ``ood_set`` is one set or
+    a mapping name -> set (or a list of sets, each named after itself): each is scored against the same ID scores (so under the ``paper`` and
+    ``hendrycks`` conventions the same ID threshold), giving a row per set and, with several sets,
+    a row ``ood_set="mean"`` averaging them.
+    Methods that use no negatives (mcm, glmcm) are scored once. ``params`` go to each scorer that
+    accepts them (tau, groups, grouping, seed, beta, T, penalty_T, lam, topk). The metrics follow
+    ``convention`` (see :mod:`negvocab.scoring.metrics`); bootstrap intervals resample OOD images,
+    drawn from ``seed``.
+    """
+    from negvocab.labels.imagenet import imagenet1k
+
+    methods = list(dict.fromkeys(S.canonical_method(m) for m in methods))
+    if not methods:
+        raise InputError("no scoring method given")
+    named = _named(vocabs)
+    if not named and any(m in S.NEEDS_NEGATIVES for m in methods):
+        raise InputError(f"methods {', '.join(m for m in methods if m in S.NEEDS_NEGATIVES)} need a vocabulary (--vocab)")
+    convention = M.check_convention(convention)
+    params = dict(params or {})
+    id_classes = id_classes if id_classes is not None else imagenet1k()
+    ood_sets = named_ood_sets(ood_set)
+    common_mistakes(vlm, id_set, ood_sets, named, id_classes, templates)  # warned before the long part
+    t0 = time.perf_counter()
+    enc = encode_sets(vlm, id_set, ood_sets, "glmcm" in methods, progress)
+    images, n_id, sizes = enc.images, enc.n_id, enc.sizes
+    class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
+
+    rows: list[dict[str, Any]] = []
+    all_scores: dict[str, dict[str, np.ndarray]] = {}
+    explanations: dict[str, list[dict[str, Any]]] = {}
+    flagged_ids: dict[str, dict[int, None]] = {}  # vocabulary -> ID images flagged by any of its runs
+    jobs = [(m, name) for m in methods for name in (named if m in S.NEEDS_NEGATIVES else [None])]
+    # label encoding is a step of its own (a cold run spends its time here, not in "scoring")
+    neg_cache: dict[str, np.ndarray] = {
+        vname: vlm.encode_text(list(named[vname].labels), templates, pos=named[vname].parts_of_speech(), progress=progress)
+        for vname in dict.fromkeys(v for _, v in jobs if v)
+    }
+
+    def explain(emb: np.ndarray, vname: str) -> list[dict[str, Any]]:
+        labels = {"id_labels": list(id_classes.names), "neg_labels": list(named[vname].labels)}
+        return S.explain(emb, class_emb, neg_cache[vname], **labels, k=explain_k, tau=float(params.get("tau") or 0.01), device=vlm.device)
+
+    for method, vname in _progress(jobs, progress, "scoring"):
+        vocab = named[vname] if vname else None
+        kw = scorer_params(method, params)
+        neg = neg_cache[vname] if vname else None
+        key = f"{method}@{vname}" if vname else method
+        if method == "glmcm":  # per set: the [n, p, d] patch features are never copied into one array
+            embs = [enc.id_emb, *enc.ood_embs.values()]
+            parts = [S.score(method, e.embeddings, class_emb, local=e.local, device=vlm.device, **kw) for e in embs]
+            scores, extra = {"": np.concatenate(parts)}, {}
+        else:
+            scores, extra = _score_job(method, images, class_emb, neg, vlm.device, kw)
+        for suffix, s in scores.items():
+            all_scores[key + suffix] = {"id": s[:n_id], "ood": s[n_id:]}
+        base = _result_row(method, vlm, vname, vocab, kw, templates, extra)
+        rows += ood_rows(base, *enc.split(scores[""]), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
+        if vname is not None and explain_k > 0:
+            s_id, s_sets = enc.split(scores[""])
+            flagged_ids.setdefault(vname, {}).update(dict.fromkeys(flagged_id_images(s_id, s_sets.values(), tpr, convention)))
+            if vname not in explanations:
+                ex = explain(images[n_id:], vname)
+                set_of = [name for name, n in sizes.items() for _ in range(n)]
+                explanations[vname] = [{"image": iid, "path": p, "ood_set": o, **e} for (iid, p), o, e in zip(enc.ood_images, set_of, ex, strict=True)]
+    id_explanations: dict[str, list[dict[str, Any]]] = {}
+    for vname, picked in flagged_ids.items():
+        idx = np.fromiter(picked, dtype=np.int64, count=len(picked))
+        ex = explain(images[idx], vname) if len(idx) else []
+        id_explanations[vname] = [{"image": enc.id_images[j][0], "path": enc.id_images[j][1], **e} for j, e in zip(idx.tolist(), ex, strict=True)]
+    meta = {
+        **run_meta(vlm, id_classes, templates, convention, tpr, params, seed, n_boot),
+        **sets_meta(id_set, ood_sets, enc),
+        "failed_images": enc.failed(),
+        "vocabularies": {k: vocab_meta(v) for k, v in named.items()},
+        "deployable": all(v.deployable for v in named.values()),
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    if vlm.random_weights:
+        meta["warning"] = RANDOM_WEIGHTS_WARNING
+    return Evaluation(rows, all_scores, enc.id_images, enc.ood_images, explanations, meta, sizes, id_explanations)
+
+
+#: ID images explained per run and OOD set: the lowest-scoring of those flagged as OOD (a report shows 100)
+ID_EXPLAINED_MAX = 500
+
+
+def flagged_id_images(s_id: np.ndarray, ood_scores: Iterable[np.ndarray], tpr: float, convention: str, cap: int = ID_EXPLAINED_MAX) -> list[int]:
+    """Indices of the ID images below the FPR@tpr threshold against any OOD set, lowest score
+    first, at most ``cap`` per set: the ID images a report shows as wrongly flagged."""
+    out: dict[int, None] = {}
+    for s_ood in ood_scores:
+        if len(s_id) == 0 or len(s_ood) == 0:
+            continue
+        idx = np.flatnonzero(M.operating_point(s_id, s_ood, tpr, convention=convention).id_flagged)  # type: ignore[arg-type]
+        out.update(dict.fromkeys(idx[np.argsort(s_id[idx], kind="stable")][:cap].tolist()))
+    return list(out)
+
+
+def _named(vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary]) -> dict[str, Vocabulary]:
+    """Vocabularies by name: the given names, else ``<source>-<hash>``."""
+    if isinstance(vocabs, Mapping):
+        return {_vocab_name(k, v): v for k, v in vocabs.items()}
+    return {_vocab_name("", v): v for v in vocabs}
+
+
+def _score_job(
+    method: str, images: np.ndarray, class_emb: np.ndarray, neg: np.ndarray | None, device: Any, kw: dict[str, Any]
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """One method's scores (key ``""``; with ``topk`` also ``/lower`` and ``/log_omitted_bound``) and row extras."""
+    if kw.get("topk") is None:
+        return {"": np.asarray(S.score(method, images, class_emb, neg, device=device, **kw))}, {}
+    res = S.score(method, images, class_emb, neg, device=device, return_bounds=True, **kw)
+    assert isinstance(res, S.TopkScores)
+    # the exact score of every image lies in [lower, upper]; the gap says whether k sufficed; the
+    # log of the certified bound (M - k) e^{s_k} on each image's omitted negative mass
+    bound = res.log_omitted_bound
+    extra = {"topk": res.k, "topk_max_gap": res.max_gap, "topk_max_log_omitted_bound": float(np.max(bound))}
+    return {"": res.scores, "/lower": res.lower, "/log_omitted_bound": bound}, extra
+
+
+def _result_row(
+    method: str,
+    vlm: VLM,
+    vname: str | None,
+    vocab: Vocabulary | None,
+    kw: Mapping[str, Any],
+    templates: str,
+    extra: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The fields of one (method, vocabulary)'s results rows, before the metrics of an OOD set."""
+    return {
+        "method": method,
+        **model_fields(vlm),
+        "vocabulary": vname or "",
+        **vocab_fields(vocab),
+        "params": {k: v for k, v in kw.items() if k != "local"},
+        "templates": templates,
+        **extra,
+    }
+
+
+def _progress(items: list[Any], enabled: bool, desc: str) -> Iterable[Any]:
+    if len(items) < 2:
+        return items
+    from negvocab.progress import track
+
+    return track(items, len(items), desc, "run", bar=enabled)  # a bar on terminals, a log line every 30 s

@@ -1,0 +1,149 @@
+"""Pool-size sweeps over a VLM: metrics for every size M of one ranked vocabulary, from one pass.
+
+:func:`sweep_vocabulary` encodes the images and the ranked labels once and scores every M with
+:func:`negvocab.sweep`; references (e.g. GPT, oracle) are scored at their full size.
+:func:`negvocab.write_sweep` (:mod:`negvocab.report.results`) writes the folder and its plot.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from negvocab.errors import InputError
+from negvocab.evaluation.checks import common_mistakes
+from negvocab.evaluation.encode import encode_sets
+from negvocab.evaluation.evaluate import scorer_params
+from negvocab.evaluation.rows import (
+    RANDOM_WEIGHTS_WARNING,
+    model_fields,
+    named_ood_sets,
+    ood_rows,
+    run_meta,
+    sets_meta,
+    vocab_fields,
+    vocab_meta,
+)
+from negvocab.scoring import metrics as M
+from negvocab.scoring import scores as S
+
+if TYPE_CHECKING:
+    from negvocab.data.images import ImageSet
+    from negvocab.labels.imagenet import IdClasses
+    from negvocab.vlm.images import ImageEmbeddings
+    from negvocab.vlm.model import VLM
+    from negvocab.vocab import Vocabulary
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SweepResult", "is_ranked", "sweep_vocabulary"]
+
+
+@dataclass
+class SweepResult:
+    """FPR/AUROC against pool size M for one ranked vocabulary, with optional references."""
+
+    rows: list[dict[str, Any]]
+    references: list[dict[str, Any]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def random_weights(self) -> bool:
+        return bool(self.meta.get("random_weights"))
+
+
+def is_ranked(vocab: Vocabulary) -> bool:
+    """Whether the vocabulary's order is a farthest-first ranking (WordNet, or ranks in its metadata)."""
+    return vocab.source == "wordnet" or all("rank" in vocab.meta.get(x, {}) for x in vocab.labels)
+
+
+def sweep_vocabulary(
+    vlm: VLM,
+    id_set: ImageSet | ImageEmbeddings,
+    ood_set: ImageSet | ImageEmbeddings | Mapping[str, ImageSet | ImageEmbeddings] | Sequence[ImageSet],
+    vocab: Vocabulary,
+    sizes: str | Iterable[int],
+    *,
+    method: str = "neglabel",
+    references: Mapping[str, Vocabulary] | None = None,
+    id_classes: IdClasses | None = None,
+    templates: str = "paper8",
+    params: Mapping[str, Any] | None = None,
+    convention: str = "paper",
+    tpr: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+    name: str | None = None,
+    order: str = "ranked",
+    progress: bool = False,
+) -> SweepResult:
+    """Metrics for every pool size M (the first M labels of ``vocab``), from one pass of
+    :func:`negvocab.sweep`; ``references`` (e.g. GPT, oracle) are scored at their full size.
+    Image sets as in :func:`evaluate_vocabularies` (one OOD set or several by name: rows per set and
+    their mean). ``name`` names the swept vocabulary in rows and legends (default its source).
+
+    ``order="ranked"`` (default) sweeps a farthest-first ranking; a union (which has none) is
+    refused, another unranked vocabulary warned about. ``order="given"`` sweeps the file order of
+    any vocabulary, and says so in the rows.
+    """
+    from negvocab.labels.imagenet import imagenet1k
+    from negvocab.scoring.sweep import parse_sizes, sweep
+
+    method = S.canonical_method(method)
+    wanted = parse_sizes(sizes, len(vocab))
+    if order not in ("ranked", "given"):
+        raise InputError(f"unknown sweep order {order!r}; choose ranked or given")
+    ranked_order = is_ranked(vocab)
+    if order == "ranked" and not ranked_order:
+        if vocab.source == "union":
+            raise InputError(
+                "a union vocabulary has no farthest-first order, so its first M labels are no pool of size M: "
+                "sweep a ranked (WordNet) vocabulary, or pass order='given' (--order given) to sweep the file order"
+            )
+        logger.warning(
+            "sweeping a %s vocabulary that carries no ranking: its first M labels are in file order, "
+            "not farthest first (build a ranked one with `negvocab build wordnet`)",
+            vocab.source,
+        )
+    params = dict(params or {})
+    convention = M.check_convention(convention)
+    id_classes = id_classes if id_classes is not None else imagenet1k()
+    common_mistakes(vlm, id_set, named_ood_sets(ood_set), {"swept": vocab, **(references or {})}, id_classes, templates)
+    t0 = time.perf_counter()
+    enc = encode_sets(vlm, id_set, named_ood_sets(ood_set), False, progress)
+    class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
+    ranked = vlm.encode_text(list(vocab.labels[: max(wanted)]), templates, pos=vocab.parts_of_speech()[: max(wanted)], progress=progress)
+    kw = scorer_params(method, params)
+    by_m = sweep(enc.images, class_emb, ranked, wanted, method=method, device=vlm.device, **kw)
+    common = {"method": method, **model_fields(vlm), "templates": templates}
+    vname = name or vocab.source
+    rows = []
+    for m, s in by_m.items():
+        base = {"M": m, **common, "vocabulary": vname, **vocab_fields(vocab), "order": "ranked" if ranked_order else "given"}
+        rows += ood_rows(base, *enc.split(s), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
+    refs = []
+    for rname, ref in (references or {}).items():
+        neg = vlm.encode_text(list(ref.labels), templates, pos=ref.parts_of_speech(), progress=progress)
+        s = np.asarray(S.score(method, enc.images, class_emb, neg, device=vlm.device, **kw))
+        base = {"name": rname, "M": len(ref), **common, "vocabulary": rname, **vocab_fields(ref)}
+        refs += ood_rows(base, *enc.split(s), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
+    meta = {
+        **run_meta(vlm, id_classes, templates, convention, tpr, kw, seed, n_boot),
+        "method": method,
+        "params": kw,
+        "vocabulary": {"name": vname, "order": "ranked" if ranked_order else "given", **vocab_meta(vocab)},
+        "references": {k: vocab_meta(v) for k, v in (references or {}).items()},
+        "n_id": enc.n_id,
+        "n_ood": len(enc.ood_images),
+        **sets_meta(id_set, named_ood_sets(ood_set), enc),
+        "failed_images": enc.failed(),
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    if vlm.random_weights:
+        meta["warning"] = RANDOM_WEIGHTS_WARNING
+    return SweepResult(rows, refs, meta)

@@ -1,0 +1,189 @@
+"""The results folders of ``score`` and ``sweep``: tables, score files and the sweep plot.
+
+:func:`write_results` and :func:`write_sweep` write a folder as a whole through
+:func:`negvocab.outdir.staged_folder` (all files, then one commit step; an earlier run is replaced
+only with ``overwrite``). :func:`format_table` is the terminal table.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from negvocab.atomic import atomic_path, write_json, write_text
+from negvocab.evaluation.rows import MEAN, conventions, grouping_params, jsonable
+from negvocab.outdir import staged_folder
+from negvocab.report.plots import plot_sweep
+from negvocab.textfiles import csv_text
+
+if TYPE_CHECKING:
+    from negvocab.evaluation.evaluate import Evaluation
+    from negvocab.evaluation.sweeps import SweepResult
+
+__all__ = ["RESULT_FILES", "SWEEP_COLUMNS", "SWEEP_FILES", "TABLE_COLUMNS", "flat_row", "format_table", "write_results", "write_sweep"]
+
+
+TABLE_COLUMNS = [
+    "method",
+    "model",
+    "pretrained",
+    "random_weights",
+    "vocabulary",
+    "vocab_source",
+    "vocab_hash",
+    "vocab_size",
+    "oracle",
+    "deployable",
+    "caveats",
+    "ood_set",
+    "convention",
+    "tpr",
+    "fpr",
+    "auroc",
+    "aupr_in",
+    "aupr_out",
+    "aupr_method",
+    "n_id",
+    "n_ood",
+    "fpr_ci_low",
+    "fpr_ci_high",
+    "auroc_ci_low",
+    "auroc_ci_high",
+]
+
+
+def flat_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(row)
+    for name in ("fpr_ci", "auroc_ci"):
+        ci = out.pop(name, None) or [math.nan, math.nan]
+        out[f"{name}_low"], out[f"{name}_high"] = ci
+    return out
+
+
+def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | None = None) -> str:
+    """A plain-text table of the metric rows (percentages), for the terminal.
+
+    A vocabulary that is not deployable is marked in its row; the footer names the FPR convention,
+    threshold rule, grouping and templates (``meta["conventions"]`` when given, else read off the
+    rows), the caveats, and where the conventions are compared with the anchors' code.
+    """
+    lines = []
+    conv = rows[0]["convention"] if rows else "paper"
+    tpr = int(round(100 * rows[0]["tpr"])) if rows else 95
+    sets = list(dict.fromkeys(str(r.get("ood_set", "")) for r in rows))
+    set_w = max(8, *(len(x) + 2 for x in sets)) if len(sets) > 1 else 0
+    caveats: dict[str, str] = {}
+    names = []
+    for r in rows:
+        name = r["vocabulary"] or "-"
+        if r.get("deployable") is False or r.get("oracle"):
+            caveats[r["vocabulary"]] = r.get("caveats") or "oracle"
+            name = f"{name[:40]} (not deployable: {caveats[r['vocabulary']]})"
+        names.append(name)
+    name_w = max(28, *(len(n) + 2 for n in names)) if names else 28
+    head = f"{'method':<14}{'vocabulary':<{name_w}}{'OOD set' if set_w else '':<{set_w}}{'M':>7}  {f'FPR@{tpr}':>7}  {'95% CI':>15}  {'AUROC':>6}  {'AUPR-In':>7}  {'AUPR-Out':>8}"
+    lines.append(head)
+    for r, name in zip(rows, names, strict=True):
+        f = flat_row(r)
+        ci = f"[{100 * f['fpr_ci_low']:.1f}, {100 * f['fpr_ci_high']:.1f}]" if not math.isnan(f["fpr_ci_low"]) else "-"
+        method = f"{r['method']} k={r['topk']}" if r.get("topk") else r["method"]  # top-k NegLabel is an estimate
+        set_col = f"{str(r.get('ood_set', ''))[: set_w - 1]:<{set_w}}" if set_w else ""
+        lines.append(
+            f"{method:<14}{name:<{name_w}}{set_col}{r['vocab_size'] or '-':>7}  {100 * r['fpr']:>6.2f}%  {ci:>15}  "
+            f"{100 * r['auroc']:>6.2f}  {100 * r['aupr_in']:>7.2f}  {100 * r['aupr_out']:>8.2f}"
+        )
+    n_ood = {str(r.get("ood_set")): r["n_ood"] for r in rows if r.get("ood_set") != MEAN}
+    lines.append(f"n_id={rows[0]['n_id'] if rows else 0}, n_ood=" + (", ".join(f"{k} {v}" for k, v in n_ood.items()) if len(n_ood) > 1 else str(next(iter(n_ood.values()), 0))))
+    conv_meta = (meta or {}).get("conventions") or conventions(conv, str(rows[0].get("templates", "?")) if rows else "?", grouping_params(rows), rows[0]["tpr"] if rows else 0.95)
+    lines.append(f"FPR convention: {conv_meta['convention']}; threshold: {conv_meta['threshold']}")
+    lines.append(f"grouping: {conv_meta['grouping']}; templates: {conv_meta['templates']}")
+    lines.append(f"how these differ from NegLabel's, OpenOOD's and the Hendrycks code: {conv_meta['see']}")
+    for vname, kinds in caveats.items():
+        lines.append(f"NOT DEPLOYABLE: {vname} ({kinds}); a bound for comparison, not a detector's result")
+    return "\n".join(lines)
+
+
+# every file a run leaves in its folder (report.html: written after, by `--report`)
+RESULT_FILES = ("results.csv", "scores.npz", "scores.csv", "explanations.json", "report.html", "results.json")
+SWEEP_FILES = ("sweep.csv", "sweep.png", "report.html", "sweep.json")
+
+
+def write_results(ev: Evaluation, out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+    """Write the results folder as a whole (:func:`negvocab.outdir.staged_folder`): all files, then
+    one commit step, ``results.json`` last; an earlier run's output is replaced only with
+    ``overwrite`` (as ``negvocab score --overwrite``), and kept whole when the write fails.
+
+    Files: ``results.csv`` (the table), ``scores.npz`` (per-image scores with image ids and paths),
+    ``scores.csv`` (the same, one row per image), ``explanations.json`` (top negatives and ID classes
+    per OOD image and vocabulary, and per flagged ID image under ``id_images``), ``results.json`` (rows + run metadata).
+    """
+    with staged_folder(out_dir, RESULT_FILES, "results.json", overwrite=overwrite) as stage:
+        _write_results_files(ev, stage)
+    return Path(out_dir)
+
+
+def _write_results_files(ev: Evaluation, out: Path) -> None:
+    flat = [{**flat_row(r), "params": json.dumps(r.get("params", {}))} for r in ev.rows]
+    write_text(out / "results.csv", csv_text(flat, [*TABLE_COLUMNS, "params", "templates"]))
+    arrays: dict[str, np.ndarray] = {
+        "id_image_ids": np.array([i for i, _ in ev.id_images]),
+        "id_paths": np.array([p for _, p in ev.id_images]),
+        "ood_image_ids": np.array([i for i, _ in ev.ood_images]),
+        "ood_paths": np.array([p for _, p in ev.ood_images]),
+        "ood_sets": np.array(ev.ood_set_of_images()),
+        # scores travel without results.json: they say themselves whether the weights were random
+        "random_weights": np.array(ev.random_weights),
+        "model": np.array(str(ev.meta.get("model", ""))),
+    }
+    for key, d in ev.scores.items():
+        arrays[f"id/{key}"] = d["id"]
+        arrays[f"ood/{key}"] = d["ood"]
+    with atomic_path(out / "scores.npz") as tmp, open(tmp, "wb") as fh:  # a handle: savez adds no suffix
+        np.savez_compressed(fh, **arrays)
+    keys = list(ev.scores)
+    per_image = []
+    for split, imgs, set_of in (("id", ev.id_images, [""] * len(ev.id_images)), ("ood", ev.ood_images, ev.ood_set_of_images())):
+        for j, (iid, path) in enumerate(imgs):
+            per_image.append(
+                {"set": split, "ood_set": set_of[j], "image": iid, "path": path, "random_weights": ev.random_weights, **{k: repr(float(ev.scores[k][split][j])) for k in keys}}
+            )
+    write_text(out / "scores.csv", csv_text(per_image, ["set", "ood_set", "image", "path", "random_weights", *keys]))
+    write_json(
+        out / "explanations.json",
+        {
+            "random_weights": ev.random_weights,
+            "note": "top negatives and ID classes of each OOD image (vocabularies) and of the ID images flagged as OOD (id_images; lowest score first, capped); ungrouped shares at tau",
+            "vocabularies": ev.explanations,
+            "id_images": ev.id_explanations,
+        },
+    )
+    write_json(out / "results.json", {**ev.meta, "rows": ev.rows})
+
+
+SWEEP_COLUMNS = [
+    "kind", "vocabulary", "M", "method", "model", "pretrained", "random_weights", "vocab_source", "vocab_hash", "deployable",
+    "caveats", "ood_set", "convention", "tpr", "fpr", "auroc", "aupr_in", "aupr_out", "aupr_method", "n_id", "n_ood",
+    "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high", "templates",
+]  # fmt: skip
+
+
+def write_sweep(result: SweepResult, out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+    """``sweep.csv`` (M, FPR, AUROC, AUPR, CI; the reference vocabularies too, ``kind=reference``),
+    ``sweep.png`` and ``sweep.json`` in ``out_dir``, written as a whole like :func:`write_results`
+    (``sweep.json`` last; ``overwrite`` as there)."""
+    with staged_folder(out_dir, SWEEP_FILES, "sweep.json", overwrite=overwrite) as stage:
+        _write_sweep_files(result, stage)
+    return Path(out_dir)
+
+
+def _write_sweep_files(result: SweepResult, out: Path) -> None:
+    table = [{"kind": "sweep", **flat_row(r)} for r in result.rows] + [{"kind": "reference", **flat_row(r)} for r in result.references]
+    write_text(out / "sweep.csv", csv_text(table, SWEEP_COLUMNS))
+    plot_sweep(result.rows, out / "sweep.png", references=result.references, random_weights=result.random_weights)
+    write_json(out / "sweep.json", {**jsonable(result.meta), "rows": result.rows, "references": result.references})
