@@ -115,26 +115,25 @@ if TYPE_CHECKING:
     from negvocab.diagnostics.coverage import Coverage, coverage
     from negvocab.diagnostics.gains import MarginalGains, RepairCurve, marginal_gains, repair_curve
     from negvocab.errors import InputError, NegvocabError, ResourceError
+    from negvocab.evaluation.evaluate import evaluate_vocabularies
+    from negvocab.evaluation.subsample import subsample
+    from negvocab.evaluation.sweeps import sweep_vocabulary
     from negvocab.grid.config import load_grid
     from negvocab.grid.run import grid_status, run_grid
     from negvocab.grid.tables import GridResult
     from negvocab.index import knn
     from negvocab.labels.candidates import Candidate, wordnet_candidates
-    from negvocab.vocab import load_candidates
     from negvocab.labels.clean import clean_label, parse_label_list
     from negvocab.labels.imagenet import IdClasses, imagenet1k, read_id_classes
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
     from negvocab.report.html import write_report
-    from negvocab.scoring import metrics
     from negvocab.report.plots import plot_sweep, sweep_figure
-    from negvocab.evaluation.evaluate import evaluate_vocabularies
-    from negvocab.evaluation.sweeps import sweep_vocabulary
     from negvocab.report.results import write_results, write_sweep
+    from negvocab.scoring import metrics
     from negvocab.scoring.scores import TopkScores, explain, score
-    from negvocab.evaluation.subsample import subsample
     from negvocab.scoring.sweep import sweep
     from negvocab.vlm.export import load_embeddings, save_embeddings
     from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM
-    from negvocab.vocab import Vocabulary
+    from negvocab.vocab import Vocabulary, load_candidates

@@ -14,12 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from negvocab.builders.wordnet import build_wordnet_vocabulary
+from negvocab.data.images import image_folder
 from negvocab.errors import InputError, ResourceError
+from negvocab.labels.candidates import sample_pool
+from negvocab.labels.imagenet import imagenet1k
+from negvocab.report.results import write_results, write_sweep
 
 if TYPE_CHECKING:
-    from negvocab.labels.imagenet import IdClasses
     from negvocab.evaluation.evaluate import Evaluation
     from negvocab.evaluation.sweeps import SweepResult
+    from negvocab.labels.imagenet import IdClasses
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary
 
@@ -123,13 +128,8 @@ def run_demo(
     ``size``, synonym-filtered), NegLabel and MCM scores, metrics, a sweep plot; write everything
     under ``output`` (images/, vocab.json, results/, sweep/); an earlier demo's results are
     replaced only with ``overwrite``."""
-    from negvocab.builders.wordnet import build_wordnet_vocabulary
-    from negvocab.labels.candidates import sample_pool
-    from negvocab.data.images import image_folder
-    from negvocab.labels.imagenet import imagenet1k
     from negvocab.evaluation.evaluate import evaluate_vocabularies
     from negvocab.evaluation.sweeps import sweep_vocabulary
-    from negvocab.report.results import write_results, write_sweep
 
     check_demo_sizes(pool, size)
     out = Path(output)

@@ -18,6 +18,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from negvocab.redact import redact_argv
+
 __all__ = ["command_line", "file_sha256", "negvocab_version", "record", "set_command", "versions"]
 
 #: distribution names of the libraries whose versions decide the numbers
@@ -58,8 +60,6 @@ def set_command(argv: Sequence[str] | None) -> None:
 
 def command_line() -> list[str]:
     """The command being run, secrets masked: the CLI's, else ``sys.argv``."""
-    from negvocab.redact import redact_argv
-
     argv = _command if _command is not None else [os.path.basename(sys.argv[0]) if sys.argv else "", *sys.argv[1:]]
     return redact_argv(argv)
 

@@ -430,8 +430,8 @@ def test_the_wordnet_pool_round_trips_through_a_text_file(tmp_path):
 
 
 def test_a_candidates_table_goes_through_the_normaliser(tmp_path):
-    from negvocab.vocab import load_candidates
     from negvocab.labels.clean import CleanResult
+    from negvocab.vocab import load_candidates
 
     rows = ["text\tpos", "1. **Trout** - a fish\tn", "the hague\tn", "'hood\tn", "Sure!\tn", "Quick\ta", "rapeseed- granite boulder\tn"]
     path = tmp_path / "cands.tsv"

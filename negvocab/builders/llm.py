@@ -31,11 +31,16 @@ from typing import Any, Literal
 from negvocab.builders.llm_classes import chunks_of, select_classes
 from negvocab.builders.llm_merge import check_rounds_used, merge_rounds, vocabulary_from_results  # noqa: F401 (merge_rounds, vocabulary_from_results: public here too)
 from negvocab.errors import InputError, ResourceError
+from negvocab.llm.batch import held_by, in_open_batch, run_batch
+from negvocab.llm.client import LLMClient, check_base_url, public_url
 from negvocab.llm.cost import CostEstimate, cost_usd, estimate
-from negvocab.llm.journal import MANIFEST, Journal, identity_hash
+from negvocab.llm.formats import check_mode
+from negvocab.llm.journal import MANIFEST, Journal, identity_hash, read_manifest
 from negvocab.llm.loop import run_coro
 from negvocab.llm.prompts import PromptTemplate, load_prompt
-from negvocab.llm.run import RETRYABLE, Progress, Request, failed_before, make_request, pending
+from negvocab.llm.run import RETRYABLE, Progress, Request, failed_before, make_request, pending, run_sync
+from negvocab.paths import cache_dir
+from negvocab.provenance import negvocab_version
 from negvocab.vocab import Vocabulary
 
 log = logging.getLogger(__name__)
@@ -85,7 +90,6 @@ class LLMRun:
         """Requests still to send, tokens and dollars (reads the journal if any; sends nothing)."""
         from dataclasses import replace
 
-        from negvocab.llm.batch import held_by, in_open_batch
 
         need = self.needed(rounds_used)
         journal = Journal(self.run_dir, self.identity, readonly=True)
@@ -124,10 +128,6 @@ class LLMRun:
         Raises :class:`ResourceError` if some requests could not be completed (server errors
         outlasting the retries); everything finished is journaled, so the same call resumes.
         """
-        from negvocab.provenance import negvocab_version
-        from negvocab.llm.client import LLMClient, check_base_url, public_url
-        from negvocab.llm.formats import check_mode
-
         check_base_url(base_url)  # before the run folder is made
         check_mode(response_format)
         if request_timeout is not None and not request_timeout > 0:
@@ -222,9 +222,6 @@ class LLMRun:
         return {"classes": self.selection, "rounds": self.rounds, "prompt_path": self.prompt_path}
 
     async def _send(self, client: Any, journal: Journal, todo: list[Request], batch: bool, poll_interval: float, max_submissions: int, on_progress: Progress | None) -> list[str]:
-        from negvocab.llm.batch import run_batch
-        from negvocab.llm.run import run_sync
-
         async with client:
             if batch:
                 return await run_batch(todo, client, journal, self.template, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress)
@@ -239,8 +236,6 @@ def _settled_format(journal: Journal) -> str | None:
 
 def _refuse_if_batch_open(journal: Journal, todo: list[Request]) -> None:
     """A synchronous run would pay again for questions that an uncollected batch holds: refuse."""
-    from negvocab.llm.batch import held_by, in_open_batch
-
     held = in_open_batch(journal)
     overlap = held_by(held[1], todo) if held is not None else []
     if held is not None and overlap:
@@ -276,7 +271,6 @@ def _slug(text: str) -> str:
 def _run_dir(run_dir: str | os.PathLike[str] | None, task: str, model: str, identity: Mapping[str, Any]) -> Path:
     if run_dir is not None:
         return Path(run_dir)
-    from negvocab.paths import cache_dir
 
     return cache_dir() / "llm-runs" / f"{task}-{_slug(model)}-{identity_hash(identity)[:12]}"
 
@@ -424,8 +418,6 @@ def vocabulary_from_journal(run_dir: str | os.PathLike[str], *, rounds_used: int
 
 def _last_settings(journal: Journal) -> dict[str, Any] | None:
     """Classes, rounds and prompt file of the latest session of a run folder (None before any)."""
-    from negvocab.llm.journal import read_manifest
-
     runs = journal.of_kind("run")
     if runs:
         return {k: v for k, v in runs[-1].items() if k != "kind"}

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from negvocab.errors import InputError
+from negvocab.labels.imagenet import imagenet1k
 from negvocab.textfiles import read_text
 
 
@@ -19,8 +20,6 @@ def select_classes(classes: int | str | os.PathLike[str] | Sequence[str] | None 
     A name that two classes share (``missile``, ``sunglasses``) selects both.
     """
     if id_classes is None:
-        from negvocab.labels.imagenet import imagenet1k
-
         id_classes = imagenet1k()
     if classes is None:
         return id_classes

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from negvocab.errors import InputError, ResourceError
+from negvocab.labels.synonyms import SynonymFilter
 from negvocab.llm.journal import custom_id
 from negvocab.llm.text import reclean_results
 from negvocab.vocab import Vocabulary
@@ -87,8 +88,6 @@ def vocabulary_from_results(
         for label, rounds_of in labels.items():
             proposed.setdefault(label, {})[key] = rounds_of
     if synonym_filter is None:
-        from negvocab.labels.synonyms import SynonymFilter
-
         synonym_filter = SynonymFilter()
     if not proposed:
         raise ResourceError(_nothing_answered(run, results, failures))

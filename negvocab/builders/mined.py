@@ -33,7 +33,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from negvocab.data.images import ImageSet, is_image
+from negvocab.data.layouts import open_image_set
 from negvocab.errors import InputError
+from negvocab.index import StreamingSearch, as_matrix, knn
+from negvocab.labels.candidates import Candidate, wordnet_candidates
+from negvocab.labels.imagenet import imagenet1k
+from negvocab.labels.synonyms import SynonymFilter
+from negvocab.vlm.images import ImageEmbeddings
+from negvocab.vlm.templates import resolve_templates
+from negvocab.vocab import Vocabulary, load_candidates
 
 if TYPE_CHECKING:
     from negvocab.labels.candidates import Candidate
@@ -71,8 +80,6 @@ class MiningEvidence:
 def ood_weights(image_emb: Any, id_emb: Any, *, quantile: float = 0.5, threshold: float | None = None) -> tuple[np.ndarray, np.ndarray, float]:
     """``(w, s, tau)``: each image's ID similarity ``s`` (its largest cosine to an ID class), the
     threshold ``tau`` (``threshold`` or the ``quantile`` of ``s``) and the weights ``max(tau - s, 0)``."""
-    from negvocab.index import as_matrix, knn
-
     if threshold is None and not 0.0 < quantile <= 1.0:
         raise InputError(f"quantile must be in (0, 1], got {quantile}")
     x = as_matrix(image_emb, "image embeddings")
@@ -104,8 +111,6 @@ def mine_evidence(
     ``index`` and ``index_options`` go to :class:`negvocab.index.StreamingSearch` (``nlist``,
     ``nprobe``, ``ef_search``, ``storage``, ``recall_sample``, ...).
     """
-    from negvocab.index import StreamingSearch
-
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
         raise InputError(f"top_k must be an integer >= 1, got {top_k!r}")
     w, s, tau = ood_weights(image_emb, id_emb, quantile=quantile, threshold=threshold)
@@ -136,10 +141,6 @@ def mining_pool(pool: Any) -> list[Candidate]:
     """The candidates to mine from: ``"wordnet"`` / ``"wordnet:all"`` (a WordNet preset, see
     :func:`negvocab.wordnet_candidates`), a candidates or vocabulary file, a :class:`Vocabulary`,
     or a list of strings / :class:`Candidate`. Repeats dropped, first kept."""
-    from negvocab.labels.candidates import Candidate, wordnet_candidates
-    from negvocab.vocab import load_candidates
-    from negvocab.vocab import Vocabulary
-
     if isinstance(pool, str) and pool.split(":")[0] == "wordnet" and not Path(pool).exists():
         return wordnet_candidates(pool.partition(":")[2] or "neglabel")
     if isinstance(pool, (str, os.PathLike)):
@@ -158,10 +159,6 @@ def mining_pool(pool: Any) -> list[Candidate]:
 
 def _image_paths(source: Any) -> list[str]:
     """The file paths (or dataset ids) of an image source, for the overlap check."""
-    from negvocab.data.images import ImageSet, is_image
-    from negvocab.data.layouts import open_image_set
-    from negvocab.vlm.images import ImageEmbeddings
-
     if isinstance(source, (ImageSet, ImageEmbeddings)):
         return list(source.paths)
     if isinstance(source, (str, os.PathLike)):
@@ -191,8 +188,6 @@ def _named_sets(ood: Any) -> dict[str, Any]:
 
 def is_image_path(source: Any) -> bool:
     """Whether ``source`` names one image file (a list of them is a set of paths, not of sets)."""
-    from negvocab.data.images import is_image
-
     return is_image(Path(source))
 
 
@@ -305,12 +300,6 @@ def build_mined_vocabulary(
         the mining parameters, threshold, image and pool counts, index (and recall), the filter's
         removals, the transductive check and, when it found an overlap, the caveat.
     """
-    from negvocab.labels.imagenet import imagenet1k
-    from negvocab.labels.synonyms import SynonymFilter
-    from negvocab.vlm.images import ImageEmbeddings
-    from negvocab.vlm.templates import resolve_templates
-    from negvocab.vocab import Vocabulary
-
     if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
         raise InputError(f"vocabulary size must be an integer >= 1, got {size!r}")
     if chunk_size < 1:
@@ -331,9 +320,6 @@ def build_mined_vocabulary(
         emb = images
     else:
         if isinstance(images, (str, os.PathLike)):
-            from negvocab.data.images import is_image
-            from negvocab.data.layouts import open_image_set
-
             images = images if is_image(Path(images)) else open_image_set(images)  # a folder or an image list
         emb = vlm.encode_images(images, batch_size=batch_size, num_workers=num_workers, progress=progress)
     check, caveats = transductive_check(emb.paths, ood)

@@ -14,8 +14,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from negvocab.data.fi_imagenet import FiImageNet, read_id_list
+from negvocab.data.imagenet import VAL_ID
+from negvocab.data.images import ImageSet, class_folders
 from negvocab.errors import InputError
 from negvocab.labels.clean import clean_label, clean_labels_report
+from negvocab.labels.synonyms import SynonymFilter
 from negvocab.textfiles import read_text
 from negvocab.vocab import ORACLE_CAVEAT, Vocabulary
 
@@ -38,9 +42,6 @@ def oracle_labels_from(source: Any) -> tuple[list[str], dict[str, Any]]:
     labels, a ``FiImageNet`` (its OOD set), a folder of class folders (NINCO layout), or a file: a
     Fi-ImageNet-1k list with labels (ids + label columns), or one label a line.
     """
-    from negvocab.data.fi_imagenet import FiImageNet, read_id_list
-    from negvocab.data.images import ImageSet, class_folders
-
     if isinstance(source, FiImageNet):
         source = source.ood
     if isinstance(source, (str, os.PathLike)):
@@ -49,7 +50,6 @@ def oracle_labels_from(source: Any) -> tuple[list[str], dict[str, Any]]:
             source = class_folders(path)
         elif path.is_file():
             text = read_text(path, "labels file", "; save the labels as UTF-8, one a line")
-            from negvocab.data.imagenet import VAL_ID
 
             if VAL_ID.search(text):
                 per_image = [lab for lab in read_id_list(path).values() if lab]
@@ -126,8 +126,6 @@ def build_oracle_vocabulary(
     if synonym_filter is False:
         return vocab
     if synonym_filter is True:
-        from negvocab.labels.synonyms import SynonymFilter
-
         synonym_filter = SynonymFilter()
     filtered = synonym_filter.apply(vocab)
     removed = len(vocab) - len(filtered)

@@ -37,6 +37,13 @@ import numpy as np
 
 from negvocab.builders.llm_merge import count_stats
 from negvocab.errors import InputError
+from negvocab.labels.candidates import is_usable
+from negvocab.labels.imagenet import WNID, IdClasses, imagenet1k
+from negvocab.labels.synonyms import SynonymFilter
+from negvocab.labels.wordnet import load_wordnet
+from negvocab.textfiles import read_text
+from negvocab.vlm.templates import resolve_templates
+from negvocab.vocab import Vocabulary
 
 if TYPE_CHECKING:
     from negvocab.labels.imagenet import IdClasses
@@ -75,16 +82,11 @@ def sibling_id_classes(source: IdClasses | Sequence[str] | str | os.PathLike[str
     as synonyms. A plain name keeps a ``custom`` id: it has no synset, so it proposes no siblings,
     but its name still goes into the synonym filter.
     """
-    from negvocab.labels.imagenet import WNID, IdClasses, imagenet1k
-    from negvocab.labels.wordnet import load_wordnet
-
     if source is None:
         return imagenet1k()
     if isinstance(source, IdClasses):
         return source
     if isinstance(source, (str, os.PathLike)):
-        from negvocab.textfiles import read_text
-
         path = Path(source).expanduser()
         text = read_text(path, "ID classes file", "; give one wnid or class name a line")
         entries = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
@@ -128,7 +130,6 @@ def _synset_of(wn: Any, wnid: str) -> Any:
     """The noun synset of ``wnid`` or None (not a WordNet 3.0 noun offset)."""
     import warnings
 
-    from negvocab.labels.imagenet import WNID
 
     if not WNID.match(wnid):
         return None
@@ -186,10 +187,6 @@ def wordnet_siblings(
     level first, then in a fixed traversal order, synsets by offset; one per head word), the classes without a synset (id -> name),
     and the head words the synonym filter removed (label -> :class:`~negvocab.labels.synonyms.Match`).
     """
-    from negvocab.labels.candidates import is_usable
-    from negvocab.labels.synonyms import SynonymFilter
-    from negvocab.labels.wordnet import load_wordnet
-
     check_counts(per_class, levels)
     wn = load_wordnet()
     filt = synonym_filter if synonym_filter is not None else SynonymFilter(id_classes)
@@ -283,10 +280,6 @@ def build_sibling_vocabulary(
         similarity, level, distance, synset, path}}; settings as a GPT vocabulary's (per-class
         counts and their statistics, what the filter removed) plus the skipped classes.
     """
-    from negvocab.labels.synonyms import SynonymFilter
-    from negvocab.vlm.templates import resolve_templates
-    from negvocab.vocab import Vocabulary
-
     check_counts(per_class, levels)
     classes = sibling_id_classes(id_classes)
     tset = resolve_templates(templates)

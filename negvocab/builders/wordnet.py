@@ -17,6 +17,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.errors import InputError
+from negvocab.index import as_matrix, knn
+from negvocab.labels.candidates import Candidate, wordnet_candidates
+from negvocab.labels.imagenet import imagenet1k
+from negvocab.labels.synonyms import SynonymFilter
+from negvocab.vlm.templates import resolve_templates
+from negvocab.vocab import Vocabulary
 
 if TYPE_CHECKING:
     from negvocab.labels.candidates import Candidate
@@ -114,8 +120,6 @@ def farthest_first(
     >>> order.tolist(), np.round(d, 2).tolist()
     ([1, 0, 2], [0.5, 0.0, 0.7])
     """
-    from negvocab.index import as_matrix, knn
-
     check_percentile(percentile)
     cand = as_matrix(candidate_emb, "candidate_emb")
     ids = as_matrix(id_emb, "id_emb")
@@ -153,8 +157,6 @@ def _ratio_selection(ranked: list[str], groups: list[str], cands: Sequence[Any],
 
 def _as_candidates(candidates: Iterable[Candidate | str]) -> list[Any]:
     """Candidates as objects with text/pos/lexname/synset (plain strings become nouns), deduplicated."""
-    from negvocab.labels.candidates import Candidate
-
     out: dict[str, Any] = {}
     for c in candidates:
         if isinstance(c, str):
@@ -196,11 +198,6 @@ def build_wordnet_vocabulary(
     Labels carry ``meta`` {rank (1 = farthest), distance, pos, lexname, synset}; ``settings`` record
     the model identity, templates, percentile, preset, size, ratio and whether weights were random.
     """
-    from negvocab.labels.imagenet import imagenet1k
-    from negvocab.labels.synonyms import SynonymFilter
-    from negvocab.vlm.templates import resolve_templates
-    from negvocab.vocab import Vocabulary
-
     if size is not None and size < 1:
         raise InputError(f"vocabulary size must be >= 1, got {size}")
     if ratio is not None and not 0 < ratio <= 1:
@@ -210,8 +207,6 @@ def build_wordnet_vocabulary(
     check_percentile(percentile)  # before the long embedding pass, not after it
     custom = candidates is not None
     if candidates is None:
-        from negvocab.labels.candidates import wordnet_candidates
-
         candidates = wordnet_candidates(preset)
     cands = _as_candidates(candidates)
     id_classes = id_classes if id_classes is not None else imagenet1k()

@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 from negvocab.cli.logs import add_options as add_log_options
 from negvocab.cli.logs import restore as restore_logging
 from negvocab.errors import InputError, NegvocabError
+from negvocab.provenance import negvocab_version, set_command
 
 EXIT_USER_ERROR = 2
 
@@ -82,7 +83,6 @@ class _Group(TyperGroup):
     def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
         import sys
 
-        from negvocab.provenance import set_command
 
         set_command(["negvocab", *(sys.argv[1:] if args is None else args)])  # recorded in results files (masked)
         try:
@@ -139,8 +139,6 @@ app.add_typer(build_app, name="build")
 
 def _print_version(value: bool) -> None:
     if value:
-        from negvocab.provenance import negvocab_version
-
         typer.echo(negvocab_version())
         raise typer.Exit()
 

@@ -13,10 +13,12 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from negvocab.builders.llm import eoe_run, gpt_run
 from negvocab.cli.app import build_app
 from negvocab.cli.options import OverwriteOpt
 from negvocab.cli.outputs import check_output, messages_to_stderr, writing
-from negvocab.errors import InputError
+from negvocab.errors import InputError, ResourceError
+from negvocab.llm.formats import check_mode
 
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Chat model name, e.g. gpt-4o-mini (or the name a vLLM/Ollama server knows).")]
 RoundsOpt = Annotated[int, typer.Option("--rounds", min=1, help="Rounds of requests over all classes (or chunks).")]
@@ -106,8 +108,6 @@ def _progress(batch: bool) -> Any:
 
 def _api_key(env: str) -> str:
     """The key in ``$env``; a missing one is named by the variable the user chose."""
-    from negvocab.errors import ResourceError
-
     key = (os.environ.get(env) or "").strip()
     if not key:
         raise ResourceError(f"no API key: set {env} (any non-empty string for a local server without keys)")
@@ -151,8 +151,6 @@ def _report(vocab: Any, out: Path, what: str) -> None:
 def _run(
     run: Any, *, dry_run: bool, batch: bool, rounds_used: int | None, prices: Any, out: Path, what: str, inputs: list[Any], overwrite: bool = False, **execute: Any
 ) -> None:
-    from negvocab.llm.formats import check_mode
-
     check_mode(execute.get("response_format", "auto"))  # also before a dry run
     if dry_run:
         typer.echo(run.estimate(batch=batch, rounds_used=rounds_used, prices=prices, retry_failed=execute.get("retry_failed", False)).summary())
@@ -200,8 +198,6 @@ def build_gpt(
     request_timeout: RequestTimeoutOpt = 300.0,
 ) -> None:
     """GPT siblings: per class, N visually confusable non-ImageNet categories, R rounds, merged and synonym-filtered."""
-    from negvocab.builders.llm import gpt_run
-
     run = gpt_run(model, per_class=per_class, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt, temperature=temperature, min_labels=min_labels)
     _run(
         run,
@@ -260,8 +256,6 @@ def build_eoe(
     request_timeout: RequestTimeoutOpt = 300.0,
 ) -> None:
     """EOE envisioned outliers (near, far or fine), lower-cased, de-duplicated and synonym-filtered."""
-    from negvocab.builders.llm import eoe_run
-
     run = eoe_run(
         model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=rounds, classes=classes,  # type: ignore[arg-type]
         run_dir=run_dir, prompt_path=prompt, temperature=temperature, min_labels=min_labels,

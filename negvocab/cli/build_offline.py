@@ -12,6 +12,9 @@ from typing import Annotated, Optional
 import typer
 
 from negvocab.atomic import is_stdout
+from negvocab.builders.mined import build_mined_vocabulary, mining_pool
+from negvocab.builders.oracle import build_oracle_vocabulary
+from negvocab.builders.siblings import build_sibling_vocabulary, check_counts, sibling_id_classes
 from negvocab.cli.app import build_app
 from negvocab.cli.options import (
     CacheDirOpt,
@@ -27,7 +30,11 @@ from negvocab.cli.options import (
     load_vlm,
 )
 from negvocab.cli.outputs import check_output, writing
+from negvocab.data.layouts import open_image_set
 from negvocab.errors import InputError
+from negvocab.index import INDEX_KINDS
+from negvocab.labels.imagenet import read_id_classes
+from negvocab.vlm.templates import resolve_templates
 
 OutOpt = Annotated[Path, typer.Option("--output", "-o", help="Vocabulary file to write (.json; .txt writes one label a line).")]
 
@@ -62,9 +69,6 @@ def build_siblings(
     random_weights: RandomWeightsOpt = False,
 ) -> None:
     """WordNet siblings: per ID class, K co-hyponyms at its own depth, ranked by text similarity (no LLM, offline)."""
-    from negvocab.builders.siblings import build_sibling_vocabulary, check_counts, sibling_id_classes
-    from negvocab.vlm.templates import resolve_templates
-
     check_counts(per_class, levels)  # every option is checked before the model loads
     tset = resolve_templates(templates)
     classes = sibling_id_classes(id_classes)
@@ -116,12 +120,6 @@ def build_mined(
     random_weights: RandomWeightsOpt = False,
 ) -> None:
     """Mined negatives: the candidates that unlabelled OOD-looking images point to, ranked by their votes."""
-    from negvocab.builders.mined import build_mined_vocabulary, mining_pool
-    from negvocab.data.layouts import open_image_set
-    from negvocab.index import INDEX_KINDS
-    from negvocab.labels.imagenet import read_id_classes
-    from negvocab.vlm.templates import resolve_templates
-
     if size is not None and size < 1:
         raise InputError(f"--size must be >= 1, got {size}")
     if top_k < 1:
@@ -190,8 +188,6 @@ def build_oracle(
     overwrite: OverwriteOpt = False,
 ) -> None:
     """The oracle vocabulary: the OOD set's own labels (a lower bound on FPR@95, NOT deployable)."""
-    from negvocab.builders.oracle import build_oracle_vocabulary
-
     if (labels is None) == (ood is None):
         raise InputError("give exactly one of --labels FILE and --ood DIR")
     if labels is not None and labels.is_dir():

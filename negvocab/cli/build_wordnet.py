@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from negvocab.atomic import is_stdout
+from negvocab.builders.wordnet import build_wordnet_vocabulary, check_percentile
 from negvocab.cli.app import build_app
 from negvocab.cli.options import (
     BatchSizeOpt,
@@ -25,6 +26,11 @@ from negvocab.cli.options import (
 )
 from negvocab.cli.outputs import check_output, writing
 from negvocab.errors import InputError
+from negvocab.labels.candidates import PRESETS
+from negvocab.labels.imagenet import read_id_classes
+from negvocab.provenance import file_sha256
+from negvocab.vlm.templates import resolve_templates
+from negvocab.vocab import load_candidates
 
 
 def output_path(out: Path, size: int, many: bool) -> Path:
@@ -76,12 +82,7 @@ def build_wordnet(
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Rank WordNet head words farthest first from the ID classes (ImageNet-1k) and write vocabularies."""
-    from negvocab.builders.wordnet import build_wordnet_vocabulary, check_percentile
-    from negvocab.labels.candidates import PRESETS
-    from negvocab.labels.imagenet import read_id_classes
     from negvocab.scoring.sweep import parse_sizes
-    from negvocab.vlm.templates import resolve_templates
-    from negvocab.vocab import load_candidates
 
     if size is not None and sizes is not None:
         raise InputError("give --size (one vocabulary) or --sizes (several), not both")
@@ -118,8 +119,6 @@ def build_wordnet(
         progress=True,
     )
     if candidates is not None:
-        from negvocab.provenance import file_sha256
-
         # the file's hash, so a reader can tell which candidate list was ranked
         full = full.subset(full.labels, settings={"candidates_file": str(candidates), "candidates_sha256": file_sha256(candidates)})
     warn = " (RANDOM weights: not a real vocabulary)" if vlm.random_weights else ""

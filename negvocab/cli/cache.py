@@ -12,6 +12,8 @@ import typer
 from negvocab.cli.app import app
 from negvocab.cli.options import CacheDirOpt
 from negvocab.errors import InputError
+from negvocab.paths import cache_dir as default_cache_dir
+from negvocab.vlm.cache import list_stores, remove_store
 
 
 def _can_ask() -> bool:
@@ -27,9 +29,6 @@ def cache(
 ) -> None:
     """List the embedding stores (model, weights fingerprint, activation, kind, precision, image
     preprocessing, templates, rows, size); --clear deletes them."""
-    from negvocab.paths import cache_dir as default_cache_dir
-    from negvocab.vlm.cache import list_stores, remove_store
-
     root = cache_dir.expanduser() if cache_dir is not None else default_cache_dir() / "embeddings"
     if root.exists() and not root.is_dir():
         raise InputError(f"--cache-dir {root} is a file; give the embedding cache folder")

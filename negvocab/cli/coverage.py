@@ -43,6 +43,8 @@ from negvocab.cli.options import (
 )
 from negvocab.cli.outputs import check_results_folder, warn_random, write_folder_report, writing
 from negvocab.errors import InputError
+from negvocab.labels.imagenet import read_id_classes
+from negvocab.vocab import Vocabulary
 
 
 @app.command("coverage")
@@ -88,9 +90,7 @@ def coverage_cmd(
     a Fi-ImageNet-1k list with labels (--fi-ood).
     """
     from negvocab.diagnostics.coverage import coverage
-    from negvocab.labels.imagenet import read_id_classes
     from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
-    from negvocab.vocab import Vocabulary
 
     key = canonical_method(method)
     if key not in NEEDS_NEGATIVES:

@@ -22,8 +22,12 @@ from negvocab.cli.options import (
     RandomWeightsOpt,
     ReportOpt,
 )
-from negvocab.cli.outputs import check_output
+from negvocab.cli.outputs import check_output, write_folder_report
+from negvocab.demo import SPLIT_NOTE, check_demo_sizes, run_demo
 from negvocab.errors import InputError, ResourceError
+from negvocab.labels.imagenet import read_id_classes
+from negvocab.report.results import format_table
+from negvocab.vlm.model import VLM
 
 
 @app.command("demo")
@@ -52,11 +56,7 @@ def demo(
 
     Weights: --pretrained (default: the openai tag), or --random-weights for an offline dry run.
     """
-    from negvocab.demo import SPLIT_NOTE, check_demo_sizes, run_demo
     from negvocab.evaluation.evaluate import RANDOM_WEIGHTS_WARNING
-    from negvocab.labels.imagenet import read_id_classes
-    from negvocab.report.results import format_table
-    from negvocab.vlm.model import VLM
 
     if random_weights and (pretrained or tag):
         raise InputError("give either --pretrained/--tag or --random-weights, not both")
@@ -87,7 +87,6 @@ def demo(
     typer.echo("sweep (FPR@95 vs M): " + ", ".join(f"M={r['M']}: {100 * r['fpr']:.1f}%" for r in res.sweep.rows))
     typer.echo(f"wrote {res.output}/vocab.json, results/, sweep/sweep.png")
     if report:  # the results' report (tables, evading OOD and flagged ID images) and the sweep's
-        from negvocab.cli.outputs import write_folder_report
 
         for folder in (res.output / "results", res.output / "sweep"):
             write_folder_report(folder)

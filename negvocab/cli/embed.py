@@ -27,7 +27,11 @@ from negvocab.cli.options import (
     load_vlm,
 )
 from negvocab.cli.outputs import check_output, writing
+from negvocab.data import open_image_set
 from negvocab.errors import InputError
+from negvocab.labels.imagenet import read_id_classes
+from negvocab.vlm.export import MANIFEST_FILE, check_export_folder, save_embeddings
+from negvocab.vocab import Vocabulary
 
 
 def _finished_export(manifest: Path) -> bool:
@@ -65,8 +69,6 @@ def embed(
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Export embeddings for your own analysis (float32, L2-normalised, rows aligned with rows.csv)."""
-    from negvocab.vlm.export import MANIFEST_FILE, check_export_folder, save_embeddings
-
     if sum([vocab is not None, classes, images is not None]) != 1:
         raise InputError("give exactly one of --vocab FILE, --classes or --images PATH")
     if id_classes is not None and not classes:
@@ -78,18 +80,12 @@ def embed(
     check_export_folder(output)
     check_output(output / MANIFEST_FILE, overwrite=overwrite or not _finished_export(output / MANIFEST_FILE))
     if vocab is not None:
-        from negvocab.vocab import Vocabulary
-
         source = Vocabulary.load(vocab)
         if len(source) == 0:
             raise InputError(f"{vocab}: the vocabulary is empty; nothing to embed")
     elif images is not None:
-        from negvocab.data import open_image_set
-
         image_set = open_image_set(images, image_root=image_root, allow_outside_root=allow_outside_root)
     else:
-        from negvocab.labels.imagenet import read_id_classes
-
         id_space = read_id_classes(id_classes)
 
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag, batch_size=batch_size, num_workers=num_workers)

@@ -8,8 +8,12 @@ from typing import Annotated, Optional
 
 import typer
 
+from negvocab.atomic import write_json
 from negvocab.cli.app import _Group, app
 from negvocab.errors import InputError
+from negvocab.grid.config import load_config
+from negvocab.grid.run import grid_status, run_grid
+from negvocab.grid.tables import RANDOM_NOTE
 
 grid_app = typer.Typer(cls=_Group, help="Experiment grids: models x vocabularies x OOD sets x methods (TOML).", no_args_is_help=True, pretty_exceptions_enable=False)
 app.add_typer(grid_app, name="grid")
@@ -31,10 +35,6 @@ def run_cmd(
 ) -> None:
     """Run (or resume) a grid: embed each image set once per model, score every cell, write the
     tidy table (CSV, Parquet), pivots (Markdown, LaTeX), comparisons and M-sweep figures."""
-    from negvocab.atomic import write_json
-    from negvocab.grid.config import load_config
-    from negvocab.grid.run import run_grid
-
     cfg = load_config(config, random_weights=random_weights)
     folder = out or _default_out(config)
     folder.mkdir(parents=True, exist_ok=True)
@@ -43,8 +43,6 @@ def run_cmd(
     res.write(folder)
     st = res.status["total"]
     if res.random_weights:
-        from negvocab.grid.tables import RANDOM_NOTE
-
         typer.secho(f"WARNING: {RANDOM_NOTE}", fg="red", bold=True, err=True)
     typer.echo(f"{len(res.rows)} cells ({st['done']} done, {st['pending']} pending, {st['failed']} failed); wrote {folder}")
     for line in res.comparisons()[:12]:
@@ -61,9 +59,6 @@ def status_cmd(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Results folder of the grid file.")] = None,  # noqa: UP045
 ) -> None:
     """Done / pending / failed cells of a grid, per model (runs nothing)."""
-    from negvocab.grid.config import load_config
-    from negvocab.grid.run import grid_status
-
     if target.is_dir():
         src = target / SOURCE_FILE
         if not src.is_file():

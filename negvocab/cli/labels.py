@@ -22,6 +22,11 @@ from negvocab.cli.app import app
 from negvocab.cli.options import IdClassesOpt, OverwriteOpt
 from negvocab.cli.outputs import check_output, messages_to_stderr, writing
 from negvocab.errors import InputError
+from negvocab.labels.candidates import wordnet_candidates
+from negvocab.labels.imagenet import imagenet1k, read_id_classes
+from negvocab.labels.synonyms import SynonymFilter
+from negvocab.textfiles import read_text
+from negvocab.vocab import Vocabulary
 
 CLASS_FORMATS = ("txt", "tsv", "csv", "json")
 OutOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write (default: print; - also prints).")]  # noqa: UP045
@@ -64,8 +69,6 @@ def classes(
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Print or export the ImageNet-1k label space: wnid, CLIP clean name, WordNet 3.0 synonyms."""
-    from negvocab.labels.imagenet import imagenet1k
-
     if fmt is None:  # the output's suffix says it (a file without one gets tsv)
         fmt = "tsv" if output is None or not output.suffix else _choice(output.suffix.lstrip("."), CLASS_FORMATS, "the --output suffix (or give --format)")
     fmt = _choice(fmt, CLASS_FORMATS, "--format")
@@ -105,8 +108,6 @@ def candidates(
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Export the WordNet 3.0 candidate pool of the WordNet vocabulary (unranked)."""
-    from negvocab.labels.candidates import wordnet_candidates
-
     check_output(output, overwrite=overwrite)
     suffix = "txt" if is_stdout(output) else _choice(output.suffix.lstrip(".") or "?", ("txt", "tsv", "csv", "json"), "the --output suffix")
     pool = wordnet_candidates(
@@ -114,8 +115,6 @@ def candidates(
     )
     removed = 0
     if drop_id:
-        from negvocab.labels.synonyms import SynonymFilter
-
         f = SynonymFilter()
         kept = [c for c in pool if not f.is_id(c.text)]
         removed, pool = len(pool) - len(kept), kept
@@ -151,10 +150,6 @@ def filter_(
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Remove the ID class names (ImageNet-1k) and their WordNet synonyms from a vocabulary; say why."""
-    from negvocab.labels.imagenet import read_id_classes
-    from negvocab.labels.synonyms import SynonymFilter
-    from negvocab.vocab import Vocabulary
-
     check_output(output, inputs=[vocabulary, id_classes], overwrite=overwrite)
     if report is not None:
         check_output(report, inputs=[vocabulary, id_classes], others=[output], overwrite=overwrite)
@@ -187,8 +182,6 @@ def merge(
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Union of vocabularies: labels in order of first occurrence, provenance merged."""
-    from negvocab.vocab import Vocabulary
-
     check_output(output, inputs=vocabularies, overwrite=overwrite)
     loaded = [Vocabulary.load(p) for p in vocabularies]
     union = Vocabulary.union(*loaded)
@@ -215,9 +208,6 @@ def drop(
 ) -> None:
     """Remove labels from a vocabulary; the output records what was removed, and keeps its order,
     provenance and caveats (the way to edit a vocabulary file by hand)."""
-    from negvocab.textfiles import read_text
-    from negvocab.vocab import Vocabulary
-
     check_output(output, inputs=[vocabulary, labels], overwrite=overwrite)
     vocab = Vocabulary.load(vocabulary)
     wanted = [s for s in (ln.strip() for ln in read_text(labels, "labels file").splitlines()) if s and not s.startswith("#")]
@@ -243,8 +233,6 @@ def info(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Size, source, deployability, per-source counts, hash and settings of a vocabulary file."""
-    from negvocab.vocab import Vocabulary
-
     vocab = Vocabulary.load(vocabulary)
     summary = vocabulary_summary(vocab)
     summary["first_labels"] = vocab.labels[: max(show, 0)]

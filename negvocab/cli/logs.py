@@ -21,6 +21,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from negvocab.redact import redact_urls
+
 FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 _OURS = "negvocab"
 _PROGRESS = "negvocab.progress"
@@ -45,8 +47,6 @@ class _Filter(logging.Filter):
 
 def _redact_urls(record: logging.LogRecord) -> bool:
     """Mask user info and query strings of URLs in a log line (HTTP clients log request URLs)."""
-    from negvocab.redact import redact_urls
-
     text = record.getMessage()
     clean = redact_urls(text)
     if clean != text:

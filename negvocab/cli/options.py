@@ -19,8 +19,12 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from negvocab.data import fi_imagenet, imagenet_val, open_image_set
 from negvocab.data.images import ImageSet
 from negvocab.errors import InputError
+from negvocab.scoring.metrics import CONVENTIONS
+from negvocab.vlm.model import VLM
+from negvocab.vocab import Vocabulary
 
 if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
@@ -123,8 +127,6 @@ def load_vlm(
     Exactly one of ``pretrained`` and ``random_weights`` must be given (``hf-hub:`` model names
     carry their own weights), so random weights are never used by accident.
     """
-    from negvocab.vlm.model import VLM
-
     hub = model.startswith(("hf-hub:", "local-dir:"))
     if random_weights and pretrained:
         raise InputError("give either --pretrained or --random-weights, not both")
@@ -279,8 +281,6 @@ def image_sets(
     allow_outside_root: bool = False,
 ) -> tuple[ImageSet, dict[str, ImageSet]]:
     """The ID image set and the OOD image sets by name that the options describe."""
-    from negvocab.data import fi_imagenet, imagenet_val, open_image_set
-
     oods = ood_paths(ood)
     if image_root is not None and not any(p is not None and p.is_file() for p in (id_path, *oods.values())):
         raise InputError("--image-root applies to image lists only: give --id or --ood as a list file")
@@ -316,7 +316,6 @@ def check_scoring_options(
     seed: int = 0,
 ) -> None:
     """Reject bad scoring options before a model is loaded or an image is read."""
-    from negvocab.scoring.metrics import CONVENTIONS
     from negvocab.scoring.scores import GROUPINGS
 
     if convention not in CONVENTIONS:
@@ -342,8 +341,6 @@ def check_scoring_options(
 
 
 def load_vocabs(paths: list[Path]) -> dict[str, object]:
-    from negvocab.vocab import Vocabulary
-
     out: dict[str, object] = {}
     for p in paths:
         name = p.stem

@@ -19,6 +19,9 @@ import typer
 
 from negvocab.atomic import disk_full_error, is_stdout, is_stream
 from negvocab.errors import InputError, NegvocabError
+from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING
+from negvocab.outdir import claim_folder
+from negvocab.report.html import write_report
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -67,7 +70,6 @@ def claim_results_folder(folder: Path, outputs: tuple[str, ...], *, overwrite: b
     when the command ends, however it ends."""
     from typer._click.globals import get_current_context  # typer vendors click; pinned
 
-    from negvocab.outdir import claim_folder
 
     claim = claim_folder(folder, outputs, overwrite=overwrite)
     ctx = get_current_context(silent=True)
@@ -106,8 +108,6 @@ def writing(path: Path) -> Iterator[None]:
 
 def write_folder_report(folder: Path) -> None:
     """The report of a results folder a command just wrote (score, sweep, coverage)."""
-    from negvocab.report.html import write_report
-
     with writing(folder / "report.html"):
         out = write_report(folder)
     typer.echo(f"wrote {out}")
@@ -116,6 +116,4 @@ def write_folder_report(folder: Path) -> None:
 def warn_random(random_weights: bool) -> None:
     """The random-weights warning, once, in red, beside the results."""
     if random_weights:
-        from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING
-
         typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True)  # once, with the results

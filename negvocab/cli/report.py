@@ -13,6 +13,7 @@ from negvocab.cli.options import (
 )
 from negvocab.cli.outputs import check_output, writing
 from negvocab.errors import InputError
+from negvocab.report.html import write_report
 
 
 @app.command("report")
@@ -31,8 +32,6 @@ def report_cmd(
     overwrite: OverwriteOpt = False,
 ) -> None:
     """One self-contained HTML report: results with CIs, sweep plot, evading OOD images, coverage."""
-    from negvocab.report.html import write_report
-
     if max_cards < 0 or max_flagged < 0:
         raise InputError("--max-cards and --max-flagged must be >= 0")
     out = output or results_dir / "report.html"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -49,11 +49,11 @@ from negvocab.cli.options import (
     load_vlm,
     load_vocabs,
 )
-from negvocab.cli.outputs import claim_results_folder, warn_random, writing
+from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder_report, writing
 from negvocab.errors import InputError
-
-if TYPE_CHECKING:
-    pass
+from negvocab.labels.imagenet import read_id_classes
+from negvocab.report.results import RESULT_FILES, SWEEP_FILES, format_table, write_results, write_sweep
+from negvocab.vocab import Vocabulary
 
 
 @app.command("score")
@@ -106,8 +106,6 @@ def score_cmd(
 ) -> None:
     """Score a VLM with one or more vocabularies on an ID and an OOD set; write a results folder."""
     from negvocab.evaluation.evaluate import evaluate_vocabularies
-    from negvocab.labels.imagenet import read_id_classes
-    from negvocab.report.results import RESULT_FILES, format_table, write_results
     from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
 
     methods = [canonical_method(m) for m in (method or ["neglabel"])]  # fail before loading a model
@@ -146,8 +144,6 @@ def score_cmd(
     typer.echo(format_table(ev.rows, ev.meta))
     typer.echo(f"wrote {out}/results.json, results.csv, scores.npz, scores.csv, explanations.json")
     if report:
-        from negvocab.cli.outputs import write_folder_report
-
         write_folder_report(out)
 
 
@@ -202,11 +198,8 @@ def sweep_cmd(
 ) -> None:
     """FPR@95 and AUROC against pool size M from one ranked vocabulary: a table and a plot."""
     from negvocab.evaluation.sweeps import is_ranked, sweep_vocabulary
-    from negvocab.labels.imagenet import read_id_classes
-    from negvocab.report.results import SWEEP_FILES, write_sweep
     from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
     from negvocab.scoring.sweep import parse_sizes
-    from negvocab.vocab import Vocabulary
 
     # fail on bad options before loading a model or reading images
     key = canonical_method(method)
@@ -261,8 +254,6 @@ def sweep_cmd(
         typer.echo(f"{r['name']:>8}  {where}{100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}  (reference, M={r['M']}{mark})")
     typer.echo(f"wrote {out}/sweep.csv, sweep.json, sweep.png")
     if report:
-        from negvocab.cli.outputs import write_folder_report
-
         write_folder_report(out)
 
 

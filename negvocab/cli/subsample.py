@@ -7,9 +7,12 @@ from typing import Annotated, Optional
 
 import typer
 
+from negvocab.atomic import write_json, write_text
 from negvocab.cli.app import app
 from negvocab.cli.outputs import check_results_folder, writing
 from negvocab.errors import InputError
+from negvocab.evaluation.subsample import plot_subsample, subsample
+from negvocab.textfiles import csv_text
 
 
 def read_scores(path: Path) -> tuple[dict[str, object], dict[str, object], bool]:
@@ -45,10 +48,7 @@ def subsample_cmd(
 ) -> None:
     """Mean and SD of FPR@95 over random subsets of n OOD images, the analytical FPC SD and the
     detectors' rank stability (the paper's Appendix C)."""
-    from negvocab.atomic import write_json, write_text
-    from negvocab.evaluation.subsample import plot_subsample, subsample
     from negvocab.scoring.sweep import parse_sizes
-    from negvocab.textfiles import csv_text
 
     if plot_format not in ("pdf", "svg", "png"):
         raise InputError(f"unknown --plot-format {plot_format!r}; choose pdf, svg or png")

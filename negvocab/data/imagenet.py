@@ -21,7 +21,7 @@ from pathlib import Path
 
 from negvocab.data.images import ImageSet, is_image, require_dir
 from negvocab.errors import InputError
-from negvocab.labels.imagenet import WNID
+from negvocab.labels.imagenet import WNID, imagenet1k
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +42,6 @@ def looks_like_imagenet_val(root: Path) -> bool:
 
 
 def _standard_wnids() -> list[str]:
-    from negvocab.labels.imagenet import imagenet1k
-
     return list(imagenet1k().wnids)
 
 

@@ -27,8 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from negvocab.atomic import write_json, write_text
 from negvocab.diagnostics.gains import _PARAMS, MarginalGains, RepairCurve, _frame, marginal_gains, repair_curve
 from negvocab.errors import InputError, ResourceError
+from negvocab.labels.imagenet import IdClasses, imagenet1k
+from negvocab.labels.synonyms import SynonymFilter
+from negvocab.labels.wordnet import load_wordnet
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 
@@ -129,8 +133,6 @@ class Coverage:
     def write(self, out_dir: str | os.PathLike[str], repair: RepairCurve | None = None) -> Path:
         """``coverage.csv`` (classes), ``confusions.csv``, ``coverage_images.json``, the repair curve
         (``repair.csv``, ``repair.png``) and ``coverage.json`` (summary, meta; written last)."""
-        from negvocab.atomic import write_json, write_text
-
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         (out / "coverage.json").unlink(missing_ok=True)
@@ -172,8 +174,6 @@ def _wordnet_synonyms(label: str) -> tuple[str, ...]:
     """The lemma names of the first (most frequent) WordNet noun sense of ``label``, spaces for
     underscores; just the label when WordNet has none or is not installed."""
     try:
-        from negvocab.labels.wordnet import load_wordnet
-
         synsets = load_wordnet().synsets(label.strip().replace(" ", "_"), pos="n")
     except (ResourceError, LookupError, OSError) as e:
         logger.info("WordNet unavailable (%s): exact coverage matches the OOD labels only", e)
@@ -186,9 +186,6 @@ def _wordnet_synonyms(label: str) -> tuple[str, ...]:
 def exact_coverage(class_labels: Sequence[str], vocab_labels: Iterable[str]) -> list[str | None]:
     """For each OOD class label, the vocabulary label that names it (the label or a WordNet synonym
     of it, matched as the synonym filter matches: case, punctuation, plurals), or None."""
-    from negvocab.labels.imagenet import IdClasses
-    from negvocab.labels.synonyms import SynonymFilter
-
     space = IdClasses(
         wnids=tuple(f"ood{i:05d}" for i in range(len(class_labels))),
         names=tuple(class_labels),
@@ -245,8 +242,6 @@ def coverage(
     summary reports the share of the oracle gap (FPR with the vocabulary vs with the vocabulary plus
     every OOD label) closed by the first k labels of the greedy oracle repair curve.
     """
-    from negvocab.labels.imagenet import imagenet1k
-
     method = S.canonical_method(method)
     if method not in _PARAMS:
         raise InputError(f"coverage needs a method that uses negatives (neglabel, eoe, neglabel_eoe), not {method}")

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from negvocab.atomic import atomic_path
 from negvocab.errors import InputError
 from negvocab.scoring import inputs
 from negvocab.scoring import metrics as M
@@ -110,7 +111,6 @@ class RepairCurve:
         matplotlib.use("Agg", force=False)
         from matplotlib.figure import Figure
 
-        from negvocab.atomic import atomic_path
 
         fig = Figure(figsize=(7, 3.6), layout="constrained")
         ax = fig.subplots()

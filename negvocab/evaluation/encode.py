@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.errors import InputError
+from negvocab.vlm.images import ImageEmbeddings
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -30,8 +31,6 @@ def encode_set(
     vlm: VLM, images: ImageSet | ImageEmbeddings, local: bool, progress: bool
 ) -> tuple[ImageEmbeddings, list[tuple[str, str]]]:
     """The embeddings of an image set (encoded, or given) and its (id, path) rows."""
-    from negvocab.vlm.images import ImageEmbeddings
-
     if isinstance(images, ImageEmbeddings):
         if local and images.local is None:
             raise InputError("glmcm needs local (patch) features: encode the images with local_features=True")

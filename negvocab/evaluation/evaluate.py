@@ -24,8 +24,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.errors import InputError
-from negvocab.scoring import metrics as M
-from negvocab.scoring import scores as S
 from negvocab.evaluation.checks import common_mistakes
 from negvocab.evaluation.encode import encode_sets
 from negvocab.evaluation.rows import (
@@ -38,6 +36,10 @@ from negvocab.evaluation.rows import (
     vocab_fields,
     vocab_meta,
 )
+from negvocab.labels.imagenet import imagenet1k
+from negvocab.progress import track
+from negvocab.scoring import metrics as M
+from negvocab.scoring import scores as S
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -142,8 +144,6 @@ def evaluate_vocabularies(
     ``convention`` (see :mod:`negvocab.scoring.metrics`); bootstrap intervals resample OOD images,
     drawn from ``seed``.
     """
-    from negvocab.labels.imagenet import imagenet1k
-
     methods = list(dict.fromkeys(S.canonical_method(m) for m in methods))
     if not methods:
         raise InputError("no scoring method given")
@@ -277,6 +277,5 @@ def _result_row(
 def _progress(items: list[Any], enabled: bool, desc: str) -> Iterable[Any]:
     if len(items) < 2:
         return items
-    from negvocab.progress import track
 
     return track(items, len(items), desc, "run", bar=enabled)  # a bar on terminals, a log line every 30 s

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from negvocab.provenance import negvocab_version
 from negvocab.errors import InputError
+from negvocab.provenance import command_line, negvocab_version, versions
 from negvocab.scoring import metrics as M
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
-    from negvocab.labels.imagenet import IdClasses
     from negvocab.evaluation.encode import EncodedSets
+    from negvocab.labels.imagenet import IdClasses
     from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary
@@ -143,8 +143,6 @@ def vocab_meta(vocab: Vocabulary) -> dict[str, Any]:
 
 def run_meta(vlm: VLM, id_classes: IdClasses, templates: str, convention: str, tpr: float, params: Mapping[str, Any], seed: int, n_boot: int) -> dict[str, Any]:
     """What every results/sweep file starts with: versions, command line, model, settings, ID classes."""
-    from negvocab.provenance import command_line, versions
-
     return {
         "negvocab_version": negvocab_version(),
         "versions": versions(),

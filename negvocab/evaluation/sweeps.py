@@ -29,6 +29,7 @@ from negvocab.evaluation.rows import (
     vocab_fields,
     vocab_meta,
 )
+from negvocab.labels.imagenet import imagenet1k
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 
@@ -91,7 +92,6 @@ def sweep_vocabulary(
     refused, another unranked vocabulary warned about. ``order="given"`` sweeps the file order of
     any vocabulary, and says so in the rows.
     """
-    from negvocab.labels.imagenet import imagenet1k
     from negvocab.scoring.sweep import parse_sizes, sweep
 
     method = S.canonical_method(method)

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from negvocab.errors import InputError
+from negvocab.scoring.metrics import check_convention
 
 __all__ = ["GridConfig", "ImageSpec", "MethodSpec", "ModelSpec", "VocabSpec", "load_config", "load_grid", "spec_digest"]
 
@@ -243,8 +244,6 @@ def _method(value: Any, where: str) -> MethodSpec:
 def parse_config(doc: Mapping[str, Any], *, base: str = ".", source: str = "", random_weights: bool = False) -> GridConfig:
     """A :class:`GridConfig` from a TOML document (a dict). ``random_weights`` replaces every model's
     weights by random ones (a dry run, as ``negvocab grid run --random-weights``)."""
-    from negvocab.scoring.metrics import check_convention
-
     unknown = set(doc) - {"grid", "models", "id", "ood", "vocabularies", "methods"}
     if unknown:
         raise InputError(f"{source or 'grid'}: unknown section(s) {', '.join(sorted(unknown))}")

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from negvocab.errors import NegvocabError, ResourceError
+from negvocab.grid.work import compute_model, load_model, method_spec
+from negvocab.paths import cache_dir
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -96,8 +98,6 @@ class _Embedder:
     """A Ray Data actor holding one model; each batch of image paths is embedded into the cache."""
 
     def __init__(self, cfg: GridConfig, spec: ModelSpec) -> None:
-        from negvocab.grid.work import load_model
-
         self.vlm = load_model(cfg, spec)
         self.batch_size = cfg.batch_size
 
@@ -111,8 +111,6 @@ class _Embedder:
 
 def _embed_large_sets(ray: Any, cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], num_gpus: float, min_images: int) -> None:
     """Ray Data pass over each of the model's image sets with ``min_images`` images or more."""
-    from negvocab.grid.work import method_spec
-
     names = sorted({s for _, _, s in work.missing.values() if len(sets[s]) >= min_images})
     if not names or any(method_spec(cfg, m).name == "glmcm" for _, m, _ in work.missing.values()):
         return  # (patch features are embedded by the model's task itself)
@@ -134,8 +132,6 @@ def _embed_large_sets(ray: Any, cfg: GridConfig, work: ModelWork, sets: Mapping[
 
 def _model_task(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: str) -> dict[str, Any] | str:
     """One model's work in a Ray worker: its stats, or the one-line error of a user-facing failure."""
-    from negvocab.grid.work import compute_model
-
     try:
         return compute_model(cfg, work, sets, Path(out))
     except NegvocabError as e:
@@ -152,8 +148,6 @@ def run_models_on_ray(
     # absolute paths and this driver's cache folder, not their own default one.
     out = out.absolute()
     if cfg.cache_dir is None:
-        from negvocab.paths import cache_dir
-
         cfg = dataclasses.replace(cfg, cache_dir=str((cache_dir() / "embeddings").absolute()))
     else:
         cfg = dataclasses.replace(cfg, cache_dir=str(Path(cfg.path(cfg.cache_dir)).absolute()))

@@ -32,9 +32,20 @@ import numpy as np
 
 from negvocab.atomic import write_json
 from negvocab.errors import InputError, NegvocabError
-from negvocab.grid.config import GridConfig
-from negvocab.grid.config import spec_digest
-from negvocab.grid.work import Cell, ModelWork, compute_model, finish_cells, load_scores, merge_stats, open_sets, plan_cells
+from negvocab.grid.config import GridConfig, load_config, spec_digest
+from negvocab.grid.ray_engine import run_models_on_ray
+from negvocab.grid.tables import GridResult
+from negvocab.grid.work import (
+    Cell,
+    ModelWork,
+    compute_model,
+    finish_cells,
+    load_scores,
+    merge_stats,
+    open_sets,
+    plan_cells,
+)
+from negvocab.scoring import metrics as M
 
 if TYPE_CHECKING:
     from negvocab.grid.tables import GridResult
@@ -87,9 +98,6 @@ def run_grid(
     ``"local"`` or ``"ray"`` (``ray_address``: an existing cluster; default: a local one started for
     the run). ``on_model(model, status)`` is called as each model starts and ends (progress).
     """
-    from negvocab.grid.config import load_config
-    from negvocab.grid.tables import GridResult
-
     if engine not in ("local", "ray"):
         raise InputError(f"unknown engine {engine!r}; choose local or ray")
     cfg = config if isinstance(config, GridConfig) else load_config(config, random_weights=random_weights)
@@ -116,8 +124,6 @@ def run_grid(
     stats["cells_to_run"] = sum(len(w.cells) for w in todo)
     errors: dict[str, str] = {}
     if engine == "ray" and any(w.missing for w in todo):
-        from negvocab.grid.ray_engine import run_models_on_ray
-
         for name, result in run_models_on_ray(cfg, [w for w in todo if w.missing], sets, out, ray_address=ray_address).items():
             if isinstance(result, str):
                 errors[name] = result
@@ -160,8 +166,6 @@ def mean_intervals(cfg: GridConfig, cells: Iterable[Cell], out: Path) -> dict[tu
     """Bootstrap intervals of the mean over OOD sets per (model, vocabulary, method, convention):
     each set's OOD images resampled within the set with the same draws as its cell's interval, the
     metric averaged over sets per draw (stored under ``means/``, so a resumed grid reuses them)."""
-    from negvocab.scoring import metrics as M
-
     groups: dict[tuple[str, str, str, str], list[Cell]] = {}
     for c in cells:
         groups.setdefault((c.model, c.vocabulary, c.method, c.convention), []).append(c)

@@ -18,8 +18,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.atomic import atomic_path, write_json
+from negvocab.builders.wordnet import build_wordnet_vocabulary
+from negvocab.data.fi_imagenet import fi_imagenet
+from negvocab.data.layouts import open_image_set
 from negvocab.errors import InputError
 from negvocab.grid.config import GridConfig, ImageSpec, MethodSpec, ModelSpec, VocabSpec, spec_digest
+from negvocab.labels.candidates import sample_pool
+from negvocab.labels.imagenet import imagenet1k, read_id_classes
+from negvocab.scoring import metrics as M
+from negvocab.vlm.model import VLM
+from negvocab.vocab import Vocabulary
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -45,11 +53,7 @@ def _file_digest(path: str) -> str:
 
 def open_set(cfg: GridConfig, spec: ImageSpec) -> ImageSet:
     """The :class:`ImageSet` of ``spec`` (paths relative to the grid file)."""
-    from negvocab.data.layouts import open_image_set
-
     if spec.fi_ood:
-        from negvocab.data.fi_imagenet import fi_imagenet
-
         fi = fi_imagenet(cfg.path(spec.path), cfg.path(spec.fi_ood), cfg.path(spec.fi_ambiguous) if spec.fi_ambiguous else None)
         return fi.id if spec.fi_part == "id" else fi.ood
     root = cfg.path(spec.image_root) if spec.image_root else None
@@ -129,8 +133,6 @@ def plan_cells(cfg: GridConfig, sets: Mapping[str, ImageSet]) -> list[Cell]:
 # ----------------------------------------------------------------------------------------------
 def load_model(cfg: GridConfig, m: ModelSpec, device: str | None = None) -> VLM:
     """The :class:`VLM` of a model spec (registering its ``model_config`` with open_clip first)."""
-    from negvocab.vlm.model import VLM
-
     if m.model_config:
         import open_clip
 
@@ -148,16 +150,12 @@ def load_model(cfg: GridConfig, m: ModelSpec, device: str | None = None) -> VLM:
 
 
 def id_classes(cfg: GridConfig) -> Any:
-    from negvocab.labels.imagenet import imagenet1k, read_id_classes
-
     return imagenet1k() if cfg.id_classes == "imagenet1k" else read_id_classes(cfg.path(cfg.id_classes))
 
 
 def resolve_vocabularies(cfg: GridConfig, vlm: VLM, files: dict[str, Vocabulary]) -> dict[str, Vocabulary]:
     """Every grid vocabulary for this model: files (loaded once for all models, ``files`` memo) and
     builder specs (built with this model; heads of one ranking per size)."""
-    from negvocab.vocab import Vocabulary
-
     out: dict[str, Vocabulary] = {}
     for v in cfg.vocabularies:
         if v.file:
@@ -165,12 +163,8 @@ def resolve_vocabularies(cfg: GridConfig, vlm: VLM, files: dict[str, Vocabulary]
                 files[v.file] = Vocabulary.load(cfg.path(v.file))
             full = files[v.file]
         else:
-            from negvocab.builders.wordnet import build_wordnet_vocabulary
-
             opts = dict(v.options)
             if "pool" in opts:
-                from negvocab.labels.candidates import sample_pool
-
                 opts["candidates"] = sample_pool(int(opts.pop("pool")))
             full = build_wordnet_vocabulary(vlm, None, templates=cfg.templates, id_classes=id_classes(cfg), batch_size=cfg.batch_size, **opts)
         for name, size in zip(v.names(), v.sizes or (None,), strict=True):
@@ -255,8 +249,6 @@ def _vocab_info(v: Vocabulary) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------
 def cell_row(cfg: GridConfig, cell: Cell, s_id: np.ndarray, s_ood: np.ndarray, model: ModelSpec, vinfo: Mapping[str, Any] | None) -> dict[str, Any]:
     """The tidy-table row of one cell from its scores."""
-    from negvocab.scoring import metrics as M
-
     rep = M.evaluate(s_id, s_ood, tpr=cfg.tpr, convention=cell.convention, n_boot=cfg.n_boot)  # type: ignore[arg-type]
     ci = {}
     if cfg.n_boot:

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from negvocab.errors import InputError
 from negvocab.labels.clean import clean_label, is_plain
 from negvocab.labels.imagenet import WNID, IdClasses, imagenet1k
+from negvocab.labels.wordnet import load_wordnet
 
 if TYPE_CHECKING:
     from negvocab.vocab import Vocabulary
@@ -348,8 +349,6 @@ def _regular_plurals(word: str) -> list[str]:
 @functools.cache
 def _noun_exceptions() -> tuple[tuple[str, str], ...]:
     """WordNet's noun exception list (``noun.exc``) as normalised (irregular plural, base) pairs."""
-    from negvocab.labels.wordnet import load_wordnet
-
     pairs = []
     with load_wordnet().open("noun.exc") as fh:
         for line in fh:
@@ -419,8 +418,6 @@ def composite_parts(name: str) -> tuple[str, ...]:
 
 @functools.cache
 def _heads_of(wnid: str) -> frozenset[str]:
-    from negvocab.labels.wordnet import load_wordnet
-
     wn = load_wordnet()
     synset = wn.synset_from_pos_and_offset("n", int(wnid[1:]))
     out: set[str] = set()
@@ -436,8 +433,6 @@ def _heads_of(wnid: str) -> frozenset[str]:
 
 def _other_wordnet_noun(key: str, wnid: str) -> bool:
     """Whether ``key`` is a WordNet noun of its own, none of whose senses is the class ``wnid``."""
-    from negvocab.labels.wordnet import load_wordnet
-
     wn = load_wordnet()
     words = key.split()
     spellings = {"_".join(words), "".join(words)}  # WordNet writes "two-piece_suit": try each gap as a hyphen too
@@ -455,7 +450,6 @@ def _plural_only_singulars(key: str, wnid: str) -> list[str]:
     head, _, last = key.rpartition(" ")
     if len(last) < 4 or not last.endswith("s") or last.endswith("ss"):
         return []
-    from negvocab.labels.wordnet import load_wordnet
 
     wn = load_wordnet()
     synset = wn.synset_from_pos_and_offset("n", int(wnid[1:]))
@@ -480,6 +474,4 @@ def _with_how(match: Match, how: str) -> Match:
 @functools.lru_cache(maxsize=200_000)
 def _noun_base(word: str) -> str | None:
     """WordNet's base noun form of ``word`` (nltk ``morphy``), or ``None`` if WordNet has none."""
-    from negvocab.labels.wordnet import load_wordnet
-
     return load_wordnet().morphy(word, "n")

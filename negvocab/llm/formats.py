@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from negvocab.errors import InputError
+from negvocab.labels.clean import clean_labels, raw_items
 
 
 class LabelList(BaseModel):
@@ -121,8 +122,6 @@ def read_answer(
     """:func:`labels_from_message`, and the answer's raw items the labels were cleaned from (for the
     journal: the raw strings stay there, so a vocabulary's provenance can list what cleaning changed
     and dropped)."""
-    from negvocab.labels.clean import clean_labels, raw_items
-
     if refusal:
         raise BadAnswer(f"refused: {refusal[:200]}", "refused", kind="refused", text=refusal)
     if parsed is None and not (content or "").strip():

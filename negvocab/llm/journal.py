@@ -36,6 +36,7 @@ from typing import Any
 
 from negvocab.atomic import write_json
 from negvocab.errors import InputError, ResourceError
+from negvocab.llm.client import STATUSES
 
 log = logging.getLogger(__name__)
 
@@ -381,8 +382,6 @@ def _check_record(record: Any) -> None:
     if not isinstance(record, dict):
         raise ValueError("not a JSON object")
     if record.get("kind") == "result":
-        from negvocab.llm.client import STATUSES
-
         if not isinstance(record.get("custom_id"), str):
             raise ValueError("a result without a custom_id")
         if record.get("status") not in STATUSES or not isinstance(record.get("labels"), list):

@@ -25,7 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from negvocab.atomic import write_text
 from negvocab.errors import InputError
+from negvocab.provenance import negvocab_version
+from negvocab.scoring.metrics import operating_point
 
 logger = logging.getLogger(__name__)
 
@@ -147,8 +150,6 @@ def evasion_cards(
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """(OOD indices passing as ID, highest score first; ID indices flagged as OOD, lowest first;
     threshold) at the FPR@tpr operating point of ``convention``."""
-    from negvocab.scoring.metrics import operating_point
-
     op = operating_point(id_scores, ood_scores, tpr, convention=convention)  # type: ignore[arg-type]
     ood = np.flatnonzero(op.ood_passing)
     ids = np.flatnonzero(op.id_flagged)
@@ -316,7 +317,6 @@ def write_report(
     """
     import jinja2
 
-    from negvocab.atomic import write_text
 
     folder = Path(results_dir)
     if not folder.is_dir():
@@ -362,7 +362,6 @@ def write_report(
         ("threshold (score >= it: taken as ID)", ctx["evasions"]["threshold"] if ctx["evasions"] else ""),
     ]
     env = jinja2.Environment(loader=jinja2.PackageLoader("negvocab.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined)
-    from negvocab.provenance import negvocab_version
 
     html = env.get_template("report.html.j2").render(
         title=f"negvocab report: {folder.name}",

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from negvocab.errors import InputError
+from negvocab.index import knn
 from negvocab.scoring.grouping import Grouping, neglabel_groups
 from negvocab.scoring.inputs import chunk_rows, join_chunks, positive, prepare
 
@@ -50,8 +51,6 @@ def _nearest_negatives(v: torch.Tensor, n: torch.Tensor, k: int) -> tuple[torch.
     all images at once; the retrieved cosines are then recomputed from the indices in the working
     precision, so the scores do not inherit FAISS's float32 rounding.
     """
-    from negvocab.index import knn
-
     _, idx_np = knn(v.float().cpu().numpy(), n.float().cpu().numpy(), k, device=str(v.device))
     idx = torch.as_tensor(idx_np, device=v.device, dtype=torch.int64)
     cos = torch.empty(idx.shape, dtype=v.dtype, device=v.device)

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from negvocab.data.images import IMAGE_EXTENSIONS, list_images
+from negvocab.data.images import IMAGE_EXTENSIONS, ImageSet, list_images
 from negvocab.errors import InputError, ResourceError
+from negvocab.progress import track
 
 if TYPE_CHECKING:
     import torch
@@ -156,8 +157,6 @@ def _collate(batch: list[tuple[int, Any, str, str]]) -> tuple[list[int], Any, li
 
 
 def _is_image_set(source: Any) -> bool:
-    from negvocab.data.images import ImageSet  # data builds on this module: imported late
-
     return isinstance(source, ImageSet)
 
 
@@ -465,7 +464,6 @@ def _encode(
         collate_fn=_collate,
         pin_memory=vlm.device.type == "cuda",
     )
-    from negvocab.progress import track
 
     # a bar on a terminal once the run lasts (progress=False: none), a log line every 30 s
     it: Any = track(loader, len(loader), f"encoding {len(todo)} images", "batch", bar=progress is not False)

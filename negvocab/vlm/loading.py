@@ -17,8 +17,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from negvocab.provenance import file_sha256
+from negvocab.atomic import write_json
 from negvocab.errors import InputError, ResourceError
+from negvocab.provenance import file_sha256
 
 if TYPE_CHECKING:
     import torch
@@ -105,8 +106,6 @@ def checkpoint_sha256(path: str | os.PathLike[str], memo: Path | None = None) ->
             return table[key]
     digest = file_sha256(path)
     if memo is not None:
-        from negvocab.atomic import write_json
-
         table[key] = digest
         try:
             write_json(memo, table)

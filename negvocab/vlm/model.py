@@ -27,7 +27,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.errors import InputError, ResourceError
+from negvocab.paths import cache_dir as default_cache_dir
+from negvocab.vlm.cache import EmbeddingStore
 from negvocab.vlm.hub import hub_access
+from negvocab.vlm.images import encode_images
 from negvocab.vlm.loading import (
     checkpoint_sha256,
     has_quick_gelu,
@@ -40,6 +43,7 @@ from negvocab.vlm.loading import (
     state_dict_sha256,
 )
 from negvocab.vlm.templates import TemplateSet, resolve_templates
+from negvocab.vlm.text import encode_labels, encode_prompts, text_tower
 
 if TYPE_CHECKING:
     import torch
@@ -210,8 +214,6 @@ class VLM:
         import torch
         from open_clip.transform import PreprocessCfg, image_transform_v2
 
-        from negvocab.paths import cache_dir as default_cache_dir
-        from negvocab.vlm.text import text_tower
 
         self.name = name
         self.pretrained = pretrained
@@ -293,8 +295,6 @@ class VLM:
 
     def store(self, kind: str, extra: Mapping[str, Any] | None = None) -> EmbeddingStore:
         """The embedding cache for ``kind`` (``text``, ``image``, ``image-local``) of this model."""
-        from negvocab.vlm.cache import EmbeddingStore
-
         key_doc = {"model": self._key_identity(kind), **(extra or {})}
         key = (kind, json.dumps(key_doc, sort_keys=True))
         if key not in self._stores:
@@ -338,8 +338,6 @@ class VLM:
         return out
 
     def _encode_prompts(self, prompts: Sequence[str], **kw: Any) -> torch.Tensor:
-        from negvocab.vlm.text import encode_prompts
-
         return encode_prompts(self, prompts, **kw)
 
     # -- public encoders -------------------------------------------------------------------------
@@ -362,8 +360,6 @@ class VLM:
         True; False: no bar); either way a line with done/total, rate and ETA goes to the
         ``negvocab.progress`` logger every 30 s (:mod:`negvocab.progress`).
         """
-        from negvocab.vlm.text import encode_labels
-
         labels = list(labels)
         for i, label in enumerate(labels):
             if not isinstance(label, str) or not label.strip():
@@ -454,8 +450,6 @@ class VLM:
 
         See :func:`negvocab.vlm.images.encode_images` for the accepted sources and the outputs.
         """
-        from negvocab.vlm.images import encode_images
-
         return encode_images(
             self,
             source,

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from negvocab.progress import Progress
+
 if TYPE_CHECKING:
     import torch
 
@@ -193,8 +195,6 @@ def encode_labels(
     Labels are processed in chunks of about :data:`CHUNK_PROMPTS` prompts; ``on_chunk(labels,
     embeddings)`` is called after each (the cache stores them as they come).
     """
-    from negvocab.progress import Progress
-
     n_prompts = len(labels) * len(templates)
     # a bar on a terminal once the run lasts (progress=None or True; False: none), and a line in
     # the log every 30 s whatever the output: no encoding of any length is silent

@@ -32,8 +32,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from negvocab.atomic import write_json
+from negvocab.atomic import write_json, write_text
 from negvocab.errors import InputError
+from negvocab.labels.clean import CleanResult, clean_labels_report, written_plainly
+from negvocab.provenance import file_sha256, record
 from negvocab.textfiles import read_text
 from negvocab.vocab.tables import candidate_rows, candidates_from_rows
 
@@ -305,15 +307,12 @@ class Vocabulary(BaseModel):
         """
         path = Path(path)
         if path.suffix == ".txt":
-            from negvocab.atomic import write_text
-
             for label in self.labels:  # a text file must read back as the same labels
                 if label != label.strip() or label.startswith("#") or len(label.splitlines()) != 1:
                     raise InputError(f"{path}: label {label!r} would not read back from a text file; save as .json")
             verbatim = f"{VERBATIM_LINE}\n" if _clean_on_load(self.labels) != self.labels else ""
             header = verbatim + "".join(f"{CAVEAT_LINE}{kind}: {' '.join(note.split())}\n" for kind, note in self.caveats.items())
             return write_text(path, header + "".join(f"{label}\n" for label in self.labels))
-        from negvocab.provenance import record
 
         doc = self.to_json()
         earlier = doc["settings"].get("provenance")
@@ -341,9 +340,6 @@ class Vocabulary(BaseModel):
 
     @classmethod
     def _from_candidates(cls, path: Path) -> Vocabulary:
-        from negvocab.labels.clean import CleanResult
-        from negvocab.provenance import file_sha256
-
         cleaning = CleanResult()
         cands = candidates_from_rows(candidate_rows(path) or [], path, cleaning)
         meta = {c.text: {"pos": c.pos} for c in cands}
@@ -416,8 +412,6 @@ class Vocabulary(BaseModel):
         if not labels:
             raise InputError(f"{path}: the vocabulary file has no labels")
         if Path(path).is_file():
-            from negvocab.provenance import file_sha256
-
             settings["file_sha256"] = file_sha256(path)
         caveats = dict(line.removeprefix(CAVEAT_LINE).partition(": ")[::2] for line in lines if line.startswith(CAVEAT_LINE))
         return cls.from_labels(labels, source="file", settings=with_caveats(settings, caveats))
@@ -459,8 +453,6 @@ def _accept_removal(doc: dict[str, Any], path: Path) -> dict[str, Any]:
 
 def _clean_on_load(labels: list[str], report: bool = False) -> Any:
     """The labels a hand-written list of ``labels`` loads as (the :class:`CleanResult` with ``report``)."""
-    from negvocab.labels.clean import clean_labels_report, written_plainly
-
     result = clean_labels_report(labels, keep=written_plainly)
     return result if report else result.labels
 

@@ -10,8 +10,8 @@ import numpy as np
 from typer.testing import CliRunner
 
 from negvocab.cli import app
-from negvocab.labels.imagenet import IdClasses
 from negvocab.evaluation.checks import common_mistakes, id_names_in, shared_images
+from negvocab.labels.imagenet import IdClasses
 from negvocab.vocab import Vocabulary
 
 CLASSES = IdClasses.from_names(["goldfish", "tench", "great white shark"])

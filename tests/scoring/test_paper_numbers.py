@@ -12,8 +12,8 @@ import pytest
 import negvocab
 from negvocab.data.images import ImageSet
 from negvocab.errors import InputError
-from negvocab.provenance import set_command
 from negvocab.evaluation import evaluate, sweeps
+from negvocab.provenance import set_command
 from negvocab.report import results
 from tests.scoring.test_run import FakeVLM, _vec
 

@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from negvocab.errors import InputError
 from negvocab.data.images import list_images
+from negvocab.errors import InputError
 from negvocab.vlm.images import ImageEmbeddings
 from tests.vlm.conftest import make_tiny_vlm
 
