@@ -15,7 +15,7 @@ if [ ! -f /usr/share/wordnet/data.noun ] && ! python3 -c "import nltk; nltk.data
     fi
 fi
 
-# Headless Chromium for the report's browser test (tests/diagnostics/test_report.py); optional.
+# Headless Chromium for the report's browser test (tests/report/test_html.py); optional.
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
     if command -v apt-get >/dev/null 2>&1; then
         SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

@@ -1,6 +1,6 @@
 """Fault injection, table-driven: each case a command, the exit status, a fragment of the one-line
 message, and the files that must come out unchanged. Cases that need a model live beside the
-feature's tests (tests/scoring/test_results_folder.py, test_disk_full.py); these run in-process
+feature's tests (tests/report/test_results.py, tests/vlm/test_disk_full.py); these run in-process
 without loading one, so the table stays fast."""
 
 from __future__ import annotations
