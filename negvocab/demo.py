@@ -47,7 +47,7 @@ _GRAPHICS = [
 ]
 SPLIT_NOTE = "toy split: ID = natural photographs (and crops), OOD = synthetic graphics; not a benchmark"
 
-__all__ = ["SPLIT_NOTE", "DemoResult", "prepare_sample_images", "run_demo"]
+__all__ = ["DemoResult", "SPLIT_NOTE", "check_demo_sizes", "prepare_sample_images", "run_demo"]
 
 
 def _package_file(package: str, rel: str) -> Path | None:

@@ -8,6 +8,8 @@ exceptions.
 
 from __future__ import annotations
 
+__all__ = ["DiskFullError", "InputError", "NegvocabError", "ResourceError"]
+
 
 class NegvocabError(Exception):
     """An error caused by input or environment, with a one-line message fit for a user."""

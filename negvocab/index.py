@@ -18,6 +18,19 @@ import numpy as np
 
 from negvocab.errors import InputError
 
+__all__ = [
+    "GPU_FAISS_MAX_K",
+    "INDEX_KINDS",
+    "STORAGES",
+    "StreamingSearch",
+    "as_matrix",
+    "have_faiss",
+    "have_faiss_gpu",
+    "knn",
+    "merge_topk",
+    "recall_at_k",
+]
+
 log = logging.getLogger(__name__)
 
 GPU_FAISS_MAX_K = 2048  # faiss GPU indexes search at most this many neighbours (older releases)

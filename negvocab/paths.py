@@ -7,6 +7,8 @@ from pathlib import Path
 
 import platformdirs
 
+__all__ = ["CACHE_ENV", "cache_dir"]
+
 CACHE_ENV = "NEGVOCAB_CACHE_DIR"
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+__all__ = ["redact_argv", "redact_urls", "url_secrets"]
+
 _USERINFO = re.compile(r"(\bhttps?://)[^/\s]*@", re.IGNORECASE)  # up to the last @ before the host
 _QUERY = re.compile(r"(\bhttps?://[^\s?\"']+)\?[^\s\"']*", re.IGNORECASE)
 

@@ -7,7 +7,6 @@ import pytest
 
 from negvocab.errors import InputError
 from negvocab.index import have_faiss, have_faiss_gpu, knn
-from tests.vlm.conftest import *  # noqa: F403  (the fixtures of tests/vlm/, where this file began)
 
 
 def unit(rng, n, d):

@@ -11,7 +11,6 @@ import pytest
 
 import negvocab
 from tests.scoring.conftest import NEG_B
-from tests.scoring.conftest import *  # noqa: F403  (the fixtures of tests/scoring/, where this file began)
 
 nbformat = pytest.importorskip("nbformat")  # the test extra; bare GPU machines lack it
 pytest.importorskip("nbclient")

@@ -43,6 +43,18 @@ from negvocab.paths import cache_dir
 from negvocab.provenance import negvocab_version
 from negvocab.vocab import Vocabulary
 
+__all__ = [
+    "EOE_MODES",
+    "EoeMode",
+    "LLMRun",
+    "RunOutcome",
+    "build_eoe_vocabulary",
+    "build_gpt_vocabulary",
+    "eoe_run",
+    "gpt_run",
+    "vocabulary_from_journal",
+]
+
 log = logging.getLogger(__name__)
 
 EoeMode = Literal["near", "far", "fine"]
@@ -128,6 +140,7 @@ class LLMRun:
         Raises :class:`ResourceError` if some requests could not be completed (server errors
         outlasting the retries); everything finished is journaled, so the same call resumes.
         """
+        # long: one request loop: estimate, probe, send, journal and summarise share the run's state
         check_base_url(base_url)  # before the run folder is made
         check_mode(response_format)
         if request_timeout is not None and not request_timeout > 0:

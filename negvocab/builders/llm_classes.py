@@ -12,6 +12,8 @@ from negvocab.errors import InputError
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.textfiles import read_text
 
+__all__ = ["chunks_of", "select_classes"]
+
 
 def select_classes(classes: int | str | os.PathLike[str] | Sequence[str] | None = None, id_classes: Any = None) -> Any:
     """The ID classes to ask about: all (``None``), the first ``K`` (an int, or a string of digits),

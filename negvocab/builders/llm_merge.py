@@ -21,6 +21,8 @@ from negvocab.vocab import Vocabulary
 if TYPE_CHECKING:
     from negvocab.builders.llm import LLMRun
 
+__all__ = ["check_rounds_used", "count_stats", "merge_rounds", "vocabulary_from_results"]
+
 
 def check_rounds_used(r: int, rounds: int) -> int:
     if not 1 <= r <= rounds:

@@ -50,6 +50,19 @@ if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary
 
+__all__ = [
+    "MiningEvidence",
+    "SELECTION",
+    "TRANSDUCTIVE_NOTE",
+    "build_mined_vocabulary",
+    "image_overlap",
+    "is_image_path",
+    "mine_evidence",
+    "mining_pool",
+    "ood_weights",
+    "transductive_check",
+]
+
 log = logging.getLogger(__name__)
 
 TRANSDUCTIVE_NOTE = "transductive: mined from images that are also in the evaluated OOD set {ood} ({n} of {total}); not a deployable result"
@@ -300,6 +313,7 @@ def build_mined_vocabulary(
         the mining parameters, threshold, image and pool counts, index (and recall), the filter's
         removals, the transductive check and, when it found an overlap, the caveat.
     """
+    # long: the transductive guard, the candidate search and the vote run in this order on shared inputs
     if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
         raise InputError(f"vocabulary size must be an integer >= 1, got {size!r}")
     if chunk_size < 1:

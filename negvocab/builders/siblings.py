@@ -51,6 +51,19 @@ if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary
 
+__all__ = [
+    "SELECTION",
+    "Sibling",
+    "build_sibling_vocabulary",
+    "check_counts",
+    "head_per_class",
+    "head_word",
+    "rank_relatives",
+    "relatives_at",
+    "sibling_id_classes",
+    "wordnet_siblings",
+]
+
 log = logging.getLogger(__name__)
 
 SELECTION = "WordNet co-hyponyms of each ID class at its own depth, ranked by text similarity to the class name"
@@ -280,6 +293,7 @@ def build_sibling_vocabulary(
         similarity, level, distance, synset, path}}; settings as a GPT vocabulary's (per-class
         counts and their statistics, what the filter removed) plus the skipped classes.
     """
+    # long: the steps (classes, co-hyponyms, ranking, filter, views) read as one recipe
     check_counts(per_class, levels)
     classes = sibling_id_classes(id_classes)
     tset = resolve_templates(templates)

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary
 
+__all__ = ["build_wordnet_vocabulary", "check_percentile", "farthest_first", "quantile_from_top", "quantile_top_k"]
+
 log = logging.getLogger(__name__)
 
 
@@ -198,6 +200,7 @@ def build_wordnet_vocabulary(
     Labels carry ``meta`` {rank (1 = farthest), distance, pos, lexname, synset}; ``settings`` record
     the model identity, templates, percentile, preset, size, ratio and whether weights were random.
     """
+    # long: the paper's recipe in order (pool, encode, farthest-first, filter); each step is a call
     if size is not None and size < 1:
         raise InputError(f"vocabulary size must be >= 1, got {size}")
     if ratio is not None and not 0 < ratio <= 1:

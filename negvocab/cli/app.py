@@ -18,6 +18,8 @@ from negvocab.cli.logs import restore as restore_logging
 from negvocab.errors import InputError, NegvocabError
 from negvocab.provenance import negvocab_version, set_command
 
+__all__ = ["EXIT_USER_ERROR", "CommandGroup", "app", "build_app", "refuse_repeats"]
+
 EXIT_USER_ERROR = 2
 
 
@@ -61,7 +63,7 @@ def refuse_repeats(command: Any, args: list[str], where: str = "negvocab", *, gr
             raise InputError(f"option {flags[0]} given {len(flags)} times ({' '.join(flags)}); it takes one value, give it once (see '{where} --help')")
 
 
-class _Group(TyperGroup):
+class CommandGroup(TyperGroup):
     """Turns user-facing errors into one line on stderr and a non-zero exit; refuses repeated
     single-value options (:func:`refuse_repeats`) for every command; gives the group and every
     command under it ``-v``/``-q``/``--log-file`` (:mod:`negvocab.cli.logs`)."""
@@ -121,7 +123,7 @@ class _Group(TyperGroup):
 
 
 app = typer.Typer(
-    cls=_Group,
+    cls=CommandGroup,
     name="negvocab",
     help="Negative-label vocabularies for zero-shot OOD detection.",
     no_args_is_help=True,
@@ -129,7 +131,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 build_app = typer.Typer(
-    cls=_Group,
+    cls=CommandGroup,
     help="Build a vocabulary (wordnet, gpt, eoe, oracle, siblings, mined).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,

@@ -20,6 +20,32 @@ from negvocab.cli.outputs import check_output, messages_to_stderr, writing
 from negvocab.errors import InputError, ResourceError
 from negvocab.llm.formats import check_mode
 
+__all__ = [
+    "BaseUrlOpt",
+    "BatchOpt",
+    "ClassesOpt",
+    "ConcurrencyOpt",
+    "DryRunOpt",
+    "KeyEnvOpt",
+    "MinLabelsOpt",
+    "ModelOpt",
+    "OutOpt",
+    "PollOpt",
+    "PriceInOpt",
+    "PriceOutOpt",
+    "PromptOpt",
+    "RequestTimeoutOpt",
+    "ResponseFormatOpt",
+    "RetryFailedOpt",
+    "RetryWaitOpt",
+    "RoundsOpt",
+    "RoundsUsedOpt",
+    "RunDirOpt",
+    "TemperatureOpt",
+    "build_eoe",
+    "build_gpt",
+]
+
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Chat model name, e.g. gpt-4o-mini (or the name a vLLM/Ollama server knows).")]
 RoundsOpt = Annotated[int, typer.Option("--rounds", min=1, help="Rounds of requests over all classes (or chunks).")]
 ClassesOpt = Annotated[

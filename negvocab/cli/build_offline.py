@@ -36,6 +36,8 @@ from negvocab.index import INDEX_KINDS
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.vlm.templates import resolve_templates
 
+__all__ = ["OutOpt", "build_mined", "build_oracle", "build_siblings"]
+
 OutOpt = Annotated[Path, typer.Option("--output", "-o", help="Vocabulary file to write (.json; .txt writes one label a line).")]
 
 

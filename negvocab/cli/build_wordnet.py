@@ -32,6 +32,8 @@ from negvocab.provenance import file_sha256
 from negvocab.vlm.templates import resolve_templates
 from negvocab.vocab import load_candidates
 
+__all__ = ["build_wordnet", "output_path"]
+
 
 def output_path(out: Path, size: int, many: bool) -> Path:
     """Where the vocabulary of pool size ``size`` goes: ``{size}`` in ``out`` is replaced; with
@@ -82,6 +84,7 @@ def build_wordnet(
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Rank WordNet head words farthest first from the ID classes (ImageNet-1k) and write vocabularies."""
+    # long: a command: most lines are its typer option list
     from negvocab.scoring.sweep import parse_sizes
 
     if size is not None and sizes is not None:

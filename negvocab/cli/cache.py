@@ -15,6 +15,8 @@ from negvocab.errors import InputError
 from negvocab.paths import cache_dir as default_cache_dir
 from negvocab.vlm.cache import list_stores, remove_store
 
+__all__ = ["cache"]
+
 
 def _can_ask() -> bool:
     return sys.stdin.isatty()

@@ -5,49 +5,45 @@ the work is in :mod:`negvocab.diagnostics.coverage`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from negvocab.cli.app import app
 from negvocab.cli.options import (
-    BetaOpt,
     CacheDirOpt,
-    ConventionOpt,
     DeviceOpt,
     FiAmbOpt,
     FiOodOpt,
     GroundTruthOpt,
-    GroupingOpt,
-    GroupsOpt,
     IdClassesOpt,
     IdOpt,
     ImageRootOpt,
     ModelOpt,
     OodOpt,
     OverwriteOpt,
-    PenaltyTempOpt,
     PrecisionOpt,
     PresetTagOpt,
     PretrainedOpt,
     RandomWeightsOpt,
     ReportOpt,
-    SeedOpt,
-    TauOpt,
     TemplatesOpt,
-    TempOpt,
-    TprOpt,
     check_scoring_options,
     image_sets,
     load_vlm,
+    scoring_options,
 )
 from negvocab.cli.outputs import check_results_folder, warn_random, write_folder_report, writing
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import read_id_classes
+from negvocab.scoring.methods import NEEDS_NEGATIVES, canonical_method
 from negvocab.vocab import Vocabulary
+
+__all__ = ["coverage_cmd"]
 
 
 @app.command("coverage")
+@scoring_options("tau", "groups", "grouping", "seed", "beta", "T", "penalty_T", evaluation=("convention", "tpr",))
 def coverage_cmd(
     id_path: IdOpt,
     vocab: Annotated[Path, typer.Option("--vocab", "-V", help="The vocabulary to diagnose (JSON/TXT).")],
@@ -71,32 +67,26 @@ def coverage_cmd(
     random_weights: RandomWeightsOpt = False,
     templates: TemplatesOpt = "paper8",
     id_classes: IdClassesOpt = None,
-    tau: TauOpt = 0.01,
-    groups: GroupsOpt = 100,
-    grouping: GroupingOpt = "stratified",
-    seed: SeedOpt = 0,
-    beta: BetaOpt = 0.25,
-    temperature: TempOpt = None,
-    penalty_temperature: PenaltyTempOpt = None,
-    convention: ConventionOpt = "paper",
-    tpr: TprOpt = 0.95,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
+    params: dict[str, Any] | None = None,  # the registry options above, from @scoring_options
+    metrics: dict[str, Any] | None = None,
 ) -> None:
     """Which OOD classes the vocabulary misses, what they pass for, and which labels would help most.
 
     The OOD images need labels: an image list with a label column, class folders (NINCO layout) or
     a Fi-ImageNet-1k list with labels (--fi-ood).
     """
+    assert params is not None and metrics is not None  # given by @scoring_options
+    convention, tpr = metrics["convention"], metrics["tpr"]
     from negvocab.diagnostics.coverage import coverage
-    from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
 
     key = canonical_method(method)
     if key not in NEEDS_NEGATIVES:
         raise InputError(f"--method {key} uses no negative labels; coverage needs neglabel, eoe or neglabel_eoe")
     check_results_folder(output, "coverage.json", overwrite=overwrite)
-    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=0, temperature=temperature, penalty_temperature=penalty_temperature)
+    check_scoring_options(params, convention=convention, tpr=tpr, n_boot=0)
     if repair < 0:
         raise InputError(f"--repair must be >= 0, got {repair}")
     voc = Vocabulary.load(vocab)
@@ -109,7 +99,6 @@ def coverage_cmd(
         raise InputError(f"the OOD images ({ood_set.name}) carry no labels: give class folders, an image list with a label column, or --fi-ood with a labelled list")
     classes = read_id_classes(id_classes)
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
-    params = {"tau": tau, "groups": groups, "grouping": grouping, "seed": seed, "beta": beta, "T": temperature, "penalty_T": penalty_temperature}
     top_k = tuple(sorted({k for k in (1, 5, 10) if k < repair} | {repair})) if repair else ()
     cov = coverage(vlm, voc, id_set, ood_set, key, id_classes=classes, templates=templates, params=params, convention=convention, tpr=tpr, top_k=top_k, progress=True)
     curve = cov.repair(repair, pool=pool_vocab) if repair and pool_vocab is not None else None

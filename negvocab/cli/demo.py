@@ -29,6 +29,8 @@ from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.results import format_table
 from negvocab.vlm.model import VLM
 
+__all__ = ["demo"]
+
 
 @app.command("demo")
 def demo(

@@ -33,6 +33,8 @@ from negvocab.labels.imagenet import read_id_classes
 from negvocab.vlm.export import MANIFEST_FILE, check_export_folder, save_embeddings
 from negvocab.vocab import Vocabulary
 
+__all__ = ["embed"]
+
 
 def _finished_export(manifest: Path) -> bool:
     """Whether ``manifest`` is a finished export's (an interrupted one is written again freely)."""

@@ -9,13 +9,15 @@ from typing import Annotated, Optional
 import typer
 
 from negvocab.atomic import write_json
-from negvocab.cli.app import _Group, app
+from negvocab.cli.app import CommandGroup, app
 from negvocab.errors import InputError
 from negvocab.grid.config import load_config
 from negvocab.grid.run import grid_status, run_grid
 from negvocab.grid.tables import RANDOM_NOTE
 
-grid_app = typer.Typer(cls=_Group, help="Experiment grids: models x vocabularies x OOD sets x methods (TOML).", no_args_is_help=True, pretty_exceptions_enable=False)
+__all__ = ["SOURCE_FILE", "grid_app", "run_cmd", "status_cmd"]
+
+grid_app = typer.Typer(cls=CommandGroup, help="Experiment grids: models x vocabularies x OOD sets x methods (TOML).", no_args_is_help=True, pretty_exceptions_enable=False)
 app.add_typer(grid_app, name="grid")
 
 SOURCE_FILE = "grid_source.json"

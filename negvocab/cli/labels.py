@@ -28,6 +28,18 @@ from negvocab.labels.synonyms import SynonymFilter
 from negvocab.textfiles import read_text
 from negvocab.vocab import Vocabulary
 
+__all__ = [
+    "CLASS_FORMATS",
+    "OutOpt",
+    "candidates",
+    "classes",
+    "drop",
+    "filter_",
+    "info",
+    "merge",
+    "vocabulary_summary",
+]
+
 CLASS_FORMATS = ("txt", "tsv", "csv", "json")
 OutOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write (default: print; - also prints).")]  # noqa: UP045
 

@@ -23,6 +23,8 @@ import typer
 
 from negvocab.redact import redact_urls
 
+__all__ = ["FORMAT", "add_options", "configure", "options", "restore"]
+
 FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 _OURS = "negvocab"
 _PROGRESS = "negvocab.progress"

@@ -1,6 +1,7 @@
-"""Model options shared by the commands that embed text or images (declared once).
+"""Every option shared by several commands, declared once: the model options, the image-set options,
+and the scorer and metric options, which come from the method registry (:func:`scoring_options`).
 
-Commands take them as ``Annotated`` parameters and call :func:`load_vlm`::
+Commands take the model options as ``Annotated`` parameters and call :func:`load_vlm`::
 
     from negvocab.cli.options import (CacheDirOpt, DeviceOpt, ModelOpt, PrecisionOpt,
                                       PretrainedOpt, RandomWeightsOpt, TemplatesOpt, load_vlm)
@@ -13,21 +14,56 @@ Commands take them as ``Annotated`` parameters and call :func:`load_vlm`::
 
 from __future__ import annotations
 
-import math
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from negvocab.data import fi_imagenet, imagenet_val, open_image_set
 from negvocab.data.images import ImageSet
 from negvocab.errors import InputError
-from negvocab.scoring.metrics import CONVENTIONS
+from negvocab.scoring.methods import EVALUATION_PARAMS, PARAMS, Param, check_evaluation, check_shared
+from negvocab.vlm.loading import check_weights
 from negvocab.vlm.model import VLM
 from negvocab.vocab import Vocabulary
 
 if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
+
+__all__ = [
+    "AllowOutsideOpt",
+    "BatchSizeOpt",
+    "CacheDirOpt",
+    "DeviceOpt",
+    "FiAmbOpt",
+    "FiOodOpt",
+    "GroundTruthOpt",
+    "IdClassesOpt",
+    "IdOpt",
+    "ImageRootOpt",
+    "ModelOpt",
+    "NumWorkersOpt",
+    "OodOpt",
+    "OverwriteOpt",
+    "PrecisionOpt",
+    "PresetTagOpt",
+    "PretrainedOpt",
+    "RandomWeightsOpt",
+    "ReportOpt",
+    "SHORT_FLAGS",
+    "TemplatesOpt",
+    "check_scoring_options",
+    "image_sets",
+    "load_vlm",
+    "load_vocabs",
+    "ood_paths",
+    "scoring_options",
+]
+
 
 ModelOpt = Annotated[
     str,
@@ -127,14 +163,7 @@ def load_vlm(
     Exactly one of ``pretrained`` and ``random_weights`` must be given (``hf-hub:`` model names
     carry their own weights), so random weights are never used by accident.
     """
-    hub = model.startswith(("hf-hub:", "local-dir:"))
-    if random_weights and pretrained:
-        raise InputError("give either --pretrained or --random-weights, not both")
-    if not random_weights and not pretrained and not hub:
-        raise InputError(
-            f"no weights for {model}: pass --pretrained TAG or --pretrained /path/to/open_clip_pytorch_model.bin "
-            "(or --random-weights for a dry run)"
-        )
+    check_weights(model, pretrained, random_weights)
     vlm = VLM(
         model,
         pretrained=None if random_weights else pretrained,
@@ -148,6 +177,43 @@ def load_vlm(
 
 
 # -- options shared by score, sweep, coverage and report ---------------------------------------
+
+
+def _param_option(spec: Param, *short: str) -> Any:
+    """The typer option of a registry parameter: its flag, its type and its help (with the limit)."""
+    kind = Optional[spec.kind] if spec.optional else spec.kind  # noqa: UP045
+    return Annotated[kind, typer.Option(spec.flag, *short, help=f"{spec.doc} Must be {spec.limit()}.")]
+
+
+#: short flags of registry options
+SHORT_FLAGS = {"groups": ("-G",), "T": ("-T",)}
+
+
+def scoring_options(*names: str, evaluation: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command the registry's options ``names`` (scorer parameters) and ``evaluation`` (metric
+    settings), each with its flag, type, default and help from :mod:`negvocab.scoring.methods`; the
+    command receives them as two dicts, ``params`` and ``metrics``, so no command lists them again."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(command)
+        hints = typing.get_type_hints(command, include_extras=True)
+        kept = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values() if p.name not in ("params", "metrics")]
+        added = [
+            inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=spec.default, annotation=_param_option(spec, *SHORT_FLAGS.get(n, ())))
+            for n, spec in [*((n, PARAMS[n]) for n in names), *((n, EVALUATION_PARAMS[n]) for n in evaluation)]
+        ]
+
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            params = {n: kwargs.pop(n, PARAMS[n].default) for n in names}
+            metrics = {n: kwargs.pop(n, EVALUATION_PARAMS[n].default) for n in evaluation}
+            return command(*args, **kwargs, params=params, metrics=metrics)
+
+        run.__signature__ = sig.replace(parameters=[*kept, *added])  # type: ignore[attr-defined]
+        run.__annotations__ = {**{p.name: p.annotation for p in [*kept, *added]}, "return": hints.get("return")}
+        return run
+
+    return decorate
 # -- options shared by score and sweep ---------------------------------------------------------
 IdOpt = Annotated[
     Path,
@@ -205,49 +271,6 @@ GroundTruthOpt = Annotated[
 ]
 
 
-TauOpt = Annotated[float, typer.Option("--tau", help="NegLabel temperature on cosines.")]
-
-
-GroupsOpt = Annotated[int, typer.Option("--groups", "-G", help="NegLabel groups G (clamped to the vocabulary size).")]
-
-
-GroupingOpt = Annotated[str, typer.Option("--grouping", help="NegLabel grouping: stratified (rank r -> group r mod G), random, or neglabel (NegLabel's released code exactly: drops the last M mod G labels, torch permutation seeded with --seed on the scoring device).")]
-
-
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap CIs and of the random/neglabel grouping (NegLabel's code uses 0; recorded in the results).")]
-
-
-BetaOpt = Annotated[float, typer.Option("--beta", help="EOE penalty weight.")]
-
-
-TempOpt = Annotated[
-    Optional[float],  # noqa: UP045
-    typer.Option(
-        "--temperature",
-        "-T",
-        help="Softmax temperature T on cosines of mcm, glmcm and eoe (default 1).",
-    ),
-]
-
-
-PenaltyTempOpt = Annotated[
-    Optional[float],  # noqa: UP045
-    typer.Option("--penalty-temperature", help="Temperature of neglabel_eoe's EOE penalty (default: --tau)."),
-]
-
-
-ConventionOpt = Annotated[str, typer.Option("--convention", help="FPR convention: paper (ID-anchored), hendrycks or openood.")]
-
-
-TprOpt = Annotated[float, typer.Option("--tpr", help="TPR of the FPR metric (0.95 = FPR@95).")]
-
-
-MAX_BOOT = 100_000  # 1,000 is the usual; more only costs time
-
-
-BootOpt = Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples of OOD images for the CIs (0: none).")]
-
-
 ReportOpt = Annotated[bool, typer.Option("--report/--no-report", help="Write report.html (one self-contained HTML file) into the output folder.")]
 
 
@@ -302,42 +325,11 @@ def image_sets(
     return id_set, {name: open_image_set(path, image_root=image_root, allow_outside_root=allow_outside_root) for name, path in oods.items()}
 
 
-def check_scoring_options(
-    *,
-    tau: float,
-    groups: int,
-    grouping: str,
-    convention: str,
-    tpr: float,
-    n_boot: int,
-    topk: int | None = None,
-    temperature: float | None = None,
-    penalty_temperature: float | None = None,
-    seed: int = 0,
-) -> None:
-    """Reject bad scoring options before a model is loaded or an image is read."""
-    from negvocab.scoring.scores import GROUPINGS
-
-    if convention not in CONVENTIONS:
-        raise InputError(f"unknown --convention {convention!r}; choose one of {', '.join(CONVENTIONS)}")
-
-    if not (math.isfinite(tau) and tau > 0):
-        raise InputError(f"--tau must be a positive number, got {tau}")
-    if groups < 1:
-        raise InputError(f"--groups must be >= 1, got {groups}")
-    if grouping not in GROUPINGS:
-        raise InputError(f"unknown --grouping {grouping!r}; choose one of {', '.join(GROUPINGS)}")
-    if not 0 < tpr <= 1:
-        raise InputError(f"--tpr must be in (0, 1], got {tpr}")
-    if not 0 <= n_boot <= MAX_BOOT:
-        raise InputError(f"--n-boot must be between 0 and {MAX_BOOT:,}, got {n_boot}")
-    if seed < 0:
-        raise InputError(f"--seed must be >= 0, got {seed}")
-    if topk is not None and topk < 1:
-        raise InputError(f"--topk must be >= 1, got {topk}")
-    for flag, value in (("--temperature", temperature), ("--penalty-temperature", penalty_temperature)):
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise InputError(f"{flag} must be a positive number, got {value}")
+def check_scoring_options(params: Mapping[str, Any], *, convention: str, tpr: float, n_boot: int = 0, seed: int = 0) -> None:
+    """Reject bad scoring options before a model is loaded or an image is read (the registry's limits,
+    named by their flags)."""
+    check_evaluation(cli=True, convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
+    check_shared(params, cli=True)
 
 
 def load_vocabs(paths: list[Path]) -> dict[str, object]:

@@ -23,6 +23,16 @@ from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING
 from negvocab.outdir import claim_folder
 from negvocab.report.html import write_report
 
+__all__ = [
+    "check_output",
+    "check_results_folder",
+    "claim_results_folder",
+    "messages_to_stderr",
+    "warn_random",
+    "write_folder_report",
+    "writing",
+]
+
 
 def _same_file(a: Path, b: Path) -> bool:
     try:

@@ -15,6 +15,8 @@ from negvocab.cli.outputs import check_output, writing
 from negvocab.errors import InputError
 from negvocab.report.html import write_report
 
+__all__ = ["report_cmd"]
+
 
 @app.command("report")
 def report_cmd(

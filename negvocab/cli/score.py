@@ -6,9 +6,8 @@ Each command parses options, builds the image sets and vocabularies, and calls t
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -16,16 +15,11 @@ from negvocab.cli.app import app
 from negvocab.cli.options import (
     AllowOutsideOpt,
     BatchSizeOpt,
-    BetaOpt,
-    BootOpt,
     CacheDirOpt,
-    ConventionOpt,
     DeviceOpt,
     FiAmbOpt,
     FiOodOpt,
     GroundTruthOpt,
-    GroupingOpt,
-    GroupsOpt,
     IdClassesOpt,
     IdOpt,
     ImageRootOpt,
@@ -33,30 +27,30 @@ from negvocab.cli.options import (
     NumWorkersOpt,
     OodOpt,
     OverwriteOpt,
-    PenaltyTempOpt,
     PrecisionOpt,
     PresetTagOpt,
     PretrainedOpt,
     RandomWeightsOpt,
     ReportOpt,
-    SeedOpt,
-    TauOpt,
     TemplatesOpt,
-    TempOpt,
-    TprOpt,
     check_scoring_options,
     image_sets,
     load_vlm,
     load_vocabs,
+    scoring_options,
 )
 from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder_report, writing
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.results import RESULT_FILES, SWEEP_FILES, format_table, write_results, write_sweep
+from negvocab.scoring.methods import NEEDS_NEGATIVES, canonical_method
 from negvocab.vocab import Vocabulary
+
+__all__ = ["score_cmd", "sweep_cmd"]
 
 
 @app.command("score")
+@scoring_options("tau", "groups", "grouping", "seed", "beta", "T", "penalty_T", "topk", "lam", evaluation=("convention", "tpr", "n_boot",))
 def score_cmd(
     id_path: IdOpt,
     vocab: Annotated[
@@ -81,21 +75,6 @@ def score_cmd(
     random_weights: RandomWeightsOpt = False,
     templates: TemplatesOpt = "paper8",
     id_classes: IdClassesOpt = None,
-    tau: TauOpt = 0.01,
-    groups: GroupsOpt = 100,
-    grouping: GroupingOpt = "stratified",
-    seed: SeedOpt = 0,
-    beta: BetaOpt = 0.25,
-    temperature: TempOpt = None,
-    penalty_temperature: PenaltyTempOpt = None,
-    topk: Annotated[
-        Optional[int],  # noqa: UP045
-        typer.Option("--topk", help="NegLabel from each image's k nearest negatives (FAISS), with certified bounds."),
-    ] = None,
-    lam: Annotated[float, typer.Option("--lambda", help="GL-MCM weight of the local term.")] = 1.0,
-    convention: ConventionOpt = "paper",
-    tpr: TprOpt = 0.95,
-    n_boot: BootOpt = 1000,
     explain: Annotated[int, typer.Option("--explain", help="Top negatives / ID classes listed per OOD image (0: none).")] = 5,
     report: ReportOpt = True,
     device: DeviceOpt = "auto",
@@ -103,16 +82,18 @@ def score_cmd(
     cache_dir: CacheDirOpt = None,
     batch_size: BatchSizeOpt = None,
     num_workers: NumWorkersOpt = None,
+    params: dict[str, Any] | None = None,  # the registry options above, from @scoring_options
+    metrics: dict[str, Any] | None = None,
 ) -> None:
     """Score a VLM with one or more vocabularies on an ID and an OOD set; write a results folder."""
+    # long: a command: most lines are its typer option list
+    assert params is not None and metrics is not None  # given by @scoring_options
+    convention, tpr, n_boot, seed = metrics["convention"], metrics["tpr"], metrics["n_boot"], params["seed"]
     from negvocab.evaluation.evaluate import evaluate_vocabularies
-    from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
 
     methods = [canonical_method(m) for m in (method or ["neglabel"])]  # fail before loading a model
     claim_results_folder(output, RESULT_FILES, overwrite=overwrite)  # held until the command ends
-    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, topk=topk, temperature=temperature, penalty_temperature=penalty_temperature, seed=seed)
-    if not (math.isfinite(lam) and lam >= 0):
-        raise InputError(f"--lambda must be a number >= 0, got {lam}")
+    check_scoring_options(params, convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
     if explain < 0:
         raise InputError(f"--explain must be >= 0, got {explain}")
     need_vocab = [m for m in methods if m in NEEDS_NEGATIVES]
@@ -130,7 +111,7 @@ def score_cmd(
         methods,
         id_classes=classes,
         templates=templates,
-        params={"tau": tau, "groups": groups, "grouping": grouping, "seed": seed, "beta": beta, "T": temperature, "penalty_T": penalty_temperature, "topk": topk, "lam": lam},
+        params=params,
         convention=convention,
         tpr=tpr,
         n_boot=n_boot,
@@ -148,6 +129,7 @@ def score_cmd(
 
 
 @app.command("sweep")
+@scoring_options("tau", "groups", "grouping", "seed", "beta", "T", "penalty_T", evaluation=("convention", "tpr", "n_boot",))
 def sweep_cmd(
     id_path: IdOpt,
     vocab: Annotated[Path, typer.Option("--vocab", "-V", help="A ranked (WordNet) vocabulary; M takes its first M labels.")],
@@ -179,26 +161,20 @@ def sweep_cmd(
     random_weights: RandomWeightsOpt = False,
     templates: TemplatesOpt = "paper8",
     id_classes: IdClassesOpt = None,
-    tau: TauOpt = 0.01,
-    groups: GroupsOpt = 100,
-    grouping: GroupingOpt = "stratified",
-    seed: SeedOpt = 0,
-    beta: BetaOpt = 0.25,
-    temperature: TempOpt = None,
-    penalty_temperature: PenaltyTempOpt = None,
-    convention: ConventionOpt = "paper",
-    tpr: TprOpt = 0.95,
-    n_boot: BootOpt = 1000,
     report: ReportOpt = True,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
     batch_size: BatchSizeOpt = None,
     num_workers: NumWorkersOpt = None,
+    params: dict[str, Any] | None = None,  # the registry options above, from @scoring_options
+    metrics: dict[str, Any] | None = None,
 ) -> None:
     """FPR@95 and AUROC against pool size M from one ranked vocabulary: a table and a plot."""
+    # long: a command: most lines are its typer option list
+    assert params is not None and metrics is not None  # given by @scoring_options
+    convention, tpr, n_boot, seed = metrics["convention"], metrics["tpr"], metrics["n_boot"], params["seed"]
     from negvocab.evaluation.sweeps import is_ranked, sweep_vocabulary
-    from negvocab.scoring.scores import NEEDS_NEGATIVES, canonical_method
     from negvocab.scoring.sweep import parse_sizes
 
     # fail on bad options before loading a model or reading images
@@ -206,7 +182,7 @@ def sweep_cmd(
     claim_results_folder(output, SWEEP_FILES, overwrite=overwrite)  # held until the command ends
     if key not in NEEDS_NEGATIVES:
         raise InputError(f"--method {key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
-    check_scoring_options(tau=tau, groups=groups, grouping=grouping, convention=convention, tpr=tpr, n_boot=n_boot, temperature=temperature, penalty_temperature=penalty_temperature, seed=seed)
+    check_scoring_options(params, convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
     if order not in ("ranked", "given"):
         raise InputError(f"--order must be ranked or given, got {order!r}")
     ranked = Vocabulary.load(vocab)
@@ -230,7 +206,7 @@ def sweep_cmd(
         references=refs,  # type: ignore[arg-type]
         id_classes=classes,
         templates=templates,
-        params={"tau": tau, "groups": groups, "grouping": grouping, "seed": seed, "beta": beta, "T": temperature, "penalty_T": penalty_temperature},
+        params=params,
         convention=convention,
         tpr=tpr,
         n_boot=n_boot,

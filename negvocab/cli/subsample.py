@@ -14,6 +14,8 @@ from negvocab.errors import InputError
 from negvocab.evaluation.subsample import plot_subsample, subsample
 from negvocab.textfiles import csv_text
 
+__all__ = ["read_scores", "subsample_cmd"]
+
 
 def read_scores(path: Path) -> tuple[dict[str, object], dict[str, object], bool]:
     """(ID scores, OOD scores, random_weights) by score key from ``scores.npz`` (or a results folder

@@ -28,13 +28,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.atomic import write_json, write_text
-from negvocab.diagnostics.gains import _PARAMS, MarginalGains, RepairCurve, _frame, marginal_gains, repair_curve
+from negvocab.diagnostics.gains import MarginalGains, RepairCurve, marginal_gains, repair_curve, rows_frame
 from negvocab.errors import InputError, ResourceError
 from negvocab.labels.imagenet import IdClasses, imagenet1k
 from negvocab.labels.synonyms import SynonymFilter
 from negvocab.labels.wordnet import load_wordnet
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
+from negvocab.scoring.methods import NEEDS_NEGATIVES, canonical_method, params_for
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -92,7 +93,7 @@ class Coverage:
 
     def to_frame(self) -> Any:
         """The per-class rows as a pandas DataFrame (pandas must be installed)."""
-        return _frame(self.classes)
+        return rows_frame(self.classes)
 
     def repair(self, k: int, pool: Vocabulary | Sequence[str] | None = None, **kw: Any) -> RepairCurve:
         """Greedy repair curve: the ``k`` labels to add, best first, with FPR@tpr after each.
@@ -242,11 +243,12 @@ def coverage(
     summary reports the share of the oracle gap (FPR with the vocabulary vs with the vocabulary plus
     every OOD label) closed by the first k labels of the greedy oracle repair curve.
     """
-    method = S.canonical_method(method)
-    if method not in _PARAMS:
-        raise InputError(f"coverage needs a method that uses negatives (neglabel, eoe, neglabel_eoe), not {method}")
+    # long: one analysis over the same score arrays (per class, confusions, gains); split in a later round
+    method = canonical_method(method)
+    if method not in NEEDS_NEGATIVES:
+        raise InputError(f"coverage needs a method that uses negatives ({', '.join(sorted(NEEDS_NEGATIVES))}), not {method}")
     convention = M.check_convention(convention)
-    params = {k: v for k, v in (params or {}).items() if k in _PARAMS[method] and v is not None}
+    params = {k: v for k, v in params_for(method, params or {}).items() if k != "topk"}
     id_classes = id_classes if id_classes is not None else imagenet1k()
     if not ood_set.labels:
         _labels_by_row(ood_set, [])

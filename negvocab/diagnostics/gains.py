@@ -33,16 +33,12 @@ from negvocab.errors import InputError
 from negvocab.scoring import inputs
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
+from negvocab.scoring.methods import NEEDS_NEGATIVES, check_params, get_method
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MarginalGains", "RepairCurve", "marginal_gains", "repair_curve"]
+__all__ = ["MarginalGains", "RepairCurve", "marginal_gains", "repair_curve", "rows_frame"]
 
-_PARAMS = {
-    "neglabel": {"tau", "groups", "grouping", "seed", "device", "chunk_size"},
-    "eoe": {"beta", "T", "device", "chunk_size"},
-    "neglabel_eoe": {"tau", "groups", "grouping", "seed", "beta", "penalty_T", "device", "chunk_size"},
-}
 #: bytes of the [images, candidates] float64 block scored at once
 _BLOCK_BYTES = 64 * 2**20
 
@@ -102,7 +98,7 @@ class RepairCurve:
 
     def to_frame(self) -> Any:
         """The rows as a pandas DataFrame (pandas must be installed; ``.rows`` needs nothing)."""
-        return _frame(self.rows)
+        return rows_frame(self.rows)
 
     def plot(self, path: Any, *, random_weights: bool = False) -> Any:
         """FPR@tpr after each addition (a step plot), written atomically as PNG."""
@@ -152,7 +148,7 @@ def _groups(m: int, groups: int, grouping: str, seed: int, device: torch.device)
     return S.neglabel_groups(m, groups, grouping, seed)  # type: ignore[arg-type]
 
 
-def _frame(rows: Sequence[Mapping[str, Any]]) -> Any:
+def rows_frame(rows: Sequence[Mapping[str, Any]]) -> Any:
     try:
         import pandas as pd
     except ImportError as e:  # pragma: no cover - pandas is optional
@@ -351,12 +347,13 @@ class _Scorer:
 def _setup(
     id_img_emb: Any, ood_img_emb: Any, id_emb: Any, neg_emb: Any, cand_emb: Any, method: str, params: Mapping[str, Any]
 ) -> tuple[_Scorer, torch.Tensor, int]:
-    method = S.canonical_method(method)
-    if method not in _PARAMS:
-        raise InputError(f"marginal gains need a method that uses negatives (neglabel, eoe, neglabel_eoe), not {method}")
-    unknown = set(params) - _PARAMS[method]
-    if unknown:
-        raise InputError(f"{method}: unexpected parameter(s) {', '.join(sorted(unknown))}; accepted: {', '.join(sorted(_PARAMS[method]))}")
+    spec = get_method(method)
+    method = spec.name
+    if not spec.needs_negatives:
+        raise InputError(f"marginal gains need a method that uses negatives ({', '.join(sorted(NEEDS_NEGATIVES))}), not {method}")
+    if "topk" in params:
+        raise InputError(f"marginal gains score every negative: topk is not available (got topk={params['topk']})")
+    check_params(method, params)
     id_img, ood_img = S.embeddings_of(id_img_emb), S.embeddings_of(ood_img_emb)
     n_id = len(id_img)
     if isinstance(id_img, torch.Tensor) or isinstance(ood_img, torch.Tensor):

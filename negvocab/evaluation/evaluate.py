@@ -14,7 +14,6 @@ command line, the bootstrap seed and the ID class list (:mod:`negvocab.provenanc
 
 from __future__ import annotations
 
-import inspect
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -40,6 +39,7 @@ from negvocab.labels.imagenet import imagenet1k
 from negvocab.progress import track
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
+from negvocab.scoring.methods import NEEDS_NEGATIVES, canonical_method, check_evaluation, check_shared, params_for
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -61,12 +61,10 @@ def _vocab_name(name: str, vocab: Vocabulary) -> str:
 
 
 def scorer_params(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The subset of ``params`` the scorer of ``method`` accepts (``topk`` goes to NegLabel)."""
+    """The subset of a shared ``params`` set that ``method`` takes (:func:`negvocab.scoring.methods.params_for`), checked."""
     if method == "neglabel_eoe" and params.get("T") is not None and params.get("penalty_T") is None:
         logger.warning("T is the temperature of mcm/glmcm/eoe; neglabel_eoe's penalty takes penalty_T (default: tau)")
-    fn = S.METHODS[method]
-    accepted = set(inspect.signature(fn).parameters) | ({"topk"} if method == "neglabel" else set())
-    return {k: v for k, v in params.items() if k in accepted and v is not None}
+    return params_for(method, params)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -144,12 +142,15 @@ def evaluate_vocabularies(
     ``convention`` (see :mod:`negvocab.scoring.metrics`); bootstrap intervals resample OOD images,
     drawn from ``seed``.
     """
-    methods = list(dict.fromkeys(S.canonical_method(m) for m in methods))
+    # long: the pipeline in order (checks, encode, score each job, rows, explanations, meta)
+    methods = list(dict.fromkeys(canonical_method(m) for m in methods))
     if not methods:
         raise InputError("no scoring method given")
+    check_evaluation(convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)  # before any image is read
+    check_shared(params or {})
     named = _named(vocabs)
-    if not named and any(m in S.NEEDS_NEGATIVES for m in methods):
-        raise InputError(f"methods {', '.join(m for m in methods if m in S.NEEDS_NEGATIVES)} need a vocabulary (--vocab)")
+    if not named and any(m in NEEDS_NEGATIVES for m in methods):
+        raise InputError(f"methods {', '.join(m for m in methods if m in NEEDS_NEGATIVES)} need a vocabulary (--vocab)")
     convention = M.check_convention(convention)
     params = dict(params or {})
     id_classes = id_classes if id_classes is not None else imagenet1k()
@@ -164,7 +165,7 @@ def evaluate_vocabularies(
     all_scores: dict[str, dict[str, np.ndarray]] = {}
     explanations: dict[str, list[dict[str, Any]]] = {}
     flagged_ids: dict[str, dict[int, None]] = {}  # vocabulary -> ID images flagged by any of its runs
-    jobs = [(m, name) for m in methods for name in (named if m in S.NEEDS_NEGATIVES else [None])]
+    jobs = [(m, name) for m in methods for name in (named if m in NEEDS_NEGATIVES else [None])]
     # label encoding is a step of its own (a cold run spends its time here, not in "scoring")
     neg_cache: dict[str, np.ndarray] = {
         vname: vlm.encode_text(list(named[vname].labels), templates, pos=named[vname].parts_of_speech(), progress=progress)

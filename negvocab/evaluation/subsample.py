@@ -135,6 +135,7 @@ def subsample(
         draw's detector order against the full-set order) and ``same_best`` (fraction of draws whose
         lowest-FPR detector is the full set's).
     """
+    # long: one analysis: draws, FPRs, Spearman and the rows share the sampled arrays
     convention = M.check_convention(convention)
     tpr = M._check_tpr(tpr)
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:

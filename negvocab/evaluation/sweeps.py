@@ -32,6 +32,7 @@ from negvocab.evaluation.rows import (
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
+from negvocab.scoring.methods import canonical_method, check_evaluation, check_shared
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -92,9 +93,12 @@ def sweep_vocabulary(
     refused, another unranked vocabulary warned about. ``order="given"`` sweeps the file order of
     any vocabulary, and says so in the rows.
     """
+    # long: the pipeline in order, as evaluate_vocabularies, for every pool size
     from negvocab.scoring.sweep import parse_sizes, sweep
 
-    method = S.canonical_method(method)
+    method = canonical_method(method)
+    check_evaluation(convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)  # before any image is read
+    check_shared(params or {})
     wanted = parse_sizes(sizes, len(vocab))
     if order not in ("ranked", "given"):
         raise InputError(f"unknown sweep order {order!r}; choose ranked or given")

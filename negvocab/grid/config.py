@@ -50,7 +50,9 @@ from pathlib import Path
 from typing import Any
 
 from negvocab.errors import InputError
+from negvocab.scoring.methods import NEEDS_NEGATIVES, canonical_method, check_evaluation, check_params
 from negvocab.scoring.metrics import check_convention
+from negvocab.vlm.loading import check_weights
 
 __all__ = ["GridConfig", "ImageSpec", "MethodSpec", "ModelSpec", "VocabSpec", "load_config", "load_grid", "spec_digest"]
 
@@ -223,14 +225,11 @@ def _model(value: Any, where: str) -> ModelSpec:
         seed=int(value.get("seed", 0)),
         label=str(value.get("label", "")),
     )
-    if spec.random_weights == bool(spec.pretrained) and not spec.name.startswith(("hf-hub:", "local-dir:")):
-        raise InputError(f"{where} ({spec.name}): give exactly one of pretrained = ... and random_weights = true")
+    check_weights(spec.name, spec.pretrained, spec.random_weights, cli=False, where=where)
     return spec
 
 
 def _method(value: Any, where: str) -> MethodSpec:
-    from negvocab.scoring.scores import canonical_method
-
     if isinstance(value, str):
         value = {"name": value}
     if not isinstance(value, Mapping) or "name" not in value:
@@ -238,7 +237,12 @@ def _method(value: Any, where: str) -> MethodSpec:
     params = value.get("params", {})
     if not isinstance(params, Mapping):
         raise InputError(f"{where}.params must be a table, e.g. {{groups = 100}}")
-    return MethodSpec(name=canonical_method(value["name"]), params=tuple(sorted(params.items())), label=str(value.get("label", "")))
+    name = canonical_method(value["name"])
+    try:
+        check_params(name, params)  # the registry's parameters and limits, before any model is loaded
+    except InputError as e:
+        raise InputError(f"{where}.params: {e}") from None
+    return MethodSpec(name=name, params=tuple(sorted(params.items())), label=str(value.get("label", "")))
 
 
 def parse_config(doc: Mapping[str, Any], *, base: str = ".", source: str = "", random_weights: bool = False) -> GridConfig:
@@ -272,12 +276,15 @@ def parse_config(doc: Mapping[str, Any], *, base: str = ".", source: str = "", r
         raise InputError("an OOD set may not be named 'mean' (the mean over sets is a row of that name)")
     vocabs = [_vocab(str(k), v, f"vocabularies.{k}") for k, v in doc.get("vocabularies", {}).items()]
     methods = [_method(m, f"methods[{i}]") for i, m in enumerate(doc.get("methods", [{"name": "neglabel"}]))]
-    from negvocab.scoring.scores import NEEDS_NEGATIVES
 
     if not vocabs and any(m.name in NEEDS_NEGATIVES for m in methods):
         raise InputError("methods that use negatives need [vocabularies]")
     conventions = g.get("conventions", ["paper"])
     conventions = [check_convention(c) for c in ([conventions] if isinstance(conventions, str) else conventions)]
+    try:
+        check_evaluation(tpr=g.get("tpr", 0.95), n_boot=g.get("n_boot", 1000))
+    except InputError as e:
+        raise InputError(f"[grid] {e}") from None
     cfg = GridConfig(
         models=specs,
         id_set=id_spec,

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["COLUMNS", "GridResult", "Pivot"]
+__all__ = ["COLUMNS", "GridResult", "Pivot", "RANDOM_NOTE"]
 
 COLUMNS = [
     "model", "pretrained", "random_weights", "vocabulary", "vocab_source", "vocab_size", "vocab_hash",

@@ -26,6 +26,7 @@ from negvocab.grid.config import GridConfig, ImageSpec, MethodSpec, ModelSpec, V
 from negvocab.labels.candidates import sample_pool
 from negvocab.labels.imagenet import imagenet1k, read_id_classes
 from negvocab.scoring import metrics as M
+from negvocab.scoring.methods import NEEDS_NEGATIVES
 from negvocab.vlm.model import VLM
 from negvocab.vocab import Vocabulary
 
@@ -106,7 +107,6 @@ def _id_classes_doc(cfg: GridConfig) -> str:
 
 def plan_cells(cfg: GridConfig, sets: Mapping[str, ImageSet]) -> list[Cell]:
     """Every cell of the grid, in model, vocabulary, OOD set, method, convention order."""
-    from negvocab.scoring.scores import NEEDS_NEGATIVES
 
     set_docs = {name: spec_digest({"paths": s.paths, "ids": s.ids}) for name, s in sets.items()}
     common = {"templates": cfg.templates, "id_classes": _id_classes_doc(cfg)}

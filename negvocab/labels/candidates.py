@@ -23,6 +23,8 @@ from typing import Any
 from negvocab.errors import InputError
 from negvocab.labels.wordnet import LEXNAMES, load_wordnet
 
+__all__ = ["CANDIDATE_FIELDS", "Candidate", "POS_NAMES", "PRESETS", "is_usable", "sample_pool", "wordnet_candidates"]
+
 #: preset -> lexicographer files it leaves out
 PRESETS: dict[str, tuple[str, ...]] = {
     "neglabel": ("noun.animal", "noun.food"),

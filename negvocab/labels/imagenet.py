@@ -25,6 +25,8 @@ from typing import Any
 from negvocab.errors import InputError
 from negvocab.textfiles import read_text
 
+__all__ = ["IdClasses", "RESOURCE", "WNID", "imagenet1k", "read_id_classes"]
+
 #: a WordNet 3.0 noun id as ImageNet writes it
 WNID = re.compile(r"^n\d{8}$")
 

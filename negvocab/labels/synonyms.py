@@ -48,6 +48,8 @@ from negvocab.labels.wordnet import load_wordnet
 if TYPE_CHECKING:
     from negvocab.vocab import Vocabulary
 
+__all__ = ["ARTICLES", "Match", "SPELLING", "SynonymFilter", "american", "composite_parts", "normalise"]
+
 ARTICLES = frozenset({"a", "an", "the"})
 _DROP = re.compile(r"['\u2019\u2018`\u00b4.]")  # apostrophes and periods join: jack-o'-lantern, St. Bernard
 _SPACE = re.compile(r"[^0-9a-z]+")  # everything else separates words

@@ -39,6 +39,22 @@ from negvocab.paths import cache_dir
 if TYPE_CHECKING:
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
+__all__ = [
+    "INSTALL_HINT",
+    "KNOWN_OFFSET",
+    "LEXNAMES",
+    "NOUN_SYNSETS_30",
+    "WORDNET_DIR_ENV",
+    "WORDNET_VERSION",
+    "copy_root",
+    "index_sense_text",
+    "lexnames_text",
+    "load_wordnet",
+    "main",
+    "prepare_copy",
+    "wordnet_location",
+]
+
 log = logging.getLogger(__name__)
 
 WORDNET_DIR_ENV = "NEGVOCAB_WORDNET_DIR"

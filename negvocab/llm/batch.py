@@ -32,6 +32,8 @@ from negvocab.llm.journal import Journal
 from negvocab.llm.prompts import PromptTemplate
 from negvocab.llm.run import Progress, Request, answered, pending, result_record
 
+__all__ = ["ENDPOINT", "TERMINAL", "batch_line", "held_by", "in_open_batch", "interpret_line", "run_batch"]
+
 log = logging.getLogger(__name__)
 
 TERMINAL = ("completed", "expired", "cancelled", "failed")

@@ -29,12 +29,22 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 from negvocab.errors import InputError, ResourceError
+from negvocab.llm.answers import (
+    STATUSES,
+    Answer,
+    FailFast,
+    NotSent,
+    ServerGaveUp,
+    Transient,
+    Tries,
+    add_usage,
+    error_code,
+    request_id_of,
+    retry_after_seconds,
+)
 from negvocab.llm.endpoint import check_base_url, public_url, resolve_endpoint, split_query  # noqa: F401 (public here too)
 from negvocab.llm.formats import (  # noqa: F401 (RESPONSE_FORMAT, LabelList, labels_from_message: public here too)
     NEXT,
@@ -54,30 +64,23 @@ from negvocab.llm.formats import (  # noqa: F401 (RESPONSE_FORMAT, LabelList, la
 )
 from negvocab.redact import redact_urls, url_secrets
 
+__all__ = [
+    "Answer",
+    "CONNECT_TIMEOUT_S",
+    "DEFAULT_REQUEST_TIMEOUT_S",
+    "FAIL_FAST_AFTER",
+    "FailFast",
+    "LLMClient",
+    "NOT_OPENAI",
+    "NotSent",
+    "PROBE_CONCURRENCY",
+    "STATUSES",
+    "ServerGaveUp",
+    "add_usage",
+    "retry_after_seconds",
+]
+
 log = logging.getLogger(__name__)
-
-
-STATUSES = ("ok", "short", "refused", "invalid")
-
-
-@dataclass
-class Answer:
-    """The outcome of one request after retries.
-
-    ``status`` is ``ok``, ``short`` (fewer distinct labels than asked; kept), ``refused`` or
-    ``invalid`` (no usable list). ``usage`` sums the tokens of all attempts.
-    """
-
-    status: str
-    labels: list[str]
-    usage: dict[str, int] = field(default_factory=dict)
-    request_id: str | None = None
-    model: str | None = None
-    attempts: int = 1
-    error: str | None = None
-    mode: str | None = None  # the response format it was asked in
-    snippet: str | None = None  # the start of an unusable answer, secrets masked
-    raw_labels: list[str] | None = None  # the answer's items before cleaning (journaled where they differ)
 
 
 CONNECT_TIMEOUT_S = 10.0
@@ -87,69 +90,6 @@ PROBE_CONCURRENCY = 2
 #: unusable answers before any usable one after which a run stops (a broken setup costs little)
 FAIL_FAST_AFTER = 5
 NOT_OPENAI = "; is the base URL an OpenAI-compatible endpoint (ending in /v1)?"
-
-
-class NotSent(Exception):
-    """The run was interrupted before this request went out (see :meth:`LLMClient.drain`)."""
-
-
-class ServerGaveUp(Exception):
-    """Transport errors outlasted the retries; the request is not finished (re-run to retry).
-
-    ``usage`` holds the tokens its earlier, unusable answers were billed for.
-    """
-
-    def __init__(self, message: str, usage: dict[str, int] | None = None) -> None:
-        super().__init__(message)
-        self.usage = usage or {}
-
-
-class FailFast(ResourceError):
-    """The first answers of a run were all unusable: the run stops with a one-line diagnosis."""
-
-    def __init__(self, message: str, usage: dict[str, int] | None = None) -> None:
-        super().__init__(message)
-        self.usage = usage or {}
-
-
-class _Transient(Exception):
-    def __init__(self, message: str, retry_after: float | None = None, *, connect: bool = False, deadline: bool = False) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-        self.connect = connect  # no connection was made (refused, unknown host)
-        self.deadline = deadline  # the request's total deadline passed
-
-
-def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
-    if not headers:
-        return None
-    value = headers.get("retry-after-ms")
-    if value is not None:
-        try:
-            return max(0.0, float(value) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
-
-
-def add_usage(total: dict[str, int], usage: Any) -> None:
-    if usage is None:
-        return
-    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
-        value = usage.get(key) if isinstance(usage, dict) else getattr(usage, key, None)
-        if isinstance(value, int):
-            total[key] = total.get(key, 0) + value
 
 
 class LLMClient:
@@ -290,7 +230,7 @@ class LLMClient:
         """
         from tenacity import AsyncRetrying, retry_if_exception_type
 
-        tries = _Tries(need=n if min_labels is None else min_labels)
+        tries = Tries(need=n if min_labels is None else min_labels)
         async with self._sem:
             if self._draining:
                 raise NotSent("the run was interrupted before this request was sent")
@@ -299,14 +239,14 @@ class LLMClient:
             tries.deadline = time.monotonic() + self.request_timeout
             try:
                 async for try_ in AsyncRetrying(
-                    retry=retry_if_exception_type((_Transient, BadAnswer)),
+                    retry=retry_if_exception_type((Transient, BadAnswer)),
                     stop=lambda state: self._should_stop(tries, state.outcome.exception() if state.outcome else None),
                     wait=lambda state: self._backoff(tries, state.outcome.exception() if state.outcome else None),
                     reraise=True,
                 ):
                     with try_:
                         answer = await self._probed(messages, n, tries, trace_id)
-            except _Transient as e:
+            except Transient as e:
                 if tries.best:  # a short answer came before the server gave up: keep what was paid for
                     return self._failed_answer("short", tries, f"then {e}")
                 raise ServerGaveUp(f"{self.base_url}: {e} after {tries.transport} attempts", dict(tries.usage)) from None
@@ -323,7 +263,7 @@ class LLMClient:
         answer.attempts = tries.total + 1
         return answer
 
-    def _failed_answer(self, status: str, tries: _Tries, error: str, bad: BadAnswer | None = None, labels: list[str] | None = None) -> Answer:
+    def _failed_answer(self, status: str, tries: Tries, error: str, bad: BadAnswer | None = None, labels: list[str] | None = None) -> Answer:
         text = snippet(self.scrub(bad.text)) if bad is not None and bad.text else None
         raw = tries.best_raw if labels is None or labels is tries.best else bad.raw if bad is not None else None
         kept = list(tries.best if labels is None else labels)
@@ -333,10 +273,10 @@ class LLMClient:
         """An answer's raw items for the journal, secrets masked (a model may echo what it was sent)."""
         return [self.scrub(str(x)) for x in raw] if raw else None
 
-    def _should_stop(self, tries: _Tries, exc: BaseException | None) -> bool:
+    def _should_stop(self, tries: Tries, exc: BaseException | None) -> bool:
         if self._draining or self._failed is not None:
             return True
-        if isinstance(exc, _Transient):
+        if isinstance(exc, Transient):
             if exc.deadline or time.monotonic() >= tries.deadline:
                 return True
             # a server never reached is most likely down or misnamed: one retry, not the full backoff
@@ -355,8 +295,8 @@ class LLMClient:
         self.content_retries += 1
         return False
 
-    def _backoff(self, tries: _Tries, exc: BaseException | None) -> float:
-        if not isinstance(exc, _Transient):
+    def _backoff(self, tries: Tries, exc: BaseException | None) -> float:
+        if not isinstance(exc, Transient):
             return 0.0
         left = max(0.0, tries.deadline - time.monotonic())
         if exc.retry_after is not None:
@@ -365,7 +305,7 @@ class LLMClient:
             return wait
         return min(left, min(self.wait_max, self.wait_base * 2 ** (tries.transport - 1)) * random.uniform(0.5, 1.0))
 
-    async def _probed(self, messages: list[dict[str, str]], n: int, tries: _Tries, trace_id: str | None) -> Answer:
+    async def _probed(self, messages: list[dict[str, str]], n: int, tries: Tries, trace_id: str | None) -> Answer:
         """:meth:`_attempt`, at most :data:`PROBE_CONCURRENCY` at once until an answer is usable."""
         while not self.proven and self._probing >= PROBE_CONCURRENCY and not self._draining and self._failed is None:
             self._probe_changed.clear()
@@ -378,8 +318,8 @@ class LLMClient:
             self._probing -= probing
             self._probe_changed.set()
 
-    async def _attempt(self, messages: list[dict[str, str]], n: int, tries: _Tries, trace_id: str | None) -> Answer:
-        """One request: an :class:`Answer`, or :class:`_Transient` / :class:`BadAnswer` to retry."""
+    async def _attempt(self, messages: list[dict[str, str]], n: int, tries: Tries, trace_id: str | None) -> Answer:
+        """One request: an :class:`Answer`, or :class:`Transient` / :class:`BadAnswer` to retry."""
         tries.deadline += await self._gate()  # a rate limit's pause does not count against the deadline
         if self._draining:  # interrupted while this request waited (a pause or a retry's backoff)
             raise NotSent("the run was interrupted before this attempt was sent")
@@ -405,7 +345,7 @@ class LLMClient:
         if not hasattr(completion, "choices") or not isinstance(completion.choices, list):
             # an HTTP 200 that is no chat completion: an HTML page, plain text, a proxy's error body
             tries.transport += 1
-            raise _Transient(f"the server answered HTTP 200 with no chat completion ({type(completion).__name__}){NOT_OPENAI}")
+            raise Transient(f"the server answered HTTP 200 with no chat completion ({type(completion).__name__}){NOT_OPENAI}")
         add_usage(tries.usage, completion.usage)  # every answer is billed, usable or not
         tries.model = completion.model or tries.model
         try:
@@ -415,7 +355,7 @@ class LLMClient:
             if e.status == "refused":
                 status, labels = ("short", tries.best) if tries.best else ("refused", [])  # keep a paid short list
                 ans = self._failed_answer(status, tries, str(e), e, labels)
-                ans.request_id = _request_id(completion)
+                ans.request_id = request_id_of(completion)
                 return ans
             tries.content += 1
             if len(e.labels) > len(tries.best):
@@ -423,9 +363,9 @@ class LLMClient:
             raise
         self.proven = self.format_seen = True
         self._probe_changed.set()
-        return Answer("ok", labels, dict(tries.usage), _request_id(completion), completion.model, mode=mode, raw_labels=self.scrub_items(raw))
+        return Answer("ok", labels, dict(tries.usage), request_id_of(completion), completion.model, mode=mode, raw_labels=self.scrub_items(raw))
 
-    async def _create(self, messages: list[dict[str, str]], mode: str, headers: dict[str, str] | None, tries: _Tries) -> Any:
+    async def _create(self, messages: list[dict[str, str]], mode: str, headers: dict[str, str] | None, tries: Tries) -> Any:
         """The SDK call in ``mode``, within what is left of the request's deadline."""
         fmt = request_format(mode)
         call = self.client.chat.completions.create(
@@ -442,11 +382,11 @@ class LLMClient:
                 return await call
         except TimeoutError:
             tries.transport += 1
-            raise _Transient(f"no complete answer within the {self.request_timeout:g} s request deadline (--request-timeout)", deadline=True) from None
+            raise Transient(f"no complete answer within the {self.request_timeout:g} s request deadline (--request-timeout)", deadline=True) from None
         finally:
             self.in_flight -= 1
 
-    def _read(self, completion: Any, n: int, tries: _Tries, mode: str) -> tuple[list[str], list[str], str]:
+    def _read(self, completion: Any, n: int, tries: Tries, mode: str) -> tuple[list[str], list[str], str]:
         """The labels of an answer asked in ``mode``, its raw items, and the mode it was read in: in ``auto`` mode,
         a first answer that is not the schema's JSON moves the run to ``json_object`` (the server
         ignores the format) and is read so."""
@@ -501,7 +441,7 @@ class LLMClient:
         self.mode = to
         self.format_seen = False
 
-    def _unusable(self, e: BadAnswer, tries: _Tries) -> None:
+    def _unusable(self, e: BadAnswer, tries: Tries) -> None:
         """Count an unusable answer; the :data:`FAIL_FAST_AFTER`-th before any usable one stops the run."""
         if self.proven:
             return
@@ -518,27 +458,27 @@ class LLMClient:
             self._probe_changed.set()
             raise self._failed
 
-    def _classify(self, e: Exception, tries: _Tries) -> Exception:
+    def _classify(self, e: Exception, tries: Tries) -> Exception:
         """What an exception of the SDK call means: a transient error or a fatal one."""
         sdk = self.sdk
         if isinstance(e, sdk.APIStatusError):
             self.reached = True
             code = e.status_code
-            if code == 429 and _error_code(e) == "insufficient_quota":
+            if code == 429 and error_code(e) == "insufficient_quota":
                 return self.fatal_error(e)
             if code == 429 or code in (408, 409) or code >= 500:
                 tries.transport += 1
                 after = retry_after_seconds(e.response.headers)
                 if code == 429 and after is not None:
                     self._pause(after)
-                return _Transient(f"HTTP {code}: {self._detail(e)}", after)
+                return Transient(f"HTTP {code}: {self._detail(e)}", after)
             return self.fatal_error(e)
         if isinstance(e, (sdk.APIConnectionError, sdk.APITimeoutError)):
             tries.transport += 1
             # no connection made: refused, unknown host, or a connect that timed out
             connect = not isinstance(e, sdk.APITimeoutError) or type(e.__cause__).__name__ == "ConnectTimeout"
             what = "cannot connect" if connect else "timed out"
-            return _Transient(f"{what} ({type(e).__name__})", connect=connect)
+            return Transient(f"{what} ({type(e).__name__})", connect=connect)
         return e
 
     async def _gate(self) -> float:
@@ -580,37 +520,3 @@ class LLMClient:
         return ResourceError(f"{self.base_url}: request rejected (HTTP {code}): {detail}{hint}")
 
 
-@dataclass
-class _Tries:
-    """Attempts, token usage, the label count needed and the best short answer, for one :meth:`LLMClient.ask`."""
-
-    need: int
-    transport: int = 0
-    content: int = 0
-    usage: dict[str, int] = field(default_factory=dict)
-    best: list[str] = field(default_factory=list)  # the longest short list answered so far
-    best_raw: list[str] | None = None  # its raw items
-    deadline: float = float("inf")  # time.monotonic() by which the request gives up
-    model: str | None = None  # the model as the server named it
-
-    @property
-    def total(self) -> int:
-        return self.transport + self.content
-
-
-def _error_code(e: Any) -> str | None:
-    """The ``code`` (or ``type``) of an API error body, e.g. ``insufficient_quota``."""
-    code = getattr(e, "code", None)
-    if code:
-        return str(code)
-    body = getattr(e, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict):
-            return inner.get("code") or inner.get("type")
-    return None
-
-
-def _request_id(completion: Any) -> str | None:
-    rid = getattr(completion, "_request_id", None)
-    return rid or getattr(completion, "id", None)

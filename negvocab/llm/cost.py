@@ -16,6 +16,21 @@ from dataclasses import dataclass
 
 from negvocab.llm.run import Request
 
+__all__ = [
+    "ANSWER_FRAME",
+    "BATCH_DISCOUNT",
+    "CHARS_PER_TOKEN",
+    "CostEstimate",
+    "MESSAGE_OVERHEAD",
+    "PRICES",
+    "SNAPSHOT_PRICES",
+    "TOKENS_PER_LABEL",
+    "cost_usd",
+    "estimate",
+    "estimate_request_tokens",
+    "price_of",
+]
+
 #: model -> (USD per 1M input tokens, USD per 1M output tokens), standard (synchronous) tier
 PRICES: dict[str, tuple[float, float]] = {
     "gpt-5": (1.25, 10.00),

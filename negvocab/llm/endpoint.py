@@ -7,6 +7,8 @@ import os
 
 from negvocab.errors import InputError, ResourceError
 
+__all__ = ["check_base_url", "public_url", "resolve_endpoint", "split_query"]
+
 
 def resolve_endpoint(base_url: str | None, api_key: str | None, key_name: str = "OPENAI_API_KEY") -> tuple[str | None, str]:
     """Base URL and key from the arguments or ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.

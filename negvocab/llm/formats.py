@@ -24,6 +24,26 @@ from pydantic import BaseModel, ValidationError
 from negvocab.errors import InputError
 from negvocab.labels.clean import clean_labels, raw_items
 
+__all__ = [
+    "BadAnswer",
+    "JSON_HINT",
+    "LabelList",
+    "MODES",
+    "NEXT",
+    "RESPONSE_FORMAT",
+    "TEXT_HINT",
+    "broken_json",
+    "check_mode",
+    "labels_from_message",
+    "likely_fix",
+    "messages_for",
+    "raw_answer",
+    "read_answer",
+    "rejects_format",
+    "request_format",
+    "snippet",
+]
+
 
 class LabelList(BaseModel):
     """The structured answer: a list of label strings."""

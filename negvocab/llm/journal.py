@@ -38,6 +38,19 @@ from negvocab.atomic import write_json
 from negvocab.errors import InputError, ResourceError
 from negvocab.llm.client import STATUSES
 
+__all__ = [
+    "JOURNAL",
+    "JOURNAL_VERSION",
+    "Journal",
+    "LOCK",
+    "MANIFEST",
+    "custom_id",
+    "decode_line",
+    "encode_line",
+    "identity_hash",
+    "read_manifest",
+]
+
 log = logging.getLogger(__name__)
 
 JOURNAL_VERSION = 1

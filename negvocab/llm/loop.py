@@ -7,6 +7,8 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+__all__ = ["run_coro"]
+
 T = TypeVar("T")
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 from negvocab.errors import InputError
 from negvocab.textfiles import read_text
 
+__all__ = ["OPTIONAL_FIELDS", "PromptTemplate", "TASKS", "load_prompt", "parse_template"]
+
 #: task -> placeholders its template must use
 TASKS: dict[str, frozenset[str]] = {
     "gpt_siblings": frozenset({"class_name", "n"}),

@@ -21,6 +21,21 @@ from negvocab.llm.client import Answer, FailFast, LLMClient, NotSent, ServerGave
 from negvocab.llm.journal import Journal, custom_id, identity_hash
 from negvocab.llm.prompts import PromptTemplate
 
+__all__ = [
+    "FAILED",
+    "HEARTBEAT_S",
+    "INTERRUPT_QUIET_S",
+    "Progress",
+    "RETRYABLE",
+    "Request",
+    "answered",
+    "failed_before",
+    "make_request",
+    "pending",
+    "result_record",
+    "run_sync",
+]
+
 log = logging.getLogger(__name__)
 
 #: progress callback: (finished so far, total to do)
@@ -182,6 +197,7 @@ async def run_sync(
     While nothing comes back, a heartbeat line says what the run waits for; Ctrl-C sends nothing
     new and waits for the questions under way only while the server keeps answering.
     """
+    # long: one event loop drives the requests, their journal lines and Ctrl-C
     total = len(requests)
     done = 0
     answered = 0

@@ -16,6 +16,8 @@ from negvocab.index import knn
 from negvocab.scoring.grouping import Grouping, neglabel_groups
 from negvocab.scoring.inputs import chunk_rows, join_chunks, positive, prepare
 
+__all__ = ["TopkScores", "explain", "neglabel_topk"]
+
 
 @dataclass(frozen=True)
 class TopkScores:

@@ -10,11 +10,13 @@ import numpy as np
 import torch
 
 from negvocab.errors import InputError
+from negvocab.scoring.methods import GROUPINGS
+
+__all__ = ["Grouping", "PERMUTED", "effective_groups", "layout", "layout_embeddings", "neglabel_groups"]
 
 logger = logging.getLogger("negvocab.scoring.scores")  # records keep the name of the entry point
 
 Grouping = Literal["stratified", "random", "neglabel"]
-GROUPINGS: tuple[str, ...] = ("stratified", "random", "neglabel")
 #: groupings that draw a permutation (each pool size is scored from a layout of its own)
 PERMUTED = ("random", "neglabel")
 

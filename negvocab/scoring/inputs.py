@@ -13,6 +13,21 @@ import torch
 
 from negvocab.errors import InputError
 
+__all__ = [
+    "DEFAULT_CHUNK_BYTES",
+    "NORM_TOLERANCE",
+    "as_tensor",
+    "check_dims",
+    "check_unit_rows",
+    "chunk_rows",
+    "embeddings_of",
+    "finite",
+    "join_chunks",
+    "positive",
+    "prefix_sizes",
+    "prepare",
+]
+
 #: default budget for the largest per-chunk matrix (bytes); a few such temporaries live at once
 DEFAULT_CHUNK_BYTES = 64 * 2**20
 

@@ -12,6 +12,8 @@ import torch
 from negvocab.errors import InputError
 from negvocab.scoring.inputs import as_tensor, check_dims, check_unit_rows, chunk_rows, join_chunks, positive, prepare
 
+__all__ = ["glmcm", "mcm"]
+
 
 def _max_softmax(logits: torch.Tensor) -> torch.Tensor:
     """max_i softmax_i(logits) along the last axis, = exp(max - logsumexp)."""

@@ -13,6 +13,8 @@ import torch
 from negvocab.scoring.grouping import PERMUTED, Grouping, effective_groups, layout, layout_embeddings, neglabel_groups
 from negvocab.scoring.inputs import chunk_rows, positive, prefix_sizes, prepare
 
+__all__ = ["Segment", "neglabel", "neglabel_pass", "neglabel_prefixes"]
+
 logger = logging.getLogger("negvocab.scoring.scores")  # records keep the name of the entry point
 
 Segment = tuple[int, int, list[tuple[int, torch.Tensor]]]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -23,6 +23,7 @@ import numpy as np
 
 from negvocab.errors import InputError
 from negvocab.scoring import scores
+from negvocab.scoring.methods import METHODS, check_params, get_method
 
 logger = logging.getLogger(__name__)
 
@@ -65,14 +66,6 @@ def parse_sizes(sizes: str | Iterable[int], m: int | None = None) -> list[int]:
     return sorted(set(out))
 
 
-#: the one-pass scorer of each method and the parameters it takes
-_ONE_PASS: dict[str, tuple[Callable[..., dict[int, np.ndarray]], set[str]]] = {
-    "neglabel": (scores.neglabel_prefixes, {"tau", "groups", "device", "chunk_size"}),
-    "eoe": (scores.eoe_prefixes, {"beta", "T", "device", "chunk_size"}),
-    "neglabel_eoe": (scores.neglabel_eoe_prefixes, {"tau", "groups", "beta", "penalty_T", "device", "chunk_size"}),
-}
-
-
 def sweep(
     image_emb: Any,
     id_emb: Any,
@@ -105,24 +98,22 @@ def sweep(
         ``{M: scores}`` in increasing M; each equals ``negvocab.score(method, image_emb, id_emb,
         ranked_neg_emb[:M], **params)`` (to float rounding).
     """
-    key = scores.canonical_method(method)
-    if key not in scores.NEEDS_NEGATIVES:
-        raise InputError(f"{key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
+    spec = get_method(method)
+    key = spec.name
+    check_params(key, params)
+    if spec.one_pass is None:
+        raise InputError(f"{key} does not use negative labels; a pool-size sweep needs {', '.join(n for n, x in METHODS.items() if x.one_pass)}")
     neg_rows = scores.embeddings_of(ranked_neg_emb)
     if neg_rows is None:
         raise InputError("sweep needs the ranked negative label embeddings")
     wanted = parse_sizes(sizes, len(neg_rows))
-    prefixes, accepted = _ONE_PASS[key]
-    grouped = key != "eoe"
+    grouped = "grouping" in spec.params
     one_pass = (not grouped or params.get("grouping", "stratified") == "stratified") and params.get("topk") is None
     start = time.perf_counter()
     if one_pass:
-        unknown = set(params) - accepted - ({"grouping", "seed"} if grouped else set())
-        if unknown:
-            raise InputError(f"{key} sweep: unexpected parameter(s) {', '.join(sorted(unknown))}")
         params.pop("grouping", None)
         params.pop("seed", None)  # stratified grouping draws nothing
-        result = prefixes(image_emb, id_emb, neg_rows[: max(wanted)], wanted, **params)
+        result = spec.one_pass(image_emb, id_emb, neg_rows[: max(wanted)], wanted, **params)
     else:
         result = {m: scores.score(key, image_emb, id_emb, neg_rows[:m], **params) for m in wanted}
     logger.info(

@@ -31,6 +31,18 @@ import numpy as np
 
 from negvocab.atomic import atomic_path, write_json
 
+__all__ = [
+    "EmbeddingStore",
+    "KEY_FILE",
+    "MAX_SHARDS",
+    "MERGE_MAX_BYTES",
+    "STALE_TMP_S",
+    "StoreInfo",
+    "key_digest",
+    "list_stores",
+    "remove_store",
+]
+
 log = logging.getLogger(__name__)
 
 KEY_FILE = "key.json"

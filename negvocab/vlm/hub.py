@@ -16,6 +16,8 @@ import urllib.request
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
+__all__ = ["PROBE_TIMEOUT_S", "hub_access", "reachable"]
+
 log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 3.0

@@ -43,6 +43,17 @@ if TYPE_CHECKING:
     from negvocab.vlm.cache import EmbeddingStore
     from negvocab.vlm.model import VLM
 
+__all__ = [
+    "CACHE_READ_ROWS",
+    "IMAGE_PIECE_BYTES",
+    "IMAGE_STORE_EVERY",
+    "ImageEmbeddings",
+    "LOCAL_RAM_BYTES",
+    "encode_batch",
+    "encode_images",
+    "local_features_supported",
+]
+
 log = logging.getLogger(__name__)
 
 #: finished image rows reach the cache in pieces of at most this many images (an interrupted run

@@ -24,6 +24,21 @@ from negvocab.provenance import file_sha256
 if TYPE_CHECKING:
     import torch
 
+__all__ = [
+    "LOCAL_CHECKPOINT_HINT",
+    "PRECISIONS",
+    "check_weights",
+    "checkpoint_sha256",
+    "has_quick_gelu",
+    "ieee_fp32",
+    "jsonable",
+    "load_model",
+    "needs_hub",
+    "resolve_device",
+    "resolve_precision",
+    "state_dict_sha256",
+]
+
 
 log = logging.getLogger("negvocab.vlm.model")  # records keep the name of the entry point
 
@@ -85,6 +100,21 @@ def ieee_fp32() -> Iterator[None]:
         for b, value in zip(backends, before, strict=True):
             b.fp32_precision = value
 
+
+
+def check_weights(model: str, pretrained: str | None, random_weights: bool, *, cli: bool = True, where: str = "") -> None:
+    """Exactly one of ``pretrained`` and ``random_weights`` (``hf-hub:``/``local-dir:`` models carry their
+    own weights), so random weights are never used by accident; :class:`InputError` otherwise."""
+    hub = model.startswith(("hf-hub:", "local-dir:"))
+    if random_weights and pretrained:
+        raise InputError("give either --pretrained or --random-weights, not both" if cli else f"{where} ({model}): give exactly one of pretrained = ... and random_weights = true")
+    if not random_weights and not pretrained and not hub:
+        raise InputError(
+            f"no weights for {model}: pass --pretrained TAG or --pretrained /path/to/open_clip_pytorch_model.bin "
+            "(or --random-weights for a dry run)"
+            if cli
+            else f"{where} ({model}): give exactly one of pretrained = ... and random_weights = true"
+        )
 
 # -- fingerprints --------------------------------------------------------------------------------
 def checkpoint_sha256(path: str | os.PathLike[str], memo: Path | None = None) -> str:

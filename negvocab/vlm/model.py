@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     from negvocab.vlm.cache import EmbeddingStore
     from negvocab.vlm.images import ImageEmbeddings
 
+__all__ = ["STORE_EVERY_PROMPTS", "VLM"]
+
 log = logging.getLogger(__name__)
 
 #: computed text embeddings reach the cache in pieces of this many prompts (labels x templates):

@@ -17,6 +17,8 @@ from pathlib import Path
 from negvocab.errors import InputError
 from negvocab.textfiles import read_text
 
+__all__ = ["DEFAULT_POS", "NEGLABEL", "PAPER8", "PRESETS", "SINGLE", "TemplateSet", "resolve_templates"]
+
 # paper8: the bare class name plus open_clip's SIMPLE_IMAGENET_TEMPLATES (7 OpenAI templates)
 PAPER8: tuple[str, ...] = (
     "{}",

@@ -25,6 +25,17 @@ if TYPE_CHECKING:
 
     from negvocab.vlm.model import VLM
 
+__all__ = [
+    "CHUNK_PROMPTS",
+    "CausalTower",
+    "encode_labels",
+    "encode_prompts",
+    "ensemble",
+    "forward_cut",
+    "pooled_index",
+    "text_tower",
+]
+
 log = logging.getLogger(__name__)
 
 #: prompts tokenised and sorted together: bounds token memory, and what an interrupt can lose

@@ -39,6 +39,21 @@ from negvocab.provenance import file_sha256, record
 from negvocab.textfiles import read_text
 from negvocab.vocab.tables import candidate_rows, candidates_from_rows
 
+__all__ = [
+    "CAVEAT_LINE",
+    "MAX_LABEL_CHARS",
+    "MAX_PROVENANCE",
+    "ORACLE_CAVEAT",
+    "SCHEMA_VERSION",
+    "SOURCES",
+    "Source",
+    "VERBATIM_LINE",
+    "Vocabulary",
+    "label_problem",
+    "labels_hash",
+    "with_caveats",
+]
+
 logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1

@@ -13,7 +13,6 @@ from negvocab.errors import InputError, ResourceError
 from negvocab.llm.journal import JOURNAL
 from tests.llm.conftest import DUMMY_KEY, FAST, assert_no_key
 from tests.llm.fake_openai import expected_merge, labels_for
-from tests.llm.conftest import *  # noqa: F403  (the fixtures of tests/llm/, where this file began)
 
 # ImageNet-1k names / synonyms the server slips into every answer: the filter must remove them
 ID_LABELS = ["Goldfish", "great white sharks", "Carassius auratus"]

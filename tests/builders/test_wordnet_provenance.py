@@ -8,7 +8,6 @@ from typer.testing import CliRunner
 
 from negvocab.vocab import Vocabulary
 from tests.builders.test_wordnet import CANDIDATES, wn_vlm  # noqa: F401  (wn_vlm: the fixture)
-from tests.vlm.conftest import *  # noqa: F403  (the fixtures of tests/vlm/, where this file began)
 
 
 def test_the_candidate_file_is_hashed(wn_vlm, tmp_path, monkeypatch):  # noqa: F811

@@ -16,7 +16,6 @@ from negvocab.cli import app
 from negvocab.llm.journal import JOURNAL, Journal
 from tests.llm.conftest import DUMMY_KEY, FAST, assert_no_key
 from tests.llm.fake_openai import FakeOpenAI
-from tests.llm.conftest import *  # noqa: F403  (the fixtures of tests/llm/, where this file began)
 
 CLI = [sys.executable, "-c", "from negvocab.cli import main; main()"]
 

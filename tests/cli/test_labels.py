@@ -10,7 +10,6 @@ from typer.testing import CliRunner
 
 from negvocab.cli import app
 from negvocab.vocab import Vocabulary
-from tests.labels.conftest import *  # noqa: F403  (the fixtures of tests/labels/, where this file began)
 
 
 @pytest.fixture

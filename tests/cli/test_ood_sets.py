@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 from negvocab.cli import app
 from negvocab.cli.app import refuse_repeats
 from negvocab.vocab import Vocabulary
-from tests.scoring.conftest import *  # noqa: F403  (the fixtures of tests/scoring/, where this file began)
 
 runner = CliRunner()
 

@@ -10,7 +10,6 @@ from typer.testing import CliRunner
 from negvocab.cli import app
 from negvocab.data import image_list
 from negvocab.errors import InputError
-from tests.scoring.conftest import *  # noqa: F403  (the fixtures of tests/scoring/, where this file began)
 
 
 @pytest.fixture

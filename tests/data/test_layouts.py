@@ -19,7 +19,6 @@ from negvocab.data import (
     read_id_list,
 )
 from negvocab.errors import InputError
-from tests.scoring.conftest import *  # noqa: F403  (the fixtures of tests/scoring/, where this file began)
 
 
 def _img(path, color=(200, 10, 10)):

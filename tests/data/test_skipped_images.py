@@ -15,7 +15,6 @@ from typer.testing import CliRunner
 
 from negvocab.cli import app
 from negvocab.data import open_image_set
-from tests.scoring.conftest import *  # noqa: F403  (the fixtures of tests/scoring/, where this file began)
 
 
 @pytest.fixture

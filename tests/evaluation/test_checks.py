@@ -13,7 +13,6 @@ from negvocab.cli import app
 from negvocab.evaluation.checks import common_mistakes, id_names_in, shared_images
 from negvocab.labels.imagenet import IdClasses
 from negvocab.vocab import Vocabulary
-from tests.scoring.conftest import *  # noqa: F403  (the fixtures of tests/scoring/, where this file began)
 
 CLASSES = IdClasses.from_names(["goldfish", "tench", "great white shark"])
 

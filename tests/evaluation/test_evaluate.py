@@ -16,7 +16,6 @@ from negvocab.errors import InputError, ResourceError
 from negvocab.evaluation import evaluate, sweeps
 from negvocab.report import results
 from negvocab.vlm.images import ImageEmbeddings
-from tests.scoring.conftest import *  # noqa: F403  (the fixtures of tests/scoring/, where this file began)
 
 
 def _vec(key: str, d: int = 16) -> np.ndarray:

@@ -16,7 +16,6 @@ from negvocab.evaluation import evaluate, sweeps
 from negvocab.provenance import set_command
 from negvocab.report import results
 from tests.evaluation.test_evaluate import FakeVLM, _vec
-from tests.scoring.conftest import *  # noqa: F403  (the fixtures of tests/scoring/, where this file began)
 
 KW = {"templates": "single", "params": {"groups": 4}}
 

@@ -12,7 +12,6 @@ from scipy.stats import spearmanr
 import negvocab
 from negvocab.errors import InputError
 from negvocab.scoring import metrics as M
-from tests.scoring.conftest import *  # noqa: F403  (the fixtures of tests/scoring/, where this file began)
 
 
 def _draws(seed, draws, n_total):

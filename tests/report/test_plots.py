@@ -8,7 +8,6 @@ from PIL import Image
 import negvocab
 from negvocab.errors import InputError
 from negvocab.report.plots import sweep_figure
-from tests.scoring.conftest import *  # noqa: F403  (the fixtures of tests/scoring/, where this file began)
 
 
 def _rows(method="neglabel", model="ViT-B-32", vocabulary="wn", fprs=(0.9, 0.5, 0.02), ood_set="ood"):

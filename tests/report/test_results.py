@@ -14,7 +14,6 @@ from typer.testing import CliRunner
 
 from negvocab.cli import app
 from negvocab.outdir import claim_folder
-from tests.scoring.conftest import *  # noqa: F403  (the fixtures of tests/scoring/, where this file began)
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-c", "from negvocab.cli import main; main()"]

@@ -8,7 +8,6 @@ import numpy as np
 from typer.testing import CliRunner
 
 from negvocab.cli import app
-from tests.scoring.conftest import *  # noqa: F403  (the fixtures of tests/scoring/, where this file began)
 
 
 def test_embed_on_a_full_disk_says_the_disk_is_full(tiny, tmp_path, monkeypatch, caplog):
