@@ -127,12 +127,12 @@ def test_neglabel_templates_use_part_of_speech(wn_vlm):
 
 
 def test_cli_writes_several_sizes(wn_vlm, tmp_path, monkeypatch):
+    import negvocab.builders.wordnet as wn_builder
     import negvocab.cli.build_wordnet as cmd
-    import negvocab.labels.candidates as cands
     from negvocab.cli import app
 
     monkeypatch.setattr(cmd, "load_vlm", lambda *a, **k: wn_vlm)
-    monkeypatch.setattr(cands, "wordnet_candidates", lambda preset="neglabel", **k: list(CANDIDATES))
+    monkeypatch.setattr(wn_builder, "wordnet_candidates", lambda preset="neglabel", **k: list(CANDIDATES))
     out = tmp_path / "wn.json"
     result = CliRunner().invoke(
         app, ["build", "wordnet", "--random-weights", "--sizes", "3,6", "-t", "single", "-o", str(out)]
@@ -146,13 +146,13 @@ def test_cli_writes_several_sizes(wn_vlm, tmp_path, monkeypatch):
 
 
 def test_cli_ranks_against_custom_id_classes_as_the_api_does(wn_vlm, tmp_path, monkeypatch):
+    import negvocab.builders.wordnet as wn_builder
     import negvocab.cli.build_wordnet as cmd
-    import negvocab.labels.candidates as cands
     from negvocab.cli import app
     from negvocab.labels.imagenet import IdClasses
 
     monkeypatch.setattr(cmd, "load_vlm", lambda *a, **k: wn_vlm)
-    monkeypatch.setattr(cands, "wordnet_candidates", lambda preset="neglabel", **k: list(CANDIDATES))
+    monkeypatch.setattr(wn_builder, "wordnet_candidates", lambda preset="neglabel", **k: list(CANDIDATES))
     names = tmp_path / "classes.txt"
     names.write_text("red\nmeadow\n", encoding="utf-8")
     out = tmp_path / "wn.json"
@@ -234,8 +234,9 @@ def test_percentile_is_checked_before_any_embedding(monkeypatch):
 
 
 def test_several_pool_sizes_cost_one_embedding_pass(tmp_path, monkeypatch):
+    import negvocab.builders.wordnet as wn_builder
     import negvocab.cli.build_wordnet as cmd
-    import negvocab.labels.candidates as cands
+    import negvocab.vlm.model as model_mod
     import negvocab.vlm.text as text_mod
     from negvocab.cli import app
     from negvocab.labels.imagenet import imagenet1k
@@ -243,9 +244,11 @@ def test_several_pool_sizes_cost_one_embedding_pass(tmp_path, monkeypatch):
     vlm = make_tiny_vlm(tmp_path)  # an empty cache
     seen: list[str] = []
     real = text_mod.encode_prompts
-    monkeypatch.setattr(text_mod, "encode_prompts", lambda v, prompts, **kw: seen.extend(prompts) or real(v, prompts, **kw))
+    spy = lambda v, prompts, **kw: seen.extend(prompts) or real(v, prompts, **kw)  # noqa: E731
+    monkeypatch.setattr(text_mod, "encode_prompts", spy)  # where encode_labels looks it up
+    monkeypatch.setattr(model_mod, "encode_prompts", spy)  # and VLM.encode_text
     monkeypatch.setattr(cmd, "load_vlm", lambda *a, **k: vlm)
-    monkeypatch.setattr(cands, "wordnet_candidates", lambda preset="neglabel", **k: list(CANDIDATES))
+    monkeypatch.setattr(wn_builder, "wordnet_candidates", lambda preset="neglabel", **k: list(CANDIDATES))
     out = tmp_path / "wn-{size}.json"
     result = CliRunner().invoke(app, ["build", "wordnet", "--random-weights", "--sizes", "2,4,8", "-t", "single", "-o", str(out)])
     assert result.exit_code == 0, result.output
@@ -285,13 +288,13 @@ def test_cli_unwritable_output_fails_before_the_model_loads(tmp_path, monkeypatc
 
 
 def test_cli_write_error_after_the_run_is_one_line(wn_vlm, tmp_path, monkeypatch):
+    import negvocab.builders.wordnet as wn_builder
     import negvocab.cli.build_wordnet as cmd
-    import negvocab.labels.candidates as cands
     from negvocab.cli import app
     from negvocab.vocab import Vocabulary as V
 
     monkeypatch.setattr(cmd, "load_vlm", lambda *a, **k: wn_vlm)
-    monkeypatch.setattr(cands, "wordnet_candidates", lambda preset="neglabel", **k: list(CANDIDATES))
+    monkeypatch.setattr(wn_builder, "wordnet_candidates", lambda preset="neglabel", **k: list(CANDIDATES))
 
     def disk_full(self, path):
         raise OSError(28, "No space left on device")

@@ -103,7 +103,7 @@ def test_flags_show_no_value_in_help():
 
 
 def test_v_after_the_command_and_log_file(tmp_path, monkeypatch):
-    import negvocab.labels.imagenet as imagenet
+    import negvocab.cli.labels as imagenet  # where the command looks the function up
 
     real = imagenet.imagenet1k
 

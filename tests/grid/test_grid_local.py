@@ -63,10 +63,10 @@ def test_each_image_set_embedded_once_per_model(ran):
 def test_resume_skips_done_cells_and_reruns_only_touched_ones(ran_here, monkeypatch):
     res, toml, out = ran_here
     calls = []
-    import negvocab.grid.run as G
+    import negvocab.grid.work as W
 
-    real = G.score_model
-    monkeypatch.setattr(G, "score_model", lambda *a, **k: (calls.append(a[1].spec.display), real(*a, **k))[1])
+    real = W.score_model
+    monkeypatch.setattr(W, "score_model", lambda *a, **k: (calls.append(a[1].spec.display), real(*a, **k))[1])
     again = negvocab.run_grid(toml, out)
     assert calls == [] and again.stats["cells_to_run"] == 0
     assert again.rows == res.rows

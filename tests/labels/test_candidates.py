@@ -8,7 +8,7 @@ from negvocab.errors import InputError
 from negvocab.labels import candidates as cmod
 from negvocab.labels.candidates import Candidate, wordnet_candidates
 from negvocab.labels.wordnet import LEXNAMES
-from negvocab.vocab import Vocabulary
+from negvocab.vocab import Vocabulary, load_candidates
 from tests.labels.conftest import wordnet_file
 
 NEGLABEL_SIZE = 70_766  # measured on WordNet 3.0 (docs/methods.md#wordnet-farthest-first)
@@ -108,22 +108,22 @@ def test_an_exported_pool_loads_back_exactly(tmp_path, suffix):
     out = tmp_path / f"pool.{suffix}"
     result = CliRunner().invoke(app, ["candidates", "--preset", "all", "--pos", "a", "-o", str(out)])
     assert result.exit_code == 0, result.output
-    assert cmod.load_candidates(out) == wordnet_candidates("all", pos="a")
+    assert load_candidates(out) == wordnet_candidates("all", pos="a")
 
 
 def test_plain_label_files_load_as_nouns(tmp_path):
     path = tmp_path / "mine.txt"
     path.write_text("\ufeffmeadow\nred\n\nmeadow\n", encoding="utf-8")
-    assert cmod.load_candidates(path) == [Candidate("meadow", "n", "", ""), Candidate("red", "n", "", "")]
+    assert load_candidates(path) == [Candidate("meadow", "n", "", ""), Candidate("red", "n", "", "")]
     table = tmp_path / "mine.tsv"
     table.write_text("text\tpos\nmeadow\t\nred\ts\nred\ta\n", encoding="utf-8")  # only 'text' is required
-    assert cmod.load_candidates(table) == [Candidate("meadow", "n", "", ""), Candidate("red", "s", "", "")]
+    assert load_candidates(table) == [Candidate("meadow", "n", "", ""), Candidate("red", "s", "", "")]
     listed = tmp_path / "mine.json"
     listed.write_text('["meadow", {"text": "red", "pos": "a"}]', encoding="utf-8")
-    assert cmod.load_candidates(listed) == [Candidate("meadow", "n", "", ""), Candidate("red", "a", "", "")]
+    assert load_candidates(listed) == [Candidate("meadow", "n", "", ""), Candidate("red", "a", "", "")]
     vocab = tmp_path / "vocab.json"
     Vocabulary.from_labels(["meadow", "red"], source="gpt").save(vocab)
-    assert cmod.load_candidates(vocab) == [Candidate("meadow", "n", "", ""), Candidate("red", "n", "", "")]
+    assert load_candidates(vocab) == [Candidate("meadow", "n", "", ""), Candidate("red", "n", "", "")]
 
 
 @pytest.mark.parametrize(
@@ -147,5 +147,5 @@ def test_bad_candidate_files(tmp_path, name, content, message):
     elif content is not None:
         path.write_text(content, encoding="utf-8")
     with pytest.raises(InputError, match=message) as err:
-        cmod.load_candidates(path)
+        load_candidates(path)
     assert name in str(err.value) and "\n" not in str(err.value)

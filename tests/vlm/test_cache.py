@@ -153,7 +153,7 @@ def test_a_replaced_checkpoint_gets_a_new_fingerprint(tmp_path):
     # same path, size and mtime (cp -p): the memo must not return the old hash
     import os
 
-    from negvocab.vlm.model import file_sha256
+    from negvocab.vlm.loading import checkpoint_sha256 as file_sha256
 
     ckpt, memo = tmp_path / "w.bin", tmp_path / "fingerprints.json"
     ckpt.write_bytes(b"a" * 64)
