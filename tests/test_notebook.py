@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import negvocab
-from tests.scoring.conftest import NEG_B
 from tests.scoring.conftest import *  # noqa: F403  (the fixtures of tests/scoring/, where this file began)
+from tests.scoring.conftest import NEG_B
 
 nbformat = pytest.importorskip("nbformat")  # the test extra; bare GPU machines lack it
 pytest.importorskip("nbclient")

@@ -10,8 +10,8 @@ from negvocab.builders.wordnet import build_wordnet_vocabulary, farthest_first, 
 from negvocab.errors import InputError
 from negvocab.labels.candidates import Candidate
 from negvocab.vocab import Vocabulary
-from tests.vlm.conftest import make_tiny_vlm
 from tests.vlm.conftest import *  # noqa: F403  (the fixtures of tests/vlm/, where this file began)
+from tests.vlm.conftest import make_tiny_vlm
 
 
 def direct_distances(cand, ids, q):

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from negvocab.cli import app
 from negvocab.vocab import Vocabulary
-from tests.scoring.conftest import NEG_A, NEG_B
 from tests.scoring.conftest import *  # noqa: F403  (the fixtures of tests/scoring/, where this file began)
+from tests.scoring.conftest import NEG_A, NEG_B
 
 runner = CliRunner()
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from negvocab.cli import app
 from negvocab.report.html import MAX_CARDS, write_report
-from tests.scoring.conftest import model_args, tiny  # noqa: F401  (the fixtures it shares with tests/scoring/)
+from tests.scoring.conftest import *  # noqa: F403  (the fixtures it shares with tests/scoring/: tiny, model_args)
 
 runner = CliRunner()
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
