@@ -6,6 +6,7 @@ The pipeline, one way: labels -> vocabularies -> embeddings -> scores -> metrics
 - ``clean_label``, ``parse_label_list``                        (negvocab.labels.clean)
 - ``Vocabulary``                                                (negvocab.vocab)
 - ``build_wordnet_vocabulary``, ``build_gpt_vocabulary``, ...   (negvocab.builders)
+- ``LLMSettings`` (endpoint, key, concurrency, Batch API, ...)  (negvocab.llm.settings)
 - ``VLM`` (open_clip models, cached text/image embeddings)      (negvocab.vlm)
 - ``score``, ``sweep``, ``metrics``                             (negvocab.scoring)
 
@@ -55,6 +56,7 @@ _EXPORTS: dict[str, str] = {
     "build_gpt_vocabulary": "negvocab.builders.llm",
     "build_eoe_vocabulary": "negvocab.builders.llm",
     "vocabulary_from_journal": "negvocab.builders.llm",
+    "LLMSettings": "negvocab.llm.settings",
     "score": "negvocab.scoring.scores",
     "explain": "negvocab.scoring.scores",
     "TopkScores": "negvocab.scoring.scores",
@@ -127,6 +129,7 @@ if TYPE_CHECKING:
     from negvocab.labels.imagenet import IdClasses, imagenet1k, read_id_classes
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
+    from negvocab.llm.settings import LLMSettings
     from negvocab.report.html import write_report
     from negvocab.report.plots import plot_sweep, sweep_figure
     from negvocab.report.results import write_results, write_sweep

@@ -15,6 +15,11 @@ or of the same fine-grained type but not in the list.
 Every request goes through a run folder with a journal (:mod:`negvocab.llm.journal`): running the
 same build again resumes and never pays twice; the vocabulary of the first ``r`` rounds comes from
 the journal without new requests (``rounds_used=r``).
+
+How to reach the server and run the requests (endpoint, key, concurrency, Batch API, response
+format, timeouts, prices) is one :class:`~negvocab.llm.settings.LLMSettings`, the same for both
+builders; what is asked (classes, rounds, labels per request, prompt, temperature) is given to
+each builder itself.
 """
 
 from __future__ import annotations
@@ -23,22 +28,22 @@ import logging
 import math
 import os
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from negvocab.builders.llm_classes import chunks_of, select_classes
-from negvocab.builders.llm_merge import check_rounds_used, merge_rounds, vocabulary_from_results  # noqa: F401 (merge_rounds, vocabulary_from_results: public here too)
+from negvocab.builders.llm_merge import check_rounds_used, merge_rounds, vocabulary_from_results
 from negvocab.errors import InputError, ResourceError
 from negvocab.llm.batch import held_by, in_open_batch, run_batch
 from negvocab.llm.client import LLMClient, check_base_url, public_url
 from negvocab.llm.cost import CostEstimate, cost_usd, estimate
-from negvocab.llm.formats import check_mode
 from negvocab.llm.journal import MANIFEST, Journal, identity_hash, read_manifest
 from negvocab.llm.loop import run_coro
 from negvocab.llm.prompts import PromptTemplate, load_prompt
-from negvocab.llm.run import RETRYABLE, Progress, Request, failed_before, make_request, pending, run_sync
+from negvocab.llm.run import RETRYABLE, Request, failed_before, make_request, pending, run_sync
+from negvocab.llm.settings import LLMSettings, resolve_settings
 from negvocab.paths import cache_dir
 from negvocab.provenance import negvocab_version
 from negvocab.vocab import Vocabulary
@@ -47,12 +52,16 @@ __all__ = [
     "EOE_MODES",
     "EoeMode",
     "LLMRun",
+    "LLMSettings",
     "RunOutcome",
     "build_eoe_vocabulary",
     "build_gpt_vocabulary",
     "eoe_run",
     "gpt_run",
+    "merge_rounds",
+    "select_classes",
     "vocabulary_from_journal",
+    "vocabulary_from_results",
 ]
 
 log = logging.getLogger(__name__)
@@ -91,66 +100,41 @@ class LLMRun:
         r = self.rounds if rounds_used is None else check_rounds_used(rounds_used, self.rounds)
         return [q for q in self.requests if q.round < r]
 
-    def estimate(
-        self,
-        *,
-        batch: bool = False,
-        rounds_used: int | None = None,
-        prices: Mapping[str, tuple[float, float]] | None = None,
-        retry_failed: bool = False,
-    ) -> CostEstimate:
-        """Requests still to send, tokens and dollars (reads the journal if any; sends nothing)."""
-        from dataclasses import replace
+    def estimate(self, settings: LLMSettings | None = None, *, rounds_used: int | None = None, **overrides: Any) -> CostEstimate:
+        """Requests still to send, tokens and dollars (reads the journal if any; sends nothing).
 
-
+        Of ``settings`` (see :meth:`execute`) only ``batch``, ``prices`` and ``retry_failed`` count here.
+        """
+        s = resolve_settings(settings, overrides, self.estimate)
         need = self.needed(rounds_used)
         journal = Journal(self.run_dir, self.identity, readonly=True)
-        todo = pending(need, journal, retry_failed=retry_failed, failed=not batch)
-        est = estimate(todo, self.model, batch=batch, already_done=len(need) - len(todo), prices=prices)
-        est = replace(est, failed_again=failed_before(todo, journal, RETRYABLE), failed_kept=failed_before(need, journal) if batch else 0)
+        todo = pending(need, journal, retry_failed=s.retry_failed, failed=not s.batch)
+        est = estimate(todo, self.model, batch=s.batch, already_done=len(need) - len(todo), prices=s.prices)
+        est = replace(est, failed_again=failed_before(todo, journal, RETRYABLE), failed_kept=failed_before(need, journal) if s.batch else 0)
         held = in_open_batch(journal)
         return replace(est, held_by_batch=len(held_by(held[1], todo))) if held else est
 
-    def execute(
-        self,
-        *,
-        rounds_used: int | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        concurrency: int = 16,
-        batch: bool = False,
-        client_options: Mapping[str, Any] | None = None,
-        poll_interval: float = 30.0,
-        max_submissions: int = 3,
-        on_progress: Progress | None = None,
-        prices: Mapping[str, tuple[float, float]] | None = None,
-        retry_failed: bool = False,
-        response_format: str = "auto",
-        request_timeout: float | None = None,
-    ) -> RunOutcome:
+    def execute(self, settings: LLMSettings | None = None, *, rounds_used: int | None = None, **overrides: Any) -> RunOutcome:
         """Send what the journal lacks (synchronously, or through the Batch API) and return all results.
 
-        Requests whose recorded answer failed with no usable list (refused, invalid) are asked
-        again (synchronous API); ``retry_failed`` also asks again the short ones. The new answer
-        counts when it is better (:mod:`negvocab.llm.journal`). ``response_format`` is ``auto``,
-        ``json_schema``, ``json_object`` or ``text`` (:mod:`negvocab.llm.formats`); with ``auto`` a
-        run resumes in the format an earlier session settled on. ``request_timeout`` is the total
-        seconds one request may take (default :data:`~negvocab.llm.client.DEFAULT_REQUEST_TIMEOUT_S`).
+        ``settings`` says how (:class:`LLMSettings`, default ``LLMSettings()``); each of its fields may
+        also be given as a keyword (``batch=True``), which wins over ``settings``. Requests whose
+        recorded answer failed with no usable list (refused, invalid) are asked again (synchronous
+        API); ``retry_failed`` also asks again the short ones. The new answer counts when it is better
+        (:mod:`negvocab.llm.journal`). With ``response_format="auto"`` a run resumes in the format an
+        earlier session settled on.
 
         Raises :class:`ResourceError` if some requests could not be completed (server errors
         outlasting the retries); everything finished is journaled, so the same call resumes.
         """
-        # long: one request loop: estimate, probe, send, journal and summarise share the run's state
-        check_base_url(base_url)  # before the run folder is made
-        check_mode(response_format)
-        if request_timeout is not None and not request_timeout > 0:
-            raise InputError(f"request timeout must be > 0 seconds, got {request_timeout}")
-        if retry_failed and batch:
+        s = resolve_settings(settings, overrides, self.execute)
+        check_base_url(s.base_url)  # $OPENAI_BASE_URL too, before the run folder is made
+        if s.retry_failed and s.batch:
             raise InputError("retrying recorded failures works with the synchronous API: re-run without --batch")
         need = self.needed(rounds_used)
         extra = {
             "task": self.task,
-            "endpoint": public_url(base_url or os.environ.get("OPENAI_BASE_URL")),
+            "endpoint": public_url(s.base_url or os.environ.get("OPENAI_BASE_URL")),
             "negvocab": negvocab_version(),
             "run_settings": self._settings(),
         }
@@ -158,27 +142,27 @@ class LLMRun:
             if not journal.readonly and _last_settings(journal) != self._settings():
                 journal.append([{"kind": "run", **self._settings()}])  # what vocabulary_from_journal rebuilds
             before = journal.usage()
-            todo = pending(need, journal, retry_failed=retry_failed, failed=not batch)
-            if todo and not batch:
+            todo = pending(need, journal, retry_failed=s.retry_failed, failed=not s.batch)
+            if todo and not s.batch:
                 _refuse_if_batch_open(journal, todo)
             undone: list[str] = []
             if todo:
                 again = failed_before(todo, journal, RETRYABLE)
                 log.info(
-                    "%s: %d of %d requests to send (%s%s)", self.run_dir, len(todo), len(need), "batch" if batch else "sync",
+                    "%s: %d of %d requests to send (%s%s)", self.run_dir, len(todo), len(need), "batch" if s.batch else "sync",
                     f"; {again} failed before and are asked again" if again else "",
                 )
                 options = {
                     "temperature": self.identity.get("temperature"),
-                    "response_format": response_format,
+                    "response_format": s.response_format,
                     "start_mode": _settled_format(journal),
                     "content_retry_budget": max(10, len(todo) // 10),  # retries of unusable answers in this run
-                    **({"request_timeout": request_timeout} if request_timeout is not None else {}),
-                    **dict(client_options or {}),
+                    **({"request_timeout": s.request_timeout} if s.request_timeout is not None else {}),
+                    **dict(s.client_options or {}),
                 }
-                client = LLMClient(self.model, base_url=base_url, api_key=api_key, concurrency=concurrency, **options)
+                client = LLMClient(self.model, base_url=s.base_url, api_key=s.api_key, concurrency=s.concurrency, **options)
                 try:
-                    undone = run_coro(self._send(client, journal, todo, batch, poll_interval, max_submissions, on_progress))
+                    undone = run_coro(self._send(client, journal, todo, s))
                 finally:
                     if client.switches and not journal.readonly:
                         journal.update_manifest({"response_format": {"requested": client.requested, "used": client.mode, "switches": client.switches}})
@@ -188,14 +172,14 @@ class LLMRun:
             by_mode = {m: journal.usage(m) for m in ("sync", "batch")}
             results = {q.custom_id: rec for q in need if (rec := journal.answer(q.custom_id, q.sha256))}
         session = {k: after.get(k, 0) - before.get(k, 0) for k in after}
-        price = lambda u, b: cost_usd(self.model, u.get("prompt_tokens", 0), u.get("completion_tokens", 0), batch=b, prices=prices)  # noqa: E731
+        price = lambda u, b: cost_usd(self.model, u.get("prompt_tokens", 0), u.get("completion_tokens", 0), batch=b, prices=s.prices)  # noqa: E731
         outcome = RunOutcome(
             results=results,
             sent=len(todo) - len(undone),
             undone=undone,
             usage_session=session,
             usage_total=after,
-            cost_session_usd=price(session, batch),
+            cost_session_usd=price(session, s.batch),
             run_dir=self.run_dir,
             cost_total_usd=_sum_costs(price(by_mode["sync"], False), price(by_mode["batch"], True)),
         )
@@ -206,23 +190,17 @@ class LLMRun:
             )
         return outcome
 
-    def build(
-        self,
-        *,
-        rounds_used: int | None = None,
-        synonym_filter: Any = None,
-        batch: bool = False,
-        prices: Mapping[str, tuple[float, float]] | None = None,
-        **execute: Any,
-    ) -> Vocabulary:
+    def build(self, settings: LLMSettings | None = None, *, rounds_used: int | None = None, synonym_filter: Any = None, **overrides: Any) -> Vocabulary:
         """:meth:`execute` (resume, send what is missing), then merge and filter into a vocabulary
-        whose settings also hold the run's tokens and cost and this session's share."""
-        outcome = self.execute(rounds_used=rounds_used, batch=batch, prices=prices, **execute)
+        whose settings also hold the run's tokens and cost and this session's share. ``settings`` and
+        the keywords that override its fields as in :meth:`execute`."""
+        s = resolve_settings(settings, overrides, self.build)
+        outcome = self.execute(s, rounds_used=rounds_used)
         usage = outcome.usage_total
         extra = {
             "usage": usage,
             "cost_usd": outcome.cost_total_usd,
-            "session": {"sent": outcome.sent, "usage": outcome.usage_session, "cost_usd": outcome.cost_session_usd, "batch": batch},
+            "session": {"sent": outcome.sent, "usage": outcome.usage_session, "cost_usd": outcome.cost_session_usd, "batch": s.batch},
         }
         log.info(
             "%s: %s prompt + %s completion tokens in the run (this session %s requests), cost %s",
@@ -234,11 +212,11 @@ class LLMRun:
     def _settings(self) -> dict[str, Any]:
         return {"classes": self.selection, "rounds": self.rounds, "prompt_path": self.prompt_path}
 
-    async def _send(self, client: Any, journal: Journal, todo: list[Request], batch: bool, poll_interval: float, max_submissions: int, on_progress: Progress | None) -> list[str]:
+    async def _send(self, client: Any, journal: Journal, todo: list[Request], s: LLMSettings) -> list[str]:
         async with client:
-            if batch:
-                return await run_batch(todo, client, journal, self.template, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress)
-            return await run_sync(todo, client, journal, self.template, on_progress=on_progress)
+            if s.batch:
+                return await run_batch(todo, client, journal, self.template, poll_interval=s.poll_interval, max_submissions=s.max_submissions, on_progress=s.on_progress)
+            return await run_sync(todo, client, journal, self.template, on_progress=s.on_progress)
 
 
 def _settled_format(journal: Journal) -> str | None:
@@ -472,23 +450,13 @@ def build_gpt_vocabulary(
     rounds_used: int | None = None,
     classes: Any = None,
     run_dir: str | os.PathLike[str] | None = None,
-    concurrency: int = 16,
-    batch: bool = False,
-    base_url: str | None = None,
-    api_key: str | None = None,
     prompt_path: str | os.PathLike[str] | None = None,
     temperature: float | None = 1.0,
     min_labels: int | None = None,
     synonym_filter: Any = None,
     id_classes: Any = None,
-    client_options: Mapping[str, Any] | None = None,
-    poll_interval: float = 30.0,
-    max_submissions: int = 3,
-    on_progress: Callable[[int, int], None] | None = None,
-    prices: Mapping[str, tuple[float, float]] | None = None,
-    retry_failed: bool = False,
-    response_format: str = "auto",
-    request_timeout: float | None = None,
+    settings: LLMSettings | None = None,
+    **overrides: Any,
 ) -> Vocabulary:
     """The GPT-sibling vocabulary (paper: 20 per class, 10 rounds); resumable, see the module docstring.
 
@@ -505,20 +473,25 @@ def build_gpt_vocabulary(
         First ``K`` ImageNet-1k classes, a file of wnids/names, or a list (default: all 1000).
     run_dir : path, optional
         Run folder (default: a folder in the cache named after the run's identity).
-    concurrency, batch, base_url, api_key
-        Client settings; ``batch=True`` uses the Batch API.
+    prompt_path : path, optional
+        Your own prompt template (default: the packaged ``prompts/gpt_siblings.txt``).
+    temperature : float, optional
+        Sampling temperature; with the model, prompt and ``per_class`` part of the run's identity.
+    min_labels : int, optional
+        Fewest distinct labels an answer may have before it is retried (default: ``per_class``).
     synonym_filter : SynonymFilter, optional
         Default: against all of ImageNet-1k (also when ``classes`` selects a few).
-    retry_failed : bool
-        Also ask again the requests recorded as short (refused and invalid ones are asked again by
-        every synchronous run: a failed answer is never final).
-    response_format : str
-        ``auto`` (structured output where the server honours it, else JSON mode, else free text,
-        settled once per run and recorded in the manifest), ``json_schema``, ``json_object`` or
-        ``text``; see :mod:`negvocab.llm.formats`.
-    request_timeout : float, optional
-        Total seconds one request may take, retries included (default 300): a server that hangs
-        or drips bytes is given up on.
+    id_classes : IdClasses, optional
+        The ID label space ``classes`` selects from (default: ImageNet-1k).
+    settings : LLMSettings, optional
+        How to reach the server and run the requests: ``base_url``, ``api_key``, ``concurrency``,
+        ``batch`` (the Batch API), ``response_format``, ``request_timeout``, ``retry_failed``,
+        ``poll_interval``, ``max_submissions``, ``prices``, ``client_options``, ``on_progress``
+        (default ``LLMSettings()``; see :class:`~negvocab.llm.settings.LLMSettings`).
+    **overrides
+        Any field of :class:`~negvocab.llm.settings.LLMSettings` by name (``base_url=...``,
+        ``concurrency=64``); a keyword wins over the same field of ``settings``. Any other keyword
+        is an :class:`InputError` that lists the accepted ones.
 
     Returns
     -------
@@ -528,8 +501,9 @@ def build_gpt_vocabulary(
         counts, filter removals, failures, tokens and cost, and the provenance: ``endpoints``
         (public URLs), ``served_models`` (as the server named them), ``response_formats``.
     """
+    how = resolve_settings(settings, overrides, build_gpt_vocabulary)
     run = gpt_run(model, per_class=per_class, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
-    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices, retry_failed=retry_failed, response_format=response_format, request_timeout=request_timeout)
+    return run.build(how, rounds_used=rounds_used, synonym_filter=synonym_filter)
 
 
 def build_eoe_vocabulary(
@@ -543,31 +517,24 @@ def build_eoe_vocabulary(
     rounds_used: int | None = None,
     classes: Any = None,
     run_dir: str | os.PathLike[str] | None = None,
-    concurrency: int = 16,
-    batch: bool = False,
-    base_url: str | None = None,
-    api_key: str | None = None,
     prompt_path: str | os.PathLike[str] | None = None,
     temperature: float | None = 1.0,
     min_labels: int | None = None,
     synonym_filter: Any = None,
     id_classes: Any = None,
-    client_options: Mapping[str, Any] | None = None,
-    poll_interval: float = 30.0,
-    max_submissions: int = 3,
-    on_progress: Callable[[int, int], None] | None = None,
-    prices: Mapping[str, tuple[float, float]] | None = None,
-    retry_failed: bool = False,
-    response_format: str = "auto",
-    request_timeout: float | None = None,
+    settings: LLMSettings | None = None,
+    **overrides: Any,
 ) -> Vocabulary:
     """The EOE envisioned-outlier vocabulary (``near``, ``far`` or ``fine``); labels lower-cased,
-    de-duplicated and synonym-filtered. Same run folder, resume and Batch API behaviour as
-    :func:`build_gpt_vocabulary`; ``views[wnid]`` per class for ``near``, ``settings["chunks"]``
-    lists each chunk's classes for ``far``/``fine``.
+    de-duplicated and synonym-filtered. ``per_request``, ``size`` and ``chunk_size`` as in
+    :func:`eoe_run`; the other parameters, ``settings`` and the keywords that override its fields,
+    the run folder, resume and Batch API behaviour as in :func:`build_gpt_vocabulary`.
+    ``views[wnid]`` per class for ``near``, ``settings["chunks"]`` lists each chunk's classes for
+    ``far``/``fine``.
     """
+    how = resolve_settings(settings, overrides, build_eoe_vocabulary)
     run = eoe_run(model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
-    return run.build(rounds_used=rounds_used, synonym_filter=synonym_filter, base_url=base_url, api_key=api_key, concurrency=concurrency, batch=batch, client_options=client_options, poll_interval=poll_interval, max_submissions=max_submissions, on_progress=on_progress, prices=prices, retry_failed=retry_failed, response_format=response_format, request_timeout=request_timeout)
+    return run.build(how, rounds_used=rounds_used, synonym_filter=synonym_filter)
 
 
 def _path_str(path: str | os.PathLike[str] | None) -> str | None:

@@ -18,7 +18,7 @@ from negvocab.cli.app import build_app
 from negvocab.cli.options import OverwriteOpt
 from negvocab.cli.outputs import check_output, messages_to_stderr, writing
 from negvocab.errors import InputError, ResourceError
-from negvocab.llm.formats import check_mode
+from negvocab.llm.settings import LLMSettings
 
 __all__ = [
     "BaseUrlOpt",
@@ -174,21 +174,52 @@ def _report(vocab: Any, out: Path, what: str) -> None:
     typer.echo(f"run folder: {s['run_dir']}")
 
 
-def _run(
-    run: Any, *, dry_run: bool, batch: bool, rounds_used: int | None, prices: Any, out: Path, what: str, inputs: list[Any], overwrite: bool = False, **execute: Any
-) -> None:
-    check_mode(execute.get("response_format", "auto"))  # also before a dry run
+def _llm_settings(
+    *,
+    model: str,
+    dry_run: bool,
+    base_url: str | None,
+    api_key_env: str,
+    concurrency: int,
+    batch: bool,
+    retry_failed: bool,
+    retry_wait: float,
+    poll_interval: float,
+    price_in: float | None,
+    price_out: float | None,
+    response_format: str,
+    request_timeout: float,
+    **_others: Any,
+) -> LLMSettings:
+    """The settings of ``build gpt`` and ``build eoe``, made once from their options: each command
+    calls it with its ``**locals()``, and the options it does not name (the question: classes,
+    rounds, prompt, ...; the output) go to ``_others`` unused."""
+    return LLMSettings(
+        prices=_prices(model, price_in, price_out),  # its error before a missing key's, as before
+        base_url=None if dry_run else base_url,  # a dry run sends nothing: neither endpoint nor key is looked at
+        api_key=None if dry_run else _api_key(api_key_env),
+        concurrency=concurrency,
+        batch=batch,
+        retry_failed=retry_failed,
+        client_options={"wait_base": retry_wait, "key_name": api_key_env},
+        poll_interval=poll_interval,
+        response_format=response_format,
+        request_timeout=request_timeout,
+    )
+
+
+def _run(run: Any, settings: LLMSettings, *, dry_run: bool, rounds_used: int | None, out: Path, what: str, inputs: list[Any], overwrite: bool = False) -> None:
     if dry_run:
-        typer.echo(run.estimate(batch=batch, rounds_used=rounds_used, prices=prices, retry_failed=execute.get("retry_failed", False)).summary())
+        typer.echo(run.estimate(settings, rounds_used=rounds_used).summary())
         typer.echo(f"run folder: {run.run_dir} (nothing sent, nothing written)")
         return
     # before any request is sent; never over the command's inputs or its run folder's files
     if out.resolve().parent == run.run_dir.resolve():
         raise InputError(f"cannot write {out}: it is in the run folder {run.run_dir}; choose another output file")
     check_output(out, inputs=[Path(x) for x in inputs if x is not None and Path(str(x)).is_file()], overwrite=overwrite)
-    progress = _progress(batch)
+    progress = _progress(settings.batch)
     try:
-        vocab = run.build(rounds_used=rounds_used, batch=batch, prices=prices, on_progress=progress, **execute)
+        vocab = run.build(settings, rounds_used=rounds_used, on_progress=progress)
     finally:
         progress.close()
     with writing(out):
@@ -225,25 +256,8 @@ def build_gpt(
 ) -> None:
     """GPT siblings: per class, N visually confusable non-ImageNet categories, R rounds, merged and synonym-filtered."""
     run = gpt_run(model, per_class=per_class, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt, temperature=temperature, min_labels=min_labels)
-    _run(
-        run,
-        dry_run=dry_run,
-        retry_failed=retry_failed,
-        batch=batch,
-        rounds_used=max_rounds_used,
-        prices=_prices(model, price_in, price_out),
-        out=output,
-        overwrite=overwrite,
-        what="gpt vocabulary",
-        inputs=[classes, prompt],
-        base_url=base_url,
-        api_key=None if dry_run else _api_key(api_key_env),
-        concurrency=concurrency,
-        client_options={"wait_base": retry_wait, "key_name": api_key_env},
-        poll_interval=poll_interval,
-        response_format=response_format,
-        request_timeout=request_timeout,
-    )
+    settings = _llm_settings(**locals())
+    _run(run, settings, dry_run=dry_run, rounds_used=max_rounds_used, out=output, overwrite=overwrite, what="gpt vocabulary", inputs=[classes, prompt])
 
 
 @build_app.command("eoe")
@@ -286,22 +300,5 @@ def build_eoe(
         model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=rounds, classes=classes,  # type: ignore[arg-type]
         run_dir=run_dir, prompt_path=prompt, temperature=temperature, min_labels=min_labels,
     )
-    _run(
-        run,
-        dry_run=dry_run,
-        retry_failed=retry_failed,
-        batch=batch,
-        rounds_used=max_rounds_used,
-        prices=_prices(model, price_in, price_out),
-        out=output,
-        overwrite=overwrite,
-        what=f"eoe-{mode} vocabulary",
-        inputs=[classes, prompt],
-        base_url=base_url,
-        api_key=None if dry_run else _api_key(api_key_env),
-        concurrency=concurrency,
-        client_options={"wait_base": retry_wait, "key_name": api_key_env},
-        poll_interval=poll_interval,
-        response_format=response_format,
-        request_timeout=request_timeout,
-    )
+    settings = _llm_settings(**locals())
+    _run(run, settings, dry_run=dry_run, rounds_used=max_rounds_used, out=output, overwrite=overwrite, what=f"eoe-{mode} vocabulary", inputs=[classes, prompt])

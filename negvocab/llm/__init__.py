@@ -6,6 +6,8 @@
 - :mod:`negvocab.llm.formats`: response formats (structured output
   :class:`~negvocab.llm.formats.LabelList`, JSON mode, free text) and how an answer is read;
 - :mod:`negvocab.llm.endpoint`: base URL and key, and the public form of the URL;
+- :mod:`negvocab.llm.settings`: :class:`~negvocab.llm.settings.LLMSettings`, how a build reaches the
+  server and runs its requests (endpoint, key, concurrency, Batch API, format, timeouts, prices);
 - :mod:`negvocab.llm.journal`: the crash-safe run folder (manifest + fsynced JSONL journal);
 - :mod:`negvocab.llm.run` / :mod:`negvocab.llm.batch`: sending what the journal lacks, synchronously
   or through the Batch API;

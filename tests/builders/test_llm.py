@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import re
 
 import pytest
 
-from negvocab import Vocabulary, build_eoe_vocabulary, build_gpt_vocabulary, imagenet1k
+import negvocab
+from negvocab import LLMSettings, Vocabulary, build_eoe_vocabulary, build_gpt_vocabulary, imagenet1k
+from negvocab.builders import llm as builders_llm
 from negvocab.builders.llm import gpt_run, select_classes, vocabulary_from_journal
 from negvocab.errors import InputError, ResourceError
 from negvocab.llm.journal import JOURNAL
+from negvocab.llm.settings import FIELDS, resolve_settings
+from tests.llm.conftest import *  # noqa: F403  (the fixtures of tests/llm/, where this file began)
 from tests.llm.conftest import DUMMY_KEY, FAST, assert_no_key
 from tests.llm.fake_openai import expected_merge, labels_for
 
@@ -374,3 +380,97 @@ def test_ctrl_c_in_a_notebook_drains_as_on_the_command_line(endpoint, tmp_path, 
     asked = set(endpoint.state.chat_counts)
     assert 10 <= len(asked) < 150
     assert set(Journal.open_existing(tmp_path / "run").results) == asked  # every answer under way was kept
+
+
+# -- LLMSettings: how to reach the server and run the requests, shared by both builders ----------
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("concurrency", 0, "concurrency must be a whole number >= 1, got 0"),
+        ("concurrency", 2.5, "concurrency must be a whole number >= 1, got 2.5"),
+        ("batch", "yes", "batch must be True or False, got 'yes'"),
+        ("retry_failed", 1, "retry_failed must be True or False, got 1"),
+        ("response_format", "xml", "unknown response format 'xml'; choose one of auto, json_schema, json_object, text"),
+        ("request_timeout", 0, "request_timeout must be > 0 seconds (or None for the default 300), got 0"),
+        ("poll_interval", -1.0, "poll_interval must be a finite number of seconds >= 0, got -1.0"),
+        ("max_submissions", 0, "max_submissions must be a whole number >= 1, got 0"),
+        ("prices", {"m": (0.15,)}, "prices['m'] must be (USD per 1M prompt tokens, USD per 1M completion tokens), two numbers >= 0, got (0.15,)"),
+        ("client_options", {"wait_bas": 0.1}, "client_options has an unknown key 'wait_bas'; allowed: "),
+        ("client_options", {"temperature": 0.0}, "client_options['temperature']: give it as the builder's temperature"),
+        ("client_options", {"concurrency": 2}, "client_options['concurrency']: give it as LLMSettings.concurrency"),
+        ("base_url", "localhost:8000/v1", "base URL 'localhost:8000/v1' is not an http(s) URL"),
+        ("on_progress", 3, "on_progress must be a function of (done, total) or None, got 3"),
+    ],
+)
+def test_settings_refuse_a_bad_value_in_one_line_naming_the_field(field, value, message):
+    with pytest.raises(InputError) as err:
+        LLMSettings(**{field: value})
+    text = str(err.value)
+    assert text.startswith(message) and "\n" not in text
+    assert field in text or field.replace("_", " ") in text.lower()
+    with pytest.raises(InputError, match="^" + re.escape(message)):  # the same check when given as a keyword
+        build_gpt_vocabulary("gpt-test", classes=1, **{field: value})
+
+
+def test_settings_defaults_are_the_builders_and_the_key_stays_out_of_the_repr():
+    s = LLMSettings(api_key=DUMMY_KEY, base_url="http://127.0.0.1:9/v1")
+    assert DUMMY_KEY not in repr(s) and DUMMY_KEY[8:20] not in repr(s) and DUMMY_KEY not in str(s)
+    assert "base_url='http://127.0.0.1:9/v1'" in repr(s) and "api_key" not in repr(s)
+    d = LLMSettings()
+    assert (d.concurrency, d.batch, d.response_format, d.request_timeout, d.poll_interval, d.max_submissions) == (16, False, "auto", None, 30.0, 3)
+    assert (d.base_url, d.api_key, d.prices, d.client_options, d.on_progress, d.retry_failed) == (None, None, None, None, None, False)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        d.concurrency = 4  # type: ignore[misc]
+    assert negvocab.LLMSettings is builders_llm.LLMSettings and "LLMSettings" in negvocab.__all__ and "LLMSettings" in builders_llm.__all__
+    assert all(getattr(builders_llm, name) is not None for name in builders_llm.__all__)
+
+
+def test_an_override_wins_and_an_unknown_keyword_is_refused_naming_it(tmp_path):
+    base = LLMSettings(concurrency=4, batch=True, response_format="text")
+    s = resolve_settings(base, {"batch": False, "concurrency": 2}, build_gpt_vocabulary)
+    assert (s.concurrency, s.batch, s.response_format) == (2, False, "text") and base.batch is True
+    assert resolve_settings(None, {}, build_gpt_vocabulary) == LLMSettings() and resolve_settings(base, {}, build_gpt_vocabulary) is base
+    with pytest.raises(InputError) as err:
+        build_gpt_vocabulary("gpt-test", classes=1, concurency=4)
+    text = str(err.value)
+    assert text.startswith("build_gpt_vocabulary() got an unknown keyword 'concurency' (did you mean 'concurrency'?); it accepts model, per_class, rounds,")
+    assert "\n" not in text and all(name in text for name in (*FIELDS, "synonym_filter", "settings"))
+    with pytest.raises(InputError, match="^build_eoe_vocabulary\\(\\) got an unknown keyword 'chunk'.*it accepts model, mode, per_request, size, chunk_size"):
+        build_eoe_vocabulary("gpt-test", mode="far", chunk=3)
+    run = gpt_run("gpt-test", per_class=6, rounds=1, classes=1, run_dir=tmp_path / "run")
+    for method in (run.build, run.execute, run.estimate):
+        with pytest.raises(InputError, match=f"^LLMRun.{method.__name__}\\(\\) got an unknown keyword 'batches' \\(did you mean 'batch'\\?\\)"):
+            method(batches=True)
+    with pytest.raises(InputError, match="settings must be an LLMSettings or None, got a value of type dict") as err:
+        build_gpt_vocabulary("gpt-test", classes=1, settings={"api_key": DUMMY_KEY})  # type: ignore[arg-type]
+    assert_no_key(texts=[str(err.value)])
+    assert not (tmp_path / "run").exists()
+
+
+def _comparable(vocab):
+    """What a build produced, less where it was written."""
+    return vocab.labels, vocab.views, vocab.meta, {k: v for k, v in vocab.settings.items() if k != "run_dir"}
+
+
+def test_old_keywords_and_an_equal_settings_object_give_the_same_vocabulary(server, tmp_path, synonym_filter, monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server.state.api_key = DUMMY_KEY  # a wrong or missing key would get a 401
+    seen = []
+    how = {"base_url": server.url, "api_key": DUMMY_KEY, "concurrency": 3, "client_options": FAST, "response_format": "json_object",
+           "request_timeout": 30.0, "prices": {"gpt-test": (1.0, 2.0)}, "on_progress": lambda done, total: seen.append((done, total))}  # fmt: skip
+    question = {"per_class": 6, "rounds": 2, "classes": 3, "synonym_filter": synonym_filter}
+    old = build_gpt_vocabulary("gpt-test", run_dir=tmp_path / "old", **question, **how)
+    new = build_gpt_vocabulary("gpt-test", run_dir=tmp_path / "new", **question, settings=LLMSettings(**how))
+    assert _comparable(old) == _comparable(new) and len(old) > 0
+    assert old.settings["response_formats"] == {"json_object": 6} and old.settings["cost_usd"] > 0
+    assert set(server.state.formats) == {"json_object"} and set(server.state.chat_counts.values()) == {2}  # each question once per build
+    assert seen[-1] == (6, 6)
+    # the override wins over the same field of settings
+    wins = build_gpt_vocabulary("gpt-test", run_dir=tmp_path / "wins", **question, settings=LLMSettings(**{**how, "response_format": "text"}), response_format="json_object")
+    assert _comparable(wins) == _comparable(old) and set(server.state.formats) == {"json_object"}
+    eoe = {"mode": "far", "per_request": 5, "chunk_size": 2, "classes": 4, "synonym_filter": synonym_filter}
+    a = build_eoe_vocabulary("gpt-test", run_dir=tmp_path / "eoe-old", **eoe, **how)
+    b = build_eoe_vocabulary("gpt-test", run_dir=tmp_path / "eoe-new", **eoe, settings=LLMSettings(**how))
+    assert _comparable(a) == _comparable(b) and a.settings["chunks"]
+    assert_no_key(tmp_path)

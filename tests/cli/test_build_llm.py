@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from negvocab import Vocabulary, build_gpt_vocabulary
 from negvocab.cli import app
 from negvocab.llm.journal import JOURNAL, Journal
+from tests.llm.conftest import *  # noqa: F403  (the fixtures of tests/llm/, where this file began)
 from tests.llm.conftest import DUMMY_KEY, FAST, assert_no_key
 from tests.llm.fake_openai import FakeOpenAI
 
