@@ -352,7 +352,7 @@ def _setup(
     if not spec.needs_negatives:
         raise InputError(f"marginal gains need a method that uses negatives ({', '.join(sorted(NEEDS_NEGATIVES))}), not {method}")
     if "topk" in params:
-        raise InputError(f"marginal gains score every negative: topk is not available (got topk={params['topk']})")
+        raise InputError(f"{method}: unexpected parameter(s) topk (marginal gains score every negative)")
     check_params(method, params)
     id_img, ood_img = S.embeddings_of(id_img_emb), S.embeddings_of(ood_img_emb)
     n_id = len(id_img)

@@ -108,12 +108,12 @@ def score(
     (3,)
     """
     key = canonical_method(method)
+    if params.get("topk") is not None and key != "neglabel":
+        raise InputError(f"topk is only available for neglabel, not {key}")
     check_params(key, {k: v for k, v in params.items() if k != "return_bounds"})
     topk = params.pop("topk", None)
     return_bounds = params.pop("return_bounds", False)
     if topk is not None:
-        if key != "neglabel":
-            raise InputError(f"topk is only available for neglabel, not {key}")
         res = neglabel_topk(image_emb, id_emb, neg_emb, topk, **params)
         return res if return_bounds else res.scores
     if return_bounds:

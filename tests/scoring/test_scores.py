@@ -9,6 +9,7 @@ import torch
 import negvocab
 from negvocab.errors import InputError
 from negvocab.scoring import scores as S
+from negvocab.scoring import eoe as eoe_mod
 from tests.scoring import reference as ref
 
 ATOL = 1e-5
@@ -305,10 +306,10 @@ def test_neglabel_eoe_penalty_from_the_neglabel_pass_is_exact(emb, grouping, tau
     # exact float64 path
     img, idt, neg = ref.f64(emb["img"], emb["id"], emb["neg"])
     kw = {"groups": 7, "grouping": grouping, "seed": 3, "tau": tau, "beta": 0.5}
-    second = S._joint_max_probs
-    monkeypatch.setattr(S, "_joint_max_probs", lambda *a, **k: pytest.fail("a second pass for the penalty"))
+    second = eoe_mod._joint_max_probs
+    monkeypatch.setattr(eoe_mod, "_joint_max_probs", lambda *a, **k: pytest.fail("a second pass for the penalty"))
     got = negvocab.score("neglabel_eoe", img, idt, neg, **kw)
-    monkeypatch.setattr(S, "_joint_max_probs", second)
+    monkeypatch.setattr(eoe_mod, "_joint_max_probs", second)
     np.testing.assert_allclose(got, ref.neglabel_eoe(img, idt, neg, **kw), atol=1e-12, rtol=0)
     separate = negvocab.score("neglabel_eoe", img, idt, neg, **kw, penalty_T=tau * (1 + 1e-15))  # the second pass
     np.testing.assert_allclose(got, separate, atol=1e-12, rtol=0)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import negvocab
+from negvocab.scoring import eoe as eoe_mod
 from negvocab.errors import InputError
 from negvocab.scoring.sweep import parse_sizes
 from tests.scoring import reference as ref
@@ -74,7 +75,7 @@ def test_random_grouping_neglabel_eoe_sweeps_per_size(emb):
     for m in (10, 300):
         want = negvocab.score("neglabel_eoe", img, idt, neg[:m], groups=4, grouping="random", seed=1)
         np.testing.assert_array_equal(got[m], want)
-    with pytest.raises(InputError, match="eoe sweep: unexpected parameter"):
+    with pytest.raises(InputError, match="eoe: unexpected parameter"):
         negvocab.sweep(img, idt, neg, "10", method="eoe", groups=4)
 
 
@@ -120,7 +121,7 @@ def test_neglabel_eoe_sweep_at_extreme_logits_takes_the_exact_path_for_both_term
     from negvocab.scoring import scores as S
 
     img, idt, neg = ref.f64(*emb)
-    monkeypatch.setattr(S, "_joint_max_probs", lambda *a, **k: pytest.fail("a second pass for the penalty"))
+    monkeypatch.setattr(eoe_mod, "_joint_max_probs", lambda *a, **k: pytest.fail("a second pass for the penalty"))
     with caplog.at_level(logging.INFO):
         got = negvocab.sweep(img, idt, neg, SIZES, method="neglabel_eoe", groups=8, tau=0.002, chunk_size=11)
     assert "float64 log-sum-exp path" in caplog.text
