@@ -89,6 +89,9 @@ def select_rows(rows: Sequence[Mapping[str, Any]], axes: tuple[str, ...], where:
         loose = (lambda r: _is_baseline(r)) if dim == "vocabulary" else (lambda r: _is_baseline(r) and "vocabulary" in axes) if dim == "method" else (lambda r: False)
         values = list(dict.fromkeys(r.get(dim, "") for r in sel if not loose(r)))
         want = where.get(dim)
+        if dim == "vocabulary" and want == "":  # the methods without a vocabulary alone
+            sel = [r for r in sel if _is_baseline(r)]
+            continue
         if want is None:
             if len(values) > 1:
                 raise InputError(f"the rows have several {dim} values ({_shown(values)}); make {dim} an axis or fix one ({dim}=...)")
