@@ -44,7 +44,7 @@ def _split(text: str) -> list[str]:
 
 
 @app.command("table")
-def table_cmd(  # long: one option per table setting, as the command's help lists them
+def table_cmd(
     folders: Annotated[list[Path], typer.Argument(help="Folders of negvocab grid run, score or sweep (any mix).")],
     rows: Annotated[str, typer.Option("--rows", help="Row axis (or axes, comma-separated): model, vocabulary, method, ood_set, convention.")] = "model",
     cols: Annotated[str, typer.Option("--cols", help="Column axis (or axes, comma-separated), as --rows.")] = "ood_set",
@@ -69,6 +69,7 @@ def table_cmd(  # long: one option per table setting, as the command's help list
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write (default: standard output).")] = None,  # noqa: UP045
     overwrite: OverwriteOpt = False,
 ) -> None:
+    # long: one option per table setting, as the command's help lists them
     """A table as in the paper from results folders: any rows x columns, means, intervals, captions."""
     check_evaluation(cli=True, n_boot=n_boot, seed=seed)
     form = fmt or (_FORMATS.get(output.suffix.lower(), "md") if output is not None and not is_stdout(output) else "md")

@@ -249,7 +249,8 @@ def _bold(values: np.ndarray, low: np.ndarray, high: np.ndarray, higher: bool, r
     return top if beyond else out
 
 
-def _caption_notes(sel: Sequence[Mapping[str, Any]], t: Table, axes: tuple[str, ...], rule: str, ties: str, failed: Mapping[str, str], means: list[str]) -> list[str]:  # long: one sentence per fact a reader of the table needs
+def _caption_notes(sel: Sequence[Mapping[str, Any]], t: Table, axes: tuple[str, ...], rule: str, ties: str, failed: Mapping[str, str], means: list[str]) -> list[str]:
+    # long: one sentence per fact a reader of the table needs
     first = sel[0]
     notes = [", ".join(t.metric_names) + " in %."]
     convs = list(dict.fromkeys(str(r.get("convention", "paper")) for r in sel))
@@ -297,7 +298,7 @@ def _key(r: Mapping[str, Any], axes: tuple[str, ...]) -> str:
     return " / ".join(row_label(r, a) for a in axes)
 
 
-def build_table(  # long: the table's layout, summaries and marks in one reading order
+def build_table(
     rows: Sequence[Mapping[str, Any]],
     *,
     metric: str | Sequence[str] = "fpr",
@@ -316,6 +317,7 @@ def build_table(  # long: the table's layout, summaries and marks in one reading
     label: str = "",
     failed: Mapping[str, str] | None = None,
 ) -> Table:
+    # long: the table's layout, summaries and marks in one reading order
     """The table of ``metric`` (one name or several, side by side) with ``rows_by`` x ``cols_by``.
 
     ``where`` fixes the other axes (``{"ood_set": "mean", "convention": "paper"}``). ``mean_rows``
@@ -402,7 +404,7 @@ def _missing(what: str, name: str, have: Sequence[str]) -> int:
 # ----------------------------------------------------------------------------------------------
 # honest comparisons
 # ----------------------------------------------------------------------------------------------
-def comparisons(  # long: the pairs, the per-model tests and the untested fallback in one place
+def comparisons(
     rows: Sequence[Mapping[str, Any]],
     scores: ScoreGetter | None,
     *,
@@ -412,6 +414,7 @@ def comparisons(  # long: the pairs, the per-model tests and the untested fallba
     seed: int = 0,
     pairs: Sequence[tuple[str, str]] | None = None,
 ) -> list[str]:
+    # long: the pairs, the per-model tests and the untested fallback in one place
     """Sentences comparing each pair of vocabularies (per method and convention; ``pairs`` names
     the pairs instead) across models, each model by a paired bootstrap on its per-image scores
     (:func:`negvocab.evaluation.compare.paired_bootstrap`); without stored scores the sentence says
