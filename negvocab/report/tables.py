@@ -28,6 +28,7 @@ import numpy as np
 from negvocab.errors import InputError
 from negvocab.evaluation.compare import METRIC_NAMES, comparison_sentence, metric_label, paired_bootstrap
 from negvocab.evaluation.rows import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES
+from negvocab.report.results import flat_row
 from negvocab.textfiles import csv_text
 
 __all__ = [
@@ -357,24 +358,12 @@ def build_table(
     means: list[str] = []
     col_sets = {**{name: list(v) for name, v in (col_groups or {}).items()}, **({"mean": [c for c, s in zip(columns, summary_cols, strict=True) if not s]} if mean_cols else {})}
     for name, members in col_sets.items():
-        if name in columns:
-            raise InputError(f"column group {name!r} has the name of a column; choose another")
-        idx = [columns.index(c) if c in columns else _missing("column", c, columns) for c in members]
-        columns.append(name)
-        summary_cols.append(True)
-        extra = values[:, idx, :].mean(axis=1)  # NaN where a member is missing
-        values, low, high = (np.concatenate([a, b[:, None, :]], axis=1) for a, b in ((values, extra), (low, np.full(extra.shape, np.nan)), (high, np.full(extra.shape, np.nan))))
+        values, low, high = _summary(values, low, high, columns, summary_cols, name, members, axis=1)
         means.append(f"{name} (column): plain mean over {', '.join(members)}; no interval; '-' where a member is missing.")
     summary_rows = [False] * len(index)
     row_sets = {**{name: list(v) for name, v in (row_groups or {}).items()}, **({"mean": list(index)} if mean_rows else {})}
     for name, members in row_sets.items():
-        if name in index:
-            raise InputError(f"row group {name!r} has the name of a row; choose another")
-        idx = [index.index(c) if c in index else _missing("row", c, index) for c in members]
-        index.append(name)
-        summary_rows.append(True)
-        extra = values[idx, :, :].mean(axis=0)
-        values, low, high = (np.concatenate([a, b[None]], axis=0) for a, b in ((values, extra), (low, np.full(extra.shape, np.nan)), (high, np.full(extra.shape, np.nan))))
+        values, low, high = _summary(values, low, high, index, summary_rows, name, members, axis=0)
         what = "the " + " / ".join(ra) + " entries" if name == "mean" and mean_rows else ", ".join(members)
         means.append(f"{name} (row): plain mean over {what}; no interval; '-' where a member is missing.")
     marks = np.zeros(values.shape, dtype=bool)
@@ -397,8 +386,23 @@ def _dedupe_caption(caption: str, names: Sequence[str]) -> str:
     return "" if caption.strip().rstrip(".").lower() in {n.lower() for n in names} | {f"{n.lower()} (%)" for n in names} else caption
 
 
-def _missing(what: str, name: str, have: Sequence[str]) -> int:
-    raise InputError(f"group member {name!r} is no {what} of the table; it has {', '.join(have)}")
+def _summary(
+    values: np.ndarray, low: np.ndarray, high: np.ndarray, labels: list[str], summary: list[bool], name: str, members: Sequence[str], *, axis: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``values`` with one more row (``axis=0``) or column (1): the plain mean of ``members`` (NaN
+    where one is missing), no interval; ``labels`` and ``summary`` get the new entry."""
+    what = "row" if axis == 0 else "column"
+    if name in labels:
+        raise InputError(f"{what} group {name!r} has the name of a {what}; choose another")
+    missing = [m for m in members if m not in labels]
+    if missing:
+        raise InputError(f"group member {missing[0]!r} is no {what} of the table; it has {', '.join(labels)}")
+    idx = [labels.index(m) for m in members]
+    labels.append(name)
+    summary.append(True)
+    extra = np.expand_dims(np.take(values, idx, axis=axis).mean(axis=axis), axis)
+    nan = np.full(extra.shape, np.nan)
+    return np.concatenate([values, extra], axis=axis), np.concatenate([low, nan], axis=axis), np.concatenate([high, nan], axis=axis)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -456,14 +460,6 @@ def comparisons(
 # ----------------------------------------------------------------------------------------------
 # results folders of score and sweep
 # ----------------------------------------------------------------------------------------------
-def _flat(row: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(row)
-    for name in ("fpr_ci", "auroc_ci"):
-        ci = out.pop(name, None) or [math.nan, math.nan]
-        out[f"{name}_low"], out[f"{name}_high"] = ci
-    return out
-
-
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -479,12 +475,12 @@ def folder_rows(folder: Path) -> tuple[list[dict[str, Any]], ScoreGetter | None]
     a ``sweep`` folder (``sweep.json``: each size as ``vocabulary@M``, references by name)."""
     if (folder / "results.json").is_file():
         doc = _read_json(folder / "results.json")
-        rows = [{"model": doc.get("model", ""), "templates": doc.get("templates", ""), **_flat(r)} for r in doc["rows"]]
+        rows = [{"model": doc.get("model", ""), "templates": doc.get("templates", ""), **flat_row(r)} for r in doc["rows"]]
         return rows, _score_file_getter(folder / "scores.npz", rows)
     if (folder / "sweep.json").is_file():
         doc = _read_json(folder / "sweep.json")
-        rows = [{**_flat(r), "vocabulary": f"{r.get('vocabulary', '')}@{r['M']}"} for r in doc["rows"]]
-        rows += [_flat(r) for r in doc.get("references", [])]
+        rows = [{**flat_row(r), "vocabulary": f"{r.get('vocabulary', '')}@{r['M']}"} for r in doc["rows"]]
+        rows += [flat_row(r) for r in doc.get("references", [])]
         return [{"model": doc.get("model", ""), "templates": doc.get("templates", ""), **r} for r in rows], None
     raise InputError(f"{folder}: no results.json, sweep.json or grid cells/; give a folder of negvocab score, sweep or grid run")
 
