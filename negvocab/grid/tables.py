@@ -206,8 +206,7 @@ class GridResult:
         bad = sorted({r["vocabulary"] for r in sel if not r.get("deployable", True)})
         if bad:
             notes.append(f"Not deployable (oracle/transductive): {', '.join(bad)}.")
-        failed = {m: why for m, why in self.failed_models().items() if m in {x["model"] for x in self.rows} or rows == "model"}
-        notes += [f"{m}: cells failed ({why}); not shown." for m, why in failed.items()]
+        notes += [f"{m}: cells failed ({why}); not shown." for m, why in self.failed_models().items()]
         if any(r.get("random_weights") for r in sel):
             notes.append(RANDOM_NOTE)
         shown = {"vocabulary": lambda v: v or "none", "method": str, "model": str}
@@ -256,7 +255,8 @@ class GridResult:
         if metric not in METRICS:
             raise InputError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
         boot = n_boot or (self.config.n_boot if self.config is not None and self.config.n_boot else EVALUATION_PARAMS["n_boot"].default)
-        return T.comparisons(self.table(), self.score_getter(), metric=metric, ood_set=ood_set, n_boot=int(boot), seed=seed)
+        said = T.comparisons(self.table(), self.score_getter(), metric=metric, ood_set=ood_set, n_boot=int(boot), seed=seed)
+        return said + [f"{m}: cells failed ({why}); left out of these comparisons" for m, why in self.failed_models().items()]
 
     def plot_sweep(self, path: str | os.PathLike[str], *, vocabulary: str, method: str | None = None, convention: str | None = None, ood_set: str = "mean") -> Path:
         """FPR against pool size M for ``vocabulary@M`` entries, one line per model (log x axis);

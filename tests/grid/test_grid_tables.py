@@ -95,14 +95,15 @@ def test_pivot_keeps_the_baseline_and_says_what_is_fixed(grid_dir):
 def test_comparisons_are_paired_tests_on_the_stored_scores(grid_dir):
     folder, scores = grid_dir
     rows, _, _ = load_rows([folder])
-    res = GridResult([r for r in rows if r["ood_set"] != "mean"], out_dir=folder)
+    res = GridResult([r for r in rows if r["ood_set"] != "mean"], out_dir=folder, status={"failed": [{"cell": ["Broken"], "error": "x"}]})
     said = res.comparisons("fpr", "mean", n_boot=60, seed=4)
+    assert said[-1] == "Broken: cells failed (1 cells: x); left out of these comparisons"
     s = next(x for x in said if "A" in x and "neglabel, paper" in x)
     for m in MODELS:
         a, b = scores[f"{m} | A | neglabel"], scores[f"{m} | B | neglabel"]
         want = paired_bootstrap(a[0], a[1], b[0], b[1], n_boot=60, seed=4)
         assert f"{m}: {100 * want.diff:+.2f} [{100 * want.low:+.2f}, {100 * want.high:+.2f}]" in s
-    assert "B (NOT deployable)" in s and "n 24 ID / 17 OOD" in s and said[-1].startswith("RANDOM WEIGHTS")
+    assert "B (NOT deployable)" in s and "n 24 ID / 17 OOD" in s and said[-2].startswith("RANDOM WEIGHTS")
     verdicts = [paired_bootstrap(*scores[f"{m} | A | neglabel"], *scores[f"{m} | B | neglabel"], n_boot=60, seed=4).verdict for m in MODELS]
     assert ("beats" in s) == any(v in ("a", "b") for v in verdicts)
 
