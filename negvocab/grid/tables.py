@@ -298,7 +298,8 @@ class GridResult:
 
     def write(self, out_dir: str | os.PathLike[str] | None = None) -> Path:
         """Write ``table.csv`` (+ ``table.parquet`` with pyarrow), one pivot per (vocabulary, method,
-        convention) as ``pivots.md`` / ``pivots.tex``, ``comparisons.md``, the M sweeps
+        convention) as ``pivots.md`` / ``pivots.tex``, the paper's Table 2 per (method, convention,
+        OOD set) as ``tables.md`` / ``tables.tex``, ``scores_index.json``, ``comparisons.md``, the M sweeps
         (``sweep_<vocabulary>.pdf``/``.svg``) and ``grid.json`` (last; the run's stats)."""
         out = Path(out_dir or self.out_dir or ".")
         out.mkdir(parents=True, exist_ok=True)
@@ -317,6 +318,9 @@ class GridResult:
             tex.append(f"% {head}\n{p.to_latex(caption=head, label=f'tab:fpr-{tag}')}")
         write_text(out / "pivots.md", "\n".join(md))
         write_text(out / "pivots.tex", "\n".join(tex))
+        md, tex = self._paper_tables()
+        write_text(out / "tables.md", "\n".join(md))
+        write_text(out / "tables.tex", "\n".join(tex))
         index = self._score_index()
         if index:  # what `negvocab table DIR --compare` needs to find each entry's per-image scores
             write_json(out / "scores_index.json", index)
@@ -331,6 +335,24 @@ class GridResult:
             doc["warning"] = RANDOM_NOTE
         write_json(out / "grid.json", json.loads(json.dumps(doc, default=str)))
         return out
+
+    def _paper_tables(self) -> tuple[list[str], list[str]]:
+        """Table 2 per (method, convention, OOD set): models x vocabularies (the baselines beside
+        them), FPR and AUROC side by side with intervals, the mean over models where there are several."""
+        md, tex = [], []
+        table = self.table()
+        several = len({r["model"] for r in table}) > 1
+        for meth, conv in dict.fromkeys((r["method"], r["convention"]) for r in table if r["vocabulary"]):
+            for ood in dict.fromkeys(r["ood_set"] for r in table):
+                where = {"ood_set": ood, "method": meth, "convention": conv}
+                tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{meth}-{conv}-{ood}").strip("-")
+                try:
+                    t = self.paper_table(["fpr", "auroc"], rows="model", cols="vocabulary", where=where, mean_rows=several, intervals=True, label=f"tab:{tag}")
+                except InputError:
+                    continue
+                md.append(f"### {meth} / {conv} / {ood}\n\n{t.to_markdown()}")
+                tex.append(f"% {meth} / {conv} / {ood}\n{t.to_latex()}")
+        return md, tex
 
     @staticmethod
     def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:

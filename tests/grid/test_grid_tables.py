@@ -117,3 +117,6 @@ def test_write_leaves_a_scores_index_and_labelled_latex(grid_dir, tmp_path):
     tex = (out / "pivots.tex").read_text()
     assert "\\label{tab:fpr-A-neglabel-paper}" in tex and "\\label{tab:fpr-none-mcm-paper}" in tex
     assert "paired-bootstrap interval" in (out / "comparisons.md").read_text()
+    t2 = (out / "tables.md").read_text()
+    assert "### neglabel / paper / mean" in t2 and "| model | A FPR@95 | A AUROC | B FPR@95 |" in t2 and "mcm (no vocabulary) AUROC" in t2
+    assert "| mean |" in t2 and "Brackets: 95% bootstrap intervals" in t2 and "\\label{tab:neglabel-paper-oodA}" in (out / "tables.tex").read_text()
