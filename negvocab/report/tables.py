@@ -267,7 +267,8 @@ def _caption_notes(sel: Sequence[Mapping[str, Any]], t: Table, axes: tuple[str, 
     for d in ("model", "vocabulary", "method", "ood_set"):
         vals = list(dict.fromkeys(str(r.get(d, "")) for r in sel if not (d in ("vocabulary", "method") and _is_baseline(r))))
         if d not in axes and len(vals) == 1 and vals[0]:
-            notes.append(f"{d.replace('_', ' ').capitalize()}: {vals[0] if vals[0] != MEAN else 'mean over the OOD sets'}.")
+            name = {"ood_set": "OOD set"}.get(d, d.capitalize())
+            notes.append(f"{name}: {vals[0] if vals[0] != MEAN else 'mean over the OOD sets'}.")
     base = sorted({str(r["method"]) for r in sel if _is_baseline(r)})
     if base:
         notes.append(f"Without a vocabulary (baseline): {', '.join(base)}.")
@@ -373,8 +374,10 @@ def build_table(
             col = np.where(compete, values[:, j, k], np.nan)
             marks[:, j, k] = _bold(col, low[:, j, k], high[:, j, k], METRIC_NAMES[m][1], bold, ties)
     bad = {str(r["vocabulary"]) for r in sel if r.get("deployable") is False and r.get("vocabulary")}
-    if "vocabulary" in ra and len(ra) == 1:
+    if ra == ("vocabulary",):  # the entry itself says so: bold may fall on an oracle
         index = [f"{i} (NOT deployable)" if i in bad else i for i in index]
+    if ca == ("vocabulary",):
+        columns = [f"{c} (NOT deployable)" if c in bad else c for c in columns]
     t = Table(metrics, ra, ca, index, columns, values, low, high, marks, float(sel[0].get("tpr", 0.95)), summary_rows, summary_cols, intervals, caption, label)
     t.notes = _caption_notes(sel, t, ra + ca, bold, ties, dict(failed or {}), means)
     t.caption = _dedupe_caption(caption, t.metric_names)
@@ -424,6 +427,9 @@ def comparisons(
     (:func:`negvocab.evaluation.compare.paired_bootstrap`); without stored scores the sentence says
     the difference was not tested and names no winner."""
     label = metric_label(metric, float(rows[0].get("tpr", 0.95)) if rows else 0.95)
+    sets = list(dict.fromkeys(str(r.get("ood_set")) for r in rows))
+    if ood_set == MEAN and MEAN not in sets and len(sets) == 1:
+        ood_set = sets[0]  # one OOD set: its mean is itself
     sel = [r for r in rows if str(r.get("ood_set")) == ood_set and r.get("vocabulary")]
     bad = {r["vocabulary"] for r in sel if r.get("deployable") is False}
     shown = lambda v: f"{v} (NOT deployable)" if v in bad else v  # noqa: E731

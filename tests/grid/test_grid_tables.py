@@ -71,9 +71,10 @@ def test_a_grid_folder_reads_back_with_means_digests_and_failures(grid_dir):
     assert failed == {"Broken": "1 cells: unknown open_clip model 'Broken'"} and get is not None
     res = GridResult([r for r in rows if r["ood_set"] != "mean"], out_dir=folder, status={"failed": [{"cell": ["Broken"], "error": "x"}]})
     t = res.paper_table("fpr", rows="model", cols="vocabulary", where={"ood_set": "oodA", "method": "neglabel"}, mean_rows=True)
-    assert t.index == [*MODELS, "mean"] and t.columns == ["A", "B", "mcm (no vocabulary)"]
+    assert t.index == [*MODELS, "mean"] and t.columns == ["A", "B (NOT deployable)", "mcm (no vocabulary)"]
     assert "Broken: cells failed (1 cells: x); not in the table, nor in its means." in t.full_caption()
-    by = {(r["model"], r["vocabulary"] or "mcm (no vocabulary)"): r["fpr"] for r in rows if r["ood_set"] == "oodA"}
+    shown = {"": "mcm (no vocabulary)", "B": "B (NOT deployable)"}
+    by = {(r["model"], shown.get(r["vocabulary"], r["vocabulary"])): r["fpr"] for r in rows if r["ood_set"] == "oodA"}
     np.testing.assert_allclose(t.values[-1, :, 0], [np.mean([by[(m, c)] for m in MODELS]) for c in t.columns], atol=1e-15)
 
 
@@ -118,5 +119,5 @@ def test_write_leaves_a_scores_index_and_labelled_latex(grid_dir, tmp_path):
     assert "\\label{tab:fpr-A-neglabel-paper}" in tex and "\\label{tab:fpr-none-mcm-paper}" in tex
     assert "paired-bootstrap interval" in (out / "comparisons.md").read_text()
     t2 = (out / "tables.md").read_text()
-    assert "### neglabel / paper / mean" in t2 and "| model | A FPR@95 | A AUROC | B FPR@95 |" in t2 and "mcm (no vocabulary) AUROC" in t2
+    assert "### neglabel / paper / mean" in t2 and "| model | A FPR@95 | A AUROC | B (NOT deployable) FPR@95 |" in t2 and "mcm (no vocabulary) AUROC" in t2
     assert "| mean |" in t2 and "Brackets: 95% bootstrap intervals" in t2 and "\\label{tab:neglabel-paper-oodA}" in (out / "tables.tex").read_text()
