@@ -5,7 +5,7 @@ indices for A and B, since both scored the same images) and recomputes the metri
 per draw; the difference's percentile interval says whether A is better, B is better, or neither
 can be told apart on these images. :func:`comparison_sentence` states the verdict over several
 models: "A beats B" only where the interval excludes zero, with n, the count of models where it
-holds, and ties and not-significant results said as such (docs/methods.md, "Paired comparisons").
+holds, and ties and not-significant results said as such ([docs/methods.md](docs/methods.md#paired-comparisons)).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ METRIC_NAMES: dict[str, tuple[str, bool]] = {
     "aupr_in": ("AUPR-In", True),
     "aupr_out": ("AUPR-Out", True),
 }
+SMALL_N = 30  # fewer images than this: a percentile bootstrap interval is too narrow to trust
 TIE_ATOL = 1e-12  # a point difference below this is a tie: the two detectors give the same value
 
 
@@ -192,4 +193,6 @@ def comparison_sentence(a: str, b: str, results: Sequence[tuple[str, PairedCompa
         f"{a} - {b} in points ({direction}), {level}% paired-bootstrap interval over the same ID and OOD images "
         f"({first.n_boot} draws): {per}; mean of the differences {_pts(mean) if not math.isnan(mean) else '-'}"
     )
-    return head + (" (" + ", ".join(rest) + ")" if rest else "") + ". " + tail
+    small = any(r.n_id < SMALL_N or sum(r.n_ood.values()) < SMALL_N for _, r in results)
+    warn = f". Small sample (under {SMALL_N} ID or OOD images): the bootstrap interval understates the uncertainty" if small else ""
+    return head + (" (" + ", ".join(rest) + ")" if rest else "") + ". " + tail + warn

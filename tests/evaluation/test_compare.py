@@ -75,7 +75,7 @@ def test_a_tie_sentence_says_tie_and_no_winner():
     tie = paired_bootstrap(a_id, a_ood, a_id, a_ood, n_boot=20)
     s = comparison_sentence("wordnet@100", "wordnet@200", [("m1", tie), ("m2", tie)], context="FPR@95 on mean")
     assert s.startswith("wordnet@100 and wordnet@200 tie (FPR@95 on mean) for all 2 models") and "beats" not in s
-    assert "m1: +0.00 [+0.00, +0.00] tie, n 40 ID / 25 OOD" in s
+    assert "m1: +0.00 [+0.00, +0.00] tie, n 40 ID / 25 OOD" in s and s.endswith("the bootstrap interval understates the uncertainty")
 
 
 def test_beats_only_where_the_interval_says_so():
@@ -86,7 +86,8 @@ def test_beats_only_where_the_interval_says_so():
     ns = paired_bootstrap(c_id[:12], c_ood[:7], c_id[:12] + rng.normal(0, 0.3, 12), c_ood[:7] + rng.normal(0, 0.3, 7), metric="auroc", n_boot=200)
     assert ns.verdict == "not significant" and ns.low < 0 < ns.high
     s = comparison_sentence("gpt", "wordnet", [("m1", win), ("m2", ns)])
-    assert s.startswith("gpt beats wordnet for 1 of 2 models (not significant for 1)")
+    assert s.startswith("gpt beats wordnet for 1 of 2 models (not significant for 1)") and "Small sample (under 30" in s
+    assert "Small sample" not in comparison_sentence("gpt", "wordnet", [("m1", win)])  # 300 ID and 300 OOD images
     none = comparison_sentence("gpt", "wordnet", [("m2", ns)])
     assert none.startswith("no significant difference between gpt and wordnet for any of 1 models") and "beats" not in none
 
