@@ -174,3 +174,19 @@ def test_score_folder_rows_and_paired_comparisons(tmp_path):
     assert said[-1].startswith("RANDOM WEIGHTS")
     with pytest.raises(InputError, match="no results.json, sweep.json or grid cells/"):
         folder_rows(tmp_path)
+
+
+def test_sweep_folder_rows_name_each_size(tmp_path):
+    """sweep.json as write_sweep leaves it: meta + rows (one per M and OOD set) + references."""
+    rows = [_row("", "wordnet", "ssb", M=m, fpr=f) for m, f in ((50, 0.6), (100, 0.5))]
+    refs = [_row("", "gpt", "ssb", M=300, fpr=0.4, name="gpt")]
+    for r in rows + refs:
+        r.pop("model")
+        r["fpr_ci"] = [r.pop("fpr_ci_low"), r.pop("fpr_ci_high")]
+    (tmp_path / "sweep.json").write_text(json.dumps({"model": "ViT-B-32", "templates": "paper8", "rows": rows, "references": refs}))
+    got, get = folder_rows(tmp_path)
+    t = build_table(got, rows_by="vocabulary", cols_by="ood_set", intervals=True)
+    assert t.index == ["wordnet@50", "wordnet@100", "gpt"] and get is None
+    np.testing.assert_allclose(t.values[:, 0, 0], [0.6, 0.5, 0.4])
+    np.testing.assert_allclose(t.low[:, 0, 0], [0.55, 0.45, 0.35])
+    assert t.bold[:, 0, 0].tolist() == [False, False, True]  # 0.5 and 0.6 lie beyond gpt's [0.35, 0.45]
