@@ -16,6 +16,7 @@ from negvocab.cli import (  # noqa: F401
     report,
     score,
     subsample,
+    table,
 )
 from negvocab.cli.app import app, build_app
 

@@ -3,13 +3,18 @@
 :class:`GridResult` holds one row per cell (model, vocabulary, OOD set, method, convention) plus a
 ``mean`` row over the OOD sets per (model, vocabulary, method, convention). ``pivot`` gives models x
 OOD sets (+ mean) for one metric with the best value per column marked, as Markdown or LaTeX
-(booktabs); ``comparisons`` states in words how two vocabularies compare across models;
+(booktabs); ``paper_table`` is any rows x columns table of :mod:`negvocab.report.tables` (the paper's Table 2:
+models x vocabularies with the mean over VLMs; baselines beside them; intervals; bold only beyond
+the interval); ``comparisons`` states in words how two vocabularies compare across models, each
+model by a paired bootstrap on the stored per-image scores (:mod:`negvocab.evaluation.compare`);
+:func:`load_rows` reads the rows of grid, ``score`` and ``sweep`` folders for ``negvocab table``;
 ``plot_sweep`` overlays the FPR-vs-M curve of each model for a vocabulary built with several sizes.
 Rows from random weights or non-deployable vocabularies are marked where shown.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -17,7 +22,6 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +29,11 @@ import numpy as np
 
 from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.errors import InputError
+from negvocab.evaluation.rows import THRESHOLD_RULES
+from negvocab.grid.config import spec_digest
+from negvocab.grid.work import load_scores, open_sets, plan_cells
+from negvocab.report import tables as T
+from negvocab.scoring.methods import EVALUATION_PARAMS
 from negvocab.textfiles import csv_text
 
 if TYPE_CHECKING:
@@ -32,7 +41,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["COLUMNS", "GridResult", "Pivot", "RANDOM_NOTE"]
+__all__ = ["COLUMNS", "GridResult", "Pivot", "RANDOM_NOTE", "load_rows"]
 
 COLUMNS = [
     "model", "pretrained", "random_weights", "vocabulary", "vocab_source", "vocab_size", "vocab_hash",
@@ -62,7 +71,8 @@ def _mean_rows(rows: Sequence[Mapping[str, Any]], means: Mapping[tuple[str, ...]
         ci = (means or {}).get(tuple(row[k] for k in _GROUP), {})
         for k in [c for c in COLUMNS if c.endswith(("_ci_low", "_ci_high"))]:
             row[k] = ci.get(k, math.nan)  # an interval of the mean is not the mean of intervals
-        row.update(ood_set="mean", n_ood=int(sum(m["n_ood"] for m in members)), cell="")
+        digest = hashlib.sha256(" ".join(sorted(str(m.get("cell", "")) for m in members)).encode()).hexdigest()[:16]
+        row.update(ood_set="mean", n_ood=int(sum(m["n_ood"] for m in members)), cell=digest)  # the digest of its member cells
         out.append(row)
     return out
 
@@ -102,12 +112,14 @@ class Pivot:
 
     def to_latex(self, caption: str | None = None, label: str | None = None) -> str:
         """A LaTeX booktabs table (percent; best per column in bold; needs ``\\usepackage{booktabs}``)."""
-        esc = _latex_escape
+        esc = T.latex_escape
+        name = METRICS[self.metric][0].split("@")[0].lower()
+        if caption and caption.strip().rstrip(".").lower() in (name, f"{name} (%)") or (caption or "").lower().startswith("fpr@") and name == "fpr":
+            caption = None  # the notes name the metric already: "AUROC AUROC (%)" said it twice
         lines = ["\\begin{table}[t]", "\\centering"]
         if caption or self.notes:
             lines.append(f"\\caption{{{esc(caption or '')}{' ' if caption else ''}{esc(' '.join(self.notes))}}}")
-        if label:
-            lines.append(f"\\label{{{label}}}")
+        lines.append(f"\\label{{{label or 'tab:' + re.sub(r'[^A-Za-z0-9]+', '-', self.metric + '-' + self.title).strip('-')}}}")
         lines += [f"\\begin{{tabular}}{{l{'r' * len(self.columns)}}}", "\\toprule"]
         lines.append(" & ".join([esc(self.title or "model"), *(esc(c) for c in self.columns)]) + " \\\\")
         lines.append("\\midrule")
@@ -115,10 +127,6 @@ class Pivot:
             lines.append(" & ".join([esc(name), *cells]) + " \\\\")
         lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
         return "\n".join(lines) + "\n"
-
-
-def _latex_escape(text: str) -> str:
-    return re.sub(r"([&%$#_{}])", r"\\\1", text).replace("~", "\\textasciitilde{}").replace("^", "\\^{}")
 
 
 class GridResult:
@@ -154,21 +162,12 @@ class GridResult:
         """The tidy long table: the cell rows, then the ``ood_set = "mean"`` rows (``mean=True``)."""
         return [*self.rows, *(_mean_rows(self.rows, self.means) if mean else [])]
 
-    def _select(self, fixed: Mapping[str, Any], free: str) -> list[dict[str, Any]]:
-        rows = self.table()
-        for dim in ("vocabulary", "method", "convention", "model"):
-            if dim == free:
-                continue
-            values = list(dict.fromkeys(r[dim] for r in rows))
-            want = fixed.get(dim)
-            if want is None:
-                if len(values) > 1:
-                    raise InputError(f"the grid has several {dim} values ({', '.join(map(str, values))}); pass {dim}=...")
-                continue
-            if want not in values:
-                raise InputError(f"no {dim} {want!r} in the grid; it has {', '.join(map(str, values))}")
-            rows = [r for r in rows if r[dim] == want]
-        return rows
+    def failed_models(self) -> dict[str, str]:
+        """Model -> the one-line reason, for models with failed cells (from the grid's status)."""
+        out: dict[str, str] = {}
+        for f in self.status.get("failed", []):
+            out.setdefault(str(f["cell"][0]), f"{sum(1 for g in self.status['failed'] if g['cell'][0] == f['cell'][0])} cells: {f.get('error', '')}")
+        return out
 
     def pivot(
         self,
@@ -181,33 +180,42 @@ class GridResult:
         model: str | None = None,
     ) -> Pivot:
         """``metric`` with ``rows`` (model, vocabulary or method) x OOD sets + mean; the other
-        dimensions fixed by the keyword arguments (needed where the grid has several values)."""
+        dimensions fixed by the keyword arguments (needed where the grid has several values).
+        Methods without a vocabulary (MCM) stay beside the vocabularies. :meth:`paper_table` makes
+        any other layout, with intervals."""
         if metric not in METRICS:
             raise InputError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
         if rows not in ("model", "vocabulary", "method"):
             raise InputError(f"rows must be model, vocabulary or method, got {rows!r}")
-        sel = self._select({"vocabulary": vocabulary, "method": method, "convention": convention, "model": model}, rows)
-        if not sel:
+        fixed = {k: v for k, v in {"vocabulary": vocabulary, "method": method, "convention": convention, "model": model}.items() if v is not None}
+        if not self.rows:
             raise InputError("no finished cells to tabulate")
-        index = list(dict.fromkeys(r[rows] for r in sel))
+        sel = T.select_rows(self.table(), (rows, "ood_set"), fixed, True)
+        index = list(dict.fromkeys(T.row_label(r, rows) for r in sel))
         columns = [c for c in dict.fromkeys(r["ood_set"] for r in sel) if c != "mean"]
         columns += ["mean"] if any(r["ood_set"] == "mean" for r in sel) else []
         values = np.full((len(index), len(columns)), np.nan)
         for r in sel:
-            values[index.index(r[rows]), columns.index(r["ood_set"])] = r[metric]
+            values[index.index(T.row_label(r, rows)), columns.index(r["ood_set"])] = r[metric]
         name, higher = METRICS[metric]
         tpr = int(round(100 * sel[0]["tpr"]))
-        notes = [f"{name.format(tpr=tpr)} (%), {sel[0]['convention']} convention; best per column in bold."]
+        conv = sel[0]["convention"]
+        notes = [f"{name.format(tpr=tpr)} (%), {conv} convention (threshold: {THRESHOLD_RULES.get(conv, conv)}); best point estimate per column in bold (not tested; ties all bold)."]
         if metric.startswith("aupr"):
             notes.append(f"AUPR as {sel[0]['aupr_method'].replace('_', ' ')}.")
         bad = sorted({r["vocabulary"] for r in sel if not r.get("deployable", True)})
         if bad:
             notes.append(f"Not deployable (oracle/transductive): {', '.join(bad)}.")
+        notes += [f"{m}: cells failed ({why}); not shown." for m, why in self.failed_models().items()]
         if any(r.get("random_weights") for r in sel):
             notes.append(RANDOM_NOTE)
-        fixed = [f"{d}={sel[0][d]}" for d in ("vocabulary", "method", "model") if d != rows and len({r[d] for r in sel}) == 1]
-        if fixed:
-            notes.append("(" + ", ".join(fixed) + ")")
+        shown = {"vocabulary": lambda v: v or "none", "method": str, "model": str}
+        fixed_notes = [f"{d}={shown[d](sel[0][d])}" for d in ("vocabulary", "method", "model") if d != rows and len({r[d] for r in sel}) == 1]
+        base = sorted({r["method"] for r in sel if not r["vocabulary"]})
+        if base and rows != "method" and any(r["vocabulary"] for r in sel):
+            fixed_notes.append(f"without a vocabulary: {', '.join(base)}")
+        if fixed_notes:
+            notes.append("(" + ", ".join(fixed_notes) + ")")
         if rows == "vocabulary":  # the row itself says so: bold may fall on an oracle row
             index = [f"{i} (NOT deployable)" if i in bad else i for i in index]
         return Pivot(metric, [str(i) for i in index], columns, values, higher, title=rows, notes=notes)
@@ -216,35 +224,39 @@ class GridResult:
         """:meth:`pivot` as a LaTeX booktabs table."""
         return self.pivot(metric, **pivot).to_latex(caption=caption, label=label)
 
-    def comparisons(self, metric: str = "fpr", ood_set: str = "mean") -> list[str]:
+    def paper_table(self, metric: str | Sequence[str] = "fpr", *, rows: str | Sequence[str] = "model", cols: str | Sequence[str] = "ood_set", **kw: Any) -> T.Table:
+        """Any rows x columns table of the grid (:func:`negvocab.report.tables.build_table`; ``kw``
+        as there: ``where``, ``mean_rows``, ``col_groups``, ``intervals``, ``bold``, ...); models
+        whose cells failed are named in the caption. The paper's Table 2:
+        ``paper_table("fpr", rows="model", cols="vocabulary", where={"ood_set": "mean", "method": "neglabel"}, mean_rows=True)``."""
+        return T.build_table(self.table(), metric=metric, rows_by=rows, cols_by=cols, failed=self.failed_models(), **kw)
+
+    def score_getter(self) -> T.ScoreGetter | None:
+        """Per-image scores of a (model, vocabulary, method) from ``scores/`` (the grid's config or
+        the ``scores_index.json`` its :meth:`write` left), or None where they cannot be found."""
+        index = self._score_index()
+        if not index or self.out_dir is None:
+            return None
+        return _getter(Path(self.out_dir), index)
+
+    def _score_index(self) -> dict[str, Any]:
+        if self.config is not None:
+            index: dict[str, Any] = {}
+            for c in plan_cells(self.config, open_sets(self.config)):
+                entry = index.setdefault(" | ".join((c.model, c.vocabulary, c.method)), {"id": c.id_scores, "ood": {}})
+                entry["ood"][c.ood_set] = c.ood_scores
+            return index
+        return _stored_index(Path(self.out_dir)) if self.out_dir is not None else {}
+
+    def comparisons(self, metric: str = "fpr", ood_set: str = "mean", *, n_boot: int | None = None, seed: int = 0) -> list[str]:
         """Sentences comparing each pair of vocabularies across models (per method and convention),
-        e.g. "gpt beats wordnet@5000 for 8 of 8 models (FPR@95 on mean, paper): mean difference
-        -3.10 points (range -5.20 to -0.40)"."""
-        name, higher = METRICS[metric]
-        rows = [r for r in self.table() if r["ood_set"] == ood_set and r["vocabulary"]]
-        bad = {r["vocabulary"] for r in rows if not r.get("deployable", True)}
-        shown = lambda v: f"{v} (NOT deployable)" if v in bad else v  # noqa: E731
-        out = []
-        for meth, conv in dict.fromkeys((r["method"], r["convention"]) for r in rows):
-            mine = [r for r in rows if r["method"] == meth and r["convention"] == conv]
-            vocabs = list(dict.fromkeys(r["vocabulary"] for r in mine))
-            value = {(r["model"], r["vocabulary"]): r[metric] for r in mine}
-            for a, b in combinations(vocabs, 2):
-                models = [m for m in dict.fromkeys(r["model"] for r in mine) if (m, a) in value and (m, b) in value]
-                if not models:
-                    continue
-                diff = np.array([value[(m, a)] - value[(m, b)] for m in models]) * 100
-                a_wins = int(np.sum(diff > 0 if higher else diff < 0))
-                b_wins = int(np.sum(diff < 0 if higher else diff > 0))
-                win, lose, k, d = (a, b, a_wins, diff) if a_wins >= b_wins else (b, a, b_wins, -diff)
-                label = name.format(tpr=int(round(100 * mine[0]["tpr"])))
-                out.append(
-                    f"{shown(win)} beats {shown(lose)} for {k} of {len(models)} models ({label} on {ood_set}, {meth}, {conv}): "
-                    f"mean difference {d.mean():+.2f} points (range {d.min():+.2f} to {d.max():+.2f})"
-                )
-        if out and self.random_weights:
-            out.append(RANDOM_NOTE)
-        return out
+        each model by a paired bootstrap over its ID and OOD images (:func:`negvocab.report.tables.comparisons`):
+        "A beats B" only where the difference's interval excludes 0, with n and the count of models."""
+        if metric not in METRICS:
+            raise InputError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
+        boot = n_boot or (self.config.n_boot if self.config is not None and self.config.n_boot else EVALUATION_PARAMS["n_boot"].default)
+        said = T.comparisons(self.table(), self.score_getter(), metric=metric, ood_set=ood_set, n_boot=int(boot), seed=seed)
+        return said + [f"{m}: cells failed ({why}); left out of these comparisons" for m, why in self.failed_models().items()]
 
     def plot_sweep(self, path: str | os.PathLike[str], *, vocabulary: str, method: str | None = None, convention: str | None = None, ood_set: str = "mean") -> Path:
         """FPR against pool size M for ``vocabulary@M`` entries, one line per model (log x axis);
@@ -286,7 +298,8 @@ class GridResult:
 
     def write(self, out_dir: str | os.PathLike[str] | None = None) -> Path:
         """Write ``table.csv`` (+ ``table.parquet`` with pyarrow), one pivot per (vocabulary, method,
-        convention) as ``pivots.md`` / ``pivots.tex``, ``comparisons.md``, the M sweeps
+        convention) as ``pivots.md`` / ``pivots.tex``, the paper's Table 2 per (method, convention,
+        OOD set) as ``tables.md`` / ``tables.tex``, ``scores_index.json``, ``comparisons.md``, the M sweeps
         (``sweep_<vocabulary>.pdf``/``.svg``) and ``grid.json`` (last; the run's stats)."""
         out = Path(out_dir or self.out_dir or ".")
         out.mkdir(parents=True, exist_ok=True)
@@ -301,9 +314,16 @@ class GridResult:
                 continue
             head = f"{vocab or '(no vocabulary)'} / {meth} / {conv}"
             md.append(f"### {head}\n\n{p.to_markdown()}")
-            tex.append(f"% {head}\n{p.to_latex(caption=head)}")
+            tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{vocab or 'none'}-{meth}-{conv}").strip("-")
+            tex.append(f"% {head}\n{p.to_latex(caption=head, label=f'tab:fpr-{tag}')}")
         write_text(out / "pivots.md", "\n".join(md))
         write_text(out / "pivots.tex", "\n".join(tex))
+        md, tex = self._paper_tables()
+        write_text(out / "tables.md", "\n".join(md))
+        write_text(out / "tables.tex", "\n".join(tex))
+        index = self._score_index()
+        if index:  # what `negvocab table DIR --compare` needs to find each entry's per-image scores
+            write_json(out / "scores_index.json", index)
         write_text(out / "comparisons.md", "\n".join(f"- {s}" for s in self.comparisons()) + "\n")
         swept = dict.fromkeys(r["vocabulary"].rsplit("@", 1)[0] for r in table if "@" in r["vocabulary"])
         for vocab in swept:
@@ -316,6 +336,24 @@ class GridResult:
         write_json(out / "grid.json", json.loads(json.dumps(doc, default=str)))
         return out
 
+    def _paper_tables(self) -> tuple[list[str], list[str]]:
+        """Table 2 per (method, convention, OOD set): models x vocabularies (the baselines beside
+        them), FPR and AUROC side by side with intervals, the mean over models where there are several."""
+        md, tex = [], []
+        table = self.table()
+        several = len({r["model"] for r in table}) > 1
+        for meth, conv in dict.fromkeys((r["method"], r["convention"]) for r in table if r["vocabulary"]):
+            for ood in dict.fromkeys(r["ood_set"] for r in table):
+                where = {"ood_set": ood, "method": meth, "convention": conv}
+                tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{meth}-{conv}-{ood}").strip("-")
+                try:
+                    t = self.paper_table(["fpr", "auroc"], rows="model", cols="vocabulary", where=where, mean_rows=several, intervals=True, label=f"tab:{tag}")
+                except InputError:
+                    continue
+                md.append(f"### {meth} / {conv} / {ood}\n\n{t.to_markdown()}")
+                tex.append(f"% {meth} / {conv} / {ood}\n{t.to_latex()}")
+        return md, tex
+
     @staticmethod
     def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
         try:
@@ -327,3 +365,87 @@ class GridResult:
         cols = {c: [r.get(c) for r in rows] for c in COLUMNS}
         with atomic_path(path, suffix=".parquet") as tmp:
             pq.write_table(pa.table(cols), tmp)
+
+
+def _getter(out: Path, index: Mapping[str, Any]) -> T.ScoreGetter:
+    def get(model: str, vocabulary: str, method: str) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+        entry = index.get(" | ".join((model, vocabulary, method)))
+        if entry is None:
+            return None
+        s_id = load_scores(out / "scores" / f"{entry['id']}.npz")
+        sets = {k: load_scores(out / "scores" / f"{d}.npz") for k, d in entry["ood"].items()}
+        if s_id is None or any(v is None for v in sets.values()):
+            return None
+        return s_id, {k: v for k, v in sets.items() if v is not None}
+
+    return get
+
+
+def _stored_index(out: Path) -> dict[str, Any]:
+    path = out / "scores_index.json"
+    if not path.is_file():
+        return {}
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: not readable JSON ({e})") from e
+    if not isinstance(doc, dict) or not all(isinstance(v, dict) and "id" in v and isinstance(v.get("ood"), dict) for v in doc.values()):
+        raise InputError(f"{path}: each entry must be {{'id': digest, 'ood': {{set: digest}}}}")
+    return doc
+
+
+def _grid_folder(folder: Path) -> GridResult:
+    """A grid's output folder read back without its config: the stored cells, the stored intervals
+    of the means (``means/``), the failed cells, and ``scores_index.json`` when written."""
+    rows, digests, failed = [], [], []
+    for path in sorted((folder / "cells").glob("*.json")):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise InputError(f"{path}: not a readable grid cell ({e})") from e
+        if path.name.endswith(".failed.json"):
+            failed.append({"cell": doc.get("cell", ["?"]), "error": doc.get("error", "")})
+        elif isinstance(doc, dict) and isinstance(doc.get("row"), dict):
+            rows.append(doc["row"])
+            digests.append(str(doc.get("digest", "")))
+        else:
+            raise InputError(f"{path}: key 'row' must hold the cell's results row")
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for r, d in zip(rows, digests, strict=True):
+        groups.setdefault(tuple(r[k] for k in _GROUP), []).append(d)
+    means = {}
+    for key, ds in groups.items():
+        path = folder / "means" / f"{spec_digest(sorted(ds))}.json"
+        if path.is_file():
+            means[key] = json.loads(path.read_text(encoding="utf-8"))
+    return GridResult(rows, None, out_dir=folder, status={"failed": failed}, means=means)
+
+
+def load_rows(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[dict[str, Any]], T.ScoreGetter | None, dict[str, str]]:
+    """Tidy rows of grid, ``score`` and ``sweep`` folders together (``negvocab table DIR...``),
+    the per-image scores where stored, and the models whose cells failed."""
+    rows: list[dict[str, Any]] = []
+    getters: list[T.ScoreGetter] = []
+    failed: dict[str, str] = {}
+    for p in map(Path, paths):
+        if not p.is_dir():
+            raise InputError(f"{p}: not a folder; give folders of negvocab score, sweep or grid run")
+        if (p / "cells").is_dir():
+            res = _grid_folder(p)
+            rows += res.table()
+            failed.update(res.failed_models())
+            get = res.score_getter()
+        else:
+            more, get = T.folder_rows(p)
+            rows += more
+        if get is not None:
+            getters.append(get)
+
+    def first(model: str, vocabulary: str, method: str) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+        for g in getters:
+            found = g(model, vocabulary, method)
+            if found is not None:
+                return found
+        return None
+
+    return rows, (first if getters else None), failed

@@ -1,0 +1,198 @@
+"""Paired comparisons: is detector A better than detector B on the same images, beyond chance?
+
+:func:`paired_bootstrap` resamples the ID images and each OOD set's images together (the same
+indices for A and B, since both scored the same images) and recomputes the metric difference A - B
+per draw; the difference's percentile interval says whether A is better, B is better, or neither
+can be told apart on these images. :func:`comparison_sentence` states the verdict over several
+models: "A beats B" only where the interval excludes zero, with n, the count of models where it
+holds, and ties and not-significant results said as such ([docs/methods.md](docs/methods.md#paired-comparisons)).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from negvocab.errors import InputError
+from negvocab.scoring import metrics as M
+from negvocab.scoring.methods import check_evaluation
+
+__all__ = ["METRIC_NAMES", "PairedComparison", "comparison_sentence", "metric_label", "metric_value", "paired_bootstrap"]
+
+#: display name and direction (higher is better?) of each metric
+METRIC_NAMES: dict[str, tuple[str, bool]] = {
+    "fpr": ("FPR@{tpr}", False),
+    "auroc": ("AUROC", True),
+    "aupr_in": ("AUPR-In", True),
+    "aupr_out": ("AUPR-Out", True),
+}
+SMALL_N = 30  # fewer images than this: a percentile bootstrap interval is too narrow to trust
+TIE_ATOL = 1e-12  # a point difference below this is a tie: the two detectors give the same value
+
+
+def metric_label(metric: str, tpr: float = 0.95) -> str:
+    """``FPR@95``, ``AUROC``, ...; one line naming the allowed metrics for anything else."""
+    if metric not in METRIC_NAMES:
+        raise InputError(f"unknown metric {metric!r}; choose one of {', '.join(METRIC_NAMES)}")
+    return METRIC_NAMES[metric][0].format(tpr=int(round(100 * tpr)))
+
+
+def metric_value(metric: str, s_id: np.ndarray, s_ood: np.ndarray, *, tpr: float, convention: str) -> float:
+    """One metric of ID vs OOD scores under ``convention`` (the library's own metric functions)."""
+    if metric == "fpr":
+        return M.fpr_at_tpr(s_id, s_ood, tpr, convention=convention)  # type: ignore[arg-type]
+    if metric == "auroc":
+        return M.auroc(s_id, s_ood)
+    if metric in ("aupr_in", "aupr_out"):
+        fn = M.aupr_in if metric == "aupr_in" else M.aupr_out
+        return fn(s_id, s_ood, method=M.aupr_method_for(convention))  # type: ignore[arg-type]
+    raise InputError(f"unknown metric {metric!r}; choose one of {', '.join(METRIC_NAMES)}")
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """A - B on the same images: the difference (in [0, 1] units), its interval, the verdict.
+
+    ``verdict`` is ``"a"`` (A better beyond the interval), ``"b"``, ``"tie"`` (the same value on these
+    images) or ``"not significant"`` (the interval contains 0). ``p`` is the two-sided bootstrap
+    p-value ``2 min(P(d <= 0), P(d >= 0))`` with the +1 correction. ``draws`` are the per-draw
+    differences.
+    """
+
+    metric: str
+    diff: float
+    low: float
+    high: float
+    level: float
+    p: float
+    n_id: int
+    n_ood: dict[str, int]
+    n_boot: int
+    higher_is_better: bool
+    verdict: str
+    draws: np.ndarray = field(repr=False, compare=False)
+
+    def better(self, a: str, b: str) -> str | None:
+        """The name of the better detector, or None for a tie or a non-significant difference."""
+        return {"a": a, "b": b}.get(self.verdict)
+
+
+def _as_sets(ood: np.ndarray | Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    if isinstance(ood, Mapping):
+        return {str(k): np.asarray(v, dtype=np.float64) for k, v in ood.items()}
+    return {"ood": np.asarray(ood, dtype=np.float64)}
+
+
+def paired_bootstrap(
+    a_id: np.ndarray,
+    a_ood: np.ndarray | Mapping[str, np.ndarray],
+    b_id: np.ndarray,
+    b_ood: np.ndarray | Mapping[str, np.ndarray],
+    *,
+    metric: str = "fpr",
+    tpr: float = 0.95,
+    convention: str = "paper",
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> PairedComparison:
+    """Paired bootstrap of ``metric(A) - metric(B)`` over ID and OOD images together.
+
+    ``a_ood``/``b_ood``: one OOD score array, or OOD sets by name (then the metric is the mean over
+    the sets, as the tables' ``mean`` column). Each draw takes ``n_id`` ID indices with replacement
+    (``rng.integers(0, n_id, n_id)``), then, set by set in order, that set's indices the same way,
+    from ``numpy.random.default_rng(seed)``; A and B are scored on the same indices. The interval is
+    the percentile ``[(1 - level)/2, (1 + level)/2]`` range of the differences.
+    """
+    check_evaluation(n_boot=n_boot, seed=seed, convention=convention, tpr=tpr)
+    if n_boot < 1:
+        raise InputError(f"a paired test needs n_boot >= 1, got {n_boot}")
+    if not 0 < level < 1:
+        raise InputError(f"level must be in (0, 1), got {level!r}")
+    label = metric_label(metric, tpr)
+    higher = METRIC_NAMES[metric][1]
+    ai, bi = np.asarray(a_id, dtype=np.float64), np.asarray(b_id, dtype=np.float64)
+    ao, bo = _as_sets(a_ood), _as_sets(b_ood)
+    if ai.shape != bi.shape or ai.ndim != 1 or ai.size == 0:
+        raise InputError(f"{label}: a paired test needs the same ID images for A and B (got {ai.shape} and {bi.shape} scores)")
+    if list(ao) != list(bo) or any(ao[k].shape != bo[k].shape or ao[k].size == 0 for k in ao):
+        raise InputError(f"{label}: a paired test needs the same OOD images for A and B (sets {list(ao)} vs {list(bo)})")
+
+    def value(ids: np.ndarray, sets: Mapping[str, np.ndarray], idx_id: np.ndarray | None, idx: Sequence[np.ndarray] | None) -> float:
+        x = ids if idx_id is None else ids[idx_id]
+        vals = [metric_value(metric, x, s if idx is None else s[idx[j]], tpr=tpr, convention=convention) for j, s in enumerate(sets.values())]
+        return float(np.mean(vals))
+
+    diff = value(ai, ao, None, None) - value(bi, bo, None, None)
+    rng = np.random.default_rng(seed)
+    draws = np.empty(int(n_boot))
+    for b in range(int(n_boot)):
+        idx_id = rng.integers(0, ai.size, ai.size)
+        idx = [rng.integers(0, s.size, s.size) for s in ao.values()]
+        draws[b] = value(ai, ao, idx_id, idx) - value(bi, bo, idx_id, idx)
+    low, high = (float(x) for x in np.quantile(draws, [(1 - level) / 2, (1 + level) / 2]))
+    p = min(1.0, 2 * min((1 + np.sum(draws <= 0)) / (n_boot + 1), (1 + np.sum(draws >= 0)) / (n_boot + 1)))
+    if abs(diff) <= TIE_ATOL:
+        verdict = "tie"
+    elif low > 0 or high < 0:
+        verdict = "a" if (diff > 0) == higher else "b"
+    else:
+        verdict = "not significant"
+    return PairedComparison(
+        metric, diff, low, high, level, float(p), int(ai.size), {k: int(v.size) for k, v in ao.items()}, int(n_boot), higher, verdict, draws
+    )
+
+
+def _pts(x: float) -> str:
+    return f"{100 * x:+.2f}"
+
+
+def comparison_sentence(a: str, b: str, results: Sequence[tuple[str, PairedComparison]], *, context: str = "") -> str:
+    """One sentence on A vs B over models: ``results`` is (model, comparison) per model.
+
+    "A beats B" only where every significant model goes A's way; a split, a tie and "no significant
+    difference" are said as such. Each model's difference A - B (points) comes with its interval and
+    n; the mean difference is named as the mean of the per-model differences.
+    """
+    if not results:
+        raise InputError(f"no model has both {a} and {b} to compare")
+    first = results[0][1]
+    n = len(results)
+    wins_a = sum(r.verdict == "a" for _, r in results)
+    wins_b = sum(r.verdict == "b" for _, r in results)
+    ties = sum(r.verdict == "tie" for _, r in results)
+    ns = n - wins_a - wins_b - ties
+    what = metric_label(first.metric).split("@")[0] if first.metric != "fpr" else "FPR"
+    ctx = f" ({context})" if context else ""
+    if wins_a and not wins_b:
+        head = f"{a} beats {b}{ctx} for {wins_a} of {n} models"
+    elif wins_b and not wins_a:
+        head = f"{b} beats {a}{ctx} for {wins_b} of {n} models"
+    elif wins_a and wins_b:
+        head = f"{a} and {b} split{ctx}: {a} better for {wins_a}, {b} better for {wins_b} of {n} models"
+    elif ties == n:
+        head = f"{a} and {b} tie{ctx} for all {n} models (the same {what} on the same images)"
+    else:
+        head = f"no significant difference between {a} and {b}{ctx} for any of {n} models"
+    rest = []
+    if ns and (wins_a or wins_b):
+        rest.append(f"not significant for {ns}")
+    if ties and ties < n:
+        rest.append(f"a tie for {ties}")
+    level = int(round(100 * first.level))
+    per = "; ".join(
+        f"{m}: {_pts(r.diff)} [{_pts(r.low)}, {_pts(r.high)}]" + (" tie" if r.verdict == "tie" else "") + f", n {r.n_id} ID / {sum(r.n_ood.values())} OOD"
+        for m, r in results
+    )
+    mean = float(np.mean([r.diff for _, r in results]))
+    direction = "lower is better" if not first.higher_is_better else "higher is better"
+    tail = (
+        f"{a} - {b} in points ({direction}), {level}% paired-bootstrap interval over the same ID and OOD images "
+        f"({first.n_boot} draws): {per}; mean of the differences {_pts(mean) if not math.isnan(mean) else '-'}"
+    )
+    small = any(r.n_id < SMALL_N or sum(r.n_ood.values()) < SMALL_N for _, r in results)
+    warn = f". Small sample (under {SMALL_N} ID or OOD images): the bootstrap interval understates the uncertainty" if small else ""
+    return head + (" (" + ", ".join(rest) + ")" if rest else "") + ". " + tail + warn

@@ -1,0 +1,104 @@
+"""The paired bootstrap against a direct numpy/sklearn computation, and what the sentences say."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from negvocab.errors import InputError
+from negvocab.evaluation.compare import comparison_sentence, paired_bootstrap
+
+
+def _fpr_paper(s_id: np.ndarray, s_ood: np.ndarray) -> float:
+    """FPR@95, paper convention, written out: threshold = 5% quantile of ID (linear), FPR = share of OOD >= it."""
+    return float(np.mean(s_ood >= np.quantile(s_id, 0.05)))
+
+
+def _scores(seed: int = 0, n_id: int = 40, n_ood: int = 25, gap: float = 1.0):
+    rng = np.random.default_rng(seed)
+    s_id = rng.normal(1.0, 1.0, n_id)
+    a_ood = rng.normal(1.0 - gap, 1.0, n_ood)
+    b_ood = a_ood + rng.normal(0.3, 0.4, n_ood)  # B: the same images, OOD scores pushed up (worse)
+    b_id = s_id + rng.normal(0.0, 0.1, n_id)
+    return s_id, a_ood, b_id, b_ood
+
+
+def test_paired_bootstrap_equals_a_direct_numpy_loop():
+    a_id, a_ood, b_id, b_ood = _scores()
+    res = paired_bootstrap(a_id, a_ood, b_id, b_ood, metric="fpr", n_boot=300, seed=7)
+    rng = np.random.default_rng(7)
+    want = []
+    for _ in range(300):
+        i, o = rng.integers(0, a_id.size, a_id.size), rng.integers(0, a_ood.size, a_ood.size)
+        want.append(_fpr_paper(a_id[i], a_ood[o]) - _fpr_paper(b_id[i], b_ood[o]))
+    np.testing.assert_allclose(res.draws, want, rtol=0, atol=1e-12)
+    lo, hi = np.quantile(want, [0.025, 0.975])
+    assert (res.low, res.high) == pytest.approx((lo, hi), abs=1e-12)
+    assert res.diff == pytest.approx(_fpr_paper(a_id, a_ood) - _fpr_paper(b_id, b_ood), abs=1e-12)
+    assert res.n_id == 40 and res.n_ood == {"ood": 25} and not res.higher_is_better
+
+
+def test_auroc_over_two_sets_is_the_mean_of_sklearn_per_set():
+    a_id, a1, b_id, b1 = _scores(1)
+    _, a2, _, b2 = _scores(2, n_ood=15)
+    res = paired_bootstrap(a_id, {"s1": a1, "s2": a2}, b_id, {"s1": b1, "s2": b2}, metric="auroc", n_boot=100, seed=3)
+
+    def auc(i, o):
+        return roc_auc_score(np.r_[np.ones(i.size), np.zeros(o.size)], np.r_[i, o])
+
+    rng = np.random.default_rng(3)
+    want = []
+    for _ in range(100):
+        i = rng.integers(0, a_id.size, a_id.size)
+        j1, j2 = rng.integers(0, a1.size, a1.size), rng.integers(0, a2.size, a2.size)
+        da = (auc(a_id[i], a1[j1]) + auc(a_id[i], a2[j2])) / 2
+        db = (auc(b_id[i], b1[j1]) + auc(b_id[i], b2[j2])) / 2
+        want.append(da - db)
+    np.testing.assert_allclose(res.draws, want, atol=1e-12)
+    assert res.n_ood == {"s1": 25, "s2": 15}
+
+
+def test_verdicts_tie_significant_and_not():
+    a_id, a_ood, b_id, b_ood = _scores(gap=2.0, n_id=300, n_ood=300)
+    clear = paired_bootstrap(a_id, a_ood, b_id, b_ood, metric="auroc", n_boot=200)
+    assert clear.verdict == "a" and clear.low > 0 and clear.better("A", "B") == "A" and clear.p < 0.05
+    same = paired_bootstrap(a_id, a_ood, a_id.copy(), a_ood.copy(), n_boot=50)
+    assert same.verdict == "tie" and same.diff == 0 and same.better("A", "B") is None
+    rng = np.random.default_rng(5)
+    noisy = paired_bootstrap(a_id[:12], a_ood[:7], a_id[:12] + rng.normal(0, 0.5, 12), a_ood[:7] + rng.normal(0, 0.5, 7), n_boot=300)
+    assert noisy.verdict in ("not significant", "tie") and noisy.low <= 0 <= noisy.high
+
+
+def test_a_tie_sentence_says_tie_and_no_winner():
+    a_id, a_ood, _, _ = _scores()
+    tie = paired_bootstrap(a_id, a_ood, a_id, a_ood, n_boot=20)
+    s = comparison_sentence("wordnet@100", "wordnet@200", [("m1", tie), ("m2", tie)], context="FPR@95 on mean")
+    assert s.startswith("wordnet@100 and wordnet@200 tie (FPR@95 on mean) for all 2 models") and "beats" not in s
+    assert "m1: +0.00 [+0.00, +0.00] tie, n 40 ID / 25 OOD" in s and s.endswith("the bootstrap interval understates the uncertainty")
+
+
+def test_beats_only_where_the_interval_says_so():
+    a_id, a_ood, b_id, b_ood = _scores(gap=2.0, n_id=300, n_ood=300)
+    win = paired_bootstrap(a_id, a_ood, b_id, b_ood, metric="auroc", n_boot=200)
+    c_id, c_ood, _, _ = _scores(gap=0.5)
+    rng = np.random.default_rng(0)  # 12 ID and 7 OOD images, B = A + noise: nothing can be told apart
+    ns = paired_bootstrap(c_id[:12], c_ood[:7], c_id[:12] + rng.normal(0, 0.3, 12), c_ood[:7] + rng.normal(0, 0.3, 7), metric="auroc", n_boot=200)
+    assert ns.verdict == "not significant" and ns.low < 0 < ns.high
+    s = comparison_sentence("gpt", "wordnet", [("m1", win), ("m2", ns)])
+    assert s.startswith("gpt beats wordnet for 1 of 2 models (not significant for 1)") and "Small sample (under 30" in s
+    assert "Small sample" not in comparison_sentence("gpt", "wordnet", [("m1", win)])  # 300 ID and 300 OOD images
+    none = comparison_sentence("gpt", "wordnet", [("m2", ns)])
+    assert none.startswith("no significant difference between gpt and wordnet for any of 1 models") and "beats" not in none
+
+
+def test_refuses_unpaired_scores_and_bad_settings():
+    a_id, a_ood, b_id, b_ood = _scores()
+    with pytest.raises(InputError, match="same ID images"):
+        paired_bootstrap(a_id, a_ood, b_id[:-1], b_ood)
+    with pytest.raises(InputError, match="same OOD images"):
+        paired_bootstrap(a_id, {"x": a_ood}, b_id, {"y": b_ood})
+    with pytest.raises(InputError, match="n_boot"):
+        paired_bootstrap(a_id, a_ood, b_id, b_ood, n_boot=0)
+    with pytest.raises(InputError, match="unknown metric"):
+        paired_bootstrap(a_id, a_ood, b_id, b_ood, metric="acc")
