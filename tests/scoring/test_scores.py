@@ -8,8 +8,8 @@ import torch
 
 import negvocab
 from negvocab.errors import InputError
-from negvocab.scoring import scores as S
 from negvocab.scoring import eoe as eoe_mod
+from negvocab.scoring import scores as S
 from tests.scoring import reference as ref
 
 ATOL = 1e-5

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import negvocab
-from negvocab.scoring import eoe as eoe_mod
 from negvocab.errors import InputError
+from negvocab.scoring import eoe as eoe_mod
 from negvocab.scoring.sweep import parse_sizes
 from tests.scoring import reference as ref
 
@@ -118,7 +118,6 @@ def test_neglabel_prefixes_equals_the_float64_formula(emb):
 def test_neglabel_eoe_sweep_at_extreme_logits_takes_the_exact_path_for_both_terms(emb, caplog, monkeypatch):
     import logging
 
-    from negvocab.scoring import scores as S
 
     img, idt, neg = ref.f64(*emb)
     monkeypatch.setattr(eoe_mod, "_joint_max_probs", lambda *a, **k: pytest.fail("a second pass for the penalty"))
