@@ -286,8 +286,6 @@ async def run_batch(
             error = client.scrub(error)
             if answer is not None and answer.snippet:
                 answer.snippet = client.scrub(answer.snippet)
-            if answer is not None:
-                answer.raw_labels = client.scrub_items(answer.raw_labels)
             final = fails[cid] + 1 >= max_submissions
             if answer is not None and (answer.status in ("ok", "refused") or final):
                 answer.attempts = fails[cid] + 1

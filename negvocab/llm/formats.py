@@ -16,13 +16,13 @@ identity: each journaled result records the mode it was asked in, so a run resum
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from negvocab.errors import InputError
 from negvocab.labels.clean import clean_labels, raw_items
+from negvocab.llm.server_errors import FORMAT, classify
 
 __all__ = [
     "BadAnswer",
@@ -69,8 +69,6 @@ NEXT: dict[str, str] = {"json_schema": "json_object", "json_object": "text"}
 JSON_HINT = 'Answer with a JSON object of the form {"labels": ["name", "name", ...]} and nothing else.'
 TEXT_HINT = "Answer with the names only, one name a line, nothing else."
 
-_NAMES_FORMAT = re.compile(r"response.?format|json.?schema|json.?object|structured.?output|guided.?(?:json|decoding)|grammar", re.I)
-
 
 def check_mode(mode: str) -> str:
     """``mode`` if it is one of :data:`MODES`, else a one-line :class:`InputError`."""
@@ -100,8 +98,9 @@ def messages_for(mode: str, messages: list[dict[str, str]]) -> list[dict[str, st
 
 
 def rejects_format(status_code: int | None, message: str) -> bool:
-    """Whether an HTTP error is the server refusing the ``response_format`` asked for."""
-    return status_code in (400, 422) and bool(_NAMES_FORMAT.search(message or ""))
+    """Whether an HTTP error is the server refusing the ``response_format`` asked for: a 400/422, or a
+    500 whose body names it (llama-cpp-python, and LiteLLM in front of it; :mod:`negvocab.llm.server_errors`)."""
+    return classify(status_code, message).kind == FORMAT
 
 
 def snippet(text: str | None, limit: int = 160) -> str:
