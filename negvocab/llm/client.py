@@ -56,6 +56,7 @@ from negvocab.llm.formats import (  # noqa: F401 (RESPONSE_FORMAT, LabelList, la
     labels_from_message,
     likely_fix,
     messages_for,
+    not_language,
     raw_answer,
     read_answer,
     rejects_format,
@@ -63,7 +64,7 @@ from negvocab.llm.formats import (  # noqa: F401 (RESPONSE_FORMAT, LabelList, la
     snippet,
 )
 from negvocab.llm.server_errors import FORMAT, PERMANENT, REPEATABLE, Verdict, classify, diagnosis
-from negvocab.redact import mask_secrets, url_secrets
+from negvocab.redact import MIN_SECRET_LENGTH, mask_secrets, url_secrets
 
 __all__ = [
     "Answer",
@@ -294,14 +295,21 @@ class LLMClient:
     def _failed_answer(self, status: str, tries: Tries, error: str, bad: BadAnswer | None = None, labels: list[str] | None = None) -> Answer:
         text = snippet(self.scrub(bad.text)) if bad is not None and bad.text else None
         raw = tries.best_raw if labels is None or labels is tries.best else bad.raw if bad is not None else None
-        kept = list(tries.best if labels is None else labels)
+        kept = self.without_secrets(list(tries.best if labels is None else labels))
         return Answer(status, kept, dict(tries.usage), None, tries.model, tries.total, error, self.mode, text, self.scrub_items(raw))
 
-    @staticmethod
-    def scrub_items(raw: list[str] | None) -> list[str] | None:
-        """An answer's raw items for the journal, as the model wrote them: model output is data and is
-        never rewritten (masking a short key such as ``x`` there turned "hot box" into "hot bo***")."""
-        return [str(x) for x in raw] if raw else None
+    def scrub_items(self, raw: list[str] | None) -> list[str] | None:
+        """An answer's raw items for the journal, as the model wrote them (model output is data and is
+        never rewritten: masking a short key such as ``x`` there turned "hot box" into "hot bo***"),
+        less any item that holds the key or a URL secret (:meth:`without_secrets`)."""
+        return self.without_secrets([str(x) for x in raw]) if raw else None
+
+    def without_secrets(self, items: list[str]) -> list[str]:
+        """``items`` less those that hold a secret of :data:`~negvocab.redact.MIN_SECRET_LENGTH` or more
+        characters (in any case: labels are lower-cased), so that a model echoing the key cannot put it
+        in a journal or a vocabulary; the other items are kept as they are."""
+        secrets = [x.lower() for x in self._secrets if x and len(x) >= MIN_SECRET_LENGTH]
+        return [it for it in items if not any(x in it.lower() for x in secrets)] if secrets else items
 
     def _should_stop(self, tries: Tries, exc: BaseException | None) -> bool:
         if self._draining or self._failed is not None:
@@ -400,6 +408,7 @@ class LLMClient:
             raise
         self.proven = self.format_seen = True
         self._probe_changed.set()
+        labels = self.without_secrets(labels)
         return Answer("ok", labels, dict(tries.usage), request_id_of(completion), completion.model, mode=mode, raw_labels=self.scrub_items(raw))
 
     def _spend_setup_budget(self) -> None:
@@ -451,6 +460,8 @@ class LLMClient:
         message = choice.message
         content = getattr(message, "content", None)
         if choice.finish_reason == "length":
+            if not_language(content):  # a model that rambled to its limit: the fix is not fewer names
+                raise BadAnswer("answer cut off at the token limit, and it is not language", "invalid", kind="not_language", text=content)
             raise BadAnswer("answer cut off at the token limit", "invalid", kind="cut_off", text=content)
         if choice.finish_reason == "content_filter":
             raise BadAnswer("answer withheld by the content filter", "refused", kind="refused", text=content)
