@@ -478,6 +478,8 @@ class LLMClient:
             try:
                 labels, raw = read_answer(content, refusal, None, n, tries.need, read_as)
             except BadAnswer as again:
+                if again.kind == "not_language":
+                    raise  # nonsense in any format: say so, not that it is no JSON
                 if again.kind != "short" and not moved:
                     raise e from None  # no list in any form: an unusable answer, not a format to leave
                 if not moved:
@@ -547,7 +549,8 @@ class LLMClient:
             why = f"HTTP {code}: {detail}"
             if repeated:
                 why += " (the same error twice: a fault of the server or of this request, not its availability; see the server's log)"
-            self._last_problem = why
+            if repeated or "the same error twice" not in (self._last_problem or ""):  # a deterministic fault says most
+                self._last_problem = why
             return Transient(why, after, final=repeated)
         if isinstance(e, (sdk.APIConnectionError, sdk.APITimeoutError)):
             tries.transport += 1

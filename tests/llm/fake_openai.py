@@ -135,11 +135,13 @@ class FakeState:
         self.paths: list[str] = []  # the path of every chat request
         self.max_tokens: list[int | None] = []  # the max_tokens of every chat request
         self.babble_lines: list[str] = []  # every answer of a ``babble`` server, one line each
+        self.always_fault: str | None = None  # the fault of every request without a queued one
 
     def fault(self, cid: str) -> str | None:
+        """The next fault queued for ``cid``, else :attr:`always_fault` (a server broken for every request)."""
         with self.lock:
             queue = self.faults.get(cid)
-            return queue.pop(0) if queue else None
+            return queue.pop(0) if queue else self.always_fault
 
     def add_faults(self, cid: str, *kinds: str) -> None:
         with self.lock:
