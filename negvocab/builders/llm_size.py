@@ -32,6 +32,7 @@ def build_to_size(make_run: Callable[[int], Any], rounds: int, size: int | None,
     if size is None:
         return vocab
     added, why = 0, "reached"
+    sessions = [vocab.settings.get("session") or {}]
     if rounds_used is None:
         while len(vocab) < size:
             if added >= MAX_TOP_UP_ROUNDS:
@@ -39,6 +40,7 @@ def build_to_size(make_run: Callable[[int], Any], rounds: int, size: int | None,
                 break
             added += 1
             more = make_run(rounds + added).build(settings, synonym_filter=synonym_filter)
+            sessions.append(more.settings.get("session") or {})
             grew = len(more) > len(vocab)
             vocab = more
             if not grew:
@@ -46,9 +48,27 @@ def build_to_size(make_run: Callable[[int], Any], rounds: int, size: int | None,
                 break
     else:
         why = "--max-rounds-used given: no rounds added" if len(vocab) < size else "reached"
+    if len(sessions) > 1:  # this session is all the builds together
+        vocab.settings["session"] = _sum_sessions(sessions)
     vocab.settings["size"] = {"asked": size, "reached": len(vocab), "rounds_added": added, "why": why}
     if len(vocab) < size:
         log.warning("%s: %d labels, %d asked (--size); %s", vocab.settings.get("task", "eoe"), len(vocab), size, why)
     else:
         log.info("%s: %d labels, %d asked (--size)%s", vocab.settings.get("task", "eoe"), len(vocab), size, f", {added} rounds added" if added else "")
     return vocab
+
+
+def _sum_sessions(sessions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``settings["session"]`` of several builds of one command, added up (a cost is unknown if one is)."""
+    usage: dict[str, int] = {}
+    for sess in sessions:
+        for k, v in (sess.get("usage") or {}).items():
+            usage[k] = usage.get(k, 0) + v
+    costs = [sess.get("cost_usd") for sess in sessions]
+    return {
+        **sessions[-1],
+        "sent": sum(sess.get("sent", 0) for sess in sessions),
+        "http_requests": sum(sess.get("http_requests", 0) for sess in sessions),
+        "usage": usage,
+        "cost_usd": None if any(c is None for c in costs) else sum(costs),
+    }

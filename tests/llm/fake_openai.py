@@ -136,6 +136,7 @@ class FakeState:
         self.max_tokens: list[int | None] = []  # the max_tokens of every chat request
         self.babble_lines: list[str] = []  # every answer of a ``babble`` server, one line each
         self.always_fault: str | None = None  # the fault of every request without a queued one
+        self.fixed_round: int | None = None  # answer every round as this one
 
     def fault(self, cid: str) -> str | None:
         """The next fault queued for ``cid``, else :attr:`always_fault` (a server broken for every request)."""
@@ -149,6 +150,8 @@ class FakeState:
 
 
 def _completion(state: FakeState, model: str, key: str, round_: int, n: int, fault: str | None, fmt: str | None = "json_schema") -> dict[str, Any]:
+    if state.fixed_round is not None:  # a model that answers every round alike (stopped producing new labels)
+        round_ = state.fixed_round
     labels = labels_for(key, round_, n) + state.extra_labels
     finish = "stop"
     refusal = None
