@@ -200,6 +200,7 @@ class LLMClient:
         timeout = min(timeout, request_timeout)
         limits = openai.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S))
         sdk_url, query = split_query(base_url)
+        self._query_names = sorted(query)  # the base URL's query parameters (names only), for a 404's diagnosis
         self.client = openai.AsyncOpenAI(api_key=key, base_url=sdk_url, max_retries=0, timeout=limits, default_query=query or None)
         self.concurrency = concurrency
         self._sem = asyncio.Semaphore(concurrency)
@@ -586,4 +587,10 @@ class LLMClient:
         verdict = verdict or classify(code, detail, error_code(e))
         if verdict.kind != FORMAT and verdict.cause not in ("auth", "model", "context", "quota", "endpoint", "rejected"):
             verdict = Verdict(PERMANENT, "rejected")
-        return ResourceError(diagnosis(verdict, code, detail, base_url=self.base_url, model=self.model, key_name=self.key_name, mode=self.mode, code=error_code(e)))
+        line = diagnosis(verdict, code, detail, base_url=self.base_url, model=self.model, key_name=self.key_name, mode=self.mode, code=error_code(e))
+        if code == 404 and self._query_names:  # not the model's fault until the query is ruled out
+            line += (
+                f"; the base URL's query ({', '.join(self._query_names)}) goes with every request as query parameters: "
+                "check that the server takes it there (a key usually goes in OPENAI_API_KEY)"
+            )
+        return ResourceError(line)

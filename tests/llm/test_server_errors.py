@@ -145,3 +145,15 @@ def test_max_tokens_can_be_set_or_left_out(server):
     assert server.state.max_tokens == [1000, None]
     official = LLMClient("m", base_url="https://api.openai.com/v1", api_key=DUMMY_KEY)
     assert official.max_tokens is None  # reasoning models bill hidden tokens within it
+
+
+def test_a_404_with_a_query_in_the_base_url_names_the_query_not_only_the_model(server):
+    async def go():
+        async with LLMClient("m", base_url=server.url + "/gw?key=K-0123456789abcdef", api_key="x", **FAST) as c:
+            return await c.ask([{"role": "user", "content": "Return exactly 6 names."}], 6, trace_id="t:k/r0")
+
+    with pytest.raises(ResourceError) as err:
+        asyncio.run(go())
+    line = str(err.value)
+    assert "(HTTP 404" in line and "the base URL's query (key) goes with every request" in line
+    assert "K-0123456789abcdef" not in line and "\n" not in line
