@@ -37,19 +37,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = [
-    "CleanResult",
-    "clean_label",
-    "clean_labels",
-    "clean_labels_report",
-    "is_plain",
-    "keep_names",
-    "looks_like_name",
-    "parse_label_list",
-    "raw_items",
-    "split_glued",
-    "written_plainly",
-]
+__all__ = ["CleanResult", "clean_label", "clean_labels", "clean_labels_report", "is_plain", "keep_names", "looks_like_name",  # fmt: skip
+           "parse_label_list", "raw_items", "split_glued", "written_plainly"]
 
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 _WS = re.compile(r"\s+")
