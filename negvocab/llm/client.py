@@ -343,7 +343,7 @@ class LLMClient:
             tries.deadline += wait  # the server asked for the wait: not counted against the deadline
             return wait
         wait = min(left, min(self.wait_max, self.wait_base * 2 ** (tries.transport - 1)) * random.uniform(0.5, 1.0))
-        if exc.connect and wait >= 1.0:  # nothing else is printed while a refused connection is retried
+        if exc.connect and wait >= 0.5:  # nothing else is printed while a refused connection is retried
             log.warning("%s: %s; trying again in %.1f s", self.base_url, exc, wait)
         return wait
 

@@ -159,3 +159,38 @@ def test_a_404_with_a_query_in_the_base_url_names_the_query_not_only_the_model(s
     line = str(err.value)
     assert "(HTTP 404" in line and "the base URL's query (key) goes with every request" in line
     assert "K-0123456789abcdef" not in line and "\n" not in line
+
+
+def _ask_once(server, **kw):
+    async def go():
+        async with LLMClient("m", base_url=server.url, api_key="x", **{**FAST, **kw}) as c:
+            return await c.ask([{"role": "user", "content": "Return exactly 6 names."}], 6, trace_id="t:k/r0")
+
+    return asyncio.run(go())
+
+
+def test_a_cut_off_answer_that_is_no_language_is_not_blamed_on_the_label_count(server):
+    server.state.add_faults("k/r0", "length")
+    cut = _ask_once(server, content_attempts=1, response_format="json_object")
+    assert cut.status == "invalid" and cut.error == "answer cut off at the token limit"
+    server.state.kind, server.state.babble_lines = "babble", BABBLE * 4
+    server.state.add_faults("k/r0", "length")
+    babble = _ask_once(server, content_attempts=1, response_format="json_object")
+    assert babble.status == "invalid" and babble.error == "answer cut off at the token limit, and it is not language"
+
+
+def test_a_refused_connection_says_that_it_is_retried(caplog):
+    import logging
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    async def go():
+        async with LLMClient("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="x", wait_base=1.0, wait_max=1.0) as c:
+            return await c.ask([{"role": "user", "content": "Return exactly 6 names."}], 6, trace_id="t:k/r0")
+
+    with caplog.at_level(logging.WARNING), pytest.raises(Exception, match="cannot connect"):
+        asyncio.run(go())
+    assert any("cannot connect" in r.getMessage() and "trying again in" in r.getMessage() for r in caplog.records)
