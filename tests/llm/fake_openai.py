@@ -128,7 +128,7 @@ class FakeState:
         self.list_page_cap = 100
         self.ids = itertools.count(1)
         #: the server's kind (see the module docstring): structured, free, reject_schema, garbage, no_choices
-        self.kind = "structured"
+        self.kind = "structured"  # see the module docstring
         self.garbage_text = GARBAGE  # every answer of a ``garbage`` server (and of the ``garbage`` fault)
         self.formats: list[str | None] = []  # the response_format type of every chat request
         self.queries: list[str] = []  # the query string of every chat request
@@ -453,7 +453,10 @@ def main() -> None:
     """``python -m tests.llm.fake_openai --latency 0.3 --kind free``: serve until killed; prints the URL."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency", type=float, default=0.0)
-    ap.add_argument("--kind", default="structured", choices=["structured", "free", "reject_schema", "garbage", "no_choices"])
+    ap.add_argument("--kind", default="structured", choices=[
+        "structured", "free", "reject_schema", "garbage", "no_choices", "babble", "llamacpp", "llamacpp_small_ctx", "llamacpp_broadcast",
+        "litellm", "litellm_small_ctx", "litellm_broadcast", "litellm_unknown_model", "litellm_no_db",
+    ])
     args = ap.parse_args()
     with FakeOpenAI(latency=args.latency) as srv:
         srv.state.kind = args.kind
