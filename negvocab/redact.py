@@ -1,18 +1,38 @@
-"""Masking of URL credentials in text that may reach a log or an error message.
+"""Masking of secrets where they can leak: URLs, auth headers, command lines, exception text.
 
 HTTP clients log request URLs, and servers echo them in errors; a base URL may carry a password
-(``http://user:pass@host``) or a key in its query (``?api-key=...``). Files get
-:func:`negvocab.llm.client.public_url` instead, which drops both.
+(``http://user:pass@host``), a key in its query (``?api-key=...``) or in its path (gateways that take
+``.../key/<KEY>/v1``). These are masked by structure (:func:`redact_urls`), never by searching
+free text for a string: a key ``x`` (any string is a valid key for a local server) must not turn
+"box" into "bo***". Exact-match masking (:func:`mask_secrets`) is for exception and log text only,
+and only of strings at least :data:`MIN_SECRET_LENGTH` long; model output and labels are never
+rewritten. Files get :func:`negvocab.llm.endpoint.public_url` instead, which drops all three.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["redact_argv", "redact_urls", "url_secrets"]
+__all__ = ["MIN_SECRET_LENGTH", "mask_secrets", "mask_url_path", "redact_argv", "redact_urls", "url_secrets"]
+
+#: shorter strings are no secret in any useful sense (a local server's ``OPENAI_API_KEY=x``), and
+#: masking them in free text would garble it
+MIN_SECRET_LENGTH = 16
 
 _USERINFO = re.compile(r"(\bhttps?://)[^/\s]*@", re.IGNORECASE)  # up to the last @ before the host
 _QUERY = re.compile(r"(\bhttps?://[^\s?\"']+)\?[^\s\"']*", re.IGNORECASE)
+# a path segment that names a key, and the segment after it: ".../key/<KEY>/v1", ".../api-key/<KEY>"
+_PATH_KEY = re.compile(r"(/(?:keys?|api[-_]?keys?|apikey|tokens?|access[-_]?token|secret|auth)/)([^/\s?#\"']+)", re.IGNORECASE)
+_URL = re.compile(r"\bhttps?://[^\s\"'<>]+", re.IGNORECASE)
+
+
+def mask_url_path(path: str) -> str:
+    """``path`` with the segment after a key-named one (``/key/``, ``/api-key/``, ``/token/``) as ``***``.
+
+    >>> mask_url_path("/gw/key/abc123/v1")
+    '/gw/key/***/v1'
+    """
+    return _PATH_KEY.sub(r"\1***", path)
 
 
 def redact_urls(text: str) -> str:
@@ -21,12 +41,22 @@ def redact_urls(text: str) -> str:
     >>> redact_urls("POST http://me:pw@host:8000/v1/chat?api-key=k failed")
     'POST http://***@host:8000/v1/chat?*** failed'
     """
-    return _QUERY.sub(r"\1?***", _USERINFO.sub(r"\1***@", text))
+    text = _QUERY.sub(r"\1?***", _USERINFO.sub(r"\1***@", text))
+    return _URL.sub(lambda m: mask_url_path(m.group(0)), text)
 
 
-def url_secrets(url: str | None, min_length: int = 8) -> list[str]:
-    """The user name, password and query values of ``url``, raw and decoded (at least ``min_length``
-    long, so that masking them in free text cannot garble it): servers also echo them outside a URL."""
+def mask_secrets(text: str, secrets: list[str]) -> str:
+    """``text`` with every occurrence of each secret at least :data:`MIN_SECRET_LENGTH` long masked, then
+    :func:`redact_urls`; for exception and log text only, never for model output or labels."""
+    for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return redact_urls(text)
+
+
+def url_secrets(url: str | None, min_length: int = MIN_SECRET_LENGTH) -> list[str]:
+    """The user name, password, query values and path keys of ``url``, raw and decoded (at least
+    ``min_length`` long, so that masking them in free text cannot garble it): servers also echo
+    them outside a URL."""
     if not url:
         return []
     from urllib.parse import parse_qsl, unquote, urlsplit
@@ -37,7 +67,8 @@ def url_secrets(url: str | None, min_length: int = 8) -> list[str]:
     except ValueError:  # a malformed URL: mask it whole where it appears
         return [url] if len(url) >= min_length else []
     raw_values = [kv.split("=", 1)[1] for kv in parts.query.split("&") if "=" in kv]
-    found = [password, unquote(password), user, unquote(user), *raw_values, *(v for _, v in parse_qsl(parts.query))]
+    path_keys = [m.group(2) for m in _PATH_KEY.finditer(parts.path)]
+    found = [password, unquote(password), user, unquote(user), *raw_values, *(v for _, v in parse_qsl(parts.query)), *path_keys, *map(unquote, path_keys)]
     return sorted({x for x in found if len(x) >= min_length}, key=len, reverse=True)
 
 

@@ -35,10 +35,11 @@ from typing import Any, Literal
 
 from negvocab.builders.llm_classes import chunks_of, select_classes
 from negvocab.builders.llm_merge import check_rounds_used, merge_rounds, vocabulary_from_results
+from negvocab.builders.llm_size import build_to_size
 from negvocab.errors import InputError, ResourceError
 from negvocab.llm.batch import held_by, in_open_batch, run_batch
 from negvocab.llm.client import LLMClient, check_base_url, public_url
-from negvocab.llm.cost import CostEstimate, cost_usd, estimate
+from negvocab.llm.cost import CostEstimate, cost_usd, estimate, priced_here
 from negvocab.llm.journal import MANIFEST, Journal, identity_hash, read_manifest
 from negvocab.llm.loop import run_coro
 from negvocab.llm.prompts import PromptTemplate, load_prompt
@@ -110,6 +111,8 @@ class LLMRun:
         journal = Journal(self.run_dir, self.identity, readonly=True)
         todo = pending(need, journal, retry_failed=s.retry_failed, failed=not s.batch)
         est = estimate(todo, self.model, batch=s.batch, already_done=len(need) - len(todo), prices=s.prices)
+        if not priced_here(public_url(s.base_url or os.environ.get("OPENAI_BASE_URL")), self.model, s.prices):
+            est = replace(est, usd=None, unpriced="the server is not OpenAI's own endpoint: no price unless --price-in/--price-out say so")
         est = replace(est, failed_again=failed_before(todo, journal, RETRYABLE), failed_kept=failed_before(need, journal) if s.batch else 0)
         held = in_open_batch(journal)
         return replace(est, held_by_batch=len(held_by(held[1], todo))) if held else est
@@ -146,6 +149,7 @@ class LLMRun:
             if todo and not s.batch:
                 _refuse_if_batch_open(journal, todo)
             undone: list[str] = []
+            http_requests = 0
             if todo:
                 again = failed_before(todo, journal, RETRYABLE)
                 log.info(
@@ -164,6 +168,7 @@ class LLMRun:
                 try:
                     undone = run_coro(self._send(client, journal, todo, s))
                 finally:
+                    http_requests = client.http_requests
                     if client.switches and not journal.readonly:
                         journal.update_manifest({"response_format": {"requested": client.requested, "used": client.mode, "switches": client.switches}})
             else:
@@ -172,7 +177,8 @@ class LLMRun:
             by_mode = {m: journal.usage(m) for m in ("sync", "batch")}
             results = {q.custom_id: rec for q in need if (rec := journal.answer(q.custom_id, q.sha256))}
         session = {k: after.get(k, 0) - before.get(k, 0) for k in after}
-        price = lambda u, b: cost_usd(self.model, u.get("prompt_tokens", 0), u.get("completion_tokens", 0), batch=b, prices=s.prices)  # noqa: E731
+        priced = priced_here(extra["endpoint"], self.model, s.prices)  # a local server echoing "gpt-4o-mini" costs nothing
+        price = lambda u, b: cost_usd(self.model, u.get("prompt_tokens", 0), u.get("completion_tokens", 0), batch=b, prices=s.prices) if priced else None  # noqa: E731
         outcome = RunOutcome(
             results=results,
             sent=len(todo) - len(undone),
@@ -182,6 +188,7 @@ class LLMRun:
             cost_session_usd=price(session, s.batch),
             run_dir=self.run_dir,
             cost_total_usd=_sum_costs(price(by_mode["sync"], False), price(by_mode["batch"], True)),
+            http_requests=http_requests,
         )
         if undone:
             raise ResourceError(
@@ -200,7 +207,7 @@ class LLMRun:
         extra = {
             "usage": usage,
             "cost_usd": outcome.cost_total_usd,
-            "session": {"sent": outcome.sent, "usage": outcome.usage_session, "cost_usd": outcome.cost_session_usd, "batch": s.batch},
+            "session": {"sent": outcome.sent, "http_requests": outcome.http_requests, "usage": outcome.usage_session, "cost_usd": outcome.cost_session_usd, "batch": s.batch},
         }
         log.info(
             "%s: %s prompt + %s completion tokens in the run (this session %s requests), cost %s",
@@ -248,6 +255,8 @@ class RunOutcome:
     cost_session_usd: float | None
     run_dir: Path
     cost_total_usd: float | None = None
+    #: HTTP requests sent in this session, retries and format switches included (synchronous API)
+    http_requests: int = 0
 
 
 def _sum_costs(*costs: float | None) -> float | None:
@@ -530,11 +539,16 @@ def build_eoe_vocabulary(
     :func:`eoe_run`; the other parameters, ``settings`` and the keywords that override its fields,
     the run folder, resume and Batch API behaviour as in :func:`build_gpt_vocabulary`.
     ``views[wnid]`` per class for ``near``, ``settings["chunks"]`` lists each chunk's classes for
-    ``far``/``fine``.
+    ``far``/``fine``. With ``size`` more rounds are asked until the size is reached or the model
+    stops producing new labels (:func:`negvocab.builders.llm_size.build_to_size`);
+    ``settings["size"]`` states the size reached against the size asked.
     """
     how = resolve_settings(settings, overrides, build_eoe_vocabulary)
-    run = eoe_run(model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
-    return run.build(how, rounds_used=rounds_used, synonym_filter=synonym_filter)
+
+    def make(r: int) -> LLMRun:
+        return eoe_run(model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=r, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
+
+    return build_to_size(make, rounds, size, how, rounds_used=rounds_used, synonym_filter=synonym_filter)
 
 
 def _path_str(path: str | os.PathLike[str] | None) -> str | None:

@@ -8,12 +8,14 @@ and never sends a journaled request twice. The endpoint and key come from ``OPEN
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
 from negvocab.builders.llm import eoe_run, gpt_run
+from negvocab.builders.llm_size import build_to_size
 from negvocab.cli.app import build_app
 from negvocab.cli.options import OverwriteOpt
 from negvocab.cli.outputs import check_output, messages_to_stderr, writing
@@ -104,6 +106,10 @@ PriceOutOpt = Annotated[
     Optional[float],  # noqa: UP045
     typer.Option("--price-out", min=0.0, help="USD per 1M completion tokens, for a model not in the price table."),
 ]
+MaxTokensOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--max-tokens", min=1, help="max_tokens of each request (default: sized from the labels asked; none at OpenAI's own endpoint)."),
+]
 OutOpt = Annotated[Path, typer.Option("--output", "-o", help="Vocabulary file to write (.json; .txt writes one label a line).")]
 
 
@@ -165,12 +171,16 @@ def _report(vocab: Any, out: Path, what: str) -> None:
     usage, sess = s.get("usage") or {}, s.get("session") or {}
     cost = s.get("cost_usd")
     scost = sess.get("cost_usd")
-    fmt = lambda c: f"${c:,.4f}" if c is not None else "unknown (no price for this model)"  # noqa: E731
+    fmt = lambda c: f"${c:,.4f}" if c is not None else "unknown (no price for this model or server)"  # noqa: E731
     su = sess.get("usage") or {}
     typer.echo(
         f"tokens: {usage.get('prompt_tokens', 0):,} prompt + {usage.get('completion_tokens', 0):,} completion in the run, cost {fmt(cost)}; "
-        f"this session: {sess.get('sent', 0)} requests, {su.get('prompt_tokens', 0):,} + {su.get('completion_tokens', 0):,} tokens, {fmt(scost)}"
+        f"this session: {sess.get('sent', 0)} requests answered ({sess.get('http_requests', 0)} HTTP requests, retries included), "
+        f"{su.get('prompt_tokens', 0):,} + {su.get('completion_tokens', 0):,} tokens, {fmt(scost)}"
     )
+    size = s.get("size")
+    if size:
+        typer.echo(f"size: {size['reached']} labels of the {size['asked']} asked (--size)" + ("" if size["reached"] >= size["asked"] else f"; {size['why']}"))
     typer.echo(f"run folder: {s['run_dir']}")
 
 
@@ -189,6 +199,7 @@ def _llm_settings(
     price_out: float | None,
     response_format: str,
     request_timeout: float,
+    max_tokens: int | None = None,
     **_others: Any,
 ) -> LLMSettings:
     """The settings of ``build gpt`` and ``build eoe``, made once from their options: each command
@@ -201,14 +212,19 @@ def _llm_settings(
         concurrency=concurrency,
         batch=batch,
         retry_failed=retry_failed,
-        client_options={"wait_base": retry_wait, "key_name": api_key_env},
+        client_options={"wait_base": retry_wait, "key_name": api_key_env, **({"max_tokens": max_tokens} if max_tokens is not None else {})},
         poll_interval=poll_interval,
         response_format=response_format,
         request_timeout=request_timeout,
     )
 
 
-def _run(run: Any, settings: LLMSettings, *, dry_run: bool, rounds_used: int | None, out: Path, what: str, inputs: list[Any], overwrite: bool = False) -> None:
+def _run(
+    run: Any, settings: LLMSettings, *, dry_run: bool, rounds_used: int | None, out: Path, what: str, inputs: list[Any], overwrite: bool = False,
+    grow: tuple[Any, int, int] | None = None,
+) -> None:
+    """Estimate (dry run) or build and save; ``grow`` = (make_run, rounds, size): rounds are added until
+    the size is reached (:func:`negvocab.builders.llm_size.build_to_size`)."""
     if dry_run:
         typer.echo(run.estimate(settings, rounds_used=rounds_used).summary())
         typer.echo(f"run folder: {run.run_dir} (nothing sent, nothing written)")
@@ -219,7 +235,10 @@ def _run(run: Any, settings: LLMSettings, *, dry_run: bool, rounds_used: int | N
     check_output(out, inputs=[Path(x) for x in inputs if x is not None and Path(str(x)).is_file()], overwrite=overwrite)
     progress = _progress(settings.batch)
     try:
-        vocab = run.build(settings, rounds_used=rounds_used, on_progress=progress)
+        if grow is not None:
+            vocab = build_to_size(grow[0], grow[1], grow[2], replace(settings, on_progress=progress), rounds_used=rounds_used, synonym_filter=None)
+        else:
+            vocab = run.build(settings, rounds_used=rounds_used, on_progress=progress)
     finally:
         progress.close()
     with writing(out):
@@ -253,6 +272,7 @@ def build_gpt(
     price_out: PriceOutOpt = None,
     response_format: ResponseFormatOpt = "auto",
     request_timeout: RequestTimeoutOpt = 300.0,
+    max_tokens: MaxTokensOpt = None,
 ) -> None:
     """GPT siblings: per class, N visually confusable non-ImageNet categories, R rounds, merged and synonym-filtered."""
     run = gpt_run(model, per_class=per_class, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt, temperature=temperature, min_labels=min_labels)
@@ -294,11 +314,16 @@ def build_eoe(
     price_out: PriceOutOpt = None,
     response_format: ResponseFormatOpt = "auto",
     request_timeout: RequestTimeoutOpt = 300.0,
+    max_tokens: MaxTokensOpt = None,
 ) -> None:
     """EOE envisioned outliers (near, far or fine), lower-cased, de-duplicated and synonym-filtered."""
-    run = eoe_run(
-        model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=rounds, classes=classes,  # type: ignore[arg-type]
-        run_dir=run_dir, prompt_path=prompt, temperature=temperature, min_labels=min_labels,
-    )
-    settings = _llm_settings(**locals())
-    _run(run, settings, dry_run=dry_run, rounds_used=max_rounds_used, out=output, overwrite=overwrite, what=f"eoe-{mode} vocabulary", inputs=[classes, prompt])
+    def make(r: int) -> Any:
+        return eoe_run(
+            model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=r, classes=classes,  # type: ignore[arg-type]
+            run_dir=run_dir, prompt_path=prompt, temperature=temperature, min_labels=min_labels,
+        )
+
+    run = make(rounds)
+    settings = _llm_settings(**{k: v for k, v in locals().items() if k != "make"})
+    grow = (make, rounds, size) if size is not None else None
+    _run(run, settings, dry_run=dry_run, rounds_used=max_rounds_used, out=output, overwrite=overwrite, what=f"eoe-{mode} vocabulary", inputs=[classes, prompt], grow=grow)

@@ -13,15 +13,17 @@ single spaces, Unicode NFKC without zero-width characters, and
   explanation (", which ...", ", a ...");
 - a field name before a colon goes ("Label: koi"), a prompt echo ("Q: ...") or a sentence is
   dropped (the label becomes ""), a template prefix goes ("a photo of a goldfish"), a leading
-  article goes ("the koi"), a doubled phrase of two or more words collapses ("red panda red panda";
-  "chow chow" is a name and stays);
+  article goes ("the koi"), a stutter collapses ("red panda red panda", "submarine submarine",
+  "Mop mop", "banana, banana"; a name that is a doubled word, "chow chow", "mahi mahi", stays);
 - items glued together by a dangling hyphen ("rapeseed- granite boulder") are split
   (:func:`split_glued`; :func:`clean_label` keeps the first);
 - punctuation that is part of a name stays: "T. rex", "jack-o'-lantern", "4x4", "St. Bernard".
 
 :func:`parse_label_list` reads a whole answer (JSON, fenced JSON, numbered or bulleted lines, comma
-lists, preamble and closing remarks); :func:`clean_labels_report` keeps what cleaning changed and
-what it dropped, for the vocabulary's provenance.
+lists, preamble and closing remarks; a parenthetical note never splits or drops the list it sits
+in); :func:`clean_labels_report` keeps what cleaning changed and what it dropped, for the
+vocabulary's provenance. :func:`looks_like_name` tells a name in some language from the nonsense a
+small model writes ("%> чтоs register"); :func:`keep_names` applies it to a model's labels.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CleanResult", "clean_label", "clean_labels", "clean_labels_report", "is_plain", "parse_label_list", "raw_items", "split_glued", "written_plainly"]
+__all__ = ["CleanResult", "clean_label", "clean_labels", "clean_labels_report", "is_plain", "keep_names", "looks_like_name",  # fmt: skip
+           "parse_label_list", "raw_items", "split_glued", "written_plainly"]
 
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 _WS = re.compile(r"\s+")
@@ -128,7 +131,7 @@ def is_plain(text: str) -> bool:
     if not _PLAIN.match(text):
         return False
     words = text.split()
-    return words[0] not in _TEMPLATE_FIRST and (len(words) < 4 or _undouble(words) == text)
+    return words[0] not in _TEMPLATE_FIRST and (len(words) < 2 or _undouble(words) == text)
 
 
 def split_glued(text: str) -> list[str]:
@@ -245,13 +248,33 @@ def _is_sentence(words: list[str]) -> bool:
     return len(bare) >= 4 and any(w in _SENTENCE_WORDS for w in bare)
 
 
+#: names that are a doubled word: a stutter of them is no stutter
+_REDUPLICATED = frozenset(
+    "chow chow|mahi mahi|bora bora|baden baden|walla walla|pago pago|wagga wagga|ylang ylang|can can|cha cha|choo choo"
+    "|tom tom|pom pom|dum dum|yo yo|bye bye|aye aye|dik dik|mau mau|sing sing|beri beri|no no|hush hush|night night"
+    "|knock knock|so so|goody goody|rah rah|ha ha|ho ho|tut tut|tsk tsk|hubba hubba|ack ack|cous cous|bon bon|muu muu"
+    "|bunya bunya|kinkajou kinkajou|bulbul bulbul|gorilla gorilla|pica pica|naja naja|lynx lynx|crex crex|anser anser"
+    "|vulpes vulpes|bufo bufo|rattus rattus|bison bison|alces alces|cygnus cygnus|buteo buteo".split("|")
+)
+#: a doubled word with a Latin ending is a zoological tautonym ("jaculus jaculus", "mephitis mephitis"), no stutter
+_TAUTONYM = re.compile(r"[a-z]{3,}(?:us|um|is|es|ops)")
+
+
 def _undouble(words: list[str]) -> str:
-    """"red panda red panda" -> "red panda"; one doubled word ("chow chow", "mahi mahi") is a name."""
-    n = len(words)
-    for size in range(n // 2, 1, -1):
-        if n % size == 0 and words == words[:size] * (n // size):
-            return " ".join(words[:size])
-    return " ".join(words)
+    """A stutter collapsed: "red panda red panda" -> "red panda", "submarine submarine" -> "submarine",
+    "banana, banana" -> "banana"; a name that is a doubled word ("chow chow", "mahi mahi") stays."""
+    bare = [w.rstrip(",") for w in words]
+    n = len(bare)
+    for size in range(n // 2, 0, -1):
+        pair = " ".join(bare[: 2 * size])
+        if n % size == 0 and bare == bare[:size] * (n // size) and pair not in _REDUPLICATED and not (n == 2 and _TAUTONYM.fullmatch(bare[0])):
+            return " ".join(bare[:size])
+    out: list[str] = []
+    for w in words:  # "banana banana split": a doubled word inside a longer name
+        if out and w == out[-1] and f"{w} {w}" not in _REDUPLICATED and not _TAUTONYM.fullmatch(w):
+            continue
+        out.append(w)
+    return " ".join(out)
 
 
 @dataclass
@@ -467,21 +490,101 @@ def _talks(words: list[str]) -> bool:
     return bool(bare) and (bare[0] in _SENTENCE_STARTS or any(w in _SENTENCE_WORDS for w in bare))
 
 
+def _split_outside_brackets(text: str) -> list[str]:
+    """``text`` split at list commas (and semicolons) that are not inside brackets: a note
+    "(a figure, with a similar name)" stays with its item."""
+    parts: list[str] = []
+    depth = start = 0
+    for m in re.finditer(r"[(\[{]|[)\]}]|" + _COMMA.pattern, text):
+        ch = m.group(0)
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            parts.append(text[start : m.start()])
+            start = m.end()
+    parts.append(text[start:])
+    return parts
+
+
 def _line_items(line: str) -> list[str]:
-    """One unmarked line: a comma list (after a preamble ending in ":"), or one label."""
+    """One unmarked line: a comma list (after a preamble ending in ":"), or one label. Notes in
+    brackets are left out when telling a list from a sentence, and a list is never split inside them."""
     body = _unmark(line).strip()
     head, sep, tail = body.partition(":")
+    if sep and "(" in head and ")" in tail:  # "lady of the lake (note: a figure), tomato": the colon is the note's
+        head, sep, tail = body, "", ""
     if sep and not tail.strip():
         return []  # "Here are ten categories:"
     if sep and (_COMMA.search(tail) or _talks(head.split())) and not _DECORATED_HEAD.search(head):
         body = tail.strip()  # "Here are ten: koi, carp, ..." or "Categories: koi, carp"
-    elif not sep and _talks(body.split()) and len(body.split()) >= 3:
+    elif not sep and _talks(_PAREN.sub("", body).split()) and len(_PAREN.sub("", body).split()) >= 3:
         return [body]  # a sentence: cleaning drops it whole (commas and all)
-    if _COMMA.search(body) and not _COMMA_EXPLAINS.search(body):
-        parts = [_AND.sub("", p.strip()) for p in _COMMA.split(body.rstrip("."))]
+    bare = _PAREN.sub("", body)
+    if _COMMA.search(bare) and not _COMMA_EXPLAINS.search(bare):
+        parts = [_AND.sub("", p.strip()) for p in _split_outside_brackets(body.rstrip("."))]
         if len(parts) >= 2:
             last = parts[-1]
             if " and " in last and all(len(x.split()) <= 3 for x in last.split(" and ", 1)):
                 parts[-1:] = last.split(" and ", 1)  # "koi, carp and trout"
             return [p for p in parts if p.strip()]
     return [body]
+
+
+# -- names or nonsense -------------------------------------------------------------------------
+_CODE_CHARS = frozenset("<>{}[]=%$\\|^~@#;`*_+")
+_VOWELS = frozenset("aeiouyæøœ")
+#: a label that ends in one of these is a fragment of a sentence ("bother involving")
+_DANGLING = frozenset(
+    "of the and or with a an to for in on by from at as into onto than that which who whose is are was were be "
+    "involving including regarding concerning such like via per versus vs".split()
+)
+_COMPATIBLE_SCRIPTS = ({"CJK", "HIRAGANA", "KATAKANA"},)  # Japanese mixes these inside one word
+
+
+def _script(ch: str) -> str:
+    """The script of a letter, as the first word of its Unicode name (LATIN, CYRILLIC, GREEK, CJK...)."""
+    name = unicodedata.name(ch, "")
+    return name.split(" ", 1)[0] if name else "?"
+
+
+def _base_letters(word: str) -> str:
+    """``word`` in lower case without accents ("ség" -> "seg"), for its shape."""
+    return "".join(c for c in unicodedata.normalize("NFD", word.lower()) if not unicodedata.combining(c))
+
+
+def looks_like_name(label: str) -> bool:
+    """Whether a cleaned label looks like a name in some language: letters (most of its characters),
+    no markup or code characters, no word that mixes scripts ("чтоs"), words of a plausible shape
+    (Latin words with vowels, no run of six consonants, none longer than 30 letters) and no dangling
+    function word at its end ("bother involving"). Digits and the punctuation of names are fine:
+    "4x4", "t. rex", "jack-o'-lantern", "7-eleven", "北京烤鸭"."""
+    text = label.strip()
+    if not text or any(c in _CODE_CHARS for c in text) or "://" in text:
+        return False
+    chars = [c for c in text if not c.isspace()]
+    letters = [c for c in chars if c.isalpha()]
+    if not letters or sum(c.isalnum() for c in chars) < 0.6 * len(chars):
+        return False
+    words = text.split()
+    if len(words) > 1 and words[-1].lower().strip(".,'") in _DANGLING:
+        return False
+    for word in words:
+        scripts = {_script(c) for c in word if c.isalpha()}
+        if len(scripts) > 1 and not any(scripts <= ok for ok in _COMPATIBLE_SCRIPTS):
+            return False
+        if scripts == {"LATIN"}:
+            base = "".join(c for c in _base_letters(word) if c.isalpha())
+            if len(base) > 30 or (len(base) >= 5 and not (set(base) & (_VOWELS | {"w"}))) or re.search(r"[^aeiouyæøœ\W\d]{6,}", base):
+                return False
+    return True
+
+
+def keep_names(labels: Iterable[str]) -> tuple[list[str], list[str]]:
+    """``labels`` split into those that :func:`looks_like_name` and the rest (nonsense), in order."""
+    kept: list[str] = []
+    dropped: list[str] = []
+    for label in labels:
+        (kept if looks_like_name(label) else dropped).append(label)
+    return kept, dropped

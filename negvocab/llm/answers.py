@@ -64,8 +64,11 @@ class FailFast(ResourceError):
 
 
 class Transient(Exception):
-    def __init__(self, message: str, retry_after: float | None = None, *, connect: bool = False, deadline: bool = False) -> None:
+    """A transport error worth another attempt (``final``: not on this request, the same error came twice)."""
+
+    def __init__(self, message: str, retry_after: float | None = None, *, connect: bool = False, deadline: bool = False, final: bool = False) -> None:
         super().__init__(message)
+        self.final = final
         self.retry_after = retry_after
         self.connect = connect  # no connection was made (refused, unknown host)
         self.deadline = deadline  # the request's total deadline passed
@@ -115,6 +118,7 @@ class Tries:
     best_raw: list[str] | None = None  # its raw items
     deadline: float = float("inf")  # time.monotonic() by which the request gives up
     model: str | None = None  # the model as the server named it
+    last_error: tuple[Any, ...] | None = None  # (status, body) of the last transport error: the same twice stops
 
     @property
     def total(self) -> int:
@@ -135,5 +139,5 @@ def error_code(e: Any) -> str | None:
 
 
 def request_id_of(completion: Any) -> str | None:
-    rid = getattr(completion, "request_id_of", None)
+    rid = getattr(completion, "_request_id", None)
     return rid or getattr(completion, "id", None)

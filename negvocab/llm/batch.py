@@ -286,8 +286,8 @@ async def run_batch(
             error = client.scrub(error)
             if answer is not None and answer.snippet:
                 answer.snippet = client.scrub(answer.snippet)
-            if answer is not None:
-                answer.raw_labels = client.scrub_items(answer.raw_labels)
+            if answer is not None:  # an item that echoes the key goes; the others stay as the model wrote them
+                answer.labels, answer.raw_labels = client.without_secrets(answer.labels), client.scrub_items(answer.raw_labels)
             final = fails[cid] + 1 >= max_submissions
             if answer is not None and (answer.status in ("ok", "refused") or final):
                 answer.attempts = fails[cid] + 1

@@ -56,13 +56,15 @@ from negvocab.llm.formats import (  # noqa: F401 (RESPONSE_FORMAT, LabelList, la
     labels_from_message,
     likely_fix,
     messages_for,
+    not_language,
     raw_answer,
     read_answer,
     rejects_format,
     request_format,
     snippet,
 )
-from negvocab.redact import redact_urls, url_secrets
+from negvocab.llm.server_errors import FORMAT, PERMANENT, REPEATABLE, Verdict, classify, diagnosis
+from negvocab.redact import MIN_SECRET_LENGTH, mask_secrets, url_secrets
 
 __all__ = [
     "Answer",
@@ -74,9 +76,11 @@ __all__ = [
     "NOT_OPENAI",
     "NotSent",
     "PROBE_CONCURRENCY",
+    "SETUP_BUDGET",
     "STATUSES",
     "ServerGaveUp",
     "add_usage",
+    "default_max_tokens",
     "retry_after_seconds",
 ]
 
@@ -90,6 +94,21 @@ PROBE_CONCURRENCY = 2
 #: unusable answers before any usable one after which a run stops (a broken setup costs little)
 FAIL_FAST_AFTER = 5
 NOT_OPENAI = "; is the base URL an OpenAI-compatible endpoint (ending in /v1)?"
+#: HTTP requests (retries included) a run sends at most before its first usable answer: a broken
+#: set-up (a wrong URL, a server answering HTML or 500, a format it cannot serve) costs no more
+SETUP_BUDGET = 10
+
+
+def default_max_tokens(n: int) -> int:
+    """The ``max_tokens`` sent with a request for ``n`` labels: room for the list in any format with a
+    preamble (16 tokens a name plus 256), so that a model that never stops ends within seconds."""
+    return 256 + 16 * max(1, n)
+
+
+def _official(base_url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    return (urlsplit(base_url).hostname or "").lower() == "api.openai.com"
 
 
 class LLMClient:
@@ -126,6 +145,10 @@ class LLMClient:
         Seconds per HTTP attempt at most (within ``request_timeout``).
     key_name : str
         Where the key came from (an environment variable), for error messages.
+    max_tokens : int, "auto" or None
+        The ``max_tokens`` of each request: ``auto`` (default) :func:`default_max_tokens` of the labels
+        asked, except at OpenAI's own endpoint (its reasoning models bill hidden tokens within that
+        limit and refuse the field); a number; ``None`` sends none.
     """
 
     def __init__(
@@ -147,6 +170,7 @@ class LLMClient:
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT_S,
         timeout: float = 120.0,
         key_name: str = "OPENAI_API_KEY",
+        max_tokens: int | str | None = "auto",
     ) -> None:
         if concurrency < 1:
             raise InputError(f"concurrency must be >= 1, got {concurrency}")
@@ -156,12 +180,18 @@ class LLMClient:
             raise InputError(f"request timeout must be > 0 seconds, got {request_timeout}")
         import openai
 
+        if max_tokens is not None and max_tokens != "auto" and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
+            raise InputError(f"max_tokens must be a whole number >= 1, 'auto' or None, got {max_tokens!r}")
         self.model = model
         self.requested = check_mode(response_format)
         self.mode = (check_mode(start_mode) if start_mode and start_mode != "auto" else "json_schema") if self.requested == "auto" else self.requested
         self.switches: list[dict[str, str]] = []
         base_url, key = resolve_endpoint(base_url, api_key, key_name)
         self.base_url = public_url(base_url)
+        self.max_tokens = (None if _official(self.base_url) else "auto") if max_tokens == "auto" else max_tokens
+        self.http_requests = 0  # HTTP requests sent, retries and format switches included
+        self.setup_sent = 0  # of them, those sent before the first usable answer (at most SETUP_BUDGET)
+        self._last_problem: str | None = None  # what went wrong last, for the diagnosis of a broken set-up
         self.key_name = key_name
         self._secrets = [key, *url_secrets(base_url)]
         self.sdk = openai  # the SDK module (exception classes)
@@ -170,6 +200,7 @@ class LLMClient:
         timeout = min(timeout, request_timeout)
         limits = openai.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S))
         sdk_url, query = split_query(base_url)
+        self._query_names = sorted(query)  # the base URL's query parameters (names only), for a 404's diagnosis
         self.client = openai.AsyncOpenAI(api_key=key, base_url=sdk_url, max_retries=0, timeout=limits, default_query=query or None)
         self.concurrency = concurrency
         self._sem = asyncio.Semaphore(concurrency)
@@ -198,10 +229,9 @@ class LLMClient:
         return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency}, mode={self.mode!r})"
 
     def scrub(self, text: str) -> str:
-        """``text`` with the API key and any URL's password and query masked (error messages echo them)."""
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return redact_urls(text)
+        """Error or log ``text`` with URL credentials masked by structure, and the key and URL secrets
+        masked where they occur when long enough to be secrets (:func:`negvocab.redact.mask_secrets`)."""
+        return mask_secrets(text, self._secrets)
 
     def drain(self) -> None:
         """Send nothing new: requests not yet sent raise :class:`NotSent`, those in flight finish
@@ -266,18 +296,27 @@ class LLMClient:
     def _failed_answer(self, status: str, tries: Tries, error: str, bad: BadAnswer | None = None, labels: list[str] | None = None) -> Answer:
         text = snippet(self.scrub(bad.text)) if bad is not None and bad.text else None
         raw = tries.best_raw if labels is None or labels is tries.best else bad.raw if bad is not None else None
-        kept = list(tries.best if labels is None else labels)
+        kept = self.without_secrets(list(tries.best if labels is None else labels))
         return Answer(status, kept, dict(tries.usage), None, tries.model, tries.total, error, self.mode, text, self.scrub_items(raw))
 
     def scrub_items(self, raw: list[str] | None) -> list[str] | None:
-        """An answer's raw items for the journal, secrets masked (a model may echo what it was sent)."""
-        return [self.scrub(str(x)) for x in raw] if raw else None
+        """An answer's raw items for the journal, as the model wrote them (model output is data and is
+        never rewritten: masking a short key such as ``x`` there turned "hot box" into "hot bo***"),
+        less any item that holds the key or a URL secret (:meth:`without_secrets`)."""
+        return self.without_secrets([str(x) for x in raw]) if raw else None
+
+    def without_secrets(self, items: list[str]) -> list[str]:
+        """``items`` less those that hold a secret of :data:`~negvocab.redact.MIN_SECRET_LENGTH` or more
+        characters (in any case: labels are lower-cased), so that a model echoing the key cannot put it
+        in a journal or a vocabulary; the other items are kept as they are."""
+        secrets = [x.lower() for x in self._secrets if x and len(x) >= MIN_SECRET_LENGTH]
+        return [it for it in items if not any(x in it.lower() for x in secrets)] if secrets else items
 
     def _should_stop(self, tries: Tries, exc: BaseException | None) -> bool:
         if self._draining or self._failed is not None:
             return True
         if isinstance(exc, Transient):
-            if exc.deadline or time.monotonic() >= tries.deadline:
+            if exc.deadline or exc.final or time.monotonic() >= tries.deadline:
                 return True
             # a server never reached is most likely down or misnamed: one retry, not the full backoff
             limit = self.transport_attempts if self.reached or not exc.connect else min(2, self.transport_attempts)
@@ -303,7 +342,10 @@ class LLMClient:
             wait = min(exc.retry_after, self.retry_after_max)
             tries.deadline += wait  # the server asked for the wait: not counted against the deadline
             return wait
-        return min(left, min(self.wait_max, self.wait_base * 2 ** (tries.transport - 1)) * random.uniform(0.5, 1.0))
+        wait = min(left, min(self.wait_max, self.wait_base * 2 ** (tries.transport - 1)) * random.uniform(0.5, 1.0))
+        if exc.connect and wait >= 0.5:  # nothing else is printed while a refused connection is retried
+            log.warning("%s: %s; trying again in %.1f s", self.base_url, exc, wait)
+        return wait
 
     async def _probed(self, messages: list[dict[str, str]], n: int, tries: Tries, trace_id: str | None) -> Answer:
         """:meth:`_attempt`, at most :data:`PROBE_CONCURRENCY` at once until an answer is usable."""
@@ -328,8 +370,9 @@ class LLMClient:
         headers = {"X-Client-Request-Id": f"negvocab:{trace_id}:{tries.total}"} if trace_id else None
         while True:
             mode = self.mode
+            self._spend_setup_budget()
             try:
-                completion = await self._create(messages, mode, headers, tries)
+                completion = await self._create(messages, mode, headers, tries, n)
                 break
             except FailFast:
                 raise
@@ -345,7 +388,10 @@ class LLMClient:
         if not hasattr(completion, "choices") or not isinstance(completion.choices, list):
             # an HTTP 200 that is no chat completion: an HTML page, plain text, a proxy's error body
             tries.transport += 1
-            raise Transient(f"the server answered HTTP 200 with no chat completion ({type(completion).__name__}){NOT_OPENAI}")
+            sig = (200, type(completion).__name__, str(completion)[:300])
+            repeated, tries.last_error = sig == tries.last_error, sig
+            self._last_problem = f"the server answered HTTP 200 with no chat completion ({type(completion).__name__}){NOT_OPENAI}"
+            raise Transient(self._last_problem, final=repeated)
         add_usage(tries.usage, completion.usage)  # every answer is billed, usable or not
         tries.model = completion.model or tries.model
         try:
@@ -363,20 +409,39 @@ class LLMClient:
             raise
         self.proven = self.format_seen = True
         self._probe_changed.set()
+        labels = self.without_secrets(labels)
         return Answer("ok", labels, dict(tries.usage), request_id_of(completion), completion.model, mode=mode, raw_labels=self.scrub_items(raw))
 
-    async def _create(self, messages: list[dict[str, str]], mode: str, headers: dict[str, str] | None, tries: Tries) -> Any:
+    def _spend_setup_budget(self) -> None:
+        """Count a request sent before the first usable answer; past :data:`SETUP_BUDGET` the run stops."""
+        if self.proven:
+            return
+        if self.setup_sent >= SETUP_BUDGET and self._failed is None:
+            last = f"; the last: {self._last_problem}" if self._last_problem else ""
+            self._failed = FailFast(
+                f"{self.base_url}: {self.setup_sent} requests sent and no usable answer, so the run stopped (a set-up that "
+                f"does not work costs at most {SETUP_BUDGET}){last}"
+            )
+            self._probe_changed.set()
+        if self._failed is not None:
+            raise self._failed
+        self.setup_sent += 1
+
+    async def _create(self, messages: list[dict[str, str]], mode: str, headers: dict[str, str] | None, tries: Tries, n: int = 0) -> Any:
         """The SDK call in ``mode``, within what is left of the request's deadline."""
         fmt = request_format(mode)
+        limit = default_max_tokens(n) if self.max_tokens == "auto" else self.max_tokens
         call = self.client.chat.completions.create(
             model=self.model,
             messages=messages_for(mode, messages),  # type: ignore[arg-type]
             extra_headers=headers,
             **({"response_format": fmt} if fmt is not None else {}),
             **({"temperature": self.temperature} if self.temperature is not None else {}),
+            **({"max_tokens": limit} if limit is not None else {}),
         )
         left = tries.deadline - time.monotonic()
         self.in_flight += 1
+        self.http_requests += 1
         try:
             async with asyncio.timeout(max(0.01, left)):  # no extra task per request, unlike wait_for
                 return await call
@@ -396,6 +461,8 @@ class LLMClient:
         message = choice.message
         content = getattr(message, "content", None)
         if choice.finish_reason == "length":
+            if not_language(content):  # a model that rambled to its limit: the fix is not fewer names
+                raise BadAnswer("answer cut off at the token limit, and it is not language", "invalid", kind="not_language", text=content)
             raise BadAnswer("answer cut off at the token limit", "invalid", kind="cut_off", text=content)
         if choice.finish_reason == "content_filter":
             raise BadAnswer("answer withheld by the content filter", "refused", kind="refused", text=content)
@@ -412,6 +479,8 @@ class LLMClient:
             try:
                 labels, raw = read_answer(content, refusal, None, n, tries.need, read_as)
             except BadAnswer as again:
+                if again.kind == "not_language":
+                    raise  # nonsense in any format: say so, not that it is no JSON
                 if again.kind != "short" and not moved:
                     raise e from None  # no list in any form: an unusable answer, not a format to leave
                 if not moved:
@@ -459,25 +528,37 @@ class LLMClient:
             raise self._failed
 
     def _classify(self, e: Exception, tries: Tries) -> Exception:
-        """What an exception of the SDK call means: a transient error or a fatal one."""
+        """What an exception of the SDK call means (:func:`negvocab.llm.server_errors.classify`): a
+        transient error (final when the same status and body came twice in a row) or a fatal one."""
         sdk = self.sdk
         if isinstance(e, sdk.APIStatusError):
             self.reached = True
             code = e.status_code
-            if code == 429 and error_code(e) == "insufficient_quota":
-                return self.fatal_error(e)
-            if code == 429 or code in (408, 409) or code >= 500:
-                tries.transport += 1
-                after = retry_after_seconds(e.response.headers)
-                if code == 429 and after is not None:
+            detail = self._detail(e)
+            verdict = classify(code, detail, error_code(e))
+            if verdict.kind in (PERMANENT, FORMAT):
+                return self.fatal_error(e, verdict)
+            tries.transport += 1
+            after = retry_after_seconds(e.response.headers)
+            sig = (code, detail)
+            repeated = code not in REPEATABLE and sig == tries.last_error
+            tries.last_error = sig
+            if code == 429:
+                self.setup_sent -= not self.proven  # a rate limit says nothing about the set-up
+                if after is not None:
                     self._pause(after)
-                return Transient(f"HTTP {code}: {self._detail(e)}", after)
-            return self.fatal_error(e)
+            why = f"HTTP {code}: {detail}"
+            if repeated:
+                why += " (the same error twice: a fault of the server or of this request, not its availability; see the server's log)"
+            if repeated or "the same error twice" not in (self._last_problem or ""):  # a deterministic fault says most
+                self._last_problem = why
+            return Transient(why, after, final=repeated)
         if isinstance(e, (sdk.APIConnectionError, sdk.APITimeoutError)):
             tries.transport += 1
             # no connection made: refused, unknown host, or a connect that timed out
             connect = not isinstance(e, sdk.APITimeoutError) or type(e.__cause__).__name__ == "ConnectTimeout"
             what = "cannot connect" if connect else "timed out"
+            self._last_problem = f"{what} ({type(e).__name__}): check that the server is up and the base URL"
             return Transient(f"{what} ({type(e).__name__})", connect=connect)
         return e
 
@@ -499,24 +580,17 @@ class LLMClient:
         text = " ".join(self.scrub(str(getattr(e, "message", "") or e)).split())
         return text[:300]
 
-    def fatal_error(self, e: Any) -> Exception:
+    def fatal_error(self, e: Any, verdict: Verdict | None = None) -> Exception:
+        """The one-line :class:`ResourceError` of a permanent error (:func:`negvocab.llm.server_errors.diagnosis`)."""
         detail = self._detail(e)
         code = e.status_code
-        if code == 401:
-            return ResourceError(f"{self.base_url}: authentication failed (HTTP 401); check the API key in {self.key_name}")
-        if code == 403:
-            return ResourceError(f"{self.base_url}: access denied (HTTP 403): {detail}; check the key in {self.key_name} and the model's availability")
-        if code == 404:
-            hint = "" if self.base_url.rstrip("/").endswith("/v1") else "; OpenAI-compatible base URLs usually end in /v1"
-            return ResourceError(f"{self.base_url}: model {self.model!r} or endpoint not found (HTTP 404): {detail}{hint}")
-        if code == 429:
-            return ResourceError(f"{self.base_url}: out of quota (HTTP 429 insufficient_quota): {detail}")
-        hint = ""
-        if rejects_format(code, detail):
-            hint = f"; the server does not take response format {self.mode}: try --response-format " + (" or ".join(
-                m for m in ("json_object", "text") if m != self.mode) or "auto")
-        elif code in (400, 422) and self.mode != "text":
-            hint = "; if the server does not support structured output, try --response-format text"
-        return ResourceError(f"{self.base_url}: request rejected (HTTP {code}): {detail}{hint}")
-
-
+        verdict = verdict or classify(code, detail, error_code(e))
+        if verdict.kind != FORMAT and verdict.cause not in ("auth", "model", "context", "quota", "endpoint", "rejected"):
+            verdict = Verdict(PERMANENT, "rejected")
+        line = diagnosis(verdict, code, detail, base_url=self.base_url, model=self.model, key_name=self.key_name, mode=self.mode, code=error_code(e))
+        if code == 404 and self._query_names:  # not the model's fault until the query is ruled out
+            line += (
+                f"; the base URL's query ({', '.join(self._query_names)}) goes with every request as query parameters: "
+                "check that the server takes it there (a key usually goes in OPENAI_API_KEY)"
+            )
+        return ResourceError(line)

@@ -29,6 +29,7 @@ __all__ = [
     "estimate",
     "estimate_request_tokens",
     "price_of",
+    "priced_here",
 ]
 
 #: model -> (USD per 1M input tokens, USD per 1M output tokens), standard (synchronous) tier
@@ -72,6 +73,15 @@ def price_of(model: str, prices: Mapping[str, tuple[float, float]] | None = None
     return None
 
 
+def priced_here(endpoint: str | None, model: str, prices: Mapping[str, tuple[float, float]] | None = None) -> bool:
+    """Whether a run at ``endpoint`` gets a price: at OpenAI's own endpoint from the table, elsewhere
+    (a local server or proxy, which may echo an OpenAI model name) only from ``prices`` (``--price-in/--price-out``)."""
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(endpoint or "https://api.openai.com/v1").hostname or "").lower()
+    return host == "api.openai.com" or bool(prices and model in prices)
+
+
 def cost_usd(model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool = False, prices: Mapping[str, tuple[float, float]] | None = None) -> float | None:
     """Dollars for the given tokens (``None`` for a model without a price)."""
     p = price_of(model, prices)
@@ -103,9 +113,12 @@ class CostEstimate:
     failed_again: int = 0
     #: recorded failures that this mode does not ask again (the Batch API; a synchronous run does)
     failed_kept: int = 0
+    #: why there is no price, when it is not the model's lack of one
+    unpriced: str | None = None
 
     def summary(self) -> str:
-        cost = (f"${self.usd:,.2f}" if self.usd >= 1 else f"${self.usd:.4f}") if self.usd is not None else "unknown (no price for this model; pass --price-in/--price-out)"
+        why = self.unpriced or "no price for this model; pass --price-in/--price-out"
+        cost = (f"${self.usd:,.2f}" if self.usd >= 1 else f"${self.usd:.4f}") if self.usd is not None else f"unknown ({why})"
         mode = "Batch API" if self.batch else "synchronous API"
         held = f"; {self.held_by_batch} of them are in an uncollected batch: re-run with --batch" if self.held_by_batch else ""
         again = f"{self.failed_again} failed before and asked again, " if self.failed_again else ""

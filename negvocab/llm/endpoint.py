@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from negvocab.errors import InputError, ResourceError
+from negvocab.redact import mask_url_path
 
 __all__ = ["check_base_url", "public_url", "resolve_endpoint", "split_query"]
 
@@ -52,7 +53,8 @@ def check_base_url(base_url: str | None) -> None:
 
 
 def public_url(base_url: str | None) -> str:
-    """The endpoint as it may be written to files: no user info, no query string."""
+    """The endpoint as it may be written to files: no user info, no query string, no key in the path
+    (``.../key/<KEY>/v1`` -> ``.../key/***/v1``)."""
     if not base_url:
         return "https://api.openai.com/v1"
     from urllib.parse import urlsplit, urlunsplit
@@ -61,7 +63,7 @@ def public_url(base_url: str | None) -> str:
     host = parts.hostname or ""
     if parts.port:
         host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    return urlunsplit((parts.scheme, host, mask_url_path(parts.path), "", ""))
 
 
 def split_query(base_url: str | None) -> tuple[str | None, dict[str, str]]:

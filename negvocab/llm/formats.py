@@ -16,13 +16,13 @@ identity: each journaled result records the mode it was asked in, so a run resum
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from negvocab.errors import InputError
-from negvocab.labels.clean import clean_labels, raw_items
+from negvocab.labels.clean import clean_labels, keep_names, raw_items
+from negvocab.llm.server_errors import FORMAT, classify
 
 __all__ = [
     "BadAnswer",
@@ -35,6 +35,7 @@ __all__ = [
     "broken_json",
     "check_mode",
     "labels_from_message",
+    "not_language",
     "likely_fix",
     "messages_for",
     "raw_answer",
@@ -69,8 +70,6 @@ NEXT: dict[str, str] = {"json_schema": "json_object", "json_object": "text"}
 JSON_HINT = 'Answer with a JSON object of the form {"labels": ["name", "name", ...]} and nothing else.'
 TEXT_HINT = "Answer with the names only, one name a line, nothing else."
 
-_NAMES_FORMAT = re.compile(r"response.?format|json.?schema|json.?object|structured.?output|guided.?(?:json|decoding)|grammar", re.I)
-
 
 def check_mode(mode: str) -> str:
     """``mode`` if it is one of :data:`MODES`, else a one-line :class:`InputError`."""
@@ -100,8 +99,9 @@ def messages_for(mode: str, messages: list[dict[str, str]]) -> list[dict[str, st
 
 
 def rejects_format(status_code: int | None, message: str) -> bool:
-    """Whether an HTTP error is the server refusing the ``response_format`` asked for."""
-    return status_code in (400, 422) and bool(_NAMES_FORMAT.search(message or ""))
+    """Whether an HTTP error is the server refusing the ``response_format`` asked for: a 400/422, or a
+    500 whose body names it (llama-cpp-python, and LiteLLM in front of it; :mod:`negvocab.llm.server_errors`)."""
+    return classify(status_code, message).kind == FORMAT
 
 
 def snippet(text: str | None, limit: int = 160) -> str:
@@ -157,6 +157,14 @@ def read_answer(
     else:
         raw = raw_items(content or "")
     labels = clean_labels(raw)  # the one label normaliser (negvocab.labels.clean), glued items split
+    if labels:
+        named, nonsense = keep_names(labels)
+        if 2 * len(nonsense) > len(labels):  # an answer that is mostly no language: no --min-labels lets it through
+            raise BadAnswer(
+                f"the answer is not language: {len(nonsense)} of {len(labels)} items look like no name (e.g. {nonsense[0][:40]!r})",
+                "invalid", kind="not_language", text=content,
+            )
+        labels = named  # a stray nonsense item goes, the answer stays
     if not labels and mode != "json_schema" and parsed is None:
         raise BadAnswer(f"no list of names in the answer ({mode} mode)", "invalid", kind="not_list", text=content)
     if len(labels) < min_labels:
@@ -173,10 +181,25 @@ def likely_fix(kind: str, mode: str, requested: str, model: str, got: int = 0) -
         if requested != "auto" else "check the model (-m); its answers are no JSON list",
         "not_list": f"check the model (-m) and the prompt (--prompt): its answers hold no list of names{other}",
         "short": f"--min-labels {max(1, got)} (the answers hold fewer names than asked), or ask fewer with -n",
-        "cut_off": "ask fewer names (-n), or raise the server's output token limit for this model",
+        "cut_off": "ask fewer names (-n), or raise the server's output token limit for this model (--max-tokens)",
+        "not_language": "the model writes no language (its items look like no name in any language): use a larger or "
+        "instruction-tuned model (-m), or check the server's chat template for it; --min-labels cannot help",
         "refused": "the model refuses this prompt: use another model (-m) or your own --prompt",
         "empty": f"the server sends empty answers: check the model (-m) and the server's log{other}",
     }.get(kind, f"check the model (-m) and the server's log{other}")
+
+
+def not_language(text: str | None) -> bool:
+    """Whether an answer's text is mostly nonsense: most of its items look like no name (or it holds
+    letters but no item at all), as a model that runs to its token limit without writing language."""
+    body = (text or "").strip()
+    if not body:
+        return False
+    labels = clean_labels(raw_items(body))
+    if not labels:
+        return not any(w.isalpha() and len(w) > 2 for w in body.split()[:50])
+    _, nonsense = keep_names(labels)
+    return 2 * len(nonsense) > len(labels)
 
 
 def broken_json(text: str | None) -> bool:

@@ -234,8 +234,8 @@ async def run_sync(
             if streak >= stop_after:
                 raise ResourceError(
                     f"{e}: {streak} requests in a row failed, so the run stopped ({answered} answers of this "
-                    f"session journaled in {journal.run_dir}); check that the server is up and the base URL "
-                    "(OPENAI_BASE_URL or --base-url), then re-run the same command to resume"
+                    f"session journaled in {journal.run_dir}); check the server (is it up? what does its log say?) and the "
+                    "base URL (OPENAI_BASE_URL or --base-url), then re-run the same command to resume"
                 ) from None
         else:
             streak = 0

@@ -8,20 +8,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from negvocab.labels.clean import CleanResult, clean_label, clean_labels, clean_labels_report, parse_label_list
+from negvocab.labels.clean import (
+    CleanResult,
+    clean_label,
+    clean_labels,
+    clean_labels_report,
+    keep_names,
+    parse_label_list,
+)
 
 __all__ = ["CleanResult", "clean_label", "clean_labels", "clean_labels_report", "parse_label_list", "reclean_results"]
 
 
 def reclean_results(results: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, dict[str, Any]], CleanResult]:
     """Journal results with their labels cleaned again (``raw_labels`` when a record keeps them,
-    else ``labels``), and what cleaning changed and dropped over all of them (for the provenance)."""
+    else ``labels``), items that look like no name dropped (:func:`negvocab.labels.clean.keep_names`),
+    and what cleaning changed and dropped over all of them (for the provenance)."""
     out: dict[str, dict[str, Any]] = {}
     total = CleanResult()
     for cid, rec in results.items():
         raw = rec.get("raw_labels") or rec.get("labels") or []
         report = clean_labels_report(raw)
-        out[cid] = {**rec, "labels": report.labels}
+        kept, nonsense = keep_names(report.labels)
+        out[cid] = {**rec, "labels": kept}
         total.changed.update(report.changed)
-        total.dropped.extend(d for d in report.dropped if d not in total.dropped)
+        total.dropped.extend(d for d in [*report.dropped, *nonsense] if d not in total.dropped)
     return out, total

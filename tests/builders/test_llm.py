@@ -246,10 +246,13 @@ def test_failures_are_recorded_never_dropped(endpoint, tmp_path, synonym_filter)
 
 def test_dry_run_sends_nothing(endpoint, tmp_path):
     run = gpt_run("gpt-4o-mini", per_class=20, rounds=10, classes=5, run_dir=tmp_path / "run")
-    est = run.estimate()
+    local = run.estimate()  # OPENAI_BASE_URL is the fake: a local server gets no OpenAI price for the name
+    assert local.usd is None and "not OpenAI's own endpoint" in local.summary()
+    est = run.estimate(base_url="https://api.openai.com/v1")
     assert est.requests == 50 and est.already_done == 0
-    assert est.usd is not None and est.usd > 0
-    assert run.estimate(batch=True).usd == pytest.approx(est.usd / 2)
+    assert est.usd == pytest.approx((est.prompt_tokens * 0.15 + est.completion_tokens * 0.60) / 1e6)  # gpt-4o-mini's price
+    assert run.estimate(batch=True, base_url="https://api.openai.com/v1").usd == pytest.approx(est.usd / 2)
+    assert run.estimate(prices={"gpt-4o-mini": (1.0, 1.0)}).usd == pytest.approx((est.prompt_tokens + est.completion_tokens) / 1e6)
     assert "50 requests to send" in est.summary()
     assert not (tmp_path / "run").exists()
     assert sum(endpoint.state.chat_counts.values()) == 0

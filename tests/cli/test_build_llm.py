@@ -69,7 +69,7 @@ def test_dry_run_reaches_no_server(tmp_path, server):
     assert "30 requests to send (0 already in the journal)" in res.output and "gpt-4o-mini, synchronous API" in res.output
     res = invoke(["build", "eoe", "--mode", "far", "-m", "some-local-model", "--size", "100", "--batch", "--dry-run", "-o", str(tmp_path / "o.json")], env)
     assert res.exit_code == 0, res.output
-    assert "10 requests to send" in res.output and "unknown (no price" in res.output and "Batch API" in res.output
+    assert "10 requests to send" in res.output and "unknown (the server is not OpenAI's own endpoint" in res.output and "Batch API" in res.output
     assert sum(server.state.chat_counts.values()) == 0 and not server.state.files
     assert not (tmp_path / "r").exists() and not (tmp_path / "o.json").exists()
 
@@ -82,7 +82,8 @@ def test_cli_builds_eoe_and_reports(tmp_path, server, monkeypatch):
     res = invoke(["build", "eoe", "--mode", "near", "-m", "gpt-4o-mini", "-n", "3", "--classes", "4", "--api-key-env", "MY_KEY",
                   "--run-dir", str(tmp_path / "r"), "--retry-wait", "0.001", "-o", str(out)], env)
     assert res.exit_code == 0, res.output
-    assert "eoe-near vocabulary" in res.output and "cost $" in res.output and "this session: 4 requests" in res.output
+    assert "eoe-near vocabulary" in res.output and "this session: 4 requests answered (4 HTTP requests" in res.output
+    assert "cost unknown (no price for this model or server)" in res.output  # a local server that echoes an OpenAI name
     assert "synonym filter removed 1 of 7 unique labels as ImageNet-1k names/synonyms (e.g. goldfish)" in res.output
     assert len(out.read_text().splitlines()) > 4
     assert_no_key(tmp_path, texts=[res.output])
@@ -238,3 +239,31 @@ def test_ctrl_c_keeps_the_answers_in_flight(tmp_path, synonym_filter):
     assert 6 <= len(asked) < 120
     assert journaled == asked  # nothing the server answered was dropped
     assert not out.exists()
+
+
+def test_nonsense_answers_fail_whatever_min_labels_says(tmp_path, server):
+    # a small model's short nonsense lines: the issue's --min-labels 6 once gave exit 0 and 61 such labels
+    server.state.kind = "babble"
+    server.state.babble_lines = ["ség familiacolor bother involving", "%> чтоs register", "ölç gridTerm >>", "{{ trans sitting of"] * 2
+    env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "x"}
+    args = ["build", "gpt", "-m", "tiny", "--classes", "5", "--rounds", "1", "-n", "6", "--min-labels", "1", "--run-dir", str(tmp_path / "r"), "-o", str(tmp_path / "o.json")]
+    res = invoke(args, env)
+    assert res.exit_code == 2 and res.output.count("\n") == 1, res.output
+    assert "not language" in res.output and "--min-labels cannot help" in res.output
+    assert not (tmp_path / "o.json").exists()
+    assert sum(server.state.chat_counts.values()) <= 10
+
+
+def test_the_summary_counts_http_requests_and_states_the_size_reached(tmp_path, server):
+    from negvocab import imagenet1k
+
+    server.state.add_faults("chunk000/r0", "500")  # retried: 4 HTTP requests for 3 questions
+    env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "x"}
+    args = ["build", "eoe", "-m", "gpt-4o-mini", "--mode", "far", "--size", "30", "--chunk-size", "4", "--classes", "10",
+            "--retry-wait", "0.001", "--run-dir", str(tmp_path / "r"), "-o", str(tmp_path / "o.json")]  # fmt: skip
+    res = invoke(args, env)
+    assert res.exit_code == 0, res.output
+    assert "this session: 6 requests answered (7 HTTP requests, retries included)" in res.output
+    assert "size: 41 labels of the 30 asked (--size)" in res.output
+    assert "unknown (no price for this model or server)" in res.output  # a local server echoing an OpenAI name
+    assert imagenet1k()  # the ID space the chunks came from

@@ -21,10 +21,16 @@ Server kinds (``FakeState.kind``), as real servers behave:
 - ``reject_schema``: HTTP 400 naming ``response_format`` for ``json_schema``, JSON for
   ``json_object``, free text without a format;
 - ``garbage``: every answer is text with no list in it; ``no_choices``: every answer has an empty
-  ``choices`` list.
+  ``choices`` list; ``babble``: every answer is short nonsense lines (``babble_lines``), as a small
+  model writes them;
+- ``llamacpp``, ``llamacpp_small_ctx``, ``llamacpp_broadcast``, ``litellm``, ``litellm_small_ctx``,
+  ``litellm_broadcast``, ``litellm_unknown_model``, ``litellm_no_db``: llama-cpp-python's server and a
+  LiteLLM proxy in front of it, with their documented error statuses and bodies
+  (:mod:`tests.llm.server_bodies`).
 
 Faults on demand, per custom id (``"<key>/r<round>"``), consumed one per attempt:
-``429`` (with ``Retry-After``), ``quota`` (429 ``insufficient_quota``), ``500``, ``html`` (a 200
+``429`` (with ``Retry-After``), ``quota`` (429 ``insufficient_quota``), ``500`` (OpenAI's, a new request id
+each time), ``500same`` (the same body every time, a deterministic fault), ``html`` (a 200
 HTML page), ``error200`` (an error body with status 200), ``malformed`` (content not JSON),
 ``schema`` (JSON of the wrong shape), ``garbage`` (text with no list), ``refusal``, ``short`` (half the labels), ``length`` (cut
 off), ``slow`` (extra delay); in batches ``error`` (an error-file line), ``500`` and the content faults. Every chat
@@ -44,6 +50,8 @@ import time
 from collections import Counter, defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.llm.server_bodies import openai_500, server_error
 
 _N_RE = re.compile(r"exactly (\d+)")
 
@@ -120,15 +128,21 @@ class FakeState:
         self.list_page_cap = 100
         self.ids = itertools.count(1)
         #: the server's kind (see the module docstring): structured, free, reject_schema, garbage, no_choices
-        self.kind = "structured"
+        self.kind = "structured"  # see the module docstring
         self.garbage_text = GARBAGE  # every answer of a ``garbage`` server (and of the ``garbage`` fault)
         self.formats: list[str | None] = []  # the response_format type of every chat request
         self.queries: list[str] = []  # the query string of every chat request
+        self.paths: list[str] = []  # the path of every chat request
+        self.max_tokens: list[int | None] = []  # the max_tokens of every chat request
+        self.babble_lines: list[str] = []  # every answer of a ``babble`` server, one line each
+        self.always_fault: str | None = None  # the fault of every request without a queued one
+        self.fixed_round: int | None = None  # answer every round as this one
 
     def fault(self, cid: str) -> str | None:
+        """The next fault queued for ``cid``, else :attr:`always_fault` (a server broken for every request)."""
         with self.lock:
             queue = self.faults.get(cid)
-            return queue.pop(0) if queue else None
+            return queue.pop(0) if queue else self.always_fault
 
     def add_faults(self, cid: str, *kinds: str) -> None:
         with self.lock:
@@ -136,6 +150,8 @@ class FakeState:
 
 
 def _completion(state: FakeState, model: str, key: str, round_: int, n: int, fault: str | None, fmt: str | None = "json_schema") -> dict[str, Any]:
+    if state.fixed_round is not None:  # a model that answers every round alike (stopped producing new labels)
+        round_ = state.fixed_round
     labels = labels_for(key, round_, n) + state.extra_labels
     finish = "stop"
     refusal = None
@@ -147,6 +163,8 @@ def _completion(state: FakeState, model: str, key: str, round_: int, n: int, fau
         content = free_text(labels, FREE_FORMS[sum(map(ord, f"{key}{round_}")) % len(FREE_FORMS)])
     if state.kind == "garbage" or fault == "garbage":
         content = state.garbage_text
+    if state.kind == "babble":
+        content = "\n".join(state.babble_lines)
     if fault == "malformed":
         content = '{"labels": ["unterminated'
     elif fault == "schema":
@@ -221,8 +239,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorized():
             return None
         path, _, query = self.path.partition("?")
-        if path == "/v1/chat/completions":
+        if path.endswith("/v1/chat/completions"):  # a gateway may put a key in the path before /v1
             state.queries.append(query)
+            state.paths.append(path)
             return self._chat(json.loads(body))
         if self.path == "/v1/files":
             return self._upload(body)
@@ -287,7 +306,7 @@ class _Handler(BaseHTTPRequestHandler):
         delay = state.latency + (state.slow_delay if fault == "slow" else 0.0)
         if delay:
             time.sleep(delay)
-        code = 429 if fault in ("429", "quota") else 500 if fault == "500" else 200
+        code = 429 if fault in ("429", "quota") else 500 if fault in ("500", "500same") else 200
         with state.lock:
             state.chat_log.append((cid, time.monotonic(), code))
         if fault == "quota":  # OpenAI's answer when the account has no credit left
@@ -295,8 +314,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(429, body)
         if code == 429:
             return self._error(429, "rate limited", {"Retry-After": state.retry_after})
-        if code == 500:
+        if fault == "500same":
             return self._error(500, "internal error")
+        if code == 500:
+            return self._send(*openai_500(f"req_{next(state.ids):032x}"))
         if fault == "html":  # a proxy's page with status 200
             return self._send(200, None, raw=b"<html><body>Welcome to nginx!</body></html>", ctype="text/html")
         if fault == "error200":  # an error body with status 200
@@ -304,6 +325,11 @@ class _Handler(BaseHTTPRequestHandler):
         fmt = (body.get("response_format") or {}).get("type")
         with state.lock:
             state.formats.append(fmt)
+            state.max_tokens.append(body.get("max_tokens"))
+        prompt_chars = sum(len(m.get("content") or "") for m in body.get("messages", []))
+        err = server_error(state.kind, fmt, body.get("model", "?"), prompt_chars)
+        if err is not None:
+            return self._send(*err)
         if state.kind == "reject_schema" and fmt == "json_schema":  # as vLLM / llama.cpp builds without it answer
             return self._error(400, "response_format type 'json_schema' is not supported by this server")
         if fmt == "json_object" and "json" not in json.dumps(body.get("messages", [])).lower():
@@ -427,7 +453,10 @@ def main() -> None:
     """``python -m tests.llm.fake_openai --latency 0.3 --kind free``: serve until killed; prints the URL."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency", type=float, default=0.0)
-    ap.add_argument("--kind", default="structured", choices=["structured", "free", "reject_schema", "garbage", "no_choices"])
+    ap.add_argument("--kind", default="structured", choices=[
+        "structured", "free", "reject_schema", "garbage", "no_choices", "babble", "llamacpp", "llamacpp_small_ctx", "llamacpp_broadcast",
+        "litellm", "litellm_small_ctx", "litellm_broadcast", "litellm_unknown_model", "litellm_no_db",
+    ])
     args = ap.parse_args()
     with FakeOpenAI(latency=args.latency) as srv:
         srv.state.kind = args.kind

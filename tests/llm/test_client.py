@@ -148,7 +148,7 @@ def test_a_host_that_drops_connections_gives_up_after_one_retry():
 
 def test_server_errors_outlasting_retries_leave_the_request_undone(server):
     server.state.add_faults("k1/r0", *["500"] * 4)
-    with pytest.raises(ServerGaveUp, match="HTTP 500: .*internal error after 3 attempts"):
+    with pytest.raises(ServerGaveUp, match="HTTP 500: .*request ID req_.* after 3 attempts"):
         ask(server, transport_attempts=3)
 
 
@@ -159,8 +159,10 @@ def test_a_200_that_is_no_completion_is_retried_then_left_undone(server, fault):
     answer = ask(server)
     assert answer.status == "ok" and answer.labels == expected() and server.state.chat_counts["k1/r0"] == 2
     server.state.add_faults("k2/r0", *[fault] * 3)
-    with pytest.raises(ServerGaveUp, match=r"no chat completion .*OpenAI-compatible endpoint \(ending in /v1\)\? after 3 attempts"):
+    # the same page twice in a row is no busy server: the request stops there
+    with pytest.raises(ServerGaveUp, match=r"no chat completion .*OpenAI-compatible endpoint \(ending in /v1\)\? after 2 attempts"):
         ask(server, cid="k2/r0", transport_attempts=3)
+    assert server.state.chat_counts["k2/r0"] == 2
 
 
 def test_out_of_quota_stops_at_once_with_the_servers_words(server):
@@ -183,16 +185,19 @@ def test_whitespace_around_the_key_is_dropped(server, spoilt):
 
 
 def test_url_credentials_are_masked_in_errors(server):
-    client = LLMClient("m", base_url="http://me:PASS-1@127.0.0.1:9/v1?api-key=QS-SECRET", api_key=DUMMY_KEY)
-    text = client.scrub(f"POST http://me:PASS-1@127.0.0.1:9/v1?api-key=QS-SECRET/chat failed; key {DUMMY_KEY}")
+    client = LLMClient("m", base_url="http://me:PASS-1@127.0.0.1:9/v1?api-key=QS-SECRET-0123456789", api_key=DUMMY_KEY)
+    text = client.scrub(f"POST http://me:PASS-1@127.0.0.1:9/v1?api-key=QS-SECRET-0123456789/chat failed; key {DUMMY_KEY}")
     assert "PASS-1" not in text and "QS-SECRET" not in text and DUMMY_KEY not in text
     assert text == "POST http://***@127.0.0.1:9/v1?*** failed; key ***"
     short = LLMClient("m", base_url="http://u:1@127.0.0.1:9/v1", api_key=DUMMY_KEY)  # a short password
     assert short.scrub("HTTP 500 at 127.0.0.1:9 after 10 attempts") == "HTTP 500 at 127.0.0.1:9 after 10 attempts"
-    # echoed outside a URL, and a password with an @ in it
-    assert client.scrub("invalid api-key=QS-SECRET") == "invalid api-key=***"
-    tokened = LLMClient("m", base_url="https://TOKEN-12345@127.0.0.1:9/v1?k=abc%2Bdefgh123", api_key=DUMMY_KEY)
-    assert tokened.scrub("user TOKEN-12345, key abc%2Bdefgh123 and abc+defgh123") == "user ***, key *** and ***"
+    # echoed outside a URL (long enough to be a secret), and a password with an @ in it
+    assert client.scrub("invalid api-key=QS-SECRET-0123456789") == "invalid api-key=***"
+    tokened = LLMClient("m", base_url="https://TOKEN-12345-abcdefgh@127.0.0.1:9/v1?k=abc%2Bdefgh123-45678", api_key=DUMMY_KEY)
+    assert tokened.scrub("user TOKEN-12345-abcdefgh, key abc%2Bdefgh123-45678 and abc+defgh123-45678") == "user ***, key *** and ***"
+    # a short query value is masked inside URLs only: elsewhere it is no secret worth garbling text for
+    shortq = LLMClient("m", base_url="http://127.0.0.1:9/v1?key=abc", api_key=DUMMY_KEY)
+    assert shortq.scrub("GET http://127.0.0.1:9/v1?key=abc: a cabbage") == "GET http://127.0.0.1:9/v1?*** a cabbage"
     assert "ss@" not in client.scrub("GET http://u:p@ss@host/v1 failed") and "host/v1" in client.scrub("GET http://u:p@ss@host/v1")
 
 

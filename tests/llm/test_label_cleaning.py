@@ -118,4 +118,6 @@ def test_a_key_the_model_echoes_never_reaches_the_journal(endpoint, tmp_path, sy
     endpoint.state.extra_labels = [f"Key: {DUMMY_KEY}", f"{DUMMY_KEY} (the key you sent)"]
     vocab = _build(tmp_path, synonym_filter, classes=2)
     assert_no_key(tmp_path / "run", texts=[repr(vocab.settings)])
-    assert any("***" in raw for raw in vocab.settings["label_cleaning"]["changed"])
+    # the items that hold the key are dropped whole, never rewritten; the other labels are kept as written
+    assert not any("***" in raw for raw in vocab.settings["label_cleaning"]["changed"])
+    assert "common thing 0" in vocab.labels

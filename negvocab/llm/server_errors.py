@@ -1,0 +1,119 @@
+"""What an HTTP error from an LLM server means, and the one-line diagnosis of each kind.
+
+Real servers answer the same trouble with different statuses: llama-cpp-python's OpenAI server
+refuses a ``json_schema`` response format with HTTP 500 (a pydantic ``literal_error`` naming
+``response_format``), and a LiteLLM proxy passes it on as ``500 litellm.InternalServerError``;
+LiteLLM answers an unknown model (``Invalid model name passed in model=...``) and a key it cannot
+check (``No connected db.``) with 400; a context too small comes as 400 (``maximum context length
+is 256 tokens``) or, from llama.cpp, as 500 (``could not broadcast input array``). So the status
+alone says little: :func:`classify` reads the status and the body together and names one of
+
+- :data:`TEMPORARY`: retry with backoff (429 without a quota problem, 408/409, 5xx);
+- :data:`FORMAT`: the server does not take the response format asked for (a 400/422, or a 500
+  whose body names ``response_format``): move down one format;
+- :data:`PERMANENT`: stop at once (bad key, unknown model, context too small, quota, a wrong
+  endpoint, another request the server rejects); :func:`diagnosis` says which, in the server's
+  words, and the fix;
+- :data:`UNKNOWN`: a status no OpenAI-compatible server uses for an error (1xx/3xx, 2xx with an error).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["FORMAT", "PERMANENT", "REPEATABLE", "TEMPORARY", "UNKNOWN", "Verdict", "classify", "diagnosis", "names_format"]
+
+TEMPORARY, FORMAT, PERMANENT, UNKNOWN = "temporary", "format", "permanent", "unknown"
+
+_NAMES_FORMAT = re.compile(r"response.?format|json.?schema|json.?object|structured.?output|guided.?(?:json|decoding)|grammar", re.I)
+_CONTEXT = re.compile(
+    r"context.?length|context.?window|context_length_exceeded|exceeds? (?:the )?(?:model'?s? )?(?:maximum )?context|n_ctx"
+    r"|too many tokens|prompt is too long|could not broadcast input array|requested tokens \(\d+\) exceed",
+    re.I,
+)
+_QUOTA = re.compile(r"insufficient_quota|exceeded your current quota|\bquota\b|budget has been exceeded|budget exceeded|billing|credit balance", re.I)
+_MODEL = re.compile(
+    r"invalid model name|model.?not.?found|unknown model|no such model|model \S{0,80} (?:does not exist|not found|is not available|is not supported)"
+    r"|the model .{0,80} does not exist|model .{0,80} not (?:found|loaded|served)|no deployments? available for",
+    re.I,
+)
+_AUTH = re.compile(
+    r"no connected db|api.?key|authenticat|unauthori[sz]ed|invalid.?(?:token|key|credentials)|incorrect .{0,20}key"
+    r"|permission denied|virtual key|bearer",
+    re.I,
+)
+#: statuses whose identical repeats are still worth retrying (a gateway or a rate limit says the same each time)
+REPEATABLE = frozenset({408, 429, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The kind of an error (:data:`TEMPORARY`, :data:`FORMAT`, :data:`PERMANENT`, :data:`UNKNOWN`) and its cause
+    (``rate_limit``, ``server``, ``format``, ``auth``, ``model``, ``context``, ``quota``, ``endpoint``,
+    ``rejected``, ``unknown``)."""
+
+    kind: str
+    cause: str
+
+
+def names_format(body: str) -> bool:
+    """Whether an error body names the response format (``response_format``, JSON schema, grammar...)."""
+    return bool(_NAMES_FORMAT.search(body or ""))
+
+
+def classify(status: int | None, body: str, code: str | None = None) -> Verdict:
+    """The :class:`Verdict` of an HTTP error with ``status``, its body text and its ``code`` field."""
+    body = body or ""
+    words = f"{code or ''} {body}"
+    if status is None or status < 400:
+        return Verdict(UNKNOWN, "unknown")
+    if status in (400, 422, 500) and names_format(body) and not _CONTEXT.search(words):
+        return Verdict(FORMAT, "format")
+    if _CONTEXT.search(words):
+        return Verdict(PERMANENT, "context")
+    if status == 429:
+        return Verdict(PERMANENT, "quota") if code == "insufficient_quota" or _QUOTA.search(words) else Verdict(TEMPORARY, "rate_limit")
+    if status >= 500 or status in (408, 409):
+        return Verdict(TEMPORARY, "server")
+    if _QUOTA.search(words) and status in (400, 402, 403):
+        return Verdict(PERMANENT, "quota")
+    if status in (401, 403):
+        return Verdict(PERMANENT, "auth")
+    if _MODEL.search(words) or (status == 404 and re.search(r"\bmodel\b", body, re.I)):
+        return Verdict(PERMANENT, "model")
+    if status == 404:
+        return Verdict(PERMANENT, "endpoint")
+    if _AUTH.search(words):
+        return Verdict(PERMANENT, "auth")
+    return Verdict(PERMANENT, "rejected")
+
+
+def diagnosis(verdict: Verdict, status: int, detail: str, *, base_url: str, model: str, key_name: str, mode: str, code: str | None = None) -> str:
+    """The one-line message of a permanent (or format) error: what happened, the server's words, the fix."""
+    said = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
+    cause = verdict.cause
+    if cause == "auth":
+        extra = (
+            "; a LiteLLM proxy without a database checks no virtual keys: use its master key (LITELLM_MASTER_KEY)"
+            if "no connected db" in detail.lower() else ""
+        )
+        words = f" (the server said: {detail})" if detail else ""
+        return f"{base_url}: authentication failed (HTTP {status}); check the API key in {key_name}{extra}{words}"
+    if cause == "model":
+        return f"{base_url}: the server does not serve model {model!r} ({said}); use a model it lists at {base_url.rstrip('/')}/models (-m)"
+    if cause == "context":
+        return (
+            f"{base_url}: the request does not fit the model's context ({said}); ask fewer names a request (-n) or a shorter "
+            "--prompt, or start the server with a larger context (llama.cpp: --n_ctx)"
+        )
+    if cause == "quota":
+        tag = f" {code}" if code and code != "None" else ""
+        return f"{base_url}: out of quota (HTTP {status}{tag}): {detail}; check the account's billing or the key's budget"
+    if cause == "endpoint":
+        hint = "" if base_url.rstrip("/").endswith("/v1") else "; OpenAI-compatible base URLs usually end in /v1"
+        return f"{base_url}: model {model!r} or endpoint not found ({said}){hint}"
+    if cause == "format":
+        others = " or ".join(m for m in ("json_object", "text") if m != mode) or "auto"
+        return f"{base_url}: the server does not take response format {mode} ({said}); try --response-format {others}"
+    return f"{base_url}: request rejected ({said})"

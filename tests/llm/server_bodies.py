@@ -1,0 +1,93 @@
+"""Error bodies as real OpenAI-compatible servers send them, for the fakes in :mod:`tests.llm.fake_openai`.
+
+Written from the servers' documented behaviour and the bodies quoted in issue 24 (llama-cpp-python
+0.3.x's OpenAI server, a LiteLLM 1.x proxy in front of it, OpenAI itself):
+
+- llama-cpp-python validates ``response_format`` with pydantic inside the route, so an unsupported
+  ``json_schema`` type surfaces as HTTP 500 carrying pydantic's ``literal_error`` text; its error
+  handler turns "Requested tokens (N) exceed context window of M" into OpenAI's 400
+  ``context_length_exceeded`` message, while a prompt that overruns the KV cache inside numpy
+  surfaces as 500 ``could not broadcast input array ...``; every 500 body has type
+  ``internal_server_error``;
+- LiteLLM wraps an upstream 500 as ``litellm.InternalServerError: ...`` (status 500) and answers an
+  unknown model, a key it cannot check without a database, and a context overrun with 400, the
+  message a stringified dict in places and ``code`` a string;
+- OpenAI's own 500 names a request id that differs on every attempt (so identical repeats mean a
+  deterministic fault, not a busy server).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+LLAMACPP_SCHEMA_500 = (
+    "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  Input should be 'text' or 'json_object' "
+    "[type=literal_error, input_value='json_schema', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.9/v/literal_error"
+)
+LLAMACPP_CONTEXT_400 = (
+    "This model's maximum context length is 256 tokens. However, you requested 612 tokens (356 in the messages, 256 in the "
+    "completion). Please reduce the length of the messages or completion."
+)
+LLAMACPP_BROADCAST_500 = "could not broadcast input array from shape (302,) into shape (256,)"
+LITELLM_UNKNOWN_MODEL = "{'error': '/chat/completions: Invalid model name passed in model=%s. Call `/v1/models` to view available models for your key.'}"
+LITELLM_NO_DB = "Authentication Error, No connected db."
+LITELLM_CONTEXT = (
+    "litellm.ContextWindowExceededError: litellm.BadRequestError: ContextWindowExceededError: OpenAIException - This model's "
+    "maximum context length is 256 tokens. However, you requested 612 tokens. Please reduce the length of the messages or completion."
+)
+
+
+def llamacpp_error(status: int, message: str) -> tuple[int, dict[str, Any]]:
+    """A llama-cpp-python error: ``internal_server_error`` for 500, ``invalid_request_error`` for 400."""
+    if status == 500:
+        return 500, {"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}
+    return status, {"error": {"message": message, "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+
+
+def litellm_error(status: int, message: str, kind: str | None = None) -> tuple[int, dict[str, Any]]:
+    """A LiteLLM proxy error: the message, ``type`` and ``param`` as strings, ``code`` the status as a string."""
+    return status, {"error": {"message": message, "type": kind or "None", "param": "None", "code": str(status)}}
+
+
+def litellm_wraps(status: int, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """What a LiteLLM proxy answers when its upstream (llama.cpp) answered ``status`` with ``body``."""
+    message = body["error"]["message"]
+    if status >= 500:
+        return litellm_error(500, f"litellm.InternalServerError: InternalServerError: OpenAIException - {message}", None)
+    return litellm_error(status, f"litellm.BadRequestError: OpenAIException - {message}", None)
+
+
+def openai_500(request_id: str) -> tuple[int, dict[str, Any]]:
+    """OpenAI's transient 500: its text names a request id that differs on every attempt."""
+    message = (
+        "The server had an error while processing your request. Sorry about that! You can retry your request, or contact us "
+        f"through our help center at help.openai.com if the error persists. (Please include the request ID {request_id} in your message.)"
+    )
+    return 500, {"error": {"message": message, "type": "server_error", "param": None, "code": None}}
+
+
+def server_error(kind: str, fmt: str | None, model: str, prompt_chars: int) -> tuple[int, dict[str, Any]] | None:
+    """The error a server of ``kind`` answers to a chat request (``None``: it answers normally).
+
+    Kinds: ``llamacpp`` (500 on ``json_schema``), ``llamacpp_small_ctx`` (a 256-token context: 400
+    for a long prompt), ``llamacpp_broadcast`` (500 ``could not broadcast`` on every request), and the
+    same behind LiteLLM (``litellm``, ``litellm_small_ctx``, ``litellm_broadcast``), plus
+    ``litellm_unknown_model`` and ``litellm_no_db``.
+    """
+    base = kind.removeprefix("litellm_") if kind.startswith("litellm") else kind.removeprefix("llamacpp_")
+    upstream: tuple[int, dict[str, Any]] | None = None
+    if kind == "litellm_unknown_model":
+        return litellm_error(400, LITELLM_UNKNOWN_MODEL % model)
+    if kind == "litellm_no_db":
+        return litellm_error(400, LITELLM_NO_DB, "auth_error")
+    if fmt == "json_schema" and kind in ("llamacpp", "litellm"):
+        upstream = llamacpp_error(500, LLAMACPP_SCHEMA_500)
+    elif base == "small_ctx" and prompt_chars > 200:
+        if kind.startswith("litellm"):
+            return litellm_error(400, LITELLM_CONTEXT)
+        upstream = llamacpp_error(400, LLAMACPP_CONTEXT_400)
+    elif base == "broadcast":
+        upstream = llamacpp_error(500, LLAMACPP_BROADCAST_500)
+    if upstream is None:
+        return None
+    return litellm_wraps(*upstream) if kind.startswith("litellm") else upstream

@@ -1,0 +1,196 @@
+"""The server-error classifier on documented bodies, and what a broken set-up costs against fakes
+of llama-cpp-python's server, a LiteLLM proxy in front of it, and OpenAI (tests.llm.server_bodies)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from negvocab import build_gpt_vocabulary
+from negvocab.errors import ResourceError
+from negvocab.llm.client import SETUP_BUDGET, LLMClient
+from negvocab.llm.server_errors import FORMAT, PERMANENT, TEMPORARY, UNKNOWN, classify
+from tests.llm import server_bodies as sb
+from tests.llm.conftest import DUMMY_KEY, FAST
+
+
+def _msg(pair):
+    return pair[1]["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "status, body, code, kind, cause",
+    [
+        (500, _msg(sb.llamacpp_error(500, sb.LLAMACPP_SCHEMA_500)), None, FORMAT, "format"),  # llama.cpp: 500, not 400
+        (500, _msg(sb.litellm_wraps(*sb.llamacpp_error(500, sb.LLAMACPP_SCHEMA_500))), "500", FORMAT, "format"),  # LiteLLM passes it on
+        (400, "response_format type 'json_schema' is not supported by this server", None, FORMAT, "format"),
+        (500, _msg(sb.llamacpp_error(500, sb.LLAMACPP_BROADCAST_500)), None, PERMANENT, "context"),
+        (400, _msg(sb.llamacpp_error(400, sb.LLAMACPP_CONTEXT_400)), "context_length_exceeded", PERMANENT, "context"),
+        (400, _msg(sb.litellm_error(400, sb.LITELLM_CONTEXT)), "400", PERMANENT, "context"),
+        (400, _msg(sb.litellm_error(400, sb.LITELLM_UNKNOWN_MODEL % "gpt-9")), "400", PERMANENT, "model"),
+        (400, _msg(sb.litellm_error(400, sb.LITELLM_NO_DB)), "400", PERMANENT, "auth"),
+        (401, "Incorrect API key provided: sk-***1234.", "invalid_api_key", PERMANENT, "auth"),
+        (404, "The model `gpt-9` does not exist or you do not have access to it.", "model_not_found", PERMANENT, "model"),
+        (404, "Not Found", None, PERMANENT, "endpoint"),
+        (429, "You exceeded your current quota, please check your plan.", "insufficient_quota", PERMANENT, "quota"),
+        (429, "Rate limit reached for gpt-4o-mini", "rate_limit_exceeded", TEMPORARY, "rate_limit"),
+        (500, _msg(sb.openai_500("req_1")), None, TEMPORARY, "server"),
+        (503, "Service Unavailable", None, TEMPORARY, "server"),
+        (400, "Invalid value for 'temperature'", None, PERMANENT, "rejected"),
+        (302, "", None, UNKNOWN, "unknown"),
+    ],
+)
+def test_documented_bodies_are_classified(status, body, code, kind, cause):
+    verdict = classify(status, body, code)
+    assert (verdict.kind, verdict.cause) == (kind, cause)
+
+
+QUESTIONS = 20
+
+
+def _run(server, tmp_path, synonym_filter, **kw):
+    """20 questions at -j 8, as the issue's runs; every exception is returned, not raised."""
+    try:
+        return build_gpt_vocabulary(
+            "gpt-test", run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, base_url=server.url,
+            api_key=DUMMY_KEY, concurrency=8, per_class=6, rounds=1, classes=QUESTIONS, **kw,
+        )  # fmt: skip
+    except ResourceError as e:
+        return e
+
+
+def _requests(server) -> int:
+    return sum(server.state.chat_counts.values())
+
+
+BABBLE = ["ség familiacolor bother involving", "%> чтоs register", "ölç gridTerm >>", "{{ trans sitting of", "zxq vvb"]
+
+
+@pytest.mark.parametrize(
+    "kind, fault, said",
+    [
+        ("structured", "html", "no chat completion"),
+        ("structured", "error200", "no chat completion"),
+        ("structured", "500", "HTTP 500"),
+        ("structured", "500same", "the same error twice"),
+        ("structured", "garbage", "unusable"),
+        ("no_choices", None, "empty choices"),
+        ("babble", None, "not language"),
+        ("llamacpp_broadcast", None, "does not fit the model's context"),
+        ("litellm_broadcast", None, "does not fit the model's context"),
+        ("llamacpp_small_ctx", None, "does not fit the model's context"),
+        ("litellm_small_ctx", None, "does not fit the model's context"),
+        ("litellm_unknown_model", None, "does not serve model 'gpt-test'"),
+        ("litellm_no_db", None, "LITELLM_MASTER_KEY"),
+    ],
+)
+def test_a_broken_setup_costs_at_most_ten_requests(server, tmp_path, synonym_filter, kind, fault, said):
+    server.state.kind, server.state.always_fault = kind, fault
+    server.state.babble_lines = BABBLE
+    out = _run(server, tmp_path, synonym_filter)
+    assert isinstance(out, ResourceError), out
+    assert said in str(out) and "\n" not in str(out)
+    assert "check that the server is up" not in str(out)  # it is up: the advice must be about what it said
+    if kind.startswith(("litellm", "llamacpp")):  # no "try --response-format text" for a model, key or context problem
+        assert "--response-format" not in str(out)
+    assert 1 <= _requests(server) <= SETUP_BUDGET, (_requests(server), str(out))
+
+
+@pytest.mark.parametrize("kind", ["llamacpp", "litellm"])
+def test_auto_settles_on_json_object_where_json_schema_gets_a_500(server, tmp_path, synonym_filter, kind):
+    server.state.kind = kind
+    vocab = _run(server, tmp_path, synonym_filter)
+    assert not isinstance(vocab, Exception), vocab
+    assert vocab.settings["response_formats"] == {"json_object": QUESTIONS}
+    schema_asks = server.state.formats.count("json_schema")
+    assert 1 <= schema_asks <= 2  # the probes in flight; no retries of the 500
+    assert _requests(server) == QUESTIONS + schema_asks
+
+
+def test_a_500_naming_response_format_with_json_schema_asked_stops_with_the_format_fix(server):
+    server.state.kind = "llamacpp"
+
+    async def go():
+        async with LLMClient("m", base_url=server.url, api_key=DUMMY_KEY, response_format="json_schema", **FAST) as c:
+            return await c.ask([{"role": "user", "content": "Return exactly 6 names."}], 6, trace_id="t:k/r0")
+
+    with pytest.raises(ResourceError, match=r"does not take response format json_schema \(HTTP 500: .*literal_error.*\); try --response-format json_object or text"):
+        asyncio.run(go())
+    assert _requests(server) == 1
+
+
+def test_request_counts_include_retries_and_max_tokens_is_sent(server, tmp_path, synonym_filter):
+    from negvocab import imagenet1k
+
+    wnids = imagenet1k().wnids[:QUESTIONS]
+    server.state.add_faults(f"{wnids[0]}/r0", "500")  # OpenAI's 500 (a new request id): retried once, then ok
+    server.state.add_faults(f"{wnids[1]}/r0", "malformed")
+    vocab = _run(server, tmp_path, synonym_filter)
+    session = vocab.settings["session"]
+    assert session["sent"] == QUESTIONS and session["http_requests"] == _requests(server) == QUESTIONS + 2
+    assert set(server.state.max_tokens) == {256 + 16 * 6}
+    assert vocab.settings["cost_usd"] is None  # a local server: no OpenAI price for its echo of the name
+    prices = {"gpt-test": (1.0, 2.0)}
+    again = _run(server, tmp_path, synonym_filter, prices=prices)  # --price-in/--price-out say so
+    usage = again.settings["usage"]
+    assert again.settings["cost_usd"] == pytest.approx((usage["prompt_tokens"] * 1.0 + usage["completion_tokens"] * 2.0) / 1e6)
+
+
+def test_max_tokens_can_be_set_or_left_out(server):
+    async def go(**kw):
+        async with LLMClient("m", base_url=server.url, api_key=DUMMY_KEY, **FAST, **kw) as c:
+            return await c.ask([{"role": "user", "content": "Return exactly 6 names."}], 6, trace_id="t:k/r0")
+
+    asyncio.run(go(max_tokens=1000))
+    asyncio.run(go(max_tokens=None))
+    assert server.state.max_tokens == [1000, None]
+    official = LLMClient("m", base_url="https://api.openai.com/v1", api_key=DUMMY_KEY)
+    assert official.max_tokens is None  # reasoning models bill hidden tokens within it
+
+
+def test_a_404_with_a_query_in_the_base_url_names_the_query_not_only_the_model(server):
+    async def go():
+        async with LLMClient("m", base_url=server.url + "/gw?key=K-0123456789abcdef", api_key="x", **FAST) as c:
+            return await c.ask([{"role": "user", "content": "Return exactly 6 names."}], 6, trace_id="t:k/r0")
+
+    with pytest.raises(ResourceError) as err:
+        asyncio.run(go())
+    line = str(err.value)
+    assert "(HTTP 404" in line and "the base URL's query (key) goes with every request" in line
+    assert "K-0123456789abcdef" not in line and "\n" not in line
+
+
+def _ask_once(server, **kw):
+    async def go():
+        async with LLMClient("m", base_url=server.url, api_key="x", **{**FAST, **kw}) as c:
+            return await c.ask([{"role": "user", "content": "Return exactly 6 names."}], 6, trace_id="t:k/r0")
+
+    return asyncio.run(go())
+
+
+def test_a_cut_off_answer_that_is_no_language_is_not_blamed_on_the_label_count(server):
+    server.state.add_faults("k/r0", "length")
+    cut = _ask_once(server, content_attempts=1, response_format="json_object")
+    assert cut.status == "invalid" and cut.error == "answer cut off at the token limit"
+    server.state.kind, server.state.babble_lines = "babble", BABBLE * 4
+    server.state.add_faults("k/r0", "length")
+    babble = _ask_once(server, content_attempts=1, response_format="json_object")
+    assert babble.status == "invalid" and babble.error == "answer cut off at the token limit, and it is not language"
+
+
+def test_a_refused_connection_says_that_it_is_retried(caplog):
+    import logging
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    async def go():
+        async with LLMClient("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="x", wait_base=1.0, wait_max=1.0) as c:
+            return await c.ask([{"role": "user", "content": "Return exactly 6 names."}], 6, trace_id="t:k/r0")
+
+    with caplog.at_level(logging.WARNING), pytest.raises(Exception, match="cannot connect"):
+        asyncio.run(go())
+    assert any("cannot connect" in r.getMessage() and "trying again in" in r.getMessage() for r in caplog.records)
