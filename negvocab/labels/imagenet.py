@@ -25,10 +25,12 @@ from typing import Any
 from negvocab.errors import InputError
 from negvocab.textfiles import read_text
 
-__all__ = ["IdClasses", "RESOURCE", "WNID", "imagenet1k", "read_id_classes"]
+__all__ = ["IdClasses", "RESOURCE", "WNID", "WNID_LIKE", "imagenet1k", "read_id_classes"]
 
 #: a WordNet 3.0 noun id as ImageNet writes it
 WNID = re.compile(r"^n\d{8}$")
+#: what a wnid typed by hand looks like, right or wrong (n + digits): never taken as a class name
+WNID_LIKE = re.compile(r"^[nN]\d{5,}$")
 
 RESOURCE = "imagenet1k_classes.tsv"
 
@@ -119,12 +121,23 @@ def read_id_classes(path: str | os.PathLike[str] | None) -> IdClasses:
         return imagenet1k()
     p = Path(path).expanduser()
     text = read_text(p, "ID classes file", "; give one wnid or class name a line")
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+    lines = [(i, ln.strip()) for i, ln in enumerate(text.splitlines(), start=1) if ln.strip() and not ln.startswith("#")]
     if not lines:
         raise InputError(f"{p}: the ID classes file is empty")
-    if all(WNID.match(x) for x in lines):
-        try:
-            return imagenet1k().subset(lines)
-        except InputError as e:
-            raise InputError(f"{p}: {e}") from e
-    return IdClasses.from_names(lines, dataset=f"custom:{p.name}")
+    wnid_lines = [(i, x) for i, x in lines if WNID_LIKE.match(x)]
+    if not wnid_lines:
+        return IdClasses.from_names([x for _, x in lines], dataset=f"custom:{p.name}")
+    for i, x in wnid_lines:
+        if not WNID.match(x):
+            raise InputError(f"{p}: line {i}: {x!r} is not a wnid (n and 8 digits, e.g. n01440764); fix it or give class names only")
+    if len(wnid_lines) < len(lines):
+        i, name = next((i, x) for i, x in lines if not WNID_LIKE.match(x))
+        raise InputError(f"{p}: line {i}: {name!r} is a class name in a file of wnids (line {wnid_lines[0][0]}: {wnid_lines[0][1]}); give wnids or names, not both")
+    known = imagenet1k()._index()
+    for i, x in lines:
+        if x not in known:
+            raise InputError(f"{p}: line {i}: {x!r} is not one of the 1000 ImageNet-1k wnids; give ImageNet-1k wnids, or class names for another label space")
+    try:
+        return imagenet1k().subset([x for _, x in lines])
+    except InputError as e:  # a repeated wnid
+        raise InputError(f"{p}: {e}") from e
