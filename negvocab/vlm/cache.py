@@ -321,7 +321,7 @@ class Checkpoints:
         self.store, self.every_s, self.max_rows = store, every_s, max_rows
         self._clock = clock or monotonic  # seconds of work
         self._pending: list[tuple[list[str], np.ndarray]] = []
-        self._last = clock()
+        self._last = self._clock()
         self.kept = 0
         self.saves = 0
 
