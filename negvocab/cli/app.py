@@ -19,7 +19,7 @@ from negvocab.errors import InputError, NegvocabError
 from negvocab.progress import forget_kept, kept_work
 from negvocab.provenance import negvocab_version, set_command
 
-__all__ = ["EXIT_USER_ERROR", "CommandGroup", "app", "build_app", "refuse_repeats"]
+__all__ = ["EXIT_USER_ERROR", "CommandGroup", "app", "build_app", "interrupted_line", "refuse_repeats"]
 
 EXIT_USER_ERROR = 2
 
