@@ -106,7 +106,7 @@ CASES = [
     Case("mined with an empty --ood path", {"s/a.png": "x"}, ["build", "mined", "--random-weights", "--images", "{t}/s", "--ood", "n=", "-o", "{t}/m.json"], 2, "--ood 'n=': an empty path"),
     Case("mined with two OOD sets of one name", {"s/a.png": "x"}, ["build", "mined", "--random-weights", "--images", "{t}/s", "--ood", "n={t}/s", "--ood", "n={t}", "-o", "{t}/m.json"], 2, "two OOD sets are named 'n'"),
     Case("mined with --threshold nan", {"s/a.png": "x"}, ["build", "mined", "--random-weights", "--images", "{t}/s", "--threshold", "nan", "-o", "{t}/m.json"], 2, "--threshold must be a finite ID similarity"),
-    Case("filter with a bogus wnid", {**V, "ids.txt": "n01440764\nn0144O764\n"}, ["filter", "{t}/v.txt", "-o", "{t}/f.json", "--id-classes", "{t}/ids.txt"], 2, "line 2: 'n0144O764' is a class name in a file of wnids"),
+    Case("filter with a bogus wnid", {**V, "ids.txt": "n01440764\nn0144O764\n"}, ["filter", "{t}/v.txt", "-o", "{t}/f.json", "--id-classes", "{t}/ids.txt"], 2, "line 2: 'n0144O764' is not a wnid (n and 8 digits"),
     Case("an image list leaving its root", {"list.txt": "../../../../../../etc/passwd\n"}, ["score", "--id", "{t}/list.txt", "--ood", "{t}/list.txt", "--method", "mcm", "-o", "{t}/r"], 2, "leaves the list's root"),
 ]
 
