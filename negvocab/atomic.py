@@ -103,16 +103,20 @@ def atomic_path(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Path
         return
     target = _target(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix + ".tmp", dir=target.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+    tmp_name: str | None = None
+    try:  # from the temporary file's creation on: a Ctrl-C anywhere leaves no file behind
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix + ".tmp", dir=target.parent)
+        tmp = Path(tmp_name)
+        os.close(fd)
         os.chmod(tmp, _mode_for(target))  # mkstemp makes 0600; give the file a normal file's mode
         yield tmp
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException as e:
+        if tmp_name is None:
+            raise
+        tmp = Path(tmp_name)
         short = _SHORT_WRITE.search(str(e)) if isinstance(e, OSError) else None
         size = (tmp.stat().st_size if tmp.exists() else 0) + (int(short.group(1)) - int(short.group(2)) if short else 0)
         tmp.unlink(missing_ok=True)

@@ -6,12 +6,25 @@ one (which would warn "IProgress not found"). Whatever the output, every :data:`
 a line with done/total, rate and ETA goes to the ``negvocab.progress`` logger, so a run redirected to
 a file (nohup, SLURM) or written to ``--log-file`` shows where it is. The CLI shows those lines on
 stderr when stderr is not a terminal (where the bar is not drawn).
+
+Ctrl-C is never lost: inside :func:`interrupt_guard` a SIGINT is also recorded, and every
+:meth:`Progress.update` (and :func:`check_interrupt` between phases) raises ``KeyboardInterrupt``
+again if the first one was swallowed on its way up (Python drops an exception raised in a fork
+hook, "Exception ignored in: <function _releaseLock>", when the signal lands while DataLoader
+workers start).
+
+What an interrupted run keeps for the next one (rows in the embedding cache, answers in an LLM
+journal) is tallied with :func:`note_kept`; the CLI's Ctrl-C line says "re-run to resume" only when
+:func:`kept_work` holds something, and says how much.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
@@ -21,7 +34,70 @@ BAR_DELAY_S = 2.0
 logger = logging.getLogger("negvocab.progress")
 T = TypeVar("T")
 
-__all__ = ["LOG_EVERY_S", "Progress", "format_duration", "track"]
+__all__ = [
+    "LOG_EVERY_S",
+    "Progress",
+    "check_interrupt",
+    "format_duration",
+    "forget_kept",
+    "interrupt_guard",
+    "kept_work",
+    "note_kept",
+    "track",
+]
+
+_kept: dict[str, int] = {}
+_kept_lock = threading.Lock()
+
+
+def note_kept(what: str, n: int) -> None:
+    """Record that ``n`` units of ``what`` (``"text embeddings"``) are now kept where a re-run finds
+    them; ``n = 0`` records a resumable place that holds nothing yet (an LLM run journal)."""
+    with _kept_lock:
+        _kept[what] = _kept.get(what, 0) + int(n)
+
+
+def kept_work() -> dict[str, int]:
+    """What this process has kept for a re-run so far, by kind (see :func:`note_kept`)."""
+    with _kept_lock:
+        return dict(_kept)
+
+
+def forget_kept() -> None:
+    """Start a new tally (each CLI command starts with none)."""
+    with _kept_lock:
+        _kept.clear()
+
+_pending_interrupt = threading.Event()
+
+
+def check_interrupt() -> None:
+    """Raise ``KeyboardInterrupt`` if a Ctrl-C arrived inside :func:`interrupt_guard` and was
+    swallowed before it ended the run."""
+    if _pending_interrupt.is_set():
+        _pending_interrupt.clear()
+        raise KeyboardInterrupt
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    _pending_interrupt.set()
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def interrupt_guard() -> Iterator[None]:
+    """Record every SIGINT while the block runs (see the module docstring); the main thread only
+    (elsewhere, and when a handler of the caller's own is installed, nothing changes)."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    _pending_interrupt.clear()
+    signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _pending_interrupt.clear()
 
 
 def format_duration(seconds: float) -> str:
@@ -72,6 +148,7 @@ class Progress:
 
     def update(self, n: int = 1) -> None:
         """Add ``n`` units done; log a line when ``log_every`` seconds passed since the last."""
+        check_interrupt()
         self.n += n
         if self._bar is not None:
             self._bar.update(n)

@@ -95,6 +95,18 @@ CASES = [
     # bad arguments: one line before any model is loaded
     Case("score with a negative seed", V, ["score", *IMAGES, "--vocab", "{t}/v.txt", "--grouping", "random", "--seed", "-1", "-o", "{t}/r"], 2, "--seed must be >= 0, got -1"),
     Case("sweep with a negative seed", V, ["sweep", *IMAGES, "--vocab", "{t}/v.txt", "--sizes", "1", "--grouping", "random", "--seed", "-1", "-o", "{t}/s"], 2, "--seed must be >= 0, got -1"),
+    # guards that cannot be bypassed (issue 23): set names, empty paths, the transductive check
+    Case("score with an empty --ood path", V, ["score", "--id", "{t}", "--ood", "a=", "--vocab", "{t}/v.txt", "-o", "{t}/r"], 2, "--ood 'a=': an empty path"),
+    Case("sweep with an empty --ood path", V, ["sweep", "--id", "{t}", "--ood", "a= ", "--vocab", "{t}/v.txt", "--sizes", "1", "-o", "{t}/s"], 2, "--ood 'a= ': an empty path"),
+    Case("coverage with an empty --ood path", V, ["coverage", "--id", "{t}", "--ood", "a=", "--vocab", "{t}/v.txt", "-o", "{t}/c"], 2, "--ood 'a=': an empty path"),
+    Case("score with an empty --id", V, ["score", "--id", "", "--ood", "{t}", "--vocab", "{t}/v.txt", "-o", "{t}/r"], 2, "Invalid value for '--id': an empty path"),
+    Case("score with two OOD sets of one name", V, ["score", "--id", "{t}", "--ood", "a={t}", "--ood", "a={t}/x", "--vocab", "{t}/v.txt", "-o", "{t}/r"], 2, "two OOD sets are named 'a'"),
+    Case("coverage with two OOD sets of one name", V, ["coverage", "--id", "{t}", "--ood", "x={t}", "--ood", "{t}/x", "--vocab", "{t}/v.txt", "-o", "{t}/c"], 2, "two OOD sets are named 'x'"),
+    Case("mined with an empty --images", {}, ["build", "mined", "--random-weights", "--images", "", "-o", "{t}/m.json"], 2, "Invalid value for '--images': an empty path"),
+    Case("mined with an empty --ood path", {"s/a.png": "x"}, ["build", "mined", "--random-weights", "--images", "{t}/s", "--ood", "n=", "-o", "{t}/m.json"], 2, "--ood 'n=': an empty path"),
+    Case("mined with two OOD sets of one name", {"s/a.png": "x"}, ["build", "mined", "--random-weights", "--images", "{t}/s", "--ood", "n={t}/s", "--ood", "n={t}", "-o", "{t}/m.json"], 2, "two OOD sets are named 'n'"),
+    Case("mined with --threshold nan", {"s/a.png": "x"}, ["build", "mined", "--random-weights", "--images", "{t}/s", "--threshold", "nan", "-o", "{t}/m.json"], 2, "--threshold must be a finite ID similarity"),
+    Case("filter with a bogus wnid", {**V, "ids.txt": "n01440764\nn0144O764\n"}, ["filter", "{t}/v.txt", "-o", "{t}/f.json", "--id-classes", "{t}/ids.txt"], 2, "line 2: 'n0144O764' is not a wnid (n and 8 digits"),
     Case("an image list leaving its root", {"list.txt": "../../../../../../etc/passwd\n"}, ["score", "--id", "{t}/list.txt", "--ood", "{t}/list.txt", "--method", "mcm", "-o", "{t}/r"], 2, "leaves the list's root"),
 ]
 

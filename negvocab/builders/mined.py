@@ -23,8 +23,10 @@ evaluation; ``ood=`` names the evaluated set(s) and an overlap marks the vocabul
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +42,7 @@ from negvocab.index import StreamingSearch, as_matrix, knn
 from negvocab.labels.candidates import Candidate, wordnet_candidates
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.labels.synonyms import SynonymFilter
+from negvocab.progress import Progress, check_interrupt
 from negvocab.vlm.images import ImageEmbeddings
 from negvocab.vlm.templates import resolve_templates
 from negvocab.vocab import Vocabulary, load_candidates
@@ -95,6 +98,8 @@ def ood_weights(image_emb: Any, id_emb: Any, *, quantile: float = 0.5, threshold
     threshold ``tau`` (``threshold`` or the ``quantile`` of ``s``) and the weights ``max(tau - s, 0)``."""
     if threshold is None and not 0.0 < quantile <= 1.0:
         raise InputError(f"quantile must be in (0, 1], got {quantile}")
+    if threshold is not None and not math.isfinite(threshold):
+        raise InputError(f"threshold must be a finite number (an ID similarity, a cosine in [-1, 1]), got {threshold}")
     x = as_matrix(image_emb, "image embeddings")
     ids = as_matrix(id_emb, "ID class embeddings")
     if len(x) == 0 or len(ids) == 0:
@@ -181,22 +186,39 @@ def _image_paths(source: Any) -> list[str]:
     raise InputError(f"cannot list the images of a {type(source).__name__}: give a folder, a list file, paths, an ImageSet or ImageEmbeddings")
 
 
-def _named_sets(ood: Any) -> dict[str, Any]:
-    """``ood`` as {name: image source}: a mapping, one source, or a list of sources and
-    ``NAME=PATH`` strings (a bare path is named after its folder, as ``--ood`` does)."""
+def _listed_paths(source: Any) -> list[str] | None:
+    """Every path of an image source that lists them (None for a dataset object)."""
+    listing = isinstance(source, (ImageSet, ImageEmbeddings, str, os.PathLike))
+    if not listing and isinstance(source, Sequence) and all(isinstance(s, (str, os.PathLike)) for s in source):
+        listing = True
+    return _image_paths(source) if listing else None
+
+
+def _named_sets(ood: Any) -> list[tuple[str, Any]]:
+    """``ood`` as ``[(name, image source)]``: a mapping, one source, or a list of sources and
+    ``NAME=PATH`` strings (a bare path is named after its folder, as ``--ood`` does). Two sets of
+    one name, or an empty path (``"a="``), are refused: the guard must see every set."""
     if ood is None:
-        return {}
+        return []
     if isinstance(ood, Mapping):
-        return dict(ood)
-    many = isinstance(ood, (list, tuple)) and ood and all(isinstance(s, (str, os.PathLike)) and not is_image_path(s) for s in ood)
-    out: dict[str, Any] = {}
-    for src in ood if many else [ood]:
-        if isinstance(src, str) and "=" in src and not Path(src).exists():
-            name, _, src = src.partition("=")
-        else:
-            name = getattr(src, "name", None) or (Path(src).name if isinstance(src, (str, os.PathLike)) else "ood")
-        out[str(name)] = src
-    return out
+        pairs = [(str(k), v) for k, v in ood.items()]
+    else:
+        many = isinstance(ood, (list, tuple)) and ood and all(isinstance(s, (str, os.PathLike)) and not is_image_path(s) for s in ood)
+        pairs = []
+        for src in ood if many else [ood]:
+            if isinstance(src, str) and "=" in src and not Path(src).exists():
+                name, _, src = src.partition("=")
+            else:
+                name = getattr(src, "name", None) or (Path(src).name if isinstance(src, (str, os.PathLike)) else "ood")
+            pairs.append((str(name), src))
+    seen: set[str] = set()
+    for name, src in pairs:
+        if isinstance(src, (str, os.PathLike)) and not str(src).strip():
+            raise InputError(f"OOD set {name!r}: an empty path (an unset shell variable?); give NAME=FOLDER")
+        if name in seen:
+            raise InputError(f"two OOD sets are named {name!r}: name each one (NAME=PATH) so that the transductive check sees both")
+        seen.add(name)
+    return pairs
 
 
 def is_image_path(source: Any) -> bool:
@@ -204,9 +226,11 @@ def is_image_path(source: Any) -> bool:
     return is_image(Path(source))
 
 
-def _file_digests(paths: Iterable[str], sizes: set[int] | None = None) -> Iterator[tuple[str, str]]:
+def _file_digests(paths: Iterable[str], sizes: set[int] | None = None, *, progress: Progress | None = None) -> Iterator[tuple[str, str]]:
     """``(path, sha256)`` of the readable files among ``paths`` (only those whose size is in ``sizes``)."""
     for p in paths:
+        if progress is not None:
+            progress.update(1)
         try:
             st = os.stat(p)
         except OSError:
@@ -223,32 +247,46 @@ def _file_digests(paths: Iterable[str], sizes: set[int] | None = None) -> Iterat
         yield p, h.hexdigest()
 
 
-def image_overlap(images: Sequence[str], ood: Sequence[str]) -> list[str]:
+def _sizes(paths: Iterable[str]) -> set[int]:
+    out = set()
+    for p in paths:
+        with contextlib.suppress(OSError):
+            if os.path.isfile(p):
+                out.add(os.stat(p).st_size)
+    return out
+
+
+def _resolved(p: str) -> str:
+    try:
+        return str(Path(p).resolve())
+    except OSError:
+        return p
+
+
+def image_overlap(images: Sequence[str], ood: Sequence[str], *, progress: bool = False) -> list[str]:
     """The entries of ``images`` that are also in ``ood``: the same resolved path, or a file with
     the same content (SHA-256; only files of a size both sides have are read)."""
-    def key(p: str) -> str:
-        try:
-            return str(Path(p).resolve())
-        except OSError:
-            return p
-
-    ood_keys = {key(p) for p in ood} | set(ood)
-    same = {p for p in images if p in ood_keys or key(p) in ood_keys}
-    sizes_of = lambda ps: {os.stat(p).st_size for p in ps if os.path.isfile(p)}  # noqa: E731
-    common = sizes_of(images) & sizes_of(ood)
+    ood_keys = {_resolved(p) for p in ood} | set(ood)
+    same = {p for p in images if p in ood_keys or _resolved(p) in ood_keys}
+    common = _sizes(images) & _sizes(ood)
     if common:
-        ood_hashes = {h for _, h in _file_digests(ood, common)}
-        same |= {p for p, h in _file_digests([p for p in images if p not in same], common) if h in ood_hashes}
+        rest = [p for p in images if p not in same]
+        with Progress(len(ood) + len(rest), "transductive check: hashing images", "file", bar=progress) as bar:
+            ood_hashes = {h for _, h in _file_digests(ood, common, progress=bar)}
+            same |= {p for p, h in _file_digests(rest, common, progress=bar) if h in ood_hashes}
     return [p for p in images if p in same]
 
 
-def transductive_check(images: Sequence[str], ood: Any) -> tuple[dict[str, Any], dict[str, str]]:
+def transductive_check(images: Sequence[str], ood: Any, *, progress: bool = False) -> tuple[dict[str, Any], dict[str, str]]:
     """``(record, caveats)``: how many of ``images`` each OOD set holds, and the ``transductive``
-    caveat (the shared interface of BRIEF/docs: ``settings["caveats"]``) when any does."""
+    caveat (the shared interface of BRIEF/docs: ``settings["caveats"]``) when any does.
+
+    ``images`` are all the mined images, before any is dropped (an unreadable file is left out of
+    the embeddings, not of the check); every OOD set is compared, by path and by content."""
     sets = _named_sets(ood)
     if not sets:
         return {"checked": False, "note": "no OOD set given: overlap with the evaluated OOD images not checked"}, {}
-    overlap = {name: len(image_overlap(images, _image_paths(src))) for name, src in sets.items()}
+    overlap = {name: len(image_overlap(images, _image_paths(src), progress=progress)) for name, src in sets}
     record = {"checked": True, "by": "resolved path and file content (sha256)", "overlap": overlap, "images": len(images)}
     hit = {n: c for n, c in overlap.items() if c}
     if not hit:
@@ -259,10 +297,13 @@ def transductive_check(images: Sequence[str], ood: Any) -> tuple[dict[str, Any],
 
 # -- the vocabulary ---------------------------------------------------------------------------------
 def _chunked(vlm: VLM, cands: Sequence[Candidate], tset: Any, chunk_size: int, batch_size: int | None, progress: bool | None) -> Iterator[np.ndarray]:
-    """Candidate embeddings, ``chunk_size`` labels at a time (each chunk through the cache)."""
-    for start in range(0, len(cands), chunk_size):
-        part = cands[start : start + chunk_size]
-        yield vlm.encode_text([c.text for c in part], tset, pos=[c.pos for c in part], batch_size=batch_size, progress=progress)
+    """Candidate embeddings, ``chunk_size`` labels at a time (each chunk through the cache), with a
+    progress line over the whole pool (each chunk's encoding has its own)."""
+    with Progress(len(cands), "mining: searching the pool", "candidate", bar=False) as done:
+        for start in range(0, len(cands), chunk_size):
+            part = cands[start : start + chunk_size]
+            yield vlm.encode_text([c.text for c in part], tset, pos=[c.pos for c in part], batch_size=batch_size, progress=progress)
+            done.update(len(part))
 
 
 def build_mined_vocabulary(
@@ -330,13 +371,17 @@ def build_mined_vocabulary(
         cands = [c for c in cands if c.text in keep]
         if not cands:
             raise InputError("the synonym filter removed every candidate: each names an ID class")
-    if isinstance(images, ImageEmbeddings):
-        emb = images
-    else:
-        if isinstance(images, (str, os.PathLike)):
-            images = images if is_image(Path(images)) else open_image_set(images)  # a folder or an image list
-        emb = vlm.encode_images(images, batch_size=batch_size, num_workers=num_workers, progress=progress)
-    check, caveats = transductive_check(emb.paths, ood)
+    if isinstance(images, (str, os.PathLike)) and not is_image(Path(images)):
+        images = open_image_set(images)  # a folder or an image list
+    # the guard sees every image given, before the encoder leaves out any it cannot read
+    listed = _listed_paths(images)
+    if listed is not None:
+        check, caveats = transductive_check(listed, ood, progress=bool(progress))
+        check_interrupt()
+    emb = images if isinstance(images, ImageEmbeddings) else vlm.encode_images(images, batch_size=batch_size, num_workers=num_workers, progress=progress)
+    if listed is None:  # a dataset: its paths (ids) are known once it is read
+        check, caveats = transductive_check(emb.paths, ood, progress=bool(progress))
+    check_interrupt()
     id_emb = vlm.encode_text(list(id_classes.names), tset, pos="n", batch_size=batch_size, progress=progress)
     found = mine_evidence(
         emb.embeddings,

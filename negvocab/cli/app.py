@@ -16,9 +16,10 @@ from typer.core import TyperGroup
 from negvocab.cli.logs import add_options as add_log_options
 from negvocab.cli.logs import restore as restore_logging
 from negvocab.errors import InputError, NegvocabError
+from negvocab.progress import forget_kept, kept_work
 from negvocab.provenance import negvocab_version, set_command
 
-__all__ = ["EXIT_USER_ERROR", "CommandGroup", "app", "build_app", "refuse_repeats"]
+__all__ = ["EXIT_USER_ERROR", "CommandGroup", "app", "build_app", "interrupted_line", "refuse_repeats"]
 
 EXIT_USER_ERROR = 2
 
@@ -63,6 +64,15 @@ def refuse_repeats(command: Any, args: list[str], where: str = "negvocab", *, gr
             raise InputError(f"option {flags[0]} given {len(flags)} times ({' '.join(flags)}); it takes one value, give it once (see '{where} --help')")
 
 
+def interrupted_line() -> str:
+    """The Ctrl-C line: "re-run to resume" with what was kept, only when something was."""
+    kept = kept_work()
+    if not kept:
+        return "interrupted; nothing was kept (no work had finished): a re-run starts over"
+    held = ", ".join(f"{n:,} {what}" for what, n in kept.items())
+    return f"interrupted; re-run the same command to resume (kept: {held})"
+
+
 class CommandGroup(TyperGroup):
     """Turns user-facing errors into one line on stderr and a non-zero exit; refuses repeated
     single-value options (:func:`refuse_repeats`) for every command; gives the group and every
@@ -87,6 +97,7 @@ class CommandGroup(TyperGroup):
 
 
         set_command(["negvocab", *(sys.argv[1:] if args is None else args)])  # recorded in results files (masked)
+        forget_kept()  # what this command keeps for a re-run, said if it is interrupted
         try:
             return super().main(args, *a, **kw)
         finally:
@@ -115,7 +126,7 @@ class CommandGroup(TyperGroup):
             _usage_error(e, ctx.command_path + sub)
             ctx.exit(EXIT_USER_ERROR)
         except KeyboardInterrupt:
-            typer.echo("interrupted; re-run the same command to resume", err=True)
+            typer.echo(interrupted_line(), err=True)
             ctx.exit(130)
         finally:
             if ctx.parent is None:  # the whole command is done: logging as it was before

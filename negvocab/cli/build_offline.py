@@ -6,6 +6,7 @@ siblings); ``mined`` keeps the candidates that unlabelled images from the deploy
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -28,13 +29,17 @@ from negvocab.cli.options import (
     RandomWeightsOpt,
     TemplatesOpt,
     load_vlm,
+    ood_paths,
+    path_value,
 )
 from negvocab.cli.outputs import check_output, writing
 from negvocab.data.layouts import open_image_set
 from negvocab.errors import InputError
 from negvocab.index import INDEX_KINDS
 from negvocab.labels.imagenet import read_id_classes
+from negvocab.progress import check_interrupt, interrupt_guard
 from negvocab.vlm.templates import resolve_templates
+from negvocab.vocab import Vocabulary
 
 __all__ = ["OutOpt", "build_mined", "build_oracle", "build_siblings"]
 
@@ -90,7 +95,7 @@ def build_siblings(
 @build_app.command("mined")
 def build_mined(
     output: OutOpt,
-    images: Annotated[Path, typer.Option("--images", help="Unlabelled images of the deployment: a folder or an image list file.")],
+    images: Annotated[Path, typer.Option("--images", parser=path_value, help="Unlabelled images of the deployment: a folder or an image list file.")],
     overwrite: OverwriteOpt = False,
     pool: Annotated[
         str,
@@ -128,49 +133,37 @@ def build_mined(
         raise InputError(f"--top-k must be >= 1, got {top_k}")
     if threshold is None and not 0 < quantile <= 1:
         raise InputError(f"--ood-quantile must be in (0, 1], got {quantile}")
+    if threshold is not None and not math.isfinite(threshold):
+        raise InputError(f"--threshold must be a finite ID similarity (a cosine in [-1, 1]), got {threshold}")
     if index not in INDEX_KINDS:
         raise InputError(f"unknown --index {index!r}; choose one of {', '.join(INDEX_KINDS)}")
     tset = resolve_templates(templates)
     classes = read_id_classes(id_classes)
     cands = mining_pool(pool)
     image_set = open_image_set(images)
-    ood_sets = {name: open_image_set(path) for name, path in (_ood_arg(x) for x in ood or [])}
+    ood_sets = {name: open_image_set(path) for name, path in ood_paths(ood).items()}  # one name each, no empty path
     check_output(output, inputs=[images, Path(pool), id_classes, Path(templates)], overwrite=overwrite)
-    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
-    vocab = build_mined_vocabulary(
-        vlm,
-        image_set,
-        cands,
-        size,
-        id_classes=classes,
-        templates=tset,
-        top_k=top_k,
-        quantile=quantile,
-        threshold=threshold,
-        ood=ood_sets or None,
-        index=index,
-        index_options={"nprobe": nprobe} if nprobe else None,
-        progress=True,
-    )
-    vocab = vocab.subset(vocab.labels, settings={"pool": pool})
+    mining = {"size": size, "id_classes": classes, "templates": tset, "top_k": top_k, "quantile": quantile, "threshold": threshold,
+              "ood": ood_sets or None, "index": index, "index_options": {"nprobe": nprobe} if nprobe else None, "progress": True}
+    with interrupt_guard():  # a Ctrl-C swallowed on its way up (a fork hook) still ends the run
+        vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
+        vocab = build_mined_vocabulary(vlm, image_set, cands, **mining)
+        check_interrupt()  # no file is written after a Ctrl-C
+        _save_mined(output, vocab.subset(vocab.labels, settings={"pool": pool}), bool(ood_sets), vlm)
+
+
+def _save_mined(output: Path, vocab: Vocabulary, checked: bool, vlm: object) -> None:
+    """Write a mined vocabulary (atomically: the earlier file or the whole new one) and say what it holds."""
     with writing(output):
         vocab.save(output)
     s = vocab.settings
     recall = s["index"].get("recall_at_k")
-    extra = f"; {index} recall@{top_k} {recall}" if recall is not None else ""
+    extra = f"; {s['index']['kind']} recall@{s['top_k']} {recall}" if recall is not None else ""
     if "caveats" in s:
         extra += f"; NOT DEPLOYABLE: {s['caveats']['transductive']}"
-    elif not ood_sets:
+    elif not checked:
         extra += "; overlap with your OOD set not checked (pass --ood to check)"
     typer.echo(f"wrote {output}: {len(vocab)} labels from {s['ood_looking_images']} of {s['images']} images{extra}{_warn(vlm)}", err=is_stdout(output))
-
-
-def _ood_arg(text: str) -> tuple[str, Path]:
-    """``NAME=PATH`` or a bare path (named after its folder or file)."""
-    name, sep, path = text.partition("=")
-    if sep and name and not Path(text).exists():
-        return name, Path(path)
-    return Path(text).name, Path(text)
 
 
 @build_app.command("oracle")

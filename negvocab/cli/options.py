@@ -59,10 +59,21 @@ __all__ = [
     "check_scoring_options",
     "image_sets",
     "load_vlm",
+    "path_value",
     "load_vocabs",
     "ood_paths",
     "scoring_options",
 ]
+
+
+def path_value(value: str | Path) -> Path:
+    """A path option's value as given: an empty or blank one (an unset shell variable, ``--id ''``)
+    is refused instead of becoming ``.`` (the working folder, scored whole)."""
+    if isinstance(value, Path):
+        return value
+    if not value.strip():
+        raise typer.BadParameter("an empty path (an unset shell variable?); give a file or folder")
+    return Path(value)
 
 
 ModelOpt = Annotated[
@@ -219,6 +230,7 @@ IdOpt = Annotated[
     Path,
     typer.Option(
         "--id",
+        parser=path_value,
         help="ID images: a folder (ImageNet-1k val in class-folder or flat layout, class folders, or any "
         "images) or an image list (.csv with a path column, or one 'path label' a line, the label optional). With --fi-ood: "
         "the ImageNet-1k validation folder.",
@@ -239,7 +251,7 @@ OodOpt = Annotated[
 
 ImageRootOpt = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--image-root", help="Folder that relative paths in image lists start from (default: the list's folder)."),
+    typer.Option("--image-root", parser=path_value, help="Folder that relative paths in image lists start from (default: the list's folder)."),
 ]
 
 
@@ -253,6 +265,7 @@ FiOodOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option(
         "--fi-ood",
+        parser=path_value,
         help="Fi-ImageNet-1k OOD list (ids ILSVRC2012_val_XXXXXXXX, optional label column): the OOD images "
         "are taken from the --id validation folder and the ID set is the rest.",
     ),
@@ -261,13 +274,13 @@ FiOodOpt = Annotated[
 
 FiAmbOpt = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--fi-ambiguous", help="Fi-ImageNet-1k ambiguous list (excluded from ID and OOD)."),
+    typer.Option("--fi-ambiguous", parser=path_value, help="Fi-ImageNet-1k ambiguous list (excluded from ID and OOD)."),
 ]
 
 
 GroundTruthOpt = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--ground-truth", help="Labels of a flat ImageNet val folder (LOC_val_solution.csv or one index a line)."),
+    typer.Option("--ground-truth", parser=path_value, help="Labels of a flat ImageNet val folder (LOC_val_solution.csv or one index a line)."),
 ]
 
 
@@ -276,12 +289,16 @@ ReportOpt = Annotated[bool, typer.Option("--report/--no-report", help="Write rep
 
 def ood_paths(values: list[str] | None) -> dict[str, Path]:
     """``--ood`` values by set name: ``NAME=PATH``, or a bare path named after its folder (a list
-    file: after its stem). Names must be unique and not ``mean``."""
+    file: after its stem). Names must be unique and not ``mean``; an empty path (``--ood a=``, an
+    unset shell variable) is refused, never read as the working folder."""
     out: dict[str, Path] = {}
     for value in values or []:
         name, eq, rest = value.partition("=")
         named = bool(eq) and name.strip() and "/" not in name and "\\" not in name and not Path(value).exists()
-        path = Path(rest if named else value).expanduser()
+        given = rest if named else value
+        if not given.strip():
+            raise InputError(f"--ood {value!r}: an empty path (an unset shell variable?); give --ood NAME=FOLDER")
+        path = Path(given).expanduser()
         if named:
             name = name.strip()
         else:

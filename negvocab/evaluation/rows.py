@@ -72,6 +72,8 @@ def named_ood_sets(ood: Any) -> dict[str, Any]:
         ood = dict(zip(names, ood, strict=True))
     if isinstance(ood, Mapping):
         sets = {str(k): v for k, v in ood.items()}
+        if len(sets) < len(ood):  # {1: a, "1": b}: one name for two sets, one of them would be dropped
+            raise InputError(f"two OOD sets share the name {next(n for n in map(str, ood) if list(map(str, ood)).count(n) > 1)!r}: give each a distinct name")
         if not sets:
             raise InputError("no OOD set given")
         for name in sets:

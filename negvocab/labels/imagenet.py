@@ -25,10 +25,13 @@ from typing import Any
 from negvocab.errors import InputError
 from negvocab.textfiles import read_text
 
-__all__ = ["IdClasses", "RESOURCE", "WNID", "imagenet1k", "read_id_classes"]
+__all__ = ["IdClasses", "RESOURCE", "WNID", "WNID_LIKE", "imagenet1k", "read_id_classes"]
 
 #: a WordNet 3.0 noun id as ImageNet writes it
 WNID = re.compile(r"^n\d{8}$")
+#: what a wnid typed by hand looks like, right or wrong (n + digits, an O or l for a 0 or 1 among
+#: them): never taken as a class name
+WNID_LIKE = re.compile(r"^[nN](?=(?:.*\d){3})[0-9OoIl]{5,}$")
 
 RESOURCE = "imagenet1k_classes.tsv"
 
@@ -113,18 +116,37 @@ def imagenet1k() -> IdClasses:
 
 
 def read_id_classes(path: str | os.PathLike[str] | None) -> IdClasses:
-    """The ID label space: ImageNet-1k (None), or a file of wnids (a subset of ImageNet-1k) or of
-    class names (a custom label space: no WordNet synonyms), one a line."""
+    """The ID label space: ImageNet-1k (None), or a file of wnids (a subset of ImageNet-1k) and/or
+    class names (a custom label space; a name has no WordNet synonyms), one a line. Something that
+    looks like a wnid but is not one of ImageNet-1k is refused, never taken as a class name."""
     if path is None:
         return imagenet1k()
     p = Path(path).expanduser()
     text = read_text(p, "ID classes file", "; give one wnid or class name a line")
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+    lines = [(i, ln.strip()) for i, ln in enumerate(text.splitlines(), start=1) if ln.strip() and not ln.startswith("#")]
     if not lines:
         raise InputError(f"{p}: the ID classes file is empty")
-    if all(WNID.match(x) for x in lines):
+    known = imagenet1k()._index()
+    for i, x in lines:
+        if WNID_LIKE.match(x) and not WNID.match(x):
+            raise InputError(f"{p}: line {i}: {x!r} is not a wnid (n and 8 digits, e.g. n01440764); correct it, or write the class name")
+        if WNID.match(x) and x not in known:
+            raise InputError(f"{p}: line {i}: {x!r} is not one of the 1000 ImageNet-1k wnids; give ImageNet-1k wnids, or class names for another label space")
+    if all(WNID.match(x) for _, x in lines):
         try:
-            return imagenet1k().subset(lines)
-        except InputError as e:
+            return imagenet1k().subset([x for _, x in lines])
+        except InputError as e:  # a repeated wnid
             raise InputError(f"{p}: {e}") from e
-    return IdClasses.from_names(lines, dataset=f"custom:{p.name}")
+    return _mixed(imagenet1k(), [x for _, x in lines], f"custom:{p.name}")
+
+
+def _mixed(base: IdClasses, lines: list[str], dataset: str) -> IdClasses:
+    """ImageNet-1k classes by wnid (with their names and synonyms) beside custom classes by name
+    (ids ``custom00000``..., the name its own only synonym); repeats dropped, first kept."""
+    wnids, names, synonyms = [], [], []
+    for x in dict.fromkeys(lines):
+        j = base.index_of(x) if WNID.match(x) else None
+        wnids.append(x if j is not None else f"custom{len(wnids):05d}")
+        names.append(base.names[j] if j is not None else x)
+        synonyms.append(base.synonyms[j] if j is not None else (x,))
+    return IdClasses(tuple(wnids), tuple(names), tuple(synonyms), dataset=dataset)

@@ -37,6 +37,7 @@ from typing import Any
 from negvocab.atomic import write_json
 from negvocab.errors import InputError, ResourceError
 from negvocab.llm.client import STATUSES
+from negvocab.progress import note_kept
 
 __all__ = [
     "JOURNAL",
@@ -56,6 +57,7 @@ log = logging.getLogger(__name__)
 JOURNAL_VERSION = 1
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
+KEPT = "answers in the LLM run journal"  # what a Ctrl-C line says a re-run resumes from
 LOCK = ".lock"
 #: the checksum every line ends with: CRC-32 of the line as if the field were not there
 _CRC = re.compile(rb',"crc32":"([0-9a-f]{8})"\}$')
@@ -133,6 +135,7 @@ class Journal:
             self._fh = open(self.path, "ab")
             if not self.of_kind("identity"):  # the identity again (first, in new runs): a lost manifest is rebuilt from it
                 self.append([{"kind": "identity", "identity": self.identity, "identity_sha256": self.identity_sha256}])
+            note_kept(KEPT, len(self.results))  # a resumable run folder, with the answers it holds
         except BaseException:
             self.close()
             raise
@@ -330,8 +333,10 @@ class Journal:
             os.fsync(self._fh.fileno())
         except OSError as e:  # a full disk: one line; the next open cuts a torn tail
             raise self.write_error(e) from None
+        before = len(self.results)
         for r in recs:
             self._remember(r)
+        note_kept(KEPT, len(self.results) - before)
 
     def write_error(self, e: OSError) -> ResourceError:
         """The one-line error for a journal that cannot be written (a full disk, a quota, I/O)."""

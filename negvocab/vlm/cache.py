@@ -11,6 +11,11 @@ match its manifest is reported, deleted and its rows recomputed. Encoding a supe
 labels computes only the new ones; many small shards are merged into one (shards of
 ``MERGE_MAX_BYTES`` or more, such as GL-MCM patch features, are left as they are). Temporary files
 of writes killed midway are removed after a day.
+
+Long runs hand their finished rows to :class:`Checkpoints`, which stores them by time (at least
+every :data:`SAVE_EVERY_S` seconds of work, plus the chunk in hand) and, on any exit, Ctrl-C too,
+whatever is finished: an interrupted run loses well under a minute of work. Every row stored is
+tallied (:func:`negvocab.progress.note_kept`) for the CLI's "re-run to resume" line.
 """
 
 from __future__ import annotations
@@ -22,20 +27,24 @@ import shutil
 import stat
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from time import monotonic
 from typing import Any
 
 import numpy as np
 
 from negvocab.atomic import atomic_path, write_json
+from negvocab.progress import note_kept
 
 __all__ = [
+    "Checkpoints",
     "EmbeddingStore",
     "KEY_FILE",
     "MAX_SHARDS",
     "MERGE_MAX_BYTES",
+    "SAVE_EVERY_S",
     "STALE_TMP_S",
     "StoreInfo",
     "key_digest",
@@ -49,6 +58,7 @@ KEY_FILE = "key.json"
 MAX_SHARDS = 8  # merge the small shards when there are more
 MERGE_MAX_BYTES = 64 << 20  # bigger shards are never merged: merging reads its shards into memory
 STALE_TMP_S = 24 * 3600  # a temporary file this old belongs to a write that was killed
+SAVE_EVERY_S = 20.0  # finished rows are stored once this much work went by (+ one chunk: 30 s at most)
 
 
 def key_digest(key_doc: Mapping[str, Any]) -> str:
@@ -233,10 +243,20 @@ class EmbeddingStore:
             return
         try:
             self._write_shard(list(keys), rows)
-            if len(self._shards) > MAX_SHARDS:
-                self.compact()
         except OSError as e:  # a full or read-only disk must not lose the computed result
             log.warning("cannot write the embedding cache in %s: %s", self.folder, e)
+            return
+        note_kept(f"{self.kind} embeddings in the cache", len(keys))
+        try:
+            if len(self._shards) > MAX_SHARDS:
+                self.compact()
+        except OSError as e:
+            log.warning("cannot merge the embedding cache shards in %s: %s", self.folder, e)
+
+    @property
+    def kind(self) -> str:
+        """``text``, ``image`` or ``image-local``: the folder the store lives in (``<root>/<kind>/``)."""
+        return self.folder.parent.name or "cached"
 
     def _write_shard(self, keys: list[str], rows: np.ndarray) -> str:
         index = self._load_index()
@@ -283,6 +303,46 @@ class EmbeddingStore:
         for sid in list(self._shards):
             self._drop(sid)
         self._index = {}
+
+
+class Checkpoints:
+    """Finished rows on their way into ``store``: stored when ``every_s`` seconds of work passed
+    since the last save or ``max_rows`` are pending, and by :meth:`flush` (call it on every exit,
+    Ctrl-C included) whatever is pending. ``kept`` counts the rows stored."""
+
+    def __init__(
+        self,
+        store: EmbeddingStore,
+        *,
+        every_s: float = SAVE_EVERY_S,
+        max_rows: int | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.store, self.every_s, self.max_rows = store, every_s, max_rows
+        self._clock = clock or monotonic  # seconds of work
+        self._pending: list[tuple[list[str], np.ndarray]] = []
+        self._last = self._clock()
+        self.kept = 0
+        self.saves = 0
+
+    def add(self, keys: Sequence[str], rows: np.ndarray) -> None:
+        """Take finished rows; store them (and those pending) when it is time."""
+        self._pending.append((list(keys), rows))
+        n = sum(len(k) for k, _ in self._pending)
+        if self._clock() - self._last >= self.every_s or (self.max_rows is not None and n >= self.max_rows):
+            self.flush()
+
+    def flush(self) -> None:
+        """Store every pending row now (one shard)."""
+        self._last = self._clock()
+        if not self._pending:
+            return
+        keys = [k for ks, _ in self._pending for k in ks]
+        rows = np.concatenate([a for _, a in self._pending])
+        self._pending.clear()
+        self.store.put(keys, rows)
+        self.kept += len(keys)
+        self.saves += 1
 
 
 def _remove_stale_temporaries(folder: Path) -> None:

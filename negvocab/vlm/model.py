@@ -28,7 +28,7 @@ import numpy as np
 
 from negvocab.errors import InputError, ResourceError
 from negvocab.paths import cache_dir as default_cache_dir
-from negvocab.vlm.cache import EmbeddingStore
+from negvocab.vlm.cache import Checkpoints, EmbeddingStore
 from negvocab.vlm.hub import hub_access
 from negvocab.vlm.images import encode_images
 from negvocab.vlm.loading import (
@@ -405,8 +405,9 @@ class VLM:
         """Rows for unique ``keys`` from the cache, computing and storing only the missing ones.
 
         ``compute(missing, sink)`` hands finished chunks to ``sink``, which stores them as they
-        come (every ``store_every`` rows, and whatever is finished when interrupted), so an
-        interrupted long run resumes where it stopped.
+        come (:class:`~negvocab.vlm.cache.Checkpoints`: every ``SAVE_EVERY_S`` seconds of work or
+        ``store_every`` rows, and whatever is finished when interrupted), so an interrupted long
+        run resumes where it stopped.
         """
         if not self.cache_enabled:
             return compute(keys, None)
@@ -417,22 +418,12 @@ class VLM:
             log.info("%s: all %d %s embeddings from the cache", self.name, len(keys), kind)
             return rows
         log.info("%s: %d of %d %s embeddings cached, computing %d", self.name, len(keys) - len(missing), len(keys), kind, len(missing))
-        pending: list[tuple[list[str], np.ndarray]] = []
-
-        def flush() -> None:
-            if pending:
-                store.put([k for ks, _ in pending for k in ks], np.concatenate([a for _, a in pending]))
-                pending.clear()
-
-        def sink(chunk_keys: list[str], chunk_rows: np.ndarray) -> None:
-            pending.append((list(chunk_keys), chunk_rows))
-            if sum(len(ks) for ks, _ in pending) >= store_every:
-                flush()
+        saved = Checkpoints(store, max_rows=store_every)  # by time, by size, and whatever is done on exit
 
         try:
-            new = compute(missing, sink)
+            new = compute(missing, saved.add)
         finally:
-            flush()  # keep what was finished, also when interrupted
+            saved.flush()  # keep what was finished, also when interrupted
         if rows is None:
             return new
         rows[~found] = new

@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHUNK_PROMPTS",
+    "CHUNK_S",
     "CausalTower",
     "encode_labels",
     "encode_prompts",
@@ -38,9 +40,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: prompts tokenised and sorted together: bounds token memory, and what an interrupt can lose
-#: (finished chunks reach the cache)
+#: prompts tokenised and sorted together at most: bounds token memory
 CHUNK_PROMPTS = 4096
+#: a chunk is sized (from the rate so far) to take about this long, so finished labels reach the
+#: cache often and a Ctrl-C loses at most about this much work, on a CPU as on a GPU
+CHUNK_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -200,27 +204,36 @@ def encode_labels(
     batch_size: int | None = None,
     progress: bool | None = None,
     on_chunk: Callable[[list[str], np.ndarray], None] | None = None,
+    chunk_s: float = CHUNK_S,
+    clock: Callable[[], float] | None = None,
 ) -> np.ndarray:
     """Template-ensembled embeddings [n, d] of ``labels`` (no cache; see :meth:`VLM.encode_text`).
 
-    Labels are processed in chunks of about :data:`CHUNK_PROMPTS` prompts; ``on_chunk(labels,
-    embeddings)`` is called after each (the cache stores them as they come).
+    Labels are processed in chunks sized by time: the first is one batch of prompts, each next one
+    what the rate so far encodes in ``chunk_s`` seconds (at most :data:`CHUNK_PROMPTS` prompts);
+    ``on_chunk(labels, embeddings)`` is called after each (the cache keeps them as they come).
     """
     n_prompts = len(labels) * len(templates)
     # a bar on a terminal once the run lasts (progress=None or True; False: none), and a line in
     # the log every 30 s whatever the output: no encoding of any length is silent
     bar = Progress(n_prompts, f"encoding {len(labels)} labels", "prompt", bar=progress is not False)
     t0 = time.perf_counter()
+    n_t = max(1, len(templates))
+    clock = clock or monotonic
     parts = []
     try:
-        step = max(1, CHUNK_PROMPTS // max(1, len(templates)))
-        for start in range(0, len(labels), step):
+        start, step = 0, max(1, min(batch_size or 256, CHUNK_PROMPTS) // n_t)
+        while start < len(labels):
             chunk = labels[start : start + step]
             prompts = [t.format(label) for label in chunk for t in templates]
+            began = clock()
             emb = encode_prompts(vlm, prompts, batch_size=batch_size, progress=bar)
             parts.append(ensemble(emb, len(chunk), len(templates)))
             if on_chunk is not None:
                 on_chunk(list(chunk), parts[-1])
+            start += len(chunk)
+            rate = len(prompts) / max(clock() - began, 1e-6)  # prompts/s on the last chunk
+            step = max(1, int(min(rate * chunk_s, CHUNK_PROMPTS)) // n_t)
     finally:
         bar.close()
     dt = time.perf_counter() - t0

@@ -266,3 +266,75 @@ def test_cli_mines_with_a_real_model_and_flags_overlap(folders, tmp_path, monkey
     assert again.labels == expected.labels
     bad = CliRunner().invoke(app, ["build", "mined", "--random-weights", "--images", str(mine), "--index", "lsh", "-o", str(out)])
     assert bad.exit_code == 2 and "unknown --index 'lsh'" in bad.stderr
+
+
+# -- guards that cannot be bypassed (issue 23) ----------------------------------------------------
+def test_two_ood_sets_of_one_name_are_refused_not_one_dropped(folders, images):
+    """Before: the second set of a name replaced the first, so when the dropped one held the mined
+    images the vocabulary came out deployable (overlap 0)."""
+    mine, ood = folders
+    paths = sorted(str(p) for p in mine.iterdir())
+    for given in ([f"x={mine}", f"x={ood}"], [f"x={ood}", str(ood.parent / "x")], [f"a={mine}", "b="]):
+        with pytest.raises(InputError, match="two OOD sets are named 'x'|an empty path") as e:
+            transductive_check(paths, given)
+        assert "\n" not in str(e.value)
+    ids = IdClasses.from_names(ID_NAMES)
+    with pytest.raises(InputError, match="two OOD sets are named 'ninco'"):
+        build_mined_vocabulary(FakeVLM(), images, list(POOL), 3, id_classes=ids, templates="single", ood=[str(ood), f"ninco={mine}"])
+
+
+def test_the_check_sees_images_the_encoder_leaves_out(folders, tmp_path):
+    """An OOD image among the mined ones that cannot be decoded is dropped from the embeddings; the
+    guard runs on every listed file first, so the overlap is still found (by content)."""
+    from tests.vlm.conftest import make_tiny_vlm
+
+    mine, ood = folders
+    broken = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64  # a cut-off PNG: listed as an image, not decodable
+    (ood / "cut.png").write_bytes(broken)
+    (mine / "copy-of-cut.png").write_bytes(broken)
+    vlm = make_tiny_vlm(tmp_path)
+    assert "copy-of-cut.png" not in " ".join(vlm.encode_images(str(mine)).paths)  # the encoder drops it
+    vocab = build_mined_vocabulary(vlm, str(mine), list(POOL), 1, id_classes=IdClasses.from_names(ID_NAMES), templates="single", ood={"NINCO": str(ood)})
+    assert vocab.settings["transductive_check"]["overlap"] == {"NINCO": 1} and vocab.settings["deployable"] is False
+
+
+def test_a_nan_or_infinite_threshold_is_refused():
+    rng = np.random.default_rng(0)
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(InputError, match="threshold must be a finite number"):
+            mine_evidence(unit(rng, 4, D), unit(rng, 2, D), [unit(rng, 3, D)], threshold=bad)
+
+
+def test_ctrl_c_ends_build_mined_with_nothing_written(tmp_path):
+    """A real `build mined` process (random ViT-B-32 on the CPU) interrupted while it encodes the
+    pool: exit 130, one line, no vocabulary file, and the line says how much the cache kept."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    (tmp_path / "s").mkdir()
+    for i in range(3):
+        Image.fromarray(rng.integers(0, 255, (32, 32, 3), dtype=np.uint8)).save(tmp_path / "s" / f"{i}.png")
+    (tmp_path / "pool.txt").write_text("".join(f"thing number {i}\n" for i in range(20_000)), encoding="utf-8")
+    (tmp_path / "classes.txt").write_text("\n".join(ID_NAMES) + "\n", encoding="utf-8")
+    out, cache = tmp_path / "m.json", tmp_path / "cache"
+    cmd = [sys.executable, "-c", "from negvocab.cli import main; main()", "build", "mined", "--random-weights", "--device", "cpu",
+           "--images", str(tmp_path / "s"), "--pool", str(tmp_path / "pool.txt"), "--id-classes", str(tmp_path / "classes.txt"),
+           "-t", "single", "--cache-dir", str(cache), "-o", str(out)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    shards = lambda: list((cache / "text").rglob("*.npy")) if (cache / "text").is_dir() else []  # noqa: E731
+    while proc.poll() is None and time.monotonic() < deadline and len(shards()) < 2:  # ID names, then a pool chunk
+        time.sleep(0.1)
+    assert proc.poll() is None, proc.communicate()
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and not out.exists()
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("interrupted; re-run the same command to resume (kept: ") and "text embeddings in the cache" in line, err

@@ -95,3 +95,40 @@ def test_read_id_classes(tmp_path):
     wn.write_text("n01440764\nn99999999\n")
     with pytest.raises(InputError, match="wnids.txt: .*n99999999"):
         read_id_classes(wn)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("n01440764\nn0144O764\n", r"line 2: 'n0144O764' is not a wnid \(n and 8 digits"),  # letter O for zero
+        ("n01440764\nn0144076\n", r"line 2: 'n0144076' is not a wnid \(n and 8 digits"),  # a digit short
+        ("tench\nn014407640\n", r"line 2: 'n014407640' is not a wnid"),  # a digit too many, among names
+        ("# mine\ngoldfish\nnl443537\n", r"line 3: 'nl443537' is not a wnid"),  # an l for a 1
+        ("n01440764\nn99999999\n", r"line 2: 'n99999999' is not one of the 1000 ImageNet-1k wnids"),
+        ("n01440764\nn01440764\n", r"ids.txt: ID label space: duplicate wnids"),
+    ],
+)
+def test_a_bogus_wnid_is_refused_never_taken_as_a_name(tmp_path, text, message):
+    """Before: any file with one line that is not a well-formed wnid was read as class NAMES, so a
+    typo turned 'n01440764' (tench) into a class called 'n01440764', with no message."""
+    path = tmp_path / "ids.txt"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=message) as e:
+        read_id_classes(path)
+    assert "\n" not in str(e.value) and str(path) in str(e.value)
+
+
+def test_wnids_and_names_together_resolve_the_wnids(tmp_path):
+    """README's own example: a wnid is its ImageNet-1k class (name, synonyms), a name a custom class."""
+    path = tmp_path / "mine.txt"
+    path.write_text("n01440764\ngoldfish\n", encoding="utf-8")
+    got = read_id_classes(path)
+    tench = imagenet1k().index_of("n01440764")
+    assert got.names == ("tench", "goldfish") and got.wnids == ("n01440764", "custom00001")
+    assert got.synonyms == (imagenet1k().synonyms[tench], ("goldfish",)) and got.dataset == "custom:mine.txt"
+
+
+def test_names_that_only_start_like_a_wnid_stay_names(tmp_path):
+    path = tmp_path / "names.txt"
+    path.write_text("n95 mask\nnautilus\nn64\n", encoding="utf-8")  # short digit runs are not wnid attempts
+    assert read_id_classes(path).names == ("n95 mask", "nautilus", "n64")

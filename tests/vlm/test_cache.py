@@ -469,3 +469,86 @@ def test_no_file_handle_or_deleted_shard_outlives_a_read(tmp_path):
     assert len(os.listdir("/proc/self/fd")) == before
     maps = open("/proc/self/maps").read()
     assert str(tmp_path / "s") not in maps  # no shard stays mapped (a cleared one would keep its space)
+
+
+# -- checkpoints by time (issue 23: an interrupted `score` at 42% of 1,213 labels kept nothing) ----
+class WorkClock:
+    """Seconds of model work: every prompt encoded costs ``per_prompt`` (a CPU's pace, scaled), and
+    the store's size is sampled at each step, as a SIGKILL at that moment would find it."""
+
+    def __init__(self, monkeypatch, vlm, per_prompt: float, die_at: float | None = None):
+        import negvocab.vlm.cache as cache_mod
+
+        self.now, self.per_prompt, self.die_at = 0.0, per_prompt, die_at
+        self.samples: list[tuple[float, int]] = []  # (work done, rows on disk)
+        self.vlm = vlm
+        real = text_mod.encode_prompts
+        monkeypatch.setattr(text_mod, "monotonic", lambda: self.now)
+        monkeypatch.setattr(cache_mod, "monotonic", lambda: self.now)
+
+        def timed(v, prompts, **kw):
+            out = real(v, prompts, **kw)
+            for _ in prompts:  # one prompt at a time, so a kill can land anywhere
+                self.now += self.per_prompt
+                self.samples.append((self.now, self.on_disk()))
+                if self.die_at is not None and self.now >= self.die_at:
+                    raise KeyboardInterrupt
+            return out
+
+        monkeypatch.setattr(text_mod, "encode_prompts", timed)
+
+    def on_disk(self) -> int:
+        root = self.vlm.cache_root / "text"
+        return sum(len(json.loads(p.read_text())["keys"]) for p in root.rglob("*.json") if p.name != "key.json")
+
+
+def test_long_encodings_save_at_least_every_30_s_of_work(tiny, monkeypatch):
+    labels = [f"thing {i}" for i in range(120)]
+    clock = WorkClock(monkeypatch, tiny, per_prompt=1.0)  # 1 s a prompt: 120 s of work, one template
+    got = tiny.encode_text(labels, "single", batch_size=4)
+    # a kill at any moment finds on disk all but at most 30 s of the work done so far
+    last_save, before = 0.0, 0
+    for t, rows in clock.samples:
+        if rows > before:
+            last_save, before = t, rows
+        assert t - last_save <= 30.0 + 1e-9, (t, last_save)
+    assert clock.on_disk() == len(labels)
+    np.testing.assert_allclose(got, make_tiny_vlm(cache=False).encode_text(labels, "single"), atol=1e-6)
+
+
+def test_ctrl_c_keeps_all_but_the_chunk_in_hand_and_resumes(tiny, monkeypatch):
+    labels = [f"thing {i}" for i in range(100)]
+    clock = WorkClock(monkeypatch, tiny, per_prompt=1.0, die_at=42.5)  # Ctrl-C at 42% of the work
+    with pytest.raises(KeyboardInterrupt):
+        tiny.encode_text(labels, "single", batch_size=4)
+    kept = clock.on_disk()
+    assert 42 - text_mod.CHUNK_S <= kept <= 42  # before: 0 (chunks of 4,096 prompts)
+    monkeypatch.undo()
+    counter = Counter(monkeypatch)
+    resumed = tiny.encode_text(labels, "single", batch_size=4)
+    assert len(counter.prompts) == len(labels) - kept  # only the rest is encoded
+    np.testing.assert_allclose(resumed, make_tiny_vlm(cache=False).encode_text(labels, "single"), atol=1e-6)
+
+
+def test_checkpoints_store_by_time_by_size_and_on_flush(tmp_path):
+    from negvocab.vlm.cache import Checkpoints
+
+    now = [0.0]
+    store = EmbeddingStore(tmp_path / "s", {"k": 1})
+    saved = Checkpoints(store, every_s=20.0, max_rows=5, clock=lambda: now[0])
+    rows = np.eye(9, dtype=np.float32)
+    saved.add(["a", "b"], rows[:2])
+    now[0] = 19.9
+    saved.add(["c"], rows[2:3])
+    assert saved.kept == 0 and len(EmbeddingStore(tmp_path / "s", {"k": 1})) == 0  # not yet
+    now[0] = 20.0
+    saved.add(["d"], rows[3:4])  # 20 s of work: stored
+    assert saved.kept == 4
+    saved.add(list("efgh"), rows[4:8])
+    assert saved.kept == 4
+    saved.add(["i"], rows[8:])  # 5 rows pending: stored before 20 s
+    assert saved.kept == 9 and saved.saves == 2
+    saved.add(["j"], rows[:1] * 2)
+    saved.flush()  # what is pending, on any exit
+    found, got = EmbeddingStore(tmp_path / "s", {"k": 1}).get(list("abcdefghij"))
+    assert found.all() and np.array_equal(got, np.concatenate([rows, rows[:1] * 2])) and saved.saves == 3

@@ -1,0 +1,159 @@
+"""Results read back: ``scores.npz`` and ``results.json`` of a ``negvocab score`` folder, validated on read.
+
+A results folder is an input of later commands (``subsample``, ``report``), and a file in it may
+be truncated, bit-flipped, hand-edited or written by something else. Both readers check what
+those commands rely on before any of it is used (keys, types, shapes, dtypes; never a pickle:
+``allow_pickle=False``) and raise :class:`~negvocab.errors.InputError` with one line naming the
+file, what is wrong and what to do; nothing else escapes them (no ``BadZipFile``, ``KeyError`` or
+``AttributeError`` traceback).
+
+- :func:`read_scores_npz` -> :class:`StoredScores`: per-image scores by key (``id/<key>`` and
+  ``ood/<key>``: 1-D real arrays, every ID array one length, every OOD array another), the image
+  ids, paths and OOD-set names when stored (string arrays of those lengths), ``random_weights``
+  and ``model``.
+- :func:`read_results_json` -> the document: a JSON object whose ``rows`` is a list of objects,
+  each with a string ``method`` and numbers (or null) for the metrics it holds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.lib.npyio import NpzFile
+
+from negvocab.errors import InputError
+
+__all__ = ["METRIC_FIELDS", "StoredScores", "read_results_json", "read_scores_npz"]
+
+SCORES_HINT = "re-run `negvocab score` into a new folder to write it again"
+#: numbers (or null) wherever a results row holds them
+METRIC_FIELDS = ("fpr", "auroc", "aupr_in", "aupr_out", "tpr", "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high", "n_id", "n_ood")
+#: string arrays that describe the images, and the split whose length they have
+_IMAGE_ARRAYS = {"id_image_ids": "id", "id_paths": "id", "ood_image_ids": "ood", "ood_paths": "ood", "ood_sets": "ood"}
+
+
+@dataclass(frozen=True)
+class StoredScores:
+    """The per-image scores of a results folder (see the module docstring)."""
+
+    path: Path
+    id: dict[str, np.ndarray]  # key -> float64 [n_id]
+    ood: dict[str, np.ndarray]  # key -> float64 [n_ood]
+    images: dict[str, np.ndarray] = field(default_factory=dict)  # id_paths, ood_paths, ood_sets, ... (str)
+    random_weights: bool = False
+    model: str = ""
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self.id)
+
+
+def _bad(path: Path, what: str, hint: str = SCORES_HINT) -> InputError:
+    return InputError(f"{path}: {what}; {hint}")
+
+
+def _load_arrays(file: Path) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` file, decompressed and checked here (no pickles)."""
+    failures = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, KeyError, UnicodeError)
+    try:
+        data = np.load(file, allow_pickle=False)
+        if not isinstance(data, NpzFile):
+            raise _bad(file, f"a single .npy array ({data.dtype}, shape {data.shape}), not a scores.npz archive")
+        with data:
+            return {k: np.asarray(data[k]) for k in data.files}
+    except InputError:
+        raise
+    except failures as e:
+        reason = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
+        raise _bad(file, f"not a readable scores.npz ({reason})") from None
+
+
+def _score_array(file: Path, name: str, a: np.ndarray) -> np.ndarray:
+    if a.ndim != 1 or a.dtype.kind not in "fiu":
+        raise _bad(file, f"{name!r} must be a 1-D array of numbers, got {a.dtype} of shape {a.shape}")
+    return a.astype(np.float64)
+
+
+def read_scores_npz(path: str | os.PathLike[str]) -> StoredScores:
+    """The validated per-image scores of ``path`` (a results folder or its ``scores.npz``)."""
+    given = Path(path)
+    file = given / "scores.npz" if given.is_dir() else given
+    if not file.is_file():
+        raise InputError(f"{file}: no scores file; give a results folder of `negvocab score` or its scores.npz")
+    arrays = _load_arrays(file)
+    keys = [k[3:] for k in arrays if k.startswith("id/") and "/" not in k[3:]]
+    if not keys:
+        raise _bad(file, "holds no per-image scores (no id/<method> arrays)")
+    s_id, s_ood = {}, {}
+    for k in keys:
+        if f"ood/{k}" not in arrays:
+            raise _bad(file, f"has ID scores for {k!r} but no OOD scores ('ood/{k}')")
+        s_id[k] = _score_array(file, f"id/{k}", arrays[f"id/{k}"])
+        s_ood[k] = _score_array(file, f"ood/{k}", arrays[f"ood/{k}"])
+    sizes = {"id": {len(v) for v in s_id.values()}, "ood": {len(v) for v in s_ood.values()}}
+    for split, n in sizes.items():
+        if len(n) > 1:
+            raise _bad(file, f"its {split} score arrays differ in length ({', '.join(map(str, sorted(n)))})")
+        if n == {0}:
+            raise _bad(file, f"holds no {split.upper()} images (empty {split}/ arrays)")
+    images = {}
+    for name, split in _IMAGE_ARRAYS.items():
+        if name in arrays:
+            a = arrays[name]
+            if a.ndim != 1 or a.dtype.kind != "U" or len(a) != next(iter(sizes[split])):
+                raise _bad(file, f"{name!r} must be {next(iter(sizes[split]))} strings (one per {split.upper()} image), got {a.dtype} of shape {a.shape}")
+            images[name] = a
+    random, model = arrays.get("random_weights", np.array(False)), arrays.get("model", np.array(""))
+    if random.shape != () or random.dtype.kind not in "bi":
+        raise _bad(file, f"'random_weights' must be one boolean, got {random.dtype} of shape {random.shape}")
+    if model.shape != () or model.dtype.kind != "U":
+        raise _bad(file, f"'model' must be one string, got {model.dtype} of shape {model.shape}")
+    return StoredScores(file, s_id, s_ood, images, bool(random), str(model))
+
+
+def _number_or_null(v: Any) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def read_results_json(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The validated ``results.json`` of ``path`` (a results folder or the file itself)."""
+    given = Path(path)
+    file = given / "results.json" if given.is_dir() else given
+    hint = "re-run `negvocab score` into a new folder to write it again"
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{file}: no results.json; give a results folder of `negvocab score`") from None
+    except OSError as e:
+        raise InputError(f"{file}: cannot be read ({e.strerror or e}); check it is a readable file") from None
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise _bad(file, "not a UTF-8 JSON file", hint) from None
+    except ValueError as e:
+        raise _bad(file, f"not valid JSON ({str(e).splitlines()[0][:80]})", hint) from None
+    if not isinstance(doc, dict):
+        raise _bad(file, f"must hold a JSON object with 'rows', got a {type(doc).__name__}", hint)
+    rows = doc.get("rows")
+    if not isinstance(rows, list):
+        raise _bad(file, f"'rows' must be a list of result rows, got {type(rows).__name__}", hint)
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise _bad(file, f"rows[{i}] must be an object, got {type(row).__name__}", hint)
+        if not isinstance(row.get("method"), str):
+            raise _bad(file, f"rows[{i}]['method'] must be a string, got {type(row.get('method')).__name__}", hint)
+        for key in ("vocabulary", "ood_set", "convention"):
+            if row.get(key) is not None and not isinstance(row[key], str):
+                raise _bad(file, f"rows[{i}][{key!r}] must be a string, got {type(row[key]).__name__}", hint)
+        for key in METRIC_FIELDS:
+            if key in row and not _number_or_null(row[key]):
+                raise _bad(file, f"rows[{i}][{key!r}] must be a number or null, got {type(row[key]).__name__}", hint)
+    return doc
