@@ -48,6 +48,8 @@ class ZeroShot:
     ``id_classes``: the ID label space (default ImageNet-1k); ``vocabulary``: the negatives of the
     methods that take them (neglabel, eoe, neglabel_eoe); ``templates``: the prompt preset or list;
     ``params``: the method's parameters (checked against the registry, as ``negvocab.score`` does).
+    The logit baselines (msp, maxlogit, energy, gen) take the model's own logit scale unless
+    ``logit_scale`` is given (100 for CLIP's released weights; ``negvocab.score``'s default).
     """
 
     def __init__(
@@ -61,6 +63,9 @@ class ZeroShot:
         **params: Any,
     ) -> None:
         self.method = get_method(method)
+        scale = getattr(getattr(vlm, "model", None), "logit_scale", None)
+        if "logit_scale" in self.method.params and "logit_scale" not in params and isinstance(scale, torch.Tensor):
+            params = {**params, "logit_scale": float(scale.detach().exp())}
         self.params = check_params(self.method.name, params)
         vocab = as_vocabulary(vocabulary)
         if self.method.needs_negatives and vocab is None:

@@ -48,7 +48,7 @@ def test_baselines_by_name_equal_pytorch_oods_logit_detectors(vlm, batches):
     g, _ = NegvocabDetector(vlm, "msp", id_classes=ID, templates="single").zeroshot.features(batches[0])
     for method, theirs in (("msp", ood_detector.MaxSoftmax(None)), ("energy", ood_detector.EnergyBased(None)), ("maxlogit", ood_detector.MaxLogit(None))):
         det = NegvocabDetector(vlm, method, id_classes=ID, templates="single")
-        logits = 100.0 * g.double() @ det.zeroshot.id_emb.double().T
+        logits = det.zeroshot.params["logit_scale"] * g.double() @ det.zeroshot.id_emb.double().T  # the model's scale
         # ours: float32 cosines x 100 (an ulp of a cosine is 6e-8, x 100); theirs here: float64 logits
         np.testing.assert_allclose(det.predict_features(g).numpy(), theirs.predict_logits(logits).numpy(), rtol=1e-5, atol=2e-5)
 

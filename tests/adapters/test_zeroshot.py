@@ -26,8 +26,16 @@ def test_scores_equal_negvocab_score_on_the_same_embeddings(vlm, batches, method
     assert local is None
     np.testing.assert_allclose(g.numpy(), _features(vlm, x), atol=1e-5)
     id_emb, neg_emb = vlm.encode_text(ID, "single", pos="n"), vlm.encode_text(NEG, "single")
-    want = negvocab.score(method, _features(vlm, x), id_emb, neg_emb)
+    scale = {"logit_scale": float(vlm.model.logit_scale.detach().exp())} if method in ("energy", "gen") else {}  # the model's own
+    want = negvocab.score(method, _features(vlm, x), id_emb, neg_emb, **scale)
     np.testing.assert_allclose(zs.score_features(g).numpy(), want, rtol=1e-5, atol=1e-9)
+
+
+def test_the_baselines_take_the_models_logit_scale_unless_given(vlm):
+    """open_clip initialises logit_scale to log(1/0.07); CLIP's released weights have 100."""
+    assert ZeroShot(vlm, "msp", id_classes=ID).params["logit_scale"] == pytest.approx(1 / 0.07, rel=1e-6)
+    assert ZeroShot(vlm, "msp", id_classes=ID, logit_scale=100.0).params["logit_scale"] == 100.0
+    assert "logit_scale" not in ZeroShot(vlm, "mcm", id_classes=ID).params
 
 
 def test_glmcm_takes_the_patch_features(vlm, batches):
