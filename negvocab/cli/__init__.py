@@ -4,6 +4,7 @@ from __future__ import annotations
 
 # Importing a topic module registers its commands on ``app`` / ``build_app``.
 from negvocab.cli import (  # noqa: F401
+    benchmarks,
     build_llm,
     build_offline,
     build_wordnet,

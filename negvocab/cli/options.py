@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from negvocab.data import fi_imagenet, imagenet_val, open_image_set
+from negvocab.data.benchmarks import BENCHMARKS, open_benchmark
 from negvocab.data.images import ImageSet
 from negvocab.errors import InputError
 from negvocab.scoring.methods import EVALUATION_PARAMS, PARAMS, Param, check_evaluation, check_shared
@@ -244,7 +245,8 @@ OodOpt = Annotated[
         "--ood",
         help="OOD images: a folder of images, class folders (NINCO layout) or an image list; NAME=PATH names "
         "the set (a bare path is named after its folder). Repeat for several OOD sets: each is scored "
-        "against the same ID set, and their mean is reported too.",
+        "against the same ID set, and their mean is reported too. A named benchmark, BENCHMARK=ROOT "
+        f"({', '.join(BENCHMARKS)}; see `negvocab benchmarks`), opens all its sets from a data root and adds near-/far-OOD means.",
     ),
 ]
 
@@ -287,10 +289,23 @@ GroundTruthOpt = Annotated[
 ReportOpt = Annotated[bool, typer.Option("--report/--no-report", help="Write report.html (one self-contained HTML file) into the output folder.")]
 
 
+def _split_benchmarks(values: list[str] | None) -> tuple[list[str], list[tuple[str, str]]]:
+    """``--ood`` values as (plain values, (benchmark, root) pairs): ``BENCHMARK=ROOT`` names a benchmark
+    of :mod:`negvocab.data.benchmarks` unless a file or folder is literally called that."""
+    plain, named = [], []
+    for value in values or []:
+        name, eq, rest = value.partition("=")
+        if eq and name.strip().lower() in BENCHMARKS and not Path(value).exists():
+            named.append((name.strip().lower(), rest))
+        else:
+            plain.append(value)
+    return plain, named
+
+
 def ood_paths(values: list[str] | None) -> dict[str, Path]:
     """``--ood`` values by set name: ``NAME=PATH``, or a bare path named after its folder (a list
-    file: after its stem). Names must be unique and not ``mean``; an empty path (``--ood a=``, an
-    unset shell variable) is refused, never read as the working folder."""
+    file: after its stem). Names must be unique and not ``mean``, ``near-ood`` or ``far-ood``; an empty
+    path (``--ood a=``, an unset shell variable) is refused, never read as the working folder."""
     out: dict[str, Path] = {}
     for value in values or []:
         name, eq, rest = value.partition("=")
@@ -303,8 +318,9 @@ def ood_paths(values: list[str] | None) -> dict[str, Path]:
             name = name.strip()
         else:
             name = (path.stem if path.is_file() else path.name) or str(path)
-        if name == "mean":
-            raise InputError(f"--ood {value}: 'mean' names the average over the OOD sets; give the set another name (NAME=PATH)")
+        if name in ("mean", "near-ood", "far-ood"):
+            which = "the OOD sets" if name == "mean" else f"the {name[:-4]}-OOD sets"
+            raise InputError(f"--ood {value}: {name!r} names the average over {which}; give the set another name (NAME=PATH)")
         if name in out:
             raise InputError(f"--ood: two OOD sets are named {name!r} ({out[name]} and {path}); name them: --ood NAME=PATH")
         out[name] = path
@@ -321,25 +337,32 @@ def image_sets(
     allow_outside_root: bool = False,
 ) -> tuple[ImageSet, dict[str, ImageSet]]:
     """The ID image set and the OOD image sets by name that the options describe."""
-    oods = ood_paths(ood)
+    plain, benchmarks = _split_benchmarks(ood)
+    oods = ood_paths(plain)
     if image_root is not None and not any(p is not None and p.is_file() for p in (id_path, *oods.values())):
         raise InputError("--image-root applies to image lists only: give --id or --ood as a list file")
     if fi_ood is not None:
-        if oods:
+        if oods or benchmarks:
             raise InputError("give --ood or --fi-ood, not both")
         fi = fi_imagenet(id_path, fi_ood, fi_ambiguous, ground_truth=ground_truth)
         if fi.not_found:
             typer.echo(f"warning: {len(fi.not_found)} listed ids are not in {id_path} (e.g. {fi.not_found[0]})", err=True)
         return fi.id, {"fi-imagenet-1k": fi.ood}
-    if not oods:
-        raise InputError("no OOD images: pass --ood FOLDER (repeatable, NAME=FOLDER) or --fi-ood LIST")
+    if not oods and not benchmarks:
+        raise InputError("no OOD images: pass --ood FOLDER (repeatable, NAME=FOLDER), --ood BENCHMARK=ROOT or --fi-ood LIST")
     if fi_ambiguous is not None:
         raise InputError("--fi-ambiguous needs --fi-ood")
     if ground_truth:
         id_set = imagenet_val(id_path, ground_truth=ground_truth)
     else:
         id_set = open_image_set(id_path, image_root=image_root, allow_outside_root=allow_outside_root)
-    return id_set, {name: open_image_set(path, image_root=image_root, allow_outside_root=allow_outside_root) for name, path in oods.items()}
+    sets = {name: open_image_set(path, image_root=image_root, allow_outside_root=allow_outside_root) for name, path in oods.items()}
+    for bench, root in benchmarks:
+        for name, images in open_benchmark(bench, root).items():
+            if name in sets:
+                raise InputError(f"--ood {bench}={root}: its set {name!r} is given twice (another --ood has that name)")
+            sets[name] = images
+    return id_set, sets
 
 
 def check_scoring_options(params: Mapping[str, Any], *, convention: str, tpr: float, n_boot: int = 0, seed: int = 0) -> None:

@@ -43,14 +43,15 @@ from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.results import RESULT_FILES, SWEEP_FILES, format_table, write_results, write_sweep
-from negvocab.scoring.methods import NEEDS_NEGATIVES, canonical_method
+from negvocab.scoring.methods import METHODS, NEEDS_NEGATIVES, canonical_method
 from negvocab.vocab import Vocabulary
 
 __all__ = ["score_cmd", "sweep_cmd"]
 
 
 @app.command("score")
-@scoring_options("tau", "groups", "grouping", "seed", "beta", "T", "penalty_T", "topk", "lam", evaluation=("convention", "tpr", "n_boot",))
+@scoring_options("tau", "groups", "grouping", "seed", "beta", "T", "penalty_T", "topk", "lam", "logit_scale", "gamma", "top_classes",
+                 evaluation=("convention", "tpr", "n_boot",))
 def score_cmd(
     id_path: IdOpt,
     vocab: Annotated[
@@ -59,7 +60,7 @@ def score_cmd(
     ] = None,
     method: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Option("--method", help="mcm, glmcm, neglabel, eoe, neglabel_eoe; repeatable (default neglabel)."),
+        typer.Option("--method", help=f"{', '.join(METHODS)}; repeatable (default neglabel)."),
     ] = None,
     ood: OodOpt = None,
     fi_ood: FiOodOpt = None,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from negvocab.data.benchmarks import GROUPS, ood_group
 from negvocab.errors import InputError
 from negvocab.provenance import command_line, negvocab_version, versions
 from negvocab.scoring import metrics as M
@@ -37,10 +38,16 @@ THRESHOLD_RULES = {
 }
 RANDOM_WEIGHTS_WARNING = "RANDOM WEIGHTS: these numbers are meaningless (a dry run of the pipeline, not a result)"
 MEAN = "mean"  # the ood_set of the rows averaging every OOD set
+#: the ood_set of the rows averaging the near-OOD and the far-OOD sets (negvocab.data.benchmarks)
+GROUP_MEANS: tuple[str, ...] = tuple(GROUPS.values())
+#: the ood_set names of summary rows: no OOD set may take one
+SUMMARY_ROWS: tuple[str, ...] = (MEAN, *GROUP_MEANS)
 
 __all__ = [
+    "GROUP_MEANS",
     "MEAN",
     "RANDOM_WEIGHTS_WARNING",
+    "SUMMARY_ROWS",
     "METHODS_SECTION",
     "THRESHOLD_RULES",
     "conventions",
@@ -77,8 +84,8 @@ def named_ood_sets(ood: Any) -> dict[str, Any]:
         if not sets:
             raise InputError("no OOD set given")
         for name in sets:
-            if not name.strip() or name == MEAN:
-                raise InputError(f"OOD set name {name!r} is not allowed (names must be non-empty and not {MEAN!r})")
+            if not name.strip() or name in SUMMARY_ROWS:
+                raise InputError(f"OOD set name {name!r} is not allowed (names must be non-empty and not {', '.join(map(repr, SUMMARY_ROWS))})")
         return sets
     return {str(getattr(ood, "name", "") or "ood"): ood}
 
@@ -86,20 +93,40 @@ def named_ood_sets(ood: Any) -> dict[str, Any]:
 def ood_rows(
     base: Mapping[str, Any], s_id: np.ndarray, s_ood: Mapping[str, np.ndarray], *, tpr: float, convention: str, n_boot: int, seed: int
 ) -> list[dict[str, Any]]:
-    """One row per OOD set (the ID scores are the same for each), then their mean if several."""
+    """One row per OOD set (the ID scores are the same for each), then their mean if several.
+
+    When the sets span both groups of the named benchmarks (near-OOD: ``ssb-hard``, ``ninco``,
+    ``fi-imagenet-1k``; far-OOD: ``inaturalist``, ``textures``, ``openimage-o``, ``sun``, ``places``,
+    ``imagenet-o``; :func:`negvocab.data.benchmarks.ood_group`), a ``near-ood`` and a ``far-ood`` row
+    average each group's sets, as OpenOOD v1.5 reports them; ``mean`` averages all sets."""
     rows = []
     for name, s in s_ood.items():
         rep = M.evaluate(s_id, s, tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)  # type: ignore[arg-type]
         rows.append({**base, "ood_set": name, **rep})
-    if len(rows) > 1:
-        mean = {**base, "ood_set": MEAN, "convention": convention, "tpr": rows[0]["tpr"]}
-        for key in ("fpr", "auroc", "aupr_in", "aupr_out"):
-            mean[key] = float(np.mean([r[key] for r in rows]))
-        mean.update(n_id=rows[0]["n_id"], n_ood=sum(r["n_ood"] for r in rows), n_ood_sets=len(rows))
-        if n_boot:
-            mean.update(_mean_cis(s_id, s_ood, rows[0]["ci_level"], tpr=tpr, convention=convention, n_boot=n_boot, seed=seed))
-        rows.append(mean)
+    if len(rows) < 2:
+        return rows
+    groups = {g: [n for n in s_ood if ood_group(n) == g] for g in GROUPS}
+    summaries = [(GROUPS[g], members) for g, members in groups.items()] if all(groups.values()) else []
+    for name, members in [*summaries, (MEAN, list(s_ood))]:
+        rows.append(_mean_row(base, [r for r in rows if r["ood_set"] in members], name, s_id, {n: s_ood[n] for n in members},
+                              tpr=tpr, convention=convention, n_boot=n_boot, seed=seed))
     return rows
+
+
+def _mean_row(
+    base: Mapping[str, Any], members: Sequence[Mapping[str, Any]], name: str, s_id: np.ndarray, s_ood: Mapping[str, np.ndarray],
+    *, tpr: float, convention: str, n_boot: int, seed: int,
+) -> dict[str, Any]:
+    """The row ``name`` averaging the metrics of the ``members`` rows (their bootstrap CIs draw by draw)."""
+    mean = {**base, "ood_set": name, "convention": convention, "tpr": members[0]["tpr"]}
+    for key in ("fpr", "auroc", "aupr_in", "aupr_out"):
+        mean[key] = float(np.mean([r[key] for r in members]))
+    mean.update(n_id=members[0]["n_id"], n_ood=sum(r["n_ood"] for r in members), n_ood_sets=len(members))
+    if name != MEAN:
+        mean["ood_sets"] = [str(r["ood_set"]) for r in members]
+    if n_boot:
+        mean.update(_mean_cis(s_id, s_ood, members[0]["ci_level"], tpr=tpr, convention=convention, n_boot=n_boot, seed=seed))
+    return mean
 
 
 def _mean_cis(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.atomic import atomic_path, write_json, write_text
-from negvocab.evaluation.rows import MEAN, conventions, grouping_params, jsonable
+from negvocab.evaluation.rows import SUMMARY_ROWS, conventions, grouping_params, jsonable
 from negvocab.outdir import staged_folder
 from negvocab.report.plots import plot_sweep
 from negvocab.textfiles import csv_text
@@ -98,7 +98,7 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
             f"{method:<14}{name:<{name_w}}{set_col}{r['vocab_size'] or '-':>7}  {100 * r['fpr']:>6.2f}%  {ci:>15}  "
             f"{100 * r['auroc']:>6.2f}  {100 * r['aupr_in']:>7.2f}  {100 * r['aupr_out']:>8.2f}"
         )
-    n_ood = {str(r.get("ood_set")): r["n_ood"] for r in rows if r.get("ood_set") != MEAN}
+    n_ood = {str(r.get("ood_set")): r["n_ood"] for r in rows if r.get("ood_set") not in SUMMARY_ROWS}
     lines.append(f"n_id={rows[0]['n_id'] if rows else 0}, n_ood=" + (", ".join(f"{k} {v}" for k, v in n_ood.items()) if len(n_ood) > 1 else str(next(iter(n_ood.values()), 0))))
     conv_meta = (meta or {}).get("conventions") or conventions(conv, str(rows[0].get("templates", "?")) if rows else "?", grouping_params(rows), rows[0]["tpr"] if rows else 0.95)
     lines.append(f"FPR convention: {conv_meta['convention']}; threshold: {conv_meta['threshold']}")

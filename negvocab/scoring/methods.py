@@ -128,6 +128,11 @@ PARAMS: dict[str, Param] = dict([
     _p("lam", float, 1.0, "--lambda", "GL-MCM weight of the local term.", check="nonneg"),
     _p("topk", int, None, "--topk", "NegLabel with each image's k nearest negatives only (FAISS search; an estimate with bounds).",
        check="min", low=1, optional=True),
+    _p("logit_scale", float, 100.0, "--logit-scale", "Logits of msp, maxlogit, energy and gen: logit scale x cosine (100: CLIP's learned scale; "
+       "a temperature T on the logits is a scale 100/T).", check="positive"),
+    _p("gamma", float, 0.1, "--gamma", "GEN exponent gamma (the paper's 0.1).", check="positive"),
+    _p("top_classes", int, 100, "--top-classes", "GEN: the M largest ID probabilities summed (the paper's 100; clamped to the ID classes).",
+       check="min", low=1),
 ])  # fmt: skip
 
 #: accepted by every scorer: where and in what pieces the maths runs (not part of a result's identity)
@@ -196,6 +201,12 @@ METHODS: dict[str, Method] = {
         Method("neglabel_eoe", "eoe:neglabel_eoe", ("tau", "groups", "grouping", "seed", "beta", "penalty_T"),
                "Rozumnyi et al., Fi-ImageNet-1k: An OOD Benchmark From the Inside of the ImageNet-1k Validation Set, arXiv:2609.01027",
                needs_negatives=True, aliases=("neglabel+eoe", "neglabel-eoe"), one_pass_kernel="eoe:neglabel_eoe_prefixes"),
+        Method("msp", "logits:msp", ("logit_scale",), "Hendrycks and Gimpel, A baseline for detecting misclassified and out-of-distribution examples in neural networks, ICLR 2017",
+               aliases=("maxsoftmax",)),
+        Method("maxlogit", "logits:maxlogit", ("logit_scale",), "Hendrycks et al., Scaling out-of-distribution detection for real-world settings, ICML 2022",
+               aliases=("max-logit", "max_logit")),
+        Method("energy", "logits:energy", ("logit_scale",), "Liu et al., Energy-based out-of-distribution detection, NeurIPS 2020"),
+        Method("gen", "logits:gen", ("logit_scale", "gamma", "top_classes"), "Liu et al., GEN: Pushing the limits of softmax-based out-of-distribution detection, CVPR 2023"),
     )
 }  # fmt: skip
 _ALIASES = {alias: m.name for m in METHODS.values() for alias in m.aliases}

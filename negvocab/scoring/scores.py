@@ -1,4 +1,5 @@
-"""Zero-shot OOD scores from embeddings: MCM, GL-MCM, NegLabel, EOE and NegLabel + EOE penalty.
+"""Zero-shot OOD scores from embeddings: MCM, GL-MCM, NegLabel, EOE, NegLabel + EOE penalty, and the
+logit baselines MSP, MaxLogit, Energy and GEN.
 
 Every scorer is a pure function of L2-normalised embeddings (numpy arrays or torch tensors, CPU or
 GPU) and returns one float64 score per image, high for in-distribution (ID). The maths runs in torch
@@ -10,7 +11,7 @@ memory is bounded by the chunk, never by N x M. Softmax ratios are evaluated wit
 Use :func:`score` (``negvocab.score``) to dispatch by name through the method registry
 (:mod:`negvocab.scoring.methods`, which checks every parameter at this boundary). The scorers live by
 concept and are re-exported here: input checks in :mod:`negvocab.scoring.inputs`, MCM/GL-MCM in
-:mod:`negvocab.scoring.mcm`, groups in :mod:`negvocab.scoring.grouping`, the NegLabel kernel in
+:mod:`negvocab.scoring.mcm`, MSP/MaxLogit/Energy/GEN in :mod:`negvocab.scoring.logits`, groups in :mod:`negvocab.scoring.grouping`, the NegLabel kernel in
 :mod:`negvocab.scoring.neglabel`, EOE and NegLabel + EOE in :mod:`negvocab.scoring.eoe`, top-k and
 explanations in :mod:`negvocab.scoring.explain`.
 Formulas follow the methods document (docs/methods.md#scores) and Rozumnyi et al., "Fi-ImageNet-1k: An OOD
@@ -40,6 +41,7 @@ from negvocab.scoring.eoe import eoe, eoe_prefixes, neglabel_eoe, neglabel_eoe_p
 from negvocab.scoring.explain import TopkScores, explain, neglabel_topk
 from negvocab.scoring.grouping import GROUPINGS, Grouping, neglabel_groups
 from negvocab.scoring.inputs import embeddings_of
+from negvocab.scoring.logits import energy, gen, maxlogit, msp
 from negvocab.scoring.mcm import glmcm, mcm
 from negvocab.scoring.methods import METHODS, NEEDS_NEGATIVES, canonical_method, check_params
 from negvocab.scoring.neglabel import neglabel, neglabel_prefixes
@@ -57,9 +59,13 @@ __all__ = [
     "eoe",
     "eoe_prefixes",
     "embeddings_of",
+    "energy",
     "explain",
+    "gen",
     "glmcm",
+    "maxlogit",
     "mcm",
+    "msp",
     "neglabel",
     "neglabel_eoe",
     "neglabel_eoe_prefixes",
@@ -81,7 +87,7 @@ def score(
 
     Parameters
     ----------
-    method : {"mcm", "glmcm", "neglabel", "eoe", "neglabel_eoe"}
+    method : {"mcm", "glmcm", "neglabel", "eoe", "neglabel_eoe", "msp", "maxlogit", "energy", "gen"}
         Aliases: "gl-mcm", "neglabel+eoe".
     image_emb : array or tensor, shape (n, d), or an ``ImageEmbeddings``
     id_emb : array or tensor, shape (K, d)
@@ -90,7 +96,8 @@ def score(
     **params
         Passed to the scorer: ``tau``, ``groups``, ``grouping``, ``seed`` (NegLabel); ``beta``,
         ``T`` (EOE); ``T`` (MCM); ``local``, ``lam``, ``T`` (GL-MCM); ``beta``, ``penalty_T``
-        (NegLabel + EOE); ``device``, ``chunk_size``.
+        (NegLabel + EOE); ``logit_scale`` (MSP, MaxLogit, Energy, GEN: logits = scale x cosine,
+        default 100), ``gamma``, ``top_classes`` (GEN); ``device``, ``chunk_size``.
         ``topk=k`` (NegLabel only) sums each image's k nearest negatives; with ``return_bounds=True``
         it returns the :class:`TopkScores` (estimate, certified lower/upper bounds) instead.
 

@@ -151,7 +151,7 @@ def test_fi_imagenet_lists(tiny, model_args, tmp_path):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--method", "energy"], "unknown method"),
+        (["--method", "odin"], "unknown method"),
         (["--convention", "sklearn"], "convention"),
         (["--vocab", "/nonexistent/v.json"], "no such vocabulary"),
         (["--groups", "0"], "--groups must be >= 1"),

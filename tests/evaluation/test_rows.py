@@ -1,11 +1,64 @@
-"""OOD sets by name: every set given is kept under its own name, or the call is refused."""
+"""Results rows: one per OOD set, the near-OOD / far-OOD means when the sets span both groups, and the mean of all."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from sklearn.metrics import roc_auc_score
 
 from negvocab.errors import InputError
-from negvocab.evaluation.rows import named_ood_sets
+from negvocab.evaluation.rows import named_ood_sets, ood_rows
+
+
+def _paper_fpr(ids, oods, tpr=0.95):
+    """The paper's convention written out: threshold at the (1 - tpr) quantile of the ID scores."""
+    return float(np.mean(oods >= np.quantile(ids, 1 - tpr)))
+
+
+@pytest.fixture
+def scores():
+    rng = np.random.default_rng(0)
+    ids = rng.normal(1.0, 1.0, 300)
+    sets = {"ssb-hard": rng.normal(0.8, 1, 50), "ninco": rng.normal(0.5, 1, 40), "textures": rng.normal(-1, 1, 30),
+            "openimage-o": rng.normal(-0.5, 1, 20), "mine": rng.normal(0, 1, 10)}
+    return ids, sets
+
+
+def test_group_means_and_the_mean_of_all(scores):
+    ids, sets = scores
+    rows = ood_rows({"method": "x"}, ids, sets, tpr=0.95, convention="paper", n_boot=0, seed=0)
+    by = {r["ood_set"]: r for r in rows}
+    assert [r["ood_set"] for r in rows] == [*sets, "near-ood", "far-ood", "mean"]
+    fpr = {n: _paper_fpr(ids, s) for n, s in sets.items()}
+    auroc = {n: roc_auc_score(np.r_[np.ones(len(ids)), np.zeros(len(s))], np.r_[ids, s]) for n, s in sets.items()}
+    assert by["near-ood"]["fpr"] == pytest.approx((fpr["ssb-hard"] + fpr["ninco"]) / 2)
+    assert by["far-ood"]["auroc"] == pytest.approx((auroc["textures"] + auroc["openimage-o"]) / 2)
+    assert by["mean"]["fpr"] == pytest.approx(np.mean(list(fpr.values())))  # every set, "mine" (no group) too
+    assert by["near-ood"]["ood_sets"] == ["ssb-hard", "ninco"] and by["far-ood"]["n_ood"] == 50 and by["far-ood"]["n_ood_sets"] == 2
+    assert "ood_sets" not in by["mean"]  # the mean row keeps its fields
+
+
+def test_no_group_rows_unless_both_groups_are_there(scores):
+    ids, sets = scores
+    only_near = {k: sets[k] for k in ("ssb-hard", "ninco", "mine")}
+    rows = ood_rows({}, ids, only_near, tpr=0.95, convention="paper", n_boot=0, seed=0)
+    assert [r["ood_set"] for r in rows] == ["ssb-hard", "ninco", "mine", "mean"]
+
+
+def test_group_rows_have_bootstrap_intervals_of_their_own_mean(scores):
+    ids, sets = scores
+    rows = ood_rows({}, ids, sets, tpr=0.95, convention="paper", n_boot=200, seed=3)
+    by = {r["ood_set"]: r for r in rows}
+    for name in ("near-ood", "far-ood", "mean"):
+        low, high = by[name]["fpr_ci"]
+        assert low <= by[name]["fpr"] <= high and by[name]["n_boot"] == 200
+    assert by["near-ood"]["fpr_ci"] != by["far-ood"]["fpr_ci"]
+
+
+@pytest.mark.parametrize("name", ["mean", "near-ood", "far-ood"])
+def test_summary_names_are_refused_for_a_set(name):
+    with pytest.raises(InputError, match=f"OOD set name '{name}' is not allowed"):
+        named_ood_sets({name: object()})
 
 
 class Named:

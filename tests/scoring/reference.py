@@ -69,3 +69,32 @@ def neglabel_eoe(img, idt, neg, tau=0.01, groups=100, grouping="stratified", see
     img64, idt64, neg64 = f64(img, idt, neg)
     p = softmax(np.concatenate([img64 @ idt64.T, img64 @ neg64.T], 1) / T)
     return neglabel(img, idt, neg, tau, groups, grouping, seed) - beta * p[:, idt.shape[0] :].max(1)
+
+
+def logits(img, idt, logit_scale=100.0):
+    img, idt = f64(img, idt)
+    return logit_scale * (img @ idt.T)
+
+
+def msp(img, idt, logit_scale=100.0):
+    z = logits(img, idt, logit_scale)
+    z = z - z.max(1, keepdims=True)  # a shift softmax ignores; exp(100 x cosine) would overflow float64 otherwise
+    return softmax(z).max(1)
+
+
+def maxlogit(img, idt, logit_scale=100.0):
+    return logits(img, idt, logit_scale).max(1)
+
+
+def energy(img, idt, logit_scale=100.0):
+    z = logits(img, idt, logit_scale)
+    top = z.max(1)
+    return top + np.log(np.exp(z - top[:, None]).sum(1))
+
+
+def gen(img, idt, logit_scale=100.0, gamma=0.1, top_classes=100):
+    """OpenOOD's GEN postprocessor (generalized_entropy): the M largest probabilities, summed, negated."""
+    z = logits(img, idt, logit_scale)
+    p = softmax(z - z.max(1, keepdims=True))
+    top = np.sort(p, axis=1)[:, -top_classes:]
+    return -np.sum(top**gamma * (1 - top) ** gamma, axis=1)

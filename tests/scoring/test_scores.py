@@ -243,7 +243,7 @@ def test_explain_rejects_mismatched_labels(emb):
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda e: negvocab.score("energy", e["img"], e["id"]), "unknown method"),
+        (lambda e: negvocab.score("odin", e["img"], e["id"]), "unknown method"),
         (lambda e: negvocab.score("neglabel", e["img"], e["id"]), "needs negative"),
         (lambda e: negvocab.score("neglabel", e["img"], e["id"][:, :5], e["neg"]), "dimensions differ"),
         (lambda e: negvocab.score("neglabel", e["img"][0], e["id"], e["neg"]), "2-D"),

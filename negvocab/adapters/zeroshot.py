@@ -1,0 +1,110 @@
+"""The core of the adapters: an open_clip model (a :class:`negvocab.VLM`), the ID class prompts and a
+negative vocabulary embedded once, and image batches scored by a method of the registry (high = ID)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from negvocab.errors import InputError
+from negvocab.labels.imagenet import IdClasses, imagenet1k
+from negvocab.scoring import scores as S
+from negvocab.scoring.methods import PARAMS, check_params, get_method
+from negvocab.vlm.images import encode_batch
+from negvocab.vocab import Vocabulary
+
+if TYPE_CHECKING:
+    from negvocab.vlm.model import VLM
+
+__all__ = ["ZeroShot", "as_id_classes", "as_vocabulary"]
+
+
+def as_id_classes(id_classes: IdClasses | Iterable[str] | None) -> IdClasses:
+    """The ID label space: an :class:`IdClasses`, class names, or None for ImageNet-1k."""
+    if id_classes is None:
+        return imagenet1k()
+    if isinstance(id_classes, IdClasses):
+        return id_classes
+    if isinstance(id_classes, str):
+        raise InputError("id_classes must be a list of class names (or an IdClasses), not one string")
+    return IdClasses.from_names(id_classes)
+
+
+def as_vocabulary(vocabulary: Vocabulary | str | Iterable[str] | None) -> Vocabulary | None:
+    """A negative vocabulary: a :class:`Vocabulary`, a vocabulary file's path, a list of labels, or None."""
+    if vocabulary is None or isinstance(vocabulary, Vocabulary):
+        return vocabulary
+    if isinstance(vocabulary, str) or hasattr(vocabulary, "__fspath__"):
+        return Vocabulary.load(vocabulary)  # type: ignore[arg-type]
+    return Vocabulary.from_labels(vocabulary, source="file")
+
+
+class ZeroShot:
+    """Score preprocessed image batches (or image features) with ``method`` over ``vlm``.
+
+    ``id_classes``: the ID label space (default ImageNet-1k); ``vocabulary``: the negatives of the
+    methods that take them (neglabel, eoe, neglabel_eoe); ``templates``: the prompt preset or list;
+    ``params``: the method's parameters (checked against the registry, as ``negvocab.score`` does).
+    The logit baselines (msp, maxlogit, energy, gen) take the model's own logit scale unless
+    ``logit_scale`` is given (100 for CLIP's released weights; ``negvocab.score``'s default).
+    """
+
+    def __init__(
+        self,
+        vlm: VLM,
+        method: str = "neglabel",
+        *,
+        id_classes: IdClasses | Iterable[str] | None = None,
+        vocabulary: Vocabulary | str | Iterable[str] | None = None,
+        templates: str | list[str] = "paper8",
+        **params: Any,
+    ) -> None:
+        self.method = get_method(method)
+        scale = getattr(getattr(vlm, "model", None), "logit_scale", None)
+        if "logit_scale" in self.method.params and "logit_scale" not in params and isinstance(scale, torch.Tensor):
+            params = {**params, "logit_scale": float(scale.detach().exp())}
+        self.params = check_params(self.method.name, params)
+        vocab = as_vocabulary(vocabulary)
+        if self.method.needs_negatives and vocab is None:
+            raise InputError(f"{self.method.name} needs a negative vocabulary: pass vocabulary= (a Vocabulary, a file or a list of labels)")
+        self.vlm = vlm
+        self.id_classes = as_id_classes(id_classes)
+        self.vocabulary = vocab if self.method.needs_negatives else None
+        self.id_emb = torch.from_numpy(vlm.encode_text(list(self.id_classes.names), templates, pos="n", progress=False))
+        self.neg_emb = (
+            None if self.vocabulary is None
+            else torch.from_numpy(vlm.encode_text(list(self.vocabulary.labels), templates, pos=self.vocabulary.parts_of_speech(), progress=False))
+        )  # fmt: skip
+
+    @property
+    def hyperparameters(self) -> dict[str, Any]:
+        """The method's parameters now: the given ones over the registry defaults."""
+        return {p: self.params.get(p, PARAMS[p].default) for p in self.method.params}
+
+    def set_params(self, **params: Any) -> None:
+        """Change parameters of the method (checked against the registry)."""
+        self.params = check_params(self.method.name, {**self.params, **params})
+
+    @torch.no_grad()
+    def features(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """L2-normalised global features of a preprocessed image batch, and the patch features GL-MCM needs."""
+        return encode_batch(self.vlm, images, self.method.name == "glmcm")
+
+    def score_features(self, features: Any, local: Any = None) -> torch.Tensor:
+        """float64 scores of image features (normalised here), high = ID; ``local``: GL-MCM's patch features."""
+        z = torch.nn.functional.normalize(torch.as_tensor(features).detach().float().cpu(), dim=-1)
+        extra: Mapping[str, Any] = {}
+        if self.method.name == "glmcm":
+            if local is None:
+                raise InputError("glmcm needs the patch features: call predict(images), or pass local=[n, p, d]")
+            extra = {"local": torch.nn.functional.normalize(torch.as_tensor(local).detach().float().cpu(), dim=-1)}
+        s = S.score(self.method.name, z, self.id_emb, self.neg_emb, **self.params, **extra)
+        return torch.from_numpy(np.asarray(s, dtype=np.float64))
+
+    def classify(self, features: Any) -> torch.Tensor:
+        """The zero-shot class of each image: the ID prompt nearest to its features."""
+        z = torch.nn.functional.normalize(torch.as_tensor(features).detach().float().cpu(), dim=-1)
+        return (z @ self.id_emb.T).argmax(-1)
