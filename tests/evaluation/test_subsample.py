@@ -200,3 +200,88 @@ def test_draws_and_seed_limits_are_refused_before_any_allocation(scores, monkeyp
         negvocab.subsample(s_id["det0"], s_ood["det0"], draws=10**10)
     with pytest.raises(InputError, match=r"seed must be an integer >= 0, got -1"):
         negvocab.subsample(s_id["det0"], s_ood["det0"], seed=-1)
+
+
+def _folder(tmp_path, scores, sets=True):
+    s_id, s_ood = scores
+    arrays = {f"id/{k}": v for k, v in s_id.items()} | {f"ood/{k}": v for k, v in s_ood.items()}
+    if sets:
+        arrays["ood_sets"] = np.array(["near"] * 120 + ["far"] * 180)  # as write_results stores it
+    np.savez(tmp_path / "scores.npz", **arrays, random_weights=np.array(False))
+    return tmp_path
+
+
+def _cli(*args):
+    from typer.testing import CliRunner
+
+    from negvocab.cli import app
+
+    return CliRunner().invoke(app, ["subsample", *map(str, args)])
+
+
+def test_cli_one_analysis_per_set_and_pooled_only_when_asked(scores, tmp_path):
+    import json
+    import warnings
+
+    src = _folder(tmp_path, scores)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no library warning reaches the user
+        res = _cli(src, "-o", tmp_path / "a", "--sizes", "10,120", "--draws", "15", "--key", "det0", "--key", "det2")
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "a" / "subsample.json").read_text())
+    assert {r["ood_set"] for r in doc["rows"]} == {"near", "far"} and doc["pooled"] is False
+    assert "Spearman mean" in res.output and "q05" in res.output and "all-tied draws dropped" in res.output
+    s_id, s_ood = scores
+    near = next(r for r in doc["rows"] if r["ood_set"] == "near" and r["detector"] == "det0")
+    assert near["full"] == M.fpr_at_tpr(s_id["det0"], s_ood["det0"][:120])
+    one = _cli(src, "-o", tmp_path / "b", "--sizes", "10,150", "--draws", "5", "--ood-set", "far", "--pooled")
+    assert one.exit_code == 0, one.output
+    rows = json.loads((tmp_path / "b" / "subsample.json").read_text())["rows"]
+    assert {r["ood_set"] for r in rows} == {"far", "pooled"} and {r["N"] for r in rows} == {180}  # pooled over the chosen set
+    assert "pooled (all sets)" in one.output
+    bad = _cli(src, "-o", tmp_path / "c", "--ood-set", "mid")
+    assert bad.exit_code == 2 and "--ood-set 'mid': the scores hold OOD sets near, far" in bad.output
+
+
+def test_cli_refuses_bad_runs_and_files_in_one_line(scores, tmp_path):
+    src = _folder(tmp_path, scores)
+    for args, msg in (
+        (("--draws", 10**12), "draws must be an integer in [1, 100,000]"),
+        (("--seed", -3), "seed must be an integer >= 0, got -3"),
+        (("--sizes", "500"), "(the OOD images of OOD set 'near'), got 500"),
+    ):
+        res = _cli(src, "-o", tmp_path / "x", *args)
+        assert res.exit_code == 2 and msg in res.output and "Traceback" not in res.output, res.output
+    good = (src / "scores.npz").read_bytes()
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / "scores.npz").write_bytes(good[: len(good) // 2])  # a copy cut short
+    np.savez(tmp_path / "obj.npz", **{"id/a": np.array([1.0, 2.0], dtype=object), "ood/a": np.array([0.5], dtype=object)})
+    np.savez(tmp_path / "txt.npz", **{"id/a": np.array(["1.0", "2.0"]), "ood/a": np.array(["0.5"])})
+    for path, msg in ((tmp_path / "cut", "scores.npz: not a readable scores.npz"), (tmp_path / "obj.npz", "array 'id/a' holds Python objects"),
+                      (tmp_path / "txt.npz", "array 'id/a' has dtype <U3; per-image scores must be numbers")):  # fmt: skip
+        res = _cli(path, "-o", tmp_path / "y")
+        assert res.exit_code == 2 and msg in res.output and len(res.output.strip().splitlines()) == 1, res.output
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def test_cli_overwrite_leaves_no_earlier_plot_and_a_full_disk_keeps_the_earlier_run(scores, tmp_path, monkeypatch):
+    import errno
+
+    src = _folder(tmp_path, scores)
+    out = tmp_path / "sub"
+    assert _cli(src, "-o", out, "--sizes", "10", "--draws", "5").exit_code == 0
+    assert (out / "subsample.pdf").exists()
+    res = _cli(src, "-o", out, "--sizes", "10", "--draws", "5", "--plot-format", "svg", "--overwrite")
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in out.iterdir()) == ["subsample.csv", "subsample.json", "subsample.svg"]
+    assert (out / "subsample.svg").read_bytes()[:5] == b"<?xml"
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    from negvocab.cli import subsample as C
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(C, "write_json", full)
+    res = _cli(src, "-o", out, "--sizes", "20", "--draws", "5", "--plot-format", "png", "--overwrite")
+    assert res.exit_code == 2 and "earlier files are kept" in res.output, res.output
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # the earlier run, whole
