@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PLOT_FORMATS",
+    "figure_png",
     "outside_texts",
     "plot_scores",
     "plot_subsample",
@@ -138,7 +139,7 @@ def sweep_figure(
             if _not_deployable(part[0]):
                 label += " (not deployable)"
             y = [100 * r[key] for r in part]
-            ax.plot(x, y, marker="o", color=f"C{i}", label=label)
+            ax.plot(x, y, marker="o", color=f"C{i}", label=textwrap.fill(label, 48))
             values += y
             cis = [r.get(f"{key}_ci") for r in part]
             if all(ci and not any(math.isnan(c) for c in ci) for ci in cis):
@@ -192,16 +193,39 @@ def _format(path: Path) -> tuple[str, int | None]:
     return fmt
 
 
-def outside_texts(fig: Figure) -> list[str]:
-    """The visible, non-empty text artists of ``fig`` (drawn) whose box leaves the figure: [] when
-    nothing is clipped."""
+def _drawable(fig: Figure) -> Any:
+    """A renderer for ``fig`` after a draw (a pyplot-free Figure is given an Agg canvas first)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not hasattr(fig.canvas, "get_renderer"):
+        FigureCanvasAgg(fig)  # a pyplot-free Figure: give it a canvas that can lay it out
+    fig.canvas.draw()  # type: ignore[attr-defined]
+    return fig.canvas.get_renderer()  # type: ignore[attr-defined]
+
+
+def _undrawn_tick_labels(fig: Figure) -> set[int]:
+    """ids of the tick labels a draw leaves out (their ticks lie outside the view)."""
+    every, drawn = set(), set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                every |= {id(tick.label1), id(tick.label2)}
+            for tick in axis._update_ticks():  # the ticks a draw shows
+                drawn |= {id(tick.label1), id(tick.label2)}
+    return every - drawn
+
+
+def outside_texts(fig: Figure, *, draw: bool = True) -> list[str]:
+    """The drawn, non-empty text artists of ``fig`` whose box leaves the figure: [] when nothing
+    is clipped (the check :func:`save_figure` makes before writing)."""
     from matplotlib.text import Text
 
-    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    renderer = _drawable(fig) if draw else fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    skip = _undrawn_tick_labels(fig)
     box = fig.bbox
     bad = []
     for t in fig.findobj(Text):
-        if not t.get_visible() or not t.get_text().strip() or t.get_figure() is None:
+        if id(t) in skip or not t.get_visible() or not t.get_text().strip() or t.get_figure() is None:
             continue
         e = t.get_window_extent(renderer)
         if e.x0 < box.x0 - 1 or e.y0 < box.y0 - 1 or e.x1 > box.x1 + 1 or e.y1 > box.y1 + 1:
@@ -211,22 +235,18 @@ def outside_texts(fig: Figure) -> list[str]:
 
 def _fit_texts(fig: Figure) -> None:
     """Wrap (then shrink) text that would leave the figure, until every box lies inside it."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.text import Text
 
-    if not hasattr(fig.canvas, "get_renderer"):
-        FigureCanvasAgg(fig)  # a pyplot-free Figure: give it a canvas that can lay it out
-    for attempt in range(4):
-        fig.canvas.draw()  # type: ignore[attr-defined]
+    for attempt in range(6):
         bad = set(outside_texts(fig))
         if not bad:
             return
-        width_px = fig.bbox.width
         for t in fig.findobj(Text):
             if t.get_text() in bad:
-                chars = max(20, int(width_px / max(1.0, 0.6 * t.get_fontsize() * fig.dpi / 72)))
-                t.set_text("\n".join(textwrap.fill(line, chars) for line in t.get_text().split("\n")))
-                if attempt:
+                lines = t.get_text().split("\n")
+                chars = max(16, int(0.7 * max(len(x) for x in lines)))
+                t.set_text("\n".join(textwrap.fill(line, chars) for line in lines))
+                if attempt >= 2:
                     t.set_fontsize(t.get_fontsize() * 0.85)
 
 
@@ -238,12 +258,27 @@ def save_figure(fig: Figure, path: str | os.PathLike[str], *, title: str | None 
     fmt, dpi = _format(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _fit_texts(fig)
         caption = title or (fig._suptitle.get_text() if fig._suptitle is not None else "")  # type: ignore[attr-defined]
         meta = {"Title": " ".join(caption.split())} if caption else {}
-        with atomic_path(path, suffix=path.suffix) as tmp:
-            fig.savefig(tmp, format=fmt, dpi=dpi or "figure", metadata=meta)
+        for _ in range(3):  # a draw may move a legend ("best"): fit, save, and check the drawn result
+            _fit_texts(fig)
+            with atomic_path(path, suffix=path.suffix) as tmp:
+                fig.savefig(tmp, format=fmt, dpi=dpi or "figure", metadata=meta)
+            if not outside_texts(fig):
+                break
     return path
+
+
+def figure_png(fig: Figure, dpi: int = 110) -> bytes:
+    """``fig`` as PNG bytes (for a page that embeds it), its texts fitted as :func:`save_figure` does."""
+    import io
+
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _fit_texts(fig)
+        fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
 
 
 def _note(ax: Any, text: str) -> None:
