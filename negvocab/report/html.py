@@ -103,7 +103,7 @@ def _no_vocab(row: Mapping[str, Any]) -> bool:
 
 
 def _results_cell(row: Mapping[str, Any], col: str) -> dict[str, Any]:
-    if col in ("vocab_size", "deployable", "caveats", "oracle") and _no_vocab(row):
+    if col in ("vocabulary", "vocab_size", "deployable", "caveats", "oracle") and _no_vocab(row):
         return {"text": "-", "num": col == "vocab_size", "full": "no vocabulary: a baseline method"}
     v = row.get(col)
     if _is_hash(v):
