@@ -38,6 +38,8 @@ __all__ = [
     "PLOT_FORMATS",
     "figure_png",
     "outside_texts",
+    "repair_figure",
+    "plot_repair",
     "plot_scores",
     "plot_subsample",
     "plot_sweep",
@@ -426,3 +428,36 @@ def plot_scores(s_id: Any, s_ood: Any, path: str | os.PathLike[str], ood_sets: S
     """Write :func:`scores_figure` to ``path`` (format by suffix: .pdf, .svg, .png)."""
     _format(Path(path))
     return save_figure(scores_figure(s_id, s_ood, ood_sets, **kw), path)
+
+
+def repair_figure(curve: Any, *, random_weights: bool = False) -> Figure:
+    """FPR@tpr after each greedy addition of a repair curve (:class:`negvocab.diagnostics.gains.RepairCurve`),
+    a step plot; when the pool adds nothing (every FPR equal) the axis spans +-5 points and a note says so."""
+    from matplotlib.figure import Figure
+
+    rows = list(curve.rows)
+    if not rows:
+        raise InputError("nothing to plot: the repair curve has no steps")
+    fig = Figure(figsize=(7, 3.6), layout="constrained")
+    ax = fig.subplots()
+    steps = [r["step"] for r in rows]
+    fprs = [100 * r["fpr"] for r in rows]
+    ax.plot(steps, fprs, marker="o", drawstyle="steps-post")
+    for r in rows[1:]:
+        ax.annotate(str(r["label"])[:18], (r["step"], 100 * r["fpr"]), fontsize=7, rotation=30, xytext=(2, 4), textcoords="offset points")
+    if max(fprs) - min(fprs) < 1e-9:
+        ax.set_ylim(max(-2.0, fprs[0] - 5), min(102.0, fprs[0] + 5))
+        _note(ax, f"the candidates add nothing: FPR stays at {fprs[0]:.2f}% after {len(rows) - 1} label(s)" if len(rows) > 1 else "no label to add: the vocabulary as given")
+    ax.set_xlim(-0.5, max(steps) + 0.5)
+    ax.set_xlabel("labels added (greedy, best first)")
+    ax.set_ylabel(f"FPR@{int(round(100 * curve.tpr))} (%), {curve.convention}")
+    ax.grid(True, alpha=0.3)
+    title = f"Repair curve, {curve.method}" + (" [ORACLE analysis: OOD labels]" if curve.oracle else " [candidate pool]")
+    ax.set_title(title + (" [RANDOM WEIGHTS]" if random_weights else ""), fontsize=9)
+    return fig
+
+
+def plot_repair(curve: Any, path: str | os.PathLike[str], *, random_weights: bool = False) -> Path:
+    """Write :func:`repair_figure` to ``path`` (format by suffix: .pdf, .svg, .png)."""
+    _format(Path(path))
+    return save_figure(repair_figure(curve, random_weights=random_weights), path)

@@ -147,9 +147,9 @@ def test_subsample_figure_degenerate_cases_are_readable(tmp_path):
     axis stretched to 1e-14, and no warning reaching the user."""
     import warnings
 
-    from negvocab.report.plots import outside_texts, plot_subsample, subsample_figure
-
     import numpy as np
+
+    from negvocab.report.plots import outside_texts, plot_subsample, subsample_figure
 
     cases = {
         "n=N": _sub_rows(sizes=[40], draws=20),
