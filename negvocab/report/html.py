@@ -28,6 +28,7 @@ import numpy as np
 from negvocab.atomic import write_text
 from negvocab.errors import InputError
 from negvocab.provenance import negvocab_version
+from negvocab.report.plots import figure_png, scores_figure
 from negvocab.scoring.metrics import operating_point
 
 logger = logging.getLogger(__name__)
@@ -241,8 +242,6 @@ def _load_npz(path: Path) -> dict[str, np.ndarray]:
 
 def _scores_plot(folder: Path, doc: Mapping[str, Any], key: str | None) -> tuple[str | None, str]:
     """The score-distribution and ROC figure of one run (the cards' run), as base64 PNG."""
-    from negvocab.report.plots import figure_png, scores_figure
-
     path = folder / "scores.npz"
     if not path.is_file():
         return None, ""
