@@ -123,7 +123,7 @@ def _small_sample(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         ci = r.get("fpr_ci") or ([r["fpr_ci_low"], r["fpr_ci_high"]] if "fpr_ci_low" in r else None)
         if not ci or any(not isinstance(c, (int, float)) or math.isnan(c) for c in ci):
             continue
-        name = f"{r.get('method')}@{r.get('vocabulary') or '-'} on {r.get('ood_set', '')}"
+        name = f"{r.get('method')}" + (f"@{r['vocabulary']}" if r.get("vocabulary") else "") + f" on {r.get('ood_set', '')}"
         if ci[1] - ci[0] > WIDE_CI:
             out.append(f"{name}: the 95% CI of FPR is {100 * (ci[1] - ci[0]):.0f} points wide [{_pct(ci[0])}, {_pct(ci[1])}]: the point value says little.")
         elif ci[1] == ci[0] and isinstance(r.get("n_ood"), int) and r["n_ood"] < SMALL_N:

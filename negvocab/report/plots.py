@@ -380,6 +380,7 @@ def scores_figure(
     its FPR@tpr point (``convention``). ``ood_sets``: the set of every OOD score (default one set)."""
     # long: histogram panels, the ROC panel and the degenerate-case notes share the per-set arrays
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     ids = np.asarray(s_id, dtype=np.float64).ravel()
     oods = np.asarray(s_ood, dtype=np.float64).ravel()
@@ -407,6 +408,7 @@ def scores_figure(
             _note(ax, f"every score is {lo:.4g}: the sets cannot be told apart")
         ax.set_title(f"{detector}: ID vs {name}", fontsize=9)
         ax.set_xlabel("score (high = ID)")
+        ax.xaxis.set_major_locator(MaxNLocator(4))  # scores like 0.9978: a few ticks, never overlapping
         ax.legend(fontsize=6, loc="upper left")
         fx, ty = _roc(ids, o)
         roc.plot(fx, ty, color=f"C{i + 1}", label=f"{name} (AUROC {100 * M.auroc(ids, o):.1f}%)")
