@@ -20,7 +20,6 @@ from negvocab.cli.options import (
     IdOpt,
     ImageRootOpt,
     ModelOpt,
-    OodOpt,
     OverwriteOpt,
     PrecisionOpt,
     PresetTagOpt,
@@ -33,13 +32,23 @@ from negvocab.cli.options import (
     load_vlm,
     scoring_options,
 )
-from negvocab.cli.outputs import check_results_folder, warn_random, write_folder_report, writing
+from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder_report, writing
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.scoring.methods import NEEDS_NEGATIVES, canonical_method
 from negvocab.vocab import Vocabulary
 
 __all__ = ["coverage_cmd"]
+
+#: coverage analyses one labelled OOD set per run: its own --ood help says so (the shared one promises several)
+CoverageOodOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--ood",
+        help="The labelled OOD images: class folders (NINCO layout) or an image list with a label column; NAME=PATH "
+        "names the set in the results (a bare path is named after its folder). One set per run: run coverage once per set.",
+    ),
+]
 
 
 @app.command("coverage")
@@ -48,7 +57,7 @@ def coverage_cmd(
     id_path: IdOpt,
     vocab: Annotated[Path, typer.Option("--vocab", "-V", help="The vocabulary to diagnose (JSON/TXT).")],
     method: Annotated[str, typer.Option("--method", help="neglabel, eoe or neglabel_eoe.")] = "neglabel",
-    ood: OodOpt = None,
+    ood: CoverageOodOpt = None,
     fi_ood: FiOodOpt = None,
     fi_ambiguous: FiAmbOpt = None,
     ground_truth: GroundTruthOpt = None,
@@ -58,7 +67,8 @@ def coverage_cmd(
         Optional[Path],  # noqa: UP045
         typer.Option("--pool", help="Candidate vocabulary for a deployable repair curve (default: the OOD labels, an ORACLE analysis)."),
     ] = None,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Output folder (coverage.json/.csv, confusions.csv, repair.csv/.png, report.html).")] = Path("coverage"),
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output folder (coverage.json/.csv, confusions.csv, repair.csv and its plot, report.html).")] = Path("coverage"),
+    plot_format: Annotated[str, typer.Option("--plot-format", help="The repair plot's format: png, pdf or svg.")] = "png",
     overwrite: OverwriteOpt = False,
     report: ReportOpt = True,
     model: ModelOpt = "ViT-B-32",
@@ -80,12 +90,14 @@ def coverage_cmd(
     """
     assert params is not None and metrics is not None  # given by @scoring_options
     convention, tpr = metrics["convention"], metrics["tpr"]
-    from negvocab.diagnostics.coverage import coverage
+    from negvocab.diagnostics.coverage import COVERAGE_FILES, coverage  # deferred: it imports torch
 
     key = canonical_method(method)
     if key not in NEEDS_NEGATIVES:
         raise InputError(f"--method {key} uses no negative labels; coverage needs neglabel, eoe or neglabel_eoe")
-    check_results_folder(output, "coverage.json", overwrite=overwrite)
+    if plot_format not in ("png", "pdf", "svg"):
+        raise InputError(f"unknown --plot-format {plot_format!r}; choose png, pdf or svg")
+    claim_results_folder(output, COVERAGE_FILES, overwrite=overwrite)
     check_scoring_options(params, convention=convention, tpr=tpr, n_boot=0)
     if repair < 0:
         raise InputError(f"--repair must be >= 0, got {repair}")
@@ -94,16 +106,16 @@ def coverage_cmd(
     id_set, ood_sets = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root)
     if len(ood_sets) != 1:
         raise InputError(f"coverage analyses one OOD set at a time; got {len(ood_sets)} ({', '.join(ood_sets)}): run it once per set")
-    ood_set = next(iter(ood_sets.values()))
+    set_name, ood_set = next(iter(ood_sets.items()))
     if not ood_set.labels:
         raise InputError(f"the OOD images ({ood_set.name}) carry no labels: give class folders, an image list with a label column, or --fi-ood with a labelled list")
     classes = read_id_classes(id_classes)
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
     top_k = tuple(sorted({k for k in (1, 5, 10) if k < repair} | {repair})) if repair else ()
-    cov = coverage(vlm, voc, id_set, ood_set, key, id_classes=classes, templates=templates, params=params, convention=convention, tpr=tpr, top_k=top_k, progress=True)
+    cov = coverage(vlm, voc, id_set, ood_set, key, id_classes=classes, templates=templates, params=params, convention=convention, tpr=tpr, top_k=top_k, progress=True, name=set_name)
     curve = cov.repair(repair, pool=pool_vocab) if repair and pool_vocab is not None else None
     with writing(output):
-        out = cov.write(output, repair=curve)
+        out = cov.write(output, repair=curve, plot_format=plot_format, overwrite=overwrite)
     warn_random(cov.random_weights)
     s = cov.summary
     pct = int(round(100 * tpr))
@@ -111,6 +123,6 @@ def coverage_cmd(
     typer.echo(f"FPR@{pct} ({convention}) {100 * s['fpr']:.2f}%; ORACLE (every OOD label added) {100 * s['oracle_fpr']:.2f}%")
     for row in sorted(cov.classes, key=lambda r: -r["fpr_gain"])[:5]:
         typer.echo(f"  {row['label'][:30]:<30} passing {100 * row['passing_share']:5.1f}%  gain {100 * row['fpr_gain']:+.2f} pts  nearest {row['nearest']!r}")
-    typer.echo(f"wrote {out}/coverage.json, coverage.csv, confusions.csv, coverage_images.json" + (", repair.csv, repair.png" if (curve or cov.oracle_repair) else ""))
+    typer.echo(f"wrote {out}/coverage.json, coverage.csv, confusions.csv, coverage_images.json" + (f", repair.csv, repair.{plot_format}" if (curve or cov.oracle_repair) else ""))
     if report:
         write_folder_report(output)

@@ -1,4 +1,5 @@
-"""``negvocab report``: the HTML report of a results folder; the work is in :mod:`negvocab.report.html`."""
+"""``negvocab report``: one HTML page over one or more results folders (score, sweep, coverage, grid);
+the work is in :mod:`negvocab.report.html`."""
 
 from __future__ import annotations
 
@@ -13,17 +14,20 @@ from negvocab.cli.options import (
 )
 from negvocab.cli.outputs import check_output, writing
 from negvocab.errors import InputError
-from negvocab.report.html import write_report
+from negvocab.report.html import study_folders, write_report
 
 __all__ = ["report_cmd"]
 
 
 @app.command("report")
 def report_cmd(
-    results_dir: Annotated[Path, typer.Argument(help="A folder written by negvocab score, sweep or coverage.")],
+    results_dirs: Annotated[
+        list[Path],
+        typer.Argument(help="Folders written by negvocab score, sweep, coverage or grid (a folder holding such folders counts as all of them).", metavar="DIR..."),
+    ],
     output: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("--output", "-o", help="HTML file to write (default: RESULTS_DIR/report.html)."),
+        typer.Option("--output", "-o", help="HTML file to write (default: DIR/report.html for one results folder; needed for several)."),
     ] = None,
     key: Annotated[
         Optional[str],  # noqa: UP045
@@ -33,13 +37,17 @@ def report_cmd(
     max_flagged: Annotated[int, typer.Option("--max-flagged", help="Most flagged ID images shown (worst first).")] = 100,
     overwrite: OverwriteOpt = False,
 ) -> None:
-    """One self-contained HTML report: results with CIs, sweep plot, evading OOD images, coverage."""
+    """One self-contained HTML page: results with CIs, score distributions and ROC, sweep plots,
+    evading OOD images, coverage; one section per results folder, with a table of contents."""
     if max_cards < 0 or max_flagged < 0:
         raise InputError("--max-cards and --max-flagged must be >= 0")
-    out = output or results_dir / "report.html"
+    folders = study_folders(results_dirs)
+    if output is None and len(folders) > 1:
+        raise InputError(f"{len(folders)} results folders make one page: give it a file name with -o (e.g. -o study.html)")
+    out = output or folders[0] / "report.html"
     check_output(out, overwrite=overwrite)
     with writing(out):
-        path = write_report(results_dir, out, key=key, max_cards=max_cards, max_flagged=max_flagged)
+        path = write_report(results_dirs, out, key=key, max_cards=max_cards, max_flagged=max_flagged)
     typer.echo(f"wrote {path}")
 
 

@@ -1,25 +1,50 @@
-"""``negvocab subsample``: the OOD-subsampling analysis on a results folder's stored per-image scores."""
+"""``negvocab subsample``: the OOD-subsampling analysis on a results folder's stored per-image scores,
+one analysis per OOD set (the pooled one only when asked, and labelled so)."""
 
 from __future__ import annotations
 
+import math
+import zipfile
+import zlib
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from negvocab.atomic import write_json, write_text
 from negvocab.cli.app import app
-from negvocab.cli.outputs import check_results_folder, writing
+from negvocab.cli.outputs import writing
 from negvocab.errors import InputError
-from negvocab.evaluation.subsample import plot_subsample, subsample
+from negvocab.evaluation.subsample import POOLED, check_draws, subsample
+from negvocab.outdir import staged_folder
+from negvocab.report.plots import PLOT_FORMATS, plot_subsample
 from negvocab.textfiles import csv_text
 
-__all__ = ["read_scores", "subsample_cmd"]
+__all__ = ["SUBSAMPLE_FILES", "read_scores", "read_scores_file", "subsample_cmd"]
+
+#: everything a run writes (an earlier run's files of any plot format go when one is replaced)
+SUBSAMPLE_FILES = ("subsample.csv", *(f"subsample{s}" for s in PLOT_FORMATS), "subsample.json")
 
 
-def read_scores(path: Path) -> tuple[dict[str, object], dict[str, object], bool]:
-    """(ID scores, OOD scores, random_weights) by score key from ``scores.npz`` (or a results folder
-    holding one); the top-k bound arrays (``key/lower``...) are left out."""
+def _array(data: Any, file: Path, name: str, *, numeric: bool = True) -> Any:
+    """One array of an open ``.npz``, checked: one line naming the file and the array otherwise."""
+    import numpy as np
+
+    try:
+        arr = data[name]
+    except ValueError as e:  # an object array: allow_pickle is off
+        raise InputError(f"{file}: array {name!r} holds Python objects (not allowed); write plain numeric arrays") from e
+    except (OSError, EOFError, zipfile.BadZipFile, zlib.error) as e:
+        raise InputError(f"{file}: array {name!r} cannot be read (truncated or damaged file: {e})") from e
+    if numeric and not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise InputError(f"{file}: array {name!r} has dtype {arr.dtype}; per-image scores must be numbers")
+    return arr
+
+
+def read_scores_file(path: Path) -> tuple[dict[str, Any], dict[str, Any], bool, list[str] | None]:
+    """(ID scores, OOD scores, random_weights, OOD set of every OOD image or None) by score key from
+    ``scores.npz`` (or a results folder holding one); the top-k bound arrays (``key/lower``...) are
+    left out. Anything unreadable is one line naming the file and the array."""
     import numpy as np
 
     file = path / "scores.npz" if path.is_dir() else path
@@ -27,52 +52,101 @@ def read_scores(path: Path) -> tuple[dict[str, object], dict[str, object], bool]
         raise InputError(f"{file}: no scores file; give a results folder of `negvocab score` or its scores.npz")
     try:
         data = np.load(file, allow_pickle=False)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
         raise InputError(f"{file}: not a readable scores.npz ({e})") from e
+    if not hasattr(data, "files"):
+        raise InputError(f"{file}: a single array, not a scores.npz archive of id/<method> and ood/<method> arrays")
     keys = [k[3:] for k in data.files if k.startswith("id/") and "/" not in k[3:]]
     if not keys:
         raise InputError(f"{file}: holds no per-image scores (id/<method>... arrays)")
-    random = bool(data["random_weights"]) if "random_weights" in data.files else False
-    return {k: data[f"id/{k}"] for k in keys}, {k: data[f"ood/{k}"] for k in keys}, random
+    missing = [k for k in keys if f"ood/{k}" not in data.files]
+    if missing:
+        raise InputError(f"{file}: id/{missing[0]} has no ood/{missing[0]} beside it")
+    s_id = {k: _array(data, file, f"id/{k}") for k in keys}
+    s_ood = {k: _array(data, file, f"ood/{k}") for k in keys}
+    random = bool(_array(data, file, "random_weights")) if "random_weights" in data.files else False
+    sets = None
+    if "ood_sets" in data.files:
+        arr = _array(data, file, "ood_sets", numeric=False)
+        if arr.dtype.kind not in "US":
+            raise InputError(f"{file}: array 'ood_sets' has dtype {arr.dtype}; it must name the OOD set of every OOD image")
+        sets = [str(s) for s in arr.tolist()]
+        n = next(iter(s_ood.values())).size
+        if len(sets) != n:
+            raise InputError(f"{file}: 'ood_sets' names {len(sets)} images, ood/{keys[0]} has {n}")
+    return s_id, s_ood, random, sets
+
+
+def read_scores(path: Path) -> tuple[dict[str, object], dict[str, object], bool]:
+    """(ID scores, OOD scores, random_weights) by score key (see :func:`read_scores_file`)."""
+    s_id, s_ood, random, _ = read_scores_file(path)
+    return s_id, s_ood, random
+
+
+def _pick_sets(sets: list[str] | None, wanted: list[str] | None) -> list[str] | None:
+    """Keep the OOD images of the sets named by ``--ood-set`` (refusing an unknown name)."""
+    if not wanted:
+        return None
+    have = list(dict.fromkeys(sets or ["ood"]))
+    unknown = [w for w in wanted if w not in have]
+    if unknown:
+        raise InputError(f"--ood-set {unknown[0]!r}: the scores hold OOD sets {', '.join(have)}")
+    return wanted
+
+
+def _fmt(v: Any) -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
 
 
 @app.command("subsample")
 def subsample_cmd(
     scores: Annotated[Path, typer.Argument(help="Results folder of `negvocab score` (or its scores.npz).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (subsample.csv, subsample.json, the plot).")],
-    sizes: Annotated[str, typer.Option("--sizes", help="Subset sizes n, comma-separated (e.g. 50,100,200,655).")] = "655",
+    sizes: Annotated[str, typer.Option("--sizes", help="Subset sizes n, comma-separated (e.g. 50,100,200,655); 'auto': a ladder up to each set's N.")] = "auto",
     draws: Annotated[int, typer.Option("--draws", help="Draws without replacement per size.")] = 1000,
     convention: Annotated[str, typer.Option("--convention", help="FPR convention: paper, hendrycks or openood.")] = "paper",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the draws.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the draws (>= 0).")] = 0,
     key: Annotated[Optional[list[str]], typer.Option("--key", help="Score key(s) to analyse (default: all).")] = None,  # noqa: UP045
+    ood_set: Annotated[Optional[list[str]], typer.Option("--ood-set", help="OOD set(s) to analyse, repeatable (default: each set, one analysis per set).")] = None,  # noqa: UP045
+    pooled: Annotated[bool, typer.Option("--pooled", help="Also analyse all OOD sets pooled together (labelled 'pooled').")] = False,
     plot_format: Annotated[str, typer.Option("--plot-format", help="pdf, svg or png.")] = "pdf",
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an earlier analysis in --out.")] = False,
 ) -> None:
     """Mean and SD of FPR@95 over random subsets of n OOD images, the analytical FPC SD and the
-    detectors' rank stability (the paper's Appendix C)."""
+    detectors' rank stability (the paper's Appendix C), for each OOD set on its own."""
+    # long: options, reading, one analysis per set and the summary lines
     from negvocab.scoring.sweep import parse_sizes
 
     if plot_format not in ("pdf", "svg", "png"):
         raise InputError(f"unknown --plot-format {plot_format!r}; choose pdf, svg or png")
-    check_results_folder(out, "subsample.json", overwrite=overwrite)
-    s_id, s_ood, random = read_scores(scores)
+    want_sizes = None if sizes.strip().lower() == "auto" else parse_sizes(sizes)
+    check_draws(draws, seed)  # before anything is read or allocated
+    s_id, s_ood, random, sets = read_scores_file(scores)
     if key:
         missing = [k for k in key if k not in s_id]
         if missing:
             raise InputError(f"no scores named {missing[0]!r}; the file holds {', '.join(s_id)}")
         s_id, s_ood = {k: s_id[k] for k in key}, {k: s_ood[k] for k in key}
-    rows = subsample(s_id, s_ood, sizes=parse_sizes(sizes), draws=draws, convention=convention, seed=seed)
-    out.mkdir(parents=True, exist_ok=True)
-    with writing(out):
-        (out / "subsample.json").unlink(missing_ok=True)
-        write_text(out / "subsample.csv", csv_text([{**r, "random_weights": random} for r in rows], [*rows[0], "random_weights"]))
-        title = "OOD subsampling" + ("  [RANDOM WEIGHTS: meaningless]" if random else "")
-        plot_subsample(rows, out / f"subsample.{plot_format}", title=title)
-        write_json(out / "subsample.json", {"scores": str(scores), "random_weights": random, "seed": seed, "rows": rows})
+    chosen = _pick_sets(sets, ood_set)
+    if chosen is not None and sets is not None:
+        keep = [i for i, s in enumerate(sets) if s in chosen]
+        s_ood = {k: v[keep] for k, v in s_ood.items()}
+        sets = [sets[i] for i in keep]
+    names = list(dict.fromkeys(sets or ["ood"]))
+    rows = subsample(s_id, s_ood, sizes=want_sizes, draws=draws, convention=convention, seed=seed, ood_sets=sets, pooled=pooled)
+    doc = {"scores": str(scores), "random_weights": random, "seed": seed, "ood_sets": names, "pooled": pooled,
+           "pooled_sets": names if pooled else [], "rows": rows}  # fmt: skip
+    with writing(out), staged_folder(out, SUBSAMPLE_FILES, "subsample.json", overwrite=overwrite) as stage:
+        write_text(stage / "subsample.csv", csv_text([{**r, "random_weights": random} for r in rows], [*rows[0], "random_weights"]))
+        title = "OOD subsampling" + (f" (pooled = {' + '.join(names)})" if pooled else "") + ("  [RANDOM WEIGHTS: meaningless]" if random else "")
+        plot_subsample(rows, stage / f"subsample.{plot_format}", title=title)
+        write_json(stage / "subsample.json", doc)
     for r in rows:
+        label = f"{r['ood_set']} (all sets)" if r["ood_set"] == POOLED else r["ood_set"]
         typer.echo(
-            f"{r['detector']:<28} n={r['n']:>6}  FPR mean {100 * r['mean']:6.2f}%  SD {100 * r['sd']:5.2f}  "
+            f"{label:<16} {r['detector']:<24} n={r['n']:>6}  FPR mean {100 * r['mean']:6.2f}%  SD {100 * r['sd']:5.2f}  "
             f"analytic {100 * r['sd_analytic']:5.2f}  full {100 * r['full']:6.2f}%"
-            + (f"  Spearman {r['spearman_mean']:.3f}" if "spearman_mean" in r else "")
+            + (f"  Spearman mean {_fmt(r['spearman_mean'])} q05 {_fmt(r['spearman_q05'])} same best {_fmt(r['same_best'])}"
+               f" ({r['dropped_tied']} all-tied draws dropped)" if "spearman_mean" in r else "")  # fmt: skip
         )
     typer.echo(f"wrote {out}")

@@ -33,6 +33,8 @@ from negvocab.errors import InputError, ResourceError
 from negvocab.labels.imagenet import IdClasses, imagenet1k
 from negvocab.labels.synonyms import SynonymFilter
 from negvocab.labels.wordnet import load_wordnet
+from negvocab.outdir import staged_folder
+from negvocab.report.plots import PLOT_FORMATS, plot_repair
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 from negvocab.scoring.methods import NEEDS_NEGATIVES, canonical_method, params_for
@@ -45,7 +47,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ORACLE_REPAIR_NOTE", "Coverage", "coverage"]
+__all__ = ["COVERAGE_FILES", "ORACLE_REPAIR_NOTE", "Coverage", "coverage"]
+
+#: everything a coverage run writes (an earlier run's repair curve of any format goes when one is replaced)
+COVERAGE_FILES = ("coverage.csv", "confusions.csv", "coverage_images.json", "repair.csv", *(f"repair{s}" for s in PLOT_FORMATS), "report.html", "coverage.json")
 
 ORACLE_REPAIR_NOTE = "ORACLE analysis: labels taken from the evaluated OOD set (not a deployable vocabulary)"
 #: text-cosine thresholds of the coverage summary
@@ -131,12 +136,18 @@ class Coverage:
             curve.meta["note"] = "NOT deployable: the candidate pool is an oracle or carries caveats " + json.dumps(settings.get("caveats") or {})
         return curve
 
-    def write(self, out_dir: str | os.PathLike[str], repair: RepairCurve | None = None) -> Path:
+    def write(self, out_dir: str | os.PathLike[str], repair: RepairCurve | None = None, *, plot_format: str = "png", overwrite: bool = False) -> Path:
         """``coverage.csv`` (classes), ``confusions.csv``, ``coverage_images.json``, the repair curve
-        (``repair.csv``, ``repair.png``) and ``coverage.json`` (summary, meta; written last)."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "coverage.json").unlink(missing_ok=True)
+        (``repair.csv``, ``repair.<plot_format>``: png, pdf or svg) and ``coverage.json`` (summary,
+        meta; the marker), written as a whole (:func:`negvocab.outdir.staged_folder`): an earlier
+        run is replaced only with ``overwrite``, and none of its files stays beside the new ones."""
+        if f".{plot_format}" not in PLOT_FORMATS:
+            raise InputError(f"plot format {plot_format!r} is not one of png, pdf, svg")
+        with staged_folder(out_dir, COVERAGE_FILES, "coverage.json", overwrite=overwrite) as stage:
+            self._write(stage, repair, plot_format)
+        return Path(out_dir)
+
+    def _write(self, out: Path, repair: RepairCurve | None, plot_format: str) -> None:
         cols = [
             "label", "n_images", "exact", "covered_by", "nearest", "nearest_cosine", "passing", "passing_share",
             "taken_for", "fired", "fpr_with", "fpr_gain", "auroc_with", "auroc_gain", "random_weights",
@@ -151,10 +162,9 @@ class Coverage:
         if curve is not None:
             marked = [{**r, "oracle": curve.oracle, "random_weights": rw} for r in curve.rows]  # ORACLE said in the CSV too
             write_text(out / "repair.csv", _csv_text(marked, ["step", "label", "fpr", "auroc", "fpr_gain", "oracle", "random_weights"]))
-            curve.plot(out / "repair.png", random_weights=self.random_weights)
+            plot_repair(curve, out / f"repair.{plot_format}", random_weights=self.random_weights)
             doc["repair"] = {"rows": curve.rows, "oracle": curve.oracle, "note": curve.meta.get("note", "candidate pool (deployable)")}
         write_json(out / "coverage.json", json.loads(json.dumps(doc, default=str)))
-        return out
 
 
 def _csv_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
@@ -230,6 +240,7 @@ def coverage(
     top_k: Sequence[int] = (1, 5, 10),
     explain_k: int = 5,
     progress: bool = False,
+    name: str | None = None,
 ) -> Coverage:
     """What ``vocab`` misses on the labelled ``ood_set`` (see the module docstring).
 
@@ -237,7 +248,8 @@ def coverage(
     (text side), ``passing``/``passing_share`` (images taken as ID at the threshold), ``taken_for``
     (the ID classes those passing images were taken for, most frequent first), ``fired`` (the top
     negative of each of its images, most frequent first), ``fpr_with``/``fpr_gain``/``auroc_with``/
-    ``auroc_gain`` (the metrics with its label added alone).
+    ``auroc_gain`` (the metrics with its label added alone). ``name``: the set's name in the results
+    (``--ood NAME=PATH``; default the image set's own name).
 
     ``params`` go to the scorer (tau, groups, grouping, seed, beta, T, penalty_T). ``top_k``: the
     summary reports the share of the oracle gap (FPR with the vocabulary vs with the vocabulary plus
@@ -362,7 +374,7 @@ def coverage(
         "tpr": tpr,
         "vocabulary": {"source": vocab.source, "sha256": vocab.sha256, "size": len(vocab)},
         "id_set": {"name": id_set.name, "n": n_id},
-        "ood_set": {"name": ood_set.name, "n": n_img},
+        "ood_set": {"name": name or ood_set.name, "n": n_img},  # the name given (--ood NAME=...) wins
         "id_classes": getattr(id_classes, "dataset", "imagenet1k"),
     }
     if vlm.random_weights:

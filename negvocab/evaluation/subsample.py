@@ -6,29 +6,35 @@ finite-population-corrected analytical SD ``sqrt(p (1 - p) / n * (N - n) / (N - 
 threshold fixed, p the full-set FPR), and, for several detectors, the Spearman rank stability of
 the detectors' order across draws (Rozumnyi et al., arXiv:2609.01027, Appendix C).
 
-Vectorised: every draw is one random permutation of the N OOD images and the draw of size n is its
-first n (a uniform sample without replacement for every n); FPR at every n comes from one cumulative
-sum of per-image indicators over the permuted images. Under "paper" (and "hendrycks") the ID
-threshold does not depend on the OOD images, so FPR of a draw is the mean of fixed per-image
-indicators; under "openood" the threshold is the draw's own ``tpr`` quantile of its OOD scores,
-taken per draw with one partition.
+Each OOD set is analysed on its own (``ood_sets=``: the set of every OOD image); pooling the sets
+is asked for with ``pooled=True`` and labelled ``ood_set="pooled"``.
+
+Bounded memory, O(draws x n): draw r is one ordered sample without replacement of n_max = max(sizes)
+of the N images (``rng.choice(N, n_max, replace=False)``, the r-th call of one generator seeded with
+``seed``), and its draw of size n is the first n (a uniform sample without replacement for every n).
+Draws are processed in chunks of at most ``_CHUNK`` indices; no draws x N array is ever made. Under
+"paper" (and "hendrycks") the ID threshold does not depend on the OOD images, so FPR of a draw is a
+prefix mean of fixed per-image indicators (one cumulative sum); under "openood" the threshold is the
+draw's own ``tpr`` quantile of its OOD scores, one partition per draw and size.
 """
 
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from negvocab.atomic import atomic_path
 from negvocab.errors import InputError
 from negvocab.scoring import metrics as M
+from negvocab.scoring.methods import MAX_DRAWS
 
-__all__ = ["plot_subsample", "subsample"]
+__all__ = ["POOLED", "auto_sizes", "check_draws", "draw_chunks", "subsample"]
+
+POOLED = "pooled"  # the ood_set of an analysis over every OOD set together
+_CHUNK = 1 << 16  # indices held at once (512 KiB of int64), whatever draws and N are
+_AUTO = (10, 25, 50, 100, 200, 400, 655, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000)
 
 
 def _score_sets(s_id: Any, s_ood: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -54,36 +60,77 @@ def _score_sets(s_id: Any, s_ood: Any) -> dict[str, tuple[np.ndarray, np.ndarray
     return out
 
 
-def _sizes(sizes: Sequence[int] | int, n: int) -> list[int]:
+def auto_sizes(n: int) -> list[int]:
+    """The default sizes for a set of ``n`` images: the usual ladder below n, and n itself."""
+    return [s for s in _AUTO if s < n] + [n]
+
+
+def _sizes(sizes: Sequence[int] | int | None, n: int, where: str = "") -> list[int]:
+    if sizes is None:
+        return auto_sizes(n)
     items = [sizes] if isinstance(sizes, (int, np.integer)) else list(sizes)
     out = []
     for s in items:
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 1 <= s <= n:
-            raise InputError(f"subsample sizes must be integers in [1, {n}] (the OOD images), got {s!r}")
+            raise InputError(f"subsample sizes must be integers in [1, {n}] (the OOD images{where}), got {s!r}")
         out.append(int(s))
     if not out:
         raise InputError("no subsample sizes given")
     return sorted(set(out))
 
 
-def _fpr_draws(
-    ids: np.ndarray, oods: np.ndarray, perm: np.ndarray, sizes: list[int], convention: str, tpr: float
-) -> np.ndarray:
-    """FPR of every draw at every size: [draws, len(sizes)] (draw r of size n = perm[r, :n])."""
-    idx = np.asarray(sizes) - 1
+def check_draws(draws: Any, seed: Any) -> int:
+    """``draws`` as an int, refused (one line) before anything is allocated; ``seed`` likewise."""
+    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or not 1 <= draws <= MAX_DRAWS:
+        raise InputError(f"draws must be an integer in [1, {MAX_DRAWS:,}], got {draws!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"seed must be an integer >= 0, got {seed!r}")
+    return int(draws)
+
+
+def draw_chunks(seed: int, draws: int, n_max: int, big_n: int) -> Iterator[np.ndarray]:
+    """The draws as [chunk, n_max] index arrays, the same for every detector: one buffer
+    ``arange(big_n)`` is shuffled in place by ``np.random.default_rng(seed).shuffle`` once per draw
+    (a uniform permutation each time) and draw r is its first n_max after the (r+1)-th shuffle. At
+    most :data:`_CHUNK` indices (or one draw) are held besides the buffer; a chunk of one draw is a
+    view of the buffer, valid until the next one is asked for."""
+    rng = np.random.default_rng(seed)
+    buf = np.arange(big_n, dtype=np.intp)
+    per = max(1, _CHUNK // max(1, n_max))
+    for start in range(0, draws, per):
+        if per == 1:
+            rng.shuffle(buf)
+            yield buf[None, :n_max]
+            continue
+        chunk = np.empty((min(per, draws - start), n_max), dtype=np.intp)
+        for row in chunk:
+            rng.shuffle(buf)
+            row[:] = buf[:n_max]
+        yield chunk
+
+
+def _fpr_chunk(ids: np.ndarray, oods: np.ndarray, terms: np.ndarray | None, idx: np.ndarray, sizes: list[int], convention: str, tpr: float) -> np.ndarray:
+    """FPR of each draw in ``idx`` [c, n_max] at every size: [c, len(sizes)]."""
     if convention == "openood":
         srt = np.sort(ids)
-        out = np.empty((perm.shape[0], len(sizes)))
+        out = np.empty((idx.shape[0], len(sizes)))
         for j, n in enumerate(sizes):
             k = max(1, math.ceil(round(tpr * n, 9)))  # the first k with k / n >= tpr
-            u = np.partition(oods[perm[:, :n]], k - 1, axis=1)[:, k - 1]
+            u = np.partition(oods[idx[:, :n]], k - 1, axis=1)[:, k - 1]
             out[:, j] = np.searchsorted(srt, u, side="right") / ids.size
         return out
-    terms = M._hendrycks_terms(ids, oods, tpr) if convention == "hendrycks" else oods >= M._paper_threshold(ids, tpr)
     if terms is None:  # a hendrycks corner case (OOD above every ID score): per draw
-        return np.array([[M.fpr_at_tpr(ids, oods[p[:n]], tpr, convention="hendrycks") for n in sizes] for p in perm])
-    csum = np.cumsum(terms.astype(np.int32)[perm], axis=1)
-    return csum[:, idx] / np.asarray(sizes)
+        return np.array([[M.fpr_at_tpr(ids, oods[p[:n]], tpr, convention="hendrycks") for n in sizes] for p in idx])
+    starts = np.asarray([0, *sizes[:-1]])  # the segments between consecutive sizes
+    counts = np.cumsum(np.add.reduceat(terms[idx], starts, axis=1, dtype=np.int64), axis=1)
+    return counts / np.asarray(sizes)
+
+
+def _terms(ids: np.ndarray, oods: np.ndarray, convention: str, tpr: float) -> np.ndarray | None:
+    if convention == "openood":
+        return None
+    t = M._hendrycks_terms(ids, oods, tpr) if convention == "hendrycks" else oods >= M._paper_threshold(ids, tpr)
+    return None if t is None else t.astype(np.int8)
 
 
 def _spearman_rows(fprs: np.ndarray, full: np.ndarray) -> np.ndarray:
@@ -100,75 +147,45 @@ def _spearman_rows(fprs: np.ndarray, full: np.ndarray) -> np.ndarray:
         return np.where(den > 0, (rd @ rf) / np.where(den > 0, den, 1), np.nan)
 
 
-def subsample(
-    s_id: Any,
-    s_ood: Any,
-    sizes: Sequence[int] | int = (655,),
-    draws: int = 1000,
-    convention: str = "paper",
-    seed: int = 0,
-    *,
-    tpr: float = 0.95,
-) -> list[dict[str, Any]]:
-    """FPR@tpr over ``draws`` random subsets of ``n`` OOD images, for each n in ``sizes``.
+def _stability(fprs: np.ndarray, full: np.ndarray) -> dict[str, Any]:
+    """Rank stability of the detectors at one size: fprs [D, R]."""
+    rho = _spearman_rows(fprs.T, full)
+    ok = np.isfinite(rho)
+    best = np.argmin(fprs, axis=0)
+    return {
+        "spearman_mean": float(rho[ok].mean()) if ok.any() else math.nan,
+        "spearman_q05": float(np.quantile(rho[ok], 0.05)) if ok.any() else math.nan,
+        "same_best": float(np.mean(full[best] == full.min())),
+        "dropped_tied": int((~ok).sum()),  # draws whose detectors all tie (or a tied full order): no rho
+    }
 
-    Parameters
-    ----------
-    s_id, s_ood : array-like, or mappings detector name -> array-like (the same OOD images for all)
-        Per-image scores (high = ID), e.g. a results folder's ``scores.npz``.
-    sizes : int or sequence of int
-        Subset sizes n, each in [1, N].
-    draws : int
-        Draws R per size (without replacement within a draw).
-    convention : {"paper", "hendrycks", "openood"}
-        FPR convention (see :mod:`negvocab.metrics`).
-    seed : int
-        Seed of the draws; every detector sees the same draws.
 
-    Returns
-    -------
-    list of dict, one per (detector, size), sizes ascending:
-        ``detector``, ``n``, ``N``, ``draws``, ``convention``, ``full`` (FPR on all N), ``mean``, ``sd``
-        (over draws, ddof=1), ``diff`` (mean - full), ``q025``/``q975``, ``sd_analytic`` (FPC binomial SD
-        at p = full, ID threshold fixed; exact for paper/hendrycks, an approximation for openood),
-        and with two or more detectors ``spearman_mean``, ``spearman_q05`` (Spearman rho of each
-        draw's detector order against the full-set order) and ``same_best`` (fraction of draws whose
-        lowest-FPR detector is the full set's).
-    """
-    # long: one analysis: draws, FPRs, Spearman and the rows share the sampled arrays
-    convention = M.check_convention(convention)
-    tpr = M._check_tpr(tpr)
-    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
-        raise InputError(f"draws must be an integer >= 1, got {draws!r}")
-    sets = _score_sets(s_id, s_ood)
+def _analyse(sets: dict[str, tuple[np.ndarray, np.ndarray]], sizes: list[int], draws: int, convention: str, seed: int, tpr: float, ood_set: str) -> list[dict[str, Any]]:
+    """The rows of one OOD set (or the pooled sets)."""
     big_n = next(iter(sets.values()))[1].size
-    wanted = _sizes(sizes, big_n)
-    rng = np.random.default_rng(seed)
-    perm = np.argsort(rng.random((int(draws), big_n)), axis=1)  # one permutation per draw
     names = list(sets)
     full = np.array([M.fpr_at_tpr(i, o, tpr, convention=convention) for i, o in sets.values()])  # type: ignore[arg-type]
-    fprs = np.stack([_fpr_draws(i, o, perm, wanted, convention, tpr) for i, o in sets.values()])  # [D, R, S]
+    terms = [_terms(i, o, convention, tpr) for i, o in sets.values()]
+    fprs = np.empty((len(names), draws, len(sizes)))
+    at = 0
+    for idx in draw_chunks(seed, draws, sizes[-1], big_n):
+        for d, (ids, oods) in enumerate(sets.values()):
+            fprs[d, at : at + idx.shape[0]] = _fpr_chunk(ids, oods, terms[d], idx, sizes, convention, tpr)
+        at += idx.shape[0]
     rows = []
-    for j, n in enumerate(wanted):
-        extra: dict[str, Any] = {}
-        if len(names) > 1:
-            rho = _spearman_rows(fprs[:, :, j].T, full)
-            best = np.argmin(fprs[:, :, j], axis=0)
-            extra = {
-                "spearman_mean": float(np.nanmean(rho)) if np.isfinite(rho).any() else math.nan,
-                "spearman_q05": float(np.nanquantile(rho, 0.05)) if np.isfinite(rho).any() else math.nan,
-                "same_best": float(np.mean(full[best] == full.min())),
-            }
+    for j, n in enumerate(sizes):
+        extra = _stability(fprs[:, :, j], full) if len(names) > 1 else {}
+        fpc = (big_n - n) / (big_n - 1) if big_n > 1 else 0.0
         for d, name in enumerate(names):
             x = fprs[d, :, j]
             p = float(full[d])
-            fpc = (big_n - n) / (big_n - 1) if big_n > 1 else 0.0
             rows.append(
                 {
                     "detector": name,
+                    "ood_set": ood_set,
                     "n": n,
                     "N": big_n,
-                    "draws": int(draws),
+                    "draws": draws,
                     "convention": convention,
                     "tpr": tpr,
                     "full": p,
@@ -184,39 +201,66 @@ def subsample(
     return sorted(rows, key=lambda r: (names.index(r["detector"]), r["n"]))
 
 
-def plot_subsample(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str], *, title: str | None = None) -> Path:
-    """SD of FPR against n per detector (points), its analytical FPC SD (dashed) and the
-    ``sqrt(p (1 - p) / n)`` curve (dotted, the 1/sqrt(n) law without the correction); log-log axes.
-    The format follows the suffix (.pdf, .svg, .png); written atomically."""
-    import matplotlib
+def subsample(
+    s_id: Any,
+    s_ood: Any,
+    sizes: Sequence[int] | int | None = (655,),
+    draws: int = 1000,
+    convention: str = "paper",
+    seed: int = 0,
+    *,
+    tpr: float = 0.95,
+    ood_sets: Sequence[str] | None = None,
+    pooled: bool = False,
+) -> list[dict[str, Any]]:
+    """FPR@tpr over ``draws`` random subsets of ``n`` OOD images, for each n in ``sizes``.
 
-    matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
+    Parameters
+    ----------
+    s_id, s_ood : array-like, or mappings detector name -> array-like (the same OOD images for all)
+        Per-image scores (high = ID), e.g. a results folder's ``scores.npz``.
+    sizes : int, sequence of int, or None
+        Subset sizes n, each in [1, N] (N of each set); None: a ladder up to each set's N.
+    draws : int
+        Draws R per size (without replacement within a draw), at most ``MAX_DRAWS``.
+    convention : {"paper", "hendrycks", "openood"}
+        FPR convention (see :mod:`negvocab.metrics`).
+    seed : int
+        Seed (>= 0) of the draws; every detector sees the same draws.
+    ood_sets : sequence of str, optional
+        The OOD set of every OOD image (``scores.npz``'s ``ood_sets``): one analysis per set.
+    pooled : bool
+        Also (or, without ``ood_sets``, only) the analysis of all OOD images together, ``ood_set="pooled"``.
 
-    if not rows:
-        raise InputError("nothing to plot: no subsample rows")
-    fmt = Path(path).suffix.lstrip(".").lower() or "png"
-    if fmt not in ("pdf", "svg", "png"):
-        raise InputError(f"{path}: plot format .{fmt} is not supported; use .pdf, .svg or .png")
-    fig = Figure(figsize=(6, 4), layout="constrained")
-    ax = fig.subplots()
-    names = list(dict.fromkeys(r["detector"] for r in rows))
-    for i, name in enumerate(names):
-        mine = [r for r in rows if r["detector"] == name]
-        ns = np.array([r["n"] for r in mine], dtype=float)
-        p = mine[0]["full"]
-        ax.plot(ns, [100 * r["sd"] for r in mine], "o", color=f"C{i}", label=f"{name} (draws)")
-        ax.plot(ns, [100 * r["sd_analytic"] for r in mine], "--", color=f"C{i}", alpha=0.8, label=f"{name} (analytic, FPC)")
-        grid = np.geomspace(ns.min(), ns.max(), 50)
-        ax.plot(grid, 100 * np.sqrt(p * (1 - p) / grid), ":", color=f"C{i}", alpha=0.6, label=f"{name}: sqrt(p(1-p)/n)")
-    conv = rows[0]["convention"]
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("OOD images drawn, n")
-    ax.set_ylabel(f"SD of FPR@{int(round(100 * rows[0]['tpr']))} (points), {conv} convention")
-    ax.grid(True, alpha=0.3, which="both")
-    ax.legend(fontsize=7)
-    ax.set_title(title or f"OOD subsampling: {rows[0]['draws']} draws without replacement of n of N={rows[0]['N']}")
-    with atomic_path(path, suffix=f".{fmt}") as tmp:
-        fig.savefig(tmp, format=fmt)
-    return Path(path)
+    Returns
+    -------
+    list of dict, one per (OOD set, detector, size), sizes ascending:
+        ``detector``, ``ood_set``, ``n``, ``N``, ``draws``, ``convention``, ``full`` (FPR on all N),
+        ``mean``, ``sd`` (over draws, ddof=1), ``diff`` (mean - full), ``q025``/``q975``,
+        ``sd_analytic`` (FPC binomial SD at p = full, ID threshold fixed; exact for paper/hendrycks,
+        an approximation for openood), and with two or more detectors ``spearman_mean``,
+        ``spearman_q05`` (Spearman rho of each draw's detector order against the full-set order),
+        ``same_best`` (fraction of draws whose lowest-FPR detector is the full set's) and
+        ``dropped_tied`` (draws left out of the Spearman figures because a ranking was all ties).
+    """
+    convention = M.check_convention(convention)
+    tpr = M._check_tpr(tpr)
+    draws = check_draws(draws, seed)
+    sets = _score_sets(s_id, s_ood)
+    big_n = next(iter(sets.values()))[1].size
+    if ood_sets is None:
+        return _analyse(sets, _sizes(sizes, big_n), draws, convention, int(seed), tpr, POOLED if pooled else "ood")
+    labels = np.asarray([str(s) for s in ood_sets])
+    if labels.size != big_n:
+        raise InputError(f"ood_sets names {labels.size} images, the OOD scores have {big_n}")
+    names = list(dict.fromkeys(labels.tolist()))
+    parts = {name: labels == name for name in names}
+    wanted = {name: _sizes(sizes, int(mask.sum()), f" of OOD set {name!r}") for name, mask in parts.items()}
+    if pooled:
+        wanted[POOLED] = _sizes(sizes, big_n, " of all OOD sets pooled")
+    rows = []
+    for name, want in wanted.items():
+        mask = parts.get(name)
+        one = sets if mask is None else {k: (i, o[mask]) for k, (i, o) in sets.items()}
+        rows += _analyse(one, want, draws, convention, int(seed), tpr, name)
+    return rows

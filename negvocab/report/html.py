@@ -28,15 +28,18 @@ import numpy as np
 from negvocab.atomic import write_text
 from negvocab.errors import InputError
 from negvocab.provenance import negvocab_version
+from negvocab.report.plots import figure_png, scores_figure
 from negvocab.scoring.metrics import operating_point
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MAX_CARDS", "MAX_FLAGGED", "evasion_cards", "write_report"]
+__all__ = ["MAX_CARDS", "MAX_FLAGGED", "SMALL_N", "evasion_cards", "study_folders", "write_report"]
 
 MAX_CARDS = 200
 MAX_FLAGGED = 100
 THUMB_PX = 96
+SMALL_N = 30  # fewer ID or OOD images than this: the report warns that the figures are noisy
+WIDE_CI = 0.20  # a 95% CI of FPR wider than 20 points: the report says so
 RANDOM_NOTE = "RANDOM WEIGHTS: these numbers are meaningless (a dry run of the pipeline, not a result)"
 
 # results-table columns in display order (others present are appended); those shown in the header
@@ -91,16 +94,61 @@ def _cell(row: Mapping[str, Any], col: str) -> dict[str, Any]:
     return {"text": "" if v is None else str(v), "num": False}
 
 
+def _is_hash(v: Any) -> bool:
+    return isinstance(v, str) and len(v) >= 16 and all(c in "0123456789abcdef" for c in v.lower())
+
+
+def _no_vocab(row: Mapping[str, Any]) -> bool:
+    """A baseline row (MCM, GL-MCM): no vocabulary, so M and deployability do not apply."""
+    return not row.get("vocabulary") and not row.get("vocab_size")
+
+
+def _results_cell(row: Mapping[str, Any], col: str) -> dict[str, Any]:
+    if col in ("vocabulary", "vocab_size", "deployable", "caveats", "oracle") and _no_vocab(row):
+        return {"text": "-", "num": col == "vocab_size", "full": "no vocabulary: a baseline method"}
+    v = row.get(col)
+    if _is_hash(v):
+        return {"text": str(v)[:10] + "…", "num": False, "full": str(v)}
+    return {**_cell(row, col), "full": ""}
+
+
+def _small_sample(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Warnings for numbers a reader could over-trust: few images, or a wide (or empty-width) CI."""
+    out = []
+    small = sorted({f"{r.get('ood_set', '')} (n_id={r.get('n_id')}, n_ood={r.get('n_ood')})" for r in rows
+                    if any(isinstance(r.get(k), int) and r[k] < SMALL_N for k in ("n_id", "n_ood"))})  # fmt: skip
+    if small:
+        out.append(f"Small samples: fewer than {SMALL_N} ID or OOD images in {', '.join(small)}; FPR@95 moves by whole points with one image, read these numbers as a dry run.")
+    for r in rows:
+        ci = r.get("fpr_ci") or ([r["fpr_ci_low"], r["fpr_ci_high"]] if "fpr_ci_low" in r else None)
+        if not ci or any(not isinstance(c, (int, float)) or math.isnan(c) for c in ci):
+            continue
+        name = f"{r.get('method')}" + (f"@{r['vocabulary']}" if r.get("vocabulary") else "") + f" on {r.get('ood_set', '')}"
+        if ci[1] - ci[0] > WIDE_CI:
+            out.append(f"{name}: the 95% CI of FPR is {100 * (ci[1] - ci[0]):.0f} points wide [{_pct(ci[0])}, {_pct(ci[1])}]: the point value says little.")
+        elif ci[1] == ci[0] and isinstance(r.get("n_ood"), int) and r["n_ood"] < SMALL_N:
+            out.append(f"{name}: a CI of zero width [{_pct(ci[0])}, {_pct(ci[1])}] from {r['n_ood']} OOD images is not certainty: the bootstrap cannot see beyond the images it has.")
+    return out
+
+
 def _results_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The results table: columns in display order; those equal in every row go to a header
+    (``constant``) so that the table fits a 1280 px screen and an A4 page."""
     present = [c for c in _FIRST if any(c in r for r in rows)]
     extra = [c for c in dict.fromkeys(k for r in rows for k in r) if c not in _FIRST and c not in _HIDDEN]
     cols = present + extra
     tpr = int(round(100 * float(rows[0].get("tpr", 0.95)))) if rows else 95
     title = {"fpr": f"FPR@{tpr} % [95% CI]", "auroc": "AUROC % [95% CI]", "aupr_in": "AUPR-In %", "aupr_out": "AUPR-Out %", "vocab_size": "M"}
     conv = rows[0].get("convention", "paper") if rows else "paper"
+    cells = {c: [_results_cell(r, c) for r in rows] for c in cols}
+    constant = [c for c in cols if len(rows) > 1 and c not in ("fpr", "auroc") and len({x["text"] for x in cells[c]}) == 1]
+    shown = [c for c in cols if c not in constant]
+    name = lambda c: title.get(c, c.replace("_", " "))  # noqa: E731
     return {
-        "columns": [{"title": title.get(c, c.replace("_", " ")), "num": c in _PERCENT or c in ("vocab_size", "n_id", "n_ood")} for c in cols],
-        "rows": [[_cell(r, c) for c in cols] for r in rows],
+        "columns": [{"title": name(c), "num": c in _PERCENT or c in ("vocab_size", "n_id", "n_ood")} for c in shown],
+        "rows": [[cells[c][i] for c in shown] for i in range(len(rows))],
+        "constant": [(name(c), cells[c][0]["full"] or cells[c][0]["text"]) for c in constant],
+        "warnings": _small_sample(rows),
         "footer": f"FPR convention: {conv}; intervals: bootstrap over OOD images. Oracle/caveated vocabularies are not deployable.",
     }
 
@@ -166,6 +214,52 @@ def _read_json(path: Path) -> Any:
         raise InputError(f"{path}: cannot be read as JSON ({e}); re-run the command that wrote it") from e
 
 
+def _results_doc(path: Path) -> dict[str, Any]:
+    """results.json, checked: an object whose ``rows`` is a list of objects (one line otherwise)."""
+    doc = _read_json(path)
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: a results file is a JSON object with 'rows', got a {type(doc).__name__}; re-run negvocab score")
+    rows = doc.get("rows", [])
+    if not isinstance(rows, list):
+        raise InputError(f"{path}: 'rows' must be a list of objects, got a {type(rows).__name__}")
+    bad = next((i for i, r in enumerate(rows) if not isinstance(r, dict)), None)
+    if bad is not None:
+        raise InputError(f"{path}: rows[{bad}] must be an object (one run's metrics), got {type(rows[bad]).__name__} {rows[bad]!r:.40}")
+    return doc
+
+
+def _load_npz(path: Path) -> dict[str, np.ndarray]:
+    """Every array of a scores.npz, or one line naming the file (text, truncated, objects)."""
+    import zipfile
+    import zlib
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, AttributeError) as e:
+        raise InputError(f"{path}: not a readable scores.npz ({type(e).__name__}: {e}); re-run negvocab score") from e
+
+
+def _scores_plot(folder: Path, doc: Mapping[str, Any], key: str | None) -> tuple[str | None, str]:
+    """The score-distribution and ROC figure of one run (the cards' run), as base64 PNG."""
+    path = folder / "scores.npz"
+    if not path.is_file():
+        return None, ""
+    arrays = _load_npz(path)
+    runs = [k[3:] for k in arrays if k.startswith("id/") and "/" not in k[3:] and f"ood/{k[3:]}" in arrays]
+    if not runs:
+        return None, ""
+    run = key if key in runs else next((r for r in runs if "@" in r), runs[0])
+    ids, oods = arrays[f"id/{run}"].astype(np.float64), arrays[f"ood/{run}"].astype(np.float64)
+    sets = [str(x) for x in arrays["ood_sets"]] if len(arrays.get("ood_sets", [])) == oods.size else None
+    tpr, conv = float(doc.get("tpr", 0.95)), str(doc.get("convention", "paper"))
+    random = bool(doc.get("random_weights"))
+    fig = scores_figure(ids, oods, sets, tpr=tpr, convention=conv, detector=run, title=f"Score distributions and ROC: {run}" + (" [RANDOM WEIGHTS]" if random else ""))
+    caption = (f"Run {run}: ID against each OOD set, the threshold at TPR {int(round(100 * tpr))}% dashed; ROC per OOD set, "
+               f"the dot is FPR@{int(round(100 * tpr))} ({conv} convention). Other runs: negvocab report --run.")  # fmt: skip
+    return base64.b64encode(figure_png(fig)).decode("ascii"), caption
+
+
 def _png(path: Path) -> str | None:
     return base64.b64encode(path.read_bytes()).decode("ascii") if path.is_file() else None
 
@@ -176,8 +270,7 @@ def _score_images(folder: Path, doc: Mapping[str, Any], key: str | None, max_car
     npz_path = folder / "scores.npz"
     if not npz_path.is_file():
         return None, None, ["scores.npz is missing: no per-image cards"]
-    with np.load(npz_path, allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files}
+    arrays = _load_npz(npz_path)
     rows = [r for r in doc.get("rows", []) if r.get("vocabulary")] or list(doc.get("rows", []))
     keys = [f"{r.get('method')}@{r['vocabulary']}" if r.get("vocabulary") else str(r.get("method")) for r in rows]
     asked = key
@@ -230,7 +323,7 @@ def _score_images(folder: Path, doc: Mapping[str, Any], key: str | None, max_car
         notes.append("explanations.json explains no flagged ID image (written by an older version): re-run negvocab score to see what they were taken for.")
     cards = [c for sec in sections for c in sec["cards"]]
     return (
-        {"cards": cards, "sets": sections if len(names) > 1 else [], "total": len(ood_idx), "caption": caption, "threshold": _num(thr, 5)},
+        {"cards": cards, "sets": sections if len(names) > 1 else [], "total": len(ood_idx), "caption": caption, "threshold": _num(thr, 5), "key": key},
         {"cards": flagged, "total": len(id_idx), "caption": caption},
         notes,
     )
@@ -302,42 +395,46 @@ def _coverage_section(folder: Path, doc: Mapping[str, Any], max_rows: int = 300)
 # ----------------------------------------------------------------------------------------------
 # the report
 # ----------------------------------------------------------------------------------------------
-def write_report(
-    results_dir: str | os.PathLike[str],
-    output: str | os.PathLike[str] | None = None,
-    *,
-    key: str | None = None,
-    max_cards: int = MAX_CARDS,
-    max_flagged: int = MAX_FLAGGED,
-) -> Path:
-    """Render the report of ``results_dir`` into ``output`` (default ``results_dir/report.html``).
-
-    ``key``: the run whose per-image scores make the cards (``method@vocabulary``; default: the
-    first run with a vocabulary). ``max_cards``/``max_flagged``: caps on the cards shown.
-    """
-    import jinja2
+_MARKERS = ("results.json", "sweep.json", "coverage.json")
 
 
-    folder = Path(results_dir)
-    if not folder.is_dir():
-        raise InputError(f"{folder}: no such results folder")
-    found = {name: folder / name for name in ("results.json", "sweep.json", "coverage.json") if (folder / name).is_file()}
-    if not found:
-        raise InputError(f"{folder}: no results.json, sweep.json or coverage.json; give the folder negvocab score, sweep or coverage wrote")
-    thumbs: dict[str, str | None] = {}
+def study_folders(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """The results folders of ``paths``: each one holding a marker (results.json, sweep.json,
+    coverage.json) itself, else every folder below it that does (a study, or a grid's cells), sorted."""
+    out: list[Path] = []
+    for given in paths:
+        folder = Path(given)
+        if not folder.is_dir():
+            raise InputError(f"{folder}: no such results folder")
+        if any((folder / m).is_file() for m in _MARKERS):
+            out.append(folder)
+            continue
+        below = sorted({f.parent for m in _MARKERS for f in folder.rglob(m) if not any(p.startswith(".") for p in f.relative_to(folder).parts)})
+        if not below:
+            raise InputError(f"{folder}: no results.json, sweep.json or coverage.json in it or below it; give folders negvocab score, sweep, coverage or grid wrote")
+        out += below
+    return list(dict.fromkeys(out))
+
+
+def _folder_section(folder: Path, key: str | None, max_cards: int, max_flagged: int, thumbs: dict) -> dict[str, Any]:
+    """The report section of one results folder (the template's ``s``)."""
+    # long: one context from the three kinds of results file a folder may hold
+    found = {name: folder / name for name in _MARKERS if (folder / name).is_file()}
     score_notes: list[str] = []
-    ctx: dict[str, Any] = {"results": None, "sweep": None, "evasions": None, "flagged": None, "coverage": None, "notes": []}
+    ctx: dict[str, Any] = {"results": None, "sweep": None, "evasions": None, "flagged": None, "coverage": None, "notes": [], "scores_png": None}
     metas: list[Mapping[str, Any]] = []
     if "results.json" in found:
-        doc = _read_json(found["results.json"])
+        doc = _results_doc(found["results.json"])
         metas.append(doc)
         ctx["results"] = _results_table(doc.get("rows", []))
         ctx["evasions"], ctx["flagged"], score_notes = _score_images(folder, doc, key, max_cards, max_flagged, thumbs)
         ctx["notes"] += score_notes
+        ctx["scores_png"], ctx["scores_caption"] = _scores_plot(folder, doc, key)
     if "sweep.json" in found:
         doc = _read_json(found["sweep.json"])
         metas.append(doc)
-        fmt = lambda r: {"M": r.get("M"), "name": r.get("name", ""), "fpr": _pct(r.get("fpr")), "auroc": _pct(r.get("auroc")), "ci": _ci(r, "fpr").strip()}  # noqa: E731
+        one_set = doc.get("ood_set") if isinstance(doc.get("ood_set"), str) else ""
+        fmt = lambda r: {"M": r.get("M"), "name": r.get("name", ""), "ood_set": r.get("ood_set") or one_set or "-", "fpr": _pct(r.get("fpr")), "auroc": _pct(r.get("auroc")), "ci": _ci(r, "fpr").strip()}  # noqa: E731
         ctx["sweep"] = {"png": _png(folder / "sweep.png"), "rows": [fmt(r) for r in doc.get("rows", [])], "references": [fmt(r) for r in doc.get("references", [])]}
     if "coverage.json" in found:
         doc = _read_json(found["coverage.json"])
@@ -353,29 +450,58 @@ def write_report(
     first = metas[0]
     tpr = float(first.get("tpr", 0.95))
     vocab = first.get("vocabulary") or first.get("vocabularies")
+    thresholds = (ctx["evasions"] or {}).get("sets") or []
     meta = [
         ("model", f"{first.get('model', '?')} ({'RANDOM weights' if model_random else first.get('pretrained') or 'weights?'})"),
         ("method", first.get("method") or ", ".join(dict.fromkeys(r.get("method", "") for r in first.get("rows", [])))),
         ("vocabulary", _vocab_text(vocab)),
         ("convention / TPR", f"{first.get('convention', 'paper')} / {tpr}"),
         ("ID / OOD sets", _sets_text(first)),
-        ("threshold (score >= it: taken as ID)", ctx["evasions"]["threshold"] if ctx["evasions"] else ""),
-    ]
-    env = jinja2.Environment(loader=jinja2.PackageLoader("negvocab.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined)
+        (f"threshold of run {ctx['evasions'].get('key', '')} (score >= it: taken as ID)" if ctx["evasions"] else "threshold",
+         ", ".join(f"{t['name']}: {t['threshold']}" for t in thresholds) if thresholds else (ctx["evasions"]["threshold"] if ctx["evasions"] else "")),
+    ]  # fmt: skip
+    return {**ctx, "name": str(folder), "kinds": ", ".join(found), "meta": [(k, v) for k, v in meta if v], "random": random, "tpr_pct": int(round(100 * tpr))}
 
+
+def write_report(
+    results_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    output: str | os.PathLike[str] | None = None,
+    *,
+    key: str | None = None,
+    max_cards: int = MAX_CARDS,
+    max_flagged: int = MAX_FLAGGED,
+) -> Path:
+    """Render the report of ``results_dir`` into ``output`` (default ``results_dir/report.html``).
+
+    ``results_dir``: a results folder, or several, or a study/grid folder holding results folders
+    below it: one page, one section per folder, with a table of contents when there are several.
+    ``key``: the run whose per-image scores make the cards (``method@vocabulary``; default: the
+    first run with a vocabulary). ``max_cards``/``max_flagged``: caps on the cards shown.
+    """
+    import jinja2
+
+    given = [results_dir] if isinstance(results_dir, (str, os.PathLike)) else list(results_dir)
+    if not given:
+        raise InputError("no results folder given")
+    folders = study_folders(given)
+    thumbs: dict[str, str | None] = {}
+    sections = [_folder_section(f, key, max_cards, max_flagged, thumbs) for f in folders]
+    for i, sec in enumerate(sections):
+        sec["p"] = "" if i == 0 else f"s{i + 1}-"  # the first section keeps the plain anchors
+    random = any(sec["random"] for sec in sections)
+    env = jinja2.Environment(loader=jinja2.PackageLoader("negvocab.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined)
+    one = len(sections) == 1
     html = env.get_template("report.html.j2").render(
-        title=f"negvocab report: {folder.name}",
-        subtitle=", ".join(found),
+        title=f"negvocab report: {folders[0].name}" if one else f"negvocab study report: {len(sections)} results folders",
+        subtitle=sections[0]["kinds"] if one else ", ".join(str(f) for f in given),
         random_weights=random,
         random_warning=RANDOM_NOTE,
-        meta=[(k, v) for k, v in meta if v],
-        tpr_pct=int(round(100 * tpr)),
+        sections=sections,
         version=negvocab_version(),
         created=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        source=str(folder),
-        **ctx,
+        source=", ".join(str(f) for f in given),
     )
-    out = Path(output) if output is not None else folder / "report.html"
+    out = Path(output) if output is not None else Path(given[0]) / "report.html"
     write_text(out, html)
     return out
 

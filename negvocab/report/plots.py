@@ -1,4 +1,5 @@
-"""The pool-size figure: FPR@TPR and AUROC against M, several series overlaid, ready for a paper.
+"""Every figure, ready for a paper: the pool-size sweep, the OOD-subsampling SD, the score
+distributions with the ROC curves; one way to save them (:func:`save_figure`).
 
 :func:`sweep_figure` draws the rows of one or more sweeps (:func:`negvocab.sweep_vocabulary`; rows of
 several sweeps, e.g. of two methods, vocabularies or models, can be concatenated): each distinct
@@ -6,23 +7,47 @@ several sweeps, e.g. of two methods, vocabularies or models, can be concatenated
 both panels; what all series share goes in the title, what differs in the legend. Reference
 vocabularies are horizontal lines; a non-deployable one (oracle, transductive) says so in the legend.
 :func:`plot_sweep` writes the figure in the format its path's suffix names (PNG at 300 dpi, PDF, SVG).
+
+:func:`save_figure` is the one writer: the suffix names the format, the title goes into the file's
+metadata too, every text artist is checked to lie inside the figure (a line too wide is wrapped,
+then the fonts shrink), and matplotlib's warnings are kept from the user (they name its source
+files). Degenerate inputs (n = N, all values equal, an empty pool) draw a readable figure with a
+note instead of an empty or 1e-14-wide axis.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import textwrap
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from negvocab.atomic import atomic_path
 from negvocab.errors import InputError
+from negvocab.scoring import metrics as M
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["PLOT_FORMATS", "plot_sweep", "sweep_figure"]
+__all__ = [
+    "PLOT_FORMATS",
+    "figure_png",
+    "outside_texts",
+    "repair_figure",
+    "plot_repair",
+    "plot_scores",
+    "plot_subsample",
+    "plot_sweep",
+    "save_figure",
+    "scores_figure",
+    "subsample_figure",
+    "sweep_figure",
+]
 
 #: file suffix -> (matplotlib format, dpi)
 PLOT_FORMATS: dict[str, tuple[str, int | None]] = {".png": ("png", 300), ".pdf": ("pdf", None), ".svg": ("svg", None)}
@@ -31,12 +56,12 @@ _SERIES_FIELDS = (("model", "{}"), ("pretrained", "{}"), ("method", "{}"), ("voc
 
 
 def _pick_ood(rows: Sequence[Mapping[str, Any]], ood_set: str | None) -> list[Mapping[str, Any]]:
-    """Rows of one OOD set: ``ood_set`` if given (``"all"``: every set and the mean), else the mean
-    when there are several sets."""
+    """Rows of one OOD set if ``ood_set`` names one, else (None or ``"all"``) every set and their
+    mean, each a labelled line."""
     names = {r.get("ood_set") for r in rows}
-    if ood_set == "all" or len(names) < 2 and ood_set is None:
+    if ood_set in (None, "all"):
         return list(rows)
-    want = ood_set if ood_set is not None else "mean"
+    want = ood_set
     if want not in names:
         raise InputError(f"no sweep rows for OOD set {want!r}; the rows have {', '.join(sorted(str(n) for n in names))}")
     return [r for r in rows if r.get("ood_set") == want]
@@ -116,7 +141,7 @@ def sweep_figure(
             if _not_deployable(part[0]):
                 label += " (not deployable)"
             y = [100 * r[key] for r in part]
-            ax.plot(x, y, marker="o", color=f"C{i}", label=label)
+            ax.plot(x, y, marker="o", color=f"C{i}", label=textwrap.fill(label, 48))
             values += y
             cis = [r.get(f"{key}_ci") for r in part]
             if all(ci and not any(math.isnan(c) for c in ci) for ci in cis):
@@ -139,7 +164,7 @@ def sweep_figure(
         finite = [v for v in values if math.isfinite(v)]
         lo, hi = (min(finite), max(finite)) if finite else (0.0, 100.0)
         pad = max(2.0, 0.08 * (hi - lo))
-        ax.set_ylim(max(0.0, lo - pad), min(100.0, hi + pad))  # a percentage: never outside [0, 100]
+        ax.set_ylim(max(-2.0, lo - pad), min(102.0, hi + pad))  # a line at 0 or 100 stays inside the frame
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle(title + ("\n[RANDOM WEIGHTS: meaningless]" if random_weights else "") if title else _title(rows, varying, random_weights))
@@ -158,10 +183,283 @@ def plot_sweep(
     """Write :func:`sweep_figure` to ``path`` (atomically) in the format of its suffix: ``.png``
     (300 dpi), ``.pdf`` or ``.svg``; any other suffix is refused before anything is drawn."""
     path = Path(path)
+    _format(path)
+    fig = sweep_figure(rows, references=references, title=title, random_weights=random_weights, ood_set=ood_set)
+    return save_figure(fig, path)
+
+
+def _format(path: Path) -> tuple[str, int | None]:
     fmt = PLOT_FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise InputError(f"{path}: a figure is written as {', '.join(PLOT_FORMATS)}; give the file one of these suffixes")
-    fig = sweep_figure(rows, references=references, title=title, random_weights=random_weights, ood_set=ood_set)
-    with atomic_path(path, suffix=path.suffix) as tmp:
-        fig.savefig(tmp, format=fmt[0], dpi=fmt[1] or "figure")
+    return fmt
+
+
+def _drawable(fig: Figure) -> Any:
+    """A renderer for ``fig`` after a draw (a pyplot-free Figure is given an Agg canvas first)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not hasattr(fig.canvas, "get_renderer"):
+        FigureCanvasAgg(fig)  # a pyplot-free Figure: give it a canvas that can lay it out
+    fig.canvas.draw()  # type: ignore[attr-defined]
+    return fig.canvas.get_renderer()  # type: ignore[attr-defined]
+
+
+def _undrawn_tick_labels(fig: Figure) -> set[int]:
+    """ids of the tick labels a draw leaves out (their ticks lie outside the view)."""
+    every, drawn = set(), set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                every |= {id(tick.label1), id(tick.label2)}
+            for tick in axis._update_ticks():  # the ticks a draw shows
+                drawn |= {id(tick.label1), id(tick.label2)}
+    return every - drawn
+
+
+def outside_texts(fig: Figure, *, draw: bool = True) -> list[str]:
+    """The drawn, non-empty text artists of ``fig`` whose box leaves the figure: [] when nothing
+    is clipped (the check :func:`save_figure` makes before writing)."""
+    from matplotlib.text import Text
+
+    renderer = _drawable(fig) if draw else fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    skip = _undrawn_tick_labels(fig)
+    box = fig.bbox
+    bad = []
+    for t in fig.findobj(Text):
+        if id(t) in skip or not t.get_visible() or not t.get_text().strip() or t.get_figure() is None:
+            continue
+        e = t.get_window_extent(renderer)
+        if e.x0 < box.x0 - 1 or e.y0 < box.y0 - 1 or e.x1 > box.x1 + 1 or e.y1 > box.y1 + 1:
+            bad.append(t.get_text())
+    return bad
+
+
+def _fit_texts(fig: Figure) -> None:
+    """Wrap (then shrink) text that would leave the figure, until every box lies inside it."""
+    from matplotlib.text import Text
+
+    for attempt in range(6):
+        bad = set(outside_texts(fig))
+        if not bad:
+            return
+        for t in fig.findobj(Text):
+            if t.get_text() in bad:
+                lines = t.get_text().split("\n")
+                chars = max(16, int(0.7 * max(len(x) for x in lines)))
+                t.set_text("\n".join(textwrap.fill(line, chars) for line in lines))
+                if attempt >= 2:
+                    t.set_fontsize(t.get_fontsize() * 0.85)
+
+
+def save_figure(fig: Figure, path: str | os.PathLike[str], *, title: str | None = None) -> Path:
+    """Write ``fig`` atomically in the format of ``path``'s suffix (.png at 300 dpi, .pdf, .svg),
+    with ``title`` (default: the figure's) in the file's metadata and every text inside the figure.
+    Matplotlib's warnings are not shown: a warning is the figure's business, not the user's."""
+    path = Path(path)
+    fmt, dpi = _format(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        caption = title or (fig._suptitle.get_text() if fig._suptitle is not None else "")  # type: ignore[attr-defined]
+        meta = {"Title": " ".join(caption.split())} if caption else {}
+        for _ in range(3):  # a draw may move a legend ("best"): fit, save, and check the drawn result
+            _fit_texts(fig)
+            with atomic_path(path, suffix=path.suffix) as tmp:
+                fig.savefig(tmp, format=fmt, dpi=dpi or "figure", metadata=meta)
+            if not outside_texts(fig):
+                break
     return path
+
+
+def figure_png(fig: Figure, dpi: int = 110) -> bytes:
+    """``fig`` as PNG bytes (for a page that embeds it), its texts fitted as :func:`save_figure` does."""
+    import io
+
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _fit_texts(fig)
+        fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
+def _note(ax: Any, text: str) -> None:
+    """A note inside the axes, for what the data alone would not say (a degenerate case)."""
+    ax.text(0.5, 0.5, textwrap.fill(text, 48), transform=ax.transAxes, ha="center", va="center", fontsize=8,
+            bbox={"boxstyle": "round", "facecolor": "lightyellow", "edgecolor": "0.6"})
+
+
+def subsample_figure(rows: Sequence[Mapping[str, Any]], *, title: str | None = None) -> Figure:
+    """SD of FPR against n, one panel per OOD set, per detector: the draws (points), the analytical
+    FPC SD (dashed) and ``sqrt(p (1 - p) / n)`` (dotted, the 1/sqrt(n) law without the correction).
+    Log-log axes; when an SD is 0 (n = N, or every FPR 0 or 100%) the y axis is linear from 0 and a
+    note says why."""
+    # long: one panel per set, three series per detector and the degenerate-case notes
+    from matplotlib.figure import Figure
+
+    if not rows:
+        raise InputError("nothing to plot: no subsample rows")
+    sets = list(dict.fromkeys(str(r.get("ood_set", "ood")) for r in rows))
+    fig = Figure(figsize=(min(4.2 * len(sets) + 1.5, 16), 4.2), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(sets), squeeze=False)[0])
+    first = rows[0]
+    tpr = int(round(100 * first.get("tpr", 0.95)))
+    for ax, name in zip(axes, sets, strict=True):
+        mine = [r for r in rows if str(r.get("ood_set", "ood")) == name]
+        dets = list(dict.fromkeys(r["detector"] for r in mine))
+        values: list[float] = []
+        for i, det in enumerate(dets):
+            part = sorted((r for r in mine if r["detector"] == det), key=lambda r: r["n"])
+            ns = np.array([r["n"] for r in part], dtype=float)
+            p = float(part[0]["full"])
+            sd = [_clean(100 * r["sd"]) for r in part]
+            ax.plot(ns, sd, "o", color=f"C{i}", label=f"{det} (draws)")
+            ax.plot(ns, [_clean(100 * r["sd_analytic"]) for r in part], "--", color=f"C{i}", alpha=0.8, label=f"{det} (analytic, FPC)")
+            grid = np.geomspace(ns.min(), ns.max(), 50) if ns.max() > ns.min() else ns
+            ax.plot(grid, 100 * np.sqrt(p * (1 - p) / grid), ":", color=f"C{i}", alpha=0.6, label=f"{det}: sqrt(p(1-p)/n)")
+            values += [v for v in sd if math.isfinite(v)]
+        big_n = mine[0]["N"]
+        notes = []
+        if any(r["n"] == big_n for r in mine):
+            notes.append(f"at n = N = {big_n:,} every draw is the whole set: SD 0")
+        if all(r["full"] in (0.0, 1.0) for r in mine):
+            notes.append("every FPR is 0% or 100%: the SD is 0 at every n")
+        if min(values, default=0.0) > 0:
+            ax.set_yscale("log")
+        else:
+            ax.set_ylim(0, max(values, default=0.0) * 1.15 or 1.0)
+        ns_all = sorted({r["n"] for r in mine})
+        if len(ns_all) > 1:
+            ax.set_xscale("log")
+        else:
+            ax.set_xlim(ns_all[0] * 0.5, ns_all[0] * 1.5)
+        if notes:
+            _note(ax, "; ".join(notes))
+        ax.set_title(f"OOD set {name} (N={big_n:,})", fontsize=9)
+        ax.set_xlabel("OOD images drawn, n")
+        ax.grid(True, alpha=0.3, which="both")
+        ax.legend(fontsize=6)
+    axes[0].set_ylabel(f"SD of FPR@{tpr} (points), {first.get('convention', 'paper')} convention")
+    fig.suptitle(title or f"OOD subsampling: {first['draws']:,} draws without replacement of n of N", fontsize=10)
+    return fig
+
+
+def _clean(v: float) -> float:
+    """A float's rounding noise (1e-14) shown as the 0 it is."""
+    return 0.0 if abs(v) < 1e-9 else v
+
+
+def plot_subsample(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str], *, title: str | None = None) -> Path:
+    """Write :func:`subsample_figure` to ``path`` (format by suffix: .pdf, .svg, .png)."""
+    _format(Path(path))
+    return save_figure(subsample_figure(rows, title=title), path)
+
+
+
+def _roc(ids: np.ndarray, oods: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(FPR, TPR) at every distinct score as threshold (score >= t is called ID), from (0, 0) to (1, 1)."""
+    ts = np.unique(np.concatenate([ids, oods]))[::-1]
+    si, so = np.sort(ids), np.sort(oods)
+    tp = (ids.size - np.searchsorted(si, ts, side="left")) / ids.size
+    fp = (oods.size - np.searchsorted(so, ts, side="left")) / oods.size
+    return np.concatenate([[0.0], fp]), np.concatenate([[0.0], tp])
+
+
+def scores_figure(
+    s_id: Any,
+    s_ood: Any,
+    ood_sets: Sequence[str] | None = None,
+    *,
+    tpr: float = 0.95,
+    convention: str = "paper",
+    detector: str = "score",
+    title: str | None = None,
+) -> Figure:
+    """Score distributions and ROC: one panel per OOD set with the ID and that set's histograms
+    (densities) and the ID threshold at ``tpr`` marked, and one ROC panel with a curve per set and
+    its FPR@tpr point (``convention``). ``ood_sets``: the set of every OOD score (default one set)."""
+    # long: histogram panels, the ROC panel and the degenerate-case notes share the per-set arrays
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    ids = np.asarray(s_id, dtype=np.float64).ravel()
+    oods = np.asarray(s_ood, dtype=np.float64).ravel()
+    if ids.size == 0 or oods.size == 0:
+        raise InputError("nothing to plot: no ID or no OOD scores")
+    labels = np.asarray(["ood"] * oods.size if ood_sets is None else [str(s) for s in ood_sets])
+    if labels.size != oods.size:
+        raise InputError(f"ood_sets names {labels.size} images, there are {oods.size} OOD scores")
+    names = list(dict.fromkeys(labels.tolist()))
+    thr = M._paper_threshold(ids, tpr)
+    pct = int(round(100 * tpr))
+    fig = Figure(figsize=(min(3.6 * (len(names) + 1) + 1, 18), 3.8), layout="constrained")
+    axes = fig.subplots(1, len(names) + 1, squeeze=False)[0]
+    lo, hi = float(min(ids.min(), oods.min())), float(max(ids.max(), oods.max()))
+    flat = hi - lo < 1e-12
+    bins = np.linspace(lo - 0.5, hi + 0.5, 3) if flat else np.linspace(lo, hi, 41)
+    roc = axes[-1]
+    for i, (ax, name) in enumerate(zip(axes[:-1], names, strict=True)):
+        o = oods[labels == name]
+        fpr = M.fpr_at_tpr(ids, o, tpr, convention=convention)
+        ax.hist(ids, bins=bins, density=True, alpha=0.5, color="C0", label=f"ID (n={ids.size:,})")
+        ax.hist(o, bins=bins, density=True, alpha=0.5, color=f"C{i + 1}", label=f"OOD {name} (n={o.size:,})")
+        ax.axvline(thr, color="k", linestyle="--", linewidth=1, label=f"threshold at TPR {pct}%: FPR {100 * fpr:.1f}%")
+        if flat:
+            _note(ax, f"every score is {lo:.4g}: the sets cannot be told apart")
+        ax.set_title(f"{detector}: ID vs {name}", fontsize=9)
+        ax.set_xlabel("score (high = ID)")
+        ax.xaxis.set_major_locator(MaxNLocator(4))  # scores like 0.9978: a few ticks, never overlapping
+        ax.legend(fontsize=6, loc="upper left")
+        fx, ty = _roc(ids, o)
+        roc.plot(fx, ty, color=f"C{i + 1}", label=f"{name} (AUROC {100 * M.auroc(ids, o):.1f}%)")
+        roc.plot([fpr], [float(np.mean(ids >= thr))], "o", color=f"C{i + 1}", markersize=5)
+    axes[0].set_ylabel("density")
+    roc.plot([0, 1], [0, 1], ":", color="0.6", linewidth=1)
+    roc.axhline(tpr, color="0.5", linewidth=0.8, linestyle="--", label=f"TPR {pct}% (dot: FPR@{pct}, {convention})")
+    roc.set_xlim(-0.02, 1.02)
+    roc.set_ylim(-0.02, 1.02)
+    roc.set_xlabel("false positive rate (OOD called ID)")
+    roc.set_ylabel("true positive rate (ID kept)")
+    roc.set_title("ROC", fontsize=9)
+    roc.legend(fontsize=6, loc="lower right")
+    fig.suptitle(title or f"Score distributions and ROC: {detector}", fontsize=10)
+    return fig
+
+
+def plot_scores(s_id: Any, s_ood: Any, path: str | os.PathLike[str], ood_sets: Sequence[str] | None = None, **kw: Any) -> Path:
+    """Write :func:`scores_figure` to ``path`` (format by suffix: .pdf, .svg, .png)."""
+    _format(Path(path))
+    return save_figure(scores_figure(s_id, s_ood, ood_sets, **kw), path)
+
+
+def repair_figure(curve: Any, *, random_weights: bool = False) -> Figure:
+    """FPR@tpr after each greedy addition of a repair curve (:class:`negvocab.diagnostics.gains.RepairCurve`),
+    a step plot; when the pool adds nothing (every FPR equal) the axis spans +-5 points and a note says so."""
+    from matplotlib.figure import Figure
+
+    rows = list(curve.rows)
+    if not rows:
+        raise InputError("nothing to plot: the repair curve has no steps")
+    fig = Figure(figsize=(7, 3.6), layout="constrained")
+    ax = fig.subplots()
+    steps = [r["step"] for r in rows]
+    fprs = [100 * r["fpr"] for r in rows]
+    ax.plot(steps, fprs, marker="o", drawstyle="steps-post")
+    for r in rows[1:]:
+        ax.annotate(str(r["label"])[:18], (r["step"], 100 * r["fpr"]), fontsize=7, rotation=30, xytext=(2, 4), textcoords="offset points")
+    if max(fprs) - min(fprs) < 1e-9:
+        ax.set_ylim(max(-2.0, fprs[0] - 5), min(102.0, fprs[0] + 5))
+        _note(ax, f"the candidates add nothing: FPR stays at {fprs[0]:.2f}% after {len(rows) - 1} label(s)" if len(rows) > 1 else "no label to add: the vocabulary as given")
+    ax.set_xlim(-0.5, max(steps) + 0.5)
+    ax.set_xlabel("labels added (greedy, best first)")
+    ax.set_ylabel(f"FPR@{int(round(100 * curve.tpr))} (%), {curve.convention}")
+    ax.grid(True, alpha=0.3)
+    title = f"Repair curve, {curve.method}" + (" [ORACLE analysis: OOD labels]" if curve.oracle else " [candidate pool]")
+    ax.set_title(title + (" [RANDOM WEIGHTS]" if random_weights else ""), fontsize=9)
+    return fig
+
+
+def plot_repair(curve: Any, path: str | os.PathLike[str], *, random_weights: bool = False) -> Path:
+    """Write :func:`repair_figure` to ``path`` (format by suffix: .pdf, .svg, .png)."""
+    _format(Path(path))
+    return save_figure(repair_figure(curve, random_weights=random_weights), path)

@@ -31,6 +31,7 @@ __all__ = [
     "EVALUATION_PARAMS",
     "GROUPINGS",
     "MAX_BOOT",
+    "MAX_DRAWS",
     "METHODS",
     "NEEDS_NEGATIVES",
     "PARAMS",
@@ -48,6 +49,7 @@ __all__ = [
 ]
 
 MAX_BOOT = 100_000  # bootstrap resamples: 1,000 is the usual; more only costs time
+MAX_DRAWS = 100_000  # OOD-subsampling draws per size (negvocab.subsample): 1,000 is the paper's
 #: NegLabel groupings (:mod:`negvocab.scoring.grouping`)
 GROUPINGS: tuple[str, ...] = ("stratified", "random", "neglabel")
 

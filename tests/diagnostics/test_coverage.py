@@ -180,3 +180,67 @@ def test_a_pool_marked_oracle_gives_a_non_deployable_curve(cov):
     pool = negvocab.Vocabulary.from_labels(["tayra", "lynx"], source="oracle", settings={"oracle": True, "deployable": False})
     curve = cov.repair(2, pool=pool)
     assert curve.oracle and "NOT deployable" in curve.meta["note"]
+
+
+def test_write_is_staged_and_replaces_an_earlier_run_whole(cov, tmp_path):
+    """--overwrite with another plot format, or without a repair curve, leaves no earlier file;
+    a full disk while writing keeps the earlier run whole; no --overwrite: refused in one line."""
+    import errno
+
+    from negvocab.diagnostics import coverage as C
+    from negvocab.errors import DiskFullError
+
+    out = tmp_path / "cov"
+    cov.write(out)
+    assert (out / "repair.png").is_file()
+    with pytest.raises(InputError, match="--overwrite"):
+        cov.write(out)
+    cov.write(out, plot_format="svg", overwrite=True)
+    assert (out / "repair.svg").read_bytes()[:5] == b"<?xml" and not (out / "repair.png").exists()
+    no_curve = C.Coverage(cov.classes, cov.confusions, cov.gains, cov.summary, cov.images, cov.meta, None)
+    no_curve.write(out, overwrite=True)
+    assert not (out / "repair.svg").exists() and not (out / "repair.csv").exists()
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(C, "write_json", full)
+        with pytest.raises(DiskFullError, match="earlier files are kept"):
+            cov.write(out, overwrite=True)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_the_given_name_is_the_set_s_name(tmp_path):
+    vlm, vocab, id_set, ood_set = _case()
+    classes = IdClasses.from_names(["weasel", "lynx"])
+    cov = negvocab.coverage(vlm, vocab, id_set, ood_set, "neglabel", id_classes=classes, params={"tau": 0.1, "groups": 2}, top_k=(), name="graphics")
+    assert cov.meta["ood_set"] == {"name": "graphics", "n": 11}
+    assert negvocab.coverage(vlm, vocab, id_set, ood_set, "neglabel", id_classes=classes, params={"tau": 0.1, "groups": 2}, top_k=()).meta["ood_set"]["name"] == "ood"
+
+
+def test_a_repair_curve_that_adds_nothing_is_a_readable_figure(tmp_path):
+    import warnings
+
+    from negvocab.diagnostics.gains import RepairCurve
+    from negvocab.report.plots import outside_texts, repair_figure
+
+    rows = [{"step": 0, "label": "", "fpr": 0.4, "auroc": 0.7, "fpr_gain": 0.0}, {"step": 1, "label": "sea", "fpr": 0.4, "auroc": 0.7, "fpr_gain": 0.0}]
+    curve = RepairCurve(rows, "neglabel", "paper", 0.95)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = repair_figure(curve)
+    ax = fig.axes[0]
+    assert ax.get_ylim() == pytest.approx((35.0, 45.0)) and ax.get_xlim() == pytest.approx((-0.5, 1.5))
+    assert any("add nothing: FPR stays at 40.00%" in t.get_text().replace("\n", " ") for t in ax.texts)
+    assert outside_texts(fig) == []
+
+
+def test_coverage_help_promises_one_set():
+    from typer.testing import CliRunner
+
+    from negvocab.cli import app
+
+    out = CliRunner().invoke(app, ["coverage", "--help"], env={"COLUMNS": "200"}).output
+    assert "One set per run" in out and "Repeat for several OOD sets" not in out

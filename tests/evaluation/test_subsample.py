@@ -15,7 +15,12 @@ from negvocab.scoring import metrics as M
 
 
 def _draws(seed, draws, n_total):
-    return np.argsort(np.random.default_rng(seed).random((draws, n_total)), axis=1)
+    """The documented draws, rebuilt here: one arange(N) shuffled in place per draw."""
+    rng, buf, out = np.random.default_rng(seed), np.arange(n_total), []
+    for _ in range(draws):
+        rng.shuffle(buf)
+        out.append(buf.copy())
+    return np.array(out)
 
 
 @pytest.fixture(scope="module")
@@ -82,17 +87,6 @@ def test_bad_input_is_one_line(scores):
         negvocab.subsample(s_id, s_ood["det0"])
 
 
-def test_plot_writes_vector_formats(scores, tmp_path):
-    from negvocab.evaluation.subsample import plot_subsample
-
-    s_id, s_ood = scores
-    rows = negvocab.subsample(s_id, s_ood, sizes=[20, 100, 200], draws=30)
-    for ext in ("pdf", "svg"):
-        out = plot_subsample(rows, tmp_path / f"sd.{ext}")
-        head = out.read_bytes()[:5]
-        assert head == b"%PDF-" if ext == "pdf" else b"<?xml" == head
-
-
 def test_cli_reads_a_results_folder(scores, tmp_path):
     from typer.testing import CliRunner
 
@@ -112,5 +106,182 @@ def test_cli_reads_a_results_folder(scores, tmp_path):
     want = negvocab.subsample(s_id, s_ood, sizes=[50, 100], draws=20)
     assert [float(r["sd"]) for r in rows] == pytest.approx([r["sd"] for r in want], abs=1e-12)
     assert (tmp_path / "sub" / "subsample.pdf").exists()
+    assert not [p for p in (tmp_path / "sub").iterdir() if p.name.startswith(".negvocab")]  # staged, committed, cleaned
     again = CliRunner().invoke(app, ["subsample", str(tmp_path), "-o", str(tmp_path / "sub")])
     assert again.exit_code == 2 and "--overwrite" in again.output
+
+
+def test_draws_in_chunks_never_hold_draws_x_n(monkeypatch):
+    """The draws come in chunks of at most _CHUNK indices (or one draw), each an ordered sample
+    without replacement, and together they are the documented draws."""
+    from negvocab.evaluation import subsample as S
+
+    monkeypatch.setattr(S, "_CHUNK", 64)
+    for n_max, big in ((10, 50), (50, 50), (200, 300)):
+        chunks = [c.copy() for c in S.draw_chunks(4, 23, n_max, big)]  # a one-draw chunk is a view: copied as it comes
+        assert all(c.size <= max(64, n_max) for c in chunks)
+        got = np.concatenate(chunks)
+        assert got.shape == (23, n_max)
+        assert all(len(set(row)) == n_max for row in got.tolist())
+        np.testing.assert_array_equal(got, _draws(4, 23, big)[:, :n_max])
+
+
+def test_small_chunks_give_the_same_rows(scores, monkeypatch):
+    from negvocab.evaluation import subsample as S
+
+    s_id, s_ood = scores
+    want = negvocab.subsample(s_id, s_ood, sizes=[5, 40, 300], draws=30, seed=2, convention="openood")
+    monkeypatch.setattr(S, "_CHUNK", 7)
+    got = negvocab.subsample(s_id, s_ood, sizes=[5, 40, 300], draws=30, seed=2, convention="openood")
+    assert got == want
+
+
+def _two_sets(scores):
+    s_id, s_ood = scores
+    sets = ["near"] * 120 + ["far"] * 180
+    return s_id, s_ood, sets
+
+
+def test_one_analysis_per_ood_set_equals_each_set_alone(scores):
+    s_id, s_ood, sets = _two_sets(scores)
+    rows = negvocab.subsample(s_id, s_ood, sizes=[10, 100], draws=25, seed=1, ood_sets=sets)
+    assert [r["ood_set"] for r in rows][:1] == ["near"] and {r["ood_set"] for r in rows} == {"near", "far"}
+    for name, sl in (("near", slice(0, 120)), ("far", slice(120, 300))):
+        alone = negvocab.subsample(s_id, {k: v[sl] for k, v in s_ood.items()}, sizes=[10, 100], draws=25, seed=1)
+        mine = [r for r in rows if r["ood_set"] == name]
+        assert [{**r, "ood_set": "x"} for r in mine] == [{**r, "ood_set": "x"} for r in alone]
+        for r in mine:  # the set's own full FPR, not the pooled one
+            assert r["full"] == M.fpr_at_tpr(s_id[r["detector"]], s_ood[r["detector"]][sl]) and r["N"] == sl.stop - sl.start
+    assert "pooled" not in {r["ood_set"] for r in rows}
+    both = negvocab.subsample(s_id, s_ood, sizes=[10, 100], draws=25, seed=1, ood_sets=sets, pooled=True)
+    pooled = [r for r in both if r["ood_set"] == "pooled"]
+    assert len(pooled) == 8 and pooled[0]["N"] == 300
+    assert pooled[0]["full"] == M.fpr_at_tpr(s_id[pooled[0]["detector"]], s_ood[pooled[0]["detector"]])
+    with pytest.raises(InputError, match=r"in \[1, 120\] \(the OOD images of OOD set 'near'\)"):
+        negvocab.subsample(s_id, s_ood, sizes=[150], ood_sets=sets)
+    auto = negvocab.subsample(s_id["det0"], s_ood["det0"], sizes=None, draws=3, ood_sets=sets)
+    assert [r["n"] for r in auto if r["ood_set"] == "near"] == [10, 25, 50, 100, 120]
+
+
+def test_q05_same_best_and_the_tied_draws_dropped():
+    """Three detectors: at n = 1 their FPRs often tie (all 0 or all 1), so Spearman rho is undefined
+    for those draws; they are counted, and the figures are those of the other draws (scipy)."""
+    rng = np.random.default_rng(0)
+    ids = rng.normal(2, 1, 400)
+    oods = {f"d{k}": rng.normal(0.6 * k, 1, 60) for k in range(3)}
+    s_id = {k: ids for k in oods}
+    rows = negvocab.subsample(s_id, oods, sizes=[1, 6], draws=200, seed=9)
+    perm = _draws(9, 200, 60)
+    full = [M.fpr_at_tpr(ids, oods[k]) for k in oods]
+    for n in (1, 6):
+        fprs = np.array([[M.fpr_at_tpr(ids, oods[k][p[:n]]) for k in oods] for p in perm])
+        rho = np.array([spearmanr(f, full).statistic if len(set(f)) > 1 else np.nan for f in fprs])
+        row = next(r for r in rows if r["n"] == n)
+        ok = ~np.isnan(rho)
+        assert row["dropped_tied"] == int((~ok).sum())
+        assert row["spearman_mean"] == pytest.approx(rho[ok].mean(), abs=1e-12)
+        assert row["spearman_q05"] == pytest.approx(np.quantile(rho[ok], 0.05), abs=1e-12)
+        best = np.argmin(fprs, axis=1)
+        assert row["same_best"] == pytest.approx(np.mean(np.asarray(full)[best] == min(full)))
+    assert next(r for r in rows if r["n"] == 1)["dropped_tied"] > 0
+
+
+def test_draws_and_seed_limits_are_refused_before_any_allocation(scores, monkeypatch):
+    from negvocab.evaluation import subsample as S
+    from negvocab.scoring.methods import MAX_DRAWS
+
+    def no(*a, **k):
+        raise AssertionError("allocated before the limits were checked")
+
+    monkeypatch.setattr(S, "draw_chunks", no)
+    monkeypatch.setattr(S, "_score_sets", no)
+    s_id, s_ood = scores
+    with pytest.raises(InputError, match=rf"draws must be an integer in \[1, {MAX_DRAWS:,}\], got 10000000000"):
+        negvocab.subsample(s_id["det0"], s_ood["det0"], draws=10**10)
+    with pytest.raises(InputError, match=r"seed must be an integer >= 0, got -1"):
+        negvocab.subsample(s_id["det0"], s_ood["det0"], seed=-1)
+
+
+def _folder(tmp_path, scores, sets=True):
+    s_id, s_ood = scores
+    arrays = {f"id/{k}": v for k, v in s_id.items()} | {f"ood/{k}": v for k, v in s_ood.items()}
+    if sets:
+        arrays["ood_sets"] = np.array(["near"] * 120 + ["far"] * 180)  # as write_results stores it
+    np.savez(tmp_path / "scores.npz", **arrays, random_weights=np.array(False))
+    return tmp_path
+
+
+def _cli(*args):
+    from typer.testing import CliRunner
+
+    from negvocab.cli import app
+
+    return CliRunner().invoke(app, ["subsample", *map(str, args)])
+
+
+def test_cli_one_analysis_per_set_and_pooled_only_when_asked(scores, tmp_path):
+    import json
+    import warnings
+
+    src = _folder(tmp_path, scores)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no library warning reaches the user
+        res = _cli(src, "-o", tmp_path / "a", "--sizes", "10,120", "--draws", "15", "--key", "det0", "--key", "det2")
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "a" / "subsample.json").read_text())
+    assert {r["ood_set"] for r in doc["rows"]} == {"near", "far"} and doc["pooled"] is False
+    assert "Spearman mean" in res.output and "q05" in res.output and "all-tied draws dropped" in res.output
+    s_id, s_ood = scores
+    near = next(r for r in doc["rows"] if r["ood_set"] == "near" and r["detector"] == "det0")
+    assert near["full"] == M.fpr_at_tpr(s_id["det0"], s_ood["det0"][:120])
+    one = _cli(src, "-o", tmp_path / "b", "--sizes", "10,150", "--draws", "5", "--ood-set", "far", "--pooled")
+    assert one.exit_code == 0, one.output
+    rows = json.loads((tmp_path / "b" / "subsample.json").read_text())["rows"]
+    assert {r["ood_set"] for r in rows} == {"far", "pooled"} and {r["N"] for r in rows} == {180}  # pooled over the chosen set
+    assert "pooled (all sets)" in one.output
+    bad = _cli(src, "-o", tmp_path / "c", "--ood-set", "mid")
+    assert bad.exit_code == 2 and "--ood-set 'mid': the scores hold OOD sets near, far" in bad.output
+
+
+def test_cli_refuses_bad_runs_and_files_in_one_line(scores, tmp_path):
+    src = _folder(tmp_path, scores)
+    for args, msg in (
+        (("--draws", 10**12), "draws must be an integer in [1, 100,000]"),
+        (("--seed", -3), "seed must be an integer >= 0, got -3"),
+        (("--sizes", "500"), "(the OOD images of OOD set 'near'), got 500"),
+    ):
+        res = _cli(src, "-o", tmp_path / "x", *args)
+        assert res.exit_code == 2 and msg in res.output and "Traceback" not in res.output, res.output
+    good = (src / "scores.npz").read_bytes()
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / "scores.npz").write_bytes(good[: len(good) // 2])  # a copy cut short
+    np.savez(tmp_path / "obj.npz", **{"id/a": np.array([1.0, 2.0], dtype=object), "ood/a": np.array([0.5], dtype=object)})
+    np.savez(tmp_path / "txt.npz", **{"id/a": np.array(["1.0", "2.0"]), "ood/a": np.array(["0.5"])})
+    for path, msg in ((tmp_path / "cut", "scores.npz: not a readable scores.npz"), (tmp_path / "obj.npz", "array 'id/a' holds Python objects"),
+                      (tmp_path / "txt.npz", "array 'id/a' has dtype <U3; per-image scores must be numbers")):  # fmt: skip
+        res = _cli(path, "-o", tmp_path / "y")
+        assert res.exit_code == 2 and msg in res.output and len(res.output.strip().splitlines()) == 1, res.output
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def test_cli_overwrite_leaves_no_earlier_plot_and_a_full_disk_keeps_the_earlier_run(scores, tmp_path, monkeypatch):
+    import errno
+
+    src = _folder(tmp_path, scores)
+    out = tmp_path / "sub"
+    assert _cli(src, "-o", out, "--sizes", "10", "--draws", "5").exit_code == 0
+    assert (out / "subsample.pdf").exists()
+    res = _cli(src, "-o", out, "--sizes", "10", "--draws", "5", "--plot-format", "svg", "--overwrite")
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in out.iterdir()) == ["subsample.csv", "subsample.json", "subsample.svg"]
+    assert (out / "subsample.svg").read_bytes()[:5] == b"<?xml"
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    from negvocab.cli import subsample as C
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(C, "write_json", full)
+    res = _cli(src, "-o", out, "--sizes", "20", "--draws", "5", "--plot-format", "png", "--overwrite")
+    assert res.exit_code == 2 and "earlier files are kept" in res.output, res.output
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # the earlier run, whole

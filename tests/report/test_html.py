@@ -278,3 +278,105 @@ def test_the_flagged_id_images_explained_are_capped_lowest_first():
     low_a = [j for j in order if s_id[j] <= np.sort(a)[284]]
     assert got[: len(low_a)] == low_a  # the first set's, lowest first, then the second's others
     assert flagged_id_images(s_id, [a[:0]], 0.95, "paper") == []
+
+
+_OVERFLOW_JS = """<script>
+addEventListener("load", () => {
+  const vw = document.documentElement.clientWidth, bad = [];
+  for (const el of document.querySelectorAll("body *")) {
+    const r = el.getBoundingClientRect();
+    if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== "visible" || r.right > vw + 1)
+      bad.push((el.id || el.tagName) + ":" + Math.round(r.right));
+  }
+  if (document.documentElement.scrollWidth > vw) bad.push("page:" + document.documentElement.scrollWidth);
+  document.body.setAttribute("data-overflow", JSON.stringify(bad.slice(0, 20)));
+});
+</script>"""
+
+
+def _overflow(html_path, width, shot):
+    """Elements wider than a ``width`` px viewport, as Chromium lays the page out; a screenshot too."""
+    probe = html_path.with_name(f"probe-{width}.html")
+    probe.write_text(html_path.read_text().replace("</body>", _OVERFLOW_JS + "</body>"))
+    base = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run", f"--window-size={width},1000"]
+    dom = subprocess.run([*base, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
+    subprocess.run([*base, f"--screenshot={shot}", html_path.as_uri()], capture_output=True, timeout=120, check=True)
+    found = re.search(r'data-overflow="([^"]*)"', dom)
+    assert found, "the probe did not run"
+    return json.loads(found.group(1).replace("&quot;", '"'))
+
+
+def _study(tmp_path):
+    """A study folder as a researcher has one: a score run (two OOD sets, an MCM baseline, 12 ID
+    images), a sweep over two OOD sets, each in its own folder below the study."""
+    rng = np.random.default_rng(2)
+    study = tmp_path / "study"
+    score = study / "score"
+    score.mkdir(parents=True)
+    s_id, s_ood = rng.normal(1, 1, 12), rng.normal(0, 1, 7)
+    np.savez(score / "scores.npz", **{"id/neglabel@wn": s_id, "ood/neglabel@wn": s_ood, "id/mcm": s_id * 0.5, "ood/mcm": s_ood * 0.5,
+             "ood_sets": np.array(["far"] * 4 + ["near"] * 3), "ood_paths": np.array([f"/nonexistent/{i}.png" for i in range(7)]),
+             "ood_image_ids": np.array([f"o{i}" for i in range(7)])})  # fmt: skip
+    digest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+    base = {"model": "ViT-B-32", "pretrained": "laion2b", "convention": "paper", "tpr": 0.95, "n_id": 12, "aupr_method": "average_precision", "cell": digest}
+    rows = [
+        {**base, "method": "neglabel", "vocabulary": "wn", "vocab_size": 100, "deployable": True, "ood_set": "far", "n_ood": 4, "fpr": 0.0, "fpr_ci": [0.0, 0.0], "auroc": 0.9},
+        {**base, "method": "neglabel", "vocabulary": "wn", "vocab_size": 100, "deployable": True, "ood_set": "near", "n_ood": 3, "fpr": 0.667, "fpr_ci": [0.0, 1.0], "auroc": 0.6},
+        {**base, "method": "mcm", "vocabulary": "", "vocab_size": 0, "deployable": True, "ood_set": "far", "n_ood": 4, "fpr": 0.5, "auroc": 0.7},
+    ]  # fmt: skip
+    (score / "results.json").write_text(json.dumps({"model": "ViT-B-32", "random_weights": True, "convention": "paper", "tpr": 0.95, "rows": rows}))
+    sweep = study / "sweep"
+    sweep.mkdir()
+    srows = [{"M": m, "fpr": f, "auroc": 0.7, "ood_set": s, "convention": "paper", "tpr": 0.95} for s in ("far", "near") for m, f in ((10, 0.6), (20, 0.5))]
+    (sweep / "sweep.json").write_text(json.dumps({"model": "m", "random_weights": True, "method": "neglabel", "rows": srows}))
+    return study, digest
+
+
+@needs_chromium
+def test_one_study_report_over_several_folders_fits_1280_px_and_a4(tmp_path):
+    study, digest = _study(tmp_path)
+    out = tmp_path / "all.html"
+    r = runner.invoke(app, ["report", str(study), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    toc = re.search(r'<nav class="toc" id="toc">(.*?)</nav>', text, re.S).group(1)
+    assert toc.count("<li>") == 2 and 'href="#top"' in toc and 'href="#s2-top"' in toc
+    assert 'id="s2-sweep"' in text and 'id="results-table"' in text
+    table = re.search(r'<table id="results-table".*?</table>', text, re.S).group(0)
+    header = re.search(r"<thead>(.*?)</thead>", table, re.S).group(1)
+    assert "n id" not in header and "aupr method" not in header  # the same in every row: shown once, above
+    constant = re.search(r'<dl class="meta constant" id="results-constant">(.*?)</dl>', text, re.S).group(1)
+    assert "n id" in constant and "average_precision" in constant and "cell" not in constant or digest in constant
+    mcm = [row for row in re.findall(r"<tr>(.*?)</tr>", table, re.S) if ">mcm<" in row][0]
+    assert re.findall(r"<td[^>]*>([^<]*)</td>", mcm)[2:5] == ["-", "-", "-"]  # vocabulary, M, deployable: none for a baseline
+    assert "Small samples: fewer than 30" in text and "zero width [0.00, 0.00] from 4 OOD images" in text
+    assert "100 points wide" in text
+    sweep = re.search(r'<h2 id="s2-sweep">.*?</table>', text, re.S).group(0)
+    assert "<th>OOD set</th>" in sweep and "<td>near</td>" in sweep and "<td>far</td>" in sweep
+    assert 'id="scores-plot"' in text and "neglabel@wn" in text
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    for width in (1280, 794):  # a laptop screen, and an A4 page's width at 96 dpi
+        assert _overflow(out, width, shots / f"study-{width}.png") == [], width
+        assert Image.open(shots / f"study-{width}.png").size[0] == width
+
+
+def test_the_report_of_damaged_files_is_one_line(tmp_path):
+    study, _ = _study(tmp_path)
+    score = study / "score"
+    good = (score / "scores.npz").read_bytes()
+    cases = [
+        ("results.json", "[1, 2]", "a results file is a JSON object with 'rows', got a list"),
+        ("results.json", json.dumps({"rows": [1]}), "rows[0] must be an object (one run's metrics), got int"),
+        ("scores.npz", "id,score\n", "scores.npz: not a readable scores.npz"),
+        ("scores.npz", good[: len(good) // 2], "scores.npz: not a readable scores.npz"),
+    ]
+    results = (score / "results.json").read_text()
+    for name, data, msg in cases:
+        (score / "results.json").write_text(results)
+        (score / "scores.npz").write_bytes(good)
+        (score / name).write_bytes(data if isinstance(data, bytes) else data.encode())
+        r = runner.invoke(app, ["report", str(score), "-o", str(tmp_path / "r.html"), "--overwrite"])
+        assert r.exit_code == 2 and msg in r.output and len(r.output.strip().splitlines()) == 1, (name, r.output)
+    several = runner.invoke(app, ["report", str(study)])
+    assert several.exit_code == 2 and "2 results folders make one page: give it a file name with -o" in several.output
