@@ -365,11 +365,9 @@ def score_model(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], 
 
 
 def _vocab_info(v: Vocabulary) -> dict[str, Any]:
-    caveats = dict(v.settings.get("caveats") or {})
-    if v.settings.get("oracle") and "oracle" not in caveats:
-        caveats["oracle"] = "built from the benchmark's OOD labels"
-    deployable = bool(getattr(v, "deployable", v.settings.get("deployable", not caveats)))
-    return {"size": len(v), "hash": v.short_hash, "source": v.source, "deployable": deployable and not caveats, "caveats": caveats, "random_weights": v.random_weights}
+    """What a cell row reports of its vocabulary (stored with its score files)."""
+    caveats = dict(v.caveats)
+    return {"size": len(v), "hash": v.short_hash, "source": v.source, "deployable": bool(v.deployable) and not caveats, "caveats": caveats, "random_weights": v.random_weights}
 
 
 # ----------------------------------------------------------------------------------------------
