@@ -10,7 +10,16 @@ import typer
 from negvocab.cli.app import CommandGroup, app
 from negvocab.errors import InputError
 from negvocab.grid.config import load_config
-from negvocab.grid.run import SOURCE_FILE, failure_summary, grid_status, read_source, run_grid, write_grid
+from negvocab.grid.run import (
+    SOURCE_FILE,
+    claim_grid_folder,
+    failure_summary,
+    grid_source,
+    grid_status,
+    read_source,
+    run_grid,
+    write_grid,
+)
 from negvocab.grid.tables import RANDOM_NOTE
 
 __all__ = ["SOURCE_FILE", "grid_app", "run_cmd", "status_cmd"]
@@ -47,9 +56,12 @@ def run_cmd(
         raise InputError(f"unknown engine {engine!r}; choose local or ray")
     cfg = load_config(config, random_weights=random_weights)  # every check before the folder or a model
     folder = out or _default_out(config)
-    res = run_grid(cfg, folder, engine=engine, ray_address=ray_address, random_weights=random_weights, overwrite=overwrite,
-                   on_model=lambda m, s: typer.echo(f"{m}: {s}", err=True))  # fmt: skip
-    write_grid(res, folder, overwrite=True)  # the folder is this grid's now
+    claim = claim_grid_folder(folder, grid_source(cfg, random_weights), overwrite=overwrite)  # held to the last table
+    try:
+        res = run_grid(cfg, folder, engine=engine, ray_address=ray_address, random_weights=random_weights, on_model=lambda m, s: typer.echo(f"{m}: {s}", err=True))
+        write_grid(res, folder, overwrite=True)  # the folder is this grid's now
+    finally:
+        claim.release()
     st = res.status["total"]
     if res.random_weights:
         typer.secho(f"WARNING: {RANDOM_NOTE}", fg="red", bold=True, err=True)

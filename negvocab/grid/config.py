@@ -71,6 +71,7 @@ from negvocab.scoring.methods import EVALUATION_PARAMS, NEEDS_NEGATIVES, canonic
 from negvocab.scoring.metrics import CONVENTIONS
 from negvocab.textfiles import read_text
 from negvocab.vlm.loading import check_weights, resolve_device, resolve_precision
+from negvocab.vlm.templates import resolve_templates
 
 __all__ = ["GridConfig", "ImageSpec", "MethodSpec", "ModelSpec", "VocabSpec", "load_config", "load_grid", "parse_config", "spec_digest"]
 
@@ -452,8 +453,6 @@ def _method(value: str | MethodTable, i: int, source: str) -> MethodSpec:
 
 def _check_runtime(cfg: GridConfig) -> None:
     """Templates, device and precisions: what would otherwise fail in every cell after the model loads."""
-    from negvocab.vlm.templates import resolve_templates
-
     src = cfg.source or "grid"
     try:
         templates = cfg.path(cfg.templates) if Path(cfg.path(cfg.templates)).exists() else cfg.templates

@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["GRID_OUTPUTS", "SOURCE_FILE", "claim_grid_folder", "failure_summary", "grid_status", "mean_intervals", "read_source", "run_grid", "write_grid"]
+__all__ = ["GRID_OUTPUTS", "SOURCE_FILE", "claim_grid_folder", "failure_summary", "grid_source", "grid_status", "mean_intervals", "read_source", "run_grid", "write_grid"]
 
 #: what identifies the grid a folder holds (the grid file and the --random-weights flag)
 SOURCE_FILE = "grid_source.json"
@@ -121,11 +121,16 @@ def read_source(folder: Path) -> dict[str, Any] | None:
     return doc
 
 
+def grid_source(cfg: GridConfig, random_weights: bool = False) -> dict[str, Any]:
+    """What identifies a grid's folder: its file (absolute) and the ``--random-weights`` flag."""
+    return {"config": str(Path(cfg.source).absolute()) if cfg.source else "", "random_weights": random_weights}
+
+
 def claim_grid_folder(out: Path, source: dict[str, Any], *, overwrite: bool) -> FolderClaim:
     """Claim ``out`` for a run of the grid ``source`` (see :mod:`negvocab.outdir`): a run of the same
     grid resumes there; another grid's (or another command's) outputs are replaced only with
     ``overwrite``. Records ``source`` in the folder."""
-    same = (out / SOURCE_FILE).is_file() and not Path(out).is_symlink() and _same_source(out, source)
+    same = (out / SOURCE_FILE).is_file() and _same_source(out, source)
     outputs = [] if same else [*GRID_OUTPUTS, SOURCE_FILE, *_sweeps(out)]
     claim = claim_folder(out, outputs, overwrite=overwrite)
     try:
@@ -172,8 +177,7 @@ def run_grid(
     if not Path(cfg.base).is_absolute():  # paths the same wherever the work runs (a Ray worker's folder differs)
         cfg = replace(cfg, base=str(Path(cfg.base).absolute()))
     out = Path(out_dir) if out_dir is not None else Path(cfg.base) / (Path(cfg.source).stem or "grid")
-    source = {"config": str(Path(cfg.source).absolute()) if cfg.source else "", "random_weights": random_weights}
-    claim = claim_grid_folder(out, source, overwrite=overwrite)
+    claim = claim_grid_folder(out, grid_source(cfg, random_weights), overwrite=overwrite)
     try:
         return _run_claimed(cfg, out, engine, ray_address, on_model)
     finally:
