@@ -194,7 +194,6 @@ class _Table(BaseModel):
 
 
 _PATH = "a non-empty path (relative to the grid file)"
-NonEmpty = Field(min_length=1, pattern=r"\S")
 
 
 class ResourcesTable(_Table):

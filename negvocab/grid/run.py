@@ -56,6 +56,7 @@ from negvocab.grid.work import (
     plan_cells,
     read_cell,
     read_failure,
+    stored_json,
     write_failure,
 )
 from negvocab.outdir import FolderClaim, claim_folder, staged_folder
@@ -248,12 +249,9 @@ def _run_claimed(cfg: GridConfig, out: Path, engine: str, ray_address: str | Non
 
 def _read_means(path: Path) -> dict[str, float] | None:
     """A stored interval of the mean, or None (missing; a damaged one is logged and computed again)."""
-    try:
-        doc = json.loads(path.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
+    there, doc = stored_json(path)
+    if not there:
         return None
-    except (OSError, ValueError):
-        doc = None
     if not isinstance(doc, dict) or not all(isinstance(v, float) for v in doc.values()):
         logger.warning("%s: a damaged stored interval; computing it again", path)
         return None

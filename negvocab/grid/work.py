@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "Cell", "ModelWork", "compute_model", "finish_cells", "load_model", "load_score_file", "load_scores", "merge_stats", "method_spec",
-    "open_sets", "plan_cells", "read_cell", "read_failure", "write_failure",
+    "open_sets", "plan_cells", "read_cell", "read_failure", "stored_json", "write_failure",
 ]  # fmt: skip
 
 
@@ -264,20 +264,28 @@ def _checked(row: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(row, sort_keys=True, allow_nan=True).encode()).hexdigest()
 
 
+def stored_json(path: Path) -> tuple[bool, Any]:
+    """``(True, document)`` of a stored JSON file, ``(True, None)`` when it is there but unreadable
+    or not JSON (the caller names it in one line and computes it again), ``(False, None)`` when absent."""
+    try:
+        return True, json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        return False, None
+    except (OSError, ValueError):
+        return True, None
+
+
 def read_cell(out: Path, cell: Cell) -> dict[str, Any] | None:
     """The stored row of ``cell``, or None when it is not stored; a file that is not this cell's
     (garbage, a list, a flipped bit caught by its checksum, another digest) is logged in one line,
     removed and computed again."""
     path = out / "cells" / f"{cell.digest}.json"
-    try:
-        doc = json.loads(path.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
+    there, doc = stored_json(path)
+    if not there:
         return None
-    except (OSError, ValueError) as e:
-        return _bad_cell(path, f"unreadable ({type(e).__name__})")
     ok = isinstance(doc, dict) and isinstance(doc.get("row"), dict) and doc.get("digest") == cell.digest
     if not ok or doc.get("sha256") != _checked(doc["row"]):
-        return _bad_cell(path, "not this cell's row or its checksum differs")
+        return _bad_cell(path, "unreadable, not this cell's row, or its checksum differs")
     return doc["row"]
 
 
@@ -300,12 +308,9 @@ def write_failure(out: Path, cell: Cell, error: str) -> None:
 def read_failure(out: Path, cell: Cell) -> str | None:
     """The reason ``cell`` failed, or None when it is not marked failed (a damaged mark counts as none)."""
     path = out / "cells" / f"{cell.digest}.failed.json"
-    try:
-        doc = json.loads(path.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
+    there, doc = stored_json(path)
+    if not there:
         return None
-    except (OSError, ValueError):
-        doc = None
     if not isinstance(doc, dict) or not isinstance(doc.get("error"), str):
         logger.warning("%s: a damaged failure mark; the cell counts as pending", path)
         path.unlink(missing_ok=True)

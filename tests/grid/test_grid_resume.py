@@ -20,23 +20,12 @@ from typer.testing import CliRunner
 
 import negvocab
 from negvocab.cli import app
+from tests.grid.conftest import GRID_TOML
 
 CLI = [sys.executable, "-c", "from negvocab.cli import main; main()"]
 
-SMALL = """
-[grid]
-templates = "single"
-id_classes = "classes.txt"
-conventions = ["paper"]
-n_boot = 20
-device = "cpu"
-cache_dir = "{cache}"
-
-[[models]]
-name = "TinyA"
-model_config = "TinyA.json"
-random_weights = true
-
+#: the conftest grid's [grid] section and first model, one convention, then sets and vocabularies to fill in
+SMALL = GRID_TOML.split('[[models]]\nname = "TinyB"')[0].replace('conventions = ["paper", "openood"]', 'conventions = ["paper"]') + """
 [id]
 path = "id"
 
