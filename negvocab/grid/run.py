@@ -94,8 +94,8 @@ def grid_status(cfg: GridConfig, out_dir: str | Path) -> dict[str, Any]:
     failed: list[dict[str, Any]] = []
     for c in cells:
         row = per.setdefault(c.model, {"done": 0, "pending": 0, "failed": 0})
-        done = read_cell(out, c) is not None
-        error = None if done else read_failure(out, c)
+        done = read_cell(out, c, drop=False) is not None  # status changes nothing
+        error = None if done else read_failure(out, c, drop=False)
         if done:
             row["done"] += 1
         elif error is not None:

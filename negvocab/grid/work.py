@@ -275,24 +275,21 @@ def stored_json(path: Path) -> tuple[bool, Any]:
         return True, None
 
 
-def read_cell(out: Path, cell: Cell) -> dict[str, Any] | None:
+def read_cell(out: Path, cell: Cell, *, drop: bool = True) -> dict[str, Any] | None:
     """The stored row of ``cell``, or None when it is not stored; a file that is not this cell's
-    (garbage, a list, a flipped bit caught by its checksum, another digest) is logged in one line,
-    removed and computed again."""
+    (garbage, a list, a flipped bit caught by its checksum, another digest) is logged in one line
+    and (``drop``) removed, to be computed again."""
     path = out / "cells" / f"{cell.digest}.json"
     there, doc = stored_json(path)
     if not there:
         return None
     ok = isinstance(doc, dict) and isinstance(doc.get("row"), dict) and doc.get("digest") == cell.digest
     if not ok or doc.get("sha256") != _checked(doc["row"]):
-        return _bad_cell(path, "unreadable, not this cell's row, or its checksum differs")
+        logger.warning("%s: a damaged cell file (unreadable, not this cell's row, or its checksum differs); the cell is computed again", path)
+        if drop:
+            path.unlink(missing_ok=True)
+        return None
     return doc["row"]
-
-
-def _bad_cell(path: Path, why: str) -> None:
-    logger.warning("%s: a damaged cell file, %s; computing the cell again", path, why)
-    path.unlink(missing_ok=True)
-    return None
 
 
 def _write_cell(out: Path, cell: Cell, row: Mapping[str, Any]) -> None:
@@ -305,15 +302,17 @@ def write_failure(out: Path, cell: Cell, error: str) -> None:
     write_json(out / "cells" / f"{cell.digest}.failed.json", {"cell": list(cell.key()), "error": error})
 
 
-def read_failure(out: Path, cell: Cell) -> str | None:
-    """The reason ``cell`` failed, or None when it is not marked failed (a damaged mark counts as none)."""
+def read_failure(out: Path, cell: Cell, *, drop: bool = True) -> str | None:
+    """The reason ``cell`` failed, or None when it is not marked failed (a damaged mark counts as
+    none and, with ``drop``, is removed)."""
     path = out / "cells" / f"{cell.digest}.failed.json"
     there, doc = stored_json(path)
     if not there:
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("error"), str):
         logger.warning("%s: a damaged failure mark; the cell counts as pending", path)
-        path.unlink(missing_ok=True)
+        if drop:
+            path.unlink(missing_ok=True)
         return None
     return doc["error"]
 
