@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,44 @@ def test_fi_imagenet_split_in_the_id_section(tmp_path):
     (tmp_path / "v.txt").write_text("sofa\nlamp\n")
     cells = plan_cells(cfg, sets)
     assert {c.ood_set for c in cells} == {"Fi-ImageNet-1k"} and len({c.digest for c in cells}) == len(cells)
+
+
+def _random_value(rng, depth=0):
+    kind = rng.integers(0, 9 if depth < 2 else 6)
+    return [
+        lambda: int(rng.integers(-5, 10**6)),
+        lambda: float(rng.choice([0.5, 1.5, -1.0, float("nan"), float("inf"), 2.0])),
+        lambda: str(rng.choice(["", " ", "paper", "x" * 300, "caf\u00e9", "../..", "{}", "cuda:7", "neglabel"])),
+        lambda: bool(rng.integers(0, 2)),
+        lambda: [],
+        lambda: {},
+        lambda: [_random_value(rng, depth + 1) for _ in range(rng.integers(1, 4))],
+        lambda: {str(rng.choice(["path", "name", "sizes", "builder", "params", "file", "seed", "k"])): _random_value(rng, depth + 1)},
+        lambda: {"name": "neglabel", "params": {str(rng.choice(["groups", "top_k", "temperature", "nope"])): _random_value(rng, depth + 1)}},
+    ][kind]()
+
+
+def test_random_documents_give_a_config_or_one_line():
+    """A seeded fuzz of the schema: any key of a good document set to a random value (numbers,
+    strings, lists, tables, nested) gives a GridConfig or one InputError line, never another exception."""
+    import numpy as np
+
+    rng = np.random.default_rng(23)
+    good = {**BASE, "grid": {"device": "cpu", "n_boot": 10}, "methods": [{"name": "neglabel", "params": {"groups": 2}}]}
+    paths = [("grid", "tpr"), ("grid", "n_boot"), ("grid", "conventions"), ("grid", "cache_dir"), ("grid", "templates"), ("grid", "resources"),
+             ("models",), ("id",), ("ood",), ("ood", "a"), ("vocabularies",), ("vocabularies", "v"), ("methods",), ("grid",)]  # fmt: skip
+    outcomes = {"ok": 0, "refused": 0}
+    for _ in range(400):
+        doc = copy.deepcopy(good)
+        where = paths[rng.integers(0, len(paths))]
+        target = doc
+        for key in where[:-1]:
+            target = target[key]
+        target[where[-1]] = _random_value(rng)
+        try:
+            parse_config(doc, source="f.toml")
+            outcomes["ok"] += 1
+        except InputError as e:
+            assert "\n" not in str(e) and str(e).startswith("f.toml: "), str(e)
+            outcomes["refused"] += 1
+    assert outcomes["ok"] > 0 and outcomes["refused"] > 100
