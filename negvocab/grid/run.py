@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.atomic import write_json
-from negvocab.errors import InputError, NegvocabError
+from negvocab.errors import DiskFullError, InputError, NegvocabError
 from negvocab.grid.config import GridConfig, load_config, spec_digest
 from negvocab.grid.ray_engine import run_models_on_ray
 from negvocab.grid.tables import GridResult
@@ -233,6 +233,8 @@ def _run_claimed(cfg: GridConfig, out: Path, engine: str, ray_address: str | Non
             if work.missing and engine == "local":
                 merge_stats(stats, compute_model(cfg, work, sets, out))
             finish_cells(cfg, work, out, stats, None)
+        except DiskFullError:
+            raise  # not the model's fault: the run stops, a rerun resumes where it stopped
         except NegvocabError as e:
             logger.error("%s: %s", name, e)
             for c in work.cells:

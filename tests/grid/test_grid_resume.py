@@ -230,3 +230,31 @@ def test_one_ood_set_and_a_sized_vocabulary_finish(small, tmp_path):
 def test_help_names_the_ray_extra():
     res = CliRunner().invoke(app, ["grid", "run", "--help"], terminal_width=200)
     assert "negvocab[ray]" in res.output
+
+
+def test_a_full_disk_mid_grid_is_one_line_and_the_rerun_equals_a_clean_run(small, tmp_path, monkeypatch):
+    """The disk fills after three cells (ENOSPC from the write, as the kernel reports it): one line,
+    exit 2, no cell marked failed; freed, the rerun resumes and equals a clean run."""
+    import errno
+
+    root, write, _ = small
+    toml = write()
+    clean, out = tmp_path / "clean", tmp_path / "out"
+    assert CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(clean)]).exit_code == 0
+    real, written = Path.write_bytes, []
+
+    def filling(self, data):
+        if "cells" in self.parent.name or "cells" in str(self.parent):
+            written.append(self)
+            if len(written) > 3:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", filling)
+    res = CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(out)])
+    monkeypatch.setattr(Path, "write_bytes", real)
+    assert res.exit_code == 2 and "disk is full" in res.output and "Traceback" not in res.output, res.output
+    assert not list((out / "cells").glob("*.failed.json")) and not (out / "grid.json").exists()
+    assert len(list((out / "cells").glob("*.json"))) == 3
+    assert CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(out)]).exit_code == 0
+    assert _files(out) == _files(clean)
