@@ -13,6 +13,8 @@
     # ray_num_gpus = 1              # GPUs per model task of the ray engine (default: 1 if the cluster has GPUs)
     # ray_data_min_images = 20000   # image sets this large are embedded through Ray Data
 
+    # [grid.resources]              # resources of the ray engine's units (see RESOURCES below)
+
     [[models]]
     name = "ViT-B-32"
     pretrained = "laion2b_s34b_b79k"   # a tag, a checkpoint file or a folder; or random_weights = true
@@ -35,7 +37,10 @@
     name = "neglabel"
     params = { groups = 100 }
 
-Paths are relative to the file. Every problem is one line naming the key (:class:`InputError`).
+Paths are relative to the file. The document is checked against a typed schema (pydantic) and the
+method registry (:mod:`negvocab.scoring.methods`: tpr, n_boot, method parameters) before any model
+loads; every problem is one line naming the file, the key, the value and what is allowed
+(:class:`InputError`).
 """
 
 from __future__ import annotations
@@ -47,14 +52,28 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from negvocab.errors import InputError
-from negvocab.scoring.methods import NEEDS_NEGATIVES, canonical_method, check_evaluation, check_params
-from negvocab.scoring.metrics import check_convention
-from negvocab.vlm.loading import check_weights
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StringConstraints,
+    Tag,
+    ValidationError,
+    field_validator,
+)
 
-__all__ = ["GridConfig", "ImageSpec", "MethodSpec", "ModelSpec", "VocabSpec", "load_config", "load_grid", "spec_digest"]
+from negvocab.errors import InputError, NegvocabError
+from negvocab.labels.candidates import PRESETS
+from negvocab.scoring.methods import EVALUATION_PARAMS, NEEDS_NEGATIVES, canonical_method, check_params
+from negvocab.scoring.metrics import CONVENTIONS
+from negvocab.textfiles import read_text
+from negvocab.vlm.loading import check_weights, resolve_device, resolve_precision
+from negvocab.vlm.templates import resolve_templates
+
+__all__ = ["GridConfig", "ImageSpec", "MethodSpec", "ModelSpec", "VocabSpec", "load_config", "load_grid", "parse_config", "spec_digest"]
 
 BUILDERS = ("wordnet",)
 
@@ -64,6 +83,9 @@ def spec_digest(doc: Any) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 
+# ----------------------------------------------------------------------------------------------
+# the parsed grid (what the engines read)
+# ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ModelSpec:
     """One model of the grid: open_clip name, weights and precision."""
@@ -149,6 +171,7 @@ class GridConfig:
     batch_size: int | None = None
     ray_num_gpus: float | None = None
     ray_data_min_images: int | None = None
+    resources: dict[str, Any] = field(default_factory=dict)  # [grid.resources], see ResourcesTable
     base: str = "."
     source: str = ""
 
@@ -158,166 +181,350 @@ class GridConfig:
         return str(p if p.is_absolute() else Path(self.base) / p)
 
 
-def _str(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(f"{where} must be a non-empty string, got {value!r}")
-    return value
+# ----------------------------------------------------------------------------------------------
+# the schema: each field's description is what is allowed, quoted in the one-line error
+# ----------------------------------------------------------------------------------------------
+def _registry(name: str) -> str:
+    p = EVALUATION_PARAMS[name]
+    return f"{'an integer' if p.kind is int else 'a number'} {p.limit()}"
 
 
-def _image(name: str, value: Any, where: str) -> ImageSpec:
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, protected_namespaces=())
+
+
+_PATH = "a non-empty path (relative to the grid file)"
+
+
+class ResourcesTable(_Table):
+    """``[grid.resources]``: what each unit of the ray engine asks for. The hook for the engine's
+    resource keys (num_cpus, num_gpus, memory, num_workers per unit kind, deterministic): they are
+    declared here, each with its allowed values, and read from :attr:`GridConfig.resources`."""
+
+
+class GridTable(_Table):
+    """``[grid]``."""
+
+    templates: str = Field("paper8", min_length=1, pattern=r"\S", description="a template preset (paper8, openai80, neglabel, single), a template with {} or a file")
+    id_classes: str = Field("imagenet1k", min_length=1, pattern=r"\S", description="imagenet1k or a file with one class name a line")
+    conventions: list[str] | str = Field(["paper"], description=f"a non-empty list of FPR conventions, from {', '.join(CONVENTIONS)}")
+    tpr: float = Field(0.95, description=_registry("tpr"))
+    n_boot: int = Field(1000, description=_registry("n_boot"))
+    device: str = Field("auto", min_length=1, description="auto, cpu, cuda or cuda:N")
+    cache_dir: str | None = Field(None, min_length=1, pattern=r"\S", description=f"{_PATH}: the embedding cache folder")
+    batch_size: int | None = Field(None, gt=0, description="a positive integer")
+    ray_num_gpus: float | None = Field(None, ge=0, allow_inf_nan=False, description="a number >= 0")
+    ray_data_min_images: int | None = Field(None, gt=0, description="a positive integer")
+    resources: ResourcesTable = Field(default_factory=ResourcesTable, description="a table of the ray engine's resources")
+
+    @field_validator("conventions")
+    @classmethod
+    def _conventions(cls, v: list[str] | str) -> list[str]:
+        v = [v] if isinstance(v, str) else v
+        if not v or any(c not in CONVENTIONS for c in v):
+            raise ValueError("bad conventions")
+        return v
+
+    @field_validator("tpr", "n_boot")
+    @classmethod
+    def _evaluation(cls, v: Any, info: Any) -> Any:
+        try:
+            return EVALUATION_PARAMS[info.field_name].validate(v)
+        except InputError as e:
+            raise ValueError(str(e)) from None
+
+
+class ModelTable(_Table):
+    """``[[models]]``."""
+
+    name: str = Field(min_length=1, pattern=r"\S", description="an open_clip model name, e.g. ViT-B-32")
+    pretrained: str | None = Field(None, min_length=1, description="a pretrained tag, a checkpoint file or a folder")
+    random_weights: bool = Field(False, description="true or false")
+    precision: Literal["fp32", "fp16", "bf16"] | None = Field(None, description="fp32, fp16 or bf16")
+    tag: str | None = Field(None, min_length=1, description="a hub tag")
+    model_config_: str | None = Field(None, alias="model_config", min_length=1, description=f"{_PATH}: an open_clip config file")
+    seed: int = Field(0, ge=0, description="an integer >= 0 (the seed of random weights)")
+    label: str = Field("", description="a display name")
+
+
+class ImageTable(_Table):
+    """An image set given as a table."""
+
+    path: str = Field(min_length=1, pattern=r"\S", description=f"{_PATH}: an image folder or list")
+    layout: str = Field("auto", min_length=1, description="an image-set layout (auto, folder, list, ...)")
+    image_root: str | None = Field(None, min_length=1, pattern=r"\S", description=_PATH)
+    fi_ood: str | None = Field(None, min_length=1, pattern=r"\S", description=f"{_PATH}: the Fi-ImageNet OOD list")
+    fi_ambiguous: str | None = Field(None, min_length=1, pattern=r"\S", description=f"{_PATH}: the Fi-ImageNet ambiguous list")
+
+
+_SIZES = "a non-empty list of positive integers, e.g. [1000, 5000]"
+
+
+class VocabFileTable(_Table):
+    """A vocabulary file, optionally cut to several sizes."""
+
+    file: str = Field(min_length=1, pattern=r"\S", description=f"{_PATH}: a vocabulary file")
+    sizes: list[int] | None = Field(None, min_length=1, description=_SIZES)
+
+    @field_validator("sizes")
+    @classmethod
+    def _positive(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None and any(x < 1 for x in v):
+            raise ValueError(_SIZES)
+        return v
+
+
+class VocabBuilderTable(VocabFileTable):
+    """A vocabulary built per model (the WordNet farthest-first builder and its options)."""
+
+    file: None = Field(None, description="no file with a builder")  # type: ignore[assignment]
+    builder: Literal["wordnet"] = Field(description=f"one of {', '.join(BUILDERS)} (or give file = ...)")
+    percentile: float = Field(0.95, gt=0, le=1, description="a quantile level in (0, 1]")
+    preset: str = Field("neglabel", description=f"a candidate preset, one of {', '.join(PRESETS)}")
+    ratio: float | None = Field(None, gt=0, le=1, description="a fraction in (0, 1]")
+    pool: int | None = Field(None, gt=0, description="a positive integer (candidates spread over the preset)")
+    synonym_filter: bool = Field(True, description="true or false")
+
+    @field_validator("preset")
+    @classmethod
+    def _preset(cls, v: str) -> str:
+        if v not in PRESETS:
+            raise ValueError("unknown preset")
+        return v
+
+
+class MethodTable(_Table):
+    """``[[methods]]``: a method and its parameters (checked against the method registry)."""
+
+    name: str = Field(min_length=1, description="a method name of the registry (negvocab methods)")
+    params: dict[str, Any] = Field(default_factory=dict, description="a table of the method's parameters, e.g. {groups = 100}")
+    label: str = Field("", description="a display name")
+
+
+def _kind(value: Any) -> str | None:
+    """The union member a value is meant as: ``text`` (a path or name), ``builder``, ``table``."""
     if isinstance(value, str):
-        return ImageSpec(name=name, path=value)
-    if not isinstance(value, Mapping) or "path" not in value:
-        raise InputError(f"{where} must be a path or a table with path = ... (and layout, image_root)")
-    unknown = set(value) - {"path", "layout", "image_root", "fi_ood", "fi_ambiguous"}
-    if unknown:
-        raise InputError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
-    return ImageSpec(
-        name=name,
-        path=_str(value["path"], f"{where}.path"),
-        layout=str(value.get("layout", "auto")),
-        image_root=value.get("image_root"),
-        fi_ood=value.get("fi_ood"),
-        fi_ambiguous=value.get("fi_ambiguous"),
-    )
+        return "text"
+    if isinstance(value, Mapping):
+        return "builder-table" if "builder" in value else "table"
+    return None
 
 
-def _sizes(value: Any, where: str) -> tuple[int, ...]:
-    if not isinstance(value, list) or not value or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in value):
-        raise InputError(f"{where} must be a list of positive integers, e.g. [1000, 5000]")
-    return tuple(sorted(set(value)))
+Text = Annotated[str, StringConstraints(min_length=1, pattern=r"\S")]
+ImageValue = Annotated[Annotated[Text, Tag("text")] | Annotated[ImageTable, Tag("table")], Discriminator(_kind)]
+VocabValue = Annotated[
+    Annotated[Text, Tag("text")] | Annotated[VocabFileTable, Tag("table")] | Annotated[VocabBuilderTable, Tag("builder-table")], Discriminator(_kind)
+]
+MethodValue = Annotated[Annotated[Text, Tag("text")] | Annotated[MethodTable, Tag("table")], Discriminator(_kind)]
+_TAGS: dict[str, dict[str, type[BaseModel]]] = {
+    "id": {"table": ImageTable},
+    "ood": {"table": ImageTable},
+    "vocabularies": {"table": VocabFileTable, "builder-table": VocabBuilderTable},
+    "methods": {"table": MethodTable},
+}
 
 
-def _vocab(name: str, value: Any, where: str) -> VocabSpec:
+class GridDocument(_Table):
+    """The whole file."""
+
+    grid: GridTable = Field(default_factory=GridTable, description="a [grid] table")
+    models: list[ModelTable] = Field(min_length=1, description="at least one [[models]] table with name = ...")
+    id: ImageValue = Field(description="a path or a table with path = ...")
+    ood: dict[str, ImageValue] = Field(default_factory=dict, description="a table of name = path or name = {path = ...}")
+    vocabularies: dict[str, VocabValue] = Field(default_factory=dict, description="a table of name = file or name = {builder = 'wordnet', sizes = [...]}")
+    methods: list[MethodValue] = Field(default_factory=lambda: ["neglabel"], description="a list of [[methods]] tables with name = ...")
+
+
+# ----------------------------------------------------------------------------------------------
+# one line per problem
+# ----------------------------------------------------------------------------------------------
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _table_in(annotation: Any) -> type[BaseModel] | None:
+    """The schema table a field holds (directly, or in a list or dict)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _table_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _walk(loc: tuple[Any, ...]) -> tuple[str, type[BaseModel], str, type[BaseModel]]:
+    """The key an error location names (``ood.a.path``), the schema table and field it ends in, and
+    the innermost table reached (where an unknown key was found)."""
+    key, owner, name, section = "", GridDocument, "", ""
+    model: type[BaseModel] = GridDocument
+    for part in loc:
+        if isinstance(part, int):
+            key += f"[{part}]"
+            continue
+        part = str(part)
+        if part in ("text", "table", "builder-table") and section in _TAGS:  # a union member, not a key
+            model = _TAGS[section].get(part, model)
+            continue
+        key += ("." if key else "") + part
+        field_name = "model_config_" if part == "model_config" else part
+        if field_name in model.model_fields:
+            owner, name = model, field_name
+            section = section or part
+            model = _table_in(model.model_fields[field_name].annotation) or model
+    return key, owner, name, model
+
+
+def _error_line(source: str, err: Mapping[str, Any]) -> str:
+    """One line naming the file, the key, the value and what is allowed."""
+    key, owner, name, model = _walk(tuple(err["loc"]))
+    info = owner.model_fields.get(name)
+    allowed = (info.description if info is not None else "") or "a valid value"
+    if err["type"] == "extra_forbidden":
+        known = ", ".join(f.alias or n for n, f in model.model_fields.items())
+        return f"{source}: {key}: unknown key; known: {known or 'none yet'}"
+    if err["type"] == "missing":
+        return f"{source}: {key} is missing: give {allowed}"
+    return f"{source}: {key} = {_show(err.get('input'))}: must be {allowed}"
+
+
+def _validate(doc: Any, source: str) -> GridDocument:
+    if not isinstance(doc, Mapping):
+        raise InputError(f"{source}: the document must be a TOML table")
+    try:
+        return GridDocument.model_validate(dict(doc))
+    except ValidationError as e:
+        raise InputError(_error_line(source, e.errors()[0])) from None
+
+
+# ----------------------------------------------------------------------------------------------
+# from the schema to the specs
+# ----------------------------------------------------------------------------------------------
+def _image(name: str, value: str | ImageTable) -> ImageSpec:
+    if isinstance(value, str):
+        value = ImageTable(path=value)
+    return ImageSpec(name=name, path=value.path, layout=value.layout, image_root=value.image_root, fi_ood=value.fi_ood, fi_ambiguous=value.fi_ambiguous)
+
+
+def _vocab(name: str, value: str | VocabFileTable | VocabBuilderTable, source: str) -> VocabSpec:
     if isinstance(value, str):
         return VocabSpec(name=name, file=value)
-    if not isinstance(value, Mapping):
-        raise InputError(f"{where} must be a file path or a builder table {{builder = 'wordnet', sizes = [...]}}")
-    if "file" in value:
-        sizes = _sizes(value["sizes"], f"{where}.sizes") if "sizes" in value else ()
-        return VocabSpec(name=name, file=_str(value["file"], f"{where}.file"), sizes=sizes)
-    builder = value.get("builder")
-    if builder not in BUILDERS:
-        raise InputError(f"{where}.builder must be one of {', '.join(BUILDERS)} (or give file = ...), got {builder!r}")
-    sizes = _sizes(value["sizes"], f"{where}.sizes") if "sizes" in value else ()
-    options = tuple(sorted((k, v) for k, v in value.items() if k not in ("builder", "sizes")))
-    allowed = {"percentile", "preset", "ratio", "pool", "synonym_filter"}
-    bad = [k for k, _ in options if k not in allowed]
-    if bad:
-        raise InputError(f"{where}: unknown builder option {bad[0]!r}; known: {', '.join(sorted(allowed))}")
-    return VocabSpec(name=name, builder=builder, sizes=sizes, options=options)
+    sizes = tuple(sorted(set(value.sizes or ())))
+    if isinstance(value, VocabBuilderTable):
+        options = {k: getattr(value, k) for k in ("percentile", "preset", "ratio", "pool", "synonym_filter") if k in value.model_fields_set}
+        return VocabSpec(name=name, builder=value.builder, sizes=sizes, options=tuple(sorted(options.items())))
+    return VocabSpec(name=name, file=value.file, sizes=sizes)
 
 
-def _model(value: Any, where: str) -> ModelSpec:
-    if not isinstance(value, Mapping):
-        raise InputError(f"{where} must be a table with name = ...")
-    allowed = {"name", "pretrained", "random_weights", "precision", "tag", "model_config", "seed", "label"}
-    unknown = set(value) - allowed
-    if unknown:
-        raise InputError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(allowed))}")
+def _model(value: ModelTable, i: int, source: str, random_weights: bool) -> ModelSpec:
+    pretrained = None if random_weights else value.pretrained
     spec = ModelSpec(
-        name=_str(value.get("name"), f"{where}.name"),
-        pretrained=value.get("pretrained"),
-        random_weights=bool(value.get("random_weights", False)),
-        precision=value.get("precision"),
-        tag=value.get("tag"),
-        model_config=value.get("model_config"),
-        seed=int(value.get("seed", 0)),
-        label=str(value.get("label", "")),
+        name=value.name,
+        pretrained=pretrained,
+        random_weights=random_weights or value.random_weights,
+        precision=value.precision,
+        tag=value.tag,
+        model_config=value.model_config_,
+        seed=value.seed,
+        label=value.label,
     )
-    check_weights(spec.name, spec.pretrained, spec.random_weights, cli=False, where=where)
+    try:
+        check_weights(spec.name, spec.pretrained, spec.random_weights, cli=False, where=f"models[{i}]")
+    except InputError as e:
+        raise InputError(f"{source}: {e}") from None
     return spec
 
 
-def _method(value: Any, where: str) -> MethodSpec:
-    if isinstance(value, str):
-        value = {"name": value}
-    if not isinstance(value, Mapping) or "name" not in value:
-        raise InputError(f"{where} must be a method name or a table with name = ... and params = {{...}}")
-    params = value.get("params", {})
-    if not isinstance(params, Mapping):
-        raise InputError(f"{where}.params must be a table, e.g. {{groups = 100}}")
-    name = canonical_method(value["name"])
+def _method(value: str | MethodTable, i: int, source: str) -> MethodSpec:
+    table = MethodTable(name=value) if isinstance(value, str) else value
+    where = f"{source}: methods[{i}]"
     try:
-        check_params(name, params)  # the registry's parameters and limits, before any model is loaded
+        name = canonical_method(table.name)
+    except InputError as e:
+        raise InputError(f"{where}.name: {e}") from None
+    try:
+        check_params(name, table.params)  # the registry's parameters and limits, before any model is loaded
     except InputError as e:
         raise InputError(f"{where}.params: {e}") from None
-    return MethodSpec(name=name, params=tuple(sorted(params.items())), label=str(value.get("label", "")))
+    return MethodSpec(name=name, params=tuple(sorted(table.params.items())), label=table.label)
+
+
+def _check_runtime(cfg: GridConfig) -> None:
+    """Templates, device and precisions: what would otherwise fail in every cell after the model loads."""
+    src = cfg.source or "grid"
+    try:
+        templates = cfg.path(cfg.templates) if Path(cfg.path(cfg.templates)).exists() else cfg.templates
+        resolve_templates(templates)
+    except InputError as e:
+        raise InputError(f"{src}: grid.templates = {_show(cfg.templates)}: {e}") from None
+    try:
+        device = resolve_device(cfg.device)
+        for i, m in enumerate(cfg.models):
+            try:
+                resolve_precision(m.precision, device)
+            except InputError as e:
+                raise InputError(f"{src}: models[{i}].precision = {_show(m.precision)}: {e}") from None
+    except NegvocabError as e:
+        if str(e).startswith(src):
+            raise
+        raise InputError(f"{src}: grid.device = {_show(cfg.device)}: {e}") from None
 
 
 def parse_config(doc: Mapping[str, Any], *, base: str = ".", source: str = "", random_weights: bool = False) -> GridConfig:
     """A :class:`GridConfig` from a TOML document (a dict). ``random_weights`` replaces every model's
     weights by random ones (a dry run, as ``negvocab grid run --random-weights``)."""
-    unknown = set(doc) - {"grid", "models", "id", "ood", "vocabularies", "methods"}
-    if unknown:
-        raise InputError(f"{source or 'grid'}: unknown section(s) {', '.join(sorted(unknown))}")
-    g = doc.get("grid", {})
-    models = doc.get("models")
-    if not isinstance(models, list) or not models:
-        raise InputError(f"{source or 'grid'}: no [[models]]; add at least one")
-    if random_weights:
-        models = [{**{k: v for k, v in m.items() if k != "pretrained"}, "random_weights": True} for m in models]
-    specs = [_model(m, f"models[{i}]") for i, m in enumerate(models)]
+    src = source or "grid"
+    d = _validate(doc, src)
+    specs = [_model(m, i, src, random_weights) for i, m in enumerate(d.models)]
     if len({m.display for m in specs}) != len(specs):
-        raise InputError("two [[models]] have the same name; give each a distinct label = ...")
-    if "id" not in doc:
-        raise InputError(f"{source or 'grid'}: no [id] image set")
-    id_spec = _image("ID", doc["id"], "id")
-    ood = doc.get("ood", {})
-    if not isinstance(ood, Mapping):
-        raise InputError("[ood] must be a table name = path")
-    ood_sets = [_image(str(k), v, f"ood.{k}") for k, v in ood.items()]
+        raise InputError(f"{src}: two [[models]] have the same name; give each a distinct label = ...")
+    id_spec = _image("ID", d.id)
+    ood_sets = [_image(str(k), v) for k, v in d.ood.items()]
     if id_spec.fi_ood:
         ood_sets.insert(0, ImageSpec(**{**id_spec.doc(), "name": "Fi-ImageNet-1k", "fi_part": "ood"}))
         id_spec = ImageSpec(**{**id_spec.doc(), "fi_part": "id"})
     if not ood_sets:
-        raise InputError(f"{source or 'grid'}: no OOD set; add [ood] name = path (or fi_ood in [id])")
+        raise InputError(f"{src}: no OOD set; add [ood] name = path (or fi_ood in [id])")
     if "mean" in {s.name for s in ood_sets}:
-        raise InputError("an OOD set may not be named 'mean' (the mean over sets is a row of that name)")
-    vocabs = [_vocab(str(k), v, f"vocabularies.{k}") for k, v in doc.get("vocabularies", {}).items()]
-    methods = [_method(m, f"methods[{i}]") for i, m in enumerate(doc.get("methods", [{"name": "neglabel"}]))]
-
+        raise InputError(f"{src}: ood.mean: an OOD set may not be named 'mean' (the mean over sets is a row of that name)")
+    vocabs = [_vocab(str(k), v, src) for k, v in d.vocabularies.items()]
+    methods = [_method(m, i, src) for i, m in enumerate(d.methods)]
     if not vocabs and any(m.name in NEEDS_NEGATIVES for m in methods):
-        raise InputError("methods that use negatives need [vocabularies]")
-    conventions = g.get("conventions", ["paper"])
-    conventions = [check_convention(c) for c in ([conventions] if isinstance(conventions, str) else conventions)]
-    try:
-        check_evaluation(tpr=g.get("tpr", 0.95), n_boot=g.get("n_boot", 1000))
-    except InputError as e:
-        raise InputError(f"[grid] {e}") from None
+        raise InputError(f"{src}: methods that use negatives need [vocabularies]")
+    g = d.grid
     cfg = GridConfig(
         models=specs,
         id_set=id_spec,
         ood_sets=ood_sets,
         vocabularies=vocabs,
         methods=methods,
-        conventions=conventions,
-        templates=str(g.get("templates", "paper8")),
-        id_classes=str(g.get("id_classes", "imagenet1k")),
-        tpr=float(g.get("tpr", 0.95)),
-        n_boot=int(g.get("n_boot", 1000)),
-        device=str(g.get("device", "auto")),
-        cache_dir=g.get("cache_dir"),
-        batch_size=g.get("batch_size"),
-        ray_num_gpus=g.get("ray_num_gpus"),
-        ray_data_min_images=g.get("ray_data_min_images"),
+        conventions=list(g.conventions),
+        templates=g.templates,
+        id_classes=g.id_classes,
+        tpr=float(g.tpr),
+        n_boot=g.n_boot,
+        device=g.device,
+        cache_dir=g.cache_dir,
+        batch_size=g.batch_size,
+        ray_num_gpus=g.ray_num_gpus,
+        ray_data_min_images=g.ray_data_min_images,
+        resources=g.resources.model_dump(),
         base=base,
         source=source,
     )
-    known = {"templates", "id_classes", "conventions", "tpr", "n_boot", "device", "cache_dir", "batch_size", "ray_num_gpus", "ray_data_min_images"}
-    unknown = set(g) - known
-    if unknown:
-        raise InputError(f"[grid]: unknown key(s) {', '.join(sorted(unknown))}")
+    _check_runtime(cfg)
     return cfg
 
 
 def load_config(path: str | os.PathLike[str], *, random_weights: bool = False) -> GridConfig:
     """Read and check a grid TOML file (paths in it are relative to its folder)."""
     p = Path(path).expanduser()
+    if p.is_dir():
+        raise InputError(f"{p}: a folder, not a grid file; give the grid's TOML file")
+    text = read_text(p, "grid file", " (a TOML file, UTF-8)")
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
-        raise InputError(f"{p}: no such grid file") from e
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{p}: not valid TOML ({e})") from e
     return parse_config(doc, base=str(p.absolute().parent), source=str(p), random_weights=random_weights)

@@ -5,13 +5,22 @@ or a resumed one reads it back) and every vocabulary's labels once; then each (v
 is scored on the ID set once and on each OOD set once, and each cell (model, vocabulary, OOD set,
 method, convention) gets its metrics from those scores.
 
-Resuming: per-image scores go to ``DIR/scores/<digest>.npz`` and each finished cell to
-``DIR/cells/<digest>.json`` (both atomic; the digest covers everything that decides the content:
-model, weights, image list, vocabulary hash or builder spec, method parameters, templates, ID
-classes, and for cells the convention, tpr and bootstrap). A cell whose file exists is skipped; a
-model whose cells are all stored is not even loaded; changing one parameter changes the digests of
-exactly the cells it touches. A model that fails (missing weights, unreadable set) marks its cells
-failed (``cells/<digest>.failed.json``, with the one-line reason) and the grid goes on.
+Resuming: per-image scores go to ``DIR/scores/<digest>.npz`` (with the facts of their vocabulary:
+size, hash, source, deployable, caveats) and each finished cell to ``DIR/cells/<digest>.json`` (both
+atomic; a cell file carries a checksum). The digest covers the content of everything that decides
+the result: model and weights, each image file (the embedding cache's key: path, size, modification
+time, so an image replaced in place reruns its cells), the vocabulary file's bytes and labels' hash
+or the builder spec, method parameters, templates, ID classes, and for cells the convention, tpr and
+bootstrap. A cell whose valid file exists is skipped; a damaged one is computed again; a model whose
+cells are all stored is not even loaded. A model that fails (missing weights) marks its cells failed
+(``cells/<digest>.failed.json``, with the one-line reason); a vocabulary file or OOD set that cannot
+be read fails only its own cells; the grid goes on.
+
+The output folder is claimed for the run (:mod:`negvocab.outdir`: a lock, so a second run into it
+refuses at once); a folder holding another grid's outputs is replaced only with ``overwrite``, and
+the same grid resumes in it. The tables (:func:`write_grid`) are staged and moved in by one commit;
+``grid.json`` holds only what a clean run would (the run's times and counts go to ``run.json``), so
+a resumed grid's files equal a clean run's byte for byte.
 
 Engines: ``local`` embeds in this process; ``ray`` (:mod:`negvocab.grid.ray_engine`) embeds the
 image sets and label lists as Ray tasks into the shared cache folder first, after which this
@@ -22,8 +31,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.atomic import write_json
-from negvocab.errors import InputError, NegvocabError
+from negvocab.errors import DiskFullError, InputError, NegvocabError
 from negvocab.grid.config import GridConfig, load_config, spec_digest
 from negvocab.grid.ray_engine import run_models_on_ray
 from negvocab.grid.tables import GridResult
@@ -44,7 +54,12 @@ from negvocab.grid.work import (
     merge_stats,
     open_sets,
     plan_cells,
+    read_cell,
+    read_failure,
+    stored_json,
+    write_failure,
 )
+from negvocab.outdir import FolderClaim, claim_folder, staged_folder
 from negvocab.scoring import metrics as M
 
 if TYPE_CHECKING:
@@ -52,7 +67,15 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["grid_status", "mean_intervals", "run_grid"]
+__all__ = ["GRID_OUTPUTS", "SOURCE_FILE", "claim_grid_folder", "failure_summary", "grid_source", "grid_status", "mean_intervals", "read_source", "run_grid", "write_grid"]
+
+#: what identifies the grid a folder holds (the grid file and the --random-weights flag)
+SOURCE_FILE = "grid_source.json"
+#: the tables a grid run commits (the sweep figures ``sweep_*`` besides); ``grid.json`` is the marker
+GRID_OUTPUTS = ("table.csv", "table.parquet", "pivots.md", "pivots.tex", "comparisons.md", "run.json", "grid.json")
+#: the stats that differ between a clean and a resumed run (times, counts of work done): ``run.json``
+RUN_STATS = ("seconds", "score_seconds", "embed_calls", "cells_to_run", "vocabularies")
+
 
 
 def _cells_by_model(cfg: GridConfig, cells: Iterable[Cell]) -> dict[str, list[Cell]]:
@@ -65,21 +88,70 @@ def _cells_by_model(cfg: GridConfig, cells: Iterable[Cell]) -> dict[str, list[Ce
 def grid_status(cfg: GridConfig, out_dir: str | Path) -> dict[str, Any]:
     """Done / pending / failed cells of a grid in ``out_dir``, per model and in total (nothing is run)."""
     out = Path(out_dir)
-    cells = plan_cells(cfg, open_sets(cfg))
+    errors: dict[str, str] = {}
+    cells = plan_cells(cfg, open_sets(cfg, errors), errors)
     per: dict[str, dict[str, int]] = {}
     failed: list[dict[str, Any]] = []
     for c in cells:
         row = per.setdefault(c.model, {"done": 0, "pending": 0, "failed": 0})
-        if (out / "cells" / f"{c.digest}.json").exists():
+        done = read_cell(out, c, drop=False) is not None  # status changes nothing
+        error = None if done else read_failure(out, c, drop=False)
+        if done:
             row["done"] += 1
-        elif (out / "cells" / f"{c.digest}.failed.json").exists():
+        elif error is not None:
             row["failed"] += 1
-            info = json.loads((out / "cells" / f"{c.digest}.failed.json").read_text())
-            failed.append({"cell": list(c.key()), "error": info.get("error", "")})
+            failed.append({"cell": list(c.key()), "error": error})
         else:
             row["pending"] += 1
     total = {k: sum(r[k] for r in per.values()) for k in ("done", "pending", "failed")}
     return {"total": total, "models": per, "failed": failed, "cells": len(cells)}
+
+
+def read_source(folder: Path) -> dict[str, Any] | None:
+    """The grid a results folder holds (``grid_source.json``: the grid file, the random-weights
+    flag), None when there is none; a damaged one is one line."""
+    path = folder / SOURCE_FILE
+    try:
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: not a readable grid source file ({type(e).__name__}); give the grid file and -o instead") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("config"), str) or not isinstance(doc.get("random_weights", False), bool):
+        raise InputError(f"{path}: not a grid source file (a table with config = the grid file); give the grid file and -o instead")
+    return doc
+
+
+def grid_source(cfg: GridConfig, random_weights: bool = False) -> dict[str, Any]:
+    """What identifies a grid's folder: its file (absolute) and the ``--random-weights`` flag."""
+    return {"config": str(Path(cfg.source).absolute()) if cfg.source else "", "random_weights": random_weights}
+
+
+def claim_grid_folder(out: Path, source: dict[str, Any], *, overwrite: bool) -> FolderClaim:
+    """Claim ``out`` for a run of the grid ``source`` (see :mod:`negvocab.outdir`): a run of the same
+    grid resumes there; another grid's (or another command's) outputs are replaced only with
+    ``overwrite``. Records ``source`` in the folder."""
+    same = (out / SOURCE_FILE).is_file() and _same_source(out, source)
+    outputs = [] if same else [*GRID_OUTPUTS, SOURCE_FILE, *_sweeps(out)]
+    claim = claim_folder(out, outputs, overwrite=overwrite)
+    try:
+        if not same:
+            write_json(out / SOURCE_FILE, source)
+    except BaseException:
+        claim.release()
+        raise
+    return claim
+
+
+def _same_source(out: Path, source: dict[str, Any]) -> bool:
+    try:
+        return read_source(out) == source
+    except InputError:
+        return False  # a damaged record: not this grid's, replaced only with overwrite
+
+
+def _sweeps(out: Path) -> list[str]:
+    return sorted(p.name for p in out.glob("sweep_*")) if out.is_dir() else []
 
 
 def run_grid(
@@ -89,12 +161,14 @@ def run_grid(
     engine: str = "local",
     ray_address: str | None = None,
     random_weights: bool = False,
+    overwrite: bool = False,
     on_model: Callable[[str, str], None] | None = None,
 ) -> GridResult:
     """Run (or resume) a grid and return its :class:`~negvocab.grid.tables.GridResult`.
 
     ``config`` is a :class:`GridConfig` or the path of a grid TOML file; ``out_dir`` keeps the
-    stored scores and cells (default: a folder named after the file, next to it). ``engine`` is
+    stored scores and cells (default: a folder named after the file, next to it); it may hold this
+    grid's earlier run (resumed) and holds another grid's only with ``overwrite``. ``engine`` is
     ``"local"`` or ``"ray"`` (``ray_address``: an existing cluster; default: a local one started for
     the run). ``on_model(model, status)`` is called as each model starts and ends (progress).
     """
@@ -104,20 +178,34 @@ def run_grid(
     if not Path(cfg.base).is_absolute():  # paths the same wherever the work runs (a Ray worker's folder differs)
         cfg = replace(cfg, base=str(Path(cfg.base).absolute()))
     out = Path(out_dir) if out_dir is not None else Path(cfg.base) / (Path(cfg.source).stem or "grid")
-    (out / "cells").mkdir(parents=True, exist_ok=True)
-    (out / "scores").mkdir(parents=True, exist_ok=True)
-    (out / "means").mkdir(parents=True, exist_ok=True)
+    claim = claim_grid_folder(out, grid_source(cfg, random_weights), overwrite=overwrite)
+    try:
+        return _run_claimed(cfg, out, engine, ray_address, on_model)
+    finally:
+        claim.release()
+
+
+def _run_claimed(cfg: GridConfig, out: Path, engine: str, ray_address: str | None, on_model: Callable[[str, str], None] | None) -> GridResult:
+    try:
+        for sub in ("cells", "scores", "means"):
+            (out / sub).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot write into {out}: {e.strerror or e}") from e
     t0 = time.perf_counter()
-    sets = open_sets(cfg)
-    cells = plan_cells(cfg, sets)
+    set_errors: dict[str, str] = {}
+    sets = open_sets(cfg, set_errors)
+    cells = plan_cells(cfg, sets, set_errors)
     stats: dict[str, Any] = {"embed_calls": {}, "cells": len(cells), "engine": engine}
-    by_model = _cells_by_model(cfg, cells)
+    for c in cells:
+        if c.error:  # a bad vocabulary file or OOD set: its cells fail, the rest runs
+            write_failure(out, c, c.error)
+    by_model = _cells_by_model(cfg, [c for c in cells if not c.error])
     todo: list[ModelWork] = []
     for m in cfg.models:
-        work = ModelWork(m, [c for c in by_model[m.display] if not (out / "cells" / f"{c.digest}.json").exists()])
+        work = ModelWork(m, [c for c in by_model[m.display] if read_cell(out, c) is None])
         for c in work.cells:
             for digest, set_name in ((c.id_scores, "ID"), (c.ood_scores, c.ood_set)):
-                if not (out / "scores" / f"{digest}.npz").exists():
+                if load_scores(out / "scores" / f"{digest}.npz") is None:
                     work.missing[digest] = (c.vocabulary, c.method, set_name)
         if work.cells:
             todo.append(work)
@@ -145,21 +233,65 @@ def run_grid(
             if work.missing and engine == "local":
                 merge_stats(stats, compute_model(cfg, work, sets, out))
             finish_cells(cfg, work, out, stats, None)
+        except DiskFullError:
+            raise  # not the model's fault: the run stops, a rerun resumes where it stopped
         except NegvocabError as e:
             logger.error("%s: %s", name, e)
             for c in work.cells:
-                write_json(out / "cells" / f"{c.digest}.failed.json", {"cell": list(c.key()), "error": str(e)})
+                if read_cell(out, c) is None:
+                    write_failure(out, c, str(e))
         if on_model:
             on_model(name, "done")
     stats["seconds"] = round(time.perf_counter() - t0, 2)
-    rows = []
-    for c in cells:
-        path = out / "cells" / f"{c.digest}.json"
-        if path.exists():
-            rows.append(json.loads(path.read_text(encoding="utf-8"))["row"])
+    rows = [row for row in (read_cell(out, c) for c in cells) if row is not None]
     stats.pop("_files", None)
     means = mean_intervals(cfg, cells, out)
     return GridResult(rows, cfg, stats=stats, out_dir=out, status=grid_status(cfg, out) if cells else {}, means=means)
+
+
+def _read_means(path: Path) -> dict[str, float] | None:
+    """A stored interval of the mean, or None (missing; a damaged one is logged and computed again)."""
+    there, doc = stored_json(path)
+    if not there:
+        return None
+    if not isinstance(doc, dict) or not all(isinstance(v, float) for v in doc.values()):
+        logger.warning("%s: a damaged stored interval; computing it again", path)
+        return None
+    return doc
+
+
+def write_grid(res: GridResult, out_dir: str | Path, *, overwrite: bool = False) -> Path:
+    """Write a grid's tables into ``out_dir`` as one commit (:func:`negvocab.outdir.staged_folder`:
+    staged, ``grid.json`` last; a failure leaves the earlier tables whole). ``grid.json`` holds what
+    a clean run holds; the run's times and counts go to ``run.json``. Figures carry a fixed date
+    (``SOURCE_DATE_EPOCH``, default 0) and SVG ids a fixed salt, so the same grid gives the same bytes."""
+    import matplotlib
+
+    out = Path(out_dir)
+    outputs = [*GRID_OUTPUTS, *_sweeps(out)]
+    kept = {k: v for k, v in res.stats.items() if k not in RUN_STATS}
+    run = {k: v for k, v in res.stats.items() if k in RUN_STATS}
+    run["embed_calls"] = {f"{m} / {s}": n for (m, s), n in run.get("embed_calls", {}).items()}
+    tables = GridResult(res.rows, res.config, stats=kept, out_dir=out, status=res.status, means=res.means)
+    fix_date = "SOURCE_DATE_EPOCH" not in os.environ
+    if fix_date:
+        os.environ["SOURCE_DATE_EPOCH"] = "0"
+    try:
+        with staged_folder(out, outputs, "grid.json", overwrite=overwrite) as stage, matplotlib.rc_context({"svg.hashsalt": "negvocab-grid"}):
+            tables.write(stage)
+            write_json(stage / "run.json", {**json.loads(json.dumps(run, default=str)), "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    finally:
+        if fix_date:
+            os.environ.pop("SOURCE_DATE_EPOCH", None)
+    return out
+
+
+def failure_summary(status: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """Each distinct failure reason with how many cells it failed, most first."""
+    counts: dict[str, int] = {}
+    for f in status.get("failed", []):
+        counts[f["error"]] = counts.get(f["error"], 0) + 1
+    return sorted(counts.items(), key=lambda kv: -kv[1])
 
 
 def mean_intervals(cfg: GridConfig, cells: Iterable[Cell], out: Path) -> dict[tuple[str, str, str, str], dict[str, float]]:
@@ -171,11 +303,12 @@ def mean_intervals(cfg: GridConfig, cells: Iterable[Cell], out: Path) -> dict[tu
         groups.setdefault((c.model, c.vocabulary, c.method, c.convention), []).append(c)
     result = {}
     for key, members in groups.items():
-        if len(members) < 2 or not cfg.n_boot or not all((out / "cells" / f"{c.digest}.json").exists() for c in members):
+        if len(members) < 2 or not cfg.n_boot or not all(read_cell(out, c) is not None for c in members):
             continue
         path = out / "means" / f"{spec_digest(sorted(c.digest for c in members))}.json"
-        if path.exists():
-            result[key] = json.loads(path.read_text(encoding="utf-8"))
+        stored = _read_means(path)
+        if stored is not None:
+            result[key] = stored
             continue
         draws: dict[str, list[np.ndarray]] = {}
         for c in members:

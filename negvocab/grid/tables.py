@@ -326,9 +326,11 @@ class GridResult:
             write_json(out / "scores_index.json", index)
         write_text(out / "comparisons.md", "\n".join(f"- {s}" for s in self.comparisons()) + "\n")
         swept = dict.fromkeys(r["vocabulary"].rsplit("@", 1)[0] for r in table if "@" in r["vocabulary"])
+        sets = list(dict.fromkeys(r["ood_set"] for r in self.rows))
+        on = sets[0] if len(sets) == 1 else "mean"  # one OOD set: no mean row, the sweep is over that set
         for vocab in swept:
             for ext in ("pdf", "svg"):
-                self.plot_sweep(out / f"sweep_{vocab}.{ext}", vocabulary=vocab)
+                self.plot_sweep(out / f"sweep_{vocab}.{ext}", vocabulary=vocab, ood_set=on)
         stats = {k: (v if k != "embed_calls" else {f"{m} / {s}": n for (m, s), n in v.items()}) for k, v in self.stats.items()}
         doc = {"stats": stats, "status": self.status, "random_weights": self.random_weights}
         if self.random_weights:

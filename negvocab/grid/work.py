@@ -6,10 +6,12 @@ scoring from the cache, and the cell files. Both engines (:mod:`negvocab.grid.ru
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
 import time
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,7 @@ from negvocab.labels.candidates import sample_pool
 from negvocab.labels.imagenet import imagenet1k, read_id_classes
 from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import NEEDS_NEGATIVES
+from negvocab.vlm.images import _file_key
 from negvocab.vlm.model import VLM
 from negvocab.vocab import Vocabulary
 
@@ -37,7 +40,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Cell", "ModelWork", "compute_model", "finish_cells", "load_model", "load_scores", "merge_stats", "method_spec", "open_sets", "plan_cells"]
+__all__ = [
+    "Cell", "ModelWork", "compute_model", "finish_cells", "load_model", "load_score_file", "load_scores", "merge_stats", "method_spec",
+    "open_sets", "plan_cells", "read_cell", "read_failure", "stored_json", "write_failure",
+]  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------------
@@ -61,9 +67,30 @@ def open_set(cfg: GridConfig, spec: ImageSpec) -> ImageSet:
     return open_image_set(cfg.path(spec.path), layout=spec.layout, name=spec.name, image_root=root)
 
 
-def open_sets(cfg: GridConfig) -> dict[str, ImageSet]:
-    """Every image set of the grid by name (``"ID"`` first)."""
-    return {"ID": open_set(cfg, cfg.id_set), **{s.name: open_set(cfg, s) for s in cfg.ood_sets}}
+def open_sets(cfg: GridConfig, errors: dict[str, str] | None = None) -> dict[str, ImageSet]:
+    """Every image set of the grid by name (``"ID"`` first). With ``errors``, an OOD set that cannot
+    be opened is left out and its one-line reason recorded there (only its cells fail)."""
+    sets = {"ID": open_set(cfg, cfg.id_set)}
+    for spec in cfg.ood_sets:
+        try:
+            sets[spec.name] = open_set(cfg, spec)
+        except InputError as e:
+            if errors is None:
+                raise
+            errors[spec.name] = f"ood.{spec.name}: {e}"
+    return sets
+
+
+def set_digest(s: ImageSet) -> str:
+    """The content identity of an image set: its ids and each file's cache key (the embedding
+    cache's: resolved path, size, modification time), so an image replaced in place changes it."""
+    keys = []
+    for path in s.paths:
+        try:
+            keys.append(_file_key(path))
+        except OSError:
+            keys.append(f"{path}|unreadable")
+    return spec_digest({"ids": s.ids, "files": keys})
 
 
 def _model_doc(cfg: GridConfig, m: ModelSpec) -> dict[str, Any]:
@@ -75,12 +102,29 @@ def _model_doc(cfg: GridConfig, m: ModelSpec) -> dict[str, Any]:
     return doc
 
 
-def _vocab_docs(cfg: GridConfig, v: VocabSpec, model: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Identity of each grid vocabulary name of ``v`` (per model for builders)."""
+def _vocab_docs(cfg: GridConfig, v: VocabSpec, model: dict[str, Any], files: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Identity of each grid vocabulary name of ``v`` (per model for builders): a file's by its
+    content digest and its labels' hash. A file that cannot be read or parsed, or a size larger than
+    it, gives ``{"error": reason}`` (only the cells of that entry fail). ``files`` memoizes."""
     if v.file:
-        base = {"file": _file_digest(cfg.path(v.file))}
-    else:
-        base = {"builder": v.builder, "options": list(v.options), "model": model}
+        if v.file not in files:
+            try:
+                files[v.file] = {"file": _file_digest(cfg.path(v.file)), "labels": Vocabulary.load(cfg.path(v.file))}
+            except InputError as e:
+                files[v.file] = {"error": f"vocabularies.{v.name}: {e}"}
+        got = files[v.file]
+        if "error" in got:
+            return {name: {"error": got["error"]} for name in v.names()}
+        out = {}
+        for name, size in zip(v.names(), v.sizes or (None,), strict=True):
+            n = len(got["labels"])
+            if size is not None and size > n:
+                out[name] = {"error": f"vocabularies.{v.name}: size {size} exceeds its {n} labels"}
+            else:
+                labels = got["labels"].head(size) if size is not None else got["labels"]
+                out[name] = {"file": got["file"], "size": size, "hash": labels.short_hash}
+        return out
+    base = {"builder": v.builder, "options": list(v.options), "model": model}
     return {name: {**base, "size": size} for name, size in zip(v.names(), v.sizes or (None,), strict=True)}
 
 
@@ -96,6 +140,7 @@ class Cell:
     digest: str
     id_scores: str
     ood_scores: str
+    error: str = ""  # why the cell cannot run (a bad vocabulary file or OOD set): it fails alone
 
     def key(self) -> tuple[str, str, str, str, str]:
         return (self.model, self.vocabulary, self.ood_set, self.method, self.convention)
@@ -105,26 +150,30 @@ def _id_classes_doc(cfg: GridConfig) -> str:
     return "imagenet1k" if cfg.id_classes == "imagenet1k" else _file_digest(cfg.path(cfg.id_classes))
 
 
-def plan_cells(cfg: GridConfig, sets: Mapping[str, ImageSet]) -> list[Cell]:
-    """Every cell of the grid, in model, vocabulary, OOD set, method, convention order."""
-
-    set_docs = {name: spec_digest({"paths": s.paths, "ids": s.ids}) for name, s in sets.items()}
+def plan_cells(cfg: GridConfig, sets: Mapping[str, ImageSet], set_errors: Mapping[str, str] | None = None) -> list[Cell]:
+    """Every cell of the grid, in model, vocabulary, OOD set, method, convention order. Each digest
+    covers the content of what decides it (image files, vocabulary labels, parameters); an OOD set in
+    ``set_errors`` (or a bad vocabulary file) gives cells carrying that error."""
+    set_errors = set_errors or {}
+    set_docs = {name: set_digest(s) for name, s in sets.items()}
     common = {"templates": cfg.templates, "id_classes": _id_classes_doc(cfg)}
     cells = []
+    files: dict[str, Any] = {}
     for m in cfg.models:
         mdoc = _model_doc(cfg, m)
         vdocs: dict[str, dict[str, Any]] = {}
         for v in cfg.vocabularies:
-            vdocs.update(_vocab_docs(cfg, v, mdoc))
+            vdocs.update(_vocab_docs(cfg, v, mdoc, files))
         for meth in cfg.methods:
             for vname in vdocs if meth.name in NEEDS_NEGATIVES else [""]:
                 score_doc = {**common, "model": mdoc, "vocab": vdocs.get(vname), "method": meth.name, "params": list(meth.params)}
                 id_d = spec_digest({**score_doc, "set": set_docs["ID"]})
                 for ood in (s.name for s in cfg.ood_sets):
-                    ood_d = spec_digest({**score_doc, "set": set_docs[ood]})
+                    ood_d = spec_digest({**score_doc, "set": set_docs.get(ood, set_errors.get(ood))})
+                    error = (vdocs.get(vname) or {}).get("error") or set_errors.get(ood, "")
                     for conv in cfg.conventions:
                         metrics = {"id": id_d, "ood": ood_d, "convention": conv, "tpr": cfg.tpr, "n_boot": cfg.n_boot}
-                        cells.append(Cell(m.display, vname, ood, meth.display, conv, spec_digest(metrics), id_d, ood_d))
+                        cells.append(Cell(m.display, vname, ood, meth.display, conv, spec_digest(metrics), id_d, ood_d, error))
     return cells
 
 
@@ -153,11 +202,13 @@ def id_classes(cfg: GridConfig) -> Any:
     return imagenet1k() if cfg.id_classes == "imagenet1k" else read_id_classes(cfg.path(cfg.id_classes))
 
 
-def resolve_vocabularies(cfg: GridConfig, vlm: VLM, files: dict[str, Vocabulary]) -> dict[str, Vocabulary]:
-    """Every grid vocabulary for this model: files (loaded once for all models, ``files`` memo) and
-    builder specs (built with this model; heads of one ranking per size)."""
+def resolve_vocabularies(cfg: GridConfig, vlm: VLM, files: dict[str, Vocabulary], names: set[str] | None = None) -> dict[str, Vocabulary]:
+    """The grid vocabularies (those in ``names``, default all) for this model: files (loaded once for
+    all models, ``files`` memo) and builder specs (built with this model; heads of one ranking per size)."""
     out: dict[str, Vocabulary] = {}
     for v in cfg.vocabularies:
+        if names is not None and not names & set(v.names()):
+            continue
         if v.file:
             if v.file not in files:
                 files[v.file] = Vocabulary.load(cfg.path(v.file))
@@ -174,17 +225,96 @@ def resolve_vocabularies(cfg: GridConfig, vlm: VLM, files: dict[str, Vocabulary]
     return out
 
 
-def _save_scores(path: Path, scores: np.ndarray) -> None:
-    with atomic_path(path, suffix=".npz") as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, scores=scores)
+def _save_scores(path: Path, scores: np.ndarray, meta: Mapping[str, Any]) -> None:
+    """A score file: the scores (float64) and, beside them, what a cell row needs of its vocabulary
+    (``meta``, JSON), so a resumed grid reports exactly what a clean one does. Written atomically and
+    byte for byte the same for the same content (no time stamps in the zip members)."""
+    members = {"scores": np.asarray(scores, dtype=np.float64), "meta": np.array(json.dumps(meta, sort_keys=True))}
+    with atomic_path(path, suffix=".npz") as tmp, zipfile.ZipFile(tmp, "w") as zf:
+        for name, arr in members.items():
+            with zf.open(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), "w") as fh:
+                np.lib.format.write_array(fh, arr, allow_pickle=False)
+
+
+def load_score_file(path: Path) -> tuple[np.ndarray, dict[str, Any]] | None:
+    """The scores and vocabulary facts of a score file, or None when it is missing, torn, bit-flipped
+    (the zip's CRC), of another shape or dtype, or of an older format (one line is logged; the caller
+    computes it again)."""
+    if not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            scores, meta = z["scores"], json.loads(str(z["meta"][()]))
+        if scores.ndim != 1 or scores.dtype != np.float64 or not len(scores) or not isinstance(meta, dict):
+            raise ValueError("not a 1-D float64 score array with its facts")
+        return scores, meta
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+        logger.warning("%s: not a valid score file (%s); computing it again", path, str(e).splitlines()[0] if str(e) else type(e).__name__)
+        path.unlink(missing_ok=True)
+        return None
 
 
 def load_scores(path: Path) -> np.ndarray | None:
+    """The scores of a score file (see :func:`load_score_file`)."""
+    got = load_score_file(path)
+    return None if got is None else got[0]
+
+
+def _checked(row: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(row, sort_keys=True, allow_nan=True).encode()).hexdigest()
+
+
+def stored_json(path: Path) -> tuple[bool, Any]:
+    """``(True, document)`` of a stored JSON file, ``(True, None)`` when it is there but unreadable
+    or not JSON (the caller names it in one line and computes it again), ``(False, None)`` when absent."""
     try:
-        with np.load(path, allow_pickle=False) as z:
-            return np.asarray(z["scores"], dtype=np.float64)
-    except (OSError, ValueError, KeyError):
+        return True, json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        return False, None
+    except (OSError, ValueError):
+        return True, None
+
+
+def read_cell(out: Path, cell: Cell, *, drop: bool = True) -> dict[str, Any] | None:
+    """The stored row of ``cell``, or None when it is not stored; a file that is not this cell's
+    (garbage, a list, a flipped bit caught by its checksum, another digest) is logged in one line
+    and (``drop``) removed, to be computed again."""
+    path = out / "cells" / f"{cell.digest}.json"
+    there, doc = stored_json(path)
+    if not there:
         return None
+    ok = isinstance(doc, dict) and isinstance(doc.get("row"), dict) and doc.get("digest") == cell.digest
+    if not ok or doc.get("sha256") != _checked(doc["row"]):
+        logger.warning("%s: a damaged cell file (unreadable, not this cell's row, or its checksum differs); the cell is computed again", path)
+        if drop:
+            path.unlink(missing_ok=True)
+        return None
+    return doc["row"]
+
+
+def _write_cell(out: Path, cell: Cell, row: Mapping[str, Any]) -> None:
+    write_json(out / "cells" / f"{cell.digest}.json", {"row": dict(row), "digest": cell.digest, "sha256": _checked(row)})
+    (out / "cells" / f"{cell.digest}.failed.json").unlink(missing_ok=True)
+
+
+def write_failure(out: Path, cell: Cell, error: str) -> None:
+    """Mark ``cell`` failed with its one-line reason."""
+    write_json(out / "cells" / f"{cell.digest}.failed.json", {"cell": list(cell.key()), "error": error})
+
+
+def read_failure(out: Path, cell: Cell, *, drop: bool = True) -> str | None:
+    """The reason ``cell`` failed, or None when it is not marked failed (a damaged mark counts as
+    none and, with ``drop``, is removed)."""
+    path = out / "cells" / f"{cell.digest}.failed.json"
+    there, doc = stored_json(path)
+    if not there:
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("error"), str):
+        logger.warning("%s: a damaged failure mark; the cell counts as pending", path)
+        if drop:
+            path.unlink(missing_ok=True)
+        return None
+    return doc["error"]
 
 
 @dataclass
@@ -215,7 +345,8 @@ def score_model(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], 
         logger.info("%s: %s embedded (%d images) in %.1fs", work.spec.display, name, len(sets[name]), time.perf_counter() - t0)
     classes = id_classes(cfg)
     class_emb = vlm.encode_text(list(classes.names), cfg.templates, pos="n", batch_size=cfg.batch_size)
-    vocabs = resolve_vocabularies(cfg, vlm, stats.setdefault("_files", {})) if any(v for v, _, _ in work.missing.values()) else {}
+    needed = {v for v, _, _ in work.missing.values() if v}
+    vocabs = resolve_vocabularies(cfg, vlm, stats.setdefault("_files", {}), needed) if needed else {}
     stats.setdefault("vocabularies", {}).setdefault(work.spec.display, {}).update({k: _vocab_info(v) for k, v in vocabs.items()})
     neg_emb: dict[str, np.ndarray] = {}
     t_score = 0.0
@@ -232,16 +363,15 @@ def score_model(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], 
         else:
             s = score(spec.name, emb.embeddings, class_emb, neg_emb.get(vname), device=vlm.device, **params)
         t_score += time.perf_counter() - t0
-        _save_scores(out / "scores" / f"{digest}.npz", np.asarray(s, dtype=np.float64))
+        meta = {"vocab": _vocab_info(vocabs[vname])} if vname else {"vocab": None}
+        _save_scores(out / "scores" / f"{digest}.npz", np.asarray(s, dtype=np.float64), meta)
     stats["score_seconds"] = stats.get("score_seconds", 0.0) + t_score
 
 
 def _vocab_info(v: Vocabulary) -> dict[str, Any]:
-    caveats = dict(v.settings.get("caveats") or {})
-    if v.settings.get("oracle") and "oracle" not in caveats:
-        caveats["oracle"] = "built from the benchmark's OOD labels"
-    deployable = bool(getattr(v, "deployable", v.settings.get("deployable", not caveats)))
-    return {"size": len(v), "hash": v.short_hash, "source": v.source, "deployable": deployable and not caveats, "caveats": caveats, "random_weights": v.random_weights}
+    """What a cell row reports of its vocabulary (stored with its score files)."""
+    caveats = dict(v.caveats)
+    return {"size": len(v), "hash": v.short_hash, "source": v.source, "deployable": bool(v.deployable) and not caveats, "caveats": caveats, "random_weights": v.random_weights}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -311,36 +441,17 @@ def merge_stats(stats: dict[str, Any], more: Mapping[str, Any]) -> None:
 
 
 def finish_cells(cfg: GridConfig, work: ModelWork, out: Path, stats: dict[str, Any], vlm: VLM | None) -> None:
-    """Metrics of every pending cell of a model from its stored scores; each cell stored atomically."""
-    vinfo = stats.get("vocabularies", {}).get(work.spec.display)
+    """Metrics of every pending cell of a model from its stored scores (and the vocabulary facts
+    stored with them); each cell stored atomically with its checksum."""
     for c in work.cells:
-        s_id, s_ood = load_scores(out / "scores" / f"{c.id_scores}.npz"), load_scores(out / "scores" / f"{c.ood_scores}.npz")
-        if s_id is None or s_ood is None:  # a torn or deleted score file: recompute it
+        s_id, s_ood = load_score_file(out / "scores" / f"{c.id_scores}.npz"), load_score_file(out / "scores" / f"{c.ood_scores}.npz")
+        if s_id is None or s_ood is None:  # a torn, damaged or deleted score file: recompute it
             if vlm is None:
                 vlm = load_model(cfg, work.spec)
             work.missing = {c.id_scores: (c.vocabulary, c.method, "ID"), c.ood_scores: (c.vocabulary, c.method, c.ood_set)}
-            score_model(cfg, work, open_sets(cfg), out, vlm, stats)
-            vinfo = stats.get("vocabularies", {}).get(work.spec.display)
-            s_id, s_ood = load_scores(out / "scores" / f"{c.id_scores}.npz"), load_scores(out / "scores" / f"{c.ood_scores}.npz")
-            assert s_id is not None and s_ood is not None
-        if c.vocabulary and (vinfo is None or c.vocabulary not in vinfo):
-            vinfo = _stored_vocab_info(out, work.spec.display, vinfo)
-        row = cell_row(cfg, c, s_id, s_ood, work.spec, (vinfo or {}).get(c.vocabulary))
-        write_json(out / "cells" / f"{c.digest}.json", {"row": row, "digest": c.digest})
-        (out / "cells" / f"{c.digest}.failed.json").unlink(missing_ok=True)
-    if vinfo:  # what later runs that need not load the model report for its vocabularies
-        write_json(out / "vocabularies.json", _merge_vocab_file(out, work.spec.display, vinfo))
-
-
-def _merge_vocab_file(out: Path, model: str, vinfo: Mapping[str, Any]) -> dict[str, Any]:
-    path = out / "vocabularies.json"
-    doc = json.loads(path.read_text()) if path.exists() else {}
-    doc.setdefault(model, {}).update(vinfo)
-    return doc
-
-
-def _stored_vocab_info(out: Path, model: str, current: dict[str, Any] | None) -> dict[str, Any]:
-    """The vocabulary facts an earlier run stored for ``model`` (a run that needs no model load)."""
-    path = out / "vocabularies.json"
-    doc = json.loads(path.read_text()) if path.exists() else {}
-    return {**doc.get(model, {}), **(current or {})}
+            score_model(cfg, work, open_sets(cfg, {}), out, vlm, stats)
+            s_id, s_ood = load_score_file(out / "scores" / f"{c.id_scores}.npz"), load_score_file(out / "scores" / f"{c.ood_scores}.npz")
+            if s_id is None or s_ood is None:
+                raise InputError(f"{out / 'scores'}: cannot store score files there")
+        row = cell_row(cfg, c, s_id[0], s_ood[0], work.spec, s_id[1].get("vocab"))
+        _write_cell(out, c, row)

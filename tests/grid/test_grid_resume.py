@@ -1,0 +1,260 @@
+"""A grid's reliability (issue 23): a resumed grid equals a clean one file for file, work is keyed by
+content, damaged stored files are computed again, the folder follows the output rules, and bad
+inputs fail only their own cells."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+import negvocab
+from negvocab.cli import app
+from tests.grid.conftest import GRID_TOML
+
+CLI = [sys.executable, "-c", "from negvocab.cli import main; main()"]
+
+#: the conftest grid's [grid] section and first model, one convention, then sets and vocabularies to fill in
+SMALL = GRID_TOML.split('[[models]]\nname = "TinyB"')[0].replace('conventions = ["paper", "openood"]', 'conventions = ["paper"]') + """
+[id]
+path = "id"
+
+[ood]
+{ood}
+
+[vocabularies]
+A = {{ file = "vocabA.txt", sizes = [4, 8] }}
+{vocab}
+
+[[methods]]
+name = "neglabel"
+params = {{ groups = 2 }}
+"""
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """Every file of a grid folder but the run's own record (times, counts of work done)."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and p.name != "run.json"}
+
+
+@pytest.fixture
+def small(grid_files, tmp_path):
+    """A one-model grid in its own folder (its images copied, so a test may replace one)."""
+    root = tmp_path / "g"
+    shutil.copytree(grid_files, root, ignore=shutil.ignore_patterns("grid_*.toml"))
+    negvocab.Vocabulary(labels=["kettle", "ladder", "tower", "glacier"], source="oracle").save(root / "oracle.json")
+
+    def write(ood: str = 'oodA = "oodA"\noodB = "oodB"', vocab: str = 'O = "oracle.json"') -> Path:
+        path = root / "grid.toml"
+        path.write_text(SMALL.format(cache=tmp_path / "cache", ood=ood, vocab=vocab))
+        return path
+
+    return root, write, tmp_path / "cache"
+
+
+def test_a_killed_grid_resumed_equals_a_clean_run_file_for_file(small, tmp_path):
+    """SIGKILL at random points (three seeds), run again: every file equals a clean run's, the
+    oracle vocabulary still marked not deployable with its size, hash and source."""
+    root, write, cache = small
+    toml = write()
+    clean = tmp_path / "clean"
+    t0 = time.monotonic()
+    subprocess.run([*CLI, "grid", "run", str(toml), "-o", str(clean)], check=True, capture_output=True)
+    took = time.monotonic() - t0
+    want = _files(clean)
+    rows = [r for r in (json.loads(v)["row"] for k, v in want.items() if k.startswith("cells/")) if r["vocabulary"] == "O"]
+    assert rows and all(r["deployable"] is False and r["vocab_size"] == 4 and r["vocab_source"] == "oracle" and r["vocab_hash"] for r in rows)
+    assert "Not deployable (oracle/transductive): O." in want["pivots.md"].decode()
+    killed_mid_run = 0
+    for seed in (0, 1, 2):
+        shutil.rmtree(cache, ignore_errors=True)  # the embeddings too are computed again, in pieces
+        out = tmp_path / f"resumed{seed}"
+        delay = np.random.default_rng(seed).uniform(0.3, 0.95) * took
+        proc = subprocess.Popen([*CLI, "grid", "run", str(toml), "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        killed_mid_run += proc.returncode == -signal.SIGKILL and not (out / "grid.json").exists()
+        again = CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(out)])  # in this process: quicker
+        assert again.exit_code == 0, again.output
+        got = _files(out)
+        assert sorted(got) == sorted(want)
+        assert [k for k in want if got[k] != want[k]] == []
+        assert json.loads((out / "run.json").read_text())["finished"]  # the times are there, apart
+    assert killed_mid_run >= 1  # at least one kill fell inside the run
+
+
+def test_an_image_replaced_in_place_reruns_its_cells(small, tmp_path):
+    root, write, _ = small
+    toml = write()
+    out = tmp_path / "out"
+    first = negvocab.run_grid(toml, out)
+    victim = root / "oodB" / "im003.png"
+    Image.fromarray(np.full((32, 32, 3), 200, dtype=np.uint8)).save(victim)
+    os.utime(victim, ns=(time.time_ns(), time.time_ns() + 10**9))
+    again = negvocab.run_grid(toml, out)
+    assert again.stats["cells_to_run"] == 3  # A@4, A@8 and O on oodB; oodA's cells kept
+    clean = negvocab.run_grid(toml, tmp_path / "clean")
+    assert again.rows == clean.rows
+    changed = {r["cell"] for r in again.rows} - {r["cell"] for r in first.rows}
+    assert len(changed) == 3 and {r["ood_set"] for r in again.rows if r["cell"] in changed} == {"oodB"}
+
+
+@pytest.mark.parametrize("damage", ["garbage", "bitflip", "list", "other-digest"])
+def test_a_damaged_cell_or_score_file_is_computed_again(small, tmp_path, damage, caplog):
+    root, write, _ = small
+    toml = write()
+    out = tmp_path / "out"
+    clean = negvocab.run_grid(toml, out)
+    cell = sorted((out / "cells").glob("*.json"))[1]
+    score = sorted((out / "scores").glob("*.npz"))[2]
+    for path in (cell, score):
+        data = bytearray(path.read_bytes())
+        if damage == "garbage":
+            data = bytearray(b"\x00\xffnot a file")
+        elif damage == "bitflip":
+            i = len(data) // 2 if path.suffix == ".npz" else data.index(b'"fpr": ') + 9
+            data[i] ^= 0x04
+        elif damage == "list":
+            data = bytearray(b"[1, 2, 3]")
+        else:
+            doc = json.loads(data) if path.suffix == ".json" else None
+            data = bytearray(json.dumps({**doc, "digest": "0" * 64}).encode()) if doc else bytearray(b"PK\x03\x04")
+        path.write_bytes(bytes(data))
+    st = negvocab.grid_status(negvocab.load_grid(toml), out)
+    assert st["total"]["pending"] == 1 and st["total"]["done"] == 5
+    again = negvocab.run_grid(toml, out)
+    assert again.rows == clean.rows and again.stats["cells_to_run"] == 1
+    assert any("damaged cell file" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("source", [b"\x00\xff\xfe garbage", b"[1, 2]", b'{"config": 3}', None])
+def test_status_on_a_bad_source_record_is_one_line(tmp_path, source):
+    out = tmp_path / "out"
+    out.mkdir()
+    path = out / "grid_source.json"
+    if source is None:
+        path.mkdir()  # unreadable as a file
+    else:
+        path.write_bytes(source)
+    res = CliRunner().invoke(app, ["grid", "status", str(out)])
+    assert res.exit_code == 2 and "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1, res.output
+    assert "grid_source.json" in res.output
+
+
+def test_status_of_a_random_weights_grid_from_its_file(small, tmp_path):
+    root, write, _ = small
+    toml = write()
+    text = toml.read_text().replace('random_weights = true\n', 'pretrained = "no-such-tag"\n')
+    toml.write_text(text)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(out), "--random-weights"])
+    assert res.exit_code == 0, res.output
+    st = CliRunner().invoke(app, ["grid", "status", str(toml), "-o", str(out), "--random-weights"])
+    assert st.exit_code == 0 and st.output.split("total")[1].split() == ["6", "0", "0"], st.output
+    from_folder = CliRunner().invoke(app, ["grid", "status", str(out)])
+    assert from_folder.output == st.output
+
+
+def test_the_folder_follows_the_output_rules(small, tmp_path):
+    root, write, _ = small
+    toml = write()
+    out = tmp_path / "out"
+    assert CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(out)]).exit_code == 0
+    tables = (out / "table.csv").read_bytes()
+    assert CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(out)]).exit_code == 0  # the same grid resumes
+    other = root / "other.toml"
+    other.write_text(toml.read_text().replace("sizes = [4, 8]", "sizes = [4]"))
+    refused = CliRunner().invoke(app, ["grid", "run", str(other), "-o", str(out)])
+    assert refused.exit_code == 2 and "--overwrite" in refused.output and len(refused.output.strip().splitlines()) == 1
+    assert (out / "table.csv").read_bytes() == tables and not list(out.glob(".negvocab-*"))
+    replaced = CliRunner().invoke(app, ["grid", "run", str(other), "-o", str(out), "--overwrite"])
+    assert replaced.exit_code == 0 and "A@8" not in (out / "table.csv").read_text()
+    assert not (out / "sweep_A.pdf").exists() or "A@4" in (out / "table.csv").read_text()
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    for target in (a_file, Path("/dev/null")):
+        res = CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(target)])
+        assert res.exit_code == 2 and "not a folder" in res.output and "Traceback" not in res.output, res.output
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_folder_is_one_line(small, tmp_path):
+    root, write, _ = small
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        res = CliRunner().invoke(app, ["grid", "run", str(write()), "-o", str(ro)])
+    finally:
+        ro.chmod(0o755)
+    assert res.exit_code == 2 and "cannot write into" in res.output and "Traceback" not in res.output
+
+
+def test_a_bad_vocabulary_or_ood_set_fails_only_its_cells(small, tmp_path):
+    root, write, _ = small
+    (root / "broken.json").write_bytes(b"\x89PNG\r\n\x1a\n binary")
+    toml = write(ood='oodA = "oodA"\nmissing = "no-such-folder"\noodB = "oodB"', vocab='O = "oracle.json"\nX = "broken.json"\nY = "no-such.txt"')
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(out)])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    done = [json.loads(p.read_text())["row"] for p in (out / "cells").glob("*.json") if not p.name.endswith(".failed.json")]
+    assert {(r["vocabulary"], r["ood_set"]) for r in done} == {(v, o) for v in ("A@4", "A@8", "O") for o in ("oodA", "oodB")}
+    lines = [ln for ln in res.output.splitlines() if ln.startswith("failed: ")]
+    # one line per distinct reason with its cell count: the missing set (3 good vocabularies), each bad file (3 sets)
+    assert len(lines) == 3 and sorted(int(ln.split()[1]) for ln in lines) == [3, 3, 3], res.output
+    assert any("ood.missing" in ln for ln in lines) and any("vocabularies.X" in ln for ln in lines) and any("vocabularies.Y" in ln for ln in lines)
+    assert (out / "grid.json").exists() and "A@4" in (out / "table.csv").read_text()
+
+
+def test_one_ood_set_and_a_sized_vocabulary_finish(small, tmp_path):
+    root, write, _ = small
+    toml = write(ood='oodA = "oodA"', vocab="")
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert json.loads((out / "grid.json").read_text())["status"]["total"]["done"] == 2
+    assert (out / "sweep_A.pdf").read_bytes()[:5] == b"%PDF-" and (out / "sweep_A.svg").exists()
+
+
+def test_help_names_the_ray_extra():
+    res = CliRunner().invoke(app, ["grid", "run", "--help"], terminal_width=200)
+    assert "negvocab[ray]" in res.output
+
+
+def test_a_full_disk_mid_grid_is_one_line_and_the_rerun_equals_a_clean_run(small, tmp_path, monkeypatch):
+    """The disk fills after three cells (ENOSPC from the write, as the kernel reports it): one line,
+    exit 2, no cell marked failed; freed, the rerun resumes and equals a clean run."""
+    import errno
+
+    root, write, _ = small
+    toml = write()
+    clean, out = tmp_path / "clean", tmp_path / "out"
+    assert CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(clean)]).exit_code == 0
+    real, written = Path.write_bytes, []
+
+    def filling(self, data):
+        if "cells" in self.parent.name or "cells" in str(self.parent):
+            written.append(self)
+            if len(written) > 3:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", filling)
+    res = CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(out)])
+    monkeypatch.setattr(Path, "write_bytes", real)
+    assert res.exit_code == 2 and "disk is full" in res.output and "Traceback" not in res.output, res.output
+    assert not list((out / "cells").glob("*.failed.json")) and not (out / "grid.json").exists()
+    assert len(list((out / "cells").glob("*.json"))) == 3
+    assert CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(out)]).exit_code == 0
+    assert _files(out) == _files(clean)
