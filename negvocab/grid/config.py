@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from negvocab.errors import InputError
+from negvocab.grid.resources import Resources, parse_resources
 from negvocab.scoring.methods import NEEDS_NEGATIVES, canonical_method, check_evaluation, check_params
 from negvocab.scoring.metrics import check_convention
 from negvocab.vlm.loading import check_weights
@@ -149,6 +150,8 @@ class GridConfig:
     batch_size: int | None = None
     ray_num_gpus: float | None = None
     ray_data_min_images: int | None = None
+    resources: Resources = field(default_factory=Resources)  # [resources]: negvocab.grid.resources
+    deterministic: bool = False  # [grid] deterministic / --deterministic: negvocab.grid.units
     base: str = "."
     source: str = ""
 
@@ -248,7 +251,7 @@ def _method(value: Any, where: str) -> MethodSpec:
 def parse_config(doc: Mapping[str, Any], *, base: str = ".", source: str = "", random_weights: bool = False) -> GridConfig:
     """A :class:`GridConfig` from a TOML document (a dict). ``random_weights`` replaces every model's
     weights by random ones (a dry run, as ``negvocab grid run --random-weights``)."""
-    unknown = set(doc) - {"grid", "models", "id", "ood", "vocabularies", "methods"}
+    unknown = set(doc) - {"grid", "models", "id", "ood", "vocabularies", "methods", "resources"}
     if unknown:
         raise InputError(f"{source or 'grid'}: unknown section(s) {', '.join(sorted(unknown))}")
     g = doc.get("grid", {})
@@ -301,10 +304,13 @@ def parse_config(doc: Mapping[str, Any], *, base: str = ".", source: str = "", r
         batch_size=g.get("batch_size"),
         ray_num_gpus=g.get("ray_num_gpus"),
         ray_data_min_images=g.get("ray_data_min_images"),
+        resources=parse_resources(doc.get("resources", {})),
+        deterministic=bool(g.get("deterministic", False)),
         base=base,
         source=source,
     )
     known = {"templates", "id_classes", "conventions", "tpr", "n_boot", "device", "cache_dir", "batch_size", "ray_num_gpus", "ray_data_min_images"}
+    known |= {"deterministic"}
     unknown = set(g) - known
     if unknown:
         raise InputError(f"[grid]: unknown key(s) {', '.join(sorted(unknown))}")

@@ -35,10 +35,10 @@ from negvocab.errors import InputError, NegvocabError
 from negvocab.grid.config import GridConfig, load_config, spec_digest
 from negvocab.grid.ray_engine import run_models_on_ray
 from negvocab.grid.tables import GridResult
+from negvocab.grid.units import deterministic_config, run_units_here
 from negvocab.grid.work import (
     Cell,
     ModelWork,
-    compute_model,
     finish_cells,
     load_scores,
     merge_stats,
@@ -90,6 +90,7 @@ def run_grid(
     ray_address: str | None = None,
     random_weights: bool = False,
     on_model: Callable[[str, str], None] | None = None,
+    deterministic: bool = False,
 ) -> GridResult:
     """Run (or resume) a grid and return its :class:`~negvocab.grid.tables.GridResult`.
 
@@ -97,10 +98,13 @@ def run_grid(
     stored scores and cells (default: a folder named after the file, next to it). ``engine`` is
     ``"local"`` or ``"ray"`` (``ray_address``: an existing cluster; default: a local one started for
     the run). ``on_model(model, status)`` is called as each model starts and ends (progress).
+    ``deterministic``: fp32, deterministic kernels, fixed shards (:mod:`negvocab.grid.units`).
     """
     if engine not in ("local", "ray"):
         raise InputError(f"unknown engine {engine!r}; choose local or ray")
     cfg = config if isinstance(config, GridConfig) else load_config(config, random_weights=random_weights)
+    if deterministic or cfg.deterministic:
+        cfg = deterministic_config(cfg)
     if not Path(cfg.base).is_absolute():  # paths the same wherever the work runs (a Ray worker's folder differs)
         cfg = replace(cfg, base=str(Path(cfg.base).absolute()))
     out = Path(out_dir) if out_dir is not None else Path(cfg.base) / (Path(cfg.source).stem or "grid")
@@ -123,12 +127,17 @@ def run_grid(
             todo.append(work)
     stats["cells_to_run"] = sum(len(w.cells) for w in todo)
     errors: dict[str, str] = {}
-    if engine == "ray" and any(w.missing for w in todo):
-        for name, result in run_models_on_ray(cfg, [w for w in todo if w.missing], sets, out, ray_address=ray_address).items():
+    if any(w.missing for w in todo):  # the units below the model (negvocab.grid.units), on either engine
+        if engine == "ray":
+            computed = run_models_on_ray(cfg, [w for w in todo if w.missing], sets, out, ray_address=ray_address)
+        else:
+            computed = run_units_here(cfg, [w for w in todo if w.missing], sets, out)
+        for name, result in computed.items():
             if isinstance(result, str):
                 errors[name] = result
             else:
                 merge_stats(stats, result)
+                stats.setdefault("model_loads", {})[name] = result.get("model_loads", 0)
                 lost = [d for w in todo if w.spec.display == name for d in w.missing if not (out / "scores" / f"{d}.npz").exists()]
                 if lost:  # the workers wrote elsewhere: computed again below, here
                     logger.warning(
@@ -142,8 +151,6 @@ def run_grid(
         try:
             if name in errors:
                 raise NegvocabError(errors[name])
-            if work.missing and engine == "local":
-                merge_stats(stats, compute_model(cfg, work, sets, out))
             finish_cells(cfg, work, out, stats, None)
         except NegvocabError as e:
             logger.error("%s: %s", name, e)

@@ -174,9 +174,11 @@ def resolve_vocabularies(cfg: GridConfig, vlm: VLM, files: dict[str, Vocabulary]
     return out
 
 
-def _save_scores(path: Path, scores: np.ndarray) -> None:
+def _save_scores(path: Path, scores: np.ndarray, meta: Mapping[str, Any] | None = None) -> None:
+    """``scores`` (and, when given, ``meta``: who made them, a JSON string; see negvocab.grid.units)."""
+    extra = {"meta": np.array(json.dumps(dict(meta), sort_keys=True))} if meta else {}
     with atomic_path(path, suffix=".npz") as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, scores=scores)
+        np.savez(fh, scores=scores, **extra)
 
 
 def load_scores(path: Path) -> np.ndarray | None:
@@ -200,9 +202,11 @@ def method_spec(cfg: GridConfig, display: str) -> MethodSpec:
     return next(m for m in cfg.methods if m.display == display)
 
 
-def score_model(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: Path, vlm: VLM, stats: dict[str, Any]) -> None:
+def score_model(
+    cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: Path, vlm: VLM, stats: dict[str, Any], meta: Mapping[str, Any] | None = None
+) -> None:
     """Compute and store the missing score files of one model (the embeddings come from the cache
-    when an engine filled it)."""
+    when an engine filled it); ``meta`` is stored with each score file."""
     from negvocab.scoring.scores import score
 
     need_sets = sorted({s for _, _, s in work.missing.values()}, key=list(sets).index)
@@ -232,7 +236,7 @@ def score_model(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], 
         else:
             s = score(spec.name, emb.embeddings, class_emb, neg_emb.get(vname), device=vlm.device, **params)
         t_score += time.perf_counter() - t0
-        _save_scores(out / "scores" / f"{digest}.npz", np.asarray(s, dtype=np.float64))
+        _save_scores(out / "scores" / f"{digest}.npz", np.asarray(s, dtype=np.float64), meta)
     stats["score_seconds"] = stats.get("score_seconds", 0.0) + t_score
 
 
