@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["run_models_on_ray"]
+__all__ = ["connection_reason", "run_models_on_ray"]
 
 MAX_RETRIES = 3
 WAIT_S = 1.0  # how often the driver looks up from waiting (progress lines, dispatch)
@@ -92,8 +92,23 @@ def _start(ray: Any, address: str | None) -> bool:
                 f"could not connect to {where}: it uses token authentication; set RAY_AUTH_MODE=token "
                 "with the cluster's token in ~/.ray/auth_token or $RAY_AUTH_TOKEN, and run again"
             ) from e
-        raise ResourceError(f"could not connect to {where}: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}") from e
+        raise ResourceError(f"could not connect to {where}: {connection_reason(e)}") from e
     return True
+
+
+def connection_reason(e: BaseException) -> str:
+    """Why a connection failed, in one line. Ray Client puts the server's reason (often a
+    traceback) after ``Initialization failure from server:`` on the next lines: its last line is
+    the reason; an empty one says where the server's log is."""
+    lines = [x.strip() for x in str(e).splitlines() if x.strip()]
+    if not lines:
+        return type(e).__name__
+    head = lines[0][:200]
+    if not head.endswith(":"):
+        return head
+    if len(lines) > 1:
+        return f"{head} {lines[-1][:300]}"
+    return f"{head} (no reason given; see the ray_client_server*.log files in the head node's Ray log folder, e.g. /tmp/ray/session_latest/logs)"
 
 
 def _slots(ray: Any, cfg: GridConfig, n_units: int) -> tuple[int, float]:
@@ -166,6 +181,8 @@ def _drive(ray: Any, actors: list[Any], units: list[Unit]) -> tuple[dict[str, di
                 for line in r.get("warnings", []):
                     logger.warning("worker %d, %s: %s", a, unit, line)
                 loads[a] = r.get("loads", loads.get(a, {}))
+                pid = r.get("pid", 0)
+                logger.info("%s done on worker %d (pid %d) in %.1fs", unit, a, pid, r.get("seconds", 0.0), extra={"worker_pid": pid})
                 progress.update(1, extra=unit.images)
                 if "error" in r:
                     logger.error("%s: %s", unit, r["error"])

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -95,12 +96,15 @@ def score_meta(vlm: VLM, engine: str, deterministic: bool) -> dict[str, Any]:
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
-    versions = {}
-    for pkg in ("negvocab", "torch", "open_clip_torch", "numpy"):
-        try:
-            versions[pkg] = version(pkg)
-        except PackageNotFoundError:
-            versions[pkg] = None
+    import numpy
+    import open_clip
+    import torch
+
+    try:
+        ours = version("negvocab")
+    except PackageNotFoundError:
+        ours = None
+    versions = {"negvocab": ours, "torch": torch.__version__, "open_clip": open_clip.__version__, "numpy": numpy.__version__}
     return {
         "engine": engine,
         "device": str(vlm.device),
@@ -174,7 +178,7 @@ class ModelHost:
             result["error"] = str(e)
         finally:
             root.removeHandler(handler)
-        result |= {"seconds": time.perf_counter() - t0, "warnings": handler.lines, "loads": dict(self.loads)}
+        result |= {"seconds": time.perf_counter() - t0, "warnings": handler.lines, "loads": dict(self.loads), "pid": os.getpid()}
         return result
 
     def _run(self, unit: Unit, vlm: VLM, stats: dict[str, Any]) -> None:
