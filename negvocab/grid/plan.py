@@ -27,6 +27,7 @@ from negvocab.grid.config import GridConfig
 from negvocab.labels.candidates import sample_pool, wordnet_candidates
 from negvocab.progress import format_duration
 from negvocab.scoring.methods import NEEDS_NEGATIVES
+from negvocab.vlm.images import _file_key  # the image cache's key of a file (path, size, mtime)
 from negvocab.vlm.templates import resolve_templates
 from negvocab.vocab import Vocabulary
 
@@ -135,8 +136,6 @@ def _probe(cfg: GridConfig, plan: ModelPlan, spec: Any, sets: Mapping[str, Any],
 
 
 def _cached_images(vlm: Any, sets: Mapping[str, Any], names: Sequence[str]) -> int:
-    from negvocab.vlm.images import _file_key
-
     store, found = vlm.store("image"), 0
     for name in names:
         if name in sets:

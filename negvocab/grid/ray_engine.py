@@ -233,7 +233,7 @@ def run_models_on_ray(
                 ray.kill(a)
         for name, n in loads.items():
             if isinstance(results.get(name), dict):
-                results[name]["model_loads"] = n  # type: ignore[index]
+                results[name]["model_loads"] = {name: n}  # type: ignore[index]
         return results
     finally:
         if started:

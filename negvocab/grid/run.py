@@ -98,13 +98,11 @@ def run_grid(
     stored scores and cells (default: a folder named after the file, next to it). ``engine`` is
     ``"local"`` or ``"ray"`` (``ray_address``: an existing cluster; default: a local one started for
     the run). ``on_model(model, status)`` is called as each model starts and ends (progress).
-    ``deterministic``: fp32, deterministic kernels, fixed shards (:mod:`negvocab.grid.units`).
-    """
+    ``deterministic``: fp32, deterministic kernels, fixed shards (:mod:`negvocab.grid.units`).    """
     if engine not in ("local", "ray"):
         raise InputError(f"unknown engine {engine!r}; choose local or ray")
     cfg = config if isinstance(config, GridConfig) else load_config(config, random_weights=random_weights)
-    if deterministic or cfg.deterministic:
-        cfg = deterministic_config(cfg)
+    cfg = deterministic_config(cfg) if deterministic or cfg.deterministic else cfg
     if not Path(cfg.base).is_absolute():  # paths the same wherever the work runs (a Ray worker's folder differs)
         cfg = replace(cfg, base=str(Path(cfg.base).absolute()))
     out = Path(out_dir) if out_dir is not None else Path(cfg.base) / (Path(cfg.source).stem or "grid")
@@ -128,16 +126,13 @@ def run_grid(
     stats["cells_to_run"] = sum(len(w.cells) for w in todo)
     errors: dict[str, str] = {}
     if any(w.missing for w in todo):  # the units below the model (negvocab.grid.units), on either engine
-        if engine == "ray":
-            computed = run_models_on_ray(cfg, [w for w in todo if w.missing], sets, out, ray_address=ray_address)
-        else:
-            computed = run_units_here(cfg, [w for w in todo if w.missing], sets, out)
+        busy = [w for w in todo if w.missing]
+        computed = run_models_on_ray(cfg, busy, sets, out, ray_address=ray_address) if engine == "ray" else run_units_here(cfg, busy, sets, out)
         for name, result in computed.items():
             if isinstance(result, str):
                 errors[name] = result
             else:
                 merge_stats(stats, result)
-                stats.setdefault("model_loads", {})[name] = result.get("model_loads", 0)
                 lost = [d for w in todo if w.spec.display == name for d in w.missing if not (out / "scores" / f"{d}.npz").exists()]
                 if lost:  # the workers wrote elsewhere: computed again below, here
                     logger.warning(

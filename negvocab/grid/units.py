@@ -225,5 +225,5 @@ def run_units_here(cfg: GridConfig, works: list[ModelWork], sets: Mapping[str, I
             W.merge_stats(stats, r["stats"])
     for name, n in host.loads.items():
         if isinstance(results.get(name), dict):
-            results[name]["model_loads"] = n  # type: ignore[index]
+            results[name]["model_loads"] = {name: n}  # type: ignore[index]
     return results

@@ -312,6 +312,8 @@ def merge_stats(stats: dict[str, Any], more: Mapping[str, Any]) -> None:
     for model, info in more.get("vocabularies", {}).items():
         stats.setdefault("vocabularies", {}).setdefault(model, {}).update(info)
     stats["score_seconds"] = stats.get("score_seconds", 0.0) + more.get("score_seconds", 0.0)
+    if "model_loads" in more:  # {model: loads} of the units' model workers (negvocab.grid.units)
+        stats.setdefault("model_loads", {}).update(more["model_loads"])
 
 
 def finish_cells(cfg: GridConfig, work: ModelWork, out: Path, stats: dict[str, Any], vlm: VLM | None) -> None:
