@@ -1,4 +1,4 @@
-"""``negvocab grid run`` and ``negvocab grid status``: experiment grids from a TOML file."""
+"""``negvocab grid run``, ``negvocab grid status`` and ``negvocab grid plan``: experiment grids from a TOML file."""
 
 from __future__ import annotations
 

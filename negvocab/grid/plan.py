@@ -7,8 +7,8 @@ loaded (timed) and a few batches of images and prompts are encoded on this machi
 model loads (each worker loads each model at most once). Costs measured on a CPU say little about
 a GPU: the plan prints the device it measured on.
 
-An image set that is not on disk (planning a cluster from a laptop) is counted with the size given
-by ``sizes`` (``--size NAME=N``), all its images uncached.
+An image set or vocabulary file that is not on disk (planning a cluster from a laptop) is counted
+with the size given by ``sizes`` (``--size NAME=N``), all of it uncached.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -87,13 +88,19 @@ def _set_sizes(cfg: GridConfig, sizes: Mapping[str, int]) -> tuple[dict[str, Any
     return opened, n, notes
 
 
-def _label_counts(cfg: GridConfig) -> dict[str, int]:
+def _label_counts(cfg: GridConfig, sizes: Mapping[str, int], notes: list[str]) -> dict[str, int]:
     """Labels each vocabulary spec encodes (once for all its sizes: the sizes are heads of one list;
-    a builder encodes its whole candidate pool)."""
+    a builder encodes its whole candidate pool); a file not on disk takes its size from ``sizes``."""
     out = {}
     for v in cfg.vocabularies:
-        if v.file:
-            out[v.name] = len(Vocabulary.load(cfg.path(v.file)))
+        if v.file and not Path(cfg.path(v.file)).exists() and v.name in sizes:
+            out[v.name] = int(sizes[v.name])
+            notes.append(f"vocabulary {v.name}: not on disk, planned with {out[v.name]:,} labels (--size)")
+        elif v.file:
+            try:
+                out[v.name] = len(Vocabulary.load(cfg.path(v.file)))
+            except InputError as e:
+                raise InputError(f"{e}; give its size with --size {v.name}=N to plan without it") from e
         else:
             opts = dict(v.options)
             out[v.name] = len(sample_pool(int(opts["pool"]))) if "pool" in opts else len(wordnet_candidates(opts.get("preset", "neglabel")))
@@ -147,7 +154,7 @@ def _cached_images(vlm: Any, sets: Mapping[str, Any], names: Sequence[str]) -> i
 def plan_grid(cfg: GridConfig, *, sizes: Mapping[str, int] | None = None, probe: bool = True, probe_images: int = PROBE_IMAGES) -> tuple[list[ModelPlan], list[str]]:
     """Per-model plans and notes for ``cfg`` (nothing is written; the probe loads each model once)."""
     sets, n, notes = _set_sizes(cfg, sizes or {})
-    labels = _label_counts(cfg)
+    labels = _label_counts(cfg, sizes or {}, notes)
     prompts_per_label = max(len(resolve_templates(cfg.templates).for_pos(p)) for p in ("n", "a"))
     n_classes = len(W.id_classes(cfg).names)
     plans = []

@@ -13,9 +13,10 @@ model whose cells are all stored is not even loaded; changing one parameter chan
 exactly the cells it touches. A model that fails (missing weights, unreadable set) marks its cells
 failed (``cells/<digest>.failed.json``, with the one-line reason) and the grid goes on.
 
-Engines: ``local`` embeds in this process; ``ray`` (:mod:`negvocab.grid.ray_engine`) embeds the
-image sets and label lists as Ray tasks into the shared cache folder first, after which this
-process finds every embedding in the cache. Scoring is the same either way, so the results are too.
+Engines: the missing work is split into units below the model (:mod:`negvocab.grid.units`: image
+shards, text, scoring from the cache); ``local`` runs them in this process, ``ray``
+(:mod:`negvocab.grid.ray_engine`) on Ray actors that each keep a model, into the shared cache and
+output folders. The metrics come from the stored scores either way, so the results are the same.
 """
 
 from __future__ import annotations
