@@ -117,11 +117,11 @@ def _slots(ray: Any, cfg: GridConfig, n_units: int) -> tuple[int, float]:
     gpus = res.num_gpus if res.num_gpus is not None else cfg.ray_num_gpus
     if gpus is None:
         gpus = 1.0 if have.get("GPU", 0) > 0 else 0.0
-    slots = int(have.get("GPU", 0) // gpus) if gpus else int(have.get("CPU", 1) // res.num_cpus)
+    slots = int(have.get("GPU", 0) // gpus) if gpus else int(have.get("CPU", 1) // res.cpus)
     if slots < 1:
         raise ResourceError(
             f"the Ray cluster ({have.get('CPU', 0):g} CPUs, {have.get('GPU', 0):g} GPUs) cannot hold one model worker "
-            f"asking for {gpus:g} GPUs and {res.num_cpus:g} CPUs; lower [resources] num_gpus / num_cpus"
+            f"asking for {gpus:g} GPUs and {res.cpus:g} CPUs; lower [resources] num_gpus / num_cpus"
         )
     return max(1, min(slots, res.workers or slots, n_units)), float(gpus)
 
@@ -218,14 +218,14 @@ def run_models_on_ray(
     try:
         units = plan_units(cfg, works, sets)
         n_actors, gpus = _slots(ray, cfg, len(units))
-        opts: dict[str, Any] = {"num_gpus": gpus, "num_cpus": cfg.resources.num_cpus, "max_restarts": MAX_RETRIES, "max_task_retries": MAX_RETRIES}
+        opts: dict[str, Any] = {"num_gpus": gpus, "num_cpus": cfg.resources.cpus, "max_restarts": MAX_RETRIES, "max_task_retries": MAX_RETRIES}
         if cfg.resources.memory:
             opts["memory"] = cfg.resources.memory
         host = ray.remote(ModelHost).options(**opts)
         sets_ref = ray.put(dict(sets))
         by_model = {w.spec.display: w for w in works}
         actors = [host.remote(cfg, by_model, sets_ref, str(out), "ray") for _ in range(n_actors)]
-        logger.info("%d units on %d model workers (%g GPUs, %g CPUs each)", len(units), n_actors, gpus, cfg.resources.num_cpus)
+        logger.info("%d units on %d model workers (%g GPUs, %g CPUs each)", len(units), n_actors, gpus, cfg.resources.cpus)
         try:
             results, loads = _drive(ray, actors, units)
         finally:

@@ -4,7 +4,7 @@
 
     [resources]
     num_gpus = 1          # GPUs per model worker (default: 1 when the Ray cluster has GPUs, else 0)
-    num_cpus = 4          # CPUs per model worker; its image loader gets num_cpus - 1 processes
+    num_cpus = 4          # CPUs per model worker (default 1); its image loader gets num_cpus - 1 processes
     memory = "16GiB"      # memory per model worker (Ray's scheduler; a number of bytes or "<n>GiB/MiB")
     workers = 8           # at most this many model workers (default: as many as the cluster holds)
     shard_images = 4096   # images per image unit (rounded up to whole batches)
@@ -12,8 +12,8 @@
 Every unit below the model (an image shard, a model's text, a model's scoring from the cache) runs
 on a *model worker* (a Ray actor, or this process on the local engine) that loads a model once and
 keeps it; the metrics of cells are computed by the driver. The local engine reads the same table:
-``num_cpus`` (capped at this machine's CPUs) sets its loader processes, and the GPU/memory requests
-are Ray's only. Every problem is one line naming the key (:class:`InputError`).
+``num_cpus`` (capped at this machine's CPUs; unset: the loader's default) sets its loader
+processes, and the GPU/memory requests are Ray's only. Every problem is one line naming the key (:class:`InputError`).
 """
 
 from __future__ import annotations
@@ -37,14 +37,22 @@ class Resources:
     """Requests of one model worker and the size of image units (see the module docstring)."""
 
     num_gpus: float | None = None
-    num_cpus: float = 1.0
+    num_cpus: float | None = None  # None: 1 on Ray; the local engine's loader keeps its own default
     memory: int | None = None
     workers: int | None = None
     shard_images: int = DEFAULT_SHARD_IMAGES
 
-    def loader_workers(self, local: bool = False) -> int:
-        """Image-loader processes of a unit: the CPUs it was given less the one running the model."""
-        cpus = min(self.num_cpus, os.cpu_count() or 1) if local else self.num_cpus
+    @property
+    def cpus(self) -> float:
+        """CPUs a model worker asks Ray for (and torch's threads in deterministic mode)."""
+        return 1.0 if self.num_cpus is None else self.num_cpus
+
+    def loader_workers(self, local: bool = False) -> int | None:
+        """Image-loader processes of a unit: the CPUs it was given less the one running the model
+        (``None`` on the local engine without ``num_cpus``: the loader's default, min(8, CPUs))."""
+        if self.num_cpus is None and local:
+            return None
+        cpus = min(self.cpus, os.cpu_count() or 1) if local else self.cpus
         return max(0, int(cpus) - 1)
 
     def shard_size(self, batch_size: int | None) -> int:
@@ -82,7 +90,7 @@ def parse_resources(doc: Any) -> Resources:
         raise InputError(f"[resources]: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
     return Resources(
         num_gpus=_number(doc["num_gpus"], "num_gpus") if "num_gpus" in doc else None,
-        num_cpus=_number(doc.get("num_cpus", 1), "num_cpus", zero=False),
+        num_cpus=_number(doc["num_cpus"], "num_cpus", zero=False) if "num_cpus" in doc else None,
         memory=_memory(doc["memory"]) if "memory" in doc else None,
         workers=int(_number(doc["workers"], "workers", integer=True, zero=False)) if "workers" in doc else None,
         shard_images=int(_number(doc.get("shard_images", DEFAULT_SHARD_IMAGES), "shard_images", integer=True, zero=False)),

@@ -171,7 +171,7 @@ class ModelHost:
         t0 = time.perf_counter()
         result: dict[str, Any] = {"unit": unit, "stats": {}}
         try:
-            with _deterministic(self.cfg.deterministic, self.cfg.resources.num_cpus):
+            with _deterministic(self.cfg.deterministic, self.cfg.resources.cpus):
                 vlm = self._model(unit.model)
                 self._run(unit, vlm, result["stats"])
         except NegvocabError as e:

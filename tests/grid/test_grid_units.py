@@ -80,3 +80,7 @@ def test_resources_are_read_and_tie_the_loader_to_the_cpus(grid_toml):
     assert (r.num_gpus, r.num_cpus, r.memory, r.workers) == (0.5, 3.0, 2 * 2**30, 4)
     assert r.shard_size(None) == 1024 and r.shard_size(64) == 1024 and r.shard_size(300) == 1200
     assert r.loader_workers() == 2 and r.loader_workers(local=True) == max(0, min(3, os.cpu_count() or 1) - 1)
+    from negvocab.grid.resources import Resources
+
+    d = Resources()  # no [resources]: 1 CPU per Ray worker (no loader processes), the local loader's own default
+    assert d.cpus == 1.0 and d.loader_workers() == 0 and d.loader_workers(local=True) is None
