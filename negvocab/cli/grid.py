@@ -96,7 +96,7 @@ def plan_cmd(
     config: Annotated[Path, typer.Argument(help="Grid file (TOML).")],
     random_weights: Annotated[bool, typer.Option("--random-weights", help="Probe every model with RANDOM weights (no downloads; the costs are the architecture's).")] = False,
     workers: Annotated[str, typer.Option("--workers", help="Numbers of model workers (GPUs) to estimate for, comma-separated.")] = "1,8,64",
-    size: Annotated[Optional[list[str]], typer.Option("--size", help="NAME=N: the size of an image set not on disk (repeatable).")] = None,  # noqa: UP045
+    size: Annotated[Optional[list[str]], typer.Option("--size", help="NAME=N: the images of a set or the labels of a vocabulary file not on disk (repeatable).")] = None,  # noqa: UP045
     probe: Annotated[bool, typer.Option("--probe/--no-probe", help="Load each model and time a few batches (default) or only count.")] = True,
 ) -> None:
     """Units, images and labels to encode, what the cache holds, and a time estimate from a short
