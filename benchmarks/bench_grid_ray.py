@@ -62,11 +62,11 @@ def main() -> None:
             ray.shutdown()
         base = runs[0]
         print(f"example grid, random weights, 2 CPUs, --deterministic: {base['cells']} cells")
-        print(f"{'engine':<16}{'wall s':>9}{'model loads':>24}{'same scores as local':>24}")
+        print(f"{'engine':<16}{'wall s':>9}  {'model loads (all workers)':<40}{'same scores as local'}")
         for r in runs:
             same = r["scores"] == base["scores"]
             loads = ", ".join(f"{k}: {v}" for k, v in sorted(r["loads"].items()))
-            print(f"{r['name']:<16}{r['wall']:>9.1f}{loads:>24}{'yes (bit for bit)' if same else 'NO':>24}")
+            print(f"{r['name']:<16}{r['wall']:>9.1f}  {loads:<40}{'yes (bit for bit)' if same else 'NO'}")
 
 
 if __name__ == "__main__":
