@@ -120,7 +120,8 @@ def _bar_class() -> Any:
 
 class Progress:
     """Counts work done towards ``total``; draws a bar (when ``bar``) and logs a line every
-    ``log_every`` seconds.
+    ``log_every`` seconds. ``extra`` names a second count shown as a rate (the images of a grid's
+    units: ``update(1, extra=n_images)``); :meth:`tick` logs a due line while nothing finishes.
 
     >>> clock = iter([0.0, 10.0, 31.0, 40.0]).__next__
     >>> with Progress(100, "encoding", "prompt", bar=False, clock=clock) as p:
@@ -138,20 +139,30 @@ class Progress:
         bar: bool = True,
         log_every: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        extra: str | None = None,
     ) -> None:
         self.total, self.desc, self.unit = int(total), desc, unit
         self.n = 0
+        self.extra_unit, self.extra = extra, 0
         self.lines = 0
         self._clock, self._log_every = clock, LOG_EVERY_S if log_every is None else log_every
         self._t0 = self._last = clock()
         self._bar = _bar_class()(total=total, desc=desc, unit=unit, disable=None, delay=BAR_DELAY_S, leave=False) if bar else None
 
-    def update(self, n: int = 1) -> None:
-        """Add ``n`` units done; log a line when ``log_every`` seconds passed since the last."""
+    def update(self, n: int = 1, extra: int = 0) -> None:
+        """Add ``n`` units done (and ``extra`` of the second count); log a line when ``log_every``
+        seconds passed since the last."""
         check_interrupt()
         self.n += n
+        self.extra += extra
         if self._bar is not None:
+            if self.extra_unit:
+                self._bar.set_postfix_str(self._extra_rate(self._clock()), refresh=False)
             self._bar.update(n)
+        self.tick()
+
+    def tick(self) -> None:
+        """Log a line if ``log_every`` seconds passed since the last (call it while waiting)."""
         now = self._clock()
         if now - self._last >= self._log_every:
             self._last = now
@@ -164,7 +175,12 @@ class Progress:
         rate = self.n / elapsed
         pct = 100.0 * self.n / self.total if self.total else 100.0
         eta = format_duration((self.total - self.n) / rate) if rate > 0 else "unknown"
-        return f"{self.desc}: {self.n:,}/{self.total:,} {self.unit}s ({pct:.1f}%), {rate:.3g} {self.unit}s/s, ETA {eta}"
+        extra = f", {self._extra_rate(now)}" if self.extra_unit else ""
+        return f"{self.desc}: {self.n:,}/{self.total:,} {self.unit}s ({pct:.1f}%), {rate:.3g} {self.unit}s/s{extra}, ETA {eta}"
+
+    def _extra_rate(self, now: float | None) -> str:
+        elapsed = max((self._clock() if now is None else now) - self._t0, 1e-9)
+        return f"{self.extra / elapsed:.3g} {self.extra_unit}s/s"
 
     def close(self) -> None:
         if self._bar is not None:

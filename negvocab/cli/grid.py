@@ -1,4 +1,4 @@
-"""``negvocab grid run`` and ``negvocab grid status``: experiment grids from a TOML file."""
+"""``negvocab grid run``, ``negvocab grid status`` and ``negvocab grid plan``: experiment grids from a TOML file."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import typer
 from negvocab.cli.app import CommandGroup, app
 from negvocab.errors import InputError
 from negvocab.grid.config import load_config
+from negvocab.grid.plan import plan_grid, plan_lines
 from negvocab.grid.run import (
     SOURCE_FILE,
     claim_grid_folder,
@@ -22,7 +23,7 @@ from negvocab.grid.run import (
 )
 from negvocab.grid.tables import RANDOM_NOTE
 
-__all__ = ["SOURCE_FILE", "grid_app", "run_cmd", "status_cmd"]
+__all__ = ["SOURCE_FILE", "grid_app", "plan_cmd", "run_cmd", "status_cmd"]
 
 grid_app = typer.Typer(cls=CommandGroup, help="Experiment grids: models x vocabularies x OOD sets x methods (TOML).", no_args_is_help=True, pretty_exceptions_enable=False)
 app.add_typer(grid_app, name="grid")
@@ -49,6 +50,7 @@ def run_cmd(
     ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="Address of an existing Ray cluster (default: start a local one for the run).")] = None,  # noqa: UP045
     random_weights: Annotated[bool, typer.Option("--random-weights", help="Every model with RANDOM weights (a dry run; numbers meaningless).")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace another grid's tables in the folder (a run of the same grid resumes there without it).")] = False,
+    deterministic: Annotated[bool, typer.Option("--deterministic", help="fp32, deterministic kernels, fixed shards: the same score files on either engine (CPU).")] = False,
 ) -> None:
     """Run (or resume) a grid: embed each image set once per model, score every cell, write the
     tidy table (CSV, Parquet), pivots (Markdown, LaTeX), comparisons and M-sweep figures."""
@@ -58,7 +60,7 @@ def run_cmd(
     folder = out or _default_out(config)
     claim = claim_grid_folder(folder, grid_source(cfg, random_weights), overwrite=overwrite)  # held to the last table
     try:
-        res = run_grid(cfg, folder, engine=engine, ray_address=ray_address, random_weights=random_weights, on_model=lambda m, s: typer.echo(f"{m}: {s}", err=True))
+        res = run_grid(cfg, folder, engine=engine, ray_address=ray_address, random_weights=random_weights, on_model=lambda m, s: typer.echo(f"{m}: {s}", err=True), deterministic=deterministic)
         write_grid(res, folder, overwrite=True)  # the folder is this grid's now
     finally:
         claim.release()
@@ -95,3 +97,35 @@ def status_cmd(
     typer.echo(f"{'total':<32}{t['done']:>8}{t['pending']:>9}{t['failed']:>8}")
     for reason, n in failure_summary(st):
         typer.echo(f"failed: {n} cell{'s' if n != 1 else ''}: {reason}")
+
+
+def _sizes(values: list[str]) -> dict[str, int]:
+    out = {}
+    for v in values:
+        name, _, n = v.partition("=")
+        if not name or not n.strip().replace(",", "").isdigit():
+            raise InputError(f"--size {v!r}: give NAME=N, e.g. --size iNaturalist=10000")
+        out[name.strip()] = int(n.strip().replace(",", ""))
+    return out
+
+
+@grid_app.command("plan")
+def plan_cmd(
+    config: Annotated[Path, typer.Argument(help="Grid file (TOML).")],
+    random_weights: Annotated[bool, typer.Option("--random-weights", help="Probe every model with RANDOM weights (no downloads; the costs are the architecture's).")] = False,
+    workers: Annotated[str, typer.Option("--workers", help="Numbers of model workers (GPUs) to estimate for, comma-separated.")] = "1,8,64",
+    size: Annotated[Optional[list[str]], typer.Option("--size", help="NAME=N: the images of a set or the labels of a vocabulary file not on disk (repeatable).")] = None,  # noqa: UP045
+    probe: Annotated[bool, typer.Option("--probe/--no-probe", help="Load each model and time a few batches (default) or only count.")] = True,
+) -> None:
+    """Units, images and labels to encode, what the cache holds, and a time estimate from a short
+    measured probe per model (runs nothing of the grid, writes nothing)."""
+    try:
+        counts = [int(x) for x in workers.split(",") if x.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise InputError(f"--workers {workers!r}: give positive whole numbers, e.g. 1,8,64")
+    cfg = load_config(config, random_weights=random_weights)
+    plans, notes = plan_grid(cfg, sizes=_sizes(size or []), probe=probe)
+    for line in [*notes, *plan_lines(plans, counts, random_weights=random_weights)]:
+        typer.echo(line)

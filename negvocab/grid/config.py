@@ -13,7 +13,6 @@
     # ray_num_gpus = 1              # GPUs per model task of the ray engine (default: 1 if the cluster has GPUs)
     # ray_data_min_images = 20000   # image sets this large are embedded through Ray Data
 
-    # [grid.resources]              # resources of the ray engine's units (see RESOURCES below)
 
     [[models]]
     name = "ViT-B-32"
@@ -66,6 +65,7 @@ from pydantic import (
 )
 
 from negvocab.errors import InputError, NegvocabError
+from negvocab.grid.resources import Resources, parse_resources
 from negvocab.labels.candidates import PRESETS
 from negvocab.scoring.methods import EVALUATION_PARAMS, NEEDS_NEGATIVES, canonical_method, check_params
 from negvocab.scoring.metrics import CONVENTIONS
@@ -171,7 +171,8 @@ class GridConfig:
     batch_size: int | None = None
     ray_num_gpus: float | None = None
     ray_data_min_images: int | None = None
-    resources: dict[str, Any] = field(default_factory=dict)  # [grid.resources], see ResourcesTable
+    resources: Resources = field(default_factory=Resources)  # [resources]: negvocab.grid.resources
+    deterministic: bool = False  # [grid] deterministic / --deterministic: negvocab.grid.units
     base: str = "."
     source: str = ""
 
@@ -196,12 +197,6 @@ class _Table(BaseModel):
 _PATH = "a non-empty path (relative to the grid file)"
 
 
-class ResourcesTable(_Table):
-    """``[grid.resources]``: what each unit of the ray engine asks for. The hook for the engine's
-    resource keys (num_cpus, num_gpus, memory, num_workers per unit kind, deterministic): they are
-    declared here, each with its allowed values, and read from :attr:`GridConfig.resources`."""
-
-
 class GridTable(_Table):
     """``[grid]``."""
 
@@ -215,7 +210,7 @@ class GridTable(_Table):
     batch_size: int | None = Field(None, gt=0, description="a positive integer")
     ray_num_gpus: float | None = Field(None, ge=0, allow_inf_nan=False, description="a number >= 0")
     ray_data_min_images: int | None = Field(None, gt=0, description="a positive integer")
-    resources: ResourcesTable = Field(default_factory=ResourcesTable, description="a table of the ray engine's resources")
+    deterministic: bool = Field(False, description="true or false: fp32, deterministic kernels, fixed shards (negvocab.grid.units)")
 
     @field_validator("conventions")
     @classmethod
@@ -333,6 +328,7 @@ class GridDocument(_Table):
     ood: dict[str, ImageValue] = Field(default_factory=dict, description="a table of name = path or name = {path = ...}")
     vocabularies: dict[str, VocabValue] = Field(default_factory=dict, description="a table of name = file or name = {builder = 'wordnet', sizes = [...]}")
     methods: list[MethodValue] = Field(default_factory=lambda: ["neglabel"], description="a list of [[methods]] tables with name = ...")
+    resources: dict[str, Any] = Field(default_factory=dict, description="a [resources] table (negvocab.grid.resources)")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -509,7 +505,8 @@ def parse_config(doc: Mapping[str, Any], *, base: str = ".", source: str = "", r
         batch_size=g.batch_size,
         ray_num_gpus=g.ray_num_gpus,
         ray_data_min_images=g.ray_data_min_images,
-        resources=g.resources.model_dump(),
+        resources=parse_resources(doc.get("resources", {})),
+        deterministic=g.deterministic,
         base=base,
         source=source,
     )

@@ -22,9 +22,10 @@ the same grid resumes in it. The tables (:func:`write_grid`) are staged and move
 ``grid.json`` holds only what a clean run would (the run's times and counts go to ``run.json``), so
 a resumed grid's files equal a clean run's byte for byte.
 
-Engines: ``local`` embeds in this process; ``ray`` (:mod:`negvocab.grid.ray_engine`) embeds the
-image sets and label lists as Ray tasks into the shared cache folder first, after which this
-process finds every embedding in the cache. Scoring is the same either way, so the results are too.
+Engines: the missing work is split into units below the model (:mod:`negvocab.grid.units`: image
+shards, text, scoring from the cache); ``local`` runs them in this process, ``ray``
+(:mod:`negvocab.grid.ray_engine`) on Ray actors that each keep a model, into the shared cache and
+output folders. The metrics come from the stored scores either way, so the results are the same.
 """
 
 from __future__ import annotations
@@ -45,10 +46,10 @@ from negvocab.errors import DiskFullError, InputError, NegvocabError
 from negvocab.grid.config import GridConfig, load_config, spec_digest
 from negvocab.grid.ray_engine import run_models_on_ray
 from negvocab.grid.tables import GridResult
+from negvocab.grid.units import deterministic_config, run_units_here
 from negvocab.grid.work import (
     Cell,
     ModelWork,
-    compute_model,
     finish_cells,
     load_scores,
     merge_stats,
@@ -163,6 +164,7 @@ def run_grid(
     random_weights: bool = False,
     overwrite: bool = False,
     on_model: Callable[[str, str], None] | None = None,
+    deterministic: bool = False,
 ) -> GridResult:
     """Run (or resume) a grid and return its :class:`~negvocab.grid.tables.GridResult`.
 
@@ -171,10 +173,11 @@ def run_grid(
     grid's earlier run (resumed) and holds another grid's only with ``overwrite``. ``engine`` is
     ``"local"`` or ``"ray"`` (``ray_address``: an existing cluster; default: a local one started for
     the run). ``on_model(model, status)`` is called as each model starts and ends (progress).
-    """
+    ``deterministic``: fp32, deterministic kernels, fixed shards (:mod:`negvocab.grid.units`).    """
     if engine not in ("local", "ray"):
         raise InputError(f"unknown engine {engine!r}; choose local or ray")
     cfg = config if isinstance(config, GridConfig) else load_config(config, random_weights=random_weights)
+    cfg = deterministic_config(cfg) if deterministic or cfg.deterministic else cfg
     if not Path(cfg.base).is_absolute():  # paths the same wherever the work runs (a Ray worker's folder differs)
         cfg = replace(cfg, base=str(Path(cfg.base).absolute()))
     out = Path(out_dir) if out_dir is not None else Path(cfg.base) / (Path(cfg.source).stem or "grid")
@@ -211,8 +214,10 @@ def _run_claimed(cfg: GridConfig, out: Path, engine: str, ray_address: str | Non
             todo.append(work)
     stats["cells_to_run"] = sum(len(w.cells) for w in todo)
     errors: dict[str, str] = {}
-    if engine == "ray" and any(w.missing for w in todo):
-        for name, result in run_models_on_ray(cfg, [w for w in todo if w.missing], sets, out, ray_address=ray_address).items():
+    if any(w.missing for w in todo):  # the units below the model (negvocab.grid.units), on either engine
+        busy = [w for w in todo if w.missing]
+        computed = run_models_on_ray(cfg, busy, sets, out, ray_address=ray_address) if engine == "ray" else run_units_here(cfg, busy, sets, out)
+        for name, result in computed.items():
             if isinstance(result, str):
                 errors[name] = result
             else:
@@ -230,8 +235,6 @@ def _run_claimed(cfg: GridConfig, out: Path, engine: str, ray_address: str | Non
         try:
             if name in errors:
                 raise NegvocabError(errors[name])
-            if work.missing and engine == "local":
-                merge_stats(stats, compute_model(cfg, work, sets, out))
             finish_cells(cfg, work, out, stats, None)
         except DiskFullError:
             raise  # not the model's fault: the run stops, a rerun resumes where it stopped

@@ -330,9 +330,11 @@ def method_spec(cfg: GridConfig, display: str) -> MethodSpec:
     return next(m for m in cfg.methods if m.display == display)
 
 
-def score_model(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: Path, vlm: VLM, stats: dict[str, Any]) -> None:
+def score_model(
+    cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: Path, vlm: VLM, stats: dict[str, Any], meta: Mapping[str, Any] | None = None
+) -> None:
     """Compute and store the missing score files of one model (the embeddings come from the cache
-    when an engine filled it)."""
+    when an engine filled it); ``meta`` is stored with each score file."""
     from negvocab.scoring.scores import score
 
     need_sets = sorted({s for _, _, s in work.missing.values()}, key=list(sets).index)
@@ -363,8 +365,8 @@ def score_model(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], 
         else:
             s = score(spec.name, emb.embeddings, class_emb, neg_emb.get(vname), device=vlm.device, **params)
         t_score += time.perf_counter() - t0
-        meta = {"vocab": _vocab_info(vocabs[vname])} if vname else {"vocab": None}
-        _save_scores(out / "scores" / f"{digest}.npz", np.asarray(s, dtype=np.float64), meta)
+        file_meta = {"vocab": _vocab_info(vocabs[vname]) if vname else None, **({"made_by": dict(meta)} if meta else {})}
+        _save_scores(out / "scores" / f"{digest}.npz", np.asarray(s, dtype=np.float64), file_meta)
     stats["score_seconds"] = stats.get("score_seconds", 0.0) + t_score
 
 
@@ -438,6 +440,8 @@ def merge_stats(stats: dict[str, Any], more: Mapping[str, Any]) -> None:
     for model, info in more.get("vocabularies", {}).items():
         stats.setdefault("vocabularies", {}).setdefault(model, {}).update(info)
     stats["score_seconds"] = stats.get("score_seconds", 0.0) + more.get("score_seconds", 0.0)
+    if "model_loads" in more:  # {model: loads} of the units' model workers (negvocab.grid.units)
+        stats.setdefault("model_loads", {}).update(more["model_loads"])
 
 
 def finish_cells(cfg: GridConfig, work: ModelWork, out: Path, stats: dict[str, Any], vlm: VLM | None) -> None:

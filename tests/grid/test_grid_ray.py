@@ -1,10 +1,13 @@
-"""The Ray engine on a local 2-CPU cluster (one per module): same results as the local engine, a
-large set through Ray Data, and a worker killed mid-grid leaves no duplicated or torn cache entry."""
+"""The Ray engine on a local 2-CPU cluster (one per module): image sets split into shards on two
+model workers, models loaded once per worker, progress and workers' warnings on the driver,
+bit-identical deterministic scores, and a worker killed mid-grid leaves no duplicated or torn
+cache entry."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import signal
 import threading
@@ -59,24 +62,84 @@ def _check_cache(root):
     assert stores >= 1
 
 
-def test_ray_equals_local_and_ray_data_embeds_large_sets(cluster, grid_toml, tmp_path):
-    text = grid_toml.read_text().replace("[grid]\n", "[grid]\nray_data_min_images = 20\n")  # the 24 ID images go through Ray Data
+def _scores(out):
+    """{score file: (scores, meta)} of a grid output folder."""
+    got = {}
+    for path in sorted((out / "scores").glob("*.npz")):
+        with np.load(path, allow_pickle=False) as z:
+            got[path.name] = (z["scores"].copy(), json.loads(str(z["meta"])))
+    return got
+
+
+def test_shards_on_separate_workers_models_loaded_once_per_worker_and_bit_identical_to_local(cluster, grid_toml, grid_files, tmp_path, caplog, monkeypatch):
+    """Shards of one set run as separate units on both actors, the cached embeddings equal an
+    unsharded encoding, each model is loaded at most once per actor, progress lines come while
+    units run, a worker's warning reaches the driver's log, and --deterministic score files hold
+    the local engine's scores bit for bit."""
+    import negvocab.grid.ray_engine as R
+    import negvocab.progress as P
+    from negvocab.grid.units import deterministic_config
+    from negvocab.grid.work import load_model, open_sets
+
+    bad = grid_files / "oodD"
+    if not bad.exists():
+        from tests.grid.conftest import _images
+
+        _images(bad, 5, np.random.default_rng(7))
+        (bad / "im_truncated.png").write_bytes((bad / "im000.png").read_bytes()[:40])  # a download cut short
+    text = grid_toml.read_text().replace("[grid]\n", "[grid]\nbatch_size = 4\n").replace('oodC = "oodC"', 'oodC = "oodC"\noodD = "oodD"')
+    text += "\n[resources]\nshard_images = 8\nnum_cpus = 1\n"
+    text = text.replace('[[models]]\nname = "TinyB"\nmodel_config = "TinyB.json"\nrandom_weights = true\nseed = 1\n', "")  # one model, two workers
     grid_toml.write_text(text)
-    on_ray = negvocab.run_grid(grid_toml, tmp_path / "ray", engine="ray")
+    monkeypatch.setattr(P, "LOG_EVERY_S", 0.3)
+    monkeypatch.setattr(R, "WAIT_S", 0.1)
+    caplog.set_level(logging.INFO)
+    on_ray = negvocab.run_grid(grid_toml, tmp_path / "ray", engine="ray", deterministic=True)
+    assert on_ray.status["total"] == {"done": 40, "pending": 0, "failed": 0}
+
+    done = [r for r in caplog.records if r.name == "negvocab.grid.ray_engine" and " done on worker " in r.getMessage()]
+    id_shards = {r.getMessage().split(" done on worker ")[0]: r.worker_pid for r in done if ": image ID[" in r.getMessage()}
+    assert sorted(id_shards) == sorted(f"TinyA: image ID[{a}:{a + 8}]" for a in (0, 8, 16))
+    assert len(set(id_shards.values())) == 2, "the shards of one set ran on one worker only"
+    units = len(done)
+    assert units == 3 + 2 + 1 + 2 + 1 + 2 and on_ray.stats["model_loads"] == {"TinyA": 2}  # 11 units, one load per worker
+    ticks = [r.getMessage() for r in caplog.records if r.name == "negvocab.progress" and "units/s" in r.getMessage()]
+    assert any(f"/{units} units" in t and "images/s" in t for t in ticks)
+    counts = [t.split(" units")[0] for t in ticks]
+    assert len(counts) > len(set(counts)), "no line while a unit was running (every line came with a finished unit)"
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and r.name == "negvocab.grid.ray_engine"]
+    assert any("image oodD[0:6]" in w and "could not be read" in w for w in warned), warned
+
+    # the cached (sharded, Ray) ID embeddings equal an unsharded encoding here, without the cache
+    torch = pytest.importorskip("torch")
+    cfg = deterministic_config(negvocab.load_grid(grid_toml))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for spec in cfg.models[:1]:
+            vlm = load_model(cfg, spec)
+            cached = vlm.encode_images(open_sets(cfg)["ID"], batch_size=4, num_workers=0).embeddings
+            vlm.cache_enabled = False
+            fresh = vlm.encode_images(open_sets(cfg)["ID"], batch_size=4, num_workers=0).embeddings
+            assert np.array_equal(cached, fresh), float(np.abs(cached - fresh).max())
+    finally:
+        torch.set_num_threads(threads)
+
     local_toml = grid_toml.with_name(grid_toml.stem + "_local.toml")
     local_toml.write_text(text.replace(str(tmp_path / "cache"), str(tmp_path / "cache_local")))
-    local = negvocab.run_grid(local_toml, tmp_path / "local")
-    assert on_ray.status["total"] == {"done": 60, "pending": 0, "failed": 0}
-    a, b = {_key(r): r for r in on_ray.rows}, {_key(r): r for r in local.rows}
-    assert a.keys() == b.keys()
-    for k in a:
-        for m in ("fpr", "auroc", "aupr_in", "aupr_out", "fpr_ci_low", "auroc_ci_high"):
-            assert abs(a[k][m] - b[k][m]) <= 1e-6, (k, m)
+    local = negvocab.run_grid(local_toml, tmp_path / "local", deterministic=True)
+    a, b = _scores(tmp_path / "ray"), _scores(tmp_path / "local")
+    assert a.keys() == b.keys() and len(a) == (1 + 4) * 5  # (mcm + neglabel x 4 vocabularies) x 5 sets
+    for name in a:
+        assert a[name][0].tobytes() == b[name][0].tobytes(), name
+        assert (a[name][1]["engine"], b[name][1]["engine"]) == ("ray", "local")
+        assert a[name][1]["device"] == "cpu" and a[name][1]["dtype"] == "fp32" and a[name][1]["versions"]["torch"] == torch.__version__
+    assert {_key(r): r["fpr"] for r in on_ray.rows} == {_key(r): r["fpr"] for r in local.rows}
     _check_cache(tmp_path / "cache")
 
 
 def test_a_worker_killed_mid_grid_gives_the_same_results(cluster, grid_toml, grid_files, tmp_path):
-    text = grid_toml.read_text().replace('path = "id"', 'path = "id_big"').replace("[grid]\n", "[grid]\nbatch_size = 4\n")
+    text = grid_toml.read_text().replace('path = "id"', 'path = "id_big"').replace("[grid]\n", "[grid]\nbatch_size = 4\n") + "\n[resources]\nshard_images = 100\n"
     big = grid_files / "id_big"
     if not big.exists():
         from tests.grid.conftest import _images
@@ -86,11 +149,11 @@ def test_a_worker_killed_mid_grid_gives_the_same_results(cluster, grid_toml, gri
     killed = []
 
     def killer():
-        """Kill the worker process running TinyA's task (Ray titles it ``ray::<task name>``) once
-        it has run for a while: it is embedding the 300 images then."""
+        """Kill a model worker (Ray titles an actor running a call ``ray::ModelHost.run``) once
+        it has run for a while: it is embedding a shard of the 300 images then."""
         deadline = time.time() + 120
         while time.time() < deadline and not killed:
-            for pid in _pids_titled("ray::negvocab-grid:TinyA"):
+            for pid in _pids_titled("ray::ModelHost.run"):
                 time.sleep(1.5)
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)

@@ -1,0 +1,57 @@
+"""``negvocab grid plan``: the counts come from the grid's own files, the cache holdings follow a
+run, a set not on disk needs --size, and the estimate is the stated formula of the measured costs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from negvocab.grid.plan import ModelPlan, plan_lines
+from tests.grid.conftest import ID_NAMES, VOCAB_A, VOCAB_B
+
+CLI = [sys.executable, "-c", "from negvocab.cli import main; main()"]
+
+
+def _plan(*args):
+    return subprocess.run([*CLI, "grid", "plan", *map(str, args)], capture_output=True, text=True, timeout=600)
+
+
+def _row(out, model):
+    return next(line.split() for line in out.splitlines() if line.startswith(model))
+
+
+def test_plan_counts_probes_and_sees_what_the_cache_holds(grid_toml, tmp_path):
+    r = _plan(grid_toml, "--random-weights", "--workers", "1,3")
+    assert r.returncode == 0, r.stderr[-2000:]
+    images = 24 + 10 + 7 + 9
+    labels = len(ID_NAMES) + len(VOCAB_A) + len(VOCAB_B)  # A's sizes are heads of one file: encoded once
+    units, n_images, cached, n_labels, prompts = _row(r.stdout, "TinyA")[1:6]
+    assert (int(units), int(n_images), int(cached), int(n_labels), int(prompts)) == (4 + 2, images, 0, labels, labels)  # templates "single"
+    assert f"{2 * 5 * 3 * 2} cells" in r.stdout  # models x (4 vocabularies x neglabel + mcm) x OOD sets x conventions
+    assert "estimate on 1 worker:" in r.stdout and "estimate on 3 workers:" in r.stdout and "RANDOM weights" in r.stdout
+    import negvocab
+
+    negvocab.run_grid(grid_toml, tmp_path / "out")
+    again = _plan(grid_toml, "--random-weights", "--workers", "1")
+    assert int(_row(again.stdout, "TinyA")[3]) == images and int(_row(again.stdout, "TinyB")[3]) == images
+
+
+def test_a_set_not_on_disk_needs_its_size(grid_toml):
+    grid_toml.write_text(grid_toml.read_text().replace('oodC = "oodC"', 'oodC = "oodC"\nFar = "/no/such/folder"'))
+    r = _plan(grid_toml, "--no-probe")
+    assert r.returncode == 2 and "--size Far=N" in r.stderr and "Traceback" not in r.stderr
+    r = _plan(grid_toml, "--no-probe", "--size", "Far=12,000")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert int(_row(r.stdout, "TinyA")[2].replace(",", "")) == 24 + 10 + 7 + 9 + 12_000 and "Far: not on disk" in r.stdout
+
+
+def test_the_estimate_is_work_over_workers_plus_loads():
+    p = ModelPlan("M", units=5, images=1000, images_cached=200, labels=10, prompts=80, load_s=4.0, image_s=0.01, prompt_s=0.002, device="cpu")
+    work = 800 * 0.01 + 80 * 0.002
+    assert p.wall_s(1) == pytest.approx(work + 4.0)
+    assert p.wall_s(8) == pytest.approx(work / 8 + 4.0 * 5 / 8)  # only 5 units: 5 workers load the model
+    lines = plan_lines([p, ModelPlan("N", error="unknown open_clip model")], [1, 8])
+    assert any("probe failed: unknown open_clip model" in x for x in lines)
+    assert any("without 1 model(s)" in x for x in lines) and any("CPU" in x for x in lines)
