@@ -467,6 +467,13 @@ def _check_runtime(cfg: GridConfig) -> None:
         raise InputError(f"{src}: grid.device = {_show(cfg.device)}: {e}") from None
 
 
+def _resources(table: Any, src: str) -> Resources:
+    try:
+        return parse_resources(table)
+    except InputError as e:
+        raise InputError(f"{src}: {e}") from None
+
+
 def parse_config(doc: Mapping[str, Any], *, base: str = ".", source: str = "", random_weights: bool = False) -> GridConfig:
     """A :class:`GridConfig` from a TOML document (a dict). ``random_weights`` replaces every model's
     weights by random ones (a dry run, as ``negvocab grid run --random-weights``)."""
@@ -505,7 +512,7 @@ def parse_config(doc: Mapping[str, Any], *, base: str = ".", source: str = "", r
         batch_size=g.batch_size,
         ray_num_gpus=g.ray_num_gpus,
         ray_data_min_images=g.ray_data_min_images,
-        resources=parse_resources(doc.get("resources", {})),
+        resources=_resources(doc.get("resources", {}), src),
         deterministic=g.deterministic,
         base=base,
         source=source,

@@ -67,7 +67,7 @@ def _scores(out):
     got = {}
     for path in sorted((out / "scores").glob("*.npz")):
         with np.load(path, allow_pickle=False) as z:
-            got[path.name] = (z["scores"].copy(), json.loads(str(z["meta"])))
+            got[path.name] = (z["scores"].copy(), json.loads(str(z["meta"])).get("made_by", {}))
     return got
 
 
