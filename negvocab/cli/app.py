@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer >= 0.26 vendors click; pinned
 from typer.core import TyperGroup
 
 from negvocab.cli.logs import add_options as add_log_options
 from negvocab.cli.logs import restore as restore_logging
+from negvocab.cli.outputs import release_claims
 from negvocab.errors import InputError, NegvocabError
 from negvocab.provenance import negvocab_version, set_command
 
@@ -22,10 +22,15 @@ __all__ = ["EXIT_USER_ERROR", "CommandGroup", "app", "build_app", "refuse_repeat
 
 EXIT_USER_ERROR = 2
 
+# click's UsageError, wherever this typer takes click from (typer >= 0.26 vendors it): found through
+# the public typer.BadParameter, never a private module of typer.
+UsageError: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
-def _usage_error(e: UsageError, where: str) -> None:
-    """One line for a bad flag or a missing argument (the help text is already out for a bare group)."""
-    if not isinstance(e, NoArgsIsHelpError):
+
+def _usage_error(e: Any, where: str) -> None:
+    """One line for a bad flag or a missing argument (the help text is already out for a bare group:
+    click >= 8.2 raises NoArgsIsHelpError for it, older click exits after printing it)."""
+    if type(e).__name__ != "NoArgsIsHelpError":
         path = e.ctx.command_path if e.ctx is not None else where
         typer.echo(f"error: {e.format_message()} (see '{path} --help')", err=True)
 
@@ -118,7 +123,8 @@ class CommandGroup(TyperGroup):
             typer.echo("interrupted; re-run the same command to resume", err=True)
             ctx.exit(130)
         finally:
-            if ctx.parent is None:  # the whole command is done: logging as it was before
+            if ctx.parent is None:  # the whole command is done: folders released, logging as it was before
+                release_claims()
                 restore_logging()
 
 
