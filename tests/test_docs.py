@@ -79,3 +79,21 @@ def test_relative_markdown_links_resolve(md):
         elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
             broken.append(target)
     assert not broken, broken
+
+
+def test_docs_copy_of_the_methods_document_is_current():
+    """negvocab/methods.md is the one source (shipped in the package); docs/methods.md is its copy."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "sync_docs.py"), "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    copy = (ROOT / "docs" / "methods.md").read_text(encoding="utf-8")
+    assert copy.endswith((ROOT / "negvocab" / "methods.md").read_text(encoding="utf-8")) and copy.startswith("<!-- A copy of negvocab/methods.md")
+
+
+def test_results_cite_a_section_of_the_packaged_methods_document():
+    from negvocab.evaluation.rows import METHODS_SECTION
+
+    heading = re.search(r'section "([^"]+)"', METHODS_SECTION).group(1)
+    assert "negvocab/methods.md" in METHODS_SECTION and github_anchor(heading) in anchors(ROOT / "negvocab" / "methods.md")

@@ -10,6 +10,7 @@ from negvocab.cli import (  # noqa: F401
     cache,
     coverage,
     demo,
+    discover,
     embed,
     grid,
     labels,
