@@ -62,7 +62,7 @@ uv pip uninstall --quiet --python "$VENV/bin/python" $DIRECT negvocab 2>/dev/nul
 uv pip install --quiet --python "$VENV/bin/python" --resolution lowest-direct \
     -c "$WORK/torch.txt" "$SRC[test]"
 uv pip freeze --python "$VENV/bin/python" > "$WORK/freeze.txt"
-echo "lower ends installed:"
+echo "lower ends installed in $(( $(date +%s) - start )) s:"
 grep -iE '^(open-clip-torch|faiss-cpu|numpy|nltk|pydantic|openai|tenacity|typer|click|rich|tqdm|platformdirs|safetensors|pillow|matplotlib|scikit-learn|jinja2|torch|torchvision)==' "$WORK/freeze.txt" | tr '\n' ' '
 echo
 

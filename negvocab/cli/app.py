@@ -12,6 +12,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from negvocab.cli.examples import epilog
 from negvocab.cli.logs import add_options as add_log_options
 from negvocab.cli.logs import restore as restore_logging
 from negvocab.cli.outputs import release_claims
@@ -79,7 +80,12 @@ class CommandGroup(TyperGroup):
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         cmd = super().get_command(ctx, cmd_name)
-        return add_log_options(cmd) if cmd is not None else None
+        if cmd is None:
+            return None
+        if not getattr(cmd, "epilog", None) and not isinstance(cmd, TyperGroup):
+            parent = " ".join(ctx.command_path.split()[1:])  # "" at the top, "build" under negvocab build
+            cmd.epilog = epilog(f"{parent} {cmd_name}".strip())
+        return add_log_options(cmd)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         name, cmd, rest = super().resolve_command(ctx, args)
@@ -133,7 +139,7 @@ app = typer.Typer(
     name="negvocab",
     help="Negative-label vocabularies for zero-shot OOD detection.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
 )
 build_app = typer.Typer(
