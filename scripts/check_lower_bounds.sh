@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PLANT=${1:-}
-VENV=${NEGVOCAB_LOWER_VENV:-$HOME/.cache/negvocab/lower-venv}
+VENV=$(realpath -m "${NEGVOCAB_LOWER_VENV:-$HOME/.cache/negvocab/lower-venv}")
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 start=$(date +%s)
@@ -29,6 +29,8 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -m pip show torch 2>/dev/
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$TORCH" "$VISION"
 fi
 printf '%s\n%s\n' "$TORCH" "$VISION" > "$WORK/torch.txt"
+# Never touch an interpreter that is not this venv's (packages are uninstalled below).
+"$VENV/bin/python" -c "import sys; sys.exit(0 if sys.prefix != sys.base_prefix and sys.prefix == '$VENV' else f'{sys.prefix} is not the venv $VENV')"
 
 # The project as a clean copy (tracked files as they are now); a planted bound edits the copy only.
 SRC="$WORK/src"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -34,8 +35,6 @@ def init_cmd(
 ) -> None:
     """Write the example grid file (2 models x 4 vocabularies x 3 OOD sets x 2 methods), shipped in
     the package: edit its [id] and [ood] paths, then 'negvocab grid run'."""
-    from importlib import resources
-
     if path.exists() and not overwrite:
         raise InputError(f"{path} exists; give --overwrite to replace it")
     write_text(path, (resources.files("negvocab") / "resources" / "grid.toml").read_text(encoding="utf-8"))

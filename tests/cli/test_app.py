@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import negvocab
+
+ROOT = Path(__file__).resolve().parents[2]
 
 CLI = [sys.executable, "-c", "from negvocab.cli import main; main()"]
 
@@ -27,3 +31,63 @@ def test_usage_errors_are_one_line_at_every_level():
         assert r.returncode == 2 and r.stdout == "", args
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: No such option: --bogus") and f"(see '{where} --help')" in lines[0], r.stderr
+
+
+def _commands() -> list[str]:
+    import typer
+
+    from negvocab.cli import app
+
+    out: list[str] = []
+
+    def walk(group, prefix):
+        for name, cmd in group.commands.items():
+            if hasattr(cmd, "commands"):
+                walk(cmd, [*prefix, name])
+            else:
+                out.append(" ".join([*prefix, name]))
+
+    walk(typer.main.get_command(app), [])
+    return out
+
+
+def test_every_command_has_examples_in_its_help_that_name_it_and_its_options():
+    from typer.testing import CliRunner
+
+    from negvocab.cli import app
+    from negvocab.cli.examples import EXAMPLES
+
+    commands = _commands()
+    assert len(commands) >= 25 and set(commands) == set(EXAMPLES)
+    runner = CliRunner()
+    for path in commands:
+        r = runner.invoke(app, [*path.split(), "--help"], terminal_width=200)
+        assert r.exit_code == 0 and "Examples:" in r.stdout, path
+        for example in EXAMPLES[path]:
+            words = example.split()
+            assert " ".join(words[:len(path.split()) + 1 + ("-q" in words[1:2])]).replace("-q ", "") == f"negvocab {path}", example
+            assert example in " ".join(r.stdout.split()), (path, example)
+            for flag in (w.split("=")[0] for w in words if w.startswith("--")):
+                assert flag in r.stdout, (path, flag)  # every option an example uses exists
+
+
+def test_shell_completion_is_on():
+    r = negvocab_cli("--help")
+    assert r.returncode == 0 and "--install-completion" in r.stdout and "--show-completion" in r.stdout
+
+
+def test_demo_pool_size_is_a_number_and_pool_is_not_shown():
+    import os
+
+    env = {**os.environ, "COLUMNS": "200"}
+    r = subprocess.run([*CLI, "demo", "--help"], capture_output=True, text=True, timeout=60, env=env)
+    assert "--pool-size" in r.stdout and not re.search(r"--pool\b(?!-)", r.stdout)
+    r = subprocess.run([*CLI, "build", "wordnet", "--help"], capture_output=True, text=True, timeout=60, env=env)
+    assert "--candidates" in r.stdout and "--pool" in r.stdout  # there --pool names candidates
+
+
+def test_grid_init_writes_the_shipped_example(tmp_path):
+    r = subprocess.run([*CLI, "grid", "init", "g.toml"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and (tmp_path / "g.toml").read_text(encoding="utf-8") == (ROOT / "examples" / "grid.toml").read_text(encoding="utf-8")
+    r = subprocess.run([*CLI, "grid", "init", "g.toml"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.strip() == "error: g.toml exists; give --overwrite to replace it"
