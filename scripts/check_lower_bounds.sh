@@ -19,7 +19,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 start=$(date +%s)
 
-command -v uv >/dev/null 2>&1 || python3 -m pip install -q --disable-pip-version-check uv
+command -v uv >/dev/null 2>&1 || python3 -m pip install -q --disable-pip-version-check -c constraints.txt uv
 
 TORCH=$(grep -E '^torch==' constraints.txt)
 VISION=$(grep -E '^torchvision==' constraints.txt)

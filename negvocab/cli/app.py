@@ -115,6 +115,13 @@ class CommandGroup(TyperGroup):
             _usage_error(e, info_name or "negvocab")
             raise typer.Exit(EXIT_USER_ERROR) from None
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """A bare group prints its help and exits 2 with every click (older click exits 0)."""
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            typer.echo(ctx.get_help())
+            ctx.exit(EXIT_USER_ERROR)
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
