@@ -91,3 +91,11 @@ def test_grid_init_writes_the_shipped_example(tmp_path):
     assert r.returncode == 0 and (tmp_path / "g.toml").read_text(encoding="utf-8") == (ROOT / "examples" / "grid.toml").read_text(encoding="utf-8")
     r = subprocess.run([*CLI, "grid", "init", "g.toml"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.strip() == "error: g.toml exists; give --overwrite to replace it"
+
+
+def test_demo_pool_is_still_read_as_pool_size_with_a_warning(tmp_path):
+    """The old spelling keeps working for a release: the same check (before any model loads) sees its value."""
+    for flag in ("--pool-size", "--pool"):
+        r = negvocab_cli("demo", "--random-weights", flag, "1", "-o", str(tmp_path / "d"))
+        assert r.returncode == 2 and r.stderr.strip().endswith("error: pool must be >= 2 WordNet candidates, got 1"), r.stderr
+        assert ("now --pool-size" in r.stderr) == (flag == "--pool")
