@@ -79,3 +79,51 @@ def test_relative_markdown_links_resolve(md):
         elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
             broken.append(target)
     assert not broken, broken
+
+
+def test_docs_copy_of_the_methods_document_is_current():
+    """negvocab/methods.md is the one source (shipped in the package); docs/methods.md is its copy."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "sync_docs.py"), "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    copy = (ROOT / "docs" / "methods.md").read_text(encoding="utf-8")
+    assert copy.endswith((ROOT / "negvocab" / "methods.md").read_text(encoding="utf-8")) and copy.startswith("<!-- A copy of negvocab/methods.md")
+
+
+def test_results_cite_a_section_of_the_packaged_methods_document():
+    from negvocab.evaluation.rows import METHODS_SECTION
+
+    heading = re.search(r'section "([^"]+)"', METHODS_SECTION).group(1)
+    assert "negvocab/methods.md" in METHODS_SECTION and github_anchor(heading) in anchors(ROOT / "negvocab" / "methods.md")
+
+
+def test_the_docs_site_lists_every_page_and_builds_strictly():
+    """mkdocs.yml's nav names every Markdown page under docs/ and only those; warnings are errors
+    (CI runs ``mkdocs build --strict``, which also resolves every link and API reference)."""
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    _Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_Loader)
+    assert config["strict"] is True and config["docs_dir"] == "docs"
+
+    def pages(node):
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, list):
+            for x in node:
+                yield from pages(x)
+        elif isinstance(node, dict):
+            for x in node.values():
+                yield from pages(x)
+
+    nav = list(pages(config["nav"]))
+    on_disk = sorted(str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md"))
+    assert sorted(nav) == on_disk and len(nav) == len(set(nav))
+    assert {"methods.md", "layout.md", "tutorial.md"} <= set(nav) and sum(p.startswith("howto/") for p in nav) >= 5
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "mkdocs build --strict" in ci and "sync_docs.py --check" in ci

@@ -11,6 +11,7 @@ from negvocab.cli import (  # noqa: F401
     cache,
     coverage,
     demo,
+    discover,
     embed,
     grid,
     labels,

@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer >= 0.26 vendors click; pinned
 from typer.core import TyperGroup
 
+from negvocab.cli.examples import epilog
 from negvocab.cli.logs import add_options as add_log_options
 from negvocab.cli.logs import restore as restore_logging
+from negvocab.cli.outputs import release_claims
 from negvocab.errors import InputError, NegvocabError
 from negvocab.progress import forget_kept, kept_work
 from negvocab.provenance import negvocab_version, set_command
@@ -23,10 +24,15 @@ __all__ = ["EXIT_USER_ERROR", "CommandGroup", "app", "build_app", "interrupted_l
 
 EXIT_USER_ERROR = 2
 
+# click's UsageError, wherever this typer takes click from (typer >= 0.26 vendors it): found through
+# the public typer.BadParameter, never a private module of typer.
+UsageError: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
-def _usage_error(e: UsageError, where: str) -> None:
-    """One line for a bad flag or a missing argument (the help text is already out for a bare group)."""
-    if not isinstance(e, NoArgsIsHelpError):
+
+def _usage_error(e: Any, where: str) -> None:
+    """One line for a bad flag or a missing argument (the help text is already out for a bare group:
+    click >= 8.2 raises NoArgsIsHelpError for it, older click exits after printing it)."""
+    if type(e).__name__ != "NoArgsIsHelpError":
         path = e.ctx.command_path if e.ctx is not None else where
         typer.echo(f"error: {e.format_message()} (see '{path} --help')", err=True)
 
@@ -84,7 +90,12 @@ class CommandGroup(TyperGroup):
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         cmd = super().get_command(ctx, cmd_name)
-        return add_log_options(cmd) if cmd is not None else None
+        if cmd is None:
+            return None
+        if not getattr(cmd, "epilog", None) and not isinstance(cmd, TyperGroup):
+            parent = " ".join(ctx.command_path.split()[1:])  # "" at the top, "build" under negvocab build
+            cmd.epilog = epilog(f"{parent} {cmd_name}".strip())
+        return add_log_options(cmd)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         name, cmd, rest = super().resolve_command(ctx, args)
@@ -115,6 +126,13 @@ class CommandGroup(TyperGroup):
             _usage_error(e, info_name or "negvocab")
             raise typer.Exit(EXIT_USER_ERROR) from None
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """A bare group prints its help and exits 2 with every click (older click exits 0)."""
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            typer.echo(ctx.get_help())
+            ctx.exit(EXIT_USER_ERROR)
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -129,7 +147,8 @@ class CommandGroup(TyperGroup):
             typer.echo(interrupted_line(), err=True)
             ctx.exit(130)
         finally:
-            if ctx.parent is None:  # the whole command is done: logging as it was before
+            if ctx.parent is None:  # the whole command is done: folders released, logging as it was before
+                release_claims()
                 restore_logging()
 
 
@@ -138,7 +157,7 @@ app = typer.Typer(
     name="negvocab",
     help="Negative-label vocabularies for zero-shot OOD detection.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
 )
 build_app = typer.Typer(

@@ -39,7 +39,8 @@ def demo(
     tag: PresetTagOpt = None,
     random_weights: RandomWeightsOpt = False,
     output: Annotated[Path, typer.Option("--output", "-o", help="Folder for the demo's images, vocabulary and results.")] = Path("negvocab-demo"),
-    pool: Annotated[int, typer.Option("--pool", help="WordNet candidates to rank (spread over the NegLabel pool).")] = 1000,
+    pool: Annotated[int, typer.Option("--pool-size", help="How many WordNet candidates to rank (spread over the NegLabel pool).")] = 1000,
+    old_pool: Annotated[Optional[int], typer.Option("--pool", hidden=True, help="Old name of --pool-size (elsewhere --pool names candidates).")] = None,  # noqa: UP045
     size: Annotated[
         Optional[int],  # noqa: UP045
         typer.Option("--size", "-M", help="Vocabulary size M (default: half the filtered pool)."),
@@ -63,6 +64,9 @@ def demo(
     if random_weights and (pretrained or tag):
         raise InputError("give either --pretrained/--tag or --random-weights, not both")
     pretrained = None if random_weights else pretrained or "openai"
+    if old_pool is not None:  # kept working for one release; --pool means a candidate file in build wordnet/mined
+        typer.echo("warning: negvocab demo --pool N is now --pool-size N (--pool names candidates in the build commands)", err=True)
+        pool = old_pool
     check_demo_sizes(pool, size)
     check_output(output / "vocab.json", overwrite=overwrite)
     classes = read_id_classes(id_classes)

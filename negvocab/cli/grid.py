@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from negvocab.atomic import write_text
 from negvocab.cli.app import CommandGroup, app
 from negvocab.errors import InputError
 from negvocab.grid.config import load_config
@@ -23,7 +25,7 @@ from negvocab.grid.run import (
 )
 from negvocab.grid.tables import RANDOM_NOTE
 
-__all__ = ["SOURCE_FILE", "grid_app", "plan_cmd", "run_cmd", "status_cmd"]
+__all__ = ["SOURCE_FILE", "grid_app", "init_cmd", "plan_cmd", "run_cmd", "status_cmd"]
 
 grid_app = typer.Typer(cls=CommandGroup, help="Experiment grids: models x vocabularies x OOD sets x methods (TOML).", no_args_is_help=True, pretty_exceptions_enable=False)
 app.add_typer(grid_app, name="grid")
@@ -42,9 +44,22 @@ def _report_failures(status: dict) -> None:
         typer.echo(f"failed: {n} cell{'s' if n != 1 else ''}: {reason}", err=True)
 
 
+@grid_app.command("init")
+def init_cmd(
+    path: Annotated[Path, typer.Argument(help="Where to write the example grid file.")] = Path("grid.toml"),
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing file.")] = False,
+) -> None:
+    """Write the example grid file (2 models x 4 vocabularies x 3 OOD sets x 2 methods), shipped in
+    the package: edit its [id] and [ood] paths, then 'negvocab grid run'."""
+    if path.exists() and not overwrite:
+        raise InputError(f"{path} exists; give --overwrite to replace it")
+    write_text(path, (resources.files("negvocab") / "resources" / "grid.toml").read_text(encoding="utf-8"))
+    typer.echo(f"wrote {path}; edit its [id] and [ood] paths, then: negvocab grid run {path}")
+
+
 @grid_app.command("run")
 def run_cmd(
-    config: Annotated[Path, typer.Argument(help="Grid file (TOML; see examples/grid.toml).")],
+    config: Annotated[Path, typer.Argument(help="Grid file (TOML; 'negvocab grid init' writes an example).")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Results folder (default: next to the file, named after it).")] = None,  # noqa: UP045
     engine: Annotated[str, typer.Option("--engine", help=f"local (this process) or ray (a Ray cluster; {RAY_EXTRA}).")] = "local",
     ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="Address of an existing Ray cluster (default: start a local one for the run).")] = None,  # noqa: UP045

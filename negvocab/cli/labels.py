@@ -19,6 +19,7 @@ import typer
 
 from negvocab.atomic import atomic_path, is_stdout, write_json, write_text
 from negvocab.cli.app import app
+from negvocab.cli.logs import is_quiet
 from negvocab.cli.options import IdClassesOpt, OverwriteOpt
 from negvocab.cli.outputs import check_output, messages_to_stderr, writing
 from negvocab.errors import InputError
@@ -150,6 +151,7 @@ def candidates(
 
 @app.command("filter")
 def filter_(
+    ctx: typer.Context,
     vocabulary: Annotated[Path, typer.Argument(help="Vocabulary JSON or text file (one label a line).")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Filtered vocabulary (.json, or .txt for labels only).")],
     report: Annotated[
@@ -157,11 +159,12 @@ def filter_(
         typer.Option("--report", help="Also write what was removed and why as JSON."),
     ] = None,
     plurals: Annotated[bool, typer.Option("--plurals/--no-plurals", help="Match plural forms (WordNet morphy).")] = True,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line, not each removed label.")] = False,
     id_classes: IdClassesOpt = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
-    """Remove the ID class names (ImageNet-1k) and their WordNet synonyms from a vocabulary; say why."""
+    """Remove the ID class names (ImageNet-1k) and their WordNet synonyms from a vocabulary; say why
+    (each removed label; with -q, before or after 'filter', only the summary line)."""
+    quiet = is_quiet(ctx)
     check_output(output, inputs=[vocabulary, id_classes], overwrite=overwrite)
     if report is not None:
         check_output(report, inputs=[vocabulary, id_classes], others=[output], overwrite=overwrite)

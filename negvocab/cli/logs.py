@@ -23,7 +23,7 @@ import typer
 
 from negvocab.redact import redact_urls
 
-__all__ = ["FORMAT", "add_options", "configure", "options", "restore"]
+__all__ = ["FORMAT", "add_options", "configure", "is_quiet", "options", "restore"]
 
 FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 _OURS = "negvocab"
@@ -118,6 +118,11 @@ def _settings(ctx: typer.Context) -> dict[str, Any]:
     return ctx.find_root().meta.setdefault(_META, {"verbose": 0, "quiet": False, "log_file": None})
 
 
+def is_quiet(ctx: typer.Context) -> bool:
+    """Whether -q was given, before the command's name or after it (a command prints less too)."""
+    return bool(_settings(ctx)["quiet"])
+
+
 def _set(name: str) -> Any:
     def callback(ctx: typer.Context, value: Any) -> Any:
         s = _settings(ctx)
@@ -170,7 +175,8 @@ def _no_flag_metavar(param: Any) -> Any:
 
 
 def add_options(command: Any) -> Any:
-    """Give ``command`` the logging options (once); a command's own ``-q`` keeps its meaning.
+    """Give ``command`` the logging options (once); a command with an option of the same flag keeps
+    its own (none does: ``-q`` means :func:`is_quiet` everywhere, wherever it is placed).
     Its flags (and ``--help``) lose the ``<bool>`` metavar, which suggested they take a value."""
     if getattr(command, _MARK, None) is None:
         taken = {o for p in command.params for o in getattr(p, "opts", [])}

@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -28,6 +29,7 @@ __all__ = [
     "check_results_folder",
     "claim_results_folder",
     "messages_to_stderr",
+    "release_claims",
     "warn_random",
     "write_folder_report",
     "writing",
@@ -78,13 +80,17 @@ def claim_results_folder(folder: Path, outputs: tuple[str, ...], *, overwrite: b
     """Claim a results folder for the whole command (:func:`negvocab.outdir.claim_folder`): a
     second run into it refuses at once; one holding earlier outputs needs ``overwrite``. Released
     when the command ends, however it ends."""
-    from typer._click.globals import get_current_context  # typer vendors click; pinned
+    _claims.append(claim_folder(folder, outputs, overwrite=overwrite))
 
 
-    claim = claim_folder(folder, outputs, overwrite=overwrite)
-    ctx = get_current_context(silent=True)
-    if ctx is not None:
-        ctx.call_on_close(claim.release)
+_claims: list[Any] = []
+
+
+def release_claims() -> None:
+    """Release every folder claimed by :func:`claim_results_folder` (the CLI calls this when a
+    command ends, however it ends)."""
+    while _claims:
+        _claims.pop().release()
 
 
 def check_results_folder(folder: Path, marker: str, *, overwrite: bool) -> None:

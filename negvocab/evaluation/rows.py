@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from negvocab.vocab import Vocabulary
 
 #: where the conventions are compared with NegLabel's, OpenOOD's and the Hendrycks code
-METHODS_SECTION = "docs/methods.md, section \"Conventions and the anchors' code\""
+METHODS_SECTION = "the methods document (negvocab/methods.md; print it: negvocab methods -s conventions), section \"Conventions and the anchors' code\""
 #: how each FPR convention sets the threshold (see negvocab.scoring.metrics)
 THRESHOLD_RULES = {
     "paper": "ID-anchored: the (1 - TPR) quantile of the ID scores (numpy linear); FPR = share of OOD scores >= it",

@@ -70,8 +70,10 @@ def _read_table(path: Path, delimiter: str) -> list[dict[str, str]]:
     reader = csv.DictReader(lines, delimiter=delimiter)
     if reader.fieldnames:
         reader.fieldnames = [f.strip().lower() for f in reader.fieldnames]  # "Text", " pos"
+    if reader.fieldnames and "text" not in reader.fieldnames and "label" in reader.fieldnames:
+        reader.fieldnames = ["text" if f == "label" else f for f in reader.fieldnames]  # image lists name it 'label'
     if not reader.fieldnames or "text" not in reader.fieldnames:
-        raise InputError(f"{path}: no 'text' column in the header; expected {delimiter.join(CANDIDATE_FIELDS)!r}")
+        raise InputError(f"{path}: no 'text' or 'label' column in the header; expected {delimiter.join(CANDIDATE_FIELDS)!r}")
     try:
         return list(reader)
     except csv.Error as e:

@@ -501,7 +501,7 @@ def _strip(label: Any) -> Any:
 
 
 def _is_table(text: str, delimiter: str, path: Path) -> bool:
-    """True for a table with a ``text`` column in its header; an error for a table of other
+    """True for a table with a ``text`` (or ``label``) column in its header; an error for a table of other
     columns (every line split alike); False for one label a line (a label may hold the delimiter,
     "washington, d.c."). Blank and ``#`` lines are not looked at."""
     import csv
@@ -509,11 +509,11 @@ def _is_table(text: str, delimiter: str, path: Path) -> bool:
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if not lines or delimiter not in lines[0]:
         return False
-    if "text" in [h.strip().lower() for h in next(csv.reader([lines[0]], delimiter=delimiter))]:
-        return True
+    if {"text", "label"} & {h.strip().lower() for h in next(csv.reader([lines[0]], delimiter=delimiter))}:
+        return True  # 'label' as image lists name it
     if len(lines) >= 2 and len({ln.count(delimiter) for ln in lines}) == 1:
         raise InputError(
-            f"{path}: a table without a 'text' column; give the labels a 'text' header "
+            f"{path}: a table without a 'text' or 'label' column; give the labels a 'text' header "
             "(as `negvocab candidates` writes) or one label a line in a .txt file"
         )
     return False

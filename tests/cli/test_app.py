@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import negvocab
+
+ROOT = Path(__file__).resolve().parents[2]
 
 CLI = [sys.executable, "-c", "from negvocab.cli import main; main()"]
 
@@ -57,3 +61,71 @@ def test_an_interrupted_command_before_any_work_says_nothing_was_kept(tmp_path, 
     monkeypatch.setattr(cmd, "load_vlm", ctrl_c)  # Ctrl-C while the model loads: nothing done yet
     r = CliRunner().invoke(app, ["build", "mined", "--random-weights", "--images", str(tmp_path / "s"), "--pool", str(tmp_path / "pool.txt"), "-o", str(tmp_path / "m.json")])
     assert r.exit_code == 130 and "nothing was kept" in r.stderr and "resume" not in r.stderr, r.output
+
+
+def _commands() -> list[str]:
+    import typer
+
+    from negvocab.cli import app
+
+    out: list[str] = []
+
+    def walk(group, prefix):
+        for name, cmd in group.commands.items():
+            if hasattr(cmd, "commands"):
+                walk(cmd, [*prefix, name])
+            else:
+                out.append(" ".join([*prefix, name]))
+
+    walk(typer.main.get_command(app), [])
+    return out
+
+
+def test_every_command_has_examples_in_its_help_that_name_it_and_its_options():
+    from typer.testing import CliRunner
+
+    from negvocab.cli import app
+    from negvocab.cli.examples import EXAMPLES
+
+    commands = _commands()
+    assert len(commands) >= 25 and set(commands) == set(EXAMPLES)
+    runner = CliRunner()
+    for path in commands:
+        r = runner.invoke(app, [*path.split(), "--help"], terminal_width=200)
+        assert r.exit_code == 0 and "Examples:" in r.stdout, path
+        for example in EXAMPLES[path]:
+            words = example.split()
+            assert " ".join(words[:len(path.split()) + 1 + ("-q" in words[1:2])]).replace("-q ", "") == f"negvocab {path}", example
+            assert example in " ".join(r.stdout.split()), (path, example)
+            for flag in (w.split("=")[0] for w in words if w.startswith("--")):
+                assert flag in r.stdout, (path, flag)  # every option an example uses exists
+
+
+def test_shell_completion_is_on():
+    r = negvocab_cli("--help")
+    assert r.returncode == 0 and "--install-completion" in r.stdout and "--show-completion" in r.stdout
+
+
+def test_demo_pool_size_is_a_number_and_pool_is_not_shown():
+    import os
+
+    env = {**os.environ, "COLUMNS": "200"}
+    r = subprocess.run([*CLI, "demo", "--help"], capture_output=True, text=True, timeout=60, env=env)
+    assert "--pool-size" in r.stdout and not re.search(r"--pool\b(?!-)", r.stdout)
+    r = subprocess.run([*CLI, "build", "wordnet", "--help"], capture_output=True, text=True, timeout=60, env=env)
+    assert "--candidates" in r.stdout and "--pool" in r.stdout  # there --pool names candidates
+
+
+def test_grid_init_writes_the_shipped_example(tmp_path):
+    r = subprocess.run([*CLI, "grid", "init", "g.toml"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and (tmp_path / "g.toml").read_text(encoding="utf-8") == (ROOT / "examples" / "grid.toml").read_text(encoding="utf-8")
+    r = subprocess.run([*CLI, "grid", "init", "g.toml"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.strip() == "error: g.toml exists; give --overwrite to replace it"
+
+
+def test_demo_pool_is_still_read_as_pool_size_with_a_warning(tmp_path):
+    """The old spelling keeps working for a release: the same check (before any model loads) sees its value."""
+    for flag in ("--pool-size", "--pool"):
+        r = negvocab_cli("demo", "--random-weights", flag, "1", "-o", str(tmp_path / "d"))
+        assert r.returncode == 2 and r.stderr.strip().endswith("error: pool must be >= 2 WordNet candidates, got 1"), r.stderr
+        assert ("now --pool-size" in r.stderr) == (flag == "--pool")

@@ -169,3 +169,19 @@ def test_no_widget_bar_without_ipywidgets(monkeypatch):
     from tqdm.std import tqdm
 
     assert P._bar_class() is tqdm
+
+
+def test_quiet_means_the_same_before_and_after_the_command(tmp_path):
+    """``negvocab -q filter`` and ``negvocab filter -q``: the summary line only, either way; without -q
+    one line per removed label first (goldfish and tench are ImageNet-1k classes, meadow is not)."""
+    vocab = tmp_path / "v.txt"
+    vocab.write_text("goldfish\nmeadow\ntench\n", encoding="utf-8")
+    outs = {}
+    for name, args in {"none": ["filter", str(vocab)], "before": ["-q", "filter", str(vocab)], "after": ["filter", str(vocab), "-q"]}.items():
+        r = runner.invoke(app, [*args, "-o", str(tmp_path / f"{name}.txt")])
+        assert r.exit_code == 0, r.output
+        outs[name] = r.stdout.replace(name, "X").splitlines()
+        assert (tmp_path / f"{name}.txt").read_text(encoding="utf-8").split() == ["meadow"]
+        logs.restore()
+    assert outs["before"] == outs["after"] and len(outs["before"]) == 1 and outs["before"][0].startswith("removed 2 of 3 labels")
+    assert [ln.split(":")[0] for ln in outs["none"][:2]] == ["removed 'goldfish'", "removed 'tench'"] and outs["none"][2] == outs["before"][0]

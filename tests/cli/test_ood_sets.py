@@ -49,7 +49,7 @@ def test_several_named_ood_sets_end_to_end(tiny, model_args, tmp_path):
     assert doc["versions"]["torch"] and doc["versions"]["open_clip"]
     assert doc["id_class_list"]["names"][:2] == ["goldfish", "tench"]
     assert doc["vocabularies"]["negA"]["file_sha256"]  # the vocabulary file's own hash
-    assert "OOD set" in r.stdout and "docs/methods.md" in r.stdout
+    assert "OOD set" in r.stdout and "negvocab/methods.md" in r.stdout
 
 
 @pytest.mark.parametrize(

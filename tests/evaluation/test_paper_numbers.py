@@ -171,9 +171,9 @@ def test_footer_and_results_name_grouping_templates_and_threshold(sets, classes,
         footer = "\n".join(text.splitlines()[-4:])
         assert "FPR convention: hendrycks" in footer and "fpr_and_fdr_at_recall" in footer
         assert "grouping: stratified, G=4" in footer and "templates: single" in footer
-        assert "docs/methods.md, section \"Conventions and the anchors' code\"" in footer
+        assert "negvocab methods -s conventions), section \"Conventions and the anchors' code\"" in footer
     conv = json.loads((results.write_results(ev, tmp_path / "r") / "results.json").read_text())["conventions"]
-    assert conv["grouping"].startswith("stratified, G=4") and conv["templates"] == "single" and "docs/methods.md" in conv["see"]
+    assert conv["grouping"].startswith("stratified, G=4") and conv["templates"] == "single" and "negvocab/methods.md" in conv["see"]
 
 
 def test_evaluation_repr_is_short(sets, classes, vocab):

@@ -296,17 +296,21 @@ def test_a_candidates_export_loads_with_its_parts_of_speech(tmp_path, fmt):
 
 def test_tables_without_a_text_column_are_refused_and_one_column_files_are_labels(tmp_path):
     table = tmp_path / "t.csv"
-    table.write_text("label,score\nmeadow,1\n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"t.csv: a table without a 'text' column"):
+    table.write_text("name,score\nmeadow,1\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"t.csv: a table without a 'text' or 'label' column"):
         Vocabulary.load(table)
     plain = tmp_path / "p.csv"
     plain.write_text("meadow\ncloud\n", encoding="utf-8")
     assert Vocabulary.load(plain).labels == ["meadow", "cloud"]
     plain.write_text("meadow\nwashington, d.c.\ncloud\n", encoding="utf-8")  # a label with the delimiter
     assert Vocabulary.load(plain).labels == ["meadow", "washington, d.c.", "cloud"]
-    table.write_text("label,score\nmeadow,0.3\nparis,0.4\n", encoding="utf-8")  # other columns: refused
-    with pytest.raises(InputError, match="a table without a 'text' column"):
+    table.write_text("name,score\nmeadow,0.3\nparis,0.4\n", encoding="utf-8")  # other columns: refused
+    with pytest.raises(InputError, match="a table without a 'text' or 'label' column"):
         Vocabulary.load(table)
+    table.write_text("path,Label\nimg/1.jpg,meadow\nimg/2.jpg,paris\n", encoding="utf-8")  # an image list's 'label' column
+    assert Vocabulary.load(table).labels == ["meadow", "paris"]
+    (tmp_path / "t.tsv").write_text("label\tpos\nbright\ta\n", encoding="utf-8")
+    assert Vocabulary.load(tmp_path / "t.tsv").parts_of_speech() == ["a"]
     plain.write_text("# my labels, v2\nwashington, d.c.\nmeadow\n", encoding="utf-8")  # a list, not a table
     assert Vocabulary.load(plain).labels == ["washington, d.c.", "meadow"]
     for content in ('"text","pos"\n"washington, d.c.",n\n', "Text, pos\nwashington d.c.,n\n", "# exported\npos,text\nn,washington d.c.\n"):

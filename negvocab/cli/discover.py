@@ -1,0 +1,92 @@
+"""``negvocab methods`` and ``negvocab models``: the methods document shipped in the package, and the
+open_clip models negvocab can load (with a preset of eight VLMs for a paper-sized study)."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from negvocab.atomic import write_text
+from negvocab.cli.app import app
+from negvocab.errors import InputError
+
+__all__ = ["METHODS_FILE", "PRESETS", "methods_cmd", "methods_document", "models_cmd", "section"]
+
+METHODS_FILE = "methods.md"  # negvocab/methods.md: the one source; docs/methods.md is a copy of it
+
+# Eight open_clip VLMs (CLIP, EVA, DFN and SigLIP2 families, small to giant) for a study of the
+# paper's size: tags that open_clip.list_pretrained() names, so each loads by name.
+PRESETS: dict[str, list[tuple[str, str]]] = {
+    "paper8": [
+        ("RN50", "openai"),
+        ("ViT-B-16", "openai"),
+        ("ViT-L-14", "openai"),
+        ("ViT-L-14", "datacomp_xl_s13b_b90k"),
+        ("EVA02-L-14-336", "merged2b_s6b_b61k"),
+        ("ViT-H-14-quickgelu", "dfn5b"),
+        ("ViT-SO400M-14-SigLIP2", "webli"),
+        ("ViT-gopt-16-SigLIP2-384", "webli"),
+    ],
+}
+
+
+def methods_document() -> str:
+    """The methods document as the installed package holds it (works from a wheel)."""
+    return (resources.files("negvocab") / METHODS_FILE).read_text(encoding="utf-8")
+
+
+def section(text: str, name: str) -> str:
+    """The Markdown section whose heading starts with (else contains) ``name``, case-insensitive, with its subsections."""
+    lines = text.splitlines(keepends=True)
+    heads = [(i, len(m.group(1)), m.group(2)) for i, ln in enumerate(lines) if (m := re.match(r"(#{1,6})\s+(.+?)\s*$", ln))]
+    hits = [k for k, (_, _, title) in enumerate(heads) if name.lower() in title.lower()]
+    hits.sort(key=lambda k: not heads[k][2].lower().startswith(name.lower()))  # a heading that starts with it first
+    if hits:
+        i, level, _ = heads[hits[0]]
+        end = next((j for j, lv, _ in heads[hits[0] + 1:] if lv <= level), len(lines))
+        return "".join(lines[i:end])
+    titles = "; ".join(t for _, lv, t in heads if lv == 2)
+    raise InputError(f"--section {name!r}: no heading of the methods document contains it; its sections: {titles}")
+
+
+@app.command("methods")
+def methods_cmd(
+    section_name: Annotated[Optional[str], typer.Option("--section", "-s", help="Only the section whose heading contains this text, e.g. 'Conventions'.")] = None,  # noqa: UP045
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the document to this file instead of printing it.")] = None,  # noqa: UP045
+) -> None:
+    """The methods document: how every score, metric and convention is computed (results cite it)."""
+    text = methods_document()
+    if section_name is not None:
+        text = section(text, section_name)
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        write_text(output, text)
+        typer.echo(f"wrote {output}")
+
+
+@app.command("models")
+def models_cmd(
+    preset: Annotated[Optional[str], typer.Option("--preset", help="Only a preset's models: paper8 (eight VLMs of CLIP, EVA, DFN and SigLIP2).")] = None,  # noqa: UP045
+    grep: Annotated[Optional[str], typer.Option("--grep", help="Only models whose name or tag contains this text (case-insensitive).")] = None,  # noqa: UP045
+) -> None:
+    """The open_clip models with pretrained weights (name and tag, as --model and --pretrained take them)."""
+    import open_clip
+
+    known = [(str(n), str(t)) for n, t in open_clip.list_pretrained()]
+    if preset is not None:
+        if preset not in PRESETS:
+            raise InputError(f"--preset {preset!r}: unknown preset; choose one of {', '.join(PRESETS)}")
+        missing = [m for m in PRESETS[preset] if m not in known]
+        if missing:
+            raise InputError(f"--preset {preset}: this open_clip ({open_clip.__version__}) does not name {missing}")
+        known = PRESETS[preset]
+    if grep is not None:
+        known = [(n, t) for n, t in known if grep.lower() in f"{n} {t}".lower()]
+    width = max((len(n) for n, _ in known), default=0)
+    for name, tag in known:
+        typer.echo(f"{name:<{width}}  {tag}")

