@@ -30,6 +30,9 @@ EXAMPLES: dict[str, list[str]] = {
     "grid init": ["negvocab grid init grid.toml"],
     "grid run": ["negvocab grid run grid.toml --random-weights -o grid-out"],
     "grid status": ["negvocab grid status grid-out"],
+    "grid plan": ["negvocab grid plan grid.toml --random-weights --workers 1,8,64"],
+    "table": ["negvocab table grid-out --rows model --cols vocabulary --metric fpr,auroc -o table2.md"],
+    "benchmarks": ["negvocab benchmarks --root /data/openood"],
 }
 
 
