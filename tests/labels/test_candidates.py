@@ -130,7 +130,7 @@ def test_plain_label_files_load_as_nouns(tmp_path):
     ("name", "content", "message"),
     [
         ("missing.tsv", None, "no such candidates file"),
-        ("nohead.tsv", "word\tpos\nmeadow\tn\n", "no 'text' column"),
+        ("nohead.tsv", "word\tpos\nmeadow\tn\n", "no 'text' or 'label' column"),
         ("badpos.csv", "text,pos\nmeadow,x\n", r"entry 1 \('meadow'\) has an unknown part of speech 'x'"),
         ("badoff.csv", "text,offset\nmeadow,abc\n", "non-integer offset 'abc'"),
         ("empty.csv", "text,pos\n", "no candidates in this file"),

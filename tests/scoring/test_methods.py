@@ -83,9 +83,9 @@ def test_the_grid_config_reads_the_registry():
         parse_config({**doc, "methods": [{"name": "neglabel", "params": {"T": 1.0}}]})
     with pytest.raises(InputError, match=r"methods\[0\]\.params: groups must be >= 1, got -3"):
         parse_config({**doc, "methods": [{"name": "neglabel", "params": {"groups": -3}}]})
-    with pytest.raises(InputError, match=r"\[grid\] n_boot must be between 0 and 100,000, got -5"):
+    with pytest.raises(InputError, match=r"grid\.n_boot = -5: must be an integer between 0 and 100,000"):
         parse_config({**doc, "grid": {"n_boot": -5}})
-    with pytest.raises(InputError, match=r"\[grid\] tpr must be a number, got '0.95'"):
+    with pytest.raises(InputError, match=r"grid\.tpr = '0\.95': must be a number in \(0, 1\]"):
         parse_config({**doc, "grid": {"tpr": "0.95"}})
 
 
