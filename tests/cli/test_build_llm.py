@@ -248,8 +248,9 @@ def test_nonsense_answers_fail_whatever_min_labels_says(tmp_path, server):
     env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "x"}
     args = ["build", "gpt", "-m", "tiny", "--classes", "5", "--rounds", "1", "-n", "6", "--min-labels", "1", "--run-dir", str(tmp_path / "r"), "-o", str(tmp_path / "o.json")]
     res = invoke(args, env)
-    assert res.exit_code == 2 and res.output.count("\n") == 1, res.output
-    assert "not language" in res.output and "--min-labels cannot help" in res.output
+    errors = [line for line in res.output.splitlines() if line.startswith("error:")]
+    assert res.exit_code == 2 and len(errors) == 1 and "Traceback" not in res.output, res.output  # log lines may precede it
+    assert "not language" in errors[0] and "--min-labels cannot help" in errors[0]
     assert not (tmp_path / "o.json").exists()
     assert sum(server.state.chat_counts.values()) <= 10
 
