@@ -30,6 +30,6 @@ fi
 # The exact versions the project is tested with come from constraints.txt (pyproject.toml only
 # declares compatible ranges). torch/torchvision first: an unpinned 'torch' would pull a multi-GB build.
 python3 -m pip install -q --disable-pip-version-check -c constraints.txt torch torchvision
-python3 -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test,grid,ray,docs]'
+python3 -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test,grid,ray,docs,pytorch-ood]'
 # Copy WordNet 3.0 where nltk can read it (once); fails early with the install hint if missing.
 python3 -m negvocab.labels.wordnet
