@@ -12,6 +12,12 @@ file, ``results.json``, goes first, the new one comes last). A run killed during
 else (roll forward), so the folder is always one run's complete output or, after a kill, becomes
 one. Any earlier output file, not only the marker, counts as an earlier run: it is replaced only
 with ``overwrite``.
+
+The lock dies with the run that took it: a process forked while a folder is claimed (an image
+loader's worker) closes its copy of the lock at once, so a run killed with SIGKILL frees its folder
+for the next run immediately, not when its orphaned workers notice. The temporary files of atomic
+writes a killed run left (``.*.tmp``, in the folder and in the ``work_dirs`` it names) are removed
+when the folder is claimed again.
 """
 
 from __future__ import annotations
@@ -66,14 +72,30 @@ class FolderClaim:
 _held: dict[str, FolderClaim] = {}
 
 
+def _forget_in_child() -> None:
+    """In a forked child: close the claimed folders' descriptors (a ``flock`` is shared by every copy
+    of its descriptor, so a child keeping one would hold the folder after its parent died)."""
+    for claim in _held.values():
+        with contextlib.suppress(OSError):
+            os.close(claim.fd)
+    _held.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
 def _key(folder: Path) -> str:
     return os.path.realpath(folder)
 
 
-def claim_folder(folder: str | os.PathLike[str], outputs: Sequence[str], *, overwrite: bool, option: str = "-o") -> FolderClaim:
+def claim_folder(
+    folder: str | os.PathLike[str], outputs: Sequence[str], *, overwrite: bool, option: str = "-o", work_dirs: Sequence[str] = ()
+) -> FolderClaim:
     """Claim ``folder`` for this run: refuse a folder another run is writing (one line), and one
     holding any of ``outputs`` from an earlier run unless ``overwrite``. Creates the folder.
-    A claim this process already holds is shared (the count goes up)."""
+    A claim this process already holds is shared (the count goes up). ``work_dirs``: subfolders a
+    run writes file by file (a grid's ``cells``), cleared of a killed run's temporary files too."""
     path = Path(folder)
     if is_stdout(path):
         raise InputError(f"{option} -: this command writes a folder of files, not one stream; give a folder")
@@ -112,6 +134,10 @@ def claim_folder(folder: str | os.PathLike[str], outputs: Sequence[str], *, over
             raise InputError(f"cannot write into {path}: no permission")
         for stale in path.glob(f"{STAGING_PREFIX}*"):  # a killed run's; ours are made after the lock
             shutil.rmtree(stale, ignore_errors=True)
+        for sub in (".", *work_dirs):  # atomic writes a killed run left half-done (negvocab.atomic)
+            for tmp in (path / sub).glob(".*.tmp"):
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
     except BaseException:
         claim.release()
         raise

@@ -74,8 +74,11 @@ __all__ = ["GRID_OUTPUTS", "SOURCE_FILE", "claim_grid_folder", "failure_summary"
 SOURCE_FILE = "grid_source.json"
 #: the tables a grid run commits (the sweep figures ``sweep_*`` besides); ``grid.json`` is the marker
 GRID_OUTPUTS = ("table.csv", "table.parquet", "pivots.md", "pivots.tex", "comparisons.md", "run.json", "grid.json")
-#: the stats that differ between a clean and a resumed run (times, counts of work done): ``run.json``
-RUN_STATS = ("seconds", "score_seconds", "embed_calls", "cells_to_run", "vocabularies")
+#: the stats a clean and a resumed run share, kept in ``grid.json``; every other stat (times, counts of
+#: work done, model loads, and any added later) goes to ``run.json``, so a new one cannot make them differ
+GRID_STATS = ("cells", "engine")
+#: what a grid stores file by file as it goes (resumable; a killed write's temporary files go on the next claim)
+WORK_DIRS = ("cells", "scores", "means")
 
 
 
@@ -134,7 +137,7 @@ def claim_grid_folder(out: Path, source: dict[str, Any], *, overwrite: bool) -> 
     ``overwrite``. Records ``source`` in the folder."""
     same = (out / SOURCE_FILE).is_file() and _same_source(out, source)
     outputs = [] if same else [*GRID_OUTPUTS, SOURCE_FILE, *_sweeps(out)]
-    claim = claim_folder(out, outputs, overwrite=overwrite)
+    claim = claim_folder(out, outputs, overwrite=overwrite, work_dirs=WORK_DIRS)
     try:
         if not same:
             write_json(out / SOURCE_FILE, source)
@@ -190,7 +193,7 @@ def run_grid(
 
 def _run_claimed(cfg: GridConfig, out: Path, engine: str, ray_address: str | None, on_model: Callable[[str, str], None] | None) -> GridResult:
     try:
-        for sub in ("cells", "scores", "means"):
+        for sub in WORK_DIRS:
             (out / sub).mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InputError(f"cannot write into {out}: {e.strerror or e}") from e
@@ -272,8 +275,8 @@ def write_grid(res: GridResult, out_dir: str | Path, *, overwrite: bool = False)
 
     out = Path(out_dir)
     outputs = [*GRID_OUTPUTS, *_sweeps(out)]
-    kept = {k: v for k, v in res.stats.items() if k not in RUN_STATS}
-    run = {k: v for k, v in res.stats.items() if k in RUN_STATS}
+    kept = {k: v for k, v in res.stats.items() if k in GRID_STATS}
+    run = {k: v for k, v in res.stats.items() if k not in GRID_STATS}
     run["embed_calls"] = {f"{m} / {s}": n for (m, s), n in run.get("embed_calls", {}).items()}
     tables = GridResult(res.rows, res.config, stats=kept, out_dir=out, status=res.status, means=res.means)
     fix_date = "SOURCE_DATE_EPOCH" not in os.environ

@@ -242,7 +242,10 @@ class GridResult:
     def _score_index(self) -> dict[str, Any]:
         if self.config is not None:
             index: dict[str, Any] = {}
-            for c in plan_cells(self.config, open_sets(self.config)):
+            errors: dict[str, str] = {}  # an OOD set or vocabulary that cannot be read: its cells failed, no scores
+            for c in plan_cells(self.config, open_sets(self.config, errors), errors):
+                if c.error:
+                    continue
                 entry = index.setdefault(" | ".join((c.model, c.vocabulary, c.method)), {"id": c.id_scores, "ood": {}})
                 entry["ood"][c.ood_set] = c.ood_scores
             return index

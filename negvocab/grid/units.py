@@ -189,8 +189,9 @@ class ModelHost:
         elif unit.kind == "text":
             classes = W.id_classes(cfg)
             vlm.encode_text(list(classes.names), cfg.templates, pos="n", batch_size=cfg.batch_size, progress=False)
-            if any(v for v, _, _ in work.missing.values()):
-                for v in W.resolve_vocabularies(cfg, vlm, {}).values():
+            needed = {v for v, _, _ in work.missing.values() if v}  # not the grid's bad vocabularies: their cells failed alone
+            if needed:
+                for v in W.resolve_vocabularies(cfg, vlm, {}, needed).values():
                     vlm.encode_text(list(v.labels), cfg.templates, pos=v.parts_of_speech(), batch_size=cfg.batch_size, progress=False)
         else:
             stats["embed_calls"] = {}

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from time import monotonic
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -44,6 +44,7 @@ __all__ = [
     "KEY_FILE",
     "MAX_SHARDS",
     "MERGE_MAX_BYTES",
+    "RowStore",
     "SAVE_EVERY_S",
     "STALE_TMP_S",
     "StoreInfo",
@@ -305,6 +306,13 @@ class EmbeddingStore:
         self._index = {}
 
 
+class RowStore(Protocol):
+    """Where :class:`Checkpoints` puts rows: an :class:`EmbeddingStore`, or the image stores
+    (:mod:`negvocab.vlm.images`, handed row indices)."""
+
+    def put(self, keys: Sequence[str], rows: np.ndarray) -> None: ...
+
+
 class Checkpoints:
     """Finished rows on their way into ``store``: stored when ``every_s`` seconds of work passed
     since the last save or ``max_rows`` are pending, and by :meth:`flush` (call it on every exit,
@@ -312,7 +320,7 @@ class Checkpoints:
 
     def __init__(
         self,
-        store: EmbeddingStore,
+        store: RowStore,
         *,
         every_s: float = SAVE_EVERY_S,
         max_rows: int | None = None,

@@ -36,6 +36,7 @@ import numpy as np
 from negvocab.data.images import IMAGE_EXTENSIONS, ImageSet, list_images
 from negvocab.errors import InputError, ResourceError
 from negvocab.progress import track
+from negvocab.vlm.cache import Checkpoints
 
 if TYPE_CHECKING:
     import torch
@@ -56,8 +57,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: finished image rows reach the cache in pieces of at most this many images (an interrupted run
-#: resumes), and of at most IMAGE_PIECE_BYTES of GL-MCM patch features
+#: finished image rows reach the cache by time (every SAVE_EVERY_S seconds of work, as text rows do)
+#: and in pieces of at most this many images, and of at most IMAGE_PIECE_BYTES of GL-MCM patch features
 IMAGE_STORE_EVERY = 2048
 IMAGE_PIECE_BYTES = 256 << 20
 #: GL-MCM patch features bigger than this live in a memory-mapped temporary file, not in RAM
@@ -331,31 +332,27 @@ def _front(a: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return a[: len(keep)]
 
 
-class _CacheWriter:
-    """Stores finished rows in the cache in pieces (see IMAGE_STORE_EVERY), so an interrupted run
-    resumes; it holds row indices only and reads the rows when it writes them."""
+class _ImageRows:
+    """The image stores as one store for :class:`~negvocab.vlm.cache.Checkpoints` (the text cache's
+    mechanism: rows kept by time, at least every ``SAVE_EVERY_S`` seconds of work, by size, and on
+    any exit, Ctrl-C included): it is handed row indices (not copies of the rows, which may be large
+    patch features) and writes the global rows, and the local ones when asked, under their keys."""
 
-    def __init__(self, stores: list[EmbeddingStore], keys: list[str], rows: _Rows) -> None:
-        self.stores, self.keys, self.rows = stores, keys, rows
-        self.pending: list[int] = []
+    def __init__(self, stores: list[EmbeddingStore], rows: _Rows) -> None:
+        self.stores, self.rows = stores, rows
 
-    def add(self, idx: Sequence[int]) -> None:
-        if not self.stores:
+    def put(self, keys: Sequence[str], idx: np.ndarray) -> None:
+        if self.rows.glob is None:
             return
-        self.pending.extend(idx)
-        row_bytes = self.rows.local[0].nbytes if self.rows.local is not None else 0
-        if len(self.pending) >= IMAGE_STORE_EVERY or len(self.pending) * row_bytes >= IMAGE_PIECE_BYTES:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.pending or self.rows.glob is None:
-            return
-        idx = np.asarray(self.pending)
-        keys = [self.keys[i] for i in idx]
         self.stores[0].put(keys, self.rows.glob[idx])
         if len(self.stores) > 1 and self.rows.local is not None:
             self.stores[1].put(keys, self.rows.local[idx])
-        self.pending.clear()
+
+
+def _piece_rows(rows: _Rows) -> int:
+    """Images a cache piece holds at most: IMAGE_STORE_EVERY, and IMAGE_PIECE_BYTES of patch features."""
+    row_bytes = rows.local[0].nbytes if rows.local is not None else 0
+    return min(IMAGE_STORE_EVERY, max(1, IMAGE_PIECE_BYTES // row_bytes)) if row_bytes else IMAGE_STORE_EVERY
 
 
 def _from_cache(stores: list[EmbeddingStore], keys: list[str], rows: _Rows, readable: list[int]) -> None:
@@ -383,8 +380,8 @@ def encode_images(
 ) -> ImageEmbeddings:
     """Embed the images of ``source`` (paths, a folder or a dataset; see the module docstring).
 
-    Finished rows reach the cache as they come (see ``IMAGE_STORE_EVERY``), so an interrupted
-    run resumes where it stopped.
+    Finished rows reach the cache as they come (by time, at least every ``SAVE_EVERY_S`` seconds
+    of work, and on any exit; see ``IMAGE_STORE_EVERY``), so an interrupted run resumes where it stopped.
     """
     if local_features:
         why = local_features_supported(vlm.model)
@@ -412,16 +409,19 @@ def encode_images(
     todo = [i for i in range(n) if not rows.done[i] and i not in failed]
     ids: dict[int, str] = {}
     if todo:
-        writer = _CacheWriter(stores, keys, rows)
+        saved = Checkpoints(_ImageRows(stores, rows), max_rows=IMAGE_STORE_EVERY) if stores else None
 
         def on_batch(idx: list[int], g: np.ndarray, z: np.ndarray | None) -> None:
             rows.set(idx, g, z)
-            writer.add(idx)
+            if saved is not None:
+                saved.max_rows = _piece_rows(rows)  # known once the first rows are in
+                saved.add([keys[i] for i in idx], np.asarray(idx))
 
         try:
             bad, ids = _encode(vlm, items, todo, local_features, is_dataset, batch_size, num_workers, progress, on_batch)
         finally:
-            writer.flush()  # keep what was finished, also when interrupted
+            if saved is not None:
+                saved.flush()  # keep what was finished, also when interrupted
         failed.update(bad)
     if failed:
         for i, why in sorted(failed.items()):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -75,6 +76,48 @@ def test_any_earlier_output_file_is_protected_not_only_results_json(tiny, model_
     r = CliRunner().invoke(app, [*_score_args(tiny, model_args, "negA.txt", out), "--overwrite"])
     assert r.exit_code == 0, r.output
     assert (out / "notes.txt").read_text() == "mine" and "neglabel@negA" in (out / "scores.csv").read_text()
+
+
+#: claims a folder, forks a child that lives on (as an image loader's worker does), kills itself
+FORK_AND_DIE = """
+import os, signal, sys, time
+from negvocab.outdir import claim_folder
+claim_folder(sys.argv[1], (), overwrite=True)
+pid = os.fork()
+if pid == 0:  # off the captured output (the caller waits for it to close), then lives on
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    time.sleep(120)
+    os._exit(0)
+print(pid, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_killed_run_frees_its_folder_though_a_forked_worker_lives_on(tmp_path):
+    """The lock dies with the run: a forked child (a DataLoader worker) closes its copy, so the
+    folder of a run killed with SIGKILL is free at once, with that child still alive."""
+    out = tmp_path / "res"
+    proc = subprocess.run([sys.executable, "-c", FORK_AND_DIE, str(out)], capture_output=True, text=True, env=_env())
+    child = int(proc.stdout.strip())
+    try:
+        os.kill(child, 0)  # still alive, holding whatever it inherited
+        claim = claim_folder(out, (), overwrite=True)
+        claim.release()
+    finally:
+        os.kill(child, signal.SIGKILL)
+
+
+def test_a_killed_writes_temporary_files_go_when_the_folder_is_claimed(tmp_path):
+    out = tmp_path / "res"
+    (out / "cells").mkdir(parents=True)
+    left = [out / ".results.json.ab12cd.tmp", out / "cells" / ".x.json.ef34.tmp"]
+    for p in left:
+        p.write_text("half")
+    (out / "cells" / "x.json").write_text("{}")
+    claim_folder(out, (), overwrite=True, work_dirs=("cells",)).release()
+    assert not any(p.exists() for p in left) and (out / "cells" / "x.json").exists()
 
 
 def test_the_api_shares_this_process_claim_and_refuses_streams(tmp_path):

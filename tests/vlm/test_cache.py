@@ -369,6 +369,42 @@ def test_interrupted_image_encoding_resumes(tiny, image_dir, monkeypatch, local,
         np.testing.assert_allclose(out.local, ref.local, atol=1e-6)
 
 
+@pytest.mark.parametrize("local", [False, True])
+def test_long_image_encodings_save_at_least_every_30_s_of_work(tiny, image_dir, monkeypatch, local):
+    """Images too are kept by time, not only in pieces of IMAGE_STORE_EVERY (2,048) images: at 12 s
+    of work an image, a kill at any moment finds all but at most 30 s of the work done on disk."""
+    import negvocab.vlm.cache as cache_mod
+    import negvocab.vlm.images as images_mod
+    from negvocab.progress import forget_kept, kept_work
+
+    now, samples = [0.0], []
+    real = images_mod.encode_batch
+    kinds = ["image", "image-local"] if local else ["image"]
+
+    def on_disk() -> int:  # images whose every kind of row is stored
+        counts = [sum(len(json.loads(p.read_text())["keys"]) for p in (tiny.cache_root / k).rglob("*.json") if p.name != "key.json") for k in kinds]
+        return min(counts) if all((tiny.cache_root / k).exists() for k in kinds) else 0
+
+    def timed(vlm, tensors, loc):
+        out = real(vlm, tensors, loc)
+        now[0] += 12.0 * len(tensors)
+        samples.append((now[0], on_disk()))
+        return out
+
+    monkeypatch.setattr(cache_mod, "monotonic", lambda: now[0])
+    monkeypatch.setattr(images_mod, "encode_batch", timed)
+    forget_kept()
+    got = tiny.encode_images(image_dir, local_features=local, batch_size=1, num_workers=0)
+    last_save, before = 0.0, 0
+    for t, rows in samples:
+        if rows > before:
+            last_save, before = t, rows
+        assert t - last_save <= 30.0 + 1e-9, (t, last_save, samples)
+    assert on_disk() == len(got.paths) and kept_work()["image embeddings in the cache"] == len(got.paths)
+    fresh = make_tiny_vlm(cache=False).encode_images(image_dir, local_features=local, num_workers=0)
+    np.testing.assert_allclose(got.embeddings, fresh.embeddings, atol=1e-6)
+
+
 def test_big_shards_are_not_merged(tmp_path, monkeypatch):
     import negvocab.vlm.cache as cache_mod
 
