@@ -18,6 +18,10 @@ loader's worker) closes its copy of the lock at once, so a run killed with SIGKI
 for the next run immediately, not when its orphaned workers notice. The temporary files of atomic
 writes a killed run left (``.*.tmp``, in the folder and in the ``work_dirs`` it names) are removed
 when the folder is claimed again.
+
+A command that writes one file (``build mined``) claims that file (:func:`claim_file`): a lock file
+beside it (``.NAME.negvocab-lock``, gone when the run ends), so a second run writing the same file
+refuses at once; the file itself is written atomically (:mod:`negvocab.atomic`).
 """
 
 from __future__ import annotations
@@ -40,11 +44,12 @@ except ImportError:  # pragma: no cover (Windows: no advisory locks; folders are
 from negvocab.atomic import disk_full_error, is_stdout, is_stream
 from negvocab.errors import InputError
 
-__all__ = ["FolderClaim", "claim_folder", "staged_folder"]
+__all__ = ["FolderClaim", "claim_file", "claim_folder", "staged_folder"]
 
 STAGING_PREFIX = ".negvocab-staging-"
 COMMIT_DIR = ".negvocab-commit"  # a staged run past its commit point, its files not all moved in yet
 COMMIT_LIST = ".negvocab-files.json"  # in COMMIT_DIR: what the commit moves, and its marker
+LOCK_SUFFIX = ".negvocab-lock"  # beside a single output file: .NAME.negvocab-lock, held for the run
 
 
 @dataclass
@@ -142,6 +147,51 @@ def claim_folder(
         claim.release()
         raise
     _held[_key(path)] = claim
+    return claim
+
+
+@dataclass
+class FileClaim(FolderClaim):
+    """A single output file this process holds: the descriptor of its lock file, removed on release."""
+
+    lock: Path | None = None
+
+    def release(self) -> None:
+        self.depth -= 1
+        if self.depth > 0:
+            return
+        _held.pop(str(self.lock), None)
+        if self.lock is not None:
+            with contextlib.suppress(OSError):
+                self.lock.unlink()  # before the unlock: a later run makes a fresh one
+        os.close(self.fd)
+
+
+def claim_file(path: str | os.PathLike[str], *, option: str = "-o") -> FolderClaim:
+    """Claim the single output file ``path`` for this run (streams need none): refuse at once, in one
+    line, when another run writes it. Release the claim when the run ends."""
+    target = Path(path)
+    lock = target.absolute().parent / f".{target.name}{LOCK_SUFFIX}"
+    held = _held.get(str(lock))
+    if held is not None:
+        held.depth += 1
+        return held
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise InputError(f"cannot write {target}: {e.strerror or e}") from e
+    claim = FileClaim(target, fd, created=False, lock=lock)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.fstat(fd).st_ino != os.stat(lock).st_ino:  # removed by the run that held it, after we opened it
+            raise BlockingIOError(errno.EWOULDBLOCK, "lock replaced")
+    except OSError as e:
+        os.close(fd)
+        if e.errno in (errno.EWOULDBLOCK, errno.EACCES, errno.ENOENT):
+            raise InputError(f"{target} is being written by another negvocab run; wait for it to finish or give another {option}") from None
+        raise InputError(f"cannot lock {target}: {e.strerror or e}") from e
+    _held[str(lock)] = claim
     return claim
 
 

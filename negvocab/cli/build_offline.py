@@ -32,7 +32,7 @@ from negvocab.cli.options import (
     ood_paths,
     path_value,
 )
-from negvocab.cli.outputs import check_output, writing
+from negvocab.cli.outputs import check_output, claim_output_file, writing
 from negvocab.data.layouts import open_image_set
 from negvocab.errors import InputError
 from negvocab.index import INDEX_KINDS
@@ -143,6 +143,7 @@ def build_mined(
     image_set = open_image_set(images)
     ood_sets = {name: open_image_set(path) for name, path in ood_paths(ood).items()}  # one name each, no empty path
     check_output(output, inputs=[images, Path(pool), id_classes, Path(templates)], overwrite=overwrite)
+    claim_output_file(output)  # a second run writing the same file refuses at once (negvocab.outdir)
     mining = {"size": size, "id_classes": classes, "templates": tset, "top_k": top_k, "quantile": quantile, "threshold": threshold,
               "ood": ood_sets or None, "index": index, "index_options": {"nprobe": nprobe} if nprobe else None, "progress": True}
     with interrupt_guard():  # a Ctrl-C swallowed on its way up (a fork hook) still ends the run

@@ -21,12 +21,13 @@ import typer
 from negvocab.atomic import disk_full_error, is_stdout, is_stream
 from negvocab.errors import InputError, NegvocabError
 from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING
-from negvocab.outdir import claim_folder
+from negvocab.outdir import claim_file, claim_folder
 from negvocab.report.html import write_report
 
 __all__ = [
     "check_output",
     "check_results_folder",
+    "claim_output_file",
     "claim_results_folder",
     "messages_to_stderr",
     "release_claims",
@@ -84,6 +85,13 @@ def claim_results_folder(folder: Path, outputs: tuple[str, ...], *, overwrite: b
 
 
 _claims: list[Any] = []
+
+
+def claim_output_file(path: Path) -> None:
+    """Claim a single output file for the whole command (:func:`negvocab.outdir.claim_file`; streams
+    need none): a second run writing it refuses at once. Released when the command ends."""
+    if not is_stream(path):
+        _claims.append(claim_file(path))
 
 
 def release_claims() -> None:

@@ -4,8 +4,6 @@ one analysis per OOD set (the pooled one only when asked, and labelled so)."""
 from __future__ import annotations
 
 import math
-import zipfile
-import zlib
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -15,6 +13,7 @@ from negvocab.atomic import write_json, write_text
 from negvocab.cli.app import app
 from negvocab.cli.outputs import writing
 from negvocab.errors import InputError
+from negvocab.evaluation.stored import read_scores_npz
 from negvocab.evaluation.subsample import POOLED, check_draws, subsample
 from negvocab.outdir import staged_folder
 from negvocab.report.plots import PLOT_FORMATS, plot_subsample
@@ -26,55 +25,14 @@ __all__ = ["SUBSAMPLE_FILES", "read_scores", "read_scores_file", "subsample_cmd"
 SUBSAMPLE_FILES = ("subsample.csv", *(f"subsample{s}" for s in PLOT_FORMATS), "subsample.json")
 
 
-def _array(data: Any, file: Path, name: str, *, numeric: bool = True) -> Any:
-    """One array of an open ``.npz``, checked: one line naming the file and the array otherwise."""
-    import numpy as np
-
-    try:
-        arr = data[name]
-    except ValueError as e:  # an object array: allow_pickle is off
-        raise InputError(f"{file}: array {name!r} holds Python objects (not allowed); write plain numeric arrays") from e
-    except (OSError, EOFError, zipfile.BadZipFile, zlib.error) as e:
-        raise InputError(f"{file}: array {name!r} cannot be read (truncated or damaged file: {e})") from e
-    if numeric and not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise InputError(f"{file}: array {name!r} has dtype {arr.dtype}; per-image scores must be numbers")
-    return arr
-
-
 def read_scores_file(path: Path) -> tuple[dict[str, Any], dict[str, Any], bool, list[str] | None]:
     """(ID scores, OOD scores, random_weights, OOD set of every OOD image or None) by score key from
-    ``scores.npz`` (or a results folder holding one); the top-k bound arrays (``key/lower``...) are
-    left out. Anything unreadable is one line naming the file and the array."""
-    import numpy as np
-
-    file = path / "scores.npz" if path.is_dir() else path
-    if not file.is_file():
-        raise InputError(f"{file}: no scores file; give a results folder of `negvocab score` or its scores.npz")
-    try:
-        data = np.load(file, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise InputError(f"{file}: not a readable scores.npz ({e})") from e
-    if not hasattr(data, "files"):
-        raise InputError(f"{file}: a single array, not a scores.npz archive of id/<method> and ood/<method> arrays")
-    keys = [k[3:] for k in data.files if k.startswith("id/") and "/" not in k[3:]]
-    if not keys:
-        raise InputError(f"{file}: holds no per-image scores (id/<method>... arrays)")
-    missing = [k for k in keys if f"ood/{k}" not in data.files]
-    if missing:
-        raise InputError(f"{file}: id/{missing[0]} has no ood/{missing[0]} beside it")
-    s_id = {k: _array(data, file, f"id/{k}") for k in keys}
-    s_ood = {k: _array(data, file, f"ood/{k}") for k in keys}
-    random = bool(_array(data, file, "random_weights")) if "random_weights" in data.files else False
-    sets = None
-    if "ood_sets" in data.files:
-        arr = _array(data, file, "ood_sets", numeric=False)
-        if arr.dtype.kind not in "US":
-            raise InputError(f"{file}: array 'ood_sets' has dtype {arr.dtype}; it must name the OOD set of every OOD image")
-        sets = [str(s) for s in arr.tolist()]
-        n = next(iter(s_ood.values())).size
-        if len(sets) != n:
-            raise InputError(f"{file}: 'ood_sets' names {len(sets)} images, ood/{keys[0]} has {n}")
-    return s_id, s_ood, random, sets
+    ``scores.npz`` (or a results folder holding one), read through the one validation layer
+    (:func:`negvocab.evaluation.stored.read_scores_npz`: anything wrong is one line naming the file
+    and what to do); the top-k bound arrays (``key/lower``...) are left out."""
+    got = read_scores_npz(path)
+    sets = got.images.get("ood_sets")
+    return got.id, got.ood, got.random_weights, None if sets is None else [str(x) for x in sets.tolist()]
 
 
 def read_scores(path: Path) -> tuple[dict[str, object], dict[str, object], bool]:

@@ -27,6 +27,7 @@ import numpy as np
 
 from negvocab.atomic import write_text
 from negvocab.errors import InputError
+from negvocab.evaluation.stored import read_results_json, read_scores_npz
 from negvocab.provenance import negvocab_version
 from negvocab.report.plots import figure_png, scores_figure
 from negvocab.scoring.metrics import operating_point
@@ -215,29 +216,15 @@ def _read_json(path: Path) -> Any:
 
 
 def _results_doc(path: Path) -> dict[str, Any]:
-    """results.json, checked: an object whose ``rows`` is a list of objects (one line otherwise)."""
-    doc = _read_json(path)
-    if not isinstance(doc, dict):
-        raise InputError(f"{path}: a results file is a JSON object with 'rows', got a {type(doc).__name__}; re-run negvocab score")
-    rows = doc.get("rows", [])
-    if not isinstance(rows, list):
-        raise InputError(f"{path}: 'rows' must be a list of objects, got a {type(rows).__name__}")
-    bad = next((i for i, r in enumerate(rows) if not isinstance(r, dict)), None)
-    if bad is not None:
-        raise InputError(f"{path}: rows[{bad}] must be an object (one run's metrics), got {type(rows[bad]).__name__} {rows[bad]!r:.40}")
-    return doc
+    """results.json through the one validation layer (:func:`negvocab.evaluation.stored.read_results_json`)."""
+    return read_results_json(path)
 
 
 def _load_npz(path: Path) -> dict[str, np.ndarray]:
-    """Every array of a scores.npz, or one line naming the file (text, truncated, objects)."""
-    import zipfile
-    import zlib
-
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, AttributeError) as e:
-        raise InputError(f"{path}: not a readable scores.npz ({type(e).__name__}: {e}); re-run negvocab score") from e
+    """The arrays of a scores.npz (``id/<run>``, ``ood/<run>``, the image arrays) through the one
+    validation layer (:func:`negvocab.evaluation.stored.read_scores_npz`): one line naming the file."""
+    got = read_scores_npz(path)
+    return {**{f"id/{k}": v for k, v in got.id.items()}, **{f"ood/{k}": v for k, v in got.ood.items()}, **got.images}
 
 
 def _scores_plot(folder: Path, doc: Mapping[str, Any], key: str | None) -> tuple[str | None, str]:

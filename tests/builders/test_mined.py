@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -338,3 +339,31 @@ def test_ctrl_c_ends_build_mined_with_nothing_written(tmp_path):
     assert "Traceback" not in err and not out.exists()
     line = err.strip().splitlines()[-1]
     assert line.startswith("interrupted; re-run the same command to resume (kept: ") and "text embeddings in the cache" in line, err
+
+
+HOLD_FILE = "import sys; from negvocab.outdir import claim_file; c = claim_file(sys.argv[1]); print('held', flush=True); sys.stdin.read(); c.release()"
+
+
+def test_cli_a_file_another_mined_run_writes_is_refused_at_once(folders, tmp_path):
+    """build mined claims its output through negvocab.outdir: a second run refuses before any model
+    loads, and the file is free again (no lock file left) when the first run ends."""
+    import os
+    import subprocess
+    import sys
+
+    from negvocab.cli import app
+
+    mine, _ = folders
+    out = tmp_path / "mined.json"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_FILE, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        r = CliRunner().invoke(app, ["build", "mined", "--random-weights", "--images", str(mine), "-o", str(out)])
+        assert r.exit_code == 2 and r.stderr.strip() == f"error: {out} is being written by another negvocab run; wait for it to finish or give another -o", r.output
+    finally:
+        holder.communicate("", timeout=30)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    from negvocab.outdir import claim_file
+
+    claim_file(out).release()  # free again

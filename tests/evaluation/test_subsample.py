@@ -257,10 +257,10 @@ def test_cli_refuses_bad_runs_and_files_in_one_line(scores, tmp_path):
     (tmp_path / "cut" / "scores.npz").write_bytes(good[: len(good) // 2])  # a copy cut short
     np.savez(tmp_path / "obj.npz", **{"id/a": np.array([1.0, 2.0], dtype=object), "ood/a": np.array([0.5], dtype=object)})
     np.savez(tmp_path / "txt.npz", **{"id/a": np.array(["1.0", "2.0"]), "ood/a": np.array(["0.5"])})
-    for path, msg in ((tmp_path / "cut", "scores.npz: not a readable scores.npz"), (tmp_path / "obj.npz", "array 'id/a' holds Python objects"),
-                      (tmp_path / "txt.npz", "array 'id/a' has dtype <U3; per-image scores must be numbers")):  # fmt: skip
-        res = _cli(path, "-o", tmp_path / "y")
-        assert res.exit_code == 2 and msg in res.output and len(res.output.strip().splitlines()) == 1, res.output
+    for path, msg in ((tmp_path / "cut", "scores.npz: not a readable scores.npz"), (tmp_path / "obj.npz", "obj.npz: not a readable scores.npz"),
+                      (tmp_path / "txt.npz", "'id/a' must be a 1-D array of numbers, got <U3")):  # fmt: skip
+        res = _cli(path, "-o", tmp_path / "y")  # the one validation layer's lines (negvocab.evaluation.stored), with what to do
+        assert res.exit_code == 2 and msg in res.output and "re-run `negvocab score`" in res.output and len(res.output.strip().splitlines()) == 1, res.output
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 

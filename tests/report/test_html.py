@@ -212,7 +212,7 @@ def test_a_sweep_folder_and_a_damaged_results_file(tmp_path):
     (folder / "sweep.json").write_text(json.dumps({"model": "m", "pretrained": "openai", "random_weights": False, "method": "neglabel", "rows": mined}))
     assert "random-weights-banner" in write_report(folder).read_text()
     (folder / "results.json").write_text("{not json")
-    with pytest.raises(InputError, match="results.json: cannot be read"):
+    with pytest.raises(InputError, match="results.json: not valid JSON"):  # the one validation layer (negvocab.evaluation.stored)
         write_report(folder)
 
 
@@ -366,17 +366,23 @@ def test_the_report_of_damaged_files_is_one_line(tmp_path):
     score = study / "score"
     good = (score / "scores.npz").read_bytes()
     cases = [
-        ("results.json", "[1, 2]", "a results file is a JSON object with 'rows', got a list"),
-        ("results.json", json.dumps({"rows": [1]}), "rows[0] must be an object (one run's metrics), got int"),
+        ("results.json", "[1, 2]", "results.json: must hold a JSON object with 'rows', got a list"),  # the one validation layer's lines
+        ("results.json", json.dumps({"rows": [1]}), "results.json: rows[0] must be an object, got int"),
+        ("results.json", json.dumps({"rows": [{"method": "mcm", "fpr": "0.5"}]}), "rows[0]['fpr'] must be a number or null, got str"),
         ("scores.npz", "id,score\n", "scores.npz: not a readable scores.npz"),
         ("scores.npz", good[: len(good) // 2], "scores.npz: not a readable scores.npz"),
+        ("scores.npz", None, "'id/a' must be a 1-D array of numbers, got <U3"),
     ]
     results = (score / "results.json").read_text()
     for name, data, msg in cases:
         (score / "results.json").write_text(results)
         (score / "scores.npz").write_bytes(good)
-        (score / name).write_bytes(data if isinstance(data, bytes) else data.encode())
+        if data is None:  # strings where scores go
+            with open(score / name, "wb") as fh:
+                np.savez(fh, **{"id/a": np.array(["1.0", "2.0"]), "ood/a": np.array(["0.5"])})
+        else:
+            (score / name).write_bytes(data if isinstance(data, bytes) else data.encode())
         r = runner.invoke(app, ["report", str(score), "-o", str(tmp_path / "r.html"), "--overwrite"])
-        assert r.exit_code == 2 and msg in r.output and len(r.output.strip().splitlines()) == 1, (name, r.output)
+        assert r.exit_code == 2 and msg in r.output and "re-run `negvocab score`" in r.output and len(r.output.strip().splitlines()) == 1, (name, r.output)
     several = runner.invoke(app, ["report", str(study)])
     assert several.exit_code == 2 and "2 results folders make one page: give it a file name with -o" in several.output
