@@ -34,6 +34,7 @@ from negvocab.labels.imagenet import IdClasses, imagenet1k
 from negvocab.labels.synonyms import SynonymFilter
 from negvocab.labels.wordnet import load_wordnet
 from negvocab.outdir import staged_folder
+from negvocab.progress import Progress
 from negvocab.report.plots import PLOT_FORMATS, plot_repair
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
@@ -276,13 +277,20 @@ def coverage(
     n_id = len(id_img)
     kw = {**params, "device": vlm.device}
 
+    # the analysis after the encodings: a progress line as each step ends (with progress), so a
+    # large set is never silent for its whole analysis
+    what = f"coverage of {name or ood_set.name or 'the OOD set'}: scores, gains, oracle, explanations"
+    steps = Progress(4, what, "step", bar=False, log_every=0.0 if progress else None)
     images = np.concatenate([id_img, ood_img])
     s = np.asarray(S.score(method, images, class_emb, neg, **kw))
     s_id, s_ood = s[:n_id], s[n_id:]
     op = M.operating_point(s_id, s_ood, tpr, convention=convention)  # type: ignore[arg-type]
+    steps.update(1)
     gains = marginal_gains(id_img, ood_img, class_emb, neg, label_emb, method, convention, tpr=tpr, **kw)
+    steps.update(1)
     s_or = np.asarray(S.score(method, images, class_emb, np.concatenate([neg, label_emb]), **kw))
     oracle_fpr = M.fpr_at_tpr(s_or[:n_id], s_or[n_id:], tpr, convention=convention)  # type: ignore[arg-type]
+    steps.update(1)
 
     # image side: the ID class each OOD image was taken for, the negatives that fired
     tau = float(params.get("tau", 0.01))
@@ -293,6 +301,8 @@ def coverage(
         if flagged.size
         else []
     )
+    steps.update(1)
+    steps.close()
     rows_img: list[dict[str, Any]] = []
     for j, (iid, path) in enumerate(zip(ood_e.ids, ood_e.paths, strict=True)):
         rows_img.append(_image_row("ood", iid, path, labels[j], float(s_ood[j]), bool(op.ood_passing[j]), ex_ood[j]))

@@ -244,3 +244,16 @@ def test_coverage_help_promises_one_set():
 
     out = CliRunner().invoke(app, ["coverage", "--help"], env={"COLUMNS": "200"}).output
     assert "One set per run" in out and "Repeat for several OOD sets" not in out
+
+
+def test_the_analysis_after_the_encodings_reports_progress(caplog):
+    """A large set is not silent for its whole analysis (issue 23: 60 s without a line): each of its
+    four steps ends with a progress line (negvocab.progress, what the CLI shows on stderr)."""
+    import logging
+
+    vlm, vocab, id_set, ood_set = _case()
+    classes = IdClasses.from_names(["weasel", "lynx"])
+    with caplog.at_level(logging.INFO, logger="negvocab.progress"):
+        negvocab.coverage(vlm, vocab, id_set, ood_set, "neglabel", id_classes=classes, params={"tau": 0.1, "groups": 2}, top_k=(), progress=True, name="graphics")
+    lines = [r.getMessage() for r in caplog.records if r.name == "negvocab.progress" and r.getMessage().startswith("coverage of graphics")]
+    assert [ln.split(": ")[2].split(" ")[0] for ln in lines] == ["1/4", "2/4", "3/4", "4/4"], lines
