@@ -177,6 +177,7 @@ def claim_file(path: str | os.PathLike[str], *, option: str = "-o") -> FolderCla
         held.depth += 1
         return held
     try:
+        lock.parent.mkdir(parents=True, exist_ok=True)  # the write would make it too
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
         raise InputError(f"cannot write {target}: {e.strerror or e}") from e
