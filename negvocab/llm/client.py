@@ -77,6 +77,7 @@ __all__ = [
     "NotSent",
     "PROBE_CONCURRENCY",
     "SETUP_BUDGET",
+    "TRANSPORT_ATTEMPTS",
     "STATUSES",
     "ServerGaveUp",
     "add_usage",
@@ -97,6 +98,9 @@ NOT_OPENAI = "; is the base URL an OpenAI-compatible endpoint (ending in /v1)?"
 #: HTTP requests (retries included) a run sends at most before its first usable answer: a broken
 #: set-up (a wrong URL, a server answering HTML or 500, a format it cannot serve) costs no more
 SETUP_BUDGET = 10
+#: attempts per request for a transport error (the openai SDK's own default, 1 + max_retries=2): a
+#: server that went away mid-run costs 3 tries a request, not 8 with minutes of backoff each
+TRANSPORT_ATTEMPTS = 3
 
 
 def default_max_tokens(n: int) -> int:
@@ -125,7 +129,9 @@ class LLMClient:
         Requests in flight at most (an :class:`asyncio.Semaphore`); until the first usable answer
         at most :data:`PROBE_CONCURRENCY`, so a broken setup costs a handful of requests.
     transport_attempts, content_attempts : int
-        Attempts per request for transport errors and for unusable answers.
+        Attempts per request for transport errors (default :data:`TRANSPORT_ATTEMPTS`, as the openai
+        SDK) and for unusable answers; until the first usable answer all requests together send at
+        most :data:`SETUP_BUDGET`.
     content_retry_budget : int, optional
         Retries of unusable answers in the whole run (default: unbounded); once spent, an
         unusable answer is recorded as failed at once.
@@ -158,7 +164,7 @@ class LLMClient:
         base_url: str | None = None,
         api_key: str | None = None,
         concurrency: int = 16,
-        transport_attempts: int = 8,
+        transport_attempts: int = TRANSPORT_ATTEMPTS,
         content_attempts: int = 3,
         content_retry_budget: int | None = None,
         response_format: str = "auto",
@@ -219,6 +225,7 @@ class LLMClient:
         self.unusable = 0  # unusable answers (attempts) before the first usable one
         self._last_bad: BadAnswer | None = None
         self._failed: FailFast | None = None
+        self._fatal: ResourceError | None = None  # a permanent error (key, model, context, quota): nothing more is sent
         self._probing = 0
         self._probe_changed = asyncio.Event()
         self.in_flight = 0  # requests sent and not yet answered
@@ -367,6 +374,8 @@ class LLMClient:
             raise NotSent("the run was interrupted before this attempt was sent")
         if self._failed is not None:
             raise self._failed
+        if self._fatal is not None:  # the same answer awaits every request: stop at once
+            raise self._fatal
         headers = {"X-Client-Request-Id": f"negvocab:{trace_id}:{tries.total}"} if trace_id else None
         while True:
             mode = self.mode
@@ -382,6 +391,8 @@ class LLMClient:
                 err = self._classify(e, tries)
                 if err is e:
                     raise
+                if isinstance(err, ResourceError) and self._fatal is None:
+                    self._fatal = err
                 raise err from e
         self.reached = True
         self.last_answer = time.monotonic()
@@ -557,8 +568,11 @@ class LLMClient:
             tries.transport += 1
             # no connection made: refused, unknown host, or a connect that timed out
             connect = not isinstance(e, sdk.APITimeoutError) or type(e.__cause__).__name__ == "ConnectTimeout"
-            what = "cannot connect" if connect else "timed out"
-            self._last_problem = f"{what} ({type(e).__name__}): check that the server is up and the base URL"
+            dropped = type(e.__cause__).__name__ in ("RemoteProtocolError", "ReadError")  # connected, then closed unanswered
+            what = "the server closed the connection without an answer" if dropped else "cannot connect" if connect else "timed out"
+            self._last_problem = f"{what} ({type(e).__name__}): check that the server is up and the base URL" + (
+                " (and its log: a crash or a proxy whose upstream is down)" if dropped else ""
+            )
             return Transient(f"{what} ({type(e).__name__})", connect=connect)
         return e
 
@@ -588,6 +602,8 @@ class LLMClient:
         if verdict.kind != FORMAT and verdict.cause not in ("auth", "model", "context", "quota", "endpoint", "rejected"):
             verdict = Verdict(PERMANENT, "rejected")
         line = diagnosis(verdict, code, detail, base_url=self.base_url, model=self.model, key_name=self.key_name, mode=self.mode, code=error_code(e))
+        if verdict.cause == "auth" and self._query_names:  # a gateway's key may be the query's, not the header's
+            line += f"; the base URL's query ({', '.join(self._query_names)}) went with every request: check a key given there too"
         if code == 404 and self._query_names:  # not the model's fault until the query is ruled out
             line += (
                 f"; the base URL's query ({', '.join(self._query_names)}) goes with every request as query parameters: "

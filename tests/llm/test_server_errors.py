@@ -194,3 +194,76 @@ def test_a_refused_connection_says_that_it_is_retried(caplog):
     with caplog.at_level(logging.WARNING), pytest.raises(Exception, match="cannot connect"):
         asyncio.run(go())
     assert any("cannot connect" in r.getMessage() and "trying again in" in r.getMessage() for r in caplog.records)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def _ask_many(client, count: int = QUESTIONS) -> list:
+    """``count`` questions at once, as a run at -j 8 sends them; exceptions returned, not raised."""
+    messages = [{"role": "user", "content": "Return exactly 6 names."}]
+    return await asyncio.gather(*(client.ask(messages, 6, trace_id=f"t:k{i}/r0") for i in range(count)), return_exceptions=True)
+
+
+def test_a_refused_connection_costs_at_most_ten_attempts_for_the_whole_run():
+    async def go():
+        async with LLMClient("m", base_url=f"http://127.0.0.1:{_free_port()}/v1", api_key="x", concurrency=8, **FAST) as c:
+            return await _ask_many(c), c.http_requests
+
+    outcomes, sent = asyncio.run(go())
+    assert all(isinstance(o, Exception) for o in outcomes)
+    assert 1 <= sent <= SETUP_BUDGET
+    assert any("cannot connect" in str(o) for o in outcomes)
+
+
+def test_a_server_that_drops_every_connection_costs_at_most_ten_connections():
+    from tests.llm.bad_servers import DropServer
+
+    async def go(url):
+        async with LLMClient("m", base_url=url, api_key="x", concurrency=8, **FAST) as c:
+            return await _ask_many(c)
+
+    with DropServer() as srv:
+        outcomes = asyncio.run(go(srv.url))
+        connections = srv.connections
+    assert all(isinstance(o, Exception) for o in outcomes)
+    assert 1 <= connections <= SETUP_BUDGET
+    assert any("closed the connection without an answer" in str(o) for o in outcomes)
+
+
+def test_a_server_failing_mid_run_costs_three_attempts_a_request_as_the_openai_sdk(server, caplog):
+    """After a usable answer the set-up budget no longer applies: each request then tries as often as the
+    openai SDK does by default (1 + max_retries=2), not 8 times with up to a minute of backoff each."""
+    import logging
+
+    from negvocab.llm.answers import ServerGaveUp
+    from negvocab.llm.client import TRANSPORT_ATTEMPTS
+
+    assert TRANSPORT_ATTEMPTS == 3
+
+    async def go():
+        async with LLMClient("m", base_url=server.url, api_key=DUMMY_KEY, wait_base=0.6, wait_max=1.0) as c:
+            first = await c.ask([{"role": "user", "content": "Return exactly 6 names."}], 6, trace_id="t:a/r0")
+            server.state.always_fault = "drop"  # from now on every connection closes without an answer
+            before = c.http_requests
+            with pytest.raises(ServerGaveUp, match="closed the connection without an answer"):
+                await c.ask([{"role": "user", "content": "Return exactly 6 names."}], 6, trace_id="t:b/r0")
+            return first, c.http_requests - before
+
+    with caplog.at_level(logging.WARNING):
+        first, tries = asyncio.run(go())
+    assert first.status == "ok" and tries == 3
+    waits = [r.getMessage() for r in caplog.records if "trying again in" in r.getMessage()]
+    assert waits and all("closed the connection without an answer" in w for w in waits)  # a line while it waits, not silence
+
+
+def test_a_500_with_a_new_request_id_each_time_is_tried_three_times(server):
+    server.state.add_faults("k/r0", *["500"] * 5)  # OpenAI's 500 names a new request id each time: not the same error twice
+    with pytest.raises(Exception, match="HTTP 500"):
+        _ask_once(server, response_format="json_schema")
+    assert server.state.chat_counts["k/r0"] == 3
