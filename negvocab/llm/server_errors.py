@@ -34,7 +34,7 @@ _CONTEXT = re.compile(
 )
 _QUOTA = re.compile(r"insufficient_quota|exceeded your current quota|\bquota\b|budget has been exceeded|budget exceeded|billing|credit balance", re.I)
 _MODEL = re.compile(
-    r"invalid model name|model.?not.?found|unknown model|no such model|model \S{0,80} (?:does not exist|not found|is not available|is not supported)"
+    r"invalid model(?: name)?\b|there is no 'model_name'|you passed in model=none|model.?not.?found|unknown model|no such model|model \S{0,80} (?:does not exist|not found|is not available|is not supported)"
     r"|the model .{0,80} does not exist|model .{0,80} not (?:found|loaded|served)|no deployments? available for",
     re.I,
 )
