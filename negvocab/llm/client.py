@@ -45,7 +45,7 @@ from negvocab.llm.answers import (
     request_id_of,
     retry_after_seconds,
 )
-from negvocab.llm.endpoint import check_base_url, public_url, resolve_endpoint, split_query  # noqa: F401 (public here too)
+from negvocab.llm.endpoint import check_base_url, is_official, public_url, resolve_endpoint, split_query  # noqa: F401 (public here too)
 from negvocab.llm.formats import (  # noqa: F401 (RESPONSE_FORMAT, LabelList, labels_from_message: public here too)
     NEXT,
     RESPONSE_FORMAT,
@@ -63,7 +63,16 @@ from negvocab.llm.formats import (  # noqa: F401 (RESPONSE_FORMAT, LabelList, la
     request_format,
     snippet,
 )
-from negvocab.llm.server_errors import FORMAT, PERMANENT, REPEATABLE, Verdict, classify, diagnosis
+from negvocab.llm.server_errors import (
+    FORMAT,
+    PERMANENT,
+    REPEATABLE,
+    Verdict,
+    classify,
+    connection_trouble,
+    diagnosis,
+    server_words,
+)
 from negvocab.redact import MIN_SECRET_LENGTH, mask_secrets, url_secrets
 
 __all__ = [
@@ -107,12 +116,6 @@ def default_max_tokens(n: int) -> int:
     """The ``max_tokens`` sent with a request for ``n`` labels: room for the list in any format with a
     preamble (16 tokens a name plus 256), so that a model that never stops ends within seconds."""
     return 256 + 16 * max(1, n)
-
-
-def _official(base_url: str) -> bool:
-    from urllib.parse import urlsplit
-
-    return (urlsplit(base_url).hostname or "").lower() == "api.openai.com"
 
 
 class LLMClient:
@@ -194,7 +197,7 @@ class LLMClient:
         self.switches: list[dict[str, str]] = []
         base_url, key = resolve_endpoint(base_url, api_key, key_name)
         self.base_url = public_url(base_url)
-        self.max_tokens = (None if _official(self.base_url) else "auto") if max_tokens == "auto" else max_tokens
+        self.max_tokens = (None if is_official(self.base_url) else "auto") if max_tokens == "auto" else max_tokens
         self.http_requests = 0  # HTTP requests sent, retries and format switches included
         self.setup_sent = 0  # of them, those sent before the first usable answer (at most SETUP_BUDGET)
         self._last_problem: str | None = None  # what went wrong last, for the diagnosis of a broken set-up
@@ -566,13 +569,8 @@ class LLMClient:
             return Transient(why, after, final=repeated)
         if isinstance(e, (sdk.APIConnectionError, sdk.APITimeoutError)):
             tries.transport += 1
-            # no connection made: refused, unknown host, or a connect that timed out
-            connect = not isinstance(e, sdk.APITimeoutError) or type(e.__cause__).__name__ == "ConnectTimeout"
-            dropped = type(e.__cause__).__name__ in ("RemoteProtocolError", "ReadError")  # connected, then closed unanswered
-            what = "the server closed the connection without an answer" if dropped else "cannot connect" if connect else "timed out"
-            self._last_problem = f"{what} ({type(e).__name__}): check that the server is up and the base URL" + (
-                " (and its log: a crash or a proxy whose upstream is down)" if dropped else ""
-            )
+            what, connect, hint = connection_trouble(type(e.__cause__).__name__, isinstance(e, sdk.APITimeoutError))
+            self._last_problem = f"{what} ({type(e).__name__}): {hint}"
             return Transient(f"{what} ({type(e).__name__})", connect=connect)
         return e
 
@@ -591,8 +589,7 @@ class LLMClient:
 
     def _detail(self, e: Any) -> str:
         """The server's error message, secrets masked, cut to one short line."""
-        text = " ".join(self.scrub(str(getattr(e, "message", "") or e)).split())
-        return text[:300]
+        return server_words(self.scrub(str(getattr(e, "message", "") or e)))
 
     def fatal_error(self, e: Any, verdict: Verdict | None = None) -> Exception:
         """The one-line :class:`ResourceError` of a permanent error (:func:`negvocab.llm.server_errors.diagnosis`)."""

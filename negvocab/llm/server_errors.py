@@ -22,7 +22,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["FORMAT", "PERMANENT", "REPEATABLE", "TEMPORARY", "UNKNOWN", "Verdict", "classify", "diagnosis", "names_format"]
+__all__ = [
+    "FORMAT", "PERMANENT", "REPEATABLE", "TEMPORARY", "UNKNOWN", "Verdict", "classify", "connection_trouble", "diagnosis", "names_format",
+    "server_words",
+]  # fmt: skip
 
 TEMPORARY, FORMAT, PERMANENT, UNKNOWN = "temporary", "format", "permanent", "unknown"
 
@@ -117,3 +120,21 @@ def diagnosis(verdict: Verdict, status: int, detail: str, *, base_url: str, mode
         others = " or ".join(m for m in ("json_object", "text") if m != mode) or "auto"
         return f"{base_url}: the server does not take response format {mode} ({said}); try --response-format {others}"
     return f"{base_url}: request rejected ({said})"
+
+
+def server_words(message: str) -> str:
+    """An error's message as one short line: whitespace folded, the SDK's ``Error code: 400 - `` prefix
+    (put where the body had no message field) dropped, as the diagnosis names the status already."""
+    return re.sub(r"^Error code: \d+ - ", "", " ".join(message.split()))[:300]
+
+
+def connection_trouble(cause: str, timed_out: bool) -> tuple[str, bool, str]:
+    """What a failed HTTP exchange was, from the name of the transport's exception (``cause``): its words,
+    whether no answer came on the connection (refused, unknown host, a connect that timed out, or a
+    connection closed unanswered: worth a waiting line while retried), and the fix."""
+    if cause in ("RemoteProtocolError", "ReadError"):  # connected, then closed without an answer
+        return "the server closed the connection without an answer", True, (
+            "check that the server is up and the base URL (and its log: a crash, or a proxy whose upstream is down)"
+        )
+    connect = not timed_out or cause == "ConnectTimeout"
+    return ("cannot connect" if connect else "timed out"), connect, "check that the server is up and the base URL"
