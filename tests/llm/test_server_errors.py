@@ -291,3 +291,14 @@ def test_a_500_with_a_new_request_id_each_time_is_tried_three_times(server):
     with pytest.raises(Exception, match="HTTP 500"):
         _ask_once(server, response_format="json_schema")
     assert server.state.chat_counts["k/r0"] == 3
+
+
+def test_a_local_server_running_an_openai_model_name_gets_no_openai_price(server, tmp_path, synonym_filter):
+    from negvocab.llm.cost import price_of
+
+    assert price_of("gpt-4o-mini") is not None  # the table prices the name: only the endpoint can say no
+    vocab = build_gpt_vocabulary(
+        "gpt-4o-mini", run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, base_url=server.url,
+        api_key=DUMMY_KEY, concurrency=2, per_class=6, rounds=1, classes=2,
+    )  # fmt: skip
+    assert vocab.settings["usage"]["prompt_tokens"] > 0 and vocab.settings["cost_usd"] is None
