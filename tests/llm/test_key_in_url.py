@@ -84,3 +84,19 @@ def test_a_missing_or_wrong_key_in_the_query_is_an_authentication_error_naming_t
         assert "the base URL's query (key) went with every request" in line
         assert given not in _everything(tmp_path, line)
     assert 1 <= sent <= 2  # a permanent error: no retries, nothing sent after it but the probe already in flight
+
+
+def test_a_short_key_in_the_query_never_rewrites_labels(tmp_path, synonym_filter):
+    """A gateway key "bo" is no secret worth garbling text for: "hot box" and "bonobo" stay as they are
+    (the URL in files still drops the query)."""
+    with FakeOpenAI() as srv:
+        srv.state.query_key = "bo"
+        srv.state.extra_labels = ["Hot Box", "Bonobo"]
+        vocab = build_gpt_vocabulary(
+            "gpt-test", run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, api_key="x",
+            base_url=f"{srv.url}?key=bo", concurrency=2, per_class=6, rounds=1, classes=2,
+        )  # fmt: skip
+    assert {"hot box", "bonobo"} <= set(vocab.labels)
+    journal = (tmp_path / "run" / "journal.jsonl").read_text()
+    assert "Hot Box" in journal and "***" not in journal
+    assert vocab.settings["endpoints"] == [srv.url]
