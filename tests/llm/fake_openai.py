@@ -140,6 +140,7 @@ class FakeState:
         self.babble_lines: list[str] = []  # every answer of a ``babble`` server, one line each
         self.always_fault: str | None = None  # the fault of every request without a queued one
         self.fixed_round: int | None = None  # answer every round as this one
+        self.poll_failures = 0  # the next polls of a batch (GET /v1/batches/{id}) that answer OpenAI's 500
 
     def fault(self, cid: str) -> str | None:
         """The next fault queued for ``cid``, else :attr:`always_fault` (a server broken for every request)."""
@@ -298,6 +299,11 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, f["object"])
         m = re.fullmatch(r"/v1/batches/([^/?]+)", self.path)
         if m and m.group(1) in state.batches:
+            with state.lock:
+                blip = state.poll_failures > 0
+                state.poll_failures -= blip
+            if blip:  # a blip while the batch is polled: the next polls answer
+                return self._send(*openai_500(f"req_{next(state.ids):032x}"))
             with state.lock:
                 b = state.batches[m.group(1)]
                 if b["status"] == "in_progress":
