@@ -53,6 +53,7 @@ from negvocab.llm.formats import (  # noqa: F401 (RESPONSE_FORMAT, LabelList, la
     LabelList,
     broken_json,
     check_mode,
+    default_max_tokens,
     labels_from_message,
     likely_fix,
     messages_for,
@@ -110,12 +111,6 @@ SETUP_BUDGET = 10
 #: attempts per request for a transport error (the openai SDK's own default, 1 + max_retries=2): a
 #: server that went away mid-run costs 3 tries a request, not 8 with minutes of backoff each
 TRANSPORT_ATTEMPTS = 3
-
-
-def default_max_tokens(n: int) -> int:
-    """The ``max_tokens`` sent with a request for ``n`` labels: room for the list in any format with a
-    preamble (16 tokens a name plus 256), so that a model that never stops ends within seconds."""
-    return 256 + 16 * max(1, n)
 
 
 class LLMClient:
@@ -598,12 +593,8 @@ class LLMClient:
         verdict = verdict or classify(code, detail, error_code(e))
         if verdict.kind != FORMAT and verdict.cause not in ("auth", "model", "context", "quota", "endpoint", "rejected"):
             verdict = Verdict(PERMANENT, "rejected")
-        line = diagnosis(verdict, code, detail, base_url=self.base_url, model=self.model, key_name=self.key_name, mode=self.mode, code=error_code(e))
-        if verdict.cause == "auth" and self._query_names:  # a gateway's key may be the query's, not the header's
-            line += f"; the base URL's query ({', '.join(self._query_names)}) went with every request: check a key given there too"
-        if code == 404 and self._query_names:  # not the model's fault until the query is ruled out
-            line += (
-                f"; the base URL's query ({', '.join(self._query_names)}) goes with every request as query parameters: "
-                "check that the server takes it there (a key usually goes in OPENAI_API_KEY)"
-            )
+        line = diagnosis(
+            verdict, code, detail, base_url=self.base_url, model=self.model, key_name=self.key_name, mode=self.mode, code=error_code(e),
+            query_names=self._query_names,
+        )  # fmt: skip
         return ResourceError(line)

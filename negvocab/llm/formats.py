@@ -34,6 +34,7 @@ __all__ = [
     "TEXT_HINT",
     "broken_json",
     "check_mode",
+    "default_max_tokens",
     "labels_from_message",
     "not_language",
     "likely_fix",
@@ -225,3 +226,9 @@ def raw_answer(completion: Any) -> str:
         return completion.model_dump_json(exclude_none=True)
     except Exception:  # any object the SDK returned
         return repr(completion)
+
+
+def default_max_tokens(n: int) -> int:
+    """The ``max_tokens`` sent with a request for ``n`` labels: room for the list in any format with a
+    preamble (16 tokens a name plus 256), so that a model that never stops ends within seconds."""
+    return 256 + 16 * max(1, n)

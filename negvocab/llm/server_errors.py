@@ -92,8 +92,26 @@ def classify(status: int | None, body: str, code: str | None = None) -> Verdict:
     return Verdict(PERMANENT, "rejected")
 
 
-def diagnosis(verdict: Verdict, status: int, detail: str, *, base_url: str, model: str, key_name: str, mode: str, code: str | None = None) -> str:
-    """The one-line message of a permanent (or format) error: what happened, the server's words, the fix."""
+def diagnosis(
+    verdict: Verdict, status: int, detail: str, *, base_url: str, model: str, key_name: str, mode: str, code: str | None = None,
+    query_names: list[str] | None = None,
+) -> str:
+    """The one-line message of a permanent (or format) error: what happened, the server's words, the fix;
+    with ``query_names`` (the base URL's query, sent with every request) an authentication error or a 404
+    names the query too, as a gateway may take the key there."""
+    line = _diagnosis(verdict, status, detail, base_url=base_url, model=model, key_name=key_name, mode=mode, code=code)
+    names = ", ".join(query_names or [])
+    if names and verdict.cause == "auth":
+        line += f"; the base URL's query ({names}) went with every request: check a key given there too"
+    if names and status == 404:  # not the model's fault until the query is ruled out
+        line += (
+            f"; the base URL's query ({names}) goes with every request as query parameters: check that the server takes it "
+            "there (a key usually goes in OPENAI_API_KEY)"
+        )
+    return line
+
+
+def _diagnosis(verdict: Verdict, status: int, detail: str, *, base_url: str, model: str, key_name: str, mode: str, code: str | None) -> str:
     said = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
     cause = verdict.cause
     if cause == "auth":
