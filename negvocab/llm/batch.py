@@ -79,8 +79,13 @@ def _failures(journal: Journal) -> Counter[str]:
     return Counter(r.get("custom_id") for r in journal.of_kind("attempt_failed") if "batch_id" in r)  # batch lines only
 
 
+#: attempts at a Batch/Files call at least: a batch is polled for hours, and a blip of a few seconds
+#: must not end the wait (a chat request's 3 attempts would: 1 + 2 s of backoff)
+BATCH_CALL_ATTEMPTS = 6
+
+
 async def _retrying(client: LLMClient, what: str, factory: Any) -> Any:
-    """Call a Batch/Files endpoint, retrying transport errors with backoff."""
+    """Call a Batch/Files endpoint, retrying transport errors with backoff (:data:`BATCH_CALL_ATTEMPTS` at least)."""
     from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
     oa = client.sdk
@@ -93,7 +98,7 @@ async def _retrying(client: LLMClient, what: str, factory: Any) -> Any:
     try:
         async for attempt in AsyncRetrying(
             retry=retry_if_exception(transient),
-            stop=stop_after_attempt(client.transport_attempts),
+            stop=stop_after_attempt(max(client.transport_attempts, BATCH_CALL_ATTEMPTS)),
             wait=wait_exponential(multiplier=client.wait_base, max=client.wait_max),
             reraise=True,
         ):

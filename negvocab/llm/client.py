@@ -45,7 +45,7 @@ from negvocab.llm.answers import (
     request_id_of,
     retry_after_seconds,
 )
-from negvocab.llm.endpoint import check_base_url, public_url, resolve_endpoint, split_query  # noqa: F401 (public here too)
+from negvocab.llm.endpoint import check_base_url, is_official, public_url, resolve_endpoint, split_query  # noqa: F401 (public here too)
 from negvocab.llm.formats import (  # noqa: F401 (RESPONSE_FORMAT, LabelList, labels_from_message: public here too)
     NEXT,
     RESPONSE_FORMAT,
@@ -53,6 +53,7 @@ from negvocab.llm.formats import (  # noqa: F401 (RESPONSE_FORMAT, LabelList, la
     LabelList,
     broken_json,
     check_mode,
+    default_max_tokens,
     labels_from_message,
     likely_fix,
     messages_for,
@@ -63,7 +64,16 @@ from negvocab.llm.formats import (  # noqa: F401 (RESPONSE_FORMAT, LabelList, la
     request_format,
     snippet,
 )
-from negvocab.llm.server_errors import FORMAT, PERMANENT, REPEATABLE, Verdict, classify, diagnosis
+from negvocab.llm.server_errors import (
+    FORMAT,
+    PERMANENT,
+    REPEATABLE,
+    Verdict,
+    classify,
+    connection_trouble,
+    diagnosis,
+    server_words,
+)
 from negvocab.redact import MIN_SECRET_LENGTH, mask_secrets, url_secrets
 
 __all__ = [
@@ -77,6 +87,7 @@ __all__ = [
     "NotSent",
     "PROBE_CONCURRENCY",
     "SETUP_BUDGET",
+    "TRANSPORT_ATTEMPTS",
     "STATUSES",
     "ServerGaveUp",
     "add_usage",
@@ -97,18 +108,9 @@ NOT_OPENAI = "; is the base URL an OpenAI-compatible endpoint (ending in /v1)?"
 #: HTTP requests (retries included) a run sends at most before its first usable answer: a broken
 #: set-up (a wrong URL, a server answering HTML or 500, a format it cannot serve) costs no more
 SETUP_BUDGET = 10
-
-
-def default_max_tokens(n: int) -> int:
-    """The ``max_tokens`` sent with a request for ``n`` labels: room for the list in any format with a
-    preamble (16 tokens a name plus 256), so that a model that never stops ends within seconds."""
-    return 256 + 16 * max(1, n)
-
-
-def _official(base_url: str) -> bool:
-    from urllib.parse import urlsplit
-
-    return (urlsplit(base_url).hostname or "").lower() == "api.openai.com"
+#: attempts per request for a transport error (the openai SDK's own default, 1 + max_retries=2): a
+#: server that went away mid-run costs 3 tries a request, not 8 with minutes of backoff each
+TRANSPORT_ATTEMPTS = 3
 
 
 class LLMClient:
@@ -125,7 +127,9 @@ class LLMClient:
         Requests in flight at most (an :class:`asyncio.Semaphore`); until the first usable answer
         at most :data:`PROBE_CONCURRENCY`, so a broken setup costs a handful of requests.
     transport_attempts, content_attempts : int
-        Attempts per request for transport errors and for unusable answers.
+        Attempts per request for transport errors (default :data:`TRANSPORT_ATTEMPTS`, as the openai
+        SDK) and for unusable answers; until the first usable answer all requests together send at
+        most :data:`SETUP_BUDGET`.
     content_retry_budget : int, optional
         Retries of unusable answers in the whole run (default: unbounded); once spent, an
         unusable answer is recorded as failed at once.
@@ -158,7 +162,7 @@ class LLMClient:
         base_url: str | None = None,
         api_key: str | None = None,
         concurrency: int = 16,
-        transport_attempts: int = 8,
+        transport_attempts: int = TRANSPORT_ATTEMPTS,
         content_attempts: int = 3,
         content_retry_budget: int | None = None,
         response_format: str = "auto",
@@ -188,7 +192,7 @@ class LLMClient:
         self.switches: list[dict[str, str]] = []
         base_url, key = resolve_endpoint(base_url, api_key, key_name)
         self.base_url = public_url(base_url)
-        self.max_tokens = (None if _official(self.base_url) else "auto") if max_tokens == "auto" else max_tokens
+        self.max_tokens = (None if is_official(self.base_url) else "auto") if max_tokens == "auto" else max_tokens
         self.http_requests = 0  # HTTP requests sent, retries and format switches included
         self.setup_sent = 0  # of them, those sent before the first usable answer (at most SETUP_BUDGET)
         self._last_problem: str | None = None  # what went wrong last, for the diagnosis of a broken set-up
@@ -219,6 +223,7 @@ class LLMClient:
         self.unusable = 0  # unusable answers (attempts) before the first usable one
         self._last_bad: BadAnswer | None = None
         self._failed: FailFast | None = None
+        self._fatal: ResourceError | None = None  # a permanent error (key, model, context, quota): nothing more is sent
         self._probing = 0
         self._probe_changed = asyncio.Event()
         self.in_flight = 0  # requests sent and not yet answered
@@ -367,6 +372,8 @@ class LLMClient:
             raise NotSent("the run was interrupted before this attempt was sent")
         if self._failed is not None:
             raise self._failed
+        if self._fatal is not None:  # the same answer awaits every request: stop at once
+            raise self._fatal
         headers = {"X-Client-Request-Id": f"negvocab:{trace_id}:{tries.total}"} if trace_id else None
         while True:
             mode = self.mode
@@ -382,6 +389,8 @@ class LLMClient:
                 err = self._classify(e, tries)
                 if err is e:
                     raise
+                if isinstance(err, ResourceError) and self._fatal is None:
+                    self._fatal = err
                 raise err from e
         self.reached = True
         self.last_answer = time.monotonic()
@@ -555,10 +564,8 @@ class LLMClient:
             return Transient(why, after, final=repeated)
         if isinstance(e, (sdk.APIConnectionError, sdk.APITimeoutError)):
             tries.transport += 1
-            # no connection made: refused, unknown host, or a connect that timed out
-            connect = not isinstance(e, sdk.APITimeoutError) or type(e.__cause__).__name__ == "ConnectTimeout"
-            what = "cannot connect" if connect else "timed out"
-            self._last_problem = f"{what} ({type(e).__name__}): check that the server is up and the base URL"
+            what, connect, hint = connection_trouble(type(e.__cause__).__name__, isinstance(e, sdk.APITimeoutError))
+            self._last_problem = f"{what} ({type(e).__name__}): {hint}"
             return Transient(f"{what} ({type(e).__name__})", connect=connect)
         return e
 
@@ -577,8 +584,7 @@ class LLMClient:
 
     def _detail(self, e: Any) -> str:
         """The server's error message, secrets masked, cut to one short line."""
-        text = " ".join(self.scrub(str(getattr(e, "message", "") or e)).split())
-        return text[:300]
+        return server_words(self.scrub(str(getattr(e, "message", "") or e)))
 
     def fatal_error(self, e: Any, verdict: Verdict | None = None) -> Exception:
         """The one-line :class:`ResourceError` of a permanent error (:func:`negvocab.llm.server_errors.diagnosis`)."""
@@ -587,10 +593,8 @@ class LLMClient:
         verdict = verdict or classify(code, detail, error_code(e))
         if verdict.kind != FORMAT and verdict.cause not in ("auth", "model", "context", "quota", "endpoint", "rejected"):
             verdict = Verdict(PERMANENT, "rejected")
-        line = diagnosis(verdict, code, detail, base_url=self.base_url, model=self.model, key_name=self.key_name, mode=self.mode, code=error_code(e))
-        if code == 404 and self._query_names:  # not the model's fault until the query is ruled out
-            line += (
-                f"; the base URL's query ({', '.join(self._query_names)}) goes with every request as query parameters: "
-                "check that the server takes it there (a key usually goes in OPENAI_API_KEY)"
-            )
+        line = diagnosis(
+            verdict, code, detail, base_url=self.base_url, model=self.model, key_name=self.key_name, mode=self.mode, code=error_code(e),
+            query_names=self._query_names,
+        )  # fmt: skip
         return ResourceError(line)

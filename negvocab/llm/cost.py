@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from negvocab.llm.endpoint import is_official
 from negvocab.llm.run import Request
 
 __all__ = [
@@ -76,10 +77,7 @@ def price_of(model: str, prices: Mapping[str, tuple[float, float]] | None = None
 def priced_here(endpoint: str | None, model: str, prices: Mapping[str, tuple[float, float]] | None = None) -> bool:
     """Whether a run at ``endpoint`` gets a price: at OpenAI's own endpoint from the table, elsewhere
     (a local server or proxy, which may echo an OpenAI model name) only from ``prices`` (``--price-in/--price-out``)."""
-    from urllib.parse import urlsplit
-
-    host = (urlsplit(endpoint or "https://api.openai.com/v1").hostname or "").lower()
-    return host == "api.openai.com" or bool(prices and model in prices)
+    return is_official(endpoint or "https://api.openai.com/v1") or bool(prices and model in prices)
 
 
 def cost_usd(model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool = False, prices: Mapping[str, tuple[float, float]] | None = None) -> float | None:

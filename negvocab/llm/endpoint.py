@@ -8,7 +8,7 @@ import os
 from negvocab.errors import InputError, ResourceError
 from negvocab.redact import mask_url_path
 
-__all__ = ["check_base_url", "public_url", "resolve_endpoint", "split_query"]
+__all__ = ["check_base_url", "is_official", "public_url", "resolve_endpoint", "split_query"]
 
 
 def resolve_endpoint(base_url: str | None, api_key: str | None, key_name: str = "OPENAI_API_KEY") -> tuple[str | None, str]:
@@ -75,3 +75,10 @@ def split_query(base_url: str | None) -> tuple[str | None, dict[str, str]]:
 
     parts = urlsplit(base_url)
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), dict(parse_qsl(parts.query, keep_blank_values=True))
+
+
+def is_official(base_url: str) -> bool:
+    """Whether ``base_url`` is OpenAI's own endpoint (its prices apply, its reasoning models refuse ``max_tokens``)."""
+    from urllib.parse import urlsplit
+
+    return (urlsplit(base_url).hostname or "").lower() == "api.openai.com"

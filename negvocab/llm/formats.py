@@ -34,6 +34,7 @@ __all__ = [
     "TEXT_HINT",
     "broken_json",
     "check_mode",
+    "default_max_tokens",
     "labels_from_message",
     "not_language",
     "likely_fix",
@@ -190,16 +191,21 @@ def likely_fix(kind: str, mode: str, requested: str, model: str, got: int = 0) -
 
 
 def not_language(text: str | None) -> bool:
-    """Whether an answer's text is mostly nonsense: most of its items look like no name (or it holds
-    letters but no item at all), as a model that runs to its token limit without writing language."""
+    """Whether an answer's text is mostly nonsense: most of its items look like no name or are bare
+    markup (or it holds letters but no item at all), as a model that runs to its token limit without
+    writing language."""
     body = (text or "").strip()
     if not body:
         return False
-    labels = clean_labels(raw_items(body))
+    items = raw_items(body)
+    labels = clean_labels(items)
     if not labels:
         return not any(w.isalpha() and len(w) > 2 for w in body.split()[:50])
     _, nonsense = keep_names(labels)
-    return 2 * len(nonsense) > len(labels)
+    # an item with no letter or digit ("}} ]] ));") is dropped by cleaning, yet it is one of the answer's
+    # items and no name: counted, so that markup lines cannot make the few word-like fragments a majority
+    junk = sum(1 for it in items if it.strip() and not any(c.isalnum() for c in it))
+    return 2 * (len(nonsense) + junk) > len(labels) + junk
 
 
 def broken_json(text: str | None) -> bool:
@@ -220,3 +226,9 @@ def raw_answer(completion: Any) -> str:
         return completion.model_dump_json(exclude_none=True)
     except Exception:  # any object the SDK returned
         return repr(completion)
+
+
+def default_max_tokens(n: int) -> int:
+    """The ``max_tokens`` sent with a request for ``n`` labels: room for the list in any format with a
+    preamble (16 tokens a name plus 256), so that a model that never stops ends within seconds."""
+    return 256 + 16 * max(1, n)

@@ -22,7 +22,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["FORMAT", "PERMANENT", "REPEATABLE", "TEMPORARY", "UNKNOWN", "Verdict", "classify", "diagnosis", "names_format"]
+__all__ = [
+    "FORMAT", "PERMANENT", "REPEATABLE", "TEMPORARY", "UNKNOWN", "Verdict", "classify", "connection_trouble", "diagnosis", "names_format",
+    "server_words",
+]  # fmt: skip
 
 TEMPORARY, FORMAT, PERMANENT, UNKNOWN = "temporary", "format", "permanent", "unknown"
 
@@ -34,7 +37,7 @@ _CONTEXT = re.compile(
 )
 _QUOTA = re.compile(r"insufficient_quota|exceeded your current quota|\bquota\b|budget has been exceeded|budget exceeded|billing|credit balance", re.I)
 _MODEL = re.compile(
-    r"invalid model name|model.?not.?found|unknown model|no such model|model \S{0,80} (?:does not exist|not found|is not available|is not supported)"
+    r"invalid model(?: name)?\b|there is no 'model_name'|you passed in model=none|model.?not.?found|unknown model|no such model|model \S{0,80} (?:does not exist|not found|is not available|is not supported)"
     r"|the model .{0,80} does not exist|model .{0,80} not (?:found|loaded|served)|no deployments? available for",
     re.I,
 )
@@ -89,8 +92,26 @@ def classify(status: int | None, body: str, code: str | None = None) -> Verdict:
     return Verdict(PERMANENT, "rejected")
 
 
-def diagnosis(verdict: Verdict, status: int, detail: str, *, base_url: str, model: str, key_name: str, mode: str, code: str | None = None) -> str:
-    """The one-line message of a permanent (or format) error: what happened, the server's words, the fix."""
+def diagnosis(
+    verdict: Verdict, status: int, detail: str, *, base_url: str, model: str, key_name: str, mode: str, code: str | None = None,
+    query_names: list[str] | None = None,
+) -> str:
+    """The one-line message of a permanent (or format) error: what happened, the server's words, the fix;
+    with ``query_names`` (the base URL's query, sent with every request) an authentication error or a 404
+    names the query too, as a gateway may take the key there."""
+    line = _diagnosis(verdict, status, detail, base_url=base_url, model=model, key_name=key_name, mode=mode, code=code)
+    names = ", ".join(query_names or [])
+    if names and verdict.cause == "auth":
+        line += f"; the base URL's query ({names}) went with every request: check a key given there too"
+    if names and status == 404:  # not the model's fault until the query is ruled out
+        line += (
+            f"; the base URL's query ({names}) goes with every request as query parameters: check that the server takes it "
+            "there (a key usually goes in OPENAI_API_KEY)"
+        )
+    return line
+
+
+def _diagnosis(verdict: Verdict, status: int, detail: str, *, base_url: str, model: str, key_name: str, mode: str, code: str | None) -> str:
     said = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
     cause = verdict.cause
     if cause == "auth":
@@ -117,3 +138,21 @@ def diagnosis(verdict: Verdict, status: int, detail: str, *, base_url: str, mode
         others = " or ".join(m for m in ("json_object", "text") if m != mode) or "auto"
         return f"{base_url}: the server does not take response format {mode} ({said}); try --response-format {others}"
     return f"{base_url}: request rejected ({said})"
+
+
+def server_words(message: str) -> str:
+    """An error's message as one short line: whitespace folded, the SDK's ``Error code: 400 - `` prefix
+    (put where the body had no message field) dropped, as the diagnosis names the status already."""
+    return re.sub(r"^Error code: \d+ - ", "", " ".join(message.split()))[:300]
+
+
+def connection_trouble(cause: str, timed_out: bool) -> tuple[str, bool, str]:
+    """What a failed HTTP exchange was, from the name of the transport's exception (``cause``): its words,
+    whether no answer came on the connection (refused, unknown host, a connect that timed out, or a
+    connection closed unanswered: worth a waiting line while retried), and the fix."""
+    if cause in ("RemoteProtocolError", "ReadError"):  # connected, then closed without an answer
+        return "the server closed the connection without an answer", True, (
+            "check that the server is up and the base URL (and its log: a crash, or a proxy whose upstream is down)"
+        )
+    connect = not timed_out or cause == "ConnectTimeout"
+    return ("cannot connect" if connect else "timed out"), connect, "check that the server is up and the base URL"

@@ -210,7 +210,6 @@ def test_the_wordnet_pool_survives_cleaning(neglabel_pool):
 # -- issue 24: stutters, notes that hold "similar", nonsense ----------------------------------------
 REAL_FAILURES = json.loads((DATA / "real_failures.json").read_text(encoding="utf-8"))
 #: held-out cases the cleaner misses (found when the set was first run, after the cleaner was written)
-KNOWN_MISSES = {"ndingsBy ofthe ulations\nтоrespect the fromwith\n```\n}} ]] ));"}
 
 
 @pytest.mark.parametrize(
@@ -241,8 +240,6 @@ def test_held_out_real_failure_shapes_parse(text, labels):
 def test_held_out_nonsense_answers_are_not_language(text):
     from negvocab.llm.formats import not_language
 
-    if text in KNOWN_MISSES:
-        pytest.xfail("half its items pass as words (glued tokens of plain letters): not 'most'")
     assert not_language(text)
 
 
@@ -265,3 +262,13 @@ def test_looks_like_name(label, ok):
     from negvocab.labels.clean import looks_like_name
 
     assert looks_like_name(label) is ok
+
+
+def test_bare_markup_items_count_against_an_answer_but_json_cut_short_is_language():
+    from negvocab.llm.formats import not_language
+
+    # glued subword tokens ("ndingsBy", "ulations") pass as words; with the markup lines they are not "most"
+    assert not_language("ndingsBy ofthe ulations\nтоrespect the fromwith\n```\n}} ]] ));")
+    cut = '{\n  "labels": [\n    "hot dog",\n    "bagel",\n    "pretz'  # pretty JSON cut at the token limit
+    assert not not_language(cut) and not not_language('{"labels": ["hot dog", "bagel", "pre')
+    assert not not_language("- cat\n- dog\n}}")  # one stray brace under a list

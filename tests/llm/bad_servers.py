@@ -2,7 +2,9 @@
 
 - :class:`SilentServer`: accepts connections, reads the request, never answers;
 - :class:`DripServer`: answers ``200`` headers promising a body, then sends one byte every ``every`` s;
-- :class:`FullBacklog`: a listener that never accepts, its backlog filled, so connects hang.
+- :class:`FullBacklog`: a listener that never accepts, its backlog filled, so connects hang;
+- :class:`DropServer`: reads the request and closes the connection without a word (a proxy whose
+  upstream died, a crashing server: httpx's "Server disconnected without sending a response").
 """
 
 from __future__ import annotations
@@ -106,3 +108,16 @@ class FullBacklog(_Base):
                 pass
             self._conns.append(s)
         time.sleep(0.2)
+
+
+class DropServer(_Accepting):
+    """Reads a request, then closes the connection without answering; counts ``connections``."""
+
+    def serve(self, conn: socket.socket) -> None:
+        try:
+            conn.settimeout(1.0)
+            conn.recv(65536)
+        except OSError:
+            pass
+        finally:
+            conn.close()

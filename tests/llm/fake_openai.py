@@ -31,7 +31,7 @@ Server kinds (``FakeState.kind``), as real servers behave:
 Faults on demand, per custom id (``"<key>/r<round>"``), consumed one per attempt:
 ``429`` (with ``Retry-After``), ``quota`` (429 ``insufficient_quota``), ``500`` (OpenAI's, a new request id
 each time), ``500same`` (the same body every time, a deterministic fault), ``html`` (a 200
-HTML page), ``error200`` (an error body with status 200), ``malformed`` (content not JSON),
+HTML page), ``error200`` (an error body with status 200), ``drop`` (the connection closed without an answer), ``malformed`` (content not JSON),
 ``schema`` (JSON of the wrong shape), ``garbage`` (text with no list), ``refusal``, ``short`` (half the labels), ``length`` (cut
 off), ``slow`` (extra delay); in batches ``error`` (an error-file line), ``500`` and the content faults. Every chat
 request and every batch line is counted per custom id (``chat_counts``, ``batch_counts``), so a
@@ -124,6 +124,9 @@ class FakeState:
         self.auth_headers: set[str] = set()
         #: when set, requests without ``Authorization: Bearer <api_key>`` get a 401, as OpenAI answers
         self.api_key: str | None = None
+        #: when set, chat requests must carry ``?key=<query_key>`` (a gateway that takes the key as a query
+        #: parameter, as Google's APIs do): without it a 403, with another value a 400, in Google's words
+        self.query_key: str | None = None
         #: largest page the batch list returns (a small cap makes the client follow pages)
         self.list_page_cap = 100
         self.ids = itertools.count(1)
@@ -137,6 +140,7 @@ class FakeState:
         self.babble_lines: list[str] = []  # every answer of a ``babble`` server, one line each
         self.always_fault: str | None = None  # the fault of every request without a queued one
         self.fixed_round: int | None = None  # answer every round as this one
+        self.poll_failures = 0  # the next polls of a batch (GET /v1/batches/{id}) that answer OpenAI's 500
 
     def fault(self, cid: str) -> str | None:
         """The next fault queued for ``cid``, else :attr:`always_fault` (a server broken for every request)."""
@@ -242,6 +246,8 @@ class _Handler(BaseHTTPRequestHandler):
         if path.endswith("/v1/chat/completions"):  # a gateway may put a key in the path before /v1
             state.queries.append(query)
             state.paths.append(path)
+            if state.query_key is not None and not self._query_key_ok(query):
+                return None
             return self._chat(json.loads(body))
         if self.path == "/v1/files":
             return self._upload(body)
@@ -264,6 +270,23 @@ class _Handler(BaseHTTPRequestHandler):
         self._error(401, f"Incorrect API key provided: {got[:3]}***{got[-4:]}. You can find your API key at ...")
         return False
 
+    def _query_key_ok(self, query: str) -> bool:
+        """False (after Google's 403 or 400) unless ``query`` carries ``key=<state.query_key>``."""
+        from urllib.parse import parse_qs
+
+        got = parse_qs(query).get("key")
+        if got == [self.server.state.query_key]:
+            return True
+        if got is None:
+            msg = ("Method doesn't allow unregistered callers (callers without established identity). Please use API Key or "
+                   "other form of API consumer identity to call this API.")
+            self._send(403, {"error": {"code": 403, "message": msg, "status": "PERMISSION_DENIED"}})
+        else:
+            msg = "API key not valid. Please pass a valid API key."
+            self._send(400, {"error": {"code": 400, "message": msg, "status": "INVALID_ARGUMENT",
+                                       "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}]}})
+        return False
+
     def do_GET(self) -> None:
         state = self.server.state
         if not self._authorized():
@@ -276,6 +299,11 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, f["object"])
         m = re.fullmatch(r"/v1/batches/([^/?]+)", self.path)
         if m and m.group(1) in state.batches:
+            with state.lock:
+                blip = state.poll_failures > 0
+                state.poll_failures -= blip
+            if blip:  # a blip while the batch is polled: the next polls answer
+                return self._send(*openai_500(f"req_{next(state.ids):032x}"))
             with state.lock:
                 b = state.batches[m.group(1)]
                 if b["status"] == "in_progress":
@@ -314,6 +342,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(429, body)
         if code == 429:
             return self._error(429, "rate limited", {"Retry-After": state.retry_after})
+        if fault == "drop":  # the connection closed with no answer (a crashed server, a proxy whose upstream died)
+            self.close_connection = True
+            return None
         if fault == "500same":
             return self._error(500, "internal error")
         if code == 500:

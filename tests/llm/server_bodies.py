@@ -10,8 +10,11 @@ Written from the servers' documented behaviour and the bodies quoted in issue 24
   surfaces as 500 ``could not broadcast input array ...``; every 500 body has type
   ``internal_server_error``;
 - LiteLLM wraps an upstream 500 as ``litellm.InternalServerError: ...`` (status 500) and answers an
-  unknown model, a key it cannot check without a database, and a context overrun with 400, the
-  message a stringified dict in places and ``code`` a string;
+  unknown model, a key it cannot check without a database, and a context overrun with 400, ``code``
+  the status as a string; an upstream error's message ends in "LiteLLM: model group 'M' failed with
+  the error above. No fallback was attempted." These bodies are the ones a real LiteLLM 1.108.7 proxy
+  sent in front of this fake llama.cpp (``tests/llm/test_litellm_proxy.py``, figures in
+  docs/howto/servers.md); it also retried each upstream 500 twice itself (3 upstream requests);
 - OpenAI's own 500 names a request id that differs on every attempt (so identical repeats mean a
   deterministic fault, not a busy server).
 """
@@ -29,8 +32,8 @@ LLAMACPP_CONTEXT_400 = (
     "completion). Please reduce the length of the messages or completion."
 )
 LLAMACPP_BROADCAST_500 = "could not broadcast input array from shape (302,) into shape (256,)"
-LITELLM_UNKNOWN_MODEL = "{'error': '/chat/completions: Invalid model name passed in model=%s. Call `/v1/models` to view available models for your key.'}"
-LITELLM_NO_DB = "Authentication Error, No connected db."
+LITELLM_UNKNOWN_MODEL = "/chat/completions: Invalid model name passed in model=%s. Call `/v1/models` to view available models for your key."
+LITELLM_NO_DB = "No connected db."
 LITELLM_CONTEXT = (
     "litellm.ContextWindowExceededError: litellm.BadRequestError: ContextWindowExceededError: OpenAIException - This model's "
     "maximum context length is 256 tokens. However, you requested 612 tokens. Please reduce the length of the messages or completion."
@@ -45,16 +48,21 @@ def llamacpp_error(status: int, message: str) -> tuple[int, dict[str, Any]]:
 
 
 def litellm_error(status: int, message: str, kind: str | None = None) -> tuple[int, dict[str, Any]]:
-    """A LiteLLM proxy error: the message, ``type`` and ``param`` as strings, ``code`` the status as a string."""
-    return status, {"error": {"message": message, "type": kind or "None", "param": "None", "code": str(status)}}
+    """A LiteLLM proxy error: the message, ``type``, ``param`` null and ``code`` the status as a string."""
+    kind = kind or ("internal_server_error" if status >= 500 else "invalid_request_error")
+    return status, {"error": {"message": message, "type": kind, "param": None, "code": str(status)}}
 
 
-def litellm_wraps(status: int, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def _group_failed(model: str) -> str:
+    return f"\n\nLiteLLM: model group '{model}' failed with the error above. No fallback was attempted."
+
+
+def litellm_wraps(status: int, body: dict[str, Any], model: str = "gpt-test") -> tuple[int, dict[str, Any]]:
     """What a LiteLLM proxy answers when its upstream (llama.cpp) answered ``status`` with ``body``."""
     message = body["error"]["message"]
     if status >= 500:
-        return litellm_error(500, f"litellm.InternalServerError: InternalServerError: OpenAIException - {message}", None)
-    return litellm_error(status, f"litellm.BadRequestError: OpenAIException - {message}", None)
+        return litellm_error(500, f"litellm.InternalServerError: InternalServerError: OpenAIException - {message}{_group_failed(model)}")
+    return litellm_error(status, f"litellm.BadRequestError: OpenAIException - {message}{_group_failed(model)}")
 
 
 def openai_500(request_id: str) -> tuple[int, dict[str, Any]]:
@@ -77,17 +85,19 @@ def server_error(kind: str, fmt: str | None, model: str, prompt_chars: int) -> t
     base = kind.removeprefix("litellm_") if kind.startswith("litellm") else kind.removeprefix("llamacpp_")
     upstream: tuple[int, dict[str, Any]] | None = None
     if kind == "litellm_unknown_model":
-        return litellm_error(400, LITELLM_UNKNOWN_MODEL % model)
+        status, body = litellm_error(400, LITELLM_UNKNOWN_MODEL % model)
+        body["error"]["provider_specific_fields"] = {"error": body["error"]["message"]}
+        return status, body
     if kind == "litellm_no_db":
-        return litellm_error(400, LITELLM_NO_DB, "auth_error")
+        return litellm_error(400, LITELLM_NO_DB, "no_db_connection")
     if fmt == "json_schema" and kind in ("llamacpp", "litellm"):
         upstream = llamacpp_error(500, LLAMACPP_SCHEMA_500)
     elif base == "small_ctx" and prompt_chars > 200:
         if kind.startswith("litellm"):
-            return litellm_error(400, LITELLM_CONTEXT)
+            return litellm_error(400, f"{LITELLM_CONTEXT}\nmodel={model}. context_window_fallbacks=None. fallbacks=None.{_group_failed(model)}")
         upstream = llamacpp_error(400, LLAMACPP_CONTEXT_400)
     elif base == "broadcast":
         upstream = llamacpp_error(500, LLAMACPP_BROADCAST_500)
     if upstream is None:
         return None
-    return litellm_wraps(*upstream) if kind.startswith("litellm") else upstream
+    return litellm_wraps(*upstream, model) if kind.startswith("litellm") else upstream

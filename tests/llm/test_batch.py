@@ -190,3 +190,15 @@ def test_an_uncollected_batch_blocks_only_the_questions_it_holds(endpoint, tmp_p
     # the first list with a second round: its requests are not the batch's, so they go out
     again = build_eoe_vocabulary("gpt-test", classes=first, rounds=2, synonym_filter=synonym_filter, client_options=FAST, **kw)
     assert again.settings["session"]["sent"] == 2
+
+
+def test_a_blip_of_five_failed_polls_does_not_end_a_batch_wait(endpoint, tmp_path, synonym_filter):
+    """Chat requests get 3 attempts (the openai SDK's default); a batch is polled for hours, so its calls get
+    at least BATCH_CALL_ATTEMPTS: five 500s in a row while polling are waited out."""
+    from negvocab.llm.batch import BATCH_CALL_ATTEMPTS
+    from negvocab.llm.client import TRANSPORT_ATTEMPTS
+
+    assert BATCH_CALL_ATTEMPTS > 5 > TRANSPORT_ATTEMPTS
+    endpoint.state.poll_failures = 5
+    vocab = build(tmp_path / "run", synonym_filter, classes=2)
+    assert endpoint.state.poll_failures == 0 and len(vocab.views) == 2

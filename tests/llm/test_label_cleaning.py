@@ -121,3 +121,17 @@ def test_a_key_the_model_echoes_never_reaches_the_journal(endpoint, tmp_path, sy
     # the items that hold the key are dropped whole, never rewritten; the other labels are kept as written
     assert not any("***" in raw for raw in vocab.settings["label_cleaning"]["changed"])
     assert "common thing 0" in vocab.labels
+
+
+def test_stuttered_imagenet_names_are_filtered_as_the_classes_they_are(endpoint, tmp_path, synonym_filter):
+    """Gemini-Pro's stutters (issue 24): "submarine submarine" kept its stutter and so passed the synonym
+    filter although "submarine" is an ImageNet class; cleaned first, the filter knows it."""
+    stutters = ["Submarine Submarine", "mop mop", "banana banana", "saxophone saxophone", "snow goose snow goose"]
+    endpoint.state.extra_labels = stutters
+    vocab = _build(tmp_path, synonym_filter)
+    classes = {n.lower() for n in imagenet1k().names}
+    assert {"submarine", "mop", "banana", "saxophone"} <= classes  # the independent fact the filter must use
+    for word in ("submarine", "mop", "banana", "saxophone"):
+        assert word not in vocab.labels and f"{word} {word}" not in vocab.labels
+        assert word in vocab.settings["synonym_filter"]["removed"]
+    assert "snow goose" in vocab.labels and "snow goose snow goose" not in vocab.labels  # no class: kept, once
