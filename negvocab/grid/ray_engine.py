@@ -58,14 +58,26 @@ def _connected_elsewhere(ray: Any, address: str) -> str | None:
     ``address`` (``None`` when it is, or when that cannot be told: ``auto``, ``ray://``)."""
     if address in ("auto", "local") or address.startswith("ray://"):
         return None
-    have = ray.get_runtime_context().gcs_address
-    try:  # Ray's own spelling of an address ("127.0.0.1:6379" -> "<node ip>:6379")
-        from ray._private.services import canonicalize_bootstrap_address
+    have = str(ray.get_runtime_context().gcs_address)
+    return None if have in (address, _bootstrap_address(ray, address)) else have
 
-        want = canonicalize_bootstrap_address(address) or address
-    except Exception:  # a private helper: fall back to the address as given
-        want = address
-    return None if have in (want, address) else str(have)
+
+def _bootstrap_address(ray: Any, address: str) -> str:
+    """``address`` as Ray spells a cluster's address: ``<node ip>:port``, a local name
+    (``localhost``, ``127.0.0.1``) as this node's IP, a host name resolved (public API only)."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep:
+        return address
+    try:
+        if host in ("localhost", "127.0.0.1", "::1", ""):
+            host = ray.util.get_node_ip_address()
+        else:
+            host = socket.gethostbyname(host)
+    except (OSError, ValueError):
+        return address
+    return f"{host}:{port}"
 
 
 def _start(ray: Any, address: str | None) -> bool:

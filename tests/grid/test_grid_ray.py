@@ -71,7 +71,6 @@ def _scores(out):
     return got
 
 
-@pytest.mark.xfail(reason="duplicated image-cache entries since the ray, gridrel and cmdrel branches met; see the session note, to fix next", strict=False)
 def test_shards_on_separate_workers_models_loaded_once_per_worker_and_bit_identical_to_local(cluster, grid_toml, grid_files, tmp_path, caplog, monkeypatch):
     """Shards of one set run as separate units on both actors, the cached embeddings equal an
     unsharded encoding, each model is loaded at most once per actor, progress lines come while
@@ -139,7 +138,6 @@ def test_shards_on_separate_workers_models_loaded_once_per_worker_and_bit_identi
     _check_cache(tmp_path / "cache")
 
 
-@pytest.mark.xfail(reason="duplicated image-cache entries since the ray, gridrel and cmdrel branches met; see the session note, to fix next", strict=False)
 def test_a_worker_killed_mid_grid_gives_the_same_results(cluster, grid_toml, grid_files, tmp_path):
     text = grid_toml.read_text().replace('path = "id"', 'path = "id_big"').replace("[grid]\n", "[grid]\nbatch_size = 4\n") + "\n[resources]\nshard_images = 100\n"
     big = grid_files / "id_big"
