@@ -10,8 +10,11 @@
     n_boot = 1000                   # bootstrap resamples of the CIs (0: none)
     device = "auto"
     cache_dir = "cache"             # embedding cache (relative to this file); on a cluster: a shared folder
-    # ray_num_gpus = 1              # GPUs per model task of the ray engine (default: 1 if the cluster has GPUs)
-    # ray_data_min_images = 20000   # image sets this large are embedded through Ray Data
+    # ray_num_gpus = 1              # older spelling of [resources] num_gpus
+    # ray_data_min_images = 20000   # no longer used (every set runs as shards); ignored with a warning
+
+    [resources]                     # what each work unit asks for: negvocab.grid.resources
+    num_gpus = 1                    # plus num_cpus, memory, workers, shard_images; [resources.image|text|score]
 
 
     [[models]]
