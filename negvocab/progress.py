@@ -3,6 +3,7 @@
 A bar (tqdm) is drawn only where someone watches: on a terminal, after :data:`BAR_DELAY_S` seconds,
 so short runs draw nothing. In a notebook without ipywidgets the plain bar is used, never the widget
 one (which would warn "IProgress not found"). Whatever the output, every :data:`LOG_EVERY_S` seconds
+(``$NEGVOCAB_PROGRESS_EVERY_S`` sets another interval: a number > 0 of seconds)
 a line with done/total, rate and ETA goes to the ``negvocab.progress`` logger, so a run redirected to
 a file (nohup, SLURM) or written to ``--log-file`` shows where it is. The CLI shows those lines on
 stderr when stderr is not a terminal (where the bar is not drawn).
@@ -23,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import logging
+import os
 import signal
 import threading
 import time
@@ -30,11 +32,14 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 LOG_EVERY_S = 30.0
+#: the environment variable that sets another interval between progress lines (seconds)
+EVERY_ENV = "NEGVOCAB_PROGRESS_EVERY_S"
 BAR_DELAY_S = 2.0
 logger = logging.getLogger("negvocab.progress")
 T = TypeVar("T")
 
 __all__ = [
+    "EVERY_ENV",
     "LOG_EVERY_S",
     "Progress",
     "check_interrupt",
@@ -42,6 +47,7 @@ __all__ = [
     "forget_kept",
     "interrupt_guard",
     "kept_work",
+    "log_interval",
     "note_kept",
     "track",
 ]
@@ -69,6 +75,7 @@ def forget_kept() -> None:
         _kept.clear()
 
 _pending_interrupt = threading.Event()
+_warned: set[str] = set()  # bad $NEGVOCAB_PROGRESS_EVERY_S values already said
 
 
 def check_interrupt() -> None:
@@ -98,6 +105,25 @@ def interrupt_guard() -> Iterator[None]:
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         _pending_interrupt.clear()
+
+
+def log_interval() -> float:
+    """Seconds between progress lines: ``$NEGVOCAB_PROGRESS_EVERY_S`` when it is a number > 0
+    (anything else is said once per process in a warning), else :data:`LOG_EVERY_S`."""
+    raw = os.environ.get(EVERY_ENV, "").strip()
+    if not raw:
+        return LOG_EVERY_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        if raw in _warned:
+            return LOG_EVERY_S
+        _warned.add(raw)
+        logger.warning("%s=%r: not a number of seconds > 0; a progress line every %g s", EVERY_ENV, raw, LOG_EVERY_S)
+        return LOG_EVERY_S
+    return value
 
 
 def format_duration(seconds: float) -> str:
@@ -145,7 +171,7 @@ class Progress:
         self.n = 0
         self.extra_unit, self.extra = extra, 0
         self.lines = 0
-        self._clock, self._log_every = clock, LOG_EVERY_S if log_every is None else log_every
+        self._clock, self._log_every = clock, log_interval() if log_every is None else log_every
         self._t0 = self._last = clock()
         self._bar = _bar_class()(total=total, desc=desc, unit=unit, disable=None, delay=BAR_DELAY_S, leave=False) if bar else None
 

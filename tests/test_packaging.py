@@ -79,8 +79,7 @@ def test_no_private_module_of_a_dependency_is_imported():
         for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
             bad += [f"{f.relative_to(ROOT)}: {n}" for n in names if not n.startswith("negvocab") and any(part.startswith("_") and not part.startswith("__") for part in n.split(".")[1:])]
-    # known, left to its owner: a guarded use with a fallback when the private helper is missing
-    assert bad == ["negvocab/grid/ray_engine.py: ray._private.services"], bad
+    assert bad == [], bad
 
 
 def test_license_citation_and_py_typed():

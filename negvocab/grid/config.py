@@ -10,8 +10,11 @@
     n_boot = 1000                   # bootstrap resamples of the CIs (0: none)
     device = "auto"
     cache_dir = "cache"             # embedding cache (relative to this file); on a cluster: a shared folder
-    # ray_num_gpus = 1              # GPUs per model task of the ray engine (default: 1 if the cluster has GPUs)
-    # ray_data_min_images = 20000   # image sets this large are embedded through Ray Data
+    # ray_num_gpus = 1              # older spelling of [resources] num_gpus
+    # ray_data_min_images = 20000   # no longer used (every set runs as shards); ignored with a warning
+
+    [resources]                     # what each work unit asks for: negvocab.grid.resources
+    num_gpus = 1                    # plus num_cpus, memory, workers, shard_images; [resources.image|text|score]
 
 
     [[models]]
@@ -65,7 +68,7 @@ from pydantic import (
 )
 
 from negvocab.errors import InputError, NegvocabError
-from negvocab.grid.resources import Resources, parse_resources
+from negvocab.grid.resources import Resources, ResourcesTable, parse_resources
 from negvocab.labels.candidates import PRESETS
 from negvocab.scoring.methods import EVALUATION_PARAMS, NEEDS_NEGATIVES, canonical_method, check_params
 from negvocab.scoring.metrics import CONVENTIONS
@@ -328,7 +331,7 @@ class GridDocument(_Table):
     ood: dict[str, ImageValue] = Field(default_factory=dict, description="a table of name = path or name = {path = ...}")
     vocabularies: dict[str, VocabValue] = Field(default_factory=dict, description="a table of name = file or name = {builder = 'wordnet', sizes = [...]}")
     methods: list[MethodValue] = Field(default_factory=lambda: ["neglabel"], description="a list of [[methods]] tables with name = ...")
-    resources: dict[str, Any] = Field(default_factory=dict, description="a [resources] table (negvocab.grid.resources)")
+    resources: ResourcesTable = Field(default_factory=ResourcesTable, description="a [resources] table (negvocab.grid.resources)")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -467,13 +470,6 @@ def _check_runtime(cfg: GridConfig) -> None:
         raise InputError(f"{src}: grid.device = {_show(cfg.device)}: {e}") from None
 
 
-def _resources(table: Any, src: str) -> Resources:
-    try:
-        return parse_resources(table)
-    except InputError as e:
-        raise InputError(f"{src}: {e}") from None
-
-
 def parse_config(doc: Mapping[str, Any], *, base: str = ".", source: str = "", random_weights: bool = False) -> GridConfig:
     """A :class:`GridConfig` from a TOML document (a dict). ``random_weights`` replaces every model's
     weights by random ones (a dry run, as ``negvocab grid run --random-weights``)."""
@@ -512,7 +508,7 @@ def parse_config(doc: Mapping[str, Any], *, base: str = ".", source: str = "", r
         batch_size=g.batch_size,
         ray_num_gpus=g.ray_num_gpus,
         ray_data_min_images=g.ray_data_min_images,
-        resources=_resources(doc.get("resources", {}), src),
+        resources=parse_resources(d.resources),
         deterministic=g.deterministic,
         base=base,
         source=source,

@@ -28,7 +28,7 @@ from negvocab.grid.config import GridConfig
 from negvocab.labels.candidates import sample_pool, wordnet_candidates
 from negvocab.progress import format_duration
 from negvocab.scoring.methods import NEEDS_NEGATIVES
-from negvocab.vlm.images import _file_key  # the image cache's key of a file (path, size, mtime)
+from negvocab.vlm.images import file_key  # the image cache's key of a file (path, size, mtime)
 from negvocab.vlm.templates import resolve_templates
 from negvocab.vocab import Vocabulary
 
@@ -146,7 +146,7 @@ def _cached_images(vlm: Any, sets: Mapping[str, Any], names: Sequence[str]) -> i
     store, found = vlm.store("image"), 0
     for name in names:
         if name in sets:
-            keys = [_file_key(p) for p in sets[name].paths]
+            keys = [file_key(p) for p in sets[name].paths]
             found += int(store.get(keys)[0].sum())
     return found
 

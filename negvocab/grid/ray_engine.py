@@ -1,13 +1,17 @@
 """The Ray engine of ``negvocab grid run --engine ray`` (``pip install 'negvocab[ray]'``).
 
 A grid's missing work is split into units below the model (:mod:`negvocab.grid.units`: image
-shards, each model's text, each model's scoring from the cache). Model workers are Ray actors,
-one per slot the cluster holds (``[resources]``: ``num_gpus`` each, default 1 when the cluster has
-GPUs, else ``num_cpus`` CPUs each; at most ``workers``), so every GPU is busy even with one model.
-An actor keeps the model it loaded; the driver hands a free actor a unit of the model it holds
-when there is one, else a unit of the model held by the fewest actors, so a model is loaded once
-per actor at most. The driver shows units done / total, images per second and an ETA (a bar on a
-terminal, a line every 30 s in the log) and logs the warnings each unit's worker logged.
+shards, each model's text, each model's scoring from the cache). Image and text units run on model
+workers, Ray actors that keep the model they loaded, as many as the cluster holds (each asking for
+its kind's ``[resources]``: ``num_gpus``, default 1 when the cluster has GPUs, ``num_cpus``,
+``memory``; at most ``workers``), so every GPU is busy even with one model. The two kinds share
+one pool of workers when they ask for the same, else each has its own. The driver hands a free
+worker a unit of the model it holds when there is one, else a unit of the model held by the fewest
+workers, so a model is loaded once per worker at most; a worker with nothing left to run is
+retired. Score units load no model: each is a Ray task asking for ``[resources.score]`` (default
+1 CPU, no GPU), submitted once its model's other units are done. The driver shows units done /
+total, images per second and an ETA (a bar on a terminal, a line every 30 s in the log, also while
+a unit runs) and logs the warnings each unit's worker logged.
 
 Results travel through the filesystem: the embedding cache (``[grid] cache_dir``) and the grid's
 output folder must be on a filesystem every node sees (NFS, a cluster file system; on one machine
@@ -28,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from negvocab.errors import ResourceError
-from negvocab.grid.units import ModelHost, Unit, plan_units, unit_progress
+from negvocab.grid.units import ModelHost, Unit, gather, plan_units, score_unit, unit_progress
 from negvocab.grid.work import merge_stats
 from negvocab.paths import cache_dir
 
@@ -58,14 +62,26 @@ def _connected_elsewhere(ray: Any, address: str) -> str | None:
     ``address`` (``None`` when it is, or when that cannot be told: ``auto``, ``ray://``)."""
     if address in ("auto", "local") or address.startswith("ray://"):
         return None
-    have = ray.get_runtime_context().gcs_address
-    try:  # Ray's own spelling of an address ("127.0.0.1:6379" -> "<node ip>:6379")
-        from ray._private.services import canonicalize_bootstrap_address
+    have = str(ray.get_runtime_context().gcs_address)
+    return None if have in (address, _bootstrap_address(ray, address)) else have
 
-        want = canonicalize_bootstrap_address(address) or address
-    except Exception:  # a private helper: fall back to the address as given
-        want = address
-    return None if have in (want, address) else str(have)
+
+def _bootstrap_address(ray: Any, address: str) -> str:
+    """``address`` as Ray spells a cluster's address: ``<node ip>:port``, a local name
+    (``localhost``, ``127.0.0.1``) as this node's IP, a host name resolved (public API only)."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep:
+        return address
+    try:
+        if host in ("localhost", "127.0.0.1", "::1", ""):
+            host = ray.util.get_node_ip_address()
+        else:
+            host = socket.gethostbyname(host)
+    except (OSError, ValueError):
+        return address
+    return f"{host}:{port}"
 
 
 def _start(ray: Any, address: str | None) -> bool:
@@ -111,41 +127,84 @@ def connection_reason(e: BaseException) -> str:
     return f"{head} (no reason given; see the ray_client_server*.log files in the head node's Ray log folder, e.g. /tmp/ray/session_latest/logs)"
 
 
-def _slots(ray: Any, cfg: GridConfig, n_units: int) -> tuple[int, float]:
-    """(actors, GPUs per actor): as many as the cluster holds, at most ``workers`` and the units."""
-    res, have = cfg.resources, ray.cluster_resources()
-    gpus = res.num_gpus if res.num_gpus is not None else cfg.ray_num_gpus
+def _request(ray: Any, cfg: GridConfig, kind: str) -> dict[str, Any]:
+    """Ray's options for a unit of ``kind`` (``num_gpus`` left unset: 1 when the cluster has GPUs)."""
+    req = cfg.resources.unit(kind)
+    gpus = req.num_gpus if req.num_gpus is not None else (cfg.ray_num_gpus if kind != "score" else None)
     if gpus is None:
-        gpus = 1.0 if have.get("GPU", 0) > 0 else 0.0
-    slots = int(have.get("GPU", 0) // gpus) if gpus else int(have.get("CPU", 1) // res.cpus)
-    if slots < 1:
-        raise ResourceError(
-            f"the Ray cluster ({have.get('CPU', 0):g} CPUs, {have.get('GPU', 0):g} GPUs) cannot hold one model worker "
-            f"asking for {gpus:g} GPUs and {res.cpus:g} CPUs; lower [resources] num_gpus / num_cpus"
-        )
-    return max(1, min(slots, res.workers or slots, n_units)), float(gpus)
+        gpus = 1.0 if kind != "score" and ray.cluster_resources().get("GPU", 0) > 0 else 0.0
+    opts: dict[str, Any] = {"num_gpus": float(gpus), "num_cpus": req.cpus}
+    if req.memory:
+        opts["memory"] = req.memory
+    return opts
+
+
+def _fits(have: dict[str, float], opts: dict[str, Any]) -> int:
+    """How many units asking for ``opts`` the resources ``have`` hold at once."""
+    n = []
+    for key, res in (("num_gpus", "GPU"), ("num_cpus", "CPU"), ("memory", "memory")):
+        if opts.get(key):
+            n.append(int(have.get(res, 0) // opts[key]))
+    return min(n) if n else 1 << 20
+
+
+def _pools(ray: Any, cfg: GridConfig, units: list[Unit]) -> list[tuple[frozenset[str], dict[str, Any], int]]:
+    """The model-worker pools: (kinds they run, Ray options, workers). Image and text units share
+    one pool when they ask for the same; otherwise the text pool (at most one worker per model)
+    is sized first and the image pool gets what remains; at most ``[resources] workers`` each."""
+    have = {k: float(v) for k, v in ray.cluster_resources().items()}
+    cap = cfg.resources.workers or 1 << 20
+    img, txt = _request(ray, cfg, "image"), _request(ray, cfg, "text")
+    groups = [(frozenset({"image", "text"}), img)] if img == txt else [(frozenset({"text"}), txt), (frozenset({"image"}), img)]
+    pools = []
+    for kinds, opts in groups:
+        want = sum(1 for u in units if u.kind in kinds)
+        n = min(_fits(have, opts), cap, want)
+        if n < 1 and want:
+            raise ResourceError(
+                f"the Ray cluster ({have.get('CPU', 0):g} CPUs, {have.get('GPU', 0):g} GPUs) cannot hold one model worker for "
+                f"{'/'.join(sorted(kinds))} units asking for {opts['num_gpus']:g} GPUs and {opts['num_cpus']:g} CPUs; "
+                "lower [resources] num_gpus / num_cpus"
+            )
+        for key, res in (("num_gpus", "GPU"), ("num_cpus", "CPU"), ("memory", "memory")):
+            if opts.get(key):
+                have[res] = have.get(res, 0) - n * opts[key]
+        if want:
+            pools.append((kinds, opts, n))
+    return pools
 
 
 class _Dispatch:
-    """Which free actor runs which ready unit (scoring waits for its model's other units)."""
+    """Which free model worker runs which unit; a model's score unit is ready once its other units are done."""
 
-    def __init__(self, units: list[Unit], n_actors: int) -> None:
-        self.queue = list(units)
+    def __init__(self, units: list[Unit]) -> None:
+        self.queue = [u for u in units if u.kind != "score"]
+        self.scores = [u for u in units if u.kind == "score"]
         self.left = {u.model: sum(1 for v in units if v.model == u.model and v.kind != "score") for u in units}
-        self.holding: list[str | None] = [None] * n_actors
+        self.holding: dict[int, str | None] = {}
         self.failed: set[str] = set()
 
-    def _ready(self, u: Unit) -> bool:
-        return u.kind != "score" or self.left[u.model] == 0
+    def ready_scores(self) -> list[Unit]:
+        """Score units whose model's image and text units are all done (taken off the list)."""
+        ready = [u for u in self.scores if self.left[u.model] == 0 and u.model not in self.failed]
+        self.scores = [u for u in self.scores if u not in ready and u.model not in self.failed]
+        return ready
 
-    def next_for(self, actor: int) -> Unit | None:
+    @staticmethod
+    def _runs(kinds: frozenset[str], u: Unit) -> bool:
+        return u.kind in kinds or (u.kind == "score" and "image" in kinds)  # a score unit the cache failed: with the model
+
+    def wants(self, kinds: frozenset[str]) -> bool:
+        return any(self._runs(kinds, u) for u in self.queue if u.model not in self.failed)
+
+    def next_for(self, actor: int, kinds: frozenset[str]) -> Unit | None:
         self.queue = [u for u in self.queue if u.model not in self.failed]
-        ready = [u for u in self.queue if self._ready(u)]
+        ready = [u for u in self.queue if self._runs(kinds, u)]
         if not ready:
             return None
-        mine = [u for u in ready if u.model == self.holding[actor]]
+        mine = [u for u in ready if u.model == self.holding.get(actor)]
         if not mine:
-            held = {m: self.holding.count(m) for m in {u.model for u in ready}}
+            held = {m: list(self.holding.values()).count(m) for m in {u.model for u in ready}}
             model = min(held, key=lambda m: (held[m], [u.model for u in ready].index(m)))
             mine = [u for u in ready if u.model == model]
         unit = mine[0]
@@ -158,31 +217,81 @@ class _Dispatch:
             self.left[unit.model] -= 1
 
 
-def _drive(ray: Any, actors: list[Any], units: list[Unit]) -> tuple[dict[str, dict[str, Any] | str], dict[str, int]]:
-    """Run ``units`` on ``actors``; ``({model: stats or error}, {model: loads over all actors})``."""
-    plan, results = _Dispatch(units, len(actors)), {}
-    inflight: dict[Any, tuple[int, Unit]] = {}
+class _Workers:
+    """The model workers of each pool: started up front, retired once their pool has nothing left
+    to run (so the score tasks get their CPUs), started again for a score unit the cache failed."""
+
+    def __init__(self, ray: Any, pools: list[tuple[frozenset[str], dict[str, Any], int]], args: tuple[Any, ...]) -> None:
+        self.ray, self.pools, self.args = ray, pools, args
+        self.actors: dict[int, tuple[Any, frozenset[str]]] = {}
+        self._next = 0
+        for i, (_, _, n) in enumerate(pools):
+            for _ in range(n):
+                self.start(i)
+
+    def start(self, pool: int) -> None:
+        kinds, opts, _ = self.pools[pool]
+        host = self.ray.remote(ModelHost).options(**opts, max_restarts=MAX_RETRIES, max_task_retries=MAX_RETRIES)
+        self.actors[self._next] = (host.remote(*self.args), kinds)
+        self._next += 1
+
+    def ensure_image_worker(self) -> None:
+        if not any("image" in kinds for _, kinds in self.actors.values()):
+            self.start(next(i for i, (kinds, _, _) in enumerate(self.pools) if "image" in kinds))
+
+    def retire(self, a: int) -> None:
+        self.ray.kill(self.actors.pop(a)[0])
+
+    def close(self) -> None:
+        for a in list(self.actors):
+            self.retire(a)
+
+
+def _result(ray: Any, ref: Any) -> dict[str, Any]:
+    try:
+        return dict(ray.get(ref))
+    except Exception as e:  # a worker lost after its restarts (worker crash, node gone)
+        return {"error": f"Ray worker failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"}
+
+
+def _drive(ray: Any, workers: _Workers, units: list[Unit], score: Any) -> tuple[dict[str, dict[str, Any] | str], dict[str, int]]:  # long: one loop, dispatch and results
+    """Run ``units``: image and text units on the model workers, score units as tasks (``score(model, given)``
+    submits one); ``({model: stats or error}, {model: loads over all workers})``."""
+    plan, results = _Dispatch(units), {}
+    given: dict[str, dict[str, Any]] = {}
+    inflight: dict[Any, tuple[int | None, Unit]] = {}
     loads: dict[int, dict[str, int]] = {}
     with unit_progress(units) as progress:
         while True:
-            for a in range(len(actors)):
-                if a not in {x for x, _ in inflight.values()} and (unit := plan.next_for(a)) is not None:
-                    inflight[actors[a].run.remote(unit)] = (a, unit)
+            busy = {a for a, _ in inflight.values()}
+            for a, (actor, kinds) in list(workers.actors.items()):
+                if a in busy:
+                    continue
+                if (unit := plan.next_for(a, kinds)) is not None:
+                    inflight[actor.run.remote(unit)] = (a, unit)
+                elif not plan.wants(kinds):
+                    workers.retire(a)
+            for unit in plan.ready_scores():
+                inflight[score(unit.model, given.get(unit.model, {}))] = (None, unit)
             if not inflight:
                 break
             ready, _ = ray.wait(list(inflight), num_returns=1, timeout=WAIT_S)
             progress.tick()
             for ref in ready:
                 a, unit = inflight.pop(ref)
-                try:
-                    r = ray.get(ref)
-                except Exception as e:  # an actor lost after its restarts (worker crash, node gone)
-                    r = {"error": f"Ray worker failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"}
+                r = _result(ray, ref)
+                where = f"worker {a}" if a is not None else "a score task"
                 for line in r.get("warnings", []):
-                    logger.warning("worker %d, %s: %s", a, unit, line)
-                loads[a] = r.get("loads", loads.get(a, {}))
+                    logger.warning("%s, %s: %s", where, unit, line)
+                if a is not None:
+                    loads[a] = r.get("loads", loads.get(a, {}))
                 pid = r.get("pid", 0)
-                logger.info("%s done on worker %d (pid %d) in %.1fs", unit, a, pid, r.get("seconds", 0.0), extra={"worker_pid": pid})
+                logger.info("%s done on %s (pid %d) in %.1fs", unit, where, pid, r.get("seconds", 0.0), extra={"worker_pid": pid})
+                if "cache_miss" in r:  # an unwritable cache: scored by a model worker instead
+                    logger.warning("%s: %s; scoring it with the model", unit, r["cache_miss"])
+                    plan.queue.append(unit)
+                    workers.ensure_image_worker()
+                    continue
                 progress.update(1, extra=unit.images)
                 if "error" in r:
                     logger.error("%s: %s", unit, r["error"])
@@ -190,6 +299,7 @@ def _drive(ray: Any, actors: list[Any], units: list[Unit]) -> tuple[dict[str, di
                     plan.failed.add(unit.model)
                     continue
                 plan.done(unit)
+                gather(given, r)
                 if not isinstance(results.get(unit.model), str):
                     merge_stats(results.setdefault(unit.model, {"embed_calls": {}}), r["stats"])  # type: ignore[arg-type]
     total: dict[str, int] = {}
@@ -202,8 +312,9 @@ def _drive(ray: Any, actors: list[Any], units: list[Unit]) -> tuple[dict[str, di
 def run_models_on_ray(
     cfg: GridConfig, works: list[ModelWork], sets: Mapping[str, ImageSet], out: Path, *, ray_address: str | None = None
 ) -> dict[str, dict[str, Any] | str]:
-    """Run every model's missing work as units on Ray actors; ``{model: stats or error line}``
-    (a model's stats carry ``model_loads``: how many times its model was loaded, over all actors)."""
+    """Run every model's missing work as units on Ray (model workers for image and text units,
+    tasks for score units); ``{model: stats or error line}`` (a model's stats carry
+    ``model_loads``: how many times its model was loaded, over all workers)."""
     ray = _ray()
     started = _start(ray, ray_address)
     # Workers run in another folder and environment (on a cluster: another machine), so they get
@@ -217,20 +328,17 @@ def run_models_on_ray(
         logger.warning("[grid] ray_data_min_images is no longer used: every image set is split into shards ([resources] shard_images)")
     try:
         units = plan_units(cfg, works, sets)
-        n_actors, gpus = _slots(ray, cfg, len(units))
-        opts: dict[str, Any] = {"num_gpus": gpus, "num_cpus": cfg.resources.cpus, "max_restarts": MAX_RETRIES, "max_task_retries": MAX_RETRIES}
-        if cfg.resources.memory:
-            opts["memory"] = cfg.resources.memory
-        host = ray.remote(ModelHost).options(**opts)
+        pools = _pools(ray, cfg, units)
         sets_ref = ray.put(dict(sets))
         by_model = {w.spec.display: w for w in works}
-        actors = [host.remote(cfg, by_model, sets_ref, str(out), "ray") for _ in range(n_actors)]
-        logger.info("%d units on %d model workers (%g GPUs, %g CPUs each)", len(units), n_actors, gpus, cfg.resources.cpus)
+        task = ray.remote(score_unit).options(**_request(ray, cfg, "score"), max_retries=MAX_RETRIES)
+        workers = _Workers(ray, pools, (cfg, by_model, sets_ref, str(out), "ray"))
+        for kinds, opts, n in pools:
+            logger.info("%d model workers for %s units (%g GPUs, %g CPUs each)", n, "/".join(sorted(kinds)), opts["num_gpus"], opts["num_cpus"])
         try:
-            results, loads = _drive(ray, actors, units)
+            results, loads = _drive(ray, workers, units, lambda model, given: task.remote(cfg, by_model[model], sets_ref, str(out), given))
         finally:
-            for a in actors:
-                ray.kill(a)
+            workers.close()
         for name, n in loads.items():
             if isinstance(results.get(name), dict):
                 results[name]["model_loads"] = {name: n}  # type: ignore[index]

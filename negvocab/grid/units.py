@@ -2,20 +2,26 @@
 
 A grid model's missing work is split into units: ``image`` units (one shard of one image set,
 ``[resources] shard_images`` images, a whole number of batches), one ``text`` unit (its ID class
-names and every vocabulary's labels, builders included) and one ``score`` unit (its missing score
-files, from the embedding cache the other units filled; it waits for them). Each unit writes into
-the embedding cache (each shard once) or the score files, so a lost unit is simply run again.
+names and every vocabulary it still needs, builders included) and one ``score`` unit (its missing
+score files; it waits for the others). Image units write into the embedding cache (each shard
+once); the text unit hands its embeddings to the score unit; the score unit loads no model: it
+reads the image rows from the cache (leaving out the images the image units could not read) and
+stores the score files, so on Ray it runs as a cheap task asking for ``[resources.score]`` (default
+1 CPU, no GPU), on the CPU unless that asks for a GPU. A score unit that finds rows missing (a
+cache that could not be written) is run by a model worker with its model instead. A lost unit is
+simply run again.
 
-A :class:`ModelHost` runs units; it keeps the last model it loaded and loads another only when a
-unit of another model comes (``loads`` counts the loads). The local engine runs every unit through
-one host in this process (:func:`run_units_here`); the Ray engine makes a host per worker slot (an
-actor per GPU or per ``num_cpus`` CPUs) and hands each free host a unit of the model it holds when
-there is one (:mod:`negvocab.grid.ray_engine`).
+A :class:`ModelHost` runs image and text units; it keeps the last model it loaded and loads
+another only when a unit of another model comes (``loads`` counts the loads). The local engine
+runs every unit in this process, through one host (:func:`run_units_here`); the Ray engine makes
+hosts per worker slot (an actor per GPU or per ``num_cpus`` CPUs) and hands each free host a unit
+of the model it holds when there is one (:mod:`negvocab.grid.ray_engine`).
 
 Deterministic mode (``--deterministic``, ``[grid] deterministic = true``): every model in fp32,
-``torch.use_deterministic_algorithms``, torch's threads fixed to the unit's ``num_cpus``, and the
-same shards and batches on both engines, so their score files hold bit-identical scores on CPU.
-Every score file records who made it (:func:`score_meta`: engine, device, dtype, versions).
+``torch.use_deterministic_algorithms``, torch's threads fixed to the unit kind's ``num_cpus``, and
+the same shards and batches on both engines, so their score files hold bit-identical scores on
+CPU. Every score file records who made it (:func:`score_meta`: engine, device, dtype, versions;
+``score_device``: where the scores were computed).
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ from negvocab.errors import NegvocabError
 from negvocab.grid import work as W
 from negvocab.grid.config import GridConfig
 from negvocab.progress import Progress
+from negvocab.vlm.cache import EmbeddingStore
+from negvocab.vlm.images import file_key
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -42,7 +50,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ModelHost", "Unit", "deterministic_config", "plan_units", "run_units_here", "score_meta", "unit_progress"]
+__all__ = [
+    "CacheMiss", "ModelHost", "Unit", "deterministic_config", "gather", "plan_units", "run_units_here", "score_device", "score_meta",
+    "score_unit", "unit_progress",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -161,9 +172,11 @@ class ModelHost:
             self.loads[name] = self.loads.get(name, 0) + 1
         return self.vlm
 
-    def run(self, unit: Unit, collect: bool = True) -> dict[str, Any]:
-        """Run one unit: ``{"unit", "seconds", "stats", "warnings", "loads"}`` or, for a
-        user-facing failure (a model that cannot load, an unreadable set), ``"error"``."""
+    def run(self, unit: Unit, collect: bool = True, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Run one unit: ``{"unit", "seconds", "stats", "warnings", "loads"}`` (a text unit adds
+        ``"text"``: what its model's score unit needs) or, for a user-facing failure (a model that
+        cannot load, an unreadable set), ``"error"``. A score unit scores from the cache with
+        ``given`` (:func:`score_unit`) and, when the cache lacks rows, with this worker's model."""
         handler = _Collect()
         root = logging.getLogger("negvocab")
         if collect:
@@ -171,9 +184,15 @@ class ModelHost:
         t0 = time.perf_counter()
         result: dict[str, Any] = {"unit": unit, "stats": {}}
         try:
-            with _deterministic(self.cfg.deterministic, self.cfg.resources.cpus):
-                vlm = self._model(unit.model)
-                self._run(unit, vlm, result["stats"])
+            with _deterministic(self.cfg.deterministic, self.cfg.resources.unit(unit.kind).cpus):
+                if unit.kind == "score" and given is not None:
+                    try:
+                        result["stats"] = _score(self.cfg, self.works[unit.model], self.sets, self.out, given)
+                        given = None
+                    except CacheMiss as e:
+                        logger.warning("%s: %s; embedding them again with the model", unit, e)
+                if unit.kind != "score" or given is not None or not result["stats"]:
+                    self._run(unit, self._model(unit.model), result)
         except NegvocabError as e:
             result["error"] = str(e)
         finally:
@@ -181,22 +200,89 @@ class ModelHost:
         result |= {"seconds": time.perf_counter() - t0, "warnings": handler.lines, "loads": dict(self.loads), "pid": os.getpid()}
         return result
 
-    def _run(self, unit: Unit, vlm: VLM, stats: dict[str, Any]) -> None:
-        cfg, work = self.cfg, self.works[unit.model]
+    def _run(self, unit: Unit, vlm: VLM, result: dict[str, Any]) -> None:
+        cfg, work, stats = self.cfg, self.works[unit.model], result["stats"]
         if unit.kind == "image":
             paths = list(self.sets[unit.set_name].paths[unit.start : unit.stop])
-            vlm.encode_images(paths, local_features=unit.local, batch_size=cfg.batch_size, progress=False)
+            emb = vlm.encode_images(paths, local_features=unit.local, batch_size=cfg.batch_size, progress=False)
+            stats["failed_images"] = {unit.set_name: [path for path, _ in emb.failed]}
         elif unit.kind == "text":
-            classes = W.id_classes(cfg)
-            vlm.encode_text(list(classes.names), cfg.templates, pos="n", batch_size=cfg.batch_size, progress=False)
-            needed = {v for v, _, _ in work.missing.values() if v}  # not the grid's bad vocabularies: their cells failed alone
-            if needed:
-                for v in W.resolve_vocabularies(cfg, vlm, {}, needed).values():
-                    vlm.encode_text(list(v.labels), cfg.templates, pos=v.parts_of_speech(), batch_size=cfg.batch_size, progress=False)
-        else:
+            class_emb, neg_emb, infos = W.text_inputs(cfg, work, vlm, {})
+            stores = {k: (str(vlm.store(k).folder), vlm.store(k).key_doc) for k in ("image", "image-local")}
+            meta = score_meta(vlm, self.engine, cfg.deterministic)
+            result["text"] = {"class_emb": class_emb, "neg_emb": neg_emb, "infos": infos, "stores": stores, "meta": meta}
+        else:  # scoring with the model: the cache lacked rows (an unwritable cache)
             stats["embed_calls"] = {}
             W.score_model(cfg, work, self.sets, self.out, vlm, stats, score_meta(vlm, self.engine, cfg.deterministic))
             stats.pop("_files", None)
+
+
+class CacheMiss(NegvocabError):
+    """The embedding cache lacks image rows a score unit needs (an unwritable cache): scored with the model instead."""
+
+
+def score_device(cfg: GridConfig) -> str:
+    """Where score units compute: the CPU unless ``[resources.score] num_gpus`` asks for a GPU."""
+    return "cuda" if (cfg.resources.unit("score").num_gpus or 0) > 0 else "cpu"
+
+
+def _score(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: Path, given: Mapping[str, Any]) -> dict[str, Any]:
+    """A score unit without a model: each needed set's image rows read from the cache (the images
+    the image units could not read left out), the text from its text unit; the score files stored."""
+    text, failed = given["text"], given.get("failed", {})
+    names, local = _needs(cfg, work, sets)
+    kinds = ["image", "image-local"] if local else ["image"]
+    stores = [EmbeddingStore(Path(text["stores"][k][0]), text["stores"][k][1]) for k in kinds]
+    images: dict[str, tuple[Any, Any]] = {}
+    calls = {}
+    for name in names:
+        skip = set(failed.get(name, []))
+        keys = []
+        for path in sets[name].paths:
+            if str(path) not in skip:
+                try:
+                    keys.append(file_key(path))
+                except OSError:
+                    continue  # gone since its image unit: as the image units would have skipped it
+        rows = [store.get(keys) for store in stores]
+        missing = sum(int((~found).sum()) for found, _ in rows)
+        if missing or not keys:
+            raise CacheMiss(f"{missing} image rows of {name} are not in the embedding cache ({stores[0].folder})")
+        images[name] = (rows[0][1], rows[1][1] if local else None)
+        calls[(work.spec.display, name)] = 1
+    meta = {**text["meta"], "score_device": score_device(cfg)}
+    seconds = W.score_files(cfg, work, out, images, text["class_emb"], text["neg_emb"], text["infos"], score_device(cfg), meta)
+    return {"embed_calls": calls, "vocabularies": {work.spec.display: dict(text["infos"])}, "score_seconds": seconds}
+
+
+def score_unit(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: str, given: Mapping[str, Any]) -> dict[str, Any]:
+    """A score unit as a Ray task (no model): as :meth:`ModelHost.run`'s result; ``"cache_miss"``
+    when the cache lacks rows (the driver then gives the unit to a model worker)."""
+    handler = _Collect()
+    root = logging.getLogger("negvocab")
+    root.addHandler(handler)
+    t0 = time.perf_counter()
+    unit = Unit("score", work.spec.display)
+    result: dict[str, Any] = {"unit": unit, "stats": {}}
+    try:
+        with _deterministic(cfg.deterministic, cfg.resources.unit("score").cpus):
+            result["stats"] = _score(cfg, work, sets, Path(out), given)
+    except CacheMiss as e:
+        result["cache_miss"] = str(e)
+    except NegvocabError as e:
+        result["error"] = str(e)
+    finally:
+        root.removeHandler(handler)
+    return result | {"seconds": time.perf_counter() - t0, "warnings": handler.lines, "loads": {}, "pid": os.getpid()}
+
+
+def gather(given: dict[str, dict[str, Any]], result: Mapping[str, Any]) -> None:
+    """Keep what a model's score unit needs from a finished unit: its text, its unreadable images."""
+    per = given.setdefault(result["unit"].model, {"failed": {}})
+    if "text" in result:
+        per["text"] = result["text"]
+    for name, paths in result.get("stats", {}).pop("failed_images", {}).items():
+        per["failed"].setdefault(name, []).extend(paths)
 
 
 def unit_progress(units: list[Unit]) -> Progress:
@@ -210,12 +296,14 @@ def run_units_here(cfg: GridConfig, works: list[ModelWork], sets: Mapping[str, I
     units = plan_units(cfg, works, sets)
     host = ModelHost(cfg, {w.spec.display: w for w in works}, sets, str(out), "local")
     results: dict[str, dict[str, Any] | str] = {}
+    given: dict[str, dict[str, Any]] = {}
     with unit_progress(units) as progress:
         for unit in units:
             if isinstance(results.get(unit.model), str):
                 progress.update(1)  # the model failed: its other units are skipped
                 continue
-            r = host.run(unit, collect=False)
+            r = host.run(unit, collect=False, given=given.get(unit.model) if unit.kind == "score" else None)
+            gather(given, r)
             progress.update(1, extra=unit.images)
             if "error" in r:
                 logger.error("%s: %s", unit, r["error"])

@@ -29,7 +29,7 @@ from negvocab.labels.candidates import sample_pool
 from negvocab.labels.imagenet import imagenet1k, read_id_classes
 from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import NEEDS_NEGATIVES
-from negvocab.vlm.images import _file_key
+from negvocab.vlm.images import file_key
 from negvocab.vlm.model import VLM
 from negvocab.vocab import Vocabulary
 
@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "Cell", "ModelWork", "compute_model", "finish_cells", "load_model", "load_score_file", "load_scores", "merge_stats", "method_spec",
-    "open_sets", "plan_cells", "read_cell", "read_failure", "stored_json", "write_failure",
+    "open_sets", "plan_cells", "read_cell", "read_failure", "score_files", "stored_json", "text_inputs", "write_failure",
 ]  # fmt: skip
 
 
@@ -87,7 +87,7 @@ def set_digest(s: ImageSet) -> str:
     keys = []
     for path in s.paths:
         try:
-            keys.append(_file_key(path))
+            keys.append(file_key(path))
         except OSError:
             keys.append(f"{path}|unreadable")
     return spec_digest({"ids": s.ids, "files": keys})
@@ -335,39 +335,60 @@ def score_model(
 ) -> None:
     """Compute and store the missing score files of one model (the embeddings come from the cache
     when an engine filled it); ``meta`` is stored with each score file."""
-    from negvocab.scoring.scores import score
-
     need_sets = sorted({s for _, _, s in work.missing.values()}, key=list(sets).index)
     local = any(method_spec(cfg, meth).name == "glmcm" for _, meth, _ in work.missing.values())
-    embeddings = {}
+    images = {}
     for name in need_sets:
         t0 = time.perf_counter()
-        embeddings[name] = vlm.encode_images(sets[name], local_features=local, batch_size=cfg.batch_size)
+        emb = vlm.encode_images(sets[name], local_features=local, batch_size=cfg.batch_size)
+        images[name] = (emb.embeddings, emb.local)
         stats["embed_calls"][(work.spec.display, name)] = stats["embed_calls"].get((work.spec.display, name), 0) + 1
         logger.info("%s: %s embedded (%d images) in %.1fs", work.spec.display, name, len(sets[name]), time.perf_counter() - t0)
+    class_emb, neg_emb, infos = text_inputs(cfg, work, vlm, stats.setdefault("_files", {}))
+    stats.setdefault("vocabularies", {}).setdefault(work.spec.display, {}).update(infos)
+    seconds = score_files(cfg, work, out, images, class_emb, neg_emb, infos, str(vlm.device), meta)
+    stats["score_seconds"] = stats.get("score_seconds", 0.0) + seconds
+
+
+def text_inputs(cfg: GridConfig, work: ModelWork, vlm: VLM, files: dict[str, Vocabulary]) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+    """The ID class embeddings, the embeddings and facts of each vocabulary ``work`` still needs."""
     classes = id_classes(cfg)
     class_emb = vlm.encode_text(list(classes.names), cfg.templates, pos="n", batch_size=cfg.batch_size)
     needed = {v for v, _, _ in work.missing.values() if v}
-    vocabs = resolve_vocabularies(cfg, vlm, stats.setdefault("_files", {}), needed) if needed else {}
-    stats.setdefault("vocabularies", {}).setdefault(work.spec.display, {}).update({k: _vocab_info(v) for k, v in vocabs.items()})
-    neg_emb: dict[str, np.ndarray] = {}
+    vocabs = resolve_vocabularies(cfg, vlm, files, needed) if needed else {}
+    neg_emb = {n: vlm.encode_text(list(v.labels), cfg.templates, pos=v.parts_of_speech(), batch_size=cfg.batch_size) for n, v in vocabs.items() if n in needed}
+    return class_emb, neg_emb, {n: _vocab_info(v) for n, v in vocabs.items()}
+
+
+def score_files(
+    cfg: GridConfig,
+    work: ModelWork,
+    out: Path,
+    images: Mapping[str, tuple[np.ndarray, np.ndarray | None]],
+    class_emb: np.ndarray,
+    neg_emb: Mapping[str, np.ndarray],
+    infos: Mapping[str, Mapping[str, Any]],
+    device: str,
+    meta: Mapping[str, Any] | None = None,
+) -> float:
+    """Store the missing score files of ``work`` from embeddings (no model needed: ``images`` maps
+    a set to its (global, local) rows); the seconds spent scoring."""
+    from negvocab.scoring.scores import score
+
     t_score = 0.0
     for digest, (vname, meth, set_name) in work.missing.items():
         spec = method_spec(cfg, meth)
-        if vname and vname not in neg_emb:
-            v = vocabs[vname]
-            neg_emb[vname] = vlm.encode_text(list(v.labels), cfg.templates, pos=v.parts_of_speech(), batch_size=cfg.batch_size)
-        emb = embeddings[set_name]
+        glob, local = images[set_name]
         params = dict(spec.params)
         t0 = time.perf_counter()
         if spec.name == "glmcm":
-            s = score(spec.name, emb.embeddings, class_emb, local=emb.local, device=vlm.device, **params)
+            s = score(spec.name, glob, class_emb, local=local, device=device, **params)
         else:
-            s = score(spec.name, emb.embeddings, class_emb, neg_emb.get(vname), device=vlm.device, **params)
+            s = score(spec.name, glob, class_emb, neg_emb.get(vname), device=device, **params)
         t_score += time.perf_counter() - t0
-        file_meta = {"vocab": _vocab_info(vocabs[vname]) if vname else None, **({"made_by": dict(meta)} if meta else {})}
+        file_meta = {"vocab": dict(infos[vname]) if vname else None, **({"made_by": dict(meta)} if meta else {})}
         _save_scores(out / "scores" / f"{digest}.npz", np.asarray(s, dtype=np.float64), file_meta)
-    stats["score_seconds"] = stats.get("score_seconds", 0.0) + t_score
+    return t_score
 
 
 def _vocab_info(v: Vocabulary) -> dict[str, Any]:

@@ -12,6 +12,13 @@ labels computes only the new ones; many small shards are merged into one (shards
 ``MERGE_MAX_BYTES`` or more, such as GL-MCM patch features, are left as they are). Temporary files
 of writes killed midway are removed after a day.
 
+Many processes may share a store (the Ray engine's model workers, each writing its own image
+shards): a read that misses keys first picks up the shards other processes committed since the
+index was read (and forgets those merged away), so no row another process stored is computed and
+stored again. One process merges at a time (a lock file; a busy lock skips the merge), and a
+merged shard's manifest names the shards it ``replaces``: from its commit on they no longer count,
+so a merge killed before deleting them leaves no key stored twice (they are deleted on the next read).
+
 Long runs hand their finished rows to :class:`Checkpoints`, which stores them by time (at least
 every :data:`SAVE_EVERY_S` seconds of work, plus the chunk in hand) and, on any exit, Ctrl-C too,
 whatever is finished: an interrupted run loses well under a minute of work. Every row stored is
@@ -20,6 +27,7 @@ tallied (:func:`negvocab.progress.note_kept`) for the CLI's "re-run to resume" l
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -27,7 +35,7 @@ import shutil
 import stat
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from time import monotonic
@@ -43,6 +51,7 @@ __all__ = [
     "EmbeddingStore",
     "KEY_FILE",
     "MAX_SHARDS",
+    "MERGE_LOCK",
     "MERGE_MAX_BYTES",
     "RowStore",
     "SAVE_EVERY_S",
@@ -56,6 +65,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 KEY_FILE = "key.json"
+MERGE_LOCK = ".merge.lock"  # held by the one process merging a store's shards
 MAX_SHARDS = 8  # merge the small shards when there are more
 MERGE_MAX_BYTES = 64 << 20  # bigger shards are never merged: merging reads its shards into memory
 STALE_TMP_S = 24 * 3600  # a temporary file this old belongs to a write that was killed
@@ -77,6 +87,7 @@ class EmbeddingStore:
         self._index: dict[str, tuple[str, int]] | None = None
         self._shards: dict[str, dict[str, Any]] = {}
         self._verified: dict[str, tuple[int, ...]] = {}  # shard -> the file version (stat) verified
+        self._foreign = False  # the folder holds another key's rows (that could not be removed)
 
     @classmethod
     def for_key(cls, root: str | Path, key_doc: Mapping[str, Any]) -> EmbeddingStore:
@@ -106,18 +117,46 @@ class EmbeddingStore:
         foreign = self.folder.is_dir() and not self._check_key()
         if foreign:
             self._reset()
+        self._index, self._foreign = index, foreign
         if self.folder.is_dir() and not foreign:
             _remove_stale_temporaries(self.folder)
-            for manifest in _by_age(p for p in self.folder.glob("*.json") if p.name != KEY_FILE):
-                info = self._read_manifest(manifest)
-                if info is None:
-                    continue
-                sid = manifest.stem
-                self._shards[sid] = info
-                for row, k in enumerate(info["keys"]):
-                    index[k] = (sid, row)
-        self._index = index
-        return index
+            self._add_shards(self._manifests())
+        return self._index
+
+    def _manifests(self) -> list[Path]:
+        return _by_age(p for p in self.folder.glob("*.json") if p.name != KEY_FILE)
+
+    def _add_shards(self, manifests: Iterable[Path]) -> None:
+        """Index the shards of ``manifests`` (oldest first); shards a merged one replaces stop counting."""
+        index = self._index if self._index is not None else {}
+        replaced: set[str] = set()
+        for manifest in manifests:
+            info = self._read_manifest(manifest)
+            if info is None:
+                continue
+            sid = manifest.stem
+            self._shards[sid] = info
+            for row, k in enumerate(info["keys"]):
+                index[k] = (sid, row)
+            replaced.update(info.get("replaces", []))
+        for sid in replaced & set(self._shards):  # a merge killed before it deleted them
+            self._drop(sid)
+
+    def refresh(self) -> bool:
+        """Pick up the shards other processes committed (or merged away) since the index was read;
+        True when anything changed."""
+        if self._index is None or self._foreign or not self.folder.is_dir():
+            return False
+        on_disk = {p.stem: p for p in self._manifests()}
+        gone = set(self._shards) - set(on_disk)
+        for sid in gone:  # merged away elsewhere: its rows are in the new shard
+            self._shards.pop(sid, None)
+            self._verified.pop(sid, None)
+        if gone:
+            self._index = {k: v for k, v in self._index.items() if v[0] not in gone}
+        new = [p for sid, p in on_disk.items() if sid not in self._shards]
+        self._add_shards(new)
+        return bool(gone or new)
 
     def _reset(self) -> None:
         """Remove shards of a folder whose key file is missing or foreign, then claim it."""
@@ -142,6 +181,8 @@ class EmbeddingStore:
                 and len(info["shape"]) >= 1
                 and len(info["keys"]) == info["shape"][0]
                 and isinstance(info.get("sha256"), str)
+                and isinstance(info.get("replaces", []), list)
+                and all(isinstance(x, str) for x in info.get("replaces", []))
             )
         except FileNotFoundError:  # merged away by another process meanwhile
             return None
@@ -168,7 +209,8 @@ class EmbeddingStore:
         try:
             st = path.stat()
         except OSError:
-            log.warning("%s: cache shard missing; recomputing its rows", path)
+            if (self.folder / f"{sid}.json").exists():
+                log.warning("%s: cache shard missing; recomputing its rows", path)
             self._verified.pop(sid, None)
             return None
         version = (st.st_ino, st.st_size, st.st_mtime_ns)
@@ -208,8 +250,20 @@ class EmbeddingStore:
         """``(found, rows)``: a bool mask over ``keys`` and an array [len(keys), ...] (None if none found).
 
         Rows of keys not found are left as zeros. Corrupt shards are deleted and their keys
-        reported as not found.
+        reported as not found. Keys not in the index, or in a shard gone from disk, are looked up
+        again after :meth:`refresh` (another process may have stored or merged them).
         """
+        found, rows = self._get(keys)
+        if not found.all() and self.refresh():
+            again, more = self._get(keys)
+            if more is not None and again.any():
+                if rows is None:
+                    rows = np.zeros_like(more)
+                rows[again & ~found] = more[again & ~found]
+                found |= again
+        return found, rows
+
+    def _get(self, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray | None]:
         found = np.zeros(len(keys), dtype=bool)
         index = self._load_index()
         wanted: dict[str, list[tuple[int, int]]] = {}
@@ -259,7 +313,7 @@ class EmbeddingStore:
         """``text``, ``image`` or ``image-local``: the folder the store lives in (``<root>/<kind>/``)."""
         return self.folder.parent.name or "cached"
 
-    def _write_shard(self, keys: list[str], rows: np.ndarray) -> str:
+    def _write_shard(self, keys: list[str], rows: np.ndarray, replaces: Sequence[str] = ()) -> str:
         index = self._load_index()
         self.folder.mkdir(parents=True, exist_ok=True)
         if not (self.folder / KEY_FILE).is_file():
@@ -270,7 +324,9 @@ class EmbeddingStore:
                 np.save(fh, rows, allow_pickle=False)
             with open(tmp, "rb") as fh:
                 digest = hashlib.file_digest(fh, "sha256").hexdigest()
-        info = {"keys": keys, "keys_sha256": _keys_digest(keys), "shape": list(rows.shape), "dtype": str(rows.dtype), "sha256": digest}
+        info: dict[str, Any] = {"keys": keys, "keys_sha256": _keys_digest(keys), "shape": list(rows.shape), "dtype": str(rows.dtype), "sha256": digest}
+        if replaces:
+            info["replaces"] = sorted(replaces)
         write_json(self.folder / f"{sid}.json", info, indent=None)  # the commit point
         self._shards[sid] = info
         for row, k in enumerate(keys):
@@ -279,21 +335,26 @@ class EmbeddingStore:
 
     def compact(self) -> None:
         """Merge the shards smaller than ``MERGE_MAX_BYTES`` into one (verified rows only), then
-        delete them."""
-        index = self._load_index()
-        small = {sid for sid, info in self._shards.items() if _shard_bytes(info) < MERGE_MAX_BYTES}
-        if len(small) < 2:
-            return
-        keys = [k for k, (sid, _) in index.items() if sid in small]
-        found, rows = self.get(keys)
-        if rows is None:
-            return
-        keys = [k for k, hit in zip(keys, found, strict=True) if hit]
-        self._write_shard(keys, rows[found])
-        new_index = dict(self._index or {})
-        for sid in small:
-            self._drop(sid)
-        self._index = {k: v for k, v in new_index.items() if v[0] in self._shards}
+        delete them. One process at a time: another's merge in progress makes this a no-op."""
+        self._load_index()
+        with _merge_lock(self.folder) as mine:
+            if not mine:
+                return
+            self.refresh()  # merge what is on disk now, not what this process saw earlier
+            index = self._index or {}
+            small = {sid for sid, info in self._shards.items() if _shard_bytes(info) < MERGE_MAX_BYTES}
+            if len(small) < 2:
+                return
+            keys = [k for k, (sid, _) in index.items() if sid in small]
+            found, rows = self._get(keys)
+            if rows is None:
+                return
+            keys = [k for k, hit in zip(keys, found, strict=True) if hit]
+            self._write_shard(keys, rows[found], replaces=small)  # the commit: ``small`` stop counting
+            new_index = dict(self._index or {})
+            for sid in small:
+                self._drop(sid)
+            self._index = {k: v for k, v in new_index.items() if v[0] in self._shards}
 
     def __len__(self) -> int:
         return len(self._load_index())
@@ -351,6 +412,32 @@ class Checkpoints:
         self.store.put(keys, rows)
         self.kept += len(keys)
         self.saves += 1
+
+
+@contextlib.contextmanager
+def _merge_lock(folder: Path) -> Iterator[bool]:
+    """An exclusive, non-blocking lock on ``folder``'s merges: yields False when another process
+    holds it (or locks are not available: no ``flock``, a read-only folder)."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): merges are not shared-safe, so skip them
+        yield False
+        return
+    try:
+        fh = open(folder / MERGE_LOCK, "a")  # held across the yield
+    except OSError:
+        yield False
+        return
+    with fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def _remove_stale_temporaries(folder: Path) -> None:

@@ -52,6 +52,7 @@ __all__ = [
     "LOCAL_RAM_BYTES",
     "encode_batch",
     "encode_images",
+    "file_key",
     "local_features_supported",
 ]
 
@@ -265,7 +266,9 @@ def encode_batch(vlm: VLM, images: torch.Tensor, local: bool) -> tuple[torch.Ten
     return vlm.unit_rows(g, "images"), vlm.unit_rows(z.flatten(0, 1), "patch features").view(z.shape)
 
 
-def _file_key(path: str) -> str:
+def file_key(path: str) -> str:
+    """The image cache's key of a file: its resolved path, size and modification time (so an image
+    replaced in place is embedded again); ``OSError`` when it cannot be read."""
     p = Path(path).resolve()
     st = p.stat()
     return f"{p}|{st.st_size}|{st.st_mtime_ns}"
@@ -398,7 +401,7 @@ def encode_images(
     if vlm.cache_enabled and not is_dataset:
         for i, path in enumerate(names):
             try:
-                keys.append(_file_key(path))
+                keys.append(file_key(path))
             except OSError as e:
                 keys.append("")
                 failed[i] = f"{type(e).__name__}: {e.strerror or e}"

@@ -55,3 +55,31 @@ def test_the_estimate_is_work_over_workers_plus_loads():
     lines = plan_lines([p, ModelPlan("N", error="unknown open_clip model")], [1, 8])
     assert any("probe failed: unknown open_clip model" in x for x in lines)
     assert any("without 1 model(s)" in x for x in lines) and any("CPU" in x for x in lines)
+
+
+def test_the_paper_grid_file_is_the_papers_full_study():
+    """examples/paper_grid.toml: 8 VLMs x {WordNet M=5000, GPT siblings, WN+GPT, EOE, oracle} x
+    {Fi-ImageNet-1k + 12 other OOD sets} x the methods, with a request per unit kind."""
+    from pathlib import Path
+
+    import negvocab
+
+    cfg = negvocab.load_grid(Path(__file__).resolve().parents[2] / "examples" / "paper_grid.toml", random_weights=True)
+    assert len({m.name for m in cfg.models}) == 8
+    assert [n for v in cfg.vocabularies for n in v.names()] == ["wordnet@5000", "gpt", "wordnet_gpt", "eoe", "oracle"]
+    names = [s.name for s in cfg.ood_sets]
+    assert names[0] == "Fi-ImageNet-1k" and len(set(names[1:])) == 12
+    assert {m.name for m in cfg.methods} == {"neglabel", "mcm", "eoe"}
+    r = cfg.resources
+    assert r.unit("image").num_gpus == 1 and r.unit("score").num_gpus == 0 and r.unit("text").loader_workers() < r.unit("image").loader_workers()
+
+
+def test_the_ray_extra_brings_ray_client():
+    """``pip install 'negvocab[ray]'`` installs what a ray:// address needs (grpcio, through ray[client])."""
+    import tomllib
+    from pathlib import Path
+
+    doc = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert any(req.replace(" ", "").startswith("ray[client]") for req in doc["project"]["optional-dependencies"]["ray"])
+    pytest.importorskip("ray")
+    import grpc  # noqa: F401  (installed here with the extra)

@@ -24,6 +24,7 @@ ray = pytest.importorskip("ray")
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-c", "from negvocab.cli import main; main()"]
+CLIENT_SEEN = "New data connection from client"  # the Ray Client server's log line for a client (ray/util/client/server/dataservicer.py)
 METRICS = ("fpr", "auroc", "aupr_in", "aupr_out", "fpr_ci_low", "auroc_ci_high")
 
 
@@ -51,9 +52,10 @@ def ray_head():
     if shutil.which("ray") is None:
         pytest.skip("the ray command is not installed")
     folder = Path(tempfile.mkdtemp(prefix="nvray", dir="/tmp"))  # short: Ray's socket paths must fit
-    port, mode = _free_port(), _auth_mode()
+    port, client_port, mode = _free_port(), _free_port(), _auth_mode()
     env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_AUTH_MODE": mode, "NEGVOCAB_CACHE_DIR": str(folder / "head_cache")}
     cmd = ["ray", "start", "--head", "--block", "--num-cpus", "2", "--port", str(port), "--node-ip-address", "127.0.0.1"]
+    cmd += ["--ray-client-server-port", str(client_port)]  # Ray Client (ray://) too
     cmd += ["--include-dashboard=false", "--disable-usage-stats", "--temp-dir", str(folder / "t")]
     log = open(folder / "head.log", "wb")  # closed in teardown
     proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -63,7 +65,7 @@ def ray_head():
             if proc.poll() is not None or time.time() > deadline:
                 pytest.fail("ray start did not come up:\n" + (folder / "head.log").read_text(errors="replace")[-2000:])
             time.sleep(0.5)
-        yield {"address": f"127.0.0.1:{port}", "folder": folder, "auth_mode": mode}
+        yield {"address": f"127.0.0.1:{port}", "client": f"ray://127.0.0.1:{client_port}", "folder": folder, "auth_mode": mode}
     finally:
         for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
             try:
@@ -90,6 +92,18 @@ def _one_model(text: str) -> str:
     """The grid with its first model only (TinyA): quicker, still every vocabulary/set/method."""
     head, _, rest = text.partition("[[models]]\nname = \"TinyB\"")
     return head + rest[rest.index("\n[id]") :]
+
+
+def _assert_equals_local(rows, grid_toml, local_text, tmp_path):
+    """``rows`` (a Ray run's) equal the local engine's on the grid ``local_text`` (its own cache)."""
+    local_toml = grid_toml.with_name(grid_toml.stem + "_local.toml")
+    local_toml.write_text(local_text)
+    local = negvocab.run_grid(local_toml, tmp_path / "local")
+    a, b = {_key(r): r for r in rows}, {_key(r): r for r in local.rows}
+    assert a.keys() == b.keys() and len(a) == 30
+    for k in a:
+        for m in METRICS:
+            assert abs(a[k][m] - b[k][m]) <= 1e-6, (k, m)
 
 
 def test_cli_on_an_existing_cluster_equals_local(ray_head, grid_toml, tmp_path):
@@ -120,14 +134,7 @@ def test_cli_on_an_existing_cluster_equals_local(ray_head, grid_toml, tmp_path):
 
     on_ray = negvocab.run_grid(grid_toml, cwd / "rel_out")  # every cell stored: nothing runs, rows read back
     assert on_ray.status["total"] == {"done": 30, "pending": 0, "failed": 0}
-    local_toml = grid_toml.with_name(grid_toml.stem + "_local.toml")
-    local_toml.write_text(text.replace("[grid]\n", f'[grid]\ncache_dir = "{tmp_path / "cache_local"}"\n'))
-    local = negvocab.run_grid(local_toml, tmp_path / "local")
-    a, b = {_key(r): r for r in on_ray.rows}, {_key(r): r for r in local.rows}
-    assert a.keys() == b.keys() and len(a) == 30
-    for k in a:
-        for m in METRICS:
-            assert abs(a[k][m] - b[k][m]) <= 1e-6, (k, m)
+    _assert_equals_local(on_ray.rows, grid_toml, text.replace("[grid]\n", f'[grid]\ncache_dir = "{tmp_path / "cache_local"}"\n'), tmp_path)
 
 
 def test_already_connected_elsewhere_is_refused_in_one_line(ray_head, grid_toml, tmp_path):
@@ -141,3 +148,36 @@ def test_already_connected_elsewhere_is_refused_in_one_line(ray_head, grid_toml,
             negvocab.run_grid(grid_toml, tmp_path / "out", engine="ray", ray_address=ray_head["address"])
     finally:
         ray.shutdown()
+
+
+def test_a_grid_through_ray_client_equals_the_local_engine(ray_head, grid_toml, tmp_path, monkeypatch):
+    """``ray://HOST:PORT`` (Ray Client, the ``[ray]`` extra's grpcio): the driver runs here, the
+    units on the head's workers, and the results equal the local engine's."""
+    import grpc  # noqa: F401  (what Ray Client needs; negvocab[ray] installs ray[client])
+
+    if ray.is_initialized():
+        ray.shutdown()
+    monkeypatch.setenv("RAY_AUTH_MODE", ray_head["auth_mode"])
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    text = _one_model(grid_toml.read_text())
+    grid_toml.write_text(text)
+    on_ray = negvocab.run_grid(grid_toml, tmp_path / "client", engine="ray", ray_address=ray_head["client"])
+    assert on_ray.status["total"] == {"done": 30, "pending": 0, "failed": 0} and not ray.is_initialized()
+    logs = "".join(p.read_text(errors="replace") for p in (ray_head["folder"] / "t").glob("session_*/logs/ray_client_server*"))
+    assert CLIENT_SEEN in logs, "the head's Ray Client server saw no client"
+    _assert_equals_local(on_ray.rows, grid_toml, text.replace(str(tmp_path / "cache"), str(tmp_path / "cache_local")), tmp_path)
+
+
+def test_a_failed_ray_client_connection_says_why(grid_toml, tmp_path):
+    """Nothing listens at the address: the one line names the address and Ray's reason (not an
+    empty text after a colon)."""
+    from negvocab.errors import ResourceError
+
+    if ray.is_initialized():
+        ray.shutdown()
+    address = f"ray://127.0.0.1:{_free_port()}"
+    with pytest.raises(ResourceError) as e:
+        negvocab.run_grid(grid_toml, tmp_path / "out", engine="ray", ray_address=address)
+    line = str(e.value)
+    assert line.startswith(f"could not connect to the Ray cluster at {address}: ") and "\n" not in line
+    assert line.rsplit(": ", 1)[1].strip(), line  # a reason after the colon

@@ -29,3 +29,22 @@ def test_progress_shows_a_second_rate_and_ticks_while_waiting(caplog):
         "grid: 1/4 units (25.0%), 0.0323 units/s, 3.23 images/s, ETA 1m33s",
         "grid: 2/4 units (50.0%), 0.0323 units/s, 2.58 images/s, ETA 1m02s",
     ]
+
+
+def test_the_progress_interval_is_set_by_the_environment(monkeypatch, caplog):
+    import negvocab.progress as P
+
+    times = iter([0.0, 4.0, 6.0, 11.0]).__next__
+    monkeypatch.setenv(P.EVERY_ENV, "5")
+    caplog.set_level("INFO", logger="negvocab.progress")
+    with Progress(3, "grid", "unit", bar=False, clock=times) as p:
+        p.update(1)  # t=4: no line
+        p.update(1)  # t=6: a line (5 s passed)
+        p.tick()  # t=11: the next one
+    assert [r.getMessage().split(",")[0] for r in caplog.records] == ["grid: 2/3 units (66.7%)", "grid: 2/3 units (66.7%)"]
+    for bad in ("soon", "-1", "0", "inf"):
+        monkeypatch.setenv(P.EVERY_ENV, bad)
+        assert P.log_interval() == P.LOG_EVERY_S
+    assert sum(P.EVERY_ENV in r.getMessage() for r in caplog.records) == 4  # each bad value said once
+    P.log_interval()
+    assert sum(P.EVERY_ENV in r.getMessage() for r in caplog.records) == 4

@@ -36,7 +36,8 @@ def test_shards_cover_every_image_once_in_whole_batches(grid_toml):
 
 
 def test_local_engine_loads_each_model_once_and_sharding_changes_no_bit(grid_toml, tmp_path):
-    toml = _with(grid_toml, "batch_size = 4\n", "shard_images = 8\n")
+    # the per-kind tables a Ray cluster reads run unchanged here
+    toml = _with(grid_toml, "batch_size = 4\n", "shard_images = 8\nnum_gpus = 1\n[resources.text]\nnum_cpus = 1\n[resources.score]\nnum_cpus = 1\n")
     sharded = negvocab.run_grid(toml, tmp_path / "sharded", deterministic=True)
     assert sharded.stats["model_loads"] == {"TinyA": 1, "TinyB": 1}  # 2 x (3+2+1+2 image units + text + score) on one host
     whole = toml.with_name(toml.stem + "_whole.toml")
@@ -59,17 +60,34 @@ def test_local_engine_loads_each_model_once_and_sharding_changes_no_bit(grid_tom
 @pytest.mark.parametrize(
     ("table", "fragment"),
     [
-        ("num_gpus = -1", "num_gpus must be a number >= 0"),
-        ("num_cpus = 0", "num_cpus must be a number > 0"),
-        ('memory = "lots"', "memory must be bytes"),
-        ("workers = 1.5", "workers must be a whole number"),
-        ("gpus = 1", "unknown key(s) gpus"),
+        ("num_gpus = -1", "resources.num_gpus = -1: must be a number >= 0"),
+        ("num_cpus = 0", "resources.num_cpus = 0: must be a number > 0"),
+        ('memory = "lots"', "resources.memory = 'lots': must be a number of bytes > 0 or a size such as \"16GiB\""),
+        ("workers = 1.5", "resources.workers = 1.5: must be a whole number > 0"),
+        ("shard_images = true", "resources.shard_images = True: must be a whole number > 0"),
+        ("gpus = 1", "resources.gpus: unknown key; known: num_gpus, num_cpus, memory, workers, shard_images, image, text, score"),
+        ("[resources.image]\nnum_cpus = -2", "resources.image.num_cpus = -2: must be a number > 0"),
+        ("[resources.text]\nnum_gpus = -0.5", "resources.text.num_gpus = -0.5: must be a number >= 0"),
+        ('[resources.score]\nmemory = "0GiB"', "resources.score.memory = 0: must be a number of bytes > 0"),
+        ("[resources.score]\nworkers = 2", "resources.score.workers: unknown key; known: num_gpus, num_cpus, memory"),
+        ("[resources.gpu]\nnum_gpus = 1", "resources.gpu: unknown key"),
     ],
 )
 def test_a_bad_resources_table_is_one_line_naming_the_key(grid_toml, table, fragment):
     with pytest.raises(negvocab.errors.InputError) as e:
         negvocab.load_grid(_with(grid_toml, resources=table + "\n"))
-    assert fragment in str(e.value) and "[resources]" in str(e.value) and "\n" not in str(e.value)
+    assert str(e.value).startswith(f"{grid_toml}: ") and fragment in str(e.value) and "\n" not in str(e.value)
+
+
+def test_each_unit_kind_has_its_own_request(grid_toml):
+    cfg = negvocab.load_grid(
+        _with(grid_toml, resources='num_gpus = 1\nnum_cpus = 4\nmemory = "8GiB"\n[resources.text]\nnum_cpus = 1\n[resources.score]\nnum_cpus = 2\n')
+    )
+    r = cfg.resources
+    assert (r.unit("image").num_gpus, r.unit("image").num_cpus, r.unit("image").memory) == (1, 4, 8 * 2**30)  # the top level
+    assert (r.unit("text").num_gpus, r.unit("text").num_cpus, r.unit("text").memory) == (1, 1, 8 * 2**30)  # its own CPUs
+    assert (r.unit("score").num_gpus, r.unit("score").num_cpus, r.unit("score").memory) == (0, 2, None)  # no model: no GPU
+    assert r.unit("image").loader_workers() == 3 and r.unit("text").loader_workers() == 0
 
 
 def test_resources_are_read_and_tie_the_loader_to_the_cpus(grid_toml):
@@ -84,3 +102,75 @@ def test_resources_are_read_and_tie_the_loader_to_the_cpus(grid_toml):
 
     d = Resources()  # no [resources]: 1 CPU per Ray worker (no loader processes), the local loader's own default
     assert d.cpus == 1.0 and d.loader_workers() == 0 and d.loader_workers(local=True) is None
+
+
+def test_a_cache_that_cannot_be_written_is_scored_with_the_model(grid_toml, tmp_path, monkeypatch, caplog):
+    """The score unit reads the image rows from the cache; when the cache kept none (a full or
+    read-only disk), the model scores them instead and the results are the same."""
+    toml = _with(grid_toml, "batch_size = 4\n")
+    clean = negvocab.run_grid(toml, tmp_path / "clean")
+    from negvocab.vlm.cache import EmbeddingStore
+
+    monkeypatch.setattr(EmbeddingStore, "put", lambda self, keys, rows: None)  # nothing reaches the disk
+    other = toml.with_name(toml.stem + "_nocache.toml")
+    other.write_text(toml.read_text().replace(str(tmp_path / "cache"), str(tmp_path / "cache_unwritable")))
+    caplog.set_level("WARNING")
+    res = negvocab.run_grid(other, tmp_path / "nocache")
+    assert res.status["total"] == clean.status["total"] == {"done": 60, "pending": 0, "failed": 0}
+    said = [r.getMessage() for r in caplog.records if "not in the embedding cache" in r.getMessage()]
+    assert len(said) == 2 and all("embedding them again with the model" in m for m in said)  # one per model
+    a = {(r["model"], r["vocabulary"], r["ood_set"], r["method"], r["convention"]): r for r in clean.rows}
+    b = {(r["model"], r["vocabulary"], r["ood_set"], r["method"], r["convention"]): r for r in res.rows}
+    assert a.keys() == b.keys() and max(abs(a[k]["fpr"] - b[k]["fpr"]) + abs(a[k]["auroc"] - b[k]["auroc"]) for k in a) <= 1e-6
+
+
+class _Cluster:
+    """What the Ray engine asks a cluster before it places workers: its resources (Ray's own keys)."""
+
+    def __init__(self, **resources):
+        self.resources = resources
+
+    def cluster_resources(self):
+        return dict(self.resources)
+
+
+def test_placement_fills_every_gpu_and_leaves_room_per_kind(grid_toml):
+    from negvocab.grid.ray_engine import _pools, _request
+
+    base = grid_toml.read_text()
+
+    def load(resources=""):
+        grid_toml.write_text(base + (f"\n[resources]\n{resources}" if resources else ""))
+        return negvocab.load_grid(grid_toml)
+
+    units = [Unit("image", m, "ID", a, a + 8) for m in ("TinyA", "TinyB") for a in range(0, 160, 8)] + [
+        Unit(k, m) for m in ("TinyA", "TinyB") for k in ("text", "score")
+    ]
+    eight = _Cluster(CPU=64.0, GPU=8.0, memory=512.0 * 2**30)
+    cfg = load("num_cpus = 4\n")
+    ((kinds, opts, n),) = _pools(eight, cfg, units)  # 2 models, 8 GPUs: every GPU gets a model worker
+    assert kinds == {"image", "text"} and (opts["num_gpus"], opts["num_cpus"], n) == (1.0, 4, 8)
+    assert _request(eight, cfg, "score") == {"num_gpus": 0.0, "num_cpus": 1.0}  # scoring: no GPU
+    cfg = load('num_cpus = 4\n[resources.text]\nnum_cpus = 1\n[resources.score]\nnum_cpus = 2\nmemory = "1GiB"\n')
+    text, image = _pools(eight, cfg, units)  # a text pool of one worker per model, the image pool gets the rest
+    assert (text[0], text[2], image[0], image[2]) == ({"text"}, 2, {"image"}, 6)
+    assert _request(eight, cfg, "score") == {"num_gpus": 0.0, "num_cpus": 2.0, "memory": 2**30}
+    cpus = _Cluster(CPU=2.0)
+    ((_, opts, n),) = _pools(cpus, load(), units)  # no GPU: one CPU each
+    assert (opts["num_gpus"], opts["num_cpus"], n) == (0.0, 1.0, 2)
+    with pytest.raises(negvocab.errors.ResourceError, match="cannot hold one model worker"):
+        _pools(cpus, load("num_cpus = 4\n"), units)
+
+
+def test_a_model_worker_gives_its_loader_the_cpus_of_its_unit(grid_toml, tmp_path):
+    import os
+
+    from negvocab.grid.units import ModelHost
+
+    cfg = negvocab.load_grid(_with(grid_toml, "batch_size = 4\n", "num_cpus = 3\n[resources.text]\nnum_cpus = 1\n"))
+    sets = open_sets(cfg)
+    work = ModelWork(cfg.models[0], [c for c in plan_cells(cfg, sets) if c.model == "TinyA"])
+    host = ModelHost(cfg, {"TinyA": work}, sets, str(tmp_path), "local")
+    r = host.run(Unit("image", "TinyA", "oodB", 0, 7), collect=False)
+    assert "error" not in r and host.vlm.num_workers == min(3, os.cpu_count() or 1) - 1  # the model runs on the third
+    assert r["stats"]["failed_images"] == {"oodB": []} and host.loads == {"TinyA": 1}

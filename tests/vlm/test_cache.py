@@ -588,3 +588,77 @@ def test_checkpoints_store_by_time_by_size_and_on_flush(tmp_path):
     saved.flush()  # what is pending, on any exit
     found, got = EmbeddingStore(tmp_path / "s", {"k": 1}).get(list("abcdefghij"))
     assert found.all() and np.array_equal(got, np.concatenate([rows, rows[:1] * 2])) and saved.saves == 3
+
+
+def _stored_keys(folder):
+    """Every key the committed manifests of a store folder hold (duplicates kept)."""
+    return [k for p in folder.glob("*.json") if p.name != "key.json" for k in json.loads(p.read_text())["keys"]]
+
+
+def _writer(folder, first, n, per_put):
+    """One process's puts into a shared store: keys first .. first + n, per_put at a time."""
+    store = EmbeddingStore(folder, {"k": 1})
+    for a in range(first, first + n, per_put):
+        keys = [f"k{i}" for i in range(a, min(a + per_put, first + n))]
+        store.put(keys, np.arange(a, a + len(keys), dtype=np.float32)[:, None].repeat(3, axis=1))
+    # then read everything back, as a scoring unit does: what the other process wrote counts too
+    store.get([f"k{i}" for i in range(2 * n)])
+
+
+def test_a_store_read_earlier_sees_what_another_process_stored_since(tmp_path):
+    # a model worker keeps its store open across units; the rows another worker committed (or
+    # merged) since it first read the index are served, not computed and stored a second time
+    ours = EmbeddingStore(tmp_path / "s", {"k": 1})
+    ours.put(["a"], np.zeros((1, 3), np.float32))
+    theirs = EmbeddingStore(tmp_path / "s", {"k": 1})
+    for i in range(10):  # enough shards for a merge: our shard of "a" is merged away under us
+        theirs.put([f"b{i}"], np.full((1, 3), i, np.float32))
+    found, rows = ours.get(["a"] + [f"b{i}" for i in range(10)])
+    assert found.all() and rows[1:, 0].tolist() == list(range(10)) and rows[0].tolist() == [0, 0, 0]
+    keys = _stored_keys(tmp_path / "s")
+    assert sorted(keys) == sorted(["a"] + [f"b{i}" for i in range(10)])
+
+
+def test_a_merge_killed_after_its_commit_leaves_no_key_stored_twice(tmp_path, monkeypatch):
+    store = EmbeddingStore(tmp_path / "s", {"k": 1})
+    for i in range(4):
+        store.put([f"k{i}"], np.full((1, 3), i, np.float32))
+    monkeypatch.setattr(EmbeddingStore, "_drop", lambda self, sid: None)  # killed before deleting the merged shards
+    store.compact()
+    monkeypatch.undo()
+    assert len(_stored_keys(tmp_path / "s")) == 8  # the merged shard and its four sources, on disk
+    found, rows = EmbeddingStore(tmp_path / "s", {"k": 1}).get([f"k{i}" for i in range(4)])
+    assert found.all() and rows[:, 0].tolist() == [0, 1, 2, 3]
+    assert sorted(_stored_keys(tmp_path / "s")) == [f"k{i}" for i in range(4)]  # the sources are gone
+
+
+def test_a_merge_in_another_process_makes_ours_wait_for_the_next_put(tmp_path):
+    import fcntl
+
+    from negvocab.vlm.cache import MERGE_LOCK
+
+    store = EmbeddingStore(tmp_path / "s", {"k": 1})
+    for i in range(4):
+        store.put([f"k{i}"], np.full((1, 3), i, np.float32))
+    with open(tmp_path / "s" / MERGE_LOCK, "a") as fh:  # another process merging (flock is per open file)
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        store.compact()
+        assert len(list((tmp_path / "s").glob("*.npy"))) == 4  # nothing merged, nothing duplicated
+    store.compact()
+    assert len(list((tmp_path / "s").glob("*.npy"))) == 1
+
+
+def test_two_processes_writing_and_merging_one_store_store_each_key_once(tmp_path):
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    procs = [ctx.Process(target=_writer, args=(tmp_path / "s", first, 60, 3)) for first in (0, 60)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0]
+    keys = _stored_keys(tmp_path / "s")
+    assert sorted(keys) == sorted(f"k{i}" for i in range(120)), "a key stored twice or lost"
+    found, rows = EmbeddingStore(tmp_path / "s", {"k": 1}).get([f"k{i}" for i in range(120)])
+    assert found.all() and rows[:, 0].tolist() == list(range(120))
