@@ -24,6 +24,7 @@ from negvocab.builders.wordnet import build_wordnet_vocabulary
 from negvocab.data.fi_imagenet import fi_imagenet
 from negvocab.data.layouts import open_image_set
 from negvocab.errors import InputError
+from negvocab.evaluation.evaluate import scorer_params
 from negvocab.grid.config import GridConfig, ImageSpec, MethodSpec, ModelSpec, VocabSpec, spec_digest
 from negvocab.labels.candidates import sample_pool
 from negvocab.labels.imagenet import imagenet1k, read_id_classes
@@ -358,7 +359,7 @@ def score_model(
             v = vocabs[vname]
             neg_emb[vname] = vlm.encode_text(list(v.labels), cfg.templates, pos=v.parts_of_speech(), batch_size=cfg.batch_size)
         emb = embeddings[set_name]
-        params = dict(spec.params)
+        params = scorer_params(spec.name, spec.params, vlm)  # the logit baselines: this model's logit scale
         t0 = time.perf_counter()
         if spec.name == "glmcm":
             s = score(spec.name, emb.embeddings, class_emb, local=emb.local, device=vlm.device, **params)
