@@ -65,9 +65,13 @@ def test_setup_script_and_ci_use_the_constraints():
     setup = (ROOT / "scripts" / "setup.sh").read_text()
     assert setup.count("-c constraints.txt") >= 2
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "bash scripts/setup.sh" in ci and "scripts/check_lower_bounds.sh" in ci  # named there; not run until it passes
+    run = [ln.strip() for ln in ci.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    assert "bash scripts/setup.sh" in run
+    # the lower-bound job runs in CI (not only named in a comment), after its planted too-low bound
+    assert run.index("bash scripts/check_lower_bounds.sh --planted") < run.index("bash scripts/check_lower_bounds.sh")
     lower = (ROOT / "scripts" / "check_lower_bounds.sh").read_text()
-    assert "--resolution lowest-direct" in lower and "tests/cli/test_app.py" in lower
+    assert "--resolution lowest-direct" in lower and "tests/cli/test_app.py" in lower and "tests/llm/test_client.py" in lower
+    assert "--planted" in lower and "| tar --null -T -" in lower  # cp --parents dropped the negvocab/prompts link, silently
 
 
 def test_no_private_module_of_a_dependency_is_imported():

@@ -63,9 +63,9 @@ class ZeroShot:
         **params: Any,
     ) -> None:
         self.method = get_method(method)
-        scale = getattr(getattr(vlm, "model", None), "logit_scale", None)
-        if "logit_scale" in self.method.params and "logit_scale" not in params and isinstance(scale, torch.Tensor):
-            params = {**params, "logit_scale": float(scale.detach().exp())}
+        scale = getattr(vlm, "logit_scale", None)  # the model's own (VLM.logit_scale)
+        if "logit_scale" in self.method.params and params.get("logit_scale") is None and scale is not None:
+            params = {**params, "logit_scale": scale}
         self.params = check_params(self.method.name, params)
         vocab = as_vocabulary(vocabulary)
         if self.method.needs_negatives and vocab is None:

@@ -39,7 +39,14 @@ from negvocab.labels.imagenet import imagenet1k
 from negvocab.progress import track
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
-from negvocab.scoring.methods import NEEDS_NEGATIVES, canonical_method, check_evaluation, check_shared, params_for
+from negvocab.scoring.methods import (
+    NEEDS_NEGATIVES,
+    canonical_method,
+    check_evaluation,
+    check_shared,
+    get_method,
+    params_for,
+)
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -60,8 +67,13 @@ def _vocab_name(name: str, vocab: Vocabulary) -> str:
     return name or f"{vocab.source}-{vocab.short_hash}"
 
 
-def scorer_params(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The subset of a shared ``params`` set that ``method`` takes (:func:`negvocab.scoring.methods.params_for`), checked."""
+def scorer_params(method: str, params: Mapping[str, Any], own: float | None = None) -> dict[str, Any]:
+    """The subset of a shared ``params`` set that ``method`` takes (:func:`negvocab.scoring.methods.params_for`), checked.
+
+    With ``own``, the model's logit scale (``VLM.logit_scale``: 100 for CLIP's released weights,
+    SigLIP's learned one), a logit baseline (msp, maxlogit, energy, gen) not given ``logit_scale`` takes it."""
+    if own is not None and params.get("logit_scale") is None and "logit_scale" in get_method(method).params:
+        params = {**params, "logit_scale": own}
     if method == "neglabel_eoe" and params.get("T") is not None and params.get("penalty_T") is None:
         logger.warning("T is the temperature of mcm/glmcm/eoe; neglabel_eoe's penalty takes penalty_T (default: tau)")
     return params_for(method, params)
@@ -178,7 +190,7 @@ def evaluate_vocabularies(
 
     for method, vname in _progress(jobs, progress, "scoring"):
         vocab = named[vname] if vname else None
-        kw = scorer_params(method, params)
+        kw = scorer_params(method, params, vlm.logit_scale)
         neg = neg_cache[vname] if vname else None
         key = f"{method}@{vname}" if vname else method
         if method == "glmcm":  # per set: the [n, p, d] patch features are never copied into one array

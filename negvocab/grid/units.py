@@ -210,7 +210,7 @@ class ModelHost:
             class_emb, neg_emb, infos = W.text_inputs(cfg, work, vlm, {})
             stores = {k: (str(vlm.store(k).folder), vlm.store(k).key_doc) for k in ("image", "image-local")}
             meta = score_meta(vlm, self.engine, cfg.deterministic)
-            result["text"] = {"class_emb": class_emb, "neg_emb": neg_emb, "infos": infos, "stores": stores, "meta": meta}
+            result["text"] = {"class_emb": class_emb, "neg_emb": neg_emb, "infos": infos, "stores": stores, "meta": meta, "logit_scale": vlm.logit_scale}
         else:  # scoring with the model: the cache lacked rows (an unwritable cache)
             stats["embed_calls"] = {}
             W.score_model(cfg, work, self.sets, self.out, vlm, stats, score_meta(vlm, self.engine, cfg.deterministic))
@@ -251,7 +251,7 @@ def _score(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: 
         images[name] = (rows[0][1], rows[1][1] if local else None)
         calls[(work.spec.display, name)] = 1
     meta = {**text["meta"], "score_device": score_device(cfg)}
-    seconds = W.score_files(cfg, work, out, images, text["class_emb"], text["neg_emb"], text["infos"], score_device(cfg), meta)
+    seconds = W.score_files(cfg, work, out, images, text["class_emb"], text["neg_emb"], text["infos"], score_device(cfg), meta, text.get("logit_scale"))
     return {"embed_calls": calls, "vocabularies": {work.spec.display: dict(text["infos"])}, "score_seconds": seconds}
 
 

@@ -24,6 +24,7 @@ from negvocab.builders.wordnet import build_wordnet_vocabulary
 from negvocab.data.fi_imagenet import fi_imagenet
 from negvocab.data.layouts import open_image_set
 from negvocab.errors import InputError
+from negvocab.evaluation.evaluate import scorer_params
 from negvocab.grid.config import GridConfig, ImageSpec, MethodSpec, ModelSpec, VocabSpec, spec_digest
 from negvocab.labels.candidates import sample_pool
 from negvocab.labels.imagenet import imagenet1k, read_id_classes
@@ -346,7 +347,7 @@ def score_model(
         logger.info("%s: %s embedded (%d images) in %.1fs", work.spec.display, name, len(sets[name]), time.perf_counter() - t0)
     class_emb, neg_emb, infos = text_inputs(cfg, work, vlm, stats.setdefault("_files", {}))
     stats.setdefault("vocabularies", {}).setdefault(work.spec.display, {}).update(infos)
-    seconds = score_files(cfg, work, out, images, class_emb, neg_emb, infos, str(vlm.device), meta)
+    seconds = score_files(cfg, work, out, images, class_emb, neg_emb, infos, str(vlm.device), meta, vlm.logit_scale)
     stats["score_seconds"] = stats.get("score_seconds", 0.0) + seconds
 
 
@@ -370,16 +371,18 @@ def score_files(
     infos: Mapping[str, Mapping[str, Any]],
     device: str,
     meta: Mapping[str, Any] | None = None,
+    logit_scale: float | None = None,
 ) -> float:
     """Store the missing score files of ``work`` from embeddings (no model needed: ``images`` maps
-    a set to its (global, local) rows); the seconds spent scoring."""
+    a set to its (global, local) rows; ``logit_scale``: the model's own, for the logit baselines); the
+    seconds spent scoring."""
     from negvocab.scoring.scores import score
 
     t_score = 0.0
     for digest, (vname, meth, set_name) in work.missing.items():
         spec = method_spec(cfg, meth)
         glob, local = images[set_name]
-        params = dict(spec.params)
+        params = scorer_params(spec.name, spec.params, logit_scale)  # the logit baselines: this model's logit scale
         t0 = time.perf_counter()
         if spec.name == "glmcm":
             s = score(spec.name, glob, class_emb, local=local, device=device, **params)

@@ -1,9 +1,10 @@
 r"""The logit-based zero-shot baselines: MSP, MaxLogit, Energy and GEN over the ID prompts.
 
 A VLM's zero-shot classifier has logits :math:`z_i = s \cos(v, t_i)`, with ``s`` the model's logit
-scale (CLIP learns ``s = 100``; give your model's own for SigLIP or EVA). A temperature ``T`` on the
-logits is the same as a logit scale ``s / T``, so ``logit_scale`` is the one knob. Every score is high
-for ID, the sign of MCM and NegLabel (pytorch-ood's detectors return the negative: docs/methods.md,
+scale (CLIP learns ``s = 100``; the pipeline passes each model's own, ``VLM.logit_scale``, and these
+functions take 100 when none is given). SigLIP's logit bias shifts every logit alike and changes no
+ranking, so it is left out. A temperature ``T`` on the logits is the same as a logit scale ``s / T``,
+so ``logit_scale`` is the one knob. Every score is high for ID, the sign of MCM and NegLabel (pytorch-ood's detectors return the negative: docs/methods.md,
 "Score signs"). MSP at ``logit_scale = 1 / T`` is MCM at temperature ``T``.
 """
 
@@ -18,26 +19,30 @@ import torch
 from negvocab.errors import InputError
 from negvocab.scoring.inputs import chunk_rows, join_chunks, positive, prepare
 
-__all__ = ["energy", "gen", "maxlogit", "msp"]
+__all__ = ["CLIP_LOGIT_SCALE", "energy", "gen", "maxlogit", "msp"]
+
+#: CLIP's learned logit scale: the scale where neither the caller nor a model gives one
+CLIP_LOGIT_SCALE = 100.0
 
 
 def _over_logits(
     method: str,
     image_emb: Any,
     id_emb: Any,
-    logit_scale: float,
+    logit_scale: float | None,
     device: Any,
     chunk_size: int | None,
     kernel: Callable[[torch.Tensor], torch.Tensor],
 ) -> np.ndarray:
-    """``kernel(logits)`` per chunk of images, logits = ``logit_scale`` x cosine to every ID prompt."""
-    s = positive(logit_scale, "logit_scale")
+    """``kernel(logits)`` per chunk of images, logits = ``logit_scale`` x cosine to every ID prompt
+    (None: CLIP's 100, the scale where no model says its own)."""
+    s = positive(CLIP_LOGIT_SCALE if logit_scale is None else logit_scale, "logit_scale")
     v, t, _ = prepare(image_emb, id_emb, None, device, need_neg=False, method=method)
     step = chunk_rows(len(v), t.shape[0], v.element_size(), chunk_size)
     return join_chunks([kernel(s * (v[i : i + step] @ t.T)) for i in range(0, len(v), step)])
 
 
-def msp(image_emb: Any, id_emb: Any, *, logit_scale: float = 100.0, device: Any = None, chunk_size: int | None = None) -> np.ndarray:
+def msp(image_emb: Any, id_emb: Any, *, logit_scale: float | None = None, device: Any = None, chunk_size: int | None = None) -> np.ndarray:
     r"""Maximum softmax probability (Hendrycks & Gimpel, ICLR 2017) of the zero-shot classifier.
 
     .. math:: S(v) = \max_i \frac{e^{z_i}}{\sum_k e^{z_k}}, \quad z_i = s \cos(v, t_i)
@@ -47,12 +52,12 @@ def msp(image_emb: Any, id_emb: Any, *, logit_scale: float = 100.0, device: Any 
     return _over_logits("msp", image_emb, id_emb, logit_scale, device, chunk_size, lambda z: torch.exp(z.amax(-1) - torch.logsumexp(z, -1)))
 
 
-def maxlogit(image_emb: Any, id_emb: Any, *, logit_scale: float = 100.0, device: Any = None, chunk_size: int | None = None) -> np.ndarray:
+def maxlogit(image_emb: Any, id_emb: Any, *, logit_scale: float | None = None, device: Any = None, chunk_size: int | None = None) -> np.ndarray:
     r"""Maximum logit (Hendrycks et al., ICML 2022): :math:`S(v) = \max_i z_i`, higher = ID."""
     return _over_logits("maxlogit", image_emb, id_emb, logit_scale, device, chunk_size, lambda z: z.amax(-1))
 
 
-def energy(image_emb: Any, id_emb: Any, *, logit_scale: float = 100.0, device: Any = None, chunk_size: int | None = None) -> np.ndarray:
+def energy(image_emb: Any, id_emb: Any, *, logit_scale: float | None = None, device: Any = None, chunk_size: int | None = None) -> np.ndarray:
     r"""Negative free energy (Liu et al., NeurIPS 2020) at temperature 1 on the logits:
     :math:`S(v) = \log \sum_i e^{z_i}` (= :math:`-E(v)`), higher = ID."""
     return _over_logits("energy", image_emb, id_emb, logit_scale, device, chunk_size, lambda z: torch.logsumexp(z, -1))
@@ -62,7 +67,7 @@ def gen(
     image_emb: Any,
     id_emb: Any,
     *,
-    logit_scale: float = 100.0,
+    logit_scale: float | None = None,
     gamma: float = 0.1,
     top_classes: int = 100,
     device: Any = None,

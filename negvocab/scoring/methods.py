@@ -130,8 +130,9 @@ PARAMS: dict[str, Param] = dict([
     _p("lam", float, 1.0, "--lambda", "GL-MCM weight of the local term.", check="nonneg"),
     _p("topk", int, None, "--topk", "NegLabel with each image's k nearest negatives only (FAISS search; an estimate with bounds).",
        check="min", low=1, optional=True),
-    _p("logit_scale", float, 100.0, "--logit-scale", "Logits of msp, maxlogit, energy and gen: logit scale x cosine (100: CLIP's learned scale; "
-       "a temperature T on the logits is a scale 100/T).", check="positive"),
+    _p("logit_scale", float, None, "--logit-scale", "Logits of msp, maxlogit, energy and gen: logit scale x cosine (default: the model's own "
+       "learned scale, 100 for CLIP's released weights; 100 where no model is given; a temperature T on the logits is a scale s/T).",
+       check="positive", optional=True),
     _p("gamma", float, 0.1, "--gamma", "GEN exponent gamma (the paper's 0.1).", check="positive"),
     _p("top_classes", int, 100, "--top-classes", "GEN: the M largest ID probabilities summed (the paper's 100; clamped to the ID classes).",
        check="min", low=1),

@@ -270,6 +270,21 @@ class VLM:
         return self._dim
 
     @property
+    def logit_scale(self) -> float | None:
+        """The model's own logit scale ``exp(model.logit_scale)``: 100 for CLIP's released weights,
+        1/0.07 for open_clip's random initialisation, SigLIP's learned one; None when the model has
+        none. The logit baselines (msp, maxlogit, energy, gen) use it unless a scale is given."""
+        p = getattr(self.model, "logit_scale", None)
+        return float(p.detach().float().exp()) if hasattr(p, "detach") else None
+
+    @property
+    def logit_bias(self) -> float | None:
+        """SigLIP's learned logit bias (None for CLIP). It shifts every logit of an image alike, so
+        no baseline's ranking or metric depends on it; the baselines leave it out."""
+        p = getattr(self.model, "logit_bias", None)
+        return float(p.detach().float()) if hasattr(p, "detach") else None
+
+    @property
     def identity(self) -> dict[str, Any]:
         """Who this model is: name, pretrained, weights fingerprint, dim, precision, preprocessing.
 

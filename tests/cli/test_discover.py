@@ -9,7 +9,7 @@ import open_clip
 from typer.testing import CliRunner
 
 from negvocab.cli import app
-from negvocab.cli.discover import PRESETS
+from negvocab.cli.discover import PRESETS, methods_document, section
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "negvocab" / "methods.md").read_text(encoding="utf-8")
@@ -51,6 +51,10 @@ def test_models_lists_open_clips_pretrained_and_the_preset():
     r = runner.invoke(app, ["models", "--preset", "paper8"])
     rows = [tuple(ln.split()) for ln in r.stdout.splitlines()]
     assert len(rows) == 8 == len(set(rows)) and set(rows) <= set(known) and rows == PRESETS["paper8"]
+    # not the paper's own list (its methods document does not hold it): said beside the list, and
+    # SigLIP2-g, the one VLM the document names, is in it
+    assert "not the paper's own list" in r.stderr and ("ViT-gopt-16-SigLIP2-384", "webli") in rows
+    assert "SigLIP2-g" in section(methods_document(), "The benchmark and reference numbers")
     r = runner.invoke(app, ["models", "--grep", "SigLIP2"])
     assert [tuple(ln.split()) for ln in r.stdout.splitlines()] == [(n, t) for n, t in known if "siglip2" in f"{n} {t}".lower()]
     r = runner.invoke(app, ["models", "--preset", "paper9"])
