@@ -44,8 +44,7 @@ from negvocab.scoring.methods import (
     canonical_method,
     check_evaluation,
     check_shared,
-    get_method,
-    params_for,
+    scorer_params,
 )
 
 if TYPE_CHECKING:
@@ -57,7 +56,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ID_EXPLAINED_MAX", "RANDOM_WEIGHTS_WARNING", "Evaluation", "evaluate_vocabularies", "flagged_id_images", "scorer_params"]
+__all__ = ["ID_EXPLAINED_MAX", "RANDOM_WEIGHTS_WARNING", "Evaluation", "evaluate_vocabularies", "flagged_id_images"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -65,18 +64,6 @@ __all__ = ["ID_EXPLAINED_MAX", "RANDOM_WEIGHTS_WARNING", "Evaluation", "evaluate
 # ----------------------------------------------------------------------------------------------
 def _vocab_name(name: str, vocab: Vocabulary) -> str:
     return name or f"{vocab.source}-{vocab.short_hash}"
-
-
-def scorer_params(method: str, params: Mapping[str, Any], own: float | None = None) -> dict[str, Any]:
-    """The subset of a shared ``params`` set that ``method`` takes (:func:`negvocab.scoring.methods.params_for`), checked.
-
-    With ``own``, the model's logit scale (``VLM.logit_scale``: 100 for CLIP's released weights,
-    SigLIP's learned one), a logit baseline (msp, maxlogit, energy, gen) not given ``logit_scale`` takes it."""
-    if own is not None and params.get("logit_scale") is None and "logit_scale" in get_method(method).params:
-        params = {**params, "logit_scale": own}
-    if method == "neglabel_eoe" and params.get("T") is not None and params.get("penalty_T") is None:
-        logger.warning("T is the temperature of mcm/glmcm/eoe; neglabel_eoe's penalty takes penalty_T (default: tau)")
-    return params_for(method, params)
 
 
 # ----------------------------------------------------------------------------------------------

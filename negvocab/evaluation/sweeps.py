@@ -18,7 +18,6 @@ import numpy as np
 from negvocab.errors import InputError
 from negvocab.evaluation.checks import common_mistakes
 from negvocab.evaluation.encode import encode_sets
-from negvocab.evaluation.evaluate import scorer_params
 from negvocab.evaluation.rows import (
     RANDOM_WEIGHTS_WARNING,
     model_fields,
@@ -32,7 +31,7 @@ from negvocab.evaluation.rows import (
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
-from negvocab.scoring.methods import canonical_method, check_evaluation, check_shared
+from negvocab.scoring.methods import canonical_method, check_evaluation, check_shared, scorer_params
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet

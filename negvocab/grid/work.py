@@ -24,12 +24,11 @@ from negvocab.builders.wordnet import build_wordnet_vocabulary
 from negvocab.data.fi_imagenet import fi_imagenet
 from negvocab.data.layouts import open_image_set
 from negvocab.errors import InputError
-from negvocab.evaluation.evaluate import scorer_params
 from negvocab.grid.config import GridConfig, ImageSpec, MethodSpec, ModelSpec, VocabSpec, spec_digest
 from negvocab.labels.candidates import sample_pool
 from negvocab.labels.imagenet import imagenet1k, read_id_classes
 from negvocab.scoring import metrics as M
-from negvocab.scoring.methods import NEEDS_NEGATIVES
+from negvocab.scoring.methods import NEEDS_NEGATIVES, scorer_params
 from negvocab.vlm.images import file_key
 from negvocab.vlm.model import VLM
 from negvocab.vocab import Vocabulary
@@ -382,7 +381,7 @@ def score_files(
     for digest, (vname, meth, set_name) in work.missing.items():
         spec = method_spec(cfg, meth)
         glob, local = images[set_name]
-        params = scorer_params(spec.name, spec.params, logit_scale)  # the logit baselines: this model's logit scale
+        params = scorer_params(spec.name, dict(spec.params), logit_scale)  # the logit baselines: this model's logit scale
         t0 = time.perf_counter()
         if spec.name == "glmcm":
             s = score(spec.name, glob, class_emb, local=local, device=device, **params)

@@ -17,6 +17,7 @@ here plus its kernel.
 from __future__ import annotations
 
 import importlib
+import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,8 @@ import numpy as np
 
 from negvocab.errors import InputError
 from negvocab.scoring.metrics import CONVENTIONS
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "EVALUATION_PARAMS",
@@ -46,6 +49,7 @@ __all__ = [
     "list_methods",
     "method_table",
     "params_for",
+    "scorer_params",
 ]
 
 MAX_BOOT = 100_000  # bootstrap resamples: 1,000 is the usual; more only costs time
@@ -279,3 +283,15 @@ def method_table(names: Iterable[str] | None = None) -> list[dict[str, Any]]:
         params = {p: PARAMS[p].default for p in m.params}
         rows.append({"name": m.name, "aliases": list(m.aliases), "params": params, "needs_negatives": m.needs_negatives, "paper": m.paper})
     return rows
+
+
+def scorer_params(method: str, params: Mapping[str, Any], own: float | None = None) -> dict[str, Any]:
+    """The subset of a shared ``params`` set that ``method`` takes (:func:`params_for`), checked.
+
+    With ``own``, the model's logit scale (``VLM.logit_scale``: 100 for CLIP's released weights,
+    SigLIP's learned one), a logit baseline (msp, maxlogit, energy, gen) not given ``logit_scale`` takes it."""
+    if own is not None and params.get("logit_scale") is None and "logit_scale" in get_method(method).params:
+        params = {**params, "logit_scale": own}
+    if method == "neglabel_eoe" and params.get("T") is not None and params.get("penalty_T") is None:
+        logger.warning("T is the temperature of mcm/glmcm/eoe; neglabel_eoe's penalty takes penalty_T (default: tau)")
+    return params_for(method, params)
