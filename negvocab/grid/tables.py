@@ -31,7 +31,7 @@ from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.errors import InputError
 from negvocab.evaluation.rows import THRESHOLD_RULES
 from negvocab.grid.config import spec_digest
-from negvocab.grid.work import load_scores, open_sets, plan_cells
+from negvocab.grid.work import open_sets, plan_cells, read_scores
 from negvocab.report import tables as T
 from negvocab.scoring.methods import EVALUATION_PARAMS
 from negvocab.textfiles import csv_text
@@ -374,8 +374,8 @@ def _getter(out: Path, index: Mapping[str, Any]) -> T.ScoreGetter:
         entry = index.get(" | ".join((model, vocabulary, method)))
         if entry is None:
             return None
-        s_id = load_scores(out / "scores" / f"{entry['id']}.npz")
-        sets = {k: load_scores(out / "scores" / f"{d}.npz") for k, d in entry["ood"].items()}
+        s_id = read_scores(out / "scores" / f"{entry['id']}.npz")
+        sets = {k: read_scores(out / "scores" / f"{d}.npz") for k, d in entry["ood"].items()}
         if s_id is None or any(v is None for v in sets.values()):
             return None
         return s_id, {k: v for k, v in sets.items() if v is not None}
