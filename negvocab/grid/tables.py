@@ -8,7 +8,8 @@ models x vocabularies with the mean over VLMs; baselines beside them; intervals;
 the interval); ``comparisons`` states in words how two vocabularies compare across models, each
 model by a paired bootstrap on the stored per-image scores (:mod:`negvocab.evaluation.compare`);
 :func:`load_rows` reads the rows of grid, ``score`` and ``sweep`` folders for ``negvocab table``;
-``plot_sweep`` overlays the FPR-vs-M curve of each model for a vocabulary built with several sizes.
+``plot_sweep`` draws FPR (or AUROC) against M for a vocabulary built with several sizes: a panel per model
+and (method, convention), a line per OOD set and the mean, bands, the baselines as references.
 Rows from random weights or non-deployable vocabularies are marked where shown.
 """
 
@@ -33,6 +34,7 @@ from negvocab.evaluation.rows import THRESHOLD_RULES
 from negvocab.grid.config import spec_digest
 from negvocab.grid.work import open_sets, plan_cells, read_scores
 from negvocab.report import tables as T
+from negvocab.report.plots import plot_overlay
 from negvocab.scoring.methods import EVALUATION_PARAMS
 from negvocab.textfiles import csv_text
 
@@ -258,43 +260,32 @@ class GridResult:
         said = T.comparisons(self.table(), self.score_getter(), metric=metric, ood_set=ood_set, n_boot=int(boot), seed=seed)
         return said + [f"{m}: cells failed ({why}); left out of these comparisons" for m, why in self.failed_models().items()]
 
-    def plot_sweep(self, path: str | os.PathLike[str], *, vocabulary: str, method: str | None = None, convention: str | None = None, ood_set: str = "mean") -> Path:
-        """FPR against pool size M for ``vocabulary@M`` entries, one line per model (log x axis);
-        the format follows the suffix (.pdf, .svg, .png)."""
-        import matplotlib
+    def plot_sweep(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        vocabulary: str,
+        method: str | Sequence[str] | None = None,
+        convention: str | Sequence[str] | None = None,
+        ood_set: str | Sequence[str] | None = None,
+        metric: str = "fpr",
+        baselines: bool = True,
+    ) -> Path:
+        """``metric`` against pool size M for the ``vocabulary@M`` entries
+        (:func:`negvocab.report.plots.overlay_figure`): one panel per model and (method, convention)
+        asked for (default every one), a line per OOD set (default every set) and their mean, bands
+        from the stored intervals, the methods without a vocabulary (MCM) as dashed references; the
+        format follows the suffix (.pdf, .svg, .png)."""
+        def wanted(value: str, asked: str | Sequence[str] | None) -> bool:
+            return asked is None or value == asked or (not isinstance(asked, str) and value in asked)
 
-        matplotlib.use("Agg", force=False)
-        from matplotlib.figure import Figure
-
-        rows = [r for r in self.table() if r["vocabulary"].startswith(f"{vocabulary}@") and r["ood_set"] == ood_set]
-        rows = [r for r in rows if (method is None or r["method"] == method) and (convention is None or r["convention"] == convention)]
-        if not rows:
-            raise InputError(f"no sized entries {vocabulary}@M on {ood_set} in the grid")
-        meth, conv = rows[0]["method"], rows[0]["convention"]
-        rows = [r for r in rows if r["method"] == meth and r["convention"] == conv]
-        fmt = Path(path).suffix.lstrip(".").lower()
-        if fmt not in ("pdf", "svg", "png"):
-            raise InputError(f"{path}: use .pdf, .svg or .png")
-        fig = Figure(figsize=(6, 4), layout="constrained")
-        ax = fig.subplots()
-        sizes_all: set[int] = set()
-        for i, model in enumerate(dict.fromkeys(r["model"] for r in rows)):
-            pts = sorted((int(r["vocabulary"].rsplit("@", 1)[1]), r["fpr"]) for r in rows if r["model"] == model)
-            sizes_all.update(m for m, _ in pts)
-            ax.plot([m for m, _ in pts], [100 * f for _, f in pts], marker="o", color=f"C{i % 10}", label=model)
-        ax.set_xscale("log")
-        ms = sorted(sizes_all)
-        ax.set_xticks(ms, [f"{m:,}" for m in ms])
-        ax.minorticks_off()
-        ax.set_xlabel("pool size M")
-        ax.set_ylabel(f"FPR@{int(round(100 * rows[0]['tpr']))} (%), {conv} convention, {ood_set}")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-        title = f"{vocabulary}: first M labels, {meth}"
-        ax.set_title(title + ("  [RANDOM WEIGHTS: meaningless]" if self.random_weights else ""), fontsize=9)
-        with atomic_path(path, suffix=f".{fmt}") as tmp:
-            fig.savefig(tmp, format=fmt)
-        return Path(path)
+        table = [r for r in self.table() if wanted(r["ood_set"], ood_set) and wanted(r["convention"], convention)]
+        sized = [r for r in table if r["vocabulary"].startswith(f"{vocabulary}@") and wanted(r["method"], method)]
+        if not sized:
+            raise InputError(f"no sized entries {vocabulary}@M in the grid for the methods, conventions and OOD sets asked for")
+        rows = [{**r, "M": int(r["vocabulary"].rsplit("@", 1)[1]), **_cis(r)} for r in sized]
+        refs = [{**r, **_cis(r)} for r in table if not r["vocabulary"] and baselines and r["model"] in {x["model"] for x in sized}]
+        return plot_overlay(rows, path, baselines=refs, metric=metric, random_weights=self.random_weights)
 
     def write(self, out_dir: str | os.PathLike[str] | None = None) -> Path:
         """Write ``table.csv`` (+ ``table.parquet`` with pyarrow), one pivot per (vocabulary, method,
@@ -326,11 +317,9 @@ class GridResult:
             write_json(out / "scores_index.json", index)
         write_text(out / "comparisons.md", "\n".join(f"- {s}" for s in self.comparisons()) + "\n")
         swept = dict.fromkeys(r["vocabulary"].rsplit("@", 1)[0] for r in table if "@" in r["vocabulary"])
-        sets = list(dict.fromkeys(r["ood_set"] for r in self.rows))
-        on = sets[0] if len(sets) == 1 else "mean"  # one OOD set: no mean row, the sweep is over that set
-        for vocab in swept:
+        for vocab in swept:  # every method, convention and OOD set, with the mean and the baselines
             for ext in ("pdf", "svg"):
-                self.plot_sweep(out / f"sweep_{vocab}.{ext}", vocabulary=vocab, ood_set=on)
+                self.plot_sweep(out / f"sweep_{vocab}.{ext}", vocabulary=vocab)
         stats = {k: (v if k != "embed_calls" else {f"{m} / {s}": n for (m, s), n in v.items()}) for k, v in self.stats.items()}
         doc = {"stats": stats, "status": self.status, "random_weights": self.random_weights}
         if self.random_weights:
@@ -367,6 +356,11 @@ class GridResult:
         cols = {c: [r.get(c) for r in rows] for c in COLUMNS}
         with atomic_path(path, suffix=".parquet") as tmp:
             pq.write_table(pa.table(cols), tmp)
+
+
+def _cis(row: Mapping[str, Any]) -> dict[str, list[float]]:
+    """A tidy row's intervals as the plots take them (``fpr_ci = [low, high]``), where stored."""
+    return {f"{m}_ci": [row[f"{m}_ci_low"], row[f"{m}_ci_high"]] for m in ("fpr", "auroc") if row.get(f"{m}_ci_low") is not None}
 
 
 def _getter(out: Path, index: Mapping[str, Any]) -> T.ScoreGetter:
