@@ -26,7 +26,14 @@ from typing import Any
 import numpy as np
 
 from negvocab.errors import InputError
-from negvocab.evaluation.compare import METRIC_NAMES, comparison_sentence, metric_label, paired_bootstrap
+from negvocab.evaluation.compare import (
+    METRIC_NAMES,
+    bootstrap_draws,
+    comparison_sentence,
+    metric_label,
+    paired_bootstrap,
+    paired_from_draws,
+)
 from negvocab.evaluation.rows import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES
 from negvocab.report.results import flat_row
 from negvocab.textfiles import csv_text
@@ -434,6 +441,23 @@ def comparisons(
     bad = {r["vocabulary"] for r in sel if r.get("deployable") is False}
     shown = lambda v: f"{v} (NOT deployable)" if v in bad else v  # noqa: E731
     out: list[str] = []
+    memo: dict[tuple[str, ...], Any] = {}
+
+    def draws(model: str, vocabulary: str, method: str, conv: str, tpr: float) -> Any:
+        """(point, draws, sizes, scores) of one entry, computed once however many pairs it is in:
+        the same seed on the same images gives every entry the same resamples."""
+        key = (model, vocabulary, method, conv)
+        if key not in memo:
+            got = scores(model, vocabulary, method) if scores else None
+            if got is None:
+                memo[key] = None
+            else:
+                sets = got[1] if ood_set == MEAN else {ood_set: got[1][ood_set]}
+                point, values = bootstrap_draws(got[0], sets, metric=metric, tpr=tpr, convention=conv, n_boot=n_boot, seed=seed)
+                sizes = (int(np.asarray(got[0]).size), tuple((k, int(np.asarray(v).size)) for k, v in sets.items()))
+                memo[key] = (point, values, sizes, (got[0], sets))
+        return memo[key]
+
     for meth, conv in dict.fromkeys((r["method"], r["convention"]) for r in sel):
         mine = [r for r in sel if r["method"] == meth and r["convention"] == conv]
         vocabs = list(dict.fromkeys(r["vocabulary"] for r in mine))
@@ -446,13 +470,13 @@ def comparisons(
             ctx = f"{label} on {ood_set}, {meth}, {conv}"
             results, untested = [], []
             for m in models:
-                sa, sb = (scores(m, a, meth), scores(m, b, meth)) if scores else (None, None)
-                if sa is None or sb is None:
+                da, db = (draws(m, v, meth, conv, tpr) for v in (a, b))
+                if da is None or db is None:
                     untested.append((m, value[(m, a)][metric] - value[(m, b)][metric]))
                     continue
-                sets_a = sa[1] if ood_set == MEAN else {ood_set: sa[1][ood_set]}
-                sets_b = sb[1] if ood_set == MEAN else {ood_set: sb[1][ood_set]}
-                results.append((m, paired_bootstrap(sa[0], sets_a, sb[0], sets_b, metric=metric, tpr=tpr, convention=conv, n_boot=n_boot, seed=seed)))
+                if da[2] != db[2]:  # not the same images: the paired test says so in one line
+                    paired_bootstrap(*da[3], *db[3], metric=metric, tpr=tpr, convention=conv, n_boot=n_boot, seed=seed)
+                results.append((m, paired_from_draws(da[:2], db[:2], metric=metric, n_id=da[2][0], n_ood=dict(da[2][1]))))
             if results:
                 out.append(comparison_sentence(shown(a), shown(b), results, context=ctx))
             if untested:
