@@ -428,3 +428,22 @@ def test_the_report_of_damaged_files_is_one_line(tmp_path):
         assert r.exit_code == 2 and msg in r.output and len(r.output.strip().splitlines()) == 1, (name, r.output)
     several = runner.invoke(app, ["report", str(study)])
     assert several.exit_code == 2 and "2 results folders make one page: give it a file name with -o" in several.output
+
+
+def test_coverage_keeps_the_name_of_its_set_and_refuses_two_as_its_help_says(tiny, model_args, tmp_path):
+    """``--ood graphics=labelled.csv`` is recorded as "graphics" (it was "labelled", the file's
+    stem); two sets are refused in one line, and the command's help does not promise several."""
+    ood = sorted((tiny / "ood").rglob("*.png"))
+    lst = tmp_path / "labelled.csv"
+    lst.write_text("path,label\n" + "".join(f"{p.relative_to(tiny)},{p.parent.name.replace('_', ' ')}\n" for p in ood))
+    out = tmp_path / "cov"
+    args = ["coverage", "--id", str(tiny / "id"), "--vocab", str(tiny / "negA.txt"), "--groups", "2", "--no-report", "--image-root", str(tiny), *model_args]
+    r = runner.invoke(app, [*args, "--ood", f"graphics={lst}", "-o", str(out)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    doc = json.loads((out / "coverage.json").read_text())
+    assert '"ood_set": {"name": "graphics", "n": 4}' in json.dumps(doc) and "labelled" not in json.dumps(doc).replace(str(lst), "")
+    r = runner.invoke(app, [*args, "--ood", f"graphics={lst}", "--ood", f"more={lst}", "-o", str(tmp_path / "two")])
+    assert r.exit_code == 2 and "one OOD set at a time; got 2 (graphics, more)" in r.output and "Traceback" not in r.output
+    help_text = " ".join(runner.invoke(app, ["coverage", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert "One set per run" in help_text and "repeat" not in help_text.lower()
+
