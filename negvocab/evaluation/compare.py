@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -90,7 +91,7 @@ def _as_sets(ood: np.ndarray | Mapping[str, np.ndarray]) -> dict[str, np.ndarray
 
 
 #: index elements per chunk of draws (ID + every OOD set): bounds the memory of the resamples
-_CHUNK_ELEMENTS = 1 << 22
+_CHUNK_ELEMENTS = 1 << 19
 
 
 def _resamples(n_id: int, sizes: Sequence[int], n_boot: int, seed: int) -> Iterator[tuple[np.ndarray, list[np.ndarray]]]:
@@ -162,26 +163,32 @@ def _draws(detectors: Sequence[tuple[np.ndarray, Mapping[str, np.ndarray]]], met
 
 
 def bootstrap_draws(
-    s_id: np.ndarray,
-    s_ood: np.ndarray | Mapping[str, np.ndarray],
+    detectors: Mapping[str, tuple[np.ndarray, np.ndarray | Mapping[str, np.ndarray]]],
     *,
     metric: str = "fpr",
     tpr: float = 0.95,
     convention: str = "paper",
     n_boot: int = 1000,
     seed: int = 0,
-) -> tuple[float, np.ndarray]:
-    """``metric`` of one detector on all images and on each bootstrap draw (the mean over the OOD
-    sets where ``s_ood`` names several). The draws depend only on the seed and the number of
-    images, so two detectors scored on the same images get the same resamples: their draws
-    subtract into the paired differences (:func:`paired_from_draws`); a table comparing many
-    vocabularies computes each one's draws once, not once per pair."""
+) -> dict[str, tuple[float, np.ndarray]]:
+    """``metric`` of each detector (name -> (ID scores, OOD scores or sets)) on all images and on
+    each bootstrap draw (the mean over the OOD sets where there are several). The draws depend only
+    on the seed and the number of images, so detectors scored on the same images get the same
+    resamples, drawn once for all of them: their draws subtract into the paired differences
+    (:func:`paired_from_draws`). A table comparing many vocabularies computes each one's draws
+    once, not twice per pair."""
     check_evaluation(n_boot=n_boot, seed=seed, convention=convention, tpr=tpr)
-    metric_label(metric, tpr)
-    ids, sets = np.asarray(s_id, dtype=np.float64), _as_sets(s_ood)
-    if ids.ndim != 1 or ids.size == 0 or any(s.size == 0 for s in sets.values()):
-        raise InputError(f"{metric_label(metric, tpr)}: a bootstrap needs ID and OOD scores (got {ids.size} ID, sets {[s.size for s in sets.values()]})")
-    return _draws([(ids, sets)], metric, tpr, convention, int(n_boot), seed)[0]
+    label = metric_label(metric, tpr)
+    groups: dict[tuple[Any, ...], dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]] = {}
+    for name, (s_id, s_ood) in detectors.items():
+        ids, sets = np.asarray(s_id, dtype=np.float64), _as_sets(s_ood)
+        if ids.ndim != 1 or ids.size == 0 or any(s.size == 0 for s in sets.values()):
+            raise InputError(f"{label}: {name}: a bootstrap needs ID and OOD scores (got {ids.size} ID, sets {[s.size for s in sets.values()]})")
+        groups.setdefault((ids.size, *((k, v.size) for k, v in sets.items())), {})[name] = (ids, sets)
+    out: dict[str, tuple[float, np.ndarray]] = {}
+    for members in groups.values():  # the same images: the same resamples, drawn once
+        out.update(zip(members, _draws(list(members.values()), metric, tpr, convention, int(n_boot), seed), strict=True))
+    return {name: out[name] for name in detectors}
 
 
 def paired_from_draws(

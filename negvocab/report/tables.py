@@ -444,19 +444,21 @@ def comparisons(
     memo: dict[tuple[str, ...], Any] = {}
 
     def draws(model: str, vocabulary: str, method: str, conv: str, tpr: float) -> Any:
-        """(point, draws, sizes, scores) of one entry, computed once however many pairs it is in:
-        the same seed on the same images gives every entry the same resamples."""
-        key = (model, vocabulary, method, conv)
-        if key not in memo:
-            got = scores(model, vocabulary, method) if scores else None
-            if got is None:
-                memo[key] = None
-            else:
-                sets = got[1] if ood_set == MEAN else {ood_set: got[1][ood_set]}
-                point, values = bootstrap_draws(got[0], sets, metric=metric, tpr=tpr, convention=conv, n_boot=n_boot, seed=seed)
-                sizes = (int(np.asarray(got[0]).size), tuple((k, int(np.asarray(v).size)) for k, v in sets.items()))
-                memo[key] = (point, values, sizes, (got[0], sets))
-        return memo[key]
+        """(point, draws, sizes, scores) of one entry; the first call for a (model, method,
+        convention) computes every vocabulary of it in one pass over shared resamples."""
+        if (model, vocabulary, method, conv) not in memo:
+            found = {}
+            for v in dict.fromkeys(r["vocabulary"] for r in sel if (r["model"], r["method"], r["convention"]) == (model, method, conv)):
+                got = scores(model, v, method) if scores else None
+                memo[(model, v, method, conv)] = None
+                if got is not None:
+                    found[v] = (got[0], got[1] if ood_set == MEAN else {ood_set: got[1][ood_set]})
+            values = bootstrap_draws(found, metric=metric, tpr=tpr, convention=conv, n_boot=n_boot, seed=seed) if found else {}
+            for v, (point, d) in values.items():
+                ids, sets = found[v]
+                sizes = (int(np.asarray(ids).size), tuple((k, int(np.asarray(x).size)) for k, x in sets.items()))
+                memo[(model, v, method, conv)] = (point, d, sizes, found[v])
+        return memo[(model, vocabulary, method, conv)]
 
     for meth, conv in dict.fromkeys((r["method"], r["convention"]) for r in sel):
         mine = [r for r in sel if r["method"] == meth and r["convention"] == conv]

@@ -139,7 +139,8 @@ def test_vectorised_draws_equal_the_loop_in_any_chunking_and_per_detector(monkey
         monkeypatch.setattr(C, "_CHUNK_ELEMENTS", chunk)
         res = paired_bootstrap(a_id, a_sets, b_id, b_sets, metric=metric, convention=convention, n_boot=40, seed=5)
         np.testing.assert_allclose(res.draws, want, rtol=0, atol=1e-12)
-    a = C.bootstrap_draws(a_id, a_sets, metric=metric, convention=convention, n_boot=40, seed=5)
-    b = C.bootstrap_draws(b_id, b_sets, metric=metric, convention=convention, n_boot=40, seed=5)
-    again = C.paired_from_draws(a, b, metric=metric, n_id=30, n_ood={k: v.size for k, v in a_sets.items()})
+    both = C.bootstrap_draws({"a": (a_id, a_sets), "b": (b_id, b_sets), "small": (a_id[:9], a_sets)}, metric=metric, convention=convention, n_boot=40, seed=5)
+    again = C.paired_from_draws(both["a"], both["b"], metric=metric, n_id=30, n_ood={k: v.size for k, v in a_sets.items()})
+    alone = C.bootstrap_draws({"small": (a_id[:9], a_sets)}, metric=metric, convention=convention, n_boot=40, seed=5)["small"]
+    assert np.array_equal(both["small"][1], alone[1])  # other image counts: their own resamples, as if alone
     assert (again.diff, again.low, again.high, again.verdict) == (res.diff, res.low, res.high, res.verdict)
