@@ -64,7 +64,7 @@ def test_methods_citations_name_existing_sections():
     assert not missing, missing
 
 
-@pytest.mark.parametrize("md", ["README.md", "docs/methods.md"])
+@pytest.mark.parametrize("md", ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))])
 def test_relative_markdown_links_resolve(md):
     path = ROOT / md
     text = path.read_text(encoding="utf-8")

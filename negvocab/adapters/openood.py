@@ -24,7 +24,7 @@ The config, as OpenOOD's ``configs/postprocessors/<name>.yml`` (attribute or key
 Registering it in an OpenOOD checkout: put ``NegvocabPostprocessor`` in
 ``openood/postprocessors/utils.py``'s ``postprocessors`` dict under ``'negvocab'`` and save the YAML
 above as ``configs/postprocessors/negvocab.yml``; or pass an instance to ``Evaluator(net, ...,
-postprocessor=NegvocabPostprocessor(config, vlm=vlm))``. ``net`` is the open_clip model (README,
+postprocessor=NegvocabPostprocessor(config, vlm=vlm))``. ``net`` is the open_clip model (docs/howto/ecosystem.md,
 "Using negvocab from pytorch-ood / OpenOOD").
 """
 

@@ -1,9 +1,10 @@
 """Output files of the CLI commands: checked before the work starts, write errors as one line.
 
-The one overwrite rule (README, "Outputs"): a command never replaces an existing output (a file, or
-a results folder holding any earlier output) unless ``--overwrite`` is given. Streams are not
-replaced but written: ``-o -`` (standard output), a device such as ``/dev/null`` and a FIFO need no
-``--overwrite``; a symbolic link keeps its link and the file it points to is the output.
+The one overwrite rule (docs/outputs.md, "Outputs: one rule for every command"): a command never
+replaces an existing output (a file, or a results folder holding any earlier output) unless
+``--overwrite`` is given. Streams are not replaced but written: ``-o -`` (standard output), a device
+such as ``/dev/null`` and a FIFO need no ``--overwrite``; a symbolic link keeps its link and the file
+it points to is the output.
 """
 
 from __future__ import annotations

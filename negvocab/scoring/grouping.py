@@ -44,7 +44,7 @@ def neglabel_groups(
     negatives are dropped, the remaining ``m'`` are permuted by ``torch.randperm(m')`` after
     ``torch.manual_seed(seed)`` on ``device`` and cut into ``G`` contiguous groups of ``m' / G``.
     torch's CPU and CUDA generators give different permutations: NegLabel drew theirs on the GPU
-    it scored on, so its published numbers are matched by scoring on a CUDA device (README,
+    it scored on, so its published numbers are matched by scoring on a CUDA device (docs/howto/scorers.md,
     "Reproducing published numbers"). ``G`` is clamped to ``m``. Every kept rank is in exactly one
     group.
     """
