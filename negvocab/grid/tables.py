@@ -390,6 +390,11 @@ def _stored_index(out: Path) -> dict[str, Any]:
     return doc
 
 
+def _natural(text: str) -> tuple[Any, ...]:
+    """A sort key that puts numbers in number order ("wordnet@100" before "wordnet@1000")."""
+    return tuple(int(p) if p.isdigit() else p.lower() for p in re.split(r"(\d+)", text))
+
+
 def _grid_folder(folder: Path) -> GridResult:
     """A grid's output folder read back without its config: the stored cells, the stored intervals
     of the means (``means/``), the failed cells, and ``scores_index.json`` when written."""
@@ -406,6 +411,12 @@ def _grid_folder(folder: Path) -> GridResult:
             digests.append(str(doc.get("digest", "")))
         else:
             raise InputError(f"{path}: key 'row' must hold the cell's results row")
+    # the cell files come in digest order: put the rows in a reader's order (wordnet@100 before @200)
+    def key(r: Mapping[str, Any]) -> tuple[Any, ...]:  # the baselines (no vocabulary) after the vocabularies
+        return (not r.get("vocabulary"), *(_natural(str(r.get(k, ""))) for k in ("vocabulary", "model", "ood_set", "method", "convention")))
+
+    order = sorted(range(len(rows)), key=lambda i: key(rows[i]))
+    rows, digests = [rows[i] for i in order], [digests[i] for i in order]
     groups: dict[tuple[str, ...], list[str]] = {}
     for r, d in zip(rows, digests, strict=True):
         groups.setdefault(tuple(r[k] for k in _GROUP), []).append(d)

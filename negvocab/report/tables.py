@@ -265,7 +265,10 @@ def _caption_notes(sel: Sequence[Mapping[str, Any]], t: Table, axes: tuple[str, 
     for c in convs:
         notes.append(f"{c} convention; threshold: {THRESHOLD_RULES.get(c, c)}; TPR {first.get('tpr', 0.95):g}.")
     n_id = sorted({int(r["n_id"]) for r in sel if r.get("n_id") is not None})
-    n_ood = {str(r["ood_set"]): int(r["n_ood"]) for r in sel if r.get("ood_set") != MEAN and r.get("n_ood") is not None}
+    n_ood = {str(r["ood_set"]): str(r["n_ood"]) for r in sel if r.get("ood_set") != MEAN and r.get("n_ood") is not None}
+    in_all = sorted({int(r["n_ood"]) for r in sel if r.get("ood_set") == MEAN and r.get("n_ood") is not None})
+    if in_all:  # the mean over the sets: its images are all the sets' together
+        n_ood["in all the sets of the mean"] = ", ".join(map(str, in_all))
     notes.append(f"n ID {', '.join(map(str, n_id))}; n OOD " + ", ".join(f"{k} {v}" for k, v in n_ood.items()) + ".")
     tpl = list(dict.fromkeys(str(r.get("templates", "?")) for r in sel))
     notes.append(f"Templates: {', '.join(tpl)}.")

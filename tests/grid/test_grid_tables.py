@@ -22,12 +22,12 @@ ENTRIES = [("neglabel", "A"), ("neglabel", "B"), ("mcm", "")]
 SETS = {"oodA": 10, "oodB": 7}
 
 
-def _write_grid(out, rng, *, failed_model: str | None = "Broken"):
+def _write_grid(out, rng, *, failed_model: str | None = "Broken", entries=ENTRIES):
     (out / "cells").mkdir(parents=True)
     (out / "scores").mkdir()
     index, scores = {}, {}
     for m in MODELS:
-        for meth, vocab in ENTRIES:
+        for meth, vocab in entries:
             key = " | ".join((m, vocab, meth))
             s_id = rng.normal(1, 1, 24)
             d_id = f"{abs(hash(key + 'id')):x}"
@@ -143,3 +143,16 @@ def test_reading_a_grid_for_tables_never_removes_its_score_files(grid_dir, tmp_p
     want = paired_bootstrap(a[0], a[1], b[0], b[1], n_boot=30, seed=1)
     assert f"TinyA: {100 * want.diff:+.2f} [{100 * want.low:+.2f}, {100 * want.high:+.2f}]" in tested and "TinyB" not in tested
     assert "NOT tested (no per-image scores) for 1 of 2 models" in untested and "TinyB" in untested
+
+
+def test_a_folder_reads_back_in_a_readers_order_and_the_mean_caption_counts_its_images(tmp_path):
+    """Cell files come in digest (here: name) order, w@1000 before w@200; the table puts the sizes in
+    number order and the baseline last, and the mean column's caption counts the images of all sets."""
+    _write_grid(tmp_path / "g", np.random.default_rng(5), failed_model=None, entries=[("mcm", ""), ("neglabel", "w@1000"), ("neglabel", "w@200"), ("neglabel", "w@30")])
+    rows, _, _ = load_rows([tmp_path / "g"])
+    res = GridResult([r for r in rows if r["ood_set"] != "mean"], out_dir=tmp_path / "g")
+    t = res.paper_table("fpr", rows="model", cols="vocabulary", where={"ood_set": "mean", "method": "neglabel"}, mean_rows=True)
+    assert t.columns == ["w@30", "w@200", "w@1000", "mcm (no vocabulary)"] and t.index == [*MODELS, "mean"]
+    assert f"n OOD in all the sets of the mean {sum(SETS.values())}." in t.full_caption()
+    one = res.paper_table("fpr", rows="model", cols="vocabulary", where={"ood_set": "oodB", "method": "neglabel"})
+    assert f"n OOD oodB {SETS['oodB']}." in one.full_caption()
