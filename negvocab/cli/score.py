@@ -155,6 +155,7 @@ def sweep_cmd(
     image_root: ImageRootOpt = None,
     allow_outside_root: AllowOutsideOpt = False,
     output: Annotated[Path, typer.Option("--output", "-o", help="Output folder (sweep.csv, sweep.json, sweep.png).")] = Path("sweep"),
+    plot_format: Annotated[str, typer.Option("--plot-format", help="The figure's formats, comma-separated: png, pdf, svg (sweep.png is always written; the report shows it).")] = "png",
     overwrite: OverwriteOpt = False,
     model: ModelOpt = "ViT-B-32",
     pretrained: PretrainedOpt = None,
@@ -180,6 +181,9 @@ def sweep_cmd(
 
     # fail on bad options before loading a model or reading images
     key = canonical_method(method)
+    formats = [f.strip().lower().lstrip(".") for f in plot_format.split(",") if f.strip()]
+    if not formats or any(f not in ("png", "pdf", "svg") for f in formats):
+        raise InputError(f"--plot-format {plot_format!r}: give png, pdf or svg, comma-separated")
     claim_results_folder(output, SWEEP_FILES, overwrite=overwrite)  # held until the command ends
     if key not in NEEDS_NEGATIVES:
         raise InputError(f"--method {key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
@@ -217,7 +221,7 @@ def sweep_cmd(
         progress=True,
     )
     with writing(output):
-        out = write_sweep(res, output, overwrite=overwrite)
+        out = write_sweep(res, output, overwrite=overwrite, plot_formats=formats)
     warn_random(res.random_weights)
     pct = int(round(100 * tpr))
     several = len({r["ood_set"] for r in res.rows}) > 1

@@ -11,8 +11,9 @@ holds, and ties and not-significant results said as such ([docs/methods.md](docs
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +21,10 @@ from negvocab.errors import InputError
 from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import check_evaluation
 
-__all__ = ["METRIC_NAMES", "PairedComparison", "comparison_sentence", "metric_label", "metric_value", "paired_bootstrap"]
+__all__ = [
+    "METRIC_NAMES", "PairedComparison", "bootstrap_draws", "comparison_sentence", "metric_label", "metric_value", "paired_bootstrap",
+    "paired_from_draws",
+]  # fmt: skip
 
 #: display name and direction (higher is better?) of each metric
 METRIC_NAMES: dict[str, tuple[str, bool]] = {
@@ -86,6 +90,134 @@ def _as_sets(ood: np.ndarray | Mapping[str, np.ndarray]) -> dict[str, np.ndarray
     return {"ood": np.asarray(ood, dtype=np.float64)}
 
 
+#: index elements per chunk of draws (ID + every OOD set): bounds the memory of the resamples
+_CHUNK_ELEMENTS = 1 << 19
+
+
+def _resamples(n_id: int, sizes: Sequence[int], n_boot: int, seed: int) -> Iterator[tuple[np.ndarray, list[np.ndarray]]]:
+    """The draws' indices in chunks of rows: per draw the ID indices, then each set's, with
+    replacement, from ``default_rng(seed)`` in exactly that order (a draw at a time, so the draws do
+    not depend on the chunking)."""
+    rng = np.random.default_rng(seed)
+    per_chunk = max(1, _CHUNK_ELEMENTS // (n_id + sum(sizes)))
+    for start in range(0, n_boot, per_chunk):
+        rows = min(per_chunk, n_boot - start)
+        idx_id = np.empty((rows, n_id), dtype=np.int64)
+        idx = [np.empty((rows, m), dtype=np.int64) for m in sizes]
+        for r in range(rows):
+            idx_id[r] = rng.integers(0, n_id, n_id)
+            for j, m in enumerate(sizes):
+                idx[j][r] = rng.integers(0, m, m)
+        yield idx_id, idx
+
+
+def _row_counts(ranks: np.ndarray, size: int) -> np.ndarray:
+    """Per row of ``ranks`` (rows x k, values < size) the cumulative count of ranks below each
+    position 0..size: rows x (size + 1), from one flat bincount."""
+    rows = ranks.shape[0]
+    flat = (ranks + size * np.arange(rows)[:, None]).ravel()
+    counts = np.bincount(flat, minlength=rows * size).reshape(rows, size)
+    out = np.zeros((rows, size + 1), dtype=np.int64)
+    np.cumsum(counts, axis=1, out=out[:, 1:])
+    return out
+
+
+def _chunk_values(ids: np.ndarray, sets: Sequence[np.ndarray], idx_id: np.ndarray, idx: Sequence[np.ndarray], metric: str, tpr: float, convention: str) -> np.ndarray:
+    """The metric (mean over the sets) of each draw of a chunk, vectorised over the draws for FPR
+    (paper convention) and AUROC; the other conventions and AUPR go draw by draw through the library's
+    metric functions (the same values either way)."""
+    if metric == "fpr" and convention == "paper":
+        thr = np.quantile(ids[idx_id], round(1.0 - tpr, 12), axis=1)  # as metrics._paper_threshold, per draw
+        per_set = [np.mean(s[i] >= thr[:, None], axis=1) for s, i in zip(sets, idx, strict=True)]
+    elif metric == "auroc":
+        order = np.argsort(ids, kind="stable")
+        rank = np.empty(ids.size, dtype=np.int64)
+        rank[order] = np.arange(ids.size)
+        below = _row_counts(rank[idx_id], ids.size)  # sampled ID scores below each sorted position
+        srt = ids[order]
+        per_set = []
+        for s, i in zip(sets, idx, strict=True):
+            lo, hi = np.searchsorted(srt, s, side="left"), np.searchsorted(srt, s, side="right")
+            le, lt = below[:, hi], below[:, lo]  # rows x OOD originals: sampled ID <= o, < o
+            terms = (ids.size - le + 0.5 * (le - lt)) / ids.size
+            per_set.append(np.mean(np.take_along_axis(terms, i, axis=1), axis=1))
+    else:
+        per_set = [
+            np.array([metric_value(metric, ids[idx_id[r]], s[i[r]], tpr=tpr, convention=convention) for r in range(idx_id.shape[0])])
+            for s, i in zip(sets, idx, strict=True)
+        ]
+    return np.mean(np.stack(per_set), axis=0)
+
+
+def _draws(detectors: Sequence[tuple[np.ndarray, Mapping[str, np.ndarray]]], metric: str, tpr: float, convention: str, n_boot: int, seed: int) -> list[tuple[float, np.ndarray]]:
+    """(metric on all images, per-draw values) of each detector, all on the same resamples."""
+    ids0, sets0 = detectors[0]
+    out = [np.empty(n_boot) for _ in detectors]
+    at = 0
+    for idx_id, idx in _resamples(ids0.size, [s.size for s in sets0.values()], n_boot, seed):
+        for k, (ids, sets) in enumerate(detectors):
+            out[k][at : at + idx_id.shape[0]] = _chunk_values(ids, list(sets.values()), idx_id, idx, metric, tpr, convention)
+        at += idx_id.shape[0]
+    points = [float(np.mean([metric_value(metric, ids, s, tpr=tpr, convention=convention) for s in sets.values()])) for ids, sets in detectors]
+    return list(zip(points, out, strict=True))
+
+
+def bootstrap_draws(
+    detectors: Mapping[str, tuple[np.ndarray, np.ndarray | Mapping[str, np.ndarray]]],
+    *,
+    metric: str = "fpr",
+    tpr: float = 0.95,
+    convention: str = "paper",
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, tuple[float, np.ndarray]]:
+    """``metric`` of each detector (name -> (ID scores, OOD scores or sets)) on all images and on
+    each bootstrap draw (the mean over the OOD sets where there are several). The draws depend only
+    on the seed and the number of images, so detectors scored on the same images get the same
+    resamples, drawn once for all of them: their draws subtract into the paired differences
+    (:func:`paired_from_draws`). A table comparing many vocabularies computes each one's draws
+    once, not twice per pair."""
+    check_evaluation(n_boot=n_boot, seed=seed, convention=convention, tpr=tpr)
+    label = metric_label(metric, tpr)
+    groups: dict[tuple[Any, ...], dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]] = {}
+    for name, (s_id, s_ood) in detectors.items():
+        ids, sets = np.asarray(s_id, dtype=np.float64), _as_sets(s_ood)
+        if ids.ndim != 1 or ids.size == 0 or any(s.size == 0 for s in sets.values()):
+            raise InputError(f"{label}: {name}: a bootstrap needs ID and OOD scores (got {ids.size} ID, sets {[s.size for s in sets.values()]})")
+        groups.setdefault((ids.size, *((k, v.size) for k, v in sets.items())), {})[name] = (ids, sets)
+    out: dict[str, tuple[float, np.ndarray]] = {}
+    for members in groups.values():  # the same images: the same resamples, drawn once
+        out.update(zip(members, _draws(list(members.values()), metric, tpr, convention, int(n_boot), seed), strict=True))
+    return {name: out[name] for name in detectors}
+
+
+def paired_from_draws(
+    a: tuple[float, np.ndarray],
+    b: tuple[float, np.ndarray],
+    *,
+    metric: str,
+    n_id: int,
+    n_ood: Mapping[str, int],
+    level: float = 0.95,
+) -> PairedComparison:
+    """A - B from each one's (point, draws) on the same resamples (:func:`bootstrap_draws` with the
+    same seed on the same images): the percentile interval, the p-value and the verdict."""
+    if not 0 < level < 1:
+        raise InputError(f"level must be in (0, 1), got {level!r}")
+    higher = METRIC_NAMES[metric][1]
+    diff, draws = a[0] - b[0], a[1] - b[1]
+    n_boot = draws.size
+    low, high = (float(x) for x in np.quantile(draws, [(1 - level) / 2, (1 + level) / 2]))
+    p = min(1.0, 2 * min((1 + np.sum(draws <= 0)) / (n_boot + 1), (1 + np.sum(draws >= 0)) / (n_boot + 1)))
+    if abs(diff) <= TIE_ATOL:
+        verdict = "tie"
+    elif low > 0 or high < 0:
+        verdict = "a" if (diff > 0) == higher else "b"
+    else:
+        verdict = "not significant"
+    return PairedComparison(metric, diff, low, high, level, float(p), int(n_id), dict(n_ood), int(n_boot), higher, verdict, draws)
+
+
 def paired_bootstrap(
     a_id: np.ndarray,
     a_ood: np.ndarray | Mapping[str, np.ndarray],
@@ -105,7 +237,8 @@ def paired_bootstrap(
     the sets, as the tables' ``mean`` column). Each draw takes ``n_id`` ID indices with replacement
     (``rng.integers(0, n_id, n_id)``), then, set by set in order, that set's indices the same way,
     from ``numpy.random.default_rng(seed)``; A and B are scored on the same indices. The interval is
-    the percentile ``[(1 - level)/2, (1 + level)/2]`` range of the differences.
+    the percentile ``[(1 - level)/2, (1 + level)/2]`` range of the differences. The draws are
+    computed in chunks, vectorised over the draws (``benchmarks/bench_compare.py``).
     """
     check_evaluation(n_boot=n_boot, seed=seed, convention=convention, tpr=tpr)
     if n_boot < 1:
@@ -113,37 +246,14 @@ def paired_bootstrap(
     if not 0 < level < 1:
         raise InputError(f"level must be in (0, 1), got {level!r}")
     label = metric_label(metric, tpr)
-    higher = METRIC_NAMES[metric][1]
     ai, bi = np.asarray(a_id, dtype=np.float64), np.asarray(b_id, dtype=np.float64)
     ao, bo = _as_sets(a_ood), _as_sets(b_ood)
     if ai.shape != bi.shape or ai.ndim != 1 or ai.size == 0:
         raise InputError(f"{label}: a paired test needs the same ID images for A and B (got {ai.shape} and {bi.shape} scores)")
     if list(ao) != list(bo) or any(ao[k].shape != bo[k].shape or ao[k].size == 0 for k in ao):
         raise InputError(f"{label}: a paired test needs the same OOD images for A and B (sets {list(ao)} vs {list(bo)})")
-
-    def value(ids: np.ndarray, sets: Mapping[str, np.ndarray], idx_id: np.ndarray | None, idx: Sequence[np.ndarray] | None) -> float:
-        x = ids if idx_id is None else ids[idx_id]
-        vals = [metric_value(metric, x, s if idx is None else s[idx[j]], tpr=tpr, convention=convention) for j, s in enumerate(sets.values())]
-        return float(np.mean(vals))
-
-    diff = value(ai, ao, None, None) - value(bi, bo, None, None)
-    rng = np.random.default_rng(seed)
-    draws = np.empty(int(n_boot))
-    for b in range(int(n_boot)):
-        idx_id = rng.integers(0, ai.size, ai.size)
-        idx = [rng.integers(0, s.size, s.size) for s in ao.values()]
-        draws[b] = value(ai, ao, idx_id, idx) - value(bi, bo, idx_id, idx)
-    low, high = (float(x) for x in np.quantile(draws, [(1 - level) / 2, (1 + level) / 2]))
-    p = min(1.0, 2 * min((1 + np.sum(draws <= 0)) / (n_boot + 1), (1 + np.sum(draws >= 0)) / (n_boot + 1)))
-    if abs(diff) <= TIE_ATOL:
-        verdict = "tie"
-    elif low > 0 or high < 0:
-        verdict = "a" if (diff > 0) == higher else "b"
-    else:
-        verdict = "not significant"
-    return PairedComparison(
-        metric, diff, low, high, level, float(p), int(ai.size), {k: int(v.size) for k, v in ao.items()}, int(n_boot), higher, verdict, draws
-    )
+    a, b = _draws([(ai, ao), (bi, bo)], metric, tpr, convention, int(n_boot), seed)
+    return paired_from_draws(a, b, metric=metric, n_id=ai.size, n_ood={k: v.size for k, v in ao.items()}, level=level)
 
 
 def _pts(x: float) -> str:

@@ -8,7 +8,8 @@ models x vocabularies with the mean over VLMs; baselines beside them; intervals;
 the interval); ``comparisons`` states in words how two vocabularies compare across models, each
 model by a paired bootstrap on the stored per-image scores (:mod:`negvocab.evaluation.compare`);
 :func:`load_rows` reads the rows of grid, ``score`` and ``sweep`` folders for ``negvocab table``;
-``plot_sweep`` overlays the FPR-vs-M curve of each model for a vocabulary built with several sizes.
+``plot_sweep`` draws FPR (or AUROC) against M for a vocabulary built with several sizes: a panel per model
+and (method, convention), a line per OOD set and the mean, bands, the baselines as references.
 Rows from random weights or non-deployable vocabularies are marked where shown.
 """
 
@@ -31,8 +32,9 @@ from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.errors import InputError
 from negvocab.evaluation.rows import THRESHOLD_RULES
 from negvocab.grid.config import spec_digest
-from negvocab.grid.work import load_scores, open_sets, plan_cells
+from negvocab.grid.work import open_sets, plan_cells, read_scores
 from negvocab.report import tables as T
+from negvocab.report.plots import plot_overlay
 from negvocab.scoring.methods import EVALUATION_PARAMS
 from negvocab.textfiles import csv_text
 
@@ -261,43 +263,32 @@ class GridResult:
         said = T.comparisons(self.table(), self.score_getter(), metric=metric, ood_set=ood_set, n_boot=int(boot), seed=seed)
         return said + [f"{m}: cells failed ({why}); left out of these comparisons" for m, why in self.failed_models().items()]
 
-    def plot_sweep(self, path: str | os.PathLike[str], *, vocabulary: str, method: str | None = None, convention: str | None = None, ood_set: str = "mean") -> Path:
-        """FPR against pool size M for ``vocabulary@M`` entries, one line per model (log x axis);
-        the format follows the suffix (.pdf, .svg, .png)."""
-        import matplotlib
+    def plot_sweep(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        vocabulary: str,
+        method: str | Sequence[str] | None = None,
+        convention: str | Sequence[str] | None = None,
+        ood_set: str | Sequence[str] | None = None,
+        metric: str = "fpr",
+        baselines: bool = True,
+    ) -> Path:
+        """``metric`` against pool size M for the ``vocabulary@M`` entries
+        (:func:`negvocab.report.plots.overlay_figure`): one panel per model and (method, convention)
+        asked for (default every one), a line per OOD set (default every set) and their mean, bands
+        from the stored intervals, the methods without a vocabulary (MCM) as dashed references; the
+        format follows the suffix (.pdf, .svg, .png)."""
+        def wanted(value: str, asked: str | Sequence[str] | None) -> bool:
+            return asked is None or value == asked or (not isinstance(asked, str) and value in asked)
 
-        matplotlib.use("Agg", force=False)
-        from matplotlib.figure import Figure
-
-        rows = [r for r in self.table() if r["vocabulary"].startswith(f"{vocabulary}@") and r["ood_set"] == ood_set]
-        rows = [r for r in rows if (method is None or r["method"] == method) and (convention is None or r["convention"] == convention)]
-        if not rows:
-            raise InputError(f"no sized entries {vocabulary}@M on {ood_set} in the grid")
-        meth, conv = rows[0]["method"], rows[0]["convention"]
-        rows = [r for r in rows if r["method"] == meth and r["convention"] == conv]
-        fmt = Path(path).suffix.lstrip(".").lower()
-        if fmt not in ("pdf", "svg", "png"):
-            raise InputError(f"{path}: use .pdf, .svg or .png")
-        fig = Figure(figsize=(6, 4), layout="constrained")
-        ax = fig.subplots()
-        sizes_all: set[int] = set()
-        for i, model in enumerate(dict.fromkeys(r["model"] for r in rows)):
-            pts = sorted((int(r["vocabulary"].rsplit("@", 1)[1]), r["fpr"]) for r in rows if r["model"] == model)
-            sizes_all.update(m for m, _ in pts)
-            ax.plot([m for m, _ in pts], [100 * f for _, f in pts], marker="o", color=f"C{i % 10}", label=model)
-        ax.set_xscale("log")
-        ms = sorted(sizes_all)
-        ax.set_xticks(ms, [f"{m:,}" for m in ms])
-        ax.minorticks_off()
-        ax.set_xlabel("pool size M")
-        ax.set_ylabel(f"FPR@{int(round(100 * rows[0]['tpr']))} (%), {conv} convention, {ood_set}")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-        title = f"{vocabulary}: first M labels, {meth}"
-        ax.set_title(title + ("  [RANDOM WEIGHTS: meaningless]" if self.random_weights else ""), fontsize=9)
-        with atomic_path(path, suffix=f".{fmt}") as tmp:
-            fig.savefig(tmp, format=fmt)
-        return Path(path)
+        table = [r for r in self.table() if wanted(r["ood_set"], ood_set) and wanted(r["convention"], convention)]
+        sized = [r for r in table if r["vocabulary"].startswith(f"{vocabulary}@") and wanted(r["method"], method)]
+        if not sized:
+            raise InputError(f"no sized entries {vocabulary}@M in the grid for the methods, conventions and OOD sets asked for")
+        rows = [{**r, "M": int(r["vocabulary"].rsplit("@", 1)[1]), **_cis(r)} for r in sized]
+        refs = [{**r, **_cis(r)} for r in table if not r["vocabulary"] and baselines and r["model"] in {x["model"] for x in sized}]
+        return plot_overlay(rows, path, baselines=refs, metric=metric, random_weights=self.random_weights)
 
     def write(self, out_dir: str | os.PathLike[str] | None = None) -> Path:
         """Write ``table.csv`` (+ ``table.parquet`` with pyarrow), one pivot per (vocabulary, method,
@@ -329,11 +320,9 @@ class GridResult:
             write_json(out / "scores_index.json", index)
         write_text(out / "comparisons.md", "\n".join(f"- {s}" for s in self.comparisons()) + "\n")
         swept = dict.fromkeys(r["vocabulary"].rsplit("@", 1)[0] for r in table if "@" in r["vocabulary"])
-        sets = list(dict.fromkeys(r["ood_set"] for r in self.rows))
-        on = sets[0] if len(sets) == 1 else "mean"  # one OOD set: no mean row, the sweep is over that set
-        for vocab in swept:
+        for vocab in swept:  # every method, convention and OOD set, with the mean and the baselines
             for ext in ("pdf", "svg"):
-                self.plot_sweep(out / f"sweep_{vocab}.{ext}", vocabulary=vocab, ood_set=on)
+                self.plot_sweep(out / f"sweep_{vocab}.{ext}", vocabulary=vocab)
         stats = {k: (v if k != "embed_calls" else {f"{m} / {s}": n for (m, s), n in v.items()}) for k, v in self.stats.items()}
         doc = {"stats": stats, "status": self.status, "random_weights": self.random_weights}
         if self.random_weights:
@@ -372,13 +361,18 @@ class GridResult:
             pq.write_table(pa.table(cols), tmp)
 
 
+def _cis(row: Mapping[str, Any]) -> dict[str, list[float]]:
+    """A tidy row's intervals as the plots take them (``fpr_ci = [low, high]``), where stored."""
+    return {f"{m}_ci": [row[f"{m}_ci_low"], row[f"{m}_ci_high"]] for m in ("fpr", "auroc") if row.get(f"{m}_ci_low") is not None}
+
+
 def _getter(out: Path, index: Mapping[str, Any]) -> T.ScoreGetter:
     def get(model: str, vocabulary: str, method: str) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
         entry = index.get(" | ".join((model, vocabulary, method)))
         if entry is None:
             return None
-        s_id = load_scores(out / "scores" / f"{entry['id']}.npz")
-        sets = {k: load_scores(out / "scores" / f"{d}.npz") for k, d in entry["ood"].items()}
+        s_id = read_scores(out / "scores" / f"{entry['id']}.npz")
+        sets = {k: read_scores(out / "scores" / f"{d}.npz") for k, d in entry["ood"].items()}
         if s_id is None or any(v is None for v in sets.values()):
             return None
         return s_id, {k: v for k, v in sets.items() if v is not None}
@@ -399,6 +393,11 @@ def _stored_index(out: Path) -> dict[str, Any]:
     return doc
 
 
+def _natural(text: str) -> tuple[Any, ...]:
+    """A sort key that puts numbers in number order ("wordnet@100" before "wordnet@1000")."""
+    return tuple(int(p) if p.isdigit() else p.lower() for p in re.split(r"(\d+)", text))
+
+
 def _grid_folder(folder: Path) -> GridResult:
     """A grid's output folder read back without its config: the stored cells, the stored intervals
     of the means (``means/``), the failed cells, and ``scores_index.json`` when written."""
@@ -415,6 +414,12 @@ def _grid_folder(folder: Path) -> GridResult:
             digests.append(str(doc.get("digest", "")))
         else:
             raise InputError(f"{path}: key 'row' must hold the cell's results row")
+    # the cell files come in digest order: put the rows in a reader's order (wordnet@100 before @200)
+    def key(r: Mapping[str, Any]) -> tuple[Any, ...]:  # the baselines (no vocabulary) after the vocabularies
+        return (not r.get("vocabulary"), *(_natural(str(r.get(k, ""))) for k in ("vocabulary", "model", "ood_set", "method", "convention")))
+
+    order = sorted(range(len(rows)), key=lambda i: key(rows[i]))
+    rows, digests = [rows[i] for i in order], [digests[i] for i in order]
     groups: dict[tuple[str, ...], list[str]] = {}
     for r, d in zip(rows, digests, strict=True):
         groups.setdefault(tuple(r[k] for k in _GROUP), []).append(d)

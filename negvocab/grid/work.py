@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "Cell", "ModelWork", "compute_model", "finish_cells", "load_model", "load_score_file", "load_scores", "merge_stats", "method_spec",
-    "open_sets", "plan_cells", "read_cell", "read_failure", "score_files", "stored_json", "text_inputs", "write_failure",
+    "open_sets", "plan_cells", "read_cell", "read_failure", "read_scores", "score_files", "stored_json", "text_inputs", "write_failure",
 ]  # fmt: skip
 
 
@@ -258,6 +258,24 @@ def load_scores(path: Path) -> np.ndarray | None:
     """The scores of a score file (see :func:`load_score_file`)."""
     got = load_score_file(path)
     return None if got is None else got[0]
+
+
+def read_scores(path: Path) -> np.ndarray | None:
+    """The scores of a score file for a reader (tables, comparisons), or None when it is missing or
+    unreadable (one line logged). Unlike :func:`load_score_file`, which a resuming grid uses, it needs
+    only the ``scores`` array (a file of an older format, without the vocabulary facts, still serves)
+    and never removes the file: reading results must not destroy them."""
+    if not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            scores = z["scores"]
+        if scores.ndim != 1 or not len(scores) or not np.issubdtype(scores.dtype, np.floating):
+            raise ValueError("not a 1-D float score array")
+        return scores.astype(np.float64, copy=False)
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+        logger.warning("%s: not a readable score file (%s); its comparisons are left out", path, str(e).splitlines()[0] if str(e) else type(e).__name__)
+        return None
 
 
 def _checked(row: Mapping[str, Any]) -> str:

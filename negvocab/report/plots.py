@@ -38,6 +38,8 @@ __all__ = [
     "PLOT_FORMATS",
     "figure_png",
     "outside_texts",
+    "overlay_figure",
+    "plot_overlay",
     "repair_figure",
     "plot_repair",
     "plot_scores",
@@ -95,6 +97,40 @@ def _title(rows: Sequence[Mapping[str, Any]], varying: Sequence[str], random_wei
     return heading
 
 
+def _line_with_band(ax: Any, part: Sequence[Mapping[str, Any]], key: str, color: str, label: str | None, *, band_label: str | None = None, width: float = 1.5) -> list[float]:
+    """One series against M (sorted), with its bootstrap band where every point has an interval
+    (``<key>_ci``); returns the plotted values (points and band edges) for the y range."""
+    part = sorted(part, key=lambda r: r["M"])
+    x = [r["M"] for r in part]
+    y = [100 * r[key] for r in part]
+    ax.plot(x, y, marker="o", markersize=3 + width, linewidth=width, color=color, label=label)
+    cis = [r.get(f"{key}_ci") for r in part]
+    if not all(ci and not any(c is None or math.isnan(c) for c in ci) for ci in cis):
+        return y
+    lo = [max(0.0, 100 * ci[0]) for ci in cis]  # type: ignore[index]
+    hi = [min(100.0, 100 * ci[1]) for ci in cis]  # type: ignore[index]
+    ax.fill_between(x, lo, hi, color=color, alpha=0.18, linewidth=0, label=band_label)
+    return y + lo + hi
+
+
+def _m_axes(ax: Any, ms: Sequence[int], values: Sequence[float], ylabel: str | None) -> None:
+    """A log M axis ticked at the swept sizes, and a y range (percent) that keeps lines at 0 or 100
+    inside the frame."""
+    from matplotlib.ticker import NullFormatter
+
+    ax.set_xscale("log")
+    ax.set_xticks(ms, [f"{m:,}" for m in ms])  # the swept sizes, not powers of ten
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("pool size M")
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    finite = [v for v in values if math.isfinite(v)]
+    lo, hi = (min(finite), max(finite)) if finite else (0.0, 100.0)
+    pad = max(2.0, 0.08 * (hi - lo))
+    ax.set_ylim(max(-2.0, lo - pad), min(102.0, hi + pad))  # a line at 0 or 100 stays inside the frame
+    ax.grid(True, alpha=0.3)
+
+
 def sweep_figure(
     rows: Sequence[Mapping[str, Any]],
     *,
@@ -113,7 +149,6 @@ def sweep_figure(
     empty figure to draw into (e.g. ``plt.figure()`` in a notebook), else a new one without pyplot.
     """
     from matplotlib.figure import Figure  # no pyplot: no backend is chosen or changed
-    from matplotlib.ticker import NullFormatter
 
     if not rows:
         raise InputError("nothing to plot: no sweep rows")
@@ -135,20 +170,10 @@ def sweep_figure(
     for ax, (key, ylabel) in zip(axes, metrics, strict=True):
         values: list[float] = []
         for i, part in enumerate(series.values()):
-            part = sorted(part, key=lambda r: r["M"])
-            x = [r["M"] for r in part]
             label = _describe(part[0], varying) or str(part[0].get("vocabulary") or "first M of the ranking")
             if _not_deployable(part[0]):
                 label += " (not deployable)"
-            y = [100 * r[key] for r in part]
-            ax.plot(x, y, marker="o", color=f"C{i}", label=textwrap.fill(label, 48))
-            values += y
-            cis = [r.get(f"{key}_ci") for r in part]
-            if all(ci and not any(math.isnan(c) for c in ci) for ci in cis):
-                lo = [max(0.0, 100 * ci[0]) for ci in cis]  # type: ignore[index]
-                hi = [min(100.0, 100 * ci[1]) for ci in cis]  # type: ignore[index]
-                ax.fill_between(x, lo, hi, color=f"C{i}", alpha=0.2, linewidth=0, label="95% CI (OOD bootstrap)" if i == 0 else None)
-                values += lo + hi
+            values += _line_with_band(ax, part, key, f"C{i}", textwrap.fill(label, 48), band_label="95% CI (OOD bootstrap)" if i == 0 else None)
         ref_varying = _varying(refs) if refs else []
         for j, ref in enumerate(refs):
             name = str(ref.get("name", "reference"))
@@ -156,16 +181,7 @@ def sweep_figure(
             label = f"{name}{' (not deployable)' if _not_deployable(ref) else ''}, M={ref['M']:,}" + (f" [{extra}]" if extra else "")
             ax.axhline(100 * ref[key], linestyle="--", color=f"C{len(series) + j}", label=label)
             values.append(100 * ref[key])
-        ax.set_xscale("log")
-        ax.set_xticks(ms, [f"{m:,}" for m in ms])  # the swept sizes, not powers of ten
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel("pool size M")
-        ax.set_ylabel(ylabel)
-        finite = [v for v in values if math.isfinite(v)]
-        lo, hi = (min(finite), max(finite)) if finite else (0.0, 100.0)
-        pad = max(2.0, 0.08 * (hi - lo))
-        ax.set_ylim(max(-2.0, lo - pad), min(102.0, hi + pad))  # a line at 0 or 100 stays inside the frame
-        ax.grid(True, alpha=0.3)
+        _m_axes(ax, ms, values, ylabel)
         ax.legend(fontsize=7)
     fig.suptitle(title + ("\n[RANDOM WEIGHTS: meaningless]" if random_weights else "") if title else _title(rows, varying, random_weights))
     return fig
@@ -186,6 +202,79 @@ def plot_sweep(
     _format(path)
     fig = sweep_figure(rows, references=references, title=title, random_weights=random_weights, ood_set=ood_set)
     return save_figure(fig, path)
+
+
+def overlay_figure(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    baselines: Sequence[Mapping[str, Any]] = (),
+    metric: str = "fpr",
+    title: str | None = None,
+    random_weights: bool | None = None,
+) -> Figure:
+    # long: the panel grid, the per-set lines, the baselines and the shared legend
+    """A grid's pool-size sweep: ``metric`` (``fpr`` or ``auroc``) against M, one panel per (model,
+    method, convention) of ``rows`` (sweep rows: ``M``, the metric, optional ``<metric>_ci``), a line
+    per OOD set and a thicker black one for their mean (``ood_set = "mean"``), each with its
+    bootstrap band where the rows carry intervals; ``baselines`` (rows without a vocabulary, e.g.
+    MCM) are dashed lines in the colour of their set, in the panels of their model and convention.
+    One legend below the panels names the sets and the baselines."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    if metric not in ("fpr", "auroc"):
+        raise InputError(f"unknown sweep metric {metric!r}; choose fpr or auroc")
+    if not rows:
+        raise InputError("nothing to plot: no sweep rows")
+    if random_weights is None:
+        random_weights = any(r.get("random_weights") for r in (*rows, *baselines))
+    panels = list(dict.fromkeys((str(r["model"]), str(r["method"]), str(r["convention"])) for r in rows))
+    models = list(dict.fromkeys(p[0] for p in panels))
+    combos = list(dict.fromkeys(p[1:] for p in panels))
+    sets = [s for s in dict.fromkeys(str(r["ood_set"]) for r in rows) if s != "mean"]
+    sets += ["mean"] if any(r["ood_set"] == "mean" for r in rows) else []
+    colour = {s: "k" if s == "mean" else f"C{i % 10}" for i, s in enumerate(sets)}
+    styles = dict(zip(dict.fromkeys(str(b["method"]) for b in baselines), ("--", ":", "-.", (0, (5, 1, 1, 1))), strict=False))
+    tpr = int(round(100 * float(rows[0].get("tpr", 0.95))))
+    ms = sorted({int(r["M"]) for r in rows})
+    fig = Figure(figsize=(min(4.0 * len(models) + 0.8, 16), 2.9 * len(combos) + 1.4), layout="constrained")
+    axes = fig.subplots(len(combos), len(models), squeeze=False)
+    banded = False
+    for (meth, conv), row_axes in zip(combos, axes, strict=True):
+        for model, ax in zip(models, row_axes, strict=True):
+            mine = [r for r in rows if (str(r["model"]), str(r["method"]), str(r["convention"])) == (model, meth, conv)]
+            ax.set_title(f"{model}\n{meth}, {conv} convention", fontsize=8)
+            values: list[float] = []
+            for s in sets:
+                part = [r for r in mine if str(r["ood_set"]) == s]
+                if part:
+                    got = _line_with_band(ax, part, metric, colour[s], None, width=2.4 if s == "mean" else 1.3)
+                    banded |= len(got) > len(part)
+                    values += got
+            for b in baselines:
+                if str(b.get("model")) == model and str(b.get("convention")) == conv and str(b.get("ood_set")) in colour:
+                    ax.axhline(100 * b[metric], linestyle=styles[str(b["method"])], linewidth=1.1, color=colour[str(b["ood_set"])])
+                    values.append(100 * b[metric])
+            if not mine:
+                _note(ax, f"no sized entries for {model}, {meth}, {conv}")
+            _m_axes(ax, ms, values, (f"FPR@{tpr} (%)" if metric == "fpr" else "AUROC (%)") if ax is row_axes[0] else None)
+    handles: list[Any] = [Line2D([], [], color=colour[s], marker="o", linewidth=2.4 if s == "mean" else 1.3, label="mean over OOD sets" if s == "mean" else f"OOD {s}") for s in sets]
+    handles += [Line2D([], [], color="0.3", linestyle=st, label=f"{m} (no vocabulary; baseline, per set)") for m, st in styles.items()]
+    if banded:
+        handles.append(Patch(color="0.5", alpha=0.3, label="95% bootstrap interval"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=7, frameon=False)
+    vocab = str(rows[0].get("vocabulary", "")).rsplit("@", 1)[0]
+    heading = title or f"Pool size M: {vocab}, the first M labels of its ranking"
+    fig.suptitle(heading + ("\n[RANDOM WEIGHTS: meaningless]" if random_weights else ""), fontsize=10)
+    return fig
+
+
+def plot_overlay(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str], **kw: Any) -> Path:
+    """Write :func:`overlay_figure` to ``path`` (format by suffix: .pdf, .svg, .png; another suffix
+    is refused before anything is drawn)."""
+    _format(Path(path))
+    return save_figure(overlay_figure(rows, **kw), path)
 
 
 def _format(path: Path) -> tuple[str, int | None]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.atomic import atomic_path, write_json, write_text
+from negvocab.errors import InputError
 from negvocab.evaluation.rows import SUMMARY_ROWS, conventions, grouping_params, jsonable
 from negvocab.outdir import staged_folder
 from negvocab.report.plots import plot_sweep
@@ -111,7 +112,7 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
 
 # every file a run leaves in its folder (report.html: written after, by `--report`)
 RESULT_FILES = ("results.csv", "scores.npz", "scores.csv", "explanations.json", "report.html", "results.json")
-SWEEP_FILES = ("sweep.csv", "sweep.png", "report.html", "sweep.json")
+SWEEP_FILES = ("sweep.csv", "sweep.png", "sweep.pdf", "sweep.svg", "report.html", "sweep.json")
 
 
 def write_results(ev: Evaluation, out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
@@ -173,17 +174,22 @@ SWEEP_COLUMNS = [
 ]  # fmt: skip
 
 
-def write_sweep(result: SweepResult, out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+def write_sweep(result: SweepResult, out_dir: str | os.PathLike[str], *, overwrite: bool = False, plot_formats: Sequence[str] = ()) -> Path:
     """``sweep.csv`` (M, FPR, AUROC, AUPR, CI; the reference vocabularies too, ``kind=reference``),
-    ``sweep.png`` and ``sweep.json`` in ``out_dir``, written as a whole like :func:`write_results`
-    (``sweep.json`` last; ``overwrite`` as there)."""
+    ``sweep.png`` (the report shows it), the same figure as ``sweep.pdf``/``sweep.svg`` for each of
+    ``plot_formats`` ("pdf", "svg"), and ``sweep.json`` in ``out_dir``, written as a whole like
+    :func:`write_results` (``sweep.json`` last; ``overwrite`` as there)."""
+    bad = [f for f in plot_formats if f not in ("png", "pdf", "svg")]
+    if bad:
+        raise InputError(f"unknown plot format {bad[0]!r}; choose png, pdf or svg")
     with staged_folder(out_dir, SWEEP_FILES, "sweep.json", overwrite=overwrite) as stage:
-        _write_sweep_files(result, stage)
+        _write_sweep_files(result, stage, plot_formats)
     return Path(out_dir)
 
 
-def _write_sweep_files(result: SweepResult, out: Path) -> None:
+def _write_sweep_files(result: SweepResult, out: Path, plot_formats: Sequence[str] = ()) -> None:
     table = [{"kind": "sweep", **flat_row(r)} for r in result.rows] + [{"kind": "reference", **flat_row(r)} for r in result.references]
     write_text(out / "sweep.csv", csv_text(table, SWEEP_COLUMNS))
-    plot_sweep(result.rows, out / "sweep.png", references=result.references, random_weights=result.random_weights)
+    for fmt in dict.fromkeys(["png", *plot_formats]):
+        plot_sweep(result.rows, out / f"sweep.{fmt}", references=result.references, random_weights=result.random_weights)
     write_json(out / "sweep.json", {**jsonable(result.meta), "rows": result.rows, "references": result.references})

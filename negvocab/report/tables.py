@@ -26,7 +26,14 @@ from typing import Any
 import numpy as np
 
 from negvocab.errors import InputError
-from negvocab.evaluation.compare import METRIC_NAMES, comparison_sentence, metric_label, paired_bootstrap
+from negvocab.evaluation.compare import (
+    METRIC_NAMES,
+    bootstrap_draws,
+    comparison_sentence,
+    metric_label,
+    paired_bootstrap,
+    paired_from_draws,
+)
 from negvocab.evaluation.rows import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES
 from negvocab.report.results import flat_row
 from negvocab.textfiles import csv_text
@@ -258,7 +265,10 @@ def _caption_notes(sel: Sequence[Mapping[str, Any]], t: Table, axes: tuple[str, 
     for c in convs:
         notes.append(f"{c} convention; threshold: {THRESHOLD_RULES.get(c, c)}; TPR {first.get('tpr', 0.95):g}.")
     n_id = sorted({int(r["n_id"]) for r in sel if r.get("n_id") is not None})
-    n_ood = {str(r["ood_set"]): int(r["n_ood"]) for r in sel if r.get("ood_set") != MEAN and r.get("n_ood") is not None}
+    n_ood = {str(r["ood_set"]): str(r["n_ood"]) for r in sel if r.get("ood_set") != MEAN and r.get("n_ood") is not None}
+    in_all = sorted({int(r["n_ood"]) for r in sel if r.get("ood_set") == MEAN and r.get("n_ood") is not None})
+    if in_all:  # the mean over the sets: its images are all the sets' together
+        n_ood["in all the sets of the mean"] = ", ".join(map(str, in_all))
     notes.append(f"n ID {', '.join(map(str, n_id))}; n OOD " + ", ".join(f"{k} {v}" for k, v in n_ood.items()) + ".")
     tpl = list(dict.fromkeys(str(r.get("templates", "?")) for r in sel))
     notes.append(f"Templates: {', '.join(tpl)}.")
@@ -434,6 +444,25 @@ def comparisons(
     bad = {r["vocabulary"] for r in sel if r.get("deployable") is False}
     shown = lambda v: f"{v} (NOT deployable)" if v in bad else v  # noqa: E731
     out: list[str] = []
+    memo: dict[tuple[str, ...], Any] = {}
+
+    def draws(model: str, vocabulary: str, method: str, conv: str, tpr: float) -> Any:
+        """(point, draws, sizes, scores) of one entry; the first call for a (model, method,
+        convention) computes every vocabulary of it in one pass over shared resamples."""
+        if (model, vocabulary, method, conv) not in memo:
+            found = {}
+            for v in dict.fromkeys(r["vocabulary"] for r in sel if (r["model"], r["method"], r["convention"]) == (model, method, conv)):
+                got = scores(model, v, method) if scores else None
+                memo[(model, v, method, conv)] = None
+                if got is not None:
+                    found[v] = (got[0], got[1] if ood_set == MEAN else {ood_set: got[1][ood_set]})
+            values = bootstrap_draws(found, metric=metric, tpr=tpr, convention=conv, n_boot=n_boot, seed=seed) if found else {}
+            for v, (point, d) in values.items():
+                ids, sets = found[v]
+                sizes = (int(np.asarray(ids).size), tuple((k, int(np.asarray(x).size)) for k, x in sets.items()))
+                memo[(model, v, method, conv)] = (point, d, sizes, found[v])
+        return memo[(model, vocabulary, method, conv)]
+
     for meth, conv in dict.fromkeys((r["method"], r["convention"]) for r in sel):
         mine = [r for r in sel if r["method"] == meth and r["convention"] == conv]
         vocabs = list(dict.fromkeys(r["vocabulary"] for r in mine))
@@ -446,13 +475,13 @@ def comparisons(
             ctx = f"{label} on {ood_set}, {meth}, {conv}"
             results, untested = [], []
             for m in models:
-                sa, sb = (scores(m, a, meth), scores(m, b, meth)) if scores else (None, None)
-                if sa is None or sb is None:
+                da, db = (draws(m, v, meth, conv, tpr) for v in (a, b))
+                if da is None or db is None:
                     untested.append((m, value[(m, a)][metric] - value[(m, b)][metric]))
                     continue
-                sets_a = sa[1] if ood_set == MEAN else {ood_set: sa[1][ood_set]}
-                sets_b = sb[1] if ood_set == MEAN else {ood_set: sb[1][ood_set]}
-                results.append((m, paired_bootstrap(sa[0], sets_a, sb[0], sets_b, metric=metric, tpr=tpr, convention=conv, n_boot=n_boot, seed=seed)))
+                if da[2] != db[2]:  # not the same images: the paired test says so in one line
+                    paired_bootstrap(*da[3], *db[3], metric=metric, tpr=tpr, convention=conv, n_boot=n_boot, seed=seed)
+                results.append((m, paired_from_draws(da[:2], db[:2], metric=metric, n_id=da[2][0], n_ood=dict(da[2][1]))))
             if results:
                 out.append(comparison_sentence(shown(a), shown(b), results, context=ctx))
             if untested:

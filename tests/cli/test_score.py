@@ -92,7 +92,7 @@ def test_sweep_matches_score_and_draws_a_plot(tiny, model_args, tmp_path):
     assert invoke(["build", "oracle", "--ood", str(tiny / "ood"), "-o", str(oracle)]).exit_code == 0
     sw = tmp_path / "sweep"
     common = ["--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--groups", "3", *model_args]
-    r = invoke(["sweep", "--vocab", str(tmp_path / "ranked.json"), "--sizes", "3,9,18", "-R", str(oracle), "-o", str(sw), "--n-boot", "20", *common])
+    r = invoke(["sweep", "--vocab", str(tmp_path / "ranked.json"), "--sizes", "3,9,18", "-R", str(oracle), "-o", str(sw), "--n-boot", "20", "--plot-format", "pdf,svg", *common])
     assert r.exit_code == 0, r.output
     _warning_before_numbers(r.stdout)
     table = list(csv.DictReader((sw / "sweep.csv").open()))
@@ -102,7 +102,8 @@ def test_sweep_matches_score_and_draws_a_plot(tiny, model_args, tmp_path):
     (ref,) = [x for x in table if x["kind"] == "reference"]
     assert ref["vocabulary"] == "oracle" and ref["deployable"] == "False" and ref["caveats"] == "oracle"
     assert all(x["deployable"] == "True" for x in rows)
-    assert (sw / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (sw / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # always: the report shows it
+    assert (sw / "sweep.pdf").read_bytes()[:5] == b"%PDF-" and b"<svg" in (sw / "sweep.svg").read_bytes()[:2000]
     doc = json.loads((sw / "sweep.json").read_text())
     assert doc["references"][0]["oracle"] is True and doc["random_weights"] is True
     # M = 18 (the whole vocabulary) by the one-pass sweep == a separate negvocab score run
@@ -179,6 +180,7 @@ def test_score_errors_are_one_line(tiny, tmp_path, extra, message):
         (["--sizes", "3,x"], "not an integer"),
         (["--sizes", "3", "--method", "mcm"], "mcm does not use negative labels"),
         (["--sizes", "3", "--convention", "fpr"], "unknown --convention"),
+        (["--sizes", "3", "--plot-format", "pdf,jpg"], "--plot-format 'pdf,jpg': give png, pdf or svg"),
     ],
 )
 def test_sweep_option_errors_come_before_loading_a_model(tiny, tmp_path, extra, message):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 
 import numpy as np
-import pytest
 from typer.testing import CliRunner
 
 from negvocab.cli import app
@@ -14,7 +13,6 @@ from negvocab.report.tables import build_table
 from tests.grid.test_grid_tables import _write_grid
 
 
-@pytest.mark.xfail(reason="known breakage where the gridrel, ray and tables branches met (score-file format and comparisons); see the session note, to fix next", strict=False)
 def test_table_command_writes_what_build_table_makes(tmp_path):
     _write_grid(tmp_path / "g", np.random.default_rng(3))
     args = ["table", str(tmp_path / "g"), "--rows", "model", "--cols", "vocabulary", "--where", "ood_set=mean", "--where", "method=neglabel", "--mean-rows"]

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 from html.parser import HTMLParser
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -361,6 +364,51 @@ def test_one_study_report_over_several_folders_fits_1280_px_and_a4(tmp_path):
         assert Image.open(shots / f"study-{width}.png").size[0] == width
 
 
+A4_PT = (595.28, 841.89)  # ISO 216 in PostScript points
+
+
+def _print_pdf(html_path, pdf):
+    """The page as Chromium prints it (its own print layout, the page's @page rules), and the page
+    boxes of the PDF it writes: one (width, height) in points per page."""
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    with tempfile.TemporaryDirectory() as profile:
+        cmd = [CHROMIUM, *flags, f"--user-data-dir={profile}", "--no-pdf-header-footer", f"--print-to-pdf={pdf}", html_path.as_uri()]
+        subprocess.run(cmd, capture_output=True, timeout=120, check=True)
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF-") and b"%%EOF" in data[-64:]
+    boxes = [(float(w), float(h)) for w, h in re.findall(rb"/MediaBox \[0 0 ([\d.]+) ([\d.]+)\]", data)]
+    assert len(boxes) == len(re.findall(rb"/Type /Page\b", data)) > 0, "a page without its box"
+    return boxes
+
+
+def _printable_px(html: str) -> int:
+    """The width (CSS px at 96 dpi) inside the margins of the page's ``@page { size: A4; margin: Xmm }``."""
+    found = re.search(r"@page\s*{\s*size:\s*A4;\s*margin:\s*([\d.]+)mm", html)
+    assert found, "the report does not ask for A4 pages"
+    return int((210 - 2 * float(found.group(1))) / 25.4 * 96)
+
+
+@needs_chromium
+def test_the_study_report_prints_on_a4_and_no_table_or_figure_is_cut(tmp_path):
+    """Printed by Chromium, every page of the study report is A4; laid out with the print rules at
+    the width inside the A4 margins, no table, figure or other element is wider than that width
+    (Chromium would cut or shrink it). The PDF and a screenshot of the print layout are kept for a
+    person to look at (``NEGVOCAB_SCREENSHOTS=DIR`` keeps them there)."""
+    study, _ = _study(tmp_path)
+    out = tmp_path / "all.html"
+    assert runner.invoke(app, ["report", str(study), "-o", str(out)]).exit_code == 0
+    shots = Path(os.environ.get("NEGVOCAB_SCREENSHOTS") or tmp_path / "screenshots")
+    shots.mkdir(parents=True, exist_ok=True)
+    boxes = _print_pdf(out, shots / "study-a4.pdf")
+    assert all(abs(w - A4_PT[0]) < 1.5 and abs(h - A4_PT[1]) < 1.5 for w, h in boxes), boxes
+    html = out.read_text()
+    width = _printable_px(html)
+    as_printed = tmp_path / "as-printed.html"  # the print rules applied on screen: Chromium's print layout, measurable
+    as_printed.write_text(html.replace("@media print", "@media all"))
+    assert _overflow(as_printed, width, shots / f"study-print-{width}.png") == []
+    assert Image.open(shots / f"study-print-{width}.png").size[0] == width
+
+
 def test_the_report_of_damaged_files_is_one_line(tmp_path):
     study, _ = _study(tmp_path)
     score = study / "score"
@@ -386,3 +434,22 @@ def test_the_report_of_damaged_files_is_one_line(tmp_path):
         assert r.exit_code == 2 and msg in r.output and "re-run `negvocab score`" in r.output and len(r.output.strip().splitlines()) == 1, (name, r.output)
     several = runner.invoke(app, ["report", str(study)])
     assert several.exit_code == 2 and "2 results folders make one page: give it a file name with -o" in several.output
+
+
+def test_coverage_keeps_the_name_of_its_set_and_refuses_two_as_its_help_says(tiny, model_args, tmp_path):
+    """``--ood graphics=labelled.csv`` is recorded as "graphics" (it was "labelled", the file's
+    stem); two sets are refused in one line, and the command's help does not promise several."""
+    ood = sorted((tiny / "ood").rglob("*.png"))
+    lst = tmp_path / "labelled.csv"
+    lst.write_text("path,label\n" + "".join(f"{p.relative_to(tiny)},{p.parent.name.replace('_', ' ')}\n" for p in ood))
+    out = tmp_path / "cov"
+    args = ["coverage", "--id", str(tiny / "id"), "--vocab", str(tiny / "negA.txt"), "--groups", "2", "--no-report", "--image-root", str(tiny), *model_args]
+    r = runner.invoke(app, [*args, "--ood", f"graphics={lst}", "-o", str(out)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    doc = json.loads((out / "coverage.json").read_text())
+    assert '"ood_set": {"name": "graphics", "n": 4}' in json.dumps(doc) and "labelled" not in json.dumps(doc).replace(str(lst), "")
+    r = runner.invoke(app, [*args, "--ood", f"graphics={lst}", "--ood", f"more={lst}", "-o", str(tmp_path / "two")])
+    assert r.exit_code == 2 and "one OOD set at a time; got 2 (graphics, more)" in r.output and "Traceback" not in r.output
+    help_text = " ".join(runner.invoke(app, ["coverage", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert "One set per run" in help_text and "repeat" not in help_text.lower()
+
