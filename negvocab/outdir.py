@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import json
 import os
 import shutil
@@ -139,10 +140,12 @@ def claim_folder(
             raise InputError(f"cannot write into {path}: no permission")
         for stale in path.glob(f"{STAGING_PREFIX}*"):  # a killed run's; ours are made after the lock
             shutil.rmtree(stale, ignore_errors=True)
-        for sub in (".", *work_dirs):  # atomic writes a killed run left half-done (negvocab.atomic)
-            for tmp in (path / sub).glob(".*.tmp"):
-                with contextlib.suppress(OSError):
-                    tmp.unlink()
+        # atomic writes a killed run left half-done (negvocab.atomic names them .NAME.XXXX.tmp): of our
+        # own outputs only in the folder the user chose, any in the folders the run owns (work_dirs)
+        patterns = [f".{glob.escape(name)}.*.tmp" for name in outputs] + [f"{glob.escape(sub)}/.*.tmp" for sub in work_dirs]
+        for tmp in {t for pattern in patterns for t in path.glob(pattern)}:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
     except BaseException:
         claim.release()
         raise

@@ -18,8 +18,16 @@ ROOT=$PWD
 if [ "${1:-}" = "--planted" ]; then
     # The check must catch a bound that is too low: typer 0.12 with the click >= 8.2 it resolves to.
     t0=$(date +%s)
-    if bash "$0" 'typer>=0.12,<1' > "${TMPDIR:-/tmp}/negvocab-lower-planted.log" 2>&1; then
+    LOG="${TMPDIR:-/tmp}/negvocab-lower-planted.log"
+    if bash "$0" 'typer>=0.12,<1' > "$LOG" 2>&1; then
         echo "lower bounds: the planted too-low bound typer>=0.12 PASSED the check (it must fail)" >&2
+        exit 1
+    fi
+    # It must fail for the planted bound, not for anything else (the plant not applied, an install error):
+    # the plant is applied and typer 0.12 installed, so what failed is the package running on it.
+    if ! grep -q "^planted 'typer>=0.12,<1'" "$LOG" || ! grep -q "typer==0\.12" "$LOG"; then
+        tail -n 20 "$LOG" >&2
+        echo "lower bounds: the planted check failed for another reason than the planted bound (see $LOG)" >&2
         exit 1
     fi
     tail -n 3 "${TMPDIR:-/tmp}/negvocab-lower-planted.log"

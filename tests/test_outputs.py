@@ -154,3 +154,18 @@ def test_one_overwrite_rule_for_single_file_outputs(tmp_path):
         assert out.read_text() == "precious"
     r = runner.invoke(app, ["merge", str(a), "-o", str(out), "--overwrite"])
     assert r.exit_code == 0 and Vocabulary.load(out).labels == ["sofa", "lamp"]
+
+
+def test_a_claim_removes_only_our_own_half_written_files(tmp_path):
+    """A killed run's temporaries of its declared outputs go on the next claim; another program's
+    hidden .tmp files in the same folder stay."""
+    from negvocab.outdir import claim_folder
+
+    ours, theirs = tmp_path / ".results.json.k2j3.tmp", tmp_path / ".editor-swap.tmp"
+    work = tmp_path / "cells"
+    work.mkdir()
+    in_work = work / ".abc.npz.x1.tmp"
+    for p in (ours, theirs, in_work):
+        p.write_text("x")
+    claim_folder(tmp_path, ["results.json"], overwrite=False, work_dirs=["cells"]).release()
+    assert not ours.exists() and not in_work.exists() and theirs.exists()

@@ -20,7 +20,8 @@ of the model it holds when there is one (:mod:`negvocab.grid.ray_engine`).
 Deterministic mode (``--deterministic``, ``[grid] deterministic = true``): every model in fp32,
 ``torch.use_deterministic_algorithms``, torch's threads fixed to the unit kind's ``num_cpus``, and
 the same shards and batches on both engines, so their score files hold bit-identical scores on
-CPU. Every score file records who made it (:func:`score_meta`: engine, device, dtype, versions;
+CPU for the tests' grid (not yet for the example grid, whose WordNet builder runs in the text unit:
+docs/howto/grids.md). Every score file records who made it (:func:`score_meta`: engine, device, dtype, versions;
 ``score_device``: where the scores were computed).
 """
 
@@ -42,6 +43,7 @@ from negvocab.grid.config import GridConfig
 from negvocab.progress import Progress
 from negvocab.vlm.cache import EmbeddingStore
 from negvocab.vlm.images import file_key
+from negvocab.vlm.loading import resolve_device
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -221,8 +223,13 @@ class CacheMiss(NegvocabError):
     """The embedding cache lacks image rows a score unit needs (an unwritable cache): scored with the model instead."""
 
 
-def score_device(cfg: GridConfig) -> str:
-    """Where score units compute: the CPU unless ``[resources.score] num_gpus`` asks for a GPU."""
+def score_device(cfg: GridConfig, engine: str = "ray") -> str:
+    """Where score units compute: ``[resources.score] num_gpus`` decides when given; else the grid's
+    device on the local engine (as before score units: NegLabel's grouping permutation depends on
+    the device, and its published numbers were scored on CUDA) and the CPU on Ray (no GPU asked)."""
+    own = dict(cfg.resources.kinds).get("score")
+    if engine == "local" and (own is None or own.num_gpus is None):
+        return str(resolve_device(cfg.device))
     return "cuda" if (cfg.resources.unit("score").num_gpus or 0) > 0 else "cpu"
 
 
@@ -250,8 +257,9 @@ def _score(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: 
             raise CacheMiss(f"{missing} image rows of {name} are not in the embedding cache ({stores[0].folder})")
         images[name] = (rows[0][1], rows[1][1] if local else None)
         calls[(work.spec.display, name)] = 1
-    meta = {**text["meta"], "score_device": score_device(cfg)}
-    seconds = W.score_files(cfg, work, out, images, text["class_emb"], text["neg_emb"], text["infos"], score_device(cfg), meta, text.get("logit_scale"))
+    device = score_device(cfg, text["meta"].get("engine", "ray"))
+    meta = {**text["meta"], "score_device": device}
+    seconds = W.score_files(cfg, work, out, images, text["class_emb"], text["neg_emb"], text["infos"], device, meta, text.get("logit_scale"))
     return {"embed_calls": calls, "vocabularies": {work.spec.display: dict(text["infos"])}, "score_seconds": seconds}
 
 

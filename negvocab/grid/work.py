@@ -28,7 +28,7 @@ from negvocab.grid.config import GridConfig, ImageSpec, MethodSpec, ModelSpec, V
 from negvocab.labels.candidates import sample_pool
 from negvocab.labels.imagenet import imagenet1k, read_id_classes
 from negvocab.scoring import metrics as M
-from negvocab.scoring.methods import NEEDS_NEGATIVES, scorer_params
+from negvocab.scoring.methods import NEEDS_NEGATIVES, get_method, scorer_params
 from negvocab.vlm.images import file_key
 from negvocab.vlm.model import VLM
 from negvocab.vocab import Vocabulary
@@ -167,6 +167,8 @@ def plan_cells(cfg: GridConfig, sets: Mapping[str, ImageSet], set_errors: Mappin
         for meth in cfg.methods:
             for vname in vdocs if meth.name in NEEDS_NEGATIVES else [""]:
                 score_doc = {**common, "model": mdoc, "vocab": vdocs.get(vname), "method": meth.name, "params": list(meth.params)}
+                if "logit_scale" in get_method(meth.name).params and "logit_scale" not in dict(meth.params):
+                    score_doc["logit_scale"] = "the model's own"  # not 100, as files made before the baselines took it
                 id_d = spec_digest({**score_doc, "set": set_docs["ID"]})
                 for ood in (s.name for s in cfg.ood_sets):
                     ood_d = spec_digest({**score_doc, "set": set_docs.get(ood, set_errors.get(ood))})

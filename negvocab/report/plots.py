@@ -235,7 +235,8 @@ def overlay_figure(
     sets = [s for s in dict.fromkeys(str(r["ood_set"]) for r in rows) if s != "mean"]
     sets += ["mean"] if any(r["ood_set"] == "mean" for r in rows) else []
     colour = {s: "k" if s == "mean" else f"C{i % 10}" for i, s in enumerate(sets)}
-    styles = dict(zip(dict.fromkeys(str(b["method"]) for b in baselines), ("--", ":", "-.", (0, (5, 1, 1, 1))), strict=False))
+    dashes = ("--", ":", "-.", (0, (5, 1, 1, 1)))  # reused in turn: a grid may have more baselines than styles
+    styles = {m: dashes[i % len(dashes)] for i, m in enumerate(dict.fromkeys(str(b["method"]) for b in baselines))}
     tpr = int(round(100 * float(rows[0].get("tpr", 0.95))))
     ms = sorted({int(r["M"]) for r in rows})
     fig = Figure(figsize=(min(4.0 * len(models) + 0.8, 16), 2.9 * len(combos) + 1.4), layout="constrained")

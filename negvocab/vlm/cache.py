@@ -116,7 +116,7 @@ class EmbeddingStore:
         self._shards = {}
         foreign = self.folder.is_dir() and not self._check_key()
         if foreign:
-            self._reset()
+            foreign = not self._reset()  # foreign only while the other key's rows could not be removed
         self._index, self._foreign = index, foreign
         if self.folder.is_dir() and not foreign:
             _remove_stale_temporaries(self.folder)
@@ -158,8 +158,9 @@ class EmbeddingStore:
         self._add_shards(new)
         return bool(gone or new)
 
-    def _reset(self) -> None:
-        """Remove shards of a folder whose key file is missing or foreign, then claim it."""
+    def _reset(self) -> bool:
+        """Remove shards of a folder whose key file is missing or foreign, then claim it; whether it could."""
+        self._shards = {}
         try:
             for path in self.folder.glob("*"):
                 if path.suffix in (".npy", ".json") and path.is_file():
@@ -167,7 +168,8 @@ class EmbeddingStore:
             write_json(self.folder / KEY_FILE, self.key_doc)
         except OSError as e:  # a read-only cache: its rows are not ours, so read none of them
             log.warning("cannot reset the embedding cache in %s: %s", self.folder, e)
-        self._shards = {}
+            return False
+        return True
 
     def _read_manifest(self, path: Path) -> dict[str, Any] | None:
         try:
@@ -243,8 +245,9 @@ class EmbeddingStore:
                 log.warning("cannot remove %s from the embedding cache: %s", f"{sid}{suffix}", e)
         self._shards.pop(sid, None)
         self._verified.pop(sid, None)
-        if self._index is not None:
-            self._index = {k: v for k, v in self._index.items() if v[0] != sid}
+        if self._index is not None:  # in place: a caller may be filling this very dict (_add_shards)
+            for k in [k for k, v in self._index.items() if v[0] == sid]:
+                del self._index[k]
 
     def get(self, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray | None]:
         """``(found, rows)``: a bool mask over ``keys`` and an array [len(keys), ...] (None if none found).

@@ -93,3 +93,16 @@ def test_what_is_asked_for_is_what_is_drawn_and_nothing_is_clipped(tmp_path, mon
         res.plot_sweep(tmp_path / "x.png", vocabulary="nope")
     with pytest.raises(InputError, match=r"x\.jpg: a figure is written as"):
         res.plot_sweep(tmp_path / "x.jpg", vocabulary="wn")
+
+
+def test_more_baselines_than_line_styles_each_drawn_as_a_reference():
+    """A grid with five methods without a vocabulary (mcm, msp, maxlogit, energy, gen): every one is a
+    reference line in each panel (there are four dash styles; they are reused in turn)."""
+    from negvocab.report.plots import overlay_figure
+
+    rows = [{"model": "m", "method": "neglabel", "convention": "paper", "ood_set": "a", "M": m, "fpr": f, "tpr": 0.95} for m, f in ((10, 0.5), (20, 0.4), (40, 0.3))]
+    names = ["mcm", "msp", "maxlogit", "energy", "gen"]
+    base = [{"model": "m", "method": n, "convention": "paper", "ood_set": "a", "fpr": 0.1 * (i + 1)} for i, n in enumerate(names)]
+    fig = overlay_figure(rows, baselines=base)
+    refs = sorted(round(float(ln.get_ydata()[0]), 6) for ln in fig.axes[0].lines if len(ln.get_xdata()) == 2)
+    assert refs == pytest.approx([10.0, 20.0, 30.0, 40.0, 50.0])

@@ -64,7 +64,7 @@ def test_ctrl_c_stops_long_before_the_request_deadline_whatever_the_server_does(
         assert proc.poll() is None
         sent = time.monotonic()
         os.kill(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=90)  # longer than the bound below, so the bound is what fails
         took = time.monotonic() - sent
     assert proc.returncode == 130, err
     # ~2 s on an idle machine (the quiet spell of 1 s); the bound is a quarter of the 120 s request deadline,

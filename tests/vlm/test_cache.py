@@ -662,3 +662,43 @@ def test_two_processes_writing_and_merging_one_store_store_each_key_once(tmp_pat
     assert sorted(keys) == sorted(f"k{i}" for i in range(120)), "a key stored twice or lost"
     found, rows = EmbeddingStore(tmp_path / "s", {"k": 1}).get([f"k{i}" for i in range(120)])
     assert found.all() and rows[:, 0].tolist() == list(range(120))
+
+
+def test_a_damaged_manifest_does_not_hide_the_shards_after_it(tmp_path, caplog):
+    """The oldest of three shards has a damaged manifest: it is dropped, and the rows of the two
+    shards indexed after it are still served (they were once indexed into a dict the drop replaced)."""
+    import time
+
+    store = EmbeddingStore(tmp_path / "s", {"k": 1})
+    parts = {"bad": ["a", "b"], "good1": ["c", "d"], "good2": ["e", "f"]}
+    rows = {}
+    for i, keys in enumerate(parts.values()):
+        arr = np.full((2, 3), i, dtype=np.float32)
+        store.put(keys, arr)
+        rows.update(zip(keys, arr, strict=True))
+        time.sleep(0.02)  # distinct ages: the damaged manifest is read first
+    manifests = sorted((p for p in (tmp_path / "s").glob("*.json") if p.name != "key.json"), key=lambda p: p.stat().st_mtime_ns)
+    assert len(manifests) == 3
+    import os
+
+    st = manifests[0].stat()
+    info = json.loads(manifests[0].read_text())
+    info["keys"][0] = "zzz"
+    manifests[0].write_text(json.dumps(info))
+    os.utime(manifests[0], ns=(st.st_atime_ns, st.st_mtime_ns))  # still the oldest
+    with caplog.at_level(logging.WARNING):
+        found, got = EmbeddingStore(tmp_path / "s", {"k": 1}).get(["c", "d", "e", "f"])
+    assert "corrupt cache manifest" in caplog.text
+    assert found.all(), found
+    np.testing.assert_array_equal(got, np.stack([rows[k] for k in "cdef"]))
+
+
+def test_a_store_that_reset_a_foreign_folder_still_sees_other_processes_rows(tmp_path):
+    """A folder of another key is reset and claimed: the store is then an ordinary one and picks up
+    rows another process stores later (it was marked foreign for good, so it never refreshed)."""
+    EmbeddingStore(tmp_path / "s", {"model": "a"}).put(["x"], np.ones((1, 3), np.float32))
+    ours = EmbeddingStore(tmp_path / "s", {"model": "b"})
+    assert not ours.get(["y"])[0].any()  # resets the folder and claims it for model b
+    EmbeddingStore(tmp_path / "s", {"model": "b"}).put(["y"], np.full((1, 3), 2, np.float32))
+    found, got = ours.get(["y"])
+    assert found.tolist() == [True] and got[0].tolist() == [2.0, 2.0, 2.0]
