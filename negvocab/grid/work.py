@@ -1,6 +1,6 @@
 """The work of one grid model: its cells and their identities, the model and its vocabularies,
-scoring from the cache, and the cell files. Both engines (:mod:`negvocab.grid.run` in this process,
-:mod:`negvocab.grid.ray_engine` on a cluster) run a model through :func:`compute_model`.
+scoring from the cache, and the cell files. Both engines run a model's work as units
+(:mod:`negvocab.grid.units`: in this process, or on a cluster through :mod:`negvocab.grid.ray_engine`).
 """
 
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "Cell", "ModelWork", "compute_model", "finish_cells", "load_model", "load_score_file", "load_scores", "merge_stats", "method_spec",
+    "Cell", "ModelWork", "finish_cells", "load_model", "load_score_file", "load_scores", "merge_stats", "method_spec",
     "open_sets", "plan_cells", "read_cell", "read_failure", "read_scores", "score_files", "stored_json", "text_inputs", "write_failure",
 ]  # fmt: skip
 
@@ -467,16 +467,6 @@ def cell_row(cfg: GridConfig, cell: Cell, s_id: np.ndarray, s_ood: np.ndarray, m
 # ----------------------------------------------------------------------------------------------
 # the grid
 # ----------------------------------------------------------------------------------------------
-def compute_model(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: Path, device: str | None = None) -> dict[str, Any]:
-    """Load one model and store its missing score files; returns its stats (embedding calls,
-    vocabulary sizes/hashes/deployability, scoring time). Runs in this process or in a Ray task."""
-    stats: dict[str, Any] = {"embed_calls": {}}
-    vlm = load_model(cfg, work.spec, device)
-    score_model(cfg, work, sets, out, vlm, stats)
-    stats.pop("_files", None)
-    return stats
-
-
 def merge_stats(stats: dict[str, Any], more: Mapping[str, Any]) -> None:
     for key, n in more.get("embed_calls", {}).items():
         stats["embed_calls"][key] = stats["embed_calls"].get(key, 0) + n
