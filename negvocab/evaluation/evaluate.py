@@ -177,7 +177,7 @@ def evaluate_vocabularies(
 
     for method, vname in _progress(jobs, progress, "scoring"):
         vocab = named[vname] if vname else None
-        kw = scorer_params(method, params, vlm.logit_scale)
+        kw = scorer_params(method, params, getattr(vlm, "logit_scale", None))  # a model-like object may not have one
         neg = neg_cache[vname] if vname else None
         key = f"{method}@{vname}" if vname else method
         if method == "glmcm":  # per set: the [n, p, d] patch features are never copied into one array
