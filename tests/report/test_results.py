@@ -116,7 +116,7 @@ def test_a_killed_writes_temporary_files_go_when_the_folder_is_claimed(tmp_path)
     for p in left:
         p.write_text("half")
     (out / "cells" / "x.json").write_text("{}")
-    claim_folder(out, (), overwrite=True, work_dirs=("cells",)).release()
+    claim_folder(out, ("results.json",), overwrite=True, work_dirs=("cells",)).release()  # its own outputs only (tests/test_outputs.py)
     assert not any(p.exists() for p in left) and (out / "cells" / "x.json").exists()
 
 
