@@ -61,6 +61,7 @@ class FolderClaim:
     fd: int
     created: bool
     depth: int = 1
+    key: str = ""  # where :data:`_held` keeps it: fixed at the claim (a relative folder's real path changes with the cwd)
 
     def release(self) -> None:
         """Let go of one hold; the last one unlocks (and removes the folder if this run created it
@@ -68,7 +69,7 @@ class FolderClaim:
         self.depth -= 1
         if self.depth > 0:
             return
-        _held.pop(_key(self.folder), None)
+        _forget(self)
         if self.created:
             with contextlib.suppress(OSError):
                 self.folder.rmdir()  # only when empty: nothing of this run to keep
@@ -76,6 +77,13 @@ class FolderClaim:
 
 
 _held: dict[str, FolderClaim] = {}
+
+
+def _forget(claim: FolderClaim) -> None:
+    """Drop ``claim`` from :data:`_held` before its descriptor is closed (a closed descriptor's number
+    is soon reused; a forked child closing it would close something else: a loader worker's pipe)."""
+    if _held.get(claim.key) is claim:
+        del _held[claim.key]
 
 
 def _forget_in_child() -> None:
@@ -122,7 +130,7 @@ def claim_folder(
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except OSError as e:
         raise InputError(f"cannot write into {path}: {e.strerror or e}") from e
-    claim = FolderClaim(path, fd, created)
+    claim = FolderClaim(path, fd, created, key=_key(path))
     try:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -149,7 +157,7 @@ def claim_folder(
     except BaseException:
         claim.release()
         raise
-    _held[_key(path)] = claim
+    _held[claim.key] = claim
     return claim
 
 
@@ -163,7 +171,7 @@ class FileClaim(FolderClaim):
         self.depth -= 1
         if self.depth > 0:
             return
-        _held.pop(str(self.lock), None)
+        _forget(self)
         if self.lock is not None:
             with contextlib.suppress(OSError):
                 self.lock.unlink()  # before the unlock: a later run makes a fresh one
@@ -184,7 +192,7 @@ def claim_file(path: str | os.PathLike[str], *, option: str = "-o") -> FolderCla
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
         raise InputError(f"cannot write {target}: {e.strerror or e}") from e
-    claim = FileClaim(target, fd, created=False, lock=lock)
+    claim = FileClaim(target, fd, created=False, key=str(lock), lock=lock)
     try:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -195,7 +203,7 @@ def claim_file(path: str | os.PathLike[str], *, option: str = "-o") -> FolderCla
         if e.errno in (errno.EWOULDBLOCK, errno.EACCES, errno.ENOENT):
             raise InputError(f"{target} is being written by another negvocab run; wait for it to finish or give another {option}") from None
         raise InputError(f"cannot lock {target}: {e.strerror or e}") from e
-    _held[str(lock)] = claim
+    _held[claim.key] = claim
     return claim
 
 

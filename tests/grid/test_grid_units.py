@@ -107,9 +107,7 @@ def test_resources_are_read_and_tie_the_loader_to_the_cpus(grid_toml):
 def test_a_cache_that_cannot_be_written_is_scored_with_the_model(grid_toml, tmp_path, monkeypatch, caplog):
     """The score unit reads the image rows from the cache; when the cache kept none (a full or
     read-only disk), the model scores them instead and the results are the same."""
-    # num_cpus = 1: the image loader runs in this process (0 workers); in one CI run a loader worker
-    # process died here once, unexplained (see the session note), and this test is about the cache
-    toml = _with(grid_toml, "batch_size = 4\n", "num_cpus = 1\n")
+    toml = _with(grid_toml, "batch_size = 4\n")  # loader workers forked: tests/report/test_results.py's released-claim test
     clean = negvocab.run_grid(toml, tmp_path / "clean")
     from negvocab.vlm.cache import EmbeddingStore
 

@@ -109,6 +109,41 @@ def test_a_killed_run_frees_its_folder_though_a_forked_worker_lives_on(tmp_path)
         os.kill(child, signal.SIGKILL)
 
 
+#: claims a relative folder, releases it from another directory, then forks with the descriptor's
+#: number reused (as a DataLoader's pipe reuses it): the child must leave that descriptor open
+RELEASE_ELSEWHERE_THEN_FORK = """
+import os, sys
+from negvocab import outdir
+os.chdir(sys.argv[1])
+claim = outdir.claim_folder("res", (), overwrite=True)
+fd = claim.fd
+os.chdir(os.path.dirname(sys.argv[1]))
+claim.release()
+assert not outdir._held, outdir._held
+r, w = os.pipe()
+assert fd in (r, w), (fd, r, w)  # the released number is reused at once
+pid = os.fork()
+if pid == 0:
+    try:
+        os.write(w, b"alive")
+        os._exit(0)
+    except OSError:
+        os._exit(3)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status), os.read(r, 5).decode())
+"""
+
+
+def test_a_released_claim_closes_nothing_in_a_forked_child(tmp_path):
+    """A claim released after the working directory changed is forgotten all the same: a child
+    forked later (a DataLoader worker) does not close the descriptor that took its number. Before
+    the fix such a child closed its loader's pipe and died ("DataLoader worker exited unexpectedly")."""
+    (tmp_path / "cwd").mkdir()
+    proc = subprocess.run([sys.executable, "-c", RELEASE_ELSEWHERE_THEN_FORK, str(tmp_path / "cwd")], capture_output=True, text=True, env=_env())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["0", "alive"]
+
+
 def test_a_killed_writes_temporary_files_go_when_the_folder_is_claimed(tmp_path):
     out = tmp_path / "res"
     (out / "cells").mkdir(parents=True)
