@@ -212,7 +212,13 @@ def encode_labels(
     Labels are processed in chunks sized by time: the first is one batch of prompts, each next one
     what the rate so far encodes in ``chunk_s`` seconds (at most :data:`CHUNK_PROMPTS` prompts);
     ``on_chunk(labels, embeddings)`` is called after each (the cache keeps them as they come).
+    Under ``torch.use_deterministic_algorithms`` every chunk holds :data:`CHUNK_PROMPTS` prompts
+    instead: prompts are sorted and batched within a chunk, and a row's float32 result depends on
+    its batch (its companions and its cut length; up to ~1e-7), so chunks sized by the clock would
+    give another run other bits.
     """
+    import torch
+
     n_prompts = len(labels) * len(templates)
     # a bar on a terminal once the run lasts (progress=None or True; False: none), and a line in
     # the log every 30 s whatever the output: no encoding of any length is silent
@@ -221,8 +227,9 @@ def encode_labels(
     n_t = max(1, len(templates))
     clock = clock or monotonic
     parts = []
+    fixed = torch.are_deterministic_algorithms_enabled()
     try:
-        start, step = 0, max(1, min(batch_size or 256, CHUNK_PROMPTS) // n_t)
+        start, step = 0, max(1, (CHUNK_PROMPTS if fixed else min(batch_size or 256, CHUNK_PROMPTS)) // n_t)
         while start < len(labels):
             chunk = labels[start : start + step]
             prompts = [t.format(label) for label in chunk for t in templates]
@@ -232,8 +239,9 @@ def encode_labels(
             if on_chunk is not None:
                 on_chunk(list(chunk), parts[-1])
             start += len(chunk)
-            rate = len(prompts) / max(clock() - began, 1e-6)  # prompts/s on the last chunk
-            step = max(1, int(min(rate * chunk_s, CHUNK_PROMPTS)) // n_t)
+            if not fixed:
+                rate = len(prompts) / max(clock() - began, 1e-6)  # prompts/s on the last chunk
+                step = max(1, int(min(rate * chunk_s, CHUNK_PROMPTS)) // n_t)
     finally:
         bar.close()
     dt = time.perf_counter() - t0
