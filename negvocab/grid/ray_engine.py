@@ -139,39 +139,55 @@ def _request(ray: Any, cfg: GridConfig, kind: str) -> dict[str, Any]:
     return opts
 
 
-def _fits(have: dict[str, float], opts: dict[str, Any]) -> int:
+_KEYS = (("num_gpus", "GPU"), ("num_cpus", "CPU"), ("memory", "memory"))
+
+
+def _fits(have: Mapping[str, float], opts: Mapping[str, Any]) -> int:
     """How many units asking for ``opts`` the resources ``have`` hold at once."""
-    n = []
-    for key, res in (("num_gpus", "GPU"), ("num_cpus", "CPU"), ("memory", "memory")):
-        if opts.get(key):
-            n.append(int(have.get(res, 0) // opts[key]))
+    n = [int(have.get(res, 0) // opts[key]) for key, res in _KEYS if opts.get(key)]
     return min(n) if n else 1 << 20
 
 
-def _pools(ray: Any, cfg: GridConfig, units: list[Unit]) -> list[tuple[frozenset[str], dict[str, Any], int]]:
-    """The model-worker pools: (kinds they run, Ray options, workers). Image and text units share
-    one pool when they ask for the same; otherwise the text pool (at most one worker per model)
-    is sized first and the image pool gets what remains; at most ``[resources] workers`` each."""
+def _describe(have: Mapping[str, float]) -> str:
+    return f"{have.get('CPU', 0):g} CPUs, {have.get('GPU', 0):g} GPUs, {have.get('memory', 0) / 2**30:.1f} GiB"
+
+
+def _take(have: dict[str, float], opts: Mapping[str, Any], n: int) -> None:
+    """Count ``n`` workers asking for ``opts`` out of ``have`` (a negative ``n`` gives them back)."""
+    for key, res in _KEYS:
+        if opts.get(key):
+            have[res] = have.get(res, 0) - n * opts[key]
+
+
+def _pools(ray: Any, cfg: GridConfig, units: list[Unit]) -> tuple[list[tuple[frozenset[str], dict[str, Any], int]], dict[str, float]]:
+    """The model-worker pools: (kinds they run, Ray options, workers), and the resources left over.
+    Image and text units share one pool when they ask for the same; otherwise the text pool (at
+    most one worker per model) is sized first, leaving room for one image worker, and the image
+    pool gets what remains (a retired text worker's share goes to image workers later:
+    :meth:`_Workers.grow`); at most ``[resources] workers`` each."""
     have = {k: float(v) for k, v in ray.cluster_resources().items()}
     cap = cfg.resources.workers or 1 << 20
     img, txt = _request(ray, cfg, "image"), _request(ray, cfg, "text")
     groups = [(frozenset({"image", "text"}), img)] if img == txt else [(frozenset({"text"}), txt), (frozenset({"image"}), img)]
-    pools = []
     for kinds, opts in groups:
-        want = sum(1 for u in units if u.kind in kinds)
-        n = min(_fits(have, opts), cap, want)
-        if n < 1 and want:
+        if any(u.kind in kinds for u in units) and _fits(have, opts) < 1:
+            memory = f", {opts['memory'] / 2**30:.1f} GiB" if opts.get("memory") else ""
             raise ResourceError(
-                f"the Ray cluster ({have.get('CPU', 0):g} CPUs, {have.get('GPU', 0):g} GPUs) cannot hold one model worker for "
-                f"{'/'.join(sorted(kinds))} units asking for {opts['num_gpus']:g} GPUs and {opts['num_cpus']:g} CPUs; "
-                "lower [resources] num_gpus / num_cpus"
+                f"the Ray cluster ({_describe(have)}) cannot hold "
+                f"one model worker for {'/'.join(sorted(kinds))} units asking for {opts['num_gpus']:g} GPUs, {opts['num_cpus']:g} CPUs{memory}; "
+                "lower [resources] num_gpus / num_cpus / memory"
             )
-        for key, res in (("num_gpus", "GPU"), ("num_cpus", "CPU"), ("memory", "memory")):
-            if opts.get(key):
-                have[res] = have.get(res, 0) - n * opts[key]
+    pools = []
+    for i, (kinds, opts) in enumerate(groups):
+        want = sum(1 for u in units if u.kind in kinds)
+        room = dict(have)
+        if i + 1 < len(groups) and any(u.kind in groups[-1][0] for u in units):
+            _take(room, groups[-1][1], 1)  # one image worker must fit beside the text workers
+        n = min(max(_fits(room, opts), 1), cap, want)
+        _take(have, opts, n)
         if want:
             pools.append((kinds, opts, n))
-    return pools
+    return pools, have
 
 
 class _Dispatch:
@@ -195,7 +211,11 @@ class _Dispatch:
         return u.kind in kinds or (u.kind == "score" and "image" in kinds)  # a score unit the cache failed: with the model
 
     def wants(self, kinds: frozenset[str]) -> bool:
-        return any(self._runs(kinds, u) for u in self.queue if u.model not in self.failed)
+        return self.waiting(kinds) > 0
+
+    def waiting(self, kinds: frozenset[str]) -> int:
+        """Units not yet handed out that a worker running ``kinds`` could run."""
+        return sum(1 for u in self.queue if u.model not in self.failed and self._runs(kinds, u))
 
     def next_for(self, actor: int, kinds: frozenset[str]) -> Unit | None:
         self.queue = [u for u in self.queue if u.model not in self.failed]
@@ -219,11 +239,14 @@ class _Dispatch:
 
 class _Workers:
     """The model workers of each pool: started up front, retired once their pool has nothing left
-    to run (so the score tasks get their CPUs), started again for a score unit the cache failed."""
+    to run (so other pools and the score tasks get their share), started again for a score unit
+    the cache failed."""
 
-    def __init__(self, ray: Any, pools: list[tuple[frozenset[str], dict[str, Any], int]], args: tuple[Any, ...]) -> None:
-        self.ray, self.pools, self.args = ray, pools, args
+    def __init__(self, ray: Any, pools: list[tuple[frozenset[str], dict[str, Any], int]], args: tuple[Any, ...], spare: Mapping[str, float], cap: int = 1 << 20) -> None:
+        self.ray, self.pools, self.args, self.cap = ray, pools, args, cap
+        self.spare = dict(spare)  # what no worker of ours holds (score tasks take theirs from Ray as they come)
         self.actors: dict[int, tuple[Any, frozenset[str]]] = {}
+        self.pool_of: dict[int, int] = {}
         self._next = 0
         for i, (_, _, n) in enumerate(pools):
             for _ in range(n):
@@ -233,6 +256,7 @@ class _Workers:
         kinds, opts, _ = self.pools[pool]
         host = self.ray.remote(ModelHost).options(**opts, max_restarts=MAX_RETRIES, max_task_retries=MAX_RETRIES)
         self.actors[self._next] = (host.remote(*self.args), kinds)
+        self.pool_of[self._next] = pool
         self._next += 1
 
     def ensure_image_worker(self) -> None:
@@ -241,10 +265,24 @@ class _Workers:
 
     def retire(self, a: int) -> None:
         self.ray.kill(self.actors.pop(a)[0])
+        _take(self.spare, self.pools[self.pool_of.pop(a)][1], -1)
+
+    def grow(self, waiting: Any) -> list[int]:
+        """Start workers where a pool has more units waiting (``waiting(kinds)``) than workers and
+        retired workers left room (a text pool's GPUs go to image shards); the new workers' ids."""
+        new = []
+        for i, (kinds, opts, _) in enumerate(self.pools):
+            mine = sum(1 for a in self.pool_of.values() if a == i)
+            n = min(waiting(kinds) - mine, _fits(self.spare, opts), self.cap - mine)
+            for _ in range(max(n, 0)):
+                _take(self.spare, opts, 1)
+                new.append(self._next)
+                self.start(i)
+        return new
 
     def close(self) -> None:
         for a in list(self.actors):
-            self.retire(a)
+            self.ray.kill(self.actors.pop(a)[0])
 
 
 def _result(ray: Any, ref: Any) -> dict[str, Any]:
@@ -263,7 +301,7 @@ def _drive(ray: Any, workers: _Workers, units: list[Unit], score: Any) -> tuple[
     loads: dict[int, dict[str, int]] = {}
     with unit_progress(units) as progress:
         while True:
-            busy = {a for a, _ in inflight.values()}
+            busy, retired = {a for a, _ in inflight.values()}, False
             for a, (actor, kinds) in list(workers.actors.items()):
                 if a in busy:
                     continue
@@ -271,8 +309,13 @@ def _drive(ray: Any, workers: _Workers, units: list[Unit], score: Any) -> tuple[
                     inflight[actor.run.remote(unit)] = (a, unit)
                 elif not plan.wants(kinds):
                     workers.retire(a)
-            for unit in plan.ready_scores():
-                inflight[score(unit.model, given.get(unit.model, {}))] = (None, unit)
+                    retired = True
+            if retired and (grown := workers.grow(plan.waiting)):
+                for a in grown:
+                    logger.info("worker %d started: a retired worker left room and %s units wait", a, "/".join(sorted(workers.actors[a][1])))
+                continue  # hand the new workers their units
+            for unit in plan.ready_scores():  # the driver keeps a model's text only until its score task has it
+                inflight[score(unit.model, given.pop(unit.model, {}))] = (None, unit)
             if not inflight:
                 break
             ready, _ = ray.wait(list(inflight), num_returns=1, timeout=WAIT_S)
@@ -328,11 +371,17 @@ def run_models_on_ray(
         logger.warning("[grid] ray_data_min_images is no longer used: every image set is split into shards ([resources] shard_images)")
     try:
         units = plan_units(cfg, works, sets)
-        pools = _pools(ray, cfg, units)
+        pools, spare = _pools(ray, cfg, units)
         sets_ref = ray.put(dict(sets))
         by_model = {w.spec.display: w for w in works}
-        task = ray.remote(score_unit).options(**_request(ray, cfg, "score"), max_retries=MAX_RETRIES)
-        workers = _Workers(ray, pools, (cfg, by_model, sets_ref, str(out), "ray"))
+        asks, have = _request(ray, cfg, "score"), {k: float(v) for k, v in ray.cluster_resources().items()}
+        if any(u.kind == "score" for u in units) and _fits(have, asks) < 1:  # else the task would wait for ever
+            raise ResourceError(
+                f"the Ray cluster ({_describe(have)}) cannot run a score task asking for {asks['num_gpus']:g} GPUs and "
+                f"{asks['num_cpus']:g} CPUs; lower [resources.score] num_gpus / num_cpus / memory"
+            )
+        task = ray.remote(score_unit).options(**asks, max_retries=MAX_RETRIES)
+        workers = _Workers(ray, pools, (cfg, by_model, sets_ref, str(out), "ray"), spare, cfg.resources.workers or 1 << 20)
         for kinds, opts, n in pools:
             logger.info("%d model workers for %s units (%g GPUs, %g CPUs each)", n, "/".join(sorted(kinds)), opts["num_gpus"], opts["num_cpus"])
         try:

@@ -238,7 +238,7 @@ def _run_claimed(cfg: GridConfig, out: Path, engine: str, ray_address: str | Non
         try:
             if name in errors:
                 raise NegvocabError(errors[name])
-            finish_cells(cfg, work, out, stats, None)
+            finish_cells(cfg, work, out, stats, None, engine)
         except DiskFullError:
             raise  # not the model's fault: the run stops, a rerun resumes where it stopped
         except NegvocabError as e:

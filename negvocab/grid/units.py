@@ -21,7 +21,7 @@ Deterministic mode (``--deterministic``, ``[grid] deterministic = true``): every
 ``torch.use_deterministic_algorithms``, torch's threads fixed to the unit kind's ``num_cpus``, and
 the same shards and batches on both engines, so their score files hold bit-identical scores on
 CPU for the tests' grid (not yet for the example grid, whose WordNet builder runs in the text unit:
-docs/howto/grids.md). Every score file records who made it (:func:`score_meta`: engine, device, dtype, versions;
+docs/howto/grids.md). Every score file records who made it (:func:`negvocab.grid.work.score_meta`: engine, device, dtype, versions;
 ``score_device``: where the scores were computed).
 """
 
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from negvocab.errors import NegvocabError
+from negvocab.errors import NegvocabError, ResourceError
 from negvocab.grid import work as W
 from negvocab.grid.config import GridConfig
 from negvocab.progress import Progress
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "CacheMiss", "ModelHost", "Unit", "deterministic_config", "gather", "plan_units", "run_units_here", "score_device", "score_meta",
+    "CacheMiss", "ModelHost", "Unit", "deterministic_config", "gather", "plan_units", "run_units_here", "score_device",
     "score_unit", "unit_progress",
 ]  # fmt: skip
 
@@ -102,30 +102,6 @@ def plan_units(cfg: GridConfig, works: list[ModelWork], sets: Mapping[str, Image
             units += [Unit("image", model, name, a, min(a + size, n), local) for a in range(0, n, size)]
         units += [Unit("text", model), Unit("score", model)]
     return units
-
-
-def score_meta(vlm: VLM, engine: str, deterministic: bool) -> dict[str, Any]:
-    """What a score file records about who made it: engine, device, dtype, library versions."""
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
-
-    import numpy
-    import open_clip
-    import torch
-
-    try:
-        ours = version("negvocab")
-    except PackageNotFoundError:
-        ours = None
-    versions = {"negvocab": ours, "torch": torch.__version__, "open_clip": open_clip.__version__, "numpy": numpy.__version__}
-    return {
-        "engine": engine,
-        "device": str(vlm.device),
-        "dtype": vlm.precision,
-        "deterministic": deterministic,
-        "python": platform.python_version(),
-        "versions": versions,
-    }
 
 
 class _Collect(logging.Handler):
@@ -211,11 +187,11 @@ class ModelHost:
         elif unit.kind == "text":
             class_emb, neg_emb, infos = W.text_inputs(cfg, work, vlm, {})
             stores = {k: (str(vlm.store(k).folder), vlm.store(k).key_doc) for k in ("image", "image-local")}
-            meta = score_meta(vlm, self.engine, cfg.deterministic)
+            meta = W.score_meta(vlm, self.engine, cfg.deterministic)
             result["text"] = {"class_emb": class_emb, "neg_emb": neg_emb, "infos": infos, "stores": stores, "meta": meta, "logit_scale": vlm.logit_scale}
         else:  # scoring with the model: the cache lacked rows (an unwritable cache)
             stats["embed_calls"] = {}
-            W.score_model(cfg, work, self.sets, self.out, vlm, stats, score_meta(vlm, self.engine, cfg.deterministic))
+            W.score_model(cfg, work, self.sets, self.out, vlm, stats, self.engine)
             stats.pop("_files", None)
 
 
@@ -230,7 +206,13 @@ def score_device(cfg: GridConfig, engine: str = "ray") -> str:
     own = dict(cfg.resources.kinds).get("score")
     if engine == "local" and (own is None or own.num_gpus is None):
         return str(resolve_device(cfg.device))
-    return "cuda" if (cfg.resources.unit("score").num_gpus or 0) > 0 else "cpu"
+    if (cfg.resources.unit("score").num_gpus or 0) <= 0:
+        return "cpu"
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ResourceError(f"{cfg.source}: [resources.score] num_gpus asks for a GPU to score on, but torch sees no CUDA device here; set num_gpus = 0")
+    return "cuda"
 
 
 def _score(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: Path, given: Mapping[str, Any]) -> dict[str, Any]:
@@ -302,6 +284,7 @@ def run_units_here(cfg: GridConfig, works: list[ModelWork], sets: Mapping[str, I
     """The local engine: every unit in this process, through one :class:`ModelHost`;
     ``{model: stats or error line}`` (as :func:`negvocab.grid.ray_engine.run_models_on_ray`)."""
     units = plan_units(cfg, works, sets)
+    score_device(cfg, "local")  # a GPU asked for and none here: one line before any work
     host = ModelHost(cfg, {w.spec.display: w for w in works}, sets, str(out), "local")
     results: dict[str, dict[str, Any] | str] = {}
     given: dict[str, dict[str, Any]] = {}
@@ -310,7 +293,7 @@ def run_units_here(cfg: GridConfig, works: list[ModelWork], sets: Mapping[str, I
             if isinstance(results.get(unit.model), str):
                 progress.update(1)  # the model failed: its other units are skipped
                 continue
-            r = host.run(unit, collect=False, given=given.get(unit.model) if unit.kind == "score" else None)
+            r = host.run(unit, collect=False, given=given.pop(unit.model, None) if unit.kind == "score" else None)  # its text goes with it
             gather(given, r)
             progress.update(1, extra=unit.images)
             if "error" in r:

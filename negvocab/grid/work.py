@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "Cell", "ModelWork", "finish_cells", "load_model", "load_score_file", "load_scores", "merge_stats", "method_spec",
+    "Cell", "ModelWork", "finish_cells", "load_model", "load_score_file", "load_scores", "merge_stats", "method_spec", "score_meta",
     "open_sets", "plan_cells", "read_cell", "read_failure", "read_scores", "score_files", "stored_json", "text_inputs", "write_failure",
 ]  # fmt: skip
 
@@ -350,11 +350,9 @@ def method_spec(cfg: GridConfig, display: str) -> MethodSpec:
     return next(m for m in cfg.methods if m.display == display)
 
 
-def score_model(
-    cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: Path, vlm: VLM, stats: dict[str, Any], meta: Mapping[str, Any] | None = None
-) -> None:
-    """Compute and store the missing score files of one model (the embeddings come from the cache
-    when an engine filled it); ``meta`` is stored with each score file."""
+def score_model(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: Path, vlm: VLM, stats: dict[str, Any], engine: str) -> None:
+    """Compute and store the missing score files of one model with its model (the embeddings come
+    from the cache when an engine filled it); each file records who made it (:func:`score_meta`)."""
     need_sets = sorted({s for _, _, s in work.missing.values()}, key=list(sets).index)
     local = any(method_spec(cfg, meth).name == "glmcm" for _, meth, _ in work.missing.values())
     images = {}
@@ -366,8 +364,33 @@ def score_model(
         logger.info("%s: %s embedded (%d images) in %.1fs", work.spec.display, name, len(sets[name]), time.perf_counter() - t0)
     class_emb, neg_emb, infos = text_inputs(cfg, work, vlm, stats.setdefault("_files", {}))
     stats.setdefault("vocabularies", {}).setdefault(work.spec.display, {}).update(infos)
+    meta = {**score_meta(vlm, engine, cfg.deterministic), "score_device": str(vlm.device)}
     seconds = score_files(cfg, work, out, images, class_emb, neg_emb, infos, str(vlm.device), meta, vlm.logit_scale)
     stats["score_seconds"] = stats.get("score_seconds", 0.0) + seconds
+
+
+def score_meta(vlm: VLM, engine: str, deterministic: bool) -> dict[str, Any]:
+    """What a score file records about who made it: engine, device, dtype, library versions."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    import numpy
+    import open_clip
+    import torch
+
+    try:
+        ours = version("negvocab")
+    except PackageNotFoundError:
+        ours = None
+    versions = {"negvocab": ours, "torch": torch.__version__, "open_clip": open_clip.__version__, "numpy": numpy.__version__}
+    return {
+        "engine": engine,
+        "device": str(vlm.device),
+        "dtype": vlm.precision,
+        "deterministic": deterministic,
+        "python": platform.python_version(),
+        "versions": versions,
+    }
 
 
 def text_inputs(cfg: GridConfig, work: ModelWork, vlm: VLM, files: dict[str, Vocabulary]) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, dict[str, Any]]]:
@@ -477,16 +500,17 @@ def merge_stats(stats: dict[str, Any], more: Mapping[str, Any]) -> None:
         stats.setdefault("model_loads", {}).update(more["model_loads"])
 
 
-def finish_cells(cfg: GridConfig, work: ModelWork, out: Path, stats: dict[str, Any], vlm: VLM | None) -> None:
+def finish_cells(cfg: GridConfig, work: ModelWork, out: Path, stats: dict[str, Any], vlm: VLM | None, engine: str) -> None:
     """Metrics of every pending cell of a model from its stored scores (and the vocabulary facts
-    stored with them); each cell stored atomically with its checksum."""
+    stored with them); each cell stored atomically with its checksum. A score file gone since its
+    unit wrote it is computed again here, with the model (recorded as made by ``engine``'s driver)."""
     for c in work.cells:
         s_id, s_ood = load_score_file(out / "scores" / f"{c.id_scores}.npz"), load_score_file(out / "scores" / f"{c.ood_scores}.npz")
         if s_id is None or s_ood is None:  # a torn, damaged or deleted score file: recompute it
             if vlm is None:
                 vlm = load_model(cfg, work.spec)
             work.missing = {c.id_scores: (c.vocabulary, c.method, "ID"), c.ood_scores: (c.vocabulary, c.method, c.ood_set)}
-            score_model(cfg, work, open_sets(cfg, {}), out, vlm, stats)
+            score_model(cfg, work, open_sets(cfg, {}), out, vlm, stats, engine)
             s_id, s_ood = load_score_file(out / "scores" / f"{c.id_scores}.npz"), load_score_file(out / "scores" / f"{c.ood_scores}.npz")
             if s_id is None or s_ood is None:
                 raise InputError(f"{out / 'scores'}: cannot store score files there")

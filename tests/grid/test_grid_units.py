@@ -148,18 +148,63 @@ def test_placement_fills_every_gpu_and_leaves_room_per_kind(grid_toml):
     ]
     eight = _Cluster(CPU=64.0, GPU=8.0, memory=512.0 * 2**30)
     cfg = load("num_cpus = 4\n")
-    ((kinds, opts, n),) = _pools(eight, cfg, units)  # 2 models, 8 GPUs: every GPU gets a model worker
+    ((kinds, opts, n),), _ = _pools(eight, cfg, units)  # 2 models, 8 GPUs: every GPU gets a model worker
     assert kinds == {"image", "text"} and (opts["num_gpus"], opts["num_cpus"], n) == (1.0, 4, 8)
     assert _request(eight, cfg, "score") == {"num_gpus": 0.0, "num_cpus": 1.0}  # scoring: no GPU
     cfg = load('num_cpus = 4\n[resources.text]\nnum_cpus = 1\n[resources.score]\nnum_cpus = 2\nmemory = "1GiB"\n')
-    text, image = _pools(eight, cfg, units)  # a text pool of one worker per model, the image pool gets the rest
-    assert (text[0], text[2], image[0], image[2]) == ({"text"}, 2, {"image"}, 6)
+    (text, image), spare = _pools(eight, cfg, units)  # a text pool of one worker per model, the image pool gets the rest
+    assert (text[0], text[2], image[0], image[2]) == ({"text"}, 2, {"image"}, 6) and spare["GPU"] == 0
     assert _request(eight, cfg, "score") == {"num_gpus": 0.0, "num_cpus": 2.0, "memory": 2**30}
     cpus = _Cluster(CPU=2.0)
-    ((_, opts, n),) = _pools(cpus, load(), units)  # no GPU: one CPU each
+    ((_, opts, n),), _ = _pools(cpus, load(), units)  # no GPU: one CPU each
     assert (opts["num_gpus"], opts["num_cpus"], n) == (0.0, 1.0, 2)
     with pytest.raises(negvocab.errors.ResourceError, match="cannot hold one model worker"):
         _pools(cpus, load("num_cpus = 4\n"), units)
+    # text workers that would take every CPU leave room for one image worker
+    (text, image), spare = _pools(_Cluster(CPU=2.0, memory=2.0**30), load('[resources.text]\nnum_cpus = 1\nmemory = "1MiB"\n'), units)
+    assert (text[2], image[2], spare["CPU"]) == (1, 1, 0)
+
+
+class _FakeRay:
+    """Ray's calls that _Workers makes: actors are names, kills are recorded."""
+
+    def __init__(self):
+        self.killed = []
+
+    def remote(self, cls):
+        ray = self
+
+        class _Handle:
+            def options(self, **opts):
+                return self
+
+            def remote(self, *args):
+                return f"actor{len(ray.killed)}-{id(args)}"
+
+        return _Handle()
+
+    def kill(self, actor):
+        self.killed.append(actor)
+
+
+def test_a_retired_text_worker_leaves_its_gpu_to_image_shards():
+    """Text and image units asking for different resources: once the text pool retires, its GPU
+    starts another image worker while shards still wait (and never more than wait, or fit)."""
+    from negvocab.grid.ray_engine import _Dispatch, _Workers
+
+    text_opts, image_opts = {"num_gpus": 1.0, "num_cpus": 1}, {"num_gpus": 1.0, "num_cpus": 4}
+    pools = [(frozenset({"text"}), text_opts, 1), (frozenset({"image"}), image_opts, 1)]
+    workers = _Workers(_FakeRay(), pools, (), {"GPU": 0.0, "CPU": 3.0})
+    plan = _Dispatch([Unit("image", "A", "ID", a, a + 8) for a in range(0, 40, 8)] + [Unit("text", "A"), Unit("score", "A")])
+    assert workers.grow(plan.waiting) == []  # nothing free yet
+    for a, (_, kinds) in list(workers.actors.items()):
+        assert plan.next_for(a, kinds) is not None  # the text unit and one shard handed out
+    text = next(a for a, (_, kinds) in workers.actors.items() if kinds == {"text"})
+    workers.retire(text)
+    assert workers.spare == {"GPU": 1.0, "CPU": 4.0}
+    (new,) = workers.grow(plan.waiting)  # 4 shards wait: one more image worker (one GPU free)
+    assert workers.actors[new][1] == {"image"} and workers.spare == {"GPU": 0.0, "CPU": 0.0}
+    assert workers.grow(plan.waiting) == []
 
 
 def test_a_model_worker_gives_its_loader_the_cpus_of_its_unit(grid_toml, tmp_path):
@@ -174,3 +219,34 @@ def test_a_model_worker_gives_its_loader_the_cpus_of_its_unit(grid_toml, tmp_pat
     r = host.run(Unit("image", "TinyA", "oodB", 0, 7), collect=False)
     assert "error" not in r and host.vlm.num_workers == min(3, os.cpu_count() or 1) - 1  # the model runs on the third
     assert r["stats"]["failed_images"] == {"oodB": []} and host.loads == {"TinyA": 1}
+
+
+def test_a_score_file_recomputed_at_the_end_records_who_made_it(grid_toml, tmp_path):
+    """finish_cells computes a score file gone since its unit wrote it (a worker that wrote to
+    another filesystem) with the model; that file records its maker as every other one does."""
+    import json
+
+    from negvocab.grid.work import finish_cells, read_cell
+
+    toml = _with(grid_toml, "batch_size = 4\n")
+    negvocab.run_grid(toml, tmp_path / "out")
+    cfg = negvocab.load_grid(toml)
+    cells = [c for c in plan_cells(cfg, open_sets(cfg)) if c.model == "TinyA"]
+    gone = tmp_path / "out" / "scores" / f"{cells[0].ood_scores}.npz"
+    made = json.loads(str(np.load(gone)["meta"]))["made_by"]
+    gone.unlink()
+    (tmp_path / "out" / "cells" / f"{cells[0].digest}.json").unlink()
+    work = ModelWork(cfg.models[0], [c for c in cells if read_cell(tmp_path / "out", c) is None])
+    finish_cells(cfg, work, tmp_path / "out", {"embed_calls": {}}, None, "ray")
+    again = json.loads(str(np.load(gone)["meta"]))["made_by"]
+    assert again == {**made, "engine": "ray"} and again["score_device"] == "cpu"
+
+
+def test_a_gpu_asked_for_scoring_where_there_is_none_is_one_line_before_any_work(grid_toml, tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    toml = _with(grid_toml, "batch_size = 4\n", "[resources.score]\nnum_gpus = 1\n")
+    with pytest.raises(negvocab.errors.ResourceError, match=r"\[resources.score\] num_gpus asks for a GPU.*set num_gpus = 0"):
+        negvocab.run_grid(toml, tmp_path / "out")
+    assert not list((tmp_path / "cache").glob("image/*/*.npy"))  # before any image was embedded
