@@ -46,12 +46,13 @@ from negvocab.errors import DiskFullError, InputError, NegvocabError
 from negvocab.grid.config import GridConfig, load_config, spec_digest
 from negvocab.grid.ray_engine import run_models_on_ray
 from negvocab.grid.tables import GridResult
-from negvocab.grid.units import deterministic_config, run_units_here
+from negvocab.grid.units import deterministic_config, run_units_here, score_device
 from negvocab.grid.work import (
     Cell,
     ModelWork,
     finish_cells,
     load_scores,
+    made_on_other_device,
     merge_stats,
     open_sets,
     plan_cells,
@@ -207,11 +208,15 @@ def _run_claimed(cfg: GridConfig, out: Path, engine: str, ray_address: str | Non
             write_failure(out, c, c.error)
     by_model = _cells_by_model(cfg, [c for c in cells if not c.error])
     todo: list[ModelWork] = []
+    device = score_device(cfg, engine)  # where score units compute: a method bound to it is redone on another
     for m in cfg.models:
-        work = ModelWork(m, [c for c in by_model[m.display] if read_cell(out, c) is None])
+        elsewhere = {c.digest for c in by_model[m.display] if made_on_other_device(cfg, out, c, device)}
+        if elsewhere:
+            logger.warning("%s: %d cells of a method whose scores depend on the device (grouping = neglabel) were scored on another kind of device than %s; computing them again", m.display, len(elsewhere), device)
+        work = ModelWork(m, [c for c in by_model[m.display] if c.digest in elsewhere or read_cell(out, c) is None])
         for c in work.cells:
             for digest, set_name in ((c.id_scores, "ID"), (c.ood_scores, c.ood_set)):
-                if load_scores(out / "scores" / f"{digest}.npz") is None:
+                if c.digest in elsewhere or load_scores(out / "scores" / f"{digest}.npz") is None:
                     work.missing[digest] = (c.vocabulary, c.method, set_name)
         if work.cells:
             todo.append(work)

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "Cell", "ModelWork", "finish_cells", "load_model", "load_score_file", "load_scores", "merge_stats", "method_spec", "score_meta",
+    "Cell", "ModelWork", "finish_cells", "load_model", "load_score_file", "load_scores", "made_on_other_device", "merge_stats", "method_spec", "score_meta",
     "open_sets", "plan_cells", "read_cell", "read_failure", "read_scores", "score_files", "stored_json", "text_inputs", "write_failure",
 ]  # fmt: skip
 
@@ -254,6 +254,22 @@ def load_score_file(path: Path) -> tuple[np.ndarray, dict[str, Any]] | None:
         logger.warning("%s: not a valid score file (%s); computing it again", path, str(e).splitlines()[0] if str(e) else type(e).__name__)
         path.unlink(missing_ok=True)
         return None
+
+
+def made_on_other_device(cfg: GridConfig, out: Path, cell: Cell, device: str) -> bool:
+    """True when ``cell``'s method depends on the kind of device it scores on (NegLabel's own
+    grouping: ``Method.depends_on_device``) and a stored score file of it was computed on another
+    kind than ``device``: a resumed run computes it again, as a clean run here would."""
+    spec = method_spec(cfg, cell.method)
+    if not get_method(spec.name).depends_on_device(dict(spec.params)):
+        return False
+    want = str(device).split(":")[0]
+    for digest in (cell.id_scores, cell.ood_scores):
+        got = load_score_file(out / "scores" / f"{digest}.npz")
+        made = str((got[1].get("made_by") or {}).get("score_device", want)) if got is not None else want
+        if made.split(":")[0] != want:
+            return True
+    return False
 
 
 def load_scores(path: Path) -> np.ndarray | None:

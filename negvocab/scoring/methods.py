@@ -174,6 +174,13 @@ class Method:
     one_pass_kernel: str | None = None
     #: inputs beside the embeddings (glmcm: ``local``, the patch features)
     inputs: tuple[str, ...] = field(default=())
+    #: parameter values under which the scores depend on the kind of device they are computed on
+    #: (``grouping="neglabel"``: NegLabel's ``torch.randperm`` differs between CPU and CUDA)
+    device_bound: tuple[tuple[str, Any], ...] = field(default=())
+
+    def depends_on_device(self, params: Mapping[str, Any]) -> bool:
+        """True when scores with ``params`` differ by the device type they were computed on."""
+        return any(params.get(k) == v for k, v in self.device_bound)
 
     @property
     def scorer(self) -> Callable[..., np.ndarray]:
@@ -202,12 +209,12 @@ METHODS: dict[str, Method] = {
         Method("glmcm", "mcm:glmcm", ("T", "lam"), "Miyai et al., Zero-shot in-distribution detection in multi-object settings using vision-language foundation models, 2023",
                aliases=("gl-mcm", "gl_mcm"), inputs=("local",)),
         Method("neglabel", "neglabel:neglabel", ("tau", "groups", "grouping", "seed", "topk"), "Jiang et al., Negative label guided OOD detection with pretrained vision-language models, ICLR 2024",
-               needs_negatives=True, one_pass_kernel="neglabel:neglabel_prefixes"),
+               needs_negatives=True, one_pass_kernel="neglabel:neglabel_prefixes", device_bound=(("grouping", "neglabel"),)),
         Method("eoe", "eoe:eoe", ("beta", "T"), "Cao et al., Envisioning outlier exposure by large language models for out-of-distribution detection, ICML 2024",
                needs_negatives=True, one_pass_kernel="eoe:eoe_prefixes"),
         Method("neglabel_eoe", "eoe:neglabel_eoe", ("tau", "groups", "grouping", "seed", "beta", "penalty_T"),
                "Rozumnyi et al., Fi-ImageNet-1k: An OOD Benchmark From the Inside of the ImageNet-1k Validation Set, arXiv:2609.01027",
-               needs_negatives=True, aliases=("neglabel+eoe", "neglabel-eoe"), one_pass_kernel="eoe:neglabel_eoe_prefixes"),
+               needs_negatives=True, aliases=("neglabel+eoe", "neglabel-eoe"), one_pass_kernel="eoe:neglabel_eoe_prefixes", device_bound=(("grouping", "neglabel"),)),
         Method("msp", "logits:msp", ("logit_scale",), "Hendrycks and Gimpel, A baseline for detecting misclassified and out-of-distribution examples in neural networks, ICLR 2017",
                aliases=("maxsoftmax",)),
         Method("maxlogit", "logits:maxlogit", ("logit_scale",), "Hendrycks et al., Scaling out-of-distribution detection for real-world settings, ICML 2022",

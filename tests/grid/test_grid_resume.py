@@ -287,3 +287,33 @@ def test_a_full_disk_mid_grid_is_one_line_and_the_rerun_equals_a_clean_run(small
     assert len(list((out / "cells").glob("*.json"))) == 3
     assert CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(out)]).exit_code == 0
     assert _files(out) == _files(clean)
+
+
+def test_cells_bound_to_the_device_are_redone_when_scored_on_another_kind(small, tmp_path, caplog):
+    """NegLabel's own grouping draws its permutation on the scoring device (CPU and CUDA differ):
+    a folder whose such score files say CUDA, resumed here on the CPU, has them computed again and
+    equals a clean CPU run; the default grouping's files are kept as they are."""
+    root, write, _ = small
+    toml = write()
+    text = toml.read_text().replace("params = { groups = 2 }", 'params = { groups = 2, grouping = "neglabel" }\n[[methods]]\nname = "neglabel"\nlabel = "NegLabel (stratified)"\nparams = { groups = 2 }')
+    toml.write_text(text)
+    out = tmp_path / "out"
+    clean = negvocab.run_grid(toml, out)
+    files = _files(out)
+    cfg = negvocab.load_grid(toml)
+    cells = negvocab.grid.work.plan_cells(cfg, negvocab.grid.work.open_sets(cfg))
+    bound = {c.id_scores for c in cells if c.method == "neglabel"}
+    kept = {c.id_scores for c in cells if c.method == "NegLabel (stratified)"}
+    for path in (out / "scores").glob("*.npz"):  # as if scored on a GPU
+        with np.load(path, allow_pickle=False) as z:
+            scores, meta = z["scores"], json.loads(str(z["meta"]))
+        meta["made_by"]["score_device"] = "cuda:0"
+        np.savez(path, scores=scores, meta=np.array(json.dumps(meta)))
+    caplog.set_level("WARNING")
+    again = negvocab.run_grid(toml, out)
+    said = [r.getMessage() for r in caplog.records if "depend on the device" in r.getMessage()]
+    assert len(said) == 1 and " 6 cells " in said[0], said  # 3 vocabularies x 2 OOD sets, grouping = neglabel only
+    assert again.stats["cells_to_run"] == 6 and again.rows == clean.rows
+    redone = {name for name, data in _files(out).items() if data == files.get(name)}
+    assert all(f"scores/{d}.npz" in redone for d in bound)  # recomputed here: the clean run's bytes again
+    assert kept and not any(f"scores/{d}.npz" in redone for d in kept)  # the stratified files still say cuda:0
