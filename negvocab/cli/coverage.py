@@ -35,6 +35,7 @@ from negvocab.cli.options import (
 from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder_report, writing
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import read_id_classes
+from negvocab.report.plots import check_plot_formats
 from negvocab.scoring.methods import NEEDS_NEGATIVES, canonical_method
 from negvocab.vocab import Vocabulary
 
@@ -95,8 +96,7 @@ def coverage_cmd(
     key = canonical_method(method)
     if key not in NEEDS_NEGATIVES:
         raise InputError(f"--method {key} uses no negative labels; coverage needs neglabel, eoe or neglabel_eoe")
-    if plot_format not in ("png", "pdf", "svg"):
-        raise InputError(f"unknown --plot-format {plot_format!r}; choose png, pdf or svg")
+    check_plot_formats([plot_format], "--plot-format")
     claim_results_folder(output, COVERAGE_FILES, overwrite=overwrite)
     check_scoring_options(params, convention=convention, tpr=tpr, n_boot=0)
     if repair < 0:

@@ -42,6 +42,7 @@ from negvocab.cli.options import (
 from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder_report, writing
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import read_id_classes
+from negvocab.report.plots import check_plot_formats
 from negvocab.report.results import RESULT_FILES, SWEEP_FILES, format_table, write_results, write_sweep
 from negvocab.scoring.methods import METHODS, NEEDS_NEGATIVES, canonical_method
 from negvocab.vocab import Vocabulary
@@ -181,9 +182,7 @@ def sweep_cmd(
 
     # fail on bad options before loading a model or reading images
     key = canonical_method(method)
-    formats = [f.strip().lower().lstrip(".") for f in plot_format.split(",") if f.strip()]
-    if not formats or any(f not in ("png", "pdf", "svg") for f in formats):
-        raise InputError(f"--plot-format {plot_format!r}: give png, pdf or svg, comma-separated")
+    formats = check_plot_formats([f for f in plot_format.split(",") if f.strip()], "--plot-format")
     claim_results_folder(output, SWEEP_FILES, overwrite=overwrite)  # held until the command ends
     if key not in NEEDS_NEGATIVES:
         raise InputError(f"--method {key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")

@@ -116,6 +116,26 @@ class _Collect(logging.Handler):
 
 
 @contextlib.contextmanager
+def _running(cfg: GridConfig, unit: Unit, collect: bool = True) -> Iterator[dict[str, Any]]:
+    """The result of running ``unit`` in the block: its time, the warnings logged meanwhile
+    (``collect``), its process, and ``"error"`` for a user-facing failure (the block stops there)."""
+    handler = _Collect()
+    root = logging.getLogger("negvocab")
+    if collect:
+        root.addHandler(handler)
+    t0 = time.perf_counter()
+    result: dict[str, Any] = {"unit": unit, "stats": {}}
+    try:
+        with _deterministic(cfg.deterministic, cfg.resources.unit(unit.kind).cpus):
+            yield result
+    except NegvocabError as e:
+        result["error"] = str(e)
+    finally:
+        root.removeHandler(handler)
+        result |= {"seconds": time.perf_counter() - t0, "warnings": handler.lines, "pid": os.getpid()}
+
+
+@contextlib.contextmanager
 def _deterministic(on: bool, threads: float) -> Iterator[None]:
     if not on:
         yield
@@ -155,28 +175,16 @@ class ModelHost:
         ``"text"``: what its model's score unit needs) or, for a user-facing failure (a model that
         cannot load, an unreadable set), ``"error"``. A score unit scores from the cache with
         ``given`` (:func:`score_unit`) and, when the cache lacks rows, with this worker's model."""
-        handler = _Collect()
-        root = logging.getLogger("negvocab")
-        if collect:
-            root.addHandler(handler)
-        t0 = time.perf_counter()
-        result: dict[str, Any] = {"unit": unit, "stats": {}}
-        try:
-            with _deterministic(self.cfg.deterministic, self.cfg.resources.unit(unit.kind).cpus):
-                if unit.kind == "score" and given is not None:
-                    try:
-                        result["stats"] = _score(self.cfg, self.works[unit.model], self.sets, self.out, given)
-                        given = None
-                    except CacheMiss as e:
-                        logger.warning("%s: %s; embedding them again with the model", unit, e)
-                if unit.kind != "score" or given is not None or not result["stats"]:
-                    self._run(unit, self._model(unit.model), result)
-        except NegvocabError as e:
-            result["error"] = str(e)
-        finally:
-            root.removeHandler(handler)
-        result |= {"seconds": time.perf_counter() - t0, "warnings": handler.lines, "loads": dict(self.loads), "pid": os.getpid()}
-        return result
+        with _running(self.cfg, unit, collect) as result:
+            if unit.kind == "score" and given is not None:
+                try:
+                    result["stats"] = _score(self.cfg, self.works[unit.model], self.sets, self.out, given)
+                    given = None
+                except CacheMiss as e:
+                    logger.warning("%s: %s; embedding them again with the model", unit, e)
+            if unit.kind != "score" or given is not None or not result["stats"]:
+                self._run(unit, self._model(unit.model), result)
+        return result | {"loads": dict(self.loads)}
 
     def _run(self, unit: Unit, vlm: VLM, result: dict[str, Any]) -> None:
         cfg, work, stats = self.cfg, self.works[unit.model], result["stats"]
@@ -248,22 +256,12 @@ def _score(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: 
 def score_unit(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: str, given: Mapping[str, Any]) -> dict[str, Any]:
     """A score unit as a Ray task (no model): as :meth:`ModelHost.run`'s result; ``"cache_miss"``
     when the cache lacks rows (the driver then gives the unit to a model worker)."""
-    handler = _Collect()
-    root = logging.getLogger("negvocab")
-    root.addHandler(handler)
-    t0 = time.perf_counter()
-    unit = Unit("score", work.spec.display)
-    result: dict[str, Any] = {"unit": unit, "stats": {}}
-    try:
-        with _deterministic(cfg.deterministic, cfg.resources.unit("score").cpus):
+    with _running(cfg, Unit("score", work.spec.display)) as result:
+        try:
             result["stats"] = _score(cfg, work, sets, Path(out), given)
-    except CacheMiss as e:
-        result["cache_miss"] = str(e)
-    except NegvocabError as e:
-        result["error"] = str(e)
-    finally:
-        root.removeHandler(handler)
-    return result | {"seconds": time.perf_counter() - t0, "warnings": handler.lines, "loads": {}, "pid": os.getpid()}
+        except CacheMiss as e:
+            result["cache_miss"] = str(e)
+    return result | {"loads": {}}
 
 
 def gather(given: dict[str, dict[str, Any]], result: Mapping[str, Any]) -> None:

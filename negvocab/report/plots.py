@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PLOT_FORMATS",
+    "check_plot_formats",
     "figure_png",
     "outside_texts",
     "overlay_figure",
@@ -53,6 +54,18 @@ __all__ = [
 
 #: file suffix -> (matplotlib format, dpi)
 PLOT_FORMATS: dict[str, tuple[str, int | None]] = {".png": ("png", 300), ".pdf": ("pdf", None), ".svg": ("svg", None)}
+
+
+def check_plot_formats(formats: Sequence[str], option: str = "plot format") -> list[str]:
+    """``formats`` (``png``, ``pdf``, ``svg``; a leading dot and case ignored), or one line naming the bad one."""
+    names = [str(f).strip().lower().lstrip(".") for f in formats]
+    bad = [f for f, n in zip(formats, names) if f".{n}" not in PLOT_FORMATS]
+    choose = "png, pdf or svg"
+    if bad:
+        raise InputError(f"unknown {option} {bad[0]!r}; choose {choose}")
+    if not names:
+        raise InputError(f"{option}: give {choose}, comma-separated")
+    return names
 #: the fields that tell series apart, with how each is shown
 _SERIES_FIELDS = (("model", "{}"), ("pretrained", "{}"), ("method", "{}"), ("vocabulary", "{}"), ("templates", "templates {}"), ("convention", "{} convention"), ("ood_set", "OOD {}"))
 

@@ -20,7 +20,7 @@ from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.errors import InputError
 from negvocab.evaluation.rows import SUMMARY_ROWS, conventions, grouping_params, jsonable
 from negvocab.outdir import staged_folder
-from negvocab.report.plots import plot_sweep
+from negvocab.report.plots import check_plot_formats, plot_sweep
 from negvocab.textfiles import csv_text
 
 if TYPE_CHECKING:
@@ -179,9 +179,8 @@ def write_sweep(result: SweepResult, out_dir: str | os.PathLike[str], *, overwri
     ``sweep.png`` (the report shows it), the same figure as ``sweep.pdf``/``sweep.svg`` for each of
     ``plot_formats`` ("pdf", "svg"), and ``sweep.json`` in ``out_dir``, written as a whole like
     :func:`write_results` (``sweep.json`` last; ``overwrite`` as there)."""
-    bad = [f for f in plot_formats if f not in ("png", "pdf", "svg")]
-    if bad:
-        raise InputError(f"unknown plot format {bad[0]!r}; choose png, pdf or svg")
+    if plot_formats:
+        check_plot_formats(plot_formats)
     with staged_folder(out_dir, SWEEP_FILES, "sweep.json", overwrite=overwrite) as stage:
         _write_sweep_files(result, stage, plot_formats)
     return Path(out_dir)

@@ -180,7 +180,7 @@ def test_score_errors_are_one_line(tiny, tmp_path, extra, message):
         (["--sizes", "3,x"], "not an integer"),
         (["--sizes", "3", "--method", "mcm"], "mcm does not use negative labels"),
         (["--sizes", "3", "--convention", "fpr"], "unknown --convention"),
-        (["--sizes", "3", "--plot-format", "pdf,jpg"], "--plot-format 'pdf,jpg': give png, pdf or svg"),
+        (["--sizes", "3", "--plot-format", "pdf,jpg"], "unknown --plot-format 'jpg'; choose png, pdf or svg"),
     ],
 )
 def test_sweep_option_errors_come_before_loading_a_model(tiny, tmp_path, extra, message):
