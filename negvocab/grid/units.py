@@ -18,10 +18,10 @@ hosts per worker slot (an actor per GPU or per ``num_cpus`` CPUs) and hands each
 of the model it holds when there is one (:mod:`negvocab.grid.ray_engine`).
 
 Deterministic mode (``--deterministic``, ``[grid] deterministic = true``): every model in fp32,
-``torch.use_deterministic_algorithms``, torch's threads fixed to the unit kind's ``num_cpus``, and
-the same shards and batches on both engines, so their score files hold bit-identical scores on
-CPU for the tests' grid (not yet for the example grid, whose WordNet builder runs in the text unit:
-docs/howto/grids.md). Every score file records who made it (:func:`negvocab.grid.work.score_meta`: engine, device, dtype, versions;
+``torch.use_deterministic_algorithms`` (under which text is encoded in fixed chunks:
+:func:`negvocab.vlm.text.encode_labels`), torch's threads fixed to the unit kind's ``num_cpus``,
+and the same shards and batches on both engines, so their score files hold bit-identical scores
+on CPU (docs/howto/grids.md). Every score file records who made it (:func:`negvocab.grid.work.score_meta`: engine, device, dtype, versions;
 ``score_device``: where the scores were computed).
 """
 

@@ -174,3 +174,19 @@ def test_a_worker_killed_mid_grid_gives_the_same_results(cluster, grid_toml, gri
     a, b = {_key(r): r for r in on_ray.rows}, {_key(r): r for r in local.rows}
     assert max(abs(a[k][m] - b[k][m]) for k in a for m in ("fpr", "auroc", "aupr_in")) <= 1e-6
     _check_cache(tmp_path / "cache")
+
+
+def test_a_retired_text_worker_hands_its_share_to_image_shards(cluster, grid_toml, tmp_path, caplog):
+    """Text units asking for other resources than image units get their own pool; once the text
+    worker retires, its CPU starts a second image worker while shards still wait."""
+    text = grid_toml.read_text().replace("[grid]\n", "[grid]\nbatch_size = 4\n")
+    text = text.replace('[[models]]\nname = "TinyB"\nmodel_config = "TinyB.json"\nrandom_weights = true\nseed = 1\n', "")  # one model
+    grid_toml.write_text(text + '\n[resources]\nshard_images = 4\nnum_cpus = 1\n[resources.text]\nnum_cpus = 1\nmemory = "64MiB"\n')
+    caplog.set_level(logging.INFO)
+    res = negvocab.run_grid(grid_toml, tmp_path / "ray", engine="ray")
+    assert res.status["total"] == {"done": 40, "pending": 0, "failed": 0}
+    said = [r.getMessage() for r in caplog.records if r.name == "negvocab.grid.ray_engine"]
+    assert "1 model workers for text units (0 GPUs, 1 CPUs each)" in said and "1 model workers for image units (0 GPUs, 1 CPUs each)" in said
+    assert any("started: a retired worker left room and image units wait" in m for m in said), said
+    image_pids = {r.worker_pid for r in caplog.records if ": image " in r.getMessage() and " done on worker " in r.getMessage()}
+    assert len(image_pids) == 2  # shards ran on the first image worker and on the one started later
