@@ -72,7 +72,7 @@ class FolderClaim:
         _forget(self)
         if self.created:
             with contextlib.suppress(OSError):
-                self.folder.rmdir()  # only when empty: nothing of this run to keep
+                Path(self.key).rmdir()  # only when empty: nothing of this run to keep (the real path: the cwd may have changed)
         os.close(self.fd)  # closing the descriptor drops the lock
 
 

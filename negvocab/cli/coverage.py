@@ -96,7 +96,7 @@ def coverage_cmd(
     key = canonical_method(method)
     if key not in NEEDS_NEGATIVES:
         raise InputError(f"--method {key} uses no negative labels; coverage needs neglabel, eoe or neglabel_eoe")
-    check_plot_formats([plot_format], "--plot-format")
+    plot_format = check_plot_formats([plot_format], "--plot-format")[0]
     claim_results_folder(output, COVERAGE_FILES, overwrite=overwrite)
     check_scoring_options(params, convention=convention, tpr=tpr, n_boot=0)
     if repair < 0:

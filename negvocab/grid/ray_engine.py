@@ -26,12 +26,13 @@ local engine does, so the results do not depend on the engine.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from negvocab.errors import ResourceError
+from negvocab.errors import DiskFullError, ResourceError
 from negvocab.grid.units import ModelHost, Unit, gather, plan_units, score_unit, unit_progress
 from negvocab.grid.work import merge_stats
 from negvocab.paths import cache_dir
@@ -144,7 +145,7 @@ _KEYS = (("num_gpus", "GPU"), ("num_cpus", "CPU"), ("memory", "memory"))
 
 def _fits(have: Mapping[str, float], opts: Mapping[str, Any]) -> int:
     """How many units asking for ``opts`` the resources ``have`` hold at once."""
-    n = [int(have.get(res, 0) // opts[key]) for key, res in _KEYS if opts.get(key)]
+    n = [int(have.get(res, 0) / opts[key] + 1e-9) for key, res in _KEYS if opts.get(key)]  # 1.0 GPU / 0.1: 10, not 9
     return min(n) if n else 1 << 20
 
 
@@ -248,12 +249,14 @@ class _Workers:
         self.actors: dict[int, tuple[Any, frozenset[str]]] = {}
         self.pool_of: dict[int, int] = {}
         self._next = 0
-        for i, (_, _, n) in enumerate(pools):
+        for i, (_, opts, n) in enumerate(pools):
+            _take(self.spare, opts, -n)  # counted out by _pools; start() counts each worker out again
             for _ in range(n):
                 self.start(i)
 
     def start(self, pool: int) -> None:
         kinds, opts, _ = self.pools[pool]
+        _take(self.spare, opts, 1)
         host = self.ray.remote(ModelHost).options(**opts, max_restarts=MAX_RETRIES, max_task_retries=MAX_RETRIES)
         self.actors[self._next] = (host.remote(*self.args), kinds)
         self.pool_of[self._next] = pool
@@ -275,7 +278,6 @@ class _Workers:
             mine = sum(1 for a in self.pool_of.values() if a == i)
             n = min(waiting(kinds) - mine, _fits(self.spare, opts), self.cap - mine)
             for _ in range(max(n, 0)):
-                _take(self.spare, opts, 1)
                 new.append(self._next)
                 self.start(i)
         return new
@@ -336,6 +338,8 @@ def _drive(ray: Any, workers: _Workers, units: list[Unit], score: Any) -> tuple[
                     workers.ensure_image_worker()
                     continue
                 progress.update(1, extra=unit.images)
+                if r.get("disk_full"):  # the run stops, a rerun resumes where it stopped
+                    raise DiskFullError(errno.ENOSPC, r["error"])
                 if "error" in r:
                     logger.error("%s: %s", unit, r["error"])
                     results[unit.model] = r["error"]

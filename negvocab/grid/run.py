@@ -46,7 +46,7 @@ from negvocab.errors import DiskFullError, InputError, NegvocabError
 from negvocab.grid.config import GridConfig, load_config, spec_digest
 from negvocab.grid.ray_engine import run_models_on_ray
 from negvocab.grid.tables import GridResult
-from negvocab.grid.units import deterministic_config, run_units_here, score_device
+from negvocab.grid.units import deterministic_config, run_units_here
 from negvocab.grid.work import (
     Cell,
     ModelWork,
@@ -54,6 +54,7 @@ from negvocab.grid.work import (
     load_scores,
     made_on_other_device,
     merge_stats,
+    score_device,
     open_sets,
     plan_cells,
     read_cell,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import logging
 import os
 import time
@@ -37,13 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from negvocab.errors import NegvocabError, ResourceError
+from negvocab.errors import DiskFullError, NegvocabError
 from negvocab.grid import work as W
 from negvocab.grid.config import GridConfig
 from negvocab.progress import Progress
 from negvocab.vlm.cache import EmbeddingStore
 from negvocab.vlm.images import file_key
-from negvocab.vlm.loading import resolve_device
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "CacheMiss", "ModelHost", "Unit", "deterministic_config", "gather", "plan_units", "run_units_here", "score_device",
+    "CacheMiss", "ModelHost", "Unit", "deterministic_config", "gather", "plan_units", "run_units_here",
     "score_unit", "unit_progress",
 ]  # fmt: skip
 
@@ -130,6 +130,7 @@ def _running(cfg: GridConfig, unit: Unit, collect: bool = True) -> Iterator[dict
             yield result
     except NegvocabError as e:
         result["error"] = str(e)
+        result["disk_full"] = isinstance(e, DiskFullError)  # not the model's fault: the driver stops the run
     finally:
         root.removeHandler(handler)
         result |= {"seconds": time.perf_counter() - t0, "warnings": handler.lines, "pid": os.getpid()}
@@ -207,22 +208,6 @@ class CacheMiss(NegvocabError):
     """The embedding cache lacks image rows a score unit needs (an unwritable cache): scored with the model instead."""
 
 
-def score_device(cfg: GridConfig, engine: str = "ray") -> str:
-    """Where score units compute: ``[resources.score] num_gpus`` decides when given; else the grid's
-    device on the local engine (as before score units: NegLabel's grouping permutation depends on
-    the device, and its published numbers were scored on CUDA) and the CPU on Ray (no GPU asked)."""
-    own = dict(cfg.resources.kinds).get("score")
-    if engine == "local" and (own is None or own.num_gpus is None):
-        return str(resolve_device(cfg.device))
-    if (cfg.resources.unit("score").num_gpus or 0) <= 0:
-        return "cpu"
-    import torch
-
-    if not torch.cuda.is_available():
-        raise ResourceError(f"{cfg.source}: [resources.score] num_gpus asks for a GPU to score on, but torch sees no CUDA device here; set num_gpus = 0")
-    return "cuda"
-
-
 def _score(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: Path, given: Mapping[str, Any]) -> dict[str, Any]:
     """A score unit without a model: each needed set's image rows read from the cache (the images
     the image units could not read left out), the text from its text unit; the score files stored."""
@@ -247,7 +232,7 @@ def _score(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: 
             raise CacheMiss(f"{missing} image rows of {name} are not in the embedding cache ({stores[0].folder})")
         images[name] = (rows[0][1], rows[1][1] if local else None)
         calls[(work.spec.display, name)] = 1
-    device = score_device(cfg, text["meta"].get("engine", "ray"))
+    device = W.score_device(cfg, text["meta"].get("engine", "ray"))
     meta = {**text["meta"], "score_device": device}
     seconds = W.score_files(cfg, work, out, images, text["class_emb"], text["neg_emb"], text["infos"], device, meta, text.get("logit_scale"))
     return {"embed_calls": calls, "vocabularies": {work.spec.display: dict(text["infos"])}, "score_seconds": seconds}
@@ -282,7 +267,7 @@ def run_units_here(cfg: GridConfig, works: list[ModelWork], sets: Mapping[str, I
     """The local engine: every unit in this process, through one :class:`ModelHost`;
     ``{model: stats or error line}`` (as :func:`negvocab.grid.ray_engine.run_models_on_ray`)."""
     units = plan_units(cfg, works, sets)
-    score_device(cfg, "local")  # a GPU asked for and none here: one line before any work
+    W.score_device(cfg, "local")  # a GPU asked for and none here: one line before any work
     host = ModelHost(cfg, {w.spec.display: w for w in works}, sets, str(out), "local")
     results: dict[str, dict[str, Any] | str] = {}
     given: dict[str, dict[str, Any]] = {}
@@ -294,6 +279,8 @@ def run_units_here(cfg: GridConfig, works: list[ModelWork], sets: Mapping[str, I
             r = host.run(unit, collect=False, given=given.pop(unit.model, None) if unit.kind == "score" else None)  # its text goes with it
             gather(given, r)
             progress.update(1, extra=unit.images)
+            if r.get("disk_full"):
+                raise DiskFullError(errno.ENOSPC, r["error"])
             if "error" in r:
                 logger.error("%s: %s", unit, r["error"])
                 results[unit.model] = r["error"]

@@ -23,13 +23,14 @@ from negvocab.atomic import atomic_path, write_json
 from negvocab.builders.wordnet import build_wordnet_vocabulary
 from negvocab.data.fi_imagenet import fi_imagenet
 from negvocab.data.layouts import open_image_set
-from negvocab.errors import InputError
+from negvocab.errors import InputError, ResourceError
 from negvocab.grid.config import GridConfig, ImageSpec, MethodSpec, ModelSpec, VocabSpec, spec_digest
 from negvocab.labels.candidates import sample_pool
 from negvocab.labels.imagenet import imagenet1k, read_id_classes
 from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import NEEDS_NEGATIVES, get_method, scorer_params
 from negvocab.vlm.images import file_key
+from negvocab.vlm.loading import resolve_device
 from negvocab.vlm.model import VLM
 from negvocab.vocab import Vocabulary
 
@@ -41,7 +42,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "Cell", "ModelWork", "finish_cells", "load_model", "load_score_file", "load_scores", "made_on_other_device", "merge_stats", "method_spec", "score_meta",
+    "Cell", "ModelWork", "finish_cells", "load_model", "load_score_file", "load_scores", "made_on_other_device", "merge_stats",
+    "method_spec", "score_device", "score_meta",
     "open_sets", "plan_cells", "read_cell", "read_failure", "read_scores", "score_files", "stored_json", "text_inputs", "write_failure",
 ]  # fmt: skip
 
@@ -258,18 +260,30 @@ def load_score_file(path: Path) -> tuple[np.ndarray, dict[str, Any]] | None:
 
 def made_on_other_device(cfg: GridConfig, out: Path, cell: Cell, device: str) -> bool:
     """True when ``cell``'s method depends on the kind of device it scores on (NegLabel's own
-    grouping: ``Method.depends_on_device``) and a stored score file of it was computed on another
-    kind than ``device``: a resumed run computes it again, as a clean run here would."""
+    grouping: ``Method.depends_on_device``) and a stored score file of it says it was computed on
+    another kind than ``device``: a resumed run computes it again, as a clean run here would. Reads
+    only what the files record and never removes one (a file it cannot read is left to the run's
+    own checks: a finished cell's file may be of an older format that tables still read)."""
     spec = method_spec(cfg, cell.method)
     if not get_method(spec.name).depends_on_device(dict(spec.params)):
         return False
     want = str(device).split(":")[0]
     for digest in (cell.id_scores, cell.ood_scores):
-        got = load_score_file(out / "scores" / f"{digest}.npz")
-        made = str((got[1].get("made_by") or {}).get("score_device", want)) if got is not None else want
-        if made.split(":")[0] != want:
+        made = _made_by(out / "scores" / f"{digest}.npz").get("score_device")
+        if made is not None and str(made).split(":")[0] != want:
             return True
     return False
+
+
+def _made_by(path: Path) -> dict[str, Any]:
+    """What a score file records about who made it; empty when it records nothing or cannot be read."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"][()]))
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return {}
+    made = meta.get("made_by") if isinstance(meta, dict) else None
+    return made if isinstance(made, dict) else {}
 
 
 def load_scores(path: Path) -> np.ndarray | None:
@@ -380,9 +394,26 @@ def score_model(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], 
         logger.info("%s: %s embedded (%d images) in %.1fs", work.spec.display, name, len(sets[name]), time.perf_counter() - t0)
     class_emb, neg_emb, infos = text_inputs(cfg, work, vlm, stats.setdefault("_files", {}))
     stats.setdefault("vocabularies", {}).setdefault(work.spec.display, {}).update(infos)
-    meta = {**score_meta(vlm, engine, cfg.deterministic), "score_device": str(vlm.device)}
-    seconds = score_files(cfg, work, out, images, class_emb, neg_emb, infos, str(vlm.device), meta, vlm.logit_scale)
+    device = score_device(cfg, engine)  # as the score units: a device-bound method gives the same scores
+    meta = {**score_meta(vlm, engine, cfg.deterministic), "score_device": device}
+    seconds = score_files(cfg, work, out, images, class_emb, neg_emb, infos, device, meta, vlm.logit_scale)
     stats["score_seconds"] = stats.get("score_seconds", 0.0) + seconds
+
+
+def score_device(cfg: GridConfig, engine: str = "ray") -> str:
+    """Where score units compute: ``[resources.score] num_gpus`` decides when given; else the grid's
+    device on the local engine (as before score units: NegLabel's grouping permutation depends on
+    the device, and its published numbers were scored on CUDA) and the CPU on Ray (no GPU asked)."""
+    own = dict(cfg.resources.kinds).get("score")
+    if engine == "local" and (own is None or own.num_gpus is None):
+        return str(resolve_device(cfg.device))
+    if (cfg.resources.unit("score").num_gpus or 0) <= 0:
+        return "cpu"
+    import torch
+
+    if engine == "local" and not torch.cuda.is_available():  # on Ray the task runs where Ray puts it (a GPU node)
+        raise ResourceError(f"{cfg.source}: [resources.score] num_gpus asks for a GPU to score on, but torch sees no CUDA device here; set num_gpus = 0")
+    return "cuda"
 
 
 def score_meta(vlm: VLM, engine: str, deterministic: bool) -> dict[str, Any]:

@@ -179,8 +179,7 @@ def write_sweep(result: SweepResult, out_dir: str | os.PathLike[str], *, overwri
     ``sweep.png`` (the report shows it), the same figure as ``sweep.pdf``/``sweep.svg`` for each of
     ``plot_formats`` ("pdf", "svg"), and ``sweep.json`` in ``out_dir``, written as a whole like
     :func:`write_results` (``sweep.json`` last; ``overwrite`` as there)."""
-    if plot_formats:
-        check_plot_formats(plot_formats)
+    plot_formats = check_plot_formats(plot_formats) if plot_formats else []
     with staged_folder(out_dir, SWEEP_FILES, "sweep.json", overwrite=overwrite) as stage:
         _write_sweep_files(result, stage, plot_formats)
     return Path(out_dir)

@@ -215,7 +215,8 @@ def encode_labels(
     Under ``torch.use_deterministic_algorithms`` every chunk holds :data:`CHUNK_PROMPTS` prompts
     instead: prompts are sorted and batched within a chunk, and a row's float32 result depends on
     its batch (its companions and its cut length; up to ~1e-7), so chunks sized by the clock would
-    give another run other bits.
+    give another run other bits. (The chunks are counted over the labels given: through the cache,
+    the ones it lacks, so two runs match bit for bit when their caches held the same labels.)
     """
     import torch
 

@@ -105,9 +105,10 @@ def test_sweep_vocabulary_equals_per_size_evaluation(sets, classes, tmp_path):
         ev = evaluate.evaluate_vocabularies(vlm, *sets, {"v": vocab.head(r["M"])}, ["neglabel"], id_classes=classes, templates="single", params={"groups": 5}, n_boot=0)
         assert r["fpr"] == pytest.approx(ev.rows[0]["fpr"]) and r["auroc"] == pytest.approx(ev.rows[0]["auroc"], abs=1e-9)
     assert res.references[0]["oracle"] is True and res.references[0]["M"] == 2
-    out = results.write_sweep(res, tmp_path / "s", plot_formats=["pdf", "svg"])
+    out = results.write_sweep(res, tmp_path / "s", plot_formats=["PDF", ".svg"])  # as the CLI takes them: case and dot ignored
     assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG" and json.loads((out / "sweep.json").read_text())["random_weights"]
     assert (out / "sweep.pdf").read_bytes()[:5] == b"%PDF-" and b"<svg" in (out / "sweep.svg").read_bytes()[:2000]
+    assert sorted(p.name for p in out.iterdir()) == ["sweep.csv", "sweep.json", "sweep.pdf", "sweep.png", "sweep.svg"]
     with pytest.raises(InputError, match="unknown plot format 'jpg'"):
         results.write_sweep(res, tmp_path / "s2", plot_formats=["jpg"])
 

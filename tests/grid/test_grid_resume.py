@@ -317,3 +317,20 @@ def test_cells_bound_to_the_device_are_redone_when_scored_on_another_kind(small,
     redone = {name for name, data in _files(out).items() if data == files.get(name)}
     assert all(f"scores/{d}.npz" in redone for d in bound)  # recomputed here: the clean run's bytes again
     assert kept and not any(f"scores/{d}.npz" in redone for d in kept)  # the stratified files still say cuda:0
+
+
+def test_a_finished_cells_older_score_files_are_kept(small, tmp_path):
+    """The device check reads what score files record and removes none: files of an older format
+    (scores only, which tables still read) of finished device-bound cells stay, and nothing reruns."""
+    root, write, _ = small
+    toml = write()
+    toml.write_text(toml.read_text().replace("params = { groups = 2 }", 'params = { groups = 2, grouping = "neglabel" }'))
+    out = tmp_path / "out"
+    negvocab.run_grid(toml, out)
+    paths = sorted((out / "scores").glob("*.npz"))
+    for path in paths:
+        with np.load(path, allow_pickle=False) as z:
+            scores = z["scores"]
+        np.savez(path, scores=scores)
+    again = negvocab.run_grid(toml, out)
+    assert again.stats["cells_to_run"] == 0 and all(p.exists() for p in paths)

@@ -205,6 +205,11 @@ def test_a_retired_text_worker_leaves_its_gpu_to_image_shards():
     (new,) = workers.grow(plan.waiting)  # 4 shards wait: one more image worker (one GPU free)
     assert workers.actors[new][1] == {"image"} and workers.spare == {"GPU": 0.0, "CPU": 0.0}
     assert workers.grow(plan.waiting) == []
+    for a in list(workers.actors):
+        workers.retire(a)
+    assert workers.spare == {"GPU": 2.0, "CPU": 8.0}
+    workers.ensure_image_worker()  # (a score unit the cache failed) counted out like any other worker
+    assert workers.spare == {"GPU": 1.0, "CPU": 4.0}
 
 
 def test_a_model_worker_gives_its_loader_the_cpus_of_its_unit(grid_toml, tmp_path):
@@ -250,3 +255,13 @@ def test_a_gpu_asked_for_scoring_where_there_is_none_is_one_line_before_any_work
     with pytest.raises(negvocab.errors.ResourceError, match=r"\[resources.score\] num_gpus asks for a GPU.*set num_gpus = 0"):
         negvocab.run_grid(toml, tmp_path / "out")
     assert not list((tmp_path / "cache").glob("image/*/*.npy"))  # before any image was embedded
+
+
+def test_score_units_on_ray_may_ask_for_a_gpu_the_driver_lacks(grid_toml):
+    """On Ray a score task asking for a GPU runs on a GPU node: the driver (a laptop with Ray
+    Client, a CPU head node) need not have one; the local engine must."""
+    from negvocab.grid.work import score_device
+
+    assert score_device(negvocab.load_grid(grid_toml), "ray") == "cpu"  # no GPU asked
+    cfg = negvocab.load_grid(_with(grid_toml, "", "[resources.score]\nnum_gpus = 1\n"))
+    assert score_device(cfg, "ray") == "cuda"

@@ -155,6 +155,16 @@ def test_a_killed_writes_temporary_files_go_when_the_folder_is_claimed(tmp_path)
     assert not any(p.exists() for p in left) and (out / "cells" / "x.json").exists()
 
 
+def test_a_claim_released_from_another_directory_removes_its_own_empty_folder(tmp_path, monkeypatch):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b" / "res").mkdir(parents=True)  # another folder of the same relative name
+    monkeypatch.chdir(tmp_path / "a")
+    claim = claim_folder("res", (), overwrite=False)
+    monkeypatch.chdir(tmp_path / "b")
+    claim.release()
+    assert not (tmp_path / "a" / "res").exists() and (tmp_path / "b" / "res").is_dir()
+
+
 def test_the_api_shares_this_process_claim_and_refuses_streams(tmp_path):
     claim = claim_folder(tmp_path / "r", ("results.json",), overwrite=False)
     again = claim_folder(tmp_path / "r", ("results.json",), overwrite=False)
