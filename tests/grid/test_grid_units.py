@@ -265,3 +265,25 @@ def test_score_units_on_ray_may_ask_for_a_gpu_the_driver_lacks(grid_toml):
     assert score_device(negvocab.load_grid(grid_toml), "ray") == "cpu"  # no GPU asked
     cfg = negvocab.load_grid(_with(grid_toml, "", "[resources.score]\nnum_gpus = 1\n"))
     assert score_device(cfg, "ray") == "cuda"
+
+
+def test_a_full_disk_inside_a_unit_stops_the_run_and_fails_no_cell(grid_toml, tmp_path, monkeypatch):
+    """A full disk is not the model's fault: the run stops with the disk's line, no cell is marked
+    failed, and a rerun with space computes everything."""
+    import errno
+
+    from negvocab.errors import DiskFullError
+    from negvocab.grid import work as W
+
+    toml = _with(grid_toml, "batch_size = 4\n")
+    real = W.score_files
+
+    def full(*a, **k):
+        raise DiskFullError(errno.ENOSPC, "cannot write scores/x.npz: the disk is full (0 B free in /tmp)")
+
+    monkeypatch.setattr(W, "score_files", full)
+    with pytest.raises(DiskFullError, match="the disk is full"):
+        negvocab.run_grid(toml, tmp_path / "out")
+    assert not list((tmp_path / "out").glob("failures/*")) and not list((tmp_path / "out").glob("cells/*.json"))
+    monkeypatch.setattr(W, "score_files", real)
+    assert negvocab.run_grid(toml, tmp_path / "out").status["total"] == {"done": 60, "pending": 0, "failed": 0}
