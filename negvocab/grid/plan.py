@@ -29,6 +29,7 @@ from negvocab.labels.candidates import sample_pool, wordnet_candidates
 from negvocab.progress import format_duration
 from negvocab.scoring.methods import NEEDS_NEGATIVES
 from negvocab.vlm.images import file_key  # the image cache's key of a file (path, size, mtime)
+from negvocab.vlm.model import TokenizerUnavailable
 from negvocab.vlm.templates import resolve_templates
 from negvocab.vocab import Vocabulary
 
@@ -142,6 +143,39 @@ def _probe(cfg: GridConfig, plan: ModelPlan, spec: Any, sets: Mapping[str, Any],
     return vlm
 
 
+def _probe_towers(cfg: GridConfig, plan: ModelPlan, spec: Any, n_images: int) -> None:
+    """The probe of a model whose tokenizer cannot be built here (SigLIP's needs ``transformers`` and
+    the hub): its two towers timed on random pixels and random token ids of the full context, so the
+    costs leave out decoding, preprocessing and tokenizing (a lower bound; the row says so)."""
+    import torch
+
+    from negvocab.vlm.loading import load_model
+
+    if spec.model_config:
+        import open_clip
+
+        open_clip.add_model_config(cfg.path(spec.model_config))
+    t0 = time.perf_counter()  # random weights: the weights do not change the cost (the load here builds, reads no checkpoint)
+    model = load_model(spec.name, None, tag=None, quick_gelu=None, preprocess=None, seed=spec.seed).model.eval()
+    plan.load_s, plan.device = time.perf_counter() - t0, "cpu, towers only (no tokenizer here; load = build)"
+    size = model.visual.preprocess_cfg.get("size", 224) if hasattr(model.visual, "preprocess_cfg") else 224
+    size = size if isinstance(size, int) else size[0]
+    text = getattr(model, "text", model)
+    vocab = next(m.num_embeddings for m in text.modules() if isinstance(m, torch.nn.Embedding))
+    context = int(getattr(text, "context_length", None) or getattr(model, "context_length", 77))
+    gen = torch.Generator().manual_seed(0)
+    pixels = torch.rand((n_images, 3, size, size), generator=gen)
+    tokens = torch.randint(1, vocab, (PROBE_LABELS, context), generator=gen)
+    with torch.inference_mode():
+        model.encode_image(pixels[:1]), model.encode_text(tokens[:1])  # warm-up
+        t0 = time.perf_counter()
+        model.encode_image(pixels)
+        plan.image_s = (time.perf_counter() - t0) / n_images
+        t0 = time.perf_counter()
+        model.encode_text(tokens)
+        plan.prompt_s = (time.perf_counter() - t0) / PROBE_LABELS
+
+
 def _cached_images(vlm: Any, sets: Mapping[str, Any], names: Sequence[str]) -> int:
     store, found = vlm.store("image"), 0
     for name in names:
@@ -169,9 +203,13 @@ def plan_grid(cfg: GridConfig, *, sizes: Mapping[str, int] | None = None, probe:
         p.prompts = p.labels * prompts_per_label
         if probe:
             try:
-                vlm = _probe(cfg, p, spec, sets, probe_images)
-                p.images_cached = _cached_images(vlm, sets, names)
-                del vlm
+                try:
+                    vlm = _probe(cfg, p, spec, sets, probe_images)
+                    p.images_cached = _cached_images(vlm, sets, names)
+                    del vlm
+                except TokenizerUnavailable as e:
+                    logger.warning("%s: %s; timing its towers on random inputs instead", spec.display, e)
+                    _probe_towers(cfg, p, spec, probe_images)
             except (NegvocabError, OSError, RuntimeError) as e:
                 p.error = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
         plans.append(p)

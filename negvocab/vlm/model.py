@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from negvocab.vlm.cache import EmbeddingStore
     from negvocab.vlm.images import ImageEmbeddings
 
-__all__ = ["STORE_EVERY_PROMPTS", "VLM"]
+__all__ = ["STORE_EVERY_PROMPTS", "TokenizerUnavailable", "VLM"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,10 @@ STORE_EVERY_PROMPTS = 65536
 
 
 # -- the wrapper ---------------------------------------------------------------------------------
+class TokenizerUnavailable(ResourceError):
+    """The model's tokenizer cannot be built here (a missing package, a hub that cannot be reached)."""
+
+
 class VLM:
     """An open_clip vision-language model with cached, exact and fast text/image embedding.
 
@@ -132,11 +136,11 @@ class VLM:
             try:
                 tokenizer = open_clip.get_tokenizer(loaded.spec)
             except ModuleNotFoundError as e:
-                raise ResourceError(
+                raise TokenizerUnavailable(
                     f"the tokenizer of {name} needs the {e.name} package: pip install 'negvocab[hf]'"
                 ) from e
             except Exception as e:
-                raise ResourceError(
+                raise TokenizerUnavailable(
                     f"could not build the tokenizer of {name} ({type(e).__name__}: {str(e)[:200]}); "
                     "tokenizers from the Hugging Face hub need network access or a filled HF cache"
                 ) from e

@@ -83,3 +83,21 @@ def test_the_ray_extra_brings_ray_client():
     assert any(req.replace(" ", "").startswith("ray[client]") for req in doc["project"]["optional-dependencies"]["ray"])
     pytest.importorskip("ray")
     import grpc  # noqa: F401  (installed here with the extra)
+
+
+def test_a_model_whose_tokenizer_cannot_be_built_is_probed_by_its_towers(grid_toml):
+    """SigLIP's tokenizer needs ``transformers`` and the hub: the plan then times the two towers on
+    random pixels and token ids instead of failing the row, and says so."""
+    import json
+
+    from tests.grid.conftest import TINY
+
+    hf = {**TINY, "text_cfg": {**TINY["text_cfg"], "hf_tokenizer_name": "timm/ViT-B-16-SigLIP"}}
+    (grid_toml.parent / "TinyH.json").write_text(json.dumps(hf))
+    grid_toml.write_text(grid_toml.read_text().replace('name = "TinyB"\nmodel_config = "TinyB.json"', 'name = "TinyH"\nmodel_config = "TinyH.json"'))
+    r = _plan(grid_toml, "--random-weights", "--workers", "1")
+    assert r.returncode == 0, r.stderr[-2000:]
+    row = next(line for line in r.stdout.splitlines() if line.startswith("TinyH"))
+    assert "towers only (no tokenizer here" in row and "probe failed" not in r.stdout
+    assert "timing its towers on random inputs instead" in r.stderr
+    assert "without" not in r.stdout  # every model probed: the estimates count both
