@@ -29,7 +29,7 @@ RUNNABLE = ("python", "bash")
 MAX_SKIPPED = 14
 SETUP_COMMANDS = (
     "bash scripts/setup.sh && negvocab demo --random-weights   # the main job: the whole pipeline, offline\n"
-    "bash scripts/setup.sh && python3 -m pytest -q             # the test suite (what .ci/run runs)\n"
+    "bash scripts/setup.sh && python3 -m pytest -q -n auto --dist loadgroup   # the test suite, one worker per CPU (what .ci/run runs)\n"
 )
 
 
@@ -105,7 +105,7 @@ def test_readme_starts_with_the_two_setup_commands():
     first = readme_blocks(README.read_text(encoding="utf-8"))[0]
     assert first.lang == "bash" and first.code == SETUP_COMMANDS
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert "bash scripts/setup.sh" in ci and "python3 -m pytest -q" in ci
+    assert "bash scripts/setup.sh" in ci and "python3 -m pytest -q -n auto --dist loadgroup" in ci
 
 
 def _shim(folder: Path) -> Path:

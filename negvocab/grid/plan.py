@@ -28,6 +28,7 @@ from negvocab.grid.config import GridConfig
 from negvocab.labels.candidates import sample_pool, wordnet_candidates
 from negvocab.progress import format_duration
 from negvocab.scoring.methods import NEEDS_NEGATIVES
+from negvocab.vlm import loading
 from negvocab.vlm.images import file_key  # the image cache's key of a file (path, size, mtime)
 from negvocab.vlm.model import TokenizerUnavailable
 from negvocab.vlm.templates import resolve_templates
@@ -149,14 +150,12 @@ def _probe_towers(cfg: GridConfig, plan: ModelPlan, spec: Any, n_images: int) ->
     costs leave out decoding, preprocessing and tokenizing (a lower bound; the row says so)."""
     import torch
 
-    from negvocab.vlm.loading import load_model
-
     if spec.model_config:
         import open_clip
 
         open_clip.add_model_config(cfg.path(spec.model_config))
     t0 = time.perf_counter()  # random weights: the weights do not change the cost (the load here builds, reads no checkpoint)
-    model = load_model(spec.name, None, tag=None, quick_gelu=None, preprocess=None, seed=spec.seed).model.eval()
+    model = loading.load_model(spec.name, None, tag=None, quick_gelu=None, preprocess=None, seed=spec.seed).model.eval()
     plan.load_s, plan.device = time.perf_counter() - t0, "cpu, towers only (no tokenizer here; load = build)"
     size = model.visual.preprocess_cfg.get("size", 224) if hasattr(model.visual, "preprocess_cfg") else 224
     size = size if isinstance(size, int) else size[0]

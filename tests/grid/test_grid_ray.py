@@ -19,6 +19,7 @@ import pytest
 import negvocab
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.xdist_group("ray")  # the clusters these tests start must not overlap (pytest -n)
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ import pytest
 import negvocab
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.xdist_group("ray")  # the clusters these tests start must not overlap (pytest -n)
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-c", "from negvocab.cli import main; main()"]
