@@ -68,7 +68,7 @@ def ray_head():
             time.sleep(0.5)
         yield {"address": f"127.0.0.1:{port}", "client": f"ray://127.0.0.1:{client_port}", "folder": folder, "auth_mode": mode}
     finally:
-        for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 10)):  # `ray start --block` may sit out a SIGTERM: not 30 s
             try:
                 os.killpg(proc.pid, sig)
             except ProcessLookupError:
@@ -169,10 +169,15 @@ def test_a_grid_through_ray_client_equals_the_local_engine(ray_head, grid_toml, 
     _assert_equals_local(on_ray.rows, grid_toml, text.replace(str(tmp_path / "cache"), str(tmp_path / "cache_local")), tmp_path)
 
 
-def test_a_failed_ray_client_connection_says_why(grid_toml, tmp_path):
+def test_a_failed_ray_client_connection_says_why(grid_toml, tmp_path, monkeypatch):
     """Nothing listens at the address: the one line names the address and Ray's reason (not an
     empty text after a colon)."""
+    from ray.util.client import worker as client_worker
+
     from negvocab.errors import ResourceError
+
+    monkeypatch.setattr(client_worker, "INITIAL_TIMEOUT_SEC", 1)  # Ray Client's own back-off: 5 s up to 30 s per attempt
+    monkeypatch.setattr(client_worker, "MAX_TIMEOUT_SEC", 2)
 
     if ray.is_initialized():
         ray.shutdown()
