@@ -12,7 +12,6 @@ os.environ.pop("OPENAI_BASE_URL", None)
 
 import pytest
 
-
 #: the longest tests (minutes each) and the Ray tests (one xdist worker, in turn) go first, so that
 #: with ``pytest -n`` they start at once and the other workers share the rest; order is otherwise kept
 FIRST = ("tests/test_readme.py", "tests/grid/test_grid_ray.py", "tests/grid/test_grid_ray_address.py", "tests/notebooks/")

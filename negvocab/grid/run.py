@@ -54,11 +54,11 @@ from negvocab.grid.work import (
     load_scores,
     made_on_other_device,
     merge_stats,
-    score_device,
     open_sets,
     plan_cells,
     read_cell,
     read_failure,
+    score_device,
     stored_json,
     write_failure,
 )

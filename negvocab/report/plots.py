@@ -59,7 +59,7 @@ PLOT_FORMATS: dict[str, tuple[str, int | None]] = {".png": ("png", 300), ".pdf":
 def check_plot_formats(formats: Sequence[str], option: str = "plot format") -> list[str]:
     """``formats`` (``png``, ``pdf``, ``svg``; a leading dot and case ignored), or one line naming the bad one."""
     names = [str(f).strip().lower().lstrip(".") for f in formats]
-    bad = [f for f, n in zip(formats, names) if f".{n}" not in PLOT_FORMATS]
+    bad = [f for f, n in zip(formats, names, strict=True) if f".{n}" not in PLOT_FORMATS]
     choose = "png, pdf or svg"
     if bad:
         raise InputError(f"unknown {option} {bad[0]!r}; choose {choose}")

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.atomic import atomic_path, write_json, write_text
-from negvocab.errors import InputError
 from negvocab.evaluation.rows import SUMMARY_ROWS, conventions, grouping_params, jsonable
 from negvocab.outdir import staged_folder
 from negvocab.report.plots import check_plot_formats, plot_sweep
