@@ -29,7 +29,13 @@ N_ID, N_OOD, SETS, VOCABS, DRAWS = (1000, 300, 4, 3, 200) if SMALL else (5000, 1
 def data(rng: np.random.Generator) -> dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]:
     """Per vocabulary: ID scores and the OOD sets' scores (the same images, scored differently)."""
     base_id, base_ood = rng.normal(1, 1, N_ID), {f"set{j:02d}": rng.normal(0.2, 1, N_OOD) for j in range(SETS)}
-    return {f"vocab{k}": (base_id + rng.normal(0, 0.3, N_ID), {s: v + rng.normal(0.05 * k, 0.3, N_OOD) for s, v in base_ood.items()}) for k in range(VOCABS)}
+    return {
+        f"vocab{k}": (
+            base_id + rng.normal(0, 0.3, N_ID),
+            {s: v + rng.normal(0.05 * k, 0.3, N_OOD) for s, v in base_ood.items()},
+        )
+        for k in range(VOCABS)
+    }
 
 
 def plain_loop(scores: dict, metric: str) -> dict[tuple[str, str], np.ndarray]:
@@ -56,7 +62,16 @@ def plain_loop(scores: dict, metric: str) -> dict[tuple[str, str], np.ndarray]:
 
 def ours(scores: dict, metric: str) -> list[str]:
     rows = [
-        {"model": "VLM", "vocabulary": v, "method": "neglabel", "convention": "paper", "tpr": 0.95, "ood_set": "mean", metric: 0.0, "deployable": True}
+        {
+            "model": "VLM",
+            "vocabulary": v,
+            "method": "neglabel",
+            "convention": "paper",
+            "tpr": 0.95,
+            "ood_set": "mean",
+            metric: 0.0,
+            "deployable": True,
+        }
         for v in scores
     ]
     return comparisons(rows, lambda m, v, meth: scores[v], metric=metric, n_boot=DRAWS, seed=0)

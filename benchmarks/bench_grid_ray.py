@@ -42,12 +42,22 @@ def _scores(out: Path) -> dict[str, bytes]:
 
 def _run(folder: Path, name: str, engine: str, shard_images: int) -> dict:
     toml = folder / f"{name}.toml"
-    text = (folder / "grid.toml").read_text().replace('cache_dir = "grid-cache"', f'cache_dir = "cache-{name}"\nbatch_size = 8')
+    text = (
+        (folder / "grid.toml")
+        .read_text()
+        .replace('cache_dir = "grid-cache"', f'cache_dir = "cache-{name}"\nbatch_size = 8')
+    )
     toml.write_text(text + f"\n[resources]\nshard_images = {shard_images}\nnum_cpus = 1\n")
     t0 = time.perf_counter()
     res = negvocab.run_grid(toml, folder / f"out-{name}", engine=engine, random_weights=True, deterministic=True)
     wall = time.perf_counter() - t0
-    return {"name": name, "wall": wall, "loads": res.stats.get("model_loads", {}), "cells": len(res.rows), "scores": _scores(folder / f"out-{name}")}
+    return {
+        "name": name,
+        "wall": wall,
+        "loads": res.stats.get("model_loads", {}),
+        "cells": len(res.rows),
+        "scores": _scores(folder / f"out-{name}"),
+    }
 
 
 def main() -> None:

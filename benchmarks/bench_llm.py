@@ -47,7 +47,13 @@ def main() -> None:
     try:
         url = server.stdout.readline().strip()
         with tempfile.TemporaryDirectory() as tmp:
-            run = gpt_run("bench-model", per_class=args.per_class, rounds=args.rounds, classes=args.classes, run_dir=Path(tmp) / "run")
+            run = gpt_run(
+                "bench-model",
+                per_class=args.per_class,
+                rounds=args.rounds,
+                classes=args.classes,
+                run_dir=Path(tmp) / "run",
+            )
             n = len(run.requests)
             ideal = n * args.latency / args.concurrency
             t0 = time.perf_counter()
@@ -62,7 +68,9 @@ def main() -> None:
             warm = vocabulary_from_results(run, outcome.results, synonym_filter=SynonymFilter())
             merge_warm = time.process_time() - t2
             t3 = time.process_time()
-            kept, _ = SynonymFilter().split(list(dict.fromkeys(lab for r in outcome.results.values() for lab in r["labels"])))
+            kept, _ = SynonymFilter().split(
+                list(dict.fromkeys(lab for r in outcome.results.values() for lab in r["labels"]))
+            )
             split_warm = time.process_time() - t3
             assert warm.labels == cold.labels and set(kept) == set(cold.labels)
             stats = cold.settings["unique_per_key_stats"]
@@ -70,13 +78,19 @@ def main() -> None:
         server.terminate()
         server.wait()
 
-    print(f"requests: {args.classes} classes x {args.rounds} rounds = {n}, latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}")
+    print(
+        f"requests: {args.classes} classes x {args.rounds} rounds = {n}, latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}"
+    )
     print(f"{'':28s}{'negvocab':>12s}{'ideal':>12s}{'ratio':>8s}{'target':>10s}")
     print(f"{'requests wall time (s)':28s}{wall:12.1f}{ideal:12.1f}{wall / ideal:8.2f}{'<= 1.3':>10s}")
     print(f"{'throughput (req/s)':28s}{n / wall:12.0f}{n / ideal:12.0f}")
-    print(f"merge + filter of {args.rounds} rounds: {merge_cold:.2f} s cold (incl. the SynonymFilter's first-use table build), {merge_warm:.2f} s warm (target < 5 s)")
+    print(
+        f"merge + filter of {args.rounds} rounds: {merge_cold:.2f} s cold (incl. the SynonymFilter's first-use table build), {merge_warm:.2f} s warm (target < 5 s)"
+    )
     print(f"  of which SynonymFilter.split of the unique labels (warm): {split_warm:.2f} s")
-    print(f"vocabulary: {len(cold)} labels, {cold.settings['unique_labels']} unique before the filter; per class unique min {stats['min']}, mean {stats['mean']}, max {stats['max']}")
+    print(
+        f"vocabulary: {len(cold)} labels, {cold.settings['unique_labels']} unique before the filter; per class unique min {stats['min']}, mean {stats['mean']}, max {stats['max']}"
+    )
 
 
 if __name__ == "__main__":

@@ -80,7 +80,10 @@ def run(label: str, fn, threads: int) -> tuple[object, float, float]:
     with PeakRSS() as mem:
         out = fn()
     wall, cpu = time.perf_counter() - t0, (time.process_time() - c0) / threads
-    print(f"  {label:40s} cpu/threads {cpu:8.1f} s  wall {wall:8.1f} s  peak RSS {mem.peak:6.2f} GiB (+{mem.peak - mem.start:5.2f})", flush=True)
+    print(
+        f"  {label:40s} cpu/threads {cpu:8.1f} s  wall {wall:8.1f} s  peak RSS {mem.peak:6.2f} GiB (+{mem.peak - mem.start:5.2f})",
+        flush=True,
+    )
     return out, cpu, mem.peak - mem.start
 
 
@@ -94,10 +97,14 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--chunk", type=int, default=65536)
     ap.add_argument("--data", choices=("random", "clustered"), default="random")
-    ap.add_argument("--index", default="ivf,hnsw", help="Approximate indexes to compare with exact (comma-separated; '' for none).")
+    ap.add_argument(
+        "--index", default="ivf,hnsw", help="Approximate indexes to compare with exact (comma-separated; '' for none)."
+    )
     ap.add_argument("--storage", default="fp16", choices=("fp32", "fp16", "sq8"))
     ap.add_argument("--nprobe", type=int, default=None)
-    ap.add_argument("--size", type=int, default=None, help="M of the mined vocabulary compared (default: candidates / 100).")
+    ap.add_argument(
+        "--size", type=int, default=None, help="M of the mined vocabulary compared (default: candidates / 100)."
+    )
     ap.add_argument("--no-baseline", action="store_true", help="Skip the in-memory baseline (it holds the whole pool).")
     ap.add_argument("--threads", type=int, default=None, help="FAISS/BLAS threads (default: all cores).")
     args = ap.parse_args()
@@ -119,7 +126,9 @@ def main() -> None:
     print(f"  whole pool as float32 would be {n_cand * args.dim * 4 / 2**30:.2f} GiB")
 
     threads = faiss.omp_get_max_threads()
-    exact, t_exact, m_exact = run("exact, streamed (negvocab)", lambda: mine_evidence(data.images, data.ids, data.chunks(), top_k=args.k), threads)
+    exact, t_exact, m_exact = run(
+        "exact, streamed (negvocab)", lambda: mine_evidence(data.images, data.ids, data.chunks(), top_k=args.k), threads
+    )
     voters = np.flatnonzero(exact.weights > 0)
     top_exact = exact.ranking()[:size]
     print(f"    {len(voters):,} images look OOD; {int((exact.votes > 0).sum()):,} candidates got votes")
@@ -142,15 +151,18 @@ def main() -> None:
         if args.nprobe and kind == "ivf":
             opts["nprobe"] = args.nprobe
 
-
         def approx(kind=kind, opts=opts):
-            return mine_evidence(data.images, data.ids, data.chunks(), top_k=args.k, index=kind, expected_candidates=n_cand, **opts)
+            return mine_evidence(
+                data.images, data.ids, data.chunks(), top_k=args.k, index=kind, expected_candidates=n_cand, **opts
+            )
 
         found, t, m = run(f"{kind} ({args.storage}), streamed", approx, threads)
         top = found.ranking()[:size]
         overlap = len(set(top.tolist()) & set(top_exact.tolist())) / max(1, len(top_exact))
         full = recall_at_k(found.neighbours, I_exact)  # over every OOD-looking image
-        rows.append((f"{kind} ({args.storage}) {_params(found.index)}", t, m, full, found.index.get("recall_at_k"), overlap))
+        rows.append(
+            (f"{kind} ({args.storage}) {_params(found.index)}", t, m, full, found.index.get("recall_at_k"), overlap)
+        )
 
     print()
     print(f"{'search':40s}{'cpu s':>9s}{'+RSS GiB':>10s}{'recall@k':>10s}{'(sample)':>10s}{'top-M kept':>12s}")

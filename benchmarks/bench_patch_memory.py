@@ -62,7 +62,10 @@ def child(variant: str, folder: str, cache: str) -> None:
             local = vlm.encode_images(files, local_features=True, progress=False).local
         else:
             images_mod.LOCAL_RAM_BYTES = 1 << 62
-            parts = [vlm.encode_images(files[i : i + 64], local_features=True, progress=False).local for i in range(0, len(files), 64)]
+            parts = [
+                vlm.encode_images(files[i : i + 64], local_features=True, progress=False).local
+                for i in range(0, len(files), 64)
+            ]
             local = np.concatenate(parts)
             del parts
         secs = time.perf_counter() - t
@@ -87,14 +90,23 @@ def main() -> None:
             out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
             runs[variant] = json.loads(out.strip().splitlines()[-1])
     ours, base = runs["negvocab"], runs["baseline"]
-    same = "same features" if abs(ours["checksum"] - base["checksum"]) <= 1e-6 * max(1.0, abs(base["checksum"])) else "FEATURES DIFFER"
-    print(f"GL-MCM patch features of {ours['images']} images, 196 x 512 each ({ours['features_gib']:.2f} GiB float32), {same}")
+    same = (
+        "same features"
+        if abs(ours["checksum"] - base["checksum"]) <= 1e-6 * max(1.0, abs(base["checksum"]))
+        else "FEATURES DIFFER"
+    )
+    print(
+        f"GL-MCM patch features of {ours['images']} images, 196 x 512 each ({ours['features_gib']:.2f} GiB float32), {same}"
+    )
     print(f"  negvocab: peak anonymous RSS {ours['above_gib']:.2f} GiB above the {ours['runtime_gib']:.2f} GiB runtime, {ours['seconds']:.0f} s"
           f" (memory-mapped: {ours['memmap']}; cache written)")  # fmt: skip
     print(f"  baseline (list + concatenate in RAM): {base['above_gib']:.2f} GiB above the runtime, {base['seconds']:.0f} s"
           f"  -> {base['above_gib'] / max(ours['above_gib'], 1e-9):.1f}x ours")  # fmt: skip
     real = REAL_IMAGES * 196 * 512 * 4 / 2**30
-    print(f"  50,000 ViT-B/16 images hold {real:.1f} GiB of them: the baseline needs that in RAM (twice while concatenating)")
+    print(
+        f"  50,000 ViT-B/16 images hold {real:.1f} GiB of them: the baseline needs that in RAM (twice while concatenating)"
+    )
+
 
 if __name__ == "__main__":
     main()

@@ -59,7 +59,14 @@ def bench_sweep(n: int, m_max: int, device: str, repeat: int, method: str = "neg
     sizes = [m_max * k // 10 for k in range(1, 11)]
     t_one = best_of(lambda: negvocab.score(method, img, idt, neg, device=device), repeat)
     t_sweep = best_of(lambda: negvocab.sweep(img, idt, neg, sizes, method=method, device=device), repeat)
-    return {"images": n, "M_max": m_max, "sizes": len(sizes), "single_run_s": t_one, "sweep_s": t_sweep, "ratio": t_sweep / t_one}
+    return {
+        "images": n,
+        "M_max": m_max,
+        "sizes": len(sizes),
+        "single_run_s": t_one,
+        "sweep_s": t_sweep,
+        "ratio": t_sweep / t_one,
+    }
 
 
 def bench_matmul(n: int, m_neg: int, device: str, repeat: int) -> dict:
@@ -105,7 +112,9 @@ def main() -> None:
         return
     scale = 10 if args.quick else 1
     clock = "wall time" if torch.cuda.is_available() else "CPU time / threads"
-    print(f"negvocab {negvocab.__version__}, torch {torch.__version__}, device {args.device}, threads {torch.get_num_threads()}, d={D}, {clock}, best of {args.repeat}")
+    print(
+        f"negvocab {negvocab.__version__}, torch {torch.__version__}, device {args.device}, threads {torch.get_num_threads()}, d={D}, {clock}, best of {args.repeat}"
+    )
 
     for method in ("neglabel", "eoe", "neglabel_eoe"):
         a = bench_sweep(10_000 // scale, 10_000, args.device, args.repeat, method)

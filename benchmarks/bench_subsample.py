@@ -60,12 +60,16 @@ def main() -> None:
     rng = np.random.default_rng(0)
     s_id = {f"det{k}": rng.normal(1, 1, N_ID) for k in range(DETECTORS)}
     s_ood = {f"det{k}": rng.normal(0.1 * k, 1, N_OOD) for k in range(DETECTORS)}
-    negvocab.subsample({k: v[:50] for k, v in s_id.items()}, {k: v[:50] for k, v in s_ood.items()}, sizes=[10], draws=2)  # imports (scipy) before timing
+    negvocab.subsample(
+        {k: v[:50] for k, v in s_id.items()}, {k: v[:50] for k, v in s_ood.items()}, sizes=[10], draws=2
+    )  # imports (scipy) before timing
     fns = [lambda: negvocab.subsample(s_id, s_ood, sizes=SIZES, draws=DRAWS, seed=0), lambda: plain_loop(s_id, s_ood)]
     times = best_times(fns)
     ours, base = (times[0], peak_mib(fns[0])), (times[1], peak_mib(fns[1]))
     rows = negvocab.subsample(s_id, s_ood, sizes=SIZES, draws=DRAWS, seed=0)
-    print(f"subsample: N_ood={N_OOD:,}, N_id={N_ID:,}, {DRAWS} draws x sizes {SIZES} x {DETECTORS} detectors ({len(rows)} rows)")
+    print(
+        f"subsample: N_ood={N_OOD:,}, N_id={N_ID:,}, {DRAWS} draws x sizes {SIZES} x {DETECTORS} detectors ({len(rows)} rows)"
+    )
     print(f"  {'':<34}{'time':>9}{'peak memory':>16}")
     print(f"  {'negvocab.subsample':<34}{ours[0]:8.2f}s{ours[1]:12.1f} MiB")
     print(f"  {'plain numpy loop over draws':<34}{base[0]:8.2f}s{base[1]:12.1f} MiB")

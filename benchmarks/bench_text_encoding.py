@@ -38,8 +38,10 @@ def main() -> None:
     step = max(1, len(pool) // args.labels)
     labels = pool[::step][: args.labels]  # spread over the pool: nouns and adjectives
     vlm = negvocab.VLM(args.model, pretrained=None, device=args.device, cache=False)
-    print(f"{args.model} (random weights) on {vlm.device}, {torch.get_num_threads()} threads, "
-          f"{len(PAPER8)} templates (paper8)")
+    print(
+        f"{args.model} (random weights) on {vlm.device}, {torch.get_num_threads()} threads, "
+        f"{len(PAPER8)} templates (paper8)"
+    )
 
     vlm.encode_text(labels[:16], "paper8")  # warm-up
     base_labels = labels[: args.baseline_labels]

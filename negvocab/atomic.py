@@ -25,7 +25,16 @@ from typing import Any
 
 from negvocab.errors import DiskFullError
 
-__all__ = ["STDOUT", "atomic_path", "disk_full_error", "is_stdout", "is_stream", "write_bytes", "write_json", "write_text"]
+__all__ = [
+    "STDOUT",
+    "atomic_path",
+    "disk_full_error",
+    "is_stdout",
+    "is_stream",
+    "write_bytes",
+    "write_json",
+    "write_text",
+]
 
 STDOUT = "-"  # the output name that means standard output
 
@@ -68,7 +77,10 @@ def disk_full_error(path: str | os.PathLike[str], needed: int | None = None, *, 
         free = "free space unknown"
     need = f", about {_size(needed)} needed" if needed else ""
     thing = f" ({what})" if what else ""
-    return DiskFullError(errno.ENOSPC, f"cannot write {path}{thing}: the disk is full ({free} in {folder}{need}); free some space or write elsewhere")
+    return DiskFullError(
+        errno.ENOSPC,
+        f"cannot write {path}{thing}: the disk is full ({free} in {folder}{need}); free some space or write elsewhere",
+    )
 
 
 def _size(n: int) -> str:
@@ -84,7 +96,11 @@ _SHORT_WRITE = re.compile(r"(\d+) requested and (\d+) written")  # numpy's tofil
 
 def _is_disk_full(e: BaseException) -> bool:
     """ENOSPC/EDQUOT, or the short write numpy's ``tofile`` (``np.save``) reports without an errno."""
-    return isinstance(e, OSError) and not isinstance(e, DiskFullError) and (e.errno in (errno.ENOSPC, errno.EDQUOT) or (e.errno is None and bool(_SHORT_WRITE.search(str(e)))))
+    return (
+        isinstance(e, OSError)
+        and not isinstance(e, DiskFullError)
+        and (e.errno in (errno.ENOSPC, errno.EDQUOT) or (e.errno is None and bool(_SHORT_WRITE.search(str(e)))))
+    )
 
 
 @contextlib.contextmanager

@@ -157,14 +157,18 @@ def knn(
     return D, I
 
 
-def _knn_faiss(q: np.ndarray, x: np.ndarray, k: int, device: str | None, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+def _knn_faiss(
+    q: np.ndarray, x: np.ndarray, k: int, device: str | None, batch_size: int
+) -> tuple[np.ndarray, np.ndarray]:
     import faiss
 
     index: Any = faiss.IndexFlatIP(x.shape[1])
     want_gpu = device is not None and str(device).startswith("cuda")
     gpu_ok = have_faiss_gpu() and k <= GPU_FAISS_MAX_K
     if want_gpu and not gpu_ok:
-        log.info("faiss cannot search on the GPU here (no GPU support, or k > %d); searching on the CPU", GPU_FAISS_MAX_K)
+        log.info(
+            "faiss cannot search on the GPU here (no GPU support, or k > %d); searching on the CPU", GPU_FAISS_MAX_K
+        )
     if (want_gpu or device is None) and gpu_ok:
         index = faiss.index_cpu_to_gpu(_gpu_resources(_gpu_id(device)), _gpu_id(device), index)
     index.add(x)
@@ -177,7 +181,9 @@ def _knn_faiss(q: np.ndarray, x: np.ndarray, k: int, device: str | None, batch_s
     return D, I
 
 
-def _knn_torch(q: np.ndarray, x: np.ndarray, k: int, device: str | None, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+def _knn_torch(
+    q: np.ndarray, x: np.ndarray, k: int, device: str | None, batch_size: int
+) -> tuple[np.ndarray, np.ndarray]:
     import torch
 
     dev = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if device is None else device)
@@ -309,7 +315,11 @@ class StreamingSearch:
             total = max(len(held), 1)
             nlist = min(self.nlist or max(1, min(int(np.sqrt(self.expected or total)), total // 39 or 1)), total)
             quantizer = faiss.IndexFlatIP(self.dim)
-            index = faiss.IndexIVFFlat(quantizer, self.dim, nlist, ip) if qt is None else faiss.IndexIVFScalarQuantizer(quantizer, self.dim, nlist, qt, ip)
+            index = (
+                faiss.IndexIVFFlat(quantizer, self.dim, nlist, ip)
+                if qt is None
+                else faiss.IndexIVFScalarQuantizer(quantizer, self.dim, nlist, qt, ip)
+            )
             index.cp.seed = 1234
             index.train(held)
             index.nprobe = min(nlist, self.nprobe or max(1, nlist // 8))
@@ -317,7 +327,11 @@ class StreamingSearch:
             index.quantizer_trains_alone = 0
             self._quantizer = quantizer  # kept alive: the index does not own it
         else:
-            index = faiss.IndexHNSWFlat(self.dim, self.hnsw_m, ip) if qt is None else faiss.IndexHNSWSQ(self.dim, qt, self.hnsw_m, ip)
+            index = (
+                faiss.IndexHNSWFlat(self.dim, self.hnsw_m, ip)
+                if qt is None
+                else faiss.IndexHNSWSQ(self.dim, qt, self.hnsw_m, ip)
+            )
             if qt is not None:
                 index.train(held)
             index.hnsw.efSearch = self.ef_search or max(64, 2 * self.k)
@@ -348,7 +362,9 @@ class StreamingSearch:
         elif self.kind == "hnsw":
             out.update(storage=self.storage, M=self.hnsw_m, ef_search=self.ef_search)
         if self.kind != "exact":
-            out.update(recall_at_k=None if self.recall is None else round(self.recall, 4), recall_queries=len(self.sample))
+            out.update(
+                recall_at_k=None if self.recall is None else round(self.recall, 4), recall_queries=len(self.sample)
+            )
         return out
 
 

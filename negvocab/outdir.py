@@ -61,7 +61,9 @@ class FolderClaim:
     fd: int
     created: bool
     depth: int = 1
-    key: str = ""  # where :data:`_held` keeps it: fixed at the claim (a relative folder's real path changes with the cwd)
+    key: str = (
+        ""  # where :data:`_held` keeps it: fixed at the claim (a relative folder's real path changes with the cwd)
+    )
 
     def release(self) -> None:
         """Let go of one hold; the last one unlocks (and removes the folder if this run created it
@@ -72,7 +74,9 @@ class FolderClaim:
         _forget(self)
         if self.created:
             with contextlib.suppress(OSError):
-                Path(self.key).rmdir()  # only when empty: nothing of this run to keep (the real path: the cwd may have changed)
+                Path(
+                    self.key
+                ).rmdir()  # only when empty: nothing of this run to keep (the real path: the cwd may have changed)
         os.close(self.fd)  # closing the descriptor drops the lock
 
 
@@ -104,7 +108,12 @@ def _key(folder: Path) -> str:
 
 
 def claim_folder(
-    folder: str | os.PathLike[str], outputs: Sequence[str], *, overwrite: bool, option: str = "-o", work_dirs: Sequence[str] = ()
+    folder: str | os.PathLike[str],
+    outputs: Sequence[str],
+    *,
+    overwrite: bool,
+    option: str = "-o",
+    work_dirs: Sequence[str] = (),
 ) -> FolderClaim:
     """Claim ``folder`` for this run: refuse a folder another run is writing (one line), and one
     holding any of ``outputs`` from an earlier run unless ``overwrite``. Creates the folder.
@@ -137,20 +146,26 @@ def claim_folder(
     except OSError as e:
         os.close(fd)
         if e.errno in (errno.EWOULDBLOCK, errno.EACCES):
-            raise InputError(f"{path} is being written by another negvocab run; wait for it to finish or give another {option}") from None
+            raise InputError(
+                f"{path} is being written by another negvocab run; wait for it to finish or give another {option}"
+            ) from None
         raise InputError(f"cannot lock {path}: {e.strerror or e}") from e
     try:
         _roll_forward(path)  # a run killed while moving its files in: finish its commit first
         earlier = [name for name in outputs if (path / name).exists()]
         if earlier and not overwrite:
-            raise InputError(f"{path} holds the results of an earlier run ({', '.join(earlier)}); give another {option}, or --overwrite to replace them")
+            raise InputError(
+                f"{path} holds the results of an earlier run ({', '.join(earlier)}); give another {option}, or --overwrite to replace them"
+            )
         if not os.access(path, os.W_OK | os.X_OK):
             raise InputError(f"cannot write into {path}: no permission")
         for stale in path.glob(f"{STAGING_PREFIX}*"):  # a killed run's; ours are made after the lock
             shutil.rmtree(stale, ignore_errors=True)
         # atomic writes a killed run left half-done (negvocab.atomic names them .NAME.XXXX.tmp): of our
         # own outputs only in the folder the user chose, any in the folders the run owns (work_dirs)
-        patterns = [f".{glob.escape(name)}.*.tmp" for name in outputs] + [f"{glob.escape(sub)}/.*.tmp" for sub in work_dirs]
+        patterns = [f".{glob.escape(name)}.*.tmp" for name in outputs] + [
+            f"{glob.escape(sub)}/.*.tmp" for sub in work_dirs
+        ]
         for tmp in {t for pattern in patterns for t in path.glob(pattern)}:
             with contextlib.suppress(OSError):
                 tmp.unlink()
@@ -201,14 +216,18 @@ def claim_file(path: str | os.PathLike[str], *, option: str = "-o") -> FolderCla
     except OSError as e:
         os.close(fd)
         if e.errno in (errno.EWOULDBLOCK, errno.EACCES, errno.ENOENT):
-            raise InputError(f"{target} is being written by another negvocab run; wait for it to finish or give another {option}") from None
+            raise InputError(
+                f"{target} is being written by another negvocab run; wait for it to finish or give another {option}"
+            ) from None
         raise InputError(f"cannot lock {target}: {e.strerror or e}") from e
     _held[claim.key] = claim
     return claim
 
 
 @contextlib.contextmanager
-def staged_folder(folder: str | os.PathLike[str], outputs: Sequence[str], marker: str, *, overwrite: bool) -> Iterator[Path]:
+def staged_folder(
+    folder: str | os.PathLike[str], outputs: Sequence[str], marker: str, *, overwrite: bool
+) -> Iterator[Path]:
     """Yield a staging folder for all of a run's files; on success move them into ``folder`` (the
     earlier run's ``outputs`` go, ``marker`` comes last). On an exception ``folder`` is untouched.
     Claims ``folder`` (:func:`claim_folder`) for the duration unless this process holds it."""
@@ -220,7 +239,9 @@ def staged_folder(folder: str | os.PathLike[str], outputs: Sequence[str], marker
                 yield stage
             except OSError as e:
                 if e.errno in (errno.ENOSPC, errno.EDQUOT):
-                    raise disk_full_error(claim.folder, what="results folder; the earlier files are kept") from (e.__cause__ or e)
+                    raise disk_full_error(claim.folder, what="results folder; the earlier files are kept") from (
+                        e.__cause__ or e
+                    )
                 raise
             _commit(stage, claim.folder, outputs, marker)
         finally:
@@ -233,7 +254,9 @@ def _commit(stage: Path, folder: Path, outputs: Sequence[str], marker: str) -> N
     """Commit the staged files: one rename makes the staging folder the pending commit, then
     :func:`_roll_forward` moves its files in (the old marker first, the new marker last)."""
     new = sorted(p.name for p in stage.iterdir())
-    (stage / COMMIT_LIST).write_text(json.dumps({"marker": marker, "files": new, "outputs": list(outputs)}), encoding="utf-8")
+    (stage / COMMIT_LIST).write_text(
+        json.dumps({"marker": marker, "files": new, "outputs": list(outputs)}), encoding="utf-8"
+    )
     for fh in stage.iterdir():  # everything on disk before the commit point
         with open(fh, "rb") as f:
             os.fsync(f.fileno())

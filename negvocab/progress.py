@@ -74,6 +74,7 @@ def forget_kept() -> None:
     with _kept_lock:
         _kept.clear()
 
+
 _pending_interrupt = threading.Event()
 _warned: set[str] = set()  # bad $NEGVOCAB_PROGRESS_EVERY_S values already said
 
@@ -95,7 +96,10 @@ def _on_sigint(signum: int, frame: Any) -> None:
 def interrupt_guard() -> Iterator[None]:
     """Record every SIGINT while the block runs (see the module docstring); the main thread only
     (elsewhere, and when a handler of the caller's own is installed, nothing changes)."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
         yield
         return
     _pending_interrupt.clear()
@@ -173,7 +177,11 @@ class Progress:
         self.lines = 0
         self._clock, self._log_every = clock, log_interval() if log_every is None else log_every
         self._t0 = self._last = clock()
-        self._bar = _bar_class()(total=total, desc=desc, unit=unit, disable=None, delay=BAR_DELAY_S, leave=False) if bar else None
+        self._bar = (
+            _bar_class()(total=total, desc=desc, unit=unit, disable=None, delay=BAR_DELAY_S, leave=False)
+            if bar
+            else None
+        )
 
     def update(self, n: int = 1, extra: int = 0) -> None:
         """Add ``n`` units done (and ``extra`` of the second count); log a line when ``log_every``

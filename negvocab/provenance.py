@@ -23,7 +23,13 @@ from negvocab.redact import redact_argv
 __all__ = ["command_line", "file_sha256", "negvocab_version", "record", "set_command", "versions"]
 
 #: distribution names of the libraries whose versions decide the numbers
-_PACKAGES = {"negvocab": ("negvocab",), "torch": ("torch",), "open_clip": ("open_clip_torch",), "numpy": ("numpy",), "faiss": ("faiss-cpu", "faiss-gpu", "faiss")}
+_PACKAGES = {
+    "negvocab": ("negvocab",),
+    "torch": ("torch",),
+    "open_clip": ("open_clip_torch",),
+    "numpy": ("numpy",),
+    "faiss": ("faiss-cpu", "faiss-gpu", "faiss"),
+}
 _command: list[str] | None = None
 
 
@@ -66,7 +72,11 @@ def command_line() -> list[str]:
 
 def record() -> dict[str, Any]:
     """Versions, command line and UTC time, for a file's provenance."""
-    return {"versions": versions(), "command": command_line(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    return {
+        "versions": versions(),
+        "command": command_line(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

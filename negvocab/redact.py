@@ -22,7 +22,9 @@ MIN_SECRET_LENGTH = 16
 _USERINFO = re.compile(r"(\bhttps?://)[^/\s]*@", re.IGNORECASE)  # up to the last @ before the host
 _QUERY = re.compile(r"(\bhttps?://[^\s?\"']+)\?[^\s\"']*", re.IGNORECASE)
 # a path segment that names a key, and the segment after it: ".../key/<KEY>/v1", ".../api-key/<KEY>"
-_PATH_KEY = re.compile(r"(/(?:keys?|api[-_]?keys?|apikey|tokens?|access[-_]?token|secret|auth)/)([^/\s?#\"']+)", re.IGNORECASE)
+_PATH_KEY = re.compile(
+    r"(/(?:keys?|api[-_]?keys?|apikey|tokens?|access[-_]?token|secret|auth)/)([^/\s?#\"']+)", re.IGNORECASE
+)
 _URL = re.compile(r"\bhttps?://[^\s\"'<>]+", re.IGNORECASE)
 
 
@@ -68,7 +70,16 @@ def url_secrets(url: str | None, min_length: int = MIN_SECRET_LENGTH) -> list[st
         return [url] if len(url) >= min_length else []
     raw_values = [kv.split("=", 1)[1] for kv in parts.query.split("&") if "=" in kv]
     path_keys = [m.group(2) for m in _PATH_KEY.finditer(parts.path)]
-    found = [password, unquote(password), user, unquote(user), *raw_values, *(v for _, v in parse_qsl(parts.query)), *path_keys, *map(unquote, path_keys)]
+    found = [
+        password,
+        unquote(password),
+        user,
+        unquote(user),
+        *raw_values,
+        *(v for _, v in parse_qsl(parts.query)),
+        *path_keys,
+        *map(unquote, path_keys),
+    ]
     return sorted({x for x in found if len(x) >= min_length}, key=len, reverse=True)
 
 

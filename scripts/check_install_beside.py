@@ -81,7 +81,9 @@ def project_copy(folder: Path, requirements: list[str] | None) -> Path:
     return dest
 
 
-def would_install(torch: str, torchvision: str, requirements: list[str] | None = None, workdir: Path | None = None) -> list[str]:
+def would_install(
+    torch: str, torchvision: str, requirements: list[str] | None = None, workdir: Path | None = None
+) -> list[str]:
     """``name==version`` of what ``pip install negvocab`` would install into an environment that
     holds torch ``torch`` and torchvision ``torchvision``. Raises ``RuntimeError`` with pip's last
     line when pip finds no solution without replacing them (it may not download one)."""
@@ -96,13 +98,25 @@ def would_install(torch: str, torchvision: str, requirements: list[str] | None =
         ]
         pip = [py, "-m", "pip", "--disable-pip-version-check", "--no-input"]
         subprocess.run([*pip, "install", "-q", "--no-deps", "--no-index", *map(str, wheels)], check=True)
-        have = subprocess.run([py, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True, check=True)
+        have = subprocess.run(
+            [py, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True, check=True
+        )
         assert have.stdout.strip() == torch, f"the environment's torch is {have.stdout.strip()}, not {torch}"
         report = tmp / "report.json"
         proc = subprocess.run(
-            [*pip, "install", "--dry-run", "--no-index", "--no-build-isolation", "--report", str(report), "-q",
-             str(project_copy(tmp, requirements))],
-            capture_output=True, text=True,
+            [
+                *pip,
+                "install",
+                "--dry-run",
+                "--no-index",
+                "--no-build-isolation",
+                "--report",
+                str(report),
+                "-q",
+                str(project_copy(tmp, requirements)),
+            ],
+            capture_output=True,
+            text=True,
         )
         if proc.returncode:
             lines = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
@@ -116,21 +130,31 @@ def would_install(torch: str, torchvision: str, requirements: list[str] | None =
 def main() -> int:
     reqs = declared()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--torch", default=lower_end(reqs, "torch"), help="the environment's torch (default: the lower end)")
-    ap.add_argument("--torchvision", default=lower_end(reqs, "torchvision"), help="its torchvision (default: the lower end)")
+    ap.add_argument(
+        "--torch", default=lower_end(reqs, "torch"), help="the environment's torch (default: the lower end)"
+    )
+    ap.add_argument(
+        "--torchvision", default=lower_end(reqs, "torchvision"), help="its torchvision (default: the lower end)"
+    )
     ap.add_argument("--require", action="append", help="check these requirements instead of pyproject's (repeatable)")
     args = ap.parse_args()
     expect_kept = args.require is None
     try:
         plan = would_install(args.torch, args.torchvision, args.require)
         kept = not any(p.split("==")[0].lower() in ("torch", "torchvision") for p in plan)
-        print(f"torch {args.torch} / torchvision {args.torchvision}: pip would install {', '.join(plan) or 'nothing'}"
-              f" -> torch {'kept' if kept else 'REPLACED'}")
+        print(
+            f"torch {args.torch} / torchvision {args.torchvision}: pip would install {', '.join(plan) or 'nothing'}"
+            f" -> torch {'kept' if kept else 'REPLACED'}"
+        )
     except RuntimeError as e:
         kept = False
         print(f"torch {args.torch} / torchvision {args.torchvision}: pip finds no plan that keeps them ({e})")
     ok = kept == expect_kept
-    print("OK" if ok else f"UNEXPECTED: torch {'kept' if kept else 'not kept'} with {'pyproject' if expect_kept else args.require}")
+    print(
+        "OK"
+        if ok
+        else f"UNEXPECTED: torch {'kept' if kept else 'not kept'} with {'pyproject' if expect_kept else args.require}"
+    )
     return 0 if ok else 1
 
 

@@ -14,12 +14,19 @@ import pytest
 
 #: the longest tests (minutes each) and the Ray tests (one xdist worker, in turn) go first, so that
 #: with ``pytest -n`` they start at once and the other workers share the rest; order is otherwise kept
-FIRST = ("tests/test_readme.py", "tests/grid/test_grid_ray.py", "tests/grid/test_grid_ray_address.py", "tests/notebooks/")
+FIRST = (
+    "tests/test_readme.py",
+    "tests/grid/test_grid_ray.py",
+    "tests/grid/test_grid_ray_address.py",
+    "tests/notebooks/",
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The longest tests first; skip ``@pytest.mark.gpu`` tests cleanly where CUDA is not available."""
-    items.sort(key=lambda item: next((i for i, prefix in enumerate(FIRST) if item.nodeid.startswith(prefix)), len(FIRST)))
+    items.sort(
+        key=lambda item: next((i for i, prefix in enumerate(FIRST) if item.nodeid.startswith(prefix)), len(FIRST))
+    )
     if not any(item.get_closest_marker("gpu") for item in items):
         return
     import torch

@@ -12,7 +12,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_test_file_and_doctest_module_is_collected():
-    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     collected = {line.split("::", 1)[0] for line in r.stdout.splitlines() if "::" in line}
     files = {str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py")}

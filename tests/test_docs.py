@@ -30,7 +30,9 @@ def github_anchor(heading: str) -> str:
 
 
 def anchors(md: Path) -> set[str]:
-    return {github_anchor(m.group(1)) for m in re.finditer(r"^#{1,6}\s+(.+?)\s*$", md.read_text(encoding="utf-8"), re.M)}
+    return {
+        github_anchor(m.group(1)) for m in re.finditer(r"^#{1,6}\s+(.+?)\s*$", md.read_text(encoding="utf-8"), re.M)
+    }
 
 
 def test_github_anchor_rules():
@@ -86,17 +88,23 @@ def test_docs_copy_of_the_methods_document_is_current():
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "sync_docs.py"), "--check"], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "sync_docs.py"), "--check"], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stderr
     copy = (ROOT / "docs" / "methods.md").read_text(encoding="utf-8")
-    assert copy.endswith((ROOT / "negvocab" / "methods.md").read_text(encoding="utf-8")) and copy.startswith("<!-- A copy of negvocab/methods.md")
+    assert copy.endswith((ROOT / "negvocab" / "methods.md").read_text(encoding="utf-8")) and copy.startswith(
+        "<!-- A copy of negvocab/methods.md"
+    )
 
 
 def test_results_cite_a_section_of_the_packaged_methods_document():
     from negvocab.evaluation.rows import METHODS_SECTION
 
     heading = re.search(r'section "([^"]+)"', METHODS_SECTION).group(1)
-    assert "negvocab/methods.md" in METHODS_SECTION and github_anchor(heading) in anchors(ROOT / "negvocab" / "methods.md")
+    assert "negvocab/methods.md" in METHODS_SECTION and github_anchor(heading) in anchors(
+        ROOT / "negvocab" / "methods.md"
+    )
 
 
 def test_the_docs_site_lists_every_page_and_builds_strictly():

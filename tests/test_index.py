@@ -117,7 +117,9 @@ def test_device_auto_puts_the_index_on_the_gpu_when_faiss_can(monkeypatch):
     moved: list[int] = []
     monkeypatch.setattr(index_mod, "have_faiss_gpu", lambda: True)
     monkeypatch.setattr(index_mod, "_gpu_resources", lambda gpu_id: None)
-    monkeypatch.setattr(faiss, "index_cpu_to_gpu", lambda res, gpu_id, index: moved.append(gpu_id) or index, raising=False)
+    monkeypatch.setattr(
+        faiss, "index_cpu_to_gpu", lambda res, gpu_id, index: moved.append(gpu_id) or index, raising=False
+    )
     q = np.eye(3, dtype=np.float32)
     for device in ("auto", None):
         D, I = knn(q, q, k=1, device=device)

@@ -20,9 +20,24 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "negvocab"
 #: third-party packages that are slow to import or optional: a package import inside a function may defer these
-HEAVY = {"torch", "torchvision", "open_clip", "faiss", "ray", "matplotlib", "pandas", "pyarrow", "jinja2", "openai", "sklearn", "transformers", "PIL", "nltk"}
-MAX_MODULE_LINES = 600
-MAX_FUNCTION_LINES = 80
+HEAVY = {
+    "torch",
+    "torchvision",
+    "open_clip",
+    "faiss",
+    "ray",
+    "matplotlib",
+    "pandas",
+    "pyarrow",
+    "jinja2",
+    "openai",
+    "sklearn",
+    "transformers",
+    "PIL",
+    "nltk",
+}
+MAX_MODULE_LINES = 700  # ruff-formatted lines (600 before the formatter ran; it adds ~15%)
+MAX_FUNCTION_LINES = 100  # ruff-formatted lines (80 before the formatter ran)
 LONG_REASON = "# long:"  # a function over the limit says why in a comment that starts so
 #: deprecation shims: re-exports of old module paths, kept for one release
 SHIMS = ("negvocab.build", "negvocab.scoring.run")
@@ -66,7 +81,9 @@ def _imports(name: str) -> list[tuple[ast.AST, list[str], bool]]:
                 if child.level:
                     parts = pkg.split(".")[: len(pkg.split(".")) - child.level + 1]
                     base = ".".join(parts + ([child.module] if child.module else []))
-                found.append((child, [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in child.names], inner))
+                found.append(
+                    (child, [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in child.names], inner)
+                )
             walk(child, inner)
 
     walk(_tree(name), False)
@@ -103,11 +120,23 @@ def test_the_import_contracts_hold():
     ("module", "planted", "contract"),
     [
         # labels (L1) reaching up to the CLI, hidden in a function
-        ("labels/clean.py", "\n\ndef _planted():\n    from negvocab.cli.app import app\n\n    return app\n", "layers: every import points down"),
+        (
+            "labels/clean.py",
+            "\n\ndef _planted():\n    from negvocab.cli.app import app\n\n    return app\n",
+            "layers: every import points down",
+        ),
         # vocab (L2) reaching up to evaluation at module level
-        ("vocab/tables.py", "\nfrom negvocab.evaluation import rows as _planted  # noqa\n", "layers: every import points down"),
+        (
+            "vocab/tables.py",
+            "\nfrom negvocab.evaluation import rows as _planted  # noqa\n",
+            "layers: every import points down",
+        ),
         # a circle inside the grid package: work -> run -> work
-        ("grid/work.py", "\n\ndef _planted():\n    from negvocab.grid.run import run_grid\n\n    return run_grid\n", "siblings in a package never import in a circle"),
+        (
+            "grid/work.py",
+            "\n\ndef _planted():\n    from negvocab.grid.run import run_grid\n\n    return run_grid\n",
+            "siblings in a package never import in a circle",
+        ),
     ],
 )
 def test_a_planted_upward_import_or_circle_breaks_a_contract(tmp_path, module, planted, contract):
@@ -129,7 +158,14 @@ def test_package_imports_inside_functions_only_defer_heavy_packages():
             continue
         for node, targets, inner in _imports(name):
             ours = [t for t in targets if t.split(".")[0] == "negvocab"]
-            if inner and ours and not any(_heavy(t) or any(_heavy(".".join(t.split(".")[:k])) for k in range(2, len(t.split(".")))) for t in ours):
+            if (
+                inner
+                and ours
+                and not any(
+                    _heavy(t) or any(_heavy(".".join(t.split(".")[:k])) for k in range(2, len(t.split("."))))
+                    for t in ours
+                )
+            ):
                 hidden.append(f"{MODULES[name].relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
     assert not hidden, "move these imports to the top of their module (they defer nothing heavy):\n" + "\n".join(hidden)
 
@@ -141,7 +177,11 @@ def test_the_cli_and_config_checks_do_not_import_torch():
 
 
 def test_modules_are_small_enough_to_read_in_one_sitting():
-    big = {str(p.relative_to(ROOT)): n for p in MODULES.values() if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    big = {
+        str(p.relative_to(ROOT)): n
+        for p in MODULES.values()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
     assert not big, f"split these modules (> {MAX_MODULE_LINES} lines): {big}"
 
 
@@ -150,10 +190,15 @@ def test_long_functions_say_why():
     for name, path in MODULES.items():
         lines = path.read_text(encoding="utf-8").splitlines()
         for node in ast.walk(_tree(name)):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+            ):
                 body = lines[node.lineno - 1 : node.end_lineno]
                 if not any(line.strip().startswith(LONG_REASON) for line in body):
-                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
+                    long.append(
+                        f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+                    )
     assert not long, f"split these functions or state the reason in a '{LONG_REASON}' comment:\n" + "\n".join(long)
 
 
@@ -185,7 +230,9 @@ def test_the_cli_imports_only_public_names():
 
 def test_the_import_graph_has_no_circle():
     """Module-level and function-level imports together (a cross-check of the acyclic_siblings contract)."""
-    graph = {name: {t for _, targets, _ in _imports(name) for t in targets if t in MODULES and t != name} for name in MODULES}
+    graph = {
+        name: {t for _, targets, _ in _imports(name) for t in targets if t in MODULES and t != name} for name in MODULES
+    }
     state: dict[str, int] = {}
     stack: list[str] = []
 
@@ -204,3 +251,16 @@ def test_the_import_graph_has_no_circle():
     for name in sorted(MODULES):
         if name not in state and (cycle := visit(name)):
             pytest.fail("import circle: " + " -> ".join(cycle))
+
+
+def test_layout_lists_every_module():
+    """docs/layout.md has a row for every module of the package (and none that is gone)."""
+    import re
+
+    listed = set(re.findall(r"^\| L\d \| `(negvocab/[^`]+\.py)` \|", (ROOT / "docs" / "layout.md").read_text(), re.M))
+    modules = {
+        str(p.relative_to(ROOT))
+        for p in MODULES.values()
+        if p.name != "__init__.py" and not str(p.relative_to(ROOT)).startswith("negvocab/build/")
+    }
+    assert listed == modules, f"missing: {sorted(modules - listed)}; gone: {sorted(listed - modules)}"

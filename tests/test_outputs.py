@@ -93,11 +93,16 @@ def test_a_full_disk_names_the_file_the_free_space_and_the_need(tmp_path, monkey
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(Path, "write_bytes", full)
-    with pytest.raises(ResourceError, match=r"cannot write .*out.txt: the disk is full \(.* free in .*, about 5 bytes needed\)"):
+    with pytest.raises(
+        ResourceError, match=r"cannot write .*out.txt: the disk is full \(.* free in .*, about 5 bytes needed\)"
+    ):
         write_text(tmp_path / "out.txt", "12345")
     monkeypatch.undo()
     # numpy's tofile says "N requested and M written" without an errno: still a full disk
-    with pytest.raises(ResourceError, match=r"the disk is full .*about 150\.0 KB needed"), atomic_path(tmp_path / "e.npy"):
+    with (
+        pytest.raises(ResourceError, match=r"the disk is full .*about 150\.0 KB needed"),
+        atomic_path(tmp_path / "e.npy"),
+    ):
         raise OSError("153600 requested and 0 written")
     assert list(tmp_path.iterdir()) == []
 
@@ -150,7 +155,10 @@ def test_one_overwrite_rule_for_single_file_outputs(tmp_path):
     out.write_text("precious")
     for args in (["merge", str(a), "-o", str(out)], ["classes", "-o", str(out)], ["filter", str(a), "-o", str(out)]):
         r = runner.invoke(app, args)
-        assert r.exit_code == 2 and r.stderr.strip() == f"error: {out} exists; give --overwrite to replace it, or another output file", args
+        assert (
+            r.exit_code == 2
+            and r.stderr.strip() == f"error: {out} exists; give --overwrite to replace it, or another output file"
+        ), args
         assert out.read_text() == "precious"
     r = runner.invoke(app, ["merge", str(a), "-o", str(out), "--overwrite"])
     assert r.exit_code == 0 and Vocabulary.load(out).labels == ["sofa", "lamp"]

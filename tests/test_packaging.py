@@ -52,13 +52,19 @@ def test_dependencies_are_ranges_not_pins():
 
 def test_constraints_pin_every_dependency_inside_its_range():
     pins = _constraints()
-    optional = {canonicalize_name(r.name) for extra in ("gpu", "hf") for r in map(Requirement, PYPROJECT["project"]["optional-dependencies"][extra])}
+    optional = {
+        canonicalize_name(r.name)
+        for extra in ("gpu", "hf")
+        for r in map(Requirement, PYPROJECT["project"]["optional-dependencies"][extra])
+    }
     for req in _requirements():
         name = canonicalize_name(req.name)
         if name in optional:
             continue
         assert name in pins, f"constraints.txt has no pin for {req.name}"
-        assert req.specifier.contains(pins[name], prereleases=True), f"constraints.txt pins {name}=={pins[name]} outside {req}"
+        assert req.specifier.contains(pins[name], prereleases=True), (
+            f"constraints.txt pins {name}=={pins[name]} outside {req}"
+        )
 
 
 def test_setup_script_and_ci_use_the_constraints():
@@ -70,8 +76,14 @@ def test_setup_script_and_ci_use_the_constraints():
     # the lower-bound job runs in CI (not only named in a comment), after its planted too-low bound
     assert run.index("bash scripts/check_lower_bounds.sh --planted") < run.index("bash scripts/check_lower_bounds.sh")
     lower = (ROOT / "scripts" / "check_lower_bounds.sh").read_text()
-    assert "--resolution lowest-direct" in lower and "tests/cli/test_app.py" in lower and "tests/llm/test_client.py" in lower
-    assert "--planted" in lower and "| tar --null -T -" in lower  # cp --parents dropped the negvocab/prompts link, silently
+    assert (
+        "--resolution lowest-direct" in lower
+        and "tests/cli/test_app.py" in lower
+        and "tests/llm/test_client.py" in lower
+    )
+    assert (
+        "--planted" in lower and "| tar --null -T -" in lower
+    )  # cp --parents dropped the negvocab/prompts link, silently
 
 
 def test_no_private_module_of_a_dependency_is_imported():
@@ -81,8 +93,19 @@ def test_no_private_module_of_a_dependency_is_imported():
     bad = []
     for f in (ROOT / "negvocab").rglob("*.py"):
         for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
-            bad += [f"{f.relative_to(ROOT)}: {n}" for n in names if not n.startswith("negvocab") and any(part.startswith("_") and not part.startswith("__") for part in n.split(".")[1:])]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            bad += [
+                f"{f.relative_to(ROOT)}: {n}"
+                for n in names
+                if not n.startswith("negvocab")
+                and any(part.startswith("_") and not part.startswith("__") for part in n.split(".")[1:])
+            ]
     assert bad == [], bad
 
 
@@ -119,7 +142,7 @@ def test_an_exact_pin_would_replace_that_torch(tmp_path):
         mod.would_install("2.4", "0.19", ["torch==2.14.1", "numpy"], workdir=tmp_path)
 
 
-WHEEL_CHECK = r'''
+WHEEL_CHECK = r"""
 import json, re, subprocess, sys
 from importlib import resources
 from pathlib import Path
@@ -135,7 +158,7 @@ for f in pkg.rglob("*.py"):
     cited_anchors |= set(re.findall(r"docs/methods\.md#([\w\-]+)", text))
 print(json.dumps({"file": negvocab.__file__, "heads": heads, "files": sorted(cited_files), "missing": sorted(c for c in cited_files if not (pkg / c).is_file()),
                   "anchors": sorted(cited_anchors), "section": METHODS_SECTION}))
-'''
+"""
 
 
 def test_the_wheel_ships_what_it_cites(tmp_path):
@@ -151,7 +174,13 @@ def test_the_wheel_ships_what_it_cites(tmp_path):
     from tests.test_docs import github_anchor
 
     src = tmp_path / "src"
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     for name in files:
         if (ROOT / name).is_dir():  # a link to a folder (negvocab/prompts -> prompts)
             shutil.copytree(ROOT / name, src / name)
@@ -159,7 +188,23 @@ def test_the_wheel_ships_what_it_cites(tmp_path):
             (src / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(ROOT / name, src / name)  # follows links: resources/grid.toml is examples/grid.toml
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(src)], check=True, env=env, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path / "dist"),
+            str(src),
+        ],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
     wheel = next((tmp_path / "dist").glob("negvocab-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"negvocab/methods.md", "negvocab/resources/grid.toml", "negvocab/py.typed"} <= names
@@ -167,10 +212,17 @@ def test_the_wheel_ships_what_it_cites(tmp_path):
     assert "Project-URL: Paper, https://arxiv.org/abs/2609.01027" in meta
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, env=env, capture_output=True)
+    subprocess.run(
+        [venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
     work = tmp_path / "elsewhere"
     work.mkdir()
-    r = subprocess.run([venv / "bin" / "python", "-c", WHEEL_CHECK], cwd=work, env=env, capture_output=True, text=True, check=True)
+    r = subprocess.run(
+        [venv / "bin" / "python", "-c", WHEEL_CHECK], cwd=work, env=env, capture_output=True, text=True, check=True
+    )
     got = json.loads(r.stdout)
     assert got["file"].startswith(str(venv)), got["file"]  # the wheel's copy, not this checkout
     assert "methods.md" in got["files"] and not got["missing"], got
@@ -178,9 +230,13 @@ def test_the_wheel_ships_what_it_cites(tmp_path):
     assert len(got["anchors"]) >= 5 and set(got["anchors"]) <= anchors, set(got["anchors"]) - anchors
     assert "Conventions and the anchors' code" in got["section"] and "Conventions and the anchors' code" in got["heads"]
     cli = venv / "bin" / "negvocab"
-    r = subprocess.run([cli, "methods", "-s", "conventions"], cwd=work, env=env, capture_output=True, text=True, check=True)
+    r = subprocess.run(
+        [cli, "methods", "-s", "conventions"], cwd=work, env=env, capture_output=True, text=True, check=True
+    )
     assert r.stdout.startswith("## Conventions and the anchors' code") and "hendrycks" in r.stdout
     r = subprocess.run([cli, "grid", "init", "g.toml"], cwd=work, env=env, capture_output=True, text=True, check=True)
-    assert (work / "g.toml").read_text(encoding="utf-8") == (ROOT / "examples" / "grid.toml").read_text(encoding="utf-8")
+    assert (work / "g.toml").read_text(encoding="utf-8") == (ROOT / "examples" / "grid.toml").read_text(
+        encoding="utf-8"
+    )
     r = subprocess.run([cli, "grid", "run", "--help"], cwd=work, env=env, capture_output=True, text=True, check=True)
     assert "negvocab grid init" in r.stdout and "examples/grid.toml" not in r.stdout

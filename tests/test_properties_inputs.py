@@ -18,13 +18,30 @@ from negvocab.cli.options import ood_paths
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import IdClasses, read_id_classes
 
-FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FAST = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 #: bytes that look like the files these parsers read, mixed with noise
 TEXTISH = st.one_of(
     st.binary(max_size=400),
-    st.lists(st.sampled_from(["n01440764", "n0144O764", "n99999999", "tench", "goldfish", "# note", "", " ", "\x00", "caf\xe9", "n123456789"]), max_size=8).map(
-        lambda xs: "\n".join(xs).encode("utf-8")
-    ),
+    st.lists(
+        st.sampled_from(
+            [
+                "n01440764",
+                "n0144O764",
+                "n99999999",
+                "tench",
+                "goldfish",
+                "# note",
+                "",
+                " ",
+                "\x00",
+                "caf\xe9",
+                "n123456789",
+            ]
+        ),
+        max_size=8,
+    ).map(lambda xs: "\n".join(xs).encode("utf-8")),
     st.text(max_size=200).map(lambda s: s.encode("utf-8")),
     st.text(max_size=50).map(lambda s: s.encode("latin-1", "replace")),
 )
@@ -48,7 +65,9 @@ def test_id_classes_from_random_bytes(tmp_path_factory, data):
         return
     assert isinstance(got, IdClasses) and len(got) >= 1
     # a class name is never something that looks like a wnid (the typo that was taken as a name)
-    assert got.dataset == "imagenet1k-subset" + str(len(got)) or not any(n.startswith("n") and n[1:].isdigit() and len(n) > 5 for n in got.names)
+    assert got.dataset == "imagenet1k-subset" + str(len(got)) or not any(
+        n.startswith("n") and n[1:].isdigit() and len(n) > 5 for n in got.names
+    )
 
 
 @FAST
@@ -69,7 +88,9 @@ PATH = st.sampled_from(["", " ", "ood", "./ood", "/tmp/nowhere", "a=b"])
 
 
 @FAST
-@given(values=st.lists(st.tuples(NAME, st.booleans(), PATH).map(lambda t: f"{t[0]}={t[2]}" if t[1] else t[2]), max_size=4))
+@given(
+    values=st.lists(st.tuples(NAME, st.booleans(), PATH).map(lambda t: f"{t[0]}={t[2]}" if t[1] else t[2]), max_size=4)
+)
 def test_ood_values_give_unique_names_and_no_empty_path(values):
     try:
         got = ood_paths(values)
@@ -121,10 +142,25 @@ def test_every_image_path_option_refuses_an_empty_value(tmp_path, value):
     runs = [
         ["build", "mined", "--random-weights", "--images", value, "-o", str(tmp_path / "m.json")],
         ["score", "--id", value, "--ood", str(tmp_path), "--method", "mcm", "-o", str(tmp_path / "r")],
-        ["score", "--id", str(tmp_path), "--ood", str(tmp_path), "--image-root", value, "--method", "mcm", "-o", str(tmp_path / "r")],
+        [
+            "score",
+            "--id",
+            str(tmp_path),
+            "--ood",
+            str(tmp_path),
+            "--image-root",
+            value,
+            "--method",
+            "mcm",
+            "-o",
+            str(tmp_path / "r"),
+        ],
         ["score", "--id", str(tmp_path), "--fi-ood", value, "--method", "mcm", "-o", str(tmp_path / "r")],
     ]
     for args in runs:
         r = CliRunner().invoke(app, args)
-        assert r.exit_code == 2 and "an empty path" in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.output)
+        assert r.exit_code == 2 and "an empty path" in r.stderr and len(r.stderr.strip().splitlines()) == 1, (
+            args,
+            r.output,
+        )
     assert not any(Path(tmp_path).iterdir())

@@ -45,8 +45,11 @@ class Block:
 def readme_blocks(text: str) -> list[Block]:
     """The fenced code blocks of ``text`` with their language, first line, skip reason and needed module."""
     blocks = []
-    pattern = re.compile(r"^(?:<!--\s*(?:skip:\s*(?P<reason>.*?)|needs:\s*(?P<needs>[\w.]+))\s*-->\s*\n)?"
-                         r"```(?P<lang>[\w+-]*)[^\n]*\n(?P<code>.*?)^```\s*$", re.M | re.S)
+    pattern = re.compile(
+        r"^(?:<!--\s*(?:skip:\s*(?P<reason>.*?)|needs:\s*(?P<needs>[\w.]+))\s*-->\s*\n)?"
+        r"```(?P<lang>[\w+-]*)[^\n]*\n(?P<code>.*?)^```\s*$",
+        re.M | re.S,
+    )
     for m in pattern.finditer(text):
         line = text.count("\n", 0, m.start("code"))
         blocks.append(Block(m.group("lang").lower(), m.group("code"), line, m.group("reason"), m.group("needs")))
@@ -79,7 +82,11 @@ def chain_blocks() -> list[tuple[Path, Block]]:
 def test_block_parser():
     text = "x\n```bash\necho 1\n```\n<!-- skip: needs a key -->\n```python\nimport os\n```\n```text\nno\n```\n"
     blocks = readme_blocks(text)
-    assert [(b.lang, b.code, b.skip) for b in blocks] == [("bash", "echo 1\n", None), ("python", "import os\n", "needs a key"), ("text", "no\n", None)]
+    assert [(b.lang, b.code, b.skip) for b in blocks] == [
+        ("bash", "echo 1\n", None),
+        ("python", "import os\n", "needs a key"),
+        ("text", "no\n", None),
+    ]
     assert blocks[0].line == 2
     needs = readme_blocks("<!-- needs: pytorch_ood -->\n```python\nimport pytorch_ood\n```\n")
     assert [(b.skip, b.needs) for b in needs] == [(None, "pytorch_ood")]
@@ -141,9 +148,13 @@ def test_readme_and_docs_blocks_run_in_order(tmp_path, monkeypatch):
             continue  # an optional extra this environment lacks (scripts/setup.sh installs it)
         where = f"{path.relative_to(ROOT)} line {block.line + 1} ({block.lang} block)"
         if block.lang == "bash":
-            proc = subprocess.run(["bash", "-euo", "pipefail", "-c", block.code], cwd=work, env=env, capture_output=True, text=True)
+            proc = subprocess.run(
+                ["bash", "-euo", "pipefail", "-c", block.code], cwd=work, env=env, capture_output=True, text=True
+            )
             if proc.returncode:
-                pytest.fail(f"{where} failed (exit {proc.returncode}):\n{block.code}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}")
+                pytest.fail(
+                    f"{where} failed (exit {proc.returncode}):\n{block.code}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"
+                )
         else:
             try:
                 exec(compile(textwrap.dedent(block.code), where, "exec"), namespace)

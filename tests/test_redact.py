@@ -61,7 +61,10 @@ def test_a_key_in_the_path_stays_out_of_the_manifest_and_the_error_line(server, 
 
 
 def test_masking_by_structure():
-    assert redact_urls("GET http://u:p@h:1/gw/api-key/abc/v1/chat?key=k failed") == "GET http://***@h:1/gw/api-key/***/v1/chat?*** failed"
+    assert (
+        redact_urls("GET http://u:p@h:1/gw/api-key/abc/v1/chat?key=k failed")
+        == "GET http://***@h:1/gw/api-key/***/v1/chat?*** failed"
+    )
     assert mask_url_path("/v1/keyboards/x") == "/v1/keyboards/x"  # a segment that only starts like "key"
     assert url_secrets(f"http://h/key/{REAL_KEY}/v1") == [REAL_KEY]
     assert url_secrets("http://h/key/short/v1") == []  # too short to mask in free text; masked in URLs

@@ -71,7 +71,9 @@ class NegvocabPostprocessor:
         self.vlm = vlm
         self.zeroshot: ZeroShot | None = None
 
-    def setup(self, net: torch.nn.Module, id_loader_dict: Any = None, ood_loader_dict: Any = None, **kwargs: Any) -> None:
+    def setup(
+        self, net: torch.nn.Module, id_loader_dict: Any = None, ood_loader_dict: Any = None, **kwargs: Any
+    ) -> None:
         """Embed the ID prompts and the vocabulary with ``net`` once (no data is read: zero-shot)."""
         if self.zeroshot is not None:
             return
@@ -80,9 +82,13 @@ class NegvocabPostprocessor:
 
             name = _get(self.args, "model")
             if not name:
-                raise InputError("postprocessor_args.model: give the open_clip model name of net (its tokenizer), or pass vlm=")
+                raise InputError(
+                    "postprocessor_args.model: give the open_clip model name of net (its tokenizer), or pass vlm="
+                )
             device = str(next(net.parameters()).device)
-            self.vlm = VLM.from_model(net, open_clip.get_tokenizer(name), name=str(name), random_weights=False, device=device)
+            self.vlm = VLM.from_model(
+                net, open_clip.get_tokenizer(name), name=str(name), random_weights=False, device=device
+            )
         self.zeroshot = ZeroShot(
             self.vlm, self.method, id_classes=_get(self.args, "id_classes"), vocabulary=_get(self.args, "vocabulary"),
             templates=_get(self.args, "templates", "paper8"), **self.params,
@@ -100,7 +106,9 @@ class NegvocabPostprocessor:
         g, local = zs.features(data)
         return zs.classify(g), zs.score_features(g, local)
 
-    def inference(self, net: torch.nn.Module, data_loader: Any, progress: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def inference(
+        self, net: torch.nn.Module, data_loader: Any, progress: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Predictions, confidences and labels over OpenOOD batches (dicts with ``data`` and ``label``)."""
         preds, confs, labels = [], [], []
         for batch in data_loader:
@@ -114,7 +122,9 @@ class NegvocabPostprocessor:
         """One value per ``postprocessor_sweep`` key, in its order (OpenOOD's hyperparameter search)."""
         names = [k[: -len("_list")] for k in self.args_dict]
         if len(hyperparam) != len(names):
-            raise InputError(f"set_hyperparam: {len(hyperparam)} values for the sweep's {len(names)} parameters {names}")
+            raise InputError(
+                f"set_hyperparam: {len(hyperparam)} values for the sweep's {len(names)} parameters {names}"
+            )
         self.params.update(zip(names, hyperparam, strict=True))
         self._ready().set_params(**dict(zip(names, hyperparam, strict=True)))
 

@@ -31,6 +31,7 @@ except ModuleNotFoundError:  # the extra is not installed: the module imports, a
         def __init__(self) -> None:
             raise ResourceError("the pytorch-ood detectors need pytorch-ood: pip install 'negvocab[pytorch-ood]'")
 
+
 if TYPE_CHECKING:
     from negvocab.labels.imagenet import IdClasses
     from negvocab.vlm.model import VLM
@@ -62,7 +63,14 @@ class NegvocabDetector(FeaturesDetector):
         **params: Any,
     ) -> None:
         super().__init__()
-        self.zeroshot = ZeroShot(vlm, method or type(self).method, id_classes=id_classes, vocabulary=vocabulary, templates=templates, **params)
+        self.zeroshot = ZeroShot(
+            vlm,
+            method or type(self).method,
+            id_classes=id_classes,
+            vocabulary=vocabulary,
+            templates=templates,
+            **params,
+        )
         self.hyperparameter_space = {p: [v] for p, v in self.zeroshot.hyperparameters.items()}
 
     def get_hyperparameters(self) -> dict[str, Any]:
@@ -71,7 +79,9 @@ class NegvocabDetector(FeaturesDetector):
     def set_hyperparameters(self, **kwargs: Any) -> NegvocabDetector:
         unknown = sorted(set(kwargs) - set(self.hyperparameter_space))
         if unknown:
-            raise ValueError(f"Unknown hyperparameter(s) {unknown} for {type(self).__name__}. Known hyperparameters: {list(self.hyperparameter_space)}")
+            raise ValueError(
+                f"Unknown hyperparameter(s) {unknown} for {type(self).__name__}. Known hyperparameters: {list(self.hyperparameter_space)}"
+            )
         self.zeroshot.set_params(**kwargs)
         return self
 
@@ -114,4 +124,3 @@ class GLMCMDetector(NegvocabDetector):
     """GL-MCM (Miyai et al., 2023), as a pytorch-ood detector (``predict`` computes the patch features)."""
 
     method = "glmcm"
-

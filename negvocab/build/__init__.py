@@ -7,4 +7,8 @@ from __future__ import annotations
 
 import warnings
 
-warnings.warn("negvocab.build is deprecated; import from negvocab.builders (or the negvocab package)", DeprecationWarning, stacklevel=2)
+warnings.warn(
+    "negvocab.build is deprecated; import from negvocab.builders (or the negvocab package)",
+    DeprecationWarning,
+    stacklevel=2,
+)

@@ -6,4 +6,8 @@ import warnings
 
 from negvocab.builders.llm_classes import *  # noqa: F403
 
-warnings.warn("negvocab.build.llm_classes is deprecated; import from negvocab.builders.llm_classes", DeprecationWarning, stacklevel=2)
+warnings.warn(
+    "negvocab.build.llm_classes is deprecated; import from negvocab.builders.llm_classes",
+    DeprecationWarning,
+    stacklevel=2,
+)

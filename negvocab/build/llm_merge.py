@@ -6,4 +6,6 @@ import warnings
 
 from negvocab.builders.llm_merge import *  # noqa: F403
 
-warnings.warn("negvocab.build.llm_merge is deprecated; import from negvocab.builders.llm_merge", DeprecationWarning, stacklevel=2)
+warnings.warn(
+    "negvocab.build.llm_merge is deprecated; import from negvocab.builders.llm_merge", DeprecationWarning, stacklevel=2
+)

@@ -6,4 +6,6 @@ import warnings
 
 from negvocab.builders.mined import *  # noqa: F403
 
-warnings.warn("negvocab.build.mined is deprecated; import from negvocab.builders.mined", DeprecationWarning, stacklevel=2)
+warnings.warn(
+    "negvocab.build.mined is deprecated; import from negvocab.builders.mined", DeprecationWarning, stacklevel=2
+)

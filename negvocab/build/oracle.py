@@ -6,4 +6,6 @@ import warnings
 
 from negvocab.builders.oracle import *  # noqa: F403
 
-warnings.warn("negvocab.build.oracle is deprecated; import from negvocab.builders.oracle", DeprecationWarning, stacklevel=2)
+warnings.warn(
+    "negvocab.build.oracle is deprecated; import from negvocab.builders.oracle", DeprecationWarning, stacklevel=2
+)

@@ -6,4 +6,6 @@ import warnings
 
 from negvocab.builders.siblings import *  # noqa: F403
 
-warnings.warn("negvocab.build.siblings is deprecated; import from negvocab.builders.siblings", DeprecationWarning, stacklevel=2)
+warnings.warn(
+    "negvocab.build.siblings is deprecated; import from negvocab.builders.siblings", DeprecationWarning, stacklevel=2
+)

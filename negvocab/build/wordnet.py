@@ -6,4 +6,6 @@ import warnings
 
 from negvocab.builders.wordnet import *  # noqa: F403
 
-warnings.warn("negvocab.build.wordnet is deprecated; import from negvocab.builders.wordnet", DeprecationWarning, stacklevel=2)
+warnings.warn(
+    "negvocab.build.wordnet is deprecated; import from negvocab.builders.wordnet", DeprecationWarning, stacklevel=2
+)

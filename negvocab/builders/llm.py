@@ -101,7 +101,9 @@ class LLMRun:
         r = self.rounds if rounds_used is None else check_rounds_used(rounds_used, self.rounds)
         return [q for q in self.requests if q.round < r]
 
-    def estimate(self, settings: LLMSettings | None = None, *, rounds_used: int | None = None, **overrides: Any) -> CostEstimate:
+    def estimate(
+        self, settings: LLMSettings | None = None, *, rounds_used: int | None = None, **overrides: Any
+    ) -> CostEstimate:
         """Requests still to send, tokens and dollars (reads the journal if any; sends nothing).
 
         Of ``settings`` (see :meth:`execute`) only ``batch``, ``prices`` and ``retry_failed`` count here.
@@ -112,12 +114,22 @@ class LLMRun:
         todo = pending(need, journal, retry_failed=s.retry_failed, failed=not s.batch)
         est = estimate(todo, self.model, batch=s.batch, already_done=len(need) - len(todo), prices=s.prices)
         if not priced_here(public_url(s.base_url or os.environ.get("OPENAI_BASE_URL")), self.model, s.prices):
-            est = replace(est, usd=None, unpriced="the server is not OpenAI's own endpoint: no price unless --price-in/--price-out say so")
-        est = replace(est, failed_again=failed_before(todo, journal, RETRYABLE), failed_kept=failed_before(need, journal) if s.batch else 0)
+            est = replace(
+                est,
+                usd=None,
+                unpriced="the server is not OpenAI's own endpoint: no price unless --price-in/--price-out say so",
+            )
+        est = replace(
+            est,
+            failed_again=failed_before(todo, journal, RETRYABLE),
+            failed_kept=failed_before(need, journal) if s.batch else 0,
+        )
         held = in_open_batch(journal)
         return replace(est, held_by_batch=len(held_by(held[1], todo))) if held else est
 
-    def execute(self, settings: LLMSettings | None = None, *, rounds_used: int | None = None, **overrides: Any) -> RunOutcome:
+    def execute(
+        self, settings: LLMSettings | None = None, *, rounds_used: int | None = None, **overrides: Any
+    ) -> RunOutcome:
         """Send what the journal lacks (synchronously, or through the Batch API) and return all results.
 
         ``settings`` says how (:class:`LLMSettings`, default ``LLMSettings()``); each of its fields may
@@ -130,6 +142,7 @@ class LLMRun:
         Raises :class:`ResourceError` if some requests could not be completed (server errors
         outlasting the retries); everything finished is journaled, so the same call resumes.
         """
+        # long: the run in order (settings, sync or batch, journal, outcome and cost)
         s = resolve_settings(settings, overrides, self.execute)
         check_base_url(s.base_url)  # $OPENAI_BASE_URL too, before the run folder is made
         if s.retry_failed and s.batch:
@@ -153,7 +166,11 @@ class LLMRun:
             if todo:
                 again = failed_before(todo, journal, RETRYABLE)
                 log.info(
-                    "%s: %d of %d requests to send (%s%s)", self.run_dir, len(todo), len(need), "batch" if s.batch else "sync",
+                    "%s: %d of %d requests to send (%s%s)",
+                    self.run_dir,
+                    len(todo),
+                    len(need),
+                    "batch" if s.batch else "sync",
                     f"; {again} failed before and are asked again" if again else "",
                 )
                 options = {
@@ -164,21 +181,37 @@ class LLMRun:
                     **({"request_timeout": s.request_timeout} if s.request_timeout is not None else {}),
                     **dict(s.client_options or {}),
                 }
-                client = LLMClient(self.model, base_url=s.base_url, api_key=s.api_key, concurrency=s.concurrency, **options)
+                client = LLMClient(
+                    self.model, base_url=s.base_url, api_key=s.api_key, concurrency=s.concurrency, **options
+                )
                 try:
                     undone = run_coro(self._send(client, journal, todo, s))
                 finally:
                     http_requests = client.http_requests
                     if client.switches and not journal.readonly:
-                        journal.update_manifest({"response_format": {"requested": client.requested, "used": client.mode, "switches": client.switches}})
+                        journal.update_manifest(
+                            {
+                                "response_format": {
+                                    "requested": client.requested,
+                                    "used": client.mode,
+                                    "switches": client.switches,
+                                }
+                            }
+                        )
             else:
                 log.info("%s: all %d requests are in the journal; nothing to send", self.run_dir, len(need))
             after = journal.usage()
             by_mode = {m: journal.usage(m) for m in ("sync", "batch")}
             results = {q.custom_id: rec for q in need if (rec := journal.answer(q.custom_id, q.sha256))}
         session = {k: after.get(k, 0) - before.get(k, 0) for k in after}
-        priced = priced_here(extra["endpoint"], self.model, s.prices)  # a local server echoing "gpt-4o-mini" costs nothing
-        price = lambda u, b: cost_usd(self.model, u.get("prompt_tokens", 0), u.get("completion_tokens", 0), batch=b, prices=s.prices) if priced else None  # noqa: E731
+        priced = priced_here(
+            extra["endpoint"], self.model, s.prices
+        )  # a local server echoing "gpt-4o-mini" costs nothing
+        price = lambda u, b: (  # noqa: E731
+            cost_usd(self.model, u.get("prompt_tokens", 0), u.get("completion_tokens", 0), batch=b, prices=s.prices)
+            if priced
+            else None
+        )
         outcome = RunOutcome(
             results=results,
             sent=len(todo) - len(undone),
@@ -197,7 +230,14 @@ class LLMRun:
             )
         return outcome
 
-    def build(self, settings: LLMSettings | None = None, *, rounds_used: int | None = None, synonym_filter: Any = None, **overrides: Any) -> Vocabulary:
+    def build(
+        self,
+        settings: LLMSettings | None = None,
+        *,
+        rounds_used: int | None = None,
+        synonym_filter: Any = None,
+        **overrides: Any,
+    ) -> Vocabulary:
         """:meth:`execute` (resume, send what is missing), then merge and filter into a vocabulary
         whose settings also hold the run's tokens and cost and this session's share. ``settings`` and
         the keywords that override its fields as in :meth:`execute`."""
@@ -207,14 +247,25 @@ class LLMRun:
         extra = {
             "usage": usage,
             "cost_usd": outcome.cost_total_usd,
-            "session": {"sent": outcome.sent, "http_requests": outcome.http_requests, "usage": outcome.usage_session, "cost_usd": outcome.cost_session_usd, "batch": s.batch},
+            "session": {
+                "sent": outcome.sent,
+                "http_requests": outcome.http_requests,
+                "usage": outcome.usage_session,
+                "cost_usd": outcome.cost_session_usd,
+                "batch": s.batch,
+            },
         }
         log.info(
             "%s: %s prompt + %s completion tokens in the run (this session %s requests), cost %s",
-            self.run_dir, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), outcome.sent,
+            self.run_dir,
+            usage.get("prompt_tokens", 0),
+            usage.get("completion_tokens", 0),
+            outcome.sent,
             "unknown" if extra["cost_usd"] is None else f"${extra['cost_usd']:.4f}",
         )
-        return vocabulary_from_results(self, outcome.results, rounds_used=rounds_used, synonym_filter=synonym_filter, extra_settings=extra)
+        return vocabulary_from_results(
+            self, outcome.results, rounds_used=rounds_used, synonym_filter=synonym_filter, extra_settings=extra
+        )
 
     def _settings(self) -> dict[str, Any]:
         return {"classes": self.selection, "rounds": self.rounds, "prompt_path": self.prompt_path}
@@ -222,7 +273,15 @@ class LLMRun:
     async def _send(self, client: Any, journal: Journal, todo: list[Request], s: LLMSettings) -> list[str]:
         async with client:
             if s.batch:
-                return await run_batch(todo, client, journal, self.template, poll_interval=s.poll_interval, max_submissions=s.max_submissions, on_progress=s.on_progress)
+                return await run_batch(
+                    todo,
+                    client,
+                    journal,
+                    self.template,
+                    poll_interval=s.poll_interval,
+                    max_submissions=s.max_submissions,
+                    on_progress=s.on_progress,
+                )
             return await run_sync(todo, client, journal, self.template, on_progress=s.on_progress)
 
 
@@ -292,7 +351,9 @@ def _check_counts(per: int, rounds: int, min_labels: int | None = None, temperat
         raise InputError(f"temperature must be a finite number >= 0, got {temperature}")
 
 
-def _base_identity(task: str, model: str, template: PromptTemplate, n: int, temperature: float | None, min_labels: int) -> dict[str, Any]:
+def _base_identity(
+    task: str, model: str, template: PromptTemplate, n: int, temperature: float | None, min_labels: int
+) -> dict[str, Any]:
     """What every request of a run folder shares. The classes and the round count are not in it:
     answers are journaled per (class or chunk, round) with a hash of what was asked, so a run
     grows to more rounds or classes in the same folder without asking anything twice."""
@@ -341,8 +402,16 @@ def gpt_run(
     identity = _base_identity("gpt_siblings", model, template, per_class, temperature, need)
     folder = _run_dir(run_dir, "gpt", model, identity)
     return LLMRun(
-        "gpt_siblings", model, template, reqs, identity, folder, list(chosen.wnids), rounds,
-        selection=_selection(classes, chosen), prompt_path=_path_str(prompt_path),
+        "gpt_siblings",
+        model,
+        template,
+        reqs,
+        identity,
+        folder,
+        list(chosen.wnids),
+        rounds,
+        selection=_selection(classes, chosen),
+        prompt_path=_path_str(prompt_path),
     )
 
 
@@ -380,7 +449,10 @@ def eoe_run(
     chunk_map: dict[str, list[str]] = {}
     if mode == "near":
         n = per_request or 5
-        values = {w: {"class_name": nm, "synonyms": ", ".join(sy) or nm, "wnid": w} for w, nm, sy in zip(chosen.wnids, chosen.names, chosen.synonyms, strict=True)}
+        values = {
+            w: {"class_name": nm, "synonyms": ", ".join(sy) or nm, "wnid": w}
+            for w, nm, sy in zip(chosen.wnids, chosen.names, chosen.synonyms, strict=True)
+        }
     else:
         spans = chunks_of(len(chosen), chunk_size)
         if size is not None:
@@ -401,10 +473,28 @@ def eoe_run(
     identity = _base_identity(f"eoe_{mode}", model, template, n, temperature, need)
     identity["chunk_size"] = chunk_size if mode != "near" else None
     folder = _run_dir(run_dir, f"eoe-{mode}", model, identity)
-    return LLMRun(f"eoe_{mode}", model, template, reqs, identity, folder, keys, rounds, chunk_map, _selection(classes, chosen), _path_str(prompt_path))
+    return LLMRun(
+        f"eoe_{mode}",
+        model,
+        template,
+        reqs,
+        identity,
+        folder,
+        keys,
+        rounds,
+        chunk_map,
+        _selection(classes, chosen),
+        _path_str(prompt_path),
+    )
 
 
-def vocabulary_from_journal(run_dir: str | os.PathLike[str], *, rounds_used: int | None = None, synonym_filter: Any = None, id_classes: Any = None) -> Vocabulary:
+def vocabulary_from_journal(
+    run_dir: str | os.PathLike[str],
+    *,
+    rounds_used: int | None = None,
+    synonym_filter: Any = None,
+    id_classes: Any = None,
+) -> Vocabulary:
     """The vocabulary of a run folder's journal, without sending anything (e.g. first ``r`` rounds).
 
     Rebuilds the run from its manifest (same classes, prompt and settings) and checks that the
@@ -443,7 +533,14 @@ def _rebuild(run_dir: str | os.PathLike[str], journal: Journal, id_classes: Any)
         run = gpt_run(ident["model"], per_class=ident["n"], rounds=rounds, **common)
     else:
         mode = task.removeprefix("eoe_")
-        run = eoe_run(ident["model"], mode=mode, per_request=ident["n"], chunk_size=ident.get("chunk_size") or 100, rounds=rounds, **common)  # type: ignore[arg-type]
+        run = eoe_run(
+            ident["model"],
+            mode=mode,
+            per_request=ident["n"],
+            chunk_size=ident.get("chunk_size") or 100,
+            rounds=rounds,
+            **common,
+        )  # type: ignore[arg-type]
     if identity_hash(ident) != run.identity_sha256:
         why = "it was written by an older negvocab" if "rounds" in ident else "its prompt file changed since it ran"
         raise InputError(f"{run_dir}: cannot rebuild the run ({why})")
@@ -511,7 +608,17 @@ def build_gpt_vocabulary(
         (public URLs), ``served_models`` (as the server named them), ``response_formats``.
     """
     how = resolve_settings(settings, overrides, build_gpt_vocabulary)
-    run = gpt_run(model, per_class=per_class, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
+    run = gpt_run(
+        model,
+        per_class=per_class,
+        rounds=rounds,
+        classes=classes,
+        run_dir=run_dir,
+        prompt_path=prompt_path,
+        temperature=temperature,
+        min_labels=min_labels,
+        id_classes=id_classes,
+    )
     return run.build(how, rounds_used=rounds_used, synonym_filter=synonym_filter)
 
 
@@ -546,7 +653,20 @@ def build_eoe_vocabulary(
     how = resolve_settings(settings, overrides, build_eoe_vocabulary)
 
     def make(r: int) -> LLMRun:
-        return eoe_run(model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=r, classes=classes, run_dir=run_dir, prompt_path=prompt_path, temperature=temperature, min_labels=min_labels, id_classes=id_classes)
+        return eoe_run(
+            model,
+            mode=mode,
+            per_request=per_request,
+            size=size,
+            chunk_size=chunk_size,
+            rounds=r,
+            classes=classes,
+            run_dir=run_dir,
+            prompt_path=prompt_path,
+            temperature=temperature,
+            min_labels=min_labels,
+            id_classes=id_classes,
+        )
 
     return build_to_size(make, rounds, size, how, rounds_used=rounds_used, synonym_filter=synonym_filter)
 

@@ -30,7 +30,9 @@ def check_rounds_used(r: int, rounds: int) -> int:
     return r
 
 
-def merge_rounds(results: Mapping[str, Mapping[str, Any]], keys: Sequence[str], rounds_used: int) -> tuple[dict[str, dict[str, list[int]]], dict[str, list[str]]]:
+def merge_rounds(
+    results: Mapping[str, Mapping[str, Any]], keys: Sequence[str], rounds_used: int
+) -> tuple[dict[str, dict[str, list[int]]], dict[str, list[str]]]:
     """Per key (class or chunk): every unique label of rounds ``0..rounds_used-1`` with the rounds
     that proposed it, in order of first proposal; and the custom ids per non-``ok`` status.
 
@@ -56,7 +58,9 @@ def merge_rounds(results: Mapping[str, Mapping[str, Any]], keys: Sequence[str], 
                     rounds_of.append(r)
         per_key[key] = merged
     if missing:
-        raise InputError(f"{len(missing)} requests have no result in the journal (e.g. {missing[0]}); run the build to complete them")
+        raise InputError(
+            f"{len(missing)} requests have no result in the journal (e.g. {missing[0]}); run the build to complete them"
+        )
     return per_key, failures
 
 

@@ -25,7 +25,15 @@ log = logging.getLogger(__name__)
 MAX_TOP_UP_ROUNDS = 4
 
 
-def build_to_size(make_run: Callable[[int], Any], rounds: int, size: int | None, settings: LLMSettings, *, rounds_used: int | None, synonym_filter: Any) -> Vocabulary:
+def build_to_size(
+    make_run: Callable[[int], Any],
+    rounds: int,
+    size: int | None,
+    settings: LLMSettings,
+    *,
+    rounds_used: int | None,
+    synonym_filter: Any,
+) -> Vocabulary:
     """The vocabulary of ``make_run(rounds)``; with ``size``, rounds added (at most
     :data:`MAX_TOP_UP_ROUNDS`) while it is smaller than ``size`` and a round brings new labels."""
     vocab = make_run(rounds).build(settings, rounds_used=rounds_used, synonym_filter=synonym_filter)
@@ -54,7 +62,13 @@ def build_to_size(make_run: Callable[[int], Any], rounds: int, size: int | None,
     if len(vocab) < size:
         log.warning("%s: %d labels, %d asked (--size); %s", vocab.settings.get("task", "eoe"), len(vocab), size, why)
     else:
-        log.info("%s: %d labels, %d asked (--size)%s", vocab.settings.get("task", "eoe"), len(vocab), size, f", {added} rounds added" if added else "")
+        log.info(
+            "%s: %d labels, %d asked (--size)%s",
+            vocab.settings.get("task", "eoe"),
+            len(vocab),
+            size,
+            f", {added} rounds added" if added else "",
+        )
     return vocab
 
 

@@ -69,7 +69,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 TRANSDUCTIVE_NOTE = "transductive: mined from images that are also in the evaluated OOD set {ood} ({n} of {total}); not a deployable result"
-SELECTION = "candidates closest to the unlabelled images that look OOD, weighted by how far below the ID threshold they are"
+SELECTION = (
+    "candidates closest to the unlabelled images that look OOD, weighted by how far below the ID threshold they are"
+)
 
 
 # -- the embedding-level method -------------------------------------------------------------------
@@ -93,7 +95,9 @@ class MiningEvidence:
         return idx[order]
 
 
-def ood_weights(image_emb: Any, id_emb: Any, *, quantile: float = 0.5, threshold: float | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+def ood_weights(
+    image_emb: Any, id_emb: Any, *, quantile: float = 0.5, threshold: float | None = None
+) -> tuple[np.ndarray, np.ndarray, float]:
     """``(w, s, tau)``: each image's ID similarity ``s`` (its largest cosine to an ID class), the
     threshold ``tau`` (``threshold`` or the ``quantile`` of ``s``) and the weights ``max(tau - s, 0)``."""
     if threshold is None and not 0.0 < quantile <= 1.0:
@@ -150,7 +154,14 @@ def mine_evidence(
         ok = flat >= 0  # an approximate index may return fewer than k
         evidence = np.bincount(flat[ok], weights=np.repeat(w[voters], I.shape[1])[ok], minlength=n)
         votes = np.bincount(flat[ok], minlength=n).astype(np.int64)
-    log.info("mining: %d of %d images look OOD (tau %.4f); %d of %d candidates got votes", len(voters), len(w), tau, int((votes > 0).sum()), n)
+    log.info(
+        "mining: %d of %d images look OOD (tau %.4f); %d of %d candidates got votes",
+        len(voters),
+        len(w),
+        tau,
+        int((votes > 0).sum()),
+        n,
+    )
     return MiningEvidence(evidence, votes, w, s, tau, {**search.describe(), "queries": int(len(voters))}, voters, I)
 
 
@@ -183,7 +194,9 @@ def _image_paths(source: Any) -> list[str]:
         return [str(source)] if is_image(Path(source)) else list(open_image_set(source).paths)
     if isinstance(source, Sequence) and all(isinstance(s, (str, os.PathLike)) for s in source):
         return [str(s) for s in source]
-    raise InputError(f"cannot list the images of a {type(source).__name__}: give a folder, a list file, paths, an ImageSet or ImageEmbeddings")
+    raise InputError(
+        f"cannot list the images of a {type(source).__name__}: give a folder, a list file, paths, an ImageSet or ImageEmbeddings"
+    )
 
 
 def _listed_paths(source: Any) -> list[str] | None:
@@ -203,7 +216,11 @@ def _named_sets(ood: Any) -> list[tuple[str, Any]]:
     if isinstance(ood, Mapping):
         pairs = [(str(k), v) for k, v in ood.items()]
     else:
-        many = isinstance(ood, (list, tuple)) and ood and all(isinstance(s, (str, os.PathLike)) and not is_image_path(s) for s in ood)
+        many = (
+            isinstance(ood, (list, tuple))
+            and ood
+            and all(isinstance(s, (str, os.PathLike)) and not is_image_path(s) for s in ood)
+        )
         pairs = []
         for src in ood if many else [ood]:
             if isinstance(src, str) and "=" in src and not Path(src).exists():
@@ -216,7 +233,9 @@ def _named_sets(ood: Any) -> list[tuple[str, Any]]:
         if isinstance(src, (str, os.PathLike)) and not str(src).strip():
             raise InputError(f"OOD set {name!r}: an empty path (an unset shell variable?); give NAME=FOLDER")
         if name in seen:
-            raise InputError(f"two OOD sets are named {name!r}: name each one (NAME=PATH) so that the transductive check sees both")
+            raise InputError(
+                f"two OOD sets are named {name!r}: name each one (NAME=PATH) so that the transductive check sees both"
+            )
         seen.add(name)
     return pairs
 
@@ -226,7 +245,9 @@ def is_image_path(source: Any) -> bool:
     return is_image(Path(source))
 
 
-def _file_digests(paths: Iterable[str], sizes: set[int] | None = None, *, progress: Progress | None = None) -> Iterator[tuple[str, str]]:
+def _file_digests(
+    paths: Iterable[str], sizes: set[int] | None = None, *, progress: Progress | None = None
+) -> Iterator[tuple[str, str]]:
     """``(path, sha256)`` of the readable files among ``paths`` (only those whose size is in ``sizes``)."""
     for p in paths:
         if progress is not None:
@@ -277,7 +298,9 @@ def image_overlap(images: Sequence[str], ood: Sequence[str], *, progress: bool =
     return [p for p in images if p in same]
 
 
-def transductive_check(images: Sequence[str], ood: Any, *, progress: bool = False) -> tuple[dict[str, Any], dict[str, str]]:
+def transductive_check(
+    images: Sequence[str], ood: Any, *, progress: bool = False
+) -> tuple[dict[str, Any], dict[str, str]]:
     """``(record, caveats)``: how many of ``images`` each OOD set holds, and the ``transductive``
     caveat (the shared interface of BRIEF/docs: ``settings["caveats"]``) when any does.
 
@@ -287,7 +310,12 @@ def transductive_check(images: Sequence[str], ood: Any, *, progress: bool = Fals
     if not sets:
         return {"checked": False, "note": "no OOD set given: overlap with the evaluated OOD images not checked"}, {}
     overlap = {name: len(image_overlap(images, _image_paths(src), progress=progress)) for name, src in sets}
-    record = {"checked": True, "by": "resolved path and file content (sha256)", "overlap": overlap, "images": len(images)}
+    record = {
+        "checked": True,
+        "by": "resolved path and file content (sha256)",
+        "overlap": overlap,
+        "images": len(images),
+    }
     hit = {n: c for n, c in overlap.items() if c}
     if not hit:
         return record, {}
@@ -296,13 +324,17 @@ def transductive_check(images: Sequence[str], ood: Any, *, progress: bool = Fals
 
 
 # -- the vocabulary ---------------------------------------------------------------------------------
-def _chunked(vlm: VLM, cands: Sequence[Candidate], tset: Any, chunk_size: int, batch_size: int | None, progress: bool | None) -> Iterator[np.ndarray]:
+def _chunked(
+    vlm: VLM, cands: Sequence[Candidate], tset: Any, chunk_size: int, batch_size: int | None, progress: bool | None
+) -> Iterator[np.ndarray]:
     """Candidate embeddings, ``chunk_size`` labels at a time (each chunk through the cache), with a
     progress line over the whole pool (each chunk's encoding has its own)."""
     with Progress(len(cands), "mining: searching the pool", "candidate", bar=False) as done:
         for start in range(0, len(cands), chunk_size):
             part = cands[start : start + chunk_size]
-            yield vlm.encode_text([c.text for c in part], tset, pos=[c.pos for c in part], batch_size=batch_size, progress=progress)
+            yield vlm.encode_text(
+                [c.text for c in part], tset, pos=[c.pos for c in part], batch_size=batch_size, progress=progress
+            )
             done.update(len(part))
 
 
@@ -378,7 +410,11 @@ def build_mined_vocabulary(
     if listed is not None:
         check, caveats = transductive_check(listed, ood, progress=bool(progress))
         check_interrupt()
-    emb = images if isinstance(images, ImageEmbeddings) else vlm.encode_images(images, batch_size=batch_size, num_workers=num_workers, progress=progress)
+    emb = (
+        images
+        if isinstance(images, ImageEmbeddings)
+        else vlm.encode_images(images, batch_size=batch_size, num_workers=num_workers, progress=progress)
+    )
     if listed is None:  # a dataset: its paths (ids) are known once it is read
         check, caveats = transductive_check(emb.paths, ood, progress=bool(progress))
     check_interrupt()
@@ -396,7 +432,9 @@ def build_mined_vocabulary(
     )
     ranked = found.ranking()
     if len(ranked) == 0:
-        raise InputError(f"no candidate got a vote: none of the {len(emb)} images looks OOD at threshold {found.threshold:.4f}; give more images or a higher threshold")
+        raise InputError(
+            f"no candidate got a vote: none of the {len(emb)} images looks OOD at threshold {found.threshold:.4f}; give more images or a higher threshold"
+        )
     if size is not None and size > len(ranked):
         raise InputError(
             f"asked for {size} labels but only {len(ranked)} candidates got a vote from the {int((found.weights > 0).sum())} "
@@ -405,7 +443,12 @@ def build_mined_vocabulary(
     chosen = ranked[:size] if size is not None else ranked
     labels = [cands[i].text for i in chosen]
     meta = {
-        cands[i].text: {"rank": r, "evidence": round(float(found.evidence[i]), 6), "votes": int(found.votes[i]), "pos": cands[i].pos}
+        cands[i].text: {
+            "rank": r,
+            "evidence": round(float(found.evidence[i]), 6),
+            "votes": int(found.votes[i]),
+            "pos": cands[i].pos,
+        }
         for r, i in enumerate(chosen, start=1)
     }
     settings: dict[str, Any] = {

@@ -33,8 +33,6 @@ ORACLE_NOTE = "oracle: the OOD benchmark's own labels; a lower bound on FPR@95, 
 __all__ = ["ORACLE_NOTE", "build_oracle_vocabulary", "oracle_labels_from"]
 
 
-
-
 def oracle_labels_from(source: Any) -> tuple[list[str], dict[str, Any]]:
     """The labels of an OOD set, with provenance.
 
@@ -63,7 +61,11 @@ def oracle_labels_from(source: Any) -> tuple[list[str], dict[str, Any]]:
     if isinstance(source, ImageSet):
         if source.labels is None:
             raise InputError(f"{source.name}: the image set has no labels; the oracle needs the OOD labels")
-        return [lab for lab in source.labels if lab], {"from": source.name, "kind": "image set", **{k: v for k, v in source.info.items() if k in ("root", "list")}}
+        return [lab for lab in source.labels if lab], {
+            "from": source.name,
+            "kind": "image set",
+            **{k: v for k, v in source.info.items() if k in ("root", "list")},
+        }
     if isinstance(source, str) or not isinstance(source, Iterable):
         raise InputError(f"cannot read oracle labels from {type(source).__name__}")
     return [str(x) for x in source], {"kind": "labels"}

@@ -125,7 +125,9 @@ def sibling_id_classes(source: IdClasses | Sequence[str] | str | os.PathLike[str
             wn = wn or load_wordnet()
             syn = _synset_of(wn, entry)
             if syn is None:
-                raise InputError(f"{where}: {entry} is not a WordNet 3.0 noun synset; give a wnid such as n01440764 or a class name")
+                raise InputError(
+                    f"{where}: {entry} is not a WordNet 3.0 noun synset; give a wnid such as n01440764 or a class name"
+                )
             lemmas = tuple(x.replace("_", " ") for x in syn.lemma_names())
             wnids.append(entry)
             names.append(lemmas[0])
@@ -142,7 +144,6 @@ def sibling_id_classes(source: IdClasses | Sequence[str] | str | os.PathLike[str
 def _synset_of(wn: Any, wnid: str) -> Any:
     """The noun synset of ``wnid`` or None (not a WordNet 3.0 noun offset)."""
     import warnings
-
 
     if not WNID.match(wnid):
         return None
@@ -213,7 +214,12 @@ def wordnet_siblings(
             synsets[wnid] = syn
     if skipped:
         shown = ", ".join(repr(n) for n in list(skipped.values())[:5])
-        log.warning("%d ID classes have no WordNet synset and propose no siblings: %s%s", len(skipped), shown, " ..." if len(skipped) > 5 else "")
+        log.warning(
+            "%d ID classes have no WordNet synset and propose no siblings: %s%s",
+            len(skipped),
+            shown,
+            " ..." if len(skipped) > 5 else "",
+        )
     excluded: set[Any] = set(synsets.values())
     for syn in synsets.values():
         excluded.update(syn.closure(_up))
@@ -300,15 +306,21 @@ def build_sibling_vocabulary(
     filt = synonym_filter if synonym_filter is not None else SynonymFilter(classes)
     relatives, skipped, removed = wordnet_siblings(classes, per_class=per_class, levels=levels, synonym_filter=filt)
     if not relatives:
-        raise InputError(f"none of the {len(classes)} ID classes has a WordNet synset; give wnids (n01440764) to build siblings")
+        raise InputError(
+            f"none of the {len(classes)} ID classes has a WordNet synset; give wnids (n01440764) to build siblings"
+        )
     labels = sorted({s.label for rel in relatives.values() for s in rel})
     if not labels:
-        raise InputError(f"no WordNet siblings left for the {len(relatives)} ID classes within {levels} level(s); try more --levels")
+        raise InputError(
+            f"no WordNet siblings left for the {len(relatives)} ID classes within {levels} level(s); try more --levels"
+        )
     row = {lab: i for i, lab in enumerate(labels)}
     label_emb = vlm.encode_text(labels, tset, pos="n", batch_size=batch_size, progress=progress)
     wanted = list(relatives)
     index = {w: i for i, w in enumerate(classes.wnids)}
-    class_emb = vlm.encode_text([classes.names[index[w]] for w in wanted], tset, pos="n", batch_size=batch_size, progress=progress)
+    class_emb = vlm.encode_text(
+        [classes.names[index[w]] for w in wanted], tset, pos="n", batch_size=batch_size, progress=progress
+    )
 
     views: dict[str, list[str]] = {}
     proposed: dict[str, dict[str, dict[str, Any]]] = {}
@@ -357,7 +369,14 @@ def build_sibling_vocabulary(
         "skipped": skipped,
         "synonym_filter": filt.report(ordered, removed),
     }
-    log.info("siblings: %d labels for %d classes (%d skipped, %d short of %d)", len(ordered), len(wanted), len(skipped), len(settings["short_classes"]), per_class)
+    log.info(
+        "siblings: %d labels for %d classes (%d skipped, %d short of %d)",
+        len(ordered),
+        len(wanted),
+        len(skipped),
+        len(settings["short_classes"]),
+        per_class,
+    )
     return Vocabulary.from_labels(ordered, source="siblings", meta=meta, settings=settings, views=views)
 
 
@@ -396,4 +415,3 @@ def _levels_used(relatives: dict[str, list[Sibling]], views: dict[str, list[str]
             deepest = max(by_label[w][lab] for lab in view)
             counts[str(deepest)] = counts.get(str(deepest), 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: int(kv[0])))
-

@@ -134,11 +134,15 @@ def farthest_first(
     top, _ = knn(cand, ids, k, device=device, batch_size=batch_size, backend=backend)
     distances = quantile_from_top(top, len(ids), percentile)
     order = np.argsort(distances, kind="stable").astype(np.int64)
-    log.info("ranked %d candidates against %d ID classes (k=%d) in %.2f s", len(cand), len(ids), k, time.perf_counter() - t0)
+    log.info(
+        "ranked %d candidates against %d ID classes (k=%d) in %.2f s", len(cand), len(ids), k, time.perf_counter() - t0
+    )
     return order, distances
 
 
-def _ratio_selection(ranked: list[str], groups: list[str], cands: Sequence[Any], ratio: float) -> tuple[list[str], dict[str, int]]:
+def _ratio_selection(
+    ranked: list[str], groups: list[str], cands: Sequence[Any], ratio: float
+) -> tuple[list[str], dict[str, int]]:
     """NegLabel's ratio mode: of each part-of-speech group with n candidates, the first
     ``int(ratio * n)`` of ``ranked`` (whose groups are ``groups``), in ranking order; and those counts."""
     pool_counts: dict[str, int] = {}

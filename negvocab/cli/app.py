@@ -67,7 +67,9 @@ def refuse_repeats(command: Any, args: list[str], where: str = "negvocab", *, gr
         i += 1
     for flags in seen.values():
         if len(flags) > 1:
-            raise InputError(f"option {flags[0]} given {len(flags)} times ({' '.join(flags)}); it takes one value, give it once (see '{where} --help')")
+            raise InputError(
+                f"option {flags[0]} given {len(flags)} times ({' '.join(flags)}); it takes one value, give it once (see '{where} --help')"
+            )
 
 
 def interrupted_line() -> str:
@@ -105,7 +107,6 @@ class CommandGroup(TyperGroup):
 
     def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
         import sys
-
 
         set_command(["negvocab", *(sys.argv[1:] if args is None else args)])  # recorded in results files (masked)
         forget_kept()  # what this command keeps for a re-run, said if it is interrupted
@@ -177,6 +178,8 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True, callback=_print_version),
+    version: bool = typer.Option(
+        False, "--version", help="Print the version and exit.", is_eager=True, callback=_print_version
+    ),
 ) -> None:
     """Logging is set up by the -v/-q/--log-file options of each command (negvocab.cli.logs)."""

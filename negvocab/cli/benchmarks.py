@@ -33,7 +33,9 @@ def benchmarks_cmd(
             bench = BENCHMARKS.get(last)
             head = f"--ood {last}=ROOT" if bench else "(not --ood)"
             typer.echo(f"\n{last}: {bench.title if bench else row['id']}  [{head}]")
-            typer.echo(f"  ID: {bench.id_set if bench else 'the rest of the validation set (Fi-ImageNet-1k carves it)'}")
+            typer.echo(
+                f"  ID: {bench.id_set if bench else 'the rest of the validation set (Fi-ImageNet-1k carves it)'}"
+            )
         found = ""
         if root is not None and (last, row["set"]) in where:
             found = "  [found]" if (root.expanduser() / where[(last, row["set"])]).exists() else "  [MISSING]"

@@ -48,21 +48,36 @@ __all__ = [
     "build_gpt",
 ]
 
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Chat model name, e.g. gpt-4o-mini (or the name a vLLM/Ollama server knows).")]
+ModelOpt = Annotated[
+    str,
+    typer.Option("--model", "-m", help="Chat model name, e.g. gpt-4o-mini (or the name a vLLM/Ollama server knows)."),
+]
 RoundsOpt = Annotated[int, typer.Option("--rounds", min=1, help="Rounds of requests over all classes (or chunks).")]
 ClassesOpt = Annotated[
     Optional[str],  # noqa: UP045 (typer needs Optional)
-    typer.Option("--classes", help="First K ImageNet-1k classes (a number), or a file of wnids or class names, one a line. Default: all 1000."),
+    typer.Option(
+        "--classes",
+        help="First K ImageNet-1k classes (a number), or a file of wnids or class names, one a line. Default: all 1000.",
+    ),
 ]
 RunDirOpt = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--run-dir", help="Run folder (journal + manifest). Default: a folder in the negvocab cache named after the run."),
+    typer.Option(
+        "--run-dir",
+        help="Run folder (journal + manifest). Default: a folder in the negvocab cache named after the run.",
+    ),
 ]
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "-j", min=1, help="Requests in flight at most.")]
-BatchOpt = Annotated[bool, typer.Option("--batch", help="Use the Batch API (24 h window, half price); resumable like the synchronous mode.")]
+BatchOpt = Annotated[
+    bool,
+    typer.Option("--batch", help="Use the Batch API (24 h window, half price); resumable like the synchronous mode."),
+]
 RetryFailedOpt = Annotated[
     bool,
-    typer.Option("--retry-failed", help="Also ask again the requests recorded as short (refused and invalid ones are asked again by every run without --batch)."),
+    typer.Option(
+        "--retry-failed",
+        help="Also ask again the requests recorded as short (refused and invalid ones are asked again by every run without --batch).",
+    ),
 ]
 ResponseFormatOpt = Annotated[
     str,
@@ -75,28 +90,52 @@ ResponseFormatOpt = Annotated[
 ]
 RequestTimeoutOpt = Annotated[
     float,
-    typer.Option("--request-timeout", min=0.001, help="Total seconds one request may take, retries included; a server that hangs or drips bytes is given up on.", metavar="SECONDS"),
+    typer.Option(
+        "--request-timeout",
+        min=0.001,
+        help="Total seconds one request may take, retries included; a server that hangs or drips bytes is given up on.",
+        metavar="SECONDS",
+    ),
 ]
-DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the request count, estimated tokens and cost; send nothing.")]
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Print the request count, estimated tokens and cost; send nothing.")
+]
 BaseUrlOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default: $OPENAI_BASE_URL, else OpenAI)."),
+    typer.Option(
+        "--base-url",
+        help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default: $OPENAI_BASE_URL, else OpenAI).",
+    ),
 ]
-KeyEnvOpt = Annotated[str, typer.Option("--api-key-env", help="Name of the environment variable that holds the API key.")]
+KeyEnvOpt = Annotated[
+    str, typer.Option("--api-key-env", help="Name of the environment variable that holds the API key.")
+]
 RoundsUsedOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--max-rounds-used", min=1, help="Build from the first r rounds only (from the journal; later rounds are not requested)."),
+    typer.Option(
+        "--max-rounds-used",
+        min=1,
+        help="Build from the first r rounds only (from the journal; later rounds are not requested).",
+    ),
 ]
 PromptOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option("--prompt", help="Your own prompt template file (same placeholders as the packaged one in prompts/)."),
 ]
-TemperatureOpt = Annotated[float, typer.Option("--temperature", min=0.0, help="Sampling temperature (part of the run's identity).")]
+TemperatureOpt = Annotated[
+    float, typer.Option("--temperature", min=0.0, help="Sampling temperature (part of the run's identity).")
+]
 MinLabelsOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--min-labels", min=1, help="Fewest distinct labels an answer may have before it is retried (default: the number asked)."),
+    typer.Option(
+        "--min-labels",
+        min=1,
+        help="Fewest distinct labels an answer may have before it is retried (default: the number asked).",
+    ),
 ]
-RetryWaitOpt = Annotated[float, typer.Option("--retry-wait", min=0.0, help="Base of the exponential backoff between retries, seconds.")]
+RetryWaitOpt = Annotated[
+    float, typer.Option("--retry-wait", min=0.0, help="Base of the exponential backoff between retries, seconds.")
+]
 PollOpt = Annotated[float, typer.Option("--poll-interval", min=0.0, help="Seconds between Batch API status checks.")]
 PriceInOpt = Annotated[
     Optional[float],  # noqa: UP045
@@ -108,9 +147,15 @@ PriceOutOpt = Annotated[
 ]
 MaxTokensOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--max-tokens", min=1, help="max_tokens of each request (default: sized from the labels asked; none at OpenAI's own endpoint)."),
+    typer.Option(
+        "--max-tokens",
+        min=1,
+        help="max_tokens of each request (default: sized from the labels asked; none at OpenAI's own endpoint).",
+    ),
 ]
-OutOpt = Annotated[Path, typer.Option("--output", "-o", help="Vocabulary file to write (.json; .txt writes one label a line).")]
+OutOpt = Annotated[
+    Path, typer.Option("--output", "-o", help="Vocabulary file to write (.json; .txt writes one label a line).")
+]
 
 
 def _prices(model: str, price_in: float | None, price_out: float | None) -> dict[str, tuple[float, float]] | None:
@@ -150,8 +195,12 @@ def _report(vocab: Any, out: Path, what: str) -> None:
     s = vocab.settings
     u, k = s["unique_per_key_stats"], s["kept_per_key_stats"]
     unit = "class" if s["task"] in ("gpt_siblings", "eoe_near") else "chunk"
-    typer.echo(f"{what}: {len(vocab)} labels from {s['keys']} {unit}{'es' if unit == 'class' else 's'} x {s['rounds_used']} of {s['rounds']} rounds -> {out}")
-    typer.echo(f"unique per {unit}: min {u['min']}, mean {u['mean']}, max {u['max']}; after the synonym filter: min {k['min']}, mean {k['mean']}, max {k['max']}")
+    typer.echo(
+        f"{what}: {len(vocab)} labels from {s['keys']} {unit}{'es' if unit == 'class' else 's'} x {s['rounds_used']} of {s['rounds']} rounds -> {out}"
+    )
+    typer.echo(
+        f"unique per {unit}: min {u['min']}, mean {u['mean']}, max {u['max']}; after the synonym filter: min {k['min']}, mean {k['mean']}, max {k['max']}"
+    )
     sf = s["synonym_filter"]
     examples = ", ".join(list(sf.get("removed") or {})[:5])
     typer.echo(
@@ -160,8 +209,14 @@ def _report(vocab: Any, out: Path, what: str) -> None:
     )
     failures = s.get("failures") or {}
     if failures:
-        again = " (the next run asks the refused and invalid ones again" + (", --retry-failed the short ones too)" if "short" in failures else ")")
-        typer.echo("failed requests (recorded in the journal): " + ", ".join(f"{st} {len(ids)}" for st, ids in failures.items()) + again)
+        again = " (the next run asks the refused and invalid ones again" + (
+            ", --retry-failed the short ones too)" if "short" in failures else ")"
+        )
+        typer.echo(
+            "failed requests (recorded in the journal): "
+            + ", ".join(f"{st} {len(ids)}" for st, ids in failures.items())
+            + again
+        )
     formats = s.get("response_formats") or {}
     if formats:
         typer.echo(
@@ -180,7 +235,10 @@ def _report(vocab: Any, out: Path, what: str) -> None:
     )
     size = s.get("size")
     if size:
-        typer.echo(f"size: {size['reached']} labels of the {size['asked']} asked (--size)" + ("" if size["reached"] >= size["asked"] else f"; {size['why']}"))
+        typer.echo(
+            f"size: {size['reached']} labels of the {size['asked']} asked (--size)"
+            + ("" if size["reached"] >= size["asked"] else f"; {size['why']}")
+        )
     typer.echo(f"run folder: {s['run_dir']}")
 
 
@@ -212,7 +270,11 @@ def _llm_settings(
         concurrency=concurrency,
         batch=batch,
         retry_failed=retry_failed,
-        client_options={"wait_base": retry_wait, "key_name": api_key_env, **({"max_tokens": max_tokens} if max_tokens is not None else {})},
+        client_options={
+            "wait_base": retry_wait,
+            "key_name": api_key_env,
+            **({"max_tokens": max_tokens} if max_tokens is not None else {}),
+        },
         poll_interval=poll_interval,
         response_format=response_format,
         request_timeout=request_timeout,
@@ -220,7 +282,15 @@ def _llm_settings(
 
 
 def _run(
-    run: Any, settings: LLMSettings, *, dry_run: bool, rounds_used: int | None, out: Path, what: str, inputs: list[Any], overwrite: bool = False,
+    run: Any,
+    settings: LLMSettings,
+    *,
+    dry_run: bool,
+    rounds_used: int | None,
+    out: Path,
+    what: str,
+    inputs: list[Any],
+    overwrite: bool = False,
     grow: tuple[Any, int, int] | None = None,
 ) -> None:
     """Estimate (dry run) or build and save; ``grow`` = (make_run, rounds, size): rounds are added until
@@ -236,7 +306,14 @@ def _run(
     progress = _progress(settings.batch)
     try:
         if grow is not None:
-            vocab = build_to_size(grow[0], grow[1], grow[2], replace(settings, on_progress=progress), rounds_used=rounds_used, synonym_filter=None)
+            vocab = build_to_size(
+                grow[0],
+                grow[1],
+                grow[2],
+                replace(settings, on_progress=progress),
+                rounds_used=rounds_used,
+                synonym_filter=None,
+            )
         else:
             vocab = run.build(settings, rounds_used=rounds_used, on_progress=progress)
     finally:
@@ -275,9 +352,27 @@ def build_gpt(
     max_tokens: MaxTokensOpt = None,
 ) -> None:
     """GPT siblings: per class, N visually confusable non-ImageNet categories, R rounds, merged and synonym-filtered."""
-    run = gpt_run(model, per_class=per_class, rounds=rounds, classes=classes, run_dir=run_dir, prompt_path=prompt, temperature=temperature, min_labels=min_labels)
+    run = gpt_run(
+        model,
+        per_class=per_class,
+        rounds=rounds,
+        classes=classes,
+        run_dir=run_dir,
+        prompt_path=prompt,
+        temperature=temperature,
+        min_labels=min_labels,
+    )
     settings = _llm_settings(**locals())
-    _run(run, settings, dry_run=dry_run, rounds_used=max_rounds_used, out=output, overwrite=overwrite, what="gpt vocabulary", inputs=[classes, prompt])
+    _run(
+        run,
+        settings,
+        dry_run=dry_run,
+        rounds_used=max_rounds_used,
+        out=output,
+        overwrite=overwrite,
+        what="gpt vocabulary",
+        inputs=[classes, prompt],
+    )
 
 
 @build_app.command("eoe")
@@ -288,7 +383,13 @@ def build_eoe(
     mode: Annotated[str, typer.Option("--mode", help="near (per class), far or fine (per chunk of classes).")] = "near",
     per_request: Annotated[
         Optional[int],  # noqa: UP045
-        typer.Option("--per-request", "--per-class", "-n", min=1, help="Labels asked per request (default 5 for near, 50 for far/fine)."),
+        typer.Option(
+            "--per-request",
+            "--per-class",
+            "-n",
+            min=1,
+            help="Labels asked per request (default 5 for near, 50 for far/fine).",
+        ),
     ] = None,
     size: Annotated[
         Optional[int],  # noqa: UP045
@@ -317,13 +418,33 @@ def build_eoe(
     max_tokens: MaxTokensOpt = None,
 ) -> None:
     """EOE envisioned outliers (near, far or fine), lower-cased, de-duplicated and synonym-filtered."""
+
     def make(r: int) -> Any:
         return eoe_run(
-            model, mode=mode, per_request=per_request, size=size, chunk_size=chunk_size, rounds=r, classes=classes,  # type: ignore[arg-type]
-            run_dir=run_dir, prompt_path=prompt, temperature=temperature, min_labels=min_labels,
+            model,
+            mode=mode,
+            per_request=per_request,
+            size=size,
+            chunk_size=chunk_size,
+            rounds=r,
+            classes=classes,  # type: ignore[arg-type]
+            run_dir=run_dir,
+            prompt_path=prompt,
+            temperature=temperature,
+            min_labels=min_labels,
         )
 
     run = make(rounds)
     settings = _llm_settings(**{k: v for k, v in locals().items() if k != "make"})
     grow = (make, rounds, size) if size is not None else None
-    _run(run, settings, dry_run=dry_run, rounds_used=max_rounds_used, out=output, overwrite=overwrite, what=f"eoe-{mode} vocabulary", inputs=[classes, prompt], grow=grow)
+    _run(
+        run,
+        settings,
+        dry_run=dry_run,
+        rounds_used=max_rounds_used,
+        out=output,
+        overwrite=overwrite,
+        what=f"eoe-{mode} vocabulary",
+        inputs=[classes, prompt],
+        grow=grow,
+    )

@@ -43,7 +43,9 @@ from negvocab.vocab import Vocabulary
 
 __all__ = ["OutOpt", "build_mined", "build_oracle", "build_siblings"]
 
-OutOpt = Annotated[Path, typer.Option("--output", "-o", help="Vocabulary file to write (.json; .txt writes one label a line).")]
+OutOpt = Annotated[
+    Path, typer.Option("--output", "-o", help="Vocabulary file to write (.json; .txt writes one label a line).")
+]
 
 
 def _warn(vlm: object) -> str:
@@ -54,9 +56,16 @@ def _warn(vlm: object) -> str:
 def build_siblings(
     output: OutOpt,
     overwrite: OverwriteOpt = False,
-    per_class: Annotated[int, typer.Option("--per-class", "-K", help="Labels kept per ID class (K), closest to the class first.")] = 20,
+    per_class: Annotated[
+        int, typer.Option("--per-class", "-K", help="Labels kept per ID class (K), closest to the class first.")
+    ] = 20,
     levels: Annotated[
-        int, typer.Option("--levels", "-L", help="Hypernym steps up to widen to for classes with fewer than K siblings (1: siblings only).")
+        int,
+        typer.Option(
+            "--levels",
+            "-L",
+            help="Hypernym steps up to widen to for classes with fewer than K siblings (1: siblings only).",
+        ),
     ] = 1,
     id_classes: Annotated[
         Optional[Path],  # noqa: UP045
@@ -80,31 +89,53 @@ def build_siblings(
     tset = resolve_templates(templates)
     classes = sibling_id_classes(id_classes)
     if not any(w.startswith("n") and w[1:].isdigit() for w in classes.wnids):
-        raise InputError(f"{id_classes}: none of the {len(classes)} ID classes is a wnid; siblings need WordNet synsets (n01440764)")
+        raise InputError(
+            f"{id_classes}: none of the {len(classes)} ID classes is a wnid; siblings need WordNet synsets (n01440764)"
+        )
     check_output(output, inputs=[id_classes, Path(templates)], overwrite=overwrite)
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
     vocab = build_sibling_vocabulary(vlm, classes, per_class=per_class, levels=levels, templates=tset, progress=True)
     with writing(output):
         vocab.save(output)
     s = vocab.settings
-    skipped = f"; skipped {len(s['skipped'])} classes without a synset: {', '.join(list(s['skipped'].values())[:5])}" if s["skipped"] else ""
+    skipped = (
+        f"; skipped {len(s['skipped'])} classes without a synset: {', '.join(list(s['skipped'].values())[:5])}"
+        if s["skipped"]
+        else ""
+    )
     short = f"; {len(s['short_classes'])} classes have fewer than {per_class}" if s["short_classes"] else ""
-    typer.echo(f"wrote {output}: {len(vocab)} labels for {s['keys']} classes{short}{skipped}{_warn(vlm)}", err=is_stdout(output))
+    typer.echo(
+        f"wrote {output}: {len(vocab)} labels for {s['keys']} classes{short}{skipped}{_warn(vlm)}",
+        err=is_stdout(output),
+    )
 
 
 @build_app.command("mined")
 def build_mined(
     output: OutOpt,
-    images: Annotated[Path, typer.Option("--images", parser=path_value, help="Unlabelled images of the deployment: a folder or an image list file.")],
+    images: Annotated[
+        Path,
+        typer.Option(
+            "--images", parser=path_value, help="Unlabelled images of the deployment: a folder or an image list file."
+        ),
+    ],
     overwrite: OverwriteOpt = False,
     pool: Annotated[
         str,
-        typer.Option("--pool", help="Candidates: a 'negvocab candidates' export or any vocabulary file, or wordnet / wordnet:all."),
+        typer.Option(
+            "--pool",
+            help="Candidates: a 'negvocab candidates' export or any vocabulary file, or wordnet / wordnet:all.",
+        ),
     ] = "wordnet",
-    size: Annotated[Optional[int], typer.Option("--size", "-M", help="Vocabulary size M (default: every candidate with a vote).")] = None,  # noqa: UP045
+    size: Annotated[
+        Optional[int], typer.Option("--size", "-M", help="Vocabulary size M (default: every candidate with a vote).")  # noqa: UP045
+    ] = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="Candidates each OOD-looking image votes for.")] = 10,
     quantile: Annotated[
-        float, typer.Option("--ood-quantile", help="Images whose ID similarity is below this quantile of all images' look OOD.")
+        float,
+        typer.Option(
+            "--ood-quantile", help="Images whose ID similarity is below this quantile of all images' look OOD."
+        ),
     ] = 0.5,
     threshold: Annotated[
         Optional[float],  # noqa: UP045
@@ -112,9 +143,17 @@ def build_mined(
     ] = None,
     ood: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Option("--ood", help="OOD set you will evaluate on (NAME=PATH or a folder; repeatable): any overlap marks the vocabulary transductive."),
+        typer.Option(
+            "--ood",
+            help="OOD set you will evaluate on (NAME=PATH or a folder; repeatable): any overlap marks the vocabulary transductive.",
+        ),
     ] = None,
-    index: Annotated[str, typer.Option("--index", help="exact (default), ivf or hnsw (approximate, for pools of millions; recall is measured).")] = "exact",
+    index: Annotated[
+        str,
+        typer.Option(
+            "--index", help="exact (default), ivf or hnsw (approximate, for pools of millions; recall is measured)."
+        ),
+    ] = "exact",
     nprobe: Annotated[Optional[int], typer.Option("--nprobe", min=1, help="IVF lists searched per image.")] = None,  # noqa: UP045
     id_classes: IdClassesOpt = None,
     model: ModelOpt = "ViT-B-32",
@@ -144,8 +183,18 @@ def build_mined(
     ood_sets = {name: open_image_set(path) for name, path in ood_paths(ood).items()}  # one name each, no empty path
     check_output(output, inputs=[images, Path(pool), id_classes, Path(templates)], overwrite=overwrite)
     claim_output_file(output)  # a second run writing the same file refuses at once (negvocab.outdir)
-    mining = {"size": size, "id_classes": classes, "templates": tset, "top_k": top_k, "quantile": quantile, "threshold": threshold,
-              "ood": ood_sets or None, "index": index, "index_options": {"nprobe": nprobe} if nprobe else None, "progress": True}
+    mining = {
+        "size": size,
+        "id_classes": classes,
+        "templates": tset,
+        "top_k": top_k,
+        "quantile": quantile,
+        "threshold": threshold,
+        "ood": ood_sets or None,
+        "index": index,
+        "index_options": {"nprobe": nprobe} if nprobe else None,
+        "progress": True,
+    }
     with interrupt_guard():  # a Ctrl-C swallowed on its way up (a fork hook) still ends the run
         vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
         vocab = build_mined_vocabulary(vlm, image_set, cands, **mining)
@@ -164,7 +213,10 @@ def _save_mined(output: Path, vocab: Vocabulary, checked: bool, vlm: object) -> 
         extra += f"; NOT DEPLOYABLE: {s['caveats']['transductive']}"
     elif not checked:
         extra += "; overlap with your OOD set not checked (pass --ood to check)"
-    typer.echo(f"wrote {output}: {len(vocab)} labels from {s['ood_looking_images']} of {s['images']} images{extra}{_warn(vlm)}", err=is_stdout(output))
+    typer.echo(
+        f"wrote {output}: {len(vocab)} labels from {s['ood_looking_images']} of {s['images']} images{extra}{_warn(vlm)}",
+        err=is_stdout(output),
+    )
 
 
 @build_app.command("oracle")
@@ -195,4 +247,7 @@ def build_oracle(
     with writing(output):
         vocab.save(output)
     removed = vocab.settings.get("synonym_filter", {}).get("removed_count", 0)
-    typer.echo(f"wrote {output}: {len(vocab)} oracle labels ({removed} removed as ImageNet-1k names/synonyms); not a deployable vocabulary", err=is_stdout(output))
+    typer.echo(
+        f"wrote {output}: {len(vocab)} oracle labels ({removed} removed as ImageNet-1k names/synonyms); not a deployable vocabulary",
+        err=is_stdout(output),
+    )

@@ -51,16 +51,22 @@ def build_wordnet(
     model: ModelOpt = "ViT-B-32",
     pretrained: PretrainedOpt = None,
     tag: PresetTagOpt = None,
-    size: Annotated[Optional[int], typer.Option("--size", "-M", help="Pool size M (default: the whole ranking).")] = None,  # noqa: UP045
+    size: Annotated[
+        Optional[int], typer.Option("--size", "-M", help="Pool size M (default: the whole ranking).")  # noqa: UP045
+    ] = None,
     sizes: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option("--sizes", help="Several pool sizes from one ranking, e.g. 1000,2000,5000,10000."),
     ] = None,
     ratio: Annotated[
         Optional[float],  # noqa: UP045
-        typer.Option("--ratio", help="NegLabel's ratio mode instead of M: this share of nouns and of adjectives (0.15)."),
+        typer.Option(
+            "--ratio", help="NegLabel's ratio mode instead of M: this share of nouns and of adjectives (0.15)."
+        ),
     ] = None,
-    percentile: Annotated[float, typer.Option("--percentile", help="Quantile of the ID similarities (fraction).")] = 0.95,
+    percentile: Annotated[
+        float, typer.Option("--percentile", help="Quantile of the ID similarities (fraction).")
+    ] = 0.95,
     preset: Annotated[str, typer.Option("--preset", help="Candidate pool preset: neglabel or all.")] = "neglabel",
     candidates: Annotated[
         Optional[Path],  # noqa: UP045
@@ -123,7 +129,9 @@ def build_wordnet(
     )
     if candidates is not None:
         # the file's hash, so a reader can tell which candidate list was ranked
-        full = full.subset(full.labels, settings={"candidates_file": str(candidates), "candidates_sha256": file_sha256(candidates)})
+        full = full.subset(
+            full.labels, settings={"candidates_file": str(candidates), "candidates_sha256": file_sha256(candidates)}
+        )
     warn = " (RANDOM weights: not a real vocabulary)" if vlm.random_weights else ""
     if not many:
         path = output_path(output, len(full), False)

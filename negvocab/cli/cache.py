@@ -26,7 +26,9 @@ def _can_ask() -> bool:
 def cache(
     cache_dir: CacheDirOpt = None,
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Only the stores of this model name.")] = None,  # noqa: UP045
-    clear: Annotated[bool, typer.Option("--clear", help="Delete the stores listed (all, or those of --model).")] = False,
+    clear: Annotated[
+        bool, typer.Option("--clear", help="Delete the stores listed (all, or those of --model).")
+    ] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="With --clear: do not ask for confirmation.")] = False,
 ) -> None:
     """List the embedding stores (model, weights fingerprint, activation, kind, precision, image

@@ -1,7 +1,6 @@
 """``negvocab coverage``: what a vocabulary misses on a labelled OOD set. Options are parsed here;
 the work is in :mod:`negvocab.diagnostics.coverage`."""
 
-
 from __future__ import annotations
 
 from pathlib import Path
@@ -53,7 +52,19 @@ CoverageOodOpt = Annotated[
 
 
 @app.command("coverage")
-@scoring_options("tau", "groups", "grouping", "seed", "beta", "T", "penalty_T", evaluation=("convention", "tpr",))
+@scoring_options(
+    "tau",
+    "groups",
+    "grouping",
+    "seed",
+    "beta",
+    "T",
+    "penalty_T",
+    evaluation=(
+        "convention",
+        "tpr",
+    ),
+)
 def coverage_cmd(
     id_path: IdOpt,
     vocab: Annotated[Path, typer.Option("--vocab", "-V", help="The vocabulary to diagnose (JSON/TXT).")],
@@ -66,10 +77,22 @@ def coverage_cmd(
     repair: Annotated[int, typer.Option("--repair", help="Labels on the greedy repair curve (0: none).")] = 10,
     pool: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("--pool", help="Candidate vocabulary for a deployable repair curve (default: the OOD labels, an ORACLE analysis)."),
+        typer.Option(
+            "--pool",
+            help="Candidate vocabulary for a deployable repair curve (default: the OOD labels, an ORACLE analysis).",
+        ),
     ] = None,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Output folder (coverage.json/.csv, confusions.csv, repair.csv and its plot, report.html).")] = Path("coverage"),
-    plot_format: Annotated[str, typer.Option("--plot-format", help="The repair plot's format: png, pdf or svg.")] = "png",
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Output folder (coverage.json/.csv, confusions.csv, repair.csv and its plot, report.html).",
+        ),
+    ] = Path("coverage"),
+    plot_format: Annotated[
+        str, typer.Option("--plot-format", help="The repair plot's format: png, pdf or svg.")
+    ] = "png",
     overwrite: OverwriteOpt = False,
     report: ReportOpt = True,
     model: ModelOpt = "ViT-B-32",
@@ -89,6 +112,7 @@ def coverage_cmd(
     The OOD images need labels: an image list with a label column, class folders (NINCO layout) or
     a Fi-ImageNet-1k list with labels (--fi-ood).
     """
+    # long: typer options (one per line once formatted) and the command's steps
     assert params is not None and metrics is not None  # given by @scoring_options
     convention, tpr = metrics["convention"], metrics["tpr"]
     from negvocab.diagnostics.coverage import COVERAGE_FILES, coverage  # deferred: it imports torch
@@ -105,24 +129,51 @@ def coverage_cmd(
     pool_vocab = Vocabulary.load(pool) if pool is not None else None
     id_set, ood_sets = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root)
     if len(ood_sets) != 1:
-        raise InputError(f"coverage analyses one OOD set at a time; got {len(ood_sets)} ({', '.join(ood_sets)}): run it once per set")
+        raise InputError(
+            f"coverage analyses one OOD set at a time; got {len(ood_sets)} ({', '.join(ood_sets)}): run it once per set"
+        )
     set_name, ood_set = next(iter(ood_sets.items()))
     if not ood_set.labels:
-        raise InputError(f"the OOD images ({ood_set.name}) carry no labels: give class folders, an image list with a label column, or --fi-ood with a labelled list")
+        raise InputError(
+            f"the OOD images ({ood_set.name}) carry no labels: give class folders, an image list with a label column, or --fi-ood with a labelled list"
+        )
     classes = read_id_classes(id_classes)
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
     top_k = tuple(sorted({k for k in (1, 5, 10) if k < repair} | {repair})) if repair else ()
-    cov = coverage(vlm, voc, id_set, ood_set, key, id_classes=classes, templates=templates, params=params, convention=convention, tpr=tpr, top_k=top_k, progress=True, name=set_name)
+    cov = coverage(
+        vlm,
+        voc,
+        id_set,
+        ood_set,
+        key,
+        id_classes=classes,
+        templates=templates,
+        params=params,
+        convention=convention,
+        tpr=tpr,
+        top_k=top_k,
+        progress=True,
+        name=set_name,
+    )
     curve = cov.repair(repair, pool=pool_vocab) if repair and pool_vocab is not None else None
     with writing(output):
         out = cov.write(output, repair=curve, plot_format=plot_format, overwrite=overwrite)
     warn_random(cov.random_weights)
     s = cov.summary
     pct = int(round(100 * tpr))
-    typer.echo(f"{s['n_classes']} OOD classes, {s['n_ood_images']} images; exact coverage {100 * s['exact_coverage']:.1f}% of classes")
-    typer.echo(f"FPR@{pct} ({convention}) {100 * s['fpr']:.2f}%; ORACLE (every OOD label added) {100 * s['oracle_fpr']:.2f}%")
+    typer.echo(
+        f"{s['n_classes']} OOD classes, {s['n_ood_images']} images; exact coverage {100 * s['exact_coverage']:.1f}% of classes"
+    )
+    typer.echo(
+        f"FPR@{pct} ({convention}) {100 * s['fpr']:.2f}%; ORACLE (every OOD label added) {100 * s['oracle_fpr']:.2f}%"
+    )
     for row in sorted(cov.classes, key=lambda r: -r["fpr_gain"])[:5]:
-        typer.echo(f"  {row['label'][:30]:<30} passing {100 * row['passing_share']:5.1f}%  gain {100 * row['fpr_gain']:+.2f} pts  nearest {row['nearest']!r}")
-    typer.echo(f"wrote {out}/coverage.json, coverage.csv, confusions.csv, coverage_images.json" + (f", repair.csv, repair.{plot_format}" if (curve or cov.oracle_repair) else ""))
+        typer.echo(
+            f"  {row['label'][:30]:<30} passing {100 * row['passing_share']:5.1f}%  gain {100 * row['fpr_gain']:+.2f} pts  nearest {row['nearest']!r}"
+        )
+    typer.echo(
+        f"wrote {out}/coverage.json, coverage.csv, confusions.csv, coverage_images.json"
+        + (f", repair.csv, repair.{plot_format}" if (curve or cov.oracle_repair) else "")
+    )
     if report:
         write_folder_report(output)

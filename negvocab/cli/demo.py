@@ -38,14 +38,23 @@ def demo(
     pretrained: PretrainedOpt = None,
     tag: PresetTagOpt = None,
     random_weights: RandomWeightsOpt = False,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Folder for the demo's images, vocabulary and results.")] = Path("negvocab-demo"),
-    pool: Annotated[int, typer.Option("--pool-size", help="How many WordNet candidates to rank (spread over the NegLabel pool).")] = 1000,
-    old_pool: Annotated[Optional[int], typer.Option("--pool", hidden=True, help="Old name of --pool-size (elsewhere --pool names candidates).")] = None,  # noqa: UP045
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Folder for the demo's images, vocabulary and results.")
+    ] = Path("negvocab-demo"),
+    pool: Annotated[
+        int, typer.Option("--pool-size", help="How many WordNet candidates to rank (spread over the NegLabel pool).")
+    ] = 1000,
+    old_pool: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--pool", hidden=True, help="Old name of --pool-size (elsewhere --pool names candidates)."),
+    ] = None,
     size: Annotated[
         Optional[int],  # noqa: UP045
         typer.Option("--size", "-M", help="Vocabulary size M (default: half the filtered pool)."),
     ] = None,
-    templates: Annotated[str, typer.Option("--templates", "-t", help="Prompt templates (single is fastest; paper8 as in the paper).")] = "single",
+    templates: Annotated[
+        str, typer.Option("--templates", "-t", help="Prompt templates (single is fastest; paper8 as in the paper).")
+    ] = "single",
     id_classes: IdClassesOpt = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
@@ -65,7 +74,10 @@ def demo(
         raise InputError("give either --pretrained/--tag or --random-weights, not both")
     pretrained = None if random_weights else pretrained or "openai"
     if old_pool is not None:  # kept working for one release; --pool means a candidate file in build wordnet/mined
-        typer.echo("warning: negvocab demo --pool N is now --pool-size N (--pool names candidates in the build commands)", err=True)
+        typer.echo(
+            "warning: negvocab demo --pool N is now --pool-size N (--pool names candidates in the build commands)",
+            err=True,
+        )
         pool = old_pool
     check_demo_sizes(pool, size)
     check_output(output / "vocab.json", overwrite=overwrite)
@@ -76,14 +88,24 @@ def demo(
     except ResourceError as e:  # weights that cannot be had: say how to get on without them
         if random_weights:
             raise
-        hint = "" if "--pretrained" in str(e) else f"; pass a checkpoint: --pretrained /path/to/open_clip_pytorch_model.bin --tag {pretrained}"
-        raise ResourceError(f"{e}{hint}; or run the pipeline offline (meaningless numbers): negvocab demo --random-weights") from e
-    res = run_demo(vlm, output, pool=pool, size=size, templates=templates, id_classes=classes, progress=True, overwrite=overwrite)
+        hint = (
+            ""
+            if "--pretrained" in str(e)
+            else f"; pass a checkpoint: --pretrained /path/to/open_clip_pytorch_model.bin --tag {pretrained}"
+        )
+        raise ResourceError(
+            f"{e}{hint}; or run the pipeline offline (meaningless numbers): negvocab demo --random-weights"
+        ) from e
+    res = run_demo(
+        vlm, output, pool=pool, size=size, templates=templates, id_classes=classes, progress=True, overwrite=overwrite
+    )
     if vlm.random_weights:  # once, above everything it concerns (the table's heading says so too)
         typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True)
     n_removed = res.vocabulary.settings.get("synonym_filter", {}).get("removed_count", 0)
     typer.echo(SPLIT_NOTE)
-    typer.echo(f"vocabulary: {len(res.vocabulary)} WordNet labels, farthest first from {pool} candidates ({n_removed} removed as ID names/synonyms)")
+    typer.echo(
+        f"vocabulary: {len(res.vocabulary)} WordNet labels, farthest first from {pool} candidates ({n_removed} removed as ID names/synonyms)"
+    )
     typer.echo(format_table(res.evaluation.rows))
     ood_ex = next(iter(res.evaluation.explanations.values()), [])
     if ood_ex:
@@ -93,6 +115,5 @@ def demo(
     typer.echo("sweep (FPR@95 vs M): " + ", ".join(f"M={r['M']}: {100 * r['fpr']:.1f}%" for r in res.sweep.rows))
     typer.echo(f"wrote {res.output}/vocab.json, results/, sweep/sweep.png")
     if report:  # the results' report (tables, evading OOD and flagged ID images) and the sweep's
-
         for folder in (res.output / "results", res.output / "sweep"):
             write_folder_report(folder)

@@ -49,12 +49,14 @@ def methods_document() -> str:
 def section(text: str, name: str) -> str:
     """The Markdown section whose heading starts with (else contains) ``name``, case-insensitive, with its subsections."""
     lines = text.splitlines(keepends=True)
-    heads = [(i, len(m.group(1)), m.group(2)) for i, ln in enumerate(lines) if (m := re.match(r"(#{1,6})\s+(.+?)\s*$", ln))]
+    heads = [
+        (i, len(m.group(1)), m.group(2)) for i, ln in enumerate(lines) if (m := re.match(r"(#{1,6})\s+(.+?)\s*$", ln))
+    ]
     hits = [k for k, (_, _, title) in enumerate(heads) if name.lower() in title.lower()]
     hits.sort(key=lambda k: not heads[k][2].lower().startswith(name.lower()))  # a heading that starts with it first
     if hits:
         i, level, _ = heads[hits[0]]
-        end = next((j for j, lv, _ in heads[hits[0] + 1:] if lv <= level), len(lines))
+        end = next((j for j, lv, _ in heads[hits[0] + 1 :] if lv <= level), len(lines))
         return "".join(lines[i:end])
     titles = "; ".join(t for _, lv, t in heads if lv == 2)
     raise InputError(f"--section {name!r}: no heading of the methods document contains it; its sections: {titles}")
@@ -62,8 +64,13 @@ def section(text: str, name: str) -> str:
 
 @app.command("methods")
 def methods_cmd(
-    section_name: Annotated[Optional[str], typer.Option("--section", "-s", help="Only the section whose heading contains this text, e.g. 'Conventions'.")] = None,  # noqa: UP045
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the document to this file instead of printing it.")] = None,  # noqa: UP045
+    section_name: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--section", "-s", help="Only the section whose heading contains this text, e.g. 'Conventions'."),
+    ] = None,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="Write the document to this file instead of printing it.")  # noqa: UP045
+    ] = None,
 ) -> None:
     """The methods document: how every score, metric and convention is computed (results cite it)."""
     text = methods_document()
@@ -78,8 +85,17 @@ def methods_cmd(
 
 @app.command("models")
 def models_cmd(
-    preset: Annotated[Optional[str], typer.Option("--preset", help="Only a preset's models: paper8 (eight VLMs of CLIP, EVA, DFN and SigLIP2, SigLIP2-g among them; not the paper's own list).")] = None,  # noqa: UP045
-    grep: Annotated[Optional[str], typer.Option("--grep", help="Only models whose name or tag contains this text (case-insensitive).")] = None,  # noqa: UP045
+    preset: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--preset",
+            help="Only a preset's models: paper8 (eight VLMs of CLIP, EVA, DFN and SigLIP2, SigLIP2-g among them; not the paper's own list).",
+        ),
+    ] = None,
+    grep: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--grep", help="Only models whose name or tag contains this text (case-insensitive)."),
+    ] = None,
 ) -> None:
     """The open_clip models with pretrained weights (name and tag, as --model and --pretrained take them)."""
     import open_clip

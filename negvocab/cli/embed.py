@@ -48,9 +48,15 @@ def _finished_export(manifest: Path) -> bool:
 
 @app.command("embed")
 def embed(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write embeddings.npy, rows.csv and manifest.json to.")],
-    vocab: Annotated[Optional[Path], typer.Option("--vocab", "-V", help="Embed the labels of this vocabulary (JSON/TXT).")] = None,  # noqa: UP045
-    classes: Annotated[bool, typer.Option("--classes", help="Embed the ID class names (ImageNet-1k, or --id-classes).")] = False,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Folder to write embeddings.npy, rows.csv and manifest.json to.")
+    ],
+    vocab: Annotated[
+        Optional[Path], typer.Option("--vocab", "-V", help="Embed the labels of this vocabulary (JSON/TXT).")  # noqa: UP045
+    ] = None,
+    classes: Annotated[
+        bool, typer.Option("--classes", help="Embed the ID class names (ImageNet-1k, or --id-classes).")
+    ] = False,
     images: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option("--images", help="Embed these images: a folder, class folders or an image list."),
@@ -78,7 +84,9 @@ def embed(
     if image_root is not None and not (images is not None and images.is_file()):
         raise InputError("--image-root applies to image lists only: give --images as a list file")
     if is_stdout(output):
-        raise InputError("-o -: embed writes a folder of files (embeddings.npy, rows.csv, manifest.json); give a folder")
+        raise InputError(
+            "-o -: embed writes a folder of files (embeddings.npy, rows.csv, manifest.json); give a folder"
+        )
     check_export_folder(output)
     check_output(output / MANIFEST_FILE, overwrite=overwrite or not _finished_export(output / MANIFEST_FILE))
     if vocab is not None:
@@ -90,7 +98,17 @@ def embed(
     else:
         id_space = read_id_classes(id_classes)
 
-    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag, batch_size=batch_size, num_workers=num_workers)
+    vlm = load_vlm(
+        model,
+        pretrained,
+        device,
+        precision,
+        cache_dir,
+        random_weights,
+        tag=tag,
+        batch_size=batch_size,
+        num_workers=num_workers,
+    )
     info: dict[str, object]
     if vocab is not None:
         emb = vlm.encode_text(list(source.labels), templates, pos=source.parts_of_speech(), progress=True)
@@ -101,7 +119,11 @@ def embed(
         label_of = dict(zip(image_set.paths, image_set.labels or [""] * len(image_set), strict=True))
         emb = encoded.embeddings
         rows = [{"id": i, "path": p, "label": label_of[p]} for i, p in zip(encoded.ids, encoded.paths, strict=True)]
-        info = {"kind": "images", "images": str(images), "failed": [{"path": p, "reason": r} for p, r in encoded.failed]}
+        info = {
+            "kind": "images",
+            "images": str(images),
+            "failed": [{"path": p, "reason": r} for p, r in encoded.failed],
+        }
         if encoded.failed:
             typer.echo(f"warning: {len(encoded.failed)} unreadable images skipped (listed in the manifest)", err=True)
     else:

@@ -7,18 +7,26 @@ __all__ = ["EXAMPLES", "epilog"]
 EXAMPLES: dict[str, list[str]] = {
     "cache": ["negvocab cache", "negvocab cache --clear"],
     "coverage": ["negvocab coverage --vocab vocab.json --id images/id --ood ood_labelled.csv -o coverage/"],
-    "demo": ["negvocab demo --random-weights --pool-size 300 -o negvocab-demo", "negvocab demo -m ViT-B-16 --pretrained openai"],
+    "demo": [
+        "negvocab demo --random-weights --pool-size 300 -o negvocab-demo",
+        "negvocab demo -m ViT-B-16 --pretrained openai",
+    ],
     "methods": ["negvocab methods -s conventions", "negvocab methods -o methods.md"],
     "models": ["negvocab models --preset paper8", "negvocab models --grep siglip2"],
     "embed": ["negvocab embed --classes -o emb/id", "negvocab embed --images images/ood -o emb/ood"],
     "classes": ["negvocab classes -o classes.csv"],
     "candidates": ["negvocab candidates --preset neglabel -o pool.tsv"],
-    "filter": ["negvocab filter vocab.json -o vocab.clean.json --report removed.json", "negvocab -q filter pool.tsv -o pool.clean.json"],
+    "filter": [
+        "negvocab filter vocab.json -o vocab.clean.json --report removed.json",
+        "negvocab -q filter pool.tsv -o pool.clean.json",
+    ],
     "merge": ["negvocab merge wordnet.json gpt.json -o union.json"],
     "drop": ["negvocab drop vocab.json 'cat,dog' -o vocab.dropped.json"],
     "info": ["negvocab info vocab.json -n 5"],
     "report": ["negvocab report results/ -o report.html"],
-    "score": ["negvocab score --id images/id --ood ninco=images/ninco --vocab wordnet.json --method neglabel -o results/"],
+    "score": [
+        "negvocab score --id images/id --ood ninco=images/ninco --vocab wordnet.json --method neglabel -o results/"
+    ],
     "sweep": ["negvocab sweep --id images/id --ood images/ood --vocab wordnet.json --sizes 50,100,200 -o sweep/"],
     "subsample": ["negvocab subsample results/ --sizes 2,4 --draws 1000 -o subsample/"],
     "build gpt": ["negvocab build gpt -m gpt-4o-mini --per-class 20 --rounds 10 --dry-run -o gpt.json"],
@@ -26,7 +34,10 @@ EXAMPLES: dict[str, list[str]] = {
     "build siblings": ["negvocab build siblings --id-classes classes.txt -K 10 -o siblings.json"],
     "build mined": ["negvocab build mined --images unlabelled/ --pool wordnet -k 5 -o mined.json"],
     "build oracle": ["negvocab build oracle --labels ood_labels.txt -o oracle.json"],
-    "build wordnet": ["negvocab build wordnet -o wordnet.json", "negvocab build wordnet --candidates pool.tsv --sizes 50,100,200 -o wn.json"],
+    "build wordnet": [
+        "negvocab build wordnet -o wordnet.json",
+        "negvocab build wordnet --candidates pool.tsv --sizes 50,100,200 -o wn.json",
+    ],
     "grid init": ["negvocab grid init grid.toml"],
     "grid run": ["negvocab grid run grid.toml --random-weights -o grid-out"],
     "grid status": ["negvocab grid status grid-out"],

@@ -27,7 +27,12 @@ from negvocab.grid.tables import RANDOM_NOTE
 
 __all__ = ["SOURCE_FILE", "grid_app", "init_cmd", "plan_cmd", "run_cmd", "status_cmd"]
 
-grid_app = typer.Typer(cls=CommandGroup, help="Experiment grids: models x vocabularies x OOD sets x methods (TOML).", no_args_is_help=True, pretty_exceptions_enable=False)
+grid_app = typer.Typer(
+    cls=CommandGroup,
+    help="Experiment grids: models x vocabularies x OOD sets x methods (TOML).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
 app.add_typer(grid_app, name="grid")
 
 #: the ray extra as the help shows it (rich markup would eat a bare [ray])
@@ -60,12 +65,35 @@ def init_cmd(
 @grid_app.command("run")
 def run_cmd(
     config: Annotated[Path, typer.Argument(help="Grid file (TOML; 'negvocab grid init' writes an example).")],
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Results folder (default: next to the file, named after it).")] = None,  # noqa: UP045
-    engine: Annotated[str, typer.Option("--engine", help=f"local (this process) or ray (a Ray cluster; {RAY_EXTRA}).")] = "local",
-    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="Address of an existing Ray cluster (default: start a local one for the run).")] = None,  # noqa: UP045
-    random_weights: Annotated[bool, typer.Option("--random-weights", help="Every model with RANDOM weights (a dry run; numbers meaningless).")] = False,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace another grid's tables in the folder (a run of the same grid resumes there without it).")] = False,
-    deterministic: Annotated[bool, typer.Option("--deterministic", help="fp32, deterministic kernels, fixed shards: the same score files on either engine (CPU).")] = False,
+    out: Annotated[
+        Optional[Path], typer.Option("--out", "-o", help="Results folder (default: next to the file, named after it).")  # noqa: UP045
+    ] = None,
+    engine: Annotated[
+        str, typer.Option("--engine", help=f"local (this process) or ray (a Ray cluster; {RAY_EXTRA}).")
+    ] = "local",
+    ray_address: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--ray-address", help="Address of an existing Ray cluster (default: start a local one for the run)."
+        ),
+    ] = None,
+    random_weights: Annotated[
+        bool, typer.Option("--random-weights", help="Every model with RANDOM weights (a dry run; numbers meaningless).")
+    ] = False,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Replace another grid's tables in the folder (a run of the same grid resumes there without it).",
+        ),
+    ] = False,
+    deterministic: Annotated[
+        bool,
+        typer.Option(
+            "--deterministic",
+            help="fp32, deterministic kernels, fixed shards: the same score files on either engine (CPU).",
+        ),
+    ] = False,
 ) -> None:
     """Run (or resume) a grid: embed each image set once per model, score every cell, write the
     tidy table (CSV, Parquet), pivots (Markdown, LaTeX), comparisons and M-sweep figures."""
@@ -75,14 +103,24 @@ def run_cmd(
     folder = out or _default_out(config)
     claim = claim_grid_folder(folder, grid_source(cfg, random_weights), overwrite=overwrite)  # held to the last table
     try:
-        res = run_grid(cfg, folder, engine=engine, ray_address=ray_address, random_weights=random_weights, on_model=lambda m, s: typer.echo(f"{m}: {s}", err=True), deterministic=deterministic)
+        res = run_grid(
+            cfg,
+            folder,
+            engine=engine,
+            ray_address=ray_address,
+            random_weights=random_weights,
+            on_model=lambda m, s: typer.echo(f"{m}: {s}", err=True),
+            deterministic=deterministic,
+        )
         write_grid(res, folder, overwrite=True)  # the folder is this grid's now
     finally:
         claim.release()
     st = res.status["total"]
     if res.random_weights:
         typer.secho(f"WARNING: {RANDOM_NOTE}", fg="red", bold=True, err=True)
-    typer.echo(f"{len(res.rows)} cells ({st['done']} done, {st['pending']} pending, {st['failed']} failed); wrote {folder}")
+    typer.echo(
+        f"{len(res.rows)} cells ({st['done']} done, {st['pending']} pending, {st['failed']} failed); wrote {folder}"
+    )
     for line in res.comparisons()[:12]:
         typer.echo(f"  {line}")
     if st["failed"]:
@@ -92,16 +130,26 @@ def run_cmd(
 
 @grid_app.command("status")
 def status_cmd(
-    target: Annotated[Path, typer.Argument(help="A grid results folder, or the grid file (with -o when its folder is elsewhere).")],
+    target: Annotated[
+        Path, typer.Argument(help="A grid results folder, or the grid file (with -o when its folder is elsewhere).")
+    ],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Results folder of the grid file.")] = None,  # noqa: UP045
-    random_weights: Annotated[bool, typer.Option("--random-weights", help="The grid was run with --random-weights (read from the folder when TARGET is one).")] = False,
+    random_weights: Annotated[
+        bool,
+        typer.Option(
+            "--random-weights", help="The grid was run with --random-weights (read from the folder when TARGET is one)."
+        ),
+    ] = False,
 ) -> None:
     """Done / pending / failed cells of a grid, per model (runs nothing)."""
     if target.is_dir():
         doc = read_source(target)
         if doc is None:
             raise InputError(f"{target}: not a grid results folder (no {SOURCE_FILE}); give the grid file and -o")
-        cfg, folder = load_config(doc["config"], random_weights=bool(doc.get("random_weights")) or random_weights), target
+        cfg, folder = (
+            load_config(doc["config"], random_weights=bool(doc.get("random_weights")) or random_weights),
+            target,
+        )
     else:
         cfg, folder = load_config(target, random_weights=random_weights), out or _default_out(target)
     st = grid_status(cfg, folder)
@@ -127,10 +175,25 @@ def _sizes(values: list[str]) -> dict[str, int]:
 @grid_app.command("plan")
 def plan_cmd(
     config: Annotated[Path, typer.Argument(help="Grid file (TOML).")],
-    random_weights: Annotated[bool, typer.Option("--random-weights", help="Probe every model with RANDOM weights (no downloads; the costs are the architecture's).")] = False,
-    workers: Annotated[str, typer.Option("--workers", help="Numbers of model workers (GPUs) to estimate for, comma-separated.")] = "1,8,64",
-    size: Annotated[Optional[list[str]], typer.Option("--size", help="NAME=N: the images of a set or the labels of a vocabulary file not on disk (repeatable).")] = None,  # noqa: UP045
-    probe: Annotated[bool, typer.Option("--probe/--no-probe", help="Load each model and time a few batches (default) or only count.")] = True,
+    random_weights: Annotated[
+        bool,
+        typer.Option(
+            "--random-weights",
+            help="Probe every model with RANDOM weights (no downloads; the costs are the architecture's).",
+        ),
+    ] = False,
+    workers: Annotated[
+        str, typer.Option("--workers", help="Numbers of model workers (GPUs) to estimate for, comma-separated.")
+    ] = "1,8,64",
+    size: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--size", help="NAME=N: the images of a set or the labels of a vocabulary file not on disk (repeatable)."
+        ),
+    ] = None,
+    probe: Annotated[
+        bool, typer.Option("--probe/--no-probe", help="Load each model and time a few batches (default) or only count.")
+    ] = True,
 ) -> None:
     """Units, images and labels to encode, what the cache holds, and a time estimate from a short
     measured probe per model (runs nothing of the grid, writes nothing)."""

@@ -42,7 +42,9 @@ __all__ = [
 ]
 
 CLASS_FORMATS = ("txt", "tsv", "csv", "json")
-OutOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write (default: print; - also prints).")]  # noqa: UP045
+OutOpt = Annotated[
+    Optional[Path], typer.Option("--output", "-o", help="File to write (default: print; - also prints).")  # noqa: UP045
+]
 
 
 def _choice(value: str, choices: tuple[str, ...], option: str) -> str:
@@ -75,7 +77,9 @@ def classes(
     fmt: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(
-            "--format", "-f", help="txt (one clean name a line), tsv, csv or json; default: the --output suffix, else tsv."
+            "--format",
+            "-f",
+            help="txt (one clean name a line), tsv, csv or json; default: the --output suffix, else tsv.",
         ),
     ] = None,
     output: OutOpt = None,
@@ -83,7 +87,11 @@ def classes(
 ) -> None:
     """Print or export the ImageNet-1k label space: wnid, CLIP clean name, WordNet 3.0 synonyms."""
     if fmt is None:  # the output's suffix says it (a file without one gets tsv)
-        fmt = "tsv" if output is None or not output.suffix else _choice(output.suffix.lstrip("."), CLASS_FORMATS, "the --output suffix (or give --format)")
+        fmt = (
+            "tsv"
+            if output is None or not output.suffix
+            else _choice(output.suffix.lstrip("."), CLASS_FORMATS, "the --output suffix (or give --format)")
+        )
     fmt = _choice(fmt, CLASS_FORMATS, "--format")
     c = imagenet1k()
     if fmt == "txt":
@@ -103,15 +111,24 @@ def classes(
 @app.command("candidates")
 def candidates(
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="A .txt (one label a line), .tsv/.csv (text, pos, lexname, synset, offset) or .json file.")
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="A .txt (one label a line), .tsv/.csv (text, pos, lexname, synset, offset) or .json file.",
+        ),
     ],
     preset: Annotated[str, typer.Option("--preset", help="neglabel (no noun.animal, noun.food) or all.")] = "neglabel",
-    pos: Annotated[str, typer.Option("--pos", help="Parts of speech, e.g. n,a (a includes satellites); v, r also.")] = "n,a",
+    pos: Annotated[
+        str, typer.Option("--pos", help="Parts of speech, e.g. n,a (a includes satellites); v, r also.")
+    ] = "n,a",
     exclude: Annotated[
         Optional[list[str]],  # noqa: UP045
         typer.Option("--exclude", help="Lexicographer file to leave out (repeatable); replaces the preset's list."),
     ] = None,
-    all_lemmas: Annotated[bool, typer.Option("--all-lemmas", help="Every lemma name, not just each synset's head word.")] = False,
+    all_lemmas: Annotated[
+        bool, typer.Option("--all-lemmas", help="Every lemma name, not just each synset's head word.")
+    ] = False,
     keep_unusable: Annotated[
         bool, typer.Option("--keep-unusable", help="Keep single characters and strings without letters.")
     ] = False,
@@ -122,7 +139,11 @@ def candidates(
 ) -> None:
     """Export the WordNet 3.0 candidate pool of the WordNet vocabulary (unranked)."""
     check_output(output, overwrite=overwrite)
-    suffix = "txt" if is_stdout(output) else _choice(output.suffix.lstrip(".") or "?", ("txt", "tsv", "csv", "json"), "the --output suffix")
+    suffix = (
+        "txt"
+        if is_stdout(output)
+        else _choice(output.suffix.lstrip(".") or "?", ("txt", "tsv", "csv", "json"), "the --output suffix")
+    )
     pool = wordnet_candidates(
         preset, pos=pos, exclude_lexnames=exclude, all_lemmas=all_lemmas, drop_unusable=not keep_unusable
     )
@@ -136,10 +157,16 @@ def candidates(
     if suffix == "txt":
         text = "".join(f"{c.text}\n" for c in pool)
     elif suffix == "json":
-        rows = [{"text": c.text, "pos": c.pos, "lexname": c.lexname, "synset": c.synset, "offset": c.offset} for c in pool]
+        rows = [
+            {"text": c.text, "pos": c.pos, "lexname": c.lexname, "synset": c.synset, "offset": c.offset} for c in pool
+        ]
         text = json.dumps(rows, indent=0, ensure_ascii=False) + "\n"
     else:
-        text = _table(["text", "pos", "lexname", "synset", "offset"], [[c.text, c.pos, c.lexname, c.synset, c.offset] for c in pool], suffix)
+        text = _table(
+            ["text", "pos", "lexname", "synset", "offset"],
+            [[c.text, c.pos, c.lexname, c.synset, c.offset] for c in pool],
+            suffix,
+        )
     with writing(output):
         write_text(output, text)
     counts = Counter("a" if c.pos == "s" else c.pos for c in pool)
@@ -153,12 +180,16 @@ def candidates(
 def filter_(
     ctx: typer.Context,
     vocabulary: Annotated[Path, typer.Argument(help="Vocabulary JSON or text file (one label a line).")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Filtered vocabulary (.json, or .txt for labels only).")],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Filtered vocabulary (.json, or .txt for labels only).")
+    ],
     report: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option("--report", help="Also write what was removed and why as JSON."),
     ] = None,
-    plurals: Annotated[bool, typer.Option("--plurals/--no-plurals", help="Match plural forms (WordNet morphy).")] = True,
+    plurals: Annotated[
+        bool, typer.Option("--plurals/--no-plurals", help="Match plural forms (WordNet morphy).")
+    ] = True,
     id_classes: IdClassesOpt = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
@@ -186,7 +217,9 @@ def filter_(
                 typer.echo(f"removed {label!r}: {why['name']} ({why['wnid']}) via {why['form']!r} [{why['rule']}]")
         rules = Counter(why["rule"] for why in summary["removed"].values())
         detail = ", ".join(f"{rule} {n}" for rule, n in sorted(rules.items()))
-        typer.echo(f"removed {summary['removed_count']} of {len(vocab)} labels ({detail or 'none'}); kept {summary['kept_count']} -> {output}")
+        typer.echo(
+            f"removed {summary['removed_count']} of {len(vocab)} labels ({detail or 'none'}); kept {summary['kept_count']} -> {output}"
+        )
         _say_caveats(filtered)
 
 
@@ -218,24 +251,32 @@ def _say_caveats(vocab: Any) -> None:
 def drop(
     vocabulary: Annotated[Path, typer.Argument(help="Vocabulary JSON or text file.")],
     labels: Annotated[Path, typer.Argument(help="Labels to remove: a text file, one a line ('#' lines skipped).")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="The vocabulary without them (.json, or .txt for labels only).")],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="The vocabulary without them (.json, or .txt for labels only).")
+    ],
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Remove labels from a vocabulary; the output records what was removed, and keeps its order,
     provenance and caveats (the way to edit a vocabulary file by hand)."""
     check_output(output, inputs=[vocabulary, labels], overwrite=overwrite)
     vocab = Vocabulary.load(vocabulary)
-    wanted = [s for s in (ln.strip() for ln in read_text(labels, "labels file").splitlines()) if s and not s.startswith("#")]
+    wanted = [
+        s for s in (ln.strip() for ln in read_text(labels, "labels file").splitlines()) if s and not s.startswith("#")
+    ]
     if not wanted:
         raise InputError(f"{labels}: no labels to drop (one a line)")
     missing = [x for x in dict.fromkeys(wanted) if x not in vocab]
     if len(missing) == len(set(wanted)):
-        raise InputError(f"{labels}: none of its {len(set(wanted))} labels is in {vocabulary} (e.g. {missing[0]!r}); nothing to drop")
+        raise InputError(
+            f"{labels}: none of its {len(set(wanted))} labels is in {vocabulary} (e.g. {missing[0]!r}); nothing to drop"
+        )
     out = vocab.drop(wanted, reason=f"negvocab drop {labels.name}")
     with writing(output):
         out.save(output)
     if missing:
-        typer.echo(f"warning: {len(missing)} labels of {labels} are not in the vocabulary (e.g. {missing[0]!r})", err=True)
+        typer.echo(
+            f"warning: {len(missing)} labels of {labels} are not in the vocabulary (e.g. {missing[0]!r})", err=True
+        )
     with messages_to_stderr(output):
         typer.echo(f"dropped {len(vocab) - len(out)} of {len(vocab)} labels; kept {len(out)} -> {output}")
         _say_caveats(out)
@@ -289,7 +330,12 @@ def _short(value: Any) -> Any:
     if isinstance(value, dict):
         if "removed_count" in value and "kept_count" in value:  # the synonym filter's record
             return f"removed {value['removed_count']}, kept {value['kept_count']}"
-        return "{" + ", ".join(f"{k}: {_short(v)}" for k, v in list(value.items())[:6]) + (", ..." if len(value) > 6 else "") + "}"
+        return (
+            "{"
+            + ", ".join(f"{k}: {_short(v)}" for k, v in list(value.items())[:6])
+            + (", ..." if len(value) > 6 else "")
+            + "}"
+        )
     if isinstance(value, list):
         return f"[{len(value)} items]" if len(value) > 4 else [_short(v) for v in value]
     if isinstance(value, str) and len(value) > 80:

@@ -77,7 +77,13 @@ def configure(verbose: int = 0, quiet: bool = False, log_file: Path | None = Non
         log_file = Path(log_file).expanduser()
         log_file.parent.mkdir(parents=True, exist_ok=True)
         fh = logging.FileHandler(log_file, mode="a", encoding="utf-8")
-        fh.addFilter(_Filter(logging.DEBUG if verbose >= 2 else logging.INFO, logging.INFO if verbose >= 2 else logging.WARNING, progress=True))
+        fh.addFilter(
+            _Filter(
+                logging.DEBUG if verbose >= 2 else logging.INFO,
+                logging.INFO if verbose >= 2 else logging.WARNING,
+                progress=True,
+            )
+        )
         handlers.append(fh)
     for h in handlers:
         h.setFormatter(logging.Formatter(FORMAT))
@@ -139,7 +145,9 @@ def _set(name: str) -> Any:
             try:
                 configure(s["verbose"], s["quiet"], s["log_file"])
             except OSError as e:  # one line, as any bad option
-                raise typer.BadParameter(f"cannot write the log file {s['log_file']}: {e.strerror or e}", param_hint="--log-file") from None
+                raise typer.BadParameter(
+                    f"cannot write the log file {s['log_file']}: {e.strerror or e}", param_hint="--log-file"
+                ) from None
         return value
 
     return callback
@@ -152,14 +160,38 @@ def options() -> list[Any]:
 
     @probe.command()
     def _probe(
-        verbose: Annotated[int, typer.Option(
-            "--verbose", "-v", count=True, expose_value=False, callback=_set("verbose"),
-            help="More detail: -v negvocab's progress and timings, -vv debug output (also other libraries' INFO).")] = 0,
-        quiet: Annotated[bool, typer.Option(
-            "--quiet", "-q", expose_value=False, callback=_set("quiet"), help="Errors only: no warnings, no progress lines.")] = False,
-        log_file: Annotated[Optional[Path], typer.Option(  # noqa: UP045 (typer needs Optional here)
-            "--log-file", expose_value=False, callback=_set("log_file"), metavar="PATH", dir_okay=False,
-            help="Also append the log (INFO, progress lines, warnings) to PATH, whatever -q says.")] = None,
+        verbose: Annotated[
+            int,
+            typer.Option(
+                "--verbose",
+                "-v",
+                count=True,
+                expose_value=False,
+                callback=_set("verbose"),
+                help="More detail: -v negvocab's progress and timings, -vv debug output (also other libraries' INFO).",
+            ),
+        ] = 0,
+        quiet: Annotated[
+            bool,
+            typer.Option(
+                "--quiet",
+                "-q",
+                expose_value=False,
+                callback=_set("quiet"),
+                help="Errors only: no warnings, no progress lines.",
+            ),
+        ] = False,
+        log_file: Annotated[
+            Optional[Path],  # noqa: UP045 (typer needs Optional here)
+            typer.Option(
+                "--log-file",
+                expose_value=False,
+                callback=_set("log_file"),
+                metavar="PATH",
+                dir_okay=False,
+                help="Also append the log (INFO, progress lines, warnings) to PATH, whatever -q says.",
+            ),
+        ] = None,
     ) -> None:
         pass
 

@@ -140,15 +140,23 @@ RandomWeightsOpt = Annotated[
 ]
 BatchSizeOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--batch-size", min=1, help="Prompts (text) or images per model batch (default: 256 text / 32 images on CPU, 1024 / 256 on CUDA)."),
+    typer.Option(
+        "--batch-size",
+        min=1,
+        help="Prompts (text) or images per model batch (default: 256 text / 32 images on CPU, 1024 / 256 on CUDA).",
+    ),
 ]
 NumWorkersOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--num-workers", min=0, help="Image-loading worker processes (default: up to 8; 0 loads in the main process)."),
+    typer.Option(
+        "--num-workers", min=0, help="Image-loading worker processes (default: up to 8; 0 loads in the main process)."
+    ),
 ]
 OverwriteOpt = Annotated[
     bool,
-    typer.Option("--overwrite", help="Replace existing outputs (a file, or an earlier run's files in the output folder)."),
+    typer.Option(
+        "--overwrite", help="Replace existing outputs (a file, or an earlier run's files in the output folder)."
+    ),
 ]
 IdClassesOpt = Annotated[
     Optional[Path],  # noqa: UP045
@@ -201,7 +209,9 @@ def _param_option(spec: Param, *short: str) -> Any:
 SHORT_FLAGS = {"groups": ("-G",), "T": ("-T",)}
 
 
-def scoring_options(*names: str, evaluation: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def scoring_options(
+    *names: str, evaluation: tuple[str, ...] = ()
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Give a command the registry's options ``names`` (scorer parameters) and ``evaluation`` (metric
     settings), each with its flag, type, default and help from :mod:`negvocab.scoring.methods`; the
     command receives them as two dicts, ``params`` and ``metrics``, so no command lists them again."""
@@ -209,9 +219,18 @@ def scoring_options(*names: str, evaluation: tuple[str, ...] = ()) -> Callable[[
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
         sig = inspect.signature(command)
         hints = typing.get_type_hints(command, include_extras=True)
-        kept = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values() if p.name not in ("params", "metrics")]
+        kept = [
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in sig.parameters.values()
+            if p.name not in ("params", "metrics")
+        ]
         added = [
-            inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=spec.default, annotation=_param_option(spec, *SHORT_FLAGS.get(n, ())))
+            inspect.Parameter(
+                n,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=spec.default,
+                annotation=_param_option(spec, *SHORT_FLAGS.get(n, ())),
+            )
             for n, spec in [*((n, PARAMS[n]) for n in names), *((n, EVALUATION_PARAMS[n]) for n in evaluation)]
         ]
 
@@ -226,6 +245,8 @@ def scoring_options(*names: str, evaluation: tuple[str, ...] = ()) -> Callable[[
         return run
 
     return decorate
+
+
 # -- options shared by score and sweep ---------------------------------------------------------
 IdOpt = Annotated[
     Path,
@@ -253,13 +274,19 @@ OodOpt = Annotated[
 
 ImageRootOpt = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--image-root", parser=path_value, help="Folder that relative paths in image lists start from (default: the list's folder)."),
+    typer.Option(
+        "--image-root",
+        parser=path_value,
+        help="Folder that relative paths in image lists start from (default: the list's folder).",
+    ),
 ]
 
 
 AllowOutsideOpt = Annotated[
     bool,
-    typer.Option("--allow-outside-root", help="Let image-list paths leave the list's root (absolute paths elsewhere, ../..)."),
+    typer.Option(
+        "--allow-outside-root", help="Let image-list paths leave the list's root (absolute paths elsewhere, ../..)."
+    ),
 ]
 
 
@@ -282,11 +309,20 @@ FiAmbOpt = Annotated[
 
 GroundTruthOpt = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--ground-truth", parser=path_value, help="Labels of a flat ImageNet val folder (LOC_val_solution.csv or one index a line)."),
+    typer.Option(
+        "--ground-truth",
+        parser=path_value,
+        help="Labels of a flat ImageNet val folder (LOC_val_solution.csv or one index a line).",
+    ),
 ]
 
 
-ReportOpt = Annotated[bool, typer.Option("--report/--no-report", help="Write report.html (one self-contained HTML file) into the output folder.")]
+ReportOpt = Annotated[
+    bool,
+    typer.Option(
+        "--report/--no-report", help="Write report.html (one self-contained HTML file) into the output folder."
+    ),
+]
 
 
 def _split_benchmarks(values: list[str] | None) -> tuple[list[str], list[tuple[str, str]]]:
@@ -320,9 +356,13 @@ def ood_paths(values: list[str] | None) -> dict[str, Path]:
             name = (path.stem if path.is_file() else path.name) or str(path)
         if name in ("mean", "near-ood", "far-ood"):
             which = "the OOD sets" if name == "mean" else f"the {name[:-4]}-OOD sets"
-            raise InputError(f"--ood {value}: {name!r} names the average over {which}; give the set another name (NAME=PATH)")
+            raise InputError(
+                f"--ood {value}: {name!r} names the average over {which}; give the set another name (NAME=PATH)"
+            )
         if name in out:
-            raise InputError(f"--ood: two OOD sets are named {name!r} ({out[name]} and {path}); name them: --ood NAME=PATH")
+            raise InputError(
+                f"--ood: two OOD sets are named {name!r} ({out[name]} and {path}); name them: --ood NAME=PATH"
+            )
         out[name] = path
     return out
 
@@ -346,17 +386,24 @@ def image_sets(
             raise InputError("give --ood or --fi-ood, not both")
         fi = fi_imagenet(id_path, fi_ood, fi_ambiguous, ground_truth=ground_truth)
         if fi.not_found:
-            typer.echo(f"warning: {len(fi.not_found)} listed ids are not in {id_path} (e.g. {fi.not_found[0]})", err=True)
+            typer.echo(
+                f"warning: {len(fi.not_found)} listed ids are not in {id_path} (e.g. {fi.not_found[0]})", err=True
+            )
         return fi.id, {"fi-imagenet-1k": fi.ood}
     if not oods and not benchmarks:
-        raise InputError("no OOD images: pass --ood FOLDER (repeatable, NAME=FOLDER), --ood BENCHMARK=ROOT or --fi-ood LIST")
+        raise InputError(
+            "no OOD images: pass --ood FOLDER (repeatable, NAME=FOLDER), --ood BENCHMARK=ROOT or --fi-ood LIST"
+        )
     if fi_ambiguous is not None:
         raise InputError("--fi-ambiguous needs --fi-ood")
     if ground_truth:
         id_set = imagenet_val(id_path, ground_truth=ground_truth)
     else:
         id_set = open_image_set(id_path, image_root=image_root, allow_outside_root=allow_outside_root)
-    sets = {name: open_image_set(path, image_root=image_root, allow_outside_root=allow_outside_root) for name, path in oods.items()}
+    sets = {
+        name: open_image_set(path, image_root=image_root, allow_outside_root=allow_outside_root)
+        for name, path in oods.items()
+    }
     for bench, root in benchmarks:
         for name, images in open_benchmark(bench, root).items():
             if name in sets:
@@ -365,7 +412,9 @@ def image_sets(
     return id_set, sets
 
 
-def check_scoring_options(params: Mapping[str, Any], *, convention: str, tpr: float, n_boot: int = 0, seed: int = 0) -> None:
+def check_scoring_options(
+    params: Mapping[str, Any], *, convention: str, tpr: float, n_boot: int = 0, seed: int = 0
+) -> None:
     """Reject bad scoring options before a model is loaded or an image is read (the registry's limits,
     named by their flags)."""
     check_evaluation(cli=True, convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)

@@ -51,8 +51,25 @@ __all__ = ["score_cmd", "sweep_cmd"]
 
 
 @app.command("score")
-@scoring_options("tau", "groups", "grouping", "seed", "beta", "T", "penalty_T", "topk", "lam", "logit_scale", "gamma", "top_classes",
-                 evaluation=("convention", "tpr", "n_boot",))
+@scoring_options(
+    "tau",
+    "groups",
+    "grouping",
+    "seed",
+    "beta",
+    "T",
+    "penalty_T",
+    "topk",
+    "lam",
+    "logit_scale",
+    "gamma",
+    "top_classes",
+    evaluation=(
+        "convention",
+        "tpr",
+        "n_boot",
+    ),
+)
 def score_cmd(
     id_path: IdOpt,
     vocab: Annotated[
@@ -77,7 +94,9 @@ def score_cmd(
     random_weights: RandomWeightsOpt = False,
     templates: TemplatesOpt = "paper8",
     id_classes: IdClassesOpt = None,
-    explain: Annotated[int, typer.Option("--explain", help="Top negatives / ID classes listed per OOD image (0: none).")] = 5,
+    explain: Annotated[
+        int, typer.Option("--explain", help="Top negatives / ID classes listed per OOD image (0: none).")
+    ] = 5,
     report: ReportOpt = True,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
@@ -100,11 +119,23 @@ def score_cmd(
         raise InputError(f"--explain must be >= 0, got {explain}")
     need_vocab = [m for m in methods if m in NEEDS_NEGATIVES]
     if need_vocab and not vocab:
-        raise InputError(f"--method {', '.join(need_vocab)} needs a vocabulary: pass --vocab FILE (or use --method mcm / glmcm)")
+        raise InputError(
+            f"--method {', '.join(need_vocab)} needs a vocabulary: pass --vocab FILE (or use --method mcm / glmcm)"
+        )
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root, allow_outside_root)
     vocabs = load_vocabs(list(vocab or []))
     classes = read_id_classes(id_classes)
-    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag, batch_size=batch_size, num_workers=num_workers)
+    vlm = load_vlm(
+        model,
+        pretrained,
+        device,
+        precision,
+        cache_dir,
+        random_weights,
+        tag=tag,
+        batch_size=batch_size,
+        num_workers=num_workers,
+    )
     ev = evaluate_vocabularies(
         vlm,
         id_set,
@@ -131,16 +162,35 @@ def score_cmd(
 
 
 @app.command("sweep")
-@scoring_options("tau", "groups", "grouping", "seed", "beta", "T", "penalty_T", evaluation=("convention", "tpr", "n_boot",))
+@scoring_options(
+    "tau",
+    "groups",
+    "grouping",
+    "seed",
+    "beta",
+    "T",
+    "penalty_T",
+    evaluation=(
+        "convention",
+        "tpr",
+        "n_boot",
+    ),
+)
 def sweep_cmd(
     id_path: IdOpt,
-    vocab: Annotated[Path, typer.Option("--vocab", "-V", help="A ranked (WordNet) vocabulary; M takes its first M labels.")],
+    vocab: Annotated[
+        Path, typer.Option("--vocab", "-V", help="A ranked (WordNet) vocabulary; M takes its first M labels.")
+    ],
     sizes: Annotated[str, typer.Option("--sizes", help="Pool sizes, e.g. 1000,2000,5000,10000.")],
     reference: Annotated[
         Optional[list[Path]],  # noqa: UP045
-        typer.Option("--reference", "-R", help="Vocabularies drawn as horizontal references (GPT, oracle); repeatable."),
+        typer.Option(
+            "--reference", "-R", help="Vocabularies drawn as horizontal references (GPT, oracle); repeatable."
+        ),
     ] = None,
-    method: Annotated[str, typer.Option("--method", help="neglabel, eoe or neglabel_eoe (each one pass over the ranking).")] = "neglabel",
+    method: Annotated[
+        str, typer.Option("--method", help="neglabel, eoe or neglabel_eoe (each one pass over the ranking).")
+    ] = "neglabel",
     order: Annotated[
         str,
         typer.Option(
@@ -155,8 +205,16 @@ def sweep_cmd(
     ground_truth: GroundTruthOpt = None,
     image_root: ImageRootOpt = None,
     allow_outside_root: AllowOutsideOpt = False,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Output folder (sweep.csv, sweep.json, sweep.png).")] = Path("sweep"),
-    plot_format: Annotated[str, typer.Option("--plot-format", help="The figure's formats, comma-separated: png, pdf, svg (sweep.png is always written; the report shows it).")] = "png",
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Output folder (sweep.csv, sweep.json, sweep.png).")
+    ] = Path("sweep"),
+    plot_format: Annotated[
+        str,
+        typer.Option(
+            "--plot-format",
+            help="The figure's formats, comma-separated: png, pdf, svg (sweep.png is always written; the report shows it).",
+        ),
+    ] = "png",
     overwrite: OverwriteOpt = False,
     model: ModelOpt = "ViT-B-32",
     pretrained: PretrainedOpt = None,
@@ -185,7 +243,9 @@ def sweep_cmd(
     formats = check_plot_formats([f for f in plot_format.split(",") if f.strip()], "--plot-format")
     claim_results_folder(output, SWEEP_FILES, overwrite=overwrite)  # held until the command ends
     if key not in NEEDS_NEGATIVES:
-        raise InputError(f"--method {key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe")
+        raise InputError(
+            f"--method {key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe"
+        )
     check_scoring_options(params, convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
     if order not in ("ranked", "given"):
         raise InputError(f"--order must be ranked or given, got {order!r}")
@@ -199,7 +259,17 @@ def sweep_cmd(
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root, allow_outside_root)
     refs = load_vocabs(list(reference or []))
     classes = read_id_classes(id_classes)
-    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag, batch_size=batch_size, num_workers=num_workers)
+    vlm = load_vlm(
+        model,
+        pretrained,
+        device,
+        precision,
+        cache_dir,
+        random_weights,
+        tag=tag,
+        batch_size=batch_size,
+        num_workers=num_workers,
+    )
     res = sweep_vocabulary(
         vlm,
         id_set,
@@ -231,9 +301,9 @@ def sweep_cmd(
     for r in res.references:
         where = f"{r['ood_set'][:13]:<14}" if several else ""
         mark = "" if r["deployable"] else f"; NOT DEPLOYABLE: {r['caveats']}"
-        typer.echo(f"{r['name']:>8}  {where}{100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}  (reference, M={r['M']}{mark})")
+        typer.echo(
+            f"{r['name']:>8}  {where}{100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}  (reference, M={r['M']}{mark})"
+        )
     typer.echo(f"wrote {out}/sweep.csv, sweep.json, sweep.png")
     if report:
         write_folder_report(out)
-
-

@@ -60,13 +60,26 @@ def _fmt(v: Any) -> str:
 def subsample_cmd(
     scores: Annotated[Path, typer.Argument(help="Results folder of `negvocab score` (or its scores.npz).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (subsample.csv, subsample.json, the plot).")],
-    sizes: Annotated[str, typer.Option("--sizes", help="Subset sizes n, comma-separated (e.g. 50,100,200,655); 'auto': a ladder up to each set's N.")] = "auto",
+    sizes: Annotated[
+        str,
+        typer.Option(
+            "--sizes",
+            help="Subset sizes n, comma-separated (e.g. 50,100,200,655); 'auto': a ladder up to each set's N.",
+        ),
+    ] = "auto",
     draws: Annotated[int, typer.Option("--draws", help="Draws without replacement per size.")] = 1000,
-    convention: Annotated[str, typer.Option("--convention", help="FPR convention: paper, hendrycks or openood.")] = "paper",
+    convention: Annotated[
+        str, typer.Option("--convention", help="FPR convention: paper, hendrycks or openood.")
+    ] = "paper",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the draws (>= 0).")] = 0,
     key: Annotated[Optional[list[str]], typer.Option("--key", help="Score key(s) to analyse (default: all).")] = None,  # noqa: UP045
-    ood_set: Annotated[Optional[list[str]], typer.Option("--ood-set", help="OOD set(s) to analyse, repeatable (default: each set, one analysis per set).")] = None,  # noqa: UP045
-    pooled: Annotated[bool, typer.Option("--pooled", help="Also analyse all OOD sets pooled together (labelled 'pooled').")] = False,
+    ood_set: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--ood-set", help="OOD set(s) to analyse, repeatable (default: each set, one analysis per set)."),
+    ] = None,
+    pooled: Annotated[
+        bool, typer.Option("--pooled", help="Also analyse all OOD sets pooled together (labelled 'pooled').")
+    ] = False,
     plot_format: Annotated[str, typer.Option("--plot-format", help="pdf, svg or png.")] = "pdf",
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an earlier analysis in --out.")] = False,
 ) -> None:
@@ -91,12 +104,21 @@ def subsample_cmd(
         s_ood = {k: v[keep] for k, v in s_ood.items()}
         sets = [sets[i] for i in keep]
     names = list(dict.fromkeys(sets or ["ood"]))
-    rows = subsample(s_id, s_ood, sizes=want_sizes, draws=draws, convention=convention, seed=seed, ood_sets=sets, pooled=pooled)
+    rows = subsample(
+        s_id, s_ood, sizes=want_sizes, draws=draws, convention=convention, seed=seed, ood_sets=sets, pooled=pooled
+    )
     doc = {"scores": str(scores), "random_weights": random, "seed": seed, "ood_sets": names, "pooled": pooled,
            "pooled_sets": names if pooled else [], "rows": rows}  # fmt: skip
     with writing(out), staged_folder(out, SUBSAMPLE_FILES, "subsample.json", overwrite=overwrite) as stage:
-        write_text(stage / "subsample.csv", csv_text([{**r, "random_weights": random} for r in rows], [*rows[0], "random_weights"]))
-        title = "OOD subsampling" + (f" (pooled = {' + '.join(names)})" if pooled else "") + ("  [RANDOM WEIGHTS: meaningless]" if random else "")
+        write_text(
+            stage / "subsample.csv",
+            csv_text([{**r, "random_weights": random} for r in rows], [*rows[0], "random_weights"]),
+        )
+        title = (
+            "OOD subsampling"
+            + (f" (pooled = {' + '.join(names)})" if pooled else "")
+            + ("  [RANDOM WEIGHTS: meaningless]" if random else "")
+        )
         plot_subsample(rows, stage / f"subsample.{plot_format}", title=title)
         write_json(stage / "subsample.json", doc)
     for r in rows:
@@ -104,7 +126,11 @@ def subsample_cmd(
         typer.echo(
             f"{label:<16} {r['detector']:<24} n={r['n']:>6}  FPR mean {100 * r['mean']:6.2f}%  SD {100 * r['sd']:5.2f}  "
             f"analytic {100 * r['sd_analytic']:5.2f}  full {100 * r['full']:6.2f}%"
-            + (f"  Spearman mean {_fmt(r['spearman_mean'])} q05 {_fmt(r['spearman_q05'])} same best {_fmt(r['same_best'])}"
-               f" ({r['dropped_tied']} all-tied draws dropped)" if "spearman_mean" in r else "")  # fmt: skip
+            + (
+                f"  Spearman mean {_fmt(r['spearman_mean'])} q05 {_fmt(r['spearman_q05'])} same best {_fmt(r['same_best'])}"
+                f" ({r['dropped_tied']} all-tied draws dropped)"
+                if "spearman_mean" in r
+                else ""
+            )  # fmt: skip
         )
     typer.echo(f"wrote {out}")

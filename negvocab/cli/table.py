@@ -46,27 +46,57 @@ def _split(text: str) -> list[str]:
 @app.command("table")
 def table_cmd(
     folders: Annotated[list[Path], typer.Argument(help="Folders of negvocab grid run, score or sweep (any mix).")],
-    rows: Annotated[str, typer.Option("--rows", help="Row axis (or axes, comma-separated): model, vocabulary, method, ood_set, convention.")] = "model",
+    rows: Annotated[
+        str,
+        typer.Option(
+            "--rows", help="Row axis (or axes, comma-separated): model, vocabulary, method, ood_set, convention."
+        ),
+    ] = "model",
     cols: Annotated[str, typer.Option("--cols", help="Column axis (or axes, comma-separated), as --rows.")] = "ood_set",
-    metric: Annotated[str, typer.Option("--metric", help="fpr, auroc, aupr_in, aupr_out; several comma-separated sit side by side.")] = "fpr",
-    where: Annotated[Optional[list[str]], typer.Option("--where", help="Fix an axis not shown: AXIS=VALUE (repeat for several).")] = None,  # noqa: UP045
-    mean_rows: Annotated[bool, typer.Option("--mean-rows", help="Add the mean over the rows (the paper's mean over VLMs).")] = False,
+    metric: Annotated[
+        str, typer.Option("--metric", help="fpr, auroc, aupr_in, aupr_out; several comma-separated sit side by side.")
+    ] = "fpr",
+    where: Annotated[
+        Optional[list[str]], typer.Option("--where", help="Fix an axis not shown: AXIS=VALUE (repeat for several).")  # noqa: UP045
+    ] = None,
+    mean_rows: Annotated[
+        bool, typer.Option("--mean-rows", help="Add the mean over the rows (the paper's mean over VLMs).")
+    ] = False,
     mean_cols: Annotated[bool, typer.Option("--mean-cols", help="Add the mean over the columns.")] = False,
-    col_group: Annotated[Optional[list[str]], typer.Option("--col-group", help="A group-mean column: NAME=a,b (near/far OOD); repeat.")] = None,  # noqa: UP045
-    row_group: Annotated[Optional[list[str]], typer.Option("--row-group", help="A group-mean row: NAME=a,b; repeat.")] = None,  # noqa: UP045
+    col_group: Annotated[
+        Optional[list[str]], typer.Option("--col-group", help="A group-mean column: NAME=a,b (near/far OOD); repeat.")  # noqa: UP045
+    ] = None,
+    row_group: Annotated[
+        Optional[list[str]], typer.Option("--row-group", help="A group-mean row: NAME=a,b; repeat.")  # noqa: UP045
+    ] = None,
     intervals: Annotated[bool, typer.Option("--intervals", help="Show the 95% bootstrap intervals.")] = False,
-    bold: Annotated[str, typer.Option("--bold", help="interval (best beyond its interval), point (best value, untested) or none.")] = "interval",
+    bold: Annotated[
+        str, typer.Option("--bold", help="interval (best beyond its interval), point (best value, untested) or none.")
+    ] = "interval",
     ties: Annotated[str, typer.Option("--ties", help="Tied best entries: none bold, or all.")] = "none",
-    fmt: Annotated[Optional[str], typer.Option("--format", help="md, tex or csv (default: from the -o suffix, else md).")] = None,  # noqa: UP045
+    fmt: Annotated[
+        Optional[str], typer.Option("--format", help="md, tex or csv (default: from the -o suffix, else md).")  # noqa: UP045
+    ] = None,
     siunitx: Annotated[bool, typer.Option("--siunitx", help="LaTeX: siunitx S columns.")] = False,
     caption: Annotated[str, typer.Option("--caption", help="Caption text before what the table states itself.")] = "",
     label: Annotated[str, typer.Option("--label", help="LaTeX \\label (default tab:results).")] = "",
-    no_baselines: Annotated[bool, typer.Option("--no-baselines", help="Leave out methods without a vocabulary (MCM, GL-MCM).")] = False,
-    compare: Annotated[bool, typer.Option("--compare", help="Also print paired comparisons of each pair of vocabularies (per method, convention).")] = False,
-    compare_set: Annotated[str, typer.Option("--compare-set", help="OOD set the comparisons are on (mean: all sets).")] = "mean",
+    no_baselines: Annotated[
+        bool, typer.Option("--no-baselines", help="Leave out methods without a vocabulary (MCM, GL-MCM).")
+    ] = False,
+    compare: Annotated[
+        bool,
+        typer.Option(
+            "--compare", help="Also print paired comparisons of each pair of vocabularies (per method, convention)."
+        ),
+    ] = False,
+    compare_set: Annotated[
+        str, typer.Option("--compare-set", help="OOD set the comparisons are on (mean: all sets).")
+    ] = "mean",
     n_boot: Annotated[int, typer.Option("--n-boot", help="Paired-bootstrap draws of the comparisons.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the paired bootstrap.")] = 0,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write (default: standard output).")] = None,  # noqa: UP045
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="File to write (default: standard output).")  # noqa: UP045
+    ] = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
     # long: one option per table setting, as the command's help lists them

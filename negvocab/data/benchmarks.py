@@ -66,13 +66,23 @@ class BenchmarkSet:
         where = root / self.where
         if self.layout == "list":
             if not where.is_file():
-                raise InputError(f"{self.name}: no image list {where} (expected under the data root {root}: {self.expects()})")
+                raise InputError(
+                    f"{self.name}: no image list {where} (expected under the data root {root}: {self.expects()})"
+                )
             images = image_list(where, root=root / self.image_dir, name=self.name)
         else:
             if not where.is_dir():
-                raise InputError(f"{self.name}: no folder {where} (expected under the data root {root}: {self.expects()})")
+                raise InputError(
+                    f"{self.name}: no folder {where} (expected under the data root {root}: {self.expects()})"
+                )
             images = (class_folders if self.layout == "classes" else image_folder)(where, name=self.name)
-        return ImageSet(images.name, images.paths, images.ids, images.labels, {**images.info, "benchmark_set": self.name, "ood_group": self.group})
+        return ImageSet(
+            images.name,
+            images.paths,
+            images.ids,
+            images.labels,
+            {**images.info, "benchmark_set": self.name, "ood_group": self.group},
+        )
 
 
 @dataclass(frozen=True)
@@ -87,12 +97,49 @@ class Benchmark:
 
 
 _LISTS = "benchmark_imglist/imagenet"
-_SSB = BenchmarkSet("ssb-hard", "near", "list", f"{_LISTS}/test_ssb_hard.txt", "images_largescale", "Vaze et al., ICLR 2022 (OpenOOD v1.5)")
-_NINCO = BenchmarkSet("ninco", "near", "list", f"{_LISTS}/test_ninco.txt", "images_largescale", "Bitterwolf et al., ICML 2023 (OpenOOD v1.5)")
-_INAT = BenchmarkSet("inaturalist", "far", "list", f"{_LISTS}/test_inaturalist.txt", "images_largescale", "Huang & Li, CVPR 2021 (OpenOOD v1.5)")
-_TEXTURES = BenchmarkSet("textures", "far", "list", f"{_LISTS}/test_textures.txt", "images_classic", "Cimpoi et al., CVPR 2014 (OpenOOD v1.5)")
-_OPENIMAGE_O = BenchmarkSet("openimage-o", "far", "list", f"{_LISTS}/test_openimage_o.txt", "images_largescale", "Wang et al., CVPR 2022 (OpenOOD v1.5)")
-_OPENOOD_ID = f"--id ROOT/{_LISTS}/test_imagenet.txt --image-root ROOT/images_largescale (OpenOOD's ImageNet-1k test split)"
+_SSB = BenchmarkSet(
+    "ssb-hard",
+    "near",
+    "list",
+    f"{_LISTS}/test_ssb_hard.txt",
+    "images_largescale",
+    "Vaze et al., ICLR 2022 (OpenOOD v1.5)",
+)
+_NINCO = BenchmarkSet(
+    "ninco",
+    "near",
+    "list",
+    f"{_LISTS}/test_ninco.txt",
+    "images_largescale",
+    "Bitterwolf et al., ICML 2023 (OpenOOD v1.5)",
+)
+_INAT = BenchmarkSet(
+    "inaturalist",
+    "far",
+    "list",
+    f"{_LISTS}/test_inaturalist.txt",
+    "images_largescale",
+    "Huang & Li, CVPR 2021 (OpenOOD v1.5)",
+)
+_TEXTURES = BenchmarkSet(
+    "textures",
+    "far",
+    "list",
+    f"{_LISTS}/test_textures.txt",
+    "images_classic",
+    "Cimpoi et al., CVPR 2014 (OpenOOD v1.5)",
+)
+_OPENIMAGE_O = BenchmarkSet(
+    "openimage-o",
+    "far",
+    "list",
+    f"{_LISTS}/test_openimage_o.txt",
+    "images_largescale",
+    "Wang et al., CVPR 2022 (OpenOOD v1.5)",
+)
+_OPENOOD_ID = (
+    f"--id ROOT/{_LISTS}/test_imagenet.txt --image-root ROOT/images_largescale (OpenOOD's ImageNet-1k test split)"
+)
 _MOS_ID = "--id IMAGENET_VAL (the 50,000 ImageNet-1k validation images)"
 _MOS = "Huang & Li, MOS: Towards scaling out-of-distribution detection for large semantic space, CVPR 2021"
 
@@ -161,7 +208,25 @@ def benchmark_table() -> list[Mapping[str, str]]:
     rows: list[Mapping[str, str]] = []
     for b in BENCHMARKS.values():
         for s in b.sets:
-            rows.append({"benchmark": b.name, "set": s.name, "group": s.group, "expects": s.expects(), "id": b.id_set, "source": s.source or b.source})
+            rows.append(
+                {
+                    "benchmark": b.name,
+                    "set": s.name,
+                    "group": s.group,
+                    "expects": s.expects(),
+                    "id": b.id_set,
+                    "source": s.source or b.source,
+                }
+            )
     fi = FI_IMAGENET
-    rows.append({"benchmark": fi["name"], "set": fi["name"], "group": fi["group"], "expects": fi["expects"], "id": "the rest of IMAGENET_VAL", "source": fi["source"]})
+    rows.append(
+        {
+            "benchmark": fi["name"],
+            "set": fi["name"],
+            "group": fi["group"],
+            "expects": fi["expects"],
+            "id": "the rest of IMAGENET_VAL",
+            "source": fi["source"],
+        }
+    )
     return rows

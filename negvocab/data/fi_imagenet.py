@@ -29,7 +29,11 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["PAPER_SPLIT", "FiImageNet", "fi_imagenet", "read_id_list"]
 
-PAPER_SPLIT = {"ood": 655, "ambiguous": 980, "id": 48_365}  # docs/methods.md#the-benchmark-and-reference-numbers, on the 50,000 val images
+PAPER_SPLIT = {
+    "ood": 655,
+    "ambiguous": 980,
+    "id": 48_365,
+}  # docs/methods.md#the-benchmark-and-reference-numbers, on the 50,000 val images
 
 
 LABEL_COLUMNS = ("label", "ood_label", "open_world_label", "name", "class_name", "class", "category")
@@ -105,7 +109,14 @@ def read_id_list(path: str | os.PathLike[str]) -> dict[str, str | None]:
         label = _label(line, image_id, delimiter, column)
         if image_id in out:
             if out[image_id] != label:
-                logger.warning("%s:%d: %s listed again with another label (%r); keeping %r", p, lineno, image_id, label, out[image_id])
+                logger.warning(
+                    "%s:%d: %s listed again with another label (%r); keeping %r",
+                    p,
+                    lineno,
+                    image_id,
+                    label,
+                    out[image_id],
+                )
             continue
         out[image_id] = label
     return out
@@ -148,7 +159,10 @@ def fi_imagenet(
     not_found = [i for i in [*ood_ids, *amb_ids] if i not in position]
     if not_found:
         logger.warning(
-            "%d listed ids are not in %s (e.g. %s); they are left out", len(not_found), val.info.get("root"), not_found[0]
+            "%d listed ids are not in %s (e.g. %s); they are left out",
+            len(not_found),
+            val.info.get("root"),
+            not_found[0],
         )
     ood_found = [i for i in ood_ids if i in position]
     if not ood_found:

@@ -150,7 +150,9 @@ def imagenet_val(
             paths.append(str(p))
             ids.append(p.stem)
     if not paths:
-        raise InputError(f"{path}: no ImageNet validation images (expected {path}/n01440764/ILSVRC2012_val_*.JPEG or a flat folder)")
+        raise InputError(
+            f"{path}: no ImageNet validation images (expected {path}/n01440764/ILSVRC2012_val_*.JPEG or a flat folder)"
+        )
     odd = [i for i in ids if not VAL_ID.fullmatch(i)]
     if odd:
         logger.warning("%s: %d images are not named ILSVRC2012_val_XXXXXXXX (e.g. %s)", path, len(odd), odd[0])

@@ -19,7 +19,17 @@ from negvocab.textfiles import read_text
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["IMAGE_EXTENSIONS", "ImageSet", "class_folders", "image_folder", "image_list", "is_image", "list_images", "require_dir", "walk_images"]
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "ImageSet",
+    "class_folders",
+    "image_folder",
+    "image_list",
+    "is_image",
+    "list_images",
+    "require_dir",
+    "walk_images",
+]
 
 IMAGE_EXTENSIONS = frozenset(
     {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".jfif"}
@@ -124,7 +134,9 @@ def walk_images(root: Path) -> tuple[list[Path], list[tuple[str, str]]]:
             elif p.is_symlink() and not p.exists():
                 skipped.append((str(p), f"dangling symbolic link (its target {os.readlink(p)} is missing)"))
     if skipped:
-        logger.warning("%s: %d unreadable folders or broken links skipped (first: %s: %s)", root, len(skipped), *skipped[0])
+        logger.warning(
+            "%s: %d unreadable folders or broken links skipped (first: %s: %s)", root, len(skipped), *skipped[0]
+        )
     return sorted(found), sorted(skipped)
 
 
@@ -202,7 +214,9 @@ def _read_list_rows(path: Path) -> list[tuple[int, str, str | None]]:
         header = [h.strip().lower() for h in reader.fieldnames or []]
         column = next((c for c in LIST_PATH_COLUMNS if c in header), None)
         if column is None:
-            raise InputError(f"{path}: a CSV image list needs a header with a '{LIST_PATH_COLUMNS[0]}' column, found {header}")
+            raise InputError(
+                f"{path}: a CSV image list needs a header with a '{LIST_PATH_COLUMNS[0]}' column, found {header}"
+            )
         for row in reader:
             if None in row:  # csv puts the fields beyond the header under None
                 raise InputError(f"{path}:{reader.line_num}: more fields than the header's {len(header)}")
@@ -252,7 +266,9 @@ def image_list(
     first_line: dict[str, int] = {}
     for lineno, listed, _ in rows:
         if listed in first_line:  # scored twice, it would count twice in every metric
-            raise InputError(f"{file}:{lineno}: {listed} is listed again (first on line {first_line[listed]}); list each image once")
+            raise InputError(
+                f"{file}:{lineno}: {listed} is listed again (first on line {first_line[listed]}); list each image once"
+            )
         first_line[listed] = lineno
     paths = [_resolve(base, p) for _, p, _ in rows]
     if not allow_outside_root:

@@ -51,7 +51,15 @@ logger = logging.getLogger(__name__)
 __all__ = ["COVERAGE_FILES", "ORACLE_REPAIR_NOTE", "Coverage", "coverage"]
 
 #: everything a coverage run writes (an earlier run's repair curve of any format goes when one is replaced)
-COVERAGE_FILES = ("coverage.csv", "confusions.csv", "coverage_images.json", "repair.csv", *(f"repair{s}" for s in PLOT_FORMATS), "report.html", "coverage.json")
+COVERAGE_FILES = (
+    "coverage.csv",
+    "confusions.csv",
+    "coverage_images.json",
+    "repair.csv",
+    *(f"repair{s}" for s in PLOT_FORMATS),
+    "report.html",
+    "coverage.json",
+)
 
 ORACLE_REPAIR_NOTE = "ORACLE analysis: labels taken from the evaluated OOD set (not a deployable vocabulary)"
 #: text-cosine thresholds of the coverage summary
@@ -134,10 +142,19 @@ class Coverage:
         if pool is None:
             curve.meta["note"] = ORACLE_REPAIR_NOTE
         elif oracle:
-            curve.meta["note"] = "NOT deployable: the candidate pool is an oracle or carries caveats " + json.dumps(settings.get("caveats") or {})
+            curve.meta["note"] = "NOT deployable: the candidate pool is an oracle or carries caveats " + json.dumps(
+                settings.get("caveats") or {}
+            )
         return curve
 
-    def write(self, out_dir: str | os.PathLike[str], repair: RepairCurve | None = None, *, plot_format: str = "png", overwrite: bool = False) -> Path:
+    def write(
+        self,
+        out_dir: str | os.PathLike[str],
+        repair: RepairCurve | None = None,
+        *,
+        plot_format: str = "png",
+        overwrite: bool = False,
+    ) -> Path:
         """``coverage.csv`` (classes), ``confusions.csv``, ``coverage_images.json``, the repair curve
         (``repair.csv``, ``repair.<plot_format>``: png, pdf or svg) and ``coverage.json`` (summary,
         meta; the marker), written as a whole (:func:`negvocab.outdir.staged_folder`): an earlier
@@ -154,17 +171,34 @@ class Coverage:
             "taken_for", "fired", "fpr_with", "fpr_gain", "auroc_with", "auroc_gain", "random_weights",
         ]  # fmt: skip
         rw = self.random_weights  # carried by every CSV row: the file is read without coverage.json
-        flat = [{**c, "fired": "; ".join(f"{f['label']} ({f['count']})" for f in c["fired"]), "random_weights": rw} for c in self.classes]
+        flat = [
+            {**c, "fired": "; ".join(f"{f['label']} ({f['count']})" for f in c["fired"]), "random_weights": rw}
+            for c in self.classes
+        ]
         write_text(out / "coverage.csv", _csv_text(flat, cols))
         write_text(out / "confusions.csv", _csv_text(self.confusions, ["ood_class", "id_class", "count", "mean_score"]))
         write_json(out / "coverage_images.json", {"random_weights": self.random_weights, "images": self.images})
         curve = repair or self.oracle_repair
-        doc: dict[str, Any] = {**self.meta, "summary": self.summary, "classes": self.classes, "confusions": self.confusions}
+        doc: dict[str, Any] = {
+            **self.meta,
+            "summary": self.summary,
+            "classes": self.classes,
+            "confusions": self.confusions,
+        }
         if curve is not None:
-            marked = [{**r, "oracle": curve.oracle, "random_weights": rw} for r in curve.rows]  # ORACLE said in the CSV too
-            write_text(out / "repair.csv", _csv_text(marked, ["step", "label", "fpr", "auroc", "fpr_gain", "oracle", "random_weights"]))
+            marked = [
+                {**r, "oracle": curve.oracle, "random_weights": rw} for r in curve.rows
+            ]  # ORACLE said in the CSV too
+            write_text(
+                out / "repair.csv",
+                _csv_text(marked, ["step", "label", "fpr", "auroc", "fpr_gain", "oracle", "random_weights"]),
+            )
             plot_repair(curve, out / f"repair.{plot_format}", random_weights=self.random_weights)
-            doc["repair"] = {"rows": curve.rows, "oracle": curve.oracle, "note": curve.meta.get("note", "candidate pool (deployable)")}
+            doc["repair"] = {
+                "rows": curve.rows,
+                "oracle": curve.oracle,
+                "note": curve.meta.get("note", "candidate pool (deployable)"),
+            }
         write_json(out / "coverage.json", json.loads(json.dumps(doc, default=str)))
 
 
@@ -259,7 +293,9 @@ def coverage(
     # long: one analysis over the same score arrays (per class, confusions, gains); split in a later round
     method = canonical_method(method)
     if method not in NEEDS_NEGATIVES:
-        raise InputError(f"coverage needs a method that uses negatives ({', '.join(sorted(NEEDS_NEGATIVES))}), not {method}")
+        raise InputError(
+            f"coverage needs a method that uses negatives ({', '.join(sorted(NEEDS_NEGATIVES))}), not {method}"
+        )
     convention = M.check_convention(convention)
     params = {k: v for k, v in params_for(method, params or {}).items() if k != "topk"}
     id_classes = id_classes if id_classes is not None else imagenet1k()
@@ -294,10 +330,28 @@ def coverage(
 
     # image side: the ID class each OOD image was taken for, the negatives that fired
     tau = float(params.get("tau", 0.01))
-    ex_ood = S.explain(ood_img, class_emb, neg, id_labels=id_names, neg_labels=list(vocab.labels), k=explain_k, tau=tau, device=vlm.device)
+    ex_ood = S.explain(
+        ood_img,
+        class_emb,
+        neg,
+        id_labels=id_names,
+        neg_labels=list(vocab.labels),
+        k=explain_k,
+        tau=tau,
+        device=vlm.device,
+    )
     flagged = np.flatnonzero(op.id_flagged)
     ex_id = (
-        S.explain(id_img[flagged], class_emb, neg, id_labels=id_names, neg_labels=list(vocab.labels), k=explain_k, tau=tau, device=vlm.device)
+        S.explain(
+            id_img[flagged],
+            class_emb,
+            neg,
+            id_labels=id_names,
+            neg_labels=list(vocab.labels),
+            k=explain_k,
+            tau=tau,
+            device=vlm.device,
+        )
         if flagged.size
         else []
     )
@@ -395,7 +449,9 @@ def coverage(
     return Coverage(classes, confusions, gains, summary, rows_img, meta, oracle_curve, ctx)
 
 
-def _image_row(split: str, iid: str, path: str, label: str | None, score: float, misjudged: bool, ex: Mapping[str, Any]) -> dict[str, Any]:
+def _image_row(
+    split: str, iid: str, path: str, label: str | None, score: float, misjudged: bool, ex: Mapping[str, Any]
+) -> dict[str, Any]:
     top_id = ex["top_id"][0] if ex["top_id"] else {"label": "", "cosine": float("nan")}
     return {
         "set": split,
@@ -416,6 +472,8 @@ def _confusions(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for r in rows:
         if r["set"] == "ood" and r["misjudged"]:
             pairs[(r["label"], r["id_class"])].append(r["score"])
-    out = [{"ood_class": a, "id_class": b, "count": len(v), "mean_score": float(np.mean(v))} for (a, b), v in pairs.items()]
+    out = [
+        {"ood_class": a, "id_class": b, "count": len(v), "mean_score": float(np.mean(v))} for (a, b), v in pairs.items()
+    ]
     out.sort(key=lambda r: (-r["count"], -r["mean_score"], r["ood_class"]))
     return out

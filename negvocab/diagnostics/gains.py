@@ -107,17 +107,25 @@ class RepairCurve:
         matplotlib.use("Agg", force=False)
         from matplotlib.figure import Figure
 
-
         fig = Figure(figsize=(7, 3.6), layout="constrained")
         ax = fig.subplots()
         steps = [r["step"] for r in self.rows]
         ax.plot(steps, [100 * r["fpr"] for r in self.rows], marker="o", drawstyle="steps-post")
         for r in self.rows[1:]:
-            ax.annotate(r["label"][:18], (r["step"], 100 * r["fpr"]), fontsize=7, rotation=30, xytext=(2, 4), textcoords="offset points")
+            ax.annotate(
+                r["label"][:18],
+                (r["step"], 100 * r["fpr"]),
+                fontsize=7,
+                rotation=30,
+                xytext=(2, 4),
+                textcoords="offset points",
+            )
         ax.set_xlabel("labels added (greedy, best first)")
         ax.set_ylabel(f"FPR@{int(round(100 * self.tpr))} (%), {self.convention}")
         ax.grid(True, alpha=0.3)
-        title = f"Repair curve, {self.method}" + (" [ORACLE analysis: OOD labels]" if self.oracle else " [candidate pool]")
+        title = f"Repair curve, {self.method}" + (
+            " [ORACLE analysis: OOD labels]" if self.oracle else " [candidate pool]"
+        )
         if random_weights:
             title += " [RANDOM WEIGHTS]"
         ax.set_title(title, fontsize=9)
@@ -126,7 +134,9 @@ class RepairCurve:
         return path
 
 
-def _group_lse(s: torch.Tensor, nonempty: torch.Tensor, exact: Callable[[torch.Tensor], torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+def _group_lse(
+    s: torch.Tensor, nonempty: torch.Tensor, exact: Callable[[torch.Tensor], torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Per image and group, the float64 log-sum-exp of logits ``s`` [n, L, G] over L (-inf padding),
     and each image's largest logit. Exponentials are taken in place in the input precision after a
     shift by the image's largest logit; images where a non-empty group's mass falls below 1e-30
@@ -183,7 +193,9 @@ class _State:
 class _Scorer:
     """Scores of every image with one candidate appended, from per-image quantities."""
 
-    def __init__(self, method: str, v: torch.Tensor, t: torch.Tensor, n: torch.Tensor, params: Mapping[str, Any]) -> None:
+    def __init__(
+        self, method: str, v: torch.Tensor, t: torch.Tensor, n: torch.Tensor, params: Mapping[str, Any]
+    ) -> None:
         self.method = method
         self.v, self.t = v, t
         self.neg = n
@@ -350,7 +362,9 @@ def _setup(
     spec = get_method(method)
     method = spec.name
     if not spec.needs_negatives:
-        raise InputError(f"marginal gains need a method that uses negatives ({', '.join(sorted(NEEDS_NEGATIVES))}), not {method}")
+        raise InputError(
+            f"marginal gains need a method that uses negatives ({', '.join(sorted(NEEDS_NEGATIVES))}), not {method}"
+        )
     if "topk" in params:
         raise InputError(f"{method}: unexpected parameter(s) topk (marginal gains score every negative)")
     check_params(method, params)
@@ -380,7 +394,9 @@ def _metrics(scores: np.ndarray, n_id: int, tpr: float, convention: str) -> tupl
     return fpr, auc
 
 
-def _all_gains(sc: _Scorer, s_tau: torch.Tensor, s_temp: torch.Tensor, n_id: int, tpr: float, convention: str) -> tuple[np.ndarray, np.ndarray]:
+def _all_gains(
+    sc: _Scorer, s_tau: torch.Tensor, s_temp: torch.Tensor, n_id: int, tpr: float, convention: str
+) -> tuple[np.ndarray, np.ndarray]:
     n, c = s_tau.shape
     block = max(1, _BLOCK_BYTES // max(1, 8 * n))
     fprs, aucs = [], []
@@ -491,5 +507,13 @@ def repair_curve(
             break
         c = left.pop(j)
         sc.append(cand[c : c + 1], s_tau[:, c], s_temp[:, c])
-        rows.append({"step": len(rows), "label": names[c], "fpr": float(fpr[j]), "auroc": float(auc[j]), "fpr_gain": float(prev["fpr"] - fpr[j])})
+        rows.append(
+            {
+                "step": len(rows),
+                "label": names[c],
+                "fpr": float(fpr[j]),
+                "auroc": float(auc[j]),
+                "fpr_gain": float(prev["fpr"] - fpr[j]),
+            }
+        )
     return RepairCurve(rows, sc.method, convention, tpr, oracle=oracle, meta={"candidates": len(cand), "k": int(k)})

@@ -46,7 +46,11 @@ def common_mistakes(
     for name, ood_set in ood_sets.items():
         shared = shared_images(_paths(id_set), _paths(ood_set))
         if shared:
-            same = "are the same images" if len(shared) == n_id == len(_paths(ood_set)) else f"share {len(shared)} of {n_id} ID images"
+            same = (
+                "are the same images"
+                if len(shared) == n_id == len(_paths(ood_set))
+                else f"share {len(shared)} of {n_id} ID images"
+            )
             notes.append(
                 f"the ID set and the OOD set {name} {same} (same files or identical content, e.g. {os.path.basename(shared[0])}): "
                 "an OOD set must not hold ID images; these AUROC/FPR numbers do not measure OOD detection"
@@ -78,6 +82,7 @@ def shared_images(id_paths: Sequence[str], ood_paths: Sequence[str]) -> list[str
     """OOD image paths that are also ID images: the same file (after links), or identical bytes.
 
     Only files whose sizes collide between the sets are hashed (at most ``MAX_HASHED``)."""
+
     def real(p: str) -> str:
         return os.path.realpath(p)
 

@@ -94,7 +94,9 @@ def _as_sets(ood: np.ndarray | Mapping[str, np.ndarray]) -> dict[str, np.ndarray
 _CHUNK_ELEMENTS = 1 << 19
 
 
-def _resamples(n_id: int, sizes: Sequence[int], n_boot: int, seed: int) -> Iterator[tuple[np.ndarray, list[np.ndarray]]]:
+def _resamples(
+    n_id: int, sizes: Sequence[int], n_boot: int, seed: int
+) -> Iterator[tuple[np.ndarray, list[np.ndarray]]]:
     """The draws' indices in chunks of rows: per draw the ID indices, then each set's, with
     replacement, from ``default_rng(seed)`` in exactly that order (a draw at a time, so the draws do
     not depend on the chunking)."""
@@ -122,7 +124,15 @@ def _row_counts(ranks: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def _chunk_values(ids: np.ndarray, sets: Sequence[np.ndarray], idx_id: np.ndarray, idx: Sequence[np.ndarray], metric: str, tpr: float, convention: str) -> np.ndarray:
+def _chunk_values(
+    ids: np.ndarray,
+    sets: Sequence[np.ndarray],
+    idx_id: np.ndarray,
+    idx: Sequence[np.ndarray],
+    metric: str,
+    tpr: float,
+    convention: str,
+) -> np.ndarray:
     """The metric (mean over the sets) of each draw of a chunk, vectorised over the draws for FPR
     (paper convention) and AUROC; the other conventions and AUPR go draw by draw through the library's
     metric functions (the same values either way)."""
@@ -143,22 +153,39 @@ def _chunk_values(ids: np.ndarray, sets: Sequence[np.ndarray], idx_id: np.ndarra
             per_set.append(np.mean(np.take_along_axis(terms, i, axis=1), axis=1))
     else:
         per_set = [
-            np.array([metric_value(metric, ids[idx_id[r]], s[i[r]], tpr=tpr, convention=convention) for r in range(idx_id.shape[0])])
+            np.array(
+                [
+                    metric_value(metric, ids[idx_id[r]], s[i[r]], tpr=tpr, convention=convention)
+                    for r in range(idx_id.shape[0])
+                ]
+            )
             for s, i in zip(sets, idx, strict=True)
         ]
     return np.mean(np.stack(per_set), axis=0)
 
 
-def _draws(detectors: Sequence[tuple[np.ndarray, Mapping[str, np.ndarray]]], metric: str, tpr: float, convention: str, n_boot: int, seed: int) -> list[tuple[float, np.ndarray]]:
+def _draws(
+    detectors: Sequence[tuple[np.ndarray, Mapping[str, np.ndarray]]],
+    metric: str,
+    tpr: float,
+    convention: str,
+    n_boot: int,
+    seed: int,
+) -> list[tuple[float, np.ndarray]]:
     """(metric on all images, per-draw values) of each detector, all on the same resamples."""
     ids0, sets0 = detectors[0]
     out = [np.empty(n_boot) for _ in detectors]
     at = 0
     for idx_id, idx in _resamples(ids0.size, [s.size for s in sets0.values()], n_boot, seed):
         for k, (ids, sets) in enumerate(detectors):
-            out[k][at : at + idx_id.shape[0]] = _chunk_values(ids, list(sets.values()), idx_id, idx, metric, tpr, convention)
+            out[k][at : at + idx_id.shape[0]] = _chunk_values(
+                ids, list(sets.values()), idx_id, idx, metric, tpr, convention
+            )
         at += idx_id.shape[0]
-    points = [float(np.mean([metric_value(metric, ids, s, tpr=tpr, convention=convention) for s in sets.values()])) for ids, sets in detectors]
+    points = [
+        float(np.mean([metric_value(metric, ids, s, tpr=tpr, convention=convention) for s in sets.values()]))
+        for ids, sets in detectors
+    ]
     return list(zip(points, out, strict=True))
 
 
@@ -183,11 +210,15 @@ def bootstrap_draws(
     for name, (s_id, s_ood) in detectors.items():
         ids, sets = np.asarray(s_id, dtype=np.float64), _as_sets(s_ood)
         if ids.ndim != 1 or ids.size == 0 or any(s.size == 0 for s in sets.values()):
-            raise InputError(f"{label}: {name}: a bootstrap needs ID and OOD scores (got {ids.size} ID, sets {[s.size for s in sets.values()]})")
+            raise InputError(
+                f"{label}: {name}: a bootstrap needs ID and OOD scores (got {ids.size} ID, sets {[s.size for s in sets.values()]})"
+            )
         groups.setdefault((ids.size, *((k, v.size) for k, v in sets.items())), {})[name] = (ids, sets)
     out: dict[str, tuple[float, np.ndarray]] = {}
     for members in groups.values():  # the same images: the same resamples, drawn once
-        out.update(zip(members, _draws(list(members.values()), metric, tpr, convention, int(n_boot), seed), strict=True))
+        out.update(
+            zip(members, _draws(list(members.values()), metric, tpr, convention, int(n_boot), seed), strict=True)
+        )
     return {name: out[name] for name in detectors}
 
 
@@ -215,7 +246,9 @@ def paired_from_draws(
         verdict = "a" if (diff > 0) == higher else "b"
     else:
         verdict = "not significant"
-    return PairedComparison(metric, diff, low, high, level, float(p), int(n_id), dict(n_ood), int(n_boot), higher, verdict, draws)
+    return PairedComparison(
+        metric, diff, low, high, level, float(p), int(n_id), dict(n_ood), int(n_boot), higher, verdict, draws
+    )
 
 
 def paired_bootstrap(
@@ -249,9 +282,13 @@ def paired_bootstrap(
     ai, bi = np.asarray(a_id, dtype=np.float64), np.asarray(b_id, dtype=np.float64)
     ao, bo = _as_sets(a_ood), _as_sets(b_ood)
     if ai.shape != bi.shape or ai.ndim != 1 or ai.size == 0:
-        raise InputError(f"{label}: a paired test needs the same ID images for A and B (got {ai.shape} and {bi.shape} scores)")
+        raise InputError(
+            f"{label}: a paired test needs the same ID images for A and B (got {ai.shape} and {bi.shape} scores)"
+        )
     if list(ao) != list(bo) or any(ao[k].shape != bo[k].shape or ao[k].size == 0 for k in ao):
-        raise InputError(f"{label}: a paired test needs the same OOD images for A and B (sets {list(ao)} vs {list(bo)})")
+        raise InputError(
+            f"{label}: a paired test needs the same OOD images for A and B (sets {list(ao)} vs {list(bo)})"
+        )
     a, b = _draws([(ai, ao), (bi, bo)], metric, tpr, convention, int(n_boot), seed)
     return paired_from_draws(a, b, metric=metric, n_id=ai.size, n_ood={k: v.size for k, v in ao.items()}, level=level)
 
@@ -294,7 +331,9 @@ def comparison_sentence(a: str, b: str, results: Sequence[tuple[str, PairedCompa
         rest.append(f"a tie for {ties}")
     level = int(round(100 * first.level))
     per = "; ".join(
-        f"{m}: {_pts(r.diff)} [{_pts(r.low)}, {_pts(r.high)}]" + (" tie" if r.verdict == "tie" else "") + f", n {r.n_id} ID / {sum(r.n_ood.values())} OOD"
+        f"{m}: {_pts(r.diff)} [{_pts(r.low)}, {_pts(r.high)}]"
+        + (" tie" if r.verdict == "tie" else "")
+        + f", n {r.n_id} ID / {sum(r.n_ood.values())} OOD"
         for m, r in results
     )
     mean = float(np.mean([r.diff for _, r in results]))
@@ -304,5 +343,9 @@ def comparison_sentence(a: str, b: str, results: Sequence[tuple[str, PairedCompa
         f"({first.n_boot} draws): {per}; mean of the differences {_pts(mean) if not math.isnan(mean) else '-'}"
     )
     small = any(r.n_id < SMALL_N or sum(r.n_ood.values()) < SMALL_N for _, r in results)
-    warn = f". Small sample (under {SMALL_N} ID or OOD images): the bootstrap interval understates the uncertainty" if small else ""
+    warn = (
+        f". Small sample (under {SMALL_N} ID or OOD images): the bootstrap interval understates the uncertainty"
+        if small
+        else ""
+    )
     return head + (" (" + ", ".join(rest) + ")" if rest else "") + ". " + tail + warn

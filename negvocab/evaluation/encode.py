@@ -96,6 +96,12 @@ def encode_sets(vlm: VLM, id_set: Any, ood_sets: Mapping[str, Any], local: bool,
         ood_embs[name], imgs = encode_set(vlm, st, local, progress)
         ood_images += imgs
         sizes[name] = len(imgs)
-    logger.info("embedded %d ID and %d OOD images (%d sets) in %.1fs", len(id_images), len(ood_images), len(sizes), time.perf_counter() - t0)
+    logger.info(
+        "embedded %d ID and %d OOD images (%d sets) in %.1fs",
+        len(id_images),
+        len(ood_images),
+        len(sizes),
+        time.perf_counter() - t0,
+    )
     images = np.concatenate([id_emb.embeddings, *(e.embeddings for e in ood_embs.values())])
     return EncodedSets(id_emb, id_images, ood_embs, ood_images, sizes, images)

@@ -167,13 +167,23 @@ def evaluate_vocabularies(
     jobs = [(m, name) for m in methods for name in (named if m in NEEDS_NEGATIVES else [None])]
     # label encoding is a step of its own (a cold run spends its time here, not in "scoring")
     neg_cache: dict[str, np.ndarray] = {
-        vname: vlm.encode_text(list(named[vname].labels), templates, pos=named[vname].parts_of_speech(), progress=progress)
+        vname: vlm.encode_text(
+            list(named[vname].labels), templates, pos=named[vname].parts_of_speech(), progress=progress
+        )
         for vname in dict.fromkeys(v for _, v in jobs if v)
     }
 
     def explain(emb: np.ndarray, vname: str) -> list[dict[str, Any]]:
         labels = {"id_labels": list(id_classes.names), "neg_labels": list(named[vname].labels)}
-        return S.explain(emb, class_emb, neg_cache[vname], **labels, k=explain_k, tau=float(params.get("tau") or 0.01), device=vlm.device)
+        return S.explain(
+            emb,
+            class_emb,
+            neg_cache[vname],
+            **labels,
+            k=explain_k,
+            tau=float(params.get("tau") or 0.01),
+            device=vlm.device,
+        )
 
     for method, vname in _progress(jobs, progress, "scoring"):
         vocab = named[vname] if vname else None
@@ -192,16 +202,24 @@ def evaluate_vocabularies(
         rows += ood_rows(base, *enc.split(scores[""]), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
         if vname is not None and explain_k > 0:
             s_id, s_sets = enc.split(scores[""])
-            flagged_ids.setdefault(vname, {}).update(dict.fromkeys(flagged_id_images(s_id, s_sets.values(), tpr, convention)))
+            flagged_ids.setdefault(vname, {}).update(
+                dict.fromkeys(flagged_id_images(s_id, s_sets.values(), tpr, convention))
+            )
             if vname not in explanations:
                 ex = explain(images[n_id:], vname)
                 set_of = [name for name, n in sizes.items() for _ in range(n)]
-                explanations[vname] = [{"image": iid, "path": p, "ood_set": o, **e} for (iid, p), o, e in zip(enc.ood_images, set_of, ex, strict=True)]
+                explanations[vname] = [
+                    {"image": iid, "path": p, "ood_set": o, **e}
+                    for (iid, p), o, e in zip(enc.ood_images, set_of, ex, strict=True)
+                ]
     id_explanations: dict[str, list[dict[str, Any]]] = {}
     for vname, picked in flagged_ids.items():
         idx = np.fromiter(picked, dtype=np.int64, count=len(picked))
         ex = explain(images[idx], vname) if len(idx) else []
-        id_explanations[vname] = [{"image": enc.id_images[j][0], "path": enc.id_images[j][1], **e} for j, e in zip(idx.tolist(), ex, strict=True)]
+        id_explanations[vname] = [
+            {"image": enc.id_images[j][0], "path": enc.id_images[j][1], **e}
+            for j, e in zip(idx.tolist(), ex, strict=True)
+        ]
     meta = {
         **run_meta(vlm, id_classes, templates, convention, tpr, params, seed, n_boot),
         **sets_meta(id_set, ood_sets, enc),
@@ -219,7 +237,9 @@ def evaluate_vocabularies(
 ID_EXPLAINED_MAX = 500
 
 
-def flagged_id_images(s_id: np.ndarray, ood_scores: Iterable[np.ndarray], tpr: float, convention: str, cap: int = ID_EXPLAINED_MAX) -> list[int]:
+def flagged_id_images(
+    s_id: np.ndarray, ood_scores: Iterable[np.ndarray], tpr: float, convention: str, cap: int = ID_EXPLAINED_MAX
+) -> list[int]:
     """Indices of the ID images below the FPR@tpr threshold against any OOD set, lowest score
     first, at most ``cap`` per set: the ID images a report shows as wrongly flagged."""
     out: dict[int, None] = {}

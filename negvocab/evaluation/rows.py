@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from negvocab.vocab import Vocabulary
 
 #: where the conventions are compared with NegLabel's, OpenOOD's and the Hendrycks code
-METHODS_SECTION = "the methods document (negvocab/methods.md; print it: negvocab methods -s conventions), section \"Conventions and the anchors' code\""
+METHODS_SECTION = 'the methods document (negvocab/methods.md; print it: negvocab methods -s conventions), section "Conventions and the anchors\' code"'
 #: how each FPR convention sets the threshold (see negvocab.scoring.metrics)
 THRESHOLD_RULES = {
     "paper": "ID-anchored: the (1 - TPR) quantile of the ID scores (numpy linear); FPR = share of OOD scores >= it",
@@ -75,23 +75,36 @@ def named_ood_sets(ood: Any) -> dict[str, Any]:
     if isinstance(ood, (list, tuple)):
         names = [str(getattr(x, "name", "") or "ood") for x in ood]
         if len(set(names)) < len(names):
-            raise InputError(f"two OOD sets share the name {next(n for n in names if names.count(n) > 1)!r}: pass a mapping name -> set")
+            raise InputError(
+                f"two OOD sets share the name {next(n for n in names if names.count(n) > 1)!r}: pass a mapping name -> set"
+            )
         ood = dict(zip(names, ood, strict=True))
     if isinstance(ood, Mapping):
         sets = {str(k): v for k, v in ood.items()}
         if len(sets) < len(ood):  # {1: a, "1": b}: one name for two sets, one of them would be dropped
-            raise InputError(f"two OOD sets share the name {next(n for n in map(str, ood) if list(map(str, ood)).count(n) > 1)!r}: give each a distinct name")
+            raise InputError(
+                f"two OOD sets share the name {next(n for n in map(str, ood) if list(map(str, ood)).count(n) > 1)!r}: give each a distinct name"
+            )
         if not sets:
             raise InputError("no OOD set given")
         for name in sets:
             if not name.strip() or name in SUMMARY_ROWS:
-                raise InputError(f"OOD set name {name!r} is not allowed (names must be non-empty and not {', '.join(map(repr, SUMMARY_ROWS))})")
+                raise InputError(
+                    f"OOD set name {name!r} is not allowed (names must be non-empty and not {', '.join(map(repr, SUMMARY_ROWS))})"
+                )
         return sets
     return {str(getattr(ood, "name", "") or "ood"): ood}
 
 
 def ood_rows(
-    base: Mapping[str, Any], s_id: np.ndarray, s_ood: Mapping[str, np.ndarray], *, tpr: float, convention: str, n_boot: int, seed: int
+    base: Mapping[str, Any],
+    s_id: np.ndarray,
+    s_ood: Mapping[str, np.ndarray],
+    *,
+    tpr: float,
+    convention: str,
+    n_boot: int,
+    seed: int,
 ) -> list[dict[str, Any]]:
     """One row per OOD set (the ID scores are the same for each), then their mean if several.
 
@@ -108,14 +121,33 @@ def ood_rows(
     groups = {g: [n for n in s_ood if ood_group(n) == g] for g in GROUPS}
     summaries = [(GROUPS[g], members) for g, members in groups.items()] if all(groups.values()) else []
     for name, members in [*summaries, (MEAN, list(s_ood))]:
-        rows.append(_mean_row(base, [r for r in rows if r["ood_set"] in members], name, s_id, {n: s_ood[n] for n in members},
-                              tpr=tpr, convention=convention, n_boot=n_boot, seed=seed))
+        rows.append(
+            _mean_row(
+                base,
+                [r for r in rows if r["ood_set"] in members],
+                name,
+                s_id,
+                {n: s_ood[n] for n in members},
+                tpr=tpr,
+                convention=convention,
+                n_boot=n_boot,
+                seed=seed,
+            )
+        )
     return rows
 
 
 def _mean_row(
-    base: Mapping[str, Any], members: Sequence[Mapping[str, Any]], name: str, s_id: np.ndarray, s_ood: Mapping[str, np.ndarray],
-    *, tpr: float, convention: str, n_boot: int, seed: int,
+    base: Mapping[str, Any],
+    members: Sequence[Mapping[str, Any]],
+    name: str,
+    s_id: np.ndarray,
+    s_ood: Mapping[str, np.ndarray],
+    *,
+    tpr: float,
+    convention: str,
+    n_boot: int,
+    seed: int,
 ) -> dict[str, Any]:
     """The row ``name`` averaging the metrics of the ``members`` rows (their bootstrap CIs draw by draw)."""
     mean = {**base, "ood_set": name, "convention": convention, "tpr": members[0]["tpr"]}
@@ -125,12 +157,21 @@ def _mean_row(
     if name != MEAN:
         mean["ood_sets"] = [str(r["ood_set"]) for r in members]
     if n_boot:
-        mean.update(_mean_cis(s_id, s_ood, members[0]["ci_level"], tpr=tpr, convention=convention, n_boot=n_boot, seed=seed))
+        mean.update(
+            _mean_cis(s_id, s_ood, members[0]["ci_level"], tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
+        )
     return mean
 
 
 def _mean_cis(
-    s_id: np.ndarray, s_ood: Mapping[str, np.ndarray], level: float, *, tpr: float, convention: str, n_boot: int, seed: int
+    s_id: np.ndarray,
+    s_ood: Mapping[str, np.ndarray],
+    level: float,
+    *,
+    tpr: float,
+    convention: str,
+    n_boot: int,
+    seed: int,
 ) -> dict[str, Any]:
     """Bootstrap intervals of the mean over OOD sets: each set's OOD images resampled as for its own
     row (same seed, same draws), the metric averaged over the sets draw by draw."""
@@ -159,7 +200,13 @@ def conventions(convention: str, templates: str, params: Mapping[str, Any], tpr:
 
 def vocab_meta(vocab: Vocabulary) -> dict[str, Any]:
     """A vocabulary in results: identity, deployability and where it came from."""
-    out: dict[str, Any] = {"source": vocab.source, "sha256": vocab.sha256, "size": len(vocab), "deployable": vocab.deployable, "caveats": vocab.caveats}
+    out: dict[str, Any] = {
+        "source": vocab.source,
+        "sha256": vocab.sha256,
+        "size": len(vocab),
+        "deployable": vocab.deployable,
+        "caveats": vocab.caveats,
+    }
     out["oracle"] = "oracle" in vocab.caveats
     for key in ("file_sha256", "candidates_sha256", "path", "candidates_file"):
         if key in vocab.settings:
@@ -170,7 +217,16 @@ def vocab_meta(vocab: Vocabulary) -> dict[str, Any]:
     return out
 
 
-def run_meta(vlm: VLM, id_classes: IdClasses, templates: str, convention: str, tpr: float, params: Mapping[str, Any], seed: int, n_boot: int) -> dict[str, Any]:
+def run_meta(
+    vlm: VLM,
+    id_classes: IdClasses,
+    templates: str,
+    convention: str,
+    tpr: float,
+    params: Mapping[str, Any],
+    seed: int,
+    n_boot: int,
+) -> dict[str, Any]:
     """What every results/sweep file starts with: versions, command line, model, settings, ID classes."""
     return {
         "negvocab_version": negvocab_version(),
@@ -192,7 +248,14 @@ def run_meta(vlm: VLM, id_classes: IdClasses, templates: str, convention: str, t
 def vocab_fields(vocab: Vocabulary | None) -> dict[str, Any]:
     """A vocabulary's columns: identity and deployability (``caveats``: the kinds, ``;``-separated)."""
     if vocab is None:  # mcm, glmcm: no negatives, nothing to caveat
-        return {"vocab_source": "", "vocab_hash": "", "vocab_size": 0, "oracle": False, "deployable": True, "caveats": ""}
+        return {
+            "vocab_source": "",
+            "vocab_hash": "",
+            "vocab_size": 0,
+            "oracle": False,
+            "deployable": True,
+            "caveats": "",
+        }
     caveats = vocab.caveats
     return {
         "vocab_source": vocab.source,
@@ -201,7 +264,9 @@ def vocab_fields(vocab: Vocabulary | None) -> dict[str, Any]:
         "oracle": "oracle" in caveats,
         "deployable": not caveats,
         "caveats": ";".join(caveats),
-        **({"random_weights": True} if vocab.random_weights else {}),  # built by a random model: overrides the scoring model's False
+        **(
+            {"random_weights": True} if vocab.random_weights else {}
+        ),  # built by a random model: overrides the scoring model's False
     }
 
 
@@ -225,4 +290,8 @@ def model_fields(vlm: VLM) -> dict[str, Any]:
 def sets_meta(id_set: Any, ood_sets: Mapping[str, Any], enc: EncodedSets) -> dict[str, Any]:
     """The image sets in results: ``id_set``, ``ood_sets`` by name, and ``ood_set`` (the one set, or "mean")."""
     per = {name: set_meta(st, enc.sizes[name]) for name, st in ood_sets.items()}
-    return {"id_set": set_meta(id_set, enc.n_id), "ood_set": next(iter(per.values())) if len(per) == 1 else MEAN, "ood_sets": per}
+    return {
+        "id_set": set_meta(id_set, enc.n_id),
+        "ood_set": next(iter(per.values())) if len(per) == 1 else MEAN,
+        "ood_sets": per,
+    }

@@ -35,7 +35,19 @@ __all__ = ["METRIC_FIELDS", "StoredScores", "read_results_json", "read_scores_np
 
 SCORES_HINT = "re-run `negvocab score` into a new folder to write it again"
 #: numbers (or null) wherever a results row holds them
-METRIC_FIELDS = ("fpr", "auroc", "aupr_in", "aupr_out", "tpr", "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high", "n_id", "n_ood")
+METRIC_FIELDS = (
+    "fpr",
+    "auroc",
+    "aupr_in",
+    "aupr_out",
+    "tpr",
+    "fpr_ci_low",
+    "fpr_ci_high",
+    "auroc_ci_low",
+    "auroc_ci_high",
+    "n_id",
+    "n_ood",
+)
 #: string arrays that describe the images, and the split whose length they have
 _IMAGE_ARRAYS = {"id_image_ids": "id", "id_paths": "id", "ood_image_ids": "ood", "ood_paths": "ood", "ood_sets": "ood"}
 
@@ -109,7 +121,10 @@ def read_scores_npz(path: str | os.PathLike[str]) -> StoredScores:
         if name in arrays:
             a = arrays[name]
             if a.ndim != 1 or a.dtype.kind != "U" or len(a) != next(iter(sizes[split])):
-                raise _bad(file, f"{name!r} must be {next(iter(sizes[split]))} strings (one per {split.upper()} image), got {a.dtype} of shape {a.shape}")
+                raise _bad(
+                    file,
+                    f"{name!r} must be {next(iter(sizes[split]))} strings (one per {split.upper()} image), got {a.dtype} of shape {a.shape}",
+                )
             images[name] = a
     random, model = arrays.get("random_weights", np.array(False)), arrays.get("model", np.array(""))
     if random.shape != () or random.dtype.kind not in "bi":

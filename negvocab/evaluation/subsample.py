@@ -109,7 +109,15 @@ def draw_chunks(seed: int, draws: int, n_max: int, big_n: int) -> Iterator[np.nd
         yield chunk
 
 
-def _fpr_chunk(ids: np.ndarray, oods: np.ndarray, terms: np.ndarray | None, idx: np.ndarray, sizes: list[int], convention: str, tpr: float) -> np.ndarray:
+def _fpr_chunk(
+    ids: np.ndarray,
+    oods: np.ndarray,
+    terms: np.ndarray | None,
+    idx: np.ndarray,
+    sizes: list[int],
+    convention: str,
+    tpr: float,
+) -> np.ndarray:
     """FPR of each draw in ``idx`` [c, n_max] at every size: [c, len(sizes)]."""
     if convention == "openood":
         srt = np.sort(ids)
@@ -160,7 +168,15 @@ def _stability(fprs: np.ndarray, full: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _analyse(sets: dict[str, tuple[np.ndarray, np.ndarray]], sizes: list[int], draws: int, convention: str, seed: int, tpr: float, ood_set: str) -> list[dict[str, Any]]:
+def _analyse(
+    sets: dict[str, tuple[np.ndarray, np.ndarray]],
+    sizes: list[int],
+    draws: int,
+    convention: str,
+    seed: int,
+    tpr: float,
+    ood_set: str,
+) -> list[dict[str, Any]]:
     """The rows of one OOD set (or the pooled sets)."""
     big_n = next(iter(sets.values()))[1].size
     names = list(sets)

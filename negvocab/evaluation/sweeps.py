@@ -120,14 +120,22 @@ def sweep_vocabulary(
     t0 = time.perf_counter()
     enc = encode_sets(vlm, id_set, named_ood_sets(ood_set), False, progress)
     class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
-    ranked = vlm.encode_text(list(vocab.labels[: max(wanted)]), templates, pos=vocab.parts_of_speech()[: max(wanted)], progress=progress)
+    ranked = vlm.encode_text(
+        list(vocab.labels[: max(wanted)]), templates, pos=vocab.parts_of_speech()[: max(wanted)], progress=progress
+    )
     kw = scorer_params(method, params)
     by_m = sweep(enc.images, class_emb, ranked, wanted, method=method, device=vlm.device, **kw)
     common = {"method": method, **model_fields(vlm), "templates": templates}
     vname = name or vocab.source
     rows = []
     for m, s in by_m.items():
-        base = {"M": m, **common, "vocabulary": vname, **vocab_fields(vocab), "order": "ranked" if ranked_order else "given"}
+        base = {
+            "M": m,
+            **common,
+            "vocabulary": vname,
+            **vocab_fields(vocab),
+            "order": "ranked" if ranked_order else "given",
+        }
         rows += ood_rows(base, *enc.split(s), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
     refs = []
     for rname, ref in (references or {}).items():

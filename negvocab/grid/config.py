@@ -76,7 +76,17 @@ from negvocab.textfiles import read_text
 from negvocab.vlm.loading import check_weights, resolve_device, resolve_precision
 from negvocab.vlm.templates import resolve_templates
 
-__all__ = ["GridConfig", "ImageSpec", "MethodSpec", "ModelSpec", "VocabSpec", "load_config", "load_grid", "parse_config", "spec_digest"]
+__all__ = [
+    "GridConfig",
+    "ImageSpec",
+    "MethodSpec",
+    "ModelSpec",
+    "VocabSpec",
+    "load_config",
+    "load_grid",
+    "parse_config",
+    "spec_digest",
+]
 
 BUILDERS = ("wordnet",)
 
@@ -203,9 +213,18 @@ _PATH = "a non-empty path (relative to the grid file)"
 class GridTable(_Table):
     """``[grid]``."""
 
-    templates: str = Field("paper8", min_length=1, pattern=r"\S", description="a template preset (paper8, openai80, neglabel, single), a template with {} or a file")
-    id_classes: str = Field("imagenet1k", min_length=1, pattern=r"\S", description="imagenet1k or a file with one class name a line")
-    conventions: list[str] | str = Field(["paper"], description=f"a non-empty list of FPR conventions, from {', '.join(CONVENTIONS)}")
+    templates: str = Field(
+        "paper8",
+        min_length=1,
+        pattern=r"\S",
+        description="a template preset (paper8, openai80, neglabel, single), a template with {} or a file",
+    )
+    id_classes: str = Field(
+        "imagenet1k", min_length=1, pattern=r"\S", description="imagenet1k or a file with one class name a line"
+    )
+    conventions: list[str] | str = Field(
+        ["paper"], description=f"a non-empty list of FPR conventions, from {', '.join(CONVENTIONS)}"
+    )
     tpr: float = Field(0.95, description=_registry("tpr"))
     n_boot: int = Field(1000, description=_registry("n_boot"))
     device: str = Field("auto", min_length=1, description="auto, cpu, cuda or cuda:N")
@@ -213,7 +232,9 @@ class GridTable(_Table):
     batch_size: int | None = Field(None, gt=0, description="a positive integer")
     ray_num_gpus: float | None = Field(None, ge=0, allow_inf_nan=False, description="a number >= 0")
     ray_data_min_images: int | None = Field(None, gt=0, description="a positive integer")
-    deterministic: bool = Field(False, description="true or false: fp32, deterministic kernels, fixed shards (negvocab.grid.units)")
+    deterministic: bool = Field(
+        False, description="true or false: fp32, deterministic kernels, fixed shards (negvocab.grid.units)"
+    )
 
     @field_validator("conventions")
     @classmethod
@@ -240,7 +261,9 @@ class ModelTable(_Table):
     random_weights: bool = Field(False, description="true or false")
     precision: Literal["fp32", "fp16", "bf16"] | None = Field(None, description="fp32, fp16 or bf16")
     tag: str | None = Field(None, min_length=1, description="a hub tag")
-    model_config_: str | None = Field(None, alias="model_config", min_length=1, description=f"{_PATH}: an open_clip config file")
+    model_config_: str | None = Field(
+        None, alias="model_config", min_length=1, description=f"{_PATH}: an open_clip config file"
+    )
     seed: int = Field(0, ge=0, description="an integer >= 0 (the seed of random weights)")
     label: str = Field("", description="a display name")
 
@@ -252,7 +275,9 @@ class ImageTable(_Table):
     layout: str = Field("auto", min_length=1, description="an image-set layout (auto, folder, list, ...)")
     image_root: str | None = Field(None, min_length=1, pattern=r"\S", description=_PATH)
     fi_ood: str | None = Field(None, min_length=1, pattern=r"\S", description=f"{_PATH}: the Fi-ImageNet OOD list")
-    fi_ambiguous: str | None = Field(None, min_length=1, pattern=r"\S", description=f"{_PATH}: the Fi-ImageNet ambiguous list")
+    fi_ambiguous: str | None = Field(
+        None, min_length=1, pattern=r"\S", description=f"{_PATH}: the Fi-ImageNet ambiguous list"
+    )
 
 
 _SIZES = "a non-empty list of positive integers, e.g. [1000, 5000]"
@@ -295,7 +320,9 @@ class MethodTable(_Table):
     """``[[methods]]``: a method and its parameters (checked against the method registry)."""
 
     name: str = Field(min_length=1, description="a method name of the registry (negvocab methods)")
-    params: dict[str, Any] = Field(default_factory=dict, description="a table of the method's parameters, e.g. {groups = 100}")
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="a table of the method's parameters, e.g. {groups = 100}"
+    )
     label: str = Field("", description="a display name")
 
 
@@ -311,7 +338,10 @@ def _kind(value: Any) -> str | None:
 Text = Annotated[str, StringConstraints(min_length=1, pattern=r"\S")]
 ImageValue = Annotated[Annotated[Text, Tag("text")] | Annotated[ImageTable, Tag("table")], Discriminator(_kind)]
 VocabValue = Annotated[
-    Annotated[Text, Tag("text")] | Annotated[VocabFileTable, Tag("table")] | Annotated[VocabBuilderTable, Tag("builder-table")], Discriminator(_kind)
+    Annotated[Text, Tag("text")]
+    | Annotated[VocabFileTable, Tag("table")]
+    | Annotated[VocabBuilderTable, Tag("builder-table")],
+    Discriminator(_kind),
 ]
 MethodValue = Annotated[Annotated[Text, Tag("text")] | Annotated[MethodTable, Tag("table")], Discriminator(_kind)]
 _TAGS: dict[str, dict[str, type[BaseModel]]] = {
@@ -328,10 +358,18 @@ class GridDocument(_Table):
     grid: GridTable = Field(default_factory=GridTable, description="a [grid] table")
     models: list[ModelTable] = Field(min_length=1, description="at least one [[models]] table with name = ...")
     id: ImageValue = Field(description="a path or a table with path = ...")
-    ood: dict[str, ImageValue] = Field(default_factory=dict, description="a table of name = path or name = {path = ...}")
-    vocabularies: dict[str, VocabValue] = Field(default_factory=dict, description="a table of name = file or name = {builder = 'wordnet', sizes = [...]}")
-    methods: list[MethodValue] = Field(default_factory=lambda: ["neglabel"], description="a list of [[methods]] tables with name = ...")
-    resources: ResourcesTable = Field(default_factory=ResourcesTable, description="a [resources] table (negvocab.grid.resources)")
+    ood: dict[str, ImageValue] = Field(
+        default_factory=dict, description="a table of name = path or name = {path = ...}"
+    )
+    vocabularies: dict[str, VocabValue] = Field(
+        default_factory=dict, description="a table of name = file or name = {builder = 'wordnet', sizes = [...]}"
+    )
+    methods: list[MethodValue] = Field(
+        default_factory=lambda: ["neglabel"], description="a list of [[methods]] tables with name = ..."
+    )
+    resources: ResourcesTable = Field(
+        default_factory=ResourcesTable, description="a [resources] table (negvocab.grid.resources)"
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -403,7 +441,14 @@ def _validate(doc: Any, source: str) -> GridDocument:
 def _image(name: str, value: str | ImageTable) -> ImageSpec:
     if isinstance(value, str):
         value = ImageTable(path=value)
-    return ImageSpec(name=name, path=value.path, layout=value.layout, image_root=value.image_root, fi_ood=value.fi_ood, fi_ambiguous=value.fi_ambiguous)
+    return ImageSpec(
+        name=name,
+        path=value.path,
+        layout=value.layout,
+        image_root=value.image_root,
+        fi_ood=value.fi_ood,
+        fi_ambiguous=value.fi_ambiguous,
+    )
 
 
 def _vocab(name: str, value: str | VocabFileTable | VocabBuilderTable, source: str) -> VocabSpec:
@@ -411,7 +456,11 @@ def _vocab(name: str, value: str | VocabFileTable | VocabBuilderTable, source: s
         return VocabSpec(name=name, file=value)
     sizes = tuple(sorted(set(value.sizes or ())))
     if isinstance(value, VocabBuilderTable):
-        options = {k: getattr(value, k) for k in ("percentile", "preset", "ratio", "pool", "synonym_filter") if k in value.model_fields_set}
+        options = {
+            k: getattr(value, k)
+            for k in ("percentile", "preset", "ratio", "pool", "synonym_filter")
+            if k in value.model_fields_set
+        }
         return VocabSpec(name=name, builder=value.builder, sizes=sizes, options=tuple(sorted(options.items())))
     return VocabSpec(name=name, file=value.file, sizes=sizes)
 
@@ -470,7 +519,9 @@ def _check_runtime(cfg: GridConfig) -> None:
         raise InputError(f"{src}: grid.device = {_show(cfg.device)}: {e}") from None
 
 
-def parse_config(doc: Mapping[str, Any], *, base: str = ".", source: str = "", random_weights: bool = False) -> GridConfig:
+def parse_config(
+    doc: Mapping[str, Any], *, base: str = ".", source: str = "", random_weights: bool = False
+) -> GridConfig:
     """A :class:`GridConfig` from a TOML document (a dict). ``random_weights`` replaces every model's
     weights by random ones (a dry run, as ``negvocab grid run --random-weights``)."""
     src = source or "grid"
@@ -486,7 +537,9 @@ def parse_config(doc: Mapping[str, Any], *, base: str = ".", source: str = "", r
     if not ood_sets:
         raise InputError(f"{src}: no OOD set; add [ood] name = path (or fi_ood in [id])")
     if "mean" in {s.name for s in ood_sets}:
-        raise InputError(f"{src}: ood.mean: an OOD set may not be named 'mean' (the mean over sets is a row of that name)")
+        raise InputError(
+            f"{src}: ood.mean: an OOD set may not be named 'mean' (the mean over sets is a row of that name)"
+        )
     vocabs = [_vocab(str(k), v, src) for k, v in d.vocabularies.items()]
     methods = [_method(m, i, src) for i, m in enumerate(d.methods)]
     if not vocabs and any(m.name in NEEDS_NEGATIVES for m in methods):

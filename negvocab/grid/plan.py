@@ -105,7 +105,11 @@ def _label_counts(cfg: GridConfig, sizes: Mapping[str, int], notes: list[str]) -
                 raise InputError(f"{e}; give its size with --size {v.name}=N to plan without it") from e
         else:
             opts = dict(v.options)
-            out[v.name] = len(sample_pool(int(opts["pool"]))) if "pool" in opts else len(wordnet_candidates(opts.get("preset", "neglabel")))
+            out[v.name] = (
+                len(sample_pool(int(opts["pool"])))
+                if "pool" in opts
+                else len(wordnet_candidates(opts.get("preset", "neglabel")))
+            )
     return out
 
 
@@ -154,7 +158,9 @@ def _probe_towers(cfg: GridConfig, plan: ModelPlan, spec: Any, n_images: int) ->
         import open_clip
 
         open_clip.add_model_config(cfg.path(spec.model_config))
-    t0 = time.perf_counter()  # random weights: the weights do not change the cost (the load here builds, reads no checkpoint)
+    t0 = (
+        time.perf_counter()
+    )  # random weights: the weights do not change the cost (the load here builds, reads no checkpoint)
     model = loading.load_model(spec.name, None, tag=None, quick_gelu=None, preprocess=None, seed=spec.seed).model.eval()
     plan.load_s, plan.device = time.perf_counter() - t0, "cpu, towers only (no tokenizer here; load = build)"
     size = model.visual.preprocess_cfg.get("size", 224) if hasattr(model.visual, "preprocess_cfg") else 224
@@ -184,7 +190,9 @@ def _cached_images(vlm: Any, sets: Mapping[str, Any], names: Sequence[str]) -> i
     return found
 
 
-def plan_grid(cfg: GridConfig, *, sizes: Mapping[str, int] | None = None, probe: bool = True, probe_images: int = PROBE_IMAGES) -> tuple[list[ModelPlan], list[str]]:
+def plan_grid(
+    cfg: GridConfig, *, sizes: Mapping[str, int] | None = None, probe: bool = True, probe_images: int = PROBE_IMAGES
+) -> tuple[list[ModelPlan], list[str]]:
     """Per-model plans and notes for ``cfg`` (nothing is written; the probe loads each model once)."""
     sets, n, notes = _set_sizes(cfg, sizes or {})
     labels = _label_counts(cfg, sizes or {}, notes)
@@ -213,31 +221,48 @@ def plan_grid(cfg: GridConfig, *, sizes: Mapping[str, int] | None = None, probe:
                 p.error = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
         plans.append(p)
     per_model = sum(_vocab_names(cfg) if m.name in NEEDS_NEGATIVES else 1 for m in cfg.methods)
-    notes.insert(0, f"{len(cfg.models) * per_model * len(cfg.ood_sets) * len(cfg.conventions):,} cells, {sum(p.units for p in plans):,} units")
+    notes.insert(
+        0,
+        f"{len(cfg.models) * per_model * len(cfg.ood_sets) * len(cfg.conventions):,} cells, {sum(p.units for p in plans):,} units",
+    )
     return plans, notes
 
 
 def plan_lines(plans: Sequence[ModelPlan], workers: Sequence[int], *, random_weights: bool = False) -> list[str]:
     """The printed plan: one row per model and the estimate for each number of workers."""
-    rows = [f"{'model':<26}{'units':>7}{'images':>10}{'cached':>9}{'labels':>9}{'prompts':>10}{'load':>8}{'ms/image':>10}{'ms/prompt':>10}  device"]
+    rows = [
+        f"{'model':<26}{'units':>7}{'images':>10}{'cached':>9}{'labels':>9}{'prompts':>10}{'load':>8}{'ms/image':>10}{'ms/prompt':>10}  device"
+    ]
     for p in plans:
         if p.error:
-            rows.append(f"{p.model:<26}{p.units:>7}{p.images:>10,}{'?':>9}{p.labels:>9,}{p.prompts:>10,}  probe failed: {p.error}")
+            rows.append(
+                f"{p.model:<26}{p.units:>7}{p.images:>10,}{'?':>9}{p.labels:>9,}{p.prompts:>10,}  probe failed: {p.error}"
+            )
             continue
+
         def ms(x: float | None) -> str:
             return "?" if x is None else f"{1000 * x:.1f}"
 
         load = "?" if p.load_s is None else f"{p.load_s:.1f}s"
-        rows.append(f"{p.model:<26}{p.units:>7}{p.images:>10,}{p.images_cached:>9,}{p.labels:>9,}{p.prompts:>10,}{load:>8}{ms(p.image_s):>10}{ms(p.prompt_s):>10}  {p.device}")
+        rows.append(
+            f"{p.model:<26}{p.units:>7}{p.images:>10,}{p.images_cached:>9,}{p.labels:>9,}{p.prompts:>10,}{load:>8}{ms(p.image_s):>10}{ms(p.prompt_s):>10}  {p.device}"
+        )
     devices = sorted({p.device for p in plans if p.device})
     for g in workers:
         walls = [p.wall_s(g) for p in plans]
         known = [w for w in walls if w is not None]
         missing = len(walls) - len(known)
         est = format_duration(sum(known)) if known else "unknown"
-        rows.append(f"estimate on {g} worker{'s' if g != 1 else ''}: {est}" + (f" (without {missing} model(s) that could not be probed)" if missing else ""))
+        rows.append(
+            f"estimate on {g} worker{'s' if g != 1 else ''}: {est}"
+            + (f" (without {missing} model(s) that could not be probed)" if missing else "")
+        )
     if any(d.startswith("cpu") for d in devices):
-        rows.append("(costs measured on this machine's CPU: a GPU is many times faster per image; rerun the plan where the grid will run)")
+        rows.append(
+            "(costs measured on this machine's CPU: a GPU is many times faster per image; rerun the plan where the grid will run)"
+        )
     if random_weights:
-        rows.append("(probed with RANDOM weights: costs are those of the architectures, the weights do not change them)")
+        rows.append(
+            "(probed with RANDOM weights: costs are those of the architectures, the weights do not change them)"
+        )
     return rows

@@ -92,7 +92,9 @@ def _start(ray: Any, address: str | None) -> bool:
     if ray.is_initialized():
         other = _connected_elsewhere(ray, address) if address else None
         if other:
-            raise ResourceError(f"this process is already connected to the Ray cluster at {other}, not {address}: call ray.shutdown() first, or leave out --ray-address")
+            raise ResourceError(
+                f"this process is already connected to the Ray cluster at {other}, not {address}: call ray.shutdown() first, or leave out --ray-address"
+            )
         return False
     try:
         if address:
@@ -160,7 +162,9 @@ def _take(have: dict[str, float], opts: Mapping[str, Any], n: int) -> None:
             have[res] = have.get(res, 0) - n * opts[key]
 
 
-def _pools(ray: Any, cfg: GridConfig, units: list[Unit]) -> tuple[list[tuple[frozenset[str], dict[str, Any], int]], dict[str, float]]:
+def _pools(
+    ray: Any, cfg: GridConfig, units: list[Unit]
+) -> tuple[list[tuple[frozenset[str], dict[str, Any], int]], dict[str, float]]:
     """The model-worker pools: (kinds they run, Ray options, workers), and the resources left over.
     Image and text units share one pool when they ask for the same; otherwise the text pool (at
     most one worker per model) is sized first, leaving room for one image worker, and the image
@@ -169,7 +173,11 @@ def _pools(ray: Any, cfg: GridConfig, units: list[Unit]) -> tuple[list[tuple[fro
     have = {k: float(v) for k, v in ray.cluster_resources().items()}
     cap = cfg.resources.workers or 1 << 20
     img, txt = _request(ray, cfg, "image"), _request(ray, cfg, "text")
-    groups = [(frozenset({"image", "text"}), img)] if img == txt else [(frozenset({"text"}), txt), (frozenset({"image"}), img)]
+    groups = (
+        [(frozenset({"image", "text"}), img)]
+        if img == txt
+        else [(frozenset({"text"}), txt), (frozenset({"image"}), img)]
+    )
     for kinds, opts in groups:
         if any(u.kind in kinds for u in units) and _fits(have, opts) < 1:
             memory = f", {opts['memory'] / 2**30:.1f} GiB" if opts.get("memory") else ""
@@ -209,7 +217,9 @@ class _Dispatch:
 
     @staticmethod
     def _runs(kinds: frozenset[str], u: Unit) -> bool:
-        return u.kind in kinds or (u.kind == "score" and "image" in kinds)  # a score unit the cache failed: with the model
+        return u.kind in kinds or (
+            u.kind == "score" and "image" in kinds
+        )  # a score unit the cache failed: with the model
 
     def wants(self, kinds: frozenset[str]) -> bool:
         return self.waiting(kinds) > 0
@@ -243,7 +253,14 @@ class _Workers:
     to run (so other pools and the score tasks get their share), started again for a score unit
     the cache failed."""
 
-    def __init__(self, ray: Any, pools: list[tuple[frozenset[str], dict[str, Any], int]], args: tuple[Any, ...], spare: Mapping[str, float], cap: int = 1 << 20) -> None:
+    def __init__(
+        self,
+        ray: Any,
+        pools: list[tuple[frozenset[str], dict[str, Any], int]],
+        args: tuple[Any, ...],
+        spare: Mapping[str, float],
+        cap: int = 1 << 20,
+    ) -> None:
         self.ray, self.pools, self.args, self.cap = ray, pools, args, cap
         self.spare = dict(spare)  # what no worker of ours holds (score tasks take theirs from Ray as they come)
         self.actors: dict[int, tuple[Any, frozenset[str]]] = {}
@@ -294,7 +311,9 @@ def _result(ray: Any, ref: Any) -> dict[str, Any]:
         return {"error": f"Ray worker failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"}
 
 
-def _drive(ray: Any, workers: _Workers, units: list[Unit], score: Any) -> tuple[dict[str, dict[str, Any] | str], dict[str, int]]:  # long: one loop, dispatch and results
+def _drive(
+    ray: Any, workers: _Workers, units: list[Unit], score: Any
+) -> tuple[dict[str, dict[str, Any] | str], dict[str, int]]:  # long: one loop, dispatch and results
     """Run ``units``: image and text units on the model workers, score units as tasks (``score(model, given)``
     submits one); ``({model: stats or error}, {model: loads over all workers})``."""
     plan, results = _Dispatch(units), {}
@@ -314,7 +333,11 @@ def _drive(ray: Any, workers: _Workers, units: list[Unit], score: Any) -> tuple[
                     retired = True
             if retired and (grown := workers.grow(plan.waiting)):
                 for a in grown:
-                    logger.info("worker %d started: a retired worker left room and %s units wait", a, "/".join(sorted(workers.actors[a][1])))
+                    logger.info(
+                        "worker %d started: a retired worker left room and %s units wait",
+                        a,
+                        "/".join(sorted(workers.actors[a][1])),
+                    )
                 continue  # hand the new workers their units
             for unit in plan.ready_scores():  # the driver keeps a model's text only until its score task has it
                 inflight[score(unit.model, given.pop(unit.model, {}))] = (None, unit)
@@ -331,7 +354,14 @@ def _drive(ray: Any, workers: _Workers, units: list[Unit], score: Any) -> tuple[
                 if a is not None:
                     loads[a] = r.get("loads", loads.get(a, {}))
                 pid = r.get("pid", 0)
-                logger.info("%s done on %s (pid %d) in %.1fs", unit, where, pid, r.get("seconds", 0.0), extra={"worker_pid": pid})
+                logger.info(
+                    "%s done on %s (pid %d) in %.1fs",
+                    unit,
+                    where,
+                    pid,
+                    r.get("seconds", 0.0),
+                    extra={"worker_pid": pid},
+                )
                 if "cache_miss" in r:  # an unwritable cache: scored by a model worker instead
                     logger.warning("%s: %s; scoring it with the model", unit, r["cache_miss"])
                     plan.queue.append(unit)
@@ -372,7 +402,9 @@ def run_models_on_ray(
     else:
         cfg = dataclasses.replace(cfg, cache_dir=str(Path(cfg.path(cfg.cache_dir)).absolute()))
     if cfg.ray_data_min_images:
-        logger.warning("[grid] ray_data_min_images is no longer used: every image set is split into shards ([resources] shard_images)")
+        logger.warning(
+            "[grid] ray_data_min_images is no longer used: every image set is split into shards ([resources] shard_images)"
+        )
     try:
         units = plan_units(cfg, works, sets)
         pools, spare = _pools(ray, cfg, units)
@@ -385,11 +417,21 @@ def run_models_on_ray(
                 f"{asks['num_cpus']:g} CPUs; lower [resources.score] num_gpus / num_cpus / memory"
             )
         task = ray.remote(score_unit).options(**asks, max_retries=MAX_RETRIES)
-        workers = _Workers(ray, pools, (cfg, by_model, sets_ref, str(out), "ray"), spare, cfg.resources.workers or 1 << 20)
+        workers = _Workers(
+            ray, pools, (cfg, by_model, sets_ref, str(out), "ray"), spare, cfg.resources.workers or 1 << 20
+        )
         for kinds, opts, n in pools:
-            logger.info("%d model workers for %s units (%g GPUs, %g CPUs each)", n, "/".join(sorted(kinds)), opts["num_gpus"], opts["num_cpus"])
+            logger.info(
+                "%d model workers for %s units (%g GPUs, %g CPUs each)",
+                n,
+                "/".join(sorted(kinds)),
+                opts["num_gpus"],
+                opts["num_cpus"],
+            )
         try:
-            results, loads = _drive(ray, workers, units, lambda model, given: task.remote(cfg, by_model[model], sets_ref, str(out), given))
+            results, loads = _drive(
+                ray, workers, units, lambda model, given: task.remote(cfg, by_model[model], sets_ref, str(out), given)
+            )
         finally:
             workers.close()
         for name, n in loads.items():

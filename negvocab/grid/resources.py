@@ -35,7 +35,15 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-__all__ = ["DEFAULT_SHARD_IMAGES", "KINDS", "Resources", "ResourcesTable", "UnitRequest", "UnitTable", "parse_resources"]
+__all__ = [
+    "DEFAULT_SHARD_IMAGES",
+    "KINDS",
+    "Resources",
+    "ResourcesTable",
+    "UnitRequest",
+    "UnitTable",
+    "parse_resources",
+]
 
 DEFAULT_SHARD_IMAGES = 4096
 #: the unit kinds a ``[resources.KIND]`` table may name
@@ -121,7 +129,9 @@ class Resources:
         if kind == "score":
             return UnitRequest(0.0 if own.num_gpus is None else own.num_gpus, own.num_cpus, own.memory)
         pick = lambda mine, top: top if mine is None else mine  # noqa: E731
-        return UnitRequest(pick(own.num_gpus, self.num_gpus), pick(own.num_cpus, self.num_cpus), pick(own.memory, self.memory))
+        return UnitRequest(
+            pick(own.num_gpus, self.num_gpus), pick(own.num_cpus, self.num_cpus), pick(own.memory, self.memory)
+        )
 
     @property
     def cpus(self) -> float:
@@ -144,5 +154,7 @@ def parse_resources(table: ResourcesTable | dict[str, Any] | None = None) -> Res
     """A :class:`Resources` from the checked ``[resources]`` table (None or empty: the defaults);
     a dict is checked first (a bad value raises pydantic's ``ValidationError``)."""
     t = table if isinstance(table, ResourcesTable) else ResourcesTable.model_validate(table or {})
-    kinds = tuple((k, UnitRequest(u.num_gpus, u.num_cpus, u.memory)) for k in KINDS if (u := getattr(t, k)).model_fields_set)
+    kinds = tuple(
+        (k, UnitRequest(u.num_gpus, u.num_cpus, u.memory)) for k in KINDS if (u := getattr(t, k)).model_fields_set
+    )
     return Resources(t.num_gpus, t.num_cpus, t.memory, t.workers, t.shard_images, kinds)

@@ -70,7 +70,18 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["GRID_OUTPUTS", "SOURCE_FILE", "claim_grid_folder", "failure_summary", "grid_source", "grid_status", "mean_intervals", "read_source", "run_grid", "write_grid"]
+__all__ = [
+    "GRID_OUTPUTS",
+    "SOURCE_FILE",
+    "claim_grid_folder",
+    "failure_summary",
+    "grid_source",
+    "grid_status",
+    "mean_intervals",
+    "read_source",
+    "run_grid",
+    "write_grid",
+]
 
 #: what identifies the grid a folder holds (the grid file and the --random-weights flag)
 SOURCE_FILE = "grid_source.json"
@@ -81,7 +92,6 @@ GRID_OUTPUTS = ("table.csv", "table.parquet", "pivots.md", "pivots.tex", "compar
 GRID_STATS = ("cells", "engine")
 #: what a grid stores file by file as it goes (resumable; a killed write's temporary files go on the next claim)
 WORK_DIRS = ("cells", "scores", "means")
-
 
 
 def _cells_by_model(cfg: GridConfig, cells: Iterable[Cell]) -> dict[str, list[Cell]]:
@@ -122,9 +132,17 @@ def read_source(folder: Path) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as e:
-        raise InputError(f"{path}: not a readable grid source file ({type(e).__name__}); give the grid file and -o instead") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("config"), str) or not isinstance(doc.get("random_weights", False), bool):
-        raise InputError(f"{path}: not a grid source file (a table with config = the grid file); give the grid file and -o instead")
+        raise InputError(
+            f"{path}: not a readable grid source file ({type(e).__name__}); give the grid file and -o instead"
+        ) from None
+    if (
+        not isinstance(doc, dict)
+        or not isinstance(doc.get("config"), str)
+        or not isinstance(doc.get("random_weights", False), bool)
+    ):
+        raise InputError(
+            f"{path}: not a grid source file (a table with config = the grid file); give the grid file and -o instead"
+        )
     return doc
 
 
@@ -178,7 +196,7 @@ def run_grid(
     grid's earlier run (resumed) and holds another grid's only with ``overwrite``. ``engine`` is
     ``"local"`` or ``"ray"`` (``ray_address``: an existing cluster; default: a local one started for
     the run). ``on_model(model, status)`` is called as each model starts and ends (progress).
-    ``deterministic``: fp32, deterministic kernels, fixed shards (:mod:`negvocab.grid.units`).    """
+    ``deterministic``: fp32, deterministic kernels, fixed shards (:mod:`negvocab.grid.units`)."""
     if engine not in ("local", "ray"):
         raise InputError(f"unknown engine {engine!r}; choose local or ray")
     cfg = config if isinstance(config, GridConfig) else load_config(config, random_weights=random_weights)
@@ -193,7 +211,9 @@ def run_grid(
         claim.release()
 
 
-def _run_claimed(cfg: GridConfig, out: Path, engine: str, ray_address: str | None, on_model: Callable[[str, str], None] | None) -> GridResult:
+def _run_claimed(
+    cfg: GridConfig, out: Path, engine: str, ray_address: str | None, on_model: Callable[[str, str], None] | None
+) -> GridResult:
     try:
         for sub in WORK_DIRS:
             (out / sub).mkdir(parents=True, exist_ok=True)
@@ -213,7 +233,12 @@ def _run_claimed(cfg: GridConfig, out: Path, engine: str, ray_address: str | Non
     for m in cfg.models:
         elsewhere = {c.digest for c in by_model[m.display] if made_on_other_device(cfg, out, c, device)}
         if elsewhere:
-            logger.warning("%s: %d cells of a method whose scores depend on the device (grouping = neglabel) were scored on another kind of device than %s; computing them again", m.display, len(elsewhere), device)
+            logger.warning(
+                "%s: %d cells of a method whose scores depend on the device (grouping = neglabel) were scored on another kind of device than %s; computing them again",
+                m.display,
+                len(elsewhere),
+                device,
+            )
         work = ModelWork(m, [c for c in by_model[m.display] if c.digest in elsewhere or read_cell(out, c) is None])
         for c in work.cells:
             for digest, set_name in ((c.id_scores, "ID"), (c.ood_scores, c.ood_set)):
@@ -225,17 +250,30 @@ def _run_claimed(cfg: GridConfig, out: Path, engine: str, ray_address: str | Non
     errors: dict[str, str] = {}
     if any(w.missing for w in todo):  # the units below the model (negvocab.grid.units), on either engine
         busy = [w for w in todo if w.missing]
-        computed = run_models_on_ray(cfg, busy, sets, out, ray_address=ray_address) if engine == "ray" else run_units_here(cfg, busy, sets, out)
+        computed = (
+            run_models_on_ray(cfg, busy, sets, out, ray_address=ray_address)
+            if engine == "ray"
+            else run_units_here(cfg, busy, sets, out)
+        )
         for name, result in computed.items():
             if isinstance(result, str):
                 errors[name] = result
             else:
                 merge_stats(stats, result)
-                lost = [d for w in todo if w.spec.display == name for d in w.missing if not (out / "scores" / f"{d}.npz").exists()]
+                lost = [
+                    d
+                    for w in todo
+                    if w.spec.display == name
+                    for d in w.missing
+                    if not (out / "scores" / f"{d}.npz").exists()
+                ]
                 if lost:  # the workers wrote elsewhere: computed again below, here
                     logger.warning(
                         "%s: %d score files the Ray workers wrote are not in %s; computing them here (the output folder "
-                        "must be on a filesystem every node sees, at the same path)", name, len(lost), out.absolute()
+                        "must be on a filesystem every node sees, at the same path)",
+                        name,
+                        len(lost),
+                        out.absolute(),
                     )
     for work in todo:
         name = work.spec.display
@@ -289,9 +327,18 @@ def write_grid(res: GridResult, out_dir: str | Path, *, overwrite: bool = False)
     if fix_date:
         os.environ["SOURCE_DATE_EPOCH"] = "0"
     try:
-        with staged_folder(out, outputs, "grid.json", overwrite=overwrite) as stage, matplotlib.rc_context({"svg.hashsalt": "negvocab-grid"}):
+        with (
+            staged_folder(out, outputs, "grid.json", overwrite=overwrite) as stage,
+            matplotlib.rc_context({"svg.hashsalt": "negvocab-grid"}),
+        ):
             tables.write(stage)
-            write_json(stage / "run.json", {**json.loads(json.dumps(run, default=str)), "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+            write_json(
+                stage / "run.json",
+                {
+                    **json.loads(json.dumps(run, default=str)),
+                    "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                },
+            )
     finally:
         if fix_date:
             os.environ.pop("SOURCE_DATE_EPOCH", None)
@@ -306,7 +353,9 @@ def failure_summary(status: Mapping[str, Any]) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda kv: -kv[1])
 
 
-def mean_intervals(cfg: GridConfig, cells: Iterable[Cell], out: Path) -> dict[tuple[str, str, str, str], dict[str, float]]:
+def mean_intervals(
+    cfg: GridConfig, cells: Iterable[Cell], out: Path
+) -> dict[tuple[str, str, str, str], dict[str, float]]:
     """Bootstrap intervals of the mean over OOD sets per (model, vocabulary, method, convention):
     each set's OOD images resampled within the set with the same draws as its cell's interval, the
     metric averaged over sets per draw (stored under ``means/``, so a resumed grid reuses them)."""
@@ -324,7 +373,10 @@ def mean_intervals(cfg: GridConfig, cells: Iterable[Cell], out: Path) -> dict[tu
             continue
         draws: dict[str, list[np.ndarray]] = {}
         for c in members:
-            s_id, s_ood = load_scores(out / "scores" / f"{c.id_scores}.npz"), load_scores(out / "scores" / f"{c.ood_scores}.npz")
+            s_id, s_ood = (
+                load_scores(out / "scores" / f"{c.id_scores}.npz"),
+                load_scores(out / "scores" / f"{c.ood_scores}.npz"),
+            )
             if s_id is None or s_ood is None:
                 break
             kw = {"fpr": {"tpr": cfg.tpr, "convention": c.convention}, "auroc": {}}
@@ -340,5 +392,3 @@ def mean_intervals(cfg: GridConfig, cells: Iterable[Cell], out: Path) -> dict[tu
             write_json(path, ci)
             result[key] = ci
     return result
-
-

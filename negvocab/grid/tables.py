@@ -52,12 +52,19 @@ COLUMNS = [
     "aupr_in", "aupr_in_ci_low", "aupr_in_ci_high", "aupr_out", "aupr_out_ci_low", "aupr_out_ci_high",
     "aupr_method", "n_id", "n_ood", "templates", "cell",
 ]  # fmt: skip
-METRICS = {"fpr": ("FPR@{tpr}", False), "auroc": ("AUROC", True), "aupr_in": ("AUPR-In", True), "aupr_out": ("AUPR-Out", True)}
+METRICS = {
+    "fpr": ("FPR@{tpr}", False),
+    "auroc": ("AUROC", True),
+    "aupr_in": ("AUPR-In", True),
+    "aupr_out": ("AUPR-Out", True),
+}
 RANDOM_NOTE = "RANDOM WEIGHTS: these numbers are meaningless (a dry run of the pipeline, not a result)"
 _GROUP = ("model", "vocabulary", "method", "convention")
 
 
-def _mean_rows(rows: Sequence[Mapping[str, Any]], means: Mapping[tuple[str, ...], Mapping[str, float]] | None = None) -> list[dict[str, Any]]:
+def _mean_rows(
+    rows: Sequence[Mapping[str, Any]], means: Mapping[tuple[str, ...], Mapping[str, float]] | None = None
+) -> list[dict[str, Any]]:
     """One ``ood_set = "mean"`` row per (model, vocabulary, method, convention) over its OOD sets;
     its intervals from ``means`` (bootstrap of the mean, see :func:`negvocab.grid.run.mean_intervals`)."""
     groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
@@ -74,7 +81,9 @@ def _mean_rows(rows: Sequence[Mapping[str, Any]], means: Mapping[tuple[str, ...]
         for k in [c for c in COLUMNS if c.endswith(("_ci_low", "_ci_high"))]:
             row[k] = ci.get(k, math.nan)  # an interval of the mean is not the mean of intervals
         digest = hashlib.sha256(" ".join(sorted(str(m.get("cell", "")) for m in members)).encode()).hexdigest()[:16]
-        row.update(ood_set="mean", n_ood=int(sum(m["n_ood"] for m in members)), cell=digest)  # the digest of its member cells
+        row.update(
+            ood_set="mean", n_ood=int(sum(m["n_ood"] for m in members)), cell=digest
+        )  # the digest of its member cells
         out.append(row)
     return out
 
@@ -100,7 +109,10 @@ class Pivot:
     def _cells(self, bold: str) -> list[list[str]]:
         best = self.best
         return [
-            [("-" if math.isnan(x) else (bold.format(f"{100 * x:.2f}") if best[i, j] else f"{100 * x:.2f}")) for j, x in enumerate(row)]
+            [
+                ("-" if math.isnan(x) else (bold.format(f"{100 * x:.2f}") if best[i, j] else f"{100 * x:.2f}"))
+                for j, x in enumerate(row)
+            ]
             for i, row in enumerate(self.values)
         ]
 
@@ -116,12 +128,19 @@ class Pivot:
         """A LaTeX booktabs table (percent; best per column in bold; needs ``\\usepackage{booktabs}``)."""
         esc = T.latex_escape
         name = METRICS[self.metric][0].split("@")[0].lower()
-        if caption and caption.strip().rstrip(".").lower() in (name, f"{name} (%)") or (caption or "").lower().startswith("fpr@") and name == "fpr":
+        if (
+            caption
+            and caption.strip().rstrip(".").lower() in (name, f"{name} (%)")
+            or (caption or "").lower().startswith("fpr@")
+            and name == "fpr"
+        ):
             caption = None  # the notes name the metric already: "AUROC AUROC (%)" said it twice
         lines = ["\\begin{table}[t]", "\\centering"]
         if caption or self.notes:
             lines.append(f"\\caption{{{esc(caption or '')}{' ' if caption else ''}{esc(' '.join(self.notes))}}}")
-        lines.append(f"\\label{{{label or 'tab:' + re.sub(r'[^A-Za-z0-9]+', '-', self.metric + '-' + self.title).strip('-')}}}")
+        lines.append(
+            f"\\label{{{label or 'tab:' + re.sub(r'[^A-Za-z0-9]+', '-', self.metric + '-' + self.title).strip('-')}}}"
+        )
         lines += [f"\\begin{{tabular}}{{l{'r' * len(self.columns)}}}", "\\toprule"]
         lines.append(" & ".join([esc(self.title or "model"), *(esc(c) for c in self.columns)]) + " \\\\")
         lines.append("\\midrule")
@@ -168,7 +187,10 @@ class GridResult:
         """Model -> the one-line reason, for models with failed cells (from the grid's status)."""
         out: dict[str, str] = {}
         for f in self.status.get("failed", []):
-            out.setdefault(str(f["cell"][0]), f"{sum(1 for g in self.status['failed'] if g['cell'][0] == f['cell'][0])} cells: {f.get('error', '')}")
+            out.setdefault(
+                str(f["cell"][0]),
+                f"{sum(1 for g in self.status['failed'] if g['cell'][0] == f['cell'][0])} cells: {f.get('error', '')}",
+            )
         return out
 
     def pivot(
@@ -189,7 +211,11 @@ class GridResult:
             raise InputError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
         if rows not in ("model", "vocabulary", "method"):
             raise InputError(f"rows must be model, vocabulary or method, got {rows!r}")
-        fixed = {k: v for k, v in {"vocabulary": vocabulary, "method": method, "convention": convention, "model": model}.items() if v is not None}
+        fixed = {
+            k: v
+            for k, v in {"vocabulary": vocabulary, "method": method, "convention": convention, "model": model}.items()
+            if v is not None
+        }
         if not self.rows:
             raise InputError("no finished cells to tabulate")
         sel = T.select_rows(self.table(), (rows, "ood_set"), fixed, True)
@@ -202,7 +228,9 @@ class GridResult:
         name, higher = METRICS[metric]
         tpr = int(round(100 * sel[0]["tpr"]))
         conv = sel[0]["convention"]
-        notes = [f"{name.format(tpr=tpr)} (%), {conv} convention (threshold: {THRESHOLD_RULES.get(conv, conv)}); best point estimate per column in bold (not tested; ties all bold)."]
+        notes = [
+            f"{name.format(tpr=tpr)} (%), {conv} convention (threshold: {THRESHOLD_RULES.get(conv, conv)}); best point estimate per column in bold (not tested; ties all bold)."
+        ]
         if metric.startswith("aupr"):
             notes.append(f"AUPR as {sel[0]['aupr_method'].replace('_', ' ')}.")
         bad = sorted({r["vocabulary"] for r in sel if not r.get("deployable", True)})
@@ -212,7 +240,11 @@ class GridResult:
         if any(r.get("random_weights") for r in sel):
             notes.append(RANDOM_NOTE)
         shown = {"vocabulary": lambda v: v or "none", "method": str, "model": str}
-        fixed_notes = [f"{d}={shown[d](sel[0][d])}" for d in ("vocabulary", "method", "model") if d != rows and len({r[d] for r in sel}) == 1]
+        fixed_notes = [
+            f"{d}={shown[d](sel[0][d])}"
+            for d in ("vocabulary", "method", "model")
+            if d != rows and len({r[d] for r in sel}) == 1
+        ]
         base = sorted({r["method"] for r in sel if not r["vocabulary"]})
         if base and rows != "method" and any(r["vocabulary"] for r in sel):
             fixed_notes.append(f"without a vocabulary: {', '.join(base)}")
@@ -226,7 +258,14 @@ class GridResult:
         """:meth:`pivot` as a LaTeX booktabs table."""
         return self.pivot(metric, **pivot).to_latex(caption=caption, label=label)
 
-    def paper_table(self, metric: str | Sequence[str] = "fpr", *, rows: str | Sequence[str] = "model", cols: str | Sequence[str] = "ood_set", **kw: Any) -> T.Table:
+    def paper_table(
+        self,
+        metric: str | Sequence[str] = "fpr",
+        *,
+        rows: str | Sequence[str] = "model",
+        cols: str | Sequence[str] = "ood_set",
+        **kw: Any,
+    ) -> T.Table:
         """Any rows x columns table of the grid (:func:`negvocab.report.tables.build_table`; ``kw``
         as there: ``where``, ``mean_rows``, ``col_groups``, ``intervals``, ``bold``, ...); models
         whose cells failed are named in the caption. The paper's Table 2:
@@ -253,15 +292,25 @@ class GridResult:
             return index
         return _stored_index(Path(self.out_dir)) if self.out_dir is not None else {}
 
-    def comparisons(self, metric: str = "fpr", ood_set: str = "mean", *, n_boot: int | None = None, seed: int = 0) -> list[str]:
+    def comparisons(
+        self, metric: str = "fpr", ood_set: str = "mean", *, n_boot: int | None = None, seed: int = 0
+    ) -> list[str]:
         """Sentences comparing each pair of vocabularies across models (per method and convention),
         each model by a paired bootstrap over its ID and OOD images (:func:`negvocab.report.tables.comparisons`):
         "A beats B" only where the difference's interval excludes 0, with n and the count of models."""
         if metric not in METRICS:
             raise InputError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
-        boot = n_boot or (self.config.n_boot if self.config is not None and self.config.n_boot else EVALUATION_PARAMS["n_boot"].default)
-        said = T.comparisons(self.table(), self.score_getter(), metric=metric, ood_set=ood_set, n_boot=int(boot), seed=seed)
-        return said + [f"{m}: cells failed ({why}); left out of these comparisons" for m, why in self.failed_models().items()]
+        boot = n_boot or (
+            self.config.n_boot
+            if self.config is not None and self.config.n_boot
+            else EVALUATION_PARAMS["n_boot"].default
+        )
+        said = T.comparisons(
+            self.table(), self.score_getter(), metric=metric, ood_set=ood_set, n_boot=int(boot), seed=seed
+        )
+        return said + [
+            f"{m}: cells failed ({why}); left out of these comparisons" for m, why in self.failed_models().items()
+        ]
 
     def plot_sweep(
         self,
@@ -279,15 +328,22 @@ class GridResult:
         asked for (default every one), a line per OOD set (default every set) and their mean, bands
         from the stored intervals, the methods without a vocabulary (MCM) as dashed references; the
         format follows the suffix (.pdf, .svg, .png)."""
+
         def wanted(value: str, asked: str | Sequence[str] | None) -> bool:
             return asked is None or value == asked or (not isinstance(asked, str) and value in asked)
 
         table = [r for r in self.table() if wanted(r["ood_set"], ood_set) and wanted(r["convention"], convention)]
         sized = [r for r in table if r["vocabulary"].startswith(f"{vocabulary}@") and wanted(r["method"], method)]
         if not sized:
-            raise InputError(f"no sized entries {vocabulary}@M in the grid for the methods, conventions and OOD sets asked for")
+            raise InputError(
+                f"no sized entries {vocabulary}@M in the grid for the methods, conventions and OOD sets asked for"
+            )
         rows = [{**r, "M": int(r["vocabulary"].rsplit("@", 1)[1]), **_cis(r)} for r in sized]
-        refs = [{**r, **_cis(r)} for r in table if not r["vocabulary"] and baselines and r["model"] in {x["model"] for x in sized}]
+        refs = [
+            {**r, **_cis(r)}
+            for r in table
+            if not r["vocabulary"] and baselines and r["model"] in {x["model"] for x in sized}
+        ]
         return plot_overlay(rows, path, baselines=refs, metric=metric, random_weights=self.random_weights)
 
     def write(self, out_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -323,7 +379,10 @@ class GridResult:
         for vocab in swept:  # every method, convention and OOD set, with the mean and the baselines
             for ext in ("pdf", "svg"):
                 self.plot_sweep(out / f"sweep_{vocab}.{ext}", vocabulary=vocab)
-        stats = {k: (v if k != "embed_calls" else {f"{m} / {s}": n for (m, s), n in v.items()}) for k, v in self.stats.items()}
+        stats = {
+            k: (v if k != "embed_calls" else {f"{m} / {s}": n for (m, s), n in v.items()})
+            for k, v in self.stats.items()
+        }
         doc = {"stats": stats, "status": self.status, "random_weights": self.random_weights}
         if self.random_weights:
             doc["warning"] = RANDOM_NOTE
@@ -341,7 +400,15 @@ class GridResult:
                 where = {"ood_set": ood, "method": meth, "convention": conv}
                 tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{meth}-{conv}-{ood}").strip("-")
                 try:
-                    t = self.paper_table(["fpr", "auroc"], rows="model", cols="vocabulary", where=where, mean_rows=several, intervals=True, label=f"tab:{tag}")
+                    t = self.paper_table(
+                        ["fpr", "auroc"],
+                        rows="model",
+                        cols="vocabulary",
+                        where=where,
+                        mean_rows=several,
+                        intervals=True,
+                        label=f"tab:{tag}",
+                    )
                 except InputError:
                     continue
                 md.append(f"### {meth} / {conv} / {ood}\n\n{t.to_markdown()}")
@@ -363,7 +430,11 @@ class GridResult:
 
 def _cis(row: Mapping[str, Any]) -> dict[str, list[float]]:
     """A tidy row's intervals as the plots take them (``fpr_ci = [low, high]``), where stored."""
-    return {f"{m}_ci": [row[f"{m}_ci_low"], row[f"{m}_ci_high"]] for m in ("fpr", "auroc") if row.get(f"{m}_ci_low") is not None}
+    return {
+        f"{m}_ci": [row[f"{m}_ci_low"], row[f"{m}_ci_high"]]
+        for m in ("fpr", "auroc")
+        if row.get(f"{m}_ci_low") is not None
+    }
 
 
 def _getter(out: Path, index: Mapping[str, Any]) -> T.ScoreGetter:
@@ -388,7 +459,9 @@ def _stored_index(out: Path) -> dict[str, Any]:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise InputError(f"{path}: not readable JSON ({e})") from e
-    if not isinstance(doc, dict) or not all(isinstance(v, dict) and "id" in v and isinstance(v.get("ood"), dict) for v in doc.values()):
+    if not isinstance(doc, dict) or not all(
+        isinstance(v, dict) and "id" in v and isinstance(v.get("ood"), dict) for v in doc.values()
+    ):
         raise InputError(f"{path}: each entry must be {{'id': digest, 'ood': {{set: digest}}}}")
     return doc
 
@@ -414,9 +487,13 @@ def _grid_folder(folder: Path) -> GridResult:
             digests.append(str(doc.get("digest", "")))
         else:
             raise InputError(f"{path}: key 'row' must hold the cell's results row")
+
     # the cell files come in digest order: put the rows in a reader's order (wordnet@100 before @200)
     def key(r: Mapping[str, Any]) -> tuple[Any, ...]:  # the baselines (no vocabulary) after the vocabularies
-        return (not r.get("vocabulary"), *(_natural(str(r.get(k, ""))) for k in ("vocabulary", "model", "ood_set", "method", "convention")))
+        return (
+            not r.get("vocabulary"),
+            *(_natural(str(r.get(k, ""))) for k in ("vocabulary", "model", "ood_set", "method", "convention")),
+        )
 
     order = sorted(range(len(rows)), key=lambda i: key(rows[i]))
     rows, digests = [rows[i] for i in order], [digests[i] for i in order]
@@ -431,7 +508,9 @@ def _grid_folder(folder: Path) -> GridResult:
     return GridResult(rows, None, out_dir=folder, status={"failed": failed}, means=means)
 
 
-def load_rows(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[dict[str, Any]], T.ScoreGetter | None, dict[str, str]]:
+def load_rows(
+    paths: Sequence[str | os.PathLike[str]],
+) -> tuple[list[dict[str, Any]], T.ScoreGetter | None, dict[str, str]]:
     """Tidy rows of grid, ``score`` and ``sweep`` folders together (``negvocab table DIR...``),
     the per-image scores where stored, and the models whose cells failed."""
     rows: list[dict[str, Any]] = []

@@ -80,7 +80,9 @@ class Unit:
 
 def deterministic_config(cfg: GridConfig) -> GridConfig:
     """``cfg`` with every model in fp32 (so the digests name the precision actually used)."""
-    return dataclasses.replace(cfg, deterministic=True, models=[dataclasses.replace(m, precision="fp32") for m in cfg.models])
+    return dataclasses.replace(
+        cfg, deterministic=True, models=[dataclasses.replace(m, precision="fp32") for m in cfg.models]
+    )
 
 
 def _needs(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet]) -> tuple[list[str], bool]:
@@ -156,7 +158,9 @@ def _deterministic(on: bool, threads: float) -> Iterator[None]:
 class ModelHost:
     """Runs units, keeping the last model it loaded (one model in memory at a time)."""
 
-    def __init__(self, cfg: GridConfig, works: Mapping[str, ModelWork], sets: Mapping[str, ImageSet], out: str, engine: str) -> None:
+    def __init__(
+        self, cfg: GridConfig, works: Mapping[str, ModelWork], sets: Mapping[str, ImageSet], out: str, engine: str
+    ) -> None:
         self.cfg, self.works, self.sets, self.out, self.engine = cfg, dict(works), sets, Path(out), engine
         self.vlm: VLM | None = None
         self.holding: str | None = None
@@ -197,7 +201,14 @@ class ModelHost:
             class_emb, neg_emb, infos = W.text_inputs(cfg, work, vlm, {})
             stores = {k: (str(vlm.store(k).folder), vlm.store(k).key_doc) for k in ("image", "image-local")}
             meta = W.score_meta(vlm, self.engine, cfg.deterministic)
-            result["text"] = {"class_emb": class_emb, "neg_emb": neg_emb, "infos": infos, "stores": stores, "meta": meta, "logit_scale": vlm.logit_scale}
+            result["text"] = {
+                "class_emb": class_emb,
+                "neg_emb": neg_emb,
+                "infos": infos,
+                "stores": stores,
+                "meta": meta,
+                "logit_scale": vlm.logit_scale,
+            }
         else:  # scoring with the model: the cache lacked rows (an unwritable cache)
             stats["embed_calls"] = {}
             W.score_model(cfg, work, self.sets, self.out, vlm, stats, self.engine)
@@ -208,7 +219,9 @@ class CacheMiss(NegvocabError):
     """The embedding cache lacks image rows a score unit needs (an unwritable cache): scored with the model instead."""
 
 
-def _score(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: Path, given: Mapping[str, Any]) -> dict[str, Any]:
+def _score(
+    cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: Path, given: Mapping[str, Any]
+) -> dict[str, Any]:
     """A score unit without a model: each needed set's image rows read from the cache (the images
     the image units could not read left out), the text from its text unit; the score files stored."""
     text, failed = given["text"], given.get("failed", {})
@@ -234,11 +247,15 @@ def _score(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: 
         calls[(work.spec.display, name)] = 1
     device = W.score_device(cfg, text["meta"].get("engine", "ray"))
     meta = {**text["meta"], "score_device": device}
-    seconds = W.score_files(cfg, work, out, images, text["class_emb"], text["neg_emb"], text["infos"], device, meta, text.get("logit_scale"))
+    seconds = W.score_files(
+        cfg, work, out, images, text["class_emb"], text["neg_emb"], text["infos"], device, meta, text.get("logit_scale")
+    )
     return {"embed_calls": calls, "vocabularies": {work.spec.display: dict(text["infos"])}, "score_seconds": seconds}
 
 
-def score_unit(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: str, given: Mapping[str, Any]) -> dict[str, Any]:
+def score_unit(
+    cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: str, given: Mapping[str, Any]
+) -> dict[str, Any]:
     """A score unit as a Ray task (no model): as :meth:`ModelHost.run`'s result; ``"cache_miss"``
     when the cache lacks rows (the driver then gives the unit to a model worker)."""
     with _running(cfg, Unit("score", work.spec.display)) as result:
@@ -263,7 +280,9 @@ def unit_progress(units: list[Unit]) -> Progress:
     return Progress(len(units), "grid", "unit", extra="image")
 
 
-def run_units_here(cfg: GridConfig, works: list[ModelWork], sets: Mapping[str, ImageSet], out: Path) -> dict[str, dict[str, Any] | str]:
+def run_units_here(
+    cfg: GridConfig, works: list[ModelWork], sets: Mapping[str, ImageSet], out: Path
+) -> dict[str, dict[str, Any] | str]:
     """The local engine: every unit in this process, through one :class:`ModelHost`;
     ``{model: stats or error line}`` (as :func:`negvocab.grid.ray_engine.run_models_on_ray`)."""
     units = plan_units(cfg, works, sets)
@@ -276,7 +295,9 @@ def run_units_here(cfg: GridConfig, works: list[ModelWork], sets: Mapping[str, I
             if isinstance(results.get(unit.model), str):
                 progress.update(1)  # the model failed: its other units are skipped
                 continue
-            r = host.run(unit, collect=False, given=given.pop(unit.model, None) if unit.kind == "score" else None)  # its text goes with it
+            r = host.run(
+                unit, collect=False, given=given.pop(unit.model, None) if unit.kind == "score" else None
+            )  # its text goes with it
             gather(given, r)
             progress.update(1, extra=unit.images)
             if r.get("disk_full"):

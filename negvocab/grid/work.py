@@ -3,7 +3,6 @@ scoring from the cache, and the cell files. Both engines run a model's work as u
 (:mod:`negvocab.grid.units`: in this process, or on a cluster through :mod:`negvocab.grid.ray_engine`).
 """
 
-
 from __future__ import annotations
 
 import hashlib
@@ -63,7 +62,9 @@ def _file_digest(path: str) -> str:
 def open_set(cfg: GridConfig, spec: ImageSpec) -> ImageSet:
     """The :class:`ImageSet` of ``spec`` (paths relative to the grid file)."""
     if spec.fi_ood:
-        fi = fi_imagenet(cfg.path(spec.path), cfg.path(spec.fi_ood), cfg.path(spec.fi_ambiguous) if spec.fi_ambiguous else None)
+        fi = fi_imagenet(
+            cfg.path(spec.path), cfg.path(spec.fi_ood), cfg.path(spec.fi_ambiguous) if spec.fi_ambiguous else None
+        )
         return fi.id if spec.fi_part == "id" else fi.ood
     root = cfg.path(spec.image_root) if spec.image_root else None
     return open_image_set(cfg.path(spec.path), layout=spec.layout, name=spec.name, image_root=root)
@@ -104,7 +105,9 @@ def _model_doc(cfg: GridConfig, m: ModelSpec) -> dict[str, Any]:
     return doc
 
 
-def _vocab_docs(cfg: GridConfig, v: VocabSpec, model: dict[str, Any], files: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _vocab_docs(
+    cfg: GridConfig, v: VocabSpec, model: dict[str, Any], files: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
     """Identity of each grid vocabulary name of ``v`` (per model for builders): a file's by its
     content digest and its labels' hash. A file that cannot be read or parsed, or a size larger than
     it, gives ``{"error": reason}`` (only the cells of that entry fail). ``files`` memoizes."""
@@ -152,7 +155,9 @@ def _id_classes_doc(cfg: GridConfig) -> str:
     return "imagenet1k" if cfg.id_classes == "imagenet1k" else _file_digest(cfg.path(cfg.id_classes))
 
 
-def plan_cells(cfg: GridConfig, sets: Mapping[str, ImageSet], set_errors: Mapping[str, str] | None = None) -> list[Cell]:
+def plan_cells(
+    cfg: GridConfig, sets: Mapping[str, ImageSet], set_errors: Mapping[str, str] | None = None
+) -> list[Cell]:
     """Every cell of the grid, in model, vocabulary, OOD set, method, convention order. Each digest
     covers the content of what decides it (image files, vocabulary labels, parameters); an OOD set in
     ``set_errors`` (or a bad vocabulary file) gives cells carrying that error."""
@@ -168,7 +173,13 @@ def plan_cells(cfg: GridConfig, sets: Mapping[str, ImageSet], set_errors: Mappin
             vdocs.update(_vocab_docs(cfg, v, mdoc, files))
         for meth in cfg.methods:
             for vname in vdocs if meth.name in NEEDS_NEGATIVES else [""]:
-                score_doc = {**common, "model": mdoc, "vocab": vdocs.get(vname), "method": meth.name, "params": list(meth.params)}
+                score_doc = {
+                    **common,
+                    "model": mdoc,
+                    "vocab": vdocs.get(vname),
+                    "method": meth.name,
+                    "params": list(meth.params),
+                }
                 if "logit_scale" in get_method(meth.name).params and "logit_scale" not in dict(meth.params):
                     score_doc["logit_scale"] = "the model's own"  # not 100, as files made before the baselines took it
                 id_d = spec_digest({**score_doc, "set": set_docs["ID"]})
@@ -177,7 +188,9 @@ def plan_cells(cfg: GridConfig, sets: Mapping[str, ImageSet], set_errors: Mappin
                     error = (vdocs.get(vname) or {}).get("error") or set_errors.get(ood, "")
                     for conv in cfg.conventions:
                         metrics = {"id": id_d, "ood": ood_d, "convention": conv, "tpr": cfg.tpr, "n_boot": cfg.n_boot}
-                        cells.append(Cell(m.display, vname, ood, meth.display, conv, spec_digest(metrics), id_d, ood_d, error))
+                        cells.append(
+                            Cell(m.display, vname, ood, meth.display, conv, spec_digest(metrics), id_d, ood_d, error)
+                        )
     return cells
 
 
@@ -190,7 +203,11 @@ def load_model(cfg: GridConfig, m: ModelSpec, device: str | None = None) -> VLM:
         import open_clip
 
         open_clip.add_model_config(cfg.path(m.model_config))
-    pretrained = None if m.random_weights else (cfg.path(m.pretrained) if m.pretrained and Path(cfg.path(m.pretrained)).exists() else m.pretrained)
+    pretrained = (
+        None
+        if m.random_weights
+        else (cfg.path(m.pretrained) if m.pretrained and Path(cfg.path(m.pretrained)).exists() else m.pretrained)
+    )
     return VLM(
         m.name,
         pretrained=pretrained,
@@ -206,7 +223,9 @@ def id_classes(cfg: GridConfig) -> Any:
     return imagenet1k() if cfg.id_classes == "imagenet1k" else read_id_classes(cfg.path(cfg.id_classes))
 
 
-def resolve_vocabularies(cfg: GridConfig, vlm: VLM, files: dict[str, Vocabulary], names: set[str] | None = None) -> dict[str, Vocabulary]:
+def resolve_vocabularies(
+    cfg: GridConfig, vlm: VLM, files: dict[str, Vocabulary], names: set[str] | None = None
+) -> dict[str, Vocabulary]:
     """The grid vocabularies (those in ``names``, default all) for this model: files (loaded once for
     all models, ``files`` memo) and builder specs (built with this model; heads of one ranking per size)."""
     out: dict[str, Vocabulary] = {}
@@ -221,7 +240,9 @@ def resolve_vocabularies(cfg: GridConfig, vlm: VLM, files: dict[str, Vocabulary]
             opts = dict(v.options)
             if "pool" in opts:
                 opts["candidates"] = sample_pool(int(opts.pop("pool")))
-            full = build_wordnet_vocabulary(vlm, None, templates=cfg.templates, id_classes=id_classes(cfg), batch_size=cfg.batch_size, **opts)
+            full = build_wordnet_vocabulary(
+                vlm, None, templates=cfg.templates, id_classes=id_classes(cfg), batch_size=cfg.batch_size, **opts
+            )
         for name, size in zip(v.names(), v.sizes or (None,), strict=True):
             if size is not None and size > len(full):
                 raise InputError(f"vocabularies.{v.name}: size {size} exceeds its {len(full)} labels")
@@ -253,7 +274,11 @@ def load_score_file(path: Path) -> tuple[np.ndarray, dict[str, Any]] | None:
             raise ValueError("not a 1-D float64 score array with its facts")
         return scores, meta
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
-        logger.warning("%s: not a valid score file (%s); computing it again", path, str(e).splitlines()[0] if str(e) else type(e).__name__)
+        logger.warning(
+            "%s: not a valid score file (%s); computing it again",
+            path,
+            str(e).splitlines()[0] if str(e) else type(e).__name__,
+        )
         path.unlink(missing_ok=True)
         return None
 
@@ -306,7 +331,11 @@ def read_scores(path: Path) -> np.ndarray | None:
             raise ValueError("not a 1-D float score array")
         return scores.astype(np.float64, copy=False)
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
-        logger.warning("%s: not a readable score file (%s); its comparisons are left out", path, str(e).splitlines()[0] if str(e) else type(e).__name__)
+        logger.warning(
+            "%s: not a readable score file (%s); its comparisons are left out",
+            path,
+            str(e).splitlines()[0] if str(e) else type(e).__name__,
+        )
         return None
 
 
@@ -335,7 +364,10 @@ def read_cell(out: Path, cell: Cell, *, drop: bool = True) -> dict[str, Any] | N
         return None
     ok = isinstance(doc, dict) and isinstance(doc.get("row"), dict) and doc.get("digest") == cell.digest
     if not ok or doc.get("sha256") != _checked(doc["row"]):
-        logger.warning("%s: a damaged cell file (unreadable, not this cell's row, or its checksum differs); the cell is computed again", path)
+        logger.warning(
+            "%s: a damaged cell file (unreadable, not this cell's row, or its checksum differs); the cell is computed again",
+            path,
+        )
         if drop:
             path.unlink(missing_ok=True)
         return None
@@ -343,7 +375,9 @@ def read_cell(out: Path, cell: Cell, *, drop: bool = True) -> dict[str, Any] | N
 
 
 def _write_cell(out: Path, cell: Cell, row: Mapping[str, Any]) -> None:
-    write_json(out / "cells" / f"{cell.digest}.json", {"row": dict(row), "digest": cell.digest, "sha256": _checked(row)})
+    write_json(
+        out / "cells" / f"{cell.digest}.json", {"row": dict(row), "digest": cell.digest, "sha256": _checked(row)}
+    )
     (out / "cells" / f"{cell.digest}.failed.json").unlink(missing_ok=True)
 
 
@@ -380,7 +414,15 @@ def method_spec(cfg: GridConfig, display: str) -> MethodSpec:
     return next(m for m in cfg.methods if m.display == display)
 
 
-def score_model(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: Path, vlm: VLM, stats: dict[str, Any], engine: str) -> None:
+def score_model(
+    cfg: GridConfig,
+    work: ModelWork,
+    sets: Mapping[str, ImageSet],
+    out: Path,
+    vlm: VLM,
+    stats: dict[str, Any],
+    engine: str,
+) -> None:
     """Compute and store the missing score files of one model with its model (the embeddings come
     from the cache when an engine filled it); each file records who made it (:func:`score_meta`)."""
     need_sets = sorted({s for _, _, s in work.missing.values()}, key=list(sets).index)
@@ -391,7 +433,9 @@ def score_model(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], 
         emb = vlm.encode_images(sets[name], local_features=local, batch_size=cfg.batch_size)
         images[name] = (emb.embeddings, emb.local)
         stats["embed_calls"][(work.spec.display, name)] = stats["embed_calls"].get((work.spec.display, name), 0) + 1
-        logger.info("%s: %s embedded (%d images) in %.1fs", work.spec.display, name, len(sets[name]), time.perf_counter() - t0)
+        logger.info(
+            "%s: %s embedded (%d images) in %.1fs", work.spec.display, name, len(sets[name]), time.perf_counter() - t0
+        )
     class_emb, neg_emb, infos = text_inputs(cfg, work, vlm, stats.setdefault("_files", {}))
     stats.setdefault("vocabularies", {}).setdefault(work.spec.display, {}).update(infos)
     device = score_device(cfg, engine)  # as the score units: a device-bound method gives the same scores
@@ -412,7 +456,9 @@ def score_device(cfg: GridConfig, engine: str = "ray") -> str:
     import torch
 
     if engine == "local" and not torch.cuda.is_available():  # on Ray the task runs where Ray puts it (a GPU node)
-        raise ResourceError(f"{cfg.source}: [resources.score] num_gpus asks for a GPU to score on, but torch sees no CUDA device here; set num_gpus = 0")
+        raise ResourceError(
+            f"{cfg.source}: [resources.score] num_gpus asks for a GPU to score on, but torch sees no CUDA device here; set num_gpus = 0"
+        )
     return "cuda"
 
 
@@ -429,7 +475,12 @@ def score_meta(vlm: VLM, engine: str, deterministic: bool) -> dict[str, Any]:
         ours = version("negvocab")
     except PackageNotFoundError:
         ours = None
-    versions = {"negvocab": ours, "torch": torch.__version__, "open_clip": open_clip.__version__, "numpy": numpy.__version__}
+    versions = {
+        "negvocab": ours,
+        "torch": torch.__version__,
+        "open_clip": open_clip.__version__,
+        "numpy": numpy.__version__,
+    }
     return {
         "engine": engine,
         "device": str(vlm.device),
@@ -440,13 +491,19 @@ def score_meta(vlm: VLM, engine: str, deterministic: bool) -> dict[str, Any]:
     }
 
 
-def text_inputs(cfg: GridConfig, work: ModelWork, vlm: VLM, files: dict[str, Vocabulary]) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+def text_inputs(
+    cfg: GridConfig, work: ModelWork, vlm: VLM, files: dict[str, Vocabulary]
+) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, dict[str, Any]]]:
     """The ID class embeddings, the embeddings and facts of each vocabulary ``work`` still needs."""
     classes = id_classes(cfg)
     class_emb = vlm.encode_text(list(classes.names), cfg.templates, pos="n", batch_size=cfg.batch_size)
     needed = {v for v, _, _ in work.missing.values() if v}
     vocabs = resolve_vocabularies(cfg, vlm, files, needed) if needed else {}
-    neg_emb = {n: vlm.encode_text(list(v.labels), cfg.templates, pos=v.parts_of_speech(), batch_size=cfg.batch_size) for n, v in vocabs.items() if n in needed}
+    neg_emb = {
+        n: vlm.encode_text(list(v.labels), cfg.templates, pos=v.parts_of_speech(), batch_size=cfg.batch_size)
+        for n, v in vocabs.items()
+        if n in needed
+    }
     return class_emb, neg_emb, {n: _vocab_info(v) for n, v in vocabs.items()}
 
 
@@ -471,7 +528,9 @@ def score_files(
     for digest, (vname, meth, set_name) in work.missing.items():
         spec = method_spec(cfg, meth)
         glob, local = images[set_name]
-        params = scorer_params(spec.name, dict(spec.params), logit_scale)  # the logit baselines: this model's logit scale
+        params = scorer_params(
+            spec.name, dict(spec.params), logit_scale
+        )  # the logit baselines: this model's logit scale
         t0 = time.perf_counter()
         if spec.name == "glmcm":
             s = score(spec.name, glob, class_emb, local=local, device=device, **params)
@@ -486,13 +545,22 @@ def score_files(
 def _vocab_info(v: Vocabulary) -> dict[str, Any]:
     """What a cell row reports of its vocabulary (stored with its score files)."""
     caveats = dict(v.caveats)
-    return {"size": len(v), "hash": v.short_hash, "source": v.source, "deployable": bool(v.deployable) and not caveats, "caveats": caveats, "random_weights": v.random_weights}
+    return {
+        "size": len(v),
+        "hash": v.short_hash,
+        "source": v.source,
+        "deployable": bool(v.deployable) and not caveats,
+        "caveats": caveats,
+        "random_weights": v.random_weights,
+    }
 
 
 # ----------------------------------------------------------------------------------------------
 # metrics of a cell
 # ----------------------------------------------------------------------------------------------
-def cell_row(cfg: GridConfig, cell: Cell, s_id: np.ndarray, s_ood: np.ndarray, model: ModelSpec, vinfo: Mapping[str, Any] | None) -> dict[str, Any]:
+def cell_row(
+    cfg: GridConfig, cell: Cell, s_id: np.ndarray, s_ood: np.ndarray, model: ModelSpec, vinfo: Mapping[str, Any] | None
+) -> dict[str, Any]:
     """The tidy-table row of one cell from its scores."""
     rep = M.evaluate(s_id, s_ood, tpr=cfg.tpr, convention=cell.convention, n_boot=cfg.n_boot)  # type: ignore[arg-type]
     ci = {}
@@ -526,7 +594,9 @@ def cell_row(cfg: GridConfig, cell: Cell, s_id: np.ndarray, s_ood: np.ndarray, m
         "aupr_in": rep["aupr_in"],
         "aupr_out": rep["aupr_out"],
         "aupr_method": rep["aupr_method"],
-        **{k: ci.get(k, math.nan) for k in ("aupr_in_ci_low", "aupr_in_ci_high", "aupr_out_ci_low", "aupr_out_ci_high")},
+        **{
+            k: ci.get(k, math.nan) for k in ("aupr_in_ci_low", "aupr_in_ci_high", "aupr_out_ci_low", "aupr_out_ci_high")
+        },
         "n_id": rep["n_id"],
         "n_ood": rep["n_ood"],
         "templates": cfg.templates,
@@ -547,18 +617,29 @@ def merge_stats(stats: dict[str, Any], more: Mapping[str, Any]) -> None:
         stats.setdefault("model_loads", {}).update(more["model_loads"])
 
 
-def finish_cells(cfg: GridConfig, work: ModelWork, out: Path, stats: dict[str, Any], vlm: VLM | None, engine: str) -> None:
+def finish_cells(
+    cfg: GridConfig, work: ModelWork, out: Path, stats: dict[str, Any], vlm: VLM | None, engine: str
+) -> None:
     """Metrics of every pending cell of a model from its stored scores (and the vocabulary facts
     stored with them); each cell stored atomically with its checksum. A score file gone since its
     unit wrote it is computed again here, with the model (recorded as made by ``engine``'s driver)."""
     for c in work.cells:
-        s_id, s_ood = load_score_file(out / "scores" / f"{c.id_scores}.npz"), load_score_file(out / "scores" / f"{c.ood_scores}.npz")
+        s_id, s_ood = (
+            load_score_file(out / "scores" / f"{c.id_scores}.npz"),
+            load_score_file(out / "scores" / f"{c.ood_scores}.npz"),
+        )
         if s_id is None or s_ood is None:  # a torn, damaged or deleted score file: recompute it
             if vlm is None:
                 vlm = load_model(cfg, work.spec)
-            work.missing = {c.id_scores: (c.vocabulary, c.method, "ID"), c.ood_scores: (c.vocabulary, c.method, c.ood_set)}
+            work.missing = {
+                c.id_scores: (c.vocabulary, c.method, "ID"),
+                c.ood_scores: (c.vocabulary, c.method, c.ood_set),
+            }
             score_model(cfg, work, open_sets(cfg, {}), out, vlm, stats, engine)
-            s_id, s_ood = load_score_file(out / "scores" / f"{c.id_scores}.npz"), load_score_file(out / "scores" / f"{c.ood_scores}.npz")
+            s_id, s_ood = (
+                load_score_file(out / "scores" / f"{c.id_scores}.npz"),
+                load_score_file(out / "scores" / f"{c.ood_scores}.npz"),
+            )
             if s_id is None or s_ood is None:
                 raise InputError(f"{out / 'scores'}: cannot store score files there")
         row = cell_row(cfg, c, s_id[0], s_ood[0], work.spec, s_id[1].get("vocab"))

@@ -129,7 +129,9 @@ def is_usable(text: str) -> bool:
 
 
 @functools.cache
-def _pool(pos: tuple[str, ...], excluded: tuple[str, ...], all_lemmas: bool, drop_unusable: bool) -> tuple[Candidate, ...]:
+def _pool(
+    pos: tuple[str, ...], excluded: tuple[str, ...], all_lemmas: bool, drop_unusable: bool
+) -> tuple[Candidate, ...]:
     skip = set(excluded)
     seen: set[str] = set()
     out: list[Candidate] = []

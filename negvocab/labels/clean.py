@@ -37,8 +37,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CleanResult", "clean_label", "clean_labels", "clean_labels_report", "is_plain", "keep_names", "looks_like_name",  # fmt: skip
-           "parse_label_list", "raw_items", "split_glued", "written_plainly"]
+__all__ = [
+    "CleanResult",
+    "clean_label",
+    "clean_labels",
+    "clean_labels_report",
+    "is_plain",
+    "keep_names",
+    "looks_like_name",  # fmt: skip
+    "parse_label_list",
+    "raw_items",
+    "split_glued",
+    "written_plainly",
+]
 
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 _WS = re.compile(r"\s+")
@@ -53,8 +64,12 @@ _ECHO = re.compile(
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _MD_EMPH = re.compile(r"\*{1,3}|(?<![A-Za-z0-9])__|__(?![A-Za-z0-9])|~~|`+")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s+|>+\s*)")
-_BULLET = re.compile(r"^\s*[-*+\u2022\u00b7\u25aa\u25ba\u2023\u25e6\u25cf\u25cb\u25a0\u25a1\u2713\u2714\u27a4\u2192\u2013\u2014]+\s*")
-_NUMBER = re.compile(r"^\s*(?:\(?#?\d{1,3}\s*(?:[.):\]]+|\s[-\u2013\u2014])|#\d{1,3}\s|\(?[a-zA-Z]\))\s*(?!\d+(?:[.,]\d|\s|$))")
+_BULLET = re.compile(
+    r"^\s*[-*+\u2022\u00b7\u25aa\u25ba\u2023\u25e6\u25cf\u25cb\u25a0\u25a1\u2713\u2714\u27a4\u2192\u2013\u2014]+\s*"
+)
+_NUMBER = re.compile(
+    r"^\s*(?:\(?#?\d{1,3}\s*(?:[.):\]]+|\s[-\u2013\u2014])|#\d{1,3}\s|\(?[a-zA-Z]\))\s*(?!\d+(?:[.,]\d|\s|$))"
+)
 _FIELD = re.compile(
     r"^\s*(?:label|name|category|class|answer|item|negative|option|result|a)\s*\d*\s*[:=]\s*(?=\S)", re.I
 )
@@ -77,7 +92,9 @@ _TEMPLATE = re.compile(
     r"(?:photo|photograph|picture|image|pic|drawing|painting|sketch|rendering|rendition|illustration|snapshot"
     r"|render|shot|sculpture|cartoon|doodle|tattoo|embroidery|origami)s?\s+of\s+(?:(?:a|an|the|one|my|some|this)\s+)?",
 )
-_PLAIN = re.compile(r"^(?!\d{1,3}[.):])[a-z0-9](?:[a-z0-9']|[-.](?=[a-z0-9])| (?=[a-z0-9]))*$")  # lower case, no decoration
+_PLAIN = re.compile(
+    r"^(?!\d{1,3}[.):])[a-z0-9](?:[a-z0-9']|[-.](?=[a-z0-9])| (?=[a-z0-9]))*$"
+)  # lower case, no decoration
 _TEMPLATE_FIRST = frozenset(
     "a an the one good bad close-up closeup cropped blurry bright dark clean dirty jpeg low high large small nice "
     "weird black pixelated rendered photo photos photograph picture image pic drawing painting sketch rendering "
@@ -107,7 +124,9 @@ _CHATTER = re.compile(
     r"|i (?:cannot|can't|can not|won't|apologi[sz]e)\b|(?:sorry|apologies|my apologies|unfortunately|thank you|thanks)\b)"
 )  # a phrase that starts so apologises, refuses or thanks
 _KEEP_A = frozenset("la cappella capella priori posteriori fortiori kempis level".split())  # "a la carte", "a priori"
-_ABBREV = re.compile(r"(?:^|\s)(?:\S*\.\S+|al|cf|ibid|etc|inc|co|jr|sr|st|mr|mrs|dr|mt|ft|vs)$")  # "d.c.", "ph.d.", "et al."
+_ABBREV = re.compile(
+    r"(?:^|\s)(?:\S*\.\S+|al|cf|ibid|etc|inc|co|jr|sr|st|mr|mrs|dr|mt|ft|vs)$"
+)  # "d.c.", "ph.d.", "et al."
 MAX_WORDS = 10
 
 
@@ -267,7 +286,12 @@ def _undouble(words: list[str]) -> str:
     n = len(bare)
     for size in range(n // 2, 0, -1):
         pair = " ".join(bare[: 2 * size])
-        if n % size == 0 and bare == bare[:size] * (n // size) and pair not in _REDUPLICATED and not (n == 2 and _TAUTONYM.fullmatch(bare[0])):
+        if (
+            n % size == 0
+            and bare == bare[:size] * (n // size)
+            and pair not in _REDUPLICATED
+            and not (n == 2 and _TAUTONYM.fullmatch(bare[0]))
+        ):
             return " ".join(bare[:size])
     out: list[str] = []
     for w in words:  # "banana banana split": a doubled word inside a longer name
@@ -353,7 +377,9 @@ _MARKED = re.compile(
 _TABLE_SEP = re.compile(r"^\s*\|?[\s:|-]+\|?\s*$")
 _COMMA = re.compile(r"\s*[,\u3001\uff0c]\s*|\s*;\s*")
 _AND = re.compile(r"^(?:and|or|&)\s+", re.I)
-_DECORATED_HEAD = re.compile(r"\s-{1,2}\s|[\u2013\u2014(]|,\s+(?:which|that|who|whose|where)\b", re.I)  # "koi - note: ..." is a label and its note
+_DECORATED_HEAD = re.compile(
+    r"\s-{1,2}\s|[\u2013\u2014(]|,\s+(?:which|that|who|whose|where)\b", re.I
+)  # "koi - note: ..." is a label and its note
 _COMMA_EXPLAINS = re.compile(r",\s+(?:which|that|who|whose|where)\b", re.I)
 
 
@@ -576,7 +602,11 @@ def looks_like_name(label: str) -> bool:
             return False
         if scripts == {"LATIN"}:
             base = "".join(c for c in _base_letters(word) if c.isalpha())
-            if len(base) > 30 or (len(base) >= 5 and not (set(base) & (_VOWELS | {"w"}))) or re.search(r"[^aeiouyæøœ\W\d]{6,}", base):
+            if (
+                len(base) > 30
+                or (len(base) >= 5 and not (set(base) & (_VOWELS | {"w"})))
+                or re.search(r"[^aeiouyæøœ\W\d]{6,}", base)
+            ):
                 return False
     return True
 

@@ -123,15 +123,21 @@ def read_id_classes(path: str | os.PathLike[str] | None) -> IdClasses:
         return imagenet1k()
     p = Path(path).expanduser()
     text = read_text(p, "ID classes file", "; give one wnid or class name a line")
-    lines = [(i, ln.strip()) for i, ln in enumerate(text.splitlines(), start=1) if ln.strip() and not ln.startswith("#")]
+    lines = [
+        (i, ln.strip()) for i, ln in enumerate(text.splitlines(), start=1) if ln.strip() and not ln.startswith("#")
+    ]
     if not lines:
         raise InputError(f"{p}: the ID classes file is empty")
     known = imagenet1k()._index()
     for i, x in lines:
         if WNID_LIKE.match(x) and not WNID.match(x):
-            raise InputError(f"{p}: line {i}: {x!r} is not a wnid (n and 8 digits, e.g. n01440764); correct it, or write the class name")
+            raise InputError(
+                f"{p}: line {i}: {x!r} is not a wnid (n and 8 digits, e.g. n01440764); correct it, or write the class name"
+            )
         if WNID.match(x) and x not in known:
-            raise InputError(f"{p}: line {i}: {x!r} is not one of the 1000 ImageNet-1k wnids; give ImageNet-1k wnids, or class names for another label space")
+            raise InputError(
+                f"{p}: line {i}: {x!r} is not one of the 1000 ImageNet-1k wnids; give ImageNet-1k wnids, or class names for another label space"
+            )
     if all(WNID.match(x) for _, x in lines):
         try:
             return imagenet1k().subset([x for _, x in lines])

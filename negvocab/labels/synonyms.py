@@ -171,10 +171,14 @@ class SynonymFilter:
             return match  # the note agrees with the first class, or names no category
         others = sorted(classes - {match.class_index})
         agreeing = [i for i in others if notes & heads[i]]
-        pick = agreeing[0] if agreeing else others[0] if len(others) == 1 else None  # a category word against the first class
+        pick = (
+            agreeing[0] if agreeing else others[0] if len(others) == 1 else None
+        )  # a category word against the first class
         if pick is None:
             return match
-        return Match(self.id_classes.wnids[pick], self.id_classes.names[pick], match.form, match.source, match.how, pick)
+        return Match(
+            self.id_classes.wnids[pick], self.id_classes.names[pick], match.form, match.source, match.how, pick
+        )
 
     def _explain_key(self, key: str) -> Match | None:
         """Every rule but ``exact`` and ``decorated`` on a normalised key."""
@@ -235,7 +239,9 @@ class SynonymFilter:
         {label: {"wnid", "name", "form", "rule"}}}``. Raises :class:`InputError` if no label is left.
         """
         if not callable(getattr(vocab, "subset", None)):  # a Vocabulary (labels sit below vocabularies: no import)
-            raise InputError(f"SynonymFilter.apply takes a Vocabulary, got {type(vocab).__name__}; for a list of labels use split(labels)")
+            raise InputError(
+                f"SynonymFilter.apply takes a Vocabulary, got {type(vocab).__name__}; for a list of labels use split(labels)"
+            )
         kept, removed = self.split(vocab.labels)
         if not kept:
             raise InputError(f"the synonym filter removed all {len(vocab)} labels: every label names an ID class")
@@ -247,7 +253,9 @@ class SynonymFilter:
             "id_classes": self.id_classes.dataset,
             "removed_count": len(removed),
             "kept_count": sum(1 for _ in kept),
-            "removed": {lab: {"wnid": m.wnid, "name": m.name, "form": m.form, "rule": m.rule} for lab, m in removed.items()},
+            "removed": {
+                lab: {"wnid": m.wnid, "name": m.name, "form": m.form, "rule": m.rule} for lab, m in removed.items()
+            },
         }
 
     # -- head words and plural-only lemmas (WordNet) -----------------------------------------------
@@ -264,8 +272,14 @@ class SynonymFilter:
                 if heads[i] & head_forms and not _other_wordnet_noun(key, self.id_classes.wnids[i]):
                     base = self._norm.get(stem) or self._spelled.get(stem_key)
                     if base is not None:
-                        return Match(self.id_classes.wnids[i], self.id_classes.names[i], base.form if base.class_index == i else stem,
-                                     base.source if base.class_index == i else "wordnet-synonym", "head-word", i)
+                        return Match(
+                            self.id_classes.wnids[i],
+                            self.id_classes.names[i],
+                            base.form if base.class_index == i else stem,
+                            base.source if base.class_index == i else "wordnet-synonym",
+                            "head-word",
+                            i,
+                        )
         return None
 
     def _head_gate(self) -> frozenset[str]:
@@ -273,7 +287,9 @@ class SynonymFilter:
         if self._head_words is None:
             last = {h.rpartition(" ")[2] for h in frozenset().union(*self._class_heads())}
             irregular = _irregular_plurals()
-            self._head_words = frozenset(last | {p for w in last for p in (*_regular_plurals(w), *irregular.get(w, ()))})
+            self._head_words = frozenset(
+                last | {p for w in last for p in (*_regular_plurals(w), *irregular.get(w, ()))}
+            )
         return self._head_words
 
     def _class_heads(self) -> list[frozenset[str]]:
@@ -307,7 +323,9 @@ class SynonymFilter:
         head, _, last = key.rpartition(" ")
         out = []
         known = _noun_base(last)
-        regular = () if known else tuple(last[: -len(a)] + b for a, b in _NOUN_SUFFIXES if last.endswith(a))  # a word WordNet lacks
+        regular = (
+            () if known else tuple(last[: -len(a)] + b for a, b in _NOUN_SUFFIXES if last.endswith(a))
+        )  # a word WordNet lacks
         for base in (known, *regular, *_irregular_bases().get(last, ())):
             spelled = f"{head} {base}" if head else base
             if base and base != last and spelled not in out:
@@ -444,7 +462,16 @@ def _other_wordnet_noun(key: str, wnid: str) -> bool:
 
 
 #: nltk's (and WordNet's) regular noun suffix rules: plural ending -> singular ending
-_NOUN_SUFFIXES = (("s", ""), ("ses", "s"), ("ves", "f"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"), ("ies", "y"))
+_NOUN_SUFFIXES = (
+    ("s", ""),
+    ("ses", "s"),
+    ("ves", "f"),
+    ("xes", "x"),
+    ("zes", "z"),
+    ("ches", "ch"),
+    ("shes", "sh"),
+    ("ies", "y"),
+)
 
 
 def _plural_only_singulars(key: str, wnid: str) -> list[str]:

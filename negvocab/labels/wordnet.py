@@ -225,7 +225,9 @@ def prepare_copy(src: str | os.PathLike[str]) -> Path:
     try:
         return _copy_into(copy_root() / "corpora" / "wordnet", src, stamp)
     except ResourceError as e:
-        private = Path(tempfile.gettempdir()) / f"negvocab-{os.getuid() if hasattr(os, 'getuid') else 'user'}" / "nltk_data"
+        private = (
+            Path(tempfile.gettempdir()) / f"negvocab-{os.getuid() if hasattr(os, 'getuid') else 'user'}" / "nltk_data"
+        )
         log.warning("%s; using a private copy in %s", e, private)
         return _copy_into(private / "corpora" / "wordnet", src, stamp)
 

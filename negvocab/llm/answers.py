@@ -14,7 +14,19 @@ from typing import Any
 
 from negvocab.errors import ResourceError
 
-__all__ = ["STATUSES", "Answer", "FailFast", "NotSent", "ServerGaveUp", "Transient", "Tries", "add_usage", "error_code", "request_id_of", "retry_after_seconds"]
+__all__ = [
+    "STATUSES",
+    "Answer",
+    "FailFast",
+    "NotSent",
+    "ServerGaveUp",
+    "Transient",
+    "Tries",
+    "add_usage",
+    "error_code",
+    "request_id_of",
+    "retry_after_seconds",
+]
 
 
 STATUSES = ("ok", "short", "refused", "invalid")
@@ -66,7 +78,15 @@ class FailFast(ResourceError):
 class Transient(Exception):
     """A transport error worth another attempt (``final``: not on this request, the same error came twice)."""
 
-    def __init__(self, message: str, retry_after: float | None = None, *, connect: bool = False, deadline: bool = False, final: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        retry_after: float | None = None,
+        *,
+        connect: bool = False,
+        deadline: bool = False,
+        final: bool = False,
+    ) -> None:
         super().__init__(message)
         self.final = final
         self.retry_after = retry_after

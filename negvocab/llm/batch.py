@@ -45,7 +45,11 @@ def batch_line(req: Request, model: str, temperature: float | None, mode: str = 
     (:mod:`negvocab.llm.formats`; ``auto`` is ``json_schema`` here: the Batch API honours it)."""
     mode = "json_schema" if mode == "auto" else mode
     fmt = request_format(mode)
-    body: dict[str, Any] = {"model": model, "messages": messages_for(mode, req.chat()), **({"response_format": fmt} if fmt else {})}
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages_for(mode, req.chat()),
+        **({"response_format": fmt} if fmt else {}),
+    }
     if temperature is not None:
         body["temperature"] = temperature
     return {"custom_id": req.custom_id, "method": "POST", "url": ENDPOINT, "body": body}
@@ -70,7 +74,17 @@ def interpret_line(line: dict[str, Any], req: Request, mode: str = "json_schema"
         labels, raw = read_answer(message.get("content"), message.get("refusal"), None, req.n, req.min_labels, mode)
     except BadAnswer as e:
         text = snippet(e.text) if e.text else None  # the caller masks secrets (LLMClient.scrub)
-        bad = Answer(e.status, e.labels, usage, response.get("request_id"), body.get("model"), error=str(e), mode=mode, snippet=text, raw_labels=e.raw)
+        bad = Answer(
+            e.status,
+            e.labels,
+            usage,
+            response.get("request_id"),
+            body.get("model"),
+            error=str(e),
+            mode=mode,
+            snippet=text,
+            raw_labels=e.raw,
+        )
         return bad, str(e)
     return Answer("ok", labels, usage, response.get("request_id"), body.get("model"), mode=mode, raw_labels=raw), ""
 
@@ -132,7 +146,9 @@ async def _submit(client: LLMClient, journal: Journal, todo: Sequence[Request], 
     name = f"batch-input-{number:03d}.jsonl"
     write_bytes(journal.run_dir / name, data)
     uploaded = await _retrying(
-        client, "upload the batch file", lambda: client.client.files.create(file=(name, data, "application/jsonl"), purpose="batch")
+        client,
+        "upload the batch file",
+        lambda: client.client.files.create(file=(name, data, "application/jsonl"), purpose="batch"),
     )
     journal.append(
         [
@@ -248,6 +264,7 @@ async def run_batch(
     until it has failed ``max_submissions`` times; then an unusable answer is journaled as a failure
     (``invalid`` / ``short``) and a transport-type failure is left undone for a later run.
     """
+    # long: one batch's life in order (write, upload, poll, read back, journal)
     by_id = {r.custom_id: r for r in requests}
     number = len(journal.of_kind("batch_input"))
     undone: list[str] = []
@@ -258,7 +275,16 @@ async def run_batch(
             if orphan is not None:
                 found = await _find_batch_for_file(client, orphan["file_id"])
                 if found is not None:
-                    journal.append([{"kind": "batch", "batch_id": found, "input_file_id": orphan["file_id"], "custom_ids": orphan["custom_ids"]}])
+                    journal.append(
+                        [
+                            {
+                                "kind": "batch",
+                                "batch_id": found,
+                                "input_file_id": orphan["file_id"],
+                                "custom_ids": orphan["custom_ids"],
+                            }
+                        ]
+                    )
                 else:
                     await _create(client, journal, orphan["file_id"], orphan["custom_ids"])
                 continue
@@ -274,7 +300,9 @@ async def run_batch(
         batch_id = open_batch["batch_id"]
         batch = await _poll(client, batch_id, poll_interval, on_progress)
         if batch.status == "failed":
-            errors = "; ".join(f"{e.code}: {e.message}" for e in (batch.errors.data if batch.errors and batch.errors.data else []))
+            errors = "; ".join(
+                f"{e.code}: {e.message}" for e in (batch.errors.data if batch.errors and batch.errors.data else [])
+            )
             journal.append([{"kind": "batch_done", "batch_id": batch_id, "status": "failed"}])
             raise ResourceError(f"batch {batch_id} failed validation: {errors or 'no details'}")
         lines = await _download(client, batch.output_file_id) + await _download(client, batch.error_file_id)
@@ -292,17 +320,32 @@ async def run_batch(
             if answer is not None and answer.snippet:
                 answer.snippet = client.scrub(answer.snippet)
             if answer is not None:  # an item that echoes the key goes; the others stay as the model wrote them
-                answer.labels, answer.raw_labels = client.without_secrets(answer.labels), client.scrub_items(answer.raw_labels)
+                answer.labels, answer.raw_labels = (
+                    client.without_secrets(answer.labels),
+                    client.scrub_items(answer.raw_labels),
+                )
             final = fails[cid] + 1 >= max_submissions
             if answer is not None and (answer.status in ("ok", "refused") or final):
                 answer.attempts = fails[cid] + 1
-                records.append(result_record(req, answer, template, mode="batch", batch_id=batch_id, endpoint=client.base_url))
+                records.append(
+                    result_record(req, answer, template, mode="batch", batch_id=batch_id, endpoint=client.base_url)
+                )
             else:
                 usage = answer.usage if answer is not None else {}
-                records.append({"kind": "attempt_failed", "custom_id": cid, "batch_id": batch_id, "error": error, "usage": usage})
+                records.append(
+                    {"kind": "attempt_failed", "custom_id": cid, "batch_id": batch_id, "error": error, "usage": usage}
+                )
         for cid in open_batch["custom_ids"]:
             if cid not in seen and cid in by_id and not answered(by_id[cid], journal):
-                records.append({"kind": "attempt_failed", "custom_id": cid, "batch_id": batch_id, "error": f"no result (batch {batch.status})", "usage": {}})
+                records.append(
+                    {
+                        "kind": "attempt_failed",
+                        "custom_id": cid,
+                        "batch_id": batch_id,
+                        "error": f"no result (batch {batch.status})",
+                        "usage": {},
+                    }
+                )
         records.append({"kind": "batch_done", "batch_id": batch_id, "status": batch.status})
         journal.append(records)
         failed = sum(1 for r in records if r["kind"] == "attempt_failed")

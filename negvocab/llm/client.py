@@ -184,11 +184,19 @@ class LLMClient:
             raise InputError(f"request timeout must be > 0 seconds, got {request_timeout}")
         import openai
 
-        if max_tokens is not None and max_tokens != "auto" and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
+        if (
+            max_tokens is not None
+            and max_tokens != "auto"
+            and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1)
+        ):
             raise InputError(f"max_tokens must be a whole number >= 1, 'auto' or None, got {max_tokens!r}")
         self.model = model
         self.requested = check_mode(response_format)
-        self.mode = (check_mode(start_mode) if start_mode and start_mode != "auto" else "json_schema") if self.requested == "auto" else self.requested
+        self.mode = (
+            (check_mode(start_mode) if start_mode and start_mode != "auto" else "json_schema")
+            if self.requested == "auto"
+            else self.requested
+        )
         self.switches: list[dict[str, str]] = []
         base_url, key = resolve_endpoint(base_url, api_key, key_name)
         self.base_url = public_url(base_url)
@@ -205,7 +213,9 @@ class LLMClient:
         limits = openai.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S))
         sdk_url, query = split_query(base_url)
         self._query_names = sorted(query)  # the base URL's query parameters (names only), for a 404's diagnosis
-        self.client = openai.AsyncOpenAI(api_key=key, base_url=sdk_url, max_retries=0, timeout=limits, default_query=query or None)
+        self.client = openai.AsyncOpenAI(
+            api_key=key, base_url=sdk_url, max_retries=0, timeout=limits, default_query=query or None
+        )
         self.concurrency = concurrency
         self._sem = asyncio.Semaphore(concurrency)
         self.transport_attempts = transport_attempts
@@ -284,7 +294,9 @@ class LLMClient:
             except Transient as e:
                 if tries.best:  # a short answer came before the server gave up: keep what was paid for
                     return self._failed_answer("short", tries, f"then {e}")
-                raise ServerGaveUp(f"{self.base_url}: {e} after {tries.transport} attempts", dict(tries.usage)) from None
+                raise ServerGaveUp(
+                    f"{self.base_url}: {e} after {tries.transport} attempts", dict(tries.usage)
+                ) from None
             except BadAnswer as e:
                 if len(tries.best) > len(e.labels):  # an earlier attempt gave more (a short list)
                     return self._failed_answer("short", tries, str(e), e)
@@ -298,11 +310,24 @@ class LLMClient:
         answer.attempts = tries.total + 1
         return answer
 
-    def _failed_answer(self, status: str, tries: Tries, error: str, bad: BadAnswer | None = None, labels: list[str] | None = None) -> Answer:
+    def _failed_answer(
+        self, status: str, tries: Tries, error: str, bad: BadAnswer | None = None, labels: list[str] | None = None
+    ) -> Answer:
         text = snippet(self.scrub(bad.text)) if bad is not None and bad.text else None
         raw = tries.best_raw if labels is None or labels is tries.best else bad.raw if bad is not None else None
         kept = self.without_secrets(list(tries.best if labels is None else labels))
-        return Answer(status, kept, dict(tries.usage), None, tries.model, tries.total, error, self.mode, text, self.scrub_items(raw))
+        return Answer(
+            status,
+            kept,
+            dict(tries.usage),
+            None,
+            tries.model,
+            tries.total,
+            error,
+            self.mode,
+            text,
+            self.scrub_items(raw),
+        )
 
     def scrub_items(self, raw: list[str] | None) -> list[str] | None:
         """An answer's raw items for the journal, as the model wrote them (model output is data and is
@@ -332,7 +357,9 @@ class LLMClient:
             if self.content_retries == self.content_retry_budget:
                 log.warning(
                     "%s: %d unusable answers were asked again in this run, the most it retries; further unusable "
-                    "answers are recorded as failed at once (the next run asks them again)", self.base_url, self.content_retries,
+                    "answers are recorded as failed at once (the next run asks them again)",
+                    self.base_url,
+                    self.content_retries,
                 )
                 self.content_retries += 1  # said once
             return True
@@ -399,7 +426,9 @@ class LLMClient:
             tries.transport += 1
             sig = (200, type(completion).__name__, str(completion)[:300])
             repeated, tries.last_error = sig == tries.last_error, sig
-            self._last_problem = f"the server answered HTTP 200 with no chat completion ({type(completion).__name__}){NOT_OPENAI}"
+            self._last_problem = (
+                f"the server answered HTTP 200 with no chat completion ({type(completion).__name__}){NOT_OPENAI}"
+            )
             raise Transient(self._last_problem, final=repeated)
         add_usage(tries.usage, completion.usage)  # every answer is billed, usable or not
         tries.model = completion.model or tries.model
@@ -419,7 +448,15 @@ class LLMClient:
         self.proven = self.format_seen = True
         self._probe_changed.set()
         labels = self.without_secrets(labels)
-        return Answer("ok", labels, dict(tries.usage), request_id_of(completion), completion.model, mode=mode, raw_labels=self.scrub_items(raw))
+        return Answer(
+            "ok",
+            labels,
+            dict(tries.usage),
+            request_id_of(completion),
+            completion.model,
+            mode=mode,
+            raw_labels=self.scrub_items(raw),
+        )
 
     def _spend_setup_budget(self) -> None:
         """Count a request sent before the first usable answer; past :data:`SETUP_BUDGET` the run stops."""
@@ -436,7 +473,9 @@ class LLMClient:
             raise self._failed
         self.setup_sent += 1
 
-    async def _create(self, messages: list[dict[str, str]], mode: str, headers: dict[str, str] | None, tries: Tries, n: int = 0) -> Any:
+    async def _create(
+        self, messages: list[dict[str, str]], mode: str, headers: dict[str, str] | None, tries: Tries, n: int = 0
+    ) -> Any:
         """The SDK call in ``mode``, within what is left of the request's deadline."""
         fmt = request_format(mode)
         limit = default_max_tokens(n) if self.max_tokens == "auto" else self.max_tokens
@@ -456,7 +495,10 @@ class LLMClient:
                 return await call
         except TimeoutError:
             tries.transport += 1
-            raise Transient(f"no complete answer within the {self.request_timeout:g} s request deadline (--request-timeout)", deadline=True) from None
+            raise Transient(
+                f"no complete answer within the {self.request_timeout:g} s request deadline (--request-timeout)",
+                deadline=True,
+            ) from None
         finally:
             self.in_flight -= 1
 
@@ -471,7 +513,12 @@ class LLMClient:
         content = getattr(message, "content", None)
         if choice.finish_reason == "length":
             if not_language(content):  # a model that rambled to its limit: the fix is not fewer names
-                raise BadAnswer("answer cut off at the token limit, and it is not language", "invalid", kind="not_language", text=content)
+                raise BadAnswer(
+                    "answer cut off at the token limit, and it is not language",
+                    "invalid",
+                    kind="not_language",
+                    text=content,
+                )
             raise BadAnswer("answer cut off at the token limit", "invalid", kind="cut_off", text=content)
         if choice.finish_reason == "content_filter":
             raise BadAnswer("answer withheld by the content filter", "refused", kind="refused", text=content)
@@ -482,7 +529,12 @@ class LLMClient:
             if e.kind == "short":
                 self.format_seen = True
             moved = self.mode != mode  # asked before the run moved on: read as the run reads now
-            if e.kind != "not_schema" or self.requested != "auto" or broken_json(content) or (self.format_seen and not moved):
+            if (
+                e.kind != "not_schema"
+                or self.requested != "auto"
+                or broken_json(content)
+                or (self.format_seen and not moved)
+            ):
                 raise  # broken JSON is an attempt at the schema cut short, not a server ignoring it
             read_as = self.mode if moved else NEXT[mode]
             try:
@@ -507,13 +559,19 @@ class LLMClient:
         if not rejects_format(e.status_code, self._detail(e)):
             return False
         if self.mode == mode:
-            self._switch(NEXT[mode], f"it rejects response_format {mode} (HTTP {e.status_code}: {self._detail(e)[:120]})")
+            self._switch(
+                NEXT[mode], f"it rejects response_format {mode} (HTTP {e.status_code}: {self._detail(e)[:120]})"
+            )
         return True
 
     def _switch(self, to: str, why: str) -> None:
         log.warning(
             "%s: %s; this run now asks in response format %s, not %s (--response-format %s starts there)",
-            self.base_url, why, to, self.mode, to,
+            self.base_url,
+            why,
+            to,
+            self.mode,
+            to,
         )
         self.switches.append({"from": self.mode, "to": to, "why": why[:200]})
         self.mode = to
@@ -591,7 +649,14 @@ class LLMClient:
         detail = self._detail(e)
         code = e.status_code
         verdict = verdict or classify(code, detail, error_code(e))
-        if verdict.kind != FORMAT and verdict.cause not in ("auth", "model", "context", "quota", "endpoint", "rejected"):
+        if verdict.kind != FORMAT and verdict.cause not in (
+            "auth",
+            "model",
+            "context",
+            "quota",
+            "endpoint",
+            "rejected",
+        ):
             verdict = Verdict(PERMANENT, "rejected")
         line = diagnosis(
             verdict, code, detail, base_url=self.base_url, model=self.model, key_name=self.key_name, mode=self.mode, code=error_code(e),

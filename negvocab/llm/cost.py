@@ -80,7 +80,14 @@ def priced_here(endpoint: str | None, model: str, prices: Mapping[str, tuple[flo
     return is_official(endpoint or "https://api.openai.com/v1") or bool(prices and model in prices)
 
 
-def cost_usd(model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool = False, prices: Mapping[str, tuple[float, float]] | None = None) -> float | None:
+def cost_usd(
+    model: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    *,
+    batch: bool = False,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+) -> float | None:
     """Dollars for the given tokens (``None`` for a model without a price)."""
     p = price_of(model, prices)
     if p is None:
@@ -116,11 +123,21 @@ class CostEstimate:
 
     def summary(self) -> str:
         why = self.unpriced or "no price for this model; pass --price-in/--price-out"
-        cost = (f"${self.usd:,.2f}" if self.usd >= 1 else f"${self.usd:.4f}") if self.usd is not None else f"unknown ({why})"
+        cost = (
+            (f"${self.usd:,.2f}" if self.usd >= 1 else f"${self.usd:.4f}")
+            if self.usd is not None
+            else f"unknown ({why})"
+        )
         mode = "Batch API" if self.batch else "synchronous API"
-        held = f"; {self.held_by_batch} of them are in an uncollected batch: re-run with --batch" if self.held_by_batch else ""
+        held = (
+            f"; {self.held_by_batch} of them are in an uncollected batch: re-run with --batch"
+            if self.held_by_batch
+            else ""
+        )
         again = f"{self.failed_again} failed before and asked again, " if self.failed_again else ""
-        kept = f", {self.failed_kept} of them failed (a run without --batch asks them again)" if self.failed_kept else ""
+        kept = (
+            f", {self.failed_kept} of them failed (a run without --batch asks them again)" if self.failed_kept else ""
+        )
         return (
             f"{self.requests} requests to send ({again}{self.already_done} already in the journal{kept}{held}), "
             f"~{self.prompt_tokens:,} prompt + ~{self.completion_tokens:,} completion tokens, "
@@ -128,10 +145,19 @@ class CostEstimate:
         )
 
 
-def estimate(requests: Iterable[Request], model: str, *, batch: bool = False, already_done: int = 0, prices: Mapping[str, tuple[float, float]] | None = None) -> CostEstimate:
+def estimate(
+    requests: Iterable[Request],
+    model: str,
+    *,
+    batch: bool = False,
+    already_done: int = 0,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+) -> CostEstimate:
     """Token and cost estimate of sending ``requests``."""
     n = p_tok = c_tok = 0
     for req in requests:
         p, c = estimate_request_tokens(req)
         n, p_tok, c_tok = n + 1, p_tok + p, c_tok + c
-    return CostEstimate(model, n, already_done, p_tok, c_tok, cost_usd(model, p_tok, c_tok, batch=batch, prices=prices), batch)
+    return CostEstimate(
+        model, n, already_done, p_tok, c_tok, cost_usd(model, p_tok, c_tok, batch=batch, prices=prices), batch
+    )

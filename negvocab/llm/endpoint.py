@@ -11,7 +11,9 @@ from negvocab.redact import mask_url_path
 __all__ = ["check_base_url", "is_official", "public_url", "resolve_endpoint", "split_query"]
 
 
-def resolve_endpoint(base_url: str | None, api_key: str | None, key_name: str = "OPENAI_API_KEY") -> tuple[str | None, str]:
+def resolve_endpoint(
+    base_url: str | None, api_key: str | None, key_name: str = "OPENAI_API_KEY"
+) -> tuple[str | None, str]:
     """Base URL and key from the arguments or ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
 
     Whitespace around the key (a Windows ``.env`` line end) is dropped; a key with spaces or control
@@ -27,9 +29,7 @@ def resolve_endpoint(base_url: str | None, api_key: str | None, key_name: str = 
     check_base_url(base_url)
     if not api_key:
         where = f" for {base_url}" if base_url else ""
-        raise ResourceError(
-            f"no API key{where}: set {key_name} (any non-empty string for a local server without keys)"
-        )
+        raise ResourceError(f"no API key{where}: set {key_name} (any non-empty string for a local server without keys)")
     return base_url, api_key
 
 
@@ -44,7 +44,9 @@ def check_base_url(base_url: str | None) -> None:
         parts = urlsplit(base_url)
         parts.port  # noqa: B018 (raises for a port out of range)
     except ValueError as e:
-        raise InputError(f"base URL is malformed ({e}); give e.g. http://localhost:8000/v1 (--base-url or OPENAI_BASE_URL)") from None
+        raise InputError(
+            f"base URL is malformed ({e}); give e.g. http://localhost:8000/v1 (--base-url or OPENAI_BASE_URL)"
+        ) from None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise InputError(
             f"base URL {public_url(base_url)!r} is not an http(s) URL; give e.g. http://localhost:8000/v1 "
@@ -74,7 +76,9 @@ def split_query(base_url: str | None) -> tuple[str | None, dict[str, str]]:
     from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
     parts = urlsplit(base_url)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), dict(parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), dict(
+        parse_qsl(parts.query, keep_blank_values=True)
+    )
 
 
 def is_official(base_url: str) -> bool:

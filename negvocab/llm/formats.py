@@ -119,7 +119,14 @@ class BadAnswer(Exception):
     """
 
     def __init__(
-        self, message: str, status: str, labels: list[str] | None = None, *, kind: str = "invalid", text: str | None = None, raw: list[str] | None = None
+        self,
+        message: str,
+        status: str,
+        labels: list[str] | None = None,
+        *,
+        kind: str = "invalid",
+        text: str | None = None,
+        raw: list[str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -130,7 +137,12 @@ class BadAnswer(Exception):
 
 
 def labels_from_message(
-    content: str | None, refusal: str | None, parsed: LabelList | None, n: int, min_labels: int, mode: str = "json_schema"
+    content: str | None,
+    refusal: str | None,
+    parsed: LabelList | None,
+    n: int,
+    min_labels: int,
+    mode: str = "json_schema",
 ) -> list[str]:
     """The cleaned labels of one answer read as ``mode`` asks; raises :class:`BadAnswer` when it
     is not usable (``kind="not_schema"`` when a ``json_schema`` answer is not the schema's JSON)."""
@@ -138,7 +150,12 @@ def labels_from_message(
 
 
 def read_answer(
-    content: str | None, refusal: str | None, parsed: LabelList | None, n: int, min_labels: int, mode: str = "json_schema"
+    content: str | None,
+    refusal: str | None,
+    parsed: LabelList | None,
+    n: int,
+    min_labels: int,
+    mode: str = "json_schema",
 ) -> tuple[list[str], list[str]]:
     """:func:`labels_from_message`, and the answer's raw items the labels were cleaned from (for the
     journal: the raw strings stay there, so a vocabulary's provenance can list what cleaning changed
@@ -163,13 +180,17 @@ def read_answer(
         if 2 * len(nonsense) > len(labels):  # an answer that is mostly no language: no --min-labels lets it through
             raise BadAnswer(
                 f"the answer is not language: {len(nonsense)} of {len(labels)} items look like no name (e.g. {nonsense[0][:40]!r})",
-                "invalid", kind="not_language", text=content,
+                "invalid",
+                kind="not_language",
+                text=content,
             )
         labels = named  # a stray nonsense item goes, the answer stays
     if not labels and mode != "json_schema" and parsed is None:
         raise BadAnswer(f"no list of names in the answer ({mode} mode)", "invalid", kind="not_list", text=content)
     if len(labels) < min_labels:
-        raise BadAnswer(f"{len(labels)} distinct labels, asked for {n}", "short", labels, kind="short", text=content, raw=raw)
+        raise BadAnswer(
+            f"{len(labels)} distinct labels, asked for {n}", "short", labels, kind="short", text=content, raw=raw
+        )
     return labels, raw
 
 
@@ -179,7 +200,8 @@ def likely_fix(kind: str, mode: str, requested: str, model: str, got: int = 0) -
     return {
         "no_choices": f"the server answered with an empty choices list: check that it serves model {model!r} (-m) and the base URL",
         "not_schema": "--response-format text (the server does not follow the JSON schema)"
-        if requested != "auto" else "check the model (-m); its answers are no JSON list",
+        if requested != "auto"
+        else "check the model (-m); its answers are no JSON list",
         "not_list": f"check the model (-m) and the prompt (--prompt): its answers hold no list of names{other}",
         "short": f"--min-labels {max(1, got)} (the answers hold fewer names than asked), or ask fewer with -n",
         "cut_off": "ask fewer names (-n), or raise the server's output token limit for this model (--max-tokens)",

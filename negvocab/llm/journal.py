@@ -133,7 +133,9 @@ class Journal:
             self._check_manifest(extra or {})
             self._load()
             self._fh = open(self.path, "ab")
-            if not self.of_kind("identity"):  # the identity again (first, in new runs): a lost manifest is rebuilt from it
+            if not self.of_kind(
+                "identity"
+            ):  # the identity again (first, in new runs): a lost manifest is rebuilt from it
                 self.append([{"kind": "identity", "identity": self.identity, "identity_sha256": self.identity_sha256}])
             note_kept(KEPT, len(self.results))  # a resumable run folder, with the answers it holds
         except BaseException:
@@ -147,7 +149,9 @@ class Journal:
             raise InputError(f"run folder {self.run_dir} is a file; give a folder (--run-dir)")
         if self.run_dir.is_dir():
             ours = {JOURNAL, MANIFEST, LOCK}
-            foreign = sorted(p.name for p in self.run_dir.iterdir() if p.name not in ours and not p.name.startswith("."))
+            foreign = sorted(
+                p.name for p in self.run_dir.iterdir() if p.name not in ours and not p.name.startswith(".")
+            )
             if foreign and not (self.run_dir / MANIFEST).exists():
                 raise InputError(
                     f"{self.run_dir} is not empty and not a negvocab run folder (holds {foreign[0]}, ...); "
@@ -223,7 +227,9 @@ class Journal:
                         f"{MANIFEST}, or use a new --run-dir"
                     ) from None
                 if identity_hash(stored) == self.identity_sha256:
-                    log.warning("%s: %s missing or damaged; rebuilt from the journal's identity line", self.run_dir, MANIFEST)
+                    log.warning(
+                        "%s: %s missing or damaged; rebuilt from the journal's identity line", self.run_dir, MANIFEST
+                    )
                     self._write_manifest(extra)
         if path.exists():
             manifest = read_manifest(self.run_dir)
@@ -244,7 +250,9 @@ class Journal:
         if stored is not None and identity_hash(stored) != self.identity_sha256:
             raise InputError(f"{self.run_dir} holds another run ({_diff(stored, self.identity)}); use a new --run-dir")
         if journaled and stored is None:
-            raise InputError(f"{self.run_dir}: journal without {MANIFEST}; not a negvocab run folder, use a new --run-dir")
+            raise InputError(
+                f"{self.run_dir}: journal without {MANIFEST}; not a negvocab run folder, use a new --run-dir"
+            )
         if not self.readonly:
             self._write_manifest(extra)
 
@@ -264,7 +272,9 @@ class Journal:
         """Add or replace manifest ``fields`` that are not the identity (e.g. the response format a
         run settled on); written atomically, the identity untouched."""
         manifest = read_manifest(self.run_dir)
-        manifest.update({k: v for k, v in fields.items() if k not in ("identity", "identity_sha256", "journal_version")})
+        manifest.update(
+            {k: v for k, v in fields.items() if k not in ("identity", "identity_sha256", "journal_version")}
+        )
         write_json(self.run_dir / MANIFEST, manifest)
 
     # -- reading ----------------------------------------------------------------------------------
@@ -288,7 +298,9 @@ class Journal:
             except ValueError as e:
                 if last or all(not x.strip() for x in lines[i + 1 :]):
                     self.torn_lines += 1
-                    log.warning("%s: ignoring a torn last line (%d bytes) left by an interrupted run", self.path, len(raw))
+                    log.warning(
+                        "%s: ignoring a torn last line (%d bytes) left by an interrupted run", self.path, len(raw)
+                    )
                     break
                 zeros = raw.count(b"\0")
                 why = f"{zeros} zero bytes: a crash or disk fault wrote over the records there" if zeros else str(e)
@@ -415,7 +427,11 @@ def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         raise InputError(f"{path}: no such file; {run_dir} is not a negvocab LLM run folder") from None
     except (OSError, ValueError) as e:
         raise InputError(f"{path}: unreadable run manifest ({e}); use a new --run-dir") from e
-    if not isinstance(manifest, dict) or manifest.get("journal_version") != JOURNAL_VERSION or "identity" not in manifest:
+    if (
+        not isinstance(manifest, dict)
+        or manifest.get("journal_version") != JOURNAL_VERSION
+        or "identity" not in manifest
+    ):
         raise InputError(f"{path}: not a version-{JOURNAL_VERSION} negvocab run manifest; use a new --run-dir")
     return manifest
 
@@ -425,6 +441,6 @@ def _diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     for key in sorted(set(old) | set(new)):
         a, b = old.get(key), new.get(key)
         if a != b:
-            show = (lambda v: v if isinstance(v, (int, float, str)) and len(str(v)) < 40 else "...")  # noqa: E731
+            show = lambda v: v if isinstance(v, (int, float, str)) and len(str(v)) < 40 else "..."  # noqa: E731
             parts.append(f"{key}: {show(a)!r} there, {show(b)!r} now")
     return "; ".join(parts[:4]) or "different identity"

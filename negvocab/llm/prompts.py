@@ -73,7 +73,9 @@ def _fields(text: str) -> frozenset[str]:
     try:
         return frozenset(f for _, f, _, _ in string.Formatter().parse(text) if f)
     except ValueError as e:
-        raise InputError(f"malformed placeholder in prompt template ({e}); write {{{{ and }}}} for literal braces") from e
+        raise InputError(
+            f"malformed placeholder in prompt template ({e}); write {{{{ and }}}} for literal braces"
+        ) from e
 
 
 def parse_template(text: str, *, name: str, source: str) -> PromptTemplate:
@@ -105,7 +107,9 @@ def parse_template(text: str, *, name: str, source: str) -> PromptTemplate:
             raise InputError(f"{source}: the {name} template must use placeholder(s) {sorted(missing)}")
         if unknown:
             allowed = sorted(TASKS[name] | OPTIONAL_FIELDS[name])
-            raise InputError(f"{source}: unknown placeholder(s) {sorted(unknown)}; the {name} template may use {allowed}")
+            raise InputError(
+                f"{source}: unknown placeholder(s) {sorted(unknown)}; the {name} template may use {allowed}"
+            )
     return template
 
 

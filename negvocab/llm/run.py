@@ -65,10 +65,14 @@ class Request:
         return identity_hash({"messages": [list(m) for m in self.messages], "n": self.n, "min_labels": self.min_labels})
 
 
-def make_request(template: PromptTemplate, key: str, round_: int, n: int, values: dict[str, Any], min_labels: int | None = None) -> Request:
+def make_request(
+    template: PromptTemplate, key: str, round_: int, n: int, values: dict[str, Any], min_labels: int | None = None
+) -> Request:
     """The request for (``key``, ``round_``) with the template filled from ``values`` and ``n``."""
     msgs = template.render(n=n, **values)
-    return Request(key, round_, tuple((m["role"], m["content"]) for m in msgs), n, n if min_labels is None else min_labels)
+    return Request(
+        key, round_, tuple((m["role"], m["content"]) for m in msgs), n, n if min_labels is None else min_labels
+    )
 
 
 def answered(req: Request, journal: Journal) -> bool:
@@ -82,7 +86,9 @@ FAILED = ("refused", "invalid")
 RETRYABLE = ("refused", "invalid", "short")
 
 
-def pending(requests: Iterable[Request], journal: Journal, *, retry_failed: bool = False, failed: bool = True) -> list[Request]:
+def pending(
+    requests: Iterable[Request], journal: Journal, *, retry_failed: bool = False, failed: bool = True
+) -> list[Request]:
     """The requests without an answer in ``journal`` (in the given order), and those whose recorded
     answer is a failure with no labels (refused, invalid; not with ``failed=False``); with
     ``retry_failed`` also the short ones."""
@@ -93,7 +99,11 @@ def pending(requests: Iterable[Request], journal: Journal, *, retry_failed: bool
 def failed_before(requests: Iterable[Request], journal: Journal, statuses: tuple[str, ...] = FAILED) -> int:
     """How many of ``requests`` have a recorded answer with one of ``statuses`` (default: the
     failures every synchronous run asks again; ``RETRYABLE`` for all that can be asked again)."""
-    return sum(1 for r in requests if (rec := journal.answer(r.custom_id, r.sha256)) is not None and rec.get("status") in statuses)
+    return sum(
+        1
+        for r in requests
+        if (rec := journal.answer(r.custom_id, r.sha256)) is not None and rec.get("status") in statuses
+    )
 
 
 def result_record(req: Request, answer: Answer, template: PromptTemplate, *, mode: str, **extra: Any) -> dict[str, Any]:
@@ -217,7 +227,15 @@ async def run_sync(
             return
         except FailFast as e:
             if e.usage:  # the tokens of the unusable answers are counted in the cost
-                writer.put({"kind": "attempt_failed", "custom_id": req.custom_id, "error": str(e)[:300], "usage": e.usage, "mode": "sync"})
+                writer.put(
+                    {
+                        "kind": "attempt_failed",
+                        "custom_id": req.custom_id,
+                        "error": str(e)[:300],
+                        "usage": e.usage,
+                        "mode": "sync",
+                    }
+                )
                 e.usage = {}
             raise
         except ServerGaveUp as e:
@@ -228,7 +246,15 @@ async def run_sync(
                 ) from None
             gave_up.append(req.custom_id)
             if e.usage:  # tokens billed for unusable answers before the server gave up: counted in the cost
-                writer.put({"kind": "attempt_failed", "custom_id": req.custom_id, "error": str(e), "usage": e.usage, "mode": "sync"})
+                writer.put(
+                    {
+                        "kind": "attempt_failed",
+                        "custom_id": req.custom_id,
+                        "error": str(e),
+                        "usage": e.usage,
+                        "mode": "sync",
+                    }
+                )
             streak += 1
             log.warning("%s: %s; left for the next run", req.custom_id, e)
             if streak >= stop_after:
@@ -261,7 +287,8 @@ async def run_sync(
             if client.in_flight:
                 log.warning(
                     "interrupted: sending nothing new; waiting for the %d questions under way to be answered "
-                    "and journaled (sent ones are paid for); Ctrl-C again to stop at once", client.in_flight,
+                    "and journaled (sent ones are paid for); Ctrl-C again to stop at once",
+                    client.in_flight,
                 )
                 await _finish_in_flight(tasks, client)
             raise
@@ -272,7 +299,15 @@ async def run_sync(
             await asyncio.gather(beat, *tasks, return_exceptions=True)  # every task's outcome retrieved
     finally:
         if client.switches:  # the response format the run settled on, for the manifest and the next session
-            writer.put({"kind": "response_format", "requested": client.requested, "used": client.mode, "switches": client.switches, "time": round(time.time(), 3)})
+            writer.put(
+                {
+                    "kind": "response_format",
+                    "requested": client.requested,
+                    "used": client.mode,
+                    "switches": client.switches,
+                    "time": round(time.time(), 3),
+                }
+            )
         await asyncio.to_thread(writer.close)
     return gave_up
 
@@ -286,7 +321,10 @@ async def _heartbeat(client: LLMClient) -> None:
         if client.in_flight and quiet >= every:
             log.warning(
                 "waiting for %s: %d requests under way, no answer for %.0f s (each gives up after %g s, --request-timeout)",
-                client.base_url, client.in_flight, quiet, client.request_timeout,
+                client.base_url,
+                client.in_flight,
+                quiet,
+                client.request_timeout,
             )
 
 
@@ -299,5 +337,9 @@ async def _finish_in_flight(tasks: Sequence[asyncio.Future[None]], client: LLMCl
         _, still = await asyncio.wait(left, timeout=INTERRUPT_QUIET_S / 5)
         left = list(still)
         if left and client.in_flight and time.monotonic() - max(client.last_answer, since) >= INTERRUPT_QUIET_S:
-            log.warning("no answer for %.1f s: giving up the %d questions under way (a re-run asks them again)", INTERRUPT_QUIET_S, client.in_flight)
+            log.warning(
+                "no answer for %.1f s: giving up the %d questions under way (a re-run asks them again)",
+                INTERRUPT_QUIET_S,
+                client.in_flight,
+            )
             return

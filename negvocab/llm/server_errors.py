@@ -29,13 +29,18 @@ __all__ = [
 
 TEMPORARY, FORMAT, PERMANENT, UNKNOWN = "temporary", "format", "permanent", "unknown"
 
-_NAMES_FORMAT = re.compile(r"response.?format|json.?schema|json.?object|structured.?output|guided.?(?:json|decoding)|grammar", re.I)
+_NAMES_FORMAT = re.compile(
+    r"response.?format|json.?schema|json.?object|structured.?output|guided.?(?:json|decoding)|grammar", re.I
+)
 _CONTEXT = re.compile(
     r"context.?length|context.?window|context_length_exceeded|exceeds? (?:the )?(?:model'?s? )?(?:maximum )?context|n_ctx"
     r"|too many tokens|prompt is too long|could not broadcast input array|requested tokens \(\d+\) exceed",
     re.I,
 )
-_QUOTA = re.compile(r"insufficient_quota|exceeded your current quota|\bquota\b|budget has been exceeded|budget exceeded|billing|credit balance", re.I)
+_QUOTA = re.compile(
+    r"insufficient_quota|exceeded your current quota|\bquota\b|budget has been exceeded|budget exceeded|billing|credit balance",
+    re.I,
+)
 _MODEL = re.compile(
     r"invalid model(?: name)?\b|there is no 'model_name'|you passed in model=none|model.?not.?found|unknown model|no such model|model \S{0,80} (?:does not exist|not found|is not available|is not supported)"
     r"|the model .{0,80} does not exist|model .{0,80} not (?:found|loaded|served)|no deployments? available for",
@@ -76,7 +81,11 @@ def classify(status: int | None, body: str, code: str | None = None) -> Verdict:
     if _CONTEXT.search(words):
         return Verdict(PERMANENT, "context")
     if status == 429:
-        return Verdict(PERMANENT, "quota") if code == "insufficient_quota" or _QUOTA.search(words) else Verdict(TEMPORARY, "rate_limit")
+        return (
+            Verdict(PERMANENT, "quota")
+            if code == "insufficient_quota" or _QUOTA.search(words)
+            else Verdict(TEMPORARY, "rate_limit")
+        )
     if status >= 500 or status in (408, 409):
         return Verdict(TEMPORARY, "server")
     if _QUOTA.search(words) and status in (400, 402, 403):
@@ -93,7 +102,15 @@ def classify(status: int | None, body: str, code: str | None = None) -> Verdict:
 
 
 def diagnosis(
-    verdict: Verdict, status: int, detail: str, *, base_url: str, model: str, key_name: str, mode: str, code: str | None = None,
+    verdict: Verdict,
+    status: int,
+    detail: str,
+    *,
+    base_url: str,
+    model: str,
+    key_name: str,
+    mode: str,
+    code: str | None = None,
     query_names: list[str] | None = None,
 ) -> str:
     """The one-line message of a permanent (or format) error: what happened, the server's words, the fix;
@@ -111,13 +128,16 @@ def diagnosis(
     return line
 
 
-def _diagnosis(verdict: Verdict, status: int, detail: str, *, base_url: str, model: str, key_name: str, mode: str, code: str | None) -> str:
+def _diagnosis(
+    verdict: Verdict, status: int, detail: str, *, base_url: str, model: str, key_name: str, mode: str, code: str | None
+) -> str:
     said = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
     cause = verdict.cause
     if cause == "auth":
         extra = (
             "; a LiteLLM proxy without a database checks no virtual keys: use its master key (LITELLM_MASTER_KEY)"
-            if "no connected db" in detail.lower() else ""
+            if "no connected db" in detail.lower()
+            else ""
         )
         words = f" (the server said: {detail})" if detail else ""
         return f"{base_url}: authentication failed (HTTP {status}); check the API key in {key_name}{extra}{words}"
@@ -130,7 +150,9 @@ def _diagnosis(verdict: Verdict, status: int, detail: str, *, base_url: str, mod
         )
     if cause == "quota":
         tag = f" {code}" if code and code != "None" else ""
-        return f"{base_url}: out of quota (HTTP {status}{tag}): {detail}; check the account's billing or the key's budget"
+        return (
+            f"{base_url}: out of quota (HTTP {status}{tag}): {detail}; check the account's billing or the key's budget"
+        )
     if cause == "endpoint":
         hint = "" if base_url.rstrip("/").endswith("/v1") else "; OpenAI-compatible base URLs usually end in /v1"
         return f"{base_url}: model {model!r} or endpoint not found ({said}){hint}"
@@ -151,8 +173,10 @@ def connection_trouble(cause: str, timed_out: bool) -> tuple[str, bool, str]:
     whether no answer came on the connection (refused, unknown host, a connect that timed out, or a
     connection closed unanswered: worth a waiting line while retried), and the fix."""
     if cause in ("RemoteProtocolError", "ReadError"):  # connected, then closed without an answer
-        return "the server closed the connection without an answer", True, (
-            "check that the server is up and the base URL (and its log: a crash, or a proxy whose upstream is down)"
+        return (
+            "the server closed the connection without an answer",
+            True,
+            ("check that the server is up and the base URL (and its log: a crash, or a proxy whose upstream is down)"),
         )
     connect = not timed_out or cause == "ConnectTimeout"
     return ("cannot connect" if connect else "timed out"), connect, "check that the server is up and the base URL"

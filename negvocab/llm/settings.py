@@ -82,14 +82,26 @@ class LLMSettings:
         if self.base_url:
             check_base_url(self.base_url)  # the environment's OPENAI_BASE_URL is checked when the run starts
         if self.api_key is not None and not isinstance(self.api_key, str):
-            raise InputError(f"api_key must be a string or None, got a value of type {type(self.api_key).__name__}")  # never the value
+            raise InputError(
+                f"api_key must be a string or None, got a value of type {type(self.api_key).__name__}"
+            )  # never the value
         _whole("concurrency", self.concurrency, 1)
         _flag("batch", self.batch)
         check_mode(self.response_format)
         if self.request_timeout is not None:
-            _number("request_timeout", self.request_timeout, f"> 0 seconds (or None for the default {DEFAULT_REQUEST_TIMEOUT_S:g})", lambda x: x > 0)
+            _number(
+                "request_timeout",
+                self.request_timeout,
+                f"> 0 seconds (or None for the default {DEFAULT_REQUEST_TIMEOUT_S:g})",
+                lambda x: x > 0,
+            )
         _flag("retry_failed", self.retry_failed)
-        _number("poll_interval", self.poll_interval, "a finite number of seconds >= 0", lambda x: math.isfinite(x) and x >= 0)
+        _number(
+            "poll_interval",
+            self.poll_interval,
+            "a finite number of seconds >= 0",
+            lambda x: math.isfinite(x) and x >= 0,
+        )
         _whole("max_submissions", self.max_submissions, 1)
         _check_prices(self.prices)
         _check_client_options(self.client_options)
@@ -101,14 +113,18 @@ class LLMSettings:
 FIELDS: tuple[str, ...] = tuple(f.name for f in fields(LLMSettings))
 
 
-def resolve_settings(settings: LLMSettings | None, overrides: Mapping[str, Any], caller: Callable[..., Any]) -> LLMSettings:
+def resolve_settings(
+    settings: LLMSettings | None, overrides: Mapping[str, Any], caller: Callable[..., Any]
+) -> LLMSettings:
     """``settings`` (default ``LLMSettings()``) with the fields named in ``overrides`` replaced: an
     override wins over the same field of ``settings``. A keyword that is no field is refused in one
     line that names it and lists what ``caller`` accepts."""
     if settings is None:
         settings = LLMSettings()
     elif not isinstance(settings, LLMSettings):
-        raise InputError(f"settings must be an LLMSettings or None, got a value of type {type(settings).__name__}")  # it may hold a key
+        raise InputError(
+            f"settings must be an LLMSettings or None, got a value of type {type(settings).__name__}"
+        )  # it may hold a key
     unknown = [k for k in overrides if k not in FIELDS]
     if unknown:
         kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
@@ -147,7 +163,12 @@ def _check_prices(prices: Any) -> None:
     pair_of = "(USD per 1M prompt tokens, USD per 1M completion tokens)"
     for model, pair in _mapping("prices", prices, f"a mapping of model name to {pair_of}").items():
         ok = isinstance(pair, tuple | list) and len(pair) == 2
-        if not (ok and all(not isinstance(x, bool) and isinstance(x, int | float) and math.isfinite(x) and x >= 0 for x in pair)):
+        if not (
+            ok
+            and all(
+                not isinstance(x, bool) and isinstance(x, int | float) and math.isfinite(x) and x >= 0 for x in pair
+            )
+        ):
             raise InputError(f"prices[{model!r}] must be {pair_of}, two numbers >= 0, got {pair!r}")
 
 

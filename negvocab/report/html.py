@@ -44,7 +44,21 @@ WIDE_CI = 0.20  # a 95% CI of FPR wider than 20 points: the report says so
 RANDOM_NOTE = "RANDOM WEIGHTS: these numbers are meaningless (a dry run of the pipeline, not a result)"
 
 # results-table columns in display order (others present are appended); those shown in the header
-_FIRST = ["ood_set", "method", "vocabulary", "vocab_size", "deployable", "caveats", "oracle", "fpr", "auroc", "aupr_in", "aupr_out", "n_id", "n_ood"]
+_FIRST = [
+    "ood_set",
+    "method",
+    "vocabulary",
+    "vocab_size",
+    "deployable",
+    "caveats",
+    "oracle",
+    "fpr",
+    "auroc",
+    "aupr_in",
+    "aupr_out",
+    "n_id",
+    "n_ood",
+]
 _HIDDEN = {
     "model", "pretrained", "random_weights", "convention", "tpr", "positive", "params", "templates", "ci_level", "n_boot",
     "ci_resample", "fpr_ci", "auroc_ci", "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high", "vocab_source",
@@ -119,16 +133,26 @@ def _small_sample(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     small = sorted({f"{r.get('ood_set', '')} (n_id={r.get('n_id')}, n_ood={r.get('n_ood')})" for r in rows
                     if any(isinstance(r.get(k), int) and r[k] < SMALL_N for k in ("n_id", "n_ood"))})  # fmt: skip
     if small:
-        out.append(f"Small samples: fewer than {SMALL_N} ID or OOD images in {', '.join(small)}; FPR@95 moves by whole points with one image, read these numbers as a dry run.")
+        out.append(
+            f"Small samples: fewer than {SMALL_N} ID or OOD images in {', '.join(small)}; FPR@95 moves by whole points with one image, read these numbers as a dry run."
+        )
     for r in rows:
         ci = r.get("fpr_ci") or ([r["fpr_ci_low"], r["fpr_ci_high"]] if "fpr_ci_low" in r else None)
         if not ci or any(not isinstance(c, (int, float)) or math.isnan(c) for c in ci):
             continue
-        name = f"{r.get('method')}" + (f"@{r['vocabulary']}" if r.get("vocabulary") else "") + f" on {r.get('ood_set', '')}"
+        name = (
+            f"{r.get('method')}"
+            + (f"@{r['vocabulary']}" if r.get("vocabulary") else "")
+            + f" on {r.get('ood_set', '')}"
+        )
         if ci[1] - ci[0] > WIDE_CI:
-            out.append(f"{name}: the 95% CI of FPR is {100 * (ci[1] - ci[0]):.0f} points wide [{_pct(ci[0])}, {_pct(ci[1])}]: the point value says little.")
+            out.append(
+                f"{name}: the 95% CI of FPR is {100 * (ci[1] - ci[0]):.0f} points wide [{_pct(ci[0])}, {_pct(ci[1])}]: the point value says little."
+            )
         elif ci[1] == ci[0] and isinstance(r.get("n_ood"), int) and r["n_ood"] < SMALL_N:
-            out.append(f"{name}: a CI of zero width [{_pct(ci[0])}, {_pct(ci[1])}] from {r['n_ood']} OOD images is not certainty: the bootstrap cannot see beyond the images it has.")
+            out.append(
+                f"{name}: a CI of zero width [{_pct(ci[0])}, {_pct(ci[1])}] from {r['n_ood']} OOD images is not certainty: the bootstrap cannot see beyond the images it has."
+            )
     return out
 
 
@@ -139,10 +163,18 @@ def _results_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     extra = [c for c in dict.fromkeys(k for r in rows for k in r) if c not in _FIRST and c not in _HIDDEN]
     cols = present + extra
     tpr = int(round(100 * float(rows[0].get("tpr", 0.95)))) if rows else 95
-    title = {"fpr": f"FPR@{tpr} % [95% CI]", "auroc": "AUROC % [95% CI]", "aupr_in": "AUPR-In %", "aupr_out": "AUPR-Out %", "vocab_size": "M"}
+    title = {
+        "fpr": f"FPR@{tpr} % [95% CI]",
+        "auroc": "AUROC % [95% CI]",
+        "aupr_in": "AUPR-In %",
+        "aupr_out": "AUPR-Out %",
+        "vocab_size": "M",
+    }
     conv = rows[0].get("convention", "paper") if rows else "paper"
     cells = {c: [_results_cell(r, c) for r in rows] for c in cols}
-    constant = [c for c in cols if len(rows) > 1 and c not in ("fpr", "auroc") and len({x["text"] for x in cells[c]}) == 1]
+    constant = [
+        c for c in cols if len(rows) > 1 and c not in ("fpr", "auroc") and len({x["text"] for x in cells[c]}) == 1
+    ]
     shown = [c for c in cols if c not in constant]
     name = lambda c: title.get(c, c.replace("_", " "))  # noqa: E731
     return {
@@ -202,7 +234,11 @@ def evasion_cards(
     op = operating_point(id_scores, ood_scores, tpr, convention=convention)  # type: ignore[arg-type]
     ood = np.flatnonzero(op.ood_passing)
     ids = np.flatnonzero(op.id_flagged)
-    return ood[np.argsort(-ood_scores[ood], kind="stable")], ids[np.argsort(id_scores[ids], kind="stable")], op.threshold
+    return (
+        ood[np.argsort(-ood_scores[ood], kind="stable")],
+        ids[np.argsort(id_scores[ids], kind="stable")],
+        op.threshold,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -241,7 +277,15 @@ def _scores_plot(folder: Path, doc: Mapping[str, Any], key: str | None) -> tuple
     sets = [str(x) for x in arrays["ood_sets"]] if len(arrays.get("ood_sets", [])) == oods.size else None
     tpr, conv = float(doc.get("tpr", 0.95)), str(doc.get("convention", "paper"))
     random = bool(doc.get("random_weights"))
-    fig = scores_figure(ids, oods, sets, tpr=tpr, convention=conv, detector=run, title=f"Score distributions and ROC: {run}" + (" [RANDOM WEIGHTS]" if random else ""))
+    fig = scores_figure(
+        ids,
+        oods,
+        sets,
+        tpr=tpr,
+        convention=conv,
+        detector=run,
+        title=f"Score distributions and ROC: {run}" + (" [RANDOM WEIGHTS]" if random else ""),
+    )
     caption = (f"Run {run}: ID against each OOD set, the threshold at TPR {int(round(100 * tpr))}% dashed; ROC per OOD set, "
                f"the dot is FPR@{int(round(100 * tpr))} ({conv} convention). Other runs: negvocab report --run.")  # fmt: skip
     return base64.b64encode(figure_png(fig)).decode("ascii"), caption
@@ -251,7 +295,9 @@ def _png(path: Path) -> str | None:
     return base64.b64encode(path.read_bytes()).decode("ascii") if path.is_file() else None
 
 
-def _score_images(folder: Path, doc: Mapping[str, Any], key: str | None, max_cards: int, max_flagged: int, thumbs: dict) -> tuple[dict | None, dict | None, list[str]]:
+def _score_images(
+    folder: Path, doc: Mapping[str, Any], key: str | None, max_cards: int, max_flagged: int, thumbs: dict
+) -> tuple[dict | None, dict | None, list[str]]:
     """Evasion and flagged cards of a ``negvocab score`` folder (scores.npz + explanations.json)."""
     notes: list[str] = []
     npz_path = folder / "scores.npz"
@@ -298,19 +344,50 @@ def _score_images(folder: Path, doc: Mapping[str, Any], key: str | None, max_car
     sections = []
     for name in names:
         members = [j for j in ood_idx if sets[j] == name]
-        cards = [_card({"image": ids[j], "path": paths[j], "score": s_ood[j], **_why(ex.get(ids[j])), "ood_set": name if len(names) > 1 else ""}, thr_of[name], thumbs) for j in members[:max_cards]]
+        cards = [
+            _card(
+                {
+                    "image": ids[j],
+                    "path": paths[j],
+                    "score": s_ood[j],
+                    **_why(ex.get(ids[j])),
+                    "ood_set": name if len(names) > 1 else "",
+                },
+                thr_of[name],
+                thumbs,
+            )
+            for j in members[:max_cards]
+        ]
         sections.append({"name": name, "cards": cards, "total": len(members), "threshold": _num(thr_of[name], 5)})
     id_paths = [str(p) for p in arrays.get("id_paths", [])]
     id_ids = [str(p) for p in arrays.get("id_image_ids", [])]
     id_ex = _explained(ex_doc, "id_images", vname)
-    flagged = [_card({"image": id_ids[j], "path": id_paths[j], "score": s_id[j], **_why(id_ex.get(id_ids[j]))}, thr, thumbs) for j in id_idx[:max_flagged]] if len(id_paths) == len(s_id) else []
+    flagged = (
+        [
+            _card(
+                {"image": id_ids[j], "path": id_paths[j], "score": s_id[j], **_why(id_ex.get(id_ids[j]))}, thr, thumbs
+            )
+            for j in id_idx[:max_flagged]
+        ]
+        if len(id_paths) == len(s_id)
+        else []
+    )
     caption = f"Run {key}: at the FPR@{int(round(100 * tpr))} threshold ({conv} convention{', per OOD set' if len(names) > 1 else ''})."
     notes.append("A score run keeps no image labels; negvocab coverage (labelled OOD sets) adds labels and confusions.")
     if flagged and not id_ex:
-        notes.append("explanations.json explains no flagged ID image (written by an older version): re-run negvocab score to see what they were taken for.")
+        notes.append(
+            "explanations.json explains no flagged ID image (written by an older version): re-run negvocab score to see what they were taken for."
+        )
     cards = [c for sec in sections for c in sec["cards"]]
     return (
-        {"cards": cards, "sets": sections if len(names) > 1 else [], "total": len(ood_idx), "caption": caption, "threshold": _num(thr, 5), "key": key},
+        {
+            "cards": cards,
+            "sets": sections if len(names) > 1 else [],
+            "total": len(ood_idx),
+            "caption": caption,
+            "threshold": _num(thr, 5),
+            "key": key,
+        },
         {"cards": flagged, "total": len(id_idx), "caption": caption},
         notes,
     )
@@ -325,10 +402,16 @@ def _explained(ex_doc: Mapping[str, Any], part: str, vname: str | None) -> dict[
 def _why(e: Mapping[str, Any] | None) -> dict[str, Any]:
     """The card fields of one explanation: the ID class taken for and the negatives that fired."""
     top_id = ((e or {}).get("top_id") or [{}])[0]
-    return {"id_class": top_id.get("label"), "id_cosine": top_id.get("cosine"), "top_negatives": (e or {}).get("top_negatives")}
+    return {
+        "id_class": top_id.get("label"),
+        "id_cosine": top_id.get("cosine"),
+        "top_negatives": (e or {}).get("top_negatives"),
+    }
 
 
-def _coverage_images(folder: Path, doc: Mapping[str, Any], max_cards: int, max_flagged: int, thumbs: dict) -> tuple[dict | None, dict | None]:
+def _coverage_images(
+    folder: Path, doc: Mapping[str, Any], max_cards: int, max_flagged: int, thumbs: dict
+) -> tuple[dict | None, dict | None]:
     path = folder / "coverage_images.json"
     if not path.is_file():
         return None, None
@@ -338,7 +421,13 @@ def _coverage_images(folder: Path, doc: Mapping[str, Any], max_cards: int, max_f
     ids = sorted((r for r in rows if r["set"] == "id" and r["misjudged"]), key=lambda r: r["score"])
     caption = f"{doc.get('method', '')}: at the FPR@{int(round(100 * float(doc.get('tpr', 0.95))))} threshold ({doc.get('convention', 'paper')} convention)."
     return (
-        {"cards": [_card(r, thr, thumbs) for r in ood[:max_cards]], "sets": [], "total": len(ood), "caption": caption, "threshold": _num(thr, 5)},
+        {
+            "cards": [_card(r, thr, thumbs) for r in ood[:max_cards]],
+            "sets": [],
+            "total": len(ood),
+            "caption": caption,
+            "threshold": _num(thr, 5),
+        },
         {"cards": [_card(r, thr, thumbs) for r in ids[:max_flagged]], "total": len(ids), "caption": caption},
     )
 
@@ -347,11 +436,23 @@ def _coverage_section(folder: Path, doc: Mapping[str, Any], max_rows: int = 300)
     s = doc.get("summary", {})
     summary = [
         ("OOD classes / images", f"{s.get('n_classes')} / {s.get('n_ood_images')}"),
-        ("exact coverage (label or WordNet synonym in the vocabulary)", f"{_pct(s.get('exact_coverage'))}% of classes, {_pct(s.get('exact_coverage_images'))}% of images"),
-        ("coverage by text cosine", ", ".join(f">= {t}: {_pct(v)}%" for t, v in (s.get("cosine_coverage") or {}).items())),
+        (
+            "exact coverage (label or WordNet synonym in the vocabulary)",
+            f"{_pct(s.get('exact_coverage'))}% of classes, {_pct(s.get('exact_coverage_images'))}% of images",
+        ),
+        (
+            "coverage by text cosine",
+            ", ".join(f">= {t}: {_pct(v)}%" for t, v in (s.get("cosine_coverage") or {}).items()),
+        ),
         ("FPR / AUROC with the vocabulary", f"{_pct(s.get('fpr'))}% / {_pct(s.get('auroc'))}%"),
         ("ORACLE: FPR with every OOD label added", f"{_pct(s.get('oracle_fpr'))}%"),
-        ("share of the oracle gap closed by the top-k oracle additions", ", ".join(f"k={k}: {_pct(v) + '%' if v is not None else '-'}" for k, v in (s.get("gap_closed_by_top_k") or {}).items())),
+        (
+            "share of the oracle gap closed by the top-k oracle additions",
+            ", ".join(
+                f"k={k}: {_pct(v) + '%' if v is not None else '-'}"
+                for k, v in (s.get("gap_closed_by_top_k") or {}).items()
+            ),
+        ),
     ]
     classes = sorted(doc.get("classes", []), key=lambda r: (-r.get("fpr_gain", 0), -r.get("passing_share", 0)))
     shown = [
@@ -359,7 +460,9 @@ def _coverage_section(folder: Path, doc: Mapping[str, Any], max_rows: int = 300)
             **r,
             "nearest_cosine": _num(r.get("nearest_cosine"), 3),
             "passing_share": f"{_pct(r.get('passing_share'))}% ({r.get('passing')})",
-            "fired": "; ".join(f"{f['label']} ({f['count']})" for f in r.get("fired", [])) if isinstance(r.get("fired"), list) else r.get("fired"),
+            "fired": "; ".join(f"{f['label']} ({f['count']})" for f in r.get("fired", []))
+            if isinstance(r.get("fired"), list)
+            else r.get("fired"),
             "fpr_with": _pct(r.get("fpr_with")),
             "fpr_gain": _pct(r.get("fpr_gain")),
         }
@@ -372,7 +475,15 @@ def _coverage_section(folder: Path, doc: Mapping[str, Any], max_rows: int = 300)
             "oracle": bool(rep.get("oracle")),
             "note": rep.get("note", ""),
             "png": _png(folder / "repair.png"),
-            "rows": [{**r, "label": r["label"] or "(the vocabulary as given)", "fpr": _pct(r["fpr"]), "auroc": _pct(r["auroc"])} for r in rep.get("rows", [])],
+            "rows": [
+                {
+                    **r,
+                    "label": r["label"] or "(the vocabulary as given)",
+                    "fpr": _pct(r["fpr"]),
+                    "auroc": _pct(r["auroc"]),
+                }
+                for r in rep.get("rows", [])
+            ],
         }
     conf = [{**r, "mean_score": _num(r["mean_score"], 4)} for r in doc.get("confusions", [])[:50]]
     more = f"showing {max_rows} of {len(classes)} classes; all are in coverage.csv" if len(classes) > max_rows else ""
@@ -396,9 +507,18 @@ def study_folders(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
         if any((folder / m).is_file() for m in _MARKERS):
             out.append(folder)
             continue
-        below = sorted({f.parent for m in _MARKERS for f in folder.rglob(m) if not any(p.startswith(".") for p in f.relative_to(folder).parts)})
+        below = sorted(
+            {
+                f.parent
+                for m in _MARKERS
+                for f in folder.rglob(m)
+                if not any(p.startswith(".") for p in f.relative_to(folder).parts)
+            }
+        )
         if not below:
-            raise InputError(f"{folder}: no results.json, sweep.json or coverage.json in it or below it; give folders negvocab score, sweep, coverage or grid wrote")
+            raise InputError(
+                f"{folder}: no results.json, sweep.json or coverage.json in it or below it; give folders negvocab score, sweep, coverage or grid wrote"
+            )
         out += below
     return list(dict.fromkeys(out))
 
@@ -408,7 +528,15 @@ def _folder_section(folder: Path, key: str | None, max_cards: int, max_flagged: 
     # long: one context from the three kinds of results file a folder may hold
     found = {name: folder / name for name in _MARKERS if (folder / name).is_file()}
     score_notes: list[str] = []
-    ctx: dict[str, Any] = {"results": None, "sweep": None, "evasions": None, "flagged": None, "coverage": None, "notes": [], "scores_png": None}
+    ctx: dict[str, Any] = {
+        "results": None,
+        "sweep": None,
+        "evasions": None,
+        "flagged": None,
+        "coverage": None,
+        "notes": [],
+        "scores_png": None,
+    }
     metas: list[Mapping[str, Any]] = []
     if "results.json" in found:
         doc = _results_doc(found["results.json"])
@@ -421,8 +549,19 @@ def _folder_section(folder: Path, key: str | None, max_cards: int, max_flagged: 
         doc = _read_json(found["sweep.json"])
         metas.append(doc)
         one_set = doc.get("ood_set") if isinstance(doc.get("ood_set"), str) else ""
-        fmt = lambda r: {"M": r.get("M"), "name": r.get("name", ""), "ood_set": r.get("ood_set") or one_set or "-", "fpr": _pct(r.get("fpr")), "auroc": _pct(r.get("auroc")), "ci": _ci(r, "fpr").strip()}  # noqa: E731
-        ctx["sweep"] = {"png": _png(folder / "sweep.png"), "rows": [fmt(r) for r in doc.get("rows", [])], "references": [fmt(r) for r in doc.get("references", [])]}
+        fmt = lambda r: {  # noqa: E731
+            "M": r.get("M"),
+            "name": r.get("name", ""),
+            "ood_set": r.get("ood_set") or one_set or "-",
+            "fpr": _pct(r.get("fpr")),
+            "auroc": _pct(r.get("auroc")),
+            "ci": _ci(r, "fpr").strip(),
+        }
+        ctx["sweep"] = {
+            "png": _png(folder / "sweep.png"),
+            "rows": [fmt(r) for r in doc.get("rows", [])],
+            "references": [fmt(r) for r in doc.get("references", [])],
+        }
     if "coverage.json" in found:
         doc = _read_json(found["coverage.json"])
         metas.append(doc)
@@ -433,7 +572,9 @@ def _folder_section(folder: Path, key: str | None, max_cards: int, max_flagged: 
             ctx["notes"] = [n for n in ctx["notes"] if n not in score_notes]
     model_random = any(bool(m.get("random_weights")) for m in metas)
     # rows also say so when their vocabulary was built with random weights (a pretrained model scored it)
-    random = model_random or any(isinstance(r, dict) and r.get("random_weights") is True for m in metas for r in (m.get("rows") or []))
+    random = model_random or any(
+        isinstance(r, dict) and r.get("random_weights") is True for m in metas for r in (m.get("rows") or [])
+    )
     first = metas[0]
     tpr = float(first.get("tpr", 0.95))
     vocab = first.get("vocabulary") or first.get("vocabularies")
@@ -447,7 +588,14 @@ def _folder_section(folder: Path, key: str | None, max_cards: int, max_flagged: 
         (f"threshold of run {ctx['evasions'].get('key', '')} (score >= it: taken as ID)" if ctx["evasions"] else "threshold",
          ", ".join(f"{t['name']}: {t['threshold']}" for t in thresholds) if thresholds else (ctx["evasions"]["threshold"] if ctx["evasions"] else "")),
     ]  # fmt: skip
-    return {**ctx, "name": str(folder), "kinds": ", ".join(found), "meta": [(k, v) for k, v in meta if v], "random": random, "tpr_pct": int(round(100 * tpr))}
+    return {
+        **ctx,
+        "name": str(folder),
+        "kinds": ", ".join(found),
+        "meta": [(k, v) for k, v in meta if v],
+        "random": random,
+        "tpr_pct": int(round(100 * tpr)),
+    }
 
 
 def write_report(
@@ -476,10 +624,14 @@ def write_report(
     for i, sec in enumerate(sections):
         sec["p"] = "" if i == 0 else f"s{i + 1}-"  # the first section keeps the plain anchors
     random = any(sec["random"] for sec in sections)
-    env = jinja2.Environment(loader=jinja2.PackageLoader("negvocab.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("negvocab.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
+    )
     one = len(sections) == 1
     html = env.get_template("report.html.j2").render(
-        title=f"negvocab report: {folders[0].name}" if one else f"negvocab study report: {len(sections)} results folders",
+        title=f"negvocab report: {folders[0].name}"
+        if one
+        else f"negvocab study report: {len(sections)} results folders",
         subtitle=sections[0]["kinds"] if one else ", ".join(str(f) for f in given),
         random_weights=random,
         random_warning=RANDOM_NOTE,
@@ -505,7 +657,9 @@ def _sets_text(doc: Mapping[str, Any]) -> str:
     def one(x: Any) -> str:
         return f"{x.get('name', '?')} ({x.get('n', '?')})" if isinstance(x, Mapping) else str(x)
 
-    if "id_set" in doc and isinstance(doc.get("ood_sets"), Mapping) and len(doc["ood_sets"]) > 1:  # several named OOD sets
+    if (
+        "id_set" in doc and isinstance(doc.get("ood_sets"), Mapping) and len(doc["ood_sets"]) > 1
+    ):  # several named OOD sets
         return f"{one(doc['id_set'])} / " + ", ".join(f"{k}: {one(v)}" for k, v in doc["ood_sets"].items())
     if "id_set" in doc:
         return f"{one(doc['id_set'])} / {one(doc.get('ood_set', '?'))}"

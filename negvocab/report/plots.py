@@ -66,8 +66,18 @@ def check_plot_formats(formats: Sequence[str], option: str = "plot format") -> l
     if not names:
         raise InputError(f"{option}: give {choose}, comma-separated")
     return names
+
+
 #: the fields that tell series apart, with how each is shown
-_SERIES_FIELDS = (("model", "{}"), ("pretrained", "{}"), ("method", "{}"), ("vocabulary", "{}"), ("templates", "templates {}"), ("convention", "{} convention"), ("ood_set", "OOD {}"))
+_SERIES_FIELDS = (
+    ("model", "{}"),
+    ("pretrained", "{}"),
+    ("method", "{}"),
+    ("vocabulary", "{}"),
+    ("templates", "templates {}"),
+    ("convention", "{} convention"),
+    ("ood_set", "OOD {}"),
+)
 
 
 def _pick_ood(rows: Sequence[Mapping[str, Any]], ood_set: str | None) -> list[Mapping[str, Any]]:
@@ -78,7 +88,9 @@ def _pick_ood(rows: Sequence[Mapping[str, Any]], ood_set: str | None) -> list[Ma
         return list(rows)
     want = ood_set
     if want not in names:
-        raise InputError(f"no sweep rows for OOD set {want!r}; the rows have {', '.join(sorted(str(n) for n in names))}")
+        raise InputError(
+            f"no sweep rows for OOD set {want!r}; the rows have {', '.join(sorted(str(n) for n in names))}"
+        )
     return [r for r in rows if r.get("ood_set") == want]
 
 
@@ -100,7 +112,9 @@ def _title(rows: Sequence[Mapping[str, Any]], varying: Sequence[str], random_wei
     parts = []
     if "model" not in varying:
         weights = "RANDOM WEIGHTS" if first.get("random_weights") else first.get("pretrained") or "?"
-        parts.append(f"{first.get('model', '?')} ({weights})" if "pretrained" not in varying else str(first.get("model", "?")))
+        parts.append(
+            f"{first.get('model', '?')} ({weights})" if "pretrained" not in varying else str(first.get("model", "?"))
+        )
     for field, fmt in _SERIES_FIELDS[2:]:
         if field not in varying and first.get(field) not in (None, ""):
             parts.append(("vocabulary {}" if field == "vocabulary" else fmt).format(first[field]))
@@ -110,7 +124,16 @@ def _title(rows: Sequence[Mapping[str, Any]], varying: Sequence[str], random_wei
     return heading
 
 
-def _line_with_band(ax: Any, part: Sequence[Mapping[str, Any]], key: str, color: str, label: str | None, *, band_label: str | None = None, width: float = 1.5) -> list[float]:
+def _line_with_band(
+    ax: Any,
+    part: Sequence[Mapping[str, Any]],
+    key: str,
+    color: str,
+    label: str | None,
+    *,
+    band_label: str | None = None,
+    width: float = 1.5,
+) -> list[float]:
     """One series against M (sorted), with its bootstrap band where every point has an interval
     (``<key>_ci``); returns the plotted values (points and band edges) for the y range."""
     part = sorted(part, key=lambda r: r["M"])
@@ -179,24 +202,40 @@ def sweep_figure(
     fig = figure if figure is not None else Figure(figsize=(10, 4.2))
     fig.set_layout_engine("constrained")
     axes = fig.subplots(1, 2)
-    metrics = (("fpr", f"FPR@{tpr} (%)" + ("" if "convention" in varying else f", {conv} convention")), ("auroc", "AUROC (%)"))
+    metrics = (
+        ("fpr", f"FPR@{tpr} (%)" + ("" if "convention" in varying else f", {conv} convention")),
+        ("auroc", "AUROC (%)"),
+    )
     for ax, (key, ylabel) in zip(axes, metrics, strict=True):
         values: list[float] = []
         for i, part in enumerate(series.values()):
             label = _describe(part[0], varying) or str(part[0].get("vocabulary") or "first M of the ranking")
             if _not_deployable(part[0]):
                 label += " (not deployable)"
-            values += _line_with_band(ax, part, key, f"C{i}", textwrap.fill(label, 48), band_label="95% CI (OOD bootstrap)" if i == 0 else None)
+            values += _line_with_band(
+                ax,
+                part,
+                key,
+                f"C{i}",
+                textwrap.fill(label, 48),
+                band_label="95% CI (OOD bootstrap)" if i == 0 else None,
+            )
         ref_varying = _varying(refs) if refs else []
         for j, ref in enumerate(refs):
             name = str(ref.get("name", "reference"))
             extra = _describe(ref, [f for f in ref_varying if f != "vocabulary"])
-            label = f"{name}{' (not deployable)' if _not_deployable(ref) else ''}, M={ref['M']:,}" + (f" [{extra}]" if extra else "")
+            label = f"{name}{' (not deployable)' if _not_deployable(ref) else ''}, M={ref['M']:,}" + (
+                f" [{extra}]" if extra else ""
+            )
             ax.axhline(100 * ref[key], linestyle="--", color=f"C{len(series) + j}", label=label)
             values.append(100 * ref[key])
         _m_axes(ax, ms, values, ylabel)
         ax.legend(fontsize=7)
-    fig.suptitle(title + ("\n[RANDOM WEIGHTS: meaningless]" if random_weights else "") if title else _title(rows, varying, random_weights))
+    fig.suptitle(
+        title + ("\n[RANDOM WEIGHTS: meaningless]" if random_weights else "")
+        if title
+        else _title(rows, varying, random_weights)
+    )
     return fig
 
 
@@ -267,14 +306,38 @@ def overlay_figure(
                     banded |= len(got) > len(part)
                     values += got
             for b in baselines:
-                if str(b.get("model")) == model and str(b.get("convention")) == conv and str(b.get("ood_set")) in colour:
-                    ax.axhline(100 * b[metric], linestyle=styles[str(b["method"])], linewidth=1.1, color=colour[str(b["ood_set"])])
+                if (
+                    str(b.get("model")) == model
+                    and str(b.get("convention")) == conv
+                    and str(b.get("ood_set")) in colour
+                ):
+                    ax.axhline(
+                        100 * b[metric],
+                        linestyle=styles[str(b["method"])],
+                        linewidth=1.1,
+                        color=colour[str(b["ood_set"])],
+                    )
                     values.append(100 * b[metric])
             if not mine:
                 _note(ax, f"no sized entries for {model}, {meth}, {conv}")
-            _m_axes(ax, ms, values, (f"FPR@{tpr} (%)" if metric == "fpr" else "AUROC (%)") if ax is row_axes[0] else None)
-    handles: list[Any] = [Line2D([], [], color=colour[s], marker="o", linewidth=2.4 if s == "mean" else 1.3, label="mean over OOD sets" if s == "mean" else f"OOD {s}") for s in sets]
-    handles += [Line2D([], [], color="0.3", linestyle=st, label=f"{m} (no vocabulary; baseline, per set)") for m, st in styles.items()]
+            _m_axes(
+                ax, ms, values, (f"FPR@{tpr} (%)" if metric == "fpr" else "AUROC (%)") if ax is row_axes[0] else None
+            )
+    handles: list[Any] = [
+        Line2D(
+            [],
+            [],
+            color=colour[s],
+            marker="o",
+            linewidth=2.4 if s == "mean" else 1.3,
+            label="mean over OOD sets" if s == "mean" else f"OOD {s}",
+        )
+        for s in sets
+    ]
+    handles += [
+        Line2D([], [], color="0.3", linestyle=st, label=f"{m} (no vocabulary; baseline, per set)")
+        for m, st in styles.items()
+    ]
     if banded:
         handles.append(Patch(color="0.5", alpha=0.3, label="95% bootstrap interval"))
     fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=7, frameon=False)
@@ -294,7 +357,9 @@ def plot_overlay(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str]
 def _format(path: Path) -> tuple[str, int | None]:
     fmt = PLOT_FORMATS.get(path.suffix.lower())
     if fmt is None:
-        raise InputError(f"{path}: a figure is written as {', '.join(PLOT_FORMATS)}; give the file one of these suffixes")
+        raise InputError(
+            f"{path}: a figure is written as {', '.join(PLOT_FORMATS)}; give the file one of these suffixes"
+        )
     return fmt
 
 
@@ -388,8 +453,16 @@ def figure_png(fig: Figure, dpi: int = 110) -> bytes:
 
 def _note(ax: Any, text: str) -> None:
     """A note inside the axes, for what the data alone would not say (a degenerate case)."""
-    ax.text(0.5, 0.5, textwrap.fill(text, 48), transform=ax.transAxes, ha="center", va="center", fontsize=8,
-            bbox={"boxstyle": "round", "facecolor": "lightyellow", "edgecolor": "0.6"})
+    ax.text(
+        0.5,
+        0.5,
+        textwrap.fill(text, 48),
+        transform=ax.transAxes,
+        ha="center",
+        va="center",
+        fontsize=8,
+        bbox={"boxstyle": "round", "facecolor": "lightyellow", "edgecolor": "0.6"},
+    )
 
 
 def subsample_figure(rows: Sequence[Mapping[str, Any]], *, title: str | None = None) -> Figure:
@@ -417,9 +490,18 @@ def subsample_figure(rows: Sequence[Mapping[str, Any]], *, title: str | None = N
             p = float(part[0]["full"])
             sd = [_clean(100 * r["sd"]) for r in part]
             ax.plot(ns, sd, "o", color=f"C{i}", label=f"{det} (draws)")
-            ax.plot(ns, [_clean(100 * r["sd_analytic"]) for r in part], "--", color=f"C{i}", alpha=0.8, label=f"{det} (analytic, FPC)")
+            ax.plot(
+                ns,
+                [_clean(100 * r["sd_analytic"]) for r in part],
+                "--",
+                color=f"C{i}",
+                alpha=0.8,
+                label=f"{det} (analytic, FPC)",
+            )
             grid = np.geomspace(ns.min(), ns.max(), 50) if ns.max() > ns.min() else ns
-            ax.plot(grid, 100 * np.sqrt(p * (1 - p) / grid), ":", color=f"C{i}", alpha=0.6, label=f"{det}: sqrt(p(1-p)/n)")
+            ax.plot(
+                grid, 100 * np.sqrt(p * (1 - p) / grid), ":", color=f"C{i}", alpha=0.6, label=f"{det}: sqrt(p(1-p)/n)"
+            )
             values += [v for v in sd if math.isfinite(v)]
         big_n = mine[0]["N"]
         notes = []
@@ -452,11 +534,12 @@ def _clean(v: float) -> float:
     return 0.0 if abs(v) < 1e-9 else v
 
 
-def plot_subsample(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str], *, title: str | None = None) -> Path:
+def plot_subsample(
+    rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str], *, title: str | None = None
+) -> Path:
     """Write :func:`subsample_figure` to ``path`` (format by suffix: .pdf, .svg, .png)."""
     _format(Path(path))
     return save_figure(subsample_figure(rows, title=title), path)
-
 
 
 def _roc(ids: np.ndarray, oods: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -529,7 +612,9 @@ def scores_figure(
     return fig
 
 
-def plot_scores(s_id: Any, s_ood: Any, path: str | os.PathLike[str], ood_sets: Sequence[str] | None = None, **kw: Any) -> Path:
+def plot_scores(
+    s_id: Any, s_ood: Any, path: str | os.PathLike[str], ood_sets: Sequence[str] | None = None, **kw: Any
+) -> Path:
     """Write :func:`scores_figure` to ``path`` (format by suffix: .pdf, .svg, .png)."""
     _format(Path(path))
     return save_figure(scores_figure(s_id, s_ood, ood_sets, **kw), path)
@@ -549,15 +634,29 @@ def repair_figure(curve: Any, *, random_weights: bool = False) -> Figure:
     fprs = [100 * r["fpr"] for r in rows]
     ax.plot(steps, fprs, marker="o", drawstyle="steps-post")
     for r in rows[1:]:
-        ax.annotate(str(r["label"])[:18], (r["step"], 100 * r["fpr"]), fontsize=7, rotation=30, xytext=(2, 4), textcoords="offset points")
+        ax.annotate(
+            str(r["label"])[:18],
+            (r["step"], 100 * r["fpr"]),
+            fontsize=7,
+            rotation=30,
+            xytext=(2, 4),
+            textcoords="offset points",
+        )
     if max(fprs) - min(fprs) < 1e-9:
         ax.set_ylim(max(-2.0, fprs[0] - 5), min(102.0, fprs[0] + 5))
-        _note(ax, f"the candidates add nothing: FPR stays at {fprs[0]:.2f}% after {len(rows) - 1} label(s)" if len(rows) > 1 else "no label to add: the vocabulary as given")
+        _note(
+            ax,
+            f"the candidates add nothing: FPR stays at {fprs[0]:.2f}% after {len(rows) - 1} label(s)"
+            if len(rows) > 1
+            else "no label to add: the vocabulary as given",
+        )
     ax.set_xlim(-0.5, max(steps) + 0.5)
     ax.set_xlabel("labels added (greedy, best first)")
     ax.set_ylabel(f"FPR@{int(round(100 * curve.tpr))} (%), {curve.convention}")
     ax.grid(True, alpha=0.3)
-    title = f"Repair curve, {curve.method}" + (" [ORACLE analysis: OOD labels]" if curve.oracle else " [candidate pool]")
+    title = f"Repair curve, {curve.method}" + (
+        " [ORACLE analysis: OOD labels]" if curve.oracle else " [candidate pool]"
+    )
     ax.set_title(title + (" [RANDOM WEIGHTS]" if random_weights else ""), fontsize=9)
     return fig
 

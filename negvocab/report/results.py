@@ -26,7 +26,16 @@ if TYPE_CHECKING:
     from negvocab.evaluation.evaluate import Evaluation
     from negvocab.evaluation.sweeps import SweepResult
 
-__all__ = ["RESULT_FILES", "SWEEP_COLUMNS", "SWEEP_FILES", "TABLE_COLUMNS", "flat_row", "format_table", "write_results", "write_sweep"]
+__all__ = [
+    "RESULT_FILES",
+    "SWEEP_COLUMNS",
+    "SWEEP_FILES",
+    "TABLE_COLUMNS",
+    "flat_row",
+    "format_table",
+    "write_results",
+    "write_sweep",
+]
 
 
 TABLE_COLUMNS = [
@@ -99,8 +108,16 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
             f"{100 * r['auroc']:>6.2f}  {100 * r['aupr_in']:>7.2f}  {100 * r['aupr_out']:>8.2f}"
         )
     n_ood = {str(r.get("ood_set")): r["n_ood"] for r in rows if r.get("ood_set") not in SUMMARY_ROWS}
-    lines.append(f"n_id={rows[0]['n_id'] if rows else 0}, n_ood=" + (", ".join(f"{k} {v}" for k, v in n_ood.items()) if len(n_ood) > 1 else str(next(iter(n_ood.values()), 0))))
-    conv_meta = (meta or {}).get("conventions") or conventions(conv, str(rows[0].get("templates", "?")) if rows else "?", grouping_params(rows), rows[0]["tpr"] if rows else 0.95)
+    lines.append(
+        f"n_id={rows[0]['n_id'] if rows else 0}, n_ood="
+        + (", ".join(f"{k} {v}" for k, v in n_ood.items()) if len(n_ood) > 1 else str(next(iter(n_ood.values()), 0)))
+    )
+    conv_meta = (meta or {}).get("conventions") or conventions(
+        conv,
+        str(rows[0].get("templates", "?")) if rows else "?",
+        grouping_params(rows),
+        rows[0]["tpr"] if rows else 0.95,
+    )
     lines.append(f"FPR convention: {conv_meta['convention']}; threshold: {conv_meta['threshold']}")
     lines.append(f"grouping: {conv_meta['grouping']}; templates: {conv_meta['templates']}")
     lines.append(f"how these differ from NegLabel's, OpenOOD's and the Hendrycks code: {conv_meta['see']}")
@@ -148,10 +165,20 @@ def _write_results_files(ev: Evaluation, out: Path) -> None:
         np.savez_compressed(fh, **arrays)
     keys = list(ev.scores)
     per_image = []
-    for split, imgs, set_of in (("id", ev.id_images, [""] * len(ev.id_images)), ("ood", ev.ood_images, ev.ood_set_of_images())):
+    for split, imgs, set_of in (
+        ("id", ev.id_images, [""] * len(ev.id_images)),
+        ("ood", ev.ood_images, ev.ood_set_of_images()),
+    ):
         for j, (iid, path) in enumerate(imgs):
             per_image.append(
-                {"set": split, "ood_set": set_of[j], "image": iid, "path": path, "random_weights": ev.random_weights, **{k: repr(float(ev.scores[k][split][j])) for k in keys}}
+                {
+                    "set": split,
+                    "ood_set": set_of[j],
+                    "image": iid,
+                    "path": path,
+                    "random_weights": ev.random_weights,
+                    **{k: repr(float(ev.scores[k][split][j])) for k in keys},
+                }
             )
     write_text(out / "scores.csv", csv_text(per_image, ["set", "ood_set", "image", "path", "random_weights", *keys]))
     write_json(
@@ -173,7 +200,9 @@ SWEEP_COLUMNS = [
 ]  # fmt: skip
 
 
-def write_sweep(result: SweepResult, out_dir: str | os.PathLike[str], *, overwrite: bool = False, plot_formats: Sequence[str] = ()) -> Path:
+def write_sweep(
+    result: SweepResult, out_dir: str | os.PathLike[str], *, overwrite: bool = False, plot_formats: Sequence[str] = ()
+) -> Path:
     """``sweep.csv`` (M, FPR, AUROC, AUPR, CI; the reference vocabularies too, ``kind=reference``),
     ``sweep.png`` (the report shows it), the same figure as ``sweep.pdf``/``sweep.svg`` for each of
     ``plot_formats`` ("pdf", "svg"), and ``sweep.json`` in ``out_dir``, written as a whole like
@@ -185,8 +214,12 @@ def write_sweep(result: SweepResult, out_dir: str | os.PathLike[str], *, overwri
 
 
 def _write_sweep_files(result: SweepResult, out: Path, plot_formats: Sequence[str] = ()) -> None:
-    table = [{"kind": "sweep", **flat_row(r)} for r in result.rows] + [{"kind": "reference", **flat_row(r)} for r in result.references]
+    table = [{"kind": "sweep", **flat_row(r)} for r in result.rows] + [
+        {"kind": "reference", **flat_row(r)} for r in result.references
+    ]
     write_text(out / "sweep.csv", csv_text(table, SWEEP_COLUMNS))
     for fmt in dict.fromkeys(["png", *plot_formats]):
-        plot_sweep(result.rows, out / f"sweep.{fmt}", references=result.references, random_weights=result.random_weights)
+        plot_sweep(
+            result.rows, out / f"sweep.{fmt}", references=result.references, random_weights=result.random_weights
+        )
     write_json(out / "sweep.json", {**jsonable(result.meta), "rows": result.rows, "references": result.references})

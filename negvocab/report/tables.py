@@ -79,7 +79,9 @@ def _shown(values: Sequence[Any]) -> str:
     return ", ".join('"" (none: a method without vocabulary)' if v == "" else str(v) for v in values)
 
 
-def select_rows(rows: Sequence[Mapping[str, Any]], axes: tuple[str, ...], where: Mapping[str, str], baselines: bool) -> list[Mapping[str, Any]]:
+def select_rows(
+    rows: Sequence[Mapping[str, Any]], axes: tuple[str, ...], where: Mapping[str, str], baselines: bool
+) -> list[Mapping[str, Any]]:
     """The rows of the table: ``where`` fixes axes; methods without a vocabulary stay beside the
     vocabularies; an axis not named must have one value."""
     for k in where:
@@ -94,7 +96,13 @@ def select_rows(rows: Sequence[Mapping[str, Any]], axes: tuple[str, ...], where:
         if dim in axes:
             continue
         # a baseline has no vocabulary: it fits any fixed vocabulary, and any fixed method when vocabularies are an axis
-        loose = (lambda r: _is_baseline(r)) if dim == "vocabulary" else (lambda r: _is_baseline(r) and "vocabulary" in axes) if dim == "method" else (lambda r: False)
+        loose = (
+            (lambda r: _is_baseline(r))
+            if dim == "vocabulary"
+            else (lambda r: _is_baseline(r) and "vocabulary" in axes)
+            if dim == "method"
+            else (lambda r: False)
+        )
         values = list(dict.fromkeys(r.get(dim, "") for r in sel if not loose(r)))
         want = where.get(dim)
         if dim == "vocabulary" and want == "":  # the methods without a vocabulary alone
@@ -102,7 +110,9 @@ def select_rows(rows: Sequence[Mapping[str, Any]], axes: tuple[str, ...], where:
             continue
         if want is None:
             if len(values) > 1:
-                raise InputError(f"the rows have several {dim} values ({_shown(values)}); make {dim} an axis or fix one ({dim}=...)")
+                raise InputError(
+                    f"the rows have several {dim} values ({_shown(values)}); make {dim} an axis or fix one ({dim}=...)"
+                )
             continue
         if str(want) not in map(str, values):
             raise InputError(f"no {dim} {want!r} in the rows; they have {_shown(values)}")
@@ -151,7 +161,10 @@ class Table:
     def to_markdown(self) -> str:
         """A Markdown table (percent; bold as the caption says) with the caption and notes below."""
         title = " / ".join(self.row_axes)
-        lines = ["| " + " | ".join([title, *(h.strip() for h in self._heads())]) + " |", "|" + "---|" * (1 + len(self.columns) * len(self.metrics))]
+        lines = [
+            "| " + " | ".join([title, *(h.strip() for h in self._heads())]) + " |",
+            "|" + "---|" * (1 + len(self.columns) * len(self.metrics)),
+        ]
         for i, name in enumerate(self.index):
             cells = []
             for j in range(len(self.columns)):
@@ -182,12 +195,21 @@ class Table:
         title = esc(" / ".join(self.row_axes))
         if nm > 1:
             span = nm * width
-            lines.append(" & ".join([title, *(f"\\multicolumn{{{span}}}{{c}}{{{esc(c)}}}" for c in self.columns)]) + " \\\\")
-            lines.append(" ".join(f"\\cmidrule(lr){{{2 + j * span}-{1 + (j + 1) * span}}}" for j in range(len(self.columns))))
-            subs = [h for _ in self.columns for n in self.metric_names for h in ([head(n)] + ([""] if width == 2 else []))]
+            lines.append(
+                " & ".join([title, *(f"\\multicolumn{{{span}}}{{c}}{{{esc(c)}}}" for c in self.columns)]) + " \\\\"
+            )
+            lines.append(
+                " ".join(f"\\cmidrule(lr){{{2 + j * span}-{1 + (j + 1) * span}}}" for j in range(len(self.columns)))
+            )
+            subs = [
+                h for _ in self.columns for n in self.metric_names for h in ([head(n)] + ([""] if width == 2 else []))
+            ]
             lines.append(" & ".join(["", *subs]) + " \\\\")
         else:
-            lines.append(" & ".join([title, *(h for c in self.columns for h in [head(c)] + ([""] if width == 2 else []))]) + " \\\\")
+            lines.append(
+                " & ".join([title, *(h for c in self.columns for h in [head(c)] + ([""] if width == 2 else []))])
+                + " \\\\"
+            )
         lines.append("\\midrule")
         for i, name in enumerate(self.index):
             if self.summary_rows[i] and (i == 0 or not self.summary_rows[i - 1]):
@@ -253,11 +275,23 @@ def _bold(values: np.ndarray, low: np.ndarray, high: np.ndarray, higher: bool, r
     others = ok & ~top
     if np.isnan(low[top]).any() or np.isnan(high[top]).any():
         return out  # no interval: nothing can be said beyond it
-    beyond = all((values[j] < low[t]) if higher else (values[j] > high[t]) for t in np.flatnonzero(top) for j in np.flatnonzero(others))
+    beyond = all(
+        (values[j] < low[t]) if higher else (values[j] > high[t])
+        for t in np.flatnonzero(top)
+        for j in np.flatnonzero(others)
+    )
     return top if beyond else out
 
 
-def _caption_notes(sel: Sequence[Mapping[str, Any]], t: Table, axes: tuple[str, ...], rule: str, ties: str, failed: Mapping[str, str], means: list[str]) -> list[str]:
+def _caption_notes(
+    sel: Sequence[Mapping[str, Any]],
+    t: Table,
+    axes: tuple[str, ...],
+    rule: str,
+    ties: str,
+    failed: Mapping[str, str],
+    means: list[str],
+) -> list[str]:
     # long: one sentence per fact a reader of the table needs
     first = sel[0]
     notes = [", ".join(t.metric_names) + " in %."]
@@ -272,10 +306,14 @@ def _caption_notes(sel: Sequence[Mapping[str, Any]], t: Table, axes: tuple[str, 
     notes.append(f"n ID {', '.join(map(str, n_id))}; n OOD " + ", ".join(f"{k} {v}" for k, v in n_ood.items()) + ".")
     tpl = list(dict.fromkeys(str(r.get("templates", "?")) for r in sel))
     notes.append(f"Templates: {', '.join(tpl)}.")
-    weights = dict.fromkeys(f"{r['model']} ({'RANDOM weights' if r.get('random_weights') else r.get('pretrained') or '?'})" for r in sel)
+    weights = dict.fromkeys(
+        f"{r['model']} ({'RANDOM weights' if r.get('random_weights') else r.get('pretrained') or '?'})" for r in sel
+    )
     notes.append(f"Weights: {', '.join(weights)}.")
     for d in ("model", "vocabulary", "method", "ood_set"):
-        vals = list(dict.fromkeys(str(r.get(d, "")) for r in sel if not (d in ("vocabulary", "method") and _is_baseline(r))))
+        vals = list(
+            dict.fromkeys(str(r.get(d, "")) for r in sel if not (d in ("vocabulary", "method") and _is_baseline(r)))
+        )
         if d not in axes and len(vals) == 1 and vals[0]:
             name = {"ood_set": "OOD set"}.get(d, d.capitalize())
             notes.append(f"{name}: {vals[0] if vals[0] != MEAN else 'mean over the OOD sets'}.")
@@ -283,7 +321,9 @@ def _caption_notes(sel: Sequence[Mapping[str, Any]], t: Table, axes: tuple[str, 
     if base:
         notes.append(f"Without a vocabulary (baseline): {', '.join(base)}.")
     if any(str(r.get("ood_set")) == MEAN for r in sel):
-        notes.append("mean (OOD set): mean over the OOD sets; its interval resamples each set's OOD images within the set.")
+        notes.append(
+            "mean (OOD set): mean over the OOD sets; its interval resamples each set's OOD images within the set."
+        )
     notes += means
     if t.intervals:
         notes.append("Brackets: 95% bootstrap intervals over the OOD images.")
@@ -293,7 +333,9 @@ def _caption_notes(sel: Sequence[Mapping[str, Any]], t: Table, axes: tuple[str, 
             f"ties: {'none bold' if ties == 'none' else 'all bold'}; no bold where an interval is missing."
         )
     elif rule == "point":
-        notes.append(f"Bold: best point estimate per column (not tested; ties: {'none bold' if ties == 'none' else 'all bold'}).")
+        notes.append(
+            f"Bold: best point estimate per column (not tested; ties: {'none bold' if ties == 'none' else 'all bold'})."
+        )
     if any("aupr" in m for m in t.metrics):
         notes.append(f"AUPR as {str(first.get('aupr_method', 'average_precision')).replace('_', ' ')}.")
     bad = sorted({str(r["vocabulary"]) for r in sel if r.get("deployable") is False and r.get("vocabulary")})
@@ -359,7 +401,9 @@ def build_table(
     for r in sel:
         i, j = index.index(_key(r, ra)), columns.index(_key(r, ca))
         if (i, j) in seen:
-            raise InputError(f"two rows for {index[i]} x {columns[j]}: fix another axis (where=...) or add it to rows/cols")
+            raise InputError(
+                f"two rows for {index[i]} x {columns[j]}: fix another axis (where=...) or add it to rows/cols"
+            )
         seen.add((i, j))
         for k, m in enumerate(metrics):
             values[i, j, k] = float(r.get(m, math.nan))
@@ -367,12 +411,20 @@ def build_table(
             high[i, j, k] = float(r.get(f"{m}_ci_high", math.nan) if r.get(f"{m}_ci_high") is not None else math.nan)
     summary_cols = [c == MEAN and ca == ("ood_set",) for c in columns]
     means: list[str] = []
-    col_sets = {**{name: list(v) for name, v in (col_groups or {}).items()}, **({"mean": [c for c, s in zip(columns, summary_cols, strict=True) if not s]} if mean_cols else {})}
+    col_sets = {
+        **{name: list(v) for name, v in (col_groups or {}).items()},
+        **({"mean": [c for c, s in zip(columns, summary_cols, strict=True) if not s]} if mean_cols else {}),
+    }
     for name, members in col_sets.items():
         values, low, high = _summary(values, low, high, columns, summary_cols, name, members, axis=1)
-        means.append(f"{name} (column): plain mean over {', '.join(members)}; no interval; '-' where a member is missing.")
+        means.append(
+            f"{name} (column): plain mean over {', '.join(members)}; no interval; '-' where a member is missing."
+        )
     summary_rows = [False] * len(index)
-    row_sets = {**{name: list(v) for name, v in (row_groups or {}).items()}, **({"mean": list(index)} if mean_rows else {})}
+    row_sets = {
+        **{name: list(v) for name, v in (row_groups or {}).items()},
+        **({"mean": list(index)} if mean_rows else {}),
+    }
     for name, members in row_sets.items():
         values, low, high = _summary(values, low, high, index, summary_rows, name, members, axis=0)
         what = "the " + " / ".join(ra) + " entries" if name == "mean" and mean_rows else ", ".join(members)
@@ -388,7 +440,23 @@ def build_table(
         index = [f"{i} (NOT deployable)" if i in bad else i for i in index]
     if ca == ("vocabulary",):
         columns = [f"{c} (NOT deployable)" if c in bad else c for c in columns]
-    t = Table(metrics, ra, ca, index, columns, values, low, high, marks, float(sel[0].get("tpr", 0.95)), summary_rows, summary_cols, intervals, caption, label)
+    t = Table(
+        metrics,
+        ra,
+        ca,
+        index,
+        columns,
+        values,
+        low,
+        high,
+        marks,
+        float(sel[0].get("tpr", 0.95)),
+        summary_rows,
+        summary_cols,
+        intervals,
+        caption,
+        label,
+    )
     t.notes = _caption_notes(sel, t, ra + ca, bold, ties, dict(failed or {}), means)
     t.caption = _dedupe_caption(caption, t.metric_names)
     return t
@@ -396,11 +464,23 @@ def build_table(
 
 def _dedupe_caption(caption: str, names: Sequence[str]) -> str:
     """A caption that only names the metric says nothing the notes do not ("AUROC AUROC (%)")."""
-    return "" if caption.strip().rstrip(".").lower() in {n.lower() for n in names} | {f"{n.lower()} (%)" for n in names} else caption
+    return (
+        ""
+        if caption.strip().rstrip(".").lower() in {n.lower() for n in names} | {f"{n.lower()} (%)" for n in names}
+        else caption
+    )
 
 
 def _summary(
-    values: np.ndarray, low: np.ndarray, high: np.ndarray, labels: list[str], summary: list[bool], name: str, members: Sequence[str], *, axis: int
+    values: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    labels: list[str],
+    summary: list[bool],
+    name: str,
+    members: Sequence[str],
+    *,
+    axis: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``values`` with one more row (``axis=0``) or column (1): the plain mean of ``members`` (NaN
     where one is missing), no interval; ``labels`` and ``summary`` get the new entry."""
@@ -415,7 +495,11 @@ def _summary(
     summary.append(True)
     extra = np.expand_dims(np.take(values, idx, axis=axis).mean(axis=axis), axis)
     nan = np.full(extra.shape, np.nan)
-    return np.concatenate([values, extra], axis=axis), np.concatenate([low, nan], axis=axis), np.concatenate([high, nan], axis=axis)
+    return (
+        np.concatenate([values, extra], axis=axis),
+        np.concatenate([low, nan], axis=axis),
+        np.concatenate([high, nan], axis=axis),
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -451,12 +535,18 @@ def comparisons(
         convention) computes every vocabulary of it in one pass over shared resamples."""
         if (model, vocabulary, method, conv) not in memo:
             found = {}
-            for v in dict.fromkeys(r["vocabulary"] for r in sel if (r["model"], r["method"], r["convention"]) == (model, method, conv)):
+            for v in dict.fromkeys(
+                r["vocabulary"] for r in sel if (r["model"], r["method"], r["convention"]) == (model, method, conv)
+            ):
                 got = scores(model, v, method) if scores else None
                 memo[(model, v, method, conv)] = None
                 if got is not None:
                     found[v] = (got[0], got[1] if ood_set == MEAN else {ood_set: got[1][ood_set]})
-            values = bootstrap_draws(found, metric=metric, tpr=tpr, convention=conv, n_boot=n_boot, seed=seed) if found else {}
+            values = (
+                bootstrap_draws(found, metric=metric, tpr=tpr, convention=conv, n_boot=n_boot, seed=seed)
+                if found
+                else {}
+            )
             for v, (point, d) in values.items():
                 ids, sets = found[v]
                 sizes = (int(np.asarray(ids).size), tuple((k, int(np.asarray(x).size)) for k, x in sets.items()))
@@ -481,12 +571,16 @@ def comparisons(
                     continue
                 if da[2] != db[2]:  # not the same images: the paired test says so in one line
                     paired_bootstrap(*da[3], *db[3], metric=metric, tpr=tpr, convention=conv, n_boot=n_boot, seed=seed)
-                results.append((m, paired_from_draws(da[:2], db[:2], metric=metric, n_id=da[2][0], n_ood=dict(da[2][1]))))
+                results.append(
+                    (m, paired_from_draws(da[:2], db[:2], metric=metric, n_id=da[2][0], n_ood=dict(da[2][1])))
+                )
             if results:
                 out.append(comparison_sentence(shown(a), shown(b), results, context=ctx))
             if untested:
                 diffs = "; ".join(f"{m} {100 * d:+.2f}" for m, d in untested)
-                out.append(f"{shown(a)} vs {shown(b)} ({ctx}): NOT tested (no per-image scores) for {len(untested)} of {len(models)} models; {a} - {b} in points: {diffs}")
+                out.append(
+                    f"{shown(a)} vs {shown(b)} ({ctx}): NOT tested (no per-image scores) for {len(untested)} of {len(models)} models; {a} - {b} in points: {diffs}"
+                )
     if out and any(r.get("random_weights") for r in sel):
         out.append(RANDOM_WEIGHTS_WARNING)
     return out
@@ -510,14 +604,18 @@ def folder_rows(folder: Path) -> tuple[list[dict[str, Any]], ScoreGetter | None]
     a ``sweep`` folder (``sweep.json``: each size as ``vocabulary@M``, references by name)."""
     if (folder / "results.json").is_file():
         doc = _read_json(folder / "results.json")
-        rows = [{"model": doc.get("model", ""), "templates": doc.get("templates", ""), **flat_row(r)} for r in doc["rows"]]
+        rows = [
+            {"model": doc.get("model", ""), "templates": doc.get("templates", ""), **flat_row(r)} for r in doc["rows"]
+        ]
         return rows, _score_file_getter(folder / "scores.npz", rows)
     if (folder / "sweep.json").is_file():
         doc = _read_json(folder / "sweep.json")
         rows = [{**flat_row(r), "vocabulary": f"{r.get('vocabulary', '')}@{r['M']}"} for r in doc["rows"]]
         rows += [flat_row(r) for r in doc.get("references", [])]
         return [{"model": doc.get("model", ""), "templates": doc.get("templates", ""), **r} for r in rows], None
-    raise InputError(f"{folder}: no results.json, sweep.json or grid cells/; give a folder of negvocab score, sweep or grid run")
+    raise InputError(
+        f"{folder}: no results.json, sweep.json or grid cells/; give a folder of negvocab score, sweep or grid run"
+    )
 
 
 def _score_file_getter(path: Path, rows: Sequence[Mapping[str, Any]]) -> ScoreGetter | None:
@@ -533,6 +631,8 @@ def _score_file_getter(path: Path, rows: Sequence[Mapping[str, Any]]) -> ScoreGe
             return None
         ood = np.asarray(data[f"ood/{key}"], dtype=np.float64)
         names = np.array(sets if len(sets) == ood.size else ["ood"] * ood.size)
-        return np.asarray(data[f"id/{key}"], dtype=np.float64), {n: ood[names == n] for n in dict.fromkeys(names.tolist())}
+        return np.asarray(data[f"id/{key}"], dtype=np.float64), {
+            n: ood[names == n] for n in dict.fromkeys(names.tolist())
+        }
 
     return get

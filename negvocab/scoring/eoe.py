@@ -63,7 +63,12 @@ def eoe(
 
 
 def _joint_max_probs(
-    v: torch.Tensor, t: torch.Tensor, n: torch.Tensor, T: float, chunk_size: int | None, sizes: Sequence[int] | None = None
+    v: torch.Tensor,
+    t: torch.Tensor,
+    n: torch.Tensor,
+    T: float,
+    chunk_size: int | None,
+    sizes: Sequence[int] | None = None,
 ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """``{M: (max_ID p, max_neg p)}`` of one softmax over ID ∪ the first M negatives of cos/T, per
     image, for every M in ``sizes`` (default: all negatives). One pass: each segment of negatives
@@ -157,17 +162,29 @@ def neglabel_eoe(
     v, t, n = prepare(image_emb, id_emb, neg_emb, device, need_neg=True, method="neglabel_eoe")
     assert n is not None
     m = n.shape[0]
-    return _neglabel_eoe_sizes(v, t, n, [m], tau=tau, temp=temp, beta=beta, groups=groups, grouping=grouping, seed=seed, chunk_size=chunk_size)[m]
+    return _neglabel_eoe_sizes(
+        v, t, n, [m], tau=tau, temp=temp, beta=beta, groups=groups, grouping=grouping, seed=seed, chunk_size=chunk_size
+    )[m]
 
 
 def _neglabel_eoe_sizes(
-    v: torch.Tensor, t: torch.Tensor, n: torch.Tensor, sizes: Sequence[int], *, tau: float, temp: float, beta: float, **kw: Any
+    v: torch.Tensor,
+    t: torch.Tensor,
+    n: torch.Tensor,
+    sizes: Sequence[int],
+    *,
+    tau: float,
+    temp: float,
+    beta: float,
+    **kw: Any,
 ) -> dict[int, np.ndarray]:
     """NegLabel+EOE at every prefix size: the penalty comes off NegLabel's pass when its
     temperature ``temp`` is ``tau``, else from a pass of its own."""
     base, penalty = neglabel_pass(v, t, n, sizes, tau=tau, **kw)
     g = effective_groups(kw["groups"], max(sizes))
-    if temp != tau or (kw["grouping"] == "neglabel" and max(sizes) % g):  # the penalty sees every negative, dropped or not
+    if temp != tau or (
+        kw["grouping"] == "neglabel" and max(sizes) % g
+    ):  # the penalty sees every negative, dropped or not
         penalty = {m: p_neg for m, (_, p_neg) in _joint_max_probs(v, t, n, temp, kw["chunk_size"], sizes).items()}
     return {m: base[m] - beta * penalty[m] for m in sorted(set(sizes))}
 
@@ -200,4 +217,16 @@ def neglabel_eoe_prefixes(
     v, t, n = prepare(image_emb, id_emb, ranked_neg_emb, device, need_neg=True, method="neglabel_eoe")
     assert n is not None
     wanted = prefix_sizes(sizes, n.shape[0], "neglabel_eoe")
-    return _neglabel_eoe_sizes(v, t, n, wanted, tau=tau, temp=temp, beta=beta, groups=groups, grouping="stratified", seed=0, chunk_size=chunk_size)
+    return _neglabel_eoe_sizes(
+        v,
+        t,
+        n,
+        wanted,
+        tau=tau,
+        temp=temp,
+        beta=beta,
+        groups=groups,
+        grouping="stratified",
+        seed=0,
+        chunk_size=chunk_size,
+    )

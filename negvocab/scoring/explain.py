@@ -129,11 +129,15 @@ def neglabel_topk(
         counts = torch.zeros_like(gmax).scatter_add(1, gid, torch.ones_like(s))
         missing = sizes_t[None, :] - counts
         s_k = s[:, -1:]  # every omitted negative has a logit <= s_k
-        log_miss = torch.where(missing > 0, torch.log(missing.clamp(min=1)) + s_k, torch.full_like(missing, float("-inf")))
+        log_miss = torch.where(
+            missing > 0, torch.log(missing.clamp(min=1)) + s_k, torch.full_like(missing, float("-inf"))
+        )
         ups.append(torch.sigmoid(a[:, None] - b_hat).mean(1))
         lows.append(torch.sigmoid(a[:, None] - torch.logaddexp(b_hat, log_miss)).mean(1))
         total_missing = m - k
-        oms.append(s_k[:, 0] + math.log(total_missing) if total_missing > 0 else torch.full_like(s_k[:, 0], float("-inf")))
+        oms.append(
+            s_k[:, 0] + math.log(total_missing) if total_missing > 0 else torch.full_like(s_k[:, 0], float("-inf"))
+        )
     upper = join_chunks(ups)
     return TopkScores(scores=upper, lower=join_chunks(lows), upper=upper, log_omitted_bound=join_chunks(oms), k=k)
 

@@ -21,7 +21,6 @@ Grouping = Literal["stratified", "random", "neglabel"]
 PERMUTED = ("random", "neglabel")
 
 
-
 def effective_groups(groups: int, m: int) -> int:
     if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
         raise InputError(f"groups must be an integer >= 1, got {groups!r}")

@@ -42,22 +42,36 @@ def _over_logits(
     return join_chunks([kernel(s * (v[i : i + step] @ t.T)) for i in range(0, len(v), step)])
 
 
-def msp(image_emb: Any, id_emb: Any, *, logit_scale: float | None = None, device: Any = None, chunk_size: int | None = None) -> np.ndarray:
+def msp(
+    image_emb: Any, id_emb: Any, *, logit_scale: float | None = None, device: Any = None, chunk_size: int | None = None
+) -> np.ndarray:
     r"""Maximum softmax probability (Hendrycks & Gimpel, ICLR 2017) of the zero-shot classifier.
 
     .. math:: S(v) = \max_i \frac{e^{z_i}}{\sum_k e^{z_k}}, \quad z_i = s \cos(v, t_i)
 
     Returns float64 scores in (1/K, 1], higher = ID.
     """
-    return _over_logits("msp", image_emb, id_emb, logit_scale, device, chunk_size, lambda z: torch.exp(z.amax(-1) - torch.logsumexp(z, -1)))
+    return _over_logits(
+        "msp",
+        image_emb,
+        id_emb,
+        logit_scale,
+        device,
+        chunk_size,
+        lambda z: torch.exp(z.amax(-1) - torch.logsumexp(z, -1)),
+    )
 
 
-def maxlogit(image_emb: Any, id_emb: Any, *, logit_scale: float | None = None, device: Any = None, chunk_size: int | None = None) -> np.ndarray:
+def maxlogit(
+    image_emb: Any, id_emb: Any, *, logit_scale: float | None = None, device: Any = None, chunk_size: int | None = None
+) -> np.ndarray:
     r"""Maximum logit (Hendrycks et al., ICML 2022): :math:`S(v) = \max_i z_i`, higher = ID."""
     return _over_logits("maxlogit", image_emb, id_emb, logit_scale, device, chunk_size, lambda z: z.amax(-1))
 
 
-def energy(image_emb: Any, id_emb: Any, *, logit_scale: float | None = None, device: Any = None, chunk_size: int | None = None) -> np.ndarray:
+def energy(
+    image_emb: Any, id_emb: Any, *, logit_scale: float | None = None, device: Any = None, chunk_size: int | None = None
+) -> np.ndarray:
     r"""Negative free energy (Liu et al., NeurIPS 2020) at temperature 1 on the logits:
     :math:`S(v) = \log \sum_i e^{z_i}` (= :math:`-E(v)`), higher = ID."""
     return _over_logits("energy", image_emb, id_emb, logit_scale, device, chunk_size, lambda z: torch.logsumexp(z, -1))

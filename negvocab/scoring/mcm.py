@@ -96,7 +96,9 @@ def glmcm(
     if local is None:
         local = getattr(image_emb, "local", None)
     if local is None:
-        raise InputError("glmcm needs local (patch) features: pass local=[n, p, d] (encode_images(local_features=True))")
+        raise InputError(
+            "glmcm needs local (patch) features: pass local=[n, p, d] (encode_images(local_features=True))"
+        )
     v, t, _ = prepare(image_emb, id_emb, None, device, need_neg=False, method="glmcm")
     # the [n, p, d] patch features stay where and as they are (float16 halves them) and go to the
     # device and the compute dtype a chunk at a time

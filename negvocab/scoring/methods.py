@@ -110,7 +110,9 @@ class Param:
             "finite": "a finite number",
             "unit": "in (0, 1]",
             "min": f">= {self.low:g}" if self.low is not None else "",
-            "range": f"between {self.low:,.0f} and {self.high:,.0f}" if self.low is not None and self.high is not None else "",
+            "range": f"between {self.low:,.0f} and {self.high:,.0f}"
+            if self.low is not None and self.high is not None
+            else "",
             "choice": "one of " + ", ".join(self.choices),
         }[self.check]
 
@@ -143,19 +145,56 @@ PARAMS: dict[str, Param] = dict([
 ])  # fmt: skip
 
 #: accepted by every scorer: where and in what pieces the maths runs (not part of a result's identity)
-RUN_PARAMS: dict[str, Param] = dict([
-    # not checked here: a torch.device or its name, resolved by the kernels
-    _p("device", str, None, "--device", "Scoring device (default: the device of the image embeddings).", optional=True),
-    _p("chunk_size", int, None, "--chunk-size", "Images scored at once (default: sized from free memory).", check="min", low=1, optional=True),
-])
+RUN_PARAMS: dict[str, Param] = dict(
+    [
+        # not checked here: a torch.device or its name, resolved by the kernels
+        _p(
+            "device",
+            str,
+            None,
+            "--device",
+            "Scoring device (default: the device of the image embeddings).",
+            optional=True,
+        ),
+        _p(
+            "chunk_size",
+            int,
+            None,
+            "--chunk-size",
+            "Images scored at once (default: sized from free memory).",
+            check="min",
+            low=1,
+            optional=True,
+        ),
+    ]
+)
 
 #: how metrics are read off the scores (every evaluation, sweep, grid and diagnostic)
-EVALUATION_PARAMS: dict[str, Param] = dict([
-    _p("convention", str, "paper", "--convention", "FPR convention: paper (ID-anchored), hendrycks or openood.", check="choice", choices=tuple(CONVENTIONS)),
-    _p("tpr", float, 0.95, "--tpr", "TPR of the FPR metric (0.95 = FPR@95).", check="unit"),
-    _p("n_boot", int, 1000, "--n-boot", "Bootstrap resamples of OOD images for the CIs (0: none).", check="range", low=0, high=MAX_BOOT),
-    _p("seed", int, 0, "--seed", "Seed of the bootstrap CIs.", check="min", low=0),
-])
+EVALUATION_PARAMS: dict[str, Param] = dict(
+    [
+        _p(
+            "convention",
+            str,
+            "paper",
+            "--convention",
+            "FPR convention: paper (ID-anchored), hendrycks or openood.",
+            check="choice",
+            choices=tuple(CONVENTIONS),
+        ),
+        _p("tpr", float, 0.95, "--tpr", "TPR of the FPR metric (0.95 = FPR@95).", check="unit"),
+        _p(
+            "n_boot",
+            int,
+            1000,
+            "--n-boot",
+            "Bootstrap resamples of OOD images for the CIs (0: none).",
+            check="range",
+            low=0,
+            high=MAX_BOOT,
+        ),
+        _p("seed", int, 0, "--seed", "Seed of the bootstrap CIs.", check="min", low=0),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -253,7 +292,9 @@ def check_params(method: str, params: Mapping[str, Any], *, cli: bool = False) -
     m = get_method(method)
     unknown = sorted(set(params) - m.accepts())
     if unknown:
-        raise InputError(f"{m.name}: unexpected parameter(s) {', '.join(unknown)}; accepted: {', '.join(sorted(m.accepts()))}")
+        raise InputError(
+            f"{m.name}: unexpected parameter(s) {', '.join(unknown)}; accepted: {', '.join(sorted(m.accepts()))}"
+        )
     for name, value in params.items():
         spec = PARAMS.get(name)
         if spec is not None:
@@ -288,7 +329,15 @@ def method_table(names: Iterable[str] | None = None) -> list[dict[str, Any]]:
     rows = []
     for m in (get_method(n) for n in (names or METHODS)):
         params = {p: PARAMS[p].default for p in m.params}
-        rows.append({"name": m.name, "aliases": list(m.aliases), "params": params, "needs_negatives": m.needs_negatives, "paper": m.paper})
+        rows.append(
+            {
+                "name": m.name,
+                "aliases": list(m.aliases),
+                "params": params,
+                "needs_negatives": m.needs_negatives,
+                "paper": m.paper,
+            }
+        )
     return rows
 
 

@@ -89,7 +89,9 @@ def _check(id_scores: Any, ood_scores: Any, metric: str) -> tuple[np.ndarray, np
     a, b = _scores(id_scores, "id_scores"), _scores(ood_scores, "ood_scores")
     if a.size == 0 or b.size == 0:
         empty = "ID" if a.size == 0 else "OOD"
-        warnings.warn(f"{metric} is undefined with no {empty} scores; returning NaN", UndefinedMetricWarning, stacklevel=3)
+        warnings.warn(
+            f"{metric} is undefined with no {empty} scores; returning NaN", UndefinedMetricWarning, stacklevel=3
+        )
         return None
     return a, b
 
@@ -229,7 +231,9 @@ class OperatingPoint:
     tpr: float
 
 
-def operating_point(id_scores: Any, ood_scores: Any, tpr: float = 0.95, *, convention: Convention = "paper") -> OperatingPoint:
+def operating_point(
+    id_scores: Any, ood_scores: Any, tpr: float = 0.95, *, convention: Convention = "paper"
+) -> OperatingPoint:
     """The threshold :func:`fpr_at_tpr` uses and the images on the wrong side of it (for reports)."""
     tpr = _check_tpr(tpr)
     check_convention(convention)
@@ -362,7 +366,9 @@ def bootstrap_ci(
         raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
     alpha = _as_decimal(alpha)
     level = 1.0 - alpha
-    values = bootstrap_values(metric, id_scores, ood_scores, n_boot=n_boot, seed=seed, resample=resample, **metric_kwargs)
+    values = bootstrap_values(
+        metric, id_scores, ood_scores, n_boot=n_boot, seed=seed, resample=resample, **metric_kwargs
+    )
     if values is None:
         return ConfidenceInterval(math.nan, math.nan, level, int(n_boot), resample, seed)
     low, high = np.quantile(values, [alpha / 2, 1 - alpha / 2])
@@ -459,7 +465,9 @@ def _hendrycks_terms(ids: np.ndarray, oods: np.ndarray, tpr: float) -> np.ndarra
     return oods >= levels[-1] if j == len(levels) - 1 else oods > levels[j + 1]
 
 
-def _aupr_draws(ids: np.ndarray, oods: np.ndarray, id_positive: bool, method: str, rng: np.random.Generator, n_boot: int) -> np.ndarray:
+def _aupr_draws(
+    ids: np.ndarray, oods: np.ndarray, id_positive: bool, method: str, rng: np.random.Generator, n_boot: int
+) -> np.ndarray:
     """AUPR of each OOD resample without a sort per resample: the images are sorted once, and a
     resample only changes how many times each OOD image counts at its threshold level."""
     if method not in AUPR_METHODS:
@@ -533,6 +541,10 @@ def evaluate(
         fci = bootstrap_ci("fpr", ids, oods, n_boot=n_boot, seed=seed, alpha=alpha, tpr=tpr, convention=convention)
         aci = bootstrap_ci("auroc", ids, oods, n_boot=n_boot, seed=seed, alpha=alpha)
         report.update(
-            fpr_ci=[fci.low, fci.high], auroc_ci=[aci.low, aci.high], ci_level=fci.level, n_boot=int(n_boot), ci_resample="ood"
+            fpr_ci=[fci.low, fci.high],
+            auroc_ci=[aci.low, aci.high],
+            ci_level=fci.level,
+            n_boot=int(n_boot),
+            ci_resample="ood",
         )
     return report

@@ -136,7 +136,14 @@ def _segment_max(x: torch.Tensor, r0: int, r1: int, partial: list[tuple[int, tor
 
 
 def _neglabel_chunk_exact(
-    v: torch.Tensor, t: torch.Tensor, lay: torch.Tensor, g: int, segments: list[Segment], tau: float, rows_needed: int, pad: torch.Tensor | None
+    v: torch.Tensor,
+    t: torch.Tensor,
+    lay: torch.Tensor,
+    g: int,
+    segments: list[Segment],
+    tau: float,
+    rows_needed: int,
+    pad: torch.Tensor | None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The same scores and penalties of big sizes with a float64 log-sum-exp per group (slower;
     for extreme logit ranges)."""
@@ -160,7 +167,9 @@ def _neglabel_chunk_exact(
     return torch.stack(big, 1), torch.stack(big_pen, 1)
 
 
-def _neglabel_sizes(v: torch.Tensor, t: torch.Tensor, neg: torch.Tensor, sizes: Sequence[int], **kw: Any) -> dict[int, np.ndarray]:
+def _neglabel_sizes(
+    v: torch.Tensor, t: torch.Tensor, neg: torch.Tensor, sizes: Sequence[int], **kw: Any
+) -> dict[int, np.ndarray]:
     """NegLabel scores for every prefix size in ``sizes`` of the ranked negatives (one pass)."""
     return neglabel_pass(v, t, neg, sizes, **kw)[0]
 
@@ -197,7 +206,9 @@ def neglabel_pass(
         logger.info("neglabel: %d images needed the float64 log-sum-exp path (extreme logit range)", n_exact)
     res = [torch.cat(out).numpy() for out in outs]
     scores = {m: res[0][:, k].copy() for k, m in enumerate(big)} | {m: res[1][:, k].copy() for k, m in enumerate(small)}
-    penalties = {m: res[2][:, k].copy() for k, m in enumerate(big)} | {m: res[3][:, k].copy() for k, m in enumerate(small)}
+    penalties = {m: res[2][:, k].copy() for k, m in enumerate(big)} | {
+        m: res[3][:, k].copy() for k, m in enumerate(small)
+    }
     return scores, penalties
 
 
@@ -284,4 +295,6 @@ def neglabel_prefixes(
     v, t, n = prepare(image_emb, id_emb, ranked_neg_emb, device, need_neg=True, method="neglabel")
     assert n is not None
     wanted = prefix_sizes(sizes, n.shape[0], "neglabel")
-    return _neglabel_sizes(v, t, n, wanted, tau=tau, groups=groups, grouping="stratified", seed=0, chunk_size=chunk_size)
+    return _neglabel_sizes(
+        v, t, n, wanted, tau=tau, groups=groups, grouping="stratified", seed=0, chunk_size=chunk_size
+    )

@@ -102,7 +102,9 @@ def sweep(
     key = spec.name
     check_params(key, params)
     if spec.one_pass is None:
-        raise InputError(f"{key} does not use negative labels; a pool-size sweep needs {', '.join(n for n, x in METHODS.items() if x.one_pass)}")
+        raise InputError(
+            f"{key} does not use negative labels; a pool-size sweep needs {', '.join(n for n, x in METHODS.items() if x.one_pass)}"
+        )
     neg_rows = scores.embeddings_of(ranked_neg_emb)
     if neg_rows is None:
         raise InputError("sweep needs the ranked negative label embeddings")

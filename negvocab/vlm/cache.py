@@ -327,7 +327,13 @@ class EmbeddingStore:
                 np.save(fh, rows, allow_pickle=False)
             with open(tmp, "rb") as fh:
                 digest = hashlib.file_digest(fh, "sha256").hexdigest()
-        info: dict[str, Any] = {"keys": keys, "keys_sha256": _keys_digest(keys), "shape": list(rows.shape), "dtype": str(rows.dtype), "sha256": digest}
+        info: dict[str, Any] = {
+            "keys": keys,
+            "keys_sha256": _keys_digest(keys),
+            "shape": list(rows.shape),
+            "dtype": str(rows.dtype),
+            "sha256": digest,
+        }
         if replaces:
             info["replaces"] = sorted(replaces)
         write_json(self.folder / f"{sid}.json", info, indent=None)  # the commit point

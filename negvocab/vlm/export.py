@@ -22,7 +22,15 @@ from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.errors import InputError
 from negvocab.provenance import file_sha256
 
-__all__ = ["EMBEDDINGS_FILE", "FORMAT", "MANIFEST_FILE", "ROWS_FILE", "check_export_folder", "load_embeddings", "save_embeddings"]
+__all__ = [
+    "EMBEDDINGS_FILE",
+    "FORMAT",
+    "MANIFEST_FILE",
+    "ROWS_FILE",
+    "check_export_folder",
+    "load_embeddings",
+    "save_embeddings",
+]
 
 FORMAT = "negvocab-embeddings/1"
 EMBEDDINGS_FILE, ROWS_FILE, MANIFEST_FILE = "embeddings.npy", "rows.csv", "manifest.json"
@@ -119,7 +127,12 @@ def load_embeddings(
     if manifest.get("complete") is False:
         raise InputError(f"{out}: an unfinished export (it was interrupted); export again")
     files, n, dim = manifest.get("files"), manifest.get("n"), manifest.get("dim")
-    if not (isinstance(files, dict) and {EMBEDDINGS_FILE, ROWS_FILE} <= set(files) and isinstance(n, int) and isinstance(dim, int)):
+    if not (
+        isinstance(files, dict)
+        and {EMBEDDINGS_FILE, ROWS_FILE} <= set(files)
+        and isinstance(n, int)
+        and isinstance(dim, int)
+    ):
         raise InputError(f"{manifest_path}: incomplete manifest (files, n, dim); export again")
     for name in (EMBEDDINGS_FILE, ROWS_FILE):
         if not (out / name).is_file() or file_sha256(out / name) != files[name]:

@@ -68,6 +68,7 @@ LOCAL_RAM_BYTES = 1 << 30
 #: images read from the cache at a time (bounds the patch features held while filling the rows)
 CACHE_READ_ROWS = 512
 
+
 @dataclass
 class ImageEmbeddings:
     """Embeddings of the images that could be read, aligned with ``paths``.
@@ -233,7 +234,9 @@ def _value_path(visual: Any, x: torch.Tensor) -> torch.Tensor:
     attn = block.attn
     width = x.shape[-1]
     y = block.ln_1(x)
-    v = F.linear(y, attn.in_proj_weight[2 * width :], None if attn.in_proj_bias is None else attn.in_proj_bias[2 * width :])
+    v = F.linear(
+        y, attn.in_proj_weight[2 * width :], None if attn.in_proj_bias is None else attn.in_proj_bias[2 * width :]
+    )
     v = F.linear(v, attn.out_proj.weight, attn.out_proj.bias)
     v = x + block.ls_1(v)
     v = v + block.ls_2(block.mlp(block.ln_2(v)))
@@ -294,7 +297,12 @@ def _patch_array(shape: tuple[int, ...], scratch: Path) -> np.ndarray:
         except OSError as e:
             errors.append(f"{folder}: {e.strerror or e}")
             continue
-        log.info("GL-MCM patch features of %d images (%.1f GiB) are kept in a temporary file in %s", shape[0], nbytes / 2**30, folder)
+        log.info(
+            "GL-MCM patch features of %d images (%.1f GiB) are kept in a temporary file in %s",
+            shape[0],
+            nbytes / 2**30,
+            folder,
+        )
         return arr
     raise ResourceError(
         f"GL-MCM patch features of {shape[0]} images need {nbytes / 2**30:.1f} GiB of disk ({'; '.join(errors)}); "
@@ -421,7 +429,9 @@ def encode_images(
                 saved.add([keys[i] for i in idx], np.asarray(idx))
 
         try:
-            bad, ids = _encode(vlm, items, todo, local_features, is_dataset, batch_size, num_workers, progress, on_batch)
+            bad, ids = _encode(
+                vlm, items, todo, local_features, is_dataset, batch_size, num_workers, progress, on_batch
+            )
         finally:
             if saved is not None:
                 saved.flush()  # keep what was finished, also when interrupted
@@ -431,7 +441,9 @@ def encode_images(
             log.debug("unreadable image %s: %s", names[i], why)
         first = f"first: {names[min(failed)]}: {failed[min(failed)]}"
         if strict:
-            raise InputError(f"{len(failed)} of {n} images could not be read ({first}); fix or remove them, or drop strict=True to skip them")
+            raise InputError(
+                f"{len(failed)} of {n} images could not be read ({first}); fix or remove them, or drop strict=True to skip them"
+            )
         log.warning("%d of %d images could not be read and were skipped (%s)", len(failed), n, first)
     keep = [i for i in range(n) if i not in failed]
     if not keep or rows.glob is None:
@@ -446,7 +458,10 @@ def encode_images(
         embeddings=_front(rows.glob, np.asarray(keep)),
         local=None if rows.local is None else _front(rows.local, np.asarray(keep)),
         # an image set's unreadable folders and broken links first: reported with its unreadable images
-        failed=[*(tuple(x) for x in (source.info.get("skipped", []) if _is_image_set(source) else [])), *((names[i], why) for i, why in sorted(failed.items()))],
+        failed=[
+            *(tuple(x) for x in (source.info.get("skipped", []) if _is_image_set(source) else [])),
+            *((names[i], why) for i, why in sorted(failed.items())),
+        ],
         ids=row_ids,
         model=vlm.identity,
     )
@@ -497,4 +512,3 @@ def _encode(
     dt = time.perf_counter() - t0
     log.info("encoded %d images in %.1f s (%.1f images/s) on %s", n_done, dt, n_done / max(dt, 1e-9), vlm.device)
     return bad, ids
-

@@ -61,7 +61,9 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ResourceError(f"device {device!r} requested but CUDA is not available; use --device cpu")
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
-        raise ResourceError(f"device {device!r} requested but only {torch.cuda.device_count()} CUDA device(s) are visible")
+        raise ResourceError(
+            f"device {device!r} requested but only {torch.cuda.device_count()} CUDA device(s) are visible"
+        )
     return dev
 
 
@@ -101,13 +103,18 @@ def ieee_fp32() -> Iterator[None]:
             b.fp32_precision = value
 
 
-
-def check_weights(model: str, pretrained: str | None, random_weights: bool, *, cli: bool = True, where: str = "") -> None:
+def check_weights(
+    model: str, pretrained: str | None, random_weights: bool, *, cli: bool = True, where: str = ""
+) -> None:
     """Exactly one of ``pretrained`` and ``random_weights`` (``hf-hub:``/``local-dir:`` models carry their
     own weights), so random weights are never used by accident; :class:`InputError` otherwise."""
     hub = model.startswith(("hf-hub:", "local-dir:"))
     if random_weights and pretrained:
-        raise InputError("give either --pretrained or --random-weights, not both" if cli else f"{where} ({model}): give exactly one of pretrained = ... and random_weights = true")
+        raise InputError(
+            "give either --pretrained or --random-weights, not both"
+            if cli
+            else f"{where} ({model}): give exactly one of pretrained = ... and random_weights = true"
+        )
     if not random_weights and not pretrained and not hub:
         raise InputError(
             f"no weights for {model}: pass --pretrained TAG or --pretrained /path/to/open_clip_pytorch_model.bin "
@@ -115,6 +122,7 @@ def check_weights(model: str, pretrained: str | None, random_weights: bool, *, c
             if cli
             else f"{where} ({model}): give exactly one of pretrained = ... and random_weights = true"
         )
+
 
 # -- fingerprints --------------------------------------------------------------------------------
 def checkpoint_sha256(path: str | os.PathLike[str], memo: Path | None = None) -> str:
@@ -316,7 +324,9 @@ def _load_random(arch: str, quick_gelu: bool | None, force_pp: dict[str, Any], s
     return _Loaded(model, None, "random", None, "model config", arch)
 
 
-def _checkpoint(arch: str, pretrained: str, tag: str | None, online: bool) -> tuple[str, str, str | None, dict[str, Any]]:
+def _checkpoint(
+    arch: str, pretrained: str, tag: str | None, online: bool
+) -> tuple[str, str, str | None, dict[str, Any]]:
     """(checkpoint file, source, tag, tag config) for a local file/folder or a pretrained tag."""
     import open_clip
 
@@ -340,7 +350,9 @@ def _checkpoint(arch: str, pretrained: str, tag: str | None, online: bool) -> tu
     if _looks_like_path(pretrained):
         raise InputError(f"checkpoint {pretrained}: no such file or folder")
     if tag not in (None, pretrained):
-        raise InputError(f"tag {tag!r} with pretrained tag {pretrained!r}: a tag's weights come with its own settings; give one")
+        raise InputError(
+            f"tag {tag!r} with pretrained tag {pretrained!r}: a tag's weights come with its own settings; give one"
+        )
     cfg = _tag_cfg(arch, pretrained)
     try:
         checkpoint = open_clip.download_pretrained(cfg)

@@ -132,7 +132,9 @@ class VLM:
         resolve_precision(precision, resolve_device(device))  # bad settings fail before the model loads
         spec = None if pretrained is None else str(pretrained)
         with hub_access() if needs_hub(name, spec) else contextlib.nullcontext(True) as online:
-            loaded = load_model(name, spec, tag=tag, quick_gelu=quick_gelu, preprocess=preprocess, seed=seed, online=online)
+            loaded = load_model(
+                name, spec, tag=tag, quick_gelu=quick_gelu, preprocess=preprocess, seed=seed, online=online
+            )
             try:
                 tokenizer = open_clip.get_tokenizer(loaded.spec)
             except ModuleNotFoundError as e:
@@ -219,7 +221,6 @@ class VLM:
     ) -> None:
         import torch
         from open_clip.transform import PreprocessCfg, image_transform_v2
-
 
         self.name = name
         self.pretrained = pretrained
@@ -310,7 +311,9 @@ class VLM:
         if kind != "text":  # text embeddings do not depend on the image preprocessing
             keep.append("preprocessing")
         out = {k: ident[k] for k in keep}
-        out["preprocessing"] = {k: v for k, v in ident["preprocessing"].items() if k != "from"} if kind != "text" else None
+        out["preprocessing"] = (
+            {k: v for k, v in ident["preprocessing"].items() if k != "from"} if kind != "text" else None
+        )
         out["kind"] = kind
         return out
 
@@ -436,7 +439,14 @@ class VLM:
         if not missing:
             log.info("%s: all %d %s embeddings from the cache", self.name, len(keys), kind)
             return rows
-        log.info("%s: %d of %d %s embeddings cached, computing %d", self.name, len(keys) - len(missing), len(keys), kind, len(missing))
+        log.info(
+            "%s: %d of %d %s embeddings cached, computing %d",
+            self.name,
+            len(keys) - len(missing),
+            len(keys),
+            kind,
+            len(missing),
+        )
         saved = Checkpoints(store, max_rows=store_every)  # by time, by size, and whatever is done on exit
 
         try:

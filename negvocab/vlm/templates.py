@@ -116,7 +116,9 @@ def resolve_templates(spec: str | Sequence[str] | TemplateSet | os.PathLike[str]
         if path.is_file():
             return _from_file(path)
         if path.is_dir():
-            raise InputError(f"templates {spec!r} is a folder; give a file with one template (containing '{{}}') a line")
+            raise InputError(
+                f"templates {spec!r} is a folder; give a file with one template (containing '{{}}') a line"
+            )
         raise InputError(
             f"unknown template preset {spec!r}; choose one of {', '.join(PRESETS)}, "
             "give a template containing '{}', or the path of a file with one template a line"

@@ -160,7 +160,9 @@ def encode_prompts(
         if full.size:  # the tokenizer cut them: two long labels may end up with one embedding
             log.warning(
                 "%d prompts fill the %d-token context and were truncated (e.g. %r)",
-                full.size, tokens.shape[1], prompts[int(full[0])][:80],
+                full.size,
+                tokens.shape[1],
+                prompts[int(full[0])][:80],
             )
     else:
         lengths = None
@@ -246,5 +248,11 @@ def encode_labels(
     finally:
         bar.close()
     dt = time.perf_counter() - t0
-    log.info("encoded %d labels x %d templates in %.1f s (%.0f labels/s)", len(labels), len(templates), dt, len(labels) / max(dt, 1e-9))
+    log.info(
+        "encoded %d labels x %d templates in %.1f s (%.0f labels/s)",
+        len(labels),
+        len(templates),
+        dt,
+        len(labels) / max(dt, 1e-9),
+    )
     return np.concatenate(parts, axis=0)

@@ -30,7 +30,9 @@ def candidate_rows(path: Path) -> list[Any] | None:
     return None
 
 
-def candidates_from_rows(rows: Sequence[Any], path: Path, cleaning: CleanResult, *, cleaned: bool = False) -> list[Candidate]:
+def candidates_from_rows(
+    rows: Sequence[Any], path: Path, cleaning: CleanResult, *, cleaned: bool = False
+) -> list[Candidate]:
     """Candidates from table rows (dicts with ``text``) or label strings; repeats dropped (first kept).
 
     ``cleaned``: the texts were normalised already (a vocabulary file); else each goes through the
@@ -53,27 +55,34 @@ def candidates_from_rows(rows: Sequence[Any], path: Path, cleaning: CleanResult,
                 continue
             pos = str(row.get("pos") or "n").strip().lower()
             if pos not in POS_NAMES:
-                raise InputError(f"{path}: entry {i + 1} ({text!r}) has an unknown part of speech {pos!r}; use n, a, s, v or r")
+                raise InputError(
+                    f"{path}: entry {i + 1} ({text!r}) has an unknown part of speech {pos!r}; use n, a, s, v or r"
+                )
             try:
                 offset = int(row.get("offset") or 0)
             except (TypeError, ValueError):
-                raise InputError(f"{path}: entry {i + 1} ({text!r}) has a non-integer offset {row.get('offset')!r}") from None
+                raise InputError(
+                    f"{path}: entry {i + 1} ({text!r}) has a non-integer offset {row.get('offset')!r}"
+                ) from None
             out[text] = Candidate(text, pos, str(row.get("lexname") or ""), str(row.get("synset") or ""), offset)
     if not out:
         raise InputError(f"{path}: no candidates in this file")
     return list(out.values())
 
 
-
 def _read_table(path: Path, delimiter: str) -> list[dict[str, str]]:
-    lines = [ln for ln in read_text(path, "candidates file").splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    lines = [
+        ln for ln in read_text(path, "candidates file").splitlines() if ln.strip() and not ln.lstrip().startswith("#")
+    ]
     reader = csv.DictReader(lines, delimiter=delimiter)
     if reader.fieldnames:
         reader.fieldnames = [f.strip().lower() for f in reader.fieldnames]  # "Text", " pos"
     if reader.fieldnames and "text" not in reader.fieldnames and "label" in reader.fieldnames:
         reader.fieldnames = ["text" if f == "label" else f for f in reader.fieldnames]  # image lists name it 'label'
     if not reader.fieldnames or "text" not in reader.fieldnames:
-        raise InputError(f"{path}: no 'text' or 'label' column in the header; expected {delimiter.join(CANDIDATE_FIELDS)!r}")
+        raise InputError(
+            f"{path}: no 'text' or 'label' column in the header; expected {delimiter.join(CANDIDATE_FIELDS)!r}"
+        )
     try:
         return list(reader)
     except csv.Error as e:

@@ -66,7 +66,9 @@ CAVEAT_LINE = "# not deployable: "  # how a .txt vocabulary file keeps its cavea
 #: the first line of a .txt vocabulary file negvocab writes: its labels are read back verbatim (not cleaned)
 VERBATIM_LINE = "# negvocab vocabulary: one label a line, read back as written"
 MAX_PROVENANCE = 20  # records of earlier writes kept in a file's settings["provenance"]
-ORACLE_CAVEAT = "built from the evaluated OOD benchmark's own labels: a lower bound on FPR@95, not a deployable detector"
+ORACLE_CAVEAT = (
+    "built from the evaluated OOD benchmark's own labels: a lower bound on FPR@95, not a deployable detector"
+)
 
 
 def labels_hash(labels: Iterable[str]) -> str:
@@ -130,7 +132,9 @@ class Vocabulary(BaseModel):
         that is not one (see :func:`label_problem`). Surrounding whitespace is removed from every
         label (in ``meta`` and ``views`` too), so ``"a"`` and ``"a "`` are the same label."""
         if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
-            raise InputError(f"invalid {source} vocabulary: labels must be a list of strings, got {type(labels).__name__}")
+            raise InputError(
+                f"invalid {source} vocabulary: labels must be a list of strings, got {type(labels).__name__}"
+            )
         try:
             return cls(
                 source=source,
@@ -210,7 +214,11 @@ class Vocabulary(BaseModel):
         (for a union) every part and every label's sources; empty for a deployable vocabulary.
         """
         found = _caveats(self.settings, self.source)
-        if self.source == "union" and "oracle" not in found and any("oracle" in self.label_sources(x) for x in self.labels):
+        if (
+            self.source == "union"
+            and "oracle" not in found
+            and any("oracle" in self.label_sources(x) for x in self.labels)
+        ):
             found["oracle"] = ORACLE_CAVEAT
         return found
 
@@ -326,7 +334,9 @@ class Vocabulary(BaseModel):
                 if label != label.strip() or label.startswith("#") or len(label.splitlines()) != 1:
                     raise InputError(f"{path}: label {label!r} would not read back from a text file; save as .json")
             verbatim = f"{VERBATIM_LINE}\n" if _clean_on_load(self.labels) != self.labels else ""
-            header = verbatim + "".join(f"{CAVEAT_LINE}{kind}: {' '.join(note.split())}\n" for kind, note in self.caveats.items())
+            header = verbatim + "".join(
+                f"{CAVEAT_LINE}{kind}: {' '.join(note.split())}\n" for kind, note in self.caveats.items()
+            )
             return write_text(path, header + "".join(f"{label}\n" for label in self.labels))
 
         doc = self.to_json()
@@ -369,12 +379,22 @@ class Vocabulary(BaseModel):
             doc = json.loads(text)
         except json.JSONDecodeError as e:
             raise InputError(f"{path}: malformed JSON (line {e.lineno}, column {e.colno}: {e.msg})") from e
-        plain = doc if isinstance(doc, list) else doc.get("labels") if isinstance(doc, dict) and set(doc) == {"labels"} else None
+        plain = (
+            doc
+            if isinstance(doc, list)
+            else doc.get("labels")
+            if isinstance(doc, dict) and set(doc) == {"labels"}
+            else None
+        )
         if isinstance(doc, list) and doc and all(isinstance(x, dict) and "text" in x for x in doc):
             return cls._from_candidates(path)  # a `negvocab candidates` JSON export
         if plain is not None:  # a hand-written label list: ["a", "b"] or {"labels": ["a", "b"]}
             if not isinstance(plain, list) or not all(isinstance(x, str) for x in plain):
-                raise InputError(f"{path}: 'labels' must be a JSON list of strings, got {type(plain).__name__}" if not isinstance(plain, list) else f"{path}: a JSON label list must hold only strings")
+                raise InputError(
+                    f"{path}: 'labels' must be a JSON list of strings, got {type(plain).__name__}"
+                    if not isinstance(plain, list)
+                    else f"{path}: a JSON label list must hold only strings"
+                )
             return cls.from_text_lines(plain, path)
         if not isinstance(doc, dict):
             raise InputError(f"{path}: expected a JSON object with 'labels', got {type(doc).__name__}")
@@ -398,7 +418,9 @@ class Vocabulary(BaseModel):
             raise InputError(f"{path}: invalid vocabulary: {_first_error(e)}") from e
 
     @classmethod
-    def from_text_lines(cls, lines: Iterable[str], path: str | os.PathLike[str] = "<text>", *, clean: bool = True) -> Vocabulary:
+    def from_text_lines(
+        cls, lines: Iterable[str], path: str | os.PathLike[str] = "<text>", *, clean: bool = True
+    ) -> Vocabulary:
         """One label a line; blank lines and lines starting with ``#`` are skipped, repeats dropped.
 
         A hand-written list goes through the one label normaliser (:mod:`negvocab.labels.clean`):
@@ -421,14 +443,23 @@ class Vocabulary(BaseModel):
             labels = report.labels
             if report.changed or report.dropped:
                 settings["label_cleaning"] = report.to_settings()
-                logger.info("%s: %d labels cleaned, %d lines dropped as no label (settings.label_cleaning)", path, len(report.changed), len(report.dropped))
+                logger.info(
+                    "%s: %d labels cleaned, %d lines dropped as no label (settings.label_cleaning)",
+                    path,
+                    len(report.changed),
+                    len(report.dropped),
+                )
         if raw and not labels:
-            raise InputError(f"{path}: no labels, only sentences or chatter (e.g. {raw[0][:60]!r}); write one name a line")
+            raise InputError(
+                f"{path}: no labels, only sentences or chatter (e.g. {raw[0][:60]!r}); write one name a line"
+            )
         if not labels:
             raise InputError(f"{path}: the vocabulary file has no labels")
         if Path(path).is_file():
             settings["file_sha256"] = file_sha256(path)
-        caveats = dict(line.removeprefix(CAVEAT_LINE).partition(": ")[::2] for line in lines if line.startswith(CAVEAT_LINE))
+        caveats = dict(
+            line.removeprefix(CAVEAT_LINE).partition(": ")[::2] for line in lines if line.startswith(CAVEAT_LINE)
+        )
         return cls.from_labels(labels, source="file", settings=with_caveats(settings, caveats))
 
 
@@ -451,7 +482,12 @@ def _accept_removal(doc: dict[str, Any], path: Path) -> dict[str, Any]:
         return doc
     kept = set(labels)
     gone = [x for x in original if x not in kept]
-    logger.warning("%s: %d labels were removed by hand (e.g. %r); accepted and recorded in settings.dropped", path, len(gone), gone[0])
+    logger.warning(
+        "%s: %d labels were removed by hand (e.g. %r); accepted and recorded in settings.dropped",
+        path,
+        len(gone),
+        gone[0],
+    )
     settings = dict(doc.get("settings") or {})
     earlier = settings.get("dropped")
     record = {"reason": "removed by hand from the file", "count": len(gone), "labels": gone, "from_sha256": digest}
@@ -553,7 +589,9 @@ def _caveats(settings: Any, source: Any = None) -> dict[str, str]:
 def _random(settings: Any) -> bool:
     if not isinstance(settings, dict):
         return False
-    return settings.get("random_weights") is True or any(_random(p.get("settings")) for p in settings.get("parts", []) if isinstance(p, dict))
+    return settings.get("random_weights") is True or any(
+        _random(p.get("settings")) for p in settings.get("parts", []) if isinstance(p, dict)
+    )
 
 
 def _first_error(e: ValidationError) -> str:

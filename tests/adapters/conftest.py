@@ -9,7 +9,20 @@ from tests.vlm.conftest import make_tiny_vlm
 torch = pytest.importorskip("torch")
 
 ID = ["goldfish", "tench", "great white shark", "rooster", "hen"]
-NEG = ["sofa", "mountain", "cloud", "bridge", "violin", "spoon", "carpet", "lamp", "river", "castle", "kettle", "glacier"]
+NEG = [
+    "sofa",
+    "mountain",
+    "cloud",
+    "bridge",
+    "violin",
+    "spoon",
+    "carpet",
+    "lamp",
+    "river",
+    "castle",
+    "kettle",
+    "glacier",
+]
 
 
 @pytest.fixture(scope="session")

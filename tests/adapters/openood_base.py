@@ -31,8 +31,8 @@ class BasePostprocessor:
     def inference(self, net: nn.Module, data_loader: DataLoader):
         pred_list, conf_list, label_list = [], [], []
         for batch in data_loader:
-            data = batch['data'].cuda()
-            label = batch['label'].cuda()
+            data = batch["data"].cuda()
+            label = batch["label"].cuda()
             pred, conf = self.postprocess(net, data)
 
             pred_list.append(pred.cpu())
@@ -59,8 +59,7 @@ class EBOPostprocessor(BasePostprocessor):
         output = net(data)
         score = torch.softmax(output, dim=1)
         _, pred = torch.max(score, dim=1)
-        conf = self.temperature * torch.logsumexp(output / self.temperature,
-                                                  dim=1)
+        conf = self.temperature * torch.logsumexp(output / self.temperature, dim=1)
         return pred, conf
 
     def set_hyperparam(self, hyperparam: list):

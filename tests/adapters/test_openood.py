@@ -20,14 +20,19 @@ from tests.adapters.openood_base import BasePostprocessor, EBOPostprocessor
 def _config(**args):
     """An OpenOOD config (attribute access, as its Config), from configs/postprocessors/<name>.yml's keys."""
     sweep = args.pop("sweep", {})
-    post = SimpleNamespace(name="negvocab", APS_mode=bool(sweep), postprocessor_args=SimpleNamespace(**args), postprocessor_sweep=sweep)
+    post = SimpleNamespace(
+        name="negvocab", APS_mode=bool(sweep), postprocessor_args=SimpleNamespace(**args), postprocessor_sweep=sweep
+    )
     return SimpleNamespace(postprocessor=post)
 
 
 def _loader(batches):
     """OpenOOD's loaders yield dicts with 'data' and 'label' (-1 for OOD)."""
     x_id, x_ood = batches
-    return [{"data": x_id, "label": torch.zeros(len(x_id), dtype=torch.long)}, {"data": x_ood, "label": torch.full((len(x_ood),), -1)}]
+    return [
+        {"data": x_id, "label": torch.zeros(len(x_id), dtype=torch.long)},
+        {"data": x_ood, "label": torch.full((len(x_ood),), -1)},
+    ]
 
 
 def test_the_interface_is_openoods():
@@ -41,7 +46,9 @@ def test_the_interface_is_openoods():
 
 
 def test_setup_postprocess_and_openoods_inference_loop(vlm, batches, monkeypatch):
-    pp = NegvocabPostprocessor(_config(method="neglabel", vocabulary=NEG, id_classes=ID, templates="single", params={"groups": 4}), vlm=vlm)
+    pp = NegvocabPostprocessor(
+        _config(method="neglabel", vocabulary=NEG, id_classes=ID, templates="single", params={"groups": 4}), vlm=vlm
+    )
     net = vlm.model
     pp.setup(net, {"test": None}, {"near": {}, "far": {}})
     x = torch.cat(batches)
@@ -49,7 +56,9 @@ def test_setup_postprocess_and_openoods_inference_loop(vlm, batches, monkeypatch
     g = vlm.model.encode_image(x).detach()
     g = g / g.norm(dim=-1, keepdim=True)
     id_emb, neg_emb = vlm.encode_text(ID, "single", pos="n"), vlm.encode_text(NEG, "single")
-    np.testing.assert_allclose(conf.numpy(), negvocab.score("neglabel", g.numpy(), id_emb, neg_emb, groups=4), rtol=1e-5)  # high = ID
+    np.testing.assert_allclose(
+        conf.numpy(), negvocab.score("neglabel", g.numpy(), id_emb, neg_emb, groups=4), rtol=1e-5
+    )  # high = ID
     assert pred.tolist() == (g @ torch.from_numpy(id_emb).T).argmax(-1).tolist()
     # OpenOOD's own loop over our postprocess (it moves batches with .cuda(): the identity on this CPU-only machine)
     monkeypatch.setattr(torch.Tensor, "cuda", lambda self, *a, **k: self)
@@ -60,7 +69,16 @@ def test_setup_postprocess_and_openoods_inference_loop(vlm, batches, monkeypatch
 
 
 def test_the_sweep_sets_and_gets_hyperparameters(vlm, batches):
-    pp = NegvocabPostprocessor(_config(method="eoe", vocabulary=NEG, id_classes=ID, templates="single", sweep={"beta_list": [0.25, 1.0], "T_list": [1.0, 0.1]}), vlm=vlm)
+    pp = NegvocabPostprocessor(
+        _config(
+            method="eoe",
+            vocabulary=NEG,
+            id_classes=ID,
+            templates="single",
+            sweep={"beta_list": [0.25, 1.0], "T_list": [1.0, 0.1]},
+        ),
+        vlm=vlm,
+    )
     assert pp.APS_mode and not pp.hyperparam_search_done
     pp.setup(vlm.model, None, None)
     assert pp.get_hyperparam() == [0.25, 1.0]
@@ -87,9 +105,15 @@ def test_config_errors_are_one_line(vlm):
 
 def test_setup_builds_the_model_wrapper_from_net_and_its_name(vlm, batches):
     """Without vlm=: the postprocessor wraps net with the tokenizer of postprocessor_args.model (a dict config works too)."""
-    cfg = {"postprocessor": {"postprocessor_args": {"method": "mcm", "model": "ViT-B-32", "id_classes": ID, "templates": "single"}}}
+    cfg = {
+        "postprocessor": {
+            "postprocessor_args": {"method": "mcm", "model": "ViT-B-32", "id_classes": ID, "templates": "single"}
+        }
+    }
     pp = NegvocabPostprocessor(cfg)
     pp.setup(vlm.model, None, None)
     _, conf = pp.postprocess(vlm.model, batches[0])
     g, _ = pp.zeroshot.features(batches[0])
-    np.testing.assert_allclose(conf.numpy(), negvocab.score("mcm", g.numpy(), vlm.encode_text(ID, "single", pos="n")), rtol=1e-5)
+    np.testing.assert_allclose(
+        conf.numpy(), negvocab.score("mcm", g.numpy(), vlm.encode_text(ID, "single", pos="n")), rtol=1e-5
+    )

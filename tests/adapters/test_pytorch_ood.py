@@ -29,8 +29,14 @@ def test_detectors_are_pytorch_ood_detectors_with_its_sign(vlm, batches, cls, kw
     g, local = det.zeroshot.features(x)
     params = {k: v for k, v in kw.items() if k != "vocabulary"}
     neg = vlm.encode_text(NEG, "single") if "vocabulary" in kw else None
-    ours = negvocab.score(cls.method, g.numpy(), vlm.encode_text(ID, "single", pos="n"), neg,
-                          **({"local": local.numpy()} if local is not None else {}), **params)
+    ours = negvocab.score(
+        cls.method,
+        g.numpy(),
+        vlm.encode_text(ID, "single", pos="n"),
+        neg,
+        **({"local": local.numpy()} if local is not None else {}),
+        **params,
+    )
     np.testing.assert_allclose(out.numpy(), -ours, rtol=1e-5)  # outlier score = -(negvocab score)
     if cls is not GLMCMDetector:
         np.testing.assert_allclose(det.predict_features(g).numpy(), -ours, rtol=1e-5)
@@ -46,11 +52,17 @@ def test_mcm_equals_pytorch_oods_own_mcm(vlm, batches):
 
 def test_baselines_by_name_equal_pytorch_oods_logit_detectors(vlm, batches):
     g, _ = NegvocabDetector(vlm, "msp", id_classes=ID, templates="single").zeroshot.features(batches[0])
-    for method, theirs in (("msp", ood_detector.MaxSoftmax(None)), ("energy", ood_detector.EnergyBased(None)), ("maxlogit", ood_detector.MaxLogit(None))):
+    for method, theirs in (
+        ("msp", ood_detector.MaxSoftmax(None)),
+        ("energy", ood_detector.EnergyBased(None)),
+        ("maxlogit", ood_detector.MaxLogit(None)),
+    ):
         det = NegvocabDetector(vlm, method, id_classes=ID, templates="single")
         logits = det.zeroshot.params["logit_scale"] * g.double() @ det.zeroshot.id_emb.double().T  # the model's scale
         # ours: float32 cosines x 100 (an ulp of a cosine is 6e-8, x 100); theirs here: float64 logits
-        np.testing.assert_allclose(det.predict_features(g).numpy(), theirs.predict_logits(logits).numpy(), rtol=1e-5, atol=2e-5)
+        np.testing.assert_allclose(
+            det.predict_features(g).numpy(), theirs.predict_logits(logits).numpy(), rtol=1e-5, atol=2e-5
+        )
 
 
 def test_hyperparameters(vlm, batches):
@@ -58,7 +70,9 @@ def test_hyperparameters(vlm, batches):
     assert det.get_hyperparameters() == {"tau": 0.01, "groups": 100, "grouping": "stratified", "seed": 0, "topk": None}
     g, _ = det.zeroshot.features(batches[0])
     det.set_hyperparameters(tau=0.05, groups=3)
-    want = negvocab.score("neglabel", g.numpy(), det.zeroshot.id_emb.numpy(), det.zeroshot.neg_emb.numpy(), tau=0.05, groups=3)
+    want = negvocab.score(
+        "neglabel", g.numpy(), det.zeroshot.id_emb.numpy(), det.zeroshot.neg_emb.numpy(), tau=0.05, groups=3
+    )
     np.testing.assert_allclose(det.predict_features(g).numpy(), -want, rtol=1e-6)
     with pytest.raises(ValueError, match="Unknown hyperparameter"):
         det.set_hyperparameters(T=1.0)
@@ -80,10 +94,16 @@ def test_oodmetrics_on_our_scores_equal_our_metrics(ties):
     for s, label in ((s_id[:150], 0), (s_ood[:120], -1), (s_id[150:], 3), (s_ood[120:], -1)):  # batches, ID labels >= 0
         metrics.update(-torch.from_numpy(s), torch.full((len(s),), label))
     theirs = metrics.compute()
-    ours = M.evaluate(s_id, s_ood, tpr=0.95, convention="openood", n_boot=0)  # AUPR: the trapezoid, as pytorch-ood and OpenOOD
+    ours = M.evaluate(
+        s_id, s_ood, tpr=0.95, convention="openood", n_boot=0
+    )  # AUPR: the trapezoid, as pytorch-ood and OpenOOD
     assert theirs["AUROC"] == pytest.approx(ours["auroc"], abs=1e-12) == M.auroc(s_id, s_ood)
     assert theirs["AUPR-IN"] == pytest.approx(ours["aupr_in"], abs=1e-12) == M.aupr_in(s_id, s_ood, method="trapezoid")
     assert theirs["AUPR-OUT"] == pytest.approx(ours["aupr_out"], abs=1e-12)
-    assert theirs["FPR95TPR"] == pytest.approx(ours["fpr"], abs=1e-12) == M.fpr_at_tpr(s_id, s_ood, 0.95, convention="openood")
+    assert (
+        theirs["FPR95TPR"]
+        == pytest.approx(ours["fpr"], abs=1e-12)
+        == M.fpr_at_tpr(s_id, s_ood, 0.95, convention="openood")
+    )
     # under the paper's convention AUPR is average precision (sklearn): a different number, said in docs/methods.md
     assert M.aupr_in(s_id, s_ood) != pytest.approx(theirs["AUPR-IN"], abs=1e-6)

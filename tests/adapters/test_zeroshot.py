@@ -26,7 +26,9 @@ def test_scores_equal_negvocab_score_on_the_same_embeddings(vlm, batches, method
     assert local is None
     np.testing.assert_allclose(g.numpy(), _features(vlm, x), atol=1e-5)
     id_emb, neg_emb = vlm.encode_text(ID, "single", pos="n"), vlm.encode_text(NEG, "single")
-    scale = {"logit_scale": float(vlm.model.logit_scale.detach().exp())} if method in ("energy", "gen") else {}  # the model's own
+    scale = (
+        {"logit_scale": float(vlm.model.logit_scale.detach().exp())} if method in ("energy", "gen") else {}
+    )  # the model's own
     want = negvocab.score(method, _features(vlm, x), id_emb, neg_emb, **scale)
     np.testing.assert_allclose(zs.score_features(g).numpy(), want, rtol=1e-5, atol=1e-9)
 
@@ -59,7 +61,10 @@ def test_inputs_are_checked_in_one_line(vlm, tmp_path):
         as_id_classes("goldfish")
     assert len(as_id_classes(None).names) == 1000
     (tmp_path / "neg.txt").write_text("sofa\nlamp\n")
-    assert as_vocabulary(tmp_path / "neg.txt").labels == ["sofa", "lamp"] and as_vocabulary(["a", "b"]).labels == ["a", "b"]
+    assert as_vocabulary(tmp_path / "neg.txt").labels == ["sofa", "lamp"] and as_vocabulary(["a", "b"]).labels == [
+        "a",
+        "b",
+    ]
 
 
 def test_parameters_change_and_are_checked(vlm, batches):

@@ -28,7 +28,9 @@ def build(run_dir, synonym_filter, **kw):
     kw.setdefault("per_class", 6)
     kw.setdefault("rounds", 3)
     kw.setdefault("classes", 50)
-    return build_gpt_vocabulary("gpt-test", run_dir=run_dir, synonym_filter=synonym_filter, client_options=FAST, concurrency=8, **kw)
+    return build_gpt_vocabulary(
+        "gpt-test", run_dir=run_dir, synonym_filter=synonym_filter, client_options=FAST, concurrency=8, **kw
+    )
 
 
 def test_full_small_run_merges_and_filters(endpoint, tmp_path, synonym_filter):
@@ -103,7 +105,13 @@ def test_changed_run_is_refused_in_the_same_folder(endpoint, tmp_path, synonym_f
     kw = {"classes": 2, **change}
     model = kw.pop("model", "gpt-test")
     with pytest.raises(InputError, match="holds another run"):
-        build_gpt_vocabulary(model, run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, **{"per_class": 6, "rounds": 3, **kw})
+        build_gpt_vocabulary(
+            model,
+            run_dir=tmp_path / "run",
+            synonym_filter=synonym_filter,
+            client_options=FAST,
+            **{"per_class": 6, "rounds": 3, **kw},
+        )
 
 
 def test_more_rounds_and_classes_grow_the_run_asking_nothing_twice(endpoint, tmp_path, synonym_filter):
@@ -122,7 +130,14 @@ def test_more_rounds_and_classes_grow_the_run_asking_nothing_twice(endpoint, tmp
 
 def test_an_answer_counts_only_for_the_question_asked(endpoint, tmp_path, synonym_filter):
     # EOE far asks per chunk of classes: another class list changes what chunk000 asks, so it is asked again
-    kw = {"mode": "far", "chunk_size": 2, "run_dir": tmp_path / "run", "synonym_filter": synonym_filter, "client_options": FAST, "per_request": 5}
+    kw = {
+        "mode": "far",
+        "chunk_size": 2,
+        "run_dir": tmp_path / "run",
+        "synonym_filter": synonym_filter,
+        "client_options": FAST,
+        "per_request": 5,
+    }
     build_eoe_vocabulary("gpt-test", classes=4, **kw)
     assert dict(endpoint.state.chat_counts) == {"chunk000/r0": 1, "chunk001/r0": 1}
     build_eoe_vocabulary("gpt-test", classes=["n01491361", "n01443537", "n01440764", "n01484850"], **kw)  # the same 4
@@ -137,8 +152,18 @@ def test_failed_answers_are_asked_again_by_every_run(endpoint, tmp_path, synonym
     first = build(tmp_path / "run", synonym_filter, classes=2, rounds=1)
     assert first.settings["failures"] == {"invalid": [f"{wnids[1]}/r0"]} and first.views[wnids[1]] == []
     run = gpt_run("gpt-test", per_class=6, rounds=1, classes=2, run_dir=tmp_path / "run")
-    assert run.estimate().summary().startswith("1 requests to send (1 failed before and asked again, 1 already in the journal)")
-    assert run.estimate(batch=True).summary().startswith("0 requests to send (2 already in the journal, 1 of them failed (a run without --batch asks them again))")
+    assert (
+        run.estimate()
+        .summary()
+        .startswith("1 requests to send (1 failed before and asked again, 1 already in the journal)")
+    )
+    assert (
+        run.estimate(batch=True)
+        .summary()
+        .startswith(
+            "0 requests to send (2 already in the journal, 1 of them failed (a run without --batch asks them again))"
+        )
+    )
     again = build(tmp_path / "run", synonym_filter, classes=2, rounds=1)  # no flag needed
     assert again.settings["session"]["sent"] == 1 and again.settings["failures"] == {}
     assert again.views[wnids[1]] == [s.lower() for s in labels_for(wnids[1], 0, 6)]
@@ -156,7 +181,11 @@ def test_a_retry_never_loses_labels_already_paid_for(endpoint, tmp_path, synonym
     assert first.settings["failures"] == {"short": [f"{wnids[0]}/r0"]} and kept
     run = gpt_run("gpt-test", per_class=6, rounds=1, classes=1, run_dir=tmp_path / "run")
     assert run.estimate().summary().startswith("0 requests to send (1 already in the journal)")  # a short list is kept
-    assert run.estimate(retry_failed=True).summary().startswith("1 requests to send (1 failed before and asked again, 0 already")
+    assert (
+        run.estimate(retry_failed=True)
+        .summary()
+        .startswith("1 requests to send (1 failed before and asked again, 0 already")
+    )
     endpoint.state.add_faults(f"{wnids[0]}/r0", "refusal")  # the retry is refused: the short answer stays
     again = build(tmp_path / "run", synonym_filter, classes=1, rounds=1, retry_failed=True)
     assert again.settings["session"]["sent"] == 1 and again.views[wnids[0]] == kept
@@ -174,7 +203,9 @@ def test_a_folder_of_an_older_negvocab_is_refused_not_mixed(endpoint, tmp_path, 
     manifest["identity_sha256"] = identity_hash(manifest["identity"])
     (tmp_path / "run" / MANIFEST).write_text(json.dumps(manifest))
     lines = [json.loads(x) for x in (tmp_path / "run" / JOURNAL).read_text().splitlines()]
-    (tmp_path / "run" / JOURNAL).write_text("".join(json.dumps({k: v for k, v in r.items() if k != "request_sha256"}) + "\n" for r in lines))
+    (tmp_path / "run" / JOURNAL).write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k != "request_sha256"}) + "\n" for r in lines)
+    )
     with pytest.raises(InputError, match="written by an older negvocab whose runs could not grow; use a new --run-dir"):
         build(tmp_path / "run", synonym_filter, classes=2, rounds=2)
     with pytest.raises(InputError, match="cannot rebuild the run \\(it was written by an older negvocab\\)"):
@@ -182,7 +213,14 @@ def test_a_folder_of_an_older_negvocab_is_refused_not_mixed(endpoint, tmp_path, 
 
 
 def test_going_back_to_an_earlier_question_finds_its_answer(endpoint, tmp_path, synonym_filter):
-    kw = {"mode": "far", "chunk_size": 2, "run_dir": tmp_path / "run", "synonym_filter": synonym_filter, "client_options": FAST, "per_request": 5}
+    kw = {
+        "mode": "far",
+        "chunk_size": 2,
+        "run_dir": tmp_path / "run",
+        "synonym_filter": synonym_filter,
+        "client_options": FAST,
+        "per_request": 5,
+    }
     a = build_eoe_vocabulary("gpt-test", classes=4, **kw)
     build_eoe_vocabulary("gpt-test", classes=["n01440764", "n01443537", "n01484850", "n01494475"], **kw)
     again = build_eoe_vocabulary("gpt-test", classes=4, **kw)  # chunk001 as first asked: answered
@@ -201,7 +239,11 @@ def test_tokens_of_unusable_answers_count_even_when_the_server_then_gives_up(end
     from negvocab.llm.journal import Journal
 
     journal = Journal.open_existing(tmp_path / "run")
-    assert not journal.results and journal.usage("sync") == {"prompt_tokens": 56, "completion_tokens": 36, "total_tokens": 92}
+    assert not journal.results and journal.usage("sync") == {
+        "prompt_tokens": 56,
+        "completion_tokens": 36,
+        "total_tokens": 92,
+    }
     endpoint.state.faults.clear()
     vocab = build_gpt_vocabulary("gpt-test", client_options=FAST, **kw)
     assert vocab.settings["usage"]["prompt_tokens"] == 2 * 56  # the billed attempt and the answer
@@ -215,11 +257,15 @@ def test_changed_prompt_is_a_new_run(endpoint, tmp_path, cache_dir, synonym_filt
     c = gpt_run("gpt-test", per_class=6, rounds=4, classes=5)
     assert len({a.run_dir, b.run_dir}) == 2 and c.run_dir == a.run_dir  # more rounds or classes: the same run grows
     assert a.run_dir.parent == cache_dir / "llm-runs"
-    vocab = build_gpt_vocabulary("gpt-test", per_class=6, rounds=3, classes=2, prompt_path=p, synonym_filter=synonym_filter, client_options=FAST)
+    vocab = build_gpt_vocabulary(
+        "gpt-test", per_class=6, rounds=3, classes=2, prompt_path=p, synonym_filter=synonym_filter, client_options=FAST
+    )
     assert vocab.settings["prompt_sha256"] == b.template.sha256
     assert {m["prompt_file"] for m in vocab.meta.values()} == {str(p)}  # each label names the file that produced it
     assert {m["prompt_sha256"] for m in vocab.meta.values()} == {hashlib.sha256(p.read_bytes()).hexdigest()}
-    assert vocabulary_from_journal(b.run_dir, synonym_filter=synonym_filter).labels == vocab.labels  # rebuilt with its prompt
+    assert (
+        vocabulary_from_journal(b.run_dir, synonym_filter=synonym_filter).labels == vocab.labels
+    )  # rebuilt with its prompt
     assert_no_key(cache_dir)
     with pytest.raises(InputError, match="prompt_sha256"):
         build(b.run_dir, synonym_filter, classes=2)
@@ -250,9 +296,13 @@ def test_dry_run_sends_nothing(endpoint, tmp_path):
     assert local.usd is None and "not OpenAI's own endpoint" in local.summary()
     est = run.estimate(base_url="https://api.openai.com/v1")
     assert est.requests == 50 and est.already_done == 0
-    assert est.usd == pytest.approx((est.prompt_tokens * 0.15 + est.completion_tokens * 0.60) / 1e6)  # gpt-4o-mini's price
+    assert est.usd == pytest.approx(
+        (est.prompt_tokens * 0.15 + est.completion_tokens * 0.60) / 1e6
+    )  # gpt-4o-mini's price
     assert run.estimate(batch=True, base_url="https://api.openai.com/v1").usd == pytest.approx(est.usd / 2)
-    assert run.estimate(prices={"gpt-4o-mini": (1.0, 1.0)}).usd == pytest.approx((est.prompt_tokens + est.completion_tokens) / 1e6)
+    assert run.estimate(prices={"gpt-4o-mini": (1.0, 1.0)}).usd == pytest.approx(
+        (est.prompt_tokens + est.completion_tokens) / 1e6
+    )
     assert "50 requests to send" in est.summary()
     assert not (tmp_path / "run").exists()
     assert sum(endpoint.state.chat_counts.values()) == 0
@@ -281,7 +331,15 @@ def test_select_classes(tmp_path):
 
 
 def test_eoe_near(endpoint, tmp_path, synonym_filter):
-    vocab = build_eoe_vocabulary("gpt-test", mode="near", per_request=4, classes=5, run_dir=tmp_path / "near", synonym_filter=synonym_filter, client_options=FAST)
+    vocab = build_eoe_vocabulary(
+        "gpt-test",
+        mode="near",
+        per_request=4,
+        classes=5,
+        run_dir=tmp_path / "near",
+        synonym_filter=synonym_filter,
+        client_options=FAST,
+    )
     wnids = list(imagenet1k().wnids[:5])
     per = expected_merge(wnids, 1, 4)
     assert vocab.source == "eoe" and vocab.labels == list(dict.fromkeys(lab for w in wnids for lab in per[w]))
@@ -293,7 +351,17 @@ def test_eoe_near(endpoint, tmp_path, synonym_filter):
 @pytest.mark.parametrize("mode", ["far", "fine"])
 def test_eoe_far_and_fine_ask_in_chunks(endpoint, tmp_path, synonym_filter, mode):
     endpoint.state.extra_labels = ["Tench"]
-    vocab = build_eoe_vocabulary("gpt-test", mode=mode, size=30, chunk_size=4, classes=10, rounds=2, run_dir=tmp_path / mode, synonym_filter=synonym_filter, client_options=FAST)
+    vocab = build_eoe_vocabulary(
+        "gpt-test",
+        mode=mode,
+        size=30,
+        chunk_size=4,
+        classes=10,
+        rounds=2,
+        run_dir=tmp_path / mode,
+        synonym_filter=synonym_filter,
+        client_options=FAST,
+    )
     chunks = ["chunk000", "chunk001", "chunk002"]
     assert sorted(endpoint.state.chat_counts) == sorted(f"{c}/r{r}" for c in chunks for r in range(2))
     assert vocab.settings["labels_per_request"] == 10  # ceil(30 / 3 chunks)
@@ -340,7 +408,9 @@ def test_a_full_disk_under_the_journal_is_one_line_and_stops_asking(endpoint, tm
         return real(self, records)
 
     monkeypatch.setattr(Journal, "append", fills_up)
-    with pytest.raises(ResourceError, match=r"^cannot write the run journal .*journal\.jsonl: No space left on device; free space"):
+    with pytest.raises(
+        ResourceError, match=r"^cannot write the run journal .*journal\.jsonl: No space left on device; free space"
+    ):
         build(tmp_path / "run", synonym_filter)
     monkeypatch.setattr(Journal, "append", real)
     asked = sum(endpoint.state.chat_counts.values())
@@ -397,7 +467,11 @@ def test_ctrl_c_in_a_notebook_drains_as_on_the_command_line(endpoint, tmp_path, 
         ("request_timeout", 0, "request_timeout must be > 0 seconds (or None for the default 300), got 0"),
         ("poll_interval", -1.0, "poll_interval must be a finite number of seconds >= 0, got -1.0"),
         ("max_submissions", 0, "max_submissions must be a whole number >= 1, got 0"),
-        ("prices", {"m": (0.15,)}, "prices['m'] must be (USD per 1M prompt tokens, USD per 1M completion tokens), two numbers >= 0, got (0.15,)"),
+        (
+            "prices",
+            {"m": (0.15,)},
+            "prices['m'] must be (USD per 1M prompt tokens, USD per 1M completion tokens), two numbers >= 0, got (0.15,)",
+        ),
         ("client_options", {"wait_bas": 0.1}, "client_options has an unknown key 'wait_bas'; allowed: "),
         ("client_options", {"temperature": 0.0}, "client_options['temperature']: give it as the builder's temperature"),
         ("client_options", {"concurrency": 2}, "client_options['concurrency']: give it as LLMSettings.concurrency"),
@@ -420,11 +494,29 @@ def test_settings_defaults_are_the_builders_and_the_key_stays_out_of_the_repr():
     assert DUMMY_KEY not in repr(s) and DUMMY_KEY[8:20] not in repr(s) and DUMMY_KEY not in str(s)
     assert "base_url='http://127.0.0.1:9/v1'" in repr(s) and "api_key" not in repr(s)
     d = LLMSettings()
-    assert (d.concurrency, d.batch, d.response_format, d.request_timeout, d.poll_interval, d.max_submissions) == (16, False, "auto", None, 30.0, 3)
-    assert (d.base_url, d.api_key, d.prices, d.client_options, d.on_progress, d.retry_failed) == (None, None, None, None, None, False)
+    assert (d.concurrency, d.batch, d.response_format, d.request_timeout, d.poll_interval, d.max_submissions) == (
+        16,
+        False,
+        "auto",
+        None,
+        30.0,
+        3,
+    )
+    assert (d.base_url, d.api_key, d.prices, d.client_options, d.on_progress, d.retry_failed) == (
+        None,
+        None,
+        None,
+        None,
+        None,
+        False,
+    )
     with pytest.raises(dataclasses.FrozenInstanceError):
         d.concurrency = 4  # type: ignore[misc]
-    assert negvocab.LLMSettings is builders_llm.LLMSettings and "LLMSettings" in negvocab.__all__ and "LLMSettings" in builders_llm.__all__
+    assert (
+        negvocab.LLMSettings is builders_llm.LLMSettings
+        and "LLMSettings" in negvocab.__all__
+        and "LLMSettings" in builders_llm.__all__
+    )
     assert all(getattr(builders_llm, name) is not None for name in builders_llm.__all__)
 
 
@@ -432,17 +524,28 @@ def test_an_override_wins_and_an_unknown_keyword_is_refused_naming_it(tmp_path):
     base = LLMSettings(concurrency=4, batch=True, response_format="text")
     s = resolve_settings(base, {"batch": False, "concurrency": 2}, build_gpt_vocabulary)
     assert (s.concurrency, s.batch, s.response_format) == (2, False, "text") and base.batch is True
-    assert resolve_settings(None, {}, build_gpt_vocabulary) == LLMSettings() and resolve_settings(base, {}, build_gpt_vocabulary) is base
+    assert (
+        resolve_settings(None, {}, build_gpt_vocabulary) == LLMSettings()
+        and resolve_settings(base, {}, build_gpt_vocabulary) is base
+    )
     with pytest.raises(InputError) as err:
         build_gpt_vocabulary("gpt-test", classes=1, concurency=4)
     text = str(err.value)
-    assert text.startswith("build_gpt_vocabulary() got an unknown keyword 'concurency' (did you mean 'concurrency'?); it accepts model, per_class, rounds,")
+    assert text.startswith(
+        "build_gpt_vocabulary() got an unknown keyword 'concurency' (did you mean 'concurrency'?); it accepts model, per_class, rounds,"
+    )
     assert "\n" not in text and all(name in text for name in (*FIELDS, "synonym_filter", "settings"))
-    with pytest.raises(InputError, match="^build_eoe_vocabulary\\(\\) got an unknown keyword 'chunk'.*it accepts model, mode, per_request, size, chunk_size"):
+    with pytest.raises(
+        InputError,
+        match="^build_eoe_vocabulary\\(\\) got an unknown keyword 'chunk'.*it accepts model, mode, per_request, size, chunk_size",
+    ):
         build_eoe_vocabulary("gpt-test", mode="far", chunk=3)
     run = gpt_run("gpt-test", per_class=6, rounds=1, classes=1, run_dir=tmp_path / "run")
     for method in (run.build, run.execute, run.estimate):
-        with pytest.raises(InputError, match=f"^LLMRun.{method.__name__}\\(\\) got an unknown keyword 'batches' \\(did you mean 'batch'\\?\\)"):
+        with pytest.raises(
+            InputError,
+            match=f"^LLMRun.{method.__name__}\\(\\) got an unknown keyword 'batches' \\(did you mean 'batch'\\?\\)",
+        ):
             method(batches=True)
     with pytest.raises(InputError, match="settings must be an LLMSettings or None, got a value of type dict") as err:
         build_gpt_vocabulary("gpt-test", classes=1, settings={"api_key": DUMMY_KEY})  # type: ignore[arg-type]
@@ -455,7 +558,9 @@ def _comparable(vocab):
     return vocab.labels, vocab.views, vocab.meta, {k: v for k, v in vocab.settings.items() if k != "run_dir"}
 
 
-def test_old_keywords_and_an_equal_settings_object_give_the_same_vocabulary(server, tmp_path, synonym_filter, monkeypatch):
+def test_old_keywords_and_an_equal_settings_object_give_the_same_vocabulary(
+    server, tmp_path, synonym_filter, monkeypatch
+):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     server.state.api_key = DUMMY_KEY  # a wrong or missing key would get a 401
@@ -467,10 +572,18 @@ def test_old_keywords_and_an_equal_settings_object_give_the_same_vocabulary(serv
     new = build_gpt_vocabulary("gpt-test", run_dir=tmp_path / "new", **question, settings=LLMSettings(**how))
     assert _comparable(old) == _comparable(new) and len(old) > 0
     assert old.settings["response_formats"] == {"json_object": 6} and old.settings["cost_usd"] > 0
-    assert set(server.state.formats) == {"json_object"} and set(server.state.chat_counts.values()) == {2}  # each question once per build
+    assert set(server.state.formats) == {"json_object"} and set(server.state.chat_counts.values()) == {
+        2
+    }  # each question once per build
     assert seen[-1] == (6, 6)
     # the override wins over the same field of settings
-    wins = build_gpt_vocabulary("gpt-test", run_dir=tmp_path / "wins", **question, settings=LLMSettings(**{**how, "response_format": "text"}), response_format="json_object")
+    wins = build_gpt_vocabulary(
+        "gpt-test",
+        run_dir=tmp_path / "wins",
+        **question,
+        settings=LLMSettings(**{**how, "response_format": "text"}),
+        response_format="json_object",
+    )
     assert _comparable(wins) == _comparable(old) and set(server.state.formats) == {"json_object"}
     eoe = {"mode": "far", "per_request": 5, "chunk_size": 2, "classes": 4, "synonym_filter": synonym_filter}
     a = build_eoe_vocabulary("gpt-test", run_dir=tmp_path / "eoe-old", **eoe, **how)

@@ -50,7 +50,14 @@ def test_rounds_added_are_bounded(endpoint, tmp_path, synonym_filter, monkeypatc
     import negvocab.builders.llm_size as llm_size
 
     assert MAX_TOP_UP_ROUNDS == 4
-    monkeypatch.setattr(llm_size, "MAX_TOP_UP_ROUNDS", 0)  # the fake grows by half a list a round: a cap of 0 shows the bound
+    monkeypatch.setattr(
+        llm_size, "MAX_TOP_UP_ROUNDS", 0
+    )  # the fake grows by half a list a round: a cap of 0 shows the bound
     vocab = _far(tmp_path, synonym_filter, 30)
-    assert vocab.settings["size"] == {"asked": 30, "reached": _unique(1, 10), "rounds_added": 0, "why": "0 rounds added, the most"}
+    assert vocab.settings["size"] == {
+        "asked": 30,
+        "reached": _unique(1, 10),
+        "rounds_added": 0,
+        "why": "0 rounds added, the most",
+    }
     assert sum(endpoint.state.chat_counts.values()) == 3

@@ -31,7 +31,13 @@ POOL = {
     "mossy rock": [(4, 0.6), (5, 0.8)],
 }
 # images: (how many, direction); ID-like ones along the class axes, OOD ones along concepts
-IMAGES = [(5, [(0, 1.0)]), (5, [(2, 1.0)]), (6, [(4, 1.0), (0, 0.1)]), (3, [(5, 1.0), (1, 0.3)]), (2, [(6, 1.0), (2, 0.5)])]
+IMAGES = [
+    (5, [(0, 1.0)]),
+    (5, [(2, 1.0)]),
+    (6, [(4, 1.0), (0, 0.1)]),
+    (3, [(5, 1.0), (1, 0.3)]),
+    (2, [(6, 1.0), (2, 0.5)]),
+]
 
 
 def vec(parts, rng=None, noise=0.0):
@@ -107,7 +113,9 @@ def test_evidence_matches_brute_force_on_random_embeddings(k, q, chunk):
 def test_the_images_point_to_the_known_concepts(images):
     vlm = FakeVLM()
     ids = IdClasses.from_names(ID_NAMES)
-    vocab = build_mined_vocabulary(vlm, images, list(POOL), 3, id_classes=ids, top_k=1, threshold=0.7, templates="single")
+    vocab = build_mined_vocabulary(
+        vlm, images, list(POOL), 3, id_classes=ids, top_k=1, threshold=0.7, templates="single"
+    )
     # 6 images near aurora (furthest from ID), 3 near canyon, 2 near glacier (half hen: least OOD)
     assert vocab.labels == ["aurora", "canyon", "glacier"] and vocab.source == "mined"
     assert [vocab.meta[x]["votes"] for x in vocab.labels] == [6, 3, 2]
@@ -115,14 +123,20 @@ def test_the_images_point_to_the_known_concepts(images):
     # the ID name never reaches the search; ID-like images vote for nothing
     assert vlm.asked[0] == ID_NAMES and all("tench" not in chunk for chunk in vlm.asked[1:])
     assert vocab.settings["synonym_filter"]["removed"]["tench"]["rule"].startswith("clean-name")
-    s = (images.embeddings.astype(np.float64) @ np.stack([vlm.table[n] for n in ID_NAMES]).T.astype(np.float64)).max(axis=1)
+    s = (images.embeddings.astype(np.float64) @ np.stack([vlm.table[n] for n in ID_NAMES]).T.astype(np.float64)).max(
+        axis=1
+    )
     for label, (lo, hi) in zip(vocab.labels, [(10, 16), (16, 19), (19, 21)], strict=True):
         assert vocab.meta[label]["evidence"] == pytest.approx(np.sum(0.7 - s[lo:hi]), abs=1e-6)
     # the default: the less ID-like half of the images (the 11th most ID-like image, a glacier one, weighs 0)
     half = build_mined_vocabulary(vlm, images, list(POOL), 3, id_classes=ids, top_k=1, templates="single")
-    assert half.labels == vocab.labels and half.meta["glacier"]["votes"] == 1 and half.settings["ood_looking_images"] == 10
+    assert (
+        half.labels == vocab.labels and half.meta["glacier"]["votes"] == 1 and half.settings["ood_looking_images"] == 10
+    )
     assert [vocab.meta[x]["rank"] for x in vocab.labels] == [1, 2, 3]
-    two = build_mined_vocabulary(vlm, images, list(POOL), None, id_classes=ids, top_k=2, threshold=0.7, templates="single")
+    two = build_mined_vocabulary(
+        vlm, images, list(POOL), None, id_classes=ids, top_k=2, threshold=0.7, templates="single"
+    )
     assert "mossy rock" in two.labels[:3]  # the second choice of both the aurora and the canyon images
     assert "koi" not in two  # near an ID class: only ID-like images are close to it, and they do not vote
     with pytest.raises(InputError, match="only 3 candidates got a vote"):
@@ -133,8 +147,12 @@ def test_the_images_point_to_the_known_concepts(images):
 
 def test_chunking_does_not_change_the_result(images):
     ids = IdClasses.from_names(ID_NAMES)
-    a = build_mined_vocabulary(FakeVLM(), images, list(POOL), None, id_classes=ids, top_k=2, chunk_size=1, templates="single")
-    b = build_mined_vocabulary(FakeVLM(), images, list(POOL), None, id_classes=ids, top_k=2, chunk_size=1000, templates="single")
+    a = build_mined_vocabulary(
+        FakeVLM(), images, list(POOL), None, id_classes=ids, top_k=2, chunk_size=1, templates="single"
+    )
+    b = build_mined_vocabulary(
+        FakeVLM(), images, list(POOL), None, id_classes=ids, top_k=2, chunk_size=1000, templates="single"
+    )
     assert a.labels == b.labels and a.meta == b.meta
 
 
@@ -156,7 +174,9 @@ def test_approximate_indexes_report_recall_against_exact(kind):
 def test_approximate_mining_finds_the_known_concepts(images):
     ids = IdClasses.from_names(ID_NAMES)
     exact = build_mined_vocabulary(FakeVLM(), images, list(POOL), 3, id_classes=ids, top_k=1, templates="single")
-    approx = build_mined_vocabulary(FakeVLM(), images, list(POOL), 3, id_classes=ids, top_k=1, templates="single", index="hnsw")
+    approx = build_mined_vocabulary(
+        FakeVLM(), images, list(POOL), 3, id_classes=ids, top_k=1, templates="single", index="hnsw"
+    )
     assert approx.labels == exact.labels
     assert approx.settings["index"]["kind"] == "hnsw" and approx.settings["index"]["recall_at_k"] == 1.0
 
@@ -193,7 +213,9 @@ def test_overlap_by_path_and_by_content(folders, tmp_path):
     assert image_overlap([str(ood / ".." / "ninco" / "o1.png")], ood_paths) == [str(ood / ".." / "ninco" / "o1.png")]
     record, caveats = transductive_check(paths, None)
     assert record["checked"] is False and caveats == {}
-    record, caveats = transductive_check([*paths, str(mine / "renamed.png")], {"NINCO": str(ood), "other": str(mine / "s0.png")})
+    record, caveats = transductive_check(
+        [*paths, str(mine / "renamed.png")], {"NINCO": str(ood), "other": str(mine / "s0.png")}
+    )
     assert record["overlap"] == {"NINCO": 1, "other": 1} and "NINCO" in caveats["transductive"]
     record, _ = transductive_check(paths, [str(ood), f"mine={mine}"])  # bare paths are named after their folder
     assert record["overlap"] == {"ninco": 0, "mine": 4}
@@ -204,12 +226,18 @@ def test_overlap_by_path_and_by_content(folders, tmp_path):
 def test_transductive_flag_is_kept_by_merge_and_derived_vocabularies(folders, images):
     mine, ood = folders
     shutil.copyfile(ood / "o0.png", mine / "copy.png")
-    emb = ImageEmbeddings(paths=sorted(str(p) for p in mine.iterdir()) + images.paths[5:], embeddings=images.embeddings[:21])
+    emb = ImageEmbeddings(
+        paths=sorted(str(p) for p in mine.iterdir()) + images.paths[5:], embeddings=images.embeddings[:21]
+    )
     ids = IdClasses.from_names(ID_NAMES)
-    vocab = build_mined_vocabulary(FakeVLM(), emb, list(POOL), 3, id_classes=ids, top_k=1, templates="single", ood=str(ood))
+    vocab = build_mined_vocabulary(
+        FakeVLM(), emb, list(POOL), 3, id_classes=ids, top_k=1, templates="single", ood=str(ood)
+    )
     note = vocab.settings["caveats"]["transductive"]
     assert vocab.settings["deployable"] is False and "ninco" in note and "1 of 21" in note
-    clean = build_mined_vocabulary(FakeVLM(), images, list(POOL), 3, id_classes=ids, top_k=1, templates="single", ood=str(ood))
+    clean = build_mined_vocabulary(
+        FakeVLM(), images, list(POOL), 3, id_classes=ids, top_k=1, templates="single", ood=str(ood)
+    )
     assert "caveats" not in clean.settings and clean.settings["transductive_check"]["overlap"] == {"ninco": 0}
     other = Vocabulary.from_labels(["sofa", "aurora"], source="file")
     for merged in (Vocabulary.union(other, vocab), Vocabulary.union(Vocabulary.union(vocab, other), other)):
@@ -227,12 +255,18 @@ def test_transductive_flag_reaches_the_results_table(images):
     id_e = ImageEmbeddings(paths=[f"id{i}" for i in range(6)], embeddings=unit(rng, 6, 32))
     ood_e = ImageEmbeddings(paths=[f"ood{i}" for i in range(6)], embeddings=unit(rng, 6, 32))
     mined = Vocabulary.from_labels(
-        ["aurora", "canyon"], source="mined", settings={"caveats": {"transductive": "transductive: test"}, "deployable": False}
+        ["aurora", "canyon"],
+        source="mined",
+        settings={"caveats": {"transductive": "transductive: test"}, "deployable": False},
     )
-    ev = evaluate_vocabularies(vlm, id_e, ood_e, {"mined": mined}, id_classes=IdClasses.from_names(ID_NAMES), templates="single", n_boot=0)
+    ev = evaluate_vocabularies(
+        vlm, id_e, ood_e, {"mined": mined}, id_classes=IdClasses.from_names(ID_NAMES), templates="single", n_boot=0
+    )
     row = ev.rows[0]
     if "caveats" not in row:
-        pytest.skip("results rows get 'deployable'/'caveats' columns from the paper-numbers branch (BRIEF shared interface)")
+        pytest.skip(
+            "results rows get 'deployable'/'caveats' columns from the paper-numbers branch (BRIEF shared interface)"
+        )
     assert row["deployable"] is False and "transductive" in row["caveats"]
 
 
@@ -259,13 +293,31 @@ def test_cli_mines_with_a_real_model_and_flags_overlap(folders, tmp_path, monkey
     assert len(got) == 2 and got.settings["deployable"] is False and got.settings["pool"] == str(pool)
     assert got.random_weights is True and got.settings["random_weights"] is True  # results tables mark it
     emb = vlm.encode_images(str(mine))
-    expected = build_mined_vocabulary(vlm, emb, str(pool), 2, id_classes=IdClasses.from_names(ID_NAMES, dataset=f"custom:{classes.name}"), top_k=2, templates="single")
+    expected = build_mined_vocabulary(
+        vlm,
+        emb,
+        str(pool),
+        2,
+        id_classes=IdClasses.from_names(ID_NAMES, dataset=f"custom:{classes.name}"),
+        top_k=2,
+        templates="single",
+    )
     assert got.labels == expected.labels
     listed = tmp_path / "stream.txt"
     listed.write_text("".join(f"{p}\n" for p in emb.paths), encoding="utf-8")  # an image list works as the folder does
-    again = build_mined_vocabulary(vlm, str(listed), str(pool), 2, id_classes=IdClasses.from_names(ID_NAMES, dataset=f"custom:{classes.name}"), top_k=2, templates="single")
+    again = build_mined_vocabulary(
+        vlm,
+        str(listed),
+        str(pool),
+        2,
+        id_classes=IdClasses.from_names(ID_NAMES, dataset=f"custom:{classes.name}"),
+        top_k=2,
+        templates="single",
+    )
     assert again.labels == expected.labels
-    bad = CliRunner().invoke(app, ["build", "mined", "--random-weights", "--images", str(mine), "--index", "lsh", "-o", str(out)])
+    bad = CliRunner().invoke(
+        app, ["build", "mined", "--random-weights", "--images", str(mine), "--index", "lsh", "-o", str(out)]
+    )
     assert bad.exit_code == 2 and "unknown --index 'lsh'" in bad.stderr
 
 
@@ -281,7 +333,9 @@ def test_two_ood_sets_of_one_name_are_refused_not_one_dropped(folders, images):
         assert "\n" not in str(e.value)
     ids = IdClasses.from_names(ID_NAMES)
     with pytest.raises(InputError, match="two OOD sets are named 'ninco'"):
-        build_mined_vocabulary(FakeVLM(), images, list(POOL), 3, id_classes=ids, templates="single", ood=[str(ood), f"ninco={mine}"])
+        build_mined_vocabulary(
+            FakeVLM(), images, list(POOL), 3, id_classes=ids, templates="single", ood=[str(ood), f"ninco={mine}"]
+        )
 
 
 def test_the_check_sees_images_the_encoder_leaves_out(folders, tmp_path):
@@ -295,7 +349,15 @@ def test_the_check_sees_images_the_encoder_leaves_out(folders, tmp_path):
     (mine / "copy-of-cut.png").write_bytes(broken)
     vlm = make_tiny_vlm(tmp_path)
     assert "copy-of-cut.png" not in " ".join(vlm.encode_images(str(mine)).paths)  # the encoder drops it
-    vocab = build_mined_vocabulary(vlm, str(mine), list(POOL), 1, id_classes=IdClasses.from_names(ID_NAMES), templates="single", ood={"NINCO": str(ood)})
+    vocab = build_mined_vocabulary(
+        vlm,
+        str(mine),
+        list(POOL),
+        1,
+        id_classes=IdClasses.from_names(ID_NAMES),
+        templates="single",
+        ood={"NINCO": str(ood)},
+    )
     assert vocab.settings["transductive_check"]["overlap"] == {"NINCO": 1} and vocab.settings["deployable"] is False
 
 
@@ -338,7 +400,10 @@ def test_ctrl_c_ends_build_mined_with_nothing_written(tmp_path):
     assert proc.returncode == 130, err
     assert "Traceback" not in err and not out.exists()
     line = err.strip().splitlines()[-1]
-    assert line.startswith("interrupted; re-run the same command to resume (kept: ") and "text embeddings in the cache" in line, err
+    assert (
+        line.startswith("interrupted; re-run the same command to resume (kept: ")
+        and "text embeddings in the cache" in line
+    ), err
 
 
 HOLD_FILE = "import sys; from negvocab.outdir import claim_file; c = claim_file(sys.argv[1]); print('held', flush=True); sys.stdin.read(); c.release()"
@@ -356,11 +421,17 @@ def test_cli_a_file_another_mined_run_writes_is_refused_at_once(folders, tmp_pat
     mine, _ = folders
     out = tmp_path / "mined.json"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_FILE, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_FILE, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         r = CliRunner().invoke(app, ["build", "mined", "--random-weights", "--images", str(mine), "-o", str(out)])
-        assert r.exit_code == 2 and r.stderr.strip() == f"error: {out} is being written by another negvocab run; wait for it to finish or give another -o", r.output
+        assert (
+            r.exit_code == 2
+            and r.stderr.strip()
+            == f"error: {out} is being written by another negvocab run; wait for it to finish or give another -o"
+        ), r.output
     finally:
         holder.communicate("", timeout=30)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

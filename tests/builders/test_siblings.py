@@ -204,7 +204,10 @@ def test_cli_builds_the_same_vocabulary(vlm, classes, tmp_path, monkeypatch):
     ids = tmp_path / "ids.txt"
     ids.write_text("# my classes\n" + "\n".join(classes.wnids[:10]) + "\nmy widget\n", encoding="utf-8")
     out = tmp_path / "sib.json"
-    r = CliRunner().invoke(app, ["build", "siblings", "--random-weights", "-K", "3", "--id-classes", str(ids), "-t", "single", "-o", str(out)])
+    r = CliRunner().invoke(
+        app,
+        ["build", "siblings", "--random-weights", "-K", "3", "--id-classes", str(ids), "-t", "single", "-o", str(out)],
+    )
     assert r.exit_code == 0, r.output
     assert "skipped 1 classes without a synset: my widget" in r.output and "RANDOM weights" in r.output
     got = Vocabulary.load(out)
@@ -231,7 +234,10 @@ def test_head_per_class_is_the_sweep_over_k_for_siblings_and_gpt(vlm, classes, v
     direct = build_sibling_vocabulary(vlm, classes, per_class=2, templates="single")
     assert two.labels == direct.labels and two.views == direct.views and two.settings["per_class_head"] == 2
     gpt = Vocabulary.from_labels(
-        ["a", "b", "c", "d"], source="gpt", views={"n1": ["a", "b", "c"], "n2": ["d", "b"]}, meta={"c": {"proposed_by": {"n1": [3]}}}
+        ["a", "b", "c", "d"],
+        source="gpt",
+        views={"n1": ["a", "b", "c"], "n2": ["d", "b"]},
+        meta={"c": {"proposed_by": {"n1": [3]}}},
     )
     one = head_per_class(gpt, 1)
     assert one.labels == ["a", "d"] and one.views == {"n1": ["a"], "n2": ["d"]} and one.meta == {}

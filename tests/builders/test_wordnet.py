@@ -141,7 +141,9 @@ def test_cli_writes_several_sizes(wn_vlm, tmp_path, monkeypatch):
     three, six = Vocabulary.load(tmp_path / "wn-M3.json"), Vocabulary.load(tmp_path / "wn-M6.json")
     assert three.labels == six.labels[:3] and len(six) == 6
     assert "RANDOM weights" in result.output
-    bad = CliRunner().invoke(app, ["build", "wordnet", "--random-weights", "--size", "99", "-t", "single", "-o", str(out)])
+    bad = CliRunner().invoke(
+        app, ["build", "wordnet", "--random-weights", "--size", "99", "-t", "single", "-o", str(out)]
+    )
     assert bad.exit_code == 2 and "exceeds" in bad.output
 
 
@@ -156,9 +158,13 @@ def test_cli_ranks_against_custom_id_classes_as_the_api_does(wn_vlm, tmp_path, m
     names = tmp_path / "classes.txt"
     names.write_text("red\nmeadow\n", encoding="utf-8")
     out = tmp_path / "wn.json"
-    result = CliRunner().invoke(app, ["build", "wordnet", "--random-weights", "--id-classes", str(names), "-t", "single", "-o", str(out)])
+    result = CliRunner().invoke(
+        app, ["build", "wordnet", "--random-weights", "--id-classes", str(names), "-t", "single", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
-    expected = build_wordnet_vocabulary(wn_vlm, None, id_classes=IdClasses.from_names(["red", "meadow"]), templates="single")
+    expected = build_wordnet_vocabulary(
+        wn_vlm, None, id_classes=IdClasses.from_names(["red", "meadow"]), templates="single"
+    )
     got = Vocabulary.load(out)
     assert got.labels == expected.labels and "red" not in got.labels  # ranked against, and filtered by, these classes
     assert got.labels != build_wordnet_vocabulary(wn_vlm, None, templates="single").labels
@@ -185,7 +191,9 @@ def test_cli_ranks_a_candidates_file_as_the_api_does(wn_vlm, tmp_path, monkeypat
     pool.write_text("text\tpos\tlexname\tsynset\toffset\n" + "".join(rows), encoding="utf-8")
     monkeypatch.setattr(cmd, "load_vlm", lambda *a, **k: wn_vlm)
     out = tmp_path / "wn.json"
-    result = CliRunner().invoke(app, ["build", "wordnet", "--random-weights", "--pool", str(pool), "-t", "neglabel", "-o", str(out)])
+    result = CliRunner().invoke(
+        app, ["build", "wordnet", "--random-weights", "--pool", str(pool), "-t", "neglabel", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     got = Vocabulary.load(out)
     expected = build_wordnet_vocabulary(wn_vlm, None, candidates=CANDIDATES, templates="neglabel")
@@ -250,7 +258,9 @@ def test_several_pool_sizes_cost_one_embedding_pass(tmp_path, monkeypatch):
     monkeypatch.setattr(cmd, "load_vlm", lambda *a, **k: vlm)
     monkeypatch.setattr(wn_builder, "wordnet_candidates", lambda preset="neglabel", **k: list(CANDIDATES))
     out = tmp_path / "wn-{size}.json"
-    result = CliRunner().invoke(app, ["build", "wordnet", "--random-weights", "--sizes", "2,4,8", "-t", "single", "-o", str(out)])
+    result = CliRunner().invoke(
+        app, ["build", "wordnet", "--random-weights", "--sizes", "2,4,8", "-t", "single", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     # every candidate and every distinct ID name once ("goldfish" is both), nothing more
     expected = {f"a photo of a {t}." for t in [c.text for c in CANDIDATES] + list(imagenet1k().names)}

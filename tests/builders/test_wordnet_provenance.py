@@ -18,7 +18,9 @@ def test_the_candidate_file_is_hashed(wn_vlm, tmp_path, monkeypatch):  # noqa: F
     pool = tmp_path / "pool.txt"
     pool.write_text("".join(f"{c.text}\n" for c in CANDIDATES), encoding="utf-8")
     out = tmp_path / "wn.json"
-    result = CliRunner().invoke(app, ["build", "wordnet", "--random-weights", "--candidates", str(pool), "-t", "single", "-o", str(out)])
+    result = CliRunner().invoke(
+        app, ["build", "wordnet", "--random-weights", "--candidates", str(pool), "-t", "single", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     vocab = Vocabulary.load(out)
     assert vocab.settings["candidates_sha256"] == hashlib.sha256(pool.read_bytes()).hexdigest()

@@ -26,13 +26,21 @@ def test_version_and_bare_groups():
 
 
 def test_usage_errors_are_one_line_at_every_level():
-    for args, where in [(["--bogus"], "negvocab"), (["score", "--bogus"], "negvocab score"), (["build", "wordnet", "--bogus"], "negvocab build wordnet")]:
+    for args, where in [
+        (["--bogus"], "negvocab"),
+        (["score", "--bogus"], "negvocab score"),
+        (["build", "wordnet", "--bogus"], "negvocab build wordnet"),
+    ]:
         r = negvocab_cli(*args)
         assert r.returncode == 2 and r.stdout == "", args
         lines = r.stderr.strip().splitlines()
         # click's wording differs by version: "No such option: --bogus (Possible options: ...)" (8.5),
         # "No such option '--bogus'. Did you mean ...?" (the lower-bound check's typer 0.16 with click 8.4)
-        assert len(lines) == 1 and re.match(r"error: No such option:? '?--bogus\b", lines[0]) and f"(see '{where} --help')" in lines[0], r.stderr
+        assert (
+            len(lines) == 1
+            and re.match(r"error: No such option:? '?--bogus\b", lines[0])
+            and f"(see '{where} --help')" in lines[0]
+        ), r.stderr
 
 
 def test_the_ctrl_c_line_says_resume_only_when_something_was_kept():
@@ -43,7 +51,10 @@ def test_the_ctrl_c_line_says_resume_only_when_something_was_kept():
     assert interrupted_line() == "interrupted; nothing was kept (no work had finished): a re-run starts over"
     note_kept("text embeddings in the cache", 4096)
     note_kept("text embeddings in the cache", 512)
-    assert interrupted_line() == "interrupted; re-run the same command to resume (kept: 4,608 text embeddings in the cache)"
+    assert (
+        interrupted_line()
+        == "interrupted; re-run the same command to resume (kept: 4,608 text embeddings in the cache)"
+    )
     forget_kept()
 
 
@@ -61,7 +72,20 @@ def test_an_interrupted_command_before_any_work_says_nothing_was_kept(tmp_path, 
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cmd, "load_vlm", ctrl_c)  # Ctrl-C while the model loads: nothing done yet
-    r = CliRunner().invoke(app, ["build", "mined", "--random-weights", "--images", str(tmp_path / "s"), "--pool", str(tmp_path / "pool.txt"), "-o", str(tmp_path / "m.json")])
+    r = CliRunner().invoke(
+        app,
+        [
+            "build",
+            "mined",
+            "--random-weights",
+            "--images",
+            str(tmp_path / "s"),
+            "--pool",
+            str(tmp_path / "pool.txt"),
+            "-o",
+            str(tmp_path / "m.json"),
+        ],
+    )
     assert r.exit_code == 130 and "nothing was kept" in r.stderr and "resume" not in r.stderr, r.output
 
 
@@ -97,7 +121,9 @@ def test_every_command_has_examples_in_its_help_that_name_it_and_its_options():
         assert r.exit_code == 0 and "Examples:" in r.stdout, path
         for example in EXAMPLES[path]:
             words = example.split()
-            assert " ".join(words[:len(path.split()) + 1 + ("-q" in words[1:2])]).replace("-q ", "") == f"negvocab {path}", example
+            assert (
+                " ".join(words[: len(path.split()) + 1 + ("-q" in words[1:2])]).replace("-q ", "") == f"negvocab {path}"
+            ), example
             assert example in " ".join(r.stdout.split()), (path, example)
             for flag in (w.split("=")[0] for w in words if w.startswith("--")):
                 assert flag in r.stdout, (path, flag)  # every option an example uses exists
@@ -120,7 +146,9 @@ def test_demo_pool_size_is_a_number_and_pool_is_not_shown():
 
 def test_grid_init_writes_the_shipped_example(tmp_path):
     r = subprocess.run([*CLI, "grid", "init", "g.toml"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0 and (tmp_path / "g.toml").read_text(encoding="utf-8") == (ROOT / "examples" / "grid.toml").read_text(encoding="utf-8")
+    assert r.returncode == 0 and (tmp_path / "g.toml").read_text(encoding="utf-8") == (
+        ROOT / "examples" / "grid.toml"
+    ).read_text(encoding="utf-8")
     r = subprocess.run([*CLI, "grid", "init", "g.toml"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.strip() == "error: g.toml exists; give --overwrite to replace it"
 
@@ -129,5 +157,7 @@ def test_demo_pool_is_still_read_as_pool_size_with_a_warning(tmp_path):
     """The old spelling keeps working for a release: the same check (before any model loads) sees its value."""
     for flag in ("--pool-size", "--pool"):
         r = negvocab_cli("demo", "--random-weights", flag, "1", "-o", str(tmp_path / "d"))
-        assert r.returncode == 2 and r.stderr.strip().endswith("error: pool must be >= 2 WordNet candidates, got 1"), r.stderr
+        assert r.returncode == 2 and r.stderr.strip().endswith("error: pool must be >= 2 WordNet candidates, got 1"), (
+            r.stderr
+        )
         assert ("now --pool-size" in r.stderr) == (flag == "--pool")

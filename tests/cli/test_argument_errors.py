@@ -50,7 +50,19 @@ def test_explain_refuses_none_embeddings():
 @pytest.mark.parametrize("command", [["score", "--vocab", "v.txt"], ["sweep", "--vocab", "v.txt", "--sizes", "1"]])
 def test_cli_negative_seed_is_one_line_before_any_work(tmp_path, command):
     (tmp_path / "v.txt").write_text("sofa\n")
-    args = [*command, "--id", str(tmp_path), "--ood", str(tmp_path), "--grouping", "random", "--seed", "-1", "-o", str(tmp_path / "r")]
+    args = [
+        *command,
+        "--id",
+        str(tmp_path),
+        "--ood",
+        str(tmp_path),
+        "--grouping",
+        "random",
+        "--seed",
+        "-1",
+        "-o",
+        str(tmp_path / "r"),
+    ]
     args = [str(tmp_path / a) if a == "v.txt" else a for a in args]
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 2 and r.stderr.strip() == "error: --seed must be >= 0, got -1"

@@ -22,11 +22,19 @@ def invoke(args):
 def test_benchmarks_lists_every_set_and_checks_a_root(openood_root, tmp_path):
     r = invoke(["benchmarks", "--root", openood_root])
     assert r.exit_code == 0, r.output
-    for expected in ("--ood openood-near=ROOT", "benchmark_imglist/imagenet/test_ninco.txt (paths from images_largescale/)  [found]",
-                     "dtd/images/<class>/*  [MISSING]", "fi-imagenet-1k", "--fi-ood", "imagenet-o/<class>/*"):
+    for expected in (
+        "--ood openood-near=ROOT",
+        "benchmark_imglist/imagenet/test_ninco.txt (paths from images_largescale/)  [found]",
+        "dtd/images/<class>/*  [MISSING]",
+        "fi-imagenet-1k",
+        "--fi-ood",
+        "imagenet-o/<class>/*",
+    ):
         assert expected in r.stdout, expected
     bad = invoke(["benchmarks", "--root", tmp_path / "none"])
-    assert bad.exit_code == 2 and bad.stderr.strip().splitlines() == [f"error: --root {tmp_path / 'none'}: no such folder"]
+    assert bad.exit_code == 2 and bad.stderr.strip().splitlines() == [
+        f"error: --root {tmp_path / 'none'}: no such folder"
+    ]
 
 
 def test_score_a_named_benchmark_with_the_baselines(openood_root, model_args, tmp_path):
@@ -49,9 +57,24 @@ def test_score_a_named_benchmark_with_the_baselines(openood_root, model_args, tm
 
 
 def test_a_bad_benchmark_root_is_one_line(tmp_path, model_args, tiny):
-    r = invoke(["score", "--id", tiny / "id", "--ood", f"mos={tmp_path}", "--method", "maxlogit", "-o", tmp_path / "o", *model_args])
+    r = invoke(
+        [
+            "score",
+            "--id",
+            tiny / "id",
+            "--ood",
+            f"mos={tmp_path}",
+            "--method",
+            "maxlogit",
+            "-o",
+            tmp_path / "o",
+            *model_args,
+        ]
+    )
     assert r.exit_code == 2
-    assert r.stderr.strip().splitlines() == [f"error: inaturalist: no folder {tmp_path / 'iNaturalist'} (expected under the data root {tmp_path}: iNaturalist/**/*)"]
+    assert r.stderr.strip().splitlines() == [
+        f"error: inaturalist: no folder {tmp_path / 'iNaturalist'} (expected under the data root {tmp_path}: iNaturalist/**/*)"
+    ]
 
 
 def test_the_baselines_are_methods_of_the_cli():

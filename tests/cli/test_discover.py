@@ -28,7 +28,9 @@ def _section_by_hand(heading: str) -> str:
 def test_methods_prints_the_document_a_section_or_writes_a_file(tmp_path):
     r = runner.invoke(app, ["methods"])
     assert r.exit_code == 0 and r.stdout == DOC
-    r = runner.invoke(app, ["methods", "-s", "conventions"])  # the heading that starts with it, not one that contains it
+    r = runner.invoke(
+        app, ["methods", "-s", "conventions"]
+    )  # the heading that starts with it, not one that contains it
     assert r.exit_code == 0 and r.stdout == _section_by_hand("## Conventions and the anchors' code")
     r = runner.invoke(app, ["methods", "--section", "FPR@95"])
     assert r.stdout == _section_by_hand("### FPR@95 and its conventions")
@@ -56,6 +58,8 @@ def test_models_lists_open_clips_pretrained_and_the_preset():
     assert "not the paper's own list" in r.stderr and ("ViT-gopt-16-SigLIP2-384", "webli") in rows
     assert "SigLIP2-g" in section(methods_document(), "The benchmark and reference numbers")
     r = runner.invoke(app, ["models", "--grep", "SigLIP2"])
-    assert [tuple(ln.split()) for ln in r.stdout.splitlines()] == [(n, t) for n, t in known if "siglip2" in f"{n} {t}".lower()]
+    assert [tuple(ln.split()) for ln in r.stdout.splitlines()] == [
+        (n, t) for n, t in known if "siglip2" in f"{n} {t}".lower()
+    ]
     r = runner.invoke(app, ["models", "--preset", "paper9"])
     assert r.exit_code == 2 and "unknown preset" in r.stderr and "paper8" in r.stderr

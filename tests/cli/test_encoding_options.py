@@ -48,10 +48,38 @@ def test_they_reach_the_encoders(image_dir, tmp_path, monkeypatch):  # noqa: F81
     monkeypatch.setattr(images_mod, "_encode", spy_encode)
     monkeypatch.setattr(text_mod, "encode_prompts", spy_prompts)
     model = ["--model", "ViT-B-32", "--random-weights", "--device", "cpu", "--cache-dir", str(tmp_path / "cache")]
-    r = runner.invoke(app, ["embed", "--images", str(image_dir), "-o", str(tmp_path / "i"), "--batch-size", "2", "--num-workers", "0", *model])
+    r = runner.invoke(
+        app,
+        [
+            "embed",
+            "--images",
+            str(image_dir),
+            "-o",
+            str(tmp_path / "i"),
+            "--batch-size",
+            "2",
+            "--num-workers",
+            "0",
+            *model,
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert seen["images"] == (2, 0)
     (tmp_path / "v.txt").write_text("violin\nglacier\n")
-    r = runner.invoke(app, ["embed", "--vocab", str(tmp_path / "v.txt"), "-t", "single", "-o", str(tmp_path / "t"), "--batch-size", "3", *model])
+    r = runner.invoke(
+        app,
+        [
+            "embed",
+            "--vocab",
+            str(tmp_path / "v.txt"),
+            "-t",
+            "single",
+            "-o",
+            str(tmp_path / "t"),
+            "--batch-size",
+            "3",
+            *model,
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert seen["text"] == 3

@@ -60,7 +60,12 @@ def test_classes_export_formats(runner, tmp_path, classes, fmt):
         assert text.splitlines() == list(classes.names)
     elif fmt == "json":
         doc = json.loads(text)
-        assert doc[999] == {"index": 999, "wnid": "n15075141", "name": "toilet paper", "synonyms": list(classes.synonyms[999])}
+        assert doc[999] == {
+            "index": 999,
+            "wnid": "n15075141",
+            "name": "toilet paper",
+            "synonyms": list(classes.synonyms[999]),
+        }
     else:
         rows = list(csv.reader(text.splitlines(), delimiter="," if fmt == "csv" else "\t"))
         assert [r[1] for r in rows[1:]] == list(classes.names)
@@ -72,7 +77,9 @@ def test_classes_format_follows_the_output_suffix(runner, tmp_path):
     assert run(runner, "classes", "-o", out).exit_code == 0
     assert json.loads(out.read_text(encoding="utf-8"))[0]["name"] == "tench"
     out = tmp_path / "classes.xlsx"  # not a format it writes: refused, as candidates does
-    assert "the --output suffix (or give --format) must be one of txt, tsv, csv, json; got 'xlsx'" in _error_line(run(runner, "classes", "-o", out))
+    assert "the --output suffix (or give --format) must be one of txt, tsv, csv, json; got 'xlsx'" in _error_line(
+        run(runner, "classes", "-o", out)
+    )
     assert not out.exists()
     assert run(runner, "classes", "-o", out, "-f", "tsv").exit_code == 0  # unless the format is given
     assert out.read_text(encoding="utf-8").startswith("wnid\tname\tsynonyms\n")
@@ -199,7 +206,9 @@ def test_unwritable_output_is_one_line(runner, tmp_path, gpt_file):
     folder.mkdir()
     assert f"cannot write {folder}" in _error_line(run(runner, "filter", gpt_file, "-o", folder))
     out = tmp_path / "clean.json"
-    assert f"cannot write {folder}: it is a folder" in _error_line(run(runner, "filter", gpt_file, "-o", out, "--report", folder))
+    assert f"cannot write {folder}: it is a folder" in _error_line(
+        run(runner, "filter", gpt_file, "-o", out, "--report", folder)
+    )
     assert not out.exists()
 
 

@@ -37,7 +37,13 @@ def _emit() -> None:
 @pytest.mark.parametrize(
     ("verbose", "quiet", "tty", "shown", "hidden"),
     [
-        (0, False, False, {"theirs-warning", "encoding 10", "ours-error"}, {"ours-info", "faiss-import-noise", "ours-debug"}),
+        (
+            0,
+            False,
+            False,
+            {"theirs-warning", "encoding 10", "ours-error"},
+            {"ours-info", "faiss-import-noise", "ours-debug"},
+        ),
         (0, False, True, {"theirs-warning", "ours-error"}, {"encoding 10", "ours-info"}),  # the bar shows it
         (1, False, False, {"ours-info", "encoding 10", "theirs-warning"}, {"faiss-import-noise", "ours-debug"}),
         (2, False, False, {"ours-info", "ours-debug", "faiss-import-noise"}, set()),
@@ -126,7 +132,10 @@ def test_v_after_the_command_and_log_file(tmp_path, monkeypatch):
 
 def test_an_unwritable_log_file_is_one_line(tmp_path):
     (tmp_path / "f").write_text("")
-    for args in (["--log-file", str(tmp_path / "f" / "x.log"), "classes"], ["classes", "--log-file", str(tmp_path / "f" / "x.log")]):
+    for args in (
+        ["--log-file", str(tmp_path / "f" / "x.log"), "classes"],
+        ["classes", "--log-file", str(tmp_path / "f" / "x.log")],
+    ):
         r = runner.invoke(app, args)
         assert r.exit_code == 2 and "cannot write the log file" in r.output and "Traceback" not in r.output, r.output
         assert len(r.output.strip().splitlines()) == 1, r.output
@@ -177,11 +186,21 @@ def test_quiet_means_the_same_before_and_after_the_command(tmp_path):
     vocab = tmp_path / "v.txt"
     vocab.write_text("goldfish\nmeadow\ntench\n", encoding="utf-8")
     outs = {}
-    for name, args in {"none": ["filter", str(vocab)], "before": ["-q", "filter", str(vocab)], "after": ["filter", str(vocab), "-q"]}.items():
+    for name, args in {
+        "none": ["filter", str(vocab)],
+        "before": ["-q", "filter", str(vocab)],
+        "after": ["filter", str(vocab), "-q"],
+    }.items():
         r = runner.invoke(app, [*args, "-o", str(tmp_path / f"{name}.txt")])
         assert r.exit_code == 0, r.output
         outs[name] = r.stdout.replace(name, "X").splitlines()
         assert (tmp_path / f"{name}.txt").read_text(encoding="utf-8").split() == ["meadow"]
         logs.restore()
-    assert outs["before"] == outs["after"] and len(outs["before"]) == 1 and outs["before"][0].startswith("removed 2 of 3 labels")
-    assert [ln.split(":")[0] for ln in outs["none"][:2]] == ["removed 'goldfish'", "removed 'tench'"] and outs["none"][2] == outs["before"][0]
+    assert (
+        outs["before"] == outs["after"]
+        and len(outs["before"]) == 1
+        and outs["before"][0].startswith("removed 2 of 3 labels")
+    )
+    assert [ln.split(":")[0] for ln in outs["none"][:2]] == ["removed 'goldfish'", "removed 'tench'"] and outs["none"][
+        2
+    ] == outs["before"][0]

@@ -45,7 +45,11 @@ def test_several_named_ood_sets_end_to_end(tiny, model_args, tmp_path):
     assert float(table[2]["fpr"]) == pytest.approx((float(table[0]["fpr"]) + float(table[1]["fpr"])) / 2)
     assert (int(table[0]["n_ood"]), int(table[1]["n_ood"])) == (4, 8)
     doc = json.loads((out / "results.json").read_text())
-    assert doc["bootstrap"]["seed"] == 5 and doc["command"][:2] == ["negvocab", "score"] and f"ninco={tiny / 'ood'}" in doc["command"]
+    assert (
+        doc["bootstrap"]["seed"] == 5
+        and doc["command"][:2] == ["negvocab", "score"]
+        and f"ninco={tiny / 'ood'}" in doc["command"]
+    )
     assert doc["versions"]["torch"] and doc["versions"]["open_clip"]
     assert doc["id_class_list"]["names"][:2] == ["goldfish", "tench"]
     assert doc["vocabularies"]["negA"]["file_sha256"]  # the vocabulary file's own hash
@@ -58,7 +62,10 @@ def test_several_named_ood_sets_end_to_end(tiny, model_args, tmp_path):
         (["--ood", "{ood}", "--ood", "{ood}"], "two OOD sets are named 'ood'"),
         (["--ood", "mean={ood}"], "'mean' names the average"),
         (["--ood", "{ood}", "--model", "ViT-B-16"], "option --model given 2 times (--model --model)"),
-        (["--ood", "{ood}", "-t", "single", "--templates", "paper8"], "option --templates given 3 times (--templates -t --templates); it takes one value, give it once (see 'negvocab score --help')"),
+        (
+            ["--ood", "{ood}", "-t", "single", "--templates", "paper8"],
+            "option --templates given 3 times (--templates -t --templates); it takes one value, give it once (see 'negvocab score --help')",
+        ),
         (["--ood", "{ood}", "--tau=0.5", "--tau", "0.1"], "option --tau given 2 times"),
         (["--ood", "{ood}", "--random-weights"], "option --random-weights given 2 times"),
     ],
@@ -74,7 +81,9 @@ def test_repeatable_options_and_values_that_look_like_options_are_left_alone():
     import typer.main
 
     cmd = typer.main.get_command(app).commands["score"]
-    refuse_repeats(cmd, ["--vocab", "a", "--vocab", "b", "--method", "mcm", "--method", "eoe", "--ood", "x", "--ood", "y"])
+    refuse_repeats(
+        cmd, ["--vocab", "a", "--vocab", "b", "--method", "mcm", "--method", "eoe", "--ood", "x", "--ood", "y"]
+    )
     refuse_repeats(cmd, ["--templates", "--model", "--model", "x"])  # the first --model is --templates' value
     refuse_repeats(cmd, ["--model", "x", "--", "--model"])  # after --, not an option
     with pytest.raises(Exception, match="given 2 times"):
@@ -96,12 +105,33 @@ def test_other_commands_refuse_repeats_too(tmp_path):
 
 
 def test_sweep_refuses_a_union_unless_the_order_is_given(tiny, model_args, tmp_path):
-    union = Vocabulary.union(Vocabulary.load(tiny / "negA.txt"), Vocabulary.load(tiny / "negB.txt")).save(tmp_path / "u.json")
-    args = ["sweep", "--id", tiny / "id", "--ood", tiny / "ood", "--vocab", union, "--sizes", "4,8", "--n-boot", "0", *model_args]
+    union = Vocabulary.union(Vocabulary.load(tiny / "negA.txt"), Vocabulary.load(tiny / "negB.txt")).save(
+        tmp_path / "u.json"
+    )
+    args = [
+        "sweep",
+        "--id",
+        tiny / "id",
+        "--ood",
+        tiny / "ood",
+        "--vocab",
+        union,
+        "--sizes",
+        "4,8",
+        "--n-boot",
+        "0",
+        *model_args,
+    ]
     msg = _one_error_line(invoke([*args, "-o", tmp_path / "s"]))
-    assert "is a union: it has no farthest-first order" in msg and "--order given" in msg and not (tmp_path / "s").exists()
+    assert (
+        "is a union: it has no farthest-first order" in msg and "--order given" in msg and not (tmp_path / "s").exists()
+    )
     r = invoke([*args, "--order", "given", "-o", tmp_path / "s2", "--ood", f"second={tiny / 'val'}"])
     assert r.exit_code == 0, r.output
     doc = json.loads((tmp_path / "s2" / "sweep.json").read_text())
-    assert {x["order"] for x in doc["rows"]} == {"given"} and [x["ood_set"] for x in doc["rows"][:3]] == ["ood", "second", "mean"]
+    assert {x["order"] for x in doc["rows"]} == {"given"} and [x["ood_set"] for x in doc["rows"][:3]] == [
+        "ood",
+        "second",
+        "mean",
+    ]
     assert (tmp_path / "s2" / "sweep.png").read_bytes()[:4] == b"\x89PNG"

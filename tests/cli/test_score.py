@@ -52,7 +52,12 @@ def test_score_end_to_end(tiny, model_args, tmp_path, caplog):
     assert table[0]["vocab_hash"] == Vocabulary.load(tiny / "negA.txt").short_hash
     # the metrics in the table follow from the per-image scores (sklearn and the paper's formula)
     npz = np.load(out / "scores.npz")
-    assert list(npz["ood_image_ids"]) == ["goldfish/o1", "kite_toy/o3", "paper_towel_holder/o0", "paper_towel_holder/o2"]
+    assert list(npz["ood_image_ids"]) == [
+        "goldfish/o1",
+        "kite_toy/o3",
+        "paper_towel_holder/o0",
+        "paper_towel_holder/o2",
+    ]
     for row in rows:
         key = f"{row['method']}@{row['vocabulary']}" if row["vocabulary"] else row["method"]
         ids, oods = npz[f"id/{key}"], npz[f"ood/{key}"]
@@ -73,7 +78,11 @@ def test_score_end_to_end(tiny, model_args, tmp_path, caplog):
     # comes from the cache and the scores are identical
     before = (out / "results.json").read_bytes()
     again = invoke(args)
-    assert again.exit_code == 2 and "holds the results of an earlier run (results.csv, scores.npz, scores.csv, explanations.json, report.html, results.json); give another -o, or --overwrite" in again.output
+    assert (
+        again.exit_code == 2
+        and "holds the results of an earlier run (results.csv, scores.npz, scores.csv, explanations.json, report.html, results.json); give another -o, or --overwrite"
+        in again.output
+    )
     assert (out / "results.json").read_bytes() == before
     with caplog.at_level(logging.INFO, logger="negvocab"):
         r2 = invoke([*args, "--overwrite"])
@@ -92,7 +101,24 @@ def test_sweep_matches_score_and_draws_a_plot(tiny, model_args, tmp_path):
     assert invoke(["build", "oracle", "--ood", str(tiny / "ood"), "-o", str(oracle)]).exit_code == 0
     sw = tmp_path / "sweep"
     common = ["--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--groups", "3", *model_args]
-    r = invoke(["sweep", "--vocab", str(tmp_path / "ranked.json"), "--sizes", "3,9,18", "-R", str(oracle), "-o", str(sw), "--n-boot", "20", "--plot-format", "pdf,svg", *common])
+    r = invoke(
+        [
+            "sweep",
+            "--vocab",
+            str(tmp_path / "ranked.json"),
+            "--sizes",
+            "3,9,18",
+            "-R",
+            str(oracle),
+            "-o",
+            str(sw),
+            "--n-boot",
+            "20",
+            "--plot-format",
+            "pdf,svg",
+            *common,
+        ]
+    )
     assert r.exit_code == 0, r.output
     _warning_before_numbers(r.stdout)
     table = list(csv.DictReader((sw / "sweep.csv").open()))
@@ -108,7 +134,10 @@ def test_sweep_matches_score_and_draws_a_plot(tiny, model_args, tmp_path):
     assert doc["references"][0]["oracle"] is True and doc["random_weights"] is True
     # M = 18 (the whole vocabulary) by the one-pass sweep == a separate negvocab score run
     res = tmp_path / "res"
-    assert invoke(["score", "--vocab", str(tmp_path / "ranked.json"), "-o", str(res), "--n-boot", "0", *common]).exit_code == 0
+    assert (
+        invoke(["score", "--vocab", str(tmp_path / "ranked.json"), "-o", str(res), "--n-boot", "0", *common]).exit_code
+        == 0
+    )
     row = json.loads((res / "results.json").read_text())["rows"][0]
     assert float(rows[-1]["auroc"]) == pytest.approx(row["auroc"], abs=1e-12)
     assert float(rows[-1]["fpr"]) == pytest.approx(row["fpr"], abs=1e-12)
@@ -120,27 +149,70 @@ def test_image_lists_score_like_the_folders(tiny, model_args, tmp_path):
     (tmp_path / "id.txt").write_text("".join(f"id/id{i}.png\n" for i in range(6)))
     (tmp_path / "ood.csv").write_text("path,label\n" + "".join(f"{p.relative_to(tiny)},{p.parent.name}\n" for p in ood))
     common = ["--method", "mcm", "--n-boot", "0", *model_args]
-    folders = invoke(["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "-o", str(tmp_path / "f"), *common])
+    folders = invoke(
+        ["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "-o", str(tmp_path / "f"), *common]
+    )
     lists = invoke(
-        ["score", "--id", str(tmp_path / "id.txt"), "--ood", str(tmp_path / "ood.csv"), "--image-root", str(tiny), "-o", str(tmp_path / "l"), *common]
+        [
+            "score",
+            "--id",
+            str(tmp_path / "id.txt"),
+            "--ood",
+            str(tmp_path / "ood.csv"),
+            "--image-root",
+            str(tiny),
+            "-o",
+            str(tmp_path / "l"),
+            *common,
+        ]
     )
     assert folders.exit_code == 0 and lists.exit_code == 0, lists.output
     a, b = np.load(tmp_path / "f" / "scores.npz"), np.load(tmp_path / "l" / "scores.npz")
     np.testing.assert_array_equal(a["id/mcm"], b["id/mcm"])
     order = np.argsort(b["ood_image_ids"])  # the folder set is sorted by path, the list keeps its order
     np.testing.assert_array_equal(a["ood/mcm"], b["ood/mcm"][order])
-    bad = invoke(["score", "--id", str(tmp_path / "id.txt"), "--ood", str(tmp_path / "ood.csv"), "-o", str(tmp_path / "x"), *common])
+    bad = invoke(
+        [
+            "score",
+            "--id",
+            str(tmp_path / "id.txt"),
+            "--ood",
+            str(tmp_path / "ood.csv"),
+            "-o",
+            str(tmp_path / "x"),
+            *common,
+        ]
+    )
     assert bad.exit_code == 2 and "--image-root" in bad.output and "Traceback" not in bad.output
 
 
 def test_fi_imagenet_lists(tiny, model_args, tmp_path):
     lst = tmp_path / "fi_ood.csv"
-    lst.write_text("id,label\nILSVRC2012_val_00000002,paper towel holder\nILSVRC2012_val_00000005,kite\nILSVRC2012_val_00009999,lost\n")
+    lst.write_text(
+        "id,label\nILSVRC2012_val_00000002,paper towel holder\nILSVRC2012_val_00000005,kite\nILSVRC2012_val_00009999,lost\n"
+    )
     amb = tmp_path / "amb.txt"
     amb.write_text("ILSVRC2012_val_00000007\n")
     out = tmp_path / "res"
     r = invoke(
-        ["score", "--id", str(tiny / "val"), "--fi-ood", str(lst), "--fi-ambiguous", str(amb), "--method", "mcm", "-T", "0.5", "-o", str(out), "--n-boot", "0", *model_args]
+        [
+            "score",
+            "--id",
+            str(tiny / "val"),
+            "--fi-ood",
+            str(lst),
+            "--fi-ambiguous",
+            str(amb),
+            "--method",
+            "mcm",
+            "-T",
+            "0.5",
+            "-o",
+            str(out),
+            "--n-boot",
+            "0",
+            *model_args,
+        ]
     )
     assert r.exit_code == 0, r.output
     assert "not in" in r.stderr
@@ -168,7 +240,20 @@ def test_fi_imagenet_lists(tiny, model_args, tmp_path):
 )
 def test_score_errors_are_one_line(tiny, tmp_path, extra, message):
     # no weights given: had the model been loaded first, the error would ask for --pretrained
-    r = invoke(["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--vocab", str(tiny / "negA.txt"), "-o", str(tmp_path / "r"), *extra])
+    r = invoke(
+        [
+            "score",
+            "--id",
+            str(tiny / "id"),
+            "--ood",
+            str(tiny / "ood"),
+            "--vocab",
+            str(tiny / "negA.txt"),
+            "-o",
+            str(tmp_path / "r"),
+            *extra,
+        ]
+    )
     assert r.exit_code == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "r").exists()
 
@@ -186,14 +271,39 @@ def test_score_errors_are_one_line(tiny, tmp_path, extra, message):
 def test_sweep_option_errors_come_before_loading_a_model(tiny, tmp_path, extra, message):
     Vocabulary.from_labels(NEG_A + NEG_B, source="wordnet").save(tmp_path / "ranked.json")
     # no weights given: had the model been loaded first, the error would ask for --pretrained
-    r = invoke(["sweep", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--vocab", str(tmp_path / "ranked.json"), "-o", str(tmp_path / "s"), *extra])
+    r = invoke(
+        [
+            "sweep",
+            "--id",
+            str(tiny / "id"),
+            "--ood",
+            str(tiny / "ood"),
+            "--vocab",
+            str(tmp_path / "ranked.json"),
+            "-o",
+            str(tmp_path / "s"),
+            *extra,
+        ]
+    )
     assert r.exit_code == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "s").exists()
 
 
 def test_one_image_for_a_set_is_named_as_such(tiny, tmp_path):
     one = sorted((tiny / "id").iterdir())[0]
-    r = invoke(["score", "--id", str(one), "--ood", str(tiny / "ood"), "--vocab", str(tiny / "negA.txt"), "-o", str(tmp_path / "r")])
+    r = invoke(
+        [
+            "score",
+            "--id",
+            str(one),
+            "--ood",
+            str(tiny / "ood"),
+            "--vocab",
+            str(tiny / "negA.txt"),
+            "-o",
+            str(tmp_path / "r"),
+        ]
+    )
     assert r.exit_code == 2 and "is one image; give a folder of images or an image list" in r.stderr
 
 
@@ -208,7 +318,10 @@ def test_unwritable_outputs_fail_first_in_one_line(tiny, tmp_path):
         ["demo", "--random-weights", "-o", str(blocker)],
     ):
         r = invoke(args)
-        assert r.exit_code == 2 and "is not a folder" in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+        assert r.exit_code == 2 and "is not a folder" in r.stderr and len(r.stderr.strip().splitlines()) == 1, (
+            args,
+            r.stderr,
+        )
     r = invoke(["build", "oracle", "--ood", str(tiny / "ood"), "-o", str(tmp_path)])
     assert r.exit_code == 2 and "it is a folder; give a file name" in r.stderr
     assert blocker.read_text() == "x"
@@ -237,7 +350,9 @@ def test_build_oracle(tiny, tmp_path):
     assert v.settings["oracle"] is True and v.settings["deployable"] is False
     assert v.meta["paper towel holder"]["images"] == 2
     lst = tmp_path / "fi.tsv"
-    lst.write_text("ILSVRC2012_val_00000001\tsea lion\nILSVRC2012_val_00000002\tcorn snake\nILSVRC2012_val_00000003\tsea lion\n")
+    lst.write_text(
+        "ILSVRC2012_val_00000001\tsea lion\nILSVRC2012_val_00000002\tcorn snake\nILSVRC2012_val_00000003\tsea lion\n"
+    )
     r = invoke(["build", "oracle", "--labels", str(lst), "-o", str(out), "--no-synonym-filter", "--overwrite"])
     assert r.exit_code == 0 and Vocabulary.load(out).labels == ["sea lion", "corn snake"]
     r = invoke(["build", "oracle", "-o", str(out)])

@@ -15,11 +15,31 @@ from tests.grid.test_grid_tables import _write_grid
 
 def test_table_command_writes_what_build_table_makes(tmp_path):
     _write_grid(tmp_path / "g", np.random.default_rng(3))
-    args = ["table", str(tmp_path / "g"), "--rows", "model", "--cols", "vocabulary", "--where", "ood_set=mean", "--where", "method=neglabel", "--mean-rows"]
+    args = [
+        "table",
+        str(tmp_path / "g"),
+        "--rows",
+        "model",
+        "--cols",
+        "vocabulary",
+        "--where",
+        "ood_set=mean",
+        "--where",
+        "method=neglabel",
+        "--mean-rows",
+    ]
     res = CliRunner().invoke(app, [*args, "--intervals", "--compare", "--n-boot", "40"])
     assert res.exit_code == 0, res.output
     rows, _, failed = load_rows([tmp_path / "g"])
-    want = build_table(rows, rows_by="model", cols_by="vocabulary", where={"ood_set": "mean", "method": "neglabel"}, mean_rows=True, intervals=True, failed=failed)
+    want = build_table(
+        rows,
+        rows_by="model",
+        cols_by="vocabulary",
+        where={"ood_set": "mean", "method": "neglabel"},
+        mean_rows=True,
+        intervals=True,
+        failed=failed,
+    )
     assert want.to_markdown() in res.stdout and "| mean |" in res.stdout and "Broken: cells failed" in res.stdout
     assert "paired-bootstrap interval" in res.output and "(40 draws)" in res.output
     tex = tmp_path / "t2.tex"

@@ -22,15 +22,21 @@ def test_openood_near_and_far_read_the_published_lists(openood_root):
     far = open_benchmark("OpenOOD-far", openood_root)
     assert list(near) == ["ssb-hard", "ninco"] and list(far) == ["inaturalist", "textures", "openimage-o"]
     assert near["ninco"].paths == _listed(openood_root, "test_ninco.txt")
-    assert far["textures"].paths == _listed(openood_root, "test_textures.txt", "images_classic")  # Textures sit in images_classic/
+    assert far["textures"].paths == _listed(
+        openood_root, "test_textures.txt", "images_classic"
+    )  # Textures sit in images_classic/
     assert far["openimage-o"].labels == ["-1"] * 3  # OpenOOD's OOD label
-    assert {s.info["ood_group"] for s in near.values()} == {"near"} and {s.info["ood_group"] for s in far.values()} == {"far"}
+    assert {s.info["ood_group"] for s in near.values()} == {"near"} and {s.info["ood_group"] for s in far.values()} == {
+        "far"
+    }
     assert list(open_benchmark("openood", openood_root)) == [*near, *far]
 
 
 def test_the_openood_id_list_opens_with_its_image_root(openood_root):
     """`negvocab benchmarks` tells the ID set as --id LIST --image-root ROOT/images_largescale: that opens."""
-    ids = open_image_set(openood_root / "benchmark_imglist/imagenet/test_imagenet.txt", image_root=openood_root / "images_largescale")
+    ids = open_image_set(
+        openood_root / "benchmark_imglist/imagenet/test_imagenet.txt", image_root=openood_root / "images_largescale"
+    )
     assert ids.paths == _listed(openood_root, "test_imagenet.txt") and ids.labels == ["65", "970", "230"]
 
 
@@ -39,14 +45,19 @@ def test_mos_four_and_imagenet_o(mos_root):
     assert {k: len(v) for k, v in mos.items()} == {"inaturalist": 2, "sun": 1, "places": 2, "textures": 3}
     assert mos["textures"].labels == ["banded", "zigzagged", "zigzagged"]
     o = open_benchmark("imagenet-o", mos_root)["imagenet-o"]
-    assert len(o) == 2 and o.labels == ["n01443537", "n01704323"]  # the README.txt beside the class folders is not an image
+    assert len(o) == 2 and o.labels == [
+        "n01443537",
+        "n01704323",
+    ]  # the README.txt beside the class folders is not an image
 
 
 def test_a_missing_file_is_named_in_one_line(openood_root, tmp_path):
     root = tmp_path / "data"
     shutil.copytree(openood_root, root)
     (root / "benchmark_imglist/imagenet/test_ninco.txt").unlink()
-    with pytest.raises(InputError, match=r"^ninco: no image list .*test_ninco.txt \(expected under the data root .*\)$"):
+    with pytest.raises(
+        InputError, match=r"^ninco: no image list .*test_ninco.txt \(expected under the data root .*\)$"
+    ):
         open_benchmark("openood-near", root)
     shutil.rmtree(root / "images_largescale" / "ssb_hard")
     with pytest.raises(InputError, match=r"test_ssb_hard.txt: 2 of 2 listed images do not exist"):
@@ -58,12 +69,16 @@ def test_a_missing_file_is_named_in_one_line(openood_root, tmp_path):
 
 
 def test_names_groups_and_the_table():
-    with pytest.raises(InputError, match="unknown benchmark 'openood-mid'; choose one of openood-near, openood-far, openood, mos, imagenet-o"):
+    with pytest.raises(
+        InputError,
+        match="unknown benchmark 'openood-mid'; choose one of openood-near, openood-far, openood, mos, imagenet-o",
+    ):
         get_benchmark("openood-mid")
     with pytest.raises(InputError, match="--fi-ood"):
         get_benchmark("fi-imagenet-1k")
-    assert [ood_group(n) for n in ("ssb-hard", "NINCO", "fi-imagenet-1k", "textures", "sun", "imagenet-o", "my-folder")] == [
-        "near", "near", "near", "far", "far", "far", None]
+    assert [
+        ood_group(n) for n in ("ssb-hard", "NINCO", "fi-imagenet-1k", "textures", "sun", "imagenet-o", "my-folder")
+    ] == ["near", "near", "near", "far", "far", "far", None]
     rows = benchmark_table()
     assert sum(len(b.sets) for b in BENCHMARKS.values()) + 1 == len(rows) and rows[-1]["benchmark"] == "fi-imagenet-1k"
     assert all(r["expects"] and r["source"] for r in rows)

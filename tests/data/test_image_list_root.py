@@ -27,7 +27,10 @@ def test_paths_leaving_the_root_are_refused_by_default(lists, entry):
     entry = str(outside) if entry == "ABS" else entry
     lst = root / "list.txt"
     lst.write_text(f"imgs/id0.png\n{entry}\n")
-    with pytest.raises(InputError, match=rf"list.txt:2: .* leaves the list's root {root}; give the right --image-root, or --allow-outside-root"):
+    with pytest.raises(
+        InputError,
+        match=rf"list.txt:2: .* leaves the list's root {root}; give the right --image-root, or --allow-outside-root",
+    ):
         image_list(lst)
     assert image_list(lst, allow_outside_root=True).paths[1].endswith("elsewhere.png")
 
@@ -44,8 +47,24 @@ def test_cli_refuses_in_one_line_and_the_flag_allows(lists, tmp_path):
     root, outside = lists
     lst = root / "ood.txt"
     lst.write_text("../../../../../../../../etc/passwd\n")
-    r = CliRunner().invoke(app, ["score", "--id", str(root / "imgs"), "--ood", str(lst), "--method", "mcm", "-o", str(tmp_path / "r")])
+    r = CliRunner().invoke(
+        app, ["score", "--id", str(root / "imgs"), "--ood", str(lst), "--method", "mcm", "-o", str(tmp_path / "r")]
+    )
     assert r.exit_code == 2 and "leaves the list's root" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     lst.write_text(f"{outside}\n")
-    r = CliRunner().invoke(app, ["score", "--id", str(root / "imgs"), "--ood", str(lst), "--method", "mcm", "--allow-outside-root", "-o", str(tmp_path / "r")])
+    r = CliRunner().invoke(
+        app,
+        [
+            "score",
+            "--id",
+            str(root / "imgs"),
+            "--ood",
+            str(lst),
+            "--method",
+            "mcm",
+            "--allow-outside-root",
+            "-o",
+            str(tmp_path / "r"),
+        ],
+    )
     assert r.exit_code == 2 and "--pretrained" in r.stderr  # past the list: the next check is the missing weights

@@ -61,7 +61,9 @@ def test_imagenet_class_folder_layout(val_classes, wnids):
 
 
 def test_imagenet_flat_with_loc_csv(val_flat, wnids):
-    rows = ["ImageId,PredictionString"] + [f"{vid(i)},{wnids[i * 7]} 1 2 3 4 {wnids[i * 7]} 5 6 7 8" for i in range(1, 7)]
+    rows = ["ImageId,PredictionString"] + [
+        f"{vid(i)},{wnids[i * 7]} 1 2 3 4 {wnids[i * 7]} 5 6 7 8" for i in range(1, 7)
+    ]
     (val_flat / "LOC_val_solution.csv").write_text("\n".join(rows) + "\n")
     s = imagenet_val(val_flat)  # found automatically in the folder
     assert s.info["layout"] == "flat" and s.labels == [wnids[i * 7] for i in range(1, 7)]
@@ -124,7 +126,7 @@ def test_missing_and_empty_folders(tmp_path):
 
 def test_fi_imagenet_split(val_classes, tmp_path, caplog):
     ood = tmp_path / "ood.csv"
-    ood.write_text(f"image,label\n{vid(2)},sea slug\n{vid(5)}.JPEG,\"kite, toy\"\n{vid(99)},missing one\n")
+    ood.write_text(f'image,label\n{vid(2)},sea slug\n{vid(5)}.JPEG,"kite, toy"\n{vid(99)},missing one\n')
     amb = tmp_path / "ambiguous.txt"
     amb.write_text(f"# ambiguous\nval/{vid(7)}.JPEG\n{vid(8)}\n{vid(98)}\n")
     with caplog.at_level(logging.WARNING):
@@ -147,7 +149,7 @@ def test_read_id_list_formats(tmp_path):
     # plain text keeps commas and leading dots in labels; a comma right after every id means CSV
     txt.write_text(f"{vid(1)} sea cucumber, holothurian\n{vid(5)}: .22 rifle\n{vid(6)}.JPEG\n")
     assert read_id_list(txt) == {vid(1): "sea cucumber, holothurian", vid(5): ".22 rifle", vid(6): None}
-    txt.write_text(f"{vid(1)}.JPEG,\"sea cucumber, holothurian\",n02321529\n{vid(2)} ,kite\n")
+    txt.write_text(f'{vid(1)}.JPEG,"sea cucumber, holothurian",n02321529\n{vid(2)} ,kite\n')
     assert read_id_list(txt) == {vid(1): "sea cucumber, holothurian", vid(2): "kite"}
     empty = tmp_path / "none.txt"
     empty.write_text("header only\n")
@@ -167,7 +169,11 @@ def test_read_id_list_formats(tmp_path):
         ("semicolon.csv", "image;label\n{1};sea cucumber\n", {1: "sea cucumber"}),
         ("space in path.txt", "/data/my imagenet/val/{1}.JPEG sea cucumber\n", {1: "sea cucumber"}),
         ("numbers.txt", "{1}\t12\tsea slug\n", {1: "sea slug"}),
-        ("header_unquoted.csv", "image_id,label\n{1},sea cucumber, holothurian\n{2},kite,\n", {1: "sea cucumber, holothurian", 2: "kite"}),
+        (
+            "header_unquoted.csv",
+            "image_id,label\n{1},sea cucumber, holothurian\n{2},kite,\n",
+            {1: "sea cucumber, holothurian", 2: "kite"},
+        ),
         ("header_score.csv", "image_id,label\n{1},kite,0.93\n{2},sea slug,n01234567\n", {1: "kite", 2: "sea slug"}),
         ("header_empty_label.csv", "image_id,label\n{1},,kite\n", {1: "kite"}),
     ],
@@ -274,7 +280,11 @@ def test_csv_list_with_header(listed):
         ("# nothing\n\n", ".txt", "names no images"),
         ("where,label\nx.jpg,1\n", ".csv", r"'path' column, found \['where', 'label'\]"),
         ("path,label\na/one.jpg,cat,extra\n", ".csv", r"bad.csv:2: more fields than the header's 2"),
-        ("a/one.jpg 3\nb/three.jpg\na/one.jpg 4\n", ".txt", r"bad.txt:3: a/one.jpg is listed again \(first on line 1\)"),
+        (
+            "a/one.jpg 3\nb/three.jpg\na/one.jpg 4\n",
+            ".txt",
+            r"bad.txt:3: a/one.jpg is listed again \(first on line 1\)",
+        ),
         ("a/my photo.jpg\n", ".txt", r"first: .*a/my photo.jpg\)"),
     ],
 )

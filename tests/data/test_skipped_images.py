@@ -40,7 +40,10 @@ def messy(tiny, tmp_path, monkeypatch):
 def test_an_unreadable_folder_and_a_dangling_link_are_reported(messy, caplog):
     s = open_image_set(messy, layout="folder")
     assert len(s) == 4
-    assert [(os.path.basename(p), why.split(" (")[0]) for p, why in s.info["skipped"]] == [("gone.png", "dangling symbolic link"), ("locked", "unreadable folder")]
+    assert [(os.path.basename(p), why.split(" (")[0]) for p, why in s.info["skipped"]] == [
+        ("gone.png", "dangling symbolic link"),
+        ("locked", "unreadable folder"),
+    ]
     assert "2 unreadable folders or broken links skipped" in caplog.text
     # class folders: the locked one is a class whose images cannot be listed
     s = open_image_set(messy)

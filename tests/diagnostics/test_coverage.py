@@ -82,7 +82,9 @@ def _case():
 def cov():
     vlm, vocab, id_set, ood_set = _case()
     classes = IdClasses.from_names(["weasel", "lynx"])
-    return negvocab.coverage(vlm, vocab, id_set, ood_set, "neglabel", id_classes=classes, params={"tau": 0.1, "groups": 2}, top_k=(1, 2))
+    return negvocab.coverage(
+        vlm, vocab, id_set, ood_set, "neglabel", id_classes=classes, params={"tau": 0.1, "groups": 2}, top_k=(1, 2)
+    )
 
 
 def test_text_side(cov):
@@ -104,9 +106,13 @@ def test_image_side_and_confusions(cov):
     assert by["black-footed cat"]["passing_share"] == 1.0 and by["black-footed cat"]["taken_for"] == "lynx (4)"
     assert by["concert tuba"]["passing"] == 0
     assert by["concert tuba"]["fired"][0] == {"label": "Concert_Tubas", "count": 3}
-    assert [(c["ood_class"], c["id_class"], c["count"]) for c in cov.confusions] == [("tayra", "weasel", 4), ("black-footed cat", "lynx", 4)] or [
-        (c["ood_class"], c["id_class"], c["count"]) for c in cov.confusions
-    ] == [("black-footed cat", "lynx", 4), ("tayra", "weasel", 4)]
+    assert [(c["ood_class"], c["id_class"], c["count"]) for c in cov.confusions] == [
+        ("tayra", "weasel", 4),
+        ("black-footed cat", "lynx", 4),
+    ] or [(c["ood_class"], c["id_class"], c["count"]) for c in cov.confusions] == [
+        ("black-footed cat", "lynx", 4),
+        ("tayra", "weasel", 4),
+    ]
     assert cov.summary["fpr"] == pytest.approx(8 / 11)
     passing = [r for r in cov.images if r["set"] == "ood" and r["misjudged"]]
     assert len(passing) == 8
@@ -158,7 +164,13 @@ def test_written_csvs_say_oracle_and_random_weights_on_every_row(cov, tmp_path):
 def test_an_unlabelled_ood_set_is_refused():
     vlm, vocab, id_set, ood_set = _case()
     with pytest.raises(InputError, match="has no labels"):
-        negvocab.coverage(vlm, vocab, id_set, ImageSet("ood", ood_set.paths, ood_set.ids), id_classes=IdClasses.from_names(["weasel", "lynx"]))
+        negvocab.coverage(
+            vlm,
+            vocab,
+            id_set,
+            ImageSet("ood", ood_set.paths, ood_set.ids),
+            id_classes=IdClasses.from_names(["weasel", "lynx"]),
+        )
 
 
 @pytest.mark.parametrize("method", ["eoe", "neglabel_eoe"])
@@ -171,13 +183,23 @@ def test_every_method_with_negatives(method):
     ood_img = np.stack([vlm.images[p] for p in ood_set.paths])
     names = ["tayra", "black-footed cat", "concert tuba"]
     kw = {k: v for k, v in params.items() if k in ({"beta", "T"} if method == "eoe" else {"tau", "groups", "beta"})}
-    g = negvocab.marginal_gains(id_img, ood_img, vlm.encode_text(["weasel", "lynx"]), vlm.encode_text(vocab.labels), vlm.encode_text(names), method, **kw)
+    g = negvocab.marginal_gains(
+        id_img,
+        ood_img,
+        vlm.encode_text(["weasel", "lynx"]),
+        vlm.encode_text(vocab.labels),
+        vlm.encode_text(names),
+        method,
+        **kw,
+    )
     assert [c["fpr_with"] for c in cov.classes] == pytest.approx(list(g.fpr))
     assert cov.summary["fpr"] == pytest.approx(g.base_fpr) and cov.oracle_repair is None
 
 
 def test_a_pool_marked_oracle_gives_a_non_deployable_curve(cov):
-    pool = negvocab.Vocabulary.from_labels(["tayra", "lynx"], source="oracle", settings={"oracle": True, "deployable": False})
+    pool = negvocab.Vocabulary.from_labels(
+        ["tayra", "lynx"], source="oracle", settings={"oracle": True, "deployable": False}
+    )
     curve = cov.repair(2, pool=pool)
     assert curve.oracle and "NOT deployable" in curve.meta["note"]
 
@@ -215,9 +237,24 @@ def test_write_is_staged_and_replaces_an_earlier_run_whole(cov, tmp_path):
 def test_the_given_name_is_the_set_s_name(tmp_path):
     vlm, vocab, id_set, ood_set = _case()
     classes = IdClasses.from_names(["weasel", "lynx"])
-    cov = negvocab.coverage(vlm, vocab, id_set, ood_set, "neglabel", id_classes=classes, params={"tau": 0.1, "groups": 2}, top_k=(), name="graphics")
+    cov = negvocab.coverage(
+        vlm,
+        vocab,
+        id_set,
+        ood_set,
+        "neglabel",
+        id_classes=classes,
+        params={"tau": 0.1, "groups": 2},
+        top_k=(),
+        name="graphics",
+    )
     assert cov.meta["ood_set"] == {"name": "graphics", "n": 11}
-    assert negvocab.coverage(vlm, vocab, id_set, ood_set, "neglabel", id_classes=classes, params={"tau": 0.1, "groups": 2}, top_k=()).meta["ood_set"]["name"] == "ood"
+    assert (
+        negvocab.coverage(
+            vlm, vocab, id_set, ood_set, "neglabel", id_classes=classes, params={"tau": 0.1, "groups": 2}, top_k=()
+        ).meta["ood_set"]["name"]
+        == "ood"
+    )
 
 
 def test_a_repair_curve_that_adds_nothing_is_a_readable_figure(tmp_path):
@@ -226,7 +263,10 @@ def test_a_repair_curve_that_adds_nothing_is_a_readable_figure(tmp_path):
     from negvocab.diagnostics.gains import RepairCurve
     from negvocab.report.plots import outside_texts, repair_figure
 
-    rows = [{"step": 0, "label": "", "fpr": 0.4, "auroc": 0.7, "fpr_gain": 0.0}, {"step": 1, "label": "sea", "fpr": 0.4, "auroc": 0.7, "fpr_gain": 0.0}]
+    rows = [
+        {"step": 0, "label": "", "fpr": 0.4, "auroc": 0.7, "fpr_gain": 0.0},
+        {"step": 1, "label": "sea", "fpr": 0.4, "auroc": 0.7, "fpr_gain": 0.0},
+    ]
     curve = RepairCurve(rows, "neglabel", "paper", 0.95)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -254,6 +294,21 @@ def test_the_analysis_after_the_encodings_reports_progress(caplog):
     vlm, vocab, id_set, ood_set = _case()
     classes = IdClasses.from_names(["weasel", "lynx"])
     with caplog.at_level(logging.INFO, logger="negvocab.progress"):
-        negvocab.coverage(vlm, vocab, id_set, ood_set, "neglabel", id_classes=classes, params={"tau": 0.1, "groups": 2}, top_k=(), progress=True, name="graphics")
-    lines = [r.getMessage() for r in caplog.records if r.name == "negvocab.progress" and r.getMessage().startswith("coverage of graphics")]
+        negvocab.coverage(
+            vlm,
+            vocab,
+            id_set,
+            ood_set,
+            "neglabel",
+            id_classes=classes,
+            params={"tau": 0.1, "groups": 2},
+            top_k=(),
+            progress=True,
+            name="graphics",
+        )
+    lines = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "negvocab.progress" and r.getMessage().startswith("coverage of graphics")
+    ]
     assert [ln.split(": ")[2].split(" ")[0] for ln in lines] == ["1/4", "2/4", "3/4", "4/4"], lines

@@ -70,7 +70,9 @@ def test_marginal_gains_on_the_scores_themselves():
         for j in range(len(cand)):
             want = negvocab.score(method, images, idt, np.concatenate([neg, cand[j : j + 1]]), **params)
             np.testing.assert_allclose(got[:, j], want, atol=1e-12, rtol=0, err_msg=f"{method} {params} candidate {j}")
-        np.testing.assert_allclose(sc.base_scores(), negvocab.score(method, images, idt, neg, **params), atol=1e-12, rtol=0)
+        np.testing.assert_allclose(
+            sc.base_scores(), negvocab.score(method, images, idt, neg, **params), atol=1e-12, rtol=0
+        )
 
 
 def test_float32_inputs_and_torch_tensors_agree_with_float64():
@@ -78,7 +80,9 @@ def test_float32_inputs_and_torch_tensors_agree_with_float64():
 
     id_img, ood_img, idt, neg, cand = _data(seed=2)
     ref = negvocab.marginal_gains(id_img, ood_img, idt, neg, cand, tau=0.05, groups=3)
-    got = negvocab.marginal_gains(*(torch.as_tensor(x, dtype=torch.float32) for x in (id_img, ood_img, idt, neg, cand)), tau=0.05, groups=3)
+    got = negvocab.marginal_gains(
+        *(torch.as_tensor(x, dtype=torch.float32) for x in (id_img, ood_img, idt, neg, cand)), tau=0.05, groups=3
+    )
     np.testing.assert_allclose(got.auroc, ref.auroc, atol=1e-4)
 
 
@@ -87,7 +91,9 @@ def test_repair_curve_is_greedy_and_each_step_is_a_rescore(method, params):
     id_img, ood_img, idt, neg, cand = _data(seed=1, m=12, c=6)
     params = {"tau": 0.05, **params} if method != "eoe" else params
     labels = [f"c{i}" for i in range(len(cand))]
-    curve = negvocab.repair_curve(id_img, ood_img, idt, neg, cand, 4, labels=labels, method=method, stop_when_no_gain=False, **params)
+    curve = negvocab.repair_curve(
+        id_img, ood_img, idt, neg, cand, 4, labels=labels, method=method, stop_when_no_gain=False, **params
+    )
     assert [r["step"] for r in curve.rows] == list(range(len(curve.rows)))
     assert len(curve.rows) == 5
     chosen: list[int] = []
@@ -158,7 +164,9 @@ def test_extreme_logit_ranges_take_the_exact_path(dtype):
     images = np.concatenate(args[:2])
     for j in range(len(cand)):
         want = negvocab.score("neglabel", images, args[2], np.concatenate([args[3], args[4][j : j + 1]]), **params)
-        np.testing.assert_allclose(got[:, j], want, atol=1e-5 if dtype == "float32" else 1e-12, rtol=0)  # float32 cosines x 500
+        np.testing.assert_allclose(
+            got[:, j], want, atol=1e-5 if dtype == "float32" else 1e-12, rtol=0
+        )  # float32 cosines x 500
 
 
 def test_a_grouping_that_drops_the_tail_drops_the_candidate(monkeypatch):
@@ -180,6 +188,7 @@ def test_a_grouping_that_drops_the_tail_drops_the_candidate(monkeypatch):
     monkeypatch.setattr(S, "neglabel_groups", dropping)
     id_img, ood_img, idt, neg, cand = _data(seed=3, m=17, c=5)
     images = np.concatenate([id_img, ood_img])
+
     def penalty(images, idt, neg, tau):  # NegLabel+EOE's penalty sees every negative, dropped or not
         p = np.exp(np.concatenate([images @ idt.T, images @ neg.T], 1) / tau)
         return p[:, len(idt) :].max(1) / p.sum(1)
@@ -187,7 +196,19 @@ def test_a_grouping_that_drops_the_tail_drops_the_candidate(monkeypatch):
     for m, groups, beta in ((17, 4, 0.0), (15, 4, 0.0), (17, 4, 0.5), (14, 4, 0.5)):  # 18 % 4: the candidate is dropped
         method = "neglabel_eoe" if beta else "neglabel"
         extra = {"beta": beta} if beta else {}
-        g = negvocab.marginal_gains(id_img, ood_img, idt, neg[:m], cand, method=method, tau=0.05, groups=groups, grouping="random", seed=2, **extra)
+        g = negvocab.marginal_gains(
+            id_img,
+            ood_img,
+            idt,
+            neg[:m],
+            cand,
+            method=method,
+            tau=0.05,
+            groups=groups,
+            grouping="random",
+            seed=2,
+            **extra,
+        )
         for j in range(len(cand)):
             full = np.concatenate([neg[:m], cand[j : j + 1]])
             s = reference(images, idt, full, 0.05, groups, 2) - beta * penalty(images, idt, full, 0.05)

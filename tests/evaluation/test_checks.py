@@ -50,16 +50,42 @@ def test_common_mistakes_say_each_one_once(tiny, caplog):
 
     huge = Vocabulary.from_labels([f"w{i}" for i in range(1_000_000)], source="file")
     with caplog.at_level(logging.WARNING):
-        notes = common_mistakes(SlowVLM(), Set(ids), {"same": Set(ids)}, {"names": Vocabulary.from_labels(["tench", "sofa"], source="file"), "big": huge}, CLASSES, "single")
+        notes = common_mistakes(
+            SlowVLM(),
+            Set(ids),
+            {"same": Set(ids)},
+            {"names": Vocabulary.from_labels(["tench", "sofa"], source="file"), "big": huge},
+            CLASSES,
+            "single",
+        )
     assert len(notes) == 3 and all(n in caplog.text for n in notes)
     assert notes[0].startswith("the ID set and the OOD set same are the same images")
-    assert notes[1] == "vocabulary names: 1 of 2 labels are ID class names (e.g. 'tench'); NegLabel counts them against ID images: remove them with `negvocab filter`"
-    assert notes[2].startswith("vocabulary big: 1,000,000 labels; encoding them takes about ") and " min on cpu" in notes[2]
+    assert (
+        notes[1]
+        == "vocabulary names: 1 of 2 labels are ID class names (e.g. 'tench'); NegLabel counts them against ID images: remove them with `negvocab filter`"
+    )
+    assert (
+        notes[2].startswith("vocabulary big: 1,000,000 labels; encoding them takes about ")
+        and " min on cpu" in notes[2]
+    )
     assert common_mistakes(SlowVLM(), Set(ids[:3]), {"other": Set(ids[3:])}, {}, CLASSES, "single") == []
 
 
 def test_score_warns_when_id_and_ood_are_the_same_folder(tiny, model_args, tmp_path, caplog):
-    args = ["score", "--id", str(tiny / "id"), "--ood", str(tiny / "id"), "--method", "mcm", "--n-boot", "0", "-o", str(tmp_path / "r"), *model_args]
+    args = [
+        "score",
+        "--id",
+        str(tiny / "id"),
+        "--ood",
+        str(tiny / "id"),
+        "--method",
+        "mcm",
+        "--n-boot",
+        "0",
+        "-o",
+        str(tmp_path / "r"),
+        *model_args,
+    ]
     with caplog.at_level(logging.WARNING):
         r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output

@@ -66,7 +66,9 @@ def test_verdicts_tie_significant_and_not():
     same = paired_bootstrap(a_id, a_ood, a_id.copy(), a_ood.copy(), n_boot=50)
     assert same.verdict == "tie" and same.diff == 0 and same.better("A", "B") is None
     rng = np.random.default_rng(5)
-    noisy = paired_bootstrap(a_id[:12], a_ood[:7], a_id[:12] + rng.normal(0, 0.5, 12), a_ood[:7] + rng.normal(0, 0.5, 7), n_boot=300)
+    noisy = paired_bootstrap(
+        a_id[:12], a_ood[:7], a_id[:12] + rng.normal(0, 0.5, 12), a_ood[:7] + rng.normal(0, 0.5, 7), n_boot=300
+    )
     assert noisy.verdict in ("not significant", "tie") and noisy.low <= 0 <= noisy.high
 
 
@@ -75,7 +77,9 @@ def test_a_tie_sentence_says_tie_and_no_winner():
     tie = paired_bootstrap(a_id, a_ood, a_id, a_ood, n_boot=20)
     s = comparison_sentence("wordnet@100", "wordnet@200", [("m1", tie), ("m2", tie)], context="FPR@95 on mean")
     assert s.startswith("wordnet@100 and wordnet@200 tie (FPR@95 on mean) for all 2 models") and "beats" not in s
-    assert "m1: +0.00 [+0.00, +0.00] tie, n 40 ID / 25 OOD" in s and s.endswith("the bootstrap interval understates the uncertainty")
+    assert "m1: +0.00 [+0.00, +0.00] tie, n 40 ID / 25 OOD" in s and s.endswith(
+        "the bootstrap interval understates the uncertainty"
+    )
 
 
 def test_beats_only_where_the_interval_says_so():
@@ -83,13 +87,22 @@ def test_beats_only_where_the_interval_says_so():
     win = paired_bootstrap(a_id, a_ood, b_id, b_ood, metric="auroc", n_boot=200)
     c_id, c_ood, _, _ = _scores(gap=0.5)
     rng = np.random.default_rng(0)  # 12 ID and 7 OOD images, B = A + noise: nothing can be told apart
-    ns = paired_bootstrap(c_id[:12], c_ood[:7], c_id[:12] + rng.normal(0, 0.3, 12), c_ood[:7] + rng.normal(0, 0.3, 7), metric="auroc", n_boot=200)
+    ns = paired_bootstrap(
+        c_id[:12],
+        c_ood[:7],
+        c_id[:12] + rng.normal(0, 0.3, 12),
+        c_ood[:7] + rng.normal(0, 0.3, 7),
+        metric="auroc",
+        n_boot=200,
+    )
     assert ns.verdict == "not significant" and ns.low < 0 < ns.high
     s = comparison_sentence("gpt", "wordnet", [("m1", win), ("m2", ns)])
     assert s.startswith("gpt beats wordnet for 1 of 2 models (not significant for 1)") and "Small sample (under 30" in s
     assert "Small sample" not in comparison_sentence("gpt", "wordnet", [("m1", win)])  # 300 ID and 300 OOD images
     none = comparison_sentence("gpt", "wordnet", [("m2", ns)])
-    assert none.startswith("no significant difference between gpt and wordnet for any of 1 models") and "beats" not in none
+    assert (
+        none.startswith("no significant difference between gpt and wordnet for any of 1 models") and "beats" not in none
+    )
 
 
 def test_refuses_unpaired_scores_and_bad_settings():
@@ -104,7 +117,9 @@ def test_refuses_unpaired_scores_and_bad_settings():
         paired_bootstrap(a_id, a_ood, b_id, b_ood, metric="acc")
 
 
-@pytest.mark.parametrize(("metric", "convention"), [("auroc", "paper"), ("fpr", "paper"), ("fpr", "openood"), ("aupr_in", "paper")])
+@pytest.mark.parametrize(
+    ("metric", "convention"), [("auroc", "paper"), ("fpr", "paper"), ("fpr", "openood"), ("aupr_in", "paper")]
+)
 def test_vectorised_draws_equal_the_loop_in_any_chunking_and_per_detector(monkeypatch, metric, convention):
     """Tied (integer) scores, three OOD sets, chunks of one draw or of all: the draws equal a plain
     loop over draws with sklearn / numpy per set; a detector's own draws subtract into the paired test."""
@@ -139,8 +154,18 @@ def test_vectorised_draws_equal_the_loop_in_any_chunking_and_per_detector(monkey
         monkeypatch.setattr(C, "_CHUNK_ELEMENTS", chunk)
         res = paired_bootstrap(a_id, a_sets, b_id, b_sets, metric=metric, convention=convention, n_boot=40, seed=5)
         np.testing.assert_allclose(res.draws, want, rtol=0, atol=1e-12)
-    both = C.bootstrap_draws({"a": (a_id, a_sets), "b": (b_id, b_sets), "small": (a_id[:9], a_sets)}, metric=metric, convention=convention, n_boot=40, seed=5)
-    again = C.paired_from_draws(both["a"], both["b"], metric=metric, n_id=30, n_ood={k: v.size for k, v in a_sets.items()})
-    alone = C.bootstrap_draws({"small": (a_id[:9], a_sets)}, metric=metric, convention=convention, n_boot=40, seed=5)["small"]
+    both = C.bootstrap_draws(
+        {"a": (a_id, a_sets), "b": (b_id, b_sets), "small": (a_id[:9], a_sets)},
+        metric=metric,
+        convention=convention,
+        n_boot=40,
+        seed=5,
+    )
+    again = C.paired_from_draws(
+        both["a"], both["b"], metric=metric, n_id=30, n_ood={k: v.size for k, v in a_sets.items()}
+    )
+    alone = C.bootstrap_draws({"small": (a_id[:9], a_sets)}, metric=metric, convention=convention, n_boot=40, seed=5)[
+        "small"
+    ]
     assert np.array_equal(both["small"][1], alone[1])  # other image counts: their own resamples, as if alone
     assert (again.diff, again.low, again.high, again.verdict) == (res.diff, res.low, res.high, res.verdict)

@@ -81,7 +81,12 @@ def test_evaluate_with_topk_bounds_and_glmcm(sets, classes, tmp_path):
     np.testing.assert_allclose(bound, np.log(40 - 5) + kth, rtol=1e-5)
     assert row["topk_max_log_omitted_bound"] == pytest.approx(bound.max())
     # GL-MCM took the local features
-    glmcm = negvocab.score("glmcm", imgs, cls, local=np.stack([np.stack([_vec(f"{p}#{j}") for j in range(3)]) for p in sets[0].paths + sets[1].paths]))
+    glmcm = negvocab.score(
+        "glmcm",
+        imgs,
+        cls,
+        local=np.stack([np.stack([_vec(f"{p}#{j}") for j in range(3)]) for p in sets[0].paths + sets[1].paths]),
+    )
     np.testing.assert_allclose(np.r_[ev.scores["glmcm"]["id"], ev.scores["glmcm"]["ood"]], glmcm, atol=1e-6)
     out = results.write_results(ev, tmp_path / "r")
     doc = json.loads((out / "results.json").read_text())
@@ -100,13 +105,38 @@ def test_sweep_vocabulary_equals_per_size_evaluation(sets, classes, tmp_path):
     vocab = negvocab.Vocabulary.from_labels([f"w{j}" for j in range(60)], source="wordnet")
     oracle = negvocab.Vocabulary.from_labels(["x", "y"], source="oracle", settings={"oracle": True})
     vlm = FakeVLM()
-    res = sweeps.sweep_vocabulary(vlm, *sets, vocab, "10,30,60", references={"oracle": oracle}, id_classes=classes, templates="single", params={"groups": 5}, n_boot=20)
+    res = sweeps.sweep_vocabulary(
+        vlm,
+        *sets,
+        vocab,
+        "10,30,60",
+        references={"oracle": oracle},
+        id_classes=classes,
+        templates="single",
+        params={"groups": 5},
+        n_boot=20,
+    )
     for r in res.rows:
-        ev = evaluate.evaluate_vocabularies(vlm, *sets, {"v": vocab.head(r["M"])}, ["neglabel"], id_classes=classes, templates="single", params={"groups": 5}, n_boot=0)
-        assert r["fpr"] == pytest.approx(ev.rows[0]["fpr"]) and r["auroc"] == pytest.approx(ev.rows[0]["auroc"], abs=1e-9)
+        ev = evaluate.evaluate_vocabularies(
+            vlm,
+            *sets,
+            {"v": vocab.head(r["M"])},
+            ["neglabel"],
+            id_classes=classes,
+            templates="single",
+            params={"groups": 5},
+            n_boot=0,
+        )
+        assert r["fpr"] == pytest.approx(ev.rows[0]["fpr"]) and r["auroc"] == pytest.approx(
+            ev.rows[0]["auroc"], abs=1e-9
+        )
     assert res.references[0]["oracle"] is True and res.references[0]["M"] == 2
-    out = results.write_sweep(res, tmp_path / "s", plot_formats=["PDF", ".svg"])  # as the CLI takes them: case and dot ignored
-    assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG" and json.loads((out / "sweep.json").read_text())["random_weights"]
+    out = results.write_sweep(
+        res, tmp_path / "s", plot_formats=["PDF", ".svg"]
+    )  # as the CLI takes them: case and dot ignored
+    assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG" and json.loads((out / "sweep.json").read_text())[
+        "random_weights"
+    ]
     assert (out / "sweep.pdf").read_bytes()[:5] == b"%PDF-" and b"<svg" in (out / "sweep.svg").read_bytes()[:2000]
     assert sorted(p.name for p in out.iterdir()) == ["sweep.csv", "sweep.json", "sweep.pdf", "sweep.png", "sweep.svg"]
     with pytest.raises(InputError, match="unknown plot format 'jpg'"):
@@ -115,7 +145,9 @@ def test_sweep_vocabulary_equals_per_size_evaluation(sets, classes, tmp_path):
 
 def test_sweeping_an_unranked_vocabulary_warns(sets, classes, caplog):
     kw = {"id_classes": classes, "templates": "single", "params": {"groups": 2}, "n_boot": 0}
-    ranked = negvocab.Vocabulary.from_labels(["a", "b", "c"], source="file", meta={x: {"rank": i} for i, x in enumerate("abc")})
+    ranked = negvocab.Vocabulary.from_labels(
+        ["a", "b", "c"], source="file", meta={x: {"rank": i} for i, x in enumerate("abc")}
+    )
     with caplog.at_level(logging.WARNING):
         sweeps.sweep_vocabulary(FakeVLM(), *sets, ranked, "2,3", **kw)
     assert "carries no ranking" not in caplog.text
@@ -127,9 +159,13 @@ def test_sweeping_an_unranked_vocabulary_warns(sets, classes, caplog):
 
 def test_unreadable_images_are_reported_and_the_rest_stay_aligned(sets, classes, tmp_path):
     id_set, ood_set = sets
-    broken = ImageSet("ood", [*ood_set.paths[:5], "/ood/broken.png", *ood_set.paths[5:]], [*ood_set.ids[:5], "bad", *ood_set.ids[5:]])
+    broken = ImageSet(
+        "ood", [*ood_set.paths[:5], "/ood/broken.png", *ood_set.paths[5:]], [*ood_set.ids[:5], "bad", *ood_set.ids[5:]]
+    )
     vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(20)], source="file")
-    ev = evaluate.evaluate_vocabularies(FakeVLM(), id_set, broken, {"v": vocab}, ["neglabel"], id_classes=classes, templates="single", n_boot=0)
+    ev = evaluate.evaluate_vocabularies(
+        FakeVLM(), id_set, broken, {"v": vocab}, ["neglabel"], id_classes=classes, templates="single", n_boot=0
+    )
     assert ev.meta["failed_images"] == [["/ood/broken.png", "UnidentifiedImageError: corrupt"]]
     assert ev.ood_images == list(zip(ood_set.ids, ood_set.paths, strict=True)) and ev.rows[0]["n_ood"] == 12
     # each stored score belongs to the image whose id sits next to it
@@ -137,7 +173,9 @@ def test_unreadable_images_are_reported_and_the_rest_stay_aligned(sets, classes,
     neg = np.stack([_vec(f"single:{x}") for x in vocab.labels])
     want = negvocab.score("neglabel", np.stack([_vec(p) for p in ood_set.paths]), cls, neg)
     np.testing.assert_allclose(ev.scores["neglabel@v"]["ood"], want, atol=1e-6)
-    sw = sweeps.sweep_vocabulary(FakeVLM(), id_set, broken, vocab, [5, 20], id_classes=classes, templates="single", n_boot=0)
+    sw = sweeps.sweep_vocabulary(
+        FakeVLM(), id_set, broken, vocab, [5, 20], id_classes=classes, templates="single", n_boot=0
+    )
     assert sw.meta["failed_images"] == ev.meta["failed_images"] and sw.meta["n_ood"] == 12
 
 
@@ -183,7 +221,14 @@ def test_precomputed_image_embeddings_score_like_the_image_sets(sets, classes):
         ImageEmbeddings(paths=["/a.png"], embeddings=np.ones(16, dtype=np.float32))
     same = {"name": "fake", "preprocessing": {"mean": [0.5], "from": "tag openai"}}
     vlm.identity = {"name": "fake", "preprocessing": {"mean": [0.5], "from": "model config"}}  # only provenance differs
-    evaluate.evaluate_vocabularies(vlm, ImageEmbeddings(paths=embedded[0].paths, embeddings=embedded[0].embeddings, model=same), embedded[1], {"v": vocab}, ["neglabel"], **kw)
+    evaluate.evaluate_vocabularies(
+        vlm,
+        ImageEmbeddings(paths=embedded[0].paths, embeddings=embedded[0].embeddings, model=same),
+        embedded[1],
+        {"v": vocab},
+        ["neglabel"],
+        **kw,
+    )
     foreign = ImageEmbeddings(paths=embedded[0].paths, embeddings=embedded[0].embeddings, model={"name": "ViT-B-16"})
     with pytest.raises(InputError, match="made by another model \\(name differs from fake's\\)"):
         evaluate.evaluate_vocabularies(vlm, foreign, embedded[1], {"v": vocab}, ["neglabel"], **kw)
@@ -193,17 +238,31 @@ def test_T_alone_warns_that_the_neglabel_eoe_penalty_takes_penalty_T(sets, class
     vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(8)], source="file")
     kw = {"id_classes": classes, "templates": "single", "n_boot": 0, "explain_k": 0}
     with caplog.at_level(logging.WARNING):
-        evaluate.evaluate_vocabularies(FakeVLM(), *sets, {"v": vocab}, ["neglabel_eoe"], params={"T": 1.0, "groups": 2}, **kw)
+        evaluate.evaluate_vocabularies(
+            FakeVLM(), *sets, {"v": vocab}, ["neglabel_eoe"], params={"T": 1.0, "groups": 2}, **kw
+        )
     assert "neglabel_eoe's penalty takes penalty_T" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        evaluate.evaluate_vocabularies(FakeVLM(), *sets, {"v": vocab}, ["neglabel_eoe"], params={"penalty_T": 1.0, "groups": 2}, **kw)
+        evaluate.evaluate_vocabularies(
+            FakeVLM(), *sets, {"v": vocab}, ["neglabel_eoe"], params={"penalty_T": 1.0, "groups": 2}, **kw
+        )
     assert "penalty_T" not in caplog.text
 
 
 def test_a_full_disk_during_a_rewrite_leaves_the_earlier_run_whole(sets, classes, tmp_path, monkeypatch):
     vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(8)], source="file")
-    ev = evaluate.evaluate_vocabularies(FakeVLM(), *sets, {"v": vocab}, ["neglabel"], id_classes=classes, templates="single", params={"groups": 2}, n_boot=0, explain_k=0)
+    ev = evaluate.evaluate_vocabularies(
+        FakeVLM(),
+        *sets,
+        {"v": vocab},
+        ["neglabel"],
+        id_classes=classes,
+        templates="single",
+        params={"groups": 2},
+        n_boot=0,
+        explain_k=0,
+    )
     out = results.write_results(ev, tmp_path / "res")
     assert (out / "results.json").exists()
     real = results.write_text
@@ -220,7 +279,9 @@ def test_a_full_disk_during_a_rewrite_leaves_the_earlier_run_whole(sets, classes
     monkeypatch.setattr(results, "write_text", fail_on_scores_csv)
     with pytest.raises(ResourceError, match="the disk is full"):
         results.write_results(ev, out, overwrite=True)
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # every file the earlier run's, nothing staged left
+    assert {
+        p.name: p.read_bytes() for p in out.iterdir()
+    } == before  # every file the earlier run's, nothing staged left
     monkeypatch.undo()
     results.write_results(ev, out, overwrite=True)
     assert json.loads((out / "results.json").read_text())["rows"][0]["fpr"] == 0.123

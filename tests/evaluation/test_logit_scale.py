@@ -52,10 +52,14 @@ def test_evaluation_scores_the_baselines_at_the_models_scale(rw, embedded):
     kw = {"id_classes": classes, "templates": "single", "n_boot": 0, "explain_k": 0}
     ev = negvocab.evaluate_vocabularies(rw, id_set, ood_set, {}, list(BASELINES), **kw)
     for method, formula in BASELINES.items():
-        np.testing.assert_allclose(_ours(ev, method), formula(img, cls, logit_scale=INIT_SCALE), rtol=1e-5, atol=1e-6, err_msg=method)
+        np.testing.assert_allclose(
+            _ours(ev, method), formula(img, cls, logit_scale=INIT_SCALE), rtol=1e-5, atol=1e-6, err_msg=method
+        )
     # the 100 the pipeline used before gives other scores (MSP and GEN are not scale-invariant)
     for method in ("msp", "maxlogit", "energy", "gen"):
-        assert not np.allclose(_ours(ev, method), BASELINES[method](img, cls, logit_scale=100.0), rtol=1e-3, atol=1e-6), method
+        assert not np.allclose(
+            _ours(ev, method), BASELINES[method](img, cls, logit_scale=100.0), rtol=1e-3, atol=1e-6
+        ), method
     rows = {r["method"]: r for r in ev.rows}
     assert rows["energy"]["params"]["logit_scale"] == pytest.approx(INIT_SCALE, rel=1e-6)  # recorded with the results
     # a scale given wins over the model's
@@ -65,14 +69,32 @@ def test_evaluation_scores_the_baselines_at_the_models_scale(rw, embedded):
 
 def test_the_score_command_uses_the_models_scale_unless_given(rw, embedded, tiny, model_args, tmp_path):
     classes, _, _, img, cls = embedded
-    base = ["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--method", "msp", "--method", "energy", "--n-boot", "0", *model_args]
-    for out, extra, scale in ((tmp_path / "own", [], INIT_SCALE), (tmp_path / "given", ["--logit-scale", "100"], 100.0)):
+    base = [
+        "score",
+        "--id",
+        str(tiny / "id"),
+        "--ood",
+        str(tiny / "ood"),
+        "--method",
+        "msp",
+        "--method",
+        "energy",
+        "--n-boot",
+        "0",
+        *model_args,
+    ]
+    for out, extra, scale in (
+        (tmp_path / "own", [], INIT_SCALE),
+        (tmp_path / "given", ["--logit-scale", "100"], 100.0),
+    ):
         r = CliRunner().invoke(app, [*base, *extra, "-o", str(out)], catch_exceptions=False)
         assert r.exit_code == 0, r.output
         stored = read_scores_npz(out)
         for method in ("msp", "energy"):
             got = np.r_[stored.id[method], stored.ood[method]]
-            np.testing.assert_allclose(got, BASELINES[method](img, cls, logit_scale=scale), rtol=1e-5, atol=1e-4, err_msg=f"{method} {extra}")
+            np.testing.assert_allclose(
+                got, BASELINES[method](img, cls, logit_scale=scale), rtol=1e-5, atol=1e-4, err_msg=f"{method} {extra}"
+            )
         rows = json.loads((out / "results.json").read_text())["rows"]
         assert {round(x["params"]["logit_scale"], 4) for x in rows} == {round(scale, 4)}
     assert math.isclose(rw.logit_scale, INIT_SCALE, rel_tol=1e-6)

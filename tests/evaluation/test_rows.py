@@ -19,8 +19,13 @@ def _paper_fpr(ids, oods, tpr=0.95):
 def scores():
     rng = np.random.default_rng(0)
     ids = rng.normal(1.0, 1.0, 300)
-    sets = {"ssb-hard": rng.normal(0.8, 1, 50), "ninco": rng.normal(0.5, 1, 40), "textures": rng.normal(-1, 1, 30),
-            "openimage-o": rng.normal(-0.5, 1, 20), "mine": rng.normal(0, 1, 10)}
+    sets = {
+        "ssb-hard": rng.normal(0.8, 1, 50),
+        "ninco": rng.normal(0.5, 1, 40),
+        "textures": rng.normal(-1, 1, 30),
+        "openimage-o": rng.normal(-0.5, 1, 20),
+        "mine": rng.normal(0, 1, 10),
+    }
     return ids, sets
 
 
@@ -34,7 +39,11 @@ def test_group_means_and_the_mean_of_all(scores):
     assert by["near-ood"]["fpr"] == pytest.approx((fpr["ssb-hard"] + fpr["ninco"]) / 2)
     assert by["far-ood"]["auroc"] == pytest.approx((auroc["textures"] + auroc["openimage-o"]) / 2)
     assert by["mean"]["fpr"] == pytest.approx(np.mean(list(fpr.values())))  # every set, "mine" (no group) too
-    assert by["near-ood"]["ood_sets"] == ["ssb-hard", "ninco"] and by["far-ood"]["n_ood"] == 50 and by["far-ood"]["n_ood_sets"] == 2
+    assert (
+        by["near-ood"]["ood_sets"] == ["ssb-hard", "ninco"]
+        and by["far-ood"]["n_ood"] == 50
+        and by["far-ood"]["n_ood_sets"] == 2
+    )
     assert "ood_sets" not in by["mean"]  # the mean row keeps its fields
 
 

@@ -40,7 +40,14 @@ def run(tmp_path_factory):
             "b": ImageEmbeddings(paths=[f"/d/b{i}.png" for i in range(3)], embeddings=_unit(rng, 3))}  # fmt: skip
     vocab = Vocabulary.from_labels(["aurora", "canyon", "violin"], source="file")
     ev = evaluate_vocabularies(
-        make_tiny_vlm(cache=False), id_e, oods, {"neg": vocab}, ("neglabel", "mcm"), id_classes=IdClasses.from_names(ID_NAMES), templates="single", n_boot=0
+        make_tiny_vlm(cache=False),
+        id_e,
+        oods,
+        {"neg": vocab},
+        ("neglabel", "mcm"),
+        id_classes=IdClasses.from_names(ID_NAMES),
+        templates="single",
+        n_boot=0,
     )
     folder = tmp_path_factory.mktemp("run") / "r"
     write_results(ev, folder)
@@ -73,20 +80,59 @@ def _npz(path: Path, **arrays) -> Path:
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda p, real: p.write_bytes(real.read_bytes()[: len(real.read_bytes()) // 2]), "not a readable scores.npz"),  # truncated
+        (
+            lambda p, real: p.write_bytes(real.read_bytes()[: len(real.read_bytes()) // 2]),
+            "not a readable scores.npz",
+        ),  # truncated
         (lambda p, real: p.write_text("id,score\n1,0.5\n"), "not a readable scores.npz"),  # a text file
-        (lambda p, real: _npz(p, **{"id/m": np.array([0.1, "x"], dtype=object), "ood/m": np.zeros(2)}), "not a readable scores.npz"),
-        (lambda p, real: np.save(p.with_suffix(".npy"), np.zeros(3)) or p.with_suffix(".npy").rename(p), "a single .npy array"),
+        (
+            lambda p, real: _npz(p, **{"id/m": np.array([0.1, "x"], dtype=object), "ood/m": np.zeros(2)}),
+            "not a readable scores.npz",
+        ),
+        (
+            lambda p, real: np.save(p.with_suffix(".npy"), np.zeros(3)) or p.with_suffix(".npy").rename(p),
+            "a single .npy array",
+        ),
         (lambda p, real: _npz(p, **{"id/m": np.zeros(3)}), "no OOD scores ('ood/m')"),
-        (lambda p, real: _npz(p, **{"id/m": np.zeros((3, 2)), "ood/m": np.zeros(2)}), "'id/m' must be a 1-D array of numbers"),
-        (lambda p, real: _npz(p, **{"id/m": np.array(["a", "b"]), "ood/m": np.zeros(2)}), "'id/m' must be a 1-D array of numbers"),
-        (lambda p, real: _npz(p, **{"id/m": np.zeros(3), "ood/m": np.zeros(2), "id/n": np.zeros(4), "ood/n": np.zeros(2)}), "id score arrays differ in length (3, 4)"),
-        (lambda p, real: _npz(p, **{"id/m": np.zeros(3), "ood/m": np.zeros(2), "ood_paths": np.array(["x"])}), "'ood_paths' must be 2 strings"),
+        (
+            lambda p, real: _npz(p, **{"id/m": np.zeros((3, 2)), "ood/m": np.zeros(2)}),
+            "'id/m' must be a 1-D array of numbers",
+        ),
+        (
+            lambda p, real: _npz(p, **{"id/m": np.array(["a", "b"]), "ood/m": np.zeros(2)}),
+            "'id/m' must be a 1-D array of numbers",
+        ),
+        (
+            lambda p, real: _npz(
+                p, **{"id/m": np.zeros(3), "ood/m": np.zeros(2), "id/n": np.zeros(4), "ood/n": np.zeros(2)}
+            ),
+            "id score arrays differ in length (3, 4)",
+        ),
+        (
+            lambda p, real: _npz(p, **{"id/m": np.zeros(3), "ood/m": np.zeros(2), "ood_paths": np.array(["x"])}),
+            "'ood_paths' must be 2 strings",
+        ),
         (lambda p, real: _npz(p, **{"id/m": np.zeros(3), "ood/m": np.zeros(0)}), "holds no OOD images"),
-        (lambda p, real: _npz(p, **{"id/m": np.zeros(3), "ood/m": np.zeros(2), "random_weights": np.array([1, 0])}), "'random_weights' must be one boolean"),
+        (
+            lambda p, real: _npz(p, **{"id/m": np.zeros(3), "ood/m": np.zeros(2), "random_weights": np.array([1, 0])}),
+            "'random_weights' must be one boolean",
+        ),
         (lambda p, real: _npz(p, other=np.zeros(3)), "holds no per-image scores"),
     ],
-    ids=["truncated", "text", "object-array", "npy", "no-ood", "2-d", "strings", "lengths", "paths", "empty", "random-weights", "no-scores"],
+    ids=[
+        "truncated",
+        "text",
+        "object-array",
+        "npy",
+        "no-ood",
+        "2-d",
+        "strings",
+        "lengths",
+        "paths",
+        "empty",
+        "random-weights",
+        "no-scores",
+    ],
 )
 def test_a_damaged_scores_file_is_one_line(run, tmp_path, make, message):
     path = tmp_path / "scores.npz"

@@ -96,7 +96,9 @@ def test_cli_reads_a_results_folder(scores, tmp_path):
     arrays = {f"id/{k}": v for k, v in s_id.items()} | {f"ood/{k}": v for k, v in s_ood.items()}
     arrays["id/det0/lower"] = s_id["det0"]  # top-k bounds are not detectors
     np.savez(tmp_path / "scores.npz", **arrays, random_weights=np.array(True))
-    res = CliRunner().invoke(app, ["subsample", str(tmp_path), "-o", str(tmp_path / "sub"), "--sizes", "50,100", "--draws", "20"])
+    res = CliRunner().invoke(
+        app, ["subsample", str(tmp_path), "-o", str(tmp_path / "sub"), "--sizes", "50,100", "--draws", "20"]
+    )
     assert res.exit_code == 0, res.output
     import csv
 
@@ -151,7 +153,10 @@ def test_one_analysis_per_ood_set_equals_each_set_alone(scores):
         mine = [r for r in rows if r["ood_set"] == name]
         assert [{**r, "ood_set": "x"} for r in mine] == [{**r, "ood_set": "x"} for r in alone]
         for r in mine:  # the set's own full FPR, not the pooled one
-            assert r["full"] == M.fpr_at_tpr(s_id[r["detector"]], s_ood[r["detector"]][sl]) and r["N"] == sl.stop - sl.start
+            assert (
+                r["full"] == M.fpr_at_tpr(s_id[r["detector"]], s_ood[r["detector"]][sl])
+                and r["N"] == sl.stop - sl.start
+            )
     assert "pooled" not in {r["ood_set"] for r in rows}
     both = negvocab.subsample(s_id, s_ood, sizes=[10, 100], draws=25, seed=1, ood_sets=sets, pooled=True)
     pooled = [r for r in both if r["ood_set"] == "pooled"]
@@ -237,7 +242,9 @@ def test_cli_one_analysis_per_set_and_pooled_only_when_asked(scores, tmp_path):
     one = _cli(src, "-o", tmp_path / "b", "--sizes", "10,150", "--draws", "5", "--ood-set", "far", "--pooled")
     assert one.exit_code == 0, one.output
     rows = json.loads((tmp_path / "b" / "subsample.json").read_text())["rows"]
-    assert {r["ood_set"] for r in rows} == {"far", "pooled"} and {r["N"] for r in rows} == {180}  # pooled over the chosen set
+    assert {r["ood_set"] for r in rows} == {"far", "pooled"} and {r["N"] for r in rows} == {
+        180
+    }  # pooled over the chosen set
     assert "pooled (all sets)" in one.output
     bad = _cli(src, "-o", tmp_path / "c", "--ood-set", "mid")
     assert bad.exit_code == 2 and "--ood-set 'mid': the scores hold OOD sets near, far" in bad.output
@@ -255,12 +262,21 @@ def test_cli_refuses_bad_runs_and_files_in_one_line(scores, tmp_path):
     good = (src / "scores.npz").read_bytes()
     (tmp_path / "cut").mkdir()
     (tmp_path / "cut" / "scores.npz").write_bytes(good[: len(good) // 2])  # a copy cut short
-    np.savez(tmp_path / "obj.npz", **{"id/a": np.array([1.0, 2.0], dtype=object), "ood/a": np.array([0.5], dtype=object)})
+    np.savez(
+        tmp_path / "obj.npz", **{"id/a": np.array([1.0, 2.0], dtype=object), "ood/a": np.array([0.5], dtype=object)}
+    )
     np.savez(tmp_path / "txt.npz", **{"id/a": np.array(["1.0", "2.0"]), "ood/a": np.array(["0.5"])})
     for path, msg in ((tmp_path / "cut", "scores.npz: not a readable scores.npz"), (tmp_path / "obj.npz", "obj.npz: not a readable scores.npz"),
                       (tmp_path / "txt.npz", "'id/a' must be a 1-D array of numbers, got <U3")):  # fmt: skip
-        res = _cli(path, "-o", tmp_path / "y")  # the one validation layer's lines (negvocab.evaluation.stored), with what to do
-        assert res.exit_code == 2 and msg in res.output and "re-run `negvocab score`" in res.output and len(res.output.strip().splitlines()) == 1, res.output
+        res = _cli(
+            path, "-o", tmp_path / "y"
+        )  # the one validation layer's lines (negvocab.evaluation.stored), with what to do
+        assert (
+            res.exit_code == 2
+            and msg in res.output
+            and "re-run `negvocab score`" in res.output
+            and len(res.output.strip().splitlines()) == 1
+        ), res.output
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 

@@ -9,7 +9,20 @@ import pytest
 from PIL import Image
 
 ID_NAMES = ["goldfish", "tench", "great white shark", "rooster", "hen", "ostrich", "goldfinch", "robin"]
-VOCAB_A = ["sofa", "mountain", "cloud", "bridge", "violin", "spoon", "carpet", "lamp", "river", "castle", "moss", "jelly"]
+VOCAB_A = [
+    "sofa",
+    "mountain",
+    "cloud",
+    "bridge",
+    "violin",
+    "spoon",
+    "carpet",
+    "lamp",
+    "river",
+    "castle",
+    "moss",
+    "jelly",
+]
 VOCAB_B = ["kettle", "ladder", "tower", "glacier", "piano", "chair", "comet", "harbor"]
 TINY = {
     "embed_dim": 32,

@@ -17,7 +17,9 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "grid.toml"
 
 def test_the_example_parses():
     cfg = negvocab.load_grid(EXAMPLE, random_weights=True)
-    assert [m.display for m in cfg.models] == ["CLIP ViT-B/32", "CLIP RN50"] and all(m.random_weights for m in cfg.models)
+    assert [m.display for m in cfg.models] == ["CLIP ViT-B/32", "CLIP RN50"] and all(
+        m.random_weights for m in cfg.models
+    )
     assert [s.name for s in cfg.ood_sets] == ["graphics", "noise", "stripes"]
     assert cfg.vocabularies[0].names() == ["wordnet@100", "wordnet@200", "wordnet@400"]
     assert cfg.conventions == ["paper", "openood"] and cfg.path("grid-cache") == str(EXAMPLE.parent / "grid-cache")
@@ -41,9 +43,15 @@ BASE = {
         ({"ood": {"mean": "x"}}, "may not be named 'mean'"),
         ({"vocabularies": {"v": {"builder": "gpt"}}}, "vocabularies.v.builder = 'gpt': must be one of wordnet"),
         ({"vocabularies": {"v": {"builder": "wordnet", "sizes": [0]}}}, "positive integers"),
-        ({"vocabularies": {"v": {"builder": "wordnet", "colour": 1}}}, "vocabularies.v.colour: unknown key; known: .*percentile"),
+        (
+            {"vocabularies": {"v": {"builder": "wordnet", "colour": 1}}},
+            "vocabularies.v.colour: unknown key; known: .*percentile",
+        ),
         ({"methods": [{"name": "nope"}]}, "unknown method"),
-        ({"grid": {"conventions": ["fancy"]}}, "grid.conventions = \\['fancy'\\]: must be a non-empty list of FPR conventions, from paper"),
+        (
+            {"grid": {"conventions": ["fancy"]}},
+            "grid.conventions = \\['fancy'\\]: must be a non-empty list of FPR conventions, from paper",
+        ),
         ({"grid": {"speed": 1}}, "unknown key"),
         ({"vocabularies": {}}, "need \\[vocabularies\\]"),
     ],
@@ -72,19 +80,43 @@ def test_bad_files_are_one_line(change, message):
         ({"grid": {"batch_size": 0}}, "grid.batch_size = 0: must be a positive integer"),
         ({"resources": {"bogus": 1}}, "resources.bogus: unknown key; known: num_gpus, num_cpus, memory, workers"),
         ({"resources": {"score": {"num_cpus": -1}}}, "resources.score.num_cpus = -1: must be a number > 0"),
-        ({"models": [{"name": "ViT-B-32", "random_weights": True, "seed": 1.5}]}, "models\\[0\\].seed = 1.5: must be an integer >= 0"),
-        ({"models": [{"name": "ViT-B-32", "random_weights": "yes"}]}, "models\\[0\\].random_weights = 'yes': must be true or false"),
-        ({"models": [{"name": "ViT-B-32", "random_weights": True, "precision": "fp8"}]}, "models\\[0\\].precision = 'fp8': must be fp32, fp16 or bf16"),
-        ({"models": [{"name": "ViT-B-32", "random_weights": True, "precision": "fp16"}]}, "models\\[0\\].precision = 'fp16': precision fp16 needs a CUDA device"),
+        (
+            {"models": [{"name": "ViT-B-32", "random_weights": True, "seed": 1.5}]},
+            "models\\[0\\].seed = 1.5: must be an integer >= 0",
+        ),
+        (
+            {"models": [{"name": "ViT-B-32", "random_weights": "yes"}]},
+            "models\\[0\\].random_weights = 'yes': must be true or false",
+        ),
+        (
+            {"models": [{"name": "ViT-B-32", "random_weights": True, "precision": "fp8"}]},
+            "models\\[0\\].precision = 'fp8': must be fp32, fp16 or bf16",
+        ),
+        (
+            {"models": [{"name": "ViT-B-32", "random_weights": True, "precision": "fp16"}]},
+            "models\\[0\\].precision = 'fp16': precision fp16 needs a CUDA device",
+        ),
         ({"models": [{"random_weights": True}]}, "models\\[0\\].name is missing: give an open_clip model name"),
-        ({"vocabularies": {"v": {"builder": "wordnet", "percentile": "x"}}}, "vocabularies.v.percentile = 'x': must be a quantile level"),
-        ({"vocabularies": {"v": {"builder": "wordnet", "preset": "fancy"}}}, "vocabularies.v.preset = 'fancy': must be a candidate preset, one of"),
-        ({"vocabularies": {"v": {"builder": "wordnet", "pool": -1}}}, "vocabularies.v.pool = -1: must be a positive integer"),
+        (
+            {"vocabularies": {"v": {"builder": "wordnet", "percentile": "x"}}},
+            "vocabularies.v.percentile = 'x': must be a quantile level",
+        ),
+        (
+            {"vocabularies": {"v": {"builder": "wordnet", "preset": "fancy"}}},
+            "vocabularies.v.preset = 'fancy': must be a candidate preset, one of",
+        ),
+        (
+            {"vocabularies": {"v": {"builder": "wordnet", "pool": -1}}},
+            "vocabularies.v.pool = -1: must be a positive integer",
+        ),
         ({"vocabularies": {"v": 3}}, "vocabularies.v = 3: must be a table of name = file"),
         ({"ood": {"a": ""}}, "ood.a = '': must be a table of name = path"),
         ({"ood": {"a": {"path": "x", "lay": 1}}}, "ood.a.lay: unknown key; known: path, layout"),
         ({"id": 5}, "id = 5: must be a path or a table"),
-        ({"methods": [{"name": "neglabel", "params": {"groups": "a"}}]}, "methods\\[0\\].params: groups must be an integer, got 'a'"),
+        (
+            {"methods": [{"name": "neglabel", "params": {"groups": "a"}}]},
+            "methods\\[0\\].params: groups must be an integer, got 'a'",
+        ),
         ({"methods": [{"name": "neglabel", "params": {"groups": 0}}]}, "methods\\[0\\].params: groups must be"),
         ({"methods": [{"name": "mcm", "params": {"groups": 2}}]}, "methods\\[0\\].params: mcm: unexpected parameter"),
     ],
@@ -99,10 +131,22 @@ def test_each_bad_value_is_one_line_naming_file_key_and_value(change, message):
 
 
 def test_a_good_document_keeps_its_values():
-    doc = {**BASE, "grid": {"device": "cpu", "tpr": 0.9, "n_boot": 0, "conventions": "openood"}, "models": [{"name": "ViT-B-32", "random_weights": True, "seed": 3}]}
+    doc = {
+        **BASE,
+        "grid": {"device": "cpu", "tpr": 0.9, "n_boot": 0, "conventions": "openood"},
+        "models": [{"name": "ViT-B-32", "random_weights": True, "seed": 3}],
+    }
     cfg = parse_config(doc)
-    assert (cfg.tpr, cfg.n_boot, cfg.conventions, cfg.models[0].seed, cfg.resources) == (0.9, 0, ["openood"], 3, Resources())
-    v = parse_config({**doc, "vocabularies": {"w": {"builder": "wordnet", "sizes": [50, 20, 50], "pool": 300}}}).vocabularies[0]
+    assert (cfg.tpr, cfg.n_boot, cfg.conventions, cfg.models[0].seed, cfg.resources) == (
+        0.9,
+        0,
+        ["openood"],
+        3,
+        Resources(),
+    )
+    v = parse_config(
+        {**doc, "vocabularies": {"w": {"builder": "wordnet", "sizes": [50, 20, 50], "pool": 300}}}
+    ).vocabularies[0]
     assert v.sizes == (20, 50) and dict(v.options) == {"pool": 300}
 
 
@@ -126,9 +170,14 @@ def test_unreadable_grid_files_are_one_line_through_the_cli(tmp_path, content, m
         path.mkdir()
     else:
         path.write_bytes(content)
-    for argv in (["grid", "run", str(path), "-o", str(tmp_path / "out")], ["grid", "status", str(path), "-o", str(tmp_path / "out")]):
+    for argv in (
+        ["grid", "run", str(path), "-o", str(tmp_path / "out")],
+        ["grid", "status", str(path), "-o", str(tmp_path / "out")],
+    ):
         res = CliRunner().invoke(app, argv)
-        said = "not a grid results folder" if content is None and argv[1] == "status" else message  # status reads a folder as results
+        said = (
+            "not a grid results folder" if content is None and argv[1] == "status" else message
+        )  # status reads a folder as results
         assert res.exit_code == 2 and said in res.output and "Traceback" not in res.output, res.output
         assert len(res.output.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()  # refused before any folder is made
@@ -146,7 +195,9 @@ def test_builder_vocabularies_are_built_per_model(grid_toml, tmp_path):
     from negvocab.grid.work import load_model
     from negvocab.labels.candidates import sample_pool
 
-    text = grid_toml.read_text().replace('B = "vocabB.txt"', 'W = { builder = "wordnet", pool = 300, sizes = [20, 50] }')
+    text = grid_toml.read_text().replace(
+        'B = "vocabB.txt"', 'W = { builder = "wordnet", pool = 300, sizes = [20, 50] }'
+    )
     text = text.replace('[[methods]]\nname = "mcm"\n', "")
     grid_toml.write_text(text)
     res = negvocab.run_grid(grid_toml, tmp_path / "out")
@@ -154,7 +205,9 @@ def test_builder_vocabularies_are_built_per_model(grid_toml, tmp_path):
     classes = negvocab.read_id_classes(cfg.path("classes.txt"))
     for spec in cfg.models:
         vlm = load_model(cfg, spec)
-        full = negvocab.build_wordnet_vocabulary(vlm, None, templates="single", id_classes=classes, candidates=sample_pool(300))
+        full = negvocab.build_wordnet_vocabulary(
+            vlm, None, templates="single", id_classes=classes, candidates=sample_pool(300)
+        )
         for m in (20, 50):
             rows = [r for r in res.rows if r["model"] == spec.display and r["vocabulary"] == f"W@{m}"]
             assert rows and {r["vocab_hash"] for r in rows} == {full.head(m).short_hash} and rows[0]["vocab_size"] == m
@@ -184,7 +237,11 @@ def test_fi_imagenet_split_in_the_id_section(tmp_path):
     assert [s.name for s in cfg.ood_sets] == ["Fi-ImageNet-1k", "other"]
     cfg.ood_sets = cfg.ood_sets[:1]  # the empty folder is not opened
     sets = open_sets(cfg)
-    assert sorted(sets["Fi-ImageNet-1k"].ids) == ["ILSVRC2012_val_00000002", "ILSVRC2012_val_00000005", "ILSVRC2012_val_00000009"]
+    assert sorted(sets["Fi-ImageNet-1k"].ids) == [
+        "ILSVRC2012_val_00000002",
+        "ILSVRC2012_val_00000005",
+        "ILSVRC2012_val_00000009",
+    ]
     assert len(sets["ID"]) == 6 and "ILSVRC2012_val_00000007" not in sets["ID"].ids
     (tmp_path / "v.txt").write_text("sofa\nlamp\n")
     cells = plan_cells(cfg, sets)
@@ -201,8 +258,15 @@ def _random_value(rng, depth=0):
         lambda: [],
         lambda: {},
         lambda: [_random_value(rng, depth + 1) for _ in range(rng.integers(1, 4))],
-        lambda: {str(rng.choice(["path", "name", "sizes", "builder", "params", "file", "seed", "k"])): _random_value(rng, depth + 1)},
-        lambda: {"name": "neglabel", "params": {str(rng.choice(["groups", "top_k", "temperature", "nope"])): _random_value(rng, depth + 1)}},
+        lambda: {
+            str(rng.choice(["path", "name", "sizes", "builder", "params", "file", "seed", "k"])): _random_value(
+                rng, depth + 1
+            )
+        },
+        lambda: {
+            "name": "neglabel",
+            "params": {str(rng.choice(["groups", "top_k", "temperature", "nope"])): _random_value(rng, depth + 1)},
+        },
     ][kind]()
 
 
@@ -212,7 +276,12 @@ def test_random_documents_give_a_config_or_one_line():
     import numpy as np
 
     rng = np.random.default_rng(23)
-    good = {**BASE, "grid": {"device": "cpu", "n_boot": 10}, "methods": [{"name": "neglabel", "params": {"groups": 2}}], "resources": {"image": {"num_cpus": 2}}}
+    good = {
+        **BASE,
+        "grid": {"device": "cpu", "n_boot": 10},
+        "methods": [{"name": "neglabel", "params": {"groups": 2}}],
+        "resources": {"image": {"num_cpus": 2}},
+    }
     paths = [("grid", "tpr"), ("grid", "n_boot"), ("grid", "conventions"), ("grid", "cache_dir"), ("grid", "templates"), ("resources",), ("resources", "image"),
              ("models",), ("id",), ("ood",), ("ood", "a"), ("vocabularies",), ("vocabularies", "v"), ("methods",), ("grid",)]  # fmt: skip
     outcomes = {"ok": 0, "refused": 0}

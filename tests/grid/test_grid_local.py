@@ -45,14 +45,25 @@ def test_cells_equal_direct_public_api_calls(ran):
     s_id = negvocab.score("neglabel", img["ID"], cls, neg, groups=2)
     s_ood = negvocab.score("neglabel", img["oodB"], cls, neg, groups=2)
     want = negvocab.metrics.evaluate(s_id, s_ood, convention="openood", n_boot=20)
-    row = next(r for r in res.rows if (r["model"], r["vocabulary"], r["ood_set"], r["method"], r["convention"]) == ("TinyB", "A@8", "oodB", "neglabel", "openood"))
+    row = next(
+        r
+        for r in res.rows
+        if (r["model"], r["vocabulary"], r["ood_set"], r["method"], r["convention"])
+        == ("TinyB", "A@8", "oodB", "neglabel", "openood")
+    )
     for k in ("fpr", "auroc", "aupr_in", "aupr_out"):
         assert row[k] == pytest.approx(want[k], abs=1e-9)
     assert row["fpr_ci_low"] == pytest.approx(want["fpr_ci"][0], abs=1e-9)
     assert row["aupr_method"] == "trapezoid" and row["vocab_size"] == 8 and row["vocab_hash"] == vocab.short_hash
     assert row["random_weights"] is True and row["deployable"] is True and row["n_ood"] == 7 and row["n_id"] == 24
-    mcm = next(r for r in res.rows if r["method"] == "mcm" and r["model"] == "TinyB" and r["ood_set"] == "oodB" and r["convention"] == "paper")
-    assert mcm["fpr"] == pytest.approx(negvocab.metrics.fpr_at_tpr(negvocab.score("mcm", img["ID"], cls), negvocab.score("mcm", img["oodB"], cls)))
+    mcm = next(
+        r
+        for r in res.rows
+        if r["method"] == "mcm" and r["model"] == "TinyB" and r["ood_set"] == "oodB" and r["convention"] == "paper"
+    )
+    assert mcm["fpr"] == pytest.approx(
+        negvocab.metrics.fpr_at_tpr(negvocab.score("mcm", img["ID"], cls), negvocab.score("mcm", img["oodB"], cls))
+    )
 
 
 def test_each_image_set_embedded_once_per_model(ran):
@@ -81,7 +92,9 @@ def test_resume_skips_done_cells_and_reruns_only_touched_ones(ran_here, monkeypa
     toml.write_text(text)
     changed = negvocab.run_grid(toml, out)
     assert changed.stats["cells_to_run"] == 2 * 4 * 3 * 2
-    same = lambda rows: sorted((r["model"], r["ood_set"], r["convention"], r["fpr"]) for r in rows if r["method"] == "mcm")  # noqa: E731
+    same = lambda rows: sorted(  # noqa: E731
+        (r["model"], r["ood_set"], r["convention"], r["fpr"]) for r in rows if r["method"] == "mcm"
+    )
     assert same(changed.rows) == same(res.rows)
     status = negvocab.grid_status(negvocab.load_grid(toml), out)
     assert status["total"] == {"done": 60, "pending": 0, "failed": 0}
@@ -102,8 +115,16 @@ def test_tables_pivots_and_comparisons(ran):
     rows = list(csv.DictReader((out / "table.csv").open()))
     assert len(rows) == len(res.table()) and {"deployable", "caveats", "ood_set", "aupr_method"} <= set(rows[0])
     means = [r for r in res.table() if r["ood_set"] == "mean"]
-    one = next(r for r in means if (r["model"], r["vocabulary"], r["method"], r["convention"]) == ("TinyA", "B", "neglabel", "paper"))
-    cells = [r["fpr"] for r in res.rows if (r["model"], r["vocabulary"], r["method"], r["convention"]) == ("TinyA", "B", "neglabel", "paper")]
+    one = next(
+        r
+        for r in means
+        if (r["model"], r["vocabulary"], r["method"], r["convention"]) == ("TinyA", "B", "neglabel", "paper")
+    )
+    cells = [
+        r["fpr"]
+        for r in res.rows
+        if (r["model"], r["vocabulary"], r["method"], r["convention"]) == ("TinyA", "B", "neglabel", "paper")
+    ]
     assert one["fpr"] == pytest.approx(np.mean(cells)) and len(cells) == 3
     import pyarrow.parquet as pq
 
@@ -119,7 +140,11 @@ def test_tables_pivots_and_comparisons(ran):
     with pytest.raises(InputError, match="several vocabulary"):
         res.pivot("fpr", method="neglabel", convention="paper")
     said = res.comparisons()
-    fprs = {(r["model"], r["vocabulary"]): r["fpr"] for r in means if r["method"] == "neglabel" and r["convention"] == "paper"}
+    fprs = {
+        (r["model"], r["vocabulary"]): r["fpr"]
+        for r in means
+        if r["method"] == "neglabel" and r["convention"] == "paper"
+    }
     s = next(x for x in said if ("A@12" in x.split(" (")[0] and " B" in x.split(" (")[0]) and "neglabel, paper" in x)
     # each model's difference is stated with its paired interval; "beats" only where the test says so
     for m in ("TinyA", "TinyB"):
@@ -136,7 +161,9 @@ def test_cli_run_and_status(grid_toml, tmp_path):
     from negvocab.cli import app
 
     out = tmp_path / "cli"
-    text = grid_toml.read_text().replace('[[models]]\nname = "TinyB"\nmodel_config = "TinyB.json"\nrandom_weights = true\nseed = 1\n', "")
+    text = grid_toml.read_text().replace(
+        '[[models]]\nname = "TinyB"\nmodel_config = "TinyB.json"\nrandom_weights = true\nseed = 1\n', ""
+    )
     grid_toml.write_text(text.replace('[[methods]]\nname = "mcm"\n', ""))
     res = CliRunner().invoke(app, ["grid", "run", str(grid_toml), "-o", str(out)])
     assert res.exit_code == 0, res.output
@@ -158,9 +185,18 @@ def test_mean_rows_carry_a_bootstrap_interval_of_the_mean(ran):
     img = {k: vlm.encode_images(s).embeddings for k, s in sets.items()}
     cls = vlm.encode_text(list(classes.names), "single", pos="n")
     s_id = negvocab.score("mcm", img["ID"], cls)
-    per = [negvocab.metrics.bootstrap_values("fpr", s_id, negvocab.score("mcm", img[o], cls), n_boot=20, convention="paper") for o in ("oodA", "oodB", "oodC")]
+    per = [
+        negvocab.metrics.bootstrap_values(
+            "fpr", s_id, negvocab.score("mcm", img[o], cls), n_boot=20, convention="paper"
+        )
+        for o in ("oodA", "oodB", "oodC")
+    ]
     lo, hi = np.quantile(np.mean(per, axis=0), [0.025, 0.975])
-    row = next(r for r in res.table() if (r["model"], r["method"], r["convention"], r["ood_set"]) == ("TinyA", "mcm", "paper", "mean"))
+    row = next(
+        r
+        for r in res.table()
+        if (r["model"], r["method"], r["convention"], r["ood_set"]) == ("TinyA", "mcm", "paper", "mean")
+    )
     assert (row["fpr_ci_low"], row["fpr_ci_high"]) == pytest.approx((lo, hi), abs=1e-12)
     assert not np.isnan(row["auroc_ci_low"]) and not np.isnan(row["aupr_out_ci_high"])
 
@@ -186,7 +222,9 @@ def test_non_deployable_vocabularies_are_marked_in_pivots(ran, tmp_path):
     from negvocab.grid.tables import GridResult
 
     res = ran[0]
-    rows = [{**r, "deployable": False, "caveats": "oracle: OOD labels"} if r["vocabulary"] == "B" else r for r in res.rows]
+    rows = [
+        {**r, "deployable": False, "caveats": "oracle: OOD labels"} if r["vocabulary"] == "B" else r for r in res.rows
+    ]
     marked = GridResult(rows, res.config, means=res.means)
     out = marked.write(tmp_path / "w")
     md = (out / "pivots.md").read_text()

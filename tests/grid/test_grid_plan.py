@@ -28,7 +28,13 @@ def test_plan_counts_probes_and_sees_what_the_cache_holds(grid_toml, tmp_path):
     images = 24 + 10 + 7 + 9
     labels = len(ID_NAMES) + len(VOCAB_A) + len(VOCAB_B)  # A's sizes are heads of one file: encoded once
     units, n_images, cached, n_labels, prompts = _row(r.stdout, "TinyA")[1:6]
-    assert (int(units), int(n_images), int(cached), int(n_labels), int(prompts)) == (4 + 2, images, 0, labels, labels)  # templates "single"
+    assert (int(units), int(n_images), int(cached), int(n_labels), int(prompts)) == (
+        4 + 2,
+        images,
+        0,
+        labels,
+        labels,
+    )  # templates "single"
     assert f"{2 * 5 * 3 * 2} cells" in r.stdout  # models x (4 vocabularies x neglabel + mcm) x OOD sets x conventions
     assert "estimate on 1 worker:" in r.stdout and "estimate on 3 workers:" in r.stdout and "RANDOM weights" in r.stdout
     import negvocab
@@ -44,11 +50,24 @@ def test_a_set_not_on_disk_needs_its_size(grid_toml):
     assert r.returncode == 2 and "--size Far=N" in r.stderr and "Traceback" not in r.stderr
     r = _plan(grid_toml, "--no-probe", "--size", "Far=12,000")
     assert r.returncode == 0, r.stderr[-2000:]
-    assert int(_row(r.stdout, "TinyA")[2].replace(",", "")) == 24 + 10 + 7 + 9 + 12_000 and "Far: not on disk" in r.stdout
+    assert (
+        int(_row(r.stdout, "TinyA")[2].replace(",", "")) == 24 + 10 + 7 + 9 + 12_000 and "Far: not on disk" in r.stdout
+    )
 
 
 def test_the_estimate_is_work_over_workers_plus_loads():
-    p = ModelPlan("M", units=5, images=1000, images_cached=200, labels=10, prompts=80, load_s=4.0, image_s=0.01, prompt_s=0.002, device="cpu")
+    p = ModelPlan(
+        "M",
+        units=5,
+        images=1000,
+        images_cached=200,
+        labels=10,
+        prompts=80,
+        load_s=4.0,
+        image_s=0.01,
+        prompt_s=0.002,
+        device="cpu",
+    )
     work = 800 * 0.01 + 80 * 0.002
     assert p.wall_s(1) == pytest.approx(work + 4.0)
     assert p.wall_s(8) == pytest.approx(work / 8 + 4.0 * 5 / 8)  # only 5 units: 5 workers load the model
@@ -71,7 +90,11 @@ def test_the_paper_grid_file_is_the_papers_full_study():
     assert names[0] == "Fi-ImageNet-1k" and len(set(names[1:])) == 12
     assert {m.name for m in cfg.methods} == {"neglabel", "mcm", "eoe"}
     r = cfg.resources
-    assert r.unit("image").num_gpus == 1 and r.unit("score").num_gpus == 0 and r.unit("text").loader_workers() < r.unit("image").loader_workers()
+    assert (
+        r.unit("image").num_gpus == 1
+        and r.unit("score").num_gpus == 0
+        and r.unit("text").loader_workers() < r.unit("image").loader_workers()
+    )
 
 
 def test_the_ray_extra_brings_ray_client():
@@ -94,7 +117,11 @@ def test_a_model_whose_tokenizer_cannot_be_built_is_probed_by_its_towers(grid_to
 
     hf = {**TINY, "text_cfg": {**TINY["text_cfg"], "hf_tokenizer_name": "timm/ViT-B-16-SigLIP"}}
     (grid_toml.parent / "TinyH.json").write_text(json.dumps(hf))
-    grid_toml.write_text(grid_toml.read_text().replace('name = "TinyB"\nmodel_config = "TinyB.json"', 'name = "TinyH"\nmodel_config = "TinyH.json"'))
+    grid_toml.write_text(
+        grid_toml.read_text().replace(
+            'name = "TinyB"\nmodel_config = "TinyB.json"', 'name = "TinyH"\nmodel_config = "TinyH.json"'
+        )
+    )
     r = _plan(grid_toml, "--random-weights", "--workers", "1")
     assert r.returncode == 0, r.stderr[-2000:]
     row = next(line for line in r.stdout.splitlines() if line.startswith("TinyH"))

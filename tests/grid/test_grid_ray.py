@@ -72,7 +72,9 @@ def _scores(out):
     return got
 
 
-def test_shards_on_separate_workers_models_loaded_once_per_worker_and_bit_identical_to_local(cluster, grid_toml, grid_files, tmp_path, caplog, monkeypatch):
+def test_shards_on_separate_workers_models_loaded_once_per_worker_and_bit_identical_to_local(
+    cluster, grid_toml, grid_files, tmp_path, caplog, monkeypatch
+):
     """Shards of one set run as separate units on both actors, the cached embeddings equal an
     unsharded encoding, each model is loaded at most once per actor, progress lines come while
     units run, a worker's warning reaches the driver's log, and --deterministic score files hold
@@ -88,9 +90,15 @@ def test_shards_on_separate_workers_models_loaded_once_per_worker_and_bit_identi
 
         _images(bad, 5, np.random.default_rng(7))
         (bad / "im_truncated.png").write_bytes((bad / "im000.png").read_bytes()[:40])  # a download cut short
-    text = grid_toml.read_text().replace("[grid]\n", "[grid]\nbatch_size = 4\n").replace('oodC = "oodC"', 'oodC = "oodC"\noodD = "oodD"')
+    text = (
+        grid_toml.read_text()
+        .replace("[grid]\n", "[grid]\nbatch_size = 4\n")
+        .replace('oodC = "oodC"', 'oodC = "oodC"\noodD = "oodD"')
+    )
     text += "\n[resources]\nshard_images = 8\nnum_cpus = 1\n"
-    text = text.replace('[[models]]\nname = "TinyB"\nmodel_config = "TinyB.json"\nrandom_weights = true\nseed = 1\n', "")  # one model, two workers
+    text = text.replace(
+        '[[models]]\nname = "TinyB"\nmodel_config = "TinyB.json"\nrandom_weights = true\nseed = 1\n', ""
+    )  # one model, two workers
     grid_toml.write_text(text)
     monkeypatch.setenv(P.EVERY_ENV, "0.3")  # a line every 0.3 s, configurable without code
     monkeypatch.setattr(R, "WAIT_S", 0.1)
@@ -99,18 +107,26 @@ def test_shards_on_separate_workers_models_loaded_once_per_worker_and_bit_identi
     assert on_ray.status["total"] == {"done": 40, "pending": 0, "failed": 0}
 
     done = [r for r in caplog.records if r.name == "negvocab.grid.ray_engine" and " done on " in r.getMessage()]
-    id_shards = {r.getMessage().split(" done on worker ")[0]: r.worker_pid for r in done if ": image ID[" in r.getMessage()}
+    id_shards = {
+        r.getMessage().split(" done on worker ")[0]: r.worker_pid for r in done if ": image ID[" in r.getMessage()
+    }
     assert sorted(id_shards) == sorted(f"TinyA: image ID[{a}:{a + 8}]" for a in (0, 8, 16))
     assert len(set(id_shards.values())) == 2, "the shards of one set ran on one worker only"
     units = len(done)
-    assert units == 3 + 2 + 1 + 2 + 1 + 2 and on_ray.stats["model_loads"] == {"TinyA": 2}  # 11 units, one load per worker
+    assert units == 3 + 2 + 1 + 2 + 1 + 2 and on_ray.stats["model_loads"] == {
+        "TinyA": 2
+    }  # 11 units, one load per worker
     scored = [r for r in done if " done on a score task " in r.getMessage()]  # a Ray task of its own, no model
-    assert [r.getMessage().split(" done on ")[0] for r in scored] == ["TinyA: score"] and scored[0].worker_pid not in id_shards.values()
+    assert [r.getMessage().split(" done on ")[0] for r in scored] == ["TinyA: score"] and scored[
+        0
+    ].worker_pid not in id_shards.values()
     ticks = [r.getMessage() for r in caplog.records if r.name == "negvocab.progress" and "units/s" in r.getMessage()]
     assert any(f"/{units} units" in t and "images/s" in t for t in ticks)
     counts = [t.split(" units")[0] for t in ticks]
     assert len(counts) > len(set(counts)), "no line while a unit was running (every line came with a finished unit)"
-    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and r.name == "negvocab.grid.ray_engine"]
+    warned = [
+        r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and r.name == "negvocab.grid.ray_engine"
+    ]
     assert any("image oodD[0:6]" in w and "could not be read" in w for w in warned), warned
 
     # the cached (sharded, Ray) ID embeddings equal an unsharded encoding here, without the cache
@@ -136,13 +152,20 @@ def test_shards_on_separate_workers_models_loaded_once_per_worker_and_bit_identi
     for name in a:
         assert a[name][0].tobytes() == b[name][0].tobytes(), name
         assert (a[name][1]["engine"], b[name][1]["engine"]) == ("ray", "local")
-        assert a[name][1]["device"] == "cpu" and a[name][1]["dtype"] == "fp32" and a[name][1]["versions"]["torch"] == torch.__version__
+        assert (
+            a[name][1]["device"] == "cpu"
+            and a[name][1]["dtype"] == "fp32"
+            and a[name][1]["versions"]["torch"] == torch.__version__
+        )
     assert {_key(r): r["fpr"] for r in on_ray.rows} == {_key(r): r["fpr"] for r in local.rows}
     _check_cache(tmp_path / "cache")
 
 
 def test_a_worker_killed_mid_grid_gives_the_same_results(cluster, grid_toml, grid_files, tmp_path):
-    text = grid_toml.read_text().replace('path = "id"', 'path = "id_big"').replace("[grid]\n", "[grid]\nbatch_size = 4\n") + "\n[resources]\nshard_images = 100\n"
+    text = (
+        grid_toml.read_text().replace('path = "id"', 'path = "id_big"').replace("[grid]\n", "[grid]\nbatch_size = 4\n")
+        + "\n[resources]\nshard_images = 100\n"
+    )
     big = grid_files / "id_big"
     if not big.exists():
         from tests.grid.conftest import _images
@@ -183,10 +206,17 @@ def test_text_and_image_pools_of_their_own_finish_the_grid(cluster, grid_toml, t
     retired text worker's CPU starts a second image worker depends on timing here (tiny shards
     may all be done first): tests/grid/test_grid_units.py checks that hand-over exactly."""
     text = grid_toml.read_text().replace("[grid]\n", "[grid]\nbatch_size = 4\n")
-    text = text.replace('[[models]]\nname = "TinyB"\nmodel_config = "TinyB.json"\nrandom_weights = true\nseed = 1\n', "")  # one model
-    grid_toml.write_text(text + '\n[resources]\nshard_images = 4\nnum_cpus = 1\n[resources.text]\nnum_cpus = 1\nmemory = "64MiB"\n')
+    text = text.replace(
+        '[[models]]\nname = "TinyB"\nmodel_config = "TinyB.json"\nrandom_weights = true\nseed = 1\n', ""
+    )  # one model
+    grid_toml.write_text(
+        text + '\n[resources]\nshard_images = 4\nnum_cpus = 1\n[resources.text]\nnum_cpus = 1\nmemory = "64MiB"\n'
+    )
     caplog.set_level(logging.INFO)
     res = negvocab.run_grid(grid_toml, tmp_path / "ray", engine="ray")
     assert res.status["total"] == {"done": 30, "pending": 0, "failed": 0}
     said = [r.getMessage() for r in caplog.records if r.name == "negvocab.grid.ray_engine"]
-    assert "1 model workers for text units (0 GPUs, 1 CPUs each)" in said and "1 model workers for image units (0 GPUs, 1 CPUs each)" in said
+    assert (
+        "1 model workers for text units (0 GPUs, 1 CPUs each)" in said
+        and "1 model workers for image units (0 GPUs, 1 CPUs each)" in said
+    )

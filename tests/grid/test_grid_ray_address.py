@@ -54,8 +54,24 @@ def ray_head():
         pytest.skip("the ray command is not installed")
     folder = Path(tempfile.mkdtemp(prefix="nvray", dir="/tmp"))  # short: Ray's socket paths must fit
     port, client_port, mode = _free_port(), _free_port(), _auth_mode()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_AUTH_MODE": mode, "NEGVOCAB_CACHE_DIR": str(folder / "head_cache")}
-    cmd = ["ray", "start", "--head", "--block", "--num-cpus", "2", "--port", str(port), "--node-ip-address", "127.0.0.1"]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "RAY_AUTH_MODE": mode,
+        "NEGVOCAB_CACHE_DIR": str(folder / "head_cache"),
+    }
+    cmd = [
+        "ray",
+        "start",
+        "--head",
+        "--block",
+        "--num-cpus",
+        "2",
+        "--port",
+        str(port),
+        "--node-ip-address",
+        "127.0.0.1",
+    ]
     cmd += ["--ray-client-server-port", str(client_port)]  # Ray Client (ray://) too
     cmd += ["--include-dashboard=false", "--disable-usage-stats", "--temp-dir", str(folder / "t")]
     log = open(folder / "head.log", "wb")  # closed in teardown
@@ -66,9 +82,17 @@ def ray_head():
             if proc.poll() is not None or time.time() > deadline:
                 pytest.fail("ray start did not come up:\n" + (folder / "head.log").read_text(errors="replace")[-2000:])
             time.sleep(0.5)
-        yield {"address": f"127.0.0.1:{port}", "client": f"ray://127.0.0.1:{client_port}", "folder": folder, "auth_mode": mode}
+        yield {
+            "address": f"127.0.0.1:{port}",
+            "client": f"ray://127.0.0.1:{client_port}",
+            "folder": folder,
+            "auth_mode": mode,
+        }
     finally:
-        for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 10)):  # `ray start --block` may sit out a SIGTERM: not 30 s
+        for sig, wait in (
+            (signal.SIGTERM, 5),
+            (signal.SIGKILL, 10),
+        ):  # `ray start --block` may sit out a SIGTERM: not 30 s
             try:
                 os.killpg(proc.pid, sig)
             except ProcessLookupError:
@@ -91,7 +115,7 @@ def _key(r):
 
 def _one_model(text: str) -> str:
     """The grid with its first model only (TinyA): quicker, still every vocabulary/set/method."""
-    head, _, rest = text.partition("[[models]]\nname = \"TinyB\"")
+    head, _, rest = text.partition('[[models]]\nname = "TinyB"')
     return head + rest[rest.index("\n[id]") :]
 
 
@@ -114,11 +138,27 @@ def test_cli_on_an_existing_cluster_equals_local(ray_head, grid_toml, tmp_path):
     text = re.sub(r'cache_dir = ".*"\n', "", text)  # the default cache: this driver's, not the head's
     grid_toml.write_text(text)
     driver_cache = tmp_path / "driver_cache"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_AUTH_MODE": ray_head["auth_mode"], "NEGVOCAB_CACHE_DIR": str(driver_cache)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "RAY_AUTH_MODE": ray_head["auth_mode"],
+        "NEGVOCAB_CACHE_DIR": str(driver_cache),
+    }
     env.pop("RAY_ADDRESS", None)
     cwd = tmp_path / "here"
     cwd.mkdir()
-    cmd = [*CLI, "grid", "run", str(grid_toml), "-o", "rel_out", "--engine", "ray", "--ray-address", ray_head["address"]]
+    cmd = [
+        *CLI,
+        "grid",
+        "run",
+        str(grid_toml),
+        "-o",
+        "rel_out",
+        "--engine",
+        "ray",
+        "--ray-address",
+        ray_head["address"],
+    ]
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout, stderr = proc.communicate(timeout=600)
     assert proc.returncode == 0, stderr[-3000:]
@@ -135,7 +175,12 @@ def test_cli_on_an_existing_cluster_equals_local(ray_head, grid_toml, tmp_path):
 
     on_ray = negvocab.run_grid(grid_toml, cwd / "rel_out")  # every cell stored: nothing runs, rows read back
     assert on_ray.status["total"] == {"done": 30, "pending": 0, "failed": 0}
-    _assert_equals_local(on_ray.rows, grid_toml, text.replace("[grid]\n", f'[grid]\ncache_dir = "{tmp_path / "cache_local"}"\n'), tmp_path)
+    _assert_equals_local(
+        on_ray.rows,
+        grid_toml,
+        text.replace("[grid]\n", f'[grid]\ncache_dir = "{tmp_path / "cache_local"}"\n'),
+        tmp_path,
+    )
 
 
 def test_already_connected_elsewhere_is_refused_in_one_line(ray_head, grid_toml, tmp_path):
@@ -164,9 +209,13 @@ def test_a_grid_through_ray_client_equals_the_local_engine(ray_head, grid_toml, 
     grid_toml.write_text(text)
     on_ray = negvocab.run_grid(grid_toml, tmp_path / "client", engine="ray", ray_address=ray_head["client"])
     assert on_ray.status["total"] == {"done": 30, "pending": 0, "failed": 0} and not ray.is_initialized()
-    logs = "".join(p.read_text(errors="replace") for p in (ray_head["folder"] / "t").glob("session_*/logs/ray_client_server*"))
+    logs = "".join(
+        p.read_text(errors="replace") for p in (ray_head["folder"] / "t").glob("session_*/logs/ray_client_server*")
+    )
     assert CLIENT_SEEN in logs, "the head's Ray Client server saw no client"
-    _assert_equals_local(on_ray.rows, grid_toml, text.replace(str(tmp_path / "cache"), str(tmp_path / "cache_local")), tmp_path)
+    _assert_equals_local(
+        on_ray.rows, grid_toml, text.replace(str(tmp_path / "cache"), str(tmp_path / "cache_local")), tmp_path
+    )
 
 
 def test_a_failed_ray_client_connection_says_why(grid_toml, tmp_path, monkeypatch):
@@ -176,7 +225,9 @@ def test_a_failed_ray_client_connection_says_why(grid_toml, tmp_path, monkeypatc
 
     from negvocab.errors import ResourceError
 
-    monkeypatch.setattr(client_worker, "INITIAL_TIMEOUT_SEC", 1)  # Ray Client's own back-off: 5 s up to 30 s per attempt
+    monkeypatch.setattr(
+        client_worker, "INITIAL_TIMEOUT_SEC", 1
+    )  # Ray Client's own back-off: 5 s up to 30 s per attempt
     monkeypatch.setattr(client_worker, "MAX_TIMEOUT_SEC", 2)
 
     if ray.is_initialized():

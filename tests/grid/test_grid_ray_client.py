@@ -8,11 +8,17 @@ from negvocab.progress import Progress
 
 
 def test_the_servers_reason_follows_the_colon():
-    msg = "Traceback (most recent call last):\n  File \"server.py\", line 1\nRuntimeError: Version mismatch: The cluster was started with Ray 2.49.0"
+    msg = 'Traceback (most recent call last):\n  File "server.py", line 1\nRuntimeError: Version mismatch: The cluster was started with Ray 2.49.0'
     e = ConnectionAbortedError(f"Initialization failure from server:\n{msg}")  # Ray's own f-string
-    assert connection_reason(e) == "Initialization failure from server: RuntimeError: Version mismatch: The cluster was started with Ray 2.49.0"
+    assert (
+        connection_reason(e)
+        == "Initialization failure from server: RuntimeError: Version mismatch: The cluster was started with Ray 2.49.0"
+    )
     empty = connection_reason(ConnectionAbortedError("Initialization failure from server:\n"))
-    assert empty.startswith("Initialization failure from server: (no reason given; see the ray_client_server") and "\n" not in empty
+    assert (
+        empty.startswith("Initialization failure from server: (no reason given; see the ray_client_server")
+        and "\n" not in empty
+    )
     assert connection_reason(ConnectionError("")) == "ConnectionError"
     assert connection_reason(OSError("refused\nmore")) == "refused"
 
@@ -41,7 +47,10 @@ def test_the_progress_interval_is_set_by_the_environment(monkeypatch, caplog):
         p.update(1)  # t=4: no line
         p.update(1)  # t=6: a line (5 s passed)
         p.tick()  # t=11: the next one
-    assert [r.getMessage().split(",")[0] for r in caplog.records] == ["grid: 2/3 units (66.7%)", "grid: 2/3 units (66.7%)"]
+    assert [r.getMessage().split(",")[0] for r in caplog.records] == [
+        "grid: 2/3 units (66.7%)",
+        "grid: 2/3 units (66.7%)",
+    ]
     for bad in ("soon", "-1", "0", "inf"):
         monkeypatch.setenv(P.EVERY_ENV, bad)
         assert P.log_interval() == P.LOG_EVERY_S

@@ -23,7 +23,11 @@ from negvocab.cli import app
 from tests.grid.conftest import GRID_TOML
 
 #: the conftest grid's [grid] section and first model, one convention, then sets and vocabularies to fill in
-SMALL = GRID_TOML.split('[[models]]\nname = "TinyB"')[0].replace('conventions = ["paper", "openood"]', 'conventions = ["paper"]') + """
+SMALL = (
+    GRID_TOML.split('[[models]]\nname = "TinyB"')[0].replace(
+        'conventions = ["paper", "openood"]', 'conventions = ["paper"]'
+    )
+    + """
 [id]
 path = "id"
 
@@ -38,11 +42,16 @@ A = {{ file = "vocabA.txt", sizes = [4, 8] }}
 name = "neglabel"
 params = {{ groups = 2 }}
 """
+)
 
 
 def _files(root: Path) -> dict[str, bytes]:
     """Every file of a grid folder but the run's own record (times, counts of work done)."""
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and p.name != "run.json"}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "run.json"
+    }
 
 
 @pytest.fixture
@@ -86,7 +95,12 @@ main()
 def _killed_at(toml: Path, out: Path, at: int, when: str) -> int:
     env = {**os.environ, "KILL_AT": str(at), "KILL_WHEN": when}
     # not waiting for the output to close: the run's orphaned image-loader workers may still hold it
-    proc = subprocess.run([sys.executable, "-c", KILLER, "grid", "run", str(toml), "-o", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLER, "grid", "run", str(toml), "-o", str(out)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return proc.returncode
 
 
@@ -105,8 +119,13 @@ def test_a_killed_grid_resumed_equals_a_clean_run_file_for_file(small, tmp_path,
         assert CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(clean)]).exit_code == 0
     commits = len(seen)
     want = _files(clean)
-    rows = [r for r in (json.loads(v)["row"] for k, v in want.items() if k.startswith("cells/")) if r["vocabulary"] == "O"]
-    assert rows and all(r["deployable"] is False and r["vocab_size"] == 4 and r["vocab_source"] == "oracle" and r["vocab_hash"] for r in rows)
+    rows = [
+        r for r in (json.loads(v)["row"] for k, v in want.items() if k.startswith("cells/")) if r["vocabulary"] == "O"
+    ]
+    assert rows and all(
+        r["deployable"] is False and r["vocab_size"] == 4 and r["vocab_source"] == "oracle" and r["vocab_hash"]
+        for r in rows
+    )
     assert "Not deployable (oracle/transductive): O." in want["pivots.md"].decode()
     assert commits > 20  # cache shards, score files, cells, the tables' commit
     for seed in range(3):
@@ -115,7 +134,9 @@ def test_a_killed_grid_resumed_equals_a_clean_run_file_for_file(small, tmp_path,
         shutil.rmtree(cache, ignore_errors=True)  # the embeddings too are computed again, in pieces
         out = tmp_path / f"resumed{seed}"
         assert _killed_at(toml, out, at, when) == -signal.SIGKILL and not (out / "grid.json").exists(), (at, when)
-        again = CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(out)])  # at once: the lock died with the run
+        again = CliRunner().invoke(
+            app, ["grid", "run", str(toml), "-o", str(out)]
+        )  # at once: the lock died with the run
         assert again.exit_code == 0, (at, when, again.output)
         got = _files(out)
         assert sorted(got) == sorted(want), (at, when)
@@ -177,14 +198,16 @@ def test_status_on_a_bad_source_record_is_one_line(tmp_path, source):
     else:
         path.write_bytes(source)
     res = CliRunner().invoke(app, ["grid", "status", str(out)])
-    assert res.exit_code == 2 and "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1, res.output
+    assert res.exit_code == 2 and "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1, (
+        res.output
+    )
     assert "grid_source.json" in res.output
 
 
 def test_status_of_a_random_weights_grid_from_its_file(small, tmp_path):
     root, write, _ = small
     toml = write()
-    text = toml.read_text().replace('random_weights = true\n', 'pretrained = "no-such-tag"\n')
+    text = toml.read_text().replace("random_weights = true\n", 'pretrained = "no-such-tag"\n')
     toml.write_text(text)
     out = tmp_path / "out"
     res = CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(out), "--random-weights"])
@@ -233,16 +256,27 @@ def test_a_read_only_folder_is_one_line(small, tmp_path):
 def test_a_bad_vocabulary_or_ood_set_fails_only_its_cells(small, tmp_path):
     root, write, _ = small
     (root / "broken.json").write_bytes(b"\x89PNG\r\n\x1a\n binary")
-    toml = write(ood='oodA = "oodA"\nmissing = "no-such-folder"\noodB = "oodB"', vocab='O = "oracle.json"\nX = "broken.json"\nY = "no-such.txt"')
+    toml = write(
+        ood='oodA = "oodA"\nmissing = "no-such-folder"\noodB = "oodB"',
+        vocab='O = "oracle.json"\nX = "broken.json"\nY = "no-such.txt"',
+    )
     out = tmp_path / "out"
     res = CliRunner().invoke(app, ["grid", "run", str(toml), "-o", str(out)])
     assert res.exit_code == 1 and "Traceback" not in res.output
-    done = [json.loads(p.read_text())["row"] for p in (out / "cells").glob("*.json") if not p.name.endswith(".failed.json")]
-    assert {(r["vocabulary"], r["ood_set"]) for r in done} == {(v, o) for v in ("A@4", "A@8", "O") for o in ("oodA", "oodB")}
+    done = [
+        json.loads(p.read_text())["row"] for p in (out / "cells").glob("*.json") if not p.name.endswith(".failed.json")
+    ]
+    assert {(r["vocabulary"], r["ood_set"]) for r in done} == {
+        (v, o) for v in ("A@4", "A@8", "O") for o in ("oodA", "oodB")
+    }
     lines = [ln for ln in res.output.splitlines() if ln.startswith("failed: ")]
     # one line per distinct reason with its cell count: the missing set (3 good vocabularies), each bad file (3 sets)
     assert len(lines) == 3 and sorted(int(ln.split()[1]) for ln in lines) == [3, 3, 3], res.output
-    assert any("ood.missing" in ln for ln in lines) and any("vocabularies.X" in ln for ln in lines) and any("vocabularies.Y" in ln for ln in lines)
+    assert (
+        any("ood.missing" in ln for ln in lines)
+        and any("vocabularies.X" in ln for ln in lines)
+        and any("vocabularies.Y" in ln for ln in lines)
+    )
     assert (out / "grid.json").exists() and "A@4" in (out / "table.csv").read_text()
 
 
@@ -295,7 +329,10 @@ def test_cells_bound_to_the_device_are_redone_when_scored_on_another_kind(small,
     equals a clean CPU run; the default grouping's files are kept as they are."""
     root, write, _ = small
     toml = write()
-    text = toml.read_text().replace("params = { groups = 2 }", 'params = { groups = 2, grouping = "neglabel" }\n[[methods]]\nname = "neglabel"\nlabel = "NegLabel (stratified)"\nparams = { groups = 2 }')
+    text = toml.read_text().replace(
+        "params = { groups = 2 }",
+        'params = { groups = 2, grouping = "neglabel" }\n[[methods]]\nname = "neglabel"\nlabel = "NegLabel (stratified)"\nparams = { groups = 2 }',
+    )
     toml.write_text(text)
     out = tmp_path / "out"
     clean = negvocab.run_grid(toml, out)
@@ -324,7 +361,9 @@ def test_a_finished_cells_older_score_files_are_kept(small, tmp_path):
     (scores only, which tables still read) of finished device-bound cells stay, and nothing reruns."""
     root, write, _ = small
     toml = write()
-    toml.write_text(toml.read_text().replace("params = { groups = 2 }", 'params = { groups = 2, grouping = "neglabel" }'))
+    toml.write_text(
+        toml.read_text().replace("params = { groups = 2 }", 'params = { groups = 2, grouping = "neglabel" }')
+    )
     out = tmp_path / "out"
     negvocab.run_grid(toml, out)
     paths = sorted((out / "scores").glob("*.npz"))

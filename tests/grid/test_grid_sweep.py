@@ -35,7 +35,9 @@ def _grid(rng):
                 rows.append(_row(model, "", "mcm", conv, ood, float(rng.uniform(0.3, 0.9))))
                 for meth in ("neglabel", "eoe"):
                     for m in SIZES:
-                        rows.append(_row(model, f"wn@{m}", meth, conv, ood, float(rng.uniform(0, 1)), ci=meth == "neglabel"))
+                        rows.append(
+                            _row(model, f"wn@{m}", meth, conv, ood, float(rng.uniform(0, 1)), ci=meth == "neglabel")
+                        )
     return GridResult(rows)
 
 
@@ -53,7 +55,15 @@ def test_every_method_convention_set_and_the_mean_with_bands_and_the_baseline(tm
     from negvocab.report.plots import overlay_figure
 
     table = res.table()
-    sized = [{**r, "M": int(r["vocabulary"].split("@")[1]), "fpr_ci": [r["fpr_ci_low"], r["fpr_ci_high"]] if r["fpr_ci_low"] is not None else None} for r in table if r["vocabulary"]]
+    sized = [
+        {
+            **r,
+            "M": int(r["vocabulary"].split("@")[1]),
+            "fpr_ci": [r["fpr_ci_low"], r["fpr_ci_high"]] if r["fpr_ci_low"] is not None else None,
+        }
+        for r in table
+        if r["vocabulary"]
+    ]
     fig = overlay_figure(sized, baselines=[r for r in table if not r["vocabulary"]])
     axes = fig.axes[: 2 * 2 * len(MODELS)]
     assert len(axes) == 8  # (neglabel, eoe) x (paper, openood) rows, one column per model
@@ -62,16 +72,31 @@ def test_every_method_convention_set_and_the_mean_with_bands_and_the_baseline(tm
         meth, conv = rest.replace(" convention", "").split(", ")
         want = []
         for ood in [*SETS, "mean"]:
-            mine = sorted((r for r in table if (r["model"], r["method"], r["convention"], r["ood_set"]) == (model, meth, conv, ood)), key=lambda r: int(r["vocabulary"].split("@")[1]))
+            mine = sorted(
+                (
+                    r
+                    for r in table
+                    if (r["model"], r["method"], r["convention"], r["ood_set"]) == (model, meth, conv, ood)
+                ),
+                key=lambda r: int(r["vocabulary"].split("@")[1]),
+            )
             want.append(100 * np.array([r["fpr"] for r in mine]))
         got = _lines(ax)
         assert len(got) == 3 and all(np.allclose(g, w) for g, w in zip(got, want, strict=True))
-        assert len(ax.collections) == (2 if meth == "neglabel" else 0)  # bands only where intervals exist (not the unstored mean's)
+        assert len(ax.collections) == (
+            2 if meth == "neglabel" else 0
+        )  # bands only where intervals exist (not the unstored mean's)
         refs = sorted(float(ln.get_ydata()[0]) for ln in ax.lines if len(ln.get_xdata()) == 2)
         mcm = [r["fpr"] for r in table if (r["model"], r["method"], r["convention"]) == (model, "mcm", conv)]
         assert refs == pytest.approx(sorted(100 * np.array(mcm)))  # MCM per set and its mean, as references
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert labels == ["OOD ssb", "OOD ninco", "mean over OOD sets", "mcm (no vocabulary; baseline, per set)", "95% bootstrap interval"]
+    assert labels == [
+        "OOD ssb",
+        "OOD ninco",
+        "mean over OOD sets",
+        "mcm (no vocabulary; baseline, per set)",
+        "95% bootstrap interval",
+    ]
     assert "RANDOM WEIGHTS" in fig._suptitle.get_text()
 
 
@@ -80,7 +105,9 @@ def test_what_is_asked_for_is_what_is_drawn_and_nothing_is_clipped(tmp_path, mon
 
     res = _grid(np.random.default_rng(1))
     drawn, real = [], P.save_figure
-    monkeypatch.setattr(P, "save_figure", lambda fig, path, **kw: (drawn.append(fig), real(fig, path, **kw))[1])  # a spy: the real save runs
+    monkeypatch.setattr(
+        P, "save_figure", lambda fig, path, **kw: (drawn.append(fig), real(fig, path, **kw))[1]
+    )  # a spy: the real save runs
     res_path = tmp_path / "one.pdf"
     res.plot_sweep(res_path, vocabulary="wn", method="eoe", convention=["openood"], ood_set="ninco", baselines=False)
     assert res_path.read_bytes()[:5] == b"%PDF-"
@@ -100,9 +127,15 @@ def test_more_baselines_than_line_styles_each_drawn_as_a_reference():
     reference line in each panel (there are four dash styles; they are reused in turn)."""
     from negvocab.report.plots import overlay_figure
 
-    rows = [{"model": "m", "method": "neglabel", "convention": "paper", "ood_set": "a", "M": m, "fpr": f, "tpr": 0.95} for m, f in ((10, 0.5), (20, 0.4), (40, 0.3))]
+    rows = [
+        {"model": "m", "method": "neglabel", "convention": "paper", "ood_set": "a", "M": m, "fpr": f, "tpr": 0.95}
+        for m, f in ((10, 0.5), (20, 0.4), (40, 0.3))
+    ]
     names = ["mcm", "msp", "maxlogit", "energy", "gen"]
-    base = [{"model": "m", "method": n, "convention": "paper", "ood_set": "a", "fpr": 0.1 * (i + 1)} for i, n in enumerate(names)]
+    base = [
+        {"model": "m", "method": n, "convention": "paper", "ood_set": "a", "fpr": 0.1 * (i + 1)}
+        for i, n in enumerate(names)
+    ]
     fig = overlay_figure(rows, baselines=base)
     refs = sorted(round(float(ln.get_ydata()[0]), 6) for ln in fig.axes[0].lines if len(ln.get_xdata()) == 2)
     assert refs == pytest.approx([10.0, 20.0, 30.0, 40.0, 50.0])

@@ -24,7 +24,9 @@ def test_shards_cover_every_image_once_in_whole_batches(grid_toml):
     sets = open_sets(cfg)
     cells = plan_cells(cfg, sets)
     work = ModelWork(cfg.models[0], [c for c in cells if c.model == "TinyA"])
-    work.missing = {c.id_scores: (c.vocabulary, c.method, "ID") for c in work.cells} | {c.ood_scores: (c.vocabulary, c.method, c.ood_set) for c in work.cells}
+    work.missing = {c.id_scores: (c.vocabulary, c.method, "ID") for c in work.cells} | {
+        c.ood_scores: (c.vocabulary, c.method, c.ood_set) for c in work.cells
+    }
     units = plan_units(cfg, [work], sets)
     assert [u.kind for u in units[-2:]] == ["text", "score"] and units[-1] == Unit("score", "TinyA")
     for name, s in sets.items():
@@ -37,11 +39,22 @@ def test_shards_cover_every_image_once_in_whole_batches(grid_toml):
 
 def test_local_engine_loads_each_model_once_and_sharding_changes_no_bit(grid_toml, tmp_path):
     # the per-kind tables a Ray cluster reads run unchanged here
-    toml = _with(grid_toml, "batch_size = 4\n", "shard_images = 8\nnum_gpus = 1\n[resources.text]\nnum_cpus = 1\n[resources.score]\nnum_cpus = 1\n")
+    toml = _with(
+        grid_toml,
+        "batch_size = 4\n",
+        "shard_images = 8\nnum_gpus = 1\n[resources.text]\nnum_cpus = 1\n[resources.score]\nnum_cpus = 1\n",
+    )
     sharded = negvocab.run_grid(toml, tmp_path / "sharded", deterministic=True)
-    assert sharded.stats["model_loads"] == {"TinyA": 1, "TinyB": 1}  # 2 x (3+2+1+2 image units + text + score) on one host
+    assert sharded.stats["model_loads"] == {
+        "TinyA": 1,
+        "TinyB": 1,
+    }  # 2 x (3+2+1+2 image units + text + score) on one host
     whole = toml.with_name(toml.stem + "_whole.toml")
-    whole.write_text(toml.read_text().replace("shard_images = 8", "shard_images = 4096").replace(str(tmp_path / "cache"), str(tmp_path / "cache2")))
+    whole.write_text(
+        toml.read_text()
+        .replace("shard_images = 8", "shard_images = 4096")
+        .replace(str(tmp_path / "cache"), str(tmp_path / "cache2"))
+    )
     unsharded = negvocab.run_grid(whole, tmp_path / "whole", deterministic=True)
     files = sorted(p.name for p in (tmp_path / "sharded" / "scores").glob("*.npz"))
     assert files == sorted(p.name for p in (tmp_path / "whole" / "scores").glob("*.npz")) and len(files) == 2 * 5 * 4
@@ -49,7 +62,12 @@ def test_local_engine_loads_each_model_once_and_sharding_changes_no_bit(grid_tom
         with np.load(tmp_path / "sharded" / "scores" / name) as a, np.load(tmp_path / "whole" / "scores" / name) as b:
             assert a["scores"].tobytes() == b["scores"].tobytes()
             meta = json.loads(str(a["meta"]))["made_by"]
-    assert meta["engine"] == "local" and meta["device"] == "cpu" and meta["dtype"] == "fp32" and meta["deterministic"] is True
+    assert (
+        meta["engine"] == "local"
+        and meta["device"] == "cpu"
+        and meta["dtype"] == "fp32"
+        and meta["deterministic"] is True
+    )
     import torch
 
     assert meta["versions"]["torch"] == torch.__version__
@@ -65,7 +83,10 @@ def test_local_engine_loads_each_model_once_and_sharding_changes_no_bit(grid_tom
         ('memory = "lots"', "resources.memory = 'lots': must be a number of bytes > 0 or a size such as \"16GiB\""),
         ("workers = 1.5", "resources.workers = 1.5: must be a whole number > 0"),
         ("shard_images = true", "resources.shard_images = True: must be a whole number > 0"),
-        ("gpus = 1", "resources.gpus: unknown key; known: num_gpus, num_cpus, memory, workers, shard_images, image, text, score"),
+        (
+            "gpus = 1",
+            "resources.gpus: unknown key; known: num_gpus, num_cpus, memory, workers, shard_images, image, text, score",
+        ),
         ("[resources.image]\nnum_cpus = -2", "resources.image.num_cpus = -2: must be a number > 0"),
         ("[resources.text]\nnum_gpus = -0.5", "resources.text.num_gpus = -0.5: must be a number >= 0"),
         ('[resources.score]\nmemory = "0GiB"', "resources.score.memory = 0: must be a number of bytes > 0"),
@@ -81,19 +102,36 @@ def test_a_bad_resources_table_is_one_line_naming_the_key(grid_toml, table, frag
 
 def test_each_unit_kind_has_its_own_request(grid_toml):
     cfg = negvocab.load_grid(
-        _with(grid_toml, resources='num_gpus = 1\nnum_cpus = 4\nmemory = "8GiB"\n[resources.text]\nnum_cpus = 1\n[resources.score]\nnum_cpus = 2\n')
+        _with(
+            grid_toml,
+            resources='num_gpus = 1\nnum_cpus = 4\nmemory = "8GiB"\n[resources.text]\nnum_cpus = 1\n[resources.score]\nnum_cpus = 2\n',
+        )
     )
     r = cfg.resources
-    assert (r.unit("image").num_gpus, r.unit("image").num_cpus, r.unit("image").memory) == (1, 4, 8 * 2**30)  # the top level
-    assert (r.unit("text").num_gpus, r.unit("text").num_cpus, r.unit("text").memory) == (1, 1, 8 * 2**30)  # its own CPUs
-    assert (r.unit("score").num_gpus, r.unit("score").num_cpus, r.unit("score").memory) == (0, 2, None)  # no model: no GPU
+    assert (r.unit("image").num_gpus, r.unit("image").num_cpus, r.unit("image").memory) == (
+        1,
+        4,
+        8 * 2**30,
+    )  # the top level
+    assert (r.unit("text").num_gpus, r.unit("text").num_cpus, r.unit("text").memory) == (
+        1,
+        1,
+        8 * 2**30,
+    )  # its own CPUs
+    assert (r.unit("score").num_gpus, r.unit("score").num_cpus, r.unit("score").memory) == (
+        0,
+        2,
+        None,
+    )  # no model: no GPU
     assert r.unit("image").loader_workers() == 3 and r.unit("text").loader_workers() == 0
 
 
 def test_resources_are_read_and_tie_the_loader_to_the_cpus(grid_toml):
     import os
 
-    cfg = negvocab.load_grid(_with(grid_toml, resources='num_gpus = 0.5\nnum_cpus = 3\nmemory = "2GiB"\nworkers = 4\nshard_images = 1000\n'))
+    cfg = negvocab.load_grid(
+        _with(grid_toml, resources='num_gpus = 0.5\nnum_cpus = 3\nmemory = "2GiB"\nworkers = 4\nshard_images = 1000\n')
+    )
     r = cfg.resources
     assert (r.num_gpus, r.num_cpus, r.memory, r.workers) == (0.5, 3.0, 2 * 2**30, 4)
     assert r.shard_size(None) == 1024 and r.shard_size(64) == 1024 and r.shard_size(300) == 1200
@@ -107,7 +145,9 @@ def test_resources_are_read_and_tie_the_loader_to_the_cpus(grid_toml):
 def test_a_cache_that_cannot_be_written_is_scored_with_the_model(grid_toml, tmp_path, monkeypatch, caplog):
     """The score unit reads the image rows from the cache; when the cache kept none (a full or
     read-only disk), the model scores them instead and the results are the same."""
-    toml = _with(grid_toml, "batch_size = 4\n")  # loader workers forked: tests/report/test_results.py's released-claim test
+    toml = _with(
+        grid_toml, "batch_size = 4\n"
+    )  # loader workers forked: tests/report/test_results.py's released-claim test
     clean = negvocab.run_grid(toml, tmp_path / "clean")
     from negvocab.vlm.cache import EmbeddingStore
 
@@ -121,7 +161,10 @@ def test_a_cache_that_cannot_be_written_is_scored_with_the_model(grid_toml, tmp_
     assert len(said) == 2 and all("embedding them again with the model" in m for m in said)  # one per model
     a = {(r["model"], r["vocabulary"], r["ood_set"], r["method"], r["convention"]): r for r in clean.rows}
     b = {(r["model"], r["vocabulary"], r["ood_set"], r["method"], r["convention"]): r for r in res.rows}
-    assert a.keys() == b.keys() and max(abs(a[k]["fpr"] - b[k]["fpr"]) + abs(a[k]["auroc"] - b[k]["auroc"]) for k in a) <= 1e-6
+    assert (
+        a.keys() == b.keys()
+        and max(abs(a[k]["fpr"] - b[k]["fpr"]) + abs(a[k]["auroc"] - b[k]["auroc"]) for k in a) <= 1e-6
+    )
 
 
 class _Cluster:
@@ -152,7 +195,9 @@ def test_placement_fills_every_gpu_and_leaves_room_per_kind(grid_toml):
     assert kinds == {"image", "text"} and (opts["num_gpus"], opts["num_cpus"], n) == (1.0, 4, 8)
     assert _request(eight, cfg, "score") == {"num_gpus": 0.0, "num_cpus": 1.0}  # scoring: no GPU
     cfg = load('num_cpus = 4\n[resources.text]\nnum_cpus = 1\n[resources.score]\nnum_cpus = 2\nmemory = "1GiB"\n')
-    (text, image), spare = _pools(eight, cfg, units)  # a text pool of one worker per model, the image pool gets the rest
+    (text, image), spare = _pools(
+        eight, cfg, units
+    )  # a text pool of one worker per model, the image pool gets the rest
     assert (text[0], text[2], image[0], image[2]) == ({"text"}, 2, {"image"}, 6) and spare["GPU"] == 0
     assert _request(eight, cfg, "score") == {"num_gpus": 0.0, "num_cpus": 2.0, "memory": 2**30}
     cpus = _Cluster(CPU=2.0)
@@ -161,7 +206,9 @@ def test_placement_fills_every_gpu_and_leaves_room_per_kind(grid_toml):
     with pytest.raises(negvocab.errors.ResourceError, match="cannot hold one model worker"):
         _pools(cpus, load("num_cpus = 4\n"), units)
     # text workers that would take every CPU leave room for one image worker
-    (text, image), spare = _pools(_Cluster(CPU=2.0, memory=2.0**30), load('[resources.text]\nnum_cpus = 1\nmemory = "1MiB"\n'), units)
+    (text, image), spare = _pools(
+        _Cluster(CPU=2.0, memory=2.0**30), load('[resources.text]\nnum_cpus = 1\nmemory = "1MiB"\n'), units
+    )
     assert (text[2], image[2], spare["CPU"]) == (1, 1, 0)
 
 
@@ -195,7 +242,9 @@ def test_a_retired_text_worker_leaves_its_gpu_to_image_shards():
     text_opts, image_opts = {"num_gpus": 1.0, "num_cpus": 1}, {"num_gpus": 1.0, "num_cpus": 4}
     pools = [(frozenset({"text"}), text_opts, 1), (frozenset({"image"}), image_opts, 1)]
     workers = _Workers(_FakeRay(), pools, (), {"GPU": 0.0, "CPU": 3.0})
-    plan = _Dispatch([Unit("image", "A", "ID", a, a + 8) for a in range(0, 40, 8)] + [Unit("text", "A"), Unit("score", "A")])
+    plan = _Dispatch(
+        [Unit("image", "A", "ID", a, a + 8) for a in range(0, 40, 8)] + [Unit("text", "A"), Unit("score", "A")]
+    )
     assert workers.grow(plan.waiting) == []  # nothing free yet
     for a, (_, kinds) in list(workers.actors.items()):
         assert plan.next_for(a, kinds) is not None  # the text unit and one shard handed out
@@ -252,7 +301,9 @@ def test_a_gpu_asked_for_scoring_where_there_is_none_is_one_line_before_any_work
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     toml = _with(grid_toml, "batch_size = 4\n", "[resources.score]\nnum_gpus = 1\n")
-    with pytest.raises(negvocab.errors.ResourceError, match=r"\[resources.score\] num_gpus asks for a GPU.*set num_gpus = 0"):
+    with pytest.raises(
+        negvocab.errors.ResourceError, match=r"\[resources.score\] num_gpus asks for a GPU.*set num_gpus = 0"
+    ):
         negvocab.run_grid(toml, tmp_path / "out")
     assert not list((tmp_path / "cache").glob("image/*/*.npy"))  # before any image was embedded
 

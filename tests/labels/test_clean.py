@@ -93,7 +93,19 @@ def test_chatter_is_no_label(text):
     assert parse_label_list(f"{text}\n1. Koi\n2. Trout") == ["koi", "trout"]
 
 
-@pytest.mark.parametrize("name", ["hello kitty", "no entry sign", "thank-you card", "notebook", "note card", "error bar", "sure-footed goat", "yes man"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "hello kitty",
+        "no entry sign",
+        "thank-you card",
+        "notebook",
+        "note card",
+        "error bar",
+        "sure-footed goat",
+        "yes man",
+    ],
+)
 def test_names_starting_like_chatter_stay(name):
     assert clean_label(name) == name
     assert parse_label_list(f"- {name}\n- koi") == [name, "koi"]
@@ -102,7 +114,9 @@ def test_names_starting_like_chatter_stay(name):
 def test_glued_items_split_and_report():
     assert split_glued("rapeseed- granite boulder") == ["rapeseed", "granite boulder"]
     assert split_glued("jack-o'-lantern") == ["jack-o'-lantern"]
-    result = clean_labels_report(["Koi", "koi (a carp)", "Q: given the image category [tench]", "rapeseed- granite boulder", "GOLDFISH"])
+    result = clean_labels_report(
+        ["Koi", "koi (a carp)", "Q: given the image category [tench]", "rapeseed- granite boulder", "GOLDFISH"]
+    )
     assert result.labels == ["koi", "rapeseed", "granite boulder", "goldfish"]
     assert result.dropped == ["Q: given the image category [tench]"]
     # case and spacing alone are not recorded; everything else is
@@ -149,10 +163,16 @@ def test_one_normaliser_everywhere():
             "2. Carrot slices - Similar orange color\n\nLet me know if you would like more!",
             ["koi fish", "carrot slices"],
         ),
-        ("**Visually Similar Categories:**\n\n* **Koi:** Similar body shape.\n* **Orange Cichlid:** Similar color.", ["koi", "orange cichlid"]),
+        (
+            "**Visually Similar Categories:**\n\n* **Koi:** Similar body shape.\n* **Orange Cichlid:** Similar color.",
+            ["koi", "orange cichlid"],
+        ),
         ('{"labels": ["koi", "carp"]}\n\nI chose these because they look alike.', ["koi", "carp"]),
         ('Sure, here: ["koi", "carp"] - all fish.', ["koi", "carp"]),
-        ("1. Koi\n   - Similar shape and size\n   - Orange color\n2. Carp\n   - Same family\n3. Orfe", ["koi", "carp", "orfe"]),
+        (
+            "1. Koi\n   - Similar shape and size\n   - Orange color\n2. Carp\n   - Same family\n3. Orfe",
+            ["koi", "carp", "orfe"],
+        ),
         ("Category: Koi\nReason: similar shape\n\nCategory: Orfe\nReason: orange color", ["koi", "orfe"]),
         ("- Koi/Nishikigoi\n- Carp / Common carp\n- AC/DC", ["koi/nishikigoi", "carp", "ac/dc"]),
         ("1. *Koi* (*Cyprinus rubrofuscus*)\n2. _Orfe_\n3. ***Carp***", ["koi", "orfe", "carp"]),
@@ -226,7 +246,11 @@ def test_stutters_collapse_and_doubled_word_names_stay(raw, clean):
 
 
 def test_a_note_that_says_similar_never_drops_or_splits_its_list():
-    assert parse_label_list("stop sign, lady of the lake (mythical figure with similar name), tomato") == ["stop sign", "lady of the lake", "tomato"]
+    assert parse_label_list("stop sign, lady of the lake (mythical figure with similar name), tomato") == [
+        "stop sign",
+        "lady of the lake",
+        "tomato",
+    ]
     assert parse_label_list("koi (a fish, orange; similar to carp), carp") == ["koi", "carp"]
     assert parse_label_list("These categories share a similar shape, which helps") == []  # a sentence still goes whole
 

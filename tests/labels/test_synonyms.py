@@ -82,11 +82,20 @@ def test_rules_and_classes_are_recorded(synfilter, label, wnid, rule):
     [
         "tayra",  # a mustelid, not the weasel class
         "black-footed cat",  # shares "cat" and "black-footed" with class names
-        "cat", "cats", "dog", "wolf", "fish",  # words inside class names, not classes
-        "glasses", "shade",  # "glasses" is its own WordNet noun; "shade" is not "shades"
+        "cat",
+        "cats",
+        "dog",
+        "wolf",
+        "fish",  # words inside class names, not classes
+        "glasses",
+        "shade",  # "glasses" is its own WordNet noun; "shade" is not "shades"
         "A-line",  # a letter, not an article
-        "weaselly", "tench fishing", "goldfish bowl", "tenchs tench",
-        "1000", "",
+        "weaselly",
+        "tench fishing",
+        "goldfish bowl",
+        "tenchs tench",
+        "1000",
+        "",
     ],
 )
 def test_near_misses_stay(synfilter, classes, label):
@@ -166,7 +175,12 @@ def test_apply_records_removals_and_counts(synfilter):
     assert out.source == "gpt" and out.meta == {"tayra": {"classes": ["n02441942"]}}
     report = out.settings["synonym_filter"]
     assert report["removed_count"] == 2 and report["kept_count"] == 2
-    assert report["removed"]["weasels"] == {"wnid": "n02441942", "name": "weasel", "form": "weasel", "rule": "clean-name/plural"}
+    assert report["removed"]["weasels"] == {
+        "wnid": "n02441942",
+        "name": "weasel",
+        "form": "weasel",
+        "rule": "clean-name/plural",
+    }
     assert report["removed"]["toilet tissue"]["rule"] == "wordnet-synonym/exact"
     assert out.settings["model"] == "x"
     assert Vocabulary.model_validate(out.to_json()).labels == out.labels  # still a valid file
@@ -189,8 +203,16 @@ def test_the_neglabel_pool_loses_only_id_forms(synfilter, neglabel_pool, classes
         if match.how != "plural":
             assert normalise(label).replace(" ", "") in keys, label
     # the composite-name parts are the only labels of the pool the new rules remove
-    new = {label: m.rule for label, m in removed.items() if m.source == "composite-part" or m.how not in ("exact", "normalised", "plural")}
-    assert new == {"packaging": "composite-part/exact", "baluster": "composite-part/exact", "cherimoya": "composite-part/exact"}
+    new = {
+        label: m.rule
+        for label, m in removed.items()
+        if m.source == "composite-part" or m.how not in ("exact", "normalised", "plural")
+    }
+    assert new == {
+        "packaging": "composite-part/exact",
+        "baluster": "composite-part/exact",
+        "cherimoya": "composite-part/exact",
+    }
 
 
 def test_normalise():
@@ -253,13 +275,27 @@ def test_new_rules_close_the_leaks(synfilter, label, name, rule):
 @pytest.mark.parametrize(
     "label",
     [
-        "tayra", "black-footed cat", "cat", "aeroplane",  # real OOD labels stay, as before
+        "tayra",
+        "black-footed cat",
+        "cat",
+        "aeroplane",  # real OOD labels stay, as before
         "leopard cat",  # ID "leopard" + "cat" of its hypernym chain, but a WordNet species of its own
-        "angora cat", "angora goat",  # "Angora" is a rabbit: "cat"/"goat" are not on its chain
-        "monitor lizard", "mouse rodent", "crane fly", "bee fly", "tiger moth", "porcupine fish", "orange tree",
-        "shade", "bar", "field glass",  # singulars of plural lemmas that WordNet knows as other things
+        "angora cat",
+        "angora goat",  # "Angora" is a rabbit: "cat"/"goat" are not on its chain
+        "monitor lizard",
+        "mouse rodent",
+        "crane fly",
+        "bee fly",
+        "tiger moth",
+        "porcupine fish",
+        "orange tree",
+        "shade",
+        "bar",
+        "field glass",  # singulars of plural lemmas that WordNet knows as other things
         "two-piece suit",  # "two-piece" (bikini) + "suit" of its chain, but a WordNet noun of its own (hyphenated there)
-        "sea lion pup", "goldfish bowl", "tench fishing",
+        "sea lion pup",
+        "goldfish bowl",
+        "tench fishing",
     ],
 )
 def test_new_rules_keep_real_ood_labels(synfilter, label):

@@ -153,7 +153,9 @@ class FakeState:
             self.faults[cid].extend(kinds)
 
 
-def _completion(state: FakeState, model: str, key: str, round_: int, n: int, fault: str | None, fmt: str | None = "json_schema") -> dict[str, Any]:
+def _completion(
+    state: FakeState, model: str, key: str, round_: int, n: int, fault: str | None, fmt: str | None = "json_schema"
+) -> dict[str, Any]:
     if state.fixed_round is not None:  # a model that answers every round alike (stopped producing new labels)
         round_ = state.fixed_round
     labels = labels_for(key, round_, n) + state.extra_labels
@@ -178,14 +180,23 @@ def _completion(state: FakeState, model: str, key: str, round_: int, n: int, fau
     elif fault == "length":
         content, finish = content[: len(content) // 2], "length"
     rid = next(state.ids)
-    choice = {"index": 0, "message": {"role": "assistant", "content": content, "refusal": refusal}, "finish_reason": finish, "logprobs": None}
+    choice = {
+        "index": 0,
+        "message": {"role": "assistant", "content": content, "refusal": refusal},
+        "finish_reason": finish,
+        "logprobs": None,
+    }
     return {
         "id": f"chatcmpl-{rid}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": f"{model}-fake",
         "choices": [] if state.kind == "no_choices" else [choice],
-        "usage": {"prompt_tokens": 50 + n, "completion_tokens": 6 * len(labels), "total_tokens": 50 + n + 6 * len(labels)},
+        "usage": {
+            "prompt_tokens": 50 + n,
+            "completion_tokens": 6 * len(labels),
+            "total_tokens": 50 + n + 6 * len(labels),
+        },
     }
 
 
@@ -220,7 +231,12 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def _send(
-        self, code: int, payload: Any, headers: dict[str, str] | None = None, raw: bytes | None = None, ctype: str | None = None
+        self,
+        code: int,
+        payload: Any,
+        headers: dict[str, str] | None = None,
+        raw: bytes | None = None,
+        ctype: str | None = None,
     ) -> None:
         data = raw if raw is not None else json.dumps(payload).encode("utf-8")
         self.send_response(code)
@@ -278,13 +294,24 @@ class _Handler(BaseHTTPRequestHandler):
         if got == [self.server.state.query_key]:
             return True
         if got is None:
-            msg = ("Method doesn't allow unregistered callers (callers without established identity). Please use API Key or "
-                   "other form of API consumer identity to call this API.")
+            msg = (
+                "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or "
+                "other form of API consumer identity to call this API."
+            )
             self._send(403, {"error": {"code": 403, "message": msg, "status": "PERMISSION_DENIED"}})
         else:
             msg = "API key not valid. Please pass a valid API key."
-            self._send(400, {"error": {"code": 400, "message": msg, "status": "INVALID_ARGUMENT",
-                                       "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}]}})
+            self._send(
+                400,
+                {
+                    "error": {
+                        "code": 400,
+                        "message": msg,
+                        "status": "INVALID_ARGUMENT",
+                        "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}],
+                    }
+                },
+            )
         return False
 
     def do_GET(self) -> None:
@@ -321,7 +348,16 @@ class _Handler(BaseHTTPRequestHandler):
             page = ids[start : start + limit]
             data = [self._batch_view(state.batches[i]) for i in page]
             more = start + limit < len(ids)
-            return self._send(200, {"object": "list", "data": data, "has_more": more, "first_id": page[0] if page else None, "last_id": page[-1] if page else None})
+            return self._send(
+                200,
+                {
+                    "object": "list",
+                    "data": data,
+                    "has_more": more,
+                    "first_id": page[0] if page else None,
+                    "last_id": page[-1] if page else None,
+                },
+            )
         self._error(404, f"no route GET {self.path}")
 
     def _chat(self, body: dict[str, Any]) -> None:
@@ -338,7 +374,13 @@ class _Handler(BaseHTTPRequestHandler):
         with state.lock:
             state.chat_log.append((cid, time.monotonic(), code))
         if fault == "quota":  # OpenAI's answer when the account has no credit left
-            body = {"error": {"message": "You exceeded your current quota, please check your plan.", "type": "insufficient_quota", "code": "insufficient_quota"}}
+            body = {
+                "error": {
+                    "message": "You exceeded your current quota, please check your plan.",
+                    "type": "insufficient_quota",
+                    "code": "insufficient_quota",
+                }
+            }
             return self._send(429, body)
         if code == 429:
             return self._error(429, "rate limited", {"Retry-After": state.retry_after})
@@ -364,7 +406,10 @@ class _Handler(BaseHTTPRequestHandler):
         if state.kind == "reject_schema" and fmt == "json_schema":  # as vLLM / llama.cpp builds without it answer
             return self._error(400, "response_format type 'json_schema' is not supported by this server")
         if fmt == "json_object" and "json" not in json.dumps(body.get("messages", [])).lower():
-            return self._error(400, "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.")
+            return self._error(
+                400,
+                "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.",
+            )
         self._send(200, _completion(state, body.get("model", "?"), key, r, _n_of(body), fault, fmt))
 
     def _upload(self, body: bytes) -> None:
@@ -380,7 +425,15 @@ class _Handler(BaseHTTPRequestHandler):
             elif field == "purpose":
                 purpose = part.get_payload(decode=True).decode()
         fid = f"file-{next(state.ids)}"
-        obj = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()), "filename": name, "purpose": purpose, "status": "processed"}
+        obj = {
+            "id": fid,
+            "object": "file",
+            "bytes": len(data),
+            "created_at": int(time.time()),
+            "filename": name,
+            "purpose": purpose,
+            "status": "processed",
+        }
         state.files[fid] = {"object": obj, "data": data}
         self._send(200, obj)
 
@@ -390,7 +443,18 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server.state
         data = b"".join(json.dumps(x).encode() + b"\n" for x in lines)
         fid = f"file-{next(state.ids)}"
-        state.files[fid] = {"object": {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()), "filename": f"{purpose}.jsonl", "purpose": purpose, "status": "processed"}, "data": data}
+        state.files[fid] = {
+            "object": {
+                "id": fid,
+                "object": "file",
+                "bytes": len(data),
+                "created_at": int(time.time()),
+                "filename": f"{purpose}.jsonl",
+                "purpose": purpose,
+                "status": "processed",
+            },
+            "data": data,
+        }
         return fid
 
     def _create_batch(self, req: dict[str, Any]) -> None:
@@ -409,13 +473,34 @@ class _Handler(BaseHTTPRequestHandler):
             fault = state.fault(cid)
             rid = f"req_{next(state.ids)}"
             if fault == "error":
-                err.append({"id": rid, "custom_id": cid, "response": None, "error": {"code": "server_error", "message": "line failed"}})
+                err.append(
+                    {
+                        "id": rid,
+                        "custom_id": cid,
+                        "response": None,
+                        "error": {"code": "server_error", "message": "line failed"},
+                    }
+                )
             elif fault == "500":
-                err.append({"id": rid, "custom_id": cid, "response": {"status_code": 500, "request_id": rid, "body": {"error": {"message": "internal"}}}, "error": None})
+                err.append(
+                    {
+                        "id": rid,
+                        "custom_id": cid,
+                        "response": {"status_code": 500, "request_id": rid, "body": {"error": {"message": "internal"}}},
+                        "error": None,
+                    }
+                )
             else:
                 fmt = (line["body"].get("response_format") or {}).get("type")
                 body = _completion(state, line["body"]["model"], key, int(r), _n_of(line["body"]), fault, fmt)
-                out.append({"id": rid, "custom_id": cid, "response": {"status_code": 200, "request_id": rid, "body": body}, "error": None})
+                out.append(
+                    {
+                        "id": rid,
+                        "custom_id": cid,
+                        "response": {"status_code": 200, "request_id": rid, "body": body},
+                        "error": None,
+                    }
+                )
         state.batch_inputs.append(cids)
         bid = f"batch_{next(state.ids)}"
         b = {
@@ -440,7 +525,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _batch_view(b: dict[str, Any]) -> dict[str, Any]:
         done = b["status"] == "completed"
         view = {k: v for k, v in b.items() if k not in ("polls", "n", "n_failed", "output_file_id", "error_file_id")}
-        view["request_counts"] = {"total": b["n"], "completed": (b["n"] - b["n_failed"]) if done else 0, "failed": b["n_failed"] if done else 0}
+        view["request_counts"] = {
+            "total": b["n"],
+            "completed": (b["n"] - b["n_failed"]) if done else 0,
+            "failed": b["n_failed"] if done else 0,
+        }
         view["output_file_id"] = b["output_file_id"] if done else None
         view["error_file_id"] = b["error_file_id"] if done else None
         return view
@@ -484,10 +573,26 @@ def main() -> None:
     """``python -m tests.llm.fake_openai --latency 0.3 --kind free``: serve until killed; prints the URL."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency", type=float, default=0.0)
-    ap.add_argument("--kind", default="structured", choices=[
-        "structured", "free", "reject_schema", "garbage", "no_choices", "babble", "llamacpp", "llamacpp_small_ctx", "llamacpp_broadcast",
-        "litellm", "litellm_small_ctx", "litellm_broadcast", "litellm_unknown_model", "litellm_no_db",
-    ])
+    ap.add_argument(
+        "--kind",
+        default="structured",
+        choices=[
+            "structured",
+            "free",
+            "reject_schema",
+            "garbage",
+            "no_choices",
+            "babble",
+            "llamacpp",
+            "llamacpp_small_ctx",
+            "llamacpp_broadcast",
+            "litellm",
+            "litellm_small_ctx",
+            "litellm_broadcast",
+            "litellm_unknown_model",
+            "litellm_no_db",
+        ],
+    )
     args = ap.parse_args()
     with FakeOpenAI(latency=args.latency) as srv:
         srv.state.kind = args.kind

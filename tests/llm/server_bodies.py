@@ -32,7 +32,9 @@ LLAMACPP_CONTEXT_400 = (
     "completion). Please reduce the length of the messages or completion."
 )
 LLAMACPP_BROADCAST_500 = "could not broadcast input array from shape (302,) into shape (256,)"
-LITELLM_UNKNOWN_MODEL = "/chat/completions: Invalid model name passed in model=%s. Call `/v1/models` to view available models for your key."
+LITELLM_UNKNOWN_MODEL = (
+    "/chat/completions: Invalid model name passed in model=%s. Call `/v1/models` to view available models for your key."
+)
 LITELLM_NO_DB = "No connected db."
 LITELLM_CONTEXT = (
     "litellm.ContextWindowExceededError: litellm.BadRequestError: ContextWindowExceededError: OpenAIException - This model's "
@@ -44,7 +46,14 @@ def llamacpp_error(status: int, message: str) -> tuple[int, dict[str, Any]]:
     """A llama-cpp-python error: ``internal_server_error`` for 500, ``invalid_request_error`` for 400."""
     if status == 500:
         return 500, {"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}
-    return status, {"error": {"message": message, "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+    return status, {
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
 
 
 def litellm_error(status: int, message: str, kind: str | None = None) -> tuple[int, dict[str, Any]]:
@@ -61,7 +70,9 @@ def litellm_wraps(status: int, body: dict[str, Any], model: str = "gpt-test") ->
     """What a LiteLLM proxy answers when its upstream (llama.cpp) answered ``status`` with ``body``."""
     message = body["error"]["message"]
     if status >= 500:
-        return litellm_error(500, f"litellm.InternalServerError: InternalServerError: OpenAIException - {message}{_group_failed(model)}")
+        return litellm_error(
+            500, f"litellm.InternalServerError: InternalServerError: OpenAIException - {message}{_group_failed(model)}"
+        )
     return litellm_error(status, f"litellm.BadRequestError: OpenAIException - {message}{_group_failed(model)}")
 
 
@@ -94,7 +105,10 @@ def server_error(kind: str, fmt: str | None, model: str, prompt_chars: int) -> t
         upstream = llamacpp_error(500, LLAMACPP_SCHEMA_500)
     elif base == "small_ctx" and prompt_chars > 200:
         if kind.startswith("litellm"):
-            return litellm_error(400, f"{LITELLM_CONTEXT}\nmodel={model}. context_window_fallbacks=None. fallbacks=None.{_group_failed(model)}")
+            return litellm_error(
+                400,
+                f"{LITELLM_CONTEXT}\nmodel={model}. context_window_fallbacks=None. fallbacks=None.{_group_failed(model)}",
+            )
         upstream = llamacpp_error(400, LLAMACPP_CONTEXT_400)
     elif base == "broadcast":
         upstream = llamacpp_error(500, LLAMACPP_BROADCAST_500)

@@ -15,8 +15,16 @@ from tests.llm.fake_openai import expected_merge
 
 def build(run_dir, synonym_filter, classes=6, **kw):
     return build_gpt_vocabulary(
-        "gpt-test", per_class=6, rounds=2, classes=classes, run_dir=run_dir, batch=True, poll_interval=0.01,
-        synonym_filter=synonym_filter, client_options=FAST, **kw,
+        "gpt-test",
+        per_class=6,
+        rounds=2,
+        classes=classes,
+        run_dir=run_dir,
+        batch=True,
+        poll_interval=0.01,
+        synonym_filter=synonym_filter,
+        client_options=FAST,
+        **kw,
     )
 
 
@@ -101,8 +109,17 @@ def test_a_sync_rerun_does_not_pay_again_for_an_uncollected_batch(endpoint, tmp_
 
     submit_then_crash(run, run.requests)
     assert "6 of them are in an uncollected batch: re-run with --batch" in run.estimate().summary()
-    kw = {"per_class": 6, "rounds": 2, "classes": 3, "run_dir": tmp_path / "run", "synonym_filter": synonym_filter, "client_options": FAST}
-    with pytest.raises(ResourceError, match=r"batch \S+ holds 6 of the requests and was never collected; re-run with --batch"):
+    kw = {
+        "per_class": 6,
+        "rounds": 2,
+        "classes": 3,
+        "run_dir": tmp_path / "run",
+        "synonym_filter": synonym_filter,
+        "client_options": FAST,
+    }
+    with pytest.raises(
+        ResourceError, match=r"batch \S+ holds 6 of the requests and was never collected; re-run with --batch"
+    ):
         build_gpt_vocabulary("gpt-test", **kw)
     assert sum(endpoint.state.chat_counts.values()) == 0  # nothing sent synchronously
     vocab = build(tmp_path / "run", synonym_filter, classes=3)  # --batch collects it
@@ -146,7 +163,16 @@ def test_orphan_lookup_follows_the_batch_list_pages(endpoint, tmp_path, synonym_
 
 
 def test_sync_and_batch_results_mix_in_one_run(endpoint, tmp_path, synonym_filter):
-    build_gpt_vocabulary("gpt-test", per_class=6, rounds=2, classes=3, rounds_used=1, run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST)
+    build_gpt_vocabulary(
+        "gpt-test",
+        per_class=6,
+        rounds=2,
+        classes=3,
+        rounds_used=1,
+        run_dir=tmp_path / "run",
+        synonym_filter=synonym_filter,
+        client_options=FAST,
+    )
     vocab = build(tmp_path / "run", synonym_filter, classes=3, prices={"gpt-test": (1.0, 2.0)})
     assert len(endpoint.state.chat_counts) == 3 and len(endpoint.state.batch_inputs[0]) == 3
     assert all(cid.endswith("/r1") for cid in endpoint.state.batch_inputs[0])
@@ -166,7 +192,9 @@ def test_failed_sync_attempts_do_not_count_against_batch_submissions(endpoint, t
         build_gpt_vocabulary("gpt-test", client_options={**FAST, "transport_attempts": 2}, **kw)
     assert [r["kind"] for r in journal_lines(tmp_path / "run")].count("attempt_failed") == 1
     endpoint.state.faults.clear()
-    vocab = build_gpt_vocabulary("gpt-test", batch=True, poll_interval=0.01, max_submissions=1, client_options=FAST, **kw)
+    vocab = build_gpt_vocabulary(
+        "gpt-test", batch=True, poll_interval=0.01, max_submissions=1, client_options=FAST, **kw
+    )
     assert vocab.views[wnid]  # submitted once in a batch, not counted as already failed
 
 
@@ -188,7 +216,9 @@ def test_an_uncollected_batch_blocks_only_the_questions_it_holds(endpoint, tmp_p
     with pytest.raises(ResourceError, match="holds 1 of the requests"):
         build_eoe_vocabulary("gpt-test", classes=other, synonym_filter=synonym_filter, client_options=FAST, **kw)
     # the first list with a second round: its requests are not the batch's, so they go out
-    again = build_eoe_vocabulary("gpt-test", classes=first, rounds=2, synonym_filter=synonym_filter, client_options=FAST, **kw)
+    again = build_eoe_vocabulary(
+        "gpt-test", classes=first, rounds=2, synonym_filter=synonym_filter, client_options=FAST, **kw
+    )
     assert again.settings["session"]["sent"] == 2
 
 

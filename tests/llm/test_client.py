@@ -134,7 +134,9 @@ def test_a_host_that_drops_connections_gives_up_after_one_retry():
         time.sleep(0.2)
 
         async def go():
-            async with LLMClient("m", base_url=f"http://127.0.0.1:{port}/v1", api_key=DUMMY_KEY, timeout=0.5, wait_base=0.01) as c:
+            async with LLMClient(
+                "m", base_url=f"http://127.0.0.1:{port}/v1", api_key=DUMMY_KEY, timeout=0.5, wait_base=0.01
+            ) as c:
                 with pytest.raises(ServerGaveUp, match=r"cannot connect \(APITimeoutError\) after 2 attempts"):
                     await c.ask([{"role": "user", "content": "x"}], 3)
                 assert c.reached is False
@@ -160,14 +162,18 @@ def test_a_200_that_is_no_completion_is_retried_then_left_undone(server, fault):
     assert answer.status == "ok" and answer.labels == expected() and server.state.chat_counts["k1/r0"] == 2
     server.state.add_faults("k2/r0", *[fault] * 3)
     # the same page twice in a row is no busy server: the request stops there
-    with pytest.raises(ServerGaveUp, match=r"no chat completion .*OpenAI-compatible endpoint \(ending in /v1\)\? after 2 attempts"):
+    with pytest.raises(
+        ServerGaveUp, match=r"no chat completion .*OpenAI-compatible endpoint \(ending in /v1\)\? after 2 attempts"
+    ):
         ask(server, cid="k2/r0", transport_attempts=3)
     assert server.state.chat_counts["k2/r0"] == 2
 
 
 def test_out_of_quota_stops_at_once_with_the_servers_words(server):
     server.state.add_faults("k1/r0", "quota")
-    with pytest.raises(ResourceError, match=r"out of quota \(HTTP 429 insufficient_quota\): .*exceeded your current quota"):
+    with pytest.raises(
+        ResourceError, match=r"out of quota \(HTTP 429 insufficient_quota\): .*exceeded your current quota"
+    ):
         ask(server)
     assert server.state.chat_counts["k1/r0"] == 1  # not retried: waiting does not bring credit back
 
@@ -186,24 +192,35 @@ def test_whitespace_around_the_key_is_dropped(server, spoilt):
 
 def test_url_credentials_are_masked_in_errors(server):
     client = LLMClient("m", base_url="http://me:PASS-1@127.0.0.1:9/v1?api-key=QS-SECRET-0123456789", api_key=DUMMY_KEY)
-    text = client.scrub(f"POST http://me:PASS-1@127.0.0.1:9/v1?api-key=QS-SECRET-0123456789/chat failed; key {DUMMY_KEY}")
+    text = client.scrub(
+        f"POST http://me:PASS-1@127.0.0.1:9/v1?api-key=QS-SECRET-0123456789/chat failed; key {DUMMY_KEY}"
+    )
     assert "PASS-1" not in text and "QS-SECRET" not in text and DUMMY_KEY not in text
     assert text == "POST http://***@127.0.0.1:9/v1?*** failed; key ***"
     short = LLMClient("m", base_url="http://u:1@127.0.0.1:9/v1", api_key=DUMMY_KEY)  # a short password
     assert short.scrub("HTTP 500 at 127.0.0.1:9 after 10 attempts") == "HTTP 500 at 127.0.0.1:9 after 10 attempts"
     # echoed outside a URL (long enough to be a secret), and a password with an @ in it
     assert client.scrub("invalid api-key=QS-SECRET-0123456789") == "invalid api-key=***"
-    tokened = LLMClient("m", base_url="https://TOKEN-12345-abcdefgh@127.0.0.1:9/v1?k=abc%2Bdefgh123-45678", api_key=DUMMY_KEY)
-    assert tokened.scrub("user TOKEN-12345-abcdefgh, key abc%2Bdefgh123-45678 and abc+defgh123-45678") == "user ***, key *** and ***"
+    tokened = LLMClient(
+        "m", base_url="https://TOKEN-12345-abcdefgh@127.0.0.1:9/v1?k=abc%2Bdefgh123-45678", api_key=DUMMY_KEY
+    )
+    assert (
+        tokened.scrub("user TOKEN-12345-abcdefgh, key abc%2Bdefgh123-45678 and abc+defgh123-45678")
+        == "user ***, key *** and ***"
+    )
     # a short query value is masked inside URLs only: elsewhere it is no secret worth garbling text for
     shortq = LLMClient("m", base_url="http://127.0.0.1:9/v1?key=abc", api_key=DUMMY_KEY)
     assert shortq.scrub("GET http://127.0.0.1:9/v1?key=abc: a cabbage") == "GET http://127.0.0.1:9/v1?*** a cabbage"
-    assert "ss@" not in client.scrub("GET http://u:p@ss@host/v1 failed") and "host/v1" in client.scrub("GET http://u:p@ss@host/v1")
+    assert "ss@" not in client.scrub("GET http://u:p@ss@host/v1 failed") and "host/v1" in client.scrub(
+        "GET http://u:p@ss@host/v1"
+    )
 
 
 def test_auth_error_is_one_line_without_the_key(server):
     async def go():
-        async with LLMClient("gpt-test", base_url=server.url.replace("/v1", "/nowhere"), api_key=DUMMY_KEY, **FAST) as c:
+        async with LLMClient(
+            "gpt-test", base_url=server.url.replace("/v1", "/nowhere"), api_key=DUMMY_KEY, **FAST
+        ) as c:
             return await c.ask(MESSAGES, 6)
 
     with pytest.raises(ResourceError, match="not found") as e:
@@ -311,7 +328,14 @@ def test_retries_of_unusable_answers_are_bounded_per_run(server, caplog):
         server.state.add_faults(f"{k}/r0", *["malformed"] * 3)
 
     async def go():
-        async with LLMClient("gpt-test", base_url=server.url, api_key=DUMMY_KEY, response_format="json_schema", content_retry_budget=2, **FAST) as c:
+        async with LLMClient(
+            "gpt-test",
+            base_url=server.url,
+            api_key=DUMMY_KEY,
+            response_format="json_schema",
+            content_retry_budget=2,
+            **FAST,
+        ) as c:
             first = await c.ask(MESSAGES, 6, trace_id="run:k1/r0")
             rest = [await c.ask(MESSAGES, 6, trace_id=f"run:{k}/r0") for k in ("k2", "k3", "k4")]
             return first, rest
@@ -329,10 +353,14 @@ def test_a_server_ignoring_an_explicit_json_schema_stops_early_naming_text_mode(
     server.state.kind = "free"
 
     async def go():
-        async with LLMClient("gpt-test", base_url=server.url, api_key=DUMMY_KEY, response_format="json_schema", **FAST) as c:
+        async with LLMClient(
+            "gpt-test", base_url=server.url, api_key=DUMMY_KEY, response_format="json_schema", **FAST
+        ) as c:
             await asyncio.gather(*(c.ask(MESSAGES, 6, trace_id=f"run:k{i}/r0") for i in range(30)))
 
-    with pytest.raises(FailFast, match=r"first 5 answers of this run were unusable .*likely fix: --response-format text") as e:
+    with pytest.raises(
+        FailFast, match=r"first 5 answers of this run were unusable .*likely fix: --response-format text"
+    ) as e:
         asyncio.run(go())
     assert sum(server.state.chat_counts.values()) <= 6 and "\n" not in str(e.value)
 

@@ -20,7 +20,17 @@ CLI = [sys.executable, "-c", "from negvocab.cli import main; main()"]
 
 
 def gpt(run_dir, synonym_filter, classes=6, **kw):
-    return build_gpt_vocabulary("gpt-test", per_class=6, rounds=2, classes=classes, run_dir=run_dir, synonym_filter=synonym_filter, client_options=FAST, concurrency=4, **kw)
+    return build_gpt_vocabulary(
+        "gpt-test",
+        per_class=6,
+        rounds=2,
+        classes=classes,
+        run_dir=run_dir,
+        synonym_filter=synonym_filter,
+        client_options=FAST,
+        concurrency=4,
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("form", FREE_FORMS)
@@ -51,13 +61,15 @@ def test_build_gpt_completes_on_every_kind_of_server(endpoint, tmp_path, synonym
     if kind == "structured":
         assert "response_format" not in manifest
     else:  # the switch is in the manifest; the identity (and so resumption) is unchanged
-        assert manifest["response_format"]["used"] == "json_object" and manifest["response_format"]["requested"] == "auto"
+        assert (
+            manifest["response_format"]["used"] == "json_object" and manifest["response_format"]["requested"] == "auto"
+        )
         assert manifest["identity_sha256"] == gpt_run("gpt-test", per_class=6, rounds=2, classes=6).identity_sha256
     # a second session of the run starts in the format the first settled on, and sends nothing new
     before = list(endpoint.state.formats)
     again = gpt(tmp_path / "run", synonym_filter, classes=7)
     assert again.views[imagenet1k().wnids[6]] == expected_merge([imagenet1k().wnids[6]], 2, 6)[imagenet1k().wnids[6]]
-    assert set(endpoint.state.formats[len(before):]) == {used}
+    assert set(endpoint.state.formats[len(before) :]) == {used}
 
 
 @pytest.mark.parametrize("kind", ["structured", "free", "reject_schema"])
@@ -65,7 +77,9 @@ def test_build_gpt_completes_on_every_kind_of_server(endpoint, tmp_path, synonym
 def test_build_eoe_completes_on_every_kind_of_server(endpoint, tmp_path, synonym_filter, kind, mode):
     endpoint.state.kind = kind
     kw = {"per_request": 6, "classes": 4} if mode == "near" else {"per_request": 6, "classes": 4, "chunk_size": 2}
-    vocab = build_eoe_vocabulary("gpt-test", mode=mode, run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, **kw)
+    vocab = build_eoe_vocabulary(
+        "gpt-test", mode=mode, run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, **kw
+    )
     keys = list(imagenet1k().wnids[:4]) if mode == "near" else ["chunk000", "chunk001"]
     per_key = expected_merge(keys, 1, 6)
     assert vocab.labels == list(dict.fromkeys(lab for k in keys for lab in per_key[k]))
@@ -102,7 +116,22 @@ def run_cli(args, url, **env):
 
 def test_a_garbage_server_stops_within_10_requests_then_a_fixed_one_completes(tmp_path):
     run_dir, out = tmp_path / "run", tmp_path / "gpt.json"
-    args = ["build", "gpt", "-m", "gpt-test", "-n", "6", "--rounds", "3", "--classes", "30", "--run-dir", str(run_dir), "-o", str(out)]
+    args = [
+        "build",
+        "gpt",
+        "-m",
+        "gpt-test",
+        "-n",
+        "6",
+        "--rounds",
+        "3",
+        "--classes",
+        "30",
+        "--run-dir",
+        str(run_dir),
+        "-o",
+        str(out),
+    ]
     with FakeOpenAI() as srv:
         srv.state.kind = "garbage"
         res = run_cli(args, srv.url)
@@ -133,7 +162,9 @@ def test_a_server_with_no_choices_is_named_not_the_synonym_filter(endpoint, tmp_
 
 def test_unusable_answers_are_never_final_and_keep_a_masked_snippet(endpoint, tmp_path, synonym_filter):
     wnids = imagenet1k().wnids
-    endpoint.state.garbage_text = f"The server hit an internal error for key {DUMMY_KEY} and there is nothing to list here, sorry about that one."
+    endpoint.state.garbage_text = (
+        f"The server hit an internal error for key {DUMMY_KEY} and there is nothing to list here, sorry about that one."
+    )
     first = gpt(tmp_path / "run", synonym_filter, classes=3)  # the glitch comes after answers were usable
     assert first.settings["failures"] == {}
     endpoint.state.add_faults(f"{wnids[3]}/r0", "garbage", "garbage", "garbage")
@@ -155,8 +186,14 @@ def test_unusable_answers_are_never_final_and_keep_a_masked_snippet(endpoint, tm
 def test_a_base_url_with_a_query_string_reaches_the_endpoint(server, tmp_path, synonym_filter, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", DUMMY_KEY)
     vocab = build_gpt_vocabulary(
-        "gpt-test", per_class=6, rounds=1, classes=2, run_dir=tmp_path / "run", base_url=server.url + "?key=QUERY-SECRET-123",
-        synonym_filter=synonym_filter, client_options=FAST,
+        "gpt-test",
+        per_class=6,
+        rounds=1,
+        classes=2,
+        run_dir=tmp_path / "run",
+        base_url=server.url + "?key=QUERY-SECRET-123",
+        synonym_filter=synonym_filter,
+        client_options=FAST,
     )
     assert len(vocab.views) == 2 and set(server.state.queries) == {"key=QUERY-SECRET-123"}
     assert vocab.settings["endpoints"] == [server.url]
@@ -172,13 +209,30 @@ def test_cli_response_format_and_request_timeout(tmp_path, server, cmd):
 
     env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": DUMMY_KEY}
     server.state.kind = "free"
-    base = ["build", *cmd, "-m", "gpt-test", "-n", "4", "--rounds", "1", "--classes", "2", "--run-dir", str(tmp_path / "r")]
+    base = [
+        "build",
+        *cmd,
+        "-m",
+        "gpt-test",
+        "-n",
+        "4",
+        "--rounds",
+        "1",
+        "--classes",
+        "2",
+        "--run-dir",
+        str(tmp_path / "r"),
+    ]
     bad = CliRunner().invoke(app, [*base, "--response-format", "xml", "-o", str(tmp_path / "o.json")], env=env)
-    assert bad.exit_code == 2 and bad.output.count("\n") == 1 and "unknown response format 'xml'" in bad.output, bad.output
+    assert bad.exit_code == 2 and bad.output.count("\n") == 1 and "unknown response format 'xml'" in bad.output, (
+        bad.output
+    )
     bad = CliRunner().invoke(app, [*base, "--request-timeout", "0", "-o", str(tmp_path / "o.json")], env=env)
     assert bad.exit_code == 2 and "--request-timeout" in bad.output
     assert sum(server.state.chat_counts.values()) == 0 and not (tmp_path / "r").exists()
-    res = CliRunner().invoke(app, [*base, "--response-format", "text", "--request-timeout", "30", "-o", str(tmp_path / "o.json")], env=env)
+    res = CliRunner().invoke(
+        app, [*base, "--response-format", "text", "--request-timeout", "30", "-o", str(tmp_path / "o.json")], env=env
+    )
     assert res.exit_code == 0, res.output
     assert set(server.state.formats) == {None} and "response format text 2" in res.output
     assert f"answers from {server.url} (gpt-test-fake)" in res.output

@@ -25,8 +25,16 @@ def test_a_stuck_server_is_given_up_on_within_the_request_deadline(tmp_path, syn
         start = time.monotonic()
         with pytest.raises(ResourceError) as e:
             build_gpt_vocabulary(
-                "gpt-test", per_class=4, rounds=1, classes=5, run_dir=tmp_path / "run", base_url=srv.url, api_key=DUMMY_KEY,
-                synonym_filter=synonym_filter, client_options=FAST, request_timeout=1.5,
+                "gpt-test",
+                per_class=4,
+                rounds=1,
+                classes=5,
+                run_dir=tmp_path / "run",
+                base_url=srv.url,
+                api_key=DUMMY_KEY,
+                synonym_filter=synonym_filter,
+                client_options=FAST,
+                request_timeout=1.5,
             )
         took = time.monotonic() - start
     msg = str(e.value)

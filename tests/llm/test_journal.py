@@ -14,7 +14,13 @@ IDENT = {"task": "gpt_siblings", "model": "m", "prompt_sha256": "abc", "n": 20}
 
 
 def rec(cid, labels=("a",)):
-    return {"kind": "result", "custom_id": cid, "status": "ok", "labels": list(labels), "usage": {"prompt_tokens": 2, "completion_tokens": 3}}
+    return {
+        "kind": "result",
+        "custom_id": cid,
+        "status": "ok",
+        "labels": list(labels),
+        "usage": {"prompt_tokens": 2, "completion_tokens": 3},
+    }
 
 
 def test_append_and_reload(tmp_path):
@@ -200,7 +206,9 @@ def test_a_full_disk_is_one_line_also_when_the_journal_closes(tmp_path):
 
     j = Journal(tmp_path, IDENT)
     j._fh = _FullDisk(j._fh)
-    with pytest.raises(ResourceError, match=r"cannot write the run journal .*: No space left on device; free space there"):
+    with pytest.raises(
+        ResourceError, match=r"cannot write the run journal .*: No space left on device; free space there"
+    ):
         j.append([rec("x/r0")])
     with pytest.raises(ResourceError, match=r"No space left on device"):
         j.close()
@@ -230,5 +238,13 @@ def test_a_full_disk_during_a_build_is_one_line(endpoint, tmp_path, synonym_filt
 
     monkeypatch.setattr(journal_mod.os, "fsync", fsync)
     with pytest.raises(ResourceError, match=r"No space left on device") as e:
-        build_gpt_vocabulary("gpt-test", per_class=4, rounds=2, classes=20, run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST)
+        build_gpt_vocabulary(
+            "gpt-test",
+            per_class=4,
+            rounds=2,
+            classes=20,
+            run_dir=tmp_path / "run",
+            synonym_filter=synonym_filter,
+            client_options=FAST,
+        )
     assert "\n" not in str(e.value)

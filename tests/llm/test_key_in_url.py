@@ -67,8 +67,13 @@ def test_keys_in_the_query_and_the_path_reach_the_gateway_and_nothing_written_or
     assert "gpt-test" in out.read_text()
 
 
-@pytest.mark.parametrize("given, status, said", [(None, 403, "unregistered callers"), ("AIzaSyWRONG-0123456789abcdefghijklmno", 400, "API key not valid")])
-def test_a_missing_or_wrong_key_in_the_query_is_an_authentication_error_naming_the_query(tmp_path, synonym_filter, given, status, said):
+@pytest.mark.parametrize(
+    "given, status, said",
+    [(None, 403, "unregistered callers"), ("AIzaSyWRONG-0123456789abcdefghijklmno", 400, "API key not valid")],
+)
+def test_a_missing_or_wrong_key_in_the_query_is_an_authentication_error_naming_the_query(
+    tmp_path, synonym_filter, given, status, said
+):
     with FakeOpenAI() as srv:
         srv.state.query_key = QKEY
         with pytest.raises(ResourceError) as err:

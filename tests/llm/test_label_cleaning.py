@@ -40,8 +40,15 @@ def test_decorated_answers_give_clean_filtered_labels(endpoint, tmp_path, synony
 
 def test_reclean_results_fixes_old_journals_and_reports():
     results = {
-        "a:0": {"status": "ok", "labels": ["trout** - explanation", "1.trout", "a koi", "koi"]},  # the old normaliser's output
-        "b:0": {"status": "ok", "labels": ["ignored"], "raw_labels": ["Q: given the image category [tench]", "**Pike**"]},
+        "a:0": {
+            "status": "ok",
+            "labels": ["trout** - explanation", "1.trout", "a koi", "koi"],
+        },  # the old normaliser's output
+        "b:0": {
+            "status": "ok",
+            "labels": ["ignored"],
+            "raw_labels": ["Q: given the image category [tench]", "**Pike**"],
+        },
     }
     cleaned, report = reclean_results(results)
     assert cleaned["a:0"]["labels"] == ["trout", "koi"]
@@ -52,7 +59,9 @@ def test_reclean_results_fixes_old_journals_and_reports():
 
 
 def test_oracle_labels_go_through_the_same_normaliser():
-    vocab = build_oracle_vocabulary(["Kite_toy", "kite toy", "Paper towel holder (kitchen)", "goldfish", "Q: what is this?"])
+    vocab = build_oracle_vocabulary(
+        ["Kite_toy", "kite toy", "Paper towel holder (kitchen)", "goldfish", "Q: what is this?"]
+    )
     assert vocab.labels == ["kite toy", "paper towel holder"]
     cleaning = vocab.settings["label_cleaning"]
     assert cleaning["changed"]["Paper towel holder (kitchen)"] == "paper towel holder"

@@ -31,7 +31,12 @@ pytestmark = pytest.mark.skipif(
     "NEGVOCAB_LITELLM=V/bin/litellm)",
 )
 MASTER = "sk-master-0123456789abcdef"
-KINDS = {"llamacpp": "llamacpp", "small": "llamacpp_small_ctx", "broadcast": "llamacpp_broadcast", "plain": "structured"}
+KINDS = {
+    "llamacpp": "llamacpp",
+    "small": "llamacpp_small_ctx",
+    "broadcast": "llamacpp_broadcast",
+    "plain": "structured",
+}
 #: LiteLLM's own attempts at an upstream 500 (its openai client's default: 1 + 2 retries)
 PROXY_ATTEMPTS = 3
 
@@ -118,7 +123,13 @@ def test_a_broken_setup_behind_litellm_stops_with_its_own_line(proxy, tmp_path, 
     with pytest.raises(ResourceError) as err:
         _build(url, tmp_path, synonym_filter, model, key=key, classes=20)
     line = str(err.value)
-    assert said in line and "\n" not in line and "Error code:" not in line and "--response-format" not in line and "check that the server is up" not in line
+    assert (
+        said in line
+        and "\n" not in line
+        and "Error code:" not in line
+        and "--response-format" not in line
+        and "check that the server is up" not in line
+    )
     assert key not in line
     if model == "plain":
         assert "LITELLM_MASTER_KEY" in line  # "No connected db.": only the master key works there

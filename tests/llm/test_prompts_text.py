@@ -33,10 +33,12 @@ def test_packaged_link_points_at_top_level_prompts():
 
 def test_custom_template(tmp_path):
     p = tmp_path / "mine.txt"
-    p.write_text("[user]\nGive {n} things like {class_name}; JSON like {{\"labels\": []}}.\n")
+    p.write_text('[user]\nGive {n} things like {class_name}; JSON like {{"labels": []}}.\n')
     t = load_prompt("gpt_siblings", p)
     assert t.system == ""
-    assert t.render(n=3, class_name="cat") == [{"role": "user", "content": 'Give 3 things like cat; JSON like {"labels": []}.'}]
+    assert t.render(n=3, class_name="cat") == [
+        {"role": "user", "content": 'Give 3 things like cat; JSON like {"labels": []}.'}
+    ]
 
 
 @pytest.mark.parametrize(
@@ -88,7 +90,10 @@ def test_clean_label(raw, clean):
 
 def test_clean_labels_drops_empty_and_repeats():
     assert clean_labels(["Lynx", "1. lynx", "", "Puma", "puma."]) == ["lynx", "puma"]
-    assert clean_labels(["caf\u00e9 table", "cafe\u0301 table", "\ufeffocelot", "ocelot"]) == ["caf\u00e9 table", "ocelot"]
+    assert clean_labels(["caf\u00e9 table", "cafe\u0301 table", "\ufeffocelot", "ocelot"]) == [
+        "caf\u00e9 table",
+        "ocelot",
+    ]
 
 
 @pytest.mark.parametrize(

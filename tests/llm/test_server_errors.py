@@ -23,7 +23,13 @@ def _msg(pair):
     "status, body, code, kind, cause",
     [
         (500, _msg(sb.llamacpp_error(500, sb.LLAMACPP_SCHEMA_500)), None, FORMAT, "format"),  # llama.cpp: 500, not 400
-        (500, _msg(sb.litellm_wraps(*sb.llamacpp_error(500, sb.LLAMACPP_SCHEMA_500))), "500", FORMAT, "format"),  # LiteLLM passes it on
+        (
+            500,
+            _msg(sb.litellm_wraps(*sb.llamacpp_error(500, sb.LLAMACPP_SCHEMA_500))),
+            "500",
+            FORMAT,
+            "format",
+        ),  # LiteLLM passes it on
         (400, "response_format type 'json_schema' is not supported by this server", None, FORMAT, "format"),
         (500, _msg(sb.llamacpp_error(500, sb.LLAMACPP_BROADCAST_500)), None, PERMANENT, "context"),
         (400, _msg(sb.llamacpp_error(400, sb.LLAMACPP_CONTEXT_400)), "context_length_exceeded", PERMANENT, "context"),
@@ -31,7 +37,13 @@ def _msg(pair):
         (400, _msg(sb.litellm_error(400, sb.LITELLM_UNKNOWN_MODEL % "gpt-9")), "400", PERMANENT, "model"),
         (400, _msg(sb.litellm_error(400, sb.LITELLM_NO_DB)), "400", PERMANENT, "auth"),
         (401, "Incorrect API key provided: sk-***1234.", "invalid_api_key", PERMANENT, "auth"),
-        (404, "The model `gpt-9` does not exist or you do not have access to it.", "model_not_found", PERMANENT, "model"),
+        (
+            404,
+            "The model `gpt-9` does not exist or you do not have access to it.",
+            "model_not_found",
+            PERMANENT,
+            "model",
+        ),
         (404, "Not Found", None, PERMANENT, "endpoint"),
         (429, "You exceeded your current quota, please check your plan.", "insufficient_quota", PERMANENT, "quota"),
         (429, "Rate limit reached for gpt-4o-mini", "rate_limit_exceeded", TEMPORARY, "rate_limit"),
@@ -53,10 +65,22 @@ HELD_OUT = [
     # LiteLLM's proxy on an unknown model (BerriAI/litellm#3142), the code an int there
     (400, "400: {'error': 'Invalid model name passed in model=Lite-GPT-12'}", "400", PERMANENT, "model"),
     # LiteLLM without a model (BerriAI/litellm#8886)
-    (400, "litellm.BadRequestError: You passed in model=None. There is no 'model_name' with this string ", "400", PERMANENT, "model"),
+    (
+        400,
+        "litellm.BadRequestError: You passed in model=None. There is no 'model_name' with this string ",
+        "400",
+        PERMANENT,
+        "model",
+    ),
     # LiteLLM passing on a provider's refusal of the model (BerriAI/litellm#37761)
-    (400, "litellm.BadRequestError: PerplexityException - Invalid model 'perplexity/sonar'. Permitted models can be found in the "
-          "documentation at https://docs.perplexity.ai/docs/getting-started/models.. Received Model Group=pplx-sonar", "400", PERMANENT, "model"),
+    (
+        400,
+        "litellm.BadRequestError: PerplexityException - Invalid model 'perplexity/sonar'. Permitted models can be found in the "
+        "documentation at https://docs.perplexity.ai/docs/getting-started/models.. Received Model Group=pplx-sonar",
+        "400",
+        PERMANENT,
+        "model",
+    ),
 ]
 
 
@@ -111,7 +135,9 @@ def test_a_broken_setup_costs_at_most_ten_requests(server, tmp_path, synonym_fil
     server.state.babble_lines = BABBLE
     out = _run(server, tmp_path, synonym_filter)
     assert isinstance(out, ResourceError), out
-    assert said in str(out) and "\n" not in str(out) and "Error code:" not in str(out)  # the SDK's prefix: the line says the status
+    assert (
+        said in str(out) and "\n" not in str(out) and "Error code:" not in str(out)
+    )  # the SDK's prefix: the line says the status
     assert "check that the server is up" not in str(out)  # it is up: the advice must be about what it said
     if said == "not language":
         assert "fewer names" not in str(out) and "(-n)" not in str(out)
@@ -138,7 +164,10 @@ def test_a_500_naming_response_format_with_json_schema_asked_stops_with_the_form
         async with LLMClient("m", base_url=server.url, api_key=DUMMY_KEY, response_format="json_schema", **FAST) as c:
             return await c.ask([{"role": "user", "content": "Return exactly 6 names."}], 6, trace_id="t:k/r0")
 
-    with pytest.raises(ResourceError, match=r"does not take response format json_schema \(HTTP 500: .*literal_error.*\); try --response-format json_object or text"):
+    with pytest.raises(
+        ResourceError,
+        match=r"does not take response format json_schema \(HTTP 500: .*literal_error.*\); try --response-format json_object or text",
+    ):
         asyncio.run(go())
     assert _requests(server) == 1
 
@@ -157,7 +186,9 @@ def test_request_counts_include_retries_and_max_tokens_is_sent(server, tmp_path,
     prices = {"gpt-test": (1.0, 2.0)}
     again = _run(server, tmp_path, synonym_filter, prices=prices)  # --price-in/--price-out say so
     usage = again.settings["usage"]
-    assert again.settings["cost_usd"] == pytest.approx((usage["prompt_tokens"] * 1.0 + usage["completion_tokens"] * 2.0) / 1e6)
+    assert again.settings["cost_usd"] == pytest.approx(
+        (usage["prompt_tokens"] * 1.0 + usage["completion_tokens"] * 2.0) / 1e6
+    )
 
 
 def test_max_tokens_can_be_set_or_left_out(server):
@@ -211,7 +242,9 @@ def test_a_refused_connection_says_that_it_is_retried(caplog):
         port = s.getsockname()[1]
 
     async def go():
-        async with LLMClient("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="x", wait_base=1.0, wait_max=1.0) as c:
+        async with LLMClient(
+            "m", base_url=f"http://127.0.0.1:{port}/v1", api_key="x", wait_base=1.0, wait_max=1.0
+        ) as c:
             return await c.ask([{"role": "user", "content": "Return exactly 6 names."}], 6, trace_id="t:k/r0")
 
     with caplog.at_level(logging.WARNING), pytest.raises(Exception, match="cannot connect"):
@@ -230,12 +263,16 @@ def _free_port() -> int:
 async def _ask_many(client, count: int = QUESTIONS) -> list:
     """``count`` questions at once, as a run at -j 8 sends them; exceptions returned, not raised."""
     messages = [{"role": "user", "content": "Return exactly 6 names."}]
-    return await asyncio.gather(*(client.ask(messages, 6, trace_id=f"t:k{i}/r0") for i in range(count)), return_exceptions=True)
+    return await asyncio.gather(
+        *(client.ask(messages, 6, trace_id=f"t:k{i}/r0") for i in range(count)), return_exceptions=True
+    )
 
 
 def test_a_refused_connection_costs_at_most_ten_attempts_for_the_whole_run():
     async def go():
-        async with LLMClient("m", base_url=f"http://127.0.0.1:{_free_port()}/v1", api_key="x", concurrency=8, **FAST) as c:
+        async with LLMClient(
+            "m", base_url=f"http://127.0.0.1:{_free_port()}/v1", api_key="x", concurrency=8, **FAST
+        ) as c:
             return await _ask_many(c), c.http_requests
 
     outcomes, sent = asyncio.run(go())
@@ -244,7 +281,9 @@ def test_a_refused_connection_costs_at_most_ten_attempts_for_the_whole_run():
     assert any("cannot connect" in str(o) for o in outcomes)
 
 
-@pytest.mark.parametrize("kind, said", [("drop", "closed the connection without an answer"), ("silent", "request deadline")])
+@pytest.mark.parametrize(
+    "kind, said", [("drop", "closed the connection without an answer"), ("silent", "request deadline")]
+)
 def test_a_server_that_never_answers_costs_at_most_ten_connections(kind, said):
     from tests.llm.bad_servers import DropServer, SilentServer
 
@@ -283,11 +322,15 @@ def test_a_server_failing_mid_run_costs_three_attempts_a_request_as_the_openai_s
         first, tries = asyncio.run(go())
     assert first.status == "ok" and tries == 3
     waits = [r.getMessage() for r in caplog.records if "trying again in" in r.getMessage()]
-    assert waits and all("closed the connection without an answer" in w for w in waits)  # a line while it waits, not silence
+    assert waits and all(
+        "closed the connection without an answer" in w for w in waits
+    )  # a line while it waits, not silence
 
 
 def test_a_500_with_a_new_request_id_each_time_is_tried_three_times(server):
-    server.state.add_faults("k/r0", *["500"] * 5)  # OpenAI's 500 names a new request id each time: not the same error twice
+    server.state.add_faults(
+        "k/r0", *["500"] * 5
+    )  # OpenAI's 500 names a new request id each time: not the same error twice
     with pytest.raises(Exception, match="HTTP 500"):
         _ask_once(server, response_format="json_schema")
     assert server.state.chat_counts["k/r0"] == 3

@@ -74,7 +74,11 @@ def test_notebook_runs_with_random_weights(tiny, tmp_path, kernel_env):
     assert all(f"M={m:>6}" in text for m in (10, 20, 40))
     assert "GPT siblings (M=8)" in text and "oracle (M=2)" in text
     assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert any(o.get("output_type") == "display_data" and "image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
+    assert any(
+        o.get("output_type") == "display_data" and "image/png" in o.get("data", {})
+        for c in nb.cells
+        for o in c.get("outputs", [])
+    )
 
 
 @pytest.mark.parametrize(
@@ -91,7 +95,9 @@ def test_notebook_refuses_half_given_data_and_sizes_beyond_the_ranking(tiny, tmp
 
     nb = _with_parameters(nbformat.read(NOTEBOOK, as_version=4), {"CACHE_DIR": str(tiny / "cache"), **overrides})
     with pytest.raises(CellExecutionError, match=re.escape(message)):
-        NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+        NotebookClient(
+            nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        ).execute()
 
 
 @pytest.mark.parametrize("name", ["negvocab.evaluation.evaluate", "negvocab.scoring.scores"])

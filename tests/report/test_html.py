@@ -21,7 +21,9 @@ from negvocab.report.html import MAX_CARDS, write_report
 
 runner = CliRunner()
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs Debian's chromium)")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs Debian's chromium)"
+)
 
 
 class _Dom(HTMLParser):
@@ -62,8 +64,15 @@ class _Dom(HTMLParser):
 def _browser(html_path, shot):
     """The DOM Chromium renders (scripts run) and a screenshot of the page."""
     base = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"]
-    dom = subprocess.run([*base, "--dump-dom", html_path.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
-    subprocess.run([*base, "--window-size=1280,1600", f"--screenshot={shot}", html_path.as_uri()], capture_output=True, timeout=120, check=True)
+    dom = subprocess.run(
+        [*base, "--dump-dom", html_path.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    subprocess.run(
+        [*base, "--window-size=1280,1600", f"--screenshot={shot}", html_path.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     parser = _Dom()
     parser.feed(dom)
     return parser
@@ -72,7 +81,26 @@ def _browser(html_path, shot):
 @needs_chromium
 def test_score_writes_a_report_whose_evasion_cards_chromium_renders(tiny, model_args, tmp_path):
     out = tmp_path / "res"
-    r = runner.invoke(app, ["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--vocab", str(tiny / "negA.txt"), "--groups", "4", "--n-boot", "20", "-o", str(out), *model_args], catch_exceptions=False)
+    r = runner.invoke(
+        app,
+        [
+            "score",
+            "--id",
+            str(tiny / "id"),
+            "--ood",
+            str(tiny / "ood"),
+            "--vocab",
+            str(tiny / "negA.txt"),
+            "--groups",
+            "4",
+            "--n-boot",
+            "20",
+            "-o",
+            str(out),
+            *model_args,
+        ],
+        catch_exceptions=False,
+    )
     assert r.exit_code == 0, r.output
     html = out / "report.html"
     assert html.is_file()
@@ -86,7 +114,9 @@ def test_score_writes_a_report_whose_evasion_cards_chromium_renders(tiny, model_
     assert dom.classes.get("evasion-card", 0) == min(expected, MAX_CARDS)
     assert dom.classes.get("flagged-card", 0) == flagged_expected
     count = dom.by_id["evasion-count"]
-    assert count["attrs"].get("data-rendered") == "1" and count["text"].strip() == str(expected)  # the page's script ran
+    assert count["attrs"].get("data-rendered") == "1" and count["text"].strip() == str(
+        expected
+    )  # the page's script ran
     assert "RANDOM WEIGHTS" in dom.by_id["random-weights-banner"]["text"]
     assert "negA" in dom.by_id["results-table"]["text"]
     with Image.open(tmp_path / "report.png") as im:
@@ -106,7 +136,11 @@ def test_score_writes_a_report_whose_evasion_cards_chromium_renders(tiny, model_
     negs, classes = (tiny / "negA.txt").read_text().split("\n"), (tiny / "classes.txt").read_text().split("\n")
     for e in id_ex:
         cos = [n["cosine"] for n in e["top_negatives"]]
-        assert cos == sorted(cos, reverse=True) and {n["label"] for n in e["top_negatives"]} <= set(negs) and e["top_id"][0]["label"] in classes
+        assert (
+            cos == sorted(cos, reverse=True)
+            and {n["label"] for n in e["top_negatives"]} <= set(negs)
+            and e["top_id"][0]["label"] in classes
+        )
         block = text[text.index(f'<div class="id">{e["image"]}</div>') :].split('<div class="card', 1)[0]
         assert f"taken for: <b>{e['top_id'][0]['label']}</b>" in block
         assert all(n["label"] in block for n in e["top_negatives"])
@@ -115,10 +149,30 @@ def test_score_writes_a_report_whose_evasion_cards_chromium_renders(tiny, model_
 
 def test_no_report_and_the_report_command(tiny, model_args, tmp_path):
     out = tmp_path / "res"
-    r = runner.invoke(app, ["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--vocab", str(tiny / "negA.txt"), "--n-boot", "0", "--no-report", "-o", str(out), *model_args], catch_exceptions=False)
+    r = runner.invoke(
+        app,
+        [
+            "score",
+            "--id",
+            str(tiny / "id"),
+            "--ood",
+            str(tiny / "ood"),
+            "--vocab",
+            str(tiny / "negA.txt"),
+            "--n-boot",
+            "0",
+            "--no-report",
+            "-o",
+            str(out),
+            *model_args,
+        ],
+        catch_exceptions=False,
+    )
     assert r.exit_code == 0, r.output
     assert not (out / "report.html").exists()
-    r = runner.invoke(app, ["report", str(out), "-o", str(tmp_path / "x.html"), "--max-cards", "1"], catch_exceptions=False)
+    r = runner.invoke(
+        app, ["report", str(out), "-o", str(tmp_path / "x.html"), "--max-cards", "1"], catch_exceptions=False
+    )
     assert r.exit_code == 0, r.output
     assert (tmp_path / "x.html").read_text().count('class="card evasion-card"') == 1
     r = runner.invoke(app, ["report", str(out), "--run", "neglabel@nope"])
@@ -132,7 +186,28 @@ def test_coverage_command_writes_its_report(tiny, model_args, tmp_path):
     out = tmp_path / "cov"
     pool = tmp_path / "pool.txt"
     pool.write_text("kite\ntowel\nfish\n")
-    r = runner.invoke(app, ["coverage", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--vocab", str(tiny / "negA.txt"), "--groups", "2", "--repair", "2", "--pool", str(pool), "-o", str(out), *model_args], catch_exceptions=False)
+    r = runner.invoke(
+        app,
+        [
+            "coverage",
+            "--id",
+            str(tiny / "id"),
+            "--ood",
+            str(tiny / "ood"),
+            "--vocab",
+            str(tiny / "negA.txt"),
+            "--groups",
+            "2",
+            "--repair",
+            "2",
+            "--pool",
+            str(pool),
+            "-o",
+            str(out),
+            *model_args,
+        ],
+        catch_exceptions=False,
+    )
     assert r.exit_code == 0, r.output
     assert "RANDOM WEIGHTS" in r.output
     doc = json.loads((out / "coverage.json").read_text())
@@ -142,7 +217,21 @@ def test_coverage_command_writes_its_report(tiny, model_args, tmp_path):
     dom = _browser(out / "report.html", tmp_path / "coverage.png")
     assert dom.classes.get("evasion-card", 0) == sum(1 for x in imgs if x["set"] == "ood" and x["misjudged"])
     assert "paper towel holder" in dom.by_id["coverage-table"]["text"]
-    r = runner.invoke(app, ["coverage", "--id", str(tiny / "id"), "--ood", str(tiny / "id"), "--vocab", str(tiny / "negA.txt"), "-o", str(tmp_path / "c2"), *model_args])
+    r = runner.invoke(
+        app,
+        [
+            "coverage",
+            "--id",
+            str(tiny / "id"),
+            "--ood",
+            str(tiny / "id"),
+            "--vocab",
+            str(tiny / "negA.txt"),
+            "-o",
+            str(tmp_path / "c2"),
+            *model_args,
+        ],
+    )
     assert r.exit_code == 2 and "carry no labels" in r.output
 
 
@@ -167,13 +256,43 @@ def test_a_large_run_stays_small_and_new_columns_are_shown(tmp_path):
            "ood_image_ids": np.array([f"ood{i}" for i in range(n_ood)])},
     )  # fmt: skip
     neg = [{"label": f"negative label {k}", "cosine": 0.3, "share": 0.01} for k in range(5)]
-    ex = [{"image": f"ood{i}", "path": imgs[i % 400], "negative_share": 0.1, "top_negatives": neg, "top_id": [{"label": "tench", "cosine": 0.3, "share": 0.5}]} for i in range(n_ood)]
+    ex = [
+        {
+            "image": f"ood{i}",
+            "path": imgs[i % 400],
+            "negative_share": 0.1,
+            "top_negatives": neg,
+            "top_id": [{"label": "tench", "cosine": 0.3, "share": 0.5}],
+        }
+        for i in range(n_ood)
+    ]
     (folder / "explanations.json").write_text(json.dumps({"vocabularies": {"big": ex}}))
     rows = [
-        {"method": "neglabel", "vocabulary": "big", "ood_set": "setA", "deployable": True, "caveats": {}, "fpr": 0.5, "auroc": 0.8, "convention": "paper", "tpr": 0.95, "fpr_ci": [0.4, 0.6]},
-        {"method": "neglabel", "vocabulary": "oracle", "ood_set": "mean", "deployable": False, "caveats": {"oracle": "built from the OOD labels"}, "fpr": 0.1, "auroc": 0.9},
+        {
+            "method": "neglabel",
+            "vocabulary": "big",
+            "ood_set": "setA",
+            "deployable": True,
+            "caveats": {},
+            "fpr": 0.5,
+            "auroc": 0.8,
+            "convention": "paper",
+            "tpr": 0.95,
+            "fpr_ci": [0.4, 0.6],
+        },
+        {
+            "method": "neglabel",
+            "vocabulary": "oracle",
+            "ood_set": "mean",
+            "deployable": False,
+            "caveats": {"oracle": "built from the OOD labels"},
+            "fpr": 0.1,
+            "auroc": 0.9,
+        },
     ]
-    (folder / "results.json").write_text(json.dumps({"model": "ViT-B-32", "random_weights": True, "convention": "paper", "tpr": 0.95, "rows": rows}))
+    (folder / "results.json").write_text(
+        json.dumps({"model": "ViT-B-32", "random_weights": True, "convention": "paper", "tpr": 0.95, "rows": rows})
+    )
     out = write_report(folder)
     size = out.stat().st_size
     assert size < 5 * 2**20  # the target is 20 MB
@@ -188,9 +307,33 @@ def test_a_large_run_stays_small_and_new_columns_are_shown(tmp_path):
 
 def test_coverage_of_a_fi_imagenet_list_with_labels(tiny, model_args, tmp_path):
     lst = tmp_path / "fi_ood.csv"
-    lst.write_text("id,label\nILSVRC2012_val_00000002,paper towel holder\nILSVRC2012_val_00000005,kite\nILSVRC2012_val_00000006,kite\n")
+    lst.write_text(
+        "id,label\nILSVRC2012_val_00000002,paper towel holder\nILSVRC2012_val_00000005,kite\nILSVRC2012_val_00000006,kite\n"
+    )
     out = tmp_path / "cov"
-    r = runner.invoke(app, ["coverage", "--id", str(tiny / "val"), "--fi-ood", str(lst), "--vocab", str(tiny / "negA.txt"), "--method", "neglabel_eoe", "--groups", "3", "--repair", "1", "--no-report", "-o", str(out), *model_args], catch_exceptions=False)
+    r = runner.invoke(
+        app,
+        [
+            "coverage",
+            "--id",
+            str(tiny / "val"),
+            "--fi-ood",
+            str(lst),
+            "--vocab",
+            str(tiny / "negA.txt"),
+            "--method",
+            "neglabel_eoe",
+            "--groups",
+            "3",
+            "--repair",
+            "1",
+            "--no-report",
+            "-o",
+            str(out),
+            *model_args,
+        ],
+        catch_exceptions=False,
+    )
     assert r.exit_code == 0, r.output
     doc = json.loads((out / "coverage.json").read_text())
     assert {c["label"]: c["n_images"] for c in doc["classes"]} == {"paper towel holder": 1, "kite": 2}
@@ -205,17 +348,34 @@ def test_a_sweep_folder_and_a_damaged_results_file(tmp_path):
 
     folder = tmp_path / "sw"
     folder.mkdir()
-    rows = [{"M": m, "fpr": f, "auroc": 0.7, "fpr_ci": [f - 0.1, f + 0.1], "convention": "paper", "tpr": 0.95} for m, f in ((10, 0.6), (20, 0.5))]
+    rows = [
+        {"M": m, "fpr": f, "auroc": 0.7, "fpr_ci": [f - 0.1, f + 0.1], "convention": "paper", "tpr": 0.95}
+        for m, f in ((10, 0.6), (20, 0.5))
+    ]
     plot_sweep(rows, folder / "sweep.png")
-    (folder / "sweep.json").write_text(json.dumps({"model": "m", "random_weights": False, "method": "neglabel", "rows": rows, "references": [{"name": "oracle", "M": 5, "fpr": 0.1, "auroc": 0.9}]}))
+    (folder / "sweep.json").write_text(
+        json.dumps(
+            {
+                "model": "m",
+                "random_weights": False,
+                "method": "neglabel",
+                "rows": rows,
+                "references": [{"name": "oracle", "M": 5, "fpr": 0.1, "auroc": 0.9}],
+            }
+        )
+    )
     text = write_report(folder).read_text()
     assert "Pool-size sweep" in text and "data:image/png;base64," in text and "oracle (M=5)" in text
     assert "random-weights-banner" not in text and "[50.00, 70.00]" in text
     mined = [{**r, "random_weights": True} for r in rows]  # a vocabulary mined with random weights
-    (folder / "sweep.json").write_text(json.dumps({"model": "m", "pretrained": "openai", "random_weights": False, "method": "neglabel", "rows": mined}))
+    (folder / "sweep.json").write_text(
+        json.dumps({"model": "m", "pretrained": "openai", "random_weights": False, "method": "neglabel", "rows": mined})
+    )
     assert "random-weights-banner" in write_report(folder).read_text()
     (folder / "results.json").write_text("{not json")
-    with pytest.raises(InputError, match="results.json: not valid JSON"):  # the one validation layer (negvocab.evaluation.stored)
+    with pytest.raises(
+        InputError, match="results.json: not valid JSON"
+    ):  # the one validation layer (negvocab.evaluation.stored)
         write_report(folder)
 
 
@@ -232,7 +392,9 @@ def test_several_named_ood_sets_have_their_own_operating_points(tmp_path, conven
         **{"id/neglabel@v": s_id, "ood/neglabel@v": np.concatenate([a, b]), "ood_sets": np.array(["A"] * 80 + ["B"] * 40),
            "ood_paths": np.array([f"/nonexistent/{i}.png" for i in range(120)]), "ood_image_ids": np.array([f"o{i}" for i in range(120)])},
     )  # fmt: skip
-    rows = [{"method": "neglabel", "vocabulary": "v", "ood_set": s, "fpr": 0.5, "auroc": 0.5} for s in ("A", "B", "mean")]
+    rows = [
+        {"method": "neglabel", "vocabulary": "v", "ood_set": s, "fpr": 0.5, "auroc": 0.5} for s in ("A", "B", "mean")
+    ]
     (folder / "results.json").write_text(json.dumps({"convention": convention, "tpr": 0.95, "rows": rows}))
     text = write_report(folder).read_text()
     want = sum(int(operating_point(s_id, x, convention=convention).ood_passing.sum()) for x in (a, b))
@@ -245,7 +407,26 @@ def test_several_named_ood_sets_from_score_have_their_own_sections(tiny, model_a
     """score --ood A=... --ood B=...: one section per set in the rendered page, each with as many
     evasion cards as its scores in scores.npz put at or above the (paper) threshold."""
     out = tmp_path / "res"
-    r = runner.invoke(app, ["score", "--id", str(tiny / "id"), "--ood", f"A={tiny / 'ood'}", "--ood", f"B={tiny / 'val'}", "--vocab", str(tiny / "negA.txt"), "--n-boot", "0", "-o", str(out), *model_args], catch_exceptions=False)
+    r = runner.invoke(
+        app,
+        [
+            "score",
+            "--id",
+            str(tiny / "id"),
+            "--ood",
+            f"A={tiny / 'ood'}",
+            "--ood",
+            f"B={tiny / 'val'}",
+            "--vocab",
+            str(tiny / "negA.txt"),
+            "--n-boot",
+            "0",
+            "-o",
+            str(out),
+            *model_args,
+        ],
+        catch_exceptions=False,
+    )
     assert r.exit_code == 0, r.output
     with np.load(out / "scores.npz") as z:
         s_id, s_ood, sets = z["id/neglabel@negA"], z["ood/neglabel@negA"], z["ood_sets"].astype(str)
@@ -253,7 +434,10 @@ def test_several_named_ood_sets_from_score_have_their_own_sections(tiny, model_a
     expected = {name: int(np.sum(s_ood[sets == name] >= thr)) for name in ("A", "B")}
     assert sum(sets == "A") == 4 and sum(sets == "B") == 8
     dom = _browser(out / "report.html", tmp_path / "sets.png")
-    shown = {dom.by_id[f"evasion-cards-{k}"]["attrs"]["data-ood-set"]: dom.cards_in.get(f"evasion-cards-{k}", 0) for k in (1, 2)}
+    shown = {
+        dom.by_id[f"evasion-cards-{k}"]["attrs"]["data-ood-set"]: dom.cards_in.get(f"evasion-cards-{k}", 0)
+        for k in (1, 2)
+    }
     assert shown == expected and "evasion-cards-3" not in dom.by_id
     for k, name in ((1, "A"), (2, "B")):
         assert dom.by_id[f"evasion-count-{k}"]["text"].strip() == str(expected[name])  # the page's script counted them
@@ -301,8 +485,18 @@ def _overflow(html_path, width, shot):
     """Elements wider than a ``width`` px viewport, as Chromium lays the page out; a screenshot too."""
     probe = html_path.with_name(f"probe-{width}.html")
     probe.write_text(html_path.read_text().replace("</body>", _OVERFLOW_JS + "</body>"))
-    base = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run", f"--window-size={width},1000"]
-    dom = subprocess.run([*base, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
+    base = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        f"--window-size={width},1000",
+    ]
+    dom = subprocess.run(
+        [*base, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
     subprocess.run([*base, f"--screenshot={shot}", html_path.as_uri()], capture_output=True, timeout=120, check=True)
     found = re.search(r'data-overflow="([^"]*)"', dom)
     assert found, "the probe did not run"
@@ -321,17 +515,33 @@ def _study(tmp_path):
              "ood_sets": np.array(["far"] * 4 + ["near"] * 3), "ood_paths": np.array([f"/nonexistent/{i}.png" for i in range(7)]),
              "ood_image_ids": np.array([f"o{i}" for i in range(7)])})  # fmt: skip
     digest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
-    base = {"model": "ViT-B-32", "pretrained": "laion2b", "convention": "paper", "tpr": 0.95, "n_id": 12, "aupr_method": "average_precision", "cell": digest}
+    base = {
+        "model": "ViT-B-32",
+        "pretrained": "laion2b",
+        "convention": "paper",
+        "tpr": 0.95,
+        "n_id": 12,
+        "aupr_method": "average_precision",
+        "cell": digest,
+    }
     rows = [
         {**base, "method": "neglabel", "vocabulary": "wn", "vocab_size": 100, "deployable": True, "ood_set": "far", "n_ood": 4, "fpr": 0.0, "fpr_ci": [0.0, 0.0], "auroc": 0.9},
         {**base, "method": "neglabel", "vocabulary": "wn", "vocab_size": 100, "deployable": True, "ood_set": "near", "n_ood": 3, "fpr": 0.667, "fpr_ci": [0.0, 1.0], "auroc": 0.6},
         {**base, "method": "mcm", "vocabulary": "", "vocab_size": 0, "deployable": True, "ood_set": "far", "n_ood": 4, "fpr": 0.5, "auroc": 0.7},
     ]  # fmt: skip
-    (score / "results.json").write_text(json.dumps({"model": "ViT-B-32", "random_weights": True, "convention": "paper", "tpr": 0.95, "rows": rows}))
+    (score / "results.json").write_text(
+        json.dumps({"model": "ViT-B-32", "random_weights": True, "convention": "paper", "tpr": 0.95, "rows": rows})
+    )
     sweep = study / "sweep"
     sweep.mkdir()
-    srows = [{"M": m, "fpr": f, "auroc": 0.7, "ood_set": s, "convention": "paper", "tpr": 0.95} for s in ("far", "near") for m, f in ((10, 0.6), (20, 0.5))]
-    (sweep / "sweep.json").write_text(json.dumps({"model": "m", "random_weights": True, "method": "neglabel", "rows": srows}))
+    srows = [
+        {"M": m, "fpr": f, "auroc": 0.7, "ood_set": s, "convention": "paper", "tpr": 0.95}
+        for s in ("far", "near")
+        for m, f in ((10, 0.6), (20, 0.5))
+    ]
+    (sweep / "sweep.json").write_text(
+        json.dumps({"model": "m", "random_weights": True, "method": "neglabel", "rows": srows})
+    )
     return study, digest
 
 
@@ -351,7 +561,11 @@ def test_one_study_report_over_several_folders_fits_1280_px_and_a4(tmp_path):
     constant = re.search(r'<dl class="meta constant" id="results-constant">(.*?)</dl>', text, re.S).group(1)
     assert "n id" in constant and "average_precision" in constant and "cell" not in constant or digest in constant
     mcm = [row for row in re.findall(r"<tr>(.*?)</tr>", table, re.S) if ">mcm<" in row][0]
-    assert re.findall(r"<td[^>]*>([^<]*)</td>", mcm)[2:5] == ["-", "-", "-"]  # vocabulary, M, deployable: none for a baseline
+    assert re.findall(r"<td[^>]*>([^<]*)</td>", mcm)[2:5] == [
+        "-",
+        "-",
+        "-",
+    ]  # vocabulary, M, deployable: none for a baseline
     assert "Small samples: fewer than 30" in text and "zero width [0.00, 0.00] from 4 OOD images" in text
     assert "100 points wide" in text
     sweep = re.search(r'<h2 id="s2-sweep">.*?</table>', text, re.S).group(0)
@@ -370,9 +584,24 @@ A4_PT = (595.28, 841.89)  # ISO 216 in PostScript points
 def _print_pdf(html_path, pdf):
     """The page as Chromium prints it (its own print layout, the page's @page rules), and the page
     boxes of the PDF it writes: one (width, height) in points per page."""
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ]
     with tempfile.TemporaryDirectory() as profile:
-        cmd = [CHROMIUM, *flags, f"--user-data-dir={profile}", "--no-pdf-header-footer", f"--print-to-pdf={pdf}", html_path.as_uri()]
+        cmd = [
+            CHROMIUM,
+            *flags,
+            f"--user-data-dir={profile}",
+            "--no-pdf-header-footer",
+            f"--print-to-pdf={pdf}",
+            html_path.as_uri(),
+        ]
         subprocess.run(cmd, capture_output=True, timeout=120, check=True)
     data = pdf.read_bytes()
     assert data.startswith(b"%PDF-") and b"%%EOF" in data[-64:]
@@ -414,9 +643,17 @@ def test_the_report_of_damaged_files_is_one_line(tmp_path):
     score = study / "score"
     good = (score / "scores.npz").read_bytes()
     cases = [
-        ("results.json", "[1, 2]", "results.json: must hold a JSON object with 'rows', got a list"),  # the one validation layer's lines
+        (
+            "results.json",
+            "[1, 2]",
+            "results.json: must hold a JSON object with 'rows', got a list",
+        ),  # the one validation layer's lines
         ("results.json", json.dumps({"rows": [1]}), "results.json: rows[0] must be an object, got int"),
-        ("results.json", json.dumps({"rows": [{"method": "mcm", "fpr": "0.5"}]}), "rows[0]['fpr'] must be a number or null, got str"),
+        (
+            "results.json",
+            json.dumps({"rows": [{"method": "mcm", "fpr": "0.5"}]}),
+            "rows[0]['fpr'] must be a number or null, got str",
+        ),
         ("scores.npz", "id,score\n", "scores.npz: not a readable scores.npz"),
         ("scores.npz", good[: len(good) // 2], "scores.npz: not a readable scores.npz"),
         ("scores.npz", None, "'id/a' must be a 1-D array of numbers, got <U3"),
@@ -431,7 +668,12 @@ def test_the_report_of_damaged_files_is_one_line(tmp_path):
         else:
             (score / name).write_bytes(data if isinstance(data, bytes) else data.encode())
         r = runner.invoke(app, ["report", str(score), "-o", str(tmp_path / "r.html"), "--overwrite"])
-        assert r.exit_code == 2 and msg in r.output and "re-run `negvocab score`" in r.output and len(r.output.strip().splitlines()) == 1, (name, r.output)
+        assert (
+            r.exit_code == 2
+            and msg in r.output
+            and "re-run `negvocab score`" in r.output
+            and len(r.output.strip().splitlines()) == 1
+        ), (name, r.output)
     several = runner.invoke(app, ["report", str(study)])
     assert several.exit_code == 2 and "2 results folders make one page: give it a file name with -o" in several.output
 
@@ -443,13 +685,28 @@ def test_coverage_keeps_the_name_of_its_set_and_refuses_two_as_its_help_says(tin
     lst = tmp_path / "labelled.csv"
     lst.write_text("path,label\n" + "".join(f"{p.relative_to(tiny)},{p.parent.name.replace('_', ' ')}\n" for p in ood))
     out = tmp_path / "cov"
-    args = ["coverage", "--id", str(tiny / "id"), "--vocab", str(tiny / "negA.txt"), "--groups", "2", "--no-report", "--image-root", str(tiny), *model_args]
+    args = [
+        "coverage",
+        "--id",
+        str(tiny / "id"),
+        "--vocab",
+        str(tiny / "negA.txt"),
+        "--groups",
+        "2",
+        "--no-report",
+        "--image-root",
+        str(tiny),
+        *model_args,
+    ]
     r = runner.invoke(app, [*args, "--ood", f"graphics={lst}", "-o", str(out)], catch_exceptions=False)
     assert r.exit_code == 0, r.output
     doc = json.loads((out / "coverage.json").read_text())
-    assert '"ood_set": {"name": "graphics", "n": 4}' in json.dumps(doc) and "labelled" not in json.dumps(doc).replace(str(lst), "")
+    assert '"ood_set": {"name": "graphics", "n": 4}' in json.dumps(doc) and "labelled" not in json.dumps(doc).replace(
+        str(lst), ""
+    )
     r = runner.invoke(app, [*args, "--ood", f"graphics={lst}", "--ood", f"more={lst}", "-o", str(tmp_path / "two")])
-    assert r.exit_code == 2 and "one OOD set at a time; got 2 (graphics, more)" in r.output and "Traceback" not in r.output
+    assert (
+        r.exit_code == 2 and "one OOD set at a time; got 2 (graphics, more)" in r.output and "Traceback" not in r.output
+    )
     help_text = " ".join(runner.invoke(app, ["coverage", "--help"], env={"COLUMNS": "200"}).output.split())
     assert "One set per run" in help_text and "repeat" not in help_text.lower()
-

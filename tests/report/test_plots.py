@@ -73,8 +73,16 @@ def test_several_series_overlaid_with_what_differs_in_the_legend():
 def test_several_ood_sets_draw_one_labelled_line_each_and_the_mean():
     rows = _rows(ood_set="A") + _rows(ood_set="B", fprs=(0.5, 0.4, 0.3)) + _rows(ood_set="mean", fprs=(0.7, 0.45, 0.16))
     fig = sweep_figure(rows)
-    assert [ln.get_ydata()[0] for ln in fig.axes[0].lines] == [pytest.approx(90.0), pytest.approx(50.0), pytest.approx(70.0)]
-    assert [lab for lab in fig.axes[0].get_legend_handles_labels()[1] if "CI" not in lab] == ["OOD A", "OOD B", "OOD mean"]
+    assert [ln.get_ydata()[0] for ln in fig.axes[0].lines] == [
+        pytest.approx(90.0),
+        pytest.approx(50.0),
+        pytest.approx(70.0),
+    ]
+    assert [lab for lab in fig.axes[0].get_legend_handles_labels()[1] if "CI" not in lab] == [
+        "OOD A",
+        "OOD B",
+        "OOD mean",
+    ]
     assert len(sweep_figure(rows, ood_set="all").axes[0].lines) == 3
     assert [ln.get_ydata()[0] for ln in sweep_figure(rows, ood_set="B").axes[0].lines] == [pytest.approx(50.0)]
 
@@ -119,7 +127,9 @@ def test_vector_files_are_real_and_carry_the_title(tmp_path, suffix):
     path = negvocab.plot_sweep(_rows(), tmp_path / f"f{suffix}")
     data = path.read_bytes()
     if suffix == ".pdf":
-        assert data.startswith(b"%PDF-") and b"%%EOF" in data[-64:] and b"Pool size M" in data  # the title in the metadata
+        assert (
+            data.startswith(b"%PDF-") and b"%%EOF" in data[-64:] and b"Pool size M" in data
+        )  # the title in the metadata
     else:
         import xml.etree.ElementTree as ET
 
@@ -175,7 +185,14 @@ def test_subsample_figure_has_one_panel_per_ood_set():
     from negvocab.report.plots import subsample_figure
 
     rng = np.random.default_rng(1)
-    rows = negvocab.subsample(rng.normal(1, 1, 100), rng.normal(0, 1, 60), sizes=[5, 20], draws=10, ood_sets=["a"] * 25 + ["b"] * 35, pooled=True)
+    rows = negvocab.subsample(
+        rng.normal(1, 1, 100),
+        rng.normal(0, 1, 60),
+        sizes=[5, 20],
+        draws=10,
+        ood_sets=["a"] * 25 + ["b"] * 35,
+        pooled=True,
+    )
     fig = subsample_figure(rows)
     assert [ax.get_title() for ax in fig.axes] == ["OOD set a (N=25)", "OOD set b (N=35)", "OOD set pooled (N=60)"]
 

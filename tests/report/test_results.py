@@ -26,16 +26,39 @@ def _env() -> dict[str, str]:
 
 
 def _score_args(tiny, model_args, vocab: str, out: Path) -> list[str]:
-    return ["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--vocab", str(tiny / vocab), "--groups", "2", "--n-boot", "0", "--explain", "1", "-o", str(out), *model_args]
+    return [
+        "score",
+        "--id",
+        str(tiny / "id"),
+        "--ood",
+        str(tiny / "ood"),
+        "--vocab",
+        str(tiny / vocab),
+        "--groups",
+        "2",
+        "--n-boot",
+        "0",
+        "--explain",
+        "1",
+        "-o",
+        str(out),
+        *model_args,
+    ]
 
 
 def test_a_folder_another_run_holds_is_refused_at_once(tiny, model_args, tmp_path):
     out = tmp_path / "res"
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env())
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env()
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         r = CliRunner().invoke(app, _score_args(tiny, model_args, "negA.txt", out))
-        assert r.exit_code == 2 and r.stderr.strip() == f"error: {out} is being written by another negvocab run; wait for it to finish or give another -o"
+        assert (
+            r.exit_code == 2
+            and r.stderr.strip()
+            == f"error: {out} is being written by another negvocab run; wait for it to finish or give another -o"
+        )
         assert list(out.iterdir()) == []
     finally:
         holder.communicate("", timeout=30)
@@ -46,7 +69,13 @@ def test_a_folder_another_run_holds_is_refused_at_once(tiny, model_args, tmp_pat
 def test_two_concurrent_score_runs_one_wins_whole_the_other_refuses(tiny, model_args, tmp_path):
     out = tmp_path / "res"
     procs = [
-        subprocess.Popen([*CLI, *_score_args(tiny, model_args, v, out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+        subprocess.Popen(
+            [*CLI, *_score_args(tiny, model_args, v, out)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(),
+        )
         for v in ("negA.txt", "negB.txt")
     ]
     results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
@@ -56,13 +85,22 @@ def test_two_concurrent_score_runs_one_wins_whole_the_other_refuses(tiny, model_
     codes = sorted(rc for rc, _ in results)
     assert codes == [0, 2], results
     loser = next(err for rc, err in results if rc == 2)
-    assert ("being written by another negvocab run" in loser or "holds the results of an earlier run" in loser) and len(loser.strip().splitlines()) == 1
+    assert ("being written by another negvocab run" in loser or "holds the results of an earlier run" in loser) and len(
+        loser.strip().splitlines()
+    ) == 1
     winner = json.loads((out / "results.json").read_text())["rows"][0]["vocabulary"]
     # every file is the winner's: the table, the per-image scores and the explanations
     assert {r["vocabulary"] for r in csv.DictReader((out / "results.csv").open())} == {winner}
     assert next(csv.DictReader((out / "scores.csv").open())).keys() >= {f"neglabel@{winner}"}
     assert list(json.loads((out / "explanations.json").read_text())["vocabularies"]) == [winner]
-    assert sorted(p.name for p in out.iterdir()) == ["explanations.json", "report.html", "results.csv", "results.json", "scores.csv", "scores.npz"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "explanations.json",
+        "report.html",
+        "results.csv",
+        "results.json",
+        "scores.csv",
+        "scores.npz",
+    ]
 
 
 def test_any_earlier_output_file_is_protected_not_only_results_json(tiny, model_args, tmp_path):
@@ -70,7 +108,10 @@ def test_any_earlier_output_file_is_protected_not_only_results_json(tiny, model_
     out.mkdir()
     (out / "scores.csv").write_text("an earlier run's scores\n")
     r = CliRunner().invoke(app, _score_args(tiny, model_args, "negA.txt", out))
-    assert r.exit_code == 2 and "holds the results of an earlier run (scores.csv); give another -o, or --overwrite" in r.stderr
+    assert (
+        r.exit_code == 2
+        and "holds the results of an earlier run (scores.csv); give another -o, or --overwrite" in r.stderr
+    )
     assert (out / "scores.csv").read_text() == "an earlier run's scores\n"
     (out / "notes.txt").write_text("mine")
     r = CliRunner().invoke(app, [*_score_args(tiny, model_args, "negA.txt", out), "--overwrite"])
@@ -139,7 +180,12 @@ def test_a_released_claim_closes_nothing_in_a_forked_child(tmp_path):
     forked later (a DataLoader worker) does not close the descriptor that took its number. Before
     the fix such a child closed its loader's pipe and died ("DataLoader worker exited unexpectedly")."""
     (tmp_path / "cwd").mkdir()
-    proc = subprocess.run([sys.executable, "-c", RELEASE_ELSEWHERE_THEN_FORK, str(tmp_path / "cwd")], capture_output=True, text=True, env=_env())
+    proc = subprocess.run(
+        [sys.executable, "-c", RELEASE_ELSEWHERE_THEN_FORK, str(tmp_path / "cwd")],
+        capture_output=True,
+        text=True,
+        env=_env(),
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["0", "alive"]
 
@@ -151,7 +197,9 @@ def test_a_killed_writes_temporary_files_go_when_the_folder_is_claimed(tmp_path)
     for p in left:
         p.write_text("half")
     (out / "cells" / "x.json").write_text("{}")
-    claim_folder(out, ("results.json",), overwrite=True, work_dirs=("cells",)).release()  # its own outputs only (tests/test_outputs.py)
+    claim_folder(
+        out, ("results.json",), overwrite=True, work_dirs=("cells",)
+    ).release()  # its own outputs only (tests/test_outputs.py)
     assert not any(p.exists() for p in left) and (out / "cells" / "x.json").exists()
 
 
@@ -197,7 +245,10 @@ def test_a_run_killed_while_moving_its_files_in_is_rolled_forward(tmp_path, monk
         return real_replace(src, dst)
 
     monkeypatch.setattr(outdir.os, "replace", dies_after_one_move)
-    with pytest.raises(KeyboardInterrupt), outdir.staged_folder(folder, outputs, "results.json", overwrite=True) as stage:
+    with (
+        pytest.raises(KeyboardInterrupt),
+        outdir.staged_folder(folder, outputs, "results.json", overwrite=True) as stage,
+    ):
         for name in ("results.json", "results.csv", "scores.csv"):
             (stage / name).write_text(f"new {name}")
     monkeypatch.setattr(outdir.os, "replace", real_replace)
@@ -225,7 +276,10 @@ def test_a_run_killed_before_its_commit_point_keeps_the_earlier_run(tmp_path, mo
         return real_replace(src, dst)
 
     monkeypatch.setattr(outdir.os, "replace", dies_at_commit_point)
-    with pytest.raises(KeyboardInterrupt), outdir.staged_folder(folder, outputs, "results.json", overwrite=True) as stage:
+    with (
+        pytest.raises(KeyboardInterrupt),
+        outdir.staged_folder(folder, outputs, "results.json", overwrite=True) as stage,
+    ):
         for name in outputs:
             (stage / name).write_text(f"new {name}")
     monkeypatch.undo()

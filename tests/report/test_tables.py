@@ -37,18 +37,34 @@ def tidy():
         for ood in [*SETS, "mean"]:
             for v in VOCABS:
                 rows.append(_row(m, v, ood, fpr=float(rng.uniform(0.2, 0.9)), auroc=float(rng.uniform(0.6, 0.95))))
-            rows.append(_row(m, "", ood, method="mcm", fpr=float(rng.uniform(0.5, 0.99)), auroc=float(rng.uniform(0.5, 0.8))))
+            rows.append(
+                _row(m, "", ood, method="mcm", fpr=float(rng.uniform(0.5, 0.99)), auroc=float(rng.uniform(0.5, 0.8)))
+            )
     return rows
 
 
 def test_table_2_equals_a_pandas_pivot_of_the_tidy_rows(tidy):
-    t = build_table(tidy, metric="fpr", rows_by="model", cols_by="vocabulary", where={"ood_set": "mean", "method": "neglabel"}, mean_rows=True)
+    t = build_table(
+        tidy,
+        metric="fpr",
+        rows_by="model",
+        cols_by="vocabulary",
+        where={"ood_set": "mean", "method": "neglabel"},
+        mean_rows=True,
+    )
     df = pd.DataFrame(tidy)
     df = df[df.ood_set == "mean"]
     df["vocabulary"] = np.where(df.vocabulary == "", df.method + " (no vocabulary)", df.vocabulary)
-    want = df.pivot_table(index="model", columns="vocabulary", values="fpr", sort=False).rename(columns={"oracle": "oracle (NOT deployable)"})
+    want = df.pivot_table(index="model", columns="vocabulary", values="fpr", sort=False).rename(
+        columns={"oracle": "oracle (NOT deployable)"}
+    )
     want.loc["mean"] = want.mean(axis=0)
-    assert t.index == [*MODELS, "mean"] and t.columns == ["wordnet", "gpt", "oracle (NOT deployable)", "mcm (no vocabulary)"]
+    assert t.index == [*MODELS, "mean"] and t.columns == [
+        "wordnet",
+        "gpt",
+        "oracle (NOT deployable)",
+        "mcm (no vocabulary)",
+    ]
     np.testing.assert_allclose(t.values[:, :, 0], want.loc[t.index, t.columns].to_numpy(), rtol=0, atol=1e-15)
     assert t.summary_rows == [False, False, True] and not t.bold[-1].any()  # the mean row does not compete
     md = t.to_markdown()
@@ -57,15 +73,26 @@ def test_table_2_equals_a_pandas_pivot_of_the_tidy_rows(tidy):
 
 
 def test_ood_sets_as_columns_keep_the_bootstrap_mean_last_and_groups_add_means(tidy):
-    t = build_table(tidy, rows_by="vocabulary", cols_by="ood_set", where={"model": "ViT-B-32", "method": "neglabel"}, col_groups={"near": ["ssb"], "both": ["ssb", "ninco"]})
+    t = build_table(
+        tidy,
+        rows_by="vocabulary",
+        cols_by="ood_set",
+        where={"model": "ViT-B-32", "method": "neglabel"},
+        col_groups={"near": ["ssb"], "both": ["ssb", "ninco"]},
+    )
     assert t.columns == ["ssb", "ninco", "mean", "near", "both"] and t.summary_cols == [False, False, True, True, True]
-    df = pd.DataFrame([r for r in tidy if r["model"] == "ViT-B-32" and (r["method"] == "neglabel" or r["vocabulary"] == "")])
+    df = pd.DataFrame(
+        [r for r in tidy if r["model"] == "ViT-B-32" and (r["method"] == "neglabel" or r["vocabulary"] == "")]
+    )
     df["vocabulary"] = np.where(df.vocabulary == "", "mcm (no vocabulary)", df.vocabulary)
     p = df.pivot_table(index="vocabulary", columns="ood_set", values="fpr", sort=False)
     idx = [i.replace(" (NOT deployable)", "") for i in t.index]
     np.testing.assert_allclose(t.values[:, 3, 0], p.loc[idx, "ssb"], atol=1e-15)
     np.testing.assert_allclose(t.values[:, 4, 0], p.loc[idx, ["ssb", "ninco"]].mean(axis=1), atol=1e-15)
-    assert "oracle (NOT deployable)" in t.index and "NOT deployable (oracle/transductive, a bound, not a result): oracle." in t.full_caption()
+    assert (
+        "oracle (NOT deployable)" in t.index
+        and "NOT deployable (oracle/transductive, a bound, not a result): oracle." in t.full_caption()
+    )
 
 
 def _column(values, ci):
@@ -85,7 +112,9 @@ def test_bold_only_where_every_other_entry_lies_beyond_the_interval():
     assert not build_table(nan_ci, rows_by="model", cols_by="ood_set").bold.any()
     point = build_table(nan_ci, rows_by="model", cols_by="ood_set", bold="point")
     assert point.bold[:, 0, 0].tolist() == [True, False] and "not tested" in point.full_caption()
-    auroc = build_table(_column([0.20, 0.40, 0.50], [0.05, 0.05, 0.05]), metric="auroc", rows_by="model", cols_by="ood_set")
+    auroc = build_table(
+        _column([0.20, 0.40, 0.50], [0.05, 0.05, 0.05]), metric="auroc", rows_by="model", cols_by="ood_set"
+    )
     assert auroc.bold[:, 0, 0].tolist() == [False, False, False]  # AUROC = 0.8 for all: a tie, none bold
     md = clear.to_markdown()
     assert md.count("**") == 2 and "**20.00**" in md
@@ -94,7 +123,14 @@ def test_bold_only_where_every_other_entry_lies_beyond_the_interval():
 
 def test_caption_states_convention_threshold_tpr_n_templates_weights(tidy):
     rows = [{**r, "random_weights": r["model"] == "ViT-L-14"} for r in tidy]
-    t = build_table(rows, rows_by="model", cols_by="vocabulary", where={"ood_set": "ssb", "method": "neglabel"}, intervals=True, failed={"EVA02": "3 cells: no weights"})
+    t = build_table(
+        rows,
+        rows_by="model",
+        cols_by="vocabulary",
+        where={"ood_set": "ssb", "method": "neglabel"},
+        intervals=True,
+        failed={"EVA02": "3 cells: no weights"},
+    )
     cap = t.full_caption()
     for part in (
         "FPR@95 in %.", "paper convention; threshold: ID-anchored", "TPR 0.95", "n ID 50; n OOD ssb 30.", "Templates: paper8.",
@@ -103,16 +139,34 @@ def test_caption_states_convention_threshold_tpr_n_templates_weights(tidy):
     ):  # fmt: skip
         assert part in cap, part
     r = next(x for x in rows if x["model"] == "ViT-B-32" and x["vocabulary"] == "gpt" and x["ood_set"] == "ssb")
-    assert f"{100 * r['fpr']:.2f} [{100 * r['fpr_ci_low']:.2f}, {100 * r['fpr_ci_high']:.2f}]" in t.to_markdown().replace("**", "")
+    assert (
+        f"{100 * r['fpr']:.2f} [{100 * r['fpr_ci_low']:.2f}, {100 * r['fpr_ci_high']:.2f}]"
+        in t.to_markdown().replace("**", "")
+    )
 
 
 def test_latex_booktabs_label_siunitx_and_no_doubled_caption(tidy):
-    t = build_table(tidy, metric="auroc", rows_by="model", cols_by="vocabulary", where={"ood_set": "mean", "method": "neglabel"}, caption="AUROC", label="tab:t2")
+    t = build_table(
+        tidy,
+        metric="auroc",
+        rows_by="model",
+        cols_by="vocabulary",
+        where={"ood_set": "mean", "method": "neglabel"},
+        caption="AUROC",
+        label="tab:t2",
+    )
     tex = t.to_latex()
     assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex and "\\label{tab:t2}" in tex
     caption = tex.split("\\caption{", 1)[1].split("\n", 1)[0]
     assert caption.startswith("AUROC in \\%.") and caption.count("AUROC") == 1
-    s = build_table(tidy, metric=["fpr", "auroc"], rows_by="model", cols_by="vocabulary", where={"ood_set": "mean", "method": "neglabel"}, intervals=True)
+    s = build_table(
+        tidy,
+        metric=["fpr", "auroc"],
+        rows_by="model",
+        cols_by="vocabulary",
+        where={"ood_set": "mean", "method": "neglabel"},
+        intervals=True,
+    )
     stex = s.to_latex(siunitx=True)
     assert "S[table-format=3.2] l" in stex and "\\multicolumn{4}{c}{wordnet}" in stex and "\\cmidrule(lr){2-5}" in stex
     body = [ln for ln in stex.splitlines() if ln.startswith("ViT-B-32")][0].split(" & ")
@@ -121,12 +175,20 @@ def test_latex_booktabs_label_siunitx_and_no_doubled_caption(tidy):
 
 
 def test_csv_reads_back_to_the_values(tidy):
-    t = build_table(tidy, metric=["fpr", "auroc"], rows_by="model", cols_by="ood_set", where={"vocabulary": "gpt", "method": "neglabel"})
+    t = build_table(
+        tidy,
+        metric=["fpr", "auroc"],
+        rows_by="model",
+        cols_by="ood_set",
+        where={"vocabulary": "gpt", "method": "neglabel"},
+    )
     rows = list(csv.DictReader(io.StringIO(t.to_csv())))
     assert [r["row"] for r in rows] == MODELS
     for i, r in enumerate(rows):
         for j, c in enumerate(t.columns):
-            assert float(r[f"{c}:fpr"]) == pytest.approx(100 * t.values[i, j, 0]) and float(r[f"{c}:auroc:ci_low"]) == pytest.approx(100 * t.low[i, j, 1])
+            assert float(r[f"{c}:fpr"]) == pytest.approx(100 * t.values[i, j, 0]) and float(
+                r[f"{c}:auroc:ci_low"]
+            ) == pytest.approx(100 * t.low[i, j, 1])
 
 
 def test_one_line_errors_name_the_values(tidy):
@@ -134,11 +196,15 @@ def test_one_line_errors_name_the_values(tidy):
         build_table(tidy, rows_by="model", cols_by="vocabulary")
     with pytest.raises(InputError, match="unknown axis 'dataset'"):
         build_table(tidy, rows_by="dataset")
-    with pytest.raises(InputError, match=r'several vocabulary values \(wordnet, gpt, oracle\)'):
+    with pytest.raises(InputError, match=r"several vocabulary values \(wordnet, gpt, oracle\)"):
         build_table(tidy, rows_by="model", cols_by="ood_set", where={"method": "neglabel"})
-    with pytest.raises(InputError, match=r"several method values \(neglabel, mcm\)"):  # the baseline fits any vocabulary
+    with pytest.raises(
+        InputError, match=r"several method values \(neglabel, mcm\)"
+    ):  # the baseline fits any vocabulary
         build_table(tidy, rows_by="model", cols_by="ood_set", where={"vocabulary": "gpt"})
-    with pytest.raises(InputError, match=r"no vocabulary 'nope' in the rows; they have wordnet, gpt, oracle$"):  # no empty value listed
+    with pytest.raises(
+        InputError, match=r"no vocabulary 'nope' in the rows; they have wordnet, gpt, oracle$"
+    ):  # no empty value listed
         build_table(tidy, rows_by="model", cols_by="ood_set", where={"vocabulary": "nope", "method": "neglabel"})
 
 
@@ -153,9 +219,21 @@ def _score_folder(tmp_path, rng):
         method, _, vocab = key.partition("@")
         for name, s in s_ood[key].items():
             rep = M.evaluate(s_id[key], s, n_boot=50)
-            rows.append({"method": method, "vocabulary": vocab, "ood_set": name, "random_weights": True, "templates": "single", "pretrained": None, **rep})
+            rows.append(
+                {
+                    "method": method,
+                    "vocabulary": vocab,
+                    "ood_set": name,
+                    "random_weights": True,
+                    "templates": "single",
+                    "pretrained": None,
+                    **rep,
+                }
+            )
     (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "results.json").write_text(json.dumps({"model": "ViT-B-32", "templates": "single", "rows": rows}))
+    (tmp_path / "run" / "results.json").write_text(
+        json.dumps({"model": "ViT-B-32", "templates": "single", "rows": rows})
+    )
     arrays = {"ood_sets": np.array(["ssb"] * 20 + ["ninco"] * 15), "random_weights": np.array(True)}
     for k in s_id:
         arrays[f"id/{k}"], arrays[f"ood/{k}"] = s_id[k], np.concatenate([s_ood[k]["ssb"], s_ood[k]["ninco"]])
@@ -169,8 +247,18 @@ def test_score_folder_rows_and_paired_comparisons(tmp_path):
     t = build_table(rows, rows_by="vocabulary", cols_by="ood_set", where={"method": "neglabel"}, intervals=True)
     assert t.index == ["wordnet", "gpt", "mcm (no vocabulary)"] and t.columns == ["ssb", "ninco"]
     said = comparisons(rows, get, ood_set="ssb", n_boot=80, seed=2)
-    want = paired_bootstrap(s_id["neglabel@wordnet"], {"ssb": s_ood["neglabel@wordnet"]["ssb"]}, s_id["neglabel@gpt"], {"ssb": s_ood["neglabel@gpt"]["ssb"]}, n_boot=80, seed=2)
-    assert f"ViT-B-32: {100 * want.diff:+.2f} [{100 * want.low:+.2f}, {100 * want.high:+.2f}]" in said[0] and "n 40 ID / 20 OOD" in said[0]
+    want = paired_bootstrap(
+        s_id["neglabel@wordnet"],
+        {"ssb": s_ood["neglabel@wordnet"]["ssb"]},
+        s_id["neglabel@gpt"],
+        {"ssb": s_ood["neglabel@gpt"]["ssb"]},
+        n_boot=80,
+        seed=2,
+    )
+    assert (
+        f"ViT-B-32: {100 * want.diff:+.2f} [{100 * want.low:+.2f}, {100 * want.high:+.2f}]" in said[0]
+        and "n 40 ID / 20 OOD" in said[0]
+    )
     assert said[-1].startswith("RANDOM WEIGHTS")
     with pytest.raises(InputError, match="no results.json, sweep.json or grid cells/"):
         folder_rows(tmp_path)
@@ -183,7 +271,9 @@ def test_sweep_folder_rows_name_each_size(tmp_path):
     for r in rows + refs:
         r.pop("model")
         r["fpr_ci"] = [r.pop("fpr_ci_low"), r.pop("fpr_ci_high")]
-    (tmp_path / "sweep.json").write_text(json.dumps({"model": "ViT-B-32", "templates": "paper8", "rows": rows, "references": refs}))
+    (tmp_path / "sweep.json").write_text(
+        json.dumps({"model": "ViT-B-32", "templates": "paper8", "rows": rows, "references": refs})
+    )
     got, get = folder_rows(tmp_path)
     t = build_table(got, rows_by="vocabulary", cols_by="ood_set", intervals=True)
     assert t.index == ["wordnet@50", "wordnet@100", "gpt"] and get is None

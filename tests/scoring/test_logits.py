@@ -37,14 +37,23 @@ def test_the_default_is_clips_logit_scale_and_chunks_change_nothing(emb):
 
 def test_gen_top_classes_and_gamma(emb):
     img, idt = emb
-    np.testing.assert_allclose(negvocab.score("gen", img, idt, gamma=0.5, top_classes=3), ref.gen(img, idt, 100.0, 0.5, 3), rtol=2e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        negvocab.score("gen", img, idt, gamma=0.5, top_classes=3),
+        ref.gen(img, idt, 100.0, 0.5, 3),
+        rtol=2e-5,
+        atol=1e-7,
+    )
     # more classes than there are: all K
-    np.testing.assert_array_equal(negvocab.score("gen", img, idt, top_classes=1000), negvocab.score("gen", img, idt, top_classes=7))
+    np.testing.assert_array_equal(
+        negvocab.score("gen", img, idt, top_classes=1000), negvocab.score("gen", img, idt, top_classes=7)
+    )
 
 
 def test_msp_at_scale_one_over_t_is_mcm_at_t(emb):
     img, idt = emb
-    np.testing.assert_allclose(negvocab.score("msp", img, idt, logit_scale=2.0), negvocab.score("mcm", img, idt, T=0.5), rtol=1e-6)
+    np.testing.assert_allclose(
+        negvocab.score("msp", img, idt, logit_scale=2.0), negvocab.score("mcm", img, idt, T=0.5), rtol=1e-6
+    )
 
 
 @pytest.mark.parametrize(("params", "message"), [
@@ -75,12 +84,30 @@ def test_pytorch_ood_anchor_on_the_same_logits(emb):
     img, idt = emb
     for scale in (100.0, 7.0):
         z = _logits64(img, idt, scale)
-        np.testing.assert_allclose(negvocab.score("msp", img, idt, logit_scale=scale), -det.MaxSoftmax(None).predict_logits(z).numpy(), rtol=1e-5, atol=1e-7)
-        np.testing.assert_allclose(negvocab.score("maxlogit", img, idt, logit_scale=scale), -det.MaxLogit(None).predict_logits(z).numpy(), rtol=1e-5)
-        np.testing.assert_allclose(negvocab.score("energy", img, idt, logit_scale=scale), -det.EnergyBased(None).predict_logits(z).numpy(), rtol=1e-5)
+        np.testing.assert_allclose(
+            negvocab.score("msp", img, idt, logit_scale=scale),
+            -det.MaxSoftmax(None).predict_logits(z).numpy(),
+            rtol=1e-5,
+            atol=1e-7,
+        )
+        np.testing.assert_allclose(
+            negvocab.score("maxlogit", img, idt, logit_scale=scale),
+            -det.MaxLogit(None).predict_logits(z).numpy(),
+            rtol=1e-5,
+        )
+        np.testing.assert_allclose(
+            negvocab.score("energy", img, idt, logit_scale=scale),
+            -det.EnergyBased(None).predict_logits(z).numpy(),
+            rtol=1e-5,
+        )
     # a temperature t on the logits (pytorch-ood's MaxSoftmax(t)) is our logit scale 100 / t
     z = _logits64(img, idt, 100.0)
-    np.testing.assert_allclose(negvocab.score("msp", img, idt, logit_scale=100.0 / 4), -det.MaxSoftmax(None, t=4.0).predict_logits(z).numpy(), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        negvocab.score("msp", img, idt, logit_scale=100.0 / 4),
+        -det.MaxSoftmax(None, t=4.0).predict_logits(z).numpy(),
+        rtol=1e-5,
+        atol=1e-7,
+    )
 
 
 def test_pytorch_ood_gen_anchor_up_to_its_mean_and_clamp(emb):
@@ -92,4 +119,6 @@ def test_pytorch_ood_gen_anchor_up_to_its_mean_and_clamp(emb):
     z = _logits64(img, idt, scale)
     assert float(z.softmax(1).min()) > 1e-7 and float(z.softmax(1).max()) < 1 - 1e-7
     theirs = det.GEN(None, gamma=0.1, M=m).predict_logits(z).numpy()
-    np.testing.assert_allclose(negvocab.score("gen", img, idt, logit_scale=scale, top_classes=m), -m * theirs, rtol=1e-5)
+    np.testing.assert_allclose(
+        negvocab.score("gen", img, idt, logit_scale=scale, top_classes=m), -m * theirs, rtol=1e-5
+    )

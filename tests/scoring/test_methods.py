@@ -71,14 +71,23 @@ def test_the_cli_names_the_flag():
 
 def test_evaluation_limits_hold_in_the_api_not_only_the_cli():
     """n_boot had no bound outside the CLI: the pipelines refuse it before reading an image."""
-    for kwargs, message in (({"n_boot": -5}, "n_boot must be between 0 and 100,000, got -5"), ({"tpr": 2.0}, r"tpr must be in \(0, 1\], got 2.0"),
-                            ({"seed": 1.5}, "seed must be an integer, got 1.5"), ({"convention": "fancy"}, "unknown convention 'fancy'")):
+    for kwargs, message in (
+        ({"n_boot": -5}, "n_boot must be between 0 and 100,000, got -5"),
+        ({"tpr": 2.0}, r"tpr must be in \(0, 1\], got 2.0"),
+        ({"seed": 1.5}, "seed must be an integer, got 1.5"),
+        ({"convention": "fancy"}, "unknown convention 'fancy'"),
+    ):
         with pytest.raises(InputError, match=message):
             negvocab.evaluate_vocabularies(None, None, None, {}, ["mcm"], **kwargs)  # type: ignore[arg-type]
 
 
 def test_the_grid_config_reads_the_registry():
-    doc = {"models": [{"name": "RN50", "random_weights": True}], "id": {"path": "id"}, "ood": {"o": "o"}, "vocabularies": {"v": "v.txt"}}
+    doc = {
+        "models": [{"name": "RN50", "random_weights": True}],
+        "id": {"path": "id"},
+        "ood": {"o": "o"},
+        "vocabularies": {"v": "v.txt"},
+    }
     with pytest.raises(InputError, match=r"methods\[0\]\.params: neglabel: unexpected parameter\(s\) T"):
         parse_config({**doc, "methods": [{"name": "neglabel", "params": {"T": 1.0}}]})
     with pytest.raises(InputError, match=r"methods\[0\]\.params: groups must be >= 1, got -3"):
@@ -96,7 +105,9 @@ def test_a_new_method_is_one_entry(emb, monkeypatch):
     twin = dataclasses.replace(R.METHODS["eoe"], name="eoe_twin", aliases=("eoe-twin",))
     monkeypatch.setitem(R.METHODS, "eoe_twin", twin)
     monkeypatch.setitem(R._ALIASES, "eoe-twin", "eoe_twin")
-    np.testing.assert_array_equal(negvocab.score("EOE-twin", img, idt, neg, beta=0.5), negvocab.score("eoe", img, idt, neg, beta=0.5))
+    np.testing.assert_array_equal(
+        negvocab.score("EOE-twin", img, idt, neg, beta=0.5), negvocab.score("eoe", img, idt, neg, beta=0.5)
+    )
     by_m = sweep_mod.sweep(img, idt, neg, [3, 12], method="eoe_twin")
     np.testing.assert_allclose(by_m[12], negvocab.score("eoe", img, idt, neg), rtol=1e-6)
     assert "eoe_twin" in R.list_methods() and R.method_table(["eoe_twin"])[0]["params"] == {"beta": 0.25, "T": 1.0}
@@ -104,11 +115,15 @@ def test_a_new_method_is_one_entry(emb, monkeypatch):
 
 def test_sweeps_refuse_a_method_without_negatives(emb):
     img, idt, neg = emb
-    with pytest.raises(InputError, match="mcm does not use negative labels; a pool-size sweep needs neglabel, eoe, neglabel_eoe"):
+    with pytest.raises(
+        InputError, match="mcm does not use negative labels; a pool-size sweep needs neglabel, eoe, neglabel_eoe"
+    ):
         sweep_mod.sweep(img, idt, neg, [3], method="mcm")
 
 
 def test_values_are_not_changed_by_validation():
     params = {"tau": np.float32(0.02), "groups": np.int64(3), "grouping": "random", "seed": 7}
     assert R.check_params("neglabel", params) == params
-    assert all(type(a) is type(b) for a, b in zip(R.check_params("neglabel", params).values(), params.values(), strict=True))
+    assert all(
+        type(a) is type(b) for a, b in zip(R.check_params("neglabel", params).values(), params.values(), strict=True)
+    )

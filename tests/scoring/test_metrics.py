@@ -65,7 +65,9 @@ def test_paper_threshold_is_the_decimal_quantile():
     # a float32 tpr means the decimal it prints as, not 0.949999988...
     x = np.arange(21.0)
     assert M.fpr_at_tpr(x, x, np.float32(0.95)) == M.fpr_at_tpr(x, x, 0.95) == paper_fpr(x, x)
-    assert M.bootstrap_ci("fpr", x, x, n_boot=5, alpha=np.float32(0.1)) == M.bootstrap_ci("fpr", x, x, n_boot=5, alpha=0.1)
+    assert M.bootstrap_ci("fpr", x, x, n_boot=5, alpha=np.float32(0.1)) == M.bootstrap_ci(
+        "fpr", x, x, n_boot=5, alpha=0.1
+    )
 
 
 def _cases():
@@ -131,13 +133,17 @@ def test_aupr_methods_differ_on_ties_and_bad_method_is_refused():
 @pytest.mark.parametrize(("name", "ids", "oods"), CASES, ids=IDS)
 def test_each_convention_equals_its_direct_implementation(name, ids, oods, tpr):
     assert negvocab.metrics.fpr_at_tpr(ids, oods, tpr) == pytest.approx(paper_fpr(ids, oods, tpr), abs=1e-12)
-    assert M.fpr_at_tpr(ids, oods, tpr, convention="hendrycks") == pytest.approx(hendrycks_fpr(ids, oods, tpr), abs=1e-12)
+    assert M.fpr_at_tpr(ids, oods, tpr, convention="hendrycks") == pytest.approx(
+        hendrycks_fpr(ids, oods, tpr), abs=1e-12
+    )
     assert M.fpr_at_tpr(ids, oods, tpr, convention="openood") == pytest.approx(openood_fpr(ids, oods, tpr), abs=1e-12)
 
 
 def test_openood_matches_its_literal_code_on_untied_scores():
     ids, oods = CASES[0][1], CASES[0][2]
-    assert M.fpr_at_tpr(ids, oods, convention="openood") == pytest.approx(openood_fpr(ids, oods, drop_intermediate=True))
+    assert M.fpr_at_tpr(ids, oods, convention="openood") == pytest.approx(
+        openood_fpr(ids, oods, drop_intermediate=True)
+    )
 
 
 def test_conventions_differ_on_tied_scores():
@@ -227,7 +233,9 @@ def test_fast_fpr_bootstrap_equals_the_resampling_loop(convention):
         oods = np.round(rng.normal(size=int(rng.integers(1, 25))) - rng.uniform(0, 2), int(rng.integers(0, 2)))
         for tpr in (0.95, 0.8, 0.5, 0.01, 1.0):
             fast = M.bootstrap_ci("fpr", ids, oods, n_boot=40, seed=3, tpr=tpr, convention=convention)
-            loop = M.bootstrap_ci(lambda i, o, t=tpr: M.fpr_at_tpr(i, o, t, convention=convention), ids, oods, n_boot=40, seed=3)
+            loop = M.bootstrap_ci(
+                lambda i, o, t=tpr: M.fpr_at_tpr(i, o, t, convention=convention), ids, oods, n_boot=40, seed=3
+            )
             assert (fast.low, fast.high) == (loop.low, loop.high), (ids, oods, tpr)
             kw = {"tpr": tpr, "convention": convention}
             fast_paths += M._fast_ood_bootstrap(M.fpr_at_tpr, ids, oods, np.random.default_rng(0), 2, kw) is not None

@@ -14,7 +14,9 @@ from tests.scoring import reference as ref
 ATOL = 1e-6
 
 
-def released_grouping(pos: torch.Tensor, neg: torch.Tensor, ngroup: int, t: float = 1.0, device: str = "cpu") -> torch.Tensor:
+def released_grouping(
+    pos: torch.Tensor, neg: torch.Tensor, ngroup: int, t: float = 1.0, device: str = "cpu"
+) -> torch.Tensor:
     """NegLabel's ``grouping(pos, neg, num=None, ngroup, random_permute=True)``, line by line; pos/neg
     are ``100 * cos`` logits (their CLIP logit scale) and ``t`` their temperature."""
     group = ngroup
@@ -50,7 +52,9 @@ def test_matches_released_code(emb, m, groups):
     """M divisible by G (nothing dropped) and not (the last M mod G labels dropped)."""
     pos, neg = _logits(emb, m)
     want = released_grouping(pos, neg, groups).numpy()
-    got = negvocab.score("neglabel", emb["img"], emb["id"], emb["neg"][:m], groups=groups, grouping="neglabel", device="cpu")
+    got = negvocab.score(
+        "neglabel", emb["img"], emb["id"], emb["neg"][:m], groups=groups, grouping="neglabel", device="cpu"
+    )
     np.testing.assert_allclose(got, want, atol=ATOL, rtol=0)
 
 
@@ -100,7 +104,9 @@ def test_neglabel_eoe_penalty_sees_every_negative(emb):
 
 
 def test_topk_with_every_kept_negative_is_exact(emb):
-    res = negvocab.score("neglabel", emb["img"], emb["id"], emb["neg"], groups=7, grouping="neglabel", topk=224, return_bounds=True)
+    res = negvocab.score(
+        "neglabel", emb["img"], emb["id"], emb["neg"], groups=7, grouping="neglabel", topk=224, return_bounds=True
+    )
     exact = negvocab.score("neglabel", emb["img"], emb["id"], emb["neg"], groups=7, grouping="neglabel")
     np.testing.assert_allclose(res.scores, exact, atol=ATOL, rtol=0)
     np.testing.assert_allclose(res.lower, exact, atol=ATOL, rtol=0)

@@ -159,7 +159,9 @@ def test_cuda_matches_cpu(emb):
     # GL-MCM with patch features on the GPU, and as float16 on the CPU moved a chunk at a time
     for local in (torch.from_numpy(emb["local"]).cuda(), emb["local"].astype(np.float16)):
         got = negvocab.score("glmcm", cuda[0], cuda[1], local=local, chunk_size=7)
-        want = negvocab.score("glmcm", cpu[0], cpu[1], local=np.asarray(local.cpu() if hasattr(local, "cpu") else local, np.float32))
+        want = negvocab.score(
+            "glmcm", cpu[0], cpu[1], local=np.asarray(local.cpu() if hasattr(local, "cpu") else local, np.float32)
+        )
         np.testing.assert_allclose(got, want, atol=1e-5)
     sizes = [10, 100, 237]
     on_gpu = S.neglabel_prefixes(*cuda, sizes, groups=7)
@@ -180,13 +182,20 @@ def test_cuda_matches_cpu(emb):
 @pytest.mark.parametrize("k", [1, 5, 40, 236, 237])
 def test_topk_bounds_contain_the_exact_score(emb, grouping, k):
     exact = ref.neglabel(emb["img"], emb["id"], emb["neg"], groups=7, grouping=grouping)
-    res = negvocab.score("neglabel", emb["img"], emb["id"], emb["neg"], groups=7, grouping=grouping, topk=k, return_bounds=True)
+    res = negvocab.score(
+        "neglabel", emb["img"], emb["id"], emb["neg"], groups=7, grouping=grouping, topk=k, return_bounds=True
+    )
     assert isinstance(res, S.TopkScores) and res.k == k
     assert np.all(res.lower <= exact + ATOL) and np.all(exact <= res.upper + ATOL)  # float32 rounding
     np.testing.assert_array_equal(res.scores, res.upper)
     # in float64 the certificate holds to rounding of 1e-12
     r64 = negvocab.score(
-        "neglabel", *(emb[x].astype(np.float64) for x in ("img", "id", "neg")), groups=7, grouping=grouping, topk=k, return_bounds=True
+        "neglabel",
+        *(emb[x].astype(np.float64) for x in ("img", "id", "neg")),
+        groups=7,
+        grouping=grouping,
+        topk=k,
+        return_bounds=True,
     )
     assert np.all(r64.lower <= exact + 1e-12) and np.all(exact <= r64.upper + 1e-12)
     if k == 237:  # nothing omitted: exact
@@ -208,7 +217,10 @@ def test_topk_bound_is_the_omitted_mass_formula(emb):
 
 
 def test_topk_gap_shrinks_with_k(emb):
-    gaps = [negvocab.score("neglabel", emb["img"], emb["id"], emb["neg"], topk=k, return_bounds=True).max_gap for k in (5, 50, 200)]
+    gaps = [
+        negvocab.score("neglabel", emb["img"], emb["id"], emb["neg"], topk=k, return_bounds=True).max_gap
+        for k in (5, 50, 200)
+    ]
     assert gaps[0] >= gaps[1] >= gaps[2]
 
 
@@ -277,7 +289,9 @@ def test_group_far_below_the_row_maximum_uses_the_exact_path():
     neg[1::2] = near  # group 1: close to image 0
     got = negvocab.score("neglabel", img, idt, neg, tau=0.002, groups=2)
     np.testing.assert_allclose(got, ref.neglabel(img, idt, neg, tau=0.002, groups=2), atol=1e-9, rtol=0)
-    got32 = negvocab.score("neglabel", img.astype(np.float32), idt.astype(np.float32), neg.astype(np.float32), tau=0.002, groups=2)
+    got32 = negvocab.score(
+        "neglabel", img.astype(np.float32), idt.astype(np.float32), neg.astype(np.float32), tau=0.002, groups=2
+    )
     np.testing.assert_allclose(got32, ref.neglabel(img, idt, neg, tau=0.002, groups=2), atol=1e-4, rtol=0)
 
 

@@ -49,7 +49,12 @@ def test_random_sweep_equals_separate_runs(emb):
 
 @pytest.mark.parametrize(
     ("method", "params"),
-    [("eoe", {"beta": 0.5}), ("eoe", {"T": 0.05}), ("neglabel_eoe", {"groups": 4}), ("neglabel_eoe", {"groups": 8, "penalty_T": 0.5})],
+    [
+        ("eoe", {"beta": 0.5}),
+        ("eoe", {"T": 0.05}),
+        ("neglabel_eoe", {"groups": 4}),
+        ("neglabel_eoe", {"groups": 8, "penalty_T": 0.5}),
+    ],
 )
 def test_eoe_sweeps_are_one_pass_and_equal_separate_runs(emb, method, params, monkeypatch):
     # one pass: separate runs are not called; each M equals its own run and the float64 formula
@@ -62,7 +67,9 @@ def test_eoe_sweeps_are_one_pass_and_equal_separate_runs(emb, method, params, mo
     monkeypatch.undo()
     assert list(got) == SIZES
     for m in SIZES:
-        np.testing.assert_allclose(got[m], negvocab.score(method, img, idt, neg[:m], **params), atol=2e-6, rtol=0, err_msg=f"M={m}")
+        np.testing.assert_allclose(
+            got[m], negvocab.score(method, img, idt, neg[:m], **params), atol=2e-6, rtol=0, err_msg=f"M={m}"
+        )
         np.testing.assert_allclose(got[m], reference(img, idt, neg[:m], **params), atol=1e-5, rtol=0, err_msg=f"M={m}")
     got64 = negvocab.sweep(*ref.f64(img, idt, neg), [7, 250], method=method, **params)
     for m in (7, 250):
@@ -117,7 +124,6 @@ def test_neglabel_prefixes_equals_the_float64_formula(emb):
 
 def test_neglabel_eoe_sweep_at_extreme_logits_takes_the_exact_path_for_both_terms(emb, caplog, monkeypatch):
     import logging
-
 
     img, idt, neg = ref.f64(*emb)
     monkeypatch.setattr(eoe_mod, "_joint_max_probs", lambda *a, **k: pytest.fail("a second pass for the penalty"))

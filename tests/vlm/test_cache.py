@@ -234,7 +234,9 @@ def test_image_preprocessing_is_part_of_the_image_key_only(tmp_path, image_dir):
     def wrap(mean):
         model = tiny_clip(seed=0)
         set_model_preprocess_cfg(model, {**PreprocessCfg(size=32).__dict__, "mean": mean})
-        return VLM.from_model(model, open_clip_tokenizer(), name="tiny", random_weights=True, device="cpu", cache_dir=tmp_path / "emb")
+        return VLM.from_model(
+            model, open_clip_tokenizer(), name="tiny", random_weights=True, device="cpu", cache_dir=tmp_path / "emb"
+        )
 
     a, b = wrap((0.5, 0.5, 0.5)), wrap((0.0, 0.0, 0.0))
     assert a.identity["weights"] == b.identity["weights"]
@@ -301,7 +303,11 @@ def test_list_and_clear_stores_from_the_cli(tmp_path, monkeypatch):
     a.encode_text(["violin"], "paper8")
     b.encode_text(["glacier", "tower"], "single")
     stores = list_stores(tmp_path / "emb")
-    assert sorted((s.model, s.rows) for s in stores) == [("tiny-bidirectional", 2), ("tiny-causal", 1), ("tiny-causal", 3)]
+    assert sorted((s.model, s.rows) for s in stores) == [
+        ("tiny-bidirectional", 2),
+        ("tiny-causal", 1),
+        ("tiny-causal", 3),
+    ]
 
     runner = CliRunner()
     listed = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "emb")])
@@ -311,9 +317,13 @@ def test_list_and_clear_stores_from_the_cli(tmp_path, monkeypatch):
     import negvocab.cli.cache as cache_cli
 
     monkeypatch.setattr(cache_cli, "_can_ask", lambda: True)  # as if run from a terminal
-    kept = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "emb"), "--model", "tiny-causal", "--clear"], input="n\n")
+    kept = runner.invoke(
+        app, ["cache", "--cache-dir", str(tmp_path / "emb"), "--model", "tiny-causal", "--clear"], input="n\n"
+    )
     assert kept.exit_code == 0 and "nothing deleted" in kept.output and len(list_stores(tmp_path / "emb")) == 3
-    cleared = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "emb"), "--model", "tiny-causal", "--clear"], input="y\n")
+    cleared = runner.invoke(
+        app, ["cache", "--cache-dir", str(tmp_path / "emb"), "--model", "tiny-causal", "--clear"], input="y\n"
+    )
     assert cleared.exit_code == 0 and "cleared 2 stores" in cleared.output
     assert [s.model for s in list_stores(tmp_path / "emb")] == ["tiny-bidirectional"]
     assert (tmp_path / "emb").is_dir()  # the root and other models' stores stay
@@ -321,7 +331,11 @@ def test_list_and_clear_stores_from_the_cli(tmp_path, monkeypatch):
     (tmp_path / "emb").rename(tmp_path / "root" / "embeddings")
     above = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "root")])  # the root, as $NEGVOCAB_CACHE_DIR is
     last = above.output.rstrip().splitlines()[-1]
-    assert above.exit_code == 0 and last.startswith("1 stores") and last.endswith(f"MiB in {tmp_path / 'root' / 'embeddings'}")
+    assert (
+        above.exit_code == 0
+        and last.startswith("1 stores")
+        and last.endswith(f"MiB in {tmp_path / 'root' / 'embeddings'}")
+    )
     (tmp_path / "root" / "embeddings").rename(tmp_path / "emb")
     empty = runner.invoke(app, ["cache", "--cache-dir", str(tmp_path / "nothing")])
     assert empty.exit_code == 0 and "no embedding stores" in empty.output
@@ -382,7 +396,14 @@ def test_long_image_encodings_save_at_least_every_30_s_of_work(tiny, image_dir, 
     kinds = ["image", "image-local"] if local else ["image"]
 
     def on_disk() -> int:  # images whose every kind of row is stored
-        counts = [sum(len(json.loads(p.read_text())["keys"]) for p in (tiny.cache_root / k).rglob("*.json") if p.name != "key.json") for k in kinds]
+        counts = [
+            sum(
+                len(json.loads(p.read_text())["keys"])
+                for p in (tiny.cache_root / k).rglob("*.json")
+                if p.name != "key.json"
+            )
+            for k in kinds
+        ]
         return min(counts) if all((tiny.cache_root / k).exists() for k in kinds) else 0
 
     def timed(vlm, tensors, loc):
@@ -677,7 +698,9 @@ def test_a_damaged_manifest_does_not_hide_the_shards_after_it(tmp_path, caplog):
         store.put(keys, arr)
         rows.update(zip(keys, arr, strict=True))
         time.sleep(0.02)  # distinct ages: the damaged manifest is read first
-    manifests = sorted((p for p in (tmp_path / "s").glob("*.json") if p.name != "key.json"), key=lambda p: p.stat().st_mtime_ns)
+    manifests = sorted(
+        (p for p in (tmp_path / "s").glob("*.json") if p.name != "key.json"), key=lambda p: p.stat().st_mtime_ns
+    )
     assert len(manifests) == 3
     import os
 

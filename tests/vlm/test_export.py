@@ -62,7 +62,19 @@ def _model_args(tmp_path):
 def test_cli_vocabulary_export_equals_encode_text(vit, tmp_path):
     labels = ["violin", "glacier", "paper towel holder"]
     (tmp_path / "v.txt").write_text("\n".join(labels) + "\n")
-    r = runner.invoke(app, ["embed", "--vocab", str(tmp_path / "v.txt"), "-t", "single", "-o", str(tmp_path / "e"), *_model_args(tmp_path)])
+    r = runner.invoke(
+        app,
+        [
+            "embed",
+            "--vocab",
+            str(tmp_path / "v.txt"),
+            "-t",
+            "single",
+            "-o",
+            str(tmp_path / "e"),
+            *_model_args(tmp_path),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "RANDOM WEIGHTS" in r.output
     emb, rows, manifest = load_embeddings(tmp_path / "e")
@@ -100,7 +112,18 @@ def test_cli_bad_input_is_one_line(tmp_path, extra, message):
 def test_cli_classes_export_rows_are_wnids(tmp_path):
     (tmp_path / "c.txt").write_text("n01440764\nn01443537\n")
     r = runner.invoke(
-        app, ["embed", "--classes", "--id-classes", str(tmp_path / "c.txt"), "-t", "single", "-o", str(tmp_path / "e"), *_model_args(tmp_path)]
+        app,
+        [
+            "embed",
+            "--classes",
+            "--id-classes",
+            str(tmp_path / "c.txt"),
+            "-t",
+            "single",
+            "-o",
+            str(tmp_path / "e"),
+            *_model_args(tmp_path),
+        ],
     )
     assert r.exit_code == 0, r.output
     _, rows, manifest = load_embeddings(tmp_path / "e")

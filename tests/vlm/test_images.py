@@ -37,7 +37,9 @@ def test_folder_is_searched_recursively_and_corrupt_files_are_skipped(tiny, imag
 
 
 def test_strict_raises_naming_the_file(tiny, image_dir):
-    with pytest.raises(InputError, match=r"1 of 6 images could not be read \(first: .*broken\.jpg: .*drop strict=True") as e:
+    with pytest.raises(
+        InputError, match=r"1 of 6 images could not be read \(first: .*broken\.jpg: .*drop strict=True"
+    ) as e:
         tiny.encode_images(image_dir, strict=True, num_workers=0)
     assert "skipped" not in str(e.value)
 
@@ -99,7 +101,9 @@ def gl_mcm_reference(visual, images):
     with torch.no_grad():
         inter = visual.forward_intermediates(images, indices=[n_blocks - 2], output_extra_tokens=True)
         # the input of the last block: the output of the one before it, class token included
-        x = torch.cat([inter["image_intermediates_prefix"][0], inter["image_intermediates"][0].flatten(2).transpose(1, 2)], 1)
+        x = torch.cat(
+            [inter["image_intermediates_prefix"][0], inter["image_intermediates"][0].flatten(2).transpose(1, 2)], 1
+        )
         blk = visual.transformer.resblocks[-1]
         y = F.linear(blk.ln_1(x), blk.attn.in_proj_weight, blk.attn.in_proj_bias)
         n, length, c3 = y.shape
@@ -214,7 +218,10 @@ def test_no_disk_for_patch_features_is_one_clear_error(tiny, image_dir, monkeypa
 
     monkeypatch.setattr(images_mod, "LOCAL_RAM_BYTES", 0)
     monkeypatch.setattr(images_mod.os, "posix_fallocate", full)
-    with pytest.raises(ResourceError, match=r"patch features of 6 images need .* GiB of disk \(.*\.scratch: No space left on device; .*: No space left on device\); free space"):
+    with pytest.raises(
+        ResourceError,
+        match=r"patch features of 6 images need .* GiB of disk \(.*\.scratch: No space left on device; .*: No space left on device\); free space",
+    ):
         tiny.encode_images(image_dir, local_features=True, num_workers=0)
 
 

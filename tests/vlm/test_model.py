@@ -132,7 +132,12 @@ def test_device_and_precision():
     assert resolve_precision(None, cpu) == "fp32"
     assert resolve_precision(None, torch.device("cuda")) == "fp16"
     assert resolve_precision("amp_bf16", cpu) == "bf16"
-    for spelled, meant in [("bfloat16", "bf16"), ("torch.bfloat16", "bf16"), ("torch.float32", "fp32"), ("half", "fp16")]:
+    for spelled, meant in [
+        ("bfloat16", "bf16"),
+        ("torch.bfloat16", "bf16"),
+        ("torch.float32", "fp32"),
+        ("half", "fp16"),
+    ]:
         if meant != "fp16":
             assert resolve_precision(spelled, cpu) == meant, spelled
     with pytest.raises(InputError, match="CUDA"):
@@ -150,7 +155,9 @@ def test_device_and_precision():
 
 
 def test_bf16_on_cpu_is_float32_output_and_close(vit):
-    model = VLM.from_model(vit.model, vit.tokenizer, name="ViT-B-32", random_weights=True, precision="bf16", cache=False)
+    model = VLM.from_model(
+        vit.model, vit.tokenizer, name="ViT-B-32", random_weights=True, precision="bf16", cache=False
+    )
     out = model.encode_text(["kite", "snow"], "single")
     assert out.dtype == np.float32
     ref = vit.encode_text(["kite", "snow"], "single")
@@ -176,7 +183,12 @@ def test_cuda_text_matches_open_clip(precision, tol):
         vlm = VLM(name, None, device="cuda", precision=precision, cache=False)
         ours = vlm.encode_text(LABELS, "paper8")
         with torch.no_grad():
-            ref = build_zero_shot_classifier(vlm.model, vlm.tokenizer, LABELS, list(PAPER8), device="cuda").T.float().cpu().numpy()
+            ref = (
+                build_zero_shot_classifier(vlm.model, vlm.tokenizer, LABELS, list(PAPER8), device="cuda")
+                .T.float()
+                .cpu()
+                .numpy()
+            )
         assert np.abs(ours - ref).max() <= tol, (name, precision)
         assert (ours * ref).sum(axis=1).min() > 0.999
 
@@ -192,7 +204,14 @@ def test_cuda_images_and_local_features(image_dir, precision, tol):
     vlm = VLM("ViT-B-32", None, device="cuda", precision=precision, cache=False)
     files = [p for p in list_images(image_dir) if not p.endswith("broken.jpg")]
     out = vlm.encode_images(files, local_features=True, num_workers=2)
-    cpu = VLM.from_model(copy.deepcopy(vlm.model).float().cpu(), vlm.tokenizer, name="ViT-B-32", random_weights=True, device="cpu", cache=False)
+    cpu = VLM.from_model(
+        copy.deepcopy(vlm.model).float().cpu(),
+        vlm.tokenizer,
+        name="ViT-B-32",
+        random_weights=True,
+        device="cpu",
+        cache=False,
+    )
     ref = cpu.encode_images(files, local_features=True, num_workers=0)
     assert out.embeddings.dtype == np.float32 and out.local.dtype == np.float32
     np.testing.assert_allclose(out.embeddings, ref.embeddings, atol=tol)

@@ -48,7 +48,11 @@ def test_rn50_matches_open_clip(rn50):
 
 @pytest.mark.parametrize(
     ("name", "tower"),
-    [("EVA02-B-16", "causal (context cut per batch)"), ("coca_ViT-B-32", "uncut"), ("convnext_base", "causal (context cut per batch)")],
+    [
+        ("EVA02-B-16", "causal (context cut per batch)"),
+        ("coca_ViT-B-32", "uncut"),
+        ("convnext_base", "causal (context cut per batch)"),
+    ],
 )
 def test_other_architecture_families_match_open_clip(name, tower):
     """EVA-CLIP (timm vision tower), CoCa (its own text tower) and ConvNeXt: exact either way."""
@@ -108,7 +112,9 @@ def test_causal_custom_text_tower_is_cut_and_exact():
     ).eval()
     from negvocab.vlm.model import VLM
 
-    vlm = VLM.from_model(custom, open_clip.get_tokenizer("ViT-B-32"), name="custom", random_weights=True, device="cpu", cache=False)
+    vlm = VLM.from_model(
+        custom, open_clip.get_tokenizer("ViT-B-32"), name="custom", random_weights=True, device="cpu", cache=False
+    )
     assert text_tower(vlm.model) is not None
     ours = vlm.encode_text(LABELS, ["{}", "a photo of a {}."])
     assert np.abs(ours - reference(vlm, LABELS, ["{}", "a photo of a {}."])).max() <= 1e-5
@@ -192,7 +198,15 @@ def test_chunks_follow_the_clock_unless_torch_is_deterministic(tiny):
             now[0] += seconds_per_call
             return now[0]
 
-        emb = T.encode_labels(tiny, labels, ["a photo of a {}."], batch_size=4, on_chunk=lambda c, e: sizes.append(len(c)), chunk_s=1.0, clock=clock)
+        emb = T.encode_labels(
+            tiny,
+            labels,
+            ["a photo of a {}."],
+            batch_size=4,
+            on_chunk=lambda c, e: sizes.append(len(c)),
+            chunk_s=1.0,
+            clock=clock,
+        )
         return sizes, emb
 
     fast, slow = chunks(0.01), chunks(10.0)

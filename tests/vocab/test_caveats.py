@@ -28,14 +28,18 @@ def oracle():
 @pytest.fixture
 def wordnet():
     labels = ["gadget", "mountain bike", "tayra", "violin", "castle"]
-    return Vocabulary.from_labels(labels, source="wordnet", meta={x: {"rank": i} for i, x in enumerate(labels)}, views={"first": labels[:3]})
+    return Vocabulary.from_labels(
+        labels, source="wordnet", meta={x: {"rank": i} for i, x in enumerate(labels)}, views={"first": labels[:3]}
+    )
 
 
 def test_an_oracle_vocabulary_is_not_deployable_and_says_why(oracle, wordnet):
     assert oracle.deployable is False and set(oracle.caveats) == {"oracle"}
     assert "goldfish" not in oracle  # the synonym filter ran, and kept the caveat
     assert wordnet.deployable is True and wordnet.caveats == {}
-    transductive = Vocabulary.from_labels(["a"], source="file", settings={"caveats": {"transductive": "mined from the OOD images"}})
+    transductive = Vocabulary.from_labels(
+        ["a"], source="file", settings={"caveats": {"transductive": "mined from the OOD images"}}
+    )
     assert transductive.deployable is False and transductive.caveats == {"transductive": "mined from the OOD images"}
 
 

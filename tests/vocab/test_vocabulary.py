@@ -30,7 +30,10 @@ def gpt_vocab():
     return Vocabulary.from_labels(
         ["tayra", "sea otter", "gadget"],
         source="gpt",
-        meta={"tayra": {"classes": ["n02441942"], "rounds": [1]}, "sea otter": {"classes": ["n02444819"], "rounds": [2]}},
+        meta={
+            "tayra": {"classes": ["n02441942"], "rounds": [1]},
+            "sea otter": {"classes": ["n02444819"], "rounds": [2]},
+        },
         settings={"model": "gpt-x"},
     )
 
@@ -169,7 +172,10 @@ def test_missing_or_mismatching_hash(tmp_path, wordnet_vocab):
         Vocabulary.load(_write_json(tmp_path / "v.json", doc))
     doc = {**wordnet_vocab.to_json(), "labels": wordnet_vocab.labels[:-1]}  # truncated by hand
     doc["meta"] = {k: v for k, v in doc["meta"].items() if k in doc["labels"]}
-    with pytest.raises(InputError, match=r"v\.json: invalid vocabulary: sha256 .* does not match the labels .*edited by hand\? save the labels as a \.txt list"):
+    with pytest.raises(
+        InputError,
+        match=r"v\.json: invalid vocabulary: sha256 .* does not match the labels .*edited by hand\? save the labels as a \.txt list",
+    ):
         Vocabulary.load(_write_json(tmp_path / "v.json", doc))
 
 
@@ -223,7 +229,11 @@ def test_union_keeps_first_occurrence_order_and_merges_provenance(wordnet_vocab,
     u = Vocabulary.union(wordnet_vocab, gpt_vocab)
     assert u.source == "union"
     assert u.labels == ["gadget", "café crème", "mountain bike", "tayra", "sea otter"]
-    assert u.meta["tayra"] == {"sources": ["wordnet", "gpt"], "wordnet": {"rank": 3, "distance": 0.30000000000000004}, "gpt": {"classes": ["n02441942"], "rounds": [1]}}
+    assert u.meta["tayra"] == {
+        "sources": ["wordnet", "gpt"],
+        "wordnet": {"rank": 3, "distance": 0.30000000000000004},
+        "gpt": {"classes": ["n02441942"], "rounds": [1]},
+    }
     assert u.meta["sea otter"]["sources"] == ["gpt"]
     assert u.meta["gadget"]["sources"] == ["wordnet", "gpt"] and "gpt" not in u.meta["gadget"]  # no gpt meta given
     assert u.label_sources("tayra") == ["wordnet", "gpt"]
@@ -270,7 +280,9 @@ def test_subset_keeps_vocabulary_order_meta_and_views(wordnet_vocab):
 
 def test_union_keeps_each_labels_part_of_speech(tmp_path):
     # the "neglabel" templates pick the adjective template by pos: a union must not lose it
-    wn = Vocabulary.from_labels(["bright", "kayak"], source="wordnet", meta={"bright": {"pos": "a"}, "kayak": {"pos": "n"}})
+    wn = Vocabulary.from_labels(
+        ["bright", "kayak"], source="wordnet", meta={"bright": {"pos": "a"}, "kayak": {"pos": "n"}}
+    )
     gpt = Vocabulary.from_labels(["sea otter", "bright"], source="gpt", meta={"sea otter": {"classes": ["n02444819"]}})
     assert wn.parts_of_speech() == ["a", "n"]
     u = Vocabulary.union(gpt, wn)
@@ -307,13 +319,19 @@ def test_tables_without_a_text_column_are_refused_and_one_column_files_are_label
     table.write_text("name,score\nmeadow,0.3\nparis,0.4\n", encoding="utf-8")  # other columns: refused
     with pytest.raises(InputError, match="a table without a 'text' or 'label' column"):
         Vocabulary.load(table)
-    table.write_text("path,Label\nimg/1.jpg,meadow\nimg/2.jpg,paris\n", encoding="utf-8")  # an image list's 'label' column
+    table.write_text(
+        "path,Label\nimg/1.jpg,meadow\nimg/2.jpg,paris\n", encoding="utf-8"
+    )  # an image list's 'label' column
     assert Vocabulary.load(table).labels == ["meadow", "paris"]
     (tmp_path / "t.tsv").write_text("label\tpos\nbright\ta\n", encoding="utf-8")
     assert Vocabulary.load(tmp_path / "t.tsv").parts_of_speech() == ["a"]
     plain.write_text("# my labels, v2\nwashington, d.c.\nmeadow\n", encoding="utf-8")  # a list, not a table
     assert Vocabulary.load(plain).labels == ["washington, d.c.", "meadow"]
-    for content in ('"text","pos"\n"washington, d.c.",n\n', "Text, pos\nwashington d.c.,n\n", "# exported\npos,text\nn,washington d.c.\n"):
+    for content in (
+        '"text","pos"\n"washington, d.c.",n\n',
+        "Text, pos\nwashington d.c.,n\n",
+        "# exported\npos,text\nn,washington d.c.\n",
+    ):
         table.write_text(content, encoding="utf-8")  # quoted, capitalised, after a comment line
         assert Vocabulary.load(table).labels[0].startswith("washington"), content
 
@@ -346,7 +364,9 @@ def test_wrong_labels_are_refused_by_the_api(labels, message):
 
 
 def test_labels_lose_surrounding_whitespace_everywhere():
-    v = Vocabulary.from_labels([" gadget", "shoe\t "], source="gpt", meta={" gadget": {"rank": 1}}, views={"x": ["shoe "]})
+    v = Vocabulary.from_labels(
+        [" gadget", "shoe\t "], source="gpt", meta={" gadget": {"rank": 1}}, views={"x": ["shoe "]}
+    )
     assert v.labels == ["gadget", "shoe"] and v.meta == {"gadget": {"rank": 1}} and v.views == {"x": ["shoe"]}
     assert v.sha256 == Vocabulary.from_labels(["gadget", "shoe"], source="gpt").sha256
 
@@ -402,7 +422,17 @@ def test_a_list_of_chatter_only_is_refused_in_one_line(tmp_path):
     assert "\n" not in str(e.value)
 
 
-ODD_NAMES = ["the hague", "t. rex", "jack-o'-lantern", "'hood", "note", "here and now", "a cappella", "the star-spangled banner", "st. bernard"]
+ODD_NAMES = [
+    "the hague",
+    "t. rex",
+    "jack-o'-lantern",
+    "'hood",
+    "note",
+    "here and now",
+    "a cappella",
+    "the star-spangled banner",
+    "st. bernard",
+]
 
 
 @pytest.mark.parametrize("labels", [ODD_NAMES, ["Trout", "a photo of a goldfish", "red panda red panda", "Sure"]])
@@ -437,7 +467,15 @@ def test_a_candidates_table_goes_through_the_normaliser(tmp_path):
     from negvocab.labels.clean import CleanResult
     from negvocab.vocab import load_candidates
 
-    rows = ["text\tpos", "1. **Trout** - a fish\tn", "the hague\tn", "'hood\tn", "Sure!\tn", "Quick\ta", "rapeseed- granite boulder\tn"]
+    rows = [
+        "text\tpos",
+        "1. **Trout** - a fish\tn",
+        "the hague\tn",
+        "'hood\tn",
+        "Sure!\tn",
+        "Quick\ta",
+        "rapeseed- granite boulder\tn",
+    ]
     path = tmp_path / "cands.tsv"
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     cleaning = CleanResult()

@@ -38,7 +38,7 @@ EXTRA_CLASSES = ["n02788148", "n02817516", "n02971356", "n03871628", "n04201297"
                  "n02112018", "n02110341", "n02071294", "n03126707"]  # fmt: skip
 PREAMBLES = [
     "Sure! Here are {n} categories that are visually similar to a {c} but are not ImageNet classes:",
-    "Here is a list of {n} visually confusable categories for \"{c}\":",
+    'Here is a list of {n} visually confusable categories for "{c}":',
     "Certainly. Below are {n} object categories that could be confused with the {c}.",
     "I've selected {n} categories that share visual features with {c}:",
     "Okay, here you go:",
@@ -96,7 +96,11 @@ def main(out: Path = OUT) -> int:
         if len(ood) < 6:
             continue
         heads = [h.lemma_names()[0].replace("_", " ").split()[-1] for h in _by_offset(synset.hypernyms())]
-        heads += [h.lemma_names()[0].replace("_", " ").split()[-1] for p in _by_offset(synset.hypernyms()) for h in _by_offset(p.hypernyms())]
+        heads += [
+            h.lemma_names()[0].replace("_", " ").split()[-1]
+            for p in _by_offset(synset.hypernyms())
+            for h in _by_offset(p.hypernyms())
+        ]
         classes.append({"wnid": wnid, "name": ic.names[i], "syn": ic.synonyms[i], "ood": ood, "id_sibs": id_sibs,
                         "heads": [h for h in heads if h != synset.lemma_names()[0]]})  # fmt: skip
     assert len(classes) >= 100, len(classes)
@@ -141,7 +145,11 @@ def _hidden(rnd: random.Random, wn, cls: dict) -> list[tuple[str, str, str]]:
             part = rnd.choice([p for p in re.split(r"\s*/\s*|\s*\(|\)\s*|\s+or\s+", name) if p.strip()])
             out.append((part, part.lower(), wnid))
         elif kind == "spell" and re.search(r"\bgr[ae]y\b|sulphur|theat", name + " ".join(cls["syn"]), re.I):
-            swapped = re.sub(r"\bgrey\b", "gray", plain, flags=re.I) if "grey" in plain.lower() else plain.replace("gray", "grey")
+            swapped = (
+                re.sub(r"\bgrey\b", "gray", plain, flags=re.I)
+                if "grey" in plain.lower()
+                else plain.replace("gray", "grey")
+            )
             out.append((swapped, swapped.lower(), wnid))
         elif kind == "singular" and wnid in ("n02788148", "n04371430"):
             label = "baluster" if wnid == "n02788148" else "swim trunk"
@@ -210,7 +218,9 @@ def _answer(rnd: random.Random, wn, cls: dict, form: str) -> dict:
         body = json.dumps(deco, indent=rnd.choice([None, 2]))
         text = f"{pre}\n{body}" if wrap < 0.5 else body
     elif form == "json_objects":
-        objs = [{rnd.choice(["name", "label", "category"]): lab, "reason": rnd.choice(EXPLAIN).format(c=c)} for lab in raw]
+        objs = [
+            {rnd.choice(["name", "label", "category"]): lab, "reason": rnd.choice(EXPLAIN).format(c=c)} for lab in raw
+        ]
         text = json.dumps({"categories": objs}, indent=2)
         text = f"```json\n{text}\n```" if wrap < 0.5 else text
     elif form == "json_map":
@@ -230,7 +240,9 @@ def _answer(rnd: random.Random, wn, cls: dict, form: str) -> dict:
         text = "\n".join([pre] + [f"{lab}{sep}{rnd.choice(EXPLAIN).format(c=c)}" for lab in raw] + [post])
     elif form == "comma":
         listed = ", ".join(raw[:-1]) + (", and " if wrap < 0.5 else ", ") + raw[-1]
-        text = f"{rnd.choice(['Here are some', 'Similar categories', 'Categories'])}: {listed}." if wrap < 0.7 else listed
+        text = (
+            f"{rnd.choice(['Here are some', 'Similar categories', 'Categories'])}: {listed}." if wrap < 0.7 else listed
+        )
     elif form == "lines":
         text = "\n".join(deco)
     elif form == "echo":
@@ -240,13 +252,23 @@ def _answer(rnd: random.Random, wn, cls: dict, form: str) -> dict:
         text = "\n".join([pre, "", "| Category | Why it is similar |", "|---|---|"] + rows)
     elif form == "grouped":
         half = len(raw) // 2
-        text = "\n".join([pre, "", "**Group A:**"] + [f"- {d}" for d in deco[:half]] + ["", "### Group B"] + [f"- {d}" for d in deco[half:]] + ["", post])
+        text = "\n".join(
+            [pre, "", "**Group A:**"]
+            + [f"- {d}" for d in deco[:half]]
+            + ["", "### Group B"]
+            + [f"- {d}" for d in deco[half:]]
+            + ["", post]
+        )
     elif form == "glued":
         parts = list(raw)
-        glued = [f"{parts[i]}- {parts[i + 1]}" for i in range(0, len(parts) - 1, 2)] + ([parts[-1]] if len(parts) % 2 else [])
+        glued = [f"{parts[i]}- {parts[i + 1]}" for i in range(0, len(parts) - 1, 2)] + (
+            [parts[-1]] if len(parts) % 2 else []
+        )
         text = json.dumps({"labels": glued})
     elif form == "doubled":
-        text = json.dumps({"labels": [f"{lab} {lab}" if len(lab.split()) >= 2 and lab not in hidden_raw else lab for lab in raw]})
+        text = json.dumps(
+            {"labels": [f"{lab} {lab}" if len(lab.split()) >= 2 and lab not in hidden_raw else lab for lab in raw]}
+        )
     else:
         raise ValueError(form)
     return {"class": cls["wnid"], "form": form, "text": text, "expected": list(dict.fromkeys(clean)), "hidden": hidden}
