@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Show that two revisions give the same results: run the demo and the example grid (random weights,
-# offline) from each revision in the same folder, then compare every output file. Files must be
+# offline) from each revision in the same folder, then compare every output file. Both run under torch's
+# deterministic mode (fixed text chunks: clock-sized chunks differ by 1e-7 under load) with input files'
+# mtimes fixed (the grid's set digests read them). Files must be
 # byte-identical, except JSON/HTML that record the time of the run, compared with times masked.
 #   bash scripts/compare_outputs.sh OLD_REV [NEW_REV]      (NEW_REV defaults to the working tree)
 set -euo pipefail
@@ -10,8 +12,9 @@ mkdir -p "$work/mpl" && printf 'svg.hashsalt: negvocab\n' > "$work/mpl/matplotli
 snap() {  # snap SRC OUT: the demo and the grid from source tree SRC, results moved to OUT
     rm -rf "$run" && mkdir -p "$run" && cp -r "$1/examples" "$run/"
     (cd "$run" && export PYTHONPATH="$1" NEGVOCAB_CACHE_DIR="$run/cache" SOURCE_DATE_EPOCH=0 MATPLOTLIBRC="$work/mpl" &&
-        nv() { python3 -c 'import sys; from negvocab.cli import main; sys.argv[0] = "negvocab"; main()' "$@"; } &&
+        nv() { python3 -c 'import sys, torch; torch.use_deterministic_algorithms(True); from negvocab.cli import main; sys.argv[0] = "negvocab"; main()' "$@"; } &&
         nv demo --random-weights --pool 300 -o demo >demo.log 2>&1 && python3 examples/grid_data.py >/dev/null &&
+        find examples -type f -exec touch -d @1000000000 {} + &&  # the grid's set digests read mtimes
         nv grid run examples/grid.toml --random-weights -o grid-out >grid.log 2>&1)
     mv "$run" "$2"
 }
