@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -292,8 +292,3 @@ def rows_from_frame(frame: pd.DataFrame) -> list[ResultRow]:
 def _ints(rec: Mapping[str, Any]) -> dict[str, Any]:
     """Integer fields that a DataFrame column with gaps turned into floats."""
     return {k: int(rec[k]) for k in ("M", "n_boot", "n_ood_sets", "n_id", "n_ood", "vocab_size") if k in rec}
-
-
-def rows_of(records: Sequence[ResultRow], layout: Layout | None = None) -> list[dict[str, Any]]:
-    """The file rows of ``records`` (:meth:`ResultRow.to_dict`)."""
-    return [r.to_dict(layout) for r in records]

@@ -1,7 +1,9 @@
-"""What results rows and results files say besides the metrics.
+"""Results rows: the one scores-to-metrics path, and what rows and results files say besides the metrics.
 
-One row per OOD set and their mean (:func:`ood_rows`), a vocabulary's identity and deployability
-columns (:func:`vocab_fields`), the conventions that differ from the anchors' code
+The one scores-to-metrics step of every pipeline (:func:`metrics_row`: a
+:class:`~negvocab.evaluation.row.ResultRow`), one row per OOD set and their means (:func:`ood_records`;
+:func:`ood_rows` as dicts), a vocabulary's identity and deployability fields (:func:`vocab_identity`;
+:func:`vocab_fields` as a ``score`` row's columns), the conventions that differ from the anchors' code
 (:func:`conventions`, compared in docs/methods.md, section "Conventions and the anchors' code"), and
 the run's provenance: versions, command line, bootstrap seed, the ID class list (:func:`run_meta`).
 """
@@ -307,28 +309,14 @@ def run_meta(
 
 
 def vocab_fields(vocab: Vocabulary | None) -> dict[str, Any]:
-    """A vocabulary's columns: identity and deployability (``caveats``: the kinds, ``;``-separated)."""
-    if vocab is None:  # mcm, glmcm: no negatives, nothing to caveat
-        return {
-            "vocab_source": "",
-            "vocab_hash": "",
-            "vocab_size": 0,
-            "oracle": False,
-            "deployable": True,
-            "caveats": "",
-        }
-    caveats = vocab.caveats
-    return {
-        "vocab_source": vocab.source,
-        "vocab_hash": vocab.short_hash,
-        "vocab_size": len(vocab),
-        "oracle": "oracle" in caveats,
-        "deployable": not caveats,
-        "caveats": ";".join(caveats),
-        **(
-            {"random_weights": True} if vocab.random_weights else {}
-        ),  # built by a random model: overrides the scoring model's False
-    }
+    """A vocabulary's columns in a ``score`` row: identity and deployability (``caveats``: the kinds,
+    ``;``-separated), as :meth:`ResultRow.to_dict` writes them from :func:`vocab_identity`."""
+    ident = vocab_identity(vocab)
+    nan = float("nan")
+    blank = ResultRow("", "", "paper", 0.95, nan, nan, nan, nan, 0, 0, **ident)
+    row = blank.to_dict("score")
+    keys = ("vocab_source", "vocab_hash", "vocab_size", "oracle", "deployable", "caveats")
+    return {k: row[k] for k in keys} | ({"random_weights": True} if ident.get("random_weights") else {})
 
 
 def vocab_identity(vocab: Vocabulary | None) -> dict[str, Any]:
