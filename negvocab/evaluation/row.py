@@ -219,7 +219,10 @@ class ResultRow:
         kw: dict[str, Any] = {k: row[k] for k in names & set(row) if k not in _DERIVED}
         kw["caveats"] = _caveats(row.get("caveats"))
         params = row.get("params")
-        kw["params"] = json.loads(params) if isinstance(params, str) else params
+        try:
+            kw["params"] = json.loads(params) if isinstance(params, str) else params
+        except ValueError:
+            raise InputError(f"a results row's params must be a JSON object, got {params!r:.60}") from None
         if row.get("ood_sets") is not None:
             kw["ood_sets"] = tuple(row["ood_sets"])
         kw["intervals"] = {m: ci for m in INTERVAL_METRICS if (ci := interval(row, m)) is not None}

@@ -164,3 +164,9 @@ def test_one_interval_reader_for_both_shapes():
 def test_a_row_missing_a_metric_is_one_line():
     with pytest.raises(InputError, match="a results row lacks auroc"):
         ResultRow.from_dict({k: 0 for k in ("method", "ood_set", "convention", "tpr", "fpr", "aupr_in", "aupr_out")})
+
+
+def test_a_grid_row_with_unreadable_params_is_one_line():
+    row = json.loads((DATA / "grid_cells.json").read_text())[0]["row"]
+    with pytest.raises(InputError, match="params must be a JSON object"):
+        ResultRow.from_dict({**row, "params": "{groups"})
