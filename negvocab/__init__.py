@@ -83,6 +83,9 @@ _EXPORTS: dict[str, str] = {
     "coverage": "negvocab.diagnostics.coverage",
     "Coverage": "negvocab.diagnostics.coverage",
     "write_report": "negvocab.report.html",
+    # rows (issue 29): one typed result row, and any results folder read back into rows
+    "ResultRow": "negvocab.evaluation.row",
+    "read_results": "negvocab.evaluation.stored",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -118,6 +121,8 @@ if TYPE_CHECKING:
     from negvocab.diagnostics.gains import MarginalGains, RepairCurve, marginal_gains, repair_curve
     from negvocab.errors import InputError, NegvocabError, ResourceError
     from negvocab.evaluation.evaluate import evaluate_vocabularies
+    from negvocab.evaluation.row import ResultRow
+    from negvocab.evaluation.stored import read_results
     from negvocab.evaluation.subsample import subsample
     from negvocab.evaluation.sweeps import sweep_vocabulary
     from negvocab.grid.config import load_grid

@@ -25,14 +25,15 @@ import numpy as np
 from negvocab.errors import InputError
 from negvocab.evaluation.checks import common_mistakes
 from negvocab.evaluation.encode import encode_sets
+from negvocab.evaluation.row import ResultRow
 from negvocab.evaluation.rows import (
     RANDOM_WEIGHTS_WARNING,
     model_fields,
     named_ood_sets,
-    ood_rows,
+    ood_records,
     run_meta,
     sets_meta,
-    vocab_fields,
+    vocab_identity,
     vocab_meta,
 )
 from negvocab.labels.imagenet import imagenet1k
@@ -106,6 +107,11 @@ class Evaluation:
     @property
     def random_weights(self) -> bool:
         return bool(self.meta.get("random_weights"))
+
+    @property
+    def records(self) -> list[ResultRow]:
+        """:attr:`rows` as typed records (:class:`negvocab.ResultRow`)."""
+        return [ResultRow.from_dict(r) for r in self.rows]
 
     def ood_set_of_images(self) -> list[str]:
         """The OOD set name of each image of ``ood_images``."""
@@ -198,8 +204,9 @@ def evaluate_vocabularies(
             scores, extra = _score_job(method, images, class_emb, neg, vlm.device, kw)
         for suffix, s in scores.items():
             all_scores[key + suffix] = {"id": s[:n_id], "ood": s[n_id:]}
-        base = _result_row(method, vlm, vname, vocab, kw, templates, extra)
-        rows += ood_rows(base, *enc.split(scores[""]), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
+        identity = _row_identity(method, vlm, vname, vocab, kw, templates, extra)
+        recs = ood_records(*enc.split(scores[""]), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed, **identity)
+        rows += [r.to_dict() for r in recs]
         if vname is not None and explain_k > 0:
             s_id, s_sets = enc.split(scores[""])
             flagged_ids.setdefault(vname, {}).update(
@@ -273,7 +280,7 @@ def _score_job(
     return {"": res.scores, "/lower": res.lower, "/log_omitted_bound": bound}, extra
 
 
-def _result_row(
+def _row_identity(
     method: str,
     vlm: VLM,
     vname: str | None,
@@ -282,15 +289,16 @@ def _result_row(
     templates: str,
     extra: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The fields of one (method, vocabulary)'s results rows, before the metrics of an OOD set."""
+    """The fields of one (method, vocabulary)'s :class:`ResultRow` besides the metrics of an OOD set."""
     return {
         "method": method,
         **model_fields(vlm),
         "vocabulary": vname or "",
-        **vocab_fields(vocab),
+        **vocab_identity(vocab),
         "params": {k: v for k, v in kw.items() if k != "local"},
         "templates": templates,
-        **extra,
+        "extra": dict(extra),
+        "layout": "score",
     }
 
 

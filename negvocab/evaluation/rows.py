@@ -1,7 +1,9 @@
-"""What results rows and results files say besides the metrics.
+"""Results rows: the one scores-to-metrics path, and what rows and results files say besides the metrics.
 
-One row per OOD set and their mean (:func:`ood_rows`), a vocabulary's identity and deployability
-columns (:func:`vocab_fields`), the conventions that differ from the anchors' code
+The one scores-to-metrics step of every pipeline (:func:`metrics_row`: a
+:class:`~negvocab.evaluation.row.ResultRow`), one row per OOD set and their means (:func:`ood_records`;
+:func:`ood_rows` as dicts), a vocabulary's identity and deployability fields (:func:`vocab_identity`;
+:func:`vocab_fields` as a ``score`` row's columns), the conventions that differ from the anchors' code
 (:func:`conventions`, compared in docs/methods.md, section "Conventions and the anchors' code"), and
 the run's provenance: versions, command line, bootstrap seed, the ID class list (:func:`run_meta`).
 """
@@ -17,8 +19,10 @@ import numpy as np
 
 from negvocab.data.benchmarks import GROUPS, ood_group
 from negvocab.errors import InputError
+from negvocab.evaluation.row import ResultRow
 from negvocab.provenance import command_line, negvocab_version, versions
 from negvocab.scoring import metrics as M
+from negvocab.scoring.methods import PARAMS
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -51,12 +55,15 @@ __all__ = [
     "METHODS_SECTION",
     "THRESHOLD_RULES",
     "conventions",
+    "metrics_row",
     "model_fields",
     "named_ood_sets",
+    "ood_records",
     "ood_rows",
     "run_meta",
     "sets_meta",
     "vocab_fields",
+    "vocab_identity",
     "vocab_meta",
 ]
 
@@ -96,6 +103,80 @@ def named_ood_sets(ood: Any) -> dict[str, Any]:
     return {str(getattr(ood, "name", "") or "ood"): ood}
 
 
+def metrics_row(
+    id_scores: np.ndarray,
+    ood_scores: np.ndarray,
+    *,
+    ood_set: str,
+    convention: str,
+    tpr: float,
+    n_boot: int,
+    seed: int,
+    intervals: Sequence[str] = ("fpr", "auroc"),
+    **identity: Any,
+) -> ResultRow:
+    """The one scores-to-metrics step of ``score``, ``sweep`` and the grid: the metrics of one OOD set
+    against the ID scores under ``convention`` (:func:`negvocab.scoring.metrics.evaluate`), with
+    bootstrap intervals over OOD images (``n_boot`` draws from ``seed``, each metric of ``intervals``
+    from its own generator of that seed), as a :class:`ResultRow` carrying ``identity`` (its other
+    fields: model, vocabulary, method, params, layout, ...)."""
+    rep = M.evaluate(id_scores, ood_scores, tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)  # type: ignore[arg-type]
+    cis = {m: (float(rep[f"{m}_ci"][0]), float(rep[f"{m}_ci"][1])) for m in ("fpr", "auroc") if f"{m}_ci" in rep}
+    if n_boot:
+        for name in ("aupr_in", "aupr_out"):
+            if name in intervals:
+                c = M.bootstrap_ci(
+                    name, id_scores, ood_scores, n_boot=n_boot, seed=seed, method=M.aupr_method_for(convention)
+                )
+                cis[name] = (c.low, c.high)
+    cis = {m: cis[m] for m in ("fpr", "auroc", "aupr_in", "aupr_out") if m in cis and m in intervals}
+    return ResultRow(
+        ood_set=ood_set,
+        convention=rep["convention"],
+        tpr=rep["tpr"],
+        fpr=rep["fpr"],
+        auroc=rep["auroc"],
+        aupr_in=rep["aupr_in"],
+        aupr_out=rep["aupr_out"],
+        aupr_method=rep["aupr_method"],
+        n_id=rep["n_id"],
+        n_ood=rep["n_ood"],
+        intervals=cis,
+        ci_level=rep.get("ci_level"),
+        n_boot=rep.get("n_boot"),
+        ci_resample=rep.get("ci_resample"),
+        **identity,
+    )
+
+
+def ood_records(
+    s_id: np.ndarray,
+    s_ood: Mapping[str, np.ndarray],
+    *,
+    tpr: float,
+    convention: str,
+    n_boot: int,
+    seed: int,
+    **identity: Any,
+) -> list[ResultRow]:
+    """One row per OOD set (the ID scores are the same for each, :func:`metrics_row`), then their mean if several.
+
+    When the sets span both groups of the named benchmarks (near-OOD: ``ssb-hard``, ``ninco``,
+    ``fi-imagenet-1k``; far-OOD: ``inaturalist``, ``textures``, ``openimage-o``, ``sun``, ``places``,
+    ``imagenet-o``; :func:`negvocab.data.benchmarks.ood_group`), a ``near-ood`` and a ``far-ood`` row
+    average each group's sets, as OpenOOD v1.5 reports them; ``mean`` averages all sets."""
+    boot = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
+    rows = [metrics_row(s_id, s, ood_set=name, **boot, **identity) for name, s in s_ood.items()]
+    if len(rows) < 2:
+        return rows
+    groups = {g: [n for n in s_ood if ood_group(n) == g] for g in GROUPS}
+    summaries = [(GROUPS[g], members) for g, members in groups.items()] if all(groups.values()) else []
+    for name, members in [*summaries, (MEAN, list(s_ood))]:
+        picked = [r for r in rows if r.ood_set in members]
+        rows.append(_mean_row(picked, name, s_id, {n: s_ood[n] for n in members}, **boot))
+    return rows
+
+
 def ood_rows(
     base: Mapping[str, Any],
     s_id: np.ndarray,
@@ -106,40 +187,13 @@ def ood_rows(
     n_boot: int,
     seed: int,
 ) -> list[dict[str, Any]]:
-    """One row per OOD set (the ID scores are the same for each), then their mean if several.
-
-    When the sets span both groups of the named benchmarks (near-OOD: ``ssb-hard``, ``ninco``,
-    ``fi-imagenet-1k``; far-OOD: ``inaturalist``, ``textures``, ``openimage-o``, ``sun``, ``places``,
-    ``imagenet-o``; :func:`negvocab.data.benchmarks.ood_group`), a ``near-ood`` and a ``far-ood`` row
-    average each group's sets, as OpenOOD v1.5 reports them; ``mean`` averages all sets."""
-    rows = []
-    for name, s in s_ood.items():
-        rep = M.evaluate(s_id, s, tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)  # type: ignore[arg-type]
-        rows.append({**base, "ood_set": name, **rep})
-    if len(rows) < 2:
-        return rows
-    groups = {g: [n for n in s_ood if ood_group(n) == g] for g in GROUPS}
-    summaries = [(GROUPS[g], members) for g, members in groups.items()] if all(groups.values()) else []
-    for name, members in [*summaries, (MEAN, list(s_ood))]:
-        rows.append(
-            _mean_row(
-                base,
-                [r for r in rows if r["ood_set"] in members],
-                name,
-                s_id,
-                {n: s_ood[n] for n in members},
-                tpr=tpr,
-                convention=convention,
-                n_boot=n_boot,
-                seed=seed,
-            )
-        )
-    return rows
+    """:func:`ood_records` as ``score`` rows, each starting with the fields of ``base``."""
+    recs = ood_records(s_id, s_ood, tpr=tpr, convention=convention, n_boot=n_boot, seed=seed, method="")
+    return [{**base, **r.metrics_dict()} for r in recs]
 
 
 def _mean_row(
-    base: Mapping[str, Any],
-    members: Sequence[Mapping[str, Any]],
+    members: Sequence[ResultRow],
     name: str,
     s_id: np.ndarray,
     s_ood: Mapping[str, np.ndarray],
@@ -148,19 +202,28 @@ def _mean_row(
     convention: str,
     n_boot: int,
     seed: int,
-) -> dict[str, Any]:
+) -> ResultRow:
     """The row ``name`` averaging the metrics of the ``members`` rows (their bootstrap CIs draw by draw)."""
-    mean = {**base, "ood_set": name, "convention": convention, "tpr": members[0]["tpr"]}
-    for key in ("fpr", "auroc", "aupr_in", "aupr_out"):
-        mean[key] = float(np.mean([r[key] for r in members]))
-    mean.update(n_id=members[0]["n_id"], n_ood=sum(r["n_ood"] for r in members), n_ood_sets=len(members))
-    if name != MEAN:
-        mean["ood_sets"] = [str(r["ood_set"]) for r in members]
+    first = members[0]
+    cis: dict[str, tuple[float, float]] = {}
     if n_boot:
-        mean.update(
-            _mean_cis(s_id, s_ood, members[0]["ci_level"], tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
-        )
-    return mean
+        cis = _mean_cis(s_id, s_ood, first.ci_level or 0.95, tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
+    return first.replace(
+        ood_set=name,
+        convention=convention,
+        fpr=float(np.mean([r.fpr for r in members])),
+        auroc=float(np.mean([r.auroc for r in members])),
+        aupr_in=float(np.mean([r.aupr_in for r in members])),
+        aupr_out=float(np.mean([r.aupr_out for r in members])),
+        aupr_method=None,
+        n_ood=sum(r.n_ood for r in members),
+        n_ood_sets=len(members),
+        ood_sets=None if name == MEAN else tuple(r.ood_set for r in members),
+        intervals=cis,
+        ci_level=first.ci_level if n_boot else None,
+        n_boot=int(n_boot) if n_boot else None,
+        ci_resample="ood, within each set" if n_boot else None,
+    )
 
 
 def _mean_cis(
@@ -172,23 +235,23 @@ def _mean_cis(
     convention: str,
     n_boot: int,
     seed: int,
-) -> dict[str, Any]:
+) -> dict[str, tuple[float, float]]:
     """Bootstrap intervals of the mean over OOD sets: each set's OOD images resampled as for its own
     row (same seed, same draws), the metric averaged over the sets draw by draw."""
-    out: dict[str, Any] = {}
+    out: dict[str, tuple[float, float]] = {}
     alpha = 1.0 - level
     for key, kw in (("fpr", {"tpr": tpr, "convention": convention}), ("auroc", {})):
         draws = [M.bootstrap_values(key, s_id, s, n_boot=n_boot, seed=seed, **kw) for s in s_ood.values()]
         if all(d is not None for d in draws):
             low, high = np.quantile(np.mean(draws, axis=0), [alpha / 2, 1 - alpha / 2])
-            out[f"{key}_ci"] = [float(low), float(high)]
-    return {**out, "ci_level": level, "n_boot": int(n_boot), "ci_resample": "ood, within each set"}
+            out[key] = (float(low), float(high))
+    return out
 
 
 def conventions(convention: str, templates: str, params: Mapping[str, Any], tpr: float) -> dict[str, Any]:
     """The settings that make these numbers differ from the anchors' code, and where they are compared."""
-    grouping = params.get("grouping") or "stratified"
-    groups = params.get("groups") or 100
+    grouping = params.get("grouping") or PARAMS["grouping"].default
+    groups = params.get("groups") or PARAMS["groups"].default
     return {
         "convention": convention,
         "threshold": f"{THRESHOLD_RULES[convention]} (TPR {tpr:g})",
@@ -246,27 +309,29 @@ def run_meta(
 
 
 def vocab_fields(vocab: Vocabulary | None) -> dict[str, Any]:
-    """A vocabulary's columns: identity and deployability (``caveats``: the kinds, ``;``-separated)."""
-    if vocab is None:  # mcm, glmcm: no negatives, nothing to caveat
-        return {
-            "vocab_source": "",
-            "vocab_hash": "",
-            "vocab_size": 0,
-            "oracle": False,
-            "deployable": True,
-            "caveats": "",
-        }
-    caveats = vocab.caveats
+    """A vocabulary's columns in a ``score`` row: identity and deployability (``caveats``: the kinds,
+    ``;``-separated), as :meth:`ResultRow.to_dict` writes them from :func:`vocab_identity`."""
+    ident = vocab_identity(vocab)
+    nan = float("nan")
+    blank = ResultRow("", "", "paper", 0.95, nan, nan, nan, nan, 0, 0, **ident)
+    row = blank.to_dict("score")
+    keys = ("vocab_source", "vocab_hash", "vocab_size", "oracle", "deployable", "caveats")
+    return {k: row[k] for k in keys} | ({"random_weights": True} if ident.get("random_weights") else {})
+
+
+def vocab_identity(vocab: Vocabulary | None) -> dict[str, Any]:
+    """A vocabulary's fields of a :class:`ResultRow` (none for mcm, glmcm: the record's defaults);
+    ``random_weights`` only when a random model built it (it overrides the scoring model's False)."""
+    if vocab is None:
+        return {}
+    caveats = dict(vocab.caveats)
     return {
         "vocab_source": vocab.source,
         "vocab_hash": vocab.short_hash,
         "vocab_size": len(vocab),
-        "oracle": "oracle" in caveats,
         "deployable": not caveats,
-        "caveats": ";".join(caveats),
-        **(
-            {"random_weights": True} if vocab.random_weights else {}
-        ),  # built by a random model: overrides the scoring model's False
+        "caveats": caveats,
+        **({"random_weights": True} if vocab.random_weights else {}),
     }
 
 

@@ -12,7 +12,11 @@ file, what is wrong and what to do; nothing else escapes them (no ``BadZipFile``
   ids, paths and OOD-set names when stored (string arrays of those lengths), ``random_weights``
   and ``model``.
 - :func:`read_results_json` -> the document: a JSON object whose ``rows`` is a list of objects,
-  each with a string ``method`` and numbers (or null) for the metrics it holds.
+  each with a string ``method``, numbers (or null) for the metrics it holds and pairs of them for
+  its intervals (``fpr_ci``).
+- :func:`read_grid_cells` -> the stored rows of a grid's ``cells/`` and its failed cells.
+- :func:`read_results` -> the rows of any results folder (``score``, ``sweep`` or grid) as
+  :class:`~negvocab.evaluation.row.ResultRow` records, whatever the version that wrote them.
 """
 
 from __future__ import annotations
@@ -30,8 +34,16 @@ import numpy as np
 from numpy.lib.npyio import NpzFile
 
 from negvocab.errors import InputError
+from negvocab.evaluation.row import INTERVAL_METRICS, ResultRow
 
-__all__ = ["METRIC_FIELDS", "StoredScores", "read_results_json", "read_scores_npz"]
+__all__ = [
+    "METRIC_FIELDS",
+    "StoredScores",
+    "read_grid_cells",
+    "read_results",
+    "read_results_json",
+    "read_scores_npz",
+]
 
 SCORES_HINT = "re-run `negvocab score` into a new folder to write it again"
 #: numbers (or null) wherever a results row holds them
@@ -171,4 +183,54 @@ def read_results_json(path: str | os.PathLike[str]) -> dict[str, Any]:
         for key in METRIC_FIELDS:
             if key in row and not _number_or_null(row[key]):
                 raise _bad(file, f"rows[{i}][{key!r}] must be a number or null, got {type(row[key]).__name__}", hint)
+        for key in (f"{m}_ci" for m in INTERVAL_METRICS):
+            pair = row.get(key)
+            if pair is not None and not (isinstance(pair, list) and len(pair) == 2 and all(map(_number_or_null, pair))):
+                raise _bad(file, f"rows[{i}][{key!r}] must be [low, high] (numbers or null), got {pair!r:.40}", hint)
     return doc
+
+
+def read_grid_cells(folder: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:
+    """The rows stored in a grid's ``cells/`` (in file order), their cell digests, and the failed
+    cells (``{"cell": key, "error": reason}``)."""
+    rows, digests, failed = [], [], []
+    for path in sorted((Path(folder) / "cells").glob("*.json")):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise InputError(f"{path}: not a readable grid cell ({e})") from e
+        if path.name.endswith(".failed.json"):
+            failed.append({"cell": doc.get("cell", ["?"]), "error": doc.get("error", "")})
+        elif isinstance(doc, dict) and isinstance(doc.get("row"), dict):
+            rows.append(doc["row"])
+            digests.append(str(doc.get("digest", "")))
+        else:
+            raise InputError(f"{path}: key 'row' must hold the cell's results row")
+    return rows, digests, failed
+
+
+def read_results(folder: str | os.PathLike[str]) -> list[ResultRow]:
+    """The result rows of a results folder as :class:`~negvocab.evaluation.row.ResultRow` records:
+    a ``negvocab score`` folder (``results.json``), a ``negvocab sweep`` folder (``sweep.json``: the
+    sizes, then the references) or a grid's output folder (``cells/``, failed cells left out), of
+    this version or an older one (either interval shape); a results.json or sweep.json file also serves."""
+    given = Path(folder)
+    if given.is_file():
+        given, name = given.parent, given.name
+    else:
+        name = next((n for n in ("results.json", "sweep.json") if (given / n).is_file()), "")
+    if name == "results.json":
+        return [ResultRow.from_dict(r) for r in read_results_json(given / name)["rows"]]
+    if name == "sweep.json":
+        doc = read_results_json(given / name)
+        refs = doc.get("references") or []
+        if not isinstance(refs, list) or not all(isinstance(r, Mapping) for r in refs):
+            raise _bad(given / name, "'references' must be a list of result rows", "re-run `negvocab sweep`")
+        return [ResultRow.from_dict(r, "sweep") for r in doc["rows"]] + [
+            ResultRow.from_dict(r, "reference") for r in refs
+        ]
+    if (given / "cells").is_dir():
+        return [ResultRow.from_dict(r, "grid") for r in read_grid_cells(given)[0]]
+    raise InputError(
+        f"{given}: no results.json, sweep.json or grid cells/; give a folder of negvocab score, sweep or grid run"
+    )

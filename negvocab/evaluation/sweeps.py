@@ -18,14 +18,15 @@ import numpy as np
 from negvocab.errors import InputError
 from negvocab.evaluation.checks import common_mistakes
 from negvocab.evaluation.encode import encode_sets
+from negvocab.evaluation.row import ResultRow
 from negvocab.evaluation.rows import (
     RANDOM_WEIGHTS_WARNING,
     model_fields,
     named_ood_sets,
-    ood_rows,
+    ood_records,
     run_meta,
     sets_meta,
-    vocab_fields,
+    vocab_identity,
     vocab_meta,
 )
 from negvocab.labels.imagenet import imagenet1k
@@ -56,6 +57,11 @@ class SweepResult:
     @property
     def random_weights(self) -> bool:
         return bool(self.meta.get("random_weights"))
+
+    @property
+    def records(self) -> list[ResultRow]:
+        """:attr:`rows`, then :attr:`references`, as typed records (:class:`negvocab.ResultRow`)."""
+        return [ResultRow.from_dict(r) for r in [*self.rows, *self.references]]
 
 
 def is_ranked(vocab: Vocabulary) -> bool:
@@ -126,28 +132,24 @@ def sweep_vocabulary(
     kw = scorer_params(method, params)
     by_m = sweep(enc.images, class_emb, ranked, wanted, method=method, device=vlm.device, **kw)
     common = {"method": method, **model_fields(vlm), "templates": templates}
+    boot = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
     vname = name or vocab.source
+    order_name = "ranked" if ranked_order else "given"
     rows = []
     for m, s in by_m.items():
-        base = {
-            "M": m,
-            **common,
-            "vocabulary": vname,
-            **vocab_fields(vocab),
-            "order": "ranked" if ranked_order else "given",
-        }
-        rows += ood_rows(base, *enc.split(s), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
+        identity = {"M": m, **common, "vocabulary": vname, **vocab_identity(vocab), "order": order_name}
+        rows += [r.to_dict() for r in ood_records(*enc.split(s), **boot, **identity, layout="sweep")]
     refs = []
     for rname, ref in (references or {}).items():
         neg = vlm.encode_text(list(ref.labels), templates, pos=ref.parts_of_speech(), progress=progress)
         s = np.asarray(S.score(method, enc.images, class_emb, neg, device=vlm.device, **kw))
-        base = {"name": rname, "M": len(ref), **common, "vocabulary": rname, **vocab_fields(ref)}
-        refs += ood_rows(base, *enc.split(s), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
+        identity = {"M": len(ref), **common, "vocabulary": rname, **vocab_identity(ref)}
+        refs += [r.to_dict() for r in ood_records(*enc.split(s), **boot, **identity, layout="reference")]
     meta = {
         **run_meta(vlm, id_classes, templates, convention, tpr, kw, seed, n_boot),
         "method": method,
         "params": kw,
-        "vocabulary": {"name": vname, "order": "ranked" if ranked_order else "given", **vocab_meta(vocab)},
+        "vocabulary": {"name": vname, "order": order_name, **vocab_meta(vocab)},
         "references": {k: vocab_meta(v) for k, v in (references or {}).items()},
         "n_id": enc.n_id,
         "n_ood": len(enc.ood_images),

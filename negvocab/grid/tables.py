@@ -30,7 +30,8 @@ import numpy as np
 
 from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.errors import InputError
-from negvocab.evaluation.rows import THRESHOLD_RULES
+from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES
+from negvocab.evaluation.stored import read_grid_cells
 from negvocab.grid.config import spec_digest
 from negvocab.grid.work import open_sets, plan_cells, read_scores
 from negvocab.report import tables as T
@@ -58,7 +59,7 @@ METRICS = {
     "aupr_in": ("AUPR-In", True),
     "aupr_out": ("AUPR-Out", True),
 }
-RANDOM_NOTE = "RANDOM WEIGHTS: these numbers are meaningless (a dry run of the pipeline, not a result)"
+RANDOM_NOTE = RANDOM_WEIGHTS_WARNING  # the one sentence (negvocab.evaluation.rows)
 _GROUP = ("model", "vocabulary", "method", "convention")
 
 
@@ -338,12 +339,8 @@ class GridResult:
             raise InputError(
                 f"no sized entries {vocabulary}@M in the grid for the methods, conventions and OOD sets asked for"
             )
-        rows = [{**r, "M": int(r["vocabulary"].rsplit("@", 1)[1]), **_cis(r)} for r in sized]
-        refs = [
-            {**r, **_cis(r)}
-            for r in table
-            if not r["vocabulary"] and baselines and r["model"] in {x["model"] for x in sized}
-        ]
+        rows = [{**r, "M": int(r["vocabulary"].rsplit("@", 1)[1])} for r in sized]
+        refs = [r for r in table if not r["vocabulary"] and baselines and r["model"] in {x["model"] for x in sized}]
         return plot_overlay(rows, path, baselines=refs, metric=metric, random_weights=self.random_weights)
 
     def write(self, out_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -428,15 +425,6 @@ class GridResult:
             pq.write_table(pa.table(cols), tmp)
 
 
-def _cis(row: Mapping[str, Any]) -> dict[str, list[float]]:
-    """A tidy row's intervals as the plots take them (``fpr_ci = [low, high]``), where stored."""
-    return {
-        f"{m}_ci": [row[f"{m}_ci_low"], row[f"{m}_ci_high"]]
-        for m in ("fpr", "auroc")
-        if row.get(f"{m}_ci_low") is not None
-    }
-
-
 def _getter(out: Path, index: Mapping[str, Any]) -> T.ScoreGetter:
     def get(model: str, vocabulary: str, method: str) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
         entry = index.get(" | ".join((model, vocabulary, method)))
@@ -474,19 +462,7 @@ def _natural(text: str) -> tuple[Any, ...]:
 def _grid_folder(folder: Path) -> GridResult:
     """A grid's output folder read back without its config: the stored cells, the stored intervals
     of the means (``means/``), the failed cells, and ``scores_index.json`` when written."""
-    rows, digests, failed = [], [], []
-    for path in sorted((folder / "cells").glob("*.json")):
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise InputError(f"{path}: not a readable grid cell ({e})") from e
-        if path.name.endswith(".failed.json"):
-            failed.append({"cell": doc.get("cell", ["?"]), "error": doc.get("error", "")})
-        elif isinstance(doc, dict) and isinstance(doc.get("row"), dict):
-            rows.append(doc["row"])
-            digests.append(str(doc.get("digest", "")))
-        else:
-            raise InputError(f"{path}: key 'row' must hold the cell's results row")
+    rows, digests, failed = read_grid_cells(folder)
 
     # the cell files come in digest order: put the rows in a reader's order (wordnet@100 before @200)
     def key(r: Mapping[str, Any]) -> tuple[Any, ...]:  # the baselines (no vocabulary) after the vocabularies

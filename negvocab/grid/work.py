@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import time
 import zipfile
 from collections.abc import Mapping
@@ -23,10 +22,11 @@ from negvocab.builders.wordnet import build_wordnet_vocabulary
 from negvocab.data.fi_imagenet import fi_imagenet
 from negvocab.data.layouts import open_image_set
 from negvocab.errors import InputError, ResourceError
+from negvocab.evaluation.row import INTERVAL_METRICS
+from negvocab.evaluation.rows import metrics_row
 from negvocab.grid.config import GridConfig, ImageSpec, MethodSpec, ModelSpec, VocabSpec, spec_digest
 from negvocab.labels.candidates import sample_pool
 from negvocab.labels.imagenet import imagenet1k, read_id_classes
-from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import NEEDS_NEGATIVES, get_method, scorer_params
 from negvocab.vlm.images import file_key
 from negvocab.vlm.loading import resolve_device
@@ -561,47 +561,34 @@ def _vocab_info(v: Vocabulary) -> dict[str, Any]:
 def cell_row(
     cfg: GridConfig, cell: Cell, s_id: np.ndarray, s_ood: np.ndarray, model: ModelSpec, vinfo: Mapping[str, Any] | None
 ) -> dict[str, Any]:
-    """The tidy-table row of one cell from its scores."""
-    rep = M.evaluate(s_id, s_ood, tpr=cfg.tpr, convention=cell.convention, n_boot=cfg.n_boot)  # type: ignore[arg-type]
-    ci = {}
-    if cfg.n_boot:
-        meth = M.aupr_method_for(cell.convention)
-        for name in ("aupr_in", "aupr_out"):
-            c = M.bootstrap_ci(name, s_id, s_ood, n_boot=cfg.n_boot, method=meth)
-            ci[f"{name}_ci_low"], ci[f"{name}_ci_high"] = c.low, c.high
+    """The tidy-table row of one cell from its scores (:func:`negvocab.evaluation.rows.metrics_row`,
+    every metric's interval; the bootstrap seed is 0)."""
     vinfo = vinfo or {}
-    return {
-        "model": cell.model,
-        "pretrained": None if model.random_weights else model.pretrained,
-        "random_weights": model.random_weights or bool(vinfo.get("random_weights")),  # or the vocabulary's builder
-        "vocabulary": cell.vocabulary,
-        "vocab_source": vinfo.get("source", ""),
-        "vocab_size": vinfo.get("size", 0),
-        "vocab_hash": vinfo.get("hash", ""),
-        "deployable": vinfo.get("deployable", True),
-        "caveats": "; ".join(f"{k}: {v}" for k, v in (vinfo.get("caveats") or {}).items()),
-        "ood_set": cell.ood_set,
-        "method": cell.method,
-        "params": json.dumps(dict(method_spec(cfg, cell.method).params), sort_keys=True),
-        "convention": cell.convention,
-        "tpr": rep["tpr"],
-        "fpr": rep["fpr"],
-        "fpr_ci_low": rep.get("fpr_ci", [math.nan] * 2)[0],
-        "fpr_ci_high": rep.get("fpr_ci", [math.nan] * 2)[1],
-        "auroc": rep["auroc"],
-        "auroc_ci_low": rep.get("auroc_ci", [math.nan] * 2)[0],
-        "auroc_ci_high": rep.get("auroc_ci", [math.nan] * 2)[1],
-        "aupr_in": rep["aupr_in"],
-        "aupr_out": rep["aupr_out"],
-        "aupr_method": rep["aupr_method"],
-        **{
-            k: ci.get(k, math.nan) for k in ("aupr_in_ci_low", "aupr_in_ci_high", "aupr_out_ci_low", "aupr_out_ci_high")
-        },
-        "n_id": rep["n_id"],
-        "n_ood": rep["n_ood"],
-        "templates": cfg.templates,
-        "cell": cell.digest[:16],
-    }
+    rec = metrics_row(
+        s_id,
+        s_ood,
+        ood_set=cell.ood_set,
+        convention=cell.convention,
+        tpr=cfg.tpr,
+        n_boot=cfg.n_boot,
+        seed=0,
+        intervals=INTERVAL_METRICS,
+        layout="grid",
+        model=cell.model,
+        pretrained=None if model.random_weights else model.pretrained,
+        random_weights=model.random_weights or bool(vinfo.get("random_weights")),  # or the vocabulary's builder
+        vocabulary=cell.vocabulary,
+        vocab_source=vinfo.get("source", ""),
+        vocab_size=vinfo.get("size", 0),
+        vocab_hash=vinfo.get("hash", ""),
+        deployable=vinfo.get("deployable", True),
+        caveats=dict(vinfo.get("caveats") or {}),
+        method=cell.method,
+        params=dict(method_spec(cfg, cell.method).params),
+        templates=cfg.templates,
+        cell=cell.digest[:16],
+    )
+    return rec.to_dict()
 
 
 # ----------------------------------------------------------------------------------------------

@@ -27,6 +27,8 @@ import numpy as np
 
 from negvocab.atomic import write_text
 from negvocab.errors import InputError
+from negvocab.evaluation.row import interval
+from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING
 from negvocab.evaluation.stored import read_results_json, read_scores_npz
 from negvocab.provenance import negvocab_version
 from negvocab.report.plots import figure_png, scores_figure
@@ -41,7 +43,7 @@ MAX_FLAGGED = 100
 THUMB_PX = 96
 SMALL_N = 30  # fewer ID or OOD images than this: the report warns that the figures are noisy
 WIDE_CI = 0.20  # a 95% CI of FPR wider than 20 points: the report says so
-RANDOM_NOTE = "RANDOM WEIGHTS: these numbers are meaningless (a dry run of the pipeline, not a result)"
+RANDOM_NOTE = RANDOM_WEIGHTS_WARNING  # the one sentence (negvocab.evaluation.rows)
 
 # results-table columns in display order (others present are appended); those shown in the header
 _FIRST = [
@@ -86,10 +88,8 @@ def _num(x: Any, digits: int = 4) -> str:
 
 
 def _ci(row: Mapping[str, Any], name: str) -> str:
-    ci = row.get(f"{name}_ci")
-    if ci is None and f"{name}_ci_low" in row:
-        ci = [row[f"{name}_ci_low"], row[f"{name}_ci_high"]]
-    if not ci or any(v is None or (isinstance(v, float) and math.isnan(v)) for v in ci):
+    ci = interval(row, name)
+    if ci is None:
         return ""
     return f" [{_pct(ci[0])}, {_pct(ci[1])}]"
 
@@ -137,8 +137,8 @@ def _small_sample(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             f"Small samples: fewer than {SMALL_N} ID or OOD images in {', '.join(small)}; FPR@95 moves by whole points with one image, read these numbers as a dry run."
         )
     for r in rows:
-        ci = r.get("fpr_ci") or ([r["fpr_ci_low"], r["fpr_ci_high"]] if "fpr_ci_low" in r else None)
-        if not ci or any(not isinstance(c, (int, float)) or math.isnan(c) for c in ci):
+        ci = interval(r, "fpr")
+        if ci is None:
             continue
         name = (
             f"{r.get('method')}"

@@ -29,6 +29,7 @@ import numpy as np
 
 from negvocab.atomic import atomic_path
 from negvocab.errors import InputError
+from negvocab.evaluation.row import interval
 from negvocab.scoring import metrics as M
 
 if TYPE_CHECKING:
@@ -140,8 +141,8 @@ def _line_with_band(
     x = [r["M"] for r in part]
     y = [100 * r[key] for r in part]
     ax.plot(x, y, marker="o", markersize=3 + width, linewidth=width, color=color, label=label)
-    cis = [r.get(f"{key}_ci") for r in part]
-    if not all(ci and not any(c is None or math.isnan(c) for c in ci) for ci in cis):
+    cis = [interval(r, key) for r in part]  # either shape of any results file
+    if not all(cis):
         return y
     lo = [max(0.0, 100 * ci[0]) for ci in cis]  # type: ignore[index]
     hi = [min(100.0, 100 * ci[1]) for ci in cis]  # type: ignore[index]

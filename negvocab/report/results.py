@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.atomic import atomic_path, write_json, write_text
+from negvocab.evaluation.row import interval
 from negvocab.evaluation.rows import SUMMARY_ROWS, conventions, grouping_params, jsonable
 from negvocab.outdir import staged_folder
 from negvocab.report.plots import check_plot_formats, plot_sweep
@@ -68,10 +69,12 @@ TABLE_COLUMNS = [
 
 
 def flat_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A results row with its FPR and AUROC intervals as ``<metric>_ci_low``/``_ci_high`` columns (NaN where none)."""
     out = dict(row)
-    for name in ("fpr_ci", "auroc_ci"):
-        ci = out.pop(name, None) or [math.nan, math.nan]
-        out[f"{name}_low"], out[f"{name}_high"] = ci
+    for name in ("fpr", "auroc"):
+        ci = interval(out, name) or (math.nan, math.nan)
+        out.pop(f"{name}_ci", None)
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = ci
     return out
 
 

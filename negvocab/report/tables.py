@@ -34,6 +34,7 @@ from negvocab.evaluation.compare import (
     paired_bootstrap,
     paired_from_draws,
 )
+from negvocab.evaluation.row import interval
 from negvocab.evaluation.rows import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES
 from negvocab.report.results import flat_row
 from negvocab.textfiles import csv_text
@@ -407,8 +408,7 @@ def build_table(
         seen.add((i, j))
         for k, m in enumerate(metrics):
             values[i, j, k] = float(r.get(m, math.nan))
-            low[i, j, k] = float(r.get(f"{m}_ci_low", math.nan) if r.get(f"{m}_ci_low") is not None else math.nan)
-            high[i, j, k] = float(r.get(f"{m}_ci_high", math.nan) if r.get(f"{m}_ci_high") is not None else math.nan)
+            low[i, j, k], high[i, j, k] = interval(r, m) or (math.nan, math.nan)
     summary_cols = [c == MEAN and ca == ("ood_set",) for c in columns]
     means: list[str] = []
     col_sets = {

@@ -1,0 +1,297 @@
+"""One result row: :class:`ResultRow`, the typed record that ``score``, ``sweep`` and the grid all make.
+
+A row names what was scored (model, vocabulary, method and its parameters, OOD set, templates), how
+(convention, TPR) and what came out (FPR, AUROC, AUPR-In/Out, counts, bootstrap intervals). Inside
+the library an interval has one shape: ``intervals[metric] = (low, high)``. The files keep the shapes
+they always had, so that results stay byte-identical: :meth:`ResultRow.to_dict` writes the row of a
+``score`` results.json (``fpr_ci: [low, high]``), of a ``sweep``, of a sweep's reference, or of a grid
+cell (``fpr_ci_low``/``fpr_ci_high``), chosen by ``layout``. :meth:`ResultRow.from_dict` is the one
+reader of both interval shapes and of every old row (:func:`interval` gives one interval of a row
+dict); :func:`to_frame` and :func:`rows_from_frame` go to a pandas DataFrame and back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from negvocab.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["INTERVAL_METRICS", "LAYOUTS", "ResultRow", "interval", "rows_from_frame", "to_frame"]
+
+#: the metrics that may carry a bootstrap interval, in the order files write them
+INTERVAL_METRICS: tuple[str, ...] = ("fpr", "auroc", "aupr_in", "aupr_out")
+#: the row shapes of the results files: ``score`` (results.json), ``sweep`` and ``reference``
+#: (sweep.json), ``grid`` (a grid cell and the tidy table)
+LAYOUTS: tuple[str, ...] = ("score", "sweep", "reference", "grid")
+Layout = Literal["score", "sweep", "reference", "grid"]
+_REQUIRED = ("method", "ood_set", "convention", "tpr", "fpr", "auroc", "aupr_in", "aupr_out", "n_id", "n_ood")
+#: keys a file holds that the record derives (not kept in ``extra``)
+_DERIVED = {"positive", "oracle", "name", "layout", "extra", "intervals"}
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """The metrics of one (model, vocabulary, method, OOD set, convention), with what made them.
+
+    ``intervals``: metric -> ``(low, high)`` percentile bootstrap interval over OOD images (at
+    ``ci_level``, ``n_boot`` draws; absent without a bootstrap). Summary rows (``ood_set`` ``mean``,
+    ``near-ood``, ``far-ood``) carry ``n_ood_sets`` and, for the groups, ``ood_sets``. ``caveats``:
+    kind -> text of a vocabulary that is not deployable (an old ``score`` file holds the kinds only).
+    ``M`` and ``order``: a sweep's pool size and its order; ``cell``: a grid cell's digest;
+    ``extra``: anything else a row holds (NegLabel top-k bounds, ...). ``layout``: the file shape
+    :meth:`to_dict` writes by default.
+    """
+
+    method: str
+    ood_set: str
+    convention: str
+    tpr: float
+    fpr: float
+    auroc: float
+    aupr_in: float
+    aupr_out: float
+    n_id: int
+    n_ood: int
+    model: str = ""
+    pretrained: str | None = None
+    random_weights: bool = False
+    vocabulary: str = ""
+    vocab_source: str = ""
+    vocab_hash: str = ""
+    vocab_size: int = 0
+    deployable: bool = True
+    caveats: Mapping[str, str] = field(default_factory=dict)
+    params: Mapping[str, Any] | None = None
+    templates: str = ""
+    aupr_method: str | None = None
+    intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    ci_level: float | None = None
+    n_boot: int | None = None
+    ci_resample: str | None = None
+    n_ood_sets: int | None = None
+    ood_sets: tuple[str, ...] | None = None
+    M: int | None = None
+    order: str | None = None
+    cell: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    layout: Layout = "score"
+
+    @property
+    def positive(self) -> str:
+        """The positive class of the FPR: OOD under openood, else ID."""
+        return "OOD" if self.convention == "openood" else "ID"
+
+    @property
+    def oracle(self) -> bool:
+        return "oracle" in self.caveats
+
+    @property
+    def summary(self) -> bool:
+        """Whether the row averages several OOD sets (``mean``, ``near-ood``, ``far-ood``)."""
+        return self.n_ood_sets is not None
+
+    def replace(self, **changes: Any) -> ResultRow:
+        return dataclasses.replace(self, **changes)
+
+    # ------------------------------------------------------------------------------------------
+    # writing
+    # ------------------------------------------------------------------------------------------
+    def to_dict(self, layout: Layout | None = None) -> dict[str, Any]:
+        """The row as the results file of ``layout`` (default :attr:`layout`) holds it, keys in its order."""
+        layout = layout or self.layout
+        if layout == "grid":
+            return self._grid_dict()
+        if layout not in LAYOUTS:
+            raise InputError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+        model = {"model": self.model, "pretrained": self.pretrained, "random_weights": self.random_weights}
+        vocab = {
+            "vocabulary": self.vocabulary,
+            "vocab_source": self.vocab_source,
+            "vocab_hash": self.vocab_hash,
+            "vocab_size": self.vocab_size,
+            "oracle": self.oracle,
+            "deployable": self.deployable,
+            "caveats": ";".join(self.caveats),
+        }
+        if layout == "score":
+            params = {} if self.params is None else {"params": dict(self.params)}
+            head = {"method": self.method, **model, **vocab, **params, "templates": self.templates, **self.extra}
+        else:
+            lead = {"name": self.vocabulary, "M": self.M} if layout == "reference" else {"M": self.M}
+            head = {**lead, "method": self.method, **model, "templates": self.templates, **vocab}
+            if layout == "sweep":
+                head["order"] = self.order
+            head.update(self.extra)
+        return {**head, **self.metrics_dict()}
+
+    def metrics_dict(self) -> dict[str, Any]:
+        """The OOD set and the metrics, as a ``score``/``sweep`` row ends (``fpr_ci: [low, high]``)."""
+        out: dict[str, Any] = {"ood_set": self.ood_set, "convention": self.convention}
+        if not self.summary:
+            out["positive"] = self.positive
+        out.update(tpr=self.tpr, fpr=self.fpr, auroc=self.auroc, aupr_in=self.aupr_in, aupr_out=self.aupr_out)
+        if not self.summary:
+            out["aupr_method"] = self.aupr_method
+        out.update(n_id=self.n_id, n_ood=self.n_ood)
+        if self.summary:
+            out["n_ood_sets"] = self.n_ood_sets
+            if self.ood_sets is not None:
+                out["ood_sets"] = list(self.ood_sets)
+        if self.n_boot:
+            out.update({f"{m}_ci": list(self.intervals[m]) for m in INTERVAL_METRICS if m in self.intervals})
+            out.update(ci_level=self.ci_level, n_boot=self.n_boot, ci_resample=self.ci_resample)
+        return out
+
+    def _grid_dict(self) -> dict[str, Any]:
+        """The row of a grid cell file (``<metric>_ci_low``/``_ci_high``; NaN where not bootstrapped)."""
+
+        def ci(metric: str) -> dict[str, float]:
+            low, high = self.intervals.get(metric, (math.nan, math.nan))
+            return {f"{metric}_ci_low": low, f"{metric}_ci_high": high}
+
+        return {
+            "model": self.model,
+            "pretrained": self.pretrained,
+            "random_weights": self.random_weights,
+            "vocabulary": self.vocabulary,
+            "vocab_source": self.vocab_source,
+            "vocab_size": self.vocab_size,
+            "vocab_hash": self.vocab_hash,
+            "deployable": self.deployable,
+            "caveats": "; ".join(f"{k}: {v}" for k, v in self.caveats.items()),
+            "ood_set": self.ood_set,
+            "method": self.method,
+            "params": json.dumps(dict(self.params or {}), sort_keys=True),
+            "convention": self.convention,
+            "tpr": self.tpr,
+            "fpr": self.fpr,
+            **ci("fpr"),
+            "auroc": self.auroc,
+            **ci("auroc"),
+            "aupr_in": self.aupr_in,
+            "aupr_out": self.aupr_out,
+            "aupr_method": self.aupr_method,
+            **ci("aupr_in"),
+            **ci("aupr_out"),
+            "n_id": self.n_id,
+            "n_ood": self.n_ood,
+            "templates": self.templates,
+            **self.extra,
+            "cell": self.cell,
+        }
+
+    def flat_dict(self) -> dict[str, Any]:
+        """Every field in one flat mapping (intervals as ``<metric>_ci_low``/``_ci_high``, ``extra``
+        merged): a DataFrame's columns (:func:`to_frame`)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name in ("intervals", "extra"):
+                continue
+            value = getattr(self, f.name)
+            out[f.name] = dict(value) if isinstance(value, Mapping) else value
+        for m in INTERVAL_METRICS:
+            out[f"{m}_ci_low"], out[f"{m}_ci_high"] = self.intervals.get(m, (math.nan, math.nan))
+        return {**out, **self.extra}
+
+    # ------------------------------------------------------------------------------------------
+    # reading
+    # ------------------------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, row: Mapping[str, Any], layout: Layout | None = None) -> ResultRow:
+        """A row read back from any results file, old or new: a ``score`` results.json row, a sweep
+        or reference row of sweep.json, a grid cell row or a tidy-table row (intervals as
+        ``fpr_ci: [low, high]`` or as ``fpr_ci_low``/``fpr_ci_high``), or :meth:`flat_dict`'s."""
+        missing = [k for k in _REQUIRED if k not in row]
+        if missing:
+            raise InputError(f"a results row lacks {', '.join(missing)}; it holds {', '.join(map(str, row))}")
+        layout = layout or row.get("layout") or _detect(row)
+        if layout not in LAYOUTS:
+            raise InputError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw: dict[str, Any] = {k: row[k] for k in names & set(row) if k not in _DERIVED}
+        kw["caveats"] = _caveats(row.get("caveats"))
+        params = row.get("params")
+        try:
+            kw["params"] = json.loads(params) if isinstance(params, str) else params
+        except ValueError:
+            raise InputError(f"a results row's params must be a JSON object, got {params!r:.60}") from None
+        if row.get("ood_sets") is not None:
+            kw["ood_sets"] = tuple(row["ood_sets"])
+        kw["intervals"] = {m: ci for m in INTERVAL_METRICS if (ci := interval(row, m)) is not None}
+        extra = dict(row.get("extra") or {})
+        extra.update({k: v for k, v in row.items() if k not in names and k not in _DERIVED and not _is_ci(k)})
+        return cls(**kw, extra=extra, layout=layout)
+
+
+def _detect(row: Mapping[str, Any]) -> Layout:
+    if "cell" in row or isinstance(row.get("params"), str):
+        return "grid"
+    if "M" in row:
+        return "reference" if "name" in row else "sweep"
+    return "score"
+
+
+def _is_ci(key: str) -> bool:
+    return any(key in (f"{m}_ci", f"{m}_ci_low", f"{m}_ci_high") for m in INTERVAL_METRICS)
+
+
+def _caveats(value: Any) -> dict[str, str]:
+    """Caveats as kind -> text, from a mapping, a ``score`` file's ``kind;kind`` or a grid's ``kind: text; ...``."""
+    if isinstance(value, Mapping):
+        return {str(k): str(v) for k, v in value.items()}
+    if not value or not isinstance(value, str):
+        return {}
+    if ": " not in value:
+        return dict.fromkeys(value.split(";"), "")
+    out: dict[str, str] = {}
+    last = None
+    for part in value.split("; "):
+        kind, sep, text = part.partition(": ")
+        if sep and " " not in kind:
+            out[kind], last = text, kind
+        elif last is not None:  # a "; " inside a caveat's text
+            out[last] += f"; {part}"
+    return out
+
+
+def interval(row: Mapping[str, Any], metric: str) -> tuple[float, float] | None:
+    """The ``(low, high)`` bootstrap interval of ``metric`` in a row dict of any file (``<metric>_ci``
+    as a pair, or ``<metric>_ci_low``/``_ci_high``); None where none is stored or its ends are not
+    numbers (null, NaN: not bootstrapped)."""
+    pair = row.get(f"{metric}_ci")
+    if pair is None and f"{metric}_ci_low" in row:
+        pair = (row[f"{metric}_ci_low"], row.get(f"{metric}_ci_high"))
+    if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+        return None
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) for v in pair):
+        return None
+    return float(pair[0]), float(pair[1])
+
+
+def to_frame(rows: Iterable[ResultRow]) -> pd.DataFrame:
+    """One DataFrame row per result row (:meth:`ResultRow.flat_dict`'s columns); pandas is imported here."""
+    import pandas as pd
+
+    return pd.DataFrame([r.flat_dict() for r in rows])
+
+
+def rows_from_frame(frame: pd.DataFrame) -> list[ResultRow]:
+    """The rows of a :func:`to_frame` DataFrame (a column's NaN where a row had no value reads as absent)."""
+    out = []
+    for rec in frame.to_dict("records"):
+        kept = {k: v for k, v in rec.items() if k in _REQUIRED or not (isinstance(v, float) and math.isnan(v))}
+        out.append(ResultRow.from_dict({**kept, **_ints(kept)}))
+    return out
+
+
+def _ints(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """Integer fields that a DataFrame column with gaps turned into floats."""
+    return {k: int(rec[k]) for k in ("M", "n_boot", "n_ood_sets", "n_id", "n_ood", "vocab_size") if k in rec}
