@@ -110,6 +110,21 @@ class Builder:
         except ValidationError as e:
             raise InputError(option_error(self, e.errors()[0], key=key)) from None
 
+    def with_paths(self, options: Mapping[str, Any], base: str | Path = ".") -> dict[str, Any]:
+        """``options`` as written in a file (a grid's table) with each string given for an option that
+        takes a path made relative to ``base`` (the file's folder) when it is there; else as given
+        (a preset name such as ``wordnet``, or a file planned on another machine)."""
+        out = dict(options)
+        for k, value in options.items():
+            info = self.options.model_fields.get(k)
+            kinds = annotation_types(info.annotation) if info is not None else []
+            if not isinstance(value, str) or Path not in kinds:
+                continue
+            p = Path(value).expanduser()
+            p = p if p.is_absolute() else Path(base) / p
+            out[k] = p if p.exists() else value if str in kinds else Path(value)
+        return out
+
     def run(self, *, vlm: VLM | None = None, **options: Any) -> Vocabulary:
         """Validate ``options`` and build (``vlm`` first when the builder needs one); the vocabulary
         must record this builder's source."""
@@ -126,22 +141,31 @@ class Builder:
         return vocab
 
 
-def option_error(builder: Builder, err: Mapping[str, Any], *, key: Callable[[str], str] | None = None) -> str:
-    """One line for one pydantic error of ``builder``'s options: the option, its value, what is allowed."""
+def option_error(
+    builder: Builder,
+    err: Mapping[str, Any],
+    *,
+    key: Callable[[str], str] | None = None,
+    where: str | None = None,
+    table: str = "",
+) -> str:
+    """One line for one pydantic error of ``builder``'s options: the option (as ``key`` spells it: a
+    CLI flag, a grid key), its value and what is allowed. The line starts with ``where`` (default
+    ``builder 'NAME': ``); a check of the options together (a model validator) names ``table``."""
     spell = key or (lambda name: name)
+    where = f"builder {builder.name!r}: " if where is None else where
     loc = [str(p) for p in err.get("loc", ()) if not isinstance(p, int)]
     name = loc[0] if loc else ""
     fields = builder.options.model_fields
     info = fields.get(name)
     allowed = (info.description if info is not None else "") or "a valid value"
-    where = f"builder {builder.name!r}"
     if err["type"] == "extra_forbidden":
-        return f"{where}: {spell(name)}: unknown option; known: {', '.join(spell(f) for f in fields) or 'none'}"
+        return f"{where}{spell(name)}: unknown option; known: {', '.join(spell(f) for f in fields) or 'none'}"
     if err["type"] == "missing":
-        return f"{where}: {spell(name)} is missing: give {allowed}"
+        return f"{where}{spell(name)} is missing: give {allowed}"
     if not name:  # a check of the options together (a model validator)
-        return f"{where}: {str(err.get('msg', 'invalid options')).removeprefix('Value error, ')}"
-    return f"{where}: {spell(name)} = {_show(err.get('input'))}: must be {allowed}"
+        return f"{where}{table}{str(err.get('msg', 'invalid options')).removeprefix('Value error, ')}"
+    return f"{where}{spell(name)} = {_show(err.get('input'))}: must be {allowed}"
 
 
 def _show(value: Any) -> str:
