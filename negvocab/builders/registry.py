@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from negvocab.errors import InputError
 from negvocab.registry import Registry, resolve_target
@@ -110,6 +110,18 @@ class Builder:
         except ValidationError as e:
             raise InputError(option_error(self, e.errors()[0], key=key)) from None
 
+    def accepts(self, option: str, value: Any) -> bool:
+        """Whether the option ``option`` takes ``value`` as it is (a grid offers its ``IdClasses``, or
+        else the ID classes' file)."""
+        info = self.options.model_fields.get(option)
+        if info is None:
+            return False
+        try:
+            TypeAdapter(info.annotation).validate_python(value, strict=True)
+        except (ValidationError, TypeError):
+            return False
+        return True
+
     def with_paths(self, options: Mapping[str, Any], base: str | Path = ".") -> dict[str, Any]:
         """``options`` as written in a file (a grid's table) with each string given for an option that
         takes a path made relative to ``base`` (the file's folder) when it is there; else as given
@@ -138,6 +150,11 @@ class Builder:
         vocab = fn(vlm, **values) if "vlm" in self.needs else fn(**values)
         if not isinstance(vocab, Vocabulary):
             raise InputError(f"builder {self.name!r} returned {type(vocab).__name__}, not a negvocab.Vocabulary")
+        if vocab.source != self.source:
+            raise InputError(
+                f"builder {self.name!r} made a vocabulary of source {vocab.source!r}; it must record its own, "
+                f"{self.source!r} (Vocabulary.from_labels(..., source={self.source!r}))"
+            )
         return vocab
 
 

@@ -249,12 +249,12 @@ def build_in_grid(cfg: GridConfig, v: VocabSpec, vlm: VLM) -> Vocabulary:
     (paths against the grid file), and of templates, ID classes and batch size what it takes, from [grid]."""
     builder = get_builder(v.builder or "")
     fields = builder.options.model_fields
-    given = {
-        "templates": lambda: cfg.templates,
-        "id_classes": lambda: id_classes(cfg),
-        "batch_size": lambda: cfg.batch_size,
-    }
-    options = {**{k: x() for k, x in given.items() if k in fields}, **builder.with_paths(dict(v.options), cfg.base)}
+    given: dict[str, Any] = {"templates": cfg.templates, "batch_size": cfg.batch_size}
+    if "id_classes" in fields:  # the ID classes as an object where the builder takes one, else their file
+        classes = id_classes(cfg)
+        file = None if cfg.id_classes == "imagenet1k" else cfg.path(cfg.id_classes)
+        given["id_classes"] = classes if builder.accepts("id_classes", classes) else file
+    options = {**{k: x for k, x in given.items() if k in fields}, **builder.with_paths(dict(v.options), cfg.base)}
     return builder.run(vlm=vlm if "vlm" in builder.needs else None, **options)
 
 

@@ -38,7 +38,7 @@ def build_toy(
     labels = [words[i] for i in order]
     meta = {words[i]: {"rank": r + 1, "closeness": float(closeness[i])} for r, i in enumerate(order)}
     return negvocab.Vocabulary.from_labels(
-        labels, source="toy", meta=meta, settings={"stride": stride, "model": vlm.identity()}
+        labels, source="toy", meta=meta, settings={"stride": stride, "model": vlm.identity}
     )
 
 
