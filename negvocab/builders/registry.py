@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from negvocab.errors import InputError
+from negvocab.plugins import load_plugins
 from negvocab.registry import Registry, resolve_target
 from negvocab.vocab import Vocabulary, add_source
 
@@ -257,7 +258,12 @@ def unregister_builder(name: str) -> None:
 
 
 def get_builder(name: str) -> Builder:
-    """The builder registered as ``name`` (case-insensitive, aliases accepted) or one-line :class:`InputError`."""
+    """The builder registered as ``name`` (case-insensitive, aliases accepted) or one-line :class:`InputError`.
+
+    A name not registered yet first loads the plug-ins (``$NEGVOCAB_PLUGINS``, the ``negvocab.plugins``
+    entry points; each once), so a plug-in's builder is found from Python as from the CLI."""
+    if name not in _BUILDERS:
+        load_plugins()
     return _BUILDERS.get(name)
 
 
