@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from negvocab.errors import InputError
 from negvocab.plugins import load_plugins
 from negvocab.registry import Registry, resolve_target
-from negvocab.vocab import Vocabulary, add_source
+from negvocab.vocab import Vocabulary, add_source, with_caveats
 
 if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
@@ -156,6 +156,9 @@ class Builder:
                 f"builder {self.name!r} made a vocabulary of source {vocab.source!r}; it must record its own, "
                 f"{self.source!r} (Vocabulary.from_labels(..., source={self.source!r}))"
             )
+        if not self.deployable and vocab.deployable:  # the registry's fact travels with the labels
+            note = f"built by {self.name!r}, which its registry entry marks not deployable"
+            vocab = vocab.subset(vocab.labels, settings=with_caveats(vocab.settings, {self.name: note}))
         return vocab
 
 

@@ -163,3 +163,18 @@ def test_a_builder_must_record_its_own_source():
             negvocab.build_vocabulary("liar")
     finally:
         unregister_builder("liar")
+
+
+def test_a_builder_marked_not_deployable_marks_its_vocabularies():
+    class Opts(negvocab.BuilderOptions):
+        pass
+
+    negvocab.register_builder(
+        "peek", lambda: Vocabulary.from_labels(["a", "b"], source="peek"), options=Opts, deployable=False
+    )
+    try:
+        got = negvocab.build_vocabulary("peek")
+        assert got.labels == ["a", "b"] and not got.deployable and "peek" in got.caveats
+        assert got.head(1).caveats == got.caveats  # derived vocabularies keep the mark
+    finally:
+        unregister_builder("peek")
