@@ -26,7 +26,7 @@ import inspect
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -81,7 +81,6 @@ class Builder:
     examples: tuple[str, ...] = ()  # CLI examples shown in its --help
     aliases: tuple[str, ...] = ()
     texts: Callable[[BaseModel, int], int] | str | None = None  # texts it embeds (options, ID classes): grid plan
-    extras: Mapping[str, Any] = field(default_factory=dict)  # anything else a plug-in wants to record
 
     def function(self) -> Callable[..., Vocabulary]:
         """The build function (a lazy target imported now)."""

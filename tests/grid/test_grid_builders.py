@@ -95,3 +95,11 @@ def test_plugin_options_are_checked_at_parse_time_in_one_line(toy, table, messag
 def test_without_its_plugin_the_builder_is_unknown():
     with pytest.raises(InputError, match="vocabularies.T.builder = 'toy': must be one of wordnet, gpt, eoe"):
         parse_config({**BASE, "vocabularies": {"T": {"builder": "toy"}}}, source="g.toml")
+
+
+def test_a_builder_that_needs_images_takes_them_from_its_table(grid_files):
+    doc = {**BASE, "vocabularies": {"M": {"builder": "mined", "images": "oodA", "top_k": 3, "sizes": [5]}}}
+    spec = parse_config(doc, base=str(grid_files), source="g.toml").vocabularies[0]
+    assert (spec.builder, dict(spec.options), spec.names()) == ("mined", {"images": "oodA", "top_k": 3}, ["M@5"])
+    with pytest.raises(InputError, match="^g\\.toml: vocabularies\\.M\\.images is missing: give the unlabelled images"):
+        parse_config({**BASE, "vocabularies": {"M": {"builder": "mined"}}}, source="g.toml")
