@@ -86,6 +86,13 @@ _EXPORTS: dict[str, str] = {
     # rows (issue 29): one typed result row, and any results folder read back into rows
     "ResultRow": "negvocab.evaluation.row",
     "read_results": "negvocab.evaluation.stored",
+    # the builder registry (issue 29, part C "builders")
+    "Builder": "negvocab.builders.registry",
+    "BuilderOptions": "negvocab.builders.registry",
+    "register_builder": "negvocab.builders.registry",
+    "get_builder": "negvocab.builders.registry",
+    "list_builders": "negvocab.builders.registry",
+    "build_vocabulary": "negvocab.builders.registry",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -112,6 +119,14 @@ if TYPE_CHECKING:
     from negvocab.builders.llm import build_eoe_vocabulary, build_gpt_vocabulary, vocabulary_from_journal
     from negvocab.builders.mined import build_mined_vocabulary
     from negvocab.builders.oracle import build_oracle_vocabulary
+    from negvocab.builders.registry import (  # part C "builders"
+        Builder,
+        BuilderOptions,
+        build_vocabulary,
+        get_builder,
+        list_builders,
+        register_builder,
+    )
     from negvocab.builders.siblings import build_sibling_vocabulary
     from negvocab.builders.wordnet import build_wordnet_vocabulary, farthest_first
     from negvocab.data.fi_imagenet import fi_imagenet

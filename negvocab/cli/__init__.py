@@ -5,6 +5,7 @@ from __future__ import annotations
 # Importing a topic module registers its commands on ``app`` / ``build_app``.
 from negvocab.cli import (  # noqa: F401
     benchmarks,
+    build_generic,
     build_llm,
     build_offline,
     build_wordnet,
@@ -20,11 +21,21 @@ from negvocab.cli import (  # noqa: F401
     subsample,
     table,
 )
-from negvocab.cli.app import app, build_app
+from negvocab.cli.app import EXIT_USER_ERROR, app, build_app
+from negvocab.errors import NegvocabError
 
 __all__ = ["app", "build_app", "main"]
 
+build_generic.add_builder_commands(plugins=False)  # builders registered before the CLI was imported
+
 
 def main() -> None:
-    """Entry point of the ``negvocab`` console script."""
+    """Entry point of the ``negvocab`` console script: plug-ins' builders get their commands first."""
+    import sys
+
+    try:
+        build_generic.add_builder_commands()
+    except NegvocabError as e:  # a plug-in that does not import: one line, no traceback
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(EXIT_USER_ERROR) from None
     app(prog_name="negvocab")

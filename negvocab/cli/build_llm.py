@@ -16,6 +16,7 @@ import typer
 
 from negvocab.builders.llm import eoe_run, gpt_run
 from negvocab.builders.llm_size import build_to_size
+from negvocab.builders.registry import get_builder
 from negvocab.cli.app import build_app
 from negvocab.cli.options import OverwriteOpt
 from negvocab.cli.outputs import check_output, messages_to_stderr, writing
@@ -324,7 +325,7 @@ def _run(
         _report(vocab, out, what)
 
 
-@build_app.command("gpt")
+@build_app.command("gpt", help=get_builder("gpt").summary)
 def build_gpt(
     model: ModelOpt,
     output: OutOpt,
@@ -375,7 +376,7 @@ def build_gpt(
     )
 
 
-@build_app.command("eoe")
+@build_app.command("eoe", help=get_builder("eoe").summary)
 def build_eoe(
     model: ModelOpt,
     output: OutOpt,

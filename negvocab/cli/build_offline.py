@@ -15,6 +15,7 @@ import typer
 from negvocab.atomic import is_stdout
 from negvocab.builders.mined import build_mined_vocabulary, mining_pool
 from negvocab.builders.oracle import build_oracle_vocabulary
+from negvocab.builders.registry import get_builder
 from negvocab.builders.siblings import build_sibling_vocabulary, check_counts, sibling_id_classes
 from negvocab.cli.app import build_app
 from negvocab.cli.options import (
@@ -52,7 +53,7 @@ def _warn(vlm: object) -> str:
     return " (RANDOM weights: not a real vocabulary)" if getattr(vlm, "random_weights", False) else ""
 
 
-@build_app.command("siblings")
+@build_app.command("siblings", help=get_builder("siblings").summary)
 def build_siblings(
     output: OutOpt,
     overwrite: OverwriteOpt = False,
@@ -110,7 +111,7 @@ def build_siblings(
     )
 
 
-@build_app.command("mined")
+@build_app.command("mined", help=get_builder("mined").summary)
 def build_mined(
     output: OutOpt,
     images: Annotated[
@@ -219,7 +220,7 @@ def _save_mined(output: Path, vocab: Vocabulary, checked: bool, vlm: object) -> 
     )
 
 
-@build_app.command("oracle")
+@build_app.command("oracle", help=get_builder("oracle").summary)
 def build_oracle(
     output: Annotated[Path, typer.Option("--output", "-o", help="Vocabulary JSON to write.")],
     labels: Annotated[

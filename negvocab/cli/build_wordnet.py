@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from negvocab.atomic import is_stdout
+from negvocab.builders.registry import get_builder
 from negvocab.builders.wordnet import build_wordnet_vocabulary, check_percentile
 from negvocab.cli.app import build_app
 from negvocab.cli.options import (
@@ -45,7 +46,7 @@ def output_path(out: Path, size: int, many: bool) -> Path:
     return out
 
 
-@build_app.command("wordnet")
+@build_app.command("wordnet", help=get_builder("wordnet").summary)
 def build_wordnet(
     output: Annotated[Path, typer.Option("--output", "-o", help="Vocabulary JSON to write ({size} is replaced).")],
     model: ModelOpt = "ViT-B-32",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from negvocab.builders.registry import get_builder, list_builders
+
 __all__ = ["EXAMPLES", "epilog"]
 
 EXAMPLES: dict[str, list[str]] = {
@@ -29,15 +31,6 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "sweep": ["negvocab sweep --id images/id --ood images/ood --vocab wordnet.json --sizes 50,100,200 -o sweep/"],
     "subsample": ["negvocab subsample results/ --sizes 2,4 --draws 1000 -o subsample/"],
-    "build gpt": ["negvocab build gpt -m gpt-4o-mini --per-class 20 --rounds 10 --dry-run -o gpt.json"],
-    "build eoe": ["negvocab build eoe --mode far -m gpt-4o-mini --size 500 -o eoe_far.json"],
-    "build siblings": ["negvocab build siblings --id-classes classes.txt -K 10 -o siblings.json"],
-    "build mined": ["negvocab build mined --images unlabelled/ --pool wordnet -k 5 -o mined.json"],
-    "build oracle": ["negvocab build oracle --labels ood_labels.txt -o oracle.json"],
-    "build wordnet": [
-        "negvocab build wordnet -o wordnet.json",
-        "negvocab build wordnet --candidates pool.tsv --sizes 50,100,200 -o wn.json",
-    ],
     "grid init": ["negvocab grid init grid.toml"],
     "grid run": ["negvocab grid run grid.toml --random-weights -o grid-out"],
     "grid status": ["negvocab grid status grid-out"],
@@ -45,6 +38,9 @@ EXAMPLES: dict[str, list[str]] = {
     "table": ["negvocab table grid-out --rows model --cols vocabulary --metric fpr,auroc -o table2.md"],
     "benchmarks": ["negvocab benchmarks --root /data/openood"],
 }
+
+# each builder's examples are its registry entry's (negvocab.cli.build_generic adds those of builders registered later)
+EXAMPLES.update({f"build {n}": list(get_builder(n).examples) for n in list_builders() if get_builder(n).examples})
 
 
 def epilog(path: str) -> str | None:

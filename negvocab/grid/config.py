@@ -32,8 +32,10 @@
     [vocabularies]
     gpt = "vocabs/gpt.json"           # a vocabulary file
     wordnet = { builder = "wordnet", sizes = [1000, 5000, 10000] }   # built per model: wordnet@1000, ...
-    # builder options: percentile, preset, ratio, synonym_filter, pool (rank only n candidates spread
-    # over the preset: quick dry runs)
+    # builder: any registered builder (negvocab.list_builders(); a plug-in's too), with the options of
+    # its options model (wordnet: percentile, preset, ratio, synonym_filter, candidates, pool: rank
+    # only n candidates spread over the preset, for quick dry runs); [grid] gives templates,
+    # id_classes and batch_size; sizes only for builders whose labels are ranked
 
     [[methods]]
     name = "neglabel"
@@ -67,9 +69,9 @@ from pydantic import (
     field_validator,
 )
 
+from negvocab.builders.registry import get_builder, list_builders, option_error
 from negvocab.errors import InputError, NegvocabError
 from negvocab.grid.resources import Resources, ResourcesTable, parse_resources
-from negvocab.labels.candidates import PRESETS
 from negvocab.scoring.methods import EVALUATION_PARAMS, NEEDS_NEGATIVES, canonical_method, check_params
 from negvocab.scoring.metrics import CONVENTIONS
 from negvocab.textfiles import read_text
@@ -88,7 +90,9 @@ __all__ = [
     "spec_digest",
 ]
 
-BUILDERS = ("wordnet",)
+#: builder options the grid gives itself ([grid] templates, id_classes, batch_size), or that have no
+#: meaning in a grid (progress; size: a grid cuts ranked builders with sizes = [...])
+GRID_GIVES = ("templates", "id_classes", "batch_size", "progress", "size")
 
 
 def spec_digest(doc: Any) -> str:
@@ -298,22 +302,12 @@ class VocabFileTable(_Table):
 
 
 class VocabBuilderTable(VocabFileTable):
-    """A vocabulary built per model (the WordNet farthest-first builder and its options)."""
+    """A vocabulary built per model by a registered builder; its options (the other keys) are checked
+    by the builder's options model (:meth:`~negvocab.builders.registry.Builder.with_paths` resolves paths)."""
 
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True, protected_namespaces=())
     file: None = Field(None, description="no file with a builder")  # type: ignore[assignment]
-    builder: Literal["wordnet"] = Field(description=f"one of {', '.join(BUILDERS)} (or give file = ...)")
-    percentile: float = Field(0.95, gt=0, le=1, description="a quantile level in (0, 1]")
-    preset: str = Field("neglabel", description=f"a candidate preset, one of {', '.join(PRESETS)}")
-    ratio: float | None = Field(None, gt=0, le=1, description="a fraction in (0, 1]")
-    pool: int | None = Field(None, gt=0, description="a positive integer (candidates spread over the preset)")
-    synonym_filter: bool = Field(True, description="true or false")
-
-    @field_validator("preset")
-    @classmethod
-    def _preset(cls, v: str) -> str:
-        if v not in PRESETS:
-            raise ValueError("unknown preset")
-        return v
+    builder: str = Field(min_length=1, pattern=r"\S", description="a registered builder (or give file = ...)")
 
 
 class MethodTable(_Table):
@@ -451,18 +445,46 @@ def _image(name: str, value: str | ImageTable) -> ImageSpec:
     )
 
 
-def _vocab(name: str, value: str | VocabFileTable | VocabBuilderTable, source: str) -> VocabSpec:
+def _vocab(name: str, value: str | VocabFileTable | VocabBuilderTable, source: str, base: str = ".") -> VocabSpec:
     if isinstance(value, str):
         return VocabSpec(name=name, file=value)
     sizes = tuple(sorted(set(value.sizes or ())))
     if isinstance(value, VocabBuilderTable):
-        options = {
-            k: getattr(value, k)
-            for k in ("percentile", "preset", "ratio", "pool", "synonym_filter")
-            if k in value.model_fields_set
-        }
-        return VocabSpec(name=name, builder=value.builder, sizes=sizes, options=tuple(sorted(options.items())))
+        return _builder_vocab(name, value, sizes, source, base)
     return VocabSpec(name=name, file=value.file, sizes=sizes)
+
+
+def _builder_vocab(name: str, value: VocabBuilderTable, sizes: tuple[int, ...], source: str, base: str) -> VocabSpec:
+    """The spec of a builder table: the builder registered, runnable in a grid, its options valid."""
+    key = f"{source}: vocabularies.{name}"
+    try:
+        builder = get_builder(value.builder)
+    except InputError:
+        raise InputError(
+            f"{key}.builder = {_show(value.builder)}: must be one of {', '.join(list_builders())} (or give file = ...)"
+        ) from None
+    if "llm" in builder.needs:
+        raise InputError(
+            f"{key}.builder = {_show(value.builder)}: needs an LLM endpoint, which a grid does not give; build it "
+            f"with 'negvocab build {builder.name}' and name the file ({name} = \"{builder.name}.json\")"
+        )
+    if sizes and not builder.ranked:
+        raise InputError(
+            f"{key}.sizes: builder {builder.name!r} does not rank its labels, so its first M are no vocabulary "
+            "of size M; leave sizes out"
+        )
+    options = dict(value.model_extra or {})
+    known = [f for f in builder.options.model_fields if f not in GRID_GIVES]
+    for k in options:
+        if k not in known:
+            raise InputError(f"{key}.{k}: unknown key; known: {', '.join(['builder', 'sizes', *known])}")
+    try:
+        builder.options.model_validate(builder.with_paths(options, base), strict=True)
+    except ValidationError as e:
+        where, table = f"{source}: ", f"vocabularies.{name}"
+        line = option_error(builder, e.errors()[0], key=lambda n: f"{table}.{n}", where=where, table=f"{table}: ")
+        raise InputError(line) from None
+    return VocabSpec(name=name, builder=builder.name, sizes=sizes, options=tuple(sorted(options.items())))
 
 
 def _model(value: ModelTable, i: int, source: str, random_weights: bool) -> ModelSpec:
@@ -540,7 +562,7 @@ def parse_config(
         raise InputError(
             f"{src}: ood.mean: an OOD set may not be named 'mean' (the mean over sets is a row of that name)"
         )
-    vocabs = [_vocab(str(k), v, src) for k, v in d.vocabularies.items()]
+    vocabs = [_vocab(str(k), v, src, base) for k, v in d.vocabularies.items()]
     methods = [_method(m, i, src) for i, m in enumerate(d.methods)]
     if not vocabs and any(m.name in NEEDS_NEGATIVES for m in methods):
         raise InputError(f"{src}: methods that use negatives need [vocabularies]")

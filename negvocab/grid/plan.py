@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from negvocab.builders.registry import get_builder
 from negvocab.errors import InputError, NegvocabError
 from negvocab.grid import work as W
 from negvocab.grid.config import GridConfig
-from negvocab.labels.candidates import sample_pool, wordnet_candidates
 from negvocab.progress import format_duration
 from negvocab.scoring.methods import NEEDS_NEGATIVES
 from negvocab.vlm import loading
@@ -104,13 +104,25 @@ def _label_counts(cfg: GridConfig, sizes: Mapping[str, int], notes: list[str]) -
             except InputError as e:
                 raise InputError(f"{e}; give its size with --size {v.name}=N to plan without it") from e
         else:
-            opts = dict(v.options)
-            out[v.name] = (
-                len(sample_pool(int(opts["pool"])))
-                if "pool" in opts
-                else len(wordnet_candidates(opts.get("preset", "neglabel")))
-            )
+            out[v.name] = _builder_texts(cfg, v, sizes, notes)
     return out
+
+
+def _builder_texts(cfg: GridConfig, v: Any, sizes: Mapping[str, int], notes: list[str]) -> int:
+    """Texts a builder spec embeds (its candidates, as its registry entry counts them); a builder that
+    does not say is planned with ``--size NAME=N``."""
+    builder = get_builder(v.builder)
+    options = builder.validate(builder.with_paths(dict(v.options), cfg.base))
+    counted = builder.count_texts(options, len(W.id_classes(cfg).names))
+    if counted is not None:
+        return counted
+    if v.name not in sizes:
+        raise InputError(
+            f"vocabulary {v.name}: builder {builder.name!r} does not say how many labels it embeds; "
+            f"give them with --size {v.name}=N to plan it"
+        )
+    notes.append(f"vocabulary {v.name}: builder {builder.name!r} planned with {int(sizes[v.name]):,} labels (--size)")
+    return int(sizes[v.name])
 
 
 def _vocab_names(cfg: GridConfig) -> int:

@@ -18,14 +18,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.atomic import atomic_path, write_json
-from negvocab.builders.wordnet import build_wordnet_vocabulary
+from negvocab.builders.registry import get_builder
 from negvocab.data.fi_imagenet import fi_imagenet
 from negvocab.data.layouts import open_image_set
 from negvocab.errors import InputError, ResourceError
 from negvocab.evaluation.row import INTERVAL_METRICS
 from negvocab.evaluation.rows import metrics_row
 from negvocab.grid.config import GridConfig, ImageSpec, MethodSpec, ModelSpec, VocabSpec, spec_digest
-from negvocab.labels.candidates import sample_pool
 from negvocab.labels.imagenet import imagenet1k, read_id_classes
 from negvocab.scoring.methods import NEEDS_NEGATIVES, get_method, scorer_params
 from negvocab.vlm.images import file_key
@@ -237,17 +236,26 @@ def resolve_vocabularies(
                 files[v.file] = Vocabulary.load(cfg.path(v.file))
             full = files[v.file]
         else:
-            opts = dict(v.options)
-            if "pool" in opts:
-                opts["candidates"] = sample_pool(int(opts.pop("pool")))
-            full = build_wordnet_vocabulary(
-                vlm, None, templates=cfg.templates, id_classes=id_classes(cfg), batch_size=cfg.batch_size, **opts
-            )
+            full = build_in_grid(cfg, v, vlm)
         for name, size in zip(v.names(), v.sizes or (None,), strict=True):
             if size is not None and size > len(full):
                 raise InputError(f"vocabularies.{v.name}: size {size} exceeds its {len(full)} labels")
             out[name] = full.head(size) if size is not None else full
     return out
+
+
+def build_in_grid(cfg: GridConfig, v: VocabSpec, vlm: VLM) -> Vocabulary:
+    """The vocabulary of builder spec ``v`` for this model, through the builder registry: its options
+    (paths against the grid file), and of templates, ID classes and batch size what it takes, from [grid]."""
+    builder = get_builder(v.builder or "")
+    fields = builder.options.model_fields
+    given: dict[str, Any] = {"templates": cfg.templates, "batch_size": cfg.batch_size}
+    if "id_classes" in fields:  # the ID classes as an object where the builder takes one, else their file
+        classes = id_classes(cfg)
+        file = None if cfg.id_classes == "imagenet1k" else cfg.path(cfg.id_classes)
+        given["id_classes"] = classes if builder.accepts("id_classes", classes) else file
+    options = {**{k: x for k, x in given.items() if k in fields}, **builder.with_paths(dict(v.options), cfg.base)}
+    return builder.run(vlm=vlm if "vlm" in builder.needs else None, **options)
 
 
 def _save_scores(path: Path, scores: np.ndarray, meta: Mapping[str, Any]) -> None:

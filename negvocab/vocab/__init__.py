@@ -6,6 +6,23 @@
 """
 
 from negvocab.vocab.candidates import load_candidates
-from negvocab.vocab.vocabulary import ORACLE_CAVEAT, SCHEMA_VERSION, Vocabulary, labels_hash, with_caveats
+from negvocab.vocab.vocabulary import (
+    ORACLE_CAVEAT,
+    SCHEMA_VERSION,
+    Vocabulary,
+    add_source,
+    known_sources,
+    labels_hash,
+    with_caveats,
+)
 
-__all__ = ["ORACLE_CAVEAT", "SCHEMA_VERSION", "Vocabulary", "labels_hash", "load_candidates", "with_caveats"]
+__all__ = [
+    "ORACLE_CAVEAT",
+    "SCHEMA_VERSION",
+    "Vocabulary",
+    "add_source",
+    "known_sources",
+    "labels_hash",
+    "load_candidates",
+    "with_caveats",
+]

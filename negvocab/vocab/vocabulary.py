@@ -4,7 +4,8 @@ A :class:`Vocabulary` is what every builder returns and every scorer takes. It k
 
 - ``labels``: the label strings in order (for WordNet vocabularies the farthest-first ranking, so
   the vocabulary of pool size M is the first M labels);
-- ``source``: which builder made it (``wordnet``, ``gpt``, ``eoe``, ``oracle``, ``union``, ``file``);
+- ``source``: which builder made it (``wordnet``, ``gpt``, ``eoe``, ``oracle``, ``siblings``, ``mined``, a
+  registered builder's source) or how it was derived (``union``, ``file``); one of :func:`known_sources`;
 - ``meta``: per-label provenance, ``label -> dict`` (GPT: the classes and rounds that proposed it;
   WordNet: rank and distance; union: the sources it came from and each source's metadata);
 - ``settings``: the builder's settings (model, templates, size, seed, prompt hash, ...);
@@ -30,7 +31,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from negvocab.atomic import write_json, write_text
 from negvocab.errors import InputError
@@ -49,6 +50,8 @@ __all__ = [
     "Source",
     "VERBATIM_LINE",
     "Vocabulary",
+    "add_source",
+    "known_sources",
     "label_problem",
     "labels_hash",
     "with_caveats",
@@ -58,8 +61,25 @@ logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 MAX_LABEL_CHARS = 200  # a class name, not a paragraph: longer is a broken file or a pasted answer
-Source = Literal["wordnet", "gpt", "eoe", "oracle", "union", "file", "siblings", "mined"]
+#: a vocabulary's ``source``: one of :func:`known_sources` (a plain string, so registered builders add theirs)
+Source = str
+#: the built-in sources: the built-in builders' and the derived ones (``union``, ``file``)
 SOURCES: tuple[str, ...] = ("wordnet", "gpt", "eoe", "oracle", "union", "file", "siblings", "mined")
+_known: dict[str, None] = dict.fromkeys(SOURCES)
+
+
+def add_source(name: str) -> None:
+    """Accept ``name`` as a vocabulary ``source`` from now on: :func:`negvocab.register_builder` calls it
+    (this layer sits below the builders and never imports them), so the files a registered builder
+    writes read back in every process that has its plug-in loaded."""
+    if not isinstance(name, str) or not name.strip() or name != name.strip():
+        raise InputError(f"a vocabulary source must be a non-empty name without surrounding spaces, got {name!r}")
+    _known.setdefault(name, None)
+
+
+def known_sources() -> tuple[str, ...]:
+    """The sources a :class:`Vocabulary` accepts: :data:`SOURCES` and those of registered builders."""
+    return tuple(_known)
 
 
 CAVEAT_LINE = "# not deployable: "  # how a .txt vocabulary file keeps its caveats
@@ -117,6 +137,16 @@ class Vocabulary(BaseModel):
             )
         object.__setattr__(self, "sha256", digest)
         return self
+
+    @field_validator("source")
+    @classmethod
+    def _known_source(cls, v: str) -> str:
+        if v not in _known:
+            raise ValueError(
+                f"unknown source {v!r}; known: {', '.join(_known)} (a builder of a plug-in adds its own "
+                "source when its plug-in is loaded: $NEGVOCAB_PLUGINS)"
+            )
+        return v
 
     @classmethod
     def from_labels(

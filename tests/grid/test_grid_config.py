@@ -41,7 +41,14 @@ BASE = {
         ({"models": [{"name": "ViT-B-32", "random_weights": True, "weights": 1}]}, "unknown key"),
         ({"ood": {}}, "no OOD set"),
         ({"ood": {"mean": "x"}}, "may not be named 'mean'"),
-        ({"vocabularies": {"v": {"builder": "gpt"}}}, "vocabularies.v.builder = 'gpt': must be one of wordnet"),
+        ({"vocabularies": {"v": {"builder": "nope"}}}, "vocabularies.v.builder = 'nope': must be one of wordnet, gpt"),
+        ({"vocabularies": {"v": {"builder": "gpt", "model": "m"}}}, "vocabularies.v.builder = 'gpt': needs an LLM"),
+        ({"vocabularies": {"v": {"builder": "oracle", "labels": "l.txt", "sizes": [2]}}}, "does not rank its labels"),
+        ({"vocabularies": {"v": {"builder": "wordnet", "templates": "single"}}}, "vocabularies.v.templates: unknown"),
+        (
+            {"vocabularies": {"v": {"builder": "wordnet", "pool": 3, "candidates": "c.tsv"}}},
+            "vocabularies.v: give pool .* or candidates .*, not both",
+        ),
         ({"vocabularies": {"v": {"builder": "wordnet", "sizes": [0]}}}, "positive integers"),
         (
             {"vocabularies": {"v": {"builder": "wordnet", "colour": 1}}},

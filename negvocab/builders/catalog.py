@@ -1,0 +1,285 @@
+"""The built-in builders' registry entries: their options models, thin calls and texts counts.
+
+Each options model lists what its builder takes beside the VLM, with the builder function's own
+defaults; a field's description says what is allowed (the one-line errors end with it). The entries
+are registered lazily by :mod:`negvocab.builders.registry` (this module is imported on first use).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, Field, InstanceOf, field_validator, model_validator
+
+from negvocab.builders.llm import build_eoe_vocabulary, build_gpt_vocabulary
+from negvocab.builders.mined import build_mined_vocabulary, mining_pool
+from negvocab.builders.oracle import build_oracle_vocabulary, oracle_labels_from
+from negvocab.builders.registry import Builder, BuilderOptions
+from negvocab.builders.siblings import build_sibling_vocabulary
+from negvocab.builders.wordnet import build_wordnet_vocabulary
+from negvocab.data.images import ImageSet
+from negvocab.index import INDEX_KINDS
+from negvocab.labels.candidates import PRESETS, sample_pool, wordnet_candidates
+from negvocab.labels.imagenet import IdClasses, read_id_classes
+from negvocab.llm.settings import LLMSettings
+from negvocab.provenance import file_sha256
+from negvocab.vocab import Vocabulary, load_candidates
+
+if TYPE_CHECKING:
+    from negvocab.vlm.model import VLM
+
+__all__ = [
+    "EOE",
+    "GPT",
+    "MINED",
+    "ORACLE",
+    "SIBLINGS",
+    "WORDNET",
+    "EoeOptions",
+    "GptOptions",
+    "MinedOptions",
+    "OracleOptions",
+    "SiblingsOptions",
+    "WordnetOptions",
+    "build_wordnet",
+]
+
+_TEMPLATES = "a template preset (paper8, openai80, neglabel, single), a template with {}, a file or a list"
+_ID_CLASSES = "ID classes: a file with one class name (or wnid) a line, or an IdClasses (default: ImageNet-1k)"
+_POSITIVE = "a positive integer"
+
+
+# -- wordnet ----------------------------------------------------------------------------------
+class WordnetOptions(BuilderOptions):
+    """NegLabel's WordNet ranking: candidates farthest first from the ID classes."""
+
+    size: int | None = Field(None, gt=0, description="a positive integer: the pool size M (default: the whole ranking)")
+    percentile: float = Field(0.95, gt=0, le=1, description="a quantile level in (0, 1]")
+    preset: str = Field("neglabel", description=f"a candidate preset, one of {', '.join(PRESETS)}")
+    templates: str | list[str] = Field("paper8", description=_TEMPLATES)
+    ratio: float | None = Field(None, gt=0, le=1, description="a fraction in (0, 1]")
+    candidates: Path | None = Field(
+        None, description="a candidates export or vocabulary file ranked instead of the preset"
+    )
+    pool: int | None = Field(None, gt=0, description="a positive integer (candidates spread over the preset)")
+    id_classes: InstanceOf[IdClasses] | Path | None = Field(None, description=_ID_CLASSES)
+    synonym_filter: bool = Field(True, description="true or false")
+    batch_size: int | None = Field(None, gt=0, description=_POSITIVE)
+    progress: bool | None = Field(None, description="true, false or none (a bar on a terminal)")
+
+    @field_validator("preset")
+    @classmethod
+    def _preset(cls, v: str) -> str:
+        if v not in PRESETS:
+            raise ValueError("unknown preset")
+        return v
+
+    @model_validator(mode="after")
+    def _one_pool(self) -> WordnetOptions:
+        if self.pool is not None and self.candidates is not None:
+            raise ValueError("give pool (a sample of the preset) or candidates (a file), not both")
+        if self.ratio is not None and self.size is not None:
+            raise ValueError("give either size or ratio, not both")
+        return self
+
+
+def _id_classes(value: IdClasses | Path | None) -> IdClasses | None:
+    return value if value is None or isinstance(value, IdClasses) else read_id_classes(value)
+
+
+def build_wordnet(
+    vlm: VLM, *, pool: int | None, candidates: Path | None, id_classes: IdClasses | Path | None, **options: Any
+) -> Vocabulary:
+    """:func:`~negvocab.builders.wordnet.build_wordnet_vocabulary` over ``pool`` candidates spread over
+    the NegLabel pool or a ``candidates`` file (its hash recorded, as ``negvocab build wordnet`` does)."""
+    cands = sample_pool(pool) if pool is not None else load_candidates(candidates) if candidates is not None else None
+    full = build_wordnet_vocabulary(vlm, candidates=cands, id_classes=_id_classes(id_classes), **options)
+    if candidates is None:
+        return full
+    return full.subset(
+        full.labels, settings={"candidates_file": str(candidates), "candidates_sha256": file_sha256(candidates)}
+    )
+
+
+def _wordnet_texts(options: BaseModel, n_classes: int) -> int:
+    o = options if isinstance(options, WordnetOptions) else WordnetOptions.model_validate(options.model_dump())
+    if o.pool is not None:
+        return len(sample_pool(o.pool))
+    if o.candidates is not None:
+        return len(load_candidates(o.candidates))
+    return len(wordnet_candidates(o.preset))
+
+
+WORDNET = Builder(
+    name="wordnet",
+    build=build_wordnet,
+    options=WordnetOptions,
+    source="wordnet",
+    summary="Rank WordNet head words farthest first from the ID classes (ImageNet-1k) and write vocabularies.",
+    ranked=True,
+    needs=frozenset({"vlm"}),
+    paper="Jiang et al., NegLabel, ICLR 2024",
+    examples=(
+        "negvocab build wordnet -o wordnet.json",
+        "negvocab build wordnet --candidates pool.tsv --sizes 50,100,200 -o wn.json",
+    ),
+    texts=_wordnet_texts,
+)
+
+
+# -- siblings ---------------------------------------------------------------------------------
+class SiblingsOptions(BuilderOptions):
+    """WordNet siblings: per ID class, K co-hyponyms at its own depth, ranked by text similarity."""
+
+    id_classes: InstanceOf[IdClasses] | Path | list[str] | None = Field(
+        None,
+        description="ID classes: WordNet noun wnids or names (a file, a list or an IdClasses; default ImageNet-1k)",
+    )
+    per_class: int = Field(20, ge=1, description="an integer >= 1 (labels kept per ID class, K)")
+    levels: int = Field(1, ge=1, le=10, description="an integer between 1 and 10 (hypernym steps up)")
+    templates: str | list[str] = Field("paper8", description=_TEMPLATES)
+    batch_size: int | None = Field(None, gt=0, description=_POSITIVE)
+    progress: bool | None = Field(None, description="true, false or none (a bar on a terminal)")
+
+
+SIBLINGS = Builder(
+    name="siblings",
+    build=build_sibling_vocabulary,
+    options=SiblingsOptions,
+    source="siblings",
+    summary="WordNet siblings: per ID class, K co-hyponyms at its own depth, ranked by text similarity (no LLM, offline).",
+    ranked=True,
+    needs=frozenset({"vlm"}),
+    paper="docs/methods.md, Vocabularies (the offline analogue of GPT siblings)",
+    examples=("negvocab build siblings --id-classes classes.txt -K 10 -o siblings.json",),
+    texts=lambda o, n: int(getattr(o, "per_class", 20)) * n,  # at least: K kept of each class's relatives
+)
+
+
+# -- mined ------------------------------------------------------------------------------------
+class MinedOptions(BuilderOptions):
+    """Mined negatives: the candidates that unlabelled OOD-looking images point to, ranked by their votes."""
+
+    images: Path | InstanceOf[ImageSet] | list[str] = Field(
+        description="the unlabelled images of the deployment: a folder, an image list file or an ImageSet"
+    )
+    pool: Path | str | InstanceOf[Vocabulary] | list[str] = Field(
+        "wordnet", description="candidates: wordnet, wordnet:all, a candidates or vocabulary file, or a list"
+    )
+    size: int | None = Field(None, gt=0, description="a positive integer: the vocabulary size M")
+    id_classes: InstanceOf[IdClasses] | Path | None = Field(None, description=_ID_CLASSES)
+    templates: str | list[str] = Field("paper8", description=_TEMPLATES)
+    top_k: int = Field(10, ge=1, description="an integer >= 1 (candidates each OOD-looking image votes for)")
+    quantile: float = Field(0.5, gt=0, le=1, description="a quantile level in (0, 1]")
+    threshold: float | None = Field(None, allow_inf_nan=False, description="a finite ID similarity (a cosine)")
+    ood: Any = Field(None, description="the evaluated OOD set(s): a path, an ImageSet, or a mapping of them")
+    index: Literal["exact", "ivf", "hnsw"] = Field("exact", description=f"one of {', '.join(INDEX_KINDS)}")
+    index_options: dict[str, Any] | None = Field(None, description="a table of index options, e.g. {nprobe = 8}")
+    chunk_size: int = Field(65536, gt=0, description=_POSITIVE)
+    synonym_filter: bool = Field(True, description="true or false")
+    batch_size: int | None = Field(None, gt=0, description=_POSITIVE)
+    num_workers: int | None = Field(None, ge=0, description="an integer >= 0")
+    progress: bool | None = Field(None, description="true, false or none (a bar on a terminal)")
+
+
+def _mined_texts(options: BaseModel, n_classes: int) -> int:
+    return len(mining_pool(getattr(options, "pool", "wordnet"))) + n_classes
+
+
+MINED = Builder(
+    name="mined",
+    build=build_mined_vocabulary,
+    options=MinedOptions,
+    source="mined",
+    summary="Mined negatives: the candidates that unlabelled OOD-looking images point to, ranked by their votes.",
+    ranked=True,
+    needs=frozenset({"vlm", "images"}),
+    paper="docs/methods.md, Vocabularies (mined negatives)",
+    examples=("negvocab build mined --images unlabelled/ --pool wordnet -k 5 -o mined.json",),
+    texts=_mined_texts,
+)
+
+
+# -- oracle -----------------------------------------------------------------------------------
+class OracleOptions(BuilderOptions):
+    """The oracle vocabulary: the OOD set's own labels (a lower bound on FPR@95, NOT deployable)."""
+
+    labels: Path | InstanceOf[ImageSet] | list[str] = Field(
+        description="the OOD labels: a labels file, an image list with labels, class folders, an ImageSet or a list"
+    )
+    synonym_filter: bool = Field(True, description="true or false")
+    name: str | None = Field(None, min_length=1, description="the benchmark's name, recorded in the settings")
+
+
+def _oracle_texts(options: BaseModel, n_classes: int) -> int:
+    labels, _ = oracle_labels_from(getattr(options, "labels", []))
+    return len(set(labels))
+
+
+ORACLE = Builder(
+    name="oracle",
+    build=build_oracle_vocabulary,
+    options=OracleOptions,
+    source="oracle",
+    summary="The oracle vocabulary: the OOD set's own labels (a lower bound on FPR@95, NOT deployable).",
+    deployable=False,
+    paper="Rozumnyi et al., Fi-ImageNet-1k, arXiv:2609.01027 (docs/methods.md#oracle)",
+    examples=("negvocab build oracle --labels ood_labels.txt -o oracle.json",),
+    texts=_oracle_texts,
+)
+
+
+# -- LLM builders -----------------------------------------------------------------------------
+class _LlmOptions(BuilderOptions):
+    model: str = Field(min_length=1, description="a chat model name (OpenAI or any OpenAI-compatible server)")
+    rounds: int = Field(1, ge=1, description="an integer >= 1 (rounds over all classes)")
+    rounds_used: int | None = Field(None, ge=1, description="an integer >= 1 (the first rounds, from the journal)")
+    classes: Any = Field(None, description="the classes asked about (a number, wnids or names; default all)")
+    run_dir: Path | None = Field(None, description="the run folder (journal; default in the cache)")
+    prompt_path: Path | None = Field(None, description="a prompt template file")
+    temperature: float | None = Field(1.0, ge=0, allow_inf_nan=False, description="a number >= 0 or none")
+    min_labels: int | None = Field(None, ge=0, description="an integer >= 0")
+    synonym_filter: Any = Field(None, description="a SynonymFilter, true or false (default: the ImageNet-1k one)")
+    id_classes: Any = Field(None, description=_ID_CLASSES)
+    settings: InstanceOf[LLMSettings] | None = Field(
+        None, description="an LLMSettings: endpoint, key, concurrency, Batch API"
+    )
+
+
+class GptOptions(_LlmOptions):
+    """GPT siblings: per ID class, visually confusable non-ImageNet categories, R rounds, merged."""
+
+    per_class: int = Field(20, ge=1, description="an integer >= 1 (labels asked per request)")
+    rounds: int = Field(10, ge=1, description="an integer >= 1 (rounds over all classes)")
+
+
+class EoeOptions(_LlmOptions):
+    """EOE envisioned outliers (near, far or fine)."""
+
+    mode: Literal["near", "far", "fine"] = Field("near", description="near, far or fine")
+    per_request: int | None = Field(None, ge=1, description="an integer >= 1 (labels asked per request)")
+    size: int | None = Field(None, ge=1, description="an integer >= 1 (the vocabulary size L asked)")
+    chunk_size: int = Field(100, ge=1, description="an integer >= 1 (classes per far/fine request)")
+
+
+GPT = Builder(
+    name="gpt",
+    build=build_gpt_vocabulary,
+    options=GptOptions,
+    source="gpt",
+    summary="GPT siblings: per class, N visually confusable non-ImageNet categories, R rounds, merged and synonym-filtered.",
+    needs=frozenset({"llm"}),
+    paper="Rozumnyi et al., Fi-ImageNet-1k, arXiv:2609.01027",
+    examples=("negvocab build gpt -m gpt-4o-mini --per-class 20 --rounds 10 --dry-run -o gpt.json",),
+)
+EOE = Builder(
+    name="eoe",
+    build=build_eoe_vocabulary,
+    options=EoeOptions,
+    source="eoe",
+    summary="EOE envisioned outliers (near, far or fine), lower-cased, de-duplicated and synonym-filtered.",
+    needs=frozenset({"llm"}),
+    paper="Cao et al., Envisioning Outlier Exposure, ICML 2024",
+    examples=("negvocab build eoe --mode far -m gpt-4o-mini --size 500 -o eoe_far.json",),
+)
