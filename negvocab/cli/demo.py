@@ -83,7 +83,15 @@ def demo(
     check_output(output / "vocab.json", overwrite=overwrite)
     classes = read_id_classes(id_classes)
     try:
-        vlm = VLM(model, pretrained=pretrained, device=device, precision=precision, cache_dir=cache_dir, tag=tag)
+        vlm = VLM(
+            model,
+            pretrained=pretrained,
+            device=device,
+            precision=precision,
+            cache_dir=cache_dir,
+            tag=tag,
+            random_weights=random_weights,
+        )
         vlm.batch_size, vlm.num_workers = batch_size, num_workers
     except ResourceError as e:  # weights that cannot be had: say how to get on without them
         if random_weights:

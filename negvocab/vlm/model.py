@@ -4,8 +4,10 @@ Loading (device, precision, hashes, checkpoint resolution) lives in :mod:`negvoc
 its public names are re-exported here.
 
 Weights come from an open_clip pretrained tag, an ``hf-hub:`` id, a local checkpoint file or folder,
-or (``pretrained=None``) random initialisation for tests, which is never silent: a warning is
-logged, :attr:`VLM.random_weights` is True and the identity says so.
+or (``random_weights=True``) random initialisation for tests, which is never silent: a warning is
+logged, :attr:`VLM.random_weights` is True and the identity says so. Random weights are chosen
+explicitly, as the CLI's ``--random-weights``; the old ``VLM(name)`` / ``VLM(name, pretrained=None)``
+still builds them for one release, with a :class:`DeprecationWarning`.
 
 Local checkpoints avoid open_clip#1068: a file loaded on its own gets the model config's default
 preprocessing and activation, not those its training tag implies. Pass ``tag=`` to say which tag the
@@ -20,6 +22,7 @@ import hashlib
 import json
 import logging
 import os
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,6 +64,26 @@ STORE_EVERY_PROMPTS = 65536
 
 
 # -- the wrapper ---------------------------------------------------------------------------------
+def _weights_spec(name: str, pretrained: str | os.PathLike[str] | None, random_weights: bool) -> str | None:
+    """``pretrained`` as the loader takes it (None: random weights, or a schema name's own), checked.
+
+    Random weights must be asked for (``random_weights=True``); the old implicit form still works one
+    release, with a :class:`DeprecationWarning` that says what to write.
+    """
+    if random_weights and pretrained is not None:
+        raise InputError(f"pretrained={str(pretrained)!r} and random_weights=True: give one of them, not both")
+    if random_weights or pretrained is not None or name.startswith(("hf-hub:", "local-dir:")):
+        return None if pretrained is None else str(pretrained)
+    warnings.warn(
+        f"VLM({name!r}) without pretrained= builds RANDOM weights; this implicit form goes away in the next "
+        f"release: write VLM({name!r}, random_weights=True) for random weights, or "
+        f"VLM({name!r}, pretrained=TAG_OR_CHECKPOINT) for real ones",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return None
+
+
 class TokenizerUnavailable(ResourceError):
     """The model's tokenizer cannot be built here (a missing package, a hub that cannot be reached)."""
 
@@ -73,8 +96,8 @@ class VLM:
     name : str
         open_clip model name (``"ViT-B-32"``), ``"hf-hub:org/repo"`` or ``"local-dir:/path"``.
     pretrained : str or None
-        A pretrained tag (``"laion2b_s34b_b79k"``), a local checkpoint file or folder, or None for
-        RANDOM weights (tests only; logged, and :attr:`random_weights` is True).
+        A pretrained tag (``"laion2b_s34b_b79k"``), a local checkpoint file or folder; None with
+        ``random_weights=True`` (or with an ``hf-hub:``/``local-dir:`` name, which carries its weights).
     device : str
         ``"auto"`` (CUDA if available, else CPU), ``"cpu"``, ``"cuda"``, ``"cuda:1"``...
     precision : str or None
@@ -91,7 +114,10 @@ class VLM:
     preprocess : mapping or None
         Image preprocessing overrides (mean, std, interpolation, resize_mode, fill_color).
     seed : int
-        Seed of the random initialisation when ``pretrained`` is None.
+        Seed of the random initialisation when ``random_weights`` is True.
+    random_weights : bool
+        True builds RANDOM weights (tests and dry runs only; logged, and :attr:`random_weights` is
+        True); it excludes ``pretrained``.
 
     Attributes
     ----------
@@ -108,6 +134,7 @@ class VLM:
     >>> vlm = VLM("ViT-B-32", pretrained="laion2b_s34b_b79k")        # doctest: +SKIP
     >>> vlm.encode_text(["goldfish", "umbrella"]).shape               # doctest: +SKIP
     (2, 512)
+    >>> tiny = VLM("ViT-B-32", random_weights=True, device="cpu")     # doctest: +SKIP
     """
 
     batch_size: int | None = None
@@ -126,11 +153,12 @@ class VLM:
         quick_gelu: bool | None = None,
         preprocess: Mapping[str, Any] | None = None,
         seed: int = 0,
+        random_weights: bool = False,
     ) -> None:
         import open_clip
 
+        spec = _weights_spec(name, pretrained, random_weights)
         resolve_precision(precision, resolve_device(device))  # bad settings fail before the model loads
-        spec = None if pretrained is None else str(pretrained)
         with hub_access() if needs_hub(name, spec) else contextlib.nullcontext(True) as online:
             loaded = load_model(
                 name, spec, tag=tag, quick_gelu=quick_gelu, preprocess=preprocess, seed=seed, online=online
