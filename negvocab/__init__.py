@@ -155,7 +155,7 @@ if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary, load_candidates
 
-    # -- issue 29, part "library" --
+if TYPE_CHECKING:  # issue 29, part "library": helpers the CLI used and the API lacked
     from negvocab.builders.llm import LLMRun, eoe_run, gpt_run
     from negvocab.evaluation.compare import PairedComparison, paired_bootstrap
     from negvocab.labels.candidates import sample_pool

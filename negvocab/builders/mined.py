@@ -438,7 +438,8 @@ def build_mined_vocabulary(
     if size is not None and size > len(ranked):
         raise InputError(
             f"asked for {size} labels but only {len(ranked)} candidates got a vote from the {int((found.weights > 0).sum())} "
-            "OOD-looking images; lower -M, raise --top-k or give more images"
+            "OOD-looking images; lower size, raise top_k or give more images",
+            param=("size", "top_k"),
         )
     chosen = ranked[:size] if size is not None else ranked
     labels = [cands[i].text for i in chosen]

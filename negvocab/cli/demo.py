@@ -98,11 +98,12 @@ def demo(
             raise
         hint = (
             ""
-            if "--pretrained" in str(e)
+            if "pretrained" in e.param or "--pretrained" in str(e)
             else f"; pass a checkpoint: --pretrained /path/to/open_clip_pytorch_model.bin --tag {pretrained}"
         )
         raise ResourceError(
-            f"{e}{hint}; or run the pipeline offline (meaningless numbers): negvocab demo --random-weights"
+            f"{e}{hint}; or run the pipeline offline (meaningless numbers): negvocab demo --random-weights",
+            param=e.param,
         ) from e
     res = run_demo(
         vlm, output, pool=pool, size=size, templates=templates, id_classes=classes, progress=True, overwrite=overwrite

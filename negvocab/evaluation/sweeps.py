@@ -106,7 +106,8 @@ def sweep_vocabulary(
         if vocab.source == "union":
             raise InputError(
                 "a union vocabulary has no farthest-first order, so its first M labels are no pool of size M: "
-                "sweep a ranked (WordNet) vocabulary, or pass order='given' (--order given) to sweep the file order"
+                "sweep a ranked (WordNet) vocabulary, or pass order='given' to sweep the file order",
+                param="order",
             )
         logger.warning(
             "sweeping a %s vocabulary that carries no ranking: its first M labels are in file order, "

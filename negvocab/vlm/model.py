@@ -380,12 +380,13 @@ class VLM:
             hint = (
                 "check the weights (a damaged checkpoint?)"
                 if self.precision == "fp32"
-                else f"{self.precision} overflowed: use precision='fp32' (--precision fp32)"
+                else f"{self.precision} overflowed: use precision='fp32'"
                 + (" or 'bf16'" if self.precision == "fp16" else "")
             )
             raise ResourceError(
                 f"{self.name} ({self.precision} on {self.device}) gave NaN/inf embeddings for "
-                f"{int(bad.sum())} of {len(out)} {what}; {hint}"
+                f"{int(bad.sum())} of {len(out)} {what}; {hint}",
+                param="precision",
             )
         return out
 

@@ -1,0 +1,78 @@
+"""Library parameter names shown as CLI flags in error lines.
+
+The library's errors name its parameters (``need a vocabulary (vocabularies)``, ``raise top_k``,
+``order='given'``) and list them in :attr:`negvocab.errors.NegvocabError.param`; the CLI shows
+each as the flag that sets it (``--vocab``, ``--top-k``, ``--order given``) with
+:func:`cli_message`, as :meth:`negvocab.scoring.methods.Param.validate` does with ``cli=True``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from negvocab.errors import NegvocabError
+
+__all__ = ["PARAM_FLAGS", "cli_message", "flag_of"]
+
+#: library parameter -> the CLI flag that sets it (the method parameters come from their registry)
+PARAM_FLAGS: dict[str, str] = {
+    "vocabularies": "--vocab",
+    "vocabulary": "--vocab",
+    "order": "--order",
+    "classes": "--classes",
+    "batch": "--batch",
+    "levels": "--levels",
+    "size": "--size",
+    "top_k": "--top-k",
+    "quantile": "--quantile",
+    "threshold": "--threshold",
+    "pretrained": "--pretrained",
+    "random_weights": "--random-weights",
+    "tag": "--tag",
+    "model": "--model",
+    "name": "--model",  # VLM(name, ...)
+    "device": "--device",
+    "precision": "--precision",
+    "run_dir": "--run-dir",
+    "root": "--image-root",  # image_list(path, root=...)
+    "allow_outside_root": "--allow-outside-root",
+    "base_url": "--base-url",
+    "overwrite": "--overwrite",
+    "prices": "--price-in/--price-out",
+    "max_rounds_used": "--max-rounds-used",
+    "request_timeout": "--request-timeout",
+    "chunk_size": "--chunk-size",
+    "n_boot": "--n-boot",
+    "seed": "--seed",
+    "index": "--index",
+}
+
+
+def flag_of(param: str) -> str | None:
+    """The CLI flag of a library parameter (a method parameter's from its registry entry), or None."""
+    if param in PARAM_FLAGS:
+        return PARAM_FLAGS[param]
+    from negvocab.scoring import methods
+
+    spec = getattr(methods, "PARAMS", {}).get(param)
+    return getattr(spec, "flag", None)
+
+
+def _as_flag(flag: str, value: str | None) -> str:
+    """``flag`` with the value a message gave the parameter (``order='given'`` -> ``--order given``)."""
+    if value is None or value == "True":
+        return flag
+    return f"{flag} {value.strip(chr(39) + chr(34))}"
+
+
+def cli_message(error: NegvocabError) -> str:
+    """``error``'s line with each parameter it names (:attr:`~NegvocabError.param`) shown as its flag."""
+    text = str(error)
+    for param in getattr(error, "param", ()):
+        flag = flag_of(param)
+        if flag is None:
+            continue
+        # the bare name, or name=value (a quoted string or one token); not part of a longer word or a key
+        pattern = re.compile(rf"(?<![\w.-]){re.escape(param)}(?:=('[^']*'|\"[^\"]*\"|[\w.+-]+))?(?![\w-])")
+        text = pattern.sub(lambda m, flag=flag: _as_flag(flag, m.group(1)), text)
+    return text
