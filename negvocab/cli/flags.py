@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from negvocab.errors import NegvocabError
+from negvocab.scoring import methods
 
 __all__ = ["PARAM_FLAGS", "cli_message", "flag_of"]
 
@@ -52,8 +53,6 @@ def flag_of(param: str) -> str | None:
     """The CLI flag of a library parameter (a method parameter's from its registry entry), or None."""
     if param in PARAM_FLAGS:
         return PARAM_FLAGS[param]
-    from negvocab.scoring import methods
-
     spec = getattr(methods, "PARAMS", {}).get(param)
     return getattr(spec, "flag", None)
 
@@ -66,13 +65,22 @@ def _as_flag(flag: str, value: str | None) -> str:
 
 
 def cli_message(error: NegvocabError) -> str:
-    """``error``'s line with each parameter it names (:attr:`~NegvocabError.param`) shown as its flag."""
+    """``error``'s line with each parameter it names (:attr:`~NegvocabError.param`) shown as its flag.
+
+    ``name=value`` becomes ``--flag value`` (``--flag`` alone for ``True``) wherever it is written;
+    a message without that form has its first bare ``name`` shown as ``--flag``.
+    """
     text = str(error)
     for param in getattr(error, "param", ()):
         flag = flag_of(param)
         if flag is None:
             continue
-        # the bare name, or name=value (a quoted string or one token); not part of a longer word or a key
-        pattern = re.compile(rf"(?<![\w.-]){re.escape(param)}(?:=('[^']*'|\"[^\"]*\"|[\w.+-]+))?(?![\w-])")
-        text = pattern.sub(lambda m, flag=flag: _as_flag(flag, m.group(1)), text)
+        # each name=value (a quoted string or one token), or else the first bare name: parameter names
+        # are often words too ("1000 classes"), so a message names a parameter once, or as name=value
+        word = rf"(?<![\w.-]){re.escape(param)}"
+        valued = re.compile(rf"{word}=('[^']*'|\"[^\"]*\"|[\w./:+-]*[\w/])")
+        if valued.search(text):
+            text = valued.sub(lambda m, flag=flag: _as_flag(flag, m.group(1)), text)
+        else:
+            text = re.sub(rf"{word}(?![\w-])", lambda m, flag=flag: flag, text, count=1)
     return text

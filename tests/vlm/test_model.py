@@ -26,7 +26,7 @@ def test_unknown_model_name_lists_close_choices():
 def test_unknown_tag_lists_the_known_tags():
     with pytest.raises(InputError, match="laion2b_s34b_b79k") as e:
         VLM("ViT-B-32", pretrained="laion5000")
-    assert "--pretrained /path/to/open_clip_pytorch_model.bin" in str(e.value)
+    assert "pretrained='/path/to/open_clip_pytorch_model.bin'" in str(e.value) and e.value.param == ("pretrained",)
 
 
 def test_missing_checkpoint_file():
@@ -44,7 +44,7 @@ def test_offline_tag_says_what_was_tried_and_how_to_pass_a_file(monkeypatch):
     with pytest.raises(ResourceError) as e:
         VLM("ViT-B-32", pretrained="laion2b_s34b_b79k")
     msg = str(e.value)
-    assert "laion2b_s34b_b79k" in msg and "tried" in msg and "--pretrained /path/to/open_clip_pytorch_model.bin" in msg
+    assert "laion2b_s34b_b79k" in msg and "tried" in msg and "pretrained='/path/to/open_clip_pytorch_model.bin'" in msg
 
 
 def test_offline_hub_model_is_a_resource_error():
