@@ -128,7 +128,13 @@ def test_a_tag_that_would_be_ignored_is_refused(tmp_path, name, pretrained, mess
     cfg = {"model_cfg": open_clip.get_model_config("RN50"), "preprocess_cfg": {}}
     (tmp_path / "open_clip_config.json").write_text(json.dumps(cfg))
     with pytest.raises(InputError, match=message):
-        VLM(name.format(folder=tmp_path), pretrained=pretrained, tag="openai", cache=False, random_weights=not pretrained)
+        VLM(
+            name.format(folder=tmp_path),
+            pretrained=pretrained,
+            tag="openai",
+            cache=False,
+            random_weights=not pretrained,
+        )
 
 
 def test_a_local_dir_without_its_config_is_a_clear_error(tmp_path):
