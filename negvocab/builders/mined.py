@@ -59,6 +59,7 @@ __all__ = [
     "SELECTION",
     "TRANSDUCTIVE_NOTE",
     "build_mined_vocabulary",
+    "check_mining",
     "image_overlap",
     "is_image_path",
     "mine_evidence",
