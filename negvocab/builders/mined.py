@@ -27,7 +27,6 @@ import contextlib
 import hashlib
 import logging
 import math
-import numbers
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -97,13 +96,13 @@ class MiningEvidence:
         return idx[order]
 
 
-def check_mining(top_k: Any, quantile: Any, threshold: Any, index: Any = "exact") -> None:
+def check_mining(top_k: int, quantile: float, threshold: float | None, index: str = "exact") -> None:
     """One-line :class:`InputError` unless the mining settings are usable: before any image is read."""
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
         raise InputError(f"top_k must be an integer >= 1, got {top_k!r}", param="top_k")
-    if threshold is None and not (isinstance(quantile, numbers.Real) and 0.0 < quantile <= 1.0):
+    if threshold is None and not (isinstance(quantile, (int, float, np.floating)) and 0.0 < quantile <= 1.0):
         raise InputError(f"quantile must be in (0, 1], got {quantile}", param="quantile")
-    if threshold is not None and not (isinstance(threshold, numbers.Real) and math.isfinite(threshold)):
+    if threshold is not None and not (isinstance(threshold, (int, float, np.floating)) and math.isfinite(threshold)):
         raise InputError(
             f"threshold must be a finite number (an ID similarity, a cosine in [-1, 1]), got {threshold}",
             param="threshold",

@@ -8,6 +8,7 @@ each as the flag that sets it (``--vocab``, ``--top-k``, ``--order given``) with
 
 from __future__ import annotations
 
+import functools
 import re
 
 from negvocab.errors import NegvocabError
@@ -64,6 +65,10 @@ def _as_flag(flag: str, value: str | None) -> str:
     return f"{flag} {value.strip(chr(39) + chr(34))}"
 
 
+def _valued_flag(flag: str, match: re.Match[str]) -> str:
+    return _as_flag(flag, match.group(1))
+
+
 def cli_message(error: NegvocabError) -> str:
     """``error``'s line with each parameter it names (:attr:`~NegvocabError.param`) shown as its flag.
 
@@ -80,7 +85,7 @@ def cli_message(error: NegvocabError) -> str:
         word = rf"(?<![\w.-]){re.escape(param)}"
         valued = re.compile(rf"{word}=('[^']*'|\"[^\"]*\"|[\w./:+-]*[\w/])")
         if valued.search(text):
-            text = valued.sub(lambda m, flag=flag: _as_flag(flag, m.group(1)), text)
+            text = valued.sub(functools.partial(_valued_flag, flag), text)
         else:
-            text = re.sub(rf"{word}(?![\w-])", lambda m, flag=flag: flag, text, count=1)
+            text = re.sub(rf"{word}(?![\w-])", flag.replace("\\", "\\\\"), text, count=1)
     return text

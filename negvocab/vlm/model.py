@@ -18,6 +18,7 @@ every cache key.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -25,7 +26,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -307,14 +308,14 @@ class VLM:
         """The model's own logit scale ``exp(model.logit_scale)``: 100 for CLIP's released weights,
         1/0.07 for open_clip's random initialisation, SigLIP's learned one; None when the model has
         none. The logit baselines (msp, maxlogit, energy, gen) use it unless a scale is given."""
-        p = getattr(self.model, "logit_scale", None)
+        p: Any = getattr(self.model, "logit_scale", None)
         return float(p.detach().float().exp()) if hasattr(p, "detach") else None
 
     @property
     def logit_bias(self) -> float | None:
         """SigLIP's learned logit bias (None for CLIP). It shifts every logit of an image alike, so
         no baseline's ranking or metric depends on it; the baselines leave it out."""
-        p = getattr(self.model, "logit_bias", None)
+        p: Any = getattr(self.model, "logit_bias", None)
         return float(p.detach().float()) if hasattr(p, "detach") else None
 
     @property
@@ -434,9 +435,7 @@ class VLM:
                 "text",
                 uniq,
                 {"templates": list(tpls)},
-                lambda todo, sink, t=tpls: encode_labels(
-                    self, todo, t, batch_size=batch_size or self.batch_size, progress=progress, on_chunk=sink
-                ),
+                functools.partial(self._encode_with, tpls, batch_size=batch_size or self.batch_size, progress=progress),
                 store_every=max(1, STORE_EVERY_PROMPTS // len(tpls)),
             )
             if len(groups) == 1 and len(uniq) == len(labels):  # unique labels, one template set
@@ -444,6 +443,18 @@ class VLM:
             row = {lab: j for j, lab in enumerate(uniq)}
             out[idx] = emb[[row[labels[i]] for i in idx]]
         return out
+
+    def _encode_with(
+        self,
+        templates: Sequence[str],
+        todo: list[str],
+        sink: Callable[[list[str], np.ndarray], None] | None,
+        *,
+        batch_size: int | None,
+        progress: bool | None,
+    ) -> np.ndarray:
+        """:func:`encode_labels` of ``todo`` with ``templates``, each finished chunk handed to ``sink``."""
+        return encode_labels(self, todo, templates, batch_size=batch_size, progress=progress, on_chunk=sink)
 
     def _cached(
         self,
@@ -467,7 +478,7 @@ class VLM:
         missing = [k for k, hit in zip(keys, found, strict=True) if not hit]
         if not missing:
             log.info("%s: all %d %s embeddings from the cache", self.name, len(keys), kind)
-            return rows
+            return cast("np.ndarray", rows)  # every key found: rows is an array (None only for no keys)
         log.info(
             "%s: %d of %d %s embeddings cached, computing %d",
             self.name,
