@@ -39,6 +39,7 @@ from negvocab.report.plots import PLOT_FORMATS, plot_repair
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 from negvocab.scoring.methods import NEEDS_NEGATIVES, canonical_method, params_for
+from negvocab.vlm.templates import resolve_templates
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -309,6 +310,7 @@ def coverage(
     convention = M.check_convention(convention)
     params = {k: v for k, v in params_for(method, params or {}).items() if k != "topk"}
     _check_coverage_args(tpr, top_k, explain_k)  # before any image is read
+    resolve_templates(templates)
     id_classes = id_classes if id_classes is not None else imagenet1k()
     if not ood_set.labels:
         _labels_by_row(ood_set, [])

@@ -32,6 +32,7 @@ from negvocab.labels.imagenet import imagenet1k
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 from negvocab.scoring.methods import canonical_method, check_evaluation, check_shared, scorer_params
+from negvocab.vlm.templates import resolve_templates
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -98,6 +99,7 @@ def sweep_vocabulary(
     method = canonical_method(method)
     check_evaluation(convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)  # before any image is read
     check_shared(params or {})
+    resolve_templates(templates)  # a bad preset or template file fails here, not after the image encoding
     wanted = parse_sizes(sizes, len(vocab))
     if order not in ("ranked", "given"):
         raise InputError(f"unknown sweep order {order!r}; choose ranked or given")

@@ -215,7 +215,7 @@ def test_write_is_staged_and_replaces_an_earlier_run_whole(cov, tmp_path):
     out = tmp_path / "cov"
     cov.write(out)
     assert (out / "repair.png").is_file()
-    with pytest.raises(InputError, match="--overwrite"):
+    with pytest.raises(InputError, match="overwrite=True to replace them"):
         cov.write(out)
     cov.write(out, plot_format="svg", overwrite=True)
     assert (out / "repair.svg").read_bytes()[:5] == b"<?xml" and not (out / "repair.png").exists()
@@ -322,6 +322,7 @@ def test_the_analysis_after_the_encodings_reports_progress(caplog):
         ({"top_k": (1, 0)}, "top_k"),
         ({"top_k": (2.5,)}, "top_k"),
         ({"explain_k": 0}, "explain_k"),
+        ({"templates": "nonesuch"}, "nonesuch"),
     ],
 )
 def test_bad_arguments_fail_before_any_image_is_encoded(kw, param):
