@@ -58,7 +58,7 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as e:
-        raise InputError(f"unknown device {device!r}; use 'auto', 'cpu', 'cuda' or 'cuda:N'", param="device") from e
+        raise InputError(f"unknown device {device!r}; use 'auto', 'cpu', 'cuda' or 'cuda:N'") from e
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ResourceError(f"device {device!r} requested but CUDA is not available; use device='cpu'", param="device")
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
