@@ -64,7 +64,7 @@ def main() -> None:
     labels = (pool + [f"extra label {i}" for i in range(max(0, args.labels - len(pool)))])[: args.labels]
 
     with tempfile.TemporaryDirectory() as tmp:
-        vlm = negvocab.VLM("ViT-B-32", pretrained=None, device="cpu", cache_dir=Path(tmp) / "emb")
+        vlm = negvocab.VLM("ViT-B-32", random_weights=True, device="cpu", cache_dir=Path(tmp) / "emb")
         rows = unit_rows(rng, len(labels), vlm.dim)
         vlm.store("text", {"templates": list(PAPER8)}).put(labels, rows)  # what a first run leaves
         plain = Path(tmp) / "plain.npy"

@@ -37,7 +37,7 @@ def main() -> None:
     pool = [c.text for c in negvocab.wordnet_candidates()]
     step = max(1, len(pool) // args.labels)
     labels = pool[::step][: args.labels]  # spread over the pool: nouns and adjectives
-    vlm = negvocab.VLM(args.model, pretrained=None, device=args.device, cache=False)
+    vlm = negvocab.VLM(args.model, random_weights=True, device=args.device, cache=False)
     print(
         f"{args.model} (random weights) on {vlm.device}, {torch.get_num_threads()} threads, "
         f"{len(PAPER8)} templates (paper8)"

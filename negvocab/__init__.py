@@ -9,6 +9,10 @@ The pipeline, one way: labels -> vocabularies -> embeddings -> scores -> metrics
 - ``LLMSettings`` (endpoint, key, concurrency, Batch API, ...)  (negvocab.llm.settings)
 - ``VLM`` (open_clip models, cached text/image embeddings)      (negvocab.vlm)
 - ``score``, ``sweep``, ``metrics``                             (negvocab.scoring)
+- ``sample_pool`` (WordNet candidates spread evenly)            (negvocab.labels.candidates)
+- ``build_table`` (the paper's tables from result rows)         (negvocab.report.tables)
+- ``paired_bootstrap`` (A vs B on the same images)              (negvocab.evaluation.compare)
+- ``gpt_run(...).estimate()`` (an LLM build's dry run: requests, tokens, dollars; ``CostEstimate``)
 
 Public names are imported on first use, so ``import negvocab`` (and the CLI) does not pay for
 torch unless a model is needed.
@@ -93,6 +97,16 @@ _EXPORTS: dict[str, str] = {
     "get_builder": "negvocab.builders.registry",
     "list_builders": "negvocab.builders.registry",
     "build_vocabulary": "negvocab.builders.registry",
+    # -- issue 29, part "library": helpers the CLI used and the API lacked --------------------------
+    "sample_pool": "negvocab.labels.candidates",
+    "build_table": "negvocab.report.tables",
+    "Table": "negvocab.report.tables",
+    "paired_bootstrap": "negvocab.evaluation.compare",
+    "PairedComparison": "negvocab.evaluation.compare",
+    "gpt_run": "negvocab.builders.llm",
+    "eoe_run": "negvocab.builders.llm",
+    "LLMRun": "negvocab.builders.llm",
+    "CostEstimate": "negvocab.llm.cost",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -160,3 +174,10 @@ if TYPE_CHECKING:
     from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary, load_candidates
+
+if TYPE_CHECKING:  # issue 29, part "library": helpers the CLI used and the API lacked
+    from negvocab.builders.llm import LLMRun, eoe_run, gpt_run
+    from negvocab.evaluation.compare import PairedComparison, paired_bootstrap
+    from negvocab.labels.candidates import sample_pool
+    from negvocab.llm.cost import CostEstimate
+    from negvocab.report.tables import Table, build_table

@@ -4,15 +4,31 @@ Every error a user can cause (bad file, unknown model, empty vocabulary, dead se
 :class:`NegvocabError` whose message is one line naming the thing and what to do. The CLI prints
 that line and exits non-zero; library users catch the class. Programming errors stay ordinary
 exceptions.
+
+A message names the library's parameters (``vocabularies``, ``top_k``, ``order='given'``), never a
+CLI flag; ``param`` lists the parameters it names, so that the CLI can show each as its flag
+(:func:`negvocab.cli.flags.cli_message`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 __all__ = ["DiskFullError", "InputError", "NegvocabError", "ResourceError"]
 
 
 class NegvocabError(Exception):
-    """An error caused by input or environment, with a one-line message fit for a user."""
+    """An error caused by input or environment, with a one-line message fit for a user.
+
+    ``param``: the parameter (or parameters) the message names, written there as the bare name or as
+    ``name=value``; the CLI shows them as its flags.
+    """
+
+    param: tuple[str, ...] = ()
+
+    def __init__(self, *args: object, param: str | Sequence[str] | None = None) -> None:
+        super().__init__(*args)
+        self.param: tuple[str, ...] = (param,) if isinstance(param, str) else tuple(param or ())
 
 
 class InputError(NegvocabError, ValueError):

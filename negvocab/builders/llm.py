@@ -146,7 +146,9 @@ class LLMRun:
         s = resolve_settings(settings, overrides, self.execute)
         check_base_url(s.base_url)  # $OPENAI_BASE_URL too, before the run folder is made
         if s.retry_failed and s.batch:
-            raise InputError("retrying recorded failures works with the synchronous API: re-run without --batch")
+            raise InputError(
+                "retrying recorded failures works with the synchronous API: re-run without batch", param="batch"
+            )
         need = self.needed(rounds_used)
         extra = {
             "task": self.task,
@@ -298,7 +300,8 @@ def _refuse_if_batch_open(journal: Journal, todo: list[Request]) -> None:
     if held is not None and overlap:
         raise ResourceError(
             f"{journal.run_dir}: batch {held[0]} holds {len(overlap)} of the requests and was never collected; "
-            "re-run with --batch to collect it (it is paid for), then without --batch for anything left"
+            "re-run with batch=True to collect it (it is paid for), then without batch for anything left",
+            param="batch",
         )
 
 

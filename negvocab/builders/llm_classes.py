@@ -28,7 +28,7 @@ def select_classes(classes: int | str | os.PathLike[str] | Sequence[str] | None 
     if isinstance(classes, int) or (isinstance(classes, str) and classes.strip().isdigit()):
         k = int(classes)
         if not 1 <= k <= len(id_classes):
-            raise InputError(f"--classes {k}: choose between 1 and {len(id_classes)} classes")
+            raise InputError(f"classes={k}: choose between 1 and {len(id_classes)} classes", param="classes")
         return id_classes.subset(list(id_classes.wnids[:k]))
     if isinstance(classes, (str, os.PathLike)):
         path = Path(classes)

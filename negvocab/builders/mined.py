@@ -38,7 +38,7 @@ import numpy as np
 from negvocab.data.images import ImageSet, is_image
 from negvocab.data.layouts import open_image_set
 from negvocab.errors import InputError
-from negvocab.index import StreamingSearch, as_matrix, knn
+from negvocab.index import INDEX_KINDS, StreamingSearch, as_matrix, have_faiss, knn
 from negvocab.labels.candidates import Candidate, wordnet_candidates
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.labels.synonyms import SynonymFilter
@@ -58,6 +58,7 @@ __all__ = [
     "SELECTION",
     "TRANSDUCTIVE_NOTE",
     "build_mined_vocabulary",
+    "check_mining",
     "image_overlap",
     "is_image_path",
     "mine_evidence",
@@ -93,6 +94,23 @@ class MiningEvidence:
         idx = np.flatnonzero(self.evidence > 0)
         order = np.lexsort((idx, -self.votes[idx], -self.evidence[idx]))
         return idx[order]
+
+
+def check_mining(top_k: int, quantile: float, threshold: float | None, index: str = "exact") -> None:
+    """One-line :class:`InputError` unless the mining settings are usable: before any image is read."""
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+        raise InputError(f"top_k must be an integer >= 1, got {top_k!r}", param="top_k")
+    if threshold is None and not (isinstance(quantile, (int, float, np.floating)) and 0.0 < quantile <= 1.0):
+        raise InputError(f"quantile must be in (0, 1], got {quantile}", param="quantile")
+    if threshold is not None and not (isinstance(threshold, (int, float, np.floating)) and math.isfinite(threshold)):
+        raise InputError(
+            f"threshold must be a finite number (an ID similarity, a cosine in [-1, 1]), got {threshold}",
+            param="threshold",
+        )
+    if index not in INDEX_KINDS:
+        raise InputError(f"unknown index {index!r}; choose one of {', '.join(INDEX_KINDS)}", param="index")
+    if index != "exact" and not have_faiss():
+        raise InputError(f"index={index!r} needs faiss (pip install faiss-cpu)", param="index")
 
 
 def ood_weights(
@@ -388,9 +406,10 @@ def build_mined_vocabulary(
     """
     # long: the transductive guard, the candidate search and the vote run in this order on shared inputs
     if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
-        raise InputError(f"vocabulary size must be an integer >= 1, got {size!r}")
-    if chunk_size < 1:
-        raise InputError(f"chunk_size must be >= 1, got {chunk_size}")
+        raise InputError(f"size (M, the vocabulary size) must be an integer >= 1, got {size!r}", param="size")
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+        raise InputError(f"chunk_size must be an integer >= 1, got {chunk_size!r}", param="chunk_size")
+    check_mining(top_k, quantile, threshold, index)  # before any image is read or embedded
     id_classes = id_classes if id_classes is not None else imagenet1k()
     tset = resolve_templates(templates)
     cands = mining_pool(pool)
@@ -438,7 +457,8 @@ def build_mined_vocabulary(
     if size is not None and size > len(ranked):
         raise InputError(
             f"asked for {size} labels but only {len(ranked)} candidates got a vote from the {int((found.weights > 0).sum())} "
-            "OOD-looking images; lower -M, raise --top-k or give more images"
+            "OOD-looking images; lower size, raise top_k or give more images",
+            param=("size", "top_k"),
         )
     chosen = ranked[:size] if size is not None else ranked
     labels = [cands[i].text for i in chosen]

@@ -312,7 +312,8 @@ def build_sibling_vocabulary(
     labels = sorted({s.label for rel in relatives.values() for s in rel})
     if not labels:
         raise InputError(
-            f"no WordNet siblings left for the {len(relatives)} ID classes within {levels} level(s); try more --levels"
+            f"no WordNet siblings left for the {len(relatives)} ID classes within {levels} level(s); try more levels",
+            param="levels",
         )
     row = {lab: i for i, lab in enumerate(labels)}
     label_emb = vlm.encode_text(labels, tset, pos="n", batch_size=batch_size, progress=progress)

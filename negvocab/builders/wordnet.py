@@ -170,7 +170,7 @@ def _as_candidates(candidates: Iterable[Candidate | str]) -> list[Any]:
         if c.text and c.text not in out:
             out[c.text] = c
     if not out:
-        raise InputError("no WordNet candidates to rank")
+        raise InputError("no WordNet candidates to rank (candidates is empty)", param="candidates")
     return list(out.values())
 
 
@@ -205,8 +205,8 @@ def build_wordnet_vocabulary(
     the model identity, templates, percentile, preset, size, ratio and whether weights were random.
     """
     # long: the paper's recipe in order (pool, encode, farthest-first, filter); each step is a call
-    if size is not None and size < 1:
-        raise InputError(f"vocabulary size must be >= 1, got {size}")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
+        raise InputError(f"size (M, the vocabulary size) must be an integer >= 1, got {size!r}", param="size")
     if ratio is not None and not 0 < ratio <= 1:
         raise InputError(f"ratio must be in (0, 1], got {ratio}")
     if ratio is not None and size is not None:

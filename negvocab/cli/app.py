@@ -13,6 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from negvocab.cli.examples import epilog
+from negvocab.cli.flags import cli_message
 from negvocab.cli.logs import add_options as add_log_options
 from negvocab.cli.logs import restore as restore_logging
 from negvocab.cli.outputs import release_claims
@@ -138,7 +139,7 @@ class CommandGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except NegvocabError as e:
-            typer.echo(f"error: {e}", err=True)
+            typer.echo(f"error: {cli_message(e)}", err=True)  # the library's parameter names as flags
             ctx.exit(EXIT_USER_ERROR)
         except UsageError as e:  # a sub-command's bad flag or missing argument: one line too
             sub = f" {ctx.invoked_subcommand}" if ctx.invoked_subcommand else ""

@@ -83,18 +83,27 @@ def demo(
     check_output(output / "vocab.json", overwrite=overwrite)
     classes = read_id_classes(id_classes)
     try:
-        vlm = VLM(model, pretrained=pretrained, device=device, precision=precision, cache_dir=cache_dir, tag=tag)
+        vlm = VLM(
+            model,
+            pretrained=pretrained,
+            device=device,
+            precision=precision,
+            cache_dir=cache_dir,
+            tag=tag,
+            random_weights=random_weights,
+        )
         vlm.batch_size, vlm.num_workers = batch_size, num_workers
     except ResourceError as e:  # weights that cannot be had: say how to get on without them
         if random_weights:
             raise
         hint = (
             ""
-            if "--pretrained" in str(e)
+            if "pretrained" in e.param or "--pretrained" in str(e)
             else f"; pass a checkpoint: --pretrained /path/to/open_clip_pytorch_model.bin --tag {pretrained}"
         )
         raise ResourceError(
-            f"{e}{hint}; or run the pipeline offline (meaningless numbers): negvocab demo --random-weights"
+            f"{e}{hint}; or run the pipeline offline (meaningless numbers): negvocab demo --random-weights",
+            param=e.param,
         ) from e
     res = run_demo(
         vlm, output, pool=pool, size=size, templates=templates, id_classes=classes, progress=True, overwrite=overwrite

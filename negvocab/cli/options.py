@@ -187,6 +187,7 @@ def load_vlm(
     vlm = VLM(
         model,
         pretrained=None if random_weights else pretrained,
+        random_weights=random_weights,
         device=device,
         precision=precision,
         cache_dir=cache_dir,

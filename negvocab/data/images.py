@@ -276,14 +276,16 @@ def image_list(
         for (lineno, listed, _), p in zip(rows, paths, strict=True):
             if os.path.commonpath([inside, os.path.normpath(p.absolute())]) != inside:
                 raise InputError(
-                    f"{file}:{lineno}: {listed} leaves the list's root {base}; give the right --image-root, "
-                    "or --allow-outside-root if the list means it"
+                    f"{file}:{lineno}: {listed} leaves {base}, the folder the list's paths resolve against; give the "
+                    "right root, or allow_outside_root=True if the list means it",
+                    param=("root", "allow_outside_root"),
                 )
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise InputError(
             f"{file}: {len(missing)} of {len(paths)} listed images do not exist (first: {missing[0]}); "
-            f"relative paths resolve against {base}: pass the right root (--image-root)"
+            f"relative paths resolve against {base}: pass the right root",
+            param="root",
         )
     labels = [label for _, _, label in rows]
     return ImageSet(

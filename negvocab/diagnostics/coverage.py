@@ -39,6 +39,7 @@ from negvocab.report.plots import PLOT_FORMATS, plot_repair
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 from negvocab.scoring.methods import NEEDS_NEGATIVES, canonical_method, params_for
+from negvocab.vlm.templates import resolve_templates
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -260,6 +261,16 @@ def _labels_by_row(ood_set: ImageSet, ids: Sequence[str]) -> list[str]:
     return [label_of[i] or "(unlabelled)" for i in ids]
 
 
+def _check_coverage_args(tpr: float, top_k: Sequence[int], explain_k: int) -> None:
+    """One-line :class:`InputError` for a bad ``tpr``, ``top_k`` or ``explain_k`` of :func:`coverage`."""
+    M._check_tpr(tpr)
+    bad = [k for k in top_k if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1]
+    if isinstance(top_k, (str, bytes)) or bad:
+        raise InputError(f"top_k must be whole numbers >= 1 (repair-curve lengths), got {top_k!r}", param="top_k")
+    if isinstance(explain_k, bool) or not isinstance(explain_k, (int, np.integer)) or explain_k < 1:
+        raise InputError(f"explain_k must be an integer >= 1, got {explain_k!r}", param="explain_k")
+
+
 def coverage(
     vlm: VLM,
     vocab: Vocabulary,
@@ -298,6 +309,8 @@ def coverage(
         )
     convention = M.check_convention(convention)
     params = {k: v for k, v in params_for(method, params or {}).items() if k != "topk"}
+    _check_coverage_args(tpr, top_k, explain_k)  # before any image is read
+    resolve_templates(templates)
     id_classes = id_classes if id_classes is not None else imagenet1k()
     if not ood_set.labels:
         _labels_by_row(ood_set, [])

@@ -155,7 +155,10 @@ def evaluate_vocabularies(
     check_shared(params or {})
     named = _named(vocabs)
     if not named and any(m in NEEDS_NEGATIVES for m in methods):
-        raise InputError(f"methods {', '.join(m for m in methods if m in NEEDS_NEGATIVES)} need a vocabulary (--vocab)")
+        raise InputError(
+            f"methods {', '.join(m for m in methods if m in NEEDS_NEGATIVES)} need a vocabulary (vocabularies)",
+            param="vocabularies",
+        )
     convention = M.check_convention(convention)
     params = dict(params or {})
     id_classes = id_classes if id_classes is not None else imagenet1k()

@@ -33,6 +33,7 @@ from negvocab.labels.imagenet import imagenet1k
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 from negvocab.scoring.methods import canonical_method, check_evaluation, check_shared, scorer_params
+from negvocab.vlm.templates import resolve_templates
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -104,6 +105,7 @@ def sweep_vocabulary(
     method = canonical_method(method)
     check_evaluation(convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)  # before any image is read
     check_shared(params or {})
+    resolve_templates(templates)  # a bad preset or template file fails here, not after the image encoding
     wanted = parse_sizes(sizes, len(vocab))
     if order not in ("ranked", "given"):
         raise InputError(f"unknown sweep order {order!r}; choose ranked or given")
@@ -112,7 +114,8 @@ def sweep_vocabulary(
         if vocab.source == "union":
             raise InputError(
                 "a union vocabulary has no farthest-first order, so its first M labels are no pool of size M: "
-                "sweep a ranked (WordNet) vocabulary, or pass order='given' (--order given) to sweep the file order"
+                "sweep a ranked (WordNet) vocabulary, or pass order='given' to sweep the file order",
+                param="order",
             )
         logger.warning(
             "sweeping a %s vocabulary that carries no ranking: its first M labels are in file order, "

@@ -215,6 +215,7 @@ def load_model(cfg: GridConfig, m: ModelSpec, device: str | None = None) -> VLM:
         cache_dir=cfg.path(cfg.cache_dir) if cfg.cache_dir else None,
         tag=m.tag,
         seed=m.seed,
+        random_weights=m.random_weights,
     )
 
 

@@ -45,12 +45,14 @@ def check_base_url(base_url: str | None) -> None:
         parts.port  # noqa: B018 (raises for a port out of range)
     except ValueError as e:
         raise InputError(
-            f"base URL is malformed ({e}); give e.g. http://localhost:8000/v1 (--base-url or OPENAI_BASE_URL)"
+            f"base URL is malformed ({e}); give e.g. http://localhost:8000/v1 (base_url or OPENAI_BASE_URL)",
+            param="base_url",
         ) from None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise InputError(
             f"base URL {public_url(base_url)!r} is not an http(s) URL; give e.g. http://localhost:8000/v1 "
-            "(--base-url or OPENAI_BASE_URL)"
+            "(base_url or OPENAI_BASE_URL)",
+            param="base_url",
         )
 
 

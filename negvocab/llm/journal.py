@@ -146,7 +146,7 @@ class Journal:
         """Create the run folder, or check that an existing one is a run folder or empty: a run
         never writes its files among someone else's."""
         if self.run_dir.exists() and not self.run_dir.is_dir():
-            raise InputError(f"run folder {self.run_dir} is a file; give a folder (--run-dir)")
+            raise InputError(f"run folder {self.run_dir} is a file; give a folder (run_dir)", param="run_dir")
         if self.run_dir.is_dir():
             ours = {JOURNAL, MANIFEST, LOCK}
             foreign = sorted(
@@ -155,7 +155,8 @@ class Journal:
             if foreign and not (self.run_dir / MANIFEST).exists():
                 raise InputError(
                     f"{self.run_dir} is not empty and not a negvocab run folder (holds {foreign[0]}, ...); "
-                    "give a new or empty --run-dir"
+                    "give a new or empty run_dir",
+                    param="run_dir",
                 )
             if (self.run_dir / MANIFEST).exists():
                 try:
@@ -168,8 +169,9 @@ class Journal:
             (self.run_dir / LOCK).touch()
         except OSError as e:
             raise InputError(
-                f"cannot write the run folder {self.run_dir}: {e.strerror or e}; give a writable --run-dir "
-                "(or set NEGVOCAB_CACHE_DIR)"
+                f"cannot write the run folder {self.run_dir}: {e.strerror or e}; give a writable run_dir "
+                "(or set NEGVOCAB_CACHE_DIR)",
+                param="run_dir",
             ) from e
 
     def _lock(self) -> None:
@@ -224,7 +226,8 @@ class Journal:
                 if stored is None:
                     raise InputError(
                         f"{e}; the journal {self.path} holds no identity line to rebuild it from: restore "
-                        f"{MANIFEST}, or use a new --run-dir"
+                        f"{MANIFEST}, or use a new run_dir",
+                        param="run_dir",
                     ) from None
                 if identity_hash(stored) == self.identity_sha256:
                     log.warning(
@@ -238,20 +241,25 @@ class Journal:
                 if "rounds" in stored:  # before runs could grow, rounds and classes were part of it
                     raise InputError(
                         f"{self.run_dir} was written by an older negvocab whose runs could not grow; "
-                        "use a new --run-dir (its journal stays readable as it is)"
+                        "use a new run_dir (its journal stays readable as it is)",
+                        param="run_dir",
                     )
                 diff = _diff(stored, self.identity)
                 raise InputError(
-                    f"{self.run_dir} holds another run ({diff}); use a new --run-dir, "
-                    "or the same settings to resume that run"
+                    f"{self.run_dir} holds another run ({diff}); use a new run_dir, "
+                    "or the same settings to resume that run",
+                    param="run_dir",
                 )
             return
         stored = self._journal_identity() if journaled else None
         if stored is not None and identity_hash(stored) != self.identity_sha256:
-            raise InputError(f"{self.run_dir} holds another run ({_diff(stored, self.identity)}); use a new --run-dir")
+            raise InputError(
+                f"{self.run_dir} holds another run ({_diff(stored, self.identity)}); use a new run_dir", param="run_dir"
+            )
         if journaled and stored is None:
             raise InputError(
-                f"{self.run_dir}: journal without {MANIFEST}; not a negvocab run folder, use a new --run-dir"
+                f"{self.run_dir}: journal without {MANIFEST}; not a negvocab run folder, use a new run_dir",
+                param="run_dir",
             )
         if not self.readonly:
             self._write_manifest(extra)
@@ -426,13 +434,15 @@ def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     except FileNotFoundError:
         raise InputError(f"{path}: no such file; {run_dir} is not a negvocab LLM run folder") from None
     except (OSError, ValueError) as e:
-        raise InputError(f"{path}: unreadable run manifest ({e}); use a new --run-dir") from e
+        raise InputError(f"{path}: unreadable run manifest ({e}); use a new run_dir", param="run_dir") from e
     if (
         not isinstance(manifest, dict)
         or manifest.get("journal_version") != JOURNAL_VERSION
         or "identity" not in manifest
     ):
-        raise InputError(f"{path}: not a version-{JOURNAL_VERSION} negvocab run manifest; use a new --run-dir")
+        raise InputError(
+            f"{path}: not a version-{JOURNAL_VERSION} negvocab run manifest; use a new run_dir", param="run_dir"
+        )
     return manifest
 
 

@@ -242,7 +242,8 @@ async def run_sync(
             if not client.reached:
                 raise ResourceError(
                     f"{e}; the server never answered: check that it is up and the base URL (OPENAI_BASE_URL or "
-                    "--base-url), then re-run the same command"
+                    "base_url), then re-run the same command",
+                    param="base_url",
                 ) from None
             gave_up.append(req.custom_id)
             if e.usage:  # tokens billed for unusable answers before the server gave up: counted in the cost
@@ -261,7 +262,8 @@ async def run_sync(
                 raise ResourceError(
                     f"{e}: {streak} requests in a row failed, so the run stopped ({answered} answers of this "
                     f"session journaled in {journal.run_dir}); check the server (is it up? what does its log say?) and the "
-                    "base URL (OPENAI_BASE_URL or --base-url), then re-run the same command to resume"
+                    "base URL (OPENAI_BASE_URL or base_url), then re-run the same command to resume",
+                    param="base_url",
                 ) from None
         else:
             streak = 0

@@ -44,7 +44,8 @@ log = logging.getLogger("negvocab.vlm.model")  # records keep the name of the en
 
 PRECISIONS = ("fp32", "fp16", "bf16")
 _PREPROCESS_KEYS = ("mean", "std", "interpolation", "resize_mode", "fill_color")
-LOCAL_CHECKPOINT_HINT = "--pretrained /path/to/open_clip_pytorch_model.bin"
+#: how to name a local checkpoint, in the library's words (the CLI shows ``--pretrained PATH``)
+LOCAL_CHECKPOINT_HINT = "pretrained='/path/to/open_clip_pytorch_model.bin'"
 
 
 # -- device and precision -----------------------------------------------------------------------
@@ -59,7 +60,7 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     except (RuntimeError, TypeError) as e:
         raise InputError(f"unknown device {device!r}; use 'auto', 'cpu', 'cuda' or 'cuda:N'") from e
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ResourceError(f"device {device!r} requested but CUDA is not available; use --device cpu")
+        raise ResourceError(f"device {device!r} requested but CUDA is not available; use device='cpu'", param="device")
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
         raise ResourceError(
             f"device {device!r} requested but only {torch.cuda.device_count()} CUDA device(s) are visible"
@@ -187,7 +188,8 @@ def _tag_cfg(name: str, tag: str) -> dict[str, Any]:
         tags = open_clip.list_pretrained_tags_by_model(name)
         raise InputError(
             f"unknown pretrained tag {tag!r} for {name}; known tags: {', '.join(tags) or 'none'}; "
-            f"or pass a local checkpoint ({LOCAL_CHECKPOINT_HINT})"
+            f"or pass a local checkpoint ({LOCAL_CHECKPOINT_HINT})",
+            param="pretrained",
         )
     return dict(cfg)
 
@@ -272,7 +274,7 @@ def _load_schema(name: str, force_pp: dict[str, Any], online: bool) -> _Loaded:
 
     offline_hint = (
         "offline, download open_clip_config.json and the weights into a folder and pass "
-        f"--model local-dir:/path/to/folder, or --model NAME {LOCAL_CHECKPOINT_HINT}"
+        f"name='local-dir:/path/to/folder', or name=NAME with {LOCAL_CHECKPOINT_HINT}"
     )
     # open_clip goes on with random weights (after a warning) when it finds no weights file
     checkpoint = _schema_checkpoint(name)
@@ -280,15 +282,20 @@ def _load_schema(name: str, force_pp: dict[str, Any], online: bool) -> _Loaded:
         if name.startswith("local-dir:"):
             raise ResourceError(
                 f"{name}: no weights file next to open_clip_config.json; put open_clip_pytorch_model.bin "
-                f"(or .safetensors) there, or pass --model NAME {LOCAL_CHECKPOINT_HINT}"
+                f"(or .safetensors) there, or pass name=NAME with {LOCAL_CHECKPOINT_HINT}",
+                param=("name", "pretrained"),
             )
         why = "" if online else f" ({_UNREACHABLE})"
-        raise ResourceError(f"could not get the weights of {name} from the Hugging Face hub{why}; {offline_hint}")
+        raise ResourceError(
+            f"could not get the weights of {name} from the Hugging Face hub{why}; {offline_hint}",
+            param=("name", "pretrained"),
+        )
     try:
         model = open_clip.create_model(name, force_preprocess_cfg=force_pp or None, pretrained_text=False)
     except Exception as e:  # open_clip raises RuntimeError/FileNotFoundError/HF errors
         raise ResourceError(
-            f"could not load {name} ({type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}); {offline_hint}"
+            f"could not load {name} ({type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}); {offline_hint}",
+            param=("name", "pretrained"),
         ) from e
     return _Loaded(model, checkpoint, name.split(":", 1)[0], None, "model config", name)
 
@@ -362,7 +369,8 @@ def _checkpoint(
             f"could not get the {arch} weights for tag {pretrained!r} (tried {where}: "
             f"{type(e).__name__ if online else _UNREACHABLE}); "
             f"offline, download open_clip_pytorch_model.bin elsewhere and pass "
-            f"{LOCAL_CHECKPOINT_HINT} --tag {pretrained}"
+            f"{LOCAL_CHECKPOINT_HINT} with tag={pretrained!r}",
+            param=("pretrained", "tag"),
         ) from e
     if not checkpoint:
         raise ResourceError(f"open_clip has no download location for {arch} tag {pretrained!r}")
@@ -396,7 +404,8 @@ def _create(
         if "TorchScript" in str(e):  # OpenAI's original ViT-B-32.pt and the like
             raise InputError(
                 f"{checkpoint}: a TorchScript archive, which open_clip does not load as weights; pass the "
-                "state-dict checkpoint (open_clip_pytorch_model.bin) or the tag's name (--pretrained openai)"
+                "state-dict checkpoint (open_clip_pytorch_model.bin) or the tag's name (pretrained='openai')",
+                param="pretrained",
             ) from e
         raise InputError(
             f"{checkpoint}: cannot load as {arch} weights ({type(e).__name__}: "

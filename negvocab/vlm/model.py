@@ -4,8 +4,10 @@ Loading (device, precision, hashes, checkpoint resolution) lives in :mod:`negvoc
 its public names are re-exported here.
 
 Weights come from an open_clip pretrained tag, an ``hf-hub:`` id, a local checkpoint file or folder,
-or (``pretrained=None``) random initialisation for tests, which is never silent: a warning is
-logged, :attr:`VLM.random_weights` is True and the identity says so.
+or (``random_weights=True``) random initialisation for tests, which is never silent: a warning is
+logged, :attr:`VLM.random_weights` is True and the identity says so. Random weights are chosen
+explicitly, as the CLI's ``--random-weights``; the old ``VLM(name)`` / ``VLM(name, pretrained=None)``
+still builds them for one release, with a :class:`DeprecationWarning`.
 
 Local checkpoints avoid open_clip#1068: a file loaded on its own gets the model config's default
 preprocessing and activation, not those its training tag implies. Pass ``tag=`` to say which tag the
@@ -16,13 +18,15 @@ every cache key.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
 import os
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -61,6 +65,26 @@ STORE_EVERY_PROMPTS = 65536
 
 
 # -- the wrapper ---------------------------------------------------------------------------------
+def _weights_spec(name: str, pretrained: str | os.PathLike[str] | None, random_weights: bool) -> str | None:
+    """``pretrained`` as the loader takes it (None: random weights, or a schema name's own), checked.
+
+    Random weights must be asked for (``random_weights=True``); the old implicit form still works one
+    release, with a :class:`DeprecationWarning` that says what to write.
+    """
+    if random_weights and pretrained is not None:
+        raise InputError(f"pretrained={str(pretrained)!r} and random_weights=True: give one of them, not both")
+    if random_weights or pretrained is not None or name.startswith(("hf-hub:", "local-dir:")):
+        return None if pretrained is None else str(pretrained)
+    warnings.warn(
+        f"VLM({name!r}) without pretrained= builds RANDOM weights; this implicit form goes away in the next "
+        f"release: write VLM({name!r}, random_weights=True) for random weights, or "
+        f"VLM({name!r}, pretrained=TAG_OR_CHECKPOINT) for real ones",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return None
+
+
 class TokenizerUnavailable(ResourceError):
     """The model's tokenizer cannot be built here (a missing package, a hub that cannot be reached)."""
 
@@ -73,8 +97,8 @@ class VLM:
     name : str
         open_clip model name (``"ViT-B-32"``), ``"hf-hub:org/repo"`` or ``"local-dir:/path"``.
     pretrained : str or None
-        A pretrained tag (``"laion2b_s34b_b79k"``), a local checkpoint file or folder, or None for
-        RANDOM weights (tests only; logged, and :attr:`random_weights` is True).
+        A pretrained tag (``"laion2b_s34b_b79k"``), a local checkpoint file or folder; None with
+        ``random_weights=True`` (or with an ``hf-hub:``/``local-dir:`` name, which carries its weights).
     device : str
         ``"auto"`` (CUDA if available, else CPU), ``"cpu"``, ``"cuda"``, ``"cuda:1"``...
     precision : str or None
@@ -91,7 +115,10 @@ class VLM:
     preprocess : mapping or None
         Image preprocessing overrides (mean, std, interpolation, resize_mode, fill_color).
     seed : int
-        Seed of the random initialisation when ``pretrained`` is None.
+        Seed of the random initialisation when ``random_weights`` is True.
+    random_weights : bool
+        True builds RANDOM weights (tests and dry runs only; logged, and :attr:`random_weights` is
+        True); it excludes ``pretrained``.
 
     Attributes
     ----------
@@ -108,6 +135,7 @@ class VLM:
     >>> vlm = VLM("ViT-B-32", pretrained="laion2b_s34b_b79k")        # doctest: +SKIP
     >>> vlm.encode_text(["goldfish", "umbrella"]).shape               # doctest: +SKIP
     (2, 512)
+    >>> tiny = VLM("ViT-B-32", random_weights=True, device="cpu")     # doctest: +SKIP
     """
 
     batch_size: int | None = None
@@ -126,11 +154,12 @@ class VLM:
         quick_gelu: bool | None = None,
         preprocess: Mapping[str, Any] | None = None,
         seed: int = 0,
+        random_weights: bool = False,
     ) -> None:
         import open_clip
 
+        spec = _weights_spec(name, pretrained, random_weights)
         resolve_precision(precision, resolve_device(device))  # bad settings fail before the model loads
-        spec = None if pretrained is None else str(pretrained)
         with hub_access() if needs_hub(name, spec) else contextlib.nullcontext(True) as online:
             loaded = load_model(
                 name, spec, tag=tag, quick_gelu=quick_gelu, preprocess=preprocess, seed=seed, online=online
@@ -279,14 +308,14 @@ class VLM:
         """The model's own logit scale ``exp(model.logit_scale)``: 100 for CLIP's released weights,
         1/0.07 for open_clip's random initialisation, SigLIP's learned one; None when the model has
         none. The logit baselines (msp, maxlogit, energy, gen) use it unless a scale is given."""
-        p = getattr(self.model, "logit_scale", None)
+        p: Any = getattr(self.model, "logit_scale", None)
         return float(p.detach().float().exp()) if hasattr(p, "detach") else None
 
     @property
     def logit_bias(self) -> float | None:
         """SigLIP's learned logit bias (None for CLIP). It shifts every logit of an image alike, so
         no baseline's ranking or metric depends on it; the baselines leave it out."""
-        p = getattr(self.model, "logit_bias", None)
+        p: Any = getattr(self.model, "logit_bias", None)
         return float(p.detach().float()) if hasattr(p, "detach") else None
 
     @property
@@ -352,12 +381,13 @@ class VLM:
             hint = (
                 "check the weights (a damaged checkpoint?)"
                 if self.precision == "fp32"
-                else f"{self.precision} overflowed: use precision='fp32' (--precision fp32)"
+                else f"{self.precision} overflowed: use precision='fp32'"
                 + (" or 'bf16'" if self.precision == "fp16" else "")
             )
             raise ResourceError(
                 f"{self.name} ({self.precision} on {self.device}) gave NaN/inf embeddings for "
-                f"{int(bad.sum())} of {len(out)} {what}; {hint}"
+                f"{int(bad.sum())} of {len(out)} {what}; {hint}",
+                param="precision",
             )
         return out
 
@@ -405,9 +435,7 @@ class VLM:
                 "text",
                 uniq,
                 {"templates": list(tpls)},
-                lambda todo, sink, t=tpls: encode_labels(
-                    self, todo, t, batch_size=batch_size or self.batch_size, progress=progress, on_chunk=sink
-                ),
+                functools.partial(self._encode_with, tpls, batch_size=batch_size or self.batch_size, progress=progress),
                 store_every=max(1, STORE_EVERY_PROMPTS // len(tpls)),
             )
             if len(groups) == 1 and len(uniq) == len(labels):  # unique labels, one template set
@@ -415,6 +443,18 @@ class VLM:
             row = {lab: j for j, lab in enumerate(uniq)}
             out[idx] = emb[[row[labels[i]] for i in idx]]
         return out
+
+    def _encode_with(
+        self,
+        templates: Sequence[str],
+        todo: list[str],
+        sink: Callable[[list[str], np.ndarray], None] | None,
+        *,
+        batch_size: int | None,
+        progress: bool | None,
+    ) -> np.ndarray:
+        """:func:`encode_labels` of ``todo`` with ``templates``, each finished chunk handed to ``sink``."""
+        return encode_labels(self, todo, templates, batch_size=batch_size, progress=progress, on_chunk=sink)
 
     def _cached(
         self,
@@ -438,7 +478,7 @@ class VLM:
         missing = [k for k, hit in zip(keys, found, strict=True) if not hit]
         if not missing:
             log.info("%s: all %d %s embeddings from the cache", self.name, len(keys), kind)
-            return rows
+            return cast("np.ndarray", rows)  # every key found: rows is an array (None only for no keys)
         log.info(
             "%s: %d of %d %s embeddings cached, computing %d",
             self.name,

@@ -206,7 +206,7 @@ def test_a_folder_of_an_older_negvocab_is_refused_not_mixed(endpoint, tmp_path, 
     (tmp_path / "run" / JOURNAL).write_text(
         "".join(json.dumps({k: v for k, v in r.items() if k != "request_sha256"}) + "\n" for r in lines)
     )
-    with pytest.raises(InputError, match="written by an older negvocab whose runs could not grow; use a new --run-dir"):
+    with pytest.raises(InputError, match="written by an older negvocab whose runs could not grow; use a new run_dir"):
         build(tmp_path / "run", synonym_filter, classes=2, rounds=2)
     with pytest.raises(InputError, match="cannot rebuild the run \\(it was written by an older negvocab\\)"):
         vocabulary_from_journal(tmp_path / "run", synonym_filter=synonym_filter)

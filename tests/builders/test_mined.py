@@ -438,3 +438,43 @@ def test_cli_a_file_another_mined_run_writes_is_refused_at_once(folders, tmp_pat
     from negvocab.outdir import claim_file
 
     claim_file(out).release()  # free again
+
+
+class _NoWork(FakeVLM):
+    """A VLM that fails the test if anything is encoded."""
+
+    def encode_images(self, *a, **k):
+        raise AssertionError("images were encoded before the arguments were checked")
+
+    def encode_text(self, *a, **k):
+        raise AssertionError("text was encoded before the arguments were checked")
+
+
+@pytest.mark.parametrize(
+    ("bad", "param"),
+    [
+        ({"top_k": 0}, "top_k"),
+        ({"top_k": 2.5}, "top_k"),
+        ({"quantile": 0.0}, "quantile"),
+        ({"quantile": 50}, "quantile"),
+        ({"threshold": float("nan")}, "threshold"),
+        ({"index": "annoy"}, "index"),
+        ({"chunk_size": 0}, "chunk_size"),
+        ({"size": 0}, "size"),
+    ],
+)
+def test_bad_mining_settings_fail_before_any_pool_or_image_work(bad, param, monkeypatch):
+    import negvocab.builders.mined as mined
+
+    def no_pool(*a, **k):
+        raise AssertionError("the pool was read before the arguments were checked")
+
+    monkeypatch.setattr(mined, "mining_pool", no_pool)
+    kw = {"id_classes": IdClasses.from_names(ID_NAMES), "templates": "single", **bad}
+    size = kw.pop("size", 3)
+    with pytest.raises(InputError) as e:
+        build_mined_vocabulary(_NoWork(), ["/data/a.png", "/data/b.png"], list(POOL), size, **kw)
+    assert e.value.param == (param,) and param in str(e.value) and "\n" not in str(e.value)
+    # the same settings, valid, reach the work (and so the patched pool)
+    with pytest.raises(AssertionError, match="pool was read"):
+        build_mined_vocabulary(_NoWork(), ["/data/a.png"], list(POOL), 3, id_classes=kw["id_classes"])

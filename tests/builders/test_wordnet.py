@@ -241,6 +241,20 @@ def test_percentile_is_checked_before_any_embedding(monkeypatch):
         build_wordnet_vocabulary(NoModel(), 5, percentile=95, candidates=CANDIDATES)
 
 
+@pytest.mark.parametrize(
+    ("kw", "param"),
+    [({"size": 0}, "size"), ({"size": 2.5}, "size"), ({"size": True}, "size"), ({"candidates": []}, "candidates")],
+)
+def test_size_and_an_empty_pool_are_checked_before_any_embedding(kw, param):
+    class NoModel:
+        def encode_text(self, *a, **k):
+            raise AssertionError("encoded before the arguments were checked")
+
+    with pytest.raises(InputError) as e:
+        build_wordnet_vocabulary(NoModel(), **{"candidates": CANDIDATES, **kw})
+    assert e.value.param == (param,) and param in str(e.value)
+
+
 def test_several_pool_sizes_cost_one_embedding_pass(tmp_path, monkeypatch):
     import negvocab.builders.wordnet as wn_builder
     import negvocab.cli.build_wordnet as cmd

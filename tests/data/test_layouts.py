@@ -276,7 +276,11 @@ def test_csv_list_with_header(listed):
 @pytest.mark.parametrize(
     ("text", "suffix", "message"),
     [
-        ("a/one.jpg\nnope.jpg\n", ".txt", r"1 of 2 listed images do not exist \(first: .*nope.jpg\).*--image-root"),
+        (
+            "a/one.jpg\nnope.jpg\n",
+            ".txt",
+            r"1 of 2 listed images do not exist \(first: .*nope.jpg\).*pass the right root$",
+        ),
         ("# nothing\n\n", ".txt", "names no images"),
         ("where,label\nx.jpg,1\n", ".csv", r"'path' column, found \['where', 'label'\]"),
         ("path,label\na/one.jpg,cat,extra\n", ".csv", r"bad.csv:2: more fields than the header's 2"),

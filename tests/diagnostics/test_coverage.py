@@ -215,7 +215,7 @@ def test_write_is_staged_and_replaces_an_earlier_run_whole(cov, tmp_path):
     out = tmp_path / "cov"
     cov.write(out)
     assert (out / "repair.png").is_file()
-    with pytest.raises(InputError, match="--overwrite"):
+    with pytest.raises(InputError, match="overwrite=True to replace them"):
         cov.write(out)
     cov.write(out, plot_format="svg", overwrite=True)
     assert (out / "repair.svg").read_bytes()[:5] == b"<?xml" and not (out / "repair.png").exists()
@@ -312,3 +312,25 @@ def test_the_analysis_after_the_encodings_reports_progress(caplog):
         if r.name == "negvocab.progress" and r.getMessage().startswith("coverage of graphics")
     ]
     assert [ln.split(": ")[2].split(" ")[0] for ln in lines] == ["1/4", "2/4", "3/4", "4/4"], lines
+
+
+@pytest.mark.parametrize(
+    ("kw", "param"),
+    [
+        ({"tpr": 0.0}, "tpr"),
+        ({"tpr": 95}, "tpr"),
+        ({"top_k": (1, 0)}, "top_k"),
+        ({"top_k": (2.5,)}, "top_k"),
+        ({"explain_k": 0}, "explain_k"),
+        ({"templates": "nonesuch"}, "nonesuch"),
+    ],
+)
+def test_bad_arguments_fail_before_any_image_is_encoded(kw, param):
+    vlm, vocab, id_set, ood_set = _case()
+
+    def no_images(*a, **k):
+        raise AssertionError("images were encoded before the arguments were checked")
+
+    vlm.encode_images = no_images
+    with pytest.raises(InputError, match=param):
+        negvocab.coverage(vlm, vocab, id_set, ood_set, "neglabel", id_classes=IdClasses.from_names(["a", "b"]), **kw)

@@ -286,3 +286,13 @@ def test_a_full_disk_during_a_rewrite_leaves_the_earlier_run_whole(sets, classes
     results.write_results(ev, out, overwrite=True)
     assert json.loads((out / "results.json").read_text())["rows"][0]["fpr"] == 0.123
     assert "0.123" in (out / "results.csv").read_text() and sorted(p.name for p in out.iterdir()) == sorted(before)
+
+
+def test_a_bad_template_preset_fails_a_sweep_before_any_image_is_encoded(sets, classes):
+    class NoImages(FakeVLM):
+        def encode_images(self, *a, **k):
+            raise AssertionError("images were encoded before the templates were checked")
+
+    vocab = negvocab.Vocabulary.from_labels(["a", "b", "c"], source="wordnet")
+    with pytest.raises(InputError, match="nonesuch"):
+        sweeps.sweep_vocabulary(NoImages(), *sets, vocab, "2,3", id_classes=classes, templates="nonesuch", n_boot=0)

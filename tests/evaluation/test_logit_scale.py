@@ -26,7 +26,7 @@ INIT_SCALE = 1 / 0.07  # open_clip's CLIP initialisation: logit_scale = log(1 / 
 
 @pytest.fixture(scope="module")
 def rw(tiny):
-    return negvocab.VLM("ViT-B-32", pretrained=None, device="cpu", cache_dir=tiny / "cache")
+    return negvocab.VLM("ViT-B-32", random_weights=True, device="cpu", cache_dir=tiny / "cache")
 
 
 @pytest.fixture(scope="module")

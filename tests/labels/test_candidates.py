@@ -149,3 +149,17 @@ def test_bad_candidate_files(tmp_path, name, content, message):
     with pytest.raises(InputError, match=message) as err:
         load_candidates(path)
     assert name in str(err.value) and "\n" not in str(err.value)
+
+
+def test_sample_pool_spreads_n_candidates_over_the_pool_and_refuses_no_candidates():
+    import negvocab
+
+    pool = wordnet_candidates("neglabel")
+    got = negvocab.sample_pool(7)
+    # candidate i sits at floor(i * len / n), computed exactly with integers
+    assert [c.text for c in got] == [pool[i * len(pool) // 7].text for i in range(7)]
+    assert got[0] == pool[0] and got[-1] != pool[6]  # spread over the pool, not its first words
+    assert len(negvocab.sample_pool(len(pool) + 5)) == len(pool)  # more than the pool: all of it
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(InputError, match="n must be a positive whole number"):
+            negvocab.sample_pool(bad)

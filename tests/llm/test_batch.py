@@ -118,7 +118,7 @@ def test_a_sync_rerun_does_not_pay_again_for_an_uncollected_batch(endpoint, tmp_
         "client_options": FAST,
     }
     with pytest.raises(
-        ResourceError, match=r"batch \S+ holds 6 of the requests and was never collected; re-run with --batch"
+        ResourceError, match=r"batch \S+ holds 6 of the requests and was never collected; re-run with batch=True"
     ):
         build_gpt_vocabulary("gpt-test", **kw)
     assert sum(endpoint.state.chat_counts.values()) == 0  # nothing sent synchronously

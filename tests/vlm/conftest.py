@@ -47,7 +47,7 @@ def vit():
     """Random-weight ViT-B-32 (no cache)."""
     from negvocab.vlm.model import VLM
 
-    return VLM("ViT-B-32", pretrained=None, device="cpu", cache=False)
+    return VLM("ViT-B-32", random_weights=True, device="cpu", cache=False)
 
 
 @pytest.fixture(scope="session")
@@ -55,7 +55,7 @@ def rn50():
     """Random-weight RN50 (no cache)."""
     from negvocab.vlm.model import VLM
 
-    return VLM("RN50", pretrained=None, device="cpu", cache=False)
+    return VLM("RN50", random_weights=True, device="cpu", cache=False)
 
 
 def tiny_clip(*, causal: bool = True, seed: int = 0):

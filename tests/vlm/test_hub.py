@@ -8,6 +8,7 @@ import pytest
 import torch
 from huggingface_hub import constants
 
+from negvocab.cli.flags import cli_message
 from negvocab.errors import ResourceError
 from negvocab.vlm import hub
 from negvocab.vlm.model import VLM
@@ -64,7 +65,10 @@ def test_missing_weights_fail_naming_the_cache(dead_hub):
     with pytest.raises(ResourceError) as e:
         VLM("ViT-B-32", pretrained="openai", cache=False)
     msg = str(e.value)
-    assert "'openai'" in msg and "not in the local Hugging Face cache" in msg and "--pretrained" in msg
+    assert "'openai'" in msg and "not in the local Hugging Face cache" in msg
+    assert msg.endswith("pass pretrained='/path/to/open_clip_pytorch_model.bin' with tag='openai'")  # parameters
+    shown = cli_message(e.value)  # what the CLI prints: the flags
+    assert shown.endswith("pass --pretrained /path/to/open_clip_pytorch_model.bin with --tag openai")
     assert constants.HF_HUB_OFFLINE is False
 
 
@@ -93,7 +97,7 @@ def test_hub_tokenizer_says_what_it_needs():
     import importlib.util
 
     with pytest.raises(ResourceError) as e:
-        VLM("ViT-B-16-SigLIP", pretrained=None, cache=False)
+        VLM("ViT-B-16-SigLIP", random_weights=True, cache=False)
     if importlib.util.find_spec("transformers") is None:
         assert "needs the transformers package: pip install 'negvocab[hf]'" in str(e.value)
     else:

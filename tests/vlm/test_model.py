@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import warnings
 
 import numpy as np
 import pytest
@@ -18,14 +19,14 @@ from tests.vlm.conftest import tiny_clip
 
 def test_unknown_model_name_lists_close_choices():
     with pytest.raises(InputError, match="ViT-B-32") as e:
-        VLM("ViT-B-23")
+        VLM("ViT-B-23", random_weights=True)
     assert "unknown open_clip model" in str(e.value)
 
 
 def test_unknown_tag_lists_the_known_tags():
     with pytest.raises(InputError, match="laion2b_s34b_b79k") as e:
         VLM("ViT-B-32", pretrained="laion5000")
-    assert "--pretrained /path/to/open_clip_pytorch_model.bin" in str(e.value)
+    assert "pretrained='/path/to/open_clip_pytorch_model.bin'" in str(e.value) and e.value.param == ("pretrained",)
 
 
 def test_missing_checkpoint_file():
@@ -43,7 +44,7 @@ def test_offline_tag_says_what_was_tried_and_how_to_pass_a_file(monkeypatch):
     with pytest.raises(ResourceError) as e:
         VLM("ViT-B-32", pretrained="laion2b_s34b_b79k")
     msg = str(e.value)
-    assert "laion2b_s34b_b79k" in msg and "tried" in msg and "--pretrained /path/to/open_clip_pytorch_model.bin" in msg
+    assert "laion2b_s34b_b79k" in msg and "tried" in msg and "pretrained='/path/to/open_clip_pytorch_model.bin'" in msg
 
 
 def test_offline_hub_model_is_a_resource_error():
@@ -58,6 +59,30 @@ def test_random_weights_are_never_silent(vit, caplog):
     with caplog.at_level(logging.WARNING):
         VLM.from_model(tiny_clip(), vit.tokenizer, name="t", random_weights=True, cache=False)
     assert "RANDOM weights" in caplog.text
+
+
+def test_random_weights_are_asked_for_and_the_old_call_warns_for_one_release(vit):
+    """``random_weights=True`` builds them quietly; the implicit old call warns (and still builds them)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # the explicit form never warns
+        explicit = VLM("ViT-B-32", random_weights=True, device="cpu", cache=False)
+    with pytest.warns(DeprecationWarning, match=r"random_weights=True.*pretrained=TAG_OR_CHECKPOINT"):
+        old = VLM("ViT-B-32", pretrained=None, device="cpu", cache=False)
+    assert old.random_weights is True and explicit.random_weights is True
+    assert old.identity == explicit.identity == vit.identity  # same seed, same weights, flagged the same
+    with pytest.raises(InputError, match="random_weights=True: give one of them, not both"):
+        VLM("ViT-B-32", pretrained="openai", random_weights=True)
+
+
+def test_both_weights_are_refused_before_any_model_work(monkeypatch):
+    import negvocab.vlm.model as model_mod
+
+    def boom(*a, **k):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(model_mod, "load_model", boom)
+    with pytest.raises(InputError, match="pretrained='x.bin'"):
+        VLM("ViT-B-32", pretrained="x.bin", random_weights=True)
 
 
 def test_identity_and_dim(vit, rn50):
@@ -103,7 +128,13 @@ def test_a_tag_that_would_be_ignored_is_refused(tmp_path, name, pretrained, mess
     cfg = {"model_cfg": open_clip.get_model_config("RN50"), "preprocess_cfg": {}}
     (tmp_path / "open_clip_config.json").write_text(json.dumps(cfg))
     with pytest.raises(InputError, match=message):
-        VLM(name.format(folder=tmp_path), pretrained=pretrained, tag="openai", cache=False)
+        VLM(
+            name.format(folder=tmp_path),
+            pretrained=pretrained,
+            tag="openai",
+            cache=False,
+            random_weights=not pretrained,
+        )
 
 
 def test_a_local_dir_without_its_config_is_a_clear_error(tmp_path):
@@ -180,7 +211,7 @@ def test_cuda_text_matches_open_clip(precision, tol):
     from tests.vlm.conftest import LABELS
 
     for name in ("ViT-B-32", "RN50"):
-        vlm = VLM(name, None, device="cuda", precision=precision, cache=False)
+        vlm = VLM(name, random_weights=True, device="cuda", precision=precision, cache=False)
         ours = vlm.encode_text(LABELS, "paper8")
         with torch.no_grad():
             ref = (
@@ -201,7 +232,7 @@ def test_cuda_images_and_local_features(image_dir, precision, tol):
 
     from negvocab.data.images import list_images
 
-    vlm = VLM("ViT-B-32", None, device="cuda", precision=precision, cache=False)
+    vlm = VLM("ViT-B-32", random_weights=True, device="cuda", precision=precision, cache=False)
     files = [p for p in list_images(image_dir) if not p.endswith("broken.jpg")]
     out = vlm.encode_images(files, local_features=True, num_workers=2)
     cpu = VLM.from_model(

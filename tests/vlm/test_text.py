@@ -58,7 +58,7 @@ def test_other_architecture_families_match_open_clip(name, tower):
     """EVA-CLIP (timm vision tower), CoCa (its own text tower) and ConvNeXt: exact either way."""
     from negvocab.vlm.model import VLM
 
-    vlm = VLM(name, None, device="cpu", cache=False)
+    vlm = VLM(name, random_weights=True, device="cpu", cache=False)
     assert vlm.identity["text_tower"] == tower
     labels = [LABELS[0], LABELS[5], LABELS[7]]
     assert np.abs(vlm.encode_text(labels, "paper8") - reference(vlm, labels, PAPER8)).max() <= 1e-5

@@ -1,0 +1,91 @@
+"""Library parameter names shown as CLI flags in error lines.
+
+The library's errors name its parameters (``need a vocabulary (vocabularies)``, ``raise top_k``,
+``order='given'``) and list them in :attr:`negvocab.errors.NegvocabError.param`; the CLI shows
+each as the flag that sets it (``--vocab``, ``--top-k``, ``--order given``) with
+:func:`cli_message`, as :meth:`negvocab.scoring.methods.Param.validate` does with ``cli=True``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from negvocab.errors import NegvocabError
+from negvocab.scoring import methods
+
+__all__ = ["PARAM_FLAGS", "cli_message", "flag_of"]
+
+#: library parameter -> the CLI flag that sets it (the method parameters come from their registry)
+PARAM_FLAGS: dict[str, str] = {
+    "vocabularies": "--vocab",
+    "vocabulary": "--vocab",
+    "order": "--order",
+    "classes": "--classes",
+    "batch": "--batch",
+    "levels": "--levels",
+    "size": "--size",
+    "top_k": "--top-k",
+    "quantile": "--quantile",
+    "threshold": "--threshold",
+    "pretrained": "--pretrained",
+    "random_weights": "--random-weights",
+    "tag": "--tag",
+    "model": "--model",
+    "name": "--model",  # VLM(name, ...)
+    "device": "--device",
+    "precision": "--precision",
+    "run_dir": "--run-dir",
+    "root": "--image-root",  # image_list(path, root=...)
+    "allow_outside_root": "--allow-outside-root",
+    "base_url": "--base-url",
+    "overwrite": "--overwrite",
+    "prices": "--price-in/--price-out",
+    "max_rounds_used": "--max-rounds-used",
+    "request_timeout": "--request-timeout",
+    "chunk_size": "--chunk-size",
+    "n_boot": "--n-boot",
+    "seed": "--seed",
+    "index": "--index",
+}
+
+
+def flag_of(param: str) -> str | None:
+    """The CLI flag of a library parameter (a method parameter's from its registry entry), or None."""
+    if param in PARAM_FLAGS:
+        return PARAM_FLAGS[param]
+    spec = getattr(methods, "PARAMS", {}).get(param)
+    return getattr(spec, "flag", None)
+
+
+def _as_flag(flag: str, value: str | None) -> str:
+    """``flag`` with the value a message gave the parameter (``order='given'`` -> ``--order given``)."""
+    if value is None or value == "True":
+        return flag
+    return f"{flag} {value.strip(chr(39) + chr(34))}"
+
+
+def _valued_flag(flag: str, match: re.Match[str]) -> str:
+    return _as_flag(flag, match.group(1))
+
+
+def cli_message(error: NegvocabError) -> str:
+    """``error``'s line with each parameter it names (:attr:`~NegvocabError.param`) shown as its flag.
+
+    ``name=value`` becomes ``--flag value`` (``--flag`` alone for ``True``) wherever it is written;
+    a message without that form has its first bare ``name`` shown as ``--flag``.
+    """
+    text = str(error)
+    for param in getattr(error, "param", ()):
+        flag = flag_of(param)
+        if flag is None:
+            continue
+        # each name=value (a quoted string or one token), or else the first bare name: parameter names
+        # are often words too ("1000 classes"), so a message names a parameter once, or as name=value
+        word = rf"(?<![\w.-]){re.escape(param)}"
+        valued = re.compile(rf"{word}=('[^']*'|\"[^\"]*\"|[\w./:+-]*[\w/])")
+        if valued.search(text):
+            text = valued.sub(functools.partial(_valued_flag, flag), text)
+        else:
+            text = re.sub(rf"{word}(?![\w-])", flag.replace("\\", "\\\\"), text, count=1)
+    return text
