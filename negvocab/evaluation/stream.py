@@ -26,7 +26,7 @@ from negvocab.evaluation.encode import encode_sets
 from negvocab.evaluation.rows import MEAN, model_fields, named_ood_sets, ood_rows, vocab_fields
 from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import check_evaluation
-from negvocab.scoring.stream import StreamResult, check_kind, check_stream, make_stream, run_stream
+from negvocab.scoring.stream import StreamMethod, StreamResult, check_kind, check_stream, make_stream, run_stream
 
 if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
@@ -56,7 +56,7 @@ class StreamEvaluation:
 
 
 def evaluate_stream(
-    method: str,
+    method: str | StreamMethod,
     id_set: Any,
     ood_sets: Any,
     id_emb: Any,
@@ -82,9 +82,10 @@ def evaluate_stream(
 
     Parameters
     ----------
-    method : a registered stream method (``Method.kind == "stream"``)
+    method : a registered stream method (``Method.kind == "stream"``), or a :class:`StreamMethod` instance
+        (a notebook's own class, unregistered; ``params`` then go to its constructor, not here)
     id_set, ood_sets : the ID test images and the OOD sets (one, a list, or a mapping name -> set):
-        image embeddings (n, d) or ``ImageEmbeddings``; with ``vlm``, also ``ImageSet``\\ s (encoded here).
+        image embeddings (n, d) or ``ImageEmbeddings``; with ``vlm``, also image sets (encoded here).
     id_emb, neg_emb : the ID class prompt embeddings (K, d) and the negatives (M, d)
     batch_size, order, stream_seed : the stream (:func:`negvocab.scoring.stream.run_stream`)
     params : the method's parameters (checked against the registry; defaults fill the rest)
@@ -94,20 +95,24 @@ def evaluate_stream(
         draws the bootstrap, ``stream_seed`` the stream)
     """
     # every check before any image is encoded or scored
-    m = check_kind(method, "stream")
+    if isinstance(method, StreamMethod):
+        if params:
+            raise InputError("params go to the registry's stream methods; an instance was built with its own")
+        detector = method
+    else:
+        detector = make_stream(check_kind(method, "stream").name, params or {})
     batch_size, order, stream_seed = check_stream(batch_size=batch_size, order=order, seed=stream_seed)
     check_evaluation(convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
-    if m.needs_negatives and neg_emb is None:
-        raise InputError(f"method {m.name} needs negative label embeddings (neg_emb)")
+    if detector.needs_negatives and neg_emb is None:
+        raise InputError(f"method {detector.name} needs negative label embeddings (neg_emb)")
     sets = named_ood_sets(ood_sets)
-    detector = make_stream(m.name, params or {})
     detector.setup(id_emb, neg_emb, id_images=id_images, **(setup_inputs or {}))
     t0 = time.perf_counter()
     id_x, ood_x = _embeddings(vlm, id_set, sets, progress)
     n_id = int(id_x.shape[0])
 
     base: dict[str, Any] = {
-        "method": m.name,
+        "method": detector.name,
         **(model_fields(vlm) if vlm is not None else {"model": "", "pretrained": "", "random_weights": False}),
         "vocabulary": vocabulary,
         **vocab_fields(vocab),
@@ -130,7 +135,7 @@ def evaluate_stream(
     if len(rows) > 1:
         rows.append(_mean_row(base, rows, scores, tpr=tpr, convention=convention, n_boot=n_boot, seed=seed))
     meta = {
-        "method": m.name,
+        "method": detector.name,
         "params": dict(detector.params),
         "test_time": True,
         "note": TEST_TIME_NOTE,

@@ -282,10 +282,13 @@ NEEDS_NEGATIVES: frozenset[str] = frozenset(m.name for m in METHODS.values() if 
 def add_method(m: Method, *, replace: bool = False) -> Method:
     """Register ``m`` under its name and aliases (:func:`negvocab.register_stream_method` calls this);
     a name or alias that is taken is :class:`InputError` unless ``replace``."""
-    taken = [k for k in (m.name, *m.aliases) if (k in METHODS or k in _ALIASES) and not replace]
+    if m.name in METHODS and not replace:
+        raise InputError(f"method {m.name!r} is registered already (pass replace=True to replace it)")
+    taken = [k for k in (m.name, *m.aliases) if _ALIASES.get(k, m.name) != m.name or (k != m.name and k in METHODS)]
     if taken:
-        raise InputError(f"method {taken[0]!r} is registered already (pass replace=True to replace it)")
-    remove_method(m.name, missing_ok=True)
+        raise InputError(f"method name {taken[0]!r} is taken by another method")
+    if m.name in METHODS:
+        remove_method(m.name)
     METHODS[m.name] = m
     _ALIASES.update({a: m.name for a in m.aliases})
     return m
