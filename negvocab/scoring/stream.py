@@ -297,7 +297,7 @@ def register_stream_method(
     ``params``: its parameters, each a :class:`~negvocab.scoring.methods.Param` (new names are added
     to the registry's parameters; a name already there must mean the same) or the name of one the
     registry has. Usable from a notebook or a plug-in module (``$NEGVOCAB_PLUGINS``)."""
-    names = []
+    names, new = [], {}
     for p in params:
         if isinstance(p, str):
             if p not in PARAMS:
@@ -306,7 +306,7 @@ def register_stream_method(
             continue
         if p.name in PARAMS and PARAMS[p.name] != p:
             raise InputError(f"parameter {p.name!r} is registered already with another meaning: choose another name")
-        PARAMS[p.name] = p
+        new[p.name] = p
         names.append(p.name)
     if not isinstance(cls_or_target, str):
         _check_class(name, cls_or_target)
@@ -321,7 +321,9 @@ def register_stream_method(
         kind="stream",
         stream=cls_or_target,
     )
-    return add_method(m, replace=replace)
+    add_method(m, replace=replace)
+    PARAMS.update(new)  # only once the method is in
+    return m
 
 
 def _check_class(name: str, obj: object) -> type[StreamMethod]:

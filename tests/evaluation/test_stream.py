@@ -11,7 +11,7 @@ from negvocab.errors import InputError
 from negvocab.evaluation.rows import vocab_fields
 from negvocab.evaluation.stream import evaluate_stream
 from negvocab.scoring import metrics as M
-from negvocab.scoring.methods import remove_method
+from negvocab.scoring.methods import PARAMS, remove_method
 from negvocab.scoring.stream import make_stream, run_stream
 
 
@@ -25,6 +25,8 @@ def toy():
     mod.register()
     yield mod
     remove_method(mod.NAME, missing_ok=True)
+    for p in mod.PARAMS:  # leave the registry as the other tests expect it
+        PARAMS.pop(p.name, None)
 
 
 @pytest.fixture
@@ -101,3 +103,17 @@ def test_what_evaluate_stream_cannot_serve_is_one_line_before_any_scoring(toy, s
         with pytest.raises(InputError, match=match) as e:
             evaluate_stream(**args)
         assert "\n" not in str(e.value)
+
+
+def test_image_embeddings_and_an_unregistered_instance_are_accepted(toy, sets):
+    from negvocab.vlm.images import ImageEmbeddings
+
+    id_x, oods, ids = sets
+    wrapped = ImageEmbeddings([f"i{k}.png" for k in range(len(id_x))], id_x)
+    det = toy.RunningMeanOOD(ood_weight=1.0, ood_threshold=0.55)  # not through the registry
+    ev = evaluate_stream(det, wrapped, {"far": oods["far"]}, ids, batch_size=4, n_boot=0)
+    plain = evaluate_stream(det, id_x, {"far": oods["far"]}, ids, batch_size=4, n_boot=0)
+    np.testing.assert_array_equal(ev.scores["far"]["ood"], plain.scores["far"]["ood"])
+    assert ev.rows[0]["method"] == "RunningMeanOOD" and ev.rows[0]["params"]["ood_threshold"] == 0.55
+    with pytest.raises(InputError, match="an instance was built with its own"):
+        evaluate_stream(det, id_x, oods, ids, batch_size=4, params={"ood_weight": 2.0})

@@ -9,7 +9,7 @@ import pytest
 
 import negvocab
 from negvocab.errors import InputError
-from negvocab.scoring.methods import get_method, remove_method
+from negvocab.scoring.methods import PARAMS, get_method, remove_method
 from negvocab.scoring.stream import (
     StreamMethod,
     make_stream,
@@ -31,6 +31,8 @@ def toy():
     mod.register()
     yield mod
     remove_method(mod.NAME, missing_ok=True)
+    for p in mod.PARAMS:  # leave the registry as the other tests expect it
+        PARAMS.pop(p.name, None)
 
 
 @pytest.fixture
@@ -299,3 +301,21 @@ def test_the_tanl_shape_takes_its_corpus_and_noise_images_at_setup_and_moves_its
     m = TanlShaped(k=3, queue=6).setup(ids, neg, noise_images=_unit(np.random.default_rng(1).normal(size=(3, 6))))
     run_stream(m, imgs, batch_size=2, order="given")
     assert len(m.chosen) == 7 and len({tuple(c) for c in m.chosen}) > 1  # the negatives change over the stream
+
+
+def test_the_toy_registers_as_a_plug_in(monkeypatch):
+    import sys
+
+    from negvocab import plugins
+
+    remove_method("toy_stream", missing_ok=True)
+    monkeypatch.setattr(plugins, "_loaded", [])
+    monkeypatch.delitem(sys.modules, "tests.plugins.toy_stream", raising=False)
+    monkeypatch.setenv(plugins.ENV_VAR, "tests.plugins.toy_stream")
+    try:
+        assert "tests.plugins.toy_stream" in plugins.load_plugins()
+        assert get_method("toy_stream").kind == "stream"
+    finally:
+        remove_method("toy_stream", missing_ok=True)
+        for name in ("ood_weight", "ood_threshold"):
+            PARAMS.pop(name, None)
