@@ -107,6 +107,15 @@ _EXPORTS: dict[str, str] = {
     "eoe_run": "negvocab.builders.llm",
     "LLMRun": "negvocab.builders.llm",
     "CostEstimate": "negvocab.llm.cost",
+    # stream (test-time) methods (issue 29, part "stream")
+    "StreamMethod": "negvocab.scoring.stream",
+    "StreamResult": "negvocab.scoring.stream",
+    "stream_order": "negvocab.scoring.stream",
+    "run_stream": "negvocab.scoring.stream",
+    "make_stream": "negvocab.scoring.stream",
+    "register_stream_method": "negvocab.scoring.stream",
+    "evaluate_stream": "negvocab.evaluation.stream",
+    "StreamEvaluation": "negvocab.evaluation.stream",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -152,6 +161,7 @@ if TYPE_CHECKING:
     from negvocab.evaluation.evaluate import evaluate_vocabularies
     from negvocab.evaluation.row import ResultRow
     from negvocab.evaluation.stored import read_results
+    from negvocab.evaluation.stream import StreamEvaluation, evaluate_stream  # part "stream"
     from negvocab.evaluation.subsample import subsample
     from negvocab.evaluation.sweeps import sweep_vocabulary
     from negvocab.grid.config import load_grid
@@ -169,6 +179,14 @@ if TYPE_CHECKING:
     from negvocab.report.results import write_results, write_sweep
     from negvocab.scoring import metrics
     from negvocab.scoring.scores import TopkScores, explain, score
+    from negvocab.scoring.stream import (  # part "stream"
+        StreamMethod,
+        StreamResult,
+        make_stream,
+        register_stream_method,
+        run_stream,
+        stream_order,
+    )
     from negvocab.scoring.sweep import sweep
     from negvocab.vlm.export import load_embeddings, save_embeddings
     from negvocab.vlm.images import ImageEmbeddings

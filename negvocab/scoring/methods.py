@@ -41,6 +41,7 @@ __all__ = [
     "RUN_PARAMS",
     "Method",
     "Param",
+    "add_method",
     "canonical_method",
     "check_evaluation",
     "check_params",
@@ -49,6 +50,7 @@ __all__ = [
     "list_methods",
     "method_table",
     "params_for",
+    "remove_method",
     "scorer_params",
 ]
 
@@ -216,6 +218,11 @@ class Method:
     #: parameter values under which the scores depend on the kind of device they are computed on
     #: (``grouping="neglabel"``: NegLabel's ``torch.randperm`` differs between CPU and CUDA)
     device_bound: tuple[tuple[str, Any], ...] = field(default=())
+    #: "batch" (``scorer`` scores any set of images at once) or "stream" (a test-time method: state over
+    #: an ordered stream of batches, run by :func:`negvocab.scoring.stream.run_stream`)
+    kind: str = "batch"
+    #: a stream method's :class:`~negvocab.scoring.stream.StreamMethod` class, or its "pkg.module:Class"
+    stream: str | type | None = None
 
     def depends_on_device(self, params: Mapping[str, Any]) -> bool:
         """True when scores with ``params`` differ by the device type they were computed on."""
@@ -223,7 +230,12 @@ class Method:
 
     @property
     def scorer(self) -> Callable[..., np.ndarray]:
-        """The kernel function."""
+        """The kernel function (a stream method has none: it is one line, not a traceback)."""
+        if self.kind == "stream":
+            raise InputError(
+                f"{self.name} is a test-time (stream) method: run it with negvocab.run_stream or "
+                "negvocab.evaluate_stream, not as one batch"
+            )
         return _resolve(self.kernel)
 
     @property
@@ -265,6 +277,33 @@ METHODS: dict[str, Method] = {
 _ALIASES = {alias: m.name for m in METHODS.values() for alias in m.aliases}
 #: the methods that take negative (or outlier) label embeddings
 NEEDS_NEGATIVES: frozenset[str] = frozenset(m.name for m in METHODS.values() if m.needs_negatives)
+
+
+def add_method(m: Method, *, replace: bool = False) -> Method:
+    """Register ``m`` under its name and aliases (:func:`negvocab.register_stream_method` calls this);
+    a name or alias that is taken is :class:`InputError` unless ``replace``."""
+    if m.name in METHODS and not replace:
+        raise InputError(f"method {m.name!r} is registered already (pass replace=True to replace it)")
+    taken = [k for k in (m.name, *m.aliases) if _ALIASES.get(k, m.name) != m.name or (k != m.name and k in METHODS)]
+    if taken:
+        raise InputError(f"method name {taken[0]!r} is taken by another method")
+    if m.name in METHODS:
+        remove_method(m.name)
+    METHODS[m.name] = m
+    _ALIASES.update({a: m.name for a in m.aliases})
+    return m
+
+
+def remove_method(method: str, *, missing_ok: bool = False) -> None:
+    """Remove a registered method and its aliases (tests and notebooks that add a temporary one)."""
+    key = _ALIASES.get(str(method).strip().lower(), str(method).strip().lower())
+    if key not in METHODS:
+        if missing_ok:
+            return
+        raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    del METHODS[key]
+    for alias in [a for a, k in _ALIASES.items() if k == key]:
+        del _ALIASES[alias]
 
 
 def list_methods() -> list[str]:

@@ -1,0 +1,1 @@
+"""Plug-in modules of the tests: methods, builders and benchmarks defined outside the package."""

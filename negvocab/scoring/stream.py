@@ -1,0 +1,374 @@
+"""Test-time (stream) methods: state kept over an ordered stream of test batches.
+
+A batch method (:func:`negvocab.score`) scores any set of images at once, and an image's score does
+not depend on the other images. A *stream* method (AdaNeg's memory bank, TANL's per-batch choice of
+negatives, OODD's queue) learns from the test images as they come, so its scores depend on which
+images came before, in what order and in what batches. This module makes that a first-class kind
+of registry entry (``Method.kind == "stream"``), shaped like pytorch-ood's ``Detector``
+(``fit_features`` / ``predict_features``) and OpenOOD's postprocessors (``setup`` / ``postprocess``
+/ ``reset_memory``).
+
+The protocol (one evaluation):
+
+1. **Set-up, on the ID side only.** :meth:`StreamMethod.setup` takes the ID class prompt embeddings
+   ``id_emb`` (K, d), the negative label embeddings ``neg_emb`` (M, d; a method that chooses among
+   them, as TANL, takes its whole corpus here), optionally few-shot ID image features ``id_images``
+   (n, d), and any further inputs the class names in ``inputs`` (TANL: noise-image features). No
+   test image is seen.
+2. **One stream.** The ID and OOD test images of one evaluation form ONE stream: ID rows then OOD
+   rows (:func:`negvocab.evaluate_stream` concatenates them, one stream per OOD set, each from a
+   fresh state, as the authors reset their memory per ID/OOD pair), permuted by
+   :func:`stream_order` (``order="shuffled"``: a numpy ``default_rng(seed)`` permutation;
+   ``"given"``: kept in order), then cut into consecutive batches of ``batch_size`` (the last may be
+   smaller).
+3. **Batch by batch.** :meth:`StreamMethod.score_batch` is called once per batch, in stream order.
+   The scores of batch ``b`` may depend on batches ``0..b`` and on nothing later: a batch is scored
+   with what the method has seen so far, then the method's state holds that batch too. Whether a
+   batch's own images enter its scores is the method's (and its authors') choice: the toy of the
+   tests scores then updates; AdaNeg's code writes a batch into its memory and then scores it; TANL's
+   uses the batch's own activations to pick the negatives it scores it with. Either way a result
+   depends on the order, the batch size and the seed, and :func:`run_stream` records all three.
+4. **Scores in the original order.** :func:`run_stream` returns the scores aligned with the rows it
+   was given (the permutation inverted), so ID and OOD scores split as for a batch method.
+
+>>> import numpy as np
+>>> stream_order(5, order="shuffled", seed=0).tolist()
+[2, 4, 3, 0, 1]
+>>> stream_order(3, order="given", seed=0).tolist()
+[0, 1, 2]
+"""
+
+from __future__ import annotations
+
+import logging
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from negvocab.errors import InputError
+from negvocab.registry import resolve_target
+from negvocab.scoring.methods import METHODS, PARAMS, Method, Param, add_method, check_params, get_method
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "STREAM_ORDERS",
+    "StreamMethod",
+    "StreamResult",
+    "check_kind",
+    "check_stream",
+    "make_stream",
+    "register_stream_method",
+    "run_stream",
+    "stream_class",
+    "stream_order",
+]
+
+#: how the stream is ordered: a seeded permutation, or the rows as given
+STREAM_ORDERS: tuple[str, ...] = ("shuffled", "given")
+
+
+def _unwrap(x: Any) -> Any:
+    """The array behind an ``ImageEmbeddings`` (``.embeddings``); arrays and tensors as they are."""
+    if hasattr(x, "embeddings") and not hasattr(x, "shape"):
+        return x.embeddings
+    return x
+
+
+def _rows(x: Any, name: str, dim: int | None = None) -> Any:
+    """``x`` unwrapped, checked to be a 2-D array (of ``dim`` columns when given)."""
+    x = _unwrap(x)
+    if x is None:
+        raise InputError(f"{name} is missing")
+    if not hasattr(x, "shape"):
+        x = np.asarray(x, dtype=np.float64)
+    if len(x.shape) != 2:
+        raise InputError(f"{name} must be a 2-D array (rows x dimension), got shape {tuple(x.shape)}")
+    if dim is not None and x.shape[1] != dim:
+        raise InputError(f"{name} has dimension {x.shape[1]}, the ID embeddings {dim}: use one model's embeddings")
+    return x
+
+
+def _integer(value: Any, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def check_stream(*, batch_size: Any = 1, order: Any = "shuffled", seed: Any = 0) -> tuple[int, str, int]:
+    """``(batch_size, order, seed)`` if allowed, else one-line :class:`InputError` naming the parameter."""
+    if not isinstance(order, str) or order not in STREAM_ORDERS:
+        raise InputError(f"unknown order {order!r}; choose one of {', '.join(STREAM_ORDERS)}")
+    return _integer(batch_size, "batch_size", 1), order, _integer(seed, "seed", 0)
+
+
+def stream_order(n: int, *, order: str = "shuffled", seed: int = 0) -> np.ndarray:
+    """The stream as a permutation of ``range(n)``: position ``k`` of the stream is row ``perm[k]``.
+
+    ``"shuffled"``: ``numpy.random.default_rng(seed).permutation(n)``; ``"given"``: ``arange(n)``
+    (the seed plays no part)."""
+    n = _integer(n, "n", 0)
+    _, order, seed = check_stream(order=order, seed=seed)
+    if order == "given":
+        return np.arange(n, dtype=np.int64)
+    return np.random.default_rng(seed).permutation(n).astype(np.int64)
+
+
+class StreamMethod:
+    """A test-time method: set up on the ID side, then fed the test stream batch by batch.
+
+    A subclass takes its parameters as keywords in ``__init__`` (``make_stream`` passes the
+    registry's defaults for those not given), names any set-up inputs beside the embeddings in
+    ``inputs``, and implements two hooks:
+
+    - :meth:`init_state`: the state before the first batch (called by :meth:`reset`; :meth:`setup`
+      resets). It may read ``self.id_emb``, ``self.neg_emb``, ``self.id_images``, ``self.extra``.
+    - :meth:`step`: scores one batch (float64 per image, high = ID) from the state, and updates the
+      state with the batch (in the order the method defines; never with later batches).
+
+    Arrays are kept as given (numpy or torch, on their device): a method computes where it likes.
+    """
+
+    #: names of the set-up inputs beside ``id_emb``, ``neg_emb`` and ``id_images`` (TANL: "noise_images")
+    inputs: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, **params: Any) -> None:
+        self.params: dict[str, Any] = dict(params)
+        self.name: str = type(self).__name__
+        self.needs_negatives: bool = False
+        self.id_emb: Any = None
+        self.neg_emb: Any = None
+        self.id_images: Any = None
+        self.extra: dict[str, Any] = {}
+        self.n_seen = 0
+        self.n_batches = 0
+        self._ready = False
+
+    # -- the public protocol ------------------------------------------------------------------
+    def setup(self, id_emb: Any, neg_emb: Any = None, *, id_images: Any = None, **inputs: Any) -> StreamMethod:
+        """Set up on the ID side (no test image): class prompt embeddings (K, d), negatives (M, d),
+        optional few-shot ID image features (n, d) and the inputs the class names; then :meth:`reset`.
+        Returns ``self``."""
+        id_emb = _rows(id_emb, "id_emb")
+        dim = id_emb.shape[1]
+        if neg_emb is None and self.needs_negatives:
+            raise InputError(f"{self.name} needs negative label embeddings (neg_emb)")
+        unknown = sorted(set(inputs) - set(self.inputs))
+        if unknown:
+            raise InputError(
+                f"{self.name}: unexpected set-up input(s) {', '.join(unknown)}; accepted: {', '.join(self.inputs) or 'none'}"
+            )
+        missing = [k for k in self.inputs if inputs.get(k) is None]
+        if missing:
+            raise InputError(f"{self.name} needs the set-up input(s) {', '.join(missing)}")
+        self.id_emb = id_emb
+        self.neg_emb = None if neg_emb is None else _rows(neg_emb, "neg_emb", dim)
+        self.id_images = None if id_images is None else _rows(id_images, "id_images", dim)
+        self.extra = {k: _rows(v, k, dim) for k, v in inputs.items()}
+        self._ready = True
+        self.reset()
+        return self
+
+    def reset(self) -> None:
+        """Forget every test image (the state after :meth:`setup`); :func:`run_stream` calls it first."""
+        self._need_setup()
+        self.n_seen = 0
+        self.n_batches = 0
+        self.init_state()
+
+    def score_batch(self, image_emb: Any) -> np.ndarray:
+        """Score the next batch of the stream (n, d) with what the method has seen, then keep it in the
+        state. Returns float64 (n,), high = ID."""
+        self._need_setup()
+        batch = _rows(image_emb, "image_emb", self.id_emb.shape[1])
+        n = batch.shape[0]
+        out = self.step(batch)
+        if hasattr(out, "detach"):  # a torch tensor, anywhere
+            out = out.detach().cpu().double().numpy()
+        scores = np.asarray(out, dtype=np.float64)
+        if scores.shape != (n,):
+            raise InputError(
+                f"{self.name}.step returned shape {scores.shape} for a batch of {n} images; expected ({n},)"
+            )
+        self.n_seen += n
+        self.n_batches += 1
+        return scores
+
+    def state_dict(self) -> dict[str, Any]:
+        """A summary of the state (for logs and results): what was seen, and :meth:`summary`."""
+        return {"method": self.name, "n_seen": self.n_seen, "n_batches": self.n_batches, **self.summary()}
+
+    # -- the hooks a method implements ----------------------------------------------------------
+    def init_state(self) -> None:
+        """Build the state before the first test batch (the set-up inputs are on ``self``)."""
+
+    def step(self, image_emb: Any) -> Any:
+        """Score one batch from the state and update the state with it: (n,) scores, high = ID."""
+        raise NotImplementedError(f"{type(self).__name__} must implement step(image_emb)")
+
+    def summary(self) -> dict[str, Any]:
+        """Extra entries of :meth:`state_dict` (sizes of memories, the current threshold, ...)."""
+        return {}
+
+    def _need_setup(self) -> None:
+        if not self._ready:
+            raise InputError(f"{self.name} is not set up: call setup(id_emb, neg_emb) before scoring a stream")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.params.items())})"
+
+
+@dataclass(frozen=True)
+class StreamResult:
+    """Scores of one stream, aligned with the rows given to :func:`run_stream`.
+
+    ``stream``: the order the rows were fed (position -> row); ``provenance``: ``order``,
+    ``batch_size``, ``seed`` (None for ``"given"``), ``n``, ``n_batches``, ``method``; ``state``: the
+    method's :meth:`StreamMethod.state_dict` after the last batch."""
+
+    scores: np.ndarray = field(repr=False)
+    stream: np.ndarray = field(repr=False)
+    provenance: dict[str, Any]
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+def run_stream(
+    method: StreamMethod, image_emb: Any, *, batch_size: int, order: str = "shuffled", seed: int = 0
+) -> StreamResult:
+    """Feed ``image_emb`` (n, d) to a set-up ``method`` as one stream, from a fresh state.
+
+    The rows are permuted by :func:`stream_order` (``order``, ``seed``), cut into consecutive batches
+    of ``batch_size`` and scored in that order with :meth:`StreamMethod.score_batch`; the scores come
+    back in the original row order. See the module docstring for the protocol.
+
+    >>> import numpy as np
+    >>> class Count(StreamMethod):  # score = how many images came before this batch
+    ...     def step(self, x):
+    ...         return np.full(len(x), float(self.n_seen))
+    >>> m = Count().setup(np.eye(2))
+    >>> r = run_stream(m, np.eye(2)[[0, 1, 0, 1, 0]], batch_size=2, order="given")
+    >>> r.scores.tolist(), r.provenance["n_batches"]
+    ([0.0, 0.0, 2.0, 2.0, 4.0], 3)
+    """
+    if not isinstance(method, StreamMethod):
+        raise InputError(
+            f"run_stream takes a StreamMethod (make one with negvocab.make_stream(name, **params)), got {type(method).__name__}"
+        )
+    batch_size, order, seed = check_stream(batch_size=batch_size, order=order, seed=seed)
+    x = _rows(image_emb, "image_emb")
+    n = x.shape[0]
+    perm = stream_order(n, order=order, seed=seed)
+    method.reset()
+    parts = [method.score_batch(x[perm[i : i + batch_size]]) for i in range(0, n, batch_size)]
+    in_stream = np.concatenate(parts) if parts else np.zeros(0)
+    scores = np.empty(n, dtype=np.float64)
+    scores[perm] = in_stream  # stream position k holds row perm[k]
+    provenance = {
+        "method": method.name,
+        "order": order,
+        "batch_size": batch_size,
+        "seed": seed if order == "shuffled" else None,
+        "n": n,
+        "n_batches": len(parts),
+    }
+    logger.info("%s: %d images in %d batches of %d (%s)", method.name, n, len(parts), batch_size, order)
+    return StreamResult(scores, perm, provenance, method.state_dict())
+
+
+# ----------------------------------------------------------------------------------------------
+# the registry
+# ----------------------------------------------------------------------------------------------
+def register_stream_method(
+    name: str,
+    cls_or_target: type[StreamMethod] | str,
+    *,
+    params: Sequence[Param | str] = (),
+    needs_negatives: bool = False,
+    paper: str = "",
+    aliases: Sequence[str] = (),
+    replace: bool = False,
+) -> Method:
+    """Register a test-time method: a :class:`StreamMethod` subclass, or its ``"pkg.module:Class"``
+    (imported on first use), in the one method registry (``kind="stream"``).
+
+    ``params``: its parameters, each a :class:`~negvocab.scoring.methods.Param` (new names are added
+    to the registry's parameters; a name already there must mean the same) or the name of one the
+    registry has. Usable from a notebook or a plug-in module (``$NEGVOCAB_PLUGINS``)."""
+    names, new = [], {}
+    for p in params:
+        if isinstance(p, str):
+            if p not in PARAMS:
+                raise InputError(f"unknown parameter {p!r}: pass a Param to add it")
+            names.append(p)
+            continue
+        if p.name in PARAMS and PARAMS[p.name] != p:
+            raise InputError(f"parameter {p.name!r} is registered already with another meaning: choose another name")
+        new[p.name] = p
+        names.append(p.name)
+    if not isinstance(cls_or_target, str):
+        _check_class(name, cls_or_target)
+    key = str(name).strip().lower()
+    m = Method(
+        key,
+        "",
+        tuple(names),
+        paper,
+        needs_negatives=needs_negatives,
+        aliases=tuple(a.strip().lower() for a in aliases),
+        kind="stream",
+        stream=cls_or_target,
+    )
+    add_method(m, replace=replace)
+    PARAMS.update(new)  # only once the method is in
+    return m
+
+
+def _check_class(name: str, obj: object) -> type[StreamMethod]:
+    if not (isinstance(obj, type) and issubclass(obj, StreamMethod)):
+        raise InputError(f"stream method {name!r}: {obj!r} is not a StreamMethod subclass")
+    return obj
+
+
+def stream_class(method: str) -> type[StreamMethod]:
+    """The :class:`StreamMethod` class of a registered stream method (a target is imported now)."""
+    m = check_kind(method, "stream")
+    target = m.stream
+    obj = resolve_target(target, what=f"stream method {m.name!r}") if isinstance(target, str) else target
+    return _check_class(m.name, obj)
+
+
+def check_kind(method: str, kind: str) -> Method:
+    """The registry entry of ``method`` if it is of ``kind`` ("batch" or "stream"), else one line."""
+    m = get_method(method)
+    if m.kind != kind:
+        if kind == "stream":
+            raise InputError(
+                f"{m.name} is a batch method: score it with negvocab.score or evaluate_vocabularies; "
+                f"stream methods: {', '.join(_names('stream')) or 'none registered'}"
+            )
+        raise InputError(
+            f"{m.name} is a test-time (stream) method: run it with negvocab.run_stream or negvocab.evaluate_stream"
+        )
+    return m
+
+
+def _names(kind: str) -> list[str]:
+    return [n for n, m in METHODS.items() if m.kind == kind]
+
+
+def make_stream(method: str, params: Mapping[str, Any] | None = None, **kw: Any) -> StreamMethod:
+    """A new instance of the stream method ``method`` with ``params`` (and keywords), each checked
+    against the registry; the registry's defaults fill the rest. Call :meth:`StreamMethod.setup` next."""
+    m = check_kind(method, "stream")
+    given = {**(params or {}), **kw}
+    unknown = sorted(set(given) - set(m.params))
+    if unknown:
+        raise InputError(f"{m.name}: unexpected parameter(s) {', '.join(unknown)}; accepted: {', '.join(m.params)}")
+    check_params(m.name, given)
+    full = {p: PARAMS[p].default for p in m.params} | given
+    obj = stream_class(m.name)(**full)
+    obj.name, obj.needs_negatives = m.name, m.needs_negatives
+    return obj

@@ -1,0 +1,119 @@
+"""evaluate_stream: one stream per OOD set, metrics from that stream's scores, rows marked test-time."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from negvocab.errors import InputError
+from negvocab.evaluation.rows import vocab_fields
+from negvocab.evaluation.stream import evaluate_stream
+from negvocab.scoring import metrics as M
+from negvocab.scoring.methods import PARAMS, remove_method
+from negvocab.scoring.stream import make_stream, run_stream
+
+
+def _unit(a: np.ndarray) -> np.ndarray:
+    return a / np.linalg.norm(a, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def toy():
+    mod = importlib.import_module("tests.plugins.toy_stream")
+    mod.register()
+    yield mod
+    remove_method(mod.NAME, missing_ok=True)
+    for p in mod.PARAMS:  # leave the registry as the other tests expect it
+        PARAMS.pop(p.name, None)
+
+
+@pytest.fixture
+def sets():
+    rng = np.random.default_rng(11)
+    ids = _unit(rng.normal(size=(5, 8)))
+    id_x = _unit(ids[rng.integers(0, 5, 9)] + 0.4 * rng.normal(size=(9, 8)))
+    oods = {"far": _unit(rng.normal(size=(7, 8))), "near": _unit(ids[rng.integers(0, 5, 6)] + rng.normal(size=(6, 8)))}
+    return id_x, oods, ids
+
+
+def _auroc(s_id, s_ood):
+    """P(ID score > OOD score) + ties / 2, over every pair."""
+    return float(np.mean([(a > b) + 0.5 * (a == b) for a in s_id for b in s_ood]))
+
+
+def test_each_ood_set_is_one_stream_with_the_id_set_and_its_rows_say_so(toy, sets):
+    id_x, oods, ids = sets
+    params = {"ood_threshold": 0.55}
+    ev = evaluate_stream("toy_stream", id_x, oods, ids, batch_size=4, stream_seed=3, params=params, n_boot=50)
+    m = make_stream("toy_stream", params).setup(ids)
+    for row, (name, ood) in zip(ev.rows, oods.items(), strict=False):
+        res = run_stream(m, np.concatenate([id_x, ood]), batch_size=4, order="shuffled", seed=3)
+        np.testing.assert_array_equal(ev.scores[name]["id"], res.scores[: len(id_x)])
+        np.testing.assert_array_equal(ev.scores[name]["ood"], res.scores[len(id_x) :])
+        assert row["ood_set"] == name
+        assert row["auroc"] == pytest.approx(_auroc(res.scores[: len(id_x)], res.scores[len(id_x) :]), abs=1e-12)
+        assert row["fpr"] == M.fpr_at_tpr(res.scores[: len(id_x)], res.scores[len(id_x) :], 0.95)
+        assert (row["test_time"], row["stream_order"], row["stream_batch_size"], row["stream_seed"]) == (
+            True,
+            "shuffled",
+            4,
+            3,
+        )
+        assert row["params"] == {"ood_weight": 1.0, "ood_threshold": 0.55} and row["n_id"] == len(id_x)
+    # the ID scores come from each set's own stream, so they differ between the sets
+    assert not np.allclose(ev.scores["far"]["id"], ev.scores["near"]["id"])
+    mean = ev.rows[-1]
+    assert mean["ood_set"] == "mean" and len(ev.rows) == 3 and mean["test_time"] is True
+    for key in ("fpr", "auroc", "aupr_in", "aupr_out"):
+        assert mean[key] == pytest.approx((ev.rows[0][key] + ev.rows[1][key]) / 2)
+    assert mean["n_ood"] == 13 and mean["auroc_ci"][0] <= mean["auroc"] <= mean["auroc_ci"][1]
+    assert ev.meta["stream"]["seed"] == 3 and ev.meta["test_time"] is True
+    # every key of evaluate_vocabularies's rows is there
+    evaluate_keys = {"method", "model", "pretrained", "random_weights", "vocabulary", "params", "templates", "ood_set"}
+    evaluate_keys |= set(vocab_fields(None)) | set(M.evaluate([1.0, 2.0], [0.0], n_boot=2))
+    assert evaluate_keys <= set(ev.rows[0])
+
+
+def test_another_stream_seed_is_another_recorded_result(toy, sets):
+    id_x, oods, ids = sets
+    kw = {"batch_size": 3, "params": {"ood_threshold": 0.55}, "n_boot": 0}
+    a = evaluate_stream("toy_stream", id_x, oods["far"], ids, stream_seed=0, **kw)
+    b = evaluate_stream("toy_stream", id_x, oods["far"], ids, stream_seed=1, **kw)
+    assert not np.allclose(a.scores["ood"]["ood"], b.scores["ood"]["ood"])
+    assert (a.rows[0]["stream_seed"], b.rows[0]["stream_seed"]) == (0, 1) and len(a.rows) == 1
+    given = evaluate_stream("toy_stream", id_x, {"far": oods["far"]}, ids, order="given", stream_seed=5, **kw)
+    assert given.rows[0]["stream_order"] == "given" and given.rows[0]["stream_seed"] is None
+
+
+def test_what_evaluate_stream_cannot_serve_is_one_line_before_any_scoring(toy, sets):
+    id_x, oods, ids = sets
+    for kw, match in [
+        ({"method": "neglabel"}, r"neglabel is a batch method"),
+        ({"batch_size": 0}, r"batch_size must be an integer >= 1, got 0"),
+        ({"order": "ood_first"}, r"unknown order 'ood_first'"),
+        ({"stream_seed": -2}, r"seed must be an integer >= 0, got -2"),
+        ({"convention": "mine"}, r"unknown convention 'mine'"),
+        ({"params": {"groups": 3}}, r"toy_stream: unexpected parameter\(s\) groups"),
+        ({"ood_sets": {"mean": oods["far"]}}, r"OOD set name 'mean' is not allowed"),
+        ({"id_set": "id/"}, r"id_set: pass image embeddings .* or image sets together with vlm="),
+    ]:
+        args = {"method": "toy_stream", "id_set": id_x, "ood_sets": oods, "id_emb": ids, "batch_size": 2, **kw}
+        with pytest.raises(InputError, match=match) as e:
+            evaluate_stream(**args)
+        assert "\n" not in str(e.value)
+
+
+def test_image_embeddings_and_an_unregistered_instance_are_accepted(toy, sets):
+    from negvocab.vlm.images import ImageEmbeddings
+
+    id_x, oods, ids = sets
+    wrapped = ImageEmbeddings([f"i{k}.png" for k in range(len(id_x))], id_x)
+    det = toy.RunningMeanOOD(ood_weight=1.0, ood_threshold=0.55)  # not through the registry
+    ev = evaluate_stream(det, wrapped, {"far": oods["far"]}, ids, batch_size=4, n_boot=0)
+    plain = evaluate_stream(det, id_x, {"far": oods["far"]}, ids, batch_size=4, n_boot=0)
+    np.testing.assert_array_equal(ev.scores["far"]["ood"], plain.scores["far"]["ood"])
+    assert ev.rows[0]["method"] == "RunningMeanOOD" and ev.rows[0]["params"]["ood_threshold"] == 0.55
+    with pytest.raises(InputError, match="an instance was built with its own"):
+        evaluate_stream(det, id_x, oods, ids, batch_size=4, params={"ood_weight": 2.0})
