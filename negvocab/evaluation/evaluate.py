@@ -199,7 +199,9 @@ def evaluate_vocabularies(
         for suffix, s in scores.items():
             all_scores[key + suffix] = {"id": s[:n_id], "ood": s[n_id:]}
         base = _result_row(method, vlm, vname, vocab, kw, templates, extra)
-        rows += ood_rows(base, *enc.split(scores[""]), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
+        rows += ood_rows(
+            base, *enc.split(scores[""]), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed, groups=enc.groups
+        )
         if vname is not None and explain_k > 0:
             s_id, s_sets = enc.split(scores[""])
             flagged_ids.setdefault(vname, {}).update(

@@ -136,13 +136,17 @@ def sweep_vocabulary(
             **vocab_fields(vocab),
             "order": "ranked" if ranked_order else "given",
         }
-        rows += ood_rows(base, *enc.split(s), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
+        rows += ood_rows(
+            base, *enc.split(s), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed, groups=enc.groups
+        )
     refs = []
     for rname, ref in (references or {}).items():
         neg = vlm.encode_text(list(ref.labels), templates, pos=ref.parts_of_speech(), progress=progress)
         s = np.asarray(S.score(method, enc.images, class_emb, neg, device=vlm.device, **kw))
         base = {"name": rname, "M": len(ref), **common, "vocabulary": rname, **vocab_fields(ref)}
-        refs += ood_rows(base, *enc.split(s), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
+        refs += ood_rows(
+            base, *enc.split(s), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed, groups=enc.groups
+        )
     meta = {
         **run_meta(vlm, id_classes, templates, convention, tpr, kw, seed, n_boot),
         "method": method,
