@@ -50,7 +50,9 @@ __all__ = [
     "Benchmark",
     "BenchmarkSet",
     "OpenedSets",
+    "REGISTRY",
     "benchmark_from_dict",
+    "benchmark_set",
     "benchmark_table",
     "get_benchmark",
     "list_benchmarks",
@@ -59,6 +61,7 @@ __all__ = [
     "open_benchmark",
     "register_benchmark",
     "set_groups",
+    "unregister_benchmark",
 ]
 
 #: the groups whose sets get a mean row, and the name of that row in results
@@ -322,6 +325,11 @@ def register_benchmark(
     return bench
 
 
+def unregister_benchmark(name: str) -> None:
+    """Remove benchmark ``name`` (a test or a notebook that registered a temporary one)."""
+    REGISTRY.unregister(name)
+
+
 def load_benchmarks(path: str | os.PathLike[str], *, replace: bool = False) -> list[Benchmark]:
     """Register the benchmarks of a data file (``.toml``, ``.yaml``/``.yml`` or ``.json``): one
     benchmark as the whole document, or several as ``[[benchmark]]`` tables (a ``benchmark`` list)."""
@@ -412,6 +420,20 @@ def open_benchmark(
     if bench.id is not None and (with_id or (with_id is None and (base / bench.id.where).exists())):
         id_set = bench.id.open(base, ground_truth=ground_truth, tag=False)
     return OpenedSets(ood, id_set, {s.name: s.group for s in bench.sets}, dict.fromkeys(ood, bench.name))
+
+
+def benchmark_set(benchmark: str, name: str, root: str | os.PathLike[str]) -> ImageSet:
+    """One OOD set ``name`` of the benchmark (kind ``sets``) under its data ``root``, tagged with its group."""
+    bench = get_benchmark(benchmark)
+    spec = next((s for s in bench.sets if s.name == name), None)
+    if spec is None or bench.kind != "sets":
+        raise InputError(
+            f"benchmark {bench.name!r} has no set {name!r} to open alone; its sets: {', '.join(s.name for s in bench.sets)}"
+        )
+    base = Path(root).expanduser()
+    if not base.is_dir():
+        raise InputError(f"{bench.name}={root}: no such data root (a folder holding {spec.expects()}, ...)")
+    return spec.open(base)
 
 
 def _carve(

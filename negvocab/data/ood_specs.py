@@ -158,7 +158,7 @@ def _id_set(
     wanted = {}
     for bench, root in benchmarks:
         b = REGISTRY.get(bench)
-        if b.id is not None:
+        if b.id is not None and b.kind != "carve":
             wanted.setdefault((b.id, Path(root).expanduser().resolve()), (bench, root))
     if len(carved) + len(wanted) > 1:
         named = [f"{b}={r}" for b, r, _ in carved] + [f"{b}={r}" for b, r in wanted.values()]
