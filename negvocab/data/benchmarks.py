@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -574,9 +575,20 @@ for _b in (
 
 
 def __getattr__(name: str) -> Any:
-    if name == "BENCHMARKS":  # older: a dict of the benchmarks opened from a root (carve ones are not)
+    """The older names, kept one release with a DeprecationWarning."""
+    if name == "BENCHMARKS":  # a dict of the benchmarks opened from a root alone (carve ones are not)
+        warnings.warn(
+            "negvocab.data.benchmarks.BENCHMARKS is deprecated: use list_benchmarks() and get_benchmark()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return {n: b for n in list_benchmarks() if (b := get_benchmark(n)).kind == "sets"}
     if name == "FI_IMAGENET":
+        warnings.warn(
+            "negvocab.data.benchmarks.FI_IMAGENET is deprecated: use get_benchmark('fi-imagenet-1k')",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         b = get_benchmark("fi-imagenet-1k")
         return {"name": b.name, "title": b.title, "group": "near", "expects": b.given_as, "source": b.source}
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
