@@ -116,6 +116,19 @@ _EXPORTS: dict[str, str] = {
     "register_stream_method": "negvocab.scoring.stream",
     "evaluate_stream": "negvocab.evaluation.stream",
     "StreamEvaluation": "negvocab.evaluation.stream",
+    # benchmarks (issue 29, part D): benchmarks as data, OOD sets from the CLI's specs
+    "Benchmark": "negvocab.data.benchmarks",
+    "BenchmarkSet": "negvocab.data.benchmarks",
+    "OpenedSets": "negvocab.data.benchmarks",
+    "RESERVED_SET_NAMES": "negvocab.data.benchmarks",
+    "register_benchmark": "negvocab.data.benchmarks",
+    "unregister_benchmark": "negvocab.data.benchmarks",
+    "load_benchmarks": "negvocab.data.benchmarks",
+    "get_benchmark": "negvocab.data.benchmarks",
+    "list_benchmarks": "negvocab.data.benchmarks",
+    "open_benchmark": "negvocab.data.benchmarks",
+    "set_groups": "negvocab.data.benchmarks",
+    "open_ood_sets": "negvocab.data.ood_specs",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -152,9 +165,23 @@ if TYPE_CHECKING:
     )
     from negvocab.builders.siblings import build_sibling_vocabulary
     from negvocab.builders.wordnet import build_wordnet_vocabulary, farthest_first
+    from negvocab.data.benchmarks import (  # benchmarks (issue 29, part D)
+        RESERVED_SET_NAMES,
+        Benchmark,
+        BenchmarkSet,
+        OpenedSets,
+        get_benchmark,
+        list_benchmarks,
+        load_benchmarks,
+        open_benchmark,
+        register_benchmark,
+        set_groups,
+        unregister_benchmark,
+    )
     from negvocab.data.fi_imagenet import fi_imagenet
     from negvocab.data.images import image_list
     from negvocab.data.layouts import open_image_set
+    from negvocab.data.ood_specs import open_ood_sets
     from negvocab.diagnostics.coverage import Coverage, coverage
     from negvocab.diagnostics.gains import MarginalGains, RepairCurve, marginal_gains, repair_curve
     from negvocab.errors import InputError, NegvocabError, ResourceError

@@ -1,4 +1,4 @@
-"""``negvocab benchmarks``: the named OOD benchmarks, their sets and groups, and where each expects its files."""
+"""``negvocab benchmarks``: the registered OOD benchmarks, their sets and groups, and where each expects its files."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from negvocab.cli.app import app
-from negvocab.data.benchmarks import BENCHMARKS, benchmark_table
+from negvocab.data.benchmarks import benchmark_table, get_benchmark
 from negvocab.errors import InputError
 
 __all__ = ["benchmarks_cmd"]
@@ -21,24 +21,24 @@ def benchmarks_cmd(
         typer.Option("--root", help="A data root: say for each set whether its list or folder is there."),
     ] = None,
 ) -> None:
-    """List the named OOD benchmarks (--ood BENCHMARK=ROOT) with each set's group and the files it
-    expects under ROOT; --root ROOT checks which are there."""
+    """List the named OOD benchmarks (--ood BENCHMARK=ROOT; then --id may be left out: the benchmark's
+    own ID set is used) with each set's group and the files it expects under ROOT; --root ROOT checks
+    which are there."""
     if root is not None and not root.expanduser().is_dir():
         raise InputError(f"--root {root}: no such folder")
-    where = {(b.name, s.name): s.where for b in BENCHMARKS.values() for s in b.sets}
     last = None
     for row in benchmark_table():
-        if row["benchmark"] != last:
-            last = row["benchmark"]
-            bench = BENCHMARKS.get(last)
-            head = f"--ood {last}=ROOT" if bench else "(not --ood)"
-            typer.echo(f"\n{last}: {bench.title if bench else row['id']}  [{head}]")
-            typer.echo(
-                f"  ID: {bench.id_set if bench else 'the rest of the validation set (Fi-ImageNet-1k carves it)'}"
-            )
+        bench = get_benchmark(row["benchmark"])
+        if bench.name != last:
+            last = bench.name
+            carve = bench.kind == "carve"
+            head = "carved: given as below, not --ood" if carve else f"--ood {last}=ROOT"
+            typer.echo(f"\n{last}: {bench.title}  [{head}]")
+            typer.echo(f"  ID: {bench.id_set}")
         found = ""
-        if root is not None and (last, row["set"]) in where:
-            found = "  [found]" if (root.expanduser() / where[(last, row["set"])]).exists() else "  [MISSING]"
+        spec = next(s for s in bench.sets if s.name == row["set"])
+        if root is not None and bench.kind == "sets":
+            found = "  [found]" if (root.expanduser() / spec.where).exists() else "  [MISSING]"
         typer.echo(f"  {row['set']:<13} {row['group']:<5} {row['expects']}{found}")
         typer.echo(f"  {'':<13} {'':<5} {row['source']}")
     typer.echo("\nResults add near-ood and far-ood mean rows when the OOD sets span both groups; mean averages all.")

@@ -66,8 +66,8 @@ CoverageOodOpt = Annotated[
     ),
 )
 def coverage_cmd(
-    id_path: IdOpt,
     vocab: Annotated[Path, typer.Option("--vocab", "-V", help="The vocabulary to diagnose (JSON/TXT).")],
+    id_path: IdOpt = None,
     method: Annotated[str, typer.Option("--method", help="neglabel, eoe or neglabel_eoe.")] = "neglabel",
     ood: CoverageOodOpt = None,
     fi_ood: FiOodOpt = None,

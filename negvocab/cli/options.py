@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from negvocab.data import fi_imagenet, imagenet_val, open_image_set
-from negvocab.data.benchmarks import BENCHMARKS, open_benchmark
+from negvocab.data.benchmarks import OpenedSets, list_benchmarks
 from negvocab.data.images import ImageSet
+from negvocab.data.ood_specs import open_ood_sets, parse_ood_specs
 from negvocab.errors import InputError
 from negvocab.scoring.methods import EVALUATION_PARAMS, PARAMS, Param, check_evaluation, check_shared
 from negvocab.vlm.loading import check_weights
@@ -250,13 +250,14 @@ def scoring_options(
 
 # -- options shared by score and sweep ---------------------------------------------------------
 IdOpt = Annotated[
-    Path,
+    Optional[Path],  # noqa: UP045
     typer.Option(
         "--id",
         parser=path_value,
         help="ID images: a folder (ImageNet-1k val in class-folder or flat layout, class folders, or any "
         "images) or an image list (.csv with a path column, or one 'path label' a line, the label optional). With --fi-ood: "
-        "the ImageNet-1k validation folder.",
+        "the ImageNet-1k validation folder. May be left out with --ood BENCHMARK=ROOT: the benchmark's "
+        "own ID set is used (`negvocab benchmarks` shows where each expects it).",
     ),
 ]
 
@@ -268,7 +269,8 @@ OodOpt = Annotated[
         help="OOD images: a folder of images, class folders (NINCO layout) or an image list; NAME=PATH names "
         "the set (a bare path is named after its folder). Repeat for several OOD sets: each is scored "
         "against the same ID set, and their mean is reported too. A named benchmark, BENCHMARK=ROOT "
-        f"({', '.join(BENCHMARKS)}; see `negvocab benchmarks`), opens all its sets from a data root and adds near-/far-OOD means.",
+        f"({', '.join(list_benchmarks())}; see `negvocab benchmarks`), opens all its sets from a data root, "
+        "each in its benchmark's group, and adds near-/far-OOD means (a set given as NAME=PATH is in no group).",
     ),
 ]
 
@@ -326,91 +328,56 @@ ReportOpt = Annotated[
 ]
 
 
-def _split_benchmarks(values: list[str] | None) -> tuple[list[str], list[tuple[str, str]]]:
-    """``--ood`` values as (plain values, (benchmark, root) pairs): ``BENCHMARK=ROOT`` names a benchmark
-    of :mod:`negvocab.data.benchmarks` unless a file or folder is literally called that."""
-    plain, named = [], []
-    for value in values or []:
-        name, eq, rest = value.partition("=")
-        if eq and name.strip().lower() in BENCHMARKS and not Path(value).exists():
-            named.append((name.strip().lower(), rest))
-        else:
-            plain.append(value)
-    return plain, named
-
-
 def ood_paths(values: list[str] | None) -> dict[str, Path]:
-    """``--ood`` values by set name: ``NAME=PATH``, or a bare path named after its folder (a list
-    file: after its stem). Names must be unique and not ``mean``, ``near-ood`` or ``far-ood``; an empty
-    path (``--ood a=``, an unset shell variable) is refused, never read as the working folder."""
-    out: dict[str, Path] = {}
-    for value in values or []:
-        name, eq, rest = value.partition("=")
-        named = bool(eq) and name.strip() and "/" not in name and "\\" not in name and not Path(value).exists()
-        given = rest if named else value
-        if not given.strip():
-            raise InputError(f"--ood {value!r}: an empty path (an unset shell variable?); give --ood NAME=FOLDER")
-        path = Path(given).expanduser()
-        if named:
-            name = name.strip()
-        else:
-            name = (path.stem if path.is_file() else path.name) or str(path)
-        if name in ("mean", "near-ood", "far-ood"):
-            which = "the OOD sets" if name == "mean" else f"the {name[:-4]}-OOD sets"
-            raise InputError(
-                f"--ood {value}: {name!r} names the average over {which}; give the set another name (NAME=PATH)"
-            )
-        if name in out:
-            raise InputError(
-                f"--ood: two OOD sets are named {name!r} ({out[name]} and {path}); name them: --ood NAME=PATH"
-            )
-        out[name] = path
-    return out
+    """``--ood`` values by set name (:func:`negvocab.data.ood_specs.parse_ood_specs`, benchmarks
+    left out): names unique and not reserved, no empty path."""
+    return parse_ood_specs(values, cli=True).sets
 
 
 def image_sets(
-    id_path: Path,
+    id_path: Path | None,
     ood: list[str] | None,
     fi_ood: Path | None,
     fi_ambiguous: Path | None,
     ground_truth: Path | None,
     image_root: Path | None = None,
     allow_outside_root: bool = False,
-) -> tuple[ImageSet, dict[str, ImageSet]]:
-    """The ID image set and the OOD image sets by name that the options describe."""
-    plain, benchmarks = _split_benchmarks(ood)
-    oods = ood_paths(plain)
-    if image_root is not None and not any(p is not None and p.is_file() for p in (id_path, *oods.values())):
-        raise InputError("--image-root applies to image lists only: give --id or --ood as a list file")
-    if fi_ood is not None:
-        if oods or benchmarks:
-            raise InputError("give --ood or --fi-ood, not both")
-        fi = fi_imagenet(id_path, fi_ood, fi_ambiguous, ground_truth=ground_truth)
-        if fi.not_found:
-            typer.echo(
-                f"warning: {len(fi.not_found)} listed ids are not in {id_path} (e.g. {fi.not_found[0]})", err=True
-            )
-        return fi.id, {"fi-imagenet-1k": fi.ood}
-    if not oods and not benchmarks:
+) -> tuple[ImageSet, OpenedSets]:
+    """The ID image set and the OOD image sets by name (with their groups) that the options describe:
+    parsed here, opened by :func:`negvocab.data.ood_specs.open_ood_sets` (``--fi-ood`` is the
+    ``fi-imagenet-1k`` carve benchmark of the validation folder ``--id``)."""
+    if fi_ood is not None and ood:
+        raise InputError("give --ood or --fi-ood, not both")
+    if fi_ood is None and not ood:
         raise InputError(
             "no OOD images: pass --ood FOLDER (repeatable, NAME=FOLDER), --ood BENCHMARK=ROOT or --fi-ood LIST"
         )
-    if fi_ambiguous is not None:
+    if fi_ambiguous is not None and fi_ood is None:
         raise InputError("--fi-ambiguous needs --fi-ood")
-    if ground_truth:
-        id_set = imagenet_val(id_path, ground_truth=ground_truth)
+    if fi_ood is not None:
+        if id_path is None:
+            raise InputError("--fi-ood needs --id: the ImageNet-1k validation folder it carves")
+        if image_root is not None:
+            raise InputError("--image-root applies to image lists only: give --id or --ood as a list file")
+        carve = {"ood_list": fi_ood, "ambiguous_list": fi_ambiguous}
+        sets = open_ood_sets(
+            {"fi-imagenet-1k": id_path}, ground_truth=ground_truth, inputs={"fi-imagenet-1k": carve}, cli=True
+        )
+        not_found = sets["fi-imagenet-1k"].info.get("not_found") or []
+        if not_found:
+            typer.echo(f"warning: {len(not_found)} listed ids are not in {id_path} (e.g. {not_found[0]})", err=True)
     else:
-        id_set = open_image_set(id_path, image_root=image_root, allow_outside_root=allow_outside_root)
-    sets = {
-        name: open_image_set(path, image_root=image_root, allow_outside_root=allow_outside_root)
-        for name, path in oods.items()
-    }
-    for bench, root in benchmarks:
-        for name, images in open_benchmark(bench, root).items():
-            if name in sets:
-                raise InputError(f"--ood {bench}={root}: its set {name!r} is given twice (another --ood has that name)")
-            sets[name] = images
-    return id_set, sets
+        sets = open_ood_sets(
+            ood,
+            id_path=id_path,
+            image_root=image_root,
+            allow_outside_root=allow_outside_root,
+            ground_truth=ground_truth,
+            cli=True,
+        )
+    if sets.id is None:
+        raise InputError("no ID images: pass --id FOLDER (or --ood BENCHMARK=ROOT of a benchmark with an ID set)")
+    return sets.id, sets
 
 
 def check_scoring_options(

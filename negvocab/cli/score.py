@@ -71,7 +71,7 @@ __all__ = ["score_cmd", "sweep_cmd"]
     ),
 )
 def score_cmd(
-    id_path: IdOpt,
+    id_path: IdOpt = None,
     vocab: Annotated[
         Optional[list[Path]],  # noqa: UP045
         typer.Option("--vocab", "-V", help="Vocabulary JSON/TXT; repeat for a comparison table."),
@@ -177,11 +177,11 @@ def score_cmd(
     ),
 )
 def sweep_cmd(
-    id_path: IdOpt,
     vocab: Annotated[
         Path, typer.Option("--vocab", "-V", help="A ranked (WordNet) vocabulary; M takes its first M labels.")
     ],
     sizes: Annotated[str, typer.Option("--sizes", help="Pool sizes, e.g. 1000,2000,5000,10000.")],
+    id_path: IdOpt = None,
     reference: Annotated[
         Optional[list[Path]],  # noqa: UP045
         typer.Option(

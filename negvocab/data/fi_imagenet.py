@@ -27,7 +27,7 @@ from negvocab.textfiles import read_text
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PAPER_SPLIT", "FiImageNet", "fi_imagenet", "read_id_list"]
+__all__ = ["PAPER_SPLIT", "FiImageNet", "carve", "fi_imagenet", "read_id_list"]
 
 PAPER_SPLIT = {
     "ood": 655,
@@ -206,3 +206,17 @@ def fi_imagenet(
             split,
         )
     return FiImageNet(id=id_set, ood=ood_set, ambiguous=amb_found, not_found=not_found)
+
+
+def carve(
+    root: str | os.PathLike[str],
+    *,
+    ood_list: str | os.PathLike[str],
+    ambiguous_list: str | os.PathLike[str] | None = None,
+    ground_truth: str | os.PathLike[str] | None = None,
+) -> tuple[ImageSet, dict[str, ImageSet]]:
+    """The ``fi-imagenet-1k`` entry of :mod:`negvocab.data.benchmarks`: (ID set, {"fi-imagenet-1k": OOD set})
+    carved from the validation folder ``root`` by :func:`fi_imagenet` (ids not found are in the OOD
+    set's ``info["not_found"]``)."""
+    fi = fi_imagenet(root, ood_list, ambiguous_list, ground_truth=ground_truth)
+    return fi.id, {"fi-imagenet-1k": fi.ood}

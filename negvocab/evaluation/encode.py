@@ -9,11 +9,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from negvocab.data.benchmarks import set_groups
 from negvocab.errors import InputError
 from negvocab.vlm.images import ImageEmbeddings
 
@@ -71,6 +72,7 @@ class EncodedSets:
     ood_images: list[tuple[str, str]]
     sizes: dict[str, int]
     images: np.ndarray
+    groups: dict[str, str | None] = field(default_factory=dict)  # each OOD set's group (its benchmark's)
 
     @property
     def n_id(self) -> int:
@@ -104,4 +106,4 @@ def encode_sets(vlm: VLM, id_set: Any, ood_sets: Mapping[str, Any], local: bool,
         time.perf_counter() - t0,
     )
     images = np.concatenate([id_emb.embeddings, *(e.embeddings for e in ood_embs.values())])
-    return EncodedSets(id_emb, id_images, ood_embs, ood_images, sizes, images)
+    return EncodedSets(id_emb, id_images, ood_embs, ood_images, sizes, images, set_groups(ood_sets))

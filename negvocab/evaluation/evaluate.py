@@ -208,7 +208,15 @@ def evaluate_vocabularies(
         for suffix, s in scores.items():
             all_scores[key + suffix] = {"id": s[:n_id], "ood": s[n_id:]}
         identity = _row_identity(method, vlm, vname, vocab, kw, templates, extra)
-        recs = ood_records(*enc.split(scores[""]), tpr=tpr, convention=convention, n_boot=n_boot, seed=seed, **identity)
+        recs = ood_records(
+            *enc.split(scores[""]),
+            tpr=tpr,
+            convention=convention,
+            n_boot=n_boot,
+            seed=seed,
+            groups=enc.groups,
+            **identity,
+        )
         rows += [r.to_dict() for r in recs]
         if vname is not None and explain_k > 0:
             s_id, s_sets = enc.split(scores[""])

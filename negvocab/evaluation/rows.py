@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from negvocab.data.benchmarks import GROUPS, ood_group
+from negvocab.data.benchmarks import GROUPS, RESERVED_SET_NAMES, ood_group
 from negvocab.errors import InputError
 from negvocab.evaluation.row import ResultRow
 from negvocab.provenance import command_line, negvocab_version, versions
@@ -45,7 +45,7 @@ MEAN = "mean"  # the ood_set of the rows averaging every OOD set
 #: the ood_set of the rows averaging the near-OOD and the far-OOD sets (negvocab.data.benchmarks)
 GROUP_MEANS: tuple[str, ...] = tuple(GROUPS.values())
 #: the ood_set names of summary rows: no OOD set may take one
-SUMMARY_ROWS: tuple[str, ...] = (MEAN, *GROUP_MEANS)
+SUMMARY_ROWS: tuple[str, ...] = RESERVED_SET_NAMES
 
 __all__ = [
     "GROUP_MEANS",
@@ -157,6 +157,7 @@ def ood_records(
     convention: str,
     n_boot: int,
     seed: int,
+    groups: Mapping[str, str | None] | None = None,
     **identity: Any,
 ) -> list[ResultRow]:
     """One row per OOD set (the ID scores are the same for each, :func:`metrics_row`), then their mean if several.
@@ -164,13 +165,16 @@ def ood_records(
     When the sets span both groups of the named benchmarks (near-OOD: ``ssb-hard``, ``ninco``,
     ``fi-imagenet-1k``; far-OOD: ``inaturalist``, ``textures``, ``openimage-o``, ``sun``, ``places``,
     ``imagenet-o``; :func:`negvocab.data.benchmarks.ood_group`), a ``near-ood`` and a ``far-ood`` row
-    average each group's sets, as OpenOOD v1.5 reports them; ``mean`` averages all sets."""
+    average each group's sets, as OpenOOD v1.5 reports them; ``mean`` averages all sets. ``groups``: each
+    set's group, that of the benchmark it came from (:func:`negvocab.data.benchmarks.set_groups`; a
+    user's own set has none); None looks the names up in the built-in benchmarks (older callers)."""
     boot = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
     rows = [metrics_row(s_id, s, ood_set=name, **boot, **identity) for name, s in s_ood.items()]
     if len(rows) < 2:
         return rows
-    groups = {g: [n for n in s_ood if ood_group(n) == g] for g in GROUPS}
-    summaries = [(GROUPS[g], members) for g, members in groups.items()] if all(groups.values()) else []
+    of = groups if groups is not None else {n: ood_group(n) for n in s_ood}
+    by_group = {g: [n for n in s_ood if of.get(n) == g] for g in GROUPS}
+    summaries = [(GROUPS[g], members) for g, members in by_group.items()] if all(by_group.values()) else []
     for name, members in [*summaries, (MEAN, list(s_ood))]:
         picked = [r for r in rows if r.ood_set in members]
         rows.append(_mean_row(picked, name, s_id, {n: s_ood[n] for n in members}, **boot))
@@ -186,9 +190,10 @@ def ood_rows(
     convention: str,
     n_boot: int,
     seed: int,
+    groups: Mapping[str, str | None] | None = None,
 ) -> list[dict[str, Any]]:
     """:func:`ood_records` as ``score`` rows, each starting with the fields of ``base``."""
-    recs = ood_records(s_id, s_ood, tpr=tpr, convention=convention, n_boot=n_boot, seed=seed, method="")
+    recs = ood_records(s_id, s_ood, tpr=tpr, convention=convention, n_boot=n_boot, seed=seed, groups=groups, method="")
     return [{**base, **r.metrics_dict()} for r in recs]
 
 

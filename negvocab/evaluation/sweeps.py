@@ -135,7 +135,7 @@ def sweep_vocabulary(
     kw = scorer_params(method, params)
     by_m = sweep(enc.images, class_emb, ranked, wanted, method=method, device=vlm.device, **kw)
     common = {"method": method, **model_fields(vlm), "templates": templates}
-    boot = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
+    boot = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed, "groups": enc.groups}
     vname = name or vocab.source
     order_name = "ranked" if ranked_order else "given"
     rows = []

@@ -28,6 +28,8 @@
 
     [ood]
     NINCO = "ninco"                   # name = folder or list, or {path, layout, image_root}
+    openood = "/data/openood"         # a registered benchmark = its data root (or {benchmark, root}):
+                                      # all its sets, each in its group (near-ood/far-ood rows)
 
     [vocabularies]
     gpt = "vocabs/gpt.json"           # a vocabulary file
@@ -70,6 +72,7 @@ from pydantic import (
 )
 
 from negvocab.builders.registry import get_builder, list_builders, option_error
+from negvocab.data.benchmarks import REGISTRY, RESERVED_SET_NAMES, get_benchmark
 from negvocab.errors import InputError, NegvocabError
 from negvocab.grid.resources import Resources, ResourcesTable, parse_resources
 from negvocab.scoring.methods import EVALUATION_PARAMS, NEEDS_NEGATIVES, canonical_method, check_params
@@ -126,8 +129,9 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class ImageSpec:
-    """One image set: a folder or list (``path``, ``layout``, ``image_root``), or the OOD/ID part of
-    a Fi-ImageNet-1k split of an ImageNet val folder (``fi_ood``, ``fi_ambiguous``, ``fi_part``)."""
+    """One image set: a folder or list (``path``, ``layout``, ``image_root``), a set of a registered
+    benchmark under the data root ``path`` (``benchmark``, its ``group`` there), or the OOD/ID part
+    of a Fi-ImageNet-1k split of an ImageNet val folder (``fi_ood``, ``fi_ambiguous``, ``fi_part``)."""
 
     name: str
     path: str
@@ -136,6 +140,8 @@ class ImageSpec:
     fi_ood: str | None = None
     fi_ambiguous: str | None = None
     fi_part: str = ""
+    benchmark: str | None = None
+    group: str | None = None
 
     def doc(self) -> dict[str, Any]:
         return asdict(self)
@@ -284,6 +290,13 @@ class ImageTable(_Table):
     )
 
 
+class BenchmarkTable(_Table):
+    """A registered benchmark given as a table in ``[ood]``: every set of it under its data root."""
+
+    benchmark: str = Field(min_length=1, pattern=r"\S", description="a registered benchmark (negvocab benchmarks)")
+    root: str = Field(min_length=1, pattern=r"\S", description=f"{_PATH}: the benchmark's data root")
+
+
 _SIZES = "a non-empty list of positive integers, e.g. [1000, 5000]"
 
 
@@ -325,12 +338,18 @@ def _kind(value: Any) -> str | None:
     if isinstance(value, str):
         return "text"
     if isinstance(value, Mapping):
-        return "builder-table" if "builder" in value else "table"
+        return "builder-table" if "builder" in value else "benchmark-table" if "benchmark" in value else "table"
     return None
 
 
 Text = Annotated[str, StringConstraints(min_length=1, pattern=r"\S")]
 ImageValue = Annotated[Annotated[Text, Tag("text")] | Annotated[ImageTable, Tag("table")], Discriminator(_kind)]
+OodValue = Annotated[
+    Annotated[Text, Tag("text")]
+    | Annotated[ImageTable, Tag("table")]
+    | Annotated[BenchmarkTable, Tag("benchmark-table")],
+    Discriminator(_kind),
+]
 VocabValue = Annotated[
     Annotated[Text, Tag("text")]
     | Annotated[VocabFileTable, Tag("table")]
@@ -340,7 +359,7 @@ VocabValue = Annotated[
 MethodValue = Annotated[Annotated[Text, Tag("text")] | Annotated[MethodTable, Tag("table")], Discriminator(_kind)]
 _TAGS: dict[str, dict[str, type[BaseModel]]] = {
     "id": {"table": ImageTable},
-    "ood": {"table": ImageTable},
+    "ood": {"table": ImageTable, "benchmark-table": BenchmarkTable},
     "vocabularies": {"table": VocabFileTable, "builder-table": VocabBuilderTable},
     "methods": {"table": MethodTable},
 }
@@ -352,8 +371,9 @@ class GridDocument(_Table):
     grid: GridTable = Field(default_factory=GridTable, description="a [grid] table")
     models: list[ModelTable] = Field(min_length=1, description="at least one [[models]] table with name = ...")
     id: ImageValue = Field(description="a path or a table with path = ...")
-    ood: dict[str, ImageValue] = Field(
-        default_factory=dict, description="a table of name = path or name = {path = ...}"
+    ood: dict[str, OodValue] = Field(
+        default_factory=dict,
+        description="a table of name = path, name = {path = ...}, BENCHMARK = root or name = {benchmark, root}",
     )
     vocabularies: dict[str, VocabValue] = Field(
         default_factory=dict, description="a table of name = file or name = {builder = 'wordnet', sizes = [...]}"
@@ -395,7 +415,9 @@ def _walk(loc: tuple[Any, ...]) -> tuple[str, type[BaseModel], str, type[BaseMod
             key += f"[{part}]"
             continue
         part = str(part)
-        if part in ("text", "table", "builder-table") and section in _TAGS:  # a union member, not a key
+        if (
+            part in ("text", "table", "builder-table", "benchmark-table") and section in _TAGS
+        ):  # a union member, not a key
             model = _TAGS[section].get(part, model)
             continue
         key += ("." if key else "") + part
@@ -443,6 +465,25 @@ def _image(name: str, value: str | ImageTable) -> ImageSpec:
         fi_ood=value.fi_ood,
         fi_ambiguous=value.fi_ambiguous,
     )
+
+
+def _ood(name: str, value: str | ImageTable | BenchmarkTable, source: str) -> list[ImageSpec]:
+    """The specs of one ``[ood]`` entry: a set, or every set of a registered benchmark (a key that
+    names one, as ``--ood BENCHMARK=ROOT``; or a ``{benchmark, root}`` table), each with its group."""
+    if isinstance(value, ImageTable):
+        return [_image(name, value)]
+    if isinstance(value, str) and name not in REGISTRY:
+        return [_image(name, value)]
+    bench_name, root = (name, value) if isinstance(value, str) else (value.benchmark, value.root)
+    try:
+        bench = get_benchmark(bench_name)
+    except InputError as e:
+        raise InputError(f"{source}: ood.{name}.benchmark: {e}") from None
+    if bench.kind != "sets":
+        raise InputError(
+            f"{source}: ood.{name}: {bench.name} carves the ID set from its folder; give it in [id] (fi_ood = ...)"
+        )
+    return [ImageSpec(name=s.name, path=root, benchmark=bench.name, group=s.group) for s in bench.sets]
 
 
 def _vocab(name: str, value: str | VocabFileTable | VocabBuilderTable, source: str, base: str = ".") -> VocabSpec:
@@ -552,16 +593,21 @@ def parse_config(
     if len({m.display for m in specs}) != len(specs):
         raise InputError(f"{src}: two [[models]] have the same name; give each a distinct label = ...")
     id_spec = _image("ID", d.id)
-    ood_sets = [_image(str(k), v) for k, v in d.ood.items()]
+    ood_sets = [spec for k, v in d.ood.items() for spec in _ood(str(k), v, src)]
     if id_spec.fi_ood:
-        ood_sets.insert(0, ImageSpec(**{**id_spec.doc(), "name": "Fi-ImageNet-1k", "fi_part": "ood"}))
+        fi = get_benchmark("fi-imagenet-1k").group_of("fi-imagenet-1k")
+        ood_sets.insert(0, ImageSpec(**{**id_spec.doc(), "name": "Fi-ImageNet-1k", "fi_part": "ood", "group": fi}))
         id_spec = ImageSpec(**{**id_spec.doc(), "fi_part": "id"})
     if not ood_sets:
         raise InputError(f"{src}: no OOD set; add [ood] name = path (or fi_ood in [id])")
-    if "mean" in {s.name for s in ood_sets}:
-        raise InputError(
-            f"{src}: ood.mean: an OOD set may not be named 'mean' (the mean over sets is a row of that name)"
-        )
+    names = [s.name for s in ood_sets]
+    for name in names:
+        if name in RESERVED_SET_NAMES:
+            raise InputError(
+                f"{src}: ood.{name}: an OOD set may not be named {name!r} (a row of that name averages OOD sets)"
+            )
+        if names.count(name) > 1:
+            raise InputError(f"{src}: ood: two OOD sets are named {name!r} (a benchmark's set and another entry?)")
     vocabs = [_vocab(str(k), v, src, base) for k, v in d.vocabularies.items()]
     methods = [_method(m, i, src) for i, m in enumerate(d.methods)]
     if not vocabs and any(m.name in NEEDS_NEGATIVES for m in methods):

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.atomic import atomic_path, write_json, write_text
+from negvocab.data.benchmarks import GROUPS, MEAN
 from negvocab.errors import InputError
 from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES
 from negvocab.evaluation.stored import read_grid_cells
@@ -64,29 +65,39 @@ _GROUP = ("model", "vocabulary", "method", "convention")
 
 
 def _mean_rows(
-    rows: Sequence[Mapping[str, Any]], means: Mapping[tuple[str, ...], Mapping[str, float]] | None = None
+    rows: Sequence[Mapping[str, Any]],
+    means: Mapping[tuple[str, ...], Mapping[str, float]] | None = None,
+    groups: Mapping[str, str | None] | None = None,
 ) -> list[dict[str, Any]]:
-    """One ``ood_set = "mean"`` row per (model, vocabulary, method, convention) over its OOD sets;
-    its intervals from ``means`` (bootstrap of the mean, see :func:`negvocab.grid.run.mean_intervals`)."""
-    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    """One ``ood_set = "mean"`` row per (model, vocabulary, method, convention) over its OOD sets,
+    after a ``near-ood`` and a ``far-ood`` row when its sets span both groups (``groups``: each set's
+    group in its benchmark), as ``negvocab score`` gives them. The mean's intervals from ``means``
+    (bootstrap of the mean, see :func:`negvocab.grid.run.mean_intervals`); a group row's are NaN."""
+    by_key: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
     for r in rows:
-        groups.setdefault(tuple(r[k] for k in _GROUP), []).append(r)
+        by_key.setdefault(tuple(r[k] for k in _GROUP), []).append(r)
     out = []
-    for members in groups.values():
+    for members in by_key.values():
         if len(members) < 2:
             continue
-        row = {k: members[0].get(k) for k in COLUMNS}
-        for k in ("fpr", "auroc", "aupr_in", "aupr_out"):
-            row[k] = float(np.mean([m[k] for m in members]))
-        ci = (means or {}).get(tuple(row[k] for k in _GROUP), {})
-        for k in [c for c in COLUMNS if c.endswith(("_ci_low", "_ci_high"))]:
-            row[k] = ci.get(k, math.nan)  # an interval of the mean is not the mean of intervals
-        digest = hashlib.sha256(" ".join(sorted(str(m.get("cell", "")) for m in members)).encode()).hexdigest()[:16]
-        row.update(
-            ood_set="mean", n_ood=int(sum(m["n_ood"] for m in members)), cell=digest
-        )  # the digest of its member cells
-        out.append(row)
+        in_group = {g: [m for m in members if (groups or {}).get(m["ood_set"]) == g] for g in GROUPS}
+        summaries = [(GROUPS[g], ms) for g, ms in in_group.items()] if all(in_group.values()) else []
+        for name, these in [*summaries, (MEAN, members)]:
+            ci = (means or {}).get(tuple(members[0][k] for k in _GROUP), {}) if name == MEAN else {}
+            out.append(_summary_row(name, these, ci))
     return out
+
+
+def _summary_row(name: str, members: Sequence[Mapping[str, Any]], ci: Mapping[str, float]) -> dict[str, Any]:
+    """The row ``name`` averaging the metrics of ``members`` (cells of one model, vocabulary, method, convention)."""
+    row = {k: members[0].get(k) for k in COLUMNS}
+    for k in ("fpr", "auroc", "aupr_in", "aupr_out"):
+        row[k] = float(np.mean([m[k] for m in members]))
+    for k in [c for c in COLUMNS if c.endswith(("_ci_low", "_ci_high"))]:
+        row[k] = ci.get(k, math.nan)  # an interval of the mean is not the mean of intervals
+    digest = hashlib.sha256(" ".join(sorted(str(m.get("cell", "")) for m in members)).encode()).hexdigest()[:16]
+    row.update(ood_set=name, n_ood=int(sum(m["n_ood"] for m in members)), cell=digest)  # the digest of its member cells
+    return row
 
 
 @dataclass
@@ -163,10 +174,13 @@ class GridResult:
         out_dir: Path | None = None,
         status: Mapping[str, Any] | None = None,
         means: Mapping[tuple[str, ...], Mapping[str, float]] | None = None,
+        groups: Mapping[str, str | None] | None = None,
     ) -> None:
         self.rows = [dict(r) for r in rows]
         self.means = dict(means or {})
         self.config = config
+        #: each OOD set's group in its benchmark (the config's, else as given: a folder's grid.json)
+        self.groups = dict(groups) if groups is not None else {s.name: s.group for s in getattr(config, "ood_sets", [])}
         self.stats = dict(stats or {})
         self.out_dir = out_dir
         self.status = dict(status or {})
@@ -181,8 +195,9 @@ class GridResult:
         return any(r.get("random_weights") for r in self.rows)
 
     def table(self, *, mean: bool = True) -> list[dict[str, Any]]:
-        """The tidy long table: the cell rows, then the ``ood_set = "mean"`` rows (``mean=True``)."""
-        return [*self.rows, *(_mean_rows(self.rows, self.means) if mean else [])]
+        """The tidy long table: the cell rows, then the summary rows (``mean=True``): ``near-ood`` and
+        ``far-ood`` where the OOD sets span both groups of their benchmarks, and ``mean``."""
+        return [*self.rows, *(_mean_rows(self.rows, self.means, self.groups) if mean else [])]
 
     def failed_models(self) -> dict[str, str]:
         """Model -> the one-line reason, for models with failed cells (from the grid's status)."""
@@ -381,6 +396,8 @@ class GridResult:
             for k, v in self.stats.items()
         }
         doc = {"stats": stats, "status": self.status, "random_weights": self.random_weights}
+        if any(self.groups.values()):  # read back by a folder without its config (the group rows)
+            doc["ood_groups"] = self.groups
         if self.random_weights:
             doc["warning"] = RANDOM_NOTE
         write_json(out / "grid.json", json.loads(json.dumps(doc, default=str)))
@@ -481,7 +498,18 @@ def _grid_folder(folder: Path) -> GridResult:
         path = folder / "means" / f"{spec_digest(sorted(ds))}.json"
         if path.is_file():
             means[key] = json.loads(path.read_text(encoding="utf-8"))
-    return GridResult(rows, None, out_dir=folder, status={"failed": failed}, means=means)
+    groups = _stored_groups(folder / "grid.json")
+    return GridResult(rows, None, out_dir=folder, status={"failed": failed}, means=means, groups=groups)
+
+
+def _stored_groups(path: Path) -> dict[str, str | None]:
+    """Each OOD set's group as a grid's ``grid.json`` stored it (none there: no group rows)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    groups = doc.get("ood_groups") if isinstance(doc, dict) else None
+    return {str(k): (str(v) if v else None) for k, v in groups.items()} if isinstance(groups, dict) else {}
 
 
 def load_rows(

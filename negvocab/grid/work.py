@@ -19,7 +19,7 @@ import numpy as np
 
 from negvocab.atomic import atomic_path, write_json
 from negvocab.builders.registry import get_builder
-from negvocab.data.fi_imagenet import fi_imagenet
+from negvocab.data.benchmarks import benchmark_set, open_benchmark
 from negvocab.data.layouts import open_image_set
 from negvocab.errors import InputError, ResourceError
 from negvocab.evaluation.row import INTERVAL_METRICS
@@ -59,12 +59,14 @@ def _file_digest(path: str) -> str:
 
 
 def open_set(cfg: GridConfig, spec: ImageSpec) -> ImageSet:
-    """The :class:`ImageSet` of ``spec`` (paths relative to the grid file)."""
+    """The :class:`ImageSet` of ``spec`` (paths relative to the grid file): a folder or list, a set
+    of a registered benchmark, or a part of the ``fi-imagenet-1k`` carve benchmark."""
     if spec.fi_ood:
-        fi = fi_imagenet(
-            cfg.path(spec.path), cfg.path(spec.fi_ood), cfg.path(spec.fi_ambiguous) if spec.fi_ambiguous else None
-        )
-        return fi.id if spec.fi_part == "id" else fi.ood
+        amb = cfg.path(spec.fi_ambiguous) if spec.fi_ambiguous else None
+        fi = open_benchmark("fi-imagenet-1k", cfg.path(spec.path), ood_list=cfg.path(spec.fi_ood), ambiguous_list=amb)
+        return fi.id if spec.fi_part == "id" and fi.id is not None else fi["fi-imagenet-1k"]
+    if spec.benchmark:
+        return benchmark_set(spec.benchmark, spec.name, cfg.path(spec.path))
     root = cfg.path(spec.image_root) if spec.image_root else None
     return open_image_set(cfg.path(spec.path), layout=spec.layout, name=spec.name, image_root=root)
 

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from negvocab.data import open_image_set
-from negvocab.data.benchmarks import BENCHMARKS, benchmark_table, get_benchmark, ood_group, open_benchmark
+from negvocab.data.benchmarks import benchmark_table, get_benchmark, list_benchmarks, ood_group, open_benchmark
 from negvocab.errors import InputError
 from tests.data.conftest import OPENOOD_LISTS
 
@@ -68,17 +68,25 @@ def test_a_missing_file_is_named_in_one_line(openood_root, tmp_path):
         open_benchmark("mos", root)
 
 
-def test_names_groups_and_the_table():
+def test_names_groups_and_the_table(tmp_path):
     with pytest.raises(
         InputError,
         match="unknown benchmark 'openood-mid'; choose one of openood-near, openood-far, openood, mos, imagenet-o",
     ):
         get_benchmark("openood-mid")
-    with pytest.raises(InputError, match="--fi-ood"):
-        get_benchmark("fi-imagenet-1k")
+    fi = get_benchmark("fi-imagenet-1k")  # a carve entry: opened with its lists, not from a root alone
+    assert fi.kind == "carve" and fi.group_of("fi-imagenet-1k") == "near"
+    with pytest.raises(InputError, match="needs ood_list .*--fi-ood"):
+        open_benchmark("fi-imagenet-1k", tmp_path)
     assert [
         ood_group(n) for n in ("ssb-hard", "NINCO", "fi-imagenet-1k", "textures", "sun", "imagenet-o", "my-folder")
     ] == ["near", "near", "near", "far", "far", "far", None]
     rows = benchmark_table()
-    assert sum(len(b.sets) for b in BENCHMARKS.values()) + 1 == len(rows) and rows[-1]["benchmark"] == "fi-imagenet-1k"
+    assert sum(len(get_benchmark(b).sets) for b in list_benchmarks()) == len(rows)
+    assert rows[-1]["benchmark"] == "fi-imagenet-1k"  # the carve benchmark last
+    import negvocab.data.benchmarks as B
+
+    with pytest.warns(DeprecationWarning, match="use list_benchmarks"):
+        older = B.BENCHMARKS
+    assert "fi-imagenet-1k" not in older and list(older) == list_benchmarks()[:5]  # the older dict: opened from a root
     assert all(r["expects"] and r["source"] for r in rows)
