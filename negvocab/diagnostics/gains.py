@@ -136,16 +136,16 @@ def rows_frame(rows: Sequence[Mapping[str, Any]]) -> Any:
 # ----------------------------------------------------------------------------------------------
 # public functions
 # ----------------------------------------------------------------------------------------------
-def check_gains_method(method: str, params: Mapping[str, Any], *, what: str = "marginal gains") -> str:
+def check_gains_method(method: str, params: Mapping[str, Any], *, what: str = "marginal gains need") -> str:
     """The registered name of ``method`` if marginal gains can serve it with ``params``, else one
     :class:`InputError` (before any model or image work): it must take negatives, and a parameter
     that only its top-k form serves is refused (gains score every negative)."""
     spec = get_method(method)
     if not spec.needs_negatives:
         able = ", ".join(list_methods(needs_negatives=True))
-        raise InputError(f"{what} need a method that uses negatives ({able}), not {spec.name}")
+        raise InputError(f"{what} a method that uses negatives ({able}), not {spec.name}")
     if "topk" in params:
-        raise InputError(f"{spec.name}: unexpected parameter(s) topk ({what} score every negative)")
+        raise InputError(f"{spec.name}: unexpected parameter(s) topk (marginal gains score every negative)")
     check_params(spec.name, params)
     return spec.name
 
