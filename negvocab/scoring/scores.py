@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from negvocab.errors import InputError
+from negvocab.scoring import methods as _methods
 from negvocab.scoring.eoe import eoe, eoe_prefixes, neglabel_eoe, neglabel_eoe_prefixes
 from negvocab.scoring.explain import TopkScores, explain, neglabel_topk
 from negvocab.scoring.grouping import GROUPINGS, Grouping, neglabel_groups
@@ -141,7 +142,5 @@ def score(
 def __getattr__(name: str) -> Any:
     """``NEEDS_NEGATIVES``, deprecated (one release): :func:`negvocab.scoring.methods.needs_negatives`."""
     if name == "NEEDS_NEGATIVES":
-        from negvocab.scoring import methods
-
-        return methods.__getattr__(name)
+        return _methods.__getattr__(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
