@@ -139,10 +139,10 @@ if TYPE_CHECKING:
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
     from negvocab.llm.settings import LLMSettings
+    from negvocab.plugins import load_plugins
     from negvocab.report.html import write_report
     from negvocab.report.plots import plot_sweep, sweep_figure
     from negvocab.report.results import write_results, write_sweep
-    from negvocab.plugins import load_plugins
     from negvocab.scoring import metrics
     from negvocab.scoring.methods import (  # part "methods"
         Method,

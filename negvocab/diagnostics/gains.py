@@ -24,7 +24,7 @@ from negvocab.scoring import inputs
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 from negvocab.scoring.incremental import RescoreGains
-from negvocab.scoring.methods import PARAMS, check_params, get_method, list_methods
+from negvocab.scoring.methods import PARAMS, batch_method, check_params, get_method, list_methods
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ def check_gains_method(method: str, params: Mapping[str, Any], *, what: str = "m
     """The registered name of ``method`` if marginal gains can serve it with ``params``, else one
     :class:`InputError` (before any model or image work): it must take negatives, and a parameter
     that only its top-k form serves is refused (gains score every negative)."""
-    spec = get_method(method)
+    spec = batch_method(method, "marginal gains")
     if not spec.needs_negatives:
         able = ", ".join(list_methods(needs_negatives=True))
         raise InputError(f"{what} a method that uses negatives ({able}), not {spec.name}")

@@ -41,10 +41,10 @@ from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 from negvocab.scoring.methods import (
     PARAMS,
+    batch_method,
     canonical_method,
     check_evaluation,
     check_shared,
-    get_method,
     scorer_params,
 )
 
@@ -150,7 +150,7 @@ def evaluate_vocabularies(
     check_evaluation(convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)  # before any image is read
     check_shared(params or {})
     named = _named(vocabs)
-    specs = {m: get_method(m) for m in methods}
+    specs = {m: batch_method(m, "evaluate_vocabularies") for m in methods}
     negs = [m for m in methods if specs[m].needs_negatives]
     if not named and negs:
         raise InputError(f"methods {', '.join(negs)} need a vocabulary (--vocab)")

@@ -46,6 +46,7 @@ __all__ = [
     "RUN_PARAMS",
     "Method",
     "Param",
+    "batch_method",
     "canonical_method",
     "check_evaluation",
     "check_params",
@@ -483,6 +484,16 @@ def list_methods(where: Callable[[Method], bool] | None = None, **capabilities: 
 def needs_negatives(method: str) -> bool:
     """Whether ``method`` takes negative (or outlier) label embeddings."""
     return get_method(method).needs_negatives
+
+
+def batch_method(method: str, what: str) -> Method:
+    """The entry of ``method`` if it is a ``batch`` method (what ``what`` serves), else one :class:`InputError`."""
+    m = get_method(method)
+    if m.kind != "batch":
+        raise InputError(
+            f"{m.name} is a {m.kind} method; {what} serves batch methods ({', '.join(list_methods(kind='batch'))})"
+        )
+    return m
 
 
 def canonical_method(method: str) -> str:

@@ -23,7 +23,7 @@ import numpy as np
 
 from negvocab.errors import InputError
 from negvocab.scoring import scores
-from negvocab.scoring.methods import check_params, get_method, list_methods
+from negvocab.scoring.methods import batch_method, check_params, list_methods
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def sweep(
         ``{M: scores}`` in increasing M; each equals ``negvocab.score(method, image_emb, id_emb,
         ranked_neg_emb[:M], **params)`` (to float rounding).
     """
-    spec = get_method(method)
+    spec = batch_method(method, "a pool-size sweep")
     key = spec.name
     check_params(key, params)
     if not spec.needs_negatives:
