@@ -281,6 +281,7 @@ class _RegistryCommand:
                 annotation = _with_help(annotation, self.offered())
             kept.append(p.replace(annotation=annotation))
         specs = [*((n, PARAMS[n]) for n in self.param_names()), *((n, EVALUATION_PARAMS[n]) for n in self.evaluation)]
+        taken = {flag for p in kept for flag in _flags(p)}
         added = [
             inspect.Parameter(
                 n,
@@ -289,6 +290,7 @@ class _RegistryCommand:
                 annotation=_param_option(spec, *SHORT_FLAGS.get(n, ())),
             )
             for n, spec in specs
+            if spec.flag not in taken and n not in sig.parameters  # a plug-in's flag never hides a command's own
         ]
         return sig, [*kept, *added]
 
@@ -304,9 +306,18 @@ class _RegistryCommand:
         return {**{p.name: p.annotation for p in parameters}, "return": hints.get("return")}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        params = {n: kwargs.pop(n, PARAMS[n].default) for n in self.param_names()}
+        own = inspect.signature(self.command).parameters
+        params = {n: kwargs.pop(n, PARAMS[n].default) for n in self.param_names() if n not in own}
         metrics = {n: kwargs.pop(n, EVALUATION_PARAMS[n].default) for n in self.evaluation}
         return self.command(*args, **kwargs, params=params, metrics=metrics)
+
+
+def _flags(param: inspect.Parameter) -> tuple[str, ...]:
+    """The flags of a command's own option (``--name`` from its name when none is declared)."""
+    meta = getattr(param.annotation, "__metadata__", ())
+    info = next((m for m in meta if isinstance(m, typer.models.ParameterInfo)), None)
+    decls = tuple(d for d in (getattr(info, "param_decls", None) or ()) if isinstance(d, str))
+    return decls or ("--" + param.name.replace("_", "-"),)
 
 
 def _with_help(annotation: Any, methods: list[str]) -> Any:

@@ -72,7 +72,7 @@ from negvocab.errors import InputError, NegvocabError
 from negvocab.grid.resources import Resources, ResourcesTable, parse_resources
 from negvocab.labels.candidates import PRESETS
 from negvocab.plugins import load_plugins
-from negvocab.scoring.methods import EVALUATION_PARAMS, canonical_method, check_params, needs_negatives
+from negvocab.scoring.methods import EVALUATION_PARAMS, batch_method, check_params, needs_negatives
 from negvocab.scoring.metrics import CONVENTIONS
 from negvocab.textfiles import read_text
 from negvocab.vlm.loading import check_weights, resolve_device, resolve_precision
@@ -497,7 +497,7 @@ def _method(value: str | MethodTable, i: int, source: str) -> MethodSpec:
     table = MethodTable(name=value) if isinstance(value, str) else value
     where = f"{source}: methods[{i}]"
     try:
-        name = canonical_method(table.name)
+        name = batch_method(table.name, "a grid").name
     except InputError as e:
         raise InputError(f"{where}.name: {e}") from None
     try:

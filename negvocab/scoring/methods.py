@@ -313,7 +313,8 @@ def _check(method: Method) -> Method:
     bad = [i for i in method.inputs if i not in INPUTS]
     if bad:
         raise InputError(f"method {method.name!r}: unknown input(s) {', '.join(bad)}; choose from {', '.join(INPUTS)}")
-    for what, ref in (("kernel", method.kernel), ("one_pass", method.one_pass_kernel), ("gains", method.gains_kernel)):
+    kernels = {"kernel": method.kernel, "one_pass": method.one_pass_kernel, "gains": method.gains_kernel}
+    for what, ref in {**kernels, "topk": method.topk_kernel}.items():
         if ref is not None and not callable(ref) and (not isinstance(ref, str) or ":" not in ref):
             raise InputError(
                 f"method {method.name!r}: {what} must be 'package.module:function' or a callable, got {ref!r}"
