@@ -316,8 +316,10 @@ def _flags(param: inspect.Parameter) -> tuple[str, ...]:
     """The flags of a command's own option (``--name`` from its name when none is declared)."""
     meta = getattr(param.annotation, "__metadata__", ())
     info = next((m for m in meta if isinstance(m, typer.models.ParameterInfo)), None)
-    decls = tuple(d for d in (getattr(info, "param_decls", None) or ()) if isinstance(d, str))
-    return decls or ("--" + param.name.replace("_", "-"),)
+    first = getattr(info, "default", None)  # in Annotated, typer keeps the first flag as the default
+    decls = (first, *(getattr(info, "param_decls", None) or ()))
+    flags = tuple(d for d in decls if isinstance(d, str) and d.startswith("-"))
+    return flags or ("--" + param.name.replace("_", "-"),)
 
 
 def _with_help(annotation: Any, methods: list[str]) -> Any:

@@ -133,3 +133,13 @@ def test_the_environment_variable_loads_a_plugin_for_the_console_command():
     )
     assert run.returncode == 2 and run.stderr.strip().startswith("error: plug-in 'tests.plugins.no_such_module'")
     assert "Traceback" not in run.stderr
+
+
+def test_a_plugin_flag_never_hides_a_command_s_own_option():
+    param = negvocab.Param("clash_output", float, 1.0, "A plug-in's parameter named like -o.", "--output")
+    negvocab.register_method("clash", T.toy, [param], needs_negatives=True, replace=True)
+    try:
+        text = runner.invoke(app, ["score", "--help"], env={"COLUMNS": "250"}).output
+        assert "clash" in text and "plug-in's parameter named like" not in text and "Results folder." in text
+    finally:
+        negvocab.unregister_method("clash")
