@@ -546,7 +546,7 @@ def check_evaluation(*, cli: bool = False, **values: Any) -> None:
 
 
 def method_table(names: Iterable[str] | None = None) -> list[dict[str, Any]]:
-    """One row per method (name, aliases, parameters with defaults, negatives, paper), for docs and ``--help``."""
+    """One row per method (name, aliases, parameters with defaults, capabilities, paper), for docs and ``--help``."""
     rows = []
     for m in (get_method(n) for n in (names or METHODS)):
         params = {p: PARAMS[p].default for p in m.params}
@@ -556,6 +556,10 @@ def method_table(names: Iterable[str] | None = None) -> list[dict[str, Any]]:
                 "aliases": list(m.aliases),
                 "params": params,
                 "needs_negatives": m.needs_negatives,
+                "one_pass": m.one_pass_kernel is not None,
+                "gains": m.gains_kernel is not None,
+                "inputs": list(m.inputs),
+                "kind": m.kind,
                 "paper": m.paper,
             }
         )
