@@ -23,11 +23,11 @@ import numpy as np
 
 from negvocab.errors import InputError
 from negvocab.scoring import scores
-from negvocab.scoring.methods import batch_method, check_params, list_methods
+from negvocab.scoring.methods import batch_method, check_params, get_method, list_methods
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["parse_sizes", "sweep"]
+__all__ = ["check_sweep_method", "parse_sizes", "sweep"]
 
 
 def parse_sizes(sizes: str | Iterable[int], m: int | None = None) -> list[int]:
@@ -66,6 +66,16 @@ def parse_sizes(sizes: str | Iterable[int], m: int | None = None) -> list[int]:
     return sorted(set(out))
 
 
+def check_sweep_method(method: str) -> str:
+    """The registered name of ``method`` if a pool-size sweep can serve it (a batch method that takes
+    negatives), else one :class:`InputError` (said before any model work)."""
+    spec = batch_method(method, "a pool-size sweep")
+    if not spec.needs_negatives:
+        able = ", ".join(list_methods(needs_negatives=True, kind="batch"))
+        raise InputError(f"{spec.name} does not use negative labels; a pool-size sweep needs {able}")
+    return spec.name
+
+
 def sweep(
     image_emb: Any,
     id_emb: Any,
@@ -98,13 +108,9 @@ def sweep(
         ``{M: scores}`` in increasing M; each equals ``negvocab.score(method, image_emb, id_emb,
         ranked_neg_emb[:M], **params)`` (to float rounding).
     """
-    spec = batch_method(method, "a pool-size sweep")
+    spec = get_method(check_sweep_method(method))
     key = spec.name
     check_params(key, params)
-    if not spec.needs_negatives:
-        raise InputError(
-            f"{key} does not use negative labels; a pool-size sweep needs {', '.join(list_methods(needs_negatives=True))}"
-        )
     neg_rows = scores.embeddings_of(ranked_neg_emb)
     if neg_rows is None:
         raise InputError("sweep needs the ranked negative label embeddings")
