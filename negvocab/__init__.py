@@ -129,6 +129,15 @@ _EXPORTS: dict[str, str] = {
     "open_benchmark": "negvocab.data.benchmarks",
     "set_groups": "negvocab.data.benchmarks",
     "open_ood_sets": "negvocab.data.ood_specs",
+    # part "methods" (issue 29): methods registered from anywhere
+    "Method": "negvocab.scoring.methods",
+    "Param": "negvocab.scoring.methods",
+    "register_method": "negvocab.scoring.methods",
+    "register_param": "negvocab.scoring.methods",
+    "unregister_method": "negvocab.scoring.methods",
+    "list_methods": "negvocab.scoring.methods",
+    "get_method": "negvocab.scoring.methods",
+    "load_plugins": "negvocab.plugins",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -201,10 +210,20 @@ if TYPE_CHECKING:
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
     from negvocab.llm.settings import LLMSettings
+    from negvocab.plugins import load_plugins
     from negvocab.report.html import write_report
     from negvocab.report.plots import plot_sweep, sweep_figure
     from negvocab.report.results import write_results, write_sweep
     from negvocab.scoring import metrics
+    from negvocab.scoring.methods import (  # part "methods"
+        Method,
+        Param,
+        get_method,
+        list_methods,
+        register_method,
+        register_param,
+        unregister_method,
+    )
     from negvocab.scoring.scores import TopkScores, explain, score
     from negvocab.scoring.stream import (  # part "stream"
         StreamMethod,

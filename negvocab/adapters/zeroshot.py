@@ -45,6 +45,8 @@ def as_vocabulary(vocabulary: Vocabulary | str | Iterable[str] | None) -> Vocabu
 class ZeroShot:
     """Score preprocessed image batches (or image features) with ``method`` over ``vlm``.
 
+    ``method``: any registered method (``negvocab.list_methods()``, plug-ins included); its entry's
+    capabilities decide what is computed (negatives, patch features, the model's scale).
     ``id_classes``: the ID label space (default ImageNet-1k); ``vocabulary``: the negatives of the
     methods that take them (neglabel, eoe, neglabel_eoe); ``templates``: the prompt preset or list;
     ``params``: the method's parameters (checked against the registry, as ``negvocab.score`` does).
@@ -64,8 +66,9 @@ class ZeroShot:
     ) -> None:
         self.method = get_method(method)
         scale = getattr(vlm, "logit_scale", None)  # the model's own (VLM.logit_scale)
-        if "logit_scale" in self.method.params and params.get("logit_scale") is None and scale is not None:
-            params = {**params, "logit_scale": scale}
+        own = self.method.model_scale  # the parameter that takes it (the logit baselines' logit_scale)
+        if own is not None and params.get(own) is None and scale is not None:
+            params = {**params, own: scale}
         self.params = check_params(self.method.name, params)
         vocab = as_vocabulary(vocabulary)
         if self.method.needs_negatives and vocab is None:
@@ -93,15 +96,17 @@ class ZeroShot:
     @torch.no_grad()
     def features(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """L2-normalised global features of a preprocessed image batch, and the patch features GL-MCM needs."""
-        return encode_batch(self.vlm, images, self.method.name == "glmcm")
+        return encode_batch(self.vlm, images, "local" in self.method.inputs)
 
     def score_features(self, features: Any, local: Any = None) -> torch.Tensor:
         """float64 scores of image features (normalised here), high = ID; ``local``: GL-MCM's patch features."""
         z = torch.nn.functional.normalize(torch.as_tensor(features).detach().float().cpu(), dim=-1)
         extra: Mapping[str, Any] = {}
-        if self.method.name == "glmcm":
+        if "local" in self.method.inputs:
             if local is None:
-                raise InputError("glmcm needs the patch features: call predict(images), or pass local=[n, p, d]")
+                raise InputError(
+                    f"{self.method.name} needs the patch features: call predict(images), or pass local=[n, p, d]"
+                )
             extra = {"local": torch.nn.functional.normalize(torch.as_tensor(local).detach().float().cpu(), dim=-1)}
         s = S.score(self.method.name, z, self.id_emb, self.neg_emb, **self.params, **extra)
         return torch.from_numpy(np.asarray(s, dtype=np.float64))

@@ -1,7 +1,8 @@
 """The ``negvocab`` Typer application, its ``build`` sub-group and the one place errors are shown.
 
 Command modules (``negvocab.cli.<topic>``) register on :data:`app` / :data:`build_app`; they only
-parse options, call the public API and print. A :class:`~negvocab.errors.NegvocabError` raised
+parse options, call the public API and print. Plug-ins (:mod:`negvocab.plugins`) are loaded here,
+first, so that their methods' parameters are options of ``score``, ``sweep`` and ``coverage``. A :class:`~negvocab.errors.NegvocabError` raised
 anywhere below becomes one ``error: ...`` line on stderr and exit status 2, never a traceback.
 """
 
@@ -18,12 +19,21 @@ from negvocab.cli.logs import add_options as add_log_options
 from negvocab.cli.logs import restore as restore_logging
 from negvocab.cli.outputs import release_claims
 from negvocab.errors import InputError, NegvocabError
+from negvocab.plugins import load_plugins
 from negvocab.progress import forget_kept, kept_work
 from negvocab.provenance import negvocab_version, set_command
 
 __all__ = ["EXIT_USER_ERROR", "CommandGroup", "app", "build_app", "interrupted_line", "refuse_repeats"]
 
 EXIT_USER_ERROR = 2
+
+# plug-ins ($NEGVOCAB_PLUGINS, the "negvocab.plugins" entry points) register their methods before the
+# commands read the registry for their options; a plug-in that fails is one line when a command runs
+try:
+    load_plugins()
+    PLUGIN_ERROR: str | None = None
+except NegvocabError as _e:
+    PLUGIN_ERROR = str(_e)
 
 # click's UsageError, wherever this typer takes click from (typer >= 0.26 vendors it): found through
 # the public typer.BadParameter, never a private module of typer.
@@ -117,6 +127,9 @@ class CommandGroup(TyperGroup):
             set_command(None)
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        if parent is None and PLUGIN_ERROR is not None:
+            typer.echo(f"error: {PLUGIN_ERROR}", err=True)
+            raise typer.Exit(EXIT_USER_ERROR)
         try:
             refuse_repeats(self, args, info_name or "negvocab", group=True)  # the group's own options
         except NegvocabError as e:

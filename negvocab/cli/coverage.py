@@ -35,7 +35,7 @@ from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.plots import check_plot_formats
-from negvocab.scoring.methods import NEEDS_NEGATIVES, canonical_method
+from negvocab.scoring.methods import Method, canonical_method, get_method, list_methods
 from negvocab.vocab import Vocabulary
 
 __all__ = ["coverage_cmd"]
@@ -51,15 +51,16 @@ CoverageOodOpt = Annotated[
 ]
 
 
+def _served(m: Method) -> bool:
+    """Coverage serves a method that takes negatives (by its gains form, else by rescoring)."""
+    return m.needs_negatives and m.kind == "batch"
+
+
 @app.command("coverage")
 @scoring_options(
-    "tau",
-    "groups",
-    "grouping",
     "seed",
-    "beta",
-    "T",
-    "penalty_T",
+    methods=_served,
+    exclude=("topk",),  # gains score every negative
     evaluation=(
         "convention",
         "tpr",
@@ -68,7 +69,7 @@ CoverageOodOpt = Annotated[
 def coverage_cmd(
     vocab: Annotated[Path, typer.Option("--vocab", "-V", help="The vocabulary to diagnose (JSON/TXT).")],
     id_path: IdOpt = None,
-    method: Annotated[str, typer.Option("--method", help="neglabel, eoe or neglabel_eoe.")] = "neglabel",
+    method: Annotated[str, typer.Option("--method", help="{methods}.")] = "neglabel",  # filled from the registry
     ood: CoverageOodOpt = None,
     fi_ood: FiOodOpt = None,
     fi_ambiguous: FiAmbOpt = None,
@@ -118,8 +119,8 @@ def coverage_cmd(
     from negvocab.diagnostics.coverage import COVERAGE_FILES, coverage  # deferred: it imports torch
 
     key = canonical_method(method)
-    if key not in NEEDS_NEGATIVES:
-        raise InputError(f"--method {key} uses no negative labels; coverage needs neglabel, eoe or neglabel_eoe")
+    if not _served(get_method(key)):
+        raise InputError(f"--method {key} uses no negative labels; coverage needs {', '.join(list_methods(_served))}")
     plot_format = check_plot_formats([plot_format], "--plot-format")[0]
     claim_results_folder(output, COVERAGE_FILES, overwrite=overwrite)
     check_scoring_options(params, convention=convention, tpr=tpr, n_boot=0)

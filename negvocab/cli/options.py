@@ -14,7 +14,7 @@ Commands take the model options as ``Annotated`` parameters and call :func:`load
 
 from __future__ import annotations
 
-import functools
+import copy
 import inspect
 import typing
 from collections.abc import Callable, Mapping
@@ -27,7 +27,16 @@ from negvocab.data.benchmarks import OpenedSets, list_benchmarks
 from negvocab.data.images import ImageSet
 from negvocab.data.ood_specs import open_ood_sets, parse_ood_specs
 from negvocab.errors import InputError
-from negvocab.scoring.methods import EVALUATION_PARAMS, PARAMS, Param, check_evaluation, check_shared
+from negvocab.scoring.methods import (
+    EVALUATION_PARAMS,
+    PARAMS,
+    Method,
+    Param,
+    check_evaluation,
+    check_shared,
+    get_method,
+    list_methods,
+)
 from negvocab.vlm.loading import check_weights
 from negvocab.vlm.model import VLM
 from negvocab.vocab import Vocabulary
@@ -211,20 +220,69 @@ SHORT_FLAGS = {"groups": ("-G",), "T": ("-T",)}
 
 
 def scoring_options(
-    *names: str, evaluation: tuple[str, ...] = ()
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Give a command the registry's options ``names`` (scorer parameters) and ``evaluation`` (metric
-    settings), each with its flag, type, default and help from :mod:`negvocab.scoring.methods`; the
-    command receives them as two dicts, ``params`` and ``metrics``, so no command lists them again."""
+    *names: str,
+    methods: Callable[[Method], bool] | None = None,
+    exclude: tuple[str, ...] = (),
+    evaluation: tuple[str, ...] = (),
+) -> Callable[[Callable[..., Any]], Any]:
+    """Give a command the registry's scorer parameters and ``evaluation`` (metric settings), each with
+    its flag, type, default and help from :mod:`negvocab.scoring.methods`; the command receives them as
+    two dicts, ``params`` and ``metrics``, so no command lists them again.
 
-    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
-        sig = inspect.signature(command)
-        hints = typing.get_type_hints(command, include_extras=True)
-        kept = [
-            p.replace(annotation=hints.get(p.name, p.annotation))
-            for p in sig.parameters.values()
-            if p.name not in ("params", "metrics")
-        ]
+    The scorer parameters are ``names`` plus, with ``methods``, those of every registered method it
+    selects (less ``exclude``), read when the CLI is built: a plug-in's method brings its own
+    parameters' flags. A ``--method`` option's help lists the selected methods from the registry."""
+
+    def decorate(command: Callable[..., Any]) -> Any:
+        return _RegistryCommand(command, names, methods, exclude, evaluation)
+
+    return decorate
+
+
+class _RegistryCommand:
+    """A command whose registry options are read from the registry each time typer builds it (its
+    signature is a property), so methods registered after import (plug-ins) get their flags."""
+
+    def __init__(
+        self,
+        command: Callable[..., Any],
+        names: tuple[str, ...],
+        methods: Callable[[Method], bool] | None,
+        exclude: tuple[str, ...],
+        evaluation: tuple[str, ...],
+    ) -> None:
+        self.command, self.names, self.methods, self.exclude, self.evaluation = (
+            command,
+            names,
+            methods,
+            exclude,
+            evaluation,
+        )
+        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+            setattr(self, attr, getattr(command, attr))
+
+    def offered(self) -> list[str]:
+        """The methods whose parameters the command takes (all with ``methods`` None: none)."""
+        return list_methods(self.methods) if self.methods is not None else []
+
+    def param_names(self) -> list[str]:
+        """The scorer parameters: ``names`` and the offered methods', in registry order."""
+        used = {p for m in self.offered() for p in get_method(m).params} - set(self.exclude)
+        return [p for p in PARAMS if p in used or p in self.names]
+
+    def _parameters(self) -> tuple[inspect.Signature, list[inspect.Parameter]]:
+        sig = inspect.signature(self.command)
+        hints = typing.get_type_hints(self.command, include_extras=True)
+        kept = []
+        for p in sig.parameters.values():
+            if p.name in ("params", "metrics"):
+                continue
+            annotation = hints.get(p.name, p.annotation)
+            if p.name == "method" and self.methods is not None:
+                annotation = _with_help(annotation, self.offered())
+            kept.append(p.replace(annotation=annotation))
+        specs = [*((n, PARAMS[n]) for n in self.param_names()), *((n, EVALUATION_PARAMS[n]) for n in self.evaluation)]
+        taken = {flag for p in kept for flag in _flags(p)}
         added = [
             inspect.Parameter(
                 n,
@@ -232,20 +290,48 @@ def scoring_options(
                 default=spec.default,
                 annotation=_param_option(spec, *SHORT_FLAGS.get(n, ())),
             )
-            for n, spec in [*((n, PARAMS[n]) for n in names), *((n, EVALUATION_PARAMS[n]) for n in evaluation)]
+            for n, spec in specs
+            if spec.flag not in taken and n not in sig.parameters  # a plug-in's flag never hides a command's own
         ]
+        return sig, [*kept, *added]
 
-        @functools.wraps(command)
-        def run(*args: Any, **kwargs: Any) -> Any:
-            params = {n: kwargs.pop(n, PARAMS[n].default) for n in names}
-            metrics = {n: kwargs.pop(n, EVALUATION_PARAMS[n].default) for n in evaluation}
-            return command(*args, **kwargs, params=params, metrics=metrics)
+    @property
+    def __signature__(self) -> inspect.Signature:
+        sig, parameters = self._parameters()
+        return sig.replace(parameters=parameters)
 
-        run.__signature__ = sig.replace(parameters=[*kept, *added])  # type: ignore[attr-defined]
-        run.__annotations__ = {**{p.name: p.annotation for p in [*kept, *added]}, "return": hints.get("return")}
-        return run
+    @property
+    def __annotations__(self) -> dict[str, Any]:  # type: ignore[override]
+        sig, parameters = self._parameters()
+        hints = typing.get_type_hints(self.command, include_extras=True)
+        return {**{p.name: p.annotation for p in parameters}, "return": hints.get("return")}
 
-    return decorate
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        own = inspect.signature(self.command).parameters
+        params = {n: kwargs.pop(n, PARAMS[n].default) for n in self.param_names() if n not in own}
+        metrics = {n: kwargs.pop(n, EVALUATION_PARAMS[n].default) for n in self.evaluation}
+        return self.command(*args, **kwargs, params=params, metrics=metrics)
+
+
+def _flags(param: inspect.Parameter) -> tuple[str, ...]:
+    """The flags of a command's own option (``--name`` from its name when none is declared)."""
+    meta = getattr(param.annotation, "__metadata__", ())
+    info = next((m for m in meta if isinstance(m, typer.models.ParameterInfo)), None)
+    first = getattr(info, "default", None)  # in Annotated, typer keeps the first flag as the default
+    decls = (first, *(getattr(info, "param_decls", None) or ()))
+    flags = tuple(d for d in decls if isinstance(d, str) and d.startswith("-"))
+    return flags or ("--" + param.name.replace("_", "-"),)
+
+
+def _with_help(annotation: Any, methods: list[str]) -> Any:
+    """``annotation`` (an ``Annotated[..., typer.Option]``) with its help's ``{methods}`` filled from the registry."""
+    meta = getattr(annotation, "__metadata__", ())
+    info = next((m for m in meta if isinstance(m, typer.models.OptionInfo)), None)
+    if info is None or not info.help or "{methods}" not in info.help:
+        return annotation
+    filled = copy.copy(info)
+    filled.help = info.help.replace("{methods}", ", ".join(methods))
+    return Annotated[annotation.__origin__, filled]
 
 
 # -- options shared by score and sweep ---------------------------------------------------------

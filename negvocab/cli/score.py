@@ -44,26 +44,24 @@ from negvocab.errors import InputError
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.plots import check_plot_formats
 from negvocab.report.results import RESULT_FILES, SWEEP_FILES, format_table, write_results, write_sweep
-from negvocab.scoring.methods import METHODS, NEEDS_NEGATIVES, canonical_method
+from negvocab.scoring.methods import Method, canonical_method, get_method, list_methods, needs_negatives
 from negvocab.vocab import Vocabulary
 
 __all__ = ["score_cmd", "sweep_cmd"]
 
 
+def _batch(m: Method) -> bool:
+    return m.kind == "batch"
+
+
+def _swept(m: Method) -> bool:
+    return m.needs_negatives and m.kind == "batch"
+
+
 @app.command("score")
 @scoring_options(
-    "tau",
-    "groups",
-    "grouping",
-    "seed",
-    "beta",
-    "T",
-    "penalty_T",
-    "topk",
-    "lam",
-    "logit_scale",
-    "gamma",
-    "top_classes",
+    "seed",  # also the bootstrap's
+    methods=_batch,
     evaluation=(
         "convention",
         "tpr",
@@ -78,7 +76,7 @@ def score_cmd(
     ] = None,
     method: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Option("--method", help=f"{', '.join(METHODS)}; repeatable (default neglabel)."),
+        typer.Option("--method", help="{methods}; repeatable (default neglabel)."),  # filled from the registry
     ] = None,
     ood: OodOpt = None,
     fi_ood: FiOodOpt = None,
@@ -117,10 +115,11 @@ def score_cmd(
     check_scoring_options(params, convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
     if explain < 0:
         raise InputError(f"--explain must be >= 0, got {explain}")
-    need_vocab = [m for m in methods if m in NEEDS_NEGATIVES]
+    need_vocab = [m for m in methods if needs_negatives(m)]
     if need_vocab and not vocab:
+        without = " / ".join(list_methods(needs_negatives=False, kind="batch"))
         raise InputError(
-            f"--method {', '.join(need_vocab)} needs a vocabulary: pass --vocab FILE (or use --method mcm / glmcm)"
+            f"--method {', '.join(need_vocab)} needs a vocabulary: pass --vocab FILE (or use --method {without})"
         )
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root, allow_outside_root)
     vocabs = load_vocabs(list(vocab or []))
@@ -163,13 +162,9 @@ def score_cmd(
 
 @app.command("sweep")
 @scoring_options(
-    "tau",
-    "groups",
-    "grouping",
-    "seed",
-    "beta",
-    "T",
-    "penalty_T",
+    "seed",  # also the bootstrap's
+    methods=_swept,
+    exclude=("topk",),  # a sweep scores every negative of each size
     evaluation=(
         "convention",
         "tpr",
@@ -189,7 +184,10 @@ def sweep_cmd(
         ),
     ] = None,
     method: Annotated[
-        str, typer.Option("--method", help="neglabel, eoe or neglabel_eoe (each one pass over the ranking).")
+        str,
+        typer.Option(
+            "--method", help="{methods} (one pass over the ranking where the method has a one-pass form)."
+        ),  # filled from the registry
     ] = "neglabel",
     order: Annotated[
         str,
@@ -242,9 +240,9 @@ def sweep_cmd(
     key = canonical_method(method)
     formats = check_plot_formats([f for f in plot_format.split(",") if f.strip()], "--plot-format")
     claim_results_folder(output, SWEEP_FILES, overwrite=overwrite)  # held until the command ends
-    if key not in NEEDS_NEGATIVES:
+    if not _swept(get_method(key)):
         raise InputError(
-            f"--method {key} does not use negative labels; a pool-size sweep needs neglabel, eoe or neglabel_eoe"
+            f"--method {key} does not use negative labels; a pool-size sweep needs {', '.join(list_methods(_swept))}"
         )
     check_scoring_options(params, convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
     if order not in ("ranked", "given"):

@@ -28,7 +28,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.atomic import write_json, write_text
-from negvocab.diagnostics.gains import MarginalGains, RepairCurve, marginal_gains, repair_curve, rows_frame
+from negvocab.diagnostics.gains import (
+    MarginalGains,
+    RepairCurve,
+    check_gains_method,
+    marginal_gains,
+    repair_curve,
+    rows_frame,
+)
 from negvocab.errors import InputError, ResourceError
 from negvocab.labels.imagenet import IdClasses, imagenet1k
 from negvocab.labels.synonyms import SynonymFilter
@@ -38,7 +45,7 @@ from negvocab.progress import Progress
 from negvocab.report.plots import PLOT_FORMATS, plot_repair
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
-from negvocab.scoring.methods import NEEDS_NEGATIVES, canonical_method, params_for
+from negvocab.scoring.methods import PARAMS, params_for
 from negvocab.vlm.templates import resolve_templates
 
 if TYPE_CHECKING:
@@ -302,11 +309,7 @@ def coverage(
     every OOD label) closed by the first k labels of the greedy oracle repair curve.
     """
     # long: one analysis over the same score arrays (per class, confusions, gains); split in a later round
-    method = canonical_method(method)
-    if method not in NEEDS_NEGATIVES:
-        raise InputError(
-            f"coverage needs a method that uses negatives ({', '.join(sorted(NEEDS_NEGATIVES))}), not {method}"
-        )
+    method = check_gains_method(method, {}, what="coverage needs")  # before any model work
     convention = M.check_convention(convention)
     params = {k: v for k, v in params_for(method, params or {}).items() if k != "topk"}
     _check_coverage_args(tpr, top_k, explain_k)  # before any image is read
@@ -342,7 +345,7 @@ def coverage(
     steps.update(1)
 
     # image side: the ID class each OOD image was taken for, the negatives that fired
-    tau = float(params.get("tau", 0.01))
+    tau = float(params.get("tau", PARAMS["tau"].default))
     ex_ood = S.explain(
         ood_img,
         class_emb,

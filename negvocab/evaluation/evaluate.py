@@ -41,7 +41,8 @@ from negvocab.progress import track
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 from negvocab.scoring.methods import (
-    NEEDS_NEGATIVES,
+    PARAMS,
+    batch_method,
     canonical_method,
     check_evaluation,
     check_shared,
@@ -142,8 +143,9 @@ def evaluate_vocabularies(
     a mapping name -> set (or a list of sets, each named after itself): each is scored against the same ID scores (so under the ``paper`` and
     ``hendrycks`` conventions the same ID threshold), giving a row per set and, with several sets,
     a row ``ood_set="mean"`` averaging them.
-    Methods that use no negatives (mcm, glmcm) are scored once. ``params`` go to each scorer that
-    accepts them (tau, groups, grouping, seed, beta, T, penalty_T, lam, topk). The metrics follow
+    ``methods``: any registered methods (``negvocab.list_methods()``); those that use no negatives
+    (mcm, glmcm) are scored once. ``params`` go to each scorer that accepts them (tau, groups,
+    grouping, seed, beta, T, penalty_T, lam, topk, and any registered method's own). The metrics follow
     ``convention`` (see :mod:`negvocab.scoring.metrics`); bootstrap intervals resample OOD images,
     drawn from ``seed``.
     """
@@ -154,18 +156,17 @@ def evaluate_vocabularies(
     check_evaluation(convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)  # before any image is read
     check_shared(params or {})
     named = _named(vocabs)
-    if not named and any(m in NEEDS_NEGATIVES for m in methods):
-        raise InputError(
-            f"methods {', '.join(m for m in methods if m in NEEDS_NEGATIVES)} need a vocabulary (vocabularies)",
-            param="vocabularies",
-        )
+    specs = {m: batch_method(m, "evaluate_vocabularies") for m in methods}
+    negs = [m for m in methods if specs[m].needs_negatives]
+    if not named and negs:
+        raise InputError(f"methods {', '.join(negs)} need a vocabulary (vocabularies)", param="vocabularies")
     convention = M.check_convention(convention)
     params = dict(params or {})
     id_classes = id_classes if id_classes is not None else imagenet1k()
     ood_sets = named_ood_sets(ood_set)
     common_mistakes(vlm, id_set, ood_sets, named, id_classes, templates)  # warned before the long part
     t0 = time.perf_counter()
-    enc = encode_sets(vlm, id_set, ood_sets, "glmcm" in methods, progress)
+    enc = encode_sets(vlm, id_set, ood_sets, any("local" in specs[m].inputs for m in methods), progress)
     images, n_id, sizes = enc.images, enc.n_id, enc.sizes
     class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
 
@@ -173,7 +174,7 @@ def evaluate_vocabularies(
     all_scores: dict[str, dict[str, np.ndarray]] = {}
     explanations: dict[str, list[dict[str, Any]]] = {}
     flagged_ids: dict[str, dict[int, None]] = {}  # vocabulary -> ID images flagged by any of its runs
-    jobs = [(m, name) for m in methods for name in (named if m in NEEDS_NEGATIVES else [None])]
+    jobs = [(m, name) for m in methods for name in (named if specs[m].needs_negatives else [None])]
     # label encoding is a step of its own (a cold run spends its time here, not in "scoring")
     neg_cache: dict[str, np.ndarray] = {
         vname: vlm.encode_text(
@@ -190,7 +191,7 @@ def evaluate_vocabularies(
             neg_cache[vname],
             **labels,
             k=explain_k,
-            tau=float(params.get("tau") or 0.01),
+            tau=float(params.get("tau") or PARAMS["tau"].default),
             device=vlm.device,
         )
 
@@ -199,9 +200,11 @@ def evaluate_vocabularies(
         kw = scorer_params(method, params, getattr(vlm, "logit_scale", None))  # a model-like object may not have one
         neg = neg_cache[vname] if vname else None
         key = f"{method}@{vname}" if vname else method
-        if method == "glmcm":  # per set: the [n, p, d] patch features are never copied into one array
+        if "local" in specs[method].inputs:  # per set: the [n, p, d] patch features are never copied into one array
             embs = [enc.id_emb, *enc.ood_embs.values()]
-            parts = [S.score(method, e.embeddings, class_emb, local=e.local, device=vlm.device, **kw) for e in embs]
+            parts = [
+                S.score(method, e.embeddings, class_emb, neg, local=e.local, device=vlm.device, **kw) for e in embs
+            ]
             scores, extra = {"": np.concatenate(parts)}, {}
         else:
             scores, extra = _score_job(method, images, class_emb, neg, vlm.device, kw)

@@ -32,7 +32,7 @@ from negvocab.evaluation.rows import (
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
-from negvocab.scoring.methods import canonical_method, check_evaluation, check_shared, scorer_params
+from negvocab.scoring.methods import check_evaluation, check_shared, scorer_params
 from negvocab.vlm.templates import resolve_templates
 
 if TYPE_CHECKING:
@@ -100,9 +100,9 @@ def sweep_vocabulary(
     any vocabulary, and says so in the rows.
     """
     # long: the pipeline in order, as evaluate_vocabularies, for every pool size
-    from negvocab.scoring.sweep import parse_sizes, sweep
+    from negvocab.scoring.sweep import check_sweep_method, parse_sizes, sweep
 
-    method = canonical_method(method)
+    method = check_sweep_method(method)  # a method a sweep cannot serve: one line, before any model work
     check_evaluation(convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)  # before any image is read
     check_shared(params or {})
     resolve_templates(templates)  # a bad preset or template file fails here, not after the image encoding

@@ -2,6 +2,7 @@
 
 ::
 
+    plugins = ["mypkg.negvocab_plugin"]   # modules that register methods (negvocab.plugins); optional
     [grid]
     templates = "paper8"            # prompt templates of every text embedding
     id_classes = "imagenet1k"       # or a file with one class name a line
@@ -75,7 +76,8 @@ from negvocab.builders.registry import get_builder, list_builders, option_error
 from negvocab.data.benchmarks import REGISTRY, RESERVED_SET_NAMES, get_benchmark
 from negvocab.errors import InputError, NegvocabError
 from negvocab.grid.resources import Resources, ResourcesTable, parse_resources
-from negvocab.scoring.methods import EVALUATION_PARAMS, NEEDS_NEGATIVES, canonical_method, check_params
+from negvocab.plugins import load_plugins
+from negvocab.scoring.methods import EVALUATION_PARAMS, batch_method, check_params, needs_negatives
 from negvocab.scoring.metrics import CONVENTIONS
 from negvocab.textfiles import read_text
 from negvocab.vlm.loading import check_weights, resolve_device, resolve_precision
@@ -198,6 +200,8 @@ class GridConfig:
     deterministic: bool = False  # [grid] deterministic / --deterministic: negvocab.grid.units
     base: str = "."
     source: str = ""
+    #: plug-in modules the file names (``plugins = [...]``): imported before it is checked and by every worker
+    plugins: tuple[str, ...] = ()
 
     def path(self, value: str) -> str:
         """``value`` relative to the grid file's folder (absolute paths unchanged)."""
@@ -326,7 +330,9 @@ class VocabBuilderTable(VocabFileTable):
 class MethodTable(_Table):
     """``[[methods]]``: a method and its parameters (checked against the method registry)."""
 
-    name: str = Field(min_length=1, description="a method name of the registry (negvocab methods)")
+    name: str = Field(
+        min_length=1, description="a method name of the registry (negvocab.list_methods(), plug-ins included)"
+    )
     params: dict[str, Any] = Field(
         default_factory=dict, description="a table of the method's parameters, e.g. {groups = 100}"
     )
@@ -383,6 +389,9 @@ class GridDocument(_Table):
     )
     resources: ResourcesTable = Field(
         default_factory=ResourcesTable, description="a [resources] table (negvocab.grid.resources)"
+    )
+    plugins: list[Text] = Field(
+        default_factory=list, description="a list of plug-in modules to import first, e.g. ['mypkg.negvocab_plugin']"
     )
 
 
@@ -551,7 +560,7 @@ def _method(value: str | MethodTable, i: int, source: str) -> MethodSpec:
     table = MethodTable(name=value) if isinstance(value, str) else value
     where = f"{source}: methods[{i}]"
     try:
-        name = canonical_method(table.name)
+        name = batch_method(table.name, "a grid").name
     except InputError as e:
         raise InputError(f"{where}.name: {e}") from None
     try:
@@ -589,6 +598,10 @@ def parse_config(
     weights by random ones (a dry run, as ``negvocab grid run --random-weights``)."""
     src = source or "grid"
     d = _validate(doc, src)
+    try:
+        load_plugins(d.plugins)  # before the methods are checked: a plug-in's method is one of them
+    except InputError as e:
+        raise InputError(f"{src}: plugins: {e}") from None
     specs = [_model(m, i, src, random_weights) for i, m in enumerate(d.models)]
     if len({m.display for m in specs}) != len(specs):
         raise InputError(f"{src}: two [[models]] have the same name; give each a distinct label = ...")
@@ -610,7 +623,7 @@ def parse_config(
             raise InputError(f"{src}: ood: two OOD sets are named {name!r} (a benchmark's set and another entry?)")
     vocabs = [_vocab(str(k), v, src, base) for k, v in d.vocabularies.items()]
     methods = [_method(m, i, src) for i, m in enumerate(d.methods)]
-    if not vocabs and any(m.name in NEEDS_NEGATIVES for m in methods):
+    if not vocabs and any(needs_negatives(m.name) for m in methods):
         raise InputError(f"{src}: methods that use negatives need [vocabularies]")
     g = d.grid
     cfg = GridConfig(
@@ -633,6 +646,7 @@ def parse_config(
         deterministic=g.deterministic,
         base=base,
         source=source,
+        plugins=tuple(d.plugins),
     )
     _check_runtime(cfg)
     return cfg

@@ -27,7 +27,7 @@ from negvocab.errors import InputError, NegvocabError
 from negvocab.grid import work as W
 from negvocab.grid.config import GridConfig
 from negvocab.progress import format_duration
-from negvocab.scoring.methods import NEEDS_NEGATIVES
+from negvocab.scoring.methods import needs_negatives
 from negvocab.vlm import loading
 from negvocab.vlm.images import file_key  # the image cache's key of a file (path, size, mtime)
 from negvocab.vlm.model import TokenizerUnavailable
@@ -217,7 +217,7 @@ def plan_grid(
         size = cfg.resources.shard_size(cfg.batch_size)
         p.units = sum(-(-n[s] // size) for s in names) + 2
         p.images = sum(n.values())
-        neg = any(m.name in NEEDS_NEGATIVES for m in cfg.methods)
+        neg = any(needs_negatives(m.name) for m in cfg.methods)
         p.labels = n_classes + (sum(labels.values()) if neg else 0)
         p.prompts = p.labels * prompts_per_label
         if probe:
@@ -232,7 +232,7 @@ def plan_grid(
             except (NegvocabError, OSError, RuntimeError) as e:
                 p.error = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
         plans.append(p)
-    per_model = sum(_vocab_names(cfg) if m.name in NEEDS_NEGATIVES else 1 for m in cfg.methods)
+    per_model = sum(_vocab_names(cfg) if needs_negatives(m.name) else 1 for m in cfg.methods)
     notes.insert(
         0,
         f"{len(cfg.models) * per_model * len(cfg.ood_sets) * len(cfg.conventions):,} cells, {sum(p.units for p in plans):,} units",

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from negvocab.errors import DiskFullError, NegvocabError
 from negvocab.grid import work as W
 from negvocab.grid.config import GridConfig
+from negvocab.plugins import load_plugins
 from negvocab.progress import Progress
 from negvocab.vlm.cache import EmbeddingStore
 from negvocab.vlm.images import file_key
@@ -87,7 +88,7 @@ def deterministic_config(cfg: GridConfig) -> GridConfig:
 
 def _needs(cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet]) -> tuple[list[str], bool]:
     names = sorted({s for _, _, s in work.missing.values()}, key=list(sets).index)
-    return names, any(W.method_spec(cfg, m).name == "glmcm" for _, m, _ in work.missing.values())
+    return names, W.needs_local(cfg, work)
 
 
 def plan_units(cfg: GridConfig, works: list[ModelWork], sets: Mapping[str, ImageSet]) -> list[Unit]:
@@ -161,6 +162,7 @@ class ModelHost:
     def __init__(
         self, cfg: GridConfig, works: Mapping[str, ModelWork], sets: Mapping[str, ImageSet], out: str, engine: str
     ) -> None:
+        load_plugins(cfg.plugins)  # a Ray actor is a fresh process: the grid's plug-in methods first
         self.cfg, self.works, self.sets, self.out, self.engine = cfg, dict(works), sets, Path(out), engine
         self.vlm: VLM | None = None
         self.holding: str | None = None
@@ -258,6 +260,7 @@ def score_unit(
 ) -> dict[str, Any]:
     """A score unit as a Ray task (no model): as :meth:`ModelHost.run`'s result; ``"cache_miss"``
     when the cache lacks rows (the driver then gives the unit to a model worker)."""
+    load_plugins(cfg.plugins)  # a Ray task is a fresh process: the grid's plug-in methods first
     with _running(cfg, Unit("score", work.spec.display)) as result:
         try:
             result["stats"] = _score(cfg, work, sets, Path(out), given)

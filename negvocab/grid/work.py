@@ -26,7 +26,7 @@ from negvocab.evaluation.row import INTERVAL_METRICS
 from negvocab.evaluation.rows import metrics_row
 from negvocab.grid.config import GridConfig, ImageSpec, MethodSpec, ModelSpec, VocabSpec, spec_digest
 from negvocab.labels.imagenet import imagenet1k, read_id_classes
-from negvocab.scoring.methods import NEEDS_NEGATIVES, get_method, scorer_params
+from negvocab.scoring.methods import get_method, scorer_params
 from negvocab.vlm.images import file_key
 from negvocab.vlm.loading import resolve_device
 from negvocab.vlm.model import VLM
@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "Cell", "ModelWork", "finish_cells", "load_model", "load_score_file", "load_scores", "made_on_other_device", "merge_stats",
-    "method_spec", "score_device", "score_meta",
+    "method_spec", "needs_local", "score_device", "score_meta",
     "open_sets", "plan_cells", "read_cell", "read_failure", "read_scores", "score_files", "stored_json", "text_inputs", "write_failure",
 ]  # fmt: skip
 
@@ -173,7 +173,8 @@ def plan_cells(
         for v in cfg.vocabularies:
             vdocs.update(_vocab_docs(cfg, v, mdoc, files))
         for meth in cfg.methods:
-            for vname in vdocs if meth.name in NEEDS_NEGATIVES else [""]:
+            spec = get_method(meth.name)
+            for vname in vdocs if spec.needs_negatives else [""]:
                 score_doc = {
                     **common,
                     "model": mdoc,
@@ -181,8 +182,10 @@ def plan_cells(
                     "method": meth.name,
                     "params": list(meth.params),
                 }
-                if "logit_scale" in get_method(meth.name).params and "logit_scale" not in dict(meth.params):
-                    score_doc["logit_scale"] = "the model's own"  # not 100, as files made before the baselines took it
+                if spec.model_scale is not None and spec.model_scale not in dict(meth.params):
+                    score_doc[spec.model_scale] = (
+                        "the model's own"  # not 100, as files made before the baselines took it
+                    )
                 id_d = spec_digest({**score_doc, "set": set_docs["ID"]})
                 for ood in (s.name for s in cfg.ood_sets):
                     ood_d = spec_digest({**score_doc, "set": set_docs.get(ood, set_errors.get(ood))})
@@ -425,6 +428,11 @@ def method_spec(cfg: GridConfig, display: str) -> MethodSpec:
     return next(m for m in cfg.methods if m.display == display)
 
 
+def needs_local(cfg: GridConfig, work: ModelWork) -> bool:
+    """Whether a missing cell's method takes the patch features (input ``local``: GL-MCM)."""
+    return any("local" in get_method(method_spec(cfg, meth).name).inputs for _, meth, _ in work.missing.values())
+
+
 def score_model(
     cfg: GridConfig,
     work: ModelWork,
@@ -437,7 +445,7 @@ def score_model(
     """Compute and store the missing score files of one model with its model (the embeddings come
     from the cache when an engine filled it); each file records who made it (:func:`score_meta`)."""
     need_sets = sorted({s for _, _, s in work.missing.values()}, key=list(sets).index)
-    local = any(method_spec(cfg, meth).name == "glmcm" for _, meth, _ in work.missing.values())
+    local = needs_local(cfg, work)
     images = {}
     for name in need_sets:
         t0 = time.perf_counter()
@@ -543,8 +551,8 @@ def score_files(
             spec.name, dict(spec.params), logit_scale
         )  # the logit baselines: this model's logit scale
         t0 = time.perf_counter()
-        if spec.name == "glmcm":
-            s = score(spec.name, glob, class_emb, local=local, device=device, **params)
+        if "local" in get_method(spec.name).inputs:
+            s = score(spec.name, glob, class_emb, neg_emb.get(vname), local=local, device=device, **params)
         else:
             s = score(spec.name, glob, class_emb, neg_emb.get(vname), device=device, **params)
         t_score += time.perf_counter() - t0

@@ -4,8 +4,10 @@ One :class:`Method` entry per scorer says its name and aliases, its kernel, its 
 sweep) form, the parameters it takes, whether it needs negative labels, and the paper it comes from.
 One :class:`Param` entry per parameter says its type, default, limits, CLI flag and meaning. The API
 validates against them at the boundary (:func:`check_params`, as scikit-learn's ``validate_params``);
-the CLI options, the grid config, sweeps and diagnostics read them. Adding a method is one entry
-here plus its kernel.
+the CLI options, the grid config, sweeps and diagnostics read them. A method is added from anywhere
+(a notebook, a plug-in package) with :func:`register_method`, its kernel a ``"pkg.module:fn"`` target
+or a callable; the pipelines ask its entry's capabilities (negatives, inputs, one-pass and gains
+forms, device-bound values, the model's scale), never its name.
 
 >>> from negvocab.scoring.methods import METHODS, get_method
 >>> get_method("GL-MCM").name, get_method("neglabel").needs_negatives
@@ -16,16 +18,17 @@ here plus its kernel.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import math
-from collections.abc import Callable, Iterable, Mapping
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from negvocab.errors import InputError
+from negvocab.registry import Registry, resolve_target
 from negvocab.scoring.metrics import CONVENTIONS
 
 logger = logging.getLogger(__name__)
@@ -35,13 +38,16 @@ __all__ = [
     "GROUPINGS",
     "MAX_BOOT",
     "MAX_DRAWS",
+    "INPUTS",
+    "KINDS",
     "METHODS",
-    "NEEDS_NEGATIVES",
     "PARAMS",
+    "REGISTRY",
     "RUN_PARAMS",
     "Method",
     "Param",
     "add_method",
+    "batch_method",
     "canonical_method",
     "check_evaluation",
     "check_params",
@@ -49,9 +55,13 @@ __all__ = [
     "get_method",
     "list_methods",
     "method_table",
+    "needs_negatives",
     "params_for",
     "remove_method",
+    "register_method",
+    "register_param",
     "scorer_params",
+    "unregister_method",
 ]
 
 MAX_BOOT = 100_000  # bootstrap resamples: 1,000 is the usual; more only costs time
@@ -199,27 +209,50 @@ EVALUATION_PARAMS: dict[str, Param] = dict(
 )
 
 
+#: what a method may ask for beside the embeddings, and what the pipelines then give it
+INPUTS: dict[str, str] = {"local": "GL-MCM's patch features: the image set is embedded with local_features=True"}
+#: the kinds of entry: ``batch`` (a pure scorer over one batch; every pipeline serves it) and the kinds
+#: other modules add (a stream method, fed images in order, is one); unknown kinds are kept, not refused
+KINDS: tuple[str, ...] = ("batch", "stream")
+
+Kernel = str | Callable[..., Any]
+
+
 @dataclass(frozen=True)
 class Method:
-    """One zero-shot OOD detector: ``scorer(image_emb, id_emb[, neg_emb], **params)`` -> float64 per image, high = ID."""
+    """One zero-shot OOD detector: ``scorer(image_emb, id_emb[, neg_emb], **params)`` -> float64 per image, high = ID.
+
+    A kernel is a ``"pkg.module:function"`` target (imported on first use, so the registry is read,
+    listed and validated without importing torch) or a callable. The fields past ``paper`` are the
+    method's capabilities: the pipelines ask them, never its name.
+    """
 
     name: str
-    #: the kernel as ``module:function`` in :mod:`negvocab.scoring`: read by name so that the CLI and
-    #: the config checks read the registry without importing torch
-    kernel: str
+    kernel: Kernel
     params: tuple[str, ...]
-    paper: str
+    paper: str = ""
     needs_negatives: bool = False
     aliases: tuple[str, ...] = ()
-    #: ``one_pass(image_emb, id_emb, ranked_neg_emb, sizes, **p)`` -> {M: scores} (every pool size M in one pass), as ``module:function``
-    one_pass_kernel: str | None = None
-    #: inputs beside the embeddings (glmcm: ``local``, the patch features)
+    #: ``one_pass(image_emb, id_emb, ranked_neg_emb, sizes, **p)`` -> {M: scores}: every pool size M in one pass
+    one_pass_kernel: Kernel | None = None
+    #: inputs beside the embeddings (:data:`INPUTS`; glmcm: ``local``, the patch features)
     inputs: tuple[str, ...] = field(default=())
     #: parameter values under which the scores depend on the kind of device they are computed on
     #: (``grouping="neglabel"``: NegLabel's ``torch.randperm`` differs between CPU and CUDA)
     device_bound: tuple[tuple[str, Any], ...] = field(default=())
-    #: "batch" (``scorer`` scores any set of images at once) or "stream" (a test-time method: state over
-    #: an ordered stream of batches, run by :func:`negvocab.scoring.stream.run_stream`)
+    #: the incremental form for marginal gains: ``gains(v, t, n, **params)`` -> an object with
+    #: ``logits(cand)`` (a tuple of [n, C] per-candidate tensors), ``scores(*cols)`` ([n, C]: each
+    #: candidate appended alone), ``base_scores()`` and ``append(cand_row, *col)``
+    #: (:mod:`negvocab.scoring.incremental`). None: gains rescore ``neg + [c]`` per candidate
+    gains_kernel: Kernel | None = None
+    #: the top-k form ``topk(image_emb, id_emb, neg_emb, k, **params)`` -> ``TopkScores``, taken when ``topk`` is given
+    topk_kernel: Kernel | None = None
+    #: the parameter that takes the model's own logit scale when none is given (the logit baselines)
+    model_scale: str | None = None
+    #: (given, unless, warning): said when the shared parameter ``given`` is set, this method does not
+    #: take it and ``unless`` is unset (neglabel_eoe's penalty takes penalty_T, not T)
+    hints: tuple[tuple[str, str, str], ...] = field(default=())
+    #: ``batch``, or a kind another module serves (``stream``); see :data:`KINDS`
     kind: str = "batch"
     #: a stream method's :class:`~negvocab.scoring.stream.StreamMethod` class, or its "pkg.module:Class"
     stream: str | type | None = None
@@ -236,93 +269,267 @@ class Method:
                 f"{self.name} is a test-time (stream) method: run it with negvocab.run_stream or "
                 "negvocab.evaluate_stream, not as one batch"
             )
-        return _resolve(self.kernel)
+        return _resolve(self.kernel, f"method {self.name!r} kernel")
 
     @property
     def one_pass(self) -> Callable[..., dict[int, np.ndarray]] | None:
         """The one-pass sweep kernel, or None where each size is scored on its own."""
-        return _resolve(self.one_pass_kernel) if self.one_pass_kernel else None
+        return _resolve(self.one_pass_kernel, f"method {self.name!r} one_pass") if self.one_pass_kernel else None
+
+    @property
+    def gains(self) -> Callable[..., Any] | None:
+        """The incremental form for marginal gains, or None (gains then rescore per candidate)."""
+        return _resolve(self.gains_kernel, f"method {self.name!r} gains") if self.gains_kernel else None
+
+    @property
+    def topk(self) -> Callable[..., Any] | None:
+        """The top-k form, or None where ``topk`` is not served."""
+        return _resolve(self.topk_kernel, f"method {self.name!r} topk") if self.topk_kernel else None
 
     def accepts(self) -> set[str]:
         """Every keyword ``scorer`` takes: its parameters, the run parameters and its extra inputs."""
         return {*self.params, *RUN_PARAMS, *self.inputs}
 
 
-def _resolve(ref: str) -> Callable[..., Any]:
-    module, _, name = ref.partition(":")
-    return getattr(importlib.import_module(f"negvocab.scoring.{module}"), name)  # defers torch to the first score
+def _resolve(ref: Kernel, what: str) -> Callable[..., Any]:
+    """A kernel: a callable as given; ``"pkg.module:fn"`` imported (torch is deferred to the first score).
+    A short ``"module:fn"`` (no dot) is read in :mod:`negvocab.scoring`, as entries written before."""
+    if callable(ref):
+        return ref
+    module, _, name = str(ref).partition(":")
+    target = ref if "." in module else f"negvocab.scoring.{module}:{name}"
+    obj = resolve_target(target, what=what)
+    if not callable(obj):
+        raise InputError(f"{what} {ref!r} is not callable")
+    return obj  # type: ignore[return-value]
 
 
-METHODS: dict[str, Method] = {
-    m.name: m
-    for m in (
-        Method("mcm", "mcm:mcm", ("T",), "Ming et al., Delving into out-of-distribution detection with vision-language representations, NeurIPS 2022"),
-        Method("glmcm", "mcm:glmcm", ("T", "lam"), "Miyai et al., Zero-shot in-distribution detection in multi-object settings using vision-language foundation models, 2023",
-               aliases=("gl-mcm", "gl_mcm"), inputs=("local",)),
-        Method("neglabel", "neglabel:neglabel", ("tau", "groups", "grouping", "seed", "topk"), "Jiang et al., Negative label guided OOD detection with pretrained vision-language models, ICLR 2024",
-               needs_negatives=True, one_pass_kernel="neglabel:neglabel_prefixes", device_bound=(("grouping", "neglabel"),)),
-        Method("eoe", "eoe:eoe", ("beta", "T"), "Cao et al., Envisioning outlier exposure by large language models for out-of-distribution detection, ICML 2024",
-               needs_negatives=True, one_pass_kernel="eoe:eoe_prefixes"),
-        Method("neglabel_eoe", "eoe:neglabel_eoe", ("tau", "groups", "grouping", "seed", "beta", "penalty_T"),
-               "Rozumnyi et al., Fi-ImageNet-1k: An OOD Benchmark From the Inside of the ImageNet-1k Validation Set, arXiv:2609.01027",
-               needs_negatives=True, aliases=("neglabel+eoe", "neglabel-eoe"), one_pass_kernel="eoe:neglabel_eoe_prefixes", device_bound=(("grouping", "neglabel"),)),
-        Method("msp", "logits:msp", ("logit_scale",), "Hendrycks and Gimpel, A baseline for detecting misclassified and out-of-distribution examples in neural networks, ICLR 2017",
-               aliases=("maxsoftmax",)),
-        Method("maxlogit", "logits:maxlogit", ("logit_scale",), "Hendrycks et al., Scaling out-of-distribution detection for real-world settings, ICML 2022",
-               aliases=("max-logit", "max_logit")),
-        Method("energy", "logits:energy", ("logit_scale",), "Liu et al., Energy-based out-of-distribution detection, NeurIPS 2020"),
-        Method("gen", "logits:gen", ("logit_scale", "gamma", "top_classes"), "Liu et al., GEN: Pushing the limits of softmax-based out-of-distribution detection, CVPR 2023"),
+def _check(method: Method) -> Method:
+    """A method entry is refused in one line where a pipeline could not serve it: an unknown
+    parameter or input, a kernel neither a target nor a callable."""
+    if not isinstance(method, Method):
+        raise InputError(f"a method entry must be a negvocab.Method, got {type(method).__name__}")
+    unknown = [p for p in method.params if p not in PARAMS]
+    if unknown:
+        raise InputError(
+            f"method {method.name!r}: unknown parameter(s) {', '.join(unknown)}; register them first (negvocab.register_param)"
+        )
+    clash = [p for p in method.params if p in RUN_PARAMS or p in method.inputs]
+    if clash:
+        raise InputError(
+            f"method {method.name!r}: {', '.join(clash)} is a run parameter or input, not a method parameter"
+        )
+    bad = [i for i in method.inputs if i not in INPUTS]
+    if bad:
+        raise InputError(f"method {method.name!r}: unknown input(s) {', '.join(bad)}; choose from {', '.join(INPUTS)}")
+    if method.kind == "stream" and method.stream is None:
+        raise InputError(f"method {method.name!r}: a stream method needs its StreamMethod class (stream=)")
+    kernels = {"kernel": method.kernel, "one_pass": method.one_pass_kernel, "gains": method.gains_kernel}
+    if method.kind == "stream":
+        kernels.pop("kernel")  # served by its StreamMethod class
+    for what, ref in {**kernels, "topk": method.topk_kernel}.items():
+        if ref is not None and not callable(ref) and (not isinstance(ref, str) or ":" not in ref):
+            raise InputError(
+                f"method {method.name!r}: {what} must be 'package.module:function' or a callable, got {ref!r}"
+            )
+    if method.model_scale is not None and method.model_scale not in method.params:
+        raise InputError(f"method {method.name!r}: model_scale {method.model_scale!r} is not one of its parameters")
+    return method
+
+
+#: every registered method (built-ins below; plug-ins through :func:`register_method`)
+REGISTRY: Registry[Method] = Registry("method")
+
+
+def _builtin(method: Method) -> None:
+    REGISTRY.register(method.name, _check(method), aliases=method.aliases)
+
+
+_S = "negvocab.scoring"
+_BUILTINS: tuple[Method, ...] = (
+    Method("mcm", f"{_S}.mcm:mcm", ("T",), "Ming et al., Delving into out-of-distribution detection with vision-language representations, NeurIPS 2022"),
+    Method("glmcm", f"{_S}.mcm:glmcm", ("T", "lam"), "Miyai et al., Zero-shot in-distribution detection in multi-object settings using vision-language foundation models, 2023",
+           aliases=("gl-mcm", "gl_mcm"), inputs=("local",)),
+    Method("neglabel", f"{_S}.neglabel:neglabel", ("tau", "groups", "grouping", "seed", "topk"), "Jiang et al., Negative label guided OOD detection with pretrained vision-language models, ICLR 2024",
+           needs_negatives=True, one_pass_kernel=f"{_S}.neglabel:neglabel_prefixes", device_bound=(("grouping", "neglabel"),),
+           gains_kernel=f"{_S}.incremental:neglabel_gains", topk_kernel=f"{_S}.explain:neglabel_topk"),
+    Method("eoe", f"{_S}.eoe:eoe", ("beta", "T"), "Cao et al., Envisioning outlier exposure by large language models for out-of-distribution detection, ICML 2024",
+           needs_negatives=True, one_pass_kernel=f"{_S}.eoe:eoe_prefixes", gains_kernel=f"{_S}.incremental:eoe_gains"),
+    Method("neglabel_eoe", f"{_S}.eoe:neglabel_eoe", ("tau", "groups", "grouping", "seed", "beta", "penalty_T"),
+           "Rozumnyi et al., Fi-ImageNet-1k: An OOD Benchmark From the Inside of the ImageNet-1k Validation Set, arXiv:2609.01027",
+           needs_negatives=True, aliases=("neglabel+eoe", "neglabel-eoe"), one_pass_kernel=f"{_S}.eoe:neglabel_eoe_prefixes",
+           device_bound=(("grouping", "neglabel"),), gains_kernel=f"{_S}.incremental:neglabel_eoe_gains",
+           hints=(("T", "penalty_T", "T is the temperature of mcm/glmcm/eoe; neglabel_eoe's penalty takes penalty_T (default: tau)"),)),
+    Method("msp", f"{_S}.logits:msp", ("logit_scale",), "Hendrycks and Gimpel, A baseline for detecting misclassified and out-of-distribution examples in neural networks, ICLR 2017",
+           aliases=("maxsoftmax",), model_scale="logit_scale"),
+    Method("maxlogit", f"{_S}.logits:maxlogit", ("logit_scale",), "Hendrycks et al., Scaling out-of-distribution detection for real-world settings, ICML 2022",
+           aliases=("max-logit", "max_logit"), model_scale="logit_scale"),
+    Method("energy", f"{_S}.logits:energy", ("logit_scale",), "Liu et al., Energy-based out-of-distribution detection, NeurIPS 2020", model_scale="logit_scale"),
+    Method("gen", f"{_S}.logits:gen", ("logit_scale", "gamma", "top_classes"), "Liu et al., GEN: Pushing the limits of softmax-based out-of-distribution detection, CVPR 2023",
+           model_scale="logit_scale"),
+)  # fmt: skip
+for _m in _BUILTINS:
+    _builtin(_m)
+
+
+class _MethodsView(Mapping[str, Method]):
+    """``METHODS``: the registered methods by name, read-only and live (a plug-in's entry shows at once)."""
+
+    def __getitem__(self, name: str) -> Method:
+        if not isinstance(name, str) or name not in REGISTRY.names():
+            raise KeyError(name)
+        return REGISTRY.get(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(REGISTRY.names())
+
+    def __len__(self) -> int:
+        return len(REGISTRY)
+
+    def __repr__(self) -> str:
+        return f"METHODS({', '.join(REGISTRY.names())})"
+
+
+#: the registered methods by name (read-only, live); register with :func:`register_method`
+METHODS: Mapping[str, Method] = _MethodsView()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "NEEDS_NEGATIVES":  # frozen at import before; one release of the old name
+        warnings.warn(
+            "negvocab.scoring.methods.NEEDS_NEGATIVES is deprecated: use needs_negatives(method) or "
+            "list_methods(needs_negatives=True)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return frozenset(list_methods(needs_negatives=True))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def register_param(param: Param, *, replace: bool = False) -> Param:
+    """Add a scorer parameter (its type, default, limits, flag and meaning) for methods to take.
+
+    The same ``Param`` again is a no-op; a name or flag taken with another meaning is :class:`InputError`
+    (one meaning for a name across methods), unless ``replace``."""
+    if not isinstance(param, Param):
+        raise InputError(f"register_param takes a negvocab.Param, got {type(param).__name__}")
+    if not param.name.isidentifier():
+        raise InputError(f"a parameter name must be a Python identifier, got {param.name!r}")
+    if not param.flag.startswith("--"):
+        raise InputError(f"parameter {param.name}: flag must start with '--', got {param.flag!r}")
+    known = PARAMS.get(param.name)
+    if known == param:
+        return known
+    if param.name in RUN_PARAMS or (known is not None and not replace):
+        raise InputError(
+            f"parameter {param.name!r} is registered already with another meaning ({(known or RUN_PARAMS[param.name]).doc!r})"
+        )
+    reserved = {p.flag: n for n, p in (*PARAMS.items(), *RUN_PARAMS.items(), *EVALUATION_PARAMS.items())}
+    if reserved.get(param.flag, param.name) != param.name:
+        raise InputError(f"parameter {param.name}: flag {param.flag} is taken by {reserved[param.flag]!r}")
+    PARAMS[param.name] = param
+    return param
+
+
+def register_method(
+    name: str,
+    kernel: Kernel,
+    params: Iterable[str | Param] | Mapping[str, Param] = (),
+    *,
+    needs_negatives: bool = False,
+    one_pass: Kernel | None = None,
+    gains: Kernel | None = None,
+    topk: Kernel | None = None,
+    inputs: Iterable[str] = (),
+    aliases: Iterable[str] = (),
+    paper: str = "",
+    device_bound: Iterable[tuple[str, Any]] = (),
+    model_scale: str | None = None,
+    kind: str = "batch",
+    replace: bool = False,
+) -> Method:
+    """Register a scoring method whose kernel lives in any module (``"pkg.module:fn"``) or is a callable.
+
+    ``params``: the parameters it takes, by name (registered already) or as :class:`Param` (registered
+    here, :func:`register_param`). The keywords are its capabilities (:class:`Method`). A name or alias
+    taken is :class:`InputError` unless ``replace`` (a notebook re-running its cell). Returns the entry.
+    """
+    specs = list(params.values()) if isinstance(params, Mapping) else list(params)
+    names = []
+    for p in specs:
+        names.append(register_param(p).name if isinstance(p, Param) else str(p))
+    method = _check(
+        Method(
+            name=str(name).strip().lower(),
+            kernel=kernel,
+            params=tuple(names),
+            paper=paper,
+            needs_negatives=bool(needs_negatives),
+            aliases=tuple(str(a).strip().lower() for a in aliases),
+            one_pass_kernel=one_pass,
+            inputs=tuple(inputs),
+            device_bound=tuple(device_bound),
+            gains_kernel=gains,
+            topk_kernel=topk,
+            model_scale=model_scale,
+            kind=kind,
+        )
     )
-}  # fmt: skip
-_ALIASES = {alias: m.name for m in METHODS.values() for alias in m.aliases}
-#: the methods that take negative (or outlier) label embeddings
-NEEDS_NEGATIVES: frozenset[str] = frozenset(m.name for m in METHODS.values() if m.needs_negatives)
+    REGISTRY.register(method.name, method, aliases=method.aliases, replace=replace)
+    return method
 
 
 def add_method(m: Method, *, replace: bool = False) -> Method:
-    """Register ``m`` under its name and aliases (:func:`negvocab.register_stream_method` calls this);
-    a name or alias that is taken is :class:`InputError` unless ``replace``."""
-    if m.name in METHODS and not replace:
-        raise InputError(f"method {m.name!r} is registered already (pass replace=True to replace it)")
-    taken = [k for k in (m.name, *m.aliases) if _ALIASES.get(k, m.name) != m.name or (k != m.name and k in METHODS)]
-    if taken:
-        raise InputError(f"method name {taken[0]!r} is taken by another method")
-    if m.name in METHODS:
-        remove_method(m.name)
-    METHODS[m.name] = m
-    _ALIASES.update({a: m.name for a in m.aliases})
+    """Register a ready :class:`Method` entry under its name and aliases (:func:`negvocab.register_stream_method`
+    calls this); a name or alias that is taken is :class:`InputError` unless ``replace``."""
+    REGISTRY.register(m.name, _check(m), aliases=m.aliases, replace=replace)
     return m
 
 
 def remove_method(method: str, *, missing_ok: bool = False) -> None:
     """Remove a registered method and its aliases (tests and notebooks that add a temporary one)."""
-    key = _ALIASES.get(str(method).strip().lower(), str(method).strip().lower())
-    if key not in METHODS:
-        if missing_ok:
-            return
-        raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    del METHODS[key]
-    for alias in [a for a, k in _ALIASES.items() if k == key]:
-        del _ALIASES[alias]
+    REGISTRY.unregister(method, missing_ok=missing_ok)
 
 
-def list_methods() -> list[str]:
-    """The registered method names, in registry order."""
-    return list(METHODS)
+def unregister_method(name: str) -> None:
+    """Remove a registered method (tests and notebooks that register a temporary one)."""
+    REGISTRY.unregister(name)
+
+
+def list_methods(where: Callable[[Method], bool] | None = None, **capabilities: Any) -> list[str]:
+    """The registered method names, in registry order; those with ``capabilities`` (``needs_negatives=True``,
+    ``kind="batch"``) and for which ``where(method)`` holds, when given."""
+    out = []
+    for n in REGISTRY.names():
+        m = REGISTRY.get(n)
+        if all(getattr(m, k) == v for k, v in capabilities.items()) and (where is None or where(m)):
+            out.append(n)
+    return out
+
+
+def needs_negatives(method: str) -> bool:
+    """Whether ``method`` takes negative (or outlier) label embeddings."""
+    return get_method(method).needs_negatives
+
+
+def batch_method(method: str, what: str) -> Method:
+    """The entry of ``method`` if it is a ``batch`` method (what ``what`` serves), else one :class:`InputError`."""
+    m = get_method(method)
+    if m.kind != "batch":
+        raise InputError(
+            f"{m.name} is a {m.kind} method; {what} serves batch methods ({', '.join(list_methods(kind='batch'))})"
+        )
+    return m
 
 
 def canonical_method(method: str) -> str:
     """The registered name of ``method`` (case-insensitive, aliases accepted) or :class:`InputError`."""
-    key = str(method).strip().lower()
-    key = _ALIASES.get(key, key)
-    if key not in METHODS:
-        raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    return key
+    return REGISTRY.canonical(method)
 
 
 def get_method(method: str) -> Method:
     """The :class:`Method` entry of ``method`` (a name or an alias)."""
-    return METHODS[canonical_method(method)]
+    return REGISTRY.get(method)
 
 
 def check_params(method: str, params: Mapping[str, Any], *, cli: bool = False) -> dict[str, Any]:
@@ -364,7 +571,7 @@ def check_evaluation(*, cli: bool = False, **values: Any) -> None:
 
 
 def method_table(names: Iterable[str] | None = None) -> list[dict[str, Any]]:
-    """One row per method (name, aliases, parameters with defaults, negatives, paper), for docs and ``--help``."""
+    """One row per method (name, aliases, parameters with defaults, capabilities, paper), for docs and ``--help``."""
     rows = []
     for m in (get_method(n) for n in (names or METHODS)):
         params = {p: PARAMS[p].default for p in m.params}
@@ -374,6 +581,10 @@ def method_table(names: Iterable[str] | None = None) -> list[dict[str, Any]]:
                 "aliases": list(m.aliases),
                 "params": params,
                 "needs_negatives": m.needs_negatives,
+                "one_pass": m.one_pass_kernel is not None,
+                "gains": m.gains_kernel is not None,
+                "inputs": list(m.inputs),
+                "kind": m.kind,
                 "paper": m.paper,
             }
         )
@@ -384,9 +595,12 @@ def scorer_params(method: str, params: Mapping[str, Any], own: float | None = No
     """The subset of a shared ``params`` set that ``method`` takes (:func:`params_for`), checked.
 
     With ``own``, the model's logit scale (``VLM.logit_scale``: 100 for CLIP's released weights,
-    SigLIP's learned one), a logit baseline (msp, maxlogit, energy, gen) not given ``logit_scale`` takes it."""
-    if own is not None and params.get("logit_scale") is None and "logit_scale" in get_method(method).params:
-        params = {**params, "logit_scale": own}
-    if method == "neglabel_eoe" and params.get("T") is not None and params.get("penalty_T") is None:
-        logger.warning("T is the temperature of mcm/glmcm/eoe; neglabel_eoe's penalty takes penalty_T (default: tau)")
-    return params_for(method, params)
+    SigLIP's learned one), a method with a ``model_scale`` parameter (the logit baselines msp,
+    maxlogit, energy, gen: ``logit_scale``) not given it takes it."""
+    m = get_method(method)
+    if own is not None and m.model_scale is not None and params.get(m.model_scale) is None:
+        params = {**params, m.model_scale: own}
+    for given, unless, text in m.hints:
+        if given not in m.params and params.get(given) is not None and params.get(unless) is None:
+            logger.warning("%s", text)
+    return params_for(m.name, params)

@@ -37,13 +37,14 @@ from typing import Any
 import numpy as np
 
 from negvocab.errors import InputError
+from negvocab.scoring import methods as _methods
 from negvocab.scoring.eoe import eoe, eoe_prefixes, neglabel_eoe, neglabel_eoe_prefixes
 from negvocab.scoring.explain import TopkScores, explain, neglabel_topk
 from negvocab.scoring.grouping import GROUPINGS, Grouping, neglabel_groups
 from negvocab.scoring.inputs import embeddings_of
 from negvocab.scoring.logits import energy, gen, maxlogit, msp
 from negvocab.scoring.mcm import glmcm, mcm
-from negvocab.scoring.methods import METHODS, NEEDS_NEGATIVES, canonical_method, check_params
+from negvocab.scoring.methods import METHODS, canonical_method, check_params, get_method, list_methods
 from negvocab.scoring.neglabel import neglabel, neglabel_prefixes
 
 logger = logging.getLogger(__name__)
@@ -53,7 +54,6 @@ __all__ = [
     "GROUPINGS",
     "Grouping",
     "METHODS",
-    "NEEDS_NEGATIVES",
     "TopkScores",
     "canonical_method",
     "eoe",
@@ -87,18 +87,21 @@ def score(
 
     Parameters
     ----------
-    method : {"mcm", "glmcm", "neglabel", "eoe", "neglabel_eoe", "msp", "maxlogit", "energy", "gen"}
-        Aliases: "gl-mcm", "neglabel+eoe".
+    method : str
+        A registered method (``negvocab.list_methods()``: the built-ins mcm, glmcm, neglabel, eoe,
+        neglabel_eoe, msp, maxlogit, energy, gen, and any registered with ``negvocab.register_method``)
+        or an alias ("gl-mcm", "neglabel+eoe").
     image_emb : array or tensor, shape (n, d), or an ``ImageEmbeddings``
     id_emb : array or tensor, shape (K, d)
     neg_emb : array or tensor, shape (M, d), optional
-        Negative (or outlier) label embeddings; required by neglabel, eoe, neglabel_eoe.
+        Negative (or outlier) label embeddings; required by the methods that take them
+        (``negvocab.list_methods(needs_negatives=True)``).
     **params
         Passed to the scorer: ``tau``, ``groups``, ``grouping``, ``seed`` (NegLabel); ``beta``,
         ``T`` (EOE); ``T`` (MCM); ``local``, ``lam``, ``T`` (GL-MCM); ``beta``, ``penalty_T``
         (NegLabel + EOE); ``logit_scale`` (MSP, MaxLogit, Energy, GEN: logits = scale x cosine,
         default 100), ``gamma``, ``top_classes`` (GEN); ``device``, ``chunk_size``.
-        ``topk=k`` (NegLabel only) sums each image's k nearest negatives; with ``return_bounds=True``
+        ``topk=k`` (methods with a top-k form: NegLabel) sums each image's k nearest negatives; with ``return_bounds=True``
         it returns the :class:`TopkScores` (estimate, certified lower/upper bounds) instead.
 
     Returns
@@ -114,20 +117,30 @@ def score(
     >>> negvocab.score("neglabel", img, idt, neg, groups=4).shape
     (3,)
     """
-    key = canonical_method(method)
-    if params.get("topk") is not None and key != "neglabel":
-        raise InputError(f"topk is only available for neglabel, not {key}")
+    m = get_method(method)
+    key = m.name
+    if params.get("topk") is not None and m.topk is None:
+        raise InputError(
+            f"topk is only available for {', '.join(list_methods(lambda x: x.topk_kernel is not None))}, not {key}"
+        )
     check_params(key, {k: v for k, v in params.items() if k != "return_bounds"})
     topk = params.pop("topk", None)
     return_bounds = params.pop("return_bounds", False)
     if topk is not None:
-        res = neglabel_topk(image_emb, id_emb, neg_emb, topk, **params)
+        assert m.topk is not None
+        res = m.topk(image_emb, id_emb, neg_emb, topk, **params)
         return res if return_bounds else res.scores
     if return_bounds:
         raise InputError("return_bounds needs topk=k")
-    m = METHODS[key]
     if m.needs_negatives:
         return m.scorer(image_emb, id_emb, neg_emb, **params)
     if neg_emb is not None:
         logger.info("%s ignores the negative labels", key)
     return m.scorer(image_emb, id_emb, **params)
+
+
+def __getattr__(name: str) -> Any:
+    """``NEEDS_NEGATIVES``, deprecated (one release): :func:`negvocab.scoring.methods.needs_negatives`."""
+    if name == "NEEDS_NEGATIVES":
+        return _methods.__getattr__(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

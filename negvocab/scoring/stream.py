@@ -50,7 +50,16 @@ import numpy as np
 
 from negvocab.errors import InputError
 from negvocab.registry import resolve_target
-from negvocab.scoring.methods import METHODS, PARAMS, Method, Param, add_method, check_params, get_method
+from negvocab.scoring.methods import (
+    METHODS,
+    PARAMS,
+    Method,
+    Param,
+    add_method,
+    check_params,
+    get_method,
+    register_param,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -321,8 +330,9 @@ def register_stream_method(
         kind="stream",
         stream=cls_or_target,
     )
+    for p in new.values():
+        register_param(p)  # before the entry: the registry checks a method's parameters are known
     add_method(m, replace=replace)
-    PARAMS.update(new)  # only once the method is in
     return m
 
 

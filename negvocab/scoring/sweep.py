@@ -23,11 +23,11 @@ import numpy as np
 
 from negvocab.errors import InputError
 from negvocab.scoring import scores
-from negvocab.scoring.methods import METHODS, check_params, get_method
+from negvocab.scoring.methods import batch_method, check_params, get_method, list_methods
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["parse_sizes", "sweep"]
+__all__ = ["check_sweep_method", "parse_sizes", "sweep"]
 
 
 def parse_sizes(sizes: str | Iterable[int], m: int | None = None) -> list[int]:
@@ -66,6 +66,16 @@ def parse_sizes(sizes: str | Iterable[int], m: int | None = None) -> list[int]:
     return sorted(set(out))
 
 
+def check_sweep_method(method: str) -> str:
+    """The registered name of ``method`` if a pool-size sweep can serve it (a batch method that takes
+    negatives), else one :class:`InputError` (said before any model work)."""
+    spec = batch_method(method, "a pool-size sweep")
+    if not spec.needs_negatives:
+        able = ", ".join(list_methods(needs_negatives=True, kind="batch"))
+        raise InputError(f"{spec.name} does not use negative labels; a pool-size sweep needs {able}")
+    return spec.name
+
+
 def sweep(
     image_emb: Any,
     id_emb: Any,
@@ -86,9 +96,9 @@ def sweep(
     sizes : iterable of int or str
         Pool sizes, each in [1, M_max] (``"1000,2000,5k"`` accepted).
     method : str, default "neglabel"
-        Any method of :func:`negvocab.score` that takes negatives. EOE, and NegLabel and
-        NegLabel+EOE with stratified grouping (the default), run as one pass; random grouping and
-        top-k run once per size.
+        Any registered method that takes negatives. Those with a one-pass form (EOE, and NegLabel
+        and NegLabel+EOE with stratified grouping, the default) run as one pass; others, random
+        grouping and top-k run once per size.
     **params
         Passed to the scorer (``tau``, ``groups``, ``grouping``, ``seed``, ``beta``, ``device``, ...).
 
@@ -98,23 +108,24 @@ def sweep(
         ``{M: scores}`` in increasing M; each equals ``negvocab.score(method, image_emb, id_emb,
         ranked_neg_emb[:M], **params)`` (to float rounding).
     """
-    spec = get_method(method)
+    spec = get_method(check_sweep_method(method))
     key = spec.name
     check_params(key, params)
-    if spec.one_pass is None:
-        raise InputError(
-            f"{key} does not use negative labels; a pool-size sweep needs {', '.join(n for n, x in METHODS.items() if x.one_pass)}"
-        )
     neg_rows = scores.embeddings_of(ranked_neg_emb)
     if neg_rows is None:
         raise InputError("sweep needs the ranked negative label embeddings")
     wanted = parse_sizes(sizes, len(neg_rows))
     grouped = "grouping" in spec.params
-    one_pass = (not grouped or params.get("grouping", "stratified") == "stratified") and params.get("topk") is None
+    one_pass = (
+        spec.one_pass_kernel is not None
+        and (not grouped or params.get("grouping", "stratified") == "stratified")
+        and params.get("topk") is None
+    )
     start = time.perf_counter()
     if one_pass:
         params.pop("grouping", None)
         params.pop("seed", None)  # stratified grouping draws nothing
+        assert spec.one_pass is not None
         result = spec.one_pass(image_emb, id_emb, neg_rows[: max(wanted)], wanted, **params)
     else:
         result = {m: scores.score(key, image_emb, id_emb, neg_rows[:m], **params) for m in wanted}

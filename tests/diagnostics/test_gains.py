@@ -173,7 +173,7 @@ def test_a_grouping_that_drops_the_tail_drops_the_candidate(monkeypatch):
     """NegLabel's released grouping drops the last M mod G ranks: a candidate appended there changes
     the grouping of the others but adds nothing. Emulated by a dropping random grouping; the
     reference is the explicit float64 formula over the same groups."""
-    from negvocab.scoring import scores as S
+    from negvocab.scoring import incremental as S  # the gains forms draw their groups there
 
     def dropping(m, groups=100, grouping="stratified", seed=0, **kw):
         g = min(groups, m)

@@ -98,13 +98,19 @@ def test_the_grid_config_reads_the_registry():
         parse_config({**doc, "grid": {"tpr": "0.95"}})
 
 
-def test_a_new_method_is_one_entry(emb, monkeypatch):
+@pytest.fixture
+def eoe_twin():
+    """EOE registered again under a new name, as a user would (its kernels by full target)."""
+    twin = dataclasses.replace(R.METHODS["eoe"], name="eoe_twin", aliases=("eoe-twin",))
+    R.REGISTRY.register(twin.name, twin, aliases=twin.aliases)
+    yield twin
+    R.unregister_method("eoe_twin")
+
+
+def test_a_new_method_is_one_entry(emb, eoe_twin):
     """An entry pointing at a kernel is scored by name, swept when it has a one-pass form, and
     listed; nothing else has to change."""
     img, idt, neg = emb
-    twin = dataclasses.replace(R.METHODS["eoe"], name="eoe_twin", aliases=("eoe-twin",))
-    monkeypatch.setitem(R.METHODS, "eoe_twin", twin)
-    monkeypatch.setitem(R._ALIASES, "eoe-twin", "eoe_twin")
     np.testing.assert_array_equal(
         negvocab.score("EOE-twin", img, idt, neg, beta=0.5), negvocab.score("eoe", img, idt, neg, beta=0.5)
     )
