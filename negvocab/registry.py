@@ -67,12 +67,7 @@ class Registry(Generic[T]):
 
         A name or alias that is taken is :class:`InputError` unless ``replace`` (a notebook re-running
         its cell replaces its own entry). Returns ``entry``, so it can serve as a decorator's body."""
-        key = _key(name)
-        if not key:
-            raise InputError(f"a {self.kind} needs a non-empty name")
-        taken = [k for k in (key, *map(_key, aliases)) if k in self._entries or k in self._aliases]
-        if taken and not replace:
-            raise InputError(f"{self.kind} {taken[0]!r} is registered already (pass replace=True to replace it)")
+        key = self.check_free(name, aliases, replace=replace)
         if replace:
             self.unregister(key, missing_ok=True)
         self._entries[key] = entry
@@ -81,9 +76,28 @@ class Registry(Generic[T]):
                 self._aliases[alias] = key
         return entry
 
+    def check_free(self, name: str, aliases: tuple[str, ...] = (), *, replace: bool = False) -> str:
+        """The key ``name`` would be registered under, or :class:`InputError` if :meth:`register` would
+        refuse it (so a caller can check before it changes anything else)."""
+        key = _key(name)
+        if not key:
+            raise InputError(f"a {self.kind} needs a non-empty name")
+        # replace swaps only an entry of this very name: a name or alias that belongs to ANOTHER entry
+        # (an alias of a built-in, a built-in's name given as an alias) is refused even with replace
+        owners = {k: self._aliases.get(k, k) for k in (key, *map(_key, aliases))}
+        taken = [k for k, owner in owners.items() if owner in self._entries and (owner != key or not replace)]
+        if taken:
+            owner = owners[taken[0]]
+            hint = " (pass replace=True to replace it)" if owner == key else f" by {owner!r}"
+            raise InputError(f"{self.kind} {taken[0]!r} is registered already{hint}")
+        return key
+
     def unregister(self, name: str, *, missing_ok: bool = False) -> None:
-        """Remove ``name`` and its aliases (tests and notebooks that register a temporary entry)."""
-        key = self._aliases.get(_key(name), _key(name))
+        """Remove the entry registered as ``name`` and its aliases (tests and notebooks that register a
+        temporary entry). An alias is not a name: unregistering it is refused, not its owner removed."""
+        key = _key(name)
+        if key in self._aliases:
+            raise InputError(f"{name!r} is an alias of {self.kind} {self._aliases[key]!r}; unregister it by its name")
         if key not in self._entries:
             if missing_ok:
                 return

@@ -42,3 +42,18 @@ def test_a_broken_plugin_is_one_line(tmp_path, monkeypatch):
         plugins.load_plugins()
     monkeypatch.delenv(plugins.ENV_VAR)
     assert plugins.load_plugins(environment=False) == []
+
+
+def test_a_plugin_may_add_a_command_to_the_cli(tmp_path):
+    """Plug-ins load after the CLI's app exists: a plug-in that imports it (to add a command) is no circle."""
+    import subprocess
+    from pathlib import Path
+
+    (tmp_path / "nv_cmd_probe.py").write_text(
+        "from negvocab.cli.app import app\n\n\n@app.command('hello-probe')\ndef hello() -> None:\n    print('hello probe')\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    env = {**__import__("os").environ, plugins.ENV_VAR: "nv_cmd_probe", "PYTHONPATH": f"{root}:{tmp_path}"}
+    code = "import sys; from negvocab.cli import main; sys.argv = ['negvocab', 'hello-probe']; main()"
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "hello probe", r.stderr

@@ -62,3 +62,20 @@ def test_bad_targets_are_one_line(target, message):
     with pytest.raises(InputError, match=message):
         resolve_target(target)
     assert resolve_target("os:path.join") is __import__("os").path.join  # a dotted attribute
+
+
+def test_replace_never_takes_another_entrys_name_or_alias():
+    r: Registry[int] = Registry("thing")
+    r.register("glmcm", 1, aliases=("gl-mcm",))
+    r.register("mcm", 2)
+    # a name that is another entry's alias, or an alias that is another entry's name: refused even with replace
+    with pytest.raises(InputError, match=r"'gl-mcm' is registered already by 'glmcm'"):
+        r.register("gl-mcm", 3, replace=True)
+    with pytest.raises(InputError, match=r"'mcm' is registered already by 'mcm'"):
+        r.register("mine", 4, aliases=("mcm",), replace=True)
+    assert r.names() == ["glmcm", "mcm"] and r.get("gl-mcm") == 1 and r.get("mcm") == 2 and "mine" not in r
+    r.register("glmcm", 5, aliases=("gl-mcm", "glm"), replace=True)  # its own name and aliases: replaced
+    assert r.get("gl-mcm") == 5 and r.get("glm") == 5 and r.names() == ["mcm", "glmcm"]
+    with pytest.raises(InputError, match="is an alias of thing 'glmcm'"):
+        r.unregister("glm")
+    assert "glmcm" in r

@@ -12,7 +12,7 @@ import torch
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import IdClasses, imagenet1k
 from negvocab.scoring import scores as S
-from negvocab.scoring.methods import PARAMS, check_params, get_method
+from negvocab.scoring.methods import PARAMS, batch_method, check_params
 from negvocab.vlm.images import encode_batch
 from negvocab.vocab import Vocabulary
 
@@ -64,7 +64,7 @@ class ZeroShot:
         templates: str | list[str] = "paper8",
         **params: Any,
     ) -> None:
-        self.method = get_method(method)
+        self.method = batch_method(method, "the pytorch-ood and OpenOOD adapters")
         scale = getattr(vlm, "logit_scale", None)  # the model's own (VLM.logit_scale)
         own = self.method.model_scale  # the parameter that takes it (the logit baselines' logit_scale)
         if own is not None and params.get(own) is None and scale is not None:

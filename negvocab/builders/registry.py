@@ -117,7 +117,7 @@ class Builder:
         if info is None:
             return False
         try:
-            TypeAdapter(info.annotation).validate_python(value, strict=True)
+            TypeAdapter(info.annotation or Any).validate_python(value, strict=True)
         except (ValidationError, TypeError):
             return False
         return True

@@ -27,13 +27,7 @@ __all__ = ["EXIT_USER_ERROR", "CommandGroup", "app", "build_app", "interrupted_l
 
 EXIT_USER_ERROR = 2
 
-# plug-ins ($NEGVOCAB_PLUGINS, the "negvocab.plugins" entry points) register their methods before the
-# commands read the registry for their options; a plug-in that fails is one line when a command runs
-try:
-    load_plugins()
-    PLUGIN_ERROR: str | None = None
-except NegvocabError as _e:
-    PLUGIN_ERROR = str(_e)
+PLUGIN_ERROR: str | None = None  # set by the plug-in load at the end of this module
 
 # click's UsageError, wherever this typer takes click from (typer >= 0.26 vendors it): found through
 # the public typer.BadParameter, never a private module of typer.
@@ -197,3 +191,12 @@ def _root(
     ),
 ) -> None:
     """Logging is set up by the -v/-q/--log-file options of each command (negvocab.cli.logs)."""
+
+
+# plug-ins ($NEGVOCAB_PLUGINS, the "negvocab.plugins" entry points) register their methods before the
+# commands read the registry for their options; a plug-in that fails is one line when a command runs.
+# Loaded last, so that a plug-in may import this module (its `app`, to add a command of its own).
+try:
+    load_plugins()
+except NegvocabError as _e:
+    PLUGIN_ERROR = str(_e)

@@ -35,7 +35,7 @@ from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.plots import check_plot_formats
-from negvocab.scoring.methods import Method, canonical_method, get_method, list_methods
+from negvocab.scoring.methods import Method, batch_method, get_method, list_methods
 from negvocab.vocab import Vocabulary
 
 __all__ = ["coverage_cmd"]
@@ -118,7 +118,7 @@ def coverage_cmd(
     convention, tpr = metrics["convention"], metrics["tpr"]
     from negvocab.diagnostics.coverage import COVERAGE_FILES, coverage  # deferred: it imports torch
 
-    key = canonical_method(method)
+    key = batch_method(method, "negvocab coverage").name
     if not _served(get_method(key)):
         raise InputError(f"--method {key} uses no negative labels; coverage needs {', '.join(list_methods(_served))}")
     plot_format = check_plot_formats([plot_format], "--plot-format")[0]

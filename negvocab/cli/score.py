@@ -44,7 +44,7 @@ from negvocab.errors import InputError
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.plots import check_plot_formats
 from negvocab.report.results import RESULT_FILES, SWEEP_FILES, format_table, write_results, write_sweep
-from negvocab.scoring.methods import Method, canonical_method, get_method, list_methods, needs_negatives
+from negvocab.scoring.methods import Method, batch_method, get_method, list_methods, needs_negatives
 from negvocab.vocab import Vocabulary
 
 __all__ = ["score_cmd", "sweep_cmd"]
@@ -110,7 +110,7 @@ def score_cmd(
     convention, tpr, n_boot, seed = metrics["convention"], metrics["tpr"], metrics["n_boot"], params["seed"]
     from negvocab.evaluation.evaluate import evaluate_vocabularies
 
-    methods = [canonical_method(m) for m in (method or ["neglabel"])]  # fail before loading a model
+    methods = [batch_method(m, "negvocab score").name for m in (method or ["neglabel"])]  # before any model
     claim_results_folder(output, RESULT_FILES, overwrite=overwrite)  # held until the command ends
     check_scoring_options(params, convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
     if explain < 0:
@@ -237,7 +237,7 @@ def sweep_cmd(
     from negvocab.scoring.sweep import parse_sizes
 
     # fail on bad options before loading a model or reading images
-    key = canonical_method(method)
+    key = batch_method(method, "negvocab sweep").name
     formats = check_plot_formats([f for f in plot_format.split(",") if f.strip()], "--plot-format")
     claim_results_folder(output, SWEEP_FILES, overwrite=overwrite)  # held until the command ends
     if not _swept(get_method(key)):

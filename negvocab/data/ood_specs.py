@@ -60,10 +60,10 @@ def parse_ood_specs(values: Sequence[Spec] | Mapping[str, Spec] | None, *, cli: 
     if isinstance(values, Mapping):
         items = [(str(k), os.fspath(v), f"{k}={os.fspath(v)}") for k, v in values.items()]
     else:
-        for value in map(os.fspath, values or []):
-            name, eq, rest = value.partition("=")
-            named = bool(eq) and name.strip() and "/" not in name and "\\" not in name and not Path(value).exists()
-            items.append((name.strip() if named else None, rest if named else value, value))
+        for value in (os.fspath(v) for v in values or []):
+            key, eq, rest = value.partition("=")
+            named = bool(eq) and key.strip() and "/" not in key and "\\" not in key and not Path(value).exists()
+            items.append((key.strip() if named else None, rest if named else value, value))
     sets: dict[str, Path] = {}
     benchmarks: list[tuple[str, str]] = []
     for name, given, value in items:
@@ -155,7 +155,7 @@ def _id_set(
         if ground_truth is not None:
             return imagenet_val(id_path, ground_truth=ground_truth)
         return open_image_set(id_path, **kw)
-    wanted = {}
+    wanted: dict[tuple[Any, Path], tuple[str, str]] = {}
     for bench, root in benchmarks:
         b = REGISTRY.get(bench)
         if b.id is not None and b.kind != "carve":
@@ -169,8 +169,8 @@ def _id_set(
         return carved[0][2]
     if not wanted:
         return None
-    (spec, root), (bench, given) = next(iter(wanted.items()))
+    (spec, id_root), (bench, given) = next(iter(wanted.items()))
     try:
-        return spec.open(root, ground_truth=ground_truth, tag=False)
+        return spec.open(id_root, ground_truth=ground_truth, tag=False)
     except InputError as e:
         raise InputError(f"{bench}={given}: its ID set: {e}; or give {_name('id_path', cli)}") from None

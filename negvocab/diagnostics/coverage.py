@@ -45,7 +45,7 @@ from negvocab.progress import Progress
 from negvocab.report.plots import PLOT_FORMATS, plot_repair
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
-from negvocab.scoring.methods import PARAMS, params_for
+from negvocab.scoring.methods import PARAMS, scorer_params
 from negvocab.vlm.templates import resolve_templates
 
 if TYPE_CHECKING:
@@ -311,7 +311,8 @@ def coverage(
     # long: one analysis over the same score arrays (per class, confusions, gains); split in a later round
     method = check_gains_method(method, {}, what="coverage needs")  # before any model work
     convention = M.check_convention(convention)
-    params = {k: v for k, v in params_for(method, params or {}).items() if k != "topk"}
+    own = getattr(vlm, "logit_scale", None)  # a method's model_scale parameter takes it, as in score
+    params = {k: v for k, v in scorer_params(method, params or {}, own).items() if k != "topk"}
     _check_coverage_args(tpr, top_k, explain_k)  # before any image is read
     resolve_templates(templates)
     id_classes = id_classes if id_classes is not None else imagenet1k()

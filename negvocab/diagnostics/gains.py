@@ -144,6 +144,8 @@ def check_gains_method(method: str, params: Mapping[str, Any], *, what: str = "m
     if not spec.needs_negatives:
         able = ", ".join(list_methods(needs_negatives=True))
         raise InputError(f"{what} a method that uses negatives ({able}), not {spec.name}")
+    if spec.inputs:
+        raise InputError(f"{spec.name} takes {', '.join(spec.inputs)}, which marginal gains do not give")
     if "topk" in params:
         raise InputError(f"{spec.name}: unexpected parameter(s) topk (marginal gains score every negative)")
     check_params(spec.name, params)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from negvocab.data.benchmarks import GROUPS, RESERVED_SET_NAMES, ood_group
+from negvocab.data.benchmarks import GROUPS, RESERVED_SET_NAMES, OpenedSets, ood_group
 from negvocab.errors import InputError
 from negvocab.evaluation.row import ResultRow
 from negvocab.provenance import command_line, negvocab_version, versions
@@ -75,7 +75,7 @@ def set_meta(images: ImageSet | ImageEmbeddings, n: int) -> dict[str, Any]:
     return {"name": images.name, "n": n, **jsonable(images.info)}
 
 
-def named_ood_sets(ood: Any) -> dict[str, Any]:
+def named_ood_sets(ood: Any) -> Mapping[str, Any]:
     """OOD sets by name: a mapping as given (names non-empty, not ``"mean"``), a list of sets each
     named after itself (names must differ), or one set named after itself (its ``name``; ``"ood"``
     for given embeddings)."""
@@ -99,6 +99,8 @@ def named_ood_sets(ood: Any) -> dict[str, Any]:
                 raise InputError(
                     f"OOD set name {name!r} is not allowed (names must be non-empty and not {', '.join(map(repr, SUMMARY_ROWS))})"
                 )
+        if isinstance(ood, OpenedSets):  # keep each set's group (embeddings given for them carry no info)
+            return OpenedSets({**sets}, id=ood.id, groups=dict(ood.groups), benchmarks=dict(ood.benchmarks))
         return sets
     return {str(getattr(ood, "name", "") or "ood"): ood}
 

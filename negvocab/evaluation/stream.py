@@ -130,8 +130,15 @@ def evaluate_stream(
         res = run_stream(detector, _stack(id_x, x), batch_size=batch_size, order=order, seed=stream_seed)
         streams[name] = res
         scores[name] = {"id": res.scores[:n_id], "ood": res.scores[n_id:]}
-        metrics = dict(tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
-        rows += ood_rows(base, scores[name]["id"], {name: scores[name]["ood"]}, **metrics)
+        rows += ood_rows(
+            base,
+            scores[name]["id"],
+            {name: scores[name]["ood"]},
+            tpr=tpr,
+            convention=convention,
+            n_boot=n_boot,
+            seed=seed,
+        )
     if len(rows) > 1:
         rows.append(_mean_row(base, rows, scores, tpr=tpr, convention=convention, n_boot=n_boot, seed=seed))
     meta = {
@@ -197,12 +204,17 @@ def _mean_row(
     mean.update(n_id=rows[0]["n_id"], n_ood=sum(r["n_ood"] for r in rows), n_ood_sets=len(rows))
     if n_boot:
         level = rows[0]["ci_level"]
-        for key, kw in (("fpr", {"tpr": tpr, "convention": convention}), ("auroc", {})):
+        metric_kw: tuple[tuple[str, dict[str, Any]], ...] = (
+            ("fpr", {"tpr": tpr, "convention": convention}),
+            ("auroc", {}),
+        )
+        for key, kw in metric_kw:
             draws = [
                 M.bootstrap_values(key, s["id"], s["ood"], n_boot=n_boot, seed=seed, **kw) for s in scores.values()
             ]
-            if all(d is not None for d in draws):
-                low, high = np.quantile(np.mean(draws, axis=0), [(1 - level) / 2, 1 - (1 - level) / 2])
+            kept = [d for d in draws if d is not None]
+            if len(kept) == len(draws):
+                low, high = np.quantile(np.mean(np.stack(kept), axis=0), [(1 - level) / 2, 1 - (1 - level) / 2])
                 mean[f"{key}_ci"] = [float(low), float(high)]
         mean.update(ci_level=level, n_boot=int(n_boot), ci_resample="ood, within each set")
     return mean

@@ -132,22 +132,24 @@ def sweep_vocabulary(
     ranked = vlm.encode_text(
         list(vocab.labels[: max(wanted)]), templates, pos=vocab.parts_of_speech()[: max(wanted)], progress=progress
     )
-    kw = scorer_params(method, params)
+    kw = scorer_params(method, params, getattr(vlm, "logit_scale", None))  # as evaluate_vocabularies
     by_m = sweep(enc.images, class_emb, ranked, wanted, method=method, device=vlm.device, **kw)
     common = {"method": method, **model_fields(vlm), "templates": templates}
-    boot = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed, "groups": enc.groups}
+    boot: dict[str, Any] = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed, "groups": enc.groups}
     vname = name or vocab.source
     order_name = "ranked" if ranked_order else "given"
     rows = []
     for m, s in by_m.items():
         identity = {"M": m, **common, "vocabulary": vname, **vocab_identity(vocab), "order": order_name}
-        rows += [r.to_dict() for r in ood_records(*enc.split(s), **boot, **identity, layout="sweep")]
+        s_id, s_sets = enc.split(s)
+        rows += [r.to_dict() for r in ood_records(s_id, s_sets, **boot, **identity, layout="sweep")]
     refs = []
     for rname, ref in (references or {}).items():
         neg = vlm.encode_text(list(ref.labels), templates, pos=ref.parts_of_speech(), progress=progress)
         s = np.asarray(S.score(method, enc.images, class_emb, neg, device=vlm.device, **kw))
         identity = {"M": len(ref), **common, "vocabulary": rname, **vocab_identity(ref)}
-        refs += [r.to_dict() for r in ood_records(*enc.split(s), **boot, **identity, layout="reference")]
+        s_id, s_sets = enc.split(s)
+        refs += [r.to_dict() for r in ood_records(s_id, s_sets, **boot, **identity, layout="reference")]
     meta = {
         **run_meta(vlm, id_classes, templates, convention, tpr, kw, seed, n_boot),
         "method": method,

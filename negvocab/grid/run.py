@@ -63,6 +63,7 @@ from negvocab.grid.work import (
     write_failure,
 )
 from negvocab.outdir import FolderClaim, claim_folder, staged_folder
+from negvocab.plugins import loaded_plugins
 from negvocab.scoring import metrics as M
 
 if TYPE_CHECKING:
@@ -203,6 +204,9 @@ def run_grid(
     cfg = deterministic_config(cfg) if deterministic or cfg.deterministic else cfg
     if not Path(cfg.base).is_absolute():  # paths the same wherever the work runs (a Ray worker's folder differs)
         cfg = replace(cfg, base=str(Path(cfg.base).absolute()))
+    # every plug-in this process loaded ($NEGVOCAB_PLUGINS, entry points, a notebook's load_plugins) goes to
+    # the workers with the file's own: a Ray worker is a fresh process that would not know their entries
+    cfg = replace(cfg, plugins=tuple(dict.fromkeys([*cfg.plugins, *loaded_plugins()])))
     out = Path(out_dir) if out_dir is not None else Path(cfg.base) / (Path(cfg.source).stem or "grid")
     claim = claim_grid_folder(out, grid_source(cfg, random_weights), overwrite=overwrite)
     try:

@@ -131,7 +131,20 @@ def _vocab_docs(
                 out[name] = {"file": got["file"], "size": size, "hash": labels.short_hash}
         return out
     base = {"builder": v.builder, "options": list(v.options), "model": model}
+    read = _option_files(cfg, v.options)
+    if read:  # an edited candidates file (any file a builder reads) is a new vocabulary, not a resumed one
+        base["files"] = read
     return {name: {**base, "size": size} for name, size in zip(v.names(), v.sizes or (None,), strict=True)}
+
+
+def _option_files(cfg: GridConfig, options: Any) -> dict[str, str]:
+    """Content digests of the files a builder's options name (values that are paths of existing files)."""
+    out = {}
+    for key, value in options:
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, str) and item and Path(cfg.path(item)).is_file():
+                out[f"{key}={item}"] = _file_digest(cfg.path(item))
+    return out
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,6 @@ __all__ = [
     "RUN_PARAMS",
     "Method",
     "Param",
-    "add_method",
     "batch_method",
     "canonical_method",
     "check_evaluation",
@@ -57,7 +56,6 @@ __all__ = [
     "method_table",
     "needs_negatives",
     "params_for",
-    "remove_method",
     "register_method",
     "register_param",
     "scorer_params",
@@ -181,6 +179,9 @@ RUN_PARAMS: dict[str, Param] = dict(
     ]
 )
 
+#: the built-in parameters: their meaning is never replaced by a plug-in
+_BUILTIN_PARAMS: frozenset[str] = frozenset(PARAMS)
+
 #: how metrics are read off the scores (every evaluation, sweep, grid and diagnostic)
 EVALUATION_PARAMS: dict[str, Param] = dict(
     [
@@ -301,15 +302,15 @@ def _resolve(ref: Kernel, what: str) -> Callable[..., Any]:
     obj = resolve_target(target, what=what)
     if not callable(obj):
         raise InputError(f"{what} {ref!r} is not callable")
-    return obj  # type: ignore[return-value]
+    return obj
 
 
-def _check(method: Method) -> Method:
+def _check(method: Method, extra_params: Mapping[str, Param] | None = None) -> Method:
     """A method entry is refused in one line where a pipeline could not serve it: an unknown
     parameter or input, a kernel neither a target nor a callable."""
     if not isinstance(method, Method):
         raise InputError(f"a method entry must be a negvocab.Method, got {type(method).__name__}")
-    unknown = [p for p in method.params if p not in PARAMS]
+    unknown = [p for p in method.params if p not in PARAMS and p not in (extra_params or {})]
     if unknown:
         raise InputError(
             f"method {method.name!r}: unknown parameter(s) {', '.join(unknown)}; register them first (negvocab.register_param)"
@@ -406,34 +407,47 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _param_problem(param: Param, replace: bool) -> str | None:
+    """Why ``param`` cannot be registered (None: it can). A built-in's meaning is never replaced."""
+    if not isinstance(param, Param):
+        return f"register_param takes a negvocab.Param, got {type(param).__name__}"
+    if not param.name.isidentifier():
+        return f"a parameter name must be a Python identifier, got {param.name!r}"
+    if not param.flag.startswith("--"):
+        return f"parameter {param.name}: flag must start with '--', got {param.flag!r}"
+    if param.default is not None or not param.optional:
+        try:  # a default outside its own limits would fail every command that offers the parameter
+            param.validate(param.default)
+        except InputError as e:
+            return f"parameter {param.name}: default {param.default!r} refused ({e}); None needs optional=True"
+    known = PARAMS.get(param.name)
+    if known == param:
+        return None
+    if param.name in RUN_PARAMS or (known is not None and (not replace or param.name in _BUILTIN_PARAMS)):
+        doc = (known or RUN_PARAMS[param.name]).doc
+        return f"parameter {param.name!r} is registered already with another meaning ({doc!r})"
+    reserved = {q.flag: n for n, q in (*PARAMS.items(), *RUN_PARAMS.items(), *EVALUATION_PARAMS.items())}
+    if reserved.get(param.flag, param.name) != param.name:
+        return f"parameter {param.name}: flag {param.flag} is taken by {reserved[param.flag]!r}"
+    return None
+
+
 def register_param(param: Param, *, replace: bool = False) -> Param:
     """Add a scorer parameter (its type, default, limits, flag and meaning) for methods to take.
 
     The same ``Param`` again is a no-op; a name or flag taken with another meaning is :class:`InputError`
-    (one meaning for a name across methods), unless ``replace``."""
-    if not isinstance(param, Param):
-        raise InputError(f"register_param takes a negvocab.Param, got {type(param).__name__}")
-    if not param.name.isidentifier():
-        raise InputError(f"a parameter name must be a Python identifier, got {param.name!r}")
-    if not param.flag.startswith("--"):
-        raise InputError(f"parameter {param.name}: flag must start with '--', got {param.flag!r}")
-    known = PARAMS.get(param.name)
-    if known == param:
-        return known
-    if param.name in RUN_PARAMS or (known is not None and not replace):
-        raise InputError(
-            f"parameter {param.name!r} is registered already with another meaning ({(known or RUN_PARAMS[param.name]).doc!r})"
-        )
-    reserved = {p.flag: n for n, p in (*PARAMS.items(), *RUN_PARAMS.items(), *EVALUATION_PARAMS.items())}
-    if reserved.get(param.flag, param.name) != param.name:
-        raise InputError(f"parameter {param.name}: flag {param.flag} is taken by {reserved[param.flag]!r}")
+    (one meaning for a name across methods), unless ``replace`` (a plug-in's own parameter changed in a
+    notebook; a built-in parameter is never replaced). A default outside its own limits is refused."""
+    problem = _param_problem(param, replace)
+    if problem:
+        raise InputError(problem)
     PARAMS[param.name] = param
     return param
 
 
 def register_method(
     name: str,
-    kernel: Kernel,
+    kernel: Kernel | None,
     params: Iterable[str | Param] | Mapping[str, Param] = (),
     *,
     needs_negatives: bool = False,
@@ -446,54 +460,49 @@ def register_method(
     device_bound: Iterable[tuple[str, Any]] = (),
     model_scale: str | None = None,
     kind: str = "batch",
+    stream: str | type | None = None,
     replace: bool = False,
 ) -> Method:
     """Register a scoring method whose kernel lives in any module (``"pkg.module:fn"``) or is a callable.
 
     ``params``: the parameters it takes, by name (registered already) or as :class:`Param` (registered
-    here, :func:`register_param`). The keywords are its capabilities (:class:`Method`). A name or alias
-    taken is :class:`InputError` unless ``replace`` (a notebook re-running its cell). Returns the entry.
-    """
+    here, :func:`register_param`). The keywords are its capabilities (:class:`Method`); a test-time
+    method is ``kind="stream"`` with its ``StreamMethod`` class (or target) as ``stream`` and no kernel
+    (:func:`negvocab.register_stream_method`). A name or alias taken is :class:`InputError` unless
+    ``replace`` (a notebook re-running its cell). Everything is checked before anything is registered,
+    so a refused call leaves the registry and the parameters as they were. Returns the entry."""
     specs = list(params.values()) if isinstance(params, Mapping) else list(params)
-    names = []
-    for p in specs:
-        names.append(register_param(p).name if isinstance(p, Param) else str(p))
-    method = _check(
-        Method(
-            name=str(name).strip().lower(),
-            kernel=kernel,
-            params=tuple(names),
-            paper=paper,
-            needs_negatives=bool(needs_negatives),
-            aliases=tuple(str(a).strip().lower() for a in aliases),
-            one_pass_kernel=one_pass,
-            inputs=tuple(inputs),
-            device_bound=tuple(device_bound),
-            gains_kernel=gains,
-            topk_kernel=topk,
-            model_scale=model_scale,
-            kind=kind,
-        )
+    new = {p.name: p for p in specs if isinstance(p, Param)}
+    for p in new.values():
+        problem = _param_problem(p, replace)
+        if problem:
+            raise InputError(problem)
+    method = Method(
+        name=str(name).strip().lower(),
+        kernel=kernel if kernel is not None else "",
+        params=tuple(p.name if isinstance(p, Param) else str(p) for p in specs),
+        paper=paper,
+        needs_negatives=bool(needs_negatives),
+        aliases=tuple(str(a).strip().lower() for a in aliases),
+        one_pass_kernel=one_pass,
+        inputs=tuple(inputs),
+        device_bound=tuple(device_bound),
+        gains_kernel=gains,
+        topk_kernel=topk,
+        model_scale=model_scale,
+        kind=kind,
+        stream=stream,
     )
+    _check(method, new)
+    REGISTRY.check_free(method.name, method.aliases, replace=replace)
+    PARAMS.update(new)
     REGISTRY.register(method.name, method, aliases=method.aliases, replace=replace)
     return method
 
 
-def add_method(m: Method, *, replace: bool = False) -> Method:
-    """Register a ready :class:`Method` entry under its name and aliases (:func:`negvocab.register_stream_method`
-    calls this); a name or alias that is taken is :class:`InputError` unless ``replace``."""
-    REGISTRY.register(m.name, _check(m), aliases=m.aliases, replace=replace)
-    return m
-
-
-def remove_method(method: str, *, missing_ok: bool = False) -> None:
-    """Remove a registered method and its aliases (tests and notebooks that add a temporary one)."""
-    REGISTRY.unregister(method, missing_ok=missing_ok)
-
-
-def unregister_method(name: str) -> None:
-    """Remove a registered method (tests and notebooks that register a temporary one)."""
-    REGISTRY.unregister(name)
+def unregister_method(name: str, *, missing_ok: bool = False) -> None:
+    """Remove a registered method by its name (tests and notebooks that register a temporary one)."""
+    REGISTRY.unregister(name, missing_ok=missing_ok)
 
 
 def list_methods(where: Callable[[Method], bool] | None = None, **capabilities: Any) -> list[str]:

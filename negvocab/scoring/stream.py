@@ -50,16 +50,7 @@ import numpy as np
 
 from negvocab.errors import InputError
 from negvocab.registry import resolve_target
-from negvocab.scoring.methods import (
-    METHODS,
-    PARAMS,
-    Method,
-    Param,
-    add_method,
-    check_params,
-    get_method,
-    register_param,
-)
+from negvocab.scoring.methods import METHODS, PARAMS, Method, Param, check_params, get_method, register_method
 
 logger = logging.getLogger(__name__)
 
@@ -305,35 +296,21 @@ def register_stream_method(
 
     ``params``: its parameters, each a :class:`~negvocab.scoring.methods.Param` (new names are added
     to the registry's parameters; a name already there must mean the same) or the name of one the
-    registry has. Usable from a notebook or a plug-in module (``$NEGVOCAB_PLUGINS``)."""
-    names, new = [], {}
-    for p in params:
-        if isinstance(p, str):
-            if p not in PARAMS:
-                raise InputError(f"unknown parameter {p!r}: pass a Param to add it")
-            names.append(p)
-            continue
-        if p.name in PARAMS and PARAMS[p.name] != p:
-            raise InputError(f"parameter {p.name!r} is registered already with another meaning: choose another name")
-        new[p.name] = p
-        names.append(p.name)
+    registry has. Usable from a notebook or a plug-in module (``$NEGVOCAB_PLUGINS``). It is
+    :func:`negvocab.register_method` with ``kind="stream"``: checked whole before anything is registered."""
     if not isinstance(cls_or_target, str):
         _check_class(name, cls_or_target)
-    key = str(name).strip().lower()
-    m = Method(
-        key,
-        "",
-        tuple(names),
-        paper,
+    return register_method(
+        name,
+        None,
+        list(params),
         needs_negatives=needs_negatives,
-        aliases=tuple(a.strip().lower() for a in aliases),
+        paper=paper,
+        aliases=aliases,
         kind="stream",
         stream=cls_or_target,
+        replace=replace,
     )
-    for p in new.values():
-        register_param(p)  # before the entry: the registry checks a method's parameters are known
-    add_method(m, replace=replace)
-    return m
 
 
 def _check_class(name: str, obj: object) -> type[StreamMethod]:

@@ -143,3 +143,24 @@ def test_a_plugin_flag_never_hides_a_command_s_own_option():
         assert "clash" in text and "plug-in's parameter named like" not in text and "Results folder." in text
     finally:
         negvocab.unregister_method("clash")
+
+
+@pytest.mark.parametrize("command", ["score", "sweep", "coverage"])
+def test_a_stream_method_is_refused_before_any_model(tiny, model_args, tmp_path, monkeypatch, command):
+    """A test-time (stream) method is one line naming the command, before any model is built."""
+    load_plugins(["tests.plugins.toy_stream"])
+    from negvocab.vlm import model as vlm_model
+
+    def no_model(*a, **k):
+        raise AssertionError("a model was built")
+
+    monkeypatch.setattr(vlm_model.VLM, "__init__", no_model)
+    extra = ["--sizes", "2,4"] if command == "sweep" else []
+    r = runner.invoke(
+        app,
+        [command, "--vocab", str(tiny / "negA.txt"), "--method", "toy_stream", "-o", str(tmp_path / "o"), *extra]
+        + _common(tiny, model_args),
+    )
+    assert r.exit_code == 2, r.output
+    assert f"toy_stream is a stream method; negvocab {command} serves batch methods" in r.output
+    assert "Traceback" not in r.output and "a model was built" not in r.output

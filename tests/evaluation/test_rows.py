@@ -85,3 +85,30 @@ def test_keys_that_print_alike_are_refused_not_merged():
     for bad in ("", "  ", "mean"):
         with pytest.raises(InputError, match="is not allowed"):
             named_ood_sets({bad: Named("a")})
+
+
+def test_opened_sets_keep_their_groups_through_naming():
+    """Sets opened from a benchmark (or given as embeddings in an OpenedSets) keep their near/far groups:
+    the near-ood / far-ood rows come from them, not from the sets' names."""
+    import numpy as np
+
+    from negvocab.data.benchmarks import OpenedSets, set_groups
+    from negvocab.evaluation.rows import named_ood_sets, ood_records
+
+    rng = np.random.default_rng(0)
+    sets = {n: rng.normal(size=(6, 4)) for n in ("mine1", "mine2", "mine3")}
+    opened = OpenedSets(sets, groups={"mine1": "near", "mine2": "far", "mine3": "far"})
+    named = named_ood_sets(opened)
+    assert set_groups(named) == {"mine1": "near", "mine2": "far", "mine3": "far"}
+    s_id = rng.normal(size=8)
+    s_ood = {n: rng.normal(size=5) for n in named}
+    rows = ood_records(
+        s_id, s_ood, tpr=0.95, convention="paper", n_boot=0, seed=0, groups=set_groups(named), method="m"
+    )
+    by = {r.ood_set: r for r in rows}
+    assert list(by) == ["mine1", "mine2", "mine3", "near-ood", "far-ood", "mean"]
+    assert by["far-ood"].auroc == pytest.approx((by["mine2"].auroc + by["mine3"].auroc) / 2)
+    assert by["near-ood"].auroc == pytest.approx(by["mine1"].auroc)
+    # the same names as a plain mapping: no groups, so no group rows (a user's own sets)
+    plain = ood_records(s_id, s_ood, tpr=0.95, convention="paper", n_boot=0, seed=0, method="m")
+    assert [r.ood_set for r in plain] == ["mine1", "mine2", "mine3", "mean"]

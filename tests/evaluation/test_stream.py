@@ -11,7 +11,7 @@ from negvocab.errors import InputError
 from negvocab.evaluation.rows import vocab_fields
 from negvocab.evaluation.stream import evaluate_stream
 from negvocab.scoring import metrics as M
-from negvocab.scoring.methods import PARAMS, remove_method
+from negvocab.scoring.methods import PARAMS, unregister_method
 from negvocab.scoring.stream import make_stream, run_stream
 
 
@@ -24,7 +24,7 @@ def toy():
     mod = importlib.import_module("tests.plugins.toy_stream")
     mod.register()
     yield mod
-    remove_method(mod.NAME, missing_ok=True)
+    unregister_method(mod.NAME, missing_ok=True)
     for p in mod.PARAMS:  # leave the registry as the other tests expect it
         PARAMS.pop(p.name, None)
 

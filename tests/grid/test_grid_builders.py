@@ -103,3 +103,19 @@ def test_a_builder_that_needs_images_takes_them_from_its_table(grid_files):
     assert (spec.builder, dict(spec.options), spec.names()) == ("mined", {"images": "oodA", "top_k": 3}, ["M@5"])
     with pytest.raises(InputError, match="^g\\.toml: vocabularies\\.M\\.images is missing: give the unlabelled images"):
         parse_config({**BASE, "vocabularies": {"M": {"builder": "mined"}}}, source="g.toml")
+
+
+def test_a_file_a_builder_reads_is_part_of_its_cells_identity(toy, builder_grid, grid_files):
+    """An edited labels file of a builder table (the oracle's ``labels``) changes the cells' identity, so a
+    resumed grid rebuilds that vocabulary instead of reusing its old score files."""
+    from negvocab.grid.work import _vocab_docs
+
+    cfg = negvocab.load_grid(builder_grid)
+    spec = next(v for v in cfg.vocabularies if v.name == "O")
+    before = _vocab_docs(cfg, spec, {"m": 1}, {})
+    (grid_files / "oracle_labels.txt").write_text("\n".join([*ORACLE, "tundra"]) + "\n")
+    after = _vocab_docs(cfg, spec, {"m": 1}, {})
+    assert before["O"]["files"] and before["O"]["files"] != after["O"]["files"]
+    assert {k: v for k, v in before["O"].items() if k != "files"} == {
+        k: v for k, v in after["O"].items() if k != "files"
+    }

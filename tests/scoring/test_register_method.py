@@ -13,6 +13,7 @@ import negvocab
 from negvocab.errors import InputError
 from negvocab.plugins import load_plugins
 from negvocab.scoring import methods as R
+from negvocab.scoring.methods import PARAMS, Param, get_method, register_method, unregister_method
 from tests.plugins import toy_method as T
 
 
@@ -173,3 +174,31 @@ def test_needs_negatives_is_live_and_its_old_name_warns():
     assert any(issubclass(w.category, DeprecationWarning) for w in caught)
     with pytest.raises(TypeError):
         R.METHODS["x"] = R.METHODS["mcm"]  # type: ignore[index]
+
+
+def test_registration_is_checked_whole_and_defaults_obey_their_limits():
+    """A refused method leaves no parameter behind; a default outside its own limits is refused (it would
+    fail every command offering the parameter); a plug-in's own parameter may be replaced, a built-in's not;
+    names are lower-cased once, so rows carry one spelling."""
+    bad = Param("nv_strength", float, None, "Strength.", "--nv-strength", check="positive")
+    with pytest.raises(InputError, match=r"default None refused .*optional=True"):
+        register_method("nv_twice", "negvocab.scoring.mcm:mcm", [bad])
+    with pytest.raises(InputError, match="registered already"):
+        register_method("MCM", "negvocab.scoring.mcm:mcm", [Param("nv_leak", float, 1.0, "Leak.", "--nv-leak")])
+    assert "nv_leak" not in PARAMS
+    with pytest.raises(InputError, match="with another meaning"):
+        register_method(
+            "nv_tau", "negvocab.scoring.mcm:mcm", [Param("tau", float, 0.5, "Mine.", "--tau")], replace=True
+        )
+    try:
+        m = register_method("NV_Mine", "negvocab.scoring.mcm:mcm", [Param("nv_w", float, 1.0, "W.", "--nv-w")])
+        assert m.name == "nv_mine" and get_method("NV_MINE") is m
+        new = Param("nv_w", float, 2.0, "W.", "--nv-w")
+        register_method("nv_mine", "negvocab.scoring.mcm:mcm", [new], replace=True)  # a notebook re-running its cell
+        assert PARAMS["nv_w"].default == 2.0
+        with pytest.raises(InputError, match="by 'glmcm'"):
+            register_method("nv_mine", "negvocab.scoring.mcm:mcm", aliases=["gl-mcm"], replace=True)
+        assert get_method("gl-mcm").name == "glmcm"
+    finally:
+        unregister_method("nv_mine", missing_ok=True)
+        PARAMS.pop("nv_w", None)

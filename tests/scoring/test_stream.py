@@ -9,7 +9,7 @@ import pytest
 
 import negvocab
 from negvocab.errors import InputError
-from negvocab.scoring.methods import PARAMS, get_method, remove_method
+from negvocab.scoring.methods import PARAMS, Param, get_method, unregister_method
 from negvocab.scoring.stream import (
     StreamMethod,
     make_stream,
@@ -30,7 +30,7 @@ def toy():
     mod = importlib.import_module("tests.plugins.toy_stream")
     mod.register()
     yield mod
-    remove_method(mod.NAME, missing_ok=True)
+    unregister_method(mod.NAME, missing_ok=True)
     for p in mod.PARAMS:  # leave the registry as the other tests expect it
         PARAMS.pop(p.name, None)
 
@@ -166,17 +166,21 @@ def test_registration_is_in_the_one_registry_and_lazy_targets_resolve(toy):
         with pytest.raises(InputError, match="'toy_lazy' is registered already"):
             register_stream_method("toy_lazy", toy.RunningMeanOOD)
     finally:
-        remove_method("toy_lazy")
+        unregister_method("toy_lazy")
     register_stream_method("toy_broken", "tests.plugins.toy_stream:NoSuchClass")
     try:
         with pytest.raises(InputError, match=r"stream method 'toy_broken'.*has no 'NoSuchClass'"):
             make_stream("toy_broken")
     finally:
-        remove_method("toy_broken")
+        unregister_method("toy_broken")
     with pytest.raises(InputError, match="is not a StreamMethod subclass"):
         register_stream_method("toy_wrong", dict)
-    with pytest.raises(InputError, match="unknown parameter 'nope'"):
+    with pytest.raises(InputError, match=r"unknown parameter\(s\) nope"):
         register_stream_method("toy_wrong", toy.RunningMeanOOD, params=("nope",))
+    # a refused entry leaves no parameter behind (everything is checked before anything is registered)
+    with pytest.raises(InputError, match="registered already"):
+        register_stream_method("mcm", toy.RunningMeanOOD, params=(Param("leak_p", float, 1.0, "d", "--leak-p"),))
+    assert "leak_p" not in PARAMS and get_method("mcm").kind == "batch"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -308,7 +312,7 @@ def test_the_toy_registers_as_a_plug_in(monkeypatch):
 
     from negvocab import plugins
 
-    remove_method("toy_stream", missing_ok=True)
+    unregister_method("toy_stream", missing_ok=True)
     monkeypatch.setattr(plugins, "_loaded", [])
     monkeypatch.delitem(sys.modules, "tests.plugins.toy_stream", raising=False)
     monkeypatch.setenv(plugins.ENV_VAR, "tests.plugins.toy_stream")
@@ -316,6 +320,6 @@ def test_the_toy_registers_as_a_plug_in(monkeypatch):
         assert "tests.plugins.toy_stream" in plugins.load_plugins()
         assert get_method("toy_stream").kind == "stream"
     finally:
-        remove_method("toy_stream", missing_ok=True)
+        unregister_method("toy_stream", missing_ok=True)
         for name in ("ood_weight", "ood_threshold"):
             PARAMS.pop(name, None)
