@@ -350,7 +350,7 @@ CASES = [
         {"list.txt": "../../../../../../etc/passwd\n"},
         ["score", "--id", "{t}/list.txt", "--ood", "{t}/list.txt", "--method", "mcm", "-o", "{t}/r"],
         2,
-        "leaves the list's root",
+        "the folder the list's paths resolve against",
     ),
 ]
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -53,6 +54,7 @@ __all__ = [
     "encode_batch",
     "encode_images",
     "file_key",
+    "loader_workers_here",
     "local_features_supported",
 ]
 
@@ -379,6 +381,18 @@ def _from_cache(stores: list[EmbeddingStore], keys: list[str], rows: _Rows, read
             rows.set(idx, hits[0][1][ok], local)  # type: ignore[index]
 
 
+def loader_workers_here(workers: int) -> int:
+    """``workers``, or 0 in a process that has loaded gRPC (a Ray driver or Ray Client: Ray talks gRPC).
+
+    Such a process must not fork: a forked loader worker can die of a segmentation fault in gRPC's fork
+    handlers ("Other threads are currently calling into gRPC, skipping fork() handlers"). A fork server
+    or spawn would re-run an unguarded script's top level, so the images load in the process itself."""
+    if workers > 0 and "grpc" in sys.modules:
+        log.debug("gRPC is loaded (Ray): images load in this process, not in %d forked workers", workers)
+        return 0
+    return workers
+
+
 def encode_images(
     vlm: VLM,
     source: Any,
@@ -489,7 +503,7 @@ def _encode(
     loader = DataLoader(
         Subset(ds, todo),
         batch_size=bs,
-        num_workers=workers,
+        num_workers=loader_workers_here(workers),
         collate_fn=_collate,
         pin_memory=vlm.device.type == "cuda",
     )

@@ -63,6 +63,9 @@ def test_library_messages_name_the_parameter_not_the_flag(tmp_path):
         check_base_url("ftp://example.org")
     assert "(base_url or OPENAI_BASE_URL)" in str(e.value) and e.value.param == ("base_url",)
     (tmp_path / "imgs").mkdir()
+    from PIL import Image
+
+    Image.new("RGB", (8, 8)).save(tmp_path / "imgs" / "a.png")  # an OOD set that opens: the ID list is the error
     (tmp_path / "list.txt").write_text("../outside.png\n")
     with pytest.raises(InputError) as e:
         image_list(tmp_path / "list.txt")
@@ -74,6 +77,9 @@ def test_the_cli_shows_the_flags(tmp_path):
         "error: --classes 5000: choose between 1 and 1000 classes"
     )
     (tmp_path / "imgs").mkdir()
+    from PIL import Image
+
+    Image.new("RGB", (8, 8)).save(tmp_path / "imgs" / "a.png")  # an OOD set that opens: the ID list is the error
     (tmp_path / "list.txt").write_text("../outside.png\n")
     line = _error_line(
         ["score", "--id", tmp_path / "list.txt", "--ood", tmp_path / "imgs", "--random-weights", "--method", "mcm",

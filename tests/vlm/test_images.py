@@ -238,3 +238,16 @@ def test_patch_features_fall_back_to_the_system_temporary_folder(tmp_path, image
                          cache_dir=tmp_path / "a_file" / "emb", cache=False)  # fmt: skip
     out = vlm.encode_images(image_dir, local_features=True, num_workers=0)
     assert isinstance(out.local, np.memmap) and len(out.local) == 5
+
+
+def test_loader_workers_never_fork_a_process_with_grpc(monkeypatch):
+    """Ray's gRPC threads make a forked loader worker segfault: such a process loads images itself;
+    otherwise the workers asked for stay."""
+    import sys
+
+    from negvocab.vlm.images import loader_workers_here
+
+    monkeypatch.delitem(sys.modules, "grpc", raising=False)
+    assert loader_workers_here(2) == 2 and loader_workers_here(0) == 0
+    monkeypatch.setitem(sys.modules, "grpc", object())
+    assert loader_workers_here(2) == 0
