@@ -96,7 +96,8 @@ def main() -> None:
         else "FEATURES DIFFER"
     )
     print(
-        f"GL-MCM patch features of {ours['images']} images, 196 x 512 each ({ours['features_gib']:.2f} GiB float32), {same}"
+        f"GL-MCM patch features of {ours['images']} images, 196 x "
+        f"512 each ({ours['features_gib']:.2f} GiB float32), {same}"
     )
     print(f"  negvocab: peak anonymous RSS {ours['above_gib']:.2f} GiB above the {ours['runtime_gib']:.2f} GiB runtime, {ours['seconds']:.0f} s"
           f" (memory-mapped: {ours['memmap']}; cache written)")  # fmt: skip
@@ -104,7 +105,8 @@ def main() -> None:
           f"  -> {base['above_gib'] / max(ours['above_gib'], 1e-9):.1f}x ours")  # fmt: skip
     real = REAL_IMAGES * 196 * 512 * 4 / 2**30
     print(
-        f"  50,000 ViT-B/16 images hold {real:.1f} GiB of them: the baseline needs that in RAM (twice while concatenating)"
+        f"  50,000 ViT-B/16 images hold {real:.1f} GiB of them: the "
+        "baseline needs that in RAM (twice while concatenating)"
     )
 
 

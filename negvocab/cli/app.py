@@ -79,7 +79,8 @@ def refuse_repeats(command: Any, args: list[str], where: str = "negvocab", *, gr
     for flags in seen.values():
         if len(flags) > 1:
             raise InputError(
-                f"option {flags[0]} given {len(flags)} times ({' '.join(flags)}); it takes one value, give it once (see '{where} --help')"
+                f"option {flags[0]} given {len(flags)} times ({' '.join(flags)}); "
+                f"it takes one value, give it once (see '{where} --help')"
             )
 
 

@@ -429,7 +429,8 @@ def benchmark_set(benchmark: str, name: str, root: str | os.PathLike[str]) -> Im
     spec = next((s for s in bench.sets if s.name == name), None)
     if spec is None or bench.kind != "sets":
         raise InputError(
-            f"benchmark {bench.name!r} has no set {name!r} to open alone; its sets: {', '.join(s.name for s in bench.sets)}"
+            f"benchmark {bench.name!r} has no set {name!r} to open "
+            f"alone; its sets: {', '.join(s.name for s in bench.sets)}"
         )
     base = Path(root).expanduser()
     if not base.is_dir():
@@ -568,7 +569,7 @@ for _b in (
         (BenchmarkSet("fi-imagenet-1k", "near", "carve", "ILSVRC2012_val_* ids of the lists", source="Rozumnyi et al., arXiv:2609.01027"),),
         BenchmarkSet("Fi-ImageNet-1k ID", None, "imagenet", ""), "Rozumnyi et al., arXiv:2609.01027",
         kind="carve", carve="negvocab.data.fi_imagenet:carve", inputs=("ood_list",), options=("ambiguous_list",),
-        given_as="--id IMAGENET_VAL --fi-ood fi_ood.txt [--fi-ambiguous fi_ambiguous.txt]: the lists name ILSVRC2012_val_* ids",
+        given_as=("--id IMAGENET_VAL --fi-ood fi_ood.txt [--fi-ambiguous " "fi_ambiguous.txt]: the lists name ILSVRC2012_val_* ids"),
     ),
 ):  # fmt: skip
     REGISTRY.register(_b.name, _b)

@@ -245,7 +245,8 @@ class GridResult:
         tpr = int(round(100 * sel[0]["tpr"]))
         conv = sel[0]["convention"]
         notes = [
-            f"{name.format(tpr=tpr)} (%), {conv} convention (threshold: {THRESHOLD_RULES.get(conv, conv)}); best point estimate per column in bold (not tested; ties all bold)."
+            f"{name.format(tpr=tpr)} (%), {conv} convention (threshold: {THRESHOLD_RULES.get(conv, conv)}); "
+            "best point estimate per column in bold (not tested; ties all bold)."
         ]
         if metric.startswith("aupr"):
             notes.append(f"AUPR as {sel[0]['aupr_method'].replace('_', ' ')}.")

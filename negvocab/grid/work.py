@@ -379,7 +379,8 @@ def read_cell(out: Path, cell: Cell, *, drop: bool = True) -> dict[str, Any] | N
     ok = isinstance(doc, dict) and isinstance(doc.get("row"), dict) and doc.get("digest") == cell.digest
     if not ok or doc.get("sha256") != _checked(doc["row"]):
         logger.warning(
-            "%s: a damaged cell file (unreadable, not this cell's row, or its checksum differs); the cell is computed again",
+            "%s: a damaged cell file (unreadable, not this cell's "
+            "row, or its checksum differs); the cell is computed again",
             path,
         )
         if drop:
@@ -476,7 +477,8 @@ def score_device(cfg: GridConfig, engine: str = "ray") -> str:
 
     if engine == "local" and not torch.cuda.is_available():  # on Ray the task runs where Ray puts it (a GPU node)
         raise ResourceError(
-            f"{cfg.source}: [resources.score] num_gpus asks for a GPU to score on, but torch sees no CUDA device here; set num_gpus = 0"
+            f"{cfg.source}: [resources.score] num_gpus asks for a GPU to "
+            "score on, but torch sees no CUDA device here; set num_gpus = 0"
         )
     return "cuda"
 

@@ -121,7 +121,8 @@ _INTERJECTIONS = frozenset(
 )  # fmt: skip
 _CHATTER = re.compile(
     r"^(?:as an? (?:ai|language model|large language model|assistant)\b|i(?:'m| am) (?:sorry|afraid|unable|not able)\b"
-    r"|i (?:cannot|can't|can not|won't|apologi[sz]e)\b|(?:sorry|apologies|my apologies|unfortunately|thank you|thanks)\b)"
+    r"|i (?:cannot|can't|can not|won't|apologi[sz]e)\b|(?:sorry|apologies|my "
+    r"apologies|unfortunately|thank you|thanks)\b)"
 )  # a phrase that starts so apologises, refuses or thanks
 _KEEP_A = frozenset("la cappella capella priori posteriori fortiori kempis level".split())  # "a la carte", "a priori"
 _ABBREV = re.compile(

@@ -579,7 +579,8 @@ def comparisons(
             if untested:
                 diffs = "; ".join(f"{m} {100 * d:+.2f}" for m, d in untested)
                 out.append(
-                    f"{shown(a)} vs {shown(b)} ({ctx}): NOT tested (no per-image scores) for {len(untested)} of {len(models)} models; {a} - {b} in points: {diffs}"
+                    f"{shown(a)} vs {shown(b)} ({ctx}): NOT tested (no per-image scores) for "
+                    f"{len(untested)} of {len(models)} models; {a} - {b} in points: {diffs}"
                 )
     if out and any(r.get("random_weights") for r in sel):
         out.append(RANDOM_WEIGHTS_WARNING)

@@ -312,7 +312,8 @@ def _check(method: Method) -> Method:
     unknown = [p for p in method.params if p not in PARAMS]
     if unknown:
         raise InputError(
-            f"method {method.name!r}: unknown parameter(s) {', '.join(unknown)}; register them first (negvocab.register_param)"
+            f"method {method.name!r}: unknown parameter(s) {', '.join(unknown)}; "
+            "register them first (negvocab.register_param)"
         )
     clash = [p for p in method.params if p in RUN_PARAMS or p in method.inputs]
     if clash:
@@ -422,7 +423,8 @@ def register_param(param: Param, *, replace: bool = False) -> Param:
         return known
     if param.name in RUN_PARAMS or (known is not None and not replace):
         raise InputError(
-            f"parameter {param.name!r} is registered already with another meaning ({(known or RUN_PARAMS[param.name]).doc!r})"
+            f"parameter {param.name!r} is registered already with "
+            f"another meaning ({(known or RUN_PARAMS[param.name]).doc!r})"
         )
     reserved = {p.flag: n for n, p in (*PARAMS.items(), *RUN_PARAMS.items(), *EVALUATION_PARAMS.items())}
     if reserved.get(param.flag, param.name) != param.name:

@@ -406,7 +406,10 @@ def test_ctrl_c_ends_build_mined_with_nothing_written(tmp_path):
     ), err
 
 
-HOLD_FILE = "import sys; from negvocab.outdir import claim_file; c = claim_file(sys.argv[1]); print('held', flush=True); sys.stdin.read(); c.release()"
+HOLD_FILE = (
+    "import sys; from negvocab.outdir import claim_file; c = claim_file(sys.argv[1]); "
+    "print('held', flush=True); sys.stdin.read(); c.release()"
+)
 
 
 def test_cli_a_file_another_mined_run_writes_is_refused_at_once(folders, tmp_path):

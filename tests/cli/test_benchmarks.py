@@ -73,7 +73,8 @@ def test_a_bad_benchmark_root_is_one_line(tmp_path, model_args, tiny):
     )
     assert r.exit_code == 2
     assert r.stderr.strip().splitlines() == [
-        f"error: inaturalist: no folder {tmp_path / 'iNaturalist'} (expected under the data root {tmp_path}: iNaturalist/**/*)"
+        f"error: inaturalist: no folder {tmp_path / 'iNaturalist'} "
+        f"(expected under the data root {tmp_path}: iNaturalist/**/*)"
     ]
 
 

@@ -75,7 +75,8 @@ def test_ood_names_a_benchmark_and_its_sets_expand_with_their_groups(toy, tmp_pa
 def test_a_grid_over_a_benchmark_has_group_rows_equal_to_a_hand_mean(toy, tmp_path):
     toml = tmp_path / "grid.toml"
     toml.write_text(
-        '[grid]\ntemplates = "single"\nid_classes = "classes.txt"\nn_boot = 0\ndevice = "cpu"\nconventions = ["paper", "openood"]\n'
+        '[grid]\ntemplates = "single"\nid_classes = "classes.txt"\nn_boot '
+        '= 0\ndevice = "cpu"\nconventions = ["paper", "openood"]\n'
         '[[models]]\nname = "Tiny"\nmodel_config = "Tiny.json"\nrandom_weights = true\n'
         '[id]\npath = "toy/val"\n[ood]\ntextures = "mine"\ntoy-bench = "toy"\n[[methods]]\nname = "mcm"\n'
     )

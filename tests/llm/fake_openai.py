@@ -87,7 +87,10 @@ def expected_merge(keys: list[str], rounds: int, n: int, extra: list[str] | None
 
 
 FREE_FORMS = ("numbered", "bullets", "bold", "fenced", "preamble")
-GARBAGE = "I am a large language model and my backend returned an unexpected internal state; request failed. Contact your administrator for assistance today."
+GARBAGE = (
+    "I am a large language model and my backend returned an unexpected internal "
+    "state; request failed. Contact your administrator for assistance today."
+)
 
 
 def free_text(labels: list[str], form: str) -> str:
@@ -101,7 +104,10 @@ def free_text(labels: list[str], form: str) -> str:
     if form == "fenced":
         return "```json\n" + json.dumps({"labels": labels}, indent=2) + "\n```"
     body = "\n".join(f"{i}) {lab}" for i, lab in enumerate(labels, 1))
-    return f"Here are {len(labels)} categories that fit:\n\n{body}\n\nThese names are all visually similar but lie just outside the class boundary as requested."
+    return (
+        f"Here are {len(labels)} categories that fit:\n\n{body}\n\nThese names are "
+        "all visually similar but lie just outside the class boundary as requested."
+    )
 
 
 class FakeState:
@@ -295,7 +301,8 @@ class _Handler(BaseHTTPRequestHandler):
             return True
         if got is None:
             msg = (
-                "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or "
+                "Method doesn't allow unregistered callers (callers "
+                "without established identity). Please use API Key or "
                 "other form of API consumer identity to call this API."
             )
             self._send(403, {"error": {"code": 403, "message": msg, "status": "PERMISSION_DENIED"}})

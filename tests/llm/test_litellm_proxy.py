@@ -27,8 +27,11 @@ from tests.llm.fake_openai import FakeOpenAI
 LITELLM = os.environ.get("NEGVOCAB_LITELLM", "")
 pytestmark = pytest.mark.skipif(
     not (LITELLM and Path(LITELLM).is_file() and os.access(LITELLM, os.X_OK)),
-    reason="NEGVOCAB_LITELLM does not name a litellm executable (python3 -m venv V && V/bin/pip install 'litellm[proxy]'; "
-    "NEGVOCAB_LITELLM=V/bin/litellm)",
+    reason=(
+        "NEGVOCAB_LITELLM does not name a litellm executable "
+        "(python3 -m venv V && V/bin/pip install 'litellm[proxy]'; "
+        "NEGVOCAB_LITELLM=V/bin/litellm)"
+    ),
 )
 MASTER = "sk-master-0123456789abcdef"
 KINDS = {

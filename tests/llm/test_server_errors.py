@@ -75,7 +75,8 @@ HELD_OUT = [
     # LiteLLM passing on a provider's refusal of the model (BerriAI/litellm#37761)
     (
         400,
-        "litellm.BadRequestError: PerplexityException - Invalid model 'perplexity/sonar'. Permitted models can be found in the "
+        "litellm.BadRequestError: PerplexityException - Invalid model "
+        "'perplexity/sonar'. Permitted models can be found in the "
         "documentation at https://docs.perplexity.ai/docs/getting-started/models.. Received Model Group=pplx-sonar",
         "400",
         PERMANENT,
@@ -166,7 +167,10 @@ def test_a_500_naming_response_format_with_json_schema_asked_stops_with_the_form
 
     with pytest.raises(
         ResourceError,
-        match=r"does not take response format json_schema \(HTTP 500: .*literal_error.*\); try --response-format json_object or text",
+        match=(
+            r"does not take response format json_schema \(HTTP 500: "
+            r".*literal_error.*\); try --response-format json_object or text"
+        ),
     ):
         asyncio.run(go())
     assert _requests(server) == 1

@@ -308,7 +308,8 @@ def test_a_large_run_stays_small_and_new_columns_are_shown(tmp_path):
 def test_coverage_of_a_fi_imagenet_list_with_labels(tiny, model_args, tmp_path):
     lst = tmp_path / "fi_ood.csv"
     lst.write_text(
-        "id,label\nILSVRC2012_val_00000002,paper towel holder\nILSVRC2012_val_00000005,kite\nILSVRC2012_val_00000006,kite\n"
+        "id,label\nILSVRC2012_val_00000002,paper towel "
+        "holder\nILSVRC2012_val_00000005,kite\nILSVRC2012_val_00000006,kite\n"
     )
     out = tmp_path / "cov"
     r = runner.invoke(
