@@ -70,8 +70,10 @@ def child(variant: str, folder: str, cache: str) -> None:
             del parts
         secs = time.perf_counter() - t
         checksum = float(np.sum(local, dtype=np.float64))
-    print(json.dumps({"variant": variant, "images": len(files), "seconds": secs, "runtime_gib": rss.start, "above_gib": rss.peak - rss.start,
-                      "features_gib": local.nbytes / 2**30, "memmap": isinstance(local, np.memmap), "checksum": checksum}))  # fmt: skip
+    print(json.dumps({"variant": variant, "images": len(files), "seconds": secs, "runtime_gib": rss.start,
+                      "above_gib": rss.peak - rss.start,
+                      "features_gib": local.nbytes / 2**30, "memmap": isinstance(local, np.memmap),
+                      "checksum": checksum}))  # fmt: skip
 
 
 def main() -> None:

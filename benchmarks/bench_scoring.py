@@ -95,9 +95,12 @@ def bench_memory_child(n: int, m_neg: int, device: str) -> None:
         s = negvocab.score("neglabel", img, idt, neg, device=device)
         secs = time.perf_counter() - t
     gpu = torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else None
-    print(json.dumps({"images": n, "labels": 1000 + m_neg, "seconds": secs, "inputs_gib": (img.nbytes + idt.nbytes + neg.nbytes) / 2**30,
-                      "runtime_gib": base, "peak_rss_gib": rss.peak, "rss_above_runtime_gib": rss.peak - base, "gpu_peak_gib": gpu,
-                      "naive_n_by_m_float32_gib": n * (1000 + m_neg) * 4 / 2**30, "finite": bool(np.isfinite(s).all())}))  # fmt: skip
+    print(json.dumps({"images": n, "labels": 1000 + m_neg, "seconds": secs,
+                      "inputs_gib": (img.nbytes + idt.nbytes + neg.nbytes) / 2**30,
+                      "runtime_gib": base, "peak_rss_gib": rss.peak, "rss_above_runtime_gib": rss.peak - base,
+                      "gpu_peak_gib": gpu,
+                      "naive_n_by_m_float32_gib": n * (1000 + m_neg) * 4 / 2**30,
+                      "finite": bool(np.isfinite(s).all())}))  # fmt: skip
 
 
 def main() -> None:

@@ -81,7 +81,8 @@ class ZeroShot:
         self.id_emb = torch.from_numpy(vlm.encode_text(list(self.id_classes.names), templates, pos="n", progress=False))
         self.neg_emb = (
             None if self.vocabulary is None
-            else torch.from_numpy(vlm.encode_text(list(self.vocabulary.labels), templates, pos=self.vocabulary.parts_of_speech(), progress=False))
+            else torch.from_numpy(vlm.encode_text(list(self.vocabulary.labels), templates,
+                                                  pos=self.vocabulary.parts_of_speech(), progress=False))
         )  # fmt: skip
 
     @property

@@ -22,7 +22,8 @@ from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import check_evaluation
 
 __all__ = [
-    "METRIC_NAMES", "PairedComparison", "bootstrap_draws", "comparison_sentence", "metric_label", "metric_value", "paired_bootstrap",
+    "METRIC_NAMES", "PairedComparison", "bootstrap_draws", "comparison_sentence", "metric_label", "metric_value",
+    "paired_bootstrap",
     "paired_from_draws",
 ]  # fmt: skip
 

@@ -40,9 +40,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "Cell", "ModelWork", "finish_cells", "load_model", "load_score_file", "load_scores", "made_on_other_device", "merge_stats",
+    "Cell", "ModelWork", "finish_cells", "load_model", "load_score_file", "load_scores", "made_on_other_device",
+    "merge_stats",
     "method_spec", "needs_local", "score_device", "score_meta",
-    "open_sets", "plan_cells", "read_cell", "read_failure", "read_scores", "score_files", "stored_json", "text_inputs", "write_failure",
+    "open_sets", "plan_cells", "read_cell", "read_failure", "read_scores", "score_files", "stored_json", "text_inputs",
+    "write_failure",
 ]  # fmt: skip
 
 

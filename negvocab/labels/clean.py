@@ -116,7 +116,8 @@ _INTERJECTIONS = frozenset(
     "certainly sure okay ok yes absolutely alright great hello hi note notes done sorry apologies thanks "
     "indeed error warning unfortunately".split()
     + ["here are", "here is", "here you go", "here they are", "here it is", "here goes", "of course", "sure thing",
-       "no problem", "thank you", "thanks a lot", "great question", "good question", "you're welcome", "you are welcome",
+       "no problem", "thank you", "thanks a lot", "great question", "good question", "you're welcome",
+       "you are welcome",
        "got it", "as requested", "my apologies", "i apologize", "i apologise", "i'm sorry", "i am sorry", "i see"]
 )  # fmt: skip
 _CHATTER = re.compile(

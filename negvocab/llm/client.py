@@ -666,7 +666,8 @@ class LLMClient:
         ):
             verdict = Verdict(PERMANENT, "rejected")
         line = diagnosis(
-            verdict, code, detail, base_url=self.base_url, model=self.model, key_name=self.key_name, mode=self.mode, code=error_code(e),
+            verdict, code, detail, base_url=self.base_url, model=self.model, key_name=self.key_name, mode=self.mode,
+            code=error_code(e),
             query_names=self._query_names,
         )  # fmt: skip
         return ResourceError(line)

@@ -23,7 +23,8 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
-    "FORMAT", "PERMANENT", "REPEATABLE", "TEMPORARY", "UNKNOWN", "Verdict", "classify", "connection_trouble", "diagnosis", "names_format",
+    "FORMAT", "PERMANENT", "REPEATABLE", "TEMPORARY", "UNKNOWN", "Verdict", "classify", "connection_trouble",
+    "diagnosis", "names_format",
     "server_words",
 ]  # fmt: skip
 

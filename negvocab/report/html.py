@@ -62,7 +62,8 @@ _FIRST = [
     "n_ood",
 ]
 _HIDDEN = {
-    "model", "pretrained", "random_weights", "convention", "tpr", "positive", "params", "templates", "ci_level", "n_boot",
+    "model", "pretrained", "random_weights", "convention", "tpr", "positive", "params", "templates", "ci_level",
+    "n_boot",
     "ci_resample", "fpr_ci", "auroc_ci", "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high", "vocab_source",
 }  # fmt: skip
 _PERCENT = {"fpr", "auroc", "aupr_in", "aupr_out", "aupr"}
@@ -594,7 +595,8 @@ def _folder_section(folder: Path, key: str | None, max_cards: int, max_flagged: 
     vocab = first.get("vocabulary") or first.get("vocabularies")
     thresholds = (ctx["evasions"] or {}).get("sets") or []
     meta = [
-        ("model", f"{first.get('model', '?')} ({'RANDOM weights' if model_random else first.get('pretrained') or 'weights?'})"),
+        ("model",
+         f"{first.get('model', '?')} ({'RANDOM weights' if model_random else first.get('pretrained') or 'weights?'})"),
         ("method", first.get("method") or ", ".join(dict.fromkeys(r.get("method", "") for r in first.get("rows", [])))),
         ("vocabulary", _vocab_text(vocab)),
         ("convention / TPR", f"{first.get('convention', 'paper')} / {tpr}"),

@@ -203,7 +203,8 @@ def _write_results_files(ev: Evaluation, out: Path) -> None:
 
 
 SWEEP_COLUMNS = [
-    "kind", "vocabulary", "M", "method", "model", "pretrained", "random_weights", "vocab_source", "vocab_hash", "deployable",
+    "kind", "vocabulary", "M", "method", "model", "pretrained", "random_weights", "vocab_source", "vocab_hash",
+    "deployable",
     "caveats", "ood_set", "convention", "tpr", "fpr", "auroc", "aupr_in", "aupr_out", "aupr_method", "n_id", "n_ood",
     "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high", "templates",
 ]  # fmt: skip

@@ -40,7 +40,8 @@ from negvocab.report.results import flat_row
 from negvocab.textfiles import csv_text
 
 __all__ = [
-    "AXES", "BOLD_RULES", "ScoreGetter", "Table", "build_table", "comparisons", "folder_rows", "latex_escape", "row_label", "select_rows",
+    "AXES", "BOLD_RULES", "ScoreGetter", "Table", "build_table", "comparisons", "folder_rows", "latex_escape",
+    "row_label", "select_rows",
 ]  # fmt: skip
 
 #: (model, vocabulary, method) -> (ID scores, OOD scores by set), or None where they are not stored
@@ -189,7 +190,8 @@ class Table:
         spec = "l" + (" " + col) * (len(self.columns) * nm) if siunitx else "l" + col * (len(self.columns) * nm)
         lines = [
             *(["% needs \\usepackage{booktabs,siunitx} and \\sisetup{detect-weight=true}"] if siunitx else ["% needs \\usepackage{booktabs}"]),
-            "\\begin{table}[t]", "\\centering", f"\\caption{{{esc(self.full_caption())}}}", f"\\label{{{self.label or 'tab:results'}}}",
+            "\\begin{table}[t]", "\\centering", f"\\caption{{{esc(self.full_caption())}}}",
+            f"\\label{{{self.label or 'tab:results'}}}",
             f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
         ]  # fmt: skip
         head = (lambda s: f"{{{esc(s)}}}") if siunitx else esc

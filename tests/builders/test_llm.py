@@ -570,8 +570,10 @@ def test_old_keywords_and_an_equal_settings_object_give_the_same_vocabulary(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     server.state.api_key = DUMMY_KEY  # a wrong or missing key would get a 401
     seen = []
-    how = {"base_url": server.url, "api_key": DUMMY_KEY, "concurrency": 3, "client_options": FAST, "response_format": "json_object",
-           "request_timeout": 30.0, "prices": {"gpt-test": (1.0, 2.0)}, "on_progress": lambda done, total: seen.append((done, total))}  # fmt: skip
+    how = {"base_url": server.url, "api_key": DUMMY_KEY, "concurrency": 3, "client_options": FAST,
+           "response_format": "json_object",
+           "request_timeout": 30.0, "prices": {"gpt-test": (1.0, 2.0)},
+           "on_progress": lambda done, total: seen.append((done, total))}  # fmt: skip
     question = {"per_class": 6, "rounds": 2, "classes": 3, "synonym_filter": synonym_filter}
     old = build_gpt_vocabulary("gpt-test", run_dir=tmp_path / "old", **question, **how)
     new = build_gpt_vocabulary("gpt-test", run_dir=tmp_path / "new", **question, settings=LLMSettings(**how))

@@ -113,8 +113,10 @@ def test_group_rows_of_grid_tables_by_hand():
         for conv in ("paper", "openood"):
             for name in groups:
                 metrics = {k: float(rng.uniform()) for k in ("fpr", "auroc", "aupr_in", "aupr_out")}
-                rows.append({"model": model, "vocabulary": "v", "method": "neglabel", "convention": conv, "ood_set": name,
-                             "n_ood": int(rng.integers(1, 9)), "cell": f"{model}{conv}{name}", "tpr": 0.95, **metrics})  # fmt: skip
+                rows.append({"model": model, "vocabulary": "v", "method": "neglabel", "convention": conv,
+                             "ood_set": name,
+                             "n_ood": int(rng.integers(1, 9)), "cell": f"{model}{conv}{name}", "tpr": 0.95,
+                             **metrics})  # fmt: skip
     table = GridResult(rows, groups=groups).table()
     summary = [r for r in table if r["ood_set"] in ("near-ood", "far-ood", "mean")]
     assert [r["ood_set"] for r in summary] == ["near-ood", "far-ood", "mean"] * 4

@@ -64,7 +64,8 @@ def proxy(tmp_path_factory):
     port = _free_port()
     log = (tmp / "proxy.log").open("w")
     proc = subprocess.Popen(
-        [LITELLM, "--config", str(tmp / "config.yaml"), "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
+        [LITELLM, "--config", str(tmp / "config.yaml"), "--host", "127.0.0.1", "--port", str(port)], stdout=log,
+        stderr=subprocess.STDOUT,
         env={**os.environ, "LITELLM_TELEMETRY": "False"},
     )  # fmt: skip
     try:
@@ -91,7 +92,8 @@ def proxy(tmp_path_factory):
 
 def _build(proxy_url, tmp_path, synonym_filter, model, key=MASTER, classes=8):
     return build_gpt_vocabulary(
-        model, run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, base_url=proxy_url, api_key=key,
+        model, run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, base_url=proxy_url,
+        api_key=key,
         concurrency=8, per_class=6, rounds=1, classes=classes,
     )  # fmt: skip
 

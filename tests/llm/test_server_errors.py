@@ -98,7 +98,8 @@ def _run(server, tmp_path, synonym_filter, **kw):
     """20 questions at -j 8, as the issue's runs; every exception is returned, not raised."""
     try:
         return build_gpt_vocabulary(
-            "gpt-test", run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, base_url=server.url,
+            "gpt-test", run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST,
+            base_url=server.url,
             api_key=DUMMY_KEY, concurrency=8, per_class=6, rounds=1, classes=QUESTIONS, **kw,
         )  # fmt: skip
     except ResourceError as e:
@@ -345,7 +346,8 @@ def test_a_local_server_running_an_openai_model_name_gets_no_openai_price(server
 
     assert price_of("gpt-4o-mini") is not None  # the table prices the name: only the endpoint can say no
     vocab = build_gpt_vocabulary(
-        "gpt-4o-mini", run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, base_url=server.url,
+        "gpt-4o-mini", run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST,
+        base_url=server.url,
         api_key=DUMMY_KEY, concurrency=2, per_class=6, rounds=1, classes=2,
     )  # fmt: skip
     assert vocab.settings["usage"]["prompt_tokens"] > 0 and vocab.settings["cost_usd"] is None
