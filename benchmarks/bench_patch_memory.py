@@ -101,9 +101,11 @@ def main() -> None:
         f"GL-MCM patch features of {ours['images']} images, 196 x "
         f"512 each ({ours['features_gib']:.2f} GiB float32), {same}"
     )
-    print(f"  negvocab: peak anonymous RSS {ours['above_gib']:.2f} GiB above the {ours['runtime_gib']:.2f} GiB runtime, {ours['seconds']:.0f} s"
+    print(f"  negvocab: peak anonymous RSS {ours['above_gib']:.2f} GiB above "
+          f"the {ours['runtime_gib']:.2f} GiB runtime, {ours['seconds']:.0f} s"
           f" (memory-mapped: {ours['memmap']}; cache written)")  # fmt: skip
-    print(f"  baseline (list + concatenate in RAM): {base['above_gib']:.2f} GiB above the runtime, {base['seconds']:.0f} s"
+    print(f"  baseline (list + concatenate in RAM): {base['above_gib']:.2f} "
+          f"GiB above the runtime, {base['seconds']:.0f} s"
           f"  -> {base['above_gib'] / max(ours['above_gib'], 1e-9):.1f}x ours")  # fmt: skip
     real = REAL_IMAGES * 196 * 512 * 4 / 2**30
     print(

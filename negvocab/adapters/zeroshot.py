@@ -73,7 +73,8 @@ class ZeroShot:
         vocab = as_vocabulary(vocabulary)
         if self.method.needs_negatives and vocab is None:
             raise InputError(
-                f"{self.method.name} needs a negative vocabulary: pass vocabulary= (a Vocabulary, a file or a list of labels)"
+                f"{self.method.name} needs a negative vocabulary: pass "
+                "vocabulary= (a Vocabulary, a file or a list of labels)"
             )
         self.vlm = vlm
         self.id_classes = as_id_classes(id_classes)

@@ -2,8 +2,9 @@
 
 Command modules (``negvocab.cli.<topic>``) register on :data:`app` / :data:`build_app`; they only
 parse options, call the public API and print. Plug-ins (:mod:`negvocab.plugins`) are loaded here,
-first, so that their methods' parameters are options of ``score``, ``sweep`` and ``coverage``. A :class:`~negvocab.errors.NegvocabError` raised
-anywhere below becomes one ``error: ...`` line on stderr and exit status 2, never a traceback.
+first, so that their methods' parameters are options of ``score``, ``sweep`` and ``coverage``. A
+:class:`~negvocab.errors.NegvocabError` raised anywhere below becomes one ``error: ...`` line on
+stderr and exit status 2, never a traceback.
 """
 
 from __future__ import annotations

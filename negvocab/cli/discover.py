@@ -50,7 +50,8 @@ def methods_document() -> str:
 
 
 def section(text: str, name: str) -> str:
-    """The Markdown section whose heading starts with (else contains) ``name``, case-insensitive, with its subsections."""
+    """The Markdown section whose heading starts with (else contains) ``name``, case-insensitive, with
+    its subsections."""
     lines = text.splitlines(keepends=True)
     heads = [
         (i, len(m.group(1)), m.group(2)) for i, ln in enumerate(lines) if (m := re.match(r"(#{1,6})\s+(.+?)\s*$", ln))

@@ -244,8 +244,8 @@ def plan_grid(
 def plan_lines(plans: Sequence[ModelPlan], workers: Sequence[int], *, random_weights: bool = False) -> list[str]:
     """The printed plan: one row per model and the estimate for each number of workers."""
     rows = [
-        f"{'model':<26}{'units':>7}{'images':>10}{'cached':>9}{'labels':>9}{'prompts':>10}{'load':>8}{'ms/image':>10}{'ms/prompt':>10}  "
-        "device"
+        f"{'model':<26}{'units':>7}{'images':>10}{'cached':>9}{'labels':>9}{'prompts':>10}"
+        f"{'load':>8}{'ms/image':>10}{'ms/prompt':>10}  device"
     ]
     for p in plans:
         if p.error:
@@ -260,8 +260,8 @@ def plan_lines(plans: Sequence[ModelPlan], workers: Sequence[int], *, random_wei
 
         load = "?" if p.load_s is None else f"{p.load_s:.1f}s"
         rows.append(
-            f"{p.model:<26}{p.units:>7}{p.images:>10,}{p.images_cached:>9,}{p.labels:>9,}{p.prompts:>10,}{load:>8}{ms(p.image_s):>10}{ms(p.prompt_s):>10}  "
-            f"{p.device}"
+            f"{p.model:<26}{p.units:>7}{p.images:>10,}{p.images_cached:>9,}{p.labels:>9,}{p.prompts:>10,}"
+            f"{load:>8}{ms(p.image_s):>10}{ms(p.prompt_s):>10}  {p.device}"
         )
     devices = sorted({p.device for p in plans if p.device})
     for g in workers:

@@ -286,7 +286,8 @@ class GridResult:
         """Any rows x columns table of the grid (:func:`negvocab.report.tables.build_table`; ``kw``
         as there: ``where``, ``mean_rows``, ``col_groups``, ``intervals``, ``bold``, ...); models
         whose cells failed are named in the caption. The paper's Table 2:
-        ``paper_table("fpr", rows="model", cols="vocabulary", where={"ood_set": "mean", "method": "neglabel"}, mean_rows=True)``."""
+        ``paper_table("fpr", rows="model", cols="vocabulary",
+        where={"ood_set": "mean", "method": "neglabel"}, mean_rows=True)``."""
         return T.build_table(self.table(), metric=metric, rows_by=rows, cols_by=cols, failed=self.failed_models(), **kw)
 
     def score_getter(self) -> T.ScoreGetter | None:

@@ -58,7 +58,8 @@ _STRIP = " \t\r\n\"'`*_.,;:!?()[]{}<>|=~#\u201c\u201d\u2018\u2019\u00ab\u00bb\u2
 # a prompt echo: the model repeats the question (or a chat role) instead of answering
 _ECHO = re.compile(
     r"^\s*(?:q|question|prompt|user|system|instruction|input|context|task"  # the question, echoed
-    r"|reason|reasons|why|explanation|description|justification|rationale|similarity|note|notes)\s*\d*\s*[:\uff1a]",  # a field about a label
+    # a field about a label
+    r"|reason|reasons|why|explanation|description|justification|rationale|similarity|note|notes)\s*\d*\s*[:\uff1a]",
     re.I,
 )
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")

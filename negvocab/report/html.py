@@ -293,8 +293,9 @@ def _scores_plot(folder: Path, doc: Mapping[str, Any], key: str | None) -> tuple
         detector=run,
         title=f"Score distributions and ROC: {run}" + (" [RANDOM WEIGHTS]" if random else ""),
     )
-    caption = (f"Run {run}: ID against each OOD set, the threshold at TPR {int(round(100 * tpr))}% dashed; ROC per OOD set, "
-               f"the dot is FPR@{int(round(100 * tpr))} ({conv} convention). Other runs: negvocab report --run.")  # fmt: skip
+    caption = (f"Run {run}: ID against each OOD set, the threshold at TPR {int(round(100 * tpr))}% dashed; "
+               f"ROC per OOD set, the dot is FPR@{int(round(100 * tpr))} ({conv} convention). "
+               "Other runs: negvocab report --run.")  # fmt: skip
     return base64.b64encode(figure_png(fig)).decode("ascii"), caption
 
 
@@ -601,8 +602,10 @@ def _folder_section(folder: Path, key: str | None, max_cards: int, max_flagged: 
         ("vocabulary", _vocab_text(vocab)),
         ("convention / TPR", f"{first.get('convention', 'paper')} / {tpr}"),
         ("ID / OOD sets", _sets_text(first)),
-        (f"threshold of run {ctx['evasions'].get('key', '')} (score >= it: taken as ID)" if ctx["evasions"] else "threshold",
-         ", ".join(f"{t['name']}: {t['threshold']}" for t in thresholds) if thresholds else (ctx["evasions"]["threshold"] if ctx["evasions"] else "")),
+        (f"threshold of run {ctx['evasions'].get('key', '')} (score >= it: taken as ID)" if ctx["evasions"]
+         else "threshold",
+         ", ".join(f"{t['name']}: {t['threshold']}" for t in thresholds) if thresholds
+         else (ctx["evasions"]["threshold"] if ctx["evasions"] else "")),
     ]  # fmt: skip
     return {
         **ctx,

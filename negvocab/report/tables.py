@@ -189,7 +189,8 @@ class Table:
         col = ("S[table-format=3.2]" + (" l" if width == 2 else "")) if siunitx else "r"
         spec = "l" + (" " + col) * (len(self.columns) * nm) if siunitx else "l" + col * (len(self.columns) * nm)
         lines = [
-            *(["% needs \\usepackage{booktabs,siunitx} and \\sisetup{detect-weight=true}"] if siunitx else ["% needs \\usepackage{booktabs}"]),
+            *(["% needs \\usepackage{booktabs,siunitx} and \\sisetup{detect-weight=true}"] if siunitx
+              else ["% needs \\usepackage{booktabs}"]),
             "\\begin{table}[t]", "\\centering", f"\\caption{{{esc(self.full_caption())}}}",
             f"\\label{{{self.label or 'tab:results'}}}",
             f"\\begin{{tabular}}{{{spec}}}", "\\toprule",

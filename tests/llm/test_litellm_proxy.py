@@ -58,7 +58,8 @@ def proxy(tmp_path_factory):
     for name, fake in fakes.items():
         fake.state.kind = KINDS[name]
     config = "model_list:\n" + "".join(
-        f"  - model_name: {n}\n    litellm_params:\n      model: openai/{n}\n      api_base: {f.url}\n      api_key: x\n" for n, f in fakes.items()
+        f"  - model_name: {n}\n    litellm_params:\n      model: openai/{n}\n"
+        f"      api_base: {f.url}\n      api_key: x\n" for n, f in fakes.items()
     ) + f"general_settings:\n  master_key: {MASTER}\n"  # fmt: skip
     (tmp / "config.yaml").write_text(config)
     port = _free_port()
