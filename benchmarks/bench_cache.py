@@ -72,7 +72,8 @@ def main() -> None:
 
         # one new VLM per repeat, as a new process would be: the cache is opened and verified afresh
         fresh = [negvocab.VLM.from_model(vlm.model, vlm.tokenizer, name="ViT-B-32", random_weights=True,
-                                         device="cpu", cache_dir=Path(tmp) / "emb") for _ in range(args.repeats)]  # fmt: skip
+                                         device="cpu",
+                                         cache_dir=Path(tmp) / "emb") for _ in range(args.repeats)]  # fmt: skip
         assert all(f.identity["weights"] == vlm.identity["weights"] for f in fresh)  # fingerprinted before timing
         todo = iter(fresh)
         t_cache, again = best_of(args.repeats, lambda: next(todo).encode_text(labels, "paper8"))

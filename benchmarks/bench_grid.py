@@ -96,7 +96,8 @@ def main() -> None:
         vimg.encode_batch = real
         n_images = sum(SETS.values())
         print(
-            f"grid: 2 models x {len(VOCABS)} vocabularies x 3 OOD sets x 2 methods = {len(res.rows)} cells in {wall:.1f} s"
+            f"grid: 2 models x {len(VOCABS)} vocabularies x 3 OOD "
+            f"sets x 2 methods = {len(res.rows)} cells in {wall:.1f} s"
         )
         for model, n in through.items():
             print(f"  {model}: {n} images through the image tower ({n_images} in the 4 sets: each set once)")
@@ -121,11 +122,13 @@ def main() -> None:
                         negvocab.score(method, both, cls, neg)
                         single += time.perf_counter() - t0
         print(
-            f"  scoring all cells: grid {grid_scoring:.2f} s vs single score() calls {single:.2f} s -> {grid_scoring / single:.2f}x (target <= 1.3x)"
+            f"  scoring all cells: grid {grid_scoring:.2f} s vs single score() "
+            f"calls {single:.2f} s -> {grid_scoring / single:.2f}x (target <= 1.3x)"
         )
         again = negvocab.run_grid(toml, Path(tmp) / "out")
         print(
-            f"  re-run: {again.stats['cells_to_run']} cells to run, {sum(again.stats['embed_calls'].values())} sets embedded"
+            f"  re-run: {again.stats['cells_to_run']} cells to run, "
+            f"{sum(again.stats['embed_calls'].values())} sets embedded"
         )
 
 

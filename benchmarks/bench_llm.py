@@ -79,17 +79,20 @@ def main() -> None:
         server.wait()
 
     print(
-        f"requests: {args.classes} classes x {args.rounds} rounds = {n}, latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}"
+        f"requests: {args.classes} classes x {args.rounds} rounds = {n}, "
+        f"latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}"
     )
     print(f"{'':28s}{'negvocab':>12s}{'ideal':>12s}{'ratio':>8s}{'target':>10s}")
     print(f"{'requests wall time (s)':28s}{wall:12.1f}{ideal:12.1f}{wall / ideal:8.2f}{'<= 1.3':>10s}")
     print(f"{'throughput (req/s)':28s}{n / wall:12.0f}{n / ideal:12.0f}")
     print(
-        f"merge + filter of {args.rounds} rounds: {merge_cold:.2f} s cold (incl. the SynonymFilter's first-use table build), {merge_warm:.2f} s warm (target < 5 s)"
+        f"merge + filter of {args.rounds} rounds: {merge_cold:.2f} s cold (incl. the "
+        f"SynonymFilter's first-use table build), {merge_warm:.2f} s warm (target < 5 s)"
     )
     print(f"  of which SynonymFilter.split of the unique labels (warm): {split_warm:.2f} s")
     print(
-        f"vocabulary: {len(cold)} labels, {cold.settings['unique_labels']} unique before the filter; per class unique min {stats['min']}, mean {stats['mean']}, max {stats['max']}"
+        f"vocabulary: {len(cold)} labels, {cold.settings['unique_labels']} unique before the "
+        f"filter; per class unique min {stats['min']}, mean {stats['mean']}, max {stats['max']}"
     )
 
 

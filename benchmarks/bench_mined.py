@@ -81,7 +81,8 @@ def run(label: str, fn, threads: int) -> tuple[object, float, float]:
         out = fn()
     wall, cpu = time.perf_counter() - t0, (time.process_time() - c0) / threads
     print(
-        f"  {label:40s} cpu/threads {cpu:8.1f} s  wall {wall:8.1f} s  peak RSS {mem.peak:6.2f} GiB (+{mem.peak - mem.start:5.2f})",
+        f"  {label:40s} cpu/threads {cpu:8.1f} s  wall {wall:8.1f} s  "
+        f"peak RSS {mem.peak:6.2f} GiB (+{mem.peak - mem.start:5.2f})",
         flush=True,
     )
     return out, cpu, mem.peak - mem.start

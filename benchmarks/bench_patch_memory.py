@@ -70,8 +70,10 @@ def child(variant: str, folder: str, cache: str) -> None:
             del parts
         secs = time.perf_counter() - t
         checksum = float(np.sum(local, dtype=np.float64))
-    print(json.dumps({"variant": variant, "images": len(files), "seconds": secs, "runtime_gib": rss.start, "above_gib": rss.peak - rss.start,
-                      "features_gib": local.nbytes / 2**30, "memmap": isinstance(local, np.memmap), "checksum": checksum}))  # fmt: skip
+    print(json.dumps({"variant": variant, "images": len(files), "seconds": secs, "runtime_gib": rss.start,
+                      "above_gib": rss.peak - rss.start,
+                      "features_gib": local.nbytes / 2**30, "memmap": isinstance(local, np.memmap),
+                      "checksum": checksum}))  # fmt: skip
 
 
 def main() -> None:
@@ -96,15 +98,19 @@ def main() -> None:
         else "FEATURES DIFFER"
     )
     print(
-        f"GL-MCM patch features of {ours['images']} images, 196 x 512 each ({ours['features_gib']:.2f} GiB float32), {same}"
+        f"GL-MCM patch features of {ours['images']} images, 196 x "
+        f"512 each ({ours['features_gib']:.2f} GiB float32), {same}"
     )
-    print(f"  negvocab: peak anonymous RSS {ours['above_gib']:.2f} GiB above the {ours['runtime_gib']:.2f} GiB runtime, {ours['seconds']:.0f} s"
+    print(f"  negvocab: peak anonymous RSS {ours['above_gib']:.2f} GiB above "
+          f"the {ours['runtime_gib']:.2f} GiB runtime, {ours['seconds']:.0f} s"
           f" (memory-mapped: {ours['memmap']}; cache written)")  # fmt: skip
-    print(f"  baseline (list + concatenate in RAM): {base['above_gib']:.2f} GiB above the runtime, {base['seconds']:.0f} s"
+    print(f"  baseline (list + concatenate in RAM): {base['above_gib']:.2f} "
+          f"GiB above the runtime, {base['seconds']:.0f} s"
           f"  -> {base['above_gib'] / max(ours['above_gib'], 1e-9):.1f}x ours")  # fmt: skip
     real = REAL_IMAGES * 196 * 512 * 4 / 2**30
     print(
-        f"  50,000 ViT-B/16 images hold {real:.1f} GiB of them: the baseline needs that in RAM (twice while concatenating)"
+        f"  50,000 ViT-B/16 images hold {real:.1f} GiB of them: the "
+        "baseline needs that in RAM (twice while concatenating)"
     )
 
 

@@ -95,9 +95,12 @@ def bench_memory_child(n: int, m_neg: int, device: str) -> None:
         s = negvocab.score("neglabel", img, idt, neg, device=device)
         secs = time.perf_counter() - t
     gpu = torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else None
-    print(json.dumps({"images": n, "labels": 1000 + m_neg, "seconds": secs, "inputs_gib": (img.nbytes + idt.nbytes + neg.nbytes) / 2**30,
-                      "runtime_gib": base, "peak_rss_gib": rss.peak, "rss_above_runtime_gib": rss.peak - base, "gpu_peak_gib": gpu,
-                      "naive_n_by_m_float32_gib": n * (1000 + m_neg) * 4 / 2**30, "finite": bool(np.isfinite(s).all())}))  # fmt: skip
+    print(json.dumps({"images": n, "labels": 1000 + m_neg, "seconds": secs,
+                      "inputs_gib": (img.nbytes + idt.nbytes + neg.nbytes) / 2**30,
+                      "runtime_gib": base, "peak_rss_gib": rss.peak, "rss_above_runtime_gib": rss.peak - base,
+                      "gpu_peak_gib": gpu,
+                      "naive_n_by_m_float32_gib": n * (1000 + m_neg) * 4 / 2**30,
+                      "finite": bool(np.isfinite(s).all())}))  # fmt: skip
 
 
 def main() -> None:
@@ -113,13 +116,16 @@ def main() -> None:
     scale = 10 if args.quick else 1
     clock = "wall time" if torch.cuda.is_available() else "CPU time / threads"
     print(
-        f"negvocab {negvocab.__version__}, torch {torch.__version__}, device {args.device}, threads {torch.get_num_threads()}, d={D}, {clock}, best of {args.repeat}"
+        f"negvocab {negvocab.__version__}, torch {torch.__version__}, device {args.device}, "
+        f"threads {torch.get_num_threads()}, d={D}, {clock}, best of {args.repeat}"
     )
 
     for method in ("neglabel", "eoe", "neglabel_eoe"):
         a = bench_sweep(10_000 // scale, 10_000, args.device, args.repeat, method)
-        print(f"(a) {method} sweep of {a['sizes']} sizes up to M={a['M_max']} on {a['images']} images: {a['sweep_s']:.2f} s"
-              f"  vs single M={a['M_max']} run: {a['single_run_s']:.2f} s  -> {a['ratio']:.2f}x (target <= 1.5x)")  # fmt: skip
+        print(f"(a) {method} sweep of {a['sizes']} sizes up to "
+              f"M={a['M_max']} on {a['images']} images: {a['sweep_s']:.2f} s"
+              f"  vs single M={a['M_max']} run: {a['single_run_s']:.2f} "
+              f"s  -> {a['ratio']:.2f}x (target <= 1.5x)")  # fmt: skip
 
     b = bench_matmul(50_000 // scale, 20_000, args.device, args.repeat)
     print(f"(b) NegLabel {b['images']} x {b['labels']}: {b['neglabel_s']:.2f} s  vs float32 matmul of the same shapes:"
@@ -128,9 +134,12 @@ def main() -> None:
     cmd = [sys.executable, __file__, "--device", args.device, "--memory-child", str(50_000 // scale), "70000"]
     c = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
     gpu = f", GPU peak {c['gpu_peak_gib']:.2f} GiB" if c["gpu_peak_gib"] is not None else ""
-    print(f"(c) NegLabel {c['images']} x {c['labels']}: peak RSS {c['peak_rss_gib']:.2f} GiB = python/torch runtime {c['runtime_gib']:.2f} GiB +"
-          f" {c['rss_above_runtime_gib']:.2f} GiB for inputs ({c['inputs_gib']:.2f} GiB) and scoring{gpu}, in {c['seconds']:.1f} s"
-          f"  vs {c['naive_n_by_m_float32_gib']:.1f} GiB for the N x M float32 matrix alone (target << 4 GB)")  # fmt: skip
+    print(f"(c) NegLabel {c['images']} x {c['labels']}: peak RSS {c['peak_rss_gib']:.2f} "
+          f"GiB = python/torch runtime {c['runtime_gib']:.2f} GiB +"
+          f" {c['rss_above_runtime_gib']:.2f} GiB for inputs "
+          f"({c['inputs_gib']:.2f} GiB) and scoring{gpu}, in {c['seconds']:.1f} s"
+          f"  vs {c['naive_n_by_m_float32_gib']:.1f} GiB for "
+          "the N x M float32 matrix alone (target << 4 GB)")  # fmt: skip
 
 
 if __name__ == "__main__":

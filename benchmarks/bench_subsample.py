@@ -68,7 +68,8 @@ def main() -> None:
     ours, base = (times[0], peak_mib(fns[0])), (times[1], peak_mib(fns[1]))
     rows = negvocab.subsample(s_id, s_ood, sizes=SIZES, draws=DRAWS, seed=0)
     print(
-        f"subsample: N_ood={N_OOD:,}, N_id={N_ID:,}, {DRAWS} draws x sizes {SIZES} x {DETECTORS} detectors ({len(rows)} rows)"
+        f"subsample: N_ood={N_OOD:,}, N_id={N_ID:,}, {DRAWS} draws "
+        f"x sizes {SIZES} x {DETECTORS} detectors ({len(rows)} rows)"
     )
     print(f"  {'':<34}{'time':>9}{'peak memory':>16}")
     print(f"  {'negvocab.subsample':<34}{ours[0]:8.2f}s{ours[1]:12.1f} MiB")

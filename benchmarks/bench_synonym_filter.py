@@ -73,7 +73,8 @@ def main() -> None:
     only_ours, only_base = set(removed) - set(base_removed), set(base_removed) - set(removed)
     print(f"removed only by negvocab: {len(only_ours)} (whole-phrase plurals: morphy of the last word alone keeps")
     print(
-        f"  'hermit crabs', as 'crabs' is a WordNet noun; and the rules beyond the baseline's) e.g. {sorted(only_ours)[:4]}"
+        "  'hermit crabs', as 'crabs' is a WordNet noun; and the "
+        f"rules beyond the baseline's) e.g. {sorted(only_ours)[:4]}"
     )
     print(f"removed only by the baseline: {len(only_base)} {sorted(only_base)[:4]}")
 

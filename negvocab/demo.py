@@ -76,7 +76,8 @@ def prepare_sample_images(folder: str | os.PathLike[str], *, crops: int = 3) -> 
     graphics = [p for p in (_package_file(*x) for x in _GRAPHICS) if p]
     if len(photos) < 2 or len(graphics) < 2:
         raise ResourceError(
-            "the demo's sample images were not found (matplotlib, scikit-learn, sympy, scipy); pass your own with negvocab score"
+            "the demo's sample images were not found (matplotlib, "
+            "scikit-learn, sympy, scipy); pass your own with negvocab score"
         )
     boxes = [(0.0, 0.0, 0.7, 0.7), (0.3, 0.3, 1.0, 1.0), (0.15, 0.15, 0.85, 0.85)][:crops]
     for p in photos:

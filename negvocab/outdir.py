@@ -155,7 +155,8 @@ def claim_folder(
         earlier = [name for name in outputs if (path / name).exists()]
         if earlier and not overwrite:
             raise InputError(
-                f"{path} holds the results of an earlier run ({', '.join(earlier)}); give another {option}, or overwrite=True to replace them",
+                f"{path} holds the results of an earlier run ({', '.join(earlier)}); "
+                f"give another {option}, or overwrite=True to replace them",
                 param="overwrite",
             )
         if not os.access(path, os.W_OK | os.X_OK):

@@ -210,7 +210,10 @@ class Progress:
         pct = 100.0 * self.n / self.total if self.total else 100.0
         eta = format_duration((self.total - self.n) / rate) if rate > 0 else "unknown"
         extra = f", {self._extra_rate(now)}" if self.extra_unit else ""
-        return f"{self.desc}: {self.n:,}/{self.total:,} {self.unit}s ({pct:.1f}%), {rate:.3g} {self.unit}s/s{extra}, ETA {eta}"
+        return (
+            f"{self.desc}: {self.n:,}/{self.total:,} {self.unit}s "
+            f"({pct:.1f}%), {rate:.3g} {self.unit}s/s{extra}, ETA {eta}"
+        )
 
     def _extra_rate(self, now: float | None) -> str:
         elapsed = max((self._clock() if now is None else now) - self._t0, 1e-9)

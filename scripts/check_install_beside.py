@@ -52,7 +52,9 @@ def stub_wheel(folder: Path, name: str, version: str, requires: list[str]) -> Pa
         f"{name}/__init__.py": f'__version__ = "{version}"\n',
         f"{dist}/METADATA": "Metadata-Version: 2.1\n"
         f"Name: {name}\nVersion: {version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires),
-        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: check_install_beside\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{dist}/WHEEL": (
+            "Wheel-Version: 1.0\nGenerator: check_install_beside\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
     }
     record = []
     path = folder / f"{name}-{version}-py3-none-any.whl"

@@ -4,8 +4,9 @@ The 1000 wnids in the standard ILSVRC-2012 class order (sorted wnids, n01440764 
 n15075141 toilet tissue) come from timm's ``imagenet_synsets.txt``; the CLIP clean names from
 open_clip's ``IMAGENET_CLASSNAMES`` (same order); the synonyms are the lemma names of each wnid's
 WordNet 3.0 synset (underscores -> spaces, ``|``-separated), stored so that ``imagenet1k()`` needs
-neither open_clip nor WordNet at run time (the tests check all three columns). The script checks the list before writing it:
-1000 unique sorted wnids, each a WordNet 3.0 noun offset, first tench and last toilet tissue.
+neither open_clip nor WordNet at run time (the tests check all three columns). The script checks the
+list before writing it: 1000 unique sorted wnids, each a WordNet 3.0 noun offset, first tench and
+last toilet tissue.
 
     python scripts/make_imagenet_wnids.py            # (re)write the file
     python scripts/make_imagenet_wnids.py --check    # verify the committed file, write nothing

@@ -171,7 +171,10 @@ def test_package_imports_inside_functions_only_defer_heavy_packages():
 
 
 def test_the_cli_and_config_checks_do_not_import_torch():
-    code = "import sys, negvocab.cli, negvocab.scoring.methods; print(sorted(m for m in ('torch', 'open_clip', 'faiss') if m in sys.modules))"
+    code = (
+        "import sys, negvocab.cli, negvocab.scoring.methods; print(sorted(m "
+        "for m in ('torch', 'open_clip', 'faiss') if m in sys.modules))"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.stdout.strip() == "[]", r.stdout + r.stderr
 
@@ -197,7 +200,8 @@ def test_long_functions_say_why():
                 body = lines[node.lineno - 1 : node.end_lineno]
                 if not any(line.strip().startswith(LONG_REASON) for line in body):
                     long.append(
-                        f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+                        f"{path.relative_to(ROOT)}:{node.lineno} {node.name} "
+                        f"({node.end_lineno - node.lineno + 1} lines)"
                     )
     assert not long, f"split these functions or state the reason in a '{LONG_REASON}' comment:\n" + "\n".join(long)
 

@@ -50,7 +50,8 @@ def test_a_plugin_may_add_a_command_to_the_cli(tmp_path):
     from pathlib import Path
 
     (tmp_path / "nv_cmd_probe.py").write_text(
-        "from negvocab.cli.app import app\n\n\n@app.command('hello-probe')\ndef hello() -> None:\n    print('hello probe')\n"
+        "from negvocab.cli.app import app\n\n\n@app.command('hello-probe')\n"
+        "def hello() -> None:\n    print('hello probe')\n"
     )
     root = Path(__file__).resolve().parents[1]
     env = {**__import__("os").environ, plugins.ENV_VAR: "nv_cmd_probe", "PYTHONPATH": f"{root}:{tmp_path}"}

@@ -125,7 +125,8 @@ def test_build_mined_on_random_input_files(tmp_path_factory, monkeypatch, pool, 
     for name, data in (("pool.txt", pool), ("classes.txt", classes), ("images.txt", images)):
         (tmp / name).write_bytes(data)
     args = ["build", "mined", "--random-weights", "--images", str(tmp / "images.txt"), "--pool", str(tmp / "pool.txt"),
-            "--id-classes", str(tmp / "classes.txt"), "--ood-quantile", repr(quantile), "-o", str(tmp / "m.json")]  # fmt: skip
+            "--id-classes", str(tmp / "classes.txt"), "--ood-quantile", repr(quantile),
+            "-o", str(tmp / "m.json")]  # fmt: skip
     if threshold is not None:
         args += ["--threshold", repr(threshold)]
     r = CliRunner().invoke(app, args)

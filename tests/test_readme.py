@@ -29,7 +29,8 @@ RUNNABLE = ("python", "bash")
 MAX_SKIPPED = 14
 SETUP_COMMANDS = (
     "bash scripts/setup.sh && negvocab demo --random-weights   # the main job: the whole pipeline, offline\n"
-    "bash scripts/setup.sh && python3 -m pytest -q -n auto --dist loadgroup   # the test suite, one worker per CPU (what .ci/run runs)\n"
+    "bash scripts/setup.sh && python3 -m pytest -q -n auto --dist "
+    "loadgroup   # the test suite, one worker per CPU (what .ci/run runs)\n"
 )
 
 
@@ -153,7 +154,8 @@ def test_readme_and_docs_blocks_run_in_order(tmp_path, monkeypatch):
             )
             if proc.returncode:
                 pytest.fail(
-                    f"{where} failed (exit {proc.returncode}):\n{block.code}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"
+                    f"{where} failed (exit {proc.returncode}):\n{block.code}\n--- "
+                    f"stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"
                 )
         else:
             try:

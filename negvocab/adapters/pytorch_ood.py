@@ -80,7 +80,8 @@ class NegvocabDetector(FeaturesDetector):
         unknown = sorted(set(kwargs) - set(self.hyperparameter_space))
         if unknown:
             raise ValueError(
-                f"Unknown hyperparameter(s) {unknown} for {type(self).__name__}. Known hyperparameters: {list(self.hyperparameter_space)}"
+                f"Unknown hyperparameter(s) {unknown} for {type(self).__name__}. "
+                f"Known hyperparameters: {list(self.hyperparameter_space)}"
             )
         self.zeroshot.set_params(**kwargs)
         return self

@@ -73,7 +73,8 @@ class ZeroShot:
         vocab = as_vocabulary(vocabulary)
         if self.method.needs_negatives and vocab is None:
             raise InputError(
-                f"{self.method.name} needs a negative vocabulary: pass vocabulary= (a Vocabulary, a file or a list of labels)"
+                f"{self.method.name} needs a negative vocabulary: pass "
+                "vocabulary= (a Vocabulary, a file or a list of labels)"
             )
         self.vlm = vlm
         self.id_classes = as_id_classes(id_classes)
@@ -81,7 +82,8 @@ class ZeroShot:
         self.id_emb = torch.from_numpy(vlm.encode_text(list(self.id_classes.names), templates, pos="n", progress=False))
         self.neg_emb = (
             None if self.vocabulary is None
-            else torch.from_numpy(vlm.encode_text(list(self.vocabulary.labels), templates, pos=self.vocabulary.parts_of_speech(), progress=False))
+            else torch.from_numpy(vlm.encode_text(list(self.vocabulary.labels), templates,
+                                                  pos=self.vocabulary.parts_of_speech(), progress=False))
         )  # fmt: skip
 
     @property

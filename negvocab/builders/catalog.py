@@ -148,7 +148,9 @@ SIBLINGS = Builder(
     build=build_sibling_vocabulary,
     options=SiblingsOptions,
     source="siblings",
-    summary="WordNet siblings: per ID class, K co-hyponyms at its own depth, ranked by text similarity (no LLM, offline).",
+    summary=(
+        "WordNet siblings: per ID class, K co-hyponyms at its own depth, ranked by text similarity (no LLM, offline)."
+    ),
     ranked=True,
     needs=frozenset({"vlm"}),
     paper="docs/methods.md, Vocabularies (the offline analogue of GPT siblings)",
@@ -268,7 +270,9 @@ GPT = Builder(
     build=build_gpt_vocabulary,
     options=GptOptions,
     source="gpt",
-    summary="GPT siblings: per class, N visually confusable non-ImageNet categories, R rounds, merged and synonym-filtered.",
+    summary=(
+        "GPT siblings: per class, N visually confusable non-ImageNet categories, R rounds, merged and synonym-filtered."
+    ),
     needs=frozenset({"llm"}),
     paper="Rozumnyi et al., Fi-ImageNet-1k, arXiv:2609.01027",
     examples=("negvocab build gpt -m gpt-4o-mini --per-class 20 --rounds 10 --dry-run -o gpt.json",),

@@ -227,7 +227,8 @@ class LLMRun:
         )
         if undone:
             raise ResourceError(
-                f"{len(undone)} of {len(need)} requests could not be completed (server or connection errors outlasted the retries, e.g. {undone[0]}); "
+                f"{len(undone)} of {len(need)} requests could not be completed (server "
+                f"or connection errors outlasted the retries, e.g. {undone[0]}); "
                 f"the rest is journaled in {self.run_dir}: re-run the same command to resume"
             )
         return outcome

@@ -69,7 +69,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-TRANSDUCTIVE_NOTE = "transductive: mined from images that are also in the evaluated OOD set {ood} ({n} of {total}); not a deployable result"
+TRANSDUCTIVE_NOTE = (
+    "transductive: mined from images that are also in the evaluated "
+    "OOD set {ood} ({n} of {total}); not a deployable result"
+)
 SELECTION = (
     "candidates closest to the unlabelled images that look OOD, weighted by how far below the ID threshold they are"
 )
@@ -213,7 +216,8 @@ def _image_paths(source: Any) -> list[str]:
     if isinstance(source, Sequence) and all(isinstance(s, (str, os.PathLike)) for s in source):
         return [str(s) for s in source]
     raise InputError(
-        f"cannot list the images of a {type(source).__name__}: give a folder, a list file, paths, an ImageSet or ImageEmbeddings"
+        f"cannot list the images of a {type(source).__name__}: give a "
+        "folder, a list file, paths, an ImageSet or ImageEmbeddings"
     )
 
 
@@ -452,11 +456,13 @@ def build_mined_vocabulary(
     ranked = found.ranking()
     if len(ranked) == 0:
         raise InputError(
-            f"no candidate got a vote: none of the {len(emb)} images looks OOD at threshold {found.threshold:.4f}; give more images or a higher threshold"
+            f"no candidate got a vote: none of the {len(emb)} images looks OOD at "
+            f"threshold {found.threshold:.4f}; give more images or a higher threshold"
         )
     if size is not None and size > len(ranked):
         raise InputError(
-            f"asked for {size} labels but only {len(ranked)} candidates got a vote from the {int((found.weights > 0).sum())} "
+            f"asked for {size} labels but only {len(ranked)} candidates "
+            f"got a vote from the {int((found.weights > 0).sum())} "
             "OOD-looking images; lower size, raise top_k or give more images",
             param=("size", "top_k"),
         )

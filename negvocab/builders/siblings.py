@@ -198,8 +198,9 @@ def wordnet_siblings(
     """Every ID class's WordNet relatives, unranked (see the module docstring, steps 1-3).
 
     Returns ``(relatives, skipped, removed)``: per class with a synset its relatives (the nearest
-    level first, then in a fixed traversal order, synsets by offset; one per head word), the classes without a synset (id -> name),
-    and the head words the synonym filter removed (label -> :class:`~negvocab.labels.synonyms.Match`).
+    level first, then in a fixed traversal order, synsets by offset; one per head word), the classes
+    without a synset (id -> name), and the head words the synonym filter removed (label ->
+    :class:`~negvocab.labels.synonyms.Match`).
     """
     check_counts(per_class, levels)
     wn = load_wordnet()

@@ -1,4 +1,5 @@
-"""The WordNet vocabulary: candidates ranked farthest first from the ID classes (docs/methods.md#wordnet-farthest-first).
+"""The WordNet vocabulary: candidates ranked farthest first from the ID classes
+(docs/methods.md#wordnet-farthest-first).
 
 NegLabel's NegMining, as the paper uses it: embed every WordNet candidate and the 1000 ImageNet-1k
 class names with the same templates, score each candidate by the 95th percentile of its cosine

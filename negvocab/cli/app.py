@@ -2,8 +2,9 @@
 
 Command modules (``negvocab.cli.<topic>``) register on :data:`app` / :data:`build_app`; they only
 parse options, call the public API and print. Plug-ins (:mod:`negvocab.plugins`) are loaded here,
-first, so that their methods' parameters are options of ``score``, ``sweep`` and ``coverage``. A :class:`~negvocab.errors.NegvocabError` raised
-anywhere below becomes one ``error: ...`` line on stderr and exit status 2, never a traceback.
+first, so that their methods' parameters are options of ``score``, ``sweep`` and ``coverage``. A
+:class:`~negvocab.errors.NegvocabError` raised anywhere below becomes one ``error: ...`` line on
+stderr and exit status 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def refuse_repeats(command: Any, args: list[str], where: str = "negvocab", *, gr
     for flags in seen.values():
         if len(flags) > 1:
             raise InputError(
-                f"option {flags[0]} given {len(flags)} times ({' '.join(flags)}); it takes one value, give it once (see '{where} --help')"
+                f"option {flags[0]} given {len(flags)} times ({' '.join(flags)}); "
+                f"it takes one value, give it once (see '{where} --help')"
             )
 
 

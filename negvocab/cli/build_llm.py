@@ -58,7 +58,9 @@ ClassesOpt = Annotated[
     Optional[str],  # noqa: UP045 (typer needs Optional)
     typer.Option(
         "--classes",
-        help="First K ImageNet-1k classes (a number), or a file of wnids or class names, one a line. Default: all 1000.",
+        help=(
+            "First K ImageNet-1k classes (a number), or a file of wnids or class names, one a line. Default: all 1000."
+        ),
     ),
 ]
 RunDirOpt = Annotated[
@@ -77,15 +79,21 @@ RetryFailedOpt = Annotated[
     bool,
     typer.Option(
         "--retry-failed",
-        help="Also ask again the requests recorded as short (refused and invalid ones are asked again by every run without --batch).",
+        help=(
+            "Also ask again the requests recorded as short (refused and "
+            "invalid ones are asked again by every run without --batch)."
+        ),
     ),
 ]
 ResponseFormatOpt = Annotated[
     str,
     typer.Option(
         "--response-format",
-        help="auto (structured output where the server honours it, else JSON mode, else free text; settled once per run), "
-        "json_schema, json_object or text (for servers and proxies without structured output).",
+        help=(
+            "auto (structured output where the server honours it, "
+            "else JSON mode, else free text; settled once per run), "
+            "json_schema, json_object or text (for servers and proxies without structured output)."
+        ),
         metavar="auto|json_schema|json_object|text",
     ),
 ]
@@ -197,15 +205,18 @@ def _report(vocab: Any, out: Path, what: str) -> None:
     u, k = s["unique_per_key_stats"], s["kept_per_key_stats"]
     unit = "class" if s["task"] in ("gpt_siblings", "eoe_near") else "chunk"
     typer.echo(
-        f"{what}: {len(vocab)} labels from {s['keys']} {unit}{'es' if unit == 'class' else 's'} x {s['rounds_used']} of {s['rounds']} rounds -> {out}"
+        f"{what}: {len(vocab)} labels from {s['keys']} {unit}{'es' if unit == 'class' else 's'} "
+        f"x {s['rounds_used']} of {s['rounds']} rounds -> {out}"
     )
     typer.echo(
-        f"unique per {unit}: min {u['min']}, mean {u['mean']}, max {u['max']}; after the synonym filter: min {k['min']}, mean {k['mean']}, max {k['max']}"
+        f"unique per {unit}: min {u['min']}, mean {u['mean']}, max {u['max']}; "
+        f"after the synonym filter: min {k['min']}, mean {k['mean']}, max {k['max']}"
     )
     sf = s["synonym_filter"]
     examples = ", ".join(list(sf.get("removed") or {})[:5])
     typer.echo(
-        f"synonym filter removed {sf['removed_count']} of {s['unique_labels']} unique labels as ImageNet-1k names/synonyms"
+        f"synonym filter removed {sf['removed_count']} of "
+        f"{s['unique_labels']} unique labels as ImageNet-1k names/synonyms"
         + (f" (e.g. {examples})" if examples else "")
     )
     failures = s.get("failures") or {}
@@ -221,7 +232,8 @@ def _report(vocab: Any, out: Path, what: str) -> None:
     formats = s.get("response_formats") or {}
     if formats:
         typer.echo(
-            f"answers from {', '.join(s.get('endpoints') or ['?'])} ({', '.join(s.get('served_models') or [s['model']])}), "
+            f"answers from {', '.join(s.get('endpoints') or ['?'])} "
+            f"({', '.join(s.get('served_models') or [s['model']])}), "
             "response format " + ", ".join(f"{m} {c}" for m, c in formats.items())
         )
     usage, sess = s.get("usage") or {}, s.get("session") or {}
@@ -230,8 +242,10 @@ def _report(vocab: Any, out: Path, what: str) -> None:
     fmt = lambda c: f"${c:,.4f}" if c is not None else "unknown (no price for this model or server)"  # noqa: E731
     su = sess.get("usage") or {}
     typer.echo(
-        f"tokens: {usage.get('prompt_tokens', 0):,} prompt + {usage.get('completion_tokens', 0):,} completion in the run, cost {fmt(cost)}; "
-        f"this session: {sess.get('sent', 0)} requests answered ({sess.get('http_requests', 0)} HTTP requests, retries included), "
+        f"tokens: {usage.get('prompt_tokens', 0):,} prompt + "
+        f"{usage.get('completion_tokens', 0):,} completion in the run, cost {fmt(cost)}; "
+        f"this session: {sess.get('sent', 0)} requests answered "
+        f"({sess.get('http_requests', 0)} HTTP requests, retries included), "
         f"{su.get('prompt_tokens', 0):,} + {su.get('completion_tokens', 0):,} tokens, {fmt(scost)}"
     )
     size = s.get("size")

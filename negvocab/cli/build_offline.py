@@ -146,7 +146,10 @@ def build_mined(
         Optional[list[str]],  # noqa: UP045
         typer.Option(
             "--ood",
-            help="OOD set you will evaluate on (NAME=PATH or a folder; repeatable): any overlap marks the vocabulary transductive.",
+            help=(
+                "OOD set you will evaluate on (NAME=PATH or a folder; "
+                "repeatable): any overlap marks the vocabulary transductive."
+            ),
         ),
     ] = None,
     index: Annotated[
@@ -215,7 +218,8 @@ def _save_mined(output: Path, vocab: Vocabulary, checked: bool, vlm: object) -> 
     elif not checked:
         extra += "; overlap with your OOD set not checked (pass --ood to check)"
     typer.echo(
-        f"wrote {output}: {len(vocab)} labels from {s['ood_looking_images']} of {s['images']} images{extra}{_warn(vlm)}",
+        f"wrote {output}: {len(vocab)} labels from {s['ood_looking_images']} "
+        f"of {s['images']} images{extra}{_warn(vlm)}",
         err=is_stdout(output),
     )
 
@@ -249,6 +253,7 @@ def build_oracle(
         vocab.save(output)
     removed = vocab.settings.get("synonym_filter", {}).get("removed_count", 0)
     typer.echo(
-        f"wrote {output}: {len(vocab)} oracle labels ({removed} removed as ImageNet-1k names/synonyms); not a deployable vocabulary",
+        f"wrote {output}: {len(vocab)} oracle labels ({removed} removed "
+        "as ImageNet-1k names/synonyms); not a deployable vocabulary",
         err=is_stdout(output),
     )

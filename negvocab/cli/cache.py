@@ -51,7 +51,8 @@ def cache(
         pp = ident.get("preprocessing")
         pp_id = f"pp {hashlib.sha256(json.dumps(pp, sort_keys=True).encode()).hexdigest()[:6]}" if pp else ""
         typer.echo(
-            f"{s.folder.relative_to(root)}  {s.model:<24} weights {weights:<12} {act:<9} {s.kind:<12} {ident.get('precision', '?'):<5} "
+            f"{s.folder.relative_to(root)}  {s.model:<24} weights {weights:<12} "
+            f"{act:<9} {s.kind:<12} {ident.get('precision', '?'):<5} "
             f"{pp_id:<9} {what:<13} {s.rows:>9,} rows {s.bytes / 2**20:>9.1f} MiB"
         )
     total = sum(s.bytes for s in stores)

@@ -46,7 +46,8 @@ CoverageOodOpt = Annotated[
     typer.Option(
         "--ood",
         help="The labelled OOD images: class folders (NINCO layout) or an image list with a label column; NAME=PATH "
-        "names the set in the results (a bare path is named after its folder). One set per run: run coverage once per set.",
+        "names the set in the results (a bare path is named after "
+        "its folder). One set per run: run coverage once per set.",
     ),
 ]
 
@@ -136,7 +137,8 @@ def coverage_cmd(
     set_name, ood_set = next(iter(ood_sets.items()))
     if not ood_set.labels:
         raise InputError(
-            f"the OOD images ({ood_set.name}) carry no labels: give class folders, an image list with a label column, or --fi-ood with a labelled list"
+            f"the OOD images ({ood_set.name}) carry no labels: give class folders, "
+            "an image list with a label column, or --fi-ood with a labelled list"
         )
     classes = read_id_classes(id_classes)
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
@@ -163,14 +165,16 @@ def coverage_cmd(
     s = cov.summary
     pct = int(round(100 * tpr))
     typer.echo(
-        f"{s['n_classes']} OOD classes, {s['n_ood_images']} images; exact coverage {100 * s['exact_coverage']:.1f}% of classes"
+        f"{s['n_classes']} OOD classes, {s['n_ood_images']} images; "
+        f"exact coverage {100 * s['exact_coverage']:.1f}% of classes"
     )
     typer.echo(
         f"FPR@{pct} ({convention}) {100 * s['fpr']:.2f}%; ORACLE (every OOD label added) {100 * s['oracle_fpr']:.2f}%"
     )
     for row in sorted(cov.classes, key=lambda r: -r["fpr_gain"])[:5]:
         typer.echo(
-            f"  {row['label'][:30]:<30} passing {100 * row['passing_share']:5.1f}%  gain {100 * row['fpr_gain']:+.2f} pts  nearest {row['nearest']!r}"
+            f"  {row['label'][:30]:<30} passing {100 * row['passing_share']:5.1f}%  "
+            f"gain {100 * row['fpr_gain']:+.2f} pts  nearest {row['nearest']!r}"
         )
     typer.echo(
         f"wrote {out}/coverage.json, coverage.csv, confusions.csv, coverage_images.json"

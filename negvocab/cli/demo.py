@@ -113,7 +113,8 @@ def demo(
     n_removed = res.vocabulary.settings.get("synonym_filter", {}).get("removed_count", 0)
     typer.echo(SPLIT_NOTE)
     typer.echo(
-        f"vocabulary: {len(res.vocabulary)} WordNet labels, farthest first from {pool} candidates ({n_removed} removed as ID names/synonyms)"
+        f"vocabulary: {len(res.vocabulary)} WordNet labels, farthest first "
+        f"from {pool} candidates ({n_removed} removed as ID names/synonyms)"
     )
     typer.echo(format_table(res.evaluation.rows))
     ood_ex = next(iter(res.evaluation.explanations.values()), [])

@@ -24,8 +24,11 @@ METHODS_FILE = "methods.md"  # negvocab/methods.md: the one source; docs/methods
 # (negvocab/methods.md, "The benchmark and reference numbers").
 #: what a preset is, said on stderr beside its list (the models go to stdout)
 PRESET_NOTES: dict[str, str] = {
-    "paper8": "eight VLMs of the paper's size and families, SigLIP2-g (the one it names) among them; not the paper's own list, "
-    "which its methods document does not hold (negvocab methods -s 'The benchmark and reference numbers')",
+    "paper8": (
+        "eight VLMs of the paper's size and families, SigLIP2-g "
+        "(the one it names) among them; not the paper's own list, "
+        "which its methods document does not hold (negvocab methods -s 'The benchmark and reference numbers')"
+    ),
 }
 PRESETS: dict[str, list[tuple[str, str]]] = {
     "paper8": [
@@ -47,7 +50,8 @@ def methods_document() -> str:
 
 
 def section(text: str, name: str) -> str:
-    """The Markdown section whose heading starts with (else contains) ``name``, case-insensitive, with its subsections."""
+    """The Markdown section whose heading starts with (else contains) ``name``, case-insensitive, with
+    its subsections."""
     lines = text.splitlines(keepends=True)
     heads = [
         (i, len(m.group(1)), m.group(2)) for i, ln in enumerate(lines) if (m := re.match(r"(#{1,6})\s+(.+?)\s*$", ln))
@@ -89,7 +93,10 @@ def models_cmd(
         Optional[str],  # noqa: UP045
         typer.Option(
             "--preset",
-            help="Only a preset's models: paper8 (eight VLMs of CLIP, EVA, DFN and SigLIP2, SigLIP2-g among them; not the paper's own list).",
+            help=(
+                "Only a preset's models: paper8 (eight VLMs of CLIP, EVA, DFN "
+                "and SigLIP2, SigLIP2-g among them; not the paper's own list)."
+            ),
         ),
     ] = None,
     grep: Annotated[

@@ -218,7 +218,8 @@ def filter_(
         rules = Counter(why["rule"] for why in summary["removed"].values())
         detail = ", ".join(f"{rule} {n}" for rule, n in sorted(rules.items()))
         typer.echo(
-            f"removed {summary['removed_count']} of {len(vocab)} labels ({detail or 'none'}); kept {summary['kept_count']} -> {output}"
+            f"removed {summary['removed_count']} of {len(vocab)} labels "
+            f"({detail or 'none'}); kept {summary['kept_count']} -> {output}"
         )
         _say_caveats(filtered)
 

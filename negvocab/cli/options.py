@@ -341,7 +341,8 @@ IdOpt = Annotated[
         "--id",
         parser=path_value,
         help="ID images: a folder (ImageNet-1k val in class-folder or flat layout, class folders, or any "
-        "images) or an image list (.csv with a path column, or one 'path label' a line, the label optional). With --fi-ood: "
+        "images) or an image list (.csv with a path column, or one "
+        "'path label' a line, the label optional). With --fi-ood: "
         "the ImageNet-1k validation folder. May be left out with --ood BENCHMARK=ROOT: the benchmark's "
         "own ID set is used (`negvocab benchmarks` shows where each expects it).",
     ),

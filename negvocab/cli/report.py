@@ -24,7 +24,10 @@ def report_cmd(
     results_dirs: Annotated[
         list[Path],
         typer.Argument(
-            help="Folders written by negvocab score, sweep, coverage or grid (a folder holding such folders counts as all of them).",
+            help=(
+                "Folders written by negvocab score, sweep, coverage or grid "
+                "(a folder holding such folders counts as all of them)."
+            ),
             metavar="DIR...",
         ),
     ],

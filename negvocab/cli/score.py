@@ -210,7 +210,10 @@ def sweep_cmd(
         str,
         typer.Option(
             "--plot-format",
-            help="The figure's formats, comma-separated: png, pdf, svg (sweep.png is always written; the report shows it).",
+            help=(
+                "The figure's formats, comma-separated: png, pdf, svg "
+                "(sweep.png is always written; the report shows it)."
+            ),
         ),
     ] = "png",
     overwrite: OverwriteOpt = False,

@@ -124,10 +124,12 @@ def subsample_cmd(
     for r in rows:
         label = f"{r['ood_set']} (all sets)" if r["ood_set"] == POOLED else r["ood_set"]
         typer.echo(
-            f"{label:<16} {r['detector']:<24} n={r['n']:>6}  FPR mean {100 * r['mean']:6.2f}%  SD {100 * r['sd']:5.2f}  "
+            f"{label:<16} {r['detector']:<24} n={r['n']:>6}  FPR "
+            f"mean {100 * r['mean']:6.2f}%  SD {100 * r['sd']:5.2f}  "
             f"analytic {100 * r['sd_analytic']:5.2f}  full {100 * r['full']:6.2f}%"
             + (
-                f"  Spearman mean {_fmt(r['spearman_mean'])} q05 {_fmt(r['spearman_q05'])} same best {_fmt(r['same_best'])}"
+                f"  Spearman mean {_fmt(r['spearman_mean'])} q05 "
+                f"{_fmt(r['spearman_q05'])} same best {_fmt(r['same_best'])}"
                 f" ({r['dropped_tied']} all-tied draws dropped)"
                 if "spearman_mean" in r
                 else ""

@@ -429,7 +429,8 @@ def benchmark_set(benchmark: str, name: str, root: str | os.PathLike[str]) -> Im
     spec = next((s for s in bench.sets if s.name == name), None)
     if spec is None or bench.kind != "sets":
         raise InputError(
-            f"benchmark {bench.name!r} has no set {name!r} to open alone; its sets: {', '.join(s.name for s in bench.sets)}"
+            f"benchmark {bench.name!r} has no set {name!r} to open "
+            f"alone; its sets: {', '.join(s.name for s in bench.sets)}"
         )
     base = Path(root).expanduser()
     if not base.is_dir():
@@ -553,22 +554,27 @@ _MOS = "Huang & Li, MOS: Towards scaling out-of-distribution detection for large
 
 for _b in (
     Benchmark("openood-near", "OpenOOD v1.5 ImageNet-1k near-OOD", (_SSB, _NINCO), _OPENOOD_ID, _OPENOOD),
-    Benchmark("openood-far", "OpenOOD v1.5 ImageNet-1k far-OOD", (_INAT, _TEXTURES, _OPENIMAGE_O), _OPENOOD_ID, _OPENOOD),
-    Benchmark("openood", "OpenOOD v1.5 ImageNet-1k, near and far", (_SSB, _NINCO, _INAT, _TEXTURES, _OPENIMAGE_O), _OPENOOD_ID, _OPENOOD),
+    Benchmark("openood-far", "OpenOOD v1.5 ImageNet-1k far-OOD", (_INAT, _TEXTURES, _OPENIMAGE_O),
+              _OPENOOD_ID, _OPENOOD),
+    Benchmark("openood", "OpenOOD v1.5 ImageNet-1k, near and far", (_SSB, _NINCO, _INAT, _TEXTURES, _OPENIMAGE_O),
+              _OPENOOD_ID, _OPENOOD),
     Benchmark("mos", "The MOS four (iNaturalist, SUN, Places, Textures)", (
         BenchmarkSet("inaturalist", "far", "folder", "iNaturalist", source=_MOS),
         BenchmarkSet("sun", "far", "folder", "SUN", source=_MOS),
         BenchmarkSet("places", "far", "folder", "Places", source=_MOS),
         BenchmarkSet("textures", "far", "classes", "dtd/images", source="Cimpoi et al., CVPR 2014 (as MOS)"),
     ), _VAL_ID, _MOS),
-    Benchmark("imagenet-o", "ImageNet-O", (BenchmarkSet("imagenet-o", "far", "classes", "imagenet-o", source="Hendrycks et al., CVPR 2021"),),
+    Benchmark("imagenet-o", "ImageNet-O",
+              (BenchmarkSet("imagenet-o", "far", "classes", "imagenet-o", source="Hendrycks et al., CVPR 2021"),),
               _VAL_ID, "Hendrycks et al., Natural adversarial examples, CVPR 2021"),
     Benchmark(
         "fi-imagenet-1k", "Fi-ImageNet-1k (OOD images inside the ImageNet-1k validation set)",
-        (BenchmarkSet("fi-imagenet-1k", "near", "carve", "ILSVRC2012_val_* ids of the lists", source="Rozumnyi et al., arXiv:2609.01027"),),
+        (BenchmarkSet("fi-imagenet-1k", "near", "carve", "ILSVRC2012_val_* ids of the lists",
+                      source="Rozumnyi et al., arXiv:2609.01027"),),
         BenchmarkSet("Fi-ImageNet-1k ID", None, "imagenet", ""), "Rozumnyi et al., arXiv:2609.01027",
         kind="carve", carve="negvocab.data.fi_imagenet:carve", inputs=("ood_list",), options=("ambiguous_list",),
-        given_as="--id IMAGENET_VAL --fi-ood fi_ood.txt [--fi-ambiguous fi_ambiguous.txt]: the lists name ILSVRC2012_val_* ids",
+        given_as="--id IMAGENET_VAL --fi-ood fi_ood.txt [--fi-ambiguous fi_ambiguous.txt]: "
+                 "the lists name ILSVRC2012_val_* ids",
     ),
 ):  # fmt: skip
     REGISTRY.register(_b.name, _b)

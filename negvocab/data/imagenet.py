@@ -114,7 +114,10 @@ def _read_index_lines(gt: Path, lines: list[str], index_base: int) -> dict[str, 
         except ValueError:
             raise InputError(f"{gt}:{lineno}: expected a class index or wnid, got {token!r}") from None
         if not 0 <= idx < len(wnids):
-            hint = " (the devkit's ILSVRC2012_validation_ground_truth.txt uses its own class ids; use LOC_val_solution.csv)"
+            hint = (
+                " (the devkit's ILSVRC2012_validation_ground_truth.txt "
+                "uses its own class ids; use LOC_val_solution.csv)"
+            )
             raise InputError(f"{gt}:{lineno}: class index {token} out of range for index_base={index_base}{hint}")
         out[image_id] = wnids[idx]
     return out

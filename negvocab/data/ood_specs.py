@@ -163,7 +163,8 @@ def _id_set(
     if len(carved) + len(wanted) > 1:
         named = [f"{b}={r}" for b, r, _ in carved] + [f"{b}={r}" for b, r in wanted.values()]
         raise InputError(
-            f"{_name('ood', cli)}: {named[0]} and {named[1]} have different ID sets; give one with {_name('id_path', cli)}"
+            f"{_name('ood', cli)}: {named[0]} and {named[1]} have "
+            f"different ID sets; give one with {_name('id_path', cli)}"
         )
     if carved:
         return carved[0][2]

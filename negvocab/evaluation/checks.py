@@ -52,7 +52,8 @@ def common_mistakes(
                 else f"share {len(shared)} of {n_id} ID images"
             )
             notes.append(
-                f"the ID set and the OOD set {name} {same} (same files or identical content, e.g. {os.path.basename(shared[0])}): "
+                f"the ID set and the OOD set {name} {same} (same files or "
+                f"identical content, e.g. {os.path.basename(shared[0])}): "
                 "an OOD set must not hold ID images; these AUROC/FPR numbers do not measure OOD detection"
             )
     for name, vocab in vocabs.items():

@@ -22,7 +22,8 @@ from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import check_evaluation
 
 __all__ = [
-    "METRIC_NAMES", "PairedComparison", "bootstrap_draws", "comparison_sentence", "metric_label", "metric_value", "paired_bootstrap",
+    "METRIC_NAMES", "PairedComparison", "bootstrap_draws", "comparison_sentence", "metric_label", "metric_value",
+    "paired_bootstrap",
     "paired_from_draws",
 ]  # fmt: skip
 
@@ -211,7 +212,8 @@ def bootstrap_draws(
         ids, sets = np.asarray(s_id, dtype=np.float64), _as_sets(s_ood)
         if ids.ndim != 1 or ids.size == 0 or any(s.size == 0 for s in sets.values()):
             raise InputError(
-                f"{label}: {name}: a bootstrap needs ID and OOD scores (got {ids.size} ID, sets {[s.size for s in sets.values()]})"
+                f"{label}: {name}: a bootstrap needs ID and OOD scores (got "
+                f"{ids.size} ID, sets {[s.size for s in sets.values()]})"
             )
         groups.setdefault((ids.size, *((k, v.size) for k, v in sets.items())), {})[name] = (ids, sets)
     out: dict[str, tuple[float, np.ndarray]] = {}

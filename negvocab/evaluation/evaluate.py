@@ -140,9 +140,9 @@ def evaluate_vocabularies(
 
     Each set is an :class:`ImageSet` (encoded here, through the cache) or the
     :class:`ImageEmbeddings` that ``vlm.encode_images`` returned for it. ``ood_set`` is one set or
-    a mapping name -> set (or a list of sets, each named after itself): each is scored against the same ID scores (so under the ``paper`` and
-    ``hendrycks`` conventions the same ID threshold), giving a row per set and, with several sets,
-    a row ``ood_set="mean"`` averaging them.
+    a mapping name -> set (or a list of sets, each named after itself): each is scored against the
+    same ID scores (so under the ``paper`` and ``hendrycks`` conventions the same ID threshold),
+    giving a row per set and, with several sets, a row ``ood_set="mean"`` averaging them.
     ``methods``: any registered methods (``negvocab.list_methods()``); those that use no negatives
     (mcm, glmcm) are scored once. ``params`` go to each scorer that accepts them (tau, groups,
     grouping, seed, beta, T, penalty_T, lam, topk, and any registered method's own). The metrics follow

@@ -33,7 +33,10 @@ if TYPE_CHECKING:
     from negvocab.vocab import Vocabulary
 
 #: where the conventions are compared with NegLabel's, OpenOOD's and the Hendrycks code
-METHODS_SECTION = 'the methods document (negvocab/methods.md; print it: negvocab methods -s conventions), section "Conventions and the anchors\' code"'
+METHODS_SECTION = (
+    "the methods document (negvocab/methods.md; print it: negvocab "
+    'methods -s conventions), section "Conventions and the anchors\' code"'
+)
 #: how each FPR convention sets the threshold (see negvocab.scoring.metrics)
 THRESHOLD_RULES = {
     "paper": "ID-anchored: the (1 - TPR) quantile of the ID scores (numpy linear); FPR = share of OOD scores >= it",
@@ -83,21 +86,24 @@ def named_ood_sets(ood: Any) -> Mapping[str, Any]:
         names = [str(getattr(x, "name", "") or "ood") for x in ood]
         if len(set(names)) < len(names):
             raise InputError(
-                f"two OOD sets share the name {next(n for n in names if names.count(n) > 1)!r}: pass a mapping name -> set"
+                "two OOD sets share the name "
+                f"{next(n for n in names if names.count(n) > 1)!r}: pass a mapping name -> set"
             )
         ood = dict(zip(names, ood, strict=True))
     if isinstance(ood, Mapping):
         sets = {str(k): v for k, v in ood.items()}
         if len(sets) < len(ood):  # {1: a, "1": b}: one name for two sets, one of them would be dropped
             raise InputError(
-                f"two OOD sets share the name {next(n for n in map(str, ood) if list(map(str, ood)).count(n) > 1)!r}: give each a distinct name"
+                "two OOD sets share the name "
+                f"{next(n for n in map(str, ood) if list(map(str, ood)).count(n) > 1)!r}: give each a distinct name"
             )
         if not sets:
             raise InputError("no OOD set given")
         for name in sets:
             if not name.strip() or name in SUMMARY_ROWS:
                 raise InputError(
-                    f"OOD set name {name!r} is not allowed (names must be non-empty and not {', '.join(map(repr, SUMMARY_ROWS))})"
+                    f"OOD set name {name!r} is not allowed (names must be "
+                    f"non-empty and not {', '.join(map(repr, SUMMARY_ROWS))})"
                 )
         if isinstance(ood, OpenedSets):  # keep each set's group (embeddings given for them carry no info)
             return OpenedSets({**sets}, id=ood.id, groups=dict(ood.groups), benchmarks=dict(ood.benchmarks))

@@ -135,7 +135,8 @@ def read_scores_npz(path: str | os.PathLike[str]) -> StoredScores:
             if a.ndim != 1 or a.dtype.kind != "U" or len(a) != next(iter(sizes[split])):
                 raise _bad(
                     file,
-                    f"{name!r} must be {next(iter(sizes[split]))} strings (one per {split.upper()} image), got {a.dtype} of shape {a.shape}",
+                    f"{name!r} must be {next(iter(sizes[split]))} strings (one "
+                    f"per {split.upper()} image), got {a.dtype} of shape {a.shape}",
                 )
             images[name] = a
     random, model = arrays.get("random_weights", np.array(False)), arrays.get("model", np.array(""))

@@ -235,7 +235,8 @@ def plan_grid(
     per_model = sum(_vocab_names(cfg) if needs_negatives(m.name) else 1 for m in cfg.methods)
     notes.insert(
         0,
-        f"{len(cfg.models) * per_model * len(cfg.ood_sets) * len(cfg.conventions):,} cells, {sum(p.units for p in plans):,} units",
+        f"{len(cfg.models) * per_model * len(cfg.ood_sets) * len(cfg.conventions):,} "
+        f"cells, {sum(p.units for p in plans):,} units",
     )
     return plans, notes
 
@@ -243,12 +244,14 @@ def plan_grid(
 def plan_lines(plans: Sequence[ModelPlan], workers: Sequence[int], *, random_weights: bool = False) -> list[str]:
     """The printed plan: one row per model and the estimate for each number of workers."""
     rows = [
-        f"{'model':<26}{'units':>7}{'images':>10}{'cached':>9}{'labels':>9}{'prompts':>10}{'load':>8}{'ms/image':>10}{'ms/prompt':>10}  device"
+        f"{'model':<26}{'units':>7}{'images':>10}{'cached':>9}{'labels':>9}{'prompts':>10}"
+        f"{'load':>8}{'ms/image':>10}{'ms/prompt':>10}  device"
     ]
     for p in plans:
         if p.error:
             rows.append(
-                f"{p.model:<26}{p.units:>7}{p.images:>10,}{'?':>9}{p.labels:>9,}{p.prompts:>10,}  probe failed: {p.error}"
+                f"{p.model:<26}{p.units:>7}{p.images:>10,}{'?':>9}{p.labels:>9,}{p.prompts:>10,}  "
+                f"probe failed: {p.error}"
             )
             continue
 
@@ -257,7 +260,8 @@ def plan_lines(plans: Sequence[ModelPlan], workers: Sequence[int], *, random_wei
 
         load = "?" if p.load_s is None else f"{p.load_s:.1f}s"
         rows.append(
-            f"{p.model:<26}{p.units:>7}{p.images:>10,}{p.images_cached:>9,}{p.labels:>9,}{p.prompts:>10,}{load:>8}{ms(p.image_s):>10}{ms(p.prompt_s):>10}  {p.device}"
+            f"{p.model:<26}{p.units:>7}{p.images:>10,}{p.images_cached:>9,}{p.labels:>9,}{p.prompts:>10,}"
+            f"{load:>8}{ms(p.image_s):>10}{ms(p.prompt_s):>10}  {p.device}"
         )
     devices = sorted({p.device for p in plans if p.device})
     for g in workers:
@@ -271,7 +275,8 @@ def plan_lines(plans: Sequence[ModelPlan], workers: Sequence[int], *, random_wei
         )
     if any(d.startswith("cpu") for d in devices):
         rows.append(
-            "(costs measured on this machine's CPU: a GPU is many times faster per image; rerun the plan where the grid will run)"
+            "(costs measured on this machine's CPU: a GPU is many times "
+            "faster per image; rerun the plan where the grid will run)"
         )
     if random_weights:
         rows.append(

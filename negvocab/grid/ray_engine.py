@@ -93,7 +93,8 @@ def _start(ray: Any, address: str | None) -> bool:
         other = _connected_elsewhere(ray, address) if address else None
         if other:
             raise ResourceError(
-                f"this process is already connected to the Ray cluster at {other}, not {address}: call ray.shutdown() first, or leave out --ray-address"
+                f"this process is already connected to the Ray cluster at {other}, "
+                f"not {address}: call ray.shutdown() first, or leave out --ray-address"
             )
         return False
     try:
@@ -127,7 +128,10 @@ def connection_reason(e: BaseException) -> str:
         return head
     if len(lines) > 1:
         return f"{head} {lines[-1][:300]}"
-    return f"{head} (no reason given; see the ray_client_server*.log files in the head node's Ray log folder, e.g. /tmp/ray/session_latest/logs)"
+    return (
+        f"{head} (no reason given; see the ray_client_server*.log files in "
+        "the head node's Ray log folder, e.g. /tmp/ray/session_latest/logs)"
+    )
 
 
 def _request(ray: Any, cfg: GridConfig, kind: str) -> dict[str, Any]:
@@ -183,7 +187,8 @@ def _pools(
             memory = f", {opts['memory'] / 2**30:.1f} GiB" if opts.get("memory") else ""
             raise ResourceError(
                 f"the Ray cluster ({_describe(have)}) cannot hold "
-                f"one model worker for {'/'.join(sorted(kinds))} units asking for {opts['num_gpus']:g} GPUs, {opts['num_cpus']:g} CPUs{memory}; "
+                f"one model worker for {'/'.join(sorted(kinds))} units asking for "
+                f"{opts['num_gpus']:g} GPUs, {opts['num_cpus']:g} CPUs{memory}; "
                 "lower [resources] num_gpus / num_cpus / memory"
             )
     pools = []
@@ -403,7 +408,8 @@ def run_models_on_ray(
         cfg = dataclasses.replace(cfg, cache_dir=str(Path(cfg.path(cfg.cache_dir)).absolute()))
     if cfg.ray_data_min_images:
         logger.warning(
-            "[grid] ray_data_min_images is no longer used: every image set is split into shards ([resources] shard_images)"
+            "[grid] ray_data_min_images is no longer used: every "
+            "image set is split into shards ([resources] shard_images)"
         )
     try:
         units = plan_units(cfg, works, sets)

@@ -238,7 +238,8 @@ def _run_claimed(
         elsewhere = {c.digest for c in by_model[m.display] if made_on_other_device(cfg, out, c, device)}
         if elsewhere:
             logger.warning(
-                "%s: %d cells of a method whose scores depend on the device (grouping = neglabel) were scored on another kind of device than %s; computing them again",
+                "%s: %d cells of a method whose scores depend on the device (grouping = "
+                "neglabel) were scored on another kind of device than %s; computing them again",
                 m.display,
                 len(elsewhere),
                 device,
@@ -273,7 +274,8 @@ def _run_claimed(
                 ]
                 if lost:  # the workers wrote elsewhere: computed again below, here
                     logger.warning(
-                        "%s: %d score files the Ray workers wrote are not in %s; computing them here (the output folder "
+                        "%s: %d score files the Ray workers wrote are not "
+                        "in %s; computing them here (the output folder "
                         "must be on a filesystem every node sees, at the same path)",
                         name,
                         len(lost),

@@ -245,7 +245,8 @@ class GridResult:
         tpr = int(round(100 * sel[0]["tpr"]))
         conv = sel[0]["convention"]
         notes = [
-            f"{name.format(tpr=tpr)} (%), {conv} convention (threshold: {THRESHOLD_RULES.get(conv, conv)}); best point estimate per column in bold (not tested; ties all bold)."
+            f"{name.format(tpr=tpr)} (%), {conv} convention (threshold: {THRESHOLD_RULES.get(conv, conv)}); "
+            "best point estimate per column in bold (not tested; ties all bold)."
         ]
         if metric.startswith("aupr"):
             notes.append(f"AUPR as {sel[0]['aupr_method'].replace('_', ' ')}.")
@@ -285,7 +286,8 @@ class GridResult:
         """Any rows x columns table of the grid (:func:`negvocab.report.tables.build_table`; ``kw``
         as there: ``where``, ``mean_rows``, ``col_groups``, ``intervals``, ``bold``, ...); models
         whose cells failed are named in the caption. The paper's Table 2:
-        ``paper_table("fpr", rows="model", cols="vocabulary", where={"ood_set": "mean", "method": "neglabel"}, mean_rows=True)``."""
+        ``paper_table("fpr", rows="model", cols="vocabulary",
+        where={"ood_set": "mean", "method": "neglabel"}, mean_rows=True)``."""
         return T.build_table(self.table(), metric=metric, rows_by=rows, cols_by=cols, failed=self.failed_models(), **kw)
 
     def score_getter(self) -> T.ScoreGetter | None:

@@ -21,8 +21,9 @@ Deterministic mode (``--deterministic``, ``[grid] deterministic = true``): every
 ``torch.use_deterministic_algorithms`` (under which text is encoded in fixed chunks:
 :func:`negvocab.vlm.text.encode_labels`), torch's threads fixed to the unit kind's ``num_cpus``,
 and the same shards and batches on both engines, so their score files hold bit-identical scores
-on CPU (docs/howto/grids.md). Every score file records who made it (:func:`negvocab.grid.work.score_meta`: engine, device, dtype, versions;
-``score_device``: where the scores were computed).
+on CPU (docs/howto/grids.md). Every score file records who made it
+(:func:`negvocab.grid.work.score_meta`: engine, device, dtype, versions; ``score_device``: where the
+scores were computed).
 """
 
 from __future__ import annotations

@@ -40,9 +40,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "Cell", "ModelWork", "finish_cells", "load_model", "load_score_file", "load_scores", "made_on_other_device", "merge_stats",
+    "Cell", "ModelWork", "finish_cells", "load_model", "load_score_file", "load_scores", "made_on_other_device",
+    "merge_stats",
     "method_spec", "needs_local", "score_device", "score_meta",
-    "open_sets", "plan_cells", "read_cell", "read_failure", "read_scores", "score_files", "stored_json", "text_inputs", "write_failure",
+    "open_sets", "plan_cells", "read_cell", "read_failure", "read_scores", "score_files", "stored_json", "text_inputs",
+    "write_failure",
 ]  # fmt: skip
 
 
@@ -392,7 +394,8 @@ def read_cell(out: Path, cell: Cell, *, drop: bool = True) -> dict[str, Any] | N
     ok = isinstance(doc, dict) and isinstance(doc.get("row"), dict) and doc.get("digest") == cell.digest
     if not ok or doc.get("sha256") != _checked(doc["row"]):
         logger.warning(
-            "%s: a damaged cell file (unreadable, not this cell's row, or its checksum differs); the cell is computed again",
+            "%s: a damaged cell file (unreadable, not this cell's "
+            "row, or its checksum differs); the cell is computed again",
             path,
         )
         if drop:
@@ -489,7 +492,8 @@ def score_device(cfg: GridConfig, engine: str = "ray") -> str:
 
     if engine == "local" and not torch.cuda.is_available():  # on Ray the task runs where Ray puts it (a GPU node)
         raise ResourceError(
-            f"{cfg.source}: [resources.score] num_gpus asks for a GPU to score on, but torch sees no CUDA device here; set num_gpus = 0"
+            f"{cfg.source}: [resources.score] num_gpus asks for a GPU to "
+            "score on, but torch sees no CUDA device here; set num_gpus = 0"
         )
     return "cuda"
 

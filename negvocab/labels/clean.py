@@ -58,7 +58,8 @@ _STRIP = " \t\r\n\"'`*_.,;:!?()[]{}<>|=~#\u201c\u201d\u2018\u2019\u00ab\u00bb\u2
 # a prompt echo: the model repeats the question (or a chat role) instead of answering
 _ECHO = re.compile(
     r"^\s*(?:q|question|prompt|user|system|instruction|input|context|task"  # the question, echoed
-    r"|reason|reasons|why|explanation|description|justification|rationale|similarity|note|notes)\s*\d*\s*[:\uff1a]",  # a field about a label
+    # a field about a label
+    r"|reason|reasons|why|explanation|description|justification|rationale|similarity|note|notes)\s*\d*\s*[:\uff1a]",
     re.I,
 )
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
@@ -116,12 +117,14 @@ _INTERJECTIONS = frozenset(
     "certainly sure okay ok yes absolutely alright great hello hi note notes done sorry apologies thanks "
     "indeed error warning unfortunately".split()
     + ["here are", "here is", "here you go", "here they are", "here it is", "here goes", "of course", "sure thing",
-       "no problem", "thank you", "thanks a lot", "great question", "good question", "you're welcome", "you are welcome",
+       "no problem", "thank you", "thanks a lot", "great question", "good question", "you're welcome",
+       "you are welcome",
        "got it", "as requested", "my apologies", "i apologize", "i apologise", "i'm sorry", "i am sorry", "i see"]
 )  # fmt: skip
 _CHATTER = re.compile(
     r"^(?:as an? (?:ai|language model|large language model|assistant)\b|i(?:'m| am) (?:sorry|afraid|unable|not able)\b"
-    r"|i (?:cannot|can't|can not|won't|apologi[sz]e)\b|(?:sorry|apologies|my apologies|unfortunately|thank you|thanks)\b)"
+    r"|i (?:cannot|can't|can not|won't|apologi[sz]e)\b|(?:sorry|apologies|my "
+    r"apologies|unfortunately|thank you|thanks)\b)"
 )  # a phrase that starts so apologises, refuses or thanks
 _KEEP_A = frozenset("la cappella capella priori posteriori fortiori kempis level".split())  # "a la carte", "a priori"
 _ABBREV = re.compile(

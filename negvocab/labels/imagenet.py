@@ -51,7 +51,8 @@ class IdClasses:
             raise InputError("an ID label space needs at least one class")
         if len(self.names) != n or len(self.synonyms) != n:
             raise InputError(
-                f"ID label space: {n} wnids, {len(self.names)} names and {len(self.synonyms)} synonym lists differ in length"
+                f"ID label space: {n} wnids, {len(self.names)} names and "
+                f"{len(self.synonyms)} synonym lists differ in length"
             )
         if len(set(self.wnids)) != n:
             raise InputError("ID label space: duplicate wnids")
@@ -132,11 +133,13 @@ def read_id_classes(path: str | os.PathLike[str] | None) -> IdClasses:
     for i, x in lines:
         if WNID_LIKE.match(x) and not WNID.match(x):
             raise InputError(
-                f"{p}: line {i}: {x!r} is not a wnid (n and 8 digits, e.g. n01440764); correct it, or write the class name"
+                f"{p}: line {i}: {x!r} is not a wnid (n and 8 digits, "
+                "e.g. n01440764); correct it, or write the class name"
             )
         if WNID.match(x) and x not in known:
             raise InputError(
-                f"{p}: line {i}: {x!r} is not one of the 1000 ImageNet-1k wnids; give ImageNet-1k wnids, or class names for another label space"
+                f"{p}: line {i}: {x!r} is not one of the 1000 ImageNet-1k wnids; "
+                "give ImageNet-1k wnids, or class names for another label space"
             )
     if all(WNID.match(x) for _, x in lines):
         try:

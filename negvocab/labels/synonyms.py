@@ -240,7 +240,8 @@ class SynonymFilter:
         """
         if not callable(getattr(vocab, "subset", None)):  # a Vocabulary (labels sit below vocabularies: no import)
             raise InputError(
-                f"SynonymFilter.apply takes a Vocabulary, got {type(vocab).__name__}; for a list of labels use split(labels)"
+                "SynonymFilter.apply takes a Vocabulary, got "
+                f"{type(vocab).__name__}; for a list of labels use split(labels)"
             )
         kept, removed = self.split(vocab.labels)
         if not kept:

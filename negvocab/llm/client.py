@@ -241,7 +241,10 @@ class LLMClient:
         self._draining = False
 
     def __repr__(self) -> str:  # never shows the key
-        return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency}, mode={self.mode!r})"
+        return (
+            f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, "
+            f"concurrency={self.concurrency}, mode={self.mode!r})"
+        )
 
     def scrub(self, text: str) -> str:
         """Error or log ``text`` with URL credentials masked by structure, and the key and URL secrets
@@ -465,7 +468,8 @@ class LLMClient:
         if self.setup_sent >= SETUP_BUDGET and self._failed is None:
             last = f"; the last: {self._last_problem}" if self._last_problem else ""
             self._failed = FailFast(
-                f"{self.base_url}: {self.setup_sent} requests sent and no usable answer, so the run stopped (a set-up that "
+                f"{self.base_url}: {self.setup_sent} requests sent and "
+                "no usable answer, so the run stopped (a set-up that "
                 f"does not work costs at most {SETUP_BUDGET}){last}"
             )
             self._probe_changed.set()
@@ -616,7 +620,10 @@ class LLMClient:
                     self._pause(after)
             why = f"HTTP {code}: {detail}"
             if repeated:
-                why += " (the same error twice: a fault of the server or of this request, not its availability; see the server's log)"
+                why += (
+                    " (the same error twice: a fault of the server or of this "
+                    "request, not its availability; see the server's log)"
+                )
             if repeated or "the same error twice" not in (self._last_problem or ""):  # a deterministic fault says most
                 self._last_problem = why
             return Transient(why, after, final=repeated)
@@ -659,7 +666,8 @@ class LLMClient:
         ):
             verdict = Verdict(PERMANENT, "rejected")
         line = diagnosis(
-            verdict, code, detail, base_url=self.base_url, model=self.model, key_name=self.key_name, mode=self.mode, code=error_code(e),
+            verdict, code, detail, base_url=self.base_url, model=self.model, key_name=self.key_name, mode=self.mode,
+            code=error_code(e),
             query_names=self._query_names,
         )  # fmt: skip
         return ResourceError(line)

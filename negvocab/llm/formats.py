@@ -179,7 +179,8 @@ def read_answer(
         named, nonsense = keep_names(labels)
         if 2 * len(nonsense) > len(labels):  # an answer that is mostly no language: no --min-labels lets it through
             raise BadAnswer(
-                f"the answer is not language: {len(nonsense)} of {len(labels)} items look like no name (e.g. {nonsense[0][:40]!r})",
+                f"the answer is not language: {len(nonsense)} of {len(labels)} "
+                f"items look like no name (e.g. {nonsense[0][:40]!r})",
                 "invalid",
                 kind="not_language",
                 text=content,
@@ -198,7 +199,10 @@ def likely_fix(kind: str, mode: str, requested: str, model: str, got: int = 0) -
     """The fix most likely to help when a run's first answers are all unusable for reason ``kind``."""
     other = "" if mode == "text" else "; or try --response-format text"
     return {
-        "no_choices": f"the server answered with an empty choices list: check that it serves model {model!r} (-m) and the base URL",
+        "no_choices": (
+            "the server answered with an empty choices list: check "
+            f"that it serves model {model!r} (-m) and the base URL"
+        ),
         "not_schema": "--response-format text (the server does not follow the JSON schema)"
         if requested != "auto"
         else "check the model (-m); its answers are no JSON list",

@@ -13,12 +13,13 @@ process ends), so a second process running the same command is refused instead o
 
 The identity (task, model, prompt hash, labels per request, temperature, ...) is fixed when the
 folder is created, in the manifest and again in the journal (``kind: "identity"``, its first line;
-added at the next open to journals begun before), from which a deleted or damaged manifest is rebuilt; opening the folder with another identity is refused, so a changed prompt or
-model is a new run and never a silent mix. The classes and rounds are not part of it: each result
-carries a hash of what was asked (``request_sha256``), so a run grows to more rounds or classes in
-its folder, and a request asked differently is asked again. Of two results for one question the
-better one counts (an ``ok`` answer, else the one with more labels), so asking again never loses
-labels already paid for, and going back to an earlier question finds its answer.
+added at the next open to journals begun before), from which a deleted or damaged manifest is
+rebuilt; opening the folder with another identity is refused, so a changed prompt or model is a new
+run and never a silent mix. The classes and rounds are not part of it: each result carries a hash of
+what was asked (``request_sha256``), so a run grows to more rounds or classes in its folder, and a
+request asked differently is asked again. Of two results for one question the better one counts (an
+``ok`` answer, else the one with more labels), so asking again never loses labels already paid for,
+and going back to an earlier question finds its answer.
 """
 
 from __future__ import annotations

@@ -261,7 +261,8 @@ async def run_sync(
             if streak >= stop_after:
                 raise ResourceError(
                     f"{e}: {streak} requests in a row failed, so the run stopped ({answered} answers of this "
-                    f"session journaled in {journal.run_dir}); check the server (is it up? what does its log say?) and the "
+                    f"session journaled in {journal.run_dir}); check the "
+                    "server (is it up? what does its log say?) and the "
                     "base URL (OPENAI_BASE_URL or base_url), then re-run the same command to resume",
                     param="base_url",
                 ) from None
@@ -322,7 +323,8 @@ async def _heartbeat(client: LLMClient) -> None:
         quiet = time.monotonic() - client.last_answer
         if client.in_flight and quiet >= every:
             log.warning(
-                "waiting for %s: %d requests under way, no answer for %.0f s (each gives up after %g s, --request-timeout)",
+                "waiting for %s: %d requests under way, no answer for "
+                "%.0f s (each gives up after %g s, --request-timeout)",
                 client.base_url,
                 client.in_flight,
                 quiet,

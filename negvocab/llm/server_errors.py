@@ -23,7 +23,8 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
-    "FORMAT", "PERMANENT", "REPEATABLE", "TEMPORARY", "UNKNOWN", "Verdict", "classify", "connection_trouble", "diagnosis", "names_format",
+    "FORMAT", "PERMANENT", "REPEATABLE", "TEMPORARY", "UNKNOWN", "Verdict", "classify", "connection_trouble",
+    "diagnosis", "names_format",
     "server_words",
 ]  # fmt: skip
 
@@ -33,16 +34,19 @@ _NAMES_FORMAT = re.compile(
     r"response.?format|json.?schema|json.?object|structured.?output|guided.?(?:json|decoding)|grammar", re.I
 )
 _CONTEXT = re.compile(
-    r"context.?length|context.?window|context_length_exceeded|exceeds? (?:the )?(?:model'?s? )?(?:maximum )?context|n_ctx"
+    r"context.?length|context.?window|context_length_exceeded|exceeds? "
+    r"(?:the )?(?:model'?s? )?(?:maximum )?context|n_ctx"
     r"|too many tokens|prompt is too long|could not broadcast input array|requested tokens \(\d+\) exceed",
     re.I,
 )
 _QUOTA = re.compile(
-    r"insufficient_quota|exceeded your current quota|\bquota\b|budget has been exceeded|budget exceeded|billing|credit balance",
+    r"insufficient_quota|exceeded your current quota|\bquota\b|budget "
+    r"has been exceeded|budget exceeded|billing|credit balance",
     re.I,
 )
 _MODEL = re.compile(
-    r"invalid model(?: name)?\b|there is no 'model_name'|you passed in model=none|model.?not.?found|unknown model|no such model|model \S{0,80} (?:does not exist|not found|is not available|is not supported)"
+    r"invalid model(?: name)?\b|there is no 'model_name'|you passed in model=none|model.?not.?found|unknown "
+    r"model|no such model|model \S{0,80} (?:does not exist|not found|is not available|is not supported)"
     r"|the model .{0,80} does not exist|model .{0,80} not (?:found|loaded|served)|no deployments? available for",
     re.I,
 )
@@ -122,7 +126,8 @@ def diagnosis(
         line += f"; the base URL's query ({names}) went with every request: check a key given there too"
     if names and status == 404:  # not the model's fault until the query is ruled out
         line += (
-            f"; the base URL's query ({names}) goes with every request as query parameters: check that the server takes it "
+            f"; the base URL's query ({names}) goes with every request "
+            "as query parameters: check that the server takes it "
             "there (a key usually goes in OPENAI_API_KEY)"
         )
     return line
@@ -142,10 +147,14 @@ def _diagnosis(
         words = f" (the server said: {detail})" if detail else ""
         return f"{base_url}: authentication failed (HTTP {status}); check the API key in {key_name}{extra}{words}"
     if cause == "model":
-        return f"{base_url}: the server does not serve model {model!r} ({said}); use a model it lists at {base_url.rstrip('/')}/models (-m)"
+        return (
+            f"{base_url}: the server does not serve model {model!r} ({said}); "
+            f"use a model it lists at {base_url.rstrip('/')}/models (-m)"
+        )
     if cause == "context":
         return (
-            f"{base_url}: the request does not fit the model's context ({said}); ask fewer names a request (-n) or a shorter "
+            f"{base_url}: the request does not fit the model's context "
+            f"({said}); ask fewer names a request (-n) or a shorter "
             "--prompt, or start the server with a larger context (llama.cpp: --n_ctx)"
         )
     if cause == "quota":

@@ -44,7 +44,8 @@ _OWNED_OPTIONS = {
 class LLMSettings:
     """How to reach the server and run the requests of an LLM vocabulary build (defaults as the builders').
 
-    Example: ``build_gpt_vocabulary("gpt-4o-mini", settings=LLMSettings(base_url="http://localhost:8000/v1", concurrency=64))``.
+    Example: ``build_gpt_vocabulary("gpt-4o-mini",
+    settings=LLMSettings(base_url="http://localhost:8000/v1", concurrency=64))``.
     ``api_key`` is left out of the repr and never logged or written; of ``base_url`` only the public
     form (no user info, no query string) reaches the run folder's manifest and the vocabulary.
     """
@@ -59,9 +60,11 @@ class LLMSettings:
     """Send through the Batch API (24 h window, half price) instead of the synchronous API."""
     response_format: str = "auto"
     """``auto`` (structured output where the server honours it, else JSON mode, else free text, settled once
-    per run and recorded in the manifest), ``json_schema``, ``json_object`` or ``text``; see :mod:`negvocab.llm.formats`."""
+    per run and recorded in the manifest), ``json_schema``, ``json_object`` or ``text``; see
+    :mod:`negvocab.llm.formats`."""
     request_timeout: float | None = None
-    """Total seconds one request may take, retries included (``None``: :data:`~negvocab.llm.client.DEFAULT_REQUEST_TIMEOUT_S`)."""
+    """Total seconds one request may take, retries included (``None``:
+    :data:`~negvocab.llm.client.DEFAULT_REQUEST_TIMEOUT_S`)."""
     retry_failed: bool = False
     """Also ask again the requests recorded as short (refused and invalid ones are asked again by every
     synchronous run); works with the synchronous API only."""
@@ -72,7 +75,8 @@ class LLMSettings:
     prices: Mapping[str, tuple[float, float]] | None = None
     """Model name -> (USD per 1M prompt tokens, USD per 1M completion tokens), for models not in the price table."""
     client_options: Mapping[str, Any] | None = None
-    """More keywords of :class:`~negvocab.llm.client.LLMClient` (``wait_base``, ``transport_attempts``, ``key_name``, ...)."""
+    """More keywords of :class:`~negvocab.llm.client.LLMClient` (``wait_base``, ``transport_attempts``,
+    ``key_name``, ...)."""
     on_progress: Callable[[int, int], None] | None = None
     """Called with (requests done, requests in all) as answers come in."""
 

@@ -62,7 +62,8 @@ _FIRST = [
     "n_ood",
 ]
 _HIDDEN = {
-    "model", "pretrained", "random_weights", "convention", "tpr", "positive", "params", "templates", "ci_level", "n_boot",
+    "model", "pretrained", "random_weights", "convention", "tpr", "positive", "params", "templates", "ci_level",
+    "n_boot",
     "ci_resample", "fpr_ci", "auroc_ci", "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high", "vocab_source",
 }  # fmt: skip
 _PERCENT = {"fpr", "auroc", "aupr_in", "aupr_out", "aupr"}
@@ -134,7 +135,8 @@ def _small_sample(rows: Sequence[Mapping[str, Any]]) -> list[str]:
                     if any(isinstance(r.get(k), int) and r[k] < SMALL_N for k in ("n_id", "n_ood"))})  # fmt: skip
     if small:
         out.append(
-            f"Small samples: fewer than {SMALL_N} ID or OOD images in {', '.join(small)}; FPR@95 moves by whole points with one image, read these numbers as a dry run."
+            f"Small samples: fewer than {SMALL_N} ID or OOD images in {', '.join(small)}; "
+            "FPR@95 moves by whole points with one image, read these numbers as a dry run."
         )
     for r in rows:
         ci = interval(r, "fpr")
@@ -147,11 +149,13 @@ def _small_sample(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         )
         if ci[1] - ci[0] > WIDE_CI:
             out.append(
-                f"{name}: the 95% CI of FPR is {100 * (ci[1] - ci[0]):.0f} points wide [{_pct(ci[0])}, {_pct(ci[1])}]: the point value says little."
+                f"{name}: the 95% CI of FPR is {100 * (ci[1] - ci[0]):.0f} points "
+                f"wide [{_pct(ci[0])}, {_pct(ci[1])}]: the point value says little."
             )
         elif ci[1] == ci[0] and isinstance(r.get("n_ood"), int) and r["n_ood"] < SMALL_N:
             out.append(
-                f"{name}: a CI of zero width [{_pct(ci[0])}, {_pct(ci[1])}] from {r['n_ood']} OOD images is not certainty: the bootstrap cannot see beyond the images it has."
+                f"{name}: a CI of zero width [{_pct(ci[0])}, {_pct(ci[1])}] from {r['n_ood']} "
+                "OOD images is not certainty: the bootstrap cannot see beyond the images it has."
             )
     return out
 
@@ -182,7 +186,10 @@ def _results_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "rows": [[cells[c][i] for c in shown] for i in range(len(rows))],
         "constant": [(name(c), cells[c][0]["full"] or cells[c][0]["text"]) for c in constant],
         "warnings": _small_sample(rows),
-        "footer": f"FPR convention: {conv}; intervals: bootstrap over OOD images. Oracle/caveated vocabularies are not deployable.",
+        "footer": (
+            f"FPR convention: {conv}; intervals: bootstrap over OOD "
+            "images. Oracle/caveated vocabularies are not deployable."
+        ),
     }
 
 
@@ -286,8 +293,9 @@ def _scores_plot(folder: Path, doc: Mapping[str, Any], key: str | None) -> tuple
         detector=run,
         title=f"Score distributions and ROC: {run}" + (" [RANDOM WEIGHTS]" if random else ""),
     )
-    caption = (f"Run {run}: ID against each OOD set, the threshold at TPR {int(round(100 * tpr))}% dashed; ROC per OOD set, "
-               f"the dot is FPR@{int(round(100 * tpr))} ({conv} convention). Other runs: negvocab report --run.")  # fmt: skip
+    caption = (f"Run {run}: ID against each OOD set, the threshold at TPR {int(round(100 * tpr))}% dashed; "
+               f"ROC per OOD set, the dot is FPR@{int(round(100 * tpr))} ({conv} convention). "
+               "Other runs: negvocab report --run.")  # fmt: skip
     return base64.b64encode(figure_png(fig)).decode("ascii"), caption
 
 
@@ -372,11 +380,15 @@ def _score_images(
         if len(id_paths) == len(s_id)
         else []
     )
-    caption = f"Run {key}: at the FPR@{int(round(100 * tpr))} threshold ({conv} convention{', per OOD set' if len(names) > 1 else ''})."
+    caption = (
+        f"Run {key}: at the FPR@{int(round(100 * tpr))} threshold "
+        f"({conv} convention{', per OOD set' if len(names) > 1 else ''})."
+    )
     notes.append("A score run keeps no image labels; negvocab coverage (labelled OOD sets) adds labels and confusions.")
     if flagged and not id_ex:
         notes.append(
-            "explanations.json explains no flagged ID image (written by an older version): re-run negvocab score to see what they were taken for."
+            "explanations.json explains no flagged ID image (written by an older "
+            "version): re-run negvocab score to see what they were taken for."
         )
     cards = [c for sec in sections for c in sec["cards"]]
     return (
@@ -419,7 +431,10 @@ def _coverage_images(
     thr = float(doc.get("summary", {}).get("threshold", math.nan))
     ood = sorted((r for r in rows if r["set"] == "ood" and r["misjudged"]), key=lambda r: -r["score"])
     ids = sorted((r for r in rows if r["set"] == "id" and r["misjudged"]), key=lambda r: r["score"])
-    caption = f"{doc.get('method', '')}: at the FPR@{int(round(100 * float(doc.get('tpr', 0.95))))} threshold ({doc.get('convention', 'paper')} convention)."
+    caption = (
+        f"{doc.get('method', '')}: at the FPR@{int(round(100 * float(doc.get('tpr', 0.95))))} "
+        f"threshold ({doc.get('convention', 'paper')} convention)."
+    )
     return (
         {
             "cards": [_card(r, thr, thumbs) for r in ood[:max_cards]],
@@ -517,7 +532,8 @@ def study_folders(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
         )
         if not below:
             raise InputError(
-                f"{folder}: no results.json, sweep.json or coverage.json in it or below it; give folders negvocab score, sweep, coverage or grid wrote"
+                f"{folder}: no results.json, sweep.json or coverage.json in it or "
+                "below it; give folders negvocab score, sweep, coverage or grid wrote"
             )
         out += below
     return list(dict.fromkeys(out))
@@ -580,13 +596,16 @@ def _folder_section(folder: Path, key: str | None, max_cards: int, max_flagged: 
     vocab = first.get("vocabulary") or first.get("vocabularies")
     thresholds = (ctx["evasions"] or {}).get("sets") or []
     meta = [
-        ("model", f"{first.get('model', '?')} ({'RANDOM weights' if model_random else first.get('pretrained') or 'weights?'})"),
+        ("model",
+         f"{first.get('model', '?')} ({'RANDOM weights' if model_random else first.get('pretrained') or 'weights?'})"),
         ("method", first.get("method") or ", ".join(dict.fromkeys(r.get("method", "") for r in first.get("rows", [])))),
         ("vocabulary", _vocab_text(vocab)),
         ("convention / TPR", f"{first.get('convention', 'paper')} / {tpr}"),
         ("ID / OOD sets", _sets_text(first)),
-        (f"threshold of run {ctx['evasions'].get('key', '')} (score >= it: taken as ID)" if ctx["evasions"] else "threshold",
-         ", ".join(f"{t['name']}: {t['threshold']}" for t in thresholds) if thresholds else (ctx["evasions"]["threshold"] if ctx["evasions"] else "")),
+        (f"threshold of run {ctx['evasions'].get('key', '')} (score >= it: taken as ID)" if ctx["evasions"]
+         else "threshold",
+         ", ".join(f"{t['name']}: {t['threshold']}" for t in thresholds) if thresholds
+         else (ctx["evasions"]["threshold"] if ctx["evasions"] else "")),
     ]  # fmt: skip
     return {
         **ctx,

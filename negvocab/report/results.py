@@ -99,7 +99,10 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
             name = f"{name[:40]} (not deployable: {caveats[r['vocabulary']]})"
         names.append(name)
     name_w = max(28, *(len(n) + 2 for n in names)) if names else 28
-    head = f"{'method':<14}{'vocabulary':<{name_w}}{'OOD set' if set_w else '':<{set_w}}{'M':>7}  {f'FPR@{tpr}':>7}  {'95% CI':>15}  {'AUROC':>6}  {'AUPR-In':>7}  {'AUPR-Out':>8}"
+    head = (
+        f"{'method':<14}{'vocabulary':<{name_w}}{'OOD set' if set_w else '':<{set_w}}{'M':>7}  "
+        f"{f'FPR@{tpr}':>7}  {'95% CI':>15}  {'AUROC':>6}  {'AUPR-In':>7}  {'AUPR-Out':>8}"
+    )
     lines.append(head)
     for r, name in zip(rows, names, strict=True):
         f = flat_row(r)
@@ -188,7 +191,10 @@ def _write_results_files(ev: Evaluation, out: Path) -> None:
         out / "explanations.json",
         {
             "random_weights": ev.random_weights,
-            "note": "top negatives and ID classes of each OOD image (vocabularies) and of the ID images flagged as OOD (id_images; lowest score first, capped); ungrouped shares at tau",
+            "note": (
+                "top negatives and ID classes of each OOD image (vocabularies) and of the ID images "
+                "flagged as OOD (id_images; lowest score first, capped); ungrouped shares at tau"
+            ),
             "vocabularies": ev.explanations,
             "id_images": ev.id_explanations,
         },
@@ -197,7 +203,8 @@ def _write_results_files(ev: Evaluation, out: Path) -> None:
 
 
 SWEEP_COLUMNS = [
-    "kind", "vocabulary", "M", "method", "model", "pretrained", "random_weights", "vocab_source", "vocab_hash", "deployable",
+    "kind", "vocabulary", "M", "method", "model", "pretrained", "random_weights", "vocab_source", "vocab_hash",
+    "deployable",
     "caveats", "ood_set", "convention", "tpr", "fpr", "auroc", "aupr_in", "aupr_out", "aupr_method", "n_id", "n_ood",
     "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high", "templates",
 ]  # fmt: skip

@@ -40,7 +40,8 @@ from negvocab.report.results import flat_row
 from negvocab.textfiles import csv_text
 
 __all__ = [
-    "AXES", "BOLD_RULES", "ScoreGetter", "Table", "build_table", "comparisons", "folder_rows", "latex_escape", "row_label", "select_rows",
+    "AXES", "BOLD_RULES", "ScoreGetter", "Table", "build_table", "comparisons", "folder_rows", "latex_escape",
+    "row_label", "select_rows",
 ]  # fmt: skip
 
 #: (model, vocabulary, method) -> (ID scores, OOD scores by set), or None where they are not stored
@@ -188,8 +189,10 @@ class Table:
         col = ("S[table-format=3.2]" + (" l" if width == 2 else "")) if siunitx else "r"
         spec = "l" + (" " + col) * (len(self.columns) * nm) if siunitx else "l" + col * (len(self.columns) * nm)
         lines = [
-            *(["% needs \\usepackage{booktabs,siunitx} and \\sisetup{detect-weight=true}"] if siunitx else ["% needs \\usepackage{booktabs}"]),
-            "\\begin{table}[t]", "\\centering", f"\\caption{{{esc(self.full_caption())}}}", f"\\label{{{self.label or 'tab:results'}}}",
+            *(["% needs \\usepackage{booktabs,siunitx} and \\sisetup{detect-weight=true}"] if siunitx
+              else ["% needs \\usepackage{booktabs}"]),
+            "\\begin{table}[t]", "\\centering", f"\\caption{{{esc(self.full_caption())}}}",
+            f"\\label{{{self.label or 'tab:results'}}}",
             f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
         ]  # fmt: skip
         head = (lambda s: f"{{{esc(s)}}}") if siunitx else esc
@@ -579,7 +582,8 @@ def comparisons(
             if untested:
                 diffs = "; ".join(f"{m} {100 * d:+.2f}" for m, d in untested)
                 out.append(
-                    f"{shown(a)} vs {shown(b)} ({ctx}): NOT tested (no per-image scores) for {len(untested)} of {len(models)} models; {a} - {b} in points: {diffs}"
+                    f"{shown(a)} vs {shown(b)} ({ctx}): NOT tested (no per-image scores) for "
+                    f"{len(untested)} of {len(models)} models; {a} - {b} in points: {diffs}"
                 )
     if out and any(r.get("random_weights") for r in sel):
         out.append(RANDOM_WEIGHTS_WARNING)

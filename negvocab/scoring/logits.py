@@ -4,8 +4,9 @@ A VLM's zero-shot classifier has logits :math:`z_i = s \cos(v, t_i)`, with ``s``
 scale (CLIP learns ``s = 100``; the pipeline passes each model's own, ``VLM.logit_scale``, and these
 functions take 100 when none is given). SigLIP's logit bias shifts every logit alike and changes no
 ranking, so it is left out. A temperature ``T`` on the logits is the same as a logit scale ``s / T``,
-so ``logit_scale`` is the one knob. Every score is high for ID, the sign of MCM and NegLabel (pytorch-ood's detectors return the negative: docs/methods.md,
-"Score signs"). MSP at ``logit_scale = 1 / T`` is MCM at temperature ``T``.
+so ``logit_scale`` is the one knob. Every score is high for ID, the sign of MCM and NegLabel
+(pytorch-ood's detectors return the negative: docs/methods.md, "Score signs"). MSP at
+``logit_scale = 1 / T`` is MCM at temperature ``T``.
 """
 
 from __future__ import annotations

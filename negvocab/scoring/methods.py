@@ -135,22 +135,32 @@ def _p(name: str, kind: type, default: Any, flag: str, doc: str, **kw: Any) -> t
 PARAMS: dict[str, Param] = dict([
     _p("tau", float, 0.01, "--tau", "NegLabel temperature on cosines.", check="positive"),
     _p("groups", int, 100, "--groups", "NegLabel groups G (clamped to the vocabulary size).", check="min", low=1),
-    _p("grouping", str, "stratified", "--grouping", "NegLabel grouping: stratified (rank r -> group r mod G), random, or neglabel "
-       "(NegLabel's released code exactly: drops the last M mod G labels, torch permutation seeded with --seed on the scoring device).",
+    _p("grouping", str, "stratified", "--grouping",
+       "NegLabel grouping: stratified (rank r -> group r mod G), random, or neglabel "
+       "(NegLabel's released code exactly: drops the last M mod G labels, "
+       "torch permutation seeded with --seed on the scoring device).",
        check="choice", choices=tuple(GROUPINGS)),
-    _p("seed", int, 0, "--seed", "Seed of the random/neglabel grouping and of the bootstrap CIs (NegLabel's code uses 0; recorded in the results).",
+    _p("seed", int, 0, "--seed",
+       "Seed of the random/neglabel grouping and of the bootstrap CIs "
+       "(NegLabel's code uses 0; recorded in the results).",
        check="min", low=0),
     _p("beta", float, 0.25, "--beta", "EOE penalty weight.", check="finite"),
-    _p("T", float, 1.0, "--temperature", "Softmax temperature T on cosines of mcm, glmcm and eoe (default 1).", check="positive", optional=True),
-    _p("penalty_T", float, None, "--penalty-temperature", "Temperature of neglabel_eoe's EOE penalty (default: --tau).", check="positive", optional=True),
+    _p("T", float, 1.0, "--temperature", "Softmax temperature T on cosines of mcm, glmcm and eoe (default 1).",
+       check="positive", optional=True),
+    _p("penalty_T", float, None, "--penalty-temperature", "Temperature of neglabel_eoe's EOE penalty (default: --tau).",
+       check="positive", optional=True),
     _p("lam", float, 1.0, "--lambda", "GL-MCM weight of the local term.", check="nonneg"),
-    _p("topk", int, None, "--topk", "NegLabel with each image's k nearest negatives only (FAISS search; an estimate with bounds).",
+    _p("topk", int, None, "--topk",
+       "NegLabel with each image's k nearest negatives only (FAISS search; an estimate with bounds).",
        check="min", low=1, optional=True),
-    _p("logit_scale", float, None, "--logit-scale", "Logits of msp, maxlogit, energy and gen: logit scale x cosine (default: the model's own "
-       "learned scale, 100 for CLIP's released weights; 100 where no model is given; a temperature T on the logits is a scale s/T).",
+    _p("logit_scale", float, None, "--logit-scale",
+       "Logits of msp, maxlogit, energy and gen: logit scale x cosine (default: the model's own "
+       "learned scale, 100 for CLIP's released weights; 100 where no model is given; "
+       "a temperature T on the logits is a scale s/T).",
        check="positive", optional=True),
     _p("gamma", float, 0.1, "--gamma", "GEN exponent gamma (the paper's 0.1).", check="positive"),
-    _p("top_classes", int, 100, "--top-classes", "GEN: the M largest ID probabilities summed (the paper's 100; clamped to the ID classes).",
+    _p("top_classes", int, 100, "--top-classes",
+       "GEN: the M largest ID probabilities summed (the paper's 100; clamped to the ID classes).",
        check="min", low=1),
 ])  # fmt: skip
 
@@ -313,7 +323,8 @@ def _check(method: Method, extra_params: Mapping[str, Param] | None = None) -> M
     unknown = [p for p in method.params if p not in PARAMS and p not in (extra_params or {})]
     if unknown:
         raise InputError(
-            f"method {method.name!r}: unknown parameter(s) {', '.join(unknown)}; register them first (negvocab.register_param)"
+            f"method {method.name!r}: unknown parameter(s) {', '.join(unknown)}; "
+            "register them first (negvocab.register_param)"
         )
     clash = [p for p in method.params if p in RUN_PARAMS or p in method.inputs]
     if clash:
@@ -348,25 +359,42 @@ def _builtin(method: Method) -> None:
 
 _S = "negvocab.scoring"
 _BUILTINS: tuple[Method, ...] = (
-    Method("mcm", f"{_S}.mcm:mcm", ("T",), "Ming et al., Delving into out-of-distribution detection with vision-language representations, NeurIPS 2022"),
-    Method("glmcm", f"{_S}.mcm:glmcm", ("T", "lam"), "Miyai et al., Zero-shot in-distribution detection in multi-object settings using vision-language foundation models, 2023",
+    Method("mcm", f"{_S}.mcm:mcm", ("T",),
+           "Ming et al., Delving into out-of-distribution detection with vision-language representations, "
+           "NeurIPS 2022"),
+    Method("glmcm", f"{_S}.mcm:glmcm", ("T", "lam"),
+           "Miyai et al., Zero-shot in-distribution detection in multi-object settings using vision-language "
+           "foundation models, 2023",
            aliases=("gl-mcm", "gl_mcm"), inputs=("local",)),
-    Method("neglabel", f"{_S}.neglabel:neglabel", ("tau", "groups", "grouping", "seed", "topk"), "Jiang et al., Negative label guided OOD detection with pretrained vision-language models, ICLR 2024",
-           needs_negatives=True, one_pass_kernel=f"{_S}.neglabel:neglabel_prefixes", device_bound=(("grouping", "neglabel"),),
+    Method("neglabel", f"{_S}.neglabel:neglabel", ("tau", "groups", "grouping", "seed", "topk"),
+           "Jiang et al., Negative label guided OOD detection with pretrained vision-language models, ICLR 2024",
+           needs_negatives=True, one_pass_kernel=f"{_S}.neglabel:neglabel_prefixes",
+           device_bound=(("grouping", "neglabel"),),
            gains_kernel=f"{_S}.incremental:neglabel_gains", topk_kernel=f"{_S}.explain:neglabel_topk"),
-    Method("eoe", f"{_S}.eoe:eoe", ("beta", "T"), "Cao et al., Envisioning outlier exposure by large language models for out-of-distribution detection, ICML 2024",
-           needs_negatives=True, one_pass_kernel=f"{_S}.eoe:eoe_prefixes", gains_kernel=f"{_S}.incremental:eoe_gains"),
+    Method("eoe", f"{_S}.eoe:eoe", ("beta", "T"),
+           "Cao et al., Envisioning outlier exposure by large language models for out-of-distribution detection, "
+           "ICML 2024",
+           needs_negatives=True, one_pass_kernel=f"{_S}.eoe:eoe_prefixes",
+           gains_kernel=f"{_S}.incremental:eoe_gains"),
     Method("neglabel_eoe", f"{_S}.eoe:neglabel_eoe", ("tau", "groups", "grouping", "seed", "beta", "penalty_T"),
-           "Rozumnyi et al., Fi-ImageNet-1k: An OOD Benchmark From the Inside of the ImageNet-1k Validation Set, arXiv:2609.01027",
-           needs_negatives=True, aliases=("neglabel+eoe", "neglabel-eoe"), one_pass_kernel=f"{_S}.eoe:neglabel_eoe_prefixes",
+           "Rozumnyi et al., Fi-ImageNet-1k: An OOD Benchmark From the Inside of the ImageNet-1k Validation Set, "
+           "arXiv:2609.01027",
+           needs_negatives=True, aliases=("neglabel+eoe", "neglabel-eoe"),
+           one_pass_kernel=f"{_S}.eoe:neglabel_eoe_prefixes",
            device_bound=(("grouping", "neglabel"),), gains_kernel=f"{_S}.incremental:neglabel_eoe_gains",
-           hints=(("T", "penalty_T", "T is the temperature of mcm/glmcm/eoe; neglabel_eoe's penalty takes penalty_T (default: tau)"),)),
-    Method("msp", f"{_S}.logits:msp", ("logit_scale",), "Hendrycks and Gimpel, A baseline for detecting misclassified and out-of-distribution examples in neural networks, ICLR 2017",
+           hints=(("T", "penalty_T",
+                   "T is the temperature of mcm/glmcm/eoe; neglabel_eoe's penalty takes penalty_T (default: tau)"),)),
+    Method("msp", f"{_S}.logits:msp", ("logit_scale",),
+           "Hendrycks and Gimpel, A baseline for detecting misclassified and out-of-distribution examples in "
+           "neural networks, ICLR 2017",
            aliases=("maxsoftmax",), model_scale="logit_scale"),
-    Method("maxlogit", f"{_S}.logits:maxlogit", ("logit_scale",), "Hendrycks et al., Scaling out-of-distribution detection for real-world settings, ICML 2022",
+    Method("maxlogit", f"{_S}.logits:maxlogit", ("logit_scale",),
+           "Hendrycks et al., Scaling out-of-distribution detection for real-world settings, ICML 2022",
            aliases=("max-logit", "max_logit"), model_scale="logit_scale"),
-    Method("energy", f"{_S}.logits:energy", ("logit_scale",), "Liu et al., Energy-based out-of-distribution detection, NeurIPS 2020", model_scale="logit_scale"),
-    Method("gen", f"{_S}.logits:gen", ("logit_scale", "gamma", "top_classes"), "Liu et al., GEN: Pushing the limits of softmax-based out-of-distribution detection, CVPR 2023",
+    Method("energy", f"{_S}.logits:energy", ("logit_scale",),
+           "Liu et al., Energy-based out-of-distribution detection, NeurIPS 2020", model_scale="logit_scale"),
+    Method("gen", f"{_S}.logits:gen", ("logit_scale", "gamma", "top_classes"),
+           "Liu et al., GEN: Pushing the limits of softmax-based out-of-distribution detection, CVPR 2023",
            model_scale="logit_scale"),
 )  # fmt: skip
 for _m in _BUILTINS:

@@ -20,8 +20,9 @@ undefined (an empty score set). Every FPR names its convention (docs/methods.md#
 They differ by several points on tied scores. AUPR follows the convention too: average precision
 (sklearn ``average_precision_score``, a step sum) under "paper" and "hendrycks", and OpenOOD's
 trapezoid over the precision-recall curve (``sklearn.metrics.auc(recall, precision)`` of
-``precision_recall_curve``) under "openood"; reports name it in ``aupr_method``. Reference: Rozumnyi et al., "Fi-ImageNet-1k: An OOD
-Benchmark From the Inside of the ImageNet-1k Validation Set", arXiv:2609.01027.
+``precision_recall_curve``) under "openood"; reports name it in ``aupr_method``. Reference: Rozumnyi
+et al., "Fi-ImageNet-1k: An OOD Benchmark From the Inside of the ImageNet-1k Validation Set",
+arXiv:2609.01027.
 
 >>> import numpy as np
 >>> id_s, ood_s = np.array([0.9, 0.8, 0.7, 0.6]), np.array([0.65, 0.3])
@@ -519,8 +520,9 @@ def evaluate(
     Returns
     -------
     dict with keys ``convention``, ``tpr``, ``fpr`` (at ``tpr``), ``auroc``, ``aupr_in``, ``aupr_out``,
-    ``aupr_method`` (``"trapezoid"`` under openood, else ``"average_precision"``), ``n_id``, ``n_ood``, ``fpr_ci``, ``auroc_ci`` ([low, high] bootstrap intervals over OOD images;
-    omitted when ``n_boot=0``), ``ci_level``, ``n_boot``.
+    ``aupr_method`` (``"trapezoid"`` under openood, else ``"average_precision"``), ``n_id``,
+    ``n_ood``, ``fpr_ci``, ``auroc_ci`` ([low, high] bootstrap intervals over OOD images; omitted
+    when ``n_boot=0``), ``ci_level``, ``n_boot``.
     """
     tpr = _check_tpr(tpr)
     check_convention(convention)

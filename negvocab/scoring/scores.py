@@ -11,11 +11,12 @@ memory is bounded by the chunk, never by N x M. Softmax ratios are evaluated wit
 Use :func:`score` (``negvocab.score``) to dispatch by name through the method registry
 (:mod:`negvocab.scoring.methods`, which checks every parameter at this boundary). The scorers live by
 concept and are re-exported here: input checks in :mod:`negvocab.scoring.inputs`, MCM/GL-MCM in
-:mod:`negvocab.scoring.mcm`, MSP/MaxLogit/Energy/GEN in :mod:`negvocab.scoring.logits`, groups in :mod:`negvocab.scoring.grouping`, the NegLabel kernel in
-:mod:`negvocab.scoring.neglabel`, EOE and NegLabel + EOE in :mod:`negvocab.scoring.eoe`, top-k and
-explanations in :mod:`negvocab.scoring.explain`.
-Formulas follow the methods document (docs/methods.md#scores) and Rozumnyi et al., "Fi-ImageNet-1k: An OOD
-Benchmark From the Inside of the ImageNet-1k Validation Set", arXiv:2609.01027.
+:mod:`negvocab.scoring.mcm`, MSP/MaxLogit/Energy/GEN in :mod:`negvocab.scoring.logits`, groups in
+:mod:`negvocab.scoring.grouping`, the NegLabel kernel in :mod:`negvocab.scoring.neglabel`, EOE and
+NegLabel + EOE in :mod:`negvocab.scoring.eoe`, top-k and explanations in
+:mod:`negvocab.scoring.explain`. Formulas follow the methods document (docs/methods.md#scores) and
+Rozumnyi et al., "Fi-ImageNet-1k: An OOD Benchmark From the Inside of the ImageNet-1k Validation
+Set", arXiv:2609.01027.
 
 Conventions decided here (documented again on each function):
 
@@ -101,8 +102,9 @@ def score(
         ``T`` (EOE); ``T`` (MCM); ``local``, ``lam``, ``T`` (GL-MCM); ``beta``, ``penalty_T``
         (NegLabel + EOE); ``logit_scale`` (MSP, MaxLogit, Energy, GEN: logits = scale x cosine,
         default 100), ``gamma``, ``top_classes`` (GEN); ``device``, ``chunk_size``.
-        ``topk=k`` (methods with a top-k form: NegLabel) sums each image's k nearest negatives; with ``return_bounds=True``
-        it returns the :class:`TopkScores` (estimate, certified lower/upper bounds) instead.
+        ``topk=k`` (methods with a top-k form: NegLabel) sums each image's k nearest negatives; with
+        ``return_bounds=True`` it returns the :class:`TopkScores` (estimate, certified lower/upper
+        bounds) instead.
 
     Returns
     -------

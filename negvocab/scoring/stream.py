@@ -159,7 +159,8 @@ class StreamMethod:
         unknown = sorted(set(inputs) - set(self.inputs))
         if unknown:
             raise InputError(
-                f"{self.name}: unexpected set-up input(s) {', '.join(unknown)}; accepted: {', '.join(self.inputs) or 'none'}"
+                f"{self.name}: unexpected set-up input(s) {', '.join(unknown)}; "
+                f"accepted: {', '.join(self.inputs) or 'none'}"
             )
         missing = [k for k in self.inputs if inputs.get(k) is None]
         if missing:
@@ -255,7 +256,8 @@ def run_stream(
     """
     if not isinstance(method, StreamMethod):
         raise InputError(
-            f"run_stream takes a StreamMethod (make one with negvocab.make_stream(name, **params)), got {type(method).__name__}"
+            "run_stream takes a StreamMethod (make one with "
+            f"negvocab.make_stream(name, **params)), got {type(method).__name__}"
         )
     batch_size, order, seed = check_stream(batch_size=batch_size, order=order, seed=seed)
     x = _rows(image_emb, "image_emb")

@@ -456,7 +456,8 @@ def encode_images(
         first = f"first: {names[min(failed)]}: {failed[min(failed)]}"
         if strict:
             raise InputError(
-                f"{len(failed)} of {n} images could not be read ({first}); fix or remove them, or drop strict=True to skip them"
+                f"{len(failed)} of {n} images could not be read ({first}); "
+                "fix or remove them, or drop strict=True to skip them"
             )
         log.warning("%d of %d images could not be read and were skipped (%s)", len(failed), n, first)
     keep = [i for i in range(n) if i not in failed]

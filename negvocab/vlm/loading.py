@@ -127,7 +127,8 @@ def check_weights(
 
 # -- fingerprints --------------------------------------------------------------------------------
 def checkpoint_sha256(path: str | os.PathLike[str], memo: Path | None = None) -> str:
-    """SHA-256 of a checkpoint's bytes (:func:`negvocab.provenance.file_sha256`), remembered in ``memo`` (JSON) by (path, size, mtime, inode, ctime).
+    """SHA-256 of a checkpoint's bytes (:func:`negvocab.provenance.file_sha256`), remembered in ``memo``
+    (JSON) by (path, size, mtime, inode, ctime).
 
     Inode and ctime catch a checkpoint replaced by another of the same size with its mtime kept
     (``cp -p``, ``rsync -a``): no tool sets the ctime back.

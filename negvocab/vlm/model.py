@@ -524,4 +524,7 @@ class VLM:
 
     def __repr__(self) -> str:
         rw = ", RANDOM weights" if self.random_weights else ""
-        return f"VLM({self.name!r}, pretrained={self.pretrained!r}, device={str(self.device)!r}, precision={self.precision!r}{rw})"
+        return (
+            f"VLM({self.name!r}, pretrained={self.pretrained!r}, "
+            f"device={str(self.device)!r}, precision={self.precision!r}{rw})"
+        )

@@ -1,4 +1,5 @@
-"""A tiny random-weight open_clip model (built in memory, as tests/vlm), its ID classes, a vocabulary and image batches."""
+"""A tiny random-weight open_clip model (built in memory, as tests/vlm), its ID classes, a vocabulary
+and image batches."""
 
 from __future__ import annotations
 

@@ -104,7 +104,8 @@ def test_config_errors_are_one_line(vlm):
 
 
 def test_setup_builds_the_model_wrapper_from_net_and_its_name(vlm, batches):
-    """Without vlm=: the postprocessor wraps net with the tokenizer of postprocessor_args.model (a dict config works too)."""
+    """Without vlm=: the postprocessor wraps net with the tokenizer of postprocessor_args.model (a dict
+    config works too)."""
     cfg = {
         "postprocessor": {
             "postprocessor_args": {"method": "mcm", "model": "ViT-B-32", "id_classes": ID, "templates": "single"}

@@ -19,7 +19,8 @@ ood_metrics = pytest.importorskip("pytorch_ood.metrics")
 from negvocab.adapters.pytorch_ood import EOEDetector, GLMCMDetector, MCMDetector, NegLabelDetector, NegvocabDetector  # noqa: E402
 
 
-@pytest.mark.parametrize(("cls", "kw"), [(NegLabelDetector, {"vocabulary": NEG, "groups": 4}), (EOEDetector, {"vocabulary": NEG}),
+@pytest.mark.parametrize(("cls", "kw"), [(NegLabelDetector, {"vocabulary": NEG, "groups": 4}),
+                                         (EOEDetector, {"vocabulary": NEG}),
                                          (MCMDetector, {}), (GLMCMDetector, {"lam": 0.5})])  # fmt: skip
 def test_detectors_are_pytorch_ood_detectors_with_its_sign(vlm, batches, cls, kw):
     det = cls(vlm, id_classes=ID, templates="single", **kw)

@@ -470,7 +470,8 @@ def test_ctrl_c_in_a_notebook_drains_as_on_the_command_line(endpoint, tmp_path, 
         (
             "prices",
             {"m": (0.15,)},
-            "prices['m'] must be (USD per 1M prompt tokens, USD per 1M completion tokens), two numbers >= 0, got (0.15,)",
+            "prices['m'] must be (USD per 1M prompt tokens, USD per "
+            "1M completion tokens), two numbers >= 0, got (0.15,)",
         ),
         ("client_options", {"wait_bas": 0.1}, "client_options has an unknown key 'wait_bas'; allowed: "),
         ("client_options", {"temperature": 0.0}, "client_options['temperature']: give it as the builder's temperature"),
@@ -532,12 +533,16 @@ def test_an_override_wins_and_an_unknown_keyword_is_refused_naming_it(tmp_path):
         build_gpt_vocabulary("gpt-test", classes=1, concurency=4)
     text = str(err.value)
     assert text.startswith(
-        "build_gpt_vocabulary() got an unknown keyword 'concurency' (did you mean 'concurrency'?); it accepts model, per_class, rounds,"
+        "build_gpt_vocabulary() got an unknown keyword 'concurency' (did "
+        "you mean 'concurrency'?); it accepts model, per_class, rounds,"
     )
     assert "\n" not in text and all(name in text for name in (*FIELDS, "synonym_filter", "settings"))
     with pytest.raises(
         InputError,
-        match="^build_eoe_vocabulary\\(\\) got an unknown keyword 'chunk'.*it accepts model, mode, per_request, size, chunk_size",
+        match=(
+            "^build_eoe_vocabulary\\(\\) got an unknown keyword "
+            "'chunk'.*it accepts model, mode, per_request, size, chunk_size"
+        ),
     ):
         build_eoe_vocabulary("gpt-test", mode="far", chunk=3)
     run = gpt_run("gpt-test", per_class=6, rounds=1, classes=1, run_dir=tmp_path / "run")
@@ -565,8 +570,10 @@ def test_old_keywords_and_an_equal_settings_object_give_the_same_vocabulary(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     server.state.api_key = DUMMY_KEY  # a wrong or missing key would get a 401
     seen = []
-    how = {"base_url": server.url, "api_key": DUMMY_KEY, "concurrency": 3, "client_options": FAST, "response_format": "json_object",
-           "request_timeout": 30.0, "prices": {"gpt-test": (1.0, 2.0)}, "on_progress": lambda done, total: seen.append((done, total))}  # fmt: skip
+    how = {"base_url": server.url, "api_key": DUMMY_KEY, "concurrency": 3, "client_options": FAST,
+           "response_format": "json_object",
+           "request_timeout": 30.0, "prices": {"gpt-test": (1.0, 2.0)},
+           "on_progress": lambda done, total: seen.append((done, total))}  # fmt: skip
     question = {"per_class": 6, "rounds": 2, "classes": 3, "synonym_filter": synonym_filter}
     old = build_gpt_vocabulary("gpt-test", run_dir=tmp_path / "old", **question, **how)
     new = build_gpt_vocabulary("gpt-test", run_dir=tmp_path / "new", **question, settings=LLMSettings(**how))

@@ -386,8 +386,9 @@ def test_ctrl_c_ends_build_mined_with_nothing_written(tmp_path):
     (tmp_path / "pool.txt").write_text("".join(f"thing number {i}\n" for i in range(20_000)), encoding="utf-8")
     (tmp_path / "classes.txt").write_text("\n".join(ID_NAMES) + "\n", encoding="utf-8")
     out, cache = tmp_path / "m.json", tmp_path / "cache"
-    cmd = [sys.executable, "-c", "from negvocab.cli import main; main()", "build", "mined", "--random-weights", "--device", "cpu",
-           "--images", str(tmp_path / "s"), "--pool", str(tmp_path / "pool.txt"), "--id-classes", str(tmp_path / "classes.txt"),
+    cmd = [sys.executable, "-c", "from negvocab.cli import main; main()", "build", "mined", "--random-weights",
+           "--device", "cpu", "--images", str(tmp_path / "s"), "--pool", str(tmp_path / "pool.txt"),
+           "--id-classes", str(tmp_path / "classes.txt"),
            "-t", "single", "--cache-dir", str(cache), "-o", str(out)]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
@@ -406,7 +407,10 @@ def test_ctrl_c_ends_build_mined_with_nothing_written(tmp_path):
     ), err
 
 
-HOLD_FILE = "import sys; from negvocab.outdir import claim_file; c = claim_file(sys.argv[1]); print('held', flush=True); sys.stdin.read(); c.release()"
+HOLD_FILE = (
+    "import sys; from negvocab.outdir import claim_file; c = claim_file(sys.argv[1]); "
+    "print('held', flush=True); sys.stdin.read(); c.release()"
+)
 
 
 def test_cli_a_file_another_mined_run_writes_is_refused_at_once(folders, tmp_path):

@@ -1,4 +1,5 @@
-"""WordNet farthest-first selection against a direct float64 implementation of docs/methods.md#wordnet-farthest-first."""
+"""WordNet farthest-first selection against a direct float64 implementation of
+docs/methods.md#wordnet-farthest-first."""
 
 from __future__ import annotations
 

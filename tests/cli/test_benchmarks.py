@@ -40,9 +40,10 @@ def test_benchmarks_lists_every_set_and_checks_a_root(openood_root, tmp_path):
 def test_score_a_named_benchmark_with_the_baselines(openood_root, model_args, tmp_path):
     out = tmp_path / "res"
     r = invoke([
-        "score", "--id", openood_root / "benchmark_imglist/imagenet/test_imagenet.txt", "--image-root", openood_root / "images_largescale",
-        "--ood", f"openood={openood_root}", "--method", "msp", "--method", "energy", "--logit-scale", "50", "--n-boot", "0",
-        "--no-report", "-o", out, *model_args,
+        "score", "--id", openood_root / "benchmark_imglist/imagenet/test_imagenet.txt",
+        "--image-root", openood_root / "images_largescale",
+        "--ood", f"openood={openood_root}", "--method", "msp", "--method", "energy", "--logit-scale", "50",
+        "--n-boot", "0", "--no-report", "-o", out, *model_args,
     ])  # fmt: skip
     assert r.exit_code == 0, r.output
     table = list(csv.DictReader((out / "results.csv").open()))
@@ -73,7 +74,8 @@ def test_a_bad_benchmark_root_is_one_line(tmp_path, model_args, tiny):
     )
     assert r.exit_code == 2
     assert r.stderr.strip().splitlines() == [
-        f"error: inaturalist: no folder {tmp_path / 'iNaturalist'} (expected under the data root {tmp_path}: iNaturalist/**/*)"
+        f"error: inaturalist: no folder {tmp_path / 'iNaturalist'} "
+        f"(expected under the data root {tmp_path}: iNaturalist/**/*)"
     ]
 
 

@@ -472,7 +472,8 @@ def test_the_summary_counts_http_requests_and_states_the_size_reached(tmp_path, 
 
     server.state.add_faults("chunk000/r0", "500")  # retried: 4 HTTP requests for 3 questions
     env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "x"}
-    args = ["build", "eoe", "-m", "gpt-4o-mini", "--mode", "far", "--size", "30", "--chunk-size", "4", "--classes", "10",
+    args = ["build", "eoe", "-m", "gpt-4o-mini", "--mode", "far", "--size", "30", "--chunk-size", "4",
+            "--classes", "10",
             "--retry-wait", "0.001", "--run-dir", str(tmp_path / "r"), "-o", str(tmp_path / "o.json")]  # fmt: skip
     res = invoke(args, env)
     assert res.exit_code == 0, res.output

@@ -29,12 +29,15 @@ def _error_line(args: list[str]) -> str:
         ("need a vocabulary (vocabularies)", "vocabularies", "need a vocabulary (--vocab)"),
         ("or pass order='given' to sweep", "order", "or pass --order given to sweep"),
         ("re-run with batch=True to collect it", "batch", "re-run with --batch to collect it"),
-        ("lower size, raise top_k or give more images", ("size", "top_k"), "lower --size, raise --top-k or give more images"),
+        ("lower size, raise top_k or give more images", ("size", "top_k"),
+         "lower --size, raise --top-k or give more images"),
         # a name=value form wins over the bare word, which is left as it is ("1000 classes")
-        ("classes=5000: choose between 1 and 1000 classes", "classes", "--classes 5000: choose between 1 and 1000 classes"),
+        ("classes=5000: choose between 1 and 1000 classes", "classes",
+         "--classes 5000: choose between 1 and 1000 classes"),
         # no name=value: only the first bare name; never inside a longer word, a key or a flag
         ("top_k_max or top_k, then top_k", "top_k", "top_k_max or --top-k, then top_k"),
-        ("give pretrained='/p/w.bin' with tag='openai'", ("pretrained", "tag"), "give --pretrained /p/w.bin with --tag openai"),
+        ("give pretrained='/p/w.bin' with tag='openai'", ("pretrained", "tag"),
+         "give --pretrained /p/w.bin with --tag openai"),
         ("seed (a method parameter)", "seed", "--seed (a method parameter)"),
         ("groups must be >= 1", "groups", "--groups must be >= 1"),  # a method parameter: its registry flag
     ],

@@ -64,7 +64,8 @@ def test_several_named_ood_sets_end_to_end(tiny, model_args, tmp_path):
         (["--ood", "{ood}", "--model", "ViT-B-16"], "option --model given 2 times (--model --model)"),
         (
             ["--ood", "{ood}", "-t", "single", "--templates", "paper8"],
-            "option --templates given 3 times (--templates -t --templates); it takes one value, give it once (see 'negvocab score --help')",
+            "option --templates given 3 times (--templates -t --templates); "
+            "it takes one value, give it once (see 'negvocab score --help')",
         ),
         (["--ood", "{ood}", "--tau=0.5", "--tau", "0.1"], "option --tau given 2 times"),
         (["--ood", "{ood}", "--random-weights"], "option --random-weights given 2 times"),

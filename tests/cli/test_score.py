@@ -80,7 +80,8 @@ def test_score_end_to_end(tiny, model_args, tmp_path, caplog):
     again = invoke(args)
     assert (
         again.exit_code == 2
-        and "holds the results of an earlier run (results.csv, scores.npz, scores.csv, explanations.json, report.html, results.json); give another -o, or --overwrite"
+        and "holds the results of an earlier run (results.csv, scores.npz, scores.csv, "
+        "explanations.json, report.html, results.json); give another -o, or --overwrite"
         in again.output
     )
     assert (out / "results.json").read_bytes() == before
@@ -189,7 +190,8 @@ def test_image_lists_score_like_the_folders(tiny, model_args, tmp_path):
 def test_fi_imagenet_lists(tiny, model_args, tmp_path):
     lst = tmp_path / "fi_ood.csv"
     lst.write_text(
-        "id,label\nILSVRC2012_val_00000002,paper towel holder\nILSVRC2012_val_00000005,kite\nILSVRC2012_val_00009999,lost\n"
+        "id,label\nILSVRC2012_val_00000002,paper towel "
+        "holder\nILSVRC2012_val_00000005,kite\nILSVRC2012_val_00009999,lost\n"
     )
     amb = tmp_path / "amb.txt"
     amb.write_text("ILSVRC2012_val_00000007\n")

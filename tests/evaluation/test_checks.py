@@ -61,8 +61,8 @@ def test_common_mistakes_say_each_one_once(tiny, caplog):
     assert len(notes) == 3 and all(n in caplog.text for n in notes)
     assert notes[0].startswith("the ID set and the OOD set same are the same images")
     assert (
-        notes[1]
-        == "vocabulary names: 1 of 2 labels are ID class names (e.g. 'tench'); NegLabel counts them against ID images: remove them with `negvocab filter`"
+        notes[1] == "vocabulary names: 1 of 2 labels are ID class names (e.g. 'tench'); "
+        "NegLabel counts them against ID images: remove them with `negvocab filter`"
     )
     assert (
         notes[2].startswith("vocabulary big: 1,000,000 labels; encoding them takes about ")

@@ -266,7 +266,8 @@ def test_cli_refuses_bad_runs_and_files_in_one_line(scores, tmp_path):
         tmp_path / "obj.npz", **{"id/a": np.array([1.0, 2.0], dtype=object), "ood/a": np.array([0.5], dtype=object)}
     )
     np.savez(tmp_path / "txt.npz", **{"id/a": np.array(["1.0", "2.0"]), "ood/a": np.array(["0.5"])})
-    for path, msg in ((tmp_path / "cut", "scores.npz: not a readable scores.npz"), (tmp_path / "obj.npz", "obj.npz: not a readable scores.npz"),
+    for path, msg in ((tmp_path / "cut", "scores.npz: not a readable scores.npz"),
+                      (tmp_path / "obj.npz", "obj.npz: not a readable scores.npz"),
                       (tmp_path / "txt.npz", "'id/a' must be a 1-D array of numbers, got <U3")):  # fmt: skip
         res = _cli(
             path, "-o", tmp_path / "y"

@@ -75,7 +75,8 @@ def test_ood_names_a_benchmark_and_its_sets_expand_with_their_groups(toy, tmp_pa
 def test_a_grid_over_a_benchmark_has_group_rows_equal_to_a_hand_mean(toy, tmp_path):
     toml = tmp_path / "grid.toml"
     toml.write_text(
-        '[grid]\ntemplates = "single"\nid_classes = "classes.txt"\nn_boot = 0\ndevice = "cpu"\nconventions = ["paper", "openood"]\n'
+        '[grid]\ntemplates = "single"\nid_classes = "classes.txt"\nn_boot '
+        '= 0\ndevice = "cpu"\nconventions = ["paper", "openood"]\n'
         '[[models]]\nname = "Tiny"\nmodel_config = "Tiny.json"\nrandom_weights = true\n'
         '[id]\npath = "toy/val"\n[ood]\ntextures = "mine"\ntoy-bench = "toy"\n[[methods]]\nname = "mcm"\n'
     )
@@ -112,8 +113,10 @@ def test_group_rows_of_grid_tables_by_hand():
         for conv in ("paper", "openood"):
             for name in groups:
                 metrics = {k: float(rng.uniform()) for k in ("fpr", "auroc", "aupr_in", "aupr_out")}
-                rows.append({"model": model, "vocabulary": "v", "method": "neglabel", "convention": conv, "ood_set": name,
-                             "n_ood": int(rng.integers(1, 9)), "cell": f"{model}{conv}{name}", "tpr": 0.95, **metrics})  # fmt: skip
+                rows.append({"model": model, "vocabulary": "v", "method": "neglabel", "convention": conv,
+                             "ood_set": name,
+                             "n_ood": int(rng.integers(1, 9)), "cell": f"{model}{conv}{name}", "tpr": 0.95,
+                             **metrics})  # fmt: skip
     table = GridResult(rows, groups=groups).table()
     summary = [r for r in table if r["ood_set"] in ("near-ood", "far-ood", "mean")]
     assert [r["ood_set"] for r in summary] == ["near-ood", "far-ood", "mean"] * 4

@@ -289,8 +289,10 @@ def test_random_documents_give_a_config_or_one_line():
         "methods": [{"name": "neglabel", "params": {"groups": 2}}],
         "resources": {"image": {"num_cpus": 2}},
     }
-    paths = [("grid", "tpr"), ("grid", "n_boot"), ("grid", "conventions"), ("grid", "cache_dir"), ("grid", "templates"), ("resources",), ("resources", "image"),
-             ("models",), ("id",), ("ood",), ("ood", "a"), ("vocabularies",), ("vocabularies", "v"), ("methods",), ("grid",)]  # fmt: skip
+    paths = [("grid", "tpr"), ("grid", "n_boot"), ("grid", "conventions"), ("grid", "cache_dir"), ("grid", "templates"),
+             ("resources",), ("resources", "image"),
+             ("models",), ("id",), ("ood",), ("ood", "a"), ("vocabularies",), ("vocabularies", "v"), ("methods",),
+             ("grid",)]  # fmt: skip
     outcomes = {"ok": 0, "refused": 0}
     for _ in range(400):
         doc = copy.deepcopy(good)

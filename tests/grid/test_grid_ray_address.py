@@ -25,7 +25,8 @@ pytestmark = pytest.mark.xdist_group("ray")  # the clusters these tests start mu
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-c", "from negvocab.cli import main; main()"]
-CLIENT_SEEN = "New data connection from client"  # the Ray Client server's log line for a client (ray/util/client/server/dataservicer.py)
+# the Ray Client server's log line for a client (ray/util/client/server/dataservicer.py)
+CLIENT_SEEN = "New data connection from client"
 METRICS = ("fpr", "auroc", "aupr_in", "aupr_out", "fpr_ci_low", "auroc_ci_high")
 
 

@@ -8,7 +8,10 @@ from negvocab.progress import Progress
 
 
 def test_the_servers_reason_follows_the_colon():
-    msg = 'Traceback (most recent call last):\n  File "server.py", line 1\nRuntimeError: Version mismatch: The cluster was started with Ray 2.49.0'
+    msg = (
+        'Traceback (most recent call last):\n  File "server.py", line '
+        "1\nRuntimeError: Version mismatch: The cluster was started with Ray 2.49.0"
+    )
     e = ConnectionAbortedError(f"Initialization failure from server:\n{msg}")  # Ray's own f-string
     assert (
         connection_reason(e)

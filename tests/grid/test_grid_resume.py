@@ -331,7 +331,8 @@ def test_cells_bound_to_the_device_are_redone_when_scored_on_another_kind(small,
     toml = write()
     text = toml.read_text().replace(
         "params = { groups = 2 }",
-        'params = { groups = 2, grouping = "neglabel" }\n[[methods]]\nname = "neglabel"\nlabel = "NegLabel (stratified)"\nparams = { groups = 2 }',
+        'params = { groups = 2, grouping = "neglabel" }\n[[methods]]\nname = '
+        '"neglabel"\nlabel = "NegLabel (stratified)"\nparams = { groups = 2 }',
     )
     toml.write_text(text)
     out = tmp_path / "out"

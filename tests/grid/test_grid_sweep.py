@@ -20,10 +20,13 @@ SETS = ["ssb", "ninco"]
 def _row(model, vocab, method, conv, ood, fpr, *, ci=True):
     lo, hi = (max(0.0, fpr - 0.05), min(1.0, fpr + 0.07)) if ci else (None, None)
     return {
-        "model": model, "pretrained": None, "random_weights": True, "vocabulary": vocab, "deployable": True, "caveats": "",
+        "model": model, "pretrained": None, "random_weights": True, "vocabulary": vocab, "deployable": True,
+        "caveats": "",
         "ood_set": ood, "method": method, "convention": conv, "tpr": 0.95, "fpr": fpr, "auroc": 1 - fpr / 2,
-        "fpr_ci_low": lo, "fpr_ci_high": hi, "auroc_ci_low": None, "auroc_ci_high": None, "aupr_in": 0.5, "aupr_out": 0.5,
-        "aupr_method": "x", "n_id": 50, "n_ood": 40, "templates": "single", "cell": f"{model}{vocab}{method}{conv}{ood}",
+        "fpr_ci_low": lo, "fpr_ci_high": hi, "auroc_ci_low": None, "auroc_ci_high": None, "aupr_in": 0.5,
+        "aupr_out": 0.5,
+        "aupr_method": "x", "n_id": 50, "n_ood": 40, "templates": "single",
+        "cell": f"{model}{vocab}{method}{conv}{ood}",
     }  # fmt: skip
 
 

@@ -41,11 +41,14 @@ def _write_grid(out, rng, *, failed_model: str | None = "Broken", entries=ENTRIE
                 entry["ood"][name], sets[name] = d, s
                 rep = M.evaluate(s_id, s, n_boot=20)
                 row = {
-                    "model": m, "pretrained": None, "random_weights": True, "vocabulary": vocab, "deployable": vocab != "B", "caveats": "",
-                    "ood_set": name, "method": meth, "convention": "paper", "tpr": 0.95, "fpr": rep["fpr"], "auroc": rep["auroc"],
+                    "model": m, "pretrained": None, "random_weights": True, "vocabulary": vocab,
+                    "deployable": vocab != "B", "caveats": "",
+                    "ood_set": name, "method": meth, "convention": "paper", "tpr": 0.95, "fpr": rep["fpr"],
+                    "auroc": rep["auroc"],
                     "fpr_ci_low": rep["fpr_ci"][0], "fpr_ci_high": rep["fpr_ci"][1], "auroc_ci_low": rep["auroc_ci"][0],
                     "auroc_ci_high": rep["auroc_ci"][1], "aupr_in": rep["aupr_in"], "aupr_out": rep["aupr_out"],
-                    "aupr_method": rep["aupr_method"], "n_id": 24, "n_ood": n, "templates": "single", "cell": f"{m}{vocab}{meth}{name}",
+                    "aupr_method": rep["aupr_method"], "n_id": 24, "n_ood": n, "templates": "single",
+                    "cell": f"{m}{vocab}{meth}{name}",
                 }  # fmt: skip
                 (out / "cells" / f"{m}{vocab}{meth}{name}.json").write_text(
                     json.dumps({"row": row, "digest": f"{m}{vocab}{meth}{name}"})

@@ -104,7 +104,10 @@ def test_each_unit_kind_has_its_own_request(grid_toml):
     cfg = negvocab.load_grid(
         _with(
             grid_toml,
-            resources='num_gpus = 1\nnum_cpus = 4\nmemory = "8GiB"\n[resources.text]\nnum_cpus = 1\n[resources.score]\nnum_cpus = 2\n',
+            resources=(
+                'num_gpus = 1\nnum_cpus = 4\nmemory = "8GiB"\n[resources.text]\nnum_cpus '
+                "= 1\n[resources.score]\nnum_cpus = 2\n"
+            ),
         )
     )
     r = cfg.resources

@@ -82,7 +82,8 @@ def test_clean_label(raw, clean):
     [
         "Sorry, an internal error occurred while processing your request; please try again later.",
         "Sorry", "Note", "Certainly!", "Sure.", "Here are", "Here you go:", "I hope this helps", "Thank you!",
-        "Thanks", "Of course!", "Apologies for the confusion.", "I apologize", "I'm sorry, but I can't assist with that.",
+        "Thanks", "Of course!", "Apologies for the confusion.", "I apologize",
+        "I'm sorry, but I can't assist with that.",
         "As an AI language model, I cannot see images.", "Unfortunately, I am unable to comply.",
         "Error: rate limit exceeded", "Warning: output truncated", "OK", "Great question!", "You're welcome",
     ],
@@ -235,9 +236,10 @@ REAL_FAILURES = json.loads((DATA / "real_failures.json").read_text(encoding="utf
 @pytest.mark.parametrize(
     "raw, clean",
     [
-        ("submarine submarine", "submarine"), ("Mop mop", "mop"), ("banana, banana", "banana"), ("SAXOPHONE saxophone", "saxophone"),
-        ("banana banana banana", "banana"), ("red panda red panda", "red panda"), ("chow chow", "chow chow"),
-        ("mahi mahi", "mahi mahi"), ("Jaculus jaculus", "jaculus jaculus"), ("walla walla sweet onion", "walla walla sweet onion"),
+        ("submarine submarine", "submarine"), ("Mop mop", "mop"), ("banana, banana", "banana"),
+        ("SAXOPHONE saxophone", "saxophone"), ("banana banana banana", "banana"), ("red panda red panda", "red panda"),
+        ("chow chow", "chow chow"), ("mahi mahi", "mahi mahi"), ("Jaculus jaculus", "jaculus jaculus"),
+        ("walla walla sweet onion", "walla walla sweet onion"),
     ],
 )  # fmt: skip
 def test_stutters_collapse_and_doubled_word_names_stay(raw, clean):
@@ -278,8 +280,10 @@ def test_held_out_names_in_many_languages_pass(text):
 @pytest.mark.parametrize(
     "label, ok",
     [
-        ("ség familiacolor bother involving", False), ("%> чтоs register", False), ("xkcdqz", False), ("{{name}}", False),
-        ("4x4", True), ("t. rex", True), ("北京烤鸭", True), ("москва", True), ("schwarzschild radius", True), ("7-eleven", True),
+        ("ség familiacolor bother involving", False), ("%> чтоs register", False), ("xkcdqz", False),
+        ("{{name}}", False),
+        ("4x4", True), ("t. rex", True), ("北京烤鸭", True), ("москва", True), ("schwarzschild radius", True),
+        ("7-eleven", True),
     ],
 )  # fmt: skip
 def test_looks_like_name(label, ok):

@@ -31,11 +31,12 @@ Server kinds (``FakeState.kind``), as real servers behave:
 Faults on demand, per custom id (``"<key>/r<round>"``), consumed one per attempt:
 ``429`` (with ``Retry-After``), ``quota`` (429 ``insufficient_quota``), ``500`` (OpenAI's, a new request id
 each time), ``500same`` (the same body every time, a deterministic fault), ``html`` (a 200
-HTML page), ``error200`` (an error body with status 200), ``drop`` (the connection closed without an answer), ``malformed`` (content not JSON),
-``schema`` (JSON of the wrong shape), ``garbage`` (text with no list), ``refusal``, ``short`` (half the labels), ``length`` (cut
-off), ``slow`` (extra delay); in batches ``error`` (an error-file line), ``500`` and the content faults. Every chat
-request and every batch line is counted per custom id (``chat_counts``, ``batch_counts``), so a
-test can assert that nothing was asked twice.
+HTML page), ``error200`` (an error body with status 200), ``drop`` (the connection closed without an
+answer), ``malformed`` (content not JSON), ``schema`` (JSON of the wrong shape), ``garbage`` (text with
+no list), ``refusal``, ``short`` (half the labels), ``length`` (cut off), ``slow`` (extra delay); in
+batches ``error`` (an error-file line), ``500`` and the content faults. Every chat request and every
+batch line is counted per custom id (``chat_counts``, ``batch_counts``), so a test can assert that
+nothing was asked twice.
 """
 
 from __future__ import annotations
@@ -87,7 +88,10 @@ def expected_merge(keys: list[str], rounds: int, n: int, extra: list[str] | None
 
 
 FREE_FORMS = ("numbered", "bullets", "bold", "fenced", "preamble")
-GARBAGE = "I am a large language model and my backend returned an unexpected internal state; request failed. Contact your administrator for assistance today."
+GARBAGE = (
+    "I am a large language model and my backend returned an unexpected internal "
+    "state; request failed. Contact your administrator for assistance today."
+)
 
 
 def free_text(labels: list[str], form: str) -> str:
@@ -101,7 +105,10 @@ def free_text(labels: list[str], form: str) -> str:
     if form == "fenced":
         return "```json\n" + json.dumps({"labels": labels}, indent=2) + "\n```"
     body = "\n".join(f"{i}) {lab}" for i, lab in enumerate(labels, 1))
-    return f"Here are {len(labels)} categories that fit:\n\n{body}\n\nThese names are all visually similar but lie just outside the class boundary as requested."
+    return (
+        f"Here are {len(labels)} categories that fit:\n\n{body}\n\nThese names are "
+        "all visually similar but lie just outside the class boundary as requested."
+    )
 
 
 class FakeState:
@@ -295,7 +302,8 @@ class _Handler(BaseHTTPRequestHandler):
             return True
         if got is None:
             msg = (
-                "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or "
+                "Method doesn't allow unregistered callers (callers "
+                "without established identity). Please use API Key or "
                 "other form of API consumer identity to call this API."
             )
             self._send(403, {"error": {"code": 403, "message": msg, "status": "PERMISSION_DENIED"}})

@@ -24,11 +24,13 @@ from __future__ import annotations
 from typing import Any
 
 LLAMACPP_SCHEMA_500 = (
-    "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  Input should be 'text' or 'json_object' "
+    "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  "
+    "Input should be 'text' or 'json_object' "
     "[type=literal_error, input_value='json_schema', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.9/v/literal_error"
 )
 LLAMACPP_CONTEXT_400 = (
-    "This model's maximum context length is 256 tokens. However, you requested 612 tokens (356 in the messages, 256 in the "
+    "This model's maximum context length is 256 tokens. However, "
+    "you requested 612 tokens (356 in the messages, 256 in the "
     "completion). Please reduce the length of the messages or completion."
 )
 LLAMACPP_BROADCAST_500 = "could not broadcast input array from shape (302,) into shape (256,)"
@@ -37,8 +39,10 @@ LITELLM_UNKNOWN_MODEL = (
 )
 LITELLM_NO_DB = "No connected db."
 LITELLM_CONTEXT = (
-    "litellm.ContextWindowExceededError: litellm.BadRequestError: ContextWindowExceededError: OpenAIException - This model's "
-    "maximum context length is 256 tokens. However, you requested 612 tokens. Please reduce the length of the messages or completion."
+    "litellm.ContextWindowExceededError: litellm.BadRequestError: "
+    "ContextWindowExceededError: OpenAIException - This model's "
+    "maximum context length is 256 tokens. However, you requested 612 "
+    "tokens. Please reduce the length of the messages or completion."
 )
 
 
@@ -79,8 +83,10 @@ def litellm_wraps(status: int, body: dict[str, Any], model: str = "gpt-test") ->
 def openai_500(request_id: str) -> tuple[int, dict[str, Any]]:
     """OpenAI's transient 500: its text names a request id that differs on every attempt."""
     message = (
-        "The server had an error while processing your request. Sorry about that! You can retry your request, or contact us "
-        f"through our help center at help.openai.com if the error persists. (Please include the request ID {request_id} in your message.)"
+        "The server had an error while processing your request. "
+        "Sorry about that! You can retry your request, or contact us "
+        "through our help center at help.openai.com if the error persists. "
+        f"(Please include the request ID {request_id} in your message.)"
     )
     return 500, {"error": {"message": message, "type": "server_error", "param": None, "code": None}}
 
@@ -107,7 +113,8 @@ def server_error(kind: str, fmt: str | None, model: str, prompt_chars: int) -> t
         if kind.startswith("litellm"):
             return litellm_error(
                 400,
-                f"{LITELLM_CONTEXT}\nmodel={model}. context_window_fallbacks=None. fallbacks=None.{_group_failed(model)}",
+                f"{LITELLM_CONTEXT}\nmodel={model}. context_window_fallbacks=None. "
+                f"fallbacks=None.{_group_failed(model)}",
             )
         upstream = llamacpp_error(400, LLAMACPP_CONTEXT_400)
     elif base == "broadcast":

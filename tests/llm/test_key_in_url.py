@@ -51,7 +51,8 @@ def test_keys_in_the_query_and_the_path_reach_the_gateway_and_nothing_written_or
     """One CLI run (a CLI start costs seconds) with both: ``.../gw/key/<PKEY>/v1?key=<QKEY>``, at ``-vv``
     with a log file, so the SDK's and httpx's request lines are logged too."""
     out, log = tmp_path / "gpt.json", tmp_path / "build.log"
-    args = ["build", "gpt", "-m", "gpt-test", "-n", "6", "--rounds", "1", "--classes", "4", "--run-dir", str(tmp_path / "run"),
+    args = ["build", "gpt", "-m", "gpt-test", "-n", "6", "--rounds", "1", "--classes", "4",
+            "--run-dir", str(tmp_path / "run"),
             "-o", str(out), "-vv", "--log-file", str(log)]  # fmt: skip
     with FakeOpenAI() as srv:
         srv.state.query_key = QKEY
@@ -79,7 +80,8 @@ def test_a_missing_or_wrong_key_in_the_query_is_an_authentication_error_naming_t
         with pytest.raises(ResourceError) as err:
             build_gpt_vocabulary(
                 "gpt-test", run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, api_key="x",
-                base_url=srv.url if given is None else f"{srv.url}?key={given}", concurrency=8, per_class=6, rounds=1, classes=20,
+                base_url=srv.url if given is None else f"{srv.url}?key={given}", concurrency=8, per_class=6, rounds=1,
+                classes=20,
             )  # fmt: skip
         sent = len(srv.state.queries)
     line = str(err.value)

@@ -27,8 +27,11 @@ from tests.llm.fake_openai import FakeOpenAI
 LITELLM = os.environ.get("NEGVOCAB_LITELLM", "")
 pytestmark = pytest.mark.skipif(
     not (LITELLM and Path(LITELLM).is_file() and os.access(LITELLM, os.X_OK)),
-    reason="NEGVOCAB_LITELLM does not name a litellm executable (python3 -m venv V && V/bin/pip install 'litellm[proxy]'; "
-    "NEGVOCAB_LITELLM=V/bin/litellm)",
+    reason=(
+        "NEGVOCAB_LITELLM does not name a litellm executable "
+        "(python3 -m venv V && V/bin/pip install 'litellm[proxy]'; "
+        "NEGVOCAB_LITELLM=V/bin/litellm)"
+    ),
 )
 MASTER = "sk-master-0123456789abcdef"
 KINDS = {
@@ -55,13 +58,15 @@ def proxy(tmp_path_factory):
     for name, fake in fakes.items():
         fake.state.kind = KINDS[name]
     config = "model_list:\n" + "".join(
-        f"  - model_name: {n}\n    litellm_params:\n      model: openai/{n}\n      api_base: {f.url}\n      api_key: x\n" for n, f in fakes.items()
+        f"  - model_name: {n}\n    litellm_params:\n      model: openai/{n}\n"
+        f"      api_base: {f.url}\n      api_key: x\n" for n, f in fakes.items()
     ) + f"general_settings:\n  master_key: {MASTER}\n"  # fmt: skip
     (tmp / "config.yaml").write_text(config)
     port = _free_port()
     log = (tmp / "proxy.log").open("w")
     proc = subprocess.Popen(
-        [LITELLM, "--config", str(tmp / "config.yaml"), "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
+        [LITELLM, "--config", str(tmp / "config.yaml"), "--host", "127.0.0.1", "--port", str(port)], stdout=log,
+        stderr=subprocess.STDOUT,
         env={**os.environ, "LITELLM_TELEMETRY": "False"},
     )  # fmt: skip
     try:
@@ -88,7 +93,8 @@ def proxy(tmp_path_factory):
 
 def _build(proxy_url, tmp_path, synonym_filter, model, key=MASTER, classes=8):
     return build_gpt_vocabulary(
-        model, run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, base_url=proxy_url, api_key=key,
+        model, run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, base_url=proxy_url,
+        api_key=key,
         concurrency=8, per_class=6, rounds=1, classes=classes,
     )  # fmt: skip
 

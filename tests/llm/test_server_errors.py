@@ -75,7 +75,8 @@ HELD_OUT = [
     # LiteLLM passing on a provider's refusal of the model (BerriAI/litellm#37761)
     (
         400,
-        "litellm.BadRequestError: PerplexityException - Invalid model 'perplexity/sonar'. Permitted models can be found in the "
+        "litellm.BadRequestError: PerplexityException - Invalid model "
+        "'perplexity/sonar'. Permitted models can be found in the "
         "documentation at https://docs.perplexity.ai/docs/getting-started/models.. Received Model Group=pplx-sonar",
         "400",
         PERMANENT,
@@ -97,7 +98,8 @@ def _run(server, tmp_path, synonym_filter, **kw):
     """20 questions at -j 8, as the issue's runs; every exception is returned, not raised."""
     try:
         return build_gpt_vocabulary(
-            "gpt-test", run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, base_url=server.url,
+            "gpt-test", run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST,
+            base_url=server.url,
             api_key=DUMMY_KEY, concurrency=8, per_class=6, rounds=1, classes=QUESTIONS, **kw,
         )  # fmt: skip
     except ResourceError as e:
@@ -166,7 +168,10 @@ def test_a_500_naming_response_format_with_json_schema_asked_stops_with_the_form
 
     with pytest.raises(
         ResourceError,
-        match=r"does not take response format json_schema \(HTTP 500: .*literal_error.*\); try --response-format json_object or text",
+        match=(
+            r"does not take response format json_schema \(HTTP 500: "
+            r".*literal_error.*\); try --response-format json_object or text"
+        ),
     ):
         asyncio.run(go())
     assert _requests(server) == 1
@@ -341,7 +346,8 @@ def test_a_local_server_running_an_openai_model_name_gets_no_openai_price(server
 
     assert price_of("gpt-4o-mini") is not None  # the table prices the name: only the endpoint can say no
     vocab = build_gpt_vocabulary(
-        "gpt-4o-mini", run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST, base_url=server.url,
+        "gpt-4o-mini", run_dir=tmp_path / "run", synonym_filter=synonym_filter, client_options=FAST,
+        base_url=server.url,
         api_key=DUMMY_KEY, concurrency=2, per_class=6, rounds=1, classes=2,
     )  # fmt: skip
     assert vocab.settings["usage"]["prompt_tokens"] > 0 and vocab.settings["cost_usd"] is None

@@ -251,8 +251,10 @@ def test_a_large_run_stays_small_and_new_columns_are_shown(tmp_path):
     folder.mkdir()
     np.savez(
         folder / "scores.npz",
-        **{"id/neglabel@big": s_id, "ood/neglabel@big": s_ood, "id_paths": np.array([imgs[i % 400] for i in range(n_id)]),
-           "id_image_ids": np.array([f"id{i}" for i in range(n_id)]), "ood_paths": np.array([imgs[i % 400] for i in range(n_ood)]),
+        **{"id/neglabel@big": s_id, "ood/neglabel@big": s_ood,
+           "id_paths": np.array([imgs[i % 400] for i in range(n_id)]),
+           "id_image_ids": np.array([f"id{i}" for i in range(n_id)]),
+           "ood_paths": np.array([imgs[i % 400] for i in range(n_ood)]),
            "ood_image_ids": np.array([f"ood{i}" for i in range(n_ood)])},
     )  # fmt: skip
     neg = [{"label": f"negative label {k}", "cosine": 0.3, "share": 0.01} for k in range(5)]
@@ -308,7 +310,8 @@ def test_a_large_run_stays_small_and_new_columns_are_shown(tmp_path):
 def test_coverage_of_a_fi_imagenet_list_with_labels(tiny, model_args, tmp_path):
     lst = tmp_path / "fi_ood.csv"
     lst.write_text(
-        "id,label\nILSVRC2012_val_00000002,paper towel holder\nILSVRC2012_val_00000005,kite\nILSVRC2012_val_00000006,kite\n"
+        "id,label\nILSVRC2012_val_00000002,paper towel "
+        "holder\nILSVRC2012_val_00000005,kite\nILSVRC2012_val_00000006,kite\n"
     )
     out = tmp_path / "cov"
     r = runner.invoke(
@@ -389,8 +392,10 @@ def test_several_named_ood_sets_have_their_own_operating_points(tmp_path, conven
     folder.mkdir()
     np.savez(
         folder / "scores.npz",
-        **{"id/neglabel@v": s_id, "ood/neglabel@v": np.concatenate([a, b]), "ood_sets": np.array(["A"] * 80 + ["B"] * 40),
-           "ood_paths": np.array([f"/nonexistent/{i}.png" for i in range(120)]), "ood_image_ids": np.array([f"o{i}" for i in range(120)])},
+        **{"id/neglabel@v": s_id, "ood/neglabel@v": np.concatenate([a, b]),
+           "ood_sets": np.array(["A"] * 80 + ["B"] * 40),
+           "ood_paths": np.array([f"/nonexistent/{i}.png" for i in range(120)]),
+           "ood_image_ids": np.array([f"o{i}" for i in range(120)])},
     )  # fmt: skip
     rows = [
         {"method": "neglabel", "vocabulary": "v", "ood_set": s, "fpr": 0.5, "auroc": 0.5} for s in ("A", "B", "mean")
@@ -511,8 +516,10 @@ def _study(tmp_path):
     score = study / "score"
     score.mkdir(parents=True)
     s_id, s_ood = rng.normal(1, 1, 12), rng.normal(0, 1, 7)
-    np.savez(score / "scores.npz", **{"id/neglabel@wn": s_id, "ood/neglabel@wn": s_ood, "id/mcm": s_id * 0.5, "ood/mcm": s_ood * 0.5,
-             "ood_sets": np.array(["far"] * 4 + ["near"] * 3), "ood_paths": np.array([f"/nonexistent/{i}.png" for i in range(7)]),
+    np.savez(score / "scores.npz",
+             **{"id/neglabel@wn": s_id, "ood/neglabel@wn": s_ood, "id/mcm": s_id * 0.5, "ood/mcm": s_ood * 0.5,
+             "ood_sets": np.array(["far"] * 4 + ["near"] * 3),
+                "ood_paths": np.array([f"/nonexistent/{i}.png" for i in range(7)]),
              "ood_image_ids": np.array([f"o{i}" for i in range(7)])})  # fmt: skip
     digest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
     base = {
@@ -525,9 +532,12 @@ def _study(tmp_path):
         "cell": digest,
     }
     rows = [
-        {**base, "method": "neglabel", "vocabulary": "wn", "vocab_size": 100, "deployable": True, "ood_set": "far", "n_ood": 4, "fpr": 0.0, "fpr_ci": [0.0, 0.0], "auroc": 0.9},
-        {**base, "method": "neglabel", "vocabulary": "wn", "vocab_size": 100, "deployable": True, "ood_set": "near", "n_ood": 3, "fpr": 0.667, "fpr_ci": [0.0, 1.0], "auroc": 0.6},
-        {**base, "method": "mcm", "vocabulary": "", "vocab_size": 0, "deployable": True, "ood_set": "far", "n_ood": 4, "fpr": 0.5, "auroc": 0.7},
+        {**base, "method": "neglabel", "vocabulary": "wn", "vocab_size": 100, "deployable": True, "ood_set": "far",
+         "n_ood": 4, "fpr": 0.0, "fpr_ci": [0.0, 0.0], "auroc": 0.9},
+        {**base, "method": "neglabel", "vocabulary": "wn", "vocab_size": 100, "deployable": True, "ood_set": "near",
+         "n_ood": 3, "fpr": 0.667, "fpr_ci": [0.0, 1.0], "auroc": 0.6},
+        {**base, "method": "mcm", "vocabulary": "", "vocab_size": 0, "deployable": True, "ood_set": "far", "n_ood": 4,
+         "fpr": 0.5, "auroc": 0.7},
     ]  # fmt: skip
     (score / "results.json").write_text(
         json.dumps({"model": "ViT-B-32", "random_weights": True, "convention": "paper", "tpr": 0.95, "rows": rows})

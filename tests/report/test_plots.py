@@ -14,7 +14,8 @@ def _rows(method="neglabel", model="ViT-B-32", vocabulary="wn", fprs=(0.9, 0.5, 
     out = []
     for m, f in zip((1000, 2000, 5000), fprs, strict=True):
         out.append({
-            "M": m, "method": method, "model": model, "pretrained": "laion2b", "random_weights": False, "vocabulary": vocabulary,
+            "M": m, "method": method, "model": model, "pretrained": "laion2b", "random_weights": False,
+            "vocabulary": vocabulary,
             "templates": "paper8", "convention": "paper", "tpr": 0.95, "ood_set": ood_set, "deployable": True,
             "fpr": f, "auroc": 1 - f / 2, "fpr_ci": [max(0.0, f - 0.05), min(1.0, f + 0.05)], "auroc_ci": [0.5, 1.0],
         })  # fmt: skip

@@ -18,7 +18,10 @@ from negvocab.outdir import claim_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-c", "from negvocab.cli import main; main()"]
-HOLD = "import sys; from negvocab.outdir import claim_folder; claim_folder(sys.argv[1], (), overwrite=True); print('held', flush=True); sys.stdin.read()"
+HOLD = (
+    "import sys; from negvocab.outdir import claim_folder; claim_folder(sys.argv[1], "
+    "(), overwrite=True); print('held', flush=True); sys.stdin.read()"
+)
 
 
 def _env() -> dict[str, str]:

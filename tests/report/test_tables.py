@@ -22,8 +22,10 @@ SETS = {"ssb": 30, "ninco": 20}
 
 def _row(model, vocab, ood, method="neglabel", conv="paper", fpr=0.5, auroc=0.8, ci=0.05, **kw):
     return {
-        "model": model, "pretrained": "laion2b", "random_weights": False, "vocabulary": vocab, "deployable": vocab != "oracle",
-        "ood_set": ood, "method": method, "convention": conv, "tpr": 0.95, "fpr": fpr, "fpr_ci_low": fpr - ci, "fpr_ci_high": fpr + ci,
+        "model": model, "pretrained": "laion2b", "random_weights": False, "vocabulary": vocab,
+        "deployable": vocab != "oracle",
+        "ood_set": ood, "method": method, "convention": conv, "tpr": 0.95, "fpr": fpr, "fpr_ci_low": fpr - ci,
+        "fpr_ci_high": fpr + ci,
         "auroc": auroc, "auroc_ci_low": auroc - ci, "auroc_ci_high": auroc + ci, "aupr_in": 0.7, "aupr_out": 0.6,
         "aupr_method": "average_precision", "n_id": 50, "n_ood": SETS.get(ood, 50), "templates": "paper8", **kw,
     }  # fmt: skip
@@ -133,7 +135,8 @@ def test_caption_states_convention_threshold_tpr_n_templates_weights(tidy):
     )
     cap = t.full_caption()
     for part in (
-        "FPR@95 in %.", "paper convention; threshold: ID-anchored", "TPR 0.95", "n ID 50; n OOD ssb 30.", "Templates: paper8.",
+        "FPR@95 in %.", "paper convention; threshold: ID-anchored", "TPR 0.95", "n ID 50; n OOD ssb 30.",
+        "Templates: paper8.",
         "ViT-B-32 (laion2b)", "ViT-L-14 (RANDOM weights)", "OOD set: ssb.", "Brackets: 95% bootstrap intervals",
         "EVA02: cells failed (3 cells: no weights)", "RANDOM WEIGHTS",
     ):  # fmt: skip

@@ -220,7 +220,10 @@ def test_no_disk_for_patch_features_is_one_clear_error(tiny, image_dir, monkeypa
     monkeypatch.setattr(images_mod.os, "posix_fallocate", full)
     with pytest.raises(
         ResourceError,
-        match=r"patch features of 6 images need .* GiB of disk \(.*\.scratch: No space left on device; .*: No space left on device\); free space",
+        match=(
+            r"patch features of 6 images need .* GiB of disk \(.*\.scratch: No "
+            r"space left on device; .*: No space left on device\); free space"
+        ),
     ):
         tiny.encode_images(image_dir, local_features=True, num_workers=0)
 

@@ -97,7 +97,8 @@ def test_labels_removed_by_hand_are_accepted_and_recorded(wordnet, tmp_path, cap
     assert back.labels == ["gadget", "mountain bike", "violin"] and set(back.meta) == set(back.labels)
     assert back.sha256 == labels_hash(back.labels) and back.views == {"first": ["gadget", "mountain bike"]}
     assert back.settings["dropped"][-1] == {
-        "reason": "removed by hand from the file", "count": 2, "labels": ["tayra", "castle"], "from_sha256": wordnet.sha256,
+        "reason": "removed by hand from the file", "count": 2, "labels": ["tayra", "castle"],
+        "from_sha256": wordnet.sha256,
     }  # fmt: skip
     assert "removed by hand" in caplog.text
 

@@ -174,7 +174,10 @@ def test_missing_or_mismatching_hash(tmp_path, wordnet_vocab):
     doc["meta"] = {k: v for k, v in doc["meta"].items() if k in doc["labels"]}
     with pytest.raises(
         InputError,
-        match=r"v\.json: invalid vocabulary: sha256 .* does not match the labels .*edited by hand\? save the labels as a \.txt list",
+        match=(
+            r"v\.json: invalid vocabulary: sha256 .* does not match the "
+            r"labels .*edited by hand\? save the labels as a \.txt list"
+        ),
     ):
         Vocabulary.load(_write_json(tmp_path / "v.json", doc))
 

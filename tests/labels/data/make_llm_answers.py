@@ -82,7 +82,8 @@ def main(out: Path = OUT) -> int:
         synset = wn.synset_from_pos_and_offset("n", int(wnid[1:]))
         ood, id_sibs = [], []
         for hyper in _by_offset(synset.hypernyms()):
-            for cousin in [*_by_offset(hyper.hyponyms()), *(h for s in _by_offset(hyper.hyponyms()) for h in _by_offset(s.hyponyms())),
+            for cousin in [*_by_offset(hyper.hyponyms()),
+                           *(h for s in _by_offset(hyper.hyponyms()) for h in _by_offset(s.hyponyms())),
                            *(h for p in _by_offset(hyper.hypernyms()) for h in _by_offset(p.hyponyms()))]:  # fmt: skip
                 label = cousin.lemma_names()[0].replace("_", " ")
                 if cousin.offset() in id_offsets:
