@@ -45,3 +45,21 @@ def cache_dir(tmp_path, monkeypatch):
     path = tmp_path / "cache"
     monkeypatch.setenv("NEGVOCAB_CACHE_DIR", str(path))
     return path
+
+
+@pytest.fixture
+def restored_registries():
+    """The method, parameter, builder and benchmark registries as they were before the test: a test
+    that registers entries the way a user does (the docs' blocks) leaves no entry for later tests."""
+    from negvocab.builders import registry as builders
+    from negvocab.data import benchmarks
+    from negvocab.scoring import methods
+
+    regs = [methods.REGISTRY, builders._BUILDERS, benchmarks.REGISTRY]
+    saved = [(dict(r._entries), dict(r._aliases)) for r in regs]
+    params = dict(methods.PARAMS)
+    yield
+    for r, (entries, aliases) in zip(regs, saved, strict=True):
+        r._entries, r._aliases = entries, aliases
+    methods.PARAMS.clear()
+    methods.PARAMS.update(params)

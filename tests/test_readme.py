@@ -126,7 +126,7 @@ def _shim(folder: Path) -> Path:
     return bin_dir
 
 
-def test_readme_and_docs_blocks_run_in_order(tmp_path, monkeypatch):
+def test_readme_and_docs_blocks_run_in_order(tmp_path, monkeypatch, restored_registries):
     work = tmp_path / "work"
     work.mkdir()
     env = {

@@ -94,6 +94,7 @@ def evaluate_stream(
     convention, tpr, n_boot, seed : the metrics (as :func:`negvocab.evaluate_vocabularies`; ``seed``
         draws the bootstrap, ``stream_seed`` the stream)
     """
+    # long: the checks, then one stream per OOD set and its rows, then the mean row and meta, in order
     # every check before any image is encoded or scored
     if isinstance(method, StreamMethod):
         if params:
