@@ -47,6 +47,7 @@ PARAM_FLAGS: dict[str, str] = {
     "n_boot": "--n-boot",
     "seed": "--seed",
     "index": "--index",
+    "explain_k": "--explain",
 }
 
 

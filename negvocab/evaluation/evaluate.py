@@ -48,6 +48,7 @@ from negvocab.scoring.methods import (
     check_shared,
     scorer_params,
 )
+from negvocab.vlm.templates import resolve_templates
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -155,6 +156,9 @@ def evaluate_vocabularies(
         raise InputError("no scoring method given")
     check_evaluation(convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)  # before any image is read
     check_shared(params or {})
+    resolve_templates(templates)  # a bad preset or template file fails here, not after the image encoding
+    if isinstance(explain_k, bool) or not isinstance(explain_k, int) or explain_k < 0:
+        raise InputError(f"explain_k must be an integer >= 0, got {explain_k!r}", param="explain_k")
     named = _named(vocabs)
     specs = {m: batch_method(m, "evaluate_vocabularies") for m in methods}
     negs = [m for m in methods if specs[m].needs_negatives]

@@ -296,3 +296,16 @@ def test_a_bad_template_preset_fails_a_sweep_before_any_image_is_encoded(sets, c
     vocab = negvocab.Vocabulary.from_labels(["a", "b", "c"], source="wordnet")
     with pytest.raises(InputError, match="nonesuch"):
         sweeps.sweep_vocabulary(NoImages(), *sets, vocab, "2,3", id_classes=classes, templates="nonesuch", n_boot=0)
+
+
+@pytest.mark.parametrize(("kw", "match"), [({"templates": "nonesuch"}, "nonesuch"), ({"explain_k": -1}, "explain_k")])
+def test_bad_templates_or_explain_k_fail_an_evaluation_before_any_image_is_encoded(sets, classes, kw, match):
+    class NoImages(FakeVLM):
+        def encode_images(self, *a, **k):
+            raise AssertionError("images were encoded before the arguments were checked")
+
+    vocab = negvocab.Vocabulary.from_labels(["a", "b", "c"], source="wordnet")
+    with pytest.raises(InputError, match=match):
+        negvocab.evaluate_vocabularies(
+            NoImages(), *sets, {"v": vocab}, ["neglabel"], id_classes=classes, n_boot=0, **kw
+        )
