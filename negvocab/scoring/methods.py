@@ -460,7 +460,23 @@ def _param_problem(param: Param, replace: bool) -> str | None:
     reserved = {q.flag: n for n, q in (*PARAMS.items(), *RUN_PARAMS.items(), *EVALUATION_PARAMS.items())}
     if reserved.get(param.flag, param.name) != param.name:
         return f"parameter {param.name}: flag {param.flag} is taken by {reserved[param.flag]!r}"
+    if param.flag in COMMAND_FLAGS and param.name not in _BUILTIN_PARAMS:
+        return (
+            f"parameter {param.name}: flag {param.flag} is an option of its own of {COMMAND_FLAGS[param.flag]}; "
+            "give the parameter another flag"
+        )
     return None
+
+
+#: flags that commands use for options of their own (flag -> "negvocab score", ...): a parameter's flag
+#: may not be one of them, or the command could not offer it. Filled by the command line when it is built.
+COMMAND_FLAGS: dict[str, str] = {}
+
+
+def reserve_flags(owner: str, flags: Iterable[str]) -> None:
+    """Record ``flags`` as options of ``owner`` (a command) that no registered parameter may take."""
+    for flag in flags:
+        COMMAND_FLAGS.setdefault(flag, owner)
 
 
 def register_param(param: Param, *, replace: bool = False) -> Param:

@@ -182,3 +182,21 @@ def test_a_builder_marked_not_deployable_marks_its_vocabularies():
         assert got.head(1).caveats == got.caveats  # derived vocabularies keep the mark
     finally:
         unregister_builder("peek")
+
+
+def test_a_sweep_asks_the_builder_registry_whether_a_source_ranks(toy):
+    """A plug-in builder that ranks its labels is sweepable by M without ranks in the metadata; a source
+    whose builder does not rank (gpt) is not, and ranks in the metadata always count."""
+    from negvocab.evaluation.sweeps import is_ranked
+
+    plain = {"meta": None}
+    assert is_ranked(Vocabulary.from_labels(["a", "b"], source="toy", **plain))
+    assert is_ranked(Vocabulary.from_labels(["a", "b"], source="wordnet", **plain))
+    assert not is_ranked(Vocabulary.from_labels(["a", "b"], source="gpt", **plain))
+    ranked = {"a": {"rank": 1}, "b": {"rank": 2}}
+    assert is_ranked(Vocabulary.from_labels(["a", "b"], source="gpt", meta=ranked))
+    unregister_builder("toy")
+    try:
+        assert not is_ranked(Vocabulary.from_labels(["a", "b"], source="toy", **plain))
+    finally:
+        toy.register()
