@@ -3,7 +3,7 @@
 A TOY split, honestly labelled: "ID" are natural photographs (matplotlib's grace_hopper.jpg, and
 scikit-learn's china.jpg and flower.jpg, plus fixed crops of each), "OOD" are synthetic graphics
 (logos, plots, a cartoon). It shows every step (WordNet vocabulary, synonym filtering, NegLabel and
-MCM scores, metrics, a pool-size sweep plot), not a benchmark result.
+MCM scores, metrics, a sweep over the vocabulary size M), not a benchmark result.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from negvocab.builders.wordnet import build_wordnet_vocabulary
 from negvocab.data.images import image_folder
+from negvocab.deprecation import renamed_kwargs
 from negvocab.errors import InputError, ResourceError
 from negvocab.labels.candidates import sample_pool
 from negvocab.labels.imagenet import imagenet1k
@@ -96,12 +97,14 @@ def prepare_sample_images(folder: str | os.PathLike[str], *, crops: int = 3) -> 
     return id_dir, ood_dir
 
 
-def check_demo_sizes(pool: int, size: int | None) -> None:
-    """Reject a pool or vocabulary size the demo cannot use (before any model is loaded)."""
-    if pool < 2:
-        raise InputError(f"pool must be >= 2 WordNet candidates, got {pool}")
-    if size is not None and not 1 <= size <= pool:
-        raise InputError(f"size M must be between 1 and the pool ({pool}), got {size}")
+def check_demo_sizes(n_candidates: int, size: int | None) -> None:
+    """Reject a number of candidates or a vocabulary size the demo cannot use (before any model is loaded)."""
+    if n_candidates < 2:
+        raise InputError(f"n_candidates must be >= 2 WordNet candidates, got {n_candidates}", param="n_candidates")
+    if size is not None and not 1 <= size <= n_candidates:
+        raise InputError(
+            f"size M must be between 1 and the number of candidates ({n_candidates}), got {size}", param="size"
+        )
 
 
 @dataclass
@@ -114,11 +117,12 @@ class DemoResult:
     output: Path
 
 
+@renamed_kwargs(pool="n_candidates")
 def run_demo(
     vlm: VLM,
     output: str | os.PathLike[str],
     *,
-    pool: int = 1000,
+    n_candidates: int = 1000,
     size: int | None = None,
     templates: str = "single",
     id_classes: IdClasses | None = None,
@@ -127,21 +131,21 @@ def run_demo(
     progress: bool = False,
     overwrite: bool = False,
 ) -> DemoResult:
-    """Run the pipeline on the sample images: WordNet vocabulary (``pool`` candidates, the farthest
+    """Run the pipeline on the sample images: WordNet vocabulary (``n_candidates`` candidates, the farthest
     ``size``, synonym-filtered), NegLabel and MCM scores, metrics, a sweep plot; write everything
     under ``output`` (images/, vocab.json, results/, sweep/); an earlier demo's results are
     replaced only with ``overwrite``."""
     from negvocab.evaluation.evaluate import evaluate_vocabularies
     from negvocab.evaluation.sweeps import sweep_vocabulary
 
-    check_demo_sizes(pool, size)
+    check_demo_sizes(n_candidates, size)
     out = Path(output)
     id_dir, ood_dir = prepare_sample_images(out / "images")
     id_set = image_folder(id_dir, name="toy ID (photographs)")
     ood_set = image_folder(ood_dir, name="toy OOD (graphics)")
     classes = id_classes if id_classes is not None else imagenet1k()
     vocab = build_wordnet_vocabulary(
-        vlm, None, candidates=sample_pool(pool), templates=templates, id_classes=classes, progress=progress
+        vlm, None, candidates=sample_pool(n_candidates), templates=templates, id_classes=classes, progress=progress
     )
     if size is not None and size > len(vocab):
         raise InputError(f"size M = {size} exceeds the {len(vocab)} labels left after the synonym filter")

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from negvocab.errors import InputError
+from negvocab.types import Embeddings
 
 __all__ = [
     "GPU_FAISS_MAX_K",
@@ -85,8 +86,8 @@ def as_matrix(x: Any, name: str) -> np.ndarray:
 
 
 def knn(
-    queries: Any,
-    keys: Any,
+    queries: Embeddings,
+    keys: Embeddings,
     k: int,
     *,
     device: str | None = None,
@@ -233,7 +234,7 @@ class StreamingSearch:
 
     def __init__(
         self,
-        queries: Any,
+        queries: Embeddings,
         k: int,
         *,
         index: str = "exact",
@@ -274,7 +275,7 @@ class StreamingSearch:
             self._sI = np.full((len(self.sample), 0), -1, dtype=np.int64)
         self.recall: float | None = None
 
-    def add(self, keys: Any) -> None:
+    def add(self, keys: Embeddings) -> None:
         """Take the next chunk of keys (rows numbered on from the keys added before)."""
         x = as_matrix(keys, "keys")
         if x.shape[1] != self.dim:

@@ -20,6 +20,7 @@ import torch
 
 from negvocab.adapters.zeroshot import ZeroShot
 from negvocab.errors import ResourceError
+from negvocab.types import ParamValue
 
 try:
     from pytorch_ood.api import FeaturesDetector
@@ -60,7 +61,7 @@ class NegvocabDetector(FeaturesDetector):
         id_classes: IdClasses | Iterable[str] | None = None,
         vocabulary: Vocabulary | str | Iterable[str] | None = None,
         templates: str | list[str] = "paper8",
-        **params: Any,
+        **params: ParamValue,
     ) -> None:
         super().__init__()
         self.zeroshot = ZeroShot(

@@ -13,6 +13,7 @@ from negvocab.errors import InputError
 from negvocab.labels.imagenet import IdClasses, imagenet1k
 from negvocab.scoring import scores as S
 from negvocab.scoring.methods import PARAMS, batch_method, check_params
+from negvocab.types import ParamValue
 from negvocab.vlm.images import encode_batch
 from negvocab.vocab import Vocabulary
 
@@ -62,7 +63,7 @@ class ZeroShot:
         id_classes: IdClasses | Iterable[str] | None = None,
         vocabulary: Vocabulary | str | Iterable[str] | None = None,
         templates: str | list[str] = "paper8",
-        **params: Any,
+        **params: ParamValue,
     ) -> None:
         self.method = batch_method(method, "the pytorch-ood and OpenOOD adapters")
         scale = getattr(vlm, "logit_scale", None)  # the model's own (VLM.logit_scale)
@@ -91,7 +92,7 @@ class ZeroShot:
         """The method's parameters now: the given ones over the registry defaults."""
         return {p: self.params.get(p, PARAMS[p].default) for p in self.method.params}
 
-    def set_params(self, **params: Any) -> None:
+    def set_params(self, **params: ParamValue) -> None:
         """Change parameters of the method (checked against the registry)."""
         self.params = check_params(self.method.name, {**self.params, **params})
 

@@ -7,8 +7,9 @@ are registered lazily by :mod:`negvocab.builders.registry` (this module is impor
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, InstanceOf, field_validator, model_validator
 
@@ -54,15 +55,19 @@ _POSITIVE = "a positive integer"
 class WordnetOptions(BuilderOptions):
     """NegLabel's WordNet ranking: candidates farthest first from the ID classes."""
 
+    renamed: ClassVar[Mapping[str, str]] = {"percentile": "quantile", "pool": "n_candidates"}
+
     size: int | None = Field(None, gt=0, description="a positive integer: the pool size M (default: the whole ranking)")
-    percentile: float = Field(0.95, gt=0, le=1, description="a quantile level in (0, 1]")
+    quantile: float = Field(0.95, gt=0, le=1, description="a quantile level in (0, 1]")
     preset: str = Field("neglabel", description=f"a candidate preset, one of {', '.join(PRESETS)}")
     templates: str | list[str] = Field("paper8", description=_TEMPLATES)
     ratio: float | None = Field(None, gt=0, le=1, description="a fraction in (0, 1]")
     candidates: Path | None = Field(
         None, description="a candidates export or vocabulary file ranked instead of the preset"
     )
-    pool: int | None = Field(None, gt=0, description="a positive integer (candidates spread over the preset)")
+    n_candidates: int | None = Field(
+        None, gt=0, description="a positive integer (candidates spread evenly over the preset)"
+    )
     id_classes: InstanceOf[IdClasses] | Path | None = Field(None, description=_ID_CLASSES)
     synonym_filter: bool = Field(True, description="true or false")
     batch_size: int | None = Field(None, gt=0, description=_POSITIVE)
@@ -77,8 +82,8 @@ class WordnetOptions(BuilderOptions):
 
     @model_validator(mode="after")
     def _one_pool(self) -> WordnetOptions:
-        if self.pool is not None and self.candidates is not None:
-            raise ValueError("give pool (a sample of the preset) or candidates (a file), not both")
+        if self.n_candidates is not None and self.candidates is not None:
+            raise ValueError("give n_candidates (a sample of the preset) or candidates (a file), not both")
         if self.ratio is not None and self.size is not None:
             raise ValueError("give either size or ratio, not both")
         return self
@@ -89,11 +94,22 @@ def _id_classes(value: IdClasses | Path | None) -> IdClasses | None:
 
 
 def build_wordnet(
-    vlm: VLM, *, pool: int | None, candidates: Path | None, id_classes: IdClasses | Path | None, **options: Any
+    vlm: VLM,
+    *,
+    n_candidates: int | None,
+    candidates: Path | None,
+    id_classes: IdClasses | Path | None,
+    **options: Any,
 ) -> Vocabulary:
-    """:func:`~negvocab.builders.wordnet.build_wordnet_vocabulary` over ``pool`` candidates spread over
-    the NegLabel pool or a ``candidates`` file (its hash recorded, as ``negvocab build wordnet`` does)."""
-    cands = sample_pool(pool) if pool is not None else load_candidates(candidates) if candidates is not None else None
+    """:func:`~negvocab.builders.wordnet.build_wordnet_vocabulary` over ``n_candidates`` candidates spread
+    over the NegLabel pool or a ``candidates`` file (its hash recorded, as ``negvocab build wordnet`` does)."""
+    cands = (
+        sample_pool(n_candidates)
+        if n_candidates is not None
+        else load_candidates(candidates)
+        if candidates is not None
+        else None
+    )
     full = build_wordnet_vocabulary(vlm, candidates=cands, id_classes=_id_classes(id_classes), **options)
     if candidates is None:
         return full
@@ -104,8 +120,8 @@ def build_wordnet(
 
 def _wordnet_texts(options: BaseModel, n_classes: int) -> int:
     o = options if isinstance(options, WordnetOptions) else WordnetOptions.model_validate(options.model_dump())
-    if o.pool is not None:
-        return len(sample_pool(o.pool))
+    if o.n_candidates is not None:
+        return len(sample_pool(o.n_candidates))
     if o.candidates is not None:
         return len(load_candidates(o.candidates))
     return len(wordnet_candidates(o.preset))
@@ -163,10 +179,12 @@ SIBLINGS = Builder(
 class MinedOptions(BuilderOptions):
     """Mined negatives: the candidates that unlabelled OOD-looking images point to, ranked by their votes."""
 
+    renamed: ClassVar[Mapping[str, str]] = {"pool": "candidates", "chunk_size": "text_chunk_size"}
+
     images: Path | InstanceOf[ImageSet] | list[str] = Field(
         description="the unlabelled images of the deployment: a folder, an image list file or an ImageSet"
     )
-    pool: Path | str | InstanceOf[Vocabulary] | list[str] = Field(
+    candidates: Path | str | InstanceOf[Vocabulary] | list[str] = Field(
         "wordnet", description="candidates: wordnet, wordnet:all, a candidates or vocabulary file, or a list"
     )
     size: int | None = Field(None, gt=0, description="a positive integer: the vocabulary size M")
@@ -178,7 +196,7 @@ class MinedOptions(BuilderOptions):
     ood: Any = Field(None, description="the evaluated OOD set(s): a path, an ImageSet, or a mapping of them")
     index: Literal["exact", "ivf", "hnsw"] = Field("exact", description=f"one of {', '.join(INDEX_KINDS)}")
     index_options: dict[str, Any] | None = Field(None, description="a table of index options, e.g. {nprobe = 8}")
-    chunk_size: int = Field(65536, gt=0, description=_POSITIVE)
+    text_chunk_size: int = Field(65536, gt=0, description=_POSITIVE + " (candidates per text-encoding chunk)")
     synonym_filter: bool = Field(True, description="true or false")
     batch_size: int | None = Field(None, gt=0, description=_POSITIVE)
     num_workers: int | None = Field(None, ge=0, description="an integer >= 0")
@@ -186,7 +204,7 @@ class MinedOptions(BuilderOptions):
 
 
 def _mined_texts(options: BaseModel, n_classes: int) -> int:
-    return len(mining_pool(getattr(options, "pool", "wordnet"))) + n_classes
+    return len(mining_pool(getattr(options, "candidates", "wordnet"))) + n_classes
 
 
 MINED = Builder(
@@ -198,7 +216,7 @@ MINED = Builder(
     ranked=True,
     needs=frozenset({"vlm", "images"}),
     paper="docs/methods.md, Vocabularies (mined negatives)",
-    examples=("negvocab build mined --images unlabelled/ --pool wordnet -k 5 -o mined.json",),
+    examples=("negvocab build mined --images unlabelled/ --candidates wordnet -k 5 -o mined.json",),
     texts=_mined_texts,
 )
 
@@ -259,10 +277,12 @@ class GptOptions(_LlmOptions):
 class EoeOptions(_LlmOptions):
     """EOE envisioned outliers (near, far or fine)."""
 
+    renamed: ClassVar[Mapping[str, str]] = {"chunk_size": "classes_per_request"}
+
     mode: Literal["near", "far", "fine"] = Field("near", description="near, far or fine")
     per_request: int | None = Field(None, ge=1, description="an integer >= 1 (labels asked per request)")
     size: int | None = Field(None, ge=1, description="an integer >= 1 (the vocabulary size L asked)")
-    chunk_size: int = Field(100, ge=1, description="an integer >= 1 (classes per far/fine request)")
+    classes_per_request: int = Field(100, ge=1, description="an integer >= 1 (classes per far/fine request)")
 
 
 GPT = Builder(

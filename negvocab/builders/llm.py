@@ -31,11 +31,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from negvocab.builders.llm_classes import chunks_of, select_classes
+from negvocab.builders.llm_classes import ClassesSpec, chunks_of, select_classes
 from negvocab.builders.llm_merge import check_rounds_used, merge_rounds, vocabulary_from_results
 from negvocab.builders.llm_size import build_to_size
+from negvocab.deprecation import renamed_kwargs
 from negvocab.errors import InputError, ResourceError
 from negvocab.llm.batch import held_by, in_open_batch, run_batch
 from negvocab.llm.client import LLMClient, check_base_url, public_url
@@ -48,6 +49,10 @@ from negvocab.llm.settings import LLMSettings, resolve_settings
 from negvocab.paths import cache_dir
 from negvocab.provenance import negvocab_version
 from negvocab.vocab import Vocabulary
+
+if TYPE_CHECKING:
+    from negvocab.labels.imagenet import IdClasses
+    from negvocab.labels.synonyms import SynonymFilter
 
 __all__ = [
     "EOE_MODES",
@@ -89,7 +94,7 @@ class LLMRun:
     keys: list[str]
     rounds: int
     chunks: dict[str, list[str]] = field(default_factory=dict)
-    selection: Any = None
+    selection: int | list[str] | None = None  # the class selection as JSON (None: all)
     prompt_path: str | None = None
 
     @property
@@ -102,7 +107,7 @@ class LLMRun:
         return [q for q in self.requests if q.round < r]
 
     def estimate(
-        self, settings: LLMSettings | None = None, *, rounds_used: int | None = None, **overrides: Any
+        self, settings: LLMSettings | None = None, *, rounds_used: int | None = None, **overrides: object
     ) -> CostEstimate:
         """Requests still to send, tokens and dollars (reads the journal if any; sends nothing).
 
@@ -128,7 +133,7 @@ class LLMRun:
         return replace(est, held_by_batch=len(held_by(held[1], todo))) if held else est
 
     def execute(
-        self, settings: LLMSettings | None = None, *, rounds_used: int | None = None, **overrides: Any
+        self, settings: LLMSettings | None = None, *, rounds_used: int | None = None, **overrides: object
     ) -> RunOutcome:
         """Send what the journal lacks (synchronously, or through the Batch API) and return all results.
 
@@ -238,8 +243,8 @@ class LLMRun:
         settings: LLMSettings | None = None,
         *,
         rounds_used: int | None = None,
-        synonym_filter: Any = None,
-        **overrides: Any,
+        synonym_filter: SynonymFilter | bool | None = None,
+        **overrides: object,
     ) -> Vocabulary:
         """:meth:`execute` (resume, send what is missing), then merge and filter into a vocabulary
         whose settings also hold the run's tokens and cost and this session's share. ``settings`` and
@@ -378,12 +383,12 @@ def gpt_run(
     *,
     per_class: int = 20,
     rounds: int = 10,
-    classes: Any = None,
+    classes: ClassesSpec = None,
     run_dir: str | os.PathLike[str] | None = None,
     prompt_path: str | os.PathLike[str] | None = None,
     temperature: float | None = 1.0,
     min_labels: int | None = None,
-    id_classes: Any = None,
+    id_classes: IdClasses | None = None,
 ) -> LLMRun:
     """The GPT-sibling run: one request per (class, round), round by round (see the module docstring)."""
     model = _check_model(model)
@@ -419,22 +424,23 @@ def gpt_run(
     )
 
 
+@renamed_kwargs(chunk_size="classes_per_request")
 def eoe_run(
     model: str,
     *,
     mode: EoeMode = "near",
     per_request: int | None = None,
     size: int | None = None,
-    chunk_size: int = 100,
+    classes_per_request: int = 100,
     rounds: int = 1,
-    classes: Any = None,
+    classes: ClassesSpec = None,
     run_dir: str | os.PathLike[str] | None = None,
     prompt_path: str | os.PathLike[str] | None = None,
     temperature: float | None = 1.0,
     min_labels: int | None = None,
-    id_classes: Any = None,
+    id_classes: IdClasses | None = None,
 ) -> LLMRun:
-    """The EOE run: ``near`` one request per class; ``far``/``fine`` one per chunk of ``chunk_size`` classes.
+    """The EOE run: ``near`` one request per class; ``far``/``fine`` one per chunk of ``classes_per_request`` classes.
 
     ``per_request`` labels are asked per request (default 5 for near, 50 otherwise); for far/fine,
     ``size`` (L, the total wanted) sets ``per_request = ceil(L / chunks)`` instead.
@@ -446,8 +452,8 @@ def eoe_run(
         raise InputError("size (L) sets the total of far/fine runs; near asks per_request labels per class")
     if size is not None and per_request is not None:
         raise InputError("give size (L, the total) or per_request, not both")
-    if chunk_size < 1:
-        raise InputError(f"chunk size must be >= 1, got {chunk_size}")
+    if classes_per_request < 1:
+        raise InputError(f"classes_per_request must be >= 1, got {classes_per_request}")
     template = load_prompt(f"eoe_{mode}", prompt_path)
     chosen = select_classes(classes, id_classes)
     chunk_map: dict[str, list[str]] = {}
@@ -458,7 +464,7 @@ def eoe_run(
             for w, nm, sy in zip(chosen.wnids, chosen.names, chosen.synonyms, strict=True)
         }
     else:
-        spans = chunks_of(len(chosen), chunk_size)
+        spans = chunks_of(len(chosen), classes_per_request)
         if size is not None:
             if size < 1:
                 raise InputError(f"size must be >= 1, got {size}")
@@ -475,7 +481,7 @@ def eoe_run(
     reqs = [make_request(template, key, r, n, v, need) for r in range(rounds) for key, v in values.items()]
     keys = list(values)
     identity = _base_identity(f"eoe_{mode}", model, template, n, temperature, need)
-    identity["chunk_size"] = chunk_size if mode != "near" else None
+    identity["chunk_size"] = classes_per_request if mode != "near" else None  # the journal key keeps its name (resume)
     folder = _run_dir(run_dir, f"eoe-{mode}", model, identity)
     return LLMRun(
         f"eoe_{mode}",
@@ -496,8 +502,8 @@ def vocabulary_from_journal(
     run_dir: str | os.PathLike[str],
     *,
     rounds_used: int | None = None,
-    synonym_filter: Any = None,
-    id_classes: Any = None,
+    synonym_filter: SynonymFilter | bool | None = None,
+    id_classes: IdClasses | None = None,
 ) -> Vocabulary:
     """The vocabulary of a run folder's journal, without sending anything (e.g. first ``r`` rounds).
 
@@ -520,7 +526,7 @@ def _last_settings(journal: Journal) -> dict[str, Any] | None:
     return None
 
 
-def _rebuild(run_dir: str | os.PathLike[str], journal: Journal, id_classes: Any) -> LLMRun:
+def _rebuild(run_dir: str | os.PathLike[str], journal: Journal, id_classes: IdClasses | None) -> LLMRun:
     ident = journal.identity
     settings = _last_settings(journal) or {}
     rounds = settings.get("rounds") or 1
@@ -541,7 +547,7 @@ def _rebuild(run_dir: str | os.PathLike[str], journal: Journal, id_classes: Any)
             ident["model"],
             mode=mode,
             per_request=ident["n"],
-            chunk_size=ident.get("chunk_size") or 100,
+            classes_per_request=ident.get("chunk_size") or 100,
             rounds=rounds,
             **common,
         )  # type: ignore[arg-type]
@@ -558,15 +564,15 @@ def build_gpt_vocabulary(
     per_class: int = 20,
     rounds: int = 10,
     rounds_used: int | None = None,
-    classes: Any = None,
+    classes: ClassesSpec = None,
     run_dir: str | os.PathLike[str] | None = None,
     prompt_path: str | os.PathLike[str] | None = None,
     temperature: float | None = 1.0,
     min_labels: int | None = None,
-    synonym_filter: Any = None,
-    id_classes: Any = None,
+    synonym_filter: SynonymFilter | bool | None = None,
+    id_classes: IdClasses | None = None,
     settings: LLMSettings | None = None,
-    **overrides: Any,
+    **overrides: object,
 ) -> Vocabulary:
     """The GPT-sibling vocabulary (paper: 20 per class, 10 rounds); resumable, see the module docstring.
 
@@ -626,27 +632,28 @@ def build_gpt_vocabulary(
     return run.build(how, rounds_used=rounds_used, synonym_filter=synonym_filter)
 
 
+@renamed_kwargs(chunk_size="classes_per_request")
 def build_eoe_vocabulary(
     model: str,
     *,
     mode: EoeMode = "near",
     per_request: int | None = None,
     size: int | None = None,
-    chunk_size: int = 100,
+    classes_per_request: int = 100,
     rounds: int = 1,
     rounds_used: int | None = None,
-    classes: Any = None,
+    classes: ClassesSpec = None,
     run_dir: str | os.PathLike[str] | None = None,
     prompt_path: str | os.PathLike[str] | None = None,
     temperature: float | None = 1.0,
     min_labels: int | None = None,
-    synonym_filter: Any = None,
-    id_classes: Any = None,
+    synonym_filter: SynonymFilter | bool | None = None,
+    id_classes: IdClasses | None = None,
     settings: LLMSettings | None = None,
-    **overrides: Any,
+    **overrides: object,
 ) -> Vocabulary:
     """The EOE envisioned-outlier vocabulary (``near``, ``far`` or ``fine``); labels lower-cased,
-    de-duplicated and synonym-filtered. ``per_request``, ``size`` and ``chunk_size`` as in
+    de-duplicated and synonym-filtered. ``per_request``, ``size`` and ``classes_per_request`` as in
     :func:`eoe_run`; the other parameters, ``settings`` and the keywords that override its fields,
     the run folder, resume and Batch API behaviour as in :func:`build_gpt_vocabulary`.
     ``views[wnid]`` per class for ``near``, ``settings["chunks"]`` lists each chunk's classes for
@@ -662,7 +669,7 @@ def build_eoe_vocabulary(
             mode=mode,
             per_request=per_request,
             size=size,
-            chunk_size=chunk_size,
+            classes_per_request=classes_per_request,
             rounds=r,
             classes=classes,
             run_dir=run_dir,
@@ -679,7 +686,7 @@ def _path_str(path: str | os.PathLike[str] | None) -> str | None:
     return None if path is None else str(Path(path).resolve())
 
 
-def _selection(classes: Any, chosen: Any) -> Any:
+def _selection(classes: ClassesSpec, chosen: IdClasses) -> int | list[str] | None:
     """The class selection as JSON (kept in the manifest so the run can be rebuilt from its folder)."""
     if classes is None:
         return None

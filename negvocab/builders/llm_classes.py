@@ -6,16 +6,19 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias
 
 from negvocab.errors import InputError
-from negvocab.labels.imagenet import imagenet1k
+from negvocab.labels.imagenet import IdClasses, imagenet1k
 from negvocab.textfiles import read_text
 
-__all__ = ["chunks_of", "select_classes"]
+__all__ = ["ClassesSpec", "chunks_of", "select_classes"]
+
+#: which ID classes an LLM run asks about: all (None), the first K, a file of wnids or names, or a list
+ClassesSpec: TypeAlias = int | str | os.PathLike[str] | Sequence[str] | None
 
 
-def select_classes(classes: int | str | os.PathLike[str] | Sequence[str] | None = None, id_classes: Any = None) -> Any:
+def select_classes(classes: ClassesSpec = None, id_classes: IdClasses | None = None) -> IdClasses:
     """The ID classes to ask about: all (``None``), the first ``K`` (an int, or a string of digits),
     the wnids or names in a file (one a line, ``#`` comments), or a list of wnids/names.
 

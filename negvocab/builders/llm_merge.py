@@ -76,7 +76,7 @@ def vocabulary_from_results(
     results: Mapping[str, Mapping[str, Any]],
     *,
     rounds_used: int | None = None,
-    synonym_filter: Any = None,
+    synonym_filter: SynonymFilter | bool | None = None,
     extra_settings: Mapping[str, Any] | None = None,
 ) -> Vocabulary:
     """Merge the results of the first ``rounds_used`` rounds, synonym-filter, and make the vocabulary.

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from negvocab.llm.settings import LLMSettings
 from negvocab.vocab import Vocabulary
+
+if TYPE_CHECKING:
+    from negvocab.labels.synonyms import SynonymFilter
 
 __all__ = ["MAX_TOP_UP_ROUNDS", "build_to_size"]
 
@@ -32,7 +35,7 @@ def build_to_size(
     settings: LLMSettings,
     *,
     rounds_used: int | None,
-    synonym_filter: Any,
+    synonym_filter: SynonymFilter | bool | None,
 ) -> Vocabulary:
     """The vocabulary of ``make_run(rounds)``; with ``size``, rounds added (at most
     :data:`MAX_TOP_UP_ROUNDS`) while it is smaller than ``size`` and a round brings new labels."""

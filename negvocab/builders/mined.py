@@ -31,20 +31,22 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 import numpy as np
 
 from negvocab.data.images import ImageSet, is_image
 from negvocab.data.layouts import open_image_set
+from negvocab.deprecation import renamed_kwargs
 from negvocab.errors import InputError
 from negvocab.index import INDEX_KINDS, StreamingSearch, as_matrix, have_faiss, knn
 from negvocab.labels.candidates import Candidate, wordnet_candidates
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.labels.synonyms import SynonymFilter
 from negvocab.progress import Progress, check_interrupt
-from negvocab.vlm.images import ImageEmbeddings
-from negvocab.vlm.templates import resolve_templates
+from negvocab.types import Embeddings
+from negvocab.vlm.images import ImageEmbeddings, ImageSource
+from negvocab.vlm.templates import TemplatesSpec, resolve_templates
 from negvocab.vocab import Vocabulary, load_candidates
 
 if TYPE_CHECKING:
@@ -53,6 +55,13 @@ if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary
 
+
+#: the candidates to mine from: a WordNet preset ("wordnet", "wordnet:all"), a candidates or vocabulary
+#: file, a Vocabulary, or a list of labels or Candidates
+CandidateSource: TypeAlias = Union[str, "os.PathLike[str]", "Vocabulary", Sequence[Union[str, "Candidate"]]]
+#: the OOD set(s) a vocabulary will be evaluated on: one image source, {name: source}, or
+#: ["NAME=PATH", ...] (as --ood takes them); None: not said
+OodSpec: TypeAlias = ImageSource | Mapping[str, ImageSource] | Sequence[str] | None
 __all__ = [
     "MiningEvidence",
     "SELECTION",
@@ -117,7 +126,7 @@ def check_mining(top_k: int, quantile: float, threshold: float | None, index: st
 
 
 def ood_weights(
-    image_emb: Any, id_emb: Any, *, quantile: float = 0.5, threshold: float | None = None
+    image_emb: Embeddings, id_emb: Embeddings, *, quantile: float = 0.5, threshold: float | None = None
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """``(w, s, tau)``: each image's ID similarity ``s`` (its largest cosine to an ID class), the
     threshold ``tau`` (``threshold`` or the ``quantile`` of ``s``) and the weights ``max(tau - s, 0)``."""
@@ -136,8 +145,8 @@ def ood_weights(
 
 
 def mine_evidence(
-    image_emb: Any,
-    id_emb: Any,
+    image_emb: Embeddings,
+    id_emb: Embeddings,
     candidate_chunks: Iterable[Any],
     *,
     top_k: int = 10,
@@ -187,7 +196,7 @@ def mine_evidence(
 
 
 # -- inputs ---------------------------------------------------------------------------------------
-def mining_pool(pool: Any) -> list[Candidate]:
+def mining_pool(pool: CandidateSource) -> list[Candidate]:
     """The candidates to mine from: ``"wordnet"`` / ``"wordnet:all"`` (a WordNet preset, see
     :func:`negvocab.wordnet_candidates`), a candidates or vocabulary file, a :class:`Vocabulary`,
     or a list of strings / :class:`Candidate`. Repeats dropped, first kept."""
@@ -229,7 +238,7 @@ def _listed_paths(source: Any) -> list[str] | None:
     return _image_paths(source) if listing else None
 
 
-def _named_sets(ood: Any) -> list[tuple[str, Any]]:
+def _named_sets(ood: OodSpec) -> list[tuple[str, Any]]:
     """``ood`` as ``[(name, image source)]``: a mapping, one source, or a list of sources and
     ``NAME=PATH`` strings (a bare path is named after its folder, as ``--ood`` does). Two sets of
     one name, or an empty path (``"a="``), are refused: the guard must see every set."""
@@ -360,21 +369,22 @@ def _chunked(
             done.update(len(part))
 
 
+@renamed_kwargs(pool="candidates", chunk_size="text_chunk_size")
 def build_mined_vocabulary(
     vlm: VLM,
-    images: Any,
-    pool: Any,
+    images: ImageSource | ImageEmbeddings,
+    candidates: CandidateSource,
     size: int | None = None,
     *,
     id_classes: IdClasses | None = None,
-    templates: Any = "paper8",
+    templates: TemplatesSpec = "paper8",
     top_k: int = 10,
     quantile: float = 0.5,
     threshold: float | None = None,
-    ood: Any = None,
+    ood: OodSpec = None,
     index: str = "exact",
     index_options: Mapping[str, Any] | None = None,
-    chunk_size: int = 65536,
+    text_chunk_size: int = 65536,
     synonym_filter: bool = True,
     batch_size: int | None = None,
     num_workers: int | None = None,
@@ -388,7 +398,7 @@ def build_mined_vocabulary(
         Encodes the images, the ID class names and the pool (all cached).
     images : folder, list file, paths, ImageSet or ImageEmbeddings
         The unlabelled images of the deployment.
-    pool : "wordnet", "wordnet:all", a candidates/vocabulary file, a Vocabulary or a list of labels
+    candidates : "wordnet", "wordnet:all", a candidates/vocabulary file, a Vocabulary or a list of labels
         The candidates (see :func:`mining_pool`).
     size : int, optional
         M, the vocabulary size (default: every candidate with evidence).
@@ -411,12 +421,12 @@ def build_mined_vocabulary(
     # long: the transductive guard, the candidate search and the vote run in this order on shared inputs
     if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
         raise InputError(f"size (M, the vocabulary size) must be an integer >= 1, got {size!r}", param="size")
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
-        raise InputError(f"chunk_size must be an integer >= 1, got {chunk_size!r}", param="chunk_size")
+    if isinstance(text_chunk_size, bool) or not isinstance(text_chunk_size, (int, np.integer)) or text_chunk_size < 1:
+        raise InputError(f"text_chunk_size must be an integer >= 1, got {text_chunk_size!r}", param="text_chunk_size")
     check_mining(top_k, quantile, threshold, index)  # before any image is read or embedded
     id_classes = id_classes if id_classes is not None else imagenet1k()
     tset = resolve_templates(templates)
-    cands = mining_pool(pool)
+    cands = mining_pool(candidates)
     report = None
     if synonym_filter:
         filt = SynonymFilter(id_classes)
@@ -445,7 +455,7 @@ def build_mined_vocabulary(
     found = mine_evidence(
         emb.embeddings,
         id_emb,
-        _chunked(vlm, cands, tset, chunk_size, batch_size, progress),
+        _chunked(vlm, cands, tset, text_chunk_size, batch_size, progress),
         top_k=top_k,
         quantile=quantile,
         threshold=threshold,
@@ -489,7 +499,13 @@ def build_mined_vocabulary(
         "ood_looking_images": int((found.weights > 0).sum()),
         "candidates": len(cands),
         "candidates_with_votes": len(ranked),
-        "pool": pool if isinstance(pool, str) else str(pool) if isinstance(pool, os.PathLike) else type(pool).__name__,
+        "pool": (  # the file key keeps its name
+            candidates
+            if isinstance(candidates, str)
+            else str(candidates)
+            if isinstance(candidates, os.PathLike)
+            else type(candidates).__name__
+        ),
         "id_classes": id_classes.dataset,
         "index": found.index,
         "selection": SELECTION,

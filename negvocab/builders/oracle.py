@@ -12,7 +12,7 @@ import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 from negvocab.data.fi_imagenet import FiImageNet, read_id_list
 from negvocab.data.imagenet import VAL_ID
@@ -33,7 +33,12 @@ ORACLE_NOTE = "oracle: the OOD benchmark's own labels; a lower bound on FPR@95, 
 __all__ = ["ORACLE_NOTE", "build_oracle_vocabulary", "oracle_labels_from"]
 
 
-def oracle_labels_from(source: Any) -> tuple[list[str], dict[str, Any]]:
+#: an OOD set's labels: label strings (one per image or per class), an ImageSet with labels, a
+#: FiImageNet (its OOD set), a folder of class folders, or a labels or list file
+OracleLabels: TypeAlias = Union[Iterable[str], ImageSet, FiImageNet, str, "os.PathLike[str]"]
+
+
+def oracle_labels_from(source: OracleLabels) -> tuple[list[str], dict[str, Any]]:
     """The labels of an OOD set, with provenance.
 
     ``source``: an iterable of label strings (one per image or one per class), an ``ImageSet`` with
@@ -72,7 +77,7 @@ def oracle_labels_from(source: Any) -> tuple[list[str], dict[str, Any]]:
 
 
 def build_oracle_vocabulary(
-    labels: Any,
+    labels: OracleLabels,
     *,
     synonym_filter: SynonymFilter | bool = True,
     name: str | None = None,

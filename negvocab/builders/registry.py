@@ -28,10 +28,11 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, model_validator
 
+from negvocab.deprecation import rename_keys
 from negvocab.errors import InputError
 from negvocab.plugins import load_plugins
 from negvocab.registry import Registry, resolve_target
@@ -63,6 +64,16 @@ class BuilderOptions(BaseModel):
     CLI flag's help and the end of the one-line error of a bad value."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, protected_namespaces=())
+
+    #: renamed options, old -> new: the old key still works for one release (a DeprecationWarning)
+    renamed: ClassVar[Mapping[str, str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: object) -> object:
+        if cls.renamed and isinstance(data, Mapping):
+            return rename_keys(data, cls.renamed, f"{cls.__name__}", stacklevel=6)
+        return data
 
 
 @dataclass(frozen=True)
@@ -110,7 +121,7 @@ class Builder:
         except ValidationError as e:
             raise InputError(option_error(self, e.errors()[0], key=key)) from None
 
-    def accepts(self, option: str, value: Any) -> bool:
+    def accepts(self, option: str, value: object) -> bool:
         """Whether the option ``option`` takes ``value`` as it is (a grid offers its ``IdClasses``, or
         else the ID classes' file)."""
         info = self.options.model_fields.get(option)
@@ -137,7 +148,7 @@ class Builder:
             out[k] = p if p.exists() else value if str in kinds else Path(value)
         return out
 
-    def run(self, *, vlm: VLM | None = None, **options: Any) -> Vocabulary:
+    def run(self, *, vlm: VLM | None = None, **options: object) -> Vocabulary:
         """Validate ``options`` and build (``vlm`` first when the builder needs one); the vocabulary
         must record this builder's source."""
         if "vlm" in self.needs and vlm is None:
@@ -274,7 +285,7 @@ def list_builders() -> list[str]:
     return _BUILDERS.names()
 
 
-def build_vocabulary(name: str, *, vlm: VLM | None = None, **options: Any) -> Vocabulary:
+def build_vocabulary(name: str, *, vlm: VLM | None = None, **options: object) -> Vocabulary:
     """Build a vocabulary with the builder ``name``: ``options`` are validated by its options model
     (one line naming the option on a bad one), before any model work, then the builder runs.
 

@@ -42,7 +42,7 @@ from negvocab.labels.imagenet import WNID, IdClasses, imagenet1k
 from negvocab.labels.synonyms import SynonymFilter
 from negvocab.labels.wordnet import load_wordnet
 from negvocab.textfiles import read_text
-from negvocab.vlm.templates import resolve_templates
+from negvocab.vlm.templates import TemplatesSpec, resolve_templates
 from negvocab.vocab import Vocabulary
 
 if TYPE_CHECKING:
@@ -268,7 +268,7 @@ def build_sibling_vocabulary(
     id_classes: IdClasses | Sequence[str] | str | os.PathLike[str] | None = None,
     per_class: int = 20,
     levels: int = 1,
-    templates: Any = "paper8",
+    templates: TemplatesSpec = "paper8",
     *,
     synonym_filter: SynonymFilter | None = None,
     batch_size: int | None = None,

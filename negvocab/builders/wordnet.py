@@ -12,17 +12,19 @@ from __future__ import annotations
 import logging
 import math
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from negvocab.deprecation import renamed_kwargs
 from negvocab.errors import InputError
 from negvocab.index import as_matrix, knn
 from negvocab.labels.candidates import Candidate, wordnet_candidates
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.labels.synonyms import SynonymFilter
-from negvocab.vlm.templates import resolve_templates
+from negvocab.vlm.templates import TemplatesSpec, resolve_templates
 from negvocab.vocab import Vocabulary
 
 if TYPE_CHECKING:
@@ -31,39 +33,46 @@ if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary
 
-__all__ = ["build_wordnet_vocabulary", "check_percentile", "farthest_first", "quantile_from_top", "quantile_top_k"]
+__all__ = [
+    "build_wordnet_vocabulary",
+    "check_percentile",
+    "check_quantile",
+    "farthest_first",
+    "quantile_from_top",
+    "quantile_top_k",
+]
 
 log = logging.getLogger(__name__)
 
 
-def quantile_top_k(n_id: int, percentile: float) -> int:
-    """How many of the largest similarities the ``percentile`` quantile of ``n_id`` values needs.
+def quantile_top_k(n_id: int, quantile: float) -> int:
+    """How many of the largest similarities the ``quantile`` quantile of ``n_id`` values needs.
 
     numpy's ``linear`` quantile of C sorted values a_0 <= ... <= a_{C-1} at q is
     ``a_lo + (h - lo) * (a_{lo+1} - a_lo)`` with ``h = (C - 1) q`` and ``lo = floor(h)``: it reads
     a_lo and a_{lo+1}, i.e. only the top ``C - lo`` values (51 for C = 1000, q = 0.95).
     """
-    lo = math.floor((n_id - 1) * percentile)
+    lo = math.floor((n_id - 1) * quantile)
     return n_id - lo
 
 
-def quantile_from_top(top_desc: np.ndarray, n_id: int, percentile: float) -> np.ndarray:
-    """The ``percentile`` quantile (numpy ``linear``) of each row, from its top values.
+def quantile_from_top(top_desc: np.ndarray, n_id: int, quantile: float) -> np.ndarray:
+    """The ``quantile`` quantile (numpy ``linear``) of each row, from its top values.
 
     Parameters
     ----------
     top_desc : ndarray [n, k]
-        Each row's k largest values in descending order, k >= ``quantile_top_k(n_id, percentile)``.
+        Each row's k largest values in descending order, k >= ``quantile_top_k(n_id, quantile)``.
     n_id : int
         How many values each full row has.
-    percentile : float
+    quantile : float
         Quantile level in [0, 1].
 
     Returns
     -------
     ndarray, float64 [n]
     """
-    h = (n_id - 1) * percentile
+    h = (n_id - 1) * quantile
     lo = math.floor(h)
     frac = h - lo
     hi = min(lo + 1, n_id - 1)
@@ -72,28 +81,35 @@ def quantile_from_top(top_desc: np.ndarray, n_id: int, percentile: float) -> np.
     return a + frac * (b - a)
 
 
+def check_quantile(quantile: float) -> None:
+    """Raise :class:`InputError` unless ``quantile`` is a quantile level in (0, 1]."""
+    if not 0.0 < quantile <= 1.0:
+        hint = f" (a fraction: {quantile / 100:g}, not a percent)" if 1 < quantile <= 100 else ""
+        raise InputError(f"quantile must be in (0, 1], got {quantile}{hint}", param="quantile")
+
+
 def check_percentile(percentile: float) -> None:
-    """Raise :class:`InputError` unless ``percentile`` is a quantile level in (0, 1]."""
-    if not 0.0 < percentile <= 1.0:
-        hint = f" (a fraction: {percentile / 100:g}, not a percent)" if 1 < percentile <= 100 else ""
-        raise InputError(f"percentile must be in (0, 1], got {percentile}{hint}")
+    """Deprecated name of :func:`check_quantile` (one release)."""
+    warnings.warn("check_percentile is renamed check_quantile", DeprecationWarning, stacklevel=2)
+    check_quantile(percentile)
 
 
+@renamed_kwargs(percentile="quantile")
 def farthest_first(
     candidate_emb: np.ndarray,
     id_emb: np.ndarray,
-    percentile: float = 0.95,
+    quantile: float = 0.95,
     *,
     device: str | None = None,
     batch_size: int = 65536,
     backend: str = "auto",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Rank candidates farthest first from the ID classes by a percentile of their similarities.
+    """Rank candidates farthest first from the ID classes by a quantile of their similarities.
 
-    d(c) = the ``percentile`` quantile over ID classes i of cos(t_c, t_i) (numpy's ``linear``
+    d(c) = the ``quantile`` quantile over ID classes i of cos(t_c, t_i) (numpy's ``linear``
     interpolation between order statistics; 0.95 by default, NegLabel's eta = 5%). Candidates are
     ranked by d ascending; ties keep the candidates' index order. Only the top
-    ``quantile_top_k(C, percentile)`` similarities of each candidate are needed: an exact k-NN
+    ``quantile_top_k(C, quantile)`` similarities of each candidate are needed: an exact k-NN
     search over the ID embeddings (:func:`negvocab.index.knn`).
 
     Parameters
@@ -102,7 +118,7 @@ def farthest_first(
         L2-normalised candidate label embeddings.
     id_emb : ndarray, float [C, d]
         L2-normalised ID class embeddings (all C classes, repeats included).
-    percentile : float
+    quantile : float
         Quantile level in (0, 1], e.g. 0.95 (not 95).
     device, batch_size, backend
         Passed to :func:`negvocab.index.knn`.
@@ -119,11 +135,11 @@ def farthest_first(
     >>> import numpy as np
     >>> ids = np.eye(3)[:2]                       # two ID classes along x and y
     >>> cands = np.array([[1.0, 0, 0], [0, 0, 1.0], [0.6, 0.8, 0]])
-    >>> order, d = farthest_first(cands, ids, percentile=0.5)
+    >>> order, d = farthest_first(cands, ids, quantile=0.5)
     >>> order.tolist(), np.round(d, 2).tolist()
     ([1, 0, 2], [0.5, 0.0, 0.7])
     """
-    check_percentile(percentile)
+    check_quantile(quantile)
     cand = as_matrix(candidate_emb, "candidate_emb")
     ids = as_matrix(id_emb, "id_emb")
     if cand.shape[1] != ids.shape[1]:
@@ -131,9 +147,9 @@ def farthest_first(
     if len(cand) == 0 or len(ids) == 0:
         raise InputError("farthest_first needs at least one candidate and one ID embedding")
     t0 = time.perf_counter()
-    k = quantile_top_k(len(ids), percentile)
+    k = quantile_top_k(len(ids), quantile)
     top, _ = knn(cand, ids, k, device=device, batch_size=batch_size, backend=backend)
-    distances = quantile_from_top(top, len(ids), percentile)
+    distances = quantile_from_top(top, len(ids), quantile)
     order = np.argsort(distances, kind="stable").astype(np.int64)
     log.info(
         "ranked %d candidates against %d ID classes (k=%d) in %.2f s", len(cand), len(ids), k, time.perf_counter() - t0
@@ -179,13 +195,14 @@ def _pos_group(pos: str) -> str:
     return "a" if pos in ("a", "s") else pos
 
 
+@renamed_kwargs(percentile="quantile")
 def build_wordnet_vocabulary(
     vlm: VLM,
     size: int | None = None,
     *,
-    percentile: float = 0.95,
+    quantile: float = 0.95,
     preset: str = "neglabel",
-    templates: str | Sequence[str] = "paper8",
+    templates: TemplatesSpec = "paper8",
     ratio: float | None = None,
     candidates: Iterable[Candidate | str] | None = None,
     id_classes: IdClasses | None = None,
@@ -203,7 +220,7 @@ def build_wordnet_vocabulary(
     of speech's n candidates, the farthest of them after filtering, merged in ranking order.
 
     Labels carry ``meta`` {rank (1 = farthest), distance, pos, lexname, synset}; ``settings`` record
-    the model identity, templates, percentile, preset, size, ratio and whether weights were random.
+    the model identity, templates, quantile, preset, size, ratio and whether weights were random.
     """
     # long: the paper's recipe in order (pool, encode, farthest-first, filter); each step is a call
     if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
@@ -212,7 +229,7 @@ def build_wordnet_vocabulary(
         raise InputError(f"ratio must be in (0, 1], got {ratio}")
     if ratio is not None and size is not None:
         raise InputError("give either size or ratio, not both")
-    check_percentile(percentile)  # before the long embedding pass, not after it
+    check_quantile(quantile)  # before the long embedding pass, not after it
     custom = candidates is not None
     if candidates is None:
         candidates = wordnet_candidates(preset)
@@ -223,7 +240,7 @@ def build_wordnet_vocabulary(
     texts = [c.text for c in cands]
     cand_emb = vlm.encode_text(texts, tset, pos=[c.pos for c in cands], batch_size=batch_size, progress=progress)
     id_emb = vlm.encode_text(list(id_classes.names), tset, pos="n", batch_size=batch_size, progress=progress)
-    order, distances = farthest_first(cand_emb, id_emb, percentile)
+    order, distances = farthest_first(cand_emb, id_emb, quantile)
     ranked = [texts[i] for i in order]
 
     report: dict[str, Any] | None = None
@@ -257,7 +274,7 @@ def build_wordnet_vocabulary(
         "model": vlm.identity,
         "random_weights": vlm.random_weights,
         "templates": tset.describe(),
-        "percentile": percentile,
+        "percentile": quantile,  # the file key keeps its name (vocabulary files, hashes)
         "preset": "custom candidates" if custom else preset,
         "size": size,
         "ratio": ratio,

@@ -36,6 +36,8 @@ def main() -> None:
     try:
         build_generic.add_builder_commands()
     except NegvocabError as e:  # a plug-in that does not import: one line, no traceback
-        print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(EXIT_USER_ERROR) from None
+        if not any(a in ("--help", "-h", "--version") for a in sys.argv[1:]) and sys.argv[1:]:
+            print(f"error: {e}", file=sys.stderr)
+            raise SystemExit(EXIT_USER_ERROR) from None
+        build_generic.add_builder_commands(plugins=False)  # help still helps: the app warns once
     app(prog_name="negvocab")

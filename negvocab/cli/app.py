@@ -124,8 +124,11 @@ class CommandGroup(TyperGroup):
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
         if parent is None and PLUGIN_ERROR is not None:
-            typer.echo(f"error: {PLUGIN_ERROR}", err=True)
-            raise typer.Exit(EXIT_USER_ERROR)
+            if not args or any(a in ("--help", "-h", "--version") for a in args):  # help still helps
+                typer.echo(f"warning: {PLUGIN_ERROR}; what it registers is missing below", err=True)
+            else:
+                typer.echo(f"error: {PLUGIN_ERROR}", err=True)
+                raise typer.Exit(EXIT_USER_ERROR)
         try:
             refuse_repeats(self, args, info_name or "negvocab", group=True)  # the group's own options
         except NegvocabError as e:

@@ -410,7 +410,15 @@ def build_eoe(
         Optional[int],  # noqa: UP045
         typer.Option("--size", "-L", min=1, help="far/fine: total labels L wanted, spread over the chunks."),
     ] = None,
-    chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="far/fine: classes listed per request.")] = 100,
+    classes_per_request: Annotated[
+        int,
+        typer.Option(
+            "--classes-per-request",
+            "--chunk-size",
+            min=1,
+            help="far/fine: classes listed per request (--chunk-size: old name).",
+        ),
+    ] = 100,
     rounds: RoundsOpt = 1,
     classes: ClassesOpt = None,
     run_dir: RunDirOpt = None,
@@ -440,7 +448,7 @@ def build_eoe(
             mode=mode,
             per_request=per_request,
             size=size,
-            chunk_size=chunk_size,
+            classes_per_request=classes_per_request,
             rounds=r,
             classes=classes,  # type: ignore[arg-type]
             run_dir=run_dir,

@@ -121,11 +121,13 @@ def build_mined(
         ),
     ],
     overwrite: OverwriteOpt = False,
-    pool: Annotated[
+    candidates: Annotated[
         str,
         typer.Option(
+            "--candidates",
             "--pool",
-            help="Candidates: a 'negvocab candidates' export or any vocabulary file, or wordnet / wordnet:all.",
+            help="Candidates (--pool: old name): a 'negvocab candidates' export or any vocabulary file, "
+            "or wordnet / wordnet:all.",
         ),
     ] = "wordnet",
     size: Annotated[
@@ -182,10 +184,10 @@ def build_mined(
         raise InputError(f"unknown --index {index!r}; choose one of {', '.join(INDEX_KINDS)}")
     tset = resolve_templates(templates)
     classes = read_id_classes(id_classes)
-    cands = mining_pool(pool)
+    cands = mining_pool(candidates)
     image_set = open_image_set(images)
     ood_sets = {name: open_image_set(path) for name, path in ood_paths(ood).items()}  # one name each, no empty path
-    check_output(output, inputs=[images, Path(pool), id_classes, Path(templates)], overwrite=overwrite)
+    check_output(output, inputs=[images, Path(candidates), id_classes, Path(templates)], overwrite=overwrite)
     claim_output_file(output)  # a second run writing the same file refuses at once (negvocab.outdir)
     mining = {
         "size": size,
@@ -203,7 +205,7 @@ def build_mined(
         vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
         vocab = build_mined_vocabulary(vlm, image_set, cands, **mining)
         check_interrupt()  # no file is written after a Ctrl-C
-        _save_mined(output, vocab.subset(vocab.labels, settings={"pool": pool}), bool(ood_sets), vlm)
+        _save_mined(output, vocab.subset(vocab.labels, settings={"pool": candidates}), bool(ood_sets), vlm)
 
 
 def _save_mined(output: Path, vocab: Vocabulary, checked: bool, vlm: object) -> None:

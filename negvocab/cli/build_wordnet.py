@@ -9,7 +9,7 @@ import typer
 
 from negvocab.atomic import is_stdout
 from negvocab.builders.registry import get_builder
-from negvocab.builders.wordnet import build_wordnet_vocabulary, check_percentile
+from negvocab.builders.wordnet import build_wordnet_vocabulary, check_quantile
 from negvocab.cli.app import build_app
 from negvocab.cli.options import (
     BatchSizeOpt,
@@ -57,7 +57,7 @@ def build_wordnet(
     ] = None,
     sizes: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--sizes", help="Several pool sizes from one ranking, e.g. 1000,2000,5000,10000."),
+        typer.Option("--sizes", help="Several vocabulary sizes M from one ranking, e.g. 1000,2000,5000,10000."),
     ] = None,
     ratio: Annotated[
         Optional[float],  # noqa: UP045
@@ -65,8 +65,13 @@ def build_wordnet(
             "--ratio", help="NegLabel's ratio mode instead of M: this share of nouns and of adjectives (0.15)."
         ),
     ] = None,
-    percentile: Annotated[
-        float, typer.Option("--percentile", help="Quantile of the ID similarities (fraction).")
+    quantile: Annotated[
+        float,
+        typer.Option(
+            "--quantile",
+            "--percentile",
+            help="Quantile level of the ID similarities, in (0, 1] (--percentile: old name).",
+        ),
     ] = 0.95,
     preset: Annotated[str, typer.Option("--preset", help="Candidate pool preset: neglabel or all.")] = "neglabel",
     candidates: Annotated[
@@ -104,7 +109,7 @@ def build_wordnet(
     if ratio is not None and not 0 < ratio <= 1:
         raise InputError(f"--ratio must be in (0, 1], got {ratio}")
     # every option is checked before the model loads and the long embedding pass starts
-    check_percentile(percentile)
+    check_quantile(quantile)
     if preset not in PRESETS:
         raise InputError(f"unknown --preset {preset!r}; choose one of {', '.join(PRESETS)}")
     tset = resolve_templates(templates)
@@ -120,7 +125,7 @@ def build_wordnet(
         vlm,
         None,
         id_classes=classes,
-        percentile=percentile,
+        quantile=quantile,
         preset=preset,
         templates=tset,
         ratio=ratio,

@@ -77,11 +77,13 @@ def coverage_cmd(
     ground_truth: GroundTruthOpt = None,
     image_root: ImageRootOpt = None,
     repair: Annotated[int, typer.Option("--repair", help="Labels on the greedy repair curve (0: none).")] = 10,
-    pool: Annotated[
+    candidates: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option(
+            "--candidates",
             "--pool",
-            help="Candidate vocabulary for a deployable repair curve (default: the OOD labels, an ORACLE analysis).",
+            help="Candidate vocabulary for a deployable repair curve (default: the OOD labels, an ORACLE "
+            "analysis; --pool: old name).",
         ),
     ] = None,
     output: Annotated[
@@ -128,7 +130,7 @@ def coverage_cmd(
     if repair < 0:
         raise InputError(f"--repair must be >= 0, got {repair}")
     voc = Vocabulary.load(vocab)
-    pool_vocab = Vocabulary.load(pool) if pool is not None else None
+    pool_vocab = Vocabulary.load(candidates) if candidates is not None else None
     id_set, ood_sets = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root)
     if len(ood_sets) != 1:
         raise InputError(
@@ -158,7 +160,7 @@ def coverage_cmd(
         progress=True,
         name=set_name,
     )
-    curve = cov.repair(repair, pool=pool_vocab) if repair and pool_vocab is not None else None
+    curve = cov.repair(repair, candidates=pool_vocab) if repair and pool_vocab is not None else None
     with writing(output):
         out = cov.write(output, repair=curve, plot_format=plot_format, overwrite=overwrite)
     warn_random(cov.random_weights)

@@ -41,12 +41,17 @@ def demo(
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Folder for the demo's images, vocabulary and results.")
     ] = Path("negvocab-demo"),
-    pool: Annotated[
-        int, typer.Option("--pool-size", help="How many WordNet candidates to rank (spread over the NegLabel pool).")
+    n_candidates: Annotated[
+        int,
+        typer.Option(
+            "--n-candidates",
+            "--pool-size",
+            help="How many WordNet candidates to rank (spread over the NegLabel pool; --pool-size: old name).",
+        ),
     ] = 1000,
     old_pool: Annotated[
         Optional[int],  # noqa: UP045
-        typer.Option("--pool", hidden=True, help="Old name of --pool-size (elsewhere --pool names candidates)."),
+        typer.Option("--pool", hidden=True, help="Old name of --n-candidates (elsewhere --pool names candidates)."),
     ] = None,
     size: Annotated[
         Optional[int],  # noqa: UP045
@@ -75,11 +80,11 @@ def demo(
     pretrained = None if random_weights else pretrained or "openai"
     if old_pool is not None:  # kept working for one release; --pool means a candidate file in build wordnet/mined
         typer.echo(
-            "warning: negvocab demo --pool N is now --pool-size N (--pool names candidates in the build commands)",
+            "warning: negvocab demo --pool N is now --n-candidates N (--pool names candidates in the build commands)",
             err=True,
         )
-        pool = old_pool
-    check_demo_sizes(pool, size)
+        n_candidates = old_pool
+    check_demo_sizes(n_candidates, size)
     check_output(output / "vocab.json", overwrite=overwrite)
     classes = read_id_classes(id_classes)
     try:
@@ -106,7 +111,14 @@ def demo(
             param=e.param,
         ) from e
     res = run_demo(
-        vlm, output, pool=pool, size=size, templates=templates, id_classes=classes, progress=True, overwrite=overwrite
+        vlm,
+        output,
+        n_candidates=n_candidates,
+        size=size,
+        templates=templates,
+        id_classes=classes,
+        progress=True,
+        overwrite=overwrite,
     )
     if vlm.random_weights:  # once, above everything it concerns (the table's heading says so too)
         typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True)
@@ -114,7 +126,7 @@ def demo(
     typer.echo(SPLIT_NOTE)
     typer.echo(
         f"vocabulary: {len(res.vocabulary)} WordNet labels, farthest first "
-        f"from {pool} candidates ({n_removed} removed as ID names/synonyms)"
+        f"from {n_candidates} candidates ({n_removed} removed as ID names/synonyms)"
     )
     typer.echo(format_table(res.evaluation.rows))
     ood_ex = next(iter(res.evaluation.explanations.values()), [])

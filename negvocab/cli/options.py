@@ -36,6 +36,7 @@ from negvocab.scoring.methods import (
     check_shared,
     get_method,
     list_methods,
+    reserve_flags,
 )
 from negvocab.vlm.loading import check_weights
 from negvocab.vlm.model import VLM
@@ -260,6 +261,11 @@ class _RegistryCommand:
         )
         for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
             setattr(self, attr, getattr(command, attr))
+        own = [p for p in inspect.signature(command).parameters.values() if p.name not in ("params", "metrics")]
+        owner = f"negvocab {command.__name__.removesuffix('_cmd').replace('_', ' ')}"
+        reserve_flags(
+            owner, [f for p in own if p.name not in PARAMS and p.name not in EVALUATION_PARAMS for f in _flags(p)]
+        )
 
     def offered(self) -> list[str]:
         """The methods whose parameters the command takes (all with ``methods`` None: none)."""

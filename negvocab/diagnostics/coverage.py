@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.atomic import write_json, write_text
+from negvocab.deprecation import renamed_kwargs
 from negvocab.diagnostics.gains import (
     MarginalGains,
     RepairCurve,
@@ -49,6 +50,8 @@ from negvocab.scoring.methods import PARAMS, scorer_params
 from negvocab.vlm.templates import resolve_templates
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from negvocab.data.images import ImageSet
     from negvocab.labels.imagenet import IdClasses
     from negvocab.vlm.model import VLM
@@ -113,45 +116,47 @@ class Coverage:
     def random_weights(self) -> bool:
         return bool(self.meta.get("random_weights"))
 
-    def to_frame(self) -> Any:
+    def to_frame(self) -> pd.DataFrame:
         """The per-class rows as a pandas DataFrame (pandas must be installed)."""
         return rows_frame(self.classes)
 
-    def repair(self, k: int, pool: Vocabulary | Sequence[str] | None = None, **kw: Any) -> RepairCurve:
+    @renamed_kwargs(pool="candidates")
+    def repair(self, k: int, candidates: Vocabulary | Sequence[str] | None = None, **kw: Any) -> RepairCurve:
         """Greedy repair curve: the ``k`` labels to add, best first, with FPR@tpr after each.
 
-        ``pool=None`` draws from the OOD class labels: an ORACLE analysis (marked ``oracle=True``).
+        ``candidates=None`` draws from the OOD class labels: an ORACLE analysis (marked ``oracle=True``).
         A vocabulary or a list of labels is a candidate pool (deployable unless the vocabulary is
         marked oracle or carries caveats); labels already in the vocabulary are skipped.
         """
         ctx = self._ctx
         if ctx is None:
             raise InputError("this Coverage was read from files: repair needs the model (run negvocab.coverage again)")
-        if pool is None:
+        if candidates is None:
             labels = [c["label"] for c in self.classes]
             cand = ctx.label_emb
             oracle = True
         else:
             inside = set(ctx.vocab_labels)
-            labels = [x for x in dict.fromkeys(pool) if x not in inside]
+            labels = [x for x in dict.fromkeys(candidates) if x not in inside]
             if not labels:
-                raise InputError("the candidate pool holds no label outside the vocabulary")
-            pos = pool.parts_of_speech() if hasattr(pool, "parts_of_speech") else None
+                raise InputError("the candidate candidates holds no label outside the vocabulary")
+            pos = candidates.parts_of_speech() if hasattr(candidates, "parts_of_speech") else None
             if pos is not None:
-                by_label = dict(zip(pool, pos, strict=True))
+                by_label = dict(zip(candidates, pos, strict=True))
                 pos = [by_label[x] for x in labels]
             cand = ctx.vlm.encode_text(labels, ctx.templates, pos=pos or "n")
-            settings = getattr(pool, "settings", {}) or {}
+            settings = getattr(candidates, "settings", {}) or {}
             oracle = bool(settings.get("oracle") or settings.get("caveats") or settings.get("deployable") is False)
         curve = repair_curve(
             ctx.id_img, ctx.ood_img, ctx.class_emb, ctx.neg, cand, k, labels=labels, method=self.meta["method"],
             convention=self.meta["convention"], tpr=self.meta["tpr"], oracle=oracle, **{**ctx.params, **kw},
         )  # fmt: skip
-        if pool is None:
+        if candidates is None:
             curve.meta["note"] = ORACLE_REPAIR_NOTE
         elif oracle:
-            curve.meta["note"] = "NOT deployable: the candidate pool is an oracle or carries caveats " + json.dumps(
-                settings.get("caveats") or {}
+            curve.meta["note"] = (
+                "NOT deployable: the candidate candidates is an oracle or carries caveats "
+                + json.dumps(settings.get("caveats") or {})
             )
         return curve
 

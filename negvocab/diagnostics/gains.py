@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -25,6 +25,10 @@ from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 from negvocab.scoring.incremental import RescoreGains
 from negvocab.scoring.methods import PARAMS, batch_method, check_params, get_method, list_methods
+from negvocab.types import Embeddings, ParamValue, PathLike
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 logger = logging.getLogger(__name__)
 
@@ -87,11 +91,11 @@ class RepairCurve:
     def fpr(self) -> np.ndarray:
         return np.array([r["fpr"] for r in self.rows])
 
-    def to_frame(self) -> Any:
+    def to_frame(self) -> pd.DataFrame:
         """The rows as a pandas DataFrame (pandas must be installed; ``.rows`` needs nothing)."""
         return rows_frame(self.rows)
 
-    def plot(self, path: Any, *, random_weights: bool = False) -> Any:
+    def plot(self, path: PathLike, *, random_weights: bool = False) -> PathLike:
         """FPR@tpr after each addition (a step plot), written atomically as PNG."""
         import matplotlib
 
@@ -125,7 +129,7 @@ class RepairCurve:
         return path
 
 
-def rows_frame(rows: Sequence[Mapping[str, Any]]) -> Any:
+def rows_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     try:
         import pandas as pd
     except ImportError as e:  # pragma: no cover - pandas is optional
@@ -165,7 +169,13 @@ def _form(method: str, v: torch.Tensor, t: torch.Tensor, n: torch.Tensor, params
 
 
 def _setup(
-    id_img_emb: Any, ood_img_emb: Any, id_emb: Any, neg_emb: Any, cand_emb: Any, method: str, params: Mapping[str, Any]
+    id_img_emb: Embeddings,
+    ood_img_emb: Embeddings,
+    id_emb: Embeddings,
+    neg_emb: Embeddings,
+    cand_emb: Embeddings,
+    method: str,
+    params: Mapping[str, Any],
 ) -> tuple[Any, torch.Tensor, int]:
     method = check_gains_method(method, params)
     id_img, ood_img = S.embeddings_of(id_img_emb), S.embeddings_of(ood_img_emb)
@@ -210,16 +220,16 @@ def _all_gains(
 
 
 def marginal_gains(
-    id_img_emb: Any,
-    ood_img_emb: Any,
-    id_emb: Any,
-    neg_emb: Any,
-    cand_emb: Any,
+    id_img_emb: Embeddings,
+    ood_img_emb: Embeddings,
+    id_emb: Embeddings,
+    neg_emb: Embeddings,
+    cand_emb: Embeddings,
     method: str = "neglabel",
     convention: str = "paper",
     *,
     tpr: float = 0.95,
-    **params: Any,
+    **params: ParamValue,
 ) -> MarginalGains:
     """FPR@tpr and AUROC with each candidate label appended alone after the last negative.
 
@@ -264,11 +274,11 @@ def marginal_gains(
 
 
 def repair_curve(
-    id_img_emb: Any,
-    ood_img_emb: Any,
-    id_emb: Any,
-    neg_emb: Any,
-    cand_emb: Any,
+    id_img_emb: Embeddings,
+    ood_img_emb: Embeddings,
+    id_emb: Embeddings,
+    neg_emb: Embeddings,
+    cand_emb: Embeddings,
     k: int,
     *,
     labels: Sequence[str] | None = None,
@@ -277,7 +287,7 @@ def repair_curve(
     tpr: float = 0.95,
     oracle: bool = False,
     stop_when_no_gain: bool = True,
-    **params: Any,
+    **params: ParamValue,
 ) -> RepairCurve:
     """Greedy repair: add, ``k`` times, the candidate whose addition gives the lowest FPR@tpr (ties:
     the higher AUROC), appending it after the last negative; the metrics after each addition.

@@ -48,6 +48,7 @@ from negvocab.scoring.methods import (
     check_shared,
     scorer_params,
 )
+from negvocab.types import Device
 from negvocab.vlm.templates import resolve_templates
 
 if TYPE_CHECKING:
@@ -284,7 +285,7 @@ def _named(vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary]) -> dict[str,
 
 
 def _score_job(
-    method: str, images: np.ndarray, class_emb: np.ndarray, neg: np.ndarray | None, device: Any, kw: dict[str, Any]
+    method: str, images: np.ndarray, class_emb: np.ndarray, neg: np.ndarray | None, device: Device, kw: dict[str, Any]
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """One method's scores (key ``""``; with ``topk`` also ``/lower`` and ``/log_omitted_bound``) and row extras."""
     if kw.get("topk") is None:

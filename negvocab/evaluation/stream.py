@@ -27,6 +27,7 @@ from negvocab.evaluation.rows import MEAN, model_fields, named_ood_sets, ood_row
 from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import check_evaluation
 from negvocab.scoring.stream import StreamMethod, StreamResult, check_kind, check_stream, make_stream, run_stream
+from negvocab.types import Embeddings
 
 if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
@@ -59,14 +60,14 @@ def evaluate_stream(
     method: str | StreamMethod,
     id_set: Any,
     ood_sets: Any,
-    id_emb: Any,
-    neg_emb: Any = None,
+    id_emb: Embeddings,
+    neg_emb: Embeddings | None = None,
     *,
     batch_size: int,
     order: str = "shuffled",
     stream_seed: int = 0,
     params: Mapping[str, Any] | None = None,
-    id_images: Any = None,
+    id_images: Embeddings | None = None,
     setup_inputs: Mapping[str, Any] | None = None,
     vlm: VLM | None = None,
     vocabulary: str = "",

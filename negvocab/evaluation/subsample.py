@@ -29,6 +29,10 @@ import numpy as np
 from negvocab.errors import InputError
 from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import MAX_DRAWS
+from negvocab.types import ArrayLike
+
+#: one detector's scores, or {detector: scores} for several compared on the same images
+Scores = ArrayLike | Mapping[str, ArrayLike]
 
 __all__ = ["POOLED", "auto_sizes", "check_draws", "draw_chunks", "subsample"]
 
@@ -37,12 +41,12 @@ _CHUNK = 1 << 16  # indices held at once (512 KiB of int64), whatever draws and 
 _AUTO = (10, 25, 50, 100, 200, 400, 655, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000)
 
 
-def _score_sets(s_id: Any, s_ood: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _score_sets(s_id: Scores, s_ood: Scores) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """{detector: (id scores, ood scores)} from arrays or matching mappings of arrays."""
     if isinstance(s_id, Mapping) != isinstance(s_ood, Mapping):
         raise InputError("s_id and s_ood must both be arrays or both mappings detector -> scores")
-    if not isinstance(s_id, Mapping):
-        s_id, s_ood = {"scores": s_id}, {"scores": s_ood}
+    if not isinstance(s_id, Mapping) or not isinstance(s_ood, Mapping):
+        s_id, s_ood = {"scores": s_id}, {"scores": s_ood}  # type: ignore[dict-item]
     if set(s_id) != set(s_ood):
         raise InputError(f"s_id and s_ood name different detectors: {sorted(set(s_id) ^ set(s_ood))}")
     if not s_id:
@@ -218,8 +222,8 @@ def _analyse(
 
 
 def subsample(
-    s_id: Any,
-    s_ood: Any,
+    s_id: Scores,
+    s_ood: Scores,
     sizes: Sequence[int] | int | None = (655,),
     draws: int = 1000,
     convention: str = "paper",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from negvocab.builders.registry import get_builder, list_builders
 from negvocab.errors import InputError
 from negvocab.evaluation.checks import common_mistakes
 from negvocab.evaluation.encode import encode_sets
@@ -66,8 +67,11 @@ class SweepResult:
 
 
 def is_ranked(vocab: Vocabulary) -> bool:
-    """Whether the vocabulary's order is a farthest-first ranking (WordNet, or ranks in its metadata)."""
-    return vocab.source == "wordnet" or all("rank" in vocab.meta.get(x, {}) for x in vocab.labels)
+    """Whether the vocabulary's order is a ranking (its first M are the vocabulary of size M): ranks in its
+    metadata, or its source is that of a registered builder that ranks its labels (WordNet, a plug-in's)."""
+    if vocab.labels and all("rank" in vocab.meta.get(x, {}) for x in vocab.labels):
+        return True
+    return any(b.ranked and b.source == vocab.source for b in map(get_builder, list_builders()))
 
 
 def sweep_vocabulary(

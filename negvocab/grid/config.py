@@ -36,8 +36,8 @@
     gpt = "vocabs/gpt.json"           # a vocabulary file
     wordnet = { builder = "wordnet", sizes = [1000, 5000, 10000] }   # built per model: wordnet@1000, ...
     # builder: any registered builder (negvocab.list_builders(); a plug-in's too), with the options of
-    # its options model (wordnet: percentile, preset, ratio, synonym_filter, candidates, pool: rank
-    # only n candidates spread over the preset, for quick dry runs); [grid] gives templates,
+    # its options model (wordnet: quantile, preset, ratio, synonym_filter, candidates, n_candidates:
+    # rank only n candidates spread over the preset, for quick dry runs); [grid] gives templates,
     # id_classes and batch_size; sizes only for builders whose labels are ranked
 
     [[methods]]
@@ -74,6 +74,7 @@ from pydantic import (
 
 from negvocab.builders.registry import get_builder, list_builders, option_error
 from negvocab.data.benchmarks import REGISTRY, RESERVED_SET_NAMES, get_benchmark
+from negvocab.deprecation import rename_keys
 from negvocab.errors import InputError, NegvocabError
 from negvocab.grid.resources import Resources, ResourcesTable, parse_resources
 from negvocab.plugins import load_plugins
@@ -523,7 +524,7 @@ def _builder_vocab(name: str, value: VocabBuilderTable, sizes: tuple[int, ...], 
             f"{key}.sizes: builder {builder.name!r} does not rank its labels, so its first M are no vocabulary "
             "of size M; leave sizes out"
         )
-    options = dict(value.model_extra or {})
+    options = rename_keys(dict(value.model_extra or {}), getattr(builder.options, "renamed", {}), key, stacklevel=2)
     known = [f for f in builder.options.model_fields if f not in GRID_GIVES]
     for k in options:
         if k not in known:

@@ -31,6 +31,7 @@ from negvocab.atomic import atomic_path
 from negvocab.errors import InputError
 from negvocab.evaluation.row import interval
 from negvocab.scoring import metrics as M
+from negvocab.types import ArrayLike
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -553,8 +554,8 @@ def _roc(ids: np.ndarray, oods: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def scores_figure(
-    s_id: Any,
-    s_ood: Any,
+    s_id: ArrayLike,
+    s_ood: ArrayLike,
     ood_sets: Sequence[str] | None = None,
     *,
     tpr: float = 0.95,
@@ -614,7 +615,7 @@ def scores_figure(
 
 
 def plot_scores(
-    s_id: Any, s_ood: Any, path: str | os.PathLike[str], ood_sets: Sequence[str] | None = None, **kw: Any
+    s_id: ArrayLike, s_ood: ArrayLike, path: str | os.PathLike[str], ood_sets: Sequence[str] | None = None, **kw: Any
 ) -> Path:
     """Write :func:`scores_figure` to ``path`` (format by suffix: .pdf, .svg, .png)."""
     _format(Path(path))

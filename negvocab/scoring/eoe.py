@@ -17,6 +17,7 @@ import torch
 from negvocab.scoring.grouping import Grouping, effective_groups
 from negvocab.scoring.inputs import chunk_rows, finite, join_chunks, positive, prefix_sizes, prepare
 from negvocab.scoring.neglabel import neglabel_pass
+from negvocab.types import Device, Embeddings
 
 __all__ = ["JOINT_SEGMENT", "eoe", "eoe_prefixes", "neglabel_eoe", "neglabel_eoe_prefixes"]
 
@@ -24,13 +25,13 @@ JOINT_SEGMENT = 256
 
 
 def eoe(
-    image_emb: Any,
-    id_emb: Any,
-    neg_emb: Any,
+    image_emb: Embeddings,
+    id_emb: Embeddings,
+    neg_emb: Embeddings,
     *,
     beta: float = 0.25,
     T: float = 1.0,
-    device: Any = None,
+    device: Device = None,
     chunk_size: int | None = None,
 ) -> np.ndarray:
     r"""Envisioning Outlier Exposure (Cao et al., "Envisioning outlier exposure by large language
@@ -98,14 +99,14 @@ def _joint_max_probs(
 
 
 def eoe_prefixes(
-    image_emb: Any,
-    id_emb: Any,
-    ranked_neg_emb: Any,
+    image_emb: Embeddings,
+    id_emb: Embeddings,
+    ranked_neg_emb: Embeddings,
     sizes: Sequence[int],
     *,
     beta: float = 0.25,
     T: float = 1.0,
-    device: Any = None,
+    device: Device = None,
     chunk_size: int | None = None,
 ) -> dict[int, np.ndarray]:
     """:func:`eoe` scores with the first M ranked outlier labels for every M in ``sizes``, in one
@@ -125,9 +126,9 @@ def eoe_prefixes(
 
 
 def neglabel_eoe(
-    image_emb: Any,
-    id_emb: Any,
-    neg_emb: Any,
+    image_emb: Embeddings,
+    id_emb: Embeddings,
+    neg_emb: Embeddings,
     *,
     tau: float = 0.01,
     groups: int = 100,
@@ -135,7 +136,7 @@ def neglabel_eoe(
     seed: int = 0,
     beta: float = 0.25,
     penalty_T: float | None = None,
-    device: Any = None,
+    device: Device = None,
     chunk_size: int | None = None,
 ) -> np.ndarray:
     r"""NegLabel with EOE's penalty term on top (as used in the Fi-ImageNet-1k paper).
@@ -190,16 +191,16 @@ def _neglabel_eoe_sizes(
 
 
 def neglabel_eoe_prefixes(
-    image_emb: Any,
-    id_emb: Any,
-    ranked_neg_emb: Any,
+    image_emb: Embeddings,
+    id_emb: Embeddings,
+    ranked_neg_emb: Embeddings,
     sizes: Sequence[int],
     *,
     tau: float = 0.01,
     groups: int = 100,
     beta: float = 0.25,
     penalty_T: float | None = None,
-    device: Any = None,
+    device: Device = None,
     chunk_size: int | None = None,
 ) -> dict[int, np.ndarray]:
     """Stratified :func:`neglabel_eoe` scores with the first M ranked negatives for every M in

@@ -15,6 +15,7 @@ from negvocab.errors import InputError
 from negvocab.index import knn
 from negvocab.scoring.grouping import Grouping, neglabel_groups
 from negvocab.scoring.inputs import chunk_rows, join_chunks, positive, prepare
+from negvocab.types import Device, Embeddings
 
 __all__ = ["TopkScores", "explain", "neglabel_topk"]
 
@@ -65,16 +66,16 @@ def _nearest_negatives(v: torch.Tensor, n: torch.Tensor, k: int) -> tuple[torch.
 
 
 def neglabel_topk(
-    image_emb: Any,
-    id_emb: Any,
-    neg_emb: Any,
+    image_emb: Embeddings,
+    id_emb: Embeddings,
+    neg_emb: Embeddings,
     k: int,
     *,
     tau: float = 0.01,
     groups: int = 100,
     grouping: Grouping = "stratified",
     seed: int = 0,
-    device: Any = None,
+    device: Device = None,
     chunk_size: int | None = None,
 ) -> TopkScores:
     r"""NegLabel from each image's ``k`` nearest negatives (an exact FAISS inner-product search).
@@ -146,15 +147,15 @@ def neglabel_topk(
 # explanations
 # ----------------------------------------------------------------------------------------------
 def explain(
-    image_emb: Any,
-    id_emb: Any,
-    neg_emb: Any,
+    image_emb: Embeddings,
+    id_emb: Embeddings,
+    neg_emb: Embeddings,
     *,
     id_labels: Sequence[str],
     neg_labels: Sequence[str],
     k: int = 5,
     tau: float = 0.01,
-    device: Any = None,
+    device: Device = None,
     chunk_size: int | None = None,
 ) -> list[dict[str, Any]]:
     r"""Which labels drove each image's NegLabel score.

@@ -4,13 +4,14 @@ grouping) and the padded rank-major layout the streaming kernels read (see negvo
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import torch
 
 from negvocab.errors import InputError
 from negvocab.scoring.methods import GROUPINGS
+from negvocab.types import Device
 
 __all__ = ["Grouping", "PERMUTED", "effective_groups", "layout", "layout_embeddings", "neglabel_groups"]
 
@@ -31,7 +32,7 @@ def effective_groups(groups: int, m: int) -> int:
 
 
 def neglabel_groups(
-    m: int, groups: int = 100, grouping: Grouping = "stratified", seed: int = 0, *, device: Any = "cpu"
+    m: int, groups: int = 100, grouping: Grouping = "stratified", seed: int = 0, *, device: Device = "cpu"
 ) -> list[np.ndarray]:
     """The NegLabel groups of ``m`` ranked negatives: a list of index arrays (ranks into the vocabulary).
 

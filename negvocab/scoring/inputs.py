@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from negvocab.errors import InputError
+from negvocab.types import Device, Embeddings
 
 __all__ = [
     "DEFAULT_CHUNK_BYTES",
@@ -32,7 +33,7 @@ __all__ = [
 DEFAULT_CHUNK_BYTES = 64 * 2**20
 
 
-def _resolve_device(device: Any, *arrays: Any) -> torch.device:
+def _resolve_device(device: Device, *arrays: Any) -> torch.device:
     if device is None or device == "auto":
         for a in arrays:
             if isinstance(a, torch.Tensor):
@@ -118,7 +119,7 @@ def chunk_rows(n: int, width: int, itemsize: int, chunk_size: int | None) -> int
 
 
 def prepare(
-    image_emb: Any, id_emb: Any, neg_emb: Any, device: Any, *, need_neg: bool, method: str
+    image_emb: Embeddings, id_emb: Embeddings, neg_emb: Embeddings, device: Device, *, need_neg: bool, method: str
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     if need_neg and neg_emb is None:
         raise InputError(f"{method} needs negative (or outlier) label embeddings: pass neg_emb")

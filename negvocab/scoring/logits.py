@@ -12,13 +12,13 @@ so ``logit_scale`` is the one knob. Every score is high for ID, the sign of MCM 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import torch
 
 from negvocab.errors import InputError
 from negvocab.scoring.inputs import chunk_rows, join_chunks, positive, prepare
+from negvocab.types import Device, Embeddings
 
 __all__ = ["CLIP_LOGIT_SCALE", "energy", "gen", "maxlogit", "msp"]
 
@@ -28,10 +28,10 @@ CLIP_LOGIT_SCALE = 100.0
 
 def _over_logits(
     method: str,
-    image_emb: Any,
-    id_emb: Any,
+    image_emb: Embeddings,
+    id_emb: Embeddings,
     logit_scale: float | None,
-    device: Any,
+    device: Device,
     chunk_size: int | None,
     kernel: Callable[[torch.Tensor], torch.Tensor],
 ) -> np.ndarray:
@@ -44,7 +44,12 @@ def _over_logits(
 
 
 def msp(
-    image_emb: Any, id_emb: Any, *, logit_scale: float | None = None, device: Any = None, chunk_size: int | None = None
+    image_emb: Embeddings,
+    id_emb: Embeddings,
+    *,
+    logit_scale: float | None = None,
+    device: Device = None,
+    chunk_size: int | None = None,
 ) -> np.ndarray:
     r"""Maximum softmax probability (Hendrycks & Gimpel, ICLR 2017) of the zero-shot classifier.
 
@@ -64,14 +69,24 @@ def msp(
 
 
 def maxlogit(
-    image_emb: Any, id_emb: Any, *, logit_scale: float | None = None, device: Any = None, chunk_size: int | None = None
+    image_emb: Embeddings,
+    id_emb: Embeddings,
+    *,
+    logit_scale: float | None = None,
+    device: Device = None,
+    chunk_size: int | None = None,
 ) -> np.ndarray:
     r"""Maximum logit (Hendrycks et al., ICML 2022): :math:`S(v) = \max_i z_i`, higher = ID."""
     return _over_logits("maxlogit", image_emb, id_emb, logit_scale, device, chunk_size, lambda z: z.amax(-1))
 
 
 def energy(
-    image_emb: Any, id_emb: Any, *, logit_scale: float | None = None, device: Any = None, chunk_size: int | None = None
+    image_emb: Embeddings,
+    id_emb: Embeddings,
+    *,
+    logit_scale: float | None = None,
+    device: Device = None,
+    chunk_size: int | None = None,
 ) -> np.ndarray:
     r"""Negative free energy (Liu et al., NeurIPS 2020) at temperature 1 on the logits:
     :math:`S(v) = \log \sum_i e^{z_i}` (= :math:`-E(v)`), higher = ID."""
@@ -79,13 +94,13 @@ def energy(
 
 
 def gen(
-    image_emb: Any,
-    id_emb: Any,
+    image_emb: Embeddings,
+    id_emb: Embeddings,
     *,
     logit_scale: float | None = None,
     gamma: float = 0.1,
     top_classes: int = 100,
-    device: Any = None,
+    device: Device = None,
     chunk_size: int | None = None,
 ) -> np.ndarray:
     r"""Generalized entropy (Liu et al., "GEN: Pushing the limits of softmax-based OOD detection", CVPR 2023).

@@ -11,6 +11,7 @@ import torch
 
 from negvocab.errors import InputError
 from negvocab.scoring.inputs import as_tensor, check_dims, check_unit_rows, chunk_rows, join_chunks, positive, prepare
+from negvocab.types import Device, Embeddings
 
 __all__ = ["glmcm", "mcm"]
 
@@ -21,11 +22,11 @@ def _max_softmax(logits: torch.Tensor) -> torch.Tensor:
 
 
 def mcm(
-    image_emb: Any,
-    id_emb: Any,
+    image_emb: Embeddings,
+    id_emb: Embeddings,
     *,
     T: float = 1.0,
-    device: Any = None,
+    device: Device = None,
     chunk_size: int | None = None,
 ) -> np.ndarray:
     r"""Maximum Concept Matching (Ming et al., "Delving into OOD detection with vision-language
@@ -56,13 +57,13 @@ def mcm(
 
 
 def glmcm(
-    image_emb: Any,
-    id_emb: Any,
+    image_emb: Embeddings,
+    id_emb: Embeddings,
     local: Any = None,
     *,
     lam: float = 1.0,
     T: float = 1.0,
-    device: Any = None,
+    device: Device = None,
     chunk_size: int | None = None,
 ) -> np.ndarray:
     r"""Global-Local MCM (Miyai et al., "Zero-shot in-distribution detection in multi-object

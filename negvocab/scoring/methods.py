@@ -23,13 +23,16 @@ import math
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from negvocab.errors import InputError
 from negvocab.registry import Registry, resolve_target
 from negvocab.scoring.metrics import CONVENTIONS
+from negvocab.types import ParamValue
+
+V = TypeVar("V")  # a value Param.validate returns as it was given
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +82,7 @@ class Param:
 
     name: str
     kind: type
-    default: Any
+    default: ParamValue
     doc: str
     flag: str
     check: str = "finite"
@@ -88,7 +91,7 @@ class Param:
     choices: tuple[str, ...] = ()
     optional: bool = False
 
-    def validate(self, value: Any, cli: bool = False) -> Any:
+    def validate(self, value: V, cli: bool = False) -> V:
         """``value`` unchanged if allowed, else :class:`InputError` naming the parameter (its flag with ``cli``)."""
         name = self.flag if cli else self.name
         if value is None and self.optional:
@@ -141,8 +144,8 @@ PARAMS: dict[str, Param] = dict([
        "torch permutation seeded with --seed on the scoring device).",
        check="choice", choices=tuple(GROUPINGS)),
     _p("seed", int, 0, "--seed",
-       "Seed of the random/neglabel grouping and of the bootstrap CIs "
-       "(NegLabel's code uses 0; recorded in the results).",
+       "Grouping seed: seeds the random/neglabel grouping of the negatives (NegLabel's code uses 0; "
+       "recorded in the results); on the command line --seed also seeds the bootstrap intervals.",
        check="min", low=0),
     _p("beta", float, 0.25, "--beta", "EOE penalty weight.", check="finite"),
     _p("T", float, 1.0, "--temperature", "Softmax temperature T on cosines of mcm, glmcm and eoe (default 1).",
@@ -457,7 +460,23 @@ def _param_problem(param: Param, replace: bool) -> str | None:
     reserved = {q.flag: n for n, q in (*PARAMS.items(), *RUN_PARAMS.items(), *EVALUATION_PARAMS.items())}
     if reserved.get(param.flag, param.name) != param.name:
         return f"parameter {param.name}: flag {param.flag} is taken by {reserved[param.flag]!r}"
+    if param.flag in COMMAND_FLAGS and param.name not in _BUILTIN_PARAMS:
+        return (
+            f"parameter {param.name}: flag {param.flag} is an option of its own of {COMMAND_FLAGS[param.flag]}; "
+            "give the parameter another flag"
+        )
     return None
+
+
+#: flags that commands use for options of their own (flag -> "negvocab score", ...): a parameter's flag
+#: may not be one of them, or the command could not offer it. Filled by the command line when it is built.
+COMMAND_FLAGS: dict[str, str] = {}
+
+
+def reserve_flags(owner: str, flags: Iterable[str]) -> None:
+    """Record ``flags`` as options of ``owner`` (a command) that no registered parameter may take."""
+    for flag in flags:
+        COMMAND_FLAGS.setdefault(flag, owner)
 
 
 def register_param(param: Param, *, replace: bool = False) -> Param:
@@ -533,7 +552,7 @@ def unregister_method(name: str, *, missing_ok: bool = False) -> None:
     REGISTRY.unregister(name, missing_ok=missing_ok)
 
 
-def list_methods(where: Callable[[Method], bool] | None = None, **capabilities: Any) -> list[str]:
+def list_methods(where: Callable[[Method], bool] | None = None, **capabilities: object) -> list[str]:
     """The registered method names, in registry order; those with ``capabilities`` (``needs_negatives=True``,
     ``kind="batch"``) and for which ``where(method)`` holds, when given."""
     out = []

@@ -102,6 +102,18 @@ def _as_decimal(value: float) -> float:
     return float(str(value)) if isinstance(value, np.floating) else float(value)
 
 
+def _interval_level(level: float, alpha: float | None) -> float:
+    """The coverage ``level`` of an interval, in (0, 1); ``alpha`` (= 1 - level) is its deprecated spelling."""
+    if alpha is not None:
+        warnings.warn("alpha is renamed level (= 1 - alpha); alpha works until the next release", DeprecationWarning, 3)
+        if isinstance(alpha, bool) or not (isinstance(alpha, (int, float, np.floating)) and 0 < alpha < 1):
+            raise InputError(f"alpha must be in (0, 1), got {alpha!r}", param="alpha")
+        return float(f"{1.0 - _as_decimal(alpha):.12g}")
+    if isinstance(level, bool) or not (isinstance(level, (int, float, np.floating)) and 0 < level < 1):
+        raise InputError(f"level must be in (0, 1), got {level!r}", param="level")
+    return _as_decimal(level)
+
+
 def _check_tpr(tpr: float) -> float:
     if isinstance(tpr, bool) or not isinstance(tpr, (int, float, np.floating)) or not 0 < tpr <= 1:
         raise InputError(f"tpr must be in (0, 1], got {tpr!r}")
@@ -337,8 +349,9 @@ def bootstrap_ci(
     *,
     n_boot: int = 1000,
     seed: int = 0,
-    alpha: float = 0.05,
+    level: float = 0.95,
     resample: Literal["ood", "id", "both"] = "ood",
+    alpha: float | None = None,
     **metric_kwargs: Any,
 ) -> ConfidenceInterval:
     """Percentile bootstrap confidence interval of a metric, resampling OOD images by default.
@@ -353,9 +366,11 @@ def bootstrap_ci(
     id_scores, ood_scores : array-like, shape (n_id,), (n_ood,)
     n_boot : int, default 1000
     seed : int, default 0
-    alpha : float, default 0.05
-        The interval is the [alpha/2, 1 - alpha/2] percentile range (95% by default).
+    level : float, default 0.95
+        The interval's coverage: the [(1 - level)/2, (1 + level)/2] percentile range.
     resample : {"ood", "id", "both"}, default "ood"
+    alpha : float, optional
+        Deprecated (one release): ``1 - level``.
     **metric_kwargs
         Passed to the metric (e.g. ``tpr``, ``convention`` for "fpr").
 
@@ -363,10 +378,8 @@ def bootstrap_ci(
     -------
     ConfidenceInterval (NaN bounds with a warning if a set is empty)
     """
-    if isinstance(alpha, bool) or not (isinstance(alpha, (int, float, np.floating)) and 0 < alpha < 1):
-        raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
-    alpha = _as_decimal(alpha)
-    level = 1.0 - alpha
+    level = _interval_level(level, alpha)
+    alpha = float(f"{1.0 - level:.12g}")  # 0.05, not 0.050000000000000044: the same quantiles as before
     values = bootstrap_values(
         metric, id_scores, ood_scores, n_boot=n_boot, seed=seed, resample=resample, **metric_kwargs
     )
@@ -513,9 +526,10 @@ def evaluate(
     convention: Convention = "paper",
     n_boot: int = 1000,
     seed: int = 0,
-    alpha: float = 0.05,
+    level: float = 0.95,
+    alpha: float | None = None,
 ) -> dict[str, Any]:
-    """All metrics in one report dict that names its convention.
+    """All metrics in one report dict that names its convention (``alpha``: deprecated, ``1 - level``).
 
     Returns
     -------
@@ -525,6 +539,7 @@ def evaluate(
     when ``n_boot=0``), ``ci_level``, ``n_boot``.
     """
     tpr = _check_tpr(tpr)
+    level = _interval_level(level, alpha)
     check_convention(convention)
     ids, oods = _scores(id_scores, "id_scores"), _scores(ood_scores, "ood_scores")
     report: dict[str, Any] = {
@@ -540,8 +555,8 @@ def evaluate(
         "n_ood": int(oods.size),
     }
     if n_boot:
-        fci = bootstrap_ci("fpr", ids, oods, n_boot=n_boot, seed=seed, alpha=alpha, tpr=tpr, convention=convention)
-        aci = bootstrap_ci("auroc", ids, oods, n_boot=n_boot, seed=seed, alpha=alpha)
+        fci = bootstrap_ci("fpr", ids, oods, n_boot=n_boot, seed=seed, level=level, tpr=tpr, convention=convention)
+        aci = bootstrap_ci("auroc", ids, oods, n_boot=n_boot, seed=seed, level=level)
         report.update(
             fpr_ci=[fci.low, fci.high],
             auroc_ci=[aci.low, aci.high],

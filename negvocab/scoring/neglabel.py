@@ -12,6 +12,7 @@ import torch
 
 from negvocab.scoring.grouping import PERMUTED, Grouping, effective_groups, layout, layout_embeddings, neglabel_groups
 from negvocab.scoring.inputs import chunk_rows, positive, prefix_sizes, prepare
+from negvocab.types import Device, Embeddings
 
 __all__ = ["Segment", "neglabel", "neglabel_pass", "neglabel_prefixes"]
 
@@ -213,15 +214,15 @@ def neglabel_pass(
 
 
 def neglabel(
-    image_emb: Any,
-    id_emb: Any,
-    neg_emb: Any,
+    image_emb: Embeddings,
+    id_emb: Embeddings,
+    neg_emb: Embeddings,
     *,
     tau: float = 0.01,
     groups: int = 100,
     grouping: Grouping = "stratified",
     seed: int = 0,
-    device: Any = None,
+    device: Device = None,
     chunk_size: int | None = None,
 ) -> np.ndarray:
     r"""NegLabel score (Jiang et al., "Negative label guided OOD detection with pretrained
@@ -263,14 +264,14 @@ def neglabel(
 
 
 def neglabel_prefixes(
-    image_emb: Any,
-    id_emb: Any,
-    ranked_neg_emb: Any,
+    image_emb: Embeddings,
+    id_emb: Embeddings,
+    ranked_neg_emb: Embeddings,
     sizes: Sequence[int],
     *,
     tau: float = 0.01,
     groups: int = 100,
-    device: Any = None,
+    device: Device = None,
     chunk_size: int | None = None,
 ) -> dict[int, np.ndarray]:
     """Stratified :func:`neglabel` scores for every prefix size M in ``sizes``, in one pass.

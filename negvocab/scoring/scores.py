@@ -47,6 +47,7 @@ from negvocab.scoring.logits import energy, gen, maxlogit, msp
 from negvocab.scoring.mcm import glmcm, mcm
 from negvocab.scoring.methods import METHODS, canonical_method, check_params, get_method, list_methods
 from negvocab.scoring.neglabel import neglabel, neglabel_prefixes
+from negvocab.types import Embeddings, ParamValue
 
 logger = logging.getLogger(__name__)
 
@@ -79,10 +80,10 @@ __all__ = [
 
 def score(
     method: str,
-    image_emb: Any,
-    id_emb: Any,
-    neg_emb: Any = None,
-    **params: Any,
+    image_emb: Embeddings,
+    id_emb: Embeddings,
+    neg_emb: Embeddings | None = None,
+    **params: ParamValue,
 ) -> np.ndarray | TopkScores:
     """Score images with a zero-shot OOD method by name: one float64 score per image, high = ID.
 

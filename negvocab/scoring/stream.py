@@ -51,6 +51,7 @@ import numpy as np
 from negvocab.errors import InputError
 from negvocab.registry import resolve_target
 from negvocab.scoring.methods import METHODS, PARAMS, Method, Param, check_params, get_method, register_method
+from negvocab.types import Embeddings, ParamValue
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ class StreamMethod:
     #: names of the set-up inputs beside ``id_emb``, ``neg_emb`` and ``id_images`` (TANL: "noise_images")
     inputs: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, **params: ParamValue) -> None:
         self.params: dict[str, Any] = dict(params)
         self.name: str = type(self).__name__
         self.needs_negatives: bool = False
@@ -148,7 +149,14 @@ class StreamMethod:
         self._ready = False
 
     # -- the public protocol ------------------------------------------------------------------
-    def setup(self, id_emb: Any, neg_emb: Any = None, *, id_images: Any = None, **inputs: Any) -> StreamMethod:
+    def setup(
+        self,
+        id_emb: Embeddings,
+        neg_emb: Embeddings | None = None,
+        *,
+        id_images: Embeddings | None = None,
+        **inputs: Any,
+    ) -> StreamMethod:
         """Set up on the ID side (no test image): class prompt embeddings (K, d), negatives (M, d),
         optional few-shot ID image features (n, d) and the inputs the class names; then :meth:`reset`.
         Returns ``self``."""
@@ -180,7 +188,7 @@ class StreamMethod:
         self.n_batches = 0
         self.init_state()
 
-    def score_batch(self, image_emb: Any) -> np.ndarray:
+    def score_batch(self, image_emb: Embeddings) -> np.ndarray:
         """Score the next batch of the stream (n, d) with what the method has seen, then keep it in the
         state. Returns float64 (n,), high = ID."""
         self._need_setup()
@@ -206,7 +214,7 @@ class StreamMethod:
     def init_state(self) -> None:
         """Build the state before the first test batch (the set-up inputs are on ``self``)."""
 
-    def step(self, image_emb: Any) -> Any:
+    def step(self, image_emb: Embeddings) -> Any:
         """Score one batch from the state and update the state with it: (n,) scores, high = ID."""
         raise NotImplementedError(f"{type(self).__name__} must implement step(image_emb)")
 
@@ -237,7 +245,7 @@ class StreamResult:
 
 
 def run_stream(
-    method: StreamMethod, image_emb: Any, *, batch_size: int, order: str = "shuffled", seed: int = 0
+    method: StreamMethod, image_emb: Embeddings, *, batch_size: int, order: str = "shuffled", seed: int = 0
 ) -> StreamResult:
     """Feed ``image_emb`` (n, d) to a set-up ``method`` as one stream, from a fresh state.
 

@@ -17,13 +17,13 @@ import logging
 import time
 from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
-from typing import Any
 
 import numpy as np
 
 from negvocab.errors import InputError
 from negvocab.scoring import scores
 from negvocab.scoring.methods import batch_method, check_params, get_method, list_methods
+from negvocab.types import Embeddings, ParamValue
 
 logger = logging.getLogger(__name__)
 
@@ -79,13 +79,13 @@ def check_sweep_method(method: str) -> str:
 
 
 def sweep(
-    image_emb: Any,
-    id_emb: Any,
-    ranked_neg_emb: Any,
+    image_emb: Embeddings,
+    id_emb: Embeddings,
+    ranked_neg_emb: Embeddings,
     sizes: str | Iterable[int],
     *,
     method: str = "neglabel",
-    **params: Any,
+    **params: ParamValue,
 ) -> dict[int, np.ndarray]:
     """Score images with the first M ranked negatives for every M in ``sizes``.
 

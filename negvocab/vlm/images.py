@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 import numpy as np
 
@@ -45,11 +45,18 @@ if TYPE_CHECKING:
     from negvocab.vlm.cache import EmbeddingStore
     from negvocab.vlm.model import VLM
 
+#: what images are read from: a folder, an image file, a list of paths, an ImageSet, or a map-style
+#: dataset (``len`` and ``__getitem__``, e.g. torchvision's ImageFolder; its rows are not cached)
+ImageSource: TypeAlias = Union[
+    str, os.PathLike[str], Sequence[str | os.PathLike[str]], ImageSet, "torch.utils.data.Dataset[Any]"
+]
+
 __all__ = [
     "CACHE_READ_ROWS",
     "IMAGE_PIECE_BYTES",
     "IMAGE_STORE_EVERY",
     "ImageEmbeddings",
+    "ImageSource",
     "LOCAL_RAM_BYTES",
     "encode_batch",
     "encode_images",
@@ -395,7 +402,7 @@ def loader_workers_here(workers: int) -> int:
 
 def encode_images(
     vlm: VLM,
-    source: Any,
+    source: ImageSource,
     *,
     local_features: bool = False,
     strict: bool = False,

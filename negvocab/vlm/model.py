@@ -34,7 +34,7 @@ from negvocab.errors import InputError, ResourceError
 from negvocab.paths import cache_dir as default_cache_dir
 from negvocab.vlm.cache import Checkpoints, EmbeddingStore
 from negvocab.vlm.hub import hub_access
-from negvocab.vlm.images import encode_images
+from negvocab.vlm.images import ImageSource, encode_images
 from negvocab.vlm.loading import (
     checkpoint_sha256,
     has_quick_gelu,
@@ -194,7 +194,7 @@ class VLM:
     @classmethod
     def from_model(
         cls,
-        model: Any,
+        model: torch.nn.Module,
         tokenizer: Callable[..., Any],
         *,
         name: str,
@@ -500,7 +500,7 @@ class VLM:
 
     def encode_images(
         self,
-        source: Any,
+        source: ImageSource,
         *,
         local_features: bool = False,
         strict: bool = False,

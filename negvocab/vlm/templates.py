@@ -13,11 +13,21 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeAlias, Union
 
 from negvocab.errors import InputError
 from negvocab.textfiles import read_text
 
-__all__ = ["DEFAULT_POS", "NEGLABEL", "PAPER8", "PRESETS", "SINGLE", "TemplateSet", "resolve_templates"]
+__all__ = [
+    "TemplatesSpec",
+    "DEFAULT_POS",
+    "NEGLABEL",
+    "PAPER8",
+    "PRESETS",
+    "SINGLE",
+    "TemplateSet",
+    "resolve_templates",
+]
 
 # paper8: the bare class name plus open_clip's SIMPLE_IMAGENET_TEMPLATES (7 OpenAI templates)
 PAPER8: tuple[str, ...] = (
@@ -90,7 +100,12 @@ def _check(templates: Sequence[str], where: str) -> tuple[str, ...]:
     return out
 
 
-def resolve_templates(spec: str | Sequence[str] | TemplateSet | os.PathLike[str] = "paper8") -> TemplateSet:
+#: prompt templates as a caller names them: a preset ("paper8", "openai80", "neglabel", "single"), one
+#: template with ``{}``, a list of them, a file, or a :class:`TemplateSet`
+TemplatesSpec: TypeAlias = Union[str, Sequence[str], TemplateSet, "os.PathLike[str]"]
+
+
+def resolve_templates(spec: TemplatesSpec = "paper8") -> TemplateSet:
     """A :class:`TemplateSet` from a preset name, a list of format strings, or a file.
 
     ``spec`` is one of the presets ``"paper8"`` (default), ``"openai80"``, ``"neglabel"``,

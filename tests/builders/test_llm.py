@@ -132,7 +132,7 @@ def test_an_answer_counts_only_for_the_question_asked(endpoint, tmp_path, synony
     # EOE far asks per chunk of classes: another class list changes what chunk000 asks, so it is asked again
     kw = {
         "mode": "far",
-        "chunk_size": 2,
+        "classes_per_request": 2,
         "run_dir": tmp_path / "run",
         "synonym_filter": synonym_filter,
         "client_options": FAST,
@@ -215,7 +215,7 @@ def test_a_folder_of_an_older_negvocab_is_refused_not_mixed(endpoint, tmp_path, 
 def test_going_back_to_an_earlier_question_finds_its_answer(endpoint, tmp_path, synonym_filter):
     kw = {
         "mode": "far",
-        "chunk_size": 2,
+        "classes_per_request": 2,
         "run_dir": tmp_path / "run",
         "synonym_filter": synonym_filter,
         "client_options": FAST,
@@ -355,7 +355,7 @@ def test_eoe_far_and_fine_ask_in_chunks(endpoint, tmp_path, synonym_filter, mode
         "gpt-test",
         mode=mode,
         size=30,
-        chunk_size=4,
+        classes_per_request=4,
         classes=10,
         rounds=2,
         run_dir=tmp_path / mode,
@@ -376,7 +376,7 @@ def test_eoe_far_and_fine_ask_in_chunks(endpoint, tmp_path, synonym_filter, mode
 def test_eoe_prompt_lists_the_chunk(endpoint, tmp_path):
     from negvocab.builders.llm import eoe_run
 
-    run = eoe_run("gpt-test", mode="far", per_request=7, chunk_size=3, classes=3, run_dir=tmp_path)
+    run = eoe_run("gpt-test", mode="far", per_request=7, classes_per_request=3, classes=3, run_dir=tmp_path)
     (req,) = run.requests
     user = req.chat()[-1]["content"]
     assert "- tench\n- goldfish\n- great white shark" in user and "exactly 7" in user
@@ -541,7 +541,7 @@ def test_an_override_wins_and_an_unknown_keyword_is_refused_naming_it(tmp_path):
         InputError,
         match=(
             "^build_eoe_vocabulary\\(\\) got an unknown keyword "
-            "'chunk'.*it accepts model, mode, per_request, size, chunk_size"
+            "'chunk'.*it accepts model, mode, per_request, size, classes_per_request"
         ),
     ):
         build_eoe_vocabulary("gpt-test", mode="far", chunk=3)
@@ -592,7 +592,7 @@ def test_old_keywords_and_an_equal_settings_object_give_the_same_vocabulary(
         response_format="json_object",
     )
     assert _comparable(wins) == _comparable(old) and set(server.state.formats) == {"json_object"}
-    eoe = {"mode": "far", "per_request": 5, "chunk_size": 2, "classes": 4, "synonym_filter": synonym_filter}
+    eoe = {"mode": "far", "per_request": 5, "classes_per_request": 2, "classes": 4, "synonym_filter": synonym_filter}
     a = build_eoe_vocabulary("gpt-test", run_dir=tmp_path / "eoe-old", **eoe, **how)
     b = build_eoe_vocabulary("gpt-test", run_dir=tmp_path / "eoe-new", **eoe, settings=LLMSettings(**how))
     assert _comparable(a) == _comparable(b) and a.settings["chunks"]

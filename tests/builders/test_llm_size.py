@@ -15,7 +15,7 @@ from tests.llm.fake_openai import expected_merge
 def _far(tmp_path, synonym_filter, size, **kw):
     # 10 classes in chunks of 4: 3 chunks, ceil(size / 3) labels a request
     return build_eoe_vocabulary(
-        "gpt-test", mode="far", size=size, chunk_size=4, classes=10, rounds=1, run_dir=tmp_path / "run",
+        "gpt-test", mode="far", size=size, classes_per_request=4, classes=10, rounds=1, run_dir=tmp_path / "run",
         synonym_filter=synonym_filter, client_options=FAST, **kw,
     )  # fmt: skip
 

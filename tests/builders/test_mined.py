@@ -148,10 +148,10 @@ def test_the_images_point_to_the_known_concepts(images):
 def test_chunking_does_not_change_the_result(images):
     ids = IdClasses.from_names(ID_NAMES)
     a = build_mined_vocabulary(
-        FakeVLM(), images, list(POOL), None, id_classes=ids, top_k=2, chunk_size=1, templates="single"
+        FakeVLM(), images, list(POOL), None, id_classes=ids, top_k=2, text_chunk_size=1, templates="single"
     )
     b = build_mined_vocabulary(
-        FakeVLM(), images, list(POOL), None, id_classes=ids, top_k=2, chunk_size=1000, templates="single"
+        FakeVLM(), images, list(POOL), None, id_classes=ids, top_k=2, text_chunk_size=1000, templates="single"
     )
     assert a.labels == b.labels and a.meta == b.meta
 
@@ -463,7 +463,7 @@ class _NoWork(FakeVLM):
         ({"quantile": 50}, "quantile"),
         ({"threshold": float("nan")}, "threshold"),
         ({"index": "annoy"}, "index"),
-        ({"chunk_size": 0}, "chunk_size"),
+        ({"text_chunk_size": 0}, "text_chunk_size"),
         ({"size": 0}, "size"),
     ],
 )

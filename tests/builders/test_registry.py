@@ -67,17 +67,21 @@ def test_build_vocabulary_is_the_builder_function():
 
 
 def test_wordnet_through_the_registry_equals_the_direct_call(vlm):
-    got = negvocab.build_vocabulary("wordnet", vlm=vlm, pool=40, templates="single", percentile=0.9)
-    direct = negvocab.build_wordnet_vocabulary(vlm, candidates=sample_pool(40), templates="single", percentile=0.9)
+    got = negvocab.build_vocabulary("wordnet", vlm=vlm, n_candidates=40, templates="single", quantile=0.9)
+    direct = negvocab.build_wordnet_vocabulary(vlm, candidates=sample_pool(40), templates="single", quantile=0.9)
     assert got == direct and got.labels == direct.labels
 
 
 @pytest.mark.parametrize(
     ("name", "options", "message"),
     [
-        ("wordnet", {"percentile": 2}, "builder 'wordnet': percentile = 2: must be a quantile level in \\(0, 1\\]"),
-        ("wordnet", {"colour": "red"}, "builder 'wordnet': colour: unknown option; known: size, percentile"),
-        ("wordnet", {"pool": 5, "ratio": 0.1, "size": 3}, "builder 'wordnet': give either size or ratio, not both"),
+        ("wordnet", {"quantile": 2}, "builder 'wordnet': quantile = 2: must be a quantile level in \\(0, 1\\]"),
+        ("wordnet", {"colour": "red"}, "builder 'wordnet': colour: unknown option; known: size, quantile"),
+        (
+            "wordnet",
+            {"n_candidates": 5, "ratio": 0.1, "size": 3},
+            "builder 'wordnet': give either size or ratio, not both",
+        ),
         ("oracle", {}, "builder 'oracle': labels is missing: give the OOD labels"),
         ("siblings", {"levels": 11}, "builder 'siblings': levels = 11: must be an integer between 1 and 10"),
         ("mined", {"images": "x", "index": "flat"}, "builder 'mined': index = 'flat': must be one of exact, ivf, hnsw"),
@@ -178,3 +182,21 @@ def test_a_builder_marked_not_deployable_marks_its_vocabularies():
         assert got.head(1).caveats == got.caveats  # derived vocabularies keep the mark
     finally:
         unregister_builder("peek")
+
+
+def test_a_sweep_asks_the_builder_registry_whether_a_source_ranks(toy):
+    """A plug-in builder that ranks its labels is sweepable by M without ranks in the metadata; a source
+    whose builder does not rank (gpt) is not, and ranks in the metadata always count."""
+    from negvocab.evaluation.sweeps import is_ranked
+
+    plain = {"meta": None}
+    assert is_ranked(Vocabulary.from_labels(["a", "b"], source="toy", **plain))
+    assert is_ranked(Vocabulary.from_labels(["a", "b"], source="wordnet", **plain))
+    assert not is_ranked(Vocabulary.from_labels(["a", "b"], source="gpt", **plain))
+    ranked = {"a": {"rank": 1}, "b": {"rank": 2}}
+    assert is_ranked(Vocabulary.from_labels(["a", "b"], source="gpt", meta=ranked))
+    unregister_builder("toy")
+    try:
+        assert not is_ranked(Vocabulary.from_labels(["a", "b"], source="toy", **plain))
+    finally:
+        toy.register()

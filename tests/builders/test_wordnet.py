@@ -205,7 +205,7 @@ def test_cli_ranks_a_candidates_file_as_the_api_does(wn_vlm, tmp_path, monkeypat
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--percentile", "95"], "a fraction: 0.95, not a percent"),
+        (["--quantile", "95"], "a fraction: 0.95, not a percent"),
         (["--ratio", "1.5"], "--ratio must be in (0, 1]"),
         (["--size", "0"], "--size must be >= 1"),
         (["--size", "5", "--sizes", "2,3"], "give --size (one vocabulary) or --sizes (several), not both"),
@@ -233,13 +233,13 @@ def test_cli_checks_options_before_loading_the_model(tmp_path, monkeypatch, args
     assert not (tmp_path / "x.json").exists()
 
 
-def test_percentile_is_checked_before_any_embedding(monkeypatch):
+def test_quantile_is_checked_before_any_embedding(monkeypatch):
     class NoModel:
         def encode_text(self, *a, **k):
-            raise AssertionError("encoded before the percentile was checked")
+            raise AssertionError("encoded before the quantile was checked")
 
     with pytest.raises(InputError, match="not a percent"):
-        build_wordnet_vocabulary(NoModel(), 5, percentile=95, candidates=CANDIDATES)
+        build_wordnet_vocabulary(NoModel(), 5, quantile=95, candidates=CANDIDATES)
 
 
 @pytest.mark.parametrize(

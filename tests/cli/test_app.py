@@ -134,12 +134,12 @@ def test_shell_completion_is_on():
     assert r.returncode == 0 and "--install-completion" in r.stdout and "--show-completion" in r.stdout
 
 
-def test_demo_pool_size_is_a_number_and_pool_is_not_shown():
+def test_demo_n_candidates_is_a_number_and_pool_is_not_shown():
     import os
 
     env = {**os.environ, "COLUMNS": "200"}
     r = subprocess.run([*CLI, "demo", "--help"], capture_output=True, text=True, timeout=60, env=env)
-    assert "--pool-size" in r.stdout and not re.search(r"--pool\b(?!-)", r.stdout)
+    assert "--n-candidates" in r.stdout and not re.search(r"--pool\b(?!-)", r.stdout)
     r = subprocess.run([*CLI, "build", "wordnet", "--help"], capture_output=True, text=True, timeout=60, env=env)
     assert "--candidates" in r.stdout and "--pool" in r.stdout  # there --pool names candidates
 
@@ -153,11 +153,11 @@ def test_grid_init_writes_the_shipped_example(tmp_path):
     assert r.returncode == 2 and r.stderr.strip() == "error: g.toml exists; give --overwrite to replace it"
 
 
-def test_demo_pool_is_still_read_as_pool_size_with_a_warning(tmp_path):
+def test_demo_pool_and_pool_size_are_still_read_as_n_candidates(tmp_path):
     """The old spelling keeps working for a release: the same check (before any model loads) sees its value."""
-    for flag in ("--pool-size", "--pool"):
+    for flag in ("--n-candidates", "--pool-size", "--pool"):
         r = negvocab_cli("demo", "--random-weights", flag, "1", "-o", str(tmp_path / "d"))
-        assert r.returncode == 2 and r.stderr.strip().endswith("error: pool must be >= 2 WordNet candidates, got 1"), (
-            r.stderr
-        )
-        assert ("now --pool-size" in r.stderr) == (flag == "--pool")
+        assert r.returncode == 2 and r.stderr.strip().endswith(
+            "error: --n-candidates must be >= 2 WordNet candidates, got 1"
+        ), r.stderr
+        assert ("now --n-candidates" in r.stderr) == (flag == "--pool")

@@ -59,13 +59,17 @@ def test_the_cli_sees_a_builder_named_in_the_environment(tmp_path):
     assert r.returncode == 0 and "toy" not in r.stdout
 
 
-def test_a_plugin_that_does_not_import_is_one_line():
-    r = _cli("build", "--help", plugins="tests.plugins.no_such_module")
-    assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert r.stderr.strip().splitlines() == [
-        "error: plug-in 'tests.plugins.no_such_module' ($NEGVOCAB_PLUGINS) failed to import: "
+def test_a_plugin_that_does_not_import_is_one_line_and_help_still_helps():
+    line = (
+        "plug-in 'tests.plugins.no_such_module' ($NEGVOCAB_PLUGINS) failed to import: "
         "ModuleNotFoundError: No module named 'tests.plugins.no_such_module'"
-    ]
+    )
+    r = _cli("build", "wordnet", "-o", "x.json", plugins="tests.plugins.no_such_module")  # a command: stops
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [f"error: {line}"]
+    r = _cli("build", "--help", plugins="tests.plugins.no_such_module")  # help: a warning, then the help
+    assert r.returncode == 0 and "Traceback" not in r.stderr and "wordnet" in r.stdout
+    assert r.stderr.strip().splitlines() == [f"warning: {line}; what it registers is missing below"]
 
 
 def test_the_generated_command_builds_and_records_the_source(toy_command, model_args, tmp_path):

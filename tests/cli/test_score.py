@@ -374,8 +374,8 @@ def test_build_oracle(tiny, tmp_path):
 def test_demo_random_weights(tiny, tmp_path):
     out = tmp_path / "demo"
     r = invoke(
-        ["demo", "--random-weights", "--device", "cpu", "--pool-size", "60", "--id-classes", str(tiny / "classes.txt"),
-         "--cache-dir", str(tiny / "cache"), "-o", str(out)]
+        ["demo", "--random-weights", "--device", "cpu", "--n-candidates", "60",
+         "--id-classes", str(tiny / "classes.txt"), "--cache-dir", str(tiny / "cache"), "-o", str(out)]
     )  # fmt: skip
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
@@ -395,8 +395,9 @@ def test_demo_random_weights(tiny, tmp_path):
         assert f"wrote {report}" in r.stdout
         assert part in report.read_text() and "random-weights-banner" in report.read_text()
     r = invoke(
-        ["demo", "--random-weights", "--device", "cpu", "--pool-size", "60", "--id-classes", str(tiny / "classes.txt"),
-         "--cache-dir", str(tiny / "cache"), "-o", str(tmp_path / "d2"), "--no-report"]
+        ["demo", "--random-weights", "--device", "cpu", "--n-candidates", "60",
+         "--id-classes", str(tiny / "classes.txt"), "--cache-dir", str(tiny / "cache"), "-o", str(tmp_path / "d2"),
+         "--no-report"]
     )  # fmt: skip
     assert r.exit_code == 0, r.output
     assert (tmp_path / "d2" / "results" / "results.json").is_file() and not list((tmp_path / "d2").rglob("report.html"))
@@ -412,9 +413,12 @@ def test_demo_without_weights_says_how_to_pass_a_checkpoint(tmp_path):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--random-weights", "--pool-size", "0"], "pool must be >= 2"),
+        (["--random-weights", "--n-candidates", "0"], "--n-candidates must be >= 2"),
         (["--random-weights", "--size", "0"], "size M must be between 1 and the pool (1000), got 0"),
-        (["--random-weights", "--pool-size", "50", "--size", "51"], "between 1 and the pool (50), got 51"),
+        (
+            ["--random-weights", "--n-candidates", "50", "--size", "51"],
+            "between 1 and the number of candidates (50), got 51",
+        ),
         (["--random-weights", "-p", "laion2b_s34b_b79k"], "not both"),
         (["--random-weights", "--device", "bogus"], "unknown device 'bogus'"),
         (["-p", "/nonexistent/weights.bin"], "no such file or folder"),

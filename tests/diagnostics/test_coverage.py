@@ -134,7 +134,7 @@ def test_gains_and_oracle_repair(cov):
 
 
 def test_repair_from_a_candidate_pool_is_deployable(cov):
-    curve = cov.repair(3, pool=["polecat", "tayra", "lynx"])  # polecat is in the vocabulary: skipped
+    curve = cov.repair(3, candidates=["polecat", "tayra", "lynx"])  # polecat is in the vocabulary: skipped
     assert not curve.oracle
     assert curve.labels[0] == "tayra"
     assert np.all(np.diff(curve.fpr) <= 0)
@@ -156,7 +156,7 @@ def test_written_csvs_say_oracle_and_random_weights_on_every_row(cov, tmp_path):
     assert repair and all(r["oracle"] == "True" and r["random_weights"] == "True" for r in repair)
     classes = list(csv.DictReader((out / "coverage.csv").open()))
     assert classes and all(r["random_weights"] == "True" for r in classes)
-    pool = cov.repair(2, pool=["tayra", "lynx"])
+    pool = cov.repair(2, candidates=["tayra", "lynx"])
     out2 = cov.write(tmp_path / "pool", repair=pool)
     assert {r["oracle"] for r in csv.DictReader((out2 / "repair.csv").open())} == {"False"}
 
@@ -200,7 +200,7 @@ def test_a_pool_marked_oracle_gives_a_non_deployable_curve(cov):
     pool = negvocab.Vocabulary.from_labels(
         ["tayra", "lynx"], source="oracle", settings={"oracle": True, "deployable": False}
     )
-    curve = cov.repair(2, pool=pool)
+    curve = cov.repair(2, candidates=pool)
     assert curve.oracle and "NOT deployable" in curve.meta["note"]
 
 

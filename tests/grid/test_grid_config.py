@@ -46,13 +46,13 @@ BASE = {
         ({"vocabularies": {"v": {"builder": "oracle", "labels": "l.txt", "sizes": [2]}}}, "does not rank its labels"),
         ({"vocabularies": {"v": {"builder": "wordnet", "templates": "single"}}}, "vocabularies.v.templates: unknown"),
         (
-            {"vocabularies": {"v": {"builder": "wordnet", "pool": 3, "candidates": "c.tsv"}}},
+            {"vocabularies": {"v": {"builder": "wordnet", "n_candidates": 3, "candidates": "c.tsv"}}},
             "vocabularies.v: give pool .* or candidates .*, not both",
         ),
         ({"vocabularies": {"v": {"builder": "wordnet", "sizes": [0]}}}, "positive integers"),
         (
             {"vocabularies": {"v": {"builder": "wordnet", "colour": 1}}},
-            "vocabularies.v.colour: unknown key; known: .*percentile",
+            "vocabularies.v.colour: unknown key; known: .*quantile",
         ),
         ({"methods": [{"name": "nope"}]}, "unknown method"),
         (
@@ -105,16 +105,16 @@ def test_bad_files_are_one_line(change, message):
         ),
         ({"models": [{"random_weights": True}]}, "models\\[0\\].name is missing: give an open_clip model name"),
         (
-            {"vocabularies": {"v": {"builder": "wordnet", "percentile": "x"}}},
-            "vocabularies.v.percentile = 'x': must be a quantile level",
+            {"vocabularies": {"v": {"builder": "wordnet", "quantile": "x"}}},
+            "vocabularies.v.quantile = 'x': must be a quantile level",
         ),
         (
             {"vocabularies": {"v": {"builder": "wordnet", "preset": "fancy"}}},
             "vocabularies.v.preset = 'fancy': must be a candidate preset, one of",
         ),
         (
-            {"vocabularies": {"v": {"builder": "wordnet", "pool": -1}}},
-            "vocabularies.v.pool = -1: must be a positive integer",
+            {"vocabularies": {"v": {"builder": "wordnet", "n_candidates": -1}}},
+            "vocabularies.v.n_candidates = -1: must be a positive integer",
         ),
         ({"vocabularies": {"v": 3}}, "vocabularies.v = 3: must be a table of name = file"),
         ({"ood": {"a": ""}}, "ood.a = '': must be a table of name = path"),
@@ -152,9 +152,9 @@ def test_a_good_document_keeps_its_values():
         Resources(),
     )
     v = parse_config(
-        {**doc, "vocabularies": {"w": {"builder": "wordnet", "sizes": [50, 20, 50], "pool": 300}}}
+        {**doc, "vocabularies": {"w": {"builder": "wordnet", "sizes": [50, 20, 50], "n_candidates": 300}}}
     ).vocabularies[0]
-    assert v.sizes == (20, 50) and dict(v.options) == {"pool": 300}
+    assert v.sizes == (20, 50) and dict(v.options) == {"n_candidates": 300}
 
 
 @pytest.mark.parametrize(

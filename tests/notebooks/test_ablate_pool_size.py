@@ -50,7 +50,7 @@ def test_notebook_runs_with_random_weights(tiny, tmp_path, kernel_env):
         "DEVICE": "cpu",
         "CACHE_DIR": str(tiny / "cache"),
         "ID_WNIDS": wnids,
-        "POOL": 80,
+        "N_CANDIDATES": 80,
         "SIZES": [10, 20, 40],
         "GROUPS": 5,
         "GPT_VOCAB": str(tmp_path / "gpt.json"),
@@ -86,7 +86,7 @@ def test_notebook_runs_with_random_weights(tiny, tmp_path, kernel_env):
     [
         ({"ID_DIR": "/some/val"}, "set ID_DIR and one of OOD_DIR / FI_OOD_LIST"),  # not silently the toy set
         ({"FI_OOD_LIST": "/some/fi.csv"}, "set ID_DIR and one of OOD_DIR / FI_OOD_LIST"),
-        ({"SIZES": [10, 5000], "POOL": 40, "PRETRAINED": None, "DEVICE": "cpu"}, "pool sizes [5000] exceed the"),
+        ({"SIZES": [10, 5000], "N_CANDIDATES": 40, "PRETRAINED": None, "DEVICE": "cpu"}, "sizes M [5000] exceed the"),
     ],
 )
 def test_notebook_refuses_half_given_data_and_sizes_beyond_the_ranking(tiny, tmp_path, kernel_env, overrides, message):

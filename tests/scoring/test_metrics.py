@@ -65,8 +65,8 @@ def test_paper_threshold_is_the_decimal_quantile():
     # a float32 tpr means the decimal it prints as, not 0.949999988...
     x = np.arange(21.0)
     assert M.fpr_at_tpr(x, x, np.float32(0.95)) == M.fpr_at_tpr(x, x, 0.95) == paper_fpr(x, x)
-    assert M.bootstrap_ci("fpr", x, x, n_boot=5, alpha=np.float32(0.1)) == M.bootstrap_ci(
-        "fpr", x, x, n_boot=5, alpha=0.1
+    assert M.bootstrap_ci("fpr", x, x, n_boot=5, level=np.float32(0.9)) == M.bootstrap_ci(
+        "fpr", x, x, n_boot=5, level=0.9
     )
 
 
@@ -213,7 +213,7 @@ def test_defined_metrics_do_not_warn():
         (lambda: M.auroc(["a"], [1]), "numbers"),
         (lambda: M.bootstrap_ci("f1", [1], [1]), "unknown metric"),
         (lambda: M.bootstrap_ci("auroc", [1], [1], n_boot=0), "n_boot"),
-        (lambda: M.bootstrap_ci("auroc", [1], [1], alpha=1.5), "alpha"),
+        (lambda: M.bootstrap_ci("auroc", [1], [1], level=1.5), "level"),
         (lambda: M.bootstrap_ci("auroc", [1], [1], resample="all"), "resample"),
     ],
 )

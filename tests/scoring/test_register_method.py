@@ -202,3 +202,19 @@ def test_registration_is_checked_whole_and_defaults_obey_their_limits():
     finally:
         unregister_method("nv_mine", missing_ok=True)
         PARAMS.pop("nv_w", None)
+
+
+def test_a_parameter_flag_that_a_command_uses_for_its_own_option_is_refused():
+    """Once the command line is built, a plug-in parameter may not take a flag that ``score``/``sweep``/
+    ``coverage`` use for an option of their own (``--output``): the command could never offer it."""
+    import negvocab.cli.app  # builds the commands, which reserve their own flags
+
+    assert R.COMMAND_FLAGS.get("--output", "").startswith("negvocab ")
+    with pytest.raises(InputError, match=r"^parameter out_dim: flag --output is an option of its own of negvocab"):
+        negvocab.register_param(negvocab.Param("out_dim", int, 1, "x", "--output", check="min", low=1))
+    assert "out_dim" not in PARAMS
+    p = negvocab.register_param(negvocab.Param("out_dim", int, 1, "x", "--out-dim", check="min", low=1))
+    try:
+        assert PARAMS["out_dim"] is p
+    finally:
+        PARAMS.pop("out_dim")
