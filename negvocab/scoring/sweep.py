@@ -73,8 +73,9 @@ def check_sweep_method(method: str) -> str:
     if not spec.needs_negatives:
         able = ", ".join(list_methods(needs_negatives=True, kind="batch"))
         raise InputError(f"{spec.name} does not use negative labels; a pool-size sweep needs {able}")
-    if spec.inputs:
-        raise InputError(f"{spec.name} takes {', '.join(spec.inputs)}, which a pool-size sweep does not give")
+    unserved = [i for i in spec.inputs if i != "pair_texts"]  # NegRefine's pair texts: the sweep pipeline gives them
+    if unserved:
+        raise InputError(f"{spec.name} takes {', '.join(unserved)}, which a pool-size sweep does not give")
     return spec.name
 
 
