@@ -7,6 +7,7 @@ are registered lazily by :mod:`negvocab.builders.registry` (this module is impor
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -14,6 +15,7 @@ from pydantic import BaseModel, Field, InstanceOf, field_validator, model_valida
 
 from negvocab.builders.llm import build_eoe_vocabulary, build_gpt_vocabulary
 from negvocab.builders.mined import build_mined_vocabulary, mining_pool
+from negvocab.builders.negrefine import build_negrefine_vocabulary, estimate_negrefine
 from negvocab.builders.oracle import build_oracle_vocabulary, oracle_labels_from
 from negvocab.builders.registry import Builder, BuilderOptions
 from negvocab.builders.siblings import build_sibling_vocabulary
@@ -22,6 +24,7 @@ from negvocab.data.images import ImageSet
 from negvocab.index import INDEX_KINDS
 from negvocab.labels.candidates import PRESETS, sample_pool, wordnet_candidates
 from negvocab.labels.imagenet import IdClasses, read_id_classes
+from negvocab.llm.cost import CostEstimate
 from negvocab.llm.settings import LLMSettings
 from negvocab.provenance import file_sha256
 from negvocab.vocab import Vocabulary, load_candidates
@@ -320,8 +323,6 @@ def _negrefine_args(
 ) -> tuple[Vocabulary, IdClasses | None, LLMSettings]:
     """The options of a negrefine build as its functions take them: the settings with the flat fields
     given (``base_url``, ``concurrency``, ``batch``, ``retry_failed``) put in."""
-    import dataclasses
-
     vocab = vocabulary if isinstance(vocabulary, Vocabulary) else Vocabulary.load(vocabulary)
     given["model"] = given.pop("llm_model")
     flat = {k: given.pop(k) for k in ("base_url", "concurrency", "batch", "retry_failed")}
@@ -339,8 +340,6 @@ def build_negrefine(
 ) -> Vocabulary:
     """:func:`~negvocab.builders.negrefine.build_negrefine_vocabulary` of a vocabulary file or object (a
     file's path and hash recorded)."""
-    from negvocab.builders.negrefine import build_negrefine_vocabulary
-
     vocab, ids, s = _negrefine_args(vocabulary, id_classes, settings, options)
     out = build_negrefine_vocabulary(vlm, vocab, id_classes=ids, settings=s, **options)
     if isinstance(vocabulary, Vocabulary):
@@ -350,19 +349,17 @@ def build_negrefine(
     )
 
 
-def estimate_negrefine(
+def estimate_negrefine_cost(
     vlm: VLM,
     *,
     vocabulary: Path | Vocabulary,
     id_classes: IdClasses | Path | None,
     settings: LLMSettings | None,
     **options: Any,
-) -> Any:
+) -> CostEstimate:
     """The dry run of :func:`build_negrefine`: a :class:`~negvocab.llm.cost.CostEstimate`, nothing sent."""
-    from negvocab.builders.negrefine import estimate_negrefine as estimate
-
     vocab, ids, s = _negrefine_args(vocabulary, id_classes, settings, options)
-    return estimate(vlm, vocab, id_classes=ids, settings=s, **options)
+    return estimate_negrefine(vlm, vocab, id_classes=ids, settings=s, **options)
 
 
 NEGREFINE = Builder(
@@ -379,5 +376,5 @@ NEGREFINE = Builder(
         "--base-url http://localhost:8000/v1 -o negrefine.json",
     ),
     texts=lambda o, n: n,  # at least the ID class names (and the vocabulary's labels, bare)
-    estimate=estimate_negrefine,
+    estimate=estimate_negrefine_cost,
 )

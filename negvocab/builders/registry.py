@@ -38,6 +38,7 @@ from negvocab.registry import Registry, resolve_target
 from negvocab.vocab import Vocabulary, add_source, with_caveats
 
 if TYPE_CHECKING:
+    from negvocab.llm.cost import CostEstimate
     from negvocab.vlm.model import VLM
 
 __all__ = [
@@ -92,7 +93,7 @@ class Builder:
             raise InputError(f"builder {self.name!r}: its build function {self.build!r} is not callable")
         return fn
 
-    def estimate_cost(self, *, vlm: VLM | None = None, **options: Any) -> Any:
+    def estimate_cost(self, *, vlm: VLM | None = None, **options: Any) -> CostEstimate:
         """What building with ``options`` would send and cost (the builder's ``estimate``), nothing sent."""
         if self.estimate is None:
             raise InputError(f"builder {self.name!r} has no dry run (it sends no requests)")
@@ -103,7 +104,8 @@ class Builder:
         )
         checked = self.validate(options)
         values = {k: getattr(checked, k) for k in type(checked).model_fields}
-        return fn(vlm, **values) if "vlm" in self.needs else fn(**values)
+        out: CostEstimate = fn(vlm, **values) if "vlm" in self.needs else fn(**values)
+        return out
 
     def count_texts(self, options: BaseModel, n_classes: int) -> int | None:
         """How many texts building with ``options`` embeds (its candidates), or None when it does not say."""
