@@ -102,6 +102,8 @@ class Builder:
             if isinstance(self.estimate, str)
             else self.estimate
         )
+        if not callable(fn):
+            raise InputError(f"builder {self.name!r}: its estimate {self.estimate!r} is not callable")
         checked = self.validate(options)
         values = {k: getattr(checked, k) for k in type(checked).model_fields}
         out: CostEstimate = fn(vlm, **values) if "vlm" in self.needs else fn(**values)
