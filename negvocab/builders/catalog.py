@@ -315,6 +315,10 @@ class NegRefineOptions(BuilderOptions):
     )
 
 
+def _vocabulary_of(value: Path | Vocabulary | list[str]) -> Vocabulary | list[str]:
+    return value if isinstance(value, (Vocabulary, list)) else Vocabulary.load(value)
+
+
 def _negrefine_args(
     vocabulary: Path | Vocabulary,
     id_classes: IdClasses | Path | None,
@@ -323,7 +327,7 @@ def _negrefine_args(
 ) -> tuple[Vocabulary, IdClasses | None, LLMSettings]:
     """The options of a negrefine build as its functions take them: the settings with the flat fields
     given (``base_url``, ``concurrency``, ``batch``, ``retry_failed``) put in."""
-    vocab = vocabulary if isinstance(vocabulary, Vocabulary) else Vocabulary.load(vocabulary)
+    vocab = vocabulary if isinstance(vocabulary, Vocabulary) else Vocabulary.load(vocabulary)  # a file's labels
     given["model"] = given.pop("llm_model")
     flat = {k: given.pop(k) for k in ("base_url", "concurrency", "batch", "retry_failed")}
     changes = {k: v for k, v in flat.items() if v not in (None, False)}
@@ -375,6 +379,6 @@ NEGREFINE = Builder(
         "negvocab build negrefine --vocabulary csp.json --llm-model Qwen2.5-14B-Instruct "
         "--base-url http://localhost:8000/v1 -o negrefine.json",
     ),
-    texts=lambda o, n: n,  # at least the ID class names (and the vocabulary's labels, bare)
+    texts=lambda o, n: n + len(_vocabulary_of(getattr(o, "vocabulary", []))),  # bare names and labels, once
     estimate=estimate_negrefine_cost,
 )
