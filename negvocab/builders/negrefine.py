@@ -169,7 +169,9 @@ class _Plan:
 
     def run(self, template: PromptTemplate, requests: list[Request]) -> LLMRun:
         rounds = max((q.round for q in requests), default=0) + 1
-        return LLMRun("negrefine", self.model, template, requests, self.identity, self.run_dir, [], rounds)
+        return LLMRun(
+            "negrefine", self.model, template, requests, self.identity, self.run_dir, [], rounds, reads_text=True
+        )
 
     def answers(self, journal: Journal) -> Answers:
         def known(label: str, round_: int) -> str | None:
