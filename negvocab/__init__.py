@@ -138,6 +138,9 @@ _EXPORTS: dict[str, str] = {
     "list_methods": "negvocab.scoring.methods",
     "get_method": "negvocab.scoring.methods",
     "load_plugins": "negvocab.plugins",
+    # part "negrefine" (issue 30): NegRefine's LLM filter and the pair texts of its multi-matching score
+    "PairTexts": "negvocab.vlm.pairs",
+    "build_negrefine_vocabulary": "negvocab.builders.negrefine",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -163,6 +166,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from negvocab.builders.llm import build_eoe_vocabulary, build_gpt_vocabulary, vocabulary_from_journal
     from negvocab.builders.mined import build_mined_vocabulary
+    from negvocab.builders.negrefine import build_negrefine_vocabulary  # part "negrefine"
     from negvocab.builders.oracle import build_oracle_vocabulary
     from negvocab.builders.registry import (  # part C "builders"
         Builder,
@@ -237,6 +241,7 @@ if TYPE_CHECKING:
     from negvocab.vlm.export import load_embeddings, save_embeddings
     from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM
+    from negvocab.vlm.pairs import PairTexts  # part "negrefine"
     from negvocab.vocab import Vocabulary, load_candidates
 
 if TYPE_CHECKING:  # issue 29, part "library": helpers the CLI used and the API lacked

@@ -16,7 +16,7 @@ import numpy as np
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["ArrayLike", "Device", "Embeddings", "ParamValue", "PathLike"]
+__all__ = ["ArrayLike", "Device", "Embeddings", "MethodArg", "ParamValue", "PathLike"]
 
 #: a matrix of embeddings, one row per image or label: numpy or torch (any device), float16/32/64
 Embeddings: TypeAlias = Union[np.ndarray, "torch.Tensor"]
@@ -27,5 +27,8 @@ Device: TypeAlias = Union[str, "torch.device", None]
 #: one method parameter's value (negvocab.list_params()): a number, a word, a flag, GL-MCM's patch
 #: features (an array), a device, or None (the default)
 ParamValue: TypeAlias = Union[int, float, str, bool, None, np.ndarray, "torch.Tensor", "torch.device"]
+#: what a scorer takes by keyword: a parameter's value (ParamValue) or a method input, which is any
+#: object a registered input names (GL-MCM's patch features, NegRefine's pair texts, a plug-in's own)
+MethodArg: TypeAlias = object
 #: a file or folder path
 PathLike: TypeAlias = str | os.PathLike[str]

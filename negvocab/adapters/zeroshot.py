@@ -15,6 +15,7 @@ from negvocab.scoring import scores as S
 from negvocab.scoring.methods import PARAMS, batch_method, check_params
 from negvocab.types import ParamValue
 from negvocab.vlm.images import encode_batch
+from negvocab.vlm.pairs import pair_inputs
 from negvocab.vocab import Vocabulary
 
 if TYPE_CHECKING:
@@ -86,6 +87,8 @@ class ZeroShot:
             else torch.from_numpy(vlm.encode_text(list(self.vocabulary.labels), templates,
                                                   pos=self.vocabulary.parts_of_speech(), progress=False))
         )  # fmt: skip
+        labels = None if self.vocabulary is None else self.vocabulary.labels
+        self.pairs = pair_inputs(self.method.inputs, vlm, templates, self.id_classes.names, labels)  # NegRefine's
 
     @property
     def hyperparameters(self) -> dict[str, Any]:
@@ -111,7 +114,7 @@ class ZeroShot:
                     f"{self.method.name} needs the patch features: call predict(images), or pass local=[n, p, d]"
                 )
             extra = {"local": torch.nn.functional.normalize(torch.as_tensor(local).detach().float().cpu(), dim=-1)}
-        s = S.score(self.method.name, z, self.id_emb, self.neg_emb, **self.params, **extra)
+        s = S.score(self.method.name, z, self.id_emb, self.neg_emb, **self.params, **extra, **self.pairs)
         return torch.from_numpy(np.asarray(s, dtype=np.float64))
 
     def classify(self, features: Any) -> torch.Tensor:

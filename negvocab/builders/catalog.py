@@ -7,6 +7,7 @@ are registered lazily by :mod:`negvocab.builders.registry` (this module is impor
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -15,6 +16,7 @@ from pydantic import BaseModel, Field, InstanceOf, field_validator, model_valida
 
 from negvocab.builders.llm import build_eoe_vocabulary, build_gpt_vocabulary
 from negvocab.builders.mined import build_mined_vocabulary, mining_pool
+from negvocab.builders.negrefine import build_negrefine_vocabulary, estimate_negrefine
 from negvocab.builders.oracle import build_oracle_vocabulary, oracle_labels_from
 from negvocab.builders.registry import Builder, BuilderOptions
 from negvocab.builders.siblings import build_sibling_vocabulary
@@ -23,6 +25,7 @@ from negvocab.data.images import ImageSet
 from negvocab.index import INDEX_KINDS
 from negvocab.labels.candidates import PRESETS, sample_pool, wordnet_candidates
 from negvocab.labels.imagenet import IdClasses, read_id_classes
+from negvocab.llm.cost import CostEstimate
 from negvocab.llm.settings import LLMSettings
 from negvocab.provenance import file_sha256
 from negvocab.vocab import Vocabulary, load_candidates
@@ -34,12 +37,14 @@ __all__ = [
     "EOE",
     "GPT",
     "MINED",
+    "NEGREFINE",
     "ORACLE",
     "SIBLINGS",
     "WORDNET",
     "EoeOptions",
     "GptOptions",
     "MinedOptions",
+    "NegRefineOptions",
     "OracleOptions",
     "SiblingsOptions",
     "WordnetOptions",
@@ -306,4 +311,94 @@ EOE = Builder(
     needs=frozenset({"llm"}),
     paper="Cao et al., Envisioning Outlier Exposure, ICML 2024",
     examples=("negvocab build eoe --mode far -m gpt-4o-mini --size 500 -o eoe_far.json",),
+)
+
+
+# -- negrefine (issue 30: NegRefine) ----------------------------------------------------------
+class NegRefineOptions(BuilderOptions):
+    """NegRefine's LLM filter: proper nouns and sub-categories of their best-matching ID classes removed."""
+
+    vocabulary: Path | InstanceOf[Vocabulary] = Field(
+        description="the vocabulary to filter: a vocabulary or label file, or a Vocabulary"
+    )
+    llm_model: str = Field(min_length=1, description="a chat model name (OpenAI or any OpenAI-compatible server)")
+    id_classes: InstanceOf[IdClasses] | Path | None = Field(None, description=_ID_CLASSES)
+    top_n: int = Field(10, ge=1, description="an integer >= 1 (best-matching ID classes asked about per label)")
+    run_dir: Path | None = Field(None, description="the run folder (journal; default in the cache)")
+    temperature: float | None = Field(0.7, ge=0, allow_inf_nan=False, description="a number >= 0 or none")
+    base_url: str | None = Field(None, description="an OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    concurrency: int | None = Field(None, ge=1, description="an integer >= 1 (requests in flight)")
+    batch: bool = Field(False, description="true or false (the Batch API)")
+    retry_failed: bool = Field(False, description="true or false (ask recorded failures again)")
+    settings: InstanceOf[LLMSettings] | None = Field(
+        None, description="an LLMSettings: endpoint, key, concurrency, Batch API"
+    )
+
+
+def _vocabulary_of(value: Path | Vocabulary | list[str]) -> Vocabulary | list[str]:
+    return value if isinstance(value, (Vocabulary, list)) else Vocabulary.load(value)
+
+
+def _negrefine_args(
+    vocabulary: Path | Vocabulary,
+    id_classes: IdClasses | Path | None,
+    settings: LLMSettings | None,
+    given: dict[str, Any],
+) -> tuple[Vocabulary, IdClasses | None, LLMSettings]:
+    """The options of a negrefine build as its functions take them: the settings with the flat fields
+    given (``base_url``, ``concurrency``, ``batch``, ``retry_failed``) put in."""
+    vocab = vocabulary if isinstance(vocabulary, Vocabulary) else Vocabulary.load(vocabulary)  # a file's labels
+    given["model"] = given.pop("llm_model")
+    flat = {k: given.pop(k) for k in ("base_url", "concurrency", "batch", "retry_failed")}
+    changes = {k: v for k, v in flat.items() if v not in (None, False)}
+    return vocab, _id_classes(id_classes), dataclasses.replace(settings or LLMSettings(), **changes)
+
+
+def build_negrefine(
+    vlm: VLM,
+    *,
+    vocabulary: Path | Vocabulary,
+    id_classes: IdClasses | Path | None,
+    settings: LLMSettings | None,
+    **options: Any,
+) -> Vocabulary:
+    """:func:`~negvocab.builders.negrefine.build_negrefine_vocabulary` of a vocabulary file or object (a
+    file's path and hash recorded)."""
+    vocab, ids, s = _negrefine_args(vocabulary, id_classes, settings, options)
+    out = build_negrefine_vocabulary(vlm, vocab, id_classes=ids, settings=s, **options)
+    if isinstance(vocabulary, Vocabulary):
+        return out
+    return out.subset(
+        out.labels, settings={"input_file": str(vocabulary), "input_file_sha256": file_sha256(vocabulary)}
+    )
+
+
+def estimate_negrefine_cost(
+    vlm: VLM,
+    *,
+    vocabulary: Path | Vocabulary,
+    id_classes: IdClasses | Path | None,
+    settings: LLMSettings | None,
+    **options: Any,
+) -> CostEstimate:
+    """The dry run of :func:`build_negrefine`: a :class:`~negvocab.llm.cost.CostEstimate`, nothing sent."""
+    vocab, ids, s = _negrefine_args(vocabulary, id_classes, settings, options)
+    return estimate_negrefine(vlm, vocab, id_classes=ids, settings=s, **options)
+
+
+NEGREFINE = Builder(
+    name="negrefine",
+    build=build_negrefine,
+    options=NegRefineOptions,
+    source="negrefine",
+    summary="NegRefine's LLM filter of a vocabulary: proper nouns and sub-categories of ID classes removed.",
+    needs=frozenset({"vlm", "llm"}),
+    paper="Ansari et al., NegRefine: Refining Negative Label-Based Zero-Shot OOD Detection, ICCV 2025",
+    examples=(
+        "negvocab build negrefine --vocabulary csp.json --llm-model gpt-4o-mini --dry-run -o negrefine.json",
+        "negvocab build negrefine --vocabulary csp.json --llm-model Qwen2.5-14B-Instruct "
+        "--base-url http://localhost:8000/v1 -o negrefine.json",
+    ),
+    texts=lambda o, n: n + len(_vocabulary_of(getattr(o, "vocabulary", []))),  # bare names and labels, once
+    estimate=estimate_negrefine_cost,
 )

@@ -41,6 +41,7 @@ from negvocab.errors import InputError, ResourceError
 from negvocab.llm.batch import held_by, in_open_batch, run_batch
 from negvocab.llm.client import LLMClient, check_base_url, public_url
 from negvocab.llm.cost import CostEstimate, cost_usd, estimate, priced_here
+from negvocab.llm.formats import MODES, VERBATIM
 from negvocab.llm.journal import MANIFEST, Journal, identity_hash, read_manifest
 from negvocab.llm.loop import run_coro
 from negvocab.llm.prompts import PromptTemplate, load_prompt
@@ -96,6 +97,8 @@ class LLMRun:
     chunks: dict[str, list[str]] = field(default_factory=dict)
     selection: int | list[str] | None = None  # the class selection as JSON (None: all)
     prompt_path: str | None = None
+    #: the task reads each answer's text itself (NegRefine's Yes/No): asked in the ``verbatim`` format only
+    reads_text: bool = False
 
     @property
     def identity_sha256(self) -> str:
@@ -149,6 +152,16 @@ class LLMRun:
         """
         # long: the run in order (settings, sync or batch, journal, outcome and cost)
         s = resolve_settings(settings, overrides, self.execute)
+        if (s.response_format == VERBATIM) != self.reads_text:
+            raise InputError(
+                f"response_format {s.response_format!r} does not suit {self.task}: "
+                + (
+                    "its answers are read as text (verbatim)"
+                    if self.reads_text
+                    else f"choose one of {', '.join(MODES)}"
+                ),
+                param="response_format",
+            )
         check_base_url(s.base_url)  # $OPENAI_BASE_URL too, before the run folder is made
         if s.retry_failed and s.batch:
             raise InputError(

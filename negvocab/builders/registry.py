@@ -39,6 +39,7 @@ from negvocab.registry import Registry, resolve_target
 from negvocab.vocab import Vocabulary, add_source, with_caveats
 
 if TYPE_CHECKING:
+    from negvocab.llm.cost import CostEstimate
     from negvocab.vlm.model import VLM
 
 __all__ = [
@@ -92,6 +93,9 @@ class Builder:
     examples: tuple[str, ...] = ()  # CLI examples shown in its --help
     aliases: tuple[str, ...] = ()
     texts: Callable[[BaseModel, int], int] | str | None = None  # texts it embeds (options, ID classes): grid plan
+    #: the dry run of an LLM builder: called as the build function, returns what it would send
+    #: (a :class:`~negvocab.llm.cost.CostEstimate`) and sends nothing; ``negvocab build NAME --dry-run``
+    estimate: Callable[..., Any] | str | None = None
 
     def function(self) -> Callable[..., Vocabulary]:
         """The build function (a lazy target imported now)."""
@@ -99,6 +103,22 @@ class Builder:
         if not callable(fn):
             raise InputError(f"builder {self.name!r}: its build function {self.build!r} is not callable")
         return fn
+
+    def estimate_cost(self, *, vlm: VLM | None = None, **options: Any) -> CostEstimate:
+        """What building with ``options`` would send and cost (the builder's ``estimate``), nothing sent."""
+        if self.estimate is None:
+            raise InputError(f"builder {self.name!r} has no dry run (it sends no requests)")
+        fn = (
+            resolve_target(self.estimate, what=f"builder {self.name!r} estimate")
+            if isinstance(self.estimate, str)
+            else self.estimate
+        )
+        if not callable(fn):
+            raise InputError(f"builder {self.name!r}: its estimate {self.estimate!r} is not callable")
+        checked = self.validate(options)
+        values = {k: getattr(checked, k) for k in type(checked).model_fields}
+        out: CostEstimate = fn(vlm, **values) if "vlm" in self.needs else fn(**values)
+        return out
 
     def count_texts(self, options: BaseModel, n_classes: int) -> int | None:
         """How many texts building with ``options`` embeds (its candidates), or None when it does not say."""
@@ -227,6 +247,7 @@ def register_builder(
     examples: Iterable[str] = (),
     aliases: Iterable[str] = (),
     texts: Callable[[BaseModel, int], int] | str | None = None,
+    estimate: Callable[..., Any] | str | None = None,
     replace: bool = False,
 ) -> Builder:
     """Register a builder (see the module docstring); ``source`` defaults to ``name``.
@@ -234,7 +255,8 @@ def register_builder(
     ``build`` is called as ``build(vlm, **options)`` when ``needs`` holds ``"vlm"``, else
     ``build(**options)``, with every field of the validated ``options`` model; it returns a
     :class:`~negvocab.Vocabulary` whose ``source`` is ``source``. ``texts(options, n_classes)``
-    (optional) says how many texts it embeds, for ``negvocab grid plan``."""
+    (optional) says how many texts it embeds, for ``negvocab grid plan``; ``estimate`` (optional, an
+    LLM builder's dry run) is called as ``build`` and returns what it would send and cost."""
     if not (isinstance(options, type) and issubclass(options, BaseModel)):
         raise InputError(f"builder {name!r}: options must be a pydantic model class, got {options!r}")
     if not (isinstance(build, str) or callable(build)):
@@ -259,6 +281,7 @@ def register_builder(
         examples=tuple(examples),
         aliases=tuple(aliases),
         texts=texts,
+        estimate=estimate,
     )
     add_source(entry.source)  # the vocabulary layer accepts what the registry holds
     _BUILDERS.register(entry.name, entry, aliases=entry.aliases, replace=replace)
@@ -304,5 +327,5 @@ def annotation_types(annotation: Any) -> list[Any]:
 
 
 # the built-ins, lazily: negvocab.builders.catalog holds their options models and calls
-for _name in ("wordnet", "gpt", "eoe", "oracle", "siblings", "mined"):
+for _name in ("wordnet", "gpt", "eoe", "oracle", "siblings", "mined", "negrefine"):
     _BUILDERS.register(_name, f"negvocab.builders.catalog:{_name.upper()}")

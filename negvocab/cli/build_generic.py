@@ -54,6 +54,10 @@ _OUTPUT = Annotated[
     Path, typer.Option("--output", "-o", help="Vocabulary file to write (.json; .txt writes one label a line).")
 ]
 
+_DRY_RUN = Annotated[
+    bool, typer.Option("--dry-run", help="Say how many requests would be sent and their cost; send and write nothing.")
+]
+
 
 def build_help() -> str:
     """The ``build`` group's help: every registered builder."""
@@ -98,6 +102,9 @@ def builder_command(b: Builder) -> Callable[..., None]:
         inspect.Parameter("output", inspect.Parameter.KEYWORD_ONLY, annotation=_OUTPUT),
         inspect.Parameter("overwrite", inspect.Parameter.KEYWORD_ONLY, annotation=OverwriteOpt, default=False),
     ]
+    if b.estimate is not None:  # an LLM builder: what it would send and cost, nothing sent or written
+        taken.add("--dry-run")
+        params.append(inspect.Parameter("dry_run", inspect.Parameter.KEYWORD_ONLY, annotation=_DRY_RUN, default=False))
     if uses_vlm:
         params += [
             inspect.Parameter(f"vlm_{k}", inspect.Parameter.KEYWORD_ONLY, annotation=ann, default=default)
@@ -128,7 +135,7 @@ def builder_command(b: Builder) -> Callable[..., None]:
         )
 
     def command(**kw: Any) -> None:
-        output, overwrite = kw.pop("output"), kw.pop("overwrite")
+        output, overwrite, dry_run = kw.pop("output"), kw.pop("overwrite"), kw.pop("dry_run", False)
         given = {k.removeprefix("opt_"): v for k, v in kw.items() if k.startswith("opt_")}
         options = {k: v for k, v in given.items() if not (v is None or (isinstance(v, list) and not v))}
         if "progress" in b.options.model_fields:
@@ -137,7 +144,8 @@ def builder_command(b: Builder) -> Callable[..., None]:
             options["batch_size"] = kw["vlm_batch_size"]
         b.validate(options, key=lambda n: flags.get(n, n))  # every option checked before the model loads
         paths = [v for v in options.values() if isinstance(v, Path)]
-        check_output(output, inputs=paths, overwrite=overwrite)
+        if not dry_run:
+            check_output(output, inputs=paths, overwrite=overwrite)
         vlm = None
         if uses_vlm:
             v = {k.removeprefix("vlm_"): kw[k] for k in kw if k.startswith("vlm_")}
@@ -151,6 +159,9 @@ def builder_command(b: Builder) -> Callable[..., None]:
                 tag=v["tag"],
                 batch_size=v["batch_size"],
             )
+        if dry_run:
+            typer.echo(f"dry run, nothing sent: {b.estimate_cost(vlm=vlm, **options).summary()}")
+            return
         vocab = b.run(vlm=vlm, **options)
         with writing(output):
             vocab.save(output)

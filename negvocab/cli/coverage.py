@@ -54,7 +54,7 @@ CoverageOodOpt = Annotated[
 
 def _served(m: Method) -> bool:
     """Coverage serves a method that takes negatives (by its gains form, else by rescoring)."""
-    return m.needs_negatives and m.kind == "batch"
+    return m.needs_negatives and m.kind == "batch" and not m.inputs  # it gives no input (NegRefine's pair texts)
 
 
 @app.command("coverage")

@@ -41,6 +41,7 @@ from negvocab.progress import track
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 from negvocab.scoring.methods import (
+    INPUTS,
     PARAMS,
     batch_method,
     canonical_method,
@@ -49,6 +50,7 @@ from negvocab.scoring.methods import (
     scorer_params,
 )
 from negvocab.types import Device
+from negvocab.vlm.pairs import pair_inputs
 from negvocab.vlm.templates import resolve_templates
 
 if TYPE_CHECKING:
@@ -203,6 +205,7 @@ def evaluate_vocabularies(
     for method, vname in _progress(jobs, progress, "scoring"):
         vocab = named[vname] if vname else None
         kw = scorer_params(method, params, getattr(vlm, "logit_scale", None))  # a model-like object may not have one
+        kw.update(pair_inputs(specs[method].inputs, vlm, templates, id_classes.names, vocab.labels if vocab else None))
         neg = neg_cache[vname] if vname else None
         key = f"{method}@{vname}" if vname else method
         if "local" in specs[method].inputs:  # per set: the [n, p, d] patch features are never copied into one array
@@ -314,7 +317,7 @@ def _row_identity(
         **model_fields(vlm),
         "vocabulary": vname or "",
         **vocab_identity(vocab),
-        "params": {k: v for k, v in kw.items() if k != "local"},
+        "params": {k: v for k, v in kw.items() if k not in INPUTS},
         "templates": templates,
         "extra": dict(extra),
         "layout": "score",

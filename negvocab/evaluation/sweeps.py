@@ -33,7 +33,8 @@ from negvocab.evaluation.rows import (
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
-from negvocab.scoring.methods import check_evaluation, check_shared, scorer_params
+from negvocab.scoring.methods import check_evaluation, check_shared, get_method, scorer_params
+from negvocab.vlm.pairs import pair_inputs
 from negvocab.vlm.templates import resolve_templates
 
 if TYPE_CHECKING:
@@ -137,7 +138,10 @@ def sweep_vocabulary(
         list(vocab.labels[: max(wanted)]), templates, pos=vocab.parts_of_speech()[: max(wanted)], progress=progress
     )
     kw = scorer_params(method, params, getattr(vlm, "logit_scale", None))  # as evaluate_vocabularies
-    by_m = sweep(enc.images, class_emb, ranked, wanted, method=method, device=vlm.device, **kw)
+    inputs = get_method(method).inputs  # NegRefine's pair texts: over the swept labels, then each reference's
+    names = list(id_classes.names)
+    pairs = pair_inputs(inputs, vlm, templates, names, vocab.labels[: max(wanted)])
+    by_m = sweep(enc.images, class_emb, ranked, wanted, method=method, device=vlm.device, **kw, **pairs)
     common = {"method": method, **model_fields(vlm), "templates": templates}
     boot: dict[str, Any] = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed, "groups": enc.groups}
     vname = name or vocab.source
@@ -150,7 +154,8 @@ def sweep_vocabulary(
     refs = []
     for rname, ref in (references or {}).items():
         neg = vlm.encode_text(list(ref.labels), templates, pos=ref.parts_of_speech(), progress=progress)
-        s = np.asarray(S.score(method, enc.images, class_emb, neg, device=vlm.device, **kw))
+        pairs = pair_inputs(inputs, vlm, templates, names, ref.labels)
+        s = np.asarray(S.score(method, enc.images, class_emb, neg, device=vlm.device, **kw, **pairs))
         identity = {"M": len(ref), **common, "vocabulary": rname, **vocab_identity(ref)}
         s_id, s_sets = enc.split(s)
         refs += [r.to_dict() for r in ood_records(s_id, s_sets, **boot, **identity, layout="reference")]

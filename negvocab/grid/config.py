@@ -78,7 +78,7 @@ from negvocab.deprecation import rename_keys
 from negvocab.errors import InputError, NegvocabError
 from negvocab.grid.resources import Resources, ResourcesTable, parse_resources
 from negvocab.plugins import load_plugins
-from negvocab.scoring.methods import EVALUATION_PARAMS, batch_method, check_params, needs_negatives
+from negvocab.scoring.methods import EVALUATION_PARAMS, batch_method, check_params, get_method, needs_negatives
 from negvocab.scoring.metrics import CONVENTIONS
 from negvocab.textfiles import read_text
 from negvocab.vlm.loading import check_weights, resolve_device, resolve_precision
@@ -562,6 +562,8 @@ def _method(value: str | MethodTable, i: int, source: str) -> MethodSpec:
     where = f"{source}: methods[{i}]"
     try:
         name = batch_method(table.name, "a grid").name
+        if "pair_texts" in get_method(name).inputs:  # score units score from embeddings, with no model to embed them
+            raise InputError(f"{name} embeds texts per image (pair_texts), which a grid's score units cannot")
     except InputError as e:
         raise InputError(f"{where}.name: {e}") from None
     try:

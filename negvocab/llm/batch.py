@@ -27,7 +27,7 @@ from typing import Any
 from negvocab.atomic import write_bytes
 from negvocab.errors import ResourceError
 from negvocab.llm.client import Answer, BadAnswer, LLMClient, add_usage, read_answer
-from negvocab.llm.formats import messages_for, request_format, snippet
+from negvocab.llm.formats import VERBATIM, messages_for, request_format, snippet
 from negvocab.llm.journal import Journal
 from negvocab.llm.prompts import PromptTemplate
 from negvocab.llm.run import Progress, Request, answered, pending, result_record
@@ -69,7 +69,7 @@ def interpret_line(line: dict[str, Any], req: Request, mode: str = "json_schema"
     choices = body.get("choices") or []
     message = (choices[0] or {}).get("message") or {} if choices else {}
     try:
-        if choices and choices[0].get("finish_reason") == "length":
+        if choices and choices[0].get("finish_reason") == "length" and mode != VERBATIM:
             raise BadAnswer("answer cut off at the token limit", "invalid")
         labels, raw = read_answer(message.get("content"), message.get("refusal"), None, req.n, req.min_labels, mode)
     except BadAnswer as e:

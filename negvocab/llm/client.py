@@ -49,6 +49,7 @@ from negvocab.llm.endpoint import check_base_url, is_official, public_url, resol
 from negvocab.llm.formats import (  # noqa: F401 (RESPONSE_FORMAT, LabelList, labels_from_message: public here too)
     NEXT,
     RESPONSE_FORMAT,
+    VERBATIM,
     BadAnswer,
     LabelList,
     broken_json,
@@ -515,7 +516,7 @@ class LLMClient:
         choice = completion.choices[0]
         message = choice.message
         content = getattr(message, "content", None)
-        if choice.finish_reason == "length":
+        if choice.finish_reason == "length" and mode != VERBATIM:  # a verbatim answer is read as far as it went
             if not_language(content):  # a model that rambled to its limit: the fix is not fewer names
                 raise BadAnswer(
                     "answer cut off at the token limit, and it is not language",

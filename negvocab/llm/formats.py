@@ -5,7 +5,10 @@
 - ``json_object``: JSON mode (``{"type": "json_object"}``), the messages say which JSON to write;
   the answer text is read with :func:`negvocab.labels.clean.parse_label_list`;
 - ``text``: no ``response_format`` at all (servers and proxies that reject or ignore it); the
-  messages ask for one name a line and the answer is read with ``parse_label_list``.
+  messages ask for one name a line and the answer is read with ``parse_label_list``;
+- ``verbatim``: a question that is no list (NegRefine's Yes/No questions): no ``response_format``,
+  the messages sent as the prompt file says, the answer's text kept as the model wrote it (one item,
+  uncleaned; the task reads it). Not offered to the label builders (not in :data:`MODES`).
 
 ``auto`` (the default) starts with ``json_schema`` and moves down this list once, at the start of a
 run, when the server rejects the format with an HTTP 400 that names it, or when its first answers
@@ -32,6 +35,7 @@ __all__ = [
     "NEXT",
     "RESPONSE_FORMAT",
     "TEXT_HINT",
+    "VERBATIM",
     "broken_json",
     "check_mode",
     "default_max_tokens",
@@ -65,6 +69,8 @@ RESPONSE_FORMAT: dict[str, Any] = {
 }
 
 MODES: tuple[str, ...] = ("auto", "json_schema", "json_object", "text")
+#: the mode of questions whose answer is read by the task itself, not as a list of labels
+VERBATIM = "verbatim"
 #: where ``auto`` goes when a mode does not work
 NEXT: dict[str, str] = {"json_schema": "json_object", "json_object": "text"}
 
@@ -74,7 +80,7 @@ TEXT_HINT = "Answer with the names only, one name a line, nothing else."
 
 def check_mode(mode: str) -> str:
     """``mode`` if it is one of :data:`MODES`, else a one-line :class:`InputError`."""
-    if mode not in MODES:
+    if mode not in MODES and mode != VERBATIM:
         raise InputError(f"unknown response format {mode!r}; choose one of {', '.join(MODES)}")
     return mode
 
@@ -164,6 +170,8 @@ def read_answer(
         raise BadAnswer(f"refused: {refusal[:200]}", "refused", kind="refused", text=refusal)
     if parsed is None and not (content or "").strip():
         raise BadAnswer("empty answer", "invalid", kind="empty", text=content)
+    if mode == VERBATIM:  # the task reads the text itself (e.g. NegRefine's startswith("yes"))
+        return [content or ""], [content or ""]
     if parsed is not None:
         raw = list(parsed.labels)
     elif mode == "json_schema":

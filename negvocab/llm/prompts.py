@@ -27,6 +27,9 @@ TASKS: dict[str, frozenset[str]] = {
     "eoe_near": frozenset({"class_name", "n"}),
     "eoe_far": frozenset({"class_list", "n"}),
     "eoe_fine": frozenset({"class_list", "n"}),
+    # NegRefine's two Yes/No questions (ah-ansari/NegRefine src/neg_filter.py, MIT), verbatim with their typo
+    "negrefine_proper_noun": frozenset({"label"}),
+    "negrefine_subcategory": frozenset({"label", "class_name"}),
 }
 #: placeholders a template may use, per task (beyond the required ones)
 OPTIONAL_FIELDS: dict[str, frozenset[str]] = {
@@ -34,6 +37,8 @@ OPTIONAL_FIELDS: dict[str, frozenset[str]] = {
     "eoe_near": frozenset({"synonyms", "wnid"}),
     "eoe_far": frozenset(),
     "eoe_fine": frozenset(),
+    "negrefine_proper_noun": frozenset(),
+    "negrefine_subcategory": frozenset(),
 }
 
 

@@ -660,3 +660,27 @@ def scorer_params(method: str, params: Mapping[str, Any], own: float | None = No
         if given not in m.params and params.get(given) is not None and params.get(unless) is None:
             logger.warning("%s", text)
     return params_for(m.name, params)
+
+
+# -- NegRefine (issue 30: negrefine) ---------------------------------------------------------------
+INPUTS["pair_texts"] = (
+    "NegRefine's '<ID class> and <negative>' texts: an embedder (ID indices, negative indices) -> embeddings, "
+    "made from the run's model, templates, ID names and vocabulary (negvocab.PairTexts)"
+)
+register_method(
+    "negrefine",
+    f"{_S}.negrefine:negrefine",
+    [
+        "tau", "groups", "grouping", "seed",
+        Param("mm_weight", float, 2.0, "NegRefine: weight w of the multi-matching term (their 2).", "--mm-weight",
+              check="nonneg"),
+        Param("mm_k_id", int, 5, "NegRefine: nearest ID classes paired in the multi-matching term (their 5).",
+              "--mm-k-id", check="min", low=1),
+        Param("mm_k_neg", int, 5, "NegRefine: nearest negatives paired in the multi-matching term (their 5).",
+              "--mm-k-neg", check="min", low=1),
+    ],
+    needs_negatives=True,
+    inputs=("pair_texts",),
+    device_bound=(("grouping", "neglabel"),),
+    paper="Ansari et al., NegRefine: Refining Negative Label-Based Zero-Shot OOD Detection, ICCV 2025",
+)  # fmt: skip

@@ -47,7 +47,7 @@ from negvocab.scoring.logits import energy, gen, maxlogit, msp
 from negvocab.scoring.mcm import glmcm, mcm
 from negvocab.scoring.methods import METHODS, canonical_method, check_params, get_method, list_methods
 from negvocab.scoring.neglabel import neglabel, neglabel_prefixes
-from negvocab.types import Embeddings, ParamValue
+from negvocab.types import Embeddings, MethodArg
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def score(
     image_emb: Embeddings,
     id_emb: Embeddings,
     neg_emb: Embeddings | None = None,
-    **params: ParamValue,
+    **params: MethodArg,
 ) -> np.ndarray | TopkScores:
     """Score images with a zero-shot OOD method by name: one float64 score per image, high = ID.
 

@@ -23,7 +23,7 @@ import numpy as np
 from negvocab.errors import InputError
 from negvocab.scoring import scores
 from negvocab.scoring.methods import batch_method, check_params, get_method, list_methods
-from negvocab.types import Embeddings, ParamValue
+from negvocab.types import Embeddings, MethodArg
 
 logger = logging.getLogger(__name__)
 
@@ -73,8 +73,9 @@ def check_sweep_method(method: str) -> str:
     if not spec.needs_negatives:
         able = ", ".join(list_methods(needs_negatives=True, kind="batch"))
         raise InputError(f"{spec.name} does not use negative labels; a pool-size sweep needs {able}")
-    if spec.inputs:
-        raise InputError(f"{spec.name} takes {', '.join(spec.inputs)}, which a pool-size sweep does not give")
+    unserved = [i for i in spec.inputs if i != "pair_texts"]  # NegRefine's pair texts: the sweep pipeline gives them
+    if unserved:
+        raise InputError(f"{spec.name} takes {', '.join(unserved)}, which a pool-size sweep does not give")
     return spec.name
 
 
@@ -85,7 +86,7 @@ def sweep(
     sizes: str | Iterable[int],
     *,
     method: str = "neglabel",
-    **params: ParamValue,
+    **params: MethodArg,
 ) -> dict[int, np.ndarray]:
     """Score images with the first M ranked negatives for every M in ``sizes``.
 

@@ -145,6 +145,10 @@ class FakeState:
         self.paths: list[str] = []  # the path of every chat request
         self.max_tokens: list[int | None] = []  # the max_tokens of every chat request
         self.babble_lines: list[str] = []  # every answer of a ``babble`` server, one line each
+        #: recorded answers to questions that are no list (NegRefine's Yes/No): the last user message's
+        #: text -> the answer's text; ``answer_default`` for a question not in it (None: the label list)
+        self.answers: dict[str, str] = {}
+        self.answer_default: str | None = None
         self.always_fault: str | None = None  # the fault of every request without a queued one
         self.fixed_round: int | None = None  # answer every round as this one
         self.poll_failures = 0  # the next polls of a batch (GET /v1/batches/{id}) that answer OpenAI's 500
@@ -160,8 +164,22 @@ class FakeState:
             self.faults[cid].extend(kinds)
 
 
+def _recorded(state: FakeState, body: dict[str, Any]) -> str | None:
+    """The recorded answer to the request's last user message, if the test recorded answers."""
+    users = [m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user"]
+    prompt = users[-1] if users else ""
+    return state.answers.get(prompt, state.answer_default)
+
+
 def _completion(
-    state: FakeState, model: str, key: str, round_: int, n: int, fault: str | None, fmt: str | None = "json_schema"
+    state: FakeState,
+    model: str,
+    key: str,
+    round_: int,
+    n: int,
+    fault: str | None,
+    fmt: str | None = "json_schema",
+    text: str | None = None,
 ) -> dict[str, Any]:
     if state.fixed_round is not None:  # a model that answers every round alike (stopped producing new labels)
         round_ = state.fixed_round
@@ -174,6 +192,8 @@ def _completion(
     free = state.kind == "free" or fmt not in ("json_schema", "json_object")
     if free:  # the form depends on the question, so every form turns up in a run
         content = free_text(labels, FREE_FORMS[sum(map(ord, f"{key}{round_}")) % len(FREE_FORMS)])
+    if text is not None:  # a recorded answer to a question that is no list
+        content, labels = text, text.split()
     if state.kind == "garbage" or fault == "garbage":
         content = state.garbage_text
     if state.kind == "babble":
@@ -418,7 +438,9 @@ class _Handler(BaseHTTPRequestHandler):
                 400,
                 "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.",
             )
-        self._send(200, _completion(state, body.get("model", "?"), key, r, _n_of(body), fault, fmt))
+        self._send(
+            200, _completion(state, body.get("model", "?"), key, r, _n_of(body), fault, fmt, _recorded(state, body))
+        )
 
     def _upload(self, body: bytes) -> None:
         state = self.server.state
@@ -500,7 +522,16 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             else:
                 fmt = (line["body"].get("response_format") or {}).get("type")
-                body = _completion(state, line["body"]["model"], key, int(r), _n_of(line["body"]), fault, fmt)
+                body = _completion(
+                    state,
+                    line["body"]["model"],
+                    key,
+                    int(r),
+                    _n_of(line["body"]),
+                    fault,
+                    fmt,
+                    _recorded(state, line["body"]),
+                )
                 out.append(
                     {
                         "id": rid,

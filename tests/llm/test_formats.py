@@ -11,7 +11,7 @@ import pytest
 
 from negvocab import Vocabulary, build_eoe_vocabulary, build_gpt_vocabulary, imagenet1k
 from negvocab.builders.llm import gpt_run
-from negvocab.errors import ResourceError
+from negvocab.errors import InputError, ResourceError
 from negvocab.llm.journal import MANIFEST, Journal
 from tests.llm.conftest import DUMMY_KEY, FAST, assert_no_key
 from tests.llm.fake_openai import FREE_FORMS, GARBAGE, FakeOpenAI, expected_merge, free_text, labels_for
@@ -238,3 +238,35 @@ def test_cli_response_format_and_request_timeout(tmp_path, server, cmd):
     assert f"answers from {server.url} (gpt-test-fake)" in res.output
     per_key = expected_merge(list(imagenet1k().wnids[:2]), 1, 4)
     assert set(Vocabulary.load(tmp_path / "o.json").labels) == {lab for labels in per_key.values() for lab in labels}
+
+
+# -- the verbatim format (part negrefine, issue 30): questions whose answer the task reads itself ------------
+def test_verbatim_answers_are_kept_as_written_and_only_an_empty_one_fails():
+    from negvocab.llm.batch import batch_line, interpret_line
+    from negvocab.llm.formats import MODES, VERBATIM, BadAnswer, check_mode, messages_for, read_answer
+    from negvocab.llm.run import Request
+
+    assert check_mode(VERBATIM) == "verbatim" and VERBATIM not in MODES  # not offered to the label builders
+    for text in (" Yes", "Yes, Paris is a proper noun.", "NO", "1. yes\n2. no"):  # no cleaning, no list parsing
+        assert read_answer(text, None, None, 1, 1, VERBATIM) == ([text], [text])
+    with pytest.raises(BadAnswer) as e:
+        read_answer("  ", None, None, 1, 1, VERBATIM)
+    assert e.value.kind == "empty"
+    msgs = [{"role": "user", "content": "Is 'x' a proper noun?"}]
+    assert messages_for(VERBATIM, msgs) == msgs  # the prompt as written: no format hint appended
+    req = Request("x", 0, (("user", "Is 'x' a proper noun?"),), 1, 1)
+    assert "response_format" not in batch_line(req, "m", 0.7, VERBATIM)["body"]
+    cut = {"response": {"status_code": 200, "body": {"choices": [{"finish_reason": "length",
+           "message": {"content": "Yes, because"}}]}}}  # fmt: skip
+    answer, err = interpret_line(cut, req, VERBATIM)  # a cut answer is read as far as it went
+    assert answer is not None and answer.status == "ok" and answer.labels == ["Yes, because"] and not err
+    assert interpret_line(cut, req, "json_schema")[0].status == "invalid"
+
+
+def test_label_builds_refuse_the_verbatim_format(tmp_path):
+    from negvocab.llm.settings import LLMSettings
+
+    run = gpt_run("m", classes=2, rounds=1, run_dir=tmp_path / "run")
+    with pytest.raises(InputError, match="response_format 'verbatim'"):
+        run.execute(LLMSettings(response_format="verbatim"))
+    assert not (tmp_path / "run").exists()
