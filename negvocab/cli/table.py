@@ -71,9 +71,30 @@ def table_cmd(
     ] = None,
     intervals: Annotated[bool, typer.Option("--intervals", help="Show the 95% bootstrap intervals.")] = False,
     bold: Annotated[
-        str, typer.Option("--bold", help="interval (best beyond its interval), point (best value, untested) or none.")
-    ] = "interval",
-    ties: Annotated[str, typer.Option("--ties", help="Tied best entries: none bold, or all.")] = "none",
+        str,
+        typer.Option(
+            "--bold",
+            help="paired (the best entry where a paired bootstrap over the same images finds it better than "
+            "every other; needs stored per-image scores) or none.",
+        ),
+    ] = "paired",
+    bold_by: Annotated[
+        str, typer.Option("--bold-by", help="cols: the best row of each column; rows: the best column of each row.")
+    ] = "cols",
+    level: Annotated[float, typer.Option("--level", help="Level of the paired intervals behind bold.")] = 0.95,
+    ties: Annotated[
+        str,
+        typer.Option(
+            "--ties",
+            help="none: bold only a significant winner; all: also every entry not distinguishable from the best.",
+        ),
+    ] = "none",
+    mix_kinds: Annotated[
+        bool,
+        typer.Option(
+            "--mix-kinds", help="Average deployable, no-vocabulary, oracle and test-time entries together in means."
+        ),
+    ] = False,
     fmt: Annotated[
         Optional[str], typer.Option("--format", help="md, tex or csv (default: from the -o suffix, else md).")  # noqa: UP045
     ] = None,
@@ -92,7 +113,7 @@ def table_cmd(
     compare_set: Annotated[
         str, typer.Option("--compare-set", help="OOD set the comparisons are on (mean: all sets).")
     ] = "mean",
-    n_boot: Annotated[int, typer.Option("--n-boot", help="Paired-bootstrap draws of the comparisons.")] = 1000,
+    n_boot: Annotated[int, typer.Option("--n-boot", help="Paired-bootstrap draws of bold and the comparisons.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the paired bootstrap.")] = 0,
     output: Annotated[
         Optional[Path], typer.Option("--output", "-o", help="File to write (default: standard output).")  # noqa: UP045
@@ -120,7 +141,13 @@ def table_cmd(
         col_groups=parse_pairs(col_group, "--col-group", lists=True),  # type: ignore[arg-type]
         intervals=intervals,
         bold=bold,
+        bold_by=bold_by,
         ties=ties,
+        scores=scores,
+        level=level,
+        n_boot=n_boot,
+        seed=seed,
+        mix_kinds=mix_kinds,
         baselines=not no_baselines,
         caption=caption,
         label=label,

@@ -37,6 +37,7 @@ from negvocab.grid.config import spec_digest
 from negvocab.grid.work import open_sets, plan_cells, read_scores
 from negvocab.report import tables as T
 from negvocab.report.plots import plot_overlay
+from negvocab.report.significance import PairedMarks, bold_note
 from negvocab.scoring.methods import EVALUATION_PARAMS
 from negvocab.textfiles import csv_text
 
@@ -111,15 +112,18 @@ class Pivot:
     higher_is_better: bool
     title: str = ""
     notes: list[str] = field(default_factory=list)
+    #: bold marks from the paired test (:mod:`negvocab.report.significance`); None: nothing bold
+    bold: np.ndarray | None = None
 
     @property
     def best(self) -> np.ndarray:
+        """The best point estimate per column (untested: not what the tables mark bold; see ``bold``)."""
         v = np.where(np.isnan(self.values), np.inf if not self.higher_is_better else -np.inf, self.values)
         target = v.max(0) if self.higher_is_better else v.min(0)
         return np.isclose(v, target[None, :], rtol=0, atol=1e-12) & ~np.isnan(self.values)
 
     def _cells(self, bold: str) -> list[list[str]]:
-        best = self.best
+        best = self.bold if self.bold is not None else np.zeros(self.values.shape, dtype=bool)
         return [
             [
                 ("-" if math.isnan(x) else (bold.format(f"{100 * x:.2f}") if best[i, j] else f"{100 * x:.2f}"))
@@ -129,7 +133,7 @@ class Pivot:
         ]
 
     def to_markdown(self) -> str:
-        """A Markdown table (percent; best per column in bold) with its notes below."""
+        """A Markdown table (percent; bold where the paired test found a winner) with its notes below."""
         head = f"| {self.title or 'model'} | " + " | ".join(self.columns) + " |"
         lines = [head, "|" + "---|" * (len(self.columns) + 1)]
         for name, cells in zip(self.index, self._cells("**{}**"), strict=True):
@@ -137,7 +141,7 @@ class Pivot:
         return "\n".join(lines + [""] + [f"{n}" for n in self.notes]) + "\n"
 
     def to_latex(self, caption: str | None = None, label: str | None = None) -> str:
-        """A LaTeX booktabs table (percent; best per column in bold; needs ``\\usepackage{booktabs}``)."""
+        """A LaTeX booktabs table (percent; bold as :meth:`to_markdown`; needs ``\\usepackage{booktabs}``)."""
         esc = T.latex_escape
         name = METRICS[self.metric][0].split("@")[0].lower()
         if (
@@ -184,6 +188,7 @@ class GridResult:
         self.stats = dict(stats or {})
         self.out_dir = out_dir
         self.status = dict(status or {})
+        self._scores_memo: dict[str, dict[str, Any]] = {}
 
     def __repr__(self) -> str:
         models = len({r["model"] for r in self.rows})
@@ -239,14 +244,20 @@ class GridResult:
         columns = [c for c in dict.fromkeys(r["ood_set"] for r in sel) if c != "mean"]
         columns += ["mean"] if any(r["ood_set"] == "mean" for r in sel) else []
         values = np.full((len(index), len(columns)), np.nan)
+        cells: dict[tuple[int, int], Mapping[str, Any]] = {}
         for r in sel:
-            values[index.index(T.row_label(r, rows)), columns.index(r["ood_set"])] = r[metric]
+            i, j = index.index(T.row_label(r, rows)), columns.index(r["ood_set"])
+            values[i, j], cells[(i, j)] = r[metric], r
         name, higher = METRICS[metric]
         tpr = int(round(100 * sel[0]["tpr"]))
         conv = sel[0]["convention"]
+        marker = PairedMarks(self.score_getter(), n_boot=self._n_boot())  # the tables' one rule (bold_note)
+        bold = np.zeros(values.shape, dtype=bool)
+        for j in range(len(columns)):
+            bold[:, j] = marker.marks([cells.get((i, j)) for i in range(len(index))], values[:, j], metric)
         notes = [
-            f"{name.format(tpr=tpr)} (%), {conv} convention (threshold: {THRESHOLD_RULES.get(conv, conv)}); "
-            "best point estimate per column in bold (not tested; ties all bold)."
+            f"{name.format(tpr=tpr)} (%), {conv} convention (threshold: {THRESHOLD_RULES.get(conv, conv)}). "
+            + bold_note(marker, "cols", "none", rows)
         ]
         if metric.startswith("aupr"):
             notes.append(f"AUPR as {sel[0]['aupr_method'].replace('_', ' ')}.")
@@ -269,7 +280,7 @@ class GridResult:
             notes.append("(" + ", ".join(fixed_notes) + ")")
         if rows == "vocabulary":  # the row itself says so: bold may fall on an oracle row
             index = [f"{i} (NOT deployable)" if i in bad else i for i in index]
-        return Pivot(metric, [str(i) for i in index], columns, values, higher, title=rows, notes=notes)
+        return Pivot(metric, [str(i) for i in index], columns, values, higher, title=rows, notes=notes, bold=bold)
 
     def to_latex(self, metric: str = "fpr", caption: str | None = None, label: str | None = None, **pivot: Any) -> str:
         """:meth:`pivot` as a LaTeX booktabs table."""
@@ -288,12 +299,22 @@ class GridResult:
         whose cells failed are named in the caption. The paper's Table 2:
         ``paper_table("fpr", rows="model", cols="vocabulary",
         where={"ood_set": "mean", "method": "neglabel"}, mean_rows=True)``."""
+        kw.setdefault("scores", self.score_getter())  # bold: the paired test on the stored per-image scores
+        kw.setdefault("n_boot", self._n_boot())
         return T.build_table(self.table(), metric=metric, rows_by=rows, cols_by=cols, failed=self.failed_models(), **kw)
+
+    def _n_boot(self) -> int:
+        """The grid's bootstrap draws (its config's ``n_boot``, else the library's default)."""
+        if self.config is not None and self.config.n_boot:
+            return int(self.config.n_boot)
+        return int(EVALUATION_PARAMS["n_boot"].default)
 
     def score_getter(self) -> T.ScoreGetter | None:
         """Per-image scores of a (model, vocabulary, method) from ``scores/`` (the grid's config or
         the ``scores_index.json`` its :meth:`write` left), or None where they cannot be found."""
-        index = self._score_index()
+        if "index" not in self._scores_memo:  # read once: every table and pivot asks
+            self._scores_memo["index"] = self._score_index()
+        index = self._scores_memo["index"]
         if not index or self.out_dir is None:
             return None
         return _getter(Path(self.out_dir), index)
@@ -318,11 +339,7 @@ class GridResult:
         "A beats B" only where the difference's interval excludes 0, with n and the count of models."""
         if metric not in METRICS:
             raise InputError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
-        boot = n_boot or (
-            self.config.n_boot
-            if self.config is not None and self.config.n_boot
-            else EVALUATION_PARAMS["n_boot"].default
-        )
+        boot = n_boot or self._n_boot()
         said = T.comparisons(
             self.table(), self.score_getter(), metric=metric, ood_set=ood_set, n_boot=int(boot), seed=seed
         )

@@ -10,6 +10,7 @@ import pytest
 
 import negvocab
 from negvocab.errors import InputError
+from negvocab.evaluation.compare import paired_bootstrap
 from negvocab.grid.work import load_model, open_sets
 
 
@@ -131,12 +132,24 @@ def test_tables_pivots_and_comparisons(ran):
     assert pq.read_table(out / "table.parquet").num_rows == len(rows)
     p = res.pivot("auroc", vocabulary="B", method="neglabel", convention="paper")
     assert p.index == ["TinyA", "TinyB"] and p.columns == ["oodA", "oodB", "oodC", "mean"]
-    best = p.values.max(0)
-    assert all(p.values[p.best[:, j], j][0] == best[j] for j in range(4))
+    get, boot = res.score_getter(), res._n_boot()
+    for j, ood in enumerate(p.columns):  # bold: the paired test of the tables, recomputed pair by pair
+        (a_id, a_sets), (b_id, b_sets) = get("TinyA", "B", "neglabel"), get("TinyB", "B", "neglabel")
+        a = (a_id, {k: v for k, v in a_sets.items() if ood in (k, "mean")})
+        b = (b_id, {k: v for k, v in b_sets.items() if ood in (k, "mean")})
+        res_ab = paired_bootstrap(*a, *b, metric="auroc", n_boot=boot, seed=0)
+        want = [res_ab.verdict == "a", res_ab.verdict == "b"]
+        assert p.bold[:, j].tolist() == want, ood
     md = p.to_markdown()
-    assert md.count("**") == 2 * int(p.best.sum()) and "RANDOM WEIGHTS" in md
+    assert md.count("**") == 2 * int(p.bold.sum()) and "RANDOM WEIGHTS" in md and "paired bootstrap" in md
+    assert "best point estimate" not in md and "(not tested" not in md
     tex = res.to_latex("fpr", vocabulary="B", method="neglabel", convention="paper")
-    assert "\\toprule" in tex and "\\textbf{" in tex and "\\bottomrule" in tex
+    assert "\\toprule" in tex and "\\bottomrule" in tex
+    fp = res.pivot("fpr", vocabulary="B", method="neglabel", convention="paper")
+    for j in range(len(fp.columns)):  # equal values (the example grid's 100.00% for both models) are never bold
+        if np.ptp(fp.values[:, j]) == 0:
+            assert not fp.bold[:, j].any()
+    assert tex.count("\\textbf{") == int(fp.bold.sum())
     with pytest.raises(InputError, match="several vocabulary"):
         res.pivot("fpr", method="neglabel", convention="paper")
     said = res.comparisons()
