@@ -52,6 +52,7 @@ PARAM_FLAGS: dict[str, str] = {
     "bold_by": "--bold-by",
     "level": "--level",
     "mix_kinds": "--mix-kinds",
+    "across": "--compare-across",
 }
 
 

@@ -110,6 +110,14 @@ def table_cmd(
             "--compare", help="Also print paired comparisons of each pair of vocabularies (per method, convention)."
         ),
     ] = False,
+    compare_across: Annotated[
+        str,
+        typer.Option(
+            "--compare-across",
+            help="vocabularies (pairs of vocabularies and MCM, per model), models (pairs of models per entry), or "
+            "auto: what bold compares (models where the bold entries are models).",
+        ),
+    ] = "auto",
     compare_set: Annotated[
         str, typer.Option("--compare-set", help="OOD set the comparisons are on (mean: all sets).")
     ] = "mean",
@@ -161,6 +169,18 @@ def table_cmd(
             write_text(output, text)
         typer.echo(f"wrote {output}", err=True)
     if compare:
-        said = comparisons(data, scores, metric=_split(metric)[0], ood_set=compare_set, n_boot=n_boot, seed=seed)
+        ranked = _split(rows) if bold_by == "cols" else _split(cols)  # the axis whose entries bold compares
+        across = compare_across if compare_across != "auto" else ("models" if "model" in ranked else "vocabularies")
+        said = comparisons(
+            data,
+            scores,
+            metric=_split(metric)[0],
+            ood_set=compare_set,
+            n_boot=n_boot,
+            seed=seed,
+            level=level,
+            where={k: str(v) for k, v in parse_pairs(where, "--where").items()},
+            across=across,
+        )
         for s in said or ["nothing to compare: no two vocabularies share a method, convention and model"]:
             typer.echo(f"- {s}", err=output is None or is_stdout(output))

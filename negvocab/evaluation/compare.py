@@ -305,8 +305,11 @@ def _pts(x: float) -> str:
     return f"{100 * x:+.2f}"
 
 
-def comparison_sentence(a: str, b: str, results: Sequence[tuple[str, PairedComparison]], *, context: str = "") -> str:
-    """One sentence on A vs B over models: ``results`` is (model, comparison) per model.
+def comparison_sentence(
+    a: str, b: str, results: Sequence[tuple[str, PairedComparison]], *, context: str = "", unit: str = "models"
+) -> str:
+    """One sentence on A vs B over models: ``results`` is (model, comparison) per model (``unit``
+    names what the results are over: "models", or "entries" when A and B are models).
 
     "A beats B" only where every significant model goes A's way; a split is said as such, and
     everything else as "not distinguishable at the X% level" (a tie only where the paired interval is
@@ -325,18 +328,18 @@ def comparison_sentence(a: str, b: str, results: Sequence[tuple[str, PairedCompa
     level = _level(first.level)
     ctx = f" ({context})" if context else ""
     if wins_a and not wins_b:
-        head = f"{a} beats {b}{ctx} for {wins_a} of {n} models"
+        head = f"{a} beats {b}{ctx} for {wins_a} of {n} {unit}"
     elif wins_b and not wins_a:
-        head = f"{b} beats {a}{ctx} for {wins_b} of {n} models"
+        head = f"{b} beats {a}{ctx} for {wins_b} of {n} {unit}"
     elif wins_a and wins_b:
-        head = f"{a} and {b} split{ctx}: {a} better for {wins_a}, {b} better for {wins_b} of {n} models"
+        head = f"{a} and {b} split{ctx}: {a} better for {wins_a}, {b} better for {wins_b} of {n} {unit}"
     elif ties == n:
         head = (
-            f"{a} and {b} not distinguishable at the {level}% level{ctx} for all {n} models "
+            f"{a} and {b} not distinguishable at the {level}% level{ctx} for all {n} {unit} "
             f"(the same {what} on every resample)"
         )
     else:
-        head = f"{a} and {b} not distinguishable at the {level}% level{ctx} for any of {n} models"
+        head = f"{a} and {b} not distinguishable at the {level}% level{ctx} for any of {n} {unit}"
     rest = []
     if ns and (wins_a or wins_b):
         rest.append(f"not distinguishable for {ns}")

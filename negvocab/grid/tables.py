@@ -332,16 +332,28 @@ class GridResult:
         return _stored_index(Path(self.out_dir)) if self.out_dir is not None else {}
 
     def comparisons(
-        self, metric: str = "fpr", ood_set: str = "mean", *, n_boot: int | None = None, seed: int = 0
+        self,
+        metric: str = "fpr",
+        ood_set: str = "mean",
+        *,
+        n_boot: int | None = None,
+        seed: int = 0,
+        across: str = "vocabularies",
     ) -> list[str]:
-        """Sentences comparing each pair of vocabularies across models (per method and convention),
-        each model by a paired bootstrap over its ID and OOD images (:func:`negvocab.report.tables.comparisons`):
-        "A beats B" only where the difference's interval excludes 0, with n and the count of models."""
+        """Sentences comparing each pair of vocabularies (and MCM) across models, per method and
+        convention (``across="models"``: each pair of models per entry), each by a paired bootstrap
+        over the same ID and OOD images (:func:`negvocab.report.comparisons.comparisons`): "A beats B"
+        only where the difference's interval excludes 0, with n and the count of models."""
         if metric not in METRICS:
             raise InputError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
-        boot = n_boot or self._n_boot()
         said = T.comparisons(
-            self.table(), self.score_getter(), metric=metric, ood_set=ood_set, n_boot=int(boot), seed=seed
+            self.table(),
+            self.score_getter(),
+            metric=metric,
+            ood_set=ood_set,
+            n_boot=int(n_boot or self._n_boot()),
+            seed=seed,
+            across=across,
         )
         return said + [
             f"{m}: cells failed ({why}); left out of these comparisons" for m, why in self.failed_models().items()
@@ -405,7 +417,12 @@ class GridResult:
         index = self._score_index()
         if index:  # what `negvocab table DIR --compare` needs to find each entry's per-image scores
             write_json(out / "scores_index.json", index)
-        write_text(out / "comparisons.md", "\n".join(f"- {s}" for s in self.comparisons()) + "\n")
+        said = self.comparisons()
+        if len({r["model"] for r in table}) > 1:  # the paper tables bold across models: the same test, said
+            note = lambda s: s.startswith("RANDOM") or "cells failed (" in s  # noqa: E731
+            models = [f"(models) {s}" for s in self.comparisons(across="models") if not note(s)]
+            said = [s for s in said if not note(s)] + models + [s for s in said if note(s)]
+        write_text(out / "comparisons.md", "\n".join(f"- {s}" for s in said) + "\n")
         swept = dict.fromkeys(r["vocabulary"].rsplit("@", 1)[0] for r in table if "@" in r["vocabulary"])
         for vocab in swept:  # every method, convention and OOD set, with the mean and the baselines
             for ext in ("pdf", "svg"):

@@ -25,23 +25,17 @@ import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from negvocab.errors import InputError
-from negvocab.evaluation.compare import (
-    bootstrap_draws,
-    comparison_sentence,
-    metric_label,
-    paired_bootstrap,
-    paired_from_draws,
-)
+from negvocab.evaluation.compare import metric_label
 from negvocab.evaluation.kinds import KIND_LABELS, RESULT_KINDS, result_kind
 from negvocab.evaluation.row import interval
 from negvocab.evaluation.rows import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES
+from negvocab.report.comparisons import comparisons
 from negvocab.report.results import flat_row
 from negvocab.report.significance import BOLD_AXES, PairedMarks, ScoreGetter, bold_note
 from negvocab.textfiles import csv_text
@@ -554,91 +548,6 @@ def _summary(
             arrays[pos] = np.concatenate([arrays[pos], extra], axis=axis)
         made.append((label, want or (present[0] if len(present) == 1 else "mixed")))
     return made
-
-
-# ----------------------------------------------------------------------------------------------
-# honest comparisons
-# ----------------------------------------------------------------------------------------------
-def comparisons(
-    rows: Sequence[Mapping[str, Any]],
-    scores: ScoreGetter | None,
-    *,
-    metric: str = "fpr",
-    ood_set: str = MEAN,
-    n_boot: int = 1000,
-    seed: int = 0,
-    pairs: Sequence[tuple[str, str]] | None = None,
-) -> list[str]:
-    # long: the pairs, the per-model tests and the untested fallback in one place
-    """Sentences comparing each pair of vocabularies (per method and convention; ``pairs`` names
-    the pairs instead) across models, each model by a paired bootstrap on its per-image scores
-    (:func:`negvocab.evaluation.compare.paired_bootstrap`); without stored scores the sentence says
-    the difference was not tested and names no winner."""
-    label = metric_label(metric, float(rows[0].get("tpr", 0.95)) if rows else 0.95)
-    sets = list(dict.fromkeys(str(r.get("ood_set")) for r in rows))
-    if ood_set == MEAN and MEAN not in sets and len(sets) == 1:
-        ood_set = sets[0]  # one OOD set: its mean is itself
-    sel = [r for r in rows if str(r.get("ood_set")) == ood_set and r.get("vocabulary")]
-    bad = {r["vocabulary"] for r in sel if r.get("deployable") is False}
-    shown = lambda v: f"{v} (NOT deployable)" if v in bad else v  # noqa: E731
-    out: list[str] = []
-    memo: dict[tuple[str, ...], Any] = {}
-
-    def draws(model: str, vocabulary: str, method: str, conv: str, tpr: float) -> Any:
-        """(point, draws, sizes, scores) of one entry; the first call for a (model, method,
-        convention) computes every vocabulary of it in one pass over shared resamples."""
-        if (model, vocabulary, method, conv) not in memo:
-            found = {}
-            for v in dict.fromkeys(
-                r["vocabulary"] for r in sel if (r["model"], r["method"], r["convention"]) == (model, method, conv)
-            ):
-                got = scores(model, v, method) if scores else None
-                memo[(model, v, method, conv)] = None
-                if got is not None:
-                    found[v] = (got[0], got[1] if ood_set == MEAN else {ood_set: got[1][ood_set]})
-            values = (
-                bootstrap_draws(found, metric=metric, tpr=tpr, convention=conv, n_boot=n_boot, seed=seed)
-                if found
-                else {}
-            )
-            for v, (point, d) in values.items():
-                ids, sets = found[v]
-                sizes = (int(np.asarray(ids).size), tuple((k, int(np.asarray(x).size)) for k, x in sets.items()))
-                memo[(model, v, method, conv)] = (point, d, sizes, found[v])
-        return memo[(model, vocabulary, method, conv)]
-
-    for meth, conv in dict.fromkeys((r["method"], r["convention"]) for r in sel):
-        mine = [r for r in sel if r["method"] == meth and r["convention"] == conv]
-        vocabs = list(dict.fromkeys(r["vocabulary"] for r in mine))
-        value = {(r["model"], r["vocabulary"]): r for r in mine}
-        tpr = float(mine[0].get("tpr", 0.95))
-        for a, b in pairs if pairs is not None else combinations(vocabs, 2):
-            models = [m for m in dict.fromkeys(r["model"] for r in mine) if (m, a) in value and (m, b) in value]
-            if not models:
-                continue
-            ctx = f"{label} on {ood_set}, {meth}, {conv}"
-            results, untested = [], []
-            for m in models:
-                da, db = (draws(m, v, meth, conv, tpr) for v in (a, b))
-                if da is None or db is None:
-                    untested.append((m, value[(m, a)][metric] - value[(m, b)][metric]))
-                    continue
-                if da[2] != db[2]:  # not the same images: the paired test says so in one line
-                    paired_bootstrap(*da[3], *db[3], metric=metric, tpr=tpr, convention=conv, n_boot=n_boot, seed=seed)
-                results.append(
-                    (m, paired_from_draws(da[:2], db[:2], metric=metric, n_id=da[2][0], n_ood=dict(da[2][1])))
-                )
-            if results:
-                out.append(comparison_sentence(shown(a), shown(b), results, context=ctx))
-            if untested:
-                diffs = "; ".join(f"{m} {100 * d:+.2f}" for m, d in untested)
-                out.append(
-                    f"{shown(a)} vs {shown(b)} ({ctx}): NOT tested (no per-image scores) for "
-                    f"{len(untested)} of {len(models)} models; {a} - {b} in points: {diffs}"
-                )
-    if out and any(r.get("random_weights") for r in sel):
-        out.append(RANDOM_WEIGHTS_WARNING)
-    return out
 
 
 # ----------------------------------------------------------------------------------------------
