@@ -10,10 +10,10 @@ entry in :data:`KIND_LABELS`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["COMPETING_KINDS", "KIND_LABELS", "RESULT_KINDS", "caveat_kinds", "result_kind"]
+__all__ = ["COMPETING_KINDS", "KIND_LABELS", "RESULT_KINDS", "caveat_kinds", "caveat_notes", "result_kind"]
 
 #: every kind, in the order tables show their means
 RESULT_KINDS: tuple[str, ...] = ("deployable", "baseline", "test_time", "transductive", "oracle")
@@ -37,7 +37,22 @@ def caveat_kinds(caveats: object) -> list[str]:
     if isinstance(caveats, (list, tuple)):
         return [str(k) for k in caveats]
     text = str(caveats or "")
-    return [p.split(":", 1)[0].strip() for p in re.split(r";\s*", text) if p.strip()]
+    if ":" in text:  # "kind: text; kind: text" (a grid row): the words before a colon at the start or after "; "
+        return re.findall(r"(?:^|;\s*)([A-Za-z_][\w-]*):", text)
+    return [p.strip() for p in text.split(";") if p.strip()]
+
+
+def caveat_notes(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """One line per vocabulary whose rows carry a caveat a table must state besides "not deployable"
+    (ID class names inside it, ...): ``"handpicked: 2 of 24 labels are ID class names ..."``."""
+    out: dict[str, str] = {}
+    for r in rows:
+        caveats, vocab = r.get("caveats"), str(r.get("vocabulary") or "")
+        if not vocab or not caveats or set(caveat_kinds(caveats)) <= {"oracle", "transductive"}:
+            continue
+        text = "; ".join(f"{k}: {v}" for k, v in caveats.items()) if isinstance(caveats, Mapping) else str(caveats)
+        out.setdefault(f"{vocab}: {text}", "")
+    return list(out)
 
 
 def result_kind(row: Mapping[str, Any]) -> str:

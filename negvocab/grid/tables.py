@@ -31,6 +31,7 @@ import numpy as np
 from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.data.benchmarks import GROUPS, MEAN
 from negvocab.errors import InputError
+from negvocab.evaluation.kinds import caveat_notes
 from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES
 from negvocab.evaluation.stored import read_grid_cells
 from negvocab.grid.config import spec_digest
@@ -264,6 +265,7 @@ class GridResult:
         bad = sorted({r["vocabulary"] for r in sel if not r.get("deployable", True)})
         if bad:
             notes.append(f"Not deployable (oracle/transductive): {', '.join(bad)}.")
+        notes += [f"Caveat: {c}." for c in caveat_notes(sel)]
         notes += [f"{m}: cells failed ({why}); not shown." for m, why in self.failed_models().items()]
         if any(r.get("random_weights") for r in sel):
             notes.append(RANDOM_NOTE)
@@ -419,7 +421,7 @@ class GridResult:
             write_json(out / "scores_index.json", index)
         said = self.comparisons()
         if len({r["model"] for r in table}) > 1:  # the paper tables bold across models: the same test, said
-            note = lambda s: s.startswith("RANDOM") or "cells failed (" in s  # noqa: E731
+            note = lambda s: s.startswith(("RANDOM", "Caveat: ")) or "cells failed (" in s  # noqa: E731
             models = [f"(models) {s}" for s in self.comparisons(across="models") if not note(s)]
             said = [s for s in said if not note(s)] + models + [s for s in said if note(s)]
         write_text(out / "comparisons.md", "\n".join(f"- {s}" for s in said) + "\n")
@@ -436,6 +438,8 @@ class GridResult:
             doc["ood_groups"] = self.groups
         if self.random_weights:
             doc["warning"] = RANDOM_NOTE
+        if caveat_notes(table):  # ID class names inside a vocabulary, ...: said as `negvocab score` says them
+            doc["caveats"] = caveat_notes(table)
         write_json(out / "grid.json", json.loads(json.dumps(doc, default=str)))
         return out
 

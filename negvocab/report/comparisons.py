@@ -27,6 +27,7 @@ from negvocab.evaluation.compare import (
     paired_bootstrap,
     paired_from_draws,
 )
+from negvocab.evaluation.kinds import caveat_notes
 from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING
 from negvocab.report.significance import ScoreGetter
 
@@ -157,6 +158,8 @@ def comparisons(
                         f"{a} vs {b} ({ctx}): NOT tested (no per-image scores) for "
                         f"{len(untested)} of {len(ms)} models; {ea[0] or ea[1]} - {eb[0] or eb[1]} in points: {diffs}"
                     )
+    if out:
+        out += [f"Caveat: {c}" for c in caveat_notes(sel)]
     if out and any(r.get("random_weights") for r in sel):
         out.append(RANDOM_WEIGHTS_WARNING)
     return out

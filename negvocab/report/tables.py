@@ -32,7 +32,7 @@ import numpy as np
 
 from negvocab.errors import InputError
 from negvocab.evaluation.compare import metric_label
-from negvocab.evaluation.kinds import KIND_LABELS, RESULT_KINDS, result_kind
+from negvocab.evaluation.kinds import KIND_LABELS, RESULT_KINDS, caveat_notes, result_kind
 from negvocab.evaluation.row import interval
 from negvocab.evaluation.rows import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES
 from negvocab.report.comparisons import comparisons
@@ -326,6 +326,7 @@ def _caption_notes(
     bad = sorted({str(r["vocabulary"]) for r in sel if r.get("deployable") is False and r.get("vocabulary")})
     if bad:
         notes.append(f"NOT deployable (oracle/transductive, a bound, not a result): {', '.join(bad)}.")
+    notes += [f"Caveat: {c}." for c in caveat_notes(sel)]
     for model, why in failed.items():
         notes.append(f"{model}: cells failed ({why}); not in the table, nor in its means.")
     if any(r.get("random_weights") for r in sel):

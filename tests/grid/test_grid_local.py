@@ -250,3 +250,24 @@ def test_non_deployable_vocabularies_are_marked_in_pivots(ran, tmp_path):
     said = (out / "comparisons.md").read_text()
     assert "B (NOT deployable)" in said and "NOT tested (no per-image scores)" in said  # no out_dir: no scores to test
     assert all("A@4 (NOT" not in line for line in said.splitlines())
+
+
+def test_a_vocabulary_holding_id_class_names_is_said_in_log_rows_tables_and_comparisons(grid_files, tmp_path, caplog):
+    """As `negvocab score` warns: vocabulary B with the ID class 'tench' in it (the example grid's
+    hand-picked list holds 'mountain' and 'volcano') carries the caveat everywhere the grid shows B."""
+    from tests.grid.conftest import GRID_TOML, VOCAB_B
+
+    (grid_files / "vocabB_id.txt").write_text("\n".join([*VOCAB_B, "tench"]) + "\n")
+    toml = grid_files / f"grid_id_{tmp_path.name}.toml"
+    toml.write_text(GRID_TOML.format(cache=tmp_path / "cache").replace('"vocabB.txt"', '"vocabB_id.txt"'))
+    with caplog.at_level("WARNING"):
+        res = negvocab.run_grid(toml, tmp_path / "out")
+    said = "1 of 9 labels are ID class names ('tench')"
+    assert any(said in r.getMessage() and "vocabulary B" in r.getMessage() for r in caplog.records)
+    b_rows = [r for r in res.rows if r["vocabulary"] == "B"]
+    assert b_rows and all(said in r["caveats"] and r["deployable"] for r in b_rows)  # deployable, with a caveat
+    assert all(r["caveats"] == "" for r in res.rows if r["vocabulary"].startswith("A@"))
+    out = res.write(tmp_path / "out")  # the tables `negvocab grid run` writes
+    assert f"Caveat: B: id_names: {said}" in (out / "tables.md").read_text()
+    assert f"Caveat: B: id_names: {said}" in (out / "pivots.md").read_text().split("### B /", 1)[1]
+    assert f"Caveat: B: id_names: {said}" in (out / "comparisons.md").read_text()
