@@ -99,6 +99,9 @@ def table_cmd(
         Optional[str], typer.Option("--format", help="md, tex or csv (default: from the -o suffix, else md).")  # noqa: UP045
     ] = None,
     siunitx: Annotated[bool, typer.Option("--siunitx", help="LaTeX: siunitx S columns.")] = False,
+    wide: Annotated[
+        bool, typer.Option("--wide", help="LaTeX: a table* across both columns of a two-column paper.")
+    ] = False,
     caption: Annotated[str, typer.Option("--caption", help="Caption text before what the table states itself.")] = "",
     label: Annotated[str, typer.Option("--label", help="LaTeX \\label (default tab:results).")] = "",
     no_baselines: Annotated[
@@ -161,7 +164,7 @@ def table_cmd(
         label=label,
         failed=failed,
     )
-    text = table.render(form, siunitx=siunitx)
+    text = table.render(form, siunitx=siunitx, wide=wide)
     if output is None or is_stdout(output):
         typer.echo(text, nl=False)
     else:

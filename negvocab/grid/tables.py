@@ -141,8 +141,9 @@ class Pivot:
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         return "\n".join(lines + [""] + [f"{n}" for n in self.notes]) + "\n"
 
-    def to_latex(self, caption: str | None = None, label: str | None = None) -> str:
-        """A LaTeX booktabs table (percent; bold as :meth:`to_markdown`; needs ``\\usepackage{booktabs}``)."""
+    def to_latex(self, caption: str | None = None, label: str | None = None, *, wide: bool = False) -> str:
+        """A LaTeX booktabs table (percent; bold as :meth:`to_markdown`; needs ``\\usepackage{booktabs}``):
+        a short caption, the notes under the table (:func:`negvocab.report.tables.latex_float`)."""
         esc = T.latex_escape
         name = METRICS[self.metric][0].split("@")[0].lower()
         if (
@@ -152,19 +153,15 @@ class Pivot:
             and name == "fpr"
         ):
             caption = None  # the notes name the metric already: "AUROC AUROC (%)" said it twice
-        lines = ["\\begin{table}[t]", "\\centering"]
-        if caption or self.notes:
-            lines.append(f"\\caption{{{esc(caption or '')}{' ' if caption else ''}{esc(' '.join(self.notes))}}}")
-        lines.append(
-            f"\\label{{{label or 'tab:' + re.sub(r'[^A-Za-z0-9]+', '-', self.metric + '-' + self.title).strip('-')}}}"
-        )
-        lines += [f"\\begin{{tabular}}{{l{'r' * len(self.columns)}}}", "\\toprule"]
+        lines = [f"\\begin{{tabular}}{{@{{}}l{'r' * len(self.columns)}@{{}}}}", "\\toprule"]
         lines.append(" & ".join([esc(self.title or "model"), *(esc(c) for c in self.columns)]) + " \\\\")
         lines.append("\\midrule")
         for name, cells in zip(self.index, self._cells("\\textbf{{{}}}"), strict=True):
             lines.append(" & ".join([esc(name), *cells]) + " \\\\")
-        lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
-        return "\n".join(lines) + "\n"
+        lines += ["\\bottomrule", "\\end{tabular}"]
+        tag = re.sub(r"[^A-Za-z0-9]+", "-", self.metric + "-" + self.title).strip("-")
+        short = " ".join(x for x in [caption or "", self.notes[0] if self.notes else ""] if x)
+        return T.latex_float(lines, short, label or f"tab:{tag}", self.notes[1:], wide=wide)
 
 
 class GridResult:
@@ -257,8 +254,9 @@ class GridResult:
         for j in range(len(columns)):
             bold[:, j] = marker.marks([cells.get((i, j)) for i in range(len(index))], values[:, j], metric)
         notes = [
-            f"{name.format(tpr=tpr)} (%), {conv} convention (threshold: {THRESHOLD_RULES.get(conv, conv)}). "
-            + bold_note(marker, "cols", "none", rows)
+            f"{name.format(tpr=tpr)} (%), {conv} convention.",
+            f"Threshold: {THRESHOLD_RULES.get(conv, conv)}.",
+            bold_note(marker, "cols", "none", rows),
         ]
         if metric.startswith("aupr"):
             notes.append(f"AUPR as {sel[0]['aupr_method'].replace('_', ' ')}.")

@@ -42,7 +42,7 @@ from negvocab.textfiles import csv_text
 
 __all__ = [
     "AXES", "BOLD_AXES", "BOLD_RULES", "ScoreGetter", "Table", "build_table", "comparisons", "folder_rows",
-    "latex_escape", "row_label", "select_rows",
+    "latex_escape", "latex_float", "row_label", "select_rows",
 ]  # fmt: skip
 
 AXES = ("model", "vocabulary", "method", "ood_set", "convention")
@@ -52,9 +52,61 @@ _OLD_BOLD_RULES = ("interval", "point")
 _NO_VOCAB = " (no vocabulary)"
 
 
+#: characters that print wrong under pdflatex's default (OT1) font encoding, or are not ASCII
+_LATEX_SYMBOLS = {
+    ">=": "$\\geq$", "<=": "$\\leq$", "≥": "$\\geq$", "≤": "$\\leq$", "±": "$\\pm$", "×": "$\\times$",
+    "<": "$<$", ">": "$>$", "|": "$|$", "–": "--", "—": "---", "’": "'", "‘": "`", "“": "``", "”": "''",
+    "…": "...", "−": "$-$",
+}  # fmt: skip
+
+
 def latex_escape(text: str) -> str:
-    """``text`` with LaTeX's special characters escaped."""
-    return re.sub(r"([&%$#_{}])", r"\\\1", str(text)).replace("~", "\\textasciitilde{}").replace("^", "\\^{}")
+    """``text`` with LaTeX's special characters escaped, ASCII only (``>=`` as ``$\\geq$``: pdflatex's
+    default font encoding prints ``>`` as an inverted question mark); other non-ASCII characters as ``?``."""
+    out = re.sub(r"([&%$#_{}])", r"\\\1", str(text)).replace("~", "\\textasciitilde{}").replace("^", "\\^{}")
+    out = re.sub("|".join(map(re.escape, sorted(_LATEX_SYMBOLS, key=len, reverse=True))),
+                 lambda m: _LATEX_SYMBOLS[m.group(0)], out)  # fmt: skip
+    return out.encode("ascii", "replace").decode("ascii")
+
+
+def _stacked(text: str, width: int = 10) -> str:
+    """A column head on several short lines (at spaces and before ``@``: "wordnet / @100",
+    "mcm / (no / vocabulary)"): a column as narrow as its numbers."""
+    words = re.findall(r"@?[^\s@]+", str(text))
+    lines: list[str] = []
+    for w in words:
+        if lines and len(lines[-1]) + len(w) + (not w.startswith("@")) <= width:
+            lines[-1] += w if w.startswith("@") else f" {w}"
+        else:
+            lines.append(w)
+    if len(lines) < 2:
+        return latex_escape(text)
+    body = "\\\\".join(latex_escape(x) for x in lines)
+    return f"\\begin{{tabular}}[b]{{@{{}}c@{{}}}}{body}\\end{{tabular}}"
+
+
+def latex_float(
+    tabular: Sequence[str], caption: str, label: str, notes: Sequence[str], *, wide: bool = False, needs: str = ""
+) -> str:
+    """A ``table`` (``wide``: ``table*``) float around ``tabular`` lines: a short caption, the label, the
+    tabular shrunk to the line width only where it is wider (at compile time, with graphicx's
+    ``\\resizebox`` where loaded), and ``notes`` in small type under it."""
+    env = "table*" if wide else "table"
+    box = "\\nvtablebox"
+    needs = needs or "\\usepackage{booktabs}"
+    notes_text = latex_escape(" ".join(notes))
+    return "\n".join([
+        f"% needs {needs} (graphicx: shrinks a table wider than the column)",
+        f"\\begin{{{env}}}[t]", "\\centering", "\\footnotesize", "\\setlength{\\tabcolsep}{3pt}",
+        f"\\caption{{{latex_escape(caption)}}}", f"\\label{{{label}}}",
+        f"\\ifdefined{box}\\else\\newsavebox{{{box}}}\\fi", f"\\begin{{lrbox}}{{{box}}}", *tabular, "\\end{lrbox}",
+        f"\\ifdim\\wd{box}>\\linewidth\\typeout{{negvocab: table {label} is \\the\\wd{box} wide, shrunk to the "
+        f"\\the\\linewidth\\space line (negvocab table --wide: table*)}}"
+        f"\\ifdefined\\resizebox\\resizebox{{\\linewidth}}{{!}}{{\\usebox{{{box}}}}}"
+        f"\\else\\usebox{{{box}}}\\fi\\else\\usebox{{{box}}}\\fi",
+        *([f"\\par\\smallskip\\parbox{{\\linewidth}}{{\\scriptsize\\raggedright {notes_text}}}"] if notes else []),
+        f"\\end{{{env}}}",
+    ]) + "\n"  # fmt: skip
 
 
 def _axes(value: str | Sequence[str], what: str) -> tuple[str, ...]:
@@ -187,60 +239,65 @@ class Table:
         """The caption: the user's text, then what the numbers are (notes)."""
         return " ".join(x for x in [self.caption.strip(), *self.notes] if x)
 
-    def to_latex(self, *, siunitx: bool = False) -> str:
-        """A booktabs table with caption and ``\\label``; ``siunitx``: ``S`` columns (plain numbers,
-        ``\\bfseries`` for bold: needs ``\\sisetup{detect-weight=true}``; intervals in a column of their own)."""
+    def to_latex(self, *, siunitx: bool = False, wide: bool = False) -> str:
+        # long: the header rows, the value rows and the interval rows of one tabular
+        """A booktabs table for a two-column paper: a short caption, the details as table notes below,
+        each interval (or spread) in small type under its value, shrunk to the column where it is
+        wider (``wide``: ``table*`` across both columns); ASCII only. ``siunitx``: ``S`` columns
+        (``\\bfseries`` for bold: needs ``\\sisetup{detect-weight=true}``)."""
         esc = latex_escape
-        nm, width = len(self.metrics), 2 if (siunitx and self.intervals) else 1
-        col = ("S[table-format=3.2]" + (" l" if width == 2 else "")) if siunitx else "r"
-        spec = "l" + (" " + col) * (len(self.columns) * nm) if siunitx else "l" + col * (len(self.columns) * nm)
-        lines = [
-            *(["% needs \\usepackage{booktabs,siunitx} and \\sisetup{detect-weight=true}"] if siunitx
-              else ["% needs \\usepackage{booktabs}"]),
-            "\\begin{table}[t]", "\\centering", f"\\caption{{{esc(self.full_caption())}}}",
-            f"\\label{{{self.label or 'tab:results'}}}",
-            f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
-        ]  # fmt: skip
-        head = (lambda s: f"{{{esc(s)}}}") if siunitx else esc
+        nm = len(self.metrics)
+        spec = "l" + ("S[table-format=3.2]" if siunitx else "r") * (len(self.columns) * nm)
+        head = (lambda s: f"{{{_stacked(s)}}}") if siunitx else _stacked
         title = esc(" / ".join(self.row_axes))
+        lines = [f"\\begin{{tabular}}{{@{{}}{spec}@{{}}}}", "\\toprule"]
         if nm > 1:
-            span = nm * width
             lines.append(
-                " & ".join([title, *(f"\\multicolumn{{{span}}}{{c}}{{{esc(c)}}}" for c in self.columns)]) + " \\\\"
+                " & ".join([title, *(f"\\multicolumn{{{nm}}}{{c}}{{{_stacked(c)}}}" for c in self.columns)]) + " \\\\"
             )
             lines.append(
-                " ".join(f"\\cmidrule(lr){{{2 + j * span}-{1 + (j + 1) * span}}}" for j in range(len(self.columns)))
+                " ".join(f"\\cmidrule(lr){{{2 + j * nm}-{1 + (j + 1) * nm}}}" for j in range(len(self.columns)))
             )
-            subs = [
-                h for _ in self.columns for n in self.metric_names for h in ([head(n)] + ([""] if width == 2 else []))
-            ]
-            lines.append(" & ".join(["", *subs]) + " \\\\")
+            lines.append(" & ".join(["", *(head(n) for _ in self.columns for n in self.metric_names)]) + " \\\\")
         else:
-            lines.append(
-                " & ".join([title, *(h for c in self.columns for h in [head(c)] + ([""] if width == 2 else []))])
-                + " \\\\"
-            )
+            lines.append(" & ".join([title, *(head(c) for c in self.columns)]) + " \\\\")
         lines.append("\\midrule")
         for i, name in enumerate(self.index):
             if self.summary_rows[i] and (i == 0 or not self.summary_rows[i - 1]):
                 lines.append("\\midrule")
-            cells = []
+            cells, under = [], []
             for j in range(len(self.columns)):
                 for k in range(nm):
-                    v, ci = self._num(i, j, k)
+                    v, _ = self._num(i, j, k)
+                    ci = self._narrow_interval(i, j, k)
                     bold = bool(v) and bool(self.bold[i, j, k])
-                    sd = self._sd(i, j, k)
-                    ci = ci or ("" if math.isnan(sd) else f"$\\pm${100 * sd:.2f}")
                     if siunitx:
                         cells.append(("\\bfseries " + v if bold else v) if v else "{--}")
-                        if width == 2:
-                            cells.append(f"{{\\scriptsize {ci}}}" if ci else "")
                     else:
-                        text = (f"\\textbf{{{v}}}" if bold else v) if v else "--"
-                        cells.append(text + (f" {{\\scriptsize {ci}}}" if ci else ""))
+                        cells.append((f"\\textbf{{{v}}}" if bold else v) if v else "--")
+                    under.append(f"{{\\scriptsize {ci}}}" if ci else "")
             lines.append(" & ".join([esc(name), *cells]) + " \\\\")
-        lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
-        return "\n".join(lines) + "\n"
+            if any(under):
+                lines.append(" & ".join(["", *under]) + " \\\\")
+        lines += ["\\bottomrule", "\\end{tabular}"]
+        needs = "\\usepackage{booktabs,siunitx} and \\sisetup{detect-weight=true}" if siunitx else ""
+        notes = [n.replace("Brackets: ", "In small type under a value (low--high): ") for n in self.table_notes()]
+        return latex_float(lines, self.short_caption(), self.label or "tab:results", notes, wide=wide, needs=needs)
+
+    def _narrow_interval(self, i: int, j: int, k: int) -> str:
+        """The interval (or the spread) under a LaTeX cell, to one decimal: a column's width."""
+        lo, hi, sd = self.low[i, j, k], self.high[i, j, k], self._sd(i, j, k)
+        if self.intervals and not (math.isnan(lo) or math.isnan(hi) or math.isnan(self.values[i, j, k])):
+            return f"{100 * lo:.1f}--{100 * hi:.1f}"
+        return "" if math.isnan(sd) else f"$\\pm${100 * sd:.1f}"
+
+    def short_caption(self) -> str:
+        """The caption a paper prints: the user's text, the metric, what is fixed; the rest are notes."""
+        return " ".join(x for x in [self.caption.strip(), *(n for n in self.notes if _in_caption(n))] if x)
+
+    def table_notes(self) -> list[str]:
+        """The notes printed under the table (everything :meth:`short_caption` leaves out)."""
+        return [n for n in self.notes if not _in_caption(n)]
 
     def to_csv(self) -> str:
         """One line per table row: the row's axis values, then per column and metric the value, its
@@ -266,12 +323,12 @@ class Table:
             out.append(row)
         return csv_text(out, keys)
 
-    def render(self, fmt: str, *, siunitx: bool = False) -> str:
-        """``fmt``: ``md``, ``tex`` or ``csv``."""
+    def render(self, fmt: str, *, siunitx: bool = False, wide: bool = False) -> str:
+        """``fmt``: ``md``, ``tex`` (``wide``: ``table*``) or ``csv``."""
         if fmt == "md":
             return self.to_markdown()
         if fmt == "tex":
-            return self.to_latex(siunitx=siunitx)
+            return self.to_latex(siunitx=siunitx, wide=wide)
         if fmt == "csv":
             return self.to_csv()
         raise InputError(f"unknown table format {fmt!r}; choose md, tex or csv")
@@ -487,6 +544,11 @@ def _mean_note(made: Sequence[tuple[str, str]], what: str, over: str, sd: bool) 
         + ("; ± the standard deviation over the models" if sd else "")
         + "; no interval; '-' where a member is missing."
     )
+
+
+def _in_caption(note: str) -> bool:
+    """Whether a note belongs in a short caption: the metric, and what the table fixes."""
+    return note.endswith(" in %.") or note.startswith(("Model: ", "Vocabulary: ", "Method: ", "OOD set: "))
 
 
 def _dedupe_caption(caption: str, names: Sequence[str]) -> str:

@@ -177,10 +177,14 @@ def test_latex_booktabs_label_siunitx_and_no_doubled_caption(tidy):
         intervals=True,
     )
     stex = s.to_latex(siunitx=True)
-    assert "S[table-format=3.2] l" in stex and "\\multicolumn{4}{c}{wordnet}" in stex and "\\cmidrule(lr){2-5}" in stex
-    body = [ln for ln in stex.splitlines() if ln.startswith("ViT-B-32")][0].split(" & ")
-    assert len(body) == 1 + 4 * 4 and body[2].startswith("{\\scriptsize [")  # value, interval per metric and column
+    assert "S[table-format=3.2]S[table-format=3.2]" in stex and "\\multicolumn{2}{c}{wordnet}" in stex
+    assert "\\cmidrule(lr){2-3}" in stex and "\\usepackage{booktabs,siunitx} and \\sisetup{detect-weight=true}" in stex
+    lines = stex.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("ViT-B-32"))
+    body, under = lines[at].split(" & "), lines[at + 1].split(" & ")
+    assert len(body) == len(under) == 1 + 4 * 2  # value per metric and column; its interval in the row under it
     assert float(body[1].replace("\\bfseries ", "")) == pytest.approx(round(100 * s.values[0, 0, 0], 2))
+    assert under[1] == f"{{\\scriptsize {100 * s.low[0, 0, 0]:.1f}--{100 * s.high[0, 0, 0]:.1f}}}"
 
 
 def test_csv_reads_back_to_the_values(tidy):
