@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["COLUMNS", "GridResult", "Pivot", "RANDOM_NOTE", "load_rows"]
+__all__ = ["COLUMNS", "GridResult", "Pivot", "RANDOM_NOTE", "grid_scores", "is_grid_folder", "load_rows"]
 
 COLUMNS = [
     "model", "pretrained", "random_weights", "vocabulary", "vocab_source", "vocab_size", "vocab_hash",
@@ -548,6 +548,31 @@ def _stored_groups(path: Path) -> dict[str, str | None]:
         return {}
     groups = doc.get("ood_groups") if isinstance(doc, dict) else None
     return {str(k): (str(v) if v else None) for k, v in groups.items()} if isinstance(groups, dict) else {}
+
+
+def is_grid_folder(folder: str | os.PathLike[str]) -> bool:
+    """Whether ``folder`` is the output folder of ``negvocab grid run`` (it holds ``cells/``)."""
+    return (Path(folder) / "cells").is_dir()
+
+
+def grid_scores(
+    folder: str | os.PathLike[str],
+) -> tuple[dict[str, dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]], bool]:
+    """Per model, each entry's per-image scores from a grid folder (key ``method@vocabulary``, or the
+    method alone, as a ``score`` folder's scores.npz names them): (ID scores, OOD scores by set);
+    and whether any weights were random."""
+    res = _grid_folder(Path(folder))
+    get = res.score_getter()
+    if get is None:
+        raise InputError(f"{folder}: no scores_index.json; the grid's per-image scores cannot be found (run it again)")
+    out: dict[str, dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]] = {}
+    for model, vocab, method in dict.fromkeys((r["model"], r["vocabulary"], r["method"]) for r in res.rows):
+        got = get(model, vocab, method)
+        if got is not None:
+            out.setdefault(model, {})[f"{method}@{vocab}" if vocab else method] = got
+    if not out:
+        raise InputError(f"{folder}: the grid holds no readable per-image scores")
+    return out, res.random_weights
 
 
 def load_rows(
