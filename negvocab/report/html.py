@@ -31,7 +31,9 @@ from negvocab.evaluation.row import interval
 from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING
 from negvocab.evaluation.stored import read_results_json, read_scores_npz
 from negvocab.provenance import negvocab_version
+from negvocab.report.grid_section import GRID_MARKER, grid_section
 from negvocab.report.plots import figure_png, scores_figure
+from negvocab.report.wrap import word_breaks
 from negvocab.scoring.metrics import operating_point
 
 logger = logging.getLogger(__name__)
@@ -508,7 +510,7 @@ def _coverage_section(folder: Path, doc: Mapping[str, Any], max_rows: int = 300)
 # ----------------------------------------------------------------------------------------------
 # the report
 # ----------------------------------------------------------------------------------------------
-_MARKERS = ("results.json", "sweep.json", "coverage.json")
+_MARKERS = ("results.json", "sweep.json", "coverage.json", GRID_MARKER)
 
 
 def study_folders(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -532,7 +534,7 @@ def study_folders(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
         )
         if not below:
             raise InputError(
-                f"{folder}: no results.json, sweep.json or coverage.json in it or "
+                f"{folder}: no results.json, sweep.json, coverage.json or grid.json in it or "
                 "below it; give folders negvocab score, sweep, coverage or grid wrote"
             )
         out += below
@@ -543,8 +545,14 @@ def _folder_section(folder: Path, key: str | None, max_cards: int, max_flagged: 
     """The report section of one results folder (the template's ``s``)."""
     # long: one context from the three kinds of results file a folder may hold
     found = {name: folder / name for name in _MARKERS if (folder / name).is_file()}
+    if GRID_MARKER in found:  # a grid's folder: its tables, comparisons, sweeps, one results table per model
+        grid = grid_section(folder, _results_table)
+        empty = dict.fromkeys(("results", "sweep", "evasions", "flagged", "coverage", "scores_png"))
+        return {**empty, "grid": grid, "notes": grid["notes"], "name": str(folder), "kinds": "grid",
+                "meta": [], "random": grid["random"], "tpr_pct": 95}  # fmt: skip
     score_notes: list[str] = []
     ctx: dict[str, Any] = {
+        "grid": None,
         "results": None,
         "sweep": None,
         "evasions": None,
@@ -646,6 +654,7 @@ def write_report(
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("negvocab.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     )
+    env.filters["wbr"] = word_breaks
     one = len(sections) == 1
     html = env.get_template("report.html.j2").render(
         title=f"negvocab report: {folders[0].name}"
