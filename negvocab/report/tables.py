@@ -100,7 +100,7 @@ def latex_float(
         f"\\begin{{{env}}}[t]", "\\centering", "\\footnotesize", "\\setlength{\\tabcolsep}{3pt}",
         f"\\caption{{{latex_escape(caption)}}}", f"\\label{{{label}}}",
         f"\\ifdefined{box}\\else\\newsavebox{{{box}}}\\fi", f"\\begin{{lrbox}}{{{box}}}", *tabular, "\\end{lrbox}",
-        f"\\ifdim\\wd{box}>\\linewidth\\typeout{{negvocab: table {label} is \\the\\wd{box} wide, shrunk to the "
+        f"\\ifdim\\wd{box}>\\linewidth\\typeout{{negvocab: table {label} is \\the\\wd{box}\\space wide, shrunk to the "
         f"\\the\\linewidth\\space line (negvocab table --wide: table*)}}"
         f"\\ifdefined\\resizebox\\resizebox{{\\linewidth}}{{!}}{{\\usebox{{{box}}}}}"
         f"\\else\\usebox{{{box}}}\\fi\\else\\usebox{{{box}}}\\fi",
