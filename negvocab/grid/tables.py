@@ -202,6 +202,12 @@ class GridResult:
         ``far-ood`` where the OOD sets span both groups of their benchmarks, and ``mean``."""
         return [*self.rows, *(_mean_rows(self.rows, self.means, self.groups) if mean else [])]
 
+    def _in_reader_order(self) -> list[dict[str, Any]]:
+        """:meth:`table` in a reader's order (:func:`_reader_key`): the tables of a run and of its folder
+        read back (``negvocab table``) lay their rows out alike."""
+        cells = sorted(self.rows, key=_reader_key)
+        return [*cells, *_mean_rows(cells, self.means, self.groups)]
+
     def failed_models(self) -> dict[str, str]:
         """Model -> the one-line reason, for models with failed cells (from the grid's status)."""
         out: dict[str, str] = {}
@@ -237,7 +243,7 @@ class GridResult:
         }
         if not self.rows:
             raise InputError("no finished cells to tabulate")
-        sel = T.select_rows(self.table(), (rows, "ood_set"), fixed, True)
+        sel = T.select_rows(self._in_reader_order(), (rows, "ood_set"), fixed, True)
         index = list(dict.fromkeys(T.row_label(r, rows) for r in sel))
         columns = [c for c in dict.fromkeys(r["ood_set"] for r in sel) if c != "mean"]
         columns += ["mean"] if any(r["ood_set"] == "mean" for r in sel) else []
@@ -301,7 +307,9 @@ class GridResult:
         where={"ood_set": "mean", "method": "neglabel"}, mean_rows=True)``."""
         kw.setdefault("scores", self.score_getter())  # bold: the paired test on the stored per-image scores
         kw.setdefault("n_boot", self._n_boot())
-        return T.build_table(self.table(), metric=metric, rows_by=rows, cols_by=cols, failed=self.failed_models(), **kw)
+        return T.build_table(
+            self._in_reader_order(), metric=metric, rows_by=rows, cols_by=cols, failed=self.failed_models(), **kw
+        )
 
     def _n_boot(self) -> int:
         """The grid's bootstrap draws (its config's ``n_boot``, else the library's default)."""
@@ -514,19 +522,22 @@ def _natural(text: str) -> tuple[Any, ...]:
     return tuple(int(p) if p.isdigit() else p.lower() for p in re.split(r"(\d+)", text))
 
 
+def _reader_key(r: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A reader's order of rows: vocabularies by name (sizes in number order), the baselines (no
+    vocabulary) after them; the tables of a run and of its folder read back share it."""
+    return (
+        not r.get("vocabulary"),
+        *(_natural(str(r.get(k, ""))) for k in ("vocabulary", "model", "ood_set", "method", "convention")),
+    )
+
+
 def _grid_folder(folder: Path) -> GridResult:
     """A grid's output folder read back without its config: the stored cells, the stored intervals
     of the means (``means/``), the failed cells, and ``scores_index.json`` when written."""
     rows, digests, failed = read_grid_cells(folder)
 
     # the cell files come in digest order: put the rows in a reader's order (wordnet@100 before @200)
-    def key(r: Mapping[str, Any]) -> tuple[Any, ...]:  # the baselines (no vocabulary) after the vocabularies
-        return (
-            not r.get("vocabulary"),
-            *(_natural(str(r.get(k, ""))) for k in ("vocabulary", "model", "ood_set", "method", "convention")),
-        )
-
-    order = sorted(range(len(rows)), key=lambda i: key(rows[i]))
+    order = sorted(range(len(rows)), key=lambda i: _reader_key(rows[i]))
     rows, digests = [rows[i] for i in order], [digests[i] for i in order]
     groups: dict[tuple[str, ...], list[str]] = {}
     for r, d in zip(rows, digests, strict=True):

@@ -271,3 +271,22 @@ def test_a_vocabulary_holding_id_class_names_is_said_in_log_rows_tables_and_comp
     assert f"Caveat: B: id_names: {said}" in (out / "tables.md").read_text()
     assert f"Caveat: B: id_names: {said}" in (out / "pivots.md").read_text().split("### B /", 1)[1]
     assert f"Caveat: B: id_names: {said}" in (out / "comparisons.md").read_text()
+
+
+def test_a_runs_tables_and_its_folder_read_back_lay_rows_out_alike(ran):
+    """The grid's tables.md and `negvocab table` on its folder had rows in different orders."""
+    from negvocab.grid.tables import _grid_folder
+
+    res, _, out = ran
+    res.write(out)  # scores_index.json: the folder read back finds the per-image scores as the run does
+    kw = dict(rows="vocabulary", cols="ood_set", where={"model": "TinyA", "method": "neglabel", "convention": "paper"})
+    from negvocab.grid.tables import GridResult
+
+    # a config that lists B before A and TinyB before TinyA: the run's rows come in that order
+    swapped = GridResult(list(reversed(res.rows)), res.config, means=res.means, groups=res.groups, out_dir=out)
+    run = swapped.paper_table("fpr", n_boot=50, **kw)
+    back = _grid_folder(out).paper_table("fpr", n_boot=50, **kw)
+    assert run.index[:2] == ["A@4", "A@8"]
+    assert run.index == back.index and run.columns == back.columns
+    assert run.to_markdown() == back.to_markdown()
+    assert swapped.pivot("fpr", vocabulary="B", method="neglabel", convention="paper").index == ["TinyA", "TinyB"]
