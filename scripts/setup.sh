@@ -26,6 +26,20 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
     fi
 fi
 
+# TeX and poppler for the LaTeX tables' compile test and the figures' font test (tests/report/test_latex.py,
+# test_plots.py); optional: those tests are skipped without them.
+if ! command -v pdflatex >/dev/null 2>&1 || ! command -v lualatex >/dev/null 2>&1 || ! command -v pdffonts >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1; then
+        SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends texlive-latex-recommended \
+            texlive-science texlive-fonts-recommended texlive-luatex poppler-utils >/dev/null \
+            || echo "TeX not installed: the LaTeX compile test will be skipped" >&2
+    else
+        echo "pdflatex not found: the LaTeX compile test will be skipped (install Debian's texlive-latex-recommended)" >&2
+    fi
+fi
+
 # grid and ray extras: the grid's Parquet table and its Ray engine are tested too (ray: ~15 s, ~250 MB).
 # The exact versions the project is tested with come from constraints.txt (pyproject.toml only
 # declares compatible ranges). torch/torchvision first: an unpinned 'torch' would pull a multi-GB build.

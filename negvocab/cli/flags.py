@@ -52,6 +52,11 @@ PARAM_FLAGS: dict[str, str] = {
     "seed": "--seed",
     "index": "--index",
     "explain_k": "--explain",
+    # outputs (issue 32): negvocab table's bold
+    "bold_by": "--bold-by",
+    "level": "--level",
+    "mix_kinds": "--mix-kinds",
+    "across": "--compare-across",
 }
 
 

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
+import numpy as np
 import typer
 
 from negvocab.atomic import write_json, write_text
@@ -15,6 +16,7 @@ from negvocab.cli.outputs import writing
 from negvocab.errors import InputError
 from negvocab.evaluation.stored import read_scores_npz
 from negvocab.evaluation.subsample import POOLED, check_draws, subsample
+from negvocab.grid.tables import grid_scores, is_grid_folder
 from negvocab.outdir import staged_folder
 from negvocab.report.plots import PLOT_FORMATS, plot_subsample
 from negvocab.textfiles import csv_text
@@ -52,13 +54,30 @@ def _pick_sets(sets: list[str] | None, wanted: list[str] | None) -> list[str] | 
     return wanted
 
 
+def _flatten(
+    entries: dict[str, tuple[Any, dict[str, Any]]],
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """A grid model's entries as a score file holds them: ID scores by key, the OOD scores of every
+    set one after the other by key, and the set of each OOD image (the sets in the first entry's order)."""
+    order = list(next(iter(entries.values()))[1])
+    s_id = {k: v[0] for k, v in entries.items() if list(v[1]) == order}
+    s_ood = {k: np.concatenate([entries[k][1][s] for s in order]) for k in s_id}
+    sets = [s for s in order for _ in range(len(next(iter(entries.values()))[1][s]))]
+    return s_id, s_ood, sets
+
+
 def _fmt(v: Any) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
 
 
 @app.command("subsample")
 def subsample_cmd(
-    scores: Annotated[Path, typer.Argument(help="Results folder of `negvocab score` (or its scores.npz).")],
+    scores: Annotated[
+        Path,
+        typer.Argument(
+            help="Results folder of `negvocab score` (or its scores.npz), or a grid folder (one analysis per model)."
+        ),
+    ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (subsample.csv, subsample.json, the plot).")],
     sizes: Annotated[
         str,
@@ -92,21 +111,29 @@ def subsample_cmd(
         raise InputError(f"unknown --plot-format {plot_format!r}; choose pdf, svg or png")
     want_sizes = None if sizes.strip().lower() == "auto" else parse_sizes(sizes)
     check_draws(draws, seed)  # before anything is read or allocated
-    s_id, s_ood, random, sets = read_scores_file(scores)
-    if key:
-        missing = [k for k in key if k not in s_id]
-        if missing:
-            raise InputError(f"no scores named {missing[0]!r}; the file holds {', '.join(s_id)}")
-        s_id, s_ood = {k: s_id[k] for k in key}, {k: s_ood[k] for k in key}
-    chosen = _pick_sets(sets, ood_set)
-    if chosen is not None and sets is not None:
-        keep = [i for i, s in enumerate(sets) if s in chosen]
-        s_ood = {k: v[keep] for k, v in s_ood.items()}
-        sets = [sets[i] for i in keep]
-    names = list(dict.fromkeys(sets or ["ood"]))
-    rows = subsample(
-        s_id, s_ood, sizes=want_sizes, draws=draws, convention=convention, seed=seed, ood_sets=sets, pooled=pooled
-    )
+    if is_grid_folder(scores):  # one analysis per model of the grid, over its entries' stored scores
+        per_model, random = grid_scores(scores)
+        found = {m: _flatten(entries) for m, entries in per_model.items()}
+    else:
+        s_id, s_ood, random, sets = read_scores_file(scores)
+        found = {"": (s_id, s_ood, sets)}
+    rows, names = [], []
+    for model, (s_id, s_ood, sets) in found.items():
+        if key:
+            missing = [k for k in key if k not in s_id]
+            if missing:
+                raise InputError(f"no scores named {missing[0]!r}; the file holds {', '.join(s_id)}")
+            s_id, s_ood = {k: s_id[k] for k in key}, {k: s_ood[k] for k in key}
+        chosen = _pick_sets(sets, ood_set)
+        if chosen is not None and sets is not None:
+            keep = [i for i, s in enumerate(sets) if s in chosen]
+            s_ood = {k: v[keep] for k, v in s_ood.items()}
+            sets = [sets[i] for i in keep]
+        names += [n for n in dict.fromkeys(sets or ["ood"]) if n not in names]
+        got = subsample(
+            s_id, s_ood, sizes=want_sizes, draws=draws, convention=convention, seed=seed, ood_sets=sets, pooled=pooled
+        )
+        rows += [{"model": model, **r} if model else r for r in got]
     doc = {"scores": str(scores), "random_weights": random, "seed": seed, "ood_sets": names, "pooled": pooled,
            "pooled_sets": names if pooled else [], "rows": rows}  # fmt: skip
     with writing(out), staged_folder(out, SUBSAMPLE_FILES, "subsample.json", overwrite=overwrite) as stage:
@@ -119,12 +146,14 @@ def subsample_cmd(
             + (f" (pooled = {' + '.join(names)})" if pooled else "")
             + ("  [RANDOM WEIGHTS: meaningless]" if random else "")
         )
-        plot_subsample(rows, stage / f"subsample.{plot_format}", title=title)
+        shown = [{**r, "detector": f"{r['model']}: {r['detector']}"} if "model" in r else r for r in rows]
+        plot_subsample(shown, stage / f"subsample.{plot_format}", title=title)
         write_json(stage / "subsample.json", doc)
     for r in rows:
         label = f"{r['ood_set']} (all sets)" if r["ood_set"] == POOLED else r["ood_set"]
         typer.echo(
-            f"{label:<16} {r['detector']:<24} n={r['n']:>6}  FPR "
+            (f"{r['model']:<16} " if "model" in r else "") + f"{label:<16} {r['detector']:<24}"
+            f"  n={r['n']:>6}  FPR "
             f"mean {100 * r['mean']:6.2f}%  SD {100 * r['sd']:5.2f}  "
             f"analytic {100 * r['sd_analytic']:5.2f}  full {100 * r['full']:6.2f}%"
             + (

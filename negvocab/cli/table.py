@@ -71,13 +71,37 @@ def table_cmd(
     ] = None,
     intervals: Annotated[bool, typer.Option("--intervals", help="Show the 95% bootstrap intervals.")] = False,
     bold: Annotated[
-        str, typer.Option("--bold", help="interval (best beyond its interval), point (best value, untested) or none.")
-    ] = "interval",
-    ties: Annotated[str, typer.Option("--ties", help="Tied best entries: none bold, or all.")] = "none",
+        str,
+        typer.Option(
+            "--bold",
+            help="paired (the best entry where a paired bootstrap over the same images finds it better than "
+            "every other; needs stored per-image scores) or none.",
+        ),
+    ] = "paired",
+    bold_by: Annotated[
+        str, typer.Option("--bold-by", help="cols: the best row of each column; rows: the best column of each row.")
+    ] = "cols",
+    level: Annotated[float, typer.Option("--level", help="Level of the paired intervals behind bold.")] = 0.95,
+    ties: Annotated[
+        str,
+        typer.Option(
+            "--ties",
+            help="none: bold only a significant winner; all: also every entry not distinguishable from the best.",
+        ),
+    ] = "none",
+    mix_kinds: Annotated[
+        bool,
+        typer.Option(
+            "--mix-kinds", help="Average deployable, no-vocabulary, oracle and test-time entries together in means."
+        ),
+    ] = False,
     fmt: Annotated[
         Optional[str], typer.Option("--format", help="md, tex or csv (default: from the -o suffix, else md).")  # noqa: UP045
     ] = None,
     siunitx: Annotated[bool, typer.Option("--siunitx", help="LaTeX: siunitx S columns.")] = False,
+    wide: Annotated[
+        bool, typer.Option("--wide", help="LaTeX: a table* across both columns of a two-column paper.")
+    ] = False,
     caption: Annotated[str, typer.Option("--caption", help="Caption text before what the table states itself.")] = "",
     label: Annotated[str, typer.Option("--label", help="LaTeX \\label (default tab:results).")] = "",
     no_baselines: Annotated[
@@ -89,10 +113,18 @@ def table_cmd(
             "--compare", help="Also print paired comparisons of each pair of vocabularies (per method, convention)."
         ),
     ] = False,
+    compare_across: Annotated[
+        str,
+        typer.Option(
+            "--compare-across",
+            help="vocabularies (pairs of vocabularies and MCM, per model), models (pairs of models per entry), or "
+            "auto: what bold compares (models where the bold entries are models).",
+        ),
+    ] = "auto",
     compare_set: Annotated[
         str, typer.Option("--compare-set", help="OOD set the comparisons are on (mean: all sets).")
     ] = "mean",
-    n_boot: Annotated[int, typer.Option("--n-boot", help="Paired-bootstrap draws of the comparisons.")] = 1000,
+    n_boot: Annotated[int, typer.Option("--n-boot", help="Paired-bootstrap draws of bold and the comparisons.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the paired bootstrap.")] = 0,
     output: Annotated[
         Optional[Path], typer.Option("--output", "-o", help="File to write (default: standard output).")  # noqa: UP045
@@ -120,13 +152,19 @@ def table_cmd(
         col_groups=parse_pairs(col_group, "--col-group", lists=True),  # type: ignore[arg-type]
         intervals=intervals,
         bold=bold,
+        bold_by=bold_by,
         ties=ties,
+        scores=scores,
+        level=level,
+        n_boot=n_boot,
+        seed=seed,
+        mix_kinds=mix_kinds,
         baselines=not no_baselines,
         caption=caption,
         label=label,
         failed=failed,
     )
-    text = table.render(form, siunitx=siunitx)
+    text = table.render(form, siunitx=siunitx, wide=wide)
     if output is None or is_stdout(output):
         typer.echo(text, nl=False)
     else:
@@ -134,6 +172,18 @@ def table_cmd(
             write_text(output, text)
         typer.echo(f"wrote {output}", err=True)
     if compare:
-        said = comparisons(data, scores, metric=_split(metric)[0], ood_set=compare_set, n_boot=n_boot, seed=seed)
+        ranked = _split(rows) if bold_by == "cols" else _split(cols)  # the axis whose entries bold compares
+        across = compare_across if compare_across != "auto" else ("models" if "model" in ranked else "vocabularies")
+        said = comparisons(
+            data,
+            scores,
+            metric=_split(metric)[0],
+            ood_set=compare_set,
+            n_boot=n_boot,
+            seed=seed,
+            level=level,
+            where={k: str(v) for k, v in parse_pairs(where, "--where").items()},
+            across=across,
+        )
         for s in said or ["nothing to compare: no two vocabularies share a method, convention and model"]:
             typer.echo(f"- {s}", err=output is None or is_stdout(output))

@@ -23,7 +23,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["HUGE_VOCABULARY", "common_mistakes", "id_names_in", "shared_images"]
+__all__ = ["HUGE_VOCABULARY", "ID_NAMES_CAVEAT", "common_mistakes", "id_names_in", "shared_images"]
+
+#: the caveat a grid row carries for a vocabulary holding ID class names (``n``, ``size``, ``names``)
+ID_NAMES_CAVEAT = (
+    "{n} of {size} labels are ID class names ({names}), which NegLabel counts against ID images "
+    "(remove them with `negvocab filter`)"
+)
 
 HUGE_VOCABULARY = 100_000  # labels; above this the text encoding time is estimated up front
 PROBE_LABELS = 512  # labels encoded to measure the rate

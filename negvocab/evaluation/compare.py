@@ -61,8 +61,9 @@ def metric_value(metric: str, s_id: np.ndarray, s_ood: np.ndarray, *, tpr: float
 class PairedComparison:
     """A - B on the same images: the difference (in [0, 1] units), its interval, the verdict.
 
-    ``verdict`` is ``"a"`` (A better beyond the interval), ``"b"``, ``"tie"`` (the same value on these
-    images) or ``"not significant"`` (the interval contains 0). ``p`` is the two-sided bootstrap
+    ``verdict`` is ``"a"`` (A better beyond the interval), ``"b"``, ``"tie"`` (the interval itself is
+    [0, 0]: the same value on every resample, not merely equal points) or ``"not significant"`` (the
+    interval contains 0: not distinguishable at ``level``). ``p`` is the two-sided bootstrap
     p-value ``2 min(P(d <= 0), P(d >= 0))`` with the +1 correction. ``draws`` are the per-draw
     differences.
     """
@@ -242,8 +243,8 @@ def paired_from_draws(
     n_boot = draws.size
     low, high = (float(x) for x in np.quantile(draws, [(1 - level) / 2, (1 + level) / 2]))
     p = min(1.0, 2 * min((1 + np.sum(draws <= 0)) / (n_boot + 1), (1 + np.sum(draws >= 0)) / (n_boot + 1)))
-    if abs(diff) <= TIE_ATOL:
-        verdict = "tie"
+    if abs(diff) <= TIE_ATOL and abs(low) <= TIE_ATOL and abs(high) <= TIE_ATOL:
+        verdict = "tie"  # the interval says so: equal on every resample, not only in the point
     elif low > 0 or high < 0:
         verdict = "a" if (diff > 0) == higher else "b"
     else:
@@ -295,16 +296,25 @@ def paired_bootstrap(
     return paired_from_draws(a, b, metric=metric, n_id=ai.size, n_ood={k: v.size for k, v in ao.items()}, level=level)
 
 
+def _level(level: float) -> str:
+    """95 for 0.95, 99.9 for 0.999: the level as a caption or a sentence states it."""
+    return f"{100 * level:.10g}"
+
+
 def _pts(x: float) -> str:
     return f"{100 * x:+.2f}"
 
 
-def comparison_sentence(a: str, b: str, results: Sequence[tuple[str, PairedComparison]], *, context: str = "") -> str:
-    """One sentence on A vs B over models: ``results`` is (model, comparison) per model.
+def comparison_sentence(
+    a: str, b: str, results: Sequence[tuple[str, PairedComparison]], *, context: str = "", unit: str = "models"
+) -> str:
+    """One sentence on A vs B over models: ``results`` is (model, comparison) per model (``unit``
+    names what the results are over: "models", or "entries" when A and B are models).
 
-    "A beats B" only where every significant model goes A's way; a split, a tie and "no significant
-    difference" are said as such. Each model's difference A - B (points) comes with its interval and
-    n; the mean difference is named as the mean of the per-model differences.
+    "A beats B" only where every significant model goes A's way; a split is said as such, and
+    everything else as "not distinguishable at the X% level" (a tie only where the paired interval is
+    [0, 0]: the same value on every resample; equal points alone are no tie). Each model's difference
+    A - B (points) comes with its interval and n; the mean difference is named as the mean of the per-model differences.
     """
     if not results:
         raise InputError(f"no model has both {a} and {b} to compare")
@@ -315,26 +325,29 @@ def comparison_sentence(a: str, b: str, results: Sequence[tuple[str, PairedCompa
     ties = sum(r.verdict == "tie" for _, r in results)
     ns = n - wins_a - wins_b - ties
     what = metric_label(first.metric).split("@")[0] if first.metric != "fpr" else "FPR"
+    level = _level(first.level)
     ctx = f" ({context})" if context else ""
     if wins_a and not wins_b:
-        head = f"{a} beats {b}{ctx} for {wins_a} of {n} models"
+        head = f"{a} beats {b}{ctx} for {wins_a} of {n} {unit}"
     elif wins_b and not wins_a:
-        head = f"{b} beats {a}{ctx} for {wins_b} of {n} models"
+        head = f"{b} beats {a}{ctx} for {wins_b} of {n} {unit}"
     elif wins_a and wins_b:
-        head = f"{a} and {b} split{ctx}: {a} better for {wins_a}, {b} better for {wins_b} of {n} models"
+        head = f"{a} and {b} split{ctx}: {a} better for {wins_a}, {b} better for {wins_b} of {n} {unit}"
     elif ties == n:
-        head = f"{a} and {b} tie{ctx} for all {n} models (the same {what} on the same images)"
+        head = (
+            f"{a} and {b} not distinguishable at the {level}% level{ctx} for all {n} {unit} "
+            f"(the same {what} on every resample)"
+        )
     else:
-        head = f"no significant difference between {a} and {b}{ctx} for any of {n} models"
+        head = f"{a} and {b} not distinguishable at the {level}% level{ctx} for any of {n} {unit}"
     rest = []
     if ns and (wins_a or wins_b):
-        rest.append(f"not significant for {ns}")
+        rest.append(f"not distinguishable for {ns}")
     if ties and ties < n:
-        rest.append(f"a tie for {ties}")
-    level = int(round(100 * first.level))
+        rest.append(f"the same on every resample for {ties}")
     per = "; ".join(
         f"{m}: {_pts(r.diff)} [{_pts(r.low)}, {_pts(r.high)}]"
-        + (" tie" if r.verdict == "tie" else "")
+        + (" identical on every resample" if r.verdict == "tie" else "")
         + f", n {r.n_id} ID / {sum(r.n_ood.values())} OOD"
         for m, r in results
     )

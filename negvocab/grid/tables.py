@@ -31,12 +31,14 @@ import numpy as np
 from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.data.benchmarks import GROUPS, MEAN
 from negvocab.errors import InputError
+from negvocab.evaluation.kinds import caveat_notes
 from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES
 from negvocab.evaluation.stored import read_grid_cells
 from negvocab.grid.config import spec_digest
 from negvocab.grid.work import open_sets, plan_cells, read_scores
 from negvocab.report import tables as T
 from negvocab.report.plots import plot_overlay
+from negvocab.report.significance import PairedMarks, bold_note
 from negvocab.scoring.methods import EVALUATION_PARAMS
 from negvocab.textfiles import csv_text
 
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["COLUMNS", "GridResult", "Pivot", "RANDOM_NOTE", "load_rows"]
+__all__ = ["COLUMNS", "GridResult", "Pivot", "RANDOM_NOTE", "grid_scores", "is_grid_folder", "load_rows"]
 
 COLUMNS = [
     "model", "pretrained", "random_weights", "vocabulary", "vocab_source", "vocab_size", "vocab_hash",
@@ -111,15 +113,18 @@ class Pivot:
     higher_is_better: bool
     title: str = ""
     notes: list[str] = field(default_factory=list)
+    #: bold marks from the paired test (:mod:`negvocab.report.significance`); None: nothing bold
+    bold: np.ndarray | None = None
 
     @property
     def best(self) -> np.ndarray:
+        """The best point estimate per column (untested: not what the tables mark bold; see ``bold``)."""
         v = np.where(np.isnan(self.values), np.inf if not self.higher_is_better else -np.inf, self.values)
         target = v.max(0) if self.higher_is_better else v.min(0)
         return np.isclose(v, target[None, :], rtol=0, atol=1e-12) & ~np.isnan(self.values)
 
     def _cells(self, bold: str) -> list[list[str]]:
-        best = self.best
+        best = self.bold if self.bold is not None else np.zeros(self.values.shape, dtype=bool)
         return [
             [
                 ("-" if math.isnan(x) else (bold.format(f"{100 * x:.2f}") if best[i, j] else f"{100 * x:.2f}"))
@@ -129,15 +134,16 @@ class Pivot:
         ]
 
     def to_markdown(self) -> str:
-        """A Markdown table (percent; best per column in bold) with its notes below."""
+        """A Markdown table (percent; bold where the paired test found a winner) with its notes below."""
         head = f"| {self.title or 'model'} | " + " | ".join(self.columns) + " |"
         lines = [head, "|" + "---|" * (len(self.columns) + 1)]
         for name, cells in zip(self.index, self._cells("**{}**"), strict=True):
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         return "\n".join(lines + [""] + [f"{n}" for n in self.notes]) + "\n"
 
-    def to_latex(self, caption: str | None = None, label: str | None = None) -> str:
-        """A LaTeX booktabs table (percent; best per column in bold; needs ``\\usepackage{booktabs}``)."""
+    def to_latex(self, caption: str | None = None, label: str | None = None, *, wide: bool = False) -> str:
+        """A LaTeX booktabs table (percent; bold as :meth:`to_markdown`; needs ``\\usepackage{booktabs}``):
+        a short caption, the notes under the table (:func:`negvocab.report.tables.latex_float`)."""
         esc = T.latex_escape
         name = METRICS[self.metric][0].split("@")[0].lower()
         if (
@@ -147,19 +153,15 @@ class Pivot:
             and name == "fpr"
         ):
             caption = None  # the notes name the metric already: "AUROC AUROC (%)" said it twice
-        lines = ["\\begin{table}[t]", "\\centering"]
-        if caption or self.notes:
-            lines.append(f"\\caption{{{esc(caption or '')}{' ' if caption else ''}{esc(' '.join(self.notes))}}}")
-        lines.append(
-            f"\\label{{{label or 'tab:' + re.sub(r'[^A-Za-z0-9]+', '-', self.metric + '-' + self.title).strip('-')}}}"
-        )
-        lines += [f"\\begin{{tabular}}{{l{'r' * len(self.columns)}}}", "\\toprule"]
+        lines = [f"\\begin{{tabular}}{{@{{}}l{'r' * len(self.columns)}@{{}}}}", "\\toprule"]
         lines.append(" & ".join([esc(self.title or "model"), *(esc(c) for c in self.columns)]) + " \\\\")
         lines.append("\\midrule")
         for name, cells in zip(self.index, self._cells("\\textbf{{{}}}"), strict=True):
             lines.append(" & ".join([esc(name), *cells]) + " \\\\")
-        lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
-        return "\n".join(lines) + "\n"
+        lines += ["\\bottomrule", "\\end{tabular}"]
+        tag = re.sub(r"[^A-Za-z0-9]+", "-", self.metric + "-" + self.title).strip("-")
+        short = " ".join(x for x in [caption or "", self.notes[0] if self.notes else ""] if x)
+        return T.latex_float(lines, short, label or f"tab:{tag}", self.notes[1:], wide=wide)
 
 
 class GridResult:
@@ -184,6 +186,7 @@ class GridResult:
         self.stats = dict(stats or {})
         self.out_dir = out_dir
         self.status = dict(status or {})
+        self._scores_memo: dict[str, dict[str, Any]] = {}
 
     def __repr__(self) -> str:
         models = len({r["model"] for r in self.rows})
@@ -198,6 +201,12 @@ class GridResult:
         """The tidy long table: the cell rows, then the summary rows (``mean=True``): ``near-ood`` and
         ``far-ood`` where the OOD sets span both groups of their benchmarks, and ``mean``."""
         return [*self.rows, *(_mean_rows(self.rows, self.means, self.groups) if mean else [])]
+
+    def _in_reader_order(self) -> list[dict[str, Any]]:
+        """:meth:`table` in a reader's order (:func:`_reader_key`): the tables of a run and of its folder
+        read back (``negvocab table``) lay their rows out alike."""
+        cells = sorted(self.rows, key=_reader_key)
+        return [*cells, *_mean_rows(cells, self.means, self.groups)]
 
     def failed_models(self) -> dict[str, str]:
         """Model -> the one-line reason, for models with failed cells (from the grid's status)."""
@@ -234,25 +243,33 @@ class GridResult:
         }
         if not self.rows:
             raise InputError("no finished cells to tabulate")
-        sel = T.select_rows(self.table(), (rows, "ood_set"), fixed, True)
+        sel = T.select_rows(self._in_reader_order(), (rows, "ood_set"), fixed, True)
         index = list(dict.fromkeys(T.row_label(r, rows) for r in sel))
         columns = [c for c in dict.fromkeys(r["ood_set"] for r in sel) if c != "mean"]
         columns += ["mean"] if any(r["ood_set"] == "mean" for r in sel) else []
         values = np.full((len(index), len(columns)), np.nan)
+        cells: dict[tuple[int, int], Mapping[str, Any]] = {}
         for r in sel:
-            values[index.index(T.row_label(r, rows)), columns.index(r["ood_set"])] = r[metric]
+            i, j = index.index(T.row_label(r, rows)), columns.index(r["ood_set"])
+            values[i, j], cells[(i, j)] = r[metric], r
         name, higher = METRICS[metric]
         tpr = int(round(100 * sel[0]["tpr"]))
         conv = sel[0]["convention"]
+        marker = PairedMarks(self.score_getter(), n_boot=self._n_boot())  # the tables' one rule (bold_note)
+        bold = np.zeros(values.shape, dtype=bool)
+        for j in range(len(columns)):
+            bold[:, j] = marker.marks([cells.get((i, j)) for i in range(len(index))], values[:, j], metric)
         notes = [
-            f"{name.format(tpr=tpr)} (%), {conv} convention (threshold: {THRESHOLD_RULES.get(conv, conv)}); "
-            "best point estimate per column in bold (not tested; ties all bold)."
+            f"{name.format(tpr=tpr)} (%), {conv} convention.",
+            f"Threshold: {THRESHOLD_RULES.get(conv, conv)}.",
+            bold_note(marker, "cols", "none", rows),
         ]
         if metric.startswith("aupr"):
             notes.append(f"AUPR as {sel[0]['aupr_method'].replace('_', ' ')}.")
         bad = sorted({r["vocabulary"] for r in sel if not r.get("deployable", True)})
         if bad:
             notes.append(f"Not deployable (oracle/transductive): {', '.join(bad)}.")
+        notes += [f"Caveat: {c}." for c in caveat_notes(sel)]
         notes += [f"{m}: cells failed ({why}); not shown." for m, why in self.failed_models().items()]
         if any(r.get("random_weights") for r in sel):
             notes.append(RANDOM_NOTE)
@@ -269,7 +286,7 @@ class GridResult:
             notes.append("(" + ", ".join(fixed_notes) + ")")
         if rows == "vocabulary":  # the row itself says so: bold may fall on an oracle row
             index = [f"{i} (NOT deployable)" if i in bad else i for i in index]
-        return Pivot(metric, [str(i) for i in index], columns, values, higher, title=rows, notes=notes)
+        return Pivot(metric, [str(i) for i in index], columns, values, higher, title=rows, notes=notes, bold=bold)
 
     def to_latex(self, metric: str = "fpr", caption: str | None = None, label: str | None = None, **pivot: Any) -> str:
         """:meth:`pivot` as a LaTeX booktabs table."""
@@ -288,12 +305,24 @@ class GridResult:
         whose cells failed are named in the caption. The paper's Table 2:
         ``paper_table("fpr", rows="model", cols="vocabulary",
         where={"ood_set": "mean", "method": "neglabel"}, mean_rows=True)``."""
-        return T.build_table(self.table(), metric=metric, rows_by=rows, cols_by=cols, failed=self.failed_models(), **kw)
+        kw.setdefault("scores", self.score_getter())  # bold: the paired test on the stored per-image scores
+        kw.setdefault("n_boot", self._n_boot())
+        return T.build_table(
+            self._in_reader_order(), metric=metric, rows_by=rows, cols_by=cols, failed=self.failed_models(), **kw
+        )
+
+    def _n_boot(self) -> int:
+        """The grid's bootstrap draws (its config's ``n_boot``, else the library's default)."""
+        if self.config is not None and self.config.n_boot:
+            return int(self.config.n_boot)
+        return int(EVALUATION_PARAMS["n_boot"].default)
 
     def score_getter(self) -> T.ScoreGetter | None:
         """Per-image scores of a (model, vocabulary, method) from ``scores/`` (the grid's config or
         the ``scores_index.json`` its :meth:`write` left), or None where they cannot be found."""
-        index = self._score_index()
+        if "index" not in self._scores_memo:  # read once: every table and pivot asks
+            self._scores_memo["index"] = self._score_index()
+        index = self._scores_memo["index"]
         if not index or self.out_dir is None:
             return None
         return _getter(Path(self.out_dir), index)
@@ -311,20 +340,28 @@ class GridResult:
         return _stored_index(Path(self.out_dir)) if self.out_dir is not None else {}
 
     def comparisons(
-        self, metric: str = "fpr", ood_set: str = "mean", *, n_boot: int | None = None, seed: int = 0
+        self,
+        metric: str = "fpr",
+        ood_set: str = "mean",
+        *,
+        n_boot: int | None = None,
+        seed: int = 0,
+        across: str = "vocabularies",
     ) -> list[str]:
-        """Sentences comparing each pair of vocabularies across models (per method and convention),
-        each model by a paired bootstrap over its ID and OOD images (:func:`negvocab.report.tables.comparisons`):
-        "A beats B" only where the difference's interval excludes 0, with n and the count of models."""
+        """Sentences comparing each pair of vocabularies (and MCM) across models, per method and
+        convention (``across="models"``: each pair of models per entry), each by a paired bootstrap
+        over the same ID and OOD images (:func:`negvocab.report.comparisons.comparisons`): "A beats B"
+        only where the difference's interval excludes 0, with n and the count of models."""
         if metric not in METRICS:
             raise InputError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
-        boot = n_boot or (
-            self.config.n_boot
-            if self.config is not None and self.config.n_boot
-            else EVALUATION_PARAMS["n_boot"].default
-        )
         said = T.comparisons(
-            self.table(), self.score_getter(), metric=metric, ood_set=ood_set, n_boot=int(boot), seed=seed
+            self.table(),
+            self.score_getter(),
+            metric=metric,
+            ood_set=ood_set,
+            n_boot=int(n_boot or self._n_boot()),
+            seed=seed,
+            across=across,
         )
         return said + [
             f"{m}: cells failed ({why}); left out of these comparisons" for m, why in self.failed_models().items()
@@ -388,7 +425,12 @@ class GridResult:
         index = self._score_index()
         if index:  # what `negvocab table DIR --compare` needs to find each entry's per-image scores
             write_json(out / "scores_index.json", index)
-        write_text(out / "comparisons.md", "\n".join(f"- {s}" for s in self.comparisons()) + "\n")
+        said = self.comparisons()
+        if len({r["model"] for r in table}) > 1:  # the paper tables bold across models: the same test, said
+            note = lambda s: s.startswith(("RANDOM", "Caveat: ")) or "cells failed (" in s  # noqa: E731
+            models = [f"(models) {s}" for s in self.comparisons(across="models") if not note(s)]
+            said = [s for s in said if not note(s)] + models + [s for s in said if note(s)]
+        write_text(out / "comparisons.md", "\n".join(f"- {s}" for s in said) + "\n")
         swept = dict.fromkeys(r["vocabulary"].rsplit("@", 1)[0] for r in table if "@" in r["vocabulary"])
         for vocab in swept:  # every method, convention and OOD set, with the mean and the baselines
             for ext in ("pdf", "svg"):
@@ -402,6 +444,8 @@ class GridResult:
             doc["ood_groups"] = self.groups
         if self.random_weights:
             doc["warning"] = RANDOM_NOTE
+        if caveat_notes(table):  # ID class names inside a vocabulary, ...: said as `negvocab score` says them
+            doc["caveats"] = caveat_notes(table)
         write_json(out / "grid.json", json.loads(json.dumps(doc, default=str)))
         return out
 
@@ -478,19 +522,22 @@ def _natural(text: str) -> tuple[Any, ...]:
     return tuple(int(p) if p.isdigit() else p.lower() for p in re.split(r"(\d+)", text))
 
 
+def _reader_key(r: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A reader's order of rows: vocabularies by name (sizes in number order), the baselines (no
+    vocabulary) after them; the tables of a run and of its folder read back share it."""
+    return (
+        not r.get("vocabulary"),
+        *(_natural(str(r.get(k, ""))) for k in ("vocabulary", "model", "ood_set", "method", "convention")),
+    )
+
+
 def _grid_folder(folder: Path) -> GridResult:
     """A grid's output folder read back without its config: the stored cells, the stored intervals
     of the means (``means/``), the failed cells, and ``scores_index.json`` when written."""
     rows, digests, failed = read_grid_cells(folder)
 
     # the cell files come in digest order: put the rows in a reader's order (wordnet@100 before @200)
-    def key(r: Mapping[str, Any]) -> tuple[Any, ...]:  # the baselines (no vocabulary) after the vocabularies
-        return (
-            not r.get("vocabulary"),
-            *(_natural(str(r.get(k, ""))) for k in ("vocabulary", "model", "ood_set", "method", "convention")),
-        )
-
-    order = sorted(range(len(rows)), key=lambda i: key(rows[i]))
+    order = sorted(range(len(rows)), key=lambda i: _reader_key(rows[i]))
     rows, digests = [rows[i] for i in order], [digests[i] for i in order]
     groups: dict[tuple[str, ...], list[str]] = {}
     for r, d in zip(rows, digests, strict=True):
@@ -512,6 +559,31 @@ def _stored_groups(path: Path) -> dict[str, str | None]:
         return {}
     groups = doc.get("ood_groups") if isinstance(doc, dict) else None
     return {str(k): (str(v) if v else None) for k, v in groups.items()} if isinstance(groups, dict) else {}
+
+
+def is_grid_folder(folder: str | os.PathLike[str]) -> bool:
+    """Whether ``folder`` is the output folder of ``negvocab grid run`` (it holds ``cells/``)."""
+    return (Path(folder) / "cells").is_dir()
+
+
+def grid_scores(
+    folder: str | os.PathLike[str],
+) -> tuple[dict[str, dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]], bool]:
+    """Per model, each entry's per-image scores from a grid folder (key ``method@vocabulary``, or the
+    method alone, as a ``score`` folder's scores.npz names them): (ID scores, OOD scores by set);
+    and whether any weights were random."""
+    res = _grid_folder(Path(folder))
+    get = res.score_getter()
+    if get is None:
+        raise InputError(f"{folder}: no scores_index.json; the grid's per-image scores cannot be found (run it again)")
+    out: dict[str, dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]] = {}
+    for model, vocab, method in dict.fromkeys((r["model"], r["vocabulary"], r["method"]) for r in res.rows):
+        got = get(model, vocab, method)
+        if got is not None:
+            out.setdefault(model, {})[f"{method}@{vocab}" if vocab else method] = got
+    if not out:
+        raise InputError(f"{folder}: the grid holds no readable per-image scores")
+    return out, res.random_weights
 
 
 def load_rows(

@@ -10,7 +10,7 @@ import json
 import logging
 import time
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +22,7 @@ from negvocab.builders.registry import get_builder
 from negvocab.data.benchmarks import benchmark_set, open_benchmark
 from negvocab.data.layouts import open_image_set
 from negvocab.errors import InputError, ResourceError
+from negvocab.evaluation.checks import ID_NAMES_CAVEAT, id_names_in
 from negvocab.evaluation.row import INTERVAL_METRICS
 from negvocab.evaluation.rows import metrics_row
 from negvocab.grid.config import GridConfig, ImageSpec, MethodSpec, ModelSpec, VocabSpec, spec_digest
@@ -540,7 +541,7 @@ def text_inputs(
         for n, v in vocabs.items()
         if n in needed
     }
-    return class_emb, neg_emb, {n: _vocab_info(v) for n, v in vocabs.items()}
+    return class_emb, neg_emb, {n: _vocab_info(v, classes.names, name=n) for n, v in vocabs.items()}
 
 
 def score_files(
@@ -578,14 +579,20 @@ def score_files(
     return t_score
 
 
-def _vocab_info(v: Vocabulary) -> dict[str, Any]:
-    """What a cell row reports of its vocabulary (stored with its score files)."""
+def _vocab_info(v: Vocabulary, id_names: Sequence[str] = (), *, name: str = "") -> dict[str, Any]:
+    """What a cell row reports of its vocabulary (stored with its score files): its caveats, and
+    ``id_names`` where it holds ID class names (as ``negvocab score`` warns; logged here too)."""
     caveats = dict(v.caveats)
+    deployable = bool(v.deployable) and not caveats
+    hits = id_names_in(v.labels, id_names)
+    if hits:
+        caveats["id_names"] = ID_NAMES_CAVEAT.format(n=len(hits), size=len(v), names=", ".join(map(repr, hits[:3])))
+        logger.warning("vocabulary %s: %s", name or v.source, caveats["id_names"])
     return {
         "size": len(v),
         "hash": v.short_hash,
         "source": v.source,
-        "deployable": bool(v.deployable) and not caveats,
+        "deployable": deployable,
         "caveats": caveats,
         "random_weights": v.random_weights,
     }

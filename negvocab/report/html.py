@@ -13,7 +13,6 @@ versions are both read: whatever columns a results table has are shown.
 from __future__ import annotations
 
 import base64
-import io
 import json
 import logging
 import math
@@ -31,7 +30,10 @@ from negvocab.evaluation.row import interval
 from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING
 from negvocab.evaluation.stored import read_results_json, read_scores_npz
 from negvocab.provenance import negvocab_version
+from negvocab.report.grid_section import GRID_MARKER, grid_section
 from negvocab.report.plots import figure_png, scores_figure
+from negvocab.report.thumbs import THUMB_PX, Thumbnails  # noqa: F401  (THUMB_PX: its old home)
+from negvocab.report.wrap import word_breaks
 from negvocab.scoring.metrics import operating_point
 
 logger = logging.getLogger(__name__)
@@ -40,7 +42,6 @@ __all__ = ["MAX_CARDS", "MAX_FLAGGED", "SMALL_N", "evasion_cards", "study_folder
 
 MAX_CARDS = 200
 MAX_FLAGGED = 100
-THUMB_PX = 96
 SMALL_N = 30  # fewer ID or OOD images than this: the report warns that the figures are noisy
 WIDE_CI = 0.20  # a 95% CI of FPR wider than 20 points: the report says so
 RANDOM_NOTE = RANDOM_WEIGHTS_WARNING  # the one sentence (negvocab.evaluation.rows)
@@ -196,29 +197,9 @@ def _results_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------
 # images
 # ----------------------------------------------------------------------------------------------
-def _thumb(path: str, cache: dict[str, str | None]) -> str | None:
-    """A small JPEG of the image as base64, or None when it cannot be read."""
-    if path in cache:
-        return cache[path]
-    from PIL import Image
-
-    out = None
-    try:
-        with Image.open(path) as im:
-            im = im.convert("RGB")
-            im.thumbnail((THUMB_PX, THUMB_PX))
-            buf = io.BytesIO()
-            im.save(buf, format="JPEG", quality=70)
-            out = base64.b64encode(buf.getvalue()).decode("ascii")
-    except Exception as e:  # a moved or unreadable image: the card says so
-        logger.info("no thumbnail for %s: %s", path, e)
-    cache[path] = out
-    return out
-
-
-def _card(r: Mapping[str, Any], threshold: float, thumbs: dict[str, str | None]) -> dict[str, Any]:
+def _card(r: Mapping[str, Any], threshold: float, thumbs: Thumbnails) -> dict[str, Any]:
     path = str(r.get("path") or "")
-    thumb = _thumb(path, thumbs) if path else None
+    thumb = thumbs(path) if path else None
     return {
         "image": r.get("image", ""),
         "label": r.get("label") or "",
@@ -304,7 +285,7 @@ def _png(path: Path) -> str | None:
 
 
 def _score_images(
-    folder: Path, doc: Mapping[str, Any], key: str | None, max_cards: int, max_flagged: int, thumbs: dict
+    folder: Path, doc: Mapping[str, Any], key: str | None, max_cards: int, max_flagged: int, thumbs: Thumbnails
 ) -> tuple[dict | None, dict | None, list[str]]:
     """Evasion and flagged cards of a ``negvocab score`` folder (scores.npz + explanations.json)."""
     notes: list[str] = []
@@ -422,7 +403,7 @@ def _why(e: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _coverage_images(
-    folder: Path, doc: Mapping[str, Any], max_cards: int, max_flagged: int, thumbs: dict
+    folder: Path, doc: Mapping[str, Any], max_cards: int, max_flagged: int, thumbs: Thumbnails
 ) -> tuple[dict | None, dict | None]:
     path = folder / "coverage_images.json"
     if not path.is_file():
@@ -508,7 +489,7 @@ def _coverage_section(folder: Path, doc: Mapping[str, Any], max_rows: int = 300)
 # ----------------------------------------------------------------------------------------------
 # the report
 # ----------------------------------------------------------------------------------------------
-_MARKERS = ("results.json", "sweep.json", "coverage.json")
+_MARKERS = ("results.json", "sweep.json", "coverage.json", GRID_MARKER)
 
 
 def study_folders(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -532,19 +513,28 @@ def study_folders(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
         )
         if not below:
             raise InputError(
-                f"{folder}: no results.json, sweep.json or coverage.json in it or "
+                f"{folder}: no results.json, sweep.json, coverage.json or grid.json in it or "
                 "below it; give folders negvocab score, sweep, coverage or grid wrote"
             )
         out += below
     return list(dict.fromkeys(out))
 
 
-def _folder_section(folder: Path, key: str | None, max_cards: int, max_flagged: int, thumbs: dict) -> dict[str, Any]:
+def _folder_section(
+    folder: Path, key: str | None, max_cards: int, max_flagged: int, thumbs: Thumbnails
+) -> dict[str, Any]:
     """The report section of one results folder (the template's ``s``)."""
     # long: one context from the three kinds of results file a folder may hold
     found = {name: folder / name for name in _MARKERS if (folder / name).is_file()}
+    thumbs.base = folder  # relative image paths: looked up against this folder too
+    if GRID_MARKER in found:  # a grid's folder: its tables, comparisons, sweeps, one results table per model
+        grid = grid_section(folder, _results_table)
+        empty = dict.fromkeys(("results", "sweep", "evasions", "flagged", "coverage", "scores_png"))
+        return {**empty, "grid": grid, "notes": grid["notes"], "name": str(folder), "kinds": "grid",
+                "meta": [], "random": grid["random"], "tpr_pct": 95}  # fmt: skip
     score_notes: list[str] = []
     ctx: dict[str, Any] = {
+        "grid": None,
         "results": None,
         "sweep": None,
         "evasions": None,
@@ -586,6 +576,7 @@ def _folder_section(folder: Path, key: str | None, max_cards: int, max_flagged: 
         if ev is not None:  # labelled cards replace those of a score run in the same folder
             ctx["evasions"], ctx["flagged"] = ev, fl
             ctx["notes"] = [n for n in ctx["notes"] if n not in score_notes]
+    ctx["notes"] += [n for n in [thumbs.note(folder)] if n]
     model_random = any(bool(m.get("random_weights")) for m in metas)
     # rows also say so when their vocabulary was built with random weights (a pretrained model scored it)
     random = model_random or any(
@@ -638,7 +629,7 @@ def write_report(
     if not given:
         raise InputError("no results folder given")
     folders = study_folders(given)
-    thumbs: dict[str, str | None] = {}
+    thumbs = Thumbnails()
     sections = [_folder_section(f, key, max_cards, max_flagged, thumbs) for f in folders]
     for i, sec in enumerate(sections):
         sec["p"] = "" if i == 0 else f"s{i + 1}-"  # the first section keeps the plain anchors
@@ -646,6 +637,7 @@ def write_report(
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("negvocab.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     )
+    env.filters["wbr"] = word_breaks
     one = len(sections) == 1
     html = env.get_template("report.html.j2").render(
         title=f"negvocab report: {folders[0].name}"

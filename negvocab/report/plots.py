@@ -30,6 +30,7 @@ import numpy as np
 from negvocab.atomic import atomic_path
 from negvocab.errors import InputError
 from negvocab.evaluation.row import interval
+from negvocab.report.style import LINE_STYLES, MARKERS, PALETTE, print_style, saving
 from negvocab.scoring import metrics as M
 from negvocab.types import ArrayLike
 
@@ -135,13 +136,15 @@ def _line_with_band(
     *,
     band_label: str | None = None,
     width: float = 1.5,
+    marker: str = "o",
+    style: str = "-",
 ) -> list[float]:
     """One series against M (sorted), with its bootstrap band where every point has an interval
     (``<key>_ci``); returns the plotted values (points and band edges) for the y range."""
     part = sorted(part, key=lambda r: r["M"])
     x = [r["M"] for r in part]
     y = [100 * r[key] for r in part]
-    ax.plot(x, y, marker="o", markersize=3 + width, linewidth=width, color=color, label=label)
+    ax.plot(x, y, marker=marker, linestyle=style, markersize=3 + width, linewidth=width, color=color, label=label)
     cis = [interval(r, key) for r in part]  # either shape of any results file
     if not all(cis):
         return y
@@ -169,6 +172,7 @@ def _m_axes(ax: Any, ms: Sequence[int], values: Sequence[float], ylabel: str | N
     ax.grid(True, alpha=0.3)
 
 
+@print_style
 def sweep_figure(
     rows: Sequence[Mapping[str, Any]],
     *,
@@ -232,7 +236,7 @@ def sweep_figure(
             ax.axhline(100 * ref[key], linestyle="--", color=f"C{len(series) + j}", label=label)
             values.append(100 * ref[key])
         _m_axes(ax, ms, values, ylabel)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
     fig.suptitle(
         title + ("\n[RANDOM WEIGHTS: meaningless]" if random_weights else "")
         if title
@@ -258,6 +262,7 @@ def plot_sweep(
     return save_figure(fig, path)
 
 
+@print_style
 def overlay_figure(
     rows: Sequence[Mapping[str, Any]],
     *,
@@ -288,13 +293,15 @@ def overlay_figure(
     combos = list(dict.fromkeys(p[1:] for p in panels))
     sets = [s for s in dict.fromkeys(str(r["ood_set"]) for r in rows) if s != "mean"]
     sets += ["mean"] if any(r["ood_set"] == "mean" for r in rows) else []
-    colour = {s: "k" if s == "mean" else f"C{i % 10}" for i, s in enumerate(sets)}
+    colour = {s: "k" if s == "mean" else PALETTE[i % (len(PALETTE) - 1)] for i, s in enumerate(sets)}
+    mark = {s: "o" if s == "mean" else MARKERS[1 + i % (len(MARKERS) - 1)] for i, s in enumerate(sets)}
+    line = {s: "-" if s == "mean" else LINE_STYLES[1 + i % (len(LINE_STYLES) - 1)] for i, s in enumerate(sets)}
     dashes = ("--", ":", "-.", (0, (5, 1, 1, 1)))  # reused in turn: a grid may have more baselines than styles
     styles = {m: dashes[i % len(dashes)] for i, m in enumerate(dict.fromkeys(str(b["method"]) for b in baselines))}
     tpr = int(round(100 * float(rows[0].get("tpr", 0.95))))
     ms = sorted({int(r["M"]) for r in rows})
     fig = Figure(figsize=(min(4.0 * len(models) + 0.8, 16), 2.9 * len(combos) + 1.4), layout="constrained")
-    axes = fig.subplots(len(combos), len(models), squeeze=False)
+    axes = fig.subplots(len(combos), len(models), squeeze=False, sharex=True, sharey=True)  # panels compare
     banded = False
     for (meth, conv), row_axes in zip(combos, axes, strict=True):
         for model, ax in zip(models, row_axes, strict=True):
@@ -304,7 +311,16 @@ def overlay_figure(
             for s in sets:
                 part = [r for r in mine if str(r["ood_set"]) == s]
                 if part:
-                    got = _line_with_band(ax, part, metric, colour[s], None, width=2.4 if s == "mean" else 1.3)
+                    got = _line_with_band(
+                        ax,
+                        part,
+                        metric,
+                        colour[s],
+                        None,
+                        width=2.4 if s == "mean" else 1.3,
+                        marker=mark[s],
+                        style=line[s],
+                    )
                     banded |= len(got) > len(part)
                     values += got
             for b in baselines:
@@ -330,7 +346,8 @@ def overlay_figure(
             [],
             [],
             color=colour[s],
-            marker="o",
+            marker=mark[s],
+            linestyle=line[s],
             linewidth=2.4 if s == "mean" else 1.3,
             label="mean over OOD sets" if s == "mean" else f"OOD {s}",
         )
@@ -342,7 +359,7 @@ def overlay_figure(
     ]
     if banded:
         handles.append(Patch(color="0.5", alpha=0.3, label="95% bootstrap interval"))
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=7, frameon=False)
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=8, frameon=False)
     vocab = str(rows[0].get("vocabulary", "")).rsplit("@", 1)[0]
     heading = title or f"Pool size M: {vocab}, the first M labels of its ranking"
     fig.suptitle(heading + ("\n[RANDOM WEIGHTS: meaningless]" if random_weights else ""), fontsize=10)
@@ -434,7 +451,7 @@ def save_figure(fig: Figure, path: str | os.PathLike[str], *, title: str | None 
         meta = {"Title": " ".join(caption.split())} if caption else {}
         for _ in range(3):  # a draw may move a legend ("best"): fit, save, and check the drawn result
             _fit_texts(fig)
-            with atomic_path(path, suffix=path.suffix) as tmp:
+            with atomic_path(path, suffix=path.suffix) as tmp, saving():  # TrueType fonts in a PDF
                 fig.savefig(tmp, format=fmt, dpi=dpi or "figure", metadata=meta)
             if not outside_texts(fig):
                 break
@@ -467,6 +484,7 @@ def _note(ax: Any, text: str) -> None:
     )
 
 
+@print_style
 def subsample_figure(rows: Sequence[Mapping[str, Any]], *, title: str | None = None) -> Figure:
     """SD of FPR against n, one panel per OOD set, per detector: the draws (points), the analytical
     FPC SD (dashed) and ``sqrt(p (1 - p) / n)`` (dotted, the 1/sqrt(n) law without the correction).
@@ -478,8 +496,11 @@ def subsample_figure(rows: Sequence[Mapping[str, Any]], *, title: str | None = N
     if not rows:
         raise InputError("nothing to plot: no subsample rows")
     sets = list(dict.fromkeys(str(r.get("ood_set", "ood")) for r in rows))
-    fig = Figure(figsize=(min(4.2 * len(sets) + 1.5, 16), 4.2), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(sets), squeeze=False)[0])
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    fig = Figure(figsize=(min(4.2 * len(sets) + 1.5, 16), 4.4), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(sets), squeeze=False, sharey=True)[0])  # one SD scale for every set
+    log_y = all(_clean(100 * r["sd"]) > 0 for r in rows)  # one y scale for every panel: log only where all can be
     first = rows[0]
     tpr = int(round(100 * first.get("tpr", 0.95)))
     for ax, name in zip(axes, sets, strict=True):
@@ -491,18 +512,19 @@ def subsample_figure(rows: Sequence[Mapping[str, Any]], *, title: str | None = N
             ns = np.array([r["n"] for r in part], dtype=float)
             p = float(part[0]["full"])
             sd = [_clean(100 * r["sd"]) for r in part]
-            ax.plot(ns, sd, "o", color=f"C{i}", label=f"{det} (draws)")
+            colour, marker = PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)]
+            ax.plot(ns, sd, marker, color=colour, linestyle="none", label=f"{det} (draws)")
             ax.plot(
                 ns,
                 [_clean(100 * r["sd_analytic"]) for r in part],
                 "--",
-                color=f"C{i}",
+                color=colour,
                 alpha=0.8,
                 label=f"{det} (analytic, FPC)",
             )
             grid = np.geomspace(ns.min(), ns.max(), 50) if ns.max() > ns.min() else ns
             ax.plot(
-                grid, 100 * np.sqrt(p * (1 - p) / grid), ":", color=f"C{i}", alpha=0.6, label=f"{det}: sqrt(p(1-p)/n)"
+                grid, 100 * np.sqrt(p * (1 - p) / grid), ":", color=colour, alpha=0.6, label=f"{det}: sqrt(p(1-p)/n)"
             )
             values += [v for v in sd if math.isfinite(v)]
         big_n = mine[0]["N"]
@@ -511,13 +533,18 @@ def subsample_figure(rows: Sequence[Mapping[str, Any]], *, title: str | None = N
             notes.append(f"at n = N = {big_n:,} every draw is the whole set: SD 0")
         if all(r["full"] in (0.0, 1.0) for r in mine):
             notes.append("every FPR is 0% or 100%: the SD is 0 at every n")
-        if min(values, default=0.0) > 0:
+        if log_y:
             ax.set_yscale("log")
         else:
-            ax.set_ylim(0, max(values, default=0.0) * 1.15 or 1.0)
+            ax.set_ylim(
+                0,
+                max([_clean(100 * r["sd"]) for r in rows if math.isfinite(_clean(100 * r["sd"]))] or [0]) * 1.15 or 1.0,
+            )
         ns_all = sorted({r["n"] for r in mine})
         if len(ns_all) > 1:
             ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(ScalarFormatter())  # plain numbers, not 2x10^0
+            ax.xaxis.set_minor_formatter(NullFormatter())
         else:
             ax.set_xlim(ns_all[0] * 0.5, ns_all[0] * 1.5)
         if notes:
@@ -525,7 +552,8 @@ def subsample_figure(rows: Sequence[Mapping[str, Any]], *, title: str | None = N
         ax.set_title(f"OOD set {name} (N={big_n:,})", fontsize=9)
         ax.set_xlabel("OOD images drawn, n")
         ax.grid(True, alpha=0.3, which="both")
-        ax.legend(fontsize=6)
+    handles, labels = axes[0].get_legend_handles_labels()  # one legend, outside the data, below the panels
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 3), fontsize=8, frameon=False)
     axes[0].set_ylabel(f"SD of FPR@{tpr} (points), {first.get('convention', 'paper')} convention")
     fig.suptitle(title or f"OOD subsampling: {first['draws']:,} draws without replacement of n of N", fontsize=10)
     return fig
@@ -553,6 +581,7 @@ def _roc(ids: np.ndarray, oods: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([[0.0], fp]), np.concatenate([[0.0], tp])
 
 
+@print_style
 def scores_figure(
     s_id: ArrayLike,
     s_ood: ArrayLike,
@@ -597,7 +626,7 @@ def scores_figure(
         ax.set_title(f"{detector}: ID vs {name}", fontsize=9)
         ax.set_xlabel("score (high = ID)")
         ax.xaxis.set_major_locator(MaxNLocator(4))  # scores like 0.9978: a few ticks, never overlapping
-        ax.legend(fontsize=6, loc="upper left")
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)  # outside the data
         fx, ty = _roc(ids, o)
         roc.plot(fx, ty, color=f"C{i + 1}", label=f"{name} (AUROC {100 * M.auroc(ids, o):.1f}%)")
         roc.plot([fpr], [float(np.mean(ids >= thr))], "o", color=f"C{i + 1}", markersize=5)
@@ -609,7 +638,7 @@ def scores_figure(
     roc.set_xlabel("false positive rate (OOD called ID)")
     roc.set_ylabel("true positive rate (ID kept)")
     roc.set_title("ROC", fontsize=9)
-    roc.legend(fontsize=6, loc="lower right")
+    roc.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
     fig.suptitle(title or f"Score distributions and ROC: {detector}", fontsize=10)
     return fig
 
@@ -622,6 +651,7 @@ def plot_scores(
     return save_figure(scores_figure(s_id, s_ood, ood_sets, **kw), path)
 
 
+@print_style
 def repair_figure(curve: Any, *, random_weights: bool = False) -> Figure:
     """FPR@tpr after each greedy addition of a repair curve (:class:`negvocab.diagnostics.gains.RepairCurve`),
     a step plot; when the pool adds nothing (every FPR equal) the axis spans +-5 points and a note says so."""

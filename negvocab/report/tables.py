@@ -6,10 +6,15 @@ more metrics out as ``rows`` x ``cols``, each an axis out of (model, vocabulary,
 convention) or several joined; every other axis is fixed by ``where`` (or has one value). Methods
 without a vocabulary (MCM, GL-MCM) sit beside the vocabularies as rows "mcm (no vocabulary)".
 A mean row (``mean_rows``: the paper's mean over VLMs) and mean or group-mean columns
-(``mean_cols``, ``col_groups``: near/far-OOD) are plain means of the cells, with no interval; the
-``mean`` OOD set of a grid or score folder is the bootstrap mean with its interval. The best entry
-per column is bold only when every other entry lies beyond its interval (``bold="interval"``);
-ties: none bold (``ties="none"``) or all (``ties="all"``); the caption says which. Numbers in %.
+(``mean_cols``, ``col_groups``: near/far-OOD) are plain means of the cells, with no interval, taken
+within one kind of entry (:func:`negvocab.evaluation.kinds.result_kind`: deployable, no vocabulary,
+oracle, ...; one mean per kind where the cells mix kinds, unless ``mix_kinds``), and a mean over
+models shows the models' standard deviation beside it; the ``mean`` OOD set of a grid or score folder
+is the bootstrap mean with its interval. Bold (``bold="paired"``) follows one rule,
+:mod:`negvocab.report.significance`: the best entry of a column (``bold_by="cols"``) or of a row
+(``"rows"``) where a paired bootstrap over the same images finds it better than every other
+entry there at ``level``; ties: none bold (``ties="none"``) or the best and every entry not
+distinguishable from it (``"all"``); the caption says which. Numbers in %.
 """
 
 from __future__ import annotations
@@ -17,44 +22,91 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from negvocab.errors import InputError
-from negvocab.evaluation.compare import (
-    METRIC_NAMES,
-    bootstrap_draws,
-    comparison_sentence,
-    metric_label,
-    paired_bootstrap,
-    paired_from_draws,
-)
+from negvocab.evaluation.compare import metric_label
+from negvocab.evaluation.kinds import KIND_LABELS, RESULT_KINDS, caveat_notes, result_kind
 from negvocab.evaluation.row import interval
 from negvocab.evaluation.rows import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES
+from negvocab.report.comparisons import comparisons
 from negvocab.report.results import flat_row
+from negvocab.report.significance import BOLD_AXES, PairedMarks, ScoreGetter, bold_note
 from negvocab.textfiles import csv_text
 
 __all__ = [
-    "AXES", "BOLD_RULES", "ScoreGetter", "Table", "build_table", "comparisons", "folder_rows", "latex_escape",
-    "row_label", "select_rows",
+    "AXES", "BOLD_AXES", "BOLD_RULES", "ScoreGetter", "Table", "build_table", "comparisons", "folder_rows",
+    "latex_escape", "latex_float", "row_label", "select_rows",
 ]  # fmt: skip
 
-#: (model, vocabulary, method) -> (ID scores, OOD scores by set), or None where they are not stored
-ScoreGetter = Callable[[str, str, str], "tuple[np.ndarray, dict[str, np.ndarray]] | None"]
-
 AXES = ("model", "vocabulary", "method", "ood_set", "convention")
-BOLD_RULES = ("interval", "point", "none")
+BOLD_RULES = ("paired", "none")
+#: the bold rules of earlier releases: both now mean the paired test (DeprecationWarning)
+_OLD_BOLD_RULES = ("interval", "point")
 _NO_VOCAB = " (no vocabulary)"
 
 
+#: characters that print wrong under pdflatex's default (OT1) font encoding, or are not ASCII
+_LATEX_SYMBOLS = {
+    ">=": "$\\geq$", "<=": "$\\leq$", "≥": "$\\geq$", "≤": "$\\leq$", "±": "$\\pm$", "×": "$\\times$",
+    "<": "$<$", ">": "$>$", "|": "$|$", "–": "--", "—": "---", "’": "'", "‘": "`", "“": "``", "”": "''",
+    "…": "...", "−": "$-$",
+}  # fmt: skip
+
+
 def latex_escape(text: str) -> str:
-    """``text`` with LaTeX's special characters escaped."""
-    return re.sub(r"([&%$#_{}])", r"\\\1", str(text)).replace("~", "\\textasciitilde{}").replace("^", "\\^{}")
+    """``text`` with LaTeX's special characters escaped, ASCII only (``>=`` as ``$\\geq$``: pdflatex's
+    default font encoding prints ``>`` as an inverted question mark); other non-ASCII characters as ``?``."""
+    out = re.sub(r"([&%$#_{}])", r"\\\1", str(text)).replace("~", "\\textasciitilde{}").replace("^", "\\^{}")
+    out = re.sub("|".join(map(re.escape, sorted(_LATEX_SYMBOLS, key=len, reverse=True))),
+                 lambda m: _LATEX_SYMBOLS[m.group(0)], out)  # fmt: skip
+    return out.encode("ascii", "replace").decode("ascii")
+
+
+def _stacked(text: str, width: int = 10) -> str:
+    """A column head on several short lines (at spaces and before ``@``: "wordnet / @100",
+    "mcm / (no / vocabulary)"): a column as narrow as its numbers."""
+    words = re.findall(r"@?[^\s@]+", str(text))
+    lines: list[str] = []
+    for w in words:
+        if lines and len(lines[-1]) + len(w) + (not w.startswith("@")) <= width:
+            lines[-1] += w if w.startswith("@") else f" {w}"
+        else:
+            lines.append(w)
+    if len(lines) < 2:
+        return latex_escape(text)
+    body = "\\\\".join(latex_escape(x) for x in lines)
+    return f"\\begin{{tabular}}[b]{{@{{}}c@{{}}}}{body}\\end{{tabular}}"
+
+
+def latex_float(
+    tabular: Sequence[str], caption: str, label: str, notes: Sequence[str], *, wide: bool = False, needs: str = ""
+) -> str:
+    """A ``table`` (``wide``: ``table*``) float around ``tabular`` lines: a short caption, the label, the
+    tabular shrunk to the line width only where it is wider (at compile time, with graphicx's
+    ``\\resizebox`` where loaded), and ``notes`` in small type under it."""
+    env = "table*" if wide else "table"
+    box = "\\nvtablebox"
+    needs = needs or "\\usepackage{booktabs}"
+    notes_text = latex_escape(" ".join(notes))
+    return "\n".join([
+        f"% needs {needs} (graphicx: shrinks a table wider than the column)",
+        f"\\begin{{{env}}}[t]", "\\centering", "\\footnotesize", "\\setlength{\\tabcolsep}{3pt}",
+        f"\\caption{{{latex_escape(caption)}}}", f"\\label{{{label}}}",
+        f"\\ifdefined{box}\\else\\newsavebox{{{box}}}\\fi", f"\\begin{{lrbox}}{{{box}}}", *tabular, "\\end{lrbox}",
+        f"\\ifdim\\wd{box}>\\linewidth\\typeout{{negvocab: table {label} is \\the\\wd{box}\\space wide, shrunk to the "
+        f"\\the\\linewidth\\space line (negvocab table --wide: table*)}}"
+        f"\\ifdefined\\resizebox\\resizebox{{\\linewidth}}{{!}}{{\\usebox{{{box}}}}}"
+        f"\\else\\usebox{{{box}}}\\fi\\else\\usebox{{{box}}}\\fi",
+        *([f"\\par\\smallskip\\parbox{{\\linewidth}}{{\\scriptsize\\raggedright {notes_text}}}"] if notes else []),
+        f"\\end{{{env}}}",
+    ]) + "\n"  # fmt: skip
 
 
 def _axes(value: str | Sequence[str], what: str) -> tuple[str, ...]:
@@ -144,10 +196,15 @@ class Table:
     caption: str = ""
     label: str = ""
     notes: list[str] = field(default_factory=list)
+    #: the standard deviation beside a mean over models (NaN elsewhere); None: no spread anywhere
+    spread: np.ndarray | None = None
 
     @property
     def metric_names(self) -> list[str]:
         return [metric_label(m, self.tpr) for m in self.metrics]
+
+    def _sd(self, i: int, j: int, k: int) -> float:
+        return math.nan if self.spread is None else float(self.spread[i, j, k])
 
     def _num(self, i: int, j: int, k: int) -> tuple[str, str]:
         x, lo, hi = self.values[i, j, k], self.low[i, j, k], self.high[i, j, k]
@@ -173,7 +230,8 @@ class Table:
                 for k in range(len(self.metrics)):
                     v, ci = self._num(i, j, k)
                     v = f"**{v}**" if v and self.bold[i, j, k] else (v or "-")
-                    cells.append(f"{v} {ci}".strip())
+                    sd = self._sd(i, j, k)
+                    cells.append(f"{v} {ci}".strip() + ("" if math.isnan(sd) else f" ± {100 * sd:.2f}"))
             lines.append("| " + " | ".join([name, *cells]) + " |")
         return "\n".join(lines + ["", self.full_caption()]) + "\n"
 
@@ -181,66 +239,75 @@ class Table:
         """The caption: the user's text, then what the numbers are (notes)."""
         return " ".join(x for x in [self.caption.strip(), *self.notes] if x)
 
-    def to_latex(self, *, siunitx: bool = False) -> str:
-        """A booktabs table with caption and ``\\label``; ``siunitx``: ``S`` columns (plain numbers,
-        ``\\bfseries`` for bold: needs ``\\sisetup{detect-weight=true}``; intervals in a column of their own)."""
+    def to_latex(self, *, siunitx: bool = False, wide: bool = False) -> str:
+        # long: the header rows, the value rows and the interval rows of one tabular
+        """A booktabs table for a two-column paper: a short caption, the details as table notes below,
+        each interval (or spread) in small type under its value, shrunk to the column where it is
+        wider (``wide``: ``table*`` across both columns); ASCII only. ``siunitx``: ``S`` columns
+        (``\\bfseries`` for bold: needs ``\\sisetup{detect-weight=true}``)."""
         esc = latex_escape
-        nm, width = len(self.metrics), 2 if (siunitx and self.intervals) else 1
-        col = ("S[table-format=3.2]" + (" l" if width == 2 else "")) if siunitx else "r"
-        spec = "l" + (" " + col) * (len(self.columns) * nm) if siunitx else "l" + col * (len(self.columns) * nm)
-        lines = [
-            *(["% needs \\usepackage{booktabs,siunitx} and \\sisetup{detect-weight=true}"] if siunitx
-              else ["% needs \\usepackage{booktabs}"]),
-            "\\begin{table}[t]", "\\centering", f"\\caption{{{esc(self.full_caption())}}}",
-            f"\\label{{{self.label or 'tab:results'}}}",
-            f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
-        ]  # fmt: skip
-        head = (lambda s: f"{{{esc(s)}}}") if siunitx else esc
+        nm = len(self.metrics)
+        spec = "l" + ("S[table-format=3.2]" if siunitx else "r") * (len(self.columns) * nm)
+        head = (lambda s: f"{{{_stacked(s)}}}") if siunitx else _stacked
         title = esc(" / ".join(self.row_axes))
+        lines = [f"\\begin{{tabular}}{{@{{}}{spec}@{{}}}}", "\\toprule"]
         if nm > 1:
-            span = nm * width
             lines.append(
-                " & ".join([title, *(f"\\multicolumn{{{span}}}{{c}}{{{esc(c)}}}" for c in self.columns)]) + " \\\\"
+                " & ".join([title, *(f"\\multicolumn{{{nm}}}{{c}}{{{_stacked(c)}}}" for c in self.columns)]) + " \\\\"
             )
             lines.append(
-                " ".join(f"\\cmidrule(lr){{{2 + j * span}-{1 + (j + 1) * span}}}" for j in range(len(self.columns)))
+                " ".join(f"\\cmidrule(lr){{{2 + j * nm}-{1 + (j + 1) * nm}}}" for j in range(len(self.columns)))
             )
-            subs = [
-                h for _ in self.columns for n in self.metric_names for h in ([head(n)] + ([""] if width == 2 else []))
-            ]
-            lines.append(" & ".join(["", *subs]) + " \\\\")
+            lines.append(" & ".join(["", *(head(n) for _ in self.columns for n in self.metric_names)]) + " \\\\")
         else:
-            lines.append(
-                " & ".join([title, *(h for c in self.columns for h in [head(c)] + ([""] if width == 2 else []))])
-                + " \\\\"
-            )
+            lines.append(" & ".join([title, *(head(c) for c in self.columns)]) + " \\\\")
         lines.append("\\midrule")
         for i, name in enumerate(self.index):
             if self.summary_rows[i] and (i == 0 or not self.summary_rows[i - 1]):
                 lines.append("\\midrule")
-            cells = []
+            cells, under = [], []
             for j in range(len(self.columns)):
                 for k in range(nm):
-                    v, ci = self._num(i, j, k)
+                    v, _ = self._num(i, j, k)
+                    ci = self._narrow_interval(i, j, k)
                     bold = bool(v) and bool(self.bold[i, j, k])
                     if siunitx:
                         cells.append(("\\bfseries " + v if bold else v) if v else "{--}")
-                        if width == 2:
-                            cells.append(f"{{\\scriptsize {ci}}}" if ci else "")
                     else:
-                        text = (f"\\textbf{{{v}}}" if bold else v) if v else "--"
-                        cells.append(text + (f" {{\\scriptsize {ci}}}" if ci else ""))
+                        cells.append((f"\\textbf{{{v}}}" if bold else v) if v else "--")
+                    under.append(f"{{\\scriptsize {ci}}}" if ci else "")
             lines.append(" & ".join([esc(name), *cells]) + " \\\\")
-        lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
-        return "\n".join(lines) + "\n"
+            if any(under):
+                lines.append(" & ".join(["", *under]) + " \\\\")
+        lines += ["\\bottomrule", "\\end{tabular}"]
+        needs = "\\usepackage{booktabs,siunitx} and \\sisetup{detect-weight=true}" if siunitx else ""
+        notes = [n.replace("Brackets: ", "In small type under a value (low--high): ") for n in self.table_notes()]
+        return latex_float(lines, self.short_caption(), self.label or "tab:results", notes, wide=wide, needs=needs)
+
+    def _narrow_interval(self, i: int, j: int, k: int) -> str:
+        """The interval (or the spread) under a LaTeX cell, to one decimal: a column's width."""
+        lo, hi, sd = self.low[i, j, k], self.high[i, j, k], self._sd(i, j, k)
+        if self.intervals and not (math.isnan(lo) or math.isnan(hi) or math.isnan(self.values[i, j, k])):
+            return f"{100 * lo:.1f}--{100 * hi:.1f}"
+        return "" if math.isnan(sd) else f"$\\pm${100 * sd:.1f}"
+
+    def short_caption(self) -> str:
+        """The caption a paper prints: the user's text, the metric, what is fixed; the rest are notes."""
+        return " ".join(x for x in [self.caption.strip(), *(n for n in self.notes if _in_caption(n))] if x)
+
+    def table_notes(self) -> list[str]:
+        """The notes printed under the table (everything :meth:`short_caption` leaves out)."""
+        return [n for n in self.notes if not _in_caption(n)]
 
     def to_csv(self) -> str:
         """One line per table row: the row's axis values, then per column and metric the value, its
         interval and whether it is bold (percent); the caption is not part of the CSV."""
         keys = ["row"]
+        sd = self.spread is not None and bool(np.any(~np.isnan(self.spread)))
         for c in self.columns:
             for m in self.metrics:
                 keys += [f"{c}:{m}", f"{c}:{m}:ci_low", f"{c}:{m}:ci_high", f"{c}:{m}:bold"]
+                keys += [f"{c}:{m}:sd"] if sd else []
         out = []
         for i, name in enumerate(self.index):
             row: dict[str, Any] = {"row": name}
@@ -250,49 +317,28 @@ class Table:
                         x = arr[i, j, k]
                         row[f"{c}:{m}{key}"] = "" if math.isnan(x) else repr(round(100 * float(x), 10))
                     row[f"{c}:{m}:bold"] = bool(self.bold[i, j, k])
+                    if sd:
+                        x = self._sd(i, j, k)
+                        row[f"{c}:{m}:sd"] = "" if math.isnan(x) else repr(round(100 * x, 10))
             out.append(row)
         return csv_text(out, keys)
 
-    def render(self, fmt: str, *, siunitx: bool = False) -> str:
-        """``fmt``: ``md``, ``tex`` or ``csv``."""
+    def render(self, fmt: str, *, siunitx: bool = False, wide: bool = False) -> str:
+        """``fmt``: ``md``, ``tex`` (``wide``: ``table*``) or ``csv``."""
         if fmt == "md":
             return self.to_markdown()
         if fmt == "tex":
-            return self.to_latex(siunitx=siunitx)
+            return self.to_latex(siunitx=siunitx, wide=wide)
         if fmt == "csv":
             return self.to_csv()
         raise InputError(f"unknown table format {fmt!r}; choose md, tex or csv")
-
-
-def _bold(values: np.ndarray, low: np.ndarray, high: np.ndarray, higher: bool, rule: str, ties: str) -> np.ndarray:
-    """Bold marks of one column (entries that compete): the best, if the rule allows."""
-    out = np.zeros(values.shape, dtype=bool)
-    ok = ~np.isnan(values)
-    if rule == "none" or ok.sum() < 2:
-        return out
-    best = np.nanmax(values) if higher else np.nanmin(values)
-    top = ok & np.isclose(values, best, rtol=0, atol=1e-12)
-    if top.sum() > 1 and ties == "none":
-        return out
-    if rule == "point":
-        return top
-    others = ok & ~top
-    if np.isnan(low[top]).any() or np.isnan(high[top]).any():
-        return out  # no interval: nothing can be said beyond it
-    beyond = all(
-        (values[j] < low[t]) if higher else (values[j] > high[t])
-        for t in np.flatnonzero(top)
-        for j in np.flatnonzero(others)
-    )
-    return top if beyond else out
 
 
 def _caption_notes(
     sel: Sequence[Mapping[str, Any]],
     t: Table,
     axes: tuple[str, ...],
-    rule: str,
-    ties: str,
+    bold_text: str,
     failed: Mapping[str, str],
     means: list[str],
 ) -> list[str]:
@@ -331,20 +377,13 @@ def _caption_notes(
     notes += means
     if t.intervals:
         notes.append("Brackets: 95% bootstrap intervals over the OOD images.")
-    if rule == "interval":
-        notes.append(
-            "Bold: the best entry of a column only where every other entry lies beyond its interval; "
-            f"ties: {'none bold' if ties == 'none' else 'all bold'}; no bold where an interval is missing."
-        )
-    elif rule == "point":
-        notes.append(
-            f"Bold: best point estimate per column (not tested; ties: {'none bold' if ties == 'none' else 'all bold'})."
-        )
+    notes.append(bold_text)
     if any("aupr" in m for m in t.metrics):
         notes.append(f"AUPR as {str(first.get('aupr_method', 'average_precision')).replace('_', ' ')}.")
     bad = sorted({str(r["vocabulary"]) for r in sel if r.get("deployable") is False and r.get("vocabulary")})
     if bad:
         notes.append(f"NOT deployable (oracle/transductive, a bound, not a result): {', '.join(bad)}.")
+    notes += [f"Caveat: {c}." for c in caveat_notes(sel)]
     for model, why in failed.items():
         notes.append(f"{model}: cells failed ({why}); not in the table, nor in its means.")
     if any(r.get("random_weights") for r in sel):
@@ -368,8 +407,14 @@ def build_table(
     row_groups: Mapping[str, Sequence[str]] | None = None,
     col_groups: Mapping[str, Sequence[str]] | None = None,
     intervals: bool = False,
-    bold: str = "interval",
+    bold: str = "paired",
+    bold_by: str = "cols",
     ties: str = "none",
+    scores: ScoreGetter | None = None,
+    level: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+    mix_kinds: bool = False,
     baselines: bool = True,
     caption: str = "",
     label: str = "",
@@ -381,13 +426,25 @@ def build_table(
     ``where`` fixes the other axes (``{"ood_set": "mean", "convention": "paper"}``). ``mean_rows``
     adds the mean over the row entries (the paper's mean over VLMs), ``mean_cols`` the mean over the
     column entries; ``row_groups``/``col_groups`` add one mean per named group of entries (near/far
-    OOD). ``failed``: model -> reason, noted in the caption.
+    OOD); each mean within one kind of entry unless ``mix_kinds``. ``bold="paired"`` marks the
+    winner of each column (``bold_by="cols"``) or row (``"rows"``) by a paired bootstrap over the
+    per-image ``scores`` (``n_boot`` draws from ``seed``, interval at ``level``); without ``scores``
+    nothing is bold. ``failed``: model -> reason, noted in the caption.
     """
     metrics = [metric] if isinstance(metric, str) else list(metric)
     for m in metrics:
         metric_label(m)
+    if bold in _OLD_BOLD_RULES:
+        warnings.warn(
+            f"bold={bold!r} is deprecated: bold is the paired test (bold='paired'), or 'none'",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        bold = "paired"
     if bold not in BOLD_RULES:
         raise InputError(f"unknown bold rule {bold!r}; choose {', '.join(BOLD_RULES)}")
+    if bold_by not in BOLD_AXES:
+        raise InputError(f"bold_by must be {' or '.join(BOLD_AXES)}, got {bold_by!r}")
     if ties not in ("none", "all"):
         raise InputError(f"ties must be none or all, got {ties!r}")
     ra, ca = _axes(rows_by, "rows"), _axes(cols_by, "cols")
@@ -401,45 +458,55 @@ def build_table(
     nm = len(metrics)
     shape = (len(index), len(columns), nm)
     values, low, high = np.full(shape, np.nan), np.full(shape, np.nan), np.full(shape, np.nan)
-    seen: set[tuple[int, int]] = set()
+    cells: dict[tuple[int, int], Mapping[str, Any]] = {}
     for r in sel:
         i, j = index.index(_key(r, ra)), columns.index(_key(r, ca))
-        if (i, j) in seen:
+        if (i, j) in cells:
             raise InputError(
                 f"two rows for {index[i]} x {columns[j]}: fix another axis (where=...) or add it to rows/cols"
             )
-        seen.add((i, j))
+        cells[(i, j)] = r
         for k, m in enumerate(metrics):
             values[i, j, k] = float(r.get(m, math.nan))
             low[i, j, k], high[i, j, k] = interval(r, m) or (math.nan, math.nan)
+    kinds = np.full(shape[:2], "", dtype=object)
+    for (i, j), r in cells.items():
+        kinds[i, j] = result_kind(r)
+    spread = np.full(shape, np.nan)
     summary_cols = [c == MEAN and ca == ("ood_set",) for c in columns]
     means: list[str] = []
     col_sets = {
         **{name: list(v) for name, v in (col_groups or {}).items()},
         **({"mean": [c for c, s in zip(columns, summary_cols, strict=True) if not s]} if mean_cols else {}),
     }
+    arrays = [values, low, high, spread, kinds]
     for name, members in col_sets.items():
-        values, low, high = _summary(values, low, high, columns, summary_cols, name, members, axis=1)
-        means.append(
-            f"{name} (column): plain mean over {', '.join(members)}; no interval; '-' where a member is missing."
-        )
+        made = _summary(arrays, columns, summary_cols, name, members, axis=1, mix=mix_kinds, sd="model" in ca)
+        means.append(_mean_note(made, "column", ", ".join(members), "model" in ca))
     summary_rows = [False] * len(index)
     row_sets = {
         **{name: list(v) for name, v in (row_groups or {}).items()},
         **({"mean": list(index)} if mean_rows else {}),
     }
     for name, members in row_sets.items():
-        values, low, high = _summary(values, low, high, index, summary_rows, name, members, axis=0)
+        made = _summary(arrays, index, summary_rows, name, members, axis=0, mix=mix_kinds, sd="model" in ra)
         what = "the " + " / ".join(ra) + " entries" if name == "mean" and mean_rows else ", ".join(members)
-        means.append(f"{name} (row): plain mean over {what}; no interval; '-' where a member is missing.")
+        means.append(_mean_note(made, "row", what, "model" in ra))
+    values, low, high, spread, kinds = arrays
     marks = np.zeros(values.shape, dtype=bool)
-    compete = np.array([not s for s in summary_rows])
-    for j in range(len(columns)):
+    marker = PairedMarks(scores, level=level, n_boot=n_boot, seed=seed) if bold == "paired" else None
+    if marker is not None:
         for k, m in enumerate(metrics):
-            col = np.where(compete, values[:, j, k], np.nan)
-            marks[:, j, k] = _bold(col, low[:, j, k], high[:, j, k], METRIC_NAMES[m][1], bold, ties)
+            if bold_by == "cols":
+                for j in range(len(columns)):
+                    group = [None if summary_rows[i] else cells.get((i, j)) for i in range(len(index))]
+                    marks[:, j, k] = marker.marks(group, values[:, j, k], m, ties=ties)
+            else:
+                for i in range(len(index)):
+                    group = [None if summary_cols[j] else cells.get((i, j)) for j in range(len(columns))]
+                    marks[i, :, k] = marker.marks(group, values[i, :, k], m, ties=ties)
     bad = {str(r["vocabulary"]) for r in sel if r.get("deployable") is False and r.get("vocabulary")}
-    if ra == ("vocabulary",):  # the entry itself says so: bold may fall on an oracle
+    if ra == ("vocabulary",):  # the entry itself says so
         index = [f"{i} (NOT deployable)" if i in bad else i for i in index]
     if ca == ("vocabulary",):
         columns = [f"{c} (NOT deployable)" if c in bad else c for c in columns]
@@ -459,10 +526,29 @@ def build_table(
         intervals,
         caption,
         label,
+        spread=spread if np.any(~np.isnan(spread)) else None,
     )
-    t.notes = _caption_notes(sel, t, ra + ca, bold, ties, dict(failed or {}), means)
+    entry = " / ".join(ra if bold_by == "cols" else ca)
+    t.notes = _caption_notes(sel, t, ra + ca, bold_note(marker, bold_by, ties, entry), dict(failed or {}), means)
     t.caption = _dedupe_caption(caption, t.metric_names)
     return t
+
+
+def _mean_note(made: Sequence[tuple[str, str]], what: str, over: str, sd: bool) -> str:
+    """The caption's sentence on one summary: plain mean, within which kind, with the spread."""
+    split = len(made) > 1
+    names = "; ".join(f"{n}" + (f" over the {KIND_LABELS.get(k, k)} entries only" if split else "") for n, k in made)
+    return (
+        f"{names} ({what}): plain mean over {over}"
+        + ("; kinds are never averaged together" if split else "")
+        + ("; ± the standard deviation over the models" if sd else "")
+        + "; no interval; '-' where a member is missing."
+    )
+
+
+def _in_caption(note: str) -> bool:
+    """Whether a note belongs in a short caption: the metric, and what the table fixes."""
+    return note.endswith(" in %.") or note.startswith(("Model: ", "Vocabulary: ", "Method: ", "OOD set: "))
 
 
 def _dedupe_caption(caption: str, names: Sequence[str]) -> str:
@@ -475,18 +561,21 @@ def _dedupe_caption(caption: str, names: Sequence[str]) -> str:
 
 
 def _summary(
-    values: np.ndarray,
-    low: np.ndarray,
-    high: np.ndarray,
+    arrays: list[np.ndarray],
     labels: list[str],
     summary: list[bool],
     name: str,
     members: Sequence[str],
     *,
     axis: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``values`` with one more row (``axis=0``) or column (1): the plain mean of ``members`` (NaN
-    where one is missing), no interval; ``labels`` and ``summary`` get the new entry."""
+    mix: bool,
+    sd: bool,
+) -> list[tuple[str, str]]:
+    """``arrays`` (values, low, high, spread, kinds; replaced in place) with one more row (``axis=0``)
+    or column (1) per kind among the members' cells: the plain mean of the members of that kind (NaN
+    where one is missing), no interval, the members' standard deviation where ``sd``; one entry
+    ``name`` where the cells are of one kind (or ``mix``), else ``name (kind)`` each. ``labels`` and
+    ``summary`` get the new entries; returns (entry, kind) of each."""
     what = "row" if axis == 0 else "column"
     if name in labels:
         raise InputError(f"{what} group {name!r} has the name of a {what}; choose another")
@@ -494,100 +583,34 @@ def _summary(
     if missing:
         raise InputError(f"group member {missing[0]!r} is no {what} of the table; it has {', '.join(labels)}")
     idx = [labels.index(m) for m in members]
-    labels.append(name)
-    summary.append(True)
-    extra = np.expand_dims(np.take(values, idx, axis=axis).mean(axis=axis), axis)
-    nan = np.full(extra.shape, np.nan)
-    return (
-        np.concatenate([values, extra], axis=axis),
-        np.concatenate([low, nan], axis=axis),
-        np.concatenate([high, nan], axis=axis),
-    )
-
-
-# ----------------------------------------------------------------------------------------------
-# honest comparisons
-# ----------------------------------------------------------------------------------------------
-def comparisons(
-    rows: Sequence[Mapping[str, Any]],
-    scores: ScoreGetter | None,
-    *,
-    metric: str = "fpr",
-    ood_set: str = MEAN,
-    n_boot: int = 1000,
-    seed: int = 0,
-    pairs: Sequence[tuple[str, str]] | None = None,
-) -> list[str]:
-    # long: the pairs, the per-model tests and the untested fallback in one place
-    """Sentences comparing each pair of vocabularies (per method and convention; ``pairs`` names
-    the pairs instead) across models, each model by a paired bootstrap on its per-image scores
-    (:func:`negvocab.evaluation.compare.paired_bootstrap`); without stored scores the sentence says
-    the difference was not tested and names no winner."""
-    label = metric_label(metric, float(rows[0].get("tpr", 0.95)) if rows else 0.95)
-    sets = list(dict.fromkeys(str(r.get("ood_set")) for r in rows))
-    if ood_set == MEAN and MEAN not in sets and len(sets) == 1:
-        ood_set = sets[0]  # one OOD set: its mean is itself
-    sel = [r for r in rows if str(r.get("ood_set")) == ood_set and r.get("vocabulary")]
-    bad = {r["vocabulary"] for r in sel if r.get("deployable") is False}
-    shown = lambda v: f"{v} (NOT deployable)" if v in bad else v  # noqa: E731
-    out: list[str] = []
-    memo: dict[tuple[str, ...], Any] = {}
-
-    def draws(model: str, vocabulary: str, method: str, conv: str, tpr: float) -> Any:
-        """(point, draws, sizes, scores) of one entry; the first call for a (model, method,
-        convention) computes every vocabulary of it in one pass over shared resamples."""
-        if (model, vocabulary, method, conv) not in memo:
-            found = {}
-            for v in dict.fromkeys(
-                r["vocabulary"] for r in sel if (r["model"], r["method"], r["convention"]) == (model, method, conv)
-            ):
-                got = scores(model, v, method) if scores else None
-                memo[(model, v, method, conv)] = None
-                if got is not None:
-                    found[v] = (got[0], got[1] if ood_set == MEAN else {ood_set: got[1][ood_set]})
-            values = (
-                bootstrap_draws(found, metric=metric, tpr=tpr, convention=conv, n_boot=n_boot, seed=seed)
-                if found
-                else {}
-            )
-            for v, (point, d) in values.items():
-                ids, sets = found[v]
-                sizes = (int(np.asarray(ids).size), tuple((k, int(np.asarray(x).size)) for k, x in sets.items()))
-                memo[(model, v, method, conv)] = (point, d, sizes, found[v])
-        return memo[(model, vocabulary, method, conv)]
-
-    for meth, conv in dict.fromkeys((r["method"], r["convention"]) for r in sel):
-        mine = [r for r in sel if r["method"] == meth and r["convention"] == conv]
-        vocabs = list(dict.fromkeys(r["vocabulary"] for r in mine))
-        value = {(r["model"], r["vocabulary"]): r for r in mine}
-        tpr = float(mine[0].get("tpr", 0.95))
-        for a, b in pairs if pairs is not None else combinations(vocabs, 2):
-            models = [m for m in dict.fromkeys(r["model"] for r in mine) if (m, a) in value and (m, b) in value]
-            if not models:
-                continue
-            ctx = f"{label} on {ood_set}, {meth}, {conv}"
-            results, untested = [], []
-            for m in models:
-                da, db = (draws(m, v, meth, conv, tpr) for v in (a, b))
-                if da is None or db is None:
-                    untested.append((m, value[(m, a)][metric] - value[(m, b)][metric]))
-                    continue
-                if da[2] != db[2]:  # not the same images: the paired test says so in one line
-                    paired_bootstrap(*da[3], *db[3], metric=metric, tpr=tpr, convention=conv, n_boot=n_boot, seed=seed)
-                results.append(
-                    (m, paired_from_draws(da[:2], db[:2], metric=metric, n_id=da[2][0], n_ood=dict(da[2][1])))
-                )
-            if results:
-                out.append(comparison_sentence(shown(a), shown(b), results, context=ctx))
-            if untested:
-                diffs = "; ".join(f"{m} {100 * d:+.2f}" for m, d in untested)
-                out.append(
-                    f"{shown(a)} vs {shown(b)} ({ctx}): NOT tested (no per-image scores) for "
-                    f"{len(untested)} of {len(models)} models; {a} - {b} in points: {diffs}"
-                )
-    if out and any(r.get("random_weights") for r in sel):
-        out.append(RANDOM_WEIGHTS_WARNING)
-    return out
+    vals = np.take(arrays[0], idx, axis=axis)  # the members along `axis`: entries x slices (x metrics)
+    kin = np.take(arrays[4], idx, axis=axis)
+    per_slice = [{str(k) for k in np.take(kin, [s], axis=1 - axis).flat} - {""} for s in range(kin.shape[1 - axis])]
+    order = [*RESULT_KINDS, *sorted(set().union(*per_slice) - set(RESULT_KINDS))]
+    present = [k for k in order if any(k in ks for ks in per_slice)]
+    split = not mix and any(len(ks) > 1 for ks in per_slice)
+    made = []
+    for want in present if split else [None]:
+        keep2 = np.ones(kin.shape, dtype=bool) if want is None else (kin == want) | (kin == "")
+        keep = np.broadcast_to(np.expand_dims(keep2, -1), vals.shape)
+        n = keep.sum(axis=axis, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(keep, vals, 0.0).sum(axis=axis, keepdims=True) / n
+            mean = np.where(keep.any(axis=axis, keepdims=True), mean, np.nan)
+            var = np.where(keep, (vals - mean) ** 2, 0.0).sum(axis=axis, keepdims=True) / (n - 1)
+        dev = np.where((n > 1) & sd & ~np.isnan(mean), np.sqrt(var), np.nan)
+        label = name if want is None else f"{name} ({KIND_LABELS.get(want, want)})"
+        if label in labels:
+            raise InputError(f"{what} group {label!r} has the name of a {what}; choose another")
+        labels.append(label)
+        summary.append(True)
+        nan = np.full(mean.shape, np.nan)
+        kind_of = [want or (min(ks) if len(ks) == 1 else ("mixed" if ks else "")) for ks in per_slice]
+        new_kinds = np.expand_dims(np.array(kind_of, dtype=object), axis)
+        for pos, extra in enumerate((mean, nan, nan, dev, new_kinds)):
+            arrays[pos] = np.concatenate([arrays[pos], extra], axis=axis)
+        made.append((label, want or (present[0] if len(present) == 1 else "mixed")))
+    return made
 
 
 # ----------------------------------------------------------------------------------------------

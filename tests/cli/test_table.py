@@ -30,7 +30,7 @@ def test_table_command_writes_what_build_table_makes(tmp_path):
     ]
     res = CliRunner().invoke(app, [*args, "--intervals", "--compare", "--n-boot", "40"])
     assert res.exit_code == 0, res.output
-    rows, _, failed = load_rows([tmp_path / "g"])
+    rows, scores, failed = load_rows([tmp_path / "g"])
     want = build_table(
         rows,
         rows_by="model",
@@ -39,6 +39,8 @@ def test_table_command_writes_what_build_table_makes(tmp_path):
         mean_rows=True,
         intervals=True,
         failed=failed,
+        scores=scores,
+        n_boot=40,
     )
     assert want.to_markdown() in res.stdout and "| mean |" in res.stdout and "Broken: cells failed" in res.stdout
     assert "paired-bootstrap interval" in res.output and "(40 draws)" in res.output

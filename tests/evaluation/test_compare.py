@@ -72,12 +72,16 @@ def test_verdicts_tie_significant_and_not():
     assert noisy.verdict in ("not significant", "tie") and noisy.low <= 0 <= noisy.high
 
 
-def test_a_tie_sentence_says_tie_and_no_winner():
+def test_a_tie_sentence_says_not_distinguishable_and_no_winner():
     a_id, a_ood, _, _ = _scores()
     tie = paired_bootstrap(a_id, a_ood, a_id, a_ood, n_boot=20)
     s = comparison_sentence("wordnet@100", "wordnet@200", [("m1", tie), ("m2", tie)], context="FPR@95 on mean")
-    assert s.startswith("wordnet@100 and wordnet@200 tie (FPR@95 on mean) for all 2 models") and "beats" not in s
-    assert "m1: +0.00 [+0.00, +0.00] tie, n 40 ID / 25 OOD" in s and s.endswith(
+    assert s.startswith(
+        "wordnet@100 and wordnet@200 not distinguishable at the 95% level (FPR@95 on mean) for all 2 models "
+        "(the same FPR on every resample)"
+    )
+    assert "beats" not in s and " tie" not in s
+    assert "m1: +0.00 [+0.00, +0.00] identical on every resample, n 40 ID / 25 OOD" in s and s.endswith(
         "the bootstrap interval understates the uncertainty"
     )
 
@@ -97,12 +101,29 @@ def test_beats_only_where_the_interval_says_so():
     )
     assert ns.verdict == "not significant" and ns.low < 0 < ns.high
     s = comparison_sentence("gpt", "wordnet", [("m1", win), ("m2", ns)])
-    assert s.startswith("gpt beats wordnet for 1 of 2 models (not significant for 1)") and "Small sample (under 30" in s
+    assert s.startswith("gpt beats wordnet for 1 of 2 models (not distinguishable for 1)")
+    assert "Small sample (under 30" in s
     assert "Small sample" not in comparison_sentence("gpt", "wordnet", [("m1", win)])  # 300 ID and 300 OOD images
     none = comparison_sentence("gpt", "wordnet", [("m2", ns)])
     assert (
-        none.startswith("no significant difference between gpt and wordnet for any of 1 models") and "beats" not in none
+        none.startswith("gpt and wordnet not distinguishable at the 95% level for any of 1 models")
+        and "beats" not in none
     )
+
+
+def test_equal_points_are_no_tie_when_the_interval_is_wide():
+    """The example grid's "wordnet@100 and wordnet@400 tie ... +0.00 [-100.00, +0.00]": equal FPRs on
+    all images, but the resamples disagree, so the interval (not the point) decides: not distinguishable."""
+    s_id = np.linspace(0.0, 1.0, 40)
+    hi, lo = np.full(5, 2.0), np.full(5, -1.0)  # above / below every ID threshold
+    a_ood, b_ood = np.concatenate([hi, lo]), np.concatenate([lo, hi])  # FPR 0.5 each, on different images
+    res = paired_bootstrap(s_id, a_ood, s_id, b_ood, n_boot=200, seed=1)
+    assert res.diff == 0 and res.low < 0 < res.high
+    assert res.verdict == "not significant"
+    s = comparison_sentence("wordnet@100", "wordnet@400", [("m", res)])
+    assert s.startswith("wordnet@100 and wordnet@400 not distinguishable at the 95% level") and "tie" not in s
+    at99 = paired_bootstrap(s_id, a_ood, s_id, b_ood, n_boot=200, seed=1, level=0.99)
+    assert "at the 99% level" in comparison_sentence("a", "b", [("m", at99)])
 
 
 def test_refuses_unpaired_scores_and_bad_settings():

@@ -47,7 +47,7 @@ BASE = {
         ({"vocabularies": {"v": {"builder": "wordnet", "templates": "single"}}}, "vocabularies.v.templates: unknown"),
         (
             {"vocabularies": {"v": {"builder": "wordnet", "n_candidates": 3, "candidates": "c.tsv"}}},
-            "vocabularies.v: give pool .* or candidates .*, not both",
+            "vocabularies.v: give n_candidates .* or candidates .*, not both",
         ),
         ({"vocabularies": {"v": {"builder": "wordnet", "sizes": [0]}}}, "positive integers"),
         (

@@ -10,6 +10,7 @@ import pytest
 
 import negvocab
 from negvocab.errors import InputError
+from negvocab.evaluation.compare import paired_bootstrap
 from negvocab.grid.work import load_model, open_sets
 
 
@@ -131,12 +132,24 @@ def test_tables_pivots_and_comparisons(ran):
     assert pq.read_table(out / "table.parquet").num_rows == len(rows)
     p = res.pivot("auroc", vocabulary="B", method="neglabel", convention="paper")
     assert p.index == ["TinyA", "TinyB"] and p.columns == ["oodA", "oodB", "oodC", "mean"]
-    best = p.values.max(0)
-    assert all(p.values[p.best[:, j], j][0] == best[j] for j in range(4))
+    get, boot = res.score_getter(), res._n_boot()
+    for j, ood in enumerate(p.columns):  # bold: the paired test of the tables, recomputed pair by pair
+        (a_id, a_sets), (b_id, b_sets) = get("TinyA", "B", "neglabel"), get("TinyB", "B", "neglabel")
+        a = (a_id, {k: v for k, v in a_sets.items() if ood in (k, "mean")})
+        b = (b_id, {k: v for k, v in b_sets.items() if ood in (k, "mean")})
+        res_ab = paired_bootstrap(*a, *b, metric="auroc", n_boot=boot, seed=0)
+        want = [res_ab.verdict == "a", res_ab.verdict == "b"]
+        assert p.bold[:, j].tolist() == want, ood
     md = p.to_markdown()
-    assert md.count("**") == 2 * int(p.best.sum()) and "RANDOM WEIGHTS" in md
+    assert md.count("**") == 2 * int(p.bold.sum()) and "RANDOM WEIGHTS" in md and "paired bootstrap" in md
+    assert "best point estimate" not in md and "(not tested" not in md
     tex = res.to_latex("fpr", vocabulary="B", method="neglabel", convention="paper")
-    assert "\\toprule" in tex and "\\textbf{" in tex and "\\bottomrule" in tex
+    assert "\\toprule" in tex and "\\bottomrule" in tex
+    fp = res.pivot("fpr", vocabulary="B", method="neglabel", convention="paper")
+    for j in range(len(fp.columns)):  # equal values (the example grid's 100.00% for both models) are never bold
+        if np.ptp(fp.values[:, j]) == 0:
+            assert not fp.bold[:, j].any()
+    assert tex.count("\\textbf{") == int(fp.bold.sum())
     with pytest.raises(InputError, match="several vocabulary"):
         res.pivot("fpr", method="neglabel", convention="paper")
     said = res.comparisons()
@@ -237,3 +250,43 @@ def test_non_deployable_vocabularies_are_marked_in_pivots(ran, tmp_path):
     said = (out / "comparisons.md").read_text()
     assert "B (NOT deployable)" in said and "NOT tested (no per-image scores)" in said  # no out_dir: no scores to test
     assert all("A@4 (NOT" not in line for line in said.splitlines())
+
+
+def test_a_vocabulary_holding_id_class_names_is_said_in_log_rows_tables_and_comparisons(grid_files, tmp_path, caplog):
+    """As `negvocab score` warns: vocabulary B with the ID class 'tench' in it (the example grid's
+    hand-picked list holds 'mountain' and 'volcano') carries the caveat everywhere the grid shows B."""
+    from tests.grid.conftest import GRID_TOML, VOCAB_B
+
+    (grid_files / "vocabB_id.txt").write_text("\n".join([*VOCAB_B, "tench"]) + "\n")
+    toml = grid_files / f"grid_id_{tmp_path.name}.toml"
+    toml.write_text(GRID_TOML.format(cache=tmp_path / "cache").replace('"vocabB.txt"', '"vocabB_id.txt"'))
+    with caplog.at_level("WARNING"):
+        res = negvocab.run_grid(toml, tmp_path / "out")
+    said = "1 of 9 labels are ID class names ('tench')"
+    assert any(said in r.getMessage() and "vocabulary B" in r.getMessage() for r in caplog.records)
+    b_rows = [r for r in res.rows if r["vocabulary"] == "B"]
+    assert b_rows and all(said in r["caveats"] and r["deployable"] for r in b_rows)  # deployable, with a caveat
+    assert all(r["caveats"] == "" for r in res.rows if r["vocabulary"].startswith("A@"))
+    out = res.write(tmp_path / "out")  # the tables `negvocab grid run` writes
+    assert f"Caveat: B: id_names: {said}" in (out / "tables.md").read_text()
+    assert f"Caveat: B: id_names: {said}" in (out / "pivots.md").read_text().split("### B /", 1)[1]
+    assert f"Caveat: B: id_names: {said}" in (out / "comparisons.md").read_text()
+
+
+def test_a_runs_tables_and_its_folder_read_back_lay_rows_out_alike(ran):
+    """The grid's tables.md and `negvocab table` on its folder had rows in different orders."""
+    from negvocab.grid.tables import _grid_folder
+
+    res, _, out = ran
+    res.write(out)  # scores_index.json: the folder read back finds the per-image scores as the run does
+    kw = dict(rows="vocabulary", cols="ood_set", where={"model": "TinyA", "method": "neglabel", "convention": "paper"})
+    from negvocab.grid.tables import GridResult
+
+    # a config that lists B before A and TinyB before TinyA: the run's rows come in that order
+    swapped = GridResult(list(reversed(res.rows)), res.config, means=res.means, groups=res.groups, out_dir=out)
+    run = swapped.paper_table("fpr", n_boot=50, **kw)
+    back = _grid_folder(out).paper_table("fpr", n_boot=50, **kw)
+    assert run.index[:2] == ["A@4", "A@8"]
+    assert run.index == back.index and run.columns == back.columns
+    assert run.to_markdown() == back.to_markdown()
+    assert swapped.pivot("fpr", vocabulary="B", method="neglabel", convention="paper").index == ["TinyA", "TinyB"]

@@ -1,11 +1,11 @@
-"""Paper tables from tidy rows: equal to pandas, bold only beyond the interval, captions, formats, folders."""
+"""Paper tables from tidy rows: equal to pandas, means within one kind, captions, formats, folders (bold:
+tests/report/test_significance.py)."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-import math
 
 import numpy as np
 import pandas as pd
@@ -23,7 +23,7 @@ SETS = {"ssb": 30, "ninco": 20}
 def _row(model, vocab, ood, method="neglabel", conv="paper", fpr=0.5, auroc=0.8, ci=0.05, **kw):
     return {
         "model": model, "pretrained": "laion2b", "random_weights": False, "vocabulary": vocab,
-        "deployable": vocab != "oracle",
+        "deployable": vocab != "oracle", "caveats": "oracle: the OOD set's own labels" if vocab == "oracle" else "",
         "ood_set": ood, "method": method, "convention": conv, "tpr": 0.95, "fpr": fpr, "fpr_ci_low": fpr - ci,
         "fpr_ci_high": fpr + ci,
         "auroc": auroc, "auroc_ci_low": auroc - ci, "auroc_ci_high": auroc + ci, "aupr_in": 0.7, "aupr_out": 0.6,
@@ -71,7 +71,10 @@ def test_table_2_equals_a_pandas_pivot_of_the_tidy_rows(tidy):
     assert t.summary_rows == [False, False, True] and not t.bold[-1].any()  # the mean row does not compete
     md = t.to_markdown()
     assert "| mean |" in md and "mcm (no vocabulary)" in md and "Without a vocabulary (baseline): mcm." in md
-    assert "mean (row): plain mean over the model entries; no interval" in md
+    assert "mean (row): plain mean over the model entries; ± the standard deviation over the models" in md
+    sd = want.iloc[:2].std(axis=0, ddof=1)  # the spread beside the mean over VLMs: pandas' sample SD
+    np.testing.assert_allclose(t.spread[-1, :, 0], sd.loc[t.columns].to_numpy(), rtol=0, atol=1e-15)
+    assert np.isnan(t.spread[:-1]).all() and f"± {100 * sd.iloc[0]:.2f}" in md
 
 
 def test_ood_sets_as_columns_keep_the_bootstrap_mean_last_and_groups_add_means(tidy):
@@ -97,30 +100,33 @@ def test_ood_sets_as_columns_keep_the_bootstrap_mean_last_and_groups_add_means(t
     )
 
 
-def _column(values, ci):
-    return [_row(f"m{i}", "v", "ssb", fpr=v, ci=c) for i, (v, c) in enumerate(zip(values, ci, strict=True))]
-
-
-def test_bold_only_where_every_other_entry_lies_beyond_the_interval():
-    clear = build_table(_column([0.20, 0.40, 0.50], [0.05, 0.05, 0.05]), rows_by="model", cols_by="ood_set")
-    assert clear.bold[:, 0, 0].tolist() == [True, False, False]
-    close = build_table(_column([0.20, 0.24, 0.50], [0.05, 0.05, 0.05]), rows_by="model", cols_by="ood_set")
-    assert not close.bold.any()  # 0.24 lies inside [0.15, 0.25]: the best is not better beyond its interval
-    tied = _column([0.20, 0.20, 0.50], [0.01, 0.01, 0.01])
-    assert not build_table(tied, rows_by="model", cols_by="ood_set").bold.any()
-    both = build_table(tied, rows_by="model", cols_by="ood_set", ties="all")
-    assert both.bold[:, 0, 0].tolist() == [True, True, False] and "ties: all bold" in both.full_caption()
-    nan_ci = [{**r, "fpr_ci_low": math.nan, "fpr_ci_high": math.nan} for r in _column([0.1, 0.5], [0, 0])]
-    assert not build_table(nan_ci, rows_by="model", cols_by="ood_set").bold.any()
-    point = build_table(nan_ci, rows_by="model", cols_by="ood_set", bold="point")
-    assert point.bold[:, 0, 0].tolist() == [True, False] and "not tested" in point.full_caption()
-    auroc = build_table(
-        _column([0.20, 0.40, 0.50], [0.05, 0.05, 0.05]), metric="auroc", rows_by="model", cols_by="ood_set"
+def test_means_never_mix_kinds_unless_asked(tidy):
+    """The mean over vocabulary rows: deployable vocabularies, the oracle and MCM each averaged alone."""
+    t = build_table(
+        tidy, rows_by="vocabulary", cols_by="ood_set", where={"model": "ViT-B-32", "method": "neglabel"}, mean_rows=True
     )
-    assert auroc.bold[:, 0, 0].tolist() == [False, False, False]  # AUROC = 0.8 for all: a tie, none bold
-    md = clear.to_markdown()
-    assert md.count("**") == 2 and "**20.00**" in md
-    assert "ties: none bold" in md and "only where every other entry lies beyond its interval" in md
+    assert t.index[-3:] == ["mean (deployable)", "mean (no vocabulary)", "mean (oracle)"]
+    df = pd.DataFrame([r for r in tidy if r["model"] == "ViT-B-32" and r["vocabulary"] in ("wordnet", "gpt")])
+    want = df.pivot_table(index="vocabulary", columns="ood_set", values="fpr").mean(axis=0)
+    np.testing.assert_allclose(t.values[-3, :, 0], want.loc[t.columns].to_numpy(), atol=1e-15)
+    oracle = [r["fpr"] for r in tidy if r["model"] == "ViT-B-32" and r["vocabulary"] == "oracle"]
+    np.testing.assert_allclose(t.values[-1, :, 0], oracle, atol=1e-15)  # ssb, ninco, mean in tidy's order
+    assert "kinds are never averaged together" in t.full_caption() and not t.bold[-3:].any()
+    mixed = build_table(
+        tidy,
+        rows_by="vocabulary",
+        cols_by="ood_set",
+        where={"model": "ViT-B-32", "method": "neglabel"},
+        mean_rows=True,
+        mix_kinds=True,
+    )
+    assert mixed.index[-1] == "mean" and np.isclose(
+        mixed.values[-1, 0, 0], np.mean([r["fpr"] for r in tidy if r["model"] == "ViT-B-32" and r["ood_set"] == "ssb"])
+    )
+    one_kind = build_table(  # each vocabulary row is one kind: the mean over the models is one column
+        tidy, rows_by="vocabulary", cols_by="model", where={"ood_set": "ssb", "method": "neglabel"}, mean_cols=True
+    )
+    assert one_kind.columns == [*MODELS, "mean"] and np.isfinite(one_kind.spread[:, -1, 0]).all()
 
 
 def test_caption_states_convention_threshold_tpr_n_templates_weights(tidy):
@@ -171,10 +177,14 @@ def test_latex_booktabs_label_siunitx_and_no_doubled_caption(tidy):
         intervals=True,
     )
     stex = s.to_latex(siunitx=True)
-    assert "S[table-format=3.2] l" in stex and "\\multicolumn{4}{c}{wordnet}" in stex and "\\cmidrule(lr){2-5}" in stex
-    body = [ln for ln in stex.splitlines() if ln.startswith("ViT-B-32")][0].split(" & ")
-    assert len(body) == 1 + 4 * 4 and body[2].startswith("{\\scriptsize [")  # value, interval per metric and column
+    assert "S[table-format=3.2]S[table-format=3.2]" in stex and "\\multicolumn{2}{c}{wordnet}" in stex
+    assert "\\cmidrule(lr){2-3}" in stex and "\\usepackage{booktabs,siunitx} and \\sisetup{detect-weight=true}" in stex
+    lines = stex.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("ViT-B-32"))
+    body, under = lines[at].split(" & "), lines[at + 1].split(" & ")
+    assert len(body) == len(under) == 1 + 4 * 2  # value per metric and column; its interval in the row under it
     assert float(body[1].replace("\\bfseries ", "")) == pytest.approx(round(100 * s.values[0, 0, 0], 2))
+    assert under[1] == f"{{\\scriptsize {100 * s.low[0, 0, 0]:.1f}--{100 * s.high[0, 0, 0]:.1f}}}"
 
 
 def test_csv_reads_back_to_the_values(tidy):
@@ -282,4 +292,4 @@ def test_sweep_folder_rows_name_each_size(tmp_path):
     assert t.index == ["wordnet@50", "wordnet@100", "gpt"] and get is None
     np.testing.assert_allclose(t.values[:, 0, 0], [0.6, 0.5, 0.4])
     np.testing.assert_allclose(t.low[:, 0, 0], [0.55, 0.45, 0.35])
-    assert t.bold[:, 0, 0].tolist() == [False, False, True]  # 0.5 and 0.6 lie beyond gpt's [0.35, 0.45]
+    assert not t.bold.any() and "no bold where per-image scores not stored" in t.full_caption()  # nothing tested

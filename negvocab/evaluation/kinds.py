@@ -1,0 +1,69 @@
+"""Result kinds: what sort of entry a results row is, so that means and bold never mix sorts.
+
+A table averages or ranks entries only within one kind (docs/howto/tables.md): deployable
+vocabularies, baselines without a vocabulary (MCM), oracle vocabularies (a bound, not a result),
+transductive vocabularies (built from the evaluated images) and test-time (stream) results.
+:func:`result_kind` is the one place that decides; a new kind is one more branch and one more
+entry in :data:`KIND_LABELS`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["COMPETING_KINDS", "KIND_LABELS", "RESULT_KINDS", "caveat_kinds", "caveat_notes", "result_kind"]
+
+#: every kind, in the order tables show their means
+RESULT_KINDS: tuple[str, ...] = ("deployable", "baseline", "test_time", "transductive", "oracle")
+#: how a table's summary names each kind ("mean (no vocabulary)")
+KIND_LABELS: dict[str, str] = {
+    "deployable": "deployable",
+    "baseline": "no vocabulary",
+    "test_time": "test-time",
+    "transductive": "transductive",
+    "oracle": "oracle",
+}
+#: the kinds a winner may come from: bold never lands on an oracle or a transductive vocabulary
+COMPETING_KINDS: frozenset[str] = frozenset({"deployable", "baseline", "test_time"})
+
+
+def caveat_kinds(caveats: object) -> list[str]:
+    """The caveat kinds of a row: a mapping's keys, or a file's ``"kind: text; kind: text"`` or
+    ``"kind;kind"`` string."""
+    if isinstance(caveats, Mapping):
+        return [str(k) for k in caveats]
+    if isinstance(caveats, (list, tuple)):
+        return [str(k) for k in caveats]
+    text = str(caveats or "")
+    if ":" in text:  # "kind: text; kind: text" (a grid row): the words before a colon at the start or after "; "
+        return re.findall(r"(?:^|;\s*)([A-Za-z_][\w-]*):", text)
+    return [p.strip() for p in text.split(";") if p.strip()]
+
+
+def caveat_notes(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """One line per vocabulary whose rows carry a caveat a table must state besides "not deployable"
+    (ID class names inside it, ...): ``"handpicked: 2 of 24 labels are ID class names ..."``."""
+    out: dict[str, str] = {}
+    for r in rows:
+        caveats, vocab = r.get("caveats"), str(r.get("vocabulary") or "")
+        if not vocab or not caveats or set(caveat_kinds(caveats)) <= {"oracle", "transductive"}:
+            continue
+        text = "; ".join(f"{k}: {v}" for k, v in caveats.items()) if isinstance(caveats, Mapping) else str(caveats)
+        out.setdefault(f"{vocab}: {text}", "")
+    return list(out)
+
+
+def result_kind(row: Mapping[str, Any]) -> str:
+    """The kind of one results row (one of :data:`RESULT_KINDS`)."""
+    if row.get("test_time"):
+        return "test_time"
+    if not row.get("vocabulary"):
+        return "baseline"
+    kinds = caveat_kinds(row.get("caveats"))
+    if "oracle" in kinds or row.get("oracle") is True:
+        return "oracle"
+    if "transductive" in kinds or row.get("deployable") is False:
+        return "transductive"
+    return "deployable"
