@@ -9,13 +9,20 @@ the ``mean`` row averages the rows (its bootstrap intervals average each set's d
 its own ID scores). Rows have the keys of :func:`negvocab.evaluate_vocabularies`'s rows plus
 ``test_time: true`` and the stream's ``stream_order``, ``stream_batch_size``, ``stream_seed``: a
 test-time result depends on the stream it saw, and says so wherever it is shown.
+
+The protocol's further choices, each recorded: the ID:OOD mix (``id_ood_ratio``: the side in excess
+subsampled, seeded by the stream seed; rows then carry ``id_ood_ratio`` and count only the images
+scored), and several stream seeds (``stream_seed=[0, 1, 2]``): each seed is one evaluation
+(``StreamEvaluation.by_seed``) and ``rows`` are their spread, one row per OOD set (and ``mean``) with
+the metrics averaged over the seeds and ``<metric>_std`` (sample standard deviation), ``_min``,
+``_max`` and ``stream_seeds`` beside them (no bootstrap interval: the seeds are the spread).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +33,17 @@ from negvocab.evaluation.encode import encode_sets
 from negvocab.evaluation.rows import MEAN, model_fields, named_ood_sets, ood_rows, vocab_fields
 from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import check_evaluation
-from negvocab.scoring.stream import StreamMethod, StreamResult, check_kind, check_stream, make_stream, run_stream
+from negvocab.scoring.stream import (
+    SPLIT_ORDERS,
+    StreamMethod,
+    StreamResult,
+    check_kind,
+    check_ratio,
+    check_stream,
+    make_stream,
+    run_stream,
+    stream_mix,
+)
 
 if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
@@ -34,10 +51,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["StreamEvaluation", "evaluate_stream"]
+__all__ = ["SPREAD_METRICS", "TEST_TIME_NOTE", "StreamEvaluation", "evaluate_stream", "stream_seeds"]
 
 #: what every test-time row and result says about its kind
 TEST_TIME_NOTE = "test-time: scores depend on the test stream seen (order, batch size, seed)"
+#: the metrics whose spread over stream seeds a several-seed result reports
+SPREAD_METRICS: tuple[str, ...] = ("fpr", "auroc", "aupr_in", "aupr_out")
 
 
 @dataclass
@@ -47,12 +66,28 @@ class StreamEvaluation:
     ``rows``: one metrics dict per OOD set (and ``mean`` with several); ``scores``: OOD set ->
     ``{"id": [n_id], "ood": [n_ood]}`` in the images' own order; ``streams``: OOD set -> the
     :class:`~negvocab.scoring.stream.StreamResult` (its order and the method's final state);
-    ``meta``: method, parameters and the stream protocol."""
+    ``meta``: method, parameters and the stream protocol; ``kept``: OOD set -> ``{"id": rows, "ood":
+    rows}``, the images of each set's stream (all of them unless ``id_ood_ratio`` subsampled; the
+    scores are of these rows); ``by_seed``: with several stream seeds, seed -> that seed's evaluation
+    (``scores``, ``streams`` and ``kept`` are then the first seed's, ``rows`` the spread)."""
 
     rows: list[dict[str, Any]]
     scores: dict[str, dict[str, np.ndarray]] = field(repr=False)
     streams: dict[str, StreamResult] = field(repr=False)
     meta: dict[str, Any] = field(default_factory=dict, repr=False)
+    kept: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
+    by_seed: dict[int, StreamEvaluation] = field(default_factory=dict, repr=False)
+
+
+def stream_seeds(stream_seed: int | Sequence[int]) -> list[int]:
+    """The stream seeds as a list (one seed or several, each an integer >= 0, none repeated)."""
+    seeds = [stream_seed] if isinstance(stream_seed, (int, np.integer)) or stream_seed is None else list(stream_seed)
+    if not seeds:
+        raise InputError("stream_seed: give at least one seed")
+    out = [check_stream(seed=s)[2] for s in seeds]
+    if len(set(out)) < len(out):
+        raise InputError(f"stream_seed: a seed is repeated in {out}")
+    return out
 
 
 def evaluate_stream(
@@ -64,7 +99,8 @@ def evaluate_stream(
     *,
     batch_size: int,
     order: str = "shuffled",
-    stream_seed: int = 0,
+    stream_seed: int | Sequence[int] = 0,
+    id_ood_ratio: float | None = None,
     params: Mapping[str, Any] | None = None,
     id_images: Any = None,
     setup_inputs: Mapping[str, Any] | None = None,
@@ -87,7 +123,10 @@ def evaluate_stream(
     id_set, ood_sets : the ID test images and the OOD sets (one, a list, or a mapping name -> set):
         image embeddings (n, d) or ``ImageEmbeddings``; with ``vlm``, also image sets (encoded here).
     id_emb, neg_emb : the ID class prompt embeddings (K, d) and the negatives (M, d)
-    batch_size, order, stream_seed : the stream (:func:`negvocab.scoring.stream.run_stream`)
+    batch_size, order, stream_seed : the stream (:func:`negvocab.scoring.stream.run_stream`); several
+        stream seeds give one evaluation each and rows of their spread (module docstring)
+    id_ood_ratio : ID images per OOD image in each stream (None: every image); the side in excess is
+        subsampled (:func:`negvocab.scoring.stream.stream_mix`, seeded by the stream seed)
     params : the method's parameters (checked against the registry; defaults fill the rest)
     id_images, setup_inputs : few-shot ID image features (n, d) and the method's further set-up inputs
     vlm, vocabulary, vocab, templates : what the rows say about the model and the vocabulary
@@ -102,7 +141,9 @@ def evaluate_stream(
         detector = method
     else:
         detector = make_stream(check_kind(method, "stream").name, params or {})
-    batch_size, order, stream_seed = check_stream(batch_size=batch_size, order=order, seed=stream_seed)
+    seeds = stream_seeds(stream_seed)
+    batch_size, order, _ = check_stream(batch_size=batch_size, order=order, seed=seeds[0])
+    ratio = None if id_ood_ratio is None else check_ratio(id_ood_ratio)
     check_evaluation(convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
     if detector.needs_negatives and neg_emb is None:
         raise InputError(f"method {detector.name} needs negative label embeddings (neg_emb)")
@@ -110,8 +151,6 @@ def evaluate_stream(
     detector.setup(id_emb, neg_emb, id_images=id_images, **(setup_inputs or {}))
     t0 = time.perf_counter()
     id_x, ood_x = _embeddings(vlm, id_set, sets, progress)
-    n_id = int(id_x.shape[0])
-
     base: dict[str, Any] = {
         "method": detector.name,
         **(model_fields(vlm) if vlm is not None else {"model": "", "pretrained": "", "random_weights": False}),
@@ -122,26 +161,17 @@ def evaluate_stream(
         "test_time": True,
         "stream_order": order,
         "stream_batch_size": batch_size,
-        "stream_seed": stream_seed if order == "shuffled" else None,
     }
-    rows: list[dict[str, Any]] = []
-    scores: dict[str, dict[str, np.ndarray]] = {}
-    streams: dict[str, StreamResult] = {}
-    for name, x in ood_x.items():
-        res = run_stream(detector, _stack(id_x, x), batch_size=batch_size, order=order, seed=stream_seed)
-        streams[name] = res
-        scores[name] = {"id": res.scores[:n_id], "ood": res.scores[n_id:]}
-        rows += ood_rows(
-            base,
-            scores[name]["id"],
-            {name: scores[name]["ood"]},
-            tpr=tpr,
-            convention=convention,
-            n_boot=n_boot,
-            seed=seed,
+    if ratio is not None:
+        base["id_ood_ratio"] = ratio
+    metric_kw = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
+    by_seed = {
+        s: _one_seed(
+            detector, id_x, ood_x, base, order=order, batch_size=batch_size, stream=s, ratio=ratio, **metric_kw
         )
-    if len(rows) > 1:
-        rows.append(_mean_row(base, rows, scores, tpr=tpr, convention=convention, n_boot=n_boot, seed=seed))
+        for s in seeds
+    }
+    first = by_seed[seeds[0]]
     meta = {
         "method": detector.name,
         "params": dict(detector.params),
@@ -150,17 +180,84 @@ def evaluate_stream(
         "stream": {
             "order": order,
             "batch_size": batch_size,
-            "seed": base["stream_seed"],
+            "seed": first.rows[0]["stream_seed"],
+            **({"seeds": seeds} if len(seeds) > 1 else {}),
+            **({"id_ood_ratio": ratio} if ratio is not None else {}),
             "protocol": "one stream per OOD set: ID rows then OOD rows, ordered, cut into batches, fresh state",
         },
-        "n_id": n_id,
+        "n_id": int(id_x.shape[0]),
         "ood_sets": {name: int(x.shape[0]) for name, x in ood_x.items()},
         "convention": convention,
         "tpr": tpr,
         "bootstrap": {"n_boot": n_boot, "seed": seed, "resample": "ood"},
         "seconds": round(time.perf_counter() - t0, 2),
     }
-    return StreamEvaluation(rows, scores, streams, meta)
+    if len(seeds) == 1:
+        first.meta = meta
+        return first
+    return StreamEvaluation(_spread(by_seed), first.scores, first.streams, meta, first.kept, by_seed)
+
+
+def _one_seed(
+    detector: StreamMethod,
+    id_x: Any,
+    ood_x: Mapping[str, Any],
+    base: Mapping[str, Any],
+    *,
+    order: str,
+    batch_size: int,
+    stream: int,
+    ratio: float | None,
+    **metric_kw: Any,
+) -> StreamEvaluation:
+    """One stream per OOD set with the stream seed ``stream`` (the mix drawn from it too): rows, scores, streams."""
+    base = {**base, "stream_seed": None if order == "given" else stream}
+    rows: list[dict[str, Any]] = []
+    scores: dict[str, dict[str, np.ndarray]] = {}
+    streams: dict[str, StreamResult] = {}
+    kept: dict[str, dict[str, np.ndarray]] = {}
+    for name, x in ood_x.items():
+        keep_id, keep_ood = stream_mix(int(id_x.shape[0]), int(x.shape[0]), ratio=ratio, seed=stream)
+        kept[name] = {"id": keep_id, "ood": keep_ood}
+        a, b = (id_x, x) if ratio is None else (_take(id_x, keep_id), _take(x, keep_ood))
+        n_id = len(keep_id)
+        n_first = n_id if order in SPLIT_ORDERS else None
+        res = run_stream(detector, _stack(a, b), batch_size=batch_size, order=order, seed=stream, n_id=n_first)
+        streams[name] = res
+        scores[name] = {"id": res.scores[:n_id], "ood": res.scores[n_id:]}
+        rows += ood_rows(base, scores[name]["id"], {name: scores[name]["ood"]}, **metric_kw)
+    if len(rows) > 1:
+        rows.append(_mean_row(base, rows, scores, **metric_kw))
+    return StreamEvaluation(rows, scores, streams, {}, kept)
+
+
+def _take(x: Any, rows: np.ndarray) -> Any:
+    """Rows of an array or tensor."""
+    if hasattr(x, "detach"):
+        import torch  # only for embeddings that came in as tensors
+
+        return x[torch.as_tensor(rows, device=x.device)]
+    return np.asarray(x)[rows]
+
+
+def _spread(by_seed: Mapping[int, StreamEvaluation]) -> list[dict[str, Any]]:
+    """One row per OOD set (and ``mean``): each metric's mean over the seeds, its sample standard
+    deviation, minimum and maximum; the seeds' bootstrap intervals left out (the seeds are the spread)."""
+    seeds = list(by_seed)
+    out = []
+    for k, row in enumerate(by_seed[seeds[0]].rows):
+        per = [by_seed[s].rows[k] for s in seeds]
+        spread = {key: v for key, v in row.items() if not key.endswith("_ci") and key not in _CI_KEYS}
+        spread.update(stream_seed=None, stream_seeds=seeds, n_stream_seeds=len(seeds))
+        for m in SPREAD_METRICS:
+            v = np.array([r[m] for r in per], dtype=np.float64)
+            spread[m] = float(v.mean())
+            spread.update({f"{m}_std": float(v.std(ddof=1)), f"{m}_min": float(v.min()), f"{m}_max": float(v.max())})
+        out.append(spread)
+    return out
+
+
+_CI_KEYS = ("ci_level", "n_boot", "ci_resample")
 
 
 def _embeddings(vlm: VLM | None, id_set: Any, sets: Mapping[str, Any], progress: bool) -> tuple[Any, dict[str, Any]]:
