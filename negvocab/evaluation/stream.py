@@ -30,9 +30,21 @@ import numpy as np
 
 from negvocab.errors import InputError
 from negvocab.evaluation.encode import encode_sets
-from negvocab.evaluation.rows import MEAN, model_fields, named_ood_sets, ood_rows, vocab_fields
+from negvocab.evaluation.evaluate import Evaluation
+from negvocab.evaluation.evaluate import _named as named_vocabularies  # the one reading of ``vocabs``
+from negvocab.evaluation.rows import (
+    MEAN,
+    model_fields,
+    named_ood_sets,
+    ood_rows,
+    run_meta,
+    sets_meta,
+    vocab_fields,
+    vocab_meta,
+)
+from negvocab.labels.imagenet import imagenet1k
 from negvocab.scoring import metrics as M
-from negvocab.scoring.methods import check_evaluation
+from negvocab.scoring.methods import check_evaluation, check_shared
 from negvocab.scoring.stream import (
     SPLIT_ORDERS,
     StreamMethod,
@@ -44,14 +56,24 @@ from negvocab.scoring.stream import (
     run_stream,
     stream_mix,
 )
+from negvocab.vlm.templates import resolve_templates
 
 if TYPE_CHECKING:
+    from negvocab.labels.imagenet import IdClasses
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SPREAD_METRICS", "TEST_TIME_NOTE", "StreamEvaluation", "evaluate_stream", "stream_seeds"]
+__all__ = [
+    "SPREAD_METRICS",
+    "TEST_TIME_NOTE",
+    "StreamEvaluation",
+    "evaluate_stream",
+    "evaluate_stream_vocabularies",
+    "merge_evaluations",
+    "stream_seeds",
+]
 
 #: what every test-time row and result says about its kind
 TEST_TIME_NOTE = "test-time: scores depend on the test stream seen (order, batch size, seed)"
@@ -316,3 +338,149 @@ def _mean_row(
                 mean[f"{key}_ci"] = [float(low), float(high)]
         mean.update(ci_level=level, n_boot=int(n_boot), ci_resample="ood, within each set")
     return mean
+
+
+# ----------------------------------------------------------------------------------------------
+# stream methods over a model and vocabularies: what ``negvocab score`` runs
+# ----------------------------------------------------------------------------------------------
+def evaluate_stream_vocabularies(
+    vlm: VLM,
+    id_set: Any,
+    ood_set: Any,
+    vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary],
+    methods: Sequence[str],
+    *,
+    batch_size: int,
+    order: str = "shuffled",
+    stream_seed: int | Sequence[int] = 0,
+    id_ood_ratio: float | None = None,
+    id_classes: IdClasses | None = None,
+    templates: str = "paper8",
+    params: Mapping[str, Any] | None = None,
+    convention: str = "paper",
+    tpr: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+    progress: bool = False,
+) -> Evaluation:
+    """Every stream method x vocabulary, as :func:`negvocab.evaluate_vocabularies` does for batch methods.
+
+    The images are embedded once (cached), the ID class names and each vocabulary once; each (method,
+    vocabulary) runs :func:`evaluate_stream` (one stream per OOD set). The result is an
+    :class:`~negvocab.evaluation.evaluate.Evaluation` that :func:`negvocab.write_results` writes:
+    ``scores`` are keyed ``method@vocabulary@ood_set`` (and ``#s<seed>`` with several stream seeds),
+    each with every ID and every OOD image, NaN where the stream did not hold the image (another OOD
+    set's, or left out by ``id_ood_ratio``); ``meta["stream"]`` states the protocol. ``params``: a
+    shared set, each method takes its own (``negvocab score``'s flags)."""
+    # long: the checks, the encodings, then each (method, vocabulary) and the meta, in order
+    specs = {m: check_kind(m, "stream") for m in dict.fromkeys(methods)}
+    if not specs:
+        raise InputError("no stream method given", param="methods")
+    params = dict(params or {})
+    check_shared(params)
+    own = {name: {k: v for k, v in params.items() if k in m.params and v is not None} for name, m in specs.items()}
+    for name, m in specs.items():  # every parameter checked before any image is read
+        make_stream(m.name, own[name])
+    seeds = stream_seeds(stream_seed)
+    check_stream(batch_size=batch_size, order=order, seed=seeds[0])
+    if id_ood_ratio is not None:
+        check_ratio(id_ood_ratio)
+    check_evaluation(convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
+    resolve_templates(templates)
+    named = named_vocabularies(vocabs)
+    negs = [m.name for m in specs.values() if m.needs_negatives]
+    if negs and not named:
+        raise InputError(f"methods {', '.join(negs)} need a vocabulary (vocabularies)", param="vocabularies")
+    id_classes = id_classes if id_classes is not None else imagenet1k()
+    ood_sets = named_ood_sets(ood_set)
+    t0 = time.perf_counter()
+    enc = encode_sets(vlm, id_set, ood_sets, False, progress)
+    class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
+    rows: list[dict[str, Any]] = []
+    scores: dict[str, dict[str, np.ndarray]] = {}
+    for name, m in specs.items():
+        for vname in named if m.needs_negatives else [None]:
+            vocab = named[vname] if vname else None
+            neg = None
+            if vocab is not None:
+                neg = vlm.encode_text(list(vocab.labels), templates, pos=vocab.parts_of_speech(), progress=progress)
+            sev = evaluate_stream(
+                m.name,
+                enc.id_emb,
+                enc.ood_embs,
+                class_emb,
+                neg,
+                batch_size=batch_size,
+                order=order,
+                stream_seed=seeds,
+                id_ood_ratio=id_ood_ratio,
+                params=own[name],
+                vlm=vlm,
+                vocabulary=vname or "",
+                vocab=vocab,
+                templates=templates,
+                convention=convention,
+                tpr=tpr,
+                n_boot=n_boot,
+                seed=seed,
+            )
+            rows += sev.rows
+            key = f"{m.name}@{vname}" if vname else m.name
+            for s, one in (sev.by_seed or {seeds[0]: sev}).items():
+                tag = f"#s{s}" if len(seeds) > 1 else ""
+                scores.update(_full_scores(one, enc.n_id, enc.sizes, f"{key}{{set}}{tag}"))
+    stream_meta = {
+        "order": order,
+        "batch_size": batch_size,
+        "seeds": seeds,
+        "id_ood_ratio": id_ood_ratio,
+        "protocol": "one stream per OOD set: ID rows then OOD rows, ordered, cut into batches, fresh state",
+        "scores": "keyed method@vocabulary@ood_set[#s<seed>]; NaN: an image the stream did not hold",
+    }
+    meta = {
+        **run_meta(vlm, id_classes, templates, convention, tpr, params, seed, n_boot),
+        **sets_meta(id_set, ood_sets, enc),
+        "failed_images": enc.failed(),
+        "vocabularies": {k: vocab_meta(v) for k, v in named.items()},
+        "deployable": all(v.deployable for v in named.values()),
+        "test_time": True,
+        "note": TEST_TIME_NOTE,
+        "stream": stream_meta,
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    return Evaluation(rows, scores, enc.id_images, enc.ood_images, {}, meta, dict(enc.sizes))
+
+
+def _full_scores(
+    sev: StreamEvaluation, n_id: int, sizes: Mapping[str, int], key: str
+) -> dict[str, dict[str, np.ndarray]]:
+    """Each OOD set's stream scores spread over every ID and OOD image (NaN where the stream had none)."""
+    out = {}
+    offsets = dict(zip(sizes, np.cumsum([0, *sizes.values()])[:-1].tolist(), strict=True))
+    for name, s in sev.scores.items():
+        kept = sev.kept.get(name) or {"id": np.arange(n_id), "ood": np.arange(sizes[name])}
+        id_full = np.full(n_id, np.nan)
+        ood_full = np.full(sum(sizes.values()), np.nan)
+        id_full[kept["id"]] = s["id"]
+        ood_full[offsets[name] + kept["ood"]] = s["ood"]
+        out[key.replace("{set}", f"@{name}")] = {"id": id_full, "ood": ood_full}
+    return out
+
+
+def merge_evaluations(batch: Evaluation, stream: Evaluation) -> Evaluation:
+    """One results folder's evaluation from a batch run and a stream run over the same images: rows and
+    scores of both, the batch run's meta with the stream run's ``stream`` protocol and note added."""
+    if batch.id_images != stream.id_images or batch.ood_images != stream.ood_images:
+        raise InputError("the batch and stream evaluations scored different images; run them on the same sets")
+    meta = {**batch.meta, "test_time": True, "note": TEST_TIME_NOTE, "stream": stream.meta["stream"]}
+    meta["deployable"] = batch.meta.get("deployable", True) and stream.meta.get("deployable", True)
+    return Evaluation(
+        [*batch.rows, *stream.rows],
+        {**batch.scores, **stream.scores},
+        batch.id_images,
+        batch.ood_images,
+        batch.explanations,
+        meta,
+        batch.ood_sets,
+        batch.id_explanations,
+    )
