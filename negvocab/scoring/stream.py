@@ -63,6 +63,7 @@ from negvocab.scoring.methods import METHODS, PARAMS, Method, Param, check_param
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "STREAM_DEFAULTS",
     "STREAM_ORDERS",
     "StreamMethod",
     "StreamResult",
@@ -74,6 +75,7 @@ __all__ = [
     "stream_class",
     "stream_mix",
     "stream_order",
+    "stream_settings",
 ]
 
 #: how the stream is ordered: a seeded permutation; all ID then all OOD images (or the reverse), each
@@ -160,6 +162,26 @@ def stream_mix(n_id: int, n_ood: int, *, ratio: float | None = None, seed: int =
         return np.sort(rng.choice(n_id, size=min(keep, n_id), replace=False)).astype(np.int64), all_ood
     keep = max(1, round(n_id / ratio)) if n_id else 0
     return all_id, np.sort(rng.choice(n_ood, size=min(keep, n_ood), replace=False)).astype(np.int64)
+
+
+#: the stream settings a grid's test-time method (or any caller of :func:`stream_settings`) gets by default
+STREAM_DEFAULTS: dict[str, Any] = {"order": "shuffled", "batch_size": 256, "seed": 0, "id_ood_ratio": None}
+
+
+def stream_settings(settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Stream settings (``order``, ``batch_size``, ``seed``, ``id_ood_ratio``) checked, the defaults of
+    :data:`STREAM_DEFAULTS` (256: AdaNeg's batch) filling the rest; an unknown key is one line."""
+    settings = dict(settings or {})
+    unknown = sorted(set(settings) - set(STREAM_DEFAULTS))
+    if unknown:
+        raise InputError(f"unknown stream setting(s) {', '.join(unknown)}; allowed: {', '.join(STREAM_DEFAULTS)}")
+    full = {**STREAM_DEFAULTS, **settings}
+    full["batch_size"], full["order"], full["seed"] = check_stream(
+        batch_size=full["batch_size"], order=full["order"], seed=full["seed"]
+    )
+    if full["id_ood_ratio"] is not None:
+        full["id_ood_ratio"] = check_ratio(full["id_ood_ratio"])
+    return full
 
 
 def check_ratio(ratio: Any) -> float:
