@@ -84,6 +84,14 @@ def test_a_grid_scores_a_stream_method_cell_by_cell(grid_files, tmp_path):
     # each cell's ID scores are its own stream's: two ID score files, not one shared
     cells = [c for c in negvocab.grid.work.plan_cells(cfg, sets) if c.method == "adaneg"]
     assert len({c.id_scores for c in cells}) == len({c.ood_set for c in cells}) == 2
+    import csv
+
+    res.write(tmp_path / "tables")
+    with open(tmp_path / "tables" / "table.csv", newline="") as fh:
+        table = [r for r in csv.DictReader(fh) if r["method"] == "adaneg"]
+    assert table and all(
+        (r["test_time"], r["stream_order"], r["stream_seed"]) == ("True", "id_first", "4") for r in table
+    )
     again = negvocab.run_grid(toml, tmp_path / "out")  # resumes: nothing to compute, the same rows
     assert [r["auroc"] for r in again.rows] == [r["auroc"] for r in res.rows]
     assert np.isfinite([r["auroc"] for r in res.rows]).all()
