@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from negvocab.evaluation.stream import evaluate_stream
 from negvocab.grid.config import MethodSpec
 
 __all__ = ["score_stream_cell", "stream_fields"]
@@ -30,6 +29,8 @@ def score_stream_cell(
     """``(id_scores, ood_scores, stream)`` of one cell: the stream of ``images["ID"]`` and
     ``images[ood_set]`` under the method's stream settings; ``stream`` records them and the method's
     final state. With an ID:OOD ratio the scores are of the images the stream kept."""
+    from negvocab.evaluation.stream import evaluate_stream  # the scorers import torch: not at CLI start
+
     st = dict(spec.stream)
     sev = evaluate_stream(
         spec.name,
