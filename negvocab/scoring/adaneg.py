@@ -16,7 +16,9 @@ with ``s = 1 / tau`` (their CLIP logit scale, 100), K ID classes and M negatives
    entropy ``H = -sum p log(p + 1e-8)`` of the softmax over the K ID (or M negative) logits. A free
    slot takes it; a full class replaces its highest-entropy slot when ``H`` is below it. Their code
    calls a class full when its next slot is ``adaneg_memory``: it holds ``adaneg_memory - 1`` images
-   and never fills the last slot (a zero row); negvocab keeps that.
+   and its last slot stays a zero row; a replacement compares ``H`` with every slot's entropy, the
+   text slot's and the unused slot's (0) included, so near-one-hot images (``H`` about ``-1e-8``) may
+   overwrite either. negvocab keeps all of that.
 3. **Proxies**: task-adaptive (``adaneg_proxies="task"``, their ``samada False``): each class's
    slots averaged and renormalised; sample-adaptive (``"sample"``): the slots weighted per image by
    ``exp(-beta (1 - m . x))`` (``beta`` = ``adaneg_beta``), summed and renormalised.
@@ -38,16 +40,12 @@ import numpy as np
 
 from negvocab.errors import InputError
 from negvocab.scoring.grouping import neglabel_groups
-from negvocab.scoring.methods import ADANEG_PARAM_NAMES
 from negvocab.scoring.stream import StreamMethod
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = ["AdaNeg"]
-
-#: the registry's parameters of the method, in order (the shared ``tau`` and ``seed`` first)
-PARAM_NAMES: tuple[str, ...] = ADANEG_PARAM_NAMES
 
 
 class AdaNeg(StreamMethod):
