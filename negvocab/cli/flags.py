@@ -48,6 +48,7 @@ PARAM_FLAGS: dict[str, str] = {
     "seed": "--seed",
     "index": "--index",
     "explain_k": "--explain",
+    "id_ood_ratio": "--id-ood-ratio",  # issue 30, part "adaneg"
 }
 
 

@@ -45,7 +45,7 @@ from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.plots import check_plot_formats
 from negvocab.report.results import RESULT_FILES, SWEEP_FILES, format_table, write_results, write_sweep
 from negvocab.scoring.methods import Method, batch_method, get_method, list_methods, needs_negatives
-from negvocab.scoring.stream import STREAM_ORDERS
+from negvocab.scoring.stream import STREAM_ORDERS, check_ratio
 from negvocab.vocab import Vocabulary
 
 __all__ = ["score_cmd", "sweep_cmd"]
@@ -162,6 +162,8 @@ def score_cmd(
     seeds = _stream_seeds(stream_seeds)
     if stream_order not in STREAM_ORDERS:
         raise InputError(f"unknown --stream-order {stream_order!r}; choose one of {', '.join(STREAM_ORDERS)}")
+    if id_ood_ratio is not None:
+        check_ratio(id_ood_ratio)
     claim_results_folder(output, RESULT_FILES, overwrite=overwrite)  # held until the command ends
     check_scoring_options(params, convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
     if explain < 0:

@@ -68,6 +68,7 @@ __all__ = [
     "StreamMethod",
     "StreamResult",
     "check_kind",
+    "check_ratio",
     "check_stream",
     "make_stream",
     "register_stream_method",
@@ -188,7 +189,9 @@ def check_ratio(ratio: Any) -> float:
     """An ID:OOD ratio if allowed (a finite number > 0), else one-line :class:`InputError`."""
     ok = isinstance(ratio, numbers.Real) and not isinstance(ratio, bool) and np.isfinite(ratio) and ratio > 0
     if not ok:
-        raise InputError(f"id_ood_ratio must be a number > 0 (ID images per OOD image), got {ratio!r}")
+        raise InputError(
+            f"id_ood_ratio must be a number > 0 (ID images per OOD image), got {ratio!r}", param="id_ood_ratio"
+        )
     return float(ratio)
 
 

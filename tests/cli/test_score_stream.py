@@ -77,6 +77,7 @@ def test_score_without_a_stream_method_writes_the_columns_it_always_did(tiny, mo
         (["--stream-seeds", "1,1"], "--stream-seeds takes distinct integers >= 0"),
         (["--stream-order", "backwards"], "unknown --stream-order 'backwards'"),
         (["--adaneg-proxies", "both"], "unknown --adaneg-proxies 'both'"),
+        (["--id-ood-ratio", "-1"], "--id-ood-ratio must be a number > 0"),
     ],
 )
 def test_bad_stream_options_are_one_line_before_any_model(tiny, model_args, tmp_path, monkeypatch, extra, match):
