@@ -141,6 +141,15 @@ _EXPORTS: dict[str, str] = {
     # part "negrefine" (issue 30): NegRefine's LLM filter and the pair texts of its multi-matching score
     "PairTexts": "negvocab.vlm.pairs",
     "build_negrefine_vocabulary": "negvocab.builders.negrefine",
+    # issue 30, part "adaneg": AdaNeg and the test-stream protocol
+    "AdaNeg": "negvocab.scoring.adaneg",
+    "stream_mix": "negvocab.scoring.stream",
+    "stream_settings": "negvocab.scoring.stream",
+    "STREAM_ORDERS": "negvocab.scoring.stream",
+    "evaluate_stream_vocabularies": "negvocab.evaluation.stream",
+    "merge_evaluations": "negvocab.evaluation.stream",
+    "RESULT_KINDS": "negvocab.evaluation.row",
+    "result_kind": "negvocab.evaluation.row",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -243,6 +252,12 @@ if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
     from negvocab.vlm.pairs import PairTexts  # part "negrefine"
     from negvocab.vocab import Vocabulary, load_candidates
+
+if TYPE_CHECKING:  # issue 30, part "adaneg": AdaNeg and the test-stream protocol
+    from negvocab.evaluation.row import RESULT_KINDS, result_kind
+    from negvocab.evaluation.stream import evaluate_stream_vocabularies, merge_evaluations
+    from negvocab.scoring.adaneg import AdaNeg
+    from negvocab.scoring.stream import STREAM_ORDERS, stream_mix, stream_settings
 
 if TYPE_CHECKING:  # issue 29, part "library": helpers the CLI used and the API lacked
     from negvocab.builders.llm import LLMRun, eoe_run, gpt_run

@@ -104,7 +104,7 @@ class Builder:
             raise InputError(f"builder {self.name!r}: its build function {self.build!r} is not callable")
         return fn
 
-    def estimate_cost(self, *, vlm: VLM | None = None, **options: Any) -> CostEstimate:
+    def estimate_cost(self, *, vlm: VLM | None = None, **options: object) -> CostEstimate:
         """What building with ``options`` would send and cost (the builder's ``estimate``), nothing sent."""
         if self.estimate is None:
             raise InputError(f"builder {self.name!r} has no dry run (it sends no requests)")

@@ -57,6 +57,7 @@ PARAM_FLAGS: dict[str, str] = {
     "level": "--level",
     "mix_kinds": "--mix-kinds",
     "across": "--compare-across",
+    "id_ood_ratio": "--id-ood-ratio",  # issue 30, part "adaneg"
 }
 
 

@@ -45,6 +45,7 @@ from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.plots import check_plot_formats
 from negvocab.report.results import RESULT_FILES, SWEEP_FILES, format_table, write_results, write_sweep
 from negvocab.scoring.methods import Method, batch_method, get_method, list_methods, needs_negatives
+from negvocab.scoring.stream import STREAM_ORDERS, check_ratio
 from negvocab.vocab import Vocabulary
 
 __all__ = ["score_cmd", "sweep_cmd"]
@@ -54,6 +55,22 @@ def _batch(m: Method) -> bool:
     return m.kind == "batch"
 
 
+def _scored(m: Method) -> bool:
+    """What ``negvocab score`` serves: batch methods and test-time (stream) methods."""
+    return m.kind in ("batch", "stream")
+
+
+def _stream_seeds(text: str) -> list[int]:
+    """``--stream-seeds 0,1,2`` as integers >= 0, else one line naming the flag."""
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        seeds = []
+    if not seeds or any(x < 0 for x in seeds) or len(set(seeds)) < len(seeds):
+        raise InputError(f"--stream-seeds takes distinct integers >= 0 separated by commas, got {text!r}")
+    return seeds
+
+
 def _swept(m: Method) -> bool:
     return m.needs_negatives and m.kind == "batch"
 
@@ -61,7 +78,7 @@ def _swept(m: Method) -> bool:
 @app.command("score")
 @scoring_options(
     "seed",  # also the bootstrap's
-    methods=_batch,
+    methods=_scored,
     evaluation=(
         "convention",
         "tpr",
@@ -101,21 +118,57 @@ def score_cmd(
     cache_dir: CacheDirOpt = None,
     batch_size: BatchSizeOpt = None,
     num_workers: NumWorkersOpt = None,
+    stream_order: Annotated[
+        str,
+        typer.Option(
+            "--stream-order",
+            help="Test-time (stream) methods: the order of each ID + OOD stream (shuffled by --stream-seeds; "
+            "id_first / ood_first: one whole part, then the other, each shuffled; given: as read).",
+        ),
+    ] = "shuffled",
+    stream_batch: Annotated[
+        int, typer.Option("--stream-batch", min=1, help="Test-time methods: images per stream batch (AdaNeg's 256).")
+    ] = 256,
+    stream_seeds: Annotated[
+        str,
+        typer.Option(
+            "--stream-seeds", help="Test-time methods: stream seeds, e.g. 0,1,2 (several: the rows report the spread)."
+        ),
+    ] = "0",
+    id_ood_ratio: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--id-ood-ratio",
+            help="Test-time methods: ID images per OOD image in each stream (the larger side subsampled, seeded "
+            "by the stream seed; default: every image).",
+        ),
+    ] = None,
     params: dict[str, Any] | None = None,  # the registry options above, from @scoring_options
     metrics: dict[str, Any] | None = None,
 ) -> None:
-    """Score a VLM with one or more vocabularies on an ID and an OOD set; write a results folder."""
+    """Score a VLM with one or more vocabularies on an ID and an OOD set; write a results folder.
+
+    Test-time (stream) methods (adaneg, ...) score one stream per OOD set, set by the --stream-* options
+    and recorded in every row; their rows are marked test-time."""
     # long: a command: most lines are its typer option list
     assert params is not None and metrics is not None  # given by @scoring_options
     convention, tpr, n_boot, seed = metrics["convention"], metrics["tpr"], metrics["n_boot"], params["seed"]
     from negvocab.evaluation.evaluate import evaluate_vocabularies
+    from negvocab.evaluation.stream import evaluate_stream_vocabularies, merge_evaluations
 
-    methods = [batch_method(m, "negvocab score").name for m in (method or ["neglabel"])]  # before any model
+    chosen = [get_method(m) for m in (method or ["neglabel"])]  # before any model
+    streamed = list(dict.fromkeys(m.name for m in chosen if m.kind == "stream"))
+    methods = [batch_method(m.name, "negvocab score").name for m in chosen if m.kind != "stream"]
+    seeds = _stream_seeds(stream_seeds)
+    if stream_order not in STREAM_ORDERS:
+        raise InputError(f"unknown --stream-order {stream_order!r}; choose one of {', '.join(STREAM_ORDERS)}")
+    if id_ood_ratio is not None:
+        check_ratio(id_ood_ratio)
     claim_results_folder(output, RESULT_FILES, overwrite=overwrite)  # held until the command ends
     check_scoring_options(params, convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
     if explain < 0:
         raise InputError(f"--explain must be >= 0, got {explain}")
-    need_vocab = [m for m in methods if needs_negatives(m)]
+    need_vocab = [m for m in [*methods, *streamed] if needs_negatives(m)]
     if need_vocab and not vocab:
         without = " / ".join(list_methods(needs_negatives=False, kind="batch"))
         raise InputError(
@@ -135,22 +188,16 @@ def score_cmd(
         batch_size=batch_size,
         num_workers=num_workers,
     )
-    ev = evaluate_vocabularies(
-        vlm,
-        id_set,
-        ood_set,
-        vocabs,  # type: ignore[arg-type]
-        methods,
-        id_classes=classes,
-        templates=templates,
-        params=params,
-        convention=convention,
-        tpr=tpr,
-        n_boot=n_boot,
-        seed=seed,
-        explain_k=explain,
-        progress=True,
-    )
+    shared = {"id_classes": classes, "templates": templates, "params": params, "progress": True}
+    shared |= {"convention": convention, "tpr": tpr, "n_boot": n_boot, "seed": seed}
+    ev = None
+    if methods:
+        ev = evaluate_vocabularies(vlm, id_set, ood_set, vocabs, methods, explain_k=explain, **shared)  # type: ignore[arg-type]
+    if streamed:
+        stream = {"batch_size": stream_batch, "order": stream_order, "stream_seed": seeds, "id_ood_ratio": id_ood_ratio}
+        sev = evaluate_stream_vocabularies(vlm, id_set, ood_set, vocabs, streamed, **stream, **shared)  # type: ignore[arg-type]
+        ev = sev if ev is None else merge_evaluations(ev, sev)
+    assert ev is not None  # a method was given
     with writing(output):
         out = write_results(ev, output, overwrite=overwrite)
     warn_random(ev.random_weights)

@@ -24,7 +24,16 @@ from negvocab.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["INTERVAL_METRICS", "LAYOUTS", "ResultRow", "interval", "rows_from_frame", "to_frame"]
+__all__ = [
+    "INTERVAL_METRICS",
+    "LAYOUTS",
+    "RESULT_KINDS",
+    "ResultRow",
+    "interval",
+    "result_kind",
+    "rows_from_frame",
+    "to_frame",
+]
 
 #: the metrics that may carry a bootstrap interval, in the order files write them
 INTERVAL_METRICS: tuple[str, ...] = ("fpr", "auroc", "aupr_in", "aupr_out")
@@ -34,7 +43,24 @@ LAYOUTS: tuple[str, ...] = ("score", "sweep", "reference", "grid")
 Layout = Literal["score", "sweep", "reference", "grid"]
 _REQUIRED = ("method", "ood_set", "convention", "tpr", "fpr", "auroc", "aupr_in", "aupr_out", "n_id", "n_ood")
 #: keys a file holds that the record derives (not kept in ``extra``)
-_DERIVED = {"positive", "oracle", "name", "layout", "extra", "intervals"}
+_DERIVED = {"positive", "oracle", "name", "layout", "extra", "intervals", "result_kind"}
+#: what kind of result a row is (part "adaneg" of issue 30): a deployable detector's; a test-time adaptive
+#: one's (its scores depend on the test stream it saw); one with a transductive vocabulary (built from
+#: the test images); an oracle's (built from the benchmark's own OOD labels). Strongest caveat first.
+RESULT_KINDS: tuple[str, ...] = ("oracle", "transductive", "test-time", "deployable")
+
+
+def result_kind(row: Mapping[str, Any]) -> str:
+    """The kind of a result row dict of any file (:data:`RESULT_KINDS`): ``oracle`` or ``transductive``
+    from its vocabulary's caveats, ``test-time`` from ``test_time``, else ``deployable``."""
+    caveats = _caveats(row.get("caveats"))
+    if row.get("oracle") is True or "oracle" in caveats:
+        return "oracle"
+    if "transductive" in caveats:
+        return "transductive"
+    if row.get("test_time") in (True, "True", "true", 1):
+        return "test-time"
+    return "deployable"
 
 
 @dataclass(frozen=True)
@@ -92,6 +118,11 @@ class ResultRow:
     @property
     def oracle(self) -> bool:
         return "oracle" in self.caveats
+
+    @property
+    def result_kind(self) -> str:
+        """What kind of result this is (:data:`RESULT_KINDS`; :func:`result_kind`)."""
+        return result_kind({"caveats": dict(self.caveats), "test_time": self.extra.get("test_time")})
 
     @property
     def summary(self) -> bool:

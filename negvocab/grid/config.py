@@ -80,6 +80,7 @@ from negvocab.grid.resources import Resources, ResourcesTable, parse_resources
 from negvocab.plugins import load_plugins
 from negvocab.scoring.methods import EVALUATION_PARAMS, batch_method, check_params, get_method, needs_negatives
 from negvocab.scoring.metrics import CONVENTIONS
+from negvocab.scoring.stream import stream_settings
 from negvocab.textfiles import read_text
 from negvocab.vlm.loading import check_weights, resolve_device, resolve_precision
 from negvocab.vlm.templates import resolve_templates
@@ -172,6 +173,8 @@ class MethodSpec:
     name: str
     params: tuple[tuple[str, Any], ...] = ()
     label: str = ""
+    #: a test-time (stream) method's stream settings (order, batch_size, seed, id_ood_ratio); empty for batch methods
+    stream: tuple[tuple[str, Any], ...] = ()
 
     @property
     def display(self) -> str:
@@ -338,6 +341,11 @@ class MethodTable(_Table):
         default_factory=dict, description="a table of the method's parameters, e.g. {groups = 100}"
     )
     label: str = Field("", description="a display name")
+    stream: dict[str, Any] = Field(
+        default_factory=dict,
+        description="a test-time (stream) method's stream: {order, batch_size, seed, id_ood_ratio} "
+        "(defaults shuffled, 256, 0, every image); one seed per entry (another seed: another entry and label)",
+    )
 
 
 def _kind(value: Any) -> str | None:
@@ -561,7 +569,8 @@ def _method(value: str | MethodTable, i: int, source: str) -> MethodSpec:
     table = MethodTable(name=value) if isinstance(value, str) else value
     where = f"{source}: methods[{i}]"
     try:
-        name = batch_method(table.name, "a grid").name
+        found = get_method(table.name)
+        name = found.name if found.kind == "stream" else batch_method(table.name, "a grid").name
         if "pair_texts" in get_method(name).inputs:  # score units score from embeddings, with no model to embed them
             raise InputError(f"{name} embeds texts per image (pair_texts), which a grid's score units cannot")
     except InputError as e:
@@ -570,7 +579,15 @@ def _method(value: str | MethodTable, i: int, source: str) -> MethodSpec:
         check_params(name, table.params)  # the registry's parameters and limits, before any model is loaded
     except InputError as e:
         raise InputError(f"{where}.params: {e}") from None
-    return MethodSpec(name=name, params=tuple(sorted(table.params.items())), label=table.label)
+    stream: tuple[tuple[str, Any], ...] = ()
+    if found.kind == "stream":
+        try:
+            stream = tuple(sorted(stream_settings(table.stream).items()))
+        except InputError as e:
+            raise InputError(f"{where}.stream: {e}") from None
+    elif table.stream:
+        raise InputError(f"{where}.stream: {name} is a batch method; a stream table is for test-time methods")
+    return MethodSpec(name=name, params=tuple(sorted(table.params.items())), label=table.label, stream=stream)
 
 
 def _check_runtime(cfg: GridConfig) -> None:

@@ -38,6 +38,7 @@ from negvocab.grid.config import spec_digest
 from negvocab.grid.work import open_sets, plan_cells, read_scores
 from negvocab.report import tables as T
 from negvocab.report.plots import plot_overlay
+from negvocab.report.results import STREAM_COLUMNS
 from negvocab.report.significance import PairedMarks, bold_note
 from negvocab.scoring.methods import EVALUATION_PARAMS
 from negvocab.textfiles import csv_text
@@ -56,6 +57,8 @@ COLUMNS = [
     "aupr_in", "aupr_in_ci_low", "aupr_in_ci_high", "aupr_out", "aupr_out_ci_low", "aupr_out_ci_high",
     "aupr_method", "n_id", "n_ood", "templates", "cell",
 ]  # fmt: skip
+#: what a test-time method's cells share and their summary rows keep (part "adaneg" of issue 30)
+STREAM_KEYS = ("test_time", "stream_order", "stream_batch_size", "stream_seed", "id_ood_ratio")
 METRICS = {
     "fpr": ("FPR@{tpr}", False),
     "auroc": ("AUROC", True),
@@ -93,6 +96,7 @@ def _mean_rows(
 def _summary_row(name: str, members: Sequence[Mapping[str, Any]], ci: Mapping[str, float]) -> dict[str, Any]:
     """The row ``name`` averaging the metrics of ``members`` (cells of one model, vocabulary, method, convention)."""
     row = {k: members[0].get(k) for k in COLUMNS}
+    row.update({k: members[0][k] for k in STREAM_KEYS if k in members[0]})  # a test-time method's stream
     for k in ("fpr", "auroc", "aupr_in", "aupr_out"):
         row[k] = float(np.mean([m[k] for m in members]))
     for k in [c for c in COLUMNS if c.endswith(("_ci_low", "_ci_high"))]:
@@ -405,7 +409,8 @@ class GridResult:
         out = Path(out_dir or self.out_dir or ".")
         out.mkdir(parents=True, exist_ok=True)
         table = self.table()
-        write_text(out / "table.csv", csv_text(table, COLUMNS))
+        stream = [c for c in STREAM_COLUMNS if any(c in r for r in table)]  # only where a test-time method ran
+        write_text(out / "table.csv", csv_text(table, [*COLUMNS, *stream]))
         self._write_parquet(out / "table.parquet", table)
         md, tex = [], []
         for vocab, meth, conv in dict.fromkeys((r["vocabulary"], r["method"], r["convention"]) for r in table):

@@ -26,6 +26,7 @@ from negvocab.evaluation.checks import ID_NAMES_CAVEAT, id_names_in
 from negvocab.evaluation.row import INTERVAL_METRICS
 from negvocab.evaluation.rows import metrics_row
 from negvocab.grid.config import GridConfig, ImageSpec, MethodSpec, ModelSpec, VocabSpec, spec_digest
+from negvocab.grid.stream import score_stream_cell, stream_fields
 from negvocab.labels.imagenet import imagenet1k, read_id_classes
 from negvocab.scoring.methods import get_method, scorer_params
 from negvocab.vlm.images import file_key
@@ -202,9 +203,14 @@ def plan_cells(
                     score_doc[spec.model_scale] = (
                         "the model's own"  # not 100, as files made before the baselines took it
                     )
+                if meth.stream:  # a test-time method: its ID scores come from each OOD set's own stream
+                    score_doc["stream"] = list(meth.stream)
                 id_d = spec_digest({**score_doc, "set": set_docs["ID"]})
                 for ood in (s.name for s in cfg.ood_sets):
-                    ood_d = spec_digest({**score_doc, "set": set_docs.get(ood, set_errors.get(ood))})
+                    ood_doc = set_docs.get(ood, set_errors.get(ood))
+                    ood_d = spec_digest({**score_doc, "set": ood_doc})
+                    if meth.stream:
+                        id_d = spec_digest({**score_doc, "set": set_docs["ID"], "stream_with": ood_doc})
                     error = (vdocs.get(vname) or {}).get("error") or set_errors.get(ood, "")
                     for conv in cfg.conventions:
                         metrics = {"id": id_d, "ood": ood_d, "convention": conv, "tpr": cfg.tpr, "n_boot": cfg.n_boot}
@@ -562,8 +568,23 @@ def score_files(
     from negvocab.scoring.scores import score
 
     t_score = 0.0
+    streamed: set[str] = set()  # the files a test-time method's stream wrote (an ID file with its OOD file)
     for digest, (vname, meth, set_name) in work.missing.items():
         spec = method_spec(cfg, meth)
+        if spec.stream:  # one stream of the ID set and the cell's OOD set writes both of its files
+            if digest not in streamed:
+                cell = next(c for c in work.cells if digest in (c.id_scores, c.ood_scores))
+                t0 = time.perf_counter()
+                s_id, s_ood, state = score_stream_cell(spec, cell.ood_set, images, class_emb, neg_emb.get(vname))
+                t_score += time.perf_counter() - t0
+                file_meta = {
+                    "vocab": dict(infos[vname]) if vname else None,
+                    **({"made_by": dict(meta)} if meta else {}),
+                }
+                for d, s in ((cell.id_scores, s_id), (cell.ood_scores, s_ood)):
+                    _save_scores(out / "scores" / f"{d}.npz", s, {**file_meta, "stream": state})
+                streamed |= {cell.id_scores, cell.ood_scores}
+            continue
         glob, local = images[set_name]
         params = scorer_params(
             spec.name, dict(spec.params), logit_scale
@@ -607,6 +628,8 @@ def cell_row(
     """The tidy-table row of one cell from its scores (:func:`negvocab.evaluation.rows.metrics_row`,
     every metric's interval; the bootstrap seed is 0)."""
     vinfo = vinfo or {}
+    spec = method_spec(cfg, cell.method)
+    extra = stream_fields(spec)  # a test-time method's row carries its stream (none for a batch method)
     rec = metrics_row(
         s_id,
         s_ood,
@@ -627,9 +650,10 @@ def cell_row(
         deployable=vinfo.get("deployable", True),
         caveats=dict(vinfo.get("caveats") or {}),
         method=cell.method,
-        params=dict(method_spec(cfg, cell.method).params),
+        params=dict(spec.params),
         templates=cfg.templates,
         cell=cell.digest[:16],
+        **({"extra": extra} if extra else {}),
     )
     return rec.to_dict()
 

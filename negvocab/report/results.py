@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.atomic import atomic_path, write_json, write_text
-from negvocab.evaluation.row import interval
+from negvocab.evaluation.row import interval, result_kind
 from negvocab.evaluation.rows import SUMMARY_ROWS, conventions, grouping_params, jsonable
 from negvocab.outdir import staged_folder
 from negvocab.report.plots import check_plot_formats, plot_sweep
@@ -30,10 +30,13 @@ if TYPE_CHECKING:
 __all__ = [
     "RESULT_FILES",
     "SWEEP_COLUMNS",
+    "STREAM_COLUMNS",
     "SWEEP_FILES",
     "TABLE_COLUMNS",
+    "TEST_TIME_MARK",
     "flat_row",
     "format_table",
+    "test_time_notes",
     "write_results",
     "write_sweep",
 ]
@@ -66,6 +69,14 @@ TABLE_COLUMNS = [
     "auroc_ci_low",
     "auroc_ci_high",
 ]
+
+
+#: the columns a test-time (stream) method's rows add to results.csv: its stream and, over several
+#: stream seeds, the spread of each metric
+STREAM_COLUMNS: list[str] = [
+    "test_time", "stream_order", "stream_batch_size", "stream_seed", "stream_seeds", "n_stream_seeds", "id_ood_ratio",
+    *(f"{m}_{s}" for m in ("fpr", "auroc", "aupr_in", "aupr_out") for s in ("std", "min", "max")),
+]  # fmt: skip
 
 
 def flat_row(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -107,7 +118,10 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
     for r, name in zip(rows, names, strict=True):
         f = flat_row(r)
         ci = f"[{100 * f['fpr_ci_low']:.1f}, {100 * f['fpr_ci_high']:.1f}]" if not math.isnan(f["fpr_ci_low"]) else "-"
+        if r.get("fpr_std") is not None:  # several stream seeds: their spread, not a bootstrap interval
+            ci = f"sd {100 * r['fpr_std']:.1f} (n={r.get('n_stream_seeds')})"
         method = f"{r['method']} k={r['topk']}" if r.get("topk") else r["method"]  # top-k NegLabel is an estimate
+        method += TEST_TIME_MARK if r.get("test_time") else ""
         set_col = f"{str(r.get('ood_set', ''))[: set_w - 1]:<{set_w}}" if set_w else ""
         lines.append(
             f"{method:<14}{name:<{name_w}}{set_col}{r['vocab_size'] or '-':>7}  {100 * r['fpr']:>6.2f}%  {ci:>15}  "
@@ -129,7 +143,33 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
     lines.append(f"how these differ from NegLabel's, OpenOOD's and the Hendrycks code: {conv_meta['see']}")
     for vname, kinds in caveats.items():
         lines.append(f"NOT DEPLOYABLE: {vname} ({kinds}); a bound for comparison, not a detector's result")
+    lines += test_time_notes(rows)
     return "\n".join(lines)
+
+
+#: the mark of a test-time (stream) method's row in the terminal table (part "adaneg" of issue 30)
+TEST_TIME_MARK = " [tt]"
+
+
+def test_time_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The footnote of the test-time rows (their stream protocol) and, when a table holds results of
+    several kinds (deployable, test-time, ...) with a test-time one, a line saying so: a comparison never
+    mixes them silently."""
+    out = []
+    streams = {
+        (r.get("stream_order"), r.get("stream_batch_size"), str(r.get("stream_seeds", r.get("stream_seed"))))
+        for r in rows
+        if r.get("test_time")
+    }
+    for order, batch, seeds in sorted(streams, key=str):
+        out.append(
+            f"[tt] test-time: scores depend on the test stream seen (one stream per OOD set, {order}, "
+            f"batch {batch}, stream seed(s) {seeds}); not comparable one-to-one with batch rows"
+        )
+    kinds = list(dict.fromkeys(result_kind(r) for r in rows))
+    if streams and len(kinds) > 1:  # oracle beside deployable rows is said by the NOT DEPLOYABLE lines already
+        out.append(f"this table mixes result kinds ({', '.join(kinds)}): compare rows of one kind")
+    return out
 
 
 # every file a run leaves in its folder (report.html: written after, by `--report`)
@@ -153,7 +193,8 @@ def write_results(ev: Evaluation, out_dir: str | os.PathLike[str], *, overwrite:
 
 def _write_results_files(ev: Evaluation, out: Path) -> None:
     flat = [{**flat_row(r), "params": json.dumps(r.get("params", {}))} for r in ev.rows]
-    write_text(out / "results.csv", csv_text(flat, [*TABLE_COLUMNS, "params", "templates"]))
+    stream = [c for c in STREAM_COLUMNS if any(c in r for r in ev.rows)]  # only where a test-time method ran
+    write_text(out / "results.csv", csv_text(flat, [*TABLE_COLUMNS, "params", "templates", *stream]))
     arrays: dict[str, np.ndarray] = {
         "id_image_ids": np.array([i for i, _ in ev.id_images]),
         "id_paths": np.array([p for _, p in ev.id_images]),

@@ -384,6 +384,12 @@ def _caption_notes(
     if bad:
         notes.append(f"NOT deployable (oracle/transductive, a bound, not a result): {', '.join(bad)}.")
     notes += [f"Caveat: {c}." for c in caveat_notes(sel)]
+    tt = sorted({str(r["method"]) for r in sel if r.get("test_time") in (True, "True", "true")})
+    if tt:  # part "adaneg" of issue 30: a test-time result is of another kind, never mixed in silently
+        notes.append(
+            f"[tt] test-time (scores depend on the test stream seen; see each row's stream): {', '.join(tt)}"
+            + ("; the table mixes them with other kinds." if len(tt) < len({str(r["method"]) for r in sel}) else ".")
+        )
     for model, why in failed.items():
         notes.append(f"{model}: cells failed ({why}); not in the table, nor in its means.")
     if any(r.get("random_weights") for r in sel):
@@ -510,6 +516,11 @@ def build_table(
         index = [f"{i} (NOT deployable)" if i in bad else i for i in index]
     if ca == ("vocabulary",):
         columns = [f"{c} (NOT deployable)" if c in bad else c for c in columns]
+    tt = {str(r["method"]) for r in sel if r.get("test_time") in (True, "True", "true")}
+    if ra == ("method",):  # a test-time method's entry says so (the caption notes why)
+        index = [f"{i} [tt]" if i in tt else i for i in index]
+    if ca == ("method",):
+        columns = [f"{c} [tt]" if c in tt else c for c in columns]
     t = Table(
         metrics,
         ra,

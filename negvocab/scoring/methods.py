@@ -37,6 +37,9 @@ V = TypeVar("V")  # a value Param.validate returns as it was given
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "ADANEG_PARAM_NAMES",
+    "ADANEG_PROXIES",
+    "ADANEG_SCORES",
     "EVALUATION_PARAMS",
     "GROUPINGS",
     "MAX_BOOT",
@@ -402,6 +405,43 @@ _BUILTINS: tuple[Method, ...] = (
 )  # fmt: skip
 for _m in _BUILTINS:
     _builtin(_m)
+
+# -- AdaNeg (issue 30, part "adaneg"): a built-in stream method; its kernel is a StreamMethod class
+#: AdaNeg's proxies: task-adaptive (slot mean) or sample-adaptive (slots weighted by their cosine to the image)
+ADANEG_PROXIES: tuple[str, ...] = ("task", "sample")
+#: how AdaNeg mixes its adaptive and vanilla NegLabel scores (their ``in_score``)
+ADANEG_SCORES: tuple[str, ...] = ("combine", "adaptive", "vanilla", "multiply")
+PARAMS.update([
+    _p("adaneg_groups", int, 5, "--adaneg-groups",
+       "AdaNeg: NegLabel groups of its vanilla and adaptive scores (their group_num).", check="min", low=1),
+    _p("adaneg_memory", int, 10, "--adaneg-memory",
+       "AdaNeg: memory slots per class beside the text embedding (their memleng; their code fills "
+       "memleng - 1 of them).", check="min", low=2),
+    _p("adaneg_threshold", float, 0.5, "--adaneg-threshold", "AdaNeg: middle t of the confidence gates (their thres).",
+       check="unit"),
+    _p("adaneg_gap", float, 0.5, "--adaneg-gap",
+       "AdaNeg: gap of the gates: ID above t + gap (1 - t), OOD below t - gap t (their gap).", check="nonneg"),
+    _p("adaneg_lambda", float, 0.1, "--adaneg-lambda",
+       "AdaNeg: weight of vanilla NegLabel in the combined score (their lambdaval).", check="nonneg"),
+    _p("adaneg_beta", float, 5.0, "--adaneg-beta",
+       "AdaNeg: sharpness of the sample-adaptive slot weights exp(-beta (1 - cos)) (their beta; their "
+       "script's 5.5 is cut to int 5 by their code).", check="nonneg"),
+    _p("adaneg_proxies", str, "task", "--adaneg-proxies",
+       "AdaNeg proxies: task (slot mean; their headline run) or sample (weighted per image; their samada).",
+       check="choice", choices=ADANEG_PROXIES),
+    _p("adaneg_score", str, "combine", "--adaneg-score",
+       "AdaNeg score: combine (adaptive + lambda x vanilla), adaptive, vanilla or multiply (their in_score).",
+       check="choice", choices=ADANEG_SCORES),
+])  # fmt: skip
+#: AdaNeg's parameters in the registry (the shared tau and seed first: their logit scale 1/tau and SEED)
+ADANEG_PARAM_NAMES: tuple[str, ...] = ("tau", "seed", *(n for n in PARAMS if n.startswith("adaneg_")))
+_BUILTIN_PARAMS = frozenset(PARAMS)
+_builtin(
+    Method("adaneg", None, ADANEG_PARAM_NAMES,  # type: ignore[arg-type]  # a stream method has no kernel
+           "Zhang and Zhang, AdaNeg: Adaptive negative proxy guided OOD detection with vision-language models, "
+           "NeurIPS 2024",
+           needs_negatives=True, kind="stream", stream=f"{_S}.adaneg:AdaNeg")
+)  # fmt: skip
 
 
 class _MethodsView(Mapping[str, Method]):

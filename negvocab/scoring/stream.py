@@ -19,8 +19,10 @@ The protocol (one evaluation):
    rows (:func:`negvocab.evaluate_stream` concatenates them, one stream per OOD set, each from a
    fresh state, as the authors reset their memory per ID/OOD pair), permuted by
    :func:`stream_order` (``order="shuffled"``: a numpy ``default_rng(seed)`` permutation;
-   ``"given"``: kept in order), then cut into consecutive batches of ``batch_size`` (the last may be
-   smaller).
+   ``"id_first"`` / ``"ood_first"``: all ID rows then all OOD rows, or the reverse, each part
+   shuffled by the seed; ``"given"``: kept in order), then cut into consecutive batches of
+   ``batch_size`` (the last may be smaller). The ID:OOD mix may first be subsampled to a ratio
+   (:func:`stream_mix`, seeded).
 3. **Batch by batch.** :meth:`StreamMethod.score_batch` is called once per batch, in stream order.
    The scores of batch ``b`` may depend on batches ``0..b`` and on nothing later: a batch is scored
    with what the method has seen so far, then the method's state holds that batch too. Whether a
@@ -36,11 +38,18 @@ The protocol (one evaluation):
 [2, 4, 3, 0, 1]
 >>> stream_order(3, order="given", seed=0).tolist()
 [0, 1, 2]
+>>> stream_order(5, order="ood_first", seed=0, n_id=2).tolist()  # rows 0, 1 are ID: they come last
+[4, 2, 3, 0, 1]
+
+The authors' own streams (AdaNeg's and TANL's evaluator): ``ConcatDataset([ood, id])`` in a
+``DataLoader(shuffle=True)`` with no seed of its own: a shuffled stream, its permutation unrecorded.
+negvocab's ``"shuffled"`` is that protocol with the permutation seeded and recorded.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,25 +60,32 @@ import numpy as np
 from negvocab.errors import InputError
 from negvocab.registry import resolve_target
 from negvocab.scoring.methods import METHODS, PARAMS, Method, Param, check_params, get_method, register_method
-from negvocab.types import Embeddings, ParamValue
+from negvocab.types import ArrayLike, Embeddings, ParamValue
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "STREAM_DEFAULTS",
     "STREAM_ORDERS",
     "StreamMethod",
     "StreamResult",
     "check_kind",
+    "check_ratio",
     "check_stream",
     "make_stream",
     "register_stream_method",
     "run_stream",
     "stream_class",
+    "stream_mix",
     "stream_order",
+    "stream_settings",
 ]
 
-#: how the stream is ordered: a seeded permutation, or the rows as given
-STREAM_ORDERS: tuple[str, ...] = ("shuffled", "given")
+#: how the stream is ordered: a seeded permutation; all ID then all OOD images (or the reverse), each
+#: part shuffled by the seed; or the rows as given
+STREAM_ORDERS: tuple[str, ...] = ("shuffled", "given", "id_first", "ood_first")
+#: the orders that need to know which rows are ID (``n_id``)
+SPLIT_ORDERS: tuple[str, ...] = ("id_first", "ood_first")
 
 
 def _unwrap(x: Any) -> Any:
@@ -106,16 +122,79 @@ def check_stream(*, batch_size: Any = 1, order: Any = "shuffled", seed: Any = 0)
     return _integer(batch_size, "batch_size", 1), order, _integer(seed, "seed", 0)
 
 
-def stream_order(n: int, *, order: str = "shuffled", seed: int = 0) -> np.ndarray:
+def stream_order(n: int, *, order: str = "shuffled", seed: int = 0, n_id: int | None = None) -> np.ndarray:
     """The stream as a permutation of ``range(n)``: position ``k`` of the stream is row ``perm[k]``.
 
     ``"shuffled"``: ``numpy.random.default_rng(seed).permutation(n)``; ``"given"``: ``arange(n)``
-    (the seed plays no part)."""
+    (the seed plays no part); ``"id_first"`` / ``"ood_first"`` (the first ``n_id`` rows are ID):
+    ``rng = default_rng(seed)``, ``a = rng.permutation(n_id)``, ``b = n_id + rng.permutation(n - n_id)``,
+    then ``a, b`` or ``b, a``."""
     n = _integer(n, "n", 0)
     _, order, seed = check_stream(order=order, seed=seed)
     if order == "given":
         return np.arange(n, dtype=np.int64)
-    return np.random.default_rng(seed).permutation(n).astype(np.int64)
+    rng = np.random.default_rng(seed)
+    if order in SPLIT_ORDERS:
+        if n_id is None:
+            raise InputError(f"order {order!r} needs n_id, the number of ID rows (they come first in the rows)")
+        n_id = _integer(n_id, "n_id", 0)
+        if n_id > n:
+            raise InputError(f"n_id must be at most the {n} rows, got {n_id}")
+        a, b = rng.permutation(n_id), n_id + rng.permutation(n - n_id)
+        return np.concatenate([a, b] if order == "id_first" else [b, a]).astype(np.int64)
+    return rng.permutation(n).astype(np.int64)
+
+
+def stream_mix(n_id: int, n_ood: int, *, ratio: float | None = None, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The ID and OOD rows a stream keeps for an ID:OOD ``ratio`` (None: all of both), sorted.
+
+    The side in excess is subsampled without replacement (``numpy.random.default_rng(seed)``) so that
+    ``n_id_kept / n_ood_kept`` is ``ratio`` to within one image; the other side is kept whole.
+
+    >>> [a.tolist() for a in stream_mix(4, 2, ratio=1.0, seed=0)]
+    [[2, 3], [0, 1]]
+    """
+    n_id, n_ood = _integer(n_id, "n_id", 0), _integer(n_ood, "n_ood", 0)
+    all_id, all_ood = np.arange(n_id, dtype=np.int64), np.arange(n_ood, dtype=np.int64)
+    if ratio is None:
+        return all_id, all_ood
+    ratio = check_ratio(ratio)
+    rng = np.random.default_rng(_integer(seed, "seed", 0))
+    if n_id > ratio * n_ood:  # too many ID images
+        keep = max(1, round(ratio * n_ood)) if n_ood else 0
+        return np.sort(rng.choice(n_id, size=min(keep, n_id), replace=False)).astype(np.int64), all_ood
+    keep = max(1, round(n_id / ratio)) if n_id else 0
+    return all_id, np.sort(rng.choice(n_ood, size=min(keep, n_ood), replace=False)).astype(np.int64)
+
+
+#: the stream settings a grid's test-time method (or any caller of :func:`stream_settings`) gets by default
+STREAM_DEFAULTS: dict[str, Any] = {"order": "shuffled", "batch_size": 256, "seed": 0, "id_ood_ratio": None}
+
+
+def stream_settings(settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Stream settings (``order``, ``batch_size``, ``seed``, ``id_ood_ratio``) checked, the defaults of
+    :data:`STREAM_DEFAULTS` (256: AdaNeg's batch) filling the rest; an unknown key is one line."""
+    settings = dict(settings or {})
+    unknown = sorted(set(settings) - set(STREAM_DEFAULTS))
+    if unknown:
+        raise InputError(f"unknown stream setting(s) {', '.join(unknown)}; allowed: {', '.join(STREAM_DEFAULTS)}")
+    full = {**STREAM_DEFAULTS, **settings}
+    full["batch_size"], full["order"], full["seed"] = check_stream(
+        batch_size=full["batch_size"], order=full["order"], seed=full["seed"]
+    )
+    if full["id_ood_ratio"] is not None:
+        full["id_ood_ratio"] = check_ratio(full["id_ood_ratio"])
+    return full
+
+
+def check_ratio(ratio: Any) -> float:
+    """An ID:OOD ratio if allowed (a finite number > 0), else one-line :class:`InputError`."""
+    ok = isinstance(ratio, numbers.Real) and not isinstance(ratio, bool) and math.isfinite(ratio) and float(ratio) > 0
+    if not ok:
+        raise InputError(
+            f"id_ood_ratio must be a number > 0 (ID images per OOD image), got {ratio!r}", param="id_ood_ratio"
+        )
+    return float(ratio)
 
 
 class StreamMethod:
@@ -214,7 +293,7 @@ class StreamMethod:
     def init_state(self) -> None:
         """Build the state before the first test batch (the set-up inputs are on ``self``)."""
 
-    def step(self, image_emb: Embeddings) -> Any:
+    def step(self, image_emb: Embeddings) -> ArrayLike:
         """Score one batch from the state and update the state with it: (n,) scores, high = ID."""
         raise NotImplementedError(f"{type(self).__name__} must implement step(image_emb)")
 
@@ -245,13 +324,20 @@ class StreamResult:
 
 
 def run_stream(
-    method: StreamMethod, image_emb: Embeddings, *, batch_size: int, order: str = "shuffled", seed: int = 0
+    method: StreamMethod,
+    image_emb: Embeddings,
+    *,
+    batch_size: int,
+    order: str = "shuffled",
+    seed: int = 0,
+    n_id: int | None = None,
 ) -> StreamResult:
     """Feed ``image_emb`` (n, d) to a set-up ``method`` as one stream, from a fresh state.
 
     The rows are permuted by :func:`stream_order` (``order``, ``seed``), cut into consecutive batches
     of ``batch_size`` and scored in that order with :meth:`StreamMethod.score_batch`; the scores come
-    back in the original row order. See the module docstring for the protocol.
+    back in the original row order. ``n_id``: the first ``n_id`` rows are ID (the orders ``id_first``
+    and ``ood_first`` need it). See the module docstring for the protocol.
 
     >>> import numpy as np
     >>> class Count(StreamMethod):  # score = how many images came before this batch
@@ -270,7 +356,7 @@ def run_stream(
     batch_size, order, seed = check_stream(batch_size=batch_size, order=order, seed=seed)
     x = _rows(image_emb, "image_emb")
     n = x.shape[0]
-    perm = stream_order(n, order=order, seed=seed)
+    perm = stream_order(n, order=order, seed=seed, n_id=n_id)
     method.reset()
     parts = [method.score_batch(x[perm[i : i + batch_size]]) for i in range(0, n, batch_size)]
     in_stream = np.concatenate(parts) if parts else np.zeros(0)
@@ -280,10 +366,12 @@ def run_stream(
         "method": method.name,
         "order": order,
         "batch_size": batch_size,
-        "seed": seed if order == "shuffled" else None,
+        "seed": None if order == "given" else seed,
         "n": n,
         "n_batches": len(parts),
     }
+    if order in SPLIT_ORDERS:
+        provenance["n_id"] = n_id
     logger.info("%s: %d images in %d batches of %d (%s)", method.name, n, len(parts), batch_size, order)
     return StreamResult(scores, perm, provenance, method.state_dict())
 

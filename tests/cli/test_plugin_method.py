@@ -145,7 +145,7 @@ def test_a_plugin_flag_never_hides_a_command_s_own_option():
         negvocab.unregister_method("clash")
 
 
-@pytest.mark.parametrize("command", ["score", "sweep", "coverage"])
+@pytest.mark.parametrize("command", ["sweep", "coverage"])  # score serves them (tests/cli/test_score_stream.py)
 def test_a_stream_method_is_refused_before_any_model(tiny, model_args, tmp_path, monkeypatch, command):
     """A test-time (stream) method is one line naming the command, before any model is built."""
     load_plugins(["tests.plugins.toy_stream"])

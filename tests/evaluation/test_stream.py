@@ -92,7 +92,7 @@ def test_what_evaluate_stream_cannot_serve_is_one_line_before_any_scoring(toy, s
     for kw, match in [
         ({"method": "neglabel"}, r"neglabel is a batch method"),
         ({"batch_size": 0}, r"batch_size must be an integer >= 1, got 0"),
-        ({"order": "ood_first"}, r"unknown order 'ood_first'"),
+        ({"order": "backwards"}, r"unknown order 'backwards'"),
         ({"stream_seed": -2}, r"seed must be an integer >= 0, got -2"),
         ({"convention": "mine"}, r"unknown convention 'mine'"),
         ({"params": {"groups": 3}}, r"toy_stream: unexpected parameter\(s\) groups"),
@@ -117,3 +117,48 @@ def test_image_embeddings_and_an_unregistered_instance_are_accepted(toy, sets):
     assert ev.rows[0]["method"] == "RunningMeanOOD" and ev.rows[0]["params"]["ood_threshold"] == 0.55
     with pytest.raises(InputError, match="an instance was built with its own"):
         evaluate_stream(det, id_x, oods, ids, batch_size=4, params={"ood_weight": 2.0})
+
+
+def test_several_stream_seeds_report_their_spread_and_each_seed_is_kept(toy, sets):
+    id_x, oods, ids = sets
+    kw = {"batch_size": 3, "params": {"ood_threshold": 0.55}, "n_boot": 20}
+    ev = evaluate_stream("toy_stream", id_x, oods, ids, stream_seed=[0, 1, 2], **kw)
+    singles = [evaluate_stream("toy_stream", id_x, oods, ids, stream_seed=s, **kw) for s in (0, 1, 2)]
+    assert list(ev.by_seed) == [0, 1, 2] and [r["ood_set"] for r in ev.rows] == ["far", "near", "mean"]
+    for k, row in enumerate(ev.rows):
+        for m in ("fpr", "auroc", "aupr_in", "aupr_out"):
+            vals = [s.rows[k][m] for s in singles]
+            assert row[m] == pytest.approx(sum(vals) / 3, abs=1e-12)
+            assert row[f"{m}_std"] == pytest.approx(float(np.std(vals, ddof=1)), abs=1e-12)
+            assert (row[f"{m}_min"], row[f"{m}_max"]) == (min(vals), max(vals))
+        assert row["stream_seeds"] == [0, 1, 2] and row["stream_seed"] is None and "auroc_ci" not in row
+        assert row["test_time"] is True
+    assert any(row["auroc_std"] > 0 for row in ev.rows)  # the toy's result moves with the stream
+    np.testing.assert_array_equal(ev.by_seed[1].scores["far"]["ood"], singles[1].scores["far"]["ood"])
+    assert ev.meta["stream"]["seeds"] == [0, 1, 2]
+    with pytest.raises(InputError, match="a seed is repeated"):
+        evaluate_stream("toy_stream", id_x, oods, ids, stream_seed=[1, 1], **kw)
+
+
+def test_an_id_ood_ratio_subsamples_the_larger_side_with_the_stream_seed(toy, sets):
+    id_x, oods, ids = sets
+    kw = {"batch_size": 2, "params": {"ood_threshold": 0.55}, "n_boot": 0}
+    ev = evaluate_stream("toy_stream", id_x, {"far": oods["far"]}, ids, stream_seed=4, id_ood_ratio=0.5, **kw)
+    kept = ev.kept["far"]
+    assert len(kept["ood"]) == 7 and len(kept["id"]) == 4  # 7 OOD whole; ID cut to round(0.5 x 7) = 4
+    row = ev.rows[0]
+    assert (row["n_id"], row["n_ood"], row["id_ood_ratio"]) == (4, 7, 0.5)
+    m = make_stream("toy_stream", {"ood_threshold": 0.55}).setup(ids)
+    res = run_stream(m, np.concatenate([id_x[kept["id"]], oods["far"]]), batch_size=2, seed=4)
+    np.testing.assert_array_equal(ev.scores["far"]["id"], res.scores[:4])
+
+
+@pytest.mark.parametrize("order", ["id_first", "ood_first"])
+def test_split_orders_feed_one_whole_part_before_the_other(toy, sets, order):
+    id_x, oods, ids = sets
+    kw = {"batch_size": 2, "params": {"ood_threshold": 0.55}, "n_boot": 0}
+    ev = evaluate_stream("toy_stream", id_x, {"far": oods["far"]}, ids, order=order, stream_seed=1, **kw)
+    perm = ev.streams["far"].stream
+    first = perm[: len(id_x)] if order == "id_first" else perm[: len(oods["far"])]
+    assert (first < len(id_x)).all() == (order == "id_first") and (first >= len(id_x)).all() == (order == "ood_first")
+    assert ev.rows[0]["stream_order"] == order and ev.rows[0]["stream_seed"] == 1

@@ -124,7 +124,10 @@ def test_given_order_with_one_batch_is_one_call(toy, data):
         ({"batch_size": 0}, r"batch_size must be an integer >= 1, got 0"),
         ({"batch_size": 2.5}, r"batch_size must be an integer >= 1, got 2.5"),
         ({"batch_size": True}, r"batch_size must be an integer >= 1, got True"),
-        ({"batch_size": 2, "order": "random"}, r"unknown order 'random'; choose one of shuffled, given"),
+        (
+            {"batch_size": 2, "order": "random"},
+            r"unknown order 'random'; choose one of shuffled, given, id_first, ood_first",
+        ),
         ({"batch_size": 2, "seed": -1}, r"seed must be an integer >= 0, got -1"),
     ],
 )
@@ -323,3 +326,37 @@ def test_the_toy_registers_as_a_plug_in(monkeypatch):
         unregister_method("toy_stream", missing_ok=True)
         for name in ("ood_weight", "ood_threshold"):
             PARAMS.pop(name, None)
+
+
+def test_id_first_and_ood_first_put_each_part_whole_and_shuffle_within(toy, data):
+    imgs, ids, _ = data
+    n, n_id = len(imgs), 7
+    for order, head in (("id_first", range(n_id)), ("ood_first", range(n_id, n))):
+        perm = stream_order(n, order=order, seed=4, n_id=n_id)
+        assert sorted(perm.tolist()) == list(range(n))
+        assert set(perm[: len(head)].tolist()) == set(head)  # the whole first part comes first
+        assert perm[: len(head)].tolist() != sorted(head)  # shuffled inside it (seed 4)
+    rng = np.random.default_rng(4)  # the stated draw: ID part, then OOD part, from one generator
+    a, b = rng.permutation(n_id), n_id + rng.permutation(n - n_id)
+    assert stream_order(n, order="ood_first", seed=4, n_id=n_id).tolist() == [*b, *a]
+    m = make_stream("toy_stream", ood_threshold=0.6).setup(ids)
+    res = run_stream(m, imgs, batch_size=3, order="id_first", seed=4, n_id=n_id)
+    assert res.provenance["n_id"] == n_id and res.provenance["seed"] == 4
+    with pytest.raises(InputError, match="order 'ood_first' needs n_id"):
+        run_stream(m, imgs, batch_size=3, order="ood_first")
+
+
+def test_stream_mix_keeps_the_ratio_and_the_smaller_side_whole():
+    from negvocab.scoring.stream import stream_mix
+
+    i, o = stream_mix(100, 30, ratio=1.0, seed=2)
+    assert len(i) == 30 and o.tolist() == list(range(30)) and len(set(i.tolist())) == 30 and i.max() < 100
+    i, o = stream_mix(100, 30, ratio=0.5, seed=2)  # 100 ID for 200 OOD wanted: OOD is short, ID cut to 15
+    assert (len(i), len(o)) == (15, 30)
+    i, o = stream_mix(10, 30, ratio=1.0, seed=2)
+    assert i.tolist() == list(range(10)) and len(o) == 10
+    assert stream_mix(10, 30, ratio=1.0, seed=3)[1].tolist() != o.tolist()  # another seed, another draw
+    assert [len(a) for a in stream_mix(10, 30, seed=2)] == [10, 30]  # no ratio: all
+    for bad in (0, -1.0, float("nan"), True, "1"):
+        with pytest.raises(InputError, match="id_ood_ratio must be a number > 0"):
+            stream_mix(10, 30, ratio=bad)

@@ -1,0 +1,63 @@
+"""Test-time (stream) methods in a grid: a cell's ID and OOD scores from one stream, and its row's provenance.
+
+A grid cell of a stream method (a ``[[methods]]`` entry of ``kind`` stream, with its ``stream`` table:
+order, batch size, seed, ID:OOD ratio) is scored as :func:`negvocab.evaluate_stream` scores one OOD
+set: one stream of the ID images and that set's images, from a fresh state. Its ID scores are
+therefore the cell's own (their score file's digest names the OOD set and the stream), and its row
+says ``test_time`` with the stream that made it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from negvocab.grid.config import MethodSpec
+
+__all__ = ["score_stream_cell", "stream_fields"]
+
+
+def score_stream_cell(
+    spec: MethodSpec,
+    ood_set: str,
+    images: Mapping[str, tuple[np.ndarray, np.ndarray | None]],
+    class_emb: np.ndarray,
+    neg_emb: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """``(id_scores, ood_scores, stream)`` of one cell: the stream of ``images["ID"]`` and
+    ``images[ood_set]`` under the method's stream settings; ``stream`` records them and the method's
+    final state. With an ID:OOD ratio the scores are of the images the stream kept."""
+    from negvocab.evaluation.stream import evaluate_stream  # the scorers import torch: not at CLI start
+
+    st = dict(spec.stream)
+    sev = evaluate_stream(
+        spec.name,
+        images["ID"][0],
+        {ood_set: images[ood_set][0]},
+        class_emb,
+        neg_emb,
+        batch_size=st["batch_size"],
+        order=st["order"],
+        stream_seed=st["seed"],
+        id_ood_ratio=st["id_ood_ratio"],
+        params=dict(spec.params),
+        n_boot=0,
+    )
+    scores = sev.scores[ood_set]
+    kept = {k: v.tolist() for k, v in sev.kept[ood_set].items()} if st["id_ood_ratio"] is not None else None
+    state = {**st, "state": sev.streams[ood_set].state, **({"kept": kept} if kept else {})}
+    return np.asarray(scores["id"], np.float64), np.asarray(scores["ood"], np.float64), state
+
+
+def stream_fields(spec: MethodSpec) -> dict[str, Any]:
+    """The fields a stream method's cell row adds (``test_time`` and its stream); none for a batch method."""
+    st = dict(spec.stream)
+    if not st:
+        return {}
+    out: dict[str, Any] = {"test_time": True, "stream_order": st["order"], "stream_batch_size": st["batch_size"]}
+    out["stream_seed"] = None if st["order"] == "given" else st["seed"]
+    if st["id_ood_ratio"] is not None:
+        out["id_ood_ratio"] = st["id_ood_ratio"]
+    return out

@@ -1,0 +1,118 @@
+"""A grid runs a test-time (stream) method: each cell is one stream of the ID set and its OOD set (the ID
+scores are that cell's own), its row carries the stream, and its numbers are evaluate_stream's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import negvocab
+from negvocab.errors import InputError
+from negvocab.evaluation.stream import evaluate_stream
+from negvocab.grid.work import load_model, open_sets
+
+GRID = """
+[grid]
+templates = "single"
+id_classes = "classes.txt"
+n_boot = 0
+device = "cpu"
+cache_dir = "{cache}"
+
+[[models]]
+name = "TinyA"
+model_config = "TinyA.json"
+random_weights = true
+
+[id]
+path = "id"
+
+[ood]
+oodA = "oodA"
+oodB = "oodB"
+
+[vocabularies]
+A = "vocabA.txt"
+
+[[methods]]
+name = "neglabel"
+
+[[methods]]
+name = "adaneg"
+params = {{ adaneg_memory = 3, adaneg_groups = 2 }}
+stream = {{ order = "id_first", batch_size = 5, seed = 4 }}
+"""
+
+
+def test_a_grid_scores_a_stream_method_cell_by_cell(grid_files, tmp_path):
+    toml = grid_files / f"grid_stream_{tmp_path.name}.toml"
+    toml.write_text(GRID.format(cache=tmp_path / "cache"))
+    res = negvocab.run_grid(toml, tmp_path / "out")
+    rows = {(r["method"], r["ood_set"]): r for r in res.rows}
+    assert ("adaneg", "oodA") in rows and ("neglabel", "oodA") in rows
+    assert "test_time" not in rows[("neglabel", "oodA")] or not rows[("neglabel", "oodA")]["test_time"]
+    cfg = negvocab.load_grid(toml)
+    sets = open_sets(cfg)
+    vlm = load_model(cfg, cfg.models[0])
+    classes = negvocab.read_id_classes(cfg.path(cfg.id_classes))
+    vocab = negvocab.Vocabulary.load(cfg.path("vocabA.txt"))
+    cls = vlm.encode_text(list(classes.names), "single", pos="n")
+    neg = vlm.encode_text(list(vocab.labels), "single", pos=vocab.parts_of_speech())
+    id_x = vlm.encode_images(sets["ID"]).embeddings
+    for name in ("oodA", "oodB"):
+        row = rows[("adaneg", name)]
+        assert (row["test_time"], row["stream_order"], row["stream_batch_size"], row["stream_seed"]) == (
+            True,
+            "id_first",
+            5,
+            4,
+        )
+        ev = evaluate_stream(
+            "adaneg",
+            id_x,
+            {name: vlm.encode_images(sets[name]).embeddings},
+            cls,
+            neg,
+            batch_size=5,
+            order="id_first",
+            stream_seed=4,
+            params={"adaneg_memory": 3, "adaneg_groups": 2},
+            n_boot=0,
+        )
+        assert row["fpr"] == pytest.approx(ev.rows[0]["fpr"], abs=1e-12)
+        assert row["auroc"] == pytest.approx(ev.rows[0]["auroc"], abs=1e-12)
+    # each cell's ID scores are its own stream's: two ID score files, not one shared
+    cells = [c for c in negvocab.grid.work.plan_cells(cfg, sets) if c.method == "adaneg"]
+    assert len({c.id_scores for c in cells}) == len({c.ood_set for c in cells}) == 2
+    import csv
+
+    res.write(tmp_path / "tables")
+    with open(tmp_path / "tables" / "table.csv", newline="") as fh:
+        table = [r for r in csv.DictReader(fh) if r["method"] == "adaneg"]
+    assert table and all(
+        (r["test_time"], r["stream_order"], r["stream_seed"]) == ("True", "id_first", "4") for r in table
+    )
+    again = negvocab.run_grid(toml, tmp_path / "out")  # resumes: nothing to compute, the same rows
+    assert [r["auroc"] for r in again.rows] == [r["auroc"] for r in res.rows]
+    assert np.isfinite([r["auroc"] for r in res.rows]).all()
+
+
+def test_a_stream_table_is_checked_before_any_model(grid_files, tmp_path):
+    for stream, match in [
+        ('{ order = "backwards" }', "unknown order 'backwards'"),
+        ("{ batches = 3 }", r"unknown stream setting\(s\) batches"),
+        ("{ id_ood_ratio = 0 }", "id_ood_ratio must be a number > 0"),
+    ]:
+        toml = grid_files / f"grid_stream_bad_{tmp_path.name}.toml"
+        text = GRID.format(cache=tmp_path / "cache").replace(
+            'stream = { order = "id_first", batch_size = 5, seed = 4 }', f"stream = {stream}"
+        )
+        toml.write_text(text)
+        with pytest.raises(InputError, match=match) as e:
+            negvocab.load_grid(toml)
+        assert "methods[1].stream" in str(e.value)
+    toml.write_text(
+        GRID.format(cache=tmp_path / "cache").replace('name = "neglabel"', 'name = "neglabel"\nstream = { seed = 1 }')
+    )
+    with pytest.raises(InputError, match="neglabel is a batch method; a stream table is for test-time methods"):
+        negvocab.load_grid(toml)
