@@ -7,11 +7,14 @@ are registered lazily by :mod:`negvocab.builders.registry` (this module is impor
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, InstanceOf, field_validator, model_validator
 
+from negvocab.builders.csp import CSP_SUPERCLASSES, build_csp_vocabulary, csp_pool
+from negvocab.builders.interneg import build_interneg_vocabulary
 from negvocab.builders.llm import build_eoe_vocabulary, build_gpt_vocabulary
 from negvocab.builders.mined import build_mined_vocabulary, mining_pool
 from negvocab.builders.oracle import build_oracle_vocabulary, oracle_labels_from
@@ -20,7 +23,7 @@ from negvocab.builders.siblings import build_sibling_vocabulary
 from negvocab.builders.wordnet import build_wordnet_vocabulary
 from negvocab.data.images import ImageSet
 from negvocab.index import INDEX_KINDS
-from negvocab.labels.candidates import PRESETS, sample_pool, wordnet_candidates
+from negvocab.labels.candidates import PRESETS, Candidate, sample_pool, wordnet_candidates
 from negvocab.labels.imagenet import IdClasses, read_id_classes
 from negvocab.llm.settings import LLMSettings
 from negvocab.provenance import file_sha256
@@ -43,6 +46,13 @@ __all__ = [
     "SiblingsOptions",
     "WordnetOptions",
     "build_wordnet",
+    # issue 30, part csp
+    "CSP",
+    "INTERNEG",
+    "CspOptions",
+    "InternegOptions",
+    "build_csp",
+    "build_interneg",
 ]
 
 _TEMPLATES = "a template preset (paper8, openai80, neglabel, single), a template with {}, a file or a list"
@@ -95,6 +105,11 @@ def build_wordnet(
     the NegLabel pool or a ``candidates`` file (its hash recorded, as ``negvocab build wordnet`` does)."""
     cands = sample_pool(pool) if pool is not None else load_candidates(candidates) if candidates is not None else None
     full = build_wordnet_vocabulary(vlm, candidates=cands, id_classes=_id_classes(id_classes), **options)
+    return _candidates_recorded(full, candidates)
+
+
+def _candidates_recorded(full: Vocabulary, candidates: Path | None) -> Vocabulary:
+    """``full`` with the candidates file it ranked and its hash in its settings (none: as it is)."""
     if candidates is None:
         return full
     return full.subset(
@@ -286,4 +301,162 @@ EOE = Builder(
     needs=frozenset({"llm"}),
     paper="Cao et al., Envisioning Outlier Exposure, ICML 2024",
     examples=("negvocab build eoe --mode far -m gpt-4o-mini --size 500 -o eoe_far.json",),
+)
+
+
+# -- csp, interneg (issue 30, part csp) ------------------------------------------------------------
+_CSP_PRESETS = ("csp", *PRESETS)
+
+
+class CspOptions(BuilderOptions):
+    """CSP: WordNet nouns plus adjectives conjugated with superclass nouns, farthest first from the ID classes."""
+
+    size: int | None = Field(None, gt=0, description="a positive integer: the vocabulary size M (default: all)")
+    quantile: float = Field(0.95, gt=0, le=1, description="a quantile level in (0, 1]")
+    ratio: float | None = Field(None, gt=0, le=1, description="a fraction in (0, 1] of each part of speech (CSP: 0.15)")
+    seed: int = Field(0, ge=0, description="an integer >= 0 (seeds the superclass drawn for each adjective)")
+    superclasses: list[str] = Field(
+        list(CSP_SUPERCLASSES), min_length=1, description="templates with {} joining an adjective and a superclass"
+    )
+    preset: str = Field("csp", description=f"a candidate preset, one of {', '.join(_CSP_PRESETS)}")
+    templates: str | list[str] = Field("csp", description=_TEMPLATES)
+    candidates: Path | None = Field(
+        None, description="a candidates export or vocabulary file ranked instead of the preset"
+    )
+    pool: int | None = Field(None, gt=0, description="a positive integer (candidates spread over the preset)")
+    id_classes: InstanceOf[IdClasses] | Path | None = Field(None, description=_ID_CLASSES)
+    max_similarity: float = Field(0.95, ge=-1, le=1, description="a cosine in [-1, 1] (nearer an ID class: last)")
+    synonym_filter: bool = Field(True, description="true or false")
+    batch_size: int | None = Field(None, gt=0, description=_POSITIVE)
+    progress: bool | None = Field(None, description="true, false or none (a bar on a terminal)")
+
+    @field_validator("preset")
+    @classmethod
+    def _preset(cls, v: str) -> str:
+        if v not in _CSP_PRESETS:
+            raise ValueError("unknown preset")
+        return v
+
+    @model_validator(mode="after")
+    def _one_pool(self) -> CspOptions:
+        if self.pool is not None and self.candidates is not None:
+            raise ValueError("give pool (a sample of the preset) or candidates (a file), not both")
+        if self.ratio is not None and self.size is not None:
+            raise ValueError("give either size or ratio, not both")
+        return self
+
+
+def _pool_or_file(pool: int | None, candidates: Path | None, preset: list[Candidate]) -> list[Any] | None:
+    """``pool`` candidates spread over the ``preset`` pool, the ``candidates`` file's, or None (the preset)."""
+    if pool is not None:
+        return sample_pool(pool, preset)
+    return load_candidates(candidates) if candidates is not None else None
+
+
+def build_csp(
+    vlm: VLM,
+    *,
+    pool: int | None,
+    candidates: Path | None,
+    id_classes: IdClasses | Path | None,
+    preset: str,
+    **options: Any,
+) -> Vocabulary:
+    """:func:`~negvocab.builders.csp.build_csp_vocabulary` over ``pool`` candidates spread over the preset
+    or a ``candidates`` file (its hash recorded)."""
+    cands = _pool_or_file(pool, candidates, csp_pool(preset))
+    full = build_csp_vocabulary(vlm, candidates=cands, id_classes=_id_classes(id_classes), preset=preset, **options)
+    return _candidates_recorded(full, candidates)
+
+
+def _texts(pool_of: Callable[[str], list[Candidate]]) -> Callable[[BaseModel, int], int]:
+    """The texts count of a builder whose options have pool, candidates and preset (``pool_of(preset)``)."""
+
+    def count(options: BaseModel, n_classes: int) -> int:
+        pool, candidates, preset = (getattr(options, k) for k in ("pool", "candidates", "preset"))
+        return len(_pool_or_file(pool, candidates, pool_of(preset)) or pool_of(preset))
+
+    return count
+
+
+CSP = Builder(
+    name="csp",
+    build=build_csp,
+    options=CspOptions,
+    source="csp",
+    summary="CSP: WordNet nouns plus adjectives conjugated with superclass nouns, farthest first (NeurIPS 2024).",
+    ranked=True,
+    needs=frozenset({"vlm"}),
+    paper="Chen et al., Conjugated Semantic Pool, NeurIPS 2024 (docs/methods.md#csp)",
+    examples=(
+        "negvocab build csp -o csp.json",
+        "negvocab build csp --ratio 0.15 --templates csp -o csp_authors.json",
+    ),
+    texts=_texts(csp_pool),
+)
+
+
+class InternegOptions(BuilderOptions):
+    """InterNeg: negatives far from few-shot ID image prototypes (USES K labelled ID images per class)."""
+
+    id_images: Path | InstanceOf[ImageSet] = Field(
+        description="labelled ID images: class folders (wnids or class names), an image list with labels or an ImageSet"
+    )
+    size: int | None = Field(None, gt=0, description="a positive integer: the vocabulary size M (default: all kept)")
+    shots: int | None = Field(16, gt=0, description="a positive integer: ID images per class (none: all)")
+    split: Literal["interneg", "ranked"] = Field(
+        "interneg", description="interneg (M split by part of speech, as its code) or ranked (the first M)"
+    )
+    templates: str | list[str] = Field("interneg", description=_TEMPLATES)
+    preset: str = Field("neglabel", description=f"a candidate preset, one of {', '.join(PRESETS)}")
+    candidates: Path | None = Field(None, description="a candidates export or vocabulary file instead of the preset")
+    pool: int | None = Field(None, gt=0, description="a positive integer (candidates spread over the preset)")
+    id_classes: InstanceOf[IdClasses] | Path | None = Field(None, description=_ID_CLASSES)
+    synonym_filter: bool = Field(True, description="true or false")
+    batch_size: int | None = Field(None, gt=0, description=_POSITIVE)
+    num_workers: int | None = Field(None, ge=0, description="an integer >= 0")
+    progress: bool | None = Field(None, description="true, false or none (a bar on a terminal)")
+
+    @field_validator("preset")
+    @classmethod
+    def _preset(cls, v: str) -> str:
+        if v not in PRESETS:
+            raise ValueError("unknown preset")
+        return v
+
+    @model_validator(mode="after")
+    def _one_pool(self) -> InternegOptions:
+        if self.pool is not None and self.candidates is not None:
+            raise ValueError("give pool (a sample of the preset) or candidates (a file), not both")
+        return self
+
+
+def build_interneg(
+    vlm: VLM,
+    *,
+    pool: int | None,
+    candidates: Path | None,
+    id_classes: IdClasses | Path | None,
+    preset: str,
+    **options: Any,
+) -> Vocabulary:
+    """:func:`~negvocab.builders.interneg.build_interneg_vocabulary` over ``pool`` candidates spread over
+    the preset or a ``candidates`` file (its hash recorded)."""
+    cands = _pool_or_file(pool, candidates, wordnet_candidates(preset))
+    ids = _id_classes(id_classes)
+    full = build_interneg_vocabulary(vlm, candidates=cands, id_classes=ids, preset=preset, **options)
+    return _candidates_recorded(full, candidates)
+
+
+INTERNEG = Builder(
+    name="interneg",
+    build=build_interneg,
+    options=InternegOptions,
+    source="interneg",
+    summary="InterNeg's selection: negatives far from few-shot ID image prototypes (uses labelled ID images).",
+    ranked=True,
+    needs=frozenset({"vlm", "images"}),
+    paper="Xu et al., InterNeg, CVPR 2026 (docs/methods.md#interneg)",
+    examples=("negvocab build interneg --id-images imagenet_16shot/ --shots 16 --size 2000 -o interneg.json",),
+    texts=_texts(wordnet_candidates),
 )

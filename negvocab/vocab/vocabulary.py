@@ -64,7 +64,7 @@ MAX_LABEL_CHARS = 200  # a class name, not a paragraph: longer is a broken file 
 #: a vocabulary's ``source``: one of :func:`known_sources` (a plain string, so registered builders add theirs)
 Source = str
 #: the built-in sources: the built-in builders' and the derived ones (``union``, ``file``)
-SOURCES: tuple[str, ...] = ("wordnet", "gpt", "eoe", "oracle", "union", "file", "siblings", "mined")
+SOURCES: tuple[str, ...] = ("wordnet", "gpt", "eoe", "oracle", "union", "file", "siblings", "mined", "csp", "interneg")
 _known: dict[str, None] = dict.fromkeys(SOURCES)
 
 
