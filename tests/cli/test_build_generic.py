@@ -42,7 +42,8 @@ def toy_command():
 
 def test_the_cli_sees_a_builder_named_in_the_environment(tmp_path):
     r = _cli("build", "--help")
-    assert r.returncode == 0 and "(wordnet, gpt, eoe, oracle, siblings, mined, toy)" in r.stdout, r.stderr
+    built_ins = "wordnet, gpt, eoe, oracle, siblings, mined, csp, interneg"
+    assert r.returncode == 0 and f"({built_ins}, toy)" in r.stdout, r.stderr
     r = _cli("build", "toy", "--help")
     assert r.returncode == 0 and "Examples:" in r.stdout
     for flag in ("--stride", "--words", "--id-classes", "--templates", "--random-weights", "--output"):
