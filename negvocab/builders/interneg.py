@@ -100,20 +100,25 @@ def shots_per_class(images: ImageSet, id_classes: IdClasses, shots: int | None) 
         )
     lookup = {w: i for i, w in enumerate(id_classes.wnids)}
     for i, name in enumerate(id_classes.names):
-        lookup.setdefault(name, i)
+        lookup.setdefault(_key(name), i)
     taken = [0] * len(id_classes)
     keep, classes = [], []
     for j, label in enumerate(images.labels):
-        if label not in lookup:
+        c = lookup.get(label, lookup.get(_key(label)))
+        if c is None:
             raise InputError(
                 f"id_images: label {label!r} is not an ID class (a wnid or a class name)", param="id_images"
             )
-        c = lookup[label]
         if shots is None or taken[c] < shots:
             taken[c] += 1
             keep.append(j)
             classes.append(c)
     return images.select(keep), classes
+
+
+def _key(name: str) -> str:
+    """A class name as folder names and name files both spell it: ``Grace_Hopper`` = ``grace hopper``."""
+    return " ".join(name.replace("_", " ").lower().split())
 
 
 def _image_set(id_images: str | Path | ImageSet) -> ImageSet:
