@@ -226,3 +226,19 @@ def test_the_generic_cli_command_builds_a_csp_vocabulary(tmp_path):
     assert len(v) == int(n["nouns"] * 0.5) + int(n["adjectives"] * 0.5)
     r = CliRunner().invoke(app, [*argv, "--quantile", "95", "-o", str(tmp_path / "bad.json")])
     assert r.exit_code == 2 and "--quantile = 95.0: must be a quantile level in (0, 1]" in r.output
+
+
+def test_a_grid_takes_csp_with_sizes_and_checks_its_options_in_one_line():
+    from negvocab.grid.config import parse_config
+
+    base = {
+        "grid": {"device": "cpu"},
+        "models": [{"name": "ViT-B-32", "random_weights": True}],
+        "id": {"path": "id"},
+        "ood": {"a": "a"},
+    }
+    table = {"builder": "csp", "pool": 50, "sizes": [10, 20], "seed": 1}
+    (spec,) = parse_config({**base, "vocabularies": {"C": table}}, source="g.toml").vocabularies
+    assert (spec.builder, spec.sizes, dict(spec.options)) == ("csp", (10, 20), {"pool": 50, "seed": 1})
+    with pytest.raises(InputError, match=r"^g\.toml: vocabularies\.C\.seed = -1: must be an integer >= 0"):
+        parse_config({**base, "vocabularies": {"C": {**table, "seed": -1}}}, source="g.toml")
