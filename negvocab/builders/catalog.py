@@ -7,9 +7,9 @@ are registered lazily by :mod:`negvocab.builders.registry` (this module is impor
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, InstanceOf, field_validator, model_validator
 
@@ -55,6 +55,7 @@ __all__ = [
     "build_interneg",
 ]
 
+_O = TypeVar("_O", bound=BaseModel)
 _TEMPLATES = "a template preset (paper8, openai80, neglabel, single), a template with {}, a file or a list"
 _ID_CLASSES = "ID classes: a file with one class name (or wnid) a line, or an IdClasses (default: ImageNet-1k)"
 _POSITIVE = "a positive integer"
@@ -81,17 +82,27 @@ class WordnetOptions(BuilderOptions):
     @field_validator("preset")
     @classmethod
     def _preset(cls, v: str) -> str:
-        if v not in PRESETS:
-            raise ValueError("unknown preset")
-        return v
+        return _known_preset(v, PRESETS)
 
     @model_validator(mode="after")
     def _one_pool(self) -> WordnetOptions:
-        if self.pool is not None and self.candidates is not None:
-            raise ValueError("give pool (a sample of the preset) or candidates (a file), not both")
-        if self.ratio is not None and self.size is not None:
-            raise ValueError("give either size or ratio, not both")
-        return self
+        return _one_pool_one_size(self)
+
+
+def _known_preset(value: str, presets: Iterable[str]) -> str:
+    """``value`` if it is one of ``presets`` (a field validator's check)."""
+    if value not in presets:
+        raise ValueError("unknown preset")
+    return value
+
+
+def _one_pool_one_size(options: _O) -> _O:
+    """``options`` unless they give both pool and candidates, or both size and ratio (a model validator's check)."""
+    if getattr(options, "pool", None) is not None and getattr(options, "candidates", None) is not None:
+        raise ValueError("give pool (a sample of the preset) or candidates (a file), not both")
+    if getattr(options, "ratio", None) is not None and getattr(options, "size", None) is not None:
+        raise ValueError("give either size or ratio, not both")
+    return options
 
 
 def _id_classes(value: IdClasses | Path | None) -> IdClasses | None:
@@ -333,17 +344,11 @@ class CspOptions(BuilderOptions):
     @field_validator("preset")
     @classmethod
     def _preset(cls, v: str) -> str:
-        if v not in _CSP_PRESETS:
-            raise ValueError("unknown preset")
-        return v
+        return _known_preset(v, _CSP_PRESETS)
 
     @model_validator(mode="after")
     def _one_pool(self) -> CspOptions:
-        if self.pool is not None and self.candidates is not None:
-            raise ValueError("give pool (a sample of the preset) or candidates (a file), not both")
-        if self.ratio is not None and self.size is not None:
-            raise ValueError("give either size or ratio, not both")
-        return self
+        return _one_pool_one_size(self)
 
 
 def _pool_or_file(pool: int | None, candidates: Path | None, preset: list[Candidate]) -> list[Any] | None:
@@ -420,15 +425,11 @@ class InternegOptions(BuilderOptions):
     @field_validator("preset")
     @classmethod
     def _preset(cls, v: str) -> str:
-        if v not in PRESETS:
-            raise ValueError("unknown preset")
-        return v
+        return _known_preset(v, PRESETS)
 
     @model_validator(mode="after")
     def _one_pool(self) -> InternegOptions:
-        if self.pool is not None and self.candidates is not None:
-            raise ValueError("give pool (a sample of the preset) or candidates (a file), not both")
-        return self
+        return _one_pool_one_size(self)
 
 
 def build_interneg(
