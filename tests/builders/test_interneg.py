@@ -138,6 +138,10 @@ def test_the_selection_is_internegs_label_for_label(pool, id_images, size):
     assert got.labels == want
     assert got.settings["kept"] == {"adjectives": n_adj, "nouns": n_noun}
     assert got.settings["id_images"]["uses_id_images"] is True and got.settings["id_images"]["images"] == 18
+    from negvocab.evaluation.rows import vocab_meta
+
+    assert vocab_meta(got)["id_images"] == got.settings["id_images"]  # results files say it used ID images
+    assert "id_images" not in vocab_meta(negvocab.Vocabulary.from_labels(["sofa"], source="file"))
 
 
 def test_ranked_split_and_the_whole_ranking(pool, id_images):
