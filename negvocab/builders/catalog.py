@@ -56,7 +56,9 @@ __all__ = [
 ]
 
 _O = TypeVar("_O", bound=BaseModel)
-_TEMPLATES = "a template preset (paper8, openai80, neglabel, single), a template with {}, a file or a list"
+_TEMPLATES = (
+    "a template preset (paper8, openai80, neglabel, single, csp, interneg), a template with {}, a file or a list"
+)
 _ID_CLASSES = "ID classes: a file with one class name (or wnid) a line, or an IdClasses (default: ImageNet-1k)"
 _POSITIVE = "a positive integer"
 
