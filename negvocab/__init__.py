@@ -150,6 +150,9 @@ _EXPORTS: dict[str, str] = {
     "merge_evaluations": "negvocab.evaluation.stream",
     "RESULT_KINDS": "negvocab.evaluation.row",
     "result_kind": "negvocab.evaluation.row",
+    # issue 30, part "csp": the CSP builder and InterNeg's selection
+    "build_csp_vocabulary": "negvocab.builders.csp",
+    "build_interneg_vocabulary": "negvocab.builders.interneg",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -265,3 +268,7 @@ if TYPE_CHECKING:  # issue 29, part "library": helpers the CLI used and the API 
     from negvocab.labels.candidates import sample_pool
     from negvocab.llm.cost import CostEstimate
     from negvocab.report.tables import Table, build_table
+
+if TYPE_CHECKING:  # issue 30, part "csp": the CSP builder and InterNeg's selection
+    from negvocab.builders.csp import build_csp_vocabulary
+    from negvocab.builders.interneg import build_interneg_vocabulary

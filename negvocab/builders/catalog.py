@@ -8,12 +8,14 @@ are registered lazily by :mod:`negvocab.builders.registry` (this module is impor
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, Field, InstanceOf, field_validator, model_validator
 
+from negvocab.builders.csp import CSP_SUPERCLASSES, build_csp_vocabulary, csp_pool
+from negvocab.builders.interneg import build_interneg_vocabulary
 from negvocab.builders.llm import build_eoe_vocabulary, build_gpt_vocabulary
 from negvocab.builders.mined import build_mined_vocabulary, mining_pool
 from negvocab.builders.negrefine import build_negrefine_vocabulary, estimate_negrefine
@@ -23,7 +25,7 @@ from negvocab.builders.siblings import build_sibling_vocabulary
 from negvocab.builders.wordnet import build_wordnet_vocabulary
 from negvocab.data.images import ImageSet
 from negvocab.index import INDEX_KINDS
-from negvocab.labels.candidates import PRESETS, sample_pool, wordnet_candidates
+from negvocab.labels.candidates import PRESETS, Candidate, sample_pool, wordnet_candidates
 from negvocab.labels.imagenet import IdClasses, read_id_classes
 from negvocab.llm.cost import CostEstimate
 from negvocab.llm.settings import LLMSettings
@@ -49,9 +51,19 @@ __all__ = [
     "SiblingsOptions",
     "WordnetOptions",
     "build_wordnet",
+    # issue 30, part csp
+    "CSP",
+    "INTERNEG",
+    "CspOptions",
+    "InternegOptions",
+    "build_csp",
+    "build_interneg",
 ]
 
-_TEMPLATES = "a template preset (paper8, openai80, neglabel, single), a template with {}, a file or a list"
+_O = TypeVar("_O", bound=BaseModel)
+_TEMPLATES = (
+    "a template preset (paper8, openai80, neglabel, single, csp, interneg), a template with {}, a file or a list"
+)
 _ID_CLASSES = "ID classes: a file with one class name (or wnid) a line, or an IdClasses (default: ImageNet-1k)"
 _POSITIVE = "a positive integer"
 
@@ -81,17 +93,28 @@ class WordnetOptions(BuilderOptions):
     @field_validator("preset")
     @classmethod
     def _preset(cls, v: str) -> str:
-        if v not in PRESETS:
-            raise ValueError("unknown preset")
-        return v
+        return _known_preset(v, PRESETS)
 
     @model_validator(mode="after")
     def _one_pool(self) -> WordnetOptions:
-        if self.n_candidates is not None and self.candidates is not None:
-            raise ValueError("give n_candidates (a sample of the preset) or candidates (a file), not both")
-        if self.ratio is not None and self.size is not None:
-            raise ValueError("give either size or ratio, not both")
-        return self
+        return _one_pool_one_size(self)
+
+
+def _known_preset(value: str, presets: Iterable[str]) -> str:
+    """``value`` if it is one of ``presets`` (a field validator's check)."""
+    if value not in presets:
+        raise ValueError("unknown preset")
+    return value
+
+
+def _one_pool_one_size(options: _O) -> _O:
+    """``options`` unless they give both n_candidates and candidates, or both size and ratio (a model
+    validator's check)."""
+    if getattr(options, "n_candidates", None) is not None and getattr(options, "candidates", None) is not None:
+        raise ValueError("give n_candidates (a sample of the preset) or candidates (a file), not both")
+    if getattr(options, "ratio", None) is not None and getattr(options, "size", None) is not None:
+        raise ValueError("give either size or ratio, not both")
+    return options
 
 
 def _id_classes(value: IdClasses | Path | None) -> IdClasses | None:
@@ -116,6 +139,11 @@ def build_wordnet(
         else None
     )
     full = build_wordnet_vocabulary(vlm, candidates=cands, id_classes=_id_classes(id_classes), **options)
+    return _candidates_recorded(full, candidates)
+
+
+def _candidates_recorded(full: Vocabulary, candidates: Path | None) -> Vocabulary:
+    """``full`` with the candidates file it ranked and its hash in its settings (none: as it is)."""
     if candidates is None:
         return full
     return full.subset(
@@ -401,4 +429,152 @@ NEGREFINE = Builder(
     ),
     texts=lambda o, n: n + len(_vocabulary_of(getattr(o, "vocabulary", []))),  # bare names and labels, once
     estimate=estimate_negrefine_cost,
+)
+
+
+# -- csp, interneg (issue 30, part csp) ------------------------------------------------------------
+_CSP_PRESETS = ("csp", *PRESETS)
+
+
+class CspOptions(BuilderOptions):
+    """CSP: WordNet nouns plus adjectives conjugated with superclass nouns, farthest first from the ID classes."""
+
+    size: int | None = Field(None, gt=0, description="a positive integer: the vocabulary size M (default: all)")
+    quantile: float = Field(0.95, gt=0, le=1, description="a quantile level in (0, 1]")
+    ratio: float | None = Field(None, gt=0, le=1, description="a fraction in (0, 1] of each part of speech (CSP: 0.15)")
+    seed: int = Field(0, ge=0, description="an integer >= 0 (seeds the superclass drawn for each adjective)")
+    superclasses: list[str] = Field(
+        list(CSP_SUPERCLASSES), min_length=1, description="templates with {} joining an adjective and a superclass"
+    )
+    preset: str = Field("csp", description=f"a candidate preset, one of {', '.join(_CSP_PRESETS)}")
+    templates: str | list[str] = Field("csp", description=_TEMPLATES)
+    candidates: Path | None = Field(
+        None, description="a candidates export or vocabulary file ranked instead of the preset"
+    )
+    n_candidates: int | None = Field(None, gt=0, description="a positive integer (candidates spread over the preset)")
+    id_classes: InstanceOf[IdClasses] | Path | None = Field(None, description=_ID_CLASSES)
+    max_similarity: float = Field(0.95, ge=-1, le=1, description="a cosine in [-1, 1] (nearer an ID class: last)")
+    synonym_filter: bool = Field(True, description="true or false")
+    batch_size: int | None = Field(None, gt=0, description=_POSITIVE)
+    progress: bool | None = Field(None, description="true, false or none (a bar on a terminal)")
+
+    @field_validator("preset")
+    @classmethod
+    def _preset(cls, v: str) -> str:
+        return _known_preset(v, _CSP_PRESETS)
+
+    @model_validator(mode="after")
+    def _one_pool(self) -> CspOptions:
+        return _one_pool_one_size(self)
+
+
+def _pool_or_file(n_candidates: int | None, candidates: Path | None, preset: list[Candidate]) -> list[Any] | None:
+    """``n_candidates`` candidates spread over the ``preset`` pool, the ``candidates`` file's, or None (the preset)."""
+    if n_candidates is not None:
+        return sample_pool(n_candidates, preset)
+    return load_candidates(candidates) if candidates is not None else None
+
+
+def build_csp(
+    vlm: VLM,
+    *,
+    n_candidates: int | None,
+    candidates: Path | None,
+    id_classes: IdClasses | Path | None,
+    preset: str,
+    **options: Any,
+) -> Vocabulary:
+    """:func:`~negvocab.builders.csp.build_csp_vocabulary` over ``n_candidates`` candidates spread over the preset
+    or a ``candidates`` file (its hash recorded)."""
+    cands = _pool_or_file(n_candidates, candidates, csp_pool(preset))
+    full = build_csp_vocabulary(vlm, candidates=cands, id_classes=_id_classes(id_classes), preset=preset, **options)
+    return _candidates_recorded(full, candidates)
+
+
+def _texts(pool_of: Callable[[str], list[Candidate]]) -> Callable[[BaseModel, int], int]:
+    """The texts count of a builder whose options have n_candidates, candidates and preset (``pool_of(preset)``)."""
+
+    def count(options: BaseModel, n_classes: int) -> int:
+        n, candidates, preset = (getattr(options, k) for k in ("n_candidates", "candidates", "preset"))
+        return len(_pool_or_file(n, candidates, pool_of(preset)) or pool_of(preset))
+
+    return count
+
+
+CSP = Builder(
+    name="csp",
+    build=build_csp,
+    options=CspOptions,
+    source="csp",
+    summary="CSP: WordNet nouns plus adjectives conjugated with superclass nouns, farthest first (NeurIPS 2024).",
+    ranked=True,
+    needs=frozenset({"vlm"}),
+    paper="Chen et al., Conjugated Semantic Pool, NeurIPS 2024 (docs/methods.md#csp)",
+    examples=(
+        "negvocab build csp -o csp.json",
+        "negvocab build csp --ratio 0.15 --templates csp -o csp_authors.json",
+    ),
+    texts=_texts(csp_pool),
+)
+
+
+class InternegOptions(BuilderOptions):
+    """InterNeg: negatives far from few-shot ID image prototypes (USES K labelled ID images per class)."""
+
+    id_images: Path | InstanceOf[ImageSet] = Field(
+        description="labelled ID images: class folders (wnids or class names), an image list with labels or an ImageSet"
+    )
+    size: int | None = Field(None, gt=0, description="a positive integer: the vocabulary size M (default: all kept)")
+    shots: int | None = Field(16, gt=0, description="a positive integer: ID images per class (none: all)")
+    split: Literal["interneg", "ranked"] = Field(
+        "interneg", description="interneg (M split by part of speech, as its code) or ranked (the first M)"
+    )
+    templates: str | list[str] = Field("interneg", description=_TEMPLATES)
+    preset: str = Field("neglabel", description=f"a candidate preset, one of {', '.join(PRESETS)}")
+    candidates: Path | None = Field(None, description="a candidates export or vocabulary file instead of the preset")
+    n_candidates: int | None = Field(None, gt=0, description="a positive integer (candidates spread over the preset)")
+    id_classes: InstanceOf[IdClasses] | Path | None = Field(None, description=_ID_CLASSES)
+    synonym_filter: bool = Field(True, description="true or false")
+    batch_size: int | None = Field(None, gt=0, description=_POSITIVE)
+    num_workers: int | None = Field(None, ge=0, description="an integer >= 0")
+    progress: bool | None = Field(None, description="true, false or none (a bar on a terminal)")
+
+    @field_validator("preset")
+    @classmethod
+    def _preset(cls, v: str) -> str:
+        return _known_preset(v, PRESETS)
+
+    @model_validator(mode="after")
+    def _one_pool(self) -> InternegOptions:
+        return _one_pool_one_size(self)
+
+
+def build_interneg(
+    vlm: VLM,
+    *,
+    n_candidates: int | None,
+    candidates: Path | None,
+    id_classes: IdClasses | Path | None,
+    preset: str,
+    **options: Any,
+) -> Vocabulary:
+    """:func:`~negvocab.builders.interneg.build_interneg_vocabulary` over ``n_candidates`` candidates spread over
+    the preset or a ``candidates`` file (its hash recorded)."""
+    cands = _pool_or_file(n_candidates, candidates, wordnet_candidates(preset))
+    ids = _id_classes(id_classes)
+    full = build_interneg_vocabulary(vlm, candidates=cands, id_classes=ids, preset=preset, **options)
+    return _candidates_recorded(full, candidates)
+
+
+INTERNEG = Builder(
+    name="interneg",
+    build=build_interneg,
+    options=InternegOptions,
+    source="interneg",
+    summary="InterNeg's selection: negatives far from few-shot ID image prototypes (uses labelled ID images).",
+    ranked=True,
+    needs=frozenset({"vlm", "images"}),
+    paper="Xu et al., InterNeg, CVPR 2026 (docs/methods.md#interneg)",
+    examples=("negvocab build interneg --id-images imagenet_16shot/ --shots 16 --size 2000 -o interneg.json",),
+    texts=_texts(wordnet_candidates),
 )

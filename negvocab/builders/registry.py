@@ -327,5 +327,5 @@ def annotation_types(annotation: Any) -> list[Any]:
 
 
 # the built-ins, lazily: negvocab.builders.catalog holds their options models and calls
-for _name in ("wordnet", "gpt", "eoe", "oracle", "siblings", "mined", "negrefine"):
+for _name in ("wordnet", "gpt", "eoe", "oracle", "siblings", "mined", "negrefine", "csp", "interneg"):
     _BUILDERS.register(_name, f"negvocab.builders.catalog:{_name.upper()}")

@@ -284,7 +284,7 @@ def vocab_meta(vocab: Vocabulary) -> dict[str, Any]:
         "caveats": vocab.caveats,
     }
     out["oracle"] = "oracle" in vocab.caveats
-    for key in ("file_sha256", "candidates_sha256", "path", "candidates_file"):
+    for key in ("file_sha256", "candidates_sha256", "path", "candidates_file", "id_images"):  # id_images: InterNeg
         if key in vocab.settings:
             out[key] = vocab.settings[key]
     prov = vocab.settings.get("provenance")

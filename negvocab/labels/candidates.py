@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from negvocab.errors import InputError
@@ -90,17 +90,18 @@ def wordnet_candidates(
 CANDIDATE_FIELDS = ("text", "pos", "lexname", "synset", "offset")
 
 
-def sample_pool(n: int) -> list[Candidate]:
+def sample_pool(n: int, candidates: Sequence[Candidate] | None = None) -> list[Candidate]:
     """``n`` WordNet candidates spread evenly over the NegLabel pool (deterministic).
 
     The candidate pool of a small WordNet build (the demo's ``--pool-size``, a grid's ``pool``): the
-    pool is :func:`wordnet_candidates` ``("neglabel")`` (about 70k words); ``n`` at or above its size
-    gives all of it. Candidate ``i`` is ``pool[int(i * (len(pool) / n))]``, so the picks cover the
-    whole pool in its fixed order rather than its first ``n`` words.
+    pool is :func:`wordnet_candidates` ``("neglabel")`` (about 70k words), or ``candidates`` when given
+    (another preset's pool); ``n`` at or above its size gives all of it. Candidate ``i`` is
+    ``pool[int(i * (len(pool) / n))]``, so the picks cover the whole pool in its fixed order rather
+    than its first ``n`` words.
     """
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise InputError(f"n must be a positive whole number of candidates, got {n!r}")
-    pool = wordnet_candidates("neglabel")
+    pool = wordnet_candidates("neglabel") if candidates is None else list(candidates)
     if n >= len(pool):
         return list(pool)
     step = len(pool) / n

@@ -19,8 +19,10 @@ from negvocab.errors import InputError
 from negvocab.textfiles import read_text
 
 __all__ = [
-    "TemplatesSpec",
+    "CSP",
     "DEFAULT_POS",
+    "INTERNEG",
+    "TemplatesSpec",
     "NEGLABEL",
     "PAPER8",
     "PRESETS",
@@ -42,7 +44,24 @@ PAPER8: tuple[str, ...] = (
 )
 SINGLE: tuple[str, ...] = ("a photo of a {}.",)
 NEGLABEL: Mapping[str, tuple[str, ...]] = {"n": ("the nice {}",), "a": ("This is a {} photo",)}
-PRESETS: tuple[str, ...] = ("paper8", "openai80", "neglabel", "single")
+# csp: CSP's code (class_names.py): preset_noun_prompt_templates for ID names and nouns,
+# preset_adj_prompt_templates for conjugated adjectives ("red object")
+CSP: Mapping[str, tuple[str, ...]] = {
+    "n": (
+        "a close-up photo of the nice {}.",
+        "a photo with the nice {}.",
+        "a good photo with the nice {}.",
+        "a photo of the nice {}.",
+        "{}",
+        "the {}",
+        "the good {}",
+        "the nice {}",
+    ),
+    "a": ("{}", "a nice photo of {}", "a good photo of {}", "a close-up photo of {}"),
+}
+# interneg: InterNeg's code (clip_for_wordnet_prepare.py, text_prompt "nice"): one template per part of speech
+INTERNEG: Mapping[str, tuple[str, ...]] = {"n": ("The nice {}.",), "a": ("This is a {} photo.",)}
+PRESETS: tuple[str, ...] = ("paper8", "openai80", "neglabel", "single", "csp", "interneg")
 DEFAULT_POS = "n"
 
 
@@ -109,7 +128,8 @@ def resolve_templates(spec: TemplatesSpec = "paper8") -> TemplateSet:
     """A :class:`TemplateSet` from a preset name, a list of format strings, or a file.
 
     ``spec`` is one of the presets ``"paper8"`` (default), ``"openai80"``, ``"neglabel"``,
-    ``"single"``; a list of format strings such as ``["a photo of a {}."]``; or the path of a text
+    ``"single"``, ``"csp"``, ``"interneg"`` (the last two: those methods' prompts per part of
+    speech); a list of format strings such as ``["a photo of a {}."]``; or the path of a text
     file with one template a line (blank lines and ``#`` comments skipped).
     """
     if isinstance(spec, TemplateSet):
@@ -125,6 +145,9 @@ def resolve_templates(spec: TemplatesSpec = "paper8") -> TemplateSet:
             return TemplateSet("single", SINGLE)
         if spec == "neglabel":
             return TemplateSet("neglabel", NEGLABEL[DEFAULT_POS], dict(NEGLABEL))
+        if spec in ("csp", "interneg"):  # per part of speech, as those methods' code prompts
+            by_pos = CSP if spec == "csp" else INTERNEG
+            return TemplateSet(spec, by_pos[DEFAULT_POS], dict(by_pos))
         if "{}" in spec:
             return TemplateSet("custom", _check([spec], "templates"))
         path = Path(spec).expanduser()

@@ -64,7 +64,19 @@ MAX_LABEL_CHARS = 200  # a class name, not a paragraph: longer is a broken file 
 #: a vocabulary's ``source``: one of :func:`known_sources` (a plain string, so registered builders add theirs)
 Source = str
 #: the built-in sources: the built-in builders' and the derived ones (``union``, ``file``)
-SOURCES: tuple[str, ...] = ("wordnet", "gpt", "eoe", "oracle", "union", "file", "siblings", "mined", "negrefine")
+SOURCES: tuple[str, ...] = (
+    "wordnet",
+    "gpt",
+    "eoe",
+    "oracle",
+    "union",
+    "file",
+    "siblings",
+    "mined",
+    "negrefine",
+    "csp",
+    "interneg",
+)
 _known: dict[str, None] = dict.fromkeys(SOURCES)
 
 
