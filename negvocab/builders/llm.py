@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from negvocab.builders.llm_classes import ClassesSpec, chunks_of, select_classes
+from negvocab.builders.llm_classes import ClassesSpec, chunks_of, select_classes, selection_record
 from negvocab.builders.llm_merge import check_rounds_used, merge_rounds, vocabulary_from_results
 from negvocab.builders.llm_size import build_to_size
 from negvocab.deprecation import renamed_kwargs
@@ -432,8 +432,8 @@ def gpt_run(
         folder,
         list(chosen.wnids),
         rounds,
-        selection=_selection(classes, chosen),
-        prompt_path=_path_str(prompt_path),
+        selection=selection_record(classes, chosen),
+        prompt_path=None if prompt_path is None else str(Path(prompt_path).resolve()),
     )
 
 
@@ -506,8 +506,8 @@ def eoe_run(
         keys,
         rounds,
         chunk_map,
-        _selection(classes, chosen),
-        _path_str(prompt_path),
+        selection_record(classes, chosen),
+        None if prompt_path is None else str(Path(prompt_path).resolve()),
     )
 
 
@@ -693,16 +693,3 @@ def build_eoe_vocabulary(
         )
 
     return build_to_size(make, rounds, size, how, rounds_used=rounds_used, synonym_filter=synonym_filter)
-
-
-def _path_str(path: str | os.PathLike[str] | None) -> str | None:
-    return None if path is None else str(Path(path).resolve())
-
-
-def _selection(classes: ClassesSpec, chosen: IdClasses) -> int | list[str] | None:
-    """The class selection as JSON (kept in the manifest so the run can be rebuilt from its folder)."""
-    if classes is None:
-        return None
-    if isinstance(classes, int) or (isinstance(classes, str) and classes.strip().isdigit()):
-        return int(classes)
-    return list(chosen.wnids)

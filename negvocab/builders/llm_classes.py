@@ -12,7 +12,7 @@ from negvocab.errors import InputError
 from negvocab.labels.imagenet import IdClasses, imagenet1k
 from negvocab.textfiles import read_text
 
-__all__ = ["ClassesSpec", "chunks_of", "select_classes"]
+__all__ = ["ClassesSpec", "chunks_of", "select_classes", "selection_record"]
 
 #: which ID classes an LLM run asks about: all (None), the first K, a file of wnids or names, or a list
 ClassesSpec: TypeAlias = int | str | os.PathLike[str] | Sequence[str] | None
@@ -65,3 +65,13 @@ def select_classes(classes: ClassesSpec = None, id_classes: IdClasses | None = N
 
 def chunks_of(n: int, size: int) -> list[range]:
     return [range(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+def selection_record(classes: ClassesSpec, chosen: IdClasses) -> int | list[str] | None:
+    """The class selection as JSON (kept in a run's manifest so the run can be rebuilt from its folder):
+    None (all), K (the first K) or the chosen wnids."""
+    if classes is None:
+        return None
+    if isinstance(classes, int) or (isinstance(classes, str) and classes.strip().isdigit()):
+        return int(classes)
+    return list(chosen.wnids)

@@ -73,6 +73,7 @@ def demo(
 
     Weights: --pretrained (default: the openai tag), or --random-weights for an offline dry run.
     """
+    # long: its options are the signature (typer); the body checks them in order, then runs and prints
     from negvocab.evaluation.evaluate import RANDOM_WEIGHTS_WARNING
 
     if random_weights and (pretrained or tag):

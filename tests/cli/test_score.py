@@ -414,7 +414,7 @@ def test_demo_without_weights_says_how_to_pass_a_checkpoint(tmp_path):
     ("extra", "message"),
     [
         (["--random-weights", "--n-candidates", "0"], "--n-candidates must be >= 2"),
-        (["--random-weights", "--size", "0"], "size M must be between 1 and the pool (1000), got 0"),
+        (["--random-weights", "--size", "0"], "size M must be between 1 and the number of candidates (1000), got 0"),
         (
             ["--random-weights", "--n-candidates", "50", "--size", "51"],
             "between 1 and the number of candidates (50), got 51",
