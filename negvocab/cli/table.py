@@ -127,6 +127,9 @@ def table_cmd(
         failed=failed,
     )
     text = table.render(form, siunitx=siunitx)
+    said: list[str] = []
+    if compare:  # before anything is written: a scores file that cannot serve is refused first
+        said = comparisons(data, scores, metric=_split(metric)[0], ood_set=compare_set, n_boot=n_boot, seed=seed)
     if output is None or is_stdout(output):
         typer.echo(text, nl=False)
     else:
@@ -134,6 +137,5 @@ def table_cmd(
             write_text(output, text)
         typer.echo(f"wrote {output}", err=True)
     if compare:
-        said = comparisons(data, scores, metric=_split(metric)[0], ood_set=compare_set, n_boot=n_boot, seed=seed)
         for s in said or ["nothing to compare: no two vocabularies share a method, convention and model"]:
             typer.echo(f"- {s}", err=output is None or is_stdout(output))
