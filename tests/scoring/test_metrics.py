@@ -250,3 +250,26 @@ def test_aupr_bootstrap_fast_path_equals_the_loop(name, ids, oods, method):
         fast = M.bootstrap_ci(metric.__name__, ids, oods, n_boot=40, seed=2, method=method)
         slow = M.bootstrap_ci(lambda a, b, f=metric: f(a, b, method=method), ids, oods, n_boot=40, seed=2)
         assert (fast.low, fast.high) == pytest.approx((slow.low, slow.high), abs=1e-12)
+
+
+@pytest.mark.parametrize("metric", ["fpr", "auroc"])
+def test_bootstrap_bounds_equal_a_draw_by_hand_computation(metric):
+    """The interval's bounds against the bootstrap written out by hand (independent float64 formulas,
+    numpy's quantiles at 2.5% and 97.5%): a 90% interval, or other draws, would fail it (issue 34)."""
+
+    rng = np.random.default_rng(11)
+    ids, oods = rng.normal(1, 1, 300), rng.normal(0, 1, 80)
+
+    def by_hand(o):
+        if metric == "fpr":
+            return float(np.mean(o >= np.quantile(ids, 0.05)))
+        return float(roc_auc_score(np.r_[np.ones(ids.size), np.zeros(o.size)], np.r_[ids, o]))
+
+    draws = np.random.default_rng(7)
+    values = [by_hand(oods[draws.integers(0, oods.size, oods.size)]) for _ in range(400)]
+    low, high = np.quantile(values, [0.025, 0.975])
+    ci = M.bootstrap_ci(metric, ids, oods, n_boot=400, seed=7)
+    assert ci.level == 0.95
+    assert ci.low == pytest.approx(low, abs=1e-12) and ci.high == pytest.approx(high, abs=1e-12)
+    narrow = np.quantile(values, [0.05, 0.95])
+    assert ci.high - ci.low > narrow[1] - narrow[0]  # not the 90% interval
