@@ -199,7 +199,9 @@ def test_empty_set_gives_nan_and_a_warning(fn):
 def test_defined_metrics_do_not_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        M.evaluate([0.2, 0.3, 0.9], [0.1, 0.5], n_boot=20)
+        rep = M.evaluate([0.2, 0.3, 0.9], [0.1, 0.5], n_boot=20)
+    assert rep["auroc"] == pytest.approx(roc_auc_score([1, 1, 1, 0, 0], [0.2, 0.3, 0.9, 0.1, 0.5]))
+    assert rep["fpr"] == 0.5 and not any(np.isnan(rep["fpr_ci"]))  # 0.5 >= the 5% ID quantile (0.21), 0.1 not
 
 
 @pytest.mark.parametrize(
