@@ -6,7 +6,8 @@ copy of the tree holding the mutant, and a mutant that passes them "survived". T
 (Markdown) is the one in docs/development.md. ``--tests-from`` runs another checkout's tests (the
 same module), to compare the tests before and after a change.
 
-    python3 scripts/mutation_check.py negvocab/scoring/metrics.py tests/scoring/test_metrics.py --max 16
+    python3 scripts/mutation_check.py negvocab/scoring/metrics.py tests/scoring/test_metrics.py --max 12 \
+        --also "375|[alpha / 2, 1 - alpha / 2]|[alpha, 1 - alpha]"
 """
 
 from __future__ import annotations
@@ -106,16 +107,16 @@ def main() -> None:
     ap.add_argument("--max", type=int, default=16, help="mutants, sampled evenly over the module")
     ap.add_argument("--tests-from", type=Path, default=None, help="a checkout whose tests/ to run")
     ap.add_argument("--timeout", type=int, default=300)
-    ap.add_argument("--also", action="append", default=[], help="LINE:OLD:NEW, a mutant to add by hand")
+    ap.add_argument("--also", action="append", default=[], help="LINE|OLD|NEW, a mutant to add by hand")
     args = ap.parse_args()
     repo = Path(__file__).resolve().parent.parent
     source = (repo / args.module).read_text()
     skip = in_docstring(source)
     every = [m for m in mutants(source) if m[0] not in skip]
-    picked = every[:: max(1, len(every) // args.max)][: args.max]
+    picked = every[:: max(1, len(every) // args.max)][: args.max] if args.max else []
     lines = source.splitlines()
     for spec in args.also:
-        n, old, new = spec.split(":", 2)
+        n, old, new = spec.split("|", 2)
         col = lines[int(n) - 1].index(old)
         picked.append((int(n), col, col + len(old), old, new))
     print(f"{args.module}: {len(every)} mutants, {len(picked)} run against {' '.join(args.tests)}")

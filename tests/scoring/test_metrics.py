@@ -275,3 +275,32 @@ def test_bootstrap_bounds_equal_a_draw_by_hand_computation(metric):
     assert ci.low == pytest.approx(low, abs=1e-12) and ci.high == pytest.approx(high, abs=1e-12)
     narrow = np.quantile(values, [0.05, 0.95])
     assert ci.high - ci.low > narrow[1] - narrow[0]  # not the 90% interval
+
+
+@pytest.mark.parametrize("convention", ["paper", "hendrycks", "openood"])
+def test_operating_point_masks_are_the_fpr_and_the_flagged_id_images(convention):
+    """Tied integer scores put images on the threshold: each side's comparison (< or <=) is checked
+    by hand, with the default TPR of 0.95 (mutation check survivors, issue 34)."""
+    rng = np.random.default_rng(5)
+    ids, oods = rng.integers(0, 40, 400).astype(float), rng.integers(-10, 25, 120).astype(float)
+    op = M.operating_point(ids, oods, convention=convention)
+    fpr = M.fpr_at_tpr(ids, oods, convention=convention)
+    # the FPR is the OOD images passing (ID positive) or, under openood (OOD positive), the ID images flagged
+    assert op.tpr == 0.95 and (op.id_flagged if convention == "openood" else op.ood_passing).mean() == fpr
+    t = op.threshold
+    if convention == "openood":  # OOD is called at score <= t: ID images at t are flagged too
+        assert (op.ood_passing == (oods > t)).all() and (op.id_flagged == (ids <= t)).all()
+        assert (ids == t).any()  # the test has ties on the threshold
+    else:
+        assert (op.ood_passing == (oods >= t)).all() and (op.id_flagged == (ids < t)).all()
+    if convention == "hendrycks":  # the ROC point whose TPR is nearest 0.95, by hand
+        tprs = {s: np.mean(ids >= s) for s in np.unique(np.r_[ids, oods])}
+        nearest = min(abs(v - 0.95) for v in tprs.values())
+        assert abs(tprs[t] - 0.95) == nearest
+
+
+def test_a_column_of_scores_is_read_as_one_score_per_image():
+    ids, oods = np.linspace(0, 1, 30), np.linspace(-0.5, 0.6, 20)
+    assert M.auroc(ids[:, None], oods[None, :]) == M.auroc(ids, oods)
+    with pytest.raises(InputError, match="must be 1-D"):
+        M.auroc(np.ones((3, 2)), oods)
