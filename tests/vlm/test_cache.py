@@ -214,6 +214,15 @@ def test_interrupted_run_keeps_finished_chunks(tiny, monkeypatch):
         return real(vlm, prompts, **kw)
 
     monkeypatch.setattr(text_mod, "encode_prompts", dies_on_third_chunk)
+    # a slow machine (1000 s a call of the clock): chunks sized by the clock would shrink to one label,
+    # the cache would hold a prefix a clean run never makes, and the resume would batch otherwise
+    now = [0.0]
+
+    def slow_clock():
+        now[0] += 1000.0
+        return now[0]
+
+    monkeypatch.setattr(text_mod, "monotonic", slow_clock, raising=False)
     with pytest.raises(KeyboardInterrupt):
         tiny.encode_text(LABELS[:12], "single")
     monkeypatch.setattr(text_mod, "encode_prompts", real)
