@@ -228,12 +228,16 @@ def read_results_json(path: str | os.PathLike[str]) -> dict[str, Any]:
     file = given / "results.json" if given.is_dir() else given
     hint = "re-run `negvocab score` into a new folder to write it again"
     doc = _read_json_object(file, "results.json", hint, "a JSON object with 'rows'")
-    rows = doc.get("rows")
-    if not isinstance(rows, list):
-        raise _bad(file, f"'rows' must be a list of result rows, got {type(rows).__name__}", hint)
-    for i, row in enumerate(rows):
-        check_row(file, f"rows[{i}]", row, hint)
+    _check_rows(file, "rows", doc.get("rows"), hint)
     return doc
+
+
+def _check_rows(file: Path, key: str, rows: Any, hint: str) -> None:
+    """``rows`` (the document's ``key``) as a list of results rows (:func:`check_row`)."""
+    if not isinstance(rows, list):
+        raise _bad(file, f"{key!r} must be a list of result rows, got {type(rows).__name__}", hint)
+    for i, row in enumerate(rows):
+        check_row(file, f"{key}[{i}]", row, hint)
 
 
 def read_sweep_json(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -247,11 +251,7 @@ def read_sweep_json(path: str | os.PathLike[str]) -> dict[str, Any]:
         m = row.get("M")
         if not isinstance(m, int) or isinstance(m, bool) or m < 1:
             raise _bad(file, f"rows[{i}]['M'] must be a size (an integer >= 1), got {m!r:.40}", hint)
-    refs = doc.get("references") or []
-    if not isinstance(refs, list):
-        raise _bad(file, f"'references' must be a list of result rows, got {type(refs).__name__}", hint)
-    for i, row in enumerate(refs):
-        check_row(file, f"references[{i}]", row, hint)
+    _check_rows(file, "references", doc.get("references") or [], hint)
     return doc
 
 
