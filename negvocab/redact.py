@@ -12,8 +12,17 @@ rewritten. Files get :func:`negvocab.llm.endpoint.public_url` instead, which dro
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-__all__ = ["MIN_SECRET_LENGTH", "mask_secrets", "mask_url_path", "redact_argv", "redact_urls", "url_secrets"]
+__all__ = [
+    "MIN_SECRET_LENGTH",
+    "basic_auth_forms",
+    "mask_secrets",
+    "mask_url_path",
+    "redact_argv",
+    "redact_urls",
+    "url_secrets",
+]
 
 #: shorter strings are no secret in any useful sense (a local server's ``OPENAI_API_KEY=x``), and
 #: masking them in free text would garble it
@@ -47,12 +56,43 @@ def redact_urls(text: str) -> str:
     return _URL.sub(lambda m: mask_url_path(m.group(0)), text)
 
 
-def mask_secrets(text: str, secrets: list[str]) -> str:
-    """``text`` with every occurrence of each secret at least :data:`MIN_SECRET_LENGTH` long masked, then
-    :func:`redact_urls`; for exception and log text only, never for model output or labels."""
-    for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True):
+_BASIC = re.compile(r"\b(Basic\s+)[A-Za-z0-9+/_-]{8,}=*")  # an Authorization header's value
+
+
+def mask_secrets(text: str, secrets: list[str], *, encoded: Sequence[str] = ()) -> str:
+    """``text`` with every occurrence of each secret at least :data:`MIN_SECRET_LENGTH` long masked (and of
+    each ``encoded`` one, base64 credentials of :func:`basic_auth_forms`, at least 8 long: no word of
+    free text), ``Basic <credentials>`` masked, then :func:`redact_urls`; for exception and log text
+    only, never for model output or labels."""
+    long = {s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH} | {s for s in encoded if len(s) >= 8}
+    for secret in sorted(long, key=len, reverse=True):
         text = text.replace(secret, "***")
-    return redact_urls(text)
+    return redact_urls(_BASIC.sub(r"\1***", text))
+
+
+def basic_auth_forms(url: str | None) -> list[str]:
+    """The base64 ``user:password`` of ``url``'s user info, as an HTTP client sends it (``Authorization:
+    Basic ...``) and a server may echo it: standard and URL-safe, with and without padding.
+
+    >>> basic_auth_forms("http://user:pass@h/v1")
+    ['dXNlcjpwYXNz']
+    """
+    import base64
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        parts = urlsplit(url or "")
+        user, password = parts.username, parts.password
+    except ValueError:
+        return []
+    if not user and not password:
+        return []
+    out = []
+    for pair in dict.fromkeys((f"{user or ''}:{password or ''}", f"{unquote(user or '')}:{unquote(password or '')}")):
+        raw = pair.encode()
+        for form in (base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()):
+            out += [form, form.rstrip("=")]
+    return list(dict.fromkeys(f for f in out if len(f) >= 8))
 
 
 def url_secrets(url: str | None, min_length: int = MIN_SECRET_LENGTH) -> list[str]:

@@ -33,9 +33,17 @@ def test_a_swallowed_ctrl_c_ends_the_run_at_the_next_progress_step():
 
 
 def test_outside_the_guard_nothing_changes():
+    """Outside interrupt_guard the default handler stays, and a swallowed Ctrl-C leaves nothing pending."""
+    from negvocab import progress as P
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     _swallowed_sigint()  # the default handler: swallowed and gone, as before
-    Progress(3, "x", bar=False).update(3)
+    assert not P._pending_interrupt.is_set()
+    bar = Progress(3, "x", bar=False)
+    bar.update(3)  # no KeyboardInterrupt: nothing was pending
+    assert bar.n == 3
     check_interrupt()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler and not P._pending_interrupt.is_set()
 
 
 def test_kept_work_is_tallied_by_kind():

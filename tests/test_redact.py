@@ -69,3 +69,19 @@ def test_masking_by_structure():
     assert url_secrets(f"http://h/key/{REAL_KEY}/v1") == [REAL_KEY]
     assert url_secrets("http://h/key/short/v1") == []  # too short to mask in free text; masked in URLs
     assert mask_secrets(f"boxes, {REAL_KEY}!", ["x", REAL_KEY]) == "boxes, ***!"
+
+
+def test_a_server_s_echo_of_the_basic_credentials_is_masked():
+    """Issue 34: with user:pass@ in the base URL, a 401 that echoed the base64 user:pass was shown as is."""
+    import base64
+
+    client = LLMClient("m", base_url="http://user:pass@127.0.0.1:9/v1", api_key="x")
+    b64 = base64.b64encode(b"user:pass").decode()
+    for echo in (
+        f"401 Unauthorized: bad credentials {b64}",
+        f"401: Authorization: Basic {b64}",
+        f"401: got {base64.b64encode(b'user:pass').decode().rstrip('=')} for realm api",
+    ):
+        line = client.scrub(echo)
+        assert b64.rstrip("=") not in line and "***" in line, line
+    assert client.scrub("a box of 12 basic labels") == "a box of 12 basic labels"  # free text untouched

@@ -9,7 +9,8 @@ stderr and exit status 2, never a traceback.
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, get_args
 
 import typer
 from typer.core import TyperGroup
@@ -24,7 +25,15 @@ from negvocab.plugins import load_plugins
 from negvocab.progress import forget_kept, kept_work
 from negvocab.provenance import negvocab_version, set_command
 
-__all__ = ["EXIT_USER_ERROR", "CommandGroup", "app", "build_app", "interrupted_line", "refuse_repeats"]
+__all__ = [
+    "EXIT_USER_ERROR",
+    "CommandGroup",
+    "app",
+    "build_app",
+    "interrupted_line",
+    "refuse_empty_paths",
+    "refuse_repeats",
+]
 
 EXIT_USER_ERROR = 2
 
@@ -79,6 +88,42 @@ def refuse_repeats(command: Any, args: list[str], where: str = "negvocab", *, gr
             )
 
 
+EMPTY_PATH = "an empty path (an unset shell variable?); give a file or folder"
+
+
+def refuse_empty_paths(command: Any) -> None:
+    """Every path argument and option of ``command`` refuses an empty or blank value (``''``, an
+    unset shell variable) instead of reading it as ``.``, the working folder: one rule for all."""
+    for param in command.params:
+        if not _takes_paths(param) or getattr(param, "_refuses_empty", False):
+            continue
+        process = param.process_value
+
+        def checked(ctx: Any, value: Any, _process: Any = process, _param: Any = param) -> Any:
+            values = value if isinstance(value, list | tuple) else [value]
+            if any(isinstance(v, str) and not v.strip() for v in values):
+                raise typer.BadParameter(EMPTY_PATH, ctx=ctx, param=_param)
+            return _process(ctx, value)
+
+        param.process_value = checked
+        param._refuses_empty = True
+
+
+def _takes_paths(param: Any) -> bool:
+    """Whether a parameter takes a path (or a list of paths): click's ``path`` type, or (typer >= 0.26)
+    an annotation that is or holds ``Path``."""
+    if getattr(getattr(param, "type", None), "name", None) == "path":
+        return True
+    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    pending = [annotation]
+    while pending:
+        kind = pending.pop()
+        if kind is Path:
+            return True
+        pending.extend(get_args(kind))
+    return False
+
+
 def interrupted_line() -> str:
     """The Ctrl-C line: "re-run to resume" with what was kept, only when something was."""
     kept = kept_work()
@@ -96,6 +141,7 @@ class CommandGroup(TyperGroup):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         add_log_options(self)
+        refuse_empty_paths(self)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         cmd = super().get_command(ctx, cmd_name)
@@ -104,7 +150,9 @@ class CommandGroup(TyperGroup):
         if not getattr(cmd, "epilog", None) and not isinstance(cmd, TyperGroup):
             parent = " ".join(ctx.command_path.split()[1:])  # "" at the top, "build" under negvocab build
             cmd.epilog = epilog(f"{parent} {cmd_name}".strip())
-        return add_log_options(cmd)
+        cmd = add_log_options(cmd)
+        refuse_empty_paths(cmd)
+        return cmd
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         name, cmd, rest = super().resolve_command(ctx, args)

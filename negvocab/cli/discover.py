@@ -10,8 +10,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from negvocab.atomic import write_text
+from negvocab.atomic import is_stdout, write_text
 from negvocab.cli.app import app
+from negvocab.cli.options import OverwriteOpt
+from negvocab.cli.outputs import check_output, writing
 from negvocab.errors import InputError
 
 __all__ = ["METHODS_FILE", "PRESETS", "PRESET_NOTES", "methods_cmd", "methods_document", "models_cmd", "section"]
@@ -75,15 +77,19 @@ def methods_cmd(
     output: Annotated[
         Optional[Path], typer.Option("--output", "-o", help="Write the document to this file instead of printing it.")  # noqa: UP045
     ] = None,
+    overwrite: OverwriteOpt = False,
 ) -> None:
     """The methods document: how every score, metric and convention is computed (results cite it)."""
+    if output is not None:
+        check_output(output, overwrite=overwrite)
     text = methods_document()
     if section_name is not None:
         text = section(text, section_name)
-    if output is None:
+    if output is None or is_stdout(output):
         typer.echo(text, nl=False)
     else:
-        write_text(output, text)
+        with writing(output):
+            write_text(output, text)
         typer.echo(f"wrote {output}")
 
 

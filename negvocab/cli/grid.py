@@ -10,6 +10,7 @@ import typer
 
 from negvocab.atomic import write_text
 from negvocab.cli.app import CommandGroup, app
+from negvocab.cli.outputs import check_output, writing
 from negvocab.errors import InputError
 from negvocab.grid.config import load_config
 from negvocab.grid.plan import plan_grid, plan_lines
@@ -56,9 +57,9 @@ def init_cmd(
 ) -> None:
     """Write the example grid file (2 models x 4 vocabularies x 3 OOD sets x 2 methods), shipped in
     the package: edit its [id] and [ood] paths, then 'negvocab grid run'."""
-    if path.exists() and not overwrite:
-        raise InputError(f"{path} exists; give --overwrite to replace it")
-    write_text(path, (resources.files("negvocab") / "resources" / "grid.toml").read_text(encoding="utf-8"))
+    check_output(path, overwrite=overwrite)
+    with writing(path):
+        write_text(path, (resources.files("negvocab") / "resources" / "grid.toml").read_text(encoding="utf-8"))
     typer.echo(f"wrote {path}; edit its [id] and [ood] paths, then: negvocab grid run {path}")
 
 

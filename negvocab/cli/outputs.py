@@ -22,6 +22,7 @@ import typer
 from negvocab.atomic import disk_full_error, is_stdout, is_stream
 from negvocab.errors import InputError, NegvocabError
 from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING
+from negvocab.evaluation.stored import RESULTS_INPUTS
 from negvocab.outdir import claim_file, claim_folder
 from negvocab.report.html import write_report
 
@@ -45,6 +46,18 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+def _read_in(folder: Path, path: Path) -> bool:
+    """Whether ``path`` is a file that a reader of the results folder ``folder`` reads (its
+    results.json, scores.npz, cells/, ...: :data:`~negvocab.evaluation.stored.RESULTS_INPUTS`)."""
+    if not folder.is_dir():
+        return False
+    try:
+        inside = Path(os.path.realpath(path)).relative_to(os.path.realpath(folder))
+    except ValueError:
+        return False
+    return bool(inside.parts) and inside.parts[0] in RESULTS_INPUTS
+
+
 def check_output(
     path: Path,
     *,
@@ -62,7 +75,9 @@ def check_output(
     if is_stream(path):
         return
     for source in inputs:
-        if source is not None and (_same_file(path, source) or path.absolute() == source.absolute()):
+        if source is not None and (
+            _same_file(path, source) or path.absolute() == source.absolute() or _read_in(source, path)
+        ):
             raise InputError(f"cannot write {path}: it is an input of this command; choose another output file")
     if path.is_dir():
         raise InputError(f"cannot write {path}: it is a folder; give a file name")

@@ -62,7 +62,7 @@ def report_cmd(
             f"{len(folders)} results folders make one page: give it a file name with -o (e.g. -o study.html)"
         )
     out = output or folders[0] / "report.html"
-    check_output(out, overwrite=overwrite)
+    check_output(out, inputs=[*results_dirs, *folders], overwrite=overwrite)
     with writing(out):
         path = write_report(results_dirs, out, key=key, max_cards=max_cards, max_flagged=max_flagged)
     typer.echo(f"wrote {path}")

@@ -165,13 +165,8 @@ def table_cmd(
         failed=failed,
     )
     text = table.render(form, siunitx=siunitx, wide=wide)
-    if output is None or is_stdout(output):
-        typer.echo(text, nl=False)
-    else:
-        with writing(output):
-            write_text(output, text)
-        typer.echo(f"wrote {output}", err=True)
-    if compare:
+    said: list[str] = []
+    if compare:  # before anything is written: a scores file that cannot serve is refused first
         ranked = _split(rows) if bold_by == "cols" else _split(cols)  # the axis whose entries bold compares
         across = compare_across if compare_across != "auto" else ("models" if "model" in ranked else "vocabularies")
         said = comparisons(
@@ -185,5 +180,12 @@ def table_cmd(
             where={k: str(v) for k, v in parse_pairs(where, "--where").items()},
             across=across,
         )
+    if output is None or is_stdout(output):
+        typer.echo(text, nl=False)
+    else:
+        with writing(output):
+            write_text(output, text)
+        typer.echo(f"wrote {output}", err=True)
+    if compare:
         for s in said or ["nothing to compare: no two vocabularies share a method, convention and model"]:
             typer.echo(f"- {s}", err=output is None or is_stdout(output))

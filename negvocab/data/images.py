@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -230,10 +231,13 @@ def _read_list_rows(path: Path) -> list[tuple[int, str, str | None]]:
             continue
         if "\t" in line:
             file, label = (part.strip() for part in line.split("\t", 1))
-        else:  # "path" or "path label" (OpenOOD image lists); a path may itself hold spaces
-            parts = line.rsplit(None, 1)
-            ends_in_image = Path(parts[-1]).suffix.lower() in IMAGE_EXTENSIONS
-            file, label = (line, "") if len(parts) == 1 or ends_in_image else (parts[0], parts[1])
+        else:  # "path" or "path label" (OpenOOD image lists); a path or a label may itself hold spaces
+            ends = [m.end() for m in re.finditer(r"\S+", line) if Path(m.group()).suffix.lower() in IMAGE_EXTENSIONS]
+            if ends:  # the path ends at the last word with an image extension: "sp/g0.png kite string"
+                file, label = line[: ends[-1]], line[ends[-1] :].strip()
+            else:
+                parts = line.rsplit(None, 1)
+                file, label = (line, "") if len(parts) == 1 else (parts[0], parts[1])
         out.append((lineno, file, label or None))
     return out
 

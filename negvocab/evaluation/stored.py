@@ -22,6 +22,7 @@ file, what is wrong and what to do; nothing else escapes them (no ``BadZipFile``
 from __future__ import annotations
 
 import json
+import math
 import os
 import zipfile
 import zlib
@@ -38,13 +39,31 @@ from negvocab.evaluation.row import INTERVAL_METRICS, ResultRow
 
 __all__ = [
     "METRIC_FIELDS",
+    "RESULTS_INPUTS",
     "StoredScores",
+    "check_row",
     "read_grid_cells",
+    "read_grid_means",
     "read_results",
     "read_results_json",
     "read_scores_npz",
+    "read_sweep_json",
 ]
 
+#: what the readers of a results folder read in it (files, and folders of files): the inputs a
+#: command writing into such a folder must never replace
+RESULTS_INPUTS = (
+    "results.json",
+    "scores.npz",
+    "sweep.json",
+    "coverage.json",
+    "coverage_images.json",
+    "grid.json",
+    "scores_index.json",
+    "cells",
+    "means",
+    "scores",
+)
 SCORES_HINT = "re-run `negvocab score` into a new folder to write it again"
 #: numbers (or null) wherever a results row holds them
 METRIC_FIELDS = (
@@ -151,15 +170,45 @@ def _number_or_null(v: Any) -> bool:
     return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
-def read_results_json(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The validated ``results.json`` of ``path`` (a results folder or the file itself)."""
-    given = Path(path)
-    file = given / "results.json" if given.is_dir() else given
-    hint = "re-run `negvocab score` into a new folder to write it again"
+#: the fields that are fractions in [0, 1] (NaN or null where undefined)
+FRACTION_FIELDS = tuple(k for k in METRIC_FIELDS if k not in ("n_id", "n_ood"))
+
+
+def _fraction(file: Path, where: str, v: Any, hint: str) -> None:
+    if v is not None and not math.isnan(v) and not 0.0 <= v <= 1.0:
+        raise _bad(file, f"{where}: {v!r} is out of range [0, 1] (metrics are fractions, not percents)", hint)
+
+
+def check_row(file: Path, where: str, row: Any, hint: str) -> Mapping[str, Any]:
+    """``row`` (at ``where`` in ``file``) as a results row: an object with a string ``method``, strings
+    for its axes, numbers or null for its metrics (fractions in [0, 1]) and [low, high] intervals."""
+    if not isinstance(row, Mapping):
+        raise _bad(file, f"{where} must be an object, got {type(row).__name__}", hint)
+    if not isinstance(row.get("method"), str):
+        raise _bad(file, f"{where}['method'] must be a string, got {type(row.get('method')).__name__}", hint)
+    for key in ("vocabulary", "ood_set", "convention", "model"):
+        if row.get(key) is not None and not isinstance(row[key], str):
+            raise _bad(file, f"{where}[{key!r}] must be a string, got {type(row[key]).__name__}", hint)
+    for key in METRIC_FIELDS:
+        if key in row and not _number_or_null(row[key]):
+            raise _bad(file, f"{where}[{key!r}] must be a number or null, got {type(row[key]).__name__}", hint)
+        if key in row and key in FRACTION_FIELDS:
+            _fraction(file, f"{where}[{key!r}]", row[key], hint)
+    for key in (f"{m}_ci" for m in INTERVAL_METRICS):
+        pair = row.get(key)
+        if pair is not None and not (isinstance(pair, list) and len(pair) == 2 and all(map(_number_or_null, pair))):
+            raise _bad(file, f"{where}[{key!r}] must be [low, high] (numbers or null), got {pair!r:.40}", hint)
+        for v in pair or ():
+            _fraction(file, f"{where}[{key!r}]", v, hint)
+    return row
+
+
+def _read_json_object(file: Path, what: str, hint: str, holds: str = "a JSON object") -> dict[str, Any]:
+    """The JSON object in ``file`` (a ``what``), or one line saying why it is not one."""
     try:
         raw = file.read_bytes()
     except FileNotFoundError:
-        raise InputError(f"{file}: no results.json; give a results folder of `negvocab score`") from None
+        raise InputError(f"{file}: no {what}; give a results folder of `negvocab score`") from None
     except OSError as e:
         raise InputError(f"{file}: cannot be read ({e.strerror or e}); check it is a readable file") from None
     try:
@@ -169,25 +218,52 @@ def read_results_json(path: str | os.PathLike[str]) -> dict[str, Any]:
     except ValueError as e:
         raise _bad(file, f"not valid JSON ({str(e).splitlines()[0][:80]})", hint) from None
     if not isinstance(doc, dict):
-        raise _bad(file, f"must hold a JSON object with 'rows', got a {type(doc).__name__}", hint)
-    rows = doc.get("rows")
+        raise _bad(file, f"must hold {holds}, got a {type(doc).__name__}", hint)
+    return doc
+
+
+def read_results_json(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The validated ``results.json`` of ``path`` (a results folder or the file itself)."""
+    given = Path(path)
+    file = given / "results.json" if given.is_dir() else given
+    hint = "re-run `negvocab score` into a new folder to write it again"
+    doc = _read_json_object(file, "results.json", hint, "a JSON object with 'rows'")
+    _check_rows(file, "rows", doc.get("rows"), hint)
+    return doc
+
+
+def _check_rows(file: Path, key: str, rows: Any, hint: str) -> None:
+    """``rows`` (the document's ``key``) as a list of results rows (:func:`check_row`)."""
     if not isinstance(rows, list):
-        raise _bad(file, f"'rows' must be a list of result rows, got {type(rows).__name__}", hint)
+        raise _bad(file, f"{key!r} must be a list of result rows, got {type(rows).__name__}", hint)
     for i, row in enumerate(rows):
-        if not isinstance(row, Mapping):
-            raise _bad(file, f"rows[{i}] must be an object, got {type(row).__name__}", hint)
-        if not isinstance(row.get("method"), str):
-            raise _bad(file, f"rows[{i}]['method'] must be a string, got {type(row.get('method')).__name__}", hint)
-        for key in ("vocabulary", "ood_set", "convention"):
-            if row.get(key) is not None and not isinstance(row[key], str):
-                raise _bad(file, f"rows[{i}][{key!r}] must be a string, got {type(row[key]).__name__}", hint)
-        for key in METRIC_FIELDS:
-            if key in row and not _number_or_null(row[key]):
-                raise _bad(file, f"rows[{i}][{key!r}] must be a number or null, got {type(row[key]).__name__}", hint)
-        for key in (f"{m}_ci" for m in INTERVAL_METRICS):
-            pair = row.get(key)
-            if pair is not None and not (isinstance(pair, list) and len(pair) == 2 and all(map(_number_or_null, pair))):
-                raise _bad(file, f"rows[{i}][{key!r}] must be [low, high] (numbers or null), got {pair!r:.40}", hint)
+        check_row(file, f"{key}[{i}]", row, hint)
+
+
+def read_sweep_json(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The validated ``sweep.json`` of ``path``: rows as in a results.json, each with its size ``M``
+    (an integer >= 1), and ``references`` (a list of result rows)."""
+    given = Path(path)
+    file = given / "sweep.json" if given.is_dir() else given
+    hint = "re-run `negvocab sweep` into a new folder to write it again"
+    doc = read_results_json(file)
+    for i, row in enumerate(doc["rows"]):
+        m = row.get("M")
+        if not isinstance(m, int) or isinstance(m, bool) or m < 1:
+            raise _bad(file, f"rows[{i}]['M'] must be a size (an integer >= 1), got {m!r:.40}", hint)
+    _check_rows(file, "references", doc.get("references") or [], hint)
+    return doc
+
+
+def read_grid_means(path: str | os.PathLike[str]) -> dict[str, float]:
+    """A grid's stored interval of a mean (``means/<digest>.json``): an object of fractions."""
+    file = Path(path)
+    hint = "delete it and re-run `negvocab grid run` to compute it again"
+    doc = _read_json_object(file, "stored interval", hint)
+    for key, v in doc.items():
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise _bad(file, f"{key!r} must be a number, got {type(v).__name__}", hint)
+        _fraction(file, repr(key), v, hint)
     return doc
 
 
@@ -203,7 +279,7 @@ def read_grid_cells(folder: str | os.PathLike[str]) -> tuple[list[dict[str, Any]
         if path.name.endswith(".failed.json"):
             failed.append({"cell": doc.get("cell", ["?"]), "error": doc.get("error", "")})
         elif isinstance(doc, dict) and isinstance(doc.get("row"), dict):
-            rows.append(doc["row"])
+            rows.append(dict(check_row(path, "'row'", doc["row"], "delete it and re-run `negvocab grid run`")))
             digests.append(str(doc.get("digest", "")))
         else:
             raise InputError(f"{path}: key 'row' must hold the cell's results row")
@@ -223,10 +299,8 @@ def read_results(folder: str | os.PathLike[str]) -> list[ResultRow]:
     if name == "results.json":
         return [ResultRow.from_dict(r) for r in read_results_json(given / name)["rows"]]
     if name == "sweep.json":
-        doc = read_results_json(given / name)
+        doc = read_sweep_json(given / name)
         refs = doc.get("references") or []
-        if not isinstance(refs, list) or not all(isinstance(r, Mapping) for r in refs):
-            raise _bad(given / name, "'references' must be a list of result rows", "re-run `negvocab sweep`")
         return [ResultRow.from_dict(r, "sweep") for r in doc["rows"]] + [
             ResultRow.from_dict(r, "reference") for r in refs
         ]

@@ -93,23 +93,16 @@ def check_draws(draws: Any, seed: Any) -> int:
 
 
 def draw_chunks(seed: int, draws: int, n_max: int, big_n: int) -> Iterator[np.ndarray]:
-    """The draws as [chunk, n_max] index arrays, the same for every detector: one buffer
-    ``arange(big_n)`` is shuffled in place by ``np.random.default_rng(seed).shuffle`` once per draw
-    (a uniform permutation each time) and draw r is its first n_max after the (r+1)-th shuffle. At
-    most :data:`_CHUNK` indices (or one draw) are held besides the buffer; a chunk of one draw is a
-    view of the buffer, valid until the next one is asked for."""
+    """The draws as [chunk, n_max] index arrays, the same for every detector: draw r is the r-th
+    ``rng.choice(big_n, n_max, replace=False)`` of ``rng = np.random.default_rng(seed)`` (an ordered
+    uniform sample without replacement, O(n_max) per draw, not O(big_n)). At most :data:`_CHUNK`
+    indices (or one draw) are held at once."""
     rng = np.random.default_rng(seed)
-    buf = np.arange(big_n, dtype=np.intp)
     per = max(1, _CHUNK // max(1, n_max))
     for start in range(0, draws, per):
-        if per == 1:
-            rng.shuffle(buf)
-            yield buf[None, :n_max]
-            continue
         chunk = np.empty((min(per, draws - start), n_max), dtype=np.intp)
         for row in chunk:
-            rng.shuffle(buf)
-            row[:] = buf[:n_max]
+            row[:] = rng.choice(big_n, n_max, replace=False)
         yield chunk
 
 

@@ -33,7 +33,7 @@ from negvocab.data.benchmarks import GROUPS, MEAN
 from negvocab.errors import InputError
 from negvocab.evaluation.kinds import caveat_notes
 from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES
-from negvocab.evaluation.stored import read_grid_cells
+from negvocab.evaluation.stored import read_grid_cells, read_grid_means
 from negvocab.grid.config import spec_digest
 from negvocab.grid.work import open_sets, plan_cells, read_scores
 from negvocab.report import tables as T
@@ -551,7 +551,7 @@ def _grid_folder(folder: Path) -> GridResult:
     for key, ds in groups.items():
         path = folder / "means" / f"{spec_digest(sorted(ds))}.json"
         if path.is_file():
-            means[key] = json.loads(path.read_text(encoding="utf-8"))
+            means[key] = read_grid_means(path)
     groups = _stored_groups(folder / "grid.json")
     return GridResult(rows, None, out_dir=folder, status={"failed": failed}, means=means, groups=groups)
 

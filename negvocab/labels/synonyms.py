@@ -17,8 +17,10 @@ name (open_clip writes some classes "A / B" or "A (B)": "cardboard box / carton"
 - ``plural``: equal after replacing the last word (or the whole phrase) by its WordNet base form
   (nltk's ``morphy``): "tenches" -> "tench", "geese" -> "goose". A plural that is itself a WordNet
   noun ("glasses", "shades") is left as it is, so it is not confused with its singular;
-- ``spelling``: equal after British spellings are read as American ones, word by word
-  ("african gray parrot" = "African grey parrot", "snowplough" = "snowplow");
+- ``spelling``: equal after British spellings are read as American ones, word by word, in the
+  label and in the forms (:mod:`negvocab.labels.spelling`: rules and pairs as data), then as a
+  plural ("african gray parrot" = "African grey parrot", "entertainment centres" = "entertainment
+  center", "sulfur-crested cockatoos" = "sulphur-crested cockatoo");
 - ``singular``: the singular of a lemma WordNet lists only in the plural ("baluster" of
   "balusters", "swim trunk"), when WordNet has no such noun or its noun is the class or a part,
   member, hyponym or hypernym of it ("shade" of "shades" stays: another concept);
@@ -43,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from negvocab.errors import InputError
 from negvocab.labels.clean import clean_label, is_plain
 from negvocab.labels.imagenet import WNID, IdClasses, imagenet1k
+from negvocab.labels.spelling import american, spelling_words
 from negvocab.labels.wordnet import load_wordnet
 
 if TYPE_CHECKING:
@@ -130,7 +133,13 @@ class SynonymFilter:
                         self._norm.setdefault(key, match)
                         self._joined.setdefault(key.replace(" ", ""), match)
                         self._classes_of.setdefault(key, set()).add(i)
-        self._spelled = {american(k): m for k, m in self._norm.items()}
+        # every form in American spelling: a label in either spelling, singular or plural, spaced,
+        # hyphenated or joined, meets its class here (the ``spelling`` rule)
+        self._spelled: dict[str, Match] = {}
+        for key, match in self._norm.items():
+            self._spelled.setdefault(american(key), match)
+        self._spelled_joined = {k.replace(" ", ""): m for k, m in self._spelled.items()}
+        self._spelled_plural_keys: frozenset[str] | None = None
         self._plural_keys: frozenset[str] | None = None  # built on first use (needs WordNet)
         self._singulars: dict[str, Match] | None = None  # built on first use (needs WordNet)
         self._heads: list[frozenset[str]] | None = None  # per class, built on first use (needs WordNet)
@@ -192,13 +201,12 @@ class SynonymFilter:
             if match is not None:
                 return _with_how(match, "plural")
         words = key.split()
-        if not _SPELLING_WORDS.isdisjoint(words):
-            spelled = american(key)
-            match = self._spelled.get(spelled) or self._spelled.get(spelled.replace(" ", ""))
-            if match is None and self.plurals:
-                match = self._plural_match(spelled)
-            if match is not None:
-                return _with_how(match, "spelling")
+        spelled = american(key)
+        match = self._spelled.get(spelled) or self._spelled_joined.get(spelled.replace(" ", ""))
+        if match is None and self.plurals:
+            match = self._plural_match(spelled, spelled=True)
+        if match is not None:
+            return _with_how(match, "spelling")
         if not self.plurals:
             return None
         match = self._singular_forms().get(key)
@@ -208,10 +216,12 @@ class SynonymFilter:
             return self._head_word_match(key)
         return None
 
-    def _plural_match(self, key: str) -> Match | None:
+    def _plural_match(self, key: str, *, spelled: bool = False) -> Match | None:
+        """A class form ``key`` is the plural of (``spelled``: among the forms in American spelling)."""
+        norm, joined = (self._spelled, self._spelled_joined) if spelled else (self._norm, self._joined)
         for spelling in dict.fromkeys((key, key.replace(" ", ""))):  # "cell phones" as "cellphones" too
-            for base in self._base_forms(spelling):
-                match = self._norm.get(base) or self._joined.get(base.replace(" ", ""))
+            for base in self._base_forms(spelling, spelled=spelled):
+                match = norm.get(base) or joined.get(base.replace(" ", ""))
                 if match is not None:
                     return match
         return None
@@ -313,24 +323,31 @@ class SynonymFilter:
         return self._singulars
 
     # -- plural forms ----------------------------------------------------------------------------
-    def _base_forms(self, key: str) -> list[str]:
+    def _base_forms(self, key: str, *, spelled: bool = False) -> list[str]:
         """Singular readings of ``key`` that differ from it (last word, then whole phrase).
 
         Only keys that could be a plural of a class form (:meth:`_plural_gate`) reach WordNet, so
         filtering large vocabularies costs a set lookup per label.
         """
-        if key not in self._plural_gate():
+        if key not in self._plural_gate(spelled=spelled):
             return []
         head, _, last = key.rpartition(" ")
-        out = []
+        out: list[str] = []
         known = _noun_base(last)
+        # a word WordNet lacks, or the last word of a phrase that is a plural noun of its own
+        # ("airplane wings": "wings" is a noun, the phrase is the plural of "airplane wing")
         regular = (
-            () if known else tuple(last[: -len(a)] + b for a, b in _NOUN_SUFFIXES if last.endswith(a))
-        )  # a word WordNet lacks
-        for base in (known, *regular, *_irregular_bases().get(last, ())):
-            spelled = f"{head} {base}" if head else base
-            if base and base != last and spelled not in out:
-                out.append(spelled)
+            tuple(last[: -len(a)] + b for a, b in _NOUN_SUFFIXES if last.endswith(a))
+            if not known or (head and known == last)
+            else ()
+        )
+        bases: list[str | None] = [known, *regular, *_irregular_bases().get(last, ())]
+        for base in bases:
+            if not base or base == last:
+                continue
+            form = f"{head} {base}" if head else base
+            if form not in out:
+                out.append(form)
         out.extend(b for b in _irregular_bases().get(key, ()) if b != key and b not in out)
         if head:
             phrase = _noun_base(key.replace(" ", "_"))
@@ -340,19 +357,29 @@ class SynonymFilter:
                     out.append(phrase)
         return out
 
-    def _plural_gate(self) -> frozenset[str]:
+    def _plural_gate(self, *, spelled: bool = False) -> frozenset[str]:
         """Every plural spelling of every class form that nltk's ``morphy`` could map back to it:
-        the regular noun suffix rules inverted, and WordNet's irregular plurals (``noun.exc``)."""
+        the regular noun suffix rules inverted, and WordNet's irregular plurals (``noun.exc``);
+        ``spelled``: of the forms in American spelling, each plural read through :func:`american` too."""
+        if spelled:
+            if self._spelled_plural_keys is None:
+                self._spelled_plural_keys = frozenset(american(k) for k in _plurals_of(self._spelled))
+            return self._spelled_plural_keys
         if self._plural_keys is None:
-            irregular = _irregular_plurals()
-            keys: set[str] = set()
-            for key in self._norm:
-                head, _, last = key.rpartition(" ")
-                prefix = f"{head} " if head else ""
-                keys.update(prefix + p for p in (*_regular_plurals(last), *irregular.get(last, ())))
-                keys.update(irregular.get(key, ()))
-            self._plural_keys = frozenset(keys)
+            self._plural_keys = _plurals_of(self._norm)
         return self._plural_keys
+
+
+def _plurals_of(keys: Iterable[str]) -> frozenset[str]:
+    """Every plural spelling of each key: its last word's regular and irregular plurals."""
+    irregular = _irregular_plurals()
+    out: set[str] = set()
+    for key in keys:
+        head, _, last = key.rpartition(" ")
+        prefix = f"{head} " if head else ""
+        out.update(prefix + p for p in (*_regular_plurals(last), *irregular.get(last, ())))
+        out.update(irregular.get(key, ()))
+    return frozenset(out)
 
 
 def _regular_plurals(word: str) -> list[str]:
@@ -397,29 +424,12 @@ def _irregular_bases() -> dict[str, tuple[str, ...]]:
     return {inflected: tuple(bases) for inflected, bases in out.items()}
 
 
-#: British spelling -> American, read word by word (``spelling`` rule); WordNet lists both for
-#: some classes ("grey whale", "gray whale") but not inside every longer name
-SPELLING = {
-    "grey": "gray", "greys": "grays", "colour": "color", "coloured": "colored", "sulphur": "sulfur",
-    "centre": "center", "theatre": "theater", "armour": "armor", "armoured": "armored", "whisky": "whiskey",
-    "pyjama": "pajama", "pyjamas": "pajamas", "metre": "meter", "plough": "plow", "snowplough": "snowplow",
-    "racquet": "racket", "moustache": "mustache", "harbour": "harbor", "tyre": "tire", "jewellery": "jewelry",
-    "aluminium": "aluminum", "doughnut": "donut", "catalogue": "catalog", "mould": "mold", "yoghurt": "yogurt",
-    "chilli": "chili", "cosy": "cozy", "mollusc": "mollusk", "sabre": "saber", "calibre": "caliber",
-    "fibre": "fiber", "litre": "liter", "ochre": "ocher", "odour": "odor", "vapour": "vapor",
-    "neighbour": "neighbor", "parlour": "parlor", "savoury": "savory", "flavour": "flavor",
-}  # fmt: skip
+#: British spelling -> American whole-word pairs (kept for older imports; the rules and pairs are
+#: the data of negvocab/resources/spelling.tsv, read by :mod:`negvocab.labels.spelling`)
+SPELLING = spelling_words()
 
 #: head words any animal or plant class may take ("pomeranian breed"), beside its hypernym chain
 _ORGANISM_HEADS = frozenset({"breed", "species", "variety", "animal", "plant"})
-
-
-_SPELLING_WORDS = frozenset(SPELLING) | frozenset(SPELLING.values())
-
-
-def american(key: str) -> str:
-    """A normalised key with British spellings read as American ones (``spelling`` rule)."""
-    return " ".join(SPELLING.get(w, w) for w in key.split())
 
 
 def composite_parts(name: str) -> tuple[str, ...]:

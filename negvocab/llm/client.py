@@ -75,7 +75,7 @@ from negvocab.llm.server_errors import (
     diagnosis,
     server_words,
 )
-from negvocab.redact import MIN_SECRET_LENGTH, mask_secrets, url_secrets
+from negvocab.redact import MIN_SECRET_LENGTH, basic_auth_forms, mask_secrets, url_secrets
 
 __all__ = [
     "Answer",
@@ -207,6 +207,7 @@ class LLMClient:
         self._last_problem: str | None = None  # what went wrong last, for the diagnosis of a broken set-up
         self.key_name = key_name
         self._secrets = [key, *url_secrets(base_url)]
+        self._encoded = basic_auth_forms(base_url)  # the base64 user:password a server may echo
         self.sdk = openai  # the SDK module (exception classes)
         # a short connect timeout: a host that drops connections must not cost `timeout` per try
         self.request_timeout = request_timeout
@@ -250,7 +251,7 @@ class LLMClient:
     def scrub(self, text: str) -> str:
         """Error or log ``text`` with URL credentials masked by structure, and the key and URL secrets
         masked where they occur when long enough to be secrets (:func:`negvocab.redact.mask_secrets`)."""
-        return mask_secrets(text, self._secrets)
+        return mask_secrets(text, self._secrets, encoded=self._encoded)
 
     def drain(self) -> None:
         """Send nothing new: requests not yet sent raise :class:`NotSent`, those in flight finish

@@ -19,7 +19,6 @@ distinguishable from it (``"all"``); the caption says which. Numbers in %.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import warnings
@@ -35,6 +34,7 @@ from negvocab.evaluation.compare import metric_label
 from negvocab.evaluation.kinds import KIND_LABELS, RESULT_KINDS, caveat_notes, result_kind
 from negvocab.evaluation.row import interval
 from negvocab.evaluation.rows import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES
+from negvocab.evaluation.stored import StoredScores, read_results_json, read_scores_npz, read_sweep_json
 from negvocab.report.comparisons import comparisons
 from negvocab.report.results import flat_row
 from negvocab.report.significance import BOLD_AXES, PairedMarks, ScoreGetter, bold_note
@@ -627,29 +627,20 @@ def _summary(
 # ----------------------------------------------------------------------------------------------
 # results folders of score and sweep
 # ----------------------------------------------------------------------------------------------
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise InputError(f"{path}: not a readable results file ({e})") from e
-    if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
-        raise InputError(f"{path}: key 'rows' must be a list of results rows")
-    return doc
-
-
 def folder_rows(folder: Path) -> tuple[list[dict[str, Any]], ScoreGetter | None]:
     """Tidy rows of a ``score`` folder (``results.json``; per-image scores from ``scores.npz``) or
-    a ``sweep`` folder (``sweep.json``: each size as ``vocabulary@M``, references by name)."""
+    a ``sweep`` folder (``sweep.json``: each size as ``vocabulary@M``, references by name), read
+    through the validators of :mod:`negvocab.evaluation.stored` (as ``report`` and ``subsample``)."""
     if (folder / "results.json").is_file():
-        doc = _read_json(folder / "results.json")
+        doc = read_results_json(folder / "results.json")
         rows = [
             {"model": doc.get("model", ""), "templates": doc.get("templates", ""), **flat_row(r)} for r in doc["rows"]
         ]
         return rows, _score_file_getter(folder / "scores.npz", rows)
     if (folder / "sweep.json").is_file():
-        doc = _read_json(folder / "sweep.json")
+        doc = read_sweep_json(folder / "sweep.json")
         rows = [{**flat_row(r), "vocabulary": f"{r.get('vocabulary', '')}@{r['M']}"} for r in doc["rows"]]
-        rows += [flat_row(r) for r in doc.get("references", [])]
+        rows += [flat_row(r) for r in doc.get("references") or []]
         return [{"model": doc.get("model", ""), "templates": doc.get("templates", ""), **r} for r in rows], None
     raise InputError(
         f"{folder}: no results.json, sweep.json or grid cells/; give a folder of negvocab score, sweep or grid run"
@@ -657,20 +648,45 @@ def folder_rows(folder: Path) -> tuple[list[dict[str, Any]], ScoreGetter | None]
 
 
 def _score_file_getter(path: Path, rows: Sequence[Mapping[str, Any]]) -> ScoreGetter | None:
+    """Per-image scores of a score folder for the comparisons, read (and validated) on first use:
+    a file that cannot be read, or whose image counts disagree with the rows, is refused."""
     if not path.is_file():
         return None
-    data = np.load(path, allow_pickle=False)
-    sets = [str(x) for x in data["ood_sets"]] if "ood_sets" in data.files else []
     model = str(rows[0].get("model", "")) if rows else ""
+    loaded: list[tuple[StoredScores, np.ndarray]] = []
+
+    def stored() -> tuple[StoredScores, np.ndarray]:
+        if not loaded:
+            data = read_scores_npz(path)
+            n_ood = len(next(iter(data.ood.values())))
+            sets = data.images.get("ood_sets", np.array(["ood"] * n_ood))
+            _check_counts(path, data, sets, rows)
+            loaded.append((data, sets))
+        return loaded[0]
 
     def get(m: str, vocabulary: str, method: str) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
         key = f"{method}@{vocabulary}" if vocabulary else method
-        if m != model or f"id/{key}" not in data.files:
+        if m != model:
             return None
-        ood = np.asarray(data[f"ood/{key}"], dtype=np.float64)
-        names = np.array(sets if len(sets) == ood.size else ["ood"] * ood.size)
-        return np.asarray(data[f"id/{key}"], dtype=np.float64), {
-            n: ood[names == n] for n in dict.fromkeys(names.tolist())
-        }
+        data, sets = stored()
+        if key not in data.id:
+            return None
+        ood = data.ood[key]
+        return data.id[key], {n: ood[sets == n] for n in dict.fromkeys(sets.tolist())}
 
     return get
+
+
+def _check_counts(path: Path, data: StoredScores, sets: np.ndarray, rows: Sequence[Mapping[str, Any]]) -> None:
+    """The image counts the rows state (``n_id``; ``n_ood`` of each set) are those of the scores file."""
+    n_id = len(next(iter(data.id.values())))
+    counts = {str(n): int(np.sum(sets == n)) for n in dict.fromkeys(sets.tolist())}
+    hint = "give the scores.npz written with this results.json (re-run `negvocab score` into a new folder)"
+    for r in rows:
+        said_id, said_ood, name = r.get("n_id"), r.get("n_ood"), str(r.get("ood_set", ""))
+        if isinstance(said_id, (int, float)) and int(said_id) != n_id:
+            raise InputError(f"{path}: holds {n_id} ID images; results.json says {int(said_id)}; {hint}")
+        if name in counts and isinstance(said_ood, (int, float)) and int(said_ood) != counts[name]:
+            raise InputError(
+                f"{path}: holds {counts[name]} OOD images of {name!r}; results.json says {int(said_ood)}; {hint}"
+            )

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,8 +42,7 @@ log = logging.getLogger(__name__)
 
 #: prompts tokenised and sorted together at most: bounds token memory
 CHUNK_PROMPTS = 4096
-#: a chunk is sized (from the rate so far) to take about this long, so finished labels reach the
-#: cache often and a Ctrl-C loses at most about this much work, on a CPU as on a GPU
+#: deprecated (ignored): chunks were once sized by the clock to take about this long
 CHUNK_S = 10.0
 
 
@@ -206,45 +205,42 @@ def encode_labels(
     batch_size: int | None = None,
     progress: bool | None = None,
     on_chunk: Callable[[list[str], np.ndarray], None] | None = None,
-    chunk_s: float = CHUNK_S,
+    chunk_s: float | None = None,
     clock: Callable[[], float] | None = None,
 ) -> np.ndarray:
     """Template-ensembled embeddings [n, d] of ``labels`` (no cache; see :meth:`VLM.encode_text`).
 
-    Labels are processed in chunks sized by time: the first is one batch of prompts, each next one
-    what the rate so far encodes in ``chunk_s`` seconds (at most :data:`CHUNK_PROMPTS` prompts);
-    ``on_chunk(labels, embeddings)`` is called after each (the cache keeps them as they come).
-    Under ``torch.use_deterministic_algorithms`` every chunk holds :data:`CHUNK_PROMPTS` prompts
-    instead: prompts are sorted and batched within a chunk, and a row's float32 result depends on
-    its batch (its companions and its cut length; up to ~1e-7), so chunks sized by the clock would
-    give another run other bits. (The chunks are counted over the labels given: through the cache,
-    the ones it lacks, so two runs match bit for bit when their caches held the same labels.)
+    Labels are processed in chunks of :data:`CHUNK_PROMPTS` prompts (``CHUNK_PROMPTS // len(templates)``
+    labels); ``on_chunk(labels, embeddings)`` is called after each (the cache keeps them as they come).
+    Prompts are sorted and batched within a chunk, and a row's float32 result depends on its batch
+    (its companions and its cut length; up to ~1e-7), so the chunks never depend on the clock or on
+    torch's determinism setting: a run resumed from the cache (which holds whole chunks, in order)
+    encodes the labels it lacks in the chunks a clean run has, and gives the same bits. (Before
+    this release the chunks followed the clock outside ``torch.use_deterministic_algorithms``;
+    ``chunk_s`` and ``clock`` are ignored and deprecated.)
     """
-    import torch
-
+    if chunk_s is not None or clock is not None:
+        warnings.warn(
+            "encode_labels(chunk_s=, clock=) are ignored: chunks hold CHUNK_PROMPTS prompts whatever the "
+            "clock (a resumed run equals a clean one); drop them",
+            DeprecationWarning,
+            stacklevel=2,
+        )
     n_prompts = len(labels) * len(templates)
     # a bar on a terminal once the run lasts (progress=None or True; False: none), and a line in
     # the log every 30 s whatever the output: no encoding of any length is silent
     bar = Progress(n_prompts, f"encoding {len(labels)} labels", "prompt", bar=progress is not False)
     t0 = time.perf_counter()
-    n_t = max(1, len(templates))
-    clock = clock or monotonic
+    step = max(1, CHUNK_PROMPTS // max(1, len(templates)))
     parts = []
-    fixed = torch.are_deterministic_algorithms_enabled()
     try:
-        start, step = 0, max(1, (CHUNK_PROMPTS if fixed else min(batch_size or 256, CHUNK_PROMPTS)) // n_t)
-        while start < len(labels):
+        for start in range(0, len(labels), step):
             chunk = labels[start : start + step]
             prompts = [t.format(label) for label in chunk for t in templates]
-            began = clock()
             emb = encode_prompts(vlm, prompts, batch_size=batch_size, progress=bar)
             parts.append(ensemble(emb, len(chunk), len(templates)))
             if on_chunk is not None:
                 on_chunk(list(chunk), parts[-1])
-            start += len(chunk)
-            if not fixed:
-                rate = len(prompts) / max(clock() - began, 1e-6)  # prompts/s on the last chunk
-                step = max(1, int(min(rate * chunk_s, CHUNK_PROMPTS)) // n_t)
     finally:
         bar.close()
     dt = time.perf_counter() - t0

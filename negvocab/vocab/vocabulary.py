@@ -27,7 +27,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -225,13 +225,14 @@ class Vocabulary(BaseModel):
         """First 12 hex digits of :attr:`sha256`, for file names and tables."""
         return self.sha256[:12]
 
-    def parts_of_speech(self) -> list[str | None]:
-        """Each label's part of speech ("n", "a") where its builder recorded one, else None.
+    def parts_of_speech(self, labels: Sequence[str] | None = None) -> list[str | None]:
+        """Each label's part of speech ("n", "a") where its builder recorded one, else None (of
+        ``labels`` only, when given: a few of a large vocabulary).
 
         Template presets that depend on it (``"neglabel"``) take this as ``pos``. In a union, the
         first source (in ``sources`` order) that recorded one gives it.
         """
-        return [self._pos(self.meta.get(label, {})) for label in self.labels]
+        return [self._pos(self.meta.get(label, {})) for label in (self.labels if labels is None else labels)]
 
     @staticmethod
     def _pos(entry: dict[str, Any]) -> str | None:

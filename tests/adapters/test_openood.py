@@ -38,11 +38,15 @@ def _loader(batches):
 def test_the_interface_is_openoods():
     """Every method OpenOOD's BasePostprocessor has (and the hyperparameter pair its EBO has) is here,
     taking the arguments OpenOOD passes."""
+    checked = []
     for cls in (BasePostprocessor, EBOPostprocessor):
         for name, fn in inspect.getmembers(cls, inspect.isfunction):
+            assert callable(getattr(NegvocabPostprocessor, name, None)), name
             ours = inspect.signature(getattr(NegvocabPostprocessor, name))
             theirs = [p for p in inspect.signature(fn).parameters if p != "self"]
-            ours.bind(None, *theirs)  # positional, as OpenOOD's Evaluator calls them
+            ours.bind(None, *theirs)  # positional, as OpenOOD's Evaluator calls them (TypeError if not)
+            checked.append(name)
+    assert {"setup", "postprocess", "inference", "set_hyperparam", "get_hyperparam"} <= set(checked), checked
 
 
 def test_setup_postprocess_and_openoods_inference_loop(vlm, batches, monkeypatch):

@@ -150,7 +150,9 @@ def test_grid_init_writes_the_shipped_example(tmp_path):
         ROOT / "examples" / "grid.toml"
     ).read_text(encoding="utf-8")
     r = subprocess.run([*CLI, "grid", "init", "g.toml"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and r.stderr.strip() == "error: g.toml exists; give --overwrite to replace it"
+    assert r.returncode == 2 and r.stderr.strip() == (
+        "error: g.toml exists; give --overwrite to replace it, or another output file"  # the one output rule
+    )
 
 
 def test_demo_pool_and_pool_size_are_still_read_as_n_candidates(tmp_path):

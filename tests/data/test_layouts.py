@@ -257,6 +257,16 @@ def test_openood_style_list_with_labels_and_a_root(listed):
     assert s.info["layout"] == "list" and s == image_list(f, root=data)
 
 
+def test_multi_word_labels_of_a_path_label_list_are_whole(listed):
+    """Issue 34: "sp/g0.png kite string" was read as the path "sp/g0.png kite" (and the error blamed the root)."""
+    data, lists = listed
+    f = lists / "words.txt"
+    f.write_text("a/one.jpg kite string\na/two words.png great white shark\nb/three.jpg 5\n")
+    s = open_image_set(f, image_root=data)
+    assert s.paths == [str(data / "a/one.jpg"), str(data / "a/two words.png"), str(data / "b/three.jpg")]
+    assert s.labels == ["kite string", "great white shark", "5"]
+
+
 def test_plain_list_relative_to_its_folder_has_no_labels(listed):
     data, _ = listed
     f = data / "all.lst"

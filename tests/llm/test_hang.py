@@ -22,7 +22,6 @@ SERVERS = {"silent": SilentServer, "drip": lambda: DripServer(every=0.3), "never
 @pytest.mark.parametrize("kind", list(SERVERS))
 def test_a_stuck_server_is_given_up_on_within_the_request_deadline(tmp_path, synonym_filter, kind):
     with SERVERS[kind]() as srv:
-        start = time.monotonic()
         with pytest.raises(ResourceError) as e:
             build_gpt_vocabulary(
                 "gpt-test",
@@ -36,11 +35,11 @@ def test_a_stuck_server_is_given_up_on_within_the_request_deadline(tmp_path, syn
                 client_options=FAST,
                 request_timeout=1.5,
             )
-        took = time.monotonic() - start
     msg = str(e.value)
     assert "\n" not in msg and "the server never answered" in msg
-    assert "request deadline (--request-timeout)" in msg or "cannot connect" in msg
-    assert took < 1.5 * 4, took  # the requests in flight share the deadline; no 8 x 120 s
+    assert "1.5 s request deadline (--request-timeout) after 1 attempts" in msg or "cannot connect" in msg
+    # given up on at the first deadline: no request was sent again (5 classes, each asked at most once)
+    assert srv.connections <= 5, srv.connections
 
 
 def start_cli(tmp_path, url, *extra):
@@ -64,19 +63,16 @@ def test_a_dripping_server_shows_a_heartbeat_then_one_line(tmp_path):
 @pytest.mark.parametrize("kind", ["silent", "drip"])
 def test_ctrl_c_stops_long_before_the_request_deadline_whatever_the_server_does(tmp_path, kind):
     with SERVERS[kind]() as srv:
-        proc = start_cli(tmp_path, srv.url, "--request-timeout", "120")
+        proc = start_cli(tmp_path, srv.url, "--request-timeout", "3600")
         deadline = time.monotonic() + 60
         while srv.connections < 1 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.02)
         time.sleep(0.5)  # the questions are on the wire, the server holds them
         assert proc.poll() is None
-        sent = time.monotonic()
         os.kill(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=90)  # longer than the bound below, so the bound is what fails
-        took = time.monotonic() - sent
+        # ~2 s on an idle machine; a run that waited for the 3600 s request deadline would hang here
+        # (communicate's guard, not a timing assertion: any load passes, only a wait for the deadline fails)
+        _, err = proc.communicate(timeout=600)
     assert proc.returncode == 130, err
-    # ~2 s on an idle machine (the quiet spell of 1 s); the bound is a quarter of the 120 s request deadline,
-    # so a loaded machine does not fail it and a run that waits for the deadline does
-    assert took < 30, took
     assert "interrupted; re-run the same command to resume" in err
     assert "Traceback" not in err and "never retrieved" not in err and "Task exception" not in err, err

@@ -51,6 +51,11 @@ def _msg(pair):
         (503, "Service Unavailable", None, TEMPORARY, "server"),
         (400, "Invalid value for 'temperature'", None, PERMANENT, "rejected"),
         (302, "", None, UNKNOWN, "unknown"),
+        # issue 34: the retried conflict and timeout statuses, and a payment refusal
+        (408, "Request Timeout", None, TEMPORARY, "server"),
+        (409, "There was a conflict with the current state of the request; please retry.", None, TEMPORARY, "server"),
+        (402, "You exceeded your current quota, please check your plan and billing details.", None, PERMANENT, "quota"),
+        (402, "Payment Required", None, PERMANENT, "rejected"),
     ],
 )
 def test_documented_bodies_are_classified(status, body, code, kind, cause):

@@ -146,8 +146,9 @@ def test_a_killed_run_frees_its_folder_though_a_forked_worker_lives_on(tmp_path)
     proc = subprocess.run([sys.executable, "-c", FORK_AND_DIE, str(out)], capture_output=True, text=True, env=_env())
     child = int(proc.stdout.strip())
     try:
-        os.kill(child, 0)  # still alive, holding whatever it inherited
-        claim = claim_folder(out, (), overwrite=True)
+        os.kill(child, 0)  # still alive, holding whatever it inherited (ProcessLookupError if not)
+        claim = claim_folder(out, (), overwrite=True)  # InputError if the dead run's lock were still held
+        assert claim.fd is not None and out.is_dir()
         claim.release()
     finally:
         os.kill(child, signal.SIGKILL)

@@ -122,3 +122,21 @@ def test_pytorch_ood_gen_anchor_up_to_its_mean_and_clamp(emb):
     np.testing.assert_allclose(
         negvocab.score("gen", img, idt, logit_scale=scale, top_classes=m), -m * theirs, rtol=1e-5
     )
+
+
+def test_msp_does_not_saturate_where_the_float64_formula_orders_the_images():
+    """Issue 34: at logit scale 100, 44 of 300 images scored exactly 1.0 (a float32 softmax)."""
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal(32)  # ID prompts close to one another, as CLIP's are
+    idt = base / np.linalg.norm(base) + 0.5 * rng.standard_normal((10, 32)) / np.sqrt(32)
+    idt /= np.linalg.norm(idt, axis=1, keepdims=True)
+    img = idt[rng.integers(0, 10, 300)] + 0.3 * rng.standard_normal((300, 32)) / np.sqrt(32)
+    img /= np.linalg.norm(img, axis=1, keepdims=True)
+    img, idt = img.astype(np.float32), idt.astype(np.float32)
+    z = 100.0 * (img.astype(np.float64) @ idt.astype(np.float64).T)
+    want = np.exp(z.max(1) - (z.max(1) + np.log(np.exp(z - z.max(1, keepdims=True)).sum(1))))
+    got = negvocab.score("msp", img, idt, logit_scale=100.0)
+    assert len(np.unique(want)) == 300 and (want > 1 - 1e-6).sum() > 40  # many near 1, all distinct (float32: 34)
+    assert len(np.unique(got)) == 300
+    np.testing.assert_array_equal(np.argsort(got), np.argsort(want))
+    np.testing.assert_allclose(got, want, rtol=1e-6)

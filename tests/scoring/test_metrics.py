@@ -199,7 +199,9 @@ def test_empty_set_gives_nan_and_a_warning(fn):
 def test_defined_metrics_do_not_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        M.evaluate([0.2, 0.3, 0.9], [0.1, 0.5], n_boot=20)
+        rep = M.evaluate([0.2, 0.3, 0.9], [0.1, 0.5], n_boot=20)
+    assert rep["auroc"] == pytest.approx(roc_auc_score([1, 1, 1, 0, 0], [0.2, 0.3, 0.9, 0.1, 0.5]))
+    assert rep["fpr"] == 0.5 and not any(np.isnan(rep["fpr_ci"]))  # 0.5 >= the 5% ID quantile (0.21), 0.1 not
 
 
 @pytest.mark.parametrize(
@@ -250,3 +252,55 @@ def test_aupr_bootstrap_fast_path_equals_the_loop(name, ids, oods, method):
         fast = M.bootstrap_ci(metric.__name__, ids, oods, n_boot=40, seed=2, method=method)
         slow = M.bootstrap_ci(lambda a, b, f=metric: f(a, b, method=method), ids, oods, n_boot=40, seed=2)
         assert (fast.low, fast.high) == pytest.approx((slow.low, slow.high), abs=1e-12)
+
+
+@pytest.mark.parametrize("metric", ["fpr", "auroc"])
+def test_bootstrap_bounds_equal_a_draw_by_hand_computation(metric):
+    """The interval's bounds against the bootstrap written out by hand (independent float64 formulas,
+    numpy's quantiles at 2.5% and 97.5%): a 90% interval, or other draws, would fail it (issue 34)."""
+
+    rng = np.random.default_rng(11)
+    ids, oods = rng.normal(1, 1, 300), rng.normal(0, 1, 80)
+
+    def by_hand(o):
+        if metric == "fpr":
+            return float(np.mean(o >= np.quantile(ids, 0.05)))
+        return float(roc_auc_score(np.r_[np.ones(ids.size), np.zeros(o.size)], np.r_[ids, o]))
+
+    draws = np.random.default_rng(7)
+    values = [by_hand(oods[draws.integers(0, oods.size, oods.size)]) for _ in range(400)]
+    low, high = np.quantile(values, [0.025, 0.975])
+    ci = M.bootstrap_ci(metric, ids, oods, n_boot=400, seed=7)
+    assert ci.level == 0.95
+    assert ci.low == pytest.approx(low, abs=1e-12) and ci.high == pytest.approx(high, abs=1e-12)
+    narrow = np.quantile(values, [0.05, 0.95])
+    assert ci.high - ci.low > narrow[1] - narrow[0]  # not the 90% interval
+
+
+@pytest.mark.parametrize("convention", ["paper", "hendrycks", "openood"])
+def test_operating_point_masks_are_the_fpr_and_the_flagged_id_images(convention):
+    """Tied integer scores put images on the threshold: each side's comparison (< or <=) is checked
+    by hand, with the default TPR of 0.95 (mutation check survivors, issue 34)."""
+    rng = np.random.default_rng(5)
+    ids, oods = rng.integers(0, 40, 400).astype(float), rng.integers(-10, 25, 120).astype(float)
+    op = M.operating_point(ids, oods, convention=convention)
+    fpr = M.fpr_at_tpr(ids, oods, convention=convention)
+    # the FPR is the OOD images passing (ID positive) or, under openood (OOD positive), the ID images flagged
+    assert op.tpr == 0.95 and (op.id_flagged if convention == "openood" else op.ood_passing).mean() == fpr
+    t = op.threshold
+    if convention == "openood":  # OOD is called at score <= t: ID images at t are flagged too
+        assert (op.ood_passing == (oods > t)).all() and (op.id_flagged == (ids <= t)).all()
+        assert (ids == t).any()  # the test has ties on the threshold
+    else:
+        assert (op.ood_passing == (oods >= t)).all() and (op.id_flagged == (ids < t)).all()
+    if convention == "hendrycks":  # the ROC point whose TPR is nearest 0.95, by hand
+        tprs = {s: np.mean(ids >= s) for s in np.unique(np.r_[ids, oods])}
+        nearest = min(abs(v - 0.95) for v in tprs.values())
+        assert abs(tprs[t] - 0.95) == nearest
+
+
+def test_a_column_of_scores_is_read_as_one_score_per_image():
+    ids, oods = np.linspace(0, 1, 30), np.linspace(-0.5, 0.6, 20)
+    assert M.auroc(ids[:, None], oods[None, :]) == M.auroc(ids, oods)
+    with pytest.raises(InputError, match="must be 1-D"):
+        M.auroc(np.ones((3, 2)), oods)

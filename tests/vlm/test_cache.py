@@ -214,13 +214,23 @@ def test_interrupted_run_keeps_finished_chunks(tiny, monkeypatch):
         return real(vlm, prompts, **kw)
 
     monkeypatch.setattr(text_mod, "encode_prompts", dies_on_third_chunk)
+    # a slow machine (1000 s a call of the clock): chunks sized by the clock would shrink to one label,
+    # the cache would hold a prefix a clean run never makes, and the resume would batch otherwise
+    now = [0.0]
+
+    def slow_clock():
+        now[0] += 1000.0
+        return now[0]
+
+    monkeypatch.setattr(text_mod, "monotonic", slow_clock, raising=False)
     with pytest.raises(KeyboardInterrupt):
         tiny.encode_text(LABELS[:12], "single")
     monkeypatch.setattr(text_mod, "encode_prompts", real)
     counter = Counter(monkeypatch)
     resumed = tiny.encode_text(LABELS[:12], "single")
     assert counter.prompts == [f"a photo of a {lab}." for lab in LABELS[8:12]]  # chunks 1-2 were cached
-    np.testing.assert_allclose(resumed, make_tiny_vlm(cache=False).encode_text(LABELS[:12], "single"), atol=1e-6)
+    # bit for bit: the resumed run encodes the labels it lacks in the chunks a clean run has
+    assert resumed.tobytes() == make_tiny_vlm(cache=False).encode_text(LABELS[:12], "single").tobytes()
 
 
 def test_image_preprocessing_is_part_of_the_image_key_only(tmp_path, image_dir):
