@@ -219,6 +219,9 @@ def _report(vocab: Any, out: Path, what: str) -> None:
         f"{s['unique_labels']} unique labels as ImageNet-1k names/synonyms"
         + (f" (e.g. {examples})" if examples else "")
     )
+    names = s.get("names")
+    if names:  # partial answers are answers: kept and counted
+        typer.echo(f"names in the answers: {names['got']} of {names['asked']} asked")
     failures = s.get("failures") or {}
     if failures:
         again = " (the next run asks the refused and invalid ones again" + (
