@@ -644,7 +644,7 @@ class LLMClient(SecretKeeper):
             ):  # the server is up and busy: fewer at once, no harm done
                 self.overloads[verdict.cause] = self.overloads.get(verdict.cause, 0) + 1
                 self.throttle.overloaded(tries.epoch, overload_words(verdict, self.base_url, why))
-                self.setup_sent -= not self.proven  # says nothing about the set-up
+                self.setup_sent -= verdict.cause == "rate_limit" and not self.proven  # says nothing about the set-up
                 if after is not None:
                     self._pause(after)
             else:

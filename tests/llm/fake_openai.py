@@ -41,7 +41,7 @@ Faults on demand, per custom id (``"<key>/r<round>"``), consumed one per attempt
 ``429`` (with ``Retry-After``), ``quota`` (429 ``insufficient_quota``), ``500`` (OpenAI's, a new request id
 each time), ``500same`` (the same body every time, a deterministic fault), ``html`` (a 200
 HTML page), ``error200`` (an error body with status 200), ``drop`` (the connection closed without an
-answer), ``malformed`` (content not JSON), ``schema`` (JSON of the wrong shape), ``garbage`` (text with
+answer), ``malformed`` (content not JSON), ``schema`` (JSON of the wrong shape), ``odd_key`` (one name short, under an odd key), ``garbage`` (text with
 no list), ``refusal``, ``short`` (half the labels), ``length`` (cut off), ``slow`` (extra delay); in
 batches ``error`` (an error-file line), ``500`` and the content faults. Every chat request and every
 batch line is counted per custom id (``chat_counts``, ``batch_counts``), so a test can assert that
@@ -215,6 +215,8 @@ def _completion(
         content = '{"labels": ["unterminated'
     elif fault == "schema":
         content = json.dumps({"items": labels})
+    elif fault == "odd_key":  # one name short, under a key named after a label (a small model's JSON mode)
+        content = json.dumps({" yellow cloud": labels[:-1]})
     elif fault == "refusal":
         content, refusal = None, "I can't help with that."
     elif fault == "length":
