@@ -143,7 +143,13 @@ MinLabelsOpt = Annotated[
     ),
 ]
 RetryWaitOpt = Annotated[
-    float, typer.Option("--retry-wait", min=0.0, help="Base of the exponential backoff between retries, seconds.")
+    float,
+    typer.Option(
+        "--retry-wait",
+        min=0.0,
+        help="Base of the exponential backoff between retries, seconds (a request whose retries run out is "
+        "deferred and asked again later in the run, waiting this x 2^(attempts + k), at most 60 s).",
+    ),
 ]
 PollOpt = Annotated[float, typer.Option("--poll-interval", min=0.0, help="Seconds between Batch API status checks.")]
 PriceInOpt = Annotated[

@@ -1,11 +1,13 @@
 """How many requests a run keeps in flight: at most ``concurrency``, halved on overload, grown on success (AIMD).
 
-A rate-limited account (429 storms) or a server whose slots share one context (llama-server's ``Context
-size has been exceeded.``) answers too many requests at once with errors; sending the same number again
-only hammers it. :class:`Throttle` is TCP's answer: the limit is halved when the server says it is
-overloaded (at most once per round of requests in flight, so one burst of 429s halves it once) and grows
-by one after as many successes as the limit (about one more request per round), never above the
-``concurrency`` asked for. Its history (``lowest``, ``decreases``) goes into the run's summary.
+A rate-limited account (429 storms) or a server whose slots share one context (llama-server's ``Context size
+has been exceeded.``) answers too many requests at once with errors; sending the same number again only
+hammers it. :class:`Throttle` is TCP's answer: the limit is halved when the server says it is overloaded, and
+grows by one after as many successes as the limit (about one more request per round), never above the
+``concurrency`` asked for. It is halved at most once per round of requests in flight (one burst of 429s halves
+it once), and only when overloads are a real share of the last round's answers (a quarter or more): a server
+that fails a few requests at random is no rate limit. Its history (``lowest``, ``decreases``) goes into the
+run's summary.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 
 __all__ = ["Throttle"]
 
@@ -34,6 +37,7 @@ class Throttle:
         self._epoch = 0  # bumped at each decrease: an overload seen by a request sent before it is not counted again
         self._cond: asyncio.Condition | None = None
         self.last_decrease = 0.0
+        self._recent: deque[bool] = deque(maxlen=max(8, ceiling))  # the last answers: True for an overload
 
     def _condition(self) -> asyncio.Condition:
         if self._cond is None:  # made in the running loop (a client may be built outside one)
@@ -65,13 +69,16 @@ class Throttle:
 
     def succeeded(self) -> None:
         """One answer came back: the limit grows by ``1/limit`` (one more slot per round), up to the ceiling."""
+        self._recent.append(False)
         if self.limit < self.ceiling:  # waiters are woken when this request's slot is released
             self.limit = min(float(self.ceiling), self.limit + 1.0 / self.limit)
 
     def overloaded(self, epoch: int, why: str) -> bool:
         """The server said it is overloaded (``why``) to a request sent at ``epoch``: halve the limit, once per
         round (answers to requests sent before the last decrease do not halve it again). Whether it was halved."""
-        if epoch != self._epoch or self.limit <= 1:
+        self._recent.append(True)
+        last_round = list(self._recent)[-self.allowed :]
+        if epoch != self._epoch or self.limit <= 1 or 4 * sum(last_round) < len(last_round):
             return False
         self.limit = max(1.0, self.limit / 2)
         self._epoch += 1

@@ -229,13 +229,13 @@ def test_going_back_to_an_earlier_question_finds_its_answer(endpoint, tmp_path, 
 
 
 def test_tokens_of_unusable_answers_count_even_when_the_server_then_gives_up(endpoint, tmp_path, synonym_filter):
-    # a malformed answer (billed) then 500s until the transport retries run out: the request is left
-    # undone, but the tokens of the billed answer stay in the run's usage and cost
+    # a malformed answer (billed) then 500s until the transport retries run out (and no deferral): the request
+    # is left undone, but the tokens of the billed answer stay in the run's usage and cost
     wnid = imagenet1k().wnids[0]
     endpoint.state.add_faults(f"{wnid}/r0", "malformed", *["500"] * 8)
     kw = {"per_class": 6, "rounds": 1, "classes": 1, "run_dir": tmp_path / "run", "synonym_filter": synonym_filter}
     with pytest.raises(ResourceError):
-        build_gpt_vocabulary("gpt-test", client_options={**FAST, "transport_attempts": 2}, **kw)
+        build_gpt_vocabulary("gpt-test", client_options={**FAST, "transport_attempts": 2, "deferrals": 0}, **kw)
     from negvocab.llm.journal import Journal
 
     journal = Journal.open_existing(tmp_path / "run")

@@ -41,8 +41,9 @@ Faults on demand, per custom id (``"<key>/r<round>"``), consumed one per attempt
 ``429`` (with ``Retry-After``), ``quota`` (429 ``insufficient_quota``), ``500`` (OpenAI's, a new request id
 each time), ``500same`` (the same body every time, a deterministic fault), ``html`` (a 200
 HTML page), ``error200`` (an error body with status 200), ``drop`` (the connection closed without an
-answer), ``malformed`` (content not JSON), ``schema`` (JSON of the wrong shape), ``odd_key`` (one name short, under an odd key), ``garbage`` (text with
-no list), ``refusal``, ``short`` (half the labels), ``length`` (cut off), ``slow`` (extra delay); in
+answer), ``malformed`` (content not JSON), ``schema`` (JSON of the wrong shape), ``odd_key`` (one name
+short, under an odd key), ``garbage`` (text with no list), ``refusal``, ``short`` (half the labels),
+``length`` (cut off), ``slow`` (extra delay); in
 batches ``error`` (an error-file line), ``500`` and the content faults. Every chat request and every
 batch line is counted per custom id (``chat_counts``, ``batch_counts``), so a test can assert that
 nothing was asked twice.
@@ -663,9 +664,16 @@ def main() -> None:
             "ollama",
         ],
     )
+    ap.add_argument("--flaky", type=float, default=0.0, help="share of requests failing at random (429, 500, bad JSON)")
+    ap.add_argument("--retry-after", default="1", help="the Retry-After of a 429, in seconds")
+    ap.add_argument("--tpm", type=int, default=None, help="tokens per --tpm-window, then 429 (a rate-limited account)")
+    ap.add_argument("--tpm-window", type=float, default=60.0)
+    ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    with FakeOpenAI(latency=args.latency) as srv:
+    with FakeOpenAI(latency=args.latency, retry_after=args.retry_after) as srv:
         srv.state.kind = args.kind
+        srv.state.flaky, srv.state.rng = args.flaky, random.Random(args.seed)
+        srv.state.tpm, srv.state.tpm_window = args.tpm, args.tpm_window
         print(srv.url, flush=True)
         try:
             while True:

@@ -119,7 +119,7 @@ BABBLE = ["ség familiacolor bother involving", "%> чтоs register", "ölç gr
         ("structured", "html", "no chat completion"),
         ("structured", "error200", "no chat completion"),
         ("structured", "500", "HTTP 500"),
-        ("structured", "500same", "the same error twice"),
+        ("structured", "500same", "HTTP 500: internal error"),  # the same generic 500 each time: no cause named
         ("structured", "garbage", "unusable"),
         ("no_choices", None, "empty choices"),
         ("babble", None, "not language"),
