@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 from negvocab.errors import ResourceError
 from negvocab.labels.clean import keep_names
+from negvocab.labels.wordnet import load_wordnet
 
 __all__ = ["english_words", "is_known", "judge_answer", "unknown_labels"]
 
@@ -30,8 +31,6 @@ _WORD = re.compile(r"[^\W\d_]+")
 @functools.cache
 def english_words() -> frozenset[str] | None:
     """Every word of a WordNet 3.0 lemma, lower case without accents (``None`` when no WordNet is found)."""
-    from negvocab.labels.wordnet import load_wordnet
-
     try:
         reader = load_wordnet()
     except ResourceError as e:
