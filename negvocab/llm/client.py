@@ -335,18 +335,8 @@ class LLMClient(SecretKeeper):
         text = snippet(self.scrub(bad.text)) if bad is not None and bad.text else None
         raw = tries.best_raw if labels is None or labels is tries.best else bad.raw if bad is not None else None
         kept = self.without_secrets(list(tries.best if labels is None else labels))
-        return Answer(
-            status,
-            kept,
-            dict(tries.usage),
-            None,
-            tries.model,
-            tries.total,
-            error,
-            self.mode,
-            text,
-            self.scrub_items(raw),
-        )
+        usage, raw_items = dict(tries.usage), self.scrub_items(raw)
+        return Answer(status, kept, usage, None, tries.model, tries.total, error, self.mode, text, raw_items)
 
     def _should_stop(self, tries: Tries, exc: BaseException | None) -> bool:
         if self._draining or self._failed is not None:
@@ -371,6 +361,12 @@ class LLMClient(SecretKeeper):
             return True
         self.content_retries += 1
         return False
+
+    def may_retry_content(self) -> bool:
+        """Whether the run's budget of retries of unusable answers allows one more (then it is spent)."""
+        ok = self.content_retry_budget is None or self.content_retries < self.content_retry_budget
+        self.content_retries += ok
+        return ok
 
     def deferral_wait(self, deferral: int) -> float:
         """Seconds a request whose attempts ran out waits before it is asked again for the ``deferral``-th time

@@ -217,11 +217,15 @@ async def run_sync(
     tag = journal.identity_sha256[:8]
 
     async def ask(req: Request) -> Answer | None:
-        """The request's answer, deferred while the server gives up on it; ``None`` when left undone."""
+        """The request's answer, deferred while the server gives up on it (or answers no list in any attempt,
+        as a flaky server's malformed JSON); ``None`` when left undone for the next run."""
         nonlocal deferred
         for round_ in range(client.deferrals + 1):
+            last = round_ == client.deferrals
             try:
-                return await client.ask(req.chat(), req.n, min_labels=req.min_labels, trace_id=f"{tag}:{req.custom_id}")
+                answer = await client.ask(
+                    req.chat(), req.n, min_labels=req.min_labels, trace_id=f"{tag}:{req.custom_id}"
+                )
             except ServerGaveUp as e:
                 if not client.reached:
                     raise ResourceError(
@@ -229,15 +233,20 @@ async def run_sync(
                         "base_url), then re-run the same command",
                         param="base_url",
                     ) from None
-                if e.usage:  # tokens billed for unusable answers before the server gave up: counted in the cost
-                    writer.put(_attempt_failed(req, str(e), e.usage))
-                if round_ == client.deferrals:
-                    log.warning("%s: %s, %d times; left for the next run", req.custom_id, e, round_ + 1)
-                    return None
-                deferred += 1
-                wait = client.deferral_wait(round_)
-                log.info("%s: %s; deferred, asked again in %.1f s while the others go on", req.custom_id, e, wait)
-                await asyncio.sleep(wait)
+                why, usage = str(e), e.usage
+            else:
+                if answer.status != "invalid" or last or not client.may_retry_content():
+                    return answer
+                why, usage = f"no usable answer in {answer.attempts} attempts ({answer.error})", answer.usage
+            if usage:  # tokens billed for unusable answers: counted in the cost
+                writer.put(_attempt_failed(req, why, usage))
+            if last:
+                log.warning("%s: %s, %d times; left for the next run", req.custom_id, why, round_ + 1)
+                return None
+            deferred += 1
+            wait = client.deferral_wait(round_)
+            log.info("%s: %s; deferred, asked again in %.1f s while the others go on", req.custom_id, why, wait)
+            await asyncio.sleep(wait)
         return None  # pragma: no cover (the loop returns)
 
     async def one(req: Request) -> None:

@@ -113,3 +113,14 @@ def test_a_tokens_per_minute_limit_converges_instead_of_hammering(tmp_path, syno
         limited = sum(1 for _, _, status in srv.state.chat_log if status == 429)
     assert vocab.settings["failures"] == {} and len(vocab.views) == 60
     assert limited < 60  # Retry-After honoured and concurrency halved: not a 429 for every answer
+
+
+def test_an_answer_with_no_list_in_any_attempt_is_asked_again_later_in_the_run(tmp_path, synonym_filter):
+    wnids = imagenet1k().wnids
+    with FakeOpenAI() as srv:
+        srv.state.add_faults(f"{wnids[2]}/r0", *["malformed"] * 3)  # a flaky server's bad JSON three times running
+        vocab = _gpt(srv.url, tmp_path / "run", synonym_filter, classes=5, response_format="json_schema")
+        asked = srv.state.chat_counts[f"{wnids[2]}/r0"]
+    assert vocab.settings["failures"] == {} and asked == 4  # 3 attempts, deferred, then answered
+    results = _results(tmp_path / "run")
+    assert len(results) == 5 and all(r["status"] == "ok" for r in results)
