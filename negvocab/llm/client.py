@@ -120,7 +120,8 @@ SETUP_BUDGET = 10
 TRANSPORT_ATTEMPTS = 3
 #: times a request whose attempts ran out is deferred and asked again later in the run (with backoff)
 DEFERRALS = 5
-#: the run stops when no answer came among this many attempts in a row, across requests (the server looks broken)
+#: the run stops when no answer came among this many attempts in a row, across requests (the server looks broken;
+#: at least as many as are in flight at once)
 HEALTH_WINDOW = 10
 
 
@@ -477,8 +478,8 @@ class LLMClient(SecretKeeper):
     def _failed_attempt(self, why: str) -> None:
         """Count an attempt without an answer; :data:`HEALTH_WINDOW` in a row across requests (after the set-up
         worked) stop the run: the server as a whole looks broken, not one request unlucky."""
-        self.failing += 1
-        if self.proven and self.failing >= self.health_window and self._fatal is None:
+        self.failing += 1  # a window at least as wide as the requests in flight: one stalled round is no verdict
+        if self.proven and self.failing >= max(self.health_window, self.throttle.allowed) and self._fatal is None:
             self._fatal = ResourceError(
                 f"{self.base_url}: no answer among the last {self.failing} attempts across requests, so the run "
                 f"stopped (the last: {why}); everything answered is journaled: check the server (is it up? what "
@@ -651,6 +652,8 @@ class LLMClient(SecretKeeper):
             tries.transport += 1
             what, connect, hint = connection_trouble(type(e.__cause__).__name__, isinstance(e, sdk.APITimeoutError))
             self._last_problem = f"{what} ({type(e).__name__}): {hint}"
+            if isinstance(e, sdk.APITimeoutError):  # a server too busy to accept or answer in time: fewer at once
+                self.throttle.overloaded(tries.epoch, f"{self.base_url}: {what}")
             self._failed_attempt(self._last_problem)
             return Transient(f"{what} ({type(e).__name__})", connect=connect)
         return e
