@@ -13,36 +13,54 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from negvocab.errors import ResourceError
 from negvocab.labels.clean import keep_names
-from negvocab.labels.wordnet import load_wordnet
+from negvocab.labels.wordnet import WORDNET_DIR_ENV, load_wordnet, system_dirs
 
 __all__ = ["english_words", "is_known", "judge_answer", "unknown_labels"]
 
 log = logging.getLogger(__name__)
 
 _WORD = re.compile(r"[^\W\d_]+")
+POS = ("noun", "verb", "adj", "adv")
 
 
 @functools.cache
 def english_words() -> frozenset[str] | None:
-    """Every word of a WordNet 3.0 lemma, lower case without accents (``None`` when no WordNet is found)."""
+    """Every word of a WordNet lemma, lower case without accents (``None`` when no WordNet is found). Read from
+    the index files of a WordNet folder (``$NEGVOCAB_WORDNET_DIR``, the system database) when there is one,
+    which takes a second, else through nltk's reader (:func:`~negvocab.labels.wordnet.load_wordnet`)."""
+    words: set[str] = set()
+    for line in _index_lines():
+        if not line.startswith(" "):  # the index files: one lemma a line, after a licence header
+            words.update(_WORD.findall(_plain(line.split(" ", 1)[0])))
+    return frozenset(words) or None
+
+
+def _index_lines() -> Iterator[str]:
+    env = os.environ.get(WORDNET_DIR_ENV)
+    folders = [Path(env).expanduser()] if env else system_dirs()
+    for folder in folders:
+        files = [folder / f"index.{pos}" for pos in POS]
+        if all(f.is_file() for f in files):
+            for f in files:
+                with open(f, encoding="utf-8", errors="replace") as lines:
+                    yield from lines
+            return
     try:
         reader = load_wordnet()
     except ResourceError as e:
         log.info("no WordNet to judge words against (%s): answers are judged by their shape only", e)
-        return None
-    words: set[str] = set()
-    for pos in ("noun", "verb", "adj", "adv"):  # the index files: one lemma a line, after a licence header
-        with reader.open(f"index.{pos}") as f:
-            for line in f:
-                if not line.startswith(" "):
-                    words.update(_WORD.findall(_plain(line.split(" ", 1)[0])))
-    return frozenset(words)
+        return
+    for pos in POS:
+        with reader.open(f"index.{pos}") as lines:
+            yield from lines
 
 
 def _plain(text: str) -> str:

@@ -518,7 +518,7 @@ class LLMClient(SecretKeeper):
             **({"max_tokens": limit} if limit is not None else {}),
         )
         left = tries.deadline - time.monotonic()
-        tries.epoch = self.throttle.epoch  # an overload answered to this request halves the limit once per round
+        tries.epoch, tries.alone = self.throttle.epoch, not self.in_flight  # an overload halves once per round
         self.in_flight += 1
         self.http_requests += 1
         try:
@@ -628,7 +628,7 @@ class LLMClient(SecretKeeper):
             code = e.status_code
             detail = self._detail(e)
             verdict = classify(code, detail, error_code(e))
-            if verdict.cause == "context_full" and self.throttle.allowed <= 1 and not self.in_flight:
+            if verdict.cause == "context_full" and tries.alone and not self.in_flight:
                 verdict = Verdict(PERMANENT, "context_full")  # alone on the server and still no room: it never fits
             if verdict.kind in (PERMANENT, FORMAT):
                 return self.fatal_error(e, verdict)

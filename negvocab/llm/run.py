@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from negvocab.errors import ResourceError
+from negvocab.labels.lexicon import english_words
 from negvocab.llm.client import Answer, FailFast, LLMClient, NotSent, ServerGaveUp
 from negvocab.llm.journal import Journal, custom_id, identity_hash
 from negvocab.llm.prompts import PromptTemplate
@@ -272,6 +273,7 @@ async def run_sync(
         if on_progress is not None:
             on_progress(done, total)
 
+    await asyncio.to_thread(english_words)  # the words answers are judged against, read once off the event loop
     tasks = [asyncio.ensure_future(one(r)) for r in requests]
     beat = asyncio.ensure_future(_heartbeat(client))
     try:
