@@ -284,9 +284,13 @@ class LLMRun:
             outcome.sent,
             "unknown" if extra["cost_usd"] is None else f"${extra['cost_usd']:.4f}",
         )
-        return vocabulary_from_results(
+        vocab = vocabulary_from_results(
             self, outcome.results, rounds_used=rounds_used, synonym_filter=synonym_filter, extra_settings=extra
         )
+        names, short = vocab.settings["names"], len(vocab.settings["failures"].get("short", []))
+        log.info("%s: the answers held %d of the %d names asked%s", self.run_dir, names["got"], names["asked"],
+                 f" ({short} shorter lists than asked, kept)" if short else "")  # fmt: skip
+        return vocab
 
     def _settings(self) -> dict[str, Any]:
         return {"classes": self.selection, "rounds": self.rounds, "prompt_path": self.prompt_path}

@@ -141,6 +141,8 @@ def vocabulary_from_results(
         "synonym_filter": synonym_filter.report(kept, removed),
         "label_cleaning": cleaning.to_settings(),  # raw -> clean, and what was dropped as no label
         "failures": failures,
+        # partial answers are answers: the names the answers held against the names asked (before the filter)
+        "names": {"asked": sum(int(rec.get("n") or 0) for rec in used), "got": sum(len(rec["labels"]) for rec in used)},
         **dict(extra_settings or {}),
     }
     if run.chunks:

@@ -143,7 +143,13 @@ MinLabelsOpt = Annotated[
     ),
 ]
 RetryWaitOpt = Annotated[
-    float, typer.Option("--retry-wait", min=0.0, help="Base of the exponential backoff between retries, seconds.")
+    float,
+    typer.Option(
+        "--retry-wait",
+        min=0.0,
+        help="Base of the exponential backoff between retries, seconds (a request whose retries run out is "
+        "deferred and asked again later in the run, waiting this x 2^(attempts + k), at most 60 s).",
+    ),
 ]
 PollOpt = Annotated[float, typer.Option("--poll-interval", min=0.0, help="Seconds between Batch API status checks.")]
 PriceInOpt = Annotated[
@@ -219,6 +225,9 @@ def _report(vocab: Any, out: Path, what: str) -> None:
         f"{s['unique_labels']} unique labels as ImageNet-1k names/synonyms"
         + (f" (e.g. {examples})" if examples else "")
     )
+    names = s.get("names")
+    if names:  # partial answers are answers: kept and counted
+        typer.echo(f"names in the answers: {names['got']} of {names['asked']} asked")
     failures = s.get("failures") or {}
     if failures:
         again = " (the next run asks the refused and invalid ones again" + (

@@ -52,6 +52,7 @@ __all__ = [
     "load_wordnet",
     "main",
     "prepare_copy",
+    "system_dirs",
     "wordnet_location",
 ]
 
@@ -167,6 +168,11 @@ def _nltk_roots() -> list[Any]:
         except LookupError:
             continue
     return []
+
+
+def system_dirs() -> list[Path]:
+    """System WordNet database folders that exist (``data.noun`` present)."""
+    return _system_dirs()
 
 
 def _system_dirs() -> list[Path]:

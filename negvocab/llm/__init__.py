@@ -10,7 +10,11 @@
   server and runs its requests (endpoint, key, concurrency, Batch API, format, timeouts, prices);
 - :mod:`negvocab.llm.journal`: the crash-safe run folder (manifest + fsynced JSONL journal);
 - :mod:`negvocab.llm.run` / :mod:`negvocab.llm.batch`: sending what the journal lacks, synchronously
-  or through the Batch API;
+  (requests whose attempts ran out deferred and asked again; the run stops only when the server as a
+  whole looks broken) or through the Batch API;
+- :mod:`negvocab.llm.throttle`: how many requests are in flight (halved on overload, grown on success);
+- :mod:`negvocab.llm.server_errors`: what each server's error means, and its one-line diagnosis;
+- :mod:`negvocab.llm.secrets`: the key and URL secrets kept out of logs, errors and journals;
 - :mod:`negvocab.llm.cost`: token and dollar estimates (dry run) and prices;
 - :mod:`negvocab.llm.loop`: running a run's coroutine from synchronous code (also in Jupyter).
 

@@ -139,6 +139,8 @@ class Tries:
     deadline: float = float("inf")  # time.monotonic() by which the request gives up
     model: str | None = None  # the model as the server named it
     last_error: tuple[Any, ...] | None = None  # (status, body) of the last transport error: the same twice stops
+    epoch: int = 0  # the concurrency limit's epoch when the last attempt was sent (an overload halves it once)
+    alone: bool = False  # whether the last attempt was the only request on the wire when sent
 
     @property
     def total(self) -> int:

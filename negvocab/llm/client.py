@@ -1,26 +1,28 @@
 """An OpenAI-compatible chat client that asks for a list of labels and retries what can be retried.
 
-It talks to OpenAI or any OpenAI-compatible server (vLLM, Ollama, llama.cpp server) through the
-official ``openai`` SDK: the endpoint and key come from ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` or
-the arguments. The answer is asked for in a response format (:mod:`negvocab.llm.formats`):
-structured output, the strict JSON schema of :class:`LabelList` (:data:`RESPONSE_FORMAT`, the one
-the SDK's ``parse`` would send), where the server honours it, else JSON mode or free text (``auto``
-settles once per run); it is validated here as in Batch mode, so that every answer's token usage
-is counted, also of an unusable one. Until the first usable answer at most
+It talks to OpenAI or any OpenAI-compatible server through the official ``openai`` SDK; the answer
+is asked for in a response format (:mod:`negvocab.llm.formats`; ``auto`` settles once per run) and
+validated here, so that every answer's token usage is counted. Until the first usable answer at most
 :data:`PROBE_CONCURRENCY` requests are in flight, and :data:`FAIL_FAST_AFTER` unusable answers
 before any usable one stop the run with a one-line diagnosis (:class:`FailFast`). Each request has
 a total deadline (``request_timeout``). Two kinds of trouble are retried with tenacity:
 
 - transport: 429 (the ``Retry-After`` / ``retry-after-ms`` wait is honoured, and all requests of
   the client pause for it), 5xx, 408/409, timeouts and dropped connections, with exponential
-  backoff; when the attempts run out the request is left undone (:class:`ServerGaveUp`), so a
-  re-run retries it;
+  backoff; when the attempts run out the request is given up for now (:class:`ServerGaveUp`):
+  :func:`negvocab.llm.run.run_sync` defers it and asks it again later in the run (:meth:`LLMClient.deferral_wait`);
 - content: malformed JSON, a schema mismatch, a truncated answer or fewer distinct labels than
   asked; when the attempts run out the request is recorded as a failure (``invalid`` or ``short``,
   the short list kept), never dropped. A refusal is recorded at once (``refused``).
 
 Other API errors (bad key, unknown model, bad request) stop the run with a one-line error. The key
 never appears in a log line, an error message or a file.
+
+How many requests are in flight adapts (:class:`~negvocab.llm.throttle.Throttle`): halved on a rate
+limit (429) or a full context (llama-server's ``Context size has been exceeded.``), grown again on
+success. The run stops early only when the server as a whole looks broken: no answer among the last
+:data:`HEALTH_WINDOW` attempts across requests (after a first usable answer; before it, the set-up
+budget), or a permanent error.
 """
 
 from __future__ import annotations
@@ -65,22 +67,27 @@ from negvocab.llm.formats import (  # noqa: F401 (RESPONSE_FORMAT, LabelList, la
     request_format,
     snippet,
 )
+from negvocab.llm.secrets import SecretKeeper
 from negvocab.llm.server_errors import (
     FORMAT,
     PERMANENT,
-    REPEATABLE,
     Verdict,
     classify,
     connection_trouble,
     diagnosis,
+    overload_words,
     server_words,
+    temporary_words,
 )
-from negvocab.redact import MIN_SECRET_LENGTH, basic_auth_forms, mask_secrets, url_secrets
+from negvocab.llm.throttle import Throttle
+from negvocab.redact import basic_auth_forms, url_secrets
 
 __all__ = [
     "Answer",
     "CONNECT_TIMEOUT_S",
     "DEFAULT_REQUEST_TIMEOUT_S",
+    "DEFERRALS",
+    "HEALTH_WINDOW",
     "FAIL_FAST_AFTER",
     "FailFast",
     "LLMClient",
@@ -112,9 +119,14 @@ SETUP_BUDGET = 10
 #: attempts per request for a transport error (the openai SDK's own default, 1 + max_retries=2): a
 #: server that went away mid-run costs 3 tries a request, not 8 with minutes of backoff each
 TRANSPORT_ATTEMPTS = 3
+#: times a request whose attempts ran out is deferred and asked again later in the run (with backoff)
+DEFERRALS = 5
+#: the run stops when no answer came among this many attempts in a row, across requests (the server looks broken;
+#: at least as many as are in flight at once)
+HEALTH_WINDOW = 10
 
 
-class LLMClient:
+class LLMClient(SecretKeeper):
     """Asks an OpenAI-compatible chat endpoint for label lists, with retries and a concurrency limit.
 
     Parameters
@@ -125,8 +137,8 @@ class LLMClient:
         Endpoint and key; default ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``. A query string in the
         base URL (``?api-version=...``, ``?key=...``) is sent with every request.
     concurrency : int
-        Requests in flight at most (an :class:`asyncio.Semaphore`); until the first usable answer
-        at most :data:`PROBE_CONCURRENCY`, so a broken setup costs a handful of requests.
+        Requests in flight at most (a :class:`~negvocab.llm.throttle.Throttle`: halved on overload, grown
+        on success); until the first usable answer at most :data:`PROBE_CONCURRENCY`.
     transport_attempts, content_attempts : int
         Attempts per request for transport errors (default :data:`TRANSPORT_ATTEMPTS`, as the openai
         SDK) and for unusable answers; until the first usable answer all requests together send at
@@ -140,7 +152,11 @@ class LLMClient:
         With ``auto``: the mode to start in (the one an earlier session of the run settled on).
     wait_base, wait_max : float
         Exponential backoff: ``wait_base * 2**k`` seconds (with jitter), at most ``wait_max``;
-        a server's ``Retry-After`` is honoured up to ``retry_after_max``.
+        a server's ``Retry-After`` is honoured up to ``retry_after_max``. A deferred request waits
+        ``wait_base * 2**(transport_attempts + d)`` (at most ``wait_max``) before its d-th deferral.
+    deferrals, health_window : int
+        Times a request whose attempts ran out is deferred (:data:`DEFERRALS`; then it is left for the
+        next run); attempts in a row across requests without an answer that stop the run (:data:`HEALTH_WINDOW`).
     temperature : float, optional
         Sampling temperature sent with each request (``None``: the server's default).
     request_timeout : float
@@ -170,6 +186,8 @@ class LLMClient:
         start_mode: str | None = None,
         wait_base: float = 1.0,
         wait_max: float = 60.0,
+        deferrals: int = DEFERRALS,
+        health_window: int = HEALTH_WINDOW,
         retry_after_max: float = 600.0,
         temperature: float | None = 1.0,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT_S,
@@ -179,8 +197,10 @@ class LLMClient:
     ) -> None:
         if concurrency < 1:
             raise InputError(f"concurrency must be >= 1, got {concurrency}")
-        if transport_attempts < 1 or content_attempts < 1:
-            raise InputError("transport_attempts and content_attempts must be >= 1")
+        if transport_attempts < 1 or content_attempts < 1 or health_window < 1:
+            raise InputError("transport_attempts, content_attempts and health_window must be >= 1")
+        if deferrals < 0:
+            raise InputError(f"deferrals must be >= 0, got {deferrals}")
         if not request_timeout > 0:
             raise InputError(f"request timeout must be > 0 seconds, got {request_timeout}")
         import openai
@@ -219,7 +239,11 @@ class LLMClient:
             api_key=key, base_url=sdk_url, max_retries=0, timeout=limits, default_query=query or None
         )
         self.concurrency = concurrency
-        self._sem = asyncio.Semaphore(concurrency)
+        self.throttle = Throttle(concurrency)  # in flight at most: halved on overload, grown on success
+        self.deferrals = deferrals
+        self.health_window = health_window
+        self.failing = 0  # attempts in a row, across requests, without an answer (see HEALTH_WINDOW)
+        self.overloads: dict[str, int] = {}  # overload answers by cause (rate_limit, context_full)
         self.transport_attempts = transport_attempts
         self.content_attempts = content_attempts
         self.content_retry_budget = content_retry_budget
@@ -243,15 +267,8 @@ class LLMClient:
         self._draining = False
 
     def __repr__(self) -> str:  # never shows the key
-        return (
-            f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, "
-            f"concurrency={self.concurrency}, mode={self.mode!r})"
-        )
-
-    def scrub(self, text: str) -> str:
-        """Error or log ``text`` with URL credentials masked by structure, and the key and URL secrets
-        masked where they occur when long enough to be secrets (:func:`negvocab.redact.mask_secrets`)."""
-        return mask_secrets(text, self._secrets, encoded=self._encoded)
+        url, model = self.base_url, self.model
+        return f"LLMClient(model={model!r}, base_url={url!r}, concurrency={self.concurrency}, mode={self.mode!r})"
 
     def drain(self) -> None:
         """Send nothing new: requests not yet sent raise :class:`NotSent`, those in flight finish
@@ -281,7 +298,7 @@ class LLMClient:
         from tenacity import AsyncRetrying, retry_if_exception_type
 
         tries = Tries(need=n if min_labels is None else min_labels)
-        async with self._sem:
+        async with self.throttle:
             if self._draining:
                 raise NotSent("the run was interrupted before this request was sent")
             if self._failed is not None:
@@ -321,31 +338,8 @@ class LLMClient:
         text = snippet(self.scrub(bad.text)) if bad is not None and bad.text else None
         raw = tries.best_raw if labels is None or labels is tries.best else bad.raw if bad is not None else None
         kept = self.without_secrets(list(tries.best if labels is None else labels))
-        return Answer(
-            status,
-            kept,
-            dict(tries.usage),
-            None,
-            tries.model,
-            tries.total,
-            error,
-            self.mode,
-            text,
-            self.scrub_items(raw),
-        )
-
-    def scrub_items(self, raw: list[str] | None) -> list[str] | None:
-        """An answer's raw items for the journal, as the model wrote them (model output is data and is
-        never rewritten: masking a short key such as ``x`` there turned "hot box" into "hot bo***"),
-        less any item that holds the key or a URL secret (:meth:`without_secrets`)."""
-        return self.without_secrets([str(x) for x in raw]) if raw else None
-
-    def without_secrets(self, items: list[str]) -> list[str]:
-        """``items`` less those that hold a secret of :data:`~negvocab.redact.MIN_SECRET_LENGTH` or more
-        characters (in any case: labels are lower-cased), so that a model echoing the key cannot put it
-        in a journal or a vocabulary; the other items are kept as they are."""
-        secrets = [x.lower() for x in self._secrets if x and len(x) >= MIN_SECRET_LENGTH]
-        return [it for it in items if not any(x in it.lower() for x in secrets)] if secrets else items
+        usage, raw_items = dict(tries.usage), self.scrub_items(raw)
+        return Answer(status, kept, usage, None, tries.model, tries.total, error, self.mode, text, raw_items)
 
     def _should_stop(self, tries: Tries, exc: BaseException | None) -> bool:
         if self._draining or self._failed is not None:
@@ -370,6 +364,17 @@ class LLMClient:
             return True
         self.content_retries += 1
         return False
+
+    def may_retry_content(self) -> bool:
+        """Whether the run's budget of retries of unusable answers allows one more (then it is spent)."""
+        ok = self.content_retry_budget is None or self.content_retries < self.content_retry_budget
+        self.content_retries += ok
+        return ok
+
+    def deferral_wait(self, deferral: int) -> float:
+        """Seconds a request whose attempts ran out waits before it is asked again for the ``deferral``-th time
+        (0-based): the backoff after its last attempt, doubled each time, at most ``wait_max``, with jitter."""
+        return min(self.wait_max, self.wait_base * 2 ** (self.transport_attempts + deferral)) * random.uniform(0.5, 1)
 
     def _backoff(self, tries: Tries, exc: BaseException | None) -> float:
         if not isinstance(exc, Transient):
@@ -434,12 +439,17 @@ class LLMClient:
             self._last_problem = (
                 f"the server answered HTTP 200 with no chat completion ({type(completion).__name__}){NOT_OPENAI}"
             )
+            self._failed_attempt(self._last_problem)
             raise Transient(self._last_problem, final=repeated)
+        self.failing = 0  # an answer came: the server works (usable or not is the model's business)
+        self.throttle.succeeded()
         add_usage(tries.usage, completion.usage)  # every answer is billed, usable or not
         tries.model = completion.model or tries.model
         try:
             labels, raw, mode = self._read(completion, n, tries, mode)
         except BadAnswer as e:
+            if _a_list(e):  # a list of names, shorter than asked: the set-up works (kept, maybe asked again)
+                self._proven()
             self._unusable(e, tries)
             if e.status == "refused":
                 status, labels = ("short", tries.best) if tries.best else ("refused", [])  # keep a paid short list
@@ -450,8 +460,7 @@ class LLMClient:
             if len(e.labels) > len(tries.best):
                 tries.best, tries.best_raw = list(e.labels), e.raw
             raise
-        self.proven = self.format_seen = True
-        self._probe_changed.set()
+        self._proven()
         labels = self.without_secrets(labels)
         return Answer(
             "ok",
@@ -462,6 +471,23 @@ class LLMClient:
             mode=mode,
             raw_labels=self.scrub_items(raw),
         )
+
+    def _proven(self) -> None:
+        """A list of names came back: the set-up works (more requests may go out at once)."""
+        self.proven = self.format_seen = True
+        self._probe_changed.set()
+
+    def _failed_attempt(self, why: str) -> None:
+        """Count an attempt without an answer; :data:`HEALTH_WINDOW` in a row across requests (after the set-up
+        worked) stop the run: the server as a whole looks broken, not one request unlucky."""
+        self.failing += 1  # a window at least as wide as the requests in flight: one stalled round is no verdict
+        if self.proven and self.failing >= max(self.health_window, self.throttle.allowed) and self._fatal is None:
+            self._fatal = ResourceError(
+                f"{self.base_url}: no answer among the last {self.failing} attempts across requests, so the run "
+                f"stopped (the last: {why}); everything answered is journaled: check the server (is it up? what "
+                "does its log say?), then re-run the same command to resume",
+                param="base_url",
+            )
 
     def _spend_setup_budget(self) -> None:
         """Count a request sent before the first usable answer; past :data:`SETUP_BUDGET` the run stops."""
@@ -494,6 +520,7 @@ class LLMClient:
             **({"max_tokens": limit} if limit is not None else {}),
         )
         left = tries.deadline - time.monotonic()
+        tries.epoch, tries.alone = self.throttle.epoch, not self.in_flight  # an overload halves once per round
         self.in_flight += 1
         self.http_requests += 1
         try:
@@ -571,21 +598,15 @@ class LLMClient:
         return True
 
     def _switch(self, to: str, why: str) -> None:
-        log.warning(
-            "%s: %s; this run now asks in response format %s, not %s (--response-format %s starts there)",
-            self.base_url,
-            why,
-            to,
-            self.mode,
-            to,
-        )
+        line = "%s: %s; this run now asks in response format %s, not %s (--response-format %s starts there)"
+        log.warning(line, self.base_url, why, to, self.mode, to)
         self.switches.append({"from": self.mode, "to": to, "why": why[:200]})
         self.mode = to
         self.format_seen = False
 
     def _unusable(self, e: BadAnswer, tries: Tries) -> None:
         """Count an unusable answer; the :data:`FAIL_FAST_AFTER`-th before any usable one stops the run."""
-        if self.proven:
+        if self.proven or _a_list(e):  # a short list is an answer: the early guard judges language and shape
             return
         self.unusable += 1
         self._last_bad = e
@@ -601,38 +622,41 @@ class LLMClient:
             raise self._failed
 
     def _classify(self, e: Exception, tries: Tries) -> Exception:
-        """What an exception of the SDK call means (:func:`negvocab.llm.server_errors.classify`): a
-        transient error (final when the same status and body came twice in a row) or a fatal one."""
+        """What an exception of the SDK call means (:func:`negvocab.llm.server_errors.classify`): a transient
+        error (an overload also steps the concurrency down), or a fatal one."""
         sdk = self.sdk
         if isinstance(e, sdk.APIStatusError):
             self.reached = True
             code = e.status_code
             detail = self._detail(e)
             verdict = classify(code, detail, error_code(e))
+            if verdict.cause == "context_full" and tries.alone and not self.in_flight:
+                verdict = Verdict(PERMANENT, "context_full")  # alone on the server and still no room: it never fits
             if verdict.kind in (PERMANENT, FORMAT):
                 return self.fatal_error(e, verdict)
             tries.transport += 1
             after = retry_after_seconds(e.response.headers)
-            sig = (code, detail)
-            repeated = code not in REPEATABLE and sig == tries.last_error
-            tries.last_error = sig
-            if code == 429:
-                self.setup_sent -= not self.proven  # a rate limit says nothing about the set-up
+            why = f"HTTP {code}: {detail}"
+            if verdict.cause in (
+                "rate_limit",
+                "context_full",
+            ):  # the server is up and busy: fewer at once, no harm done
+                self.overloads[verdict.cause] = self.overloads.get(verdict.cause, 0) + 1
+                self.throttle.overloaded(tries.epoch, overload_words(verdict, self.base_url, why))
+                self.setup_sent -= verdict.cause == "rate_limit" and not self.proven  # says nothing about the set-up
                 if after is not None:
                     self._pause(after)
-            why = f"HTTP {code}: {detail}"
-            if repeated:
-                why += (
-                    " (the same error twice: a fault of the server or of this "
-                    "request, not its availability; see the server's log)"
-                )
-            if repeated or "the same error twice" not in (self._last_problem or ""):  # a deterministic fault says most
-                self._last_problem = why
-            return Transient(why, after, final=repeated)
+            else:
+                self._last_problem = temporary_words(verdict, why)
+                self._failed_attempt(self._last_problem)
+            return Transient(why, after)
         if isinstance(e, (sdk.APIConnectionError, sdk.APITimeoutError)):
             tries.transport += 1
             what, connect, hint = connection_trouble(type(e.__cause__).__name__, isinstance(e, sdk.APITimeoutError))
             self._last_problem = f"{what} ({type(e).__name__}): {hint}"
+            if isinstance(e, sdk.APITimeoutError):  # a server too busy to accept or answer in time: fewer at once
+                self.throttle.overloaded(tries.epoch, f"{self.base_url}: {what}")
+            self._failed_attempt(self._last_problem)
             return Transient(f"{what} ({type(e).__name__})", connect=connect)
         return e
 
@@ -658,14 +682,8 @@ class LLMClient:
         detail = self._detail(e)
         code = e.status_code
         verdict = verdict or classify(code, detail, error_code(e))
-        if verdict.kind != FORMAT and verdict.cause not in (
-            "auth",
-            "model",
-            "context",
-            "quota",
-            "endpoint",
-            "rejected",
-        ):
+        causes = ("auth", "model", "context", "context_full", "quota", "endpoint", "rejected")
+        if verdict.kind != FORMAT and verdict.cause not in causes:
             verdict = Verdict(PERMANENT, "rejected")
         line = diagnosis(
             verdict, code, detail, base_url=self.base_url, model=self.model, key_name=self.key_name, mode=self.mode,
@@ -673,3 +691,8 @@ class LLMClient:
             query_names=self._query_names,
         )  # fmt: skip
         return ResourceError(line)
+
+
+def _a_list(e: BadAnswer) -> bool:
+    """Whether an answer with fewer names than asked is still a list of names (two or more, in language)."""
+    return e.kind == "short" and len(e.labels) >= 2

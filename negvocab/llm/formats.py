@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from negvocab.errors import InputError
 from negvocab.labels.clean import clean_labels, keep_names, raw_items
+from negvocab.labels.lexicon import judge_answer
 from negvocab.llm.server_errors import FORMAT, classify
 
 __all__ = [
@@ -183,12 +184,12 @@ def read_answer(
     else:
         raw = raw_items(content or "")
     labels = clean_labels(raw)  # the one label normaliser (negvocab.labels.clean), glued items split
-    if labels:
-        named, nonsense = keep_names(labels)
-        if 2 * len(nonsense) > len(labels):  # an answer that is mostly no language: no --min-labels lets it through
+    if labels:  # every item judged, whatever min_labels says: no flag lets an answer that is no language through
+        named, bad, babble = judge_answer(labels)
+        if babble:
             raise BadAnswer(
-                f"the answer is not language: {len(nonsense)} of {len(labels)} "
-                f"items look like no name (e.g. {nonsense[0][:40]!r})",
+                f"the answer is not language: {len(bad)} of {len(labels)} "
+                f"items look like no name or hold no known word (e.g. {bad[0][:40]!r})",
                 "invalid",
                 kind="not_language",
                 text=content,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from negvocab.errors import ResourceError
+from negvocab.labels.lexicon import english_words
 from negvocab.llm.client import Answer, FailFast, LLMClient, NotSent, ServerGaveUp
 from negvocab.llm.journal import Journal, custom_id, identity_hash
 from negvocab.llm.prompts import PromptTemplate
@@ -199,76 +200,72 @@ async def run_sync(
 ) -> list[str]:
     """Send ``requests`` concurrently, journaling each answer; returns the custom ids left undone.
 
-    A request is left undone (not journaled) only when transport errors outlast the retries; a
-    re-run sends it again. Content failures are journaled with their status. When as many requests
-    in a row as run at once (``client.concurrency``, at most all of them) give up, the server is
-    taken to be down or unreachable: the run stops with a :class:`ResourceError` instead of waiting
-    out the retries of every remaining request (everything answered is journaled; re-run to resume).
-    While nothing comes back, a heartbeat line says what the run waits for; Ctrl-C sends nothing
-    new and waits for the questions under way only while the server keeps answering.
+    A request whose transport attempts run out is deferred: it waits (:meth:`LLMClient.deferral_wait`,
+    backing off) while the other requests proceed, then is asked again, up to ``client.deferrals`` times;
+    only then is it left undone (not journaled) for a re-run. Content failures are journaled with their
+    status. The run stops early only when the server as a whole looks broken (no answer among the last
+    ``client.health_window`` attempts across requests: a :class:`ResourceError` from the client), on a
+    permanent error, or when the server was never reached; everything answered is journaled, so the same
+    call resumes. While nothing comes back, a heartbeat line says what the run waits for; Ctrl-C sends
+    nothing new and waits for the questions under way only while the server keeps answering.
     """
-    # long: one event loop drives the requests, their journal lines and Ctrl-C
+    # long: one event loop drives the requests, their deferrals, their journal lines and Ctrl-C
     total = len(requests)
     done = 0
-    answered = 0
-    streak = 0
-    stop_after = max(1, min(client.concurrency, total))
     gave_up: list[str] = []
+    deferred = 0
     writer = _Writer(journal)
     tag = journal.identity_sha256[:8]
 
+    async def ask(req: Request) -> Answer | None:
+        """The request's answer, deferred while the server gives up on it (or answers no list in any attempt,
+        as a flaky server's malformed JSON); ``None`` when left undone for the next run."""
+        nonlocal deferred
+        for round_ in range(client.deferrals + 1):
+            last = round_ == client.deferrals
+            try:
+                answer = await client.ask(
+                    req.chat(), req.n, min_labels=req.min_labels, trace_id=f"{tag}:{req.custom_id}"
+                )
+            except ServerGaveUp as e:
+                if not client.reached:
+                    raise ResourceError(
+                        f"{e}; the server never answered: check that it is up and the base URL (OPENAI_BASE_URL or "
+                        "base_url), then re-run the same command",
+                        param="base_url",
+                    ) from None
+                why, usage = str(e), e.usage
+            else:
+                if answer.status != "invalid" or last or not client.may_retry_content():
+                    return answer
+                why, usage = f"no usable answer in {answer.attempts} attempts ({answer.error})", answer.usage
+            if usage:  # tokens billed for unusable answers: counted in the cost
+                writer.put(_attempt_failed(req, why, usage))
+            if last:
+                log.warning("%s: %s, %d times; left for the next run", req.custom_id, why, round_ + 1)
+                return None
+            deferred += 1
+            wait = client.deferral_wait(round_)
+            log.info("%s: %s; deferred, asked again in %.1f s while the others go on", req.custom_id, why, wait)
+            await asyncio.sleep(wait)
+        return None  # pragma: no cover (the loop returns)
+
     async def one(req: Request) -> None:
-        nonlocal done, answered, streak
+        nonlocal done
         if writer.error is not None:  # the journal cannot be written: ask nothing more
             raise writer.error
         try:
-            answer = await client.ask(req.chat(), req.n, min_labels=req.min_labels, trace_id=f"{tag}:{req.custom_id}")
+            answer = await ask(req)
         except NotSent:
             return
         except FailFast as e:
             if e.usage:  # the tokens of the unusable answers are counted in the cost
-                writer.put(
-                    {
-                        "kind": "attempt_failed",
-                        "custom_id": req.custom_id,
-                        "error": str(e)[:300],
-                        "usage": e.usage,
-                        "mode": "sync",
-                    }
-                )
+                writer.put(_attempt_failed(req, str(e)[:300], e.usage))
                 e.usage = {}
             raise
-        except ServerGaveUp as e:
-            if not client.reached:
-                raise ResourceError(
-                    f"{e}; the server never answered: check that it is up and the base URL (OPENAI_BASE_URL or "
-                    "base_url), then re-run the same command",
-                    param="base_url",
-                ) from None
+        if answer is None:
             gave_up.append(req.custom_id)
-            if e.usage:  # tokens billed for unusable answers before the server gave up: counted in the cost
-                writer.put(
-                    {
-                        "kind": "attempt_failed",
-                        "custom_id": req.custom_id,
-                        "error": str(e),
-                        "usage": e.usage,
-                        "mode": "sync",
-                    }
-                )
-            streak += 1
-            log.warning("%s: %s; left for the next run", req.custom_id, e)
-            if streak >= stop_after:
-                raise ResourceError(
-                    f"{e}: {streak} requests in a row failed, so the run stopped ({answered} answers of this "
-                    f"session journaled in {journal.run_dir}); check the "
-                    "server (is it up? what does its log say?) and the "
-                    "base URL (OPENAI_BASE_URL or base_url), then re-run the same command to resume",
-                    param="base_url",
-                ) from None
         else:
-            streak = 0
-            answered += 1
             if answer.status != "ok":
                 log.warning("%s: %s (%s)", req.custom_id, answer.status, answer.error)
             writer.put(result_record(req, answer, template, mode="sync", endpoint=client.base_url))
@@ -276,6 +273,7 @@ async def run_sync(
         if on_progress is not None:
             on_progress(done, total)
 
+    await asyncio.to_thread(english_words)  # the words answers are judged against, read once off the event loop
     tasks = [asyncio.ensure_future(one(r)) for r in requests]
     beat = asyncio.ensure_future(_heartbeat(client))
     try:
@@ -300,6 +298,7 @@ async def run_sync(
             for t in tasks:
                 t.cancel()
             await asyncio.gather(beat, *tasks, return_exceptions=True)  # every task's outcome retrieved
+            _say_how_it_went(client, deferred)
     finally:
         if client.switches:  # the response format the run settled on, for the manifest and the next session
             writer.put(
@@ -313,6 +312,33 @@ async def run_sync(
             )
         await asyncio.to_thread(writer.close)
     return gave_up
+
+
+def _attempt_failed(req: Request, error: str, usage: dict[str, int]) -> dict[str, Any]:
+    """The journal line of tokens billed for a request's unusable answers (counted in the run's cost)."""
+    return {"kind": "attempt_failed", "custom_id": req.custom_id, "error": error, "usage": usage, "mode": "sync"}
+
+
+def _say_how_it_went(client: LLMClient, deferred: int) -> None:
+    """One line when the server pushed back during the run: deferrals, overloads, the concurrency it came to."""
+    throttle = client.throttle
+    if not (deferred or throttle.decreases):
+        return
+    causes = ", ".join(f"{n} {cause.replace('_', ' ')}" for cause, n in sorted(client.overloads.items()))
+    fix = (
+        "; the server's context was full: a larger -c or fewer --parallel slots on the server, or a lower -j here"
+        if "context_full" in client.overloads
+        else ""
+    )
+    log.warning(
+        "%s: %d requests deferred and asked again; overloads: %s; at most %d of %d requests in flight at the lowest%s",
+        client.base_url,
+        deferred,
+        causes or "none",
+        throttle.lowest,
+        throttle.ceiling,
+        fix,
+    )
 
 
 async def _heartbeat(client: LLMClient) -> None:

@@ -5,10 +5,16 @@ refuses a ``json_schema`` response format with HTTP 500 (a pydantic ``literal_er
 ``response_format``), and a LiteLLM proxy passes it on as ``500 litellm.InternalServerError``;
 LiteLLM answers an unknown model (``Invalid model name passed in model=...``) and a key it cannot
 check (``No connected db.``) with 400; a context too small comes as 400 (``maximum context length
-is 256 tokens``) or, from llama.cpp, as 500 (``could not broadcast input array``). So the status
-alone says little: :func:`classify` reads the status and the body together and names one of
+is 256 tokens``) or, from llama.cpp, as 500 (``could not broadcast input array``). Upstream
+llama.cpp's ``llama-server`` answers ``500 Context size has been exceeded.`` to every request in
+flight when its slots, which share one context, together run out of it (so concurrency alone can cause
+it), and ``400 Failed to initialize samplers: ...`` when it cannot build the grammar of a response
+format; a LiteLLM proxy whose backend cannot be reached answers 500 ``litellm.APIConnectionError``. So
+the status alone says little: :func:`classify` reads the status and the body together and names one of
 
-- :data:`TEMPORARY`: retry with backoff (429 without a quota problem, 408/409, 5xx);
+- :data:`TEMPORARY`: retry with backoff (429 without a quota problem, 408/409, 5xx); causes
+  ``rate_limit`` and ``context_full`` (an overload: fewer requests at once), ``backend`` (a proxy up,
+  its backend not), ``server``; identical generic 500s are not by themselves a deterministic fault;
 - :data:`FORMAT`: the server does not take the response format asked for (a 400/422, or a 500
   whose body names ``response_format``): move down one format;
 - :data:`PERMANENT`: stop at once (bad key, unknown model, context too small, quota, a wrong
@@ -24,19 +30,29 @@ from dataclasses import dataclass
 
 __all__ = [
     "FORMAT", "PERMANENT", "REPEATABLE", "TEMPORARY", "UNKNOWN", "Verdict", "classify", "connection_trouble",
-    "diagnosis", "names_format",
-    "server_words",
+    "diagnosis", "names_format", "overload_words",
+    "server_words", "temporary_words",
 ]  # fmt: skip
 
 TEMPORARY, FORMAT, PERMANENT, UNKNOWN = "temporary", "format", "permanent", "unknown"
 
 _NAMES_FORMAT = re.compile(
-    r"response.?format|json.?schema|json.?object|structured.?output|guided.?(?:json|decoding)|grammar", re.I
+    r"response.?format|json.?schema|json.?object|structured.?output|guided.?(?:json|decoding)|grammar"
+    r"|initiali[sz]e samplers",  # llama-server: 400 "Failed to initialize samplers: failed to parse grammar"
+    re.I,
+)
+#: llama-server's answer to every request in flight when its slots together run out of their shared context
+_CONTEXT_FULL = re.compile(r"context size has been exceeded", re.I)
+#: a proxy (LiteLLM) that is up while the backend it forwards to cannot be reached
+_BACKEND = re.compile(
+    r"APIConnectionError|Connection error|cannot connect to host|connection refused|all connection attempts failed",
+    re.I,
 )
 _CONTEXT = re.compile(
     r"context.?length|context.?window|context_length_exceeded|exceeds? "
     r"(?:the )?(?:model'?s? )?(?:maximum )?context|n_ctx"
-    r"|too many tokens|prompt is too long|could not broadcast input array|requested tokens \(\d+\) exceed",
+    r"|too many tokens|prompt is too long|could not broadcast input array|requested tokens \(\d+\) exceed"
+    r"|exceeds the available context size|exceed_context_size_error",
     re.I,
 )
 _QUOTA = re.compile(
@@ -62,8 +78,8 @@ REPEATABLE = frozenset({408, 429, 502, 503, 504})
 @dataclass(frozen=True)
 class Verdict:
     """The kind of an error (:data:`TEMPORARY`, :data:`FORMAT`, :data:`PERMANENT`, :data:`UNKNOWN`) and its cause
-    (``rate_limit``, ``server``, ``format``, ``auth``, ``model``, ``context``, ``quota``, ``endpoint``,
-    ``rejected``, ``unknown``)."""
+    (``rate_limit``, ``context_full``, ``backend``, ``server``, ``format``, ``auth``, ``model``, ``context``,
+    ``quota``, ``endpoint``, ``rejected``, ``unknown``)."""
 
     kind: str
     cause: str
@@ -80,6 +96,8 @@ def classify(status: int | None, body: str, code: str | None = None) -> Verdict:
     words = f"{code or ''} {body}"
     if status is None or status < 400:
         return Verdict(UNKNOWN, "unknown")
+    if status >= 500 and _CONTEXT_FULL.search(body):
+        return Verdict(TEMPORARY, "context_full")
     if status in (400, 422, 500) and names_format(body) and not _CONTEXT.search(words):
         return Verdict(FORMAT, "format")
     if _CONTEXT.search(words):
@@ -90,6 +108,8 @@ def classify(status: int | None, body: str, code: str | None = None) -> Verdict:
             if code == "insufficient_quota" or _QUOTA.search(words)
             else Verdict(TEMPORARY, "rate_limit")
         )
+    if status >= 500 and _BACKEND.search(body):
+        return Verdict(TEMPORARY, "backend")
     if status >= 500 or status in (408, 409):
         return Verdict(TEMPORARY, "server")
     if _QUOTA.search(words) and status in (400, 402, 403):
@@ -151,6 +171,12 @@ def _diagnosis(
             f"{base_url}: the server does not serve model {model!r} ({said}); "
             f"use a model it lists at {base_url.rstrip('/')}/models (-m)"
         )
+    if cause == "context_full":
+        return (
+            f"{base_url}: the server's context is full even with one request in flight ({said}); start it with "
+            "a larger context (llama-server: -c) or fewer slots sharing it (--parallel), or ask fewer names a "
+            "request (-n)"
+        )
     if cause == "context":
         return (
             f"{base_url}: the request does not fit the model's context "
@@ -169,6 +195,31 @@ def _diagnosis(
         others = " or ".join(m for m in ("json_object", "text") if m != mode) or "auto"
         return f"{base_url}: the server does not take response format {mode} ({said}); try --response-format {others}"
     return f"{base_url}: request rejected ({said})"
+
+
+#: what to do about each kind of temporary trouble, said while it is retried and when it stops the run
+_TEMPORARY_FIX = {
+    "backend": "the proxy answers but cannot reach the backend it forwards to: check that backend (the proxy's "
+    "api_base for this model) and the proxy's log",
+    "server": "see the server's log",
+}
+
+
+def temporary_words(verdict: Verdict, said: str) -> str:
+    """A temporary error in one line: the server's words (``said``) and what to check."""
+    fix = _TEMPORARY_FIX.get(verdict.cause)
+    return f"{said} ({fix})" if fix else said
+
+
+def overload_words(verdict: Verdict, base_url: str, said: str) -> str:
+    """The line said when an overload (a rate limit, a full context) steps the run's concurrency down."""
+    if verdict.cause == "context_full":
+        return (
+            f"{base_url}: the server's context is full ({said}): its slots share one context, so concurrency alone "
+            "overflows it (llama-server: a larger -c, fewer --parallel slots; here: a lower -j or fewer names a "
+            "request, -n)"
+        )
+    return f"rate limited by {base_url} ({said})"
 
 
 def server_words(message: str) -> str:

@@ -13,23 +13,28 @@ from negvocab.labels.clean import (
     clean_label,
     clean_labels,
     clean_labels_report,
-    keep_names,
     parse_label_list,
 )
+from negvocab.labels.lexicon import judge_answer
 
 __all__ = ["CleanResult", "clean_label", "clean_labels", "clean_labels_report", "parse_label_list", "reclean_results"]
 
 
 def reclean_results(results: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, dict[str, Any]], CleanResult]:
     """Journal results with their labels cleaned again (``raw_labels`` when a record keeps them,
-    else ``labels``), items that look like no name dropped (:func:`negvocab.labels.clean.keep_names`),
+    else ``labels``), items that look like no name dropped (:func:`negvocab.labels.lexicon.judge_answer`; an
+    answer that is mostly no language loses every item and counts as ``invalid``),
     and what cleaning changed and dropped over all of them (for the provenance)."""
     out: dict[str, dict[str, Any]] = {}
     total = CleanResult()
     for cid, rec in results.items():
         raw = rec.get("raw_labels") or rec.get("labels") or []
         report = clean_labels_report(raw)
-        kept, nonsense = keep_names(report.labels)
+        kept, bad, babble = judge_answer(report.labels)
+        nonsense = [x for x in bad if x not in kept]  # a stray nonsense item; an unknown name in a good answer stays
+        if babble:  # an answer journaled by an older negvocab that is no language: none of it reaches a vocabulary
+            kept, nonsense = [], report.labels
+            rec = {**rec, "status": "invalid", "error": "the answer is not language"}
         out[cid] = {**rec, "labels": kept}
         total.changed.update(report.changed)
         total.dropped.extend(d for d in [*report.dropped, *nonsense] if d not in total.dropped)

@@ -28,8 +28,9 @@ def build(run_dir, synonym_filter, **kw):
     kw.setdefault("per_class", 6)
     kw.setdefault("rounds", 3)
     kw.setdefault("classes", 50)
+    options = {**FAST, **kw.pop("client", {})}
     return build_gpt_vocabulary(
-        "gpt-test", run_dir=run_dir, synonym_filter=synonym_filter, client_options=FAST, concurrency=8, **kw
+        "gpt-test", run_dir=run_dir, synonym_filter=synonym_filter, client_options=options, concurrency=8, **kw
     )
 
 
@@ -149,7 +150,7 @@ def test_an_answer_counts_only_for_the_question_asked(endpoint, tmp_path, synony
 def test_failed_answers_are_asked_again_by_every_run(endpoint, tmp_path, synonym_filter):
     wnids = imagenet1k().wnids
     endpoint.state.add_faults(f"{wnids[1]}/r0", "malformed", "malformed", "malformed")  # a glitch: recorded invalid
-    first = build(tmp_path / "run", synonym_filter, classes=2, rounds=1)
+    first = build(tmp_path / "run", synonym_filter, classes=2, rounds=1, client={"deferrals": 0})  # not asked again now
     assert first.settings["failures"] == {"invalid": [f"{wnids[1]}/r0"]} and first.views[wnids[1]] == []
     run = gpt_run("gpt-test", per_class=6, rounds=1, classes=2, run_dir=tmp_path / "run")
     assert (
@@ -229,13 +230,13 @@ def test_going_back_to_an_earlier_question_finds_its_answer(endpoint, tmp_path, 
 
 
 def test_tokens_of_unusable_answers_count_even_when_the_server_then_gives_up(endpoint, tmp_path, synonym_filter):
-    # a malformed answer (billed) then 500s until the transport retries run out: the request is left
-    # undone, but the tokens of the billed answer stay in the run's usage and cost
+    # a malformed answer (billed) then 500s until the transport retries run out (and no deferral): the request
+    # is left undone, but the tokens of the billed answer stay in the run's usage and cost
     wnid = imagenet1k().wnids[0]
     endpoint.state.add_faults(f"{wnid}/r0", "malformed", *["500"] * 8)
     kw = {"per_class": 6, "rounds": 1, "classes": 1, "run_dir": tmp_path / "run", "synonym_filter": synonym_filter}
     with pytest.raises(ResourceError):
-        build_gpt_vocabulary("gpt-test", client_options={**FAST, "transport_attempts": 2}, **kw)
+        build_gpt_vocabulary("gpt-test", client_options={**FAST, "transport_attempts": 2, "deferrals": 0}, **kw)
     from negvocab.llm.journal import Journal
 
     journal = Journal.open_existing(tmp_path / "run")
@@ -278,7 +279,7 @@ def test_failures_are_recorded_never_dropped(endpoint, tmp_path, synonym_filter)
     endpoint.state.add_faults(f"{wnids[2]}/r2", "malformed", "malformed", "malformed")
     endpoint.state.add_faults(f"{wnids[3]}/r0", "429", "500")
     endpoint.state.retry_after = "0"
-    vocab = build(tmp_path / "run", synonym_filter, classes=4)
+    vocab = build(tmp_path / "run", synonym_filter, classes=4, client={"deferrals": 0})  # recorded, for the next run
     fails = vocab.settings["failures"]
     assert fails == {"refused": [f"{wnids[0]}/r1"], "short": [f"{wnids[1]}/r0"], "invalid": [f"{wnids[2]}/r2"]}
     # the short answer's labels are kept; the refused and invalid rounds add nothing

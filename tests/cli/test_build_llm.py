@@ -272,9 +272,9 @@ def test_server_going_down_mid_run_stops_the_run_early(tmp_path, server, synonym
     from negvocab import imagenet1k
     from negvocab.errors import ResourceError
 
-    # round 0 answers; then every request fails with 500s until the retries run out
+    # round 0 answers; then every request fails with 500s: the server as a whole looks broken
     for w in imagenet1k().wnids[:10]:
-        server.state.add_faults(f"{w}/r1", *["500"] * 2)
+        server.state.add_faults(f"{w}/r1", *["500"] * 50)
     opts = {**FAST, "transport_attempts": 2}
     kw = dict(
         per_class=6,
@@ -286,10 +286,10 @@ def test_server_going_down_mid_run_stops_the_run_early(tmp_path, server, synonym
         synonym_filter=synonym_filter,
         concurrency=2,
     )
-    with pytest.raises(ResourceError, match="2 requests in a row failed, so the run stopped"):
+    with pytest.raises(ResourceError, match="no answer among the last 10 attempts across requests, so the run stopped"):
         build_gpt_vocabulary("gpt-test", client_options=opts, **kw)
-    asked_r1 = [cid for cid in server.state.chat_counts if cid.endswith("/r1")]
-    assert len(asked_r1) <= 4  # stopped after the first failures, did not wait out all ten
+    asked_r1 = sum(n for cid, n in server.state.chat_counts.items() if cid.endswith("/r1"))
+    assert 10 <= asked_r1 <= 11  # ten attempts across requests (one more in flight), not all of them deferred
     assert len(Journal.open_existing(tmp_path / "r").results) == 10  # round 0 is journaled
     server.state.faults.clear()
     vocab = build_gpt_vocabulary("gpt-test", client_options=FAST, **kw)  # the server is back: resume

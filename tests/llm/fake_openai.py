@@ -26,14 +26,24 @@ Server kinds (``FakeState.kind``), as real servers behave:
 - ``llamacpp``, ``llamacpp_small_ctx``, ``llamacpp_broadcast``, ``litellm``, ``litellm_small_ctx``,
   ``litellm_broadcast``, ``litellm_unknown_model``, ``litellm_no_db``: llama-cpp-python's server and a
   LiteLLM proxy in front of it, with their documented error statuses and bodies
-  (:mod:`tests.llm.server_bodies`).
+  (:mod:`tests.llm.server_bodies`);
+- ``llama_server`` (upstream llama.cpp: json_schema honoured; ``500 Context size has been exceeded.`` to
+  every request while more than ``slots`` are in flight), ``llama_server_samplers`` (400 ``Failed to
+  initialize samplers`` for any grammar), ``llama_server_tiny_ctx``, ``llama_server_too_long``,
+  ``llama_server_key``, ``ollama`` (Ollama's ``/v1``: both JSON formats honoured), ``ollama_unknown_model``,
+  ``litellm_backend_down``: bodies from the servers' source (:mod:`tests.llm.server_bodies`).
+
+Load (:attr:`FakeState.flaky`, :attr:`FakeState.tpm`): a share of requests fails at random (429 with
+``Retry-After``, 500, malformed JSON; seeded), and a tokens-per-``tpm_window`` budget answers 429 with the
+wait until it refills, as a rate-limited account does.
 
 Faults on demand, per custom id (``"<key>/r<round>"``), consumed one per attempt:
 ``429`` (with ``Retry-After``), ``quota`` (429 ``insufficient_quota``), ``500`` (OpenAI's, a new request id
 each time), ``500same`` (the same body every time, a deterministic fault), ``html`` (a 200
 HTML page), ``error200`` (an error body with status 200), ``drop`` (the connection closed without an
-answer), ``malformed`` (content not JSON), ``schema`` (JSON of the wrong shape), ``garbage`` (text with
-no list), ``refusal``, ``short`` (half the labels), ``length`` (cut off), ``slow`` (extra delay); in
+answer), ``malformed`` (content not JSON), ``schema`` (JSON of the wrong shape), ``odd_key`` (one name
+short, under an odd key), ``garbage`` (text with no list), ``refusal``, ``short`` (half the labels),
+``length`` (cut off), ``slow`` (extra delay); in
 batches ``error`` (an error-file line), ``500`` and the content faults. Every chat request and every
 batch line is counted per custom id (``chat_counts``, ``batch_counts``), so a test can assert that
 nothing was asked twice.
@@ -45,6 +55,7 @@ import argparse
 import email.parser
 import itertools
 import json
+import random
 import re
 import threading
 import time
@@ -52,7 +63,7 @@ from collections import Counter, defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.llm.server_bodies import openai_500, server_error
+from tests.llm.server_bodies import openai_500, server_error, upstream_error
 
 _N_RE = re.compile(r"exactly (\d+)")
 
@@ -152,12 +163,35 @@ class FakeState:
         self.always_fault: str | None = None  # the fault of every request without a queued one
         self.fixed_round: int | None = None  # answer every round as this one
         self.poll_failures = 0  # the next polls of a batch (GET /v1/batches/{id}) that answer OpenAI's 500
+        self.slots = 4  # requests an upstream llama-server holds at once before its shared context is full
+        self.in_flight = 0  # chat requests being answered now
+        self.max_in_flight = 0  # the most at once
+        self.flaky = 0.0  # share of chat requests that fail at random (429 with Retry-After, 500, malformed JSON)
+        self.rng = random.Random(0)
+        self.tpm: int | None = None  # tokens per tpm_window (a rate-limited account): 429 beyond it
+        self.tpm_window = 60.0
+        self.spent: list[tuple[float, int]] = []  # (time, tokens) of the answers within the window
 
     def fault(self, cid: str) -> str | None:
-        """The next fault queued for ``cid``, else :attr:`always_fault` (a server broken for every request)."""
+        """The next fault queued for ``cid``, else :attr:`always_fault` (a server broken for every request),
+        else one drawn at random with probability :attr:`flaky`."""
         with self.lock:
             queue = self.faults.get(cid)
-            return queue.pop(0) if queue else self.always_fault
+            if queue:
+                return queue.pop(0)
+            if self.always_fault is None and self.flaky and self.rng.random() < self.flaky:
+                return self.rng.choice(("429", "500", "malformed"))
+            return self.always_fault
+
+    def tokens_wait(self, tokens: int) -> float:
+        """Seconds until ``tokens`` fit the :attr:`tpm` budget (0: spent now), as a rate-limited account."""
+        with self.lock:
+            now = time.monotonic()
+            self.spent = [(t, k) for t, k in self.spent if t > now - self.tpm_window]
+            if self.tpm is None or sum(k for _, k in self.spent) + tokens <= self.tpm:
+                self.spent.append((now, tokens))
+                return 0.0
+            return max(0.001, self.spent[0][0] + self.tpm_window - now)
 
     def add_faults(self, cid: str, *kinds: str) -> None:
         with self.lock:
@@ -202,6 +236,8 @@ def _completion(
         content = '{"labels": ["unterminated'
     elif fault == "schema":
         content = json.dumps({"items": labels})
+    elif fault == "odd_key":  # one name short, under a key named after a label (a small model's JSON mode)
+        content = json.dumps({" yellow cloud": labels[:-1]})
     elif fault == "refusal":
         content, refusal = None, "I can't help with that."
     elif fault == "length":
@@ -395,9 +431,38 @@ class _Handler(BaseHTTPRequestHandler):
         fault = state.fault(cid)
         with state.lock:
             state.chat_counts[cid] += 1
+            state.in_flight += 1
+            state.max_in_flight = max(state.max_in_flight, state.in_flight)
+            in_flight = state.in_flight
+        self._answer(state, body, key, r, cid, fault, in_flight)
+
+    def _answer(self, state: FakeState, body: dict[str, Any], key: str, r: int, cid: str, fault: str | None,
+                in_flight: int) -> None:  # fmt: skip
         delay = state.latency + (state.slow_delay if fault == "slow" else 0.0)
-        if delay:
-            time.sleep(delay)
+        try:
+            if delay:
+                time.sleep(delay)
+        finally:  # done before the answer is written: a client that has its answer sees the slot free
+            with state.lock:
+                in_flight = max(in_flight, state.in_flight)  # the most at once while it was processed
+                state.in_flight -= 1
+        fmt = (body.get("response_format") or {}).get("type")
+        if fault not in ("429", "quota", "500", "500same", "drop", "html", "error200"):  # the request was read
+            with state.lock:
+                state.formats.append(fmt)
+                state.max_tokens.append(body.get("max_tokens"))
+        err = upstream_error(state.kind, fmt, body.get("model", "?"), in_flight, state.slots)
+        if err is not None:
+            with state.lock:
+                state.chat_log.append((cid, time.monotonic(), err[0]))
+            return self._send(*err)
+        wait = state.tokens_wait(50 + 6 * _n_of(body)) if state.tpm is not None else 0.0
+        if wait:
+            with state.lock:
+                state.chat_log.append((cid, time.monotonic(), 429))
+            return self._error(
+                429, "Rate limit reached for tokens per min (TPM)", {"retry-after-ms": f"{wait * 1000:.0f}"}
+            )
         code = 429 if fault in ("429", "quota") else 500 if fault in ("500", "500same") else 200
         with state.lock:
             state.chat_log.append((cid, time.monotonic(), code))
@@ -423,10 +488,6 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, None, raw=b"<html><body>Welcome to nginx!</body></html>", ctype="text/html")
         if fault == "error200":  # an error body with status 200
             return self._send(200, {"error": {"message": "upstream failed"}})
-        fmt = (body.get("response_format") or {}).get("type")
-        with state.lock:
-            state.formats.append(fmt)
-            state.max_tokens.append(body.get("max_tokens"))
         prompt_chars = sum(len(m.get("content") or "") for m in body.get("messages", []))
         err = server_error(state.kind, fmt, body.get("model", "?"), prompt_chars)
         if err is not None:
@@ -630,11 +691,20 @@ def main() -> None:
             "litellm_broadcast",
             "litellm_unknown_model",
             "litellm_no_db",
+            "llama_server",
+            "ollama",
         ],
     )
+    ap.add_argument("--flaky", type=float, default=0.0, help="share of requests failing at random (429, 500, bad JSON)")
+    ap.add_argument("--retry-after", default="1", help="the Retry-After of a 429, in seconds")
+    ap.add_argument("--tpm", type=int, default=None, help="tokens per --tpm-window, then 429 (a rate-limited account)")
+    ap.add_argument("--tpm-window", type=float, default=60.0)
+    ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    with FakeOpenAI(latency=args.latency) as srv:
+    with FakeOpenAI(latency=args.latency, retry_after=args.retry_after) as srv:
         srv.state.kind = args.kind
+        srv.state.flaky, srv.state.rng = args.flaky, random.Random(args.seed)
+        srv.state.tpm, srv.state.tpm_window = args.tpm, args.tpm_window
         print(srv.url, flush=True)
         try:
             while True:

@@ -46,6 +46,12 @@ LITELLM_CONTEXT = (
 )
 
 
+#: what a real LiteLLM 1.108.7 proxy (a master key, no database) answered, HTTP 500 with type
+#: ``internal_server_error`` and code "500", when the upstream it forwards to refused connections (measured
+#: here: ``litellm --config`` with ``api_base: http://127.0.0.1:<a closed port>/v1``; it retried twice itself)
+LITELLM_BACKEND_DOWN = "litellm.InternalServerError: InternalServerError: OpenAIException - Connection error."
+
+
 def llamacpp_error(status: int, message: str) -> tuple[int, dict[str, Any]]:
     """A llama-cpp-python error: ``internal_server_error`` for 500, ``invalid_request_error`` for 400."""
     if status == 500:
@@ -122,3 +128,65 @@ def server_error(kind: str, fmt: str | None, model: str, prompt_chars: int) -> t
     if upstream is None:
         return None
     return litellm_wraps(*upstream, model) if kind.startswith("litellm") else upstream
+
+
+# -- upstream llama.cpp ``llama-server`` (ggml-org/llama.cpp) ------------------------------------------------------
+# tools/server/server-context.cpp (commit 001d906a6d86e2490e394361e7cc6f478b100088), decode(): when llama_process
+# fails with n_batch == 1 and ret == 1, ``err = "Context size has been exceeded.";`` is sent with
+# ``send_error(slot, err)`` (type ERROR_TYPE_SERVER) to EVERY slot processing, so all requests in flight fail
+# together; the HTTP answer is ``status = json_value(error_data, "code", 500)`` with body ``{"error": error_data}``
+# (server_res_generator::error). The samplers' failure is wrapped there as ``"Failed to initialize samplers: " +
+# e.what()`` (common/sampling.cpp throws "failed to parse grammar"); the issue measured it as HTTP 400 on build
+# 11434. A request too long for a slot is the typed 400 ``exceed_context_size_error``; a wrong key is 401
+# ``Invalid API Key`` (type ``authentication_error``).
+LLAMA_SERVER_CONTEXT_FULL = "Context size has been exceeded."
+LLAMA_SERVER_SAMPLERS = "Failed to initialize samplers: failed to parse grammar"
+LLAMA_SERVER_TOO_LONG = "request (612 tokens) exceeds the available context size (256 tokens), try increasing it"
+LLAMA_SERVER_BAD_KEY = "Invalid API Key"
+
+
+def llama_server_error(status: int, message: str, kind: str) -> tuple[int, dict[str, Any]]:
+    """An upstream llama-server error: ``{"error": {"code", "message", "type"}}`` with the status as its code."""
+    body: dict[str, Any] = {"code": status, "message": message, "type": kind}
+    if kind == "exceed_context_size_error":
+        body.update(n_prompt_tokens=612, n_ctx=256)
+    return status, {"error": body}
+
+
+# -- Ollama's OpenAI-compatible endpoint (ollama/ollama, commit fb30760996871fa9460115c753afd2c60d4ab0f7) ----------
+# openai/openai.go NewError: {"error": {"message", "type", "param": null, "code": null}}, type
+# "invalid_request_error" for 400, "not_found_error" for 404, "api_error" otherwise; middleware/openai.go
+# writeError passes the status on. server/routes.go ChatHandler: 404 ``model '%s' not found``; server/sched.go
+# ErrMaxQueue (503): ``server busy, please try again.  maximum pending requests exceeded``. openai.go maps
+# response_format json_object to format "json" and json_schema to its schema (both honoured).
+OLLAMA_UNKNOWN_MODEL = "model '%s' not found"
+OLLAMA_BUSY = "server busy, please try again.  maximum pending requests exceeded"
+
+
+def ollama_error(status: int, message: str) -> tuple[int, dict[str, Any]]:
+    """An Ollama ``/v1`` error as openai.NewError writes it."""
+    kind = {400: "invalid_request_error", 404: "not_found_error"}.get(status, "api_error")
+    return status, {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+def upstream_error(kind: str, fmt: str | None, model: str, in_flight: int, slots: int) -> tuple[int, Any] | None:
+    """The error an upstream llama-server or an Ollama of ``kind`` answers (``None``: it answers normally).
+
+    ``llama_server`` fails every request with the full context when more than ``slots`` are in flight;
+    ``llama_server_samplers`` refuses any grammar (``json_schema``, ``json_object``); ``llama_server_tiny_ctx``
+    overflows even alone; ``llama_server_too_long`` is a prompt longer than a slot; ``llama_server_key`` a wrong
+    key; ``ollama_unknown_model``; ``litellm_backend_down`` (see :data:`LITELLM_BACKEND_DOWN`).
+    """
+    if kind == "llama_server" and in_flight > slots or kind == "llama_server_tiny_ctx":
+        return llama_server_error(500, LLAMA_SERVER_CONTEXT_FULL, "server_error")
+    if kind == "llama_server_samplers" and fmt in ("json_schema", "json_object"):
+        return llama_server_error(400, LLAMA_SERVER_SAMPLERS, "invalid_request_error")
+    if kind == "llama_server_too_long":
+        return llama_server_error(400, LLAMA_SERVER_TOO_LONG, "exceed_context_size_error")
+    if kind == "llama_server_key":
+        return llama_server_error(401, LLAMA_SERVER_BAD_KEY, "authentication_error")
+    if kind == "ollama_unknown_model":
+        return ollama_error(404, OLLAMA_UNKNOWN_MODEL % model)
+    if kind == "litellm_backend_down":
+        return litellm_error(500, LITELLM_BACKEND_DOWN + _group_failed(model))
+    return None

@@ -189,7 +189,7 @@ def test_failed_sync_attempts_do_not_count_against_batch_submissions(endpoint, t
     endpoint.state.add_faults(f"{wnid}/r0", "malformed", *["500"] * 8)  # billed, then given up: journaled usage
     kw = {"per_class": 6, "rounds": 1, "classes": 1, "run_dir": tmp_path / "run", "synonym_filter": synonym_filter}
     with pytest.raises(ResourceError):
-        build_gpt_vocabulary("gpt-test", client_options={**FAST, "transport_attempts": 2}, **kw)
+        build_gpt_vocabulary("gpt-test", client_options={**FAST, "transport_attempts": 2, "deferrals": 0}, **kw)
     assert [r["kind"] for r in journal_lines(tmp_path / "run")].count("attempt_failed") == 1
     endpoint.state.faults.clear()
     vocab = build_gpt_vocabulary(

@@ -27,7 +27,7 @@ def gpt(run_dir, synonym_filter, classes=6, **kw):
         classes=classes,
         run_dir=run_dir,
         synonym_filter=synonym_filter,
-        client_options=FAST,
+        client_options={**FAST, **kw.pop("client", {})},
         concurrency=4,
         **kw,
     )
@@ -168,7 +168,7 @@ def test_unusable_answers_are_never_final_and_keep_a_masked_snippet(endpoint, tm
     first = gpt(tmp_path / "run", synonym_filter, classes=3)  # the glitch comes after answers were usable
     assert first.settings["failures"] == {}
     endpoint.state.add_faults(f"{wnids[3]}/r0", "garbage", "garbage", "garbage")
-    glitched = gpt(tmp_path / "run", synonym_filter, classes=4)
+    glitched = gpt(tmp_path / "run", synonym_filter, classes=4, client={"deferrals": 0})  # not asked again now
     assert glitched.settings["failures"] == {"invalid": [f"{wnids[3]}/r0"]}
     rec = Journal.open_existing(tmp_path / "run").results[f"{wnids[3]}/r0"]
     assert rec["status"] == "invalid" and rec["snippet"].startswith("The server hit an internal error for key ***")

@@ -57,9 +57,10 @@ def proxy(tmp_path_factory):
     fakes = {name: FakeOpenAI().__enter__() for name in KINDS}
     for name, fake in fakes.items():
         fake.state.kind = KINDS[name]
+    bases = {**{n: f.url for n, f in fakes.items()}, "down": f"http://127.0.0.1:{_free_port()}/v1"}  # nobody there
     config = "model_list:\n" + "".join(
         f"  - model_name: {n}\n    litellm_params:\n      model: openai/{n}\n"
-        f"      api_base: {f.url}\n      api_key: x\n" for n, f in fakes.items()
+        f"      api_base: {base}\n      api_key: x\n" for n, base in bases.items()
     ) + f"general_settings:\n  master_key: {MASTER}\n"  # fmt: skip
     (tmp / "config.yaml").write_text(config)
     port = _free_port()
@@ -121,6 +122,7 @@ def test_auto_settles_on_json_object_behind_litellm(proxy, tmp_path, synonym_fil
         ("plain", "sk-not-the-master-key-0123", "authentication failed (HTTP 400)"),
         ("small", MASTER, "does not fit the model's context"),
         ("broadcast", MASTER, "does not fit the model's context"),
+        ("down", MASTER, "the proxy answers but cannot reach the backend it forwards to"),  # its backend is down
     ],
 )
 def test_a_broken_setup_behind_litellm_stops_with_its_own_line(proxy, tmp_path, synonym_filter, model, key, said):

@@ -124,7 +124,7 @@ BABBLE = ["ség familiacolor bother involving", "%> чтоs register", "ölç gr
         ("structured", "html", "no chat completion"),
         ("structured", "error200", "no chat completion"),
         ("structured", "500", "HTTP 500"),
-        ("structured", "500same", "the same error twice"),
+        ("structured", "500same", "HTTP 500: internal error"),  # the same generic 500 each time: no cause named
         ("structured", "garbage", "unusable"),
         ("no_choices", None, "empty choices"),
         ("babble", None, "not language"),
@@ -356,3 +356,70 @@ def test_a_local_server_running_an_openai_model_name_gets_no_openai_price(server
         api_key=DUMMY_KEY, concurrency=2, per_class=6, rounds=1, classes=2,
     )  # fmt: skip
     assert vocab.settings["usage"]["prompt_tokens"] > 0 and vocab.settings["cost_usd"] is None
+
+
+# -- upstream llama-server, Ollama, a LiteLLM proxy whose backend is down (bodies from their source) ---------------
+@pytest.mark.parametrize(
+    "status, body, code, kind, cause",
+    [
+        (500, _msg(sb.llama_server_error(500, sb.LLAMA_SERVER_CONTEXT_FULL, "server_error")), None, TEMPORARY,
+         "context_full"),
+        (400, _msg(sb.llama_server_error(400, sb.LLAMA_SERVER_SAMPLERS, "invalid_request_error")), None, FORMAT,
+         "format"),
+        (400, "Failed to initialize samplers", None, FORMAT, "format"),  # as the issue quotes it
+        (400, _msg(sb.llama_server_error(400, sb.LLAMA_SERVER_TOO_LONG, "exceed_context_size_error")), None,
+         PERMANENT, "context"),
+        (401, _msg(sb.llama_server_error(401, sb.LLAMA_SERVER_BAD_KEY, "authentication_error")), None, PERMANENT,
+         "auth"),
+        (404, _msg(sb.ollama_error(404, sb.OLLAMA_UNKNOWN_MODEL % "llama9")), None, PERMANENT, "model"),
+        (503, _msg(sb.ollama_error(503, sb.OLLAMA_BUSY)), None, TEMPORARY, "server"),
+        (500, _msg(sb.litellm_error(500, sb.LITELLM_BACKEND_DOWN)), "500", TEMPORARY, "backend"),
+        (500, "internal error", None, TEMPORARY, "server"),  # a generic 500, however often the same
+    ],
+)  # fmt: skip
+def test_upstream_llama_server_ollama_and_litellm_bodies_are_classified(status, body, code, kind, cause):
+    verdict = classify(status, body, code)
+    assert (verdict.kind, verdict.cause) == (kind, cause)
+
+
+@pytest.mark.parametrize(
+    "kind, said, fix",
+    [
+        ("llama_server_tiny_ctx", "the server's context is full even with one request in flight", "-c"),
+        ("llama_server_too_long", "does not fit the model's context", "(-n)"),
+        ("llama_server_key", "authentication failed (HTTP 401)", "OPENAI_API_KEY"),
+        ("ollama_unknown_model", "does not serve model 'gpt-test'", "/models"),
+        ("litellm_backend_down", "the proxy answers but cannot reach the backend it forwards to", "api_base"),
+    ],
+)
+def test_each_real_server_error_has_its_own_diagnosis_within_ten_requests(server, tmp_path, synonym_filter, kind,
+                                                                          said, fix):  # fmt: skip
+    server.state.kind = kind
+    out = _run(server, tmp_path, synonym_filter)
+    assert isinstance(out, ResourceError), out
+    line = str(out)
+    assert said in line and fix in line and "\n" not in line, line
+    assert "--min-labels" not in line and "--response-format" not in line
+    assert 1 <= _requests(server) <= SETUP_BUDGET, (_requests(server), line)
+
+
+def test_samplers_that_refuse_any_grammar_move_auto_down_to_text(server, tmp_path, synonym_filter):
+    server.state.kind = "llama_server_samplers"
+    vocab = _run(server, tmp_path, synonym_filter)
+    assert not isinstance(vocab, Exception), vocab
+    assert vocab.settings["response_formats"] == {"text": QUESTIONS}
+    refused = server.state.formats.count("json_schema") + server.state.formats.count("json_object")
+    assert 2 <= refused <= 4 and _requests(server) == QUESTIONS + refused  # the probes in flight, nothing more
+
+
+@pytest.mark.parametrize("fmt", ["json_object", "auto"])
+def test_partial_answers_under_an_odd_key_are_answers_kept_and_counted(server, tmp_path, synonym_filter, fmt):
+    """A model that writes one name short under a key like " yellow cloud": the run completes (the early guard
+    judges language and list shape, not the count), keeps every list and says how many names it got."""
+    server.state.always_fault = "odd_key"
+    vocab = _run(server, tmp_path, synonym_filter, response_format=fmt)
+    assert not isinstance(vocab, Exception), vocab
+    assert all(len(v) == 5 for v in vocab.views.values()) and len(vocab.views) == QUESTIONS
+    assert vocab.settings["names"] == {"asked": 6 * QUESTIONS, "got": 5 * QUESTIONS}
+    assert vocab.settings["failures"] == {"short": sorted(vocab.settings["failures"]["short"])}
+    assert len(vocab.settings["failures"]["short"]) == QUESTIONS
