@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from negvocab.data.benchmarks import id_classes_of
 from negvocab.errors import InputError
 from negvocab.evaluation.checks import common_mistakes
 from negvocab.evaluation.encode import encode_sets
@@ -166,7 +167,7 @@ def evaluate_vocabularies(
         raise InputError(f"methods {', '.join(negs)} need a vocabulary (vocabularies)", param="vocabularies")
     convention = M.check_convention(convention)
     params = dict(params or {})
-    id_classes = id_classes if id_classes is not None else imagenet1k()
+    id_classes = id_classes if id_classes is not None else (id_classes_of(id_set) or imagenet1k())
     ood_sets = named_ood_sets(ood_set)
     common_mistakes(vlm, id_set, ood_sets, named, id_classes, templates)  # warned before the long part
     t0 = time.perf_counter()
