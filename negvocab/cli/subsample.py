@@ -59,7 +59,9 @@ def _fmt(v: Any) -> str:
 @app.command("subsample")
 def subsample_cmd(
     scores: Annotated[Path, typer.Argument(help="Results folder of `negvocab score` (or its scores.npz).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (subsample.csv, subsample.json, the plot).")],
+    out: Annotated[
+        Path, typer.Option("--output", "-o", "--out", help="Output folder (subsample.csv, subsample.json, the plot).")
+    ],
     sizes: Annotated[
         str,
         typer.Option(

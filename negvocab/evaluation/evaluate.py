@@ -24,6 +24,7 @@ import numpy as np
 
 from negvocab.data.benchmarks import id_classes_of
 from negvocab.errors import InputError
+from negvocab.evaluation.accuracy import id_accuracy
 from negvocab.evaluation.checks import common_mistakes
 from negvocab.evaluation.encode import encode_sets
 from negvocab.evaluation.row import ResultRow
@@ -174,6 +175,7 @@ def evaluate_vocabularies(
     enc = encode_sets(vlm, id_set, ood_sets, any("local" in specs[m].inputs for m in methods), progress)
     images, n_id, sizes = enc.images, enc.n_id, enc.sizes
     class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
+    accuracy = id_accuracy(id_set, enc.id_images, images[:n_id], class_emb, id_classes)  # None: no usable labels
 
     rows: list[dict[str, Any]] = []
     all_scores: dict[str, dict[str, np.ndarray]] = {}
@@ -246,8 +248,12 @@ def evaluate_vocabularies(
             {"image": enc.id_images[j][0], "path": enc.id_images[j][1], **e}
             for j, e in zip(idx.tolist(), ex, strict=True)
         ]
+    if accuracy is not None:  # a column of every row, and the run's record in meta
+        for r in rows:
+            r["id_accuracy"] = accuracy["top1"]
     meta = {
         **run_meta(vlm, id_classes, templates, convention, tpr, params, seed, n_boot),
+        **({"id_accuracy": dict(accuracy)} if accuracy is not None else {}),
         **sets_meta(id_set, ood_sets, enc),
         "failed_images": enc.failed(),
         "vocabularies": {k: vocab_meta(v) for k, v in named.items()},

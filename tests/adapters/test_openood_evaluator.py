@@ -188,3 +188,5 @@ def test_openoods_evaluator_takes_the_postprocessor_and_equals_negvocab_score(op
     ]
     acc = 100 * np.mean(np.array(tables["id_preds"]) == np.array(labels))
     assert {round(v["ACC"], 9) for v in theirs.values()} == {round(acc, 9)}
+    # negvocab's own id_accuracy column (zero-shot top-1 with the ID prompts) is OpenOOD's ACC
+    assert {round(float(r["id_accuracy"]) * 100, 9) for r in rows.values()} == {round(acc, 9)}
