@@ -78,13 +78,15 @@ def openood_base() -> type:
     except Exception as e:  # any error of a third-party package's import: negvocab still works alone
         log.warning("openood is on the path but does not import (%s): NegvocabPostprocessor stands alone", e)
         return object
-    return BasePostprocessor  # type: ignore[no-any-return]
+    return BasePostprocessor
 
 
 class ZeroShotNet(torch.nn.Module):
     """An open_clip model as the classifier OpenOOD expects of ``net``: ``net(x)`` returns the logits
     ``logit_scale * cos(image, ID prompt)`` [B, C] on ``x``'s device (float32), so OpenOOD's ID
     accuracy is zero-shot top-1 with the ID prompts. ``.to(device)`` moves the model and the prompts."""
+
+    id_emb: torch.Tensor
 
     def __init__(
         self,
@@ -108,8 +110,9 @@ class ZeroShotNet(torch.nn.Module):
 
     def _apply(self, fn: Any, recurse: bool = True) -> ZeroShotNet:
         out = super()._apply(fn, recurse)
-        self.vlm.device = next(self.model.parameters(), self.id_emb).device  # where encode_batch sends images
-        return out  # type: ignore[return-value]
+        first = next(self.model.parameters(), None)
+        self.vlm.device = self.id_emb.device if first is None else first.device  # where encode_batch sends images
+        return out
 
 
 class _Postprocessor:

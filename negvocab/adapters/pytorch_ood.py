@@ -31,7 +31,7 @@ except ModuleNotFoundError:  # the extra is not installed: the module imports, a
         def __init__(self) -> None:
             raise ResourceError("the pytorch-ood detectors need pytorch-ood: pip install 'negvocab[pytorch-ood]'")
 
-    DetectorInfo = Paper = Task = None  # type: ignore[assignment,misc]
+    DetectorInfo = Paper = Task = None
 
 
 def _info(title: str, venue: str, year: int, url: str, code: str) -> Any:
