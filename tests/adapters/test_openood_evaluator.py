@@ -22,6 +22,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from negvocab.cli import app
+from tests.scoring.conftest import RANDOM_VIT
 
 ROOT = Path(__file__).resolve().parents[2]
 OPENOOD = ROOT / "tests" / "reference" / "openood"
@@ -150,13 +151,7 @@ def test_openoods_evaluator_takes_the_postprocessor_and_equals_negvocab_score(op
             "--no-report",
             "-o",
             str(ours),
-            "--model",
-            "ViT-B-32",
-            "--random-weights",
-            "--device",
-            "cpu",
-            "--templates",
-            "single",
+            *RANDOM_VIT,
             "--id-classes",
             str(classes),
             "--cache-dir",

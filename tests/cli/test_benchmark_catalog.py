@@ -6,20 +6,12 @@ from __future__ import annotations
 import csv
 import json
 
-import pytest
 from typer.testing import CliRunner
 
 from negvocab.cli import app
-from tests.data.test_benchmark_catalog import CIFAR10_LISTS, write_lists
+from tests.scoring.conftest import RANDOM_VIT
 
 runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def cifar10_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("openood_cifar10_cli")
-    write_lists(root, CIFAR10_LISTS, "images_classic")
-    return root
 
 
 def test_benchmarks_checks_the_id_set_and_names_the_class_list(cifar10_root):
@@ -49,13 +41,7 @@ def test_score_a_catalog_benchmark_without_id_or_id_classes(cifar10_root, tmp_pa
             "--no-report",
             "-o",
             str(out),
-            "--model",
-            "ViT-B-32",
-            "--random-weights",
-            "--device",
-            "cpu",
-            "--templates",
-            "single",
+            *RANDOM_VIT,
             "--cache-dir",
             str(tmp_path / "cache"),
         ],  # fmt: skip

@@ -5,53 +5,12 @@ NINCO's tarball folders), with its ID set, ID classes and groups."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import numpy as np
 import pytest
-from PIL import Image
 
 from negvocab.data.benchmarks import get_benchmark, id_classes_of, open_benchmark
 from negvocab.data.ood_specs import open_ood_sets
-
-
-def _image(path: Path, seed: int) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(np.random.default_rng(seed).integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(path)
-
-
-def write_lists(root: Path, lists: dict[str, list[str]], image_dir: str) -> None:
-    """Image lists as OpenOOD ships them (``benchmark_imglist/<id>/<name>.txt``: ``path label`` lines, paths
-    under ``images_classic/`` or ``images_largescale/``), with an 8x8 image for every line."""
-    for i, (name, lines) in enumerate(lists.items()):
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text("\n".join(lines) + "\n")
-        for j, line in enumerate(lines):
-            folder = "images_classic" if "texture" in name else image_dir
-            _image(root / folder / line.rsplit(" ", 1)[0], 100 * i + j)
-
-
-#: OpenOOD v1.5's CIFAR-10 lists (benchmark_imglist/cifar10/, under images_classic/): label = CIFAR-10 index
-CIFAR10_LISTS = {
-    "benchmark_imglist/cifar10/test_cifar10.txt": [
-        "cifar10/test/airplane/0298.png 0",
-        "cifar10/test/cat/0013.png 3",
-        "cifar10/test/truck/0100.png 9",
-    ],
-    "benchmark_imglist/cifar10/test_cifar100.txt": ["cifar100/test/apple/0001.png -1", "cifar100/test/bee/0021.png -1"],
-    "benchmark_imglist/cifar10/test_tin.txt": ["tin/test/n01443537/test_3.JPEG -1"],
-    "benchmark_imglist/cifar10/test_mnist.txt": ["mnist/test/7/0000.png -1", "mnist/test/2/0001.png -1"],
-    "benchmark_imglist/cifar10/test_svhn.txt": ["svhn/test/1/00012.png -1"],
-    "benchmark_imglist/cifar10/test_texture.txt": ["texture/banded/banded_0002.jpg -1"],
-    "benchmark_imglist/cifar10/test_places365.txt": ["places365/airfield/00000123.jpg -1"],
-}
-
-
-@pytest.fixture(scope="module")
-def cifar10_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("openood_cifar10")
-    write_lists(root, CIFAR10_LISTS, "images_classic")
-    return root
+from tests.data.conftest import png as _image
+from tests.data.conftest import write_lists
 
 
 def test_openood_cifar10_opens_with_its_id_set_classes_and_groups(cifar10_root):
