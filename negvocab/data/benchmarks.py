@@ -360,7 +360,7 @@ def _set_items(where: str, key: str, raw: Any) -> list[tuple[str, Any]]:
 
 def classes_file(classes: str) -> Path:
     """The file a benchmark's ``classes`` names: a class list shipped in negvocab (``cifar10``, ...:
-    ``negvocab/resources/classes/NAME.txt``, each naming its source) or a path."""
+    one ``.txt`` file each in ``negvocab/resources/classes/``, naming its source) or a path."""
     if "/" not in classes and "\\" not in classes and not classes.endswith(".txt"):
         shipped = Path(str(resources.files("negvocab").joinpath("resources", "classes", f"{classes}.txt")))
         if not shipped.is_file():
