@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from negvocab.adapters.zeroshot import ZeroShot
+from negvocab.adapters.zeroshot import ZeroShot, search_grid
 from negvocab.errors import ResourceError
 from negvocab.types import ParamValue
 
 try:
-    from pytorch_ood.api import FeaturesDetector
+    from pytorch_ood.api import DetectorInfo, FeaturesDetector, Paper, Task
 except ModuleNotFoundError:  # the extra is not installed: the module imports, a detector says what to install
 
     class FeaturesDetector:  # type: ignore[no-redef]
@@ -31,6 +31,16 @@ except ModuleNotFoundError:  # the extra is not installed: the module imports, a
 
         def __init__(self) -> None:
             raise ResourceError("the pytorch-ood detectors need pytorch-ood: pip install 'negvocab[pytorch-ood]'")
+
+    DetectorInfo = Paper = Task = None
+
+
+def _info(title: str, venue: str, year: int, url: str, code: str) -> Any:
+    """pytorch-ood's ``DetectorInfo`` of a method's paper (None without pytorch-ood)."""
+    if DetectorInfo is None:
+        return None
+    paper = Paper(title=title, venue=venue, year=year, url=url, code=code)
+    return DetectorInfo(tasks={Task.CLASSIFICATION}, paper=paper, ai_coded=True)
 
 
 if TYPE_CHECKING:
@@ -47,7 +57,10 @@ class NegvocabDetector(FeaturesDetector):
     ``predict(x)`` takes a batch preprocessed with the model's transform; ``predict_features(z)`` takes
     image features (``local=`` the patch features for glmcm). No fitting: ``fit`` returns self.
     ``get_hyperparameters``/``set_hyperparameters`` read and change the method's parameters (the
-    registry checks them); ``hyperparameter_space`` lists each at its default, for pytorch-ood's GridSearch.
+    registry checks them); ``hyperparameter_space`` is a grid around the values given
+    (:func:`negvocab.adapters.zeroshot.search_grid`: several values per parameter) for pytorch-ood's
+    GridSearch. As pytorch-ood's own detectors: scores are float32 on the input's device,
+    ``.to(device)`` moves the model, and ``info`` (the method's detectors) names the paper.
     """
 
     requires_fit = False
@@ -72,7 +85,13 @@ class NegvocabDetector(FeaturesDetector):
             templates=templates,
             **params,
         )
-        self.hyperparameter_space = {p: [v] for p, v in self.zeroshot.hyperparameters.items()}
+        self.hyperparameter_space = search_grid(self.zeroshot.method.name, self.zeroshot.hyperparameters)
+        # pytorch-ood's GridSearch encodes the images once through `encoder`, then scores features per
+        # candidate; GL-MCM needs the patch features too, so it has none (each candidate encodes)
+        self.encoder = None if "local" in self.zeroshot.method.inputs else self._global_features
+
+    def _global_features(self, x: torch.Tensor) -> torch.Tensor:
+        return self.zeroshot.features(x)[0]
 
     def get_hyperparameters(self) -> dict[str, Any]:
         return self.zeroshot.hyperparameters
@@ -93,36 +112,80 @@ class NegvocabDetector(FeaturesDetector):
     def fit_features(self, x: Any = None, y: Any = None) -> NegvocabDetector:
         return self
 
+    def to(self, device: str | torch.device) -> NegvocabDetector:
+        """Move the model to ``device`` (images are encoded there; scores come back on the input's device)."""
+        device = torch.device(device)
+        self.zeroshot.vlm.model.to(device)
+        self.zeroshot.vlm.device = device
+        self._device = device
+        return self
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model is."""
+        return torch.device(self.zeroshot.vlm.device)
+
     @torch.no_grad()
     def predict(self, x: torch.Tensor) -> torch.Tensor:
-        """Outlier scores (high = OOD) of a preprocessed image batch."""
+        """Outlier scores (high = OOD) of a preprocessed image batch: float32 on ``x``'s device, as
+        pytorch-ood's detectors return them (scored in float64)."""
         g, local = self.zeroshot.features(x)
-        return -self.zeroshot.score_features(g, local)
+        return (-self.zeroshot.score_features(g, local)).to(device=x.device, dtype=torch.float32)
 
     def predict_features(self, x: torch.Tensor, local: torch.Tensor | None = None) -> torch.Tensor:
-        """Outlier scores (high = OOD) of image features [B, D] (and patch features [B, P, D] for glmcm)."""
-        return -self.zeroshot.score_features(x, local)
+        """Outlier scores (high = OOD) of image features [B, D] (and patch features [B, P, D] for glmcm),
+        float32 on ``x``'s device."""
+        device = x.device if isinstance(x, torch.Tensor) else torch.device("cpu")
+        return (-self.zeroshot.score_features(x, local)).to(device=device, dtype=torch.float32)
 
 
 class NegLabelDetector(NegvocabDetector):
     """NegLabel (Jiang et al., ICLR 2024) with a negvocab vocabulary, as a pytorch-ood detector."""
 
     method = "neglabel"
+    info = _info(
+        "Negative Label Guided OOD Detection with Pretrained Vision-Language Models",
+        "ICLR",
+        2024,
+        "https://arxiv.org/abs/2403.20078",
+        "https://github.com/XueJiang16/NegLabel",
+    )
 
 
 class EOEDetector(NegvocabDetector):
     """EOE (Cao et al., ICML 2024) with envisioned outlier labels, as a pytorch-ood detector."""
 
     method = "eoe"
+    info = _info(
+        "Envisioning Outlier Exposure by Large Language Models for Out-of-Distribution Detection",
+        "ICML",
+        2024,
+        "https://arxiv.org/abs/2406.00806",
+        "https://github.com/tmlr-group/EOE",
+    )
 
 
 class MCMDetector(NegvocabDetector):
     """MCM (Ming et al., NeurIPS 2022), as a pytorch-ood detector."""
 
     method = "mcm"
+    info = _info(
+        "Delving into Out-of-Distribution Detection with Vision-Language Representations",
+        "NeurIPS",
+        2022,
+        "https://arxiv.org/abs/2211.13445",
+        "https://github.com/deeplearning-wisc/MCM",
+    )
 
 
 class GLMCMDetector(NegvocabDetector):
     """GL-MCM (Miyai et al., 2023), as a pytorch-ood detector (``predict`` computes the patch features)."""
 
     method = "glmcm"
+    info = _info(
+        "Zero-Shot In-Distribution Detection in Multi-Object Settings Using Vision-Language Foundation Models",
+        "arXiv",
+        2023,
+        "https://arxiv.org/abs/2304.04521",
+        "https://github.com/AtsuMiyai/GL-MCM",
+    )

@@ -21,7 +21,7 @@ from negvocab.vocab import Vocabulary
 if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
 
-__all__ = ["ZeroShot", "as_id_classes", "as_vocabulary"]
+__all__ = ["GRID_SKIPPED", "ZeroShot", "as_id_classes", "as_vocabulary", "search_grid"]
 
 
 def as_id_classes(id_classes: IdClasses | Iterable[str] | None) -> IdClasses:
@@ -42,6 +42,30 @@ def as_vocabulary(vocabulary: Vocabulary | str | Iterable[str] | None) -> Vocabu
     if isinstance(vocabulary, str) or hasattr(vocabulary, "__fspath__"):
         return Vocabulary.load(vocabulary)  # type: ignore[arg-type]
     return Vocabulary.from_labels(vocabulary, source="file")
+
+
+#: parameters a hyper-parameter search leaves alone: seeds, a top-k bound, a scale the model gives
+GRID_SKIPPED = frozenset({"seed", "topk"})
+
+
+def search_grid(method: str, values: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """A hyper-parameter grid worth searching around ``values`` (a method's parameters now): a number x 1/2,
+    1 and 2 (an integer kept within its limit), every choice of a choice; seeds, ``topk``, the model's
+    scale and parameters left at None (the kernel's default) are not searched."""
+    entry = batch_method(method, "search_grid")
+    grid: dict[str, list[Any]] = {}
+    for name in entry.params:
+        param, value = PARAMS[name], values.get(name, PARAMS[name].default)
+        if name in GRID_SKIPPED or name == entry.model_scale or value is None:
+            continue
+        if param.check == "choice":
+            grid[name] = [value, *(c for c in param.choices if c != value)]
+        elif param.kind is int:
+            low = int(param.low or 1)
+            grid[name] = sorted({max(low, value // 2), value, value * 2})
+        else:
+            grid[name] = sorted({value / 2, value, value * 2}) if value else [value]
+    return grid
 
 
 class ZeroShot:

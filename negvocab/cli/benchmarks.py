@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from negvocab.cli.app import app
-from negvocab.data.benchmarks import benchmark_table, get_benchmark
+from negvocab.data.benchmarks import BenchmarkSet, benchmark_table, get_benchmark
 from negvocab.errors import InputError
 
 __all__ = ["benchmarks_cmd"]
@@ -34,11 +34,22 @@ def benchmarks_cmd(
             carve = bench.kind == "carve"
             head = "carved: given as below, not --ood" if carve else f"--ood {last}=ROOT"
             typer.echo(f"\n{last}: {bench.title}  [{head}]")
-            typer.echo(f"  ID: {bench.id_set}")
+            typer.echo(f"  ID: {bench.id_set}{_found(root, bench.id) if not carve else ''}")
+            for cs in bench.csid:
+                typer.echo(f"  ID (covariate-shifted) {cs.name}: {cs.expects()}{_found(root, cs)}")
+            if bench.classes:
+                typer.echo(f"  ID classes: {bench.classes} ({bench.classes_source()})")
         found = ""
         spec = next(s for s in bench.sets if s.name == row["set"])
-        if root is not None and bench.kind == "sets":
-            found = "  [found]" if (root.expanduser() / spec.where).exists() else "  [MISSING]"
+        if bench.kind == "sets":
+            found = _found(root, spec)
         typer.echo(f"  {row['set']:<13} {row['group']:<5} {row['expects']}{found}")
         typer.echo(f"  {'':<13} {'':<5} {row['source']}")
     typer.echo("\nResults add near-ood and far-ood mean rows when the OOD sets span both groups; mean averages all.")
+
+
+def _found(root: Path | None, spec: BenchmarkSet | None) -> str:
+    """ "  [found]" or "  [MISSING]" for a set's list or folder under ``root`` ("" without a root)."""
+    if root is None or spec is None:
+        return ""
+    return "  [found]" if (root.expanduser() / spec.where).exists() else "  [MISSING]"

@@ -67,7 +67,8 @@ def init_cmd(
 def run_cmd(
     config: Annotated[Path, typer.Argument(help="Grid file (TOML; 'negvocab grid init' writes an example).")],
     out: Annotated[
-        Optional[Path], typer.Option("--out", "-o", help="Results folder (default: next to the file, named after it).")  # noqa: UP045
+        Optional[Path],  # noqa: UP045
+        typer.Option("--output", "-o", "--out", help="Results folder (default: next to the file, named after it)."),
     ] = None,
     engine: Annotated[
         str, typer.Option("--engine", help=f"local (this process) or ray (a Ray cluster; {RAY_EXTRA}).")
@@ -134,7 +135,10 @@ def status_cmd(
     target: Annotated[
         Path, typer.Argument(help="A grid results folder, or the grid file (with -o when its folder is elsewhere).")
     ],
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Results folder of the grid file.")] = None,  # noqa: UP045
+    out: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--output", "-o", "--out", help="Results folder of the grid file."),
+    ] = None,
     random_weights: Annotated[
         bool,
         typer.Option(

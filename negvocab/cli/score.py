@@ -176,7 +176,7 @@ def score_cmd(
         )
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root, allow_outside_root)
     vocabs = load_vocabs(list(vocab or []))
-    classes = read_id_classes(id_classes)
+    classes = None if id_classes is None else read_id_classes(id_classes)  # None: the benchmark's, else ImageNet-1k
     vlm = load_vlm(
         model,
         pretrained,
@@ -306,7 +306,7 @@ def sweep_cmd(
     parse_sizes(sizes, len(ranked))
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root, allow_outside_root)
     refs = load_vocabs(list(reference or []))
-    classes = read_id_classes(id_classes)
+    classes = None if id_classes is None else read_id_classes(id_classes)  # None: the benchmark's, else ImageNet-1k
     vlm = load_vlm(
         model,
         pretrained,

@@ -78,7 +78,9 @@ def subsample_cmd(
             help="Results folder of `negvocab score` (or its scores.npz), or a grid folder (one analysis per model)."
         ),
     ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (subsample.csv, subsample.json, the plot).")],
+    out: Annotated[
+        Path, typer.Option("--output", "-o", "--out", help="Output folder (subsample.csv, subsample.json, the plot).")
+    ],
     sizes: Annotated[
         str,
         typer.Option(

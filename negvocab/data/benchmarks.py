@@ -16,6 +16,11 @@ Built in (open with :func:`open_benchmark` or ``--ood NAME=ROOT``):
   a *carve* benchmark: its ID and OOD sets are carved from one folder (the root is the validation
   folder) by a function named as a ``"pkg.module:fn"`` target, with the lists as its inputs.
 
+- ``openood-cifar10``, ``openood-cifar100``, ``openood-fs`` (full-spectrum: covariate-shifted ID sets
+  joined to the ID set), ``imagenet10-vs-imagenet20``, ``imagenet20-vs-imagenet10``,
+  ``imagenet100-vs-imagenet10`` (MCM's hard-OOD splits) and ``ninco-all``: given as data in
+  ``negvocab/resources/benchmarks.toml``, with their ID class lists (``resources/classes/``).
+
 More are added as data: :func:`register_benchmark` takes a :class:`Benchmark`, a dict (the shape of
 :func:`benchmark_from_dict`) or a lazy ``"pkg.module:attr"`` target; :func:`load_benchmarks` reads
 TOML, YAML or JSON files of them. Results carry ``near-ood`` and ``far-ood`` mean rows beside
@@ -31,6 +36,7 @@ import tomllib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +44,7 @@ from negvocab.data.imagenet import imagenet_val
 from negvocab.data.images import ImageSet, class_folders, image_folder, image_list
 from negvocab.data.layouts import open_image_set
 from negvocab.errors import InputError
+from negvocab.labels.imagenet import IdClasses, read_id_classes
 from negvocab.registry import Registry, resolve_target
 from negvocab.textfiles import read_text
 
@@ -60,6 +67,9 @@ __all__ = [
     "load_benchmarks",
     "ood_group",
     "open_benchmark",
+    "open_id_set",
+    "classes_file",
+    "id_classes_of",
     "register_benchmark",
     "set_groups",
     "unregister_benchmark",
@@ -146,7 +156,9 @@ class Benchmark:
     own; give one). ``kind="carve"``: ``carve`` (a function or a ``"pkg.module:fn"`` target) is
     called as ``carve(root, ground_truth=..., **inputs)`` and returns ``(id_set, {name: ood_set})``;
     ``inputs`` names the files it needs, ``options`` those it may take; ``sets`` then describe the
-    sets it returns (their groups). ``given_as``: how a user gives it, in words (the CLI's listing)."""
+    sets it returns (their groups). ``given_as``: how a user gives it, in words (the CLI's listing).
+    ``classes``: the ID label space (:meth:`id_classes`; "": ImageNet-1k). ``csid``: covariate-shifted ID
+    sets (full-spectrum OOD: ImageNet-V2, -R, ... count as ID), opened with the ID set and joined to it."""
 
     name: str
     title: str
@@ -159,9 +171,29 @@ class Benchmark:
     options: tuple[str, ...] = ()
     given_as: str = ""
     aliases: tuple[str, ...] = field(default=(), compare=False)
+    classes: str = ""
+    csid: tuple[BenchmarkSet, ...] = ()
 
     def __post_init__(self) -> None:
         _check_benchmark(self)
+
+    def id_classes(self) -> IdClasses | None:
+        """The ID label space the benchmark names (``classes``: a class list shipped in negvocab, or a
+        file of wnids or class names), or None: the caller's default (ImageNet-1k)."""
+        if not self.classes:
+            return None
+        return read_id_classes(classes_file(self.classes))
+
+    def classes_source(self) -> str:
+        """Where the ID class list comes from: the comment lines heading its file ("" without one)."""
+        if not self.classes:
+            return ""
+        head = []
+        for line in read_text(classes_file(self.classes), "ID classes file").splitlines():
+            if not line.startswith("#"):
+                break
+            head.append(line.lstrip("#").strip())
+        return " ".join(head)
 
     @property
     def id_set(self) -> str:
@@ -202,6 +234,11 @@ def _check_benchmark(b: Benchmark) -> None:
             raise InputError(f"{where}: set {s.name!r}: group {s.group!r}; choose one of {', '.join(SET_GROUPS)}")
         if b.kind == "sets" and s.layout not in LAYOUTS:
             raise InputError(f"{where}: set {s.name!r}: layout {s.layout!r}; choose one of {', '.join(LAYOUTS)}")
+    if b.csid and b.id is None:
+        raise InputError(f"{where}: csid sets join an ID set; give id too")
+    for s in b.csid:
+        if s.layout not in LAYOUTS:
+            raise InputError(f"{where}: csid {s.name!r}: layout {s.layout!r}; choose one of {', '.join(LAYOUTS)}")
     if b.id is not None and b.id.layout not in LAYOUTS:
         raise InputError(f"{where}: id: layout {b.id.layout!r}; choose one of {', '.join(LAYOUTS)}")
 
@@ -221,7 +258,10 @@ REGISTRY: Registry[Benchmark] = Registry("benchmark", check=_check_entry)
 
 # -- benchmarks given as data --------------------------------------------------------------------
 _SET_KEYS = {"name", "group", "layout", "path", "where", "image_root", "image_dir", "source"}
-_KEYS = {"name", "title", "source", "kind", "carve", "inputs", "options", "given_as", "aliases", "id", "ood", "sets"}
+_KEYS = {
+    "name", "title", "source", "kind", "carve", "inputs", "options", "given_as", "aliases", "id", "ood", "sets",
+    "classes", "csid",
+}  # fmt: skip
 
 
 def _set_from(where: str, doc: Any, *, name: str | None = None, ood: bool = True) -> BenchmarkSet:
@@ -272,13 +312,13 @@ def benchmark_from_dict(doc: Mapping[str, Any]) -> Benchmark:
     if unknown:
         raise InputError(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(sorted(_KEYS))}")
     kind = str(doc.get("kind", "sets"))
-    raw = doc.get("ood", doc.get("sets"))
-    if isinstance(raw, Mapping):
-        items = [(str(k), v) for k, v in raw.items()]
-    elif isinstance(raw, Sequence) and not isinstance(raw, str):
-        items = [(str(v.get("name", "")) if isinstance(v, Mapping) else "", v) for v in raw]
-    else:
-        raise InputError(f"{where}: ood must be a table of sets (name = {{group, layout, path}}) or a list of them")
+    items = _set_items(where, "ood", doc.get("ood", doc.get("sets")))
+    csid = [
+        _set_from(f"{where}: csid.{n}", v, name=n, ood=False) for n, v in _set_items(where, "csid", doc.get("csid", {}))
+    ]
+    classes = doc.get("classes", "")
+    if not isinstance(classes, str):
+        raise InputError(f"{where}: classes must be the name of a shipped class list or a file path")
     sets = []
     for set_name, value in items:
         if kind == "carve" and isinstance(value, Mapping) and "path" not in value:
@@ -304,7 +344,30 @@ def benchmark_from_dict(doc: Mapping[str, Any]) -> Benchmark:
         options=tuple(lists["options"]),
         given_as=str(doc.get("given_as", "")),
         aliases=tuple(lists["aliases"]),
+        classes=classes,
+        csid=tuple(csid),
     )
+
+
+def _set_items(where: str, key: str, raw: Any) -> list[tuple[str, Any]]:
+    """(name, table) pairs of a table of sets or a list of them."""
+    if isinstance(raw, Mapping):
+        return [(str(k), v) for k, v in raw.items()]
+    if isinstance(raw, Sequence) and not isinstance(raw, str):
+        return [(str(v.get("name", "")) if isinstance(v, Mapping) else "", v) for v in raw]
+    raise InputError(f"{where}: {key} must be a table of sets (name = {{group, layout, path}}) or a list of them")
+
+
+def classes_file(classes: str) -> Path:
+    """The file a benchmark's ``classes`` names: a class list shipped in negvocab (``cifar10``, ...:
+    one ``.txt`` file each in ``negvocab/resources/classes/``, naming its source) or a path."""
+    if "/" not in classes and "\\" not in classes and not classes.endswith(".txt"):
+        shipped = Path(str(resources.files("negvocab").joinpath("resources", "classes", f"{classes}.txt")))
+        if not shipped.is_file():
+            known = sorted(p.stem for p in shipped.parent.glob("*.txt"))
+            raise InputError(f"classes {classes!r}: no such class list shipped; known: {', '.join(known)}")
+        return shipped
+    return Path(classes).expanduser()
 
 
 def register_benchmark(
@@ -419,8 +482,35 @@ def open_benchmark(
     ood = {s.name: s.open(base) for s in bench.sets}
     id_set = None
     if bench.id is not None and (with_id or (with_id is None and (base / bench.id.where).exists())):
-        id_set = bench.id.open(base, ground_truth=ground_truth, tag=False)
+        id_set = open_id_set(bench, base, ground_truth=ground_truth)
     return OpenedSets(ood, id_set, {s.name: s.group for s in bench.sets}, dict.fromkeys(ood, bench.name))
+
+
+def open_id_set(bench: Benchmark, root: Path, *, ground_truth: str | os.PathLike[str] | None = None) -> ImageSet:
+    """The benchmark's ID set under ``root``, joined with its covariate-shifted ID sets (``csid``; each
+    image's id prefixed with its set's name, ``info["csid"]`` their sizes), tagged with its label space."""
+    assert bench.id is not None
+    images = bench.id.open(root, ground_truth=ground_truth, tag=False)
+    parts = [(s.name, s.open(root, tag=False)) for s in bench.csid]
+    if parts:
+        labelled = images.labels is not None and all(p.labels is not None for _, p in parts)
+        images = ImageSet(
+            f"{images.name} + {', '.join(n for n, _ in parts)}",
+            [*images.paths, *(x for _, p in parts for x in p.paths)],
+            [*images.ids, *(f"{n}/{i}" for n, p in parts for i in p.ids)],
+            [*(images.labels or []), *(x for _, p in parts for x in p.labels or [])] if labelled else None,
+            {**images.info, "csid": {n: len(p) for n, p in parts}},
+        )
+    if bench.classes:
+        images.info["id_classes"] = bench.classes
+    return images
+
+
+def id_classes_of(images: object) -> IdClasses | None:
+    """The ID label space that a benchmark's ID set names (its ``info["id_classes"]``, set by
+    :func:`open_id_set`), or None (a user's own set; embeddings): the caller's default applies."""
+    classes = (getattr(images, "info", None) or {}).get("id_classes")
+    return read_id_classes(classes_file(classes)) if classes else None
 
 
 def benchmark_set(benchmark: str, name: str, root: str | os.PathLike[str]) -> ImageSet:
@@ -578,6 +668,11 @@ for _b in (
     ),
 ):  # fmt: skip
     REGISTRY.register(_b.name, _b)
+# the hard-OOD, CIFAR, full-spectrum and NINCO benchmarks, as data (negvocab/resources/benchmarks.toml)
+for _doc in tomllib.loads(resources.files("negvocab").joinpath("resources", "benchmarks.toml").read_text("utf-8"))[
+    "benchmark"
+]:
+    register_benchmark(_doc)
 
 
 def __getattr__(name: str) -> Any:

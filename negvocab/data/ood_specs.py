@@ -16,7 +16,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from negvocab.data.benchmarks import GROUPS, MEAN, REGISTRY, RESERVED_SET_NAMES, OpenedSets, open_benchmark
+from negvocab.data.benchmarks import (
+    GROUPS,
+    MEAN,
+    REGISTRY,
+    RESERVED_SET_NAMES,
+    OpenedSets,
+    open_benchmark,
+    open_id_set,
+)
 from negvocab.data.imagenet import imagenet_val
 from negvocab.data.images import ImageSet
 from negvocab.data.layouts import open_image_set
@@ -155,11 +163,11 @@ def _id_set(
         if ground_truth is not None:
             return imagenet_val(id_path, ground_truth=ground_truth)
         return open_image_set(id_path, **kw)
-    wanted: dict[tuple[Any, Path], tuple[str, str]] = {}
+    wanted: dict[tuple[Any, ...], tuple[str, str]] = {}
     for bench, root in benchmarks:
         b = REGISTRY.get(bench)
         if b.id is not None and b.kind != "carve":
-            wanted.setdefault((b.id, Path(root).expanduser().resolve()), (bench, root))
+            wanted.setdefault((b.id, b.csid, b.classes, Path(root).expanduser().resolve()), (bench, root))
     if len(carved) + len(wanted) > 1:
         named = [f"{b}={r}" for b, r, _ in carved] + [f"{b}={r}" for b, r in wanted.values()]
         raise InputError(
@@ -170,8 +178,8 @@ def _id_set(
         return carved[0][2]
     if not wanted:
         return None
-    (spec, id_root), (bench, given) = next(iter(wanted.items()))
+    (*_, id_root), (bench, given) = next(iter(wanted.items()))
     try:
-        return spec.open(id_root, ground_truth=ground_truth, tag=False)
+        return open_id_set(REGISTRY.get(bench), id_root, ground_truth=ground_truth)
     except InputError as e:
         raise InputError(f"{bench}={given}: its ID set: {e}; or give {_name('id_path', cli)}") from None

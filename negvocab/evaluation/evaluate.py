@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from negvocab.data.benchmarks import id_classes_of
 from negvocab.errors import InputError
+from negvocab.evaluation.accuracy import id_accuracy
 from negvocab.evaluation.checks import common_mistakes
 from negvocab.evaluation.encode import encode_sets
 from negvocab.evaluation.row import ResultRow
@@ -169,13 +171,14 @@ def evaluate_vocabularies(
         raise InputError(f"methods {', '.join(negs)} need a vocabulary (vocabularies)", param="vocabularies")
     convention = M.check_convention(convention)
     params = dict(params or {})
-    id_classes = id_classes if id_classes is not None else imagenet1k()
+    id_classes = id_classes if id_classes is not None else (id_classes_of(id_set) or imagenet1k())
     ood_sets = named_ood_sets(ood_set)
     common_mistakes(vlm, id_set, ood_sets, named, id_classes, templates)  # warned before the long part
     t0 = time.perf_counter()
     enc = encode_sets(vlm, id_set, ood_sets, any("local" in specs[m].inputs for m in methods), progress)
     images, n_id, sizes = enc.images, enc.n_id, enc.sizes
     class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
+    accuracy = id_accuracy(id_set, enc.id_images, images[:n_id], class_emb, id_classes)  # None: no usable labels
 
     rows: list[dict[str, Any]] = []
     all_scores: dict[str, dict[str, np.ndarray]] = {}
@@ -249,8 +252,12 @@ def evaluate_vocabularies(
             {"image": enc.id_images[j][0], "path": enc.id_images[j][1], **e}
             for j, e in zip(idx.tolist(), ex, strict=True)
         ]
+    if accuracy is not None:  # a column of every row, and the run's record in meta
+        for r in rows:
+            r["id_accuracy"] = accuracy["top1"]
     meta = {
         **run_meta(vlm, id_classes, templates, convention, tpr, params, seed, n_boot),
+        **({"id_accuracy": dict(accuracy)} if accuracy is not None else {}),
         **sets_meta(id_set, ood_sets, enc),
         "failed_images": enc.failed(),
         "vocabularies": {k: vocab_meta(v) for k, v in named.items()},

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.builders.registry import get_builder, list_builders
+from negvocab.data.benchmarks import id_classes_of
 from negvocab.errors import InputError
 from negvocab.evaluation.checks import common_mistakes
 from negvocab.evaluation.encode import encode_sets
@@ -129,7 +130,7 @@ def sweep_vocabulary(
         )
     params = dict(params or {})
     convention = M.check_convention(convention)
-    id_classes = id_classes if id_classes is not None else imagenet1k()
+    id_classes = id_classes if id_classes is not None else (id_classes_of(id_set) or imagenet1k())
     common_mistakes(vlm, id_set, named_ood_sets(ood_set), {"swept": vocab, **(references or {})}, id_classes, templates)
     t0 = time.perf_counter()
     enc = encode_sets(vlm, id_set, named_ood_sets(ood_set), False, progress)

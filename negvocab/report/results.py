@@ -141,6 +141,11 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
     lines.append(f"FPR convention: {conv_meta['convention']}; threshold: {conv_meta['threshold']}")
     lines.append(f"grouping: {conv_meta['grouping']}; templates: {conv_meta['templates']}")
     lines.append(f"how these differ from NegLabel's, OpenOOD's and the Hendrycks code: {conv_meta['see']}")
+    acc = (meta or {}).get("id_accuracy")
+    if acc:
+        lines.append(
+            f"ID accuracy (zero-shot top-1 with the ID prompts): {100 * acc['top1']:.1f}% of {acc['n']} ID images"
+        )
     for vname, kinds in caveats.items():
         lines.append(f"NOT DEPLOYABLE: {vname} ({kinds}); a bound for comparison, not a detector's result")
     lines += test_time_notes(rows)
@@ -194,7 +199,10 @@ def write_results(ev: Evaluation, out_dir: str | os.PathLike[str], *, overwrite:
 def _write_results_files(ev: Evaluation, out: Path) -> None:
     flat = [{**flat_row(r), "params": json.dumps(r.get("params", {}))} for r in ev.rows]
     stream = [c for c in STREAM_COLUMNS if any(c in r for r in ev.rows)]  # only where a test-time method ran
-    write_text(out / "results.csv", csv_text(flat, [*TABLE_COLUMNS, "params", "templates", *stream]))
+    accuracy = ["id_accuracy"] if any("id_accuracy" in r for r in ev.rows) else []  # where the ID labels allow
+    for f, r in zip(flat, ev.rows, strict=True):
+        f.update({k: r[k] for k in accuracy})
+    write_text(out / "results.csv", csv_text(flat, [*TABLE_COLUMNS, "params", "templates", *accuracy, *stream]))
     arrays: dict[str, np.ndarray] = {
         "id_image_ids": np.array([i for i, _ in ev.id_images]),
         "id_paths": np.array([p for _, p in ev.id_images]),

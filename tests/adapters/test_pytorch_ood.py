@@ -108,3 +108,69 @@ def test_oodmetrics_on_our_scores_equal_our_metrics(ties):
     )
     # under the paper's convention AUPR is average precision (sklearn): a different number, said in docs/methods.md
     assert M.aupr_in(s_id, s_ood) != pytest.approx(theirs["AUPR-IN"], abs=1e-6)
+
+
+def test_scores_are_float32_on_the_inputs_device_and_to_moves_the_model(vlm, batches):
+    det = NegLabelDetector(vlm, id_classes=ID, vocabulary=NEG, templates="single", groups=4)
+    out = det(batches[0])
+    assert out.dtype == torch.float32 and out.device == batches[0].device
+    g, _ = det.zeroshot.features(batches[0])
+    zs = det.zeroshot
+    want = -negvocab.score("neglabel", g.numpy(), zs.id_emb.numpy(), zs.neg_emb.numpy(), groups=4)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5)
+    assert out.tolist() == (-zs.score_features(g)).float().tolist()  # the float64 scores, rounded once
+    assert det.predict_features(g).dtype == torch.float32
+    assert det.to("cpu") is det and det.device == torch.device("cpu")
+    assert all(p.device.type == "cpu" for p in vlm.model.parameters())
+
+
+@pytest.mark.gpu
+def test_to_cuda_moves_the_model_and_scores_come_back_on_the_inputs_device(vlm, batches):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    det = MCMDetector(vlm, id_classes=ID, templates="single")
+    cpu = det(batches[0])
+    try:
+        det.to("cuda")
+        assert all(p.device.type == "cuda" for p in vlm.model.parameters())
+        out = det(batches[0].cuda())
+        assert out.device.type == "cuda" and out.dtype == torch.float32
+        torch.testing.assert_close(out.cpu(), cpu, rtol=1e-4, atol=1e-6)
+    finally:
+        det.to("cpu")
+
+
+def test_info_names_each_methods_paper():
+    for cls, year, venue in ((NegLabelDetector, 2024, "ICLR"), (EOEDetector, 2024, "ICML"),
+                             (MCMDetector, 2022, "NeurIPS"), (GLMCMDetector, 2023, "arXiv")):  # fmt: skip
+        assert isinstance(cls.info, api.DetectorInfo) and (cls.info.paper.year, cls.info.paper.venue) == (year, venue)
+        assert api.Task.CLASSIFICATION in cls.info.tasks
+
+
+def test_pytorch_oods_grid_search_tries_several_candidates_with_the_default_grid(vlm, batches):
+    from pytorch_ood.utils import GridSearch
+    from sklearn.metrics import roc_auc_score
+
+    det = EOEDetector(vlm, id_classes=ID, vocabulary=NEG, templates="single", beta=0.5)
+    assert det.hyperparameter_space == {"beta": [0.25, 0.5, 1.0], "T": [0.5, 1.0, 2.0]}  # around the values given
+    x = torch.cat(batches)
+    y = torch.tensor([0] * len(batches[0]) + [-1] * len(batches[1]))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=4)
+    search = GridSearch(det, None, loader, device="cpu")
+    best = search.run()
+    assert len(search.results_) == 9 and det.get_hyperparameters() == best
+    # each candidate's AUROC by hand: sklearn on negvocab's EOE scores, OOD the positive class of pytorch-ood
+    g, _ = det.zeroshot.features(x)
+    id_emb, neg_emb = vlm.encode_text(ID, "single", pos="n"), vlm.encode_text(NEG, "single")
+    for r in search.results_:
+        s = negvocab.score("eoe", g.numpy(), id_emb, neg_emb, **r["params"])
+        assert r["score"] == pytest.approx(roc_auc_score(y.numpy() < 0, -s), abs=1e-6)
+
+
+def test_the_grid_skips_seeds_and_the_models_scale_and_keeps_integers_in_their_limits():
+    from negvocab.adapters.zeroshot import search_grid
+
+    grid = search_grid("neglabel", {"tau": 0.01, "groups": 1, "grouping": "random", "seed": 3})
+    assert grid == {"tau": [0.005, 0.01, 0.02], "groups": [1, 2], "grouping": ["random", "stratified", "neglabel"]}
+    assert search_grid("gen", {"logit_scale": 100.0, "gamma": 0.1, "top_classes": 100}) == {
+        "gamma": [0.05, 0.1, 0.2], "top_classes": [50, 100, 200]}  # fmt: skip

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -74,4 +76,44 @@ def mos_root(tmp_path_factory):
     for i, f in enumerate(files):
         _image(root / f, i)
     (root / "imagenet-o" / "README.txt").write_text("ImageNet-O: 2000 images from 200 classes\n")
+    return root
+
+
+# -- the catalog benchmarks (tests/data/test_benchmark_catalog.py, tests/cli/test_benchmark_catalog.py) --
+def png(path: Path, seed: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.random.default_rng(seed).integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(path)
+
+
+def write_lists(root: Path, lists: dict[str, list[str]], image_dir: str) -> None:
+    """Image lists as OpenOOD ships them (``benchmark_imglist/<id>/<name>.txt``: ``path label`` lines, paths
+    under ``images_classic/`` or ``images_largescale/``), with an 8x8 image for every line."""
+    for i, (name, lines) in enumerate(lists.items()):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("\n".join(lines) + "\n")
+        for j, line in enumerate(lines):
+            folder = "images_classic" if "texture" in name else image_dir
+            png(root / folder / line.rsplit(" ", 1)[0], 100 * i + j)
+
+
+#: OpenOOD v1.5's CIFAR-10 lists (benchmark_imglist/cifar10/, under images_classic/): label = CIFAR-10 index
+CIFAR10_LISTS = {
+    "benchmark_imglist/cifar10/test_cifar10.txt": [
+        "cifar10/test/airplane/0298.png 0",
+        "cifar10/test/cat/0013.png 3",
+        "cifar10/test/truck/0100.png 9",
+    ],
+    "benchmark_imglist/cifar10/test_cifar100.txt": ["cifar100/test/apple/0001.png -1", "cifar100/test/bee/0021.png -1"],
+    "benchmark_imglist/cifar10/test_tin.txt": ["tin/test/n01443537/test_3.JPEG -1"],
+    "benchmark_imglist/cifar10/test_mnist.txt": ["mnist/test/7/0000.png -1", "mnist/test/2/0001.png -1"],
+    "benchmark_imglist/cifar10/test_svhn.txt": ["svhn/test/1/00012.png -1"],
+    "benchmark_imglist/cifar10/test_texture.txt": ["texture/banded/banded_0002.jpg -1"],
+    "benchmark_imglist/cifar10/test_places365.txt": ["places365/airfield/00000123.jpg -1"],
+}
+
+
+@pytest.fixture(scope="module")
+def cifar10_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("openood_cifar10")
+    write_lists(root, CIFAR10_LISTS, "images_classic")
     return root

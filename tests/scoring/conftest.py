@@ -38,6 +38,10 @@ def tiny(tmp_path_factory):
     return root
 
 
+#: CLI options for a random ViT-B-32 on the CPU with one template (add --cache-dir and, if needed, --id-classes)
+RANDOM_VIT = ["--model", "ViT-B-32", "--random-weights", "--device", "cpu", "--templates", "single"]
+
+
 @pytest.fixture
 def model_args(tiny):
     """CLI options for a random ViT-B-32 on the CPU with one template and the small ID label space."""

@@ -1,0 +1,1 @@
+"""``openood/datasets``: only ``imglist_dataset.py`` and ``base_dataset.py`` are copied (``openood/__init__.py``)."""
