@@ -24,6 +24,7 @@ import numpy as np
 from negvocab.errors import InputError
 from negvocab.evaluation.encode import encode_sets
 from negvocab.evaluation.rows import MEAN, model_fields, named_ood_sets, ood_rows, vocab_fields
+from negvocab.evaluation.stream_inputs import stream_setup_inputs
 from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import check_evaluation
 from negvocab.scoring.stream import StreamMethod, StreamResult, check_kind, check_stream, make_stream, run_stream
@@ -107,7 +108,8 @@ def evaluate_stream(
     if detector.needs_negatives and neg_emb is None:
         raise InputError(f"method {detector.name} needs negative label embeddings (neg_emb)")
     sets = named_ood_sets(ood_sets)
-    detector.setup(id_emb, neg_emb, id_images=id_images, **(setup_inputs or {}))
+    setup_inputs = stream_setup_inputs(detector, vlm, setup_inputs)  # part "tanl": inputs the model can make
+    detector.setup(id_emb, neg_emb, id_images=id_images, **setup_inputs)
     t0 = time.perf_counter()
     id_x, ood_x = _embeddings(vlm, id_set, sets, progress)
     n_id = int(id_x.shape[0])
