@@ -192,13 +192,13 @@ def published_results(
     return [r for r in read_published(path) if keep(r)]
 
 
-def _field(row: Any, key: str) -> Any:
+def _field(row: object, key: str) -> Any:
     return row.get(key) if isinstance(row, Mapping) else getattr(row, key, None)
 
 
 def published_beside(
-    rows: Iterable[Any], published: Iterable[PublishedResult] | None = None
-) -> list[tuple[Any, PublishedResult]]:
+    rows: Iterable[object], published: Iterable[PublishedResult] | None = None
+) -> list[tuple[object, PublishedResult]]:
     """Pairs (negvocab row, published figure) whose settings match: the same method, model, weights
     (``pretrained``), OOD set and FPR convention, and the figure's vocabulary builder where it names
     one (the row's ``vocab_source``). ``rows``: result rows (``ResultRow`` or dicts); ``published``:
@@ -229,14 +229,14 @@ def published_table_rows(
     published), ``published: True`` and the figure's ``source``. One row per figure and vocabulary."""
     out: dict[tuple[str, ...], dict[str, Any]] = {}
     for row, f in published_beside(list(rows), published):
-        vocab = f"{row.get('vocabulary') or row.get('method')} [published: {f.paper}]"
-        key = (str(row.get("model")), vocab, str(row.get("method")), f.ood_set, f.convention)
+        vocab = f"{_field(row, 'vocabulary') or _field(row, 'method')} [published: {f.paper}]"
+        key = (str(_field(row, "model")), vocab, str(_field(row, "method")), f.ood_set, f.convention)
         out.setdefault(
             key,
             {
-                **{k: row.get(k) for k in ("model", "pretrained", "method", "convention", "tpr", "templates")},
+                **{k: _field(row, k) for k in ("model", "pretrained", "method", "convention", "tpr", "templates")},
                 "vocabulary": vocab,
-                "ood_set": row.get("ood_set"),
+                "ood_set": _field(row, "ood_set"),
                 "fpr": f.fpr95 / 100 if f.fpr95 is not None else math.nan,
                 "auroc": f.auroc / 100 if f.auroc is not None else math.nan,
                 "deployable": True,

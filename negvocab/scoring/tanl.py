@@ -176,7 +176,7 @@ def noise_pixels(seed: int = 0, size: int = 224) -> torch.Tensor:
         torch.manual_seed(seed)
         shape = (3, 3, size, size)
 
-        def minmax(x: torch.Tensor) -> torch.Tensor:
+        def minmax(x: Any) -> Any:
             return (x - x.min()) / (x.max() - x.min())
 
         gaussian = minmax(torch.randn(shape, dtype=torch.float))
@@ -234,7 +234,7 @@ class TANL(StreamMethod):
         dev = next((a.device for a in (self.neg_emb, self.id_emb) if isinstance(a, torch.Tensor)), None)
         dev = dev or torch.device("cpu")
 
-        def f64(a: Any) -> torch.Tensor:
+        def f64(a: Any) -> Any:
             return torch.as_tensor(np.asarray(a) if not isinstance(a, torch.Tensor) else a).to(dev, torch.float64)
 
         return f64(self.id_emb), f64(self.neg_emb), f64(self.extra["noise_images"])
@@ -269,7 +269,7 @@ class TANL(StreamMethod):
         return activation_aware(self.scale * x @ self.ids.T, self.scale * x @ self.corpus[order].T, self.prefix_step)
 
     # -- one batch ----------------------------------------------------------------------------------
-    def step(self, image_emb: Any) -> torch.Tensor:
+    def step(self, image_emb: np.ndarray | torch.Tensor) -> torch.Tensor:
         """Score a batch (see the module docstring, steps 1 to 5), then update the queues."""
         torch = _torch()
         x = torch.as_tensor(np.asarray(image_emb) if not isinstance(image_emb, torch.Tensor) else image_emb)
@@ -290,7 +290,7 @@ class TANL(StreamMethod):
         self.q_ood = torch.cat([self.q_ood, act[looks_ood]])[-self.queue_length :]
         return scores
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, float | int]:
         """The threshold last found and the queues' fill."""
         return {
             "threshold": self.threshold,
