@@ -153,6 +153,12 @@ _EXPORTS: dict[str, str] = {
     # issue 30, part "csp": the CSP builder and InterNeg's selection
     "build_csp_vocabulary": "negvocab.builders.csp",
     "build_interneg_vocabulary": "negvocab.builders.interneg",
+    # part "tanl" (issue 30): TANL and the anchors' published figures
+    "TANL": "negvocab.scoring.tanl",
+    "noise_pixels": "negvocab.scoring.tanl",
+    "PublishedResult": "negvocab.data.published",
+    "published_results": "negvocab.data.published",
+    "published_table_rows": "negvocab.data.published",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -207,6 +213,7 @@ if TYPE_CHECKING:
     from negvocab.data.images import image_list
     from negvocab.data.layouts import open_image_set
     from negvocab.data.ood_specs import open_ood_sets
+    from negvocab.data.published import PublishedResult, published_results, published_table_rows  # part "tanl"
     from negvocab.diagnostics.coverage import Coverage, coverage
     from negvocab.diagnostics.gains import MarginalGains, RepairCurve, marginal_gains, repair_curve
     from negvocab.errors import InputError, NegvocabError, ResourceError
@@ -250,6 +257,7 @@ if TYPE_CHECKING:
         stream_order,
     )
     from negvocab.scoring.sweep import sweep
+    from negvocab.scoring.tanl import TANL, noise_pixels  # part "tanl"
     from negvocab.vlm.export import load_embeddings, save_embeddings
     from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM

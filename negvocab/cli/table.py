@@ -15,6 +15,7 @@ from negvocab.atomic import is_stdout, write_text
 from negvocab.cli.app import app
 from negvocab.cli.options import OverwriteOpt
 from negvocab.cli.outputs import check_output, writing
+from negvocab.data.published import published_table_rows
 from negvocab.errors import InputError
 from negvocab.grid.tables import load_rows
 from negvocab.report.tables import build_table, comparisons
@@ -126,6 +127,14 @@ def table_cmd(
     ] = "mean",
     n_boot: Annotated[int, typer.Option("--n-boot", help="Paired-bootstrap draws of bold and the comparisons.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the paired bootstrap.")] = 0,
+    published: Annotated[
+        bool,
+        typer.Option(
+            "--published",
+            help="Add the anchors' published figures whose settings match a row (method, model, weights, "
+            "OOD set, convention) beside it, marked [published: PAPER] (negvocab published lists them).",
+        ),
+    ] = False,
     output: Annotated[
         Optional[Path], typer.Option("--output", "-o", help="File to write (default: standard output).")  # noqa: UP045
     ] = None,
@@ -140,8 +149,9 @@ def table_cmd(
     if output is not None:
         check_output(output, inputs=folders, overwrite=overwrite)
     data, scores, failed = load_rows(folders)
+    shown = data + published_table_rows(data) if published else data  # part "tanl": never in comparisons
     table = build_table(
-        data,
+        shown,
         metric=_split(metric),
         rows_by=_split(rows),
         cols_by=_split(cols),

@@ -42,6 +42,7 @@ from negvocab.evaluation.rows import (
     vocab_fields,
     vocab_meta,
 )
+from negvocab.evaluation.stream_inputs import stream_setup_inputs
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import check_evaluation, check_shared
@@ -180,7 +181,8 @@ def evaluate_stream(
     if detector.needs_negatives and neg_emb is None:
         raise InputError(f"method {detector.name} needs negative label embeddings (neg_emb)")
     sets = named_ood_sets(ood_sets)
-    detector.setup(id_emb, neg_emb, id_images=id_images, **(setup_inputs or {}))
+    setup_inputs = stream_setup_inputs(detector, vlm, setup_inputs)  # part "tanl": inputs the model can make
+    detector.setup(id_emb, neg_emb, id_images=id_images, **setup_inputs)
     t0 = time.perf_counter()
     id_x, ood_x = _embeddings(vlm, id_set, sets, progress)
     base: dict[str, Any] = {

@@ -112,4 +112,7 @@ register_method(
     paper="Ansari et al., NegRefine: Refining Negative Label-Based Zero-Shot OOD Detection, ICCV 2025",
 )  # fmt: skip
 
+# -- TANL (issue 30, part "tanl"): a stream method registered by its own module
+from negvocab.scoring import tanl as _tanl  # noqa: E402, F401
+
 _seal_builtins()

@@ -27,7 +27,9 @@ def emb():
 
 
 def test_every_entry_matches_its_kernel():
-    """The parameters an entry lists are exactly the kernel's keywords (bar the run parameters and inputs)."""
+    """The parameters an entry lists are exactly the kernel's keywords (bar the run parameters and inputs);
+    a stream method's, its class's keywords with the registry's defaults."""
+
     for m in R.METHODS.values():
         if m.kind == "stream":  # no kernel: its StreamMethod class takes the listed parameters
             from negvocab.scoring.stream import make_stream

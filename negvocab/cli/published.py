@@ -1,0 +1,57 @@
+"""``negvocab published``: the anchors' published figures with their settings and sources (never computed here)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import asdict
+from typing import Annotated, Optional
+
+import typer
+
+from negvocab.cli.app import app
+from negvocab.data.published import PUBLISHED_COLUMNS, published_results
+
+__all__ = ["published_cmd"]
+
+
+def _figure(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+@app.command("published")
+def published_cmd(
+    method: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--method", help="Only this method (negvocab's name or the paper's, e.g. csp)."),
+    ] = None,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Only this model, e.g. ViT-B-16.")] = None,  # noqa: UP045
+    benchmark: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--benchmark", help="Only figures on this benchmark (negvocab benchmarks lists them)."),
+    ] = None,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Print every column as CSV (the shipped file's rows).")] = False,
+) -> None:
+    """The anchors' published figures (FPR@95 and AUROC in percent, as published) with their exact
+    settings and where each was read; tables mark them published, beside negvocab's own rows."""
+    rows = published_results(method=method, model=model, benchmark=benchmark)
+    if as_csv:
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, PUBLISHED_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({k: "" if v is None else v for k, v in asdict(r).items()})
+        typer.echo(buf.getvalue(), nl=False)
+        return
+    head = ("paper", "method", "vocabulary", "model", "pretrained", "benchmark", "ood_set", "FPR95", "AUROC", "conv.")
+    table = [
+        (r.paper, r.method, r.vocabulary or "-", r.model, r.pretrained, r.benchmark or "-", r.ood_set)
+        + (_figure(r.fpr95), _figure(r.auroc), r.convention)
+        for r in rows
+    ]
+    widths = [max(len(str(c)) for c in col) for col in zip(head, *table, strict=True)]
+    for line in (head, *table):
+        typer.echo("  ".join(f"{c:<{w}}" for c, w in zip(line, widths, strict=True)).rstrip())
+    for n, r in enumerate(rows, 1):
+        typer.echo(f"[{n}] {r.paper} {r.ood_set}: {r.source_kind}: {r.source}" + (f" ({r.note})" if r.note else ""))
+    typer.echo("Published, not computed here: settings not stated by a source are left empty.")
