@@ -14,6 +14,7 @@ EXAMPLES: dict[str, list[str]] = {
         "negvocab demo -m ViT-B-16 --pretrained openai",
     ],
     "methods": ["negvocab methods -s conventions", "negvocab methods -o methods.md"],
+    "published": ["negvocab published --method negrefine", "negvocab published -m ViT-B-16 --csv"],
     "models": ["negvocab models --preset paper8", "negvocab models --grep siglip2"],
     "embed": ["negvocab embed --classes -o emb/id", "negvocab embed --images images/ood -o emb/ood"],
     "classes": ["negvocab classes -o classes.csv"],

@@ -217,7 +217,8 @@ def test_the_generic_cli_command_builds_a_csp_vocabulary(tmp_path):
     (tmp_path / "classes.txt").write_text("goldfish\ntench\nbarn\n")
     out = tmp_path / "csp.json"
     argv = ["build", "csp", "--model", "ViT-B-32", "--random-weights", "--device", "cpu", "--templates", "single"]
-    argv += ["--id-classes", str(tmp_path / "classes.txt"), "--cache-dir", str(tmp_path / "cache"), "--pool", "40"]
+    argv += ["--id-classes", str(tmp_path / "classes.txt"), "--cache-dir", str(tmp_path / "cache")]
+    argv += ["--n-candidates", "40"]
     r = CliRunner().invoke(app, [*argv, "--ratio", "0.5", "--seed", "2", "-o", str(out)])
     assert r.exit_code == 0, r.output
     v = negvocab.Vocabulary.load(out)

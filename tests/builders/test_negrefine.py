@@ -145,8 +145,8 @@ def test_resumed_run_equals_clean_run(vlm, endpoint, tmp_path):
     # the sub-category question of koi fails until the server gives up: the run stops part-way
     for cid in [f"koi/r{k}" for k in range(1, 7)] + ["velvet/r0"]:
         endpoint.state.add_faults(cid, "500same", "500same", "500same")
-    with pytest.raises(ResourceError, match="re-run"):
-        _build(vlm, tmp_path / "resumed")
+    with pytest.raises(ResourceError, match="re-run"):  # no deferral: a request out of attempts ends the run
+        _build(vlm, tmp_path / "resumed", settings=LLMSettings(client_options={**FAST, "deferrals": 0}))
     first = Counter(endpoint.state.chat_counts)
     endpoint.state.faults.clear()
     endpoint.state.chat_counts.clear()
