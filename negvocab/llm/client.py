@@ -74,6 +74,7 @@ from negvocab.llm.server_errors import (
     Verdict,
     classify,
     connection_trouble,
+    context_note,
     diagnosis,
     overload_words,
     server_words,
@@ -495,6 +496,7 @@ class LLMClient(SecretKeeper):
             return
         if self.setup_sent >= SETUP_BUDGET and self._failed is None:
             last = f"; the last: {self._last_problem}" if self._last_problem else ""
+            last += context_note(self.overloads.get("context_full", 0))  # llama-server's context overflowed
             self._failed = FailFast(
                 f"{self.base_url}: {self.setup_sent} requests sent and "
                 "no usable answer, so the run stopped (a set-up that "

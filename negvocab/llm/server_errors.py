@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "FORMAT", "PERMANENT", "REPEATABLE", "TEMPORARY", "UNKNOWN", "Verdict", "classify", "connection_trouble",
-    "diagnosis", "names_format", "overload_words",
+    "context_note", "diagnosis", "names_format", "overload_words",
     "server_words", "temporary_words",
 ]  # fmt: skip
 
@@ -83,6 +83,16 @@ class Verdict:
 
     kind: str
     cause: str
+
+
+def context_note(overflows: int) -> str:
+    """What to add to a stopped run's line when llama-server's context (shared by its slots) overflowed."""
+    if not overflows:
+        return ""
+    return (
+        f"; the server's context is full ({overflows} overflows): start it with a larger context (llama-server: "
+        "-c) or fewer slots sharing it (--parallel), lower -j, or ask fewer names a request (-n)"
+    )
 
 
 def names_format(body: str) -> bool:
