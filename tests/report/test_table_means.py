@@ -21,5 +21,6 @@ def test_the_mean_row_is_missing_where_a_member_is():
     assert np.isnan(t.values[2, 1, 0])  # a member missing: no mean (a nanmean would say 0.3)
     md = t.to_markdown()
     mean_line = next(line for line in md.splitlines() if line.startswith("| mean"))
-    assert mean_line.split("|")[2:4] == [" 40.00 ", " - "], mean_line
+    # a mean over models shows their spread (issue 32): the sample SD of 20 and 60 is 28.28
+    assert mean_line.split("|")[2:4] == [f" 40.00 ± {np.std([20, 60], ddof=1):.2f} ", " - "], mean_line
     assert "'-' where a member is missing" in md
