@@ -28,6 +28,8 @@ from __future__ import annotations
 import dataclasses
 import errno
 import logging
+import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,10 +100,7 @@ def _start(ray: Any, address: str | None) -> bool:
             )
         return False
     try:
-        if address:
-            ray.init(address=address, log_to_driver=False)
-        else:
-            ray.init(log_to_driver=False)
+        _init(ray, address)
     except Exception as e:
         where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
         causes = [e]
@@ -112,8 +111,54 @@ def _start(ray: Any, address: str | None) -> bool:
                 f"could not connect to {where}: it uses token authentication; set RAY_AUTH_MODE=token "
                 "with the cluster's token in ~/.ray/auth_token or $RAY_AUTH_TOKEN, and run again"
             ) from e
-        raise ResourceError(f"could not connect to {where}: {connection_reason(e)}") from e
+        reason = connection_reason(e)
+        if address and address.startswith("ray://") and "timeout" in reason and not _token_mode():
+            # a token cluster's Ray Client server ignores a client without its token: it times out
+            reason += (
+                " (nothing answered there, or the cluster uses token authentication: then set "
+                "RAY_AUTH_MODE=token, with its token in ~/.ray/auth_token or $RAY_AUTH_TOKEN, and run again)"
+            )
+        raise ResourceError(f"could not connect to {where}: {reason}") from e
     return True
+
+
+# what a Ray Client server says when the per-client server it forks did not come up. Its proxy
+# forks that server while its own gRPC threads run, and the child dies or hangs now and then (a
+# known Ray bug, ray-project/ray issue 63202; seen here under load, 2 runs in 5): transient, a new
+# connection usually gets past it
+_CLIENT_SERVER_DIED = ("Starting Ray client server failed", "Proxy failed to Connect to backend", "ZombieProcess")
+CLIENT_ATTEMPTS = 3
+
+
+def _init(ray: Any, address: str | None) -> None:
+    """``ray.init`` for ``address``; a Ray Client connection whose per-client server died at
+    start-up is tried again (up to ``CLIENT_ATTEMPTS`` in all), with a warning."""
+    if not address:
+        ray.init(log_to_driver=False)
+        return
+    for attempt in range(1, CLIENT_ATTEMPTS + 1):
+        try:
+            ray.init(address=address, log_to_driver=False)
+            return
+        except Exception as e:
+            died = any(text in str(e) for text in _CLIENT_SERVER_DIED)
+            if not address.startswith("ray://") or not died or attempt == CLIENT_ATTEMPTS:
+                raise
+            logger.warning(
+                "the Ray Client server at %s could not start a server for this client (attempt %d of %d); "
+                "connecting again",
+                address,
+                attempt,
+                CLIENT_ATTEMPTS,
+            )
+            if ray.is_initialized():
+                ray.shutdown()
+            time.sleep(2.0 * attempt)
+
+
+def _token_mode() -> bool:
+    """Whether this driver sends a Ray token (``RAY_AUTH_MODE=token`` in its environment)."""
+    return os.environ.get("RAY_AUTH_MODE", "").lower() == "token"
 
 
 def connection_reason(e: BaseException) -> str:

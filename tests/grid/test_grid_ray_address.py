@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -36,17 +37,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _auth_mode() -> str:
-    """Token authentication when a Ray token is at hand (Ray's own default then), else none; the
-    head and the driver are given the same mode explicitly."""
-    try:
-        from ray._raylet import AuthenticationTokenLoader
-
-        return "token" if AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True) else "disabled"
-    except (ImportError, AttributeError):
-        return "disabled"
-
-
 @pytest.fixture(scope="module")
 def ray_head():
     """A Ray head of 2 CPUs started with ``ray start --head --block`` in a folder of its own (its
@@ -54,13 +44,11 @@ def ray_head():
     if shutil.which("ray") is None:
         pytest.skip("the ray command is not installed")
     folder = Path(tempfile.mkdtemp(prefix="nvray", dir="/tmp"))  # short: Ray's socket paths must fit
-    port, client_port, mode = _free_port(), _free_port(), _auth_mode()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "RAY_AUTH_MODE": mode,
-        "NEGVOCAB_CACHE_DIR": str(folder / "head_cache"),
-    }
+    port, client_port = _free_port(), _free_port()
+    # token authentication (Ray 2.60's default once a token exists), with a token of its own: the
+    # drivers get it in their environment from the start, whatever ~/.ray holds on this machine
+    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NEGVOCAB_CACHE_DIR": str(folder / "head_cache"), **auth}
     cmd = [
         "ray",
         "start",
@@ -87,7 +75,7 @@ def ray_head():
             "address": f"127.0.0.1:{port}",
             "client": f"ray://127.0.0.1:{client_port}",
             "folder": folder,
-            "auth_mode": mode,
+            "auth": auth,
         }
     finally:
         for sig, wait in (
@@ -142,7 +130,7 @@ def test_cli_on_an_existing_cluster_equals_local(ray_head, grid_toml, tmp_path):
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO),
-        "RAY_AUTH_MODE": ray_head["auth_mode"],
+        **ray_head["auth"],
         "NEGVOCAB_CACHE_DIR": str(driver_cache),
     }
     env.pop("RAY_ADDRESS", None)
@@ -197,26 +185,59 @@ def test_already_connected_elsewhere_is_refused_in_one_line(ray_head, grid_toml,
         ray.shutdown()
 
 
-def test_a_grid_through_ray_client_equals_the_local_engine(ray_head, grid_toml, tmp_path, monkeypatch):
+def _head_logs(ray_head: dict, pattern: str = "ray_client_server*") -> str:
+    """The head's Ray logs named ``pattern``, for a failure message (the head's folder goes at teardown)."""
+    return "".join(
+        f"== {p.name}\n" + p.read_text(errors="replace")[-3000:]
+        for p in sorted((ray_head["folder"] / "t").glob(f"session_*/logs/{pattern}"))
+    )
+
+
+def test_a_grid_through_ray_client_equals_the_local_engine(ray_head, grid_toml, tmp_path):
     """``ray://HOST:PORT`` (Ray Client, the ``[ray]`` extra's grpcio): the driver runs here, the
-    units on the head's workers, and the results equal the local engine's."""
+    units on the head's workers, and the results equal the local engine's. The driver is a process
+    of its own with the cluster's token in its environment from the start, as a user's is (Ray reads
+    the mode when it is imported)."""
     import grpc  # noqa: F401  (what Ray Client needs; negvocab[ray] installs ray[client])
 
-    if ray.is_initialized():
-        ray.shutdown()
-    monkeypatch.setenv("RAY_AUTH_MODE", ray_head["auth_mode"])
-    monkeypatch.delenv("RAY_ADDRESS", raising=False)
     text = _one_model(grid_toml.read_text())
     grid_toml.write_text(text)
-    on_ray = negvocab.run_grid(grid_toml, tmp_path / "client", engine="ray", ray_address=ray_head["client"])
-    assert on_ray.status["total"] == {"done": 30, "pending": 0, "failed": 0} and not ray.is_initialized()
-    logs = "".join(
-        p.read_text(errors="replace") for p in (ray_head["folder"] / "t").glob("session_*/logs/ray_client_server*")
-    )
-    assert CLIENT_SEEN in logs, "the head's Ray Client server saw no client"
+    env = {**os.environ, "PYTHONPATH": str(REPO), **ray_head["auth"]}
+    env.pop("RAY_ADDRESS", None)
+    out = tmp_path / "client"
+    cmd = [*CLI, "grid", "run", str(grid_toml), "-o", str(out), "--engine", "ray", "--ray-address", ray_head["client"]]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:] + _head_logs(ray_head)
+    assert "30 cells (30 done, 0 pending, 0 failed)" in proc.stdout, proc.stdout
+    assert CLIENT_SEEN in _head_logs(ray_head), "the head's Ray Client server saw no client"
+    on_ray = negvocab.run_grid(grid_toml, out)  # every cell stored: nothing runs, rows read back
     _assert_equals_local(
         on_ray.rows, grid_toml, text.replace(str(tmp_path / "cache"), str(tmp_path / "cache_local")), tmp_path
     )
+
+
+# a driver whose Ray Client gives up after a few seconds (Ray's own back-off: 5 s up to 30 s per attempt)
+_QUICK_CLIENT = """
+import sys
+from ray.util.client import worker
+worker.INITIAL_TIMEOUT_SEC, worker.MAX_TIMEOUT_SEC = 1, 2
+from negvocab.cli import main
+main()
+"""
+
+
+def test_a_ray_client_without_the_token_is_told_about_token_authentication(ray_head, grid_toml, tmp_path):
+    """A token cluster's Ray Client server ignores a client without its token, which then times
+    out: the one line says that token authentication may be why and what to set."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env["PYTHONPATH"] = str(REPO)
+    cmd = [sys.executable, "-c", _QUICK_CLIENT, "grid", "run", str(grid_toml), "-o", str(tmp_path / "o")]
+    cmd += ["--engine", "ray", "--ray-address", ray_head["client"]]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    line = proc.stderr.strip().splitlines()[-1]
+    assert f"could not connect to the Ray cluster at {ray_head['client']}: " in line, proc.stderr[-3000:]
+    assert "RAY_AUTH_MODE=token" in line and "timeout" in line, line
 
 
 def test_a_failed_ray_client_connection_says_why(grid_toml, tmp_path, monkeypatch):
@@ -239,3 +260,66 @@ def test_a_failed_ray_client_connection_says_why(grid_toml, tmp_path, monkeypatc
     line = str(e.value)
     assert line.startswith(f"could not connect to the Ray cluster at {address}: ") and "\n" not in line
     assert line.rsplit(": ", 1)[1].strip(), line  # a reason after the colon
+
+
+class _FlakyRay:
+    """``ray`` as ``_start`` uses it, whose ``init`` raises the given errors in turn, then connects.
+    The first error's text is Ray Client's own (ray/util/client/worker.py and server/proxier.py)."""
+
+    def __init__(self, *errors: BaseException) -> None:
+        self.errors, self.calls, self.connected = list(errors), 0, False
+
+    def init(self, **kwargs) -> None:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        self.connected = True
+
+    def is_initialized(self) -> bool:
+        return self.connected
+
+    def shutdown(self) -> None:
+        self.connected = False
+
+
+def _init_failure(reason: str) -> ConnectionAbortedError:
+    return ConnectionAbortedError(
+        "Initialization failure from server:\nTraceback (most recent call last):\n"
+        f'  File "proxier.py", line 772, in Datapath\n    raise RuntimeError(\n{reason}\n'
+    )
+
+
+# the three ways the head's per-client server was seen not to come up (Ray 2.60, under load)
+_DIED_AS = [
+    "RuntimeError: Starting Ray client server failed. See ray_client_server_23000.err for detailed logs.",
+    "psutil.ZombieProcess: PID still exists but it's a zombie (pid=24065)",
+    "RuntimeError: Proxy failed to Connect to backend! Check `ray_client_server.err` and "
+    "`ray_client_server_23000.err` on the head node of the cluster for the relevant logs.",
+]
+_DIED = _init_failure(_DIED_AS[0])
+
+
+@pytest.mark.parametrize("reason", _DIED_AS)
+def test_a_ray_client_server_that_died_at_start_up_is_connected_again(reason, monkeypatch, caplog):
+    """The head's per-client server dying at start-up (seen under load) is transient: the driver
+    connects again, with a warning; anything else, or a third such failure, is one line at once."""
+    from negvocab.errors import ResourceError
+    from negvocab.grid import ray_engine
+
+    monkeypatch.setattr(ray_engine.time, "sleep", lambda s: None)
+    flaky = _FlakyRay(_init_failure(reason), _init_failure(reason))
+    assert ray_engine._start(flaky, "ray://h:1") is True and flaky.calls == 3 and flaky.connected
+    assert caplog.text.count("could not start a server for this client") == 2
+
+    dead = _FlakyRay(*[_DIED] * ray_engine.CLIENT_ATTEMPTS)
+    with pytest.raises(
+        ResourceError, match=r"^could not connect to the Ray cluster at ray://h:1: Initialization failure"
+    ):
+        ray_engine._start(dead, "ray://h:1")
+    assert dead.calls == ray_engine.CLIENT_ATTEMPTS
+
+    for address, error in (("ray://h:1", ConnectionError("ray client connection timeout")), ("h:1", _DIED)):
+        once = _FlakyRay(error)
+        with pytest.raises(ResourceError):
+            ray_engine._start(once, address)
+        assert once.calls == 1, address  # only Ray Client's start-up failure is tried again
