@@ -20,17 +20,26 @@ from __future__ import annotations
 import math
 import os
 import textwrap
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from negvocab.atomic import atomic_path
 from negvocab.errors import InputError
 from negvocab.evaluation.row import interval
-from negvocab.report.style import LINE_STYLES, MARKERS, PALETTE, print_style, saving
+from negvocab.report.figure_files import (
+    COLUMN_IN,
+    PAGE_IN,
+    PLOT_FORMATS,
+    check_plot_formats,
+    figure_format,
+    figure_png,
+    outside_texts,
+    print_problems,
+    save_figure,
+)
+from negvocab.report.style import LINE_STYLES, MARKERS, PALETTE, print_style
 from negvocab.scoring import metrics as M
 from negvocab.types import ArrayLike
 
@@ -38,12 +47,15 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "COLUMN_IN",
+    "PAGE_IN",
     "PLOT_FORMATS",
     "check_plot_formats",
     "figure_png",
     "outside_texts",
     "overlay_figure",
     "plot_overlay",
+    "print_problems",
     "repair_figure",
     "plot_repair",
     "plot_scores",
@@ -54,22 +66,6 @@ __all__ = [
     "subsample_figure",
     "sweep_figure",
 ]
-
-#: file suffix -> (matplotlib format, dpi)
-PLOT_FORMATS: dict[str, tuple[str, int | None]] = {".png": ("png", 300), ".pdf": ("pdf", None), ".svg": ("svg", None)}
-
-
-def check_plot_formats(formats: Sequence[str], option: str = "plot format") -> list[str]:
-    """``formats`` (``png``, ``pdf``, ``svg``; a leading dot and case ignored), or one line naming the bad one."""
-    names = [str(f).strip().lower().lstrip(".") for f in formats]
-    bad = [f for f, n in zip(formats, names, strict=True) if f".{n}" not in PLOT_FORMATS]
-    choose = "png, pdf or svg"
-    if bad:
-        raise InputError(f"unknown {option} {bad[0]!r}; choose {choose}")
-    if not names:
-        raise InputError(f"{option}: give {choose}, comma-separated")
-    return names
-
 
 #: the fields that tell series apart, with how each is shown
 _SERIES_FIELDS = (
@@ -205,7 +201,7 @@ def sweep_figure(
     conv = rows[0].get("convention", "paper")
     tpr = int(round(100 * rows[0].get("tpr", 0.95)))
     ms = sorted({r["M"] for r in rows})
-    fig = figure if figure is not None else Figure(figsize=(10, 4.2))
+    fig = figure if figure is not None else Figure(figsize=(PAGE_IN, 3.4))  # printed at this size
     fig.set_layout_engine("constrained")
     axes = fig.subplots(1, 2)
     metrics = (
@@ -222,9 +218,11 @@ def sweep_figure(
                 ax,
                 part,
                 key,
-                f"C{i}",
-                textwrap.fill(label, 48),
+                PALETTE[i % len(PALETTE)],
+                textwrap.fill(label, 60),
                 band_label="95% CI (OOD bootstrap)" if i == 0 else None,
+                marker=MARKERS[i % len(MARKERS)],
+                style=LINE_STYLES[i % len(LINE_STYLES)],
             )
         ref_varying = _varying(refs) if refs else []
         for j, ref in enumerate(refs):
@@ -233,10 +231,16 @@ def sweep_figure(
             label = f"{name}{' (not deployable)' if _not_deployable(ref) else ''}, M={ref['M']:,}" + (
                 f" [{extra}]" if extra else ""
             )
-            ax.axhline(100 * ref[key], linestyle="--", color=f"C{len(series) + j}", label=label)
+            k = len(series) + j
+            ax.axhline(100 * ref[key], linestyle=LINE_STYLES[1 + k % 3], color=PALETTE[k % len(PALETTE)], label=label)
             values.append(100 * ref[key])
         _m_axes(ax, ms, values, ylabel)
-        ax.legend(fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()  # both panels hold the same series
+    ncols = 2 if len(labels) > 3 else 1
+    fig.legend(handles, labels, loc="outside lower center", ncols=ncols, frameon=False)
+    if figure is None:  # room for the legend's lines below the panels
+        lines = sum(lab.count("\n") + 1 for lab in labels[::ncols])
+        fig.set_size_inches(PAGE_IN, 2.9 + 0.16 * lines)
     fig.suptitle(
         title + ("\n[RANDOM WEIGHTS: meaningless]" if random_weights else "")
         if title
@@ -257,7 +261,7 @@ def plot_sweep(
     """Write :func:`sweep_figure` to ``path`` (atomically) in the format of its suffix: ``.png``
     (300 dpi), ``.pdf`` or ``.svg``; any other suffix is refused before anything is drawn."""
     path = Path(path)
-    _format(path)
+    figure_format(path)
     fig = sweep_figure(rows, references=references, title=title, random_weights=random_weights, ood_set=ood_set)
     return save_figure(fig, path)
 
@@ -300,7 +304,7 @@ def overlay_figure(
     styles = {m: dashes[i % len(dashes)] for i, m in enumerate(dict.fromkeys(str(b["method"]) for b in baselines))}
     tpr = int(round(100 * float(rows[0].get("tpr", 0.95))))
     ms = sorted({int(r["M"]) for r in rows})
-    fig = Figure(figsize=(min(4.0 * len(models) + 0.8, 16), 2.9 * len(combos) + 1.4), layout="constrained")
+    fig = Figure(figsize=(_print_width(len(models)), 2.3 * len(combos) + 1.3), layout="constrained")
     axes = fig.subplots(len(combos), len(models), squeeze=False, sharex=True, sharey=True)  # panels compare
     banded = False
     for (meth, conv), row_axes in zip(combos, axes, strict=True):
@@ -369,105 +373,19 @@ def overlay_figure(
 def plot_overlay(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str], **kw: Any) -> Path:
     """Write :func:`overlay_figure` to ``path`` (format by suffix: .pdf, .svg, .png; another suffix
     is refused before anything is drawn)."""
-    _format(Path(path))
+    figure_format(Path(path))
     return save_figure(overlay_figure(rows, **kw), path)
 
 
-def _format(path: Path) -> tuple[str, int | None]:
-    fmt = PLOT_FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        raise InputError(
-            f"{path}: a figure is written as {', '.join(PLOT_FORMATS)}; give the file one of these suffixes"
-        )
-    return fmt
+def _print_width(panels_across: int) -> float:
+    """The printed width of a figure with ``panels_across`` panels side by side: a column for one, a page for more."""
+    return COLUMN_IN if panels_across <= 1 else PAGE_IN
 
 
-def _drawable(fig: Figure) -> Any:
-    """A renderer for ``fig`` after a draw (a pyplot-free Figure is given an Agg canvas first)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    if not hasattr(fig.canvas, "get_renderer"):
-        FigureCanvasAgg(fig)  # a pyplot-free Figure: give it a canvas that can lay it out
-    fig.canvas.draw()  # type: ignore[attr-defined]
-    return fig.canvas.get_renderer()  # type: ignore[attr-defined]
-
-
-def _undrawn_tick_labels(fig: Figure) -> set[int]:
-    """ids of the tick labels a draw leaves out (their ticks lie outside the view)."""
-    every, drawn = set(), set()
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
-                every |= {id(tick.label1), id(tick.label2)}
-            for tick in axis._update_ticks():  # the ticks a draw shows
-                drawn |= {id(tick.label1), id(tick.label2)}
-    return every - drawn
-
-
-def outside_texts(fig: Figure, *, draw: bool = True) -> list[str]:
-    """The drawn, non-empty text artists of ``fig`` whose box leaves the figure: [] when nothing
-    is clipped (the check :func:`save_figure` makes before writing)."""
-    from matplotlib.text import Text
-
-    renderer = _drawable(fig) if draw else fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    skip = _undrawn_tick_labels(fig)
-    box = fig.bbox
-    bad = []
-    for t in fig.findobj(Text):
-        if id(t) in skip or not t.get_visible() or not t.get_text().strip() or t.get_figure() is None:
-            continue
-        e = t.get_window_extent(renderer)
-        if e.x0 < box.x0 - 1 or e.y0 < box.y0 - 1 or e.x1 > box.x1 + 1 or e.y1 > box.y1 + 1:
-            bad.append(t.get_text())
-    return bad
-
-
-def _fit_texts(fig: Figure) -> None:
-    """Wrap (then shrink) text that would leave the figure, until every box lies inside it."""
-    from matplotlib.text import Text
-
-    for attempt in range(6):
-        bad = set(outside_texts(fig))
-        if not bad:
-            return
-        for t in fig.findobj(Text):
-            if t.get_text() in bad:
-                lines = t.get_text().split("\n")
-                chars = max(16, int(0.7 * max(len(x) for x in lines)))
-                t.set_text("\n".join(textwrap.fill(line, chars) for line in lines))
-                if attempt >= 2:
-                    t.set_fontsize(t.get_fontsize() * 0.85)
-
-
-def save_figure(fig: Figure, path: str | os.PathLike[str], *, title: str | None = None) -> Path:
-    """Write ``fig`` atomically in the format of ``path``'s suffix (.png at 300 dpi, .pdf, .svg),
-    with ``title`` (default: the figure's) in the file's metadata and every text inside the figure.
-    Matplotlib's warnings are not shown: a warning is the figure's business, not the user's."""
-    path = Path(path)
-    fmt, dpi = _format(path)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        caption = title or (fig._suptitle.get_text() if fig._suptitle is not None else "")  # type: ignore[attr-defined]
-        meta = {"Title": " ".join(caption.split())} if caption else {}
-        for _ in range(3):  # a draw may move a legend ("best"): fit, save, and check the drawn result
-            _fit_texts(fig)
-            with atomic_path(path, suffix=path.suffix) as tmp, saving():  # TrueType fonts in a PDF
-                fig.savefig(tmp, format=fmt, dpi=dpi or "figure", metadata=meta)
-            if not outside_texts(fig):
-                break
-    return path
-
-
-def figure_png(fig: Figure, dpi: int = 110) -> bytes:
-    """``fig`` as PNG bytes (for a page that embeds it), its texts fitted as :func:`save_figure` does."""
-    import io
-
-    buf = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _fit_texts(fig)
-        fig.savefig(buf, format="png", dpi=dpi)
-    return buf.getvalue()
+def _fill(fig: Figure, text: str, pt: float, share: float = 1.0) -> str:
+    """``text`` wrapped to ``share`` of ``fig``'s width at ``pt`` points (a character is ~0.55 em)."""
+    chars = max(16, int(share * fig.get_figwidth() * 72 / (0.55 * pt)))
+    return "\n".join(textwrap.fill(line, chars) for line in text.split("\n"))
 
 
 def _note(ax: Any, text: str) -> None:
@@ -496,9 +414,9 @@ def subsample_figure(rows: Sequence[Mapping[str, Any]], *, title: str | None = N
     if not rows:
         raise InputError("nothing to plot: no subsample rows")
     sets = list(dict.fromkeys(str(r.get("ood_set", "ood")) for r in rows))
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    fig = Figure(figsize=(min(4.2 * len(sets) + 1.5, 16), 4.4), layout="constrained")
+    fig = Figure(figsize=(_print_width(len(sets)), 3.3), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(sets), squeeze=False, sharey=True)[0])  # one SD scale for every set
     log_y = all(_clean(100 * r["sd"]) > 0 for r in rows)  # one y scale for every panel: log only where all can be
     first = rows[0]
@@ -535,6 +453,11 @@ def subsample_figure(rows: Sequence[Mapping[str, Any]], *, title: str | None = N
             notes.append("every FPR is 0% or 100%: the SD is 0 at every n")
         if log_y:
             ax.set_yscale("log")
+            ax.yaxis.set_major_locator(
+                LogLocator(subs=(1.0, 2.0, 5.0))
+            )  # 1, 2, 5 a decade: some ticks on a short range
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # plain numbers, not 2x10^1
+            ax.yaxis.set_minor_formatter(NullFormatter())
         else:
             ax.set_ylim(
                 0,
@@ -543,7 +466,7 @@ def subsample_figure(rows: Sequence[Mapping[str, Any]], *, title: str | None = N
         ns_all = sorted({r["n"] for r in mine})
         if len(ns_all) > 1:
             ax.set_xscale("log")
-            ax.xaxis.set_major_formatter(ScalarFormatter())  # plain numbers, not 2x10^0
+            ax.set_xticks(ns_all, [f"{n:,}" for n in ns_all])  # the drawn sizes, plain, not 2x10^0
             ax.xaxis.set_minor_formatter(NullFormatter())
         else:
             ax.set_xlim(ns_all[0] * 0.5, ns_all[0] * 1.5)
@@ -553,9 +476,13 @@ def subsample_figure(rows: Sequence[Mapping[str, Any]], *, title: str | None = N
         ax.set_xlabel("OOD images drawn, n")
         ax.grid(True, alpha=0.3, which="both")
     handles, labels = axes[0].get_legend_handles_labels()  # one legend, outside the data, below the panels
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 3), fontsize=8, frameon=False)
-    axes[0].set_ylabel(f"SD of FPR@{tpr} (points), {first.get('convention', 'paper')} convention")
-    fig.suptitle(title or f"OOD subsampling: {first['draws']:,} draws without replacement of n of N", fontsize=10)
+    ncols = min(len(labels), 3 if len(sets) > 1 else 1)
+    fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize=8, frameon=False)
+    axes[0].set_ylabel(_fill(fig, f"SD of FPR@{tpr} (points), {first.get('convention', 'paper')} convention", 9, 0.8))
+    heading = title or f"OOD subsampling: {first['draws']:,} draws without replacement of n of N"
+    fig.suptitle(_fill(fig, heading, 10), fontsize=10)
+    if len(sets) == 1:  # a column: room for the legend's lines
+        fig.set_size_inches(COLUMN_IN, 2.9 + 0.17 * len(labels))
     return fig
 
 
@@ -568,7 +495,7 @@ def plot_subsample(
     rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str], *, title: str | None = None
 ) -> Path:
     """Write :func:`subsample_figure` to ``path`` (format by suffix: .pdf, .svg, .png)."""
-    _format(Path(path))
+    figure_format(Path(path))
     return save_figure(subsample_figure(rows, title=title), path)
 
 
@@ -609,8 +536,13 @@ def scores_figure(
     names = list(dict.fromkeys(labels.tolist()))
     thr = M._paper_threshold(ids, tpr)
     pct = int(round(100 * tpr))
-    fig = Figure(figsize=(min(3.6 * (len(names) + 1) + 1, 18), 3.8), layout="constrained")
-    axes = fig.subplots(1, len(names) + 1, squeeze=False)[0]
+    ncols = min(3, len(names) + 1)  # rows of up to 3 panels: each readable at a page's width
+    nrows = -(-(len(names) + 1) // ncols)
+    fig = Figure(figsize=(PAGE_IN, 3.0 * nrows + 0.4), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    for spare in axes[len(names) + 1 :]:
+        spare.set_axis_off()
+    axes = axes[: len(names) + 1]
     lo, hi = float(min(ids.min(), oods.min())), float(max(ids.max(), oods.max()))
     flat = hi - lo < 1e-12
     bins = np.linspace(lo - 0.5, hi + 0.5, 3) if flat else np.linspace(lo, hi, 41)
@@ -647,7 +579,7 @@ def plot_scores(
     s_id: ArrayLike, s_ood: ArrayLike, path: str | os.PathLike[str], ood_sets: Sequence[str] | None = None, **kw: Any
 ) -> Path:
     """Write :func:`scores_figure` to ``path`` (format by suffix: .pdf, .svg, .png)."""
-    _format(Path(path))
+    figure_format(Path(path))
     return save_figure(scores_figure(s_id, s_ood, ood_sets, **kw), path)
 
 
@@ -660,16 +592,16 @@ def repair_figure(curve: Any, *, random_weights: bool = False) -> Figure:
     rows = list(curve.rows)
     if not rows:
         raise InputError("nothing to plot: the repair curve has no steps")
-    fig = Figure(figsize=(7, 3.6), layout="constrained")
+    fig = Figure(figsize=(COLUMN_IN, 2.9), layout="constrained")
     ax = fig.subplots()
     steps = [r["step"] for r in rows]
     fprs = [100 * r["fpr"] for r in rows]
     ax.plot(steps, fprs, marker="o", drawstyle="steps-post")
     for r in rows[1:]:
         ax.annotate(
-            str(r["label"])[:18],
+            str(r["label"])[:14],
             (r["step"], 100 * r["fpr"]),
-            fontsize=7,
+            fontsize=8,
             rotation=30,
             xytext=(2, 4),
             textcoords="offset points",
@@ -695,5 +627,5 @@ def repair_figure(curve: Any, *, random_weights: bool = False) -> Figure:
 
 def plot_repair(curve: Any, path: str | os.PathLike[str], *, random_weights: bool = False) -> Path:
     """Write :func:`repair_figure` to ``path`` (format by suffix: .pdf, .svg, .png)."""
-    _format(Path(path))
+    figure_format(Path(path))
     return save_figure(repair_figure(curve, random_weights=random_weights), path)

@@ -98,8 +98,8 @@ def test_panels_that_compare_share_their_axes_and_ticks_are_plain():
 
     FigureCanvasAgg(sub).draw()
     assert len({ax.get_yscale() for ax in sub.axes}) == 1 and len({ax.get_ylim() for ax in sub.axes}) == 1
-    ticks = [t.get_text() for ax in sub.axes for t in ax.get_xticklabels() if t.get_text()]
-    assert ticks and not any("times" in t or "^" in t or "10^" in t for t in ticks), ticks
+    ticks = [t.get_text() for ax in sub.axes for t in ax.get_xticklabels() + ax.get_yticklabels() if t.get_text()]
+    assert ticks and not any("times" in t or "^" in t or "10^" in t or "$" in t for t in ticks), ticks
     for ax in sub.axes:
         assert ax.get_legend() is None  # one legend for the figure, below the panels
     legend = sub.legends[0]
@@ -107,3 +107,56 @@ def test_panels_that_compare_share_their_axes_and_ticks_are_plain():
     lines = [h for h in overlay_figure(_sweep_rows()).legends[0].legend_handles if hasattr(h, "get_marker")]
     cues = {(h.get_color(), h.get_marker(), h.get_linestyle()) for h in lines}
     assert len({(m, s) for _, m, s in cues}) == len(cues)  # every set also differs in marker and line style
+
+
+def _figures():
+    """(name, figure, printed width in inches) for every figure negvocab draws, in its usual shapes."""
+    from types import SimpleNamespace
+
+    from negvocab.report.plots import COLUMN_IN, PAGE_IN, repair_figure, scores_figure, sweep_figure
+
+    rng = np.random.default_rng(0)
+    one_set = negvocab.subsample(rng.normal(1, 1, 100), rng.normal(0, 1, 60), sizes=[5, 10, 20], draws=20)
+    two_sets = negvocab.subsample(rng.normal(1, 1, 100), rng.normal(0, 1, 60), sizes=[5, 10, 20], draws=20,
+                                  ood_sets=["a"] * 30 + ["b"] * 30)  # fmt: skip
+    steps = [{"step": i, "label": f"candidate label number {i}", "fpr": 0.5 - 0.05 * i} for i in range(6)]
+    curve = SimpleNamespace(rows=steps, tpr=0.95, convention="paper", method="neglabel", oracle=False)
+    five = rng.normal(0, 1, 50)
+    return [
+        ("sweep", sweep_figure(_sweep_rows(), ood_set="all"), PAGE_IN),
+        ("overlay, two models", overlay_figure(_sweep_rows()), PAGE_IN),
+        ("overlay, one model", overlay_figure([r for r in _sweep_rows() if r["model"] == "m0"]), COLUMN_IN),
+        ("subsample, one set", subsample_figure(one_set), COLUMN_IN),
+        ("subsample, two sets", subsample_figure(two_sets), PAGE_IN),
+        ("scores, five sets", scores_figure(rng.normal(2, 1, 50), five, ["a", "b", "c", "d", "e"] * 10), PAGE_IN),
+        ("repair", repair_figure(curve, random_weights=True), COLUMN_IN),
+    ]
+
+
+def test_every_figure_prints_at_its_own_size_with_no_text_under_8_pt(tmp_path):
+    """A figure is drawn at the width it is printed (a column, 3.3 in, or a page, 6.9 in) with every
+    text at 8 pt or more once saved, so 8 pt is what a reader sees (a 10 in figure scaled to a column
+    shows its 8 pt legend at 2.6 pt). The PDF's page is that width (pdfinfo, when installed)."""
+    from negvocab.report.plots import print_problems, save_figure
+
+    for name, fig, width in _figures():
+        path = save_figure(fig, tmp_path / f"{name}.pdf")
+        assert abs(fig.get_figwidth() - width) < 1e-6, (name, fig.get_figwidth())
+        assert print_problems(fig) == [], name
+        if shutil.which("pdfinfo"):
+            info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
+            page = next(line for line in info.splitlines() if line.startswith("Page size:"))
+            assert abs(float(page.split()[2]) - 72 * width) < 0.5, (name, page)
+
+
+def test_print_problems_names_a_wide_figure_and_a_small_text():
+    from matplotlib.figure import Figure
+
+    from negvocab.report.plots import print_problems
+
+    fig = Figure(figsize=(10, 4))
+    ax = fig.subplots()
+    ax.set_title("fine")
+    ax.annotate("tiny", (0.5, 0.5), fontsize=7)
+    got = print_problems(fig)
+    assert len(got) == 2 and "10.00 in wide" in got[0] and "'tiny' at 7.0 pt" in got[1], got
