@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from negvocab.scoring.stream import StreamMethod
     from negvocab.vlm.model import VLM
 
-__all__ = ["STREAM_INPUT_MAKERS", "noise_image_features", "stream_setup_inputs"]
+__all__ = ["STREAM_INPUT_MAKERS", "noise_image_features", "stream_setup_inputs", "unmade_inputs"]
 
 
 def _image_size(vlm: VLM) -> int:
@@ -57,3 +57,10 @@ def stream_setup_inputs(
     for k in missing:
         out[k] = STREAM_INPUT_MAKERS[k](vlm, method.params)
     return out
+
+
+def unmade_inputs(method: str) -> list[str]:
+    """The set-up inputs the stream method ``method`` names that no model can make (a plug-in's own)."""
+    from negvocab.scoring.stream import stream_class
+
+    return [k for k in stream_class(method).inputs if k not in STREAM_INPUT_MAKERS]

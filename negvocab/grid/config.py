@@ -585,6 +585,10 @@ def _method(value: str | MethodTable, i: int, source: str) -> MethodSpec:
             stream = tuple(sorted(stream_settings(table.stream).items()))
         except InputError as e:
             raise InputError(f"{where}.stream: {e}") from None
+        from negvocab.evaluation.stream_inputs import unmade_inputs  # imports torch: for stream methods only
+
+        if lacking := unmade_inputs(name):  # a grid makes set-up inputs with the model (TANL's noise images) only
+            raise InputError(f"{where}.name: {name} needs set-up input(s) a grid cannot make: {', '.join(lacking)}")
     elif table.stream:
         raise InputError(f"{where}.stream: {name} is a batch method; a stream table is for test-time methods")
     return MethodSpec(name=name, params=tuple(sorted(table.params.items())), label=table.label, stream=stream)

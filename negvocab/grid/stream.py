@@ -4,19 +4,39 @@ A grid cell of a stream method (a ``[[methods]]`` entry of ``kind`` stream, with
 order, batch size, seed, ID:OOD ratio) is scored as :func:`negvocab.evaluate_stream` scores one OOD
 set: one stream of the ID images and that set's images, from a fresh state. Its ID scores are
 therefore the cell's own (their score file's digest names the OOD set and the stream), and its row
-says ``test_time`` with the stream that made it.
+says ``test_time`` with the stream that made it. A method's set-up inputs that a model makes (TANL's
+noise images, :data:`negvocab.evaluation.stream_inputs.STREAM_INPUT_MAKERS`) are made where the model
+is (:func:`stream_setup`, in the text unit) and handed to the score units, which have no model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from negvocab.grid.config import MethodSpec
 
-__all__ = ["score_stream_cell", "stream_fields"]
+if TYPE_CHECKING:
+    from negvocab.vlm.model import VLM
+
+__all__ = ["score_stream_cell", "stream_fields", "stream_setup"]
+
+
+def stream_setup(methods: Sequence[MethodSpec], vlm: VLM) -> dict[str, dict[str, np.ndarray]]:
+    """The set-up inputs ``vlm`` makes for each stream method in ``methods`` that names some (TANL's
+    noise-image features, seeded by its ``seed``), by the method's display name."""
+    from negvocab.evaluation.stream_inputs import stream_setup_inputs
+    from negvocab.scoring.stream import make_stream
+
+    out = {}
+    for spec in methods:
+        if spec.stream:
+            made = stream_setup_inputs(make_stream(spec.name, dict(spec.params)), vlm)
+            if made:
+                out[spec.display] = {k: np.asarray(v) for k, v in made.items()}
+    return out
 
 
 def score_stream_cell(
@@ -25,10 +45,12 @@ def score_stream_cell(
     images: Mapping[str, tuple[np.ndarray, np.ndarray | None]],
     class_emb: np.ndarray,
     neg_emb: np.ndarray | None,
+    setup: Mapping[str, Any] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """``(id_scores, ood_scores, stream)`` of one cell: the stream of ``images["ID"]`` and
-    ``images[ood_set]`` under the method's stream settings; ``stream`` records them and the method's
-    final state. With an ID:OOD ratio the scores are of the images the stream kept."""
+    ``images[ood_set]`` under the method's stream settings (``setup``: its set-up inputs, from
+    :func:`stream_setup`); ``stream`` records them and the method's final state. With an ID:OOD ratio
+    the scores are of the images the stream kept."""
     from negvocab.evaluation.stream import evaluate_stream  # the scorers import torch: not at CLI start
 
     st = dict(spec.stream)
@@ -43,6 +65,7 @@ def score_stream_cell(
         stream_seed=st["seed"],
         id_ood_ratio=st["id_ood_ratio"],
         params=dict(spec.params),
+        setup_inputs=setup,
         n_boot=0,
     )
     scores = sev.scores[ood_set]

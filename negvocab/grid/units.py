@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from negvocab.errors import DiskFullError, NegvocabError
 from negvocab.grid import work as W
 from negvocab.grid.config import GridConfig
+from negvocab.grid.stream import stream_setup
 from negvocab.plugins import load_plugins
 from negvocab.progress import Progress
 from negvocab.vlm.cache import EmbeddingStore
@@ -211,6 +212,7 @@ class ModelHost:
                 "stores": stores,
                 "meta": meta,
                 "logit_scale": vlm.logit_scale,
+                "setup": stream_setup(cfg.methods, vlm),  # what the stream methods need a model for
             }
         else:  # scoring with the model: the cache lacked rows (an unwritable cache)
             stats["embed_calls"] = {}
@@ -251,7 +253,17 @@ def _score(
     device = W.score_device(cfg, text["meta"].get("engine", "ray"))
     meta = {**text["meta"], "score_device": device}
     seconds = W.score_files(
-        cfg, work, out, images, text["class_emb"], text["neg_emb"], text["infos"], device, meta, text.get("logit_scale")
+        cfg,
+        work,
+        out,
+        images,
+        text["class_emb"],
+        text["neg_emb"],
+        text["infos"],
+        device,
+        meta,
+        text.get("logit_scale"),
+        text.get("setup"),
     )
     return {"embed_calls": calls, "vocabularies": {work.spec.display: dict(text["infos"])}, "score_seconds": seconds}
 

@@ -26,7 +26,7 @@ from negvocab.evaluation.checks import ID_NAMES_CAVEAT, id_names_in
 from negvocab.evaluation.row import INTERVAL_METRICS
 from negvocab.evaluation.rows import metrics_row
 from negvocab.grid.config import GridConfig, ImageSpec, MethodSpec, ModelSpec, VocabSpec, spec_digest
-from negvocab.grid.stream import score_stream_cell, stream_fields
+from negvocab.grid.stream import score_stream_cell, stream_fields, stream_setup
 from negvocab.labels.imagenet import imagenet1k, read_id_classes
 from negvocab.scoring.methods import get_method, scorer_params
 from negvocab.vlm.images import file_key
@@ -482,7 +482,8 @@ def score_model(
     stats.setdefault("vocabularies", {}).setdefault(work.spec.display, {}).update(infos)
     device = score_device(cfg, engine)  # as the score units: a device-bound method gives the same scores
     meta = {**score_meta(vlm, engine, cfg.deterministic), "score_device": device}
-    seconds = score_files(cfg, work, out, images, class_emb, neg_emb, infos, device, meta, vlm.logit_scale)
+    setup = stream_setup(cfg.methods, vlm)
+    seconds = score_files(cfg, work, out, images, class_emb, neg_emb, infos, device, meta, vlm.logit_scale, setup)
     stats["score_seconds"] = stats.get("score_seconds", 0.0) + seconds
 
 
@@ -518,20 +519,10 @@ def score_meta(vlm: VLM, engine: str, deterministic: bool) -> dict[str, Any]:
         ours = version("negvocab")
     except PackageNotFoundError:
         ours = None
-    versions = {
-        "negvocab": ours,
-        "torch": torch.__version__,
-        "open_clip": open_clip.__version__,
-        "numpy": numpy.__version__,
-    }
-    return {
-        "engine": engine,
-        "device": str(vlm.device),
-        "dtype": vlm.precision,
-        "deterministic": deterministic,
-        "python": platform.python_version(),
-        "versions": versions,
-    }
+    versions = {"negvocab": ours, "torch": torch.__version__, "open_clip": open_clip.__version__}
+    versions["numpy"] = numpy.__version__
+    made = {"engine": engine, "device": str(vlm.device), "dtype": vlm.precision, "deterministic": deterministic}
+    return made | {"python": platform.python_version(), "versions": versions}
 
 
 def text_inputs(
@@ -561,10 +552,11 @@ def score_files(
     device: str,
     meta: Mapping[str, Any] | None = None,
     logit_scale: float | None = None,
+    setup: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> float:
-    """Store the missing score files of ``work`` from embeddings (no model needed: ``images`` maps
-    a set to its (global, local) rows; ``logit_scale``: the model's own, for the logit baselines); the
-    seconds spent scoring."""
+    """Store the missing score files of ``work`` from embeddings (no model needed: ``images`` maps a set
+    to its (global, local) rows; ``logit_scale``: the model's own, for the logit baselines; ``setup``:
+    the stream methods' set-up inputs, :func:`~negvocab.grid.stream.stream_setup`); the seconds spent."""
     from negvocab.scoring.scores import score
 
     t_score = 0.0
@@ -575,7 +567,8 @@ def score_files(
             if digest not in streamed:
                 cell = next(c for c in work.cells if digest in (c.id_scores, c.ood_scores))
                 t0 = time.perf_counter()
-                s_id, s_ood, state = score_stream_cell(spec, cell.ood_set, images, class_emb, neg_emb.get(vname))
+                made = (setup or {}).get(spec.display)
+                s_id, s_ood, state = score_stream_cell(spec, cell.ood_set, images, class_emb, neg_emb.get(vname), made)
                 t_score += time.perf_counter() - t0
                 file_meta = {
                     "vocab": dict(infos[vname]) if vname else None,

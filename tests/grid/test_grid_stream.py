@@ -9,6 +9,7 @@ import pytest
 import negvocab
 from negvocab.errors import InputError
 from negvocab.evaluation.stream import evaluate_stream
+from negvocab.evaluation.stream_inputs import noise_image_features
 from negvocab.grid.work import load_model, open_sets
 
 GRID = """
@@ -116,3 +117,65 @@ def test_a_stream_table_is_checked_before_any_model(grid_files, tmp_path):
     )
     with pytest.raises(InputError, match="neglabel is a batch method; a stream table is for test-time methods"):
         negvocab.load_grid(toml)
+
+
+def test_a_grid_runs_tanl_with_the_noise_images_its_model_makes(grid_files, tmp_path):
+    """TANL's set-up needs noise-image features, which only a model makes: the grid's text unit makes
+    them and its score units (no model) use them. Before, every cell of the model failed (neglabel's
+    too): "tanl needs the set-up input(s) noise_images"."""
+    toml = grid_files / f"grid_tanl_{tmp_path.name}.toml"
+    text = GRID.format(cache=tmp_path / "cache").replace(
+        'name = "adaneg"\nparams = { adaneg_memory = 3, adaneg_groups = 2 }', 'name = "tanl"\nparams = { seed = 2 }'
+    )
+    toml.write_text(text)
+    res = negvocab.run_grid(toml, tmp_path / "out")
+    assert res.status["total"] == {"done": 4, "pending": 0, "failed": 0}
+    rows = {(r["method"], r["ood_set"]): r for r in res.rows}
+    cfg = negvocab.load_grid(toml)
+    sets = open_sets(cfg)
+    vlm = load_model(cfg, cfg.models[0])
+    classes = negvocab.read_id_classes(cfg.path(cfg.id_classes))
+    vocab = negvocab.Vocabulary.load(cfg.path("vocabA.txt"))
+    cls = vlm.encode_text(list(classes.names), "single", pos="n")
+    neg = vlm.encode_text(list(vocab.labels), "single", pos=vocab.parts_of_speech())
+    id_x = vlm.encode_images(sets["ID"]).embeddings
+    for name in ("oodA", "oodB"):
+        ev = evaluate_stream(
+            "tanl",
+            id_x,
+            {name: vlm.encode_images(sets[name]).embeddings},
+            cls,
+            neg,
+            batch_size=5,
+            order="id_first",
+            stream_seed=4,
+            params={"seed": 2},
+            setup_inputs={"noise_images": noise_image_features(vlm, seed=2)},  # made here, by the same model
+            n_boot=0,
+        )
+        assert rows[("tanl", name)]["fpr"] == pytest.approx(ev.rows[0]["fpr"], abs=1e-12)
+        assert rows[("tanl", name)]["auroc"] == pytest.approx(ev.rows[0]["auroc"], abs=1e-12)
+
+
+def test_a_stream_method_whose_set_up_no_model_makes_is_refused_before_any_model(grid_files, tmp_path):
+    from negvocab.scoring.methods import unregister_method
+    from negvocab.scoring.stream import StreamMethod, register_stream_method
+
+    class NeedsPrototypes(StreamMethod):
+        inputs = ("prototypes",)
+
+        def _score(self, x):
+            return np.zeros(len(x))
+
+    register_stream_method("needs_prototypes", NeedsPrototypes)
+    try:
+        toml = grid_files / f"grid_proto_{tmp_path.name}.toml"
+        text = GRID.format(cache=tmp_path / "cache").replace(
+            'name = "adaneg"\nparams = { adaneg_memory = 3, adaneg_groups = 2 }', 'name = "needs_prototypes"'
+        )
+        toml.write_text(text)
+        with pytest.raises(InputError, match=r"methods\[1\]\.name: needs_prototypes needs set-up input\(s\) a grid "
+                           "cannot make: prototypes"):  # fmt: skip
+            negvocab.load_grid(toml)
+    finally:
+        unregister_method("needs_prototypes", missing_ok=True)
