@@ -96,11 +96,17 @@ def draw_chunks(seed: int, draws: int, n_max: int, big_n: int) -> Iterator[np.nd
     """The draws as [chunk, n_max] index arrays, the same for every detector: draw r is the r-th
     ``rng.choice(big_n, n_max, replace=False)`` of ``rng = np.random.default_rng(seed)`` (an ordered
     uniform sample without replacement, O(n_max) per draw, not O(big_n)). At most :data:`_CHUNK`
-    indices (or one draw) are held at once."""
+    indices (or one draw) are held at once, in one buffer refilled for each chunk (copy a chunk to keep
+    it): a fresh array per chunk cost page faults that doubled the time at n_max = 100,000."""
     rng = np.random.default_rng(seed)
     per = max(1, _CHUNK // max(1, n_max))
+    if per == 1:  # a draw a chunk: the draw itself, not a copy of it
+        for _ in range(draws):
+            yield rng.choice(big_n, n_max, replace=False)[None, :]
+        return
+    buf = np.empty((min(per, draws), n_max), dtype=np.intp)
     for start in range(0, draws, per):
-        chunk = np.empty((min(per, draws - start), n_max), dtype=np.intp)
+        chunk = buf[: min(per, draws - start)]
         for row in chunk:
             row[:] = rng.choice(big_n, n_max, replace=False)
         yield chunk

@@ -117,7 +117,7 @@ def test_draws_in_chunks_never_hold_draws_x_n(monkeypatch):
 
     monkeypatch.setattr(S, "_CHUNK", 64)
     for n_max, big in ((10, 50), (50, 50), (200, 300)):
-        chunks = [c.copy() for c in S.draw_chunks(4, 23, n_max, big)]  # a one-draw chunk is a view: copied as it comes
+        chunks = [c.copy() for c in S.draw_chunks(4, 23, n_max, big)]  # one buffer refilled: copied as they come
         assert all(c.size <= max(64, n_max) for c in chunks)
         got = np.concatenate(chunks)
         assert got.shape == (23, n_max)
