@@ -117,7 +117,8 @@ def test_what_is_asked_for_is_what_is_drawn_and_nothing_is_clipped(tmp_path, mon
     fig = drawn[0]
     assert outside_texts(fig) == []  # the long model name in a panel title stays inside
     axes = [ax for ax in fig.axes if ax.get_title()]
-    assert [ax.get_title().split("\n")[-1] for ax in axes] == ["eoe, openood convention"] * len(MODELS)  # a long name wraps
+    # a long model name wraps: the method line stays last
+    assert [ax.get_title().split("\n")[-1] for ax in axes] == ["eoe, openood convention"] * len(MODELS)
     assert all(len(_lines(ax)) == 1 and not any(len(ln.get_xdata()) == 2 for ln in ax.lines) for ax in axes)
     with pytest.raises(InputError, match="no sized entries nope@M"):
         res.plot_sweep(tmp_path / "x.png", vocabulary="nope")
