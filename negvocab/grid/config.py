@@ -571,8 +571,6 @@ def _method(value: str | MethodTable, i: int, source: str) -> MethodSpec:
     try:
         found = get_method(table.name)
         name = found.name if found.kind == "stream" else batch_method(table.name, "a grid").name
-        if "pair_texts" in get_method(name).inputs:  # score units score from embeddings, with no model to embed them
-            raise InputError(f"{name} embeds texts per image (pair_texts), which a grid's score units cannot")
     except InputError as e:
         raise InputError(f"{where}.name: {e}") from None
     try:

@@ -412,8 +412,11 @@ def _drive(
                     r.get("seconds", 0.0),
                     extra={"worker_pid": pid},
                 )
-                if "cache_miss" in r:  # an unwritable cache: scored by a model worker instead
-                    logger.warning("%s: %s; scoring it with the model", unit, r["cache_miss"])
+                if "cache_miss" in r or "needs_model" in r:  # scored by a model worker instead
+                    if "cache_miss" in r:  # an unwritable cache
+                        logger.warning("%s: %s; scoring it with the model", unit, r["cache_miss"])
+                    else:  # a method that embeds texts as it scores (NegRefine)
+                        logger.info("%s: %s", unit, r["needs_model"])
                     plan.queue.append(unit)
                     workers.ensure_image_worker()
                     continue

@@ -45,6 +45,7 @@ from negvocab.grid.config import GridConfig
 from negvocab.grid.stream import stream_setup
 from negvocab.plugins import load_plugins
 from negvocab.progress import Progress
+from negvocab.scoring.methods import get_method
 from negvocab.vlm.cache import EmbeddingStore
 from negvocab.vlm.images import file_key
 
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "CacheMiss", "ModelHost", "Unit", "deterministic_config", "gather", "plan_units", "run_units_here",
+    "CacheMiss", "ModelHost", "NeedsModel", "Unit", "deterministic_config", "gather", "plan_units", "run_units_here",
     "score_unit", "unit_progress",
 ]  # fmt: skip
 
@@ -189,6 +190,8 @@ class ModelHost:
                 try:
                     result["stats"] = _score(self.cfg, self.works[unit.model], self.sets, self.out, given)
                     given = None
+                except NeedsModel as e:
+                    logger.info("%s: %s", unit, e)
                 except CacheMiss as e:
                     logger.warning("%s: %s; embedding them again with the model", unit, e)
             if unit.kind != "score" or given is not None or not result["stats"]:
@@ -216,7 +219,8 @@ class ModelHost:
             }
         else:  # scoring with the model: the cache lacked rows (an unwritable cache)
             stats["embed_calls"] = {}
-            W.score_model(cfg, work, self.sets, self.out, vlm, stats, self.engine)
+            pairs = pair_texts(cfg, work, vlm, stats.setdefault("_files", {}))
+            W.score_model(cfg, work, self.sets, self.out, vlm, stats, self.engine, pairs)
             stats.pop("_files", None)
 
 
@@ -224,11 +228,37 @@ class CacheMiss(NegvocabError):
     """The embedding cache lacks image rows a score unit needs (an unwritable cache): scored with the model instead."""
 
 
+class NeedsModel(CacheMiss):
+    """A missing cell's method embeds texts as it scores (NegRefine's pairs): its score unit runs with the model."""
+
+
+def pair_methods(cfg: GridConfig, work: ModelWork) -> list[str]:
+    """The methods of ``work``'s missing cells that embed a text per image and ID class (``pair_texts``)."""
+    names = {W.method_spec(cfg, meth).name for _, meth, _ in work.missing.values()}
+    return sorted(n for n in names if "pair_texts" in get_method(n).inputs)
+
+
+def pair_texts(cfg: GridConfig, work: ModelWork, vlm: VLM, files: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """NegRefine's pair texts (``{"pair_texts": PairTexts}``, embedded with ``vlm`` as the method asks)
+    for each vocabulary a missing cell of a pair method scores, by vocabulary name."""
+    from negvocab.vlm.pairs import pair_inputs
+
+    wanted = set(pair_methods(cfg, work))
+    names = {v for v, meth, _ in work.missing.values() if v and W.method_spec(cfg, meth).name in wanted}
+    if not names:
+        return {}
+    classes = W.id_classes(cfg)
+    vocabs = W.resolve_vocabularies(cfg, vlm, files, names)
+    return {n: pair_inputs(("pair_texts",), vlm, cfg.templates, classes.names, vocabs[n].labels) for n in names}
+
+
 def _score(
     cfg: GridConfig, work: ModelWork, sets: Mapping[str, ImageSet], out: Path, given: Mapping[str, Any]
 ) -> dict[str, Any]:
     """A score unit without a model: each needed set's image rows read from the cache (the images
     the image units could not read left out), the text from its text unit; the score files stored."""
+    if found := pair_methods(cfg, work):
+        raise NeedsModel(f"{', '.join(found)} embeds a text per image and ID class as it scores: scored with the model")
     text, failed = given["text"], given.get("failed", {})
     names, local = _needs(cfg, work, sets)
     kinds = ["image", "image-local"] if local else ["image"]
@@ -277,6 +307,8 @@ def score_unit(
     with _running(cfg, Unit("score", work.spec.display)) as result:
         try:
             result["stats"] = _score(cfg, work, sets, Path(out), given)
+        except NeedsModel as e:
+            result["needs_model"] = str(e)
         except CacheMiss as e:
             result["cache_miss"] = str(e)
     return result | {"loads": {}}

@@ -464,6 +464,7 @@ def score_model(
     vlm: VLM,
     stats: dict[str, Any],
     engine: str,
+    pairs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     """Compute and store the missing score files of one model with its model (the embeddings come
     from the cache when an engine filled it); each file records who made it (:func:`score_meta`)."""
@@ -483,7 +484,9 @@ def score_model(
     device = score_device(cfg, engine)  # as the score units: a device-bound method gives the same scores
     meta = {**score_meta(vlm, engine, cfg.deterministic), "score_device": device}
     setup = stream_setup(cfg.methods, vlm)
-    seconds = score_files(cfg, work, out, images, class_emb, neg_emb, infos, device, meta, vlm.logit_scale, setup)
+    seconds = score_files(
+        cfg, work, out, images, class_emb, neg_emb, infos, device, meta, vlm.logit_scale, setup, pairs
+    )
     stats["score_seconds"] = stats.get("score_seconds", 0.0) + seconds
 
 
@@ -553,10 +556,12 @@ def score_files(
     meta: Mapping[str, Any] | None = None,
     logit_scale: float | None = None,
     setup: Mapping[str, Mapping[str, Any]] | None = None,
+    pairs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> float:
-    """Store the missing score files of ``work`` from embeddings (no model needed: ``images`` maps a set
-    to its (global, local) rows; ``logit_scale``: the model's own, for the logit baselines; ``setup``:
-    the stream methods' set-up inputs, :func:`~negvocab.grid.stream.stream_setup`); the seconds spent."""
+    """Store the missing score files of ``work`` from embeddings (``images`` maps a set to its (global,
+    local) rows; ``logit_scale``: the model's own, for the logit baselines; ``setup``: the stream methods'
+    set-up inputs, :func:`~negvocab.grid.stream.stream_setup`; ``pairs``: NegRefine's pair texts per
+    vocabulary, made with the model, :func:`~negvocab.grid.units.pair_texts`); the seconds spent."""
     from negvocab.scoring.scores import score
 
     t_score = 0.0
@@ -583,10 +588,10 @@ def score_files(
             spec.name, dict(spec.params), logit_scale
         )  # the logit baselines: this model's logit scale
         t0 = time.perf_counter()
-        if "local" in get_method(spec.name).inputs:
-            s = score(spec.name, glob, class_emb, neg_emb.get(vname), local=local, device=device, **params)
-        else:
-            s = score(spec.name, glob, class_emb, neg_emb.get(vname), device=device, **params)
+        inputs = get_method(spec.name).inputs
+        extra = dict((pairs or {}).get(vname or "", {})) if "pair_texts" in inputs else {}
+        extra.update({"local": local} if "local" in inputs else {})
+        s = score(spec.name, glob, class_emb, neg_emb.get(vname), device=device, **extra, **params)
         t_score += time.perf_counter() - t0
         file_meta = {"vocab": dict(infos[vname]) if vname else None, **({"made_by": dict(meta)} if meta else {})}
         _save_scores(out / "scores" / f"{digest}.npz", np.asarray(s, dtype=np.float64), file_meta)

@@ -311,10 +311,10 @@ def test_random_documents_give_a_config_or_one_line():
 
 
 def test_the_field_example_holds_the_new_builders_and_test_time_methods():
-    """examples/grid_field.toml: the example grid plus CSP (ranked) and AdaNeg/TANL as streams."""
+    """examples/grid_field.toml: the example grid plus CSP (ranked), NegRefine and AdaNeg/TANL as streams."""
     cfg = negvocab.load_grid(EXAMPLE.with_name("grid_field.toml"), random_weights=True)
     names = [n for v in cfg.vocabularies for n in v.names()]
     assert names == ["wordnet@100", "wordnet@200", "wordnet@400", "handpicked", "csp@100", "csp@400"]
-    assert [m.name for m in cfg.methods] == ["neglabel", "mcm", "adaneg", "tanl"]
-    assert [bool(m.stream) for m in cfg.methods] == [False, False, True, True]
-    assert dict(cfg.methods[3].stream)["seed"] == 0 and dict(cfg.methods[3].stream)["order"] == "shuffled"
+    assert [m.name for m in cfg.methods] == ["neglabel", "mcm", "negrefine", "adaneg", "tanl"]
+    assert [bool(m.stream) for m in cfg.methods] == [False, False, False, True, True]
+    assert dict(cfg.methods[4].stream)["seed"] == 0 and dict(cfg.methods[4].stream)["order"] == "shuffled"

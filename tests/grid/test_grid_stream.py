@@ -179,3 +179,42 @@ def test_a_stream_method_whose_set_up_no_model_makes_is_refused_before_any_model
             negvocab.load_grid(toml)
     finally:
         unregister_method("needs_prototypes", missing_ok=True)
+
+
+def test_a_grid_scores_negrefine_with_its_model(grid_files, tmp_path):
+    """NegRefine embeds a text per image and ID class as it scores, which a score unit without a model
+    cannot: the model's score unit runs with the model instead (refused at reading before). Its rows
+    equal the scores of the method on the same embeddings with pair texts made by the same model."""
+    from negvocab.scoring import metrics as M
+    from negvocab.scoring.scores import score
+    from negvocab.vlm.pairs import PairTexts
+
+    toml = grid_files / f"grid_negrefine_{tmp_path.name}.toml"
+    text = GRID.format(cache=tmp_path / "cache")
+    text = text[: text.index('[[methods]]\nname = "adaneg"')] + '[[methods]]\nname = "negrefine"\n'
+    toml.write_text(text)
+    res = negvocab.run_grid(toml, tmp_path / "out")
+    assert res.status["total"] == {"done": 4, "pending": 0, "failed": 0}
+    rows = {(r["method"], r["ood_set"]): r for r in res.rows}
+    cfg = negvocab.load_grid(toml)
+    sets = open_sets(cfg)
+    vlm = load_model(cfg, cfg.models[0])
+    names = list(negvocab.read_id_classes(cfg.path(cfg.id_classes)).names)
+    labels = list(negvocab.Vocabulary.load(cfg.path("vocabA.txt")).labels)
+    cls = vlm.encode_text(names, "single", pos="n")
+    neg = vlm.encode_text(labels, "single")
+    pairs = PairTexts(vlm, "single", names, labels)
+    s_id = np.asarray(score("negrefine", vlm.encode_images(sets["ID"]).embeddings, cls, neg, pair_texts=pairs))
+    for name in ("oodA", "oodB"):
+        s_ood = np.asarray(score("negrefine", vlm.encode_images(sets[name]).embeddings, cls, neg, pair_texts=pairs))
+        assert rows[("negrefine", name)]["fpr"] == pytest.approx(M.fpr_at_tpr(s_id, s_ood, 0.95), abs=1e-12)
+        assert rows[("negrefine", name)]["auroc"] == pytest.approx(M.auroc(s_id, s_ood), abs=1e-12)
+    # the stored scores themselves (this toy's FPR and AUROC happen to equal NegLabel's)
+    from negvocab.grid.work import load_score_file, plan_cells
+
+    cell = next(c for c in plan_cells(cfg, sets) if c.method == "negrefine" and c.ood_set == "oodA")
+    stored = load_score_file(tmp_path / "out" / "scores" / f"{cell.id_scores}.npz")
+    assert stored is not None
+    np.testing.assert_allclose(stored[0], s_id, rtol=0, atol=1e-12)
+    id_x = vlm.encode_images(sets["ID"]).embeddings
+    assert not np.allclose(s_id, np.asarray(score("neglabel", id_x, cls, neg)))  # the check tells the two apart
