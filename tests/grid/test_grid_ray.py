@@ -220,3 +220,25 @@ def test_text_and_image_pools_of_their_own_finish_the_grid(cluster, grid_toml, t
         "1 model workers for text units (0 GPUs, 1 CPUs each)" in said
         and "1 model workers for image units (0 GPUs, 1 CPUs each)" in said
     )
+
+
+def test_negrefine_and_tanl_cells_on_ray_equal_the_local_engine(cluster, grid_toml, tmp_path, caplog):
+    """On Ray, a score task that meets NegRefine (texts embedded as it scores) hands its unit to a model
+    worker, and TANL's noise images come from the text unit: both give the local engine's numbers."""
+    text = grid_toml.read_text().replace(
+        '[[models]]\nname = "TinyB"\nmodel_config = "TinyB.json"\nrandom_weights = true\nseed = 1\n', ""
+    )  # one model
+    text += '\n[[methods]]\nname = "negrefine"\n\n[[methods]]\nname = "tanl"\nstream = { batch_size = 3, seed = 1 }\n'
+    grid_toml.write_text(text)
+    caplog.set_level(logging.INFO)
+    on_ray = negvocab.run_grid(grid_toml, tmp_path / "ray", engine="ray")
+    assert on_ray.status["total"]["failed"] == 0 and on_ray.status["total"]["pending"] == 0
+    said = [r.getMessage() for r in caplog.records if r.name == "negvocab.grid.ray_engine"]
+    assert any("negrefine embeds a text per image and ID class as it scores" in m for m in said), said
+    local = negvocab.run_grid(grid_toml, tmp_path / "local")  # the same cache: every embedding read back
+    a, b = {_key(r): r for r in on_ray.rows}, {_key(r): r for r in local.rows}
+    assert a.keys() == b.keys() and {k[3] for k in a} >= {"negrefine", "tanl"}
+    for k in a:
+        assert a[k]["auroc"] == pytest.approx(b[k]["auroc"], abs=1e-9) and a[k]["fpr"] == pytest.approx(
+            b[k]["fpr"], abs=1e-9
+        ), k
