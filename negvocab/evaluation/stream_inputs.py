@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.errors import InputError
+from negvocab.scoring.stream import stream_class
 from negvocab.scoring.tanl import noise_pixels
 from negvocab.vlm.images import encode_batch
 
@@ -61,6 +62,4 @@ def stream_setup_inputs(
 
 def unmade_inputs(method: str) -> list[str]:
     """The set-up inputs the stream method ``method`` names that no model can make (a plug-in's own)."""
-    from negvocab.scoring.stream import stream_class
-
     return [k for k in stream_class(method).inputs if k not in STREAM_INPUT_MAKERS]

@@ -76,6 +76,7 @@ from negvocab.builders.registry import get_builder, list_builders, option_error
 from negvocab.data.benchmarks import REGISTRY, RESERVED_SET_NAMES, get_benchmark
 from negvocab.deprecation import rename_keys
 from negvocab.errors import InputError, NegvocabError
+from negvocab.evaluation.stream_inputs import unmade_inputs
 from negvocab.grid.resources import Resources, ResourcesTable, parse_resources
 from negvocab.plugins import load_plugins
 from negvocab.scoring.methods import EVALUATION_PARAMS, batch_method, check_params, get_method, needs_negatives
@@ -583,8 +584,6 @@ def _method(value: str | MethodTable, i: int, source: str) -> MethodSpec:
             stream = tuple(sorted(stream_settings(table.stream).items()))
         except InputError as e:
             raise InputError(f"{where}.stream: {e}") from None
-        from negvocab.evaluation.stream_inputs import unmade_inputs  # imports torch: for stream methods only
-
         if lacking := unmade_inputs(name):  # a grid makes set-up inputs with the model (TANL's noise images) only
             raise InputError(f"{where}.name: {name} needs set-up input(s) a grid cannot make: {', '.join(lacking)}")
     elif table.stream:

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from negvocab.evaluation.stream_inputs import stream_setup_inputs
 from negvocab.grid.config import MethodSpec
+from negvocab.scoring.stream import make_stream
 
 if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
@@ -27,9 +29,6 @@ __all__ = ["score_stream_cell", "stream_fields", "stream_setup"]
 def stream_setup(methods: Sequence[MethodSpec], vlm: VLM) -> dict[str, dict[str, np.ndarray]]:
     """The set-up inputs ``vlm`` makes for each stream method in ``methods`` that names some (TANL's
     noise-image features, seeded by its ``seed``), by the method's display name."""
-    from negvocab.evaluation.stream_inputs import stream_setup_inputs
-    from negvocab.scoring.stream import make_stream
-
     out = {}
     for spec in methods:
         if spec.stream:

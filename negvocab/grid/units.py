@@ -48,6 +48,7 @@ from negvocab.progress import Progress
 from negvocab.scoring.methods import get_method
 from negvocab.vlm.cache import EmbeddingStore
 from negvocab.vlm.images import file_key
+from negvocab.vlm.pairs import pair_inputs
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
@@ -241,8 +242,6 @@ def pair_methods(cfg: GridConfig, work: ModelWork) -> list[str]:
 def pair_texts(cfg: GridConfig, work: ModelWork, vlm: VLM, files: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """NegRefine's pair texts (``{"pair_texts": PairTexts}``, embedded with ``vlm`` as the method asks)
     for each vocabulary a missing cell of a pair method scores, by vocabulary name."""
-    from negvocab.vlm.pairs import pair_inputs
-
     wanted = set(pair_methods(cfg, work))
     names = {v for v, meth, _ in work.missing.values() if v and W.method_spec(cfg, meth).name in wanted}
     if not names:
