@@ -90,11 +90,14 @@ def test_adapter_scores_negrefine(vlm, sets):
     np.testing.assert_allclose(det.score_features(imgs).numpy(), want, rtol=0, atol=1e-6)
 
 
-def test_grid_refuses_and_cli_offers_the_parameters(tmp_path):
+def test_grid_takes_it_and_cli_offers_the_parameters(tmp_path):
+    """A grid reads a NegRefine entry (its scoring runs on a model worker: tests/grid/test_grid_stream.py)
+    and checks its parameters there, before any model."""
     from negvocab.cli import app
-    from negvocab.grid.config import _method
+    from negvocab.grid.config import MethodTable, _method
 
-    with pytest.raises(InputError, match="pair_texts"):
-        _method("negrefine", 0, "grid.toml")
+    assert _method("negrefine", 0, "grid.toml").name == "negrefine"
+    with pytest.raises(InputError, match=r"grid.toml: methods\[0\]\.params"):
+        _method(MethodTable(name="negrefine", params={"mm_weight": "heavy"}), 0, "grid.toml")
     r = CliRunner().invoke(app, ["score", "--help"], terminal_width=200)
     assert r.exit_code == 0 and "--mm-weight" in r.output and "--mm-k-neg" in r.output
