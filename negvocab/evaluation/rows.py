@@ -63,6 +63,7 @@ __all__ = [
     "named_ood_sets",
     "ood_records",
     "ood_rows",
+    "summary_sets",
     "run_meta",
     "sets_meta",
     "vocab_fields",
@@ -181,12 +182,21 @@ def ood_records(
     if len(rows) < 2:
         return rows
     of = groups if groups is not None else {n: ood_group(n) for n in s_ood}
-    by_group = {g: [n for n in s_ood if of.get(n) == g] for g in GROUPS}
-    summaries = [(GROUPS[g], members) for g, members in by_group.items()] if all(by_group.values()) else []
-    for name, members in [*summaries, (MEAN, list(s_ood))]:
+    for name, members in summary_sets(list(s_ood), of):
         picked = [r for r in rows if r.ood_set in members]
         rows.append(_mean_row(picked, name, s_id, {n: s_ood[n] for n in members}, **boot))
     return rows
+
+
+def summary_sets(names: Sequence[str], groups: Mapping[str, str | None]) -> list[tuple[str, list[str]]]:
+    """The summary rows over the OOD sets ``names`` and the sets each averages: ``near-ood`` and
+    ``far-ood`` when the sets span both groups (``groups``: each set's group), then ``mean`` over all;
+    none for a single set. ``score``, ``sweep`` and grids summarise by this one rule."""
+    if len(names) < 2:
+        return []
+    by_group = {g: [n for n in names if groups.get(n) == g] for g in GROUPS}
+    summaries = [(GROUPS[g], members) for g, members in by_group.items()] if all(by_group.values()) else []
+    return [*summaries, (MEAN, list(names))]
 
 
 def ood_rows(

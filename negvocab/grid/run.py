@@ -42,7 +42,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.atomic import write_json
+from negvocab.data.benchmarks import MEAN
 from negvocab.errors import DiskFullError, InputError, NegvocabError
+from negvocab.evaluation.rows import summary_sets
 from negvocab.grid.config import GridConfig, load_config, spec_digest
 from negvocab.grid.ray_engine import run_models_on_ray
 from negvocab.grid.tables import GridResult
@@ -359,42 +361,47 @@ def failure_summary(status: Mapping[str, Any]) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda kv: -kv[1])
 
 
-def mean_intervals(
-    cfg: GridConfig, cells: Iterable[Cell], out: Path
-) -> dict[tuple[str, str, str, str], dict[str, float]]:
+def mean_intervals(cfg: GridConfig, cells: Iterable[Cell], out: Path) -> dict[tuple[str, ...], dict[str, float]]:
     """Bootstrap intervals of the mean over OOD sets per (model, vocabulary, method, convention):
     each set's OOD images resampled within the set with the same draws as its cell's interval, the
-    metric averaged over sets per draw (stored under ``means/``, so a resumed grid reuses them)."""
-    groups: dict[tuple[str, str, str, str], list[Cell]] = {}
+    metric averaged over sets per draw (stored under ``means/``, so a resumed grid reuses them); the
+    ``near-ood`` and ``far-ood`` rows' under the key plus the row's name, each over its group's sets."""
+    by_key: dict[tuple[str, str, str, str], list[Cell]] = {}
     for c in cells:
-        groups.setdefault((c.model, c.vocabulary, c.method, c.convention), []).append(c)
-    result = {}
-    for key, members in groups.items():
-        if len(members) < 2 or not cfg.n_boot or not all(read_cell(out, c) is not None for c in members):
+        by_key.setdefault((c.model, c.vocabulary, c.method, c.convention), []).append(c)
+    group_of = {s.name: s.group for s in cfg.ood_sets}
+    result: dict[tuple[str, ...], dict[str, float]] = {}
+    for key, cell_list in by_key.items():
+        if not cfg.n_boot or not all(read_cell(out, c) is not None for c in cell_list):
             continue
-        path = out / "means" / f"{spec_digest(sorted(c.digest for c in members))}.json"
-        stored = _read_means(path)
-        if stored is not None:
-            result[key] = stored
-            continue
-        draws: dict[str, list[np.ndarray]] = {}
-        for c in members:
-            s_id, s_ood = (
-                load_scores(out / "scores" / f"{c.id_scores}.npz"),
-                load_scores(out / "scores" / f"{c.ood_scores}.npz"),
-            )
-            if s_id is None or s_ood is None:
-                break
-            kw = {"fpr": {"tpr": cfg.tpr, "convention": c.convention}, "auroc": {}}
-            kw |= {m: {"method": M.aupr_method_for(c.convention)} for m in ("aupr_in", "aupr_out")}
-            for metric, extra in kw.items():
-                values = M.bootstrap_values(metric, s_id, s_ood, n_boot=cfg.n_boot, **extra)
-                draws.setdefault(metric, []).append(values)
-        else:
-            ci = {}
-            for metric, per_set in draws.items():
-                lo, hi = np.quantile(np.mean(per_set, axis=0), [0.025, 0.975])
-                ci[f"{metric}_ci_low"], ci[f"{metric}_ci_high"] = float(lo), float(hi)
-            write_json(path, ci)
-            result[key] = ci
+        for name, names in summary_sets([c.ood_set for c in cell_list], group_of):
+            ci = _interval_of_mean(cfg, [c for c in cell_list if c.ood_set in names], out)
+            if ci is not None:
+                result[key if name == MEAN else (*key, name)] = ci
     return result
+
+
+def _interval_of_mean(cfg: GridConfig, members: list[Cell], out: Path) -> dict[str, float] | None:
+    """The bootstrap intervals of the mean over the cells ``members`` (stored, or computed and stored)."""
+    path = out / "means" / f"{spec_digest(sorted(c.digest for c in members))}.json"
+    stored = _read_means(path)
+    if stored is not None:
+        return stored
+    draws: dict[str, list[np.ndarray]] = {}
+    for c in members:
+        s_id, s_ood = (
+            load_scores(out / "scores" / f"{c.id_scores}.npz"),
+            load_scores(out / "scores" / f"{c.ood_scores}.npz"),
+        )
+        if s_id is None or s_ood is None:
+            return None
+        kw = {"fpr": {"tpr": cfg.tpr, "convention": c.convention}, "auroc": {}}
+        kw |= {m: {"method": M.aupr_method_for(c.convention)} for m in ("aupr_in", "aupr_out")}
+        for metric, extra in kw.items():
+            draws.setdefault(metric, []).append(M.bootstrap_values(metric, s_id, s_ood, n_boot=cfg.n_boot, **extra))
+    ci = {}
+    for metric, per_set in draws.items():
+        lo, hi = np.quantile(np.mean(per_set, axis=0), [0.025, 0.975])
+        ci[f"{metric}_ci_low"], ci[f"{metric}_ci_high"] = float(lo), float(hi)
+    write_json(path, ci)
+    return ci

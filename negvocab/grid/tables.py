@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.atomic import atomic_path, write_json, write_text
-from negvocab.data.benchmarks import GROUPS, MEAN
+from negvocab.data.benchmarks import MEAN
 from negvocab.errors import InputError
 from negvocab.evaluation.kinds import caveat_notes
-from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES
+from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, summary_sets
 from negvocab.evaluation.stored import read_grid_cells, read_grid_means
 from negvocab.grid.config import spec_digest
 from negvocab.grid.work import open_sets, plan_cells, read_scores
@@ -77,19 +77,16 @@ def _mean_rows(
     """One ``ood_set = "mean"`` row per (model, vocabulary, method, convention) over its OOD sets,
     after a ``near-ood`` and a ``far-ood`` row when its sets span both groups (``groups``: each set's
     group in its benchmark), as ``negvocab score`` gives them. The mean's intervals from ``means``
-    (bootstrap of the mean, see :func:`negvocab.grid.run.mean_intervals`); a group row's are NaN."""
+    (bootstrap of the mean, see :func:`negvocab.grid.run.mean_intervals`: the ``mean`` row's under the
+    (model, vocabulary, method, convention) key, a group row's under that key plus its name)."""
     by_key: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
     for r in rows:
         by_key.setdefault(tuple(r[k] for k in _GROUP), []).append(r)
     out = []
-    for members in by_key.values():
-        if len(members) < 2:
-            continue
-        in_group = {g: [m for m in members if (groups or {}).get(m["ood_set"]) == g] for g in GROUPS}
-        summaries = [(GROUPS[g], ms) for g, ms in in_group.items()] if all(in_group.values()) else []
-        for name, these in [*summaries, (MEAN, members)]:
-            ci = (means or {}).get(tuple(members[0][k] for k in _GROUP), {}) if name == MEAN else {}
-            out.append(_summary_row(name, these, ci))
+    for key, members in by_key.items():
+        for name, names in summary_sets([m["ood_set"] for m in members], groups or {}):
+            ci = (means or {}).get(key if name == MEAN else (*key, name), {})
+            out.append(_summary_row(name, [m for m in members if m["ood_set"] in names], ci))
     return out
 
 
@@ -544,15 +541,16 @@ def _grid_folder(folder: Path) -> GridResult:
     # the cell files come in digest order: put the rows in a reader's order (wordnet@100 before @200)
     order = sorted(range(len(rows)), key=lambda i: _reader_key(rows[i]))
     rows, digests = [rows[i] for i in order], [digests[i] for i in order]
-    groups: dict[tuple[str, ...], list[str]] = {}
-    for r, d in zip(rows, digests, strict=True):
-        groups.setdefault(tuple(r[k] for k in _GROUP), []).append(d)
-    means = {}
-    for key, ds in groups.items():
-        path = folder / "means" / f"{spec_digest(sorted(ds))}.json"
-        if path.is_file():
-            means[key] = read_grid_means(path)
     groups = _stored_groups(folder / "grid.json")
+    by_key: dict[tuple[str, ...], dict[str, str]] = {}
+    for r, d in zip(rows, digests, strict=True):
+        by_key.setdefault(tuple(r[k] for k in _GROUP), {})[r["ood_set"]] = d
+    means: dict[tuple[str, ...], Mapping[str, float]] = {}
+    for key, cells in by_key.items():
+        for name, names in summary_sets(list(cells), groups):
+            path = folder / "means" / f"{spec_digest(sorted(cells[n] for n in names))}.json"
+            if path.is_file():
+                means[key if name == MEAN else (*key, name)] = read_grid_means(path)
     return GridResult(rows, None, out_dir=folder, status={"failed": failed}, means=means, groups=groups)
 
 

@@ -136,3 +136,26 @@ def test_group_rows_of_grid_tables_by_hand():
     assert [r["ood_set"] for r in GridResult(rows).table()[len(rows) :]] == ["mean"] * 4
     only_near = GridResult(rows, groups={"s1": "near", "s2": "near"}).table()[len(rows) :]
     assert [r["ood_set"] for r in only_near] == ["mean"] * 4  # one group alone: no group rows, as in score
+
+
+def test_group_rows_of_a_bootstrapped_grid_have_intervals_of_their_own_sets(toy, tmp_path):
+    """With n_boot, near-ood and far-ood get intervals of the mean over their own sets (NaN before): a
+    group of one set has exactly that set's interval (the same draws); read back from the folder alike."""
+    toml = tmp_path / "grid.toml"
+    toml.write_text(
+        '[grid]\ntemplates = "single"\nid_classes = "classes.txt"\nn_boot = 50\ndevice = "cpu"\n'
+        '[[models]]\nname = "Tiny"\nmodel_config = "Tiny.json"\nrandom_weights = true\n'
+        '[id]\npath = "toy/val"\n[ood]\ntextures = "mine"\ntoy-bench = "toy"\n[[methods]]\nname = "mcm"\n'
+    )
+    res = negvocab.run_grid(toml, tmp_path / "out")
+    rows = {r["ood_set"]: r for r in res.table()}
+    keys = [f"{m}_ci_{e}" for m in ("fpr", "auroc", "aupr_in", "aupr_out") for e in ("low", "high")]
+    for group, only in (("near-ood", "near-one"), ("far-ood", "far-one")):
+        assert [rows[group][k] for k in keys] == [rows[only][k] for k in keys]
+    mean = [rows["mean"][k] for k in keys]
+    assert not any(np.isnan(mean)) and mean != [rows["near-one"][k] for k in keys]
+    assert rows["mean"]["fpr_ci_low"] <= rows["mean"]["fpr"] <= rows["mean"]["fpr_ci_high"]
+    write_grid(res, tmp_path / "out", overwrite=True)
+    back, _, _ = load_rows([tmp_path / "out"])
+    summary = {r["ood_set"]: [r[k] for k in keys] for r in back if r["ood_set"] in ("near-ood", "far-ood", "mean")}
+    assert summary == {k: [rows[k][c] for c in keys] for k in ("near-ood", "far-ood", "mean")}
