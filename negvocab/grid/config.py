@@ -26,6 +26,8 @@
 
     [id]
     path = "imagenet/val"             # any image set; fi_ood/fi_ambiguous split an ImageNet val folder
+    # or a registered benchmark's ID set: [id] benchmark = "openood-cifar10", root = "/data/openood"
+    # (its class list is the grid's id_classes unless [grid] names one; no [ood]: the benchmark's sets)
 
     [ood]
     NINCO = "ninco"                   # name = folder or list, or {path, layout, image_root}
@@ -59,28 +61,30 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Discriminator,
-    Field,
-    StringConstraints,
-    Tag,
     ValidationError,
-    field_validator,
 )
 
 from negvocab.builders.registry import get_builder, list_builders, option_error
-from negvocab.data.benchmarks import REGISTRY, RESERVED_SET_NAMES, get_benchmark
+from negvocab.data.benchmarks import REGISTRY, RESERVED_SET_NAMES, Benchmark, classes_file, get_benchmark
 from negvocab.deprecation import rename_keys
 from negvocab.errors import InputError, NegvocabError
 from negvocab.evaluation.stream_inputs import unmade_inputs
-from negvocab.grid.resources import Resources, ResourcesTable, parse_resources
+from negvocab.grid.resources import Resources, parse_resources
+from negvocab.grid.schema import (
+    BenchmarkTable,
+    ImageTable,
+    MethodTable,
+    ModelTable,
+    VocabBuilderTable,
+    VocabFileTable,
+    show,
+    validate_document,
+)
 from negvocab.plugins import load_plugins
-from negvocab.scoring.methods import EVALUATION_PARAMS, batch_method, check_params, get_method, needs_negatives
-from negvocab.scoring.metrics import CONVENTIONS
+from negvocab.scoring.methods import batch_method, check_params, get_method, needs_negatives
 from negvocab.scoring.stream import stream_settings
 from negvocab.textfiles import read_text
 from negvocab.vlm.loading import check_weights, resolve_device, resolve_precision
@@ -147,6 +151,8 @@ class ImageSpec:
     fi_part: str = ""
     benchmark: str | None = None
     group: str | None = None
+    #: the ID set of ``benchmark`` (with its covariate-shifted ID sets), not one of its OOD sets
+    benchmark_id: bool = False
 
     def doc(self) -> dict[str, Any]:
         return asdict(self)
@@ -215,262 +221,6 @@ class GridConfig:
 
 
 # ----------------------------------------------------------------------------------------------
-# the schema: each field's description is what is allowed, quoted in the one-line error
-# ----------------------------------------------------------------------------------------------
-def _registry(name: str) -> str:
-    p = EVALUATION_PARAMS[name]
-    return f"{'an integer' if p.kind is int else 'a number'} {p.limit()}"
-
-
-class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, protected_namespaces=())
-
-
-_PATH = "a non-empty path (relative to the grid file)"
-
-
-class GridTable(_Table):
-    """``[grid]``."""
-
-    templates: str = Field(
-        "paper8",
-        min_length=1,
-        pattern=r"\S",
-        description="a template preset (paper8, openai80, neglabel, single), a template with {} or a file",
-    )
-    id_classes: str = Field(
-        "imagenet1k", min_length=1, pattern=r"\S", description="imagenet1k or a file with one class name a line"
-    )
-    conventions: list[str] | str = Field(
-        ["paper"], description=f"a non-empty list of FPR conventions, from {', '.join(CONVENTIONS)}"
-    )
-    tpr: float = Field(0.95, description=_registry("tpr"))
-    n_boot: int = Field(1000, description=_registry("n_boot"))
-    device: str = Field("auto", min_length=1, description="auto, cpu, cuda or cuda:N")
-    cache_dir: str | None = Field(None, min_length=1, pattern=r"\S", description=f"{_PATH}: the embedding cache folder")
-    batch_size: int | None = Field(None, gt=0, description="a positive integer")
-    ray_num_gpus: float | None = Field(None, ge=0, allow_inf_nan=False, description="a number >= 0")
-    ray_data_min_images: int | None = Field(None, gt=0, description="a positive integer")
-    deterministic: bool = Field(
-        False, description="true or false: fp32, deterministic kernels, fixed shards (negvocab.grid.units)"
-    )
-
-    @field_validator("conventions")
-    @classmethod
-    def _conventions(cls, v: list[str] | str) -> list[str]:
-        v = [v] if isinstance(v, str) else v
-        if not v or any(c not in CONVENTIONS for c in v):
-            raise ValueError("bad conventions")
-        return v
-
-    @field_validator("tpr", "n_boot")
-    @classmethod
-    def _evaluation(cls, v: Any, info: Any) -> Any:
-        try:
-            return EVALUATION_PARAMS[info.field_name].validate(v)
-        except InputError as e:
-            raise ValueError(str(e)) from None
-
-
-class ModelTable(_Table):
-    """``[[models]]``."""
-
-    name: str = Field(min_length=1, pattern=r"\S", description="an open_clip model name, e.g. ViT-B-32")
-    pretrained: str | None = Field(None, min_length=1, description="a pretrained tag, a checkpoint file or a folder")
-    random_weights: bool = Field(False, description="true or false")
-    precision: Literal["fp32", "fp16", "bf16"] | None = Field(None, description="fp32, fp16 or bf16")
-    tag: str | None = Field(None, min_length=1, description="a hub tag")
-    model_config_: str | None = Field(
-        None, alias="model_config", min_length=1, description=f"{_PATH}: an open_clip config file"
-    )
-    seed: int = Field(0, ge=0, description="an integer >= 0 (the seed of random weights)")
-    label: str = Field("", description="a display name")
-
-
-class ImageTable(_Table):
-    """An image set given as a table."""
-
-    path: str = Field(min_length=1, pattern=r"\S", description=f"{_PATH}: an image folder or list")
-    layout: str = Field("auto", min_length=1, description="an image-set layout (auto, folder, list, ...)")
-    image_root: str | None = Field(None, min_length=1, pattern=r"\S", description=_PATH)
-    fi_ood: str | None = Field(None, min_length=1, pattern=r"\S", description=f"{_PATH}: the Fi-ImageNet OOD list")
-    fi_ambiguous: str | None = Field(
-        None, min_length=1, pattern=r"\S", description=f"{_PATH}: the Fi-ImageNet ambiguous list"
-    )
-
-
-class BenchmarkTable(_Table):
-    """A registered benchmark given as a table in ``[ood]``: every set of it under its data root."""
-
-    benchmark: str = Field(min_length=1, pattern=r"\S", description="a registered benchmark (negvocab benchmarks)")
-    root: str = Field(min_length=1, pattern=r"\S", description=f"{_PATH}: the benchmark's data root")
-
-
-_SIZES = "a non-empty list of positive integers, e.g. [1000, 5000]"
-
-
-class VocabFileTable(_Table):
-    """A vocabulary file, optionally cut to several sizes."""
-
-    file: str = Field(min_length=1, pattern=r"\S", description=f"{_PATH}: a vocabulary file")
-    sizes: list[int] | None = Field(None, min_length=1, description=_SIZES)
-
-    @field_validator("sizes")
-    @classmethod
-    def _positive(cls, v: list[int] | None) -> list[int] | None:
-        if v is not None and any(x < 1 for x in v):
-            raise ValueError(_SIZES)
-        return v
-
-
-class VocabBuilderTable(VocabFileTable):
-    """A vocabulary built per model by a registered builder; its options (the other keys) are checked
-    by the builder's options model (:meth:`~negvocab.builders.registry.Builder.with_paths` resolves paths)."""
-
-    model_config = ConfigDict(extra="allow", strict=True, frozen=True, protected_namespaces=())
-    file: None = Field(None, description="no file with a builder")  # type: ignore[assignment]
-    builder: str = Field(min_length=1, pattern=r"\S", description="a registered builder (or give file = ...)")
-
-
-class MethodTable(_Table):
-    """``[[methods]]``: a method and its parameters (checked against the method registry)."""
-
-    name: str = Field(
-        min_length=1, description="a method name of the registry (negvocab.list_methods(), plug-ins included)"
-    )
-    params: dict[str, Any] = Field(
-        default_factory=dict, description="a table of the method's parameters, e.g. {groups = 100}"
-    )
-    label: str = Field("", description="a display name")
-    stream: dict[str, Any] = Field(
-        default_factory=dict,
-        description="a test-time (stream) method's stream: {order, batch_size, seed, id_ood_ratio} "
-        "(defaults shuffled, 256, 0, every image); one seed per entry (another seed: another entry and label)",
-    )
-
-
-def _kind(value: Any) -> str | None:
-    """The union member a value is meant as: ``text`` (a path or name), ``builder``, ``table``."""
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, Mapping):
-        return "builder-table" if "builder" in value else "benchmark-table" if "benchmark" in value else "table"
-    return None
-
-
-Text = Annotated[str, StringConstraints(min_length=1, pattern=r"\S")]
-ImageValue = Annotated[Annotated[Text, Tag("text")] | Annotated[ImageTable, Tag("table")], Discriminator(_kind)]
-OodValue = Annotated[
-    Annotated[Text, Tag("text")]
-    | Annotated[ImageTable, Tag("table")]
-    | Annotated[BenchmarkTable, Tag("benchmark-table")],
-    Discriminator(_kind),
-]
-VocabValue = Annotated[
-    Annotated[Text, Tag("text")]
-    | Annotated[VocabFileTable, Tag("table")]
-    | Annotated[VocabBuilderTable, Tag("builder-table")],
-    Discriminator(_kind),
-]
-MethodValue = Annotated[Annotated[Text, Tag("text")] | Annotated[MethodTable, Tag("table")], Discriminator(_kind)]
-_TAGS: dict[str, dict[str, type[BaseModel]]] = {
-    "id": {"table": ImageTable},
-    "ood": {"table": ImageTable, "benchmark-table": BenchmarkTable},
-    "vocabularies": {"table": VocabFileTable, "builder-table": VocabBuilderTable},
-    "methods": {"table": MethodTable},
-}
-
-
-class GridDocument(_Table):
-    """The whole file."""
-
-    grid: GridTable = Field(default_factory=GridTable, description="a [grid] table")
-    models: list[ModelTable] = Field(min_length=1, description="at least one [[models]] table with name = ...")
-    id: ImageValue = Field(description="a path or a table with path = ...")
-    ood: dict[str, OodValue] = Field(
-        default_factory=dict,
-        description="a table of name = path, name = {path = ...}, BENCHMARK = root or name = {benchmark, root}",
-    )
-    vocabularies: dict[str, VocabValue] = Field(
-        default_factory=dict, description="a table of name = file or name = {builder = 'wordnet', sizes = [...]}"
-    )
-    methods: list[MethodValue] = Field(
-        default_factory=lambda: ["neglabel"], description="a list of [[methods]] tables with name = ..."
-    )
-    resources: ResourcesTable = Field(
-        default_factory=ResourcesTable, description="a [resources] table (negvocab.grid.resources)"
-    )
-    plugins: list[Text] = Field(
-        default_factory=list, description="a list of plug-in modules to import first, e.g. ['mypkg.negvocab_plugin']"
-    )
-
-
-# ----------------------------------------------------------------------------------------------
-# one line per problem
-# ----------------------------------------------------------------------------------------------
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _table_in(annotation: Any) -> type[BaseModel] | None:
-    """The schema table a field holds (directly, or in a list or dict)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()):
-        found = _table_in(arg)
-        if found is not None:
-            return found
-    return None
-
-
-def _walk(loc: tuple[Any, ...]) -> tuple[str, type[BaseModel], str, type[BaseModel]]:
-    """The key an error location names (``ood.a.path``), the schema table and field it ends in, and
-    the innermost table reached (where an unknown key was found)."""
-    key, owner, name, section = "", GridDocument, "", ""
-    model: type[BaseModel] = GridDocument
-    for part in loc:
-        if isinstance(part, int):
-            key += f"[{part}]"
-            continue
-        part = str(part)
-        if (
-            part in ("text", "table", "builder-table", "benchmark-table") and section in _TAGS
-        ):  # a union member, not a key
-            model = _TAGS[section].get(part, model)
-            continue
-        key += ("." if key else "") + part
-        field_name = "model_config_" if part == "model_config" else part
-        if field_name in model.model_fields:
-            owner, name = model, field_name
-            section = section or part
-            model = _table_in(model.model_fields[field_name].annotation) or model
-    return key, owner, name, model
-
-
-def _error_line(source: str, err: Mapping[str, Any]) -> str:
-    """One line naming the file, the key, the value and what is allowed."""
-    key, owner, name, model = _walk(tuple(err["loc"]))
-    info = owner.model_fields.get(name)
-    allowed = (info.description if info is not None else "") or "a valid value"
-    if err["type"] == "extra_forbidden":
-        known = ", ".join(f.alias or n for n, f in model.model_fields.items())
-        return f"{source}: {key}: unknown key; known: {known or 'none yet'}"
-    if err["type"] == "missing":
-        return f"{source}: {key} is missing: give {allowed}"
-    return f"{source}: {key} = {_show(err.get('input'))}: must be {allowed}"
-
-
-def _validate(doc: Any, source: str) -> GridDocument:
-    if not isinstance(doc, Mapping):
-        raise InputError(f"{source}: the document must be a TOML table")
-    try:
-        return GridDocument.model_validate(dict(doc))
-    except ValidationError as e:
-        raise InputError(_error_line(source, e.errors()[0])) from None
-
-
-# ----------------------------------------------------------------------------------------------
 # from the schema to the specs
 # ----------------------------------------------------------------------------------------------
 def _image(name: str, value: str | ImageTable) -> ImageSpec:
@@ -484,6 +234,27 @@ def _image(name: str, value: str | ImageTable) -> ImageSpec:
         fi_ood=value.fi_ood,
         fi_ambiguous=value.fi_ambiguous,
     )
+
+
+def _id(value: str | ImageTable | BenchmarkTable, source: str) -> tuple[ImageSpec, Benchmark | None]:
+    """The spec of ``[id]``: an image set, or a registered benchmark's ID set (and that benchmark)."""
+    if not isinstance(value, BenchmarkTable):
+        return _image("ID", value), None
+    try:
+        bench = get_benchmark(value.benchmark)
+    except InputError as e:
+        raise InputError(f"{source}: id.benchmark: {e}") from None
+    if bench.kind != "sets" or bench.id is None:
+        what = (
+            "carves the ID set from its folder; give [id] path and fi_ood" if bench.kind != "sets" else "has no ID set"
+        )
+        raise InputError(f"{source}: id.benchmark = {bench.name!r}: it {what}")
+    return ImageSpec(name="ID", path=value.root, benchmark=bench.name, benchmark_id=True), bench
+
+
+def _benchmark_classes(bench: Benchmark) -> str:
+    """The grid's ``id_classes`` for a benchmark's ID set: its shipped class list (or ImageNet-1k)."""
+    return str(classes_file(bench.classes)) if bench.classes else "imagenet1k"
 
 
 def _ood(name: str, value: str | ImageTable | BenchmarkTable, source: str) -> list[ImageSpec]:
@@ -521,11 +292,11 @@ def _builder_vocab(name: str, value: VocabBuilderTable, sizes: tuple[int, ...], 
         builder = get_builder(value.builder)
     except InputError:
         raise InputError(
-            f"{key}.builder = {_show(value.builder)}: must be one of {', '.join(list_builders())} (or give file = ...)"
+            f"{key}.builder = {show(value.builder)}: must be one of {', '.join(list_builders())} (or give file = ...)"
         ) from None
     if "llm" in builder.needs:
         raise InputError(
-            f"{key}.builder = {_show(value.builder)}: needs an LLM endpoint, which a grid does not give; build it "
+            f"{key}.builder = {show(value.builder)}: needs an LLM endpoint, which a grid does not give; build it "
             f"with 'negvocab build {builder.name}' and name the file ({name} = \"{builder.name}.json\")"
         )
     if sizes and not builder.ranked:
@@ -598,18 +369,18 @@ def _check_runtime(cfg: GridConfig) -> None:
         templates = cfg.path(cfg.templates) if Path(cfg.path(cfg.templates)).exists() else cfg.templates
         resolve_templates(templates)
     except InputError as e:
-        raise InputError(f"{src}: grid.templates = {_show(cfg.templates)}: {e}") from None
+        raise InputError(f"{src}: grid.templates = {show(cfg.templates)}: {e}") from None
     try:
         device = resolve_device(cfg.device)
         for i, m in enumerate(cfg.models):
             try:
                 resolve_precision(m.precision, device)
             except InputError as e:
-                raise InputError(f"{src}: models[{i}].precision = {_show(m.precision)}: {e}") from None
+                raise InputError(f"{src}: models[{i}].precision = {show(m.precision)}: {e}") from None
     except NegvocabError as e:
         if str(e).startswith(src):
             raise
-        raise InputError(f"{src}: grid.device = {_show(cfg.device)}: {e}") from None
+        raise InputError(f"{src}: grid.device = {show(cfg.device)}: {e}") from None
 
 
 def parse_config(
@@ -618,7 +389,7 @@ def parse_config(
     """A :class:`GridConfig` from a TOML document (a dict). ``random_weights`` replaces every model's
     weights by random ones (a dry run, as ``negvocab grid run --random-weights``)."""
     src = source or "grid"
-    d = _validate(doc, src)
+    d = validate_document(doc, src)
     try:
         load_plugins(d.plugins)  # before the methods are checked: a plug-in's method is one of them
     except InputError as e:
@@ -626,8 +397,10 @@ def parse_config(
     specs = [_model(m, i, src, random_weights) for i, m in enumerate(d.models)]
     if len({m.display for m in specs}) != len(specs):
         raise InputError(f"{src}: two [[models]] have the same name; give each a distinct label = ...")
-    id_spec = _image("ID", d.id)
+    id_spec, id_bench = _id(d.id, src)
     ood_sets = [spec for k, v in d.ood.items() for spec in _ood(str(k), v, src)]
+    if id_bench is not None and not d.ood:  # the benchmark's own OOD sets
+        ood_sets = _ood(id_bench.name, id_spec.path, src)
     if id_spec.fi_ood:
         fi = get_benchmark("fi-imagenet-1k").group_of("fi-imagenet-1k")
         ood_sets.insert(0, ImageSpec(**{**id_spec.doc(), "name": "Fi-ImageNet-1k", "fi_part": "ood", "group": fi}))
@@ -655,7 +428,9 @@ def parse_config(
         methods=methods,
         conventions=list(g.conventions),
         templates=g.templates,
-        id_classes=g.id_classes,
+        id_classes=_benchmark_classes(id_bench)
+        if id_bench and "id_classes" not in g.model_fields_set
+        else g.id_classes,
         tpr=float(g.tpr),
         n_boot=g.n_boot,
         device=g.device,

@@ -19,17 +19,15 @@ import numpy as np
 
 from negvocab.atomic import atomic_path, write_json
 from negvocab.builders.registry import get_builder
-from negvocab.data.benchmarks import benchmark_set, open_benchmark
-from negvocab.data.layouts import open_image_set
 from negvocab.errors import InputError, ResourceError
 from negvocab.evaluation.checks import ID_NAMES_CAVEAT, id_names_in
 from negvocab.evaluation.row import INTERVAL_METRICS
 from negvocab.evaluation.rows import metrics_row
-from negvocab.grid.config import GridConfig, ImageSpec, MethodSpec, ModelSpec, VocabSpec, spec_digest
+from negvocab.grid.config import GridConfig, MethodSpec, ModelSpec, VocabSpec, spec_digest
+from negvocab.grid.sets import open_sets, set_digest
 from negvocab.grid.stream import score_stream_cell, stream_fields, stream_setup
 from negvocab.labels.imagenet import imagenet1k, read_id_classes
 from negvocab.scoring.methods import get_method, scorer_params
-from negvocab.vlm.images import file_key
 from negvocab.vlm.loading import resolve_device
 from negvocab.vlm.model import VLM
 from negvocab.vocab import Vocabulary
@@ -60,45 +58,6 @@ def _file_digest(path: str) -> str:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror or e}") from e
-
-
-def open_set(cfg: GridConfig, spec: ImageSpec) -> ImageSet:
-    """The :class:`ImageSet` of ``spec`` (paths relative to the grid file): a folder or list, a set
-    of a registered benchmark, or a part of the ``fi-imagenet-1k`` carve benchmark."""
-    if spec.fi_ood:
-        amb = cfg.path(spec.fi_ambiguous) if spec.fi_ambiguous else None
-        fi = open_benchmark("fi-imagenet-1k", cfg.path(spec.path), ood_list=cfg.path(spec.fi_ood), ambiguous_list=amb)
-        return fi.id if spec.fi_part == "id" and fi.id is not None else fi["fi-imagenet-1k"]
-    if spec.benchmark:
-        return benchmark_set(spec.benchmark, spec.name, cfg.path(spec.path))
-    root = cfg.path(spec.image_root) if spec.image_root else None
-    return open_image_set(cfg.path(spec.path), layout=spec.layout, name=spec.name, image_root=root)
-
-
-def open_sets(cfg: GridConfig, errors: dict[str, str] | None = None) -> dict[str, ImageSet]:
-    """Every image set of the grid by name (``"ID"`` first). With ``errors``, an OOD set that cannot
-    be opened is left out and its one-line reason recorded there (only its cells fail)."""
-    sets = {"ID": open_set(cfg, cfg.id_set)}
-    for spec in cfg.ood_sets:
-        try:
-            sets[spec.name] = open_set(cfg, spec)
-        except InputError as e:
-            if errors is None:
-                raise
-            errors[spec.name] = f"ood.{spec.name}: {e}"
-    return sets
-
-
-def set_digest(s: ImageSet) -> str:
-    """The content identity of an image set: its ids and each file's cache key (the embedding
-    cache's: resolved path, size, modification time), so an image replaced in place changes it."""
-    keys = []
-    for path in s.paths:
-        try:
-            keys.append(file_key(path))
-        except OSError:
-            keys.append(f"{path}|unreadable")
-    return spec_digest({"ids": s.ids, "files": keys})
 
 
 def _model_doc(cfg: GridConfig, m: ModelSpec) -> dict[str, Any]:

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from tests.data.conftest import cifar10_root  # noqa: F401 (a fixture: OpenOOD v1.5 CIFAR-10 lists)
+
 ID_NAMES = ["goldfish", "tench", "great white shark", "rooster", "hen", "ostrich", "goldfinch", "robin"]
 VOCAB_A = [
     "sofa",

@@ -159,3 +159,59 @@ def test_group_rows_of_a_bootstrapped_grid_have_intervals_of_their_own_sets(toy,
     back, _, _ = load_rows([tmp_path / "out"])
     summary = {r["ood_set"]: [r[k] for k in keys] for r in back if r["ood_set"] in ("near-ood", "far-ood", "mean")}
     assert summary == {k: [rows[k][c] for c in keys] for k in ("near-ood", "far-ood", "mean")}
+
+
+def test_id_names_a_benchmark_its_id_set_class_list_and_ood_sets(cifar10_root, tmp_path):
+    """[id] = {benchmark, root}: the benchmark's ID set (OpenOOD's test_cifar10.txt), its shipped class list
+    as id_classes, and with no [ood] its OOD sets in their groups; MCM's cells equal the public API on them."""
+    from negvocab.data.benchmarks import open_benchmark
+    from negvocab.grid.work import load_model
+
+    (tmp_path / "Tiny.json").write_text(json.dumps(TINY))
+    toml = tmp_path / "grid.toml"
+    toml.write_text(
+        '[grid]\ntemplates = "single"\nn_boot = 0\ndevice = "cpu"\n'
+        '[[models]]\nname = "Tiny"\nmodel_config = "Tiny.json"\nrandom_weights = true\n'
+        f'[id]\nbenchmark = "openood-cifar10"\nroot = "{cifar10_root}"\n[[methods]]\nname = "mcm"\n'
+    )
+    cfg = negvocab.load_grid(toml)
+    assert cfg.id_set.benchmark == "openood-cifar10" and cfg.id_set.benchmark_id
+    assert [(s.name, s.group) for s in cfg.ood_sets] == [
+        ("cifar100", "near"), ("tin", "near"), ("mnist", "far"), ("svhn", "far"), ("textures", "far"),
+        ("places365", "far"),
+    ]  # fmt: skip
+    classes = negvocab.read_id_classes(cfg.path(cfg.id_classes))
+    assert len(classes.names) == 10 and list(classes.names[:3]) == ["airplane", "automobile", "bird"]
+    res = negvocab.run_grid(toml, tmp_path / "out")
+    rows = {r["ood_set"]: r for r in res.table()}
+    assert list(rows)[-3:] == ["near-ood", "far-ood", "mean"]
+    opened = open_benchmark("openood-cifar10", cifar10_root)
+    vlm = load_model(cfg, cfg.models[0])
+    cls = vlm.encode_text(list(classes.names), "single", pos="n")
+    s_id = negvocab.score("mcm", vlm.encode_images(opened.id).embeddings, cls)
+    assert rows["mnist"]["n_id"] == len(opened.id) == 3
+    for name in ("cifar100", "mnist", "places365"):
+        s_ood = negvocab.score("mcm", vlm.encode_images(opened[name]).embeddings, cls)
+        assert rows[name]["auroc"] == pytest.approx(negvocab.metrics.auroc(s_id, s_ood), abs=1e-12)
+    # [grid] id_classes given: it wins over the benchmark's list
+    (tmp_path / "mine.txt").write_text("cat\ndog\n")
+    toml.write_text(toml.read_text().replace("n_boot = 0\n", 'n_boot = 0\nid_classes = "mine.txt"\n'))
+    assert negvocab.load_grid(toml).id_classes == "mine.txt"
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('benchmark = "nope"\nroot = "r"', r"id.benchmark: unknown benchmark 'nope'"),
+        ('benchmark = "fi-imagenet-1k"\nroot = "r"', r"id.benchmark = 'fi-imagenet-1k': it carves the ID set"),
+        ('benchmark = "openood-cifar10"', r"id.root is missing"),
+    ],
+)
+def test_a_bad_id_benchmark_is_one_line(tmp_path, table, message):
+    toml = tmp_path / "grid.toml"
+    toml.write_text(
+        '[grid]\ntemplates = "single"\nn_boot = 0\ndevice = "cpu"\n[[models]]\nname = "ViT-B-32"\n'
+        f'random_weights = true\n[id]\n{table}\n[[methods]]\nname = "mcm"\n'
+    )
+    with pytest.raises(InputError, match=message):
+        negvocab.load_grid(toml)

@@ -119,7 +119,7 @@ def test_bad_files_are_one_line(change, message):
         ({"vocabularies": {"v": 3}}, "vocabularies.v = 3: must be a table of name = file"),
         ({"ood": {"a": ""}}, "ood.a = '': must be a table of name = path"),
         ({"ood": {"a": {"path": "x", "lay": 1}}}, "ood.a.lay: unknown key; known: path, layout"),
-        ({"id": 5}, "id = 5: must be a path or a table"),
+        ({"id": 5}, r"id = 5: must be a path, a table with path = \.\.\., or \{benchmark, root\} \(its ID set\)"),
         (
             {"methods": [{"name": "neglabel", "params": {"groups": "a"}}]},
             "methods\\[0\\].params: groups must be an integer, got 'a'",
