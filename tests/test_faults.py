@@ -336,7 +336,7 @@ CASES = [
         {"s/a.png": "x"},
         ["build", "mined", "--random-weights", "--images", "{t}/s", "--threshold", "nan", "-o", "{t}/m.json"],
         2,
-        "--threshold must be a finite ID similarity",
+        "--threshold = nan: must be a finite ID similarity",
     ),
     Case(
         "filter with a bogus wnid",

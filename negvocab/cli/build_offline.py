@@ -6,7 +6,6 @@ siblings); ``mined`` keeps the candidates that unlabelled images from the deploy
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -36,7 +35,6 @@ from negvocab.cli.options import (
 from negvocab.cli.outputs import check_output, claim_output_file, writing
 from negvocab.data.layouts import open_image_set
 from negvocab.errors import InputError
-from negvocab.index import INDEX_KINDS
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.progress import check_interrupt, interrupt_guard
 from negvocab.vlm.templates import resolve_templates
@@ -172,16 +170,10 @@ def build_mined(
     random_weights: RandomWeightsOpt = False,
 ) -> None:
     """Mined negatives: the candidates that unlabelled OOD-looking images point to, ranked by their votes."""
-    if size is not None and size < 1:
-        raise InputError(f"--size must be >= 1, got {size}")
-    if top_k < 1:
-        raise InputError(f"--top-k must be >= 1, got {top_k}")
-    if threshold is None and not 0 < quantile <= 1:
-        raise InputError(f"--ood-quantile must be in (0, 1], got {quantile}")
-    if threshold is not None and not math.isfinite(threshold):
-        raise InputError(f"--threshold must be a finite ID similarity (a cosine in [-1, 1]), got {threshold}")
-    if index not in INDEX_KINDS:
-        raise InputError(f"unknown --index {index!r}; choose one of {', '.join(INDEX_KINDS)}")
+    # checked by the builder's options model before any image is read (as the API and a grid check them)
+    given = {"images": images, "size": size, "top_k": top_k, "quantile": quantile, "threshold": threshold}
+    flags = {"quantile": "--ood-quantile"}
+    get_builder("mined").validate({**given, "index": index}, key=lambda n: flags.get(n, "--" + n.replace("_", "-")))
     tset = resolve_templates(templates)
     classes = read_id_classes(id_classes)
     cands = mining_pool(candidates)

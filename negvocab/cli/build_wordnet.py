@@ -27,7 +27,6 @@ from negvocab.cli.options import (
 )
 from negvocab.cli.outputs import check_output, writing
 from negvocab.errors import InputError
-from negvocab.labels.candidates import PRESETS
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.provenance import file_sha256
 from negvocab.vlm.templates import resolve_templates
@@ -102,16 +101,13 @@ def build_wordnet(
     if size is not None and sizes is not None:
         raise InputError("give --size (one vocabulary) or --sizes (several), not both")
     many = ([] if sizes is None else parse_sizes(sizes)) if size is None else [size]
-    if many and many[0] < 1:
-        raise InputError(f"--size must be >= 1, got {many[0]}")
     if ratio is not None and many:
         raise InputError("give --ratio or --size/--sizes, not both")
-    if ratio is not None and not 0 < ratio <= 1:
-        raise InputError(f"--ratio must be in (0, 1], got {ratio}")
-    # every option is checked before the model loads and the long embedding pass starts
-    check_quantile(quantile)
-    if preset not in PRESETS:
-        raise InputError(f"unknown --preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    # every option is checked before the model loads and the long embedding pass starts, by the
+    # builder's options model (as the API and a grid's [vocabularies] table check them)
+    check_quantile(quantile)  # names a percent given for a fraction
+    options = {"size": many[0] if many else None, "ratio": ratio, "quantile": quantile, "preset": preset}
+    get_builder("wordnet").validate(options, key=lambda name: f"--{name}")
     tset = resolve_templates(templates)
     classes = read_id_classes(id_classes)
     pool = load_candidates(candidates) if candidates is not None else None

@@ -315,7 +315,7 @@ def test_cli_mines_with_a_real_model_and_flags_overlap(folders, tmp_path, monkey
     bad = CliRunner().invoke(
         app, ["build", "mined", "--random-weights", "--images", str(mine), "--index", "lsh", "-o", str(out)]
     )
-    assert bad.exit_code == 2 and "unknown --index 'lsh'" in bad.stderr
+    assert bad.exit_code == 2 and "--index = 'lsh': must be one of exact, ivf, hnsw" in bad.stderr
 
 
 # -- guards that cannot be bypassed (issue 23) ----------------------------------------------------
