@@ -64,6 +64,8 @@ __all__ = [
     "ood_records",
     "ood_rows",
     "summary_sets",
+    "seed_spread",
+    "SPREAD_METRICS",
     "run_meta",
     "sets_meta",
     "vocab_fields",
@@ -186,6 +188,22 @@ def ood_records(
         picked = [r for r in rows if r.ood_set in members]
         rows.append(_mean_row(picked, name, s_id, {n: s_ood[n] for n in members}, **boot))
     return rows
+
+
+#: the metrics a spread over stream seeds reports
+SPREAD_METRICS: tuple[str, ...] = ("fpr", "auroc", "aupr_in", "aupr_out")
+
+
+def seed_spread(rows: Sequence[Mapping[str, Any]], seeds: Sequence[int]) -> dict[str, Any]:
+    """One result over several stream seeds (``rows``: its row per seed, in ``seeds`` order): each metric's
+    mean, sample standard deviation, minimum and maximum (float64), and the seeds. ``score`` and grids
+    report a test-time method's spread by this one rule."""
+    out: dict[str, Any] = {"stream_seed": None, "stream_seeds": list(seeds), "n_stream_seeds": len(seeds)}
+    for m in SPREAD_METRICS:
+        v = np.array([r[m] for r in rows], dtype=np.float64)
+        out[m] = float(v.mean())
+        out.update({f"{m}_std": float(v.std(ddof=1)), f"{m}_min": float(v.min()), f"{m}_max": float(v.max())})
+    return out
 
 
 def summary_sets(names: Sequence[str], groups: Mapping[str, str | None]) -> list[tuple[str, list[str]]]:

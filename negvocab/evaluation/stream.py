@@ -34,10 +34,12 @@ from negvocab.evaluation.evaluate import Evaluation
 from negvocab.evaluation.evaluate import _named as named_vocabularies  # the one reading of ``vocabs``
 from negvocab.evaluation.rows import (
     MEAN,
+    SPREAD_METRICS,
     model_fields,
     named_ood_sets,
     ood_rows,
     run_meta,
+    seed_spread,
     sets_meta,
     vocab_fields,
     vocab_meta,
@@ -78,6 +80,7 @@ StreamSets: TypeAlias = StreamSet | Sequence[StreamSet] | Mapping[str, StreamSet
 
 __all__ = [
     "SPREAD_METRICS",
+    "seed_spread",
     "TEST_TIME_NOTE",
     "StreamEvaluation",
     "evaluate_stream",
@@ -88,8 +91,6 @@ __all__ = [
 
 #: what every test-time row and result says about its kind
 TEST_TIME_NOTE = "test-time: scores depend on the test stream seen (order, batch size, seed)"
-#: the metrics whose spread over stream seeds a several-seed result reports
-SPREAD_METRICS: tuple[str, ...] = ("fpr", "auroc", "aupr_in", "aupr_out")
 
 
 @dataclass
@@ -280,13 +281,8 @@ def _spread(by_seed: Mapping[int, StreamEvaluation]) -> list[dict[str, Any]]:
     seeds = list(by_seed)
     out = []
     for k, row in enumerate(by_seed[seeds[0]].rows):
-        per = [by_seed[s].rows[k] for s in seeds]
         spread = {key: v for key, v in row.items() if not key.endswith("_ci") and key not in _CI_KEYS}
-        spread.update(stream_seed=None, stream_seeds=seeds, n_stream_seeds=len(seeds))
-        for m in SPREAD_METRICS:
-            v = np.array([r[m] for r in per], dtype=np.float64)
-            spread[m] = float(v.mean())
-            spread.update({f"{m}_std": float(v.std(ddof=1)), f"{m}_min": float(v.min()), f"{m}_max": float(v.max())})
+        spread.update(seed_spread([by_seed[s].rows[k] for s in seeds], seeds))
         out.append(spread)
     return out
 

@@ -337,6 +337,27 @@ def _model(value: ModelTable, i: int, source: str, random_weights: bool) -> Mode
     return spec
 
 
+def _methods(value: str | MethodTable, i: int, source: str) -> list[MethodSpec]:
+    """The specs of one ``[[methods]]`` entry: one, or a test-time method's one per stream seed
+    (``stream = {seeds = [0, 1, 2]}``: labels ``NAME#s0``, ...; the tables add their spread)."""
+    table = MethodTable(name=value) if isinstance(value, str) else value
+    seeds = table.stream.get("seeds")
+    if seeds is None:
+        return [_method(table, i, source)]
+    where = f"{source}: methods[{i}].stream"
+    ok = isinstance(seeds, list) and len(seeds) >= 2 and len(set(seeds)) == len(seeds)
+    if not ok or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in seeds):
+        raise InputError(f"{where}.seeds = {show(seeds)}: must be a list of two or more distinct integers >= 0")
+    if "seed" in table.stream:
+        raise InputError(f"{where}: give seed (one stream) or seeds (several), not both")
+    base = table.label or table.name
+    rest = {k: v for k, v in table.stream.items() if k != "seeds"}
+    return [
+        _method(table.model_copy(update={"stream": {**rest, "seed": x}, "label": f"{base}#s{x}"}), i, source)
+        for x in seeds
+    ]
+
+
 def _method(value: str | MethodTable, i: int, source: str) -> MethodSpec:
     table = MethodTable(name=value) if isinstance(value, str) else value
     where = f"{source}: methods[{i}]"
@@ -416,7 +437,7 @@ def parse_config(
         if names.count(name) > 1:
             raise InputError(f"{src}: ood: two OOD sets are named {name!r} (a benchmark's set and another entry?)")
     vocabs = [_vocab(str(k), v, src, base) for k, v in d.vocabularies.items()]
-    methods = [_method(m, i, src) for i, m in enumerate(d.methods)]
+    methods = [spec for i, m in enumerate(d.methods) for spec in _methods(m, i, src)]
     if not vocabs and any(needs_negatives(m.name) for m in methods):
         raise InputError(f"{src}: methods that use negatives need [vocabularies]")
     g = d.grid

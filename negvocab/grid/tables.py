@@ -32,7 +32,7 @@ from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.data.benchmarks import MEAN
 from negvocab.errors import InputError
 from negvocab.evaluation.kinds import caveat_notes
-from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, summary_sets
+from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, seed_spread, summary_sets
 from negvocab.evaluation.stored import read_grid_cells, read_grid_means
 from negvocab.grid.config import spec_digest
 from negvocab.grid.work import open_sets, plan_cells, read_scores
@@ -87,6 +87,32 @@ def _mean_rows(
         for name, names in summary_sets([m["ood_set"] for m in members], groups or {}):
             ci = (means or {}).get(key if name == MEAN else (*key, name), {})
             out.append(_summary_row(name, [m for m in members if m["ood_set"] in names], ci))
+    return out
+
+
+_SEEDED = re.compile(r"(?P<base>.+)#s(?P<seed>\d+)")
+
+
+def _spread_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per test-time method run over several stream seeds (methods ``NAME#s<seed>``), model,
+    vocabulary, convention and OOD set (summary rows too): method ``NAME``, each metric's mean over the
+    seeds with its standard deviation, minimum and maximum (:func:`negvocab.evaluation.rows.seed_spread`;
+    no bootstrap interval: the seeds are the spread)."""
+    by_key: dict[tuple[Any, ...], list[tuple[int, Mapping[str, Any]]]] = {}
+    for r in rows:
+        found = _SEEDED.fullmatch(str(r.get("method", "")))
+        if found and r.get("test_time"):
+            key = (r["model"], r["vocabulary"], found["base"], r["convention"], r["ood_set"])
+            by_key.setdefault(key, []).append((int(found["seed"]), r))
+    out = []
+    for (_, _, base, _, _), members in by_key.items():
+        if len(members) < 2:
+            continue
+        members.sort(key=lambda m: m[0])
+        row = {**members[0][1], "method": base, **seed_spread([r for _, r in members], [s for s, _ in members])}
+        row.update({k: math.nan for k in COLUMNS if k.endswith(("_ci_low", "_ci_high"))})
+        digest = hashlib.sha256(" ".join(str(r.get("cell", "")) for _, r in members).encode()).hexdigest()[:16]
+        out.append({**row, "cell": digest})
     return out
 
 
@@ -200,14 +226,17 @@ class GridResult:
 
     def table(self, *, mean: bool = True) -> list[dict[str, Any]]:
         """The tidy long table: the cell rows, then the summary rows (``mean=True``): ``near-ood`` and
-        ``far-ood`` where the OOD sets span both groups of their benchmarks, and ``mean``."""
-        return [*self.rows, *(_mean_rows(self.rows, self.means, self.groups) if mean else [])]
+        ``far-ood`` where the OOD sets span both groups of their benchmarks, and ``mean``; then, for a
+        test-time method run over several stream seeds (``NAME#s0``, ...), its spread over them."""
+        rows = [*self.rows, *(_mean_rows(self.rows, self.means, self.groups) if mean else [])]
+        return [*rows, *_spread_rows(rows)]
 
     def _in_reader_order(self) -> list[dict[str, Any]]:
         """:meth:`table` in a reader's order (:func:`_reader_key`): the tables of a run and of its folder
         read back (``negvocab table``) lay their rows out alike."""
         cells = sorted(self.rows, key=_reader_key)
-        return [*cells, *_mean_rows(cells, self.means, self.groups)]
+        rows = [*cells, *_mean_rows(cells, self.means, self.groups)]
+        return [*rows, *_spread_rows(rows)]
 
     def failed_models(self) -> dict[str, str]:
         """Model -> the one-line reason, for models with failed cells (from the grid's status)."""
@@ -271,6 +300,14 @@ class GridResult:
         if bad:
             notes.append(f"Not deployable (oracle/transductive): {', '.join(bad)}.")
         notes += [f"Caveat: {c}." for c in caveat_notes(sel)]
+        notes += sorted(
+            {
+                f"{r['method']}: the mean over {r['n_stream_seeds']} stream seeds "
+                f"({', '.join(map(str, r['stream_seeds']))}); table.csv gives its std, min and max."
+                for r in sel
+                if r.get("n_stream_seeds")
+            }
+        )
         notes += [f"{m}: cells failed ({why}); not shown." for m, why in self.failed_models().items()]
         if any(r.get("random_weights") for r in sel):
             notes.append(RANDOM_NOTE)

@@ -218,3 +218,52 @@ def test_a_grid_scores_negrefine_with_its_model(grid_files, tmp_path):
     np.testing.assert_allclose(stored[0], s_id, rtol=0, atol=1e-12)
     id_x = vlm.encode_images(sets["ID"]).embeddings
     assert not np.allclose(s_id, np.asarray(score("neglabel", id_x, cls, neg)))  # the check tells the two apart
+
+
+def test_several_stream_seeds_give_a_cell_each_and_their_spread_as_score_gives_it(grid_files, tmp_path):
+    """stream = {seeds = [0, 1, 2]}: a cell per seed (adaneg#s0, ...), and a row per OOD set and mean
+    with the spread over the seeds, equal to evaluate_stream's rows over the same three seeds."""
+    toml = grid_files / f"grid_seeds_{tmp_path.name}.toml"
+    toml.write_text(
+        GRID.format(cache=tmp_path / "cache").replace(
+            'stream = { order = "id_first", batch_size = 5, seed = 4 }',
+            'stream = { order = "shuffled", batch_size = 5, seeds = [0, 1, 2] }',
+        )
+    )
+    cfg = negvocab.load_grid(toml)
+    assert [m.display for m in cfg.methods] == ["neglabel", "adaneg#s0", "adaneg#s1", "adaneg#s2"]
+    res = negvocab.run_grid(toml, tmp_path / "out")
+    sets = open_sets(cfg)
+    vlm = load_model(cfg, cfg.models[0])
+    classes = negvocab.read_id_classes(cfg.path(cfg.id_classes))
+    vocab = negvocab.Vocabulary.load(cfg.path("vocabA.txt"))
+    ev = evaluate_stream(
+        "adaneg",
+        vlm.encode_images(sets["ID"]).embeddings,
+        {n: vlm.encode_images(sets[n]).embeddings for n in ("oodA", "oodB")},
+        vlm.encode_text(list(classes.names), "single", pos="n"),
+        vlm.encode_text(list(vocab.labels), "single", pos=vocab.parts_of_speech()),
+        batch_size=5,
+        order="shuffled",
+        stream_seed=[0, 1, 2],
+        params={"adaneg_memory": 3, "adaneg_groups": 2},
+        n_boot=0,
+    )
+    want = {r["ood_set"]: r for r in ev.rows}
+    got = {r["ood_set"]: r for r in res.table() if r["method"] == "adaneg"}
+    assert set(got) == {"oodA", "oodB", "mean"} == set(want)
+    for name, row in got.items():
+        assert row["stream_seeds"] == [0, 1, 2] and row["n_stream_seeds"] == 3 and row["stream_seed"] is None
+        for m in ("fpr", "auroc"):
+            for k in (m, f"{m}_std", f"{m}_min", f"{m}_max"):
+                assert row[k] == pytest.approx(want[name][k], abs=1e-12), (name, k)
+        per_seed = [r["auroc"] for r in res.table() if r["ood_set"] == name and r["method"].startswith("adaneg#s")]
+        assert len(per_seed) == 3 and row["auroc_std"] == pytest.approx(np.std(per_seed, ddof=1), abs=1e-12)
+    assert np.isnan(got["mean"]["fpr_ci_low"])
+    text = res.pivot("auroc", rows="method").to_markdown()
+    assert "adaneg: the mean over 3 stream seeds (0, 1, 2)" in text
+    for bad, match in (("[0]", "two or more distinct"), ("[1, 1]", "two or more distinct"), ('["a", 2]', "integers")):
+        toml.write_text(toml.read_text().replace("seeds = [0, 1, 2]", f"seeds = {bad}"))
+        with pytest.raises(InputError, match=rf"methods\[1\].stream.seeds = .*{match}"):
+            negvocab.load_grid(toml)
+        toml.write_text(toml.read_text().replace(f"seeds = {bad}", "seeds = [0, 1, 2]"))
