@@ -1,5 +1,7 @@
 """The anchors' published figures as data: the shipped file equals its sources (NegRefine's own
-result log; issue 30's table), validates, lists from the CLI and the API, and sits beside matching rows."""
+result log; AdaNeg's and TANL's result logs in OpenOOD-VLM's scripts; issue 30's table for NegLabel and
+CSP, whose repositories hold no figure), validates, lists from the CLI and the API, and sits beside
+matching rows."""
 
 from __future__ import annotations
 
@@ -51,12 +53,110 @@ def test_negrefine_rows_are_its_result_log_rounded_as_its_readme():
 
 
 def test_issue_rows_are_the_issue_table():
+    """NegLabel's and CSP's repositories hold no figure: their rows stay the issue's, and say so; the
+    issue's AdaNeg and TANL figures are rows read from OpenOOD-VLM's result logs."""
     quoted = {m: (float(a), float(b)) for m, a, b in re.findall(r"\| (\w+) \(.*?([\d.]+) / ([\d.]+)", ISSUE_30)}
     rows = [r for r in read_published() if r.source_kind == "issue table"]
-    assert {r.paper for r in rows} == set(quoted)
+    assert {r.paper for r in rows} == {"NegLabel", "CSP"}
     for r in rows:
         assert (r.fpr95, r.auroc) == quoted[r.paper] and "issue 30" in r.source
-    assert next(r for r in rows if r.paper == "TANL").ood_set == "far-ood"
+        assert "holds no result table or log" in r.note
+
+    def first(paper: str, ood_set: str) -> tuple[float | None, float | None]:
+        r = next(r for r in read_published() if (r.paper, r.ood_set) == (paper, ood_set))
+        assert r.source_kind == "repository file"
+        return r.fpr95, r.auroc
+
+    assert first("AdaNeg", "mean") == quoted["AdaNeg"] and first("TANL", "far-ood") == quoted["TANL"]
+
+
+#: OpenOOD-VLM's dataset names, as its logs print them; negvocab's
+OPENOOD_VLM_SETS = {"ssb_hard": "ssb-hard", "ninco": "ninco", "inaturalist": "inaturalist", "sun": "sun"}
+OPENOOD_VLM_SETS |= {"places": "places", "dtd": "textures", "textures": "textures", "openimageo": "openimage-o"}
+
+
+def _openood_vlm_runs(name: str) -> list[dict[str, object]]:
+    """Each ``python main.py`` run of an OpenOOD-VLM script excerpt: its flags and the figures of the log
+    pasted under it, ``{(group, set): (fpr, auroc)}`` (``set`` ``mean`` for a group's mean)."""
+    lines = [x for x in (SOURCES / name).read_text().splitlines() if not x.startswith("%%")]
+    runs: list[dict[str, object]] = []
+    shell: dict[str, str] = {}  # the script's variables (``x=1``, ``for x in 1``), to read ``${x}``
+    group = current = ""
+    for line in lines:
+        if m := re.match(r"\s*(?:for )?(\w+)(?:=| in )(\S+)", line):
+            shell[m[1]] = m[2]
+        if "python main.py" in line:
+            runs.append({"flags": {}, "figures": {}, "sizes": {}})
+        elif m := re.match(r"\s*--config configs/datasets/\w+/(\S+)\.yml", line):
+            runs[-1]["flags"]["config"] = re.sub(r"\$\{(\w+)\}", lambda v: shell[v[1]], m[1])
+        elif m := re.match(r"\s*--([\w.]+) (\S+)", line):
+            runs[-1]["flags"][m[1]] = re.sub(r"\$\{(\w+)\}", lambda v: shell[v[1]], m[2])
+        elif m := re.match(r"# Processing (nearood|farood)\.\.\.", line):
+            group = m[1]
+        elif m := re.match(r"# Generating combined dataset with ID and OOD dataset of (\w+), total size (\d+)", line):
+            runs[-1]["sizes"][m[1]] = int(m[2])
+        elif m := re.match(r"# Computing metrics on (\w+) dataset", line):
+            current = m[1]
+        elif line.startswith("# Computing mean metrics"):
+            current = "mean"
+        elif m := re.match(r"# FPR@95: ([\d.]+), AUROC: ([\d.]+) ", line):
+            runs[-1]["figures"][(group, current)] = (float(m[1]), float(m[2]))
+    return runs
+
+
+def _published_by_source(paper: str) -> dict[str, dict[str, object]]:
+    out: dict[str, dict[str, object]] = {}
+    for r in published_results(method=paper):
+        out.setdefault(r.source, {})[r.ood_set] = r
+    return out
+
+
+def test_adaneg_rows_are_its_two_logged_runs():
+    """scripts/ood/adaneg/imagenet.sh: two runs (samada False: the headline; True), each logged per set."""
+    runs = _openood_vlm_runs("openood_vlm_adaneg_imagenet.sh")
+    assert len(runs) == 2 and [len(r["figures"]) for r in runs] == [8, 8]
+    shipped = _published_by_source("adaneg")
+    assert len(shipped) == 2
+    for run in runs:
+        flags = run["flags"]
+        assert flags["config"] == "imagenet_traditional_four_ood" and flags["network.name"] == "fixedclip_negoodprompt"
+        (source,) = [s for s in shipped if s.endswith(f"samada {flags['postprocessor.postprocessor_args.samada']})")]
+        rows = shipped[source]
+        want = {
+            ("near-ood" if g == "nearood" else "mean") if s == "mean" else OPENOOD_VLM_SETS[s]: v
+            for (g, s), v in run["figures"].items()
+        }
+        assert {k: (r.fpr95, r.auroc) for k, r in rows.items()} == want
+        for r in rows.values():
+            near = r.ood_set in ("ssb-hard", "ninco", "near-ood")
+            assert r.benchmark == ("" if near else "mos") and r.id_set == "imagenet-1k val"
+            assert (r.model, r.pretrained, r.convention, r.seeds) == ("ViT-B-16", "openai", "openood", "")
+            assert r.size == int(flags["network.backbone.ood_number"]) == 10000
+            assert r.source_kind == "repository file" and source.startswith("YBZh/OpenOOD-VLM@804f3310d304")
+    headline = next(s for s in shipped if "first run" in s)
+    assert "samada False" in headline and "adaneg_proxies=task" in shipped[headline]["mean"].note
+
+
+def test_tanl_rows_are_its_openclip_log_with_the_weights_that_script_loads():
+    """scripts/ood/TANL/openclip.sh: OpenOOD v1.5 near and far through OpenCLIP, whose default
+    weights (backbone.pretrained unset) are read from the network's code, not assumed."""
+    (run,) = _openood_vlm_runs("openood_vlm_tanl_openclip.sh")
+    flags = run["flags"]
+    assert flags["network.name"] == "fixedclip_negoodprompt_openclip" and flags["config"] == "imagenet_train_ood"
+    assert "network.backbone.pretrained" not in flags and flags["network.backbone.name"] == "ViT-B/16"
+    weights = re.search(r"'ViT-B-16': '(\w+)'", (SOURCES / "openood_vlm_openclip_weights.txt").read_text())[1]
+    (rows,) = _published_by_source("tanl").values()
+    want = {
+        ("far-ood" if g == "farood" else "near-ood") if s == "mean" else OPENOOD_VLM_SETS[s]: v
+        for (g, s), v in run["figures"].items()
+    }
+    assert len(want) == 7 and {k: (r.fpr95, r.auroc) for k, r in rows.items()} == want
+    for r in rows.values():
+        assert (r.model, r.pretrained, r.benchmark, r.convention) == ("ViT-B-16", weights, "openood", "openood")
+        assert r.id_set == negvocab.get_benchmark("openood").id.name and r.size == 10000
+    # the ID set is OpenOOD v1.5's test split: 5000 images fewer than AdaNeg's whole val (50000), same OOD sets
+    adaneg = _openood_vlm_runs("openood_vlm_adaneg_imagenet.sh")[0]["sizes"]
+    assert adaneg["inaturalist"] - run["sizes"]["inaturalist"] == adaneg["ninco"] - run["sizes"]["ninco"] == 5000
 
 
 def test_every_row_names_its_source_and_settings():
