@@ -153,7 +153,11 @@ def test_tanl_rows_are_its_openclip_log_with_the_weights_that_script_loads():
     assert len(want) == 7 and {k: (r.fpr95, r.auroc) for k, r in rows.items()} == want
     for r in rows.values():
         assert (r.model, r.pretrained, r.benchmark, r.convention) == ("ViT-B-16", weights, "openood", "openood")
-        assert r.id_set == negvocab.get_benchmark("openood").id.name and r.size == 10000
+        assert r.id_set == negvocab.get_benchmark("openood").id.name and r.size is None  # a corpus, not M
+        assert (
+            f"ood_number {flags['network.backbone.ood_number']})" in r.note
+            and f"{flags['postprocessor.postprocessor_args.beta']} active" in r.note
+        )
     # the ID set is OpenOOD v1.5's test split: 5000 images fewer than AdaNeg's whole val (50000), same OOD sets
     adaneg = _openood_vlm_runs("openood_vlm_adaneg_imagenet.sh")[0]["sizes"]
     assert adaneg["inaturalist"] - run["sizes"]["inaturalist"] == adaneg["ninco"] - run["sizes"]["ninco"] == 5000
