@@ -9,6 +9,7 @@ mkdocstrings renders, so the hundreds of docstrings need no edit:
   block) become fenced code blocks;
 - doctest examples (``>>>``) outside a NumPy "Examples" section become ``pycon`` code blocks (the NumPy
   parser renders the ones inside it), and ``# doctest: +FLAG`` comments are dropped everywhere;
+- links written from the repository root (``[x](docs/methods.md#a)``) point from docs/reference/;
 - ``#:`` comments above a module or class attribute become its docstring (Sphinx's convention).
 """
 
@@ -23,8 +24,18 @@ import griffe
 
 ROLE = re.compile(r":(?:py:)?(class|func|meth|mod|attr|data|exc|obj):`([^`]+)`")
 MATH_ROLE = re.compile(r":math:`([^`]+)`")
+REPO_LINK = re.compile(r"\]\(docs/")  # a link written from the repository root: [x](docs/methods.md#a)
 DOCTEST_FLAG = re.compile(r"\s*#\s*doctest:\s*[+-]\w+(?:\s*,\s*[+-]\w+)*\s*$")
 SECTION_RULE = re.compile(r"^\s*-{3,}\s*$")
+ITEM = re.compile(r"^(\*{0,2}\w[\w, *]*?) : (.+)$")  # a NumPy item: "name : type"
+ITEM_SECTIONS = {"Parameters", "Other Parameters", "Attributes"}
+DETERMINERS = {"a", "an", "the", "one", "what", "each", "every", "how", "which", "whether"}
+
+
+def _prose(text: str) -> bool:
+    """Whether the "type" of a NumPy item is in fact its description ("k : the number of neighbours")."""
+    words = text.split()
+    return text.endswith(".") or "; " in text or ": " in text or words[0].lower() in DETERMINERS or len(words) >= 10
 
 
 def _indent(line: str) -> int:
@@ -114,6 +125,7 @@ def _role(match: re.Match[str], resolver: object) -> str:
 
 
 def _inline(line: str, resolver: object) -> str:
+    line = REPO_LINK.sub("](../", line)  # the reference pages are docs/reference/*.md
     line = ROLE.sub(lambda m: _role(m, resolver), line)
     return MATH_ROLE.sub(lambda m: "`" + m.group(1) + "`", line)
 
@@ -138,14 +150,14 @@ def rewrite(text: str, resolver: object) -> str:  # long: one pass over the line
     """The Markdown mkdocstrings should see for a docstring written with reST roles and blocks."""
     lines = text.splitlines()
     out: list[str] = []
-    in_examples = False
+    section = ""
     i = 0
     while i < len(lines):
         line = lines[i]
         stripped = line.strip()
         pad = line[: _indent(line)]
         if i + 1 < len(lines) and stripped and SECTION_RULE.match(lines[i + 1]):  # a NumPy section heading
-            in_examples = stripped == "Examples"
+            section = stripped
             out += [line, lines[i + 1]]
             i += 2
             continue
@@ -161,7 +173,7 @@ def rewrite(text: str, resolver: object) -> str:  # long: one pass over the line
             while end < len(lines) and lines[end].strip():
                 end += 1
             block = [DOCTEST_FLAG.sub("", x) for x in lines[i:end]]
-            out += block if in_examples else ["", *_fence(block, pad, "pycon"), ""]
+            out += block if section == "Examples" else ["", *_fence(block, pad, "pycon"), ""]
             i = end
             continue
         if stripped.endswith("::") and not stripped.startswith(".."):
@@ -173,6 +185,10 @@ def rewrite(text: str, resolver: object) -> str:  # long: one pass over the line
                 out += [_inline(line[:-1], resolver), "", *_fence(lines[nxt:end], pad, ""), ""]
                 i = end
                 continue
-        out.append(_inline(line, resolver))
+        item = ITEM.match(line) if section in ITEM_SECTIONS else None
+        if item and _prose(item.group(2)):  # "name : description": the description under the name
+            out += [item.group(1), "    " + _inline(item.group(2), resolver)]
+        else:
+            out.append(_inline(line, resolver))
         i += 1
     return "\n".join(out)
