@@ -9,7 +9,7 @@ mkdocstrings renders, so the hundreds of docstrings need no edit:
   block) become fenced code blocks;
 - doctest examples (``>>>``) outside a NumPy "Examples" section become ``pycon`` code blocks (the NumPy
   parser renders the ones inside it), and ``# doctest: +FLAG`` comments are dropped everywhere;
-- links written from the repository root (``[x](docs/methods.md#a)``) point from docs/reference/;
+- links written from the repository root (``[x](docs/methods.md#scores)``) point from docs/reference/;
 - ``#:`` comments above a module or class attribute become its docstring (Sphinx's convention).
 """
 
@@ -24,7 +24,7 @@ import griffe
 
 ROLE = re.compile(r":(?:py:)?(class|func|meth|mod|attr|data|exc|obj):`([^`]+)`")
 MATH_ROLE = re.compile(r":math:`([^`]+)`")
-REPO_LINK = re.compile(r"\]\(docs/")  # a link written from the repository root: [x](docs/methods.md#a)
+REPO_LINK = re.compile(r"\]\(docs/")  # a link written from the repository root: [x](docs/methods.md#scores)
 DOCTEST_FLAG = re.compile(r"\s*#\s*doctest:\s*[+-]\w+(?:\s*,\s*[+-]\w+)*\s*$")
 SECTION_RULE = re.compile(r"^\s*-{3,}\s*$")
 ITEM = re.compile(r"^(\*{0,2}\w[\w, *]*?) : (.+)$")  # a NumPy item: "name : type"
