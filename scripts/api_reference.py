@@ -10,8 +10,10 @@ import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import griffe
+if TYPE_CHECKING:
+    import griffe
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "docs" / "reference"
@@ -121,6 +123,10 @@ def _page(canonical: str) -> str:
 
 def public_names() -> list[PublicName]:
     """Every public name, resolved to where it is defined (griffe, statically: nothing is imported)."""
+    try:
+        import griffe
+    except ImportError as exc:  # the docs extra
+        raise SystemExit(f"{exc}: the API reference pages need pip install -c constraints.txt '.[docs]'") from exc
     loader = griffe.GriffeLoader(search_paths=[str(ROOT)])
     pkg = loader.load("negvocab")
     loader.resolve_aliases(external=False)
