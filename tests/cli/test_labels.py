@@ -167,7 +167,7 @@ def test_filter_reports_what_and_why(runner, tmp_path, gpt_file):
 
 def test_filter_summary_is_short_and_verbose_lists_every_removed_label(runner, tmp_path):
     # 12 ID class names (exact) and 4 plurals: the default shows 3 examples per rule, -v all 16
-    names = ["tench", "goldfish", "weasel", "hen", "ostrich", "mink", "otter", "skunk", "badger", "llama", "ox", "zebra"]
+    names = "tench goldfish weasel hen ostrich mink otter skunk badger llama ox zebra".split()
     src = tmp_path / "v.txt"
     src.write_text("\n".join([*names, "tenches", "hens", "ostriches", "badgers", "meadow"]) + "\n", encoding="utf-8")
     out = tmp_path / "o.txt"
