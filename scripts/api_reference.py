@@ -105,13 +105,17 @@ _ROLE = re.compile(r":(?:py:)?\w+:`~?([^`]+)`")
 
 
 def _summary(obj: griffe.Object) -> str:
+    """The first sentence of a docstring (a period or semicolon outside parentheses), roles as code."""
     text = obj.docstring.value if obj.docstring else ""
     para = " ".join(text.split("\n\n")[0].split())
     para = _ROLE.sub(lambda m: f"`{m.group(1).rsplit('.', 1)[-1]}`", para)
-    cut = re.search(r"(?<![.(]\w)[.:;](\s|$)", para)  # a sentence's end; not "e.g." nor "i.e."
-    first = para[: cut.start() + 1] if cut else para
-    first = first.rstrip(":;").rstrip(".") + "."
-    return first.replace("|", "\\|")
+    end = len(para)
+    for m in re.finditer(r"[.;](\s|$)", para):
+        head = para[: m.start()]
+        if head.count("(") == head.count(")") and not re.search(r"\b(e\.g|i\.e|etc|al|vs)$", head):
+            end = m.start()
+            break
+    return (para[:end].rstrip(":;,") + ".").replace("|", "\\|")
 
 
 def _page(canonical: str) -> str:
@@ -161,7 +165,8 @@ def pages() -> dict[Path, str]:
 def _index(names: list[PublicName]) -> str:
     lines = [
         f"{GENERATED}# API reference\n",
-        "The public names are those of `negvocab` (`import negvocab`; `negvocab.__all__`, imported on first use) and",
+        "The public names are those of `negvocab` (`import negvocab`; `negvocab.__all__`, imported on first use:",
+        "`negvocab.score` is listed as `score`) and",
         "of the adapters (`negvocab.adapters.pytorch_ood`, `negvocab.adapters.openood`, `negvocab.adapters.zeroshot`).",
         "Each entry is generated from the docstrings of the module that defines the name; the",
         "[layout](../layout.md) says which module is for what.\n",
@@ -174,6 +179,6 @@ def _index(names: list[PublicName]) -> str:
             "| name | kind | what it is |",
             "| --- | --- | --- |",
         ]
-        lines += [f"| [`{n.name}`][{n.canonical}] | {n.kind} | {n.summary} |" for n in rows]
+        lines += [f"| [`{n.name.removeprefix('negvocab.')}`][{n.canonical}] | {n.kind} | {n.summary} |" for n in rows]
         lines.append("")
     return "\n".join(lines)

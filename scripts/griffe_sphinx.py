@@ -9,7 +9,8 @@ mkdocstrings renders, so the hundreds of docstrings need no edit:
   block) become fenced code blocks;
 - doctest examples (``>>>``) outside a NumPy "Examples" section become ``pycon`` code blocks (the NumPy
   parser renders the ones inside it), and ``# doctest: +FLAG`` comments are dropped everywhere;
-- links written from the repository root (``[x](docs/methods.md#scores)``) point from docs/reference/;
+- bare ``docs/methods.md#anchor`` citations become links, and links written from the repository root
+  (``[x](docs/methods.md#scores)``) point from docs/reference/;
 - ``#:`` comments above a module or class attribute become its docstring (Sphinx's convention).
 """
 
@@ -24,6 +25,7 @@ import griffe
 
 ROLE = re.compile(r":(?:py:)?(class|func|meth|mod|attr|data|exc|obj):`([^`]+)`")
 MATH_ROLE = re.compile(r":math:`([^`]+)`")
+METHODS_CITATION = re.compile(r"(?<!\]\()(?<![\w/\[`])docs/methods\.md#([\w-]+)")  # bare, not a link nor code
 REPO_LINK = re.compile(r"\]\(docs/")  # a link written from the repository root: [x](docs/methods.md#scores)
 DOCTEST_FLAG = re.compile(r"\s*#\s*doctest:\s*[+-]\w+(?:\s*,\s*[+-]\w+)*\s*$")
 SECTION_RULE = re.compile(r"^\s*-{3,}\s*$")
@@ -126,6 +128,7 @@ def _role(match: re.Match[str], resolver: object) -> str:
 
 def _inline(line: str, resolver: object) -> str:
     line = REPO_LINK.sub("](../", line)  # the reference pages are docs/reference/*.md
+    line = METHODS_CITATION.sub(r"[docs/methods.md#\1](../methods.md#\1)", line)
     line = ROLE.sub(lambda m: _role(m, resolver), line)
     return MATH_ROLE.sub(lambda m: "`" + m.group(1) + "`", line)
 
