@@ -9,7 +9,7 @@ mkdocstrings renders, so the hundreds of docstrings need no edit:
   block) become fenced code blocks;
 - doctest examples (``>>>``) outside a NumPy "Examples" section become ``pycon`` code blocks (the NumPy
   parser renders the ones inside it), and ``# doctest: +FLAG`` comments are dropped everywhere;
-- bare ``docs/methods.md#anchor`` citations become links, and links written from the repository root
+- bare ``docs/methods.md#scores`` citations become links, and links written from the repository root
   (``[x](docs/methods.md#scores)``) point from docs/reference/;
 - ``#:`` comments above a module or class attribute become its docstring (Sphinx's convention).
 """
