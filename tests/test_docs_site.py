@@ -171,7 +171,10 @@ def test_doctests_math_and_literal_blocks_become_fenced_code(ext):
 
 def test_methods_citations_become_links_from_the_reference_pages(ext):
     got = ext.rewrite("As (docs/methods.md#scores); [m](docs/methods.md#csp); ``docs/methods.md#metrics``.", _resolver)
-    assert got == "As ([docs/methods.md#scores](../methods.md#scores)); [m](../methods.md#csp); ``docs/methods.md#metrics``."
+    assert (
+        got
+        == "As ([docs/methods.md#scores](../methods.md#scores)); [m](../methods.md#csp); ``docs/methods.md#metrics``."
+    )
 
 
 def test_numpy_items_written_as_name_colon_description(ext):
