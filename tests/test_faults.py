@@ -85,7 +85,7 @@ CASES = [
     Case(
         "filter over an existing report",
         {**V, "r.json": EARLIER},
-        ["filter", "{t}/v.txt", "-o", "{t}/f.json", "--report", "{t}/r.json"],
+        ["filter", "{t}/v.txt", "-o", "{t}/f.json", "--removed", "{t}/r.json"],
         2,
         "r.json exists",
         ("r.json",),

@@ -20,7 +20,7 @@ EXAMPLES: dict[str, list[str]] = {
     "classes": ["negvocab classes -o classes.csv"],
     "candidates": ["negvocab candidates --preset neglabel -o pool.tsv"],
     "filter": [
-        "negvocab filter vocab.json -o vocab.clean.json --report removed.json",
+        "negvocab filter vocab.json -o vocab.clean.json --removed removed.json",
         "negvocab -q filter pool.tsv -o pool.clean.json",
     ],
     "merge": ["negvocab merge wordnet.json gpt.json -o union.json"],

@@ -11,6 +11,7 @@ import contextlib
 import csv
 import io
 import json
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -19,7 +20,7 @@ import typer
 
 from negvocab.atomic import atomic_path, is_stdout, write_json, write_text
 from negvocab.cli.app import app
-from negvocab.cli.logs import is_quiet
+from negvocab.cli.logs import is_quiet, verbosity
 from negvocab.cli.options import IdClassesOpt, OverwriteOpt
 from negvocab.cli.outputs import check_output, messages_to_stderr, writing
 from negvocab.errors import InputError
@@ -35,9 +36,15 @@ __all__ = [
     "candidates",
     "classes",
     "drop",
+    "FILTER_EXAMPLES",
+    "INFO_DICT_KEYS",
+    "INFO_LIST_ITEMS",
+    "INFO_TEXT_WIDTH",
     "filter_",
     "info",
     "merge",
+    "removal_summary",
+    "settings_lines",
     "vocabulary_summary",
 ]
 
@@ -183,9 +190,13 @@ def filter_(
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Filtered vocabulary (.json, or .txt for labels only).")
     ],
+    removed: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--removed", help="Also write the removed labels and why, as JSON."),
+    ] = None,
     report: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("--report", help="Also write what was removed and why as JSON."),
+        typer.Option("--report", hidden=True, help="The old name of --removed (until the next release)."),
     ] = None,
     plurals: Annotated[
         bool, typer.Option("--plurals/--no-plurals", help="Match plural forms (WordNet morphy).")
@@ -194,8 +205,10 @@ def filter_(
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Remove the ID class names (ImageNet-1k) and their WordNet synonyms from a vocabulary; say why
-    (each removed label; with -q, before or after 'filter', only the summary line)."""
-    quiet = is_quiet(ctx)
+    (a count and a few examples per rule; -v: every removed label; -q, before or after 'filter': only the
+    summary line)."""
+    quiet, verbose = is_quiet(ctx), verbosity(ctx) > 0
+    report = _renamed_option(report, removed, old="--report", new="--removed", command="filter")
     check_output(output, inputs=[vocabulary, id_classes], overwrite=overwrite)
     if report is not None:
         check_output(report, inputs=[vocabulary, id_classes], others=[output], overwrite=overwrite)
@@ -212,9 +225,12 @@ def filter_(
         with writing(output):
             filtered.save(output)
     with messages_to_stderr(output, report):
-        if not quiet:
+        if verbose and not quiet:
             for label, why in summary["removed"].items():
                 typer.echo(f"removed {label!r}: {why['name']} ({why['wnid']}) via {why['form']!r} [{why['rule']}]")
+        elif not quiet:
+            for line in removal_summary(summary["removed"]):
+                typer.echo(line)
         rules = Counter(why["rule"] for why in summary["removed"].values())
         detail = ", ".join(f"{rule} {n}" for rule, n in sorted(rules.items()))
         typer.echo(
@@ -222,6 +238,37 @@ def filter_(
             f"({detail or 'none'}); kept {summary['kept_count']} -> {output}"
         )
         _say_caveats(filtered)
+
+
+#: how many removed labels ``negvocab filter`` shows per rule without -v
+FILTER_EXAMPLES = 3
+
+
+def removal_summary(removed: dict[str, dict[str, str]], examples: int = FILTER_EXAMPLES) -> list[str]:
+    """``negvocab filter``'s default lines: per rule, how many labels it removed and the first few, with
+    the class each names; then how to see them all (-v) when some are not shown."""
+    by_rule: dict[str, list[str]] = {}
+    for label, why in removed.items():
+        by_rule.setdefault(why["rule"], []).append(f"{label!r} ({why['name']})")
+    lines = []
+    for rule, labels in sorted(by_rule.items()):
+        more = ", ..." if len(labels) > examples else ""
+        lines.append(f"  {rule}: {len(labels)}, e.g. {', '.join(labels[:examples])}{more}")
+    if any(len(x) > examples for x in by_rule.values()):
+        lines.append(f"  (-v lists all {len(removed)} removed labels and why)")
+    return lines
+
+
+def _renamed_option(old_value: Path | None, new_value: Path | None, *, old: str, new: str, command: str) -> Path | None:
+    """The value of a renamed option: the new one's, or the old one's with a deprecation line (both: an error)."""
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        raise InputError(f"{command}: give {new} or {old} (its old name), not both")
+    message = f"{command} {old} is renamed {new}; {old} works until the next release"
+    warnings.warn(message, DeprecationWarning, stacklevel=2)
+    typer.echo(f"warning: {message}", err=True)
+    return old_value
 
 
 @app.command("merge")
@@ -303,8 +350,10 @@ def info(
     if vocab.random_weights:
         typer.echo("WARNING: built with a RANDOM-weight model (a pipeline check): not a real vocabulary")
     typer.echo("per source: " + ", ".join(f"{s} {n}" for s, n in summary["per_source"].items()))
-    for key, value in summary["settings"].items():
-        typer.echo(f"  {key}: {value}")
+    if vocab.settings:
+        typer.echo("settings:")
+        for line in settings_lines(vocab.settings, indent=1):
+            typer.echo(line)
     if summary["views"]:
         typer.echo("views: " + ", ".join(f"{k} ({n})" for k, n in summary["views"].items()))
     if summary["first_labels"]:
@@ -324,6 +373,51 @@ def vocabulary_summary(vocab: Any) -> dict[str, Any]:
         "settings": {k: _short(v) for k, v in vocab.settings.items()},
         "views": {k: len(v) for k, v in vocab.views.items()},
     }
+
+
+#: ``negvocab info``: a list longer than this shows its length and its first few items
+INFO_LIST_ITEMS = 5
+#: ``negvocab info``: a mapping with more keys shows its first few (a filter's removed labels, per-class views)
+INFO_DICT_KEYS = 12
+#: ``negvocab info``: longer strings are cut (hashes, prompts); ``--json`` prints everything
+INFO_TEXT_WIDTH = 80
+
+
+def settings_lines(settings: dict[str, Any], indent: int = 0) -> list[str]:
+    """A vocabulary's nested settings as indented ``key: value`` lines (``negvocab info``): dicts and
+    lists of dicts nest one level deeper (list items as ``- ``), long lists of scalars show their length
+    and first items, long strings are cut; ``negvocab info --json`` prints them whole."""
+    pad = "  " * indent
+    lines = []
+    keys = list(settings)
+    shown = keys if len(keys) <= INFO_DICT_KEYS else keys[:INFO_LIST_ITEMS]
+    for key in shown:
+        value = settings[key]
+        if isinstance(value, dict) and value:
+            lines += [f"{pad}{key}:", *settings_lines(value, indent + 1)]
+        elif isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
+            lines.append(f"{pad}{key}:")
+            for item in value[:INFO_LIST_ITEMS]:
+                inner = settings_lines(item, indent + 2) or [f"{pad}    {{}}"]
+                lines += [f"{pad}  - {inner[0].lstrip()}", *inner[1:]]
+            if len(value) > INFO_LIST_ITEMS:
+                lines.append(f"{pad}  - ... ({len(value) - INFO_LIST_ITEMS} more)")
+        else:
+            lines.append(f"{pad}{key}: {_scalar_text(value)}")
+    if len(shown) < len(keys):
+        lines.append(f"{pad}... ({len(keys) - len(shown)} more keys)")
+    return lines
+
+
+def _scalar_text(value: Any) -> str:
+    """One settings value on one line: a long list by its length and first items, long text cut."""
+    if isinstance(value, (list, tuple)):
+        items = [_scalar_text(x) for x in value[:INFO_LIST_ITEMS]]
+        if len(value) > INFO_LIST_ITEMS:
+            return f"[{len(value)} items: {', '.join(items)}, ...]"
+        return "[" + ", ".join(items) + "]"
+    text = json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value)
+    return text if len(text) <= INFO_TEXT_WIDTH else text[: INFO_TEXT_WIDTH - 3] + "..."
 
 
 def _short(value: Any) -> Any:

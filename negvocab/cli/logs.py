@@ -23,7 +23,7 @@ import typer
 
 from negvocab.redact import redact_urls
 
-__all__ = ["FORMAT", "add_options", "configure", "is_quiet", "options", "restore"]
+__all__ = ["FORMAT", "add_options", "configure", "is_quiet", "options", "restore", "verbosity"]
 
 FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 _OURS = "negvocab"
@@ -127,6 +127,11 @@ def _settings(ctx: typer.Context) -> dict[str, Any]:
 def is_quiet(ctx: typer.Context) -> bool:
     """Whether -q was given, before the command's name or after it (a command prints less too)."""
     return bool(_settings(ctx)["quiet"])
+
+
+def verbosity(ctx: typer.Context) -> int:
+    """How many -v were given, before the command's name or after it (a command may print more too)."""
+    return int(_settings(ctx)["verbose"])
 
 
 def _set(name: str) -> Any:

@@ -1,4 +1,5 @@
-"""Label cleaning: the one normaliser every builder uses for label strings (docs/methods.md, "Labels").
+"""Label cleaning: the one normaliser every builder uses for label strings, before the synonym filter
+(docs/methods.md, "Synonym filtering").
 
 Language models decorate their answers ("1. **Trout** - a fish that...", "a koi", "crane
 (machine)", "Q: given the image category [goldfish], ..."), and hand-written lists carry the same

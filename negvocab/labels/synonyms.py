@@ -98,14 +98,14 @@ class Match:
 class SynonymFilter:
     """Decides whether a label names an ID class (a clean name or a WordNet synonym of one).
 
+    The lookup tables are built once; :meth:`split` on 100,000 labels takes a fraction of a second.
+
     Parameters
     ----------
     id_classes
         The ID label space; default :func:`~negvocab.labels.imagenet.imagenet1k`.
     plurals
         Also match plural forms through WordNet's ``morphy`` (loads WordNet on first use).
-
-    The lookup tables are built once; :meth:`split` on 100,000 labels takes a fraction of a second.
     """
 
     def __init__(self, id_classes: IdClasses | None = None, *, plurals: bool = True) -> None:

@@ -144,11 +144,18 @@ def test_candidates_unknown_output_suffix(runner, tmp_path):
 # -- filter ----------------------------------------------------------------------------------------
 def test_filter_reports_what_and_why(runner, tmp_path, gpt_file):
     out, report = tmp_path / "clean.json", tmp_path / "report.json"
-    result = run(runner, "filter", gpt_file, "-o", out, "--report", report)
+    result = run(runner, "filter", gpt_file, "-o", out, "--removed", report, "-v")
     assert result.exit_code == 0, result.output
     assert "removed 'weasels': weasel (n02441942) via 'weasel' [clean-name/plural]" in result.stdout
     assert "removed 'Toilet Tissue': toilet paper (n15075141)" in result.stdout
     assert "removed 2 of 5 labels (clean-name/plural 1, wordnet-synonym/normalised 1); kept 3" in result.stdout
+    # without -v: per rule, its count and examples (the class each names); the summary line last
+    default = run(runner, "filter", gpt_file, "-o", out, "--overwrite").stdout.splitlines()
+    assert default == [
+        "  clean-name/plural: 1, e.g. 'weasels' (weasel)",
+        "  wordnet-synonym/normalised: 1, e.g. 'Toilet Tissue' (toilet paper)",
+        f"removed 2 of 5 labels (clean-name/plural 1, wordnet-synonym/normalised 1); kept 3 -> {out}",
+    ]
     vocab = Vocabulary.load(out)
     assert vocab.labels == ["tayra", "gadget", "sea otter"] and vocab.source == "gpt"
     assert vocab.meta == {"tayra": {"classes": ["n02441942"]}}
@@ -156,6 +163,39 @@ def test_filter_reports_what_and_why(runner, tmp_path, gpt_file):
     assert doc["removed_count"] == 2 and doc["kept_count"] == 3
     assert doc["removed"]["weasels"]["rule"] == "clean-name/plural"
     assert doc["input_sha256"] == Vocabulary.load(gpt_file).sha256
+
+
+def test_filter_summary_is_short_and_verbose_lists_every_removed_label(runner, tmp_path):
+    # 12 ID class names (exact) and 4 plurals: the default shows 3 examples per rule, -v all 16
+    names = "tench goldfish weasel hen ostrich mink otter skunk badger llama ox zebra".split()
+    src = tmp_path / "v.txt"
+    src.write_text("\n".join([*names, "tenches", "hens", "ostriches", "badgers", "meadow"]) + "\n", encoding="utf-8")
+    out = tmp_path / "o.txt"
+    lines = run(runner, "filter", src, "-o", out).stdout.splitlines()
+    assert lines == [
+        "  clean-name/exact: 12, e.g. 'tench' (tench), 'goldfish' (goldfish), 'weasel' (weasel), ...",
+        "  clean-name/plural: 4, e.g. 'tenches' (tench), 'hens' (hen), 'ostriches' (ostrich), ...",
+        "  (-v lists all 16 removed labels and why)",
+        f"removed 16 of 17 labels (clean-name/exact 12, clean-name/plural 4); kept 1 -> {out}",
+    ]
+    verbose = run(runner, "filter", src, "-o", out, "--overwrite", "--verbose").stdout.splitlines()
+    removed = [ln.split(":")[0].removeprefix("removed ").strip("'") for ln in verbose[:-1]]
+    assert sorted(removed) == sorted([*names, "tenches", "hens", "ostriches", "badgers"])
+    assert verbose[-1] == lines[-1] and out.read_text(encoding="utf-8") == "meadow\n"
+
+
+def test_filter_report_is_the_old_name_of_removed(runner, tmp_path, gpt_file):
+    out, new, old = tmp_path / "a.json", tmp_path / "new.json", tmp_path / "old.json"
+    assert run(runner, "filter", gpt_file, "-o", out, "--removed", new).exit_code == 0
+    with pytest.warns(DeprecationWarning, match="--report is renamed --removed"):
+        result = run(runner, "filter", gpt_file, "-o", tmp_path / "b.json", "--report", old)
+    assert result.exit_code == 0 and "warning: filter --report is renamed --removed" in result.stderr
+    strip = lambda d: {k: v for k, v in d.items() if k != "output"}  # noqa: E731
+    assert strip(json.loads(old.read_text())) == strip(json.loads(new.read_text()))
+    both = _error_line(run(runner, "filter", gpt_file, "-o", tmp_path / "c.json", "--removed", new, "--report", old))
+    assert "give --removed or --report (its old name), not both" in both and not (tmp_path / "c.json").exists()
+    options = run(runner, "filter", "--help").stdout.split("Examples")[0]
+    assert "--removed" in options and "--report" not in options  # hidden; --removed is shown
 
 
 def test_filter_text_file_quietly_to_text(runner, tmp_path):
@@ -197,7 +237,7 @@ def test_filter_errors_write_nothing(runner, tmp_path):
     only_id = tmp_path / "id.txt"
     only_id.write_text("tench\nGoldfish\n", encoding="utf-8")
     report = tmp_path / "r.json"
-    assert "removed all 2 labels" in _error_line(run(runner, "filter", only_id, "-o", out, "--report", report))
+    assert "removed all 2 labels" in _error_line(run(runner, "filter", only_id, "-o", out, "--removed", report))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "empty.txt", "id.txt"]
 
 
@@ -207,7 +247,7 @@ def test_unwritable_output_is_one_line(runner, tmp_path, gpt_file):
     assert f"cannot write {folder}" in _error_line(run(runner, "filter", gpt_file, "-o", folder))
     out = tmp_path / "clean.json"
     assert f"cannot write {folder}: it is a folder" in _error_line(
-        run(runner, "filter", gpt_file, "-o", out, "--report", folder)
+        run(runner, "filter", gpt_file, "-o", out, "--removed", folder)
     )
     assert not out.exists()
 
@@ -216,15 +256,15 @@ def test_filter_writes_neither_file_when_one_cannot_be_written(runner, tmp_path,
     blocker = tmp_path / "not_a_folder"
     blocker.write_text("a file where a folder should be", encoding="utf-8")
     out, report = tmp_path / "clean.json", tmp_path / "report.json"
-    line = _error_line(run(runner, "filter", gpt_file, "-o", out, "--report", blocker / "report.json"))
+    line = _error_line(run(runner, "filter", gpt_file, "-o", out, "--removed", blocker / "report.json"))
     assert f"cannot write {blocker / 'report.json'}" in line
     assert not out.exists()
-    line = _error_line(run(runner, "filter", gpt_file, "-o", blocker / "clean.json", "--report", report))
+    line = _error_line(run(runner, "filter", gpt_file, "-o", blocker / "clean.json", "--removed", report))
     assert f"cannot write {blocker / 'clean.json'}" in line
     assert not report.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gpt.json", "not_a_folder"]  # no temporary files
     odd = Vocabulary.from_labels(["tench", "#hashtag", "gadget"], source="gpt").save(tmp_path / "odd.json")
-    line = _error_line(run(runner, "filter", odd, "-o", tmp_path / "odd.txt", "--report", report))
+    line = _error_line(run(runner, "filter", odd, "-o", tmp_path / "odd.txt", "--removed", report))
     assert "label '#hashtag' would not read back from a text file; save as .json" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gpt.json", "not_a_folder", "odd.json"]
 
@@ -263,6 +303,33 @@ def test_info_text_and_json(runner, tmp_path, gpt_file):
     assert doc["settings"]["parts"][1]["source"] == "eoe"
 
 
+def test_info_prints_nested_settings_as_indented_lines(runner, tmp_path):
+    settings = {
+        "model": "gpt-4o",
+        "prompt": {"file": "gpt_siblings.txt", "template": "x" * 200},
+        "classes": [f"n{i:08d}" for i in range(1000)],
+        "removed": {f"label{i}": {"wnid": f"n{i:08d}", "rule": "clean-name/exact"} for i in range(30)},
+    }
+    inner = Vocabulary.from_labels(["kayak", "tayra"], source="gpt", settings=settings)
+    union = Vocabulary.union(inner, Vocabulary.from_labels(["canoe"], source="eoe", settings={"mode": "far"}))
+    lines = run(runner, "info", union.save(tmp_path / "u.json")).stdout.splitlines()
+    start = lines.index("settings:")
+    block = lines[start : start + 24]
+    assert block[1:4] == ["  parts:", "    - source: gpt", f"      sha256: {inner.sha256}"]
+    assert "        model: gpt-4o" in block and "        prompt:" in block
+    assert "          file: gpt_siblings.txt" in block
+    assert "          template: " + "x" * 77 + "..." in block  # long text cut
+    assert "        classes: [1000 items: n00000000, n00000001, n00000002, n00000003, n00000004, ...]" in block
+    removed = block.index("        removed:")
+    assert block[removed + 1 : removed + 4] == [
+        "          label0:",
+        "            wnid: n00000000",
+        "            rule: clean-name/exact",
+    ]
+    assert "          ... (25 more keys)" in lines and "    - source: eoe" in lines and "        mode: far" in lines
+    assert max(len(ln) for ln in lines) <= 120  # no long line
+
+
 def test_info_errors(runner, tmp_path):
     assert "no such vocabulary file" in _error_line(run(runner, "info", tmp_path / "nope.json"))
     wrong = tmp_path / "v.json"
@@ -281,7 +348,7 @@ def test_an_output_that_is_an_input_is_refused_and_the_input_kept(runner, tmp_pa
     ):
         assert "it is an input of this command" in _error_line(run(runner, *args)), args
     assert gpt_file.read_bytes() == before and (tmp_path / "more.txt").read_text() == "kayak\n"
-    line = _error_line(run(runner, "filter", gpt_file, "-o", tmp_path / "o.json", "--report", tmp_path / "o.json"))
+    line = _error_line(run(runner, "filter", gpt_file, "-o", tmp_path / "o.json", "--removed", tmp_path / "o.json"))
     assert "cannot write two outputs to" in line and not (tmp_path / "o.json").exists()
 
 

@@ -182,7 +182,8 @@ def test_no_widget_bar_without_ipywidgets(monkeypatch):
 
 def test_quiet_means_the_same_before_and_after_the_command(tmp_path):
     """``negvocab -q filter`` and ``negvocab filter -q``: the summary line only, either way; without -q
-    one line per removed label first (goldfish and tench are ImageNet-1k classes, meadow is not)."""
+    a line per rule first; with -v, before or after, one line per removed label (goldfish and tench are
+    ImageNet-1k classes, meadow is not)."""
     vocab = tmp_path / "v.txt"
     vocab.write_text("goldfish\nmeadow\ntench\n", encoding="utf-8")
     outs = {}
@@ -190,6 +191,8 @@ def test_quiet_means_the_same_before_and_after_the_command(tmp_path):
         "none": ["filter", str(vocab)],
         "before": ["-q", "filter", str(vocab)],
         "after": ["filter", str(vocab), "-q"],
+        "verbose_before": ["-v", "filter", str(vocab)],
+        "verbose_after": ["filter", str(vocab), "-v"],
     }.items():
         r = runner.invoke(app, [*args, "-o", str(tmp_path / f"{name}.txt")])
         assert r.exit_code == 0, r.output
@@ -201,6 +204,7 @@ def test_quiet_means_the_same_before_and_after_the_command(tmp_path):
         and len(outs["before"]) == 1
         and outs["before"][0].startswith("removed 2 of 3 labels")
     )
-    assert [ln.split(":")[0] for ln in outs["none"][:2]] == ["removed 'goldfish'", "removed 'tench'"] and outs["none"][
-        2
-    ] == outs["before"][0]
+    assert outs["none"] == ["  clean-name/exact: 2, e.g. 'goldfish' (goldfish), 'tench' (tench)", outs["before"][0]]
+    for name in ("verbose_before", "verbose_after"):
+        assert [ln.split(":")[0] for ln in outs[name][:2]] == ["removed 'goldfish'", "removed 'tench'"]
+        assert outs[name][2] == outs["before"][0] and len(outs[name]) == 3
