@@ -64,5 +64,8 @@ def test_score_a_finegrained_benchmark_without_id_or_id_classes(root, tmp_path, 
     # the ID labels index the shipped class list, so the zero-shot ID accuracy is computed (not left out)
     assert {0.0 <= float(row["id_accuracy"]) <= 1.0 for row in table} == {True}
     _, n, first = BENCHES[bench]
-    found = _find(json.loads((out / "results.json").read_text()), "id_class_list")
+    meta = json.loads((out / "results.json").read_text())
+    groups = {name: s["ood_group"] for name, s in meta["ood_sets"].items()}
+    assert groups == ({"placesbg": "other"} if bench == "waterbirds-spurious" else dict.fromkeys(rows[:4], "far"))
+    found = _find(meta, "id_class_list")
     assert found is not None and found["n"] == n and found["names"][0] == first
