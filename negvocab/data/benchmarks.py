@@ -247,6 +247,9 @@ def _check_benchmark(b: Benchmark) -> None:
             raise InputError(f"{where}: csid {s.name!r}: layout {s.layout!r}; choose one of {', '.join(LAYOUTS)}")
     if b.id is not None and b.id.layout not in LAYOUTS:
         raise InputError(f"{where}: id: layout {b.id.layout!r}; choose one of {', '.join(LAYOUTS)}")
+    for s in (*b.sets, *b.csid, *([b.id] if b.id is not None else [])):
+        if (s.layout == "table") != (s.read is not None):
+            raise InputError(f"{where}: set {s.name!r}: layout 'table' and read (a TableSpec) go together")
 
 
 def _check_entry(name: str, entry: object) -> Benchmark:

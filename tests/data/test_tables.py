@@ -146,3 +146,15 @@ def test_a_users_benchmark_file_takes_a_table_layout(pets, tmp_path):
 def test_a_benchmark_refuses_a_table_without_its_read_table(id_doc, message):
     with pytest.raises(InputError, match=message):
         benchmark_from_dict({"name": "b", "id": id_doc, "ood": {"x": {"path": "x", "layout": "folder"}}})
+
+
+def test_a_benchmark_built_in_python_refuses_a_table_without_its_spec():
+    from negvocab.data.benchmarks import Benchmark, BenchmarkSet
+
+    ood = (BenchmarkSet("x", "far", "folder", "x"),)
+    with pytest.raises(
+        InputError, match=r"benchmark 'b': set 'ID': layout 'table' and read \(a TableSpec\) go together"
+    ):
+        Benchmark("b", "t", ood, BenchmarkSet("ID", None, "table", "a.txt"))
+    spec = table_spec({"file": "f", "columns": ["f"]}, "t")
+    assert Benchmark("b", "t", ood, BenchmarkSet("ID", None, "table", "a.txt", read=spec)).id.read == spec
