@@ -117,6 +117,16 @@ class BenchmarkSet:
         tail = {"classes": "<class>/*", "imagenet": "<wnid>/*.JPEG or ILSVRC2012_val_*"}.get(self.layout, "**/*")
         return f"{self.where}/{tail}" if self.where else tail
 
+    def needs(self) -> tuple[str, ...]:
+        """What the set reads under the data root: ``where``, and a table's joined tables and class names."""
+        if self.read is None:
+            return (self.where,)
+        return (
+            self.where,
+            *(f for f, _ in self.read.join),
+            *([self.read.label_names] if self.read.label_names else []),
+        )
+
     def open(self, root: Path, *, ground_truth: str | os.PathLike[str] | None = None, tag: bool = True) -> ImageSet:
         """The set's images under ``root`` (:class:`InputError` naming the missing file or folder);
         ``tag`` records the set's name and group in its ``info`` (OOD sets)."""

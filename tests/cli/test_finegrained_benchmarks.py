@@ -42,6 +42,12 @@ def test_benchmarks_lists_them_and_checks_a_root(root, tmp_path):
     empty = runner.invoke(app, ["benchmarks", "--root", str(tmp_path)], catch_exceptions=False)
     block = empty.stdout.split("finegrained-food101:")[1].split("\n\n")[0]
     assert "ID: ROOT/food-101/meta/test.txt (paths from food-101/images/)  [MISSING]" in block
+    # a table found without the tables it joins: those are named
+    _ = make_finegrained_root(tmp_path / "partial")
+    (tmp_path / "partial" / "CUB_200_2011" / "train_test_split.txt").unlink()
+    partial = runner.invoke(app, ["benchmarks", "--root", str(tmp_path / "partial")], catch_exceptions=False)
+    block = partial.stdout.split("finegrained-cub200:")[1].split("\n\n")[0]
+    assert "images.txt (paths from CUB_200_2011/images/)  [found; MISSING CUB_200_2011/train_test_split.txt]" in block
 
 
 @pytest.mark.parametrize("bench", list(BENCHES))
