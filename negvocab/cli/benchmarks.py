@@ -49,7 +49,11 @@ def benchmarks_cmd(
 
 
 def _found(root: Path | None, spec: BenchmarkSet | None) -> str:
-    """ "  [found]" or "  [MISSING]" for a set's list or folder under ``root`` ("" without a root)."""
+    """ "  [found]" or "  [MISSING]" for a set's list or folder under ``root`` ("" without a root); a table's
+    other files (joined tables, class names) that are missing are named."""
     if root is None or spec is None:
         return ""
-    return "  [found]" if (root.expanduser() / spec.where).exists() else "  [MISSING]"
+    if not (root.expanduser() / spec.where).exists():
+        return "  [MISSING]"
+    missing = [p for p in spec.needs()[1:] if not (root.expanduser() / p).exists()]
+    return f"  [found; MISSING {', '.join(missing)}]" if missing else "  [found]"

@@ -43,6 +43,7 @@ from typing import Any
 from negvocab.data.imagenet import imagenet_val
 from negvocab.data.images import ImageSet, class_folders, image_folder, image_list
 from negvocab.data.layouts import open_image_set
+from negvocab.data.tables import TableSpec, table_images, table_spec
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import IdClasses, read_id_classes
 from negvocab.registry import Registry, resolve_target
@@ -84,7 +85,7 @@ MEAN = "mean"
 #: the names of summary rows (results of ``score``, ``sweep`` and grids): no OOD set may take one
 RESERVED_SET_NAMES: tuple[str, ...] = (MEAN, *GROUPS.values())
 #: how a set is opened under a data root (``auto``: as :func:`negvocab.data.layouts.open_image_set` guesses)
-LAYOUTS: tuple[str, ...] = ("list", "folder", "classes", "imagenet", "auto")
+LAYOUTS: tuple[str, ...] = ("list", "folder", "classes", "imagenet", "auto", "table")
 #: ``sets``: every set opened under the root by its layout; ``carve``: a function carves ID and OOD from the root
 KINDS: tuple[str, ...] = ("sets", "carve")
 
@@ -95,7 +96,8 @@ class BenchmarkSet:
 
     ``layout``: ``list`` (``where`` is an image list, ``image_dir`` the folder its paths start
     from), ``folder`` (every image below ``where``), ``classes`` (class folders in ``where``),
-    ``imagenet`` (an ImageNet-1k validation folder) or ``auto``. ``group``: ``near``, ``far``,
+    ``imagenet`` (an ImageNet-1k validation folder), ``table`` (``where`` is a dataset's annotation table,
+    read as ``read`` says: :mod:`negvocab.data.tables`) or ``auto``. ``group``: ``near``, ``far``,
     ``other`` or None (an ID set, or a set in no group)."""
 
     name: str
@@ -104,26 +106,40 @@ class BenchmarkSet:
     where: str
     image_dir: str = ""
     source: str = ""
+    read: TableSpec | None = None
 
     def expects(self) -> str:
         """Where the set's files are expected, relative to the data root, in words."""
-        if self.layout == "list":
+        if self.layout in ("list", "table"):
             return f"{self.where} (paths from {self.image_dir or '.'}/)"
         if self.layout == "carve":
             return self.where
         tail = {"classes": "<class>/*", "imagenet": "<wnid>/*.JPEG or ILSVRC2012_val_*"}.get(self.layout, "**/*")
         return f"{self.where}/{tail}" if self.where else tail
 
+    def needs(self) -> tuple[str, ...]:
+        """What the set reads under the data root: ``where``, and a table's joined tables and class names."""
+        if self.read is None:
+            return (self.where,)
+        return (
+            self.where,
+            *(f for f, _ in self.read.join),
+            *([self.read.label_names] if self.read.label_names else []),
+        )
+
     def open(self, root: Path, *, ground_truth: str | os.PathLike[str] | None = None, tag: bool = True) -> ImageSet:
         """The set's images under ``root`` (:class:`InputError` naming the missing file or folder);
         ``tag`` records the set's name and group in its ``info`` (OOD sets)."""
         where = root / self.where
-        if self.layout == "list":
+        if self.layout in ("list", "table"):
             if not where.is_file():
                 raise InputError(
                     f"{self.name}: no image list {where} (expected under the data root {root}: {self.expects()})"
                 )
-            images = image_list(where, root=root / self.image_dir, name=self.name)
+            if self.read is not None:
+                images = table_images(where, self.read, root / self.image_dir, root, name=self.name)
+            else:
+                images = image_list(where, root=root / self.image_dir, name=self.name)
         else:
             if not where.is_dir():
                 raise InputError(
@@ -241,6 +257,9 @@ def _check_benchmark(b: Benchmark) -> None:
             raise InputError(f"{where}: csid {s.name!r}: layout {s.layout!r}; choose one of {', '.join(LAYOUTS)}")
     if b.id is not None and b.id.layout not in LAYOUTS:
         raise InputError(f"{where}: id: layout {b.id.layout!r}; choose one of {', '.join(LAYOUTS)}")
+    for s in (*b.sets, *b.csid, *([b.id] if b.id is not None else [])):
+        if (s.layout == "table") != (s.read is not None):
+            raise InputError(f"{where}: set {s.name!r}: layout 'table' and read (a TableSpec) go together")
 
 
 def _check_entry(name: str, entry: object) -> Benchmark:
@@ -257,7 +276,7 @@ REGISTRY: Registry[Benchmark] = Registry("benchmark", check=_check_entry)
 
 
 # -- benchmarks given as data --------------------------------------------------------------------
-_SET_KEYS = {"name", "group", "layout", "path", "where", "image_root", "image_dir", "source"}
+_SET_KEYS = {"name", "group", "layout", "path", "where", "image_root", "image_dir", "source", "read"}
 _KEYS = {
     "name", "title", "source", "kind", "carve", "inputs", "options", "given_as", "aliases", "id", "ood", "sets",
     "classes", "csid",
@@ -279,6 +298,8 @@ def _set_from(where: str, doc: Any, *, name: str | None = None, ood: bool = True
     group = doc.get("group")
     if not ood and group is not None:
         raise InputError(f"{where}: an ID set has no group")
+    if (doc.get("layout") == "table") != ("read" in doc):
+        raise InputError(f"{where}: layout 'table' and a read table (how to read it) go together")
     return BenchmarkSet(
         name=set_name,
         group=None if group is None else str(group),
@@ -286,6 +307,7 @@ def _set_from(where: str, doc: Any, *, name: str | None = None, ood: bool = True
         where=path,
         image_dir=str(doc.get("image_root", doc.get("image_dir", ""))),
         source=str(doc.get("source", "")),
+        read=table_spec(doc["read"], where) if "read" in doc else None,
     )
 
 
@@ -596,46 +618,18 @@ def benchmark_table() -> list[Mapping[str, str]]:
 # -- the built-in benchmarks -------------------------------------------------------------------------
 _LISTS = "benchmark_imglist/imagenet"
 _OPENOOD = "Zhang et al., OpenOOD v1.5, 2023"
-_SSB = BenchmarkSet(
-    "ssb-hard",
-    "near",
-    "list",
-    f"{_LISTS}/test_ssb_hard.txt",
-    "images_largescale",
-    "Vaze et al., ICLR 2022 (OpenOOD v1.5)",
-)
-_NINCO = BenchmarkSet(
-    "ninco",
-    "near",
-    "list",
-    f"{_LISTS}/test_ninco.txt",
-    "images_largescale",
-    "Bitterwolf et al., ICML 2023 (OpenOOD v1.5)",
-)
-_INAT = BenchmarkSet(
-    "inaturalist",
-    "far",
-    "list",
-    f"{_LISTS}/test_inaturalist.txt",
-    "images_largescale",
-    "Huang & Li, CVPR 2021 (OpenOOD v1.5)",
-)
-_TEXTURES = BenchmarkSet(
-    "textures",
-    "far",
-    "list",
-    f"{_LISTS}/test_textures.txt",
-    "images_classic",
-    "Cimpoi et al., CVPR 2014 (OpenOOD v1.5)",
-)
-_OPENIMAGE_O = BenchmarkSet(
-    "openimage-o",
-    "far",
-    "list",
-    f"{_LISTS}/test_openimage_o.txt",
-    "images_largescale",
-    "Wang et al., CVPR 2022 (OpenOOD v1.5)",
-)
+# fmt: off
+_SSB = BenchmarkSet("ssb-hard", "near", "list", f"{_LISTS}/test_ssb_hard.txt", "images_largescale",
+                    "Vaze et al., ICLR 2022 (OpenOOD v1.5)")
+_NINCO = BenchmarkSet("ninco", "near", "list", f"{_LISTS}/test_ninco.txt", "images_largescale",
+                      "Bitterwolf et al., ICML 2023 (OpenOOD v1.5)")
+_INAT = BenchmarkSet("inaturalist", "far", "list", f"{_LISTS}/test_inaturalist.txt", "images_largescale",
+                     "Huang & Li, CVPR 2021 (OpenOOD v1.5)")
+_TEXTURES = BenchmarkSet("textures", "far", "list", f"{_LISTS}/test_textures.txt", "images_classic",
+                         "Cimpoi et al., CVPR 2014 (OpenOOD v1.5)")
+_OPENIMAGE_O = BenchmarkSet("openimage-o", "far", "list", f"{_LISTS}/test_openimage_o.txt", "images_largescale",
+                            "Wang et al., CVPR 2022 (OpenOOD v1.5)")
+# fmt: on
 _OPENOOD_ID = BenchmarkSet(
     "ImageNet-1k (OpenOOD test)", None, "list", f"{_LISTS}/test_imagenet.txt", "images_largescale"
 )

@@ -28,6 +28,7 @@ __all__ = [
     "image_list",
     "is_image",
     "list_images",
+    "listed_paths",
     "require_dir",
     "walk_images",
 ]
@@ -242,6 +243,40 @@ def _read_list_rows(path: Path) -> list[tuple[int, str, str | None]]:
     return out
 
 
+def listed_paths(
+    file: Path, base: Path, rows: Sequence[tuple[int, str]], allow_outside_root: bool = False
+) -> list[Path]:
+    """The images a list ``file`` names (``(line, path)`` rows), resolved against ``base``: each listed
+    once, inside ``base`` (unless ``allow_outside_root``) and present, else :class:`InputError` naming
+    the line or the first missing file (shared by :func:`image_list` and the dataset tables of
+    :mod:`negvocab.data.tables`)."""
+    first_line: dict[str, int] = {}
+    for lineno, listed in rows:
+        if listed in first_line:  # scored twice, it would count twice in every metric
+            raise InputError(
+                f"{file}:{lineno}: {listed} is listed again (first on line {first_line[listed]}); list each image once"
+            )
+        first_line[listed] = lineno
+    paths = [_resolve(base, p) for _, p in rows]
+    if not allow_outside_root:
+        inside = os.path.normpath(base.absolute())
+        for (lineno, listed), p in zip(rows, paths, strict=True):
+            if os.path.commonpath([inside, os.path.normpath(p.absolute())]) != inside:
+                raise InputError(
+                    f"{file}:{lineno}: {listed} leaves {base}, the folder the list's paths resolve against; give the "
+                    "right root, or allow_outside_root=True if the list means it",
+                    param=("root", "allow_outside_root"),
+                )
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise InputError(
+            f"{file}: {len(missing)} of {len(paths)} listed images do not exist (first: {missing[0]}); "
+            f"relative paths resolve against {base}: pass the right root",
+            param="root",
+        )
+    return paths
+
+
 def image_list(
     path: str | os.PathLike[str],
     *,
@@ -267,30 +302,7 @@ def image_list(
     rows = _read_list_rows(file)
     if not rows:
         raise InputError(f"{file}: the image list names no images")
-    first_line: dict[str, int] = {}
-    for lineno, listed, _ in rows:
-        if listed in first_line:  # scored twice, it would count twice in every metric
-            raise InputError(
-                f"{file}:{lineno}: {listed} is listed again (first on line {first_line[listed]}); list each image once"
-            )
-        first_line[listed] = lineno
-    paths = [_resolve(base, p) for _, p, _ in rows]
-    if not allow_outside_root:
-        inside = os.path.normpath(base.absolute())
-        for (lineno, listed, _), p in zip(rows, paths, strict=True):
-            if os.path.commonpath([inside, os.path.normpath(p.absolute())]) != inside:
-                raise InputError(
-                    f"{file}:{lineno}: {listed} leaves {base}, the folder the list's paths resolve against; give the "
-                    "right root, or allow_outside_root=True if the list means it",
-                    param=("root", "allow_outside_root"),
-                )
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        raise InputError(
-            f"{file}: {len(missing)} of {len(paths)} listed images do not exist (first: {missing[0]}); "
-            f"relative paths resolve against {base}: pass the right root",
-            param="root",
-        )
+    paths = listed_paths(file, base, [(lineno, listed) for lineno, listed, _ in rows], allow_outside_root)
     labels = [label for _, _, label in rows]
     return ImageSet(
         name=name or file.stem,

@@ -117,3 +117,101 @@ def cifar10_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("openood_cifar10")
     write_lists(root, CIFAR10_LISTS, "images_classic")
     return root
+
+
+# -- the fine-grained and spurious benchmarks (tests/data/test_finegrained_benchmarks.py, tests/cli/) --
+#: lines of CUB-200-2011's own tables (CUB_200_2011/images.txt, image_class_labels.txt, train_test_split.txt):
+#: images 1 and 2 as the dataset lists them (1 test, 2 train); 5001 (087.Mallard) is a real file name, its id ours
+CUB_IMAGES = [
+    "1 001.Black_footed_Albatross/Black_Footed_Albatross_0046_18.jpg",
+    "2 001.Black_footed_Albatross/Black_Footed_Albatross_0009_34.jpg",
+    "5001 087.Mallard/Mallard_0123_76653.jpg",
+]
+CUB_LABELS = ["1 1", "2 1", "5001 87"]
+CUB_SPLIT = ["1 0", "2 1", "5001 0"]
+#: Food-101's meta/test.txt lines (class/image, no extension); meta/test.json holds the same lists by class
+FOOD_TEST = ["apple_pie/1011328", "apple_pie/101251", "cheese_plate/1001116", "waffles/971843"]
+#: Oxford-IIIT Pet's annotations/test.txt lines (image CLASS-ID SPECIES BREED-ID; 1: cat, 2: dog; no '#' header,
+#: which only list.txt has)
+PETS_TEST = [
+    "Abyssinian_201 1 1 1",
+    "Abyssinian_202 1 1 1",
+    "american_bulldog_10 2 2 1",
+    "yorkshire_terrier_190 37 2 25",
+]
+#: Stanford Cars' cars_test_annos_withlabels.mat rows: (bbox x1, y1, x2, y2, class 1..196, fname)
+CARS_TEST = [
+    (30, 52, 246, 147, 181, "00001.jpg"),
+    (100, 19, 576, 203, 103, "00002.jpg"),
+    (51, 105, 968, 659, 145, "00003.jpg"),
+]
+#: Waterbirds' metadata.csv (group DRO's header; y 1 waterbird, split 2 test, place 1 water), rows after its generator
+WATERBIRDS_CSV = [
+    "img_id,img_filename,y,split,place,place_filename",
+    "1,001.Black_footed_Albatross/Black_Footed_Albatross_0046_18.jpg,1,2,1,/o/ocean/00002178.jpg",
+    "2,001.Black_footed_Albatross/Black_Footed_Albatross_0009_34.jpg,1,0,1,/l/lake/natural/00000065.jpg",
+    "1010,017.Cardinal/Cardinal_0001_17057.jpg,0,2,1,/o/ocean/00003160.jpg",
+    "1011,017.Cardinal/Cardinal_0002_19155.jpg,0,2,0,/b/bamboo_forest/00000251.jpg",
+]
+#: the OOD sets as MCM reads them under ROOT/ImageNet_OOD_dataset (ImageFolder: one folder level of classes)
+MCM_OOD = [
+    "ImageNet_OOD_dataset/iNaturalist/images/0a3b1c0c8b2dd0e1ba0b5e5b7a4e2f04.jpg",
+    "ImageNet_OOD_dataset/SUN/images/sun_aaaenpfahrjbnbcn.jpg",
+    "ImageNet_OOD_dataset/SUN/images/sun_aabvfvhkbtanvpqd.jpg",
+    "ImageNet_OOD_dataset/Places/images/b_badlands_00000019.jpg",
+    "ImageNet_OOD_dataset/dtd/images/banded/banded_0002.jpg",
+    "ImageNet_OOD_dataset/placesbg/land/00000251.jpg",
+    "ImageNet_OOD_dataset/placesbg/water/00002178.jpg",
+]
+
+
+def _lines(path: Path, lines: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def make_finegrained_root(root: Path) -> Path:
+    """A tiny MCM data root holding each fine-grained ID set in its real layout and list format, Waterbirds and
+    the OOD sets, an 8x8 image for every listed file."""
+    import json
+
+    from scipy.io import savemat
+
+    from negvocab.data.benchmarks import classes_file
+
+    cub = root / "CUB_200_2011"
+    _lines(cub / "images.txt", CUB_IMAGES)
+    _lines(cub / "image_class_labels.txt", CUB_LABELS)
+    _lines(cub / "train_test_split.txt", CUB_SPLIT)
+    files = [f"CUB_200_2011/images/{line.split()[1]}" for line in CUB_IMAGES]
+    food = root / "food-101"
+    names = [x for x in classes_file("food101").read_text().splitlines() if not x.startswith("#")]
+    _lines(food / "meta" / "classes.txt", [x.replace(" ", "_") for x in names])
+    _lines(food / "meta" / "test.txt", FOOD_TEST)
+    by_class: dict[str, list[str]] = {x.replace(" ", "_"): [] for x in names}  # every class, as the real file
+    for line in FOOD_TEST:
+        by_class.setdefault(line.split("/")[0], []).append(line)
+    (food / "meta" / "test.json").write_text(json.dumps(dict(sorted(by_class.items(), key=lambda kv: -len(kv[1])))))
+    files += [f"food-101/images/{line}.jpg" for line in FOOD_TEST]
+    _lines(root / "oxford-iiit-pet" / "annotations" / "test.txt", PETS_TEST)
+    files += [f"oxford-iiit-pet/images/{line.split()[0]}.jpg" for line in PETS_TEST if not line.startswith("#")]
+    cars = root / "stanford_cars"
+    (cars / "devkit").mkdir(parents=True)
+    fields = ["bbox_x1", "bbox_y1", "bbox_x2", "bbox_y2", "class", "fname"]
+    rec = np.zeros((1, len(CARS_TEST)), dtype=[(f, "O") for f in fields])
+    for i, (*box, cls, fname) in enumerate(CARS_TEST):
+        rec[0, i] = (*(np.array([[v]], dtype=np.uint16) for v in box), np.array([[cls]], dtype=np.uint8), fname)
+    savemat(cars / "cars_test_annos_withlabels.mat", {"annotations": rec})
+    car_names = [x for x in classes_file("stanford_cars").read_text().splitlines() if not x.startswith("#")]
+    savemat(cars / "devkit" / "cars_meta.mat", {"class_names": np.array([car_names], dtype=object)})
+    files += [f"stanford_cars/cars_test/{row[-1]}" for row in CARS_TEST]
+    _lines(root / "waterbird_complete95_forest2water2" / "metadata.csv", WATERBIRDS_CSV)
+    files += [f"waterbird_complete95_forest2water2/{row.split(',')[1]}" for row in WATERBIRDS_CSV[1:]]
+    for i, f in enumerate([*files, *MCM_OOD]):
+        png(root / f, 300 + i)
+    return root
+
+
+@pytest.fixture(scope="module")
+def finegrained_root(tmp_path_factory):
+    return make_finegrained_root(tmp_path_factory.mktemp("mcm_root"))
