@@ -204,7 +204,8 @@ def resolve_hint(hint: str) -> tuple[Synset, ...]:
         synsets = ()
     if not synsets:
         raise InputError(
-            f"hints: {hint!r} is not a WordNet 3.0 noun (give a word, a synset such as bird.n.01 or a wnid)"
+            f"hints: {hint!r} is not a WordNet 3.0 noun (give a word, a synset such as bird.n.01 or a wnid)",
+            param="hints",
         )
     return synsets
 

@@ -31,10 +31,12 @@ name (open_clip writes some classes "A / B" or "A (B)": "cardboard box / carton"
   decoration ("crane (machine)", "gray wolf gray wolf", "1. **Trout** - a fish");
 - ``hyponym`` (source ``wordnet-synset``; only for a label space whose senses were chosen for it, an
   :class:`IdClasses` with ``mapped``: :func:`negvocab.labels.labelspace.map_label_space` or a
-  ``name<TAB>wnid`` file): the label's first WordNet noun sense (WordNet's most frequent) is an ID
-  class's synset (how ``synset``) or below it on a hypernym chain ("myrtle warbler" when "warbler" is
-  ID: a kind of an ID class is that class's image too). Tried after every rule above, so ImageNet-1k,
-  not mapped, keeps exactly its removals; the report names the chain (``via``).
+  ``name<TAB>wnid`` file): the label's first WordNet noun sense (WordNet's most frequent), or its first
+  sense in the label space's domain (the lexicographer file most ID synsets share: "rainbow trout" is
+  food first, a fish in ``noun.animal``), is an ID class's synset (how ``synset``) or below it on a
+  hypernym chain ("myrtle warbler" when "warbler" is ID: a kind of an ID class is that class's image
+  too). Tried after every rule above, so ImageNet-1k, not mapped, keeps exactly its removals; the
+  report names the chain (``via``) and each class's hypernyms (``hypernyms``).
 
 Every rule records which class and which form matched (:class:`Match`).
 """
@@ -44,6 +46,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -127,6 +130,7 @@ class SynonymFilter:
         self.plurals = plurals
         self.hyponyms = self.id_classes.mapped if hyponyms is None else bool(hyponyms)
         self._below: dict[int, int] | None = None  # synset offset -> ID class below which it lies (built on first use)
+        self._lexname: str | None = None  # the ID synsets' domain ("": none), found on first use
         self._exact: dict[str, Match] = {}
         self._norm: dict[str, Match] = {}
         self._joined: dict[str, Match] = {}
@@ -303,18 +307,30 @@ class SynonymFilter:
 
     # -- hyponyms of the ID classes (mapped label spaces) ------------------------------------------
     def _hyponym_match(self, label: str) -> Match | None:
-        """The ID class whose synset is the label's first noun sense or lies above it (rule ``hyponym``)."""
-        sense = _first_noun_sense(" ".join(label.casefold().replace("_", " ").split())) or _first_noun_sense(
-            normalise(label)
-        )
-        if sense is None:
+        """The ID class whose synset is the label's first noun sense, or its first sense in the label
+        space's domain, or lies above one of them (rule ``hyponym``)."""
+        senses = _noun_senses(" ".join(label.casefold().replace("_", " ").split())) or _noun_senses(normalise(label))
+        if not senses:
             return None
         below = self._hyponym_index()
-        i = below.get(sense.offset())
-        if i is None:
-            return None
-        how = "synset" if f"n{sense.offset():08d}" == self.id_classes.wnids[i] else "hyponym"
-        return Match(self.id_classes.wnids[i], self.id_classes.names[i], sense.name(), "wordnet-synset", how, i)
+        domain = self._domain()
+        in_domain = next((s for s in senses if s.lexname() == domain), None)
+        for sense in dict.fromkeys(x for x in (senses[0], in_domain) if x is not None):
+            i = below.get(sense.offset())
+            if i is not None:
+                how = "synset" if f"n{sense.offset():08d}" == self.id_classes.wnids[i] else "hyponym"
+                return Match(self.id_classes.wnids[i], self.id_classes.names[i], sense.name(), "wordnet-synset", how, i)
+        return None
+
+    def _domain(self) -> str | None:
+        """The lexicographer file most ID class synsets share (two or more, and a third of them), else None:
+        WordNet lists the food sense of many fish first ("rainbow trout"), the animal is in the domain."""
+        if self._lexname is None:
+            counts = Counter(s.lexname() for w in self.id_classes.wnids if WNID.match(w) and (s := _synset(w)))
+            top = counts.most_common(1)
+            ok = top and top[0][1] >= 2 and 3 * top[0][1] >= sum(counts.values())
+            self._lexname = top[0][0] if ok else ""
+        return self._lexname or None
 
     def _hyponym_index(self) -> dict[int, int]:
         """Every synset offset at or below an ID class's synset (hyponyms and instances) -> that class
@@ -578,20 +594,20 @@ def _synset(wnid: str) -> Synset | None:
 
 
 @functools.lru_cache(maxsize=200_000)
-def _first_noun_sense(key: str) -> Synset | None:
-    """A label's first WordNet noun sense (the word as written, else its base form), or None: ``key`` is
-    lowercased with single spaces ("audubon's warbler") or :func:`normalise`'d."""
+def _noun_senses(key: str) -> tuple[Synset, ...]:
+    """A label's WordNet noun senses in WordNet's order (the word as written, else its base form): ``key``
+    is lowercased with single spaces ("audubon's warbler") or :func:`normalise`'d."""
     words = key.split()
     if not words:
-        return None
+        return ()
     wn = load_wordnet()
     spellings = ["_".join(words), "".join(words)]
     spellings += ["_".join(words[:i]) + "-" + "_".join(words[i:]) for i in range(1, len(words))]
     for spelled in dict.fromkeys(spellings):
         senses = wn.synsets(spelled, "n")
         if senses:
-            return senses[0]
-    return None
+            return tuple(senses)
+    return ()
 
 
 def _hypernym_names(wnid: str) -> tuple[str, ...]:
