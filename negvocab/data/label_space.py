@@ -46,7 +46,8 @@ def label_space_file(value: str | os.PathLike[str]) -> Path:
         if not bench.classes:
             raise InputError(
                 f"id_classes: benchmark {bench.name!r} names no class list of its own (its ID classes are "
-                "ImageNet-1k's: leave id_classes out)"
+                "ImageNet-1k's: leave id_classes out)",
+                param="id_classes",
             )
         return classes_file(bench.classes)
     try:

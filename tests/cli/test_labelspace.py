@@ -101,3 +101,36 @@ def test_filter_with_imagenet_wnids_is_unchanged_by_mapping(runner, tmp_path):
     assert "mapped" not in on.stderr  # nothing to map: every class has its wnid
     hint = run(runner, "filter", src, "-o", b, "--id-classes", wnids, "--hint", "fish", "--overwrite")
     assert hint.exit_code == 2 and "--hint goes with --map-classes" in hint.stderr
+
+
+def test_build_wordnet_takes_a_benchmark_label_space(tmp_path, tmp_path_factory, monkeypatch):
+    import negvocab.builders.wordnet as wn_builder
+    import negvocab.cli.build_wordnet as cmd
+    from negvocab.builders.wordnet import build_wordnet_vocabulary
+    from negvocab.data.label_space import open_label_space
+    from negvocab.labels.candidates import Candidate
+    from tests.vlm.conftest import make_tiny_vlm
+
+    vlm = make_tiny_vlm(tmp_path_factory.mktemp("ls"))
+    pool = [
+        Candidate("jetliner", "n", "noun.artifact", "jetliner.n.01"),  # a kind of CIFAR-10's airplane
+        Candidate("minivan", "n", "noun.artifact", "minivan.n.01"),  # a kind of its automobile (car.n.01)
+        Candidate("meadow", "n", "noun.object", "meadow.n.01"),
+        Candidate("pebble", "n", "noun.object", "pebble.n.01"),
+        Candidate("cloud", "n", "noun.phenomenon", "cloud.n.01"),
+        Candidate("wooden", "a", "adj.all", "wooden.a.01"),
+    ]
+    monkeypatch.setattr(cmd, "load_vlm", lambda *a, **k: vlm)
+    monkeypatch.setattr(wn_builder, "wordnet_candidates", lambda preset="neglabel", **k: list(pool))
+    out, names_only = tmp_path / "wn.json", tmp_path / "names.json"
+    args = ["build", "wordnet", "--random-weights", "--id-classes", "openood-cifar10", "-t", "single"]
+    result = run(CliRunner(), *args, "-o", out)
+    assert result.exit_code == 0, result.output
+    assert "10 of 10 classes mapped" in result.stderr
+    got = Vocabulary.load(out)
+    classes = open_label_space("openood-cifar10", map_wordnet=True).classes
+    assert got.labels == build_wordnet_vocabulary(vlm, None, id_classes=classes, templates="single").labels
+    assert "jetliner" not in got.labels and "minivan" not in got.labels and "meadow" in got.labels
+    plain = run(CliRunner(), *args, "--no-map-classes", "-o", names_only)
+    assert plain.exit_code == 0, plain.output
+    assert {"jetliner", "minivan"} <= set(Vocabulary.load(names_only).labels)
