@@ -80,7 +80,7 @@ class ClassSense:
 @dataclass(frozen=True)
 class LabelSpaceMap:
     """A label space mapped to WordNet: the :class:`IdClasses` the filter and builders take (``mapped``),
-    one :class:`ClassSense` per class, and the hints and domain the choices used."""
+    one :class:`ClassSense` per class, and the hints given."""
 
     classes: IdClasses
     senses: tuple[ClassSense, ...]
