@@ -159,6 +159,11 @@ _EXPORTS: dict[str, str] = {
     "PublishedResult": "negvocab.data.published",
     "published_results": "negvocab.data.published",
     "published_table_rows": "negvocab.data.published",
+    # part "labelspace" (issue 31): any ID label space mapped to WordNet synsets
+    "map_label_space": "negvocab.labels.labelspace",
+    "LabelSpaceMap": "negvocab.labels.labelspace",
+    "ClassSense": "negvocab.labels.labelspace",
+    "open_label_space": "negvocab.data.label_space",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -211,6 +216,7 @@ if TYPE_CHECKING:
     )
     from negvocab.data.fi_imagenet import fi_imagenet
     from negvocab.data.images import image_list
+    from negvocab.data.label_space import open_label_space  # part "labelspace"
     from negvocab.data.layouts import open_image_set
     from negvocab.data.ood_specs import open_ood_sets
     from negvocab.data.published import PublishedResult, published_results, published_table_rows  # part "tanl"
@@ -230,6 +236,7 @@ if TYPE_CHECKING:
     from negvocab.labels.candidates import Candidate, wordnet_candidates
     from negvocab.labels.clean import clean_label, parse_label_list
     from negvocab.labels.imagenet import IdClasses, imagenet1k, read_id_classes
+    from negvocab.labels.labelspace import ClassSense, LabelSpaceMap, map_label_space  # part "labelspace"
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
     from negvocab.llm.settings import LLMSettings

@@ -16,6 +16,7 @@ from negvocab.cli import (  # noqa: F401
     embed,
     grid,
     labels,
+    labelspace,  # part "labelspace" (issue 31): map-classes
     published,  # part "tanl" (issue 30): the anchors' published figures
     report,
     score,

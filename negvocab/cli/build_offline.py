@@ -17,10 +17,13 @@ from negvocab.builders.oracle import build_oracle_vocabulary
 from negvocab.builders.registry import get_builder
 from negvocab.builders.siblings import build_sibling_vocabulary, check_counts, sibling_id_classes
 from negvocab.cli.app import build_app
+from negvocab.cli.labelspace import id_label_space
 from negvocab.cli.options import (
     CacheDirOpt,
     DeviceOpt,
-    IdClassesOpt,
+    HintOpt,
+    LabelSpaceOpt,
+    MapClassesOpt,
     ModelOpt,
     OverwriteOpt,
     PrecisionOpt,
@@ -35,7 +38,6 @@ from negvocab.cli.options import (
 from negvocab.cli.outputs import check_output, claim_output_file, writing
 from negvocab.data.layouts import open_image_set
 from negvocab.errors import InputError
-from negvocab.labels.imagenet import read_id_classes
 from negvocab.progress import check_interrupt, interrupt_guard
 from negvocab.vlm.templates import resolve_templates
 from negvocab.vocab import Vocabulary
@@ -159,7 +161,9 @@ def build_mined(
         ),
     ] = "exact",
     nprobe: Annotated[Optional[int], typer.Option("--nprobe", min=1, help="IVF lists searched per image.")] = None,  # noqa: UP045
-    id_classes: IdClassesOpt = None,
+    id_classes: LabelSpaceOpt = None,
+    map_classes: MapClassesOpt = True,
+    hint: HintOpt = None,
     model: ModelOpt = "ViT-B-32",
     pretrained: PretrainedOpt = None,
     tag: PresetTagOpt = None,
@@ -175,7 +179,7 @@ def build_mined(
     flags = {"quantile": "--ood-quantile"}
     get_builder("mined").validate({**given, "index": index}, key=lambda n: flags.get(n, "--" + n.replace("_", "-")))
     tset = resolve_templates(templates)
-    classes = read_id_classes(id_classes)
+    classes = id_label_space(id_classes, map_classes, hint)
     cands = mining_pool(candidates)
     image_set = open_image_set(images)
     ood_sets = {name: open_image_set(path) for name, path in ood_paths(ood).items()}  # one name each, no empty path

@@ -11,11 +11,14 @@ from negvocab.atomic import is_stdout
 from negvocab.builders.registry import get_builder
 from negvocab.builders.wordnet import build_wordnet_vocabulary, check_quantile
 from negvocab.cli.app import build_app
+from negvocab.cli.labelspace import id_label_space
 from negvocab.cli.options import (
     BatchSizeOpt,
     CacheDirOpt,
     DeviceOpt,
-    IdClassesOpt,
+    HintOpt,
+    LabelSpaceOpt,
+    MapClassesOpt,
     ModelOpt,
     OverwriteOpt,
     PrecisionOpt,
@@ -27,7 +30,6 @@ from negvocab.cli.options import (
 )
 from negvocab.cli.outputs import check_output, writing
 from negvocab.errors import InputError
-from negvocab.labels.imagenet import read_id_classes
 from negvocab.provenance import file_sha256
 from negvocab.vlm.templates import resolve_templates
 from negvocab.vocab import load_candidates
@@ -86,7 +88,9 @@ def build_wordnet(
     synonym_filter: Annotated[
         bool, typer.Option("--synonym-filter/--no-synonym-filter", help="Drop labels naming an ID class.")
     ] = True,
-    id_classes: IdClassesOpt = None,
+    id_classes: LabelSpaceOpt = None,
+    map_classes: MapClassesOpt = True,
+    hint: HintOpt = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     cache_dir: CacheDirOpt = None,
@@ -109,7 +113,7 @@ def build_wordnet(
     options = {"size": many[0] if many else None, "ratio": ratio, "quantile": quantile, "preset": preset}
     get_builder("wordnet").validate(options, key=lambda name: f"--{name}")
     tset = resolve_templates(templates)
-    classes = read_id_classes(id_classes)
+    classes = id_label_space(id_classes, map_classes, hint)
     pool = load_candidates(candidates) if candidates is not None else None
     outputs = [output_path(output, m, len(many) > 1) for m in many or [0]]
     for i, path in enumerate(outputs):

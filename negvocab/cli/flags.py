@@ -58,6 +58,8 @@ PARAM_FLAGS: dict[str, str] = {
     "mix_kinds": "--mix-kinds",
     "across": "--compare-across",
     "id_ood_ratio": "--id-ood-ratio",  # issue 30, part "adaneg"
+    "hints": "--hint",  # part "labelspace" (issue 31)
+    "id_classes": "--id-classes",  # part "labelspace" (issue 31)
 }
 
 

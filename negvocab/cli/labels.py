@@ -20,12 +20,13 @@ import typer
 
 from negvocab.atomic import atomic_path, is_stdout, write_json, write_text
 from negvocab.cli.app import app
+from negvocab.cli.labelspace import id_label_space
 from negvocab.cli.logs import is_quiet, verbosity
-from negvocab.cli.options import IdClassesOpt, OverwriteOpt
+from negvocab.cli.options import HintOpt, LabelSpaceOpt, MapClassesOpt, OverwriteOpt
 from negvocab.cli.outputs import check_output, messages_to_stderr, writing
 from negvocab.errors import InputError
 from negvocab.labels.candidates import wordnet_candidates
-from negvocab.labels.imagenet import imagenet1k, read_id_classes
+from negvocab.labels.imagenet import imagenet1k
 from negvocab.labels.synonyms import SynonymFilter
 from negvocab.textfiles import read_text
 from negvocab.vocab import Vocabulary
@@ -201,19 +202,22 @@ def filter_(
     plurals: Annotated[
         bool, typer.Option("--plurals/--no-plurals", help="Match plural forms (WordNet morphy).")
     ] = True,
-    id_classes: IdClassesOpt = None,
+    id_classes: LabelSpaceOpt = None,
+    map_classes: MapClassesOpt = True,
+    hint: HintOpt = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Remove the ID class names (ImageNet-1k) and their WordNet synonyms from a vocabulary; say why
     (a count and a few examples per rule; -v: every removed label; -q, before or after 'filter': only the
-    summary line)."""
+    summary line). Class names of --id-classes are mapped to WordNet synsets first (see 'negvocab
+    map-classes'): their synonyms and hyponyms go too."""
     quiet, verbose = is_quiet(ctx), verbosity(ctx) > 0
     report = _renamed_option(report, removed, old="--report", new="--removed", command="filter")
     check_output(output, inputs=[vocabulary, id_classes], overwrite=overwrite)
     if report is not None:
         check_output(report, inputs=[vocabulary, id_classes], others=[output], overwrite=overwrite)
     vocab = Vocabulary.load(vocabulary)
-    filtered = SynonymFilter(read_id_classes(id_classes), plurals=plurals).apply(vocab)
+    filtered = SynonymFilter(id_label_space(id_classes, map_classes, hint), plurals=plurals).apply(vocab)
     summary = filtered.settings["synonym_filter"]
     # the report goes to a temporary file that is renamed only once the output is saved
     with writing(report or output), contextlib.ExitStack() as stack:

@@ -53,9 +53,12 @@ __all__ = [
     "FiAmbOpt",
     "FiOodOpt",
     "GroundTruthOpt",
+    "HintOpt",
     "IdClassesOpt",
     "IdOpt",
     "ImageRootOpt",
+    "LabelSpaceOpt",
+    "MapClassesOpt",
     "ModelOpt",
     "NumWorkersOpt",
     "OodOpt",
@@ -173,6 +176,29 @@ IdClassesOpt = Annotated[
     typer.Option(
         "--id-classes",
         help="ID label space: a file of wnids (subset of ImageNet-1k) or class names (default: ImageNet-1k).",
+    ),
+]
+# part "labelspace" (issue 31): the label space of filter and the builders, mapped to WordNet
+LabelSpaceOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--id-classes",
+        help="ID label space: a file of wnids, class names or NAME<TAB>WNID lines, a benchmark's name (its class "
+        "list) or a shipped list such as cifar100 (default: ImageNet-1k).",
+    ),
+]
+MapClassesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--map-classes/--no-map-classes",
+        help="Map --id-classes names to WordNet synsets (their synonyms, hypernym context and hyponyms go too).",
+    ),
+]
+HintOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--hint",
+        help="A hypernym the ID classes live under, for ambiguous names (bird, car, food.n.02); repeatable.",
     ),
 ]
 

@@ -16,16 +16,18 @@ from __future__ import annotations
 import functools
 import os
 import re
+import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from negvocab.errors import InputError
+from negvocab.labels.wordnet import load_wordnet
 from negvocab.textfiles import read_text
 
-__all__ = ["IdClasses", "RESOURCE", "WNID", "WNID_LIKE", "imagenet1k", "read_id_classes"]
+__all__ = ["IdClasses", "RESOURCE", "WNID", "WNID_LIKE", "imagenet1k", "read_id_classes", "read_pinned_classes"]
 
 #: a WordNet 3.0 noun id as ImageNet writes it
 WNID = re.compile(r"^n\d{8}$")
@@ -44,6 +46,9 @@ class IdClasses:
     names: tuple[str, ...]
     synonyms: tuple[tuple[str, ...], ...]
     dataset: str = "imagenet1k"
+    #: the classes' senses were chosen for this label space (:func:`negvocab.labels.labelspace.map_label_space`,
+    #: or pinned in a ``name<TAB>wnid`` file): the synonym filter then also removes hyponyms of the classes
+    mapped: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         n = len(self.wnids)
@@ -101,6 +106,7 @@ class IdClasses:
             names=tuple(self.names[i] for i in idx),
             synonyms=tuple(self.synonyms[i] for i in idx),
             dataset=f"{self.dataset}-subset{len(idx)}",
+            mapped=self.mapped,
         )
 
 
@@ -119,7 +125,12 @@ def imagenet1k() -> IdClasses:
 def read_id_classes(path: str | os.PathLike[str] | None) -> IdClasses:
     """The ID label space: ImageNet-1k (None), or a file of wnids (a subset of ImageNet-1k) and/or
     class names (a custom label space; a name has no WordNet synonyms), one a line. Something that
-    looks like a wnid but is not one of ImageNet-1k is refused, never taken as a class name."""
+    looks like a wnid but is not one of ImageNet-1k is refused, never taken as a class name.
+
+    A line ``name<TAB>wnid`` pins a class's WordNet 3.0 noun sense (any noun, not only ImageNet-1k's):
+    the class keeps its name, takes the synset's lemma names as synonyms, and the label space is
+    ``mapped`` (the synonym filter's hyponym rule applies). A file with such lines is read by
+    :func:`read_pinned_classes`."""
     if path is None:
         return imagenet1k()
     p = Path(path).expanduser()
@@ -129,6 +140,8 @@ def read_id_classes(path: str | os.PathLike[str] | None) -> IdClasses:
     ]
     if not lines:
         raise InputError(f"{p}: the ID classes file is empty")
+    if any("\t" in x for _, x in lines):
+        return read_pinned_classes(p, lines)
     known = imagenet1k()._index()
     for i, x in lines:
         if WNID_LIKE.match(x) and not WNID.match(x):
@@ -147,6 +160,52 @@ def read_id_classes(path: str | os.PathLike[str] | None) -> IdClasses:
         except InputError as e:  # a repeated wnid
             raise InputError(f"{p}: {e}") from e
     return _mixed(imagenet1k(), [x for _, x in lines], f"custom:{p.name}")
+
+
+def read_pinned_classes(path: Path, lines: list[tuple[int, str]]) -> IdClasses:
+    """A class file with ``name<TAB>wnid`` lines (senses pinned by hand) beside plain names and wnids:
+    each line validated (one error naming the file, the line and what is allowed)."""
+    allowed = "a line is a class name, an ImageNet-1k wnid, or NAME<TAB>WNID with a WordNet 3.0 noun wnid"
+    base = imagenet1k()
+    wnids: list[str] = []
+    names: list[str] = []
+    synonyms: list[tuple[str, ...]] = []
+    for i, x in lines:
+        fields = [f.strip() for f in x.split("\t")]
+        if len(fields) > 2 or (len(fields) == 2 and (not fields[0] or not fields[1])):
+            raise InputError(f"{path}: line {i}: {x!r} has {len(fields)} tab-separated fields; {allowed}")
+        name, wnid = (fields[0], fields[1]) if len(fields) == 2 else (fields[0], "")
+        if not wnid and WNID.match(name):
+            name, wnid = "", name
+        if wnid and not WNID.match(wnid):
+            raise InputError(f"{path}: line {i}: {wnid!r} is not a wnid (n and 8 digits, e.g. n01440764); {allowed}")
+        if wnid:
+            j = base._index().get(wnid)
+            lemmas = base.synonyms[j] if j is not None else _lemmas_of(wnid)
+            if lemmas is None:
+                raise InputError(f"{path}: line {i}: {wnid!r} is not a WordNet 3.0 noun synset; {allowed}")
+            names.append(name or (base.names[j] if j is not None else lemmas[0]))
+            synonyms.append(tuple(dict.fromkeys((name, *lemmas))) if name else lemmas)
+        else:
+            names.append(name)
+            synonyms.append((name,))
+        if wnid in wnids:
+            raise InputError(f"{path}: line {i}: {wnid} is pinned twice; {allowed}, each wnid once")
+        wnids.append(wnid or f"custom{len(wnids):05d}")
+    return IdClasses(tuple(wnids), tuple(names), tuple(synonyms), dataset=f"custom:{path.name}", mapped=True)
+
+
+def _lemmas_of(wnid: str) -> tuple[str, ...] | None:
+    """The lemma names (underscores as spaces) of a WordNet 3.0 noun wnid, or None if it is none."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # nltk warns before failing on an unknown offset
+            synset = load_wordnet().synset_from_pos_and_offset("n", int(wnid[1:]))
+    except Exception:  # nltk: an offset inside a line
+        return None
+    if synset is None:  # nltk: an offset past the end
+        return None
+    return tuple(x.replace("_", " ") for x in synset.lemma_names())
 
 
 def _mixed(base: IdClasses, lines: list[str], dataset: str) -> IdClasses:

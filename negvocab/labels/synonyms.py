@@ -28,7 +28,15 @@ name (open_clip writes some classes "A / B" or "A (B)": "cardboard box / carton"
   chain ("pomeranian dog", "orca whale", "carton box"; for animals also "breed", "species"),
   unless the whole phrase is a WordNet noun of its own ("leopard cat" stays);
 - ``decorated``: any rule above after :func:`negvocab.labels.clean.clean_label` removed a
-  decoration ("crane (machine)", "gray wolf gray wolf", "1. **Trout** - a fish").
+  decoration ("crane (machine)", "gray wolf gray wolf", "1. **Trout** - a fish");
+- ``hyponym`` (source ``wordnet-synset``; only for a label space whose senses were chosen for it, an
+  :class:`IdClasses` with ``mapped``: :func:`negvocab.labels.labelspace.map_label_space` or a
+  ``name<TAB>wnid`` file): the label's first WordNet noun sense (WordNet's most frequent), or its first
+  sense in the label space's domain (the lexicographer file most ID synsets share: "rainbow trout" is
+  food first, a fish in ``noun.animal``), is an ID class's synset (how ``synset``) or below it on a
+  hypernym chain ("myrtle warbler" when "warbler" is ID: a kind of an ID class is that class's image
+  too). Tried after every rule above, so ImageNet-1k, not mapped, keeps exactly its removals; the
+  report names the chain (``via``) and each class's hypernyms (``hypernyms``).
 
 Every rule records which class and which form matched (:class:`Match`).
 """
@@ -38,6 +46,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -49,6 +58,8 @@ from negvocab.labels.spelling import american, spelling_words
 from negvocab.labels.wordnet import load_wordnet
 
 if TYPE_CHECKING:
+    from nltk.corpus.reader.wordnet import Synset
+
     from negvocab.vocab import Vocabulary
 
 __all__ = ["ARTICLES", "Match", "SPELLING", "SynonymFilter", "american", "composite_parts", "normalise"]
@@ -83,7 +94,7 @@ class Match:
     name: str  # the class's clean name
     form: str  # the clean name or WordNet synonym that matched
     source: str  # "clean-name", "wordnet-synonym" or "composite-part"
-    how: str  # "exact", "normalised", "plural", "spelling", "singular", "head-word" or "decorated"
+    how: str  # "exact", "normalised", "plural", "spelling", "singular", "head-word", "decorated", "synset", "hyponym"
     class_index: int
 
     @property
@@ -106,11 +117,20 @@ class SynonymFilter:
         The ID label space; default :func:`~negvocab.labels.imagenet.imagenet1k`.
     plurals
         Also match plural forms through WordNet's ``morphy`` (loads WordNet on first use).
+    hyponyms
+        Also remove a label whose first noun sense is an ID class's synset or a hyponym of one (rule
+        ``wordnet-synset/hyponym``); default: when the label space is ``mapped`` (its senses chosen
+        for it), never for ImageNet-1k as shipped.
     """
 
-    def __init__(self, id_classes: IdClasses | None = None, *, plurals: bool = True) -> None:
+    def __init__(
+        self, id_classes: IdClasses | None = None, *, plurals: bool = True, hyponyms: bool | None = None
+    ) -> None:
         self.id_classes = id_classes if id_classes is not None else imagenet1k()
         self.plurals = plurals
+        self.hyponyms = self.id_classes.mapped if hyponyms is None else bool(hyponyms)
+        self._below: dict[int, int] | None = None  # synset offset -> ID class below which it lies (built on first use)
+        self._lexname: str | None = None  # the ID synsets' domain ("": none), found on first use
         self._exact: dict[str, Match] = {}
         self._norm: dict[str, Match] = {}
         self._joined: dict[str, Match] = {}
@@ -152,6 +172,13 @@ class SynonymFilter:
         """The class ``label`` names and the rule that matched, or ``None`` if it is not an ID label."""
         if not isinstance(label, str):
             raise InputError(f"the synonym filter takes a label string, got {type(label).__name__} {label!r:.40}")
+        match = self._explain_forms(label)
+        if match is None and self.hyponyms:
+            return self._hyponym_match(label)
+        return match
+
+    def _explain_forms(self, label: str) -> Match | None:
+        """Every rule but ``hyponym``: the label against the ID classes' names and synonyms."""
         match = self._exact.get(label)
         if match is not None:
             return match
@@ -260,7 +287,7 @@ class SynonymFilter:
 
     def report(self, kept: Iterable[str], removed: dict[str, Match]) -> dict[str, Any]:
         """The record every builder stores as ``settings["synonym_filter"]`` after :meth:`split`."""
-        return {
+        out: dict[str, Any] = {
             "id_classes": self.id_classes.dataset,
             "removed_count": len(removed),
             "kept_count": sum(1 for _ in kept),
@@ -268,6 +295,56 @@ class SynonymFilter:
                 lab: {"wnid": m.wnid, "name": m.name, "form": m.form, "rule": m.rule} for lab, m in removed.items()
             },
         }
+        if self.hyponyms:  # the rule and the context it used; ImageNet-1k's report (not mapped) is as it was
+            for lab, m in removed.items():
+                if m.source == "wordnet-synset":
+                    out["removed"][lab]["via"] = _chain_to(m.form, m.wnid)
+            out["hyponyms"] = True
+            out["hypernyms"] = {
+                w: list(_hypernym_names(w)) for w in self.id_classes.wnids if WNID.match(w) and _synset(w) is not None
+            }
+        return out
+
+    # -- hyponyms of the ID classes (mapped label spaces) ------------------------------------------
+    def _hyponym_match(self, label: str) -> Match | None:
+        """The ID class whose synset is the label's first noun sense, or its first sense in the label
+        space's domain, or lies above one of them (rule ``hyponym``)."""
+        senses = _noun_senses(" ".join(label.casefold().replace("_", " ").split())) or _noun_senses(normalise(label))
+        if not senses:
+            return None
+        below = self._hyponym_index()
+        domain = self._domain()
+        in_domain = next((s for s in senses if s.lexname() == domain), None)
+        for sense in dict.fromkeys(x for x in (senses[0], in_domain) if x is not None):
+            i = below.get(sense.offset())
+            if i is not None:
+                how = "synset" if f"n{sense.offset():08d}" == self.id_classes.wnids[i] else "hyponym"
+                return Match(self.id_classes.wnids[i], self.id_classes.names[i], sense.name(), "wordnet-synset", how, i)
+        return None
+
+    def _domain(self) -> str | None:
+        """The lexicographer file most ID class synsets share (two or more, and a third of them), else None:
+        WordNet lists the food sense of many fish first ("rainbow trout"), the animal is in the domain."""
+        if self._lexname is None:
+            counts = Counter(s.lexname() for w in self.id_classes.wnids if WNID.match(w) and (s := _synset(w)))
+            top = counts.most_common(1)
+            ok = top and top[0][1] >= 2 and 3 * top[0][1] >= sum(counts.values())
+            self._lexname = top[0][0] if ok else ""
+        return self._lexname or None
+
+    def _hyponym_index(self) -> dict[int, int]:
+        """Every synset offset at or below an ID class's synset (hyponyms and instances) -> that class
+        (the first class in order, when a synset lies below two)."""
+        if self._below is None:
+            below: dict[int, int] = {}
+            for i, wnid in enumerate(self.id_classes.wnids):
+                top = _synset(wnid) if WNID.match(wnid) else None
+                if top is None:
+                    continue
+                for s in (top, *top.closure(lambda x: x.hyponyms() + x.instance_hyponyms())):
+                    below.setdefault(s.offset(), i)
+            self._below = below
+        return self._below
 
     # -- head words and plural-only lemmas (WordNet) -----------------------------------------------
     def _head_word_match(self, key: str) -> Match | None:
@@ -505,6 +582,50 @@ def _plural_only_singulars(key: str, wnid: str) -> list[str]:
         if not senses or senses[0] in related:  # "baluster"; not "bar" (a barroom first)
             out.append(singular)
     return out
+
+
+@functools.cache
+def _synset(wnid: str) -> Synset | None:
+    """The WordNet 3.0 noun synset of a wnid, or None (not a noun offset)."""
+    try:
+        return load_wordnet().synset_from_pos_and_offset("n", int(wnid[1:]))
+    except Exception:  # nltk: an unknown offset
+        return None
+
+
+@functools.lru_cache(maxsize=200_000)
+def _noun_senses(key: str) -> tuple[Synset, ...]:
+    """A label's WordNet noun senses in WordNet's order (the word as written, else its base form): ``key``
+    is lowercased with single spaces ("audubon's warbler") or :func:`normalise`'d."""
+    words = key.split()
+    if not words:
+        return ()
+    wn = load_wordnet()
+    spellings = ["_".join(words), "".join(words)]
+    spellings += ["_".join(words[:i]) + "-" + "_".join(words[i:]) for i in range(1, len(words))]
+    for spelled in dict.fromkeys(spellings):
+        senses = wn.synsets(spelled, "n")
+        if senses:
+            return tuple(senses)
+    return ()
+
+
+def _hypernym_names(wnid: str) -> tuple[str, ...]:
+    """The synset names on a class's first hypernym path, nearest first (the report's context)."""
+    synset = _synset(wnid)
+    paths = synset.hypernym_paths() if synset is not None else []
+    return tuple(s.name() for s in paths[0][::-1][1:]) if paths else ()
+
+
+def _chain_to(synset_name: str, wnid: str) -> list[str]:
+    """The synset names from ``synset_name`` up to the class ``wnid`` (a shortest hypernym path)."""
+    start = load_wordnet().synset(synset_name)
+    top = _synset(wnid)
+    paths = [p[::-1] for p in start.hypernym_paths() if top in p]
+    if not paths:
+        return [synset_name]
+    path = min(paths, key=len)
+    return [s.name() for s in path[: path.index(top) + 1]]
 
 
 def _with_how(match: Match, how: str) -> Match:

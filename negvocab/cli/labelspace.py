@@ -1,0 +1,113 @@
+"""``negvocab map-classes``: an ID label space's class names mapped to WordNet synsets, and the names that are not.
+
+The work is in :mod:`negvocab.labels.labelspace` (the rules) and :mod:`negvocab.data.label_space`
+(a file, a benchmark's class list or a shipped one); here the options are parsed and the report printed.
+``filter`` and the builders take the same ``--id-classes``, ``--map-classes`` and ``--hint``
+(:func:`id_label_space`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from negvocab.atomic import is_stdout, write_text
+from negvocab.cli.app import app
+from negvocab.cli.options import HintOpt, OverwriteOpt
+from negvocab.cli.outputs import check_output, writing
+from negvocab.data.label_space import open_label_space
+from negvocab.errors import InputError
+from negvocab.labels.imagenet import IdClasses
+from negvocab.labels.labelspace import LabelSpaceMap, class_file_hints, map_label_space
+
+__all__ = ["MAP_FORMATS", "id_label_space", "map_classes", "mapping_text"]
+
+#: ``pinned``: NAME<TAB>WNID lines (a class file that pins every sense); ``tsv``: the whole table; ``json``
+MAP_FORMATS = ("pinned", "tsv", "json")
+_COLUMNS = ["name", "wnid", "synset", "rule", "choice", "n_senses", "hypernyms"]
+
+
+def id_label_space(id_classes: Path | None, map_wordnet: bool, hints: list[str] | None) -> IdClasses:
+    """``--id-classes`` of ``filter`` and the builders, mapped to WordNet unless ``--no-map-classes``;
+    the mapping's one-line summary (with every unresolved name) goes to standard error."""
+    opened = open_label_space(id_classes, map_wordnet=map_wordnet, hints=hints or ())
+    if opened.mapping is not None:
+        typer.echo(opened.mapping.summary(), err=True)
+    elif hints:
+        raise InputError("--hint goes with --map-classes and an --id-classes file of class names")
+    return opened.classes
+
+
+def mapping_text(mapping: LabelSpaceMap, fmt: str) -> str:
+    """The mapping in one of :data:`MAP_FORMATS`."""
+    if fmt == "pinned":
+        return mapping.pinned_text()
+    if fmt == "json":
+        return json.dumps(mapping.to_dict(), indent=1, ensure_ascii=False) + "\n"
+    buf = io.StringIO()
+    writer = csv.writer(buf, delimiter="\t", lineterminator="\n")
+    writer.writerow(_COLUMNS)
+    for s in mapping.senses:
+        writer.writerow(
+            [s.name, s.wnid or "", s.synset or "", s.rule, s.choice, s.n_senses, " < ".join(s.hypernyms[:4])]
+        )
+    return buf.getvalue()
+
+
+@app.command("map-classes")
+def map_classes(
+    classes: Annotated[
+        str,
+        typer.Argument(
+            help="A class file (names, wnids or NAME<TAB>WNID lines), a benchmark's name or a shipped list (cifar100)."
+        ),
+    ],
+    hint: HintOpt = None,
+    context: Annotated[
+        bool,
+        typer.Option(
+            "--context/--first-sense",
+            help="An ambiguous name outside the label space's domain takes a sense inside it (else its first sense).",
+        ),
+    ] = True,
+    fmt: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--format", "-f", help="pinned (NAME<TAB>WNID, a class file), tsv or json; default: the --output suffix."
+        ),
+    ] = None,
+    output: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--output", "-o", help="File to write (default: print the table; - also prints)."),
+    ] = None,
+    overwrite: OverwriteOpt = False,
+) -> None:
+    """Map a label space's class names to WordNet 3.0 noun synsets; say how each was chosen and which
+    names resolve to none (they stay, matched by name only)."""
+    if fmt is None:
+        suffix = "" if output is None or is_stdout(output) else output.suffix.lstrip(".").lower()
+        fmt = {"json": "json", "tsv": "tsv", "txt": "pinned"}.get(suffix, "tsv" if not suffix else "")
+        if not fmt:
+            raise InputError(
+                f"--output {output}: the suffix {suffix!r} says no format; give --format pinned, tsv or json"
+            )
+    fmt = fmt.strip().lower()
+    if fmt not in MAP_FORMATS:
+        raise InputError(f"--format must be one of {', '.join(MAP_FORMATS)}; got {fmt!r}")
+    if output is not None:
+        check_output(output, overwrite=overwrite)
+    opened = open_label_space(classes)
+    file_hints = class_file_hints(opened.file) if opened.file is not None else ()
+    mapping = map_label_space(opened.classes, hints=(*file_hints, *(hint or ())), context=context)
+    text = mapping_text(mapping, fmt)
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        with writing(output):
+            write_text(output, text)
+    typer.echo(mapping.summary(), err=True)
