@@ -24,6 +24,7 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from negvocab.extras import missing_extra as _missing_extra  # part "install": a missing extra, named
 from negvocab.provenance import negvocab_version
 
 # open_clip imports huggingface_hub, which imports tqdm.auto: in a notebook without ipywidgets that
@@ -174,9 +175,7 @@ def __getattr__(name: str) -> Any:
     try:
         module = importlib.import_module(_EXPORTS.get(name) or _MODULES[name])
     except ModuleNotFoundError as e:  # part "install": an optional package is missing -> the extra to install
-        from negvocab.extras import missing_extra
-
-        missing = missing_extra(e)
+        missing = _missing_extra(e)
         if missing is None:
             raise
         raise missing from None

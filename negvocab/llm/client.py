@@ -34,7 +34,6 @@ import time
 from typing import Any
 
 from negvocab.errors import InputError, ResourceError
-from negvocab.extras import require
 from negvocab.llm.answers import (
     STATUSES,
     Answer,
@@ -205,7 +204,6 @@ class LLMClient(SecretKeeper):
             raise InputError(f"deferrals must be >= 0, got {deferrals}")
         if not request_timeout > 0:
             raise InputError(f"request timeout must be > 0 seconds, got {request_timeout}")
-        require("openai")  # where the [llm] extra is missing: one line naming it
         import openai
 
         if (
