@@ -24,6 +24,7 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from negvocab.extras import missing_extra as _missing_extra  # part "install": a missing extra, named
 from negvocab.provenance import negvocab_version
 
 # open_clip imports huggingface_hub, which imports tqdm.auto: in a notebook without ipywidgets that
@@ -164,6 +165,8 @@ _EXPORTS: dict[str, str] = {
     "LabelSpaceMap": "negvocab.labels.labelspace",
     "ClassSense": "negvocab.labels.labelspace",
     "open_label_space": "negvocab.data.label_space",
+    # part "install" (issue 31): an optional package missing names the extra that installs it
+    "MissingExtraError": "negvocab.extras",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -172,12 +175,16 @@ __all__ = sorted([*_EXPORTS, *_MODULES, "__version__"])
 
 
 def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    elif name in _MODULES:
-        value = importlib.import_module(_MODULES[name])
-    else:
+    if name not in _EXPORTS and name not in _MODULES:
         raise AttributeError(f"module 'negvocab' has no attribute {name!r}")
+    try:
+        module = importlib.import_module(_EXPORTS.get(name) or _MODULES[name])
+    except ModuleNotFoundError as e:  # part "install": an optional package is missing -> the extra to install
+        missing = _missing_extra(e)
+        if missing is None:
+            raise
+        raise missing from None
+    value = getattr(module, name) if name in _EXPORTS else module
     globals()[name] = value
     return value
 
@@ -287,3 +294,6 @@ if TYPE_CHECKING:  # issue 29, part "library": helpers the CLI used and the API 
 if TYPE_CHECKING:  # issue 30, part "csp": the CSP builder and InterNeg's selection
     from negvocab.builders.csp import build_csp_vocabulary
     from negvocab.builders.interneg import build_interneg_vocabulary
+
+if TYPE_CHECKING:  # part "install" (issue 31)
+    from negvocab.extras import MissingExtraError

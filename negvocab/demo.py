@@ -1,8 +1,10 @@
-"""The demo: the whole pipeline on a handful of images shipped with installed packages.
+"""The demo: the whole pipeline on a handful of images shipped with negvocab.
 
-A TOY split, honestly labelled: "ID" are natural photographs (matplotlib's grace_hopper.jpg, and
-scikit-learn's china.jpg and flower.jpg, plus fixed crops of each), "OOD" are synthetic graphics
-(logos, plots, a cartoon). It shows every step (WordNet vocabulary, synonym filtering, NegLabel and
+A TOY split, honestly labelled: "ID" are natural photographs (grace_hopper.jpg, china.jpg and
+flower.jpg, plus fixed crops of each), "OOD" are synthetic graphics (logos, plots, a cartoon). The
+ten files come from matplotlib, scikit-learn, sympy and scipy, copied byte for byte into
+``negvocab/resources/demo/`` (``NOTICE.md`` there gives each one's source and licence), so that the
+demo's inputs need none of those packages. It shows every step (WordNet vocabulary, synonym filtering, NegLabel and
 MCM scores, metrics, a sweep over the vocabulary size M), not a benchmark result.
 """
 
@@ -31,33 +33,27 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# (package, path inside it) of natural photographs and of synthetic graphics
-_PHOTOS = [
-    ("matplotlib", "mpl-data/sample_data/grace_hopper.jpg"),
-    ("sklearn", "datasets/images/china.jpg"),
-    ("sklearn", "datasets/images/flower.jpg"),
-]
+# the shipped sample images: natural photographs and synthetic graphics (resources/demo/NOTICE.md)
+_PHOTOS = ["grace_hopper.jpg", "china.jpg", "flower.jpg"]
 _GRAPHICS = [
-    ("matplotlib", "mpl-data/sample_data/logo2.png"),
-    ("matplotlib", "mpl-data/sample_data/Minduka_Present_Blue_Pack.png"),
-    ("matplotlib", "mpl-data/images/matplotlib_large.png"),
-    ("sympy", "plotting/tests/test_region_and.png"),
-    ("sympy", "plotting/tests/test_region_or.png"),
-    ("sympy", "plotting/tests/test_region_xor.png"),
-    ("scipy", "ndimage/tests/dots.png"),
+    "sample_data_logo2.png",
+    "sample_data_Minduka_Present_Blue_Pack.png",
+    "images_matplotlib_large.png",
+    "tests_test_region_and.png",
+    "tests_test_region_or.png",
+    "tests_test_region_xor.png",
+    "tests_dots.png",
 ]
 SPLIT_NOTE = "toy split: ID = natural photographs (and crops), OOD = synthetic graphics; not a benchmark"
 
 __all__ = ["DemoResult", "SPLIT_NOTE", "check_demo_sizes", "prepare_sample_images", "run_demo"]
 
 
-def _package_file(package: str, rel: str) -> Path | None:
-    import importlib.util
+def _sample_file(kind: str, name: str) -> Path | None:
+    """A shipped sample image (``kind`` is ``photos`` or ``graphics``), or None where it is missing."""
+    from importlib import resources
 
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(next(iter(spec.submodule_search_locations))) / rel
+    path = Path(str(resources.files("negvocab").joinpath("resources", "demo", kind, name)))
     return path if path.is_file() else None
 
 
@@ -73,12 +69,12 @@ def prepare_sample_images(folder: str | os.PathLike[str], *, crops: int = 3) -> 
     id_dir, ood_dir = root / "id", root / "ood"
     id_dir.mkdir(parents=True, exist_ok=True)
     ood_dir.mkdir(parents=True, exist_ok=True)
-    photos = [p for p in (_package_file(*x) for x in _PHOTOS) if p]
-    graphics = [p for p in (_package_file(*x) for x in _GRAPHICS) if p]
+    photos = [p for p in (_sample_file("photos", x) for x in _PHOTOS) if p]
+    graphics = [p for p in (_sample_file("graphics", x) for x in _GRAPHICS) if p]
     if len(photos) < 2 or len(graphics) < 2:
         raise ResourceError(
-            "the demo's sample images were not found (matplotlib, "
-            "scikit-learn, sympy, scipy); pass your own with negvocab score"
+            "the demo's sample images were not found in negvocab/resources/demo (an incomplete install?); "
+            "pass your own with negvocab score"
         )
     boxes = [(0.0, 0.0, 0.7, 0.7), (0.3, 0.3, 1.0, 1.0), (0.15, 0.15, 0.85, 0.85)][:crops]
     for p in photos:
@@ -93,7 +89,7 @@ def prepare_sample_images(folder: str | os.PathLike[str], *, crops: int = 3) -> 
             rgba = im.convert("RGBA")
             canvas = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
             canvas.alpha_composite(rgba)
-            canvas.convert("RGB").save(ood_dir / f"{p.parent.name}_{p.stem}.png")
+            canvas.convert("RGB").save(ood_dir / f"{p.stem}.png")  # <folder>_<name>, as it always was
     return id_dir, ood_dir
 
 

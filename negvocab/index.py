@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from negvocab.errors import InputError
+from negvocab.extras import require
 from negvocab.types import Embeddings
 
 __all__ = [
@@ -185,6 +186,7 @@ def _knn_faiss(
 def _knn_torch(
     q: np.ndarray, x: np.ndarray, k: int, device: str | None, batch_size: int
 ) -> tuple[np.ndarray, np.ndarray]:
+    require("torch")  # where the [vlm] extra is missing: one line naming it
     import torch
 
     dev = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if device is None else device)

@@ -3,7 +3,7 @@
 An OpenOOD or pytorch-ood environment holds its own torch. This script builds such an environment
 (a venv that sees this Python's packages, with a torch and torchvision of the chosen versions
 installed on top: metadata-only stand-ins, since only pip's resolver is under test) and asks pip
-what ``pip install negvocab`` would install there (``--dry-run --report``, no index: nothing is
+what ``pip install 'negvocab[vlm]'`` would install there (``--dry-run --report``, no index: nothing is
 downloaded). With pyproject.toml's ranges the answer must be negvocab alone; the torch stays.
 
     python scripts/check_install_beside.py                     # torch/torchvision at the lower ends
@@ -31,9 +31,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+EXTRA = "vlm"  # torch lives in the [vlm] extra: what an OpenOOD / pytorch-ood user installs
+
+
 def declared(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
-    """The ``[project] dependencies`` of ``pyproject``."""
-    return list(tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"])
+    """The ``[project] dependencies`` of ``pyproject`` and those of its ``[vlm]`` extra."""
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+    return [*project["dependencies"], *project["optional-dependencies"][EXTRA]]
 
 
 def lower_end(requirements: list[str], name: str) -> str:
@@ -86,7 +90,7 @@ def project_copy(folder: Path, requirements: list[str] | None) -> Path:
 def would_install(
     torch: str, torchvision: str, requirements: list[str] | None = None, workdir: Path | None = None
 ) -> list[str]:
-    """``name==version`` of what ``pip install negvocab`` would install into an environment that
+    """``name==version`` of what ``pip install 'negvocab[vlm]'`` would install into an environment that
     holds torch ``torch`` and torchvision ``torchvision``. Raises ``RuntimeError`` with pip's last
     line when pip finds no solution without replacing them (it may not download one)."""
     tmp = Path(tempfile.mkdtemp(prefix="negvocab-beside-", dir=workdir))
@@ -115,7 +119,7 @@ def would_install(
                 "--report",
                 str(report),
                 "-q",
-                str(project_copy(tmp, requirements)),
+                f"{project_copy(tmp, requirements)}[{EXTRA}]",
             ],
             capture_output=True,
             text=True,

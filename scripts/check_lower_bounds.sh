@@ -76,12 +76,13 @@ print(f"planted {plant!r}")
 EOF
 fi
 
-# Every direct dependency (and the test extra) at the lowest version its range allows: what the venv
+# Every direct dependency (the base, the extras its tests need: vlm, llm, report, and the test extra) at the
+# lowest version its range allows: what the venv
 # holds of them besides torch/torchvision (numpy, pillow, jinja2 came with torchvision) goes first.
 DIRECT=$("$VENV/bin/python" - "$SRC/pyproject.toml" <<'PY'
 import re, sys, tomllib
 p = tomllib.load(open(sys.argv[1], "rb"))["project"]
-reqs = p["dependencies"] + p["optional-dependencies"]["test"]
+reqs = p["dependencies"] + [r for x in ("vlm", "llm", "report", "test") for r in p["optional-dependencies"][x]]
 print(" ".join(sorted({re.match(r"[A-Za-z0-9_.\-]+", r).group(0).lower() for r in reqs} - {"torch", "torchvision"})))
 PY
 )
@@ -89,10 +90,10 @@ PY
 uv pip uninstall --quiet --python "$VENV/bin/python" $DIRECT negvocab 2>/dev/null || true
 # --upgrade: what earlier runs left in the venv does not count; indirect dependencies at their newest
 uv pip install --quiet --python "$VENV/bin/python" --resolution lowest-direct --upgrade \
-    -c "$WORK/torch.txt" "$SRC[test]"
+    -c "$WORK/torch.txt" "$SRC[vlm,llm,report,test]"
 uv pip freeze --python "$VENV/bin/python" > "$WORK/freeze.txt"
 echo "lower ends installed in $(( $(date +%s) - start )) s:"
-grep -iE '^(open-clip-torch|faiss-cpu|numpy|nltk|pydantic|openai|tenacity|typer|click|rich|tqdm|platformdirs|safetensors|pillow|matplotlib|scikit-learn|jinja2|torch|torchvision|httpx)==' "$WORK/freeze.txt" | tr '\n' ' '
+grep -iE '^(open-clip-torch|faiss-cpu|numpy|nltk|pydantic|openai|tenacity|typer|click|rich|tqdm|platformdirs|safetensors|pillow|matplotlib|scikit-learn|scipy|pandas|jinja2|torch|torchvision|httpx)==' "$WORK/freeze.txt" | tr '\n' ' '
 echo
 
 # The CLI smoke tests and the API tests that need no model download (open_clip models are built

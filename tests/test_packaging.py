@@ -29,7 +29,7 @@ def _requirements() -> list[Requirement]:
     reqs = list(project["dependencies"])
     for extra in project.get("optional-dependencies", {}).values():
         reqs += extra
-    return [Requirement(r) for r in reqs]
+    return [r for r in map(Requirement, reqs) if canonicalize_name(r.name) != "negvocab"]  # not [all]'s self-references
 
 
 def _constraints() -> dict[str, str]:
@@ -54,7 +54,7 @@ def test_constraints_pin_every_dependency_inside_its_range():
     pins = _constraints()
     optional = {
         canonicalize_name(r.name)
-        for extra in ("gpu", "hf")
+        for extra in ("gpu", "all-gpu")  # not installed by setup.sh: faiss-gpu (CUDA 12 libraries)
         for r in map(Requirement, PYPROJECT["project"]["optional-dependencies"][extra])
     }
     for req in _requirements():
@@ -72,7 +72,8 @@ def test_setup_script_and_ci_use_the_constraints():
     assert setup.count("-c constraints.txt") >= 2
     ci = (ROOT / ".ci" / "run").read_text()
     run = [ln.strip() for ln in ci.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    assert "bash scripts/setup.sh" in run
+    assert any(ln.startswith("bash scripts/setup.sh --system") for ln in run)  # CI: its python3, no .venv
+    assert "-e '.[all,test,docs]'" in setup and "python3 -m venv .venv" in setup
     # the lower-bound job runs in CI (not only named in a comment), after its planted too-low bound
     assert run.index("bash scripts/check_lower_bounds.sh --planted") < run.index("bash scripts/check_lower_bounds.sh")
     lower = (ROOT / "scripts" / "check_lower_bounds.sh").read_text()
@@ -112,7 +113,7 @@ def test_no_private_module_of_a_dependency_is_imported():
 def test_license_citation_and_py_typed():
     license_text = (ROOT / "LICENSE").read_text()
     assert license_text.startswith("MIT License") and "2026 negvocab developers" in license_text
-    assert PYPROJECT["project"]["license"] == {"text": "MIT"}
+    assert PYPROJECT["project"]["license"] == "MIT" and PYPROJECT["project"]["license-files"] == ["LICENSE"]
     cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
     assert cff["cff-version"] == "1.2.0" and cff["license"] == "MIT"
     assert cff["version"] == PYPROJECT["project"]["version"]
@@ -142,6 +143,28 @@ def test_an_exact_pin_would_replace_that_torch(tmp_path):
         mod.would_install("2.4", "0.19", ["torch==2.14.1", "numpy"], workdir=tmp_path)
 
 
+def _source_copy(src: Path) -> Path:
+    """The checkout's files (tracked and untracked, not ignored) copied to ``src``: a build there leaves
+    no build/ or egg-info in the checkout."""
+    import shutil
+    import subprocess
+
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    for name in files:
+        if (ROOT / name).is_dir():  # a link to a folder (negvocab/prompts -> prompts)
+            shutil.copytree(ROOT / name, src / name)
+        elif (ROOT / name).exists():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / name, src / name)  # follows links: resources/grid.toml is examples/grid.toml
+    return src
+
+
 WHEEL_CHECK = r"""
 import json, re, subprocess, sys
 from importlib import resources
@@ -166,27 +189,13 @@ def test_the_wheel_ships_what_it_cites(tmp_path):
     --system-site-packages) into a fresh venv, and follow every citation from there."""
     import json
     import os
-    import shutil
     import subprocess
     import sys
     import zipfile
 
     from tests.test_docs import github_anchor
 
-    src = tmp_path / "src"
-    files = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    for name in files:
-        if (ROOT / name).is_dir():  # a link to a folder (negvocab/prompts -> prompts)
-            shutil.copytree(ROOT / name, src / name)
-        elif (ROOT / name).exists():
-            (src / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(ROOT / name, src / name)  # follows links: resources/grid.toml is examples/grid.toml
+    src = _source_copy(tmp_path / "src")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     subprocess.run(
         [
@@ -210,6 +219,14 @@ def test_the_wheel_ships_what_it_cites(tmp_path):
     assert {"negvocab/methods.md", "negvocab/resources/grid.toml", "negvocab/py.typed"} <= names
     meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "Project-URL: Paper, https://arxiv.org/abs/2609.01027" in meta
+    assert "License-Expression: MIT" in meta and "License-File: LICENSE" in meta
+    base = {  # the light base install: what pip installs for negvocab without an extra
+        canonicalize_name(Requirement(line.split(":", 1)[1]).name)
+        for line in meta.splitlines()
+        if line.startswith("Requires-Dist:") and "extra ==" not in line
+    }
+    assert base == {"numpy", "nltk", "pydantic", "typer", "rich", "tqdm", "platformdirs"}, base
+    assert {"negvocab/resources/demo/photos/china.jpg", "negvocab/resources/demo/NOTICE.md"} <= names
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     subprocess.run(
@@ -240,3 +257,41 @@ def test_the_wheel_ships_what_it_cites(tmp_path):
     )
     r = subprocess.run([cli, "grid", "run", "--help"], cwd=work, env=env, capture_output=True, text=True, check=True)
     assert "negvocab grid init" in r.stdout and "examples/grid.toml" not in r.stdout
+
+
+def test_the_wheel_builds_with_the_lowest_setuptools_of_the_range(tmp_path):
+    """[build-system] says setuptools >= 77.0.3 (the first that reads an SPDX `license` string with
+    `license-files`): an isolated build with exactly that version makes a wheel with the SPDX licence."""
+    import os
+    import subprocess
+    import sys
+    import zipfile
+
+    low = re.search(r"setuptools>=([\d.]+),<(\d+)", " ".join(PYPROJECT["build-system"]["requires"]))
+    assert low and low.group(1) == "77.0.3"
+    assert int(_constraints()["setuptools"].split(".")[0]) < int(low.group(2))  # the pinned upper end is inside
+    (tmp_path / "c.txt").write_text(f"setuptools=={low.group(1)}\n")
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PIP_CONSTRAINT": str(tmp_path / "c.txt")}
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-v",
+            "--no-deps",
+            "-w",
+            str(tmp_path / "dist"),
+            str(_source_copy(tmp_path / "src")),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "setuptools-77.0.3" in r.stdout + r.stderr  # the build environment held the lowest version
+    wheel = next((tmp_path / "dist").glob("negvocab-*.whl"))
+    with zipfile.ZipFile(wheel) as zf:
+        meta = zf.read(next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License-Expression: MIT" in meta and "Provides-Extra: all" in meta

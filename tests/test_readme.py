@@ -28,8 +28,9 @@ README = ROOT / "README.md"
 RUNNABLE = ("python", "bash")
 MAX_SKIPPED = 18  # OpenOOD's Evaluator (needs an OpenOOD checkout), LiteLLM's install, the example grids' runs (2)
 SETUP_COMMANDS = (
-    "bash scripts/setup.sh && negvocab demo --random-weights   # the main job: the whole pipeline, offline\n"
-    "bash scripts/setup.sh && python3 -m pytest -q -n auto --dist "
+    "bash scripts/setup.sh && . .venv/bin/activate && negvocab demo --random-weights   # the main job: the whole "
+    "pipeline, offline\n"
+    "bash scripts/setup.sh && . .venv/bin/activate && python3 -m pytest -q -n auto --dist "
     "loadgroup   # the test suite, one worker per CPU (what .ci/run runs)\n"
 )
 

@@ -21,6 +21,7 @@ from negvocab.cli.logs import add_options as add_log_options
 from negvocab.cli.logs import restore as restore_logging
 from negvocab.cli.outputs import release_claims
 from negvocab.errors import InputError, NegvocabError
+from negvocab.extras import missing_extra
 from negvocab.plugins import load_plugins
 from negvocab.progress import forget_kept, kept_work
 from negvocab.provenance import negvocab_version, set_command
@@ -204,6 +205,12 @@ class CommandGroup(TyperGroup):
         except UsageError as e:  # a sub-command's bad flag or missing argument: one line too
             sub = f" {ctx.invoked_subcommand}" if ctx.invoked_subcommand else ""
             _usage_error(e, ctx.command_path + sub)
+            ctx.exit(EXIT_USER_ERROR)
+        except ModuleNotFoundError as e:  # an optional package (torch, openai, ...): the extra to install
+            missing = missing_extra(e)
+            if missing is None:
+                raise
+            typer.echo(f"error: {missing}", err=True)
             ctx.exit(EXIT_USER_ERROR)
         except KeyboardInterrupt:
             typer.echo(interrupted_line(), err=True)

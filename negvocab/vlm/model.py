@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from negvocab.errors import InputError, ResourceError
+from negvocab.extras import require
 from negvocab.paths import cache_dir as default_cache_dir
 from negvocab.vlm.cache import Checkpoints, EmbeddingStore
 from negvocab.vlm.hub import hub_access
@@ -156,6 +157,8 @@ class VLM:
         seed: int = 0,
         random_weights: bool = False,
     ) -> None:
+        require("torch")  # where the [vlm] extra is missing: one line naming it
+        require("open_clip")
         import open_clip
 
         spec = _weights_spec(name, pretrained, random_weights)
