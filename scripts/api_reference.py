@@ -60,7 +60,7 @@ PAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "Adapters, plug-ins and errors",
         "pytorch-ood detectors and the OpenOOD postprocessor (`negvocab.adapters`: imported by your code only, "
         "never by `import negvocab`), plug-ins, and the errors negvocab raises.",
-        ("negvocab.adapters", "negvocab.plugins", "negvocab.errors"),
+        ("negvocab.adapters", "negvocab.plugins", "negvocab.errors", "negvocab.extras"),
     ),
 }
 
