@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from negvocab.data.images import ImageSet, listed_paths
 from negvocab.errors import InputError
+from negvocab.extras import require
 from negvocab.textfiles import read_text
 
 __all__ = ["TABLE_KEYS", "TableSpec", "table_images", "table_spec"]
@@ -129,11 +130,9 @@ def _read_rows(path: Path, columns: Sequence[str], struct: str) -> tuple[list[_R
 
 def _read_mat(path: Path, struct: str) -> tuple[list[_Row], tuple[str, ...]]:
     """The rows of the struct array ``struct`` of a MATLAB file (Stanford Cars' annotations)."""
-    try:
-        import numpy as np
-        from scipy.io import loadmat
-    except ImportError as e:
-        raise InputError(f"{path}: reading a .mat table needs scipy (pip install scipy)") from e
+    import numpy as np
+
+    loadmat = require("scipy.io").loadmat  # a missing scipy names its extra in one line
     if not path.is_file():
         raise InputError(f"{path}: no such annotation table")
     try:
