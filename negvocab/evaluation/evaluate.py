@@ -24,7 +24,7 @@ import numpy as np
 
 from negvocab.data.benchmarks import id_classes_of
 from negvocab.errors import InputError
-from negvocab.evaluation.accuracy import id_accuracy
+from negvocab.evaluation.accuracy import accuracy_summary, add_ccr, full_spectrum, id_correct
 from negvocab.evaluation.checks import common_mistakes
 from negvocab.evaluation.encode import encode_sets
 from negvocab.evaluation.row import ResultRow
@@ -178,7 +178,9 @@ def evaluate_vocabularies(
     enc = encode_sets(vlm, id_set, ood_sets, any("local" in specs[m].inputs for m in methods), progress)
     images, n_id, sizes = enc.images, enc.n_id, enc.sizes
     class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
-    accuracy = id_accuracy(id_set, enc.id_images, images[:n_id], class_emb, id_classes)  # None: no usable labels
+    correct = id_correct(id_set, enc.id_images, images[:n_id], class_emb, id_classes)  # None: no usable labels
+    accuracy = accuracy_summary(correct)
+    ccr_hits = correct[0] if correct is not None and full_spectrum(id_set) else None  # CCR columns: full-spectrum
 
     rows: list[dict[str, Any]] = []
     all_scores: dict[str, dict[str, np.ndarray]] = {}
@@ -231,7 +233,10 @@ def evaluate_vocabularies(
             groups=enc.groups,
             **identity,
         )
-        rows += [r.to_dict() for r in recs]
+        job_rows = [r.to_dict() for r in recs]
+        if ccr_hits is not None:
+            add_ccr(job_rows, *enc.split(scores[""]), ccr_hits)
+        rows += job_rows
         if vname is not None and explain_k > 0:
             s_id, s_sets = enc.split(scores[""])
             flagged_ids.setdefault(vname, {}).update(
