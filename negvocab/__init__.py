@@ -159,6 +159,10 @@ _EXPORTS: dict[str, str] = {
     "PublishedResult": "negvocab.data.published",
     "published_results": "negvocab.data.published",
     "published_table_rows": "negvocab.data.published",
+    # part "ccr" (issue 31): CCR and a tuning split for methods with knobs
+    "ccr_at_fpr": "negvocab.scoring.metrics",
+    "Tuning": "negvocab.evaluation.tuning",
+    "tune_params": "negvocab.evaluation.tuning",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -280,3 +284,7 @@ if TYPE_CHECKING:  # issue 29, part "library": helpers the CLI used and the API 
 if TYPE_CHECKING:  # issue 30, part "csp": the CSP builder and InterNeg's selection
     from negvocab.builders.csp import build_csp_vocabulary
     from negvocab.builders.interneg import build_interneg_vocabulary
+
+if TYPE_CHECKING:  # part "ccr" (issue 31)
+    from negvocab.evaluation.tuning import Tuning, tune_params
+    from negvocab.scoring.metrics import ccr_at_fpr
