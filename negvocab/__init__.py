@@ -159,8 +159,7 @@ _EXPORTS: dict[str, str] = {
     "PublishedResult": "negvocab.data.published",
     "published_results": "negvocab.data.published",
     "published_table_rows": "negvocab.data.published",
-    # part "ccr" (issue 31): CCR and a tuning split for methods with knobs
-    "ccr_at_fpr": "negvocab.scoring.metrics",
+    # part "ccr" (issue 31): a tuning split for methods with knobs (CCR: negvocab.metrics.ccr_at_fpr)
     "Tuning": "negvocab.evaluation.tuning",
     "tune_params": "negvocab.evaluation.tuning",
 }
@@ -287,4 +286,3 @@ if TYPE_CHECKING:  # issue 30, part "csp": the CSP builder and InterNeg's select
 
 if TYPE_CHECKING:  # part "ccr" (issue 31)
     from negvocab.evaluation.tuning import Tuning, tune_params
-    from negvocab.scoring.metrics import ccr_at_fpr

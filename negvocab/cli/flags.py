@@ -58,6 +58,10 @@ PARAM_FLAGS: dict[str, str] = {
     "mix_kinds": "--mix-kinds",
     "across": "--compare-across",
     "id_ood_ratio": "--id-ood-ratio",  # issue 30, part "adaneg"
+    # issue 31, part "ccr": the tuning split of negvocab score
+    "criterion": "--tune-criterion",
+    "grid": "--tune-grid",
+    "tuned": "--tune-id",
 }
 
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary
 
-__all__ = ["TUNING_CRITERIA", "Tuning", "tune_methods", "tune_params"]
+__all__ = ["TUNING_CRITERIA", "Tuning", "check_criterion", "check_disjoint", "tune_methods", "tune_params"]
 
 #: what a tuning split may maximise (True) or minimise (False): OpenOOD's APS maximises AUROC
 TUNING_CRITERIA: dict[str, bool] = {"auroc": True, "aupr_in": True, "aupr_out": True, "fpr": False}
@@ -79,13 +79,7 @@ class Tuning:
     def check_disjoint(self, test_paths: Sequence[str]) -> None:
         """One :class:`InputError` if a test image is also an image of the tuning split: the test sets must
         never tune the parameters they are scored with (paths compared absolute and normalised)."""
-        shared = sorted(self.paths & {_norm_path(p) for p in test_paths})
-        if shared:
-            raise InputError(
-                f"tuned: {len(shared)} test image(s) are also in the tuning split of {self.key} (e.g. {shared[0]}); "
-                "tune on a validation split disjoint from the test sets",
-                param="tuned",
-            )
+        _refuse_shared(self.paths, test_paths, f"the tuning split of {self.key}")
 
     def record(self) -> dict[str, Any]:
         """The whole provenance as JSON-ready data (a results.json's ``meta["tuning"][key]``)."""
@@ -99,6 +93,24 @@ class Tuning:
             "trials": [dict(t) for t in self.trials],
             "split": dict(self.split),
         }
+
+
+def check_disjoint(tuning_sets: Sequence[object], test_sets: Sequence[object]) -> None:
+    """One :class:`InputError` if an image of the test sets (ImageSets or embeddings: their ``paths``) is in
+    the tuning sets: checked before a model is loaded (``negvocab score --tune-id``) and again by
+    ``evaluate_vocabularies(tuned=...)``."""
+    tuning = frozenset(p for s in tuning_sets for p in _paths(s))
+    _refuse_shared(tuning, [p for s in test_sets for p in _paths(s)], "the tuning split")
+
+
+def _refuse_shared(tuning: frozenset[str], test_paths: Sequence[str], what: str) -> None:
+    shared = sorted(tuning & {_norm_path(p) for p in test_paths})
+    if shared:
+        raise InputError(
+            f"tuned: {len(shared)} test image(s) are also in {what} (e.g. {shared[0]}); "
+            "tune on a validation split disjoint from the test sets",
+            param="tuned",
+        )
 
 
 def _norm_path(path: object) -> str:
@@ -165,7 +177,7 @@ def tune_params(
     them (``vocabulary_name``: its name in the runs it will score, default ``<source>-<hash>``)."""
     method = canonical_method(method)
     entry = batch_method(method, "tune_params")
-    _check_criterion(criterion)
+    check_criterion(criterion)
     base = check_params(method, dict(params or {}))
     if entry.needs_negatives and vocabulary is None:
         raise InputError(f"{method} needs a negative vocabulary to tune (vocabulary)", param="vocabulary")
@@ -177,7 +189,8 @@ def tune_params(
     return _search(vlm, method, base, search, (vname, vocabulary), embedded, criterion, run, _split(id_set, sets))
 
 
-def _check_criterion(criterion: str) -> None:
+def check_criterion(criterion: str) -> None:
+    """``criterion`` if it is one of :data:`TUNING_CRITERIA`, else one :class:`InputError`."""
     if criterion not in TUNING_CRITERIA:
         raise InputError(f"criterion must be one of {', '.join(TUNING_CRITERIA)}, got {criterion!r}", param="criterion")
 
@@ -267,7 +280,7 @@ def tune_methods(
             f"grid: no method tuned here takes {unknown[0]!r}; methods: {', '.join(e.name for e in entries)}",
             param="grid",
         )
-    _check_criterion(criterion)
+    check_criterion(criterion)
     sets = named_ood_sets(ood_sets)
     split = _split(id_set, sets)
     run = {"id_classes": id_classes, "templates": templates, "convention": convention, "tpr": tpr}

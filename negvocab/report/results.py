@@ -36,9 +36,11 @@ __all__ = [
     "SWEEP_FILES",
     "TABLE_COLUMNS",
     "TEST_TIME_MARK",
+    "TUNING_COLUMNS",
     "flat_row",
     "format_table",
     "test_time_notes",
+    "tuning_notes",
     "write_results",
     "write_sweep",
 ]
@@ -158,7 +160,26 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
     for vname, kinds in caveats.items():
         lines.append(f"NOT DEPLOYABLE: {vname} ({kinds}); a bound for comparison, not a detector's result")
     lines += test_time_notes(rows)
+    lines += tuning_notes(meta or {})
     return "\n".join(lines)
+
+
+#: the columns of rows scored with parameters chosen on a tuning split (part "ccr" of issue 31)
+TUNING_COLUMNS: list[str] = ["tuned", "tuned_on", "tuning_criterion", "tuning_value"]
+
+
+def tuning_notes(meta: Mapping[str, Any]) -> list[str]:
+    """One footer line per (method, vocabulary) tuned on a tuning split: the parameters chosen and where."""
+    out = []
+    for key, t in (meta.get("tuning") or {}).items():
+        chosen = ", ".join(f"{k}={t['params'][k]}" for k in t["grid"] if k in t["params"])
+        split = t["split"]
+        oods = ", ".join(f"{n} ({k})" for n, k in split["ood"].items())
+        out.append(
+            f"tuned {key}: {chosen} ({t['criterion']} {t['value']:.4f}, best of {len(t['trials'])}) "
+            f"on {split['id']} ({split['n_id']}) vs {oods}, never the test sets"
+        )
+    return out
 
 
 #: the mark of a test-time (stream) method's row in the terminal table (part "adaneg" of issue 30)
@@ -209,7 +230,7 @@ def _write_results_files(ev: Evaluation, out: Path) -> None:
     flat = [{**flat_row(r), "params": json.dumps(r.get("params", {}))} for r in ev.rows]
     stream = [c for c in STREAM_COLUMNS if any(c in r for r in ev.rows)]  # only where a test-time method ran
     accuracy = ["id_accuracy"] if any("id_accuracy" in r for r in ev.rows) else []  # where the ID labels allow
-    accuracy += [c for c in CCR_COLUMNS if any(c in r for r in ev.rows)]  # full-spectrum runs (part "ccr")
+    accuracy += [c for c in [*CCR_COLUMNS, *TUNING_COLUMNS] if any(c in r for r in ev.rows)]  # part "ccr"
     for f, r in zip(flat, ev.rows, strict=True):
         f.update({k: r[k] for k in accuracy if k in r})
     write_text(out / "results.csv", csv_text(flat, [*TABLE_COLUMNS, "params", "templates", *accuracy, *stream]))
