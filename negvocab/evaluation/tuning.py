@@ -181,7 +181,9 @@ def tune_params(
     base = check_params(method, dict(params or {}))
     if entry.needs_negatives and vocabulary is None:
         raise InputError(f"{method} needs a negative vocabulary to tune (vocabulary)", param="vocabulary")
-    vname = (vocabulary_name or f"{vocabulary.source}-{vocabulary.short_hash}") if entry.needs_negatives else ""
+    vname = ""
+    if entry.needs_negatives and vocabulary is not None:
+        vname = vocabulary_name or f"{vocabulary.source}-{vocabulary.short_hash}"
     sets = named_ood_sets(ood_sets)
     search = _grid(method, grid, base)
     embedded = _embed_split(vlm, id_set, sets, "local" in entry.inputs)
@@ -227,7 +229,7 @@ def _search(
             params=chosen,
             n_boot=0,
             explain_k=0,
-            **run,  # type: ignore[arg-type]
+            **run,
         )
         value = float(next(r for r in ev.rows if r["ood_set"] == summary)[criterion])
         trials.append({"params": tried, criterion: value})
@@ -248,7 +250,7 @@ def _embedded(vlm: VLM, images: ImageSet | ImageEmbeddings, local: bool) -> Imag
     """An image set's embeddings, encoded once for the whole grid (embeddings pass through)."""
     if hasattr(images, "embeddings"):
         return images
-    return vlm.encode_images(images, local_features=local)  # type: ignore[arg-type]
+    return vlm.encode_images(images, local_features=local)
 
 
 def tune_methods(
