@@ -41,6 +41,7 @@ from negvocab.cli.options import (
     scoring_options,
 )
 from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder_report, writing
+from negvocab.data.validation import open_validation, validation_splits
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.plots import check_plot_formats
@@ -91,6 +92,25 @@ def _tune_grid(items: list[str]) -> dict[str, list[Any]]:
                 f"--tune-grid {spec.name}: values must be of type {spec.kind.__name__}, got {text!r}"
             ) from None
     return grid
+
+
+def _tuning_sets(
+    tune_id: Path | None, tune_ood: list[str] | None, image_root: Path | None, allow_outside_root: bool
+) -> tuple[Any, dict[str, Any]] | None:
+    """The tuning split the options name: ``--tune-id`` with ``--tune-ood`` sets (opened as ``--id``/``--ood``),
+    or a benchmark's validation split (``--tune-ood BENCHMARK=ROOT`` alone); None without ``--tune-ood``."""
+    if not tune_ood:
+        return None
+    if tune_id is not None:
+        id_set, sets = image_sets(tune_id, tune_ood, None, None, None, image_root, allow_outside_root)
+        return id_set, dict(sets)
+    name, sep, root = tune_ood[0].partition("=")
+    if len(tune_ood) > 1 or not sep or name.strip() not in validation_splits():
+        raise InputError(
+            "--tune-ood without --tune-id takes one BENCHMARK=ROOT of a benchmark with a validation split "
+            f"({', '.join(sorted(validation_splits()))}); else give --tune-id too"
+        )
+    return open_validation(name.strip(), root)
 
 
 def _swept(m: Method) -> bool:
@@ -177,7 +197,11 @@ def score_cmd(
     ] = None,
     tune_ood: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Option("--tune-ood", help="Tuning split: OOD images, NAME=PATH as --ood; repeatable."),
+        typer.Option(
+            "--tune-ood",
+            help="Tuning split: OOD images, NAME=PATH as --ood (repeatable); or, without --tune-id, one "
+            "BENCHMARK=ROOT: the benchmark's validation lists (OpenOOD v1.5's val_*.txt).",
+        ),
     ] = None,
     tune_grid: Annotated[
         Optional[list[str]],  # noqa: UP045
@@ -227,11 +251,11 @@ def score_cmd(
             f"--method {', '.join(need_vocab)} needs a vocabulary: pass --vocab FILE (or use --method {without})"
         )
     grid = _tune_grid(tune_grid or [])
-    if (tune_id is None) != (not tune_ood) or (grid and tune_id is None):
-        raise InputError("a tuning split needs both --tune-id and --tune-ood (and --tune-grid only with them)")
+    if (tune_id is not None or grid) and not tune_ood:
+        raise InputError("a tuning split needs --tune-ood (with --tune-id, or one BENCHMARK=ROOT alone)")
     check_criterion(tune_criterion)
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root, allow_outside_root)
-    tune_sets = image_sets(tune_id, tune_ood, None, None, None, image_root, allow_outside_root) if tune_id else None
+    tune_sets = _tuning_sets(tune_id, tune_ood, image_root, allow_outside_root)
     if tune_sets is not None:  # before the model: the test sets never tune
         check_disjoint([tune_sets[0], *tune_sets[1].values()], [id_set, *ood_set.values()])
     vocabs = load_vocabs(list(vocab or []))

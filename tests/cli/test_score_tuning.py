@@ -13,6 +13,9 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from negvocab.cli import app
+from tests.data.conftest import CIFAR10_LISTS, write_lists
+from tests.data.test_validation import CIFAR10_VAL_LISTS
+from tests.scoring.conftest import RANDOM_VIT
 
 runner = CliRunner()
 
@@ -75,11 +78,33 @@ def test_a_tuning_split_sharing_test_images_is_refused(tiny, model_args, tmp_pat
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "r" / "results.json").exists()
 
 
+def test_a_benchmark_tunes_on_its_validation_lists(tmp_path):
+    """``--ood openood-cifar10=ROOT --tune-ood openood-cifar10=ROOT``: tested on the test lists, tuned on the
+    validation lists (OpenOOD v1.5's val_cifar10.txt against val_tin.txt), no --id or --tune-id needed."""
+    root = tmp_path / "root"
+    write_lists(root, {**CIFAR10_LISTS, **CIFAR10_VAL_LISTS}, "images_classic")
+    out = tmp_path / "out"
+    args = [
+        "score", "--ood", f"openood-cifar10={root}", "--tune-ood", f"openood-cifar10={root}", "--method", "mcm",
+        "--n-boot", "0", "--explain", "0", "--no-report", "-o", str(out), "--cache-dir", str(tmp_path / "cache"),
+        *RANDOM_VIT,
+    ]  # fmt: skip
+    r = runner.invoke(app, args, catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    doc = json.loads((out / "results.json").read_text())
+    split = doc["tuning"]["mcm"]["split"]
+    assert split["id"] == "CIFAR-10 (OpenOOD val)" and split["n_id"] == 3 and split["ood"] == {"tin-val": 2}
+    assert {row["ood_set"] for row in doc["rows"]} >= {"cifar100", "tin", "mnist"} and all(
+        row["tuned"] for row in doc["rows"]
+    )
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--tune-id", "x"], "needs both --tune-id and --tune-ood"),
-        (["--tune-ood", "x"], "needs both --tune-id and --tune-ood"),
+        (["--tune-id", "x"], "a tuning split needs --tune-ood"),
+        (["--tune-ood", "x"], "--tune-ood without --tune-id takes one BENCHMARK=ROOT of a benchmark with a valid"),
+        (["--tune-ood", "mos=/data"], "(openood, openood-cifar10, openood-cifar100, openood-far, openood-fs, "),
         (["--tune-grid", "tau"], "--tune-grid takes NAME=V1,V2"),
         (["--tune-grid", "tau=a,b"], "--tune-grid tau: values must be of type float"),
         (["--tune-criterion", "acc"], "--tune-criterion must be one of auroc"),
