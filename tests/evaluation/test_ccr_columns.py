@@ -10,10 +10,14 @@ import numpy as np
 import pytest
 
 import negvocab
+from negvocab.data.benchmarks import open_benchmark
 from negvocab.data.images import ImageSet
 from negvocab.evaluation.evaluate import evaluate_vocabularies
+from negvocab.evaluation.stored import read_results
 from negvocab.report.results import format_table, write_results
 from negvocab.scoring.metrics import CCR_FPRS, ccr_at_fpr, ccr_column
+from tests.data.conftest import write_lists
+from tests.data.test_benchmark_catalog import FS_LISTS
 from tests.evaluation.test_evaluate import FakeVLM, _vec
 
 COLUMNS = [ccr_column(f) for f in CCR_FPRS]
@@ -78,3 +82,22 @@ def test_a_plain_id_set_gets_no_ccr_columns(classes, tmp_path):
     write_results(ev, tmp_path / "out")
     assert "ccr@" not in (tmp_path / "out" / "results.csv").read_text()
     assert "CCR" not in format_table(ev.rows, ev.meta)
+
+
+def test_the_openood_full_spectrum_benchmark_gets_ccr_and_reads_back(tmp_path):
+    """``openood-fs`` opened from a root in OpenOOD's list format (the csid lists joined to the ID set):
+    its rows carry CCR, other benchmarks' rows do not, and the results folder reads back with the columns."""
+    write_lists(tmp_path / "root", FS_LISTS, "images_largescale")
+    vocab = negvocab.Vocabulary.from_labels([f"neg{i}" for i in range(12)], source="file")
+    runs = {}
+    for name in ("openood-fs", "openood"):
+        sets = open_benchmark(name, tmp_path / "root")
+        runs[name] = evaluate_vocabularies(FakeVLM(), sets.id, sets, {"v": vocab}, ["neglabel"], n_boot=0, explain_k=0)
+    fs = runs["openood-fs"]
+    assert fs.meta["id_accuracy"]["n"] == 7  # 2 ID + 5 covariate-shifted ID images, labels as class indices
+    assert all(c in r for r in fs.rows for c in COLUMNS)
+    assert {r["ood_set"] for r in fs.rows} >= {"near-ood", "far-ood", "mean"}
+    assert not any(c in r for r in runs["openood"].rows for c in COLUMNS)  # the ID test list alone: no CCR
+    write_results(fs, tmp_path / "out")
+    back = read_results(tmp_path / "out")
+    assert [row.extra["ccr@1e-1"] for row in back] == [r["ccr@1e-1"] for r in fs.rows]
