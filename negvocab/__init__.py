@@ -167,6 +167,9 @@ _EXPORTS: dict[str, str] = {
     "open_label_space": "negvocab.data.label_space",
     # part "install" (issue 31): an optional package missing names the extra that installs it
     "MissingExtraError": "negvocab.extras",
+    # part "ccr" (issue 31): a tuning split for methods with knobs (CCR: negvocab.metrics.ccr_at_fpr)
+    "Tuning": "negvocab.evaluation.tuning",
+    "tune_params": "negvocab.evaluation.tuning",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -297,3 +300,6 @@ if TYPE_CHECKING:  # issue 30, part "csp": the CSP builder and InterNeg's select
 
 if TYPE_CHECKING:  # part "install" (issue 31)
     from negvocab.extras import MissingExtraError
+
+if TYPE_CHECKING:  # part "ccr" (issue 31)
+    from negvocab.evaluation.tuning import Tuning, tune_params

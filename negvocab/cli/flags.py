@@ -60,6 +60,10 @@ PARAM_FLAGS: dict[str, str] = {
     "id_ood_ratio": "--id-ood-ratio",  # issue 30, part "adaneg"
     "hints": "--hint",  # part "labelspace" (issue 31)
     "id_classes": "--id-classes",  # part "labelspace" (issue 31)
+    # issue 31, part "ccr": the tuning split of negvocab score
+    "criterion": "--tune-criterion",
+    "grid": "--tune-grid",
+    "tuned": "--tune-id",
 }
 
 

@@ -37,14 +37,16 @@ from negvocab.cli.options import (
     image_sets,
     load_vlm,
     load_vocabs,
+    path_value,
     scoring_options,
 )
 from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder_report, writing
+from negvocab.data.validation import open_validation, validation_splits
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.plots import check_plot_formats
 from negvocab.report.results import RESULT_FILES, SWEEP_FILES, format_table, write_results, write_sweep
-from negvocab.scoring.methods import Method, batch_method, get_method, list_methods, needs_negatives
+from negvocab.scoring.methods import PARAMS, Method, batch_method, get_method, list_methods, needs_negatives
 from negvocab.scoring.stream import STREAM_ORDERS, check_ratio
 from negvocab.vocab import Vocabulary
 
@@ -69,6 +71,46 @@ def _stream_seeds(text: str) -> list[int]:
     if not seeds or any(x < 0 for x in seeds) or len(set(seeds)) < len(seeds):
         raise InputError(f"--stream-seeds takes distinct integers >= 0 separated by commas, got {text!r}")
     return seeds
+
+
+def _tune_grid(items: list[str]) -> dict[str, list[Any]]:
+    """``--tune-grid NAME=V1,V2`` as parameter -> values, each value read as its parameter's type."""
+    grid: dict[str, list[Any]] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        spec = PARAMS.get(name.strip())
+        if not sep or spec is None or not text.strip():
+            known = ", ".join(sorted(PARAMS))
+            raise InputError(f"--tune-grid takes NAME=V1,V2,... with a method parameter's name ({known}), got {item!r}")
+        values = [v.strip() for v in text.split(",") if v.strip()]
+        try:
+            grid[spec.name] = [
+                spec.kind(v) if spec.kind is not bool else v.lower() in ("1", "true", "yes") for v in values
+            ]
+        except ValueError:
+            raise InputError(
+                f"--tune-grid {spec.name}: values must be of type {spec.kind.__name__}, got {text!r}"
+            ) from None
+    return grid
+
+
+def _tuning_sets(
+    tune_id: Path | None, tune_ood: list[str] | None, image_root: Path | None, allow_outside_root: bool
+) -> tuple[Any, dict[str, Any]] | None:
+    """The tuning split the options name: ``--tune-id`` with ``--tune-ood`` sets (opened as ``--id``/``--ood``),
+    or a benchmark's validation split (``--tune-ood BENCHMARK=ROOT`` alone); None without ``--tune-ood``."""
+    if not tune_ood:
+        return None
+    if tune_id is not None:
+        id_set, sets = image_sets(tune_id, tune_ood, None, None, None, image_root, allow_outside_root)
+        return id_set, dict(sets)
+    name, sep, root = tune_ood[0].partition("=")
+    if len(tune_ood) > 1 or not sep or name.strip() not in validation_splits():
+        raise InputError(
+            "--tune-ood without --tune-id takes one BENCHMARK=ROOT of a benchmark with a validation split "
+            f"({', '.join(sorted(validation_splits()))}); else give --tune-id too"
+        )
+    return open_validation(name.strip(), root)
 
 
 def _swept(m: Method) -> bool:
@@ -143,18 +185,52 @@ def score_cmd(
             "by the stream seed; default: every image).",
         ),
     ] = None,
+    tune_id: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--tune-id",
+            parser=path_value,
+            help="Tuning split (OpenOOD's automatic parameter search): ID images, a folder or an image list as "
+            "--id, on which the methods with knobs choose their parameters before the test sets are scored; "
+            "needs --tune-ood. Never the test images (a shared image is refused).",
+        ),
+    ] = None,
+    tune_ood: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--tune-ood",
+            help="Tuning split: OOD images, NAME=PATH as --ood (repeatable); or, without --tune-id, one "
+            "BENCHMARK=ROOT: the benchmark's validation lists (OpenOOD v1.5's val_*.txt).",
+        ),
+    ] = None,
+    tune_grid: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--tune-grid",
+            help="NAME=V1,V2,...: the values tuned for a method parameter, e.g. tau=0.005,0.01 (default: each "
+            "method's search grid around its value); repeatable.",
+        ),
+    ] = None,
+    tune_criterion: Annotated[
+        str,
+        typer.Option(
+            "--tune-criterion", help="What tuning maximises: auroc (OpenOOD's), aupr_in, aupr_out; or fpr (minimised)."
+        ),
+    ] = "auroc",
     params: dict[str, Any] | None = None,  # the registry options above, from @scoring_options
     metrics: dict[str, Any] | None = None,
 ) -> None:
     """Score a VLM with one or more vocabularies on an ID and an OOD set; write a results folder.
 
     Test-time (stream) methods (adaneg, ...) score one stream per OOD set, set by the --stream-* options
-    and recorded in every row; their rows are marked test-time."""
+    and recorded in every row; their rows are marked test-time. With --tune-id/--tune-ood the batch
+    methods with knobs first choose their parameters on that split; their rows say so (tuned, tuned_on)."""
     # long: a command: most lines are its typer option list
     assert params is not None and metrics is not None  # given by @scoring_options
     convention, tpr, n_boot, seed = metrics["convention"], metrics["tpr"], metrics["n_boot"], params["seed"]
     from negvocab.evaluation.evaluate import evaluate_vocabularies
     from negvocab.evaluation.stream import evaluate_stream_vocabularies, merge_evaluations
+    from negvocab.evaluation.tuning import check_criterion, check_disjoint, tune_methods
 
     chosen = [get_method(m) for m in (method or ["neglabel"])]  # before any model
     streamed = list(dict.fromkeys(m.name for m in chosen if m.kind == "stream"))
@@ -174,7 +250,14 @@ def score_cmd(
         raise InputError(
             f"--method {', '.join(need_vocab)} needs a vocabulary: pass --vocab FILE (or use --method {without})"
         )
+    grid = _tune_grid(tune_grid or [])
+    if (tune_id is not None or grid) and not tune_ood:
+        raise InputError("a tuning split needs --tune-ood (with --tune-id, or one BENCHMARK=ROOT alone)")
+    check_criterion(tune_criterion)
     id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root, allow_outside_root)
+    tune_sets = _tuning_sets(tune_id, tune_ood, image_root, allow_outside_root)
+    if tune_sets is not None:  # before the model: the test sets never tune
+        check_disjoint([tune_sets[0], *tune_sets[1].values()], [id_set, *ood_set.values()])
     vocabs = load_vocabs(list(vocab or []))
     classes = None if id_classes is None else read_id_classes(id_classes)  # None: the benchmark's, else ImageNet-1k
     vlm = load_vlm(
@@ -192,7 +275,16 @@ def score_cmd(
     shared |= {"convention": convention, "tpr": tpr, "n_boot": n_boot, "seed": seed}
     ev = None
     if methods:
-        ev = evaluate_vocabularies(vlm, id_set, ood_set, vocabs, methods, explain_k=explain, **shared)  # type: ignore[arg-type]
+        tuned = []
+        if tune_sets is not None:
+            how = {k: shared[k] for k in ("id_classes", "templates", "params", "convention", "tpr")}
+            tuned = tune_methods(vlm, *tune_sets, vocabs, methods, grid=grid, criterion=tune_criterion, **how)  # type: ignore[arg-type]
+        ev = evaluate_vocabularies(vlm, id_set, ood_set, vocabs, methods, explain_k=explain, tuned=tuned, **shared)  # type: ignore[arg-type]
+    if streamed and tune_sets is not None:
+        typer.echo(
+            f"note: test-time methods ({', '.join(streamed)}) are not tuned; the tuning split serves batch methods",
+            err=True,
+        )
     if streamed:
         stream = {"batch_size": stream_batch, "order": stream_order, "stream_seed": seeds, "id_ood_ratio": id_ood_ratio}
         sev = evaluate_stream_vocabularies(vlm, id_set, ood_set, vocabs, streamed, **stream, **shared)  # type: ignore[arg-type]

@@ -55,7 +55,12 @@ def table_cmd(
     ] = "model",
     cols: Annotated[str, typer.Option("--cols", help="Column axis (or axes, comma-separated), as --rows.")] = "ood_set",
     metric: Annotated[
-        str, typer.Option("--metric", help="fpr, auroc, aupr_in, aupr_out; several comma-separated sit side by side.")
+        str,
+        typer.Option(
+            "--metric",
+            help="fpr, auroc, aupr_in, aupr_out, id_accuracy, ccr@1e-4 ... ccr@1e-1 (where the rows hold them); "
+            "several comma-separated sit side by side.",
+        ),
     ] = "fpr",
     where: Annotated[
         Optional[list[str]], typer.Option("--where", help="Fix an axis not shown: AXIS=VALUE (repeat for several).")  # noqa: UP045

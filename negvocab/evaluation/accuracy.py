@@ -1,6 +1,8 @@
 """ID accuracy beside the OOD metrics: zero-shot top-1 of the ID images with the ID prompts (the class whose
 prompt embedding is nearest), as OpenOOD reports ``ACC`` in every table. Computed where the ID set's labels
 name the ID classes (wnids, class indices as OpenOOD's image lists give them, or class names); else None.
+On a full-spectrum ID set (ID joined with covariate-shifted ID sets) the same predictions give CCR at
+OpenOOD's FPR levels (:func:`add_ccr`, part "ccr" of issue 31).
 """
 
 from __future__ import annotations
@@ -11,8 +13,18 @@ from typing import Any
 import numpy as np
 
 from negvocab.labels.imagenet import IdClasses
+from negvocab.scoring.metrics import CCR_FPRS, ccr_at_fpr, ccr_column
 
-__all__ = ["class_indices", "id_accuracy", "zero_shot_top1"]
+__all__ = [
+    "accuracy_summary",
+    "add_ccr",
+    "class_indices",
+    "full_spectrum",
+    "id_accuracy",
+    "id_correct",
+    "zero_shot_correct",
+    "zero_shot_top1",
+]
 
 
 def _norm(name: str) -> str:
@@ -37,17 +49,23 @@ def class_indices(labels: Sequence[str], id_classes: IdClasses) -> tuple[np.ndar
     return None
 
 
+def zero_shot_correct(id_emb: np.ndarray, class_emb: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Whether each image's nearest class prompt (largest cosine; unit rows) is its class (bool per image)."""
+    pred = np.argmax(np.asarray(id_emb, dtype=np.float32) @ np.asarray(class_emb, dtype=np.float32).T, axis=1)
+    return np.asarray(pred == targets)
+
+
 def zero_shot_top1(id_emb: np.ndarray, class_emb: np.ndarray, targets: np.ndarray) -> float:
     """The fraction of images whose nearest class prompt (largest cosine; unit rows) is their class."""
-    pred = np.argmax(np.asarray(id_emb, dtype=np.float32) @ np.asarray(class_emb, dtype=np.float32).T, axis=1)
-    return float(np.mean(pred == targets))
+    return float(np.mean(zero_shot_correct(id_emb, class_emb, targets)))
 
 
-def id_accuracy(
+def id_correct(
     id_set: Any, id_images: Sequence[tuple[str, str]], id_emb: np.ndarray, class_emb: np.ndarray, id_classes: IdClasses
-) -> Mapping[str, Any] | None:
-    """``{"top1", "n", "labels"}`` of the encoded ID images (``id_images``: (id, path) rows aligned with
-    ``id_emb``), with the labels of ``id_set`` (an ImageSet); None where its labels name no ID class."""
+) -> tuple[np.ndarray, str] | None:
+    """Whether each encoded ID image (``id_images``: (id, path) rows aligned with ``id_emb``) is classified
+    correctly, with how its label was read; None where the labels of ``id_set`` (an ImageSet) name no ID
+    class. The same predictions give the ID accuracy and CCR (:func:`negvocab.scoring.metrics.ccr_at_fpr`)."""
     labels = getattr(id_set, "labels", None)
     if not labels or not len(id_images):
         return None
@@ -59,4 +77,45 @@ def id_accuracy(
     if read is None:
         return None
     targets, how = read
-    return {"top1": zero_shot_top1(id_emb, class_emb, targets), "n": len(targets), "labels": how}
+    return zero_shot_correct(id_emb, class_emb, targets), how
+
+
+def id_accuracy(
+    id_set: Any, id_images: Sequence[tuple[str, str]], id_emb: np.ndarray, class_emb: np.ndarray, id_classes: IdClasses
+) -> Mapping[str, Any] | None:
+    """``{"top1", "n", "labels"}`` of the encoded ID images (``id_images``: (id, path) rows aligned with
+    ``id_emb``), with the labels of ``id_set`` (an ImageSet); None where its labels name no ID class."""
+    return accuracy_summary(id_correct(id_set, id_images, id_emb, class_emb, id_classes))
+
+
+def accuracy_summary(correct: tuple[np.ndarray, str] | None) -> Mapping[str, Any] | None:
+    """``{"top1", "n", "labels"}`` of :func:`id_correct`'s answer (None stays None)."""
+    if correct is None:
+        return None
+    hits, how = correct
+    return {"top1": float(np.mean(hits)), "n": len(hits), "labels": how}
+
+
+def full_spectrum(id_set: object) -> bool:
+    """Whether ``id_set`` is a full-spectrum ID set: a benchmark's ID set joined with its covariate-shifted ID
+    sets (``info["csid"]``, :func:`negvocab.data.benchmarks.open_id_set`), where results carry CCR."""
+    return bool((getattr(id_set, "info", None) or {}).get("csid"))
+
+
+def add_ccr(
+    rows: Sequence[dict[str, Any]],
+    s_id: np.ndarray,
+    s_ood: Mapping[str, np.ndarray],
+    correct: np.ndarray,
+    fprs: Sequence[float] = CCR_FPRS,
+) -> None:
+    """Add CCR at each of ``fprs`` (columns :func:`ccr_column`) to the rows of one (method, vocabulary):
+    an OOD set's row from its own scores, a summary row (``mean``, ``near-ood``, ``far-ood``) the mean over
+    its sets, as the other metrics are averaged. ``correct``: each ID image's zero-shot top-1 hit."""
+    per_set = {n: {ccr_column(f): ccr_at_fpr(s_id, s, correct, f) for f in fprs} for n, s in s_ood.items()}
+    for r in rows:
+        if r["ood_set"] in per_set:
+            r.update(per_set[r["ood_set"]])
+            continue
+        members = r.get("ood_sets") or list(per_set)
+        r.update({ccr_column(f): float(np.mean([per_set[n][ccr_column(f)] for n in members])) for f in fprs})

@@ -22,7 +22,8 @@ from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import check_evaluation
 
 __all__ = [
-    "METRIC_NAMES", "PairedComparison", "bootstrap_draws", "comparison_sentence", "metric_label", "metric_value",
+    "METRIC_NAMES", "SCORE_METRICS", "PairedComparison", "bootstrap_draws", "comparison_sentence", "metric_label",
+    "metric_value",
     "paired_bootstrap",
     "paired_from_draws",
 ]  # fmt: skip
@@ -33,7 +34,13 @@ METRIC_NAMES: dict[str, tuple[str, bool]] = {
     "auroc": ("AUROC", True),
     "aupr_in": ("AUPR-In", True),
     "aupr_out": ("AUPR-Out", True),
+    # part "ccr" (issue 31): table metrics of the rows that carry them; not functions of the scores alone
+    # (they need each ID image's classification), so no paired test or bold (SCORE_METRICS)
+    "id_accuracy": ("ID acc.", True),
+    **{M.ccr_column(f): (M.ccr_column(f).upper(), True) for f in M.CCR_FPRS},
 }
+#: the metrics computed from the stored per-image scores alone: those a paired test compares
+SCORE_METRICS: tuple[str, ...] = ("fpr", "auroc", "aupr_in", "aupr_out")
 SMALL_N = 30  # fewer images than this: a percentile bootstrap interval is too narrow to trust
 TIE_ATOL = 1e-12  # a point difference below this is a tie: the two detectors give the same value
 
@@ -54,7 +61,7 @@ def metric_value(metric: str, s_id: np.ndarray, s_ood: np.ndarray, *, tpr: float
     if metric in ("aupr_in", "aupr_out"):
         fn = M.aupr_in if metric == "aupr_in" else M.aupr_out
         return fn(s_id, s_ood, method=M.aupr_method_for(convention))  # type: ignore[arg-type]
-    raise InputError(f"unknown metric {metric!r}; choose one of {', '.join(METRIC_NAMES)}")
+    raise InputError(f"metric {metric!r} is not a function of the scores; choose one of {', '.join(SCORE_METRICS)}")
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import numpy as np
 
 from negvocab.data.benchmarks import id_classes_of
 from negvocab.errors import InputError
-from negvocab.evaluation.accuracy import id_accuracy
+from negvocab.evaluation.accuracy import accuracy_summary, add_ccr, full_spectrum, id_correct
 from negvocab.evaluation.checks import common_mistakes
 from negvocab.evaluation.encode import encode_sets
 from negvocab.evaluation.row import ResultRow
@@ -57,6 +57,7 @@ from negvocab.vlm.templates import resolve_templates
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
+    from negvocab.evaluation.tuning import Tuning
     from negvocab.labels.imagenet import IdClasses
     from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM
@@ -141,6 +142,7 @@ def evaluate_vocabularies(
     seed: int = 0,
     explain_k: int = 5,
     progress: bool = False,
+    tuned: Sequence[Tuning] = (),
 ) -> Evaluation:
     """Score ``vlm`` on ``id_set`` vs each OOD set with every method and vocabulary.
 
@@ -153,7 +155,10 @@ def evaluate_vocabularies(
     (mcm, glmcm) are scored once. ``params`` go to each scorer that accepts them (tau, groups,
     grouping, seed, beta, T, penalty_T, lam, topk, and any registered method's own). The metrics follow
     ``convention`` (see :mod:`negvocab.scoring.metrics`); bootstrap intervals resample OOD images,
-    drawn from ``seed``.
+    drawn from ``seed``. ``tuned``: parameters chosen on a tuning split (:func:`negvocab.tune_params`), each
+    for its (method, vocabulary): they override ``params`` there, the rows record the tuning (``tuned``,
+    ``tuned_on``, ...) and the meta its grid and trials; a test image in a tuning split is refused.
+    With full-spectrum ID sets (covariate-shifted ID joined) the rows hold CCR (``ccr@1e-4`` ... ``ccr@1e-1``).
     """
     # long: the pipeline in order (checks, encode, score each job, rows, explanations, meta)
     methods = list(dict.fromkeys(canonical_method(m) for m in methods))
@@ -174,11 +179,15 @@ def evaluate_vocabularies(
     id_classes = id_classes if id_classes is not None else (id_classes_of(id_set) or imagenet1k())
     ood_sets = named_ood_sets(ood_set)
     common_mistakes(vlm, id_set, ood_sets, named, id_classes, templates)  # warned before the long part
+    keys = [f"{m}@{v}" if v else m for m in methods for v in (named if specs[m].needs_negatives else [""])]
+    tunings = _tunings(tuned, keys, [id_set, *ood_sets.values()])  # refused before any image is read
     t0 = time.perf_counter()
     enc = encode_sets(vlm, id_set, ood_sets, any("local" in specs[m].inputs for m in methods), progress)
     images, n_id, sizes = enc.images, enc.n_id, enc.sizes
     class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
-    accuracy = id_accuracy(id_set, enc.id_images, images[:n_id], class_emb, id_classes)  # None: no usable labels
+    correct = id_correct(id_set, enc.id_images, images[:n_id], class_emb, id_classes)  # None: no usable labels
+    accuracy = accuracy_summary(correct)
+    ccr_hits = correct[0] if correct is not None and full_spectrum(id_set) else None  # CCR columns: full-spectrum
 
     rows: list[dict[str, Any]] = []
     all_scores: dict[str, dict[str, np.ndarray]] = {}
@@ -207,10 +216,13 @@ def evaluate_vocabularies(
 
     for method, vname in _progress(jobs, progress, "scoring"):
         vocab = named[vname] if vname else None
-        kw = scorer_params(method, params, getattr(vlm, "logit_scale", None))  # a model-like object may not have one
+        key = f"{method}@{vname}" if vname else method
+        tuning = tunings.get(key)
+        job_params = {**params, **tuning.params} if tuning is not None else params
+        # a model-like object may not have a logit scale
+        kw = scorer_params(method, job_params, getattr(vlm, "logit_scale", None))
         kw.update(pair_inputs(specs[method].inputs, vlm, templates, id_classes.names, vocab.labels if vocab else None))
         neg = neg_cache[vname] if vname else None
-        key = f"{method}@{vname}" if vname else method
         if "local" in specs[method].inputs:  # per set: the [n, p, d] patch features are never copied into one array
             embs = [enc.id_emb, *enc.ood_embs.values()]
             parts = [
@@ -222,6 +234,8 @@ def evaluate_vocabularies(
         for suffix, s in scores.items():
             all_scores[key + suffix] = {"id": s[:n_id], "ood": s[n_id:]}
         identity = _row_identity(method, vlm, vname, vocab, kw, templates, extra)
+        if tuning is not None:
+            identity["extra"].update(tuning.row_fields())
         recs = ood_records(
             *enc.split(scores[""]),
             tpr=tpr,
@@ -231,7 +245,10 @@ def evaluate_vocabularies(
             groups=enc.groups,
             **identity,
         )
-        rows += [r.to_dict() for r in recs]
+        job_rows = [r.to_dict() for r in recs]
+        if ccr_hits is not None:
+            add_ccr(job_rows, *enc.split(scores[""]), ccr_hits)
+        rows += job_rows
         if vname is not None and explain_k > 0:
             s_id, s_sets = enc.split(scores[""])
             flagged_ids.setdefault(vname, {}).update(
@@ -258,6 +275,7 @@ def evaluate_vocabularies(
     meta = {
         **run_meta(vlm, id_classes, templates, convention, tpr, params, seed, n_boot),
         **({"id_accuracy": dict(accuracy)} if accuracy is not None else {}),
+        **({"tuning": {k: t.record() for k, t in tunings.items()}} if tunings else {}),
         **sets_meta(id_set, ood_sets, enc),
         "failed_images": enc.failed(),
         "vocabularies": {k: vocab_meta(v) for k, v in named.items()},
@@ -285,6 +303,19 @@ def flagged_id_images(
         idx = np.flatnonzero(M.operating_point(s_id, s_ood, tpr, convention=convention).id_flagged)  # type: ignore[arg-type]
         out.update(dict.fromkeys(idx[np.argsort(s_id[idx], kind="stable")][:cap].tolist()))
     return list(out)
+
+
+def _tunings(tuned: Sequence[Tuning], keys: Sequence[str], test_sets: Sequence[object]) -> dict[str, Tuning]:
+    """The tunings by the scores key they apply to, each for a (method, vocabulary) scored here and each
+    split disjoint from the test images, else one :class:`InputError`."""
+    out = {t.key: t for t in tuned}
+    unknown = [k for k in out if k not in keys]
+    if unknown:
+        raise InputError(f"tuned: {unknown[0]} is not scored in this run; scored: {', '.join(keys)}", param="tuned")
+    test_paths = [str(p) for s in test_sets for p in getattr(s, "paths", [])]
+    for t in out.values():
+        t.check_disjoint(test_paths)
+    return out
 
 
 def _named(vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary]) -> dict[str, Vocabulary]:

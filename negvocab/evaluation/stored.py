@@ -105,7 +105,10 @@ def _bad(path: Path, what: str, hint: str = SCORES_HINT) -> InputError:
 
 def _load_arrays(file: Path) -> dict[str, np.ndarray]:
     """Every array of an ``.npz`` file, decompressed and checked here (no pickles)."""
+    # zipfile says NotImplementedError for an unknown compression method and RuntimeError for an entry
+    # flagged encrypted: both are what a flipped bit of a header gives
     failures = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, KeyError, UnicodeError)
+    zip_refusals = (NotImplementedError, RuntimeError)
     try:
         data = np.load(file, allow_pickle=False)
         if not isinstance(data, NpzFile):
@@ -114,7 +117,7 @@ def _load_arrays(file: Path) -> dict[str, np.ndarray]:
             return {k: np.asarray(data[k]) for k in data.files}
     except InputError:
         raise
-    except failures as e:
+    except (*failures, *zip_refusals) as e:
         reason = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
         raise _bad(file, f"not a readable scores.npz ({reason})") from None
 

@@ -21,6 +21,7 @@ from negvocab.evaluation.row import interval, result_kind
 from negvocab.evaluation.rows import SUMMARY_ROWS, conventions, grouping_params, jsonable
 from negvocab.outdir import staged_folder
 from negvocab.report.plots import check_plot_formats, plot_sweep
+from negvocab.scoring.metrics import CCR_FPRS, ccr_column
 from negvocab.textfiles import csv_text
 
 if TYPE_CHECKING:
@@ -29,14 +30,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RESULT_FILES",
+    "CCR_COLUMNS",
     "SWEEP_COLUMNS",
     "STREAM_COLUMNS",
     "SWEEP_FILES",
     "TABLE_COLUMNS",
     "TEST_TIME_MARK",
+    "TUNING_COLUMNS",
     "flat_row",
     "format_table",
     "test_time_notes",
+    "tuning_notes",
     "write_results",
     "write_sweep",
 ]
@@ -79,6 +83,10 @@ STREAM_COLUMNS: list[str] = [
 ]  # fmt: skip
 
 
+#: the CCR columns of a full-spectrum run's rows (part "ccr" of issue 31): CCR at OpenOOD's FPR levels
+CCR_COLUMNS: list[str] = [ccr_column(f) for f in CCR_FPRS]
+
+
 def flat_row(row: Mapping[str, Any]) -> dict[str, Any]:
     """A results row with its FPR and AUROC intervals as ``<metric>_ci_low``/``_ci_high`` columns (NaN where none)."""
     out = dict(row)
@@ -114,6 +122,8 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
         f"{'method':<14}{'vocabulary':<{name_w}}{'OOD set' if set_w else '':<{set_w}}{'M':>7}  "
         f"{f'FPR@{tpr}':>7}  {'95% CI':>15}  {'AUROC':>6}  {'AUPR-In':>7}  {'AUPR-Out':>8}"
     )
+    ccr = [c for c in CCR_COLUMNS if any(c in r for r in rows)]  # full-spectrum runs only
+    head += "".join(f"  {c.upper():>8}" for c in ccr)
     lines.append(head)
     for r, name in zip(rows, names, strict=True):
         f = flat_row(r)
@@ -126,6 +136,7 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
         lines.append(
             f"{method:<14}{name:<{name_w}}{set_col}{r['vocab_size'] or '-':>7}  {100 * r['fpr']:>6.2f}%  {ci:>15}  "
             f"{100 * r['auroc']:>6.2f}  {100 * r['aupr_in']:>7.2f}  {100 * r['aupr_out']:>8.2f}"
+            + "".join(f"  {100 * r[c]:>8.2f}" if c in r else f"  {'-':>8}" for c in ccr)
         )
     n_ood = {str(r.get("ood_set")): r["n_ood"] for r in rows if r.get("ood_set") not in SUMMARY_ROWS}
     lines.append(
@@ -149,7 +160,26 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
     for vname, kinds in caveats.items():
         lines.append(f"NOT DEPLOYABLE: {vname} ({kinds}); a bound for comparison, not a detector's result")
     lines += test_time_notes(rows)
+    lines += tuning_notes(meta or {})
     return "\n".join(lines)
+
+
+#: the columns of rows scored with parameters chosen on a tuning split (part "ccr" of issue 31)
+TUNING_COLUMNS: list[str] = ["tuned", "tuned_on", "tuning_criterion", "tuning_value"]
+
+
+def tuning_notes(meta: Mapping[str, Any]) -> list[str]:
+    """One footer line per (method, vocabulary) tuned on a tuning split: the parameters chosen and where."""
+    out = []
+    for key, t in (meta.get("tuning") or {}).items():
+        chosen = ", ".join(f"{k}={t['params'][k]}" for k in t["grid"] if k in t["params"])
+        split = t["split"]
+        oods = ", ".join(f"{n} ({k})" for n, k in split["ood"].items())
+        out.append(
+            f"tuned {key}: {chosen} ({t['criterion']} {t['value']:.4f}, best of {len(t['trials'])}) "
+            f"on {split['id']} ({split['n_id']}) vs {oods}, never the test sets"
+        )
+    return out
 
 
 #: the mark of a test-time (stream) method's row in the terminal table (part "adaneg" of issue 30)
@@ -200,8 +230,9 @@ def _write_results_files(ev: Evaluation, out: Path) -> None:
     flat = [{**flat_row(r), "params": json.dumps(r.get("params", {}))} for r in ev.rows]
     stream = [c for c in STREAM_COLUMNS if any(c in r for r in ev.rows)]  # only where a test-time method ran
     accuracy = ["id_accuracy"] if any("id_accuracy" in r for r in ev.rows) else []  # where the ID labels allow
+    accuracy += [c for c in [*CCR_COLUMNS, *TUNING_COLUMNS] if any(c in r for r in ev.rows)]  # part "ccr"
     for f, r in zip(flat, ev.rows, strict=True):
-        f.update({k: r[k] for k in accuracy})
+        f.update({k: r[k] for k in accuracy if k in r})
     write_text(out / "results.csv", csv_text(flat, [*TABLE_COLUMNS, "params", "templates", *accuracy, *stream]))
     arrays: dict[str, np.ndarray] = {
         "id_image_ids": np.array([i for i, _ in ev.id_images]),

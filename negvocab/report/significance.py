@@ -21,7 +21,7 @@ import numpy as np
 
 from negvocab.data.benchmarks import MEAN
 from negvocab.errors import InputError
-from negvocab.evaluation.compare import METRIC_NAMES, bootstrap_draws, paired_from_draws
+from negvocab.evaluation.compare import METRIC_NAMES, SCORE_METRICS, bootstrap_draws, metric_label, paired_from_draws
 from negvocab.evaluation.kinds import COMPETING_KINDS, result_kind
 
 __all__ = ["BOLD_AXES", "PairedMarks", "ScoreGetter", "bold_note"]
@@ -82,6 +82,9 @@ class PairedMarks:
         where it is better than every other competitor at ``level``; ``"all"``: the best entry and
         every competitor not distinguishable from it (nothing where a test is missing)."""
         out = np.zeros(len(entries), dtype=bool)
+        if metric not in SCORE_METRICS:  # ID accuracy, CCR: they need each image's class, not stored
+            self.missing.add(f"{metric_label(metric)} is not tested (it needs each ID image's classification)")
+            return out
         compete = [
             i
             for i, r in enumerate(entries)

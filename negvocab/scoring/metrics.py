@@ -57,6 +57,9 @@ __all__ = [
     "auroc",
     "bootstrap_ci",
     "bootstrap_values",
+    "CCR_FPRS",
+    "ccr_at_fpr",
+    "ccr_column",
     "check_convention",
     "evaluate",
     "fpr_at_tpr",
@@ -313,6 +316,61 @@ def aupr_out(id_scores: Any, ood_scores: Any, *, method: AuprMethod = "average_p
     if arrays is None:
         return math.nan
     return _average_precision(-arrays[1], -arrays[0], method)
+
+
+# ----------------------------------------------------------------------------------------------
+# CCR (part "ccr" of issue 31)
+# ----------------------------------------------------------------------------------------------
+#: the FPR levels of the CCR columns, as OpenOOD v1.0 reported them (``ccr_4`` ... ``ccr_1``)
+CCR_FPRS: tuple[float, ...] = (1e-4, 1e-3, 1e-2, 1e-1)
+
+
+def ccr_column(fpr: float) -> str:
+    """The column name of CCR at ``fpr``: ``ccr@1e-4`` (the FPR in exponent form, as OpenOOD's tables name it)."""
+    return "ccr@" + f"{fpr:.0e}".replace("e-0", "e-").replace("e+0", "e")
+
+
+def ccr_at_fpr(id_scores: Any, ood_scores: Any, id_correct: Any, fpr: float) -> float:
+    """Correct classification rate at a false positive rate (Dhamija et al., NeurIPS 2018), as OpenOOD's
+    ``ccr_fpr`` computes it: the share of ID images that are both accepted and correctly classified.
+
+    The threshold is the ``k``-th largest OOD score, ``k = ceil(fpr * n_ood)``; an ID image is accepted
+    when its score is strictly above it. (So at most ``k - 1`` OOD images pass: with few OOD images
+    every small ``fpr`` gives ``k = 1``, the largest OOD score, and the same CCR.)
+
+    Parameters
+    ----------
+    id_scores : array-like, shape (n_id,)
+        Scores of ID images (high = ID).
+    ood_scores : array-like, shape (n_ood,)
+        Scores of OOD images.
+    id_correct : array-like of bool, shape (n_id,)
+        Whether each ID image's predicted class is its class (zero-shot top-1).
+    fpr : float in (0, 1]
+
+    Returns
+    -------
+    float in [0, 1] (NaN with an :class:`UndefinedMetricWarning` if a set is empty)
+
+    Examples
+    --------
+    >>> ccr_at_fpr([0.9, 0.8, 0.4], [0.5, 0.1], [True, False, True], fpr=0.5)
+    0.3333333333333333
+    """
+    if isinstance(fpr, bool) or not isinstance(fpr, (int, float, np.floating)) or not 0 < fpr <= 1:
+        raise InputError(f"fpr must be in (0, 1], got {fpr!r}", param="fpr")
+    correct = np.asarray(id_correct)
+    arrays = _check(id_scores, ood_scores, "ccr_at_fpr")
+    if correct.ndim != 1 or correct.dtype != np.bool_:
+        raise InputError(f"id_correct must be a 1-D boolean array, got {correct.dtype} of shape {correct.shape}")
+    if arrays is None:
+        return math.nan
+    ids, oods = arrays
+    if correct.size != ids.size:
+        raise InputError(f"id_correct holds {correct.size} values for {ids.size} ID scores", param="id_correct")
+    k = int(np.ceil(float(fpr) * oods.size))
+    threshold = np.sort(oods)[-k]
+    return float(np.sum((ids > threshold) & correct) / ids.size)
 
 
 # ----------------------------------------------------------------------------------------------

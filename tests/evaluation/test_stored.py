@@ -217,3 +217,18 @@ def test_a_zip_of_other_files_is_not_scores(tmp_path):
     with pytest.raises(InputError, match="scores.npz") as e:
         read_scores_npz(path)
     _one_line(e, path)
+
+
+@pytest.mark.parametrize(("offset", "value", "what"), [(10, 99, "compression method"), (8, 1, "encrypted flag")])
+def test_a_zip_header_bit_that_zipfile_refuses_is_one_line(tmp_path, offset, value, what):
+    """A flipped central-directory field: zipfile raises NotImplementedError (unknown compression method) or
+    RuntimeError (an entry flagged encrypted), which were tracebacks before (found by the bit-flip property)."""
+    path = tmp_path / "scores.npz"
+    np.savez(path, id_image_ids=np.array(["a"]), x=np.zeros(2))
+    raw = bytearray(path.read_bytes())
+    at = raw.index(b"PK\x01\x02") + offset  # the first central-directory entry
+    raw[at : at + 2] = value.to_bytes(2, "little")
+    path.write_bytes(bytes(raw))
+    with pytest.raises(InputError, match="not a readable scores.npz") as e:
+        read_scores_npz(path)
+    _one_line(e, path)

@@ -1,0 +1,299 @@
+"""A tuning split for methods with knobs (part "ccr" of issue 31), as OpenOOD's automatic parameter search.
+
+OpenOOD v1.5 (``Evaluator.hyperparam_search``) scores its validation ID list and validation OOD list with
+every combination of a postprocessor's ``args_dict`` grid and keeps the one of highest AUROC (the first on a
+tie), before the test sets are scored. :func:`tune_params` does the same over negvocab's method registry:
+the grid is the method's :func:`negvocab.adapters.zeroshot.search_grid` (its pytorch-ood hyper-parameter
+space) unless one is given, each combination is scored by :func:`evaluate_vocabularies` on the tuning sets
+only, and the answer (:class:`Tuning`) names the chosen parameters with their provenance: the split (its
+sets, sizes and a digest of its image paths), the grid, the criterion and every trial. Passed to
+``evaluate_vocabularies(tuned=...)``, its parameters score the test sets, whose images must be disjoint from
+the tuning split's (else one :class:`InputError`), and each row records that it was tuned and where.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from negvocab.errors import InputError
+from negvocab.evaluation.evaluate import evaluate_vocabularies
+from negvocab.evaluation.rows import MEAN, named_ood_sets
+from negvocab.scoring.methods import batch_method, canonical_method, check_params, params_for
+from negvocab.types import ParamValue
+
+if TYPE_CHECKING:
+    from negvocab.data.images import ImageSet
+    from negvocab.labels.imagenet import IdClasses
+    from negvocab.vlm.images import ImageEmbeddings
+    from negvocab.vlm.model import VLM
+    from negvocab.vocab import Vocabulary
+
+__all__ = ["TUNING_CRITERIA", "Tuning", "check_criterion", "check_disjoint", "tune_methods", "tune_params"]
+
+#: what a tuning split may maximise (True) or minimise (False): OpenOOD's APS maximises AUROC
+TUNING_CRITERIA: dict[str, bool] = {"auroc": True, "aupr_in": True, "aupr_out": True, "fpr": False}
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The parameters a tuning split chose for one (method, vocabulary), and how.
+
+    ``params``: the chosen combination (the grid's parameters over ``base``, the parameters given);
+    ``value``: the criterion there, on the tuning split (the mean over its OOD sets with several);
+    ``grid``: parameter -> values tried; ``trials``: one ``{"params", criterion}`` per combination, in grid
+    order (the first parameter varies slowest); ``split``: the tuning sets' names, sizes and the SHA-256 of
+    their sorted image paths; ``paths``: those paths (for :func:`check_disjoint`; not recorded).
+    """
+
+    method: str
+    vocabulary: str
+    params: Mapping[str, ParamValue]
+    criterion: str
+    value: float
+    grid: Mapping[str, tuple[ParamValue, ...]]
+    trials: tuple[Mapping[str, Any], ...]
+    split: Mapping[str, Any]
+    paths: frozenset[str] = field(default=frozenset(), repr=False)
+
+    @property
+    def key(self) -> str:
+        """The scores key of the (method, vocabulary) it tuned: ``method@vocabulary`` or ``method``."""
+        return f"{self.method}@{self.vocabulary}" if self.vocabulary else self.method
+
+    def row_fields(self) -> dict[str, Any]:
+        """What a result row scored with these parameters records: the criterion and value on the tuning
+        split and the split in words (``tuned_on``); the grid and trials go to the run's metadata."""
+        ood = ", ".join(f"{n} ({k})" for n, k in self.split["ood"].items())
+        return {
+            "tuned": True,
+            "tuned_on": f"{self.split['id']} ({self.split['n_id']}) vs {ood}; paths sha256 {self.split['sha256'][:12]}",
+            "tuning_criterion": self.criterion,
+            "tuning_value": self.value,
+        }
+
+    def check_disjoint(self, test_paths: Sequence[str]) -> None:
+        """One :class:`InputError` if a test image is also an image of the tuning split: the test sets must
+        never tune the parameters they are scored with (paths compared absolute and normalised)."""
+        _refuse_shared(self.paths, test_paths, f"the tuning split of {self.key}")
+
+    def record(self) -> dict[str, Any]:
+        """The whole provenance as JSON-ready data (a results.json's ``meta["tuning"][key]``)."""
+        return {
+            "method": self.method,
+            "vocabulary": self.vocabulary,
+            "params": {k: v for k, v in self.params.items() if isinstance(v, (int, float, str, bool)) or v is None},
+            "criterion": self.criterion,
+            "value": self.value,
+            "grid": {k: list(v) for k, v in self.grid.items()},
+            "trials": [dict(t) for t in self.trials],
+            "split": dict(self.split),
+        }
+
+
+def check_disjoint(tuning_sets: Sequence[object], test_sets: Sequence[object]) -> None:
+    """One :class:`InputError` if an image of the test sets (ImageSets or embeddings: their ``paths``) is in
+    the tuning sets: checked before a model is loaded (``negvocab score --tune-id``) and again by
+    ``evaluate_vocabularies(tuned=...)``."""
+    tuning = frozenset(p for s in tuning_sets for p in _paths(s))
+    _refuse_shared(tuning, [p for s in test_sets for p in _paths(s)], "the tuning split")
+
+
+def _refuse_shared(tuning: frozenset[str], test_paths: Sequence[str], what: str) -> None:
+    shared = sorted(tuning & {_norm_path(p) for p in test_paths})
+    if shared:
+        raise InputError(
+            f"tuned: {len(shared)} test image(s) are also in {what} (e.g. {shared[0]}); "
+            "tune on a validation split disjoint from the test sets",
+            param="tuned",
+        )
+
+
+def _norm_path(path: object) -> str:
+    return os.path.normpath(os.path.abspath(str(path)))
+
+
+def _paths(image_set: object) -> list[str]:
+    return [_norm_path(p) for p in getattr(image_set, "paths", [])]
+
+
+def _split(id_set: object, ood_sets: Mapping[str, object]) -> tuple[dict[str, Any], frozenset[str]]:
+    paths = [*_paths(id_set), *(p for s in ood_sets.values() for p in _paths(s))]
+    digest = hashlib.sha256("\n".join(sorted(paths)).encode()).hexdigest()
+    split = {
+        "id": str(getattr(id_set, "name", "") or "id"),
+        "n_id": len(_paths(id_set)),
+        "ood": {n: len(_paths(s)) for n, s in ood_sets.items()},
+        "sha256": digest,
+    }
+    return split, frozenset(paths)
+
+
+def _grid(method: str, grid: Mapping[str, Sequence[ParamValue]] | None, base: Mapping[str, Any]) -> dict[str, tuple]:
+    """The grid to search: the given one (each parameter the method's, each list non-empty) or the method's
+    :func:`~negvocab.adapters.zeroshot.search_grid` around ``base``."""
+    if grid is None:
+        from negvocab.adapters.zeroshot import search_grid  # defers torch
+
+        return {k: tuple(v) for k, v in search_grid(method, base).items()}
+    entry = batch_method(method, "tune_params")
+    out: dict[str, tuple] = {}
+    for name, values in grid.items():
+        if name not in entry.params:
+            raise InputError(
+                f"grid: {entry.name} has no parameter {name!r}; its parameters: {', '.join(entry.params) or 'none'}",
+                param="grid",
+            )
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
+            raise InputError(f"grid: {name} must be a non-empty list of values, got {values!r}", param="grid")
+        out[name] = tuple(values)
+    return out
+
+
+def tune_params(
+    vlm: VLM,
+    id_set: ImageSet | ImageEmbeddings,
+    ood_sets: ImageSet | ImageEmbeddings | Mapping[str, ImageSet | ImageEmbeddings],
+    vocabulary: Vocabulary | None = None,
+    method: str = "neglabel",
+    *,
+    grid: Mapping[str, Sequence[ParamValue]] | None = None,
+    params: Mapping[str, ParamValue] | None = None,
+    criterion: str = "auroc",
+    vocabulary_name: str = "",
+    id_classes: IdClasses | None = None,
+    templates: str = "paper8",
+    convention: str = "paper",
+    tpr: float = 0.95,
+) -> Tuning:
+    """Choose ``method``'s parameters on a tuning split: ``id_set`` against ``ood_sets`` (validation sets,
+    never the test sets), every combination of ``grid`` (default: the method's search grid around
+    ``params``) scored without bootstrap, the best by ``criterion`` (:data:`TUNING_CRITERIA`; ``auroc``, as
+    OpenOOD's APS; the first in grid order on a tie). ``vocabulary``: the negatives of a method that takes
+    them (``vocabulary_name``: its name in the runs it will score, default ``<source>-<hash>``)."""
+    method = canonical_method(method)
+    entry = batch_method(method, "tune_params")
+    check_criterion(criterion)
+    base = check_params(method, dict(params or {}))
+    if entry.needs_negatives and vocabulary is None:
+        raise InputError(f"{method} needs a negative vocabulary to tune (vocabulary)", param="vocabulary")
+    vname = ""
+    if entry.needs_negatives and vocabulary is not None:
+        vname = vocabulary_name or f"{vocabulary.source}-{vocabulary.short_hash}"
+    sets = named_ood_sets(ood_sets)
+    search = _grid(method, grid, base)
+    embedded = _embed_split(vlm, id_set, sets, "local" in entry.inputs)
+    run = {"id_classes": id_classes, "templates": templates, "convention": convention, "tpr": tpr}
+    return _search(vlm, method, base, search, (vname, vocabulary), embedded, criterion, run, _split(id_set, sets))
+
+
+def check_criterion(criterion: str) -> None:
+    """``criterion`` if it is one of :data:`TUNING_CRITERIA`, else one :class:`InputError`."""
+    if criterion not in TUNING_CRITERIA:
+        raise InputError(f"criterion must be one of {', '.join(TUNING_CRITERIA)}, got {criterion!r}", param="criterion")
+
+
+def _search(
+    vlm: VLM,
+    method: str,
+    base: Mapping[str, Any],
+    search: Mapping[str, tuple[ParamValue, ...]],
+    vocab: tuple[str, Vocabulary | None],
+    embedded: Mapping[str, ImageEmbeddings | ImageSet],
+    criterion: str,
+    run: Mapping[str, Any],
+    split: tuple[dict[str, Any], frozenset[str]],
+) -> Tuning:
+    """Score every combination of ``search`` on the embedded tuning split (``"id"`` and each OOD set) and
+    keep the best by ``criterion`` (the first on a tie: only a strictly better value replaces it)."""
+    vname, vocabulary = vocab
+    vocabs = {vname: vocabulary} if vname and vocabulary is not None else {}
+    oods = {n: e for n, e in embedded.items() if n != "id"}
+    summary = MEAN if len(oods) > 1 else next(iter(oods))
+    trials: list[dict[str, Any]] = []
+    best: tuple[float, dict[str, Any]] | None = None
+    better = max if TUNING_CRITERIA[criterion] else min
+    for combo in itertools.product(*search.values()):
+        tried = dict(zip(search, combo, strict=True))
+        chosen = check_params(method, {**base, **tried})
+        ev = evaluate_vocabularies(
+            vlm,
+            embedded["id"],
+            oods,
+            vocabs,
+            [method],
+            params=chosen,
+            n_boot=0,
+            explain_k=0,
+            **run,
+        )
+        value = float(next(r for r in ev.rows if r["ood_set"] == summary)[criterion])
+        trials.append({"params": tried, criterion: value})
+        if best is None or better(value, best[0]) != best[0]:
+            best = (value, chosen)
+    assert best is not None  # the product of non-empty value lists is never empty
+    return Tuning(method, vname, best[1], criterion, best[0], dict(search), tuple(trials), *split)
+
+
+def _embed_split(
+    vlm: VLM, id_set: ImageSet | ImageEmbeddings, sets: Mapping[str, ImageSet | ImageEmbeddings], local: bool
+) -> dict[str, ImageEmbeddings | ImageSet]:
+    """The tuning split's embeddings by ``"id"`` and OOD set name, encoded once for every grid combination."""
+    return {"id": _embedded(vlm, id_set, local), **{n: _embedded(vlm, s, local) for n, s in sets.items()}}
+
+
+def _embedded(vlm: VLM, images: ImageSet | ImageEmbeddings, local: bool) -> ImageEmbeddings | ImageSet:
+    """An image set's embeddings, encoded once for the whole grid (embeddings pass through)."""
+    if hasattr(images, "embeddings"):
+        return images
+    return vlm.encode_images(images, local_features=local)
+
+
+def tune_methods(
+    vlm: VLM,
+    id_set: ImageSet | ImageEmbeddings,
+    ood_sets: ImageSet | ImageEmbeddings | Mapping[str, ImageSet | ImageEmbeddings],
+    vocabularies: Mapping[str, Vocabulary],
+    methods: Sequence[str],
+    *,
+    grid: Mapping[str, Sequence[ParamValue]] | None = None,
+    params: Mapping[str, ParamValue] | None = None,
+    criterion: str = "auroc",
+    id_classes: IdClasses | None = None,
+    templates: str = "paper8",
+    convention: str = "paper",
+    tpr: float = 0.95,
+) -> list[Tuning]:
+    """:func:`tune_params` for every (method, vocabulary) a run scores (``negvocab score --tune-id``): each
+    method's search grid around its share of ``params``, with the values of ``grid`` replacing those of the
+    parameters it names (each must be a parameter of one of the methods); a method without knobs (an empty
+    grid) is not tuned. ``vocabularies``: name -> vocabulary, as ``evaluate_vocabularies`` takes them."""
+    from negvocab.adapters.zeroshot import search_grid  # defers torch
+
+    entries = [batch_method(canonical_method(m), "tune_methods") for m in methods]
+    given = dict(grid or {})
+    unknown = sorted(set(given) - {p for e in entries for p in e.params})
+    if unknown:
+        raise InputError(
+            f"grid: no method tuned here takes {unknown[0]!r}; methods: {', '.join(e.name for e in entries)}",
+            param="grid",
+        )
+    check_criterion(criterion)
+    sets = named_ood_sets(ood_sets)
+    split = _split(id_set, sets)
+    run = {"id_classes": id_classes, "templates": templates, "convention": convention, "tpr": tpr}
+    embedded = _embed_split(vlm, id_set, sets, any("local" in e.inputs for e in entries))
+    out = []
+    for entry in entries:
+        base = params_for(entry.name, params or {})
+        own = {k: v for k, v in given.items() if k in entry.params}
+        search = _grid(entry.name, {**search_grid(entry.name, base), **own}, base)
+        if not search:
+            continue
+        for vocab in vocabularies.items() if entry.needs_negatives else [("", None)]:
+            out.append(_search(vlm, entry.name, base, search, vocab, embedded, criterion, run, split))
+    return out
