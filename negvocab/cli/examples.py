@@ -26,6 +26,10 @@ EXAMPLES: dict[str, list[str]] = {
     "merge": ["negvocab merge wordnet.json gpt.json -o union.json"],
     "drop": ["negvocab drop vocab.json 'cat,dog' -o vocab.dropped.json"],
     "info": ["negvocab info vocab.json -n 5"],
+    "map-classes": [
+        "negvocab map-classes classes.txt --hint bird -o classes.pinned.txt",
+        "negvocab map-classes cifar100",
+    ],
     "report": ["negvocab report results/ -o report.html"],
     "score": [
         "negvocab score --id images/id --ood ninco=images/ninco --vocab wordnet.json --method neglabel -o results/"
