@@ -1,45 +1,31 @@
-"""Command-line interface: ``negvocab <command>``; see ``negvocab --help``."""
+"""Command-line interface: ``negvocab <command>``; see ``negvocab --help``.
+
+Importing this package imports no command: each command's module is imported when it runs (the
+table of :mod:`negvocab.cli.commands`); :func:`load_commands` imports them all.
+"""
 
 from __future__ import annotations
 
-# Importing a topic module registers its commands on ``app`` / ``build_app``.
-from negvocab.cli import (  # noqa: F401
-    benchmarks,
-    build_generic,
-    build_llm,
-    build_offline,
-    build_wordnet,
-    cache,
-    coverage,
-    demo,
-    discover,
-    embed,
-    grid,
-    labels,
-    labelspace,  # part "labelspace" (issue 31): map-classes
-    published,  # part "tanl" (issue 30): the anchors' published figures
-    report,
-    score,
-    subsample,
-    table,
-)
-from negvocab.cli.app import EXIT_USER_ERROR, app, build_app
-from negvocab.errors import NegvocabError
+import importlib
 
-__all__ = ["app", "build_app", "main"]
+from negvocab.cli.app import app, build_app, import_build_commands
+from negvocab.cli.commands import COMMANDS, builders_known
 
-build_generic.add_builder_commands(plugins=False)  # builders registered before the CLI was imported
+__all__ = ["app", "build_app", "load_commands", "main"]
+
+
+def load_commands() -> None:
+    """Import every command's module, so that ``app`` holds every command (as typer builds it into a
+    click group: ``typer.main.get_command(app).commands``), the generated ``build`` ones included."""
+    for module in dict.fromkeys(c.module for c in COMMANDS.values()):
+        importlib.import_module(module)
+    import_build_commands()
 
 
 def main() -> None:
-    """Entry point of the ``negvocab`` console script: plug-ins' builders get their commands first."""
-    import sys
-
-    try:
-        build_generic.add_builder_commands()
-    except NegvocabError as e:  # a plug-in that does not import: one line, no traceback
-        if not any(a in ("--help", "-h", "--version") for a in sys.argv[1:]) and sys.argv[1:]:
-            print(f"error: {e}", file=sys.stderr)
-            raise SystemExit(EXIT_USER_ERROR) from None
-        build_generic.add_builder_commands(plugins=False)  # help still helps: the app warns once
+    """Entry point of the ``negvocab`` console script. Plug-ins are loaded with the app
+    (:mod:`negvocab.cli.app`); one that registered a builder gets its ``build`` command, and its name
+    in the ``build`` help, before any help is written."""
+    if not builders_known():
+        import_build_commands()
     app(prog_name="negvocab")

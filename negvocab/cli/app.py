@@ -1,7 +1,9 @@
 """The ``negvocab`` Typer application, its ``build`` sub-group and the one place errors are shown.
 
 Command modules (``negvocab.cli.<topic>``) register on :data:`app` / :data:`build_app`; they only
-parse options, call the public API and print. Plug-ins (:mod:`negvocab.plugins`) are loaded here,
+parse options, call the public API and print. Each is imported when one of its commands runs (the
+table of :mod:`negvocab.cli.commands`), so ``--help`` and ``--version`` start without numpy or
+pydantic. Plug-ins (:mod:`negvocab.plugins`) are loaded here,
 first, so that their methods' parameters are options of ``score``, ``sweep`` and ``coverage``. A
 :class:`~negvocab.errors.NegvocabError` raised anywhere below becomes one ``error: ...`` line on
 stderr and exit status 2, never a traceback.
@@ -9,17 +11,24 @@ stderr and exit status 2, never a traceback.
 
 from __future__ import annotations
 
+import importlib
+import sys
 from pathlib import Path
 from typing import Any, get_args
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
-from negvocab.cli.examples import epilog
-from negvocab.cli.flags import cli_message
+from negvocab.cli.commands import (
+    BUILD_COMMANDS,
+    BUILD_HELP,
+    BUILD_MODULES,
+    COMMANDS,
+    builders_known,
+    refuse_unknown_choices,
+)
 from negvocab.cli.logs import add_options as add_log_options
 from negvocab.cli.logs import restore as restore_logging
-from negvocab.cli.outputs import release_claims
 from negvocab.errors import InputError, NegvocabError
 from negvocab.extras import missing_extra
 from negvocab.plugins import load_plugins
@@ -31,6 +40,7 @@ __all__ = [
     "CommandGroup",
     "app",
     "build_app",
+    "import_build_commands",
     "interrupted_line",
     "refuse_empty_paths",
     "refuse_repeats",
@@ -125,6 +135,14 @@ def _takes_paths(param: Any) -> bool:
     return False
 
 
+def import_build_commands() -> None:
+    """Import the hand-written ``build`` commands, then generate one for every other registered
+    builder (in this order, so that none is generated twice); idempotent."""
+    for module in BUILD_MODULES:
+        importlib.import_module(module)
+    importlib.import_module("negvocab.cli.build_generic").add_builder_commands(plugins=False)
+
+
 def interrupted_line() -> str:
     """The Ctrl-C line: "re-run to resume" with what was kept, only when something was."""
     kept = kept_work()
@@ -144,26 +162,79 @@ class CommandGroup(TyperGroup):
         add_log_options(self)
         refuse_empty_paths(self)
 
+    _listing = False  # while the group's help is written: commands not imported yet are listed from the table
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """The root group: commands added by plug-ins, then the table's (imported or not); ``build``:
+        its commands, imported (their help is generated from the builder registry)."""
+        if self.name == BUILD:
+            self._import_build()
+        names = super().list_commands(ctx)
+        if self.name != ROOT:
+            return names
+        return [*(n for n in names if n not in COMMANDS), *COMMANDS]
+
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        cmd = super().get_command(ctx, cmd_name)
-        if cmd is None:
-            return None
+        cmd = super().get_command(ctx, cmd_name) or self._import_command(cmd_name)
+        if cmd is None or getattr(cmd, "_listed", False):
+            return cmd
         if not getattr(cmd, "epilog", None) and not isinstance(cmd, TyperGroup):
+            from negvocab.cli.examples import epilog  # deferred: the builder registry imports pydantic
+
             parent = " ".join(ctx.command_path.split()[1:])  # "" at the top, "build" under negvocab build
             cmd.epilog = epilog(f"{parent} {cmd_name}".strip())
         cmd = add_log_options(cmd)
         refuse_empty_paths(cmd)
         return cmd
 
+    def _import_command(self, name: str) -> Any:
+        """The command ``name`` of the table, its module imported now (None if there is no such command).
+        While the group's help is written, a stand-in with the table's help (nothing imported)."""
+        if self.name == ROOT and name in COMMANDS:
+            if self._listing:
+                listed = TyperCommand(name, help=COMMANDS[name].help)
+                listed._listed = True  # type: ignore[attr-defined]
+                return listed
+            importlib.import_module(COMMANDS[name].module)  # registers its commands on app
+            cmd = typer.main.get_command(app).commands.get(name)
+        elif self.name == BUILD and (name in BUILD_COMMANDS or not builders_known()):
+            self._import_build()
+            cmd = self.commands.get(name)
+        else:
+            return None
+        if cmd is not None:
+            self.add_command(cmd, name)
+        return cmd
+
+    def _import_build(self) -> None:
+        """Give the ``build`` group every build command (:func:`import_build_commands`)."""
+        if getattr(self, "_imported", False):
+            return
+        import_build_commands()
+        for name, cmd in typer.main.get_command(build_app).commands.items():
+            self.commands.setdefault(name, cmd)
+        self._imported = True
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        if self.name == ROOT and args:
+            try:  # an unknown --method / --convention: one line before the command's module is imported
+                refuse_unknown_choices(args[0], args[1:])
+            except NegvocabError as e:
+                typer.echo(f"error: {e}", err=True)
+                ctx.exit(EXIT_USER_ERROR)
         name, cmd, rest = super().resolve_command(ctx, args)
         if cmd is not None and not isinstance(cmd, TyperGroup):
             refuse_repeats(cmd, rest, f"{ctx.command_path} {name}")
         return name, cmd, rest
 
     def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
-        import sys
-
         set_command(["negvocab", *(sys.argv[1:] if args is None else args)])  # recorded in results files (masked)
         forget_kept()  # what this command keeps for a re-run, said if it is interrupted
         try:
@@ -200,6 +271,8 @@ class CommandGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except NegvocabError as e:
+            from negvocab.cli.flags import cli_message  # deferred: it reads the method registry (numpy)
+
             typer.echo(f"error: {cli_message(e)}", err=True)  # the library's parameter names as flags
             ctx.exit(EXIT_USER_ERROR)
         except UsageError as e:  # a sub-command's bad flag or missing argument: one line too
@@ -217,13 +290,17 @@ class CommandGroup(TyperGroup):
             ctx.exit(130)
         finally:
             if ctx.parent is None:  # the whole command is done: folders released, logging as it was before
-                release_claims()
+                outputs = sys.modules.get("negvocab.cli.outputs")  # a folder is claimed only once it is imported
+                if outputs is not None:
+                    outputs.release_claims()
                 restore_logging()
 
 
+ROOT, BUILD = "negvocab", "build"  # the groups whose commands are imported on first use
+
 app = typer.Typer(
     cls=CommandGroup,
-    name="negvocab",
+    name=ROOT,
     help="Negative-label vocabularies for zero-shot OOD detection.",
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
@@ -231,11 +308,11 @@ app = typer.Typer(
 )
 build_app = typer.Typer(
     cls=CommandGroup,
-    help="Build a vocabulary (wordnet, gpt, eoe, oracle, siblings, mined).",
+    help=BUILD_HELP,  # set again from the builder registry when the build commands are imported
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-app.add_typer(build_app, name="build")
+app.add_typer(build_app, name=BUILD)
 
 
 def _print_version(value: bool) -> None:
