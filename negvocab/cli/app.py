@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from negvocab.cli.commands import (
     BUILD_COMMANDS,
@@ -70,8 +70,6 @@ def refuse_repeats(command: Any, args: list[str], where: str = "negvocab", *, gr
     declared as lists (``multiple``) and counters are left alone. Stops at ``--``, and for a
     ``group`` at the sub-command's name (what follows is the sub-command's).
     """
-    from typer.core import TyperOption
-
     by_flag = {flag: p for p in command.params if isinstance(p, TyperOption) for flag in (*p.opts, *p.secondary_opts)}
     seen: dict[str, list[str]] = {}
     i = 0
@@ -97,6 +95,24 @@ def refuse_repeats(command: Any, args: list[str], where: str = "negvocab", *, gr
                 f"option {flags[0]} given {len(flags)} times ({' '.join(flags)}); "
                 f"it takes one value, give it once (see '{where} --help')"
             )
+
+
+def _command_at(group: Any, args: list[str]) -> int | None:
+    """Where the command's name is in ``args`` of ``group`` (after the group's own options), or None
+    where there is none or an argument before it is not a known option of the group (help, version)."""
+    params = [p for p in group.params if isinstance(p, TyperOption)]
+    flags = {f: p for p in params for f in (*p.opts, *p.secondary_opts)}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("-"):
+            return i
+        param = flags.get(arg.split("=", 1)[0]) or flags.get(arg[:2])
+        if param is None or param.is_eager:  # unknown (click says so) or --help / --version
+            return None
+        takes_value = not (param.is_flag or param.count) and "=" not in arg and arg in flags
+        i += 2 if takes_value else 1
+    return None
 
 
 EMPTY_PATH = "an empty path (an unset shell variable?); give a file or folder"
@@ -223,12 +239,6 @@ class CommandGroup(TyperGroup):
             self._listing = False
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        if self.name == ROOT and args:
-            try:  # an unknown --method / --convention: one line before the command's module is imported
-                refuse_unknown_choices(args[0], args[1:])
-            except NegvocabError as e:
-                typer.echo(f"error: {e}", err=True)
-                ctx.exit(EXIT_USER_ERROR)
         name, cmd, rest = super().resolve_command(ctx, args)
         if cmd is not None and not isinstance(cmd, TyperGroup):
             refuse_repeats(cmd, rest, f"{ctx.command_path} {name}")
@@ -251,6 +261,9 @@ class CommandGroup(TyperGroup):
                 raise typer.Exit(EXIT_USER_ERROR)
         try:
             refuse_repeats(self, args, info_name or "negvocab", group=True)  # the group's own options
+            at = _command_at(self, args) if self.name == ROOT and parent is None else None
+            if at is not None:  # an unknown --method / --convention: before the command (and numpy) is imported
+                refuse_unknown_choices(args[at], args[at + 1 :])
         except NegvocabError as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(EXIT_USER_ERROR) from None

@@ -92,8 +92,9 @@ def test_an_interrupted_command_before_any_work_says_nothing_was_kept(tmp_path, 
 def _commands() -> list[str]:
     import typer
 
-    from negvocab.cli import app
+    from negvocab.cli import app, load_commands
 
+    load_commands()  # every command, not only those imported so far
     out: list[str] = []
 
     def walk(group, prefix):

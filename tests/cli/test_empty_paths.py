@@ -6,7 +6,7 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
-from negvocab.cli import app
+from negvocab.cli import app, load_commands
 from negvocab.cli.app import _takes_paths
 
 
@@ -22,6 +22,7 @@ def _commands(group, path=()):
 
 
 def _cases():
+    load_commands()  # every command, not only those imported so far
     root = typer.main.get_command(app)
     out = []
     for path, cmd in _commands(root):

@@ -6,13 +6,14 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from negvocab.cli import app
+from negvocab.cli import app, load_commands
 from tests.vlm.conftest import image_dir  # noqa: F401 (fixture)
 
 runner = CliRunner()
 
 
 def _command(*path: str):
+    load_commands()  # every command, not only those imported so far
     cmd = typer.main.get_command(app)
     ctx = cmd.make_context("negvocab", list(path), resilient_parsing=True)
     for name in path:

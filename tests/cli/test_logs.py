@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from negvocab import progress as P
-from negvocab.cli import app, logs
+from negvocab.cli import app, load_commands, logs
 
 runner = CliRunner()
 
@@ -85,6 +85,7 @@ def test_restore_puts_levels_back():
 def test_every_command_takes_v_q_and_log_file():
     from negvocab.cli.app import add_log_options  # noqa: F401 (the hook is in place)
 
+    load_commands()  # every command, not only those imported so far
     group = __import__("typer").main.get_command(app)
     ctx = group.make_context("negvocab", ["classes"], resilient_parsing=True)
     todo = [(group, ctx, "negvocab")]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from negvocab.cli import app
+from negvocab.cli import app, load_commands
 from negvocab.cli.app import refuse_repeats
 from negvocab.vocab import Vocabulary
 
@@ -81,6 +81,7 @@ def test_repeats_are_refused_in_one_line_before_loading_a_model(tiny, model_args
 def test_repeatable_options_and_values_that_look_like_options_are_left_alone():
     import typer.main
 
+    load_commands()
     cmd = typer.main.get_command(app).commands["score"]
     refuse_repeats(
         cmd, ["--vocab", "a", "--vocab", "b", "--method", "mcm", "--method", "eoe", "--ood", "x", "--ood", "y"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer.main
 
-from negvocab.cli import app
+from negvocab.cli import app, load_commands
 
 
 def _commands(group, prefix=()):
@@ -18,6 +18,7 @@ def _commands(group, prefix=()):
 
 def test_every_output_option_is_dash_o_and_dash_dash_output():
     seen = []
+    load_commands()  # every command, not only those imported so far
     for name, cmd in _commands(typer.main.get_command(app)):
         for param in cmd.params:
             opts = set(param.opts) | set(param.secondary_opts)
