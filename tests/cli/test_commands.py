@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -135,11 +136,11 @@ for words in names:
         cwd=ROOT,
     )
     assert r.returncode == 0, r.stderr
-    parts = r.stdout.split("\n==")
-    for words in [*(f"build {n}" for n in T.BUILD_COMMANDS), *T.COMMANDS, "grid plan"]:
-        assert any(f"Usage: negvocab {words} " in p and p.rstrip().endswith(words) for p in [*parts[1:], ""]) or (
-            f"Usage: negvocab {words} " in r.stdout
-        ), words
+    chunks = re.split(r"^== (.*)$", r.stdout, flags=re.M)  # each command's help, then its name
+    helped = dict(zip(chunks[1::2], chunks[0::2], strict=False))  # the last chunk: after the last name
+    assert len(helped) == len(T.BUILD_COMMANDS) + len(T.COMMANDS) + 4
+    for words, text in helped.items():
+        assert f"Usage: negvocab {words} " in text, words
 
 
 def _registry_line(kind: str, value: str) -> str:
