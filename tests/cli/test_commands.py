@@ -198,3 +198,17 @@ def test_an_unknown_build_command_is_refused_without_the_builder_registry():
 )
 def test_values_of_a_flag(args, values):
     assert T._values(args, "--method") == values
+
+
+def test_every_module_that_adds_a_command_is_in_the_table():
+    """A command module missing from the table would never be imported: its commands would be gone."""
+    tabled = {c.module for c in T.COMMANDS.values()} | set(T.BUILD_MODULES) | {"negvocab.cli.build_generic"}
+    adds = re.compile(r"^@(app|build_app|\w+_app)\.command\(|^(app|build_app)\.add_typer\(", re.M)
+    found = {
+        f"negvocab.cli.{p.stem}"
+        for p in (ROOT / "negvocab" / "cli").glob("*.py")
+        if adds.search(p.read_text(encoding="utf-8")) and p.stem != "app"
+    }
+    assert found and found <= tabled, f"add a row to negvocab/cli/commands.py for: {sorted(found - tabled)}"
+    build = {m for m in found if "build_app.command" in (ROOT / (m.replace(".", "/") + ".py")).read_text()}
+    assert build - {"negvocab.cli.build_generic"} <= set(T.BUILD_MODULES)
