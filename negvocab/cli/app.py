@@ -22,7 +22,6 @@ from typer.core import TyperCommand, TyperGroup, TyperOption
 from negvocab.cli.commands import (
     BUILD_COMMANDS,
     BUILD_HELP,
-    BUILD_MODULES,
     COMMANDS,
     builders_known,
     refuse_unknown_choices,
@@ -153,9 +152,7 @@ def _takes_paths(param: Any) -> bool:
 
 def import_build_commands() -> None:
     """Import the hand-written ``build`` commands, then generate one for every other registered
-    builder (in this order, so that none is generated twice); idempotent."""
-    for module in BUILD_MODULES:
-        importlib.import_module(module)
+    builder (:func:`negvocab.cli.build_generic.add_builder_commands`); idempotent."""
     importlib.import_module("negvocab.cli.build_generic").add_builder_commands(plugins=False)
 
 

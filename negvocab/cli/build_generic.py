@@ -10,6 +10,7 @@ examples come from the registry too. :func:`add_builder_commands` loads the plug
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import typing
 from collections.abc import Callable
@@ -21,6 +22,7 @@ import typer
 from negvocab.atomic import is_stdout
 from negvocab.builders.registry import Builder, annotation_types, get_builder, list_builders
 from negvocab.cli.app import build_app
+from negvocab.cli.commands import BUILD_MODULES
 from negvocab.cli.examples import EXAMPLES
 from negvocab.cli.options import (
     BatchSizeOpt,
@@ -177,10 +179,13 @@ def builder_command(b: Builder) -> Callable[..., None]:
 
 
 def add_builder_commands(*, plugins: bool = True) -> list[str]:
-    """Load the plug-ins (with ``plugins``), then give every registered builder without a command a
-    generated one, with its examples; set the ``build`` help. Returns the names added (idempotent)."""
+    """Load the plug-ins (with ``plugins``), import the hand-written ``build`` commands, then give every
+    registered builder without a command a generated one, with its examples; set the ``build`` help.
+    Returns the names added (idempotent)."""
     if plugins:
         load_plugins()
+    for module in BUILD_MODULES:  # the hand-written commands first: none of theirs is generated
+        importlib.import_module(module)
     have = {c.name for c in build_app.registered_commands}
     added = []
     for name in list_builders():

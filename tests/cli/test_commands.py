@@ -144,13 +144,15 @@ for words in names:
 
 
 def _registry_line(kind: str, value: str) -> str:
-    """The line the real check gives (in this process, where the registries are imported)."""
-    from negvocab.errors import InputError
-    from negvocab.scoring.methods import EVALUATION_PARAMS, get_method
-
-    with pytest.raises(InputError) as e:
-        get_method(value) if kind == "method" else EVALUATION_PARAMS["convention"].validate(value, cli=True)
-    return f"error: {e.value}"
+    """The line the real check gives, in a fresh process (this one's registry may hold test methods)."""
+    check = "get_method(v)" if kind == "method" else "EVALUATION_PARAMS['convention'].validate(v, cli=True)"
+    code = (
+        "import sys; from negvocab.scoring.methods import EVALUATION_PARAMS, get_method; v = sys.argv[1]\n"
+        f"try:\n    {check}\nexcept Exception as e:\n    print(f'error: {{e}}')"
+    )
+    r = subprocess.run([sys.executable, "-c", code, value], capture_output=True, text=True, timeout=120, env=_env())
+    assert r.stdout.startswith("error: unknown "), r.stdout + r.stderr
+    return r.stdout.strip()
 
 
 @pytest.mark.parametrize("command", ["score", "sweep", "coverage"])
