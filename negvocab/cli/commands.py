@@ -54,6 +54,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "own ID set is used) with each set's group and the files it expects under ROOT; --root ROOT checks\n"
         "which are there.",
     ),
+    "map-classes": _cmd(
+        "labelspace",
+        "Map a label space's class names to WordNet 3.0 noun synsets; say how each was chosen and which\n"
+        "names resolve to none (they stay, matched by name only).",
+    ),
     "cache": _cmd(
         "cache",
         "List the embedding stores (model, weights fingerprint, activation, kind, precision, image\n"
@@ -82,7 +87,9 @@ COMMANDS: dict[str, LazyCommand] = {
     "filter": _cmd(
         "labels",
         "Remove the ID class names (ImageNet-1k) and their WordNet synonyms from a vocabulary; say why\n"
-        "(each removed label; with -q, before or after 'filter', only the summary line).",
+        "(a count and a few examples per rule; -v: every removed label; -q, before or after 'filter': only the\n"
+        "summary line). Class names of --id-classes are mapped to WordNet synsets first (see 'negvocab\n"
+        "map-classes'): their synonyms and hyponyms go too.",
     ),
     "merge": _cmd("labels", "Union of vocabularies: labels in order of first occurrence, provenance merged."),
     "drop": _cmd(
