@@ -17,7 +17,7 @@ from negvocab.builders.oracle import build_oracle_vocabulary
 from negvocab.builders.registry import get_builder
 from negvocab.builders.siblings import build_sibling_vocabulary, check_counts, sibling_id_classes
 from negvocab.cli.app import build_app
-from negvocab.cli.labelspace import id_label_space
+from negvocab.cli.labelspace import id_label_space, say_mapping
 from negvocab.cli.options import (
     CacheDirOpt,
     DeviceOpt,
@@ -179,12 +179,13 @@ def build_mined(
     flags = {"quantile": "--ood-quantile"}
     get_builder("mined").validate({**given, "index": index}, key=lambda n: flags.get(n, "--" + n.replace("_", "-")))
     tset = resolve_templates(templates)
-    classes = id_label_space(id_classes, map_classes, hint)
+    classes, mapped = id_label_space(id_classes, map_classes, hint)
     cands = mining_pool(candidates)
     image_set = open_image_set(images)
     ood_sets = {name: open_image_set(path) for name, path in ood_paths(ood).items()}  # one name each, no empty path
     check_output(output, inputs=[images, Path(candidates), id_classes, Path(templates)], overwrite=overwrite)
     claim_output_file(output)  # a second run writing the same file refuses at once (negvocab.outdir)
+    say_mapping(mapped)  # every input checked: the label space's summary
     mining = {
         "size": size,
         "id_classes": classes,

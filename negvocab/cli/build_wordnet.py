@@ -11,7 +11,7 @@ from negvocab.atomic import is_stdout
 from negvocab.builders.registry import get_builder
 from negvocab.builders.wordnet import build_wordnet_vocabulary, check_quantile
 from negvocab.cli.app import build_app
-from negvocab.cli.labelspace import id_label_space
+from negvocab.cli.labelspace import id_label_space, say_mapping
 from negvocab.cli.options import (
     BatchSizeOpt,
     CacheDirOpt,
@@ -113,13 +113,14 @@ def build_wordnet(
     options = {"size": many[0] if many else None, "ratio": ratio, "quantile": quantile, "preset": preset}
     get_builder("wordnet").validate(options, key=lambda name: f"--{name}")
     tset = resolve_templates(templates)
-    classes = id_label_space(id_classes, map_classes, hint)
+    classes, mapped = id_label_space(id_classes, map_classes, hint)
     pool = load_candidates(candidates) if candidates is not None else None
     outputs = [output_path(output, m, len(many) > 1) for m in many or [0]]
     for i, path in enumerate(outputs):
         check_output(path, inputs=[candidates, Path(templates), id_classes], others=outputs[:i], overwrite=overwrite)
     if pool is not None and many and many[-1] > len(pool):
         raise InputError(f"--size {many[-1]} exceeds the {len(pool)} candidates in {candidates}")
+    say_mapping(mapped)  # every input checked: the label space's summary
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag, batch_size=batch_size)
     full = build_wordnet_vocabulary(
         vlm,

@@ -20,7 +20,7 @@ import typer
 
 from negvocab.atomic import atomic_path, is_stdout, write_json, write_text
 from negvocab.cli.app import app
-from negvocab.cli.labelspace import id_label_space
+from negvocab.cli.labelspace import id_label_space, say_mapping
 from negvocab.cli.logs import is_quiet, verbosity
 from negvocab.cli.options import HintOpt, LabelSpaceOpt, MapClassesOpt, OverwriteOpt
 from negvocab.cli.outputs import check_output, messages_to_stderr, writing
@@ -217,7 +217,9 @@ def filter_(
     if report is not None:
         check_output(report, inputs=[vocabulary, id_classes], others=[output], overwrite=overwrite)
     vocab = Vocabulary.load(vocabulary)
-    filtered = SynonymFilter(id_label_space(id_classes, map_classes, hint), plurals=plurals).apply(vocab)
+    classes, mapped = id_label_space(id_classes, map_classes, hint)
+    filtered = SynonymFilter(classes, plurals=plurals).apply(vocab)
+    say_mapping(mapped)
     summary = filtered.settings["synonym_filter"]
     # the report goes to a temporary file that is renamed only once the output is saved
     with writing(report or output), contextlib.ExitStack() as stack:

@@ -25,22 +25,27 @@ from negvocab.errors import InputError
 from negvocab.labels.imagenet import IdClasses
 from negvocab.labels.labelspace import LabelSpaceMap, class_file_hints, map_label_space
 
-__all__ = ["MAP_FORMATS", "id_label_space", "map_classes", "mapping_text"]
+__all__ = ["MAP_FORMATS", "id_label_space", "map_classes", "mapping_text", "say_mapping"]
 
 #: ``pinned``: NAME<TAB>WNID lines (a class file that pins every sense); ``tsv``: the whole table; ``json``
 MAP_FORMATS = ("pinned", "tsv", "json")
 _COLUMNS = ["name", "wnid", "synset", "rule", "choice", "n_senses", "hypernyms"]
 
 
-def id_label_space(id_classes: Path | None, map_wordnet: bool, hints: list[str] | None) -> IdClasses:
-    """``--id-classes`` of ``filter`` and the builders, mapped to WordNet unless ``--no-map-classes``;
-    the mapping's one-line summary (with every unresolved name) goes to standard error."""
+def id_label_space(id_classes: Path | None, map_wordnet: bool, hints: list[str] | None) -> tuple[IdClasses, str]:
+    """``--id-classes`` of ``filter`` and the builders, mapped to WordNet unless ``--no-map-classes``,
+    and the mapping's one-line summary (with every unresolved name; "" when not mapped): the command
+    says it (:func:`say_mapping`) once every input is checked, so a bad input is still one line."""
     opened = open_label_space(id_classes, map_wordnet=map_wordnet, hints=hints or ())
-    if opened.mapping is not None:
-        typer.echo(opened.mapping.summary(), err=True)
-    elif hints:
+    if opened.mapping is None and hints:
         raise InputError("--hint goes with --map-classes and an --id-classes file of class names")
-    return opened.classes
+    return opened.classes, opened.mapping.summary() if opened.mapping is not None else ""
+
+
+def say_mapping(summary: str) -> None:
+    """The label-space mapping's summary on standard error (nothing when the classes were not mapped)."""
+    if summary:
+        typer.echo(summary, err=True)
 
 
 def mapping_text(mapping: LabelSpaceMap, fmt: str) -> str:
