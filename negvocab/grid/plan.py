@@ -26,6 +26,7 @@ from negvocab.builders.registry import get_builder
 from negvocab.errors import InputError, NegvocabError
 from negvocab.grid import work as W
 from negvocab.grid.config import GridConfig
+from negvocab.grid.sets import open_set
 from negvocab.progress import format_duration
 from negvocab.scoring.methods import needs_negatives
 from negvocab.vlm import loading
@@ -80,7 +81,7 @@ def _set_sizes(cfg: GridConfig, sizes: Mapping[str, int]) -> tuple[dict[str, Any
     for spec in [cfg.id_set, *cfg.ood_sets]:
         name = spec.name
         try:
-            opened[name] = W.open_set(cfg, spec)
+            opened[name] = open_set(cfg, spec)
             n[name] = len(opened[name])
         except (InputError, OSError) as e:
             if name not in sizes:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from negvocab.data.benchmarks import benchmark_from_dict, load_benchmarks, open_benchmark
+from negvocab.data.benchmarks import benchmark_from_dict, load_benchmarks, open_benchmark, unregister_benchmark
 from negvocab.data.tables import table_images, table_spec
 from negvocab.errors import InputError
 from tests.data.conftest import png
@@ -130,8 +130,11 @@ def test_a_users_benchmark_file_takes_a_table_layout(pets, tmp_path):
         'keep = { species = "2" } } }\n[ood.mine]\ngroup = "far"\nlayout = "folder"\npath = "ood"\n'
     )
     load_benchmarks(spec)
-    sets = open_benchmark("pets-dogs-vs-mine", pets)
-    assert sets.id is not None and len(sets.id) == 2 and sets.id.labels is None and len(sets["mine"]) == 1
+    try:
+        sets = open_benchmark("pets-dogs-vs-mine", pets)
+        assert sets.id is not None and len(sets.id) == 2 and sets.id.labels is None and len(sets["mine"]) == 1
+    finally:  # a registered set named "mine" (group far) would be every later test's "mine" too
+        unregister_benchmark("pets-dogs-vs-mine")
 
 
 @pytest.mark.parametrize(
