@@ -29,7 +29,7 @@ def toy():
 
     toy_builder.register()
     yield toy_builder
-    unregister_builder("toy")
+    toy_builder.unregister()
 
 
 @pytest.fixture

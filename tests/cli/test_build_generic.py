@@ -12,10 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from negvocab.builders.registry import unregister_builder
-from negvocab.cli import app, build_app
-from negvocab.cli.build_generic import add_builder_commands, build_help
-from negvocab.cli.examples import EXAMPLES
+from negvocab.cli import app
+from negvocab.cli.build_generic import add_builder_commands
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-c", "from negvocab.cli import main; main()"]
@@ -29,16 +27,14 @@ def _cli(*args: str, plugins: str = "tests.plugins.toy_builder") -> subprocess.C
 @pytest.fixture
 def toy_command():
     """``build toy`` on this process's app, removed afterwards (other tests see the built-ins only)."""
-    add_builder_commands(plugins=False)  # the built-ins' commands (made on first use since issue 31)
     from tests.plugins import toy_builder
 
+    toy_builder.unregister()  # an earlier test in this worker may have left a ``build toy`` command
+    add_builder_commands(plugins=False)  # the built-ins' commands (made on first use since issue 31)
     toy_builder.register()
     assert add_builder_commands() == ["toy"]
     yield
-    unregister_builder("toy")
-    build_app.registered_commands[:] = [c for c in build_app.registered_commands if c.name != "toy"]
-    EXAMPLES.pop("build toy", None)
-    build_app.info.help = build_help()
+    toy_builder.unregister()
 
 
 def test_the_cli_sees_a_builder_named_in_the_environment(tmp_path):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 import negvocab
-from negvocab.builders.registry import unregister_builder
 from negvocab.errors import InputError
 from negvocab.grid.config import parse_config
 from negvocab.grid.plan import plan_grid
@@ -23,7 +22,7 @@ def toy():
 
     toy_builder.register()
     yield
-    unregister_builder("toy")
+    toy_builder.unregister()
 
 
 @pytest.fixture

@@ -57,4 +57,20 @@ def register() -> None:
     )
 
 
+def unregister() -> None:
+    """Remove ``toy`` everywhere a test may have put it: the registry, and the ``build toy`` command, its
+    examples and the ``build`` help of this process's CLI (a CLI test that ran while ``toy`` was registered
+    gave it a command; left there, later tests would see a command without a builder)."""
+    from negvocab.builders.registry import list_builders, unregister_builder
+    from negvocab.cli import build_app
+    from negvocab.cli.build_generic import build_help
+    from negvocab.cli.examples import EXAMPLES
+
+    if "toy" in list_builders():
+        unregister_builder("toy")
+    build_app.registered_commands[:] = [c for c in build_app.registered_commands if c.name != "toy"]
+    EXAMPLES.pop("build toy", None)
+    build_app.info.help = build_help()
+
+
 register()
