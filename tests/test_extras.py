@@ -176,6 +176,22 @@ def test_the_library_names_the_extra_too(tmp_path):
     assert r.stdout.splitlines() == [line, line]
 
 
+def test_the_llm_client_imported_directly_names_the_llm_extra(tmp_path):
+    """``negvocab.llm.client.LLMClient`` made without openai: MissingExtraError naming [llm] (a
+    ModuleNotFoundError still, with ``name``), not the interpreter's bare "import of openai halted"."""
+    code = (
+        "from negvocab.llm.client import LLMClient\nfrom negvocab.extras import MissingExtraError\n"
+        "try:\n    LLMClient('m', base_url='http://127.0.0.1:9/v1', api_key='k')\n"
+        "except MissingExtraError as e:\n    print(isinstance(e, ModuleNotFoundError), e.name, e)\n"
+    )
+    r = run_without([], tmp_path, code=code)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (
+        r.stdout.strip()
+        == "True openai openai is not installed; this needs pip install 'negvocab[llm]' (or 'negvocab[all]')"
+    )
+
+
 def test_the_control_a_command_that_imports_no_heavy_package_is_not_refused(tmp_path):
     """The blocker itself: with nothing blocked the model command gets past its imports (then fails on input)."""
     r = run_without(["score", "--id", "a", "--ood", "b=c", "--vocab", "v.json", "-o", "r"], tmp_path, absent=())

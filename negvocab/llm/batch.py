@@ -26,6 +26,7 @@ from typing import Any
 
 from negvocab.atomic import write_bytes
 from negvocab.errors import ResourceError
+from negvocab.extras import require
 from negvocab.llm.client import Answer, BadAnswer, LLMClient, add_usage, read_answer
 from negvocab.llm.formats import VERBATIM, messages_for, request_format, snippet
 from negvocab.llm.journal import Journal
@@ -100,7 +101,13 @@ BATCH_CALL_ATTEMPTS = 6
 
 async def _retrying(client: LLMClient, what: str, factory: Any) -> Any:
     """Call a Batch/Files endpoint, retrying transport errors with backoff (:data:`BATCH_CALL_ATTEMPTS` at least)."""
-    from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+    t = require("tenacity")
+    AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential = (
+        t.AsyncRetrying,
+        t.retry_if_exception,
+        t.stop_after_attempt,
+        t.wait_exponential,
+    )
 
     oa = client.sdk
 

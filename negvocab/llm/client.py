@@ -34,6 +34,7 @@ import time
 from typing import Any
 
 from negvocab.errors import InputError, ResourceError
+from negvocab.extras import require
 from negvocab.llm.answers import (
     STATUSES,
     Answer,
@@ -204,7 +205,7 @@ class LLMClient(SecretKeeper):
             raise InputError(f"deferrals must be >= 0, got {deferrals}")
         if not request_timeout > 0:
             raise InputError(f"request timeout must be > 0 seconds, got {request_timeout}")
-        import openai
+        openai = require("openai")  # the [llm] extra: a missing one is MissingExtraError, one line
 
         if (
             max_tokens is not None
@@ -296,7 +297,8 @@ class LLMClient(SecretKeeper):
         ``trace_id`` goes out in the ``X-Client-Request-Id`` header (``negvocab:<trace_id>:<try>``),
         which OpenAI and many proxies log, so a request can be traced on the server side.
         """
-        from tenacity import AsyncRetrying, retry_if_exception_type
+        tenacity = require("tenacity")
+        AsyncRetrying, retry_if_exception_type = tenacity.AsyncRetrying, tenacity.retry_if_exception_type
 
         tries = Tries(need=n if min_labels is None else min_labels)
         async with self.throttle:
