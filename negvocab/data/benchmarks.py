@@ -174,7 +174,8 @@ class Benchmark:
     ``inputs`` names the files it needs, ``options`` those it may take; ``sets`` then describe the
     sets it returns (their groups). ``given_as``: how a user gives it, in words (the CLI's listing).
     ``classes``: the ID label space (:meth:`id_classes`; "": ImageNet-1k). ``csid``: covariate-shifted ID
-    sets (full-spectrum OOD: ImageNet-V2, -R, ... count as ID), opened with the ID set and joined to it."""
+    sets (full-spectrum OOD: ImageNet-V2, -R, ... count as ID), opened with the ID set and joined to it.
+    ``validation``: its tuning split (an ID set and OOD sets, never the test lists) where it declares one."""
 
     name: str
     title: str
@@ -189,6 +190,7 @@ class Benchmark:
     aliases: tuple[str, ...] = field(default=(), compare=False)
     classes: str = ""
     csid: tuple[BenchmarkSet, ...] = ()
+    validation: Benchmark | None = None
 
     def __post_init__(self) -> None:
         _check_benchmark(self)
@@ -279,7 +281,7 @@ REGISTRY: Registry[Benchmark] = Registry("benchmark", check=_check_entry)
 _SET_KEYS = {"name", "group", "layout", "path", "where", "image_root", "image_dir", "source", "read"}
 _KEYS = {
     "name", "title", "source", "kind", "carve", "inputs", "options", "given_as", "aliases", "id", "ood", "sets",
-    "classes", "csid",
+    "classes", "csid", "validation",
 }  # fmt: skip
 
 
@@ -323,8 +325,9 @@ def benchmark_from_dict(doc: Mapping[str, Any]) -> Benchmark:
         path = "lists/ninco.txt"                         # relative to the data root
         image_root = "images"                            # lists: where their paths start
 
-    A carve benchmark: ``kind = "carve"``, ``carve = "pkg.module:fn"``, ``inputs = ["ood_list"]``,
-    ``options = [...]``, its sets as ``[ood.NAME]`` tables with a ``group`` (paths unused). Each
+    A tuning split: ``[validation]`` with its own ``id`` and ``[validation.ood.NAME]`` tables. A carve
+    benchmark: ``kind = "carve"``, ``carve = "pkg.module:fn"``, ``inputs = ["ood_list"]``, ``options = [...]``,
+    its sets as ``[ood.NAME]`` tables with a ``group`` (paths unused). Each
     problem is one :class:`InputError` naming the key."""
     if not isinstance(doc, Mapping):
         raise InputError(f"a benchmark must be a table (dict), got {type(doc).__name__}")
@@ -350,6 +353,9 @@ def benchmark_from_dict(doc: Mapping[str, Any]) -> Benchmark:
     carve = doc.get("carve")
     if carve is not None and not isinstance(carve, str):
         raise InputError(f"{where}: carve must be a target 'package.module:function'")
+    val = doc.get("validation")
+    if val is not None and (not isinstance(val, Mapping) or "id" not in val or not {"ood", "sets"} & set(val)):
+        raise InputError(f"{where}: validation must be a table with id and ood (the tuning split's sets)")
     lists = {k: doc.get(k, ()) for k in ("inputs", "options", "aliases")}
     for key, value in lists.items():
         if isinstance(value, str) or not all(isinstance(v, str) for v in value):
@@ -368,6 +374,7 @@ def benchmark_from_dict(doc: Mapping[str, Any]) -> Benchmark:
         aliases=tuple(lists["aliases"]),
         classes=classes,
         csid=tuple(csid),
+        validation=None if val is None else benchmark_from_dict({"name": f"{name}-validation", **val}),
     )
 
 

@@ -4,8 +4,8 @@ OpenOOD v1.5 keeps a validation ID list and a validation OOD list beside each be
 (``val_imagenet.txt`` against ``val_openimage_o.txt``; ``val_cifar10.txt`` against ``val_tin.txt``) for its
 automatic parameter search. ``negvocab/resources/validation.toml`` names them for the built-in benchmarks,
 each split in the shape of a benchmark's sets (:func:`negvocab.data.benchmarks.benchmark_from_dict` reads
-and checks it); :func:`open_validation` opens a benchmark's split under its data root, which
-``negvocab score --tune-ood BENCHMARK=ROOT`` tunes on.
+and checks it); a user's benchmark declares its own as ``[validation]``. :func:`open_validation` opens a
+benchmark's split under its data root, which ``negvocab score --tune-ood BENCHMARK=ROOT`` tunes on.
 """
 
 from __future__ import annotations
@@ -39,8 +39,10 @@ def validation_splits() -> dict[str, Benchmark]:
 
 
 def validation_split(benchmark: str) -> Benchmark | None:
-    """The validation split of ``benchmark`` (any of its names), or None where it names none."""
-    return validation_splits().get(get_benchmark(benchmark).name)
+    """The validation split of ``benchmark`` (any of its names): the one it declares (``validation``,
+    :func:`negvocab.data.benchmarks.benchmark_from_dict`), else the shipped one; None where neither is."""
+    bench = get_benchmark(benchmark)
+    return bench.validation if bench.validation is not None else validation_splits().get(bench.name)
 
 
 def open_validation(benchmark: str, root: str | os.PathLike[str]) -> tuple[ImageSet, dict[str, ImageSet]]:
@@ -50,8 +52,8 @@ def open_validation(benchmark: str, root: str | os.PathLike[str]) -> tuple[Image
     if split is None or split.id is None:
         with_split = ", ".join(sorted(validation_splits()))
         raise InputError(
-            f"benchmark {benchmark!r} names no validation split (those that do: {with_split}); "
-            "give the tuning split's ID and OOD images yourself"
+            f"benchmark {benchmark!r} names no validation split (those that do: {with_split}, and a benchmark "
+            "file's [validation] table); give the tuning split's ID and OOD images yourself"
         )
     base = Path(root).expanduser()
     if not base.is_dir():

@@ -206,7 +206,6 @@ class LLMClient(SecretKeeper):
         if not request_timeout > 0:
             raise InputError(f"request timeout must be > 0 seconds, got {request_timeout}")
         openai = require("openai")  # the [llm] extra: a missing one is MissingExtraError, one line
-
         if (
             max_tokens is not None
             and max_tokens != "auto"
@@ -298,7 +297,6 @@ class LLMClient(SecretKeeper):
         which OpenAI and many proxies log, so a request can be traced on the server side.
         """
         tenacity = require("tenacity")
-        AsyncRetrying, retry_if_exception_type = tenacity.AsyncRetrying, tenacity.retry_if_exception_type
 
         tries = Tries(need=n if min_labels is None else min_labels)
         async with self.throttle:
@@ -308,8 +306,8 @@ class LLMClient(SecretKeeper):
                 raise self._failed
             tries.deadline = time.monotonic() + self.request_timeout
             try:
-                async for try_ in AsyncRetrying(
-                    retry=retry_if_exception_type((Transient, BadAnswer)),
+                async for try_ in tenacity.AsyncRetrying(
+                    retry=tenacity.retry_if_exception_type((Transient, BadAnswer)),
                     stop=lambda state: self._should_stop(tries, state.outcome.exception() if state.outcome else None),
                     wait=lambda state: self._backoff(tries, state.outcome.exception() if state.outcome else None),
                     reraise=True,

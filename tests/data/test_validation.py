@@ -45,3 +45,38 @@ def test_refusals(tmp_path):
         open_validation("openood-cifar10", tmp_path)
     with pytest.raises(InputError, match="no such data root"):
         open_validation("openood-cifar10", tmp_path / "nothing")
+
+
+def test_a_users_benchmark_file_declares_its_own_validation_split(tmp_path):
+    """A benchmark read from a TOML file with a [validation] table: its tuning lists open, not its test lists;
+    the split without id or ood is one line naming the key."""
+    from negvocab.data.benchmarks import load_benchmarks, unregister_benchmark
+
+    write_lists(tmp_path, {**CIFAR10_LISTS, **CIFAR10_VAL_LISTS}, "images_classic")
+    spec = tmp_path / "mine.toml"
+    spec.write_text(
+        'name = "my-cifar"\ntitle = "CIFAR-10 against TIN, my split"\n'
+        'id = { layout = "list", path = "benchmark_imglist/cifar10/test_cifar10.txt", image_root = "images_classic" }\n'
+        '[ood.tin]\ngroup = "near"\nlayout = "list"\npath = "benchmark_imglist/cifar10/test_tin.txt"\n'
+        'image_root = "images_classic"\n'
+        "[validation]\n"
+        'id = { layout = "list", path = "benchmark_imglist/cifar10/val_cifar10.txt", image_root = "images_classic" }\n'
+        '[validation.ood.tin-val]\nlayout = "list"\npath = "benchmark_imglist/cifar10/val_tin.txt"\n'
+        'image_root = "images_classic"\n'
+    )
+    [bench] = load_benchmarks(spec)
+    try:
+        id_set, ood = open_validation("my-cifar", tmp_path)
+        assert id_set.labels == ["0", "3", "5"] and all("/cifar10/val/" in p for p in id_set.paths)
+        assert list(ood) == ["tin-val"] and len(ood["tin-val"].paths) == 2
+        assert all("/tin/val/" in p for p in ood["tin-val"].paths)
+        assert bench.validation is not None and validation_split("my-cifar") is bench.validation
+    finally:
+        unregister_benchmark("my-cifar")
+    bad = tmp_path / "bad.toml"
+    bad.write_text(spec.read_text().split("[validation]")[0] + '[validation.ood.x]\npath = "a.txt"\n')
+    with pytest.raises(InputError) as e:
+        load_benchmarks(bad)
+    assert str(e.value) == (
+        f"{bad}: benchmark 'my-cifar': validation must be a table with id and ood (the tuning split's sets)"
+    )
