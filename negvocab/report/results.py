@@ -32,6 +32,7 @@ __all__ = [
     "RESULT_FILES",
     "CCR_COLUMNS",
     "accuracy_columns_in",
+    "accuracy_lines",
     "SWEEP_COLUMNS",
     "STREAM_COLUMNS",
     "SWEEP_FILES",
@@ -86,6 +87,14 @@ STREAM_COLUMNS: list[str] = [
 
 #: the CCR columns of a full-spectrum run's rows (part "ccr" of issue 31): CCR at OpenOOD's FPR levels
 CCR_COLUMNS: list[str] = [ccr_column(f) for f in CCR_FPRS]
+
+
+def accuracy_lines(meta: Mapping[str, Any]) -> list[str]:
+    """The line under a printed table saying the run's ID accuracy (``meta["id_accuracy"]``); none without it."""
+    acc = meta.get("id_accuracy")
+    if not acc:
+        return []
+    return [f"ID accuracy (zero-shot top-1 with the ID prompts): {100 * acc['top1']:.1f}% of {acc['n']} ID images"]
 
 
 def accuracy_columns_in(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -159,11 +168,7 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
     lines.append(f"FPR convention: {conv_meta['convention']}; threshold: {conv_meta['threshold']}")
     lines.append(f"grouping: {conv_meta['grouping']}; templates: {conv_meta['templates']}")
     lines.append(f"how these differ from NegLabel's, OpenOOD's and the Hendrycks code: {conv_meta['see']}")
-    acc = (meta or {}).get("id_accuracy")
-    if acc:
-        lines.append(
-            f"ID accuracy (zero-shot top-1 with the ID prompts): {100 * acc['top1']:.1f}% of {acc['n']} ID images"
-        )
+    lines += accuracy_lines(meta or {})
     for vname, kinds in caveats.items():
         lines.append(f"NOT DEPLOYABLE: {vname} ({kinds}); a bound for comparison, not a detector's result")
     lines += test_time_notes(rows)
