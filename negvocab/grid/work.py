@@ -41,9 +41,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "Cell", "ModelWork", "finish_cells", "id_facts", "load_model",
-    "load_score_file", "load_scores", "made_on_other_device",
-    "merge_stats",
+    "Cell", "ModelWork", "finish_cells", "id_facts", "id_classes", "load_model",
+    "load_score_file", "load_scores", "made_on_other_device", "merge_stats", "stored_facts",
     "method_spec", "needs_local", "score_device", "score_meta",
     "open_sets", "plan_cells", "read_cell", "read_failure", "read_scores", "score_files", "stored_json", "text_inputs",
     "write_failure",
@@ -299,13 +298,18 @@ def made_on_other_device(cfg: GridConfig, out: Path, cell: Cell, device: str) ->
 
 def _made_by(path: Path) -> dict[str, Any]:
     """What a score file records about who made it; empty when it records nothing or cannot be read."""
+    made = stored_facts(path).get("made_by")
+    return made if isinstance(made, dict) else {}
+
+
+def stored_facts(path: Path) -> dict[str, Any]:
+    """What a score file records beside its scores (empty: nothing, or unreadable); never removes it."""
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"][()]))
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return {}
-    made = meta.get("made_by") if isinstance(meta, dict) else None
-    return made if isinstance(made, dict) else {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def load_scores(path: Path) -> np.ndarray | None:
@@ -455,11 +459,10 @@ def score_model(
 def id_facts(
     cfg: GridConfig, id_set: ImageSet, ids: Sequence[str], id_emb: np.ndarray, class_emb: np.ndarray
 ) -> dict[str, Any]:
-    """What a cell row needs of the ID images' zero-shot classification, stored with the ID score files
-    (so a resumed grid reports what a clean one does): each encoded image's top-1 hit
-    (:func:`negvocab.evaluation.accuracy.id_correct`, as ``negvocab score``; ``ids``: the images of the rows
-    of ``id_emb``) as a ``0``/``1`` string, and whether the ID set is full-spectrum (CCR); ``{}`` where the
-    ID set's labels name no ID class."""
+    """What a cell row needs of the ID images' classification, stored with the ID score files (a resumed grid
+    reports what a clean one does): each encoded image's top-1 hit (``ids``: the rows of ``id_emb``;
+    :func:`negvocab.evaluation.accuracy.id_correct`, as ``score``) as a ``0``/``1`` string, and whether the
+    ID set is full-spectrum (CCR); ``{}`` where the ID set's labels name no ID class."""
     paths = dict(zip(id_set.ids, map(str, id_set.paths), strict=True))
     got = id_correct(id_set, [(i, paths.get(i, "")) for i in ids], id_emb, class_emb, id_classes(cfg))
     if got is None:

@@ -3,7 +3,7 @@ covariate-shifted ID set, tests/plugins/toy_fs_benchmark.py) every cell row carr
 hand argmax over cosine logits in float64) and CCR (``ccr_at_fpr`` on the stored scores, by hand), the
 summary rows the mean over their cells; table.csv, pivots and ``negvocab table`` show them; a grid killed
 and resumed equals a clean run file for file; a folder of an older version (cells without them) still
-reads back, '-' where missing."""
+reads back, '-' where missing, and resumed by this version ends as a clean run."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from negvocab.data.benchmarks import open_benchmark
 from negvocab.evaluation.stored import read_grid_cells
 from negvocab.grid.run import write_grid
 from negvocab.grid.tables import COLUMNS, GridResult, load_rows
-from negvocab.grid.work import load_model
+from negvocab.grid.work import _checked, _save_scores, load_model, load_score_file
 from negvocab.report.html import write_report
 from negvocab.report.tables import build_table
 from negvocab.scoring.metrics import CCR_FPRS, ccr_at_fpr, ccr_column
@@ -130,13 +130,16 @@ def test_a_killed_and_resumed_grid_equals_a_clean_run_and_an_old_folder_reads_ba
     assert CliRunner().invoke(app, ["grid", "run", str(fs_grid), "-o", str(out)]).exit_code == 0
     got = _files(out)
     assert sorted(got) == sorted(want) and [k for k in want if got[k] != want[k]] == []
-    # a folder of an older version: cells without the columns read back, the tables show '-'
+    # a folder of an older version: cells without the columns, ID score files without the hits
     old = tmp_path / "old"
     shutil.copytree(clean, old)
     for path in (old / "cells").glob("*.json"):
-        doc = json.loads(path.read_text())
-        doc["row"] = {k: v for k, v in doc["row"].items() if k != "id_accuracy" and not k.startswith("ccr@")}
-        path.write_text(json.dumps(doc))
+        row = {k: v for k, v in json.loads(path.read_text())["row"].items() if k != "id_accuracy" and "ccr@" not in k}
+        path.write_text(json.dumps({"row": row, "digest": path.stem, "sha256": _checked(row)}))
+    for path in (old / "scores").glob("*.npz"):
+        scores, facts = load_score_file(path)
+        _save_scores(path, scores, {k: v for k, v in facts.items() if k not in ("id_correct", "full_spectrum")})
+    # read back, the tables show '-' where the columns are missing
     rows, _, _ = load_rows([old])
     assert rows and not any("id_accuracy" in r or "ccr@1e-1" in r for r in rows)
     t = build_table(rows, metric=["ccr@1e-1", "fpr"], rows_by="vocabulary", cols_by="ood_set")
@@ -144,6 +147,10 @@ def test_a_killed_and_resumed_grid_equals_a_clean_run_and_an_old_folder_reads_ba
     cells, _, _ = read_grid_cells(old)
     res = GridResult(cells, groups={"near-one": "near", "far-one": "far"})
     assert "| - |" in res.pivot("id_accuracy", vocabulary="A@4").to_markdown()
-    write_grid(res, old / "again", overwrite=True)
-    with open(old / "again" / "table.csv", newline="") as f:
+    write_grid(res, tmp_path / "again", overwrite=True)
+    with open(tmp_path / "again" / "table.csv", newline="") as f:
         assert list(next(csv.DictReader(f))) == COLUMNS
+    # resumed by this version: its cells are made again from new ID score files, as a clean run's
+    assert CliRunner().invoke(app, ["grid", "run", str(fs_grid), "-o", str(old)]).exit_code == 0
+    got = _files(old)
+    assert sorted(got) == sorted(want) and [k for k in want if got[k] != want[k]] == []
