@@ -23,7 +23,7 @@ from negvocab.data.benchmarks import open_benchmark
 from negvocab.evaluation.stored import read_grid_cells
 from negvocab.grid.run import write_grid
 from negvocab.grid.tables import COLUMNS, GridResult, load_rows
-from negvocab.grid.work import _checked, _save_scores, load_model, load_score_file
+from negvocab.grid.work import _checked, _save_scores, load_model, load_score_file, open_sets, plan_cells
 from negvocab.report.html import write_report
 from negvocab.report.tables import build_table
 from negvocab.scoring.metrics import CCR_FPRS, ccr_at_fpr, ccr_column
@@ -154,3 +154,28 @@ def test_a_killed_and_resumed_grid_equals_a_clean_run_and_an_old_folder_reads_ba
     assert CliRunner().invoke(app, ["grid", "run", str(fs_grid), "-o", str(old)]).exit_code == 0
     got = _files(old)
     assert sorted(got) == sorted(want) and [k for k in want if got[k] != want[k]] == []
+
+
+def test_scored_with_the_model_or_from_the_cache_the_cells_are_the_same(fs_grid, tmp_path, monkeypatch):
+    """The two ways a score unit stores the ID hits (from the cache's rows, or with the model when the cache
+    lacks them: ``score_model``) give the same files; only the ID score files hold the hits."""
+    from negvocab.grid import units
+
+    negvocab.run_grid(fs_grid, tmp_path / "cached")
+    missed = []
+
+    def miss(*a, **k):
+        missed.append(1)
+        raise units.CacheMiss("no rows (the test)")
+
+    monkeypatch.setattr(units, "_score", miss)
+    negvocab.run_grid(fs_grid, tmp_path / "model")
+    assert missed  # the score unit went to the model
+    cached, model = _files(tmp_path / "cached"), _files(tmp_path / "model")
+    stored = sorted(k for k in cached if k.startswith(("cells/", "scores/")))
+    assert stored == sorted(k for k in model if k.startswith(("cells/", "scores/")))
+    assert [k for k in stored if cached[k] != model[k]] == []
+    cfg = negvocab.load_grid(fs_grid)
+    ids = {f"scores/{c.id_scores}.npz" for c in plan_cells(cfg, open_sets(cfg))}
+    for k in (k for k in stored if k.endswith(".npz")):
+        assert ("id_correct" in load_score_file(tmp_path / "model" / k)[1]) == (k in ids), k
