@@ -45,7 +45,14 @@ from negvocab.data.validation import open_validation, validation_splits
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.plots import check_plot_formats
-from negvocab.report.results import RESULT_FILES, SWEEP_FILES, format_table, write_results, write_sweep
+from negvocab.report.results import (
+    RESULT_FILES,
+    SWEEP_FILES,
+    accuracy_lines,
+    format_table,
+    write_results,
+    write_sweep,
+)
 from negvocab.scoring.methods import PARAMS, Method, batch_method, get_method, list_methods, needs_negatives
 from negvocab.scoring.stream import STREAM_ORDERS, check_ratio
 from negvocab.vocab import Vocabulary
@@ -444,6 +451,8 @@ def sweep_cmd(
         typer.echo(
             f"{r['name']:>8}  {where}{100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}  (reference, M={r['M']}{mark})"
         )
+    for line in accuracy_lines(res.meta):  # where the ID labels allow; CCR per M is in sweep.csv
+        typer.echo(line)
     typer.echo(f"wrote {out}/sweep.csv, sweep.json, sweep.png")
     if report:
         write_folder_report(out)

@@ -16,12 +16,15 @@ from negvocab.labels.imagenet import IdClasses
 from negvocab.scoring.metrics import CCR_FPRS, ccr_at_fpr, ccr_column
 
 __all__ = [
+    "accuracy_columns",
     "accuracy_summary",
     "add_ccr",
+    "ccr_columns",
     "class_indices",
     "full_spectrum",
     "id_accuracy",
     "id_correct",
+    "mean_ccr",
     "zero_shot_correct",
     "zero_shot_top1",
 ]
@@ -112,10 +115,35 @@ def add_ccr(
     """Add CCR at each of ``fprs`` (columns :func:`ccr_column`) to the rows of one (method, vocabulary):
     an OOD set's row from its own scores, a summary row (``mean``, ``near-ood``, ``far-ood``) the mean over
     its sets, as the other metrics are averaged. ``correct``: each ID image's zero-shot top-1 hit."""
-    per_set = {n: {ccr_column(f): ccr_at_fpr(s_id, s, correct, f) for f in fprs} for n, s in s_ood.items()}
+    per_set = {n: ccr_columns(s_id, s, correct, fprs) for n, s in s_ood.items()}
     for r in rows:
         if r["ood_set"] in per_set:
             r.update(per_set[r["ood_set"]])
             continue
         members = r.get("ood_sets") or list(per_set)
-        r.update({ccr_column(f): float(np.mean([per_set[n][ccr_column(f)] for n in members])) for f in fprs})
+        r.update(mean_ccr([per_set[n] for n in members], fprs))
+
+
+def ccr_columns(
+    s_id: np.ndarray, s_ood: np.ndarray, correct: np.ndarray, fprs: Sequence[float] = CCR_FPRS
+) -> dict[str, float]:
+    """CCR of one OOD set's scores against the ID scores at each of ``fprs``, by column (:func:`ccr_column`)."""
+    return {ccr_column(f): ccr_at_fpr(s_id, s_ood, correct, f) for f in fprs}
+
+
+def mean_ccr(members: Sequence[Mapping[str, float]], fprs: Sequence[float] = CCR_FPRS) -> dict[str, float]:
+    """A summary row's CCR columns: the mean over its sets' (``members``: each set's :func:`ccr_columns`)."""
+    return {ccr_column(f): float(np.mean([m[ccr_column(f)] for m in members])) for f in fprs}
+
+
+def accuracy_columns(
+    s_id: np.ndarray, s_ood: np.ndarray, correct: np.ndarray | None, ccr: bool, fprs: Sequence[float] = CCR_FPRS
+) -> dict[str, float]:
+    """What one OOD set's row adds from the ID images' zero-shot hits (``correct``, :func:`id_correct`'s
+    array; None: the ID labels name no class): ``id_accuracy`` (:func:`accuracy_summary`'s top-1) and,
+    with ``ccr`` (a full-spectrum ID set, :func:`full_spectrum`), the CCR columns (:func:`ccr_columns`)."""
+    if correct is None:
+        return {}
+    summary = accuracy_summary((np.asarray(correct, dtype=bool), ""))
+    assert summary is not None
+    return {"id_accuracy": summary["top1"], **(ccr_columns(s_id, s_ood, correct, fprs) if ccr else {})}

@@ -19,6 +19,7 @@ import numpy as np
 
 from negvocab.data.benchmarks import GROUPS, RESERVED_SET_NAMES, OpenedSets, ood_group
 from negvocab.errors import InputError
+from negvocab.evaluation.accuracy import accuracy_columns, mean_ccr
 from negvocab.evaluation.row import ResultRow
 from negvocab.provenance import command_line, negvocab_version, versions
 from negvocab.scoring import metrics as M
@@ -49,6 +50,7 @@ MEAN = "mean"  # the ood_set of the rows averaging every OOD set
 GROUP_MEANS: tuple[str, ...] = tuple(GROUPS.values())
 #: the ood_set names of summary rows: no OOD set may take one
 SUMMARY_ROWS: tuple[str, ...] = RESERVED_SET_NAMES
+CCR_COLUMN = M.ccr_column(M.CCR_FPRS[0])  # a row holding it holds every CCR column
 
 __all__ = [
     "GROUP_MEANS",
@@ -124,13 +126,21 @@ def metrics_row(
     n_boot: int,
     seed: int,
     intervals: Sequence[str] = ("fpr", "auroc"),
+    correct: np.ndarray | None = None,
+    ccr: bool = False,
     **identity: Any,
 ) -> ResultRow:
     """The one scores-to-metrics step of ``score``, ``sweep`` and the grid: the metrics of one OOD set
     against the ID scores under ``convention`` (:func:`negvocab.scoring.metrics.evaluate`), with
     bootstrap intervals over OOD images (``n_boot`` draws from ``seed``, each metric of ``intervals``
     from its own generator of that seed), as a :class:`ResultRow` carrying ``identity`` (its other
-    fields: model, vocabulary, method, params, layout, ...)."""
+    fields: model, vocabulary, method, params, layout, ...). ``correct``: each ID image's zero-shot top-1
+    hit (:func:`negvocab.evaluation.accuracy.id_correct`), where the ID labels allow: the row's extra
+    fields get ``id_accuracy`` and, with ``ccr`` (a full-spectrum ID set), the CCR columns
+    (:func:`negvocab.evaluation.accuracy.accuracy_columns`)."""
+    added = accuracy_columns(id_scores, ood_scores, correct, ccr)
+    if added:
+        identity["extra"] = {**identity.get("extra", {}), **added}
     rep = M.evaluate(id_scores, ood_scores, tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)  # type: ignore[arg-type]
     cis = {m: (float(rep[f"{m}_ci"][0]), float(rep[f"{m}_ci"][1])) for m in ("fpr", "auroc") if f"{m}_ci" in rep}
     if n_boot:
@@ -169,9 +179,12 @@ def ood_records(
     n_boot: int,
     seed: int,
     groups: Mapping[str, str | None] | None = None,
+    correct: np.ndarray | None = None,
+    ccr: bool = False,
     **identity: Any,
 ) -> list[ResultRow]:
-    """One row per OOD set (the ID scores are the same for each, :func:`metrics_row`), then their mean if several.
+    """One row per OOD set (the ID scores are the same for each, :func:`metrics_row`, with ``correct`` and
+    ``ccr`` as there), then their mean if several (CCR: the mean over the sets, as the other metrics).
 
     When the sets span both groups of the named benchmarks (near-OOD: ``ssb-hard``, ``ninco``,
     ``fi-imagenet-1k``; far-OOD: ``inaturalist``, ``textures``, ``openimage-o``, ``sun``, ``places``,
@@ -180,7 +193,8 @@ def ood_records(
     set's group, that of the benchmark it came from (:func:`negvocab.data.benchmarks.set_groups`; a
     user's own set has none); None looks the names up in the built-in benchmarks (older callers)."""
     boot = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
-    rows = [metrics_row(s_id, s, ood_set=name, **boot, **identity) for name, s in s_ood.items()]
+    hits = {"correct": correct, "ccr": ccr}
+    rows = [metrics_row(s_id, s, ood_set=name, **boot, **hits, **identity) for name, s in s_ood.items()]
     if len(rows) < 2:
         return rows
     of = groups if groups is not None else {n: ood_group(n) for n in s_ood}
@@ -249,7 +263,9 @@ def _mean_row(
     cis: dict[str, tuple[float, float]] = {}
     if n_boot:
         cis = _mean_cis(s_id, s_ood, first.ci_level or 0.95, tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
+    ccr = [r.extra for r in members] if all(CCR_COLUMN in r.extra for r in members) else []
     return first.replace(
+        extra={**first.extra, **(mean_ccr(ccr) if ccr else {})},  # id_accuracy: the same for every set
         ood_set=name,
         convention=convention,
         fpr=float(np.mean([r.fpr for r in members])),

@@ -18,6 +18,7 @@ import numpy as np
 from negvocab.builders.registry import get_builder, list_builders
 from negvocab.data.benchmarks import id_classes_of
 from negvocab.errors import InputError
+from negvocab.evaluation.accuracy import accuracy_summary, full_spectrum, id_correct
 from negvocab.evaluation.checks import common_mistakes
 from negvocab.evaluation.encode import encode_sets
 from negvocab.evaluation.row import ResultRow
@@ -103,7 +104,9 @@ def sweep_vocabulary(
 
     ``order="ranked"`` (default) sweeps a farthest-first ranking; a union (which has none) is
     refused, another unranked vocabulary warned about. ``order="given"`` sweeps the file order of
-    any vocabulary, and says so in the rows.
+    any vocabulary, and says so in the rows. Rows carry ``id_accuracy`` where the ID set's labels name the
+    ID classes (the meta its record) and, on a full-spectrum ID set, CCR (``ccr@1e-4`` ... ``ccr@1e-1``), as
+    :func:`negvocab.evaluate_vocabularies` gives them.
     """
     # long: the pipeline in order, as evaluate_vocabularies, for every pool size
     from negvocab.scoring.sweep import check_sweep_method, parse_sizes, sweep
@@ -135,6 +138,9 @@ def sweep_vocabulary(
     t0 = time.perf_counter()
     enc = encode_sets(vlm, id_set, named_ood_sets(ood_set), False, progress)
     class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
+    correct = id_correct(id_set, enc.id_images, enc.images[: enc.n_id], class_emb, id_classes)  # as evaluate's
+    accuracy = accuracy_summary(correct)  # the zero-shot top-1 over the ID classes: the same for every M
+    hits = {"correct": None if correct is None else correct[0], "ccr": full_spectrum(id_set)}
     ranked = vlm.encode_text(
         list(vocab.labels[: max(wanted)]), templates, pos=vocab.parts_of_speech()[: max(wanted)], progress=progress
     )
@@ -145,6 +151,7 @@ def sweep_vocabulary(
     by_m = sweep(enc.images, class_emb, ranked, wanted, method=method, device=vlm.device, **kw, **pairs)
     common = {"method": method, **model_fields(vlm), "templates": templates}
     boot: dict[str, Any] = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed, "groups": enc.groups}
+    boot.update(hits)  # id_accuracy where the ID labels allow; CCR (per M: it depends on the scores) on full spectrum
     vname = name or vocab.source
     order_name = "ranked" if ranked_order else "given"
     rows = []
@@ -164,6 +171,7 @@ def sweep_vocabulary(
         **run_meta(vlm, id_classes, templates, convention, tpr, kw, seed, n_boot),
         "method": method,
         "params": kw,
+        **({"id_accuracy": dict(accuracy)} if accuracy is not None else {}),
         "vocabulary": {"name": vname, "order": order_name, **vocab_meta(vocab)},
         "references": {k: vocab_meta(v) for k, v in (references or {}).items()},
         "n_id": enc.n_id,

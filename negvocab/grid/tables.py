@@ -31,6 +31,8 @@ import numpy as np
 from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.data.benchmarks import MEAN
 from negvocab.errors import InputError
+from negvocab.evaluation.accuracy import mean_ccr
+from negvocab.evaluation.compare import METRIC_NAMES
 from negvocab.evaluation.kinds import caveat_notes
 from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, seed_spread, summary_sets
 from negvocab.evaluation.stored import read_grid_cells, read_grid_means
@@ -38,7 +40,7 @@ from negvocab.grid.config import spec_digest
 from negvocab.grid.work import open_sets, plan_cells, read_scores
 from negvocab.report import tables as T
 from negvocab.report.plots import plot_overlay
-from negvocab.report.results import STREAM_COLUMNS
+from negvocab.report.results import CCR_COLUMNS, STREAM_COLUMNS, accuracy_columns_in
 from negvocab.report.significance import PairedMarks, bold_note
 from negvocab.scoring.methods import EVALUATION_PARAMS
 from negvocab.textfiles import csv_text
@@ -48,7 +50,16 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["COLUMNS", "GridResult", "Pivot", "RANDOM_NOTE", "grid_scores", "is_grid_folder", "load_rows"]
+__all__ = [
+    "COLUMNS",
+    "GridResult",
+    "PIVOT_METRICS",
+    "Pivot",
+    "RANDOM_NOTE",
+    "grid_scores",
+    "is_grid_folder",
+    "load_rows",
+]
 
 COLUMNS = [
     "model", "pretrained", "random_weights", "vocabulary", "vocab_source", "vocab_size", "vocab_hash",
@@ -65,6 +76,8 @@ METRICS = {
     "aupr_in": ("AUPR-In", True),
     "aupr_out": ("AUPR-Out", True),
 }
+#: what a pivot may show besides: ID accuracy and CCR (issue 31), where the cells hold them ('-' where not)
+PIVOT_METRICS = {**METRICS, **{k: v for k, v in METRIC_NAMES.items() if k not in METRICS}}
 RANDOM_NOTE = RANDOM_WEIGHTS_WARNING  # the one sentence (negvocab.evaluation.rows)
 _GROUP = ("model", "vocabulary", "method", "convention")
 
@@ -110,6 +123,7 @@ def _spread_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             continue
         members.sort(key=lambda m: m[0])
         row = {**members[0][1], "method": base, **seed_spread([r for _, r in members], [s for s, _ in members])}
+        row.update(_accuracy([r for _, r in members]))  # CCR: the mean over the seeds, as the metrics
         row.update({k: math.nan for k in COLUMNS if k.endswith(("_ci_low", "_ci_high"))})
         digest = hashlib.sha256(" ".join(str(r.get("cell", "")) for _, r in members).encode()).hexdigest()[:16]
         out.append({**row, "cell": digest})
@@ -124,9 +138,22 @@ def _summary_row(name: str, members: Sequence[Mapping[str, Any]], ci: Mapping[st
         row[k] = float(np.mean([m[k] for m in members]))
     for k in [c for c in COLUMNS if c.endswith(("_ci_low", "_ci_high"))]:
         row[k] = ci.get(k, math.nan)  # an interval of the mean is not the mean of intervals
+    row.update(_accuracy(members))
     digest = hashlib.sha256(" ".join(sorted(str(m.get("cell", "")) for m in members)).encode()).hexdigest()[:16]
     row.update(ood_set=name, n_ood=int(sum(m["n_ood"] for m in members)), cell=digest)  # the digest of its member cells
     return row
+
+
+def _accuracy(members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A summary row's ID accuracy (its cells': one model, one ID set) and CCR (the mean over its cells,
+    :func:`negvocab.evaluation.accuracy.mean_ccr`, as ``negvocab score``'s summary rows), where every cell
+    holds them (a folder of an older version: none)."""
+    out: dict[str, Any] = {}
+    if all("id_accuracy" in m for m in members):
+        out["id_accuracy"] = members[0]["id_accuracy"]
+    if all(c in m for m in members for c in CCR_COLUMNS):
+        out.update(mean_ccr(members))
+    return out
 
 
 @dataclass
@@ -172,7 +199,7 @@ class Pivot:
         """A LaTeX booktabs table (percent; bold as :meth:`to_markdown`; needs ``\\usepackage{booktabs}``):
         a short caption, the notes under the table (:func:`negvocab.report.tables.latex_float`)."""
         esc = T.latex_escape
-        name = METRICS[self.metric][0].split("@")[0].lower()
+        name = PIVOT_METRICS[self.metric][0].split("@")[0].lower()
         if (
             caption
             and caption.strip().rstrip(".").lower() in (name, f"{name} (%)")
@@ -261,9 +288,9 @@ class GridResult:
         """``metric`` with ``rows`` (model, vocabulary or method) x OOD sets + mean; the other
         dimensions fixed by the keyword arguments (needed where the grid has several values).
         Methods without a vocabulary (MCM) stay beside the vocabularies. :meth:`paper_table` makes
-        any other layout, with intervals."""
-        if metric not in METRICS:
-            raise InputError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
+        any other layout, with intervals. ``id_accuracy`` and the CCR columns where the cells hold them."""
+        if metric not in PIVOT_METRICS:
+            raise InputError(f"unknown metric {metric!r}; choose one of {', '.join(PIVOT_METRICS)}")
         if rows not in ("model", "vocabulary", "method"):
             raise InputError(f"rows must be model, vocabulary or method, got {rows!r}")
         fixed = {
@@ -281,8 +308,8 @@ class GridResult:
         cells: dict[tuple[int, int], Mapping[str, Any]] = {}
         for r in sel:
             i, j = index.index(T.row_label(r, rows)), columns.index(r["ood_set"])
-            values[i, j], cells[(i, j)] = r[metric], r
-        name, higher = METRICS[metric]
+            values[i, j], cells[(i, j)] = r.get(metric, math.nan), r
+        name, higher = PIVOT_METRICS[metric]
         tpr = int(round(100 * sel[0]["tpr"]))
         conv = sel[0]["convention"]
         marker = PairedMarks(self.score_getter(), n_boot=self._n_boot())  # the tables' one rule (bold_note)
@@ -444,7 +471,7 @@ class GridResult:
         out.mkdir(parents=True, exist_ok=True)
         table = self.table()
         stream = [c for c in STREAM_COLUMNS if any(c in r for r in table)]  # only where a test-time method ran
-        write_text(out / "table.csv", csv_text(table, [*COLUMNS, *stream]))
+        write_text(out / "table.csv", csv_text(table, [*COLUMNS, *stream, *accuracy_columns_in(table)]))
         self._write_parquet(out / "table.parquet", table)
         md, tex = [], []
         for vocab, meth, conv in dict.fromkeys((r["vocabulary"], r["method"], r["convention"]) for r in table):
@@ -522,7 +549,7 @@ class GridResult:
         except ModuleNotFoundError:
             logger.warning("table.parquet not written: pip install 'negvocab[grid]' (pyarrow)")
             return
-        cols = {c: [r.get(c) for r in rows] for c in COLUMNS}
+        cols = {c: [r.get(c) for r in rows] for c in [*COLUMNS, *accuracy_columns_in(rows)]}
         with atomic_path(path, suffix=".parquet") as tmp:
             pq.write_table(pa.table(cols), tmp)
 

@@ -263,16 +263,17 @@ def _score(
     kinds = ["image", "image-local"] if local else ["image"]
     stores = [EmbeddingStore(Path(text["stores"][k][0]), text["stores"][k][1]) for k in kinds]
     images: dict[str, tuple[Any, Any]] = {}
-    calls = {}
+    calls, ids = {}, []
     for name in names:
         skip = set(failed.get(name, []))
         keys = []
-        for path in sets[name].paths:
+        for image_id, path in zip(sets[name].ids, sets[name].paths, strict=True):
             if str(path) not in skip:
                 try:
                     keys.append(file_key(path))
                 except OSError:
                     continue  # gone since its image unit: as the image units would have skipped it
+                ids += [image_id] if name == "ID" else []
         rows = [store.get(keys) for store in stores]
         missing = sum(int((~found).sum()) for found, _ in rows)
         if missing or not keys:
@@ -281,6 +282,7 @@ def _score(
         calls[(work.spec.display, name)] = 1
     device = W.score_device(cfg, text["meta"].get("engine", "ray"))
     meta = {**text["meta"], "score_device": device}
+    facts = W.id_facts(cfg, sets["ID"], ids, images["ID"][0], text["class_emb"]) if "ID" in images else {}
     seconds = W.score_files(
         cfg,
         work,
@@ -293,6 +295,7 @@ def _score(
         meta,
         text.get("logit_scale"),
         text.get("setup"),
+        facts=facts,
     )
     return {"embed_calls": calls, "vocabularies": {work.spec.display: dict(text["infos"])}, "score_seconds": seconds}
 

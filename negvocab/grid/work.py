@@ -20,6 +20,7 @@ import numpy as np
 from negvocab.atomic import atomic_path, write_json
 from negvocab.builders.registry import get_builder
 from negvocab.errors import InputError, ResourceError
+from negvocab.evaluation.accuracy import full_spectrum, id_correct
 from negvocab.evaluation.checks import ID_NAMES_CAVEAT, id_names_in
 from negvocab.evaluation.row import INTERVAL_METRICS
 from negvocab.evaluation.rows import metrics_row
@@ -40,8 +41,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "Cell", "ModelWork", "finish_cells", "load_model", "load_score_file", "load_scores", "made_on_other_device",
-    "merge_stats",
+    "Cell", "ModelWork", "finish_cells", "id_facts", "id_classes", "load_model",
+    "load_score_file", "load_scores", "made_on_other_device", "merge_stats", "stored_facts",
     "method_spec", "needs_local", "score_device", "score_meta",
     "open_sets", "plan_cells", "read_cell", "read_failure", "read_scores", "score_files", "stored_json", "text_inputs",
     "write_failure",
@@ -297,13 +298,18 @@ def made_on_other_device(cfg: GridConfig, out: Path, cell: Cell, device: str) ->
 
 def _made_by(path: Path) -> dict[str, Any]:
     """What a score file records about who made it; empty when it records nothing or cannot be read."""
+    made = stored_facts(path).get("made_by")
+    return made if isinstance(made, dict) else {}
+
+
+def stored_facts(path: Path) -> dict[str, Any]:
+    """What a score file records beside its scores (empty: nothing, or unreadable); never removes it."""
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"][()]))
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return {}
-    made = meta.get("made_by") if isinstance(meta, dict) else None
-    return made if isinstance(made, dict) else {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def load_scores(path: Path) -> np.ndarray | None:
@@ -429,11 +435,11 @@ def score_model(
     from the cache when an engine filled it); each file records who made it (:func:`score_meta`)."""
     need_sets = sorted({s for _, _, s in work.missing.values()}, key=list(sets).index)
     local = needs_local(cfg, work)
-    images = {}
+    images, ids = {}, {}
     for name in need_sets:
         t0 = time.perf_counter()
         emb = vlm.encode_images(sets[name], local_features=local, batch_size=cfg.batch_size)
-        images[name] = (emb.embeddings, emb.local)
+        images[name], ids[name] = (emb.embeddings, emb.local), list(emb.ids)
         stats["embed_calls"][(work.spec.display, name)] = stats["embed_calls"].get((work.spec.display, name), 0) + 1
         logger.info(
             "%s: %s embedded (%d images) in %.1fs", work.spec.display, name, len(sets[name]), time.perf_counter() - t0
@@ -443,10 +449,25 @@ def score_model(
     device = score_device(cfg, engine)  # as the score units: a device-bound method gives the same scores
     meta = {**score_meta(vlm, engine, cfg.deterministic), "score_device": device}
     setup = stream_setup(cfg.methods, vlm)
+    facts = id_facts(cfg, sets["ID"], ids["ID"], images["ID"][0], class_emb) if "ID" in images else {}
     seconds = score_files(
-        cfg, work, out, images, class_emb, neg_emb, infos, device, meta, vlm.logit_scale, setup, pairs
+        cfg, work, out, images, class_emb, neg_emb, infos, device, meta, vlm.logit_scale, setup, pairs, facts
     )
     stats["score_seconds"] = stats.get("score_seconds", 0.0) + seconds
+
+
+def id_facts(
+    cfg: GridConfig, id_set: ImageSet, ids: Sequence[str], id_emb: np.ndarray, class_emb: np.ndarray
+) -> dict[str, Any]:
+    """What a cell row needs of the ID images' classification, stored with the ID score files (a resumed grid
+    reports what a clean one does): each encoded image's top-1 hit (``ids``: the rows of ``id_emb``;
+    :func:`negvocab.evaluation.accuracy.id_correct`, as ``score``) as a ``0``/``1`` string, and whether the
+    ID set is full-spectrum (CCR); ``{}`` where the ID set's labels name no ID class."""
+    paths = dict(zip(id_set.ids, map(str, id_set.paths), strict=True))
+    got = id_correct(id_set, [(i, paths.get(i, "")) for i in ids], id_emb, class_emb, id_classes(cfg))
+    if got is None:
+        return {}
+    return {"id_correct": "".join("1" if hit else "0" for hit in got[0]), "full_spectrum": full_spectrum(id_set)}
 
 
 def score_device(cfg: GridConfig, engine: str = "ray") -> str:
@@ -516,11 +537,13 @@ def score_files(
     logit_scale: float | None = None,
     setup: Mapping[str, Mapping[str, Any]] | None = None,
     pairs: Mapping[str, Mapping[str, Any]] | None = None,
+    facts: Mapping[str, Any] | None = None,
 ) -> float:
     """Store the missing score files of ``work`` from embeddings (``images`` maps a set to its (global,
     local) rows; ``logit_scale``: the model's own, for the logit baselines; ``setup``: the stream methods'
     set-up inputs, :func:`~negvocab.grid.stream.stream_setup`; ``pairs``: NegRefine's pair texts per
-    vocabulary, made with the model, :func:`~negvocab.grid.units.pair_texts`); the seconds spent."""
+    vocabulary, made with the model, :func:`~negvocab.grid.units.pair_texts`; ``facts``: the ID images'
+    classification, :func:`id_facts`, stored with each ID score file); the seconds spent."""
     from negvocab.scoring.scores import score
 
     t_score = 0.0
@@ -538,8 +561,8 @@ def score_files(
                     "vocab": dict(infos[vname]) if vname else None,
                     **({"made_by": dict(meta)} if meta else {}),
                 }
-                for d, s in ((cell.id_scores, s_id), (cell.ood_scores, s_ood)):
-                    _save_scores(out / "scores" / f"{d}.npz", s, {**file_meta, "stream": state})
+                for d, s, more in ((cell.id_scores, s_id, facts), (cell.ood_scores, s_ood, None)):
+                    _save_scores(out / "scores" / f"{d}.npz", s, {**file_meta, "stream": state, **(more or {})})
                 streamed |= {cell.id_scores, cell.ood_scores}
             continue
         glob, local = images[set_name]
@@ -553,6 +576,7 @@ def score_files(
         s = score(spec.name, glob, class_emb, neg_emb.get(vname), device=device, **extra, **params)
         t_score += time.perf_counter() - t0
         file_meta = {"vocab": dict(infos[vname]) if vname else None, **({"made_by": dict(meta)} if meta else {})}
+        file_meta.update((facts or {}) if set_name == "ID" else {})
         _save_scores(out / "scores" / f"{digest}.npz", np.asarray(s, dtype=np.float64), file_meta)
     return t_score
 
@@ -580,11 +604,19 @@ def _vocab_info(v: Vocabulary, id_names: Sequence[str] = (), *, name: str = "") 
 # metrics of a cell
 # ----------------------------------------------------------------------------------------------
 def cell_row(
-    cfg: GridConfig, cell: Cell, s_id: np.ndarray, s_ood: np.ndarray, model: ModelSpec, vinfo: Mapping[str, Any] | None
+    cfg: GridConfig,
+    cell: Cell,
+    s_id: np.ndarray,
+    s_ood: np.ndarray,
+    model: ModelSpec,
+    vinfo: Mapping[str, Any] | None,
+    facts: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The tidy-table row of one cell from its scores (:func:`negvocab.evaluation.rows.metrics_row`,
-    every metric's interval; the bootstrap seed is 0)."""
+    every metric's interval; the bootstrap seed is 0); with the ID score file's ``facts`` (:func:`id_facts`)
+    ``id_accuracy`` and, on a full-spectrum ID set, the CCR columns."""
     vinfo = vinfo or {}
+    hits = _hits(facts or {}, len(s_id))
     spec = method_spec(cfg, cell.method)
     extra = stream_fields(spec)  # a test-time method's row carries its stream (none for a batch method)
     rec = metrics_row(
@@ -596,6 +628,8 @@ def cell_row(
         n_boot=cfg.n_boot,
         seed=0,
         intervals=INTERVAL_METRICS,
+        correct=hits,
+        ccr=hits is not None and bool((facts or {}).get("full_spectrum")) and not extra,  # a stream: no CCR yet
         layout="grid",
         model=cell.model,
         pretrained=None if model.random_weights else model.pretrained,
@@ -613,6 +647,15 @@ def cell_row(
         **({"extra": extra} if extra else {}),
     )
     return rec.to_dict()
+
+
+def _hits(facts: Mapping[str, Any], n_id: int) -> np.ndarray | None:
+    """The ID images' top-1 hits an ID score file stores (:func:`id_facts`); None where it stores none (an
+    unlabelled ID set, a file of an older version) or not one per ID score (a stream that kept a share)."""
+    text = facts.get("id_correct")
+    if not isinstance(text, str) or len(text) != n_id:
+        return None
+    return np.frombuffer(text.encode("ascii"), dtype=np.uint8) == ord("1")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -653,5 +696,5 @@ def finish_cells(
             )
             if s_id is None or s_ood is None:
                 raise InputError(f"{out / 'scores'}: cannot store score files there")
-        row = cell_row(cfg, c, s_id[0], s_ood[0], work.spec, s_id[1].get("vocab"))
+        row = cell_row(cfg, c, s_id[0], s_ood[0], work.spec, s_id[1].get("vocab"), s_id[1])
         _write_cell(out, c, row)

@@ -13,14 +13,18 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from negvocab.report.results import CCR_COLUMNS
+
 __all__ = ["GRID_MARKER", "grid_section"]
 
 #: the file that makes a folder a grid's output folder for the report
 GRID_MARKER = "grid.json"
+#: ID accuracy and CCR (issue 31): shown where table.csv holds them
+ACCURACY = ("id_accuracy", *CCR_COLUMNS)
 #: the columns of a model's results table (the digests, parameters and AUPR intervals stay in table.csv)
 _SHOWN = ("ood_set", "method", "vocabulary", "vocab_size", "deployable", "caveats", "convention", "tpr", "fpr",
-          "auroc", "aupr_in", "aupr_out", "n_id", "n_ood", "random_weights")  # fmt: skip
-_NUMBERS = ("fpr", "auroc", "aupr_in", "aupr_out", "tpr", "vocab_size", "n_id", "n_ood")
+          "auroc", "aupr_in", "aupr_out", "n_id", "n_ood", "random_weights", *ACCURACY)  # fmt: skip
+_NUMBERS = ("fpr", "auroc", "aupr_in", "aupr_out", "tpr", "vocab_size", "n_id", "n_ood", *ACCURACY)
 
 
 def _markdown_tables(text: str) -> list[dict[str, Any]]:

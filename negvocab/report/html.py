@@ -32,6 +32,7 @@ from negvocab.evaluation.stored import read_results_json, read_scores_npz
 from negvocab.provenance import negvocab_version
 from negvocab.report.grid_section import GRID_MARKER, grid_section
 from negvocab.report.plots import figure_png, scores_figure
+from negvocab.report.results import CCR_COLUMNS, accuracy_columns_in
 from negvocab.report.thumbs import THUMB_PX, Thumbnails  # noqa: F401  (THUMB_PX: its old home)
 from negvocab.report.wrap import word_breaks
 from negvocab.scoring.metrics import operating_point
@@ -59,6 +60,8 @@ _FIRST = [
     "auroc",
     "aupr_in",
     "aupr_out",
+    "id_accuracy",  # issue 31: where the ID labels allow; CCR on a full-spectrum ID set
+    *CCR_COLUMNS,
     "n_id",
     "n_ood",
 ]
@@ -67,7 +70,8 @@ _HIDDEN = {
     "n_boot",
     "ci_resample", "fpr_ci", "auroc_ci", "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high", "vocab_source",
 }  # fmt: skip
-_PERCENT = {"fpr", "auroc", "aupr_in", "aupr_out", "aupr"}
+_PERCENT = {"fpr", "auroc", "aupr_in", "aupr_out", "aupr", "id_accuracy", *CCR_COLUMNS}
+_TITLES = {"id_accuracy": "ID acc. %", **{c: f"{c.upper()} %" for c in CCR_COLUMNS}}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -77,7 +81,7 @@ def _pct(x: Any) -> str:
     try:
         v = float(x)
     except (TypeError, ValueError):
-        return str(x)
+        return "-" if x is None else str(x)
     return "-" if math.isnan(v) else f"{100 * v:.2f}"
 
 
@@ -174,6 +178,7 @@ def _results_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "aupr_in": "AUPR-In %",
         "aupr_out": "AUPR-Out %",
         "vocab_size": "M",
+        **_TITLES,
     }
     conv = rows[0].get("convention", "paper") if rows else "paper"
     cells = {c: [_results_cell(r, c) for r in rows] for c in cols}
@@ -555,6 +560,7 @@ def _folder_section(
         doc = _read_json(found["sweep.json"])
         metas.append(doc)
         one_set = doc.get("ood_set") if isinstance(doc.get("ood_set"), str) else ""
+        more = accuracy_columns_in([*doc.get("rows", []), *doc.get("references", [])])
         fmt = lambda r: {  # noqa: E731
             "M": r.get("M"),
             "name": r.get("name", ""),
@@ -562,8 +568,10 @@ def _folder_section(
             "fpr": _pct(r.get("fpr")),
             "auroc": _pct(r.get("auroc")),
             "ci": _ci(r, "fpr").strip(),
+            "more": [_pct(r.get(c)) for c in more],
         }
         ctx["sweep"] = {
+            "columns": [_TITLES[c] for c in more],
             "png": _png(folder / "sweep.png"),
             "rows": [fmt(r) for r in doc.get("rows", [])],
             "references": [fmt(r) for r in doc.get("references", [])],

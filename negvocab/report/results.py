@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 __all__ = [
     "RESULT_FILES",
     "CCR_COLUMNS",
+    "accuracy_columns_in",
+    "accuracy_lines",
     "SWEEP_COLUMNS",
     "STREAM_COLUMNS",
     "SWEEP_FILES",
@@ -85,6 +87,20 @@ STREAM_COLUMNS: list[str] = [
 
 #: the CCR columns of a full-spectrum run's rows (part "ccr" of issue 31): CCR at OpenOOD's FPR levels
 CCR_COLUMNS: list[str] = [ccr_column(f) for f in CCR_FPRS]
+
+
+def accuracy_lines(meta: Mapping[str, Any]) -> list[str]:
+    """The line under a printed table saying the run's ID accuracy (``meta["id_accuracy"]``); none without it."""
+    acc = meta.get("id_accuracy")
+    if not acc:
+        return []
+    return [f"ID accuracy (zero-shot top-1 with the ID prompts): {100 * acc['top1']:.1f}% of {acc['n']} ID images"]
+
+
+def accuracy_columns_in(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``id_accuracy`` and the CCR columns, those the rows hold (where the ID labels allow; CCR on a
+    full-spectrum ID set): what a results, sweep or grid table adds after its own columns."""
+    return [c for c in ["id_accuracy", *CCR_COLUMNS] if any(c in r for r in rows)]
 
 
 def flat_row(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -152,11 +168,7 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
     lines.append(f"FPR convention: {conv_meta['convention']}; threshold: {conv_meta['threshold']}")
     lines.append(f"grouping: {conv_meta['grouping']}; templates: {conv_meta['templates']}")
     lines.append(f"how these differ from NegLabel's, OpenOOD's and the Hendrycks code: {conv_meta['see']}")
-    acc = (meta or {}).get("id_accuracy")
-    if acc:
-        lines.append(
-            f"ID accuracy (zero-shot top-1 with the ID prompts): {100 * acc['top1']:.1f}% of {acc['n']} ID images"
-        )
+    lines += accuracy_lines(meta or {})
     for vname, kinds in caveats.items():
         lines.append(f"NOT DEPLOYABLE: {vname} ({kinds}); a bound for comparison, not a detector's result")
     lines += test_time_notes(rows)
@@ -229,8 +241,7 @@ def write_results(ev: Evaluation, out_dir: str | os.PathLike[str], *, overwrite:
 def _write_results_files(ev: Evaluation, out: Path) -> None:
     flat = [{**flat_row(r), "params": json.dumps(r.get("params", {}))} for r in ev.rows]
     stream = [c for c in STREAM_COLUMNS if any(c in r for r in ev.rows)]  # only where a test-time method ran
-    accuracy = ["id_accuracy"] if any("id_accuracy" in r for r in ev.rows) else []  # where the ID labels allow
-    accuracy += [c for c in [*CCR_COLUMNS, *TUNING_COLUMNS] if any(c in r for r in ev.rows)]  # part "ccr"
+    accuracy = accuracy_columns_in(ev.rows) + [c for c in TUNING_COLUMNS if any(c in r for r in ev.rows)]
     for f, r in zip(flat, ev.rows, strict=True):
         f.update({k: r[k] for k in accuracy if k in r})
     write_text(out / "results.csv", csv_text(flat, [*TABLE_COLUMNS, "params", "templates", *accuracy, *stream]))
@@ -307,7 +318,7 @@ def _write_sweep_files(result: SweepResult, out: Path, plot_formats: Sequence[st
     table = [{"kind": "sweep", **flat_row(r)} for r in result.rows] + [
         {"kind": "reference", **flat_row(r)} for r in result.references
     ]
-    write_text(out / "sweep.csv", csv_text(table, SWEEP_COLUMNS))
+    write_text(out / "sweep.csv", csv_text(table, [*SWEEP_COLUMNS, *accuracy_columns_in(table)]))
     for fmt in dict.fromkeys(["png", *plot_formats]):
         plot_sweep(
             result.rows, out / f"sweep.{fmt}", references=result.references, random_weights=result.random_weights

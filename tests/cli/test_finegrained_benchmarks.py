@@ -75,3 +75,27 @@ def test_score_a_finegrained_benchmark_without_id_or_id_classes(root, tmp_path, 
     assert groups == ({"placesbg": "other"} if bench == "waterbirds-spurious" else dict.fromkeys(rows[:4], "far"))
     found = _find(meta, "id_class_list")
     assert found is not None and found["n"] == n and found["names"][0] == first
+
+
+def test_sweep_of_a_labelled_benchmark_gives_id_accuracy_in_rows_and_says_it(root, tmp_path):
+    """A sweep whose ID labels index the class list: each row of sweep.csv holds the run's ID accuracy, and the
+    printed table says it under the sizes, as `score` does (issue 31)."""
+    from negvocab.vocab import Vocabulary
+
+    ranked = tmp_path / "ranked.json"
+    Vocabulary.from_labels([f"neg{i}" for i in range(6)], source="wordnet").save(ranked)
+    out = tmp_path / "sw"
+    r = runner.invoke(
+        app,
+        ["sweep", "--vocab", str(ranked), "--sizes", "3,6", "--ood", f"waterbirds-spurious={root}", "--n-boot", "0",
+         "-o", str(out), *RANDOM_VIT, "--cache-dir", str(tmp_path / "cache")],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    acc = json.loads((out / "sweep.json").read_text())["id_accuracy"]
+    assert acc["n"] > 0 and acc["labels"] in ("index", "name", "wnid")
+    table = list(csv.DictReader((out / "sweep.csv").open()))
+    assert [int(row["M"]) for row in table] == [3, 6] and {float(row["id_accuracy"]) for row in table} == {acc["top1"]}
+    line = f"ID accuracy (zero-shot top-1 with the ID prompts): {100 * acc['top1']:.1f}% of {acc['n']} ID images"
+    assert line in r.stdout.splitlines()
+    assert "ccr@1e-1" not in table[0]  # not a full-spectrum ID set
