@@ -9,6 +9,7 @@ The answers come from the local fake OpenAI server of tests/llm; what WordNet ho
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -91,10 +92,11 @@ def test_build_gpt_with_k_classes_or_imagenet_files_is_unchanged(server, tmp_pat
     from negvocab.builders.llm import gpt_run
     from negvocab.labels.imagenet import imagenet1k
 
-    wnids = tmp_path / "wnids.txt"
+    wnids, names = tmp_path / "wnids.txt", tmp_path / "names.txt"
     wnids.write_text("\n".join(imagenet1k().wnids[:2]) + "\n")
-    for classes in ("2", wnids):
-        out = tmp_path / f"o{len(str(classes))}.json"
+    names.write_text("\n".join(imagenet1k().names[:2]) + "\n")  # ImageNet-1k names: a selection, as before
+    for classes in ("2", wnids, names):
+        out = tmp_path / f"o{Path(classes).name}.json"
         res = _gpt(server, tmp_path, out, "--classes", classes)
         assert res.exit_code == 0, res.output
         assert "mapped to WordNet" not in res.output and "as ImageNet-1k names/synonyms" in res.output
@@ -158,3 +160,19 @@ def test_generated_build_commands_take_the_label_space(tmp_path):
     assert res.exit_code == 2 and res.output.strip().splitlines() == [
         "error: --hint goes with --map-classes and an --id-classes file of class names"
     ]
+
+
+def test_a_siblings_class_file_may_pin_senses(tmp_path):
+    """``NAME<TAB>WNID`` lines (what ``map-classes -o`` writes) are read as every class file reader reads
+    them, senses pinned; a file of wnids (any WordNet noun) is read as before."""
+    from negvocab.builders.siblings import sibling_id_classes
+    from negvocab.labels.imagenet import read_id_classes
+
+    pinned = tmp_path / "pinned.txt"
+    pinned.write_text("Marsh Wren\tn01585121\nLaysan Albatross\n")
+    got = sibling_id_classes(pinned)
+    assert got == read_id_classes(pinned) and got.mapped and got.wnids[0] == "n01585121"
+    assert "marsh wren" in {s.lower() for s in got.synonyms[0]}
+    wnids = tmp_path / "wnids.txt"
+    wnids.write_text("n01585121\n")  # not an ImageNet-1k class: siblings take any WordNet noun, as before
+    assert sibling_id_classes(wnids).wnids == ("n01585121",) and not sibling_id_classes(wnids).mapped
