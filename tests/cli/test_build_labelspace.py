@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from negvocab.cli import app
@@ -176,3 +178,36 @@ def test_a_siblings_class_file_may_pin_senses(tmp_path):
     wnids = tmp_path / "wnids.txt"
     wnids.write_text("n01585121\n")  # not an ImageNet-1k class: siblings take any WordNet noun, as before
     assert sibling_id_classes(wnids).wnids == ("n01585121",) and not sibling_id_classes(wnids).mapped
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lines=st.lists(
+        st.one_of(
+            st.sampled_from(
+                [
+                    "Marsh Wren",
+                    "goldfish",
+                    "n01440764",
+                    "n0144O764",
+                    "# hint: bird",
+                    "Cardinal\tn01541386",
+                    "Cardinal\tn99999999",
+                    "a\tb\tc",
+                    "",
+                    "\x00",
+                    "caf\xe9",
+                ]
+            ),  # fmt: skip
+            st.text(max_size=20),
+        ),
+        max_size=6,
+    )
+)
+def test_build_gpt_classes_from_random_files_is_a_result_or_one_line(tmp_path_factory, lines):
+    path = tmp_path_factory.mktemp("classes") / "classes.txt"
+    path.write_bytes("\n".join(lines).encode("utf-8", "surrogatepass"))
+    res = CliRunner().invoke(app, ["build", "gpt", "-m", "m", "--classes", str(path), "--dry-run", "-o", "x.json"])
+    assert res.exit_code in (0, 2), (res.output, res.exception)
+    if res.exit_code == 2:
+        assert len(res.output.strip().splitlines()) == 1 and res.output.startswith("error: "), res.output
