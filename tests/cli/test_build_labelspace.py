@@ -143,6 +143,10 @@ def test_build_siblings_maps_class_names_to_synsets(cub, tmp_path):
     assert doc["views"][f"n{marsh.offset():08d}"] and set(doc["views"][f"n{marsh.offset():08d}"]) <= siblings
     res = invoke("build", "siblings", "--id-classes", cub, "--no-map-classes", *RANDOM_MODEL, "-o", tmp_path / "x.json")
     assert res.exit_code == 2 and "none of the 3 ID classes is a wnid" in res.output  # names only: as before
+    res = invoke("build", "siblings", "--no-map-classes", "--hint", "bird", "--id-classes", cub, "-o", tmp_path / "y")
+    assert res.exit_code == 2 and res.output.strip().splitlines() == [
+        "error: --hint goes with --map-classes and an --id-classes file of class names"
+    ]
 
 
 def test_generated_build_commands_take_the_label_space(tmp_path):
