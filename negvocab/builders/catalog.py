@@ -203,7 +203,10 @@ SIBLINGS = Builder(
     ranked=True,
     needs=frozenset({"vlm"}),
     paper="docs/methods.md, Vocabularies (the offline analogue of GPT siblings)",
-    examples=("negvocab build siblings --id-classes classes.txt -K 10 -o siblings.json",),
+    examples=(
+        "negvocab build siblings --id-classes classes.txt -K 10 -o siblings.json",
+        "negvocab build siblings --id-classes finegrained-cub200 --hint bird -K 10 -o cub_siblings.json",
+    ),
     texts=lambda o, n: int(getattr(o, "per_class", 20)) * n,  # at least: K kept of each class's relatives
 )
 
@@ -328,7 +331,10 @@ GPT = Builder(
     ),
     needs=frozenset({"llm"}),
     paper="Rozumnyi et al., Fi-ImageNet-1k, arXiv:2609.01027",
-    examples=("negvocab build gpt -m gpt-4o-mini --per-class 20 --rounds 10 --dry-run -o gpt.json",),
+    examples=(
+        "negvocab build gpt -m gpt-4o-mini --per-class 20 --rounds 10 --dry-run -o gpt.json",
+        "negvocab build gpt -m gpt-4o-mini --classes finegrained-cub200 --hint bird -o cub_gpt.json",
+    ),
 )
 EOE = Builder(
     name="eoe",
@@ -513,6 +519,7 @@ CSP = Builder(
     examples=(
         "negvocab build csp -o csp.json",
         "negvocab build csp --ratio 0.15 --templates csp -o csp_authors.json",
+        "negvocab build csp --id-classes finegrained-cub200 --hint bird -o csp_cub.json",
     ),
     texts=_texts(csp_pool),
 )

@@ -38,7 +38,7 @@ import numpy as np
 from negvocab.builders.llm_merge import count_stats
 from negvocab.errors import InputError
 from negvocab.labels.candidates import is_usable
-from negvocab.labels.imagenet import WNID, IdClasses, imagenet1k
+from negvocab.labels.imagenet import WNID, IdClasses, imagenet1k, read_id_classes
 from negvocab.labels.synonyms import SynonymFilter
 from negvocab.labels.wordnet import load_wordnet
 from negvocab.textfiles import read_text
@@ -93,7 +93,9 @@ def sibling_id_classes(source: IdClasses | Sequence[str] | str | os.PathLike[str
     A wnid may be any WordNet 3.0 noun (``n`` + 8-digit offset), not only an ImageNet-1k class; it
     is named by its ImageNet-1k clean name if it has one, else its head word, with its lemma names
     as synonyms. A plain name keeps a ``custom`` id: it has no synset, so it proposes no siblings,
-    but its name still goes into the synonym filter.
+    but its name still goes into the synonym filter (``negvocab build siblings`` maps names to
+    synsets first: :func:`negvocab.data.label_space.open_label_space`). A file with ``NAME<TAB>WNID``
+    lines is read as :func:`negvocab.labels.imagenet.read_id_classes` reads it (senses pinned).
     """
     if source is None:
         return imagenet1k()
@@ -102,6 +104,8 @@ def sibling_id_classes(source: IdClasses | Sequence[str] | str | os.PathLike[str
     if isinstance(source, (str, os.PathLike)):
         path = Path(source).expanduser()
         text = read_text(path, "ID classes file", "; give one wnid or class name a line")
+        if "\t" in text:  # NAME<TAB>WNID lines pin senses (negvocab map-classes writes them)
+            return read_id_classes(path)
         entries = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
         where, dataset = str(path), f"custom:{path.name}"
     else:

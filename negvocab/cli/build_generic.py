@@ -24,10 +24,14 @@ from negvocab.builders.registry import Builder, annotation_types, get_builder, l
 from negvocab.cli.app import build_app
 from negvocab.cli.commands import BUILD_MODULES
 from negvocab.cli.examples import EXAMPLES
+from negvocab.cli.labelspace import id_label_space, say_mapping
 from negvocab.cli.options import (
     BatchSizeOpt,
     CacheDirOpt,
     DeviceOpt,
+    HintOpt,
+    LabelSpaceOpt,
+    MapClassesOpt,
     ModelOpt,
     OverwriteOpt,
     PrecisionOpt,
@@ -37,6 +41,7 @@ from negvocab.cli.options import (
     load_vlm,
 )
 from negvocab.cli.outputs import check_output, writing
+from negvocab.labels.imagenet import IdClasses
 from negvocab.plugins import load_plugins
 
 __all__ = ["add_builder_commands", "builder_command", "build_help"]
@@ -94,6 +99,23 @@ def _example(b: Builder) -> str:
     return " ".join([f"negvocab build {b.name}", *required, f"-o {b.name}.json"]) + weights
 
 
+def _takes_label_space(annotation: Any) -> bool:
+    """Whether an ``id_classes`` option takes an :class:`IdClasses` (then ``--id-classes`` opens, and maps,
+    the label space as ``build wordnet``'s does; an option that takes a file only keeps its own flag)."""
+    for t in annotation_types(annotation):
+        if (typing.get_args(t)[0] if typing.get_origin(t) is typing.Annotated else t) is IdClasses:
+            return True
+    return False
+
+
+def _label_space_params() -> list[inspect.Parameter]:
+    """``--map-classes/--no-map-classes`` and ``--hint`` beside a builder's ``--id-classes``."""
+    return [
+        inspect.Parameter("ls_map_classes", inspect.Parameter.KEYWORD_ONLY, annotation=MapClassesOpt, default=True),
+        inspect.Parameter("ls_hint", inspect.Parameter.KEYWORD_ONLY, annotation=HintOpt, default=None),
+    ]
+
+
 def builder_command(b: Builder) -> Callable[..., None]:
     """The command function of builder ``b``: typer reads its signature (built from the options model)."""
     # long: the signature is assembled field by field; the body is the few steps every build takes
@@ -121,7 +143,9 @@ def builder_command(b: Builder) -> Callable[..., None]:
         help_text = text[:1].upper() + text[1:] + "."
         required = info.is_required()
         default = None if required or many else info.default
-        if kind is bool and not required and isinstance(default, bool):
+        if name == "id_classes" and not required and _takes_label_space(info.annotation):  # as build wordnet's
+            ann = LabelSpaceOpt
+        elif kind is bool and not required and isinstance(default, bool):
             opt = typer.Option(f"{flag}/--no-{flag[2:]}", help=help_text)
             ann: Any = Annotated[bool, opt]
         else:
@@ -135,6 +159,8 @@ def builder_command(b: Builder) -> Callable[..., None]:
                 **({} if required else {"default": default}),
             )
         )
+        if ann is LabelSpaceOpt:
+            params += _label_space_params()
 
     def command(**kw: Any) -> None:
         output, overwrite, dry_run = kw.pop("output"), kw.pop("overwrite"), kw.pop("dry_run", False)
@@ -144,10 +170,16 @@ def builder_command(b: Builder) -> Callable[..., None]:
             options["progress"] = True
         if uses_vlm and "batch_size" in b.options.model_fields:
             options["batch_size"] = kw["vlm_batch_size"]
-        b.validate(options, key=lambda n: flags.get(n, n))  # every option checked before the model loads
         paths = [v for v in options.values() if isinstance(v, Path)]
+        mapped = ""
+        if "ls_map_classes" in kw:  # the label space opened (and mapped) as build wordnet opens it
+            classes, mapped = id_label_space(options.get("id_classes"), kw["ls_map_classes"], kw["ls_hint"])
+            if "id_classes" in options:
+                options["id_classes"] = classes
+        b.validate(options, key=lambda n: flags.get(n, n))  # every option checked before the model loads
         if not dry_run:
             check_output(output, inputs=paths, overwrite=overwrite)
+        say_mapping(mapped)  # every input checked: the label space's summary
         vlm = None
         if uses_vlm:
             v = {k.removeprefix("vlm_"): kw[k] for k in kw if k.startswith("vlm_")}

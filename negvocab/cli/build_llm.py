@@ -18,9 +18,11 @@ from negvocab.builders.llm import eoe_run, gpt_run
 from negvocab.builders.llm_size import build_to_size
 from negvocab.builders.registry import get_builder
 from negvocab.cli.app import build_app
-from negvocab.cli.options import OverwriteOpt
+from negvocab.cli.labelspace import LabelSpace, llm_label_space, say_mapping
+from negvocab.cli.options import HintOpt, MapClassesOpt, OverwriteOpt
 from negvocab.cli.outputs import check_output, messages_to_stderr, writing
 from negvocab.errors import InputError, ResourceError
+from negvocab.labels.synonyms import SynonymFilter
 from negvocab.llm.settings import LLMSettings
 
 __all__ = [
@@ -59,7 +61,9 @@ ClassesOpt = Annotated[
     typer.Option(
         "--classes",
         help=(
-            "First K ImageNet-1k classes (a number), or a file of wnids or class names, one a line. Default: all 1000."
+            "First K ImageNet-1k classes (a number), a file of ImageNet-1k wnids or names (a subset), or a label "
+            "space of its own: a file of other class names, a benchmark's name or a shipped list (cifar100), "
+            "asked about and filtered against. Default: all 1000."
         ),
     ),
 ]
@@ -222,7 +226,7 @@ def _report(vocab: Any, out: Path, what: str) -> None:
     examples = ", ".join(list(sf.get("removed") or {})[:5])
     typer.echo(
         f"synonym filter removed {sf['removed_count']} of "
-        f"{s['unique_labels']} unique labels as ImageNet-1k names/synonyms"
+        f"{s['unique_labels']} unique labels as {s.get('id_classes', 'ImageNet-1k')} names/synonyms"
         + (f" (e.g. {examples})" if examples else "")
     )
     names = s.get("names")
@@ -316,10 +320,14 @@ def _run(
     inputs: list[Any],
     overwrite: bool = False,
     grow: tuple[Any, int, int] | None = None,
+    space: LabelSpace | None = None,
 ) -> None:
     """Estimate (dry run) or build and save; ``grow`` = (make_run, rounds, size): rounds are added until
-    the size is reached (:func:`negvocab.builders.llm_size.build_to_size`)."""
+    the size is reached (:func:`negvocab.builders.llm_size.build_to_size`); ``space``: the label space
+    of its own that ``--classes`` named (its synonym filter; its mapping said once every input is checked)."""
+    filt = SynonymFilter(space.classes) if space is not None else None
     if dry_run:
+        say_mapping(space.summary if space is not None else "")
         typer.echo(run.estimate(settings, rounds_used=rounds_used).summary())
         typer.echo(f"run folder: {run.run_dir} (nothing sent, nothing written)")
         return
@@ -327,6 +335,7 @@ def _run(
     if out.resolve().parent == run.run_dir.resolve():
         raise InputError(f"cannot write {out}: it is in the run folder {run.run_dir}; choose another output file")
     check_output(out, inputs=[Path(x) for x in inputs if x is not None and Path(str(x)).is_file()], overwrite=overwrite)
+    say_mapping(space.summary if space is not None else "")
     progress = _progress(settings.batch)
     try:
         if grow is not None:
@@ -336,12 +345,14 @@ def _run(
                 grow[2],
                 replace(settings, on_progress=progress),
                 rounds_used=rounds_used,
-                synonym_filter=None,
+                synonym_filter=filt,
             )
         else:
-            vocab = run.build(settings, rounds_used=rounds_used, on_progress=progress)
+            vocab = run.build(settings, rounds_used=rounds_used, on_progress=progress, synonym_filter=filt)
     finally:
         progress.close()
+    if space is not None:  # only then: a vocabulary of ImageNet-1k classes records what it did before
+        vocab.settings.update(space.settings())
     with writing(out):
         vocab.save(out)
     with messages_to_stderr(out):
@@ -356,6 +367,8 @@ def build_gpt(
     per_class: Annotated[int, typer.Option("--per-class", "-n", min=1, help="Labels asked per class and round.")] = 20,
     rounds: RoundsOpt = 10,
     classes: ClassesOpt = None,
+    map_classes: MapClassesOpt = True,
+    hint: HintOpt = None,
     run_dir: RunDirOpt = None,
     concurrency: ConcurrencyOpt = 16,
     batch: BatchOpt = False,
@@ -376,11 +389,13 @@ def build_gpt(
     max_tokens: MaxTokensOpt = None,
 ) -> None:
     """GPT siblings: per class, N visually confusable non-ImageNet categories, R rounds, merged and synonym-filtered."""
+    space = llm_label_space(classes, map_classes, hint)
     run = gpt_run(
         model,
         per_class=per_class,
         rounds=rounds,
-        classes=classes,
+        classes=classes if space is None else None,
+        id_classes=None if space is None else space.classes,
         run_dir=run_dir,
         prompt_path=prompt,
         temperature=temperature,
@@ -396,6 +411,7 @@ def build_gpt(
         overwrite=overwrite,
         what="gpt vocabulary",
         inputs=[classes, prompt],
+        space=space,
     )
 
 
@@ -430,6 +446,8 @@ def build_eoe(
     ] = 100,
     rounds: RoundsOpt = 1,
     classes: ClassesOpt = None,
+    map_classes: MapClassesOpt = True,
+    hint: HintOpt = None,
     run_dir: RunDirOpt = None,
     concurrency: ConcurrencyOpt = 16,
     batch: BatchOpt = False,
@@ -450,6 +468,7 @@ def build_eoe(
     max_tokens: MaxTokensOpt = None,
 ) -> None:
     """EOE envisioned outliers (near, far or fine), lower-cased, de-duplicated and synonym-filtered."""
+    space = llm_label_space(classes, map_classes, hint)
 
     def make(r: int) -> Any:
         return eoe_run(
@@ -459,7 +478,8 @@ def build_eoe(
             size=size,
             classes_per_request=classes_per_request,
             rounds=r,
-            classes=classes,  # type: ignore[arg-type]
+            classes=classes if space is None else None,  # type: ignore[arg-type]
+            id_classes=None if space is None else space.classes,
             run_dir=run_dir,
             prompt_path=prompt,
             temperature=temperature,
@@ -479,4 +499,5 @@ def build_eoe(
         what=f"eoe-{mode} vocabulary",
         inputs=[classes, prompt],
         grow=grow,
+        space=space,
     )

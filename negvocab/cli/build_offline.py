@@ -72,10 +72,13 @@ def build_siblings(
         Optional[Path],  # noqa: UP045
         typer.Option(
             "--id-classes",
-            help="ID classes: a file of WordNet 3.0 noun wnids (any, not only ImageNet-1k) or names, one a line; "
-            "names without a synset are listed and skipped (default: ImageNet-1k).",
+            help="ID classes: a file of WordNet 3.0 noun wnids (any, not only ImageNet-1k), class names or "
+            "NAME<TAB>WNID lines, a benchmark's name or a shipped list (cifar100); names are mapped to synsets "
+            "(--no-map-classes: not), those without one are listed and skipped (default: ImageNet-1k).",
         ),
     ] = None,
+    map_classes: MapClassesOpt = True,
+    hint: HintOpt = None,
     model: ModelOpt = "ViT-B-32",
     pretrained: PretrainedOpt = None,
     tag: PresetTagOpt = None,
@@ -88,12 +91,13 @@ def build_siblings(
     """WordNet siblings: per ID class, K co-hyponyms at its own depth, ranked by text similarity (no LLM, offline)."""
     check_counts(per_class, levels)  # every option is checked before the model loads
     tset = resolve_templates(templates)
-    classes = sibling_id_classes(id_classes)
+    classes, mapped = id_label_space(id_classes, map_classes, hint, reader=sibling_id_classes)
     if not any(w.startswith("n") and w[1:].isdigit() for w in classes.wnids):
         raise InputError(
             f"{id_classes}: none of the {len(classes)} ID classes is a wnid; siblings need WordNet synsets (n01440764)"
         )
     check_output(output, inputs=[id_classes, Path(templates)], overwrite=overwrite)
+    say_mapping(mapped)  # every input checked: the label space's summary
     vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
     vocab = build_sibling_vocabulary(vlm, classes, per_class=per_class, levels=levels, templates=tset, progress=True)
     with writing(output):

@@ -11,35 +11,93 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from negvocab.atomic import is_stdout, write_text
+from negvocab.builders.llm_classes import select_classes
 from negvocab.cli.app import app
 from negvocab.cli.options import HintOpt, OverwriteOpt
 from negvocab.cli.outputs import check_output, writing
-from negvocab.data.label_space import open_label_space
+from negvocab.data.label_space import label_space_file, open_label_space
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import IdClasses
 from negvocab.labels.labelspace import LabelSpaceMap, class_file_hints, map_label_space
 
-__all__ = ["MAP_FORMATS", "id_label_space", "map_classes", "mapping_text", "say_mapping"]
+__all__ = [
+    "MAP_FORMATS",
+    "LabelSpace",
+    "id_label_space",
+    "llm_label_space",
+    "map_classes",
+    "mapping_text",
+    "say_mapping",
+]
 
 #: ``pinned``: NAME<TAB>WNID lines (a class file that pins every sense); ``tsv``: the whole table; ``json``
 MAP_FORMATS = ("pinned", "tsv", "json")
 _COLUMNS = ["name", "wnid", "synset", "rule", "choice", "n_senses", "hypernyms"]
 
 
-def id_label_space(id_classes: Path | None, map_wordnet: bool, hints: list[str] | None) -> tuple[IdClasses, str]:
+def id_label_space(
+    id_classes: Path | None, map_wordnet: bool, hints: list[str] | None, **reader: Callable[[Path], IdClasses]
+) -> tuple[IdClasses, str]:
     """``--id-classes`` of ``filter`` and the builders, mapped to WordNet unless ``--no-map-classes``,
     and the mapping's one-line summary (with every unresolved name; "" when not mapped): the command
-    says it (:func:`say_mapping`) once every input is checked, so a bad input is still one line."""
-    opened = open_label_space(id_classes, map_wordnet=map_wordnet, hints=hints or ())
+    says it (:func:`say_mapping`) once every input is checked, so a bad input is still one line.
+    ``reader=``: how the file is read (:func:`~negvocab.data.label_space.open_label_space`)."""
+    opened = open_label_space(id_classes, map_wordnet=map_wordnet, hints=hints or (), **reader)
     if opened.mapping is None and hints:
         raise InputError("--hint goes with --map-classes and an --id-classes file of class names")
     return opened.classes, opened.mapping.summary() if opened.mapping is not None else ""
+
+
+@dataclass(frozen=True)
+class LabelSpace:
+    """The label space of an LLM builder's ``--classes`` when it is one of its own (not ImageNet-1k's
+    classes): the classes asked about and filtered against, and the mapping's summary ("" unmapped)."""
+
+    classes: IdClasses
+    summary: str
+
+    def settings(self) -> dict[str, Any]:
+        """What a vocabulary built on it records (only such vocabularies: ImageNet-1k runs are unchanged)."""
+        out: dict[str, Any] = {"id_classes": self.classes.dataset, "id_class_list": self.classes.to_record()}
+        return {**out, "label_space_mapping": self.summary} if self.summary else out
+
+
+def llm_label_space(classes: str | None, map_wordnet: bool, hints: list[str] | None) -> LabelSpace | None:
+    """``--classes`` of ``build gpt`` and ``build eoe`` as a label space of its own, or None where it
+    selects ImageNet-1k classes as before: none given, a number K, or a file whose every line is an
+    ImageNet-1k wnid or class name. Else (a file of other class names or ``NAME<TAB>WNID`` lines, a
+    benchmark's name or a shipped list) the classes asked about and the synonym filter's label space,
+    mapped to WordNet unless ``--no-map-classes``."""
+    if classes is not None and not classes.strip().isdigit() and not _selects_imagenet(Path(classes).expanduser()):
+        opened = open_label_space(classes, map_wordnet=map_wordnet, hints=hints or ())
+        if opened.mapping is None and hints:
+            raise InputError(f"--hint goes with --map-classes and class names to map; --classes {classes} has none")
+        return LabelSpace(opened.classes, opened.mapping.summary() if opened.mapping is not None else "")
+    if hints:
+        raise InputError(
+            "--hint goes with --map-classes and a --classes file of class names or a benchmark's name "
+            "(not K, nor a file of ImageNet-1k wnids or names)"
+        )
+    return None
+
+
+def _selects_imagenet(path: Path) -> bool:
+    """Whether ``path`` selects ImageNet-1k classes as before: a file whose every line is an ImageNet-1k
+    wnid or class name, or a missing file that names no benchmark or shipped list (said as before)."""
+    if not path.is_file():
+        return label_space_file(path) == path
+    try:
+        return bool(select_classes(path))
+    except InputError:
+        return False
 
 
 def say_mapping(summary: str) -> None:

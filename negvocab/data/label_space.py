@@ -12,7 +12,7 @@ returned as it is: mapping changes nothing there.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,17 +57,22 @@ def label_space_file(value: str | os.PathLike[str]) -> Path:
 
 
 def open_label_space(
-    value: str | os.PathLike[str] | None, *, map_wordnet: bool = False, hints: Sequence[str] = ()
+    value: str | os.PathLike[str] | None,
+    *,
+    map_wordnet: bool = False,
+    hints: Sequence[str] = (),
+    reader: Callable[[Path], IdClasses] = read_id_classes,
 ) -> OpenedLabelSpace:
     """The ID label space ``value`` names (None or ``imagenet1k``: ImageNet-1k; see :func:`label_space_file`).
 
     ``map_wordnet``: map the plain class names to WordNet synsets (hints: ``hints`` and the file's
     ``# hint:`` header lines); a space whose classes all have wnids is returned unmapped (nothing to map).
+    ``reader``: how the file is read (``build siblings`` takes any WordNet noun wnid on a line).
     """
     if value is None or str(value) == "imagenet1k":
         return OpenedLabelSpace(imagenet1k(), None)
     path = label_space_file(value)
-    classes = read_id_classes(path)
+    classes = reader(path)
     if not map_wordnet or all(WNID.match(w) for w in classes.wnids):
         return OpenedLabelSpace(classes, path)
     mapping = map_label_space(classes, hints=(*class_file_hints(path), *hints))

@@ -5,7 +5,9 @@
     plugins = ["mypkg.negvocab_plugin"]   # modules that register methods (negvocab.plugins); optional
     [grid]
     templates = "paper8"            # prompt templates of every text embedding
-    id_classes = "imagenet1k"       # or a file with one class name a line
+    id_classes = "imagenet1k"       # or a class file (wnids, names, NAME<TAB>WNID), or a benchmark's name
+    # map_classes = false           # class names mapped to WordNet unless this (hints = ["bird"]: see
+                                    # negvocab map-classes); the mapping is part of the cells' identity
     conventions = ["paper"]         # FPR conventions (paper, hendrycks, openood)
     tpr = 0.95
     n_boot = 1000                   # bootstrap resamples of the CIs (0: none)
@@ -200,6 +202,8 @@ class GridConfig:
     conventions: list[str] = field(default_factory=lambda: ["paper"])
     templates: str = "paper8"
     id_classes: str = "imagenet1k"
+    map_classes: bool = True  # [grid] map_classes: a class file's names mapped to WordNet synsets
+    hints: tuple[str, ...] = ()  # [grid] hints of the mapping
     tpr: float = 0.95
     n_boot: int = 1000
     device: str = "auto"
@@ -386,6 +390,9 @@ def _method(value: str | MethodTable, i: int, source: str) -> MethodSpec:
 def _check_runtime(cfg: GridConfig) -> None:
     """Templates, device and precisions: what would otherwise fail in every cell after the model loads."""
     src = cfg.source or "grid"
+    if cfg.hints and (cfg.id_classes == "imagenet1k" or not cfg.map_classes):
+        why = 'id_classes = "imagenet1k"' if cfg.id_classes == "imagenet1k" else "map_classes = false"
+        raise InputError(f"{src}: grid.hints: given with {why}; hints go with a file of class names to map")
     try:
         templates = cfg.path(cfg.templates) if Path(cfg.path(cfg.templates)).exists() else cfg.templates
         resolve_templates(templates)
@@ -452,6 +459,8 @@ def parse_config(
         id_classes=_benchmark_classes(id_bench)
         if id_bench and "id_classes" not in g.model_fields_set
         else g.id_classes,
+        map_classes=g.map_classes,
+        hints=tuple(g.hints),
         tpr=float(g.tpr),
         n_boot=g.n_boot,
         device=g.device,

@@ -49,8 +49,13 @@ class GridTable(_Table):
         description="a template preset (paper8, openai80, neglabel, single), a template with {} or a file",
     )
     id_classes: str = Field(
-        "imagenet1k", min_length=1, pattern=r"\S", description="imagenet1k or a file with one class name a line"
+        "imagenet1k",
+        min_length=1,
+        pattern=r"\S",
+        description="imagenet1k, a file of wnids, class names or NAME<TAB>WNID lines, or a benchmark's name",
     )
+    map_classes: bool = Field(True, description="true or false: map id_classes' class names to WordNet synsets")
+    hints: list[str] = Field([], description='a list of hypernyms the ID classes live under, e.g. ["bird"]')
     conventions: list[str] | str = Field(
         ["paper"], description=f"a non-empty list of FPR conventions, from {', '.join(CONVENTIONS)}"
     )

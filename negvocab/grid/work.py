@@ -25,9 +25,9 @@ from negvocab.evaluation.checks import ID_NAMES_CAVEAT, id_names_in
 from negvocab.evaluation.row import INTERVAL_METRICS
 from negvocab.evaluation.rows import metrics_row
 from negvocab.grid.config import GridConfig, MethodSpec, ModelSpec, VocabSpec, spec_digest
+from negvocab.grid.labelspace import id_classes, id_classes_file, mapping_doc
 from negvocab.grid.sets import open_sets, set_digest
 from negvocab.grid.stream import score_stream_cell, stream_fields, stream_setup
-from negvocab.labels.imagenet import imagenet1k, read_id_classes
 from negvocab.scoring.methods import get_method, scorer_params
 from negvocab.vlm.loading import resolve_device
 from negvocab.vlm.model import VLM
@@ -95,6 +95,9 @@ def _vocab_docs(
                 out[name] = {"file": got["file"], "size": size, "hash": labels.short_hash}
         return out
     base = {"builder": v.builder, "options": list(v.options), "model": model}
+    mapping = mapping_doc(cfg, v.builder)
+    if mapping is not None:  # the ID classes' WordNet senses decide what its synonym filter removes
+        base["id_classes_wordnet"] = mapping
     read = _option_files(cfg, v.options)
     if read:  # an edited candidates file (any file a builder reads) is a new vocabulary, not a resumed one
         base["files"] = read
@@ -130,7 +133,7 @@ class Cell:
 
 
 def _id_classes_doc(cfg: GridConfig) -> str:
-    return "imagenet1k" if cfg.id_classes == "imagenet1k" else _file_digest(cfg.path(cfg.id_classes))
+    return "imagenet1k" if cfg.id_classes == "imagenet1k" else _file_digest(id_classes_file(cfg))
 
 
 def plan_cells(
@@ -206,10 +209,6 @@ def load_model(cfg: GridConfig, m: ModelSpec, device: str | None = None) -> VLM:
     )
 
 
-def id_classes(cfg: GridConfig) -> Any:
-    return imagenet1k() if cfg.id_classes == "imagenet1k" else read_id_classes(cfg.path(cfg.id_classes))
-
-
 def resolve_vocabularies(
     cfg: GridConfig, vlm: VLM, files: dict[str, Vocabulary], names: set[str] | None = None
 ) -> dict[str, Vocabulary]:
@@ -240,7 +239,7 @@ def build_in_grid(cfg: GridConfig, v: VocabSpec, vlm: VLM) -> Vocabulary:
     given: dict[str, Any] = {"templates": cfg.templates, "batch_size": cfg.batch_size}
     if "id_classes" in fields:  # the ID classes as an object where the builder takes one, else their file
         classes = id_classes(cfg)
-        file = None if cfg.id_classes == "imagenet1k" else cfg.path(cfg.id_classes)
+        file = None if cfg.id_classes == "imagenet1k" else id_classes_file(cfg)
         given["id_classes"] = classes if builder.accepts("id_classes", classes) else file
     options = {**{k: x for k, x in given.items() if k in fields}, **builder.with_paths(dict(v.options), cfg.base)}
     return builder.run(vlm=vlm if "vlm" in builder.needs else None, **options)

@@ -1,0 +1,72 @@
+"""A grid's ID label space: ``[grid] id_classes`` (ImageNet-1k, a class file or a benchmark's name), its
+class names mapped to WordNet unless ``map_classes = false`` (with ``hints``), as ``build wordnet``
+maps an ``--id-classes`` file (:func:`negvocab.data.label_space.open_label_space`).
+
+The mapping enters a cell's identity only where it can change the result: in the vocabulary of a
+builder that takes the ``IdClasses`` (:func:`mapping_doc`; its synonym filter reads the senses). The
+ID classes' file digest is in every cell's identity as before, and the class names (all that scoring
+embeds) are the same mapped or not, so a grid of file vocabularies, of ImageNet-1k or of wnids keeps
+its digests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from negvocab.builders.registry import get_builder
+from negvocab.data.label_space import OpenedLabelSpace, label_space_file, open_label_space
+from negvocab.errors import InputError
+from negvocab.grid.config import GridConfig
+from negvocab.labels.imagenet import imagenet1k
+
+__all__ = ["id_classes", "id_classes_file", "mapping_doc", "open_id_classes"]
+
+
+def id_classes(cfg: GridConfig) -> Any:
+    """The grid's ID label space (:func:`open_id_classes`)."""
+    return imagenet1k() if cfg.id_classes == "imagenet1k" else open_id_classes(cfg).classes
+
+
+def id_classes_file(cfg: GridConfig) -> str:
+    """The file ``[grid] id_classes`` names: relative to the grid file, else a benchmark's or shipped class list."""
+    path = cfg.path(cfg.id_classes)
+    if not Path(path).exists():
+        other = label_space_file(cfg.id_classes)
+        if other != Path(cfg.id_classes).expanduser():
+            return str(other)
+    return path
+
+
+def open_id_classes(cfg: GridConfig) -> OpenedLabelSpace:
+    """``[grid] id_classes`` opened, its class names mapped to WordNet unless ``map_classes = false`` (with
+    ``hints``); once per process and file content (every model and cell of a grid reads it)."""
+    path = id_classes_file(cfg)
+    try:
+        stamp: tuple[int, int] | None = (Path(path).stat().st_mtime_ns, Path(path).stat().st_size)
+    except OSError:
+        stamp = None  # the reader says what is wrong
+    key = (path, stamp, cfg.map_classes, cfg.hints)
+    if key not in _OPENED:
+        opened = open_label_space(path, map_wordnet=cfg.map_classes, hints=cfg.hints)
+        if cfg.hints and opened.mapping is None:
+            raise InputError(f"{cfg.source or 'grid'}: grid.hints: {cfg.id_classes} has no class names to map")
+        _OPENED[key] = opened
+    return _OPENED[key]
+
+
+_OPENED: dict[tuple[Any, ...], OpenedLabelSpace] = {}
+
+
+def mapping_doc(cfg: GridConfig, builder_name: str | None) -> str | None:
+    """The WordNet mapping of the ID classes in the identity of a builder's vocabulary, where the builder
+    takes it (an ``IdClasses``); None where no mapping was made (ImageNet-1k, wnids, ``map_classes = false``)
+    or the builder reads the file itself: there, and in every file vocabulary's cells, the digests are as before."""
+    if cfg.id_classes == "imagenet1k" or not cfg.map_classes:
+        return None
+    opened = open_id_classes(cfg)
+    builder = get_builder(builder_name or "")
+    if opened.mapping is None or not builder.accepts("id_classes", opened.classes):
+        return None
+    return hashlib.sha256(opened.mapping.pinned_text().encode()).hexdigest()
