@@ -24,9 +24,11 @@ from negvocab.labels.imagenet import imagenet1k
 __all__ = ["id_classes", "id_classes_file", "mapping_doc", "open_id_classes"]
 
 
-def id_classes(cfg: GridConfig) -> Any:
-    """The grid's ID label space (:func:`open_id_classes`)."""
-    return imagenet1k() if cfg.id_classes == "imagenet1k" else open_id_classes(cfg).classes
+def id_classes(cfg: GridConfig, *, mapped: bool = False) -> Any:
+    """The grid's ID label space (:func:`open_id_classes`): mapped to WordNet only for a builder that takes
+    it (``mapped``); scoring and the ID accuracy read the class names as ``negvocab score`` does, so a
+    grid's units never load WordNet (nor install it into a worker's cache) for that."""
+    return imagenet1k() if cfg.id_classes == "imagenet1k" else open_id_classes(cfg, mapped=mapped).classes
 
 
 def id_classes_file(cfg: GridConfig) -> str:
@@ -39,18 +41,19 @@ def id_classes_file(cfg: GridConfig) -> str:
     return path
 
 
-def open_id_classes(cfg: GridConfig) -> OpenedLabelSpace:
-    """``[grid] id_classes`` opened, its class names mapped to WordNet unless ``map_classes = false`` (with
-    ``hints``); once per process and file content (every model and cell of a grid reads it)."""
+def open_id_classes(cfg: GridConfig, *, mapped: bool = True) -> OpenedLabelSpace:
+    """``[grid] id_classes`` opened, its class names mapped to WordNet (with ``mapped``) unless
+    ``map_classes = false`` (with ``hints``); once per process and file content (every model and cell reads it)."""
     path = id_classes_file(cfg)
     try:
         stamp: tuple[int, int] | None = (Path(path).stat().st_mtime_ns, Path(path).stat().st_size)
     except OSError:
         stamp = None  # the reader says what is wrong
-    key = (path, stamp, cfg.map_classes, cfg.hints)
+    mapping = mapped and cfg.map_classes
+    key = (path, stamp, mapping, cfg.hints)
     if key not in _OPENED:
-        opened = open_label_space(path, map_wordnet=cfg.map_classes, hints=cfg.hints)
-        if cfg.hints and opened.mapping is None:
+        opened = open_label_space(path, map_wordnet=mapping, hints=cfg.hints if mapping else ())
+        if mapping and cfg.hints and opened.mapping is None:
             raise InputError(f"{cfg.source or 'grid'}: grid.hints: {cfg.id_classes} has no class names to map")
         _OPENED[key] = opened
     return _OPENED[key]

@@ -238,7 +238,7 @@ def build_in_grid(cfg: GridConfig, v: VocabSpec, vlm: VLM) -> Vocabulary:
     fields = builder.options.model_fields
     given: dict[str, Any] = {"templates": cfg.templates, "batch_size": cfg.batch_size}
     if "id_classes" in fields:  # the ID classes as an object where the builder takes one, else their file
-        classes = id_classes(cfg)
+        classes = id_classes(cfg, mapped=True)
         file = None if cfg.id_classes == "imagenet1k" else id_classes_file(cfg)
         given["id_classes"] = classes if builder.accepts("id_classes", classes) else file
     options = {**{k: x for k, x in given.items() if k in fields}, **builder.with_paths(dict(v.options), cfg.base)}

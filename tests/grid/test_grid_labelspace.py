@@ -76,7 +76,10 @@ def test_id_classes_may_name_a_benchmark_with_hints(grid_toml, grid_files):
     grid_toml.write_text(text)
     cfg = negvocab.load_grid(grid_toml)
     expected = open_label_space("cub200", map_wordnet=True, hints=["bird"]).classes
-    assert id_classes(cfg).wnids == expected.wnids and len(expected) == 200
+    assert id_classes(cfg, mapped=True).wnids == expected.wnids and len(expected) == 200
+    # scoring reads the names as negvocab score does: never mapped, so no unit loads WordNet for it
+    plain = id_classes(cfg)
+    assert not plain.mapped and plain.names == expected.names and plain.wnids != expected.wnids
     assert _id_classes_doc(cfg) == hashlib.sha256(classes_file("cub200").read_bytes()).hexdigest()
 
 
@@ -102,4 +105,4 @@ def test_hints_for_a_file_of_wnids_are_one_line(tmp_path):
     (tmp_path / "wnids.txt").write_text("n01440764\nn01443537\n")
     cfg = parse_config({**BASE, "grid": {"id_classes": "wnids.txt", "hints": ["fish"]}}, base=str(tmp_path), source="g")
     with pytest.raises(InputError, match="^g: grid.hints: wnids.txt has no class names to map$"):
-        id_classes(cfg)
+        id_classes(cfg, mapped=True)
