@@ -104,9 +104,9 @@ def sibling_id_classes(source: IdClasses | Sequence[str] | str | os.PathLike[str
     if isinstance(source, (str, os.PathLike)):
         path = Path(source).expanduser()
         text = read_text(path, "ID classes file", "; give one wnid or class name a line")
-        if "\t" in text:  # NAME<TAB>WNID lines pin senses (negvocab map-classes writes them)
-            return read_id_classes(path)
         entries = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+        if any("\t" in e for e in entries):  # NAME<TAB>WNID lines pin senses (negvocab map-classes writes them)
+            return read_id_classes(path)
         where, dataset = str(path), f"custom:{path.name}"
     else:
         entries = [str(s).strip() for s in source if str(s).strip()]

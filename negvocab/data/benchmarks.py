@@ -354,7 +354,9 @@ def benchmark_from_dict(doc: Mapping[str, Any]) -> Benchmark:
     if carve is not None and not isinstance(carve, str):
         raise InputError(f"{where}: carve must be a target 'package.module:function'")
     val = doc.get("validation")
-    if val is not None and (not isinstance(val, Mapping) or "id" not in val or not {"ood", "sets"} & set(val)):
+    if val is not None and (
+        not isinstance(val, Mapping) or "id" not in val or not {"ood", "sets"} & set(val) or "validation" in val
+    ):
         raise InputError(f"{where}: validation must be a table with id and ood (the tuning split's sets)")
     lists = {k: doc.get(k, ()) for k in ("inputs", "options", "aliases")}
     for key, value in lists.items():
@@ -374,7 +376,7 @@ def benchmark_from_dict(doc: Mapping[str, Any]) -> Benchmark:
         aliases=tuple(lists["aliases"]),
         classes=classes,
         csid=tuple(csid),
-        validation=None if val is None else benchmark_from_dict({"name": f"{name}-validation", **val}),
+        validation=None if val is None else benchmark_from_dict({"name": f"{name} [validation]", **val}),
     )
 
 

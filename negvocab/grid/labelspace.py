@@ -68,8 +68,10 @@ def mapping_doc(cfg: GridConfig, builder_name: str | None) -> str | None:
     or the builder reads the file itself: there, and in every file vocabulary's cells, the digests are as before."""
     if cfg.id_classes == "imagenet1k" or not cfg.map_classes:
         return None
-    opened = open_id_classes(cfg)
     builder = get_builder(builder_name or "")
-    if opened.mapping is None or not builder.accepts("id_classes", opened.classes):
+    if not builder.accepts("id_classes", open_id_classes(cfg, mapped=False).classes):
+        return None  # the builder reads the file itself: no mapping made, none paid for
+    opened = open_id_classes(cfg)
+    if opened.mapping is None:
         return None
     return hashlib.sha256(opened.mapping.pinned_text().encode()).hexdigest()

@@ -243,3 +243,16 @@ def test_head_per_class_is_the_sweep_over_k_for_siblings_and_gpt(vlm, classes, v
     assert one.labels == ["a", "d"] and one.views == {"n1": ["a"], "n2": ["d"]} and one.meta == {}
     with pytest.raises(InputError, match="no per-class views"):
         head_per_class(Vocabulary.from_labels(["x"], source="file"), 1)
+
+
+def test_a_wnid_file_with_stray_tabs_reads_as_wnids(tmp_path):
+    """A trailing tab or a tab in a comment is no NAME<TAB>WNID line: the file is still read as wnids (any
+    WordNet noun, not only ImageNet-1k's), as a file without them is; a real pinned line is read as pinned."""
+    plain = tmp_path / "plain.txt"
+    plain.write_text("n02084071\nn02121808\n")
+    stray = tmp_path / "stray.txt"
+    stray.write_text("# dogs\tand cats\nn02084071\t\nn02121808\n")
+    assert sibling_id_classes(stray).wnids == sibling_id_classes(plain).wnids == ("n02084071", "n02121808")
+    pinned = tmp_path / "pinned.txt"
+    pinned.write_text("tench\tn01440764\ngoldfish\tn01443537\n")
+    assert sibling_id_classes(pinned).wnids == ("n01440764", "n01443537")

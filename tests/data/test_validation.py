@@ -80,3 +80,8 @@ def test_a_users_benchmark_file_declares_its_own_validation_split(tmp_path):
     assert str(e.value) == (
         f"{bad}: benchmark 'my-cifar': validation must be a table with id and ood (the tuning split's sets)"
     )
+    typo = tmp_path / "typo.toml"
+    typo.write_text(spec.read_text().replace('path = "benchmark_imglist/cifar10/val_tin.txt"', 'pth = "x.txt"'))
+    with pytest.raises(InputError) as e:
+        load_benchmarks(typo)
+    assert str(e.value).startswith(f"{typo}: benchmark 'my-cifar [validation]': ood.tin-val: unknown key 'pth'")

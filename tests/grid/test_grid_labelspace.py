@@ -106,3 +106,24 @@ def test_hints_for_a_file_of_wnids_are_one_line(tmp_path):
     cfg = parse_config({**BASE, "grid": {"id_classes": "wnids.txt", "hints": ["fish"]}}, base=str(tmp_path), source="g")
     with pytest.raises(InputError, match="^g: grid.hints: wnids.txt has no class names to map$"):
         id_classes(cfg, mapped=True)
+
+
+def test_a_builder_that_reads_the_file_itself_gets_no_mapping_made(grid_toml, grid_files, monkeypatch):
+    """mapping_doc asks the builder first: the plug-in toy takes id_classes as a file, so no WordNet
+    mapping is made (nor paid for) for it; wordnet's builder takes the IdClasses and gets one."""
+    from negvocab.grid import labelspace
+    from tests.plugins import toy_builder
+
+    toy_builder.register()
+    try:
+        cfg = negvocab.load_grid(grid_toml)
+        made = []
+        real = labelspace.open_label_space
+        monkeypatch.setattr(labelspace, "_OPENED", {})
+        monkeypatch.setattr(
+            labelspace, "open_label_space", lambda *a, **k: made.append(k["map_wordnet"]) or real(*a, **k)
+        )
+        assert labelspace.mapping_doc(cfg, "toy") is None and True not in made
+        assert labelspace.mapping_doc(cfg, "wordnet") is not None and made[-1] is True
+    finally:
+        toy_builder.unregister()
