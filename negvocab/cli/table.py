@@ -136,8 +136,8 @@ def table_cmd(
         bool,
         typer.Option(
             "--published",
-            help="Add the anchors' published figures whose settings match a row (method, model, weights, "
-            "OOD set, convention) beside it, marked [published: PAPER] (negvocab published lists them).",
+            help="Add the anchors' published figures whose settings match a row (ID label space, method, model, "
+            "weights, OOD set, convention) beside it, marked [published: PAPER] (negvocab published lists them).",
         ),
     ] = False,
     output: Annotated[
@@ -155,6 +155,14 @@ def table_cmd(
         check_output(output, inputs=folders, overwrite=overwrite)
     data, scores, failed = load_rows(folders)
     shown = data + published_table_rows(data) if published else data  # part "tanl": never in comparisons
+    unknown = sum(1 for r in data if not r.get("id_classes")) if published else 0
+    if unknown:
+        typer.echo(
+            f"--published: {unknown} rows come from a folder that does not name its ID label space (a grid written "
+            "by an older release): no published figure is set beside them; run `negvocab grid run` on its config "
+            "again to record it (the cells are kept)",
+            err=True,
+        )
     table = build_table(
         shown,
         metric=_split(metric),

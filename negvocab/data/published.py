@@ -62,6 +62,8 @@ PUBLISHED_COLUMNS: tuple[str, ...] = (
 SOURCE_KINDS: tuple[str, ...] = ("repository file", "readme", "paper table", "issue table")
 #: FPR conventions a published figure may state (negvocab's three; see docs/methods.md#metrics)
 _CONVENTIONS = ("paper", "hendrycks", "openood")
+#: the ID label space of ImageNet-1k as result files name it (``IdClasses.dataset``)
+IMAGENET1K = "imagenet1k"
 #: summary rows a figure may be, beside the sets of its benchmark
 _SUMMARIES = ("mean", "near-ood", "far-ood")
 _REQUIRED = ("paper", "method", "model", "ood_set", "convention", "source_kind", "source")
@@ -92,6 +94,16 @@ class PublishedResult:
     source_kind: str
     source: str
     note: str
+
+    @property
+    def label_space(self) -> str:
+        """The ID label space the figure was measured on, named as ``negvocab score`` records it
+        (``IdClasses.dataset``): its benchmark's class list (ImageNet-1k where the benchmark names none),
+        else ImageNet-1k where its ID set says so; "" where not known (it then meets no row)."""
+        if self.benchmark:
+            bench = get_benchmark(self.benchmark)
+            return bench.id_classes().dataset if bench.classes else IMAGENET1K  # type: ignore[union-attr]
+        return IMAGENET1K if self.id_set.lower().startswith("imagenet-1k") else ""
 
     def as_dict(self) -> dict[str, Any]:
         """The row as the file holds it (``published: True`` added)."""
@@ -197,17 +209,21 @@ def _field(row: object, key: str) -> Any:
 
 
 def published_beside(
-    rows: Iterable[object], published: Iterable[PublishedResult] | None = None
+    rows: Iterable[object], published: Iterable[PublishedResult] | None = None, *, id_classes: str | None = None
 ) -> list[tuple[object, PublishedResult]]:
-    """Pairs (negvocab row, published figure) whose settings match: the same method, model, weights
-    (``pretrained``), OOD set and FPR convention, and the figure's vocabulary builder where it names
-    one (the row's ``vocab_source``). ``rows``: result rows (``ResultRow`` or dicts); ``published``:
-    default every shipped figure. Templates and M are shown, not matched (a published figure rarely
-    states them); a row measured with random weights matches nothing."""
+    """Pairs (negvocab row, published figure) whose settings match: the same ID label space, method,
+    model, weights (``pretrained``), OOD set and FPR convention, and the figure's vocabulary builder where
+    it names one (the row's ``vocab_source``). ``rows``: result rows (``ResultRow`` or dicts); ``published``:
+    default every shipped figure. The ID label space is the row's ``id_classes`` (as results files name it:
+    ``imagenet1k``, ``custom:cub200.txt``, ...), else ``id_classes``; a row of an unknown label space
+    matches nothing, as a CUB-200 row on iNaturalist is not ImageNet-1k's figure on iNaturalist. Templates,
+    M and the ID split (ImageNet-1k val or OpenOOD's test list) are shown, not matched (a published figure
+    rarely states the first two); a row measured with random weights matches nothing."""
     figures = list(published_results() if published is None else published)
     out = []
     for row in rows:
-        if _field(row, "random_weights"):
+        space = str(_field(row, "id_classes") or id_classes or "")
+        if _field(row, "random_weights") or not space:
             continue
         key = tuple(
             str(_field(row, k) or "").lower() for k in ("method", "model", "pretrained", "ood_set", "convention")
@@ -215,20 +231,23 @@ def published_beside(
         source = str(_field(row, "vocab_source") or "").lower()
         for f in figures:
             same = key == (f.method, f.model.lower(), f.pretrained.lower(), f.ood_set.lower(), f.convention)
-            if same and (not f.vocabulary or f.vocabulary == source):
+            if same and f.label_space == space and (not f.vocabulary or f.vocabulary == source):
                 out.append((row, f))
     return out
 
 
 def published_table_rows(
-    rows: Iterable[Mapping[str, Any]], published: Iterable[PublishedResult] | None = None
+    rows: Iterable[Mapping[str, Any]],
+    published: Iterable[PublishedResult] | None = None,
+    *,
+    id_classes: str | None = None,
 ) -> list[dict[str, Any]]:
     """Tidy table rows of the published figures that match ``rows`` (:func:`published_beside`), to be
     shown beside them: each takes its negvocab row's settings, with the vocabulary marked
     ``<vocabulary> [published: <paper>]``, ``fpr``/``auroc`` the figure as a fraction (NaN where not
-    published), ``published: True`` and the figure's ``source``. One row per figure and vocabulary."""
+    published), ``published: True`` and the figure's ``source`` with its ID set. One row per figure and vocabulary."""
     out: dict[tuple[str, ...], dict[str, Any]] = {}
-    for row, f in published_beside(list(rows), published):
+    for row, f in published_beside(list(rows), published, id_classes=id_classes):
         vocab = f"{_field(row, 'vocabulary') or _field(row, 'method')} [published: {f.paper}]"
         key = (str(_field(row, "model")), vocab, str(_field(row, "method")), f.ood_set, f.convention)
         out.setdefault(
@@ -241,7 +260,7 @@ def published_table_rows(
                 "auroc": f.auroc / 100 if f.auroc is not None else math.nan,
                 "deployable": True,
                 "published": True,
-                "source": f"{f.source_kind}: {f.source}",
+                "source": f"{f.source_kind}: {f.source}" + (f" (ID: {f.id_set})" if f.id_set else ""),
             },
         )
     return list(out.values())

@@ -37,7 +37,7 @@ from negvocab.evaluation.kinds import caveat_notes
 from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, seed_spread, summary_sets
 from negvocab.evaluation.stored import read_grid_cells, read_grid_means
 from negvocab.grid.config import spec_digest
-from negvocab.grid.work import open_sets, plan_cells, read_scores
+from negvocab.grid.work import id_classes, open_sets, plan_cells, read_scores
 from negvocab.report import tables as T
 from negvocab.report.plots import plot_overlay
 from negvocab.report.results import CCR_COLUMNS, STREAM_COLUMNS, accuracy_columns_in
@@ -231,6 +231,7 @@ class GridResult:
         status: Mapping[str, Any] | None = None,
         means: Mapping[tuple[str, ...], Mapping[str, float]] | None = None,
         groups: Mapping[str, str | None] | None = None,
+        label_space: str = "",
     ) -> None:
         self.rows = [dict(r) for r in rows]
         self.means = dict(means or {})
@@ -240,6 +241,8 @@ class GridResult:
         self.stats = dict(stats or {})
         self.out_dir = out_dir
         self.status = dict(status or {})
+        #: the ID label space's name as ``negvocab score`` records it (``imagenet1k``; "": not known, an old folder)
+        self.label_space = label_space if config is None else _label_space(config)
         self._scores_memo: dict[str, dict[str, Any]] = {}
 
     def __repr__(self) -> str:
@@ -506,6 +509,8 @@ class GridResult:
             for k, v in self.stats.items()
         }
         doc = {"stats": stats, "status": self.status, "random_weights": self.random_weights}
+        if self.label_space:  # read back by a folder without its config (published figures match on it)
+            doc["id_classes"] = self.label_space
         if any(self.groups.values()):  # read back by a folder without its config (the group rows)
             doc["ood_groups"] = self.groups
         if self.random_weights:
@@ -605,7 +610,7 @@ def _grid_folder(folder: Path) -> GridResult:
     # the cell files come in digest order: put the rows in a reader's order (wordnet@100 before @200)
     order = sorted(range(len(rows)), key=lambda i: _reader_key(rows[i]))
     rows, digests = [rows[i] for i in order], [digests[i] for i in order]
-    groups = _stored_groups(folder / "grid.json")
+    groups, label_space = _stored_groups(folder / "grid.json")
     by_key: dict[tuple[str, ...], dict[str, str]] = {}
     for r, d in zip(rows, digests, strict=True):
         by_key.setdefault(tuple(r[k] for k in _GROUP), {})[r["ood_set"]] = d
@@ -615,17 +620,26 @@ def _grid_folder(folder: Path) -> GridResult:
             path = folder / "means" / f"{spec_digest(sorted(cells[n] for n in names))}.json"
             if path.is_file():
                 means[key if name == MEAN else (*key, name)] = read_grid_means(path)
-    return GridResult(rows, None, out_dir=folder, status={"failed": failed}, means=means, groups=groups)
+    status = {"failed": failed}
+    return GridResult(rows, None, out_dir=folder, status=status, means=means, groups=groups, label_space=label_space)
 
 
-def _stored_groups(path: Path) -> dict[str, str | None]:
-    """Each OOD set's group as a grid's ``grid.json`` stored it (none there: no group rows)."""
+def _label_space(cfg: GridConfig) -> str:
+    """The grid's ID label space as ``negvocab score`` names it (:attr:`IdClasses.dataset`)."""
+    return "imagenet1k" if cfg.id_classes == "imagenet1k" else str(id_classes(cfg).dataset)
+
+
+def _stored_groups(path: Path) -> tuple[dict[str, str | None], str]:
+    """Each OOD set's group as a grid's ``grid.json`` stored it (none there: no group rows), and the ID
+    label space's name ("" where not stored: a folder of an older release)."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
-    groups = doc.get("ood_groups") if isinstance(doc, dict) else None
-    return {str(k): (str(v) if v else None) for k, v in groups.items()} if isinstance(groups, dict) else {}
+        return {}, ""
+    doc = doc if isinstance(doc, dict) else {}
+    groups, space = doc.get("ood_groups"), doc.get("id_classes")
+    got = {str(k): (str(v) if v else None) for k, v in groups.items()} if isinstance(groups, dict) else {}
+    return got, space if isinstance(space, str) else ""
 
 
 def is_grid_folder(folder: str | os.PathLike[str]) -> bool:
@@ -666,7 +680,7 @@ def load_rows(
             raise InputError(f"{p}: not a folder; give folders of negvocab score, sweep or grid run")
         if (p / "cells").is_dir():
             res = _grid_folder(p)
-            rows += res.table()
+            rows += [{**r, "id_classes": res.label_space} for r in res.table()]
             failed.update(res.failed_models())
             get = res.score_getter()
         else:

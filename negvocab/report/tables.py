@@ -633,18 +633,27 @@ def folder_rows(folder: Path) -> tuple[list[dict[str, Any]], ScoreGetter | None]
     through the validators of :mod:`negvocab.evaluation.stored` (as ``report`` and ``subsample``)."""
     if (folder / "results.json").is_file():
         doc = read_results_json(folder / "results.json")
-        rows = [
-            {"model": doc.get("model", ""), "templates": doc.get("templates", ""), **flat_row(r)} for r in doc["rows"]
-        ]
+        rows = [{**_run_fields(doc), **flat_row(r)} for r in doc["rows"]]
         return rows, _score_file_getter(folder / "scores.npz", rows)
     if (folder / "sweep.json").is_file():
         doc = read_sweep_json(folder / "sweep.json")
         rows = [{**flat_row(r), "vocabulary": f"{r.get('vocabulary', '')}@{r['M']}"} for r in doc["rows"]]
         rows += [flat_row(r) for r in doc.get("references") or []]
-        return [{"model": doc.get("model", ""), "templates": doc.get("templates", ""), **r} for r in rows], None
+        return [{**_run_fields(doc), **r} for r in rows], None
     raise InputError(
         f"{folder}: no results.json, sweep.json or grid cells/; give a folder of negvocab score, sweep or grid run"
     )
+
+
+def _run_fields(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """What a results file says once for all its rows: the model, the templates and the ID label space's
+    name (``id_classes``: ``imagenet1k``, ...; "" in a file that does not say)."""
+    space = doc.get("id_classes")
+    return {
+        "model": doc.get("model", ""),
+        "templates": doc.get("templates", ""),
+        "id_classes": space if isinstance(space, str) else "",
+    }
 
 
 def _score_file_getter(path: Path, rows: Sequence[Mapping[str, Any]]) -> ScoreGetter | None:

@@ -5,6 +5,7 @@ matching rows."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -16,6 +17,7 @@ from typer.testing import CliRunner
 
 import negvocab
 from negvocab.cli import app
+from negvocab.data.benchmarks import get_benchmark
 from negvocab.data.published import (
     PUBLISHED_COLUMNS,
     published_beside,
@@ -209,7 +211,14 @@ def test_header_and_duplicates_are_refused(tmp_path):
 
 def _row(**kw):
     base = {"model": "ViT-B-16", "pretrained": "openai", "method": "neglabel", "vocabulary": "wn"}
-    return {**base, "vocab_source": "wordnet", "ood_set": "mean", "convention": "hendrycks", **kw}
+    return {
+        **base,
+        "vocab_source": "wordnet",
+        "ood_set": "mean",
+        "convention": "hendrycks",
+        "id_classes": "imagenet1k",
+        **kw,
+    }
 
 
 def test_rows_meet_figures_only_when_the_settings_match():
@@ -217,11 +226,33 @@ def test_rows_meet_figures_only_when_the_settings_match():
     pairs = published_beside([_row()], figures)
     assert [f.paper for _, f in pairs] == ["NegLabel"]  # CSP's figure needs a CSP vocabulary
     assert [f.paper for _, f in published_beside([_row(vocab_source="csp")], figures)] == ["CSP"]
-    for other in ({"convention": "paper"}, {"model": "ViT-B-32"}, {"ood_set": "sun"}, {"random_weights": True}):
+    for other in (
+        {"convention": "paper"},
+        {"model": "ViT-B-32"},
+        {"ood_set": "sun"},
+        {"random_weights": True},
+        {"id_classes": "custom:cub200.txt"},  # CUB-200 as ID: not ImageNet-1k's figure, whatever the OOD set
+        {"id_classes": "imagenet1k-subset100"},  # ImageNet-100 (hard OOD) neither
+        {"id_classes": ""},  # a row that does not say: matches nothing ...
+    ):
         assert published_beside([_row(**other)], figures) == [], other
+    # ... unless the caller says it
+    assert [f.paper for _, f in published_beside([_row(id_classes="")], figures, id_classes="imagenet1k")] == [
+        "NegLabel"
+    ]
     got = published_table_rows([_row(), _row(vocabulary="wn2")])
     assert [r["vocabulary"] for r in got] == ["wn [published: NegLabel]", "wn2 [published: NegLabel]"]
     assert got[0]["fpr"] == pytest.approx(0.254) and got[0]["published"] and "issue 30" in got[0]["source"]
+    assert got[0]["source"].endswith("(ID: imagenet-1k val)")
+
+
+def test_every_figure_knows_its_id_label_space():
+    """Each shipped figure names the label space rows are matched on; a benchmark with its own class
+    list gives that list's name, as `negvocab score` records it."""
+    assert {f.label_space for f in read_published()} == {"imagenet1k"}
+    cub = dataclasses.replace(read_published()[0], benchmark="finegrained-cub200", ood_set="inaturalist")
+    assert cub.label_space == get_benchmark("finegrained-cub200").id_classes().dataset == "custom:cub200.txt"
+    assert dataclasses.replace(cub, benchmark="", id_set="CUB-200-2011 test").label_space == ""
 
 
 def test_cli_lists_them():
@@ -250,10 +281,20 @@ def test_table_shows_a_matching_figure_beside_the_row(tmp_path):
     }  # fmt: skip
     (out / "cells" / "c1.json").write_text(json.dumps({"row": row, "digest": "c1"}))
     (out / "scores_index.json").write_text("{}")
+    (out / "grid.json").write_text(json.dumps({"stats": {}, "id_classes": "imagenet1k"}))
     args = ["table", str(out), "--rows", "vocabulary", "--cols", "ood_set", "--metric", "fpr", "--bold", "none"]
     plain = CliRunner().invoke(app, args)
     res = CliRunner().invoke(app, [*args, "--published"])
     assert plain.exit_code == 0 and res.exit_code == 0, res.output
     assert "published" not in plain.stdout
     assert "wn [published: NegLabel]" in res.stdout and "25.40" in res.stdout
-    assert f"{100 * rep['fpr']:.2f}" in res.stdout and not math.isnan(rep["fpr"])
+    assert f"{100 * rep['fpr']:.2f}" in res.stdout and not math.isnan(rep["fpr"]) and not res.stderr
+    # the same row with CUB-200 as ID: ImageNet-1k's figure is not set beside it
+    (out / "grid.json").write_text(json.dumps({"stats": {}, "id_classes": "custom:cub200.txt"}))
+    res = CliRunner().invoke(app, [*args, "--published"])
+    assert res.exit_code == 0 and "published" not in res.stdout and not res.stderr, res.output
+    # a folder that does not say (an older release's grid): no figure, and one line saying why
+    (out / "grid.json").write_text(json.dumps({"stats": {}}))
+    res = CliRunner().invoke(app, [*args, "--published"])
+    assert res.exit_code == 0 and "published" not in res.stdout, res.output
+    assert "1 rows come from a folder that does not name its ID label space" in res.stderr

@@ -93,8 +93,12 @@ def test_a_grid_over_a_benchmark_has_group_rows_equal_to_a_hand_mean(toy, tmp_pa
         assert rows["near-ood"]["n_ood"] == 3 and rows["far-ood"]["n_ood"] == 2 and rows["mean"]["n_ood"] == 9
     # read back from the folder without the grid file: grid.json keeps the groups, the rows are the same
     write_grid(res, tmp_path / "out", overwrite=True)  # what `negvocab grid run` does after the cells
-    assert json.loads((tmp_path / "out" / "grid.json").read_text())["ood_groups"]["near-one"] == "near"
+    stored = json.loads((tmp_path / "out" / "grid.json").read_text())
+    assert stored["ood_groups"]["near-one"] == "near"
+    # and the ID label space, as `negvocab score` names it (published figures are matched on it)
+    assert stored["id_classes"] == negvocab.read_id_classes(tmp_path / "classes.txt").dataset == "custom:classes.txt"
     back, _, _ = load_rows([tmp_path / "out"])
+    assert {r["id_classes"] for r in back} == {"custom:classes.txt"}
 
     def groups_of(rs):
         return {(r["convention"], r["ood_set"]): r["fpr"] for r in rs if r["ood_set"] in ("near-ood", "far-ood")}

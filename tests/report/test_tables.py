@@ -257,6 +257,10 @@ def _score_folder(tmp_path, rng):
 def test_score_folder_rows_and_paired_comparisons(tmp_path):
     folder, s_id, s_ood = _score_folder(tmp_path, np.random.default_rng(1))
     rows, get = folder_rows(folder)
+    assert {r["id_classes"] for r in rows} == {""}  # the file does not say: published figures meet none of them
+    doc = json.loads((folder / "results.json").read_text())
+    (folder / "results.json").write_text(json.dumps({**doc, "id_classes": "custom:cub200.txt"}))
+    assert {r["id_classes"] for r in folder_rows(folder)[0]} == {"custom:cub200.txt"}  # as `score` writes it
     t = build_table(rows, rows_by="vocabulary", cols_by="ood_set", where={"method": "neglabel"}, intervals=True)
     assert t.index == ["wordnet", "gpt", "mcm (no vocabulary)"] and t.columns == ["ssb", "ninco"]
     said = comparisons(rows, get, ood_set="ssb", n_boot=80, seed=2)
