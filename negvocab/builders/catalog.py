@@ -296,7 +296,9 @@ class _LlmOptions(BuilderOptions):
     prompt_path: Path | None = Field(None, description="a prompt template file")
     temperature: float | None = Field(1.0, ge=0, allow_inf_nan=False, description="a number >= 0 or none")
     min_labels: int | None = Field(None, ge=0, description="an integer >= 0")
-    synonym_filter: Any = Field(None, description="a SynonymFilter, true or false (default: the ImageNet-1k one)")
+    synonym_filter: Any = Field(
+        None, description="a SynonymFilter, true or false (default: against id_classes, ImageNet-1k unless given)"
+    )
     id_classes: Any = Field(None, description=_ID_CLASSES)
     settings: InstanceOf[LLMSettings] | None = Field(
         None, description="an LLMSettings: endpoint, key, concurrency, Batch API"

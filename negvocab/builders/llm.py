@@ -27,13 +27,19 @@ from __future__ import annotations
 import logging
 import math
 import os
-import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from negvocab.builders.llm_classes import ClassesSpec, chunks_of, select_classes, selection_record
+from negvocab.builders.llm_classes import (
+    ClassesSpec,
+    chunks_of,
+    label_space_from_record,
+    label_space_record,
+    select_classes,
+    selection_record,
+)
+from negvocab.builders.llm_identity import base_identity, check_counts, check_model, run_folder
 from negvocab.builders.llm_merge import check_rounds_used, merge_rounds, vocabulary_from_results
 from negvocab.builders.llm_size import build_to_size
 from negvocab.deprecation import renamed_kwargs
@@ -47,7 +53,6 @@ from negvocab.llm.loop import run_coro
 from negvocab.llm.prompts import PromptTemplate, load_prompt
 from negvocab.llm.run import RETRYABLE, Request, failed_before, make_request, pending, run_sync
 from negvocab.llm.settings import LLMSettings, resolve_settings
-from negvocab.paths import cache_dir
 from negvocab.provenance import negvocab_version
 from negvocab.vocab import Vocabulary
 
@@ -99,6 +104,9 @@ class LLMRun:
     prompt_path: str | None = None
     #: the task reads each answer's text itself (NegRefine's Yes/No): asked in the ``verbatim`` format only
     reads_text: bool = False
+    #: the ID label space asked about and filtered against (None: ImageNet-1k); one of its own is kept in the
+    #: settings (:func:`label_space_record`), so that the run rebuilds from its folder
+    id_classes: IdClasses | None = None
 
     @property
     def identity_sha256(self) -> str:
@@ -293,7 +301,9 @@ class LLMRun:
         return vocab
 
     def _settings(self) -> dict[str, Any]:
-        return {"classes": self.selection, "rounds": self.rounds, "prompt_path": self.prompt_path}
+        record = label_space_record(self.id_classes)
+        space = {} if record is None else {"id_classes": record}
+        return {"classes": self.selection, "rounds": self.rounds, "prompt_path": self.prompt_path, **space}
 
     async def _send(self, client: Any, journal: Journal, todo: list[Request], s: LLMSettings) -> list[str]:
         async with client:
@@ -349,52 +359,6 @@ def _sum_costs(*costs: float | None) -> float | None:
     return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:40] or "model"
-
-
-def _run_dir(run_dir: str | os.PathLike[str] | None, task: str, model: str, identity: Mapping[str, Any]) -> Path:
-    if run_dir is not None:
-        return Path(run_dir)
-
-    return cache_dir() / "llm-runs" / f"{task}-{_slug(model)}-{identity_hash(identity)[:12]}"
-
-
-def _check_model(model: str) -> str:
-    if not isinstance(model, str) or not model.strip():
-        raise InputError("no chat model name: give one, e.g. -m gpt-4o-mini (or the name your server serves)")
-    return model.strip()
-
-
-def _check_counts(per: int, rounds: int, min_labels: int | None = None, temperature: float | None = None) -> None:
-    if per < 1:
-        raise InputError(f"labels per request must be >= 1, got {per}")
-    if rounds < 1:
-        raise InputError(f"rounds must be >= 1, got {rounds}")
-    if min_labels is not None and not 1 <= min_labels <= per:
-        raise InputError(f"min_labels must be between 1 and the {per} labels asked, got {min_labels}")
-    if temperature is not None and not (math.isfinite(temperature) and temperature >= 0):
-        raise InputError(f"temperature must be a finite number >= 0, got {temperature}")
-
-
-def _base_identity(
-    task: str, model: str, template: PromptTemplate, n: int, temperature: float | None, min_labels: int
-) -> dict[str, Any]:
-    """What every request of a run folder shares. The classes and the round count are not in it:
-    answers are journaled per (class or chunk, round) with a hash of what was asked, so a run
-    grows to more rounds or classes in the same folder without asking anything twice."""
-    return {
-        "task": task,
-        "model": model,
-        "prompt": template.name,
-        "prompt_sha256": template.sha256,
-        "n": n,
-        "min_labels": min_labels,
-        "temperature": temperature,
-        "schema": "LabelList",
-    }
-
-
 def gpt_run(
     model: str,
     *,
@@ -408,8 +372,8 @@ def gpt_run(
     id_classes: IdClasses | None = None,
 ) -> LLMRun:
     """The GPT-sibling run: one request per (class, round), round by round (see the module docstring)."""
-    model = _check_model(model)
-    _check_counts(per_class, rounds, min_labels, temperature)
+    model = check_model(model)
+    check_counts(per_class, rounds, min_labels, temperature)
     template = load_prompt("gpt_siblings", prompt_path)
     chosen = select_classes(classes, id_classes)
     need = per_class if min_labels is None else min_labels
@@ -425,8 +389,8 @@ def gpt_run(
         for r in range(rounds)
         for wnid, name, syn in zip(chosen.wnids, chosen.names, chosen.synonyms, strict=True)
     ]
-    identity = _base_identity("gpt_siblings", model, template, per_class, temperature, need)
-    folder = _run_dir(run_dir, "gpt", model, identity)
+    identity = base_identity("gpt_siblings", model, template, per_class, temperature, need)
+    folder = run_folder(run_dir, "gpt", model, identity)
     return LLMRun(
         "gpt_siblings",
         model,
@@ -438,6 +402,7 @@ def gpt_run(
         rounds,
         selection=selection_record(classes, chosen),
         prompt_path=None if prompt_path is None else str(Path(prompt_path).resolve()),
+        id_classes=id_classes,
     )
 
 
@@ -462,7 +427,7 @@ def eoe_run(
     ``per_request`` labels are asked per request (default 5 for near, 50 otherwise); for far/fine,
     ``size`` (L, the total wanted) sets ``per_request = ceil(L / chunks)`` instead.
     """
-    model = _check_model(model)
+    model = check_model(model)
     if mode not in EOE_MODES:
         raise InputError(f"unknown EOE mode {mode!r}; choose one of {list(EOE_MODES)}")
     if mode == "near" and size is not None:
@@ -493,13 +458,13 @@ def eoe_run(
             key = f"chunk{i:03d}"
             chunk_map[key] = [chosen.wnids[j] for j in span]
             values[key] = {"class_list": "\n".join(f"- {chosen.names[j]}" for j in span)}
-    _check_counts(n, rounds, min_labels, temperature)
+    check_counts(n, rounds, min_labels, temperature)
     need = n if min_labels is None else min_labels
     reqs = [make_request(template, key, r, n, v, need) for r in range(rounds) for key, v in values.items()]
     keys = list(values)
-    identity = _base_identity(f"eoe_{mode}", model, template, n, temperature, need)
+    identity = base_identity(f"eoe_{mode}", model, template, n, temperature, need)
     identity["chunk_size"] = classes_per_request if mode != "near" else None  # the journal key keeps its name (resume)
-    folder = _run_dir(run_dir, f"eoe-{mode}", model, identity)
+    folder = run_folder(run_dir, f"eoe-{mode}", model, identity)
     return LLMRun(
         f"eoe_{mode}",
         model,
@@ -512,6 +477,7 @@ def eoe_run(
         chunk_map,
         selection_record(classes, chosen),
         None if prompt_path is None else str(Path(prompt_path).resolve()),
+        id_classes=id_classes,
     )
 
 
@@ -524,8 +490,9 @@ def vocabulary_from_journal(
 ) -> Vocabulary:
     """The vocabulary of a run folder's journal, without sending anything (e.g. first ``r`` rounds).
 
-    Rebuilds the run from its manifest (same classes, prompt and settings) and checks that the
-    prompt file still has the journaled hash.
+    Rebuilds the run from its manifest (same classes, prompt and settings; a label space of its own,
+    such as CUB-200's mapped names, as the run kept it unless ``id_classes`` is given) and checks that
+    the prompt file still has the journaled hash.
     """
     journal = Journal.open_existing(run_dir)
     run = _rebuild(run_dir, journal, id_classes)
@@ -548,6 +515,8 @@ def _rebuild(run_dir: str | os.PathLike[str], journal: Journal, id_classes: IdCl
     settings = _last_settings(journal) or {}
     rounds = settings.get("rounds") or 1
     task = ident["task"]
+    if id_classes is None and settings.get("id_classes") is not None:  # the run's own label space (CUB-200, ...)
+        id_classes = label_space_from_record(settings["id_classes"], f"{run_dir}: the run's settings")
     common = {
         "run_dir": run_dir,
         "temperature": ident.get("temperature"),
@@ -613,7 +582,8 @@ def build_gpt_vocabulary(
     min_labels : int, optional
         Fewest distinct labels an answer may have before it is retried (default: ``per_class``).
     synonym_filter : SynonymFilter, optional
-        Default: against all of ImageNet-1k (also when ``classes`` selects a few).
+        Default: against the ID label space, ``id_classes`` (all of ImageNet-1k by default, also when
+        ``classes`` selects a few), as ``negvocab build gpt --classes`` filters.
     id_classes : IdClasses, optional
         The ID label space ``classes`` selects from (default: ImageNet-1k).
     settings : LLMSettings, optional

@@ -1,18 +1,27 @@
 """Which ImageNet-1k classes an LLM run asks about: all, the first K, or a file or list of wnids or
-names; and the chunks of classes that EOE far/fine requests list."""
+names; and the chunks of classes that EOE far/fine requests list. A label space of its own (CUB-200's
+names mapped to WordNet, an ImageNet-1k subset, ...) is kept whole in the run's settings
+(:func:`label_space_record`), so that the run rebuilds from its folder (``vocabulary_from_journal``)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import IdClasses, imagenet1k
 from negvocab.textfiles import read_text
 
-__all__ = ["ClassesSpec", "chunks_of", "select_classes", "selection_record"]
+__all__ = [
+    "ClassesSpec",
+    "chunks_of",
+    "label_space_from_record",
+    "label_space_record",
+    "select_classes",
+    "selection_record",
+]
 
 #: which ID classes an LLM run asks about: all (None), the first K, a file of wnids or names, or a list
 ClassesSpec: TypeAlias = int | str | os.PathLike[str] | Sequence[str] | None
@@ -75,3 +84,47 @@ def selection_record(classes: ClassesSpec, chosen: IdClasses) -> int | list[str]
     if isinstance(classes, int) or (isinstance(classes, str) and classes.strip().isdigit()):
         return int(classes)
     return list(chosen.wnids)
+
+
+def label_space_record(id_classes: IdClasses | None) -> dict[str, Any] | None:
+    """An ID label space other than ImageNet-1k as a run's settings keep it (JSON): its name, wnids, names,
+    synonyms and whether its senses were mapped, all that the requests and the synonym filter read; None for
+    ImageNet-1k (the settings of those runs are as before)."""
+    if id_classes is None or id_classes == imagenet1k():
+        return None
+    return {
+        "dataset": id_classes.dataset,
+        "wnids": list(id_classes.wnids),
+        "names": list(id_classes.names),
+        "synonyms": [list(s) for s in id_classes.synonyms],
+        "mapped": id_classes.mapped,
+    }
+
+
+def label_space_from_record(record: object, where: str) -> IdClasses:
+    """The label space :func:`label_space_record` kept, validated: one :class:`InputError` naming ``where``
+    and the key otherwise."""
+    hint = "a label space as negvocab writes it (dataset, wnids, names, synonyms, mapped)"
+    if not isinstance(record, dict):
+        raise InputError(f"{where}: 'id_classes' must be {hint}, got {type(record).__name__}")
+    for key in ("wnids", "names"):
+        value = record.get(key)
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            raise InputError(f"{where}: id_classes.{key} must be a list of strings")
+    synonyms = record.get("synonyms")
+    if not isinstance(synonyms, list) or not all(
+        isinstance(x, list) and all(isinstance(y, str) for y in x) for x in synonyms
+    ):
+        raise InputError(f"{where}: id_classes.synonyms must be a list of lists of strings")
+    if not isinstance(record.get("dataset"), str) or not isinstance(record.get("mapped"), bool):
+        raise InputError(f"{where}: id_classes.dataset must be a string and id_classes.mapped true or false")
+    try:
+        return IdClasses(
+            tuple(record["wnids"]),
+            tuple(record["names"]),
+            tuple(tuple(x) for x in synonyms),
+            dataset=record["dataset"],
+            mapped=record["mapped"],
+        )
+    except InputError as e:
+        raise InputError(f"{where}: id_classes: {e}") from None

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from negvocab.builders.llm import LLMRun, _check_model, _run_dir
+from negvocab.builders.llm import LLMRun
+from negvocab.builders.llm_identity import check_model, run_folder
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import IdClasses, imagenet1k
 from negvocab.llm.cost import CostEstimate
@@ -193,7 +194,7 @@ def _plan(
     run_dir: str | os.PathLike[str] | None,
     temperature: float | None,
 ) -> _Plan:
-    model = _check_model(model)
+    model = check_model(model)
     if top_n < 1:
         raise InputError(f"top_n must be an integer >= 1, got {top_n}", param="top_n")
     classes = id_classes if id_classes is not None else imagenet1k()
@@ -216,7 +217,7 @@ def _plan(
         "temperature": temperature,
         "response_format": VERBATIM,
     }
-    folder = _run_dir(run_dir, "negrefine", model, identity)
+    folder = run_folder(run_dir, "negrefine", model, identity)
     return _Plan(model, labels, matches, proper, sub, identity, folder, min(top_n, len(names)), origin)
 
 

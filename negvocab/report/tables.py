@@ -649,11 +649,7 @@ def _run_fields(doc: Mapping[str, Any]) -> dict[str, Any]:
     """What a results file says once for all its rows: the model, the templates and the ID label space's
     name (``id_classes``: ``imagenet1k``, ...; "" in a file that does not say)."""
     space = doc.get("id_classes")
-    return {
-        "model": doc.get("model", ""),
-        "templates": doc.get("templates", ""),
-        "id_classes": space if isinstance(space, str) else "",
-    }
+    return {"model": doc.get("model", ""), "templates": doc.get("templates", ""), "id_classes": str(space or "")}
 
 
 def _score_file_getter(path: Path, rows: Sequence[Mapping[str, Any]]) -> ScoreGetter | None:

@@ -9,6 +9,7 @@ The answers come from the local fake OpenAI server of tests/llm; what WordNet ho
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from negvocab.builders.llm import build_gpt_vocabulary, vocabulary_from_journal
+from negvocab.builders.llm_classes import label_space_from_record, label_space_record
 from negvocab.cli import app
 from negvocab.data.benchmarks import classes_file
+from negvocab.errors import InputError
+from negvocab.labels.imagenet import IdClasses, imagenet1k
+from negvocab.labels.synonyms import SynonymFilter
 from tests.llm.conftest import DUMMY_KEY
 from tests.llm.fake_openai import FakeOpenAI
 
@@ -82,12 +88,47 @@ def test_build_gpt_filters_answers_against_the_mapped_label_space(server, cub, t
     assert doc["settings"]["label_space_mapping"].startswith("custom:cub.txt: 2 of 3")
     # the classes asked about are the label space's own: one request per class, each with its name
     assert set(server.state.chat_counts) == {f"{offset(marsh)}/r0", f"{offset(cardinal)}/r0", "custom00002/r0"}
+    # the run folder keeps the label space: its journal alone rebuilds the same vocabulary, filter included
+    # (it was rebuilt as ImageNet-1k's run: "1000 requests have no result in the journal")
+    again = vocabulary_from_journal(tmp_path / "run")
+    assert list(again.labels) == doc["labels"] and "sedge wren" not in again.labels
+    assert again.settings["synonym_filter"]["removed"] == removed
 
     names_only = _gpt(server, tmp_path, tmp_path / "names.json", "--classes", cub, "--no-map-classes")
     assert names_only.exit_code == 0, names_only.output
     assert "mapped to WordNet" not in names_only.output
     kept = json.loads((tmp_path / "names.json").read_text())["labels"]
     assert {"sedge wren", "cardinalis cardinalis", "violin"} <= set(kept)  # matched by name only: all kept
+
+
+def test_the_api_filters_against_its_own_label_space(server, tmp_path):
+    """build_gpt_vocabulary(id_classes=...) with the default filter removes the label space's own class
+    names, as `build gpt --classes` does (it filtered against ImageNet-1k, where "laysan albatross" is none)."""
+    server.state.extra_labels = ["Laysan Albatross", "violin"]
+    cub = IdClasses.from_names(CUB_NAMES, dataset="custom:cub.txt")
+    vocab = build_gpt_vocabulary(
+        "gpt-4o-mini", per_class=3, rounds=1, run_dir=tmp_path / "run", id_classes=cub,
+        base_url=server.url, api_key=DUMMY_KEY,
+    )  # fmt: skip
+    assert "violin" in vocab.labels and "laysan albatross" not in vocab.labels
+    assert vocab.settings["synonym_filter"]["removed"]["laysan albatross"]["rule"] == "clean-name/normalised"
+    assert SynonymFilter().split(["laysan albatross"])[0] == ["laysan albatross"]  # ImageNet-1k's keeps it
+    assert list(vocabulary_from_journal(tmp_path / "run").labels) == list(vocab.labels)
+
+
+def test_a_kept_label_space_is_validated_on_read():
+    record = label_space_record(IdClasses.from_names(CUB_NAMES, dataset="custom:cub.txt"))
+    assert label_space_from_record(record, "run").names == tuple(CUB_NAMES)
+    assert label_space_record(imagenet1k()) is None and label_space_record(None) is None  # as before: not kept
+    for bad, message in (
+        ([1], "run: 'id_classes' must be a label space as negvocab writes it"),
+        ({**record, "names": "Cardinal"}, "run: id_classes.names must be a list of strings"),
+        ({**record, "synonyms": [["a"], "b"]}, "run: id_classes.synonyms must be a list of lists of strings"),
+        ({**record, "mapped": "yes"}, "id_classes.mapped true or false"),
+        ({**record, "names": CUB_NAMES[:2]}, "run: id_classes: ID label space: 3 wnids, 2 names"),
+    ):
+        with pytest.raises(InputError, match=re.escape(message)):
+            label_space_from_record(bad, "run")
 
 
 def test_build_gpt_with_k_classes_or_imagenet_files_is_unchanged(server, tmp_path):
@@ -106,6 +147,7 @@ def test_build_gpt_with_k_classes_or_imagenet_files_is_unchanged(server, tmp_pat
         assert not {"id_classes", "id_class_list", "label_space_mapping"} & set(settings)
         run = gpt_run("gpt-4o-mini", per_class=3, rounds=1, classes=str(classes), run_dir=tmp_path / "run")
         assert settings["run_identity_sha256"] == run.identity_sha256 and settings["keys"] == 2
+        assert "id_classes" not in run._settings()  # the run folder's settings are as before
     bad = _gpt(server, tmp_path, tmp_path / "x.json", "--classes", "2", "--hint", "bird")
     assert bad.exit_code == 2 and bad.output.strip().splitlines() == [
         "error: --hint goes with --map-classes and a --classes file of class names or a benchmark's name "
