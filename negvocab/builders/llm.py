@@ -374,16 +374,19 @@ def gpt_run(
     """The GPT-sibling run: one request per (class, round), round by round (see the module docstring)."""
     model = check_model(model)
     check_counts(per_class, rounds, min_labels, temperature)
-    template = load_prompt("gpt_siblings", prompt_path)
+    own = label_space_record(id_classes) is not None  # a label space other than ImageNet-1k: a prompt that names it
+    template = load_prompt("gpt_siblings", prompt_path, variant="labelspace" if own else "")
     chosen = select_classes(classes, id_classes)
     need = per_class if min_labels is None else min_labels
+    used = "id_classes" in template.fields  # once per class, not per request
+    listed = {w: _listed(id_classes or chosen, n) for w, n in zip(chosen.wnids, chosen.names, strict=True) if used}
     reqs = [
         make_request(
             template,
             wnid,
             r,
             per_class,
-            {"class_name": name, "synonyms": ", ".join(syn) or name, "wnid": wnid},
+            {"class_name": name, "synonyms": ", ".join(syn) or name, "wnid": wnid, "id_classes": listed.get(wnid)},
             need,
         )
         for r in range(rounds)
@@ -404,6 +407,14 @@ def gpt_run(
         prompt_path=None if prompt_path is None else str(Path(prompt_path).resolve()),
         id_classes=id_classes,
     )
+
+
+def _listed(space: IdClasses, name: str, most: int = 30) -> str:
+    """The label space as a GPT-siblings prompt names it (``{id_classes}``): up to ``most`` of its other
+    classes, quoted, and how many it holds."""
+    others = [n for n in space.names if n != name]
+    more = f", ... ({len(space)} classes in all)" if len(others) > most else ""
+    return ", ".join(f'"{n}"' for n in others[:most]) + more
 
 
 @renamed_kwargs(chunk_size="classes_per_request")

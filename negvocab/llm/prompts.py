@@ -33,7 +33,7 @@ TASKS: dict[str, frozenset[str]] = {
 }
 #: placeholders a template may use, per task (beyond the required ones)
 OPTIONAL_FIELDS: dict[str, frozenset[str]] = {
-    "gpt_siblings": frozenset({"synonyms", "wnid"}),
+    "gpt_siblings": frozenset({"synonyms", "wnid", "id_classes"}),
     "eoe_near": frozenset({"synonyms", "wnid"}),
     "eoe_far": frozenset(),
     "eoe_fine": frozenset(),
@@ -118,16 +118,18 @@ def parse_template(text: str, *, name: str, source: str) -> PromptTemplate:
     return template
 
 
-def load_prompt(task: str, path: str | Path | None = None) -> PromptTemplate:
-    """The template for ``task`` (one of :data:`TASKS`): the packaged file, or ``path`` if given."""
+def load_prompt(task: str, path: str | Path | None = None, *, variant: str = "") -> PromptTemplate:
+    """The template for ``task`` (one of :data:`TASKS`): the packaged file (``prompts/<task>_<variant>.txt``
+    with a ``variant``: ``gpt_siblings_labelspace`` for a label space other than ImageNet-1k), or ``path`` if given."""
     if task not in TASKS:
         raise InputError(f"unknown prompt task {task!r}; choose one of {sorted(TASKS)}")
     if path is not None:
         p = Path(path)
         return parse_template(read_text(p, "prompt template file"), name=task, source=str(p))
-    resource = resources.files("negvocab").joinpath("prompts", f"{task}.txt")
+    file = f"{task}_{variant}.txt" if variant else f"{task}.txt"
+    resource = resources.files("negvocab").joinpath("prompts", file)
     try:
         text = resource.read_text(encoding="utf-8")
     except (FileNotFoundError, NotADirectoryError) as e:
-        raise InputError(f"packaged prompt template prompts/{task}.txt is missing; reinstall negvocab") from e
-    return parse_template(text, name=task, source=f"prompts/{task}.txt")
+        raise InputError(f"packaged prompt template prompts/{file} is missing; reinstall negvocab") from e
+    return parse_template(text, name=task, source=f"prompts/{file}")

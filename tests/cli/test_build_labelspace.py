@@ -8,6 +8,7 @@ The answers come from the local fake OpenAI server of tests/llm; what WordNet ho
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -114,6 +115,29 @@ def test_the_api_filters_against_its_own_label_space(server, tmp_path):
     assert vocab.settings["synonym_filter"]["removed"]["laysan albatross"]["rule"] == "clean-name/normalised"
     assert SynonymFilter().split(["laysan albatross"])[0] == ["laysan albatross"]  # ImageNet-1k's keeps it
     assert list(vocabulary_from_journal(tmp_path / "run").labels) == list(vocab.labels)
+
+
+def test_the_siblings_prompt_names_the_label_space_asked_about(tmp_path):
+    """A label space of its own gets the packaged prompt that lists its classes, not "NOT ImageNet-1k
+    classes" (CUB's other birds are ImageNet-1k negatives but CUB's own classes); ImageNet-1k runs, whole
+    or selected, keep the paper's prompt and so their run identity."""
+    from negvocab.builders.llm import gpt_run
+
+    cub = IdClasses.from_names(CUB_NAMES, dataset="custom:cub.txt")
+    run = gpt_run("m", per_class=3, rounds=1, id_classes=cub, run_dir=tmp_path / "a")
+    assert run.template.source == "prompts/gpt_siblings_labelspace.txt"
+    system, user = (text for _, text in run.requests[0].messages)
+    assert "ImageNet" not in system + user and 'In-distribution class: "Marsh Wren"' in user
+    assert 'The in-distribution classes: "Cardinal", "Laysan Albatross".' in user  # its others, quoted
+    assert "NOT in-distribution classes" in user and "Return exactly 3 distinct names." in user
+    wide = IdClasses.from_names([f"bird {i}" for i in range(40)], dataset="custom:many.txt")
+    user = gpt_run("m", per_class=3, rounds=1, id_classes=wide, run_dir=tmp_path / "b").requests[0].messages[-1][1]
+    assert '"bird 1", ' in user and '"bird 30", ... (40 classes in all).' in user and '"bird 31"' not in user
+    paper = (Path(__file__).parents[2] / "prompts" / "gpt_siblings.txt").read_text(encoding="utf-8")
+    for kw in ({}, {"id_classes": imagenet1k()}, {"classes": 5}):
+        run = gpt_run("m", per_class=3, rounds=1, run_dir=tmp_path / "c", **kw)
+        assert run.template.source == "prompts/gpt_siblings.txt" and "NOT ImageNet-1k classes" in paper
+        assert run.template.sha256 == hashlib.sha256(paper.encode()).hexdigest()
 
 
 def test_a_kept_label_space_is_validated_on_read():
