@@ -44,6 +44,7 @@ from negvocab.builders.llm_merge import check_rounds_used, merge_rounds, vocabul
 from negvocab.builders.llm_size import build_to_size
 from negvocab.deprecation import renamed_kwargs
 from negvocab.errors import InputError, ResourceError
+from negvocab.labels.imagenet import imagenet1k
 from negvocab.llm.batch import held_by, in_open_batch, run_batch
 from negvocab.llm.client import LLMClient, check_base_url, public_url
 from negvocab.llm.cost import CostEstimate, cost_usd, estimate, priced_here
@@ -379,7 +380,8 @@ def gpt_run(
     chosen = select_classes(classes, id_classes)
     need = per_class if min_labels is None else min_labels
     used = "id_classes" in template.fields  # once per class, not per request
-    listed = {w: _listed(id_classes or chosen, n) for w, n in zip(chosen.wnids, chosen.names, strict=True) if used}
+    space = id_classes or imagenet1k()  # a selection of K classes is still ImageNet-1k's label space
+    listed = {w: _listed(space, n) for w, n in zip(chosen.wnids, chosen.names, strict=True) if used}
     reqs = [
         make_request(
             template,

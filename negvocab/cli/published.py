@@ -11,6 +11,7 @@ import typer
 
 from negvocab.cli.app import app
 from negvocab.data.published import PUBLISHED_COLUMNS, published_results
+from negvocab.errors import InputError
 
 __all__ = ["published_cmd"]
 
@@ -35,6 +36,16 @@ def published_cmd(
     """The anchors' published figures (FPR@95 and AUROC in percent, as published) with their exact
     settings and where each was read; tables mark them published, beside negvocab's own rows."""
     rows = published_results(method=method, model=model, benchmark=benchmark)
+    if not rows and not as_csv:  # a filter that matches nothing says so, with what it could match
+        every = published_results()
+        asked = {"--method": method, "--model": model, "--benchmark": benchmark}
+        given = " ".join(f"{k} {v}" for k, v in asked.items() if v is not None)
+        known = sorted({r.method for r in every} | {r.paper for r in every})
+        raise InputError(
+            f"no published figure matches {given}; methods: {', '.join(known)}; models: "
+            f"{', '.join(sorted({r.model for r in every}))}; benchmarks: "
+            f"{', '.join(sorted({r.benchmark for r in every if r.benchmark}))}"
+        )
     if as_csv:
         buf = io.StringIO()
         writer = csv.DictWriter(buf, PUBLISHED_COLUMNS, lineterminator="\n")

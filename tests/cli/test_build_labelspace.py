@@ -133,6 +133,13 @@ def test_the_siblings_prompt_names_the_label_space_asked_about(tmp_path):
     wide = IdClasses.from_names([f"bird {i}" for i in range(40)], dataset="custom:many.txt")
     user = gpt_run("m", per_class=3, rounds=1, id_classes=wide, run_dir=tmp_path / "b").requests[0].messages[-1][1]
     assert '"bird 1", ' in user and '"bird 30", ... (40 classes in all).' in user and '"bird 31"' not in user
+    # a prompt of one's own may name the label space: a selection of K classes is still ImageNet-1k's
+    own = tmp_path / "p.txt"
+    own.write_text("[user]\nList {n} near {class_name}, none of {id_classes}\n", encoding="utf-8")
+    user = gpt_run("m", per_class=3, rounds=1, classes=2, prompt_path=own, run_dir=tmp_path / "d").requests[0]
+    text = user.messages[-1][1]
+    assert text.startswith('List 3 near tench, none of "goldfish", "great white shark", "tiger shark", ')
+    assert text.endswith('"American bullfrog", ... (1000 classes in all)') and text.count('"') == 2 * 30
     paper = (Path(__file__).parents[2] / "prompts" / "gpt_siblings.txt").read_text(encoding="utf-8")
     for kw in ({}, {"id_classes": imagenet1k()}, {"classes": 5}):
         run = gpt_run("m", per_class=3, rounds=1, run_dir=tmp_path / "c", **kw)

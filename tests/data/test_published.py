@@ -261,6 +261,11 @@ def test_cli_lists_them():
     assert (
         "NegRefine  negrefine" in res.output and "1.51" in res.output and "Published, not computed here" in res.output
     )
+    res = CliRunner().invoke(app, ["published", "--method", "nosuch", "-m", "ViT-B-16"])
+    assert res.exit_code == 2 and res.stderr.strip().splitlines() == [
+        "error: no published figure matches --method nosuch --model ViT-B-16; methods: AdaNeg, CSP, NegLabel, "
+        "NegRefine, TANL, adaneg, neglabel, negrefine, tanl; models: ViT-B-16; benchmarks: mos, openood"
+    ]  # not an empty table
     res = CliRunner().invoke(app, ["published", "--method", "CSP", "--csv"])
     lines = res.output.strip().splitlines()
     assert lines[0] == ",".join(PUBLISHED_COLUMNS) and len(lines) == 2 and ",17.51,95.76," in lines[1]
