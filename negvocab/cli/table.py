@@ -6,6 +6,7 @@ The options are parsed here; the tables are :mod:`negvocab.report.tables`, the f
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -154,13 +155,15 @@ def table_cmd(
     if output is not None:
         check_output(output, inputs=folders, overwrite=overwrite)
     data, scores, failed = load_rows(folders)
-    shown = data + published_table_rows(data) if published else data  # part "tanl": never in comparisons
+    with warnings.catch_warnings():  # said below in the command's words
+        warnings.simplefilter("ignore")
+        shown = data + published_table_rows(data) if published else data  # part "tanl": never in comparisons
     unknown = sum(1 for r in data if not r.get("id_classes")) if published else 0
     if unknown:
         typer.echo(
-            f"--published: {unknown} rows come from a folder that does not name its ID label space (a grid written "
-            "by an older release): no published figure is set beside them; run `negvocab grid run` on its config "
-            "again to record it (the cells are kept)",
+            f"--published: {unknown} rows come from a folder that does not name its ID label space (a grid of an "
+            "older release, or one without its grid.json): no published figure is set beside them; `negvocab grid "
+            "run CONFIG -o FOLDER` on the same grid records it (it resumes: what is still valid is kept)",
             err=True,
         )
     table = build_table(

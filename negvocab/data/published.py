@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from importlib import resources
@@ -220,6 +221,14 @@ def published_beside(
     M and the ID split (ImageNet-1k val or OpenOOD's test list) are shown, not matched (a published figure
     rarely states the first two); a row measured with random weights matches nothing."""
     figures = list(published_results() if published is None else published)
+    rows = list(rows)
+    unknown = sum(1 for r in rows if not (_field(r, "id_classes") or id_classes))
+    if unknown:
+        warnings.warn(
+            f"{unknown} result rows name no ID label space (id_classes): no published figure is matched to them; "
+            "pass id_classes= (a results file's meta says it, e.g. 'imagenet1k')",
+            stacklevel=2,
+        )
     out = []
     for row in rows:
         space = str(_field(row, "id_classes") or id_classes or "")

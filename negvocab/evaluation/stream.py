@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 import numpy as np
 
+from negvocab.data.benchmarks import id_classes_of
 from negvocab.errors import InputError
 from negvocab.evaluation.encode import encode_sets
 from negvocab.evaluation.evaluate import Evaluation
@@ -399,7 +400,8 @@ def evaluate_stream_vocabularies(
     negs = [m.name for m in specs.values() if m.needs_negatives]
     if negs and not named:
         raise InputError(f"methods {', '.join(negs)} need a vocabulary (vocabularies)", param="vocabularies")
-    id_classes = id_classes if id_classes is not None else imagenet1k()
+    # a benchmark's ID set names its label space (CUB-200's ...), as evaluate_vocabularies reads it
+    id_classes = id_classes if id_classes is not None else (id_classes_of(id_set) or imagenet1k())
     ood_sets = named_ood_sets(ood_set)
     t0 = time.perf_counter()
     enc = encode_sets(vlm, id_set, ood_sets, False, progress)

@@ -2,8 +2,9 @@
 class names mapped to WordNet unless ``map_classes = false`` (with ``hints``), as ``build wordnet``
 maps an ``--id-classes`` file (:func:`negvocab.data.label_space.open_label_space`).
 
-The mapping enters a cell's identity only where it can change the result: in the vocabulary of a
-builder that takes the ``IdClasses`` (:func:`mapping_doc`; its synonym filter reads the senses). The
+The label space enters a cell's identity only where it can change the result: in the vocabulary of a
+builder that takes the ``IdClasses`` (:func:`mapping_doc`; its synonym filter reads the senses, an LLM
+builder asks about its classes). The
 ID classes' file digest is in every cell's identity as before, and the class names (all that scoring
 embeds) are the same mapped or not, so a grid of file vocabularies, of ImageNet-1k or of wnids keeps
 its digests.
@@ -21,7 +22,7 @@ from negvocab.errors import InputError
 from negvocab.grid.config import GridConfig
 from negvocab.labels.imagenet import imagenet1k
 
-__all__ = ["id_classes", "id_classes_file", "mapping_doc", "open_id_classes"]
+__all__ = ["LABEL_SPACE_REVISION", "id_classes", "id_classes_file", "mapping_doc", "open_id_classes"]
 
 
 def id_classes(cfg: GridConfig, *, mapped: bool = False) -> Any:
@@ -62,16 +63,24 @@ def open_id_classes(cfg: GridConfig, *, mapped: bool = True) -> OpenedLabelSpace
 _OPENED: dict[tuple[Any, ...], OpenedLabelSpace] = {}
 
 
-def mapping_doc(cfg: GridConfig, builder_name: str | None) -> str | None:
-    """The WordNet mapping of the ID classes in the identity of a builder's vocabulary, where the builder
-    takes it (an ``IdClasses``); None where no mapping was made (ImageNet-1k, wnids, ``map_classes = false``)
-    or the builder reads the file itself: there, and in every file vocabulary's cells, the digests are as before."""
-    if cfg.id_classes == "imagenet1k" or not cfg.map_classes:
+#: how builders take a grid's own label space, in the identity of their vocabularies: bumped when that changes
+#: what they build (2: the LLM builders filter against it and ask with the label-space prompt; CHANGELOG), so
+#: a resumed grid rebuilds those vocabularies instead of mixing them with an older release's
+LABEL_SPACE_REVISION = 2
+
+
+def mapping_doc(cfg: GridConfig, builder_name: str | None) -> dict[str, Any] | None:
+    """The ID label space in the identity of a builder's vocabulary, where the builder takes it (an
+    ``IdClasses``): :data:`LABEL_SPACE_REVISION` and the digest of its WordNet mapping (``wordnet``; absent
+    with ``map_classes = false`` or no name mapped). None for ImageNet-1k and where the builder reads the
+    file itself: there, and in every file vocabulary's cells, the digests are as before."""
+    if cfg.id_classes == "imagenet1k":
         return None
     builder = get_builder(builder_name or "")
     if not builder.accepts("id_classes", open_id_classes(cfg, mapped=False).classes):
         return None  # the builder reads the file itself: no mapping made, none paid for
-    opened = open_id_classes(cfg)
-    if opened.mapping is None:
-        return None
-    return hashlib.sha256(opened.mapping.pinned_text().encode()).hexdigest()
+    doc: dict[str, Any] = {"revision": LABEL_SPACE_REVISION}
+    opened = open_id_classes(cfg) if cfg.map_classes else None
+    if opened is not None and opened.mapping is not None:
+        doc["wordnet"] = hashlib.sha256(opened.mapping.pinned_text().encode()).hexdigest()
+    return doc

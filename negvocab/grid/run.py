@@ -48,6 +48,7 @@ from negvocab.evaluation.accuracy import class_indices
 from negvocab.evaluation.rows import summary_sets
 from negvocab.grid.config import GridConfig, load_config, spec_digest
 from negvocab.grid.ray_engine import run_models_on_ray
+from negvocab.grid.sets import labels_digest
 from negvocab.grid.tables import GridResult
 from negvocab.grid.units import deterministic_config, run_units_here
 from negvocab.grid.work import (
@@ -368,20 +369,29 @@ def failure_summary(status: Mapping[str, Any]) -> list[tuple[str, int]]:
 
 
 def _without_hits(cfg: GridConfig, sets: Mapping[str, Any], out: Path, cells: Iterable[Cell]) -> set[str]:
-    """The cells whose stored ID score file holds no ID images' hits (written before a grid stored them,
-    :func:`negvocab.grid.work.id_facts`) while the ID set's labels name the ID classes: their ID score file
-    and row are made again, so that the grid ends as a clean run would, ``id_accuracy`` and CCR included."""
+    """The cells whose stored ID score file holds hits of other labels than the ID set's now
+    (:func:`negvocab.grid.work.id_facts`): none where the labels name the ID classes (written before a grid
+    stored them), those of labels since edited, or hits where the ID set now has no usable labels. Their
+    ID score file and row are made again, so that the grid ends as a clean run would, ``id_accuracy`` and
+    CCR included (the cell digests cover the images, not their labels)."""
     labels = getattr(sets.get("ID"), "labels", None)
-    if not labels or class_indices(list(labels), id_classes(cfg)) is None:
-        return set()
+    usable = bool(labels) and class_indices(list(labels), id_classes(cfg)) is not None
+    now = labels_digest(sets["ID"]) if usable else None
     older: dict[str, bool] = {}
     for c in cells:
         path = out / "scores" / f"{c.id_scores}.npz"
         if c.id_scores not in older:
-            older[c.id_scores] = path.exists() and "id_correct" not in stored_facts(path)
+            facts = stored_facts(path) if path.exists() else None
+            if facts is None:  # not made yet: made as any missing file
+                older[c.id_scores] = False
+            else:
+                hits = "id_correct" in facts
+                older[c.id_scores] = (not hits or facts.get("id_labels") != now) if usable else hits
     found = {c.digest for c in cells if older[c.id_scores]}
     if found:
-        logger.warning("%d cells' ID score files hold no ID accuracy (an older version's): made again", len(found))
+        logger.warning(
+            "%d cells' ID score files hold the ID accuracy of other labels (or none): made again", len(found)
+        )
     return found
 
 

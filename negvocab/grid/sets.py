@@ -15,7 +15,7 @@ from negvocab.vlm.images import file_key
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
 
-__all__ = ["open_set", "open_sets", "set_digest"]
+__all__ = ["labels_digest", "open_set", "open_sets", "set_digest"]
 
 
 def open_set(cfg: GridConfig, spec: ImageSpec) -> ImageSet:
@@ -64,3 +64,9 @@ def set_digest(s: ImageSet) -> str:
         except OSError:
             keys.append(f"{path}|unreadable")
     return spec_digest({"ids": s.ids, "files": keys})
+
+
+def labels_digest(s: ImageSet) -> str:
+    """The identity of an image set's labels by image id (None: unlabelled): the ID images' hits, and so the
+    ID accuracy and CCR, depend on them beside the images (:func:`set_digest` covers the images only)."""
+    return spec_digest({"ids": list(s.ids), "labels": None if s.labels is None else [str(x) for x in s.labels]})

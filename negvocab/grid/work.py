@@ -26,7 +26,7 @@ from negvocab.evaluation.row import INTERVAL_METRICS
 from negvocab.evaluation.rows import metrics_row
 from negvocab.grid.config import GridConfig, MethodSpec, ModelSpec, VocabSpec, spec_digest
 from negvocab.grid.labelspace import id_classes, id_classes_file, mapping_doc
-from negvocab.grid.sets import open_sets, set_digest
+from negvocab.grid.sets import labels_digest, open_sets, set_digest
 from negvocab.grid.stream import score_stream_cell, stream_fields, stream_setup
 from negvocab.scoring.methods import get_method, scorer_params
 from negvocab.vlm.loading import resolve_device
@@ -96,8 +96,8 @@ def _vocab_docs(
         return out
     base = {"builder": v.builder, "options": list(v.options), "model": model}
     mapping = mapping_doc(cfg, v.builder)
-    if mapping is not None:  # the ID classes' WordNet senses decide what its synonym filter removes
-        base["id_classes_wordnet"] = mapping
+    if mapping is not None:  # the label space it asks about and filters against (its WordNet senses)
+        base["label_space"] = mapping
     read = _option_files(cfg, v.options)
     if read:  # an edited candidates file (any file a builder reads) is a new vocabulary, not a resumed one
         base["files"] = read
@@ -460,13 +460,14 @@ def id_facts(
 ) -> dict[str, Any]:
     """What a cell row needs of the ID images' classification, stored with the ID score files (a resumed grid
     reports what a clean one does): each encoded image's top-1 hit (``ids``: the rows of ``id_emb``;
-    :func:`negvocab.evaluation.accuracy.id_correct`, as ``score``) as a ``0``/``1`` string, and whether the
-    ID set is full-spectrum (CCR); ``{}`` where the ID set's labels name no ID class."""
+    :func:`negvocab.evaluation.accuracy.id_correct`, as ``score``) as a ``0``/``1`` string, whether the ID set
+    is full-spectrum (CCR) and the labels' digest; ``{}`` where the ID set's labels name no ID class."""
     paths = dict(zip(id_set.ids, map(str, id_set.paths), strict=True))
     got = id_correct(id_set, [(i, paths.get(i, "")) for i in ids], id_emb, class_emb, id_classes(cfg))
     if got is None:
         return {}
-    return {"id_correct": "".join("1" if hit else "0" for hit in got[0]), "full_spectrum": full_spectrum(id_set)}
+    hits = "".join("1" if hit else "0" for hit in got[0])
+    return {"id_correct": hits, "full_spectrum": full_spectrum(id_set), "id_labels": labels_digest(id_set)}
 
 
 def score_device(cfg: GridConfig, engine: str = "ray") -> str:

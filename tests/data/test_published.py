@@ -233,9 +233,10 @@ def test_rows_meet_figures_only_when_the_settings_match():
         {"random_weights": True},
         {"id_classes": "custom:cub200.txt"},  # CUB-200 as ID: not ImageNet-1k's figure, whatever the OOD set
         {"id_classes": "imagenet1k-subset100"},  # ImageNet-100 (hard OOD) neither
-        {"id_classes": ""},  # a row that does not say: matches nothing ...
     ):
         assert published_beside([_row(**other)], figures) == [], other
+    with pytest.warns(UserWarning, match="1 result rows name no ID label space"):  # a row that does not say ...
+        assert published_beside([_row(id_classes="")], figures) == []  # ... matches nothing, said
     # ... unless the caller says it
     assert [f.paper for _, f in published_beside([_row(id_classes="")], figures, id_classes="imagenet1k")] == [
         "NegLabel"

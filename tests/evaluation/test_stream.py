@@ -162,3 +162,36 @@ def test_split_orders_feed_one_whole_part_before_the_other(toy, sets, order):
     first = perm[: len(id_x)] if order == "id_first" else perm[: len(oods["far"])]
     assert (first < len(id_x)).all() == (order == "id_first") and (first >= len(id_x)).all() == (order == "ood_first")
     assert ev.rows[0]["stream_order"] == order and ev.rows[0]["stream_seed"] == 1
+
+
+def test_a_benchmarks_id_set_names_the_label_space_streams_score_against(toy):
+    """As evaluate_vocabularies: an ID set tagged with its benchmark's classes (CUB-200's, by
+    open_id_set) is scored against those names, and the results name that label space (published figures
+    of ImageNet-1k are matched on it); it was ImageNet-1k's whatever the ID set."""
+    from negvocab.data.benchmarks import classes_file
+    from negvocab.data.images import ImageSet
+    from negvocab.evaluation.stream import evaluate_stream_vocabularies
+    from negvocab.labels.imagenet import read_id_classes
+    from tests.evaluation.test_evaluate import FakeVLM
+
+    class Seen(FakeVLM):
+        texts: list[str] = []
+
+        def encode_text(self, labels, templates="paper8", *, pos=None, progress=None):
+            self.texts.extend(labels)
+            return super().encode_text(labels, templates, pos=pos, progress=progress)
+
+    id_set = ImageSet("cub", [f"/id/{i}.png" for i in range(12)], [f"i{i}" for i in range(12)])
+    ood = ImageSet("far", [f"/ood/{i}.png" for i in range(9)], [f"o{i}" for i in range(9)])
+    cub = read_id_classes(classes_file("cub200"))
+    kw = {"batch_size": 4, "templates": "single", "n_boot": 0}
+    for info, want in (({"id_classes": "cub200"}, cub), ({}, None)):
+        vlm = Seen()
+        vlm.texts = []
+        tagged = ImageSet(id_set.name, id_set.paths, id_set.ids, info=info)
+        ev = evaluate_stream_vocabularies(vlm, tagged, {"far": ood}, {}, [toy.NAME], **kw)
+        if want is None:  # a user's own set: ImageNet-1k, as before
+            assert ev.meta["id_classes"] == "imagenet1k" and len(vlm.texts) == 1000
+        else:
+            assert ev.meta["id_classes"] == "custom:cub200.txt" == want.dataset
+            assert vlm.texts == list(want.names) and "Laysan Albatross" in vlm.texts

@@ -60,16 +60,19 @@ def fs_grid(tmp_path):
 
 def _hand_correct(toml) -> np.ndarray:
     """Each ID image's zero-shot top-1 hit: the argmax of the cosine logits in float64, by hand."""
+    predicted, labels = _hand_top1(toml)
+    return np.array([p == int(label) for p, label in zip(predicted, labels, strict=True)])
+
+
+def _hand_top1(toml) -> tuple[list[int], list[str]]:
+    """Each ID image's zero-shot top-1 class (the argmax of the cosine logits in float64, by hand) and label."""
     cfg = negvocab.load_grid(toml)
     vlm = load_model(cfg, cfg.models[0])
     id_set = open_benchmark("toy-fs", toml.parent / "toy").id
     assert id_set is not None and id_set.info["csid"] == {"shifted": 8}
     emb = np.asarray(vlm.encode_images(id_set).embeddings, dtype=np.float64)
     cls = np.asarray(vlm.encode_text(ID_NAMES, "single", pos="n"), dtype=np.float64)
-    hits = []
-    for row, label in zip(emb, id_set.labels, strict=True):
-        hits.append(int(np.argmax([float(np.dot(row, c)) for c in cls])) == int(label))
-    return np.array(hits)
+    return [int(np.argmax([float(np.dot(row, c)) for c in cls])) for row in emb], list(id_set.labels)
 
 
 def test_grid_cells_carry_id_accuracy_and_ccr_from_the_stored_scores(fs_grid, tmp_path):
@@ -154,6 +157,24 @@ def test_a_killed_and_resumed_grid_equals_a_clean_run_and_an_old_folder_reads_ba
     assert CliRunner().invoke(app, ["grid", "run", str(fs_grid), "-o", str(old)]).exit_code == 0
     got = _files(old)
     assert sorted(got) == sorted(want) and [k for k in want if got[k] != want[k]] == []
+
+
+def test_a_grid_resumed_after_its_id_labels_were_edited_equals_a_clean_run(fs_grid, tmp_path):
+    """The cell digests cover the ID images, not their labels: a resumed grid remakes the ID score files
+    whose hits are of other labels (and the cells' rows), so it ends as a clean run with the new labels."""
+    out, clean = tmp_path / "out", tmp_path / "clean"
+    assert CliRunner().invoke(app, ["grid", "run", str(fs_grid), "-o", str(out)]).exit_code == 0
+    before = {r["id_accuracy"] for r in load_rows([out])[0]}
+    top1, labels = _hand_top1(fs_grid)
+    assert labels[:18] == [str(i % 8) for i in range(18)]  # the list's images come first, then the shifted ones
+    (tmp_path / "toy" / "lists" / "id.txt").write_text("".join(f"id/{i}.png {top1[i]}\n" for i in range(18)))
+    assert CliRunner().invoke(app, ["grid", "run", str(fs_grid), "-o", str(out)]).exit_code == 0
+    assert CliRunner().invoke(app, ["grid", "run", str(fs_grid), "-o", str(clean)]).exit_code == 0
+    got, want = _files(out), _files(clean)
+    assert sorted(got) == sorted(want) and [k for k in want if got[k] != want[k]] == []
+    after = {r["id_accuracy"] for r in load_rows([out])[0]}
+    assert len(before) == len(after) == 1 and after == {float(np.mean(_hand_correct(fs_grid)))}
+    assert after.pop() >= 18 / 26 > before.pop()  # every listed image now labelled as its top-1 class
 
 
 def test_scored_with_the_model_or_from_the_cache_the_cells_are_the_same(fs_grid, tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ import negvocab
 from negvocab.data.benchmarks import classes_file
 from negvocab.data.label_space import open_label_space
 from negvocab.errors import InputError
+from negvocab.grid import labelspace
 from negvocab.grid.config import parse_config
 from negvocab.grid.labelspace import id_classes, open_id_classes
 from negvocab.grid.work import _id_classes_doc, build_in_grid, load_model, open_sets, plan_cells
@@ -58,6 +59,13 @@ def test_the_mapping_is_in_the_identity_of_builder_vocabularies_only(grid_toml, 
     a, b = _digests(mapped), _digests(names_only)
     changed = {k[1] for k in a if a[k] != b[k]}
     assert changed == {"W"}  # the builder's cells only: its synonym filter reads the senses
+    # the label space is in a builder vocabulary's identity with its revision: LLM builders ask about it and
+    # filter against it since revision 2, so a resumed grid of an older release rebuilds them, mapped or not
+    assert labelspace.mapping_doc(names_only, "gpt") == {"revision": labelspace.LABEL_SPACE_REVISION} == {"revision": 2}
+    assert set(labelspace.mapping_doc(mapped, "eoe")) == {"revision", "wordnet"}
+    plain = negvocab.load_grid(grid_toml)
+    object.__setattr__(plain, "id_classes", "imagenet1k")
+    assert labelspace.mapping_doc(plain, "gpt") is None  # ImageNet-1k grids: digests as before
 
     spec = next(v for v in mapped.vocabularies if v.name == "W")
     vlm = load_model(mapped, mapped.models[0])
@@ -111,7 +119,6 @@ def test_hints_for_a_file_of_wnids_are_one_line(tmp_path):
 def test_a_builder_that_reads_the_file_itself_gets_no_mapping_made(grid_toml, grid_files, monkeypatch):
     """mapping_doc asks the builder first: the plug-in toy takes id_classes as a file, so no WordNet
     mapping is made (nor paid for) for it; wordnet's builder takes the IdClasses and gets one."""
-    from negvocab.grid import labelspace
     from tests.plugins import toy_builder
 
     toy_builder.register()
