@@ -36,6 +36,7 @@ from negvocab.builders.llm_classes import (
     chunks_of,
     label_space_from_record,
     label_space_record,
+    own_label_space,
     select_classes,
     selection_record,
 )
@@ -375,7 +376,7 @@ def gpt_run(
     """The GPT-sibling run: one request per (class, round), round by round (see the module docstring)."""
     model = check_model(model)
     check_counts(per_class, rounds, min_labels, temperature)
-    own = label_space_record(id_classes) is not None  # a label space other than ImageNet-1k: a prompt that names it
+    own = own_label_space(id_classes)  # a label space other than ImageNet-1k: a prompt that names it
     template = load_prompt("gpt_siblings", prompt_path, variant="labelspace" if own else "")
     chosen = select_classes(classes, id_classes)
     need = per_class if min_labels is None else min_labels

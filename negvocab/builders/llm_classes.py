@@ -19,6 +19,7 @@ __all__ = [
     "chunks_of",
     "label_space_from_record",
     "label_space_record",
+    "own_label_space",
     "select_classes",
     "selection_record",
 ]
@@ -86,11 +87,17 @@ def selection_record(classes: ClassesSpec, chosen: IdClasses) -> int | list[str]
     return list(chosen.wnids)
 
 
+def own_label_space(id_classes: IdClasses | None) -> bool:
+    """Whether ``id_classes`` is a label space other than ImageNet-1k (None: ImageNet-1k): one an LLM run asks
+    about with its own prompt, filters against and keeps in its settings."""
+    return id_classes is not None and id_classes != imagenet1k()
+
+
 def label_space_record(id_classes: IdClasses | None) -> dict[str, Any] | None:
     """An ID label space other than ImageNet-1k as a run's settings keep it (JSON): its name, wnids, names,
     synonyms and whether its senses were mapped, all that the requests and the synonym filter read; None for
     ImageNet-1k (the settings of those runs are as before)."""
-    if id_classes is None or id_classes == imagenet1k():
+    if id_classes is None or not own_label_space(id_classes):
         return None
     return {
         "dataset": id_classes.dataset,

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from negvocab.builders.llm_classes import label_space_record
+from negvocab.builders.llm_classes import own_label_space
 from negvocab.errors import InputError, ResourceError
 from negvocab.labels.synonyms import SynonymFilter
 from negvocab.llm.journal import custom_id
@@ -95,7 +95,7 @@ def vocabulary_from_results(
         for label, rounds_of in labels.items():
             proposed.setdefault(label, {})[key] = rounds_of
     if synonym_filter is None:  # against the run's ID label space, as the CLI filters (ImageNet-1k's by default)
-        own = label_space_record(run.id_classes) is not None
+        own = own_label_space(run.id_classes)
         synonym_filter = SynonymFilter(run.id_classes) if own else SynonymFilter()
     if not proposed:
         raise ResourceError(_nothing_answered(run, results, failures))

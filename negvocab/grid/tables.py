@@ -242,7 +242,7 @@ class GridResult:
         self.out_dir = out_dir
         self.status = dict(status or {})
         #: the ID label space's name as ``negvocab score`` records it (``imagenet1k``; "": not known, an old folder)
-        self.label_space = label_space if config is None else _label_space(config)
+        self.label_space = label_space if config is None else str(id_classes(config).dataset)
         self._scores_memo: dict[str, dict[str, Any]] = {}
 
     def __repr__(self) -> str:
@@ -610,7 +610,7 @@ def _grid_folder(folder: Path) -> GridResult:
     # the cell files come in digest order: put the rows in a reader's order (wordnet@100 before @200)
     order = sorted(range(len(rows)), key=lambda i: _reader_key(rows[i]))
     rows, digests = [rows[i] for i in order], [digests[i] for i in order]
-    groups, label_space = _stored_groups(folder / "grid.json")
+    groups, label_space = _read_grid_json(folder / "grid.json")
     by_key: dict[tuple[str, ...], dict[str, str]] = {}
     for r, d in zip(rows, digests, strict=True):
         by_key.setdefault(tuple(r[k] for k in _GROUP), {})[r["ood_set"]] = d
@@ -624,12 +624,7 @@ def _grid_folder(folder: Path) -> GridResult:
     return GridResult(rows, None, out_dir=folder, status=status, means=means, groups=groups, label_space=label_space)
 
 
-def _label_space(cfg: GridConfig) -> str:
-    """The grid's ID label space as ``negvocab score`` names it (:attr:`IdClasses.dataset`)."""
-    return "imagenet1k" if cfg.id_classes == "imagenet1k" else str(id_classes(cfg).dataset)
-
-
-def _stored_groups(path: Path) -> tuple[dict[str, str | None], str]:
+def _read_grid_json(path: Path) -> tuple[dict[str, str | None], str]:
     """Each OOD set's group as a grid's ``grid.json`` stored it (none there: no group rows), and the ID
     label space's name ("" where not stored: a folder of an older release)."""
     try:
