@@ -170,6 +170,14 @@ _EXPORTS: dict[str, str] = {
     # part "ccr" (issue 31): a tuning split for methods with knobs (CCR: negvocab.metrics.ccr_at_fpr)
     "Tuning": "negvocab.evaluation.tuning",
     "tune_params": "negvocab.evaluation.tuning",
+    # one detector protocol for every method, and the one registry of method inputs
+    "Detector": "negvocab.scoring.detector",
+    "BatchDetector": "negvocab.scoring.detector",
+    "make_detector": "negvocab.scoring.detector",
+    "InputContext": "negvocab.scoring.providers",
+    "InputProvider": "negvocab.scoring.providers",
+    "register_input": "negvocab.scoring.providers",
+    "list_inputs": "negvocab.scoring.providers",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -303,3 +311,7 @@ if TYPE_CHECKING:  # part "install" (issue 31)
 
 if TYPE_CHECKING:  # part "ccr" (issue 31)
     from negvocab.evaluation.tuning import Tuning, tune_params
+
+if TYPE_CHECKING:  # one detector protocol, one registry of method inputs
+    from negvocab.scoring.detector import BatchDetector, Detector, make_detector
+    from negvocab.scoring.providers import InputContext, InputProvider, list_inputs, register_input

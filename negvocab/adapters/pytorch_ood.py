@@ -61,6 +61,11 @@ class NegvocabDetector(FeaturesDetector):
     (:func:`negvocab.adapters.zeroshot.search_grid`: several values per parameter) for pytorch-ood's
     GridSearch. As pytorch-ood's own detectors: scores are float32 on the input's device,
     ``.to(device)`` moves the model, and ``info`` (the method's detectors) names the paper.
+
+    A test-time method (``"adaneg"``, ``"tanl"``, a plug-in's) is hosted the same way: the batches
+    ``predict`` is given form one stream, scored in the order they come (each batch with what the
+    method has seen before it), so its scores depend on that order; :meth:`reset` starts a new stream,
+    and changing a hyper-parameter does too.
     """
 
     requires_fit = False
@@ -104,6 +109,12 @@ class NegvocabDetector(FeaturesDetector):
                 f"Known hyperparameters: {list(self.hyperparameter_space)}"
             )
         self.zeroshot.set_params(**kwargs)
+        return self
+
+    def reset(self) -> NegvocabDetector:
+        """Start a new stream: a test-time method forgets the batches it has scored (a batch method has
+        nothing to forget)."""
+        self.zeroshot.reset()
         return self
 
     def fit(self, data_loader: Any = None) -> NegvocabDetector:

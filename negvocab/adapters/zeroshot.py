@@ -3,6 +3,7 @@ negative vocabulary embedded once, and image batches scored by a method of the r
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -11,11 +12,12 @@ import torch
 
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import IdClasses, imagenet1k
-from negvocab.scoring import scores as S
-from negvocab.scoring.methods import PARAMS, batch_method, check_params
+from negvocab.scoring.detector import make_detector
+from negvocab.scoring.methods import PARAMS, check_params, get_method
+from negvocab.scoring.providers import InputContext, image_inputs, setup_inputs
+from negvocab.scoring.stream import StreamMethod
 from negvocab.types import ParamValue
 from negvocab.vlm.images import encode_batch
-from negvocab.vlm.pairs import pair_inputs
 from negvocab.vocab import Vocabulary
 
 if TYPE_CHECKING:
@@ -52,7 +54,7 @@ def search_grid(method: str, values: Mapping[str, Any]) -> dict[str, list[Any]]:
     """A hyper-parameter grid worth searching around ``values`` (a method's parameters now): a number x 1/2,
     1 and 2 (an integer kept within its limit), every choice of a choice; seeds, ``topk``, the model's
     scale and parameters left at None (the kernel's default) are not searched."""
-    entry = batch_method(method, "search_grid")
+    entry = get_method(method)
     grid: dict[str, list[Any]] = {}
     for name in entry.params:
         param, value = PARAMS[name], values.get(name, PARAMS[name].default)
@@ -71,8 +73,11 @@ def search_grid(method: str, values: Mapping[str, Any]) -> dict[str, list[Any]]:
 class ZeroShot:
     """Score preprocessed image batches (or image features) with ``method`` over ``vlm``.
 
-    ``method``: any registered method (``negvocab.list_methods()``, plug-ins included); its entry's
-    capabilities decide what is computed (negatives, patch features, the model's scale).
+    ``method``: any registered method (``negvocab.list_methods()``, plug-ins included), batch or test-time:
+    it is held as its detector (:func:`negvocab.make_detector`), set up once on the ID side with the inputs
+    the input registry makes from the model (NegRefine's pair texts, TANL's noise images); its entry's
+    capabilities decide what is computed (negatives, patch features, the model's scale). A test-time
+    method sees the batches scored as one stream, in the order they come; :meth:`reset` starts a new one.
     ``id_classes``: the ID label space (default ImageNet-1k); ``vocabulary``: the negatives of the
     methods that take them (neglabel, eoe, neglabel_eoe); ``templates``: the prompt preset or list;
     ``params``: the method's parameters (checked against the registry, as ``negvocab.score`` does).
@@ -90,7 +95,7 @@ class ZeroShot:
         templates: str | list[str] = "paper8",
         **params: ParamValue,
     ) -> None:
-        self.method = batch_method(method, "the pytorch-ood and OpenOOD adapters")
+        self.method = get_method(method)
         scale = getattr(vlm, "logit_scale", None)  # the model's own (VLM.logit_scale)
         own = self.method.model_scale  # the parameter that takes it (the logit baselines' logit_scale)
         if own is not None and params.get(own) is None and scale is not None:
@@ -112,36 +117,62 @@ class ZeroShot:
                                                   pos=self.vocabulary.parts_of_speech(), progress=False))
         )  # fmt: skip
         labels = None if self.vocabulary is None else self.vocabulary.labels
-        self.pairs = pair_inputs(self.method.inputs, vlm, templates, self.id_classes.names, labels)  # NegRefine's
+        self.context = InputContext(vlm, templates, self.id_classes.names, labels)
+        self.detector = self._detector()
 
     @property
     def hyperparameters(self) -> dict[str, Any]:
         """The method's parameters now: the given ones over the registry defaults."""
         return {p: self.params.get(p, PARAMS[p].default) for p in self.method.params}
 
+    @property
+    def test_time(self) -> bool:
+        """Whether the method keeps state over the batches it scores (a test-time method)."""
+        return self.detector.stateful
+
+    def _detector(self) -> StreamMethod:
+        """The method's detector with the parameters now, set up on the ID side (a fresh state)."""
+        det = make_detector(self.method.name, self.params)
+        stream = self.method.kind == "stream"
+        context = dataclasses.replace(self.context, params=det.params)
+        inputs = setup_inputs(det.inputs, context, method=self.method.name)
+        id_emb, neg_emb = (self.id_emb, self.neg_emb) if not stream else (self.id_emb.numpy(), _numpy(self.neg_emb))
+        return det.setup(id_emb, neg_emb, **inputs)
+
     def set_params(self, **params: ParamValue) -> None:
-        """Change parameters of the method (checked against the registry)."""
+        """Change parameters of the method (checked against the registry); a test-time method starts a
+        new stream."""
         self.params = check_params(self.method.name, {**self.params, **params})
+        self.detector = self._detector()
+
+    def reset(self) -> None:
+        """Start a new stream: a test-time method forgets the images it has seen (a batch method has none)."""
+        self.detector.reset()
 
     @torch.no_grad()
     def features(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """L2-normalised global features of a preprocessed image batch, and the patch features GL-MCM needs."""
-        return encode_batch(self.vlm, images, "local" in self.method.inputs)
+        return encode_batch(self.vlm, images, bool(image_inputs(self.method.inputs)))
 
     def score_features(self, features: Any, local: Any = None) -> torch.Tensor:
-        """float64 scores of image features (normalised here), high = ID; ``local``: GL-MCM's patch features."""
+        """float64 scores of image features (normalised here), high = ID; ``local``: GL-MCM's patch features.
+        A test-time method takes the batch as the next of its stream."""
         z = torch.nn.functional.normalize(torch.as_tensor(features).detach().float().cpu(), dim=-1)
         extra: Mapping[str, Any] = {}
-        if "local" in self.method.inputs:
+        if image_inputs(self.method.inputs):
             if local is None:
                 raise InputError(
                     f"{self.method.name} needs the patch features: call predict(images), or pass local=[n, p, d]"
                 )
             extra = {"local": torch.nn.functional.normalize(torch.as_tensor(local).detach().float().cpu(), dim=-1)}
-        s = S.score(self.method.name, z, self.id_emb, self.neg_emb, **self.params, **extra, **self.pairs)
+        s = self.detector.score_batch(z.numpy() if self.test_time else z, **extra)
         return torch.from_numpy(np.asarray(s, dtype=np.float64))
 
     def classify(self, features: Any) -> torch.Tensor:
         """The zero-shot class of each image: the ID prompt nearest to its features."""
         z = torch.nn.functional.normalize(torch.as_tensor(features).detach().float().cpu(), dim=-1)
         return (z @ self.id_emb.T).argmax(-1)
+
+
+def _numpy(x: torch.Tensor | None) -> np.ndarray | None:
+    return None if x is None else x.numpy()

@@ -1,9 +1,9 @@
 """Set-up inputs of stream methods that a model can make: what :func:`negvocab.evaluate_stream` gives a
 method that names them in ``StreamMethod.inputs`` when a VLM is at hand and the caller gave none.
 
-``noise_images``: TANL's 15 noise images (:func:`negvocab.scoring.tanl.noise_pixels`, seeded by the
-method's ``seed``), encoded by the model as TANL's code encodes them: the [0, 1] pixels as they are, at
-the model's input size, without the preprocessing's normalisation.
+The inputs and their makers are those of the one input registry
+(:mod:`negvocab.scoring.providers`); ``noise_images`` is TANL's 15 noise images
+(:func:`negvocab.scoring.tanl.noise_image_features`, seeded by the method's ``seed``).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.errors import InputError
+from negvocab.scoring.providers import InputContext, get_input, list_inputs, setup_inputs
+from negvocab.scoring.providers import unmade_inputs as _unmade
 from negvocab.scoring.stream import stream_class
-from negvocab.scoring.tanl import noise_pixels
-from negvocab.vlm.images import encode_batch
+from negvocab.scoring.tanl import noise_image_features
 
 if TYPE_CHECKING:
     from negvocab.scoring.stream import StreamMethod
@@ -25,41 +26,34 @@ if TYPE_CHECKING:
 __all__ = ["STREAM_INPUT_MAKERS", "noise_image_features", "stream_setup_inputs", "unmade_inputs"]
 
 
-def _image_size(vlm: VLM) -> int:
-    size = getattr(getattr(vlm.model, "visual", None), "image_size", 224)
-    return int(size[0] if isinstance(size, (tuple, list)) else size)
+def _made_by(name: str) -> Callable[[VLM, Mapping[str, Any]], np.ndarray]:
+    return lambda vlm, params: get_input(name).maker()(InputContext(vlm, params=params))  # type: ignore[misc]
 
 
-def noise_image_features(vlm: VLM, seed: int = 0) -> np.ndarray:
-    """The unit-norm image features (15, d) of TANL's noise images, encoded by ``vlm``."""
-    pixels = noise_pixels(seed, size=_image_size(vlm))
-    feats, _ = encode_batch(vlm, pixels, local=False)
-    return feats.numpy()
-
-
-#: input name -> how a model makes it, given the method's parameters
+#: input name -> how a model makes it, given the method's parameters (the registry's set-up inputs
+#: that need no names or labels; kept for callers of the older mapping)
 STREAM_INPUT_MAKERS: dict[str, Callable[[VLM, Mapping[str, Any]], np.ndarray]] = {
-    "noise_images": lambda vlm, params: noise_image_features(vlm, int(params.get("seed", 0))),
+    "noise_images": _made_by("noise_images")
 }
 
 
 def stream_setup_inputs(
     method: StreamMethod, vlm: VLM | None, given: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """``given`` plus every input ``method`` names that is missing and a maker can make from ``vlm``;
-    without a VLM, ``given`` as it is (the method's set-up then names what is missing)."""
-    out = dict(given or {})
-    missing = [k for k in method.inputs if out.get(k) is None]
-    if vlm is None or not missing:
-        return out
-    unknown = [k for k in missing if k not in STREAM_INPUT_MAKERS]
-    if unknown:
-        raise InputError(f"{method.name} needs the set-up input(s) {', '.join(unknown)}: pass them in setup_inputs")
-    for k in missing:
-        out[k] = STREAM_INPUT_MAKERS[k](vlm, method.params)
-    return out
+    """``given`` plus every input ``method`` names that is missing and the registry's maker makes from
+    ``vlm``; without a VLM, ``given`` as it is (the method's set-up then names what is missing)."""
+    known = set(list_inputs())
+    declared = [k for k in method.inputs if k in known]  # a plug-in's own undeclared input: the caller's
+    missing = [k for k in method.inputs if k not in known and (given or {}).get(k) is None]
+    if vlm is not None and missing:
+        raise InputError(f"{method.name} needs the set-up input(s) {', '.join(missing)}: pass them in setup_inputs")
+    context = None if vlm is None else InputContext(vlm, params=method.params)
+    made = setup_inputs(declared, context, given, method=method.name)
+    return {**dict(given or {}), **made}
 
 
 def unmade_inputs(method: str) -> list[str]:
     """The set-up inputs the stream method ``method`` names that no model can make (a plug-in's own)."""
-    return [k for k in stream_class(method).inputs if k not in STREAM_INPUT_MAKERS]
+    known = set(list_inputs())
+    names = stream_class(method).inputs
+    return [k for k in names if k not in known] + _unmade([k for k in names if k in known])

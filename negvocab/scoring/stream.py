@@ -214,6 +214,8 @@ class StreamMethod:
 
     #: names of the set-up inputs beside ``id_emb``, ``neg_emb`` and ``id_images`` (TANL: "noise_images")
     inputs: ClassVar[tuple[str, ...]] = ()
+    #: whether a score depends on the batches before it (a batch method's detector: False)
+    stateful: ClassVar[bool] = True
 
     def __init__(self, **params: ParamValue) -> None:
         self.params: dict[str, Any] = dict(params)
@@ -255,7 +257,7 @@ class StreamMethod:
         self.id_emb = id_emb
         self.neg_emb = None if neg_emb is None else _rows(neg_emb, "neg_emb", dim)
         self.id_images = None if id_images is None else _rows(id_images, "id_images", dim)
-        self.extra = {k: _rows(v, k, dim) for k, v in inputs.items()}
+        self.extra = {k: self.check_input(k, v, dim) for k, v in inputs.items()}
         self._ready = True
         self.reset()
         return self
@@ -267,13 +269,14 @@ class StreamMethod:
         self.n_batches = 0
         self.init_state()
 
-    def score_batch(self, image_emb: Embeddings) -> np.ndarray:
+    def score_batch(self, image_emb: Embeddings, **batch_inputs: Any) -> np.ndarray:
         """Score the next batch of the stream (n, d) with what the method has seen, then keep it in the
-        state. Returns float64 (n,), high = ID."""
+        state. ``batch_inputs``: per-image inputs that come with the batch (GL-MCM's patch features
+        ``local``), passed to :meth:`step`. Returns float64 (n,), high = ID."""
         self._need_setup()
         batch = _rows(image_emb, "image_emb", self.id_emb.shape[1])
         n = batch.shape[0]
-        out = self.step(batch)
+        out = self.step(batch, **batch_inputs) if batch_inputs else self.step(batch)
         if hasattr(out, "detach"):  # a torch tensor, anywhere
             out = out.detach().cpu().double().numpy()
         scores = np.asarray(out, dtype=np.float64)
@@ -290,6 +293,10 @@ class StreamMethod:
         return {"method": self.name, "n_seen": self.n_seen, "n_batches": self.n_batches, **self.summary()}
 
     # -- the hooks a method implements ----------------------------------------------------------
+    def check_input(self, name: str, value: object, dim: int) -> object:
+        """A set-up input as the method keeps it: by default a 2-D array of ``dim`` columns."""
+        return _rows(value, name, dim)
+
     def init_state(self) -> None:
         """Build the state before the first test batch (the set-up inputs are on ``self``)."""
 

@@ -50,6 +50,8 @@ __all__ = [
     "THRESHOLD_GRID",
     "activation_aware",
     "best_threshold",
+    "noise_image_features",
+    "noise_images_input",
     "noise_pixels",
     "register_tanl",
 ]
@@ -188,12 +190,33 @@ def noise_pixels(seed: int = 0, size: int = 224) -> torch.Tensor:
     return torch.cat((gaussian, uniform, poisson, gamma, salt), dim=0)
 
 
+def _image_size(vlm: Any) -> int:
+    size = getattr(getattr(vlm.model, "visual", None), "image_size", 224)
+    return int(size[0] if isinstance(size, (tuple, list)) else size)
+
+
+def noise_image_features(vlm: Any, seed: int = 0) -> np.ndarray:
+    """The unit-norm image features (15, d) of TANL's noise images, encoded by ``vlm`` (a
+    :class:`negvocab.VLM`) as TANL's code encodes them: the [0, 1] pixels as they are, at the model's
+    input size, without the preprocessing's normalisation."""
+    pixels = noise_pixels(seed, size=_image_size(vlm)).to(vlm.device)
+    with _torch().no_grad(), vlm.autocast():
+        feats = vlm.model.encode_image(pixels)
+    return vlm.unit_rows(feats, "images").numpy()  # type: ignore[no-any-return]
+
+
+def noise_images_input(context: Any) -> np.ndarray:
+    """The set-up input ``noise_images`` (:mod:`negvocab.scoring.providers`): the noise-image features
+    of the context's model, seeded by the method's ``seed``."""
+    return noise_image_features(context.vlm, int(context.params.get("seed", 0)))
+
+
 class TANL(StreamMethod):
     """TANL over a negative corpus: ``setup(id_emb, corpus_emb, noise_images=...)``, then batches.
 
     ``neg_emb`` is the whole corpus TANL chooses from (their ID-far NegLabel selection then the
     rest of the WordNet words); ``noise_images`` the unit-norm image features of the 15 noise images
-    (:func:`noise_pixels` encoded by the model; :func:`negvocab.evaluation.stream_inputs.noise_image_features`).
+    (:func:`noise_pixels` encoded by the model: :func:`noise_image_features`).
     ``seed`` seeds the one random step of the set-up (the order of the initial queues, which decides
     which ID prompts stay in a queue shorter than K)."""
 

@@ -10,7 +10,7 @@ pipelines give a method whose entry lists the input ``pair_texts``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
     from negvocab.vlm.templates import TemplateSet
 
-__all__ = ["PAIR_JOINER", "PairTexts", "pair_inputs"]
+__all__ = ["PAIR_JOINER", "PairTexts", "pair_inputs", "pair_texts"]
 
 #: NegRefine's ``p + " and " + n``
 PAIR_JOINER = " and "
@@ -67,3 +67,11 @@ def pair_inputs(
     if "pair_texts" not in inputs or neg_labels is None:
         return {}
     return {"pair_texts": PairTexts(vlm, templates, id_names, neg_labels)}
+
+
+def pair_texts(context: Any) -> PairTexts | None:
+    """The set-up input ``pair_texts`` (:mod:`negvocab.scoring.providers`) of an ``InputContext``: the
+    pairs of its ID names and negative labels, or None without negatives."""
+    if context.neg_labels is None:
+        return None
+    return PairTexts(context.vlm, context.templates, context.id_names, context.neg_labels)
