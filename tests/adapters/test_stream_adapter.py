@@ -12,7 +12,7 @@ from negvocab.scoring.tanl import noise_image_features
 from tests.adapters.conftest import ID, NEG
 
 pytest.importorskip("pytorch_ood.api")
-from negvocab.adapters.pytorch_ood import NegvocabDetector  # noqa: E402
+from negvocab.adapters.pytorch_ood import NegvocabDetector
 
 
 def _features(vlm, batches):
