@@ -79,7 +79,7 @@ class InputProvider:
         obj = resolve_target(self.make, what=f"method input {self.name!r}")
         if not callable(obj):
             raise InputError(f"method input {self.name!r}: maker {self.make!r} is not callable")
-        return obj  # type: ignore[no-any-return]
+        return obj
 
 
 def _check(name: str, entry: object) -> InputProvider:

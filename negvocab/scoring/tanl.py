@@ -202,7 +202,7 @@ def noise_image_features(vlm: Any, seed: int = 0) -> np.ndarray:
     pixels = noise_pixels(seed, size=_image_size(vlm)).to(vlm.device)
     with _torch().no_grad(), vlm.autocast():
         feats = vlm.model.encode_image(pixels)
-    return vlm.unit_rows(feats, "images").numpy()  # type: ignore[no-any-return]
+    return vlm.unit_rows(feats, "images").numpy()
 
 
 def noise_images_input(context: Any) -> np.ndarray:
