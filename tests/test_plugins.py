@@ -188,3 +188,18 @@ def test_a_vocabulary_of_a_plugin_builders_source_loads_through_the_environment(
     monkeypatch.setenv(plugins.ENV_VAR, "nv_src_mod")
     got = negvocab.Vocabulary.load(path)
     assert got.source == "nv-src" and got.labels == ["x", "y"]
+
+
+def test_an_entry_points_plugin_is_found_by_a_lookup(fresh_plugins, monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    from negvocab.scoring.methods import get_method
+
+    (fresh_plugins / "nv_ep_mod.py").write_text(
+        "import negvocab\n\n\ndef fn(image_emb, id_emb, **kw):\n    return image_emb[:, 0]\n\n\n"
+        "negvocab.register_method('nv_plugged', fn)\n"
+    )
+    found = [EntryPoint("mine", "nv_ep_mod", plugins.ENTRY_POINT_GROUP)]
+    monkeypatch.setattr(plugins, "entry_points", lambda group: found if group == plugins.ENTRY_POINT_GROUP else [])
+    monkeypatch.delenv(plugins.ENV_VAR, raising=False)
+    assert get_method("nv_plugged").name == "nv_plugged" and plugins.loaded_plugins() == ["nv_ep_mod"]
