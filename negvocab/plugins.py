@@ -9,7 +9,10 @@ and the like). negvocab imports, once each:
 - the modules a caller names (a grid file's ``plugins = [...]``).
 
 The CLI loads them before it reads its options, grids before they validate their file, and every
-grid worker before it runs a unit, so a registered entry works everywhere a built-in one does.
+grid worker before it runs a unit, so a registered entry works everywhere a built-in one does. Every
+registry (:class:`negvocab.registry.Registry`: methods, builders, benchmarks) loads them when a name is
+missing, and the vocabulary layer when a file's source is unknown, so a plain ``get_method("mine")`` or
+``Vocabulary.load(path)`` needs no explicit :func:`load_plugins`.
 """
 
 from __future__ import annotations

@@ -3,31 +3,64 @@
 An entry is registered as an object, or lazily as a ``"pkg.module:attr"`` target that is imported on
 first use (so a catalogue can be read, listed and validated without importing torch, and a plug-in
 package can add an entry without editing negvocab), as lm-evaluation-harness's ``Registry`` does.
-Names are looked up case-insensitively, aliases accepted; an unknown name is one :class:`InputError`
-that lists the registered names.
+A target outside negvocab (a user's or a plug-in's) is imported and checked when it is registered,
+so a wrong one fails at once, in one line; negvocab's own stay lazy.
 
->>> r = Registry("colour")
+Names are looked up case-insensitively, aliases accepted. One plug-in rule for every registry: a name
+not registered loads the plug-ins (``$NEGVOCAB_PLUGINS`` and the ``negvocab.plugins`` entry points,
+each once: :func:`negvocab.plugins.load_plugins`) and is looked up again; still unknown, it is one
+:class:`InputError` that suggests the closest registered names and lists them all.
+
+A method or a builder is registered beside its code by the public ``register_method`` /
+``register_builder`` used as a decorator (given everything but the function).
+
+>>> r = Registry("colour", plugins=False)
 >>> r.register("red", 1, aliases=("rouge",))
 1
 >>> r.get("ROUGE"), r.canonical("Red"), r.names()
 (1, 'red', ['red'])
->>> r.get("blue")
+>>> r.get("rd")
 Traceback (most recent call last):
 ...
-negvocab.errors.InputError: unknown colour 'blue'; choose one of red
+negvocab.errors.InputError: unknown colour 'rd'; did you mean 'red'? choose one of red
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
-from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 
 from negvocab.errors import InputError
+from negvocab.plugins import load_plugins
 
-__all__ = ["Registry", "resolve_target"]
+__all__ = [
+    "Registry",
+    "builtin_target",
+    "check_now",
+    "check_target",
+    "decorator",
+    "resolve_callable",
+    "resolve_target",
+]
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def check_target(target: object, *, what: str = "target") -> str:
+    """``target`` if it is written ``"pkg.module:attr"``, else one :class:`InputError` (nothing imported)."""
+    module, sep, attr = str(target).partition(":")
+    if not isinstance(target, str) or not sep or not module or not attr:
+        raise InputError(f"{what} {target!r} must be written 'package.module:name'")
+    return target
+
+
+def builtin_target(target: str) -> bool:
+    """Whether ``target`` names negvocab's own code (kept lazy: importing it may import torch)."""
+    module = target.partition(":")[0]
+    return module == "negvocab" or module.startswith("negvocab.")
 
 
 def resolve_target(target: str, *, what: str = "target") -> object:
@@ -35,9 +68,7 @@ def resolve_target(target: str, *, what: str = "target") -> object:
 
     A malformed target, a module that does not import or a missing attribute is one
     :class:`InputError` naming the target."""
-    module, sep, attr = target.partition(":")
-    if not sep or not module or not attr:
-        raise InputError(f"{what} {target!r} must be written 'package.module:name'")
+    module, _, attr = check_target(target, what=what).partition(":")
     try:
         obj: object = importlib.import_module(module)
     except ImportError as e:
@@ -50,15 +81,46 @@ def resolve_target(target: str, *, what: str = "target") -> object:
     return obj
 
 
+def resolve_callable(ref: object, *, what: str = "target") -> Callable[..., object]:
+    """``ref`` if it is callable, else the target it names imported now; one :class:`InputError` if
+    that is not callable."""
+    obj = ref if callable(ref) else resolve_target(check_target(ref, what=what), what=what)
+    if not callable(obj):
+        raise InputError(f"{what} {ref!r} is not callable")
+    return obj
+
+
+def check_now(ref: object, *, what: str = "target") -> None:
+    """Import and check a target outside negvocab now (a user's or a plug-in's: a wrong one fails when
+    it is registered, in one line); negvocab's own targets stay lazy, objects are left as they are."""
+    if isinstance(ref, str) and not builtin_target(check_target(ref, what=what)):
+        resolve_callable(ref, what=what)
+
+
+def decorator(register: Callable[..., object], name: str, options: Mapping[str, object]) -> Callable[[F], F]:
+    """A decorator that calls ``register(name, fn, **options)`` with the function below it and returns
+    the function (``register_method`` and ``register_builder`` given no function return one)."""
+
+    def decorate(fn: F) -> F:
+        register(name, fn, **options)
+        return fn
+
+    return decorate
+
+
 class Registry(Generic[T]):
     """Entries of one kind (``kind`` names it in errors), by name and alias, in registration order.
 
-    ``check`` (optional) validates an entry when it is resolved (a lazy target on first use) and
-    returns it, so a plug-in's wrong object fails with one line instead of deep inside a pipeline."""
+    ``check`` (optional) validates an entry when it is resolved (a lazy target of negvocab's on first
+    use, any other target when it is registered) and returns it, so a plug-in's wrong object fails
+    with one line instead of deep inside a pipeline. ``plugins``: a name not registered loads the
+    plug-ins and is looked up again (the rule of every registry of negvocab; off for a table that
+    only copies built-ins)."""
 
-    def __init__(self, kind: str, check: Callable[[str, object], T] | None = None) -> None:
+    def __init__(self, kind: str, check: Callable[[str, object], T] | None = None, *, plugins: bool = True) -> None:
         self.kind = kind
         self._check = check
+        self._plugins = plugins
         self._entries: dict[str, T | str] = {}
         self._aliases: dict[str, str] = {}
 
@@ -66,11 +128,15 @@ class Registry(Generic[T]):
         """Add ``entry`` (an object, or a lazy ``"pkg.module:attr"`` string) under ``name`` and ``aliases``.
 
         A name or alias that is taken is :class:`InputError` unless ``replace`` (a notebook re-running
-        its cell replaces its own entry). Returns ``entry``, so it can serve as a decorator's body."""
+        its cell replaces its own entry). A target outside negvocab is imported and checked now.
+        Returns ``entry``, so it can serve as a decorator's body."""
         key = self.check_free(name, aliases, replace=replace)
+        stored = entry
+        if isinstance(entry, str) and not builtin_target(check_target(entry, what=f"{self.kind} {key!r}")):
+            stored = self._resolve(key, entry)
         if replace:
             self.unregister(key, missing_ok=True)
-        self._entries[key] = entry
+        self._entries[key] = stored
         for alias in map(_key, aliases):
             if alias != key:
                 self._aliases[alias] = key
@@ -101,16 +167,19 @@ class Registry(Generic[T]):
         if key not in self._entries:
             if missing_ok:
                 return
-            raise InputError(f"unknown {self.kind} {name!r}; choose one of {', '.join(self._entries)}")
+            raise InputError(self._unknown(name))
         del self._entries[key]
         self._aliases = {a: k for a, k in self._aliases.items() if k != key}
 
     def canonical(self, name: str) -> str:
-        """The registered name of ``name`` (case-insensitive, aliases accepted) or :class:`InputError`."""
-        key = _key(name)
-        key = self._aliases.get(key, key)
+        """The registered name of ``name`` (case-insensitive, aliases accepted); one not registered
+        loads the plug-ins and is looked up again; still unknown, :class:`InputError`."""
+        key = self._aliases.get(_key(name), _key(name))
+        if key not in self._entries and self._plugins:
+            load_plugins()
+            key = self._aliases.get(_key(name), _key(name))
         if key not in self._entries:
-            raise InputError(f"unknown {self.kind} {name!r}; choose one of {', '.join(self._entries)}")
+            raise InputError(self._unknown(name))
         return key
 
     def get(self, name: str) -> T:
@@ -118,10 +187,19 @@ class Registry(Generic[T]):
         key = self.canonical(name)
         entry = self._entries[key]
         if isinstance(entry, str):
-            resolved = resolve_target(entry, what=f"{self.kind} {key!r}")
-            entry = self._check(key, resolved) if self._check else resolved  # type: ignore[assignment]
-            self._entries[key] = entry
-        return entry  # type: ignore[return-value]
+            entry = self._entries[key] = self._resolve(key, entry)
+        return entry
+
+    def _resolve(self, key: str, target: str) -> T:
+        resolved = resolve_target(target, what=f"{self.kind} {key!r}")
+        return self._check(key, resolved) if self._check else resolved  # type: ignore[return-value]
+
+    def _unknown(self, name: str) -> str:
+        """The line for an unknown ``name``: the closest registered names first, then every one."""
+        close = difflib.get_close_matches(_key(name), [*self._entries, *self._aliases], n=3)
+        near = [repr(n) for n in dict.fromkeys(self._aliases.get(c, c) for c in close)]
+        hint = f"did you mean {' or '.join([', '.join(near[:-1]), near[-1]] if near[:-1] else near)}? " if near else ""
+        return f"unknown {self.kind} {name!r}; {hint}choose one of {', '.join(self._entries)}"
 
     def aliases(self, name: str) -> tuple[str, ...]:
         """The aliases registered for ``name``."""

@@ -40,14 +40,44 @@ def test_lazy_target_is_imported_once_and_checked():
         return obj
 
     r = Registry("thing", check=check)
-    r.register("join", "os.path:join")
-    r.register("sep", "os.path:sep")
+    r.register("resolve", "negvocab.registry:resolve_target")  # negvocab's own: lazy
+    r.register("names", "negvocab.registry:__all__")
+    assert seen == []
+    assert r.get("resolve") is resolve_target and r.get("resolve") is resolve_target
+    assert seen == ["resolve"]  # resolved once, then kept
+    with pytest.raises(InputError, match="not callable"):
+        r.get("names")
+
+
+def test_a_target_outside_negvocab_is_checked_when_registered():
     import os.path
 
-    assert r.get("join") is os.path.join and r.get("join") is os.path.join
-    assert seen == ["join"]  # resolved once, then kept
-    with pytest.raises(InputError, match="not callable"):
-        r.get("sep")
+    r = Registry("thing", check=lambda name, obj: obj if callable(obj) else _refuse(name))
+    assert r.register("join", "os.path:join") == "os.path:join" and r.get("join") is os.path.join
+    with pytest.raises(InputError, match=r"^thing 'sep' is not callable$"):
+        r.register("sep", "os.path:sep")
+    with pytest.raises(InputError, match=r"^thing 'gone' 'os.path:gone': 'os.path' has no 'gone'$"):
+        r.register("gone", "os.path:gone")
+    with pytest.raises(InputError, match=r"^thing 'bare' 'negvocab.registry' must be written 'package.module:name'$"):
+        r.register("bare", "negvocab.registry")  # the syntax is checked for negvocab's own targets too
+    assert r.names() == ["join"]
+
+
+def _refuse(name):
+    raise InputError(f"thing {name!r} is not callable")
+
+
+def test_an_unknown_name_suggests_the_closest():
+    r: Registry[int] = Registry("method", plugins=False)
+    for name in ("neglabel", "neglabel_eoe", "mcm"):
+        r.register(name, 1)
+    r.register("glmcm", 2, aliases=("gl-mcm",))
+    with pytest.raises(InputError, match=r"^unknown method 'neglable'; did you mean 'neglabel'"):
+        r.get("neglable")
+    with pytest.raises(InputError, match=r"^unknown method 'gl_mcm'; did you mean 'glmcm' or 'mcm'\? choose one of "):
+        r.canonical("gl_mcm")  # an alias that is close names its entry
+    with pytest.raises(InputError, match=r"^unknown method 'xyz'; choose one of neglabel, neglabel_eoe, mcm, glmcm$"):
+        r.get("xyz")  # nothing close: the list alone
 
 
 @pytest.mark.parametrize(
@@ -79,3 +109,14 @@ def test_replace_never_takes_another_entrys_name_or_alias():
     with pytest.raises(InputError, match="is an alias of thing 'glmcm'"):
         r.unregister("glm")
     assert "glmcm" in r
+
+
+def test_the_built_in_name_tables_are_the_registries():
+    """The copy of the built-in sources that the vocabulary layer keeps (it may not import the builders)
+    is the builder registry's; the CLI's build table is BUILTIN_BUILDERS itself (tests/cli/test_commands.py)."""
+    from negvocab.builders import BUILTIN_BUILDERS
+    from negvocab.builders.registry import get_builder, list_builders
+    from negvocab.vocab.vocabulary import SOURCES
+
+    assert list_builders()[: len(BUILTIN_BUILDERS)] == list(BUILTIN_BUILDERS)
+    assert sorted(SOURCES) == sorted({get_builder(n).source for n in BUILTIN_BUILDERS} | {"union", "file"})

@@ -28,14 +28,14 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, model_validator
 
+from negvocab.builders import BUILTIN_BUILDERS
 from negvocab.deprecation import rename_keys
 from negvocab.errors import InputError
-from negvocab.plugins import load_plugins
-from negvocab.registry import Registry, resolve_target
+from negvocab.registry import Registry, check_now, decorator, resolve_target
 from negvocab.vocab import Vocabulary, add_source, with_caveats
 
 if TYPE_CHECKING:
@@ -57,6 +57,9 @@ __all__ = [
 
 #: what a builder may need: a VLM to embed text or images, a chat (LLM) endpoint, images to look at
 NEEDS = ("vlm", "llm", "images")
+
+F = TypeVar("F", bound=Callable[..., Any])  # a build function register_builder decorates
+_DECORATE: Any = object()  # register_builder given no build function: a decorator
 
 
 class BuilderOptions(BaseModel):
@@ -233,9 +236,13 @@ def _check(name: str, entry: object) -> Builder:
 _BUILDERS: Registry[Builder] = Registry("builder", _check)
 
 
-def register_builder(
+@overload
+def register_builder(name: str, build: Callable[..., Vocabulary] | str, **kw: Any) -> Builder: ...
+@overload
+def register_builder(name: str, **kw: Any) -> Callable[[F], F]: ...
+def register_builder(  # type: ignore[misc]  # the overloads' **kw stand for the keywords below
     name: str,
-    build: Callable[..., Vocabulary] | str,
+    build: Callable[..., Vocabulary] | str = _DECORATE,
     *,
     options: type[BaseModel],
     source: str | None = None,
@@ -249,14 +256,23 @@ def register_builder(
     texts: Callable[[BaseModel, int], int] | str | None = None,
     estimate: Callable[..., Any] | str | None = None,
     replace: bool = False,
-) -> Builder:
+) -> Builder | Callable[[F], F]:
     """Register a builder (see the module docstring); ``source`` defaults to ``name``.
 
     ``build`` is called as ``build(vlm, **options)`` when ``needs`` holds ``"vlm"``, else
     ``build(**options)``, with every field of the validated ``options`` model; it returns a
     :class:`~negvocab.Vocabulary` whose ``source`` is ``source``. ``texts(options, n_classes)``
     (optional) says how many texts it embeds, for ``negvocab grid plan``; ``estimate`` (optional, an
-    LLM builder's dry run) is called as ``build`` and returns what it would send and cost."""
+    LLM builder's dry run) is called as ``build`` and returns what it would send and cost. A target
+    outside negvocab is imported now, so a wrong one fails here.
+
+    Given no ``build``, it is a decorator that registers the function below it and returns it::
+
+        @negvocab.register_builder("toy", options=ToyOptions, needs=("vlm",))
+        def build_toy(vlm, *, words): ...
+    """
+    if build is _DECORATE:
+        return decorator(register_builder, name, {k: v for k, v in locals().items() if k not in ("name", "build")})
     if not (isinstance(options, type) and issubclass(options, BaseModel)):
         raise InputError(f"builder {name!r}: options must be a pydantic model class, got {options!r}")
     if not (isinstance(build, str) or callable(build)):
@@ -268,6 +284,8 @@ def register_builder(
         )
     if "vlm" in wanted and "vlm" in options.model_fields:
         raise InputError(f"builder {name!r}: 'vlm' is passed apart, not as an option")
+    for part, ref in (("", build), (" texts", texts), (" estimate", estimate)):
+        check_now(ref, what=f"builder {name.strip().lower()!r}{part}")
     entry = Builder(
         name=name.strip().lower(),
         build=build,
@@ -297,9 +315,7 @@ def get_builder(name: str) -> Builder:
     """The builder registered as ``name`` (case-insensitive, aliases accepted) or one-line :class:`InputError`.
 
     A name not registered yet first loads the plug-ins (``$NEGVOCAB_PLUGINS``, the ``negvocab.plugins``
-    entry points; each once), so a plug-in's builder is found from Python as from the CLI."""
-    if name not in _BUILDERS:
-        load_plugins()
+    entry points; each once), as in every registry, so a plug-in's builder is found from Python as from the CLI."""
     return _BUILDERS.get(name)
 
 
@@ -327,5 +343,5 @@ def annotation_types(annotation: Any) -> list[Any]:
 
 
 # the built-ins, lazily: negvocab.builders.catalog holds their options models and calls
-for _name in ("wordnet", "gpt", "eoe", "oracle", "siblings", "mined", "negrefine", "csp", "interneg"):
+for _name in BUILTIN_BUILDERS:
     _BUILDERS.register(_name, f"negvocab.builders.catalog:{_name.upper()}")

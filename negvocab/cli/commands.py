@@ -4,10 +4,11 @@
 them, so neither imports numpy, pydantic or torch; a command's module is imported when the command
 runs (:class:`negvocab.cli.app.CommandGroup`). Unknown ``--method`` and ``--convention`` values are
 refused from :data:`METHODS` and :data:`CONVENTIONS` before the command's module (and numpy) is
-imported, with the same line the registry gives (:func:`refuse_unknown_choices`). These tables copy
-the built-ins; ``tests/cli/test_commands.py`` compares them with the real commands and registries, so
-they cannot drift. A plug-in's entries are read from the registries themselves: once a registry is
-imported (a plug-in registered into it) the tables stand aside.
+imported, with the same line the registry gives (:func:`refuse_unknown_choices`). The build commands
+are the builder registry's own table (:data:`negvocab.builders.BUILTIN_BUILDERS`, which imports
+nothing); the other tables copy the built-ins: ``tests/cli/test_commands.py`` compares them with the
+real commands and registries, so they cannot drift. A plug-in's entries are read from the registries
+themselves: once a registry is imported (a plug-in registered into it) the tables stand aside.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from negvocab.builders import BUILTIN_BUILDERS
 from negvocab.errors import InputError
 from negvocab.registry import Registry
 
@@ -43,8 +45,10 @@ def _cmd(module: str, help: str) -> LazyCommand:
     return LazyCommand(f"negvocab.cli.{module}", help)
 
 
+#: the built-in builders' ``build`` commands (hand-written and generated), in registry order
+BUILD_COMMANDS = BUILTIN_BUILDERS
 #: the ``build`` group's help with the built-in builders (negvocab.cli.build_generic.build_help)
-BUILD_HELP = "Build a vocabulary (wordnet, gpt, eoe, oracle, siblings, mined, negrefine, csp, interneg)."
+BUILD_HELP = f"Build a vocabulary ({', '.join(BUILD_COMMANDS)})."
 
 #: the ``negvocab`` group's commands in the order ``--help`` lists them (``build`` is made in app.py)
 COMMANDS: dict[str, LazyCommand] = {
@@ -128,9 +132,6 @@ COMMANDS: dict[str, LazyCommand] = {
 #: other builders get a generated command (negvocab.cli.build_generic) after them
 BUILD_MODULES = ("negvocab.cli.build_llm", "negvocab.cli.build_offline", "negvocab.cli.build_wordnet")
 
-#: the built-in builders' ``build`` commands (hand-written and generated)
-BUILD_COMMANDS = ("gpt", "eoe", "siblings", "mined", "oracle", "wordnet", "negrefine", "csp", "interneg")
-
 #: the built-in scoring methods and their aliases, in registry order (negvocab/scoring/catalog.py)
 METHODS: dict[str, tuple[str, ...]] = {
     "mcm": (),
@@ -192,9 +193,9 @@ def refuse_unknown_choices(command: str, args: list[str]) -> None:
         return
     methods = _values(args, "--method") or []
     if CHOICE_OPTIONS[command] or len(methods) == 1:
-        registry: Registry[str] = Registry("method")
+        registry: Registry[bool] = Registry("method", plugins=False)  # the built-ins' copy: no plug-in here
         for name, aliases in METHODS.items():
-            registry.register(name, name, aliases=aliases)
+            registry.register(name, True, aliases=aliases)
         for value in methods:
             registry.canonical(value)  # the registry's own line for an unknown name
     conventions = _values(args, "--convention") or []

@@ -46,7 +46,7 @@ from negvocab.data.layouts import open_image_set
 from negvocab.data.tables import TableSpec, table_images, table_spec
 from negvocab.errors import InputError
 from negvocab.labels.imagenet import IdClasses, read_id_classes
-from negvocab.registry import Registry, resolve_target
+from negvocab.registry import Registry, check_now, resolve_target
 from negvocab.textfiles import read_text
 
 __all__ = [
@@ -406,7 +406,7 @@ def register_benchmark(
 ) -> Benchmark | str:
     """Add a benchmark: a :class:`Benchmark`, a dict (:func:`benchmark_from_dict`) or a lazy
     ``"pkg.module:attr"`` target (a Benchmark or a dict, imported on first use; ``name`` needed).
-    A name that is taken is :class:`InputError` unless ``replace``. Returns what was registered."""
+    A taken name is :class:`InputError` unless ``replace``; a target not in negvocab is imported now. Returns it."""
     if isinstance(entry, str):
         if not name:
             raise InputError(f"register_benchmark({entry!r}): a target needs name=")
@@ -416,6 +416,7 @@ def register_benchmark(
         raise InputError(f"register_benchmark: a Benchmark, a dict or a target, not a {type(entry).__name__}")
     if name and name != bench.name:
         raise InputError(f"register_benchmark: name={name!r} differs from the benchmark's own {bench.name!r}")
+    check_now(bench.carve, what=f"benchmark {bench.name!r} carve")
     REGISTRY.register(bench.name, bench, aliases=bench.aliases, replace=replace)
     return bench
 

@@ -18,21 +18,24 @@ forms, device-bound values, the model's scale), never its name.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import math
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
+from negvocab.deprecation import rename_keys
 from negvocab.errors import InputError
-from negvocab.registry import Registry, resolve_target
+from negvocab.registry import Registry, check_now, check_target, decorator, resolve_callable
 from negvocab.scoring.metrics import CONVENTIONS
 from negvocab.types import ParamValue
 
 V = TypeVar("V")  # a value Param.validate returns as it was given
+F = TypeVar("F", bound=Callable[..., Any])  # a kernel register_method decorates
 
 logger = logging.getLogger(__name__)
 
@@ -231,6 +234,7 @@ INPUTS: dict[str, str] = {"local": "GL-MCM's patch features: the image set is em
 KINDS: tuple[str, ...] = ("batch", "stream")
 
 Kernel = str | Callable[..., Any]
+_DECORATE: Any = object()  # register_method given no kernel: a decorator
 
 
 @dataclass(frozen=True)
@@ -307,16 +311,31 @@ class Method:
 
 
 def _resolve(ref: Kernel, what: str) -> Callable[..., Any]:
-    """A kernel: a callable as given; ``"pkg.module:fn"`` imported (torch is deferred to the first score).
-    A short ``"module:fn"`` (no dot) is read in :mod:`negvocab.scoring`, as entries written before."""
-    if callable(ref):
+    """A kernel: a callable as given; ``"pkg.module:fn"`` imported (torch is deferred to the first score)."""
+    return resolve_callable(ref if callable(ref) else _target(str(ref), what), what=what)
+
+
+def _target(ref: str, what: str) -> str:
+    """``ref`` as the user wrote it: ``"mymodule:fn"`` is the top-level module ``mymodule``. For one
+    release, a module without a dot that is no top-level module but one of :mod:`negvocab.scoring`
+    (the old short form) is read there, with a :class:`DeprecationWarning`."""
+    module, _, name = check_target(ref, what=what).partition(":")
+    if "." in module or importlib.util.find_spec(module) is not None:
         return ref
-    module, _, name = str(ref).partition(":")
-    target = ref if "." in module else f"negvocab.scoring.{module}:{name}"
-    obj = resolve_target(target, what=what)
-    if not callable(obj):
-        raise InputError(f"{what} {ref!r} is not callable")
-    return obj
+    if importlib.util.find_spec(f"negvocab.scoring.{module}") is None:
+        return ref  # resolve_target says that it does not import
+    new = f"negvocab.scoring.{module}:{name}"
+    return next(iter(rename_keys({ref: None}, {ref: new}, what, stacklevel=5)))
+
+
+def _checked(ref: V, what: str) -> V:
+    """``ref`` with a short target read as :func:`_target` says; a target outside negvocab imported
+    and checked now (a built-in's stays lazy: it may import torch). Anything else is left to :func:`_check`."""
+    if not isinstance(ref, str) or ":" not in ref:
+        return ref
+    target = _target(ref, what)
+    check_now(target, what=what)
+    return target  # type: ignore[return-value]
 
 
 def _check(method: Method, extra_params: Mapping[str, Param] | None = None) -> Method:
@@ -449,9 +468,17 @@ def register_param(param: Param, *, replace: bool = False) -> Param:
     return param
 
 
+@overload
 def register_method(
+    name: str, kernel: Kernel | None, params: Iterable[str | Param] | Mapping[str, Param] = (), **kw: Any
+) -> Method: ...
+@overload
+def register_method(
+    name: str, *, params: Iterable[str | Param] | Mapping[str, Param] = (), **kw: Any
+) -> Callable[[F], F]: ...
+def register_method(  # type: ignore[misc]  # the overloads' **kw stand for the keywords below
     name: str,
-    kernel: Kernel | None,
+    kernel: Kernel | None = _DECORATE,
     params: Iterable[str | Param] | Mapping[str, Param] = (),
     *,
     needs_negatives: bool = False,
@@ -466,7 +493,7 @@ def register_method(
     kind: str = "batch",
     stream: str | type | None = None,
     replace: bool = False,
-) -> Method:
+) -> Method | Callable[[F], F]:
     """Register a scoring method whose kernel lives in any module (``"pkg.module:fn"``) or is a callable.
 
     ``params``: the parameters it takes, by name (registered already) or as :class:`Param` (registered
@@ -474,7 +501,22 @@ def register_method(
     method is ``kind="stream"`` with its ``StreamMethod`` class (or target) as ``stream`` and no kernel
     (:func:`negvocab.register_stream_method`). A name or alias taken is :class:`InputError` unless
     ``replace`` (a notebook re-running its cell). Everything is checked before anything is registered,
-    so a refused call leaves the registry and the parameters as they were. Returns the entry."""
+    so a refused call leaves the registry and the parameters as they were; a kernel target outside
+    negvocab is imported now, so a wrong one fails here. Returns the entry.
+
+    Given no kernel, it is a decorator that registers the function below it and returns it::
+
+        @negvocab.register_method("mine", params=["tau"], needs_negatives=True)
+        def mine(image_emb, id_emb, neg_emb, *, tau=0.01, device=None, chunk_size=None): ...
+    """
+    if kernel is _DECORATE:
+        return decorator(register_method, name, {k: v for k, v in locals().items() if k not in ("name", "kernel")})
+    what = f"method {str(name).strip().lower()!r}"
+    kernel = _checked(kernel, f"{what} kernel")
+    one_pass = _checked(one_pass, f"{what} one_pass")
+    gains = _checked(gains, f"{what} gains")
+    topk = _checked(topk, f"{what} topk")
+    stream = _checked(stream, f"{what} stream")
     specs = list(params.values()) if isinstance(params, Mapping) else list(params)
     new = {p.name: p for p in specs if isinstance(p, Param)}
     for p in new.values():

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from negvocab.atomic import write_json, write_text
 from negvocab.errors import InputError
 from negvocab.labels.clean import CleanResult, clean_labels_report, written_plainly
+from negvocab.plugins import load_plugins
 from negvocab.provenance import file_sha256, record
 from negvocab.textfiles import read_text
 from negvocab.vocab.tables import candidate_rows, candidates_from_rows
@@ -63,7 +64,8 @@ SCHEMA_VERSION = 1
 MAX_LABEL_CHARS = 200  # a class name, not a paragraph: longer is a broken file or a pasted answer
 #: a vocabulary's ``source``: one of :func:`known_sources` (a plain string, so registered builders add theirs)
 Source = str
-#: the built-in sources: the built-in builders' and the derived ones (``union``, ``file``)
+#: the built-in sources: the built-in builders' and the derived ones (``union``, ``file``); a copy this
+#: layer can read of ``negvocab.builders.BUILTIN_BUILDERS`` (tests/test_registry.py checks that they agree)
 SOURCES: tuple[str, ...] = (
     "wordnet",
     "gpt",
@@ -153,6 +155,8 @@ class Vocabulary(BaseModel):
     @field_validator("source")
     @classmethod
     def _known_source(cls, v: str) -> str:
+        if v not in _known:
+            load_plugins()  # a plug-in's builder adds its source when it registers
         if v not in _known:
             raise ValueError(
                 f"unknown source {v!r}; known: {', '.join(_known)} (a builder of a plug-in adds its own "

@@ -71,7 +71,8 @@ def test_a_missing_file_is_named_in_one_line(openood_root, tmp_path):
 def test_names_groups_and_the_table(tmp_path):
     with pytest.raises(
         InputError,
-        match="unknown benchmark 'openood-mid'; choose one of openood-near, openood-far, openood, mos, imagenet-o",
+        match="unknown benchmark 'openood-mid'; did you mean 'openood', 'openood-fs' or 'openood-far'\\? "
+        "choose one of openood-near, openood-far, openood, mos, imagenet-o",
     ):
         get_benchmark("openood-mid")
     fi = get_benchmark("fi-imagenet-1k")  # a carve entry: opened with its lists, not from a root alone
