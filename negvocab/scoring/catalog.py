@@ -5,7 +5,7 @@ with :func:`~negvocab.scoring.methods.register_method`)."""
 
 from __future__ import annotations
 
-from negvocab.scoring.methods import INPUTS, PARAMS, Method, Param, _builtin, _p, _seal_builtins, register_method
+from negvocab.scoring.methods import PARAMS, Method, Param, _builtin, _p, _seal_builtins, register_method
 
 __all__ = ["ADANEG_PARAM_NAMES", "ADANEG_PROXIES", "ADANEG_SCORES"]
 
@@ -90,10 +90,6 @@ _builtin(
 
 
 # -- NegRefine (issue 30: negrefine) ---------------------------------------------------------------
-INPUTS["pair_texts"] = (
-    "NegRefine's '<ID class> and <negative>' texts: an embedder (ID indices, negative indices) -> embeddings, "
-    "made from the run's model, templates, ID names and vocabulary (negvocab.PairTexts)"
-)
 register_method(
     "negrefine",
     f"{_S}.negrefine:negrefine",

@@ -32,6 +32,7 @@ from negvocab.deprecation import rename_keys
 from negvocab.errors import InputError
 from negvocab.registry import Registry, check_now, check_target, decorator, resolve_callable
 from negvocab.scoring.metrics import CONVENTIONS
+from negvocab.scoring.providers import INPUT_PROVIDERS
 from negvocab.types import ParamValue
 
 V = TypeVar("V")  # a value Param.validate returns as it was given
@@ -227,8 +228,23 @@ EVALUATION_PARAMS: dict[str, Param] = dict(
 )
 
 
-#: what a method may ask for beside the embeddings, and what the pipelines then give it
-INPUTS: dict[str, str] = {"local": "GL-MCM's patch features: the image set is embedded with local_features=True"}
+class _InputsView(Mapping[str, str]):
+    """The declared method inputs, name -> what it is (:mod:`negvocab.scoring.providers` holds them)."""
+
+    def __getitem__(self, name: str) -> str:
+        if name not in INPUT_PROVIDERS:
+            raise KeyError(name)
+        return INPUT_PROVIDERS.get(name).doc
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(INPUT_PROVIDERS.names())
+
+    def __len__(self) -> int:
+        return len(INPUT_PROVIDERS)
+
+
+#: what a method may ask for beside the embeddings (the input registry, :func:`negvocab.register_input`)
+INPUTS: Mapping[str, str] = _InputsView()
 #: the kinds of entry: ``batch`` (a pure scorer over one batch; every pipeline serves it) and the kinds
 #: other modules add (a stream method, fed images in order, is one); unknown kinds are kept, not refused
 KINDS: tuple[str, ...] = ("batch", "stream")
@@ -356,7 +372,10 @@ def _check(method: Method, extra_params: Mapping[str, Param] | None = None) -> M
         )
     bad = [i for i in method.inputs if i not in INPUTS]
     if bad:
-        raise InputError(f"method {method.name!r}: unknown input(s) {', '.join(bad)}; choose from {', '.join(INPUTS)}")
+        raise InputError(
+            f"method {method.name!r}: unknown input(s) {', '.join(bad)}; choose from {', '.join(INPUTS)} "
+            "(declare a new one with negvocab.register_input)"
+        )
     if method.kind == "stream" and method.stream is None:
         raise InputError(f"method {method.name!r}: a stream method needs its StreamMethod class (stream=)")
     kernels = {"kernel": method.kernel, "one_pass": method.one_pass_kernel, "gains": method.gains_kernel}

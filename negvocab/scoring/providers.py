@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from negvocab.errors import InputError
-from negvocab.registry import Registry, resolve_target
+from negvocab.registry import Registry, check_now, resolve_callable
 
 if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
@@ -76,10 +76,7 @@ class InputProvider:
         """The set-up maker, imported now where it is a target."""
         if self.make is None or callable(self.make):
             return self.make
-        obj = resolve_target(self.make, what=f"method input {self.name!r}")
-        if not callable(obj):
-            raise InputError(f"method input {self.name!r}: maker {self.make!r} is not callable")
-        return obj
+        return resolve_callable(self.make, what=f"method input {self.name!r}")  # type: ignore[return-value]
 
 
 def _check(name: str, entry: object) -> InputProvider:
@@ -96,12 +93,13 @@ def register_input(
     name: str, doc: str, *, per_image: bool = False, make: Maker | str | None = None, replace: bool = False
 ) -> InputProvider:
     """Declare a method input: ``per_image`` (given with each batch) or a set-up input made by ``make``
-    (``make(context: InputContext)``, a callable or ``"pkg.module:function"``; None: the caller passes it).
-    A per-image input has no set-up maker. A taken name is :class:`InputError` unless ``replace``."""
+        (``make(context: InputContext)``, a callable or ``"pkg.module:function"``, checked now where it is not
+    negvocab's own; None: the caller passes it).
+        A per-image input has no set-up maker. A taken name is :class:`InputError` unless ``replace``."""
     if per_image and make is not None:
         raise InputError(f"method input {name!r}: a per-image input comes with the images; it has no set-up maker")
-    if make is not None and not callable(make) and (not isinstance(make, str) or ":" not in make):
-        raise InputError(f"method input {name!r}: make must be a callable or 'package.module:function', got {make!r}")
+    if make is not None and not callable(make):
+        check_now(make, what=f"method input {name!r}: make")  # a plug-in's target is imported and checked now
     entry = InputProvider(str(name).strip().lower(), str(doc), bool(per_image), make)
     INPUT_PROVIDERS.register(entry.name, entry, replace=replace)
     return entry

@@ -16,6 +16,7 @@ from negvocab.scoring.providers import (
     InputContext,
     get_input,
     image_inputs,
+    list_inputs,
     register_input,
     setup_inputs,
 )
@@ -84,8 +85,11 @@ def test_the_input_registry_declares_makes_and_refuses():
             setup_inputs(["toy_given"], ctx, method="m")
         with pytest.raises(InputError, match="per-image input comes with the images"):
             register_input("toy_bad", "x", per_image=True, make=lambda ctx: None)
-        with pytest.raises(InputError, match="make must be a callable or 'package.module:function'"):
+        with pytest.raises(InputError, match="must be written 'package.module:name'"):
             register_input("toy_bad", "x", make="nomodule")
+        with pytest.raises(InputError, match="toy_bad.*does not import"):
+            register_input("toy_bad", "x", make="no_such_module_here:fn")
+        assert "toy_bad" not in list_inputs()  # a refused declaration leaves nothing behind
         with pytest.raises(InputError, match="unknown method input 'nope'"):
             get_input("nope")
     finally:
