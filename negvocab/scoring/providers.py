@@ -76,7 +76,7 @@ class InputProvider:
         """The set-up maker, imported now where it is a target."""
         if self.make is None or callable(self.make):
             return self.make
-        return resolve_callable(self.make, what=f"method input {self.name!r}")  # type: ignore[return-value]
+        return resolve_callable(self.make, what=f"method input {self.name!r}")
 
 
 def _check(name: str, entry: object) -> InputProvider:

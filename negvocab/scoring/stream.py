@@ -51,14 +51,14 @@ from __future__ import annotations
 import logging
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, overload
 
 import numpy as np
 
 from negvocab.errors import InputError
-from negvocab.registry import resolve_target
+from negvocab.registry import decorator, resolve_target
 from negvocab.scoring.methods import METHODS, PARAMS, Method, Param, check_params, get_method, register_method
 from negvocab.types import ArrayLike, Embeddings, ParamValue
 
@@ -386,23 +386,39 @@ def run_stream(
 # ----------------------------------------------------------------------------------------------
 # the registry
 # ----------------------------------------------------------------------------------------------
+C = TypeVar("C", bound=type)
+
+
+@overload
 def register_stream_method(
+    name: str, cls_or_target: type[StreamMethod] | str, *, params: Sequence[Param | str] = (), **kw: Any
+) -> Method: ...
+@overload
+def register_stream_method(name: str, *, params: Sequence[Param | str] = (), **kw: Any) -> Callable[[C], C]: ...
+def register_stream_method(  # type: ignore[misc]  # the overloads' **kw stand for the keywords below
     name: str,
-    cls_or_target: type[StreamMethod] | str,
+    cls_or_target: type[StreamMethod] | str | None = None,
     *,
     params: Sequence[Param | str] = (),
     needs_negatives: bool = False,
     paper: str = "",
     aliases: Sequence[str] = (),
     replace: bool = False,
-) -> Method:
+) -> Method | Callable[[C], C]:
     """Register a test-time method: a :class:`StreamMethod` subclass, or its ``"pkg.module:Class"``
-    (imported on first use), in the one method registry (``kind="stream"``).
+    (imported on first use), in the one method registry (``kind="stream"``). Given no class, it is a
+    decorator that registers the class below it and returns it::
+
+        @negvocab.register_stream_method("mine", params=[negvocab.Param("decay", float, 0.9, "...", "--decay")])
+        class Mine(negvocab.StreamMethod): ...
 
     ``params``: its parameters, each a :class:`~negvocab.scoring.methods.Param` (new names are added
     to the registry's parameters; a name already there must mean the same) or the name of one the
     registry has. Usable from a notebook or a plug-in module (``$NEGVOCAB_PLUGINS``). It is
     :func:`negvocab.register_method` with ``kind="stream"``: checked whole before anything is registered."""
+    if cls_or_target is None:
+        options = {"params": params, "needs_negatives": needs_negatives, "paper": paper, "aliases": aliases}
+        return decorator(register_stream_method, name, {**options, "replace": replace})
     if not isinstance(cls_or_target, str):
         _check_class(name, cls_or_target)
     return register_method(
