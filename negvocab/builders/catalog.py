@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, Field, InstanceOf, field_validator, model_validator
 
@@ -60,24 +60,62 @@ __all__ = [
     "build_interneg",
 ]
 
-_O = TypeVar("_O", bound=BaseModel)
 _TEMPLATES = (
     "a template preset (paper8, openai80, neglabel, single, csp, interneg), a template with {}, a file or a list"
 )
 _ID_CLASSES = "ID classes: a file with one class name (or wnid) a line, or an IdClasses (default: ImageNet-1k)"
 _POSITIVE = "a positive integer"
 
+# The fields several options models share, declared once (each model gives its own default).
+_Templates = Annotated[str | list[str], Field(description=_TEMPLATES)]
+_Quantile = Annotated[float, Field(gt=0, le=1, description="a quantile level in (0, 1]")]
+_IdClassesFile = Annotated[InstanceOf[IdClasses] | Path | None, Field(description=_ID_CLASSES)]
+_SynonymFilter = Annotated[bool, Field(description="true or false")]
+_BatchSize = Annotated[int | None, Field(gt=0, description=_POSITIVE)]
+_NumWorkers = Annotated[int | None, Field(ge=0, description="an integer >= 0")]
+_Progress = Annotated[bool | None, Field(description="true, false or none (a bar on a terminal)")]
+_ChatModel = Annotated[
+    str, Field(min_length=1, description="a chat model name (OpenAI or any OpenAI-compatible server)")
+]
+_RunDir = Annotated[Path | None, Field(description="the run folder (journal; default in the cache)")]
+_Temperature = Annotated[float | None, Field(ge=0, allow_inf_nan=False, description="a number >= 0 or none")]
+_Settings = Annotated[
+    InstanceOf[LLMSettings] | None, Field(description="an LLMSettings: endpoint, key, concurrency, Batch API")
+]
+
+
+class _PoolOptions(BuilderOptions):
+    """The options of a builder ranking a candidate pool (wordnet, csp, interneg): a preset of ``presets``,
+    and one pool (n_candidates or candidates) and one size (size or ratio) at most."""
+
+    presets: ClassVar[Iterable[str]] = PRESETS
+
+    @field_validator("preset", check_fields=False)
+    @classmethod
+    def _preset(cls, v: str) -> str:
+        if v not in cls.presets:
+            raise ValueError("unknown preset")
+        return v
+
+    @model_validator(mode="after")
+    def _one_pool(self) -> Self:
+        if getattr(self, "n_candidates", None) is not None and getattr(self, "candidates", None) is not None:
+            raise ValueError("give n_candidates (a sample of the preset) or candidates (a file), not both")
+        if getattr(self, "ratio", None) is not None and getattr(self, "size", None) is not None:
+            raise ValueError("give either size or ratio, not both")
+        return self
+
 
 # -- wordnet ----------------------------------------------------------------------------------
-class WordnetOptions(BuilderOptions):
+class WordnetOptions(_PoolOptions):
     """NegLabel's WordNet ranking: candidates farthest first from the ID classes."""
 
     renamed: ClassVar[Mapping[str, str]] = {"percentile": "quantile", "pool": "n_candidates"}
 
     size: int | None = Field(None, gt=0, description="a positive integer: the pool size M (default: the whole ranking)")
-    quantile: float = Field(0.95, gt=0, le=1, description="a quantile level in (0, 1]")
+    quantile: _Quantile = 0.95
     preset: str = Field("neglabel", description=f"a candidate preset, one of {', '.join(PRESETS)}")
-    templates: str | list[str] = Field("paper8", description=_TEMPLATES)
+    templates: _Templates = "paper8"
     ratio: float | None = Field(None, gt=0, le=1, description="a fraction in (0, 1]")
     candidates: Path | None = Field(
         None, description="a candidates export or vocabulary file ranked instead of the preset"
@@ -85,36 +123,10 @@ class WordnetOptions(BuilderOptions):
     n_candidates: int | None = Field(
         None, gt=0, description="a positive integer (candidates spread evenly over the preset)"
     )
-    id_classes: InstanceOf[IdClasses] | Path | None = Field(None, description=_ID_CLASSES)
-    synonym_filter: bool = Field(True, description="true or false")
-    batch_size: int | None = Field(None, gt=0, description=_POSITIVE)
-    progress: bool | None = Field(None, description="true, false or none (a bar on a terminal)")
-
-    @field_validator("preset")
-    @classmethod
-    def _preset(cls, v: str) -> str:
-        return _known_preset(v, PRESETS)
-
-    @model_validator(mode="after")
-    def _one_pool(self) -> WordnetOptions:
-        return _one_pool_one_size(self)
-
-
-def _known_preset(value: str, presets: Iterable[str]) -> str:
-    """``value`` if it is one of ``presets`` (a field validator's check)."""
-    if value not in presets:
-        raise ValueError("unknown preset")
-    return value
-
-
-def _one_pool_one_size(options: _O) -> _O:
-    """``options`` unless they give both n_candidates and candidates, or both size and ratio (a model
-    validator's check)."""
-    if getattr(options, "n_candidates", None) is not None and getattr(options, "candidates", None) is not None:
-        raise ValueError("give n_candidates (a sample of the preset) or candidates (a file), not both")
-    if getattr(options, "ratio", None) is not None and getattr(options, "size", None) is not None:
-        raise ValueError("give either size or ratio, not both")
-    return options
+    id_classes: _IdClassesFile = None
+    synonym_filter: _SynonymFilter = True
+    batch_size: _BatchSize = None
+    progress: _Progress = None
 
 
 def _id_classes(value: IdClasses | Path | None) -> IdClasses | None:
@@ -131,24 +143,44 @@ def build_wordnet(
 ) -> Vocabulary:
     """:func:`~negvocab.builders.wordnet.build_wordnet_vocabulary` over ``n_candidates`` candidates spread
     over the NegLabel pool or a ``candidates`` file (its hash recorded, as ``negvocab build wordnet`` does)."""
-    cands = (
-        sample_pool(n_candidates)
-        if n_candidates is not None
-        else load_candidates(candidates)
-        if candidates is not None
-        else None
+    return _build_over_pool(
+        build_wordnet_vocabulary,
+        vlm,
+        None,
+        n_candidates=n_candidates,
+        candidates=candidates,
+        id_classes=id_classes,
+        **options,
     )
-    full = build_wordnet_vocabulary(vlm, candidates=cands, id_classes=_id_classes(id_classes), **options)
-    return _candidates_recorded(full, candidates)
 
 
-def _candidates_recorded(full: Vocabulary, candidates: Path | None) -> Vocabulary:
-    """``full`` with the candidates file it ranked and its hash in its settings (none: as it is)."""
+def _build_over_pool(
+    build: Callable[..., Vocabulary],
+    vlm: VLM,
+    pool: list[Candidate] | None,
+    *,
+    n_candidates: int | None,
+    candidates: Path | None,
+    id_classes: IdClasses | Path | None,
+    **options: Any,
+) -> Vocabulary:
+    """``build`` over ``n_candidates`` candidates spread over ``pool`` (None: NegLabel's) or a ``candidates``
+    file, whose path and hash its settings record (the pool builders' one thin call)."""
+    cands = _pool_or_file(n_candidates, candidates, pool)
+    full = build(vlm, candidates=cands, id_classes=_id_classes(id_classes), **options)
     if candidates is None:
         return full
     return full.subset(
         full.labels, settings={"candidates_file": str(candidates), "candidates_sha256": file_sha256(candidates)}
     )
+
+
+def _pool_or_file(n_candidates: int | None, candidates: Path | None, pool: list[Candidate] | None) -> list[Any] | None:
+    """``n_candidates`` candidates spread over ``pool`` (None: NegLabel's), the ``candidates`` file's, or None (the
+    preset)."""
+    if n_candidates is not None:
+        return sample_pool(n_candidates, pool)
+    return load_candidates(candidates) if candidates is not None else None
 
 
 def _wordnet_texts(options: BaseModel, n_classes: int) -> int:
@@ -187,9 +219,9 @@ class SiblingsOptions(BuilderOptions):
     )
     per_class: int = Field(20, ge=1, description="an integer >= 1 (labels kept per ID class, K)")
     levels: int = Field(1, ge=1, le=10, description="an integer between 1 and 10 (hypernym steps up)")
-    templates: str | list[str] = Field("paper8", description=_TEMPLATES)
-    batch_size: int | None = Field(None, gt=0, description=_POSITIVE)
-    progress: bool | None = Field(None, description="true, false or none (a bar on a terminal)")
+    templates: _Templates = "paper8"
+    batch_size: _BatchSize = None
+    progress: _Progress = None
 
 
 SIBLINGS = Builder(
@@ -224,19 +256,19 @@ class MinedOptions(BuilderOptions):
         "wordnet", description="candidates: wordnet, wordnet:all, a candidates or vocabulary file, or a list"
     )
     size: int | None = Field(None, gt=0, description="a positive integer: the vocabulary size M")
-    id_classes: InstanceOf[IdClasses] | Path | None = Field(None, description=_ID_CLASSES)
-    templates: str | list[str] = Field("paper8", description=_TEMPLATES)
+    id_classes: _IdClassesFile = None
+    templates: _Templates = "paper8"
     top_k: int = Field(10, ge=1, description="an integer >= 1 (candidates each OOD-looking image votes for)")
-    quantile: float = Field(0.5, gt=0, le=1, description="a quantile level in (0, 1]")
+    quantile: _Quantile = 0.5
     threshold: float | None = Field(None, allow_inf_nan=False, description="a finite ID similarity (a cosine)")
     ood: Any = Field(None, description="the evaluated OOD set(s): a path, an ImageSet, or a mapping of them")
     index: Literal["exact", "ivf", "hnsw"] = Field("exact", description=f"one of {', '.join(INDEX_KINDS)}")
     index_options: dict[str, Any] | None = Field(None, description="a table of index options, e.g. {nprobe = 8}")
     text_chunk_size: int = Field(65536, gt=0, description=_POSITIVE + " (candidates per text-encoding chunk)")
-    synonym_filter: bool = Field(True, description="true or false")
-    batch_size: int | None = Field(None, gt=0, description=_POSITIVE)
-    num_workers: int | None = Field(None, ge=0, description="an integer >= 0")
-    progress: bool | None = Field(None, description="true, false or none (a bar on a terminal)")
+    synonym_filter: _SynonymFilter = True
+    batch_size: _BatchSize = None
+    num_workers: _NumWorkers = None
+    progress: _Progress = None
 
 
 def _mined_texts(options: BaseModel, n_classes: int) -> int:
@@ -264,7 +296,7 @@ class OracleOptions(BuilderOptions):
     labels: Path | InstanceOf[ImageSet] | list[str] = Field(
         description="the OOD labels: a labels file, an image list with labels, class folders, an ImageSet or a list"
     )
-    synonym_filter: bool = Field(True, description="true or false")
+    synonym_filter: _SynonymFilter = True
     name: str | None = Field(None, min_length=1, description="the benchmark's name, recorded in the settings")
 
 
@@ -288,21 +320,19 @@ ORACLE = Builder(
 
 # -- LLM builders -----------------------------------------------------------------------------
 class _LlmOptions(BuilderOptions):
-    model: str = Field(min_length=1, description="a chat model name (OpenAI or any OpenAI-compatible server)")
+    model: _ChatModel
     rounds: int = Field(1, ge=1, description="an integer >= 1 (rounds over all classes)")
     rounds_used: int | None = Field(None, ge=1, description="an integer >= 1 (the first rounds, from the journal)")
     classes: Any = Field(None, description="the classes asked about (a number, wnids or names; default all)")
-    run_dir: Path | None = Field(None, description="the run folder (journal; default in the cache)")
+    run_dir: _RunDir = None
     prompt_path: Path | None = Field(None, description="a prompt template file")
-    temperature: float | None = Field(1.0, ge=0, allow_inf_nan=False, description="a number >= 0 or none")
+    temperature: _Temperature = 1.0
     min_labels: int | None = Field(None, ge=0, description="an integer >= 0")
     synonym_filter: Any = Field(
         None, description="a SynonymFilter, true or false (default: against id_classes, ImageNet-1k unless given)"
     )
     id_classes: Any = Field(None, description=_ID_CLASSES)
-    settings: InstanceOf[LLMSettings] | None = Field(
-        None, description="an LLMSettings: endpoint, key, concurrency, Batch API"
-    )
+    settings: _Settings = None
 
 
 class GptOptions(_LlmOptions):
@@ -357,18 +387,16 @@ class NegRefineOptions(BuilderOptions):
     vocabulary: Path | InstanceOf[Vocabulary] = Field(
         description="the vocabulary to filter: a vocabulary or label file, or a Vocabulary"
     )
-    llm_model: str = Field(min_length=1, description="a chat model name (OpenAI or any OpenAI-compatible server)")
-    id_classes: InstanceOf[IdClasses] | Path | None = Field(None, description=_ID_CLASSES)
+    llm_model: _ChatModel
+    id_classes: _IdClassesFile = None
     top_n: int = Field(10, ge=1, description="an integer >= 1 (best-matching ID classes asked about per label)")
-    run_dir: Path | None = Field(None, description="the run folder (journal; default in the cache)")
-    temperature: float | None = Field(0.7, ge=0, allow_inf_nan=False, description="a number >= 0 or none")
+    run_dir: _RunDir = None
+    temperature: _Temperature = 0.7
     base_url: str | None = Field(None, description="an OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     concurrency: int | None = Field(None, ge=1, description="an integer >= 1 (requests in flight)")
     batch: bool = Field(False, description="true or false (the Batch API)")
     retry_failed: bool = Field(False, description="true or false (ask recorded failures again)")
-    settings: InstanceOf[LLMSettings] | None = Field(
-        None, description="an LLMSettings: endpoint, key, concurrency, Batch API"
-    )
+    settings: _Settings = None
 
 
 def _vocabulary_of(value: Path | Vocabulary | list[str]) -> Vocabulary | list[str]:
@@ -444,59 +472,35 @@ NEGREFINE = Builder(
 _CSP_PRESETS = ("csp", *PRESETS)
 
 
-class CspOptions(BuilderOptions):
+class CspOptions(_PoolOptions):
     """CSP: WordNet nouns plus adjectives conjugated with superclass nouns, farthest first from the ID classes."""
 
+    presets: ClassVar[Iterable[str]] = _CSP_PRESETS
+
     size: int | None = Field(None, gt=0, description="a positive integer: the vocabulary size M (default: all)")
-    quantile: float = Field(0.95, gt=0, le=1, description="a quantile level in (0, 1]")
+    quantile: _Quantile = 0.95
     ratio: float | None = Field(None, gt=0, le=1, description="a fraction in (0, 1] of each part of speech (CSP: 0.15)")
     seed: int = Field(0, ge=0, description="an integer >= 0 (seeds the superclass drawn for each adjective)")
     superclasses: list[str] = Field(
         list(CSP_SUPERCLASSES), min_length=1, description="templates with {} joining an adjective and a superclass"
     )
     preset: str = Field("csp", description=f"a candidate preset, one of {', '.join(_CSP_PRESETS)}")
-    templates: str | list[str] = Field("csp", description=_TEMPLATES)
+    templates: _Templates = "csp"
     candidates: Path | None = Field(
         None, description="a candidates export or vocabulary file ranked instead of the preset"
     )
     n_candidates: int | None = Field(None, gt=0, description="a positive integer (candidates spread over the preset)")
-    id_classes: InstanceOf[IdClasses] | Path | None = Field(None, description=_ID_CLASSES)
+    id_classes: _IdClassesFile = None
     max_similarity: float = Field(0.95, ge=-1, le=1, description="a cosine in [-1, 1] (nearer an ID class: last)")
-    synonym_filter: bool = Field(True, description="true or false")
-    batch_size: int | None = Field(None, gt=0, description=_POSITIVE)
-    progress: bool | None = Field(None, description="true, false or none (a bar on a terminal)")
-
-    @field_validator("preset")
-    @classmethod
-    def _preset(cls, v: str) -> str:
-        return _known_preset(v, _CSP_PRESETS)
-
-    @model_validator(mode="after")
-    def _one_pool(self) -> CspOptions:
-        return _one_pool_one_size(self)
+    synonym_filter: _SynonymFilter = True
+    batch_size: _BatchSize = None
+    progress: _Progress = None
 
 
-def _pool_or_file(n_candidates: int | None, candidates: Path | None, preset: list[Candidate]) -> list[Any] | None:
-    """``n_candidates`` candidates spread over the ``preset`` pool, the ``candidates`` file's, or None (the preset)."""
-    if n_candidates is not None:
-        return sample_pool(n_candidates, preset)
-    return load_candidates(candidates) if candidates is not None else None
-
-
-def build_csp(
-    vlm: VLM,
-    *,
-    n_candidates: int | None,
-    candidates: Path | None,
-    id_classes: IdClasses | Path | None,
-    preset: str,
-    **options: Any,
-) -> Vocabulary:
+def build_csp(vlm: VLM, *, preset: str, **options: Any) -> Vocabulary:
     """:func:`~negvocab.builders.csp.build_csp_vocabulary` over ``n_candidates`` candidates spread over the preset
     or a ``candidates`` file (its hash recorded)."""
-    cands = _pool_or_file(n_candidates, candidates, csp_pool(preset))
-    full = build_csp_vocabulary(vlm, candidates=cands, id_classes=_id_classes(id_classes), preset=preset, **options)
-    return _candidates_recorded(full, candidates)
+    return _build_over_pool(build_csp_vocabulary, vlm, csp_pool(preset), preset=preset, **options)
 
 
 def _texts(pool_of: Callable[[str], list[Candidate]]) -> Callable[[BaseModel, int], int]:
@@ -527,7 +531,7 @@ CSP = Builder(
 )
 
 
-class InternegOptions(BuilderOptions):
+class InternegOptions(_PoolOptions):
     """InterNeg: negatives far from few-shot ID image prototypes (USES K labelled ID images per class)."""
 
     id_images: Path | InstanceOf[ImageSet] = Field(
@@ -538,41 +542,21 @@ class InternegOptions(BuilderOptions):
     split: Literal["interneg", "ranked"] = Field(
         "interneg", description="interneg (M split by part of speech, as its code) or ranked (the first M)"
     )
-    templates: str | list[str] = Field("interneg", description=_TEMPLATES)
+    templates: _Templates = "interneg"
     preset: str = Field("neglabel", description=f"a candidate preset, one of {', '.join(PRESETS)}")
     candidates: Path | None = Field(None, description="a candidates export or vocabulary file instead of the preset")
     n_candidates: int | None = Field(None, gt=0, description="a positive integer (candidates spread over the preset)")
-    id_classes: InstanceOf[IdClasses] | Path | None = Field(None, description=_ID_CLASSES)
-    synonym_filter: bool = Field(True, description="true or false")
-    batch_size: int | None = Field(None, gt=0, description=_POSITIVE)
-    num_workers: int | None = Field(None, ge=0, description="an integer >= 0")
-    progress: bool | None = Field(None, description="true, false or none (a bar on a terminal)")
-
-    @field_validator("preset")
-    @classmethod
-    def _preset(cls, v: str) -> str:
-        return _known_preset(v, PRESETS)
-
-    @model_validator(mode="after")
-    def _one_pool(self) -> InternegOptions:
-        return _one_pool_one_size(self)
+    id_classes: _IdClassesFile = None
+    synonym_filter: _SynonymFilter = True
+    batch_size: _BatchSize = None
+    num_workers: _NumWorkers = None
+    progress: _Progress = None
 
 
-def build_interneg(
-    vlm: VLM,
-    *,
-    n_candidates: int | None,
-    candidates: Path | None,
-    id_classes: IdClasses | Path | None,
-    preset: str,
-    **options: Any,
-) -> Vocabulary:
+def build_interneg(vlm: VLM, *, preset: str, **options: Any) -> Vocabulary:
     """:func:`~negvocab.builders.interneg.build_interneg_vocabulary` over ``n_candidates`` candidates spread over
     the preset or a ``candidates`` file (its hash recorded)."""
-    cands = _pool_or_file(n_candidates, candidates, wordnet_candidates(preset))
-    ids = _id_classes(id_classes)
-    full = build_interneg_vocabulary(vlm, candidates=cands, id_classes=ids, preset=preset, **options)
-    return _candidates_recorded(full, candidates)
+    return _build_over_pool(build_interneg_vocabulary, vlm, wordnet_candidates(preset), preset=preset, **options)
 
 
 INTERNEG = Builder(

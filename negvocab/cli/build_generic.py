@@ -23,6 +23,7 @@ from negvocab.atomic import is_stdout
 from negvocab.builders.registry import Builder, annotation_types, get_builder, list_builders
 from negvocab.cli.app import build_app
 from negvocab.cli.commands import BUILD_MODULES
+from negvocab.cli.common_options import OutOpt
 from negvocab.cli.examples import EXAMPLES
 from negvocab.cli.labelspace import id_label_space, say_mapping
 from negvocab.cli.options import (
@@ -57,9 +58,6 @@ _VLM_OPTIONS: dict[str, tuple[Any, Any]] = {
     "batch_size": (BatchSizeOpt, None),
     "random_weights": (RandomWeightsOpt, False),
 }
-_OUTPUT = Annotated[
-    Path, typer.Option("--output", "-o", help="Vocabulary file to write (.json; .txt writes one label a line).")
-]
 
 _DRY_RUN = Annotated[
     bool, typer.Option("--dry-run", help="Say how many requests would be sent and their cost; send and write nothing.")
@@ -123,7 +121,7 @@ def builder_command(b: Builder) -> Callable[..., None]:
     taken = {"--output", "--overwrite", *(("--" + k.replace("_", "-")) for k in _VLM_OPTIONS if uses_vlm)}
     flags: dict[str, str] = {}  # option -> flag
     params = [
-        inspect.Parameter("output", inspect.Parameter.KEYWORD_ONLY, annotation=_OUTPUT),
+        inspect.Parameter("output", inspect.Parameter.KEYWORD_ONLY, annotation=OutOpt),
         inspect.Parameter("overwrite", inspect.Parameter.KEYWORD_ONLY, annotation=OverwriteOpt, default=False),
     ]
     if b.estimate is not None:  # an LLM builder: what it would send and cost, nothing sent or written

@@ -18,6 +18,7 @@ from negvocab.builders.llm import eoe_run, gpt_run
 from negvocab.builders.llm_size import build_to_size
 from negvocab.builders.registry import get_builder
 from negvocab.cli.app import build_app
+from negvocab.cli.common_options import OutOpt
 from negvocab.cli.labelspace import LabelSpace, llm_label_space, say_mapping
 from negvocab.cli.options import HintOpt, MapClassesOpt, OverwriteOpt
 from negvocab.cli.outputs import check_output, messages_to_stderr, writing
@@ -171,9 +172,6 @@ MaxTokensOpt = Annotated[
         min=1,
         help="max_tokens of each request (default: sized from the labels asked; none at OpenAI's own endpoint).",
     ),
-]
-OutOpt = Annotated[
-    Path, typer.Option("--output", "-o", help="Vocabulary file to write (.json; .txt writes one label a line).")
 ]
 
 

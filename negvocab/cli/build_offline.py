@@ -17,6 +17,7 @@ from negvocab.builders.oracle import build_oracle_vocabulary
 from negvocab.builders.registry import get_builder
 from negvocab.builders.siblings import build_sibling_vocabulary, check_counts, sibling_id_classes
 from negvocab.cli.app import build_app
+from negvocab.cli.common_options import OutOpt
 from negvocab.cli.labelspace import id_label_space, say_mapping
 from negvocab.cli.options import (
     CacheDirOpt,
@@ -43,10 +44,6 @@ from negvocab.vlm.templates import resolve_templates
 from negvocab.vocab import Vocabulary
 
 __all__ = ["OutOpt", "build_mined", "build_oracle", "build_siblings"]
-
-OutOpt = Annotated[
-    Path, typer.Option("--output", "-o", help="Vocabulary file to write (.json; .txt writes one label a line).")
-]
 
 
 def _warn(vlm: object) -> str:

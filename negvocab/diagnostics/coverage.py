@@ -352,20 +352,11 @@ def coverage(
 
     # image side: the ID class each OOD image was taken for, the negatives that fired
     tau = float(params.get("tau", PARAMS["tau"].default))
-    ex_ood = S.explain(
-        ood_img,
-        class_emb,
-        neg,
-        id_labels=id_names,
-        neg_labels=list(vocab.labels),
-        k=explain_k,
-        tau=tau,
-        device=vlm.device,
-    )
-    flagged = np.flatnonzero(op.id_flagged)
-    ex_id = (
-        S.explain(
-            id_img[flagged],
+
+    def explain(img: np.ndarray) -> list[dict[str, Any]]:
+        """The explanations of the images ``img`` (each image's ID class and negatives that fired)."""
+        return S.explain(
+            img,
             class_emb,
             neg,
             id_labels=id_names,
@@ -374,9 +365,10 @@ def coverage(
             tau=tau,
             device=vlm.device,
         )
-        if flagged.size
-        else []
-    )
+
+    ex_ood = explain(ood_img)
+    flagged = np.flatnonzero(op.id_flagged)
+    ex_id = explain(id_img[flagged]) if flagged.size else []
     steps.update(1)
     steps.close()
     rows_img: list[dict[str, Any]] = []
