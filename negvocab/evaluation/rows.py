@@ -67,6 +67,7 @@ __all__ = [
     "ood_rows",
     "summary_records",
     "summary_sets",
+    "seed_sd",
     "seed_spread",
     "SPREAD_METRICS",
     "run_meta",
@@ -234,6 +235,15 @@ def seed_spread(rows: Sequence[Mapping[str, Any]], seeds: Sequence[int]) -> dict
         out[m] = float(v.mean())
         out.update({f"{m}_std": float(v.std(ddof=1)), f"{m}_min": float(v.min()), f"{m}_max": float(v.max())})
     return out
+
+
+def seed_sd(row: Mapping[str, Any], metric: str) -> tuple[float, int] | None:
+    """A row's spread over stream seeds (:func:`seed_spread`): ``metric``'s sample standard deviation
+    and the number of seeds; None where the row is no spread (a batch row, one stream seed)."""
+    sd, n = row.get(f"{metric}_std"), row.get("n_stream_seeds") or len(row.get("stream_seeds") or ())
+    if isinstance(sd, bool) or not isinstance(sd, (int, float)) or sd != sd or not n:
+        return None
+    return float(sd), int(n)
 
 
 def summary_sets(names: Sequence[str], groups: Mapping[str, str | None]) -> list[tuple[str, list[str]]]:

@@ -141,6 +141,8 @@ def _summary_row(name: str, members: Sequence[Mapping[str, Any]], ci: Mapping[st
     row.update(_accuracy(members))
     digest = hashlib.sha256(" ".join(sorted(str(m.get("cell", "")) for m in members)).encode()).hexdigest()[:16]
     row.update(ood_set=name, n_ood=int(sum(m["n_ood"] for m in members)), cell=digest)  # the digest of its member cells
+    if name != MEAN:  # a group row names its sets, as a score row does (the paired test behind bold reads them)
+        row["ood_sets"] = [m["ood_set"] for m in members]
     return row
 
 

@@ -57,13 +57,15 @@ class PairedMarks:
             raise InputError(f"n_boot must be >= 1 for a paired test, got {self.n_boot!r}")
 
     def _draws(self, row: Mapping[str, Any], metric: str) -> _Draws | None:
-        """(point, per-draw values, image counts) of one entry on its OOD set (``mean``: all sets)."""
+        """(point, per-draw values, image counts) of one entry on its OOD set (``mean``: all sets; a
+        group row, ``near-ood``/``far-ood``: its ``ood_sets``)."""
         conv, tpr = str(row.get("convention", "paper")), float(row.get("tpr", 0.95))
         ood = str(row.get("ood_set", ""))
         key = (str(row.get("model", "")), str(row.get("vocabulary", "")), str(row["method"]), conv, tpr, ood, metric)
         if key not in self._memo:
             got = self.scores(key[0], key[1], key[2]) if self.scores is not None else None
-            sets = None if got is None else (got[1] if ood == MEAN else {ood: got[1][ood]} if ood in got[1] else None)
+            names = [] if got is None else list(got[1]) if ood == MEAN else list(row.get("ood_sets") or [ood])
+            sets = {n: got[1][n] for n in names} if got is not None and set(names) <= set(got[1]) else None
             if got is None or sets is None:
                 self._memo[key] = None
             else:

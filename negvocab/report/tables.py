@@ -20,7 +20,6 @@ distinguishable from it (``"all"``); the caption says which. Numbers in %.
 from __future__ import annotations
 
 import math
-import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,12 +30,13 @@ import numpy as np
 
 from negvocab.errors import InputError
 from negvocab.evaluation.compare import metric_label
-from negvocab.evaluation.kinds import KIND_LABELS, RESULT_KINDS, caveat_notes, result_kind
+from negvocab.evaluation.kinds import KIND_LABELS, RESULT_KINDS, caveat_notes, result_kind, stream_words
 from negvocab.evaluation.row import interval
-from negvocab.evaluation.rows import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES
+from negvocab.evaluation.rows import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, seed_sd
 from negvocab.evaluation.stored import StoredScores, read_results_json, read_scores_npz, read_sweep_json
 from negvocab.report.comparisons import comparisons
-from negvocab.report.results import flat_row
+from negvocab.report.latex import latex_escape, latex_float, stacked_head
+from negvocab.report.results import TEST_TIME_MARK, flat_row
 from negvocab.report.significance import BOLD_AXES, PairedMarks, ScoreGetter, bold_note
 from negvocab.textfiles import csv_text
 
@@ -52,63 +52,6 @@ _OLD_BOLD_RULES = ("interval", "point")
 _NO_VOCAB = " (no vocabulary)"
 
 
-#: characters that print wrong under pdflatex's default (OT1) font encoding, or are not ASCII
-_LATEX_SYMBOLS = {
-    ">=": "$\\geq$", "<=": "$\\leq$", "≥": "$\\geq$", "≤": "$\\leq$", "±": "$\\pm$", "×": "$\\times$",
-    "<": "$<$", ">": "$>$", "|": "$|$", "–": "--", "—": "---", "’": "'", "‘": "`", "“": "``", "”": "''",
-    "…": "...", "−": "$-$",
-}  # fmt: skip
-
-
-def latex_escape(text: str) -> str:
-    """``text`` with LaTeX's special characters escaped, ASCII only (``>=`` as ``$\\geq$``: pdflatex's
-    default font encoding prints ``>`` as an inverted question mark); other non-ASCII characters as ``?``."""
-    out = re.sub(r"([&%$#_{}])", r"\\\1", str(text)).replace("~", "\\textasciitilde{}").replace("^", "\\^{}")
-    out = re.sub("|".join(map(re.escape, sorted(_LATEX_SYMBOLS, key=len, reverse=True))),
-                 lambda m: _LATEX_SYMBOLS[m.group(0)], out)  # fmt: skip
-    return out.encode("ascii", "replace").decode("ascii")
-
-
-def _stacked(text: str, width: int = 10) -> str:
-    """A column head on several short lines (at spaces and before ``@``: "wordnet / @100",
-    "mcm / (no / vocabulary)"): a column as narrow as its numbers."""
-    words = re.findall(r"@?[^\s@]+", str(text))
-    lines: list[str] = []
-    for w in words:
-        if lines and len(lines[-1]) + len(w) + (not w.startswith("@")) <= width:
-            lines[-1] += w if w.startswith("@") else f" {w}"
-        else:
-            lines.append(w)
-    if len(lines) < 2:
-        return latex_escape(text)
-    body = "\\\\".join(latex_escape(x) for x in lines)
-    return f"\\begin{{tabular}}[b]{{@{{}}c@{{}}}}{body}\\end{{tabular}}"
-
-
-def latex_float(
-    tabular: Sequence[str], caption: str, label: str, notes: Sequence[str], *, wide: bool = False, needs: str = ""
-) -> str:
-    """A ``table`` (``wide``: ``table*``) float around ``tabular`` lines: a short caption, the label, the
-    tabular shrunk to the line width only where it is wider (at compile time, with graphicx's
-    ``\\resizebox`` where loaded), and ``notes`` in small type under it."""
-    env = "table*" if wide else "table"
-    box = "\\nvtablebox"
-    needs = needs or "\\usepackage{booktabs}"
-    notes_text = latex_escape(" ".join(notes))
-    return "\n".join([
-        f"% needs {needs} (graphicx: shrinks a table wider than the column)",
-        f"\\begin{{{env}}}[t]", "\\centering", "\\footnotesize", "\\setlength{\\tabcolsep}{3pt}",
-        f"\\caption{{{latex_escape(caption)}}}", f"\\label{{{label}}}",
-        f"\\ifdefined{box}\\else\\newsavebox{{{box}}}\\fi", f"\\begin{{lrbox}}{{{box}}}", *tabular, "\\end{lrbox}",
-        f"\\ifdim\\wd{box}>\\linewidth\\typeout{{negvocab: table {label} is \\the\\wd{box}\\space wide, shrunk to the "
-        f"\\the\\linewidth\\space line (negvocab table --wide: table*)}}"
-        f"\\ifdefined\\resizebox\\resizebox{{\\linewidth}}{{!}}{{\\usebox{{{box}}}}}"
-        f"\\else\\usebox{{{box}}}\\fi\\else\\usebox{{{box}}}\\fi",
-        *([f"\\par\\smallskip\\parbox{{\\linewidth}}{{\\scriptsize\\raggedright {notes_text}}}"] if notes else []),
-        f"\\end{{{env}}}",
-    ]) + "\n"  # fmt: skip
-
-
 def _axes(value: str | Sequence[str], what: str) -> tuple[str, ...]:
     axes = (value,) if isinstance(value, str) else tuple(value)
     for a in axes:
@@ -120,12 +63,13 @@ def _axes(value: str | Sequence[str], what: str) -> tuple[str, ...]:
 
 
 def _is_baseline(r: Mapping[str, Any]) -> bool:
-    return not r.get("vocabulary")
+    """A batch method without a vocabulary (MCM): by its kind, so a test-time method without one is none."""
+    return result_kind(r) == "baseline"
 
 
 def row_label(r: Mapping[str, Any], axis: str) -> str:
-    if axis == "vocabulary" and _is_baseline(r):
-        return f"{r['method']}{_NO_VOCAB}"
+    if axis == "vocabulary" and not r.get("vocabulary"):  # a test-time one is marked: it is no baseline
+        return f"{r['method']}{_NO_VOCAB}" + ("" if _is_baseline(r) else TEST_TIME_MARK)
     return str(r.get(axis, ""))
 
 
@@ -248,12 +192,13 @@ class Table:
         esc = latex_escape
         nm = len(self.metrics)
         spec = "l" + ("S[table-format=3.2]" if siunitx else "r") * (len(self.columns) * nm)
-        head = (lambda s: f"{{{_stacked(s)}}}") if siunitx else _stacked
+        head = (lambda s: f"{{{stacked_head(s)}}}") if siunitx else stacked_head
         title = esc(" / ".join(self.row_axes))
         lines = [f"\\begin{{tabular}}{{@{{}}{spec}@{{}}}}", "\\toprule"]
         if nm > 1:
             lines.append(
-                " & ".join([title, *(f"\\multicolumn{{{nm}}}{{c}}{{{_stacked(c)}}}" for c in self.columns)]) + " \\\\"
+                " & ".join([title, *(f"\\multicolumn{{{nm}}}{{c}}{{{stacked_head(c)}}}" for c in self.columns)])
+                + " \\\\"
             )
             lines.append(
                 " ".join(f"\\cmidrule(lr){{{2 + j * nm}-{1 + (j + 1) * nm}}}" for j in range(len(self.columns)))
@@ -344,6 +289,10 @@ def _caption_notes(
 ) -> list[str]:
     # long: one sentence per fact a reader of the table needs
     first = sel[0]
+    streams: dict[str, dict[str, None]] = {}  # a test-time method -> its streams in words
+    for r in sel:
+        if result_kind(r) == "test_time":
+            streams.setdefault(str(r["method"]), {})[stream_words(r)] = None
     notes = [", ".join(t.metric_names) + " in %."]
     convs = list(dict.fromkeys(str(r.get("convention", "paper")) for r in sel))
     for c in convs:
@@ -366,7 +315,8 @@ def _caption_notes(
         )
         if d not in axes and len(vals) == 1 and vals[0]:
             name = {"ood_set": "OOD set"}.get(d, d.capitalize())
-            notes.append(f"{name}: {vals[0] if vals[0] != MEAN else 'mean over the OOD sets'}.")
+            mark = TEST_TIME_MARK if d == "method" and vals[0] in streams else ""
+            notes.append(f"{name}: {vals[0] if vals[0] != MEAN else 'mean over the OOD sets'}{mark}.")
     base = sorted({str(r["method"]) for r in sel if _is_baseline(r)})
     if base:
         notes.append(f"Without a vocabulary (baseline): {', '.join(base)}.")
@@ -377,6 +327,8 @@ def _caption_notes(
     notes += means
     if t.intervals:
         notes.append("Brackets: 95% bootstrap intervals over the OOD images.")
+    if any(seed_sd(r, m) for r in sel for m in t.metrics):
+        notes.append("± after a [tt] value: the sample sd over its stream seeds (the value: their mean), no interval.")
     notes.append(bold_text)
     if any("aupr" in m for m in t.metrics):
         notes.append(f"AUPR as {str(first.get('aupr_method', 'average_precision')).replace('_', ' ')}.")
@@ -384,11 +336,15 @@ def _caption_notes(
     if bad:
         notes.append(f"NOT deployable (oracle/transductive, a bound, not a result): {', '.join(bad)}.")
     notes += [f"Caveat: {c}." for c in caveat_notes(sel)]
-    tt = sorted({str(r["method"]) for r in sel if r.get("test_time") in (True, "True", "true")})
-    if tt:  # part "adaneg" of issue 30: a test-time result is of another kind, never mixed in silently
+    if streams:  # a test-time result is of another kind, never mixed in silently; its stream named
+        said = "; ".join(f"{m} (stream {' | '.join(w)})" for m, w in sorted(streams.items()))
         notes.append(
-            f"[tt] test-time (scores depend on the test stream seen; see each row's stream): {', '.join(tt)}"
-            + ("; the table mixes them with other kinds." if len(tt) < len({str(r["method"]) for r in sel}) else ".")
+            f"[tt] test-time (scores depend on the test stream seen): {said}"
+            + (
+                "; the table mixes them with other kinds."
+                if len(streams) < len({str(r["method"]) for r in sel})
+                else "."
+            )
         )
     for model, why in failed.items():
         notes.append(f"{model}: cells failed ({why}); not in the table, nor in its means.")
@@ -463,7 +419,7 @@ def build_table(
         columns.append(MEAN)  # the bootstrap mean over the OOD sets: last, with its interval
     nm = len(metrics)
     shape = (len(index), len(columns), nm)
-    values, low, high = np.full(shape, np.nan), np.full(shape, np.nan), np.full(shape, np.nan)
+    values, low, high, spread = (np.full(shape, np.nan) for _ in range(4))
     cells: dict[tuple[int, int], Mapping[str, Any]] = {}
     for r in sel:
         i, j = index.index(_key(r, ra)), columns.index(_key(r, ca))
@@ -475,10 +431,11 @@ def build_table(
         for k, m in enumerate(metrics):
             values[i, j, k] = float(r.get(m, math.nan))
             low[i, j, k], high[i, j, k] = interval(r, m) or (math.nan, math.nan)
+            spread[i, j, k] = (seed_sd(r, m) or (math.nan,))[0]  # a test-time entry's sd over its stream seeds
     kinds = np.full(shape[:2], "", dtype=object)
     for (i, j), r in cells.items():
         kinds[i, j] = result_kind(r)
-    spread = np.full(shape, np.nan)
+    tt_i, tt_j = ({ij[a] for ij in cells if kinds[ij] == "test_time"} for a in (0, 1))
     summary_cols = [c == MEAN and ca == ("ood_set",) for c in columns]
     means: list[str] = []
     col_sets = {
@@ -516,11 +473,11 @@ def build_table(
         index = [f"{i} (NOT deployable)" if i in bad else i for i in index]
     if ca == ("vocabulary",):
         columns = [f"{c} (NOT deployable)" if c in bad else c for c in columns]
-    tt = {str(r["method"]) for r in sel if r.get("test_time") in (True, "True", "true")}
-    if ra == ("method",):  # a test-time method's entry says so (the caption notes why)
-        index = [f"{i} [tt]" if i in tt else i for i in index]
-    if ca == ("method",):
-        columns = [f"{c} [tt]" if c in tt else c for c in columns]
+    mark = lambda x, hit: f"{x}{TEST_TIME_MARK}" if hit and not x.endswith(TEST_TIME_MARK) else x  # noqa: E731
+    if "method" in ra:  # a test-time entry says so, in every format (the caption notes why)
+        index = [mark(x, i in tt_i) for i, x in enumerate(index)]
+    elif "method" in ca:
+        columns = [mark(x, j in tt_j) for j, x in enumerate(columns)]
     t = Table(
         metrics,
         ra,
