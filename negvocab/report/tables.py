@@ -42,7 +42,7 @@ from negvocab.textfiles import csv_text
 
 __all__ = [
     "AXES", "BOLD_AXES", "BOLD_RULES", "ScoreGetter", "Table", "build_table", "comparisons", "folder_rows",
-    "latex_escape", "latex_float", "row_label", "select_rows",
+    "latex_escape", "latex_float", "row_label", "select_rows", "test_time_notes",
 ]  # fmt: skip
 
 AXES = ("model", "vocabulary", "method", "ood_set", "convention")
@@ -289,10 +289,8 @@ def _caption_notes(
 ) -> list[str]:
     # long: one sentence per fact a reader of the table needs
     first = sel[0]
-    streams: dict[str, dict[str, None]] = {}  # a test-time method -> its streams in words
-    for r in sel:
-        if result_kind(r) == "test_time":
-            streams.setdefault(str(r["method"]), {})[stream_words(r)] = None
+    streams = {str(r["method"]) for r in sel if result_kind(r) == "test_time"}
+    tt_notes = test_time_notes(sel, t.metrics)
     notes = [", ".join(t.metric_names) + " in %."]
     convs = list(dict.fromkeys(str(r.get("convention", "paper")) for r in sel))
     for c in convs:
@@ -327,8 +325,7 @@ def _caption_notes(
     notes += means
     if t.intervals:
         notes.append("Brackets: 95% bootstrap intervals over the OOD images.")
-    if any(seed_sd(r, m) for r in sel for m in t.metrics):
-        notes.append("± after a [tt] value: the sample sd over its stream seeds (the value: their mean), no interval.")
+    notes += tt_notes[1:]
     notes.append(bold_text)
     if any("aupr" in m for m in t.metrics):
         notes.append(f"AUPR as {str(first.get('aupr_method', 'average_precision')).replace('_', ' ')}.")
@@ -336,21 +333,33 @@ def _caption_notes(
     if bad:
         notes.append(f"NOT deployable (oracle/transductive, a bound, not a result): {', '.join(bad)}.")
     notes += [f"Caveat: {c}." for c in caveat_notes(sel)]
-    if streams:  # a test-time result is of another kind, never mixed in silently; its stream named
-        said = "; ".join(f"{m} (stream {' | '.join(w)})" for m, w in sorted(streams.items()))
-        notes.append(
-            f"[tt] test-time (scores depend on the test stream seen): {said}"
-            + (
-                "; the table mixes them with other kinds."
-                if len(streams) < len({str(r["method"]) for r in sel})
-                else "."
-            )
-        )
+    notes += tt_notes[:1]
     for model, why in failed.items():
         notes.append(f"{model}: cells failed ({why}); not in the table, nor in its means.")
     if any(r.get("random_weights") for r in sel):
         notes.append(RANDOM_WEIGHTS_WARNING + ".")
     return notes
+
+
+def test_time_notes(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> list[str]:
+    """A caption's sentences on the test-time entries of ``rows`` (none without one): what ``[tt]`` means,
+    each method's stream(s) and whether the table mixes kinds; then, where an entry is a spread over
+    stream seeds, what its ``±`` is. Tables and grid pivots say it alike."""
+    streams: dict[str, dict[str, None]] = {}  # a test-time method -> its streams in words
+    for r in rows:
+        if result_kind(r) == "test_time":
+            streams.setdefault(str(r["method"]), {})[stream_words(r)] = None
+    if not streams:
+        return []
+    said = "; ".join(f"{m} (stream {' | '.join(w)})" for m, w in sorted(streams.items()))
+    mixed = len(streams) < len({str(r["method"]) for r in rows})
+    out = [
+        f"[tt] test-time (scores depend on the test stream seen): {said}"
+        + ("; the table mixes them with other kinds." if mixed else ".")
+    ]
+    if any(seed_sd(r, m) for r in rows for m in metrics):
+        out.append("± after a [tt] value: the sample sd over its stream seeds (the value: their mean), no interval.")
+    return out
 
 
 def _key(r: Mapping[str, Any], axes: tuple[str, ...]) -> str:
