@@ -12,7 +12,7 @@ import numpy as np
 
 from negvocab.evaluation.compare import metric_value
 from negvocab.report.results import format_table
-from negvocab.report.tables import build_table
+from negvocab.report.tables import build_table, comparisons
 from tests.report.test_tables import _row
 
 NAN = math.nan
@@ -109,3 +109,16 @@ def test_near_and_far_columns_are_tested_on_the_stored_scores():
     assert t.columns == ["n1", "n2", "f1", "near-ood", "far-ood", "mean"]
     assert "per-image scores not stored" not in t.full_caption()
     assert t.bold[:, :, 0].tolist() == [[True] * 6, [False] * 6]  # "good" is far better on every column
+
+
+def test_comparisons_pair_the_vocabularies_with_baselines_chosen_by_kind():
+    rows = []
+    for m in ("A", "B"):
+        rows += [_row(m, "wn", "inat", fpr=0.3), _row(m, "", "inat", method="mcm", fpr=0.6)]
+        rows.append(_row(m, "", "inat", method="toy", fpr=0.1, test_time=True))  # test-time, no vocabulary
+    said = comparisons(rows, None, ood_set="inat")
+    assert [s.split(" (FPR")[0] for s in said] == [
+        "wn vs mcm (no vocabulary)",
+        "toy (no vocabulary) vs mcm (no vocabulary)",
+    ]
+    assert not any("wn vs toy" in s for s in said)
