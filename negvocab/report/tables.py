@@ -142,6 +142,8 @@ class Table:
     notes: list[str] = field(default_factory=list)
     #: the standard deviation beside a mean over models (NaN elsewhere); None: no spread anywhere
     spread: np.ndarray | None = None
+    #: a test-time cell's stream in words (``[row, column]``; "" elsewhere); None: no test-time cell
+    streams: np.ndarray | None = None
 
     @property
     def metric_names(self) -> list[str]:
@@ -246,17 +248,21 @@ class Table:
 
     def to_csv(self) -> str:
         """One line per table row: the row's axis values, then per column and metric the value, its
-        interval and whether it is bold (percent); the caption is not part of the CSV."""
+        interval, whether it is bold (percent), the sd where any; a test-time cell's stream in the
+        column's ``:stream``; the caption is not part of the CSV."""
         keys = ["row"]
         sd = self.spread is not None and bool(np.any(~np.isnan(self.spread)))
         for c in self.columns:
             for m in self.metrics:
                 keys += [f"{c}:{m}", f"{c}:{m}:ci_low", f"{c}:{m}:ci_high", f"{c}:{m}:bold"]
                 keys += [f"{c}:{m}:sd"] if sd else []
+            keys += [f"{c}:stream"] if self.streams is not None else []
         out = []
         for i, name in enumerate(self.index):
             row: dict[str, Any] = {"row": name}
             for j, c in enumerate(self.columns):
+                if self.streams is not None:
+                    row[f"{c}:stream"] = self.streams[i, j]
                 for k, m in enumerate(self.metrics):
                     for key, arr in (("", self.values), (":ci_low", self.low), (":ci_high", self.high)):
                         x = arr[i, j, k]
@@ -504,11 +510,20 @@ def build_table(
         caption,
         label,
         spread=spread if np.any(~np.isnan(spread)) else None,
+        streams=_streams(cells, values.shape[:2]),
     )
     entry = " / ".join(ra if bold_by == "cols" else ca)
     t.notes = _caption_notes(sel, t, ra + ca, bold_note(marker, bold_by, ties, entry), dict(failed or {}), means)
     t.caption = _dedupe_caption(caption, t.metric_names)
     return t
+
+
+def _streams(cells: Mapping[tuple[int, int], Mapping[str, Any]], shape: tuple[int, ...]) -> np.ndarray | None:
+    """Each test-time cell's stream in words ("" elsewhere, summaries too); None without a test-time cell."""
+    out = np.full(shape, "", dtype=object)
+    for (i, j), r in cells.items():
+        out[i, j] = stream_words(r)
+    return out if any(out.flat) else None
 
 
 def _mean_note(made: Sequence[tuple[str, str]], what: str, over: str, sd: bool) -> str:

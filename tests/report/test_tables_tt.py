@@ -66,6 +66,12 @@ def test_a_seed_spread_is_plus_minus_in_every_format_and_never_an_interval():
     got = {r["row"]: r for r in csv.DictReader(io.StringIO(t.to_csv()))}
     assert (got["adaneg [tt]"]["inat:fpr:sd"], got["adaneg [tt]"]["inat:fpr:ci_low"]) == ("3.0", "")
     assert (got["neglabel"]["inat:fpr:sd"], got["neglabel"]["inat:fpr:ci_low"]) == ("", "25.0")
+    assert (got["adaneg [tt]"]["sun:stream"], got["neglabel"]["sun:stream"]) == (
+        "shuffled, batch 256, seeds 0, 1, 2",
+        "",
+    )
+    batch = build_table(_rows()[::2], rows_by="method", cols_by="ood_set").to_csv()
+    assert ":stream" not in batch and ":sd" not in batch  # a batch-only CSV keeps its columns
     auroc = build_table(_rows(), metric="auroc", rows_by="method", cols_by="ood_set")
     assert "| adaneg [tt] | 80.00 ± 1.50 |" in auroc.to_markdown()  # each metric its own spread
 
