@@ -38,7 +38,8 @@ def stacked_head(text: str, width: int = 10) -> str:
             lines.append(w)
     if len(lines) < 2:
         return latex_escape(text)
-    body = "\\\\".join(latex_escape(x) for x in lines)
+    # "{}" keeps a line that starts with "[" ("[tt]") from being read as the optional argument of \\
+    body = "\\\\".join(("{}" if x.startswith("[") else "") + latex_escape(x) for x in lines)
     return f"\\begin{{tabular}}[b]{{@{{}}c@{{}}}}{body}\\end{{tabular}}"
 
 

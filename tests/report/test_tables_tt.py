@@ -84,6 +84,7 @@ def test_the_tt_mark_is_on_the_entry_in_every_layout_the_caption_refers_to():
     cols = build_table(rows, rows_by="model", cols_by="method", where={"ood_set": "inat"})
     assert cols.columns == ["neglabel", "adaneg [tt]"]
     assert "| model | neglabel | adaneg [tt] |" in cols.to_markdown()
+    assert "adaneg\\\\{}[tt]" in cols.to_latex() and "\\\\[" not in cols.to_latex()  # not \\'s optional argument
     fixed = build_table(rows, rows_by="model", cols_by="ood_set", where={"method": "adaneg"})
     assert "Method: adaneg [tt]." in fixed.short_caption() and "[tt] test-time" in fixed.full_caption()
 
