@@ -129,3 +129,17 @@ def test_comparisons_pair_the_vocabularies_with_baselines_chosen_by_kind():
         "toy (no vocabulary) vs mcm (no vocabulary)",
     ]
     assert not any("wn vs toy" in s for s in said)
+
+
+def test_a_test_time_entry_is_not_paired_on_one_set_of_id_scores():
+    rng = np.random.default_rng(5)
+    s_id, s_ood = {"neglabel": rng.normal(3.0, 1, 60), "adaneg": rng.normal(0.0, 1, 60)}, rng.normal(0, 1, 40)
+    fpr = {m: metric_value("fpr", s, s_ood, tpr=0.95, convention="paper") for m, s in s_id.items()}
+    rows = [_row("A", "wn", "inat", fpr=fpr["neglabel"]), _row("A", "wn", "inat", method="adaneg", fpr=fpr["adaneg"])]
+    rows[1] |= {"test_time": True, "stream_order": "shuffled", "stream_batch_size": 8, "stream_seed": 0}
+    get = lambda model, vocab, method: (s_id[method], {"inat": s_ood})  # noqa: E731
+    t = build_table(rows, rows_by="method", cols_by="ood_set", scores=get, n_boot=100)
+    assert not t.bold.any() and "a test-time entry is not tested" in t.full_caption()
+    batch = build_table(rows[:1] + [dict(rows[0], vocabulary="v2", method="neglabel")], rows_by="vocabulary",
+                        cols_by="ood_set", scores=get, n_boot=100)  # fmt: skip
+    assert "a test-time entry is not tested" not in batch.full_caption()
