@@ -103,8 +103,8 @@ def select_rows(
         )
         values = list(dict.fromkeys(r.get(dim, "") for r in sel if not loose(r)))
         want = where.get(dim)
-        if dim == "vocabulary" and want == "":  # the methods without a vocabulary alone
-            sel = [r for r in sel if _is_baseline(r)]
+        if dim == "vocabulary" and want == "":  # the methods without a vocabulary alone (test-time ones too)
+            sel = [r for r in sel if not r.get("vocabulary")]
             continue
         if want is None:
             if len(values) > 1:

@@ -97,6 +97,8 @@ def test_a_test_time_method_without_a_vocabulary_is_no_baseline():
     assert "Without a vocabulary (baseline): mcm." in t.full_caption()
     own = build_table(rows, rows_by="vocabulary", cols_by="ood_set", where={"method": "toy"})
     assert own.index == ["mcm (no vocabulary)", "toy (no vocabulary) [tt]"]
+    alone = build_table(rows, rows_by="method", cols_by="ood_set", where={"vocabulary": ""})
+    assert alone.index == ["mcm", "toy [tt]"] and "Without a vocabulary (baseline): mcm." in alone.full_caption()
 
 
 def test_near_and_far_columns_are_tested_on_the_stored_scores():
