@@ -138,12 +138,13 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
             name = f"{name[:40]} (not deployable: {caveats[r['vocabulary']]})"
         names.append(name)
     name_w = max(28, *(len(n) + 2 for n in names)) if names else 28
+    spread = any(seed_sd(r, "fpr") for r in rows)  # test-time rows over several seeds: a column of its own
     head = (
         f"{'method':<14}{'vocabulary':<{name_w}}{'OOD set' if set_w else '':<{set_w}}{'M':>7}  "
-        f"{f'FPR@{tpr}':>7}  {'95% CI':>15}  {'AUROC':>6}  {'AUPR-In':>7}  {'AUPR-Out':>8}"
+        f"{f'FPR@{tpr}':>7}  {'95% CI':>15}"
+        + (f"  {SPREAD_HEAD:>12}" if spread else "")
+        + f"  {'AUROC':>6}  {'AUPR-In':>7}  {'AUPR-Out':>8}"
     )
-    spread = any(seed_sd(r, "fpr") for r in rows)  # test-time rows over several seeds: a column of its own
-    head += f"  {SPREAD_HEAD:>12}" if spread else ""
     ccr = [c for c in CCR_COLUMNS if any(c in r for r in rows)]  # full-spectrum runs only
     head += "".join(f"  {c.upper():>8}" for c in ccr)
     lines.append(head)
@@ -156,8 +157,8 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
         method += TEST_TIME_MARK if r.get("test_time") else ""
         set_col = f"{str(r.get('ood_set', ''))[: set_w - 1]:<{set_w}}" if set_w else ""
         lines.append(
-            f"{method:<14}{name:<{name_w}}{set_col}{r['vocab_size'] or '-':>7}  {100 * r['fpr']:>6.2f}%  {ci:>15}  "
-            f"{100 * r['auroc']:>6.2f}  {100 * r['aupr_in']:>7.2f}  {100 * r['aupr_out']:>8.2f}{sd_col}"
+            f"{method:<14}{name:<{name_w}}{set_col}{r['vocab_size'] or '-':>7}  {100 * r['fpr']:>6.2f}%  "
+            f"{ci:>15}{sd_col}  {100 * r['auroc']:>6.2f}  {100 * r['aupr_in']:>7.2f}  {100 * r['aupr_out']:>8.2f}"
             + "".join(f"  {100 * r[c]:>8.2f}" if c in r else f"  {'-':>8}" for c in ccr)
         )
     n_ood = {str(r.get("ood_set")): r["n_ood"] for r in rows if r.get("ood_set") not in SUMMARY_ROWS}
