@@ -35,7 +35,6 @@ from negvocab.errors import InputError
 from negvocab.evaluation.encode import encode_sets
 from negvocab.evaluation.evaluate import Evaluation
 from negvocab.evaluation.evaluate import _named as named_vocabularies  # the one reading of ``vocabs``
-from negvocab.evaluation.row import ResultRow
 from negvocab.evaluation.rows import (
     SPREAD_METRICS,
     metrics_row,
@@ -69,6 +68,7 @@ if TYPE_CHECKING:
     import torch
 
     from negvocab.data.images import ImageSet
+    from negvocab.evaluation.row import ResultRow
     from negvocab.labels.imagenet import IdClasses
     from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM

@@ -113,10 +113,6 @@ def flat_row(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-#: the terminal table's column of a spread over stream seeds (never the bootstrap interval's)
-SPREAD_HEAD = "± sd (seeds)"
-
-
 def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | None = None) -> str:
     """A plain-text table of the metric rows (percentages), for the terminal.
 
@@ -208,6 +204,8 @@ def tuning_notes(meta: Mapping[str, Any]) -> list[str]:
 
 #: the mark of a test-time (stream) method's row in the terminal table (part "adaneg" of issue 30)
 TEST_TIME_MARK = " [tt]"
+#: the terminal table's column of a spread over stream seeds (never the bootstrap interval's)
+SPREAD_HEAD = "± sd (seeds)"
 
 
 def test_time_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
