@@ -189,7 +189,6 @@ def evaluate_stream(
     if detector.needs_negatives and neg_emb is None:
         raise InputError(f"method {detector.name} needs negative label embeddings (neg_emb)")
     sets = named_ood_sets(ood_sets)
-    of = dict(groups) if groups is not None else set_groups(sets)
     setup_inputs = stream_setup_inputs(detector, vlm, setup_inputs)  # part "tanl": inputs the model can make
     detector.setup(id_emb, neg_emb, id_images=id_images, **setup_inputs)
     t0 = time.perf_counter()
@@ -208,6 +207,7 @@ def evaluate_stream(
     if ratio is not None:
         base["id_ood_ratio"] = ratio
     metric_kw = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
+    of = dict(groups) if groups is not None else set_groups(sets)  # each OOD set's group: the summary rows
     by_seed = {
         s: _one_seed(
             detector,
