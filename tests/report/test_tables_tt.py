@@ -145,3 +145,13 @@ def test_a_test_time_entry_is_not_paired_on_one_set_of_id_scores():
     batch = build_table(rows[:1] + [dict(rows[0], vocabulary="v2", method="neglabel")], rows_by="vocabulary",
                         cols_by="ood_set", scores=get, n_boot=100)  # fmt: skip
     assert "a test-time entry is not tested" not in batch.full_caption()
+
+
+def test_a_files_false_is_not_test_time():
+    from negvocab.evaluation.kinds import result_kind, stream_words
+
+    assert [result_kind({"test_time": v, "vocabulary": "wn"}) for v in ("False", "", 0, None)] == ["deployable"] * 4
+    assert [result_kind({"test_time": v, "vocabulary": ""}) for v in (True, "true", 1)] == ["test_time"] * 3
+    assert stream_words({"test_time": True, "stream_order": "given", "stream_batch_size": 8, "id_ood_ratio": 0.5}) == (
+        "given, batch 8, ID:OOD 0.5"
+    )
