@@ -140,7 +140,8 @@ class Table:
     caption: str = ""
     label: str = ""
     notes: list[str] = field(default_factory=list)
-    #: the standard deviation beside a mean over models (NaN elsewhere); None: no spread anywhere
+    #: the standard deviation beside a mean over models, or beside a test-time entry over several stream
+    #: seeds (their sample sd; NaN elsewhere), shown as ``± sd``; None: no spread anywhere
     spread: np.ndarray | None = None
     #: a test-time cell's stream in words (``[row, column]``; "" elsewhere); None: no test-time cell
     streams: np.ndarray | None = None
