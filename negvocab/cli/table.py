@@ -76,7 +76,14 @@ def table_cmd(
     row_group: Annotated[
         Optional[list[str]], typer.Option("--row-group", help="A group-mean row: NAME=a,b; repeat.")  # noqa: UP045
     ] = None,
-    intervals: Annotated[bool, typer.Option("--intervals", help="Show the 95% bootstrap intervals.")] = False,
+    intervals: Annotated[
+        bool,
+        typer.Option(
+            "--intervals",
+            help="Show the 95% bootstrap intervals (a test-time entry over several stream seeds shows ± its sd "
+            "over them instead, with or without this flag).",
+        ),
+    ] = False,
     bold: Annotated[
         str,
         typer.Option(
@@ -112,7 +119,10 @@ def table_cmd(
     caption: Annotated[str, typer.Option("--caption", help="Caption text before what the table states itself.")] = "",
     label: Annotated[str, typer.Option("--label", help="LaTeX \\label (default tab:results).")] = "",
     no_baselines: Annotated[
-        bool, typer.Option("--no-baselines", help="Leave out methods without a vocabulary (MCM, GL-MCM).")
+        bool,
+        typer.Option(
+            "--no-baselines", help="Leave out the baselines: batch methods without a vocabulary (MCM, GL-MCM)."
+        ),
     ] = False,
     compare: Annotated[
         bool,

@@ -13,7 +13,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["COMPETING_KINDS", "KIND_LABELS", "RESULT_KINDS", "caveat_kinds", "caveat_notes", "result_kind"]
+__all__ = [
+    "COMPETING_KINDS", "KIND_LABELS", "RESULT_KINDS", "caveat_kinds", "caveat_notes", "result_kind", "stream_words",
+]  # fmt: skip
 
 #: every kind, in the order tables show their means
 RESULT_KINDS: tuple[str, ...] = ("deployable", "baseline", "test_time", "transductive", "oracle")
@@ -56,8 +58,9 @@ def caveat_notes(rows: Iterable[Mapping[str, Any]]) -> list[str]:
 
 
 def result_kind(row: Mapping[str, Any]) -> str:
-    """The kind of one results row (one of :data:`RESULT_KINDS`)."""
-    if row.get("test_time"):
+    """The kind of one results row (one of :data:`RESULT_KINDS`): a test-time method's rows are
+    ``test_time`` with or without a vocabulary; ``baseline`` is a batch method without one (MCM)."""
+    if row.get("test_time") in (True, 1, "True", "true", "1"):  # a file's text too, never "False"
         return "test_time"
     if not row.get("vocabulary"):
         return "baseline"
@@ -67,3 +70,15 @@ def result_kind(row: Mapping[str, Any]) -> str:
     if "transductive" in kinds or row.get("deployable") is False:
         return "transductive"
     return "deployable"
+
+
+def stream_words(row: Mapping[str, Any]) -> str:
+    """A test-time row's stream in words ("shuffled, batch 256, seeds 0, 1, 2"); "" for another kind."""
+    if result_kind(row) != "test_time":
+        return ""
+    seeds = row.get("stream_seeds") or ([] if row.get("stream_seed") is None else [row["stream_seed"]])
+    parts = [str(row.get("stream_order") or "order ?"), f"batch {row.get('stream_batch_size', '?')}"]
+    parts += [("seeds " if len(seeds) > 1 else "seed ") + ", ".join(map(str, seeds))] if seeds else []
+    ratio = row.get("id_ood_ratio")
+    parts += [f"ID:OOD {ratio:g}"] if isinstance(ratio, (int, float)) and ratio == ratio else []  # NaN: none
+    return ", ".join(parts)

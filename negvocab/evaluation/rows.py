@@ -65,7 +65,9 @@ __all__ = [
     "named_ood_sets",
     "ood_records",
     "ood_rows",
+    "summary_records",
     "summary_sets",
+    "seed_sd",
     "seed_spread",
     "SPREAD_METRICS",
     "run_meta",
@@ -195,13 +197,28 @@ def ood_records(
     boot = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
     hits = {"correct": correct, "ccr": ccr}
     rows = [metrics_row(s_id, s, ood_set=name, **boot, **hits, **identity) for name, s in s_ood.items()]
-    if len(rows) < 2:
-        return rows
+    return [*rows, *summary_records(rows, s_id, s_ood, groups=groups, **boot)]
+
+
+def summary_records(
+    rows: Sequence[ResultRow],
+    s_id: np.ndarray | Mapping[str, np.ndarray],
+    s_ood: Mapping[str, np.ndarray],
+    groups: Mapping[str, str | None] | None = None,
+    **boot: Any,
+) -> list[ResultRow]:
+    """The summary rows over the per-set ``rows`` (one per OOD set of ``s_ood``): ``near-ood`` and
+    ``far-ood`` where the sets span both groups, then ``mean`` (:func:`summary_sets`; ``groups`` as
+    :func:`ood_records`), each averaging its sets' metrics, its bootstrap intervals (``boot``: ``tpr``,
+    ``convention``, ``n_boot``, ``seed``) averaged draw by draw. ``s_id``: the ID scores every set was
+    scored against, or each set's own (name -> scores: a test-time method sees one stream per OOD set).
+    Batch and test-time evaluation summarise by it."""
     of = groups if groups is not None else {n: ood_group(n) for n in s_ood}
+    out = []
     for name, members in summary_sets(list(s_ood), of):
         picked = [r for r in rows if r.ood_set in members]
-        rows.append(_mean_row(picked, name, s_id, {n: s_ood[n] for n in members}, **boot))
-    return rows
+        out.append(_mean_row(picked, name, s_id, {n: s_ood[n] for n in members}, **boot))
+    return out
 
 
 #: the metrics a spread over stream seeds reports
@@ -218,6 +235,15 @@ def seed_spread(rows: Sequence[Mapping[str, Any]], seeds: Sequence[int]) -> dict
         out[m] = float(v.mean())
         out.update({f"{m}_std": float(v.std(ddof=1)), f"{m}_min": float(v.min()), f"{m}_max": float(v.max())})
     return out
+
+
+def seed_sd(row: Mapping[str, Any], metric: str) -> tuple[float, int] | None:
+    """A row's spread over stream seeds (:func:`seed_spread`): ``metric``'s sample standard deviation
+    and the number of seeds; None where the row is no spread (a batch row, one stream seed)."""
+    sd, n = row.get(f"{metric}_std"), row.get("n_stream_seeds") or len(row.get("stream_seeds") or ())
+    if isinstance(sd, bool) or not isinstance(sd, (int, float)) or sd != sd or not n:
+        return None
+    return float(sd), int(n)
 
 
 def summary_sets(names: Sequence[str], groups: Mapping[str, str | None]) -> list[tuple[str, list[str]]]:
@@ -250,7 +276,7 @@ def ood_rows(
 def _mean_row(
     members: Sequence[ResultRow],
     name: str,
-    s_id: np.ndarray,
+    s_id: np.ndarray | Mapping[str, np.ndarray],
     s_ood: Mapping[str, np.ndarray],
     *,
     tpr: float,
@@ -284,7 +310,7 @@ def _mean_row(
 
 
 def _mean_cis(
-    s_id: np.ndarray,
+    s_id: np.ndarray | Mapping[str, np.ndarray],
     s_ood: Mapping[str, np.ndarray],
     level: float,
     *,
@@ -294,11 +320,12 @@ def _mean_cis(
     seed: int,
 ) -> dict[str, tuple[float, float]]:
     """Bootstrap intervals of the mean over OOD sets: each set's OOD images resampled as for its own
-    row (same seed, same draws), the metric averaged over the sets draw by draw."""
+    row (same seed, same draws, against its ID scores), the metric averaged over the sets draw by draw."""
     out: dict[str, tuple[float, float]] = {}
     alpha = 1.0 - level
+    ids = s_id if isinstance(s_id, Mapping) else dict.fromkeys(s_ood, s_id)
     for key, kw in (("fpr", {"tpr": tpr, "convention": convention}), ("auroc", {})):
-        draws = [M.bootstrap_values(key, s_id, s, n_boot=n_boot, seed=seed, **kw) for s in s_ood.values()]
+        draws = [M.bootstrap_values(key, ids[n], s, n_boot=n_boot, seed=seed, **kw) for n, s in s_ood.items()]
         if all(d is not None for d in draws):
             low, high = np.quantile(np.mean(draws, axis=0), [alpha / 2, 1 - alpha / 2])
             out[key] = (float(low), float(high))

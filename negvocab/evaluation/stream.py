@@ -5,10 +5,12 @@ docstring states the protocol) on each (ID set + one OOD set) stream: ID rows th
 rows, ordered by ``order``/``stream_seed``, cut into batches of ``batch_size``, from a fresh state
 for every OOD set (as AdaNeg's and TANL's code reset their memory per ID/OOD pair). The ID scores
 therefore differ from one OOD set to the next: each row's metrics use its own stream's ID scores, and
-the ``mean`` row averages the rows (its bootstrap intervals average each set's draws, each against
-its own ID scores). Rows have the keys of :func:`negvocab.evaluate_vocabularies`'s rows plus
-``test_time: true`` and the stream's ``stream_order``, ``stream_batch_size``, ``stream_seed``: a
-test-time result depends on the stream it saw, and says so wherever it is shown.
+the summary rows (``near-ood`` and ``far-ood`` where the sets span both groups, then ``mean``) are the
+batch path's (:func:`negvocab.evaluation.rows.summary_records`): each averages its sets' rows, its
+bootstrap intervals each set's draws against that set's own ID scores. Rows have the keys of
+:func:`negvocab.evaluate_vocabularies`'s rows plus ``test_time: true`` and the stream's
+``stream_order``, ``stream_batch_size``, ``stream_seed``: a test-time result depends on the stream
+it saw, and says so wherever it is shown.
 
 The protocol's further choices, each recorded: the ID:OOD mix (``id_ood_ratio``: the side in excess
 subsampled, seeded by the stream seed; rows then carry ``id_ood_ratio`` and count only the images
@@ -28,26 +30,25 @@ from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 import numpy as np
 
-from negvocab.data.benchmarks import id_classes_of
+from negvocab.data.benchmarks import id_classes_of, set_groups
 from negvocab.errors import InputError
 from negvocab.evaluation.encode import encode_sets
 from negvocab.evaluation.evaluate import Evaluation
 from negvocab.evaluation.evaluate import _named as named_vocabularies  # the one reading of ``vocabs``
 from negvocab.evaluation.rows import (
-    MEAN,
     SPREAD_METRICS,
+    metrics_row,
     model_fields,
     named_ood_sets,
-    ood_rows,
     run_meta,
     seed_spread,
     sets_meta,
+    summary_records,
     vocab_fields,
     vocab_meta,
 )
 from negvocab.evaluation.stream_inputs import stream_setup_inputs
 from negvocab.labels.imagenet import imagenet1k
-from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import check_evaluation, check_shared
 from negvocab.scoring.stream import (
     SPLIT_ORDERS,
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     import torch
 
     from negvocab.data.images import ImageSet
+    from negvocab.evaluation.row import ResultRow
     from negvocab.labels.imagenet import IdClasses
     from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM
@@ -148,6 +150,7 @@ def evaluate_stream(
     n_boot: int = 1000,
     seed: int = 0,
     progress: bool = False,
+    groups: Mapping[str, str | None] | None = None,
 ) -> StreamEvaluation:
     """Score a stream method on ``id_set`` + each OOD set, one stream per OOD set, and its metrics.
 
@@ -167,6 +170,9 @@ def evaluate_stream(
     vlm, vocabulary, vocab, templates : what the rows say about the model and the vocabulary
     convention, tpr, n_boot, seed : the metrics (as :func:`negvocab.evaluate_vocabularies`; ``seed``
         draws the bootstrap, ``stream_seed`` the stream)
+    groups : each OOD set's group (``near``/``far``; default: those of the benchmark the sets came
+        from, :func:`negvocab.data.benchmarks.set_groups`): ``near-ood`` and ``far-ood`` rows where the
+        sets span both, as :func:`negvocab.evaluate_vocabularies` gives them
     """
     # long: the checks, then one stream per OOD set and its rows, then the mean row and meta, in order
     # every check before any image is encoded or scored
@@ -201,9 +207,19 @@ def evaluate_stream(
     if ratio is not None:
         base["id_ood_ratio"] = ratio
     metric_kw = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
+    of = dict(groups) if groups is not None else set_groups(sets)  # each OOD set's group: the summary rows
     by_seed = {
         s: _one_seed(
-            detector, id_x, ood_x, base, order=order, batch_size=batch_size, stream=s, ratio=ratio, **metric_kw
+            detector,
+            id_x,
+            ood_x,
+            base,
+            order=order,
+            batch_size=batch_size,
+            stream=s,
+            ratio=ratio,
+            groups=of,
+            **metric_kw,
         )
         for s in seeds
     }
@@ -244,11 +260,14 @@ def _one_seed(
     batch_size: int,
     stream: int,
     ratio: float | None,
+    groups: Mapping[str, str | None],
     **metric_kw: Any,
 ) -> StreamEvaluation:
-    """One stream per OOD set with the stream seed ``stream`` (the mix drawn from it too): rows, scores, streams."""
+    """One stream per OOD set with the stream seed ``stream`` (the mix drawn from it too): rows, scores,
+    streams; the summary rows (near-ood, far-ood, mean) as the batch path makes them
+    (:func:`negvocab.evaluation.rows.summary_records`), each set against its own stream's ID scores."""
     base = {**base, "stream_seed": None if order == "given" else stream}
-    rows: list[dict[str, Any]] = []
+    records: list[ResultRow] = []
     scores: dict[str, dict[str, np.ndarray]] = {}
     streams: dict[str, StreamResult] = {}
     kept: dict[str, dict[str, np.ndarray]] = {}
@@ -261,10 +280,10 @@ def _one_seed(
         res = run_stream(detector, _stack(a, b), batch_size=batch_size, order=order, seed=stream, n_id=n_first)
         streams[name] = res
         scores[name] = {"id": res.scores[:n_id], "ood": res.scores[n_id:]}
-        rows += ood_rows(base, scores[name]["id"], {name: scores[name]["ood"]}, **metric_kw)
-    if len(rows) > 1:
-        rows.append(_mean_row(base, rows, scores, **metric_kw))
-    return StreamEvaluation(rows, scores, streams, {}, kept)
+        records.append(metrics_row(scores[name]["id"], scores[name]["ood"], ood_set=name, method="", **metric_kw))
+    own_id = {name: s["id"] for name, s in scores.items()}  # each set's stream scored the ID images anew
+    records += summary_records(records, own_id, {n: s["ood"] for n, s in scores.items()}, groups=groups, **metric_kw)
+    return StreamEvaluation([{**base, **r.metrics_dict()} for r in records], scores, streams, {}, kept)
 
 
 def _take(x: Any, rows: np.ndarray) -> Any:
@@ -313,40 +332,6 @@ def _stack(a: Any, b: Any) -> Any:
 
         return torch.cat([torch.as_tensor(a), torch.as_tensor(b).to(torch.as_tensor(a).device)])
     return np.concatenate([np.asarray(a), np.asarray(b)])
-
-
-def _mean_row(
-    base: Mapping[str, Any],
-    rows: list[dict[str, Any]],
-    scores: Mapping[str, Mapping[str, np.ndarray]],
-    *,
-    tpr: float,
-    convention: str,
-    n_boot: int,
-    seed: int,
-) -> dict[str, Any]:
-    """The ``mean`` row: each metric averaged over the OOD sets' rows; bootstrap intervals of the mean
-    averaged draw by draw, each set's OOD images resampled against that set's own stream's ID scores."""
-    mean = {**base, "ood_set": MEAN, "convention": convention, "tpr": rows[0]["tpr"]}
-    for key in ("fpr", "auroc", "aupr_in", "aupr_out"):
-        mean[key] = float(np.mean([r[key] for r in rows]))
-    mean.update(n_id=rows[0]["n_id"], n_ood=sum(r["n_ood"] for r in rows), n_ood_sets=len(rows))
-    if n_boot:
-        level = rows[0]["ci_level"]
-        metric_kw: tuple[tuple[str, dict[str, Any]], ...] = (
-            ("fpr", {"tpr": tpr, "convention": convention}),
-            ("auroc", {}),
-        )
-        for key, kw in metric_kw:
-            draws = [
-                M.bootstrap_values(key, s["id"], s["ood"], n_boot=n_boot, seed=seed, **kw) for s in scores.values()
-            ]
-            kept = [d for d in draws if d is not None]
-            if len(kept) == len(draws):
-                low, high = np.quantile(np.mean(np.stack(kept), axis=0), [(1 - level) / 2, 1 - (1 - level) / 2])
-                mean[f"{key}_ci"] = [float(low), float(high)]
-        mean.update(ci_level=level, n_boot=int(n_boot), ci_resample="ood, within each set")
-    return mean
 
 
 # ----------------------------------------------------------------------------------------------
@@ -433,6 +418,7 @@ def evaluate_stream_vocabularies(
                 tpr=tpr,
                 n_boot=n_boot,
                 seed=seed,
+                groups=enc.groups,
             )
             rows += sev.rows
             key = f"{m.name}@{vname}" if vname else m.name

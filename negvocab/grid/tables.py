@@ -22,7 +22,6 @@ import math
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,15 +31,15 @@ from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.data.benchmarks import MEAN
 from negvocab.errors import InputError
 from negvocab.evaluation.accuracy import mean_ccr
-from negvocab.evaluation.compare import METRIC_NAMES
-from negvocab.evaluation.kinds import caveat_notes
-from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, seed_spread, summary_sets
+from negvocab.evaluation.kinds import caveat_notes, result_kind
+from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, seed_sd, seed_spread, summary_sets
 from negvocab.evaluation.stored import read_grid_cells, read_grid_means
 from negvocab.grid.config import spec_digest
+from negvocab.grid.pivot import METRICS, PIVOT_METRICS, Pivot
 from negvocab.grid.work import id_classes, open_sets, plan_cells, read_scores
 from negvocab.report import tables as T
 from negvocab.report.plots import plot_overlay
-from negvocab.report.results import CCR_COLUMNS, STREAM_COLUMNS, accuracy_columns_in
+from negvocab.report.results import CCR_COLUMNS, STREAM_COLUMNS, TEST_TIME_MARK, accuracy_columns_in
 from negvocab.report.significance import PairedMarks, bold_note
 from negvocab.scoring.methods import EVALUATION_PARAMS
 from negvocab.textfiles import csv_text
@@ -70,14 +69,6 @@ COLUMNS = [
 ]  # fmt: skip
 #: what a test-time method's cells share and their summary rows keep (part "adaneg" of issue 30)
 STREAM_KEYS = ("test_time", "stream_order", "stream_batch_size", "stream_seed", "id_ood_ratio")
-METRICS = {
-    "fpr": ("FPR@{tpr}", False),
-    "auroc": ("AUROC", True),
-    "aupr_in": ("AUPR-In", True),
-    "aupr_out": ("AUPR-Out", True),
-}
-#: what a pivot may show besides: ID accuracy and CCR (issue 31), where the cells hold them ('-' where not)
-PIVOT_METRICS = {**METRICS, **{k: v for k, v in METRIC_NAMES.items() if k not in METRICS}}
 RANDOM_NOTE = RANDOM_WEIGHTS_WARNING  # the one sentence (negvocab.evaluation.rows)
 _GROUP = ("model", "vocabulary", "method", "convention")
 
@@ -141,6 +132,8 @@ def _summary_row(name: str, members: Sequence[Mapping[str, Any]], ci: Mapping[st
     row.update(_accuracy(members))
     digest = hashlib.sha256(" ".join(sorted(str(m.get("cell", "")) for m in members)).encode()).hexdigest()[:16]
     row.update(ood_set=name, n_ood=int(sum(m["n_ood"] for m in members)), cell=digest)  # the digest of its member cells
+    if name != MEAN:  # a group row names its sets, as a score row does (the paired test behind bold reads them)
+        row["ood_sets"] = [m["ood_set"] for m in members]
     return row
 
 
@@ -154,68 +147,6 @@ def _accuracy(members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     if all(c in m for m in members for c in CCR_COLUMNS):
         out.update(mean_ccr(members))
     return out
-
-
-@dataclass
-class Pivot:
-    """One metric as rows x columns (OOD sets + mean), in [0, 1]; ``best`` marks each column's best."""
-
-    metric: str
-    index: list[str]
-    columns: list[str]
-    values: np.ndarray
-    higher_is_better: bool
-    title: str = ""
-    notes: list[str] = field(default_factory=list)
-    #: bold marks from the paired test (:mod:`negvocab.report.significance`); None: nothing bold
-    bold: np.ndarray | None = None
-
-    @property
-    def best(self) -> np.ndarray:
-        """The best point estimate per column (untested: not what the tables mark bold; see ``bold``)."""
-        v = np.where(np.isnan(self.values), np.inf if not self.higher_is_better else -np.inf, self.values)
-        target = v.max(0) if self.higher_is_better else v.min(0)
-        return np.isclose(v, target[None, :], rtol=0, atol=1e-12) & ~np.isnan(self.values)
-
-    def _cells(self, bold: str) -> list[list[str]]:
-        best = self.bold if self.bold is not None else np.zeros(self.values.shape, dtype=bool)
-        return [
-            [
-                ("-" if math.isnan(x) else (bold.format(f"{100 * x:.2f}") if best[i, j] else f"{100 * x:.2f}"))
-                for j, x in enumerate(row)
-            ]
-            for i, row in enumerate(self.values)
-        ]
-
-    def to_markdown(self) -> str:
-        """A Markdown table (percent; bold where the paired test found a winner) with its notes below."""
-        head = f"| {self.title or 'model'} | " + " | ".join(self.columns) + " |"
-        lines = [head, "|" + "---|" * (len(self.columns) + 1)]
-        for name, cells in zip(self.index, self._cells("**{}**"), strict=True):
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        return "\n".join(lines + [""] + [f"{n}" for n in self.notes]) + "\n"
-
-    def to_latex(self, caption: str | None = None, label: str | None = None, *, wide: bool = False) -> str:
-        """A LaTeX booktabs table (percent; bold as :meth:`to_markdown`; needs ``\\usepackage{booktabs}``):
-        a short caption, the notes under the table (:func:`negvocab.report.tables.latex_float`)."""
-        esc = T.latex_escape
-        name = PIVOT_METRICS[self.metric][0].split("@")[0].lower()
-        if (
-            caption
-            and caption.strip().rstrip(".").lower() in (name, f"{name} (%)")
-            or (caption or "").lower().startswith("fpr@")
-            and name == "fpr"
-        ):
-            caption = None  # the notes name the metric already: "AUROC AUROC (%)" said it twice
-        lines = [f"\\begin{{tabular}}{{@{{}}l{'r' * len(self.columns)}@{{}}}}", "\\toprule"]
-        lines.append(" & ".join([esc(self.title or "model"), *(esc(c) for c in self.columns)]) + " \\\\")
-        lines.append("\\midrule")
-        for name, cells in zip(self.index, self._cells("\\textbf{{{}}}"), strict=True):
-            lines.append(" & ".join([esc(name), *cells]) + " \\\\")
-        lines += ["\\bottomrule", "\\end{tabular}"]
-        tag = re.sub(r"[^A-Za-z0-9]+", "-", self.metric + "-" + self.title).strip("-")
-        short = " ".join(x for x in [caption or "", self.notes[0] if self.notes else ""] if x)
-        return T.latex_float(lines, short, label or f"tab:{tag}", self.notes[1:], wide=wide)
 
 
 class GridResult:
@@ -307,11 +238,12 @@ class GridResult:
         index = list(dict.fromkeys(T.row_label(r, rows) for r in sel))
         columns = [c for c in dict.fromkeys(r["ood_set"] for r in sel) if c != "mean"]
         columns += ["mean"] if any(r["ood_set"] == "mean" for r in sel) else []
-        values = np.full((len(index), len(columns)), np.nan)
+        values, spread = np.full((len(index), len(columns)), np.nan), np.full((len(index), len(columns)), np.nan)
         cells: dict[tuple[int, int], Mapping[str, Any]] = {}
         for r in sel:
             i, j = index.index(T.row_label(r, rows)), columns.index(r["ood_set"])
             values[i, j], cells[(i, j)] = r.get(metric, math.nan), r
+            spread[i, j] = (seed_sd(r, metric) or (math.nan,))[0]  # a test-time entry over its stream seeds
         name, higher = PIVOT_METRICS[metric]
         tpr = int(round(100 * sel[0]["tpr"]))
         conv = sel[0]["convention"]
@@ -330,31 +262,32 @@ class GridResult:
         if bad:
             notes.append(f"Not deployable (oracle/transductive): {', '.join(bad)}.")
         notes += [f"Caveat: {c}." for c in caveat_notes(sel)]
-        notes += sorted(
-            {
-                f"{r['method']}: the mean over {r['n_stream_seeds']} stream seeds "
-                f"({', '.join(map(str, r['stream_seeds']))}); table.csv gives its std, min and max."
-                for r in sel
-                if r.get("n_stream_seeds")
-            }
-        )
+        notes += T.test_time_notes(sel, [metric])  # [tt], each stream, the ± of a spread over seeds
+        tt = {str(r["method"]) for r in sel if result_kind(r) == "test_time"}
         notes += [f"{m}: cells failed ({why}); not shown." for m, why in self.failed_models().items()]
         if any(r.get("random_weights") for r in sel):
             notes.append(RANDOM_NOTE)
-        shown = {"vocabulary": lambda v: v or "none", "method": str, "model": str}
+        shown = {
+            "vocabulary": lambda v: v or "none",
+            "method": lambda m: m + (TEST_TIME_MARK if m in tt else ""),
+            "model": str,
+        }
         fixed_notes = [
             f"{d}={shown[d](sel[0][d])}"
             for d in ("vocabulary", "method", "model")
             if d != rows and len({r[d] for r in sel}) == 1
         ]
-        base = sorted({r["method"] for r in sel if not r["vocabulary"]})
+        base = sorted({r["method"] for r in sel if result_kind(r) == "baseline"})  # by kind: a test-time one is none
         if base and rows != "method" and any(r["vocabulary"] for r in sel):
             fixed_notes.append(f"without a vocabulary: {', '.join(base)}")
         if fixed_notes:
             notes.append("(" + ", ".join(fixed_notes) + ")")
         if rows == "vocabulary":  # the row itself says so: bold may fall on an oracle row
             index = [f"{i} (NOT deployable)" if i in bad else i for i in index]
-        return Pivot(metric, [str(i) for i in index], columns, values, higher, title=rows, notes=notes, bold=bold)
+        if rows == "method":  # a test-time method's row says so (the notes say why)
+            index = [f"{i}{TEST_TIME_MARK}" if i in tt else i for i in index]
+        spread_or_none = spread if np.any(~np.isnan(spread)) else None
+        return Pivot(metric, [str(i) for i in index], columns, values, higher, rows, notes, bold, spread_or_none)
 
     def to_latex(self, metric: str = "fpr", caption: str | None = None, label: str | None = None, **pivot: Any) -> str:
         """:meth:`pivot` as a LaTeX booktabs table."""
@@ -462,7 +395,9 @@ class GridResult:
                 f"no sized entries {vocabulary}@M in the grid for the methods, conventions and OOD sets asked for"
             )
         rows = [{**r, "M": int(r["vocabulary"].rsplit("@", 1)[1])} for r in sized]
-        refs = [r for r in table if not r["vocabulary"] and baselines and r["model"] in {x["model"] for x in sized}]
+        refs = [
+            r for r in table if result_kind(r) == "baseline" and baselines and r["model"] in {x["model"] for x in sized}
+        ]
         return plot_overlay(rows, path, baselines=refs, metric=metric, random_weights=self.random_weights)
 
     def write(self, out_dir: str | os.PathLike[str] | None = None) -> Path:

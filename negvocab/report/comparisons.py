@@ -27,7 +27,7 @@ from negvocab.evaluation.compare import (
     paired_bootstrap,
     paired_from_draws,
 )
-from negvocab.evaluation.kinds import caveat_notes
+from negvocab.evaluation.kinds import caveat_notes, result_kind
 from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING
 from negvocab.report.significance import ScoreGetter
 
@@ -39,9 +39,10 @@ _Entry = tuple[str, str]  # (vocabulary, method); vocabulary "" for a method wit
 
 
 def _kept(r: Mapping[str, Any], where: Mapping[str, str]) -> bool:
-    """Whether ``where`` keeps a row; a method without a vocabulary fits any fixed vocabulary or method."""
+    """Whether ``where`` keeps a row; a baseline (a batch method without a vocabulary) fits any fixed
+    vocabulary or method."""
     for k, v in where.items():
-        if k in ("vocabulary", "method") and not r.get("vocabulary"):
+        if k in ("vocabulary", "method") and result_kind(r) == "baseline":
             continue
         if k != "ood_set" and str(r.get(k, "")) != str(v):
             return False
@@ -110,8 +111,8 @@ def comparisons(
     for conv in dict.fromkeys(r["convention"] for r in sel):
         mine = [r for r in sel if r["convention"] == conv]
         tpr = float(mine[0].get("tpr", 0.95))
-        base: list[_Entry] = [("", m) for m in dict.fromkeys(r["method"] for r in mine if not r.get("vocabulary"))]
-        methods = list(dict.fromkeys(r["method"] for r in mine if r.get("vocabulary")))
+        base: list[_Entry] = [("", m) for m in dict.fromkeys(r["method"] for r in mine if result_kind(r) == "baseline")]
+        methods = list(dict.fromkeys(r["method"] for r in mine if result_kind(r) != "baseline"))  # by kind
         groups = {m: [*dict.fromkeys((r["vocabulary"], m) for r in mine if r["method"] == m), *base] for m in methods}
         if not methods and base:
             groups = {"": base}

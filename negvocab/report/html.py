@@ -26,13 +26,14 @@ import numpy as np
 
 from negvocab.atomic import write_text
 from negvocab.errors import InputError
+from negvocab.evaluation.kinds import result_kind
 from negvocab.evaluation.row import interval
-from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING
+from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING, SPREAD_METRICS
 from negvocab.evaluation.stored import read_results_json, read_scores_npz
 from negvocab.provenance import negvocab_version
 from negvocab.report.grid_section import GRID_MARKER, grid_section
 from negvocab.report.plots import figure_png, scores_figure
-from negvocab.report.results import CCR_COLUMNS, accuracy_columns_in
+from negvocab.report.results import CCR_COLUMNS, TEST_TIME_MARK, accuracy_columns_in, test_time_notes
 from negvocab.report.thumbs import THUMB_PX, Thumbnails  # noqa: F401  (THUMB_PX: its old home)
 from negvocab.report.wrap import word_breaks
 from negvocab.scoring.metrics import operating_point
@@ -70,8 +71,10 @@ _HIDDEN = {
     "n_boot",
     "ci_resample", "fpr_ci", "auroc_ci", "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high", "vocab_source",
 }  # fmt: skip
-_PERCENT = {"fpr", "auroc", "aupr_in", "aupr_out", "aupr", "id_accuracy", *CCR_COLUMNS}
-_TITLES = {"id_accuracy": "ID acc. %", **{c: f"{c.upper()} %" for c in CCR_COLUMNS}}
+_SPREAD = {f"{m}_{s}": f"{m.upper().replace('_', '-')} {s.replace('std', '± sd')} (seeds) %" for m in SPREAD_METRICS
+           for s in ("std", "min", "max")}  # a test-time row over several stream seeds: apart from the CIs  # fmt: skip
+_PERCENT = {"fpr", "auroc", "aupr_in", "aupr_out", "aupr", "id_accuracy", *CCR_COLUMNS, *_SPREAD}
+_TITLES = {"id_accuracy": "ID acc. %", **{c: f"{c.upper()} %" for c in CCR_COLUMNS}, **_SPREAD}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -128,6 +131,8 @@ def _results_cell(row: Mapping[str, Any], col: str) -> dict[str, Any]:
     if col in ("vocabulary", "vocab_size", "deployable", "caveats", "oracle") and _no_vocab(row):
         return {"text": "-", "num": col == "vocab_size", "full": "no vocabulary: a baseline method"}
     v = row.get(col)
+    if col == "method" and result_kind(row) == "test_time":  # the footer says what [tt] is, and the stream
+        return {"text": f"{v}{TEST_TIME_MARK}", "num": False, "full": ""}
     if _is_hash(v):
         return {"text": str(v)[:10] + "…", "num": False, "full": str(v)}
     return {**_cell(row, col), "full": ""}
@@ -195,7 +200,8 @@ def _results_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "footer": (
             f"FPR convention: {conv}; intervals: bootstrap over OOD "
             "images. Oracle/caveated vocabularies are not deployable."
-        ),
+        )
+        + "".join(f" {n}." for n in test_time_notes(rows)),
     }
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.evaluation.row import interval, result_kind
-from negvocab.evaluation.rows import SUMMARY_ROWS, conventions, grouping_params, jsonable
+from negvocab.evaluation.rows import SUMMARY_ROWS, conventions, grouping_params, jsonable, seed_sd
 from negvocab.outdir import staged_folder
 from negvocab.report.plots import check_plot_formats, plot_sweep
 from negvocab.scoring.metrics import CCR_FPRS, ccr_column
@@ -134,9 +134,12 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
             name = f"{name[:40]} (not deployable: {caveats[r['vocabulary']]})"
         names.append(name)
     name_w = max(28, *(len(n) + 2 for n in names)) if names else 28
+    spread = any(seed_sd(r, "fpr") for r in rows)  # test-time rows over several seeds: a column of its own
     head = (
         f"{'method':<14}{'vocabulary':<{name_w}}{'OOD set' if set_w else '':<{set_w}}{'M':>7}  "
-        f"{f'FPR@{tpr}':>7}  {'95% CI':>15}  {'AUROC':>6}  {'AUPR-In':>7}  {'AUPR-Out':>8}"
+        f"{f'FPR@{tpr}':>7}  {'95% CI':>15}"
+        + (f"  {SPREAD_HEAD:>12}" if spread else "")
+        + f"  {'AUROC':>6}  {'AUPR-In':>7}  {'AUPR-Out':>8}"
     )
     ccr = [c for c in CCR_COLUMNS if any(c in r for r in rows)]  # full-spectrum runs only
     head += "".join(f"  {c.upper():>8}" for c in ccr)
@@ -144,14 +147,14 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
     for r, name in zip(rows, names, strict=True):
         f = flat_row(r)
         ci = f"[{100 * f['fpr_ci_low']:.1f}, {100 * f['fpr_ci_high']:.1f}]" if not math.isnan(f["fpr_ci_low"]) else "-"
-        if r.get("fpr_std") is not None:  # several stream seeds: their spread, not a bootstrap interval
-            ci = f"sd {100 * r['fpr_std']:.1f} (n={r.get('n_stream_seeds')})"
+        sd = seed_sd(r, "fpr")  # several stream seeds: their spread, in its own column, never as an interval
+        sd_col = f"  {f'±{100 * sd[0]:.1f} (n={sd[1]})' if sd else '-':>12}" if spread else ""
         method = f"{r['method']} k={r['topk']}" if r.get("topk") else r["method"]  # top-k NegLabel is an estimate
         method += TEST_TIME_MARK if r.get("test_time") else ""
         set_col = f"{str(r.get('ood_set', ''))[: set_w - 1]:<{set_w}}" if set_w else ""
         lines.append(
-            f"{method:<14}{name:<{name_w}}{set_col}{r['vocab_size'] or '-':>7}  {100 * r['fpr']:>6.2f}%  {ci:>15}  "
-            f"{100 * r['auroc']:>6.2f}  {100 * r['aupr_in']:>7.2f}  {100 * r['aupr_out']:>8.2f}"
+            f"{method:<14}{name:<{name_w}}{set_col}{r['vocab_size'] or '-':>7}  {100 * r['fpr']:>6.2f}%  "
+            f"{ci:>15}{sd_col}  {100 * r['auroc']:>6.2f}  {100 * r['aupr_in']:>7.2f}  {100 * r['aupr_out']:>8.2f}"
             + "".join(f"  {100 * r[c]:>8.2f}" if c in r else f"  {'-':>8}" for c in ccr)
         )
     n_ood = {str(r.get("ood_set")): r["n_ood"] for r in rows if r.get("ood_set") not in SUMMARY_ROWS}
@@ -171,6 +174,11 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
     lines += accuracy_lines(meta or {})
     for vname, kinds in caveats.items():
         lines.append(f"NOT DEPLOYABLE: {vname} ({kinds}); a bound for comparison, not a detector's result")
+    if spread:
+        lines.append(
+            f"{SPREAD_HEAD}: FPR's sample sd over a test-time row's stream seeds (its values: their mean); "
+            "95% CI: bootstrap over OOD images"
+        )
     lines += test_time_notes(rows)
     lines += tuning_notes(meta or {})
     return "\n".join(lines)
@@ -196,6 +204,8 @@ def tuning_notes(meta: Mapping[str, Any]) -> list[str]:
 
 #: the mark of a test-time (stream) method's row in the terminal table (part "adaneg" of issue 30)
 TEST_TIME_MARK = " [tt]"
+#: the terminal table's column of a spread over stream seeds (never the bootstrap interval's)
+SPREAD_HEAD = "± sd (seeds)"
 
 
 def test_time_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -7,8 +7,9 @@ competes with, at the table's ``level``. The competitors are the entries of one 
 which differ by what the table's layout shows (vocabularies of one model, or models when the
 layout compares models). Entries of a kind that is no result (oracle, transductive:
 :data:`negvocab.evaluation.kinds.COMPETING_KINDS`) neither win nor compete; where an entry's
-per-image scores are not stored, or two entries were not scored on the same images, nothing is
-bold, since nothing was tested.
+per-image scores are not stored, or two entries were not scored on the same images, or one is a
+test-time entry (its ID scores are those of each OOD set's own stream), nothing is bold, since nothing
+was tested.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ ScoreGetter = Callable[[str, str, str], "tuple[np.ndarray, dict[str, np.ndarray]
 BOLD_AXES = ("cols", "rows")
 
 _Draws = tuple[float, np.ndarray, tuple[Any, ...]]
+#: why a group with a test-time entry has no bold
+_PER_STREAM = "a test-time entry is not tested (each OOD set's stream scored the ID images anew)"
 
 
 @dataclass
@@ -57,13 +60,17 @@ class PairedMarks:
             raise InputError(f"n_boot must be >= 1 for a paired test, got {self.n_boot!r}")
 
     def _draws(self, row: Mapping[str, Any], metric: str) -> _Draws | None:
-        """(point, per-draw values, image counts) of one entry on its OOD set (``mean``: all sets)."""
+        """(point, per-draw values, image counts) of one entry on its OOD set (``mean``: all sets; a
+        group row, ``near-ood``/``far-ood``: its ``ood_sets``)."""
         conv, tpr = str(row.get("convention", "paper")), float(row.get("tpr", 0.95))
         ood = str(row.get("ood_set", ""))
         key = (str(row.get("model", "")), str(row.get("vocabulary", "")), str(row["method"]), conv, tpr, ood, metric)
         if key not in self._memo:
-            got = self.scores(key[0], key[1], key[2]) if self.scores is not None else None
-            sets = None if got is None else (got[1] if ood == MEAN else {ood: got[1][ood]} if ood in got[1] else None)
+            # a test-time entry's ID scores differ from one OOD set's stream to the next: no one paired set
+            test_time = result_kind(row) == "test_time"
+            got = self.scores(key[0], key[1], key[2]) if self.scores is not None and not test_time else None
+            names = [] if got is None else list(got[1]) if ood == MEAN else list(row.get("ood_sets") or [ood])
+            sets = {n: got[1][n] for n in names} if got is not None and set(names) <= set(got[1]) else None
             if got is None or sets is None:
                 self._memo[key] = None
             else:
@@ -94,7 +101,9 @@ class PairedMarks:
             return out
         draws = {i: self._draws(entries[i], metric) for i in compete}  # type: ignore[arg-type]
         if any(d is None for d in draws.values()):
-            self.missing.add("per-image scores not stored")
+            none = [entries[i] for i, d in draws.items() if d is None]
+            streamed = all(result_kind(r) == "test_time" for r in none if r is not None)
+            self.missing.add(_PER_STREAM if streamed else "per-image scores not stored")
             return out
         if len({d[2] for d in draws.values() if d is not None}) > 1:
             self.missing.add("entries not scored on the same images under one convention")

@@ -20,7 +20,6 @@ distinguishable from it (``"all"``); the caption says which. Numbers in %.
 from __future__ import annotations
 
 import math
-import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,18 +30,19 @@ import numpy as np
 
 from negvocab.errors import InputError
 from negvocab.evaluation.compare import metric_label
-from negvocab.evaluation.kinds import KIND_LABELS, RESULT_KINDS, caveat_notes, result_kind
+from negvocab.evaluation.kinds import KIND_LABELS, RESULT_KINDS, caveat_notes, result_kind, stream_words
 from negvocab.evaluation.row import interval
-from negvocab.evaluation.rows import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES
+from negvocab.evaluation.rows import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, seed_sd
 from negvocab.evaluation.stored import StoredScores, read_results_json, read_scores_npz, read_sweep_json
 from negvocab.report.comparisons import comparisons
-from negvocab.report.results import flat_row
+from negvocab.report.latex import latex_escape, latex_float, stacked_head
+from negvocab.report.results import TEST_TIME_MARK, flat_row
 from negvocab.report.significance import BOLD_AXES, PairedMarks, ScoreGetter, bold_note
 from negvocab.textfiles import csv_text
 
 __all__ = [
     "AXES", "BOLD_AXES", "BOLD_RULES", "ScoreGetter", "Table", "build_table", "comparisons", "folder_rows",
-    "latex_escape", "latex_float", "row_label", "select_rows",
+    "latex_escape", "latex_float", "row_label", "select_rows", "test_time_notes",
 ]  # fmt: skip
 
 AXES = ("model", "vocabulary", "method", "ood_set", "convention")
@@ -50,63 +50,6 @@ BOLD_RULES = ("paired", "none")
 #: the bold rules of earlier releases: both now mean the paired test (DeprecationWarning)
 _OLD_BOLD_RULES = ("interval", "point")
 _NO_VOCAB = " (no vocabulary)"
-
-
-#: characters that print wrong under pdflatex's default (OT1) font encoding, or are not ASCII
-_LATEX_SYMBOLS = {
-    ">=": "$\\geq$", "<=": "$\\leq$", "≥": "$\\geq$", "≤": "$\\leq$", "±": "$\\pm$", "×": "$\\times$",
-    "<": "$<$", ">": "$>$", "|": "$|$", "–": "--", "—": "---", "’": "'", "‘": "`", "“": "``", "”": "''",
-    "…": "...", "−": "$-$",
-}  # fmt: skip
-
-
-def latex_escape(text: str) -> str:
-    """``text`` with LaTeX's special characters escaped, ASCII only (``>=`` as ``$\\geq$``: pdflatex's
-    default font encoding prints ``>`` as an inverted question mark); other non-ASCII characters as ``?``."""
-    out = re.sub(r"([&%$#_{}])", r"\\\1", str(text)).replace("~", "\\textasciitilde{}").replace("^", "\\^{}")
-    out = re.sub("|".join(map(re.escape, sorted(_LATEX_SYMBOLS, key=len, reverse=True))),
-                 lambda m: _LATEX_SYMBOLS[m.group(0)], out)  # fmt: skip
-    return out.encode("ascii", "replace").decode("ascii")
-
-
-def _stacked(text: str, width: int = 10) -> str:
-    """A column head on several short lines (at spaces and before ``@``: "wordnet / @100",
-    "mcm / (no / vocabulary)"): a column as narrow as its numbers."""
-    words = re.findall(r"@?[^\s@]+", str(text))
-    lines: list[str] = []
-    for w in words:
-        if lines and len(lines[-1]) + len(w) + (not w.startswith("@")) <= width:
-            lines[-1] += w if w.startswith("@") else f" {w}"
-        else:
-            lines.append(w)
-    if len(lines) < 2:
-        return latex_escape(text)
-    body = "\\\\".join(latex_escape(x) for x in lines)
-    return f"\\begin{{tabular}}[b]{{@{{}}c@{{}}}}{body}\\end{{tabular}}"
-
-
-def latex_float(
-    tabular: Sequence[str], caption: str, label: str, notes: Sequence[str], *, wide: bool = False, needs: str = ""
-) -> str:
-    """A ``table`` (``wide``: ``table*``) float around ``tabular`` lines: a short caption, the label, the
-    tabular shrunk to the line width only where it is wider (at compile time, with graphicx's
-    ``\\resizebox`` where loaded), and ``notes`` in small type under it."""
-    env = "table*" if wide else "table"
-    box = "\\nvtablebox"
-    needs = needs or "\\usepackage{booktabs}"
-    notes_text = latex_escape(" ".join(notes))
-    return "\n".join([
-        f"% needs {needs} (graphicx: shrinks a table wider than the column)",
-        f"\\begin{{{env}}}[t]", "\\centering", "\\footnotesize", "\\setlength{\\tabcolsep}{3pt}",
-        f"\\caption{{{latex_escape(caption)}}}", f"\\label{{{label}}}",
-        f"\\ifdefined{box}\\else\\newsavebox{{{box}}}\\fi", f"\\begin{{lrbox}}{{{box}}}", *tabular, "\\end{lrbox}",
-        f"\\ifdim\\wd{box}>\\linewidth\\typeout{{negvocab: table {label} is \\the\\wd{box}\\space wide, shrunk to the "
-        f"\\the\\linewidth\\space line (negvocab table --wide: table*)}}"
-        f"\\ifdefined\\resizebox\\resizebox{{\\linewidth}}{{!}}{{\\usebox{{{box}}}}}"
-        f"\\else\\usebox{{{box}}}\\fi\\else\\usebox{{{box}}}\\fi",
-        *([f"\\par\\smallskip\\parbox{{\\linewidth}}{{\\scriptsize\\raggedright {notes_text}}}"] if notes else []),
-        f"\\end{{{env}}}",
-    ]) + "\n"  # fmt: skip
 
 
 def _axes(value: str | Sequence[str], what: str) -> tuple[str, ...]:
@@ -120,12 +63,13 @@ def _axes(value: str | Sequence[str], what: str) -> tuple[str, ...]:
 
 
 def _is_baseline(r: Mapping[str, Any]) -> bool:
-    return not r.get("vocabulary")
+    """A batch method without a vocabulary (MCM): by its kind, so a test-time method without one is none."""
+    return result_kind(r) == "baseline"
 
 
 def row_label(r: Mapping[str, Any], axis: str) -> str:
-    if axis == "vocabulary" and _is_baseline(r):
-        return f"{r['method']}{_NO_VOCAB}"
+    if axis == "vocabulary" and not r.get("vocabulary"):  # a test-time one is marked: it is no baseline
+        return f"{r['method']}{_NO_VOCAB}" + ("" if _is_baseline(r) else TEST_TIME_MARK)
     return str(r.get(axis, ""))
 
 
@@ -159,8 +103,8 @@ def select_rows(
         )
         values = list(dict.fromkeys(r.get(dim, "") for r in sel if not loose(r)))
         want = where.get(dim)
-        if dim == "vocabulary" and want == "":  # the methods without a vocabulary alone
-            sel = [r for r in sel if _is_baseline(r)]
+        if dim == "vocabulary" and want == "":  # the methods without a vocabulary alone (test-time ones too)
+            sel = [r for r in sel if not r.get("vocabulary")]
             continue
         if want is None:
             if len(values) > 1:
@@ -196,8 +140,11 @@ class Table:
     caption: str = ""
     label: str = ""
     notes: list[str] = field(default_factory=list)
-    #: the standard deviation beside a mean over models (NaN elsewhere); None: no spread anywhere
+    #: the standard deviation beside a mean over models, or beside a test-time entry over several stream
+    #: seeds (their sample sd; NaN elsewhere), shown as ``± sd``; None: no spread anywhere
     spread: np.ndarray | None = None
+    #: a test-time cell's stream in words (``[row, column]``; "" elsewhere); None: no test-time cell
+    streams: np.ndarray | None = None
 
     @property
     def metric_names(self) -> list[str]:
@@ -248,12 +195,13 @@ class Table:
         esc = latex_escape
         nm = len(self.metrics)
         spec = "l" + ("S[table-format=3.2]" if siunitx else "r") * (len(self.columns) * nm)
-        head = (lambda s: f"{{{_stacked(s)}}}") if siunitx else _stacked
+        head = (lambda s: f"{{{stacked_head(s)}}}") if siunitx else stacked_head
         title = esc(" / ".join(self.row_axes))
         lines = [f"\\begin{{tabular}}{{@{{}}{spec}@{{}}}}", "\\toprule"]
         if nm > 1:
             lines.append(
-                " & ".join([title, *(f"\\multicolumn{{{nm}}}{{c}}{{{_stacked(c)}}}" for c in self.columns)]) + " \\\\"
+                " & ".join([title, *(f"\\multicolumn{{{nm}}}{{c}}{{{stacked_head(c)}}}" for c in self.columns)])
+                + " \\\\"
             )
             lines.append(
                 " ".join(f"\\cmidrule(lr){{{2 + j * nm}-{1 + (j + 1) * nm}}}" for j in range(len(self.columns)))
@@ -301,17 +249,21 @@ class Table:
 
     def to_csv(self) -> str:
         """One line per table row: the row's axis values, then per column and metric the value, its
-        interval and whether it is bold (percent); the caption is not part of the CSV."""
+        interval, whether it is bold (percent), the sd where any; a test-time cell's stream in the
+        column's ``:stream``; the caption is not part of the CSV."""
         keys = ["row"]
         sd = self.spread is not None and bool(np.any(~np.isnan(self.spread)))
         for c in self.columns:
             for m in self.metrics:
                 keys += [f"{c}:{m}", f"{c}:{m}:ci_low", f"{c}:{m}:ci_high", f"{c}:{m}:bold"]
                 keys += [f"{c}:{m}:sd"] if sd else []
+            keys += [f"{c}:stream"] if self.streams is not None else []
         out = []
         for i, name in enumerate(self.index):
             row: dict[str, Any] = {"row": name}
             for j, c in enumerate(self.columns):
+                if self.streams is not None:
+                    row[f"{c}:stream"] = self.streams[i, j]
                 for k, m in enumerate(self.metrics):
                     for key, arr in (("", self.values), (":ci_low", self.low), (":ci_high", self.high)):
                         x = arr[i, j, k]
@@ -344,6 +296,8 @@ def _caption_notes(
 ) -> list[str]:
     # long: one sentence per fact a reader of the table needs
     first = sel[0]
+    streams = {str(r["method"]) for r in sel if result_kind(r) == "test_time"}
+    tt_notes = test_time_notes(sel, t.metrics)
     notes = [", ".join(t.metric_names) + " in %."]
     convs = list(dict.fromkeys(str(r.get("convention", "paper")) for r in sel))
     for c in convs:
@@ -366,7 +320,8 @@ def _caption_notes(
         )
         if d not in axes and len(vals) == 1 and vals[0]:
             name = {"ood_set": "OOD set"}.get(d, d.capitalize())
-            notes.append(f"{name}: {vals[0] if vals[0] != MEAN else 'mean over the OOD sets'}.")
+            mark = TEST_TIME_MARK if d == "method" and vals[0] in streams else ""
+            notes.append(f"{name}: {vals[0] if vals[0] != MEAN else 'mean over the OOD sets'}{mark}.")
     base = sorted({str(r["method"]) for r in sel if _is_baseline(r)})
     if base:
         notes.append(f"Without a vocabulary (baseline): {', '.join(base)}.")
@@ -377,6 +332,7 @@ def _caption_notes(
     notes += means
     if t.intervals:
         notes.append("Brackets: 95% bootstrap intervals over the OOD images.")
+    notes += tt_notes[1:]
     notes.append(bold_text)
     if any("aupr" in m for m in t.metrics):
         notes.append(f"AUPR as {str(first.get('aupr_method', 'average_precision')).replace('_', ' ')}.")
@@ -384,17 +340,33 @@ def _caption_notes(
     if bad:
         notes.append(f"NOT deployable (oracle/transductive, a bound, not a result): {', '.join(bad)}.")
     notes += [f"Caveat: {c}." for c in caveat_notes(sel)]
-    tt = sorted({str(r["method"]) for r in sel if r.get("test_time") in (True, "True", "true")})
-    if tt:  # part "adaneg" of issue 30: a test-time result is of another kind, never mixed in silently
-        notes.append(
-            f"[tt] test-time (scores depend on the test stream seen; see each row's stream): {', '.join(tt)}"
-            + ("; the table mixes them with other kinds." if len(tt) < len({str(r["method"]) for r in sel}) else ".")
-        )
+    notes += tt_notes[:1]
     for model, why in failed.items():
         notes.append(f"{model}: cells failed ({why}); not in the table, nor in its means.")
     if any(r.get("random_weights") for r in sel):
         notes.append(RANDOM_WEIGHTS_WARNING + ".")
     return notes
+
+
+def test_time_notes(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> list[str]:
+    """A caption's sentences on the test-time entries of ``rows`` (none without one): what ``[tt]`` means,
+    each method's stream(s) and whether the table mixes kinds; then, where an entry is a spread over
+    stream seeds, what its ``±`` is. Tables and grid pivots say it alike."""
+    streams: dict[str, dict[str, None]] = {}  # a test-time method -> its streams in words
+    for r in rows:
+        if result_kind(r) == "test_time":
+            streams.setdefault(str(r["method"]), {})[stream_words(r)] = None
+    if not streams:
+        return []
+    said = "; ".join(f"{m} (stream {' | '.join(w)})" for m, w in sorted(streams.items()))
+    mixed = len(streams) < len({str(r["method"]) for r in rows})
+    out = [
+        f"[tt] test-time (scores depend on the test stream seen): {said}"
+        + ("; the table mixes them with other kinds." if mixed else ".")
+    ]
+    if any(seed_sd(r, m) for r in rows for m in metrics):
+        out.append("± after a [tt] value: the sample sd over its stream seeds (the value: their mean), no interval.")
+    return out
 
 
 def _key(r: Mapping[str, Any], axes: tuple[str, ...]) -> str:
@@ -463,7 +435,7 @@ def build_table(
         columns.append(MEAN)  # the bootstrap mean over the OOD sets: last, with its interval
     nm = len(metrics)
     shape = (len(index), len(columns), nm)
-    values, low, high = np.full(shape, np.nan), np.full(shape, np.nan), np.full(shape, np.nan)
+    values, low, high, spread = (np.full(shape, np.nan) for _ in range(4))
     cells: dict[tuple[int, int], Mapping[str, Any]] = {}
     for r in sel:
         i, j = index.index(_key(r, ra)), columns.index(_key(r, ca))
@@ -475,10 +447,11 @@ def build_table(
         for k, m in enumerate(metrics):
             values[i, j, k] = float(r.get(m, math.nan))
             low[i, j, k], high[i, j, k] = interval(r, m) or (math.nan, math.nan)
+            spread[i, j, k] = (seed_sd(r, m) or (math.nan,))[0]  # a test-time entry's sd over its stream seeds
     kinds = np.full(shape[:2], "", dtype=object)
     for (i, j), r in cells.items():
         kinds[i, j] = result_kind(r)
-    spread = np.full(shape, np.nan)
+    tt_i, tt_j = ({ij[a] for ij in cells if kinds[ij] == "test_time"} for a in (0, 1))
     summary_cols = [c == MEAN and ca == ("ood_set",) for c in columns]
     means: list[str] = []
     col_sets = {
@@ -516,11 +489,11 @@ def build_table(
         index = [f"{i} (NOT deployable)" if i in bad else i for i in index]
     if ca == ("vocabulary",):
         columns = [f"{c} (NOT deployable)" if c in bad else c for c in columns]
-    tt = {str(r["method"]) for r in sel if r.get("test_time") in (True, "True", "true")}
-    if ra == ("method",):  # a test-time method's entry says so (the caption notes why)
-        index = [f"{i} [tt]" if i in tt else i for i in index]
-    if ca == ("method",):
-        columns = [f"{c} [tt]" if c in tt else c for c in columns]
+    mark = lambda x, hit: f"{x}{TEST_TIME_MARK}" if hit and not x.endswith(TEST_TIME_MARK) else x  # noqa: E731
+    if "method" in ra:  # a test-time entry says so, in every format (the caption notes why)
+        index = [mark(x, i in tt_i) for i, x in enumerate(index)]
+    elif "method" in ca:
+        columns = [mark(x, j in tt_j) for j, x in enumerate(columns)]
     t = Table(
         metrics,
         ra,
@@ -538,11 +511,20 @@ def build_table(
         caption,
         label,
         spread=spread if np.any(~np.isnan(spread)) else None,
+        streams=_streams(cells, values.shape[:2]),
     )
     entry = " / ".join(ra if bold_by == "cols" else ca)
     t.notes = _caption_notes(sel, t, ra + ca, bold_note(marker, bold_by, ties, entry), dict(failed or {}), means)
     t.caption = _dedupe_caption(caption, t.metric_names)
     return t
+
+
+def _streams(cells: Mapping[tuple[int, int], Mapping[str, Any]], shape: tuple[int, ...]) -> np.ndarray | None:
+    """Each test-time cell's stream in words ("" elsewhere, summaries too); None without a test-time cell."""
+    out = np.full(shape, "", dtype=object)
+    for (i, j), r in cells.items():
+        out[i, j] = stream_words(r)
+    return out if any(out.flat) else None
 
 
 def _mean_note(made: Sequence[tuple[str, str]], what: str, over: str, sd: bool) -> str:

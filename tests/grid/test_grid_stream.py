@@ -261,7 +261,8 @@ def test_several_stream_seeds_give_a_cell_each_and_their_spread_as_score_gives_i
         assert len(per_seed) == 3 and row["auroc_std"] == pytest.approx(np.std(per_seed, ddof=1), abs=1e-12)
     assert np.isnan(got["mean"]["fpr_ci_low"])
     text = res.pivot("auroc", rows="method").to_markdown()
-    assert "adaneg: the mean over 3 stream seeds (0, 1, 2)" in text
+    assert "adaneg (stream shuffled, batch 5, seeds 0, 1, 2)" in text and "| adaneg [tt] |" in text
+    assert "± after a [tt] value: the sample sd over its stream seeds" in text
     for bad, match in (("[0]", "two or more distinct"), ("[1, 1]", "two or more distinct"), ('["a", 2]', "integers")):
         toml.write_text(toml.read_text().replace("seeds = [0, 1, 2]", f"seeds = {bad}"))
         with pytest.raises(InputError, match=rf"methods\[1\].stream.seeds = .*{match}"):
