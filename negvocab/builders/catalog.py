@@ -51,7 +51,7 @@ __all__ = [
     "SiblingsOptions",
     "WordnetOptions",
     "build_wordnet",
-    # issue 30, part csp
+    # CSP
     "CSP",
     "INTERNEG",
     "CspOptions",
@@ -350,7 +350,7 @@ EOE = Builder(
 )
 
 
-# -- negrefine (issue 30: NegRefine) ----------------------------------------------------------
+# -- negrefine (NegRefine) --------------------------------------------------------------------
 class NegRefineOptions(BuilderOptions):
     """NegRefine's LLM filter: proper nouns and sub-categories of their best-matching ID classes removed."""
 
@@ -440,7 +440,7 @@ NEGREFINE = Builder(
 )
 
 
-# -- csp, interneg (issue 30, part csp) ------------------------------------------------------------
+# -- csp, interneg --------------------------------------------------------------------------
 _CSP_PRESETS = ("csp", *PRESETS)
 
 

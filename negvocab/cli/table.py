@@ -157,7 +157,7 @@ def table_cmd(
     data, scores, failed = load_rows(folders)
     with warnings.catch_warnings():  # said below in the command's words
         warnings.simplefilter("ignore")
-        shown = data + published_table_rows(data) if published else data  # part "tanl": never in comparisons
+        shown = data + published_table_rows(data) if published else data  # published figures: never in comparisons
     unknown = sum(1 for r in data if not r.get("id_classes")) if published else 0
     if unknown:
         typer.echo(

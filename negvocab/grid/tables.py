@@ -68,7 +68,7 @@ COLUMNS = [
     "aupr_in", "aupr_in_ci_low", "aupr_in_ci_high", "aupr_out", "aupr_out_ci_low", "aupr_out_ci_high",
     "aupr_method", "n_id", "n_ood", "templates", "cell",
 ]  # fmt: skip
-#: what a test-time method's cells share and their summary rows keep (part "adaneg" of issue 30)
+#: what a test-time method's cells share and their summary rows keep
 STREAM_KEYS = ("test_time", "stream_order", "stream_batch_size", "stream_seed", "id_ood_ratio")
 METRICS = {
     "fpr": ("FPR@{tpr}", False),
@@ -76,7 +76,7 @@ METRICS = {
     "aupr_in": ("AUPR-In", True),
     "aupr_out": ("AUPR-Out", True),
 }
-#: what a pivot may show besides: ID accuracy and CCR (issue 31), where the cells hold them ('-' where not)
+#: what a pivot may show besides: ID accuracy and CCR, where the cells hold them ('-' where not)
 PIVOT_METRICS = {**METRICS, **{k: v for k, v in METRIC_NAMES.items() if k not in METRICS}}
 RANDOM_NOTE = RANDOM_WEIGHTS_WARNING  # the one sentence (negvocab.evaluation.rows)
 _GROUP = ("model", "vocabulary", "method", "convention")

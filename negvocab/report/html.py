@@ -60,7 +60,7 @@ _FIRST = [
     "auroc",
     "aupr_in",
     "aupr_out",
-    "id_accuracy",  # issue 31: where the ID labels allow; CCR on a full-spectrum ID set
+    "id_accuracy",  # where the ID labels allow; CCR on a full-spectrum ID set
     *CCR_COLUMNS,
     "n_id",
     "n_ood",

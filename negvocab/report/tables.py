@@ -385,7 +385,7 @@ def _caption_notes(
         notes.append(f"NOT deployable (oracle/transductive, a bound, not a result): {', '.join(bad)}.")
     notes += [f"Caveat: {c}." for c in caveat_notes(sel)]
     tt = sorted({str(r["method"]) for r in sel if r.get("test_time") in (True, "True", "true")})
-    if tt:  # part "adaneg" of issue 30: a test-time result is of another kind, never mixed in silently
+    if tt:  # a test-time result is of another kind, never mixed in silently
         notes.append(
             f"[tt] test-time (scores depend on the test stream seen; see each row's stream): {', '.join(tt)}"
             + ("; the table mixes them with other kinds." if len(tt) < len({str(r["method"]) for r in sel}) else ".")
