@@ -74,7 +74,9 @@ class WordnetOptions(BuilderOptions):
 
     renamed: ClassVar[Mapping[str, str]] = {"percentile": "quantile", "pool": "n_candidates"}
 
-    size: int | None = Field(None, gt=0, description="a positive integer: the pool size M (default: the whole ranking)")
+    size: int | None = Field(
+        None, gt=0, description="a positive integer: the vocabulary size M (default: the whole ranking)"
+    )
     quantile: float = Field(0.95, gt=0, le=1, description="a quantile level in (0, 1]")
     preset: str = Field("neglabel", description=f"a candidate preset, one of {', '.join(PRESETS)}")
     templates: str | list[str] = Field("paper8", description=_TEMPLATES)

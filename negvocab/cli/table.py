@@ -132,7 +132,7 @@ def table_cmd(
         str, typer.Option("--compare-set", help="OOD set the comparisons are on (mean: all sets).")
     ] = "mean",
     n_boot: Annotated[int, typer.Option("--n-boot", help="Paired-bootstrap draws of bold and the comparisons.")] = 1000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the paired bootstrap.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="The bootstrap seed of the paired bootstrap.")] = 0,
     published: Annotated[
         bool,
         typer.Option(

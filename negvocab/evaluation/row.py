@@ -71,7 +71,7 @@ class ResultRow:
     ``ci_level``, ``n_boot`` draws; absent without a bootstrap). Summary rows (``ood_set`` ``mean``,
     ``near-ood``, ``far-ood``) carry ``n_ood_sets`` and, for the groups, ``ood_sets``. ``caveats``:
     kind -> text of a vocabulary that is not deployable (an old ``score`` file holds the kinds only).
-    ``M`` and ``order``: a sweep's pool size and its order; ``cell``: a grid cell's digest;
+    ``M`` and ``order``: a sweep's vocabulary size M and its order; ``cell``: a grid cell's digest;
     ``extra``: anything else a row holds (NegLabel top-k bounds, ...). ``layout``: the file shape
     :meth:`to_dict` writes by default.
     """

@@ -446,7 +446,7 @@ class GridResult:
         metric: str = "fpr",
         baselines: bool = True,
     ) -> Path:
-        """``metric`` against pool size M for the ``vocabulary@M`` entries
+        """``metric`` against the vocabulary size M for the ``vocabulary@M`` entries
         (:func:`negvocab.report.plots.overlay_figure`): one panel per model and (method, convention)
         asked for (default every one), a line per OOD set (default every set) and their mean, bands
         from the stored intervals, the methods without a vocabulary (MCM) as dashed references; the
