@@ -20,7 +20,7 @@ from negvocab.llm.text import reclean_results
 from negvocab.vocab import Vocabulary
 
 if TYPE_CHECKING:
-    from negvocab.builders.llm import LLMRun
+    from negvocab.builders.llm_run import LLMRun
 
 __all__ = ["check_rounds_used", "count_stats", "merge_rounds", "vocabulary_from_results"]
 
