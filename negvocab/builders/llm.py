@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from negvocab.builders.llm_classes import (
     ClassesSpec,
@@ -235,7 +235,7 @@ def _rebuild(run_dir: str | os.PathLike[str], journal: Journal, id_classes: IdCl
     task = ident["task"]
     if id_classes is None and settings.get("id_classes") is not None:  # the run's own label space (CUB-200, ...)
         id_classes = label_space_from_record(settings["id_classes"], f"{run_dir}: the run's settings")
-    common = {
+    common: dict[str, Any] = {
         "run_dir": run_dir,
         "temperature": ident.get("temperature"),
         "min_labels": ident.get("min_labels"),
@@ -254,7 +254,7 @@ def _rebuild(run_dir: str | os.PathLike[str], journal: Journal, id_classes: IdCl
             classes_per_request=ident.get("chunk_size") or 100,
             rounds=rounds,
             **common,
-        )  # type: ignore[arg-type]
+        )
     if identity_hash(ident) != run.identity_sha256:
         why = "it was written by an older negvocab" if "rounds" in ident else "its prompt file changed since it ran"
         raise InputError(f"{run_dir}: cannot rebuild the run ({why})")

@@ -130,7 +130,7 @@ class LLMRun:
                 "retrying recorded failures works with the synchronous API: re-run without batch", param="batch"
             )
         need = self.needed(rounds_used)
-        extra = {
+        extra: dict[str, Any] = {
             "task": self.task,
             "endpoint": public_url(s.base_url or os.environ.get("OPENAI_BASE_URL")),
             "negvocab": negvocab_version(),

@@ -114,9 +114,9 @@ def score_cards(
     vname = key.split("@", 1)[1] if "@" in key else None
     ex_doc = read_json(folder / "explanations.json") if (folder / "explanations.json").is_file() else {}
     ex = _explained(ex_doc, "vocabularies", vname)
-    sections = []
+    sections: list[dict[str, Any]] = []
     for name in names:
-        members = [j for j in ood_idx if sets[j] == name]
+        in_set = [j for j in ood_idx if sets[j] == name]
         cards = [
             _card(
                 {
@@ -129,9 +129,9 @@ def score_cards(
                 thr_of[name],
                 thumbs,
             )
-            for j in members[:max_cards]
+            for j in in_set[:max_cards]
         ]
-        sections.append({"name": name, "cards": cards, "total": len(members), "threshold": num(thr_of[name], 5)})
+        sections.append({"name": name, "cards": cards, "total": len(in_set), "threshold": num(thr_of[name], 5)})
     id_paths = [str(p) for p in arrays.get("id_paths", [])]
     id_ids = [str(p) for p in arrays.get("id_image_ids", [])]
     id_ex = _explained(ex_doc, "id_images", vname)
