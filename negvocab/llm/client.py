@@ -31,7 +31,7 @@ import asyncio
 import logging
 import random
 import time
-from typing import Any
+from typing import Any, cast
 
 from negvocab.errors import InputError, ResourceError
 from negvocab.extras import require
@@ -459,7 +459,7 @@ class LLMClient(RunGuards):
         limit = default_max_tokens(n) if self.max_tokens == "auto" else self.max_tokens
         call = self.client.chat.completions.create(
             model=self.model,
-            messages=messages_for(mode, messages),  # type: ignore[arg-type]
+            messages=cast(Any, messages_for(mode, messages)),  # the SDK's message types, by version
             extra_headers=headers,
             **({"response_format": fmt} if fmt is not None else {}),
             **({"temperature": self.temperature} if self.temperature is not None else {}),
