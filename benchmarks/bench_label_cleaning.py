@@ -7,7 +7,7 @@ phrases), for 133 ImageNet-1k classes, each with its expected clean labels and t
 
 Three pipelines, one run:
 
-- OLD as shipped (git main before issue 11): an answer counts only when it is exactly the JSON
+- OLD as shipped (git main before the one normaliser): an answer counts only when it is exactly the JSON
   ``{"labels": [...]}`` (the ``LabelList`` schema); its items go through the old ``clean_label``,
   then the old ``SynonymFilter`` rules (exact, normalised, plural). Copied below as the baseline.
 - OLD normaliser, generous: the old ``clean_label`` on every JSON item or every text line, so the

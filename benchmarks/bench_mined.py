@@ -8,11 +8,11 @@ index itself estimates it on its sample), and how much of the exact top-M mined 
 approximate run recovers.
 
 Embeddings are generated chunk by chunk from a seeded generator (never the whole pool at once):
-``--data random`` (unit Gaussian vectors: the issue's setting and the worst case for approximate
+``--data random`` (unit Gaussian vectors: the default and the worst case for approximate
 search, every neighbour nearly as far as any other) or ``--data clustered`` (candidates around
 topic centres, images near candidates: closer to real CLIP embeddings).
 
-    python benchmarks/bench_mined.py                       # the issue's size (slow on 2 cores)
+    python benchmarks/bench_mined.py                       # 1,000,000 x 50,000 (slow on 2 cores)
     python benchmarks/bench_mined.py --scale 0.1           # 100,000 x 5,000
     python benchmarks/bench_mined.py --scale 0.1 --data clustered --index ivf,hnsw
 """

@@ -1,6 +1,6 @@
 """Scoring benchmarks, our figure and the baseline side by side (512-dim synthetic unit vectors).
 
-(a) a 10-point pool-size sweep (one pass, stratified groups) vs the single largest-M run, for
+(a) a 10-point vocabulary-size sweep (one pass, stratified groups) vs the single largest-M run, for
     NegLabel, EOE and NegLabel+EOE; target <= 1.5x.
 (b) NegLabel on 50,000 images x (1,000 ID + 20,000 negatives) vs one float32 matmul of the same
     shapes (the image x label similarity product, computed in the same chunks and discarded);

@@ -5,7 +5,7 @@ moved by a loaded machine than the wall clock), and the modules ``--version`` im
 
     python benchmarks/bench_startup.py [--runs 7]
 
-Goal (issue 31): ``--help`` and ``--version`` under 0.5 s.
+Goal: ``--help`` and ``--version`` under 0.5 s.
 """
 
 from __future__ import annotations

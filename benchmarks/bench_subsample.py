@@ -1,7 +1,7 @@
 """OOD-subsampling at N = 100,000 OOD images and 1,000 draws: ``negvocab.subsample`` beside the plain
 numpy loop a user would write (one ``rng.choice(N, n, replace=False)`` per draw, FPR of each size as
 the mean of the fixed per-image indicators), time (best of two interleaved runs) and peak memory, in
-one run; for the issue's case (draws of 655 images, one detector) and for four sizes up to N.
+one run; for the small case (draws of 655 images, one detector) and for four sizes up to N.
 
 Peak memory is the highest traced allocation (``tracemalloc``, which numpy reports to) in a second,
 untimed pass of each; the timed pass runs without tracing.

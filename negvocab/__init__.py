@@ -24,7 +24,7 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from negvocab.extras import missing_extra as _missing_extra  # part "install": a missing extra, named
+from negvocab.extras import missing_extra as _missing_extra  # a missing extra, named
 from negvocab.provenance import negvocab_version
 
 # open_clip imports huggingface_hub, which imports tqdm.auto: in a notebook without ipywidgets that
@@ -88,17 +88,17 @@ _EXPORTS: dict[str, str] = {
     "coverage": "negvocab.diagnostics.coverage",
     "Coverage": "negvocab.diagnostics.coverage",
     "write_report": "negvocab.report.html",
-    # rows (issue 29): one typed result row, and any results folder read back into rows
+    # rows: one typed result row, and any results folder read back into rows
     "ResultRow": "negvocab.evaluation.row",
     "read_results": "negvocab.evaluation.stored",
-    # the builder registry (issue 29, part C "builders")
+    # the builder registry
     "Builder": "negvocab.builders.registry",
     "BuilderOptions": "negvocab.builders.registry",
     "register_builder": "negvocab.builders.registry",
     "get_builder": "negvocab.builders.registry",
     "list_builders": "negvocab.builders.registry",
     "build_vocabulary": "negvocab.builders.registry",
-    # -- issue 29, part "library": helpers the CLI used and the API lacked --------------------------
+    # -- library helpers: those the CLI used and the API lacked ---------------------------------------
     "sample_pool": "negvocab.labels.candidates",
     "build_table": "negvocab.report.tables",
     "Table": "negvocab.report.tables",
@@ -108,7 +108,7 @@ _EXPORTS: dict[str, str] = {
     "eoe_run": "negvocab.builders.llm",
     "LLMRun": "negvocab.builders.llm",
     "CostEstimate": "negvocab.llm.cost",
-    # stream (test-time) methods (issue 29, part "stream")
+    # stream (test-time) methods
     "StreamMethod": "negvocab.scoring.stream",
     "StreamResult": "negvocab.scoring.stream",
     "stream_order": "negvocab.scoring.stream",
@@ -117,7 +117,7 @@ _EXPORTS: dict[str, str] = {
     "register_stream_method": "negvocab.scoring.stream",
     "evaluate_stream": "negvocab.evaluation.stream",
     "StreamEvaluation": "negvocab.evaluation.stream",
-    # benchmarks (issue 29, part D): benchmarks as data, OOD sets from the CLI's specs
+    # benchmarks: benchmarks as data, OOD sets from the CLI's specs
     "Benchmark": "negvocab.data.benchmarks",
     "BenchmarkSet": "negvocab.data.benchmarks",
     "OpenedSets": "negvocab.data.benchmarks",
@@ -130,7 +130,7 @@ _EXPORTS: dict[str, str] = {
     "open_benchmark": "negvocab.data.benchmarks",
     "set_groups": "negvocab.data.benchmarks",
     "open_ood_sets": "negvocab.data.ood_specs",
-    # part "methods" (issue 29): methods registered from anywhere
+    # methods registered from anywhere
     "Method": "negvocab.scoring.methods",
     "Param": "negvocab.scoring.methods",
     "register_method": "negvocab.scoring.methods",
@@ -139,10 +139,10 @@ _EXPORTS: dict[str, str] = {
     "list_methods": "negvocab.scoring.methods",
     "get_method": "negvocab.scoring.methods",
     "load_plugins": "negvocab.plugins",
-    # part "negrefine" (issue 30): NegRefine's LLM filter and the pair texts of its multi-matching score
+    # NegRefine's LLM filter and the pair texts of its multi-matching score
     "PairTexts": "negvocab.vlm.pairs",
     "build_negrefine_vocabulary": "negvocab.builders.negrefine",
-    # issue 30, part "adaneg": AdaNeg and the test-stream protocol
+    # AdaNeg and the test-stream protocol
     "AdaNeg": "negvocab.scoring.adaneg",
     "stream_mix": "negvocab.scoring.stream",
     "stream_settings": "negvocab.scoring.stream",
@@ -151,23 +151,23 @@ _EXPORTS: dict[str, str] = {
     "merge_evaluations": "negvocab.evaluation.stream",
     "RESULT_KINDS": "negvocab.evaluation.row",
     "result_kind": "negvocab.evaluation.row",
-    # issue 30, part "csp": the CSP builder and InterNeg's selection
+    # the CSP builder and InterNeg's selection
     "build_csp_vocabulary": "negvocab.builders.csp",
     "build_interneg_vocabulary": "negvocab.builders.interneg",
-    # part "tanl" (issue 30): TANL and the anchors' published figures
+    # TANL and the anchors' published figures
     "TANL": "negvocab.scoring.tanl",
     "noise_pixels": "negvocab.scoring.tanl",
     "PublishedResult": "negvocab.data.published",
     "published_results": "negvocab.data.published",
     "published_table_rows": "negvocab.data.published",
-    # part "labelspace" (issue 31): any ID label space mapped to WordNet synsets
+    # any ID label space mapped to WordNet synsets
     "map_label_space": "negvocab.labels.labelspace",
     "LabelSpaceMap": "negvocab.labels.labelspace",
     "ClassSense": "negvocab.labels.labelspace",
     "open_label_space": "negvocab.data.label_space",
-    # part "install" (issue 31): an optional package missing names the extra that installs it
+    # an optional package missing names the extra that installs it
     "MissingExtraError": "negvocab.extras",
-    # part "ccr" (issue 31): a tuning split for methods with knobs (CCR: negvocab.metrics.ccr_at_fpr)
+    # a tuning split for methods with knobs (CCR: negvocab.metrics.ccr_at_fpr)
     "Tuning": "negvocab.evaluation.tuning",
     "tune_params": "negvocab.evaluation.tuning",
     # one detector protocol for every method, and the one registry of method inputs
@@ -190,7 +190,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'negvocab' has no attribute {name!r}")
     try:
         module = importlib.import_module(_EXPORTS.get(name) or _MODULES[name])
-    except ModuleNotFoundError as e:  # part "install": an optional package is missing -> the extra to install
+    except ModuleNotFoundError as e:  # an optional package is missing -> the extra to install
         missing = _missing_extra(e)
         if missing is None:
             raise
@@ -207,9 +207,9 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from negvocab.builders.llm import build_eoe_vocabulary, build_gpt_vocabulary, vocabulary_from_journal
     from negvocab.builders.mined import build_mined_vocabulary
-    from negvocab.builders.negrefine import build_negrefine_vocabulary  # part "negrefine"
+    from negvocab.builders.negrefine import build_negrefine_vocabulary  # NegRefine
     from negvocab.builders.oracle import build_oracle_vocabulary
-    from negvocab.builders.registry import (  # part C "builders"
+    from negvocab.builders.registry import (  # the builder registry
         Builder,
         BuilderOptions,
         build_vocabulary,
@@ -219,7 +219,7 @@ if TYPE_CHECKING:
     )
     from negvocab.builders.siblings import build_sibling_vocabulary
     from negvocab.builders.wordnet import build_wordnet_vocabulary, farthest_first
-    from negvocab.data.benchmarks import (  # benchmarks (issue 29, part D)
+    from negvocab.data.benchmarks import (  # benchmarks
         RESERVED_SET_NAMES,
         Benchmark,
         BenchmarkSet,
@@ -234,17 +234,17 @@ if TYPE_CHECKING:
     )
     from negvocab.data.fi_imagenet import fi_imagenet
     from negvocab.data.images import image_list
-    from negvocab.data.label_space import open_label_space  # part "labelspace"
+    from negvocab.data.label_space import open_label_space  # label spaces
     from negvocab.data.layouts import open_image_set
     from negvocab.data.ood_specs import open_ood_sets
-    from negvocab.data.published import PublishedResult, published_results, published_table_rows  # part "tanl"
+    from negvocab.data.published import PublishedResult, published_results, published_table_rows  # TANL
     from negvocab.diagnostics.coverage import Coverage, coverage
     from negvocab.diagnostics.gains import MarginalGains, RepairCurve, marginal_gains, repair_curve
     from negvocab.errors import InputError, NegvocabError, ResourceError
     from negvocab.evaluation.evaluate import evaluate_vocabularies
     from negvocab.evaluation.row import ResultRow
     from negvocab.evaluation.stored import read_results
-    from negvocab.evaluation.stream import StreamEvaluation, evaluate_stream  # part "stream"
+    from negvocab.evaluation.stream import StreamEvaluation, evaluate_stream  # stream methods
     from negvocab.evaluation.subsample import subsample
     from negvocab.evaluation.sweeps import sweep_vocabulary
     from negvocab.grid.config import load_grid
@@ -254,7 +254,7 @@ if TYPE_CHECKING:
     from negvocab.labels.candidates import Candidate, wordnet_candidates
     from negvocab.labels.clean import clean_label, parse_label_list
     from negvocab.labels.imagenet import IdClasses, imagenet1k, read_id_classes
-    from negvocab.labels.labelspace import ClassSense, LabelSpaceMap, map_label_space  # part "labelspace"
+    from negvocab.labels.labelspace import ClassSense, LabelSpaceMap, map_label_space  # label spaces
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
     from negvocab.llm.settings import LLMSettings
@@ -263,7 +263,7 @@ if TYPE_CHECKING:
     from negvocab.report.plots import plot_sweep, sweep_figure
     from negvocab.report.results import write_results, write_sweep
     from negvocab.scoring import metrics
-    from negvocab.scoring.methods import (  # part "methods"
+    from negvocab.scoring.methods import (  # methods registered from anywhere
         Method,
         Param,
         get_method,
@@ -273,7 +273,7 @@ if TYPE_CHECKING:
         unregister_method,
     )
     from negvocab.scoring.scores import TopkScores, explain, score
-    from negvocab.scoring.stream import (  # part "stream"
+    from negvocab.scoring.stream import (  # stream methods
         StreamMethod,
         StreamResult,
         make_stream,
@@ -282,34 +282,34 @@ if TYPE_CHECKING:
         stream_order,
     )
     from negvocab.scoring.sweep import sweep
-    from negvocab.scoring.tanl import TANL, noise_pixels  # part "tanl"
+    from negvocab.scoring.tanl import TANL, noise_pixels  # TANL
     from negvocab.vlm.export import load_embeddings, save_embeddings
     from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM
-    from negvocab.vlm.pairs import PairTexts  # part "negrefine"
+    from negvocab.vlm.pairs import PairTexts  # NegRefine
     from negvocab.vocab import Vocabulary, load_candidates
 
-if TYPE_CHECKING:  # issue 30, part "adaneg": AdaNeg and the test-stream protocol
+if TYPE_CHECKING:  # AdaNeg and the test-stream protocol
     from negvocab.evaluation.row import RESULT_KINDS, result_kind
     from negvocab.evaluation.stream import evaluate_stream_vocabularies, merge_evaluations
     from negvocab.scoring.adaneg import AdaNeg
     from negvocab.scoring.stream import STREAM_ORDERS, stream_mix, stream_settings
 
-if TYPE_CHECKING:  # issue 29, part "library": helpers the CLI used and the API lacked
+if TYPE_CHECKING:  # library helpers: the CLI used and the API lacked
     from negvocab.builders.llm import LLMRun, eoe_run, gpt_run
     from negvocab.evaluation.compare import PairedComparison, paired_bootstrap
     from negvocab.labels.candidates import sample_pool
     from negvocab.llm.cost import CostEstimate
     from negvocab.report.tables import Table, build_table
 
-if TYPE_CHECKING:  # issue 30, part "csp": the CSP builder and InterNeg's selection
+if TYPE_CHECKING:  # the CSP builder and InterNeg's selection
     from negvocab.builders.csp import build_csp_vocabulary
     from negvocab.builders.interneg import build_interneg_vocabulary
 
-if TYPE_CHECKING:  # part "install" (issue 31)
+if TYPE_CHECKING:  # a missing optional package names its extra
     from negvocab.extras import MissingExtraError
 
-if TYPE_CHECKING:  # part "ccr" (issue 31)
+if TYPE_CHECKING:  # the tuning split
     from negvocab.evaluation.tuning import Tuning, tune_params
 
 if TYPE_CHECKING:  # one detector protocol, one registry of method inputs

@@ -51,7 +51,7 @@ __all__ = [
     "SiblingsOptions",
     "WordnetOptions",
     "build_wordnet",
-    # issue 30, part csp
+    # CSP
     "CSP",
     "INTERNEG",
     "CspOptions",
@@ -112,7 +112,9 @@ class WordnetOptions(_PoolOptions):
 
     renamed: ClassVar[Mapping[str, str]] = {"percentile": "quantile", "pool": "n_candidates"}
 
-    size: int | None = Field(None, gt=0, description="a positive integer: the pool size M (default: the whole ranking)")
+    size: int | None = Field(
+        None, gt=0, description="a positive integer: the vocabulary size M (default: the whole ranking)"
+    )
     quantile: _Quantile = 0.95
     preset: str = Field("neglabel", description=f"a candidate preset, one of {', '.join(PRESETS)}")
     templates: _Templates = "paper8"
@@ -380,7 +382,7 @@ EOE = Builder(
 )
 
 
-# -- negrefine (issue 30: NegRefine) ----------------------------------------------------------
+# -- negrefine (NegRefine) --------------------------------------------------------------------
 class NegRefineOptions(BuilderOptions):
     """NegRefine's LLM filter: proper nouns and sub-categories of their best-matching ID classes removed."""
 
@@ -468,7 +470,7 @@ NEGREFINE = Builder(
 )
 
 
-# -- csp, interneg (issue 30, part csp) ------------------------------------------------------------
+# -- csp, interneg --------------------------------------------------------------------------
 _CSP_PRESETS = ("csp", *PRESETS)
 
 

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from negvocab.builders.llm_classes import own_label_space
 from negvocab.errors import InputError, ResourceError
-from negvocab.labels.synonyms import SynonymFilter
+from negvocab.labels.synonyms import Match, SynonymFilter
 from negvocab.llm.journal import custom_id
 from negvocab.llm.text import reclean_results
 from negvocab.vocab import Vocabulary
 
 if TYPE_CHECKING:
-    from negvocab.builders.llm import LLMRun
+    from negvocab.builders.llm_run import LLMRun
 
 __all__ = ["check_rounds_used", "count_stats", "merge_rounds", "vocabulary_from_results"]
 
@@ -94,12 +94,9 @@ def vocabulary_from_results(
     for key, labels in per_key.items():
         for label, rounds_of in labels.items():
             proposed.setdefault(label, {})[key] = rounds_of
-    if synonym_filter is None:  # against the run's ID label space, as the CLI filters (ImageNet-1k's by default)
-        own = own_label_space(run.id_classes)
-        synonym_filter = SynonymFilter(run.id_classes) if own else SynonymFilter()
     if not proposed:
         raise ResourceError(_nothing_answered(run, results, failures))
-    kept, removed = synonym_filter.split(list(proposed))
+    kept, removed, filter_record = _filtered(run, list(proposed), synonym_filter)
     if not kept:
         raise InputError(f"no labels left from {run.run_dir} after the synonym filter ({len(removed)} removed)")
     keep = set(kept)
@@ -140,7 +137,7 @@ def vocabulary_from_results(
         "unique_per_key_stats": count_stats(list(unique.values())),
         "kept_per_key_stats": count_stats(list(kept_counts.values())),
         "unique_labels": len(proposed),
-        "synonym_filter": synonym_filter.report(kept, removed),
+        **({"synonym_filter": filter_record} if filter_record is not None else {}),
         "label_cleaning": cleaning.to_settings(),  # raw -> clean, and what was dropped as no label
         "failures": failures,
         # partial answers are answers: the names the answers held against the names asked (before the filter)
@@ -151,6 +148,20 @@ def vocabulary_from_results(
         settings["chunks"] = run.chunks
     source = "gpt" if run.task == "gpt_siblings" else "eoe"
     return Vocabulary.from_labels(kept, source=source, meta=meta, settings=settings, views=views)
+
+
+def _filtered(
+    run: LLMRun, labels: list[str], synonym_filter: SynonymFilter | bool | None
+) -> tuple[list[str], dict[str, Match], dict[str, Any] | None]:
+    """The labels kept and removed, and the filter's record: ``None`` or ``True`` filters against the run's ID
+    label space, as the CLI does (ImageNet-1k's by default); ``False`` keeps every label (no record)."""
+    if synonym_filter is False:
+        return labels, {}, None
+    if synonym_filter is None or synonym_filter is True:
+        own = own_label_space(run.id_classes)
+        synonym_filter = SynonymFilter(run.id_classes) if own else SynonymFilter()
+    kept, removed = synonym_filter.split(labels)
+    return kept, removed, synonym_filter.report(kept, removed)
 
 
 def _nothing_answered(run: LLMRun, results: Mapping[str, Mapping[str, Any]], failures: Mapping[str, list[str]]) -> str:

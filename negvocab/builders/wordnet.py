@@ -3,7 +3,7 @@
 
 NegLabel's NegMining, as the paper uses it: embed every WordNet candidate and the 1000 ImageNet-1k
 class names with the same templates, score each candidate by the 95th percentile of its cosine
-similarities to the ID classes, and rank ascending (farthest first). The vocabulary of pool size M
+similarities to the ID classes, and rank ascending (farthest first). The vocabulary of size M
 is the first M labels of the ranking, so one embedding pass serves every M (``.head(M)``).
 """
 
@@ -210,12 +210,12 @@ def build_wordnet_vocabulary(
     batch_size: int | None = None,
     progress: bool | None = None,
 ) -> Vocabulary:
-    """The WordNet vocabulary of pool size ``size``, farthest first (docs/methods.md#wordnet-farthest-first).
+    """The WordNet vocabulary of size M = ``size``, farthest first (docs/methods.md#wordnet-farthest-first).
 
     Candidates (default ``wordnet_candidates(preset)``) and the ID class names (default ImageNet-1k)
     are encoded with the same ``templates`` (cached), ranked by :func:`farthest_first`, and
     synonym-filtered (labels naming an ID class are dropped). ``size=None`` returns the whole
-    filtered ranking; take any pool size from it with ``.head(M)``. ``ratio`` (e.g. 0.15) instead
+    filtered ranking; take any vocabulary size M from it with ``.head(M)``. ``ratio`` (e.g. 0.15) instead
     selects NegLabel's share of nouns and of adjectives separately: ``int(ratio * n)`` of each part
     of speech's n candidates, the farthest of them after filtering, merged in ranking order.
 

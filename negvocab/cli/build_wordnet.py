@@ -1,4 +1,4 @@
-"""``negvocab build wordnet``: the WordNet farthest-first vocabulary for one or many pool sizes."""
+"""``negvocab build wordnet``: the WordNet farthest-first vocabulary for one or many vocabulary sizes M."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ __all__ = ["build_wordnet", "output_path"]
 
 
 def output_path(out: Path, size: int, many: bool) -> Path:
-    """Where the vocabulary of pool size ``size`` goes: ``{size}`` in ``out`` is replaced; with
+    """Where the vocabulary of size M = ``size`` goes: ``{size}`` in ``out`` is replaced; with
     several sizes and no placeholder, ``-M<size>`` is added before the suffix."""
     if "{size}" in str(out):
         return Path(str(out).replace("{size}", str(size)))
@@ -54,7 +54,7 @@ def build_wordnet(
     pretrained: PretrainedOpt = None,
     tag: PresetTagOpt = None,
     size: Annotated[
-        Optional[int], typer.Option("--size", "-M", help="Pool size M (default: the whole ranking).")  # noqa: UP045
+        Optional[int], typer.Option("--size", "-M", help="The vocabulary size M (default: the whole ranking).")  # noqa: UP045
     ] = None,
     sizes: Annotated[
         Optional[str],  # noqa: UP045

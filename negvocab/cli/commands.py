@@ -115,7 +115,9 @@ COMMANDS: dict[str, LazyCommand] = {
     "score": _cmd(
         "score", "Score a VLM with one or more vocabularies on an ID and an OOD set; write a results folder."
     ),
-    "sweep": _cmd("score", "FPR@95 and AUROC against pool size M from one ranked vocabulary: a table and a plot."),
+    "sweep": _cmd(
+        "score", "FPR@95 and AUROC against the vocabulary size M from one ranked vocabulary: a table and a plot."
+    ),
     "subsample": _cmd(
         "subsample",
         "Mean and SD of FPR@95 over random subsets of n OOD images, the analytical FPC SD and the\n"

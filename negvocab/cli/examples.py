@@ -10,7 +10,7 @@ EXAMPLES: dict[str, list[str]] = {
     "cache": ["negvocab cache", "negvocab cache --clear"],
     "coverage": ["negvocab coverage --vocab vocab.json --id images/id --ood ood_labelled.csv -o coverage/"],
     "demo": [
-        "negvocab demo --random-weights --pool-size 300 -o negvocab-demo",
+        "negvocab demo --random-weights --n-candidates 300 -o negvocab-demo",
         "negvocab demo -m ViT-B-16 --pretrained openai",
     ],
     "methods": ["negvocab methods -s conventions", "negvocab methods -o methods.md"],

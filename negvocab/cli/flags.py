@@ -52,15 +52,15 @@ PARAM_FLAGS: dict[str, str] = {
     "seed": "--seed",
     "index": "--index",
     "explain_k": "--explain",
-    # outputs (issue 32): negvocab table's bold
+    # outputs: negvocab table's bold
     "bold_by": "--bold-by",
     "level": "--level",
     "mix_kinds": "--mix-kinds",
     "across": "--compare-across",
-    "id_ood_ratio": "--id-ood-ratio",  # issue 30, part "adaneg"
-    "hints": "--hint",  # part "labelspace" (issue 31)
-    "id_classes": "--id-classes",  # part "labelspace" (issue 31)
-    # issue 31, part "ccr": the tuning split of negvocab score
+    "id_ood_ratio": "--id-ood-ratio",  # AdaNeg's stream mix
+    "hints": "--hint",  # label spaces
+    "id_classes": "--id-classes",  # label spaces
+    # the tuning split of negvocab score
     "criterion": "--tune-criterion",
     "grid": "--tune-grid",
     "tuned": "--tune-id",

@@ -178,7 +178,7 @@ IdClassesOpt = Annotated[
         help="ID label space: a file of wnids (subset of ImageNet-1k) or class names (default: ImageNet-1k).",
     ),
 ]
-# part "labelspace" (issue 31): the label space of filter and the builders, mapped to WordNet
+# the label space of filter and the builders, mapped to WordNet
 LabelSpaceOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option(

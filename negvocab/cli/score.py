@@ -181,7 +181,9 @@ def score_cmd(
     stream_seeds: Annotated[
         str,
         typer.Option(
-            "--stream-seeds", help="Test-time methods: stream seeds, e.g. 0,1,2 (several: the rows report the spread)."
+            "--stream-seeds",
+            help="Test-time methods: stream seeds (each seeds a stream's order and ID:OOD mix), e.g. 0,1,2 "
+            "(several: the rows report the spread).",
         ),
     ] = "0",
     id_ood_ratio: Annotated[
@@ -321,7 +323,7 @@ def sweep_cmd(
     vocab: Annotated[
         Path, typer.Option("--vocab", "-V", help="A ranked (WordNet) vocabulary; M takes its first M labels.")
     ],
-    sizes: Annotated[str, typer.Option("--sizes", help="Pool sizes, e.g. 1000,2000,5000,10000.")],
+    sizes: Annotated[str, typer.Option("--sizes", help="Vocabulary sizes M, e.g. 1000,2000,5000,10000.")],
     id_path: IdOpt = None,
     reference: Annotated[
         Optional[list[Path]],  # noqa: UP045
@@ -378,7 +380,7 @@ def sweep_cmd(
     params: dict[str, Any] | None = None,  # the registry options above, from @scoring_options
     metrics: dict[str, Any] | None = None,
 ) -> None:
-    """FPR@95 and AUROC against pool size M from one ranked vocabulary: a table and a plot."""
+    """FPR@95 and AUROC against the vocabulary size M from one ranked vocabulary: a table and a plot."""
     # long: a command: most lines are its typer option list
     assert params is not None and metrics is not None  # given by @scoring_options
     convention, tpr, n_boot, seed = metrics["convention"], metrics["tpr"], metrics["n_boot"], params["seed"]
@@ -391,7 +393,8 @@ def sweep_cmd(
     claim_results_folder(output, SWEEP_FILES, overwrite=overwrite)  # held until the command ends
     if not _swept(get_method(key)):
         raise InputError(
-            f"--method {key} does not use negative labels; a pool-size sweep needs {', '.join(list_methods(_swept))}"
+            f"--method {key} does not use negative labels; "
+            f"a vocabulary-size sweep needs {', '.join(list_methods(_swept))}"
         )
     check_scoring_options(params, convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
     if order not in ("ranked", "given"):

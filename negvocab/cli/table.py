@@ -142,7 +142,7 @@ def table_cmd(
         str, typer.Option("--compare-set", help="OOD set the comparisons are on (mean: all sets).")
     ] = "mean",
     n_boot: Annotated[int, typer.Option("--n-boot", help="Paired-bootstrap draws of bold and the comparisons.")] = 1000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the paired bootstrap.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="The bootstrap seed of the paired bootstrap.")] = 0,
     published: Annotated[
         bool,
         typer.Option(
@@ -167,7 +167,7 @@ def table_cmd(
     data, scores, failed = load_rows(folders)
     with warnings.catch_warnings():  # said below in the command's words
         warnings.simplefilter("ignore")
-        shown = data + published_table_rows(data) if published else data  # part "tanl": never in comparisons
+        shown = data + published_table_rows(data) if published else data  # published figures: never in comparisons
     unknown = sum(1 for r in data if not r.get("id_classes")) if published else 0
     if unknown:
         typer.echo(

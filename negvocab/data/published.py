@@ -1,6 +1,6 @@
 """Published figures of the anchor methods, as data: ``negvocab/resources/published.csv``, validated on read.
 
-Each row is one figure a method's authors published (or that negvocab's issue 30 quotes from them),
+Each row is one figure a method's authors published (or that negvocab's own table quotes from them),
 with the settings it was measured under: method, model and weights, templates, vocabulary size M,
 benchmark and OOD set (or a summary: ``mean``, ``near-ood``, ``far-ood``), FPR@95 and AUROC in
 percent as published, the FPR convention, seeds, and where the figure was read (``source_kind``:

@@ -1,4 +1,4 @@
-"""Validation (tuning) splits of the benchmarks, as data (part "ccr" of issue 31).
+"""Validation (tuning) splits of the benchmarks, as data.
 
 OpenOOD v1.5 keeps a validation ID list and a validation OOD list beside each benchmark's test lists
 (``val_imagenet.txt`` against ``val_openimage_o.txt``; ``val_cifar10.txt`` against ``val_tin.txt``) for its

@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -351,7 +351,7 @@ def coverage(
     steps.update(1)
 
     # image side: the ID class each OOD image was taken for, the negatives that fired
-    tau = float(params.get("tau", PARAMS["tau"].default))
+    tau = float(params.get("tau", cast(float, PARAMS["tau"].default)))  # tau's default is a float
 
     def explain(img: np.ndarray) -> list[dict[str, Any]]:
         """The explanations of the images ``img`` (each image's ID class and negatives that fired)."""
@@ -374,14 +374,14 @@ def coverage(
     rows_img: list[dict[str, Any]] = []
     for j, (iid, path) in enumerate(zip(ood_e.ids, ood_e.paths, strict=True)):
         rows_img.append(_image_row("ood", iid, path, labels[j], float(s_ood[j]), bool(op.ood_passing[j]), ex_ood[j]))
-    for e, j in zip(ex_id, flagged, strict=True):
-        rows_img.append(_image_row("id", id_e.ids[j], id_e.paths[j], None, float(s_id[j]), True, e))
+    for e, i in zip(ex_id, flagged, strict=True):
+        rows_img.append(_image_row("id", id_e.ids[i], id_e.paths[i], None, float(s_id[i]), True, e))
 
     # text side
     covered = exact_coverage(class_names, vocab.labels)
     text_cos = label_emb.astype(np.float64) @ neg.astype(np.float64).T
     nearest = text_cos.argmax(1)
-    classes = []
+    classes: list[dict[str, Any]] = []
     by_class: dict[str, list[int]] = defaultdict(list)
     for j, lab in enumerate(labels):
         by_class[lab].append(j)
@@ -486,7 +486,7 @@ def _confusions(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for r in rows:
         if r["set"] == "ood" and r["misjudged"]:
             pairs[(r["label"], r["id_class"])].append(r["score"])
-    out = [
+    out: list[dict[str, Any]] = [
         {"ood_class": a, "id_class": b, "count": len(v), "mean_score": float(np.mean(v))} for (a, b), v in pairs.items()
     ]
     out.sort(key=lambda r: (-r["count"], -r["mean_score"], r["ood_class"]))

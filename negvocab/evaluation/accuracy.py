@@ -2,7 +2,7 @@
 prompt embedding is nearest), as OpenOOD reports ``ACC`` in every table. Computed where the ID set's labels
 name the ID classes (wnids, class indices as OpenOOD's image lists give them, or class names); else None.
 On a full-spectrum ID set (ID joined with covariate-shifted ID sets) the same predictions give CCR at
-OpenOOD's FPR levels (:func:`add_ccr`, part "ccr" of issue 31).
+OpenOOD's FPR levels (:func:`add_ccr`).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ METRIC_NAMES: dict[str, tuple[str, bool]] = {
     "auroc": ("AUROC", True),
     "aupr_in": ("AUPR-In", True),
     "aupr_out": ("AUPR-Out", True),
-    # part "ccr" (issue 31): table metrics of the rows that carry them; not functions of the scores alone
+    # CCR: table metrics of the rows that carry them; not functions of the scores alone
     # (they need each ID image's classification), so no paired test or bold (SCORE_METRICS)
     "id_accuracy": ("ID acc.", True),
     **{M.ccr_column(f): (M.ccr_column(f).upper(), True) for f in M.CCR_FPRS},

@@ -4,7 +4,7 @@
 (cached), scores every (method, vocabulary) pair, computes the metrics under a named convention for
 each OOD set (against the one ID set, so the ID threshold is the same for all) and their mean, and
 explains the OOD images. :func:`negvocab.write_results` (:mod:`negvocab.report.results`) writes
-the results folder; :mod:`negvocab.evaluation.sweeps` does the same for every pool size M.
+the results folder; :mod:`negvocab.evaluation.sweeps` does the same for every vocabulary size M.
 
 Every output built from a model with random weights says so (``random_weights: true``); every row
 scored with a non-deployable vocabulary (oracle, transductive) says so (``deployable``, ``caveats``);

@@ -44,7 +44,7 @@ Layout = Literal["score", "sweep", "reference", "grid"]
 _REQUIRED = ("method", "ood_set", "convention", "tpr", "fpr", "auroc", "aupr_in", "aupr_out", "n_id", "n_ood")
 #: keys a file holds that the record derives (not kept in ``extra``)
 _DERIVED = {"positive", "oracle", "name", "layout", "extra", "intervals", "result_kind"}
-#: what kind of result a row is (part "adaneg" of issue 30): a deployable detector's; a test-time adaptive
+#: what kind of result a row is: a deployable detector's; a test-time adaptive
 #: one's (its scores depend on the test stream it saw); one with a transductive vocabulary (built from
 #: the test images); an oracle's (built from the benchmark's own OOD labels). Strongest caveat first.
 RESULT_KINDS: tuple[str, ...] = ("oracle", "transductive", "test-time", "deployable")
@@ -71,7 +71,7 @@ class ResultRow:
     ``ci_level``, ``n_boot`` draws; absent without a bootstrap). Summary rows (``ood_set`` ``mean``,
     ``near-ood``, ``far-ood``) carry ``n_ood_sets`` and, for the groups, ``ood_sets``. ``caveats``:
     kind -> text of a vocabulary that is not deployable (an old ``score`` file holds the kinds only).
-    ``M`` and ``order``: a sweep's pool size and its order; ``cell``: a grid cell's digest;
+    ``M`` and ``order``: a sweep's vocabulary size M and its order; ``cell``: a grid cell's digest;
     ``extra``: anything else a row holds (NegLabel top-k bounds, ...). ``layout``: the file shape
     :meth:`to_dict` writes by default.
     """

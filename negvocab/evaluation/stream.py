@@ -189,7 +189,7 @@ def evaluate_stream(
     if detector.needs_negatives and neg_emb is None:
         raise InputError(f"method {detector.name} needs negative label embeddings (neg_emb)")
     sets = named_ood_sets(ood_sets)
-    setup_inputs = stream_setup_inputs(detector, vlm, setup_inputs)  # part "tanl": inputs the model can make
+    setup_inputs = stream_setup_inputs(detector, vlm, setup_inputs)  # inputs the model can make
     detector.setup(id_emb, neg_emb, id_images=id_images, **setup_inputs)
     t0 = time.perf_counter()
     id_x, ood_x = _embeddings(vlm, id_set, sets, progress)

@@ -1,4 +1,4 @@
-"""Pool-size sweeps over a VLM: metrics for every size M of one ranked vocabulary, from one pass.
+"""Vocabulary-size sweeps over a VLM: metrics for every size M of one ranked vocabulary, from one pass.
 
 :func:`sweep_vocabulary` encodes the images and the ranked labels once and scores every M with
 :func:`negvocab.sweep`; references (e.g. GPT, oracle) are scored at their full size.
@@ -53,7 +53,7 @@ __all__ = ["SweepResult", "is_ranked", "sweep_vocabulary"]
 
 @dataclass
 class SweepResult:
-    """FPR/AUROC against pool size M for one ranked vocabulary, with optional references."""
+    """FPR/AUROC against the vocabulary size M for one ranked vocabulary, with optional references."""
 
     rows: list[dict[str, Any]]
     references: list[dict[str, Any]] = field(default_factory=list)
@@ -97,7 +97,7 @@ def sweep_vocabulary(
     order: str = "ranked",
     progress: bool = False,
 ) -> SweepResult:
-    """Metrics for every pool size M (the first M labels of ``vocab``), from one pass of
+    """Metrics for every vocabulary size M (the first M labels of ``vocab``), from one pass of
     :func:`negvocab.sweep`; ``references`` (e.g. GPT, oracle) are scored at their full size.
     Image sets as in :func:`evaluate_vocabularies` (one OOD set or several by name: rows per set and
     their mean). ``name`` names the swept vocabulary in rows and legends (default its source).
@@ -108,7 +108,7 @@ def sweep_vocabulary(
     ID classes (the meta its record) and, on a full-spectrum ID set, CCR (``ccr@1e-4`` ... ``ccr@1e-1``), as
     :func:`negvocab.evaluate_vocabularies` gives them.
     """
-    # long: the pipeline in order, as evaluate_vocabularies, for every pool size
+    # long: the pipeline in order, as evaluate_vocabularies, for every vocabulary size M
     from negvocab.scoring.sweep import check_sweep_method, parse_sizes, sweep
 
     method = check_sweep_method(method)  # a method a sweep cannot serve: one line, before any model work

@@ -1,4 +1,4 @@
-"""A tuning split for methods with knobs (part "ccr" of issue 31), as OpenOOD's automatic parameter search.
+"""A tuning split for methods with knobs, as OpenOOD's automatic parameter search.
 
 OpenOOD v1.5 (``Evaluator.hyperparam_search``) scores its validation ID list and validation OOD list with
 every combination of a postprocessor's ``args_dict`` grid and keeps the one of highest AUROC (the first on a

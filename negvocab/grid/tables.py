@@ -67,7 +67,7 @@ COLUMNS = [
     "aupr_in", "aupr_in_ci_low", "aupr_in_ci_high", "aupr_out", "aupr_out_ci_low", "aupr_out_ci_high",
     "aupr_method", "n_id", "n_ood", "templates", "cell",
 ]  # fmt: skip
-#: what a test-time method's cells share and their summary rows keep (part "adaneg" of issue 30)
+#: what a test-time method's cells share and their summary rows keep
 STREAM_KEYS = ("test_time", "stream_order", "stream_batch_size", "stream_seed", "id_ood_ratio")
 RANDOM_NOTE = RANDOM_WEIGHTS_WARNING  # the one sentence (negvocab.evaluation.rows)
 _GROUP = ("model", "vocabulary", "method", "convention")
@@ -379,7 +379,7 @@ class GridResult:
         metric: str = "fpr",
         baselines: bool = True,
     ) -> Path:
-        """``metric`` against pool size M for the ``vocabulary@M`` entries
+        """``metric`` against the vocabulary size M for the ``vocabulary@M`` entries
         (:func:`negvocab.report.plots.overlay_figure`): one panel per model and (method, convention)
         asked for (default every one), a line per OOD set (default every set) and their mean, bands
         from the stored intervals, the methods without a vocabulary (MCM) as dashed references; the

@@ -93,7 +93,7 @@ CANDIDATE_FIELDS = ("text", "pos", "lexname", "synset", "offset")
 def sample_pool(n: int, candidates: Sequence[Candidate] | None = None) -> list[Candidate]:
     """``n`` WordNet candidates spread evenly over the NegLabel pool (deterministic).
 
-    The candidate pool of a small WordNet build (the demo's ``--pool-size``, a grid's ``pool``): the
+    The candidate pool of a small WordNet build (the demo's ``--n-candidates``, a grid's ``n_candidates``): the
     pool is :func:`wordnet_candidates` ``("neglabel")`` (about 70k words), or ``candidates`` when given
     (another preset's pool); ``n`` at or above its size gives all of it. Candidate ``i`` is
     ``pool[int(i * (len(pool) / n))]``, so the picks cover the whole pool in its fixed order rather

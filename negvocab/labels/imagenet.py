@@ -211,7 +211,9 @@ def _lemmas_of(wnid: str) -> tuple[str, ...] | None:
 def _mixed(base: IdClasses, lines: list[str], dataset: str) -> IdClasses:
     """ImageNet-1k classes by wnid (with their names and synonyms) beside custom classes by name
     (ids ``custom00000``..., the name its own only synonym); repeats dropped, first kept."""
-    wnids, names, synonyms = [], [], []
+    wnids: list[str] = []
+    names: list[str] = []
+    synonyms: list[tuple[str, ...]] = []
     for x in dict.fromkeys(lines):
         j = base.index_of(x) if WNID.match(x) else None
         wnids.append(x if j is not None else f"custom{len(wnids):05d}")

@@ -474,7 +474,7 @@ def _regular_plurals(word: str) -> list[str]:
 @functools.cache
 def _noun_exceptions() -> tuple[tuple[str, str], ...]:
     """WordNet's noun exception list (``noun.exc``) as normalised (irregular plural, base) pairs."""
-    pairs = []
+    pairs: list[tuple[str, str]] = []
     with load_wordnet().open("noun.exc") as fh:
         for line in fh:
             inflected, *bases = line.split()

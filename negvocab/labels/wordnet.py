@@ -305,8 +305,8 @@ def index_sense_text(folder: str | os.PathLike[str]) -> str:
                     continue
                 f = line.split()
                 offsets = f[-int(f[2]) :]
-                for i, off in enumerate(offsets, 1):
-                    sense_no[(f[0], pos, int(off))] = i
+                for i, offset_text in enumerate(offsets, 1):
+                    sense_no[(f[0], pos, int(offset_text))] = i
     counts: dict[str, int] = {}
     if (folder / "cntlist.rev").is_file():
         with open(folder / "cntlist.rev", encoding="utf-8") as fh:

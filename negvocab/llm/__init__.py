@@ -12,6 +12,8 @@
 - :mod:`negvocab.llm.run` / :mod:`negvocab.llm.batch`: sending what the journal lacks, synchronously
   (requests whose attempts ran out deferred and asked again; the run stops only when the server as a
   whole looks broken) or through the Batch API;
+- :mod:`negvocab.llm.guards`: what stops or slows a run (set-up budget, fail-fast, health window, a
+  server's error classified, a rate limit's pause), a base of the client;
 - :mod:`negvocab.llm.throttle`: how many requests are in flight (halved on overload, grown on success);
 - :mod:`negvocab.llm.server_errors`: what each server's error means, and its one-line diagnosis;
 - :mod:`negvocab.llm.secrets`: the key and URL secrets kept out of logs, errors and journals;

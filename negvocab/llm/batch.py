@@ -91,7 +91,10 @@ def interpret_line(line: dict[str, Any], req: Request, mode: str = "json_schema"
 
 
 def _failures(journal: Journal) -> Counter[str]:
-    return Counter(r.get("custom_id") for r in journal.of_kind("attempt_failed") if "batch_id" in r)  # batch lines only
+    failed = journal.of_kind("attempt_failed")
+    return Counter(
+        c for r in failed if "batch_id" in r and isinstance(c := r.get("custom_id"), str)
+    )  # batch lines only
 
 
 #: attempts at a Batch/Files call at least: a batch is polled for hours, and a blip of a few seconds
@@ -318,7 +321,9 @@ async def run_batch(
         seen: set[str] = set()
         for line in lines:
             cid = line.get("custom_id")
-            req = by_id.get(cid) if isinstance(cid, str) else None
+            if not isinstance(cid, str):
+                continue
+            req = by_id.get(cid)
             if req is None or cid in seen or answered(req, journal):
                 continue
             seen.add(cid)

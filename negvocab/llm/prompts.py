@@ -11,6 +11,7 @@ starts a new run.
 from __future__ import annotations
 
 import hashlib
+import os
 import string
 from dataclasses import dataclass
 from importlib import resources
@@ -118,7 +119,7 @@ def parse_template(text: str, *, name: str, source: str) -> PromptTemplate:
     return template
 
 
-def load_prompt(task: str, path: str | Path | None = None, *, variant: str = "") -> PromptTemplate:
+def load_prompt(task: str, path: str | os.PathLike[str] | None = None, *, variant: str = "") -> PromptTemplate:
     """The template for ``task`` (one of :data:`TASKS`): the packaged file (``prompts/<task>_<variant>.txt``
     with a ``variant``: ``gpt_siblings_labelspace`` for a label space other than ImageNet-1k), or ``path`` if given."""
     if task not in TASKS:

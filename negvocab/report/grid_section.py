@@ -19,7 +19,7 @@ __all__ = ["GRID_MARKER", "grid_section"]
 
 #: the file that makes a folder a grid's output folder for the report
 GRID_MARKER = "grid.json"
-#: ID accuracy and CCR (issue 31): shown where table.csv holds them
+#: ID accuracy and CCR: shown where table.csv holds them
 ACCURACY = ("id_accuracy", *CCR_COLUMNS)
 #: the columns of a model's results table (the digests, parameters and AUPR intervals stay in table.csv)
 _SHOWN = ("ood_set", "method", "vocabulary", "vocab_size", "deployable", "caveats", "convention", "tpr", "fpr",

@@ -1,4 +1,4 @@
-"""Every figure, ready for a paper: the pool-size sweep, the OOD-subsampling SD, the score
+"""Every figure, ready for a paper: the vocabulary-size sweep, the OOD-subsampling SD, the score
 distributions with the ROC curves; one way to save them (:func:`save_figure`).
 
 :func:`sweep_figure` draws the rows of one or more sweeps (:func:`negvocab.sweep_vocabulary`; rows of
@@ -117,7 +117,7 @@ def _title(rows: Sequence[Mapping[str, Any]], varying: Sequence[str], random_wei
     for field, fmt in _SERIES_FIELDS[2:]:
         if field not in varying and first.get(field) not in (None, ""):
             parts.append(("vocabulary {}" if field == "vocabulary" else fmt).format(first[field]))
-    heading = "Pool size M: " + ", ".join(parts)
+    heading = "Vocabulary size M: " + ", ".join(parts)
     if random_weights:
         heading += "\n[RANDOM WEIGHTS: meaningless]"
     return heading
@@ -158,7 +158,7 @@ def _m_axes(ax: Any, ms: Sequence[int], values: Sequence[float], ylabel: str | N
     ax.set_xscale("log")
     ax.set_xticks(ms, [f"{m:,}" for m in ms])  # the swept sizes, not powers of ten
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("pool size M")
+    ax.set_xlabel("vocabulary size M")
     if ylabel:
         ax.set_ylabel(ylabel)
     finite = [v for v in values if math.isfinite(v)]
@@ -276,7 +276,7 @@ def overlay_figure(
     random_weights: bool | None = None,
 ) -> Figure:
     # long: the panel grid, the per-set lines, the baselines and the shared legend
-    """A grid's pool-size sweep: ``metric`` (``fpr`` or ``auroc``) against M, one panel per (model,
+    """A grid's vocabulary-size sweep: ``metric`` (``fpr`` or ``auroc``) against M, one panel per (model,
     method, convention) of ``rows`` (sweep rows: ``M``, the metric, optional ``<metric>_ci``), a line
     per OOD set and a thicker black one for their mean (``ood_set = "mean"``), each with its
     bootstrap band where the rows carry intervals; ``baselines`` (rows without a vocabulary, e.g.
@@ -365,7 +365,7 @@ def overlay_figure(
         handles.append(Patch(color="0.5", alpha=0.3, label="95% bootstrap interval"))
     fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=8, frameon=False)
     vocab = str(rows[0].get("vocabulary", "")).rsplit("@", 1)[0]
-    heading = title or f"Pool size M: {vocab}, the first M labels of its ranking"
+    heading = title or f"Vocabulary size M: {vocab}, the first M labels of its ranking"
     fig.suptitle(heading + ("\n[RANDOM WEIGHTS: meaningless]" if random_weights else ""), fontsize=10)
     return fig
 

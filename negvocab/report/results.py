@@ -85,7 +85,7 @@ STREAM_COLUMNS: list[str] = [
 ]  # fmt: skip
 
 
-#: the CCR columns of a full-spectrum run's rows (part "ccr" of issue 31): CCR at OpenOOD's FPR levels
+#: the CCR columns of a full-spectrum run's rows: CCR at OpenOOD's FPR levels
 CCR_COLUMNS: list[str] = [ccr_column(f) for f in CCR_FPRS]
 
 
@@ -184,7 +184,7 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
     return "\n".join(lines)
 
 
-#: the columns of rows scored with parameters chosen on a tuning split (part "ccr" of issue 31)
+#: the columns of rows scored with parameters chosen on a tuning split
 TUNING_COLUMNS: list[str] = ["tuned", "tuned_on", "tuning_criterion", "tuning_value"]
 
 
@@ -202,7 +202,7 @@ def tuning_notes(meta: Mapping[str, Any]) -> list[str]:
     return out
 
 
-#: the mark of a test-time (stream) method's row in the terminal table (part "adaneg" of issue 30)
+#: the mark of a test-time (stream) method's row in the terminal table
 TEST_TIME_MARK = " [tt]"
 #: the terminal table's column of a spread over stream seeds (never the bootstrap interval's)
 SPREAD_HEAD = "± sd (seeds)"

@@ -1,4 +1,4 @@
-"""Scores (MCM, GL-MCM, NegLabel, EOE, ...), pool-size sweeps and OOD metrics.
+"""Scores (MCM, GL-MCM, NegLabel, EOE, ...), vocabulary-size sweeps and OOD metrics.
 
 Importing the package registers the built-in methods (:mod:`negvocab.scoring.catalog`), so the registry
 (:mod:`negvocab.scoring.methods`) holds them whichever of its modules is imported first.

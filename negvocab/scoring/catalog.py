@@ -52,7 +52,7 @@ _BUILTINS: tuple[Method, ...] = (
 for _m in _BUILTINS:
     _builtin(_m)
 
-# -- AdaNeg (issue 30, part "adaneg"): a built-in stream method; its kernel is a StreamMethod class
+# -- AdaNeg: a built-in stream method; its kernel is a StreamMethod class
 #: AdaNeg's proxies: task-adaptive (slot mean) or sample-adaptive (slots weighted by their cosine to the image)
 ADANEG_PROXIES: tuple[str, ...] = ("task", "sample")
 #: how AdaNeg mixes its adaptive and vanilla NegLabel scores (their ``in_score``)
@@ -89,7 +89,7 @@ _builtin(
 )  # fmt: skip
 
 
-# -- NegRefine (issue 30: negrefine) ---------------------------------------------------------------
+# -- NegRefine -------------------------------------------------------------------------------------
 register_method(
     "negrefine",
     f"{_S}.negrefine:negrefine",
@@ -108,7 +108,7 @@ register_method(
     paper="Ansari et al., NegRefine: Refining Negative Label-Based Zero-Shot OOD Detection, ICCV 2025",
 )  # fmt: skip
 
-# -- TANL (issue 30, part "tanl"): a stream method registered by its own module
+# -- TANL: a stream method registered by its own module
 from negvocab.scoring import tanl as _tanl  # noqa: E402, F401
 
 _seal_builtins()

@@ -2,7 +2,7 @@
 
 EOE (Cao et al., ICML 2024) scores the largest ID probability minus ``beta`` times the largest outlier
 probability of that softmax; NegLabel + EOE (the Fi-ImageNet-1k paper) subtracts the same penalty
-from the grouped NegLabel score. Both read every pool size M off one pass (a running log-sum-exp and
+from the grouped NegLabel score. Both read every vocabulary size M off one pass (a running log-sum-exp and
 maximum over segments of the ranked labels), as :mod:`negvocab.scoring.sweep` uses.
 """
 

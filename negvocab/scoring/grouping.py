@@ -18,7 +18,7 @@ __all__ = ["Grouping", "PERMUTED", "effective_groups", "layout", "layout_embeddi
 logger = logging.getLogger("negvocab.scoring.scores")  # records keep the name of the entry point
 
 Grouping = Literal["stratified", "random", "neglabel"]
-#: groupings that draw a permutation (each pool size is scored from a layout of its own)
+#: groupings that draw a permutation (each vocabulary size M is scored from a layout of its own)
 PERMUTED = ("random", "neglabel")
 
 

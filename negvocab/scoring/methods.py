@@ -1,6 +1,6 @@
 """The method registry: every zero-shot OOD scorer, its parameters and their limits, in one place.
 
-One :class:`Method` entry per scorer says its name and aliases, its kernel, its one-pass (pool-size
+One :class:`Method` entry per scorer says its name and aliases, its kernel, its one-pass (vocabulary-size
 sweep) form, the parameters it takes, whether it needs negative labels, and the paper it comes from.
 One :class:`Param` entry per parameter says its type, default, limits, CLI flag and meaning. The API
 validates against them at the boundary (:func:`check_params`, as scikit-learn's ``validate_params``);
@@ -149,8 +149,10 @@ PARAMS: dict[str, Param] = dict([
        "torch permutation seeded with --seed on the scoring device).",
        check="choice", choices=tuple(GROUPINGS)),
     _p("seed", int, 0, "--seed",
-       "Grouping seed: seeds the random/neglabel grouping of the negatives (NegLabel's code uses 0; "
-       "recorded in the results); on the command line --seed also seeds the bootstrap intervals.",
+       "The grouping seed: seeds the random/neglabel grouping of the negatives (NegLabel's and AdaNeg's; "
+       "NegLabel's code uses 0) and is TANL's set-up seed (its noise images and the order of its first "
+       "queues); recorded in the results. On the command line --seed is also the bootstrap seed of the "
+       "intervals; a test-time method's stream order is seeded by the stream seed (--stream-seeds).",
        check="min", low=0),
     _p("beta", float, 0.25, "--beta", "EOE penalty weight.", check="finite"),
     _p("T", float, 1.0, "--temperature", "Softmax temperature T on cosines of mcm, glmcm and eoe (default 1).",
@@ -168,7 +170,8 @@ PARAMS: dict[str, Param] = dict([
        check="positive", optional=True),
     _p("gamma", float, 0.1, "--gamma", "GEN exponent gamma (the paper's 0.1).", check="positive"),
     _p("top_classes", int, 100, "--top-classes",
-       "GEN: the M largest ID probabilities summed (the paper's 100; clamped to the ID classes).",
+       "GEN's top classes (M in GEN's paper; not the vocabulary size): the largest ID probabilities "
+       "summed (the paper's 100; clamped to the ID classes).",
        check="min", low=1),
 ])  # fmt: skip
 
@@ -223,7 +226,7 @@ EVALUATION_PARAMS: dict[str, Param] = dict(
             low=0,
             high=MAX_BOOT,
         ),
-        _p("seed", int, 0, "--seed", "Seed of the bootstrap CIs.", check="min", low=0),
+        _p("seed", int, 0, "--seed", "The bootstrap seed: seeds the resampling of the CIs.", check="min", low=0),
     ]
 )
 
@@ -268,7 +271,7 @@ class Method:
     paper: str = ""
     needs_negatives: bool = False
     aliases: tuple[str, ...] = ()
-    #: ``one_pass(image_emb, id_emb, ranked_neg_emb, sizes, **p)`` -> {M: scores}: every pool size M in one pass
+    #: ``one_pass(image_emb, id_emb, ranked_neg_emb, sizes, **p)`` -> {M: scores}: every vocabulary size M in one pass
     one_pass_kernel: Kernel | None = None
     #: inputs beside the embeddings (:data:`INPUTS`; glmcm: ``local``, the patch features)
     inputs: tuple[str, ...] = field(default=())

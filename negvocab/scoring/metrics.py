@@ -319,7 +319,7 @@ def aupr_out(id_scores: Any, ood_scores: Any, *, method: AuprMethod = "average_p
 
 
 # ----------------------------------------------------------------------------------------------
-# CCR (part "ccr" of issue 31)
+# CCR
 # ----------------------------------------------------------------------------------------------
 #: the FPR levels of the CCR columns, as OpenOOD v1.0 reported them (``ccr_4`` ... ``ccr_1``)
 CCR_FPRS: tuple[float, ...] = (1e-4, 1e-3, 1e-2, 1e-1)

@@ -24,7 +24,7 @@ Segment = tuple[int, int, list[tuple[int, torch.Tensor]]]
 def _neglabel_setup(
     neg: torch.Tensor, sizes: Sequence[int], groups: int, grouping: str, seed: int
 ) -> tuple[torch.Tensor, int, list[Segment], list[int], torch.Tensor | None]:
-    """Layout and segments for scoring every pool size in ``sizes`` (prefixes of the ranking).
+    """Layout and segments for scoring every vocabulary size M in ``sizes`` (prefixes of the ranking).
 
     Returns (layout embeddings [L*G, d], G, segments, small sizes, padded columns of the last row).
     Segment k adds the ranks ``[sizes[k-1], sizes[k])``: whole layout rows ``[r0, r1)`` plus partial

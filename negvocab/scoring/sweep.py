@@ -1,6 +1,6 @@
-"""Pool-size sweeps: score every vocabulary size M from one farthest-first ranking.
+"""Vocabulary-size sweeps: score every vocabulary size M from one farthest-first ranking.
 
-A WordNet vocabulary lists its labels farthest first, so the vocabulary of pool size M is the first M
+A WordNet vocabulary lists its labels farthest first, so the vocabulary of size M is the first M
 labels. With NegLabel's stratified grouping (rank r -> group r mod G) the first M ranks of the ranking
 are, in every group, a prefix of that group. One pass over the image chunks therefore gives every M:
 each group's negative log-mass is accumulated segment by segment along the ranking (a log-sum-exp per
@@ -31,7 +31,7 @@ __all__ = ["check_sweep_method", "parse_sizes", "sweep"]
 
 
 def parse_sizes(sizes: str | Iterable[int], m: int | None = None) -> list[int]:
-    """Pool sizes as sorted unique ints; accepts ``"1000,2000,5k"`` or an iterable of ints.
+    """Vocabulary sizes M as sorted unique ints; accepts ``"1000,2000,5k"`` or an iterable of ints.
 
     Raises :class:`InputError` for an empty list, a size < 1, or (when ``m`` is given) a size above
     the ``m`` ranked labels available.
@@ -46,36 +46,36 @@ def parse_sizes(sizes: str | Iterable[int], m: int | None = None) -> list[int]:
             except InvalidOperation:
                 value = Decimal("NaN")
             if not value.is_finite() or value != value.to_integral_value():
-                raise InputError(f"pool size {s!r} is not an integer (use e.g. 1000,2000,5k)")
+                raise InputError(f"vocabulary size {s!r} is not an integer (use e.g. 1000,2000,5k)")
             out.append(int(value))
     else:
         out = []
         for s in sizes:
             if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
-                raise InputError(f"pool sizes must be integers, got {s!r}")
+                raise InputError(f"vocabulary sizes must be integers, got {s!r}")
             out.append(int(s))
     if not out:
-        raise InputError("no pool sizes given")
+        raise InputError("no vocabulary sizes given")
     bad = [s for s in out if s < 1]
     if bad:
-        raise InputError(f"pool sizes must be >= 1, got {bad[0]}")
+        raise InputError(f"vocabulary sizes must be >= 1, got {bad[0]}")
     if m is not None:
         over = [s for s in out if s > m]
         if over:
-            raise InputError(f"pool size {max(over)} exceeds the {m} ranked labels available")
+            raise InputError(f"vocabulary size {max(over)} exceeds the {m} ranked labels available")
     return sorted(set(out))
 
 
 def check_sweep_method(method: str) -> str:
-    """The registered name of ``method`` if a pool-size sweep can serve it (a batch method that takes
+    """The registered name of ``method`` if a vocabulary-size sweep can serve it (a batch method that takes
     negatives), else one :class:`InputError` (said before any model work)."""
-    spec = batch_method(method, "a pool-size sweep")
+    spec = batch_method(method, "a vocabulary-size sweep")
     if not spec.needs_negatives:
         able = ", ".join(list_methods(needs_negatives=True, kind="batch"))
-        raise InputError(f"{spec.name} does not use negative labels; a pool-size sweep needs {able}")
+        raise InputError(f"{spec.name} does not use negative labels; a vocabulary-size sweep needs {able}")
     unserved = [i for i in spec.inputs if i != "pair_texts"]  # NegRefine's pair texts: the sweep pipeline gives them
     if unserved:
-        raise InputError(f"{spec.name} takes {', '.join(unserved)}, which a pool-size sweep does not give")
+        raise InputError(f"{spec.name} takes {', '.join(unserved)}, which a vocabulary-size sweep does not give")
     return spec.name
 
 
@@ -97,7 +97,7 @@ def sweep(
     ranked_neg_emb : array or tensor, shape (M_max, d)
         Negative label embeddings in ranking (farthest-first) order.
     sizes : iterable of int or str
-        Pool sizes, each in [1, M_max] (``"1000,2000,5k"`` accepted).
+        Vocabulary sizes M, each in [1, M_max] (``"1000,2000,5k"`` accepted).
     method : str, default "neglabel"
         Any registered method that takes negatives. Those with a one-pass form (EOE, and NegLabel
         and NegLabel+EOE with stratified grouping, the default) run as one pass; others, random

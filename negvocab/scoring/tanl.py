@@ -217,7 +217,8 @@ class TANL(StreamMethod):
     ``neg_emb`` is the whole corpus TANL chooses from (their ID-far NegLabel selection then the
     rest of the WordNet words); ``noise_images`` the unit-norm image features of the 15 noise images
     (:func:`noise_pixels` encoded by the model: :func:`noise_image_features`).
-    ``seed`` seeds the one random step of the set-up (the order of the initial queues, which decides
+    ``seed`` is TANL's set-up seed (the method parameter ``seed``, which NegLabel reads as its grouping
+    seed): it seeds the one random step of the set-up (the order of the initial queues, which decides
     which ID prompts stay in a queue shorter than K)."""
 
     inputs = ("noise_images",)

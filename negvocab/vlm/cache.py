@@ -35,7 +35,7 @@ import shutil
 import stat
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from time import monotonic
@@ -316,7 +316,7 @@ class EmbeddingStore:
         """``text``, ``image`` or ``image-local``: the folder the store lives in (``<root>/<kind>/``)."""
         return self.folder.parent.name or "cached"
 
-    def _write_shard(self, keys: list[str], rows: np.ndarray, replaces: Sequence[str] = ()) -> str:
+    def _write_shard(self, keys: list[str], rows: np.ndarray, replaces: Collection[str] = ()) -> str:
         index = self._load_index()
         self.folder.mkdir(parents=True, exist_ok=True)
         if not (self.folder / KEY_FILE).is_file():

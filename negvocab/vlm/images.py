@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias, Union
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard, Union, cast
 
 import numpy as np
 
@@ -179,7 +179,7 @@ def _collate(batch: list[tuple[int, Any, str, str]]) -> tuple[list[int], Any, li
     return [i for i, _, _ in ok], tensors, bad, [name for _, _, name in ok]
 
 
-def _is_image_set(source: Any) -> bool:
+def _is_image_set(source: Any) -> TypeGuard[ImageSet]:
     return isinstance(source, ImageSet)
 
 
@@ -329,7 +329,7 @@ class _Rows:
         self.glob: np.ndarray | None = None
         self.local: np.ndarray | None = None
 
-    def set(self, idx: Sequence[int], g: np.ndarray, z: np.ndarray | None) -> None:
+    def set(self, idx: Sequence[int] | np.ndarray, g: np.ndarray, z: np.ndarray | None) -> None:
         if self.glob is None:
             self.glob = np.zeros((self.n, *g.shape[1:]), dtype=np.float32)
         self.glob[idx] = g
@@ -508,8 +508,8 @@ def _encode(
     if len(todo) <= bs:
         workers = min(workers, 1) if num_workers is None else workers
     ds = _Items(items, vlm.preprocess, is_dataset)
-    loader = DataLoader(
-        Subset(ds, todo),
+    loader: DataLoader[Any] = DataLoader(
+        Subset(cast(Any, ds), todo),  # a map-style dataset without torch's base class (torch imported lazily)
         batch_size=bs,
         num_workers=loader_workers_here(workers),
         collate_fn=_collate,

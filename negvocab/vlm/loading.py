@@ -93,7 +93,8 @@ def ieee_fp32() -> Iterator[None]:
     the user's code would do the same to matrix products."""
     import torch
 
-    backends = (torch.backends.cudnn.conv, torch.backends.cuda.matmul)
+    conv = torch.backends.cudnn.conv  # type: ignore[attr-defined]  # set by torch at import, not in its stubs
+    backends = (conv, torch.backends.cuda.matmul)
     before = [b.fp32_precision for b in backends]
     for b in backends:
         b.fp32_precision = "ieee"

@@ -107,7 +107,8 @@ def pooled_index(tokens: torch.Tensor, tower: CausalTower) -> torch.Tensor:
     """Position of the token the tower reads, per row of ``tokens`` [n, ctx] (same rule as open_clip)."""
     if tower.pool_type == "argmax":
         return tokens.argmax(dim=-1)
-    return (tokens == tower.eos_id).int().argmax(dim=-1)
+    assert tower.eos_id is not None, "a tower that pools at a token other than the argmax names its id"
+    return tokens.eq(tower.eos_id).int().argmax(dim=-1)
 
 
 def forward_cut(tower: CausalTower, tokens: torch.Tensor) -> torch.Tensor:
@@ -173,7 +174,7 @@ def encode_prompts(
         for start in range(0, len(order), bs):
             sel = order[start : start + bs]
             batch = tokens[torch.from_numpy(sel)]
-            if tower is not None:
+            if tower is not None and lengths is not None:  # lengths are measured for a cut tower
                 length = int(lengths[sel].max())
                 feats = forward_cut(tower, batch[:, :length].to(device))
             else:

@@ -3,7 +3,7 @@
 A :class:`Vocabulary` is what every builder returns and every scorer takes. It keeps
 
 - ``labels``: the label strings in order (for WordNet vocabularies the farthest-first ranking, so
-  the vocabulary of pool size M is the first M labels);
+  the vocabulary of size M is the first M labels);
 - ``source``: which builder made it (``wordnet``, ``gpt``, ``eoe``, ``oracle``, ``siblings``, ``mined``, a
   registered builder's source) or how it was derived (``union``, ``file``); one of :func:`known_sources`;
 - ``meta``: per-label provenance, ``label -> dict`` (GPT: the classes and rounds that proposed it;

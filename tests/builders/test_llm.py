@@ -69,6 +69,22 @@ def test_full_small_run_merges_and_filters(endpoint, tmp_path, synonym_filter):
     assert_no_key(tmp_path)
 
 
+def test_synonym_filter_true_and_false_as_documented(endpoint, tmp_path, synonym_filter):
+    """``synonym_filter=False`` keeps the ID names the server slips in (no filter, no filter record);
+    ``True`` is the default filter: the same vocabulary as a SynonymFilter of ImageNet-1k."""
+    endpoint.state.extra_labels = ID_LABELS
+    filtered = build(tmp_path / "run", synonym_filter, classes=5, rounds=1)
+    unfiltered = vocabulary_from_journal(tmp_path / "run", synonym_filter=False)
+    default = vocabulary_from_journal(tmp_path / "run", synonym_filter=True)
+    ids = {s.lower() for s in ID_LABELS}
+    assert ids <= set(unfiltered.labels) and not ids & set(filtered.labels)
+    assert [x for x in unfiltered.labels if x not in ids] == filtered.labels
+    assert "synonym_filter" not in unfiltered.settings and unfiltered.settings["kept_per_key"] == {
+        w: n for w, n in unfiltered.settings["unique_per_key"].items()
+    }
+    assert default.labels == filtered.labels and default.settings["synonym_filter"]["removed_count"] == 3
+
+
 def test_rerun_sends_nothing_and_gives_the_same_vocabulary(endpoint, tmp_path, synonym_filter):
     first = build(tmp_path / "run", synonym_filter, classes=10)
     sent = sum(endpoint.state.chat_counts.values())

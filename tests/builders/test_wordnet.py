@@ -98,7 +98,7 @@ def test_builder_equals_direct_selection(wn_vlm):
     assert vocab.meta["red"]["pos"] == "a" and vocab.meta["red"]["synset"] == "red.s.01"
     assert vocab.settings["random_weights"] is True and vocab.settings["percentile"] == 0.95
     assert vocab.settings["model"]["weights"] == wn_vlm.identity["weights"]
-    # any pool size is a prefix of the full ranking, built from the same embeddings
+    # any vocabulary size M is a prefix of the full ranking, built from the same embeddings
     five = build_wordnet_vocabulary(wn_vlm, 5, candidates=CANDIDATES, templates="single")
     assert five.labels == vocab.head(5).labels == expected[:5]
     with pytest.raises(InputError, match="only 10"):
@@ -208,10 +208,10 @@ def test_cli_ranks_a_candidates_file_as_the_api_does(wn_vlm, tmp_path, monkeypat
         (["--quantile", "95"], "a fraction: 0.95, not a percent"),
         (["--ratio", "1.5"], "builder 'wordnet': --ratio = 1.5: must be a fraction in (0, 1]"),
         (["--size", "0"], "--size = 0: must be a positive integer"),
-        (["--sizes", "0,5"], "pool sizes must be >= 1, got 0"),
+        (["--sizes", "0,5"], "vocabulary sizes must be >= 1, got 0"),
         (["--size", "5", "--sizes", "2,3"], "give --size (one vocabulary) or --sizes (several), not both"),
-        (["--sizes", ""], "no pool sizes given"),
-        (["--sizes", "10.5"], "pool size '10.5' is not an integer"),
+        (["--sizes", ""], "no vocabulary sizes given"),
+        (["--sizes", "10.5"], "vocabulary size '10.5' is not an integer"),
         (["-t", "paper9"], "unknown template preset 'paper9'"),
         (["--preset", "negmine"], "--preset = 'negmine': must be a candidate preset, one of neglabel, all"),
         (["--pool", "missing.tsv"], "missing.tsv: no such candidates file"),

@@ -263,7 +263,7 @@ def test_score_errors_are_one_line(tiny, tmp_path, extra, message):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--sizes", "3,500"], "pool size 500 exceeds the 18 ranked labels"),
+        (["--sizes", "3,500"], "vocabulary size 500 exceeds the 18 ranked labels"),
         (["--sizes", "3,x"], "not an integer"),
         (["--sizes", "3", "--method", "mcm"], "mcm does not use negative labels"),
         (["--sizes", "3", "--convention", "fpr"], "unknown --convention"),

@@ -368,7 +368,7 @@ def test_a_sweep_folder_and_a_damaged_results_file(tmp_path):
         )
     )
     text = write_report(folder).read_text()
-    assert "Pool-size sweep" in text and "data:image/png;base64," in text and "oracle (M=5)" in text
+    assert "Vocabulary-size sweep" in text and "data:image/png;base64," in text and "oracle (M=5)" in text
     assert "random-weights-banner" not in text and "[50.00, 70.00]" in text
     mined = [{**r, "random_weights": True} for r in rows]  # a vocabulary mined with random weights
     (folder / "sweep.json").write_text(

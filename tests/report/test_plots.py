@@ -129,14 +129,14 @@ def test_vector_files_are_real_and_carry_the_title(tmp_path, suffix):
     data = path.read_bytes()
     if suffix == ".pdf":
         assert (
-            data.startswith(b"%PDF-") and b"%%EOF" in data[-64:] and b"Pool size M" in data
+            data.startswith(b"%PDF-") and b"%%EOF" in data[-64:] and b"Vocabulary size M" in data
         )  # the title in the metadata
     else:
         import xml.etree.ElementTree as ET
 
         root = ET.fromstring(data)
         assert root.tag.endswith("svg")
-        assert any("Pool size M" in (el.text or "") for el in root.iter() if el.tag.endswith("title"))
+        assert any("Vocabulary size M" in (el.text or "") for el in root.iter() if el.tag.endswith("title"))
 
 
 def test_a_reference_at_100_percent_is_inside_the_axes():

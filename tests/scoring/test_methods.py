@@ -129,7 +129,7 @@ def test_a_new_method_is_one_entry(emb, eoe_twin):
 def test_sweeps_refuse_a_method_without_negatives(emb):
     img, idt, neg = emb
     with pytest.raises(
-        InputError, match="mcm does not use negative labels; a pool-size sweep needs neglabel, eoe, neglabel_eoe"
+        InputError, match="mcm does not use negative labels; a vocabulary-size sweep needs neglabel, eoe, neglabel_eoe"
     ):
         sweep_mod.sweep(img, idt, neg, [3], method="mcm")
 

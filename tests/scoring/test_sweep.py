@@ -97,7 +97,7 @@ def test_parse_sizes():
             parse_sizes(bad)
     with pytest.raises(InputError, match=">= 1"):
         parse_sizes([0])
-    with pytest.raises(InputError, match="no pool sizes"):
+    with pytest.raises(InputError, match="no vocabulary sizes"):
         parse_sizes("")
 
 
