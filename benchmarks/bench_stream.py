@@ -56,7 +56,7 @@ def main() -> None:
 
     def adaneg(proxies: str) -> Callable[[], np.ndarray]:
         m = make_stream("adaneg", adaneg_proxies=proxies).setup(ids, negs)
-        return lambda: run_stream(m, imgs, batch_size=BATCH, seed=0).scores[perm]
+        return lambda: run_stream(m, imgs, stream_batch=BATCH, seed=0).scores[perm]
 
     def theirs() -> np.ndarray:
         from tests.reference.adaneg import TTAPromptPostprocessor_noadagap

@@ -44,7 +44,7 @@ def main() -> None:
 
     t0 = time.perf_counter()
     method = make_stream("tanl").setup(ids, corpus, noise_images=noise)
-    ours = run_stream(method, x, batch_size=BATCH, order="given").scores
+    ours = run_stream(method, x, stream_batch=BATCH, order="given").scores
     t_ours = time.perf_counter() - t0
 
     t0 = time.perf_counter()

@@ -295,7 +295,12 @@ def score_cmd(
             err=True,
         )
     if streamed:
-        stream = {"batch_size": stream_batch, "order": stream_order, "stream_seed": seeds, "id_ood_ratio": id_ood_ratio}
+        stream = {
+            "stream_batch": stream_batch,
+            "order": stream_order,
+            "stream_seed": seeds,
+            "id_ood_ratio": id_ood_ratio,
+        }
         sev = evaluate_stream_vocabularies(vlm, id_set, ood_set, vocabs, streamed, **stream, **shared)  # type: ignore[arg-type]
         ev = sev if ev is None else merge_evaluations(ev, sev)
     assert ev is not None  # a method was given

@@ -2,7 +2,7 @@
 
 :func:`evaluate_stream` runs a stream method of the registry (:mod:`negvocab.scoring.stream`, whose
 docstring states the protocol) on each (ID set + one OOD set) stream: ID rows then that set's OOD
-rows, ordered by ``order``/``stream_seed``, cut into batches of ``batch_size``, from a fresh state
+rows, ordered by ``order``/``stream_seed``, cut into batches of ``stream_batch`` images, from a fresh state
 for every OOD set (as AdaNeg's and TANL's code reset their memory per ID/OOD pair). The ID scores
 therefore differ from one OOD set to the next: each row's metrics use its own stream's ID scores, and
 the summary rows (``near-ood`` and ``far-ood`` where the sets span both groups, then ``mean``) are the
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, Union
 import numpy as np
 
 from negvocab.data.benchmarks import id_classes_of, set_groups
+from negvocab.deprecation import renamed_kwargs
 from negvocab.errors import InputError
 from negvocab.evaluation.encode import encode_sets
 from negvocab.evaluation.evaluate import Evaluation
@@ -127,6 +128,7 @@ def stream_seeds(stream_seed: int | Sequence[int]) -> list[int]:
     return out
 
 
+@renamed_kwargs(batch_size="stream_batch")
 def evaluate_stream(
     method: str | StreamMethod,
     id_set: StreamSet,
@@ -134,7 +136,7 @@ def evaluate_stream(
     id_emb: Embeddings,
     neg_emb: Embeddings | None = None,
     *,
-    batch_size: int,
+    stream_batch: int,
     order: str = "shuffled",
     stream_seed: int | Sequence[int] = 0,
     id_ood_ratio: float | None = None,
@@ -161,7 +163,7 @@ def evaluate_stream(
     id_set, ood_sets : the ID test images and the OOD sets (one, a list, or a mapping name -> set):
         image embeddings (n, d) or ``ImageEmbeddings``; with ``vlm``, also image sets (encoded here).
     id_emb, neg_emb : the ID class prompt embeddings (K, d) and the negatives (M, d)
-    batch_size, order, stream_seed : the stream (:func:`negvocab.scoring.stream.run_stream`); several
+    stream_batch, order, stream_seed : the stream (:func:`negvocab.scoring.stream.run_stream`); several
         stream seeds give one evaluation each and rows of their spread (module docstring)
     id_ood_ratio : ID images per OOD image in each stream (None: every image); the side in excess is
         subsampled (:func:`negvocab.scoring.stream.stream_mix`, seeded by the stream seed)
@@ -183,7 +185,7 @@ def evaluate_stream(
     else:
         detector = make_stream(check_kind(method, "stream").name, params or {})
     seeds = stream_seeds(stream_seed)
-    batch_size, order, _ = check_stream(batch_size=batch_size, order=order, seed=seeds[0])
+    stream_batch, order, _ = check_stream(stream_batch=stream_batch, order=order, seed=seeds[0])
     ratio = None if id_ood_ratio is None else check_ratio(id_ood_ratio)
     check_evaluation(convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
     if detector.needs_negatives and neg_emb is None:
@@ -202,7 +204,7 @@ def evaluate_stream(
         "templates": templates,
         "test_time": True,
         "stream_order": order,
-        "stream_batch_size": batch_size,
+        "stream_batch_size": stream_batch,
     }
     if ratio is not None:
         base["id_ood_ratio"] = ratio
@@ -215,7 +217,7 @@ def evaluate_stream(
             ood_x,
             base,
             order=order,
-            batch_size=batch_size,
+            stream_batch=stream_batch,
             stream=s,
             ratio=ratio,
             groups=of,
@@ -231,7 +233,7 @@ def evaluate_stream(
         "note": TEST_TIME_NOTE,
         "stream": {
             "order": order,
-            "batch_size": batch_size,
+            "batch_size": stream_batch,  # the file key keeps its name
             "seed": first.rows[0]["stream_seed"],
             **({"seeds": seeds} if len(seeds) > 1 else {}),
             **({"id_ood_ratio": ratio} if ratio is not None else {}),
@@ -257,7 +259,7 @@ def _one_seed(
     base: Mapping[str, Any],
     *,
     order: str,
-    batch_size: int,
+    stream_batch: int,
     stream: int,
     ratio: float | None,
     groups: Mapping[str, str | None],
@@ -277,7 +279,7 @@ def _one_seed(
         a, b = (id_x, x) if ratio is None else (_take(id_x, keep_id), _take(x, keep_ood))
         n_id = len(keep_id)
         n_first = n_id if order in SPLIT_ORDERS else None
-        res = run_stream(detector, _stack(a, b), batch_size=batch_size, order=order, seed=stream, n_id=n_first)
+        res = run_stream(detector, _stack(a, b), stream_batch=stream_batch, order=order, seed=stream, n_id=n_first)
         streams[name] = res
         scores[name] = {"id": res.scores[:n_id], "ood": res.scores[n_id:]}
         records.append(metrics_row(scores[name]["id"], scores[name]["ood"], ood_set=name, method="", **metric_kw))
@@ -337,6 +339,7 @@ def _stack(a: Any, b: Any) -> Any:
 # ----------------------------------------------------------------------------------------------
 # stream methods over a model and vocabularies: what ``negvocab score`` runs
 # ----------------------------------------------------------------------------------------------
+@renamed_kwargs(batch_size="stream_batch")
 def evaluate_stream_vocabularies(
     vlm: VLM,
     id_set: StreamSet,
@@ -344,7 +347,7 @@ def evaluate_stream_vocabularies(
     vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary],
     methods: Sequence[str],
     *,
-    batch_size: int,
+    stream_batch: int,
     order: str = "shuffled",
     stream_seed: int | Sequence[int] = 0,
     id_ood_ratio: float | None = None,
@@ -376,7 +379,7 @@ def evaluate_stream_vocabularies(
     for name, m in specs.items():  # every parameter checked before any image is read
         make_stream(m.name, own[name])
     seeds = stream_seeds(stream_seed)
-    check_stream(batch_size=batch_size, order=order, seed=seeds[0])
+    check_stream(stream_batch=stream_batch, order=order, seed=seeds[0])
     if id_ood_ratio is not None:
         check_ratio(id_ood_ratio)
     check_evaluation(convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
@@ -405,7 +408,7 @@ def evaluate_stream_vocabularies(
                 enc.ood_embs,
                 class_emb,
                 neg,
-                batch_size=batch_size,
+                stream_batch=stream_batch,
                 order=order,
                 stream_seed=seeds,
                 id_ood_ratio=id_ood_ratio,
@@ -427,7 +430,7 @@ def evaluate_stream_vocabularies(
                 scores.update(_full_scores(one, enc.n_id, enc.sizes, f"{key}{{set}}{tag}"))
     stream_meta = {
         "order": order,
-        "batch_size": batch_size,
+        "batch_size": stream_batch,  # the file key keeps its name
         "seeds": seeds,
         "id_ood_ratio": id_ood_ratio,
         "protocol": "one stream per OOD set: ID rows then OOD rows, ordered, cut into batches, fresh state",

@@ -182,7 +182,7 @@ class MethodSpec:
     name: str
     params: tuple[tuple[str, Any], ...] = ()
     label: str = ""
-    #: a test-time (stream) method's stream settings (order, batch_size, seed, id_ood_ratio); empty for batch methods
+    #: a test-time (stream) method's stream settings (order, stream_batch, seed, id_ood_ratio); empty for batch methods
     stream: tuple[tuple[str, Any], ...] = ()
 
     @property

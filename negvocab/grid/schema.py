@@ -159,7 +159,7 @@ class MethodTable(_Table):
     label: str = Field("", description="a display name")
     stream: dict[str, Any] = Field(
         default_factory=dict,
-        description="a test-time (stream) method's stream: {order, batch_size, seed, id_ood_ratio} "
+        description="a test-time (stream) method's stream: {order, stream_batch, seed, id_ood_ratio} "
         "(defaults shuffled, 256, 0, every image); seeds = [0, 1, 2] instead of seed: one stream per seed "
         "(labels NAME#s0, ...) and the spread over them",
     )

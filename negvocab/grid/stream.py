@@ -5,7 +5,7 @@ order, batch size, seed, ID:OOD ratio) is scored as :func:`negvocab.evaluate_str
 set: one stream of the ID images and that set's images, from a fresh state. Its ID scores are
 therefore the cell's own (their score file's digest names the OOD set and the stream), and its row
 says ``test_time`` with the stream that made it. A method's set-up inputs that a model makes (TANL's
-noise images, :data:`negvocab.evaluation.stream_inputs.STREAM_INPUT_MAKERS`) are made where the model
+noise images, made by the input registry :mod:`negvocab.scoring.providers`) are made where the model
 is (:func:`stream_setup`, in the text unit) and handed to the score units, which have no model.
 """
 
@@ -23,7 +23,16 @@ from negvocab.scoring.stream import make_stream
 if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
 
-__all__ = ["score_stream_cell", "stream_fields", "stream_setup"]
+__all__ = ["score_stream_cell", "stream_fields", "stream_identity", "stream_setup"]
+
+#: stream settings as cell digests hold them: the names they were first written with, so that a grid
+#: keeps the digests of its older folders (the API's ``stream_batch`` was ``batch_size``)
+_IDENTITY_KEYS = {"stream_batch": "batch_size"}
+
+
+def stream_identity(stream: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """A method's stream settings as its cells' digests hold them (sorted pairs, the names they had)."""
+    return sorted((_IDENTITY_KEYS.get(k, k), v) for k, v in stream)
 
 
 def stream_setup(methods: Sequence[MethodSpec], vlm: VLM) -> dict[str, dict[str, np.ndarray]]:
@@ -59,7 +68,7 @@ def score_stream_cell(
         {ood_set: images[ood_set][0]},
         class_emb,
         neg_emb,
-        batch_size=st["batch_size"],
+        stream_batch=st["stream_batch"],
         order=st["order"],
         stream_seed=st["seed"],
         id_ood_ratio=st["id_ood_ratio"],
@@ -78,7 +87,7 @@ def stream_fields(spec: MethodSpec) -> dict[str, Any]:
     st = dict(spec.stream)
     if not st:
         return {}
-    out: dict[str, Any] = {"test_time": True, "stream_order": st["order"], "stream_batch_size": st["batch_size"]}
+    out: dict[str, Any] = {"test_time": True, "stream_order": st["order"], "stream_batch_size": st["stream_batch"]}
     out["stream_seed"] = None if st["order"] == "given" else st["seed"]
     if st["id_ood_ratio"] is not None:
         out["id_ood_ratio"] = st["id_ood_ratio"]

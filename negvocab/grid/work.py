@@ -27,7 +27,7 @@ from negvocab.evaluation.rows import metrics_row
 from negvocab.grid.config import GridConfig, MethodSpec, ModelSpec, VocabSpec, spec_digest
 from negvocab.grid.labelspace import id_classes, id_classes_file, mapping_doc
 from negvocab.grid.sets import labels_digest, open_sets, set_digest
-from negvocab.grid.stream import score_stream_cell, stream_fields, stream_setup
+from negvocab.grid.stream import score_stream_cell, stream_fields, stream_identity, stream_setup
 from negvocab.scoring.methods import get_method, scorer_params
 from negvocab.vlm.loading import resolve_device
 from negvocab.vlm.model import VLM
@@ -167,7 +167,7 @@ def plan_cells(
                         "the model's own"  # not 100, as files made before the baselines took it
                     )
                 if meth.stream:  # a test-time method: its ID scores come from each OOD set's own stream
-                    score_doc["stream"] = list(meth.stream)
+                    score_doc["stream"] = stream_identity(meth.stream)
                 id_d = spec_digest({**score_doc, "set": set_docs["ID"]})
                 for ood in (s.name for s in cfg.ood_sets):
                     ood_doc = set_docs.get(ood, set_errors.get(ood))

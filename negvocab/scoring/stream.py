@@ -21,7 +21,7 @@ The protocol (one evaluation):
    :func:`stream_order` (``order="shuffled"``: a numpy ``default_rng(seed)`` permutation;
    ``"id_first"`` / ``"ood_first"``: all ID rows then all OOD rows, or the reverse, each part
    shuffled by the seed; ``"given"``: kept in order), then cut into consecutive batches of
-   ``batch_size`` (the last may be smaller). The ID:OOD mix may first be subsampled to a ratio
+   ``stream_batch`` images (the last may be smaller). The ID:OOD mix may first be subsampled to a ratio
    (:func:`stream_mix`, seeded).
 3. **Batch by batch.** :meth:`StreamMethod.score_batch` is called once per batch, in stream order.
    The scores of batch ``b`` may depend on batches ``0..b`` and on nothing later: a batch is scored
@@ -57,6 +57,7 @@ from typing import Any, ClassVar, TypeVar, overload
 
 import numpy as np
 
+from negvocab.deprecation import rename_keys, renamed_kwargs
 from negvocab.errors import InputError
 from negvocab.registry import decorator, resolve_target
 from negvocab.scoring.methods import METHODS, PARAMS, Method, Param, check_params, get_method, register_method
@@ -115,11 +116,12 @@ def _integer(value: Any, name: str, low: int) -> int:
     return int(value)
 
 
-def check_stream(*, batch_size: Any = 1, order: Any = "shuffled", seed: Any = 0) -> tuple[int, str, int]:
-    """``(batch_size, order, seed)`` if allowed, else one-line :class:`InputError` naming the parameter."""
+@renamed_kwargs(batch_size="stream_batch")
+def check_stream(*, stream_batch: Any = 1, order: Any = "shuffled", seed: Any = 0) -> tuple[int, str, int]:
+    """``(stream_batch, order, seed)`` if allowed, else one-line :class:`InputError` naming the parameter."""
     if not isinstance(order, str) or order not in STREAM_ORDERS:
         raise InputError(f"unknown order {order!r}; choose one of {', '.join(STREAM_ORDERS)}")
-    return _integer(batch_size, "batch_size", 1), order, _integer(seed, "seed", 0)
+    return _integer(stream_batch, "stream_batch", 1), order, _integer(seed, "seed", 0)
 
 
 def stream_order(n: int, *, order: str = "shuffled", seed: int = 0, n_id: int | None = None) -> np.ndarray:
@@ -168,19 +170,20 @@ def stream_mix(n_id: int, n_ood: int, *, ratio: float | None = None, seed: int =
 
 
 #: the stream settings a grid's test-time method (or any caller of :func:`stream_settings`) gets by default
-STREAM_DEFAULTS: dict[str, Any] = {"order": "shuffled", "batch_size": 256, "seed": 0, "id_ood_ratio": None}
+STREAM_DEFAULTS: dict[str, Any] = {"order": "shuffled", "stream_batch": 256, "seed": 0, "id_ood_ratio": None}
 
 
 def stream_settings(settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Stream settings (``order``, ``batch_size``, ``seed``, ``id_ood_ratio``) checked, the defaults of
-    :data:`STREAM_DEFAULTS` (256: AdaNeg's batch) filling the rest; an unknown key is one line."""
-    settings = dict(settings or {})
+    """Stream settings (``order``, ``stream_batch``, ``seed``, ``id_ood_ratio``) checked, the defaults of
+    :data:`STREAM_DEFAULTS` (256: AdaNeg's batch) filling the rest; an unknown key is one line. The old
+    key ``batch_size`` is read as ``stream_batch`` for one release (a DeprecationWarning)."""
+    settings = rename_keys(settings or {}, {"batch_size": "stream_batch"}, "stream settings")
     unknown = sorted(set(settings) - set(STREAM_DEFAULTS))
     if unknown:
         raise InputError(f"unknown stream setting(s) {', '.join(unknown)}; allowed: {', '.join(STREAM_DEFAULTS)}")
     full = {**STREAM_DEFAULTS, **settings}
-    full["batch_size"], full["order"], full["seed"] = check_stream(
-        batch_size=full["batch_size"], order=full["order"], seed=full["seed"]
+    full["stream_batch"], full["order"], full["seed"] = check_stream(
+        stream_batch=full["stream_batch"], order=full["order"], seed=full["seed"]
     )
     if full["id_ood_ratio"] is not None:
         full["id_ood_ratio"] = check_ratio(full["id_ood_ratio"])
@@ -321,7 +324,7 @@ class StreamResult:
     """Scores of one stream, aligned with the rows given to :func:`run_stream`.
 
     ``stream``: the order the rows were fed (position -> row); ``provenance``: ``order``,
-    ``batch_size``, ``seed`` (None for ``"given"``), ``n``, ``n_batches``, ``method``; ``state``: the
+    ``batch_size`` (the stream batch), ``seed`` (None for ``"given"``), ``n``, ``n_batches``, ``method``; ``state``: the
     method's :meth:`StreamMethod.state_dict` after the last batch."""
 
     scores: np.ndarray = field(repr=False)
@@ -330,11 +333,12 @@ class StreamResult:
     state: dict[str, Any] = field(default_factory=dict)
 
 
+@renamed_kwargs(batch_size="stream_batch")
 def run_stream(
     method: StreamMethod,
     image_emb: Embeddings,
     *,
-    batch_size: int,
+    stream_batch: int,
     order: str = "shuffled",
     seed: int = 0,
     n_id: int | None = None,
@@ -342,7 +346,7 @@ def run_stream(
     """Feed ``image_emb`` (n, d) to a set-up ``method`` as one stream, from a fresh state.
 
     The rows are permuted by :func:`stream_order` (``order``, ``seed``), cut into consecutive batches
-    of ``batch_size`` and scored in that order with :meth:`StreamMethod.score_batch`; the scores come
+    of ``stream_batch`` images and scored in that order with :meth:`StreamMethod.score_batch`; the scores come
     back in the original row order. ``n_id``: the first ``n_id`` rows are ID (the orders ``id_first``
     and ``ood_first`` need it). See the module docstring for the protocol.
 
@@ -351,7 +355,7 @@ def run_stream(
     ...     def step(self, x):
     ...         return np.full(len(x), float(self.n_seen))
     >>> m = Count().setup(np.eye(2))
-    >>> r = run_stream(m, np.eye(2)[[0, 1, 0, 1, 0]], batch_size=2, order="given")
+    >>> r = run_stream(m, np.eye(2)[[0, 1, 0, 1, 0]], stream_batch=2, order="given")
     >>> r.scores.tolist(), r.provenance["n_batches"]
     ([0.0, 0.0, 2.0, 2.0, 4.0], 3)
     """
@@ -360,26 +364,26 @@ def run_stream(
             "run_stream takes a StreamMethod (make one with "
             f"negvocab.make_stream(name, **params)), got {type(method).__name__}"
         )
-    batch_size, order, seed = check_stream(batch_size=batch_size, order=order, seed=seed)
+    stream_batch, order, seed = check_stream(stream_batch=stream_batch, order=order, seed=seed)
     x = _rows(image_emb, "image_emb")
     n = x.shape[0]
     perm = stream_order(n, order=order, seed=seed, n_id=n_id)
     method.reset()
-    parts = [method.score_batch(x[perm[i : i + batch_size]]) for i in range(0, n, batch_size)]
+    parts = [method.score_batch(x[perm[i : i + stream_batch]]) for i in range(0, n, stream_batch)]
     in_stream = np.concatenate(parts) if parts else np.zeros(0)
     scores = np.empty(n, dtype=np.float64)
     scores[perm] = in_stream  # stream position k holds row perm[k]
     provenance = {
         "method": method.name,
         "order": order,
-        "batch_size": batch_size,
+        "batch_size": stream_batch,  # the record keeps its key (results files read it)
         "seed": None if order == "given" else seed,
         "n": n,
         "n_batches": len(parts),
     }
     if order in SPLIT_ORDERS:
         provenance["n_id"] = n_id
-    logger.info("%s: %d images in %d batches of %d (%s)", method.name, n, len(parts), batch_size, order)
+    logger.info("%s: %d images in %d batches of %d (%s)", method.name, n, len(parts), stream_batch, order)
     return StreamResult(scores, perm, provenance, method.state_dict())
 
 

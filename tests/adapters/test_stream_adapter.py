@@ -36,7 +36,7 @@ def test_the_adapter_scores_its_batches_as_one_stream(vlm, batches, method, para
     ref = negvocab.make_stream(method, params).setup(
         vlm.encode_text(ID, "single", pos="n"), vlm.encode_text(NEG, "single"), **inputs(vlm, params.get("seed", 0))
     )
-    want = negvocab.run_stream(ref, g, batch_size=4, order="given").scores
+    want = negvocab.run_stream(ref, g, stream_batch=4, order="given").scores
     np.testing.assert_allclose(got, -want, rtol=1e-5, atol=1e-12)  # outlier score = -(negvocab score)
 
     state = det.zeroshot.detector

@@ -46,10 +46,10 @@ def _auroc(s_id, s_ood):
 def test_each_ood_set_is_one_stream_with_the_id_set_and_its_rows_say_so(toy, sets):
     id_x, oods, ids = sets
     params = {"ood_threshold": 0.55}
-    ev = evaluate_stream("toy_stream", id_x, oods, ids, batch_size=4, stream_seed=3, params=params, n_boot=50)
+    ev = evaluate_stream("toy_stream", id_x, oods, ids, stream_batch=4, stream_seed=3, params=params, n_boot=50)
     m = make_stream("toy_stream", params).setup(ids)
     for row, (name, ood) in zip(ev.rows, oods.items(), strict=False):
-        res = run_stream(m, np.concatenate([id_x, ood]), batch_size=4, order="shuffled", seed=3)
+        res = run_stream(m, np.concatenate([id_x, ood]), stream_batch=4, order="shuffled", seed=3)
         np.testing.assert_array_equal(ev.scores[name]["id"], res.scores[: len(id_x)])
         np.testing.assert_array_equal(ev.scores[name]["ood"], res.scores[len(id_x) :])
         assert row["ood_set"] == name
@@ -78,7 +78,7 @@ def test_each_ood_set_is_one_stream_with_the_id_set_and_its_rows_say_so(toy, set
 
 def test_another_stream_seed_is_another_recorded_result(toy, sets):
     id_x, oods, ids = sets
-    kw = {"batch_size": 3, "params": {"ood_threshold": 0.55}, "n_boot": 0}
+    kw = {"stream_batch": 3, "params": {"ood_threshold": 0.55}, "n_boot": 0}
     a = evaluate_stream("toy_stream", id_x, oods["far"], ids, stream_seed=0, **kw)
     b = evaluate_stream("toy_stream", id_x, oods["far"], ids, stream_seed=1, **kw)
     assert not np.allclose(a.scores["ood"]["ood"], b.scores["ood"]["ood"])
@@ -91,7 +91,7 @@ def test_what_evaluate_stream_cannot_serve_is_one_line_before_any_scoring(toy, s
     id_x, oods, ids = sets
     for kw, match in [
         ({"method": "neglabel"}, r"neglabel is a batch method"),
-        ({"batch_size": 0}, r"batch_size must be an integer >= 1, got 0"),
+        ({"stream_batch": 0}, r"stream_batch must be an integer >= 1, got 0"),
         ({"order": "backwards"}, r"unknown order 'backwards'"),
         ({"stream_seed": -2}, r"seed must be an integer >= 0, got -2"),
         ({"convention": "mine"}, r"unknown convention 'mine'"),
@@ -99,7 +99,7 @@ def test_what_evaluate_stream_cannot_serve_is_one_line_before_any_scoring(toy, s
         ({"ood_sets": {"mean": oods["far"]}}, r"OOD set name 'mean' is not allowed"),
         ({"id_set": "id/"}, r"id_set: pass image embeddings .* or image sets together with vlm="),
     ]:
-        args = {"method": "toy_stream", "id_set": id_x, "ood_sets": oods, "id_emb": ids, "batch_size": 2, **kw}
+        args = {"method": "toy_stream", "id_set": id_x, "ood_sets": oods, "id_emb": ids, "stream_batch": 2, **kw}
         with pytest.raises(InputError, match=match) as e:
             evaluate_stream(**args)
         assert "\n" not in str(e.value)
@@ -111,17 +111,17 @@ def test_image_embeddings_and_an_unregistered_instance_are_accepted(toy, sets):
     id_x, oods, ids = sets
     wrapped = ImageEmbeddings([f"i{k}.png" for k in range(len(id_x))], id_x)
     det = toy.RunningMeanOOD(ood_weight=1.0, ood_threshold=0.55)  # not through the registry
-    ev = evaluate_stream(det, wrapped, {"far": oods["far"]}, ids, batch_size=4, n_boot=0)
-    plain = evaluate_stream(det, id_x, {"far": oods["far"]}, ids, batch_size=4, n_boot=0)
+    ev = evaluate_stream(det, wrapped, {"far": oods["far"]}, ids, stream_batch=4, n_boot=0)
+    plain = evaluate_stream(det, id_x, {"far": oods["far"]}, ids, stream_batch=4, n_boot=0)
     np.testing.assert_array_equal(ev.scores["far"]["ood"], plain.scores["far"]["ood"])
     assert ev.rows[0]["method"] == "RunningMeanOOD" and ev.rows[0]["params"]["ood_threshold"] == 0.55
     with pytest.raises(InputError, match="an instance was built with its own"):
-        evaluate_stream(det, id_x, oods, ids, batch_size=4, params={"ood_weight": 2.0})
+        evaluate_stream(det, id_x, oods, ids, stream_batch=4, params={"ood_weight": 2.0})
 
 
 def test_several_stream_seeds_report_their_spread_and_each_seed_is_kept(toy, sets):
     id_x, oods, ids = sets
-    kw = {"batch_size": 3, "params": {"ood_threshold": 0.55}, "n_boot": 20}
+    kw = {"stream_batch": 3, "params": {"ood_threshold": 0.55}, "n_boot": 20}
     ev = evaluate_stream("toy_stream", id_x, oods, ids, stream_seed=[0, 1, 2], **kw)
     singles = [evaluate_stream("toy_stream", id_x, oods, ids, stream_seed=s, **kw) for s in (0, 1, 2)]
     assert list(ev.by_seed) == [0, 1, 2] and [r["ood_set"] for r in ev.rows] == ["far", "near", "mean"]
@@ -142,21 +142,21 @@ def test_several_stream_seeds_report_their_spread_and_each_seed_is_kept(toy, set
 
 def test_an_id_ood_ratio_subsamples_the_larger_side_with_the_stream_seed(toy, sets):
     id_x, oods, ids = sets
-    kw = {"batch_size": 2, "params": {"ood_threshold": 0.55}, "n_boot": 0}
+    kw = {"stream_batch": 2, "params": {"ood_threshold": 0.55}, "n_boot": 0}
     ev = evaluate_stream("toy_stream", id_x, {"far": oods["far"]}, ids, stream_seed=4, id_ood_ratio=0.5, **kw)
     kept = ev.kept["far"]
     assert len(kept["ood"]) == 7 and len(kept["id"]) == 4  # 7 OOD whole; ID cut to round(0.5 x 7) = 4
     row = ev.rows[0]
     assert (row["n_id"], row["n_ood"], row["id_ood_ratio"]) == (4, 7, 0.5)
     m = make_stream("toy_stream", {"ood_threshold": 0.55}).setup(ids)
-    res = run_stream(m, np.concatenate([id_x[kept["id"]], oods["far"]]), batch_size=2, seed=4)
+    res = run_stream(m, np.concatenate([id_x[kept["id"]], oods["far"]]), stream_batch=2, seed=4)
     np.testing.assert_array_equal(ev.scores["far"]["id"], res.scores[:4])
 
 
 @pytest.mark.parametrize("order", ["id_first", "ood_first"])
 def test_split_orders_feed_one_whole_part_before_the_other(toy, sets, order):
     id_x, oods, ids = sets
-    kw = {"batch_size": 2, "params": {"ood_threshold": 0.55}, "n_boot": 0}
+    kw = {"stream_batch": 2, "params": {"ood_threshold": 0.55}, "n_boot": 0}
     ev = evaluate_stream("toy_stream", id_x, {"far": oods["far"]}, ids, order=order, stream_seed=1, **kw)
     perm = ev.streams["far"].stream
     first = perm[: len(id_x)] if order == "id_first" else perm[: len(oods["far"])]
@@ -184,7 +184,7 @@ def test_a_benchmarks_id_set_names_the_label_space_streams_score_against(toy):
     id_set = ImageSet("cub", [f"/id/{i}.png" for i in range(12)], [f"i{i}" for i in range(12)])
     ood = ImageSet("far", [f"/ood/{i}.png" for i in range(9)], [f"o{i}" for i in range(9)])
     cub = read_id_classes(classes_file("cub200"))
-    kw = {"batch_size": 4, "templates": "single", "n_boot": 0}
+    kw = {"stream_batch": 4, "templates": "single", "n_boot": 0}
     for info, want in (({"id_classes": "cub200"}, cub), ({}, None)):
         vlm = Seen()
         vlm.texts = []

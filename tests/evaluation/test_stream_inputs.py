@@ -37,12 +37,12 @@ def test_evaluate_stream_makes_them_from_the_vlm(rw, tiny):
     corpus = rw.encode_text(["sofa", "mountain", "cloud", "bridge", "violin", "spoon", "lamp", "river"], "single")
     params = {"active_size": 5, "queue_length": 4, "seed": 1}
     ev = evaluate_stream(
-        "tanl", id_set, {"ood": ood_set}, id_emb, corpus, vlm=rw, batch_size=3, order="given", params=params, n_boot=0
+        "tanl", id_set, {"ood": ood_set}, id_emb, corpus, vlm=rw, stream_batch=3, order="given", params=params, n_boot=0
     )
     assert ev.rows[0]["test_time"] and ev.rows[0]["method"] == "tanl"
     method = make_stream("tanl", params).setup(id_emb, corpus, noise_images=noise_image_features(rw, seed=1))
     x = np.concatenate([rw.encode_images(id_set).embeddings, rw.encode_images(ood_set).embeddings])
-    want = run_stream(method, x, batch_size=3, order="given").scores
+    want = run_stream(method, x, stream_batch=3, order="given").scores
     got = np.concatenate([ev.scores["ood"]["id"], ev.scores["ood"]["ood"]])
     np.testing.assert_array_equal(got, want)
 

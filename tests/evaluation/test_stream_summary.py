@@ -36,7 +36,7 @@ def _mean_interval(ev, names, metric, level=0.95, **kw):
 
 def test_near_and_far_rows_average_their_sets_each_against_its_own_stream(sets):
     id_x, oods, ids = sets
-    ev = evaluate_stream("toy_stream", id_x, oods, ids, batch_size=4, stream_seed=2, n_boot=30, seed=1, groups=GROUPS)
+    ev = evaluate_stream("toy_stream", id_x, oods, ids, stream_batch=4, stream_seed=2, n_boot=30, seed=1, groups=GROUPS)
     by = {r["ood_set"]: r for r in ev.rows}
     assert list(by) == ["n1", "f1", "n2", "near-ood", "far-ood", "mean"]
     for name, members in (("near-ood", ["n1", "n2"]), ("far-ood", ["f1"]), ("mean", list(GROUPS))):
@@ -59,7 +59,7 @@ def test_near_and_far_rows_average_their_sets_each_against_its_own_stream(sets):
 def test_groups_default_to_those_of_the_benchmark_and_a_users_sets_have_none(sets):
     id_x, oods, ids = sets
     opened = OpenedSets(dict(oods), groups=dict(GROUPS))
-    kw = {"batch_size": 4, "stream_seed": 0, "n_boot": 0}
+    kw = {"stream_batch": 4, "stream_seed": 0, "n_boot": 0}
     names = [r["ood_set"] for r in evaluate_stream("toy_stream", id_x, opened, ids, **kw).rows]
     assert names == ["n1", "f1", "n2", "near-ood", "far-ood", "mean"]
     plain = [r["ood_set"] for r in evaluate_stream("toy_stream", id_x, oods, ids, **kw).rows]
@@ -68,7 +68,7 @@ def test_groups_default_to_those_of_the_benchmark_and_a_users_sets_have_none(set
 
 def test_several_stream_seeds_give_the_spread_of_the_group_rows_too(sets):
     id_x, oods, ids = sets
-    ev = evaluate_stream("toy_stream", id_x, oods, ids, batch_size=3, stream_seed=[0, 4, 9], n_boot=10, groups=GROUPS)
+    ev = evaluate_stream("toy_stream", id_x, oods, ids, stream_batch=3, stream_seed=[0, 4, 9], n_boot=10, groups=GROUPS)
     near = next(r for r in ev.rows if r["ood_set"] == "near-ood")
     per_seed = np.array([next(r["fpr"] for r in e.rows if r["ood_set"] == "near-ood") for e in ev.by_seed.values()])
     assert near["fpr"] == float(per_seed.mean()) and near["fpr_std"] == float(per_seed.std(ddof=1))

@@ -41,7 +41,7 @@ name = "neglabel"
 [[methods]]
 name = "adaneg"
 params = {{ adaneg_memory = 3, adaneg_groups = 2 }}
-stream = {{ order = "id_first", batch_size = 5, seed = 4 }}
+stream = {{ order = "id_first", stream_batch = 5, seed = 4 }}
 """
 
 
@@ -74,7 +74,7 @@ def test_a_grid_scores_a_stream_method_cell_by_cell(grid_files, tmp_path):
             {name: vlm.encode_images(sets[name]).embeddings},
             cls,
             neg,
-            batch_size=5,
+            stream_batch=5,
             order="id_first",
             stream_seed=4,
             params={"adaneg_memory": 3, "adaneg_groups": 2},
@@ -106,7 +106,7 @@ def test_a_stream_table_is_checked_before_any_model(grid_files, tmp_path):
     ]:
         toml = grid_files / f"grid_stream_bad_{tmp_path.name}.toml"
         text = GRID.format(cache=tmp_path / "cache").replace(
-            'stream = { order = "id_first", batch_size = 5, seed = 4 }', f"stream = {stream}"
+            'stream = { order = "id_first", stream_batch = 5, seed = 4 }', f"stream = {stream}"
         )
         toml.write_text(text)
         with pytest.raises(InputError, match=match) as e:
@@ -146,7 +146,7 @@ def test_a_grid_runs_tanl_with_the_noise_images_its_model_makes(grid_files, tmp_
             {name: vlm.encode_images(sets[name]).embeddings},
             cls,
             neg,
-            batch_size=5,
+            stream_batch=5,
             order="id_first",
             stream_seed=4,
             params={"seed": 2},
@@ -226,8 +226,8 @@ def test_several_stream_seeds_give_a_cell_each_and_their_spread_as_score_gives_i
     toml = grid_files / f"grid_seeds_{tmp_path.name}.toml"
     toml.write_text(
         GRID.format(cache=tmp_path / "cache").replace(
-            'stream = { order = "id_first", batch_size = 5, seed = 4 }',
-            'stream = { order = "shuffled", batch_size = 5, seeds = [0, 1, 2] }',
+            'stream = { order = "id_first", stream_batch = 5, seed = 4 }',
+            'stream = { order = "shuffled", stream_batch = 5, seeds = [0, 1, 2] }',
         )
     )
     cfg = negvocab.load_grid(toml)
@@ -243,7 +243,7 @@ def test_several_stream_seeds_give_a_cell_each_and_their_spread_as_score_gives_i
         {n: vlm.encode_images(sets[n]).embeddings for n in ("oodA", "oodB")},
         vlm.encode_text(list(classes.names), "single", pos="n"),
         vlm.encode_text(list(vocab.labels), "single", pos=vocab.parts_of_speech()),
-        batch_size=5,
+        stream_batch=5,
         order="shuffled",
         stream_seed=[0, 1, 2],
         params={"adaneg_memory": 3, "adaneg_groups": 2},

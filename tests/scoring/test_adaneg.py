@@ -62,7 +62,7 @@ CASES = [  # (negvocab's params, theirs)
 def test_every_score_equals_their_code_in_float64(data, ours, theirs):
     ids, negs, imgs = data
     m = make_stream("adaneg", adaneg_memory=3, **ours).setup(ids, negs)
-    res = run_stream(m, imgs, batch_size=7, order="shuffled", seed=5)
+    res = run_stream(m, imgs, stream_batch=7, order="shuffled", seed=5)
     expected, pp = _theirs(ids, negs, imgs, stream_order(len(imgs), seed=5), 7, torch.float64, **theirs)
     np.testing.assert_allclose(res.scores, expected, rtol=0, atol=1e-10)
     # the same memory: the same rows in the same slots, the same entropies
@@ -75,7 +75,7 @@ def test_the_stream_exercises_both_gates_and_replacement(data):
     ids, negs, imgs = data
     for tau in (0.01, 0.1):
         m = make_stream("adaneg", adaneg_memory=3, tau=tau).setup(ids, negs)
-        st = run_stream(m, imgs, batch_size=7, seed=5).state
+        st = run_stream(m, imgs, stream_batch=7, seed=5).state
         assert st["written"]["id"] > 0 and st["written"]["ood"] > 0 and st["replaced"]["id"] > 0
         assert st["replaced"]["ood"] > 0 or tau == 0.1
     assert (m.entropy[:K] > 1e-3).any() and (m.entropy[K:] > 1e-3).any()  # at tau 0.1 real entropies are compared
@@ -88,7 +88,7 @@ def test_plausible_wrong_orders_give_other_scores(data):
     ids, negs, imgs = data
     perm = stream_order(len(imgs), seed=5)
     m = make_stream("adaneg", adaneg_memory=3).setup(ids, negs)
-    right = run_stream(m, imgs, batch_size=7, seed=5).scores
+    right = run_stream(m, imgs, stream_batch=7, seed=5).scores
 
     class ScoreFirst(type(m)):
         def step(self, x):
@@ -101,9 +101,9 @@ def test_plausible_wrong_orders_give_other_scores(data):
             self._update(x, logits, vanilla)
             return out
 
-    wrong = run_stream(ScoreFirst(**m.params).setup(ids, negs), imgs, batch_size=7, seed=5).scores
+    wrong = run_stream(ScoreFirst(**m.params).setup(ids, negs), imgs, stream_batch=7, seed=5).scores
     assert np.abs(wrong - right).max() > 1e-3
-    other = run_stream(m, imgs, batch_size=7, seed=6).scores
+    other = run_stream(m, imgs, stream_batch=7, seed=6).scores
     assert np.abs(other - right).max() > 1e-3
     expected, _ = _theirs(ids, negs, imgs, perm, 7, torch.float64, memleng=3)
     np.testing.assert_allclose(right, expected, rtol=0, atol=1e-10)
@@ -114,7 +114,7 @@ def test_float32_features_follow_their_float32_run(data):
     ids32, negs32, imgs32 = (a.astype(np.float32) for a in (ids, negs, imgs))
     for ours, theirs in CASES[:2]:
         m = make_stream("adaneg", adaneg_memory=3, **ours).setup(ids32, negs32)
-        res = run_stream(m, imgs32, batch_size=7, seed=5)
+        res = run_stream(m, imgs32, stream_batch=7, seed=5)
         expected, pp = _theirs(ids32, negs32, imgs32, stream_order(len(imgs), seed=5), 7, torch.float32, **theirs)
         np.testing.assert_allclose(res.scores, expected, rtol=0, atol=2e-5)
         np.testing.assert_array_equal(m.filled, pp.indice_memory.numpy().astype(np.int64))

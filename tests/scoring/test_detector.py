@@ -63,7 +63,7 @@ def test_a_test_time_methods_detector_is_its_stream_method():
     det = make_detector("adaneg", adaneg_memory=3).setup(T, N)
     assert det.stateful and det.name == "adaneg" and det.params["adaneg_memory"] == 3
     ref = negvocab.make_stream("adaneg", adaneg_memory=3).setup(T, N)
-    want = run_stream(ref, Z, batch_size=3, order="given").scores
+    want = run_stream(ref, Z, stream_batch=3, order="given").scores
     det.reset()
     got = np.concatenate([det.score_batch(Z[i : i + 3]) for i in range(0, 9, 3)])
     np.testing.assert_array_equal(got, want)

@@ -17,6 +17,7 @@ from negvocab.scoring.stream import (
     run_stream,
     stream_class,
     stream_order,
+    stream_settings,
 )
 
 
@@ -64,7 +65,7 @@ def _hand_loop(imgs, ids, perm, batch_size, weight, threshold):
 def test_the_toy_equals_a_hand_loop_in_stream_order_and_comes_back_in_row_order(toy, data):
     imgs, ids, _ = data
     m = make_stream("toy_stream", ood_weight=0.8, ood_threshold=0.6).setup(ids)
-    res = run_stream(m, imgs, batch_size=3, order="shuffled", seed=7)
+    res = run_stream(m, imgs, stream_batch=3, order="shuffled", seed=7)
     perm = np.random.default_rng(7).permutation(len(imgs))
     in_stream = _hand_loop(imgs, ids, perm, 3, 0.8, 0.6)
     expected = np.empty(len(imgs))
@@ -79,7 +80,7 @@ def test_the_toy_equals_a_hand_loop_in_stream_order_and_comes_back_in_row_order(
     assert res.provenance == {
         "method": "toy_stream",
         "order": "shuffled",
-        "batch_size": 3,
+        "batch_size": 3,  # the record keeps its key
         "seed": 7,
         "n": len(imgs),
         "n_batches": 5,
@@ -91,44 +92,44 @@ def test_a_stateless_method_scores_every_image_as_itself_whatever_the_order(toy,
     m = make_stream("toy_stream", ood_weight=0.0).setup(ids)  # weight 0: the plain max cosine
     direct = (imgs @ ids.T).max(axis=1)
     for seed in (0, 1, 2):
-        np.testing.assert_allclose(run_stream(m, imgs, batch_size=4, seed=seed).scores, direct, atol=1e-12)
+        np.testing.assert_allclose(run_stream(m, imgs, stream_batch=4, seed=seed).scores, direct, atol=1e-12)
 
 
 def test_another_seed_or_batch_size_gives_another_recorded_result(toy, data):
     imgs, ids, _ = data
     m = make_stream("toy-stream", {"ood_threshold": 0.6})
     m.setup(ids)
-    a, b = run_stream(m, imgs, batch_size=2, seed=0), run_stream(m, imgs, batch_size=2, seed=1)
+    a, b = run_stream(m, imgs, stream_batch=2, seed=0), run_stream(m, imgs, stream_batch=2, seed=1)
     assert not np.allclose(a.scores, b.scores)
     assert (a.provenance["seed"], b.provenance["seed"]) == (0, 1)
-    again = run_stream(m, imgs, batch_size=2, seed=0)  # run_stream starts from a fresh state
+    again = run_stream(m, imgs, stream_batch=2, seed=0)  # run_stream starts from a fresh state
     np.testing.assert_array_equal(again.scores, a.scores)
-    c = run_stream(m, imgs, batch_size=5, seed=0)
+    c = run_stream(m, imgs, stream_batch=5, seed=0)
     assert not np.allclose(a.scores, c.scores) and c.provenance["batch_size"] == 5
 
 
 def test_given_order_with_one_batch_is_one_call(toy, data):
     imgs, ids, _ = data
     m = make_stream("toy_stream", ood_threshold=0.6).setup(ids)
-    res = run_stream(m, imgs, batch_size=len(imgs), order="given", seed=5)
+    res = run_stream(m, imgs, stream_batch=len(imgs), order="given", seed=5)
     m.reset()
     np.testing.assert_array_equal(res.scores, m.score_batch(imgs))
     assert res.provenance["seed"] is None and res.provenance["n_batches"] == 1
     # in batches of 1 the later images see the earlier ones: not the same as one batch
-    assert not np.allclose(run_stream(m, imgs, batch_size=1, order="given").scores, res.scores)
+    assert not np.allclose(run_stream(m, imgs, stream_batch=1, order="given").scores, res.scores)
 
 
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
-        ({"batch_size": 0}, r"batch_size must be an integer >= 1, got 0"),
-        ({"batch_size": 2.5}, r"batch_size must be an integer >= 1, got 2.5"),
-        ({"batch_size": True}, r"batch_size must be an integer >= 1, got True"),
+        ({"stream_batch": 0}, r"stream_batch must be an integer >= 1, got 0"),
+        ({"stream_batch": 2.5}, r"stream_batch must be an integer >= 1, got 2.5"),
+        ({"stream_batch": True}, r"stream_batch must be an integer >= 1, got True"),
         (
-            {"batch_size": 2, "order": "random"},
+            {"stream_batch": 2, "order": "random"},
             r"unknown order 'random'; choose one of shuffled, given, id_first, ood_first",
         ),
-        ({"batch_size": 2, "seed": -1}, r"seed must be an integer >= 0, got -1"),
+        ({"stream_batch": 2, "seed": -1}, r"seed must be an integer >= 0, got -1"),
     ],
 )
 def test_stream_settings_are_checked_in_one_line(toy, data, kw, match):
@@ -146,7 +147,7 @@ def test_batch_and_stream_methods_do_not_mix(toy, data):
     for call, match in [
         (lambda: make_stream("mcm"), r"mcm is a batch method: score it with negvocab.score .*toy_stream"),
         (lambda: negvocab.score("toy_stream", imgs, ids), r"toy_stream is a test-time \(stream\) method"),
-        (lambda: run_stream("toy_stream", imgs, batch_size=2), r"run_stream takes a StreamMethod"),
+        (lambda: run_stream("toy_stream", imgs, stream_batch=2), r"run_stream takes a StreamMethod"),
         (lambda: make_stream("toy_stream", tau=0.1), r"toy_stream: unexpected parameter\(s\) tau"),
         (lambda: make_stream("toy_stream", ood_weight=-1.0), r"ood_weight must be a number >= 0, got -1.0"),
         (lambda: make_stream("toy_stream").score_batch(imgs), r"toy_stream is not set up"),
@@ -275,19 +276,19 @@ def test_a_batch_scores_never_depend_on_later_batches(toy, data, shaped):
         "tanl": lambda: TanlShaped().setup(ids, neg, noise_images=noise),
         "toy": lambda: make_stream("toy_stream", ood_threshold=0.6).setup(ids),
     }[shaped]()
-    full = run_stream(method, imgs, batch_size=3, order="given")
+    full = run_stream(method, imgs, stream_batch=3, order="given")
     for cut in (3, 6, 9):
-        head = run_stream(method, imgs[:cut], batch_size=3, order="given")
+        head = run_stream(method, imgs[:cut], stream_batch=3, order="given")
         np.testing.assert_array_equal(head.scores, full.scores[:cut])
     # and the state matters: the last batch alone, from a fresh state, scores differently
-    alone = run_stream(method, imgs[9:], batch_size=3, order="given")
+    alone = run_stream(method, imgs[9:], stream_batch=3, order="given")
     assert not np.allclose(alone.scores, full.scores[9:])
 
 
 def test_the_adaneg_shape_keeps_a_bounded_bank_filled_by_confident_images(data):
     imgs, ids, neg = data
     m = AdaNegShaped(cap=2, gate=0.45).setup(ids, neg)
-    res = run_stream(m, np.repeat(imgs, 3, axis=0), batch_size=4, order="shuffled", seed=1)
+    res = run_stream(m, np.repeat(imgs, 3, axis=0), stream_batch=4, order="shuffled", seed=1)
     assert 0 < res.state["bank_images"] <= 2 * (len(ids) + len(neg))
     assert m.filled.max() == 3  # some bank full: its cap holds
     with pytest.raises(InputError, match="AdaNegShaped needs negative label embeddings"):
@@ -302,7 +303,7 @@ def test_the_tanl_shape_takes_its_corpus_and_noise_images_at_setup_and_moves_its
     with pytest.raises(InputError, match=r"unexpected set-up input\(s\) corpus; accepted: noise_images"):
         TanlShaped().setup(ids, neg, noise_images=imgs[:2], corpus=neg)
     m = TanlShaped(k=3, queue=6).setup(ids, neg, noise_images=_unit(np.random.default_rng(1).normal(size=(3, 6))))
-    run_stream(m, imgs, batch_size=2, order="given")
+    run_stream(m, imgs, stream_batch=2, order="given")
     assert len(m.chosen) == 7 and len({tuple(c) for c in m.chosen}) > 1  # the negatives change over the stream
 
 
@@ -336,10 +337,10 @@ def test_id_first_and_ood_first_put_each_part_whole_and_shuffle_within(toy, data
     a, b = rng.permutation(n_id), n_id + rng.permutation(n - n_id)
     assert stream_order(n, order="ood_first", seed=4, n_id=n_id).tolist() == [*b, *a]
     m = make_stream("toy_stream", ood_threshold=0.6).setup(ids)
-    res = run_stream(m, imgs, batch_size=3, order="id_first", seed=4, n_id=n_id)
+    res = run_stream(m, imgs, stream_batch=3, order="id_first", seed=4, n_id=n_id)
     assert res.provenance["n_id"] == n_id and res.provenance["seed"] == 4
     with pytest.raises(InputError, match="order 'ood_first' needs n_id"):
-        run_stream(m, imgs, batch_size=3, order="ood_first")
+        run_stream(m, imgs, stream_batch=3, order="ood_first")
 
 
 def test_stream_mix_keeps_the_ratio_and_the_smaller_side_whole():
@@ -356,3 +357,16 @@ def test_stream_mix_keeps_the_ratio_and_the_smaller_side_whole():
     for bad in (0, -1.0, float("nan"), True, "1"):
         with pytest.raises(InputError, match="id_ood_ratio must be a number > 0"):
             stream_mix(10, 30, ratio=bad)
+
+
+def test_the_stream_batchs_old_name_works_for_one_release_with_a_warning(toy, data):
+    imgs, ids, _ = data
+    m = make_stream("toy_stream").setup(ids)
+    want = run_stream(m, imgs, stream_batch=3, seed=2).scores
+    with pytest.warns(DeprecationWarning, match="'batch_size' is renamed 'stream_batch'"):
+        old = run_stream(m, imgs, batch_size=3, seed=2).scores
+    np.testing.assert_array_equal(old, want)
+    with pytest.warns(DeprecationWarning, match="stream settings: 'batch_size' is renamed 'stream_batch'"):
+        assert stream_settings({"batch_size": 5})["stream_batch"] == 5
+    with pytest.raises(InputError, match="give stream_batch .* or batch_size .*, not both"):
+        run_stream(m, imgs, stream_batch=3, batch_size=3)

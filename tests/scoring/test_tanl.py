@@ -103,7 +103,7 @@ def test_the_chosen_negatives_are_theirs(world, monkeypatch):
     method.setup(world["ids"], world["corpus"], noise_images=world["noise"])
     picked.clear()
     order = np.arange(len(world["x"]))
-    res = run_stream(method, world["x"], batch_size=16, order="given")
+    res = run_stream(method, world["x"], stream_batch=16, order="given")
     _, _, chosen = _theirs(world, order, 16, beta=40, gamma=1, alpha=0.0, memleng=12, gap=0.5, seed=5)
     final = picked[1:][1::2]  # run_stream's reset ranks once; then each batch ranks twice, the second for its score
     assert len(final) == len(chosen) == res.provenance["n_batches"]
@@ -116,7 +116,7 @@ def test_a_short_score_queue_is_cut_as_theirs(world, monkeypatch):
     method = make_stream("tanl", active_size=30, queue_length=12, seed=1)
     method.setup(world["ids"], world["corpus"], noise_images=world["noise"])
     order = np.random.default_rng(2).permutation(len(world["x"]))
-    res = run_stream(method, world["x"][order], batch_size=10, order="given")
+    res = run_stream(method, world["x"][order], stream_batch=10, order="given")
     want, _, _ = _theirs(world, order, 10, beta=30, gamma=1, alpha=0.0, memleng=12, gap=0.5, seed=1, score_queue_len=40)
     np.testing.assert_allclose(res.scores, want, atol=ATOL, rtol=0)
     assert len(method.score_queue) == 40
@@ -125,9 +125,9 @@ def test_a_short_score_queue_is_cut_as_theirs(world, monkeypatch):
 def test_the_stream_order_matters_and_is_recorded(world):
     method = make_stream("tanl", active_size=40, queue_length=12)
     method.setup(world["ids"], world["corpus"], noise_images=world["noise"])
-    a = run_stream(method, world["x"], batch_size=16, order="shuffled", seed=0)
-    b = run_stream(method, world["x"], batch_size=16, order="shuffled", seed=1)
-    again = run_stream(method, world["x"], batch_size=16, order="shuffled", seed=0)
+    a = run_stream(method, world["x"], stream_batch=16, order="shuffled", seed=0)
+    b = run_stream(method, world["x"], stream_batch=16, order="shuffled", seed=1)
+    again = run_stream(method, world["x"], stream_batch=16, order="shuffled", seed=0)
     np.testing.assert_array_equal(a.scores, again.scores)  # a fresh state each stream
     assert not np.allclose(a.scores, b.scores)
     assert a.provenance["order"] == "shuffled" and a.state["id_queue"] <= 12
