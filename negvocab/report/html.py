@@ -69,6 +69,7 @@ _HIDDEN = {
     "model", "pretrained", "random_weights", "convention", "tpr", "positive", "params", "templates", "ci_level",
     "n_boot",
     "ci_resample", "fpr_ci", "auroc_ci", "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high", "vocab_source",
+    "aupr_in_ci_low", "aupr_in_ci_high", "aupr_out_ci_low", "aupr_out_ci_high", "M", "order", "cell",
 }  # fmt: skip
 _PERCENT = {"fpr", "auroc", "aupr_in", "aupr_out", "aupr", "id_accuracy", *CCR_COLUMNS}
 _TITLES = {"id_accuracy": "ID acc. %", **{c: f"{c.upper()} %" for c in CCR_COLUMNS}}

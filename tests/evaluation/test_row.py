@@ -14,7 +14,7 @@ from sklearn.metrics import auc, average_precision_score, precision_recall_curve
 import negvocab
 from negvocab.errors import InputError
 from negvocab.evaluation import evaluate, sweeps
-from negvocab.evaluation.row import ResultRow, interval, rows_from_frame, to_frame
+from negvocab.evaluation.row import ROW_COLUMNS, ResultRow, _caveats, file_row, interval, rows_from_frame, to_frame
 from negvocab.evaluation.rows import metrics_row
 from negvocab.evaluation.stored import read_results
 from negvocab.grid.config import load_config
@@ -58,7 +58,12 @@ def test_score_sweep_and_grid_make_the_same_row(sets, classes, tmp_path, convent
     for m in ("fpr", "auroc"):  # the same bootstrap draws in every path
         assert score.intervals[m] == swept.intervals[m] == grid.intervals[m]
     assert score.params == grid.params == {"groups": 4} and swept.M == 24
-    assert set(grid.intervals) == {"fpr", "auroc", "aupr_in", "aupr_out"} and set(score.intervals) == {"fpr", "auroc"}
+    assert (
+        set(grid.intervals) == set(score.intervals) == set(swept.intervals) == {"fpr", "auroc", "aupr_in", "aupr_out"}
+    )
+    assert score.intervals == grid.intervals  # AUPR intervals too: one bootstrap in every path
+    # one row on disk: the same keys in the same order, whichever path made it
+    assert list(ev.rows[0]) == list(sw.rows[0]) == list(grid.to_dict()) == list(ROW_COLUMNS)
 
 
 def _hand_fpr(ids: np.ndarray, oods: np.ndarray, convention: str, tpr: float = 0.95) -> float:
@@ -85,7 +90,9 @@ def test_metrics_equal_an_independent_computation(convention):
         ap_in, ap_out = (auc(*precision_recall_curve(t, v)[1::-1]) for t, v in ((y, s), (1 - y, -s)))
     assert row.aupr_in == pytest.approx(ap_in, abs=1e-12) and row.aupr_out == pytest.approx(ap_out, abs=1e-12)
     assert (row.n_id, row.n_ood, row.positive) == (200, 80, "OOD" if convention == "openood" else "ID")
-    assert row.intervals == {} and "fpr_ci" not in row.to_dict() and math.isnan(row.to_dict("grid")["fpr_ci_low"])
+    d = row.to_dict()
+    assert row.intervals == {} and "fpr_ci" not in d and d["fpr_ci_low"] is None and d["aupr_out_ci_high"] is None
+    assert d["n_boot"] is None and list(d) == list(ROW_COLUMNS) == list(row.to_dict("grid"))
 
 
 def test_intervals_are_the_percentile_bootstrap_of_ood_resamples():
@@ -101,16 +108,27 @@ def test_intervals_are_the_percentile_bootstrap_of_ood_resamples():
     ("name", "layouts"),
     [("score_results.json", {"score"}), ("sweep_results.json", {"sweep", "reference"}), ("grid_cells.json", {"grid"})],
 )
-def test_old_files_of_each_schema_read_back_and_write_the_same_bytes(name, layouts):
+def test_old_files_of_each_schema_read_back_in_the_one_row(name, layouts):
     doc = json.loads((DATA / name).read_text())
     rows = [c["row"] for c in doc] if isinstance(doc, list) else [*doc["rows"], *doc.get("references", [])]
     recs = [ResultRow.from_dict(r) for r in rows]
     assert {r.layout for r in recs} == layouts
     for raw, rec in zip(rows, recs, strict=True):
-        assert json.dumps(rec.to_dict()) == json.dumps(raw)  # same keys, same order, same values
+        new = file_row(raw)
+        assert list(new)[: len(ROW_COLUMNS)] == list(ROW_COLUMNS) and ResultRow.from_dict(new) == rec
+        assert file_row(new) == new  # this version's row reads back as itself
+        for key, value in raw.items():  # the same values: only the interval and encoded keys change shape
+            if key in new and key not in ("caveats", "params", "ood_sets"):
+                assert new[key] == value, key
+        assert _caveats(new["caveats"]) == _caveats(raw.get("caveats")) and "name" not in new
+        params = raw.get("params")
+        assert (None if new["params"] is None else json.loads(new["params"])) == (
+            json.loads(params) if isinstance(params, str) else params
+        )
         for m in ("fpr", "auroc"):
             pair = raw.get(f"{m}_ci") or [raw.get(f"{m}_ci_low"), raw.get(f"{m}_ci_high")]
-            assert rec.intervals[m] == tuple(pair)
+            assert rec.intervals[m] == tuple(pair) == (new[f"{m}_ci_low"], new[f"{m}_ci_high"])
+            assert f"{m}_ci" not in new
 
 
 def test_old_rows_carry_what_they_said():
