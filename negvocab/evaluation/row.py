@@ -5,12 +5,13 @@ A row names what was scored (model, vocabulary, method and its parameters, OOD s
 the library an interval has one shape: ``intervals[metric] = (low, high)``. Every results file holds
 one row shape, :meth:`ResultRow.to_dict`'s: the columns :data:`ROW_COLUMNS` in that order (null where
 a field does not apply; an interval as ``<metric>_ci_low``/``<metric>_ci_high``, null where not
-bootstrapped; ``params`` and ``ood_sets`` as JSON text, ``caveats`` as ``"kind: text; kind: text"``),
-then a row's extra fields: ``score``'s results.json and results.csv, ``sweep``'s files, a grid's cells
-and its table. :meth:`ResultRow.from_dict` is the one reader of this row and of every older shape
-(``fpr_ci: [low, high]`` pairs, a ``score`` file's ``kind;kind`` caveats and dict params, a sweep
-reference's ``name``; :func:`interval` gives one interval of a row dict, :func:`file_row` any row in
-this shape); :func:`to_frame` and :func:`rows_from_frame` go to a pandas DataFrame and back.
+bootstrapped; ``caveats`` as ``"kind: text; kind: text"``; ``params`` an object and ``ood_sets`` a list,
+written as JSON text in a CSV or parquet table: :func:`table_cell`), then a row's extra fields:
+``score``'s results.json and results.csv, ``sweep``'s files, a grid's cells and its table.
+:meth:`ResultRow.from_dict` is the one reader of this row and of every older shape (``fpr_ci: [low,
+high]`` pairs, a ``score`` file's ``kind;kind`` caveats, a grid's JSON-text params, a sweep reference's
+``name``; :func:`interval` gives one interval of a row dict, :func:`file_row` any row in this shape);
+:func:`to_frame` and :func:`rows_from_frame` go to a pandas DataFrame and back.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "ResultRow",
     "file_row",
     "interval",
+    "table_cell",
     "result_kind",
     "rows_from_frame",
     "to_frame",
@@ -167,7 +169,7 @@ class ResultRow:
             "deployable": self.deployable,
             "caveats": "; ".join(f"{k}: {v}" for k, v in self.caveats.items()),
             "method": self.method,
-            "params": None if self.params is None else json.dumps(dict(self.params), sort_keys=True),
+            "params": None if self.params is None else dict(self.params),
             "templates": self.templates,
             "M": self.M,
             "order": self.order,
@@ -181,7 +183,7 @@ class ResultRow:
         out: dict[str, Any] = {
             "ood_set": self.ood_set,
             "n_ood_sets": self.n_ood_sets,
-            "ood_sets": None if self.ood_sets is None else json.dumps(list(self.ood_sets)),
+            "ood_sets": None if self.ood_sets is None else list(self.ood_sets),
             "convention": self.convention,
             "positive": None if self.summary else self.positive,
             "tpr": self.tpr,
@@ -244,6 +246,14 @@ def _detect(row: Mapping[str, Any]) -> Layout:
     if row.get("M") is not None:
         return "reference" if "name" in row or row.get("order") is None else "sweep"  # a reference has no order
     return "score"
+
+
+def table_cell(value: Any) -> Any:
+    """A row's value as a CSV or parquet table holds it: a mapping (``params``) or a list (``ood_sets``,
+    ``stream_seeds``) as JSON text (keys sorted), anything else as it is."""
+    if isinstance(value, (Mapping, list, tuple)):
+        return json.dumps(dict(value) if isinstance(value, Mapping) else list(value), sort_keys=True)
+    return value
 
 
 def file_row(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -34,16 +34,16 @@ from negvocab.errors import InputError
 from negvocab.evaluation.accuracy import mean_ccr
 from negvocab.evaluation.compare import METRIC_NAMES
 from negvocab.evaluation.kinds import caveat_notes
+from negvocab.evaluation.row import table_cell
 from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, seed_spread, summary_sets
 from negvocab.evaluation.stored import read_grid_cells, read_grid_means
 from negvocab.grid.config import spec_digest
 from negvocab.grid.work import id_classes, open_sets, plan_cells, read_scores
 from negvocab.report import tables as T
 from negvocab.report.plots import plot_overlay
-from negvocab.report.results import CCR_COLUMNS, TABLE_COLUMNS, table_columns
+from negvocab.report.results import CCR_COLUMNS, TABLE_COLUMNS, table_columns, table_csv
 from negvocab.report.significance import PairedMarks, bold_note
 from negvocab.scoring.methods import EVALUATION_PARAMS
-from negvocab.textfiles import csv_text
 
 if TYPE_CHECKING:
     from negvocab.grid.config import GridConfig
@@ -133,7 +133,7 @@ def _summary_row(name: str, members: Sequence[Mapping[str, Any]], ci: Mapping[st
         row[k] = float(np.mean([m[k] for m in members]))
     for k in [c for c in COLUMNS if c.endswith(("_ci_low", "_ci_high"))]:
         row[k] = ci.get(k)  # an interval of the mean is not the mean of intervals
-    row.update(n_ood_sets=len(members), ood_sets=None if name == MEAN else json.dumps([m["ood_set"] for m in members]))
+    row.update(n_ood_sets=len(members), ood_sets=None if name == MEAN else [m["ood_set"] for m in members])
     row.update(positive=None, ci_resample="ood, within each set" if ci else None)
     row.update({} if ci else {"ci_level": None, "n_boot": None})
     row.update(_accuracy(members))
@@ -471,7 +471,7 @@ class GridResult:
         out = Path(out_dir or self.out_dir or ".")
         out.mkdir(parents=True, exist_ok=True)
         table = self.table()
-        write_text(out / "table.csv", csv_text(table, table_columns(table)))  # a test-time method's: its stream
+        write_text(out / "table.csv", table_csv(table))  # a test-time method's columns: its stream
         self._write_parquet(out / "table.parquet", table)
         md, tex = [], []
         for vocab, meth, conv in dict.fromkeys((r["vocabulary"], r["method"], r["convention"]) for r in table):
@@ -551,7 +551,7 @@ class GridResult:
         except ModuleNotFoundError:
             logger.warning("table.parquet not written: pip install 'negvocab[grid]' (pyarrow)")
             return
-        cols = {c: [r.get(c) for r in rows] for c in table_columns(rows)}
+        cols = {c: [table_cell(r.get(c)) for r in rows] for c in table_columns(rows)}
         with atomic_path(path, suffix=".parquet") as tmp:
             pq.write_table(pa.table(cols), tmp)
 

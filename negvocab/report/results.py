@@ -16,7 +16,7 @@ import numpy as np
 
 from negvocab.atomic import atomic_path, write_json, write_text
 from negvocab.evaluation.kinds import caveat_kinds
-from negvocab.evaluation.row import INTERVAL_METRICS, ROW_COLUMNS, file_row, interval, result_kind
+from negvocab.evaluation.row import INTERVAL_METRICS, ROW_COLUMNS, file_row, interval, result_kind, table_cell
 from negvocab.evaluation.rows import SUMMARY_ROWS, conventions, grouping_params, jsonable
 from negvocab.outdir import staged_folder
 from negvocab.report.plots import check_plot_formats, plot_sweep
@@ -40,6 +40,7 @@ __all__ = [
     "TUNING_COLUMNS",
     "flat_row",
     "table_columns",
+    "table_csv",
     "format_table",
     "test_time_notes",
     "tuning_notes",
@@ -95,6 +96,13 @@ def table_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     method's stream, ID accuracy and CCR, and tuning, where some row holds them."""
     more = [*STREAM_COLUMNS, *accuracy_columns_in(rows), *TUNING_COLUMNS]
     return [*TABLE_COLUMNS, *(c for c in more if any(c in r for r in rows))]
+
+
+def table_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
+    """The CSV text of a results table (``columns``: default :func:`table_columns`), its objects and lists
+    as JSON text (:func:`negvocab.evaluation.row.table_cell`)."""
+    cells = [{k: table_cell(v) for k, v in r.items()} for r in rows]
+    return csv_text(cells, table_columns(rows) if columns is None else columns)
 
 
 def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | None = None) -> str:
@@ -224,7 +232,7 @@ def write_results(ev: Evaluation, out_dir: str | os.PathLike[str], *, overwrite:
 
 def _write_results_files(ev: Evaluation, out: Path) -> None:
     rows = [file_row(r) for r in ev.rows]  # the one row shape of every results file
-    write_text(out / "results.csv", csv_text(rows, table_columns(rows)))
+    write_text(out / "results.csv", table_csv(rows))
     arrays: dict[str, np.ndarray] = {
         "id_image_ids": np.array([i for i, _ in ev.id_images]),
         "id_paths": np.array([p for _, p in ev.id_images]),
@@ -293,7 +301,7 @@ def write_sweep(
 def _write_sweep_files(result: SweepResult, out: Path, plot_formats: Sequence[str] = ()) -> None:
     rows, refs = [file_row(r) for r in result.rows], [file_row(r) for r in result.references]
     table = [{**r, "kind": "sweep"} for r in rows] + [{**r, "kind": "reference"} for r in refs]
-    write_text(out / "sweep.csv", csv_text(table, [*SWEEP_COLUMNS, *table_columns(table)[len(TABLE_COLUMNS) :]]))
+    write_text(out / "sweep.csv", table_csv(table, [*SWEEP_COLUMNS, *table_columns(table)[len(TABLE_COLUMNS) :]]))
     for fmt in dict.fromkeys(["png", *plot_formats]):
         plot_sweep(rows, out / f"sweep.{fmt}", references=refs, random_weights=result.random_weights)
     write_json(out / "sweep.json", {**jsonable(result.meta), "rows": rows, "references": refs})
