@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -36,9 +37,9 @@ __all__ = [
     "ResultRow",
     "file_row",
     "interval",
-    "table_cell",
     "result_kind",
     "rows_from_frame",
+    "table_cell",
     "to_frame",
 ]
 
@@ -154,9 +155,16 @@ class ResultRow:
     # ------------------------------------------------------------------------------------------
     def to_dict(self, layout: Layout | None = None) -> dict[str, Any]:
         """The row as every results file holds it: :data:`ROW_COLUMNS` in order (None where a field
-        does not apply), then ``extra``. ``layout`` is accepted for older callers; every layout is this one."""
-        if layout is not None and layout not in LAYOUTS:
-            raise InputError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+        does not apply), then ``extra``. ``layout`` (deprecated, ignored): every file holds this one row."""
+        if layout is not None:
+            if layout not in LAYOUTS:
+                raise InputError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+            warnings.warn(
+                "ResultRow.to_dict(layout): every results file holds one row now; layout is ignored and "
+                "goes in the next release",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         out: dict[str, Any] = {
             "model": self.model,
             "pretrained": self.pretrained,
