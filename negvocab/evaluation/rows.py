@@ -404,13 +404,8 @@ def grouping_params(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The grouping settings of the first row that used them."""
     for r in rows:
         params = r.get("params") or {}
-        if isinstance(params, str):  # JSON text, as results files hold it (ResultRow.to_dict)
-            try:
-                params = json.loads(params)
-            except ValueError:
-                continue
-        if isinstance(params, Mapping) and ("groups" in params or "grouping" in params):
-            return dict(params)
+        if "groups" in params or "grouping" in params:
+            return params
     return {}
 
 

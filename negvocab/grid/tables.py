@@ -74,6 +74,7 @@ METRICS = {
 PIVOT_METRICS = {**METRICS, **{k: v for k, v in METRIC_NAMES.items() if k not in METRICS}}
 RANDOM_NOTE = RANDOM_WEIGHTS_WARNING  # the one sentence (negvocab.evaluation.rows)
 _GROUP = ("model", "vocabulary", "method", "convention")
+_BOOTSTRAP = ("ci_level", "n_boot", "ci_resample")  # what a row says of its intervals' bootstrap
 
 
 def _mean_rows(
@@ -118,8 +119,7 @@ def _spread_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         members.sort(key=lambda m: m[0])
         row = {**members[0][1], "method": base, **seed_spread([r for _, r in members], [s for s, _ in members])}
         row.update(_accuracy([r for _, r in members]))  # CCR: the mean over the seeds, as the metrics
-        row.update({k: None for k in COLUMNS if k.endswith(("_ci_low", "_ci_high"))}, ci_level=None, n_boot=None)
-        row["ci_resample"] = None
+        row.update({k: None for k in COLUMNS if k.endswith(("_ci_low", "_ci_high")) or k in _BOOTSTRAP})
         digest = hashlib.sha256(" ".join(str(r.get("cell", "")) for _, r in members).encode()).hexdigest()[:16]
         out.append({**row, "cell": digest})
     return out
@@ -134,8 +134,9 @@ def _summary_row(name: str, members: Sequence[Mapping[str, Any]], ci: Mapping[st
     for k in [c for c in COLUMNS if c.endswith(("_ci_low", "_ci_high"))]:
         row[k] = ci.get(k)  # an interval of the mean is not the mean of intervals
     row.update(n_ood_sets=len(members), ood_sets=None if name == MEAN else [m["ood_set"] for m in members])
-    row.update(positive=None, ci_resample="ood, within each set" if ci else None)
-    row.update({} if ci else {"ci_level": None, "n_boot": None})
+    row.update(
+        {"positive": None, "ci_resample": "ood, within each set"} if ci else dict.fromkeys(("positive", *_BOOTSTRAP))
+    )
     row.update(_accuracy(members))
     digest = hashlib.sha256(" ".join(sorted(str(m.get("cell", "")) for m in members)).encode()).hexdigest()[:16]
     row.update(ood_set=name, n_ood=int(sum(m["n_ood"] for m in members)), cell=digest)  # the digest of its member cells
