@@ -188,3 +188,31 @@ def test_a_grid_row_with_unreadable_params_is_one_line():
     row = json.loads((DATA / "grid_cells.json").read_text())[0]["row"]
     with pytest.raises(InputError, match="params must be a JSON object"):
         ResultRow.from_dict({**row, "params": "{groups"})
+
+
+def test_table_readers_read_old_and_new_folders_alike(tmp_path):
+    """``negvocab table``'s reader (load_rows: folder_rows for score and sweep folders) over folders of
+    the older shapes and of this version: the intervals in one shape, the numbers as they were."""
+    from negvocab.grid.tables import load_rows
+
+    score = json.loads((DATA / "score_results.json").read_text())
+    sweep = json.loads((DATA / "sweep_results.json").read_text())
+    new = {**score, "rows": [file_row(r) for r in score["rows"]]}
+    for name, file, doc in (("old", "results.json", score), ("new", "results.json", new), ("sw", "sweep.json", sweep)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / file).write_text(json.dumps(doc))
+    old_rows, _, _ = load_rows([tmp_path / "old"])
+    new_rows, _, _ = load_rows([tmp_path / "new"])
+    assert len(old_rows) == len(new_rows) == len(score["rows"])
+    for old, now, raw in zip(old_rows, new_rows, score["rows"], strict=True):
+        for m in ("fpr", "auroc"):
+            assert (
+                (old[f"{m}_ci_low"], old[f"{m}_ci_high"])
+                == tuple(raw[f"{m}_ci"])
+                == (now[f"{m}_ci_low"], now[f"{m}_ci_high"])
+            )
+            assert old[m] == now[m] == raw[m] and f"{m}_ci" not in old
+        assert old["aupr_in_ci_low"] is None and now["aupr_in_ci_low"] is None  # not bootstrapped then
+    swept, _, _ = load_rows([tmp_path / "sw"])
+    assert [r["vocabulary"] for r in swept] == ["wordnet@10", "wordnet@30", "oracle"]
+    assert swept[-1]["fpr_ci_low"] == sweep["references"][0]["fpr_ci"][0]
