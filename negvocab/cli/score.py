@@ -43,6 +43,7 @@ from negvocab.cli.options import (
 from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder_report, writing
 from negvocab.data.validation import open_validation, validation_splits
 from negvocab.errors import InputError
+from negvocab.evaluation.kinds import caveat_kinds
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.plots import check_plot_formats
 from negvocab.report.results import (
@@ -455,10 +456,9 @@ def sweep_cmd(
         typer.echo(f"{r['M']:>8}  {where}{100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}")
     for r in res.references:
         where = f"{r['ood_set'][:13]:<14}" if several else ""
-        mark = "" if r["deployable"] else f"; NOT DEPLOYABLE: {r['caveats']}"
-        typer.echo(
-            f"{r['name']:>8}  {where}{100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}  (reference, M={r['M']}{mark})"
-        )
+        mark = "" if r["deployable"] else f"; NOT DEPLOYABLE: {';'.join(caveat_kinds(r['caveats']))}"
+        name, m = r["vocabulary"], r["M"]
+        typer.echo(f"{name:>8}  {where}{100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}  (reference, M={m}{mark})")
     for line in accuracy_lines(res.meta):  # where the ID labels allow; CCR per M is in sweep.csv
         typer.echo(line)
     typer.echo(f"wrote {out}/sweep.csv, sweep.json, sweep.png")

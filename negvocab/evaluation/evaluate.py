@@ -27,7 +27,7 @@ from negvocab.errors import InputError
 from negvocab.evaluation.accuracy import accuracy_summary, add_ccr, full_spectrum, id_correct
 from negvocab.evaluation.checks import common_mistakes
 from negvocab.evaluation.encode import encode_sets
-from negvocab.evaluation.row import ResultRow
+from negvocab.evaluation.row import ResultRow, file_row
 from negvocab.evaluation.rows import (
     RANDOM_WEIGHTS_WARNING,
     model_fields,
@@ -103,6 +103,7 @@ class Evaluation:
     def __post_init__(self) -> None:
         if not self.ood_sets:
             self.ood_sets = {"ood": len(self.ood_images)}
+        self.rows = [file_row(r) for r in self.rows]  # batch and test-time rows: the one row of every results file
 
     def __repr__(self) -> str:
         names = {r.get("vocabulary") or "-" for r in self.rows}

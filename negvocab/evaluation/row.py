@@ -2,12 +2,16 @@
 
 A row names what was scored (model, vocabulary, method and its parameters, OOD set, templates), how
 (convention, TPR) and what came out (FPR, AUROC, AUPR-In/Out, counts, bootstrap intervals). Inside
-the library an interval has one shape: ``intervals[metric] = (low, high)``. The files keep the shapes
-they always had, so that results stay byte-identical: :meth:`ResultRow.to_dict` writes the row of a
-``score`` results.json (``fpr_ci: [low, high]``), of a ``sweep``, of a sweep's reference, or of a grid
-cell (``fpr_ci_low``/``fpr_ci_high``), chosen by ``layout``. :meth:`ResultRow.from_dict` is the one
-reader of both interval shapes and of every old row (:func:`interval` gives one interval of a row
-dict); :func:`to_frame` and :func:`rows_from_frame` go to a pandas DataFrame and back.
+the library an interval has one shape: ``intervals[metric] = (low, high)``. Every results file holds
+one row shape, :meth:`ResultRow.to_dict`'s: the columns :data:`ROW_COLUMNS` in that order (null where
+a field does not apply; an interval as ``<metric>_ci_low``/``<metric>_ci_high``, null where not
+bootstrapped; ``caveats`` as ``"kind: text; kind: text"``; ``params`` an object and ``ood_sets`` a list,
+written as JSON text in a CSV or parquet table: :func:`table_cell`), then a row's extra fields:
+``score``'s results.json and results.csv, ``sweep``'s files, a grid's cells and its table.
+:meth:`ResultRow.from_dict` is the one reader of this row and of every older shape (``fpr_ci: [low,
+high]`` pairs, a ``score`` file's ``kind;kind`` caveats, a grid's JSON-text params, a sweep reference's
+``name``; :func:`interval` gives one interval of a row dict, :func:`file_row` any row in this shape);
+:func:`to_frame` and :func:`rows_from_frame` go to a pandas DataFrame and back.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -28,17 +33,30 @@ __all__ = [
     "INTERVAL_METRICS",
     "LAYOUTS",
     "RESULT_KINDS",
+    "ROW_COLUMNS",
     "ResultRow",
+    "file_row",
     "interval",
     "result_kind",
     "rows_from_frame",
+    "table_cell",
     "to_frame",
 ]
 
 #: the metrics that may carry a bootstrap interval, in the order files write them
 INTERVAL_METRICS: tuple[str, ...] = ("fpr", "auroc", "aupr_in", "aupr_out")
-#: the row shapes of the results files: ``score`` (results.json), ``sweep`` and ``reference``
-#: (sweep.json), ``grid`` (a grid cell and the tidy table)
+#: the columns of every results row, in order (a row's extra fields follow them)
+ROW_COLUMNS: tuple[str, ...] = (
+    "model", "pretrained", "random_weights",
+    "vocabulary", "vocab_source", "vocab_size", "vocab_hash", "oracle", "deployable", "caveats",
+    "method", "params", "templates", "M", "order", "cell",
+    "ood_set", "n_ood_sets", "ood_sets", "convention", "positive", "tpr",
+    *(f"{m}{s}" for m in INTERVAL_METRICS for s in ("", "_ci_low", "_ci_high")),
+    "aupr_method", "n_id", "n_ood", "ci_level", "n_boot", "ci_resample",
+)  # fmt: skip
+#: where a row came from: ``score`` (results.json), ``sweep`` and ``reference`` (sweep.json), ``grid``
+#: (a grid cell and the tidy table); older files had a row shape for each, read back by
+#: :meth:`ResultRow.from_dict`
 LAYOUTS: tuple[str, ...] = ("score", "sweep", "reference", "grid")
 Layout = Literal["score", "sweep", "reference", "grid"]
 _REQUIRED = ("method", "ood_set", "convention", "tpr", "fpr", "auroc", "aupr_in", "aupr_out", "n_id", "n_ood")
@@ -72,8 +90,8 @@ class ResultRow:
     ``near-ood``, ``far-ood``) carry ``n_ood_sets`` and, for the groups, ``ood_sets``. ``caveats``:
     kind -> text of a vocabulary that is not deployable (an old ``score`` file holds the kinds only).
     ``M`` and ``order``: a sweep's vocabulary size M and its order; ``cell``: a grid cell's digest;
-    ``extra``: anything else a row holds (NegLabel top-k bounds, ...). ``layout``: the file shape
-    :meth:`to_dict` writes by default.
+    ``extra``: anything else a row holds (NegLabel top-k bounds, ...). ``layout``: where the row
+    came from (:data:`LAYOUTS`).
     """
 
     method: str
@@ -136,59 +154,18 @@ class ResultRow:
     # writing
     # ------------------------------------------------------------------------------------------
     def to_dict(self, layout: Layout | None = None) -> dict[str, Any]:
-        """The row as the results file of ``layout`` (default :attr:`layout`) holds it, keys in its order."""
-        layout = layout or self.layout
-        if layout == "grid":
-            return self._grid_dict()
-        if layout not in LAYOUTS:
-            raise InputError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
-        model = {"model": self.model, "pretrained": self.pretrained, "random_weights": self.random_weights}
-        vocab = {
-            "vocabulary": self.vocabulary,
-            "vocab_source": self.vocab_source,
-            "vocab_hash": self.vocab_hash,
-            "vocab_size": self.vocab_size,
-            "oracle": self.oracle,
-            "deployable": self.deployable,
-            "caveats": ";".join(self.caveats),
-        }
-        if layout == "score":
-            params = {} if self.params is None else {"params": dict(self.params)}
-            head = {"method": self.method, **model, **vocab, **params, "templates": self.templates, **self.extra}
-        else:
-            lead = {"name": self.vocabulary, "M": self.M} if layout == "reference" else {"M": self.M}
-            head = {**lead, "method": self.method, **model, "templates": self.templates, **vocab}
-            if layout == "sweep":
-                head["order"] = self.order
-            head.update(self.extra)
-        return {**head, **self.metrics_dict()}
-
-    def metrics_dict(self) -> dict[str, Any]:
-        """The OOD set and the metrics, as a ``score``/``sweep`` row ends (``fpr_ci: [low, high]``)."""
-        out: dict[str, Any] = {"ood_set": self.ood_set, "convention": self.convention}
-        if not self.summary:
-            out["positive"] = self.positive
-        out.update(tpr=self.tpr, fpr=self.fpr, auroc=self.auroc, aupr_in=self.aupr_in, aupr_out=self.aupr_out)
-        if not self.summary:
-            out["aupr_method"] = self.aupr_method
-        out.update(n_id=self.n_id, n_ood=self.n_ood)
-        if self.summary:
-            out["n_ood_sets"] = self.n_ood_sets
-            if self.ood_sets is not None:
-                out["ood_sets"] = list(self.ood_sets)
-        if self.n_boot:
-            out.update({f"{m}_ci": list(self.intervals[m]) for m in INTERVAL_METRICS if m in self.intervals})
-            out.update(ci_level=self.ci_level, n_boot=self.n_boot, ci_resample=self.ci_resample)
-        return out
-
-    def _grid_dict(self) -> dict[str, Any]:
-        """The row of a grid cell file (``<metric>_ci_low``/``_ci_high``; NaN where not bootstrapped)."""
-
-        def ci(metric: str) -> dict[str, float]:
-            low, high = self.intervals.get(metric, (math.nan, math.nan))
-            return {f"{metric}_ci_low": low, f"{metric}_ci_high": high}
-
-        return {
+        """The row as every results file holds it: :data:`ROW_COLUMNS` in order (None where a field
+        does not apply), then ``extra``. ``layout`` (deprecated, ignored): every file holds this one row."""
+        if layout is not None:
+            if layout not in LAYOUTS:
+                raise InputError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+            warnings.warn(
+                "ResultRow.to_dict(layout): every results file holds one row now; layout is ignored and "
+                "goes in the next release",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        out: dict[str, Any] = {
             "model": self.model,
             "pretrained": self.pretrained,
             "random_weights": self.random_weights,
@@ -196,28 +173,35 @@ class ResultRow:
             "vocab_source": self.vocab_source,
             "vocab_size": self.vocab_size,
             "vocab_hash": self.vocab_hash,
+            "oracle": self.oracle,
             "deployable": self.deployable,
             "caveats": "; ".join(f"{k}: {v}" for k, v in self.caveats.items()),
-            "ood_set": self.ood_set,
             "method": self.method,
-            "params": json.dumps(dict(self.params or {}), sort_keys=True),
-            "convention": self.convention,
-            "tpr": self.tpr,
-            "fpr": self.fpr,
-            **ci("fpr"),
-            "auroc": self.auroc,
-            **ci("auroc"),
-            "aupr_in": self.aupr_in,
-            "aupr_out": self.aupr_out,
-            "aupr_method": self.aupr_method,
-            **ci("aupr_in"),
-            **ci("aupr_out"),
-            "n_id": self.n_id,
-            "n_ood": self.n_ood,
+            "params": None if self.params is None else dict(self.params),
             "templates": self.templates,
-            **self.extra,
+            "M": self.M,
+            "order": self.order,
             "cell": self.cell,
+            **self.metrics_dict(),
         }
+        return {**out, **{k: v for k, v in self.extra.items() if k not in out}}
+
+    def metrics_dict(self) -> dict[str, Any]:
+        """The OOD set, the metrics and their intervals: :data:`ROW_COLUMNS` from ``ood_set`` on."""
+        out: dict[str, Any] = {
+            "ood_set": self.ood_set,
+            "n_ood_sets": self.n_ood_sets,
+            "ood_sets": None if self.ood_sets is None else list(self.ood_sets),
+            "convention": self.convention,
+            "positive": None if self.summary else self.positive,
+            "tpr": self.tpr,
+        }
+        for m in INTERVAL_METRICS:
+            low, high = self.intervals.get(m, (None, None))
+            out.update({m: getattr(self, m), f"{m}_ci_low": low, f"{m}_ci_high": high})
+        out.update(aupr_method=self.aupr_method, n_id=self.n_id, n_ood=self.n_ood)
+        out.update(ci_level=self.ci_level, n_boot=self.n_boot, ci_resample=self.ci_resample)
+        return out
 
     def flat_dict(self) -> dict[str, Any]:
         """Every field in one flat mapping (intervals as ``<metric>_ci_low``/``_ci_high``, ``extra``
@@ -237,9 +221,10 @@ class ResultRow:
     # ------------------------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, row: Mapping[str, Any], layout: Layout | None = None) -> ResultRow:
-        """A row read back from any results file, old or new: a ``score`` results.json row, a sweep
-        or reference row of sweep.json, a grid cell row or a tidy-table row (intervals as
-        ``fpr_ci: [low, high]`` or as ``fpr_ci_low``/``fpr_ci_high``), or :meth:`flat_dict`'s."""
+        """A row read back from any results file, old or new: this version's row (:meth:`to_dict`), an
+        older ``score`` results.json row, sweep or reference row of sweep.json, grid cell row or
+        tidy-table row (intervals as ``fpr_ci: [low, high]`` or as ``fpr_ci_low``/``fpr_ci_high``), or
+        :meth:`flat_dict`'s. ``layout``: where it came from (default: guessed from its fields)."""
         missing = [k for k in _REQUIRED if k not in row]
         if missing:
             raise InputError(f"a results row lacks {', '.join(missing)}; it holds {', '.join(map(str, row))}")
@@ -255,7 +240,8 @@ class ResultRow:
         except ValueError:
             raise InputError(f"a results row's params must be a JSON object, got {params!r:.60}") from None
         if row.get("ood_sets") is not None:
-            kw["ood_sets"] = tuple(row["ood_sets"])
+            sets = row["ood_sets"]
+            kw["ood_sets"] = tuple(json.loads(sets) if isinstance(sets, str) else sets)
         kw["intervals"] = {m: ci for m in INTERVAL_METRICS if (ci := interval(row, m)) is not None}
         extra = dict(row.get("extra") or {})
         extra.update({k: v for k, v in row.items() if k not in names and k not in _DERIVED and not _is_ci(k)})
@@ -263,11 +249,25 @@ class ResultRow:
 
 
 def _detect(row: Mapping[str, Any]) -> Layout:
-    if "cell" in row or isinstance(row.get("params"), str):
+    if row.get("cell") is not None or (isinstance(row.get("params"), str) and "positive" not in row):
         return "grid"
-    if "M" in row:
-        return "reference" if "name" in row else "sweep"
+    if row.get("M") is not None:
+        return "reference" if "name" in row or row.get("order") is None else "sweep"  # a reference has no order
     return "score"
+
+
+def table_cell(value: Any) -> Any:
+    """A row's value as a CSV or parquet table holds it: a mapping (``params``) or a list (``ood_sets``,
+    ``stream_seeds``) as JSON text (keys sorted), anything else as it is."""
+    if isinstance(value, (Mapping, list, tuple)):
+        return json.dumps(dict(value) if isinstance(value, Mapping) else list(value), sort_keys=True)
+    return value
+
+
+def file_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A results row of any version (:meth:`ResultRow.from_dict`) in this version's shape
+    (:meth:`ResultRow.to_dict`): the same values, the keys of every results file."""
+    return ResultRow.from_dict(row).to_dict()
 
 
 def _is_ci(key: str) -> bool:

@@ -20,7 +20,7 @@ import numpy as np
 from negvocab.data.benchmarks import GROUPS, RESERVED_SET_NAMES, OpenedSets, ood_group
 from negvocab.errors import InputError
 from negvocab.evaluation.accuracy import accuracy_columns, mean_ccr
-from negvocab.evaluation.row import ResultRow
+from negvocab.evaluation.row import INTERVAL_METRICS, ResultRow, file_row
 from negvocab.provenance import command_line, negvocab_version, versions
 from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import PARAMS
@@ -127,7 +127,7 @@ def metrics_row(
     tpr: float,
     n_boot: int,
     seed: int,
-    intervals: Sequence[str] = ("fpr", "auroc"),
+    intervals: Sequence[str] = INTERVAL_METRICS,
     correct: np.ndarray | None = None,
     ccr: bool = False,
     **identity: Any,
@@ -268,9 +268,10 @@ def ood_rows(
     seed: int,
     groups: Mapping[str, str | None] | None = None,
 ) -> list[dict[str, Any]]:
-    """:func:`ood_records` as ``score`` rows, each starting with the fields of ``base``."""
+    """:func:`ood_records` as results rows (:meth:`ResultRow.to_dict`) with the fields of ``base`` (a row's
+    identity and extra fields, in any results file's encoding)."""
     recs = ood_records(s_id, s_ood, tpr=tpr, convention=convention, n_boot=n_boot, seed=seed, groups=groups, method="")
-    return [{**base, **r.metrics_dict()} for r in recs]
+    return [file_row({**r.to_dict(), **base}) for r in recs]
 
 
 def _mean_row(
@@ -319,12 +320,19 @@ def _mean_cis(
     n_boot: int,
     seed: int,
 ) -> dict[str, tuple[float, float]]:
-    """Bootstrap intervals of the mean over OOD sets: each set's OOD images resampled as for its own
-    row (same seed, same draws, against its ID scores), the metric averaged over the sets draw by draw."""
+    """Bootstrap intervals of the mean over OOD sets (every metric of :data:`INTERVAL_METRICS`): each
+    set's OOD images resampled as for its own row (same seed, same draws, against its ID scores), the
+    metric averaged over the sets draw by draw."""
     out: dict[str, tuple[float, float]] = {}
     alpha = 1.0 - level
     ids = s_id if isinstance(s_id, Mapping) else dict.fromkeys(s_ood, s_id)
-    for key, kw in (("fpr", {"tpr": tpr, "convention": convention}), ("auroc", {})):
+    aupr = {"method": M.aupr_method_for(convention)}
+    for key, kw in (
+        ("fpr", {"tpr": tpr, "convention": convention}),
+        ("auroc", {}),
+        ("aupr_in", aupr),
+        ("aupr_out", aupr),
+    ):
         draws = [M.bootstrap_values(key, ids[n], s, n_boot=n_boot, seed=seed, **kw) for n, s in s_ood.items()]
         if all(d is not None for d in draws):
             low, high = np.quantile(np.mean(draws, axis=0), [alpha / 2, 1 - alpha / 2])
@@ -393,12 +401,12 @@ def run_meta(
 
 
 def vocab_fields(vocab: Vocabulary | None) -> dict[str, Any]:
-    """A vocabulary's columns in a ``score`` row: identity and deployability (``caveats``: the kinds,
-    ``;``-separated), as :meth:`ResultRow.to_dict` writes them from :func:`vocab_identity`."""
+    """A vocabulary's columns in a results row: identity and deployability (``caveats``: ``"kind: text;
+    kind: text"``), as :meth:`ResultRow.to_dict` writes them from :func:`vocab_identity`."""
     ident = vocab_identity(vocab)
     nan = float("nan")
     blank = ResultRow("", "", "paper", 0.95, nan, nan, nan, nan, 0, 0, **ident)
-    row = blank.to_dict("score")
+    row = blank.to_dict()
     keys = ("vocab_source", "vocab_hash", "vocab_size", "oracle", "deployable", "caveats")
     return {k: row[k] for k in keys} | ({"random_weights": True} if ident.get("random_weights") else {})
 

@@ -12,8 +12,8 @@ file, what is wrong and what to do; nothing else escapes them (no ``BadZipFile``
   ids, paths and OOD-set names when stored (string arrays of those lengths), ``random_weights``
   and ``model``.
 - :func:`read_results_json` -> the document: a JSON object whose ``rows`` is a list of objects,
-  each with a string ``method``, numbers (or null) for the metrics it holds and pairs of them for
-  its intervals (``fpr_ci``).
+  each with a string ``method``, numbers (or null) for the metrics it holds and for its intervals
+  (``fpr_ci_low``/``fpr_ci_high``; an older file's ``fpr_ci`` pairs).
 - :func:`read_grid_cells` -> the stored rows of a grid's ``cells/`` and its failed cells.
 - :func:`read_results` -> the rows of any results folder (``score``, ``sweep`` or grid) as
   :class:`~negvocab.evaluation.row.ResultRow` records, whatever the version that wrote them.
@@ -72,10 +72,7 @@ METRIC_FIELDS = (
     "aupr_in",
     "aupr_out",
     "tpr",
-    "fpr_ci_low",
-    "fpr_ci_high",
-    "auroc_ci_low",
-    "auroc_ci_high",
+    *(f"{m}_ci_{end}" for m in INTERVAL_METRICS for end in ("low", "high")),
     "n_id",
     "n_ood",
 )

@@ -36,6 +36,7 @@ from negvocab.errors import InputError
 from negvocab.evaluation.encode import encode_sets
 from negvocab.evaluation.evaluate import Evaluation
 from negvocab.evaluation.evaluate import _named as named_vocabularies  # the one reading of ``vocabs``
+from negvocab.evaluation.row import file_row
 from negvocab.evaluation.rows import (
     SPREAD_METRICS,
     metrics_row,
@@ -115,6 +116,9 @@ class StreamEvaluation:
     meta: dict[str, Any] = field(default_factory=dict, repr=False)
     kept: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
     by_seed: dict[int, StreamEvaluation] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.rows = [file_row(r) for r in self.rows]  # the one row of every results file
 
 
 def stream_seeds(stream_seed: int | Sequence[int]) -> list[int]:
@@ -303,13 +307,14 @@ def _spread(by_seed: Mapping[int, StreamEvaluation]) -> list[dict[str, Any]]:
     seeds = list(by_seed)
     out = []
     for k, row in enumerate(by_seed[seeds[0]].rows):
-        spread = {key: v for key, v in row.items() if not key.endswith("_ci") and key not in _CI_KEYS}
+        spread = {key: v for key, v in row.items() if not key.endswith(_CI_ENDS) and key not in _CI_KEYS}
         spread.update(seed_spread([by_seed[s].rows[k] for s in seeds], seeds))
         out.append(spread)
     return out
 
 
 _CI_KEYS = ("ci_level", "n_boot", "ci_resample")
+_CI_ENDS = ("_ci", "_ci_low", "_ci_high")
 
 
 def _embeddings(vlm: VLM | None, id_set: Any, sets: Mapping[str, Any], progress: bool) -> tuple[Any, dict[str, Any]]:

@@ -149,7 +149,7 @@ def sweep_vocabulary(
     names = list(id_classes.names)
     pairs = pair_inputs(inputs, vlm, templates, names, vocab.labels[: max(wanted)])
     by_m = sweep(enc.images, class_emb, ranked, wanted, method=method, device=vlm.device, **kw, **pairs)
-    common = {"method": method, **model_fields(vlm), "templates": templates}
+    common = {"method": method, **model_fields(vlm), "params": kw, "templates": templates}
     boot: dict[str, Any] = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed, "groups": enc.groups}
     boot.update(hits)  # id_accuracy where the ID labels allow; CCR (per M: it depends on the scores) on full spectrum
     vname = name or vocab.source

@@ -32,6 +32,7 @@ from negvocab.data.benchmarks import MEAN
 from negvocab.errors import InputError
 from negvocab.evaluation.accuracy import mean_ccr
 from negvocab.evaluation.kinds import caveat_notes, result_kind
+from negvocab.evaluation.row import table_cell
 from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, seed_sd, seed_spread, summary_sets
 from negvocab.evaluation.stored import read_grid_cells, read_grid_means
 from negvocab.grid.config import spec_digest
@@ -39,10 +40,15 @@ from negvocab.grid.pivot import METRICS, PIVOT_METRICS, Pivot
 from negvocab.grid.work import id_classes, open_sets, plan_cells, read_scores
 from negvocab.report import tables as T
 from negvocab.report.plots import plot_overlay
-from negvocab.report.results import CCR_COLUMNS, STREAM_COLUMNS, TEST_TIME_MARK, accuracy_columns_in
+from negvocab.report.results import (
+    CCR_COLUMNS,
+    TABLE_COLUMNS,
+    TEST_TIME_MARK,
+    table_columns,
+    table_csv,
+)
 from negvocab.report.significance import PairedMarks, bold_note
 from negvocab.scoring.methods import EVALUATION_PARAMS
-from negvocab.textfiles import csv_text
 
 if TYPE_CHECKING:
     from negvocab.grid.config import GridConfig
@@ -60,17 +66,12 @@ __all__ = [
     "load_rows",
 ]
 
-COLUMNS = [
-    "model", "pretrained", "random_weights", "vocabulary", "vocab_source", "vocab_size", "vocab_hash",
-    "deployable", "caveats", "ood_set", "method", "params", "convention", "tpr",
-    "fpr", "fpr_ci_low", "fpr_ci_high", "auroc", "auroc_ci_low", "auroc_ci_high",
-    "aupr_in", "aupr_in_ci_low", "aupr_in_ci_high", "aupr_out", "aupr_out_ci_low", "aupr_out_ci_high",
-    "aupr_method", "n_id", "n_ood", "templates", "cell",
-]  # fmt: skip
+COLUMNS = TABLE_COLUMNS  # the one row of every results file (negvocab.evaluation.row.ROW_COLUMNS)
 #: what a test-time method's cells share and their summary rows keep
 STREAM_KEYS = ("test_time", "stream_order", "stream_batch_size", "stream_seed", "id_ood_ratio")
 RANDOM_NOTE = RANDOM_WEIGHTS_WARNING  # the one sentence (negvocab.evaluation.rows)
 _GROUP = ("model", "vocabulary", "method", "convention")
+_BOOTSTRAP = ("ci_level", "n_boot", "ci_resample")  # what a row says of its intervals' bootstrap
 
 
 def _mean_rows(
@@ -115,7 +116,7 @@ def _spread_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         members.sort(key=lambda m: m[0])
         row = {**members[0][1], "method": base, **seed_spread([r for _, r in members], [s for s, _ in members])}
         row.update(_accuracy([r for _, r in members]))  # CCR: the mean over the seeds, as the metrics
-        row.update({k: math.nan for k in COLUMNS if k.endswith(("_ci_low", "_ci_high"))})
+        row.update({k: None for k in COLUMNS if k.endswith(("_ci_low", "_ci_high")) or k in _BOOTSTRAP})
         digest = hashlib.sha256(" ".join(str(r.get("cell", "")) for _, r in members).encode()).hexdigest()[:16]
         out.append({**row, "cell": digest})
     return out
@@ -128,7 +129,11 @@ def _summary_row(name: str, members: Sequence[Mapping[str, Any]], ci: Mapping[st
     for k in ("fpr", "auroc", "aupr_in", "aupr_out"):
         row[k] = float(np.mean([m[k] for m in members]))
     for k in [c for c in COLUMNS if c.endswith(("_ci_low", "_ci_high"))]:
-        row[k] = ci.get(k, math.nan)  # an interval of the mean is not the mean of intervals
+        row[k] = ci.get(k)  # an interval of the mean is not the mean of intervals
+    row.update(n_ood_sets=len(members), ood_sets=None if name == MEAN else [m["ood_set"] for m in members])
+    row.update(
+        {"positive": None, "ci_resample": "ood, within each set"} if ci else dict.fromkeys(("positive", *_BOOTSTRAP))
+    )
     row.update(_accuracy(members))
     digest = hashlib.sha256(" ".join(sorted(str(m.get("cell", "")) for m in members)).encode()).hexdigest()[:16]
     row.update(ood_set=name, n_ood=int(sum(m["n_ood"] for m in members)), cell=digest)  # the digest of its member cells
@@ -408,8 +413,7 @@ class GridResult:
         out = Path(out_dir or self.out_dir or ".")
         out.mkdir(parents=True, exist_ok=True)
         table = self.table()
-        stream = [c for c in STREAM_COLUMNS if any(c in r for r in table)]  # only where a test-time method ran
-        write_text(out / "table.csv", csv_text(table, [*COLUMNS, *stream, *accuracy_columns_in(table)]))
+        write_text(out / "table.csv", table_csv(table))  # a test-time method's columns: its stream
         self._write_parquet(out / "table.parquet", table)
         md, tex = [], []
         for vocab, meth, conv in dict.fromkeys((r["vocabulary"], r["method"], r["convention"]) for r in table):
@@ -489,7 +493,7 @@ class GridResult:
         except ModuleNotFoundError:
             logger.warning("table.parquet not written: pip install 'negvocab[grid]' (pyarrow)")
             return
-        cols = {c: [r.get(c) for r in rows] for c in [*COLUMNS, *accuracy_columns_in(rows)]}
+        cols = {c: [table_cell(r.get(c)) for r in rows] for c in table_columns(rows)}
         with atomic_path(path, suffix=".parquet") as tmp:
             pq.write_table(pa.table(cols), tmp)
 

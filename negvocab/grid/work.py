@@ -22,7 +22,6 @@ from negvocab.builders.registry import get_builder
 from negvocab.errors import InputError, ResourceError
 from negvocab.evaluation.accuracy import full_spectrum, id_correct
 from negvocab.evaluation.checks import ID_NAMES_CAVEAT, id_names_in
-from negvocab.evaluation.row import INTERVAL_METRICS
 from negvocab.evaluation.rows import metrics_row
 from negvocab.grid.config import GridConfig, MethodSpec, ModelSpec, VocabSpec, spec_digest
 from negvocab.grid.labelspace import id_classes, id_classes_file, mapping_doc
@@ -627,7 +626,6 @@ def cell_row(
         tpr=cfg.tpr,
         n_boot=cfg.n_boot,
         seed=0,
-        intervals=INTERVAL_METRICS,
         correct=hits,
         ccr=hits is not None and bool((facts or {}).get("full_spectrum")) and not extra,  # a stream: no CCR yet
         layout="grid",

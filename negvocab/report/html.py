@@ -215,7 +215,7 @@ def _folder_section(
         more = accuracy_columns_in([*doc.get("rows", []), *doc.get("references", [])])
         fmt = lambda r: {  # noqa: E731
             "M": r.get("M"),
-            "name": r.get("name", ""),
+            "name": r.get("name") or r.get("vocabulary") or "",  # "name": an older sweep.json's reference
             "ood_set": r.get("ood_set") or one_set or "-",
             "fpr": pct(r.get("fpr")),
             "auroc": pct(r.get("auroc")),

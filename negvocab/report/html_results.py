@@ -41,6 +41,7 @@ _HIDDEN = {
     "model", "pretrained", "random_weights", "convention", "tpr", "positive", "params", "templates", "ci_level",
     "n_boot",
     "ci_resample", "fpr_ci", "auroc_ci", "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high", "vocab_source",
+    "aupr_in_ci_low", "aupr_in_ci_high", "aupr_out_ci_low", "aupr_out_ci_high", "M", "order", "cell",
 }  # fmt: skip
 _SPREAD = {f"{m}_{s}": f"{m.upper().replace('_', '-')} {s.replace('std', '± sd')} (seeds) %" for m in SPREAD_METRICS
            for s in ("std", "min", "max")}  # a test-time row over several stream seeds: apart from the CIs  # fmt: skip

@@ -181,7 +181,7 @@ def sweep_figure(
     """The figure :func:`plot_sweep` saves (a matplotlib ``Figure``, for a notebook to show).
 
     ``rows``: sweep rows (``M``, ``fpr``, ``auroc``, optional ``fpr_ci``/``auroc_ci``, and the fields
-    naming the series); ``references``: rows with ``name`` and ``M`` drawn as horizontal lines;
+    naming the series); ``references``: rows with ``vocabulary`` and ``M`` drawn as horizontal lines;
     ``ood_set``: which OOD set to draw when the rows hold several (default their mean; ``"all"``
     overlays each); ``random_weights``: mark the figure (default: any row says so); ``figure``: an
     empty figure to draw into (e.g. ``plt.figure()`` in a notebook), else a new one without pyplot.
@@ -226,7 +226,7 @@ def sweep_figure(
             )
         ref_varying = _varying(refs) if refs else []
         for j, ref in enumerate(refs):
-            name = str(ref.get("name", "reference"))
+            name = str(ref.get("name") or ref.get("vocabulary") or "reference")  # "name": an older sweep.json
             extra = _describe(ref, [f for f in ref_varying if f != "vocabulary"])
             label = f"{name}{' (not deployable)' if _not_deployable(ref) else ''}, M={ref['M']:,}" + (
                 f" [{extra}]" if extra else ""

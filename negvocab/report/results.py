@@ -7,8 +7,6 @@ only with ``overwrite``). :func:`format_table` is the terminal table.
 
 from __future__ import annotations
 
-import json
-import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.atomic import atomic_path, write_json, write_text
-from negvocab.evaluation.row import interval, result_kind
+from negvocab.evaluation.kinds import caveat_kinds
+from negvocab.evaluation.row import INTERVAL_METRICS, ROW_COLUMNS, file_row, interval, result_kind, table_cell
 from negvocab.evaluation.rows import SUMMARY_ROWS, conventions, grouping_params, jsonable, seed_sd
 from negvocab.outdir import staged_folder
 from negvocab.report.plots import check_plot_formats, plot_sweep
@@ -40,6 +39,8 @@ __all__ = [
     "TEST_TIME_MARK",
     "TUNING_COLUMNS",
     "flat_row",
+    "table_columns",
+    "table_csv",
     "format_table",
     "test_time_notes",
     "tuning_notes",
@@ -48,33 +49,9 @@ __all__ = [
 ]
 
 
-TABLE_COLUMNS = [
-    "method",
-    "model",
-    "pretrained",
-    "random_weights",
-    "vocabulary",
-    "vocab_source",
-    "vocab_hash",
-    "vocab_size",
-    "oracle",
-    "deployable",
-    "caveats",
-    "ood_set",
-    "convention",
-    "tpr",
-    "fpr",
-    "auroc",
-    "aupr_in",
-    "aupr_out",
-    "aupr_method",
-    "n_id",
-    "n_ood",
-    "fpr_ci_low",
-    "fpr_ci_high",
-    "auroc_ci_low",
-    "auroc_ci_high",
-]
+#: the columns every results table starts with (results.csv, sweep.csv, a grid's table.csv): the one row
+#: of every results file (:data:`negvocab.evaluation.row.ROW_COLUMNS`)
+TABLE_COLUMNS = list(ROW_COLUMNS)
 
 
 #: the columns a test-time (stream) method's rows add to results.csv: its stream and, over several
@@ -104,13 +81,28 @@ def accuracy_columns_in(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def flat_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A results row with its FPR and AUROC intervals as ``<metric>_ci_low``/``_ci_high`` columns (NaN where none)."""
+    """A results row of any version with its intervals as ``<metric>_ci_low``/``_ci_high`` columns (None
+    where none), as results files hold them; its other fields as they are."""
     out = dict(row)
-    for name in ("fpr", "auroc"):
-        ci = interval(out, name) or (math.nan, math.nan)
+    for name in INTERVAL_METRICS:
+        ci = interval(out, name) or (None, None)
         out.pop(f"{name}_ci", None)
         out[f"{name}_ci_low"], out[f"{name}_ci_high"] = ci
     return out
+
+
+def table_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The columns of a results table of ``rows``: :data:`TABLE_COLUMNS`, then those of a test-time
+    method's stream, ID accuracy and CCR, and tuning, where some row holds them."""
+    more = [*STREAM_COLUMNS, *accuracy_columns_in(rows), *TUNING_COLUMNS]
+    return [*TABLE_COLUMNS, *(c for c in more if any(c in r for r in rows))]
+
+
+def table_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
+    """The CSV text of a results table (``columns``: default :func:`table_columns`), its objects and lists
+    as JSON text (:func:`negvocab.evaluation.row.table_cell`)."""
+    cells = [{k: table_cell(v) for k, v in r.items()} for r in rows]
+    return csv_text(cells, table_columns(rows) if columns is None else columns)
 
 
 def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | None = None) -> str:
@@ -130,7 +122,7 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
     for r in rows:
         name = r["vocabulary"] or "-"
         if r.get("deployable") is False or r.get("oracle"):
-            caveats[r["vocabulary"]] = r.get("caveats") or "oracle"
+            caveats[r["vocabulary"]] = ";".join(caveat_kinds(r.get("caveats"))) or "oracle"
             name = f"{name[:40]} (not deployable: {caveats[r['vocabulary']]})"
         names.append(name)
     name_w = max(28, *(len(n) + 2 for n in names)) if names else 28
@@ -145,8 +137,8 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
     head += "".join(f"  {c.upper():>8}" for c in ccr)
     lines.append(head)
     for r, name in zip(rows, names, strict=True):
-        f = flat_row(r)
-        ci = f"[{100 * f['fpr_ci_low']:.1f}, {100 * f['fpr_ci_high']:.1f}]" if not math.isnan(f["fpr_ci_low"]) else "-"
+        fpr_ci = interval(r, "fpr")
+        ci = f"[{100 * fpr_ci[0]:.1f}, {100 * fpr_ci[1]:.1f}]" if fpr_ci is not None else "-"
         sd = seed_sd(r, "fpr")  # several stream seeds: their spread, in its own column, never as an interval
         sd_col = f"  {f'±{100 * sd[0]:.1f} (n={sd[1]})' if sd else '-':>12}" if spread else ""
         method = f"{r['method']} k={r['topk']}" if r.get("topk") else r["method"]  # top-k NegLabel is an estimate
@@ -249,12 +241,8 @@ def write_results(ev: Evaluation, out_dir: str | os.PathLike[str], *, overwrite:
 
 
 def _write_results_files(ev: Evaluation, out: Path) -> None:
-    flat = [{**flat_row(r), "params": json.dumps(r.get("params", {}))} for r in ev.rows]
-    stream = [c for c in STREAM_COLUMNS if any(c in r for r in ev.rows)]  # only where a test-time method ran
-    accuracy = accuracy_columns_in(ev.rows) + [c for c in TUNING_COLUMNS if any(c in r for r in ev.rows)]
-    for f, r in zip(flat, ev.rows, strict=True):
-        f.update({k: r[k] for k in accuracy if k in r})
-    write_text(out / "results.csv", csv_text(flat, [*TABLE_COLUMNS, "params", "templates", *accuracy, *stream]))
+    rows = [file_row(r) for r in ev.rows]  # the one row shape of every results file
+    write_text(out / "results.csv", table_csv(rows))
     arrays: dict[str, np.ndarray] = {
         "id_image_ids": np.array([i for i, _ in ev.id_images]),
         "id_paths": np.array([p for _, p in ev.id_images]),
@@ -300,15 +288,11 @@ def _write_results_files(ev: Evaluation, out: Path) -> None:
             "id_images": ev.id_explanations,
         },
     )
-    write_json(out / "results.json", {**ev.meta, "rows": ev.rows})
+    write_json(out / "results.json", {**ev.meta, "rows": rows})
 
 
-SWEEP_COLUMNS = [
-    "kind", "vocabulary", "M", "method", "model", "pretrained", "random_weights", "vocab_source", "vocab_hash",
-    "deployable",
-    "caveats", "ood_set", "convention", "tpr", "fpr", "auroc", "aupr_in", "aupr_out", "aupr_method", "n_id", "n_ood",
-    "fpr_ci_low", "fpr_ci_high", "auroc_ci_low", "auroc_ci_high", "templates",
-]  # fmt: skip
+#: sweep.csv's columns: a results table's (:data:`TABLE_COLUMNS`), then ``kind`` (``sweep`` or ``reference``)
+SWEEP_COLUMNS = [*TABLE_COLUMNS, "kind"]
 
 
 def write_sweep(
@@ -325,12 +309,9 @@ def write_sweep(
 
 
 def _write_sweep_files(result: SweepResult, out: Path, plot_formats: Sequence[str] = ()) -> None:
-    table = [{"kind": "sweep", **flat_row(r)} for r in result.rows] + [
-        {"kind": "reference", **flat_row(r)} for r in result.references
-    ]
-    write_text(out / "sweep.csv", csv_text(table, [*SWEEP_COLUMNS, *accuracy_columns_in(table)]))
+    rows, refs = [file_row(r) for r in result.rows], [file_row(r) for r in result.references]
+    table = [{**r, "kind": "sweep"} for r in rows] + [{**r, "kind": "reference"} for r in refs]
+    write_text(out / "sweep.csv", table_csv(table, [*SWEEP_COLUMNS, *table_columns(table)[len(TABLE_COLUMNS) :]]))
     for fmt in dict.fromkeys(["png", *plot_formats]):
-        plot_sweep(
-            result.rows, out / f"sweep.{fmt}", references=result.references, random_weights=result.random_weights
-        )
-    write_json(out / "sweep.json", {**jsonable(result.meta), "rows": result.rows, "references": result.references})
+        plot_sweep(rows, out / f"sweep.{fmt}", references=refs, random_weights=result.random_weights)
+    write_json(out / "sweep.json", {**jsonable(result.meta), "rows": rows, "references": refs})

@@ -127,7 +127,7 @@ def test_sweep_matches_score_and_draws_a_plot(tiny, model_args, tmp_path):
     assert [int(x["M"]) for x in rows] == [3, 9, 18] and all(x["random_weights"] == "True" for x in table)
     # the reference vocabularies are in the table too, marked as not deployable
     (ref,) = [x for x in table if x["kind"] == "reference"]
-    assert ref["vocabulary"] == "oracle" and ref["deployable"] == "False" and ref["caveats"] == "oracle"
+    assert ref["vocabulary"] == "oracle" and ref["deployable"] == "False" and ref["caveats"].startswith("oracle: ")
     assert all(x["deployable"] == "True" for x in rows)
     assert (sw / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # always: the report shows it
     assert (sw / "sweep.pdf").read_bytes()[:5] == b"%PDF-" and b"<svg" in (sw / "sweep.svg").read_bytes()[:2000]

@@ -14,7 +14,7 @@ from sklearn.metrics import auc, average_precision_score, precision_recall_curve
 import negvocab
 from negvocab.errors import InputError
 from negvocab.evaluation import evaluate, sweeps
-from negvocab.evaluation.row import ResultRow, interval, rows_from_frame, to_frame
+from negvocab.evaluation.row import ROW_COLUMNS, ResultRow, _caveats, file_row, interval, rows_from_frame, to_frame
 from negvocab.evaluation.rows import metrics_row
 from negvocab.evaluation.stored import read_results
 from negvocab.grid.config import load_config
@@ -58,7 +58,12 @@ def test_score_sweep_and_grid_make_the_same_row(sets, classes, tmp_path, convent
     for m in ("fpr", "auroc"):  # the same bootstrap draws in every path
         assert score.intervals[m] == swept.intervals[m] == grid.intervals[m]
     assert score.params == grid.params == {"groups": 4} and swept.M == 24
-    assert set(grid.intervals) == {"fpr", "auroc", "aupr_in", "aupr_out"} and set(score.intervals) == {"fpr", "auroc"}
+    assert (
+        set(grid.intervals) == set(score.intervals) == set(swept.intervals) == {"fpr", "auroc", "aupr_in", "aupr_out"}
+    )
+    assert score.intervals == grid.intervals  # AUPR intervals too: one bootstrap in every path
+    # one row on disk: the same keys in the same order, whichever path made it
+    assert list(ev.rows[0]) == list(sw.rows[0]) == list(grid.to_dict()) == list(ROW_COLUMNS)
 
 
 def _hand_fpr(ids: np.ndarray, oods: np.ndarray, convention: str, tpr: float = 0.95) -> float:
@@ -85,7 +90,11 @@ def test_metrics_equal_an_independent_computation(convention):
         ap_in, ap_out = (auc(*precision_recall_curve(t, v)[1::-1]) for t, v in ((y, s), (1 - y, -s)))
     assert row.aupr_in == pytest.approx(ap_in, abs=1e-12) and row.aupr_out == pytest.approx(ap_out, abs=1e-12)
     assert (row.n_id, row.n_ood, row.positive) == (200, 80, "OOD" if convention == "openood" else "ID")
-    assert row.intervals == {} and "fpr_ci" not in row.to_dict() and math.isnan(row.to_dict("grid")["fpr_ci_low"])
+    d = row.to_dict()
+    assert row.intervals == {} and "fpr_ci" not in d and d["fpr_ci_low"] is None and d["aupr_out_ci_high"] is None
+    assert d["n_boot"] is None and list(d) == list(ROW_COLUMNS)
+    with pytest.warns(DeprecationWarning, match="layout is ignored"):
+        assert row.to_dict("grid") == d  # one row for every layout
 
 
 def test_intervals_are_the_percentile_bootstrap_of_ood_resamples():
@@ -101,16 +110,25 @@ def test_intervals_are_the_percentile_bootstrap_of_ood_resamples():
     ("name", "layouts"),
     [("score_results.json", {"score"}), ("sweep_results.json", {"sweep", "reference"}), ("grid_cells.json", {"grid"})],
 )
-def test_old_files_of_each_schema_read_back_and_write_the_same_bytes(name, layouts):
+def test_old_files_of_each_schema_read_back_in_the_one_row(name, layouts):
     doc = json.loads((DATA / name).read_text())
     rows = [c["row"] for c in doc] if isinstance(doc, list) else [*doc["rows"], *doc.get("references", [])]
     recs = [ResultRow.from_dict(r) for r in rows]
     assert {r.layout for r in recs} == layouts
     for raw, rec in zip(rows, recs, strict=True):
-        assert json.dumps(rec.to_dict()) == json.dumps(raw)  # same keys, same order, same values
+        new = file_row(raw)
+        assert list(new)[: len(ROW_COLUMNS)] == list(ROW_COLUMNS) and ResultRow.from_dict(new) == rec
+        assert file_row(new) == new  # this version's row reads back as itself
+        for key, value in raw.items():  # the same values: only the interval and encoded keys change shape
+            if key in new and key not in ("caveats", "params", "ood_sets"):
+                assert new[key] == value, key
+        assert _caveats(new["caveats"]) == _caveats(raw.get("caveats")) and "name" not in new
+        params = raw.get("params")
+        assert new["params"] == (json.loads(params) if isinstance(params, str) else params)  # an object
         for m in ("fpr", "auroc"):
             pair = raw.get(f"{m}_ci") or [raw.get(f"{m}_ci_low"), raw.get(f"{m}_ci_high")]
-            assert rec.intervals[m] == tuple(pair)
+            assert rec.intervals[m] == tuple(pair) == (new[f"{m}_ci_low"], new[f"{m}_ci_high"])
+            assert f"{m}_ci" not in new
 
 
 def test_old_rows_carry_what_they_said():
@@ -170,3 +188,31 @@ def test_a_grid_row_with_unreadable_params_is_one_line():
     row = json.loads((DATA / "grid_cells.json").read_text())[0]["row"]
     with pytest.raises(InputError, match="params must be a JSON object"):
         ResultRow.from_dict({**row, "params": "{groups"})
+
+
+def test_table_readers_read_old_and_new_folders_alike(tmp_path):
+    """``negvocab table``'s reader (load_rows: folder_rows for score and sweep folders) over folders of
+    the older shapes and of this version: the intervals in one shape, the numbers as they were."""
+    from negvocab.grid.tables import load_rows
+
+    score = json.loads((DATA / "score_results.json").read_text())
+    sweep = json.loads((DATA / "sweep_results.json").read_text())
+    new = {**score, "rows": [file_row(r) for r in score["rows"]]}
+    for name, file, doc in (("old", "results.json", score), ("new", "results.json", new), ("sw", "sweep.json", sweep)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / file).write_text(json.dumps(doc))
+    old_rows, _, _ = load_rows([tmp_path / "old"])
+    new_rows, _, _ = load_rows([tmp_path / "new"])
+    assert len(old_rows) == len(new_rows) == len(score["rows"])
+    for old, now, raw in zip(old_rows, new_rows, score["rows"], strict=True):
+        for m in ("fpr", "auroc"):
+            assert (
+                (old[f"{m}_ci_low"], old[f"{m}_ci_high"])
+                == tuple(raw[f"{m}_ci"])
+                == (now[f"{m}_ci_low"], now[f"{m}_ci_high"])
+            )
+            assert old[m] == now[m] == raw[m] and f"{m}_ci" not in old
+        assert old["aupr_in_ci_low"] is None and now["aupr_in_ci_low"] is None  # not bootstrapped then
+    swept, _, _ = load_rows([tmp_path / "sw"])
+    assert [r["vocabulary"] for r in swept] == ["wordnet@10", "wordnet@30", "oracle"]
+    assert swept[-1]["fpr_ci_low"] == sweep["references"][0]["fpr_ci"][0]

@@ -8,6 +8,7 @@ from sklearn.metrics import roc_auc_score
 
 from negvocab.errors import InputError
 from negvocab.evaluation.rows import named_ood_sets, ood_rows
+from negvocab.scoring import metrics as M
 
 
 def _paper_fpr(ids, oods, tpr=0.95):
@@ -44,7 +45,7 @@ def test_group_means_and_the_mean_of_all(scores):
         and by["far-ood"]["n_ood"] == 50
         and by["far-ood"]["n_ood_sets"] == 2
     )
-    assert "ood_sets" not in by["mean"]  # the mean row keeps its fields
+    assert by["mean"]["ood_sets"] is None and by["mean"]["positive"] is None  # the mean row: every set
 
 
 def test_no_group_rows_unless_both_groups_are_there(scores):
@@ -59,9 +60,22 @@ def test_group_rows_have_bootstrap_intervals_of_their_own_mean(scores):
     rows = ood_rows({}, ids, sets, tpr=0.95, convention="paper", n_boot=200, seed=3)
     by = {r["ood_set"]: r for r in rows}
     for name in ("near-ood", "far-ood", "mean"):
-        low, high = by[name]["fpr_ci"]
+        low, high = by[name]["fpr_ci_low"], by[name]["fpr_ci_high"]
         assert low <= by[name]["fpr"] <= high and by[name]["n_boot"] == 200
-    assert by["near-ood"]["fpr_ci"] != by["far-ood"]["fpr_ci"]
+    assert by["near-ood"]["fpr_ci_low"] != by["far-ood"]["fpr_ci_low"]
+
+
+def test_summary_rows_have_aupr_intervals_of_their_own_mean(scores):
+    ids, sets = scores
+    rows = ood_rows({}, ids, sets, tpr=0.95, convention="openood", n_boot=50, seed=3)
+    by = {r["ood_set"]: r for r in rows}
+    near = ("ssb-hard", "ninco")
+    for metric in ("aupr_in", "aupr_out"):  # each set's draws (seed 3, trapezoid AUPR), averaged draw by draw
+        draws = [M.bootstrap_values(metric, ids, sets[n], n_boot=50, seed=3, method="trapezoid") for n in near]
+        want = np.quantile(np.mean(draws, axis=0), [0.025, 0.975])
+        assert (by["near-ood"][f"{metric}_ci_low"], by["near-ood"][f"{metric}_ci_high"]) == pytest.approx(want)
+        one = M.bootstrap_ci(metric, ids, sets["ninco"], n_boot=50, seed=3, method="trapezoid")
+        assert (by["ninco"][f"{metric}_ci_low"], by["ninco"][f"{metric}_ci_high"]) == (one.low, one.high)
 
 
 @pytest.mark.parametrize("name", ["mean", "near-ood", "far-ood"])

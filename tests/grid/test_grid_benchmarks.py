@@ -136,7 +136,8 @@ def test_group_rows_of_grid_tables_by_hand():
             for c in cells:
                 hand += c[metric]
             assert r[metric] == pytest.approx(hand / len(members), abs=1e-12)
-        assert r["n_ood"] == sum(c["n_ood"] for c in cells) and np.isnan(r["fpr_ci_low"])
+        assert r["n_ood"] == sum(c["n_ood"] for c in cells) and r["fpr_ci_low"] is None  # no stored interval
+        assert r["n_ood_sets"] == len(members) and r["ood_sets"] == (None if r["ood_set"] == "mean" else list(members))
     assert [r["ood_set"] for r in GridResult(rows).table()[len(rows) :]] == ["mean"] * 4
     only_near = GridResult(rows, groups={"s1": "near", "s2": "near"}).table()[len(rows) :]
     assert [r["ood_set"] for r in only_near] == ["mean"] * 4  # one group alone: no group rows, as in score

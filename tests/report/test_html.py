@@ -370,6 +370,10 @@ def test_a_sweep_folder_and_a_damaged_results_file(tmp_path):
     text = write_report(folder).read_text()
     assert "Vocabulary-size sweep" in text and "data:image/png;base64," in text and "oracle (M=5)" in text
     assert "random-weights-banner" not in text and "[50.00, 70.00]" in text
+    doc = json.loads((folder / "sweep.json").read_text())  # this version's reference: named by its vocabulary
+    doc["references"] = [{"vocabulary": "union", "M": 7, "fpr": 0.2, "auroc": 0.8, "fpr_ci_low": None}]
+    (folder / "sweep.json").write_text(json.dumps(doc))
+    assert "union (M=7)" in write_report(folder).read_text()
     mined = [{**r, "random_weights": True} for r in rows]  # a vocabulary mined with random weights
     (folder / "sweep.json").write_text(
         json.dumps({"model": "m", "pretrained": "openai", "random_weights": False, "method": "neglabel", "rows": mined})
