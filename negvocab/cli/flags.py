@@ -1,4 +1,8 @@
-"""Library parameter names shown as CLI flags in error lines.
+"""Library parameter names shown as CLI flags in error lines, and the flags of the method parameters.
+
+A method parameter's flag is derived from its name (:func:`param_flag`: ``top_classes`` ->
+``--top-classes``), but for a few historic spellings (:data:`HISTORIC_FLAGS`); the commands record
+the flags of their own options (:func:`reserve_flags`), which no parameter may take.
 
 The library's errors name its parameters (``need a vocabulary (vocabularies)``, ``raise top_k``,
 ``order='given'``) and list them in :attr:`negvocab.errors.NegvocabError.param`; the CLI shows
@@ -10,11 +14,38 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 
 from negvocab.errors import NegvocabError
 from negvocab.scoring import methods
 
-__all__ = ["PARAM_FLAGS", "cli_message", "flag_of"]
+__all__ = ["COMMAND_FLAGS", "HISTORIC_FLAGS", "PARAM_FLAGS", "cli_message", "flag_of", "param_flag", "reserve_flags"]
+
+#: method parameters whose flag is not ``--`` + their name with dashes: the spellings users know
+HISTORIC_FLAGS: dict[str, str] = {"T": "--temperature", "penalty_T": "--penalty-temperature", "lam": "--lambda"}
+
+#: flags that commands use for options of their own (flag -> "negvocab score", ...): a parameter's flag
+#: may not be one of them, or the command could not offer it. Filled as the commands are built.
+COMMAND_FLAGS: dict[str, str] = {}
+
+
+def reserve_flags(owner: str, flags: Iterable[str]) -> None:
+    """Record ``flags`` as options of ``owner`` (a command) that no registered parameter may take."""
+    for flag in flags:
+        COMMAND_FLAGS.setdefault(flag, owner)
+
+
+def param_flag(name: str) -> str:
+    """The flag of a method, run or metric parameter: the flag its :class:`~negvocab.Param` was given (for
+    one release), a historic spelling, or ``--`` and its name with dashes (``top_classes`` -> ``--top-classes``).
+
+    >>> param_flag("top_classes"), param_flag("T")
+    ('--top-classes', '--temperature')
+    """
+    spec = methods.PARAMS.get(name) or methods.RUN_PARAMS.get(name) or methods.EVALUATION_PARAMS.get(name)
+    given = spec.flag if spec is not None else None
+    return given or HISTORIC_FLAGS.get(name) or "--" + name.replace("_", "-")
+
 
 #: library parameter -> the CLI flag that sets it (the method parameters come from their registry)
 PARAM_FLAGS: dict[str, str] = {
@@ -68,11 +99,10 @@ PARAM_FLAGS: dict[str, str] = {
 
 
 def flag_of(param: str) -> str | None:
-    """The CLI flag of a library parameter (a method parameter's from its registry entry), or None."""
+    """The CLI flag of a library parameter (a method parameter's from :func:`param_flag`), or None."""
     if param in PARAM_FLAGS:
         return PARAM_FLAGS[param]
-    spec = getattr(methods, "PARAMS", {}).get(param)
-    return getattr(spec, "flag", None)
+    return param_flag(param) if param in methods.PARAMS else None
 
 
 def _as_flag(flag: str, value: str | None) -> str:

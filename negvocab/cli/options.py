@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from negvocab.cli.flags import param_flag, reserve_flags
 from negvocab.data.benchmarks import OpenedSets, list_benchmarks
 from negvocab.data.images import ImageSet
 from negvocab.data.ood_specs import open_ood_sets, parse_ood_specs
@@ -30,13 +31,13 @@ from negvocab.errors import InputError
 from negvocab.scoring.methods import (
     EVALUATION_PARAMS,
     PARAMS,
+    RUN_PARAMS,
     Method,
     Param,
     check_evaluation,
     check_shared,
     get_method,
     list_methods,
-    reserve_flags,
 )
 from negvocab.vlm.loading import check_weights
 from negvocab.vlm.model import VLM
@@ -237,9 +238,11 @@ def load_vlm(
 
 
 def _param_option(spec: Param, *short: str) -> Any:
-    """The typer option of a registry parameter: its flag, its type and its help (with the limit)."""
+    """The typer option of a registry parameter: its flag (:func:`~negvocab.cli.flags.param_flag`), its
+    type and its help (with the limit)."""
     kind = Optional[spec.kind] if spec.optional else spec.kind  # noqa: UP045
-    return Annotated[kind, typer.Option(spec.flag, *short, help=f"{spec.doc} Must be {spec.limit()}.")]
+    flag = param_flag(spec.name)
+    return Annotated[kind, typer.Option(flag, *short, help=f"{spec.doc} Must be {spec.limit()}.")]
 
 
 #: short flags of registry options
@@ -288,9 +291,9 @@ class _RegistryCommand:
         for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
             setattr(self, attr, getattr(command, attr))
         own = [p for p in inspect.signature(command).parameters.values() if p.name not in ("params", "metrics")]
-        owner = f"negvocab {command.__name__.removesuffix('_cmd').replace('_', ' ')}"
+        self.owner = f"negvocab {command.__name__.removesuffix('_cmd').replace('_', ' ')}"
         reserve_flags(
-            owner, [f for p in own if p.name not in PARAMS and p.name not in EVALUATION_PARAMS for f in _flags(p)]
+            self.owner, [f for p in own if p.name not in PARAMS and p.name not in EVALUATION_PARAMS for f in _flags(p)]
         )
 
     def offered(self) -> list[str]:
@@ -314,7 +317,7 @@ class _RegistryCommand:
                 annotation = _with_help(annotation, self.offered())
             kept.append(p.replace(annotation=annotation))
         specs = [*((n, PARAMS[n]) for n in self.param_names()), *((n, EVALUATION_PARAMS[n]) for n in self.evaluation)]
-        taken = {flag for p in kept for flag in _flags(p)}
+        refused = self.refused()
         added = [
             inspect.Parameter(
                 n,
@@ -323,9 +326,27 @@ class _RegistryCommand:
                 annotation=_param_option(spec, *SHORT_FLAGS.get(n, ())),
             )
             for n, spec in specs
-            if spec.flag not in taken and n not in sig.parameters  # a plug-in's flag never hides a command's own
+            if n not in refused and n not in sig.parameters  # a plug-in's flag never hides a command's own
         ]
         return sig, [*kept, *added]
+
+    def refused(self) -> dict[str, str]:
+        """The command's registry parameters it cannot offer, each with its one-line reason: a flag that
+        is an option of the command's own, or that another parameter has."""
+        own = inspect.signature(self.command).parameters
+        taken = {flag for p in own.values() if p.name not in ("params", "metrics") for flag in _flags(p)}
+        flags: dict[str, str] = {}
+        for n in (*PARAMS, *RUN_PARAMS, *EVALUATION_PARAMS):
+            flags.setdefault(param_flag(n), n)
+        out = {}
+        for n in (*self.param_names(), *self.evaluation):
+            flag = param_flag(n)
+            if flag in taken or n in own:
+                what = f"flag {flag}" if flag in taken else "its name"
+                out[n] = f"parameter {n}: {what} is an option of its own of {self.owner}; rename the parameter"
+            elif flags[flag] != n:
+                out[n] = f"parameter {n}: flag {flag} is taken by {flags[flag]!r}; rename the parameter"
+        return out
 
     @property
     def __signature__(self) -> inspect.Signature:
@@ -339,6 +360,9 @@ class _RegistryCommand:
         return {**{p.name: p.annotation for p in parameters}, "return": hints.get("return")}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        refused = self.refused()
+        if refused:  # a plug-in's parameter the command cannot offer: one line, before any work
+            raise InputError(next(iter(refused.values())))
         own = inspect.signature(self.command).parameters
         params = {n: kwargs.pop(n, PARAMS[n].default) for n in self.param_names() if n not in own}
         metrics = {n: kwargs.pop(n, EVALUATION_PARAMS[n].default) for n in self.evaluation}
@@ -504,8 +528,8 @@ def check_scoring_options(
 ) -> None:
     """Reject bad scoring options before a model is loaded or an image is read (the registry's limits,
     named by their flags)."""
-    check_evaluation(cli=True, convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
-    check_shared(params, cli=True)
+    check_evaluation(flags=param_flag, convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
+    check_shared(params, flags=param_flag)
 
 
 def load_vocabs(paths: list[Path]) -> dict[str, object]:

@@ -58,24 +58,25 @@ ADANEG_PROXIES: tuple[str, ...] = ("task", "sample")
 #: how AdaNeg mixes its adaptive and vanilla NegLabel scores (their ``in_score``)
 ADANEG_SCORES: tuple[str, ...] = ("combine", "adaptive", "vanilla", "multiply")
 PARAMS.update([
-    _p("adaneg_groups", int, 5, "--adaneg-groups",
+    _p("adaneg_groups", int, 5,
        "AdaNeg: NegLabel groups of its vanilla and adaptive scores (their group_num).", check="min", low=1),
-    _p("adaneg_memory", int, 10, "--adaneg-memory",
+    _p("adaneg_memory", int, 10,
        "AdaNeg: memory slots per class beside the text embedding (their memleng; their code fills "
        "memleng - 1 of them).", check="min", low=2),
-    _p("adaneg_threshold", float, 0.5, "--adaneg-threshold", "AdaNeg: middle t of the confidence gates (their thres).",
+    _p("adaneg_threshold", float, 0.5,
+       "AdaNeg: middle t of the confidence gates (their thres).",
        check="unit"),
-    _p("adaneg_gap", float, 0.5, "--adaneg-gap",
+    _p("adaneg_gap", float, 0.5,
        "AdaNeg: gap of the gates: ID above t + gap (1 - t), OOD below t - gap t (their gap).", check="nonneg"),
-    _p("adaneg_lambda", float, 0.1, "--adaneg-lambda",
+    _p("adaneg_lambda", float, 0.1,
        "AdaNeg: weight of vanilla NegLabel in the combined score (their lambdaval).", check="nonneg"),
-    _p("adaneg_beta", float, 5.0, "--adaneg-beta",
+    _p("adaneg_beta", float, 5.0,
        "AdaNeg: sharpness of the sample-adaptive slot weights exp(-beta (1 - cos)) (their beta; their "
        "script's 5.5 is cut to int 5 by their code).", check="nonneg"),
-    _p("adaneg_proxies", str, "task", "--adaneg-proxies",
+    _p("adaneg_proxies", str, "task",
        "AdaNeg proxies: task (slot mean; their headline run) or sample (weighted per image; their samada).",
        check="choice", choices=ADANEG_PROXIES),
-    _p("adaneg_score", str, "combine", "--adaneg-score",
+    _p("adaneg_score", str, "combine",
        "AdaNeg score: combine (adaptive + lambda x vanilla), adaptive, vanilla or multiply (their in_score).",
        check="choice", choices=ADANEG_SCORES),
 ])  # fmt: skip
@@ -95,7 +96,7 @@ register_method(
     f"{_S}.negrefine:negrefine",
     [
         "tau", "groups", "grouping", "seed",
-        Param("mm_weight", float, 2.0, "NegRefine: weight w of the multi-matching term (their 2).", "--mm-weight",
+        Param("mm_weight", float, 2.0, "NegRefine: weight w of the multi-matching term (their 2).",
               check="nonneg"),
         Param("mm_k_id", int, 5, "NegRefine: nearest ID classes paired in the multi-matching term (their 5).",
               "--mm-k-id", check="min", low=1),

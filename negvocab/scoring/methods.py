@@ -2,9 +2,11 @@
 
 One :class:`Method` entry per scorer says its name and aliases, its kernel, its one-pass (vocabulary-size
 sweep) form, the parameters it takes, whether it needs negative labels, and the paper it comes from.
-One :class:`Param` entry per parameter says its type, default, limits, CLI flag and meaning. The API
+One :class:`Param` entry per parameter says its type, default, limits and meaning; a method's
+:attr:`Method.options` is a pydantic model of its parameters (:mod:`negvocab.scoring.params`). The API
 validates against them at the boundary (:func:`check_params`, as scikit-learn's ``validate_params``);
-the CLI options, the grid config, sweeps and diagnostics read them. A method is added from anywhere
+the CLI options (each flag derived from its parameter's name, by the CLI), the grid config, sweeps and
+diagnostics read them. A method is added from anywhere
 (a notebook, a plug-in package) with :func:`register_method`, its kernel a ``"pkg.module:fn"`` target
 or a callable; the pipelines ask its entry's capabilities (negatives, inputs, one-pass and gains
 forms, device-bound values, the model's scale), never its name.
@@ -18,9 +20,9 @@ forms, device-bound values, the model's scale), never its name.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import logging
-import math
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -32,10 +34,10 @@ from negvocab.deprecation import rename_keys
 from negvocab.errors import InputError
 from negvocab.registry import Registry, check_now, check_target, decorator, resolve_callable
 from negvocab.scoring.metrics import CONVENTIONS
+from negvocab.scoring.params import Param, check_options, options_model, params_from_model
 from negvocab.scoring.providers import INPUT_PROVIDERS
-from negvocab.types import ParamValue
 
-V = TypeVar("V")  # a value Param.validate returns as it was given
+V = TypeVar("V")  # a kernel reference _checked returns as it was given
 F = TypeVar("F", bound=Callable[..., Any])  # a kernel register_method decorates
 
 logger = logging.getLogger(__name__)
@@ -65,7 +67,6 @@ __all__ = [
     "params_for",
     "register_method",
     "register_param",
-    "reserve_flags",
     "scorer_params",
     "unregister_method",
 ]
@@ -76,100 +77,41 @@ MAX_DRAWS = 100_000  # OOD-subsampling draws per size (negvocab.subsample): 1,00
 GROUPINGS: tuple[str, ...] = ("stratified", "random", "neglabel")
 
 
-@dataclass(frozen=True)
-class Param:
-    """One parameter: its type (``float``, ``int`` or ``str``), default, limits and meaning.
-
-    ``check`` is the kind of limit: ``positive`` (finite > 0), ``nonneg`` (finite >= 0), ``finite``,
-    ``unit`` (in (0, 1]), ``min`` (an integer >= ``low``), ``range`` (an integer in [``low``,
-    ``high``]) or ``choice`` (one of ``choices``). ``optional``: None is accepted (the kernel's default).
-    """
-
-    name: str
-    kind: type
-    default: ParamValue
-    doc: str
-    flag: str
-    check: str = "finite"
-    low: float | None = None
-    high: float | None = None
-    choices: tuple[str, ...] = ()
-    optional: bool = False
-
-    def validate(self, value: V, cli: bool = False) -> V:
-        """``value`` unchanged if allowed, else :class:`InputError` naming the parameter (its flag with ``cli``)."""
-        name = self.flag if cli else self.name
-        if value is None and self.optional:
-            return value
-        if self.check == "choice":
-            if not isinstance(value, str) or value not in self.choices:
-                raise InputError(f"unknown {name} {value!r}; choose one of {', '.join(self.choices)}")
-            return value
-        number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-        if not number or (self.kind is int and not isinstance(value, (int, np.integer))):
-            raise InputError(f"{name} must be {'an integer' if self.kind is int else 'a number'}, got {value!r}")
-        bad = {
-            "positive": lambda v: not (math.isfinite(v) and v > 0),
-            "nonneg": lambda v: not (math.isfinite(v) and v >= 0),
-            "finite": lambda v: not math.isfinite(v),
-            "unit": lambda v: not 0 < v <= 1,
-            "min": lambda v: v < (self.low or 0),
-            "range": lambda v: not (self.low or 0) <= v <= (self.high or 0),
-        }[self.check](value)
-        if bad:
-            raise InputError(f"{name} must be {self.limit()}, got {value}")
-        return value
-
-    def limit(self) -> str:
-        """The allowed values in words (help texts and error lines)."""
-        return {
-            "positive": "a positive number",
-            "nonneg": "a number >= 0",
-            "finite": "a finite number",
-            "unit": "in (0, 1]",
-            "min": f">= {self.low:g}" if self.low is not None else "",
-            "range": f"between {self.low:,.0f} and {self.high:,.0f}"
-            if self.low is not None and self.high is not None
-            else "",
-            "choice": "one of " + ", ".join(self.choices),
-        }[self.check]
-
-
-def _p(name: str, kind: type, default: Any, flag: str, doc: str, **kw: Any) -> tuple[str, Param]:
-    return name, Param(name, kind, default, doc, flag, **kw)
+def _p(name: str, kind: type, default: Any, doc: str, **kw: Any) -> tuple[str, Param]:
+    return name, Param(name, kind, default, doc, **kw)
 
 
 #: every scorer parameter, by name (one meaning for a name across methods)
 PARAMS: dict[str, Param] = dict([
-    _p("tau", float, 0.01, "--tau", "NegLabel temperature on cosines.", check="positive"),
-    _p("groups", int, 100, "--groups", "NegLabel groups G (clamped to the vocabulary size).", check="min", low=1),
-    _p("grouping", str, "stratified", "--grouping",
+    _p("tau", float, 0.01, "NegLabel temperature on cosines.", check="positive"),
+    _p("groups", int, 100, "NegLabel groups G (clamped to the vocabulary size).", check="min", low=1),
+    _p("grouping", str, "stratified",
        "NegLabel grouping: stratified (rank r -> group r mod G), random, or neglabel "
        "(NegLabel's released code exactly: drops the last M mod G labels, "
        "torch permutation seeded with --seed on the scoring device).",
        check="choice", choices=tuple(GROUPINGS)),
-    _p("seed", int, 0, "--seed",
+    _p("seed", int, 0,
        "The grouping seed: seeds the random/neglabel grouping of the negatives (NegLabel's and AdaNeg's; "
        "NegLabel's code uses 0) and is TANL's set-up seed (its noise images and the order of its first "
        "queues); recorded in the results. On the command line --seed is also the bootstrap seed of the "
        "intervals; a test-time method's stream order is seeded by the stream seed (--stream-seeds).",
        check="min", low=0),
-    _p("beta", float, 0.25, "--beta", "EOE penalty weight.", check="finite"),
-    _p("T", float, 1.0, "--temperature", "Softmax temperature T on cosines of mcm, glmcm and eoe (default 1).",
+    _p("beta", float, 0.25, "EOE penalty weight.", check="finite"),
+    _p("T", float, 1.0, "Softmax temperature T on cosines of mcm, glmcm and eoe (default 1).",
        check="positive", optional=True),
-    _p("penalty_T", float, None, "--penalty-temperature", "Temperature of neglabel_eoe's EOE penalty (default: --tau).",
+    _p("penalty_T", float, None, "Temperature of neglabel_eoe's EOE penalty (default: --tau).",
        check="positive", optional=True),
-    _p("lam", float, 1.0, "--lambda", "GL-MCM weight of the local term.", check="nonneg"),
-    _p("topk", int, None, "--topk",
+    _p("lam", float, 1.0, "GL-MCM weight of the local term.", check="nonneg"),
+    _p("topk", int, None,
        "NegLabel with each image's k nearest negatives only (FAISS search; an estimate with bounds).",
        check="min", low=1, optional=True),
-    _p("logit_scale", float, None, "--logit-scale",
+    _p("logit_scale", float, None,
        "Logits of msp, maxlogit, energy and gen: logit scale x cosine (default: the model's own "
        "learned scale, 100 for CLIP's released weights; 100 where no model is given; "
        "a temperature T on the logits is a scale s/T).",
        check="positive", optional=True),
-    _p("gamma", float, 0.1, "--gamma", "GEN exponent gamma (the paper's 0.1).", check="positive"),
-    _p("top_classes", int, 100, "--top-classes",
+    _p("gamma", float, 0.1, "GEN exponent gamma (the paper's 0.1).", check="positive"),
+    _p("top_classes", int, 100,
        "GEN's top classes (M in GEN's paper; not the vocabulary size): the largest ID probabilities "
        "summed (the paper's 100; clamped to the ID classes).",
        check="min", low=1),
@@ -183,7 +125,6 @@ RUN_PARAMS: dict[str, Param] = dict(
             "device",
             str,
             None,
-            "--device",
             "Scoring device (default: the device of the image embeddings).",
             optional=True,
         ),
@@ -191,7 +132,6 @@ RUN_PARAMS: dict[str, Param] = dict(
             "chunk_size",
             int,
             None,
-            "--chunk-size",
             "Images scored at once (default: sized from free memory).",
             check="min",
             low=1,
@@ -210,23 +150,21 @@ EVALUATION_PARAMS: dict[str, Param] = dict(
             "convention",
             str,
             "paper",
-            "--convention",
             "FPR convention: paper (ID-anchored), hendrycks or openood.",
             check="choice",
             choices=tuple(CONVENTIONS),
         ),
-        _p("tpr", float, 0.95, "--tpr", "TPR of the FPR metric (0.95 = FPR@95).", check="unit"),
+        _p("tpr", float, 0.95, "TPR of the FPR metric (0.95 = FPR@95).", check="unit"),
         _p(
             "n_boot",
             int,
             1000,
-            "--n-boot",
             "Bootstrap resamples of OOD images for the CIs (0: none).",
             check="range",
             low=0,
             high=MAX_BOOT,
         ),
-        _p("seed", int, 0, "--seed", "The bootstrap seed: seeds the resampling of the CIs.", check="min", low=0),
+        _p("seed", int, 0, "The bootstrap seed: seeds the resampling of the CIs.", check="min", low=0),
     ]
 )
 
@@ -294,6 +232,17 @@ class Method:
     kind: str = "batch"
     #: a stream method's :class:`~negvocab.scoring.stream.StreamMethod` class, or its "pkg.module:Class"
     stream: str | type | None = None
+    #: the pydantic options model a plug-in gave (its fields are parameters of ``params``); None:
+    #: :attr:`options` is generated from the parameters' :class:`Param` entries
+    options_class: type | None = field(default=None, repr=False)
+
+    @property
+    def options(self) -> type[Any]:
+        """The method's options: a pydantic model, one field per parameter (its type, default, description
+        and limits); it takes and refuses what :func:`check_params` does."""
+        if self.options_class is not None:
+            return self.options_class
+        return options_model(self.name, tuple(PARAMS[p] for p in self.params))
 
     def depends_on_device(self, params: Mapping[str, Any]) -> bool:
         """True when scores with ``params`` differ by the device type they were computed on."""
@@ -433,6 +382,14 @@ def __getattr__(name: str) -> Any:
             stacklevel=2,
         )
         return frozenset(list_methods(needs_negatives=True))
+    if name in ("COMMAND_FLAGS", "reserve_flags"):  # moved to the command line; one release of the old path
+        warnings.warn(
+            f"negvocab.scoring.methods.{name} is deprecated: the command line owns the flags "
+            f"(negvocab.cli.flags.{name})",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module("negvocab.cli.flags"), name)  # a shim: looked up, not imported
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -442,7 +399,7 @@ def _param_problem(param: Param, replace: bool) -> str | None:
         return f"register_param takes a negvocab.Param, got {type(param).__name__}"
     if not param.name.isidentifier():
         return f"a parameter name must be a Python identifier, got {param.name!r}"
-    if not param.flag.startswith("--"):
+    if param.flag is not None and not param.flag.startswith("--"):
         return f"parameter {param.name}: flag must start with '--', got {param.flag!r}"
     if param.default is not None or not param.optional:
         try:  # a default outside its own limits would fail every command that offers the parameter
@@ -455,37 +412,32 @@ def _param_problem(param: Param, replace: bool) -> str | None:
     if param.name in RUN_PARAMS or (known is not None and (not replace or param.name in _BUILTIN_PARAMS)):
         doc = (known or RUN_PARAMS[param.name]).doc
         return f"parameter {param.name!r} is registered already with another meaning ({doc!r})"
-    reserved = {q.flag: n for n, q in (*PARAMS.items(), *RUN_PARAMS.items(), *EVALUATION_PARAMS.items())}
-    if reserved.get(param.flag, param.name) != param.name:
-        return f"parameter {param.name}: flag {param.flag} is taken by {reserved[param.flag]!r}"
-    if param.flag in COMMAND_FLAGS and param.name not in _BUILTIN_PARAMS:
-        return (
-            f"parameter {param.name}: flag {param.flag} is an option of its own of {COMMAND_FLAGS[param.flag]}; "
-            "give the parameter another flag"
-        )
     return None
 
 
-#: flags that commands use for options of their own (flag -> "negvocab score", ...): a parameter's flag
-#: may not be one of them, or the command could not offer it. Filled by the command line when it is built.
-COMMAND_FLAGS: dict[str, str] = {}
-
-
-def reserve_flags(owner: str, flags: Iterable[str]) -> None:
-    """Record ``flags`` as options of ``owner`` (a command) that no registered parameter may take."""
-    for flag in flags:
-        COMMAND_FLAGS.setdefault(flag, owner)
+def _warn_flag(param: Param) -> None:
+    """A flag given that is not the one derived from the name works for one release, with a warning."""
+    derived = _derived(param.name)
+    if param.flag is not None and param.flag != derived:
+        warnings.warn(
+            f"parameter {param.name}: flag {param.flag} given; a parameter's flag is derived from its name now "
+            f"({derived}), and a flag given works until the next release",
+            DeprecationWarning,
+            stacklevel=3,
+        )
 
 
 def register_param(param: Param, *, replace: bool = False) -> Param:
-    """Add a scorer parameter (its type, default, limits, flag and meaning) for methods to take.
+    """Add a scorer parameter (its type, default, limits and meaning) for methods to take.
 
-    The same ``Param`` again is a no-op; a name or flag taken with another meaning is :class:`InputError`
+    The same ``Param`` again is a no-op; a name taken with another meaning is :class:`InputError`
     (one meaning for a name across methods), unless ``replace`` (a plug-in's own parameter changed in a
-    notebook; a built-in parameter is never replaced). A default outside its own limits is refused."""
+    notebook; a built-in parameter is never replaced). A default outside its own limits is refused.
+    Its command-line flag is derived from its name by the CLI, which refuses a flag another option has."""
     problem = _param_problem(param, replace)
     if problem:
         raise InputError(problem)
+    _warn_flag(param)
     PARAMS[param.name] = param
     return param
 
@@ -514,17 +466,21 @@ def register_method(  # type: ignore[misc]  # the overloads' **kw stand for the 
     model_scale: str | None = None,
     kind: str = "batch",
     stream: str | type | None = None,
+    options: type | None = None,
     replace: bool = False,
 ) -> Method | Callable[[F], F]:
     """Register a scoring method whose kernel lives in any module (``"pkg.module:fn"``) or is a callable.
 
     ``params``: the parameters it takes, by name (registered already) or as :class:`Param` (registered
-    here, :func:`register_param`). The keywords are its capabilities (:class:`Method`); a test-time
-    method is ``kind="stream"`` with its ``StreamMethod`` class (or target) as ``stream`` and no kernel
-    (:func:`negvocab.register_stream_method`). A name or alias taken is :class:`InputError` unless
-    ``replace`` (a notebook re-running its cell). Everything is checked before anything is registered,
-    so a refused call leaves the registry and the parameters as they were; a kernel target outside
-    negvocab is imported now, so a wrong one fails here. Returns the entry.
+    here, :func:`register_param`); or, instead, ``options``: a pydantic model whose fields are its
+    parameters (``float``, ``int`` or a ``Literal`` of strings, each with a default; a field named as a
+    registered parameter is that parameter), checked by the model too. The keywords are its
+    capabilities (:class:`Method`); a test-time method is ``kind="stream"`` with its ``StreamMethod``
+    class (or target) as ``stream`` and no kernel (:func:`negvocab.register_stream_method`). A name or
+    alias taken is :class:`InputError` unless ``replace`` (a notebook re-running its cell). Everything
+    is checked before anything is registered, so a refused call leaves the registry and the parameters
+    as they were; a kernel target outside negvocab is imported now, so a wrong one fails here. Returns
+    the entry.
 
     Given no kernel, it is a decorator that registers the function below it and returns it::
 
@@ -540,6 +496,10 @@ def register_method(  # type: ignore[misc]  # the overloads' **kw stand for the 
     topk = _checked(topk, f"{what} topk")
     stream = _checked(stream, f"{what} stream")
     specs = list(params.values()) if isinstance(params, Mapping) else list(params)
+    if options is not None:
+        if specs:
+            raise InputError(f"{what}: give params or options (a model whose fields are its parameters), not both")
+        specs = [p.name if p.name in PARAMS else p for p in params_from_model(str(name).strip().lower(), options)]
     new = {p.name: p for p in specs if isinstance(p, Param)}
     for p in new.values():
         problem = _param_problem(p, replace)
@@ -560,9 +520,12 @@ def register_method(  # type: ignore[misc]  # the overloads' **kw stand for the 
         model_scale=model_scale,
         kind=kind,
         stream=stream,
+        options_class=options,
     )
     _check(method, new)
     REGISTRY.check_free(method.name, method.aliases, replace=replace)
+    for p in new.values():
+        _warn_flag(p)
     PARAMS.update(new)
     REGISTRY.register(method.name, method, aliases=method.aliases, replace=replace)
     return method
@@ -609,9 +572,13 @@ def get_method(method: str) -> Method:
     return REGISTRY.get(method)
 
 
-def check_params(method: str, params: Mapping[str, Any], *, cli: bool = False) -> dict[str, Any]:
+def check_params(
+    method: str, params: Mapping[str, Any], *, cli: bool = False, flags: Callable[[str], str] | None = None
+) -> dict[str, Any]:
     """``params`` if ``method`` takes every one and each value is allowed, else :class:`InputError`
-    (one line naming the parameter, the value and what is allowed). Values are returned unchanged."""
+    (one line naming the parameter, the value and what is allowed; by its flag, as ``flags`` spells a
+    name, where the command line checks). Values are returned unchanged. A plug-in's options model
+    (:attr:`Method.options_class`) checks them too."""
     m = get_method(method)
     unknown = sorted(set(params) - m.accepts())
     if unknown:
@@ -619,32 +586,46 @@ def check_params(method: str, params: Mapping[str, Any], *, cli: bool = False) -
             f"{m.name}: unexpected parameter(s) {', '.join(unknown)}; accepted: {', '.join(sorted(m.accepts()))}"
         )
     for name, value in params.items():
-        spec = PARAMS.get(name)
+        spec = PARAMS.get(name) or (RUN_PARAMS[name] if name == "chunk_size" else None)
         if spec is not None:
-            spec.validate(value, cli)
-        elif name == "chunk_size":
-            RUN_PARAMS[name].validate(value, cli)
+            spec.validate(value, cli, flag=flags(name) if flags else None)
+    if m.options_class is not None:
+        own = {k: v for k, v in params.items() if k in m.params}
+        check_options(m.name, m.options_class, own, flags or (_derived if cli else None))
     return dict(params)
 
 
-def params_for(method: str, params: Mapping[str, Any], *, cli: bool = False) -> dict[str, Any]:
+def _derived(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def params_for(
+    method: str, params: Mapping[str, Any], *, cli: bool = False, flags: Callable[[str], str] | None = None
+) -> dict[str, Any]:
     """The subset of a shared parameter set (one ``negvocab score`` run drives several methods) that
     ``method`` takes, None values left out, each value checked."""
     m = get_method(method)
-    return check_params(m.name, {k: v for k, v in params.items() if k in m.accepts() and v is not None}, cli=cli)
+    given = {k: v for k, v in params.items() if k in m.accepts() and v is not None}
+    return check_params(m.name, given, cli=cli, flags=flags)
 
 
-def check_shared(params: Mapping[str, Any], *, cli: bool = False) -> None:
-    """Check every known parameter of a shared set (before any method or model is chosen)."""
+def check_shared(params: Mapping[str, Any], *, cli: bool = False, flags: Callable[[str], str] | None = None) -> None:
+    """Check every known parameter of a shared set (before any method or model is chosen); an error names
+    a parameter as ``flags`` spells it (the command line's flags), else by its name (``--name`` with ``cli``)."""
     for name, value in params.items():
         if name in PARAMS:
-            PARAMS[name].validate(value, cli)
+            PARAMS[name].validate(value, cli, flag=flags(name) if flags else None)
+    for m in (REGISTRY.get(n) for n in REGISTRY.names()):
+        if m.options_class is not None:  # a plug-in's options model checks its parameters too
+            own = {k: v for k, v in params.items() if k in m.params and v is not None}
+            check_options(m.name, m.options_class, own, flags or (_derived if cli else None))
 
 
-def check_evaluation(*, cli: bool = False, **values: Any) -> None:
-    """Check the metric settings given (``convention``, ``tpr``, ``n_boot``, ``seed``) before any allocation."""
+def check_evaluation(*, cli: bool = False, flags: Callable[[str], str] | None = None, **values: Any) -> None:
+    """Check the metric settings given (``convention``, ``tpr``, ``n_boot``, ``seed``) before any allocation;
+    errors name them as :func:`check_shared`'s do."""
     for name, value in values.items():
-        EVALUATION_PARAMS[name].validate(value, cli)
+        EVALUATION_PARAMS[name].validate(value, cli, flag=flags(name) if flags else None)
 
 
 def method_table(names: Iterable[str] | None = None) -> list[dict[str, Any]]:

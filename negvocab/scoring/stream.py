@@ -407,22 +407,24 @@ def register_stream_method(  # type: ignore[misc]  # the overloads' **kw stand f
     needs_negatives: bool = False,
     paper: str = "",
     aliases: Sequence[str] = (),
+    options: type | None = None,
     replace: bool = False,
 ) -> Method | Callable[[C], C]:
     """Register a test-time method: a :class:`StreamMethod` subclass, or its ``"pkg.module:Class"``
     (imported on first use), in the one method registry (``kind="stream"``). Given no class, it is a
     decorator that registers the class below it and returns it::
 
-        @negvocab.register_stream_method("mine", params=[negvocab.Param("decay", float, 0.9, "...", "--decay")])
+        @negvocab.register_stream_method("mine", params=[negvocab.Param("decay", float, 0.9, "...")])
         class Mine(negvocab.StreamMethod): ...
 
     ``params``: its parameters, each a :class:`~negvocab.scoring.methods.Param` (new names are added
     to the registry's parameters; a name already there must mean the same) or the name of one the
-    registry has. Usable from a notebook or a plug-in module (``$NEGVOCAB_PLUGINS``). It is
+    registry has; or ``options``, a pydantic model whose fields are its parameters
+    (:func:`negvocab.register_method`). Usable from a notebook or a plug-in module (``$NEGVOCAB_PLUGINS``). It is
     :func:`negvocab.register_method` with ``kind="stream"``: checked whole before anything is registered."""
     if cls_or_target is None:
-        options = {"params": params, "needs_negatives": needs_negatives, "paper": paper, "aliases": aliases}
-        return decorator(register_stream_method, name, {**options, "replace": replace})
+        given = {"params": params, "needs_negatives": needs_negatives, "paper": paper, "aliases": aliases}
+        return decorator(register_stream_method, name, {**given, "options": options, "replace": replace})
     if not isinstance(cls_or_target, str):
         _check_class(name, cls_or_target)
     return register_method(
@@ -434,6 +436,7 @@ def register_stream_method(  # type: ignore[misc]  # the overloads' **kw stand f
         aliases=aliases,
         kind="stream",
         stream=cls_or_target,
+        options=options,
         replace=replace,
     )
 

@@ -70,7 +70,6 @@ TANL_PARAMS: tuple[Param, ...] = (
         int,
         1000,
         _DOC + "negatives of the corpus scored per batch, the most activated by OOD-looking images (their beta).",
-        "--active-size",
         check="min",
         low=1,
     ),
@@ -79,7 +78,6 @@ TANL_PARAMS: tuple[Param, ...] = (
         int,
         1,
         _DOC + "activation-aware score over prefixes of this many negatives (their gamma; 0: one softmax).",
-        "--prefix-step",
         check="min",
         low=0,
     ),
@@ -88,7 +86,6 @@ TANL_PARAMS: tuple[Param, ...] = (
         float,
         0.0,
         _DOC + "weight of the queues' mean against the batch's own activations, in [0, 1] (their alpha).",
-        "--memory-weight",
         check="nonneg",
     ),
     Param(
@@ -96,7 +93,6 @@ TANL_PARAMS: tuple[Param, ...] = (
         int,
         300,
         _DOC + "activations kept in each of the ID-looking and OOD-looking queues (their memleng).",
-        "--queue-length",
         check="min",
         low=1,
     ),
@@ -106,7 +102,6 @@ TANL_PARAMS: tuple[Param, ...] = (
         0.5,
         _DOC + "margin around the adaptive threshold th, in [0, 1]: ID-looking above th + gap(1 - th), "
         "OOD-looking below th - gap th (their gap).",
-        "--confidence-gap",
         check="nonneg",
     ),
 )

@@ -1,7 +1,7 @@
 """A scoring method defined outside negvocab, registered through the public API only.
 
 ``toymargin``: ``S(v) = max_k cos(v, t_k) - margin * max_j cos(v, n_j)``, a parameter no built-in
-method has (``margin``, flag ``--margin``), a kernel here, a one-pass form (prefix maxima) and an
+method has (``margin``, flag ``--margin`` from its name), a kernel here, a one-pass form (prefix maxima) and an
 incremental form for marginal gains (the nearest negative's cosine, per image).
 Load it with ``NEGVOCAB_PLUGINS=tests.plugins.toy_method`` or ``plugins = ["tests.plugins.toy_method"]``.
 """
@@ -16,7 +16,7 @@ import numpy as np
 import negvocab
 
 NAME = "toymargin"
-MARGIN = negvocab.Param("margin", float, 0.5, "Toy: weight of the nearest negative.", "--margin", check="positive")
+MARGIN = negvocab.Param("margin", float, 0.5, "Toy: weight of the nearest negative.", check="positive")
 
 
 def _rows(x: Any) -> np.ndarray:

@@ -14,10 +14,8 @@ from negvocab.scoring.stream import StreamMethod, register_stream_method
 
 NAME = "toy_stream"
 PARAMS = (
-    Param(
-        "ood_weight", float, 1.0, "Toy stream method: weight of the OOD running mean.", "--ood-weight", check="nonneg"
-    ),
-    Param("ood_threshold", float, 0.5, "Toy stream method: images scoring below it join the mean.", "--ood-threshold"),
+    Param("ood_weight", float, 1.0, "Toy stream method: weight of the OOD running mean.", check="nonneg"),
+    Param("ood_threshold", float, 0.5, "Toy stream method: images scoring below it join the mean."),
 )
 
 

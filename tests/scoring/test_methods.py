@@ -70,8 +70,16 @@ def test_score_refuses_bad_parameters_at_the_boundary(emb, method, params, messa
 
 
 def test_the_cli_names_the_flag():
+    """The command line passes its flags in (the historic spellings are its own); ``cli=True`` alone
+    names a parameter by the flag derived from its name."""
+    from negvocab.cli.flags import param_flag
+
     with pytest.raises(InputError, match=r"^--temperature must be a positive number, got 0.0$"):
-        R.check_params("eoe", {"T": 0.0}, cli=True)
+        R.check_params("eoe", {"T": 0.0}, flags=param_flag)
+    with pytest.raises(InputError, match=r"^--lambda must be a number >= 0, got -1$"):
+        R.check_shared({"lam": -1}, flags=param_flag)
+    with pytest.raises(InputError, match=r"^--top-classes must be >= 1, got 0$"):
+        R.check_params("gen", {"top_classes": 0}, cli=True)
     with pytest.raises(InputError, match=r"^--n-boot must be between 0 and 100,000, got 100001$"):
         R.check_evaluation(cli=True, n_boot=R.MAX_BOOT + 1)
 

@@ -135,8 +135,8 @@ def test_gains_refuse_a_method_without_negatives_in_one_line():
 def test_registration_refuses_what_no_pipeline_could_serve():
     with pytest.raises(InputError, match="parameter 'tau' is registered already with another meaning"):
         negvocab.register_param(negvocab.Param("tau", float, 1.0, "something else", "--tau2"))
-    with pytest.raises(InputError, match="flag --tau is taken by 'tau'"):
-        negvocab.register_param(negvocab.Param("tau_b", float, 1.0, "x", "--tau"))
+    with pytest.raises(InputError, match=r"^parameter tau_b: flag must start with '--', got 'tau'$"):
+        negvocab.register_param(negvocab.Param("tau_b", float, 1.0, "x", "tau"))
     with pytest.raises(InputError, match=r"unknown parameter\(s\) nope; register them first"):
         negvocab.register_method("bad1", T.toy, ["nope"])
     with pytest.raises(InputError, match=r"unknown input\(s\) depth"):
@@ -200,17 +200,16 @@ def test_registration_is_checked_whole_and_defaults_obey_their_limits():
         PARAMS.pop("nv_w", None)
 
 
-def test_a_parameter_flag_that_a_command_uses_for_its_own_option_is_refused():
-    """Once the command line is built, a plug-in parameter may not take a flag that ``score``/``sweep``/
-    ``coverage`` use for an option of their own (``--output``): the command could never offer it."""
-    import negvocab.cli.app  # builds the commands, which reserve their own flags
+def test_the_command_flags_moved_to_the_command_line_and_their_old_path_warns():
+    """The commands' own flags are the CLI's (negvocab.cli.flags); the scoring layer's old names work for
+    one release with a DeprecationWarning. A flag clash is refused where the CLI builds its options
+    (tests/cli/test_plugin_method.py)."""
+    from negvocab.cli import flags
+    from negvocab.cli.score import score_cmd  # noqa: F401  # building a command reserves its own flags
 
-    assert R.COMMAND_FLAGS.get("--output", "").startswith("negvocab ")
-    with pytest.raises(InputError, match=r"^parameter out_dim: flag --output is an option of its own of negvocab"):
-        negvocab.register_param(negvocab.Param("out_dim", int, 1, "x", "--output", check="min", low=1))
-    assert "out_dim" not in PARAMS
-    p = negvocab.register_param(negvocab.Param("out_dim", int, 1, "x", "--out-dim", check="min", low=1))
-    try:
-        assert PARAMS["out_dim"] is p
-    finally:
-        PARAMS.pop("out_dim")
+    assert flags.COMMAND_FLAGS.get("--output", "").startswith("negvocab ")
+    with pytest.warns(DeprecationWarning, match="negvocab.cli.flags.COMMAND_FLAGS"):
+        assert R.COMMAND_FLAGS is flags.COMMAND_FLAGS
+    with pytest.warns(DeprecationWarning, match="negvocab.cli.flags.reserve_flags"):
+        assert R.reserve_flags is flags.reserve_flags
+    assert "COMMAND_FLAGS" not in vars(R) and "reserve_flags" not in R.__all__
