@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from negvocab.report.results import CCR_COLUMNS
+from negvocab.report.results import CCR_COLUMNS, STREAM_COLUMNS
 
 __all__ = ["GRID_MARKER", "grid_section"]
 
@@ -77,6 +77,8 @@ def _model_rows(path: Path) -> dict[str, list[dict[str, Any]]]:
                 if lo not in ("", "nan") and hi not in ("", "nan"):
                     row[f"{m}_ci"] = [float(lo), float(hi)]
             keep = {k: v for k, v in row.items() if k in _SHOWN or k.endswith("_ci")}
+            # a test-time cell keeps its kind and stream (the table marks it [tt] and names its stream)
+            keep.update({k: v for k, v in row.items() if k in STREAM_COLUMNS and v not in ("", None)})
             out.setdefault(str(r.get("model", "")), []).append(keep)
     return out
 

@@ -17,9 +17,11 @@ import pytest
 from typer.testing import CliRunner
 
 import negvocab
+import negvocab.evaluation.row
 from negvocab import plugins
 from negvocab.cli import app
 from tests.data.test_benchmark_registry import TOY_TOML, _images
+from tests.grid.conftest import grid_files  # noqa: F401
 
 runner = CliRunner()
 MODULE = "outside_detectors"
@@ -181,3 +183,70 @@ def test_the_pytorch_ood_adapter_hosts_both(outside):
     np.testing.assert_allclose(second, -((g[3:] @ t.T).max(1) + g[3:] @ mean), rtol=1e-5)
     stream.reset()
     np.testing.assert_allclose(stream.predict(x[:3]).numpy(), first, rtol=1e-6)
+
+
+GRID = """
+[grid]
+templates = "single"
+id_classes = "classes.txt"
+n_boot = 0
+device = "cpu"
+cache_dir = "{cache}"
+
+[[models]]
+name = "TinyA"
+model_config = "TinyA.json"
+random_weights = true
+
+[id]
+path = "id"
+
+[ood]
+oodA = "oodA"
+oodB = "oodB"
+
+[vocabularies]
+A = "vocabA.txt"
+
+[[methods]]
+name = "outside_batch"
+params = {{ outside_shift = 0.5 }}
+
+[[methods]]
+name = "outside_stream"
+params = {{ outside_decay = 0.3 }}
+stream = {{ order = "shuffled", stream_batch = 4, seeds = [0, 1] }}
+"""
+
+
+def test_a_grid_and_every_table_format_show_both(outside, grid_files, tmp_path):  # noqa: F811
+    toml = grid_files / f"grid_seam_{tmp_path.name}.toml"
+    toml.write_text(GRID.format(cache=tmp_path / "cache"))
+    out = tmp_path / "grid"
+    res = negvocab.run_grid(toml, out)
+    res.write(out)  # the tables `negvocab grid run` writes
+    rows = {(r["method"], r["ood_set"]) for r in res.rows}
+    assert {("outside_batch", "oodA"), ("outside_stream#s0", "oodA"), ("outside_stream#s1", "oodA")} <= rows
+    with (out / "table.csv").open() as f:
+        header = next(csv.reader(f))
+    assert header[: len(negvocab.evaluation.row.ROW_COLUMNS)] == list(negvocab.evaluation.row.ROW_COLUMNS)
+
+    common = ["table", str(out), "--rows", "method,vocabulary", "--cols", "ood_set"]
+    shown = {}
+    for fmt in ("md", "tex", "csv"):
+        r = runner.invoke(app, [*common, "--format", fmt])
+        assert r.exit_code == 0, r.output
+        shown[fmt] = r.output.replace("\\_", "_")  # LaTeX escapes the underscores
+    for fmt, text in shown.items():
+        assert "outside_batch" in text and "outside_stream" in text, fmt
+        assert "[tt]" in text, fmt  # the test-time row's kind, in every format
+        assert "±" in text or "\\pm" in text or ":sd" in text, fmt  # its spread over the seeds, not an interval
+    for fmt in ("md", "tex"):
+        assert "shuffled" in shown[fmt] and "seeds 0, 1" in shown[fmt].replace("seeds [0, 1]", "seeds 0, 1"), fmt
+    assert "outside_stream:stream" in shown["csv"] or "stream" in shown["csv"]
+
+    report = tmp_path / "report.html"
+    r = runner.invoke(app, ["report", str(out), "-o", str(report)])
+    assert r.exit_code == 0, r.output
+    html = report.read_text().replace("<wbr>", "")
+    assert "outside_stream#s0 [tt]" in html and "outside_batch [tt]" not in html  # the kind, per cell
