@@ -51,8 +51,8 @@ from negvocab.scoring.methods import (
     check_shared,
     scorer_params,
 )
+from negvocab.scoring.providers import InputContext, image_inputs, setup_inputs
 from negvocab.types import Device
-from negvocab.vlm.pairs import pair_inputs
 from negvocab.vlm.templates import resolve_templates
 
 if TYPE_CHECKING:
@@ -183,7 +183,7 @@ def evaluate_vocabularies(
     keys = [f"{m}@{v}" if v else m for m in methods for v in (named if specs[m].needs_negatives else [""])]
     tunings = _tunings(tuned, keys, [id_set, *ood_sets.values()])  # refused before any image is read
     t0 = time.perf_counter()
-    enc = encode_sets(vlm, id_set, ood_sets, any("local" in specs[m].inputs for m in methods), progress)
+    enc = encode_sets(vlm, id_set, ood_sets, any(image_inputs(specs[m].inputs) for m in methods), progress)
     images, n_id, sizes = enc.images, enc.n_id, enc.sizes
     class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
     correct = id_correct(id_set, enc.id_images, images[:n_id], class_emb, id_classes)  # None: no usable labels
@@ -222,9 +222,10 @@ def evaluate_vocabularies(
         job_params = {**params, **tuning.params} if tuning is not None else params
         # a model-like object may not have a logit scale
         kw = scorer_params(method, job_params, getattr(vlm, "logit_scale", None))
-        kw.update(pair_inputs(specs[method].inputs, vlm, templates, id_classes.names, vocab.labels if vocab else None))
+        context = InputContext(vlm, templates, id_classes.names, vocab.labels if vocab else None)
+        kw.update(setup_inputs(specs[method].inputs, context, method=method))  # NegRefine's pair texts, a plug-in's
         neg = neg_cache[vname] if vname else None
-        if "local" in specs[method].inputs:  # per set: the [n, p, d] patch features are never copied into one array
+        if image_inputs(specs[method].inputs):  # per set: the [n, p, d] patch features are never copied into one array
             embs = [enc.id_emb, *enc.ood_embs.values()]
             parts = [
                 S.score(method, e.embeddings, class_emb, neg, local=e.local, device=vlm.device, **kw) for e in embs

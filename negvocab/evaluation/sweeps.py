@@ -36,7 +36,7 @@ from negvocab.labels.imagenet import imagenet1k
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 from negvocab.scoring.methods import check_evaluation, check_shared, get_method, scorer_params
-from negvocab.vlm.pairs import pair_inputs
+from negvocab.scoring.providers import InputContext, setup_inputs
 from negvocab.vlm.templates import resolve_templates
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ def sweep_vocabulary(
     kw = scorer_params(method, params, getattr(vlm, "logit_scale", None))  # as evaluate_vocabularies
     inputs = get_method(method).inputs  # NegRefine's pair texts: over the swept labels, then each reference's
     names = list(id_classes.names)
-    pairs = pair_inputs(inputs, vlm, templates, names, vocab.labels[: max(wanted)])
+    pairs = setup_inputs(inputs, InputContext(vlm, templates, names, vocab.labels[: max(wanted)]), method=method)
     by_m = sweep(enc.images, class_emb, ranked, wanted, method=method, device=vlm.device, **kw, **pairs)
     common = {"method": method, **model_fields(vlm), "params": kw, "templates": templates}
     boot: dict[str, Any] = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed, "groups": enc.groups}
@@ -162,7 +162,7 @@ def sweep_vocabulary(
     refs = []
     for rname, ref in (references or {}).items():
         neg = vlm.encode_text(list(ref.labels), templates, pos=ref.parts_of_speech(), progress=progress)
-        pairs = pair_inputs(inputs, vlm, templates, names, ref.labels)
+        pairs = setup_inputs(inputs, InputContext(vlm, templates, names, ref.labels), method=method)
         s = np.asarray(S.score(method, enc.images, class_emb, neg, device=vlm.device, **kw, **pairs))
         identity = {"M": len(ref), **common, "vocabulary": rname, **vocab_identity(ref)}
         s_id, s_sets = enc.split(s)

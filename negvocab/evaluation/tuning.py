@@ -24,6 +24,7 @@ from negvocab.errors import InputError
 from negvocab.evaluation.evaluate import evaluate_vocabularies
 from negvocab.evaluation.rows import MEAN, named_ood_sets
 from negvocab.scoring.methods import batch_method, canonical_method, check_params, params_for
+from negvocab.scoring.providers import image_inputs
 from negvocab.types import ParamValue
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ def tune_params(
         vname = vocabulary_name or f"{vocabulary.source}-{vocabulary.short_hash}"
     sets = named_ood_sets(ood_sets)
     search = _grid(method, grid, base)
-    embedded = _embed_split(vlm, id_set, sets, "local" in entry.inputs)
+    embedded = _embed_split(vlm, id_set, sets, bool(image_inputs(entry.inputs)))
     run = {"id_classes": id_classes, "templates": templates, "convention": convention, "tpr": tpr}
     return _search(vlm, method, base, search, (vname, vocabulary), embedded, criterion, run, _split(id_set, sets))
 
@@ -286,7 +287,7 @@ def tune_methods(
     sets = named_ood_sets(ood_sets)
     split = _split(id_set, sets)
     run = {"id_classes": id_classes, "templates": templates, "convention": convention, "tpr": tpr}
-    embedded = _embed_split(vlm, id_set, sets, any("local" in e.inputs for e in entries))
+    embedded = _embed_split(vlm, id_set, sets, any(image_inputs(e.inputs) for e in entries))
     out = []
     for entry in entries:
         base = params_for(entry.name, params or {})

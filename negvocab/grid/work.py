@@ -28,6 +28,7 @@ from negvocab.grid.labelspace import id_classes, id_classes_file, mapping_doc
 from negvocab.grid.sets import labels_digest, open_sets, set_digest
 from negvocab.grid.stream import score_stream_cell, stream_fields, stream_identity, stream_setup
 from negvocab.scoring.methods import get_method, scorer_params
+from negvocab.scoring.providers import image_inputs
 from negvocab.vlm.loading import resolve_device
 from negvocab.vlm.model import VLM
 from negvocab.vocab import Vocabulary
@@ -416,7 +417,7 @@ def method_spec(cfg: GridConfig, display: str) -> MethodSpec:
 
 def needs_local(cfg: GridConfig, work: ModelWork) -> bool:
     """Whether a missing cell's method takes the patch features (input ``local``: GL-MCM)."""
-    return any("local" in get_method(method_spec(cfg, meth).name).inputs for _, meth, _ in work.missing.values())
+    return any(image_inputs(get_method(method_spec(cfg, meth).name).inputs) for _, meth, _ in work.missing.values())
 
 
 def score_model(
@@ -571,7 +572,7 @@ def score_files(
         t0 = time.perf_counter()
         inputs = get_method(spec.name).inputs
         extra = dict((pairs or {}).get(vname or "", {})) if "pair_texts" in inputs else {}
-        extra.update({"local": local} if "local" in inputs else {})
+        extra.update({"local": local} if image_inputs(inputs) else {})
         s = score(spec.name, glob, class_emb, neg_emb.get(vname), device=device, **extra, **params)
         t_score += time.perf_counter() - t0
         file_meta = {"vocab": dict(infos[vname]) if vname else None, **({"made_by": dict(meta)} if meta else {})}
