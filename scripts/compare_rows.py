@@ -20,15 +20,22 @@ from negvocab.errors import InputError
 from negvocab.evaluation.row import ResultRow
 
 TIME_KEYS = ("seconds", "created", "time", "date")
+#: a document's checksum of its own rows: it changes with their keys (the rows are compared instead)
+CHECKSUM_KEYS = {"sha256"}
 #: what each row says of its file's shape, not of its result: left out of the comparison
 SHAPE_FIELDS = {"layout"}
+
+
+def _cells(row: dict[str, Any]) -> dict[str, Any]:
+    """A row without its empty cells (a CSV writes a missing value as '')."""
+    return {k: v for k, v in row.items() if v != ""}
 
 
 def _is_row(obj: object) -> bool:
     if not isinstance(obj, dict):
         return False
     try:
-        ResultRow.from_dict(obj)
+        ResultRow.from_dict(_cells(obj))
     except (InputError, TypeError, ValueError):
         return False
     return True
@@ -68,8 +75,16 @@ def _norm(value: Any) -> Any:
 
 def row_values(row: dict[str, Any]) -> dict[str, Any]:
     """Every field of a row as the one reader sees it (intervals flat, extras merged), normalised."""
-    flat = ResultRow.from_dict(row).flat_dict()
+    flat = ResultRow.from_dict(_cells(row)).flat_dict()
     return {k: _norm(v) for k, v in sorted(flat.items()) if k not in SHAPE_FIELDS and not k.endswith(TIME_KEYS)}
+
+
+def _held(raw: dict[str, Any], key: str) -> bool:
+    """Whether a raw row holds ``key`` itself (an interval bound also as ``<metric>_ci: [low, high]``)."""
+    for end in ("_ci_low", "_ci_high"):
+        if key.endswith(end) and key.removesuffix(end) + "_ci" in raw:
+            return True
+    return key in raw
 
 
 def _split(doc: Any) -> tuple[Any, list[dict[str, Any]]]:
@@ -80,8 +95,11 @@ def _split(doc: Any) -> tuple[Any, list[dict[str, Any]]]:
         if isinstance(x, list) and x and all(_is_row(r) for r in x):
             rows.extend(x)
             return "<rows>"
+        if _is_row(x):  # a grid cell file's one row
+            rows.append(x)
+            return "<row>"
         if isinstance(x, dict):
-            return {k: walk(v) for k, v in x.items() if not str(k).endswith(TIME_KEYS)}
+            return {k: walk(v) for k, v in x.items() if not str(k).endswith(TIME_KEYS) and k not in CHECKSUM_KEYS}
         if isinstance(x, list):
             return [walk(v) for v in x]
         return x
@@ -116,9 +134,10 @@ def main(old: str, new: str) -> int:
         return 1
     for i, (a, b) in enumerate(zip(rows_a, rows_b, strict=True)):
         va, vb = row_values(a), row_values(b)
-        shared = set(va) & set(vb)
-        diff = sorted(k for k in shared if va[k] != vb[k])
-        gained = sorted(k for k in set(vb) - set(va) if vb[k] is not None)
+        held = {k for k in va if _held(_cells(a), k)}  # what the old row said, not a reader's default
+        diff = sorted(k for k in held & set(vb) if va[k] != vb[k] and va[k] is not None)
+        # a value the old file did not have (an interval it did not compute, a provenance field it left out)
+        gained = sorted(k for k in set(vb) if vb[k] is not None and (k not in held or va.get(k) is None))
         lost = sorted(k for k in set(va) - set(vb) if va[k] is not None)
         if diff or lost:
             print(f"{new}: row {i} differs in {diff or ''} lost {lost or ''}")

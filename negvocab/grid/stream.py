@@ -78,7 +78,11 @@ def score_stream_cell(
     )
     scores = sev.scores[ood_set]
     kept = {k: v.tolist() for k, v in sev.kept[ood_set].items()} if st["id_ood_ratio"] is not None else None
-    state = {**st, "state": sev.streams[ood_set].state, **({"kept": kept} if kept else {})}
+    state = {
+        **dict(stream_identity(spec.stream)),
+        "state": sev.streams[ood_set].state,
+        **({"kept": kept} if kept else {}),
+    }
     return np.asarray(scores["id"], np.float64), np.asarray(scores["ood"], np.float64), state
 
 
