@@ -20,7 +20,7 @@ import negvocab
 import negvocab.evaluation.row
 from negvocab import plugins
 from negvocab.cli import app
-from tests.data.test_benchmark_registry import TOY_TOML, _images
+from tests.data.test_benchmark_registry import TOY_TOML, make_toy_root
 from tests.grid.conftest import grid_files  # noqa: F401
 
 runner = CliRunner()
@@ -95,15 +95,9 @@ def outside(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
-    root = tmp_path_factory.mktemp("toybench")
+    root = make_toy_root(tmp_path_factory.mktemp("toybench"))
     (root / "toy.toml").write_text(TOY_TOML)
     [bench] = negvocab.load_benchmarks(root / "toy.toml", replace=True)
-    _images(root / "val", [f"v{i}.png" for i in range(5)])
-    _images(root / "near_one", ["a/n0.png", "a/n1.png", "b/n2.png"], seed=1)
-    _images(root / "images", ["far/f0.png", "far/f1.png"], seed=2)
-    (root / "lists").mkdir()
-    (root / "lists" / "far_one.txt").write_text("far/f0.png 0\nfar/f1.png 0\n")
-    _images(root / "odd", ["o0.png"], seed=3)
     yield root
     negvocab.unregister_benchmark(bench.name)
 

@@ -45,8 +45,11 @@ def _images(folder, names, seed=0):
 
 @pytest.fixture
 def toy_root(tmp_path):
+    return make_toy_root(tmp_path / "toy")
+
+
+def make_toy_root(root):
     """A data root laid out as TOY_TOML says: val/, near_one/<class>/, lists/far_one.txt over images/, odd/."""
-    root = tmp_path / "toy"
     _images(root / "val", [f"v{i}.png" for i in range(5)])
     _images(root / "near_one", ["a/n0.png", "a/n1.png", "b/n2.png"], seed=1)
     _images(root / "images", ["far/f0.png", "far/f1.png"], seed=2)
