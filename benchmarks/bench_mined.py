@@ -113,7 +113,7 @@ def main() -> None:
     import faiss
 
     from negvocab.builders.mined import mine_evidence
-    from negvocab.index import knn, recall_at_k
+    from negvocab.vocab.index import knn, recall_at_k
 
     if args.threads:
         faiss.omp_set_num_threads(args.threads)

@@ -24,20 +24,23 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from negvocab.extras import missing_extra as _missing_extra  # a missing extra, named
-from negvocab.provenance import negvocab_version
+from negvocab.core.deprecation import install_moved_modules as _install_moved_modules
+from negvocab.core.extras import missing_extra as _missing_extra  # a missing extra, named
+from negvocab.core.provenance import negvocab_version
+
+_install_moved_modules()  # the old module paths (negvocab.errors, ...) for one release
 
 # open_clip imports huggingface_hub, which imports tqdm.auto: in a notebook without ipywidgets that
-# warns "IProgress not found". negvocab draws its own bars (negvocab.progress), never the widget one.
+# warns "IProgress not found". negvocab draws its own bars (negvocab.core.progress), never the widget one.
 warnings.filterwarnings("ignore", message="IProgress not found", category=Warning)
 
 __version__ = negvocab_version()
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
-    "NegvocabError": "negvocab.errors",
-    "InputError": "negvocab.errors",
-    "ResourceError": "negvocab.errors",
+    "NegvocabError": "negvocab.core.errors",
+    "InputError": "negvocab.core.errors",
+    "ResourceError": "negvocab.core.errors",
     "IdClasses": "negvocab.labels.imagenet",
     "imagenet1k": "negvocab.labels.imagenet",
     "load_wordnet": "negvocab.labels.wordnet",
@@ -52,7 +55,7 @@ _EXPORTS: dict[str, str] = {
     "ImageEmbeddings": "negvocab.vlm.images",
     "save_embeddings": "negvocab.vlm.export",
     "load_embeddings": "negvocab.vlm.export",
-    "knn": "negvocab.index",
+    "knn": "negvocab.vocab.index",
     "farthest_first": "negvocab.builders.wordnet",
     "build_wordnet_vocabulary": "negvocab.builders.wordnet",
     "build_oracle_vocabulary": "negvocab.builders.oracle",
@@ -65,12 +68,12 @@ _EXPORTS: dict[str, str] = {
     "score": "negvocab.scoring.scores",
     "explain": "negvocab.scoring.scores",
     "TopkScores": "negvocab.scoring.scores",
-    "sweep": "negvocab.scoring.sweep",
+    "sweep": "negvocab.scoring.prefix_scores",
     "subsample": "negvocab.evaluation.subsample",
     "run_grid": "negvocab.grid.run",
     "grid_status": "negvocab.grid.run",
     "load_grid": "negvocab.grid.config",
-    "GridResult": "negvocab.grid.tables",
+    "GridResult": "negvocab.grid.tidy",
     "evaluate_vocabularies": "negvocab.evaluation.evaluate",
     "sweep_vocabulary": "negvocab.evaluation.sweeps",
     "plot_sweep": "negvocab.report.plots",
@@ -115,8 +118,8 @@ _EXPORTS: dict[str, str] = {
     "run_stream": "negvocab.scoring.stream",
     "make_stream": "negvocab.scoring.stream",
     "register_stream_method": "negvocab.scoring.stream",
-    "evaluate_stream": "negvocab.evaluation.stream",
-    "StreamEvaluation": "negvocab.evaluation.stream",
+    "evaluate_stream": "negvocab.evaluation.stream_evaluation",
+    "StreamEvaluation": "negvocab.evaluation.stream_evaluation",
     # benchmarks: benchmarks as data, OOD sets from the CLI's specs
     "Benchmark": "negvocab.data.benchmarks",
     "BenchmarkSet": "negvocab.data.benchmarks",
@@ -138,7 +141,7 @@ _EXPORTS: dict[str, str] = {
     "unregister_method": "negvocab.scoring.methods",
     "list_methods": "negvocab.scoring.methods",
     "get_method": "negvocab.scoring.methods",
-    "load_plugins": "negvocab.plugins",
+    "load_plugins": "negvocab.core.plugins",
     # NegRefine's LLM filter and the pair texts of its multi-matching score
     "PairTexts": "negvocab.vlm.pairs",
     "build_negrefine_vocabulary": "negvocab.builders.negrefine",
@@ -147,8 +150,8 @@ _EXPORTS: dict[str, str] = {
     "stream_mix": "negvocab.scoring.stream",
     "stream_settings": "negvocab.scoring.stream",
     "STREAM_ORDERS": "negvocab.scoring.stream",
-    "evaluate_stream_vocabularies": "negvocab.evaluation.stream",
-    "merge_evaluations": "negvocab.evaluation.stream",
+    "evaluate_stream_vocabularies": "negvocab.evaluation.stream_evaluation",
+    "merge_evaluations": "negvocab.evaluation.stream_evaluation",
     "RESULT_KINDS": "negvocab.evaluation.row",
     "result_kind": "negvocab.evaluation.row",
     # the CSP builder and InterNeg's selection
@@ -166,7 +169,7 @@ _EXPORTS: dict[str, str] = {
     "ClassSense": "negvocab.labels.labelspace",
     "open_label_space": "negvocab.data.label_space",
     # an optional package missing names the extra that installs it
-    "MissingExtraError": "negvocab.extras",
+    "MissingExtraError": "negvocab.core.extras",
     # a tuning split for methods with knobs (CCR: negvocab.metrics.ccr_at_fpr)
     "Tuning": "negvocab.evaluation.tuning",
     "tune_params": "negvocab.evaluation.tuning",
@@ -219,6 +222,8 @@ if TYPE_CHECKING:
     )
     from negvocab.builders.siblings import build_sibling_vocabulary
     from negvocab.builders.wordnet import build_wordnet_vocabulary, farthest_first
+    from negvocab.core.errors import InputError, NegvocabError, ResourceError
+    from negvocab.core.plugins import load_plugins
     from negvocab.data.benchmarks import (  # benchmarks
         RESERVED_SET_NAMES,
         Benchmark,
@@ -240,17 +245,15 @@ if TYPE_CHECKING:
     from negvocab.data.published import PublishedResult, published_results, published_table_rows  # TANL
     from negvocab.diagnostics.coverage import Coverage, coverage
     from negvocab.diagnostics.gains import MarginalGains, RepairCurve, marginal_gains, repair_curve
-    from negvocab.errors import InputError, NegvocabError, ResourceError
     from negvocab.evaluation.evaluate import evaluate_vocabularies
     from negvocab.evaluation.row import ResultRow
     from negvocab.evaluation.stored import read_results
-    from negvocab.evaluation.stream import StreamEvaluation, evaluate_stream  # stream methods
+    from negvocab.evaluation.stream_evaluation import StreamEvaluation, evaluate_stream  # stream methods
     from negvocab.evaluation.subsample import subsample
     from negvocab.evaluation.sweeps import sweep_vocabulary
     from negvocab.grid.config import load_grid
     from negvocab.grid.run import grid_status, run_grid
-    from negvocab.grid.tables import GridResult
-    from negvocab.index import knn
+    from negvocab.grid.tidy import GridResult
     from negvocab.labels.candidates import Candidate, wordnet_candidates
     from negvocab.labels.clean import clean_label, parse_label_list
     from negvocab.labels.imagenet import IdClasses, imagenet1k, read_id_classes
@@ -258,7 +261,6 @@ if TYPE_CHECKING:
     from negvocab.labels.synonyms import SynonymFilter
     from negvocab.labels.wordnet import load_wordnet
     from negvocab.llm.settings import LLMSettings
-    from negvocab.plugins import load_plugins
     from negvocab.report.html import write_report
     from negvocab.report.plots import plot_sweep, sweep_figure
     from negvocab.report.results import write_results, write_sweep
@@ -272,6 +274,7 @@ if TYPE_CHECKING:
         register_param,
         unregister_method,
     )
+    from negvocab.scoring.prefix_scores import sweep
     from negvocab.scoring.scores import TopkScores, explain, score
     from negvocab.scoring.stream import (  # stream methods
         StreamMethod,
@@ -281,17 +284,17 @@ if TYPE_CHECKING:
         run_stream,
         stream_order,
     )
-    from negvocab.scoring.sweep import sweep
     from negvocab.scoring.tanl import TANL, noise_pixels  # TANL
     from negvocab.vlm.export import load_embeddings, save_embeddings
     from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM
     from negvocab.vlm.pairs import PairTexts  # NegRefine
     from negvocab.vocab import Vocabulary, load_candidates
+    from negvocab.vocab.index import knn
 
 if TYPE_CHECKING:  # AdaNeg and the test-stream protocol
     from negvocab.evaluation.row import RESULT_KINDS, result_kind
-    from negvocab.evaluation.stream import evaluate_stream_vocabularies, merge_evaluations
+    from negvocab.evaluation.stream_evaluation import evaluate_stream_vocabularies, merge_evaluations
     from negvocab.scoring.adaneg import AdaNeg
     from negvocab.scoring.stream import STREAM_ORDERS, stream_mix, stream_settings
 
@@ -307,7 +310,7 @@ if TYPE_CHECKING:  # the CSP builder and InterNeg's selection
     from negvocab.builders.interneg import build_interneg_vocabulary
 
 if TYPE_CHECKING:  # a missing optional package names its extra
-    from negvocab.extras import MissingExtraError
+    from negvocab.core.extras import MissingExtraError
 
 if TYPE_CHECKING:  # the tuning split
     from negvocab.evaluation.tuning import Tuning, tune_params

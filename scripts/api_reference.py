@@ -34,7 +34,7 @@ PAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "vlm.md": (
         "Models and embeddings",
         "open_clip models with cached text and image embeddings, their export, and nearest neighbours.",
-        ("negvocab.vlm", "negvocab.index"),
+        ("negvocab.vlm", "negvocab.vocab.index"),
     ),
     "scoring.md": (
         "Scoring and metrics",
@@ -60,7 +60,7 @@ PAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "Adapters, plug-ins and errors",
         "pytorch-ood detectors and the OpenOOD postprocessor (`negvocab.adapters`: imported by your code only, "
         "never by `import negvocab`), plug-ins, and the errors negvocab raises.",
-        ("negvocab.adapters", "negvocab.plugins", "negvocab.errors", "negvocab.extras"),
+        ("negvocab.adapters", "negvocab.core.plugins", "negvocab.core.errors", "negvocab.core.extras"),
     ),
 }
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.evaluation.row import ResultRow
 
 TIME_KEYS = ("seconds", "created", "time", "date")

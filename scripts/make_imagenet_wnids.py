@@ -52,7 +52,7 @@ def main() -> int:
         same = OUT.is_file() and OUT.read_text(encoding="utf-8") == text
         print(f"{OUT}: {'up to date' if same else 'DIFFERS'}")
         return 0 if same else 1
-    from negvocab.atomic import write_text
+    from negvocab.core.atomic import write_text
 
     write_text(OUT, text)
     print(f"wrote {OUT} (1000 classes)")

@@ -99,7 +99,7 @@ def test_docs_copy_of_the_methods_document_is_current():
 
 
 def test_results_cite_a_section_of_the_packaged_methods_document():
-    from negvocab.evaluation.rows import METHODS_SECTION
+    from negvocab.evaluation.records import METHODS_SECTION
 
     heading = re.search(r'section "([^"]+)"', METHODS_SECTION).group(1)
     assert "negvocab/methods.md" in METHODS_SECTION and github_anchor(heading) in anchors(

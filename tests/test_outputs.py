@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from negvocab.atomic import atomic_path, write_bytes, write_json, write_text
 from negvocab.cli import app
-from negvocab.errors import ResourceError
+from negvocab.core.atomic import atomic_path, write_bytes, write_json, write_text
+from negvocab.core.errors import ResourceError
 from negvocab.vocab import Vocabulary
 
 runner = CliRunner()
@@ -167,7 +167,7 @@ def test_one_overwrite_rule_for_single_file_outputs(tmp_path):
 def test_a_claim_removes_only_our_own_half_written_files(tmp_path):
     """A killed run's temporaries of its declared outputs go on the next claim; another program's
     hidden .tmp files in the same folder stay."""
-    from negvocab.outdir import claim_folder
+    from negvocab.core.outdir import claim_folder
 
     ours, theirs = tmp_path / ".results.json.k2j3.tmp", tmp_path / ".editor-swap.tmp"
     work = tmp_path / "cells"

@@ -170,7 +170,7 @@ import json, re, subprocess, sys
 from importlib import resources
 from pathlib import Path
 import negvocab
-from negvocab.evaluation.rows import METHODS_SECTION
+from negvocab.evaluation.records import METHODS_SECTION
 pkg = Path(negvocab.__file__).parent
 doc = (resources.files("negvocab") / "methods.md").read_text(encoding="utf-8")
 heads = [m.group(1) for m in re.finditer(r"^#{1,6}\s+(.+?)\s*$", doc, re.M)]

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from negvocab.builders.mined import mining_pool
 from negvocab.cli import app
 from negvocab.cli.options import ood_paths
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.labels.imagenet import IdClasses, read_id_classes
 
 FAST = settings(

@@ -1,7 +1,7 @@
 """Public signatures name their types: no bare ``Any`` in a parameter or return of a public name.
 
 ``Any`` stays only inside JSON-like records (``dict[str, Any]``) and in ``**kwargs`` forwarded to a named
-callee, as :mod:`negvocab.types` says. The check reads every lazy export of ``negvocab`` (classes' public
+callee, as :mod:`negvocab.core.types` says. The check reads every lazy export of ``negvocab`` (classes' public
 methods included)."""
 
 from __future__ import annotations
@@ -45,7 +45,9 @@ def bare_any() -> set[str]:
 
 def test_no_new_bare_any_in_public_signatures():
     found = bare_any()
-    assert found <= KNOWN, f"public signatures with a bare Any (name the type; see negvocab/types.py): {found - KNOWN}"
+    assert found <= KNOWN, (
+        f"public signatures with a bare Any (name the type; see negvocab/core/types.py): {found - KNOWN}"
+    )
 
 
 def test_the_check_sees_a_bare_any(monkeypatch):

@@ -47,7 +47,7 @@ import numpy as np
 import torch
 
 from negvocab.adapters.zeroshot import ZeroShot, as_id_classes
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.vlm.images import encode_batch
 from negvocab.vlm.model import VLM
 

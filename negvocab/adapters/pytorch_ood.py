@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from negvocab.adapters.zeroshot import ZeroShot, search_grid
-from negvocab.errors import ResourceError
-from negvocab.types import ParamValue
+from negvocab.core.errors import ResourceError
+from negvocab.core.types import ParamValue
 
 try:
     from pytorch_ood.api import DetectorInfo, FeaturesDetector, Paper, Task

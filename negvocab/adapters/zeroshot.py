@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
+from negvocab.core.types import ParamValue
 from negvocab.labels.imagenet import IdClasses, imagenet1k
 from negvocab.scoring.detector import make_detector
 from negvocab.scoring.methods import PARAMS, check_params, get_method
 from negvocab.scoring.providers import InputContext, image_inputs, setup_inputs
 from negvocab.scoring.stream import StreamMethod
-from negvocab.types import ParamValue
 from negvocab.vlm.images import encode_batch
 from negvocab.vocab import Vocabulary
 

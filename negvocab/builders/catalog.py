@@ -23,14 +23,14 @@ from negvocab.builders.oracle import build_oracle_vocabulary, oracle_labels_from
 from negvocab.builders.registry import Builder, BuilderOptions
 from negvocab.builders.siblings import build_sibling_vocabulary
 from negvocab.builders.wordnet import build_wordnet_vocabulary
+from negvocab.core.provenance import file_sha256
 from negvocab.data.images import ImageSet
-from negvocab.index import INDEX_KINDS
 from negvocab.labels.candidates import PRESETS, Candidate, sample_pool, wordnet_candidates
 from negvocab.labels.imagenet import IdClasses, read_id_classes
 from negvocab.llm.cost import CostEstimate
 from negvocab.llm.settings import LLMSettings
-from negvocab.provenance import file_sha256
 from negvocab.vocab import Vocabulary, load_candidates
+from negvocab.vocab.index import INDEX_KINDS
 
 if TYPE_CHECKING:
     from negvocab.vlm.model import VLM

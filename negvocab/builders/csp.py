@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.builders.wordnet import _as_candidates, check_quantile, quantile_from_top, quantile_top_k
-from negvocab.errors import InputError
-from negvocab.index import as_matrix, knn
+from negvocab.core.errors import InputError
 from negvocab.labels.candidates import Candidate, wordnet_candidates
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.labels.synonyms import SynonymFilter
 from negvocab.vlm.templates import resolve_templates
 from negvocab.vocab import Vocabulary
+from negvocab.vocab.index import as_matrix, knn
 
 if TYPE_CHECKING:
     from negvocab.labels.imagenet import IdClasses

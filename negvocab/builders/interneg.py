@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from negvocab.builders.wordnet import _as_candidates
+from negvocab.core.errors import InputError
 from negvocab.data.images import ImageSet
 from negvocab.data.layouts import open_image_set
-from negvocab.errors import InputError
 from negvocab.labels.candidates import Candidate, wordnet_candidates
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.labels.synonyms import SynonymFilter

@@ -42,8 +42,8 @@ from negvocab.builders.llm_identity import base_identity, check_counts, check_mo
 from negvocab.builders.llm_merge import merge_rounds, vocabulary_from_results
 from negvocab.builders.llm_run import LLMRun, RunOutcome, last_settings
 from negvocab.builders.llm_size import build_to_size
-from negvocab.deprecation import renamed_kwargs
-from negvocab.errors import InputError
+from negvocab.core.deprecation import renamed_kwargs
+from negvocab.core.errors import InputError
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.llm.journal import Journal, identity_hash
 from negvocab.llm.prompts import load_prompt

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
+from negvocab.core.textfiles import read_text
 from negvocab.labels.imagenet import IdClasses, imagenet1k
-from negvocab.textfiles import read_text
 
 __all__ = [
     "ClassesSpec",

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
+from negvocab.core.paths import cache_dir
 from negvocab.llm.journal import identity_hash
 from negvocab.llm.prompts import PromptTemplate
-from negvocab.paths import cache_dir
 
 __all__ = ["base_identity", "check_counts", "check_model", "run_folder"]
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from negvocab.builders.llm_classes import own_label_space
-from negvocab.errors import InputError, ResourceError
+from negvocab.core.errors import InputError, ResourceError
 from negvocab.labels.synonyms import Match, SynonymFilter
 from negvocab.llm.journal import custom_id
 from negvocab.llm.text import reclean_results

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from negvocab.builders.llm_classes import label_space_record
 from negvocab.builders.llm_merge import check_rounds_used, vocabulary_from_results
-from negvocab.errors import InputError, ResourceError
+from negvocab.core.errors import InputError, ResourceError
+from negvocab.core.provenance import negvocab_version
 from negvocab.llm.batch import held_by, in_open_batch, run_batch
 from negvocab.llm.client import LLMClient, check_base_url, public_url
 from negvocab.llm.cost import CostEstimate, cost_usd, estimate, priced_here
@@ -25,7 +26,6 @@ from negvocab.llm.loop import run_coro
 from negvocab.llm.prompts import PromptTemplate
 from negvocab.llm.run import RETRYABLE, Request, failed_before, pending, run_sync
 from negvocab.llm.settings import LLMSettings, resolve_settings
-from negvocab.provenance import negvocab_version
 from negvocab.vocab import Vocabulary
 
 if TYPE_CHECKING:

@@ -35,19 +35,19 @@ from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 import numpy as np
 
+from negvocab.core.deprecation import renamed_kwargs
+from negvocab.core.errors import InputError
+from negvocab.core.progress import Progress, check_interrupt
+from negvocab.core.types import Embeddings
 from negvocab.data.images import ImageSet, is_image
 from negvocab.data.layouts import open_image_set
-from negvocab.deprecation import renamed_kwargs
-from negvocab.errors import InputError
-from negvocab.index import INDEX_KINDS, StreamingSearch, as_matrix, have_faiss, knn
 from negvocab.labels.candidates import Candidate, wordnet_candidates
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.labels.synonyms import SynonymFilter
-from negvocab.progress import Progress, check_interrupt
-from negvocab.types import Embeddings
 from negvocab.vlm.images import ImageEmbeddings, ImageSource
 from negvocab.vlm.templates import TemplatesSpec, resolve_templates
 from negvocab.vocab import Vocabulary, load_candidates
+from negvocab.vocab.index import INDEX_KINDS, StreamingSearch, as_matrix, have_faiss, knn
 
 if TYPE_CHECKING:
     from negvocab.labels.candidates import Candidate
@@ -160,7 +160,7 @@ def mine_evidence(
     ID class embeddings [C, d] and candidate embeddings arriving in chunks [m_j, d] (any
     iterable, e.g. a generator that encodes the pool piece by piece).
 
-    ``index`` and ``index_options`` go to :class:`negvocab.index.StreamingSearch` (``nlist``,
+    ``index`` and ``index_options`` go to :class:`negvocab.vocab.index.StreamingSearch` (``nlist``,
     ``nprobe``, ``ef_search``, ``storage``, ``recall_sample``, ...).
     """
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
@@ -409,7 +409,7 @@ def build_mined_vocabulary(
         transductive (``settings["caveats"]``, ``settings["deployable"] = False``).
     index, index_options
         ``"exact"`` (default), ``"ivf"`` or ``"hnsw"`` and their options
-        (:class:`negvocab.index.StreamingSearch`); approximate indexes report their recall@k.
+        (:class:`negvocab.vocab.index.StreamingSearch`); approximate indexes report their recall@k.
 
     Returns
     -------

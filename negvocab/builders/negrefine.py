@@ -30,7 +30,7 @@ import numpy as np
 
 from negvocab.builders.llm import LLMRun
 from negvocab.builders.llm_identity import check_model, run_folder
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.labels.imagenet import IdClasses, imagenet1k
 from negvocab.llm.cost import CostEstimate
 from negvocab.llm.formats import VERBATIM

@@ -14,13 +14,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
+from negvocab.core.errors import InputError
+from negvocab.core.textfiles import read_text
 from negvocab.data.fi_imagenet import FiImageNet, read_id_list
 from negvocab.data.imagenet import VAL_ID
 from negvocab.data.images import ImageSet, class_folders
-from negvocab.errors import InputError
 from negvocab.labels.clean import clean_label, clean_labels_report
 from negvocab.labels.synonyms import SynonymFilter
-from negvocab.textfiles import read_text
 from negvocab.vocab import ORACLE_CAVEAT, Vocabulary
 
 if TYPE_CHECKING:

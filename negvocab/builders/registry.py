@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, model_validator
 
 from negvocab.builders import BUILTIN_BUILDERS
-from negvocab.deprecation import rename_keys
-from negvocab.errors import InputError
-from negvocab.registry import Registry, check_now, decorator, resolve_target
+from negvocab.core.deprecation import rename_keys
+from negvocab.core.errors import InputError
+from negvocab.core.registry import Registry, check_now, decorator, resolve_target
 from negvocab.vocab import Vocabulary, add_source, with_caveats
 
 if TYPE_CHECKING:
@@ -314,7 +314,7 @@ def unregister_builder(name: str) -> None:
 def get_builder(name: str) -> Builder:
     """The builder registered as ``name`` (case-insensitive, aliases accepted) or one-line :class:`InputError`.
 
-    A name not registered yet first loads the plug-ins (``$NEGVOCAB_PLUGINS``, the ``negvocab.plugins``
+    A name not registered yet first loads the plug-ins (``$NEGVOCAB_PLUGINS``, the ``negvocab.core.plugins``
     entry points; each once), as in every registry, so a plug-in's builder is found from Python as from the CLI."""
     return _BUILDERS.get(name)
 

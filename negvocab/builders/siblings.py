@@ -36,12 +36,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.builders.llm_merge import count_stats
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
+from negvocab.core.textfiles import read_text
 from negvocab.labels.candidates import is_usable
 from negvocab.labels.imagenet import WNID, IdClasses, imagenet1k, read_id_classes
 from negvocab.labels.synonyms import SynonymFilter
 from negvocab.labels.wordnet import load_wordnet
-from negvocab.textfiles import read_text
 from negvocab.vlm.templates import TemplatesSpec, resolve_templates
 from negvocab.vocab import Vocabulary
 

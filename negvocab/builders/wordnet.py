@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from negvocab.deprecation import renamed_kwargs
-from negvocab.errors import InputError
-from negvocab.index import as_matrix, knn
+from negvocab.core.deprecation import renamed_kwargs
+from negvocab.core.errors import InputError
 from negvocab.labels.candidates import Candidate, wordnet_candidates
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.labels.synonyms import SynonymFilter
 from negvocab.vlm.templates import TemplatesSpec, resolve_templates
 from negvocab.vocab import Vocabulary
+from negvocab.vocab.index import as_matrix, knn
 
 if TYPE_CHECKING:
     from negvocab.labels.candidates import Candidate
@@ -110,7 +110,7 @@ def farthest_first(
     interpolation between order statistics; 0.95 by default, NegLabel's eta = 5%). Candidates are
     ranked by d ascending; ties keep the candidates' index order. Only the top
     ``quantile_top_k(C, quantile)`` similarities of each candidate are needed: an exact k-NN
-    search over the ID embeddings (:func:`negvocab.index.knn`).
+    search over the ID embeddings (:func:`negvocab.vocab.index.knn`).
 
     Parameters
     ----------
@@ -121,7 +121,7 @@ def farthest_first(
     quantile : float
         Quantile level in (0, 1], e.g. 0.95 (not 95).
     device, batch_size, backend
-        Passed to :func:`negvocab.index.knn`.
+        Passed to :func:`negvocab.vocab.index.knn`.
 
     Returns
     -------

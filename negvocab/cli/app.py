@@ -3,9 +3,9 @@
 Command modules (``negvocab.cli.<topic>``) register on :data:`app` / :data:`build_app`; they only
 parse options, call the public API and print. Each is imported when one of its commands runs (the
 table of :mod:`negvocab.cli.commands`), so ``--help`` and ``--version`` start without numpy or
-pydantic. Plug-ins (:mod:`negvocab.plugins`) are loaded here,
+pydantic. Plug-ins (:mod:`negvocab.core.plugins`) are loaded here,
 first, so that their methods' parameters are options of ``score``, ``sweep`` and ``coverage``. A
-:class:`~negvocab.errors.NegvocabError` raised anywhere below becomes one ``error: ...`` line on
+:class:`~negvocab.core.errors.NegvocabError` raised anywhere below becomes one ``error: ...`` line on
 stderr and exit status 2, never a traceback.
 """
 
@@ -28,11 +28,11 @@ from negvocab.cli.commands import (
 )
 from negvocab.cli.logs import add_options as add_log_options
 from negvocab.cli.logs import restore as restore_logging
-from negvocab.errors import InputError, NegvocabError
-from negvocab.extras import missing_extra
-from negvocab.plugins import load_plugins
-from negvocab.progress import forget_kept, kept_work
-from negvocab.provenance import negvocab_version, set_command
+from negvocab.core.errors import InputError, NegvocabError
+from negvocab.core.extras import missing_extra
+from negvocab.core.plugins import load_plugins
+from negvocab.core.progress import forget_kept, kept_work
+from negvocab.core.provenance import negvocab_version, set_command
 
 __all__ = [
     "EXIT_USER_ERROR",
@@ -340,7 +340,7 @@ def _root(
     """Logging is set up by the -v/-q/--log-file options of each command (negvocab.cli.logs)."""
 
 
-# plug-ins ($NEGVOCAB_PLUGINS, the "negvocab.plugins" entry points) register their methods before the
+# plug-ins ($NEGVOCAB_PLUGINS, the "negvocab.core.plugins" entry points) register their methods before the
 # commands read the registry for their options; a plug-in that fails is one line when a command runs.
 # Loaded last, so that a plug-in may import this module (its `app`, to add a command of its own).
 try:

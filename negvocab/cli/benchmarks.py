@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from negvocab.cli.app import app
+from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import BenchmarkSet, benchmark_table, get_benchmark
-from negvocab.errors import InputError
 
 __all__ = ["benchmarks_cmd"]
 

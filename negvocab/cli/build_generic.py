@@ -19,7 +19,6 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from negvocab.atomic import is_stdout
 from negvocab.builders.registry import Builder, annotation_types, get_builder, list_builders
 from negvocab.cli.app import build_app
 from negvocab.cli.commands import BUILD_MODULES
@@ -42,8 +41,9 @@ from negvocab.cli.options import (
     load_vlm,
 )
 from negvocab.cli.outputs import check_output, writing
+from negvocab.core.atomic import is_stdout
+from negvocab.core.plugins import load_plugins
 from negvocab.labels.imagenet import IdClasses
-from negvocab.plugins import load_plugins
 
 __all__ = ["add_builder_commands", "builder_command", "build_help"]
 

@@ -22,7 +22,7 @@ from negvocab.cli.common_options import OutOpt
 from negvocab.cli.labelspace import LabelSpace, llm_label_space, say_mapping
 from negvocab.cli.options import HintOpt, MapClassesOpt, OverwriteOpt
 from negvocab.cli.outputs import check_output, messages_to_stderr, writing
-from negvocab.errors import InputError, ResourceError
+from negvocab.core.errors import InputError, ResourceError
 from negvocab.labels.synonyms import SynonymFilter
 from negvocab.llm.settings import LLMSettings
 

@@ -11,7 +11,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from negvocab.atomic import is_stdout
 from negvocab.builders.mined import build_mined_vocabulary, mining_pool
 from negvocab.builders.oracle import build_oracle_vocabulary
 from negvocab.builders.registry import get_builder
@@ -37,9 +36,10 @@ from negvocab.cli.options import (
     path_value,
 )
 from negvocab.cli.outputs import check_output, claim_output_file, writing
+from negvocab.core.atomic import is_stdout
+from negvocab.core.errors import InputError
+from negvocab.core.progress import check_interrupt, interrupt_guard
 from negvocab.data.layouts import open_image_set
-from negvocab.errors import InputError
-from negvocab.progress import check_interrupt, interrupt_guard
 from negvocab.vlm.templates import resolve_templates
 from negvocab.vocab import Vocabulary
 
@@ -185,7 +185,7 @@ def build_mined(
     image_set = open_image_set(images)
     ood_sets = {name: open_image_set(path) for name, path in ood_paths(ood).items()}  # one name each, no empty path
     check_output(output, inputs=[images, Path(candidates), id_classes, Path(templates)], overwrite=overwrite)
-    claim_output_file(output)  # a second run writing the same file refuses at once (negvocab.outdir)
+    claim_output_file(output)  # a second run writing the same file refuses at once (negvocab.core.outdir)
     say_mapping(mapped)  # every input checked: the label space's summary
     mining = {
         "size": size,

@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from negvocab.atomic import is_stdout
 from negvocab.builders.registry import get_builder
 from negvocab.builders.wordnet import build_wordnet_vocabulary, check_quantile
 from negvocab.cli.app import build_app
@@ -29,8 +28,9 @@ from negvocab.cli.options import (
     load_vlm,
 )
 from negvocab.cli.outputs import check_output, writing
-from negvocab.errors import InputError
-from negvocab.provenance import file_sha256
+from negvocab.core.atomic import is_stdout
+from negvocab.core.errors import InputError
+from negvocab.core.provenance import file_sha256
 from negvocab.vlm.templates import resolve_templates
 from negvocab.vocab import load_candidates
 
@@ -100,7 +100,7 @@ def build_wordnet(
 ) -> None:
     """Rank WordNet head words farthest first from the ID classes (ImageNet-1k) and write vocabularies."""
     # long: a command: most lines are its typer option list
-    from negvocab.scoring.sweep import parse_sizes
+    from negvocab.scoring.prefix_scores import parse_sizes
 
     if size is not None and sizes is not None:
         raise InputError("give --size (one vocabulary) or --sizes (several), not both")

@@ -11,8 +11,8 @@ import typer
 
 from negvocab.cli.app import app
 from negvocab.cli.options import CacheDirOpt
-from negvocab.errors import InputError
-from negvocab.paths import cache_dir as default_cache_dir
+from negvocab.core.errors import InputError
+from negvocab.core.paths import cache_dir as default_cache_dir
 from negvocab.vlm.cache import list_stores, remove_store
 
 __all__ = ["cache"]

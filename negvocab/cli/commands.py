@@ -17,8 +17,8 @@ import sys
 from dataclasses import dataclass
 
 from negvocab.builders import BUILTIN_BUILDERS
-from negvocab.errors import InputError
-from negvocab.registry import Registry
+from negvocab.core.errors import InputError
+from negvocab.core.registry import Registry
 
 __all__ = [
     "BUILD_COMMANDS",

@@ -32,7 +32,7 @@ from negvocab.cli.options import (
     scoring_options,
 )
 from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder_report, writing
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.plots import check_plot_formats
 from negvocab.scoring.methods import Method, batch_method, get_method, list_methods

@@ -23,8 +23,8 @@ from negvocab.cli.options import (
     ReportOpt,
 )
 from negvocab.cli.outputs import check_output, write_folder_report
+from negvocab.core.errors import InputError, ResourceError
 from negvocab.demo import SPLIT_NOTE, check_demo_sizes, run_demo
-from negvocab.errors import InputError, ResourceError
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.results import format_table
 from negvocab.vlm.model import VLM

@@ -10,11 +10,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from negvocab.atomic import is_stdout, write_text
 from negvocab.cli.app import app
 from negvocab.cli.options import OverwriteOpt
 from negvocab.cli.outputs import check_output, writing
-from negvocab.errors import InputError
+from negvocab.core.atomic import is_stdout, write_text
+from negvocab.core.errors import InputError
 
 __all__ = ["METHODS_FILE", "PRESETS", "PRESET_NOTES", "methods_cmd", "methods_document", "models_cmd", "section"]
 

@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from negvocab.atomic import is_stdout
 from negvocab.cli.app import app
 from negvocab.cli.options import (
     AllowOutsideOpt,
@@ -27,8 +26,9 @@ from negvocab.cli.options import (
     load_vlm,
 )
 from negvocab.cli.outputs import check_output, writing
+from negvocab.core.atomic import is_stdout
+from negvocab.core.errors import InputError
 from negvocab.data import open_image_set
-from negvocab.errors import InputError
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.vlm.export import MANIFEST_FILE, check_export_folder, save_embeddings
 from negvocab.vocab import Vocabulary

@@ -5,7 +5,7 @@ A method parameter's flag is derived from its name (:func:`param_flag`: ``top_cl
 the flags of their own options (:func:`reserve_flags`), which no parameter may take.
 
 The library's errors name its parameters (``need a vocabulary (vocabularies)``, ``raise top_k``,
-``order='given'``) and list them in :attr:`negvocab.errors.NegvocabError.param`; the CLI shows
+``order='given'``) and list them in :attr:`negvocab.core.errors.NegvocabError.param`; the CLI shows
 each as the flag that sets it (``--vocab``, ``--top-k``, ``--order given``) with
 :func:`cli_message`, as :meth:`negvocab.scoring.methods.Param.validate` does with ``cli=True``.
 """
@@ -16,7 +16,7 @@ import functools
 import re
 from collections.abc import Iterable
 
-from negvocab.errors import NegvocabError
+from negvocab.core.errors import NegvocabError
 from negvocab.scoring import methods
 
 __all__ = ["COMMAND_FLAGS", "HISTORIC_FLAGS", "PARAM_FLAGS", "cli_message", "flag_of", "param_flag", "reserve_flags"]

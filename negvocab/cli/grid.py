@@ -8,10 +8,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from negvocab.atomic import write_text
 from negvocab.cli.app import CommandGroup, app
 from negvocab.cli.outputs import check_output, writing
-from negvocab.errors import InputError
+from negvocab.core.atomic import write_text
+from negvocab.core.errors import InputError
 from negvocab.grid.config import load_config
 from negvocab.grid.plan import plan_grid, plan_lines
 from negvocab.grid.run import (
@@ -24,7 +24,7 @@ from negvocab.grid.run import (
     run_grid,
     write_grid,
 )
-from negvocab.grid.tables import RANDOM_NOTE
+from negvocab.grid.tidy import RANDOM_NOTE
 
 __all__ = ["SOURCE_FILE", "grid_app", "init_cmd", "plan_cmd", "run_cmd", "status_cmd"]
 

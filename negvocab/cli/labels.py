@@ -1,7 +1,7 @@
 """Label-space commands: ``classes``, ``candidates``, ``filter``, ``merge``, ``drop``, ``info``.
 
 They only parse options, call the public API (negvocab.labels, negvocab.vocab) and print. Bad
-input raises :class:`~negvocab.errors.InputError` before anything is written; every output is
+input raises :class:`~negvocab.core.errors.InputError` before anything is written; every output is
 written atomically.
 """
 
@@ -18,17 +18,17 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from negvocab.atomic import atomic_path, is_stdout, write_json, write_text
 from negvocab.cli.app import app
 from negvocab.cli.labelspace import id_label_space, say_mapping
 from negvocab.cli.logs import is_quiet, verbosity
 from negvocab.cli.options import HintOpt, LabelSpaceOpt, MapClassesOpt, OverwriteOpt
 from negvocab.cli.outputs import check_output, messages_to_stderr, writing
-from negvocab.errors import InputError
+from negvocab.core.atomic import atomic_path, is_stdout, write_json, write_text
+from negvocab.core.errors import InputError
+from negvocab.core.textfiles import read_text
 from negvocab.labels.candidates import wordnet_candidates
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.labels.synonyms import SynonymFilter
-from negvocab.textfiles import read_text
 from negvocab.vocab import Vocabulary
 
 __all__ = [

@@ -18,13 +18,13 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from negvocab.atomic import is_stdout, write_text
 from negvocab.builders.llm_classes import select_classes
 from negvocab.cli.app import app
 from negvocab.cli.options import HintOpt, OverwriteOpt
 from negvocab.cli.outputs import check_output, writing
+from negvocab.core.atomic import is_stdout, write_text
+from negvocab.core.errors import InputError
 from negvocab.data.label_space import label_space_file, open_label_space
-from negvocab.errors import InputError
 from negvocab.labels.imagenet import IdClasses
 from negvocab.labels.labelspace import LabelSpaceMap, class_file_hints, map_label_space
 

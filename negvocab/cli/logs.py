@@ -1,6 +1,6 @@
 """Logging for the ``negvocab`` command: ``-v``/``-q``/``--log-file`` on every command.
 
-- default: warnings and errors; progress lines (``negvocab.progress``) when stderr is not a terminal
+- default: warnings and errors; progress lines (``negvocab.core.progress``) when stderr is not a terminal
   (on a terminal the bar shows it);
 - ``-v``: negvocab's own detail (INFO), not the import chatter of open_clip, faiss or HTTP
   libraries (their warnings still show); ``-vv``: negvocab's DEBUG and the others' INFO;
@@ -21,13 +21,13 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from negvocab.redact import redact_urls
+from negvocab.core.redact import redact_urls
 
 __all__ = ["FORMAT", "add_options", "configure", "is_quiet", "options", "restore", "verbosity"]
 
 FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 _OURS = "negvocab"
-_PROGRESS = "negvocab.progress"
+_PROGRESS = "negvocab.core.progress"
 _META = "negvocab.logging"
 _MARK = "_negvocab_log_options"
 

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from negvocab.cli.flags import param_flag, reserve_flags
+from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import OpenedSets, list_benchmarks
 from negvocab.data.images import ImageSet
 from negvocab.data.ood_specs import open_ood_sets, parse_ood_specs
-from negvocab.errors import InputError
 from negvocab.scoring.methods import (
     EVALUATION_PARAMS,
     PARAMS,

@@ -19,11 +19,11 @@ from typing import Any
 
 import typer
 
-from negvocab.atomic import disk_full_error, is_stdout, is_stream
-from negvocab.errors import InputError, NegvocabError
-from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING
+from negvocab.core.atomic import disk_full_error, is_stdout, is_stream
+from negvocab.core.errors import InputError, NegvocabError
+from negvocab.core.outdir import claim_file, claim_folder
+from negvocab.evaluation.records import RANDOM_WEIGHTS_WARNING
 from negvocab.evaluation.stored import RESULTS_INPUTS
-from negvocab.outdir import claim_file, claim_folder
 from negvocab.report.html import write_report
 
 __all__ = [
@@ -94,7 +94,7 @@ def check_output(
 
 
 def claim_results_folder(folder: Path, outputs: tuple[str, ...], *, overwrite: bool) -> None:
-    """Claim a results folder for the whole command (:func:`negvocab.outdir.claim_folder`): a
+    """Claim a results folder for the whole command (:func:`negvocab.core.outdir.claim_folder`): a
     second run into it refuses at once; one holding earlier outputs needs ``overwrite``. Released
     when the command ends, however it ends."""
     _claims.append(claim_folder(folder, outputs, overwrite=overwrite))
@@ -104,7 +104,7 @@ _claims: list[Any] = []
 
 
 def claim_output_file(path: Path) -> None:
-    """Claim a single output file for the whole command (:func:`negvocab.outdir.claim_file`; streams
+    """Claim a single output file for the whole command (:func:`negvocab.core.outdir.claim_file`; streams
     need none): a second run writing it refuses at once. Released when the command ends."""
     if not is_stream(path):
         _claims.append(claim_file(path))

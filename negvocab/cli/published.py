@@ -10,8 +10,8 @@ from typing import Annotated, Optional
 import typer
 
 from negvocab.cli.app import app
+from negvocab.core.errors import InputError
 from negvocab.data.published import PUBLISHED_COLUMNS, published_results
-from negvocab.errors import InputError
 
 __all__ = ["published_cmd"]
 

@@ -13,7 +13,7 @@ from negvocab.cli.options import (
     OverwriteOpt,
 )
 from negvocab.cli.outputs import check_output, writing
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.report.html import study_folders, write_report
 
 __all__ = ["report_cmd"]

@@ -41,8 +41,8 @@ from negvocab.cli.options import (
     scoring_options,
 )
 from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder_report, writing
+from negvocab.core.errors import InputError
 from negvocab.data.validation import open_validation, validation_splits
-from negvocab.errors import InputError
 from negvocab.evaluation.kinds import caveat_kinds
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.plots import check_plot_formats
@@ -239,7 +239,7 @@ def score_cmd(
     assert params is not None and metrics is not None  # given by @scoring_options
     convention, tpr, n_boot, seed = metrics["convention"], metrics["tpr"], metrics["n_boot"], params["seed"]
     from negvocab.evaluation.evaluate import evaluate_vocabularies
-    from negvocab.evaluation.stream import evaluate_stream_vocabularies, merge_evaluations
+    from negvocab.evaluation.stream_evaluation import evaluate_stream_vocabularies, merge_evaluations
     from negvocab.evaluation.tuning import check_criterion, check_disjoint, tune_methods
 
     chosen = [get_method(m) for m in (method or ["neglabel"])]  # before any model
@@ -391,7 +391,7 @@ def sweep_cmd(
     assert params is not None and metrics is not None  # given by @scoring_options
     convention, tpr, n_boot, seed = metrics["convention"], metrics["tpr"], metrics["n_boot"], params["seed"]
     from negvocab.evaluation.sweeps import is_ranked, sweep_vocabulary
-    from negvocab.scoring.sweep import parse_sizes
+    from negvocab.scoring.prefix_scores import parse_sizes
 
     # fail on bad options before loading a model or reading images
     key = batch_method(method, "negvocab sweep").name

@@ -10,16 +10,16 @@ from typing import Annotated, Any, Optional
 import numpy as np
 import typer
 
-from negvocab.atomic import write_json, write_text
 from negvocab.cli.app import app
 from negvocab.cli.outputs import writing
-from negvocab.errors import InputError
+from negvocab.core.atomic import write_json, write_text
+from negvocab.core.errors import InputError
+from negvocab.core.outdir import staged_folder
+from negvocab.core.textfiles import csv_text
 from negvocab.evaluation.stored import read_scores_npz
 from negvocab.evaluation.subsample import POOLED, check_draws, subsample
-from negvocab.grid.tables import grid_scores, is_grid_folder
-from negvocab.outdir import staged_folder
+from negvocab.grid.tidy import grid_scores, is_grid_folder
 from negvocab.report.plots import PLOT_FORMATS, plot_subsample
-from negvocab.textfiles import csv_text
 
 __all__ = ["SUBSAMPLE_FILES", "read_scores", "read_scores_file", "subsample_cmd"]
 
@@ -107,7 +107,7 @@ def subsample_cmd(
     """Mean and SD of FPR@95 over random subsets of n OOD images, the analytical FPC SD and the
     detectors' rank stability (the paper's Appendix C), for each OOD set on its own."""
     # long: options, reading, one analysis per set and the summary lines
-    from negvocab.scoring.sweep import parse_sizes
+    from negvocab.scoring.prefix_scores import parse_sizes
 
     if plot_format not in ("pdf", "svg", "png"):
         raise InputError(f"unknown --plot-format {plot_format!r}; choose pdf, svg or png")

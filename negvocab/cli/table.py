@@ -1,7 +1,7 @@
 """``negvocab table``: the paper's tables (and paired comparisons) from grid, score and sweep folders.
 
 The options are parsed here; the tables are :mod:`negvocab.report.tables`, the folders are read by
-:func:`negvocab.grid.tables.load_rows`.
+:func:`negvocab.grid.tidy.load_rows`.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from negvocab.atomic import is_stdout, write_text
 from negvocab.cli.app import app
 from negvocab.cli.options import OverwriteOpt
 from negvocab.cli.outputs import check_output, writing
+from negvocab.core.atomic import is_stdout, write_text
+from negvocab.core.errors import InputError
 from negvocab.data.published import published_table_rows
-from negvocab.errors import InputError
-from negvocab.grid.tables import load_rows
+from negvocab.grid.tidy import load_rows
 from negvocab.report.tables import build_table, comparisons
 from negvocab.scoring.methods import check_evaluation
 

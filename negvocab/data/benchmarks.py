@@ -40,14 +40,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from negvocab.core.errors import InputError
+from negvocab.core.registry import Registry, check_now, resolve_target
+from negvocab.core.textfiles import read_text
+from negvocab.data.annotations import TableSpec, table_images, table_spec
 from negvocab.data.imagenet import imagenet_val
 from negvocab.data.images import ImageSet, class_folders, image_folder, image_list
 from negvocab.data.layouts import open_image_set
-from negvocab.data.tables import TableSpec, table_images, table_spec
-from negvocab.errors import InputError
 from negvocab.labels.imagenet import IdClasses, read_id_classes
-from negvocab.registry import Registry, check_now, resolve_target
-from negvocab.textfiles import read_text
 
 __all__ = [
     "GROUPS",
@@ -97,7 +97,7 @@ class BenchmarkSet:
     ``layout``: ``list`` (``where`` is an image list, ``image_dir`` the folder its paths start
     from), ``folder`` (every image below ``where``), ``classes`` (class folders in ``where``),
     ``imagenet`` (an ImageNet-1k validation folder), ``table`` (``where`` is a dataset's annotation table,
-    read as ``read`` says: :mod:`negvocab.data.tables`) or ``auto``. ``group``: ``near``, ``far``,
+    read as ``read`` says: :mod:`negvocab.data.annotations`) or ``auto``. ``group``: ``near``, ``far``,
     ``other`` or None (an ID set, or a set in no group)."""
 
     name: str

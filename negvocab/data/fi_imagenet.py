@@ -20,10 +20,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from negvocab.core.errors import InputError
+from negvocab.core.textfiles import read_text
 from negvocab.data.imagenet import N_VAL, VAL_ID, imagenet_val
 from negvocab.data.images import ImageSet
-from negvocab.errors import InputError
-from negvocab.textfiles import read_text
 
 logger = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ import os
 import re
 from pathlib import Path
 
+from negvocab.core.errors import InputError
 from negvocab.data.images import ImageSet, is_image, require_dir
-from negvocab.errors import InputError
 from negvocab.labels.imagenet import WNID, imagenet1k
 
 logger = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from negvocab.errors import InputError
-from negvocab.textfiles import read_text
+from negvocab.core.errors import InputError
+from negvocab.core.textfiles import read_text
 
 logger = logging.getLogger(__name__)
 
@@ -249,7 +249,7 @@ def listed_paths(
     """The images a list ``file`` names (``(line, path)`` rows), resolved against ``base``: each listed
     once, inside ``base`` (unless ``allow_outside_root``) and present, else :class:`InputError` naming
     the line or the first missing file (shared by :func:`image_list` and the dataset tables of
-    :mod:`negvocab.data.tables`)."""
+    :mod:`negvocab.data.annotations`)."""
     first_line: dict[str, int] = {}
     for lineno, listed in rows:
         if listed in first_line:  # scored twice, it would count twice in every metric

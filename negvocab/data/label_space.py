@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import classes_file, get_benchmark
-from negvocab.errors import InputError
 from negvocab.labels.imagenet import WNID, IdClasses, imagenet1k, read_id_classes
 from negvocab.labels.labelspace import LabelSpaceMap, class_file_hints, map_label_space
 

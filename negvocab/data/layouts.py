@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from negvocab.core.errors import InputError
 from negvocab.data.imagenet import imagenet_val, looks_like_imagenet_val
 from negvocab.data.images import ImageSet, class_folders, image_folder, image_list, is_image, require_dir
-from negvocab.errors import InputError
 
 __all__ = ["open_image_set"]
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import (
     GROUPS,
     MEAN,
@@ -28,7 +29,6 @@ from negvocab.data.benchmarks import (
 from negvocab.data.imagenet import imagenet_val
 from negvocab.data.images import ImageSet
 from negvocab.data.layouts import open_image_set
-from negvocab.errors import InputError
 
 __all__ = ["OodSpecs", "open_ood_sets", "parse_ood_specs"]
 

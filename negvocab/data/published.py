@@ -25,9 +25,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from negvocab.core.errors import InputError
+from negvocab.core.textfiles import read_text
 from negvocab.data.benchmarks import get_benchmark
-from negvocab.errors import InputError
-from negvocab.textfiles import read_text
 
 __all__ = [
     "PUBLISHED_COLUMNS",

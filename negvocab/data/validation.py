@@ -16,9 +16,9 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import Benchmark, benchmark_from_dict, get_benchmark
 from negvocab.data.images import ImageSet
-from negvocab.errors import InputError
 
 __all__ = ["open_validation", "validation_split", "validation_splits"]
 

@@ -27,8 +27,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from negvocab.atomic import write_json, write_text
-from negvocab.deprecation import renamed_kwargs
+from negvocab.core.atomic import write_json, write_text
+from negvocab.core.deprecation import renamed_kwargs
+from negvocab.core.errors import InputError, ResourceError
+from negvocab.core.outdir import staged_folder
+from negvocab.core.progress import Progress
 from negvocab.diagnostics.gains import (
     MarginalGains,
     RepairCurve,
@@ -37,12 +40,9 @@ from negvocab.diagnostics.gains import (
     repair_curve,
     rows_frame,
 )
-from negvocab.errors import InputError, ResourceError
 from negvocab.labels.imagenet import IdClasses, imagenet1k
 from negvocab.labels.synonyms import SynonymFilter
 from negvocab.labels.wordnet import load_wordnet
-from negvocab.outdir import staged_folder
-from negvocab.progress import Progress
 from negvocab.report.plots import PLOT_FORMATS, plot_repair
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
@@ -170,7 +170,7 @@ class Coverage:
     ) -> Path:
         """``coverage.csv`` (classes), ``confusions.csv``, ``coverage_images.json``, the repair curve
         (``repair.csv``, ``repair.<plot_format>``: png, pdf or svg) and ``coverage.json`` (summary,
-        meta; the marker), written as a whole (:func:`negvocab.outdir.staged_folder`): an earlier
+        meta; the marker), written as a whole (:func:`negvocab.core.outdir.staged_folder`): an earlier
         run is replaced only with ``overwrite``, and none of its files stays beside the new ones."""
         if f".{plot_format}" not in PLOT_FORMATS:
             raise InputError(f"plot format {plot_format!r} is not one of png, pdf, svg")

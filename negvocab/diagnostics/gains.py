@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from negvocab.atomic import atomic_path
-from negvocab.errors import InputError
+from negvocab.core.atomic import atomic_path
+from negvocab.core.errors import InputError
+from negvocab.core.types import Embeddings, ParamValue, PathLike
 from negvocab.scoring import inputs
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 from negvocab.scoring.incremental import RescoreGains
 from negvocab.scoring.methods import PARAMS, batch_method, check_params, get_method, list_methods
-from negvocab.types import Embeddings, ParamValue, PathLike
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import check_evaluation
 

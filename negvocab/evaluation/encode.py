@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import set_groups
-from negvocab.errors import InputError
 from negvocab.vlm.images import ImageEmbeddings
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ the results folder; :mod:`negvocab.evaluation.sweeps` does the same for every vo
 Every output built from a model with random weights says so (``random_weights: true``); every row
 scored with a non-deployable vocabulary (oracle, transductive) says so (``deployable``, ``caveats``);
 results name their convention, grouping, templates and threshold rule, and record the versions, the
-command line, the bootstrap seed and the ID class list (:mod:`negvocab.provenance`).
+command line, the bootstrap seed and the ID class list (:mod:`negvocab.core.provenance`).
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from negvocab.core.errors import InputError
+from negvocab.core.progress import track
+from negvocab.core.types import Device
 from negvocab.data.benchmarks import id_classes_of
-from negvocab.errors import InputError
 from negvocab.evaluation.accuracy import accuracy_summary, add_ccr, full_spectrum, id_correct
 from negvocab.evaluation.checks import common_mistakes
 from negvocab.evaluation.encode import encode_sets
-from negvocab.evaluation.row import ResultRow, file_row
-from negvocab.evaluation.rows import (
+from negvocab.evaluation.records import (
     RANDOM_WEIGHTS_WARNING,
     model_fields,
     named_ood_sets,
@@ -38,8 +39,8 @@ from negvocab.evaluation.rows import (
     vocab_identity,
     vocab_meta,
 )
+from negvocab.evaluation.row import ResultRow, file_row
 from negvocab.labels.imagenet import imagenet1k
-from negvocab.progress import track
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 from negvocab.scoring.methods import (
@@ -52,7 +53,6 @@ from negvocab.scoring.methods import (
     scorer_params,
 )
 from negvocab.scoring.providers import InputContext, image_inputs, setup_inputs
-from negvocab.types import Device
 from negvocab.vlm.templates import resolve_templates
 
 if TYPE_CHECKING:

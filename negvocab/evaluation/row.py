@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd

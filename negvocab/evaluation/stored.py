@@ -3,7 +3,7 @@
 A results folder is an input of later commands (``subsample``, ``report``), and a file in it may
 be truncated, bit-flipped, hand-edited or written by something else. Both readers check what
 those commands rely on before any of it is used (keys, types, shapes, dtypes; never a pickle:
-``allow_pickle=False``) and raise :class:`~negvocab.errors.InputError` with one line naming the
+``allow_pickle=False``) and raise :class:`~negvocab.core.errors.InputError` with one line naming the
 file, what is wrong and what to do; nothing else escapes them (no ``BadZipFile``, ``KeyError`` or
 ``AttributeError`` traceback).
 
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.npyio import NpzFile
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.evaluation.row import INTERVAL_METRICS, ResultRow
 
 __all__ = [

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.scoring.providers import InputContext, get_input, list_inputs, setup_inputs
 from negvocab.scoring.providers import unmade_inputs as _unmade
 from negvocab.scoring.stream import stream_class

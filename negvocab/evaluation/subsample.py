@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
+from negvocab.core.types import ArrayLike
 from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import MAX_DRAWS
-from negvocab.types import ArrayLike
 
 #: one detector's scores, or {detector: scores} for several compared on the same images
 Scores = ArrayLike | Mapping[str, ArrayLike]

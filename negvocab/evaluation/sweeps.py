@@ -16,13 +16,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.builders.registry import get_builder, list_builders
+from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import id_classes_of
-from negvocab.errors import InputError
 from negvocab.evaluation.accuracy import accuracy_summary, full_spectrum, id_correct
 from negvocab.evaluation.checks import common_mistakes
 from negvocab.evaluation.encode import encode_sets
-from negvocab.evaluation.row import ResultRow
-from negvocab.evaluation.rows import (
+from negvocab.evaluation.records import (
     RANDOM_WEIGHTS_WARNING,
     model_fields,
     named_ood_sets,
@@ -32,6 +31,7 @@ from negvocab.evaluation.rows import (
     vocab_identity,
     vocab_meta,
 )
+from negvocab.evaluation.row import ResultRow
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
@@ -109,7 +109,7 @@ def sweep_vocabulary(
     :func:`negvocab.evaluate_vocabularies` gives them.
     """
     # long: the pipeline in order, as evaluate_vocabularies, for every vocabulary size M
-    from negvocab.scoring.sweep import check_sweep_method, parse_sizes, sweep
+    from negvocab.scoring.prefix_scores import check_sweep_method, parse_sizes, sweep
 
     method = check_sweep_method(method)  # a method a sweep cannot serve: one line, before any model work
     check_evaluation(convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)  # before any image is read

@@ -20,12 +20,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
+from negvocab.core.types import ParamValue
 from negvocab.evaluation.evaluate import evaluate_vocabularies
-from negvocab.evaluation.rows import MEAN, named_ood_sets
+from negvocab.evaluation.records import MEAN, named_ood_sets
 from negvocab.scoring.methods import batch_method, canonical_method, check_params, params_for
 from negvocab.scoring.providers import image_inputs
-from negvocab.types import ParamValue
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet

@@ -2,7 +2,7 @@
 
 ::
 
-    plugins = ["mypkg.negvocab_plugin"]   # modules that register methods (negvocab.plugins); optional
+    plugins = ["mypkg.negvocab_plugin"]   # modules that register methods (negvocab.core.plugins); optional
     [grid]
     templates = "paper8"            # prompt templates of every text embedding
     id_classes = "imagenet1k"       # or a class file (wnids, names, NAME<TAB>WNID), or a benchmark's name
@@ -70,9 +70,11 @@ from pydantic import (
 )
 
 from negvocab.builders.registry import get_builder, list_builders, option_error
+from negvocab.core.deprecation import rename_keys
+from negvocab.core.errors import InputError, NegvocabError
+from negvocab.core.plugins import load_plugins
+from negvocab.core.textfiles import read_text
 from negvocab.data.benchmarks import REGISTRY, RESERVED_SET_NAMES, Benchmark, classes_file, get_benchmark
-from negvocab.deprecation import rename_keys
-from negvocab.errors import InputError, NegvocabError
 from negvocab.evaluation.stream_inputs import unmade_inputs
 from negvocab.grid.resources import Resources, parse_resources
 from negvocab.grid.schema import (
@@ -85,10 +87,8 @@ from negvocab.grid.schema import (
     show,
     validate_document,
 )
-from negvocab.plugins import load_plugins
 from negvocab.scoring.methods import batch_method, check_params, get_method, needs_negatives
 from negvocab.scoring.stream import stream_settings
-from negvocab.textfiles import read_text
 from negvocab.vlm.loading import check_weights, resolve_device, resolve_precision
 from negvocab.vlm.templates import resolve_templates
 

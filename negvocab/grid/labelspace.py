@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from negvocab.builders.registry import get_builder
+from negvocab.core.errors import InputError
 from negvocab.data.label_space import OpenedLabelSpace, label_space_file, open_label_space
-from negvocab.errors import InputError
 from negvocab.grid.config import GridConfig
 from negvocab.labels.imagenet import imagenet1k
 

@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from negvocab.builders.registry import get_builder
-from negvocab.errors import InputError, NegvocabError
+from negvocab.core.errors import InputError, NegvocabError
+from negvocab.core.progress import format_duration
 from negvocab.grid import work as W
 from negvocab.grid.config import GridConfig
 from negvocab.grid.sets import open_set
-from negvocab.progress import format_duration
 from negvocab.scoring.methods import needs_negatives
 from negvocab.vlm import loading
 from negvocab.vlm.images import file_key  # the image cache's key of a file (path, size, mtime)

@@ -34,10 +34,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from negvocab.errors import DiskFullError, ResourceError
+from negvocab.core.errors import DiskFullError, ResourceError
+from negvocab.core.paths import cache_dir
 from negvocab.grid.units import ModelHost, Unit, gather, plan_units, score_unit, unit_progress
 from negvocab.grid.work import merge_stats
-from negvocab.paths import cache_dir
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet

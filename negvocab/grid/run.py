@@ -16,7 +16,7 @@ cells are all stored is not even loaded. A model that fails (missing weights) ma
 (``cells/<digest>.failed.json``, with the one-line reason); a vocabulary file or OOD set that cannot
 be read fails only its own cells; the grid goes on.
 
-The output folder is claimed for the run (:mod:`negvocab.outdir`: a lock, so a second run into it
+The output folder is claimed for the run (:mod:`negvocab.core.outdir`: a lock, so a second run into it
 refuses at once); a folder holding another grid's outputs is replaced only with ``overwrite``, and
 the same grid resumes in it. The tables (:func:`write_grid`) are staged and moved in by one commit;
 ``grid.json`` holds only what a clean run would (the run's times and counts go to ``run.json``), so
@@ -41,15 +41,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from negvocab.atomic import write_json
+from negvocab.core.atomic import write_json
+from negvocab.core.errors import DiskFullError, InputError, NegvocabError
+from negvocab.core.outdir import FolderClaim, claim_folder, staged_folder
+from negvocab.core.plugins import loaded_plugins
 from negvocab.data.benchmarks import MEAN
-from negvocab.errors import DiskFullError, InputError, NegvocabError
 from negvocab.evaluation.accuracy import class_indices
-from negvocab.evaluation.rows import summary_sets
+from negvocab.evaluation.records import summary_sets
 from negvocab.grid.config import GridConfig, load_config, spec_digest
 from negvocab.grid.ray_engine import run_models_on_ray
 from negvocab.grid.sets import labels_digest
-from negvocab.grid.tables import GridResult
+from negvocab.grid.tidy import GridResult
 from negvocab.grid.units import deterministic_config, run_units_here
 from negvocab.grid.work import (
     Cell,
@@ -68,12 +70,10 @@ from negvocab.grid.work import (
     stored_json,
     write_failure,
 )
-from negvocab.outdir import FolderClaim, claim_folder, staged_folder
-from negvocab.plugins import loaded_plugins
 from negvocab.scoring import metrics as M
 
 if TYPE_CHECKING:
-    from negvocab.grid.tables import GridResult
+    from negvocab.grid.tidy import GridResult
 
 logger = logging.getLogger(__name__)
 
@@ -159,7 +159,7 @@ def grid_source(cfg: GridConfig, random_weights: bool = False) -> dict[str, Any]
 
 
 def claim_grid_folder(out: Path, source: dict[str, Any], *, overwrite: bool) -> FolderClaim:
-    """Claim ``out`` for a run of the grid ``source`` (see :mod:`negvocab.outdir`): a run of the same
+    """Claim ``out`` for a run of the grid ``source`` (see :mod:`negvocab.core.outdir`): a run of the same
     grid resumes there; another grid's (or another command's) outputs are replaced only with
     ``overwrite``. Records ``source`` in the folder."""
     same = (out / SOURCE_FILE).is_file() and _same_source(out, source)
@@ -196,7 +196,7 @@ def run_grid(
     on_model: Callable[[str, str], None] | None = None,
     deterministic: bool = False,
 ) -> GridResult:
-    """Run (or resume) a grid and return its :class:`~negvocab.grid.tables.GridResult`.
+    """Run (or resume) a grid and return its :class:`~negvocab.grid.tidy.GridResult`.
 
     ``config`` is a :class:`GridConfig` or the path of a grid TOML file; ``out_dir`` keeps the
     stored scores and cells (default: a folder named after the file, next to it); it may hold this
@@ -326,7 +326,7 @@ def _read_means(path: Path) -> dict[str, float] | None:
 
 
 def write_grid(res: GridResult, out_dir: str | Path, *, overwrite: bool = False) -> Path:
-    """Write a grid's tables into ``out_dir`` as one commit (:func:`negvocab.outdir.staged_folder`:
+    """Write a grid's tables into ``out_dir`` as one commit (:func:`negvocab.core.outdir.staged_folder`:
     staged, ``grid.json`` last; a failure leaves the earlier tables whole). ``grid.json`` holds what
     a clean run holds; the run's times and counts go to ``run.json``. Figures carry a fixed date
     (``SOURCE_DATE_EPOCH``, default 0) and SVG ids a fixed salt, so the same grid gives the same bytes."""

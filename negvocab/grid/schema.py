@@ -18,7 +18,7 @@ from pydantic import (
     field_validator,
 )
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.grid.resources import ResourcesTable
 from negvocab.scoring.methods import EVALUATION_PARAMS
 from negvocab.scoring.metrics import CONVENTIONS

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import benchmark_set, get_benchmark, open_benchmark, open_id_set
 from negvocab.data.layouts import open_image_set
-from negvocab.errors import InputError
 from negvocab.grid.config import GridConfig, ImageSpec, spec_digest
 from negvocab.vlm.images import file_key
 

@@ -39,12 +39,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from negvocab.errors import DiskFullError, NegvocabError
+from negvocab.core.errors import DiskFullError, NegvocabError
+from negvocab.core.plugins import load_plugins
+from negvocab.core.progress import Progress
 from negvocab.grid import work as W
 from negvocab.grid.config import GridConfig
-from negvocab.grid.stream import stream_setup
-from negvocab.plugins import load_plugins
-from negvocab.progress import Progress
+from negvocab.grid.stream_cells import stream_setup
 from negvocab.scoring.methods import get_method
 from negvocab.vlm.cache import EmbeddingStore
 from negvocab.vlm.images import file_key

@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from negvocab.atomic import atomic_path, write_json
 from negvocab.builders.registry import get_builder
-from negvocab.errors import InputError, ResourceError
+from negvocab.core.atomic import atomic_path, write_json
+from negvocab.core.errors import InputError, ResourceError
 from negvocab.evaluation.accuracy import full_spectrum, id_correct
 from negvocab.evaluation.checks import ID_NAMES_CAVEAT, id_names_in
-from negvocab.evaluation.rows import metrics_row
+from negvocab.evaluation.records import metrics_row
 from negvocab.grid.config import GridConfig, MethodSpec, ModelSpec, VocabSpec, spec_digest
 from negvocab.grid.labelspace import id_classes, id_classes_file, mapping_doc
 from negvocab.grid.sets import labels_digest, open_sets, set_digest
-from negvocab.grid.stream import score_stream_cell, stream_fields, stream_identity, stream_setup
+from negvocab.grid.stream_cells import score_stream_cell, stream_fields, stream_identity, stream_setup
 from negvocab.scoring.methods import get_method, scorer_params
 from negvocab.scoring.providers import image_inputs
 from negvocab.vlm.loading import resolve_device
@@ -541,7 +541,7 @@ def score_files(
 ) -> float:
     """Store the missing score files of ``work`` from embeddings (``images`` maps a set to its (global,
     local) rows; ``logit_scale``: the model's own, for the logit baselines; ``setup``: the stream methods'
-    set-up inputs, :func:`~negvocab.grid.stream.stream_setup`; ``pairs``: NegRefine's pair texts per
+    set-up inputs, :func:`~negvocab.grid.stream_cells.stream_setup`; ``pairs``: NegRefine's pair texts per
     vocabulary, made with the model, :func:`~negvocab.grid.units.pair_texts`; ``facts``: the ID images'
     classification, :func:`id_facts`, stored with each ID score file); the seconds spent."""
     from negvocab.scoring.scores import score
@@ -612,7 +612,7 @@ def cell_row(
     vinfo: Mapping[str, Any] | None,
     facts: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The tidy-table row of one cell from its scores (:func:`negvocab.evaluation.rows.metrics_row`,
+    """The tidy-table row of one cell from its scores (:func:`negvocab.evaluation.records.metrics_row`,
     every metric's interval; the bootstrap seed is 0); with the ID score file's ``facts`` (:func:`id_facts`)
     ``id_accuracy`` and, on a full-spectrum ID set, the CCR columns."""
     vinfo = vinfo or {}

@@ -20,7 +20,7 @@ import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.labels.wordnet import LEXNAMES, load_wordnet
 
 __all__ = ["CANDIDATE_FIELDS", "Candidate", "POS_NAMES", "PRESETS", "is_usable", "sample_pool", "wordnet_candidates"]

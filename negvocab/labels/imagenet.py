@@ -23,9 +23,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
+from negvocab.core.textfiles import read_text
 from negvocab.labels.wordnet import load_wordnet
-from negvocab.textfiles import read_text
 
 __all__ = ["IdClasses", "RESOURCE", "WNID", "WNID_LIKE", "imagenet1k", "read_id_classes", "read_pinned_classes"]
 

@@ -40,12 +40,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
+from negvocab.core.textfiles import read_text
 from negvocab.labels.imagenet import WNID, IdClasses
 from negvocab.labels.spelling import american
 from negvocab.labels.synonyms import normalise
 from negvocab.labels.wordnet import load_wordnet
-from negvocab.textfiles import read_text
 
 if TYPE_CHECKING:
     from nltk.corpus.reader.wordnet import Synset

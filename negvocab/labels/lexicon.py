@@ -19,7 +19,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from negvocab.errors import ResourceError
+from negvocab.core.errors import ResourceError
 from negvocab.labels.clean import keep_names
 from negvocab.labels.wordnet import WORDNET_DIR_ENV, load_wordnet, system_dirs
 

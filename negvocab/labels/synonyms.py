@@ -51,7 +51,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.labels.clean import clean_label, is_plain
 from negvocab.labels.imagenet import WNID, IdClasses, imagenet1k
 from negvocab.labels.spelling import american, spelling_words

@@ -16,7 +16,7 @@ once, with ``lexnames`` written from :data:`LEXNAMES`, into ``<cache_dir>/nltk_d
 ``python -m negvocab.labels.wordnet`` does that copy ahead of time.
 
 Every candidate is checked cheaply (82,115 noun synsets; offset 01440764 is ``tench``) and
-another version is refused with a :class:`~negvocab.errors.ResourceError`.
+another version is refused with a :class:`~negvocab.core.errors.ResourceError`.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from negvocab.errors import ResourceError
-from negvocab.paths import cache_dir
+from negvocab.core.errors import ResourceError
+from negvocab.core.paths import cache_dir
 
 if TYPE_CHECKING:
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
@@ -119,7 +119,7 @@ class _Candidate:
 def load_wordnet() -> WordNetCorpusReader:
     """nltk's WordNet 3.0 reader, found offline (see the module docstring); cached per process.
 
-    Raises :class:`~negvocab.errors.ResourceError` when no WordNet 3.0 is found (naming both ways to
+    Raises :class:`~negvocab.core.errors.ResourceError` when no WordNet 3.0 is found (naming both ways to
     install it) or when the only WordNet found is another version.
     """
     return _load()

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from negvocab.errors import ResourceError
+from negvocab.core.errors import ResourceError
 
 __all__ = [
     "STATUSES",

@@ -24,9 +24,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from negvocab.atomic import write_bytes
-from negvocab.errors import ResourceError
-from negvocab.extras import require
+from negvocab.core.atomic import write_bytes
+from negvocab.core.errors import ResourceError
+from negvocab.core.extras import require
 from negvocab.llm.client import Answer, BadAnswer, LLMClient, add_usage, read_answer
 from negvocab.llm.formats import VERBATIM, messages_for, request_format, snippet
 from negvocab.llm.journal import Journal

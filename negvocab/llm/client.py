@@ -33,8 +33,9 @@ import random
 import time
 from typing import Any, cast
 
-from negvocab.errors import InputError, ResourceError
-from negvocab.extras import require
+from negvocab.core.errors import InputError, ResourceError
+from negvocab.core.extras import require
+from negvocab.core.redact import basic_auth_forms, url_secrets
 from negvocab.llm.answers import (
     STATUSES,
     Answer,
@@ -68,7 +69,6 @@ from negvocab.llm.formats import (  # noqa: F401 (RESPONSE_FORMAT, LabelList, la
 )
 from negvocab.llm.guards import FAIL_FAST_AFTER, HEALTH_WINDOW, SETUP_BUDGET, RunGuards, names_a_list
 from negvocab.llm.throttle import Throttle
-from negvocab.redact import basic_auth_forms, url_secrets
 
 __all__ = [
     "Answer",

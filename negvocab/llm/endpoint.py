@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from negvocab.errors import InputError, ResourceError
-from negvocab.redact import mask_url_path
+from negvocab.core.errors import InputError, ResourceError
+from negvocab.core.redact import mask_url_path
 
 __all__ = ["check_base_url", "is_official", "public_url", "resolve_endpoint", "split_query"]
 

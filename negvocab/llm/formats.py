@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.labels.clean import clean_labels, keep_names, raw_items
 from negvocab.labels.lexicon import judge_answer
 from negvocab.llm.server_errors import FORMAT, classify

@@ -15,7 +15,7 @@ import logging
 import time
 from typing import Any
 
-from negvocab.errors import ResourceError
+from negvocab.core.errors import ResourceError
 from negvocab.llm.answers import FailFast, Transient, Tries, error_code, retry_after_seconds
 from negvocab.llm.formats import BadAnswer, likely_fix, snippet
 from negvocab.llm.secrets import SecretKeeper

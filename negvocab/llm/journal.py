@@ -35,10 +35,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from negvocab.atomic import write_json
-from negvocab.errors import InputError, ResourceError
+from negvocab.core.atomic import write_json
+from negvocab.core.errors import InputError, ResourceError
+from negvocab.core.progress import note_kept
 from negvocab.llm.client import STATUSES
-from negvocab.progress import note_kept
 
 __all__ = [
     "JOURNAL",

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from negvocab.errors import InputError
-from negvocab.textfiles import read_text
+from negvocab.core.errors import InputError
+from negvocab.core.textfiles import read_text
 
 __all__ = ["OPTIONAL_FIELDS", "PromptTemplate", "TASKS", "load_prompt", "parse_template"]
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from negvocab.errors import ResourceError
+from negvocab.core.errors import ResourceError
 from negvocab.labels.lexicon import english_words
 from negvocab.llm.client import Answer, FailFast, LLMClient, NotSent, ServerGaveUp
 from negvocab.llm.journal import Journal, custom_id, identity_hash

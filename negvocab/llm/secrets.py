@@ -3,7 +3,7 @@ and model output that echoes a secret dropped whole (:class:`SecretKeeper`, a ba
 
 from __future__ import annotations
 
-from negvocab.redact import MIN_SECRET_LENGTH, mask_secrets
+from negvocab.core.redact import MIN_SECRET_LENGTH, mask_secrets
 
 __all__ = ["SecretKeeper"]
 
@@ -16,7 +16,7 @@ class SecretKeeper:
 
     def scrub(self, text: str) -> str:
         """Error or log ``text`` with URL credentials masked by structure, and the key and URL secrets
-        masked where they occur when long enough to be secrets (:func:`negvocab.redact.mask_secrets`),
+        masked where they occur when long enough to be secrets (:func:`negvocab.core.redact.mask_secrets`),
         as is the base64 ``user:password`` a server echoes."""
         return mask_secrets(text, self._secrets, encoded=getattr(self, "_encoded", ()))
 
@@ -27,7 +27,7 @@ class SecretKeeper:
         return self.without_secrets([str(x) for x in raw]) if raw else None
 
     def without_secrets(self, items: list[str]) -> list[str]:
-        """``items`` less those that hold a secret of :data:`~negvocab.redact.MIN_SECRET_LENGTH` or more
+        """``items`` less those that hold a secret of :data:`~negvocab.core.redact.MIN_SECRET_LENGTH` or more
         characters (in any case: labels are lower-cased), so that a model echoing the key cannot put it
         in a journal or a vocabulary; the other items are kept as they are."""
         secrets = [x.lower() for x in self._secrets if x and len(x) >= MIN_SECRET_LENGTH]

@@ -8,7 +8,7 @@ labels per request, prompt, temperature, ``min_labels``) is the run's question: 
 identity and is given to the builder itself.
 
 Every value is checked once, when the object is made (:meth:`LLMSettings.__post_init__`); a bad one
-is a one-line :class:`~negvocab.errors.InputError` naming the field, the value and what is allowed.
+is a one-line :class:`~negvocab.core.errors.InputError` naming the field, the value and what is allowed.
 The builders also take each field as a keyword (``base_url=...``); :func:`resolve_settings` puts
 those over ``settings=``, so a keyword wins over the same field of a settings object.
 """
@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.llm.client import DEFAULT_REQUEST_TIMEOUT_S, LLMClient
 from negvocab.llm.endpoint import check_base_url
 from negvocab.llm.formats import check_mode

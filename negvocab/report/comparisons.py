@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import MEAN
-from negvocab.errors import InputError
 from negvocab.evaluation.compare import (
     PairedComparison,
     bootstrap_draws,
@@ -28,7 +28,7 @@ from negvocab.evaluation.compare import (
     paired_from_draws,
 )
 from negvocab.evaluation.kinds import caveat_notes, result_kind
-from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING
+from negvocab.evaluation.records import RANDOM_WEIGHTS_WARNING
 from negvocab.report.significance import ScoreGetter
 
 __all__ = ["ACROSS", "comparisons"]

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from negvocab.atomic import atomic_path
-from negvocab.errors import InputError
+from negvocab.core.atomic import atomic_path
+from negvocab.core.errors import InputError
 from negvocab.report.style import MIN_FONT_PT, saving
 
 if TYPE_CHECKING:

@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from negvocab.atomic import write_text
-from negvocab.errors import InputError
-from negvocab.evaluation.rows import RANDOM_WEIGHTS_WARNING
+from negvocab.core.atomic import write_text
+from negvocab.core.errors import InputError
+from negvocab.core.provenance import negvocab_version
+from negvocab.evaluation.records import RANDOM_WEIGHTS_WARNING
 from negvocab.evaluation.stored import read_results_json
-from negvocab.provenance import negvocab_version
 from negvocab.report.grid_section import GRID_MARKER, grid_section
 from negvocab.report.html_cards import coverage_cards, evasion_cards, load_npz, read_json, score_cards
 from negvocab.report.html_results import SMALL_N, TITLES, ci_text, num, pct, results_table
@@ -41,7 +41,7 @@ __all__ = ["MAX_CARDS", "MAX_FLAGGED", "SMALL_N", "evasion_cards", "study_folder
 
 MAX_CARDS = 200
 MAX_FLAGGED = 100
-RANDOM_NOTE = RANDOM_WEIGHTS_WARNING  # the one sentence (negvocab.evaluation.rows)
+RANDOM_NOTE = RANDOM_WEIGHTS_WARNING  # the one sentence (negvocab.evaluation.records)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.evaluation.stored import read_scores_npz
 from negvocab.report.html_results import num
 from negvocab.report.thumbs import Thumbnails

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from negvocab.evaluation.kinds import result_kind
+from negvocab.evaluation.records import SPREAD_METRICS
 from negvocab.evaluation.row import interval
-from negvocab.evaluation.rows import SPREAD_METRICS
 from negvocab.report.results import CCR_COLUMNS, TEST_TIME_MARK, test_time_notes
 
 __all__ = ["SMALL_N", "TITLES", "WIDE_CI", "ci_text", "num", "pct", "results_table"]

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
+from negvocab.core.types import ArrayLike
 from negvocab.evaluation.row import interval
 from negvocab.report.figure_files import (
     COLUMN_IN,
@@ -41,7 +42,6 @@ from negvocab.report.figure_files import (
 )
 from negvocab.report.style import LINE_STYLES, MARKERS, PALETTE, print_style
 from negvocab.scoring import metrics as M
-from negvocab.types import ArrayLike
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

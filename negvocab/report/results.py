@@ -1,7 +1,7 @@
 """The results folders of ``score`` and ``sweep``: tables, score files and the sweep plot.
 
 :func:`write_results` and :func:`write_sweep` write a folder as a whole through
-:func:`negvocab.outdir.staged_folder` (all files, then one commit step; an earlier run is replaced
+:func:`negvocab.core.outdir.staged_folder` (all files, then one commit step; an earlier run is replaced
 only with ``overwrite``). :func:`format_table` is the terminal table.
 """
 
@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from negvocab.atomic import atomic_path, write_json, write_text
+from negvocab.core.atomic import atomic_path, write_json, write_text
+from negvocab.core.outdir import staged_folder
+from negvocab.core.textfiles import csv_text
 from negvocab.evaluation.kinds import caveat_kinds
+from negvocab.evaluation.records import SUMMARY_ROWS, conventions, grouping_params, jsonable, seed_sd
 from negvocab.evaluation.row import INTERVAL_METRICS, ROW_COLUMNS, file_row, interval, result_kind, table_cell
-from negvocab.evaluation.rows import SUMMARY_ROWS, conventions, grouping_params, jsonable, seed_sd
-from negvocab.outdir import staged_folder
 from negvocab.report.plots import check_plot_formats, plot_sweep
 from negvocab.scoring.metrics import CCR_FPRS, ccr_column
-from negvocab.textfiles import csv_text
 
 if TYPE_CHECKING:
     from negvocab.evaluation.evaluate import Evaluation
@@ -227,7 +227,7 @@ SWEEP_FILES = ("sweep.csv", "sweep.png", "sweep.pdf", "sweep.svg", "report.html"
 
 
 def write_results(ev: Evaluation, out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-    """Write the results folder as a whole (:func:`negvocab.outdir.staged_folder`): all files, then
+    """Write the results folder as a whole (:func:`negvocab.core.outdir.staged_folder`): all files, then
     one commit step, ``results.json`` last; an earlier run's output is replaced only with
     ``overwrite`` (as ``negvocab score --overwrite``), and kept whole when the write fails.
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import MEAN
-from negvocab.errors import InputError
 from negvocab.evaluation.compare import METRIC_NAMES, SCORE_METRICS, bootstrap_draws, metric_label, paired_from_draws
 from negvocab.evaluation.kinds import COMPETING_KINDS, result_kind
 

@@ -1,7 +1,7 @@
 """Tables as in the paper: any rows x columns of the tidy results rows, in Markdown, LaTeX or CSV.
 
-:func:`build_table` takes tidy rows (a grid's :meth:`~negvocab.grid.tables.GridResult.table`, the
-rows of ``score`` and ``sweep`` folders: :func:`negvocab.grid.tables.load_rows`) and lays one or
+:func:`build_table` takes tidy rows (a grid's :meth:`~negvocab.grid.tidy.GridResult.table`, the
+rows of ``score`` and ``sweep`` folders: :func:`negvocab.grid.tidy.load_rows`) and lays one or
 more metrics out as ``rows`` x ``cols``, each an axis out of (model, vocabulary, method, ood_set,
 convention) or several joined; every other axis is fixed by ``where`` (or has one value). Methods
 without a vocabulary (MCM, GL-MCM) sit beside the vocabularies as rows "mcm (no vocabulary)".
@@ -28,17 +28,17 @@ from typing import Any
 
 import numpy as np
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
+from negvocab.core.textfiles import csv_text
 from negvocab.evaluation.compare import metric_label
 from negvocab.evaluation.kinds import KIND_LABELS, RESULT_KINDS, caveat_notes, result_kind, stream_words
+from negvocab.evaluation.records import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, seed_sd
 from negvocab.evaluation.row import interval
-from negvocab.evaluation.rows import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, seed_sd
 from negvocab.evaluation.stored import StoredScores, read_results_json, read_scores_npz, read_sweep_json
 from negvocab.report.comparisons import comparisons
 from negvocab.report.latex import latex_escape, latex_float, stacked_head
 from negvocab.report.results import TEST_TIME_MARK, flat_row
 from negvocab.report.significance import BOLD_AXES, PairedMarks, ScoreGetter, bold_note
-from negvocab.textfiles import csv_text
 
 __all__ = [
     "AXES", "BOLD_AXES", "BOLD_RULES", "ScoreGetter", "Table", "build_table", "comparisons", "folder_rows",

@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
+from negvocab.core.types import Embeddings, ParamValue
 from negvocab.scoring.grouping import neglabel_groups
 from negvocab.scoring.stream import StreamMethod
-from negvocab.types import Embeddings, ParamValue
 
 if TYPE_CHECKING:
     import torch

@@ -33,12 +33,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
+from negvocab.core.types import ArrayLike, Embeddings, ParamValue
 from negvocab.scoring.methods import RUN_PARAMS, check_params, get_method
 from negvocab.scoring.providers import get_input
 from negvocab.scoring.scores import score
 from negvocab.scoring.stream import StreamMethod, make_stream
-from negvocab.types import ArrayLike, Embeddings, ParamValue
 
 __all__ = ["BatchDetector", "Detector", "make_detector"]
 

@@ -3,7 +3,7 @@
 EOE (Cao et al., ICML 2024) scores the largest ID probability minus ``beta`` times the largest outlier
 probability of that softmax; NegLabel + EOE (the Fi-ImageNet-1k paper) subtracts the same penalty
 from the grouped NegLabel score. Both read every vocabulary size M off one pass (a running log-sum-exp and
-maximum over segments of the ranked labels), as :mod:`negvocab.scoring.sweep` uses.
+maximum over segments of the ranked labels), as :mod:`negvocab.scoring.prefix_scores` uses.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from negvocab.core.types import Device, Embeddings
 from negvocab.scoring.grouping import Grouping, effective_groups
 from negvocab.scoring.inputs import chunk_rows, finite, join_chunks, positive, prefix_sizes, prepare
 from negvocab.scoring.neglabel import neglabel_pass
-from negvocab.types import Device, Embeddings
 
 __all__ = ["JOINT_SEGMENT", "eoe", "eoe_prefixes", "neglabel_eoe", "neglabel_eoe_prefixes"]
 

@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from negvocab.errors import InputError
-from negvocab.index import knn
+from negvocab.core.errors import InputError
+from negvocab.core.types import Device, Embeddings
 from negvocab.scoring.grouping import Grouping, neglabel_groups
 from negvocab.scoring.inputs import chunk_rows, join_chunks, positive, prepare
-from negvocab.types import Device, Embeddings
+from negvocab.vocab.index import knn
 
 __all__ = ["TopkScores", "explain", "neglabel_topk"]
 
@@ -50,7 +50,7 @@ class TopkScores:
 def _nearest_negatives(v: torch.Tensor, n: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Each image's ``k`` nearest negatives: (cosines [N, k] descending, indices [N, k]).
 
-    The search is :func:`negvocab.index.knn` (exact FAISS ``IndexFlatIP``, GPU when available) over
+    The search is :func:`negvocab.vocab.index.knn` (exact FAISS ``IndexFlatIP``, GPU when available) over
     all images at once; the retrieved cosines are then recomputed from the indices in the working
     precision, so the scores do not inherit FAISS's float32 rounding.
     """

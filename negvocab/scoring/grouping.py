@@ -9,9 +9,9 @@ from typing import Literal
 import numpy as np
 import torch
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
+from negvocab.core.types import Device
 from negvocab.scoring.methods import GROUPINGS
-from negvocab.types import Device
 
 __all__ = ["Grouping", "PERMUTED", "effective_groups", "layout", "layout_embeddings", "neglabel_groups"]
 

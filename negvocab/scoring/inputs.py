@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from negvocab.errors import InputError
-from negvocab.types import Device, Embeddings
+from negvocab.core.errors import InputError
+from negvocab.core.types import Device, Embeddings
 
 __all__ = [
     "DEFAULT_CHUNK_BYTES",

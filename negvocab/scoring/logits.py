@@ -16,9 +16,9 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
+from negvocab.core.types import Device, Embeddings
 from negvocab.scoring.inputs import chunk_rows, join_chunks, positive, prepare
-from negvocab.types import Device, Embeddings
 
 __all__ = ["CLIP_LOGIT_SCALE", "energy", "gen", "maxlogit", "msp"]
 

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
+from negvocab.core.types import Device, Embeddings
 from negvocab.scoring.inputs import as_tensor, check_dims, check_unit_rows, chunk_rows, join_chunks, positive, prepare
-from negvocab.types import Device, Embeddings
 
 __all__ = ["glmcm", "mcm"]
 

@@ -30,9 +30,9 @@ from typing import Any, TypeVar, overload
 
 import numpy as np
 
-from negvocab.deprecation import rename_keys
-from negvocab.errors import InputError
-from negvocab.registry import Registry, check_now, check_target, decorator, resolve_callable
+from negvocab.core.deprecation import rename_keys
+from negvocab.core.errors import InputError
+from negvocab.core.registry import Registry, check_now, check_target, decorator, resolve_callable
 from negvocab.scoring.metrics import CONVENTIONS
 from negvocab.scoring.params import Param, check_options, options_model, params_from_model
 from negvocab.scoring.providers import INPUT_PROVIDERS

@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 
 Convention = Literal["paper", "hendrycks", "openood"]
 CONVENTIONS: tuple[str, ...] = ("paper", "hendrycks", "openood")

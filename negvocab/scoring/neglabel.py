@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from negvocab.core.types import Device, Embeddings
 from negvocab.scoring.grouping import PERMUTED, Grouping, effective_groups, layout, layout_embeddings, neglabel_groups
 from negvocab.scoring.inputs import chunk_rows, positive, prefix_sizes, prepare
-from negvocab.types import Device, Embeddings
 
 __all__ = ["Segment", "neglabel", "neglabel_pass", "neglabel_prefixes"]
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.scoring.grouping import Grouping
 from negvocab.scoring.inputs import chunk_rows, join_chunks, positive, prepare
 from negvocab.scoring.neglabel import neglabel

@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from negvocab.errors import InputError
-from negvocab.types import ParamValue
+from negvocab.core.errors import InputError
+from negvocab.core.types import ParamValue
 
 V = TypeVar("V")  # a value Param.validate returns as it was given
 

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from negvocab.errors import InputError
-from negvocab.registry import Registry, check_now, resolve_callable
+from negvocab.core.errors import InputError
+from negvocab.core.registry import Registry, check_now, resolve_callable
 
 if TYPE_CHECKING:
     from negvocab.vlm.model import VLM

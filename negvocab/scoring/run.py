@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import warnings
 
+from negvocab.core.textfiles import csv_text
 from negvocab.evaluation.evaluate import RANDOM_WEIGHTS_WARNING, Evaluation, evaluate_vocabularies, flagged_id_images
 from negvocab.evaluation.sweeps import SweepResult, is_ranked, sweep_vocabulary
 from negvocab.report.plots import plot_sweep
 from negvocab.report.results import format_table, write_results, write_sweep
-from negvocab.textfiles import csv_text
 
 __all__ = [
     "RANDOM_WEIGHTS_WARNING",

@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
+from negvocab.core.types import Embeddings, MethodArg
 from negvocab.scoring import methods as _methods
 from negvocab.scoring.eoe import eoe, eoe_prefixes, neglabel_eoe, neglabel_eoe_prefixes
 from negvocab.scoring.explain import TopkScores, explain, neglabel_topk
@@ -47,7 +48,6 @@ from negvocab.scoring.logits import energy, gen, maxlogit, msp
 from negvocab.scoring.mcm import glmcm, mcm
 from negvocab.scoring.methods import METHODS, canonical_method, check_params, get_method, list_methods
 from negvocab.scoring.neglabel import neglabel, neglabel_prefixes
-from negvocab.types import Embeddings, MethodArg
 
 logger = logging.getLogger(__name__)
 

@@ -57,11 +57,11 @@ from typing import Any, ClassVar, TypeVar, overload
 
 import numpy as np
 
-from negvocab.deprecation import rename_keys, renamed_kwargs
-from negvocab.errors import InputError
-from negvocab.registry import decorator, resolve_target
+from negvocab.core.deprecation import rename_keys, renamed_kwargs
+from negvocab.core.errors import InputError
+from negvocab.core.registry import decorator, resolve_target
+from negvocab.core.types import ArrayLike, Embeddings, ParamValue
 from negvocab.scoring.methods import METHODS, PARAMS, Method, Param, check_params, get_method, register_method
-from negvocab.types import ArrayLike, Embeddings, ParamValue
 
 logger = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.scoring.methods import Param
 from negvocab.scoring.stream import StreamMethod, register_stream_method
 

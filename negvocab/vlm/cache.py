@@ -22,7 +22,7 @@ so a merge killed before deleting them leaves no key stored twice (they are dele
 Long runs hand their finished rows to :class:`Checkpoints`, which stores them by time (at least
 every :data:`SAVE_EVERY_S` seconds of work, plus the chunk in hand) and, on any exit, Ctrl-C too,
 whatever is finished: an interrupted run loses well under a minute of work. Every row stored is
-tallied (:func:`negvocab.progress.note_kept`) for the CLI's "re-run to resume" line.
+tallied (:func:`negvocab.core.progress.note_kept`) for the CLI's "re-run to resume" line.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from negvocab.atomic import atomic_path, write_json
-from negvocab.progress import note_kept
+from negvocab.core.atomic import atomic_path, write_json
+from negvocab.core.progress import note_kept
 
 __all__ = [
     "Checkpoints",

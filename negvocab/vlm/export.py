@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from negvocab.atomic import atomic_path, write_json, write_text
-from negvocab.errors import InputError
-from negvocab.provenance import file_sha256
+from negvocab.core.atomic import atomic_path, write_json, write_text
+from negvocab.core.errors import InputError
+from negvocab.core.provenance import file_sha256
 
 __all__ = [
     "EMBEDDINGS_FILE",

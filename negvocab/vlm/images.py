@@ -14,7 +14,7 @@ Sources accepted by :func:`encode_images`:
   ``image_id`` or ``file_name`` field, else by index). Dataset rows are not cached.
 
 Unreadable or corrupt images are skipped and reported in :attr:`ImageEmbeddings.failed` (with a
-logged warning and count), or raise :class:`~negvocab.errors.InputError` with ``strict=True``.
+logged warning and count), or raise :class:`~negvocab.core.errors.InputError` with ``strict=True``.
 Embeddings of files are cached per model by (absolute path, size, mtime); a file edited in place
 with its size and mtime kept is not noticed (clear the cache).
 """
@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard, Union, cast
 
 import numpy as np
 
+from negvocab.core.errors import InputError, ResourceError
+from negvocab.core.progress import track
 from negvocab.data.images import IMAGE_EXTENSIONS, ImageSet, list_images
-from negvocab.errors import InputError, ResourceError
-from negvocab.progress import track
 from negvocab.vlm.cache import Checkpoints
 
 if TYPE_CHECKING:

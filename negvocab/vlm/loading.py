@@ -17,9 +17,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from negvocab.atomic import write_json
-from negvocab.errors import InputError, ResourceError
-from negvocab.provenance import file_sha256
+from negvocab.core.atomic import write_json
+from negvocab.core.errors import InputError, ResourceError
+from negvocab.core.provenance import file_sha256
 
 if TYPE_CHECKING:
     import torch
@@ -128,7 +128,7 @@ def check_weights(
 
 # -- fingerprints --------------------------------------------------------------------------------
 def checkpoint_sha256(path: str | os.PathLike[str], memo: Path | None = None) -> str:
-    """SHA-256 of a checkpoint's bytes (:func:`negvocab.provenance.file_sha256`), remembered in ``memo``
+    """SHA-256 of a checkpoint's bytes (:func:`negvocab.core.provenance.file_sha256`), remembered in ``memo``
     (JSON) by (path, size, mtime, inode, ctime).
 
     Inode and ctime catch a checkpoint replaced by another of the same size with its mtime kept

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from negvocab.errors import InputError, ResourceError
-from negvocab.extras import require
-from negvocab.paths import cache_dir as default_cache_dir
+from negvocab.core.errors import InputError, ResourceError
+from negvocab.core.extras import require
+from negvocab.core.paths import cache_dir as default_cache_dir
 from negvocab.vlm.cache import Checkpoints, EmbeddingStore
 from negvocab.vlm.hub import hub_access
 from negvocab.vlm.images import ImageSource, encode_images
@@ -106,7 +106,7 @@ class VLM:
         ``"fp32"``, ``"fp16"`` or ``"bf16"`` (autocast over fp32 weights). Default: fp16 on CUDA,
         fp32 on CPU. Outputs are always float32.
     cache_dir : path or None
-        Embedding cache root (default ``negvocab.paths.cache_dir() / "embeddings"``).
+        Embedding cache root (default ``negvocab.core.paths.cache_dir() / "embeddings"``).
     cache : bool
         False disables the embedding cache.
     tag : str or None
@@ -415,7 +415,7 @@ class VLM:
         ``"a"``; one string for all) for presets that depend on it (``"neglabel"``); labels without
         one count as nouns. ``progress``: a bar on a terminal once the encoding lasts 2 s (None or
         True; False: no bar); either way a line with done/total, rate and ETA goes to the
-        ``negvocab.progress`` logger every 30 s (:mod:`negvocab.progress`).
+        ``negvocab.core.progress`` logger every 30 s (:mod:`negvocab.core.progress`).
         """
         labels = list(labels)
         for i, label in enumerate(labels):

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias, Union
 
-from negvocab.errors import InputError
-from negvocab.textfiles import read_text
+from negvocab.core.errors import InputError
+from negvocab.core.textfiles import read_text
 
 __all__ = [
     "CSP",

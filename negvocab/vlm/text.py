@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from negvocab.progress import Progress
+from negvocab.core.progress import Progress
 
 if TYPE_CHECKING:
     import torch

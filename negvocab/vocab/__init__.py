@@ -1,7 +1,7 @@
 """Vocabularies and every label-file format (L2).
 
 - :mod:`negvocab.vocab.vocabulary`: :class:`Vocabulary` (labels + provenance, versioned JSON, ``.txt``);
-- :mod:`negvocab.vocab.tables`: candidate tables (``.tsv``/``.csv``) and JSON lists;
+- :mod:`negvocab.vocab.label_files`: candidate tables (``.tsv``/``.csv``) and JSON lists;
 - :mod:`negvocab.vocab.candidates`: :func:`load_candidates` from any of these files.
 """
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from negvocab.labels.candidates import Candidate
 from negvocab.labels.clean import CleanResult
-from negvocab.vocab.tables import candidate_rows, candidates_from_rows
+from negvocab.vocab.label_files import candidate_rows, candidates_from_rows
 from negvocab.vocab.vocabulary import Vocabulary
 
 __all__ = ["load_candidates"]

@@ -33,13 +33,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from negvocab.atomic import write_json, write_text
-from negvocab.errors import InputError
+from negvocab.core.atomic import write_json, write_text
+from negvocab.core.errors import InputError
+from negvocab.core.plugins import load_plugins
+from negvocab.core.provenance import file_sha256, record
+from negvocab.core.textfiles import read_text
 from negvocab.labels.clean import CleanResult, clean_labels_report, written_plainly
-from negvocab.plugins import load_plugins
-from negvocab.provenance import file_sha256, record
-from negvocab.textfiles import read_text
-from negvocab.vocab.tables import candidate_rows, candidates_from_rows
+from negvocab.vocab.label_files import candidate_rows, candidates_from_rows
 
 __all__ = [
     "CAVEAT_LINE",
@@ -370,7 +370,7 @@ class Vocabulary(BaseModel):
         """Write the vocabulary as JSON (atomically); a ``.txt`` path writes one label a line.
 
         The JSON file's ``settings["provenance"]`` gains a record of this write (versions, command
-        line, time; :func:`negvocab.provenance.record`). A text file keeps the caveats as
+        line, time; :func:`negvocab.core.provenance.record`). A text file keeps the caveats as
         ``# not deployable: KIND: NOTE`` lines, which :meth:`load` reads back, and starts with
         :data:`VERBATIM_LINE` when cleaning would change a label ("'hood", "Trout"), so its labels read
         back exactly, never cleaned as a hand-written list is.

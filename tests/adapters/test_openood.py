@@ -12,7 +12,7 @@ import torch
 
 import negvocab
 from negvocab.adapters.openood import NegvocabPostprocessor
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from tests.adapters.conftest import ID, NEG
 from tests.adapters.openood_base import BasePostprocessor, EBOPostprocessor
 

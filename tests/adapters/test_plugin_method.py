@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from negvocab.errors import InputError
-from negvocab.plugins import load_plugins
+from negvocab.core.errors import InputError
+from negvocab.core.plugins import load_plugins
 from tests.adapters.conftest import ID, NEG
 from tests.plugins import toy_method as T
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.scoring import metrics as M
 from tests.adapters.conftest import ID, NEG
 from tests.scoring.reference import unit

@@ -8,7 +8,7 @@ import torch
 
 import negvocab
 from negvocab.adapters.zeroshot import ZeroShot, as_id_classes, as_vocabulary
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from tests.adapters.conftest import ID, NEG
 
 

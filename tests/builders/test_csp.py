@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 import negvocab
 from negvocab.builders.csp import CSP_SUPERCLASSES, build_csp_vocabulary, conjugate, csp_candidates, csp_distances
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.labels.candidates import sample_pool
 from negvocab.labels.imagenet import IdClasses
 from negvocab.vlm.templates import CSP, resolve_templates

@@ -19,8 +19,8 @@ import torch
 
 import negvocab
 from negvocab.builders.interneg import build_interneg_vocabulary, class_prototypes, interneg_margins
+from negvocab.core.errors import InputError
 from negvocab.data.images import ImageSet
-from negvocab.errors import InputError
 from negvocab.labels.candidates import Candidate, sample_pool
 from negvocab.labels.imagenet import IdClasses
 from negvocab.vlm.images import ImageEmbeddings
@@ -138,7 +138,7 @@ def test_the_selection_is_internegs_label_for_label(pool, id_images, size):
     assert got.labels == want
     assert got.settings["kept"] == {"adjectives": n_adj, "nouns": n_noun}
     assert got.settings["id_images"]["uses_id_images"] is True and got.settings["id_images"]["images"] == 18
-    from negvocab.evaluation.rows import vocab_meta
+    from negvocab.evaluation.records import vocab_meta
 
     assert vocab_meta(got)["id_images"] == got.settings["id_images"]  # results files say it used ID images
     assert "id_images" not in vocab_meta(negvocab.Vocabulary.from_labels(["sofa"], source="file"))

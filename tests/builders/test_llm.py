@@ -13,7 +13,7 @@ import negvocab
 from negvocab import LLMSettings, Vocabulary, build_eoe_vocabulary, build_gpt_vocabulary, imagenet1k
 from negvocab.builders import llm as builders_llm
 from negvocab.builders.llm import gpt_run, select_classes, vocabulary_from_journal
-from negvocab.errors import InputError, ResourceError
+from negvocab.core.errors import InputError, ResourceError
 from negvocab.llm.journal import JOURNAL
 from negvocab.llm.settings import FIELDS, resolve_settings
 from tests.llm.conftest import *  # noqa: F403  (the fixtures of tests/llm/, where this file began)

@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from negvocab.builders.mined import build_mined_vocabulary, image_overlap, mine_evidence, transductive_check
-from negvocab.errors import InputError
-from negvocab.index import StreamingSearch, knn, merge_topk
+from negvocab.core.errors import InputError
 from negvocab.labels.imagenet import IdClasses
 from negvocab.vlm.images import ImageEmbeddings
 from negvocab.vocab import Vocabulary
+from negvocab.vocab.index import StreamingSearch, knn, merge_topk
 
 D = 16
 ID_NAMES = ["goldfish", "tench", "hen", "ostrich"]  # axes 0-3
@@ -405,13 +405,13 @@ def test_ctrl_c_ends_build_mined_with_nothing_written(tmp_path):
 
 
 HOLD_FILE = (
-    "import sys; from negvocab.outdir import claim_file; c = claim_file(sys.argv[1]); "
+    "import sys; from negvocab.core.outdir import claim_file; c = claim_file(sys.argv[1]); "
     "print('held', flush=True); sys.stdin.read(); c.release()"
 )
 
 
 def test_cli_a_file_another_mined_run_writes_is_refused_at_once(folders, tmp_path):
-    """build mined claims its output through negvocab.outdir: a second run refuses before any model
+    """build mined claims its output through negvocab.core.outdir: a second run refuses before any model
     loads, and the file is free again (no lock file left) when the first run ends."""
     import os
     import subprocess
@@ -436,7 +436,7 @@ def test_cli_a_file_another_mined_run_writes_is_refused_at_once(folders, tmp_pat
     finally:
         holder.communicate("", timeout=30)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
-    from negvocab.outdir import claim_file
+    from negvocab.core.outdir import claim_file
 
     claim_file(out).release()  # free again
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 import negvocab
 from negvocab.builders.negrefine import clean_words, top_matching_classes
-from negvocab.errors import ResourceError
+from negvocab.core.errors import ResourceError
 from negvocab.labels.imagenet import IdClasses
 from negvocab.llm.settings import LLMSettings
 from tests.llm.conftest import FAST

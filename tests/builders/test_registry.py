@@ -10,7 +10,7 @@ import pytest
 
 import negvocab
 from negvocab.builders.registry import unregister_builder
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.labels.candidates import sample_pool
 from negvocab.vocab import Vocabulary, known_sources
 from tests.vlm.conftest import make_tiny_vlm

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from negvocab.builders.siblings import build_sibling_vocabulary, sibling_id_classes, wordnet_siblings
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.labels.imagenet import imagenet1k
 from negvocab.labels.wordnet import load_wordnet
 from negvocab.vocab import Vocabulary

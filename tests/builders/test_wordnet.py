@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from negvocab.builders.wordnet import build_wordnet_vocabulary, farthest_first, quantile_top_k
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.labels.candidates import Candidate
 from negvocab.vocab import Vocabulary
 from tests.vlm.conftest import make_tiny_vlm

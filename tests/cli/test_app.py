@@ -45,7 +45,7 @@ def test_usage_errors_are_one_line_at_every_level():
 
 def test_the_ctrl_c_line_says_resume_only_when_something_was_kept():
     from negvocab.cli.app import interrupted_line
-    from negvocab.progress import forget_kept, note_kept
+    from negvocab.core.progress import forget_kept, note_kept
 
     forget_kept()
     assert interrupted_line() == "interrupted; nothing was kept (no work had finished): a re-run starts over"

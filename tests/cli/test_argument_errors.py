@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 import negvocab
 from negvocab.cli import app
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.labels.synonyms import SynonymFilter
 
 E = np.eye(3, dtype=np.float32)

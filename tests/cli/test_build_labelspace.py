@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from negvocab.builders.llm import build_gpt_vocabulary, vocabulary_from_journal
 from negvocab.builders.llm_classes import label_space_from_record, label_space_record
 from negvocab.cli import app
+from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import classes_file
-from negvocab.errors import InputError
 from negvocab.labels.imagenet import IdClasses, imagenet1k
 from negvocab.labels.synonyms import SynonymFilter
 from tests.llm.conftest import DUMMY_KEY

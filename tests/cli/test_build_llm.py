@@ -270,7 +270,7 @@ def test_server_going_down_mid_run_stops_the_run_early(tmp_path, server, synonym
     import pytest
 
     from negvocab import imagenet1k
-    from negvocab.errors import ResourceError
+    from negvocab.core.errors import ResourceError
 
     # round 0 answers; then every request fails with 500s: the server as a whole looks broken
     for w in imagenet1k().wnids[:10]:

@@ -70,7 +70,7 @@ def _real(code: str) -> object:
 def test_version_and_help_import_no_numpy_pydantic_or_torch():
     out, err, probe = _run("--version")
     assert probe == {"heavy": [], "code": 0} and out.strip() and not err
-    from negvocab.provenance import negvocab_version
+    from negvocab.core.provenance import negvocab_version
 
     assert out.strip() == negvocab_version()
     out, err, probe = _run("--help")

@@ -8,8 +8,8 @@ from typer.testing import CliRunner
 from negvocab.builders.llm_classes import select_classes
 from negvocab.cli import app
 from negvocab.cli.flags import cli_message, flag_of
+from negvocab.core.errors import InputError, ResourceError
 from negvocab.data.images import image_list
-from negvocab.errors import InputError, ResourceError
 from negvocab.llm.endpoint import check_base_url
 from negvocab.llm.journal import Journal
 

@@ -8,8 +8,8 @@ import logging
 import pytest
 from typer.testing import CliRunner
 
-from negvocab import progress as P
 from negvocab.cli import app, load_commands, logs
+from negvocab.core import progress as P
 
 runner = CliRunner()
 
@@ -30,7 +30,7 @@ def _emit() -> None:
     logging.getLogger("negvocab.vlm.text").debug("ours-debug")
     logging.getLogger("faiss.loader").info("faiss-import-noise")
     logging.getLogger("open_clip").warning("theirs-warning")
-    logging.getLogger("negvocab.progress").info("encoding 10 labels: 5/10 prompts")
+    logging.getLogger("negvocab.core.progress").info("encoding 10 labels: 5/10 prompts")
     logging.getLogger("negvocab.scoring").error("ours-error")
 
 
@@ -74,7 +74,7 @@ def test_log_file_keeps_info_and_progress_even_when_quiet(tmp_path):
 
 
 def test_restore_puts_levels_back():
-    before = {n: logging.getLogger(n).level for n in ("", "negvocab", "negvocab.progress")}
+    before = {n: logging.getLogger(n).level for n in ("", "negvocab", "negvocab.core.progress")}
     handlers = list(logging.getLogger().handlers)
     logs.configure(2, False, stderr=io.StringIO())
     logs.restore()
@@ -145,11 +145,11 @@ def test_an_unwritable_log_file_is_one_line(tmp_path):
 # -- progress -------------------------------------------------------------------------------------
 def test_progress_lines_every_interval(caplog):
     t = iter(range(0, 1000, 10)).__next__  # 10 s per call
-    with caplog.at_level(logging.INFO, logger="negvocab.progress"):
+    with caplog.at_level(logging.INFO, logger="negvocab.core.progress"):
         with P.Progress(12, "encoding 3 labels", "prompt", bar=False, clock=lambda: float(t())) as p:
             for _ in range(12):
                 p.update(1)
-    lines = [r.getMessage() for r in caplog.records if r.name == "negvocab.progress"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "negvocab.core.progress"]
     assert len(lines) == 4 == p.lines  # 120 s in all, one line per 30 s
     assert lines[0] == "encoding 3 labels: 3/12 prompts (25.0%), 0.1 prompts/s, ETA 1m30s"
     assert lines[-1].startswith("encoding 3 labels: 12/12 prompts (100.0%)") and lines[-1].endswith("ETA 0s")
@@ -165,9 +165,9 @@ def test_text_encoding_logs_progress_whatever_its_length(monkeypatch, caplog):
 
     monkeypatch.setattr(P, "LOG_EVERY_S", 0.0)
     vlm = make_tiny_vlm(cache=False)
-    with caplog.at_level(logging.INFO, logger="negvocab.progress"):
+    with caplog.at_level(logging.INFO, logger="negvocab.core.progress"):
         vlm.encode_text(["goldfish", "umbrella", "kite"], "single", progress=False)
-    lines = [r.getMessage() for r in caplog.records if r.name == "negvocab.progress"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "negvocab.core.progress"]
     assert lines and lines[-1].startswith("encoding 3 labels: 3/3 prompts (100.0%)"), lines
 
 

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 import negvocab
 import negvocab.evaluation.row
-from negvocab import plugins
 from negvocab.cli import app
+from negvocab.core import plugins
 from tests.data.test_benchmark_registry import TOY_TOML, make_toy_root
 from tests.grid.conftest import grid_files  # noqa: F401
 

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 import negvocab
 from negvocab.cli import app
-from negvocab.plugins import load_plugins
+from negvocab.core.plugins import load_plugins
 from negvocab.scoring.methods import PARAMS
 from tests.plugins import toy_method as T
 from tests.scoring.conftest import ID_NAMES

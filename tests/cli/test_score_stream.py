@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import negvocab
 from negvocab.cli import app
-from negvocab.evaluation.stream import evaluate_stream
+from negvocab.evaluation.stream_evaluation import evaluate_stream
 from tests.scoring.conftest import ID_NAMES
 
 runner = CliRunner()

@@ -8,7 +8,7 @@ import numpy as np
 from typer.testing import CliRunner
 
 from negvocab.cli import app
-from negvocab.grid.tables import load_rows
+from negvocab.grid.tidy import load_rows
 from negvocab.report.tables import build_table
 from tests.grid.test_grid_tables import _write_grid
 

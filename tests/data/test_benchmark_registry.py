@@ -8,8 +8,8 @@ import pytest
 from PIL import Image
 
 import negvocab
+from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import RESERVED_SET_NAMES, benchmark_from_dict, ood_group
-from negvocab.errors import InputError
 
 TOY_TOML = """
 name = "toy-bench"

@@ -7,9 +7,9 @@ import shutil
 
 import pytest
 
+from negvocab.core.errors import InputError
 from negvocab.data import open_image_set
 from negvocab.data.benchmarks import benchmark_table, get_benchmark, list_benchmarks, ood_group, open_benchmark
-from negvocab.errors import InputError
 from tests.data.conftest import OPENOOD_LISTS
 
 

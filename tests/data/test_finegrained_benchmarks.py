@@ -127,7 +127,7 @@ def test_waterbirds_reads_the_test_split_as_spurious_ood_does(finegrained_root):
 
 
 def test_a_missing_image_names_the_table_and_the_file(finegrained_root, tmp_path):
-    from negvocab.errors import InputError
+    from negvocab.core.errors import InputError
     from tests.data.conftest import make_finegrained_root
 
     root = make_finegrained_root(tmp_path)

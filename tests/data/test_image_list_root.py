@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from negvocab.cli import app
+from negvocab.core.errors import InputError
 from negvocab.data import image_list
-from negvocab.errors import InputError
 
 
 @pytest.fixture

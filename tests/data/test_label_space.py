@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import classes_file, get_benchmark, load_benchmarks, unregister_benchmark
 from negvocab.data.label_space import label_space_file, open_label_space
-from negvocab.errors import InputError
 from negvocab.labels.imagenet import imagenet1k, read_id_classes
 
 

@@ -9,6 +9,7 @@ import pytest
 from PIL import Image
 
 import negvocab
+from negvocab.core.errors import InputError
 from negvocab.data import (
     class_folders,
     fi_imagenet,
@@ -18,7 +19,6 @@ from negvocab.data import (
     read_ground_truth,
     read_id_list,
 )
-from negvocab.errors import InputError
 
 
 def _img(path, color=(200, 10, 10)):

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 import negvocab
 from negvocab.cli import app
+from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import get_benchmark
 from negvocab.data.published import (
     PUBLISHED_COLUMNS,
@@ -25,7 +26,6 @@ from negvocab.data.published import (
     published_table_rows,
     read_published,
 )
-from negvocab.errors import InputError
 from negvocab.scoring import metrics as M
 
 SOURCES = Path(__file__).parent / "published_sources"

@@ -1,4 +1,4 @@
-"""negvocab.data.tables: a dataset's own annotation tables read as a ``read`` table says (text tables with named
+"""negvocab.data.annotations: a dataset's own annotation tables read as a ``read`` table says (text tables with named
 columns, CSVs with a header, .mat struct arrays; joins, kept rows, labels), and one-line refusals naming the file,
 the key and what is allowed."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from negvocab.core.errors import InputError
+from negvocab.data.annotations import table_images, table_spec
 from negvocab.data.benchmarks import benchmark_from_dict, load_benchmarks, open_benchmark, unregister_benchmark
-from negvocab.data.tables import table_images, table_spec
-from negvocab.errors import InputError
 from tests.data.conftest import png
 
 #: Oxford-IIIT Pet's annotations/list.txt opens with '#' lines (its header), then the same rows as test.txt

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from negvocab.core.errors import InputError
 from negvocab.data.validation import open_validation, validation_split
-from negvocab.errors import InputError
 from tests.data.conftest import CIFAR10_LISTS, write_lists
 
 #: OpenOOD v1.5's CIFAR-10 validation lists (DATA_INFO['cifar10'] id val, ood val), in their format

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import negvocab
+from negvocab.core.errors import InputError
 from negvocab.data.images import ImageSet
-from negvocab.errors import InputError
 from negvocab.labels.imagenet import IdClasses
 
 D = 10
@@ -209,8 +209,8 @@ def test_write_is_staged_and_replaces_an_earlier_run_whole(cov, tmp_path):
     a full disk while writing keeps the earlier run whole; no --overwrite: refused in one line."""
     import errno
 
+    from negvocab.core.errors import DiskFullError
     from negvocab.diagnostics import coverage as C
-    from negvocab.errors import DiskFullError
 
     out = tmp_path / "cov"
     cov.write(out)
@@ -288,12 +288,12 @@ def test_coverage_help_promises_one_set():
 
 def test_the_analysis_after_the_encodings_reports_progress(caplog):
     """A large set is not silent for its whole analysis (issue 23: 60 s without a line): each of its
-    four steps ends with a progress line (negvocab.progress, what the CLI shows on stderr)."""
+    four steps ends with a progress line (negvocab.core.progress, what the CLI shows on stderr)."""
     import logging
 
     vlm, vocab, id_set, ood_set = _case()
     classes = IdClasses.from_names(["weasel", "lynx"])
-    with caplog.at_level(logging.INFO, logger="negvocab.progress"):
+    with caplog.at_level(logging.INFO, logger="negvocab.core.progress"):
         negvocab.coverage(
             vlm,
             vocab,
@@ -309,7 +309,7 @@ def test_the_analysis_after_the_encodings_reports_progress(caplog):
     lines = [
         r.getMessage()
         for r in caplog.records
-        if r.name == "negvocab.progress" and r.getMessage().startswith("coverage of graphics")
+        if r.name == "negvocab.core.progress" and r.getMessage().startswith("coverage of graphics")
     ]
     assert [ln.split(": ")[2].split(" ")[0] for ln in lines] == ["1/4", "2/4", "3/4", "4/4"], lines
 

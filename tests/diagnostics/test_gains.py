@@ -7,7 +7,7 @@ import pytest
 
 import negvocab
 from negvocab import metrics as M
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from tests.scoring.reference import unit
 
 CASES = [

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import negvocab
+from negvocab.core.errors import InputError, ResourceError
 from negvocab.data.images import ImageSet
-from negvocab.errors import InputError, ResourceError
 from negvocab.evaluation import evaluate, sweeps
 from negvocab.report import results
 from negvocab.vlm.images import ImageEmbeddings

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import negvocab
+from negvocab.core.errors import InputError
+from negvocab.core.provenance import set_command
 from negvocab.data.images import ImageSet
-from negvocab.errors import InputError
 from negvocab.evaluation import evaluate, sweeps
-from negvocab.provenance import set_command
 from negvocab.report import results
 from tests.evaluation.test_evaluate import FakeVLM, _vec
 

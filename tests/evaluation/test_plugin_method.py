@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
+from negvocab.core.plugins import load_plugins
 from negvocab.evaluation import sweeps
-from negvocab.plugins import load_plugins
 from tests.evaluation.test_evaluate import FakeVLM, _vec, classes, sets  # noqa: F401  (fixtures)
 from tests.plugins import toy_method as T
 

@@ -12,10 +12,10 @@ import pytest
 from sklearn.metrics import auc, average_precision_score, precision_recall_curve, roc_auc_score
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.evaluation import evaluate, sweeps
+from negvocab.evaluation.records import metrics_row
 from negvocab.evaluation.row import ROW_COLUMNS, ResultRow, _caveats, file_row, interval, rows_from_frame, to_frame
-from negvocab.evaluation.rows import metrics_row
 from negvocab.evaluation.stored import read_results
 from negvocab.grid.config import load_config
 from negvocab.grid.work import Cell, _vocab_info, cell_row
@@ -193,7 +193,7 @@ def test_a_grid_row_with_unreadable_params_is_one_line():
 def test_table_readers_read_old_and_new_folders_alike(tmp_path):
     """``negvocab table``'s reader (load_rows: folder_rows for score and sweep folders) over folders of
     the older shapes and of this version: the intervals in one shape, the numbers as they were."""
-    from negvocab.grid.tables import load_rows
+    from negvocab.grid.tidy import load_rows
 
     score = json.loads((DATA / "score_results.json").read_text())
     sweep = json.loads((DATA / "sweep_results.json").read_text())

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from negvocab.errors import InputError
-from negvocab.evaluation.rows import named_ood_sets, ood_rows
+from negvocab.core.errors import InputError
+from negvocab.evaluation.records import named_ood_sets, ood_rows
 from negvocab.scoring import metrics as M
 
 
@@ -107,7 +107,7 @@ def test_opened_sets_keep_their_groups_through_naming():
     import numpy as np
 
     from negvocab.data.benchmarks import OpenedSets, set_groups
-    from negvocab.evaluation.rows import named_ood_sets, ood_records
+    from negvocab.evaluation.records import named_ood_sets, ood_records
 
     rng = np.random.default_rng(0)
     sets = {n: rng.normal(size=(6, 4)) for n in ("mine1", "mine2", "mine3")}

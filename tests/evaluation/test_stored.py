@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.evaluation.stored import read_results_json, read_scores_npz
 from negvocab.labels.imagenet import IdClasses
 from negvocab.vlm.images import ImageEmbeddings

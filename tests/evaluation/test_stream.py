@@ -7,9 +7,9 @@ import importlib
 import numpy as np
 import pytest
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.evaluation.row import ROW_COLUMNS
-from negvocab.evaluation.stream import evaluate_stream
+from negvocab.evaluation.stream_evaluation import evaluate_stream
 from negvocab.scoring import metrics as M
 from negvocab.scoring.methods import PARAMS, unregister_method
 from negvocab.scoring.stream import make_stream, run_stream
@@ -168,7 +168,7 @@ def test_a_benchmarks_id_set_names_the_label_space_streams_score_against(toy):
     of ImageNet-1k are matched on it); it was ImageNet-1k's whatever the ID set."""
     from negvocab.data.benchmarks import classes_file
     from negvocab.data.images import ImageSet
-    from negvocab.evaluation.stream import evaluate_stream_vocabularies
+    from negvocab.evaluation.stream_evaluation import evaluate_stream_vocabularies
     from negvocab.labels.imagenet import read_id_classes
     from tests.evaluation.test_evaluate import FakeVLM
 

@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 
 import negvocab
-from negvocab.errors import InputError
-from negvocab.evaluation.stream import evaluate_stream
+from negvocab.core.errors import InputError
+from negvocab.evaluation.stream_evaluation import evaluate_stream
 from negvocab.evaluation.stream_inputs import noise_image_features, stream_setup_inputs
 from negvocab.scoring.stream import StreamMethod, make_stream, run_stream
 from negvocab.scoring.tanl import noise_pixels

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from negvocab.data.benchmarks import OpenedSets
-from negvocab.evaluation.stream import evaluate_stream
+from negvocab.evaluation.stream_evaluation import evaluate_stream
 from negvocab.scoring import metrics as M
 from tests.evaluation.test_stream import toy  # noqa: F401  (the registered toy_stream)
 

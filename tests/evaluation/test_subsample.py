@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import spearmanr
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.scoring import metrics as M
 
 

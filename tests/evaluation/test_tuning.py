@@ -11,8 +11,8 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 import negvocab
+from negvocab.core.errors import InputError
 from negvocab.data.images import ImageSet
-from negvocab.errors import InputError
 from negvocab.evaluation.evaluate import evaluate_vocabularies
 from negvocab.evaluation.tuning import Tuning, tune_params
 from negvocab.scoring import scores as S

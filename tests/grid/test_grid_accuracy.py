@@ -22,7 +22,7 @@ from negvocab.cli import app
 from negvocab.data.benchmarks import open_benchmark
 from negvocab.evaluation.stored import read_grid_cells
 from negvocab.grid.run import write_grid
-from negvocab.grid.tables import COLUMNS, GridResult, load_rows
+from negvocab.grid.tidy import COLUMNS, GridResult, load_rows
 from negvocab.grid.work import _checked, _save_scores, load_model, load_score_file, open_sets, plan_cells
 from negvocab.report.html import write_report
 from negvocab.report.tables import build_table

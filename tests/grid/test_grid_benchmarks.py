@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.grid.config import parse_config
 from negvocab.grid.run import write_grid
-from negvocab.grid.tables import GridResult, load_rows
+from negvocab.grid.tidy import GridResult, load_rows
 from tests.data.test_benchmark_registry import TOY_TOML, _images
 from tests.grid.conftest import TINY
 

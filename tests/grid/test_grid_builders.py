@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.grid.config import parse_config
 from negvocab.grid.plan import plan_grid
 from tests.grid.conftest import ID_NAMES, VOCAB_A

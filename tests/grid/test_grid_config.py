@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.grid.config import parse_config
 from negvocab.grid.resources import Resources
 

@@ -9,9 +9,9 @@ import hashlib
 import pytest
 
 import negvocab
+from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import classes_file
 from negvocab.data.label_space import open_label_space
-from negvocab.errors import InputError
 from negvocab.grid import labelspace
 from negvocab.grid.config import parse_config
 from negvocab.grid.labelspace import id_classes, open_id_classes

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.evaluation.compare import paired_bootstrap
 from negvocab.grid.work import load_model, open_sets
 
@@ -232,7 +232,7 @@ def test_a_vocabulary_built_with_random_weights_marks_rows_of_a_real_model(ran):
 
 
 def test_non_deployable_vocabularies_are_marked_in_pivots(ran, tmp_path):
-    from negvocab.grid.tables import GridResult
+    from negvocab.grid.tidy import GridResult
 
     res = ran[0]
     rows = [
@@ -275,12 +275,12 @@ def test_a_vocabulary_holding_id_class_names_is_said_in_log_rows_tables_and_comp
 
 def test_a_runs_tables_and_its_folder_read_back_lay_rows_out_alike(ran):
     """The grid's tables.md and `negvocab table` on its folder had rows in different orders."""
-    from negvocab.grid.tables import _grid_folder
+    from negvocab.grid.tidy import _grid_folder
 
     res, _, out = ran
     res.write(out)  # scores_index.json: the folder read back finds the per-image scores as the run does
     kw = dict(rows="vocabulary", cols="ood_set", where={"model": "TinyA", "method": "neglabel", "convention": "paper"})
-    from negvocab.grid.tables import GridResult
+    from negvocab.grid.tidy import GridResult
 
     # a config that lists B before A and TinyB before TinyA: the run's rows come in that order
     swapped = GridResult(list(reversed(res.rows)), res.config, means=res.means, groups=res.groups, out_dir=out)

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 import negvocab
-from negvocab import plugins
-from negvocab.errors import InputError
+from negvocab.core import plugins
+from negvocab.core.errors import InputError
 from negvocab.grid import units
 from negvocab.grid.work import load_model, open_sets
 from negvocab.scoring import methods as R

@@ -79,8 +79,8 @@ def test_shards_on_separate_workers_models_loaded_once_per_worker_and_bit_identi
     unsharded encoding, each model is loaded at most once per actor, progress lines come while
     units run, a worker's warning reaches the driver's log, and --deterministic score files hold
     the local engine's scores bit for bit."""
+    import negvocab.core.progress as P
     import negvocab.grid.ray_engine as R
-    import negvocab.progress as P
     from negvocab.grid.units import deterministic_config
     from negvocab.grid.work import load_model, open_sets
 
@@ -120,7 +120,9 @@ def test_shards_on_separate_workers_models_loaded_once_per_worker_and_bit_identi
     assert [r.getMessage().split(" done on ")[0] for r in scored] == ["TinyA: score"] and scored[
         0
     ].worker_pid not in id_shards.values()
-    ticks = [r.getMessage() for r in caplog.records if r.name == "negvocab.progress" and "units/s" in r.getMessage()]
+    ticks = [
+        r.getMessage() for r in caplog.records if r.name == "negvocab.core.progress" and "units/s" in r.getMessage()
+    ]
     assert any(f"/{units} units" in t and "images/s" in t for t in ticks)
     counts = [t.split(" units")[0] for t in ticks]
     assert len(counts) > len(set(counts)), "no line while a unit was running (every line came with a finished unit)"

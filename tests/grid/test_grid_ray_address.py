@@ -175,7 +175,7 @@ def test_cli_on_an_existing_cluster_equals_local(ray_head, grid_toml, tmp_path):
 def test_already_connected_elsewhere_is_refused_in_one_line(ray_head, grid_toml, tmp_path):
     """A driver already connected to one cluster (a notebook) asked to run on another is told so,
     not run silently on the first."""
-    from negvocab.errors import ResourceError
+    from negvocab.core.errors import ResourceError
 
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:
@@ -245,7 +245,7 @@ def test_a_failed_ray_client_connection_says_why(grid_toml, tmp_path, monkeypatc
     empty text after a colon)."""
     from ray.util.client import worker as client_worker
 
-    from negvocab.errors import ResourceError
+    from negvocab.core.errors import ResourceError
 
     monkeypatch.setattr(
         client_worker, "INITIAL_TIMEOUT_SEC", 1
@@ -303,7 +303,7 @@ _DIED = _init_failure(_DIED_AS[0])
 def test_a_ray_client_server_that_died_at_start_up_is_connected_again(reason, monkeypatch, caplog):
     """The head's per-client server dying at start-up (seen under load) is transient: the driver
     connects again, with a warning; anything else, or a third such failure, is one line at once."""
-    from negvocab.errors import ResourceError
+    from negvocab.core.errors import ResourceError
     from negvocab.grid import ray_engine
 
     monkeypatch.setattr(ray_engine.time, "sleep", lambda s: None)

@@ -3,8 +3,8 @@ followed by the server's reason on later lines (ray/util/client/worker.py, ``_se
 
 from __future__ import annotations
 
+from negvocab.core.progress import Progress
 from negvocab.grid.ray_engine import connection_reason
-from negvocab.progress import Progress
 
 
 def test_the_servers_reason_follows_the_colon():
@@ -28,7 +28,7 @@ def test_the_servers_reason_follows_the_colon():
 
 def test_progress_shows_a_second_rate_and_ticks_while_waiting(caplog):
     times = iter([0.0, 10.0, 20.0, 31.0, 62.0]).__next__
-    caplog.set_level("INFO", logger="negvocab.progress")
+    caplog.set_level("INFO", logger="negvocab.core.progress")
     with Progress(4, "grid", "unit", bar=False, clock=times, extra="image") as p:
         p.update(1, extra=100)  # t=10: no line yet
         p.tick()  # t=20
@@ -41,11 +41,11 @@ def test_progress_shows_a_second_rate_and_ticks_while_waiting(caplog):
 
 
 def test_the_progress_interval_is_set_by_the_environment(monkeypatch, caplog):
-    import negvocab.progress as P
+    import negvocab.core.progress as P
 
     times = iter([0.0, 4.0, 6.0, 11.0]).__next__
     monkeypatch.setenv(P.EVERY_ENV, "5")
-    caplog.set_level("INFO", logger="negvocab.progress")
+    caplog.set_level("INFO", logger="negvocab.core.progress")
     with Progress(3, "grid", "unit", bar=False, clock=times) as p:
         p.update(1)  # t=4: no line
         p.update(1)  # t=6: a line (5 s passed)

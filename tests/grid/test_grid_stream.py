@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import negvocab
-from negvocab.errors import InputError
-from negvocab.evaluation.stream import evaluate_stream
+from negvocab.core.errors import InputError
+from negvocab.evaluation.stream_evaluation import evaluate_stream
 from negvocab.evaluation.stream_inputs import noise_image_features
 from negvocab.grid.work import load_model, open_sets
 

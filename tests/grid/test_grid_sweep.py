@@ -8,8 +8,8 @@ import warnings
 import numpy as np
 import pytest
 
-from negvocab.errors import InputError
-from negvocab.grid.tables import GridResult
+from negvocab.core.errors import InputError
+from negvocab.grid.tidy import GridResult
 from negvocab.report.plots import outside_texts
 
 MODELS = ["ViT-B-32", "a-model-with-a-long-name-ViT-bigG-14-CLIPA-336-datacomp1b"]

@@ -12,9 +12,9 @@ import json
 import numpy as np
 import pytest
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.evaluation.compare import paired_bootstrap
-from negvocab.grid.tables import GridResult, load_rows
+from negvocab.grid.tidy import GridResult, load_rows
 from negvocab.scoring import metrics as M
 
 MODELS = ["TinyA", "TinyB"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from negvocab.grid.tables import GridResult
+from negvocab.grid.tidy import GridResult
 
 STREAM = {"test_time": True, "stream_order": "shuffled", "stream_batch_size": 4}
 

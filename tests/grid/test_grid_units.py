@@ -95,7 +95,7 @@ def test_local_engine_loads_each_model_once_and_sharding_changes_no_bit(grid_tom
     ],
 )
 def test_a_bad_resources_table_is_one_line_naming_the_key(grid_toml, table, fragment):
-    with pytest.raises(negvocab.errors.InputError) as e:
+    with pytest.raises(negvocab.core.errors.InputError) as e:
         negvocab.load_grid(_with(grid_toml, resources=table + "\n"))
     assert str(e.value).startswith(f"{grid_toml}: ") and fragment in str(e.value) and "\n" not in str(e.value)
 
@@ -206,7 +206,7 @@ def test_placement_fills_every_gpu_and_leaves_room_per_kind(grid_toml):
     cpus = _Cluster(CPU=2.0)
     ((_, opts, n),), _ = _pools(cpus, load(), units)  # no GPU: one CPU each
     assert (opts["num_gpus"], opts["num_cpus"], n) == (0.0, 1.0, 2)
-    with pytest.raises(negvocab.errors.ResourceError, match="cannot hold one model worker"):
+    with pytest.raises(negvocab.core.errors.ResourceError, match="cannot hold one model worker"):
         _pools(cpus, load("num_cpus = 4\n"), units)
     # text workers that would take every CPU leave room for one image worker
     (text, image), spare = _pools(
@@ -305,7 +305,7 @@ def test_a_gpu_asked_for_scoring_where_there_is_none_is_one_line_before_any_work
         pytest.skip("this machine has a GPU")
     toml = _with(grid_toml, "batch_size = 4\n", "[resources.score]\nnum_gpus = 1\n")
     with pytest.raises(
-        negvocab.errors.ResourceError, match=r"\[resources.score\] num_gpus asks for a GPU.*set num_gpus = 0"
+        negvocab.core.errors.ResourceError, match=r"\[resources.score\] num_gpus asks for a GPU.*set num_gpus = 0"
     ):
         negvocab.run_grid(toml, tmp_path / "out")
     assert not list((tmp_path / "cache").glob("image/*/*.npy"))  # before any image was embedded
@@ -326,7 +326,7 @@ def test_a_full_disk_inside_a_unit_stops_the_run_and_fails_no_cell(grid_toml, tm
     failed, and a rerun with space computes everything."""
     import errno
 
-    from negvocab.errors import DiskFullError
+    from negvocab.core.errors import DiskFullError
     from negvocab.grid import work as W
 
     toml = _with(grid_toml, "batch_size = 4\n")

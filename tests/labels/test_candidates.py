@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.labels import candidates as cmod
 from negvocab.labels.candidates import Candidate, wordnet_candidates
 from negvocab.labels.wordnet import LEXNAMES

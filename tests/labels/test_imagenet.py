@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.labels.imagenet import IdClasses, imagenet1k, read_id_classes
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.labels.imagenet import IdClasses, imagenet1k, read_id_classes
 from negvocab.labels.labelspace import class_file_hints, map_label_space, resolve_hint
 from negvocab.labels.synonyms import SynonymFilter

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.labels.imagenet import IdClasses
 from negvocab.labels.synonyms import SynonymFilter, composite_parts, normalise
 from negvocab.vocab import Vocabulary

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from negvocab.errors import ResourceError
+from negvocab.core.errors import ResourceError
 from negvocab.labels import wordnet as wnmod
 from tests.labels.conftest import SYSTEM_WORDNET, wordnet_file
 

@@ -81,7 +81,7 @@ def test_batch_failures_after_max_submissions_are_recorded(endpoint, tmp_path, s
 
 
 def test_batch_line_failing_every_time_is_left_for_a_rerun(endpoint, tmp_path, synonym_filter):
-    from negvocab.errors import ResourceError
+    from negvocab.core.errors import ResourceError
 
     w = imagenet1k().wnids
     endpoint.state.add_faults(f"{w[0]}/r1", "error", "error")
@@ -103,7 +103,7 @@ def test_resume_polls_the_journaled_batch_instead_of_creating_one(endpoint, tmp_
 
 
 def test_a_sync_rerun_does_not_pay_again_for_an_uncollected_batch(endpoint, tmp_path, synonym_filter):
-    from negvocab.errors import ResourceError
+    from negvocab.core.errors import ResourceError
 
     run = gpt_run("gpt-test", per_class=6, rounds=2, classes=3, run_dir=tmp_path / "run")
 
@@ -183,7 +183,7 @@ def test_sync_and_batch_results_mix_in_one_run(endpoint, tmp_path, synonym_filte
 
 
 def test_failed_sync_attempts_do_not_count_against_batch_submissions(endpoint, tmp_path, synonym_filter):
-    from negvocab.errors import ResourceError
+    from negvocab.core.errors import ResourceError
 
     wnid = imagenet1k().wnids[0]
     endpoint.state.add_faults(f"{wnid}/r0", "malformed", *["500"] * 8)  # billed, then given up: journaled usage
@@ -204,7 +204,7 @@ def test_an_uncollected_batch_blocks_only_the_questions_it_holds(endpoint, tmp_p
 
     from negvocab import build_eoe_vocabulary
     from negvocab.builders.llm import eoe_run
-    from negvocab.errors import ResourceError
+    from negvocab.core.errors import ResourceError
 
     first, other = 4, ["n01440764", "n01443537", "n01484850", "n01494475"]
     kw = {"mode": "far", "chunk_size": 2, "per_request": 5, "run_dir": tmp_path / "run"}

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from negvocab.errors import InputError, ResourceError
+from negvocab.core.errors import InputError, ResourceError
 from negvocab.llm.client import RESPONSE_FORMAT, LabelList, LLMClient, ServerGaveUp, retry_after_seconds
 from tests.llm.conftest import DUMMY_KEY, FAST
 from tests.llm.fake_openai import labels_for

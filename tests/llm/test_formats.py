@@ -11,7 +11,7 @@ import pytest
 
 from negvocab import Vocabulary, build_eoe_vocabulary, build_gpt_vocabulary, imagenet1k
 from negvocab.builders.llm import gpt_run
-from negvocab.errors import InputError, ResourceError
+from negvocab.core.errors import InputError, ResourceError
 from negvocab.llm.journal import MANIFEST, Journal
 from tests.llm.conftest import DUMMY_KEY, FAST, assert_no_key
 from tests.llm.fake_openai import FREE_FORMS, GARBAGE, FakeOpenAI, expected_merge, free_text, labels_for

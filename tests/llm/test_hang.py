@@ -11,7 +11,7 @@ import time
 import pytest
 
 from negvocab import build_gpt_vocabulary
-from negvocab.errors import ResourceError
+from negvocab.core.errors import ResourceError
 from tests.llm.bad_servers import DripServer, FullBacklog, SilentServer
 from tests.llm.conftest import DUMMY_KEY, FAST
 

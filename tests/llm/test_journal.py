@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.llm.journal import JOURNAL, MANIFEST, Journal, decode_line, identity_hash, read_manifest
 
 IDENT = {"task": "gpt_siblings", "model": "m", "prompt_sha256": "abc", "n": 20}
@@ -202,7 +202,7 @@ class _FullDisk:
 
 
 def test_a_full_disk_is_one_line_also_when_the_journal_closes(tmp_path):
-    from negvocab.errors import ResourceError
+    from negvocab.core.errors import ResourceError
 
     j = Journal(tmp_path, IDENT)
     j._fh = _FullDisk(j._fh)
@@ -223,7 +223,7 @@ def test_a_full_disk_during_a_build_is_one_line(endpoint, tmp_path, synonym_filt
     import errno
 
     from negvocab import build_gpt_vocabulary
-    from negvocab.errors import ResourceError
+    from negvocab.core.errors import ResourceError
     from negvocab.llm import journal as journal_mod
     from tests.llm.conftest import FAST
 

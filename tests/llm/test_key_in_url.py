@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from negvocab import build_gpt_vocabulary
-from negvocab.errors import ResourceError
+from negvocab.core.errors import ResourceError
 from tests.llm.conftest import FAST
 from tests.llm.fake_openai import FakeOpenAI
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from negvocab import build_gpt_vocabulary
-from negvocab.errors import ResourceError
+from negvocab.core.errors import ResourceError
 from negvocab.llm.client import SETUP_BUDGET
 from tests.llm.conftest import FAST
 from tests.llm.fake_openai import FakeOpenAI

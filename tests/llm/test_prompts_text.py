@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.llm.prompts import TASKS, load_prompt
 from negvocab.llm.text import clean_label, clean_labels
 

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from negvocab import build_eoe_vocabulary, build_gpt_vocabulary, imagenet1k
-from negvocab.errors import ResourceError
+from negvocab.core.errors import ResourceError
 from negvocab.llm.client import HEALTH_WINDOW
 from negvocab.llm.journal import JOURNAL
 from tests.llm.conftest import DUMMY_KEY

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from negvocab import build_gpt_vocabulary
-from negvocab.errors import ResourceError
+from negvocab.core.errors import ResourceError
 from negvocab.llm.client import SETUP_BUDGET, LLMClient
 from negvocab.llm.server_errors import FORMAT, PERMANENT, TEMPORARY, UNKNOWN, classify
 from tests.llm import server_bodies as sb

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.evaluation.compare import metric_value, paired_bootstrap
 from negvocab.report.comparisons import comparisons
 

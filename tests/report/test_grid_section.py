@@ -11,7 +11,7 @@ import numpy as np
 from typer.testing import CliRunner
 
 from negvocab.cli import app
-from negvocab.grid.tables import load_rows
+from negvocab.grid.tidy import load_rows
 from negvocab.report.grid_section import _cell
 from tests.grid.test_grid_tables import MODELS, _write_grid
 from tests.report.test_html import CHROMIUM, _overflow, _printable_px, needs_chromium
@@ -52,7 +52,7 @@ addEventListener("load", () => {
 
 
 def _grid_report(tmp_path):
-    from negvocab.grid.tables import _grid_folder
+    from negvocab.grid.tidy import _grid_folder
 
     _write_grid(tmp_path / "g", np.random.default_rng(0), failed_model=None)
     _grid_folder(tmp_path / "g").write(tmp_path / "g")  # tables.md, comparisons.md, ... as grid run leaves them

@@ -346,7 +346,7 @@ def test_coverage_of_a_fi_imagenet_list_with_labels(tiny, model_args, tmp_path):
 
 
 def test_a_sweep_folder_and_a_damaged_results_file(tmp_path):
-    from negvocab.errors import InputError
+    from negvocab.core.errors import InputError
     from negvocab.report.plots import plot_sweep
 
     folder = tmp_path / "sw"

@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from negvocab.grid.tables import Pivot
+from negvocab.grid.tidy import Pivot
 from negvocab.report.tables import build_table, latex_escape
 
 ENGINES = [e for e in ("pdflatex", "lualatex") if shutil.which(e)]

@@ -6,7 +6,7 @@ import pytest
 from PIL import Image
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.report.plots import sweep_figure
 
 

@@ -14,12 +14,12 @@ import pytest
 from typer.testing import CliRunner
 
 from negvocab.cli import app
-from negvocab.outdir import claim_folder
+from negvocab.core.outdir import claim_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-c", "from negvocab.cli import main; main()"]
 HOLD = (
-    "import sys; from negvocab.outdir import claim_folder; claim_folder(sys.argv[1], "
+    "import sys; from negvocab.core.outdir import claim_folder; claim_folder(sys.argv[1], "
     "(), overwrite=True); print('held', flush=True); sys.stdin.read()"
 )
 
@@ -125,7 +125,7 @@ def test_any_earlier_output_file_is_protected_not_only_results_json(tiny, model_
 #: claims a folder, forks a child that lives on (as an image loader's worker does), kills itself
 FORK_AND_DIE = """
 import os, signal, sys, time
-from negvocab.outdir import claim_folder
+from negvocab.core.outdir import claim_folder
 claim_folder(sys.argv[1], (), overwrite=True)
 pid = os.fork()
 if pid == 0:  # off the captured output (the caller waits for it to close), then lives on
@@ -158,7 +158,7 @@ def test_a_killed_run_frees_its_folder_though_a_forked_worker_lives_on(tmp_path)
 #: number reused (as a DataLoader's pipe reuses it): the child must leave that descriptor open
 RELEASE_ELSEWHERE_THEN_FORK = """
 import os, sys
-from negvocab import outdir
+from negvocab.core import outdir
 os.chdir(sys.argv[1])
 claim = outdir.claim_folder("res", (), overwrite=True)
 fd = claim.fd
@@ -224,7 +224,7 @@ def test_the_api_shares_this_process_claim_and_refuses_streams(tmp_path):
     again.release()
     claim.release()
     assert not (tmp_path / "r").exists()  # made by the claim, left empty: removed
-    from negvocab.errors import InputError
+    from negvocab.core.errors import InputError
 
     with pytest.raises(InputError, match="writes a folder of files"):
         claim_folder("-", (), overwrite=True)
@@ -232,7 +232,7 @@ def test_the_api_shares_this_process_claim_and_refuses_streams(tmp_path):
 
 def test_a_run_killed_while_moving_its_files_in_is_rolled_forward(tmp_path, monkeypatch):
     """After the commit point a kill leaves the folder mid-move; the next claim finishes the moves."""
-    import negvocab.outdir as outdir
+    import negvocab.core.outdir as outdir
 
     folder = tmp_path / "res"
     outputs = ("results.json", "results.csv", "scores.csv", "old_only.csv")
@@ -265,7 +265,7 @@ def test_a_run_killed_while_moving_its_files_in_is_rolled_forward(tmp_path, monk
 
 
 def test_a_run_killed_before_its_commit_point_keeps_the_earlier_run(tmp_path, monkeypatch):
-    import negvocab.outdir as outdir
+    import negvocab.core.outdir as outdir
 
     folder = tmp_path / "res"
     outputs = ("results.json", "results.csv")

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.evaluation.compare import paired_bootstrap
 from negvocab.report.tables import build_table, comparisons, folder_rows
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import negvocab
+from negvocab.core.errors import InputError
 from negvocab.data.images import ImageSet
-from negvocab.errors import InputError
 from negvocab.evaluation.compare import paired_bootstrap
 from negvocab.evaluation.evaluate import evaluate_vocabularies
 from negvocab.report.tables import build_table

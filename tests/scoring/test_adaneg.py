@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.scoring.stream import make_stream, run_stream, stream_order
 from tests.reference.adaneg import TTAPromptPostprocessor_noadagap
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.scoring.detector import BatchDetector, make_detector
 from negvocab.scoring.methods import list_methods
 from negvocab.scoring.providers import (

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.scoring import logits as L
 from tests.scoring import reference as ref
 

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel, Field, ValidationError
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.scoring import methods as R
 from negvocab.scoring.params import Param
 from tests.plugins import toy_stream

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.grid.config import parse_config
 from negvocab.scoring import methods as R
-from negvocab.scoring import sweep as sweep_mod
+from negvocab.scoring import prefix_scores as sweep_mod
 
 
 def _unit(a):

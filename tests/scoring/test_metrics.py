@@ -11,7 +11,7 @@ import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.scoring import metrics as M
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.scoring.metrics import CCR_FPRS, UndefinedMetricWarning, ccr_at_fpr, ccr_column
 
 _REF = Path(__file__).parents[1] / "reference" / "openood" / "openood" / "evaluators" / "metrics.py"

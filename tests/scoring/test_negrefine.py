@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.scoring.methods import get_method
 from negvocab.scoring.negrefine import multi_matching
 from tests.reference import negrefine as ref

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import negvocab
-from negvocab.errors import InputError
-from negvocab.plugins import load_plugins
+from negvocab.core.errors import InputError
+from negvocab.core.plugins import load_plugins
 from negvocab.scoring import methods as R
 from negvocab.scoring.methods import PARAMS, Param, get_method, register_method, unregister_method
 from tests.plugins import toy_method as T

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.scoring import eoe as eoe_mod
 from negvocab.scoring import scores as S
 from tests.scoring import reference as ref

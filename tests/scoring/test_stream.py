@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.scoring.methods import PARAMS, Param, get_method, unregister_method
 from negvocab.scoring.stream import (
     StreamMethod,
@@ -310,7 +310,7 @@ def test_the_tanl_shape_takes_its_corpus_and_noise_images_at_setup_and_moves_its
 def test_the_toy_registers_as_a_plug_in(monkeypatch):
     import sys
 
-    from negvocab import plugins
+    from negvocab.core import plugins
 
     unregister_method("toy_stream", missing_ok=True)
     monkeypatch.setattr(plugins, "_loaded", [])

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.scoring import eoe as eoe_mod
-from negvocab.scoring.sweep import parse_sizes
+from negvocab.scoring.prefix_scores import parse_sizes
 from tests.scoring import reference as ref
 
 

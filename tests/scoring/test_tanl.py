@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import negvocab
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.scoring import tanl as T
 from negvocab.scoring.stream import make_stream, run_stream
 from tests.reference import tanl as ref

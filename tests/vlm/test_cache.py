@@ -399,7 +399,7 @@ def test_long_image_encodings_save_at_least_every_30_s_of_work(tiny, image_dir, 
     of work an image, a kill at any moment finds all but at most 30 s of the work done on disk."""
     import negvocab.vlm.cache as cache_mod
     import negvocab.vlm.images as images_mod
-    from negvocab.progress import forget_kept, kept_work
+    from negvocab.core.progress import forget_kept, kept_work
 
     now, samples = [0.0], []
     real = images_mod.encode_batch

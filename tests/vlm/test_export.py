@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from negvocab.cli import app
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.vlm.export import load_embeddings, save_embeddings
 
 runner = CliRunner()

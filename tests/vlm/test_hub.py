@@ -9,7 +9,7 @@ import torch
 from huggingface_hub import constants
 
 from negvocab.cli.flags import cli_message
-from negvocab.errors import ResourceError
+from negvocab.core.errors import ResourceError
 from negvocab.vlm import hub
 from negvocab.vlm.model import VLM
 

@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
+from negvocab.core.errors import InputError
 from negvocab.data.images import list_images
-from negvocab.errors import InputError
 from negvocab.vlm.images import ImageEmbeddings
 from tests.vlm.conftest import make_tiny_vlm
 
@@ -211,7 +211,7 @@ def test_no_disk_for_patch_features_is_one_clear_error(tiny, image_dir, monkeypa
     import os
 
     import negvocab.vlm.images as images_mod
-    from negvocab.errors import ResourceError
+    from negvocab.core.errors import ResourceError
 
     def full(fd, offset, length):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

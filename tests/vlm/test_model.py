@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from negvocab.cli.options import load_vlm
-from negvocab.errors import InputError, ResourceError
+from negvocab.core.errors import InputError, ResourceError
 from negvocab.vlm.model import VLM, resolve_device, resolve_precision
 from tests.vlm.conftest import tiny_clip
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import negvocab
 from negvocab.adapters.zeroshot import ZeroShot
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.labels.imagenet import IdClasses
 from negvocab.vlm.pairs import PairTexts, pair_inputs
 from tests.vlm.conftest import make_tiny_vlm

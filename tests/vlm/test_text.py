@@ -9,7 +9,7 @@ import pytest
 import torch
 from open_clip.zero_shot_classifier import build_zero_shot_classifier
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.vlm.templates import PAPER8, resolve_templates
 from negvocab.vlm.text import encode_prompts, text_tower
 from tests.vlm.conftest import LABELS, make_tiny_vlm

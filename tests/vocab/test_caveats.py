@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 import negvocab
 from negvocab.cli import app
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.labels.synonyms import SynonymFilter
 from negvocab.vocab import Vocabulary, labels_hash
 

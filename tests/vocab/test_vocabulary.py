@@ -9,7 +9,7 @@ import numpy as np
 import pydantic
 import pytest
 
-from negvocab.errors import InputError
+from negvocab.core.errors import InputError
 from negvocab.vocab import SCHEMA_VERSION, Vocabulary
 
 
