@@ -23,7 +23,6 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,10 +33,10 @@ from negvocab.evaluation.compare import metric_label
 from negvocab.evaluation.kinds import KIND_LABELS, RESULT_KINDS, caveat_notes, result_kind, stream_words
 from negvocab.evaluation.records import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, seed_sd
 from negvocab.evaluation.row import interval
-from negvocab.evaluation.stored import StoredScores, read_results_json, read_scores_npz, read_sweep_json
 from negvocab.report.comparisons import comparisons
 from negvocab.report.latex import latex_escape, latex_float, stacked_head
-from negvocab.report.results import TEST_TIME_MARK, flat_row
+from negvocab.report.result_folders import folder_rows
+from negvocab.report.results import TEST_TIME_MARK
 from negvocab.report.significance import BOLD_AXES, PairedMarks, ScoreGetter, bold_note
 
 __all__ = [
@@ -398,7 +397,6 @@ def build_table(
     label: str = "",
     failed: Mapping[str, str] | None = None,
 ) -> Table:
-    # long: the table's layout, summaries and marks in one reading order
     """The table of ``metric`` (one name or several, side by side) with ``rows_by`` x ``cols_by``.
 
     ``where`` fixes the other axes (``{"ood_set": "mean", "convention": "paper"}``). ``mean_rows``
@@ -410,90 +408,34 @@ def build_table(
     nothing is bold. ``failed``: model -> reason, noted in the caption.
     """
     metrics = [metric] if isinstance(metric, str) else list(metric)
-    for m in metrics:
-        metric_label(m)
-    if bold in _OLD_BOLD_RULES:
-        warnings.warn(
-            f"bold={bold!r} is deprecated: bold is the paired test (bold='paired'), or 'none'",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        bold = "paired"
-    if bold not in BOLD_RULES:
-        raise InputError(f"unknown bold rule {bold!r}; choose {', '.join(BOLD_RULES)}")
-    if bold_by not in BOLD_AXES:
-        raise InputError(f"bold_by must be {' or '.join(BOLD_AXES)}, got {bold_by!r}")
-    if ties not in ("none", "all"):
-        raise InputError(f"ties must be none or all, got {ties!r}")
+    bold = _check_rules(metrics, bold, bold_by, ties)
     ra, ca = _axes(rows_by, "rows"), _axes(cols_by, "cols")
     if set(ra) & set(ca):
         raise InputError(f"an axis cannot be both rows and columns: {', '.join(sorted(set(ra) & set(ca)))}")
     sel = select_rows(rows, ra + ca, dict(where or {}), baselines)
-    index = list(dict.fromkeys(_key(r, ra) for r in sel))
-    columns = list(dict.fromkeys(_key(r, ca) for r in sel if not (ca == ("ood_set",) and r["ood_set"] == MEAN)))
-    if ca == ("ood_set",) and any(r["ood_set"] == MEAN for r in sel):
-        columns.append(MEAN)  # the bootstrap mean over the OOD sets: last, with its interval
-    nm = len(metrics)
-    shape = (len(index), len(columns), nm)
-    values, low, high, spread = (np.full(shape, np.nan) for _ in range(4))
-    cells: dict[tuple[int, int], Mapping[str, Any]] = {}
-    for r in sel:
-        i, j = index.index(_key(r, ra)), columns.index(_key(r, ca))
-        if (i, j) in cells:
-            raise InputError(
-                f"two rows for {index[i]} x {columns[j]}: fix another axis (where=...) or add it to rows/cols"
-            )
-        cells[(i, j)] = r
-        for k, m in enumerate(metrics):
-            values[i, j, k] = float(r.get(m, math.nan))
-            low[i, j, k], high[i, j, k] = interval(r, m) or (math.nan, math.nan)
-            spread[i, j, k] = (seed_sd(r, m) or (math.nan,))[0]  # a test-time entry's sd over its stream seeds
-    kinds = np.full(shape[:2], "", dtype=object)
-    for (i, j), r in cells.items():
-        kinds[i, j] = result_kind(r)
-    tt_i, tt_j = ({ij[a] for ij in cells if kinds[ij] == "test_time"} for a in (0, 1))
+    index, columns, cells, arrays = _cells(sel, ra, ca, metrics)
     summary_cols = [c == MEAN and ca == ("ood_set",) for c in columns]
-    means: list[str] = []
+    summary_rows = [False] * len(index)
     col_sets = {
         **{name: list(v) for name, v in (col_groups or {}).items()},
         **({"mean": [c for c, s in zip(columns, summary_cols, strict=True) if not s]} if mean_cols else {}),
     }
-    arrays = [values, low, high, spread, kinds]
-    for name, members in col_sets.items():
-        made = _summary(arrays, columns, summary_cols, name, members, axis=1, mix=mix_kinds, sd="model" in ca)
-        means.append(_mean_note(made, "column", ", ".join(members), "model" in ca))
-    summary_rows = [False] * len(index)
     row_sets = {
         **{name: list(v) for name, v in (row_groups or {}).items()},
         **({"mean": list(index)} if mean_rows else {}),
     }
+    means: list[str] = []
+    for name, members in col_sets.items():
+        made = _summary(arrays, columns, summary_cols, name, members, axis=1, mix=mix_kinds, sd="model" in ca)
+        means.append(_mean_note(made, "column", ", ".join(members), "model" in ca))
     for name, members in row_sets.items():
         made = _summary(arrays, index, summary_rows, name, members, axis=0, mix=mix_kinds, sd="model" in ra)
         what = "the " + " / ".join(ra) + " entries" if name == "mean" and mean_rows else ", ".join(members)
         means.append(_mean_note(made, "row", what, "model" in ra))
-    values, low, high, spread, kinds = arrays
-    marks = np.zeros(values.shape, dtype=bool)
+    values, low, high, spread, _ = arrays
     marker = PairedMarks(scores, level=level, n_boot=n_boot, seed=seed) if bold == "paired" else None
-    if marker is not None:
-        for k, m in enumerate(metrics):
-            if bold_by == "cols":
-                for j in range(len(columns)):
-                    group = [None if summary_rows[i] else cells.get((i, j)) for i in range(len(index))]
-                    marks[:, j, k] = marker.marks(group, values[:, j, k], m, ties=ties)
-            else:
-                for i in range(len(index)):
-                    group = [None if summary_cols[j] else cells.get((i, j)) for j in range(len(columns))]
-                    marks[i, :, k] = marker.marks(group, values[i, :, k], m, ties=ties)
-    bad = {str(r["vocabulary"]) for r in sel if r.get("deployable") is False and r.get("vocabulary")}
-    if ra == ("vocabulary",):  # the entry itself says so
-        index = [f"{i} (NOT deployable)" if i in bad else i for i in index]
-    if ca == ("vocabulary",):
-        columns = [f"{c} (NOT deployable)" if c in bad else c for c in columns]
-    mark = lambda x, hit: f"{x}{TEST_TIME_MARK}" if hit and not x.endswith(TEST_TIME_MARK) else x  # noqa: E731
-    if "method" in ra:  # a test-time entry says so, in every format (the caption notes why)
-        index = [mark(x, i in tt_i) for i, x in enumerate(index)]
-    elif "method" in ca:
-        columns = [mark(x, j in tt_j) for j, x in enumerate(columns)]
+    marks = _bold_marks(marker, metrics, values, cells, summary_rows, summary_cols, bold_by, ties)
+    index, columns = _entry_labels(sel, cells, ra, ca, index, columns)
     t = Table(
         metrics,
         ra,
@@ -517,6 +459,105 @@ def build_table(
     t.notes = _caption_notes(sel, t, ra + ca, bold_note(marker, bold_by, ties, entry), dict(failed or {}), means)
     t.caption = _dedupe_caption(caption, t.metric_names)
     return t
+
+
+def _check_rules(metrics: Sequence[str], bold: str, bold_by: str, ties: str) -> str:
+    """The bold rule (an older name of it warns), once the metrics, ``bold_by`` and ``ties`` are known ones."""
+    for m in metrics:
+        metric_label(m)
+    if bold in _OLD_BOLD_RULES:
+        warnings.warn(
+            f"bold={bold!r} is deprecated: bold is the paired test (bold='paired'), or 'none'",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        bold = "paired"
+    if bold not in BOLD_RULES:
+        raise InputError(f"unknown bold rule {bold!r}; choose {', '.join(BOLD_RULES)}")
+    if bold_by not in BOLD_AXES:
+        raise InputError(f"bold_by must be {' or '.join(BOLD_AXES)}, got {bold_by!r}")
+    if ties not in ("none", "all"):
+        raise InputError(f"ties must be none or all, got {ties!r}")
+    return bold
+
+
+def _cells(
+    sel: Sequence[Mapping[str, Any]], ra: tuple[str, ...], ca: tuple[str, ...], metrics: Sequence[str]
+) -> tuple[list[str], list[str], dict[tuple[int, int], Mapping[str, Any]], list[np.ndarray]]:
+    """The row and column entries, each cell's row, and the arrays (values, low, high, spread: entries
+    x entries x metrics; kinds: entries x entries) of the selected rows."""
+    index = list(dict.fromkeys(_key(r, ra) for r in sel))
+    columns = list(dict.fromkeys(_key(r, ca) for r in sel if not (ca == ("ood_set",) and r["ood_set"] == MEAN)))
+    if ca == ("ood_set",) and any(r["ood_set"] == MEAN for r in sel):
+        columns.append(MEAN)  # the bootstrap mean over the OOD sets: last, with its interval
+    shape = (len(index), len(columns), len(metrics))
+    values, low, high, spread = (np.full(shape, np.nan) for _ in range(4))
+    kinds = np.full(shape[:2], "", dtype=object)
+    cells: dict[tuple[int, int], Mapping[str, Any]] = {}
+    for r in sel:
+        i, j = index.index(_key(r, ra)), columns.index(_key(r, ca))
+        if (i, j) in cells:
+            raise InputError(
+                f"two rows for {index[i]} x {columns[j]}: fix another axis (where=...) or add it to rows/cols"
+            )
+        cells[(i, j)] = r
+        kinds[i, j] = result_kind(r)
+        for k, m in enumerate(metrics):
+            values[i, j, k] = float(r.get(m, math.nan))
+            low[i, j, k], high[i, j, k] = interval(r, m) or (math.nan, math.nan)
+            spread[i, j, k] = (seed_sd(r, m) or (math.nan,))[0]  # a test-time entry's sd over its stream seeds
+    return index, columns, cells, [values, low, high, spread, kinds]
+
+
+def _bold_marks(
+    marker: PairedMarks | None,
+    metrics: Sequence[str],
+    values: np.ndarray,
+    cells: Mapping[tuple[int, int], Mapping[str, Any]],
+    summary_rows: Sequence[bool],
+    summary_cols: Sequence[bool],
+    bold_by: str,
+    ties: str,
+) -> np.ndarray:
+    """Which values are bold: the paired test's winner of each column (``bold_by="cols"``) or row; summaries never."""
+    marks = np.zeros(values.shape, dtype=bool)
+    if marker is None:
+        return marks
+    n_rows, n_cols = values.shape[:2]
+    for k, m in enumerate(metrics):
+        if bold_by == "cols":
+            for j in range(n_cols):
+                group = [None if summary_rows[i] else cells.get((i, j)) for i in range(n_rows)]
+                marks[:, j, k] = marker.marks(group, values[:, j, k], m, ties=ties)
+        else:
+            for i in range(n_rows):
+                group = [None if summary_cols[j] else cells.get((i, j)) for j in range(n_cols)]
+                marks[i, :, k] = marker.marks(group, values[i, :, k], m, ties=ties)
+    return marks
+
+
+def _entry_labels(
+    sel: Sequence[Mapping[str, Any]],
+    cells: Mapping[tuple[int, int], Mapping[str, Any]],
+    ra: tuple[str, ...],
+    ca: tuple[str, ...],
+    index: list[str],
+    columns: list[str],
+) -> tuple[list[str], list[str]]:
+    """The row and column entries as shown: a vocabulary that is not deployable says so, and so does a
+    test-time method (in every format; the caption notes why)."""
+    bad = {str(r["vocabulary"]) for r in sel if r.get("deployable") is False and r.get("vocabulary")}
+    if ra == ("vocabulary",):  # the entry itself says so
+        index = [f"{i} (NOT deployable)" if i in bad else i for i in index]
+    if ca == ("vocabulary",):
+        columns = [f"{c} (NOT deployable)" if c in bad else c for c in columns]
+    tt_i, tt_j = ({ij[a] for ij, r in cells.items() if result_kind(r) == "test_time"} for a in (0, 1))
+    mark = lambda x, hit: f"{x}{TEST_TIME_MARK}" if hit and not x.endswith(TEST_TIME_MARK) else x  # noqa: E731
+    if "method" in ra:
+        index = [mark(x, i in tt_i) for i, x in enumerate(index)]
+    elif "method" in ca:
+        columns = [mark(x, j in tt_j) for j, x in enumerate(columns)]
+    return index, columns
 
 
 def _streams(cells: Mapping[tuple[int, int], Mapping[str, Any]], shape: tuple[int, ...]) -> np.ndarray | None:
@@ -604,76 +645,3 @@ def _summary(
             arrays[pos] = np.concatenate([arrays[pos], extra], axis=axis)
         made.append((label, want or (present[0] if len(present) == 1 else "mixed")))
     return made
-
-
-# ----------------------------------------------------------------------------------------------
-# results folders of score and sweep
-# ----------------------------------------------------------------------------------------------
-def folder_rows(folder: Path) -> tuple[list[dict[str, Any]], ScoreGetter | None]:
-    """Tidy rows of a ``score`` folder (``results.json``; per-image scores from ``scores.npz``) or
-    a ``sweep`` folder (``sweep.json``: each size as ``vocabulary@M``, references by name), read
-    through the validators of :mod:`negvocab.evaluation.stored` (as ``report`` and ``subsample``)."""
-    if (folder / "results.json").is_file():
-        doc = read_results_json(folder / "results.json")
-        rows = [{**_run_fields(doc), **flat_row(r)} for r in doc["rows"]]
-        return rows, _score_file_getter(folder / "scores.npz", rows)
-    if (folder / "sweep.json").is_file():
-        doc = read_sweep_json(folder / "sweep.json")
-        rows = [{**flat_row(r), "vocabulary": f"{r.get('vocabulary', '')}@{r['M']}"} for r in doc["rows"]]
-        rows += [flat_row(r) for r in doc.get("references") or []]
-        return [{**_run_fields(doc), **r} for r in rows], None
-    raise InputError(
-        f"{folder}: no results.json, sweep.json or grid cells/; give a folder of negvocab score, sweep or grid run"
-    )
-
-
-def _run_fields(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """What a results file says once for all its rows: the model, the templates and the ID label space's
-    name (``id_classes``: ``imagenet1k``, ...; "" in a file that does not say)."""
-    space = doc.get("id_classes")
-    return {"model": doc.get("model", ""), "templates": doc.get("templates", ""), "id_classes": str(space or "")}
-
-
-def _score_file_getter(path: Path, rows: Sequence[Mapping[str, Any]]) -> ScoreGetter | None:
-    """Per-image scores of a score folder for the comparisons, read (and validated) on first use:
-    a file that cannot be read, or whose image counts disagree with the rows, is refused."""
-    if not path.is_file():
-        return None
-    model = str(rows[0].get("model", "")) if rows else ""
-    loaded: list[tuple[StoredScores, np.ndarray]] = []
-
-    def stored() -> tuple[StoredScores, np.ndarray]:
-        if not loaded:
-            data = read_scores_npz(path)
-            n_ood = len(next(iter(data.ood.values())))
-            sets = data.images.get("ood_sets", np.array(["ood"] * n_ood))
-            _check_counts(path, data, sets, rows)
-            loaded.append((data, sets))
-        return loaded[0]
-
-    def get(m: str, vocabulary: str, method: str) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
-        key = f"{method}@{vocabulary}" if vocabulary else method
-        if m != model:
-            return None
-        data, sets = stored()
-        if key not in data.id:
-            return None
-        ood = data.ood[key]
-        return data.id[key], {n: ood[sets == n] for n in dict.fromkeys(sets.tolist())}
-
-    return get
-
-
-def _check_counts(path: Path, data: StoredScores, sets: np.ndarray, rows: Sequence[Mapping[str, Any]]) -> None:
-    """The image counts the rows state (``n_id``; ``n_ood`` of each set) are those of the scores file."""
-    n_id = len(next(iter(data.id.values())))
-    counts = {str(n): int(np.sum(sets == n)) for n in dict.fromkeys(sets.tolist())}
-    hint = "give the scores.npz written with this results.json (re-run `negvocab score` into a new folder)"
-    for r in rows:
-        said_id, said_ood, name = r.get("n_id"), r.get("n_ood"), str(r.get("ood_set", ""))
-        if isinstance(said_id, (int, float)) and int(said_id) != n_id:
-            raise InputError(f"{path}: holds {n_id} ID images; results.json says {int(said_id)}; {hint}")
-        if name in counts and isinstance(said_ood, (int, float)) and int(said_ood) != counts[name]:
-            raise InputError(
-                f"{path}: holds {counts[name]} OOD images of {name!r}; results.json says {int(said_ood)}; {hint}"
-            )
