@@ -5,7 +5,8 @@ with :func:`~negvocab.scoring.methods.register_method`)."""
 
 from __future__ import annotations
 
-from negvocab.scoring.methods import PARAMS, Method, Param, _builtin, _p, _seal_builtins, register_method
+from negvocab.scoring.methods import Method, Param, _builtin, register_method
+from negvocab.scoring.param_registry import PARAMS, _p, _seal_builtins
 
 __all__ = ["ADANEG_PARAM_NAMES", "ADANEG_PROXIES", "ADANEG_SCORES"]
 

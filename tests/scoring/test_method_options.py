@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, ValidationError
 import negvocab
 from negvocab.core.errors import InputError
 from negvocab.scoring import methods as R
+from negvocab.scoring import param_registry
 from negvocab.scoring.params import Param
 from tests.plugins import toy_stream
 
@@ -38,7 +39,7 @@ def _check_says(method: str, name: str, value: object) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("param", sorted(R._BUILTIN_PARAMS))  # built-ins: a plug-in's may be gone
+@pytest.mark.parametrize("param", sorted(param_registry._BUILTIN_PARAMS))  # built-ins: a plug-in's may be gone
 def test_a_built_in_s_options_validate_like_check_params(param):
     """For every registered parameter, in every method that takes it: the same values accepted and
     refused, with the same one-line message."""
