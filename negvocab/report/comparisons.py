@@ -62,7 +62,6 @@ def comparisons(
     where: Mapping[str, str] | None = None,
     across: str = "vocabularies",
 ) -> list[str]:
-    # long: the scope, the pairs, the per-model tests and the untested fallback in one place
     """Sentences comparing each pair of entries (see the module docstring); ``pairs`` names the pairs
     instead (vocabulary names; a method without a vocabulary by its method name)."""
     if across not in ACROSS:
@@ -73,40 +72,16 @@ def comparisons(
         ood_set = sets[0]  # one OOD set: its mean is itself
     sel = [r for r in rows if str(r.get("ood_set")) == ood_set and _kept(r, dict(where or {}))]
     bad = {r["vocabulary"] for r in sel if r.get("deployable") is False and r.get("vocabulary")}
-
-    def shown(e: _Entry) -> str:
-        return f"{e[1]} (no vocabulary)" if not e[0] else f"{e[0]} (NOT deployable)" if e[0] in bad else e[0]
-
-    memo: dict[tuple[str, ...], Any] = {}
-
-    def draws(model: str, e: _Entry, conv: str, tpr: float) -> Any:
-        """(point, draws, sizes, scores) of one entry, or None without its per-image scores."""
-        key = (model, *e, conv)
-        if key not in memo:
-            got = scores(model, e[0], e[1]) if scores else None
-            if got is None or (ood_set != MEAN and ood_set not in got[1]):
-                memo[key] = None
-            else:
-                found = (got[0], got[1] if ood_set == MEAN else {ood_set: got[1][ood_set]})
-                ((point, d),) = bootstrap_draws(
-                    {"x": found}, metric=metric, tpr=tpr, convention=conv, n_boot=n_boot, seed=seed
-                ).values()
-                sizes = (
-                    int(np.asarray(found[0]).size),
-                    tuple((k, int(np.asarray(x).size)) for k, x in found[1].items()),
-                )
-                memo[key] = (point, d, sizes, found)
-        return memo[key]
-
-    def test(ma: str, ea: _Entry, mb: str, eb: _Entry, conv: str, tpr: float) -> PairedComparison | None:
-        da, db = draws(ma, ea, conv, tpr), draws(mb, eb, conv, tpr)
-        if da is None or db is None:
-            return None
-        if da[2] != db[2]:  # not the same images: the paired test says so in one line
-            paired_bootstrap(*da[3], *db[3], metric=metric, tpr=tpr, convention=conv, n_boot=n_boot, seed=seed)
-        return paired_from_draws(da[:2], db[:2], metric=metric, n_id=da[2][0], n_ood=dict(da[2][1]), level=level)
-
-    value = {(r["model"], r.get("vocabulary", ""), r["method"], r["convention"]): r for r in sel}
+    scope = _Scope(
+        scores,
+        metric,
+        ood_set,
+        n_boot,
+        seed,
+        level,
+        bad,
+        {(r["model"], r.get("vocabulary", ""), r["method"], r["convention"]): r for r in sel},
+    )
     out: list[str] = []
     for conv in dict.fromkeys(r["convention"] for r in sel):
         mine = [r for r in sel if r["convention"] == conv]
@@ -117,20 +92,107 @@ def comparisons(
         if not methods and base:
             groups = {"": base}
         models = list(dict.fromkeys(r["model"] for r in mine))
-        has = lambda m, e, c=conv: (m, e[0], e[1], c) in value  # noqa: E731
+        ctx = f"{label} on {ood_set}"
         if across == "models":
-            entries = list(dict.fromkeys(e for es in groups.values() for e in es))
-            for e in entries:
-                ms = [m for m in models if has(m, e)]
-                for a, b in combinations(ms, 2):
-                    res = test(a, e, b, e, conv, tpr)
-                    ctx = f"{label} on {ood_set}, {shown(e)}, {e[1]}, {conv}"
-                    if res is None:
-                        d = value[(a, *e, conv)][metric] - value[(b, *e, conv)][metric]
-                        out.append(f"{a} vs {b} ({ctx}): NOT tested (no per-image scores); {a} - {b} {100 * d:+.2f}")
-                    else:
-                        out.append(comparison_sentence(a, b, [(shown(e), res)], context=ctx, unit="entries"))
-            continue
+            out += scope.across_models(groups, models, conv, tpr, ctx)
+        else:
+            out += scope.across_entries(groups, models, conv, tpr, ctx, pairs)
+    if out:
+        out += [f"Caveat: {c}" for c in caveat_notes(sel)]
+    if out and any(r.get("random_weights") for r in sel):
+        out.append(RANDOM_WEIGHTS_WARNING)
+    return out
+
+
+class _Scope:
+    """The rows a comparison sees (``value``: by model, vocabulary, method and convention), the test's
+    settings and each entry's bootstrap draws, drawn once."""
+
+    def __init__(
+        self,
+        scores: ScoreGetter | None,
+        metric: str,
+        ood_set: str,
+        n_boot: int,
+        seed: int,
+        level: float,
+        bad: set[str],
+        value: dict[tuple[str, str, str, str], Mapping[str, Any]],
+    ) -> None:
+        self.scores, self.metric, self.ood_set = scores, metric, ood_set
+        self.n_boot, self.seed, self.level, self.bad, self.value = n_boot, seed, level, bad, value
+        self.memo: dict[tuple[str, ...], Any] = {}
+
+    def shown(self, e: _Entry) -> str:
+        return f"{e[1]} (no vocabulary)" if not e[0] else f"{e[0]} (NOT deployable)" if e[0] in self.bad else e[0]
+
+    def has(self, model: str, e: _Entry, conv: str) -> bool:
+        return (model, e[0], e[1], conv) in self.value
+
+    def diff(self, a: str, ea: _Entry, b: str, eb: _Entry, conv: str) -> float:
+        """The metric of entry ``ea`` of model ``a`` minus that of ``eb`` of ``b`` (untested)."""
+        return float(self.value[(a, *ea, conv)][self.metric] - self.value[(b, *eb, conv)][self.metric])
+
+    def draws(self, model: str, e: _Entry, conv: str, tpr: float) -> Any:
+        """(point, draws, sizes, scores) of one entry, or None without its per-image scores."""
+        key = (model, *e, conv)
+        if key not in self.memo:
+            got = self.scores(model, e[0], e[1]) if self.scores else None
+            if got is None or (self.ood_set != MEAN and self.ood_set not in got[1]):
+                self.memo[key] = None
+            else:
+                found = (got[0], got[1] if self.ood_set == MEAN else {self.ood_set: got[1][self.ood_set]})
+                ((point, d),) = bootstrap_draws(
+                    {"x": found}, metric=self.metric, tpr=tpr, convention=conv, n_boot=self.n_boot, seed=self.seed
+                ).values()
+                sizes = (
+                    int(np.asarray(found[0]).size),
+                    tuple((k, int(np.asarray(x).size)) for k, x in found[1].items()),
+                )
+                self.memo[key] = (point, d, sizes, found)
+        return self.memo[key]
+
+    def test(self, ma: str, ea: _Entry, mb: str, eb: _Entry, conv: str, tpr: float) -> PairedComparison | None:
+        da, db = self.draws(ma, ea, conv, tpr), self.draws(mb, eb, conv, tpr)
+        if da is None or db is None:
+            return None
+        if da[2] != db[2]:  # not the same images: the paired test says so in one line
+            paired_bootstrap(
+                *da[3], *db[3], metric=self.metric, tpr=tpr, convention=conv, n_boot=self.n_boot, seed=self.seed
+            )
+        return paired_from_draws(
+            da[:2], db[:2], metric=self.metric, n_id=da[2][0], n_ood=dict(da[2][1]), level=self.level
+        )
+
+    def across_models(
+        self, groups: Mapping[str, list[_Entry]], models: list[str], conv: str, tpr: float, ctx: str
+    ) -> list[str]:
+        """One sentence per pair of models, for each entry both have."""
+        out = []
+        for e in dict.fromkeys(e for es in groups.values() for e in es):
+            ms = [m for m in models if self.has(m, e, conv)]
+            for a, b in combinations(ms, 2):
+                res = self.test(a, e, b, e, conv, tpr)
+                where = f"{ctx}, {self.shown(e)}, {e[1]}, {conv}"
+                if res is None:
+                    d = self.diff(a, e, b, e, conv)
+                    out.append(f"{a} vs {b} ({where}): NOT tested (no per-image scores); {a} - {b} {100 * d:+.2f}")
+                else:
+                    out.append(comparison_sentence(a, b, [(self.shown(e), res)], context=where, unit="entries"))
+        return out
+
+    def across_entries(
+        self,
+        groups: Mapping[str, list[_Entry]],
+        models: list[str],
+        conv: str,
+        tpr: float,
+        ctx: str,
+        pairs: Sequence[tuple[str, str]] | None,
+    ) -> list[str]:
+        """Per method, one sentence per pair of its entries (``pairs``, or every pair) over the models
+        that have both, and one for the models without per-image scores."""
+        out = []
         for meth, entries in groups.items():
             named = {(e[0] or e[1]): e for e in entries}
             chosen = (
@@ -139,28 +201,24 @@ def comparisons(
                 else list(combinations(entries, 2))
             )
             for ea, eb in chosen:
-                ms = [m for m in models if has(m, ea) and has(m, eb)]
+                ms = [m for m in models if self.has(m, ea, conv) and self.has(m, eb, conv)]
                 if not ms:
                     continue
-                ctx = f"{label} on {ood_set}, {meth or ea[1]}, {conv}"
+                where = f"{ctx}, {meth or ea[1]}, {conv}"
                 results, untested = [], []
                 for m in ms:
-                    res = test(m, ea, m, eb, conv, tpr)
+                    res = self.test(m, ea, m, eb, conv, tpr)
                     if res is None:
-                        untested.append((m, value[(m, *ea, conv)][metric] - value[(m, *eb, conv)][metric]))
+                        untested.append((m, self.diff(m, ea, m, eb, conv)))
                     else:
                         results.append((m, res))
-                a, b = shown(ea), shown(eb)
+                a, b = self.shown(ea), self.shown(eb)
                 if results:
-                    out.append(comparison_sentence(a, b, results, context=ctx))
+                    out.append(comparison_sentence(a, b, results, context=where))
                 if untested:
                     diffs = "; ".join(f"{m} {100 * d:+.2f}" for m, d in untested)
                     out.append(
-                        f"{a} vs {b} ({ctx}): NOT tested (no per-image scores) for "
+                        f"{a} vs {b} ({where}): NOT tested (no per-image scores) for "
                         f"{len(untested)} of {len(ms)} models; {ea[0] or ea[1]} - {eb[0] or eb[1]} in points: {diffs}"
                     )
-    if out:
-        out += [f"Caveat: {c}" for c in caveat_notes(sel)]
-    if out and any(r.get("random_weights") for r in sel):
-        out.append(RANDOM_WEIGHTS_WARNING)
-    return out
+        return out
