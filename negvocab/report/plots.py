@@ -275,7 +275,6 @@ def overlay_figure(
     title: str | None = None,
     random_weights: bool | None = None,
 ) -> Figure:
-    # long: the panel grid, the per-set lines, the baselines and the shared legend
     """A grid's vocabulary-size sweep: ``metric`` (``fpr`` or ``auroc``) against M, one panel per (model,
     method, convention) of ``rows`` (sweep rows: ``M``, the metric, optional ``<metric>_ci``), a line
     per OOD set and a thicker black one for their mean (``ood_set = "mean"``), each with its
@@ -283,8 +282,6 @@ def overlay_figure(
     MCM) are dashed lines in the colour of their set, in the panels of their model and convention.
     One legend below the panels names the sets and the baselines."""
     from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
 
     if metric not in ("fpr", "auroc"):
         raise InputError(f"unknown sweep metric {metric!r}; choose fpr or auroc")
@@ -311,40 +308,67 @@ def overlay_figure(
         for model, ax in zip(models, row_axes, strict=True):
             mine = [r for r in rows if (str(r["model"]), str(r["method"]), str(r["convention"])) == (model, meth, conv)]
             ax.set_title(f"{model}\n{meth}, {conv} convention", fontsize=8)
-            values: list[float] = []
-            for s in sets:
-                part = [r for r in mine if str(r["ood_set"]) == s]
-                if part:
-                    got = _line_with_band(
-                        ax,
-                        part,
-                        metric,
-                        colour[s],
-                        None,
-                        width=2.4 if s == "mean" else 1.3,
-                        marker=mark[s],
-                        style=line[s],
-                    )
-                    banded |= len(got) > len(part)
-                    values += got
-            for b in baselines:
-                if (
-                    str(b.get("model")) == model
-                    and str(b.get("convention")) == conv
-                    and str(b.get("ood_set")) in colour
-                ):
-                    ax.axhline(
-                        100 * b[metric],
-                        linestyle=styles[str(b["method"])],
-                        linewidth=1.1,
-                        color=colour[str(b["ood_set"])],
-                    )
-                    values.append(100 * b[metric])
+            mine_baselines = [
+                b
+                for b in baselines
+                if str(b.get("model")) == model and str(b.get("convention")) == conv and str(b.get("ood_set")) in colour
+            ]
+            values, got_band = _overlay_lines(ax, mine, mine_baselines, sets, metric, colour, mark, line, styles)
+            banded |= got_band
             if not mine:
                 _note(ax, f"no sized entries for {model}, {meth}, {conv}")
             _m_axes(
                 ax, ms, values, (f"FPR@{tpr} (%)" if metric == "fpr" else "AUROC (%)") if ax is row_axes[0] else None
             )
+    handles = _overlay_handles(sets, colour, mark, line, styles, banded)
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=8, frameon=False)
+    vocab = str(rows[0].get("vocabulary", "")).rsplit("@", 1)[0]
+    heading = title or f"Vocabulary size M: {vocab}, the first M labels of its ranking"
+    fig.suptitle(heading + ("\n[RANDOM WEIGHTS: meaningless]" if random_weights else ""), fontsize=10)
+    return fig
+
+
+def _overlay_lines(
+    ax: Any,
+    rows: Sequence[Mapping[str, Any]],
+    baselines: Sequence[Mapping[str, Any]],
+    sets: Sequence[str],
+    metric: str,
+    colour: Mapping[str, Any],
+    mark: Mapping[str, str],
+    line: Mapping[str, Any],
+    styles: Mapping[str, Any],
+) -> tuple[list[float], bool]:
+    """One panel of :func:`overlay_figure`: a line per OOD set (with its band) and a dashed one per
+    baseline; returns the values drawn (in %) and whether a band was."""
+    values: list[float] = []
+    banded = False
+    for s in sets:
+        part = [r for r in rows if str(r["ood_set"]) == s]
+        if part:
+            got = _line_with_band(
+                ax, part, metric, colour[s], None, width=2.4 if s == "mean" else 1.3, marker=mark[s], style=line[s]
+            )
+            banded |= len(got) > len(part)
+            values += got
+    for b in baselines:
+        ax.axhline(100 * b[metric], linestyle=styles[str(b["method"])], linewidth=1.1, color=colour[str(b["ood_set"])])
+        values.append(100 * b[metric])
+    return values, banded
+
+
+def _overlay_handles(
+    sets: Sequence[str],
+    colour: Mapping[str, Any],
+    mark: Mapping[str, str],
+    line: Mapping[str, Any],
+    styles: Mapping[str, Any],
+    banded: bool,
+) -> list[Any]:
+    """The legend of :func:`overlay_figure`: the OOD sets, the baselines and the band."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     handles: list[Any] = [
         Line2D(
             [],
@@ -363,11 +387,7 @@ def overlay_figure(
     ]
     if banded:
         handles.append(Patch(color="0.5", alpha=0.3, label="95% bootstrap interval"))
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=8, frameon=False)
-    vocab = str(rows[0].get("vocabulary", "")).rsplit("@", 1)[0]
-    heading = title or f"Vocabulary size M: {vocab}, the first M labels of its ranking"
-    fig.suptitle(heading + ("\n[RANDOM WEIGHTS: meaningless]" if random_weights else ""), fontsize=10)
-    return fig
+    return handles
 
 
 def plot_overlay(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str], **kw: Any) -> Path:
