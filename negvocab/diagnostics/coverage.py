@@ -313,7 +313,6 @@ def coverage(
     summary reports the share of the oracle gap (FPR with the vocabulary vs with the vocabulary plus
     every OOD label) closed by the first k labels of the greedy oracle repair curve.
     """
-    # long: one analysis over the same score arrays (per class, confusions, gains); split in a later round
     method = check_gains_method(method, {}, what="coverage needs")  # before any model work
     convention = M.check_convention(convention)
     own = getattr(vlm, "logit_scale", None)  # a method's model_scale parameter takes it, as in score
@@ -353,31 +352,107 @@ def coverage(
     # image side: the ID class each OOD image was taken for, the negatives that fired
     tau = float(params.get("tau", cast(float, PARAMS["tau"].default)))  # tau's default is a float
 
-    def explain(img: np.ndarray) -> list[dict[str, Any]]:
-        """The explanations of the images ``img`` (each image's ID class and negatives that fired)."""
-        return S.explain(
-            img,
-            class_emb,
-            neg,
-            id_labels=id_names,
-            neg_labels=list(vocab.labels),
-            k=explain_k,
-            tau=tau,
-            device=vlm.device,
-        )
-
-    ex_ood = explain(ood_img)
+    ex_kw: dict[str, Any] = {"id_labels": id_names, "neg_labels": list(vocab.labels), "k": explain_k, "tau": tau}
+    ex_ood = S.explain(ood_img, class_emb, neg, **ex_kw, device=vlm.device)
     flagged = np.flatnonzero(op.id_flagged)
-    ex_id = explain(id_img[flagged]) if flagged.size else []
+    ex_id = S.explain(id_img[flagged], class_emb, neg, **ex_kw, device=vlm.device) if flagged.size else []
     steps.update(1)
     steps.close()
-    rows_img: list[dict[str, Any]] = []
-    for j, (iid, path) in enumerate(zip(ood_e.ids, ood_e.paths, strict=True)):
-        rows_img.append(_image_row("ood", iid, path, labels[j], float(s_ood[j]), bool(op.ood_passing[j]), ex_ood[j]))
-    for e, i in zip(ex_id, flagged, strict=True):
-        rows_img.append(_image_row("id", id_e.ids[i], id_e.paths[i], None, float(s_id[i]), True, e))
+    rows_img = [
+        _image_row("ood", iid, path, labels[j], float(s_ood[j]), bool(op.ood_passing[j]), ex_ood[j])
+        for j, (iid, path) in enumerate(zip(ood_e.ids, ood_e.paths, strict=True))
+    ]
+    rows_img += [
+        _image_row("id", id_e.ids[i], id_e.paths[i], None, float(s_id[i]), True, e)
+        for e, i in zip(ex_id, flagged, strict=True)
+    ]
+    classes, text_cos = _class_rows(class_names, labels, vocab, label_emb, neg, op.ood_passing, rows_img, gains)
+    confusions = _confusions(rows_img)
+    oracle_curve, closed = _oracle_repair(
+        id_img, ood_img, class_emb, neg, label_emb, top_k, class_names, method, convention, tpr,
+        gains.base_fpr - oracle_fpr, gains.base_fpr, kw,
+    )  # fmt: skip
+    summary = _summary(classes, text_cos, len(labels), gains, op, oracle_fpr, closed)
+    sets = {
+        "id_set": {"name": id_set.name, "n": n_id},
+        "ood_set": {"name": name or ood_set.name, "n": len(labels)},  # the name given (--ood NAME=...) wins
+    }
+    meta = _coverage_meta(vlm, vocab, method, params, templates, convention, tpr, sets, id_classes)
+    ctx = _Context(vlm, templates, id_img, ood_img, class_emb, neg, label_emb, list(vocab.labels), kw)
+    return Coverage(classes, confusions, gains, summary, rows_img, meta, oracle_curve, ctx)
 
-    # text side
+
+def _summary(
+    classes: Sequence[Mapping[str, Any]],
+    text_cos: np.ndarray,
+    n_img: int,
+    gains: MarginalGains,
+    op: Any,
+    oracle_fpr: float,
+    closed: Mapping[str, float | None],
+) -> dict[str, Any]:
+    """The summary of :func:`coverage`: how much of the OOD classes the vocabulary covers, the metrics, the oracle."""
+    return {
+        "n_classes": len(classes),
+        "n_ood_images": n_img,
+        "exact_coverage": sum(c["exact"] for c in classes) / len(classes),
+        "exact_coverage_images": sum(c["n_images"] for c in classes if c["exact"]) / n_img,
+        "cosine_coverage": {str(t): float(np.mean(text_cos.max(1) >= t)) for t in COSINE_THRESHOLDS},
+        "fpr": gains.base_fpr,
+        "auroc": gains.base_auroc,
+        "threshold": op.threshold,
+        "passing_share": float(op.ood_passing.mean()),
+        "oracle_fpr": oracle_fpr,
+        "oracle_note": "FPR with the vocabulary plus every OOD class label (an ORACLE: it knows the answer)",
+        "gap_closed_by_top_k": dict(closed),
+    }
+
+
+def _coverage_meta(
+    vlm: VLM,
+    vocab: Vocabulary,
+    method: str,
+    params: Mapping[str, Any],
+    templates: str,
+    convention: str,
+    tpr: float,
+    sets: Mapping[str, Any],
+    id_classes: IdClasses,
+) -> dict[str, Any]:
+    """What a coverage run was: model, vocabulary, method and its settings, the ``sets`` (``id_set``,
+    ``ood_set``: name and size) and the ID label space."""
+    meta: dict[str, Any] = {
+        "kind": "coverage",
+        "model": vlm.name,
+        "pretrained": vlm.pretrained,
+        "random_weights": bool(vlm.random_weights),
+        "method": method,
+        "params": params,
+        "templates": templates,
+        "convention": convention,
+        "tpr": tpr,
+        "vocabulary": {"source": vocab.source, "sha256": vocab.sha256, "size": len(vocab)},
+        **sets,
+        "id_classes": getattr(id_classes, "dataset", "imagenet1k"),
+    }
+    if vlm.random_weights:
+        from negvocab.evaluation.evaluate import RANDOM_WEIGHTS_WARNING
+
+        meta["warning"] = RANDOM_WEIGHTS_WARNING
+    return meta
+
+
+def _class_rows(
+    class_names: Sequence[str],
+    labels: Sequence[str],
+    vocab: Vocabulary,
+    label_emb: np.ndarray,
+    neg: np.ndarray,
+    ood_passing: np.ndarray,
+    rows_img: Sequence[Mapping[str, Any]],
+    gains: MarginalGains,
+) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """One row per OOD class (see :func:`coverage`), and the cosines of the class names to the vocabulary's labels."""
     covered = exact_coverage(class_names, vocab.labels)
     text_cos = label_emb.astype(np.float64) @ neg.astype(np.float64).T
     nearest = text_cos.argmax(1)
@@ -387,7 +462,7 @@ def coverage(
         by_class[lab].append(j)
     for c, lab in enumerate(class_names):
         members = by_class[lab]
-        passing = [j for j in members if op.ood_passing[j]]
+        passing = [j for j in members if ood_passing[j]]
         taken = Counter(rows_img[j]["id_class"] for j in passing)
         fired = Counter(rows_img[j]["top_negatives"][0]["label"] for j in members if rows_img[j]["top_negatives"])
         classes.append(
@@ -410,57 +485,39 @@ def coverage(
         )
     for row in classes:
         row["taken_for"] = "; ".join(f"{x['label']} ({x['count']})" for x in row["taken_for"])
-    confusions = _confusions(rows_img)
+    return classes, text_cos
 
-    oracle_curve = None
-    k_max = max(top_k) if top_k else 0
-    gap = gains.base_fpr - oracle_fpr
+
+def _oracle_repair(
+    id_img: np.ndarray,
+    ood_img: np.ndarray,
+    class_emb: np.ndarray,
+    neg: np.ndarray,
+    label_emb: np.ndarray,
+    top_k: Sequence[int],
+    class_names: Sequence[str],
+    method: str,
+    convention: str,
+    tpr: float,
+    gap: float,
+    base_fpr: float,
+    kw: Mapping[str, Any],
+) -> tuple[RepairCurve | None, dict[str, float | None]]:
+    """The greedy oracle repair curve up to ``max(top_k)`` labels, and the share of the oracle ``gap``
+    (FPR with the vocabulary minus FPR with every OOD label) its first k labels close, per k (none
+    without ``top_k``)."""
+    if not top_k:
+        return None, {}
+    oracle_curve = repair_curve(
+        id_img, ood_img, class_emb, neg, label_emb, max(top_k), labels=class_names, method=method,
+        convention=convention, tpr=tpr, oracle=True, **kw,
+    )  # fmt: skip
+    oracle_curve.meta["note"] = ORACLE_REPAIR_NOTE
     closed: dict[str, float | None] = {}
-    if k_max:
-        oracle_curve = repair_curve(
-            id_img, ood_img, class_emb, neg, label_emb, k_max, labels=class_names, method=method, convention=convention,
-            tpr=tpr, oracle=True, **kw,
-        )  # fmt: skip
-        oracle_curve.meta["note"] = ORACLE_REPAIR_NOTE
-        for k in top_k:
-            fpr_k = oracle_curve.rows[min(k, len(oracle_curve.rows) - 1)]["fpr"]
-            closed[str(k)] = (gains.base_fpr - fpr_k) / gap if gap > 0 else None
-    n_img = len(labels)
-    summary = {
-        "n_classes": len(class_names),
-        "n_ood_images": n_img,
-        "exact_coverage": sum(c["exact"] for c in classes) / len(classes),
-        "exact_coverage_images": sum(c["n_images"] for c in classes if c["exact"]) / n_img,
-        "cosine_coverage": {str(t): float(np.mean(text_cos.max(1) >= t)) for t in COSINE_THRESHOLDS},
-        "fpr": gains.base_fpr,
-        "auroc": gains.base_auroc,
-        "threshold": op.threshold,
-        "passing_share": float(op.ood_passing.mean()),
-        "oracle_fpr": oracle_fpr,
-        "oracle_note": "FPR with the vocabulary plus every OOD class label (an ORACLE: it knows the answer)",
-        "gap_closed_by_top_k": closed,
-    }
-    meta = {
-        "kind": "coverage",
-        "model": vlm.name,
-        "pretrained": vlm.pretrained,
-        "random_weights": bool(vlm.random_weights),
-        "method": method,
-        "params": params,
-        "templates": templates,
-        "convention": convention,
-        "tpr": tpr,
-        "vocabulary": {"source": vocab.source, "sha256": vocab.sha256, "size": len(vocab)},
-        "id_set": {"name": id_set.name, "n": n_id},
-        "ood_set": {"name": name or ood_set.name, "n": n_img},  # the name given (--ood NAME=...) wins
-        "id_classes": getattr(id_classes, "dataset", "imagenet1k"),
-    }
-    if vlm.random_weights:
-        from negvocab.evaluation.evaluate import RANDOM_WEIGHTS_WARNING
-
-        meta["warning"] = RANDOM_WEIGHTS_WARNING
-    ctx = _Context(vlm, templates, id_img, ood_img, class_emb, neg, label_emb, list(vocab.labels), kw)
-    return Coverage(classes, confusions, gains, summary, rows_img, meta, oracle_curve, ctx)
+    for k in top_k:
+        fpr_k = oracle_curve.rows[min(k, len(oracle_curve.rows) - 1)]["fpr"]
+        closed[str(k)] = (base_fpr - fpr_k) / gap if gap > 0 else None
+    return oracle_curve, closed
 
 
 def _image_row(
