@@ -34,7 +34,7 @@ import json
 import os
 import tomllib
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -271,7 +271,7 @@ def _carve(
         raise InputError(
             f"{bench.name}: unknown input {unknown[0]!r}; known: {', '.join([*bench.inputs, *bench.options])}"
         )
-    fn = resolve_callable(bench.carve, what=f"benchmark {bench.name!r} carve")
+    fn: Callable[..., Any] = resolve_callable(bench.carve, what=f"benchmark {bench.name!r} carve")
     id_set, sets = fn(base, ground_truth=ground_truth, **given)
     spec = {s.name: s for s in bench.sets}
     ood = {n: tagged(s, spec[n]) if n in spec else s for n, s in sets.items()}

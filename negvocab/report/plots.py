@@ -22,7 +22,7 @@ import os
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -554,6 +554,7 @@ def scores_figure(
     if labels.size != oods.size:
         raise InputError(f"ood_sets names {labels.size} images, there are {oods.size} OOD scores")
     names = list(dict.fromkeys(labels.tolist()))
+    conv = cast("M.Convention", M.check_convention(convention))
     thr = M._paper_threshold(ids, tpr)
     pct = int(round(100 * tpr))
     ncols = min(3, len(names) + 1)  # rows of up to 3 panels: each readable at a page's width
@@ -569,7 +570,7 @@ def scores_figure(
     roc = axes[-1]
     for i, (ax, name) in enumerate(zip(axes[:-1], names, strict=True)):
         o = oods[labels == name]
-        fpr = M.fpr_at_tpr(ids, o, tpr, convention=convention)
+        fpr = M.fpr_at_tpr(ids, o, tpr, convention=conv)
         ax.hist(ids, bins=bins, density=True, alpha=0.5, color="C0", label=f"ID (n={ids.size:,})")
         ax.hist(o, bins=bins, density=True, alpha=0.5, color=f"C{i + 1}", label=f"OOD {name} (n={o.size:,})")
         ax.axvline(thr, color="k", linestyle="--", linewidth=1, label=f"threshold at TPR {pct}%: FPR {100 * fpr:.1f}%")

@@ -243,7 +243,7 @@ def write_results(ev: Evaluation, out_dir: str | os.PathLike[str], *, overwrite:
 def _write_results_files(ev: Evaluation, out: Path) -> None:
     rows = [file_row(r) for r in ev.rows]  # the one row shape of every results file
     write_text(out / "results.csv", table_csv(rows))
-    arrays: dict[str, np.ndarray] = {
+    arrays: dict[str, Any] = {  # Any: numpy's stubs type savez_compressed's **kwds with its allow_pickle
         "id_image_ids": np.array([i for i, _ in ev.id_images]),
         "id_paths": np.array([p for _, p in ev.id_images]),
         "ood_image_ids": np.array([i for i, _ in ev.ood_images]),

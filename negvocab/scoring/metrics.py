@@ -505,6 +505,7 @@ def _fast_ood_bootstrap(
     the openood FPR sorts once and counts each draw's OOD images per sorted position."""
     if fn in (aupr_in, aupr_out) and set(kw) <= {"method"}:
         return _aupr_draws(ids, oods, fn is aupr_in, kw.get("method", "average_precision"), rng, n_boot)
+    terms: np.ndarray | None
     if fn is auroc and not kw:
         terms = _auroc_terms(ids, oods)
     elif fn is fpr_at_tpr and set(kw) <= {"tpr", "convention"}:

@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
+from typing import cast
 
 import numpy as np
 
@@ -50,10 +51,10 @@ def parse_sizes(sizes: str | Iterable[int], m: int | None = None) -> list[int]:
             out.append(int(value))
     else:
         out = []
-        for s in sizes:
-            if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
-                raise InputError(f"vocabulary sizes must be integers, got {s!r}")
-            out.append(int(s))
+        for size in sizes:
+            if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+                raise InputError(f"vocabulary sizes must be integers, got {size!r}")
+            out.append(int(size))
     if not out:
         raise InputError("no vocabulary sizes given")
     bad = [s for s in out if s < 1]
@@ -131,7 +132,8 @@ def sweep(
         assert spec.one_pass is not None
         result = spec.one_pass(image_emb, id_emb, neg_rows[: max(wanted)], wanted, **params)
     else:
-        result = {m: scores.score(key, image_emb, id_emb, neg_rows[:m], **params) for m in wanted}
+        # an array each: check_params refused return_bounds, the one way score returns TopkScores
+        result = {m: cast(np.ndarray, scores.score(key, image_emb, id_emb, neg_rows[:m], **params)) for m in wanted}
     logger.info(
         "sweep %s over %d sizes (M up to %d, %s) in %.2fs",
         key,
