@@ -73,7 +73,7 @@ def _drawable(fig: Figure) -> Any:
 
     if not hasattr(fig.canvas, "get_renderer"):
         FigureCanvasAgg(fig)  # a pyplot-free Figure: give it a canvas that can lay it out
-    fig.canvas.draw()  # type: ignore[attr-defined]
+    fig.canvas.draw()
     return fig.canvas.get_renderer()  # type: ignore[attr-defined]
 
 
@@ -84,7 +84,7 @@ def _undrawn_tick_labels(fig: Figure) -> set[int]:
         for axis in (ax.xaxis, ax.yaxis):
             for tick in axis.get_major_ticks() + axis.get_minor_ticks():
                 every |= {id(tick.label1), id(tick.label2)}
-            for tick in axis._update_ticks():  # the ticks a draw shows
+            for tick in axis._update_ticks():  # type: ignore[union-attr]  # private: the ticks a draw shows
                 drawn |= {id(tick.label1), id(tick.label2)}
     return every - drawn
 
@@ -121,7 +121,7 @@ def _fit_texts(fig: Figure) -> None:
                 chars = max(16, int(0.7 * max(len(x) for x in lines)))
                 t.set_text("\n".join(textwrap.fill(line, chars) for line in lines))
                 if attempt >= 2:  # never below the print minimum: a figure's texts stay readable in print
-                    t.set_fontsize(max(MIN_FONT_PT, t.get_fontsize() * 0.85))
+                    t.set_fontsize(max(MIN_FONT_PT, float(t.get_fontsize()) * 0.85))
 
 
 def save_figure(fig: Figure, path: str | os.PathLike[str], *, title: str | None = None) -> Path:
@@ -169,6 +169,6 @@ def print_problems(fig: Figure) -> list[str]:
     for t in fig.findobj(Text):
         if id(t) in skip or not t.get_visible() or not t.get_text().strip() or t.get_figure() is None:
             continue
-        if t.get_fontsize() < MIN_FONT_PT - 1e-6:
+        if float(t.get_fontsize()) < MIN_FONT_PT - 1e-6:
             problems.append(f"{t.get_text()[:40]!r} at {t.get_fontsize():.1f} pt, under {MIN_FONT_PT} pt")
     return problems

@@ -105,7 +105,8 @@ class PairedMarks:
             streamed = all(result_kind(r) == "test_time" for r in none if r is not None)
             self.missing.add(_PER_STREAM if streamed else "per-image scores not stored")
             return out
-        if len({d[2] for d in draws.values() if d is not None}) > 1:
+        got = {i: d for i, d in draws.items() if d is not None}  # every one, as just checked
+        if len({d[2] for d in got.values()}) > 1:
             self.missing.add("entries not scored on the same images under one convention")
             return out
         higher = METRIC_NAMES[metric][1]
@@ -117,15 +118,15 @@ class PairedMarks:
         for j in compete:
             if j == best:
                 continue
-            a, b = draws[best], draws[j]
-            n_id, *sets = a[2][2]  # type: ignore[index]
+            a, b = got[best], got[j]
+            n_id, *sets = a[2][2]
             res = paired_from_draws(
                 a[:2],
                 b[:2],
                 metric=metric,
                 n_id=n_id,
                 n_ood=dict(sets),
-                level=self.level,  # type: ignore[index]
+                level=self.level,
             )
             verdicts[j] = res.verdict
         if ties == "none":

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 __all__ = ["LINE_STYLES", "MARKERS", "PALETTE", "PRINT_RC", "print_rc", "print_style", "saving"]
 
@@ -60,7 +60,7 @@ def saving() -> Iterator[None]:
     """The print style while a figure is written (TrueType fonts in a PDF)."""
     import matplotlib
 
-    with matplotlib.rc_context(print_rc()):
+    with matplotlib.rc_context(cast(Any, print_rc())):  # Any: the stubs want literal rcParams keys
         yield
 
 

@@ -64,8 +64,8 @@ def _jpeg(path: Path) -> str | None:
     from PIL import Image
 
     try:
-        with Image.open(path) as im:
-            im = im.convert("RGB")
+        with Image.open(path) as opened:
+            im = opened.convert("RGB")
             im.thumbnail((THUMB_PX, THUMB_PX))
             buf = io.BytesIO()
             im.save(buf, format="JPEG", quality=70)

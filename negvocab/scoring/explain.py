@@ -195,18 +195,18 @@ def explain(
         share_n = torch.exp(dn / tau - total[:, None]).cpu().numpy()
         share_i = torch.exp(di / tau - total[:, None]).cpu().numpy()
         neg_share = torch.exp(b - total).cpu().numpy()
-        dn, in_, di, ii = (x.cpu().numpy() for x in (dn, in_, di, ii))
+        cos_n, idx_n, cos_i, idx_i = (x.cpu().numpy() for x in (dn, in_, di, ii))
         for r in range(len(vc)):
             result.append(
                 {
                     "negative_share": float(neg_share[r]),
                     "top_negatives": [
                         {"label": neg_labels[int(j)], "cosine": float(c), "share": float(p)}
-                        for j, c, p in zip(in_[r], dn[r], share_n[r], strict=True)
+                        for j, c, p in zip(idx_n[r], cos_n[r], share_n[r], strict=True)
                     ],
                     "top_id": [
                         {"label": id_labels[int(j)], "cosine": float(c), "share": float(p)}
-                        for j, c, p in zip(ii[r], di[r], share_i[r], strict=True)
+                        for j, c, p in zip(idx_i[r], cos_i[r], share_i[r], strict=True)
                     ],
                 }
             )

@@ -60,7 +60,7 @@ def neglabel_groups(
         return list(np.array_split(perm, g))
     if grouping == "neglabel":
         kept = m - m % g
-        dev = torch.device(device) if not isinstance(device, torch.device) else device
+        dev = device if isinstance(device, torch.device) else torch.device(device or "cpu")
         gen = torch.Generator(device=dev).manual_seed(int(seed))  # = torch.manual_seed(seed) on that device
         idx = torch.randperm(kept, generator=gen, device=dev).cpu().numpy()
         return list(idx.reshape(g, kept // g))

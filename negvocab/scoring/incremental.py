@@ -22,23 +22,24 @@ import inspect
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 
 from negvocab.scoring import inputs
-from negvocab.scoring.grouping import neglabel_groups
+from negvocab.scoring.grouping import Grouping, neglabel_groups
 
 __all__ = ["RescoreGains", "SoftmaxGains", "eoe_gains", "neglabel_eoe_gains", "neglabel_gains"]
 
 
 def _groups(m: int, groups: int, grouping: str, seed: int, device: torch.device) -> list[np.ndarray]:
     """:func:`negvocab.scoring.grouping.neglabel_groups` as the scorer draws them (on the scoring
-    device where the grouping's permutation depends on it)."""
+    device where the grouping's permutation depends on it); ``grouping`` was checked with the parameters."""
+    how = cast(Grouping, grouping)
     if "device" in inspect.signature(neglabel_groups).parameters:
-        return neglabel_groups(m, groups, grouping, seed, device=device)  # type: ignore[call-arg]
-    return neglabel_groups(m, groups, grouping, seed)  # type: ignore[arg-type]
+        return neglabel_groups(m, groups, how, seed, device=device)
+    return neglabel_groups(m, groups, how, seed)
 
 
 def _group_lse(

@@ -119,7 +119,13 @@ def chunk_rows(n: int, width: int, itemsize: int, chunk_size: int | None) -> int
 
 
 def prepare(
-    image_emb: Embeddings, id_emb: Embeddings, neg_emb: Embeddings, device: Device, *, need_neg: bool, method: str
+    image_emb: Embeddings,
+    id_emb: Embeddings,
+    neg_emb: Embeddings | None,
+    device: Device,
+    *,
+    need_neg: bool,
+    method: str,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     if need_neg and neg_emb is None:
         raise InputError(f"{method} needs negative (or outlier) label embeddings: pass neg_emb")

@@ -22,7 +22,7 @@ Segment = tuple[int, int, list[tuple[int, torch.Tensor]]]
 
 
 def _neglabel_setup(
-    neg: torch.Tensor, sizes: Sequence[int], groups: int, grouping: str, seed: int
+    neg: torch.Tensor, sizes: Sequence[int], groups: int, grouping: Grouping, seed: int
 ) -> tuple[torch.Tensor, int, list[Segment], list[int], torch.Tensor | None]:
     """Layout and segments for scoring every vocabulary size M in ``sizes`` (prefixes of the ranking).
 
@@ -103,8 +103,8 @@ def _neglabel_chunk(
         s0 = cos[:, 0, : max(small)].double() / tau
         per = torch.cumsum(torch.sigmoid(a[:, None] - s0), 1)
         small_out = [per[:, m - 1] / m for m in small]
-        top, lse = torch.cummax(s0, 1).values, torch.logcumsumexp(s0, 1)
-        small_pen = [torch.exp(top[:, m - 1] - torch.logaddexp(a, lse[:, m - 1])) for m in small]
+        top_small, lse = torch.cummax(s0, 1).values, torch.logcumsumexp(s0, 1)
+        small_pen = [torch.exp(top_small[:, m - 1] - torch.logaddexp(a, lse[:, m - 1])) for m in small]
     cmax = cos.reshape(n, -1).amax(1)
     if len(segments) == 1 and segments[0][:2] == (0, rows_needed) and not segments[0][2]:
         seg_max = [cmax]  # one segment of every row: its maximum is the one just taken
@@ -115,7 +115,7 @@ def _neglabel_chunk(
     acc = torch.zeros((n, g), dtype=torch.float64, device=v.device)
     flag = torch.zeros(n, dtype=torch.bool, device=v.device)
     big, big_pen = [], []
-    top = None
+    top: torch.Tensor | None = None
     for (r0, r1, partial), m in zip(segments, seg_max, strict=True):
         if r1 > r0:
             acc += e[:, r0:r1].sum(1).double()
@@ -183,7 +183,7 @@ def neglabel_pass(
     *,
     tau: float,
     groups: int,
-    grouping: str,
+    grouping: Grouping,
     seed: int,
     chunk_size: int | None,
 ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
