@@ -60,31 +60,11 @@ from negvocab.data.images import ImageSet
 from negvocab.labels.imagenet import IdClasses, read_id_classes
 
 __all__ = [
-    "GROUPS",
-    "KINDS",
-    "LAYOUTS",
-    "MEAN",
-    "RESERVED_SET_NAMES",
-    "SET_GROUPS",
-    "Benchmark",
-    "BenchmarkSet",
-    "OpenedSets",
-    "REGISTRY",
-    "benchmark_from_dict",
-    "benchmark_set",
-    "benchmark_table",
-    "get_benchmark",
-    "list_benchmarks",
-    "load_benchmarks",
-    "ood_group",
-    "open_benchmark",
-    "open_id_set",
-    "classes_file",
-    "id_classes_of",
-    "register_benchmark",
-    "set_groups",
-    "unregister_benchmark",
-]
+    "GROUPS", "KINDS", "LAYOUTS", "MEAN", "RESERVED_SET_NAMES", "SET_GROUPS", "Benchmark", "BenchmarkSet",
+    "OpenedSets", "REGISTRY", "benchmark_from_dict", "benchmark_set", "benchmark_table", "get_benchmark",
+    "list_benchmarks", "load_benchmarks", "ood_group", "open_benchmark", "open_id_set", "classes_file",
+    "id_classes_of", "register_benchmark", "set_groups", "unregister_benchmark",
+]  # fmt: skip
 
 
 def _check_entry(name: str, entry: object) -> Benchmark:

@@ -67,6 +67,11 @@ _CONVENTIONS = ("paper", "hendrycks", "openood")
 IMAGENET1K = "imagenet1k"
 #: summary rows a figure may be, beside the sets of its benchmark
 _SUMMARIES = ("mean", "near-ood", "far-ood")
+#: the columns a row's record takes as they are written (the others are normalised or parsed)
+_AS_GIVEN = (
+    "paper", "model", "pretrained", "templates", "benchmark", "id_set", "ood_set", "convention", "seeds",
+    "source_kind", "source", "note",
+)  # fmt: skip
 _REQUIRED = ("paper", "method", "model", "ood_set", "convention", "source_kind", "source")
 
 
@@ -145,24 +150,14 @@ def _row(raw: Mapping[str, str], where: str) -> PublishedResult:
     fpr, auroc = _percent(v["fpr95"], where, "fpr95"), _percent(v["auroc"], where, "auroc")
     if fpr is None and auroc is None:
         raise InputError(f"{where}: neither fpr95 nor auroc is given; a row holds at least one figure")
+    as_given: dict[str, Any] = {k: v[k] for k in _AS_GIVEN}
     return PublishedResult(
-        paper=v["paper"],
+        **as_given,
         method=v["method"].lower(),
         vocabulary=v["vocabulary"].lower(),
-        model=v["model"],
-        pretrained=v["pretrained"],
-        templates=v["templates"],
         size=int(v["size"]) if v["size"] else None,
-        benchmark=v["benchmark"],
-        id_set=v["id_set"],
-        ood_set=v["ood_set"],
         fpr95=fpr,
         auroc=auroc,
-        convention=v["convention"],
-        seeds=v["seeds"],
-        source_kind=v["source_kind"],
-        source=v["source"],
-        note=v["note"],
     )
 
 

@@ -47,25 +47,10 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
-    "COLUMN_IN",
-    "PAGE_IN",
-    "PLOT_FORMATS",
-    "check_plot_formats",
-    "figure_png",
-    "outside_texts",
-    "overlay_figure",
-    "plot_overlay",
-    "print_problems",
-    "repair_figure",
-    "plot_repair",
-    "plot_scores",
-    "plot_subsample",
-    "plot_sweep",
-    "save_figure",
-    "scores_figure",
-    "subsample_figure",
-    "sweep_figure",
-]
+    "COLUMN_IN", "PAGE_IN", "PLOT_FORMATS", "check_plot_formats", "figure_png", "outside_texts", "overlay_figure",
+    "plot_overlay", "print_problems", "repair_figure", "plot_repair", "plot_scores", "plot_subsample", "plot_sweep",
+    "save_figure", "scores_figure", "subsample_figure", "sweep_figure",
+]  # fmt: skip
 
 #: the fields that tell series apart, with how each is shown
 _SERIES_FIELDS = (
