@@ -2,7 +2,8 @@
 
 One :class:`Method` entry per scorer says its name and aliases, its kernel, its one-pass (vocabulary-size
 sweep) form, the parameters it takes, whether it needs negative labels, and the paper it comes from.
-One :class:`Param` entry per parameter says its type, default, limits and meaning; a method's
+One :class:`Param` entry per parameter (in :data:`PARAMS`, kept by :mod:`negvocab.scoring.param_registry`)
+says its type, default, limits and meaning; a method's
 :attr:`Method.options` is a pydantic model of its parameters (:mod:`negvocab.scoring.params`). The API
 validates against them at the boundary (:func:`check_params`, as scikit-learn's ``validate_params``);
 the CLI options (each flag derived from its parameter's name, by the CLI), the grid config, sweeps and
