@@ -24,6 +24,7 @@ evaluation; ``ood=`` names the evaluated set(s) and an overlap marks the vocabul
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import math
@@ -175,8 +176,8 @@ def mine_evidence(
     n = search.n_keys
     if n == 0:
         raise InputError("the candidate pool is empty")
-    evidence = np.zeros(n, dtype=np.float64)
-    votes = np.zeros(n, dtype=np.int64)
+    evidence: np.ndarray = np.zeros(n, dtype=np.float64)
+    votes: np.ndarray = np.zeros(n, dtype=np.int64)
     I = np.empty((0, min(int(top_k), n)), dtype=np.int64)
     if len(voters):
         _, I = search.result()
@@ -247,13 +248,15 @@ def _named_sets(ood: OodSpec) -> list[tuple[str, Any]]:
     if isinstance(ood, Mapping):
         pairs = [(str(k), v) for k, v in ood.items()]
     else:
-        many = (
+        sources: list[Any] = [ood]
+        if (
             isinstance(ood, (list, tuple))
             and ood
             and all(isinstance(s, (str, os.PathLike)) and not is_image_path(s) for s in ood)
-        )
+        ):
+            sources = list(ood)
         pairs = []
-        for src in ood if many else [ood]:
+        for src in sources:
             if isinstance(src, str) and "=" in src and not Path(src).exists():
                 name, _, src = src.partition("=")
             else:
@@ -292,7 +295,7 @@ def _file_digests(
         h = hashlib.sha256()
         try:
             with open(p, "rb") as fh:
-                for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                for block in iter(functools.partial(fh.read, 1 << 20), b""):
                     h.update(block)
         except OSError:
             continue
