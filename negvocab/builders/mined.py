@@ -443,44 +443,6 @@ def build_mined_vocabulary(
     )
     ranked = found.ranking()
     chosen = _chosen(found, ranked, size, len(emb))
-    labels = [cands[i].text for i in chosen]
-    meta = {
-        cands[i].text: {
-            "rank": r,
-            "evidence": round(float(found.evidence[i]), 6),
-            "votes": int(found.votes[i]),
-            "pos": cands[i].pos,
-        }
-        for r, i in enumerate(chosen, start=1)
-    }
-    settings = _mined_settings(
-        vlm, tset, found, candidates, cands, id_classes,
-        size=size, top_k=top_k, quantile=quantile, threshold=threshold, n_images=len(emb), n_ranked=len(ranked),
-        check=check, caveats=caveats, report=report,
-    )  # fmt: skip
-    return Vocabulary.from_labels(labels, source="mined", meta=meta, settings=settings)
-
-
-def _mined_settings(
-    vlm: VLM,
-    tset: Any,
-    found: MiningEvidence,
-    candidates: CandidateSource,
-    cands: list[Candidate],
-    id_classes: IdClasses,
-    *,
-    size: int | None,
-    top_k: int,
-    quantile: float,
-    threshold: float | None,
-    n_images: int,
-    n_ranked: int,
-    check: dict[str, Any],
-    caveats: dict[str, str],
-    report: dict[str, Any] | None,
-) -> dict[str, Any]:
-    """The settings of a mined vocabulary (see :func:`build_mined_vocabulary`'s Returns); a transductive
-    caveat makes it not deployable, and is logged."""
     settings: dict[str, Any] = {
         "model": vlm.identity,
         "random_weights": vlm.random_weights,
@@ -489,23 +451,43 @@ def _mined_settings(
         "top_k": int(top_k),
         "quantile": None if threshold is not None else quantile,
         "threshold": round(found.threshold, 6),
-        "images": n_images,
+        "images": len(emb),
         "ood_looking_images": int((found.weights > 0).sum()),
         "candidates": len(cands),
-        "candidates_with_votes": n_ranked,
+        "candidates_with_votes": len(ranked),
         "pool": _pool_name(candidates),  # the file key keeps its name
         "id_classes": id_classes.dataset,
         "index": found.index,
         "selection": SELECTION,
         "transductive_check": check,
     }
+    _record_checks(settings, report, caveats)
+    labels = [cands[i].text for i in chosen]
+    return Vocabulary.from_labels(labels, source="mined", meta=_label_meta(cands, found, chosen), settings=settings)
+
+
+def _label_meta(cands: list[Candidate], found: MiningEvidence, chosen: np.ndarray) -> dict[str, dict[str, Any]]:
+    """``meta[label]`` of the chosen candidates: rank, evidence, votes and part of speech."""
+    return {
+        cands[i].text: {
+            "rank": r,
+            "evidence": round(float(found.evidence[i]), 6),
+            "votes": int(found.votes[i]),
+            "pos": cands[i].pos,
+        }
+        for r, i in enumerate(chosen, start=1)
+    }
+
+
+def _record_checks(settings: dict[str, Any], report: dict[str, Any] | None, caveats: dict[str, str]) -> None:
+    """Add the synonym filter's report and the transductive caveat to ``settings``; a caveat makes the
+    vocabulary not deployable, and is logged."""
     if report is not None:
         settings["synonym_filter"] = report
     if caveats:
         settings["caveats"] = caveats
         settings["deployable"] = False
         log.warning("%s", caveats["transductive"])
-    return settings
 
 
 def _check_sizes(size: int | None, text_chunk_size: int) -> None:
