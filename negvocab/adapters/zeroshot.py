@@ -4,6 +4,7 @@ negative vocabulary embedded once, and image batches scored by a method of the r
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -41,8 +42,8 @@ def as_vocabulary(vocabulary: Vocabulary | str | Iterable[str] | None) -> Vocabu
     """A negative vocabulary: a :class:`Vocabulary`, a vocabulary file's path, a list of labels, or None."""
     if vocabulary is None or isinstance(vocabulary, Vocabulary):
         return vocabulary
-    if isinstance(vocabulary, str) or hasattr(vocabulary, "__fspath__"):
-        return Vocabulary.load(vocabulary)  # type: ignore[arg-type]
+    if isinstance(vocabulary, (str, os.PathLike)):  # os.PathLike: anything with __fspath__
+        return Vocabulary.load(vocabulary)
     return Vocabulary.from_labels(vocabulary, source="file")
 
 

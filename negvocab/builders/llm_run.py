@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -112,23 +113,8 @@ class LLMRun:
         Raises :class:`ResourceError` if some requests could not be completed (server errors
         outlasting the retries); everything finished is journaled, so the same call resumes.
         """
-        # long: the run in order (settings, sync or batch, journal, outcome and cost)
         s = resolve_settings(settings, overrides, self.execute)
-        if (s.response_format == VERBATIM) != self.reads_text:
-            raise InputError(
-                f"response_format {s.response_format!r} does not suit {self.task}: "
-                + (
-                    "its answers are read as text (verbatim)"
-                    if self.reads_text
-                    else f"choose one of {', '.join(MODES)}"
-                ),
-                param="response_format",
-            )
-        check_base_url(s.base_url)  # $OPENAI_BASE_URL too, before the run folder is made
-        if s.retry_failed and s.batch:
-            raise InputError(
-                "retrying recorded failures works with the synchronous API: re-run without batch", param="batch"
-            )
+        self._check_settings(s)
         need = self.needed(rounds_used)
         extra: dict[str, Any] = {
             "task": self.task,
@@ -143,57 +129,12 @@ class LLMRun:
             todo = pending(need, journal, retry_failed=s.retry_failed, failed=not s.batch)
             if todo and not s.batch:
                 _refuse_if_batch_open(journal, todo)
-            undone: list[str] = []
-            http_requests = 0
-            if todo:
-                again = failed_before(todo, journal, RETRYABLE)
-                log.info(
-                    "%s: %d of %d requests to send (%s%s)",
-                    self.run_dir,
-                    len(todo),
-                    len(need),
-                    "batch" if s.batch else "sync",
-                    f"; {again} failed before and are asked again" if again else "",
-                )
-                options = {
-                    "temperature": self.identity.get("temperature"),
-                    "response_format": s.response_format,
-                    "start_mode": _settled_format(journal),
-                    "content_retry_budget": max(10, len(todo) // 10),  # retries of unusable answers in this run
-                    **({"request_timeout": s.request_timeout} if s.request_timeout is not None else {}),
-                    **dict(s.client_options or {}),
-                }
-                client = LLMClient(
-                    self.model, base_url=s.base_url, api_key=s.api_key, concurrency=s.concurrency, **options
-                )
-                try:
-                    undone = run_coro(self._send(client, journal, todo, s))
-                finally:
-                    http_requests = client.http_requests
-                    if client.switches and not journal.readonly:
-                        journal.update_manifest(
-                            {
-                                "response_format": {
-                                    "requested": client.requested,
-                                    "used": client.mode,
-                                    "switches": client.switches,
-                                }
-                            }
-                        )
-            else:
-                log.info("%s: all %d requests are in the journal; nothing to send", self.run_dir, len(need))
+            undone, http_requests = self._send_todo(journal, todo, len(need), s)
             after = journal.usage()
             by_mode = {m: journal.usage(m) for m in ("sync", "batch")}
             results = {q.custom_id: rec for q in need if (rec := journal.answer(q.custom_id, q.sha256))}
         session = {k: after.get(k, 0) - before.get(k, 0) for k in after}
-        priced = priced_here(
-            extra["endpoint"], self.model, s.prices
-        )  # a local server echoing "gpt-4o-mini" costs nothing
-        price = lambda u, b: (  # noqa: E731
-            cost_usd(self.model, u.get("prompt_tokens", 0), u.get("completion_tokens", 0), batch=b, prices=s.prices)
-            if priced
-            else None
-        )
+        price = self._pricer(s, extra["endpoint"])
         outcome = RunOutcome(
             results=results,
             sent=len(todo) - len(undone),
@@ -212,6 +153,82 @@ class LLMRun:
                 f"the rest is journaled in {self.run_dir}: re-run the same command to resume"
             )
         return outcome
+
+    def _check_settings(self, s: LLMSettings) -> None:
+        """Refuse settings that do not suit this run: a response format its answers cannot be read in, a
+        bad base URL ($OPENAI_BASE_URL too, before the run folder is made), retrying failures in a batch."""
+        if (s.response_format == VERBATIM) != self.reads_text:
+            raise InputError(
+                f"response_format {s.response_format!r} does not suit {self.task}: "
+                + (
+                    "its answers are read as text (verbatim)"
+                    if self.reads_text
+                    else f"choose one of {', '.join(MODES)}"
+                ),
+                param="response_format",
+            )
+        check_base_url(s.base_url)
+        if s.retry_failed and s.batch:
+            raise InputError(
+                "retrying recorded failures works with the synchronous API: re-run without batch", param="batch"
+            )
+
+    def _send_todo(self, journal: Journal, todo: list[Request], n_need: int, s: LLMSettings) -> tuple[list[str], int]:
+        """Send ``todo`` (of ``n_need`` requests) through a client made from ``s``: the custom ids left
+        undone and the HTTP requests sent. A switch of response format is noted in the manifest."""
+        if not todo:
+            log.info("%s: all %d requests are in the journal; nothing to send", self.run_dir, n_need)
+            return [], 0
+        again = failed_before(todo, journal, RETRYABLE)
+        log.info(
+            "%s: %d of %d requests to send (%s%s)",
+            self.run_dir,
+            len(todo),
+            n_need,
+            "batch" if s.batch else "sync",
+            f"; {again} failed before and are asked again" if again else "",
+        )
+        options = {
+            "temperature": self.identity.get("temperature"),
+            "response_format": s.response_format,
+            "start_mode": _settled_format(journal),
+            "content_retry_budget": max(10, len(todo) // 10),  # retries of unusable answers in this run
+            **({"request_timeout": s.request_timeout} if s.request_timeout is not None else {}),
+            **dict(s.client_options or {}),
+        }
+        client = LLMClient(self.model, base_url=s.base_url, api_key=s.api_key, concurrency=s.concurrency, **options)
+        try:
+            undone = run_coro(self._send(client, journal, todo, s))
+        finally:
+            if client.switches and not journal.readonly:
+                journal.update_manifest(
+                    {
+                        "response_format": {
+                            "requested": client.requested,
+                            "used": client.mode,
+                            "switches": client.switches,
+                        }
+                    }
+                )
+        return undone, client.http_requests
+
+    def _pricer(self, s: LLMSettings, endpoint: str | None) -> Callable[[Mapping[str, int], bool], float | None]:
+        """Dollars of a usage (sync or batch prices); None where the endpoint is not priced (a local server
+        echoing "gpt-4o-mini" costs nothing)."""
+        priced = priced_here(endpoint, self.model, s.prices)
+
+        def price(usage: Mapping[str, int], batch: bool) -> float | None:
+            if not priced:
+                return None
+            return cost_usd(
+                self.model,
+                usage.get("prompt_tokens", 0),
+                usage.get("completion_tokens", 0),
+                batch=batch,
+                prices=s.prices,
+            )
+
+        return price
 
     def build(
         self,

@@ -24,6 +24,7 @@ evaluation; ``ood=`` names the evaluated set(s) and an overlap marks the vocabul
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import math
@@ -175,8 +176,8 @@ def mine_evidence(
     n = search.n_keys
     if n == 0:
         raise InputError("the candidate pool is empty")
-    evidence = np.zeros(n, dtype=np.float64)
-    votes = np.zeros(n, dtype=np.int64)
+    evidence: np.ndarray = np.zeros(n, dtype=np.float64)
+    votes: np.ndarray = np.zeros(n, dtype=np.int64)
     I = np.empty((0, min(int(top_k), n)), dtype=np.int64)
     if len(voters):
         _, I = search.result()
@@ -247,13 +248,15 @@ def _named_sets(ood: OodSpec) -> list[tuple[str, Any]]:
     if isinstance(ood, Mapping):
         pairs = [(str(k), v) for k, v in ood.items()]
     else:
-        many = (
+        sources: list[Any] = [ood]
+        if (
             isinstance(ood, (list, tuple))
             and ood
             and all(isinstance(s, (str, os.PathLike)) and not is_image_path(s) for s in ood)
-        )
+        ):
+            sources = list(ood)
         pairs = []
-        for src in ood if many else [ood]:
+        for src in sources:
             if isinstance(src, str) and "=" in src and not Path(src).exists():
                 name, _, src = src.partition("=")
             else:
@@ -292,7 +295,7 @@ def _file_digests(
         h = hashlib.sha256()
         try:
             with open(p, "rb") as fh:
-                for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                for block in iter(functools.partial(fh.read, 1 << 20), b""):
                     h.update(block)
         except OSError:
             continue
@@ -418,39 +421,14 @@ def build_mined_vocabulary(
         the mining parameters, threshold, image and pool counts, index (and recall), the filter's
         removals, the transductive check and, when it found an overlap, the caveat.
     """
-    # long: the transductive guard, the candidate search and the vote run in this order on shared inputs
-    if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
-        raise InputError(f"size (M, the vocabulary size) must be an integer >= 1, got {size!r}", param="size")
-    if isinstance(text_chunk_size, bool) or not isinstance(text_chunk_size, (int, np.integer)) or text_chunk_size < 1:
-        raise InputError(f"text_chunk_size must be an integer >= 1, got {text_chunk_size!r}", param="text_chunk_size")
+    _check_sizes(size, text_chunk_size)
     check_mining(top_k, quantile, threshold, index)  # before any image is read or embedded
     id_classes = id_classes if id_classes is not None else imagenet1k()
     tset = resolve_templates(templates)
-    cands = mining_pool(candidates)
-    report = None
-    if synonym_filter:
-        filt = SynonymFilter(id_classes)
-        kept, removed = filt.split([c.text for c in cands])
-        report = filt.report(kept, removed)
-        keep = set(kept)
-        cands = [c for c in cands if c.text in keep]
-        if not cands:
-            raise InputError("the synonym filter removed every candidate: each names an ID class")
-    if isinstance(images, (str, os.PathLike)) and not is_image(Path(images)):
-        images = open_image_set(images)  # a folder or an image list
-    # the guard sees every image given, before the encoder leaves out any it cannot read
-    listed = _listed_paths(images)
-    if listed is not None:
-        check, caveats = transductive_check(listed, ood, progress=bool(progress))
-        check_interrupt()
-    emb = (
-        images
-        if isinstance(images, ImageEmbeddings)
-        else vlm.encode_images(images, batch_size=batch_size, num_workers=num_workers, progress=progress)
+    cands, report = _filtered_pool(candidates, id_classes, synonym_filter)
+    emb, check, caveats = _embed_guarded(
+        vlm, images, ood, batch_size=batch_size, num_workers=num_workers, progress=progress
     )
-    if listed is None:  # a dataset: its paths (ids) are known once it is read
-        check, caveats = transductive_check(emb.paths, ood, progress=bool(progress))
-    check_interrupt()
     id_emb = vlm.encode_text(list(id_classes.names), tset, pos="n", batch_size=batch_size, progress=progress)
     found = mine_evidence(
         emb.embeddings,
@@ -464,29 +442,7 @@ def build_mined_vocabulary(
         **dict(index_options or {}),
     )
     ranked = found.ranking()
-    if len(ranked) == 0:
-        raise InputError(
-            f"no candidate got a vote: none of the {len(emb)} images looks OOD at "
-            f"threshold {found.threshold:.4f}; give more images or a higher threshold"
-        )
-    if size is not None and size > len(ranked):
-        raise InputError(
-            f"asked for {size} labels but only {len(ranked)} candidates "
-            f"got a vote from the {int((found.weights > 0).sum())} "
-            "OOD-looking images; lower size, raise top_k or give more images",
-            param=("size", "top_k"),
-        )
-    chosen = ranked[:size] if size is not None else ranked
-    labels = [cands[i].text for i in chosen]
-    meta = {
-        cands[i].text: {
-            "rank": r,
-            "evidence": round(float(found.evidence[i]), 6),
-            "votes": int(found.votes[i]),
-            "pos": cands[i].pos,
-        }
-        for r, i in enumerate(chosen, start=1)
-    }
+    chosen = _chosen(found, ranked, size, len(emb))
     settings: dict[str, Any] = {
         "model": vlm.identity,
         "random_weights": vlm.random_weights,
@@ -499,22 +455,118 @@ def build_mined_vocabulary(
         "ood_looking_images": int((found.weights > 0).sum()),
         "candidates": len(cands),
         "candidates_with_votes": len(ranked),
-        "pool": (  # the file key keeps its name
-            candidates
-            if isinstance(candidates, str)
-            else str(candidates)
-            if isinstance(candidates, os.PathLike)
-            else type(candidates).__name__
-        ),
+        "pool": _pool_name(candidates),  # the file key keeps its name
         "id_classes": id_classes.dataset,
         "index": found.index,
         "selection": SELECTION,
         "transductive_check": check,
     }
+    _record_checks(settings, report, caveats)
+    labels = [cands[i].text for i in chosen]
+    return Vocabulary.from_labels(labels, source="mined", meta=_label_meta(cands, found, chosen), settings=settings)
+
+
+def _label_meta(cands: list[Candidate], found: MiningEvidence, chosen: np.ndarray) -> dict[str, dict[str, Any]]:
+    """``meta[label]`` of the chosen candidates: rank, evidence, votes and part of speech."""
+    return {
+        cands[i].text: {
+            "rank": r,
+            "evidence": round(float(found.evidence[i]), 6),
+            "votes": int(found.votes[i]),
+            "pos": cands[i].pos,
+        }
+        for r, i in enumerate(chosen, start=1)
+    }
+
+
+def _record_checks(settings: dict[str, Any], report: dict[str, Any] | None, caveats: dict[str, str]) -> None:
+    """Add the synonym filter's report and the transductive caveat to ``settings``; a caveat makes the
+    vocabulary not deployable, and is logged."""
     if report is not None:
         settings["synonym_filter"] = report
     if caveats:
         settings["caveats"] = caveats
         settings["deployable"] = False
         log.warning("%s", caveats["transductive"])
-    return Vocabulary.from_labels(labels, source="mined", meta=meta, settings=settings)
+
+
+def _check_sizes(size: int | None, text_chunk_size: int) -> None:
+    """Refuse a vocabulary size or a text chunk size that is not an integer >= 1 (size may be None)."""
+    if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
+        raise InputError(f"size (M, the vocabulary size) must be an integer >= 1, got {size!r}", param="size")
+    if isinstance(text_chunk_size, bool) or not isinstance(text_chunk_size, (int, np.integer)) or text_chunk_size < 1:
+        raise InputError(f"text_chunk_size must be an integer >= 1, got {text_chunk_size!r}", param="text_chunk_size")
+
+
+def _filtered_pool(
+    candidates: CandidateSource, id_classes: IdClasses, synonym_filter: bool
+) -> tuple[list[Candidate], dict[str, Any] | None]:
+    """The mining pool of ``candidates`` and, with ``synonym_filter``, less those naming an ID class
+    (with the filter's report; an error when it removes every candidate)."""
+    cands = mining_pool(candidates)
+    if not synonym_filter:
+        return cands, None
+    filt = SynonymFilter(id_classes)
+    kept, removed = filt.split([c.text for c in cands])
+    report = filt.report(kept, removed)
+    keep = set(kept)
+    cands = [c for c in cands if c.text in keep]
+    if not cands:
+        raise InputError("the synonym filter removed every candidate: each names an ID class")
+    return cands, report
+
+
+def _embed_guarded(
+    vlm: VLM,
+    images: ImageSource | ImageEmbeddings,
+    ood: OodSpec,
+    *,
+    batch_size: int | None,
+    num_workers: int | None,
+    progress: bool | None,
+) -> tuple[ImageEmbeddings, dict[str, Any], dict[str, str]]:
+    """The embeddings of ``images`` and their transductive check against ``ood`` (``(emb, record,
+    caveats)``). The guard sees every image given, before the encoder leaves out any it cannot read;
+    a dataset's paths (ids) are known once it is read."""
+    if isinstance(images, (str, os.PathLike)) and not is_image(Path(images)):
+        images = open_image_set(images)  # a folder or an image list
+    listed = _listed_paths(images)
+    if listed is not None:
+        check, caveats = transductive_check(listed, ood, progress=bool(progress))
+        check_interrupt()
+    emb = (
+        images
+        if isinstance(images, ImageEmbeddings)
+        else vlm.encode_images(images, batch_size=batch_size, num_workers=num_workers, progress=progress)
+    )
+    if listed is None:
+        check, caveats = transductive_check(emb.paths, ood, progress=bool(progress))
+    check_interrupt()
+    return emb, check, caveats
+
+
+def _chosen(found: MiningEvidence, ranked: np.ndarray, size: int | None, n_images: int) -> np.ndarray:
+    """The first ``size`` of the ``ranked`` candidates (all without a size); an error when none got a
+    vote from the ``n_images`` images, or fewer than ``size`` did."""
+    if len(ranked) == 0:
+        raise InputError(
+            f"no candidate got a vote: none of the {n_images} images looks OOD at "
+            f"threshold {found.threshold:.4f}; give more images or a higher threshold"
+        )
+    if size is not None and size > len(ranked):
+        raise InputError(
+            f"asked for {size} labels but only {len(ranked)} candidates "
+            f"got a vote from the {int((found.weights > 0).sum())} "
+            "OOD-looking images; lower size, raise top_k or give more images",
+            param=("size", "top_k"),
+        )
+    return ranked[:size] if size is not None else ranked
+
+
+def _pool_name(candidates: CandidateSource) -> str:
+    """How the settings name the candidate pool: the preset or path, else the type of the object given."""
+    if isinstance(candidates, str):
+        return candidates
+    if isinstance(candidates, os.PathLike):
+        return str(candidates)
+    return type(candidates).__name__

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, model_
 from negvocab.builders import BUILTIN_BUILDERS
 from negvocab.core.deprecation import rename_keys
 from negvocab.core.errors import InputError
-from negvocab.core.registry import Registry, check_now, decorator, resolve_target
+from negvocab.core.registry import Registry, check_now, decorator, resolve_lazy
 from negvocab.vocab import Vocabulary, add_source, with_caveats
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ class Builder:
 
     def function(self) -> Callable[..., Vocabulary]:
         """The build function (a lazy target imported now)."""
-        fn = resolve_target(self.build, what=f"builder {self.name!r}") if isinstance(self.build, str) else self.build
+        fn = resolve_lazy(self.build, what=f"builder {self.name!r}")
         if not callable(fn):
             raise InputError(f"builder {self.name!r}: its build function {self.build!r} is not callable")
         return fn
@@ -111,11 +111,7 @@ class Builder:
         """What building with ``options`` would send and cost (the builder's ``estimate``), nothing sent."""
         if self.estimate is None:
             raise InputError(f"builder {self.name!r} has no dry run (it sends no requests)")
-        fn = (
-            resolve_target(self.estimate, what=f"builder {self.name!r} estimate")
-            if isinstance(self.estimate, str)
-            else self.estimate
-        )
+        fn = resolve_lazy(self.estimate, what=f"builder {self.name!r} estimate")
         if not callable(fn):
             raise InputError(f"builder {self.name!r}: its estimate {self.estimate!r} is not callable")
         checked = self.validate(options)
@@ -127,11 +123,7 @@ class Builder:
         """How many texts building with ``options`` embeds (its candidates), or None when it does not say."""
         if self.texts is None:
             return None
-        fn = (
-            resolve_target(self.texts, what=f"builder {self.name!r} texts")
-            if isinstance(self.texts, str)
-            else self.texts
-        )
+        fn = resolve_lazy(self.texts, what=f"builder {self.name!r} texts")
         return int(fn(options, n_classes))  # type: ignore[operator]
 
     def validate(

@@ -304,50 +304,19 @@ def build_sibling_vocabulary(
         similarity, level, distance, synset, path}}; settings as a GPT vocabulary's (per-class
         counts and their statistics, what the filter removed) plus the skipped classes.
     """
-    # long: the steps (classes, co-hyponyms, ranking, filter, views) read as one recipe
     check_counts(per_class, levels)
     classes = sibling_id_classes(id_classes)
     tset = resolve_templates(templates)
     filt = synonym_filter if synonym_filter is not None else SynonymFilter(classes)
     relatives, skipped, removed = wordnet_siblings(classes, per_class=per_class, levels=levels, synonym_filter=filt)
-    if not relatives:
-        raise InputError(
-            f"none of the {len(classes)} ID classes has a WordNet synset; give wnids (n01440764) to build siblings"
-        )
-    labels = sorted({s.label for rel in relatives.values() for s in rel})
-    if not labels:
-        raise InputError(
-            f"no WordNet siblings left for the {len(relatives)} ID classes within {levels} level(s); try more levels",
-            param="levels",
-        )
-    row = {lab: i for i, lab in enumerate(labels)}
+    labels = _sibling_labels(relatives, len(classes), levels)
     label_emb = vlm.encode_text(labels, tset, pos="n", batch_size=batch_size, progress=progress)
     wanted = list(relatives)
     index = {w: i for i, w in enumerate(classes.wnids)}
     class_emb = vlm.encode_text(
         [classes.names[index[w]] for w in wanted], tset, pos="n", batch_size=batch_size, progress=progress
     )
-
-    views: dict[str, list[str]] = {}
-    proposed: dict[str, dict[str, dict[str, Any]]] = {}
-    first_synset: dict[str, str] = {}
-    for c, wnid in enumerate(wanted):
-        rel = relatives[wnid]
-        rows = [row[s.label] for s in rel]
-        sims = (label_emb[rows].astype(np.float64) @ class_emb[c].astype(np.float64)) if rows else np.empty(0)
-        keep = rank_relatives(rel, sims, per_class)
-        views[wnid] = [rel[i].label for i in keep]
-        for r, i in enumerate(keep, start=1):
-            s = rel[i]
-            first_synset.setdefault(s.label, s.synset)
-            proposed.setdefault(s.label, {})[wnid] = {
-                "rank": r,
-                "similarity": round(float(sims[i]), 6),
-                "level": s.level,
-                "distance": s.distance,
-                "synset": s.synset,
-                "path": list(s.path),
-            }
+    views, proposed, first_synset = _ranked_views(relatives, labels, label_emb, class_emb, per_class)
     ordered = _round_robin(views)
     meta = {
         label: {"rank": r, "pos": "n", "synset": first_synset[label], "proposed_by": proposed[label]}
@@ -384,6 +353,54 @@ def build_sibling_vocabulary(
         per_class,
     )
     return Vocabulary.from_labels(ordered, source="siblings", meta=meta, settings=settings, views=views)
+
+
+def _sibling_labels(relatives: dict[str, list[Sibling]], n_classes: int, levels: int) -> list[str]:
+    """Every relative's label, sorted (the rows of the label embeddings); an error when no class has a
+    synset or none has a relative left."""
+    if not relatives:
+        raise InputError(
+            f"none of the {n_classes} ID classes has a WordNet synset; give wnids (n01440764) to build siblings"
+        )
+    labels = sorted({s.label for rel in relatives.values() for s in rel})
+    if not labels:
+        raise InputError(
+            f"no WordNet siblings left for the {len(relatives)} ID classes within {levels} level(s); try more levels",
+            param="levels",
+        )
+    return labels
+
+
+def _ranked_views(
+    relatives: dict[str, list[Sibling]],
+    labels: list[str],
+    label_emb: np.ndarray,
+    class_emb: np.ndarray,
+    per_class: int,
+) -> tuple[dict[str, list[str]], dict[str, dict[str, dict[str, Any]]], dict[str, str]]:
+    """Each class's relatives ranked by similarity to its name (``class_emb`` rows in ``relatives``'
+    order; ``label_emb`` rows in ``labels``' order): ``(views, proposed_by, first synset of each label)``."""
+    row = {lab: i for i, lab in enumerate(labels)}
+    views: dict[str, list[str]] = {}
+    proposed: dict[str, dict[str, dict[str, Any]]] = {}
+    first_synset: dict[str, str] = {}
+    for c, (wnid, rel) in enumerate(relatives.items()):
+        rows = [row[s.label] for s in rel]
+        sims = (label_emb[rows].astype(np.float64) @ class_emb[c].astype(np.float64)) if rows else np.empty(0)
+        keep = rank_relatives(rel, sims, per_class)
+        views[wnid] = [rel[i].label for i in keep]
+        for r, i in enumerate(keep, start=1):
+            s = rel[i]
+            first_synset.setdefault(s.label, s.synset)
+            proposed.setdefault(s.label, {})[wnid] = {
+                "rank": r,
+                "similarity": round(float(sims[i]), 6),
+                "level": s.level,
+                "distance": s.distance,
+                "synset": s.synset,
+                "path": list(s.path),
+            }
+    return views, proposed, first_synset
 
 
 def head_per_class(vocab: Vocabulary, k: int) -> Vocabulary:

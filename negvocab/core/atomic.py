@@ -84,11 +84,12 @@ def disk_full_error(path: str | os.PathLike[str], needed: int | None = None, *, 
 
 
 def _size(n: int) -> str:
+    size = float(n)
     for unit in ("bytes", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:,} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n:,.1f} TB"  # pragma: no cover
+        if size < 1024 or unit == "GB":
+            return f"{n:,} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
+        size /= 1024
+    return f"{size:,.1f} TB"  # pragma: no cover
 
 
 _SHORT_WRITE = re.compile(r"(\d+) requested and (\d+) written")  # numpy's tofile on a full disk (no errno)

@@ -42,6 +42,7 @@ __all__ = [
     "check_target",
     "decorator",
     "resolve_callable",
+    "resolve_lazy",
     "resolve_target",
 ]
 
@@ -79,6 +80,12 @@ def resolve_target(target: str, *, what: str = "target") -> object:
         except AttributeError as e:
             raise InputError(f"{what} {target!r}: {module!r} has no {attr!r}") from e
     return obj
+
+
+def resolve_lazy(ref: object, *, what: str = "target") -> object:
+    """``ref`` itself, or the object a lazy ``"pkg.module:attr"`` string names, imported now
+    (:func:`resolve_target`, its errors naming ``what``)."""
+    return resolve_target(ref, what=what) if isinstance(ref, str) else ref
 
 
 def resolve_callable(ref: object, *, what: str = "target") -> Callable[..., object]:

@@ -22,6 +22,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from negvocab.core.atomic import write_bytes
@@ -274,41 +275,53 @@ async def run_batch(
     until it has failed ``max_submissions`` times; then an unusable answer is journaled as a failure
     (``invalid`` / ``short``) and a transport-type failure is left undone for a later run.
     """
-    # long: one batch's life in order (write, upload, poll, read back, journal)
-    by_id = {r.custom_id: r for r in requests}
+    run = _BatchRun(client, journal, {r.custom_id: r for r in requests}, template, max_submissions)
     number = len(journal.of_kind("batch_input"))
-    undone: list[str] = []
     while True:
         open_batch = _open_batch(journal)
-        if open_batch is None:
-            orphan = _orphan_input(journal)
-            if orphan is not None:
-                found = await _find_batch_for_file(client, orphan["file_id"])
-                if found is not None:
-                    journal.append(
-                        [
-                            {
-                                "kind": "batch",
-                                "batch_id": found,
-                                "input_file_id": orphan["file_id"],
-                                "custom_ids": orphan["custom_ids"],
-                            }
-                        ]
-                    )
-                else:
-                    await _create(client, journal, orphan["file_id"], orphan["custom_ids"])
-                continue
-            fails = _failures(journal)
-            left = pending(requests, journal, failed=False)
-            todo = [r for r in left if fails[r.custom_id] < max_submissions]
-            undone = [r.custom_id for r in left if fails[r.custom_id] >= max_submissions]
-            if not todo:
-                break
-            number += 1
-            await _submit(client, journal, todo, number)
+        if open_batch is not None:
+            await run.collect(open_batch, await _poll(client, open_batch["batch_id"], poll_interval, on_progress))
             continue
+        orphan = _orphan_input(journal)
+        if orphan is not None:
+            await _adopt(client, journal, orphan)
+            continue
+        fails = _failures(journal)
+        left = pending(requests, journal, failed=False)
+        todo = [r for r in left if fails[r.custom_id] < max_submissions]
+        if not todo:
+            return [r.custom_id for r in left if fails[r.custom_id] >= max_submissions]
+        number += 1
+        await _submit(client, journal, todo, number)
+
+
+async def _adopt(client: LLMClient, journal: Journal, orphan: dict[str, Any]) -> None:
+    """Journal the batch made from an uploaded input file that no batch record names (found at the
+    server), or create one from it."""
+    found = await _find_batch_for_file(client, orphan["file_id"])
+    if found is None:
+        await _create(client, journal, orphan["file_id"], orphan["custom_ids"])
+        return
+    journal.append(
+        [{"kind": "batch", "batch_id": found, "input_file_id": orphan["file_id"], "custom_ids": orphan["custom_ids"]}]
+    )
+
+
+@dataclass
+class _BatchRun:
+    """One :func:`run_batch`'s client, journal, requests (by custom id), template and submission limit."""
+
+    client: LLMClient
+    journal: Journal
+    by_id: dict[str, Request]
+    template: PromptTemplate
+    max_submissions: int
+
+    async def collect(self, open_batch: dict[str, Any], batch: Any) -> None:
+        """Journal the lines of the open batch, now ended: results, failed attempts (lines that failed
+        or never came back) and the batch's end. A batch that failed validation is an error."""
+        client, journal, by_id = self.client, self.journal, self.by_id
         batch_id = open_batch["batch_id"]
-        batch = await _poll(client, batch_id, poll_interval, on_progress)
         if batch.status == "failed":
             errors = "; ".join(
                 f"{e.code}: {e.message}" for e in (batch.errors.data if batch.errors and batch.errors.data else [])
@@ -316,37 +329,7 @@ async def run_batch(
             journal.append([{"kind": "batch_done", "batch_id": batch_id, "status": "failed"}])
             raise ResourceError(f"batch {batch_id} failed validation: {errors or 'no details'}")
         lines = await _download(client, batch.output_file_id) + await _download(client, batch.error_file_id)
-        fails = _failures(journal)
-        records: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        for line in lines:
-            cid = line.get("custom_id")
-            if not isinstance(cid, str):
-                continue
-            req = by_id.get(cid)
-            if req is None or cid in seen or answered(req, journal):
-                continue
-            seen.add(cid)
-            answer, error = interpret_line(line, req, client.mode)
-            error = client.scrub(error)
-            if answer is not None and answer.snippet:
-                answer.snippet = client.scrub(answer.snippet)
-            if answer is not None:  # an item that echoes the key goes; the others stay as the model wrote them
-                answer.labels, answer.raw_labels = (
-                    client.without_secrets(answer.labels),
-                    client.scrub_items(answer.raw_labels),
-                )
-            final = fails[cid] + 1 >= max_submissions
-            if answer is not None and (answer.status in ("ok", "refused") or final):
-                answer.attempts = fails[cid] + 1
-                records.append(
-                    result_record(req, answer, template, mode="batch", batch_id=batch_id, endpoint=client.base_url)
-                )
-            else:
-                usage = answer.usage if answer is not None else {}
-                records.append(
-                    {"kind": "attempt_failed", "custom_id": cid, "batch_id": batch_id, "error": error, "usage": usage}
-                )
+        records, seen = self.line_records(lines, batch_id)
         for cid in open_batch["custom_ids"]:
             if cid not in seen and cid in by_id and not answered(by_id[cid], journal):
                 records.append(
@@ -362,4 +345,40 @@ async def run_batch(
         journal.append(records)
         failed = sum(1 for r in records if r["kind"] == "attempt_failed")
         log.info("batch %s %s: %d results, %d failed lines", batch_id, batch.status, len(records) - failed - 1, failed)
-    return undone
+
+    def line_records(self, lines: list[dict[str, Any]], batch_id: str) -> tuple[list[dict[str, Any]], set[str]]:
+        """The journal records of a batch's output and error lines (the first line of each unanswered
+        request): a result when usable (or on the last submission), else a failed attempt; and the ids seen."""
+        client, journal = self.client, self.journal
+        fails = _failures(journal)
+        records: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for line in lines:
+            cid = line.get("custom_id")
+            if not isinstance(cid, str):
+                continue
+            req = self.by_id.get(cid)
+            if req is None or cid in seen or answered(req, journal):
+                continue
+            seen.add(cid)
+            answer, error = interpret_line(line, req, client.mode)
+            error = client.scrub(error)
+            if answer is not None and answer.snippet:
+                answer.snippet = client.scrub(answer.snippet)
+            if answer is not None:  # an item that echoes the key goes; the others stay as the model wrote them
+                answer.labels, answer.raw_labels = (
+                    client.without_secrets(answer.labels),
+                    client.scrub_items(answer.raw_labels),
+                )
+            final = fails[cid] + 1 >= self.max_submissions
+            if answer is not None and (answer.status in ("ok", "refused") or final):
+                answer.attempts = fails[cid] + 1
+                records.append(
+                    result_record(req, answer, self.template, mode="batch", batch_id=batch_id, endpoint=client.base_url)
+                )
+            else:
+                usage = answer.usage if answer is not None else {}
+                records.append(
+                    {"kind": "attempt_failed", "custom_id": cid, "batch_id": batch_id, "error": error, "usage": usage}
+                )
+        return records, seen

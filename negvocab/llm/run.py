@@ -209,23 +209,46 @@ async def run_sync(
     call resumes. While nothing comes back, a heartbeat line says what the run waits for; Ctrl-C sends
     nothing new and waits for the questions under way only while the server keeps answering.
     """
-    # long: one event loop drives the requests, their deferrals, their journal lines and Ctrl-C
-    total = len(requests)
-    done = 0
-    gave_up: list[str] = []
-    deferred = 0
-    writer = _Writer(journal)
-    tag = journal.identity_sha256[:8]
+    run = _SyncRun(client, journal, template, len(requests), on_progress)
+    await asyncio.to_thread(english_words)  # the words answers are judged against, read once off the event loop
+    tasks = [asyncio.ensure_future(run.one(r)) for r in requests]
+    beat = asyncio.ensure_future(_heartbeat(client))
+    try:
+        try:
+            await _wait_for(tasks, client)
+        finally:
+            beat.cancel()
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(beat, *tasks, return_exceptions=True)  # every task's outcome retrieved
+            _say_how_it_went(client, run.deferred)
+    finally:
+        await run.close()
+    return run.gave_up
 
-    async def ask(req: Request) -> Answer | None:
+
+class _SyncRun:
+    """The state of one :func:`run_sync`: its journal writer, what is done, given up and deferred."""
+
+    def __init__(
+        self, client: LLMClient, journal: Journal, template: PromptTemplate, total: int, on_progress: Progress | None
+    ) -> None:
+        self.client, self.template, self.total, self.on_progress = client, template, total, on_progress
+        self.writer = _Writer(journal)
+        self.tag = journal.identity_sha256[:8]
+        self.done = 0
+        self.deferred = 0
+        self.gave_up: list[str] = []
+
+    async def ask(self, req: Request) -> Answer | None:
         """The request's answer, deferred while the server gives up on it (or answers no list in any attempt,
         as a flaky server's malformed JSON); ``None`` when left undone for the next run."""
-        nonlocal deferred
+        client = self.client
         for round_ in range(client.deferrals + 1):
             last = round_ == client.deferrals
             try:
                 answer = await client.ask(
-                    req.chat(), req.n, min_labels=req.min_labels, trace_id=f"{tag}:{req.custom_id}"
+                    req.chat(), req.n, min_labels=req.min_labels, trace_id=f"{self.tag}:{req.custom_id}"
                 )
             except ServerGaveUp as e:
                 if not client.reached:
@@ -240,68 +263,45 @@ async def run_sync(
                     return answer
                 why, usage = f"no usable answer in {answer.attempts} attempts ({answer.error})", answer.usage
             if usage:  # tokens billed for unusable answers: counted in the cost
-                writer.put(_attempt_failed(req, why, usage))
+                self.writer.put(_attempt_failed(req, why, usage))
             if last:
                 log.warning("%s: %s, %d times; left for the next run", req.custom_id, why, round_ + 1)
                 return None
-            deferred += 1
+            self.deferred += 1
             wait = client.deferral_wait(round_)
             log.info("%s: %s; deferred, asked again in %.1f s while the others go on", req.custom_id, why, wait)
             await asyncio.sleep(wait)
         return None  # pragma: no cover (the loop returns)
 
-    async def one(req: Request) -> None:
-        nonlocal done
-        if writer.error is not None:  # the journal cannot be written: ask nothing more
-            raise writer.error
+    async def one(self, req: Request) -> None:
+        """Ask ``req`` and journal its answer (or note it given up), then report progress."""
+        if self.writer.error is not None:  # the journal cannot be written: ask nothing more
+            raise self.writer.error
         try:
-            answer = await ask(req)
+            answer = await self.ask(req)
         except NotSent:
             return
         except FailFast as e:
             if e.usage:  # the tokens of the unusable answers are counted in the cost
-                writer.put(_attempt_failed(req, str(e)[:300], e.usage))
+                self.writer.put(_attempt_failed(req, str(e)[:300], e.usage))
                 e.usage = {}
             raise
         if answer is None:
-            gave_up.append(req.custom_id)
+            self.gave_up.append(req.custom_id)
         else:
             if answer.status != "ok":
                 log.warning("%s: %s (%s)", req.custom_id, answer.status, answer.error)
-            writer.put(result_record(req, answer, template, mode="sync", endpoint=client.base_url))
-        done += 1
-        if on_progress is not None:
-            on_progress(done, total)
+            self.writer.put(result_record(req, answer, self.template, mode="sync", endpoint=self.client.base_url))
+        self.done += 1
+        if self.on_progress is not None:
+            self.on_progress(self.done, self.total)
 
-    await asyncio.to_thread(english_words)  # the words answers are judged against, read once off the event loop
-    tasks = [asyncio.ensure_future(one(r)) for r in requests]
-    beat = asyncio.ensure_future(_heartbeat(client))
-    try:
-        try:
-            if tasks:  # asyncio.wait, unlike gather, leaves the tasks running when the run is interrupted
-                finished, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-                failed = [t.exception() for t in finished if not t.cancelled() and t.exception() is not None]
-                if failed:
-                    raise failed[0]  # type: ignore[misc]
-        except asyncio.CancelledError:  # Ctrl-C: the questions already sent are paid for; keep their answers
-            client.drain()
-            if client.in_flight:
-                log.warning(
-                    "interrupted: sending nothing new; waiting for the %d questions under way to be answered "
-                    "and journaled (sent ones are paid for); Ctrl-C again to stop at once",
-                    client.in_flight,
-                )
-                await _finish_in_flight(tasks, client)
-            raise
-        finally:
-            beat.cancel()
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(beat, *tasks, return_exceptions=True)  # every task's outcome retrieved
-            _say_how_it_went(client, deferred)
-    finally:
-        if client.switches:  # the response format the run settled on, for the manifest and the next session
-            writer.put(
+    async def close(self) -> None:
+        """Note the response format the run settled on (for the manifest and the next session), then
+        write out the journal lines still queued."""
+        client = self.client
+        if client.switches:
+            self.writer.put(
                 {
                     "kind": "response_format",
                     "requested": client.requested,
@@ -310,8 +310,28 @@ async def run_sync(
                     "time": round(time.time(), 3),
                 }
             )
-        await asyncio.to_thread(writer.close)
-    return gave_up
+        await asyncio.to_thread(self.writer.close)
+
+
+async def _wait_for(tasks: Sequence[asyncio.Future[None]], client: LLMClient) -> None:
+    """Wait for every task, raising the first error; on Ctrl-C send nothing new and wait for the
+    questions already sent (they are paid for: keep their answers), then stop."""
+    try:
+        if tasks:  # asyncio.wait, unlike gather, leaves the tasks running when the run is interrupted
+            finished, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            failed = [e for t in finished if not t.cancelled() and (e := t.exception()) is not None]
+            if failed:
+                raise failed[0]
+    except asyncio.CancelledError:
+        client.drain()
+        if client.in_flight:
+            log.warning(
+                "interrupted: sending nothing new; waiting for the %d questions under way to be answered "
+                "and journaled (sent ones are paid for); Ctrl-C again to stop at once",
+                client.in_flight,
+            )
+            await _finish_in_flight(tasks, client)
+        raise
 
 
 def _attempt_failed(req: Request, error: str, usage: dict[str, int]) -> dict[str, Any]:

@@ -384,8 +384,9 @@ def _from_cache(stores: list[EmbeddingStore], keys: list[str], rows: _Rows, read
         ok = np.logical_and.reduce([found for found, _ in hits])
         if ok.any():
             idx = np.asarray(part)[ok]
-            local = hits[1][1][ok] if len(hits) > 1 else None  # type: ignore[index]
-            rows.set(idx, hits[0][1][ok], local)  # type: ignore[index]
+            glob, local = hits[0][1], hits[1][1] if len(hits) > 1 else None
+            if glob is not None:  # always: every store found the images in ok
+                rows.set(idx, glob[ok], None if local is None else local[ok])
 
 
 def loader_workers_here(workers: int) -> int:

@@ -91,13 +91,9 @@ def text_tower(model: Any) -> CausalTower | None:
         return None
     if not _is_causal_mask(src.attn_mask):
         return None
+    parts = ("token_embedding", "positional_embedding", "transformer", "ln_final", "text_projection", "attn_mask")
     return CausalTower(
-        token_embedding=src.token_embedding,
-        positional_embedding=src.positional_embedding,
-        transformer=src.transformer,
-        ln_final=src.ln_final,
-        text_projection=src.text_projection,
-        attn_mask=src.attn_mask,
+        **{part: getattr(src, part) for part in parts},
         pool_type=pool,
         eos_id=getattr(src, "text_eos_id", getattr(src, "eos_id", None)),
     )

@@ -313,35 +313,48 @@ class StreamingSearch:
         held = np.concatenate(self._pending) if self._pending else np.empty((0, self.dim), np.float32)
         self._pending = []
         qt = {"fp16": faiss.ScalarQuantizer.QT_fp16, "sq8": faiss.ScalarQuantizer.QT_8bit}.get(self.storage)
-        ip = faiss.METRIC_INNER_PRODUCT
-        if self.kind == "ivf":
-            total = max(len(held), 1)
-            nlist = min(self.nlist or max(1, min(int(np.sqrt(self.expected or total)), total // 39 or 1)), total)
-            quantizer = faiss.IndexFlatIP(self.dim)
-            index = (
-                faiss.IndexIVFFlat(quantizer, self.dim, nlist, ip)
-                if qt is None
-                else faiss.IndexIVFScalarQuantizer(quantizer, self.dim, nlist, qt, ip)
-            )
-            index.cp.seed = 1234
-            index.train(held)
-            index.nprobe = min(nlist, self.nprobe or max(1, nlist // 8))
-            self.nlist, self.nprobe = nlist, int(index.nprobe)
-            index.quantizer_trains_alone = 0
-            self._quantizer = quantizer  # kept alive: the index does not own it
-        else:
-            index = (
-                faiss.IndexHNSWFlat(self.dim, self.hnsw_m, ip)
-                if qt is None
-                else faiss.IndexHNSWSQ(self.dim, qt, self.hnsw_m, ip)
-            )
-            if qt is not None:
-                index.train(held)
-            index.hnsw.efSearch = self.ef_search or max(64, 2 * self.k)
-            self.ef_search = int(index.hnsw.efSearch)
+        index = self._make_ivf(held, qt) if self.kind == "ivf" else self._make_hnsw(held, qt)
         if len(held):
             index.add(held)
         self._index = index
+
+    def _make_ivf(self, held: np.ndarray, qt: int | None) -> Any:
+        """An IVF index (flat, or scalar-quantised by ``qt``) trained on ``held``; sets nlist and nprobe."""
+        import faiss
+
+        ip = faiss.METRIC_INNER_PRODUCT
+        total = max(len(held), 1)
+        nlist = min(self.nlist or max(1, min(int(np.sqrt(self.expected or total)), total // 39 or 1)), total)
+        quantizer = faiss.IndexFlatIP(self.dim)
+        index: faiss.IndexIVFFlat | faiss.IndexIVFScalarQuantizer = (
+            faiss.IndexIVFFlat(quantizer, self.dim, nlist, ip)
+            if qt is None
+            else faiss.IndexIVFScalarQuantizer(quantizer, self.dim, nlist, qt, ip)
+        )
+        index.cp.seed = 1234
+        index.train(held)
+        index.nprobe = min(nlist, self.nprobe or max(1, nlist // 8))
+        self.nlist, self.nprobe = nlist, int(index.nprobe)
+        index.quantizer_trains_alone = "\x00"  # a C++ char: 0, the quantizer is the index of the k-means
+        self._quantizer = quantizer  # kept alive: the index does not own it
+        return index
+
+    def _make_hnsw(self, held: np.ndarray, qt: int | None) -> Any:
+        """An HNSW index (flat, or scalar-quantised by ``qt`` and trained on ``held``); sets ef_search."""
+        import faiss
+
+        ip = faiss.METRIC_INNER_PRODUCT
+        index: faiss.IndexHNSWFlat | faiss.IndexHNSWSQ = (
+            faiss.IndexHNSWFlat(self.dim, self.hnsw_m, ip)
+            if qt is None
+            # faiss's stub says a ScalarQuantizer; the constructor takes its QuantizerType (an int)
+            else faiss.IndexHNSWSQ(self.dim, qt, self.hnsw_m, ip)  # type: ignore[arg-type]
+        )
+        if qt is not None:
+            index.train(held)
+        index.hnsw.efSearch = self.ef_search or max(64, 2 * self.k)
+        self.ef_search = int(index.hnsw.efSearch)
+        return index
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         """``(D, I)`` [n_queries, min(k, keys added)], descending; approximate indexes also set :attr:`recall`."""

@@ -29,7 +29,7 @@ import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -60,7 +60,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 MAX_LABEL_CHARS = 200  # a class name, not a paragraph: longer is a broken file or a pasted answer
 #: a vocabulary's ``source``: one of :func:`known_sources` (a plain string, so registered builders add theirs)
 Source = str
@@ -539,7 +539,8 @@ def _accept_removal(doc: dict[str, Any], path: Path) -> dict[str, Any]:
     earlier = settings.get("dropped")
     record = {"reason": "removed by hand from the file", "count": len(gone), "labels": gone, "from_sha256": digest}
     settings["dropped"] = [*(earlier if isinstance(earlier, list) else [earlier] if earlier else []), record]
-    views = doc.get("views") if isinstance(doc.get("views"), dict) else {}
+    views = doc.get("views")
+    views = views if isinstance(views, dict) else {}
     return {
         **doc,
         "meta": {k: v for k, v in meta.items() if k in kept},
@@ -605,7 +606,8 @@ def _is_table(text: str, delimiter: str, path: Path) -> bool:
 def with_caveats(settings: Mapping[str, Any], caveats: Mapping[str, str]) -> dict[str, Any]:
     """``settings`` with ``caveats`` added to its ``caveats`` (and ``deployable: False`` when any)."""
     out = dict(settings)
-    merged = {**caveats, **(out.get("caveats") if isinstance(out.get("caveats"), dict) else {})}
+    earlier = out.get("caveats")
+    merged = {**caveats, **(earlier if isinstance(earlier, dict) else {})}
     if merged:
         out["caveats"] = merged
         out["deployable"] = False
