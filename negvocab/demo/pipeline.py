@@ -78,8 +78,8 @@ def prepare_sample_images(folder: str | os.PathLike[str], *, crops: int = 3) -> 
         )
     boxes = [(0.0, 0.0, 0.7, 0.7), (0.3, 0.3, 1.0, 1.0), (0.15, 0.15, 0.85, 0.85)][:crops]
     for p in photos:
-        with Image.open(p) as im:
-            im = im.convert("RGB")
+        with Image.open(p) as opened:
+            im = opened.convert("RGB")
             im.save(id_dir / f"{p.stem}.png")
             w, h = im.size
             for j, (a, b, c, d) in enumerate(boxes):
