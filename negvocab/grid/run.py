@@ -47,7 +47,7 @@ from negvocab.core.outdir import FolderClaim, claim_folder, staged_folder
 from negvocab.core.plugins import loaded_plugins
 from negvocab.data.benchmarks import MEAN
 from negvocab.evaluation.accuracy import class_indices
-from negvocab.evaluation.records import summary_sets
+from negvocab.evaluation.records import summary_intervals, summary_sets
 from negvocab.grid.config import GridConfig, load_config, spec_digest
 from negvocab.grid.ray_engine import run_models_on_ray
 from negvocab.grid.sets import labels_digest
@@ -70,7 +70,6 @@ from negvocab.grid.work import (
     stored_json,
     write_failure,
 )
-from negvocab.scoring import metrics as M
 
 if TYPE_CHECKING:
     from negvocab.grid.tidy import GridResult
@@ -421,21 +420,18 @@ def _interval_of_mean(cfg: GridConfig, members: list[Cell], out: Path) -> dict[s
     stored = _read_means(path)
     if stored is not None:
         return stored
-    draws: dict[str, list[np.ndarray]] = {}
-    for c in members:
-        s_id, s_ood = (
+    s_id: dict[str, np.ndarray] = {}
+    s_ood: dict[str, np.ndarray] = {}
+    for c in members:  # one cell per OOD set; a test-time method's cells each against their own stream's ID scores
+        got_id, got_ood = (
             load_scores(out / "scores" / f"{c.id_scores}.npz"),
             load_scores(out / "scores" / f"{c.ood_scores}.npz"),
         )
-        if s_id is None or s_ood is None:
+        if got_id is None or got_ood is None:
             return None
-        kw = {"fpr": {"tpr": cfg.tpr, "convention": c.convention}, "auroc": {}}
-        kw |= {m: {"method": M.aupr_method_for(c.convention)} for m in ("aupr_in", "aupr_out")}
-        for metric, extra in kw.items():
-            draws.setdefault(metric, []).append(M.bootstrap_values(metric, s_id, s_ood, n_boot=cfg.n_boot, **extra))
-    ci = {}
-    for metric, per_set in draws.items():
-        lo, hi = np.quantile(np.mean(per_set, axis=0), [0.025, 0.975])
-        ci[f"{metric}_ci_low"], ci[f"{metric}_ci_high"] = float(lo), float(hi)
+        s_id[c.ood_set], s_ood[c.ood_set] = got_id, got_ood
+    conv = members[0].convention  # the cells' bootstrap: seed 0, the 2.5% and 97.5% quantiles
+    got = summary_intervals(s_id, s_ood, tpr=cfg.tpr, convention=conv, n_boot=cfg.n_boot, quantiles=(0.025, 0.975))
+    ci = {f"{metric}_ci_{end}": v for metric, pair in got.items() for end, v in zip(("low", "high"), pair, strict=True)}
     write_json(path, ci)
     return ci
