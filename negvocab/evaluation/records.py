@@ -14,7 +14,7 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -74,6 +74,8 @@ __all__ = [
     "SPREAD_METRICS",
     "run_meta",
     "sets_meta",
+    "images_meta",
+    "vocabularies_meta",
     "vocab_fields",
     "vocab_identity",
     "vocab_meta",
@@ -84,7 +86,8 @@ def set_meta(images: ImageSet | ImageEmbeddings, n: int) -> dict[str, Any]:
     """Name, size and provenance of an image set, for results."""
     if not hasattr(images, "info"):  # ImageEmbeddings: encoded before, by the caller
         return {"name": "given embeddings", "n": n, "embeddings_given": True}
-    return {"name": images.name, "n": n, **jsonable(images.info)}
+    named = cast("ImageSet", images)
+    return {"name": named.name, "n": n, **jsonable(named.info)}
 
 
 def named_ood_sets(ood: Any) -> Mapping[str, Any]:
@@ -196,8 +199,8 @@ def ood_records(
     average each group's sets, as OpenOOD v1.5 reports them; ``mean`` averages all sets. ``groups``: each
     set's group, that of the benchmark it came from (:func:`negvocab.data.benchmarks.set_groups`; a
     user's own set has none); None looks the names up in the built-in benchmarks (older callers)."""
-    boot = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
-    hits = {"correct": correct, "ccr": ccr}
+    boot: dict[str, Any] = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
+    hits: dict[str, Any] = {"correct": correct, "ccr": ccr}
     rows = [metrics_row(s_id, s, ood_set=name, **boot, **hits, **identity) for name, s in s_ood.items()]
     return [*rows, *summary_records(rows, s_id, s_ood, groups=groups, **boot)]
 
@@ -350,8 +353,9 @@ def summary_intervals(
         ("aupr_in", aupr),
         ("aupr_out", aupr),
     ):
-        draws = [M.bootstrap_values(key, ids[n], s, n_boot=n_boot, seed=seed, **kw) for n, s in s_ood.items()]
-        if all(d is not None for d in draws):
+        got = [M.bootstrap_values(key, ids[n], s, n_boot=n_boot, seed=seed, **kw) for n, s in s_ood.items()]
+        draws = [d for d in got if d is not None]
+        if len(draws) == len(got):
             low, high = np.quantile(np.mean(draws, axis=0), quantiles or [alpha / 2, 1 - alpha / 2])
             out[key] = (float(low), float(high))
     return out
@@ -468,4 +472,17 @@ def sets_meta(id_set: Any, ood_sets: Mapping[str, Any], enc: EncodedSets) -> dic
         "id_set": set_meta(id_set, enc.n_id),
         "ood_set": next(iter(per.values())) if len(per) == 1 else MEAN,
         "ood_sets": per,
+    }
+
+
+def images_meta(id_set: Any, ood_sets: Mapping[str, Any], enc: EncodedSets) -> dict[str, Any]:
+    """The image sets in results (:func:`sets_meta`) and the images that could not be read."""
+    return {**sets_meta(id_set, ood_sets, enc), "failed_images": enc.failed()}
+
+
+def vocabularies_meta(named: Mapping[str, Vocabulary]) -> dict[str, Any]:
+    """The vocabularies of a run in results (:func:`vocab_meta` by name) and whether all are deployable."""
+    return {
+        "vocabularies": {k: vocab_meta(v) for k, v in named.items()},
+        "deployable": all(v.deployable for v in named.values()),
     }

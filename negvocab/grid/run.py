@@ -374,7 +374,7 @@ def _without_hits(cfg: GridConfig, sets: Mapping[str, Any], out: Path, cells: It
     ID score file and row are made again, so that the grid ends as a clean run would, ``id_accuracy`` and
     CCR included (the cell digests cover the images, not their labels)."""
     labels = getattr(sets.get("ID"), "labels", None)
-    usable = bool(labels) and class_indices(list(labels), id_classes(cfg)) is not None
+    usable = bool(labels) and class_indices(list(labels or ()), id_classes(cfg)) is not None
     now = labels_digest(sets["ID"]) if usable else None
     older: dict[str, bool] = {}
     for c in cells:

@@ -21,7 +21,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -284,7 +284,7 @@ class GridResult:
         notes += [f"{m}: cells failed ({why}); not shown." for m, why in self.failed_models().items()]
         if any(r.get("random_weights") for r in sel):
             notes.append(RANDOM_NOTE)
-        shown = {
+        shown: dict[str, Callable[[Any], str]] = {
             "vocabulary": lambda v: v or "none",
             "method": lambda m: m + (TEST_TIME_MARK if m in tt else ""),
             "model": str,
@@ -333,7 +333,8 @@ class GridResult:
         """The grid's bootstrap draws (its config's ``n_boot``, else the library's default)."""
         if self.config is not None and self.config.n_boot:
             return int(self.config.n_boot)
-        return int(EVALUATION_PARAMS["n_boot"].default)
+        default: Any = EVALUATION_PARAMS["n_boot"].default
+        return int(default)
 
     def score_getter(self) -> T.ScoreGetter | None:
         """Per-image scores of a (model, vocabulary, method) from ``scores/`` (the grid's config or

@@ -94,7 +94,7 @@ def _vocab_docs(
         got = files[v.file]
         if "error" in got:
             return {name: {"error": got["error"]} for name in v.names()}
-        out = {}
+        out: dict[str, dict[str, Any]] = {}
         for name, size in zip(v.names(), v.sizes or (None,), strict=True):
             n = len(got["labels"])
             if size is not None and size > n:
@@ -442,11 +442,11 @@ def score_files(
         inputs = get_method(spec.name).inputs
         extra = dict((pairs or {}).get(vname or "", {})) if "pair_texts" in inputs else {}
         extra.update({"local": local} if image_inputs(inputs) else {})
-        s = score(spec.name, glob, class_emb, neg_emb.get(vname), device=device, **extra, **params)
+        scored = score(spec.name, glob, class_emb, neg_emb.get(vname), device=device, **extra, **params)
         t_score += time.perf_counter() - t0
         file_meta = {"vocab": dict(infos[vname]) if vname else None, **({"made_by": dict(meta)} if meta else {})}
         file_meta.update((facts or {}) if set_name == "ID" else {})
-        _save_scores(out / "scores" / f"{digest}.npz", np.asarray(s, dtype=np.float64), file_meta)
+        _save_scores(out / "scores" / f"{digest}.npz", np.asarray(scored, dtype=np.float64), file_meta)
     return t_score
 
 
@@ -512,7 +512,7 @@ def cell_row(
         params=dict(spec.params),
         templates=cfg.templates,
         cell=cell.digest[:16],
-        **({"extra": extra} if extra else {}),
+        extra=extra,  # a test-time method's stream; none for a batch method
     )
     return rec.to_dict()
 
