@@ -51,6 +51,7 @@ from negvocab.evaluation.records import summary_intervals, summary_sets
 from negvocab.grid.config import GridConfig, load_config, spec_digest
 from negvocab.grid.ray_engine import run_models_on_ray
 from negvocab.grid.sets import labels_digest
+from negvocab.grid.store import load_scores, read_cell, read_failure, stored_facts, stored_json, write_failure
 from negvocab.grid.tidy import GridResult
 from negvocab.grid.units import deterministic_config, run_units_here
 from negvocab.grid.work import (
@@ -58,17 +59,11 @@ from negvocab.grid.work import (
     ModelWork,
     finish_cells,
     id_classes,
-    load_scores,
     made_on_other_device,
     merge_stats,
     open_sets,
     plan_cells,
-    read_cell,
-    read_failure,
     score_device,
-    stored_facts,
-    stored_json,
-    write_failure,
 )
 
 if TYPE_CHECKING:

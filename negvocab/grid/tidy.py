@@ -44,7 +44,8 @@ from negvocab.evaluation.row import INTERVAL_METRICS, ResultRow, table_cell
 from negvocab.evaluation.stored import read_grid_cells, read_grid_means
 from negvocab.grid.config import spec_digest
 from negvocab.grid.pivot import METRICS, PIVOT_METRICS, Pivot
-from negvocab.grid.work import id_classes, open_sets, plan_cells, read_scores
+from negvocab.grid.store import read_scores
+from negvocab.grid.work import id_classes, open_sets, plan_cells
 from negvocab.report import tables as T
 from negvocab.report.plots import plot_overlay
 from negvocab.report.results import (
