@@ -2,6 +2,8 @@
 
 :func:`encode_sets` encodes (through the cache) or checks given embeddings, and stacks ID then every
 OOD set, so one scoring pass covers all sets and :meth:`EncodedSets.split` gives each set its scores.
+:func:`encode_run` is the first step of every pipeline (``score``'s batch and test-time methods, ``sweep``):
+the image sets and the ID class prompts, embedded; :func:`run_id_classes` the ID classes they name.
 """
 
 from __future__ import annotations
@@ -15,17 +17,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.core.errors import InputError
-from negvocab.data.benchmarks import set_groups
+from negvocab.data.benchmarks import id_classes_of, set_groups
+from negvocab.labels.imagenet import imagenet1k
 from negvocab.vlm.images import ImageEmbeddings
 
 if TYPE_CHECKING:
     from negvocab.data.images import ImageSet
+    from negvocab.labels.imagenet import IdClasses
     from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM
+    from negvocab.vocab import Vocabulary
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EncodedSets", "encode_set", "encode_sets"]
+__all__ = ["EncodedSets", "encode_labels", "encode_run", "encode_set", "encode_sets", "run_id_classes"]
 
 
 def encode_set(
@@ -107,3 +112,30 @@ def encode_sets(vlm: VLM, id_set: Any, ood_sets: Mapping[str, Any], local: bool,
     )
     images = np.concatenate([id_emb.embeddings, *(e.embeddings for e in ood_embs.values())])
     return EncodedSets(id_emb, id_images, ood_embs, ood_images, sizes, images, set_groups(ood_sets))
+
+
+def run_id_classes(id_classes: IdClasses | None, id_set: Any) -> IdClasses:
+    """The ID classes of a run: as given, else those the ID set's benchmark names (CUB-200's, ...), else
+    ImageNet-1k's."""
+    return id_classes if id_classes is not None else (id_classes_of(id_set) or imagenet1k())
+
+
+def encode_run(
+    vlm: VLM,
+    id_set: Any,
+    ood_sets: Mapping[str, Any],
+    id_classes: IdClasses,
+    templates: str,
+    *,
+    local: bool = False,
+    progress: bool = False,
+) -> tuple[EncodedSets, np.ndarray]:
+    """The first step of every scoring pipeline: the image sets (:func:`encode_sets`; ``local``: with
+    their patch features) and the ID class names' prompts (``templates``), embedded through the cache."""
+    enc = encode_sets(vlm, id_set, ood_sets, local, progress)
+    return enc, vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
+
+
+def encode_labels(vlm: VLM, vocab: Vocabulary, templates: str, progress: bool = False) -> np.ndarray:
+    """A vocabulary's label prompts (``templates``, each label's part of speech), embedded through the cache."""
+    return vlm.encode_text(list(vocab.labels), templates, pos=vocab.parts_of_speech(), progress=progress)

@@ -18,34 +18,33 @@ import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from negvocab.core.errors import InputError
 from negvocab.core.progress import track
 from negvocab.core.types import Device
-from negvocab.data.benchmarks import id_classes_of
 from negvocab.evaluation.accuracy import accuracy_summary, add_ccr, full_spectrum, id_correct
 from negvocab.evaluation.checks import common_mistakes
-from negvocab.evaluation.encode import encode_sets
+from negvocab.evaluation.encode import EncodedSets, encode_labels, encode_run, run_id_classes
 from negvocab.evaluation.records import (
     RANDOM_WEIGHTS_WARNING,
+    images_meta,
     model_fields,
     named_ood_sets,
     ood_records,
     run_meta,
-    sets_meta,
     vocab_identity,
-    vocab_meta,
+    vocabularies_meta,
 )
 from negvocab.evaluation.row import ResultRow, file_row
-from negvocab.labels.imagenet import imagenet1k
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 from negvocab.scoring.methods import (
     INPUTS,
     PARAMS,
+    Method,
     batch_method,
     canonical_method,
     check_evaluation,
@@ -161,7 +160,84 @@ def evaluate_vocabularies(
     ``tuned_on``, ...) and the meta its grid and trials; a test image in a tuning split is refused.
     With full-spectrum ID sets (covariate-shifted ID joined) the rows hold CCR (``ccr@1e-4`` ... ``ccr@1e-1``).
     """
-    # long: the pipeline in order (checks, encode, score each job, rows, explanations, meta)
+    methods, specs, named = _checked_jobs(methods, vocabs, convention, tpr, n_boot, seed, params, templates, explain_k)
+    convention = M.check_convention(convention)
+    params = dict(params or {})
+    id_classes = run_id_classes(id_classes, id_set)
+    ood_sets = named_ood_sets(ood_set)
+    common_mistakes(vlm, id_set, ood_sets, named, id_classes, templates)  # warned before the long part
+    keys = [f"{m}@{v}" if v else m for m in methods for v in (named if specs[m].needs_negatives else [""])]
+    tunings = _tunings(tuned, keys, [id_set, *ood_sets.values()])  # refused before any image is read
+    t0 = time.perf_counter()
+    local = any(image_inputs(specs[m].inputs) for m in methods)
+    enc, class_emb = encode_run(vlm, id_set, ood_sets, id_classes, templates, local=local, progress=progress)
+    correct = id_correct(id_set, enc.id_images, enc.images[: enc.n_id], class_emb, id_classes)  # None: no labels
+    accuracy = accuracy_summary(correct)
+    ccr_hits = correct[0] if correct is not None and full_spectrum(id_set) else None  # CCR columns: full-spectrum
+
+    rows: list[dict[str, Any]] = []
+    all_scores: dict[str, dict[str, np.ndarray]] = {}
+    jobs = [(m, name) for m in methods for name in (named if specs[m].needs_negatives else [None])]
+    # label encoding is a step of its own (a cold run spends its time here, not in "scoring")
+    neg_cache = {v: encode_labels(vlm, named[v], templates, progress) for v in dict.fromkeys(v for _, v in jobs if v)}
+    boot: dict[str, Any] = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed, "groups": enc.groups}
+    tau: Any = params.get("tau") or PARAMS["tau"].default  # the explanations' (NegLabel's) temperature
+    explained = _Explanations(enc, class_emb, neg_cache, named, list(id_classes.names), explain_k, tau, vlm.device)
+    for method, vname in _progress(jobs, progress, "scoring"):
+        vocab = named[vname] if vname else None
+        key = f"{method}@{vname}" if vname else method
+        tuning = tunings.get(key)
+        job_params = {**params, **tuning.params} if tuning is not None else params
+        # a model-like object may not have a logit scale
+        kw = scorer_params(method, job_params, getattr(vlm, "logit_scale", None))
+        context = InputContext(vlm, templates, id_classes.names, vocab.labels if vocab else None)
+        kw.update(setup_inputs(specs[method].inputs, context, method=method))  # NegRefine's pair texts, a plug-in's
+        neg = neg_cache[vname] if vname else None
+        scores, extra = _job_scores(
+            method, bool(image_inputs(specs[method].inputs)), enc, class_emb, neg, vlm.device, kw
+        )
+        for suffix, s in scores.items():
+            all_scores[key + suffix] = {"id": s[: enc.n_id], "ood": s[enc.n_id :]}
+        identity = _row_identity(method, vlm, vname, vocab, kw, templates, extra)
+        if tuning is not None:
+            identity["extra"].update(tuning.row_fields())
+        s_id, s_sets = enc.split(scores[""])
+        job_rows = [r.to_dict() for r in ood_records(s_id, s_sets, **boot, **identity)]
+        if ccr_hits is not None:
+            add_ccr(job_rows, s_id, s_sets, ccr_hits)
+        rows += job_rows
+        if vname is not None and explain_k > 0:
+            explained.add(vname, s_id, s_sets, tpr, convention)
+    if accuracy is not None:  # a column of every row, and the run's record in meta
+        for r in rows:
+            r["id_accuracy"] = accuracy["top1"]
+    meta = {
+        **run_meta(vlm, id_classes, templates, convention, tpr, params, seed, n_boot),
+        **({"id_accuracy": dict(accuracy)} if accuracy is not None else {}),
+        **({"tuning": {k: t.record() for k, t in tunings.items()}} if tunings else {}),
+        **images_meta(id_set, ood_sets, enc),
+        **vocabularies_meta(named),
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    if vlm.random_weights:
+        meta["warning"] = RANDOM_WEIGHTS_WARNING
+    ood_explained, id_explained = explained.ood, explained.id_images()
+    return Evaluation(rows, all_scores, enc.id_images, enc.ood_images, ood_explained, meta, enc.sizes, id_explained)
+
+
+def _checked_jobs(
+    methods: Sequence[str],
+    vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary],
+    convention: str,
+    tpr: float,
+    n_boot: int,
+    seed: int,
+    params: Mapping[str, Any] | None,
+    templates: str,
+    explain_k: int,
+) -> tuple[list[str], dict[str, Method], dict[str, Vocabulary]]:
+    """The methods (canonical names, each once), their specs and the vocabularies by name, every argument
+    checked before any image is read."""
     methods = list(dict.fromkeys(canonical_method(m) for m in methods))
     if not methods:
         raise InputError("no scoring method given")
@@ -175,118 +251,67 @@ def evaluate_vocabularies(
     negs = [m for m in methods if specs[m].needs_negatives]
     if not named and negs:
         raise InputError(f"methods {', '.join(negs)} need a vocabulary (vocabularies)", param="vocabularies")
-    convention = M.check_convention(convention)
-    params = dict(params or {})
-    id_classes = id_classes if id_classes is not None else (id_classes_of(id_set) or imagenet1k())
-    ood_sets = named_ood_sets(ood_set)
-    common_mistakes(vlm, id_set, ood_sets, named, id_classes, templates)  # warned before the long part
-    keys = [f"{m}@{v}" if v else m for m in methods for v in (named if specs[m].needs_negatives else [""])]
-    tunings = _tunings(tuned, keys, [id_set, *ood_sets.values()])  # refused before any image is read
-    t0 = time.perf_counter()
-    enc = encode_sets(vlm, id_set, ood_sets, any(image_inputs(specs[m].inputs) for m in methods), progress)
-    images, n_id, sizes = enc.images, enc.n_id, enc.sizes
-    class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
-    correct = id_correct(id_set, enc.id_images, images[:n_id], class_emb, id_classes)  # None: no usable labels
-    accuracy = accuracy_summary(correct)
-    ccr_hits = correct[0] if correct is not None and full_spectrum(id_set) else None  # CCR columns: full-spectrum
+    return methods, specs, named
 
-    rows: list[dict[str, Any]] = []
-    all_scores: dict[str, dict[str, np.ndarray]] = {}
-    explanations: dict[str, list[dict[str, Any]]] = {}
-    flagged_ids: dict[str, dict[int, None]] = {}  # vocabulary -> ID images flagged by any of its runs
-    jobs = [(m, name) for m in methods for name in (named if specs[m].needs_negatives else [None])]
-    # label encoding is a step of its own (a cold run spends its time here, not in "scoring")
-    neg_cache: dict[str, np.ndarray] = {
-        vname: vlm.encode_text(
-            list(named[vname].labels), templates, pos=named[vname].parts_of_speech(), progress=progress
-        )
-        for vname in dict.fromkeys(v for _, v in jobs if v)
-    }
 
-    def explain(emb: np.ndarray, vname: str) -> list[dict[str, Any]]:
-        labels = {"id_labels": list(id_classes.names), "neg_labels": list(named[vname].labels)}
+class _Explanations:
+    """The explanations of a run: top negatives and ID classes of every OOD image (once per vocabulary:
+    they do not depend on the method) and of the ID images any of its runs flagged as OOD."""
+
+    def __init__(
+        self,
+        enc: EncodedSets,
+        class_emb: np.ndarray,
+        neg_emb: Mapping[str, np.ndarray],
+        named: Mapping[str, Vocabulary],
+        id_names: list[str],
+        k: int,
+        tau: float,
+        device: Device,
+    ) -> None:
+        self.enc, self.class_emb, self.neg_emb, self.named = enc, class_emb, neg_emb, named
+        self.id_names, self.k, self.tau, self.device = id_names, k, float(tau), device
+        self.ood: dict[str, list[dict[str, Any]]] = {}
+        self.flagged: dict[str, dict[int, None]] = {}  # vocabulary -> ID images flagged by any of its runs
+
+    def explain(self, emb: np.ndarray, vname: str) -> list[dict[str, Any]]:
+        neg = self.neg_emb[vname]
+        labels = list(self.named[vname].labels)
         return S.explain(
             emb,
-            class_emb,
-            neg_cache[vname],
-            **labels,
-            k=explain_k,
-            tau=float(params.get("tau") or PARAMS["tau"].default),
-            device=vlm.device,
+            self.class_emb,
+            neg,
+            id_labels=self.id_names,
+            neg_labels=labels,
+            k=self.k,
+            tau=self.tau,
+            device=self.device,
         )
 
-    for method, vname in _progress(jobs, progress, "scoring"):
-        vocab = named[vname] if vname else None
-        key = f"{method}@{vname}" if vname else method
-        tuning = tunings.get(key)
-        job_params = {**params, **tuning.params} if tuning is not None else params
-        # a model-like object may not have a logit scale
-        kw = scorer_params(method, job_params, getattr(vlm, "logit_scale", None))
-        context = InputContext(vlm, templates, id_classes.names, vocab.labels if vocab else None)
-        kw.update(setup_inputs(specs[method].inputs, context, method=method))  # NegRefine's pair texts, a plug-in's
-        neg = neg_cache[vname] if vname else None
-        if image_inputs(specs[method].inputs):  # per set: the [n, p, d] patch features are never copied into one array
-            embs = [enc.id_emb, *enc.ood_embs.values()]
-            parts = [
-                S.score(method, e.embeddings, class_emb, neg, local=e.local, device=vlm.device, **kw) for e in embs
+    def add(self, vname: str, s_id: np.ndarray, s_sets: Mapping[str, np.ndarray], tpr: float, convention: str) -> None:
+        """One (method, vocabulary)'s run: the ID images it flags; the OOD images, the vocabulary's first run."""
+        flagged = flagged_id_images(s_id, s_sets.values(), tpr, convention)
+        self.flagged.setdefault(vname, {}).update(dict.fromkeys(flagged))
+        if vname not in self.ood:
+            enc = self.enc
+            ex = self.explain(enc.images[enc.n_id :], vname)
+            set_of = [name for name, n in enc.sizes.items() for _ in range(n)]
+            self.ood[vname] = [
+                {"image": iid, "path": p, "ood_set": o, **e}
+                for (iid, p), o, e in zip(enc.ood_images, set_of, ex, strict=True)
             ]
-            scores, extra = {"": np.concatenate(parts)}, {}
-        else:
-            scores, extra = _score_job(method, images, class_emb, neg, vlm.device, kw)
-        for suffix, s in scores.items():
-            all_scores[key + suffix] = {"id": s[:n_id], "ood": s[n_id:]}
-        identity = _row_identity(method, vlm, vname, vocab, kw, templates, extra)
-        if tuning is not None:
-            identity["extra"].update(tuning.row_fields())
-        recs = ood_records(
-            *enc.split(scores[""]),
-            tpr=tpr,
-            convention=convention,
-            n_boot=n_boot,
-            seed=seed,
-            groups=enc.groups,
-            **identity,
-        )
-        job_rows = [r.to_dict() for r in recs]
-        if ccr_hits is not None:
-            add_ccr(job_rows, *enc.split(scores[""]), ccr_hits)
-        rows += job_rows
-        if vname is not None and explain_k > 0:
-            s_id, s_sets = enc.split(scores[""])
-            flagged_ids.setdefault(vname, {}).update(
-                dict.fromkeys(flagged_id_images(s_id, s_sets.values(), tpr, convention))
-            )
-            if vname not in explanations:
-                ex = explain(images[n_id:], vname)
-                set_of = [name for name, n in sizes.items() for _ in range(n)]
-                explanations[vname] = [
-                    {"image": iid, "path": p, "ood_set": o, **e}
-                    for (iid, p), o, e in zip(enc.ood_images, set_of, ex, strict=True)
-                ]
-    id_explanations: dict[str, list[dict[str, Any]]] = {}
-    for vname, picked in flagged_ids.items():
-        idx = np.fromiter(picked, dtype=np.int64, count=len(picked))
-        ex = explain(images[idx], vname) if len(idx) else []
-        id_explanations[vname] = [
-            {"image": enc.id_images[j][0], "path": enc.id_images[j][1], **e}
-            for j, e in zip(idx.tolist(), ex, strict=True)
-        ]
-    if accuracy is not None:  # a column of every row, and the run's record in meta
-        for r in rows:
-            r["id_accuracy"] = accuracy["top1"]
-    meta = {
-        **run_meta(vlm, id_classes, templates, convention, tpr, params, seed, n_boot),
-        **({"id_accuracy": dict(accuracy)} if accuracy is not None else {}),
-        **({"tuning": {k: t.record() for k, t in tunings.items()}} if tunings else {}),
-        **sets_meta(id_set, ood_sets, enc),
-        "failed_images": enc.failed(),
-        "vocabularies": {k: vocab_meta(v) for k, v in named.items()},
-        "deployable": all(v.deployable for v in named.values()),
-        "seconds": round(time.perf_counter() - t0, 2),
-    }
-    if vlm.random_weights:
-        meta["warning"] = RANDOM_WEIGHTS_WARNING
-    return Evaluation(rows, all_scores, enc.id_images, enc.ood_images, explanations, meta, sizes, id_explanations)
+
+    def id_images(self) -> dict[str, list[dict[str, Any]]]:
+        """The flagged ID images' explanations by vocabulary."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for vname, picked in self.flagged.items():
+            idx = np.fromiter(picked, dtype=np.int64, count=len(picked))
+            ex = self.explain(self.enc.images[idx], vname) if len(idx) else []
+            out[vname] = [
+                {"image": self.enc.id_images[j][0], "path": self.enc.id_images[j][1], **e}
+                for j, e in zip(idx.tolist(), ex, strict=True)
+            ]
+        return out
 
 
 #: ID images explained per run and OOD set: the lowest-scoring of those flagged as OOD (a report shows 100)
@@ -327,13 +352,28 @@ def _named(vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary]) -> dict[str,
     return {_vocab_name("", v): v for v in vocabs}
 
 
-def _score_job(
-    method: str, images: np.ndarray, class_emb: np.ndarray, neg: np.ndarray | None, device: Device, kw: dict[str, Any]
+def _job_scores(
+    method: str,
+    local: bool,
+    enc: EncodedSets,
+    class_emb: np.ndarray,
+    neg: np.ndarray | None,
+    device: Device,
+    kw: dict[str, Any],
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """One method's scores (key ``""``; with ``topk`` also ``/lower`` and ``/log_omitted_bound``) and row extras."""
+    """One method's scores of every image (key ``""``; with ``topk`` also ``/lower`` and
+    ``/log_omitted_bound``) and row extras. ``local``: the method takes the patch features, scored set by
+    set (the [n, p, d] patch features are never copied into one array)."""
+    if local:
+        embs = [enc.id_emb, *enc.ood_embs.values()]
+        parts = [
+            cast(np.ndarray, S.score(method, e.embeddings, class_emb, neg, local=e.local, device=device, **kw))
+            for e in embs
+        ]
+        return {"": np.concatenate(parts)}, {}
     if kw.get("topk") is None:
-        return {"": np.asarray(S.score(method, images, class_emb, neg, device=device, **kw))}, {}
-    res = S.score(method, images, class_emb, neg, device=device, return_bounds=True, **kw)
+        return {"": np.asarray(S.score(method, enc.images, class_emb, neg, device=device, **kw))}, {}
+    res = S.score(method, enc.images, class_emb, neg, device=device, return_bounds=True, **kw)
     assert isinstance(res, S.TopkScores)
     # the exact score of every image lies in [lower, upper]; the gap says whether k sufficed; the
     # log of the certified bound (M - k) e^{s_k} on each image's omitted negative mass

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
-    "COMPETING_KINDS", "KIND_LABELS", "RESULT_KINDS", "caveat_kinds", "caveat_notes", "result_kind", "stream_words",
+    "COMPETING_KINDS", "KIND_LABELS", "KIND_SPELLINGS", "RESULT_KINDS", "caveat_kinds", "caveat_notes", "read_kind",
+    "result_kind", "stream_words",
 ]  # fmt: skip
 
 #: every kind, in the order tables show their means
@@ -27,6 +28,8 @@ KIND_LABELS: dict[str, str] = {
     "transductive": "transductive",
     "oracle": "oracle",
 }
+#: a kind as an older release spelled it (``ResultRow.result_kind`` said ``test-time``), read as this one's
+KIND_SPELLINGS: dict[str, str] = {"test-time": "test_time"}
 #: the kinds a winner may come from: bold never lands on an oracle or a transductive vocabulary
 COMPETING_KINDS: frozenset[str] = frozenset({"deployable", "baseline", "test_time"})
 
@@ -57,10 +60,21 @@ def caveat_notes(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     return list(out)
 
 
+def read_kind(value: object) -> str | None:
+    """A result kind as a file or caller spells it, in this version's spelling (:data:`KIND_SPELLINGS`:
+    ``test-time`` reads as ``test_time``); None where ``value`` is no kind."""
+    text = KIND_SPELLINGS.get(str(value), str(value)) if value else ""
+    return text if text in RESULT_KINDS else None
+
+
 def result_kind(row: Mapping[str, Any]) -> str:
-    """The kind of one results row (one of :data:`RESULT_KINDS`): a test-time method's rows are
-    ``test_time`` with or without a vocabulary; ``baseline`` is a batch method without one (MCM)."""
-    if row.get("test_time") in (True, 1, "True", "true", "1"):  # a file's text too, never "False"
+    """The kind of one results row dict of any file (one of :data:`RESULT_KINDS`): a test-time method's rows
+    are ``test_time`` with or without a vocabulary (its ``test_time`` field, or a ``result_kind`` the row
+    holds, in either spelling: :func:`read_kind`); ``baseline`` is a batch method without one (MCM); then
+    ``oracle`` or ``transductive`` from the vocabulary's caveats, else ``deployable``. The one rule of every
+    table, bold and :attr:`negvocab.evaluation.row.ResultRow.result_kind`."""
+    stream = row.get("test_time") in (True, 1, "True", "true", "1")  # a file's text too, never "False"
+    if stream or read_kind(row.get("result_kind")) == "test_time":
         return "test_time"
     if not row.get("vocabulary"):
         return "baseline"

@@ -10,10 +10,11 @@ the run's provenance: versions, command line, bootstrap seed, the ID class list 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -65,6 +66,7 @@ __all__ = [
     "named_ood_sets",
     "ood_records",
     "ood_rows",
+    "summary_intervals",
     "summary_records",
     "summary_sets",
     "seed_sd",
@@ -72,6 +74,8 @@ __all__ = [
     "SPREAD_METRICS",
     "run_meta",
     "sets_meta",
+    "images_meta",
+    "vocabularies_meta",
     "vocab_fields",
     "vocab_identity",
     "vocab_meta",
@@ -82,7 +86,8 @@ def set_meta(images: ImageSet | ImageEmbeddings, n: int) -> dict[str, Any]:
     """Name, size and provenance of an image set, for results."""
     if not hasattr(images, "info"):  # ImageEmbeddings: encoded before, by the caller
         return {"name": "given embeddings", "n": n, "embeddings_given": True}
-    return {"name": images.name, "n": n, **jsonable(images.info)}
+    named = cast("ImageSet", images)
+    return {"name": named.name, "n": n, **jsonable(named.info)}
 
 
 def named_ood_sets(ood: Any) -> Mapping[str, Any]:
@@ -194,30 +199,45 @@ def ood_records(
     average each group's sets, as OpenOOD v1.5 reports them; ``mean`` averages all sets. ``groups``: each
     set's group, that of the benchmark it came from (:func:`negvocab.data.benchmarks.set_groups`; a
     user's own set has none); None looks the names up in the built-in benchmarks (older callers)."""
-    boot = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
-    hits = {"correct": correct, "ccr": ccr}
+    boot: dict[str, Any] = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
+    hits: dict[str, Any] = {"correct": correct, "ccr": ccr}
     rows = [metrics_row(s_id, s, ood_set=name, **boot, **hits, **identity) for name, s in s_ood.items()]
     return [*rows, *summary_records(rows, s_id, s_ood, groups=groups, **boot)]
 
 
 def summary_records(
     rows: Sequence[ResultRow],
-    s_id: np.ndarray | Mapping[str, np.ndarray],
-    s_ood: Mapping[str, np.ndarray],
+    s_id: np.ndarray | Mapping[str, np.ndarray] | None,
+    s_ood: Mapping[str, np.ndarray] | None,
     groups: Mapping[str, str | None] | None = None,
+    *,
+    intervals: Mapping[str, Mapping[str, tuple[float, float]]] | None = None,
     **boot: Any,
 ) -> list[ResultRow]:
     """The summary rows over the per-set ``rows`` (one per OOD set of ``s_ood``): ``near-ood`` and
     ``far-ood`` where the sets span both groups, then ``mean`` (:func:`summary_sets`; ``groups`` as
     :func:`ood_records`), each averaging its sets' metrics, its bootstrap intervals (``boot``: ``tpr``,
-    ``convention``, ``n_boot``, ``seed``) averaged draw by draw. ``s_id``: the ID scores every set was
-    scored against, or each set's own (name -> scores: a test-time method sees one stream per OOD set).
-    Batch and test-time evaluation summarise by it."""
-    of = groups if groups is not None else {n: ood_group(n) for n in s_ood}
+    ``convention``, ``n_boot``, ``seed``) averaged draw by draw (:func:`summary_intervals`). ``s_id``: the ID
+    scores every set was scored against, or each set's own (name -> scores: a test-time method sees one
+    stream per OOD set). ``intervals``: each summary row's intervals computed before (a grid stores them
+    beside its cells), by the row's name; then no scores are needed (``s_id``, ``s_ood`` None: the sets are
+    the rows' own) and a row without stored intervals is one without a bootstrap. Batch and test-time
+    evaluation and grids summarise by it."""
+    names = list(s_ood) if s_ood is not None else list(dict.fromkeys(r.ood_set for r in rows))
+    of = groups if groups is not None else {n: ood_group(n) for n in names}
     out = []
-    for name, members in summary_sets(list(s_ood), of):
+    for name, members in summary_sets(names, of):
         picked = [r for r in rows if r.ood_set in members]
-        out.append(_mean_row(picked, name, s_id, {n: s_ood[n] for n in members}, **boot))
+        n_boot = int(boot.get("n_boot") or 0)
+        if intervals is not None:
+            cis = dict(intervals.get(name) or {})
+            n_boot = n_boot if cis else 0
+        elif n_boot and s_id is not None and s_ood is not None:
+            ci_level = picked[0].ci_level or 0.95
+            cis = summary_intervals(s_id, {n: s_ood[n] for n in members}, ci_level=ci_level, **boot)
+        else:
+            cis = {}
+        out.append(_mean_row(picked, name, cis, convention=boot["convention"], n_boot=n_boot))
     return out
 
 
@@ -275,21 +295,12 @@ def ood_rows(
 
 
 def _mean_row(
-    members: Sequence[ResultRow],
-    name: str,
-    s_id: np.ndarray | Mapping[str, np.ndarray],
-    s_ood: Mapping[str, np.ndarray],
-    *,
-    tpr: float,
-    convention: str,
-    n_boot: int,
-    seed: int,
+    members: Sequence[ResultRow], name: str, cis: Mapping[str, tuple[float, float]], *, convention: str, n_boot: int
 ) -> ResultRow:
-    """The row ``name`` averaging the metrics of the ``members`` rows (their bootstrap CIs draw by draw)."""
+    """The row ``name`` averaging the metrics of the ``members`` rows, with the intervals of the mean
+    ``cis`` (``n_boot`` draws; 0: not bootstrapped). Its ``cell``: the digest of its members' cells (a
+    grid's), None where they have none."""
     first = members[0]
-    cis: dict[str, tuple[float, float]] = {}
-    if n_boot:
-        cis = _mean_cis(s_id, s_ood, first.ci_level or 0.95, tpr=tpr, convention=convention, n_boot=n_boot, seed=seed)
     ccr = [r.extra for r in members] if all(CCR_COLUMN in r.extra for r in members) else []
     return first.replace(
         extra={**first.extra, **(mean_ccr(ccr) if ccr else {})},  # id_accuracy: the same for every set
@@ -303,28 +314,37 @@ def _mean_row(
         n_ood=sum(r.n_ood for r in members),
         n_ood_sets=len(members),
         ood_sets=None if name == MEAN else tuple(r.ood_set for r in members),
-        intervals=cis,
+        intervals=dict(cis),
         ci_level=first.ci_level if n_boot else None,
         n_boot=int(n_boot) if n_boot else None,
         ci_resample="ood, within each set" if n_boot else None,
+        cell=_cells_digest(members) if any(r.cell for r in members) else None,
     )
 
 
-def _mean_cis(
+def _cells_digest(members: Sequence[ResultRow]) -> str:
+    """The digest of the member cells of a grid's summary row (16 hex digits)."""
+    return hashlib.sha256(" ".join(sorted(str(r.cell or "") for r in members)).encode()).hexdigest()[:16]
+
+
+def summary_intervals(
     s_id: np.ndarray | Mapping[str, np.ndarray],
     s_ood: Mapping[str, np.ndarray],
-    level: float,
     *,
     tpr: float,
     convention: str,
     n_boot: int,
-    seed: int,
+    seed: int = 0,
+    ci_level: float = 0.95,
+    quantiles: tuple[float, float] | None = None,
 ) -> dict[str, tuple[float, float]]:
     """Bootstrap intervals of the mean over OOD sets (every metric of :data:`INTERVAL_METRICS`): each
-    set's OOD images resampled as for its own row (same seed, same draws, against its ID scores), the
-    metric averaged over the sets draw by draw."""
+    set's OOD images resampled as for its own row (same seed, same draws, against its ID scores: ``s_id``,
+    or each set's own by name), the metric averaged over the sets draw by draw, at ``ci_level``
+    (``quantiles``: the two quantiles taken instead, as a grid has always taken them, 0.025 and 0.975).
+    A metric some set cannot resample (an empty set) has none."""
     out: dict[str, tuple[float, float]] = {}
-    alpha = 1.0 - level
+    alpha = 1.0 - ci_level
     ids = s_id if isinstance(s_id, Mapping) else dict.fromkeys(s_ood, s_id)
     aupr = {"method": M.aupr_method_for(convention)}
     for key, kw in (
@@ -333,9 +353,10 @@ def _mean_cis(
         ("aupr_in", aupr),
         ("aupr_out", aupr),
     ):
-        draws = [M.bootstrap_values(key, ids[n], s, n_boot=n_boot, seed=seed, **kw) for n, s in s_ood.items()]
-        if all(d is not None for d in draws):
-            low, high = np.quantile(np.mean(draws, axis=0), [alpha / 2, 1 - alpha / 2])
+        got = [M.bootstrap_values(key, ids[n], s, n_boot=n_boot, seed=seed, **kw) for n, s in s_ood.items()]
+        draws = [d for d in got if d is not None]
+        if len(draws) == len(got):
+            low, high = np.quantile(np.mean(draws, axis=0), quantiles or [alpha / 2, 1 - alpha / 2])
             out[key] = (float(low), float(high))
     return out
 
@@ -451,4 +472,17 @@ def sets_meta(id_set: Any, ood_sets: Mapping[str, Any], enc: EncodedSets) -> dic
         "id_set": set_meta(id_set, enc.n_id),
         "ood_set": next(iter(per.values())) if len(per) == 1 else MEAN,
         "ood_sets": per,
+    }
+
+
+def images_meta(id_set: Any, ood_sets: Mapping[str, Any], enc: EncodedSets) -> dict[str, Any]:
+    """The image sets in results (:func:`sets_meta`) and the images that could not be read."""
+    return {**sets_meta(id_set, ood_sets, enc), "failed_images": enc.failed()}
+
+
+def vocabularies_meta(named: Mapping[str, Vocabulary]) -> dict[str, Any]:
+    """The vocabularies of a run in results (:func:`vocab_meta` by name) and whether all are deployable."""
+    return {
+        "vocabularies": {k: vocab_meta(v) for k, v in named.items()},
+        "deployable": all(v.deployable for v in named.values()),
     }

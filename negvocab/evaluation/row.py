@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from negvocab.core.errors import InputError
+from negvocab.evaluation.kinds import RESULT_KINDS, result_kind  # the one rule, re-exported where it was
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,23 +63,6 @@ Layout = Literal["score", "sweep", "reference", "grid"]
 _REQUIRED = ("method", "ood_set", "convention", "tpr", "fpr", "auroc", "aupr_in", "aupr_out", "n_id", "n_ood")
 #: keys a file holds that the record derives (not kept in ``extra``)
 _DERIVED = {"positive", "oracle", "name", "layout", "extra", "intervals", "result_kind"}
-#: what kind of result a row is: a deployable detector's; a test-time adaptive
-#: one's (its scores depend on the test stream it saw); one with a transductive vocabulary (built from
-#: the test images); an oracle's (built from the benchmark's own OOD labels). Strongest caveat first.
-RESULT_KINDS: tuple[str, ...] = ("oracle", "transductive", "test-time", "deployable")
-
-
-def result_kind(row: Mapping[str, Any]) -> str:
-    """The kind of a result row dict of any file (:data:`RESULT_KINDS`): ``oracle`` or ``transductive``
-    from its vocabulary's caveats, ``test-time`` from ``test_time``, else ``deployable``."""
-    caveats = _caveats(row.get("caveats"))
-    if row.get("oracle") is True or "oracle" in caveats:
-        return "oracle"
-    if "transductive" in caveats:
-        return "transductive"
-    if row.get("test_time") in (True, "True", "true", 1):
-        return "test-time"
-    return "deployable"
 
 
 @dataclass(frozen=True)
@@ -139,8 +123,9 @@ class ResultRow:
 
     @property
     def result_kind(self) -> str:
-        """What kind of result this is (:data:`RESULT_KINDS`; :func:`result_kind`)."""
-        return result_kind({"caveats": dict(self.caveats), "test_time": self.extra.get("test_time")})
+        """What kind of result this is (:data:`RESULT_KINDS`; :func:`negvocab.evaluation.kinds.result_kind`)."""
+        fields = {"vocabulary": self.vocabulary, "deployable": self.deployable, "caveats": dict(self.caveats)}
+        return result_kind({**fields, "test_time": self.extra.get("test_time")})
 
     @property
     def summary(self) -> bool:
@@ -224,7 +209,11 @@ class ResultRow:
         """A row read back from any results file, old or new: this version's row (:meth:`to_dict`), an
         older ``score`` results.json row, sweep or reference row of sweep.json, grid cell row or
         tidy-table row (intervals as ``fpr_ci: [low, high]`` or as ``fpr_ci_low``/``fpr_ci_high``), or
-        :meth:`flat_dict`'s. ``layout``: where it came from (default: guessed from its fields)."""
+        :meth:`flat_dict`'s, or a CSV table's row as :class:`csv.DictReader` reads it (every value text, an
+        empty cell for a missing value: :func:`_from_text`). ``layout``: where it came from (default: guessed
+        from its fields)."""
+        if isinstance(row.get("fpr"), str):  # a metric as text: a CSV row (a JSON row's metrics are numbers)
+            row = _from_text(row)
         missing = [k for k in _REQUIRED if k not in row]
         if missing:
             raise InputError(f"a results row lacks {', '.join(missing)}; it holds {', '.join(map(str, row))}")
@@ -246,6 +235,54 @@ class ResultRow:
         extra = dict(row.get("extra") or {})
         extra.update({k: v for k, v in row.items() if k not in names and k not in _DERIVED and not _is_ci(k)})
         return cls(**kw, extra=extra, layout=layout)
+
+
+#: a row's fields by type, to read them back from a CSV table's text (:func:`_from_text`)
+_FLOATS = frozenset({"tpr", "fpr", "auroc", "aupr_in", "aupr_out", "ci_level"})
+_INTS = frozenset({"n_id", "n_ood", "vocab_size", "n_boot", "n_ood_sets", "M"})
+_BOOLS = frozenset({"random_weights", "deployable", "oracle"})
+
+
+def _from_text(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A CSV table's row (:func:`table_cell`'s text) with its values typed again: an empty cell is a missing
+    value (None; a field of the record then takes its default), numbers and ``True``/``False`` as such, an
+    interval bound as a number, an extra field's JSON text (a list, an object) as what it encodes."""
+    out: dict[str, Any] = {}
+    fields = {f.name for f in dataclasses.fields(ResultRow)}
+    for key, value in row.items():
+        if not isinstance(value, str):
+            out[key] = value
+        elif value == "":
+            if key not in fields:  # an extra field: None, as in the row written (a record's field: its default)
+                out[key] = None
+        elif key in _FLOATS or _is_ci(key):
+            out[key] = float(value)
+        elif key in _INTS:
+            out[key] = int(float(value))
+        elif key in _BOOLS:
+            out[key] = value in ("True", "true", "1")
+        elif key not in fields:
+            out[key] = _text_value(value)
+        else:
+            out[key] = value
+    return out
+
+
+def _text_value(text: str) -> Any:
+    """An extra field's value from a CSV cell: a boolean, a number, JSON text's list or object, else the text."""
+    if text in ("True", "False"):
+        return text == "True"
+    if text[:1] in "[{":
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _detect(row: Mapping[str, Any]) -> Layout:

@@ -33,25 +33,24 @@ import numpy as np
 from negvocab.core.deprecation import renamed_kwargs
 from negvocab.core.errors import InputError
 from negvocab.core.types import Embeddings
-from negvocab.data.benchmarks import id_classes_of, set_groups
-from negvocab.evaluation.encode import encode_sets
+from negvocab.data.benchmarks import set_groups
+from negvocab.evaluation.encode import encode_labels, encode_run, encode_sets, run_id_classes
 from negvocab.evaluation.evaluate import Evaluation
 from negvocab.evaluation.evaluate import _named as named_vocabularies  # the one reading of ``vocabs``
 from negvocab.evaluation.records import (
     SPREAD_METRICS,
+    images_meta,
     metrics_row,
     model_fields,
     named_ood_sets,
     run_meta,
     seed_spread,
-    sets_meta,
     summary_records,
     vocab_fields,
-    vocab_meta,
+    vocabularies_meta,
 )
 from negvocab.evaluation.row import file_row
 from negvocab.evaluation.stream_inputs import stream_setup_inputs
-from negvocab.labels.imagenet import imagenet1k
 from negvocab.scoring.methods import check_evaluation, check_shared
 from negvocab.scoring.stream import (
     SPLIT_ORDERS,
@@ -86,6 +85,7 @@ StreamSets: TypeAlias = StreamSet | Sequence[StreamSet] | Mapping[str, StreamSet
 __all__ = [
     "SPREAD_METRICS",
     "seed_spread",
+    "STREAM_PROTOCOL",
     "TEST_TIME_NOTE",
     "StreamEvaluation",
     "evaluate_stream",
@@ -94,6 +94,8 @@ __all__ = [
     "stream_seeds",
 ]
 
+#: how a run streams the images (the ``protocol`` of a result's ``stream`` meta)
+STREAM_PROTOCOL = "one stream per OOD set: ID rows then OOD rows, ordered, cut into batches, fresh state"
 #: what every test-time row and result says about its kind
 TEST_TIME_NOTE = "test-time: scores depend on the test stream seen (order, batch size, seed)"
 
@@ -180,14 +182,8 @@ def evaluate_stream(
         from, :func:`negvocab.data.benchmarks.set_groups`): ``near-ood`` and ``far-ood`` rows where the
         sets span both, as :func:`negvocab.evaluate_vocabularies` gives them
     """
-    # long: the checks, then one stream per OOD set and its rows, then the mean row and meta, in order
     # every check before any image is encoded or scored
-    if isinstance(method, StreamMethod):
-        if params:
-            raise InputError("params go to the registry's stream methods; an instance was built with its own")
-        detector = method
-    else:
-        detector = make_stream(check_kind(method, "stream").name, params or {})
+    detector = _detector(method, params)
     seeds = stream_seeds(stream_seed)
     stream_batch, order, _ = check_stream(stream_batch=stream_batch, order=order, seed=seeds[0])
     ratio = None if id_ood_ratio is None else check_ratio(id_ood_ratio)
@@ -199,6 +195,55 @@ def evaluate_stream(
     detector.setup(id_emb, neg_emb, id_images=id_images, **setup_inputs)
     t0 = time.perf_counter()
     id_x, ood_x = _embeddings(vlm, id_set, sets, progress)
+    base = _row_base(detector, vlm, vocabulary, vocab, templates, order, stream_batch, ratio)
+    metric_kw: dict[str, Any] = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
+    of = dict(groups) if groups is not None else set_groups(sets)  # each OOD set's group: the summary rows
+    run: dict[str, Any] = {"order": order, "stream_batch": stream_batch, "ratio": ratio, "groups": of}
+    by_seed = {s: _one_seed(detector, id_x, ood_x, base, stream=s, **run, **metric_kw) for s in seeds}
+    first = by_seed[seeds[0]]
+    stream = {"order": order, "batch_size": stream_batch, "seed": first.rows[0]["stream_seed"]}
+    stream |= ({"seeds": seeds} if len(seeds) > 1 else {}) | ({"id_ood_ratio": ratio} if ratio is not None else {})
+    meta = {
+        "method": detector.name,
+        "params": dict(detector.params),
+        "test_time": True,
+        "note": TEST_TIME_NOTE,
+        "stream": {**stream, "protocol": STREAM_PROTOCOL},
+        "n_id": int(id_x.shape[0]),
+        "ood_sets": {name: int(x.shape[0]) for name, x in ood_x.items()},
+        "convention": convention,
+        "tpr": tpr,
+        "bootstrap": {"n_boot": n_boot, "seed": seed, "resample": "ood"},
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    if len(seeds) == 1:
+        first.meta = meta
+        return first
+    return StreamEvaluation(_spread(by_seed), first.scores, first.streams, meta, first.kept, by_seed)
+
+
+def _detector(method: str | StreamMethod, params: Mapping[str, Any] | None) -> StreamMethod:
+    """The stream method a run streams: an instance as given (built with its own parameters), else the
+    registry's, built with ``params``."""
+    if isinstance(method, StreamMethod):
+        if params:
+            raise InputError("params go to the registry's stream methods; an instance was built with its own")
+        return method
+    return make_stream(check_kind(method, "stream").name, params or {})
+
+
+def _row_base(
+    detector: StreamMethod,
+    vlm: VLM | None,
+    vocabulary: str,
+    vocab: Vocabulary | None,
+    templates: str,
+    order: str,
+    stream_batch: int,
+    ratio: float | None,
+) -> dict[str, Any]:
+    """What every row of a stream method's run holds besides its metrics: the model, the vocabulary, the
+    method and its parameters, and the stream."""
     base: dict[str, Any] = {
         "method": detector.name,
         **(model_fields(vlm) if vlm is not None else {"model": "", "pretrained": "", "random_weights": False}),
@@ -212,48 +257,7 @@ def evaluate_stream(
     }
     if ratio is not None:
         base["id_ood_ratio"] = ratio
-    metric_kw = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
-    of = dict(groups) if groups is not None else set_groups(sets)  # each OOD set's group: the summary rows
-    by_seed = {
-        s: _one_seed(
-            detector,
-            id_x,
-            ood_x,
-            base,
-            order=order,
-            stream_batch=stream_batch,
-            stream=s,
-            ratio=ratio,
-            groups=of,
-            **metric_kw,
-        )
-        for s in seeds
-    }
-    first = by_seed[seeds[0]]
-    meta = {
-        "method": detector.name,
-        "params": dict(detector.params),
-        "test_time": True,
-        "note": TEST_TIME_NOTE,
-        "stream": {
-            "order": order,
-            "batch_size": stream_batch,  # the file key keeps its name
-            "seed": first.rows[0]["stream_seed"],
-            **({"seeds": seeds} if len(seeds) > 1 else {}),
-            **({"id_ood_ratio": ratio} if ratio is not None else {}),
-            "protocol": "one stream per OOD set: ID rows then OOD rows, ordered, cut into batches, fresh state",
-        },
-        "n_id": int(id_x.shape[0]),
-        "ood_sets": {name: int(x.shape[0]) for name, x in ood_x.items()},
-        "convention": convention,
-        "tpr": tpr,
-        "bootstrap": {"n_boot": n_boot, "seed": seed, "resample": "ood"},
-        "seconds": round(time.perf_counter() - t0, 2),
-    }
-    if len(seeds) == 1:
-        first.meta = meta
-        return first
-    return StreamEvaluation(_spread(by_seed), first.scores, first.streams, meta, first.kept, by_seed)
+    return base
 
 
 def _one_seed(
@@ -374,39 +378,25 @@ def evaluate_stream_vocabularies(
     each with every ID and every OOD image, NaN where the stream did not hold the image (another OOD
     set's, or left out by ``id_ood_ratio``); ``meta["stream"]`` states the protocol. ``params``: a
     shared set, each method takes its own (``negvocab score``'s flags)."""
-    # long: the checks, the encodings, then each (method, vocabulary) and the meta, in order
-    specs = {m: check_kind(m, "stream") for m in dict.fromkeys(methods)}
-    if not specs:
-        raise InputError("no stream method given", param="methods")
     params = dict(params or {})
-    check_shared(params)
-    own = {name: {k: v for k, v in params.items() if k in m.params and v is not None} for name, m in specs.items()}
-    for name, m in specs.items():  # every parameter checked before any image is read
-        make_stream(m.name, own[name])
-    seeds = stream_seeds(stream_seed)
-    check_stream(stream_batch=stream_batch, order=order, seed=seeds[0])
-    if id_ood_ratio is not None:
-        check_ratio(id_ood_ratio)
-    check_evaluation(convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
-    resolve_templates(templates)
+    specs, own, seeds = _checked_methods(
+        methods, params, stream_batch, order, stream_seed, id_ood_ratio, convention, tpr, n_boot, seed, templates
+    )
     named = named_vocabularies(vocabs)
     negs = [m.name for m in specs.values() if m.needs_negatives]
     if negs and not named:
         raise InputError(f"methods {', '.join(negs)} need a vocabulary (vocabularies)", param="vocabularies")
     # a benchmark's ID set names its label space (CUB-200's ...), as evaluate_vocabularies reads it
-    id_classes = id_classes if id_classes is not None else (id_classes_of(id_set) or imagenet1k())
+    id_classes = run_id_classes(id_classes, id_set)
     ood_sets = named_ood_sets(ood_set)
     t0 = time.perf_counter()
-    enc = encode_sets(vlm, id_set, ood_sets, False, progress)
-    class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
+    enc, class_emb = encode_run(vlm, id_set, ood_sets, id_classes, templates, progress=progress)
     rows: list[dict[str, Any]] = []
     scores: dict[str, dict[str, np.ndarray]] = {}
     for name, m in specs.items():
         for vname in named if m.needs_negatives else [None]:
             vocab = named[vname] if vname else None
-            neg = None
-            if vocab is not None:
-                neg = vlm.encode_text(list(vocab.labels), templates, pos=vocab.parts_of_speech(), progress=progress)
+            neg = encode_labels(vlm, vocab, templates, progress) if vocab is not None else None
             sev = evaluate_stream(
                 m.name,
                 enc.id_emb,
@@ -438,21 +428,50 @@ def evaluate_stream_vocabularies(
         "batch_size": stream_batch,  # the file key keeps its name
         "seeds": seeds,
         "id_ood_ratio": id_ood_ratio,
-        "protocol": "one stream per OOD set: ID rows then OOD rows, ordered, cut into batches, fresh state",
+        "protocol": STREAM_PROTOCOL,
         "scores": "keyed method@vocabulary@ood_set[#s<seed>]; NaN: an image the stream did not hold",
     }
     meta = {
         **run_meta(vlm, id_classes, templates, convention, tpr, params, seed, n_boot),
-        **sets_meta(id_set, ood_sets, enc),
-        "failed_images": enc.failed(),
-        "vocabularies": {k: vocab_meta(v) for k, v in named.items()},
-        "deployable": all(v.deployable for v in named.values()),
+        **images_meta(id_set, ood_sets, enc),
+        **vocabularies_meta(named),
         "test_time": True,
         "note": TEST_TIME_NOTE,
         "stream": stream_meta,
         "seconds": round(time.perf_counter() - t0, 2),
     }
     return Evaluation(rows, scores, enc.id_images, enc.ood_images, {}, meta, dict(enc.sizes))
+
+
+def _checked_methods(
+    methods: Sequence[str],
+    params: Mapping[str, Any],
+    stream_batch: int,
+    order: str,
+    stream_seed: int | Sequence[int],
+    id_ood_ratio: float | None,
+    convention: str,
+    tpr: float,
+    n_boot: int,
+    seed: int,
+    templates: str,
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[int]]:
+    """The stream methods' registry entries, each one's own parameters (of the shared ``params``) and the stream
+    seeds, every argument checked before any image is read."""
+    specs = {m: check_kind(m, "stream") for m in dict.fromkeys(methods)}
+    if not specs:
+        raise InputError("no stream method given", param="methods")
+    check_shared(params)
+    own = {name: {k: v for k, v in params.items() if k in m.params and v is not None} for name, m in specs.items()}
+    for name, m in specs.items():  # every parameter checked before any image is read
+        make_stream(m.name, own[name])
+    seeds = stream_seeds(stream_seed)
+    check_stream(stream_batch=stream_batch, order=order, seed=seeds[0])
+    if id_ood_ratio is not None:
+        check_ratio(id_ood_ratio)
+    check_evaluation(convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
+    resolve_templates(templates)
+    return specs, own, seeds
 
 
 def _full_scores(

@@ -17,22 +17,20 @@ import numpy as np
 
 from negvocab.builders.registry import get_builder, list_builders
 from negvocab.core.errors import InputError
-from negvocab.data.benchmarks import id_classes_of
 from negvocab.evaluation.accuracy import accuracy_summary, full_spectrum, id_correct
 from negvocab.evaluation.checks import common_mistakes
-from negvocab.evaluation.encode import encode_sets
+from negvocab.evaluation.encode import encode_labels, encode_run, run_id_classes
 from negvocab.evaluation.records import (
     RANDOM_WEIGHTS_WARNING,
+    images_meta,
     model_fields,
     named_ood_sets,
     ood_records,
     run_meta,
-    sets_meta,
     vocab_identity,
     vocab_meta,
 )
 from negvocab.evaluation.row import ResultRow
-from negvocab.labels.imagenet import imagenet1k
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 from negvocab.scoring.methods import check_evaluation, check_shared, get_method, scorer_params
@@ -77,6 +75,27 @@ def is_ranked(vocab: Vocabulary) -> bool:
     return any(b.ranked and b.source == vocab.source for b in map(get_builder, list_builders()))
 
 
+def _checked_order(vocab: Vocabulary, order: str) -> bool:
+    """Whether ``vocab`` is ranked (:func:`is_ranked`), ``order`` checked: ``ranked`` refuses a union (it has
+    no farthest-first order) and warns about another unranked vocabulary; ``given`` sweeps any."""
+    if order not in ("ranked", "given"):
+        raise InputError(f"unknown sweep order {order!r}; choose ranked or given")
+    ranked_order = is_ranked(vocab)
+    if order == "ranked" and not ranked_order:
+        if vocab.source == "union":
+            raise InputError(
+                "a union vocabulary has no farthest-first order, so its first M labels are no pool of size M: "
+                "sweep a ranked (WordNet) vocabulary, or pass order='given' to sweep the file order",
+                param="order",
+            )
+        logger.warning(
+            "sweeping a %s vocabulary that carries no ranking: its first M labels are in file order, "
+            "not farthest first (build a ranked one with `negvocab build wordnet`)",
+            vocab.source,
+        )
+    return ranked_order
+
+
 def sweep_vocabulary(
     vlm: VLM,
     id_set: ImageSet | ImageEmbeddings,
@@ -116,28 +135,13 @@ def sweep_vocabulary(
     check_shared(params or {})
     resolve_templates(templates)  # a bad preset or template file fails here, not after the image encoding
     wanted = parse_sizes(sizes, len(vocab))
-    if order not in ("ranked", "given"):
-        raise InputError(f"unknown sweep order {order!r}; choose ranked or given")
-    ranked_order = is_ranked(vocab)
-    if order == "ranked" and not ranked_order:
-        if vocab.source == "union":
-            raise InputError(
-                "a union vocabulary has no farthest-first order, so its first M labels are no pool of size M: "
-                "sweep a ranked (WordNet) vocabulary, or pass order='given' to sweep the file order",
-                param="order",
-            )
-        logger.warning(
-            "sweeping a %s vocabulary that carries no ranking: its first M labels are in file order, "
-            "not farthest first (build a ranked one with `negvocab build wordnet`)",
-            vocab.source,
-        )
+    ranked_order = _checked_order(vocab, order)
     params = dict(params or {})
     convention = M.check_convention(convention)
-    id_classes = id_classes if id_classes is not None else (id_classes_of(id_set) or imagenet1k())
+    id_classes = run_id_classes(id_classes, id_set)
     common_mistakes(vlm, id_set, named_ood_sets(ood_set), {"swept": vocab, **(references or {})}, id_classes, templates)
     t0 = time.perf_counter()
-    enc = encode_sets(vlm, id_set, named_ood_sets(ood_set), False, progress)
-    class_emb = vlm.encode_text(list(id_classes.names), templates, pos="n", progress=progress)
+    enc, class_emb = encode_run(vlm, id_set, named_ood_sets(ood_set), id_classes, templates, progress=progress)
     correct = id_correct(id_set, enc.id_images, enc.images[: enc.n_id], class_emb, id_classes)  # as evaluate's
     accuracy = accuracy_summary(correct)  # the zero-shot top-1 over the ID classes: the same for every M
     hits = {"correct": None if correct is None else correct[0], "ccr": full_spectrum(id_set)}
@@ -161,7 +165,7 @@ def sweep_vocabulary(
         rows += [r.to_dict() for r in ood_records(s_id, s_sets, **boot, **identity, layout="sweep")]
     refs = []
     for rname, ref in (references or {}).items():
-        neg = vlm.encode_text(list(ref.labels), templates, pos=ref.parts_of_speech(), progress=progress)
+        neg = encode_labels(vlm, ref, templates, progress)
         pairs = setup_inputs(inputs, InputContext(vlm, templates, names, ref.labels), method=method)
         s = np.asarray(S.score(method, enc.images, class_emb, neg, device=vlm.device, **kw, **pairs))
         identity = {"M": len(ref), **common, "vocabulary": rname, **vocab_identity(ref)}
@@ -176,8 +180,7 @@ def sweep_vocabulary(
         "references": {k: vocab_meta(v) for k, v in (references or {}).items()},
         "n_id": enc.n_id,
         "n_ood": len(enc.ood_images),
-        **sets_meta(id_set, named_ood_sets(ood_set), enc),
-        "failed_images": enc.failed(),
+        **images_meta(id_set, named_ood_sets(ood_set), enc),
         "seconds": round(time.perf_counter() - t0, 2),
     }
     if vlm.random_weights:

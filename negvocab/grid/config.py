@@ -229,7 +229,7 @@ class GridConfig:
 # ----------------------------------------------------------------------------------------------
 def _image(name: str, value: str | ImageTable) -> ImageSpec:
     if isinstance(value, str):
-        value = ImageTable(path=value)
+        value = ImageTable.model_validate({"path": value})
     return ImageSpec(
         name=name,
         path=value.path,
@@ -344,7 +344,7 @@ def _model(value: ModelTable, i: int, source: str, random_weights: bool) -> Mode
 def _methods(value: str | MethodTable, i: int, source: str) -> list[MethodSpec]:
     """The specs of one ``[[methods]]`` entry: one, or a test-time method's one per stream seed
     (``stream = {seeds = [0, 1, 2]}``: labels ``NAME#s0``, ...; the tables add their spread)."""
-    table = MethodTable(name=value) if isinstance(value, str) else value
+    table = MethodTable.model_validate({"name": value}) if isinstance(value, str) else value
     seeds = table.stream.get("seeds")
     if seeds is None:
         return [_method(table, i, source)]
@@ -363,7 +363,7 @@ def _methods(value: str | MethodTable, i: int, source: str) -> list[MethodSpec]:
 
 
 def _method(value: str | MethodTable, i: int, source: str) -> MethodSpec:
-    table = MethodTable(name=value) if isinstance(value, str) else value
+    table = MethodTable.model_validate({"name": value}) if isinstance(value, str) else value
     where = f"{source}: methods[{i}]"
     try:
         found = get_method(table.name)

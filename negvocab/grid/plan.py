@@ -180,7 +180,8 @@ def _probe_towers(cfg: GridConfig, plan: ModelPlan, spec: Any, n_images: int) ->
     size = size if isinstance(size, int) else size[0]
     text = getattr(model, "text", model)
     vocab = next(m.num_embeddings for m in text.modules() if isinstance(m, torch.nn.Embedding))
-    context = int(getattr(text, "context_length", None) or getattr(model, "context_length", 77))
+    length: Any = getattr(text, "context_length", None) or getattr(model, "context_length", 77)
+    context = int(length)
     gen = torch.Generator().manual_seed(0)
     pixels = torch.rand((n_images, 3, size, size), generator=gen)
     tokens = torch.randint(1, vocab, (PROBE_LABELS, context), generator=gen)

@@ -103,7 +103,7 @@ def _start(ray: Any, address: str | None) -> bool:
         _init(ray, address)
     except Exception as e:
         where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
-        causes = [e]
+        causes: list[BaseException] = [e]
         while causes[-1].__cause__ is not None and len(causes) < 8:
             causes.append(causes[-1].__cause__)
         if any(type(c).__name__ == "AuthenticationError" for c in causes):
@@ -396,13 +396,13 @@ def _drive(
             ready, _ = ray.wait(list(inflight), num_returns=1, timeout=WAIT_S)
             progress.tick()
             for ref in ready:
-                a, unit = inflight.pop(ref)
+                held, unit = inflight.pop(ref)
                 r = _result(ray, ref)
-                where = f"worker {a}" if a is not None else "a score task"
+                where = f"worker {held}" if held is not None else "a score task"
                 for line in r.get("warnings", []):
                     logger.warning("%s, %s: %s", where, unit, line)
-                if a is not None:
-                    loads[a] = r.get("loads", loads.get(a, {}))
+                if held is not None:
+                    loads[held] = r.get("loads", loads.get(held, {}))
                 pid = r.get("pid", 0)
                 logger.info(
                     "%s done on %s (pid %d) in %.1fs",
@@ -431,7 +431,7 @@ def _drive(
                 plan.done(unit)
                 gather(given, r)
                 if not isinstance(results.get(unit.model), str):
-                    merge_stats(results.setdefault(unit.model, {"embed_calls": {}}), r["stats"])  # type: ignore[arg-type]
+                    merge_stats(results.setdefault(unit.model, {"embed_calls": {}}), r["stats"])
     total: dict[str, int] = {}
     for per in loads.values():
         for m, n in per.items():

@@ -47,10 +47,11 @@ from negvocab.core.outdir import FolderClaim, claim_folder, staged_folder
 from negvocab.core.plugins import loaded_plugins
 from negvocab.data.benchmarks import MEAN
 from negvocab.evaluation.accuracy import class_indices
-from negvocab.evaluation.records import summary_sets
+from negvocab.evaluation.records import summary_intervals, summary_sets
 from negvocab.grid.config import GridConfig, load_config, spec_digest
 from negvocab.grid.ray_engine import run_models_on_ray
 from negvocab.grid.sets import labels_digest
+from negvocab.grid.store import load_scores, read_cell, read_failure, stored_facts, stored_json, write_failure
 from negvocab.grid.tidy import GridResult
 from negvocab.grid.units import deterministic_config, run_units_here
 from negvocab.grid.work import (
@@ -58,19 +59,12 @@ from negvocab.grid.work import (
     ModelWork,
     finish_cells,
     id_classes,
-    load_scores,
     made_on_other_device,
     merge_stats,
     open_sets,
     plan_cells,
-    read_cell,
-    read_failure,
     score_device,
-    stored_facts,
-    stored_json,
-    write_failure,
 )
-from negvocab.scoring import metrics as M
 
 if TYPE_CHECKING:
     from negvocab.grid.tidy import GridResult
@@ -375,7 +369,7 @@ def _without_hits(cfg: GridConfig, sets: Mapping[str, Any], out: Path, cells: It
     ID score file and row are made again, so that the grid ends as a clean run would, ``id_accuracy`` and
     CCR included (the cell digests cover the images, not their labels)."""
     labels = getattr(sets.get("ID"), "labels", None)
-    usable = bool(labels) and class_indices(list(labels), id_classes(cfg)) is not None
+    usable = bool(labels) and class_indices(list(labels or ()), id_classes(cfg)) is not None
     now = labels_digest(sets["ID"]) if usable else None
     older: dict[str, bool] = {}
     for c in cells:
@@ -421,21 +415,18 @@ def _interval_of_mean(cfg: GridConfig, members: list[Cell], out: Path) -> dict[s
     stored = _read_means(path)
     if stored is not None:
         return stored
-    draws: dict[str, list[np.ndarray]] = {}
-    for c in members:
-        s_id, s_ood = (
+    s_id: dict[str, np.ndarray] = {}
+    s_ood: dict[str, np.ndarray] = {}
+    for c in members:  # one cell per OOD set; a test-time method's cells each against their own stream's ID scores
+        got_id, got_ood = (
             load_scores(out / "scores" / f"{c.id_scores}.npz"),
             load_scores(out / "scores" / f"{c.ood_scores}.npz"),
         )
-        if s_id is None or s_ood is None:
+        if got_id is None or got_ood is None:
             return None
-        kw = {"fpr": {"tpr": cfg.tpr, "convention": c.convention}, "auroc": {}}
-        kw |= {m: {"method": M.aupr_method_for(c.convention)} for m in ("aupr_in", "aupr_out")}
-        for metric, extra in kw.items():
-            draws.setdefault(metric, []).append(M.bootstrap_values(metric, s_id, s_ood, n_boot=cfg.n_boot, **extra))
-    ci = {}
-    for metric, per_set in draws.items():
-        lo, hi = np.quantile(np.mean(per_set, axis=0), [0.025, 0.975])
-        ci[f"{metric}_ci_low"], ci[f"{metric}_ci_high"] = float(lo), float(hi)
+        s_id[c.ood_set], s_ood[c.ood_set] = got_id, got_ood
+    conv = members[0].convention  # the cells' bootstrap: seed 0, the 2.5% and 97.5% quantiles
+    got = summary_intervals(s_id, s_ood, tpr=cfg.tpr, convention=conv, n_boot=cfg.n_boot, quantiles=(0.025, 0.975))
+    ci = {f"{metric}_ci_{end}": v for metric, pair in got.items() for end, v in zip(("low", "high"), pair, strict=True)}
     write_json(path, ci)
     return ci

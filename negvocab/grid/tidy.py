@@ -21,7 +21,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,12 +32,20 @@ from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import MEAN
 from negvocab.evaluation.accuracy import mean_ccr
 from negvocab.evaluation.kinds import caveat_notes, result_kind
-from negvocab.evaluation.records import RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, seed_sd, seed_spread, summary_sets
-from negvocab.evaluation.row import table_cell
+from negvocab.evaluation.records import (
+    RANDOM_WEIGHTS_WARNING,
+    THRESHOLD_RULES,
+    seed_sd,
+    seed_spread,
+    summary_records,
+    summary_sets,
+)
+from negvocab.evaluation.row import INTERVAL_METRICS, ResultRow, table_cell
 from negvocab.evaluation.stored import read_grid_cells, read_grid_means
 from negvocab.grid.config import spec_digest
 from negvocab.grid.pivot import METRICS, PIVOT_METRICS, Pivot
-from negvocab.grid.work import id_classes, open_sets, plan_cells, read_scores
+from negvocab.grid.store import read_scores
+from negvocab.grid.work import id_classes, open_sets, plan_cells
 from negvocab.report import tables as T
 from negvocab.report.plots import plot_overlay
 from negvocab.report.results import (
@@ -81,7 +89,8 @@ def _mean_rows(
 ) -> list[dict[str, Any]]:
     """One ``ood_set = "mean"`` row per (model, vocabulary, method, convention) over its OOD sets,
     after a ``near-ood`` and a ``far-ood`` row when its sets span both groups (``groups``: each set's
-    group in its benchmark), as ``negvocab score`` gives them. The mean's intervals from ``means``
+    group in its benchmark), made as ``negvocab score`` makes them
+    (:func:`negvocab.evaluation.records.summary_records`). The mean's intervals from ``means``
     (bootstrap of the mean, see :func:`negvocab.grid.run.mean_intervals`: the ``mean`` row's under the
     (model, vocabulary, method, convention) key, a group row's under that key plus its name)."""
     by_key: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
@@ -89,10 +98,24 @@ def _mean_rows(
         by_key.setdefault(tuple(r[k] for k in _GROUP), []).append(r)
     out = []
     for key, members in by_key.items():
-        for name, names in summary_sets([m["ood_set"] for m in members], groups or {}):
-            ci = (means or {}).get(key if name == MEAN else (*key, name), {})
-            out.append(_summary_row(name, [m for m in members if m["ood_set"] in names], ci))
+        names = [m["ood_set"] for m in members]
+        stored = {
+            name: (means or {}).get(key if name == MEAN else (*key, name))
+            for name, _ in summary_sets(names, groups or {})
+        }
+        intervals = {name: _pairs(ci) for name, ci in stored.items() if ci}
+        first = ResultRow.from_dict(members[0])
+        recs = [first, *map(ResultRow.from_dict, members[1:])]
+        boot = {"convention": first.convention, "n_boot": first.n_boot or 0}
+        for rec in summary_records(recs, None, None, groups or {}, intervals=intervals, **boot):
+            picked = [m for m in members if m["ood_set"] in (rec.ood_sets or names)]
+            out.append(_summary_row(rec.replace(aupr_method=first.aupr_method), picked))
     return out
+
+
+def _pairs(ci: Mapping[str, float]) -> dict[str, tuple[float, float]]:
+    """A stored interval of the mean (``<metric>_ci_low``/``_ci_high``) as ``metric -> (low, high)``."""
+    return {m: (ci[f"{m}_ci_low"], ci[f"{m}_ci_high"]) for m in INTERVAL_METRICS if f"{m}_ci_low" in ci}
 
 
 _SEEDED = re.compile(r"(?P<base>.+)#s(?P<seed>\d+)")
@@ -122,23 +145,13 @@ def _spread_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _summary_row(name: str, members: Sequence[Mapping[str, Any]], ci: Mapping[str, float]) -> dict[str, Any]:
-    """The row ``name`` averaging the metrics of ``members`` (cells of one model, vocabulary, method, convention)."""
-    row = {k: members[0].get(k) for k in COLUMNS}
+def _summary_row(rec: ResultRow, members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A summary row of the tidy table (:func:`negvocab.evaluation.records.summary_records`' ``rec`` over the
+    cells ``members``): the table's columns, a test-time method's stream, the ID accuracy and CCR."""
+    got = rec.to_dict()  # the cells' AUPR method: a grid's tables have always kept it
+    row = {k: got[k] for k in COLUMNS}
     row.update({k: members[0][k] for k in STREAM_KEYS if k in members[0]})  # a test-time method's stream
-    for k in ("fpr", "auroc", "aupr_in", "aupr_out"):
-        row[k] = float(np.mean([m[k] for m in members]))
-    for k in [c for c in COLUMNS if c.endswith(("_ci_low", "_ci_high"))]:
-        row[k] = ci.get(k)  # an interval of the mean is not the mean of intervals
-    row.update(n_ood_sets=len(members), ood_sets=None if name == MEAN else [m["ood_set"] for m in members])
-    row.update(
-        {"positive": None, "ci_resample": "ood, within each set"} if ci else dict.fromkeys(("positive", *_BOOTSTRAP))
-    )
-    row.update(_accuracy(members))
-    digest = hashlib.sha256(" ".join(sorted(str(m.get("cell", "")) for m in members)).encode()).hexdigest()[:16]
-    row.update(ood_set=name, n_ood=int(sum(m["n_ood"] for m in members)), cell=digest)  # the digest of its member cells
-    if name != MEAN:  # a group row names its sets, as a score row does (the paired test behind bold reads them)
-        row["ood_sets"] = [m["ood_set"] for m in members]
+    row.update({k: got[k] for k in _accuracy(members)})
     return row
 
 
@@ -272,7 +285,7 @@ class GridResult:
         notes += [f"{m}: cells failed ({why}); not shown." for m, why in self.failed_models().items()]
         if any(r.get("random_weights") for r in sel):
             notes.append(RANDOM_NOTE)
-        shown = {
+        shown: dict[str, Callable[[Any], str]] = {
             "vocabulary": lambda v: v or "none",
             "method": lambda m: m + (TEST_TIME_MARK if m in tt else ""),
             "model": str,
@@ -321,7 +334,8 @@ class GridResult:
         """The grid's bootstrap draws (its config's ``n_boot``, else the library's default)."""
         if self.config is not None and self.config.n_boot:
             return int(self.config.n_boot)
-        return int(EVALUATION_PARAMS["n_boot"].default)
+        default: Any = EVALUATION_PARAMS["n_boot"].default
+        return int(default)
 
     def score_getter(self) -> T.ScoreGetter | None:
         """Per-image scores of a (model, vocabulary, method) from ``scores/`` (the grid's config or

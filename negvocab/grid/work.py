@@ -1,15 +1,14 @@
 """The work of one grid model: its cells and their identities, the model and its vocabularies,
-scoring from the cache, and the cell files. Both engines run a model's work as units
+scoring from the cache, and each cell's row (the files they are stored in: :mod:`negvocab.grid.store`,
+whose readers are named here too). Both engines run a model's work as units
 (:mod:`negvocab.grid.units`: in this process, or on a cluster through :mod:`negvocab.grid.ray_engine`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import time
-import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.builders.registry import get_builder
-from negvocab.core.atomic import atomic_path, write_json
 from negvocab.core.errors import InputError, ResourceError
 from negvocab.evaluation.accuracy import full_spectrum, id_correct
 from negvocab.evaluation.checks import ID_NAMES_CAVEAT, id_names_in
@@ -26,6 +24,19 @@ from negvocab.evaluation.records import metrics_row
 from negvocab.grid.config import GridConfig, MethodSpec, ModelSpec, VocabSpec, spec_digest
 from negvocab.grid.labelspace import id_classes, id_classes_file, mapping_doc
 from negvocab.grid.sets import labels_digest, open_sets, set_digest
+from negvocab.grid.store import (  # the stored files, named here as before
+    _made_by,
+    _save_scores,
+    _write_cell,
+    load_score_file,
+    load_scores,
+    read_cell,
+    read_failure,
+    read_scores,
+    stored_facts,
+    stored_json,
+    write_failure,
+)
 from negvocab.grid.stream_cells import score_stream_cell, stream_fields, stream_identity, stream_setup
 from negvocab.scoring.methods import get_method, scorer_params
 from negvocab.scoring.providers import image_inputs
@@ -53,8 +64,6 @@ __all__ = [
 # identities and the plan
 # ----------------------------------------------------------------------------------------------
 def _file_digest(path: str) -> str:
-    import hashlib
-
     try:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except OSError as e:
@@ -85,7 +94,7 @@ def _vocab_docs(
         got = files[v.file]
         if "error" in got:
             return {name: {"error": got["error"]} for name in v.names()}
-        out = {}
+        out: dict[str, dict[str, Any]] = {}
         for name, size in zip(v.names(), v.sizes or (None,), strict=True):
             n = len(got["labels"])
             if size is not None and size > n:
@@ -245,39 +254,6 @@ def build_in_grid(cfg: GridConfig, v: VocabSpec, vlm: VLM) -> Vocabulary:
     return builder.run(vlm=vlm if "vlm" in builder.needs else None, **options)
 
 
-def _save_scores(path: Path, scores: np.ndarray, meta: Mapping[str, Any]) -> None:
-    """A score file: the scores (float64) and, beside them, what a cell row needs of its vocabulary
-    (``meta``, JSON), so a resumed grid reports exactly what a clean one does. Written atomically and
-    byte for byte the same for the same content (no time stamps in the zip members)."""
-    members = {"scores": np.asarray(scores, dtype=np.float64), "meta": np.array(json.dumps(meta, sort_keys=True))}
-    with atomic_path(path, suffix=".npz") as tmp, zipfile.ZipFile(tmp, "w") as zf:
-        for name, arr in members.items():
-            with zf.open(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), "w") as fh:
-                np.lib.format.write_array(fh, arr, allow_pickle=False)
-
-
-def load_score_file(path: Path) -> tuple[np.ndarray, dict[str, Any]] | None:
-    """The scores and vocabulary facts of a score file, or None when it is missing, torn, bit-flipped
-    (the zip's CRC), of another shape or dtype, or of an older format (one line is logged; the caller
-    computes it again)."""
-    if not path.exists():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            scores, meta = z["scores"], json.loads(str(z["meta"][()]))
-        if scores.ndim != 1 or scores.dtype != np.float64 or not len(scores) or not isinstance(meta, dict):
-            raise ValueError("not a 1-D float64 score array with its facts")
-        return scores, meta
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
-        logger.warning(
-            "%s: not a valid score file (%s); computing it again",
-            path,
-            str(e).splitlines()[0] if str(e) else type(e).__name__,
-        )
-        path.unlink(missing_ok=True)
-        return None
-
-
 def made_on_other_device(cfg: GridConfig, out: Path, cell: Cell, device: str) -> bool:
     """True when ``cell``'s method depends on the kind of device it scores on (NegLabel's own
     grouping: ``Method.depends_on_device``) and a stored score file of it says it was computed on
@@ -293,113 +269,6 @@ def made_on_other_device(cfg: GridConfig, out: Path, cell: Cell, device: str) ->
         if made is not None and str(made).split(":")[0] != want:
             return True
     return False
-
-
-def _made_by(path: Path) -> dict[str, Any]:
-    """What a score file records about who made it; empty when it records nothing or cannot be read."""
-    made = stored_facts(path).get("made_by")
-    return made if isinstance(made, dict) else {}
-
-
-def stored_facts(path: Path) -> dict[str, Any]:
-    """What a score file records beside its scores (empty: nothing, or unreadable); never removes it."""
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"][()]))
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-        return {}
-    return meta if isinstance(meta, dict) else {}
-
-
-def load_scores(path: Path) -> np.ndarray | None:
-    """The scores of a score file (see :func:`load_score_file`)."""
-    got = load_score_file(path)
-    return None if got is None else got[0]
-
-
-def read_scores(path: Path) -> np.ndarray | None:
-    """The scores of a score file for a reader (tables, comparisons), or None when it is missing or
-    unreadable (one line logged). Unlike :func:`load_score_file`, which a resuming grid uses, it needs
-    only the ``scores`` array (a file of an older format, without the vocabulary facts, still serves)
-    and never removes the file: reading results must not destroy them."""
-    if not path.exists():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            scores = z["scores"]
-        if scores.ndim != 1 or not len(scores) or not np.issubdtype(scores.dtype, np.floating):
-            raise ValueError("not a 1-D float score array")
-        return scores.astype(np.float64, copy=False)
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
-        logger.warning(
-            "%s: not a readable score file (%s); its comparisons are left out",
-            path,
-            str(e).splitlines()[0] if str(e) else type(e).__name__,
-        )
-        return None
-
-
-def _checked(row: Mapping[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(row, sort_keys=True, allow_nan=True).encode()).hexdigest()
-
-
-def stored_json(path: Path) -> tuple[bool, Any]:
-    """``(True, document)`` of a stored JSON file, ``(True, None)`` when it is there but unreadable
-    or not JSON (the caller names it in one line and computes it again), ``(False, None)`` when absent."""
-    try:
-        return True, json.loads(path.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
-        return False, None
-    except (OSError, ValueError):
-        return True, None
-
-
-def read_cell(out: Path, cell: Cell, *, drop: bool = True) -> dict[str, Any] | None:
-    """The stored row of ``cell``, or None when it is not stored; a file that is not this cell's
-    (garbage, a list, a flipped bit caught by its checksum, another digest) is logged in one line
-    and (``drop``) removed, to be computed again."""
-    path = out / "cells" / f"{cell.digest}.json"
-    there, doc = stored_json(path)
-    if not there:
-        return None
-    ok = isinstance(doc, dict) and isinstance(doc.get("row"), dict) and doc.get("digest") == cell.digest
-    if not ok or doc.get("sha256") != _checked(doc["row"]):
-        logger.warning(
-            "%s: a damaged cell file (unreadable, not this cell's "
-            "row, or its checksum differs); the cell is computed again",
-            path,
-        )
-        if drop:
-            path.unlink(missing_ok=True)
-        return None
-    return doc["row"]
-
-
-def _write_cell(out: Path, cell: Cell, row: Mapping[str, Any]) -> None:
-    write_json(
-        out / "cells" / f"{cell.digest}.json", {"row": dict(row), "digest": cell.digest, "sha256": _checked(row)}
-    )
-    (out / "cells" / f"{cell.digest}.failed.json").unlink(missing_ok=True)
-
-
-def write_failure(out: Path, cell: Cell, error: str) -> None:
-    """Mark ``cell`` failed with its one-line reason."""
-    write_json(out / "cells" / f"{cell.digest}.failed.json", {"cell": list(cell.key()), "error": error})
-
-
-def read_failure(out: Path, cell: Cell, *, drop: bool = True) -> str | None:
-    """The reason ``cell`` failed, or None when it is not marked failed (a damaged mark counts as
-    none and, with ``drop``, is removed)."""
-    path = out / "cells" / f"{cell.digest}.failed.json"
-    there, doc = stored_json(path)
-    if not there:
-        return None
-    if not isinstance(doc, dict) or not isinstance(doc.get("error"), str):
-        logger.warning("%s: a damaged failure mark; the cell counts as pending", path)
-        if drop:
-            path.unlink(missing_ok=True)
-        return None
-    return doc["error"]
 
 
 @dataclass
@@ -573,11 +442,11 @@ def score_files(
         inputs = get_method(spec.name).inputs
         extra = dict((pairs or {}).get(vname or "", {})) if "pair_texts" in inputs else {}
         extra.update({"local": local} if image_inputs(inputs) else {})
-        s = score(spec.name, glob, class_emb, neg_emb.get(vname), device=device, **extra, **params)
+        scored = score(spec.name, glob, class_emb, neg_emb.get(vname), device=device, **extra, **params)
         t_score += time.perf_counter() - t0
         file_meta = {"vocab": dict(infos[vname]) if vname else None, **({"made_by": dict(meta)} if meta else {})}
         file_meta.update((facts or {}) if set_name == "ID" else {})
-        _save_scores(out / "scores" / f"{digest}.npz", np.asarray(s, dtype=np.float64), file_meta)
+        _save_scores(out / "scores" / f"{digest}.npz", np.asarray(scored, dtype=np.float64), file_meta)
     return t_score
 
 
@@ -643,7 +512,7 @@ def cell_row(
         params=dict(spec.params),
         templates=cfg.templates,
         cell=cell.digest[:16],
-        **({"extra": extra} if extra else {}),
+        extra=extra,  # a test-time method's stream; none for a batch method
     )
     return rec.to_dict()
 

@@ -216,3 +216,46 @@ def test_table_readers_read_old_and_new_folders_alike(tmp_path):
     swept, _, _ = load_rows([tmp_path / "sw"])
     assert [r["vocabulary"] for r in swept] == ["wordnet@10", "wordnet@30", "oracle"]
     assert swept[-1]["fpr_ci_low"] == sweep["references"][0]["fpr_ci"][0]
+
+
+def test_a_results_csv_row_with_empty_cells_reads_back_as_written():
+    """A row of results.csv as the code writes it (``table_csv``: None as an empty cell, lists and objects as
+    JSON text) reads back with ``from_dict`` as the row written: empty cells are missing values (None)."""
+    import csv
+    import io
+
+    from negvocab.evaluation.records import ood_records
+    from negvocab.report.results import table_csv
+
+    rng = np.random.default_rng(0)
+    s_id = rng.normal(1, 1, 40)
+    s_ood = {"inaturalist": rng.normal(0, 1, 30), "ninco": rng.normal(0.5, 1, 20)}
+    stream = {"test_time": True, "stream_order": "shuffled", "stream_seed": None, "stream_seeds": [0, 1]}
+    recs = ood_records(
+        s_id, s_ood, tpr=0.95, convention="paper", n_boot=20, seed=0, method="adaneg", model="m",
+        pretrained=None, vocabulary="wn", params={"k": 3}, caveats={"oracle": "from the OOD labels"}, extra=stream,
+    )  # fmt: skip
+    written = [r.to_dict() for r in recs]
+    read = list(csv.DictReader(io.StringIO(table_csv(written))))
+    assert any(v == "" for r in read for v in r.values())  # empty cells: pretrained, M, the mean's aupr_method ...
+    for want, got in zip(written, map(ResultRow.from_dict, read), strict=True):
+        assert got.to_dict() == want
+        assert got.pretrained is None and got.M is None and got.params == {"k": 3}
+    assert ResultRow.from_dict(read[0]).intervals == recs[0].intervals  # the bounds as numbers
+    assert ResultRow.from_dict(read[-1]).ood_sets is None and ResultRow.from_dict(read[-1]).n_ood_sets == 2
+
+
+def test_one_result_kind_rule_in_one_spelling():
+    from negvocab.evaluation import kinds, row
+
+    assert row.result_kind is kinds.result_kind and row.RESULT_KINDS is kinds.RESULT_KINDS
+    base = {"method": "m", "ood_set": "o", "convention": "paper", "tpr": 0.95, "fpr": 0.1, "auroc": 0.9}
+    base |= {"aupr_in": 0.9, "aupr_out": 0.9, "n_id": 1, "n_ood": 1}
+    assert ResultRow.from_dict({**base, "vocabulary": "wn", "test_time": True}).result_kind == "test_time"
+    assert ResultRow.from_dict({**base, "vocabulary": "wn", "caveats": "oracle: x"}).result_kind == "oracle"
+    assert ResultRow.from_dict({**base, "vocabulary": "wn"}).result_kind == "deployable"
+    assert ResultRow.from_dict(base).result_kind == "baseline"
+    # the older spelling, as a stored kind, reads as this one
+    assert kinds.read_kind("test-time") == kinds.read_kind("test_time") == "test_time"
+    assert kinds.read_kind("nonsense") is None and kinds.read_kind(None) is None
+    assert kinds.result_kind({"vocabulary": "wn", "result_kind": "test-time"}) == "test_time"

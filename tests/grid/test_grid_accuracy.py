@@ -22,8 +22,9 @@ from negvocab.cli import app
 from negvocab.data.benchmarks import open_benchmark
 from negvocab.evaluation.stored import read_grid_cells
 from negvocab.grid.run import write_grid
+from negvocab.grid.store import _checked, _save_scores, load_score_file
 from negvocab.grid.tidy import COLUMNS, GridResult, load_rows
-from negvocab.grid.work import _checked, _save_scores, load_model, load_score_file, open_sets, plan_cells
+from negvocab.grid.work import load_model, open_sets, plan_cells
 from negvocab.report.html import write_report
 from negvocab.report.tables import build_table
 from negvocab.scoring.metrics import CCR_FPRS, ccr_at_fpr, ccr_column

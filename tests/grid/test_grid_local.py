@@ -214,6 +214,31 @@ def test_mean_rows_carry_a_bootstrap_interval_of_the_mean(ran):
     assert not np.isnan(row["auroc_ci_low"]) and not np.isnan(row["aupr_out_ci_high"])
 
 
+def test_summary_rows_are_the_one_paths(ran):
+    """The tidy table's mean row is :func:`negvocab.evaluation.records.summary_records`' over the cells'
+    rows, its interval :func:`~negvocab.evaluation.records.summary_intervals`' of the stored scores."""
+    from negvocab.evaluation.records import summary_intervals, summary_records
+    from negvocab.evaluation.row import ResultRow
+    from negvocab.grid.work import plan_cells, read_scores
+
+    res, toml, out = ran
+    cfg = negvocab.load_grid(toml)
+    key = ("TinyA", "A@8", "neglabel", "paper")
+    of = lambda r: (r["model"], r["vocabulary"], r["method"], r["convention"])  # noqa: E731
+    rows = [ResultRow.from_dict(r) for r in res.rows if of(r) == key]
+    mean = next(r for r in res.table() if of(r) == key and r["ood_set"] == "mean")
+    plan = [c for c in plan_cells(cfg, open_sets(cfg)) if (c.model, c.vocabulary, c.method, c.convention) == key]
+    s_id = {c.ood_set: read_scores(out / "scores" / f"{c.id_scores}.npz") for c in plan}
+    s_ood = {c.ood_set: read_scores(out / "scores" / f"{c.ood_scores}.npz") for c in plan}
+    cis = summary_intervals(s_id, s_ood, tpr=cfg.tpr, convention="paper", n_boot=cfg.n_boot, quantiles=(0.025, 0.975))
+    want = summary_records(rows, None, None, {}, intervals={"mean": cis}, convention="paper", n_boot=cfg.n_boot)
+    got = want[-1].to_dict()
+    assert len(rows) == 3 and [r.ood_set for r in want] == ["mean"]
+    for k in ("fpr", "auroc", "aupr_in", "aupr_out", "fpr_ci_low", "fpr_ci_high", "aupr_out_ci_high", "n_ood", "cell"):
+        assert mean[k] == got[k], k
+    assert mean["n_ood_sets"] == 3 and mean["ci_resample"] == "ood, within each set"
+
+
 def test_a_vocabulary_built_with_random_weights_marks_rows_of_a_real_model(ran):
     """A pretrained model scoring a vocabulary that a random-weight model mined is no real result."""
     from negvocab.grid.config import ModelSpec
