@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
-    "COMPETING_KINDS", "KIND_LABELS", "KIND_SPELLINGS", "RESULT_KINDS", "caveat_kinds", "caveat_notes", "read_kind",
-    "result_kind", "stream_words",
+    "COMPETING_KINDS", "KIND_LABELS", "KIND_SPELLINGS", "RESULT_KINDS", "caveat_kinds", "caveat_notes", "is_test_time",
+    "read_kind", "result_kind", "stream_words",
 ]  # fmt: skip
 
 #: every kind, in the order tables show their means
@@ -67,28 +67,34 @@ def read_kind(value: object) -> str | None:
     return text if text in RESULT_KINDS else None
 
 
+def is_test_time(row: Mapping[str, Any]) -> bool:
+    """Whether a results row is a test-time method's (its ``test_time`` field, a file's text too, or the
+    ``result_kind`` it holds), whatever its vocabulary's caveats."""
+    return row.get("test_time") in (True, 1, "True", "true", "1") or read_kind(row.get("result_kind")) == "test_time"
+
+
 def result_kind(row: Mapping[str, Any]) -> str:
-    """The kind of one results row dict of any file (one of :data:`RESULT_KINDS`): a test-time method's rows
-    are ``test_time`` with or without a vocabulary (its ``test_time`` field, or a ``result_kind`` the row
-    holds, in either spelling: :func:`read_kind`); ``baseline`` is a batch method without one (MCM); then
-    ``oracle`` or ``transductive`` from the vocabulary's caveats, else ``deployable``. The one rule of every
-    table, bold and :attr:`negvocab.evaluation.row.ResultRow.result_kind`."""
-    stream = row.get("test_time") in (True, 1, "True", "true", "1")  # a file's text too, never "False"
-    if stream or read_kind(row.get("result_kind")) == "test_time":
-        return "test_time"
-    if not row.get("vocabulary"):
-        return "baseline"
+    """The kind of one results row dict of any file (one of :data:`RESULT_KINDS`), the strongest first: an
+    ``oracle`` or ``transductive`` vocabulary (its caveats: never deployable, never bold, whatever the
+    method); then a test-time method's rows, ``test_time`` with or without a vocabulary (its ``test_time``
+    field, or a ``result_kind`` the row holds, in either spelling: :func:`read_kind`); ``baseline`` is a
+    batch method without one (MCM); else ``deployable``. The one rule of every table, bold and
+    :attr:`negvocab.evaluation.row.ResultRow.result_kind`."""
     kinds = caveat_kinds(row.get("caveats"))
-    if "oracle" in kinds or row.get("oracle") is True:
+    if "oracle" in kinds or row.get("oracle") is True or read_kind(row.get("result_kind")) == "oracle":
         return "oracle"
     if "transductive" in kinds or row.get("deployable") is False:
         return "transductive"
+    if is_test_time(row):
+        return "test_time"
+    if not row.get("vocabulary"):
+        return "baseline"
     return "deployable"
 
 
 def stream_words(row: Mapping[str, Any]) -> str:
     """A test-time row's stream in words ("shuffled, batch 256, seeds 0, 1, 2"); "" for another kind."""
-    if result_kind(row) != "test_time":
+    if not is_test_time(row):
         return ""
     seeds = row.get("stream_seeds") or ([] if row.get("stream_seed") is None else [row["stream_seed"]])
     parts = [str(row.get("stream_order") or "order ?"), f"batch {row.get('stream_batch_size', '?')}"]

@@ -217,7 +217,8 @@ class GridDocument(_Table):
         default_factory=dict, description="a table of name = file or name = {builder = 'wordnet', sizes = [...]}"
     )
     methods: list[MethodValue] = Field(
-        default_factory=lambda: ["neglabel"], description="a list of [[methods]] tables with name = ..."
+        default_factory=lambda: list[MethodValue](["neglabel"]),
+        description="a list of [[methods]] tables with name = ...",
     )
     resources: ResourcesTable = Field(
         default_factory=ResourcesTable, description="a [resources] table (negvocab.grid.resources)"
@@ -250,7 +251,8 @@ def _table_in(annotation: Any) -> type[BaseModel] | None:
 def _walk(loc: tuple[Any, ...]) -> tuple[str, type[BaseModel], str, type[BaseModel]]:
     """The key an error location names (``ood.a.path``), the schema table and field it ends in, and
     the innermost table reached (where an unknown key was found)."""
-    key, owner, name, section = "", GridDocument, "", ""
+    owner: type[BaseModel] = GridDocument
+    key, name, section = "", "", ""
     model: type[BaseModel] = GridDocument
     for part in loc:
         if isinstance(part, int):

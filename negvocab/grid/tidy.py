@@ -150,6 +150,9 @@ def _summary_row(rec: ResultRow, members: Sequence[Mapping[str, Any]]) -> dict[s
     cells ``members``): the table's columns, a test-time method's stream, the ID accuracy and CCR."""
     got = rec.to_dict()  # the cells' AUPR method: a grid's tables have always kept it
     row = {k: got[k] for k in COLUMNS}
+    # what the cells share (model ... order) as the cells hold it: an older cell without vocab_size or
+    # oracle gives a summary row without them, not the record's defaults (0, False)
+    row.update({k: members[0].get(k) for k in COLUMNS[: COLUMNS.index("cell")]})
     row.update({k: members[0][k] for k in STREAM_KEYS if k in members[0]})  # a test-time method's stream
     row.update({k: got[k] for k in _accuracy(members)})
     return row

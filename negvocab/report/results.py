@@ -17,7 +17,7 @@ import numpy as np
 from negvocab.core.atomic import atomic_path, write_json, write_text
 from negvocab.core.outdir import staged_folder
 from negvocab.core.textfiles import csv_text
-from negvocab.evaluation.kinds import caveat_kinds
+from negvocab.evaluation.kinds import KIND_LABELS, caveat_kinds
 from negvocab.evaluation.records import SUMMARY_ROWS, conventions, grouping_params, jsonable, seed_sd
 from negvocab.evaluation.row import INTERVAL_METRICS, ROW_COLUMNS, file_row, interval, result_kind, table_cell
 from negvocab.report.plots import check_plot_formats, plot_sweep
@@ -215,7 +215,7 @@ def test_time_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             f"[tt] test-time: scores depend on the test stream seen (one stream per OOD set, {order}, "
             f"batch {batch}, stream seed(s) {seeds}); not comparable one-to-one with batch rows"
         )
-    kinds = list(dict.fromkeys(result_kind(r) for r in rows))
+    kinds = list(dict.fromkeys(KIND_LABELS[result_kind(r)] for r in rows))
     if streams and len(kinds) > 1:  # oracle beside deployable rows is said by the NOT DEPLOYABLE lines already
         out.append(f"this table mixes result kinds ({', '.join(kinds)}): compare rows of one kind")
     return out

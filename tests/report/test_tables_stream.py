@@ -35,10 +35,10 @@ def test_a_batch_only_table_has_no_mark():
 
 
 def test_result_kinds_of_rows():
-    assert [result_kind(r) for r in _rows()[:2]] == ["deployable", "test-time"]
+    assert [result_kind(r) for r in _rows()[:2]] == ["deployable", "test_time"]
     assert result_kind(_row("A", "oracle", "inat", caveats="oracle", **STREAM)) == "oracle"  # the strongest caveat
     assert result_kind({"caveats": "transductive: mined from the test images"}) == "transductive"
-    assert ResultRow.from_dict(_rows()[1]).result_kind == "test-time"
+    assert ResultRow.from_dict(_rows()[1]).result_kind == "test_time"
     assert ResultRow.from_dict(_rows()[0]).result_kind == "deployable"
     text = format_table(_rows())
     assert "adaneg [tt]" in text and "mixes result kinds (deployable, test-time)" in text
