@@ -7,7 +7,7 @@ siblings); ``mined`` keeps the candidates that unlabelled images from the deploy
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -19,20 +19,14 @@ from negvocab.cli.app import build_app
 from negvocab.cli.common_options import OutOpt
 from negvocab.cli.labelspace import id_label_space, say_mapping
 from negvocab.cli.options import (
-    CacheDirOpt,
-    DeviceOpt,
     HintOpt,
     LabelSpaceOpt,
     MapClassesOpt,
-    ModelOpt,
+    ModelOptions,
     OverwriteOpt,
-    PrecisionOpt,
-    PresetTagOpt,
-    PretrainedOpt,
-    RandomWeightsOpt,
     TemplatesOpt,
-    load_vlm,
     ood_paths,
+    option_group,
     path_value,
 )
 from negvocab.cli.outputs import check_output, claim_output_file, writing
@@ -51,7 +45,9 @@ def _warn(vlm: object) -> str:
 
 
 @build_app.command("siblings", help=get_builder("siblings").summary)
+@option_group("vlm", ModelOptions, leave=("batch_size", "num_workers"))
 def build_siblings(
+    *,
     output: OutOpt,
     overwrite: OverwriteOpt = False,
     per_class: Annotated[
@@ -76,14 +72,8 @@ def build_siblings(
     ] = None,
     map_classes: MapClassesOpt = True,
     hint: HintOpt = None,
-    model: ModelOpt = "ViT-B-32",
-    pretrained: PretrainedOpt = None,
-    tag: PresetTagOpt = None,
+    vlm: ModelOptions,
     templates: TemplatesOpt = "paper8",
-    device: DeviceOpt = "auto",
-    precision: PrecisionOpt = None,
-    cache_dir: CacheDirOpt = None,
-    random_weights: RandomWeightsOpt = False,
 ) -> None:
     """WordNet siblings: per ID class, K co-hyponyms at its own depth, ranked by text similarity (no LLM, offline)."""
     check_counts(per_class, levels)  # every option is checked before the model loads
@@ -95,8 +85,8 @@ def build_siblings(
         )
     check_output(output, inputs=[id_classes, Path(templates)], overwrite=overwrite)
     say_mapping(mapped)  # every input checked: the label space's summary
-    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
-    vocab = build_sibling_vocabulary(vlm, classes, per_class=per_class, levels=levels, templates=tset, progress=True)
+    model = vlm.load()
+    vocab = build_sibling_vocabulary(model, classes, per_class=per_class, levels=levels, templates=tset, progress=True)
     with writing(output):
         vocab.save(output)
     s = vocab.settings
@@ -107,13 +97,15 @@ def build_siblings(
     )
     short = f"; {len(s['short_classes'])} classes have fewer than {per_class}" if s["short_classes"] else ""
     typer.echo(
-        f"wrote {output}: {len(vocab)} labels for {s['keys']} classes{short}{skipped}{_warn(vlm)}",
+        f"wrote {output}: {len(vocab)} labels for {s['keys']} classes{short}{skipped}{_warn(model)}",
         err=is_stdout(output),
     )
 
 
 @build_app.command("mined", help=get_builder("mined").summary)
+@option_group("vlm", ModelOptions, leave=("batch_size", "num_workers"))
 def build_mined(
+    *,
     output: OutOpt,
     images: Annotated[
         Path,
@@ -165,14 +157,8 @@ def build_mined(
     id_classes: LabelSpaceOpt = None,
     map_classes: MapClassesOpt = True,
     hint: HintOpt = None,
-    model: ModelOpt = "ViT-B-32",
-    pretrained: PretrainedOpt = None,
-    tag: PresetTagOpt = None,
+    vlm: ModelOptions,
     templates: TemplatesOpt = "paper8",
-    device: DeviceOpt = "auto",
-    precision: PrecisionOpt = None,
-    cache_dir: CacheDirOpt = None,
-    random_weights: RandomWeightsOpt = False,
 ) -> None:
     """Mined negatives: the candidates that unlabelled OOD-looking images point to, ranked by their votes."""
     # checked by the builder's options model before any image is read (as the API and a grid check them)
@@ -187,7 +173,7 @@ def build_mined(
     check_output(output, inputs=[images, Path(candidates), id_classes, Path(templates)], overwrite=overwrite)
     claim_output_file(output)  # a second run writing the same file refuses at once (negvocab.core.outdir)
     say_mapping(mapped)  # every input checked: the label space's summary
-    mining = {
+    mining: dict[str, Any] = {
         "size": size,
         "id_classes": classes,
         "templates": tset,
@@ -200,10 +186,10 @@ def build_mined(
         "progress": True,
     }
     with interrupt_guard():  # a Ctrl-C swallowed on its way up (a fork hook) still ends the run
-        vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
-        vocab = build_mined_vocabulary(vlm, image_set, cands, **mining)
+        model = vlm.load()
+        vocab = build_mined_vocabulary(model, image_set, cands, **mining)
         check_interrupt()  # no file is written after a Ctrl-C
-        _save_mined(output, vocab.subset(vocab.labels, settings={"pool": candidates}), bool(ood_sets), vlm)
+        _save_mined(output, vocab.subset(vocab.labels, settings={"pool": candidates}), bool(ood_sets), model)
 
 
 def _save_mined(output: Path, vocab: Vocabulary, checked: bool, vlm: object) -> None:
@@ -241,14 +227,15 @@ def build_oracle(
     overwrite: OverwriteOpt = False,
 ) -> None:
     """The oracle vocabulary: the OOD set's own labels (a lower bound on FPR@95, NOT deployable)."""
-    if (labels is None) == (ood is None):
+    source = labels if labels is not None else ood
+    if source is None or (labels is not None and ood is not None):
         raise InputError("give exactly one of --labels FILE and --ood DIR")
     if labels is not None and labels.is_dir():
         raise InputError(f"--labels {labels} is a folder; for class folders (NINCO layout) use --ood")
     if ood is not None and ood.exists() and not ood.is_dir():
         raise InputError(f"--ood {ood} is a file; for a labels file or an image list use --labels")
     check_output(output, inputs=[labels], overwrite=overwrite)
-    vocab = build_oracle_vocabulary(labels if labels is not None else ood, synonym_filter=synonym_filter)
+    vocab = build_oracle_vocabulary(source, synonym_filter=synonym_filter)
     with writing(output):
         vocab.save(output)
     removed = vocab.settings.get("synonym_filter", {}).get("removed_count", 0)

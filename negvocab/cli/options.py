@@ -1,25 +1,29 @@
 """Every option shared by several commands, declared once: the model options, the image-set options,
 and the scorer and metric options, which come from the method registry (:func:`scoring_options`).
 
-Commands take the model options as ``Annotated`` parameters and call :func:`load_vlm`::
+An option is an ``Annotated`` alias (``templates: TemplatesOpt = "paper8"``); options that go
+together are a group (:class:`ModelOptions`, :class:`ImageOptions`), which a command takes as one
+parameter that :func:`option_group` spreads into the group's options::
 
-    from negvocab.cli.options import (CacheDirOpt, DeviceOpt, ModelOpt, PrecisionOpt,
-                                      PretrainedOpt, RandomWeightsOpt, TemplatesOpt, load_vlm)
+    from negvocab.cli.options import ModelOptions, TemplatesOpt, option_group
 
     @app.command()
-    def score(model: ModelOpt = "ViT-B-32", pretrained: PretrainedOpt = None, ...,
-              random_weights: RandomWeightsOpt = False):
-        vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights)
+    @option_group("vlm", ModelOptions, leave=("num_workers",))
+    def embed(vlm: ModelOptions, templates: TemplatesOpt = "paper8"):
+        model = vlm.load()
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
+import functools
 import inspect
 import typing
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
@@ -43,8 +47,7 @@ from negvocab.vlm.loading import check_weights
 from negvocab.vlm.model import VLM
 from negvocab.vocab import Vocabulary
 
-if TYPE_CHECKING:
-    from negvocab.vlm.model import VLM
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
     "AllowOutsideOpt",
@@ -56,11 +59,13 @@ __all__ = [
     "GroundTruthOpt",
     "HintOpt",
     "IdClassesOpt",
+    "ImageOptions",
     "IdOpt",
     "ImageRootOpt",
     "LabelSpaceOpt",
     "MapClassesOpt",
     "ModelOpt",
+    "ModelOptions",
     "NumWorkersOpt",
     "OodOpt",
     "OverwriteOpt",
@@ -77,6 +82,7 @@ __all__ = [
     "path_value",
     "load_vocabs",
     "ood_paths",
+    "option_group",
     "scoring_options",
 ]
 
@@ -232,6 +238,70 @@ def load_vlm(
     )
     vlm.batch_size, vlm.num_workers = batch_size, num_workers  # --batch-size / --num-workers
     return vlm
+
+
+# -- option groups: several options declared once, received as one object -----------------------
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """The model options (``--model`` ... ``--num-workers``): typer lists them where a command puts a
+    parameter of this type (:func:`option_group`); :meth:`load` builds the VLM they describe."""
+
+    model: ModelOpt = "ViT-B-32"
+    pretrained: PretrainedOpt = None
+    tag: PresetTagOpt = None
+    random_weights: RandomWeightsOpt = False
+    device: DeviceOpt = "auto"
+    precision: PrecisionOpt = None
+    cache_dir: CacheDirOpt = None
+    batch_size: BatchSizeOpt = None
+    num_workers: NumWorkersOpt = None
+
+    def load(self) -> VLM:
+        """The VLM (:func:`load_vlm`)."""
+        return load_vlm(
+            self.model,
+            self.pretrained,
+            self.device,
+            self.precision,
+            self.cache_dir,
+            self.random_weights,
+            tag=self.tag,
+            batch_size=self.batch_size,
+            num_workers=self.num_workers,
+        )
+
+
+def option_group(param: str, group: type, *, leave: tuple[str, ...] = (), **override: Any) -> Callable[[_F], _F]:
+    """Give a command the options of ``group`` (a dataclass whose fields are typer ``Annotated``
+    options) in place of its parameter ``param``: ``--help`` lists them there, and the command receives
+    them as one ``group`` object. ``leave``: fields the command does not offer (they keep their
+    defaults); ``override``: a field's annotation of the command's own (its help)."""
+
+    def decorate(command: _F) -> _F:
+        hints = typing.get_type_hints(command, include_extras=True)
+        fields = typing.get_type_hints(group, include_extras=True) | override
+        added = [
+            inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=fields[f.name])
+            for f in dataclasses.fields(group)
+            if f.name not in leave
+        ]
+        params: list[inspect.Parameter] = []
+        for p in inspect.signature(command).parameters.values():  # keyword-only: typer passes keywords
+            own = p.replace(kind=p.KEYWORD_ONLY, annotation=hints.get(p.name, p.annotation))
+            params += added if p.name == param else [own]
+
+        @functools.wraps(command)
+        def run(**kwargs: Any) -> Any:
+            values = {p.name: kwargs.pop(p.name) for p in added if p.name in kwargs}
+            return command(**kwargs, **{param: group(**values)})
+
+        run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in params} | {"return": hints.get("return")}
+        return typing.cast(_F, run)
+
+    return decorate
 
 
 # -- options shared by score, sweep, coverage and report ---------------------------------------
@@ -523,6 +593,32 @@ def image_sets(
     return sets.id, sets
 
 
+@dataclass(frozen=True)
+class ImageOptions:
+    """The image-set options of score, sweep and coverage (``--id``, ``--ood``, ``--fi-ood`` ...), a
+    group of :func:`option_group`; :meth:`open` opens the sets they name (:func:`image_sets`)."""
+
+    id_path: IdOpt = None
+    ood: OodOpt = None
+    fi_ood: FiOodOpt = None
+    fi_ambiguous: FiAmbOpt = None
+    ground_truth: GroundTruthOpt = None
+    image_root: ImageRootOpt = None
+    allow_outside_root: AllowOutsideOpt = False
+
+    def open(self) -> tuple[ImageSet, OpenedSets]:
+        """The ID set and the OOD sets by name (:func:`image_sets`)."""
+        return image_sets(
+            self.id_path,
+            self.ood,
+            self.fi_ood,
+            self.fi_ambiguous,
+            self.ground_truth,
+            self.image_root,
+            self.allow_outside_root,
+        )
+
+
 def check_scoring_options(
     params: Mapping[str, Any], *, convention: str, tpr: float, n_boot: int = 0, seed: int = 0
 ) -> None:
@@ -532,8 +628,9 @@ def check_scoring_options(
     check_shared(params, flags=param_flag)
 
 
-def load_vocabs(paths: list[Path]) -> dict[str, object]:
-    out: dict[str, object] = {}
+def load_vocabs(paths: list[Path]) -> dict[str, Vocabulary]:
+    """The vocabulary files by name (the file's stem; a repeated stem gets a prime)."""
+    out: dict[str, Vocabulary] = {}
     for p in paths:
         name = p.stem
         while name in out:
