@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -59,7 +59,7 @@ ModelOpt = Annotated[
 ]
 RoundsOpt = Annotated[int, typer.Option("--rounds", min=1, help="Rounds of requests over all classes (or chunks).")]
 ClassesOpt = Annotated[
-    Optional[str],  # noqa: UP045 (typer needs Optional)
+    str | None,
     typer.Option(
         "--classes",
         help=(
@@ -70,7 +70,7 @@ ClassesOpt = Annotated[
     ),
 ]
 RunDirOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--run-dir",
         help="Run folder (journal + manifest). Default: a folder in the negvocab cache named after the run.",
@@ -116,7 +116,7 @@ DryRunOpt = Annotated[
     bool, typer.Option("--dry-run", help="Print the request count, estimated tokens and cost; send nothing.")
 ]
 BaseUrlOpt = Annotated[
-    Optional[str],  # noqa: UP045
+    str | None,
     typer.Option(
         "--base-url",
         help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default: $OPENAI_BASE_URL, else OpenAI).",
@@ -126,7 +126,7 @@ KeyEnvOpt = Annotated[
     str, typer.Option("--api-key-env", help="Name of the environment variable that holds the API key.")
 ]
 RoundsUsedOpt = Annotated[
-    Optional[int],  # noqa: UP045
+    int | None,
     typer.Option(
         "--max-rounds-used",
         min=1,
@@ -134,14 +134,14 @@ RoundsUsedOpt = Annotated[
     ),
 ]
 PromptOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option("--prompt", help="Your own prompt template file (same placeholders as the packaged one in prompts/)."),
 ]
 TemperatureOpt = Annotated[
     float, typer.Option("--temperature", min=0.0, help="Sampling temperature (part of the run's identity).")
 ]
 MinLabelsOpt = Annotated[
-    Optional[int],  # noqa: UP045
+    int | None,
     typer.Option(
         "--min-labels",
         min=1,
@@ -159,15 +159,15 @@ RetryWaitOpt = Annotated[
 ]
 PollOpt = Annotated[float, typer.Option("--poll-interval", min=0.0, help="Seconds between Batch API status checks.")]
 PriceInOpt = Annotated[
-    Optional[float],  # noqa: UP045
+    float | None,
     typer.Option("--price-in", min=0.0, help="USD per 1M prompt tokens, for a model not in the price table."),
 ]
 PriceOutOpt = Annotated[
-    Optional[float],  # noqa: UP045
+    float | None,
     typer.Option("--price-out", min=0.0, help="USD per 1M completion tokens, for a model not in the price table."),
 ]
 MaxTokensOpt = Annotated[
-    Optional[int],  # noqa: UP045
+    int | None,
     typer.Option(
         "--max-tokens",
         min=1,
@@ -404,7 +404,7 @@ def build_eoe(
     overwrite: OverwriteOpt = False,
     mode: Annotated[str, typer.Option("--mode", help="near (per class), far or fine (per chunk of classes).")] = "near",
     per_request: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option(
             "--per-request",
             "--per-class",
@@ -414,8 +414,7 @@ def build_eoe(
         ),
     ] = None,
     size: Annotated[
-        Optional[int],  # noqa: UP045
-        typer.Option("--size", "-L", min=1, help="far/fine: total labels L wanted, spread over the chunks."),
+        int | None, typer.Option("--size", "-L", min=1, help="far/fine: total labels L wanted, spread over the chunks.")
     ] = None,
     classes_per_request: Annotated[
         int,

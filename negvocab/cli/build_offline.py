@@ -7,7 +7,7 @@ siblings); ``mined`` keeps the candidates that unlabelled images from the deploy
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -62,7 +62,7 @@ def build_siblings(
         ),
     ] = 1,
     id_classes: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--id-classes",
             help="ID classes: a file of WordNet 3.0 noun wnids (any, not only ImageNet-1k), class names or "
@@ -124,7 +124,7 @@ def build_mined(
         ),
     ] = "wordnet",
     size: Annotated[
-        Optional[int], typer.Option("--size", "-M", help="Vocabulary size M (default: every candidate with a vote).")  # noqa: UP045
+        int | None, typer.Option("--size", "-M", help="Vocabulary size M (default: every candidate with a vote).")
     ] = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="Candidates each OOD-looking image votes for.")] = 10,
     quantile: Annotated[
@@ -134,11 +134,10 @@ def build_mined(
         ),
     ] = 0.5,
     threshold: Annotated[
-        Optional[float],  # noqa: UP045
-        typer.Option("--threshold", help="An absolute ID-similarity threshold instead of --ood-quantile."),
+        float | None, typer.Option("--threshold", help="An absolute ID-similarity threshold instead of --ood-quantile.")
     ] = None,
     ood: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--ood",
             help=(
@@ -153,7 +152,7 @@ def build_mined(
             "--index", help="exact (default), ivf or hnsw (approximate, for pools of millions; recall is measured)."
         ),
     ] = "exact",
-    nprobe: Annotated[Optional[int], typer.Option("--nprobe", min=1, help="IVF lists searched per image.")] = None,  # noqa: UP045
+    nprobe: Annotated[int | None, typer.Option("--nprobe", min=1, help="IVF lists searched per image.")] = None,
     id_classes: LabelSpaceOpt = None,
     map_classes: MapClassesOpt = True,
     hint: HintOpt = None,
@@ -214,12 +213,11 @@ def _save_mined(output: Path, vocab: Vocabulary, checked: bool, vlm: object) -> 
 def build_oracle(
     output: Annotated[Path, typer.Option("--output", "-o", help="Vocabulary JSON to write.")],
     labels: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option("--labels", help="OOD labels: one a line, or a Fi-ImageNet-1k list with a label column."),
     ] = None,
     ood: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--ood", help="OOD class folders (NINCO layout): labels from folder names."),
+        Path | None, typer.Option("--ood", help="OOD class folders (NINCO layout): labels from folder names.")
     ] = None,
     synonym_filter: Annotated[
         bool, typer.Option("--synonym-filter/--no-synonym-filter", help="Drop labels naming an ImageNet-1k class.")

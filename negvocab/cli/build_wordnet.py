@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -47,14 +47,14 @@ def build_wordnet(
     output: Annotated[Path, typer.Option("--output", "-o", help="Vocabulary JSON to write ({size} is replaced).")],
     vlm: ModelOptions,
     size: Annotated[
-        Optional[int], typer.Option("--size", "-M", help="The vocabulary size M (default: the whole ranking).")  # noqa: UP045
+        int | None, typer.Option("--size", "-M", help="The vocabulary size M (default: the whole ranking).")
     ] = None,
     sizes: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--sizes", help="Several vocabulary sizes M from one ranking, e.g. 1000,2000,5000,10000."),
     ] = None,
     ratio: Annotated[
-        Optional[float],  # noqa: UP045
+        float | None,
         typer.Option(
             "--ratio", help="NegLabel's ratio mode instead of M: this share of nouns and of adjectives (0.15)."
         ),
@@ -69,7 +69,7 @@ def build_wordnet(
     ] = 0.95,
     preset: Annotated[str, typer.Option("--preset", help="Candidate pool preset: neglabel or all.")] = "neglabel",
     candidates: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--candidates",
             "--pool",

@@ -4,7 +4,7 @@ the work is in :mod:`negvocab.diagnostics.coverage`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -32,7 +32,7 @@ __all__ = ["coverage_cmd"]
 
 #: coverage analyses one labelled OOD set per run: its own --ood help says so (the shared one promises several)
 CoverageOodOpt = Annotated[
-    Optional[list[str]],  # noqa: UP045
+    list[str] | None,
     typer.Option(
         "--ood",
         help="The labelled OOD images: class folders (NINCO layout) or an image list with a label column; NAME=PATH "
@@ -58,7 +58,7 @@ def coverage_cmd(
     method: Annotated[str, typer.Option("--method", help="{methods}.")] = "neglabel",  # filled from the registry
     repair: Annotated[int, typer.Option("--repair", help="Labels on the greedy repair curve (0: none).")] = 10,
     candidates: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--candidates",
             "--pool",

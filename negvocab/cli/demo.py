@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -37,12 +37,11 @@ def demo(
         ),
     ] = 1000,
     old_pool: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option("--pool", hidden=True, help="Old name of --n-candidates (elsewhere --pool names candidates)."),
     ] = None,
     size: Annotated[
-        Optional[int],  # noqa: UP045
-        typer.Option("--size", "-M", help="Vocabulary size M (default: half the filtered pool)."),
+        int | None, typer.Option("--size", "-M", help="Vocabulary size M (default: half the filtered pool).")
     ] = None,
     templates: Annotated[
         str, typer.Option("--templates", "-t", help="Prompt templates (single is fastest; paper8 as in the paper).")

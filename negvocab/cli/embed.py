@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -46,14 +46,13 @@ def embed(
         Path, typer.Option("--output", "-o", help="Folder to write embeddings.npy, rows.csv and manifest.json to.")
     ],
     vocab: Annotated[
-        Optional[Path], typer.Option("--vocab", "-V", help="Embed the labels of this vocabulary (JSON/TXT).")  # noqa: UP045
+        Path | None, typer.Option("--vocab", "-V", help="Embed the labels of this vocabulary (JSON/TXT).")
     ] = None,
     classes: Annotated[
         bool, typer.Option("--classes", help="Embed the ID class names (ImageNet-1k, or --id-classes).")
     ] = False,
     images: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--images", help="Embed these images: a folder, class folders or an image list."),
+        Path | None, typer.Option("--images", help="Embed these images: a folder, class folders or an image list.")
     ] = None,
     id_classes: IdClassesOpt = None,
     image_root: ImageRootOpt = None,

@@ -14,7 +14,7 @@ import json
 import warnings
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -50,9 +50,7 @@ __all__ = [
 ]
 
 CLASS_FORMATS = ("txt", "tsv", "csv", "json")
-OutOpt = Annotated[
-    Optional[Path], typer.Option("--output", "-o", help="File to write (default: print; - also prints).")  # noqa: UP045
-]
+OutOpt = Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: print; - also prints).")]
 
 
 def _choice(value: str, choices: tuple[str, ...], option: str) -> str:
@@ -83,7 +81,7 @@ def _emit(text: str, output: Path | None, what: str, overwrite: bool = False) ->
 @app.command("classes")
 def classes(
     fmt: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--format",
             "-f",
@@ -131,7 +129,7 @@ def candidates(
         str, typer.Option("--pos", help="Parts of speech, e.g. n,a (a includes satellites); v, r also.")
     ] = "n,a",
     exclude: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option("--exclude", help="Lexicographer file to leave out (repeatable); replaces the preset's list."),
     ] = None,
     all_lemmas: Annotated[
@@ -192,12 +190,10 @@ def filter_(
         Path, typer.Option("--output", "-o", help="Filtered vocabulary (.json, or .txt for labels only).")
     ],
     removed: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--removed", help="Also write the removed labels and why, as JSON."),
+        Path | None, typer.Option("--removed", help="Also write the removed labels and why, as JSON.")
     ] = None,
     report: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--report", hidden=True, help="The old name of --removed (until the next release)."),
+        Path | None, typer.Option("--report", hidden=True, help="The old name of --removed (until the next release).")
     ] = None,
     plurals: Annotated[
         bool, typer.Option("--plurals/--no-plurals", help="Match plural forms (WordNet morphy).")

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -139,14 +139,13 @@ def map_classes(
         ),
     ] = True,
     fmt: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--format", "-f", help="pinned (NAME<TAB>WNID, a class file), tsv or json; default: the --output suffix."
         ),
     ] = None,
     output: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--output", "-o", help="File to write (default: print the table; - also prints)."),
+        Path | None, typer.Option("--output", "-o", help="File to write (default: print the table; - also prints).")
     ] = None,
     overwrite: OverwriteOpt = False,
 ) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -187,7 +187,7 @@ def options() -> list[Any]:
             ),
         ] = False,
         log_file: Annotated[
-            Optional[Path],  # noqa: UP045 (typer needs Optional here)
+            Path | None,
             typer.Option(
                 "--log-file",
                 expose_value=False,

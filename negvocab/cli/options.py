@@ -23,7 +23,7 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Optional, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -98,15 +98,10 @@ def path_value(value: str | Path) -> Path:
 
 
 ModelOpt = Annotated[
-    str,
-    typer.Option(
-        "--model",
-        "-m",
-        help="open_clip model name (e.g. ViT-B-32, ViT-L-14) or 'hf-hub:org/repo'.",
-    ),
+    str, typer.Option("--model", "-m", help="open_clip model name (e.g. ViT-B-32, ViT-L-14) or 'hf-hub:org/repo'.")
 ]
 PretrainedOpt = Annotated[
-    Optional[str],  # noqa: UP045 (typer needs Optional here)
+    str | None,
     typer.Option(
         "--pretrained",
         "-p",
@@ -115,7 +110,7 @@ PretrainedOpt = Annotated[
     ),
 ]
 PresetTagOpt = Annotated[
-    Optional[str],  # noqa: UP045
+    str | None,
     typer.Option(
         "--tag",
         help="With a local checkpoint: the open_clip tag it was trained as, so that its image "
@@ -123,18 +118,13 @@ PresetTagOpt = Annotated[
     ),
 ]
 DeviceOpt = Annotated[
-    str,
-    typer.Option("--device", help="'auto' (CUDA if available, else CPU), 'cpu', 'cuda', 'cuda:1', ..."),
+    str, typer.Option("--device", help="'auto' (CUDA if available, else CPU), 'cpu', 'cuda', 'cuda:1', ...")
 ]
 PrecisionOpt = Annotated[
-    Optional[str],  # noqa: UP045
-    typer.Option(
-        "--precision",
-        help="fp32, fp16 or bf16 (autocast). Default: fp16 on CUDA, fp32 on CPU.",
-    ),
+    str | None, typer.Option("--precision", help="fp32, fp16 or bf16 (autocast). Default: fp16 on CUDA, fp32 on CPU.")
 ]
 CacheDirOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--cache-dir",
         help="Embedding cache folder, the one holding text/ and image/ (default: embeddings/ under "
@@ -159,7 +149,7 @@ RandomWeightsOpt = Annotated[
     ),
 ]
 BatchSizeOpt = Annotated[
-    Optional[int],  # noqa: UP045
+    int | None,
     typer.Option(
         "--batch-size",
         min=1,
@@ -167,7 +157,7 @@ BatchSizeOpt = Annotated[
     ),
 ]
 NumWorkersOpt = Annotated[
-    Optional[int],  # noqa: UP045
+    int | None,
     typer.Option(
         "--num-workers", min=0, help="Image-loading worker processes (default: up to 8; 0 loads in the main process)."
     ),
@@ -179,7 +169,7 @@ OverwriteOpt = Annotated[
     ),
 ]
 IdClassesOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--id-classes",
         help="ID label space: a file of wnids (subset of ImageNet-1k) or class names (default: ImageNet-1k).",
@@ -187,7 +177,7 @@ IdClassesOpt = Annotated[
 ]
 # the label space of filter and the builders, mapped to WordNet
 LabelSpaceOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--id-classes",
         help="ID label space: a file of wnids, class names or NAME<TAB>WNID lines, a benchmark's name (its class "
@@ -202,10 +192,9 @@ MapClassesOpt = Annotated[
     ),
 ]
 HintOpt = Annotated[
-    Optional[list[str]],  # noqa: UP045
+    list[str] | None,
     typer.Option(
-        "--hint",
-        help="A hypernym the ID classes live under, for ambiguous names (bird, car, food.n.02); repeatable.",
+        "--hint", help="A hypernym the ID classes live under, for ambiguous names (bird, car, food.n.02); repeatable."
     ),
 ]
 
@@ -252,6 +241,7 @@ class ModelOptions:
     pretrained: PretrainedOpt = None
     tag: PresetTagOpt = None
     random_weights: RandomWeightsOpt = False
+    """The weights: exactly one of ``pretrained`` and ``random_weights`` (``hf-hub:`` models carry theirs)."""
     device: DeviceOpt = "auto"
     precision: PrecisionOpt = None
     cache_dir: CacheDirOpt = None
@@ -310,7 +300,7 @@ def option_group(param: str, group: type, *, leave: tuple[str, ...] = (), **over
 def _param_option(spec: Param, *short: str) -> Any:
     """The typer option of a registry parameter: its flag (:func:`~negvocab.cli.flags.param_flag`), its
     type and its help (with the limit)."""
-    kind = Optional[spec.kind] if spec.optional else spec.kind  # noqa: UP045
+    kind = spec.kind | None if spec.optional else spec.kind
     flag = param_flag(spec.name)
     return Annotated[kind, typer.Option(flag, *short, help=f"{spec.doc} Must be {spec.limit()}.")]
 
@@ -462,7 +452,7 @@ def _with_help(annotation: Any, methods: list[str]) -> Any:
 
 # -- options shared by score and sweep ---------------------------------------------------------
 IdOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--id",
         parser=path_value,
@@ -476,7 +466,7 @@ IdOpt = Annotated[
 
 
 OodOpt = Annotated[
-    Optional[list[str]],  # noqa: UP045
+    list[str] | None,
     typer.Option(
         "--ood",
         help="OOD images: a folder of images, class folders (NINCO layout) or an image list; NAME=PATH names "
@@ -489,7 +479,7 @@ OodOpt = Annotated[
 
 
 ImageRootOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--image-root",
         parser=path_value,
@@ -507,7 +497,7 @@ AllowOutsideOpt = Annotated[
 
 
 FiOodOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--fi-ood",
         parser=path_value,
@@ -518,13 +508,13 @@ FiOodOpt = Annotated[
 
 
 FiAmbOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option("--fi-ambiguous", parser=path_value, help="Fi-ImageNet-1k ambiguous list (excluded from ID and OOD)."),
 ]
 
 
 GroundTruthOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--ground-truth",
         parser=path_value,
@@ -602,6 +592,7 @@ class ImageOptions:
     ood: OodOpt = None
     fi_ood: FiOodOpt = None
     fi_ambiguous: FiAmbOpt = None
+    """``--fi-ood`` and ``--fi-ambiguous``: the Fi-ImageNet-1k carve of the validation folder ``--id``."""
     ground_truth: GroundTruthOpt = None
     image_root: ImageRootOpt = None
     allow_outside_root: AllowOutsideOpt = False

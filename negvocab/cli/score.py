@@ -7,7 +7,7 @@ Each command parses options, builds the image sets and vocabularies, and calls t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -122,11 +122,10 @@ def score_cmd(
     *,
     images: ImageOptions,
     vocab: Annotated[
-        Optional[list[Path]],  # noqa: UP045
-        typer.Option("--vocab", "-V", help="Vocabulary JSON/TXT; repeat for a comparison table."),
+        list[Path] | None, typer.Option("--vocab", "-V", help="Vocabulary JSON/TXT; repeat for a comparison table.")
     ] = None,
     method: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option("--method", help="{methods}; repeatable (default neglabel)."),  # filled from the registry
     ] = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Results folder.")] = Path("results"),
@@ -158,7 +157,7 @@ def score_cmd(
         ),
     ] = "0",
     id_ood_ratio: Annotated[
-        Optional[float],  # noqa: UP045
+        float | None,
         typer.Option(
             "--id-ood-ratio",
             help="Test-time methods: ID images per OOD image in each stream (the larger side subsampled, seeded "
@@ -166,7 +165,7 @@ def score_cmd(
         ),
     ] = None,
     tune_id: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--tune-id",
             parser=path_value,
@@ -176,7 +175,7 @@ def score_cmd(
         ),
     ] = None,
     tune_ood: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--tune-ood",
             help="Tuning split: OOD images, NAME=PATH as --ood (repeatable); or, without --tune-id, one "
@@ -184,7 +183,7 @@ def score_cmd(
         ),
     ] = None,
     tune_grid: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--tune-grid",
             help="NAME=V1,V2,...: the values tuned for a method parameter, e.g. tau=0.005,0.01 (default: each "
@@ -310,7 +309,7 @@ def sweep_cmd(
     sizes: Annotated[str, typer.Option("--sizes", help="Vocabulary sizes M, e.g. 1000,2000,5000,10000.")],
     images: ImageOptions,
     reference: Annotated[
-        Optional[list[Path]],  # noqa: UP045
+        list[Path] | None,
         typer.Option(
             "--reference", "-R", help="Vocabularies drawn as horizontal references (GPT, oracle); repeatable."
         ),

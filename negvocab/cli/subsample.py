@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import numpy as np
 import typer
@@ -93,9 +93,9 @@ def subsample_cmd(
         str, typer.Option("--convention", help="FPR convention: paper, hendrycks or openood.")
     ] = "paper",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the draws (>= 0).")] = 0,
-    key: Annotated[Optional[list[str]], typer.Option("--key", help="Score key(s) to analyse (default: all).")] = None,  # noqa: UP045
+    key: Annotated[list[str] | None, typer.Option("--key", help="Score key(s) to analyse (default: all).")] = None,
     ood_set: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option("--ood-set", help="OOD set(s) to analyse, repeatable (default: each set, one analysis per set)."),
     ] = None,
     pooled: Annotated[

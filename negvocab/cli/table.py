@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -64,17 +64,17 @@ def table_cmd(
         ),
     ] = "fpr",
     where: Annotated[
-        Optional[list[str]], typer.Option("--where", help="Fix an axis not shown: AXIS=VALUE (repeat for several).")  # noqa: UP045
+        list[str] | None, typer.Option("--where", help="Fix an axis not shown: AXIS=VALUE (repeat for several).")
     ] = None,
     mean_rows: Annotated[
         bool, typer.Option("--mean-rows", help="Add the mean over the rows (the paper's mean over VLMs).")
     ] = False,
     mean_cols: Annotated[bool, typer.Option("--mean-cols", help="Add the mean over the columns.")] = False,
     col_group: Annotated[
-        Optional[list[str]], typer.Option("--col-group", help="A group-mean column: NAME=a,b (near/far OOD); repeat.")  # noqa: UP045
+        list[str] | None, typer.Option("--col-group", help="A group-mean column: NAME=a,b (near/far OOD); repeat.")
     ] = None,
     row_group: Annotated[
-        Optional[list[str]], typer.Option("--row-group", help="A group-mean row: NAME=a,b; repeat.")  # noqa: UP045
+        list[str] | None, typer.Option("--row-group", help="A group-mean row: NAME=a,b; repeat.")
     ] = None,
     intervals: Annotated[
         bool,
@@ -110,7 +110,7 @@ def table_cmd(
         ),
     ] = False,
     fmt: Annotated[
-        Optional[str], typer.Option("--format", help="md, tex or csv (default: from the -o suffix, else md).")  # noqa: UP045
+        str | None, typer.Option("--format", help="md, tex or csv (default: from the -o suffix, else md).")
     ] = None,
     siunitx: Annotated[bool, typer.Option("--siunitx", help="LaTeX: siunitx S columns.")] = False,
     wide: Annotated[
@@ -152,7 +152,7 @@ def table_cmd(
         ),
     ] = False,
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="File to write (default: standard output).")  # noqa: UP045
+        Path | None, typer.Option("--output", "-o", help="File to write (default: standard output).")
     ] = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
