@@ -144,7 +144,7 @@ def _set(name: str) -> Any:
         elif value is not None:
             s["log_file"] = value
         # ctx.meta is shared by nested contexts: count this command's options apart
-        seen = ctx.meta.setdefault((_MARK, id(ctx)), set())
+        seen = ctx.meta.setdefault(f"{_MARK}:{id(ctx)}", set())  # ctx.meta takes str keys
         seen.add(name)
         if seen >= getattr(ctx.command, _MARK, set()):  # all of them parsed: apply once per command
             try:

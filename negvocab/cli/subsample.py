@@ -115,7 +115,9 @@ def subsample_cmd(
     check_draws(draws, seed)  # before anything is read or allocated
     if is_grid_folder(scores):  # one analysis per model of the grid, over its entries' stored scores
         per_model, random = grid_scores(scores)
-        found = {m: _flatten(entries) for m, entries in per_model.items()}
+        found: dict[str, tuple[dict[str, Any], dict[str, Any], list[str] | None]] = {
+            m: _flatten(entries) for m, entries in per_model.items()
+        }
     else:
         s_id, s_ood, random, sets = read_scores_file(scores)
         found = {"": (s_id, s_ood, sets)}
