@@ -26,7 +26,7 @@ from negvocab.cli.commands import BUILD_MODULES
 from negvocab.cli.common_options import OutOpt
 from negvocab.cli.examples import EXAMPLES
 from negvocab.cli.labelspace import id_label_space, say_mapping
-from negvocab.cli.options import HintOpt, LabelSpaceOpt, MapClassesOpt, ModelOptions, OverwriteOpt
+from negvocab.cli.options import HintOpt, LabelSpaceOpt, MapClassesOpt, ModelOptions, OverwriteOpt, load_vlm
 from negvocab.cli.outputs import check_output, writing
 from negvocab.core.atomic import is_stdout
 from negvocab.core.plugins import load_plugins
@@ -164,7 +164,7 @@ def builder_command(b: Builder) -> Callable[..., None]:
         say_mapping(mapped)  # every input checked: the label space's summary
         vlm = None
         if uses_vlm:
-            vlm = ModelOptions(**{k.removeprefix("vlm_"): kw[k] for k in kw if k.startswith("vlm_")}).load()
+            vlm = load_vlm(**{k.removeprefix("vlm_"): kw[k] for k in kw if k.startswith("vlm_")})
         if dry_run:
             typer.echo(f"dry run, nothing sent: {b.estimate_cost(vlm=vlm, **options).summary()}")
             return

@@ -6,6 +6,7 @@ siblings); ``mined`` keeps the candidates that unlabelled images from the deploy
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,14 +18,12 @@ from negvocab.builders.registry import get_builder
 from negvocab.builders.siblings import build_sibling_vocabulary, check_counts, sibling_id_classes
 from negvocab.cli.app import build_app
 from negvocab.cli.common_options import OutOpt
-from negvocab.cli.labelspace import id_label_space, say_mapping
+from negvocab.cli.labelspace import LabelSpaceOptions, say_mapping
 from negvocab.cli.options import (
-    HintOpt,
-    LabelSpaceOpt,
-    MapClassesOpt,
     ModelOptions,
     OverwriteOpt,
     TemplatesOpt,
+    load_vlm,
     ood_paths,
     option_group,
     path_value,
@@ -37,7 +36,19 @@ from negvocab.data.layouts import open_image_set
 from negvocab.vlm.templates import resolve_templates
 from negvocab.vocab import Vocabulary
 
-__all__ = ["OutOpt", "build_mined", "build_oracle", "build_siblings"]
+__all__ = ["OutOpt", "SiblingClassesOpt", "build_mined", "build_oracle", "build_siblings"]
+
+
+#: siblings' --id-classes: any WordNet noun wnids (its help says so)
+SiblingClassesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--id-classes",
+        help="ID classes: a file of WordNet 3.0 noun wnids (any, not only ImageNet-1k), class names or "
+        "NAME<TAB>WNID lines, a benchmark's name or a shipped list (cifar100); names are mapped to synsets "
+        "(--no-map-classes: not), those without one are listed and skipped (default: ImageNet-1k).",
+    ),
+]
 
 
 def _warn(vlm: object) -> str:
@@ -46,6 +57,7 @@ def _warn(vlm: object) -> str:
 
 @build_app.command("siblings", help=get_builder("siblings").summary)
 @option_group("vlm", ModelOptions, leave=("batch_size", "num_workers"))
+@option_group("space", LabelSpaceOptions, id_classes=SiblingClassesOpt)
 def build_siblings(
     *,
     output: OutOpt,
@@ -61,31 +73,22 @@ def build_siblings(
             help="Hypernym steps up to widen to for classes with fewer than K siblings (1: siblings only).",
         ),
     ] = 1,
-    id_classes: Annotated[
-        Path | None,
-        typer.Option(
-            "--id-classes",
-            help="ID classes: a file of WordNet 3.0 noun wnids (any, not only ImageNet-1k), class names or "
-            "NAME<TAB>WNID lines, a benchmark's name or a shipped list (cifar100); names are mapped to synsets "
-            "(--no-map-classes: not), those without one are listed and skipped (default: ImageNet-1k).",
-        ),
-    ] = None,
-    map_classes: MapClassesOpt = True,
-    hint: HintOpt = None,
+    space: LabelSpaceOptions,
     vlm: ModelOptions,
     templates: TemplatesOpt = "paper8",
 ) -> None:
     """WordNet siblings: per ID class, K co-hyponyms at its own depth, ranked by text similarity (no LLM, offline)."""
     check_counts(per_class, levels)  # every option is checked before the model loads
     tset = resolve_templates(templates)
-    classes, mapped = id_label_space(id_classes, map_classes, hint, reader=sibling_id_classes)
+    classes, mapped = space.open(reader=sibling_id_classes)
     if not any(w.startswith("n") and w[1:].isdigit() for w in classes.wnids):
         raise InputError(
-            f"{id_classes}: none of the {len(classes)} ID classes is a wnid; siblings need WordNet synsets (n01440764)"
+            f"{space.id_classes}: none of the {len(classes)} ID classes is a wnid; siblings need WordNet synsets "
+            "(n01440764)"
         )
-    check_output(output, inputs=[id_classes, Path(templates)], overwrite=overwrite)
+    check_output(output, inputs=[space.id_classes, Path(templates)], overwrite=overwrite)
     say_mapping(mapped)  # every input checked: the label space's summary
-    model = vlm.load()
+    model = load_vlm(**asdict(vlm))
     vocab = build_sibling_vocabulary(model, classes, per_class=per_class, levels=levels, templates=tset, progress=True)
     with writing(output):
         vocab.save(output)
@@ -104,6 +107,7 @@ def build_siblings(
 
 @build_app.command("mined", help=get_builder("mined").summary)
 @option_group("vlm", ModelOptions, leave=("batch_size", "num_workers"))
+@option_group("space", LabelSpaceOptions)
 def build_mined(
     *,
     output: OutOpt,
@@ -153,9 +157,7 @@ def build_mined(
         ),
     ] = "exact",
     nprobe: Annotated[int | None, typer.Option("--nprobe", min=1, help="IVF lists searched per image.")] = None,
-    id_classes: LabelSpaceOpt = None,
-    map_classes: MapClassesOpt = True,
-    hint: HintOpt = None,
+    space: LabelSpaceOptions,
     vlm: ModelOptions,
     templates: TemplatesOpt = "paper8",
 ) -> None:
@@ -165,11 +167,11 @@ def build_mined(
     flags = {"quantile": "--ood-quantile"}
     get_builder("mined").validate({**given, "index": index}, key=lambda n: flags.get(n, "--" + n.replace("_", "-")))
     tset = resolve_templates(templates)
-    classes, mapped = id_label_space(id_classes, map_classes, hint)
+    classes, mapped = space.open()
     cands = mining_pool(candidates)
     image_set = open_image_set(images)
     ood_sets = {name: open_image_set(path) for name, path in ood_paths(ood).items()}  # one name each, no empty path
-    check_output(output, inputs=[images, Path(candidates), id_classes, Path(templates)], overwrite=overwrite)
+    check_output(output, inputs=[images, Path(candidates), space.id_classes, Path(templates)], overwrite=overwrite)
     claim_output_file(output)  # a second run writing the same file refuses at once (negvocab.core.outdir)
     say_mapping(mapped)  # every input checked: the label space's summary
     mining: dict[str, Any] = {
@@ -185,7 +187,7 @@ def build_mined(
         "progress": True,
     }
     with interrupt_guard():  # a Ctrl-C swallowed on its way up (a fork hook) still ends the run
-        model = vlm.load()
+        model = load_vlm(**asdict(vlm))
         vocab = build_mined_vocabulary(model, image_set, cands, **mining)
         check_interrupt()  # no file is written after a Ctrl-C
         _save_mined(output, vocab.subset(vocab.labels, settings={"pool": candidates}), bool(ood_sets), model)

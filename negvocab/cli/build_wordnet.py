@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -10,14 +11,12 @@ import typer
 from negvocab.builders.registry import get_builder
 from negvocab.builders.wordnet import build_wordnet_vocabulary, check_quantile
 from negvocab.cli.app import build_app
-from negvocab.cli.labelspace import id_label_space, say_mapping
+from negvocab.cli.labelspace import LabelSpaceOptions, say_mapping
 from negvocab.cli.options import (
-    HintOpt,
-    LabelSpaceOpt,
-    MapClassesOpt,
     ModelOptions,
     OverwriteOpt,
     TemplatesOpt,
+    load_vlm,
     option_group,
 )
 from negvocab.cli.outputs import check_output, writing
@@ -42,6 +41,7 @@ def output_path(out: Path, size: int, many: bool) -> Path:
 
 @build_app.command("wordnet", help=get_builder("wordnet").summary)
 @option_group("vlm", ModelOptions, leave=("num_workers",))
+@option_group("space", LabelSpaceOptions)
 def build_wordnet(
     *,
     output: Annotated[Path, typer.Option("--output", "-o", help="Vocabulary JSON to write ({size} is replaced).")],
@@ -81,9 +81,7 @@ def build_wordnet(
     synonym_filter: Annotated[
         bool, typer.Option("--synonym-filter/--no-synonym-filter", help="Drop labels naming an ID class.")
     ] = True,
-    id_classes: LabelSpaceOpt = None,
-    map_classes: MapClassesOpt = True,
-    hint: HintOpt = None,
+    space: LabelSpaceOptions,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Rank WordNet head words farthest first from the ID classes (ImageNet-1k) and write vocabularies."""
@@ -100,15 +98,17 @@ def build_wordnet(
     options = {"size": many[0] if many else None, "ratio": ratio, "quantile": quantile, "preset": preset}
     get_builder("wordnet").validate(options, key=lambda name: f"--{name}")
     tset = resolve_templates(templates)
-    classes, mapped = id_label_space(id_classes, map_classes, hint)
+    classes, mapped = space.open()
     pool = load_candidates(candidates) if candidates is not None else None
     outputs = [output_path(output, m, len(many) > 1) for m in many or [0]]
     for i, path in enumerate(outputs):
-        check_output(path, inputs=[candidates, Path(templates), id_classes], others=outputs[:i], overwrite=overwrite)
+        check_output(
+            path, inputs=[candidates, Path(templates), space.id_classes], others=outputs[:i], overwrite=overwrite
+        )
     if pool is not None and many and many[-1] > len(pool):
         raise InputError(f"--size {many[-1]} exceeds the {len(pool)} candidates in {candidates}")
     say_mapping(mapped)  # every input checked: the label space's summary
-    model = vlm.load()
+    model = load_vlm(**asdict(vlm))
     full = build_wordnet_vocabulary(
         model,
         None,

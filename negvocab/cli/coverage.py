@@ -3,6 +3,7 @@ the work is in :mod:`negvocab.diagnostics.coverage`."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,6 +18,7 @@ from negvocab.cli.options import (
     ReportOpt,
     TemplatesOpt,
     check_scoring_options,
+    load_vlm,
     option_group,
     scoring_options,
 )
@@ -108,7 +110,7 @@ def coverage_cmd(
     classes = read_id_classes(id_classes)
     top_k = tuple(sorted({k for k in (1, 5, 10) if k < repair} | {repair})) if repair else ()
     cov = coverage(
-        vlm.load(),
+        load_vlm(**asdict(vlm)),
         voc,
         id_set,
         ood_set,

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from negvocab.cli.app import app
-from negvocab.cli.options import IdClassesOpt, ModelOptions, OverwriteOpt, ReportOpt, option_group
+from negvocab.cli.options import IdClassesOpt, ModelOptions, OverwriteOpt, ReportOpt, load_vlm, option_group
 from negvocab.cli.outputs import check_output, write_folder_report
 from negvocab.core.errors import InputError, ResourceError
 from negvocab.demo import SPLIT_NOTE, DemoResult, check_demo_sizes, run_demo
@@ -85,7 +85,7 @@ def demo(
 def _demo_model(vlm: ModelOptions) -> VLM:
     """The demo's VLM; weights that cannot be had say how to get on without them."""
     try:
-        return vlm.load()
+        return load_vlm(**asdict(vlm))
     except ResourceError as e:
         if vlm.random_weights:
             raise

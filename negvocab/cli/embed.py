@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +16,7 @@ from negvocab.cli.options import (
     ModelOptions,
     OverwriteOpt,
     TemplatesOpt,
+    load_vlm,
     option_group,
 )
 from negvocab.cli.outputs import check_output, writing
@@ -83,7 +85,7 @@ def embed(
     else:
         id_space = read_id_classes(id_classes)
 
-    model = vlm.load()
+    model = load_vlm(**asdict(vlm))
     info: dict[str, object]
     if vocab is not None:
         emb = model.encode_text(list(source.labels), templates, pos=source.parts_of_speech(), progress=True)

@@ -10,7 +10,7 @@ parameter that :func:`option_group` spreads into the group's options::
     @app.command()
     @option_group("vlm", ModelOptions, leave=("num_workers",))
     def embed(vlm: ModelOptions, templates: TemplatesOpt = "paper8"):
-        model = vlm.load()
+        model = load_vlm(**asdict(vlm))
 """
 
 from __future__ import annotations
@@ -235,7 +235,8 @@ def load_vlm(
 @dataclass(frozen=True)
 class ModelOptions:
     """The model options (``--model`` ... ``--num-workers``): typer lists them where a command puts a
-    parameter of this type (:func:`option_group`); :meth:`load` builds the VLM they describe."""
+    parameter of this type (:func:`option_group`); ``load_vlm(**asdict(options))`` builds the VLM they
+    describe (each command calls its module's ``load_vlm``, which tests replace with a tiny model)."""
 
     model: ModelOpt = "ViT-B-32"
     pretrained: PretrainedOpt = None
@@ -247,20 +248,6 @@ class ModelOptions:
     cache_dir: CacheDirOpt = None
     batch_size: BatchSizeOpt = None
     num_workers: NumWorkersOpt = None
-
-    def load(self) -> VLM:
-        """The VLM (:func:`load_vlm`)."""
-        return load_vlm(
-            self.model,
-            self.pretrained,
-            self.device,
-            self.precision,
-            self.cache_dir,
-            self.random_weights,
-            tag=self.tag,
-            batch_size=self.batch_size,
-            num_workers=self.num_workers,
-        )
 
 
 def option_group(param: str, group: type, *, leave: tuple[str, ...] = (), **override: Any) -> Callable[[_F], _F]:

@@ -6,6 +6,7 @@ Each command parses options, builds the image sets and vocabularies, and calls t
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,6 +22,7 @@ from negvocab.cli.options import (
     TemplatesOpt,
     check_scoring_options,
     image_sets,
+    load_vlm,
     load_vocabs,
     option_group,
     path_value,
@@ -114,10 +116,118 @@ def _swept(m: Method) -> bool:
     return m.needs_negatives and m.kind == "batch"
 
 
+@dataclass(frozen=True)
+class StreamOptions:
+    """The test-time (stream) methods' options of ``negvocab score`` (a group of :func:`option_group`)."""
+
+    stream_order: Annotated[
+        str,
+        typer.Option(
+            "--stream-order",
+            help="Test-time (stream) methods: the order of each ID + OOD stream (shuffled by --stream-seeds; "
+            "id_first / ood_first: one whole part, then the other, each shuffled; given: as read).",
+        ),
+    ] = "shuffled"
+    stream_batch: Annotated[
+        int, typer.Option("--stream-batch", min=1, help="Test-time methods: images per stream batch (AdaNeg's 256).")
+    ] = 256
+    stream_seeds: Annotated[
+        str,
+        typer.Option(
+            "--stream-seeds",
+            help="Test-time methods: stream seeds (each seeds a stream's order and ID:OOD mix), e.g. 0,1,2 "
+            "(several: the rows report the spread).",
+        ),
+    ] = "0"
+    id_ood_ratio: Annotated[
+        float | None,
+        typer.Option(
+            "--id-ood-ratio",
+            help="Test-time methods: ID images per OOD image in each stream (the larger side subsampled, seeded "
+            "by the stream seed; default: every image).",
+        ),
+    ] = None
+
+    def settings(self) -> dict[str, Any]:
+        """The streams' settings for the library, checked before any model."""
+        seeds = _stream_seeds(self.stream_seeds)
+        if self.stream_order not in STREAM_ORDERS:
+            raise InputError(f"unknown --stream-order {self.stream_order!r}; choose one of {', '.join(STREAM_ORDERS)}")
+        if self.id_ood_ratio is not None:
+            check_ratio(self.id_ood_ratio)
+        return {
+            "stream_batch": self.stream_batch,
+            "order": self.stream_order,
+            "stream_seed": seeds,
+            "id_ood_ratio": self.id_ood_ratio,
+        }
+
+
+@dataclass(frozen=True)
+class TuningOptions:
+    """The tuning split of ``negvocab score`` (OpenOOD's automatic parameter search; a group of
+    :func:`option_group`)."""
+
+    tune_id: Annotated[
+        Path | None,
+        typer.Option(
+            "--tune-id",
+            parser=path_value,
+            help="Tuning split (OpenOOD's automatic parameter search): ID images, a folder or an image list as "
+            "--id, on which the methods with knobs choose their parameters before the test sets are scored; "
+            "needs --tune-ood. Never the test images (a shared image is refused).",
+        ),
+    ] = None
+    tune_ood: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tune-ood",
+            help="Tuning split: OOD images, NAME=PATH as --ood (repeatable); or, without --tune-id, one "
+            "BENCHMARK=ROOT: the benchmark's validation lists (OpenOOD v1.5's val_*.txt).",
+        ),
+    ] = None
+    tune_grid: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tune-grid",
+            help="NAME=V1,V2,...: the values tuned for a method parameter, e.g. tau=0.005,0.01 (default: each "
+            "method's search grid around its value); repeatable.",
+        ),
+    ] = None
+    tune_criterion: Annotated[
+        str,
+        typer.Option(
+            "--tune-criterion", help="What tuning maximises: auroc (OpenOOD's), aupr_in, aupr_out; or fpr (minimised)."
+        ),
+    ] = "auroc"
+
+    def grid(self) -> dict[str, list[Any]]:
+        """``--tune-grid`` as parameter -> values, the options checked together before any image is read."""
+        from negvocab.evaluation.tuning import check_criterion
+
+        grid = _tune_grid(self.tune_grid or [])
+        if (self.tune_id is not None or grid) and not self.tune_ood:
+            raise InputError("a tuning split needs --tune-ood (with --tune-id, or one BENCHMARK=ROOT alone)")
+        check_criterion(self.tune_criterion)
+        return grid
+
+    def sets(self, images: ImageOptions, test_sets: list[Any]) -> tuple[Any, dict[str, Any]] | None:
+        """The tuning split's ID set and OOD sets (None without ``--tune-ood``), refused where it shares an
+        image with ``test_sets`` (before the model: the test sets never tune)."""
+        from negvocab.evaluation.tuning import check_disjoint
+
+        tune_sets = _tuning_sets(self.tune_id, self.tune_ood, images.image_root, images.allow_outside_root)
+        if tune_sets is not None:
+            check_disjoint([tune_sets[0], *tune_sets[1].values()], test_sets)
+        return tune_sets
+
+
 @app.command("score")
 @scoring_options("seed", methods=_scored, evaluation=("convention", "tpr", "n_boot"))  # seed: also the bootstrap's
 @option_group("images", ImageOptions)
 @option_group("vlm", ModelOptions)
+@option_group("streaming", StreamOptions)
+@option_group("tuning", TuningOptions)
 def score_cmd(
     *,
     images: ImageOptions,
@@ -137,65 +247,8 @@ def score_cmd(
         int, typer.Option("--explain", help="Top negatives / ID classes listed per OOD image (0: none).")
     ] = 5,
     report: ReportOpt = True,
-    stream_order: Annotated[
-        str,
-        typer.Option(
-            "--stream-order",
-            help="Test-time (stream) methods: the order of each ID + OOD stream (shuffled by --stream-seeds; "
-            "id_first / ood_first: one whole part, then the other, each shuffled; given: as read).",
-        ),
-    ] = "shuffled",
-    stream_batch: Annotated[
-        int, typer.Option("--stream-batch", min=1, help="Test-time methods: images per stream batch (AdaNeg's 256).")
-    ] = 256,
-    stream_seeds: Annotated[
-        str,
-        typer.Option(
-            "--stream-seeds",
-            help="Test-time methods: stream seeds (each seeds a stream's order and ID:OOD mix), e.g. 0,1,2 "
-            "(several: the rows report the spread).",
-        ),
-    ] = "0",
-    id_ood_ratio: Annotated[
-        float | None,
-        typer.Option(
-            "--id-ood-ratio",
-            help="Test-time methods: ID images per OOD image in each stream (the larger side subsampled, seeded "
-            "by the stream seed; default: every image).",
-        ),
-    ] = None,
-    tune_id: Annotated[
-        Path | None,
-        typer.Option(
-            "--tune-id",
-            parser=path_value,
-            help="Tuning split (OpenOOD's automatic parameter search): ID images, a folder or an image list as "
-            "--id, on which the methods with knobs choose their parameters before the test sets are scored; "
-            "needs --tune-ood. Never the test images (a shared image is refused).",
-        ),
-    ] = None,
-    tune_ood: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--tune-ood",
-            help="Tuning split: OOD images, NAME=PATH as --ood (repeatable); or, without --tune-id, one "
-            "BENCHMARK=ROOT: the benchmark's validation lists (OpenOOD v1.5's val_*.txt).",
-        ),
-    ] = None,
-    tune_grid: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--tune-grid",
-            help="NAME=V1,V2,...: the values tuned for a method parameter, e.g. tau=0.005,0.01 (default: each "
-            "method's search grid around its value); repeatable.",
-        ),
-    ] = None,
-    tune_criterion: Annotated[
-        str,
-        typer.Option(
-            "--tune-criterion", help="What tuning maximises: auroc (OpenOOD's), aupr_in, aupr_out; or fpr (minimised)."
-        ),
-    ] = "auroc",
+    streaming: StreamOptions,
+    tuning: TuningOptions,
     params: dict[str, Any] | None = None,  # the registry options above, from @scoring_options
     metrics: dict[str, Any] | None = None,
 ) -> None:
@@ -205,13 +258,11 @@ def score_cmd(
     and recorded in every row; their rows are marked test-time. With --tune-id/--tune-ood the batch
     methods with knobs first choose their parameters on that split; their rows say so (tuned, tuned_on)."""
     assert params is not None and metrics is not None  # given by @scoring_options
-    from negvocab.evaluation.tuning import check_criterion, check_disjoint
-
     evaluation = {**metrics, "seed": params["seed"]}  # convention, tpr, n_boot; the seed is the bootstrap's too
     chosen = [get_method(m) for m in (method or ["neglabel"])]  # before any model
     streamed = list(dict.fromkeys(m.name for m in chosen if m.kind == "stream"))
     methods = [batch_method(m.name, "negvocab score").name for m in chosen if m.kind != "stream"]
-    stream = _stream_options(stream_order, stream_batch, stream_seeds, id_ood_ratio)
+    stream = streaming.settings()
     claim_results_folder(output, RESULT_FILES, overwrite=overwrite)  # held until the command ends
     check_scoring_options(params, **evaluation)
     if explain < 0:
@@ -222,19 +273,14 @@ def score_cmd(
         raise InputError(
             f"--method {', '.join(need_vocab)} needs a vocabulary: pass --vocab FILE (or use --method {without})"
         )
-    grid = _tune_grid(tune_grid or [])
-    if (tune_id is not None or grid) and not tune_ood:
-        raise InputError("a tuning split needs --tune-ood (with --tune-id, or one BENCHMARK=ROOT alone)")
-    check_criterion(tune_criterion)
+    grid = tuning.grid()
     id_set, ood_set = images.open()
-    tune_sets = _tuning_sets(tune_id, tune_ood, images.image_root, images.allow_outside_root)
-    if tune_sets is not None:  # before the model: the test sets never tune
-        check_disjoint([tune_sets[0], *tune_sets[1].values()], [id_set, *ood_set.values()])
+    tune_sets = tuning.sets(images, [id_set, *ood_set.values()])
     vocabs = load_vocabs(list(vocab or []))
     classes = None if id_classes is None else read_id_classes(id_classes)  # None: the benchmark's, else ImageNet-1k
     shared = {"id_classes": classes, "templates": templates, "params": params, "progress": True, **evaluation}
-    sets = (id_set, ood_set, vocabs)
-    ev = _evaluate(vlm.load(), sets, methods, streamed, stream, (tune_sets, grid, tune_criterion), explain, shared)
+    model, sets = load_vlm(**asdict(vlm)), (id_set, ood_set, vocabs)
+    ev = _evaluate(model, sets, methods, streamed, stream, (tune_sets, grid, tuning.tune_criterion), explain, shared)
     with writing(output):
         out = write_results(ev, output, overwrite=overwrite)
     warn_random(ev.random_weights)
@@ -242,16 +288,6 @@ def score_cmd(
     typer.echo(f"wrote {out}/results.json, results.csv, scores.npz, scores.csv, explanations.json")
     if report:
         write_folder_report(out)
-
-
-def _stream_options(order: str, batch: int, seeds: str, id_ood_ratio: float | None) -> dict[str, Any]:
-    """The test-time methods' stream settings from the --stream-* options, checked before any model."""
-    stream_seeds = _stream_seeds(seeds)
-    if order not in STREAM_ORDERS:
-        raise InputError(f"unknown --stream-order {order!r}; choose one of {', '.join(STREAM_ORDERS)}")
-    if id_ood_ratio is not None:
-        check_ratio(id_ood_ratio)
-    return {"stream_batch": batch, "order": order, "stream_seed": stream_seeds, "id_ood_ratio": id_ood_ratio}
 
 
 def _evaluate(
@@ -368,21 +404,10 @@ def sweep_cmd(
     id_set, ood_set = images.open()
     refs = load_vocabs(list(reference or []))
     classes = None if id_classes is None else read_id_classes(id_classes)  # None: the benchmark's, else ImageNet-1k
+    how = {"id_classes": classes, "templates": templates, "params": params, "progress": True, **evaluation}
+    model = load_vlm(**asdict(vlm))
     res = sweep_vocabulary(
-        vlm.load(),
-        id_set,
-        ood_set,
-        ranked,
-        sizes,
-        method=method,
-        references=refs,
-        id_classes=classes,
-        templates=templates,
-        params=params,
-        **evaluation,
-        name=vocab.stem,
-        order=order,
-        progress=True,
+        model, id_set, ood_set, ranked, sizes, method=method, references=refs, name=vocab.stem, order=order, **how
     )
     with writing(output):
         out = write_sweep(res, output, overwrite=overwrite, plot_formats=formats)
