@@ -9,7 +9,7 @@ parameter that :func:`option_group` spreads into the group's options::
 
     @app.command()
     @option_group("vlm", ModelOptions, leave=("num_workers",))
-    def embed(vlm: ModelOptions, templates: TemplatesOpt = "paper8"):
+    def embed(*, vlm: ModelOptions, templates: TemplatesOpt = "paper8"):
         model = load_vlm(**asdict(vlm))
 """
 
@@ -274,7 +274,7 @@ def option_group(param: str, group: type, *, leave: tuple[str, ...] = (), **over
             values = {p.name: kwargs.pop(p.name) for p in added if p.name in kwargs}
             return command(**kwargs, **{param: group(**values)})
 
-        run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]  # read by inspect; not declared
         run.__annotations__ = {p.name: p.annotation for p in params} | {"return": hints.get("return")}
         return typing.cast(_F, run)
 
