@@ -209,7 +209,7 @@ class CommandGroup(TyperGroup):
                 listed._listed = True  # type: ignore[attr-defined]
                 return listed
             importlib.import_module(COMMANDS[name].module)  # registers its commands on app
-            cmd = typer.main.get_command(app).commands.get(name)
+            cmd = _click_group(app).commands.get(name)
         elif self.name == BUILD and (name in BUILD_COMMANDS or not builders_known()):
             self._import_build()
             cmd = self.commands.get(name)
@@ -224,7 +224,7 @@ class CommandGroup(TyperGroup):
         if getattr(self, "_imported", False):
             return
         import_build_commands()
-        for name, cmd in typer.main.get_command(build_app).commands.items():
+        for name, cmd in _click_group(build_app).commands.items():
             self.commands.setdefault(name, cmd)
         self._imported = True
 
@@ -277,7 +277,7 @@ class CommandGroup(TyperGroup):
             ctx.exit(EXIT_USER_ERROR)
         return super().parse_args(ctx, args)
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:  # click's Context: typer's own or click's, by version (as above)
         try:
             return super().invoke(ctx)
         except NegvocabError as e:
@@ -307,6 +307,14 @@ class CommandGroup(TyperGroup):
 
 
 ROOT, BUILD = "negvocab", "build"  # the groups whose commands are imported on first use
+
+
+def _click_group(group: typer.Typer) -> TyperGroup:
+    """The click group typer builds for ``group`` (typer types it as any command)."""
+    built = typer.main.get_command(group)
+    assert isinstance(built, TyperGroup)  # a CommandGroup: app and build_app have several commands
+    return built
+
 
 app = typer.Typer(
     cls=CommandGroup,

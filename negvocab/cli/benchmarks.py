@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -17,8 +17,7 @@ __all__ = ["benchmarks_cmd"]
 @app.command("benchmarks")
 def benchmarks_cmd(
     root: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--root", help="A data root: say for each set whether its list or folder is there."),
+        Path | None, typer.Option("--root", help="A data root: say for each set whether its list or folder is there.")
     ] = None,
 ) -> None:
     """List the named OOD benchmarks (--ood BENCHMARK=ROOT; then --id may be left out: the benchmark's

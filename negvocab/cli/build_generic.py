@@ -10,6 +10,7 @@ examples come from the registry too. :func:`add_builder_commands` loads the plug
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import typing
@@ -25,21 +26,7 @@ from negvocab.cli.commands import BUILD_MODULES
 from negvocab.cli.common_options import OutOpt
 from negvocab.cli.examples import EXAMPLES
 from negvocab.cli.labelspace import id_label_space, say_mapping
-from negvocab.cli.options import (
-    BatchSizeOpt,
-    CacheDirOpt,
-    DeviceOpt,
-    HintOpt,
-    LabelSpaceOpt,
-    MapClassesOpt,
-    ModelOpt,
-    OverwriteOpt,
-    PrecisionOpt,
-    PresetTagOpt,
-    PretrainedOpt,
-    RandomWeightsOpt,
-    load_vlm,
-)
+from negvocab.cli.options import HintOpt, LabelSpaceOpt, MapClassesOpt, ModelOptions, OverwriteOpt, load_vlm
 from negvocab.cli.outputs import check_output, writing
 from negvocab.core.atomic import is_stdout
 from negvocab.core.plugins import load_plugins
@@ -48,15 +35,11 @@ from negvocab.labels.imagenet import IdClasses
 __all__ = ["add_builder_commands", "builder_command", "build_help"]
 
 _SIMPLE = (bool, int, float, Path, str)  # the CLI types an option may take, in the order they are preferred
+#: the model options of a builder that needs a VLM: name -> (annotation, default); no --num-workers (no images)
 _VLM_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "model": (ModelOpt, "ViT-B-32"),
-    "pretrained": (PretrainedOpt, None),
-    "tag": (PresetTagOpt, None),
-    "device": (DeviceOpt, "auto"),
-    "precision": (PrecisionOpt, None),
-    "cache_dir": (CacheDirOpt, None),
-    "batch_size": (BatchSizeOpt, None),
-    "random_weights": (RandomWeightsOpt, False),
+    f.name: (typing.get_type_hints(ModelOptions, include_extras=True)[f.name], f.default)
+    for f in dataclasses.fields(ModelOptions)
+    if f.name != "num_workers"
 }
 
 _DRY_RUN = Annotated[
@@ -141,11 +124,12 @@ def builder_command(b: Builder) -> Callable[..., None]:
         help_text = text[:1].upper() + text[1:] + "."
         required = info.is_required()
         default = None if required or many else info.default
+        ann: Any
         if name == "id_classes" and not required and _takes_label_space(info.annotation):  # as build wordnet's
             ann = LabelSpaceOpt
         elif kind is bool and not required and isinstance(default, bool):
             opt = typer.Option(f"{flag}/--no-{flag[2:]}", help=help_text)
-            ann: Any = Annotated[bool, opt]
+            ann = Annotated[bool, opt]
         else:
             opt = typer.Option(flag, help=help_text)
             ann = Annotated[list[kind] if many else kind if required else Optional[kind], opt]  # type: ignore[valid-type]  # noqa: UP045
@@ -180,17 +164,7 @@ def builder_command(b: Builder) -> Callable[..., None]:
         say_mapping(mapped)  # every input checked: the label space's summary
         vlm = None
         if uses_vlm:
-            v = {k.removeprefix("vlm_"): kw[k] for k in kw if k.startswith("vlm_")}
-            vlm = load_vlm(
-                v["model"],
-                v["pretrained"],
-                v["device"],
-                v["precision"],
-                v["cache_dir"],
-                v["random_weights"],
-                tag=v["tag"],
-                batch_size=v["batch_size"],
-            )
+            vlm = load_vlm(**{k.removeprefix("vlm_"): kw[k] for k in kw if k.startswith("vlm_")})
         if dry_run:
             typer.echo(f"dry run, nothing sent: {b.estimate_cost(vlm=vlm, **options).summary()}")
             return

@@ -8,9 +8,9 @@ and never sends a journaled request twice. The endpoint and key come from ``OPEN
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -20,7 +20,7 @@ from negvocab.builders.registry import get_builder
 from negvocab.cli.app import build_app
 from negvocab.cli.common_options import OutOpt
 from negvocab.cli.labelspace import LabelSpace, llm_label_space, say_mapping
-from negvocab.cli.options import HintOpt, MapClassesOpt, OverwriteOpt
+from negvocab.cli.options import HintOpt, MapClassesOpt, OverwriteOpt, option_group
 from negvocab.cli.outputs import check_output, messages_to_stderr, writing
 from negvocab.core.errors import InputError, ResourceError
 from negvocab.labels.synonyms import SynonymFilter
@@ -33,6 +33,7 @@ __all__ = [
     "ConcurrencyOpt",
     "DryRunOpt",
     "KeyEnvOpt",
+    "LLMOptions",
     "MinLabelsOpt",
     "ModelOpt",
     "OutOpt",
@@ -58,7 +59,7 @@ ModelOpt = Annotated[
 ]
 RoundsOpt = Annotated[int, typer.Option("--rounds", min=1, help="Rounds of requests over all classes (or chunks).")]
 ClassesOpt = Annotated[
-    Optional[str],  # noqa: UP045 (typer needs Optional)
+    str | None,
     typer.Option(
         "--classes",
         help=(
@@ -69,7 +70,7 @@ ClassesOpt = Annotated[
     ),
 ]
 RunDirOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--run-dir",
         help="Run folder (journal + manifest). Default: a folder in the negvocab cache named after the run.",
@@ -115,7 +116,7 @@ DryRunOpt = Annotated[
     bool, typer.Option("--dry-run", help="Print the request count, estimated tokens and cost; send nothing.")
 ]
 BaseUrlOpt = Annotated[
-    Optional[str],  # noqa: UP045
+    str | None,
     typer.Option(
         "--base-url",
         help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default: $OPENAI_BASE_URL, else OpenAI).",
@@ -125,7 +126,7 @@ KeyEnvOpt = Annotated[
     str, typer.Option("--api-key-env", help="Name of the environment variable that holds the API key.")
 ]
 RoundsUsedOpt = Annotated[
-    Optional[int],  # noqa: UP045
+    int | None,
     typer.Option(
         "--max-rounds-used",
         min=1,
@@ -133,14 +134,14 @@ RoundsUsedOpt = Annotated[
     ),
 ]
 PromptOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option("--prompt", help="Your own prompt template file (same placeholders as the packaged one in prompts/)."),
 ]
 TemperatureOpt = Annotated[
     float, typer.Option("--temperature", min=0.0, help="Sampling temperature (part of the run's identity).")
 ]
 MinLabelsOpt = Annotated[
-    Optional[int],  # noqa: UP045
+    int | None,
     typer.Option(
         "--min-labels",
         min=1,
@@ -158,21 +159,81 @@ RetryWaitOpt = Annotated[
 ]
 PollOpt = Annotated[float, typer.Option("--poll-interval", min=0.0, help="Seconds between Batch API status checks.")]
 PriceInOpt = Annotated[
-    Optional[float],  # noqa: UP045
+    float | None,
     typer.Option("--price-in", min=0.0, help="USD per 1M prompt tokens, for a model not in the price table."),
 ]
 PriceOutOpt = Annotated[
-    Optional[float],  # noqa: UP045
+    float | None,
     typer.Option("--price-out", min=0.0, help="USD per 1M completion tokens, for a model not in the price table."),
 ]
 MaxTokensOpt = Annotated[
-    Optional[int],  # noqa: UP045
+    int | None,
     typer.Option(
         "--max-tokens",
         min=1,
         help="max_tokens of each request (default: sized from the labels asked; none at OpenAI's own endpoint).",
     ),
 ]
+
+
+@dataclass(frozen=True)
+class LLMOptions:
+    """The options ``build gpt`` and ``build eoe`` share after their own (a group of
+    :func:`~negvocab.cli.options.option_group`): the label space, the run folder, the question's
+    settings and how the requests are sent."""
+
+    classes: ClassesOpt = None
+    map_classes: MapClassesOpt = True
+    hint: HintOpt = None
+    run_dir: RunDirOpt = None
+    concurrency: ConcurrencyOpt = 16
+    batch: BatchOpt = False
+    dry_run: DryRunOpt = False
+    retry_failed: RetryFailedOpt = False
+    base_url: BaseUrlOpt = None
+    api_key_env: KeyEnvOpt = "OPENAI_API_KEY"
+    max_rounds_used: RoundsUsedOpt = None
+    prompt: PromptOpt = None
+    temperature: TemperatureOpt = 1.0
+    min_labels: MinLabelsOpt = None
+    retry_wait: RetryWaitOpt = 1.0
+    poll_interval: PollOpt = 30.0
+    price_in: PriceInOpt = None
+    price_out: PriceOutOpt = None
+    response_format: ResponseFormatOpt = "auto"
+    request_timeout: RequestTimeoutOpt = 300.0
+    max_tokens: MaxTokensOpt = None
+
+    def run_options(self, space: LabelSpace | None) -> dict[str, Any]:
+        """What the run is asked with (:func:`~negvocab.builders.llm.gpt_run`, ``eoe_run``) besides the
+        command's own: the classes (``space``: a label space of its own), run folder and prompt settings."""
+        return {
+            "classes": self.classes if space is None else None,
+            "id_classes": None if space is None else space.classes,
+            "run_dir": self.run_dir,
+            "prompt_path": self.prompt,
+            "temperature": self.temperature,
+            "min_labels": self.min_labels,
+        }
+
+    def settings(self, model: str) -> LLMSettings:
+        """How the requests to ``model`` are sent."""
+        return LLMSettings(
+            prices=_prices(model, self.price_in, self.price_out),  # its error before a missing key's, as before
+            base_url=None if self.dry_run else self.base_url,  # a dry run sends nothing: no endpoint, no key
+            api_key=None if self.dry_run else _api_key(self.api_key_env),
+            concurrency=self.concurrency,
+            batch=self.batch,
+            retry_failed=self.retry_failed,
+            client_options={
+                "wait_base": self.retry_wait,
+                "key_name": self.api_key_env,
+                **({"max_tokens": self.max_tokens} if self.max_tokens is not None else {}),
+            },
+            poll_interval=self.poll_interval,
+            response_format=self.response_format,
+            request_timeout=self.request_timeout,
+        )
 
 
 def _prices(model: str, price_in: float | None, price_out: float | None) -> dict[str, tuple[float, float]] | None:
@@ -268,54 +329,13 @@ def _report(vocab: Any, out: Path, what: str) -> None:
     typer.echo(f"run folder: {s['run_dir']}")
 
 
-def _llm_settings(
-    *,
-    model: str,
-    dry_run: bool,
-    base_url: str | None,
-    api_key_env: str,
-    concurrency: int,
-    batch: bool,
-    retry_failed: bool,
-    retry_wait: float,
-    poll_interval: float,
-    price_in: float | None,
-    price_out: float | None,
-    response_format: str,
-    request_timeout: float,
-    max_tokens: int | None = None,
-    **_others: Any,
-) -> LLMSettings:
-    """The settings of ``build gpt`` and ``build eoe``, made once from their options: each command
-    calls it with its ``**locals()``, and the options it does not name (the question: classes,
-    rounds, prompt, ...; the output) go to ``_others`` unused."""
-    return LLMSettings(
-        prices=_prices(model, price_in, price_out),  # its error before a missing key's, as before
-        base_url=None if dry_run else base_url,  # a dry run sends nothing: neither endpoint nor key is looked at
-        api_key=None if dry_run else _api_key(api_key_env),
-        concurrency=concurrency,
-        batch=batch,
-        retry_failed=retry_failed,
-        client_options={
-            "wait_base": retry_wait,
-            "key_name": api_key_env,
-            **({"max_tokens": max_tokens} if max_tokens is not None else {}),
-        },
-        poll_interval=poll_interval,
-        response_format=response_format,
-        request_timeout=request_timeout,
-    )
-
-
 def _run(
     run: Any,
-    settings: LLMSettings,
+    llm: LLMOptions,
+    model: str,
     *,
-    dry_run: bool,
-    rounds_used: int | None,
     out: Path,
     what: str,
-    inputs: list[Any],
     overwrite: bool = False,
     grow: tuple[Any, int, int] | None = None,
     space: LabelSpace | None = None,
@@ -323,8 +343,9 @@ def _run(
     """Estimate (dry run) or build and save; ``grow`` = (make_run, rounds, size): rounds are added until
     the size is reached (:func:`negvocab.builders.llm_size.build_to_size`); ``space``: the label space
     of its own that ``--classes`` named (its synonym filter; its mapping said once every input is checked)."""
+    settings, rounds_used, inputs = llm.settings(model), llm.max_rounds_used, [llm.classes, llm.prompt]
     filt = SynonymFilter(space.classes) if space is not None else None
-    if dry_run:
+    if llm.dry_run:
         say_mapping(space.summary if space is not None else "")
         typer.echo(run.estimate(settings, rounds_used=rounds_used).summary())
         typer.echo(f"run folder: {run.run_dir} (nothing sent, nothing written)")
@@ -358,69 +379,32 @@ def _run(
 
 
 @build_app.command("gpt", help=get_builder("gpt").summary)
+@option_group("llm", LLMOptions)
 def build_gpt(
+    *,
     model: ModelOpt,
     output: OutOpt,
     overwrite: OverwriteOpt = False,
     per_class: Annotated[int, typer.Option("--per-class", "-n", min=1, help="Labels asked per class and round.")] = 20,
     rounds: RoundsOpt = 10,
-    classes: ClassesOpt = None,
-    map_classes: MapClassesOpt = True,
-    hint: HintOpt = None,
-    run_dir: RunDirOpt = None,
-    concurrency: ConcurrencyOpt = 16,
-    batch: BatchOpt = False,
-    dry_run: DryRunOpt = False,
-    retry_failed: RetryFailedOpt = False,
-    base_url: BaseUrlOpt = None,
-    api_key_env: KeyEnvOpt = "OPENAI_API_KEY",
-    max_rounds_used: RoundsUsedOpt = None,
-    prompt: PromptOpt = None,
-    temperature: TemperatureOpt = 1.0,
-    min_labels: MinLabelsOpt = None,
-    retry_wait: RetryWaitOpt = 1.0,
-    poll_interval: PollOpt = 30.0,
-    price_in: PriceInOpt = None,
-    price_out: PriceOutOpt = None,
-    response_format: ResponseFormatOpt = "auto",
-    request_timeout: RequestTimeoutOpt = 300.0,
-    max_tokens: MaxTokensOpt = None,
+    llm: LLMOptions,
 ) -> None:
     """GPT siblings: per class, N visually confusable non-ImageNet categories, R rounds, merged and synonym-filtered."""
-    space = llm_label_space(classes, map_classes, hint)
-    run = gpt_run(
-        model,
-        per_class=per_class,
-        rounds=rounds,
-        classes=classes if space is None else None,
-        id_classes=None if space is None else space.classes,
-        run_dir=run_dir,
-        prompt_path=prompt,
-        temperature=temperature,
-        min_labels=min_labels,
-    )
-    settings = _llm_settings(**locals())
-    _run(
-        run,
-        settings,
-        dry_run=dry_run,
-        rounds_used=max_rounds_used,
-        out=output,
-        overwrite=overwrite,
-        what="gpt vocabulary",
-        inputs=[classes, prompt],
-        space=space,
-    )
+    space = llm_label_space(llm.classes, llm.map_classes, llm.hint)
+    run = gpt_run(model, per_class=per_class, rounds=rounds, **llm.run_options(space))
+    _run(run, llm, model, out=output, overwrite=overwrite, what="gpt vocabulary", space=space)
 
 
 @build_app.command("eoe", help=get_builder("eoe").summary)
+@option_group("llm", LLMOptions)
 def build_eoe(
+    *,
     model: ModelOpt,
     output: OutOpt,
     overwrite: OverwriteOpt = False,
     mode: Annotated[str, typer.Option("--mode", help="near (per class), far or fine (per chunk of classes).")] = "near",
     per_request: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option(
             "--per-request",
             "--per-class",
@@ -430,8 +414,7 @@ def build_eoe(
         ),
     ] = None,
     size: Annotated[
-        Optional[int],  # noqa: UP045
-        typer.Option("--size", "-L", min=1, help="far/fine: total labels L wanted, spread over the chunks."),
+        int | None, typer.Option("--size", "-L", min=1, help="far/fine: total labels L wanted, spread over the chunks.")
     ] = None,
     classes_per_request: Annotated[
         int,
@@ -443,59 +426,17 @@ def build_eoe(
         ),
     ] = 100,
     rounds: RoundsOpt = 1,
-    classes: ClassesOpt = None,
-    map_classes: MapClassesOpt = True,
-    hint: HintOpt = None,
-    run_dir: RunDirOpt = None,
-    concurrency: ConcurrencyOpt = 16,
-    batch: BatchOpt = False,
-    dry_run: DryRunOpt = False,
-    retry_failed: RetryFailedOpt = False,
-    base_url: BaseUrlOpt = None,
-    api_key_env: KeyEnvOpt = "OPENAI_API_KEY",
-    max_rounds_used: RoundsUsedOpt = None,
-    prompt: PromptOpt = None,
-    temperature: TemperatureOpt = 1.0,
-    min_labels: MinLabelsOpt = None,
-    retry_wait: RetryWaitOpt = 1.0,
-    poll_interval: PollOpt = 30.0,
-    price_in: PriceInOpt = None,
-    price_out: PriceOutOpt = None,
-    response_format: ResponseFormatOpt = "auto",
-    request_timeout: RequestTimeoutOpt = 300.0,
-    max_tokens: MaxTokensOpt = None,
+    llm: LLMOptions,
 ) -> None:
     """EOE envisioned outliers (near, far or fine), lower-cased, de-duplicated and synonym-filtered."""
-    space = llm_label_space(classes, map_classes, hint)
+    space = llm_label_space(llm.classes, llm.map_classes, llm.hint)
+    asked: dict[str, Any] = {"mode": mode, "per_request": per_request, "size": size}  # eoe_run checks the mode
+    asked |= {"classes_per_request": classes_per_request, **llm.run_options(space)}
 
     def make(r: int) -> Any:
-        return eoe_run(
-            model,
-            mode=mode,
-            per_request=per_request,
-            size=size,
-            classes_per_request=classes_per_request,
-            rounds=r,
-            classes=classes if space is None else None,  # type: ignore[arg-type]
-            id_classes=None if space is None else space.classes,
-            run_dir=run_dir,
-            prompt_path=prompt,
-            temperature=temperature,
-            min_labels=min_labels,
-        )
+        return eoe_run(model, rounds=r, **asked)
 
-    run = make(rounds)
-    settings = _llm_settings(**{k: v for k, v in locals().items() if k != "make"})
     grow = (make, rounds, size) if size is not None else None
     _run(
-        run,
-        settings,
-        dry_run=dry_run,
-        rounds_used=max_rounds_used,
-        out=output,
-        overwrite=overwrite,
-        what=f"eoe-{mode} vocabulary",
-        inputs=[classes, prompt],
-        grow=grow,
-        space=space,
+        make(rounds), llm, model, out=output, overwrite=overwrite, what=f"eoe-{mode} vocabulary", grow=grow, space=space
     )

@@ -6,8 +6,9 @@ siblings); ``mined`` keeps the candidates that unlabelled images from the deploy
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -17,22 +18,14 @@ from negvocab.builders.registry import get_builder
 from negvocab.builders.siblings import build_sibling_vocabulary, check_counts, sibling_id_classes
 from negvocab.cli.app import build_app
 from negvocab.cli.common_options import OutOpt
-from negvocab.cli.labelspace import id_label_space, say_mapping
+from negvocab.cli.labelspace import LabelSpaceOptions, say_mapping
 from negvocab.cli.options import (
-    CacheDirOpt,
-    DeviceOpt,
-    HintOpt,
-    LabelSpaceOpt,
-    MapClassesOpt,
-    ModelOpt,
+    ModelOptions,
     OverwriteOpt,
-    PrecisionOpt,
-    PresetTagOpt,
-    PretrainedOpt,
-    RandomWeightsOpt,
     TemplatesOpt,
     load_vlm,
     ood_paths,
+    option_group,
     path_value,
 )
 from negvocab.cli.outputs import check_output, claim_output_file, writing
@@ -43,7 +36,19 @@ from negvocab.data.layouts import open_image_set
 from negvocab.vlm.templates import resolve_templates
 from negvocab.vocab import Vocabulary
 
-__all__ = ["OutOpt", "build_mined", "build_oracle", "build_siblings"]
+__all__ = ["OutOpt", "SiblingClassesOpt", "build_mined", "build_oracle", "build_siblings"]
+
+
+#: siblings' --id-classes: any WordNet noun wnids (its help says so)
+SiblingClassesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--id-classes",
+        help="ID classes: a file of WordNet 3.0 noun wnids (any, not only ImageNet-1k), class names or "
+        "NAME<TAB>WNID lines, a benchmark's name or a shipped list (cifar100); names are mapped to synsets "
+        "(--no-map-classes: not), those without one are listed and skipped (default: ImageNet-1k).",
+    ),
+]
 
 
 def _warn(vlm: object) -> str:
@@ -51,7 +56,10 @@ def _warn(vlm: object) -> str:
 
 
 @build_app.command("siblings", help=get_builder("siblings").summary)
+@option_group("vlm", ModelOptions, leave=("batch_size", "num_workers"))
+@option_group("space", LabelSpaceOptions, id_classes=SiblingClassesOpt)
 def build_siblings(
+    *,
     output: OutOpt,
     overwrite: OverwriteOpt = False,
     per_class: Annotated[
@@ -65,38 +73,23 @@ def build_siblings(
             help="Hypernym steps up to widen to for classes with fewer than K siblings (1: siblings only).",
         ),
     ] = 1,
-    id_classes: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(
-            "--id-classes",
-            help="ID classes: a file of WordNet 3.0 noun wnids (any, not only ImageNet-1k), class names or "
-            "NAME<TAB>WNID lines, a benchmark's name or a shipped list (cifar100); names are mapped to synsets "
-            "(--no-map-classes: not), those without one are listed and skipped (default: ImageNet-1k).",
-        ),
-    ] = None,
-    map_classes: MapClassesOpt = True,
-    hint: HintOpt = None,
-    model: ModelOpt = "ViT-B-32",
-    pretrained: PretrainedOpt = None,
-    tag: PresetTagOpt = None,
+    space: LabelSpaceOptions,
+    vlm: ModelOptions,
     templates: TemplatesOpt = "paper8",
-    device: DeviceOpt = "auto",
-    precision: PrecisionOpt = None,
-    cache_dir: CacheDirOpt = None,
-    random_weights: RandomWeightsOpt = False,
 ) -> None:
     """WordNet siblings: per ID class, K co-hyponyms at its own depth, ranked by text similarity (no LLM, offline)."""
     check_counts(per_class, levels)  # every option is checked before the model loads
     tset = resolve_templates(templates)
-    classes, mapped = id_label_space(id_classes, map_classes, hint, reader=sibling_id_classes)
+    classes, mapped = space.open(reader=sibling_id_classes)
     if not any(w.startswith("n") and w[1:].isdigit() for w in classes.wnids):
         raise InputError(
-            f"{id_classes}: none of the {len(classes)} ID classes is a wnid; siblings need WordNet synsets (n01440764)"
+            f"{space.id_classes}: none of the {len(classes)} ID classes is a wnid; siblings need WordNet synsets "
+            "(n01440764)"
         )
-    check_output(output, inputs=[id_classes, Path(templates)], overwrite=overwrite)
+    check_output(output, inputs=[space.id_classes, Path(templates)], overwrite=overwrite)
     say_mapping(mapped)  # every input checked: the label space's summary
-    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
-    vocab = build_sibling_vocabulary(vlm, classes, per_class=per_class, levels=levels, templates=tset, progress=True)
+    model = load_vlm(**asdict(vlm))
+    vocab = build_sibling_vocabulary(model, classes, per_class=per_class, levels=levels, templates=tset, progress=True)
     with writing(output):
         vocab.save(output)
     s = vocab.settings
@@ -107,13 +100,16 @@ def build_siblings(
     )
     short = f"; {len(s['short_classes'])} classes have fewer than {per_class}" if s["short_classes"] else ""
     typer.echo(
-        f"wrote {output}: {len(vocab)} labels for {s['keys']} classes{short}{skipped}{_warn(vlm)}",
+        f"wrote {output}: {len(vocab)} labels for {s['keys']} classes{short}{skipped}{_warn(model)}",
         err=is_stdout(output),
     )
 
 
 @build_app.command("mined", help=get_builder("mined").summary)
+@option_group("vlm", ModelOptions, leave=("batch_size", "num_workers"))
+@option_group("space", LabelSpaceOptions)
 def build_mined(
+    *,
     output: OutOpt,
     images: Annotated[
         Path,
@@ -132,7 +128,7 @@ def build_mined(
         ),
     ] = "wordnet",
     size: Annotated[
-        Optional[int], typer.Option("--size", "-M", help="Vocabulary size M (default: every candidate with a vote).")  # noqa: UP045
+        int | None, typer.Option("--size", "-M", help="Vocabulary size M (default: every candidate with a vote).")
     ] = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="Candidates each OOD-looking image votes for.")] = 10,
     quantile: Annotated[
@@ -142,11 +138,10 @@ def build_mined(
         ),
     ] = 0.5,
     threshold: Annotated[
-        Optional[float],  # noqa: UP045
-        typer.Option("--threshold", help="An absolute ID-similarity threshold instead of --ood-quantile."),
+        float | None, typer.Option("--threshold", help="An absolute ID-similarity threshold instead of --ood-quantile.")
     ] = None,
     ood: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--ood",
             help=(
@@ -161,18 +156,10 @@ def build_mined(
             "--index", help="exact (default), ivf or hnsw (approximate, for pools of millions; recall is measured)."
         ),
     ] = "exact",
-    nprobe: Annotated[Optional[int], typer.Option("--nprobe", min=1, help="IVF lists searched per image.")] = None,  # noqa: UP045
-    id_classes: LabelSpaceOpt = None,
-    map_classes: MapClassesOpt = True,
-    hint: HintOpt = None,
-    model: ModelOpt = "ViT-B-32",
-    pretrained: PretrainedOpt = None,
-    tag: PresetTagOpt = None,
+    nprobe: Annotated[int | None, typer.Option("--nprobe", min=1, help="IVF lists searched per image.")] = None,
+    space: LabelSpaceOptions,
+    vlm: ModelOptions,
     templates: TemplatesOpt = "paper8",
-    device: DeviceOpt = "auto",
-    precision: PrecisionOpt = None,
-    cache_dir: CacheDirOpt = None,
-    random_weights: RandomWeightsOpt = False,
 ) -> None:
     """Mined negatives: the candidates that unlabelled OOD-looking images point to, ranked by their votes."""
     # checked by the builder's options model before any image is read (as the API and a grid check them)
@@ -180,14 +167,14 @@ def build_mined(
     flags = {"quantile": "--ood-quantile"}
     get_builder("mined").validate({**given, "index": index}, key=lambda n: flags.get(n, "--" + n.replace("_", "-")))
     tset = resolve_templates(templates)
-    classes, mapped = id_label_space(id_classes, map_classes, hint)
+    classes, mapped = space.open()
     cands = mining_pool(candidates)
     image_set = open_image_set(images)
     ood_sets = {name: open_image_set(path) for name, path in ood_paths(ood).items()}  # one name each, no empty path
-    check_output(output, inputs=[images, Path(candidates), id_classes, Path(templates)], overwrite=overwrite)
+    check_output(output, inputs=[images, Path(candidates), space.id_classes, Path(templates)], overwrite=overwrite)
     claim_output_file(output)  # a second run writing the same file refuses at once (negvocab.core.outdir)
     say_mapping(mapped)  # every input checked: the label space's summary
-    mining = {
+    mining: dict[str, Any] = {
         "size": size,
         "id_classes": classes,
         "templates": tset,
@@ -200,10 +187,10 @@ def build_mined(
         "progress": True,
     }
     with interrupt_guard():  # a Ctrl-C swallowed on its way up (a fork hook) still ends the run
-        vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
-        vocab = build_mined_vocabulary(vlm, image_set, cands, **mining)
+        model = load_vlm(**asdict(vlm))
+        vocab = build_mined_vocabulary(model, image_set, cands, **mining)
         check_interrupt()  # no file is written after a Ctrl-C
-        _save_mined(output, vocab.subset(vocab.labels, settings={"pool": candidates}), bool(ood_sets), vlm)
+        _save_mined(output, vocab.subset(vocab.labels, settings={"pool": candidates}), bool(ood_sets), model)
 
 
 def _save_mined(output: Path, vocab: Vocabulary, checked: bool, vlm: object) -> None:
@@ -228,12 +215,11 @@ def _save_mined(output: Path, vocab: Vocabulary, checked: bool, vlm: object) -> 
 def build_oracle(
     output: Annotated[Path, typer.Option("--output", "-o", help="Vocabulary JSON to write.")],
     labels: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option("--labels", help="OOD labels: one a line, or a Fi-ImageNet-1k list with a label column."),
     ] = None,
     ood: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--ood", help="OOD class folders (NINCO layout): labels from folder names."),
+        Path | None, typer.Option("--ood", help="OOD class folders (NINCO layout): labels from folder names.")
     ] = None,
     synonym_filter: Annotated[
         bool, typer.Option("--synonym-filter/--no-synonym-filter", help="Drop labels naming an ImageNet-1k class.")
@@ -241,14 +227,15 @@ def build_oracle(
     overwrite: OverwriteOpt = False,
 ) -> None:
     """The oracle vocabulary: the OOD set's own labels (a lower bound on FPR@95, NOT deployable)."""
-    if (labels is None) == (ood is None):
+    source = labels if labels is not None else ood
+    if source is None or (labels is not None and ood is not None):
         raise InputError("give exactly one of --labels FILE and --ood DIR")
     if labels is not None and labels.is_dir():
         raise InputError(f"--labels {labels} is a folder; for class folders (NINCO layout) use --ood")
     if ood is not None and ood.exists() and not ood.is_dir():
         raise InputError(f"--ood {ood} is a file; for a labels file or an image list use --labels")
     check_output(output, inputs=[labels], overwrite=overwrite)
-    vocab = build_oracle_vocabulary(labels if labels is not None else ood, synonym_filter=synonym_filter)
+    vocab = build_oracle_vocabulary(source, synonym_filter=synonym_filter)
     with writing(output):
         vocab.save(output)
     removed = vocab.settings.get("synonym_filter", {}).get("removed_count", 0)

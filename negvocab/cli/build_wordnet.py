@@ -2,37 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from negvocab.builders.registry import get_builder
 from negvocab.builders.wordnet import build_wordnet_vocabulary, check_quantile
 from negvocab.cli.app import build_app
-from negvocab.cli.labelspace import id_label_space, say_mapping
+from negvocab.cli.labelspace import LabelSpaceOptions, say_mapping
 from negvocab.cli.options import (
-    BatchSizeOpt,
-    CacheDirOpt,
-    DeviceOpt,
-    HintOpt,
-    LabelSpaceOpt,
-    MapClassesOpt,
-    ModelOpt,
+    ModelOptions,
     OverwriteOpt,
-    PrecisionOpt,
-    PresetTagOpt,
-    PretrainedOpt,
-    RandomWeightsOpt,
     TemplatesOpt,
     load_vlm,
+    option_group,
 )
 from negvocab.cli.outputs import check_output, writing
 from negvocab.core.atomic import is_stdout
 from negvocab.core.errors import InputError
 from negvocab.core.provenance import file_sha256
 from negvocab.vlm.templates import resolve_templates
-from negvocab.vocab import load_candidates
+from negvocab.vocab import Vocabulary, load_candidates
 
 __all__ = ["build_wordnet", "output_path"]
 
@@ -48,20 +40,21 @@ def output_path(out: Path, size: int, many: bool) -> Path:
 
 
 @build_app.command("wordnet", help=get_builder("wordnet").summary)
+@option_group("vlm", ModelOptions, leave=("num_workers",))
+@option_group("space", LabelSpaceOptions)
 def build_wordnet(
+    *,
     output: Annotated[Path, typer.Option("--output", "-o", help="Vocabulary JSON to write ({size} is replaced).")],
-    model: ModelOpt = "ViT-B-32",
-    pretrained: PretrainedOpt = None,
-    tag: PresetTagOpt = None,
+    vlm: ModelOptions,
     size: Annotated[
-        Optional[int], typer.Option("--size", "-M", help="The vocabulary size M (default: the whole ranking).")  # noqa: UP045
+        int | None, typer.Option("--size", "-M", help="The vocabulary size M (default: the whole ranking).")
     ] = None,
     sizes: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--sizes", help="Several vocabulary sizes M from one ranking, e.g. 1000,2000,5000,10000."),
     ] = None,
     ratio: Annotated[
-        Optional[float],  # noqa: UP045
+        float | None,
         typer.Option(
             "--ratio", help="NegLabel's ratio mode instead of M: this share of nouns and of adjectives (0.15)."
         ),
@@ -76,7 +69,7 @@ def build_wordnet(
     ] = 0.95,
     preset: Annotated[str, typer.Option("--preset", help="Candidate pool preset: neglabel or all.")] = "neglabel",
     candidates: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--candidates",
             "--pool",
@@ -88,18 +81,10 @@ def build_wordnet(
     synonym_filter: Annotated[
         bool, typer.Option("--synonym-filter/--no-synonym-filter", help="Drop labels naming an ID class.")
     ] = True,
-    id_classes: LabelSpaceOpt = None,
-    map_classes: MapClassesOpt = True,
-    hint: HintOpt = None,
-    device: DeviceOpt = "auto",
-    precision: PrecisionOpt = None,
-    cache_dir: CacheDirOpt = None,
-    batch_size: BatchSizeOpt = None,
-    random_weights: RandomWeightsOpt = False,
+    space: LabelSpaceOptions,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Rank WordNet head words farthest first from the ID classes (ImageNet-1k) and write vocabularies."""
-    # long: a command: most lines are its typer option list
     from negvocab.scoring.prefix_scores import parse_sizes
 
     if size is not None and sizes is not None:
@@ -113,17 +98,19 @@ def build_wordnet(
     options = {"size": many[0] if many else None, "ratio": ratio, "quantile": quantile, "preset": preset}
     get_builder("wordnet").validate(options, key=lambda name: f"--{name}")
     tset = resolve_templates(templates)
-    classes, mapped = id_label_space(id_classes, map_classes, hint)
+    classes, mapped = space.open()
     pool = load_candidates(candidates) if candidates is not None else None
     outputs = [output_path(output, m, len(many) > 1) for m in many or [0]]
     for i, path in enumerate(outputs):
-        check_output(path, inputs=[candidates, Path(templates), id_classes], others=outputs[:i], overwrite=overwrite)
+        check_output(
+            path, inputs=[candidates, Path(templates), space.id_classes], others=outputs[:i], overwrite=overwrite
+        )
     if pool is not None and many and many[-1] > len(pool):
         raise InputError(f"--size {many[-1]} exceeds the {len(pool)} candidates in {candidates}")
     say_mapping(mapped)  # every input checked: the label space's summary
-    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag, batch_size=batch_size)
+    model = load_vlm(**asdict(vlm))
     full = build_wordnet_vocabulary(
-        vlm,
+        model,
         None,
         id_classes=classes,
         quantile=quantile,
@@ -139,7 +126,12 @@ def build_wordnet(
         full = full.subset(
             full.labels, settings={"candidates_file": str(candidates), "candidates_sha256": file_sha256(candidates)}
         )
-    warn = " (RANDOM weights: not a real vocabulary)" if vlm.random_weights else ""
+    _write_sizes(full, output, many, random_weights=model.random_weights)
+
+
+def _write_sizes(full: Vocabulary, output: Path, many: list[int], *, random_weights: bool) -> None:
+    """Write the whole ranking (no size given) or its first M labels for each size M, and say so."""
+    warn = " (RANDOM weights: not a real vocabulary)" if random_weights else ""
     if not many:
         path = output_path(output, len(full), False)
         with writing(path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -25,7 +25,7 @@ def _can_ask() -> bool:
 @app.command("cache")
 def cache(
     cache_dir: CacheDirOpt = None,
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Only the stores of this model name.")] = None,  # noqa: UP045
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Only the stores of this model name.")] = None,
     clear: Annotated[
         bool, typer.Option("--clear", help="Delete the stores listed (all, or those of --model).")
     ] = False,

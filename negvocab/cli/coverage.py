@@ -3,36 +3,28 @@ the work is in :mod:`negvocab.diagnostics.coverage`."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from negvocab.cli.app import app
 from negvocab.cli.options import (
-    CacheDirOpt,
-    DeviceOpt,
-    FiAmbOpt,
-    FiOodOpt,
-    GroundTruthOpt,
     IdClassesOpt,
-    IdOpt,
-    ImageRootOpt,
-    ModelOpt,
+    ImageOptions,
+    ModelOptions,
     OverwriteOpt,
-    PrecisionOpt,
-    PresetTagOpt,
-    PretrainedOpt,
-    RandomWeightsOpt,
     ReportOpt,
     TemplatesOpt,
     check_scoring_options,
-    image_sets,
     load_vlm,
+    option_group,
     scoring_options,
 )
 from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder_report, writing
 from negvocab.core.errors import InputError
+from negvocab.data.images import ImageSet
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.plots import check_plot_formats
 from negvocab.scoring.methods import Method, batch_method, get_method, list_methods
@@ -42,7 +34,7 @@ __all__ = ["coverage_cmd"]
 
 #: coverage analyses one labelled OOD set per run: its own --ood help says so (the shared one promises several)
 CoverageOodOpt = Annotated[
-    Optional[list[str]],  # noqa: UP045
+    list[str] | None,
     typer.Option(
         "--ood",
         help="The labelled OOD images: class folders (NINCO layout) or an image list with a label column; NAME=PATH "
@@ -58,27 +50,17 @@ def _served(m: Method) -> bool:
 
 
 @app.command("coverage")
-@scoring_options(
-    "seed",
-    methods=_served,
-    exclude=("topk",),  # gains score every negative
-    evaluation=(
-        "convention",
-        "tpr",
-    ),
-)
+@scoring_options("seed", methods=_served, exclude=("topk",), evaluation=("convention", "tpr"))  # gains: every negative
+@option_group("images", ImageOptions, leave=("allow_outside_root",), ood=CoverageOodOpt)
+@option_group("vlm", ModelOptions, leave=("batch_size", "num_workers"))
 def coverage_cmd(
+    *,
     vocab: Annotated[Path, typer.Option("--vocab", "-V", help="The vocabulary to diagnose (JSON/TXT).")],
-    id_path: IdOpt = None,
+    images: ImageOptions,
     method: Annotated[str, typer.Option("--method", help="{methods}.")] = "neglabel",  # filled from the registry
-    ood: CoverageOodOpt = None,
-    fi_ood: FiOodOpt = None,
-    fi_ambiguous: FiAmbOpt = None,
-    ground_truth: GroundTruthOpt = None,
-    image_root: ImageRootOpt = None,
     repair: Annotated[int, typer.Option("--repair", help="Labels on the greedy repair curve (0: none).")] = 10,
     candidates: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--candidates",
             "--pool",
@@ -99,15 +81,9 @@ def coverage_cmd(
     ] = "png",
     overwrite: OverwriteOpt = False,
     report: ReportOpt = True,
-    model: ModelOpt = "ViT-B-32",
-    pretrained: PretrainedOpt = None,
-    tag: PresetTagOpt = None,
-    random_weights: RandomWeightsOpt = False,
+    vlm: ModelOptions,
     templates: TemplatesOpt = "paper8",
     id_classes: IdClassesOpt = None,
-    device: DeviceOpt = "auto",
-    precision: PrecisionOpt = None,
-    cache_dir: CacheDirOpt = None,
     params: dict[str, Any] | None = None,  # the registry options above, from @scoring_options
     metrics: dict[str, Any] | None = None,
 ) -> None:
@@ -116,7 +92,6 @@ def coverage_cmd(
     The OOD images need labels: an image list with a label column, class folders (NINCO layout) or
     a Fi-ImageNet-1k list with labels (--fi-ood).
     """
-    # long: typer options (one per line once formatted) and the command's steps
     assert params is not None and metrics is not None  # given by @scoring_options
     convention, tpr = metrics["convention"], metrics["tpr"]
     from negvocab.diagnostics.coverage import COVERAGE_FILES, coverage  # deferred: it imports torch
@@ -131,22 +106,11 @@ def coverage_cmd(
         raise InputError(f"--repair must be >= 0, got {repair}")
     voc = Vocabulary.load(vocab)
     pool_vocab = Vocabulary.load(candidates) if candidates is not None else None
-    id_set, ood_sets = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root)
-    if len(ood_sets) != 1:
-        raise InputError(
-            f"coverage analyses one OOD set at a time; got {len(ood_sets)} ({', '.join(ood_sets)}): run it once per set"
-        )
-    set_name, ood_set = next(iter(ood_sets.items()))
-    if not ood_set.labels:
-        raise InputError(
-            f"the OOD images ({ood_set.name}) carry no labels: give class folders, "
-            "an image list with a label column, or --fi-ood with a labelled list"
-        )
+    set_name, id_set, ood_set = _labelled_set(images)
     classes = read_id_classes(id_classes)
-    vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights, tag=tag)
     top_k = tuple(sorted({k for k in (1, 5, 10) if k < repair} | {repair})) if repair else ()
     cov = coverage(
-        vlm,
+        load_vlm(**asdict(vlm)),
         voc,
         id_set,
         ood_set,
@@ -164,23 +128,43 @@ def coverage_cmd(
     with writing(output):
         out = cov.write(output, repair=curve, plot_format=plot_format, overwrite=overwrite)
     warn_random(cov.random_weights)
-    s = cov.summary
-    pct = int(round(100 * tpr))
-    typer.echo(
-        f"{s['n_classes']} OOD classes, {s['n_ood_images']} images; "
-        f"exact coverage {100 * s['exact_coverage']:.1f}% of classes"
-    )
-    typer.echo(
-        f"FPR@{pct} ({convention}) {100 * s['fpr']:.2f}%; ORACLE (every OOD label added) {100 * s['oracle_fpr']:.2f}%"
-    )
-    for row in sorted(cov.classes, key=lambda r: -r["fpr_gain"])[:5]:
-        typer.echo(
-            f"  {row['label'][:30]:<30} passing {100 * row['passing_share']:5.1f}%  "
-            f"gain {100 * row['fpr_gain']:+.2f} pts  nearest {row['nearest']!r}"
-        )
+    for line in _coverage_lines(cov.summary, cov.classes, convention, tpr):
+        typer.echo(line)
     typer.echo(
         f"wrote {out}/coverage.json, coverage.csv, confusions.csv, coverage_images.json"
         + (f", repair.csv, repair.{plot_format}" if (curve or cov.oracle_repair) else "")
     )
     if report:
         write_folder_report(output)
+
+
+def _labelled_set(images: ImageOptions) -> tuple[str, ImageSet, ImageSet]:
+    """The one labelled OOD set coverage analyses (its name), with the ID set."""
+    id_set, ood_sets = images.open()
+    if len(ood_sets) != 1:
+        raise InputError(
+            f"coverage analyses one OOD set at a time; got {len(ood_sets)} ({', '.join(ood_sets)}): run it once per set"
+        )
+    set_name, ood_set = next(iter(ood_sets.items()))
+    if not ood_set.labels:
+        raise InputError(
+            f"the OOD images ({ood_set.name}) carry no labels: give class folders, "
+            "an image list with a label column, or --fi-ood with a labelled list"
+        )
+    return set_name, id_set, ood_set
+
+
+def _coverage_lines(s: dict[str, Any], classes: list[dict[str, Any]], convention: str, tpr: float) -> list[str]:
+    """The summary: classes and coverage, the FPR with its oracle, and the five classes whose labels would help most."""
+    lines = [
+        f"{s['n_classes']} OOD classes, {s['n_ood_images']} images; "
+        f"exact coverage {100 * s['exact_coverage']:.1f}% of classes",
+        f"FPR@{int(round(100 * tpr))} ({convention}) {100 * s['fpr']:.2f}%; "
+        f"ORACLE (every OOD label added) {100 * s['oracle_fpr']:.2f}%",
+    ]
+    for row in sorted(classes, key=lambda r: -r["fpr_gain"])[:5]:
+        lines.append(
+            f"  {row['label'][:30]:<30} passing {100 * row['passing_share']:5.1f}%  "
+            f"gain {100 * row['fpr_gain']:+.2f} pts  nearest {row['nearest']!r}"
+        )
+    return lines

@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from negvocab.cli.app import app
-from negvocab.cli.options import (
-    BatchSizeOpt,
-    CacheDirOpt,
-    DeviceOpt,
-    IdClassesOpt,
-    ModelOpt,
-    NumWorkersOpt,
-    OverwriteOpt,
-    PrecisionOpt,
-    PresetTagOpt,
-    PretrainedOpt,
-    RandomWeightsOpt,
-    ReportOpt,
-)
+from negvocab.cli.options import IdClassesOpt, ModelOptions, OverwriteOpt, ReportOpt, load_vlm, option_group
 from negvocab.cli.outputs import check_output, write_folder_report
 from negvocab.core.errors import InputError, ResourceError
-from negvocab.demo import SPLIT_NOTE, check_demo_sizes, run_demo
+from negvocab.demo import SPLIT_NOTE, DemoResult, check_demo_sizes, run_demo
 from negvocab.labels.imagenet import read_id_classes
 from negvocab.report.results import format_table
 from negvocab.vlm.model import VLM
@@ -33,11 +21,10 @@ __all__ = ["demo"]
 
 
 @app.command("demo")
+@option_group("vlm", ModelOptions)
 def demo(
-    model: ModelOpt = "ViT-B-32",
-    pretrained: PretrainedOpt = None,
-    tag: PresetTagOpt = None,
-    random_weights: RandomWeightsOpt = False,
+    *,
+    vlm: ModelOptions,
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Folder for the demo's images, vocabulary and results.")
     ] = Path("negvocab-demo"),
@@ -50,35 +37,25 @@ def demo(
         ),
     ] = 1000,
     old_pool: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option("--pool", hidden=True, help="Old name of --n-candidates (elsewhere --pool names candidates)."),
     ] = None,
     size: Annotated[
-        Optional[int],  # noqa: UP045
-        typer.Option("--size", "-M", help="Vocabulary size M (default: half the filtered pool)."),
+        int | None, typer.Option("--size", "-M", help="Vocabulary size M (default: half the filtered pool).")
     ] = None,
     templates: Annotated[
         str, typer.Option("--templates", "-t", help="Prompt templates (single is fastest; paper8 as in the paper).")
     ] = "single",
     id_classes: IdClassesOpt = None,
-    device: DeviceOpt = "auto",
-    precision: PrecisionOpt = None,
-    cache_dir: CacheDirOpt = None,
     overwrite: OverwriteOpt = False,
-    batch_size: BatchSizeOpt = None,
-    num_workers: NumWorkersOpt = None,
     report: ReportOpt = True,
 ) -> None:
     """Run WordNet vocabulary -> filtering -> NegLabel and MCM -> metrics -> plot on a toy image set.
 
     Weights: --pretrained (default: the openai tag), or --random-weights for an offline dry run.
     """
-    # long: its options are the signature (typer); the body checks them in order, then runs and prints
-    from negvocab.evaluation.evaluate import RANDOM_WEIGHTS_WARNING
-
-    if random_weights and (pretrained or tag):
+    if vlm.random_weights and (vlm.pretrained or vlm.tag):
         raise InputError("give either --pretrained/--tag or --random-weights, not both")
-    pretrained = None if random_weights else pretrained or "openai"
     if old_pool is not None:  # kept working for one release; --pool means a candidate file in build wordnet/mined
         typer.echo(
             "warning: negvocab demo --pool N is now --n-candidates N (--pool names candidates in the build commands)",
@@ -88,31 +65,9 @@ def demo(
     check_demo_sizes(n_candidates, size)
     check_output(output / "vocab.json", overwrite=overwrite)
     classes = read_id_classes(id_classes)
-    try:
-        vlm = VLM(
-            model,
-            pretrained=pretrained,
-            device=device,
-            precision=precision,
-            cache_dir=cache_dir,
-            tag=tag,
-            random_weights=random_weights,
-        )
-        vlm.batch_size, vlm.num_workers = batch_size, num_workers
-    except ResourceError as e:  # weights that cannot be had: say how to get on without them
-        if random_weights:
-            raise
-        hint = (
-            ""
-            if "pretrained" in e.param or "--pretrained" in str(e)
-            else f"; pass a checkpoint: --pretrained /path/to/open_clip_pytorch_model.bin --tag {pretrained}"
-        )
-        raise ResourceError(
-            f"{e}{hint}; or run the pipeline offline (meaningless numbers): negvocab demo --random-weights",
-            param=e.param,
-        ) from e
+    model = _demo_model(replace(vlm, pretrained=None if vlm.random_weights else vlm.pretrained or "openai"))
     res = run_demo(
-        vlm,
+        model,
         output,
         n_candidates=n_candidates,
         size=size,
@@ -121,7 +76,35 @@ def demo(
         progress=True,
         overwrite=overwrite,
     )
-    if vlm.random_weights:  # once, above everything it concerns (the table's heading says so too)
+    _say_demo(res, n_candidates, random_weights=model.random_weights)
+    if report:  # the results' report (tables, evading OOD and flagged ID images) and the sweep's
+        for folder in (res.output / "results", res.output / "sweep"):
+            write_folder_report(folder)
+
+
+def _demo_model(vlm: ModelOptions) -> VLM:
+    """The demo's VLM; weights that cannot be had say how to get on without them."""
+    try:
+        return load_vlm(**asdict(vlm))
+    except ResourceError as e:
+        if vlm.random_weights:
+            raise
+        hint = (
+            ""
+            if "pretrained" in e.param or "--pretrained" in str(e)
+            else f"; pass a checkpoint: --pretrained /path/to/open_clip_pytorch_model.bin --tag {vlm.pretrained}"
+        )
+        raise ResourceError(
+            f"{e}{hint}; or run the pipeline offline (meaningless numbers): negvocab demo --random-weights",
+            param=e.param,
+        ) from e
+
+
+def _say_demo(res: DemoResult, n_candidates: int, *, random_weights: bool) -> None:
+    """What the demo did: its vocabulary, the results table, an example and the sweep."""
+    from negvocab.evaluation.evaluate import RANDOM_WEIGHTS_WARNING
+
+    if random_weights:  # once, above everything it concerns (the table's heading says so too)
         typer.secho(f"WARNING: {RANDOM_WEIGHTS_WARNING}", fg="red", bold=True)
     n_removed = res.vocabulary.settings.get("synonym_filter", {}).get("removed_count", 0)
     typer.echo(SPLIT_NOTE)
@@ -137,6 +120,3 @@ def demo(
         typer.echo(f"example: OOD image {first['image']}: top negatives {labels}")
     typer.echo("sweep (FPR@95 vs M): " + ", ".join(f"M={r['M']}: {100 * r['fpr']:.1f}%" for r in res.sweep.rows))
     typer.echo(f"wrote {res.output}/vocab.json, results/, sweep/sweep.png")
-    if report:  # the results' report (tables, evading OOD and flagged ID images) and the sweep's
-        for folder in (res.output / "results", res.output / "sweep"):
-            write_folder_report(folder)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -71,11 +71,11 @@ def section(text: str, name: str) -> str:
 @app.command("methods")
 def methods_cmd(
     section_name: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--section", "-s", help="Only the section whose heading contains this text, e.g. 'Conventions'."),
     ] = None,
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Write the document to this file instead of printing it.")  # noqa: UP045
+        Path | None, typer.Option("--output", "-o", help="Write the document to this file instead of printing it.")
     ] = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
@@ -96,7 +96,7 @@ def methods_cmd(
 @app.command("models")
 def models_cmd(
     preset: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--preset",
             help=(
@@ -106,8 +106,7 @@ def models_cmd(
         ),
     ] = None,
     grep: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--grep", help="Only models whose name or tag contains this text (case-insensitive)."),
+        str | None, typer.Option("--grep", help="Only models whose name or tag contains this text (case-insensitive).")
     ] = None,
 ) -> None:
     """The open_clip models with pretrained weights (name and tag, as --model and --pretrained take them)."""

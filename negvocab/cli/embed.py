@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from negvocab.cli.app import app
 from negvocab.cli.options import (
     AllowOutsideOpt,
-    BatchSizeOpt,
-    CacheDirOpt,
-    DeviceOpt,
     IdClassesOpt,
     ImageRootOpt,
-    ModelOpt,
-    NumWorkersOpt,
+    ModelOptions,
     OverwriteOpt,
-    PrecisionOpt,
-    PresetTagOpt,
-    PretrainedOpt,
-    RandomWeightsOpt,
     TemplatesOpt,
     load_vlm,
+    option_group,
 )
 from negvocab.cli.outputs import check_output, writing
 from negvocab.core.atomic import is_stdout
@@ -47,33 +41,26 @@ def _finished_export(manifest: Path) -> bool:
 
 
 @app.command("embed")
+@option_group("vlm", ModelOptions)
 def embed(
+    *,
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Folder to write embeddings.npy, rows.csv and manifest.json to.")
     ],
     vocab: Annotated[
-        Optional[Path], typer.Option("--vocab", "-V", help="Embed the labels of this vocabulary (JSON/TXT).")  # noqa: UP045
+        Path | None, typer.Option("--vocab", "-V", help="Embed the labels of this vocabulary (JSON/TXT).")
     ] = None,
     classes: Annotated[
         bool, typer.Option("--classes", help="Embed the ID class names (ImageNet-1k, or --id-classes).")
     ] = False,
     images: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--images", help="Embed these images: a folder, class folders or an image list."),
+        Path | None, typer.Option("--images", help="Embed these images: a folder, class folders or an image list.")
     ] = None,
     id_classes: IdClassesOpt = None,
     image_root: ImageRootOpt = None,
     allow_outside_root: AllowOutsideOpt = False,
-    model: ModelOpt = "ViT-B-32",
-    pretrained: PretrainedOpt = None,
-    tag: PresetTagOpt = None,
+    vlm: ModelOptions,
     templates: TemplatesOpt = "paper8",
-    device: DeviceOpt = "auto",
-    precision: PrecisionOpt = None,
-    cache_dir: CacheDirOpt = None,
-    batch_size: BatchSizeOpt = None,
-    num_workers: NumWorkersOpt = None,
-    random_weights: RandomWeightsOpt = False,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Export embeddings for your own analysis (float32, L2-normalised, rows aligned with rows.csv)."""
@@ -98,24 +85,14 @@ def embed(
     else:
         id_space = read_id_classes(id_classes)
 
-    vlm = load_vlm(
-        model,
-        pretrained,
-        device,
-        precision,
-        cache_dir,
-        random_weights,
-        tag=tag,
-        batch_size=batch_size,
-        num_workers=num_workers,
-    )
+    model = load_vlm(**asdict(vlm))
     info: dict[str, object]
     if vocab is not None:
-        emb = vlm.encode_text(list(source.labels), templates, pos=source.parts_of_speech(), progress=True)
+        emb = model.encode_text(list(source.labels), templates, pos=source.parts_of_speech(), progress=True)
         rows = [{"label": label} for label in source.labels]
         info = {"kind": "text", "templates": templates, "vocabulary": str(vocab), "vocab_sha256": source.sha256}
     elif images is not None:
-        encoded = vlm.encode_images(image_set, progress=True)
+        encoded = model.encode_images(image_set, progress=True)
         label_of = dict(zip(image_set.paths, image_set.labels or [""] * len(image_set), strict=True))
         emb = encoded.embeddings
         rows = [{"id": i, "path": p, "label": label_of[p]} for i, p in zip(encoded.ids, encoded.paths, strict=True)]
@@ -127,11 +104,11 @@ def embed(
         if encoded.failed:
             typer.echo(f"warning: {len(encoded.failed)} unreadable images skipped (listed in the manifest)", err=True)
     else:
-        emb = vlm.encode_text(list(id_space.names), templates, progress=True)
+        emb = model.encode_text(list(id_space.names), templates, progress=True)
         rows = [{"wnid": w, "label": n} for w, n in zip(id_space.wnids, id_space.names, strict=True)]
         info = {"kind": "text", "templates": templates, "id_classes": str(id_classes) if id_classes else "imagenet1k"}
     with writing(output):
-        save_embeddings(output, emb, rows, model=vlm.identity, **info)
-    if vlm.random_weights:
+        save_embeddings(output, emb, rows, model=model.identity, **info)
+    if model.random_weights:
         typer.echo("RANDOM WEIGHTS: these embeddings are meaningless outside tests (the manifest says so)", err=True)
     typer.echo(f"{output}: {emb.shape[0]} x {emb.shape[1]} embeddings ({info['kind']})")

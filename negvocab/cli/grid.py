@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -67,14 +67,14 @@ def init_cmd(
 def run_cmd(
     config: Annotated[Path, typer.Argument(help="Grid file (TOML; 'negvocab grid init' writes an example).")],
     out: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option("--output", "-o", "--out", help="Results folder (default: next to the file, named after it)."),
     ] = None,
     engine: Annotated[
         str, typer.Option("--engine", help=f"local (this process) or ray (a Ray cluster; {RAY_EXTRA}).")
     ] = "local",
     ray_address: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--ray-address", help="Address of an existing Ray cluster (default: start a local one for the run)."
         ),
@@ -136,8 +136,7 @@ def status_cmd(
         Path, typer.Argument(help="A grid results folder, or the grid file (with -o when its folder is elsewhere).")
     ],
     out: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--output", "-o", "--out", help="Results folder of the grid file."),
+        Path | None, typer.Option("--output", "-o", "--out", help="Results folder of the grid file.")
     ] = None,
     random_weights: Annotated[
         bool,
@@ -191,7 +190,7 @@ def plan_cmd(
         str, typer.Option("--workers", help="Numbers of model workers (GPUs) to estimate for, comma-separated.")
     ] = "1,8,64",
     size: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--size", help="NAME=N: the images of a set or the labels of a vocabulary file not on disk (repeatable)."
         ),

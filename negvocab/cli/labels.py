@@ -14,14 +14,14 @@ import json
 import warnings
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from negvocab.cli.app import app
-from negvocab.cli.labelspace import id_label_space, say_mapping
+from negvocab.cli.labelspace import LabelSpaceOptions, say_mapping
 from negvocab.cli.logs import is_quiet, verbosity
-from negvocab.cli.options import HintOpt, LabelSpaceOpt, MapClassesOpt, OverwriteOpt
+from negvocab.cli.options import OverwriteOpt, option_group
 from negvocab.cli.outputs import check_output, messages_to_stderr, writing
 from negvocab.core.atomic import atomic_path, is_stdout, write_json, write_text
 from negvocab.core.errors import InputError
@@ -50,9 +50,7 @@ __all__ = [
 ]
 
 CLASS_FORMATS = ("txt", "tsv", "csv", "json")
-OutOpt = Annotated[
-    Optional[Path], typer.Option("--output", "-o", help="File to write (default: print; - also prints).")  # noqa: UP045
-]
+OutOpt = Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: print; - also prints).")]
 
 
 def _choice(value: str, choices: tuple[str, ...], option: str) -> str:
@@ -83,7 +81,7 @@ def _emit(text: str, output: Path | None, what: str, overwrite: bool = False) ->
 @app.command("classes")
 def classes(
     fmt: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--format",
             "-f",
@@ -105,11 +103,11 @@ def classes(
     if fmt == "txt":
         text = "".join(f"{name}\n" for name in c.names)
     elif fmt == "json":
-        rows = [
+        records = [
             {"index": i, "wnid": w, "name": n, "synonyms": list(s)}
             for i, (w, n, s) in enumerate(zip(c.wnids, c.names, c.synonyms, strict=True))
         ]
-        text = json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
+        text = json.dumps(records, indent=1, ensure_ascii=False) + "\n"
     else:
         rows = [[w, n, "|".join(s)] for w, n, s in zip(c.wnids, c.names, c.synonyms, strict=True)]
         text = _table(["wnid", "name", "synonyms"], rows, fmt)
@@ -131,7 +129,7 @@ def candidates(
         str, typer.Option("--pos", help="Parts of speech, e.g. n,a (a includes satellites); v, r also.")
     ] = "n,a",
     exclude: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option("--exclude", help="Lexicographer file to leave out (repeatable); replaces the preset's list."),
     ] = None,
     all_lemmas: Annotated[
@@ -185,26 +183,24 @@ def candidates(
 
 
 @app.command("filter")
+@option_group("space", LabelSpaceOptions)
 def filter_(
+    *,
     ctx: typer.Context,
     vocabulary: Annotated[Path, typer.Argument(help="Vocabulary JSON or text file (one label a line).")],
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Filtered vocabulary (.json, or .txt for labels only).")
     ],
     removed: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--removed", help="Also write the removed labels and why, as JSON."),
+        Path | None, typer.Option("--removed", help="Also write the removed labels and why, as JSON.")
     ] = None,
     report: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--report", hidden=True, help="The old name of --removed (until the next release)."),
+        Path | None, typer.Option("--report", hidden=True, help="The old name of --removed (until the next release).")
     ] = None,
     plurals: Annotated[
         bool, typer.Option("--plurals/--no-plurals", help="Match plural forms (WordNet morphy).")
     ] = True,
-    id_classes: LabelSpaceOpt = None,
-    map_classes: MapClassesOpt = True,
-    hint: HintOpt = None,
+    space: LabelSpaceOptions,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Remove the ID class names (ImageNet-1k) and their WordNet synonyms from a vocabulary; say why
@@ -213,11 +209,11 @@ def filter_(
     map-classes'): their synonyms and hyponyms go too."""
     quiet, verbose = is_quiet(ctx), verbosity(ctx) > 0
     report = _renamed_option(report, removed, old="--report", new="--removed", command="filter")
-    check_output(output, inputs=[vocabulary, id_classes], overwrite=overwrite)
+    check_output(output, inputs=[vocabulary, space.id_classes], overwrite=overwrite)
     if report is not None:
-        check_output(report, inputs=[vocabulary, id_classes], others=[output], overwrite=overwrite)
+        check_output(report, inputs=[vocabulary, space.id_classes], others=[output], overwrite=overwrite)
     vocab = Vocabulary.load(vocabulary)
-    classes, mapped = id_label_space(id_classes, map_classes, hint)
+    classes, mapped = space.open()
     filtered = SynonymFilter(classes, plurals=plurals).apply(vocab)
     say_mapping(mapped)
     summary = filtered.settings["synonym_filter"]

@@ -14,13 +14,13 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from negvocab.builders.llm_classes import select_classes
 from negvocab.cli.app import app
-from negvocab.cli.options import HintOpt, OverwriteOpt
+from negvocab.cli.options import HintOpt, LabelSpaceOpt, MapClassesOpt, OverwriteOpt
 from negvocab.cli.outputs import check_output, writing
 from negvocab.core.atomic import is_stdout, write_text
 from negvocab.core.errors import InputError
@@ -31,6 +31,7 @@ from negvocab.labels.labelspace import LabelSpaceMap, class_file_hints, map_labe
 __all__ = [
     "MAP_FORMATS",
     "LabelSpace",
+    "LabelSpaceOptions",
     "id_label_space",
     "llm_label_space",
     "map_classes",
@@ -54,6 +55,20 @@ def id_label_space(
     if opened.mapping is None and hints:
         raise InputError("--hint goes with --map-classes and an --id-classes file of class names")
     return opened.classes, opened.mapping.summary() if opened.mapping is not None else ""
+
+
+@dataclass(frozen=True)
+class LabelSpaceOptions:
+    """``--id-classes``, ``--map-classes`` and ``--hint`` of ``filter`` and the builders (a group of
+    :func:`~negvocab.cli.options.option_group`); :meth:`open` opens them (:func:`id_label_space`)."""
+
+    id_classes: LabelSpaceOpt = None
+    map_classes: MapClassesOpt = True
+    hint: HintOpt = None
+
+    def open(self, **reader: Callable[[Path], IdClasses]) -> tuple[IdClasses, str]:
+        """The label space and its mapping's one-line summary (:func:`id_label_space`)."""
+        return id_label_space(self.id_classes, self.map_classes, self.hint, **reader)
 
 
 @dataclass(frozen=True)
@@ -139,14 +154,13 @@ def map_classes(
         ),
     ] = True,
     fmt: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--format", "-f", help="pinned (NAME<TAB>WNID, a class file), tsv or json; default: the --output suffix."
         ),
     ] = None,
     output: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--output", "-o", help="File to write (default: print the table; - also prints)."),
+        Path | None, typer.Option("--output", "-o", help="File to write (default: print the table; - also prints).")
     ] = None,
     overwrite: OverwriteOpt = False,
 ) -> None:

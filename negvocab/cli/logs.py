@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -144,7 +144,7 @@ def _set(name: str) -> Any:
         elif value is not None:
             s["log_file"] = value
         # ctx.meta is shared by nested contexts: count this command's options apart
-        seen = ctx.meta.setdefault((_MARK, id(ctx)), set())
+        seen = ctx.meta.setdefault(f"{_MARK}:{id(ctx)}", set())  # ctx.meta takes str keys
         seen.add(name)
         if seen >= getattr(ctx.command, _MARK, set()):  # all of them parsed: apply once per command
             try:
@@ -187,7 +187,7 @@ def options() -> list[Any]:
             ),
         ] = False,
         log_file: Annotated[
-            Optional[Path],  # noqa: UP045 (typer needs Optional here)
+            Path | None,
             typer.Option(
                 "--log-file",
                 expose_value=False,

@@ -1,25 +1,29 @@
 """Every option shared by several commands, declared once: the model options, the image-set options,
 and the scorer and metric options, which come from the method registry (:func:`scoring_options`).
 
-Commands take the model options as ``Annotated`` parameters and call :func:`load_vlm`::
+An option is an ``Annotated`` alias (``templates: TemplatesOpt = "paper8"``); options that go
+together are a group (:class:`ModelOptions`, :class:`ImageOptions`), which a command takes as one
+parameter that :func:`option_group` spreads into the group's options::
 
-    from negvocab.cli.options import (CacheDirOpt, DeviceOpt, ModelOpt, PrecisionOpt,
-                                      PretrainedOpt, RandomWeightsOpt, TemplatesOpt, load_vlm)
+    from negvocab.cli.options import ModelOptions, TemplatesOpt, option_group
 
     @app.command()
-    def score(model: ModelOpt = "ViT-B-32", pretrained: PretrainedOpt = None, ...,
-              random_weights: RandomWeightsOpt = False):
-        vlm = load_vlm(model, pretrained, device, precision, cache_dir, random_weights)
+    @option_group("vlm", ModelOptions, leave=("num_workers",))
+    def embed(*, vlm: ModelOptions, templates: TemplatesOpt = "paper8"):
+        model = load_vlm(**asdict(vlm))
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
+import functools
 import inspect
 import typing
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -43,8 +47,7 @@ from negvocab.vlm.loading import check_weights
 from negvocab.vlm.model import VLM
 from negvocab.vocab import Vocabulary
 
-if TYPE_CHECKING:
-    from negvocab.vlm.model import VLM
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
     "AllowOutsideOpt",
@@ -56,11 +59,13 @@ __all__ = [
     "GroundTruthOpt",
     "HintOpt",
     "IdClassesOpt",
+    "ImageOptions",
     "IdOpt",
     "ImageRootOpt",
     "LabelSpaceOpt",
     "MapClassesOpt",
     "ModelOpt",
+    "ModelOptions",
     "NumWorkersOpt",
     "OodOpt",
     "OverwriteOpt",
@@ -77,6 +82,7 @@ __all__ = [
     "path_value",
     "load_vocabs",
     "ood_paths",
+    "option_group",
     "scoring_options",
 ]
 
@@ -92,15 +98,10 @@ def path_value(value: str | Path) -> Path:
 
 
 ModelOpt = Annotated[
-    str,
-    typer.Option(
-        "--model",
-        "-m",
-        help="open_clip model name (e.g. ViT-B-32, ViT-L-14) or 'hf-hub:org/repo'.",
-    ),
+    str, typer.Option("--model", "-m", help="open_clip model name (e.g. ViT-B-32, ViT-L-14) or 'hf-hub:org/repo'.")
 ]
 PretrainedOpt = Annotated[
-    Optional[str],  # noqa: UP045 (typer needs Optional here)
+    str | None,
     typer.Option(
         "--pretrained",
         "-p",
@@ -109,7 +110,7 @@ PretrainedOpt = Annotated[
     ),
 ]
 PresetTagOpt = Annotated[
-    Optional[str],  # noqa: UP045
+    str | None,
     typer.Option(
         "--tag",
         help="With a local checkpoint: the open_clip tag it was trained as, so that its image "
@@ -117,18 +118,13 @@ PresetTagOpt = Annotated[
     ),
 ]
 DeviceOpt = Annotated[
-    str,
-    typer.Option("--device", help="'auto' (CUDA if available, else CPU), 'cpu', 'cuda', 'cuda:1', ..."),
+    str, typer.Option("--device", help="'auto' (CUDA if available, else CPU), 'cpu', 'cuda', 'cuda:1', ...")
 ]
 PrecisionOpt = Annotated[
-    Optional[str],  # noqa: UP045
-    typer.Option(
-        "--precision",
-        help="fp32, fp16 or bf16 (autocast). Default: fp16 on CUDA, fp32 on CPU.",
-    ),
+    str | None, typer.Option("--precision", help="fp32, fp16 or bf16 (autocast). Default: fp16 on CUDA, fp32 on CPU.")
 ]
 CacheDirOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--cache-dir",
         help="Embedding cache folder, the one holding text/ and image/ (default: embeddings/ under "
@@ -153,7 +149,7 @@ RandomWeightsOpt = Annotated[
     ),
 ]
 BatchSizeOpt = Annotated[
-    Optional[int],  # noqa: UP045
+    int | None,
     typer.Option(
         "--batch-size",
         min=1,
@@ -161,7 +157,7 @@ BatchSizeOpt = Annotated[
     ),
 ]
 NumWorkersOpt = Annotated[
-    Optional[int],  # noqa: UP045
+    int | None,
     typer.Option(
         "--num-workers", min=0, help="Image-loading worker processes (default: up to 8; 0 loads in the main process)."
     ),
@@ -173,7 +169,7 @@ OverwriteOpt = Annotated[
     ),
 ]
 IdClassesOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--id-classes",
         help="ID label space: a file of wnids (subset of ImageNet-1k) or class names (default: ImageNet-1k).",
@@ -181,7 +177,7 @@ IdClassesOpt = Annotated[
 ]
 # the label space of filter and the builders, mapped to WordNet
 LabelSpaceOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--id-classes",
         help="ID label space: a file of wnids, class names or NAME<TAB>WNID lines, a benchmark's name (its class "
@@ -196,10 +192,9 @@ MapClassesOpt = Annotated[
     ),
 ]
 HintOpt = Annotated[
-    Optional[list[str]],  # noqa: UP045
+    list[str] | None,
     typer.Option(
-        "--hint",
-        help="A hypernym the ID classes live under, for ambiguous names (bird, car, food.n.02); repeatable.",
+        "--hint", help="A hypernym the ID classes live under, for ambiguous names (bird, car, food.n.02); repeatable."
     ),
 ]
 
@@ -234,13 +229,65 @@ def load_vlm(
     return vlm
 
 
+# -- option groups: several options declared once, received as one object -----------------------
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """The model options (``--model`` ... ``--num-workers``): typer lists them where a command puts a
+    parameter of this type (:func:`option_group`); ``load_vlm(**asdict(options))`` builds the VLM they
+    describe (each command calls its module's ``load_vlm``, which tests replace with a tiny model)."""
+
+    model: ModelOpt = "ViT-B-32"
+    pretrained: PretrainedOpt = None
+    tag: PresetTagOpt = None
+    random_weights: RandomWeightsOpt = False
+    """The weights: exactly one of ``pretrained`` and ``random_weights`` (``hf-hub:`` models carry theirs)."""
+    device: DeviceOpt = "auto"
+    precision: PrecisionOpt = None
+    cache_dir: CacheDirOpt = None
+    batch_size: BatchSizeOpt = None
+    num_workers: NumWorkersOpt = None
+
+
+def option_group(param: str, group: type, *, leave: tuple[str, ...] = (), **override: Any) -> Callable[[_F], _F]:
+    """Give a command the options of ``group`` (a dataclass whose fields are typer ``Annotated``
+    options) in place of its parameter ``param``: ``--help`` lists them there, and the command receives
+    them as one ``group`` object. ``leave``: fields the command does not offer (they keep their
+    defaults); ``override``: a field's annotation of the command's own (its help)."""
+
+    def decorate(command: _F) -> _F:
+        hints = typing.get_type_hints(command, include_extras=True)
+        fields = typing.get_type_hints(group, include_extras=True) | override
+        added = [
+            inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=fields[f.name])
+            for f in dataclasses.fields(group)
+            if f.name not in leave
+        ]
+        params: list[inspect.Parameter] = []
+        for p in inspect.signature(command).parameters.values():  # keyword-only: typer passes keywords
+            own = p.replace(kind=p.KEYWORD_ONLY, annotation=hints.get(p.name, p.annotation))
+            params += added if p.name == param else [own]
+
+        @functools.wraps(command)
+        def run(**kwargs: Any) -> Any:
+            values = {p.name: kwargs.pop(p.name) for p in added if p.name in kwargs}
+            return command(**kwargs, **{param: group(**values)})
+
+        run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]  # read by inspect; not declared
+        run.__annotations__ = {p.name: p.annotation for p in params} | {"return": hints.get("return")}
+        return typing.cast(_F, run)
+
+    return decorate
+
+
 # -- options shared by score, sweep, coverage and report ---------------------------------------
 
 
 def _param_option(spec: Param, *short: str) -> Any:
     """The typer option of a registry parameter: its flag (:func:`~negvocab.cli.flags.param_flag`), its
     type and its help (with the limit)."""
-    kind = Optional[spec.kind] if spec.optional else spec.kind  # noqa: UP045
+    kind = spec.kind | None if spec.optional else spec.kind
     flag = param_flag(spec.name)
     return Annotated[kind, typer.Option(flag, *short, help=f"{spec.doc} Must be {spec.limit()}.")]
 
@@ -392,7 +439,7 @@ def _with_help(annotation: Any, methods: list[str]) -> Any:
 
 # -- options shared by score and sweep ---------------------------------------------------------
 IdOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--id",
         parser=path_value,
@@ -406,7 +453,7 @@ IdOpt = Annotated[
 
 
 OodOpt = Annotated[
-    Optional[list[str]],  # noqa: UP045
+    list[str] | None,
     typer.Option(
         "--ood",
         help="OOD images: a folder of images, class folders (NINCO layout) or an image list; NAME=PATH names "
@@ -419,7 +466,7 @@ OodOpt = Annotated[
 
 
 ImageRootOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--image-root",
         parser=path_value,
@@ -437,7 +484,7 @@ AllowOutsideOpt = Annotated[
 
 
 FiOodOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--fi-ood",
         parser=path_value,
@@ -448,13 +495,13 @@ FiOodOpt = Annotated[
 
 
 FiAmbOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option("--fi-ambiguous", parser=path_value, help="Fi-ImageNet-1k ambiguous list (excluded from ID and OOD)."),
 ]
 
 
 GroundTruthOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--ground-truth",
         parser=path_value,
@@ -523,6 +570,33 @@ def image_sets(
     return sets.id, sets
 
 
+@dataclass(frozen=True)
+class ImageOptions:
+    """The image-set options of score, sweep and coverage (``--id``, ``--ood``, ``--fi-ood`` ...), a
+    group of :func:`option_group`; :meth:`open` opens the sets they name (:func:`image_sets`)."""
+
+    id_path: IdOpt = None
+    ood: OodOpt = None
+    fi_ood: FiOodOpt = None
+    fi_ambiguous: FiAmbOpt = None
+    """``--fi-ood`` and ``--fi-ambiguous``: the Fi-ImageNet-1k carve of the validation folder ``--id``."""
+    ground_truth: GroundTruthOpt = None
+    image_root: ImageRootOpt = None
+    allow_outside_root: AllowOutsideOpt = False
+
+    def open(self) -> tuple[ImageSet, OpenedSets]:
+        """The ID set and the OOD sets by name (:func:`image_sets`)."""
+        return image_sets(
+            self.id_path,
+            self.ood,
+            self.fi_ood,
+            self.fi_ambiguous,
+            self.ground_truth,
+            self.image_root,
+            self.allow_outside_root,
+        )
+
+
 def check_scoring_options(
     params: Mapping[str, Any], *, convention: str, tpr: float, n_boot: int = 0, seed: int = 0
 ) -> None:
@@ -532,8 +606,9 @@ def check_scoring_options(
     check_shared(params, flags=param_flag)
 
 
-def load_vocabs(paths: list[Path]) -> dict[str, object]:
-    out: dict[str, object] = {}
+def load_vocabs(paths: list[Path]) -> dict[str, Vocabulary]:
+    """The vocabulary files by name (the file's stem; a repeated stem gets a prime)."""
+    out: dict[str, Vocabulary] = {}
     for p in paths:
         name = p.stem
         while name in out:

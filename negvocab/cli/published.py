@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import asdict
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -23,13 +23,11 @@ def _figure(x: float | None) -> str:
 @app.command("published")
 def published_cmd(
     method: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--method", help="Only this method (negvocab's name or the paper's, e.g. csp)."),
+        str | None, typer.Option("--method", help="Only this method (negvocab's name or the paper's, e.g. csp).")
     ] = None,
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Only this model, e.g. ViT-B-16.")] = None,  # noqa: UP045
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Only this model, e.g. ViT-B-16.")] = None,
     benchmark: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--benchmark", help="Only figures on this benchmark (negvocab benchmarks lists them)."),
+        str | None, typer.Option("--benchmark", help="Only figures on this benchmark (negvocab benchmarks lists them).")
     ] = None,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print every column as CSV (the shipped file's rows).")] = False,
 ) -> None:

@@ -4,7 +4,7 @@ the work is in :mod:`negvocab.report.html`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -32,7 +32,7 @@ def report_cmd(
         ),
     ],
     output: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--output",
             "-o",
@@ -40,7 +40,7 @@ def report_cmd(
         ),
     ] = None,
     key: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--run",
             help="The run whose images make the cards, as method@vocabulary (default: the first with a vocabulary).",

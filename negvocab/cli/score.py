@@ -1,4 +1,4 @@
-"""``negvocab score``, ``negvocab sweep`` and ``negvocab build oracle``.
+"""``negvocab score`` and ``negvocab sweep``.
 
 Each command parses options, builds the image sets and vocabularies, and calls the library
 (:mod:`negvocab.evaluation.evaluate`); nothing here computes a score.
@@ -6,42 +6,32 @@ Each command parses options, builds the image sets and vocabularies, and calls t
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from negvocab.cli.app import app
 from negvocab.cli.options import (
-    AllowOutsideOpt,
-    BatchSizeOpt,
-    CacheDirOpt,
-    DeviceOpt,
-    FiAmbOpt,
-    FiOodOpt,
-    GroundTruthOpt,
     IdClassesOpt,
-    IdOpt,
-    ImageRootOpt,
-    ModelOpt,
-    NumWorkersOpt,
-    OodOpt,
+    ImageOptions,
+    ModelOptions,
     OverwriteOpt,
-    PrecisionOpt,
-    PresetTagOpt,
-    PretrainedOpt,
-    RandomWeightsOpt,
     ReportOpt,
     TemplatesOpt,
     check_scoring_options,
     image_sets,
     load_vlm,
     load_vocabs,
+    option_group,
     path_value,
     scoring_options,
 )
 from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder_report, writing
 from negvocab.core.errors import InputError
+from negvocab.data.benchmarks import OpenedSets
+from negvocab.data.images import ImageSet
 from negvocab.data.validation import open_validation, validation_splits
 from negvocab.evaluation.kinds import caveat_kinds
 from negvocab.labels.imagenet import read_id_classes
@@ -56,6 +46,7 @@ from negvocab.report.results import (
 )
 from negvocab.scoring.methods import PARAMS, Method, batch_method, get_method, list_methods, needs_negatives
 from negvocab.scoring.stream import STREAM_ORDERS, check_ratio
+from negvocab.vlm.model import VLM
 from negvocab.vocab import Vocabulary
 
 __all__ = ["score_cmd", "sweep_cmd"]
@@ -125,49 +116,10 @@ def _swept(m: Method) -> bool:
     return m.needs_negatives and m.kind == "batch"
 
 
-@app.command("score")
-@scoring_options(
-    "seed",  # also the bootstrap's
-    methods=_scored,
-    evaluation=(
-        "convention",
-        "tpr",
-        "n_boot",
-    ),
-)
-def score_cmd(
-    id_path: IdOpt = None,
-    vocab: Annotated[
-        Optional[list[Path]],  # noqa: UP045
-        typer.Option("--vocab", "-V", help="Vocabulary JSON/TXT; repeat for a comparison table."),
-    ] = None,
-    method: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--method", help="{methods}; repeatable (default neglabel)."),  # filled from the registry
-    ] = None,
-    ood: OodOpt = None,
-    fi_ood: FiOodOpt = None,
-    fi_ambiguous: FiAmbOpt = None,
-    ground_truth: GroundTruthOpt = None,
-    image_root: ImageRootOpt = None,
-    allow_outside_root: AllowOutsideOpt = False,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Results folder.")] = Path("results"),
-    overwrite: OverwriteOpt = False,
-    model: ModelOpt = "ViT-B-32",
-    pretrained: PretrainedOpt = None,
-    tag: PresetTagOpt = None,
-    random_weights: RandomWeightsOpt = False,
-    templates: TemplatesOpt = "paper8",
-    id_classes: IdClassesOpt = None,
-    explain: Annotated[
-        int, typer.Option("--explain", help="Top negatives / ID classes listed per OOD image (0: none).")
-    ] = 5,
-    report: ReportOpt = True,
-    device: DeviceOpt = "auto",
-    precision: PrecisionOpt = None,
-    cache_dir: CacheDirOpt = None,
-    batch_size: BatchSizeOpt = None,
-    num_workers: NumWorkersOpt = None,
+@dataclass(frozen=True)
+class StreamOptions:
+    """The test-time (stream) methods' options of ``negvocab score`` (a group of :func:`option_group`)."""
+
     stream_order: Annotated[
         str,
         typer.Option(
@@ -175,10 +127,10 @@ def score_cmd(
             help="Test-time (stream) methods: the order of each ID + OOD stream (shuffled by --stream-seeds; "
             "id_first / ood_first: one whole part, then the other, each shuffled; given: as read).",
         ),
-    ] = "shuffled",
+    ] = "shuffled"
     stream_batch: Annotated[
         int, typer.Option("--stream-batch", min=1, help="Test-time methods: images per stream batch (AdaNeg's 256).")
-    ] = 256,
+    ] = 256
     stream_seeds: Annotated[
         str,
         typer.Option(
@@ -186,17 +138,38 @@ def score_cmd(
             help="Test-time methods: stream seeds (each seeds a stream's order and ID:OOD mix), e.g. 0,1,2 "
             "(several: the rows report the spread).",
         ),
-    ] = "0",
+    ] = "0"
     id_ood_ratio: Annotated[
-        Optional[float],  # noqa: UP045
+        float | None,
         typer.Option(
             "--id-ood-ratio",
             help="Test-time methods: ID images per OOD image in each stream (the larger side subsampled, seeded "
             "by the stream seed; default: every image).",
         ),
-    ] = None,
+    ] = None
+
+    def settings(self) -> dict[str, Any]:
+        """The streams' settings for the library, checked before any model."""
+        seeds = _stream_seeds(self.stream_seeds)
+        if self.stream_order not in STREAM_ORDERS:
+            raise InputError(f"unknown --stream-order {self.stream_order!r}; choose one of {', '.join(STREAM_ORDERS)}")
+        if self.id_ood_ratio is not None:
+            check_ratio(self.id_ood_ratio)
+        return {
+            "stream_batch": self.stream_batch,
+            "order": self.stream_order,
+            "stream_seed": seeds,
+            "id_ood_ratio": self.id_ood_ratio,
+        }
+
+
+@dataclass(frozen=True)
+class TuningOptions:
+    """The tuning split of ``negvocab score`` (OpenOOD's automatic parameter search; a group of
+    :func:`option_group`)."""
+
     tune_id: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--tune-id",
             parser=path_value,
@@ -204,29 +177,78 @@ def score_cmd(
             "--id, on which the methods with knobs choose their parameters before the test sets are scored; "
             "needs --tune-ood. Never the test images (a shared image is refused).",
         ),
-    ] = None,
+    ] = None
     tune_ood: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--tune-ood",
             help="Tuning split: OOD images, NAME=PATH as --ood (repeatable); or, without --tune-id, one "
             "BENCHMARK=ROOT: the benchmark's validation lists (OpenOOD v1.5's val_*.txt).",
         ),
-    ] = None,
+    ] = None
     tune_grid: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--tune-grid",
             help="NAME=V1,V2,...: the values tuned for a method parameter, e.g. tau=0.005,0.01 (default: each "
             "method's search grid around its value); repeatable.",
         ),
-    ] = None,
+    ] = None
     tune_criterion: Annotated[
         str,
         typer.Option(
             "--tune-criterion", help="What tuning maximises: auroc (OpenOOD's), aupr_in, aupr_out; or fpr (minimised)."
         ),
-    ] = "auroc",
+    ] = "auroc"
+
+    def grid(self) -> dict[str, list[Any]]:
+        """``--tune-grid`` as parameter -> values, the options checked together before any image is read."""
+        from negvocab.evaluation.tuning import check_criterion
+
+        grid = _tune_grid(self.tune_grid or [])
+        if (self.tune_id is not None or grid) and not self.tune_ood:
+            raise InputError("a tuning split needs --tune-ood (with --tune-id, or one BENCHMARK=ROOT alone)")
+        check_criterion(self.tune_criterion)
+        return grid
+
+    def sets(self, images: ImageOptions, test_sets: list[Any]) -> tuple[Any, dict[str, Any]] | None:
+        """The tuning split's ID set and OOD sets (None without ``--tune-ood``), refused where it shares an
+        image with ``test_sets`` (before the model: the test sets never tune)."""
+        from negvocab.evaluation.tuning import check_disjoint
+
+        tune_sets = _tuning_sets(self.tune_id, self.tune_ood, images.image_root, images.allow_outside_root)
+        if tune_sets is not None:
+            check_disjoint([tune_sets[0], *tune_sets[1].values()], test_sets)
+        return tune_sets
+
+
+@app.command("score")
+@scoring_options("seed", methods=_scored, evaluation=("convention", "tpr", "n_boot"))  # seed: also the bootstrap's
+@option_group("images", ImageOptions)
+@option_group("vlm", ModelOptions)
+@option_group("streaming", StreamOptions)
+@option_group("tuning", TuningOptions)
+def score_cmd(
+    *,
+    images: ImageOptions,
+    vocab: Annotated[
+        list[Path] | None, typer.Option("--vocab", "-V", help="Vocabulary JSON/TXT; repeat for a comparison table.")
+    ] = None,
+    method: Annotated[
+        list[str] | None,
+        typer.Option("--method", help="{methods}; repeatable (default neglabel)."),  # filled from the registry
+    ] = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Results folder.")] = Path("results"),
+    overwrite: OverwriteOpt = False,
+    vlm: ModelOptions,
+    templates: TemplatesOpt = "paper8",
+    id_classes: IdClassesOpt = None,
+    explain: Annotated[
+        int, typer.Option("--explain", help="Top negatives / ID classes listed per OOD image (0: none).")
+    ] = 5,
+    report: ReportOpt = True,
+    streaming: StreamOptions,
+    tuning: TuningOptions,
     params: dict[str, Any] | None = None,  # the registry options above, from @scoring_options
     metrics: dict[str, Any] | None = None,
 ) -> None:
@@ -235,23 +257,14 @@ def score_cmd(
     Test-time (stream) methods (adaneg, ...) score one stream per OOD set, set by the --stream-* options
     and recorded in every row; their rows are marked test-time. With --tune-id/--tune-ood the batch
     methods with knobs first choose their parameters on that split; their rows say so (tuned, tuned_on)."""
-    # long: a command: most lines are its typer option list
     assert params is not None and metrics is not None  # given by @scoring_options
-    convention, tpr, n_boot, seed = metrics["convention"], metrics["tpr"], metrics["n_boot"], params["seed"]
-    from negvocab.evaluation.evaluate import evaluate_vocabularies
-    from negvocab.evaluation.stream_evaluation import evaluate_stream_vocabularies, merge_evaluations
-    from negvocab.evaluation.tuning import check_criterion, check_disjoint, tune_methods
-
+    evaluation = {**metrics, "seed": params["seed"]}  # convention, tpr, n_boot; the seed is the bootstrap's too
     chosen = [get_method(m) for m in (method or ["neglabel"])]  # before any model
     streamed = list(dict.fromkeys(m.name for m in chosen if m.kind == "stream"))
     methods = [batch_method(m.name, "negvocab score").name for m in chosen if m.kind != "stream"]
-    seeds = _stream_seeds(stream_seeds)
-    if stream_order not in STREAM_ORDERS:
-        raise InputError(f"unknown --stream-order {stream_order!r}; choose one of {', '.join(STREAM_ORDERS)}")
-    if id_ood_ratio is not None:
-        check_ratio(id_ood_ratio)
+    stream = streaming.settings()
     claim_results_folder(output, RESULT_FILES, overwrite=overwrite)  # held until the command ends
-    check_scoring_options(params, convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
+    check_scoring_options(params, **evaluation)
     if explain < 0:
         raise InputError(f"--explain must be >= 0, got {explain}")
     need_vocab = [m for m in [*methods, *streamed] if needs_negatives(m)]
@@ -260,51 +273,14 @@ def score_cmd(
         raise InputError(
             f"--method {', '.join(need_vocab)} needs a vocabulary: pass --vocab FILE (or use --method {without})"
         )
-    grid = _tune_grid(tune_grid or [])
-    if (tune_id is not None or grid) and not tune_ood:
-        raise InputError("a tuning split needs --tune-ood (with --tune-id, or one BENCHMARK=ROOT alone)")
-    check_criterion(tune_criterion)
-    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root, allow_outside_root)
-    tune_sets = _tuning_sets(tune_id, tune_ood, image_root, allow_outside_root)
-    if tune_sets is not None:  # before the model: the test sets never tune
-        check_disjoint([tune_sets[0], *tune_sets[1].values()], [id_set, *ood_set.values()])
+    grid = tuning.grid()
+    id_set, ood_set = images.open()
+    tune_sets = tuning.sets(images, [id_set, *ood_set.values()])
     vocabs = load_vocabs(list(vocab or []))
     classes = None if id_classes is None else read_id_classes(id_classes)  # None: the benchmark's, else ImageNet-1k
-    vlm = load_vlm(
-        model,
-        pretrained,
-        device,
-        precision,
-        cache_dir,
-        random_weights,
-        tag=tag,
-        batch_size=batch_size,
-        num_workers=num_workers,
-    )
-    shared = {"id_classes": classes, "templates": templates, "params": params, "progress": True}
-    shared |= {"convention": convention, "tpr": tpr, "n_boot": n_boot, "seed": seed}
-    ev = None
-    if methods:
-        tuned = []
-        if tune_sets is not None:
-            how = {k: shared[k] for k in ("id_classes", "templates", "params", "convention", "tpr")}
-            tuned = tune_methods(vlm, *tune_sets, vocabs, methods, grid=grid, criterion=tune_criterion, **how)  # type: ignore[arg-type]
-        ev = evaluate_vocabularies(vlm, id_set, ood_set, vocabs, methods, explain_k=explain, tuned=tuned, **shared)  # type: ignore[arg-type]
-    if streamed and tune_sets is not None:
-        typer.echo(
-            f"note: test-time methods ({', '.join(streamed)}) are not tuned; the tuning split serves batch methods",
-            err=True,
-        )
-    if streamed:
-        stream = {
-            "stream_batch": stream_batch,
-            "order": stream_order,
-            "stream_seed": seeds,
-            "id_ood_ratio": id_ood_ratio,
-        }
-        sev = evaluate_stream_vocabularies(vlm, id_set, ood_set, vocabs, streamed, **stream, **shared)  # type: ignore[arg-type]
-        ev = sev if ev is None else merge_evaluations(ev, sev)
-    assert ev is not None  # a method was given
+    shared = {"id_classes": classes, "templates": templates, "params": params, "progress": True, **evaluation}
+    model, sets = load_vlm(**asdict(vlm)), (id_set, ood_set, vocabs)
+    ev = _evaluate(model, sets, methods, streamed, stream, (tune_sets, grid, tuning.tune_criterion), explain, shared)
     with writing(output):
         out = write_results(ev, output, overwrite=overwrite)
     warn_random(ev.random_weights)
@@ -314,25 +290,62 @@ def score_cmd(
         write_folder_report(out)
 
 
+def _evaluate(
+    vlm: VLM,
+    sets: tuple[ImageSet, OpenedSets, dict[str, Vocabulary]],
+    methods: list[str],
+    streamed: list[str],
+    stream: dict[str, Any],
+    tuning: tuple[tuple[Any, dict[str, Any]] | None, dict[str, list[Any]], str],
+    explain: int,
+    shared: dict[str, Any],
+) -> Any:
+    """The library's evaluation of ``sets`` (ID set, OOD sets, vocabularies): the batch methods (tuned
+    first where ``tuning`` has a split: its sets, grid and criterion) and the test-time methods, merged."""
+    from negvocab.evaluation.evaluate import evaluate_vocabularies
+    from negvocab.evaluation.stream_evaluation import evaluate_stream_vocabularies, merge_evaluations
+    from negvocab.evaluation.tuning import tune_methods
+
+    (id_set, ood_set, vocabs), (tune_sets, grid, criterion) = sets, tuning
+    ev = None
+    if methods:
+        tuned = []
+        if tune_sets is not None:
+            how = {k: shared[k] for k in ("id_classes", "templates", "params", "convention", "tpr")}
+            tuned = tune_methods(
+                vlm, tune_sets[0], tune_sets[1], vocabs, methods, grid=grid, criterion=criterion, **how
+            )
+        ev = evaluate_vocabularies(vlm, id_set, ood_set, vocabs, methods, explain_k=explain, tuned=tuned, **shared)
+    if streamed and tune_sets is not None:
+        typer.echo(
+            f"note: test-time methods ({', '.join(streamed)}) are not tuned; the tuning split serves batch methods",
+            err=True,
+        )
+    if streamed:
+        sev = evaluate_stream_vocabularies(vlm, id_set, ood_set, vocabs, streamed, **stream, **shared)
+        ev = sev if ev is None else merge_evaluations(ev, sev)
+    assert ev is not None  # a method was given
+    return ev
+
+
 @app.command("sweep")
 @scoring_options(
     "seed",  # also the bootstrap's
     methods=_swept,
     exclude=("topk",),  # a sweep scores every negative of each size
-    evaluation=(
-        "convention",
-        "tpr",
-        "n_boot",
-    ),
+    evaluation=("convention", "tpr", "n_boot"),
 )
+@option_group("images", ImageOptions)
+@option_group("vlm", ModelOptions)
 def sweep_cmd(
+    *,
     vocab: Annotated[
         Path, typer.Option("--vocab", "-V", help="A ranked (WordNet) vocabulary; M takes its first M labels.")
     ],
     sizes: Annotated[str, typer.Option("--sizes", help="Vocabulary sizes M, e.g. 1000,2000,5000,10000.")],
-    id_path: IdOpt = None,
+    images: ImageOptions,
     reference: Annotated[
-        Optional[list[Path]],  # noqa: UP045
+        list[Path] | None,
         typer.Option(
             "--reference", "-R", help="Vocabularies drawn as horizontal references (GPT, oracle); repeatable."
         ),
@@ -351,12 +364,6 @@ def sweep_cmd(
             "given: the file order of any vocabulary.",
         ),
     ] = "ranked",
-    ood: OodOpt = None,
-    fi_ood: FiOodOpt = None,
-    fi_ambiguous: FiAmbOpt = None,
-    ground_truth: GroundTruthOpt = None,
-    image_root: ImageRootOpt = None,
-    allow_outside_root: AllowOutsideOpt = False,
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Output folder (sweep.csv, sweep.json, sweep.png).")
     ] = Path("sweep"),
@@ -371,28 +378,18 @@ def sweep_cmd(
         ),
     ] = "png",
     overwrite: OverwriteOpt = False,
-    model: ModelOpt = "ViT-B-32",
-    pretrained: PretrainedOpt = None,
-    tag: PresetTagOpt = None,
-    random_weights: RandomWeightsOpt = False,
+    vlm: ModelOptions,
     templates: TemplatesOpt = "paper8",
     id_classes: IdClassesOpt = None,
     report: ReportOpt = True,
-    device: DeviceOpt = "auto",
-    precision: PrecisionOpt = None,
-    cache_dir: CacheDirOpt = None,
-    batch_size: BatchSizeOpt = None,
-    num_workers: NumWorkersOpt = None,
     params: dict[str, Any] | None = None,  # the registry options above, from @scoring_options
     metrics: dict[str, Any] | None = None,
 ) -> None:
     """FPR@95 and AUROC against the vocabulary size M from one ranked vocabulary: a table and a plot."""
-    # long: a command: most lines are its typer option list
     assert params is not None and metrics is not None  # given by @scoring_options
-    convention, tpr, n_boot, seed = metrics["convention"], metrics["tpr"], metrics["n_boot"], params["seed"]
-    from negvocab.evaluation.sweeps import is_ranked, sweep_vocabulary
-    from negvocab.scoring.prefix_scores import parse_sizes
+    from negvocab.evaluation.sweeps import sweep_vocabulary
 
+    evaluation = {**metrics, "seed": params["seed"]}  # convention, tpr, n_boot; the seed is the bootstrap's too
     # fail on bad options before loading a model or reading images
     key = batch_method(method, "negvocab sweep").name
     formats = check_plot_formats([f for f in plot_format.split(",") if f.strip()], "--plot-format")
@@ -402,7 +399,31 @@ def sweep_cmd(
             f"--method {key} does not use negative labels; "
             f"a vocabulary-size sweep needs {', '.join(list_methods(_swept))}"
         )
-    check_scoring_options(params, convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
+    check_scoring_options(params, **evaluation)
+    ranked = _ranked_vocabulary(vocab, order, sizes)
+    id_set, ood_set = images.open()
+    refs = load_vocabs(list(reference or []))
+    classes = None if id_classes is None else read_id_classes(id_classes)  # None: the benchmark's, else ImageNet-1k
+    how = {"id_classes": classes, "templates": templates, "params": params, "progress": True, **evaluation}
+    model = load_vlm(**asdict(vlm))
+    res = sweep_vocabulary(
+        model, id_set, ood_set, ranked, sizes, method=method, references=refs, name=vocab.stem, order=order, **how
+    )
+    with writing(output):
+        out = write_sweep(res, output, overwrite=overwrite, plot_formats=formats)
+    warn_random(res.random_weights)
+    for line in _sweep_lines(res, metrics["convention"], metrics["tpr"]):
+        typer.echo(line)
+    typer.echo(f"wrote {out}/sweep.csv, sweep.json, sweep.png")
+    if report:
+        write_folder_report(out)
+
+
+def _ranked_vocabulary(vocab: Path, order: str, sizes: str) -> Vocabulary:
+    """The vocabulary a sweep takes its first M labels from, checked with ``--order`` and ``--sizes``."""
+    from negvocab.evaluation.sweeps import is_ranked
+    from negvocab.scoring.prefix_scores import parse_sizes
+
     if order not in ("ranked", "given"):
         raise InputError(f"--order must be ranked or given, got {order!r}")
     ranked = Vocabulary.load(vocab)
@@ -412,55 +433,22 @@ def sweep_cmd(
             "sweep a ranked (WordNet) vocabulary, or pass --order given to sweep the file order"
         )
     parse_sizes(sizes, len(ranked))
-    id_set, ood_set = image_sets(id_path, ood, fi_ood, fi_ambiguous, ground_truth, image_root, allow_outside_root)
-    refs = load_vocabs(list(reference or []))
-    classes = None if id_classes is None else read_id_classes(id_classes)  # None: the benchmark's, else ImageNet-1k
-    vlm = load_vlm(
-        model,
-        pretrained,
-        device,
-        precision,
-        cache_dir,
-        random_weights,
-        tag=tag,
-        batch_size=batch_size,
-        num_workers=num_workers,
-    )
-    res = sweep_vocabulary(
-        vlm,
-        id_set,
-        ood_set,
-        ranked,
-        sizes,
-        method=method,
-        references=refs,  # type: ignore[arg-type]
-        id_classes=classes,
-        templates=templates,
-        params=params,
-        convention=convention,
-        tpr=tpr,
-        n_boot=n_boot,
-        seed=seed,
-        name=vocab.stem,
-        order=order,
-        progress=True,
-    )
-    with writing(output):
-        out = write_sweep(res, output, overwrite=overwrite, plot_formats=formats)
-    warn_random(res.random_weights)
-    pct = int(round(100 * tpr))
+    return ranked
+
+
+def _sweep_lines(res: Any, convention: str, tpr: float) -> list[str]:
+    """The sweep's table: FPR and AUROC per M (per OOD set where there are several), then the references
+    and the ID accuracy where the ID labels allow (CCR per M is in sweep.csv)."""
     several = len({r["ood_set"] for r in res.rows}) > 1
-    typer.echo(f"{'M':>8}  " + (f"{'OOD set':<14}" if several else "") + f"FPR@{pct} ({convention})  AUROC")
+    lines = [
+        f"{'M':>8}  " + (f"{'OOD set':<14}" if several else "") + f"FPR@{int(round(100 * tpr))} ({convention})  AUROC"
+    ]
     for r in res.rows:
         where = f"{r['ood_set'][:13]:<14}" if several else ""
-        typer.echo(f"{r['M']:>8}  {where}{100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}")
+        lines.append(f"{r['M']:>8}  {where}{100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}")
     for r in res.references:
         where = f"{r['ood_set'][:13]:<14}" if several else ""
         mark = "" if r["deployable"] else f"; NOT DEPLOYABLE: {';'.join(caveat_kinds(r['caveats']))}"
         name, m = r["vocabulary"], r["M"]
-        typer.echo(f"{name:>8}  {where}{100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}  (reference, M={m}{mark})")
-    for line in accuracy_lines(res.meta):  # where the ID labels allow; CCR per M is in sweep.csv
-        typer.echo(line)
-    typer.echo(f"wrote {out}/sweep.csv, sweep.json, sweep.png")
-    if report:
-        write_folder_report(out)
+        lines.append(f"{name:>8}  {where}{100 * r['fpr']:>14.2f}%  {100 * r['auroc']:.2f}  (reference, M={m}{mark})")
+    return lines + list(accuracy_lines(res.meta))

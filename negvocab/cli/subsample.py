@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import numpy as np
 import typer
@@ -93,9 +93,9 @@ def subsample_cmd(
         str, typer.Option("--convention", help="FPR convention: paper, hendrycks or openood.")
     ] = "paper",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the draws (>= 0).")] = 0,
-    key: Annotated[Optional[list[str]], typer.Option("--key", help="Score key(s) to analyse (default: all).")] = None,  # noqa: UP045
+    key: Annotated[list[str] | None, typer.Option("--key", help="Score key(s) to analyse (default: all).")] = None,
     ood_set: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option("--ood-set", help="OOD set(s) to analyse, repeatable (default: each set, one analysis per set)."),
     ] = None,
     pooled: Annotated[
@@ -115,7 +115,9 @@ def subsample_cmd(
     check_draws(draws, seed)  # before anything is read or allocated
     if is_grid_folder(scores):  # one analysis per model of the grid, over its entries' stored scores
         per_model, random = grid_scores(scores)
-        found = {m: _flatten(entries) for m, entries in per_model.items()}
+        found: dict[str, tuple[dict[str, Any], dict[str, Any], list[str] | None]] = {
+            m: _flatten(entries) for m, entries in per_model.items()
+        }
     else:
         s_id, s_ood, random, sets = read_scores_file(scores)
         found = {"": (s_id, s_ood, sets)}
