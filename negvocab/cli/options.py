@@ -31,7 +31,7 @@ from negvocab.cli.flags import param_flag, reserve_flags
 from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import OpenedSets, list_benchmarks
 from negvocab.data.images import ImageSet
-from negvocab.data.ood_specs import open_ood_sets, parse_ood_specs
+from negvocab.data.ood_specs import benchmark_typo, open_ood_sets, parse_ood_specs
 from negvocab.scoring.methods import (
     EVALUATION_PARAMS,
     PARAMS,
@@ -557,6 +557,9 @@ def image_sets(
         if not_found:
             typer.echo(f"warning: {len(not_found)} listed ids are not in {id_path} (e.g. {not_found[0]})", err=True)
     else:
+        typo = benchmark_typo(parse_ood_specs(ood, cli=True), cli=True) if id_path is None else None
+        if typo is not None:  # NAME=ROOT with NAME a misspelt benchmark: said before any folder is read
+            raise InputError(typo)
         sets = open_ood_sets(
             ood,
             id_path=id_path,
