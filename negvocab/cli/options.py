@@ -81,6 +81,7 @@ __all__ = [
     "load_vlm",
     "path_value",
     "load_vocabs",
+    "refuse_unused_params",
     "ood_paths",
     "option_group",
     "scoring_options",
@@ -607,6 +608,22 @@ def check_scoring_options(
     named by their flags)."""
     check_evaluation(flags=param_flag, convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
     check_shared(params, flags=param_flag)
+
+
+def refuse_unused_params(params: Mapping[str, Any], chosen: list[str], *, own: tuple[str, ...] = ()) -> None:
+    """Refuse a method parameter set away from its default that none of the ``chosen`` methods takes
+    (``--tau`` with ``--method mcm``: silently unused before), in one line naming its flag and the
+    methods that take it. ``own``: parameters the command uses itself (score's ``--seed`` seeds the
+    bootstrap too)."""
+    taken = {p for m in chosen for p in get_method(m).params}
+    for name, value in params.items():
+        if name in own or name in taken or name not in PARAMS or value == PARAMS[name].default:
+            continue
+        takers = [m for m in list_methods() if name in get_method(m).params]
+        raise InputError(
+            f"{param_flag(name)}: no chosen method takes it (--method {', '.join(chosen)}); "
+            f"it is a parameter of {', '.join(takers)}"
+        )
 
 
 def load_vocabs(paths: list[Path]) -> dict[str, Vocabulary]:

@@ -23,6 +23,17 @@ def score_module(monkeypatch):
     return cmd
 
 
+@pytest.fixture
+def model_reached(monkeypatch):
+    """negvocab score's model loader made to exit 7: the command got past every check."""
+    import negvocab.cli.score as cmd
+
+    def loaded(*args, **kwargs):
+        raise SystemExit(7)
+
+    monkeypatch.setattr(cmd, "load_vlm", loaded)
+
+
 def _one_error_line(args):
     r = runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
     assert r.exit_code == 2, r.output
@@ -42,14 +53,33 @@ def test_a_named_set_not_like_a_benchmark_still_asks_for_id(score_module, tiny, 
     assert line.startswith("error: no ID images: pass --id")
 
 
-def test_with_id_a_set_named_like_a_benchmark_is_the_user_s(tiny, monkeypatch, tmp_path):
+def test_with_id_a_set_named_like_a_benchmark_is_the_user_s(model_reached, tiny, tmp_path):
     """With --id given, openod=PATH is a set of the user's: no suggestion (the sets open; the model is next)."""
-    import negvocab.cli.score as cmd
-
-    def loaded(*args, **kwargs):
-        raise SystemExit(7)
-
-    monkeypatch.setattr(cmd, "load_vlm", loaded)
     args = ["score", "--id", tiny / "id", "--ood", f"openod={tiny / 'ood'}", "--method", "mcm", "-o", tmp_path / "r"]
+    r = runner.invoke(app, [str(a) for a in args])
+    assert r.exit_code == 7, r.output
+
+
+def test_a_parameter_no_chosen_method_takes_is_refused(score_module, tiny, tmp_path):
+    base = ["score", "--id", tiny / "id", "--ood", tiny / "ood", "-o", tmp_path / "r"]
+    line = _one_error_line([*base, "--method", "mcm", "--tau", "0.5"])
+    assert line.startswith("error: --tau: no chosen method takes it (--method mcm); it is a parameter of neglabel")
+    line = _one_error_line([*base, "--method", "mcm", "--method", "msp", "--groups", "4"])
+    assert "--groups: no chosen method takes it (--method mcm, msp)" in line
+    assert not (tmp_path / "r" / "results.json").exists()
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--method", "mcm", "--method", "neglabel", "--vocab", "{vocab}", "--tau", "0.5"],  # one chosen method takes it
+        ["--method", "mcm", "--tau", "0.01"],  # the default value: nothing was changed
+        ["--method", "mcm", "--seed", "3"],  # --seed seeds the bootstrap too
+        ["--method", "mcm", "--temperature", "2"],
+    ],
+)
+def test_a_parameter_a_chosen_method_takes_passes_to_the_model(model_reached, tiny, tmp_path, extra):
+    extra = [str(tiny / "negA.txt") if a == "{vocab}" else a for a in extra]
+    args = ["score", "--id", tiny / "id", "--ood", tiny / "ood", "-o", tmp_path / "r", *extra]
     r = runner.invoke(app, [str(a) for a in args])
     assert r.exit_code == 7, r.output
