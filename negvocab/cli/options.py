@@ -45,6 +45,7 @@ from negvocab.scoring.methods import (
 )
 from negvocab.vlm.loading import check_weights
 from negvocab.vlm.model import VLM
+from negvocab.vlm.templates import check_templates
 from negvocab.vocab import Vocabulary
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -85,6 +86,7 @@ __all__ = [
     "ood_paths",
     "option_group",
     "scoring_options",
+    "templates_value",
 ]
 
 
@@ -96,6 +98,15 @@ def path_value(value: str | Path) -> Path:
     if not value.strip():
         raise typer.BadParameter("an empty path (an unset shell variable?); give a file or folder")
     return Path(value)
+
+
+def templates_value(value: str) -> str:
+    """A ``--templates`` value as given, checked as the options are read (:func:`check_templates`): an
+    unknown preset (``paper80``: did you mean paper8?) is refused before any model loads."""
+    try:
+        return check_templates(value)
+    except InputError as e:
+        raise typer.BadParameter(str(e)) from None
 
 
 ModelOpt = Annotated[
@@ -137,6 +148,7 @@ TemplatesOpt = Annotated[
     typer.Option(
         "--templates",
         "-t",
+        parser=templates_value,
         help="Prompt templates: paper8 (default), openai80, neglabel, single, or a file with one "
         "template (containing '{}') a line.",
     ),

@@ -83,3 +83,17 @@ def test_a_parameter_a_chosen_method_takes_passes_to_the_model(model_reached, ti
     args = ["score", "--id", tiny / "id", "--ood", tiny / "ood", "-o", tmp_path / "r", *extra]
     r = runner.invoke(app, [str(a) for a in args])
     assert r.exit_code == 7, r.output
+
+
+def test_an_unknown_template_preset_is_refused_before_the_model(score_module, tiny, tmp_path):
+    args = ["score", "--id", tiny / "id", "--ood", tiny / "ood", "--method", "mcm", "-t", "paper80"]
+    line = _one_error_line([*args, "-o", tmp_path / "r"])
+    assert "unknown template preset 'paper80'; did you mean 'paper8'?" in line
+    assert not (tmp_path / "r" / "results.json").exists()
+
+
+@pytest.mark.parametrize("templates", ["paper8", "single", "a photo of a {}."])
+def test_a_known_template_preset_or_a_template_reaches_the_model(model_reached, tiny, tmp_path, templates):
+    args = ["score", "--id", tiny / "id", "--ood", tiny / "ood", "--method", "mcm", "-t", templates]
+    r = runner.invoke(app, [str(a) for a in [*args, "-o", tmp_path / "r"]])
+    assert r.exit_code == 7, r.output
