@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, get_args
 
@@ -38,6 +40,7 @@ __all__ = [
     "EXIT_USER_ERROR",
     "CommandGroup",
     "app",
+    "brackets_kept",
     "build_app",
     "import_build_commands",
     "interrupted_line",
@@ -150,6 +153,43 @@ def _takes_paths(param: Any) -> bool:
     return False
 
 
+@contextmanager
+def brackets_kept(*commands: Any) -> Iterator[None]:
+    """While a help is written: the help texts of ``commands`` and of their parameters with Rich markup
+    escaped, so square brackets ("edit its [id] and [ood] paths", "[published: PAPER]") show as written
+    instead of being read as style tags and dropped; each text is as declared again afterwards."""
+    saved: list[tuple[Any, str, str]] = []
+    if typer.core.HAS_RICH:  # rich renders the help; without it click writes the texts as they are
+        from rich.markup import escape
+
+        objs = {id(o): o for c in commands if c is not None for o in (c, *getattr(c, "params", ()))}
+        for obj in objs.values():
+            for attr in ("help", "short_help", "epilog"):
+                text = getattr(obj, attr, None)
+                if isinstance(text, str):
+                    saved.append((obj, attr, text))
+                    setattr(obj, attr, escape(text))
+    try:
+        yield
+    finally:
+        for obj, attr, text in reversed(saved):
+            setattr(obj, attr, text)
+
+
+def _keep_brackets(command: Any) -> None:
+    """``command``'s help written with its square brackets kept (:func:`brackets_kept`); idempotent."""
+    if getattr(command, "_brackets_kept", False):
+        return
+    write = command.format_help
+
+    def format_help(ctx: Any, formatter: Any) -> None:
+        with brackets_kept(command):
+            write(ctx, formatter)
+
+    command.format_help = format_help
+    command._brackets_kept = True
+
+
 def import_build_commands() -> None:
     """Import the hand-written ``build`` commands, then generate one for every other registered
     builder (:func:`negvocab.cli.build_generic.add_builder_commands`); idempotent."""
@@ -198,16 +238,20 @@ class CommandGroup(TyperGroup):
             cmd.epilog = epilog(f"{parent} {cmd_name}".strip())
         cmd = add_log_options(cmd)
         refuse_empty_paths(cmd)
+        if not isinstance(cmd, TyperGroup):  # a group keeps its own (format_help below)
+            _keep_brackets(cmd)
         return cmd
 
     def _import_command(self, name: str) -> Any:
         """The command ``name`` of the table, its module imported now (None if there is no such command).
         While the group's help is written, a stand-in with the table's help (nothing imported)."""
         if self.name == ROOT and name in COMMANDS:
-            if self._listing:
-                listed = TyperCommand(name, help=COMMANDS[name].help)
-                listed._listed = True  # type: ignore[attr-defined]
-                return listed
+            if self._listing:  # one stand-in a command, so that its help is escaped where it is written
+                stand_ins = self.__dict__.setdefault("_stand_ins", {})
+                if name not in stand_ins:
+                    stand_ins[name] = TyperCommand(name, help=COMMANDS[name].help)
+                    stand_ins[name]._listed = True
+                return stand_ins[name]
             importlib.import_module(COMMANDS[name].module)  # registers its commands on app
             cmd = _click_group(app).commands.get(name)
         elif self.name == BUILD and (name in BUILD_COMMANDS or not builders_known()):
@@ -231,7 +275,9 @@ class CommandGroup(TyperGroup):
     def format_help(self, ctx: Any, formatter: Any) -> None:
         self._listing = True
         try:
-            super().format_help(ctx, formatter)
+            listed = [self.get_command(ctx, name) for name in self.list_commands(ctx)]
+            with brackets_kept(self, *listed):
+                super().format_help(ctx, formatter)
         finally:
             self._listing = False
 

@@ -9,7 +9,15 @@ from typing import Annotated
 import typer
 
 from negvocab.cli.app import app
-from negvocab.cli.options import IdClassesOpt, ModelOptions, OverwriteOpt, ReportOpt, load_vlm, option_group
+from negvocab.cli.options import (
+    IdClassesOpt,
+    ModelOptions,
+    OverwriteOpt,
+    ReportOpt,
+    load_vlm,
+    option_group,
+    templates_value,
+)
 from negvocab.cli.outputs import check_output, write_folder_report
 from negvocab.core.errors import InputError, ResourceError
 from negvocab.demo import SPLIT_NOTE, DemoResult, check_demo_sizes, run_demo
@@ -44,7 +52,13 @@ def demo(
         int | None, typer.Option("--size", "-M", help="Vocabulary size M (default: half the filtered pool).")
     ] = None,
     templates: Annotated[
-        str, typer.Option("--templates", "-t", help="Prompt templates (single is fastest; paper8 as in the paper).")
+        str,
+        typer.Option(
+            "--templates",
+            "-t",
+            parser=templates_value,
+            help="Prompt templates (single is fastest; paper8 as in the paper).",
+        ),
     ] = "single",
     id_classes: IdClassesOpt = None,
     overwrite: OverwriteOpt = False,

@@ -36,8 +36,8 @@ grid_app = typer.Typer(
 )
 app.add_typer(grid_app, name="grid")
 
-#: the ray extra as the help shows it (rich markup would eat a bare [ray])
-RAY_EXTRA = "pip install 'negvocab\\[ray]'"
+#: the ray extra as the help shows it
+RAY_EXTRA = "pip install 'negvocab[ray]'"
 
 
 def _default_out(config: Path) -> Path:

@@ -31,7 +31,7 @@ from negvocab.cli.flags import param_flag, reserve_flags
 from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import OpenedSets, list_benchmarks
 from negvocab.data.images import ImageSet
-from negvocab.data.ood_specs import open_ood_sets, parse_ood_specs
+from negvocab.data.ood_specs import benchmark_typo, open_ood_sets, parse_ood_specs
 from negvocab.scoring.methods import (
     EVALUATION_PARAMS,
     PARAMS,
@@ -45,6 +45,7 @@ from negvocab.scoring.methods import (
 )
 from negvocab.vlm.loading import check_weights
 from negvocab.vlm.model import VLM
+from negvocab.vlm.templates import check_templates
 from negvocab.vocab import Vocabulary
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -81,9 +82,11 @@ __all__ = [
     "load_vlm",
     "path_value",
     "load_vocabs",
+    "refuse_unused_params",
     "ood_paths",
     "option_group",
     "scoring_options",
+    "templates_value",
 ]
 
 
@@ -95,6 +98,15 @@ def path_value(value: str | Path) -> Path:
     if not value.strip():
         raise typer.BadParameter("an empty path (an unset shell variable?); give a file or folder")
     return Path(value)
+
+
+def templates_value(value: str) -> str:
+    """A ``--templates`` value as given, checked as the options are read (:func:`check_templates`): an
+    unknown preset (``paper80``: did you mean paper8?) is refused before any model loads."""
+    try:
+        return check_templates(value)
+    except InputError as e:
+        raise typer.BadParameter(str(e)) from None
 
 
 ModelOpt = Annotated[
@@ -136,6 +148,7 @@ TemplatesOpt = Annotated[
     typer.Option(
         "--templates",
         "-t",
+        parser=templates_value,
         help="Prompt templates: paper8 (default), openai80, neglabel, single, or a file with one "
         "template (containing '{}') a line.",
     ),
@@ -557,6 +570,9 @@ def image_sets(
         if not_found:
             typer.echo(f"warning: {len(not_found)} listed ids are not in {id_path} (e.g. {not_found[0]})", err=True)
     else:
+        typo = benchmark_typo(parse_ood_specs(ood, cli=True), cli=True) if id_path is None else None
+        if typo is not None:  # NAME=ROOT with NAME a misspelt benchmark: said before any folder is read
+            raise InputError(typo)
         sets = open_ood_sets(
             ood,
             id_path=id_path,
@@ -604,6 +620,22 @@ def check_scoring_options(
     named by their flags)."""
     check_evaluation(flags=param_flag, convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
     check_shared(params, flags=param_flag)
+
+
+def refuse_unused_params(params: Mapping[str, Any], chosen: list[str], *, own: tuple[str, ...] = ()) -> None:
+    """Refuse a method parameter set away from its default that none of the ``chosen`` methods takes
+    (``--tau`` with ``--method mcm``: silently unused before), in one line naming its flag and the
+    methods that take it. ``own``: parameters the command uses itself (score's ``--seed`` seeds the
+    bootstrap too)."""
+    taken = {p for m in chosen for p in get_method(m).params}
+    for name, value in params.items():
+        if name in own or name in taken or name not in PARAMS or value == PARAMS[name].default:
+            continue
+        takers = [m for m in list_methods() if name in get_method(m).params]
+        raise InputError(
+            f"{param_flag(name)}: no chosen method takes it (--method {', '.join(chosen)}); "
+            f"it is a parameter of {', '.join(takers)}"
+        )
 
 
 def load_vocabs(paths: list[Path]) -> dict[str, Vocabulary]:

@@ -26,6 +26,7 @@ from negvocab.cli.options import (
     load_vocabs,
     option_group,
     path_value,
+    refuse_unused_params,
     scoring_options,
 )
 from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder_report, writing
@@ -265,6 +266,7 @@ def score_cmd(
     stream = streaming.settings()
     claim_results_folder(output, RESULT_FILES, overwrite=overwrite)  # held until the command ends
     check_scoring_options(params, **evaluation)
+    refuse_unused_params(params, list(dict.fromkeys(m.name for m in chosen)), own=("seed",))  # seed: the bootstrap's
     if explain < 0:
         raise InputError(f"--explain must be >= 0, got {explain}")
     need_vocab = [m for m in [*methods, *streamed] if needs_negatives(m)]

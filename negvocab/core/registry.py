@@ -201,11 +201,17 @@ class Registry(Generic[T]):
         resolved = resolve_target(target, what=f"{self.kind} {key!r}")
         return self._check(key, resolved) if self._check else resolved  # type: ignore[return-value]
 
-    def _unknown(self, name: str) -> str:
-        """The line for an unknown ``name``: the closest registered names first, then every one."""
+    def did_you_mean(self, name: str) -> str:
+        """``"did you mean 'a', 'b' or 'c'?"``: the registered names closest to ``name`` (difflib's; an
+        alias counts as its entry's name), best first; ``""`` when nothing is close."""
         close = difflib.get_close_matches(_key(name), [*self._entries, *self._aliases], n=3)
         near = [repr(n) for n in dict.fromkeys(self._aliases.get(c, c) for c in close)]
-        hint = f"did you mean {' or '.join([', '.join(near[:-1]), near[-1]] if near[:-1] else near)}? " if near else ""
+        return f"did you mean {' or '.join([', '.join(near[:-1]), near[-1]] if near[:-1] else near)}?" if near else ""
+
+    def _unknown(self, name: str) -> str:
+        """The line for an unknown ``name``: the closest registered names first, then every one."""
+        hint = self.did_you_mean(name)
+        hint += " " if hint else ""
         return f"unknown {self.kind} {name!r}; {hint}choose one of {', '.join(self._entries)}"
 
     def aliases(self, name: str) -> tuple[str, ...]:

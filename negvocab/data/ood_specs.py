@@ -30,7 +30,7 @@ from negvocab.data.imagenet import imagenet_val
 from negvocab.data.images import ImageSet
 from negvocab.data.layouts import open_image_set
 
-__all__ = ["OodSpecs", "open_ood_sets", "parse_ood_specs"]
+__all__ = ["OodSpecs", "benchmark_typo", "open_ood_sets", "parse_ood_specs"]
 
 _FLAGS = {"ood": "--ood", "id_path": "--id", "image_root": "--image-root"}
 
@@ -38,12 +38,13 @@ Spec = str | os.PathLike[str]
 
 
 class OodSpecs:
-    """Parsed OOD specs: ``sets`` (a user's own sets, name -> path, in order) and ``benchmarks``
-    ((benchmark, root) pairs, in order)."""
+    """Parsed OOD specs: ``sets`` (a user's own sets, name -> path, in order), ``benchmarks``
+    ((benchmark, root) pairs, in order) and ``named`` (the names of ``sets`` given as NAME=PATH)."""
 
-    def __init__(self, sets: dict[str, Path], benchmarks: list[tuple[str, str]]) -> None:
+    def __init__(self, sets: dict[str, Path], benchmarks: list[tuple[str, str]], named: tuple[str, ...] = ()) -> None:
         self.sets = sets
         self.benchmarks = benchmarks
+        self.named = named
 
 
 def _name(param: str, cli: bool) -> str:
@@ -74,6 +75,7 @@ def parse_ood_specs(values: Sequence[Spec] | Mapping[str, Spec] | None, *, cli: 
             items.append((key.strip() if named else None, rest if named else value, value))
     sets: dict[str, Path] = {}
     benchmarks: list[tuple[str, str]] = []
+    named_sets = tuple(name for name, _, _ in items if name is not None and name.lower() not in REGISTRY)
     for name, given, value in items:
         if name is not None and name.lower() in REGISTRY:
             if not given.strip():
@@ -94,7 +96,23 @@ def parse_ood_specs(values: Sequence[Spec] | Mapping[str, Spec] | None, *, cli: 
                 f"{flag}: two OOD sets are named {name!r} ({sets[name]} and {path}); name them: {flag} NAME=PATH"
             )
         sets[name] = path
-    return OodSpecs(sets, benchmarks)
+    return OodSpecs(sets, benchmarks, named_sets)
+
+
+def benchmark_typo(specs: OodSpecs, *, cli: bool = False) -> str | None:
+    """Where no spec names a benchmark: the line for the first ``NAME=ROOT`` (ROOT a folder) whose NAME
+    is no registered benchmark but close to one (``openod=ROOT``: did you mean openood?), else None.
+    Read as a set of the user's, such a spec has no ID set; a caller given none says this instead."""
+    if specs.benchmarks:
+        return None
+    for name in specs.named:
+        near = REGISTRY.did_you_mean(name)
+        if near and specs.sets[name].is_dir():
+            return (
+                f"{_name('ood', cli)} {name}={specs.sets[name]}: unknown benchmark {name!r}; {near} "
+                f"(as a set of your own it needs {_name('id_path', cli)})"
+            )
+    return None
 
 
 def open_ood_sets(

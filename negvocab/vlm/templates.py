@@ -7,6 +7,7 @@ adjectives); all other presets use the same templates for every label.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -28,6 +29,7 @@ __all__ = [
     "PRESETS",
     "SINGLE",
     "TemplateSet",
+    "check_templates",
     "resolve_templates",
 ]
 
@@ -157,11 +159,22 @@ def resolve_templates(spec: TemplatesSpec = "paper8") -> TemplateSet:
             raise InputError(
                 f"templates {spec!r} is a folder; give a file with one template (containing '{{}}') a line"
             )
+        near = [repr(p) for p in difflib.get_close_matches(spec, PRESETS, n=2)]
+        hint = f"did you mean {' or '.join(near)}? " if near else ""
         raise InputError(
-            f"unknown template preset {spec!r}; choose one of {', '.join(PRESETS)}, "
+            f"unknown template preset {spec!r}; {hint}choose one of {', '.join(PRESETS)}, "
             "give a template containing '{}', or the path of a file with one template a line"
         )
     return TemplateSet("custom", _check(list(spec), "templates"))
+
+
+def check_templates(spec: str) -> str:
+    """``spec`` if :func:`resolve_templates` takes it (a preset's name is not resolved: no open_clip is
+    imported), else its one-line :class:`InputError` (an unknown preset with the closest names), so a
+    command refuses ``--templates paper80`` before any model loads."""
+    if spec not in PRESETS:
+        resolve_templates(spec)
+    return spec
 
 
 def _from_file(path: Path) -> TemplateSet:
