@@ -119,7 +119,7 @@ def test_group_rows_of_grid_tables_by_hand():
                 metrics = {k: float(rng.uniform()) for k in ("fpr", "auroc", "aupr_in", "aupr_out")}
                 rows.append({"model": model, "vocabulary": "v", "method": "neglabel", "convention": conv,
                              "ood_set": name,
-                             "n_ood": int(rng.integers(1, 9)), "cell": f"{model}{conv}{name}", "tpr": 0.95,
+                             "n_id": 24, "n_ood": int(rng.integers(1, 9)), "cell": f"{model}{conv}{name}", "tpr": 0.95,
                              **metrics})  # fmt: skip
     table = GridResult(rows, groups=groups).table()
     summary = [r for r in table if r["ood_set"] in ("near-ood", "far-ood", "mean")]
