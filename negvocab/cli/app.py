@@ -153,13 +153,22 @@ def _takes_paths(param: Any) -> bool:
     return False
 
 
+def _rich_markup(command: Any) -> bool:
+    """Whether typer reads ``command``'s help texts as Rich markup: Rich is there (typer >= 0.17 says so in
+    ``typer.core.HAS_RICH``; 0.16 holds ``typer.core.rich``, None without it) and the command's markup
+    mode is ``"rich"`` (typer 0.16 leaves a default placeholder there and writes the texts as they are)."""
+    has = getattr(typer.core, "HAS_RICH", None)
+    rich = bool(has) if has is not None else getattr(typer.core, "rich", None) is not None
+    return rich and getattr(command, "rich_markup_mode", "rich") == "rich"
+
+
 @contextmanager
 def brackets_kept(*commands: Any) -> Iterator[None]:
     """While a help is written: the help texts of ``commands`` and of their parameters with Rich markup
     escaped, so square brackets ("edit its [id] and [ood] paths", "[published: PAPER]") show as written
     instead of being read as style tags and dropped; each text is as declared again afterwards."""
     saved: list[tuple[Any, str, str]] = []
-    if typer.core.HAS_RICH:  # rich renders the help; without it click writes the texts as they are
+    if commands and _rich_markup(commands[0]):  # else the texts are written as they are
         from rich.markup import escape
 
         objs = {id(o): o for c in commands if c is not None for o in (c, *getattr(c, "params", ()))}
