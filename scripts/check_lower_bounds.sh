@@ -106,6 +106,6 @@ env -u PYTHONPATH "$VENV/bin/negvocab" --help >/dev/null
 # text tests run here)
 env -u PYTHONPATH "$VENV/bin/python" -m pytest -q -p no:cacheprovider -o addopts="" --durations=5 -W ignore::DeprecationWarning \
     tests/cli/test_app.py tests/test_public_api.py tests/scoring/test_metrics.py tests/vocab/test_vocabulary.py \
-    tests/test_index.py tests/llm/test_client.py tests/vlm/test_text.py tests/report/test_plots.py \
+    tests/vocab/test_index.py tests/llm/test_client.py tests/vlm/test_text.py tests/report/test_plots.py \
     -k "not other_architecture_families"
 echo "lower bounds: ok in $(( $(date +%s) - start )) s"
