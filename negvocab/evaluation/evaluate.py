@@ -41,6 +41,7 @@ from negvocab.evaluation.records import (
 from negvocab.evaluation.row import ResultRow, file_row
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
+from negvocab.scoring.detector import BatchDetector, make_detector
 from negvocab.scoring.methods import (
     INPUTS,
     PARAMS,
@@ -191,11 +192,10 @@ def evaluate_vocabularies(
         # a model-like object may not have a logit scale
         kw = scorer_params(method, job_params, getattr(vlm, "logit_scale", None))
         context = InputContext(vlm, templates, id_classes.names, vocab.labels if vocab else None)
-        kw.update(setup_inputs(specs[method].inputs, context, method=method))  # NegRefine's pair texts, a plug-in's
+        inputs = setup_inputs(specs[method].inputs, context, method=method)  # NegRefine's pair texts, a plug-in's
         neg = neg_cache[vname] if vname else None
-        scores, extra = _job_scores(
-            method, bool(image_inputs(specs[method].inputs)), enc, class_emb, neg, vlm.device, kw
-        )
+        detector = make_detector(method, {**kw, "device": vlm.device}).setup(class_emb, neg, **inputs)
+        scores, extra = _job_scores(cast(BatchDetector, detector), enc)
         for suffix, s in scores.items():
             all_scores[key + suffix] = {"id": s[: enc.n_id], "ood": s[enc.n_id :]}
         identity = _row_identity(method, vlm, vname, vocab, kw, templates, extra)
@@ -352,34 +352,22 @@ def _named(vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary]) -> dict[str,
     return {_vocab_name("", v): v for v in vocabs}
 
 
-def _job_scores(
-    method: str,
-    local: bool,
-    enc: EncodedSets,
-    class_emb: np.ndarray,
-    neg: np.ndarray | None,
-    device: Device,
-    kw: dict[str, Any],
-) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """One method's scores of every image (key ``""``; with ``topk`` also ``/lower`` and
-    ``/log_omitted_bound``) and row extras. ``local``: the method takes the patch features, scored set by
+def _job_scores(detector: BatchDetector, enc: EncodedSets) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """One method's scores of every image by its set-up detector (key ``""``; with ``topk`` also ``/lower``
+    and ``/log_omitted_bound``) and row extras. A method that takes the patch features is scored set by
     set (the [n, p, d] patch features are never copied into one array)."""
-    if local:
+    if detector.batch_inputs:
         embs = [enc.id_emb, *enc.ood_embs.values()]
-        parts = [
-            cast(np.ndarray, S.score(method, e.embeddings, class_emb, neg, local=e.local, device=device, **kw))
-            for e in embs
-        ]
-        return {"": np.concatenate(parts)}, {}
-    if kw.get("topk") is None:
-        return {"": np.asarray(S.score(method, enc.images, class_emb, neg, device=device, **kw))}, {}
-    res = S.score(method, enc.images, class_emb, neg, device=device, return_bounds=True, **kw)
-    assert isinstance(res, S.TopkScores)
+        return {"": np.concatenate([detector.score_batch(e.embeddings, local=e.local) for e in embs])}, {}
+    scores = detector.score_batch(enc.images)
+    res = detector.bounds
+    if res is None:
+        return {"": scores}, {}
     # the exact score of every image lies in [lower, upper]; the gap says whether k sufficed; the
     # log of the certified bound (M - k) e^{s_k} on each image's omitted negative mass
     bound = res.log_omitted_bound
     extra = {"topk": res.k, "topk_max_gap": res.max_gap, "topk_max_log_omitted_bound": float(np.max(bound))}
-    return {"": res.scores, "/lower": res.lower, "/log_omitted_bound": bound}, extra
+    return {"": scores, "/lower": res.lower, "/log_omitted_bound": bound}, extra
 
 
 def _row_identity(

@@ -13,8 +13,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from negvocab.builders.registry import get_builder, list_builders
 from negvocab.core.errors import InputError
 from negvocab.evaluation.accuracy import accuracy_summary, full_spectrum, id_correct
@@ -32,7 +30,7 @@ from negvocab.evaluation.records import (
 )
 from negvocab.evaluation.row import ResultRow
 from negvocab.scoring import metrics as M
-from negvocab.scoring import scores as S
+from negvocab.scoring.detector import make_detector
 from negvocab.scoring.methods import check_evaluation, check_shared, get_method, scorer_params
 from negvocab.scoring.providers import InputContext, setup_inputs
 from negvocab.vlm.templates import resolve_templates
@@ -167,7 +165,7 @@ def sweep_vocabulary(
     for rname, ref in (references or {}).items():
         neg = encode_labels(vlm, ref, templates, progress)
         pairs = setup_inputs(inputs, InputContext(vlm, templates, names, ref.labels), method=method)
-        s = np.asarray(S.score(method, enc.images, class_emb, neg, device=vlm.device, **kw, **pairs))
+        s = make_detector(method, {**kw, "device": vlm.device}).setup(class_emb, neg, **pairs).score_batch(enc.images)
         identity = {"M": len(ref), **common, "vocabulary": rname, **vocab_identity(ref)}
         s_id, s_sets = enc.split(s)
         refs += [r.to_dict() for r in ood_records(s_id, s_sets, **boot, **identity, layout="reference")]

@@ -413,7 +413,7 @@ def score_files(
     set-up inputs, :func:`~negvocab.grid.stream_cells.stream_setup`; ``pairs``: NegRefine's pair texts per
     vocabulary, made with the model, :func:`~negvocab.grid.units.pair_texts`; ``facts``: the ID images'
     classification, :func:`id_facts`, stored with each ID score file); the seconds spent."""
-    from negvocab.scoring.scores import score
+    from negvocab.scoring.detector import make_detector
 
     t_score = 0.0
     streamed: set[str] = set()  # the files a test-time method's stream wrote (an ID file with its OOD file)
@@ -441,12 +441,12 @@ def score_files(
         t0 = time.perf_counter()
         inputs = get_method(spec.name).inputs
         extra = dict((pairs or {}).get(vname or "", {})) if "pair_texts" in inputs else {}
-        extra.update({"local": local} if image_inputs(inputs) else {})
-        scored = score(spec.name, glob, class_emb, neg_emb.get(vname), device=device, **extra, **params)
+        detector = make_detector(spec.name, {**params, "device": device}).setup(class_emb, neg_emb.get(vname), **extra)
+        scored = detector.score_batch(glob, **({"local": local} if image_inputs(inputs) else {}))
         t_score += time.perf_counter() - t0
         file_meta = {"vocab": dict(infos[vname]) if vname else None, **({"made_by": dict(meta)} if meta else {})}
         file_meta.update((facts or {}) if set_name == "ID" else {})
-        _save_scores(out / "scores" / f"{digest}.npz", np.asarray(scored, dtype=np.float64), file_meta)
+        _save_scores(out / "scores" / f"{digest}.npz", scored, file_meta)
     return t_score
 
 

@@ -37,7 +37,7 @@ from negvocab.core.errors import InputError
 from negvocab.core.types import ArrayLike, Embeddings, ParamValue
 from negvocab.scoring.methods import RUN_PARAMS, check_params, get_method
 from negvocab.scoring.providers import get_input
-from negvocab.scoring.scores import score
+from negvocab.scoring.scores import TopkScores, score
 from negvocab.scoring.stream import StreamMethod, make_stream
 
 __all__ = ["BatchDetector", "Detector", "make_detector"]
@@ -52,7 +52,9 @@ class BatchDetector(StreamMethod):
     (:func:`negvocab.score`) against the set-up embeddings and inputs, nothing kept between batches.
 
     ``params``: the method's parameters as given (the kernel's defaults fill the rest, as for
-    :func:`negvocab.score`); they are checked against the registry."""
+    :func:`negvocab.score`); they are checked against the registry. With ``topk`` (a method with a top-k
+    form), ``bounds`` holds the last batch's :class:`~negvocab.scoring.scores.TopkScores` (its certified
+    bounds beside the scores)."""
 
     stateful: ClassVar[bool] = False
 
@@ -65,6 +67,7 @@ class BatchDetector(StreamMethod):
         self.name, self.needs_negatives = entry.name, entry.needs_negatives
         self.inputs = tuple(i for i in entry.inputs if not get_input(i).per_image)  # type: ignore[misc]
         self.batch_inputs = tuple(i for i in entry.inputs if get_input(i).per_image)
+        self.bounds: TopkScores | None = None
 
     def check_input(self, name: str, value: object, dim: int) -> object:
         """Set-up inputs of batch methods are what their kernels take (an embedder, arrays), as given."""
@@ -74,7 +77,19 @@ class BatchDetector(StreamMethod):
         missing = [i for i in self.batch_inputs if batch_inputs.get(i) is None]
         if missing:
             raise InputError(f"{self.name} needs the per-image input(s) {', '.join(missing)} with each batch")
-        out = score(self.name, image_emb, self.id_emb, self.neg_emb, **self.params, **self.extra, **batch_inputs)
+        topk = self.params.get("topk") is not None
+        out = score(
+            self.name,
+            image_emb,
+            self.id_emb,
+            self.neg_emb,
+            **self.params,
+            **self.extra,
+            **batch_inputs,
+            **({"return_bounds": True} if topk else {}),
+        )
+        if isinstance(out, TopkScores):
+            self.bounds, out = out, out.scores
         return np.asarray(out, dtype=np.float64)
 
 

@@ -309,3 +309,23 @@ def test_bad_templates_or_explain_k_fail_an_evaluation_before_any_image_is_encod
         negvocab.evaluate_vocabularies(
             NoImages(), *sets, {"v": vocab}, ["neglabel"], id_classes=classes, n_boot=0, **kw
         )
+
+
+def test_evaluate_and_a_sweeps_references_score_through_the_methods_detector(sets, classes, monkeypatch):
+    """The pipelines hold a batch method as its detector (set up on the ID side, then ``score_batch``):
+    what the detector returns is what the rows measure, so a detector that negates its scores turns
+    every AUROC into one minus itself."""
+    from negvocab.scoring.detector import BatchDetector
+
+    vocab = negvocab.Vocabulary.from_labels([f"neg{j}" for j in range(40)], source="file")
+    run = dict(id_classes=classes, templates="single", n_boot=0)
+    plain = evaluate.evaluate_vocabularies(FakeVLM(), *sets, {"v": vocab}, ["neglabel", "mcm"], **run)
+    sweep_plain = sweeps.sweep_vocabulary(FakeVLM(), *sets, vocab, [10], references={"r": vocab}, **run)
+    step = BatchDetector.step
+    monkeypatch.setattr(BatchDetector, "step", lambda self, z, **kw: -step(self, z, **kw))
+    flipped = evaluate.evaluate_vocabularies(FakeVLM(), *sets, {"v": vocab}, ["neglabel", "mcm"], **run)
+    for a, b in zip(plain.rows, flipped.rows, strict=True):
+        assert a["auroc"] != 0.5 and b["auroc"] == pytest.approx(1 - a["auroc"])
+    np.testing.assert_array_equal(flipped.scores["mcm"]["id"], -plain.scores["mcm"]["id"])
+    sweep_flipped = sweeps.sweep_vocabulary(FakeVLM(), *sets, vocab, [10], references={"r": vocab}, **run)
+    assert sweep_flipped.references[0]["auroc"] == pytest.approx(1 - sweep_plain.references[0]["auroc"])

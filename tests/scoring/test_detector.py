@@ -59,6 +59,18 @@ def test_a_batch_detector_takes_the_methods_parameters_and_refuses_others():
         BatchDetector("adaneg")
 
 
+def test_a_top_k_detector_keeps_the_certified_bounds_of_its_last_batch():
+    det = make_detector("neglabel", topk=6).setup(T, N)
+    assert det.bounds is None
+    got = det.score_batch(Z)
+    want = negvocab.score("neglabel", Z, T, N, topk=6, return_bounds=True)
+    np.testing.assert_array_equal(got, want.scores)
+    np.testing.assert_array_equal(det.bounds.lower, want.lower)
+    assert not np.array_equal(got, negvocab.score("neglabel", Z, T, N))  # 6 of 30 negatives: an estimate
+    det.score_batch(Z[:2])
+    assert det.bounds.lower.shape == (2,)  # the last batch's
+
+
 def test_a_test_time_methods_detector_is_its_stream_method():
     det = make_detector("adaneg", adaneg_memory=3).setup(T, N)
     assert det.stateful and det.name == "adaneg" and det.params["adaneg_memory"] == 3
