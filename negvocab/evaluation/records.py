@@ -278,20 +278,12 @@ def summary_sets(names: Sequence[str], groups: Mapping[str, str | None]) -> list
 
 
 def ood_rows(
-    base: Mapping[str, Any],
-    s_id: np.ndarray,
-    s_ood: Mapping[str, np.ndarray],
-    *,
-    tpr: float,
-    convention: str,
-    n_boot: int,
-    seed: int,
-    groups: Mapping[str, str | None] | None = None,
+    base: Mapping[str, Any], s_id: np.ndarray, s_ood: Mapping[str, np.ndarray], **boot: Any
 ) -> list[dict[str, Any]]:
     """:func:`ood_records` as results rows (:meth:`ResultRow.to_dict`) with the fields of ``base`` (a row's
-    identity and extra fields, in any results file's encoding)."""
-    recs = ood_records(s_id, s_ood, tpr=tpr, convention=convention, n_boot=n_boot, seed=seed, groups=groups, method="")
-    return [file_row({**r.to_dict(), **base}) for r in recs]
+    identity and extra fields, in any results file's encoding). ``boot``: :func:`ood_records`'s keywords
+    ``tpr``, ``convention``, ``n_boot``, ``seed`` and ``groups``."""
+    return [file_row({**r.to_dict(), **base}) for r in ood_records(s_id, s_ood, **boot, method="")]
 
 
 def _mean_row(

@@ -15,19 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from negvocab.builders.registry import get_builder, list_builders
 from negvocab.core.errors import InputError
+from negvocab.evaluation import records
 from negvocab.evaluation.accuracy import accuracy_summary, full_spectrum, id_correct
 from negvocab.evaluation.checks import common_mistakes
 from negvocab.evaluation.encode import encode_labels, encode_run, run_id_classes
-from negvocab.evaluation.records import (
-    RANDOM_WEIGHTS_WARNING,
-    images_meta,
-    model_fields,
-    named_ood_sets,
-    ood_records,
-    run_meta,
-    vocab_identity,
-    vocab_meta,
-)
 from negvocab.evaluation.row import ResultRow
 from negvocab.scoring import metrics as M
 from negvocab.scoring.detector import make_detector
@@ -137,9 +128,11 @@ def sweep_vocabulary(
     params = dict(params or {})
     convention = M.check_convention(convention)
     id_classes = run_id_classes(id_classes, id_set)
-    common_mistakes(vlm, id_set, named_ood_sets(ood_set), {"swept": vocab, **(references or {})}, id_classes, templates)
+    common_mistakes(
+        vlm, id_set, records.named_ood_sets(ood_set), {"swept": vocab, **(references or {})}, id_classes, templates
+    )
     t0 = time.perf_counter()
-    enc, class_emb = encode_run(vlm, id_set, named_ood_sets(ood_set), id_classes, templates, progress=progress)
+    enc, class_emb = encode_run(vlm, id_set, records.named_ood_sets(ood_set), id_classes, templates, progress=progress)
     correct = id_correct(id_set, enc.id_images, enc.images[: enc.n_id], class_emb, id_classes)  # as evaluate's
     accuracy = accuracy_summary(correct)  # the zero-shot top-1 over the ID classes: the same for every M
     hits = {"correct": None if correct is None else correct[0], "ccr": full_spectrum(id_set)}
@@ -151,36 +144,36 @@ def sweep_vocabulary(
     names = list(id_classes.names)
     pairs = setup_inputs(inputs, InputContext(vlm, templates, names, vocab.labels[: max(wanted)]), method=method)
     by_m = sweep(enc.images, class_emb, ranked, wanted, method=method, device=vlm.device, **kw, **pairs)
-    common = {"method": method, **model_fields(vlm), "params": kw, "templates": templates}
+    common = {"method": method, **records.model_fields(vlm), "params": kw, "templates": templates}
     boot: dict[str, Any] = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed, "groups": enc.groups}
     boot.update(hits)  # id_accuracy where the ID labels allow; CCR (per M: it depends on the scores) on full spectrum
     vname = name or vocab.source
     order_name = "ranked" if ranked_order else "given"
     rows = []
     for m, s in by_m.items():
-        identity = {"M": m, **common, "vocabulary": vname, **vocab_identity(vocab), "order": order_name}
+        identity = {"M": m, **common, "vocabulary": vname, **records.vocab_identity(vocab), "order": order_name}
         s_id, s_sets = enc.split(s)
-        rows += [r.to_dict() for r in ood_records(s_id, s_sets, **boot, **identity, layout="sweep")]
+        rows += [r.to_dict() for r in records.ood_records(s_id, s_sets, **boot, **identity, layout="sweep")]
     refs = []
     for rname, ref in (references or {}).items():
         neg = encode_labels(vlm, ref, templates, progress)
         pairs = setup_inputs(inputs, InputContext(vlm, templates, names, ref.labels), method=method)
         s = make_detector(method, {**kw, "device": vlm.device}).setup(class_emb, neg, **pairs).score_batch(enc.images)
-        identity = {"M": len(ref), **common, "vocabulary": rname, **vocab_identity(ref)}
+        identity = {"M": len(ref), **common, "vocabulary": rname, **records.vocab_identity(ref)}
         s_id, s_sets = enc.split(s)
-        refs += [r.to_dict() for r in ood_records(s_id, s_sets, **boot, **identity, layout="reference")]
+        refs += [r.to_dict() for r in records.ood_records(s_id, s_sets, **boot, **identity, layout="reference")]
     meta = {
-        **run_meta(vlm, id_classes, templates, convention, tpr, kw, seed, n_boot),
+        **records.run_meta(vlm, id_classes, templates, convention, tpr, kw, seed, n_boot),
         "method": method,
         "params": kw,
         **({"id_accuracy": dict(accuracy)} if accuracy is not None else {}),
-        "vocabulary": {"name": vname, "order": order_name, **vocab_meta(vocab)},
-        "references": {k: vocab_meta(v) for k, v in (references or {}).items()},
+        "vocabulary": {"name": vname, "order": order_name, **records.vocab_meta(vocab)},
+        "references": {k: records.vocab_meta(v) for k, v in (references or {}).items()},
         "n_id": enc.n_id,
         "n_ood": len(enc.ood_images),
-        **images_meta(id_set, named_ood_sets(ood_set), enc),
+        **records.images_meta(id_set, records.named_ood_sets(ood_set), enc),
         "seconds": round(time.perf_counter() - t0, 2),
     }
     if vlm.random_weights:
-        meta["warning"] = RANDOM_WEIGHTS_WARNING
+        meta["warning"] = records.RANDOM_WEIGHTS_WARNING
     return SweepResult(rows, refs, meta)
