@@ -128,6 +128,12 @@ class PublishedResult:
         """How a table marks the figure beside a row: ``published: PAPER, KIND``."""
         return f"published: {self.paper}, {self.kind}"
 
+    @property
+    def source_kind(self) -> str:
+        """Deprecated: :attr:`kind` (the column was renamed when figures gained their kind)."""
+        warnings.warn("PublishedResult.source_kind is deprecated: use .kind", DeprecationWarning, stacklevel=2)
+        return self.kind
+
     def as_dict(self) -> dict[str, Any]:
         """The row as the file holds it (``published: True`` added)."""
         return {**asdict(self), "published": True}
