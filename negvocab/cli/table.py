@@ -19,7 +19,7 @@ from negvocab.cli.options import OverwriteOpt, option_group
 from negvocab.cli.outputs import check_output, writing
 from negvocab.core.atomic import is_stdout, write_text
 from negvocab.core.errors import InputError
-from negvocab.data.published import published_notes, published_table_rows, row_benchmark
+from negvocab.data.published import published_table_rows, row_benchmark
 from negvocab.grid.tidy import load_rows
 from negvocab.report.tables import build_table, comparisons
 from negvocab.scoring.methods import check_evaluation
@@ -214,7 +214,6 @@ def table_cmd(
         check_output(output, inputs=folders, overwrite=overwrite)
     data, scores, failed = load_rows(folders)
     shown = _with_published(data) if published else data  # published figures: never in comparisons
-    caption = " ".join(x for x in (caption.strip(), *published_notes(shown)) if x)
     fixed = parse_pairs(where, "--where")
     table = build_table(
         shown,

@@ -27,6 +27,8 @@ from negvocab.data.published import (
     read_published,
     row_benchmark,
 )
+from negvocab.report.latex import latex_escape
+from negvocab.report.tables import build_table
 from negvocab.scoring import metrics as M
 
 SOURCES = Path(__file__).parent / "published_sources"
@@ -455,3 +457,26 @@ def test_one_table_of_a_full_spectrum_and_a_mos_run_sets_each_figure_beside_its_
     latex_caption = re.search(r"\\caption\{(.*?)\}\n", tex.stdout, re.S)[1]
     assert "arXiv 2403.20078" in latex_caption and "one seed of 10" in latex_caption
     assert "output/imagenet/seed\\_0/result.txt" in latex_caption  # escaped for LaTeX
+
+
+def test_an_api_table_names_the_figures_it_shows_and_no_other():
+    """build_table over negvocab's rows and their published figures: the caption names the source of each
+    figure the table shows (here, under --where), none of the figures it leaves out."""
+    rng = np.random.default_rng(5)
+    rep = M.evaluate(rng.normal(1, 1, 30), rng.normal(0, 1, 20), n_boot=0, convention="hendrycks")
+    rows = [
+        {**_cell(rep, ood_set=s, method=m, vocab_source=m.replace("neglabel", "wordnet")), "id_classes": "imagenet1k"}
+        | MOS
+        for s in ("inaturalist", "sun", "places", "textures", "mean")
+        for m in ("neglabel", "negrefine")
+    ]
+    shown = rows + published_table_rows(rows)
+    neglabel, negrefine = published_results(method="neglabel")[0], published_results(method="negrefine")[0]
+    for method, said, unsaid in (("neglabel", neglabel, negrefine), ("negrefine", negrefine, neglabel)):
+        t = build_table(
+            shown, rows_by="vocabulary", cols_by="ood_set", where={"method": method, "convention": "hendrycks"}
+        )
+        caption = t.full_caption()
+        assert said.source in caption and f"[{said.tag}] ({said.kind})" in caption, method
+        assert unsaid.source not in caption and unsaid.paper not in caption, method
+        assert latex_escape(said.source) in t.to_latex().split("\\caption{")[1].split("}\n")[0]  # the caption
