@@ -342,11 +342,12 @@ def published_table_rows(
     shown beside them: each takes its negvocab row's settings, with the vocabulary marked
     ``<vocabulary> [published: <paper>, <kind>]``, ``fpr``/``auroc`` the figure as a fraction (NaN where
     not published), ``published: True``, and the figure's ``kind``, ``source``, ``benchmark``, ``id_split``
-    and ``checked`` (:func:`published_notes` says them). One row per figure and vocabulary."""
+    and ``checked`` (:func:`published_notes` says them). One row per vocabulary, paper and kind: where one
+    kind has several sources (AdaNeg's two logged runs) the first listed, the headline, is shown."""
     out: dict[tuple[str, ...], dict[str, Any]] = {}
     for row, f in published_beside(list(rows), published, id_classes=id_classes):
         vocab = f"{_field(row, 'vocabulary') or _field(row, 'method')} [{f.tag}]"
-        key = (str(_field(row, "model")), vocab, str(_field(row, "method")), f.ood_set, f.convention, f.source)
+        key = (str(_field(row, "model")), vocab, str(_field(row, "method")), f.ood_set, f.convention)
         out.setdefault(
             key,
             {

@@ -480,3 +480,9 @@ def test_an_api_table_names_the_figures_it_shows_and_no_other():
         assert said.source in caption and f"[{said.tag}] ({said.kind})" in caption, method
         assert unsaid.source not in caption and unsaid.paper not in caption, method
         assert latex_escape(said.source) in t.to_latex().split("\\caption{")[1].split("}\n")[0]  # the caption
+    # AdaNeg on the MOS four: the paper's mean beside the authors' log of the headline run (its first of two)
+    adaneg = [{**r, "method": "adaneg", "convention": "openood"} for r in rows if r["method"] == "neglabel"]
+    t = build_table(adaneg + published_table_rows(adaneg), rows_by="vocabulary", cols_by="ood_set")
+    assert t.index == ["wn", "wn [published: AdaNeg, authors' log]", "wn [published: AdaNeg, paper table]"]
+    mean = t.columns.index("mean")
+    assert [round(100 * float(t.values[i, mean, 0]), 2) for i in (1, 2)] == [17.95, 18.92]
