@@ -163,6 +163,7 @@ _EXPORTS: dict[str, str] = {
     "PublishedResult": "negvocab.data.published",
     "published_results": "negvocab.data.published",
     "published_table_rows": "negvocab.data.published",
+    "published_notes": "negvocab.data.published",
     # any ID label space mapped to WordNet synsets
     "map_label_space": "negvocab.labels.labelspace",
     "LabelSpaceMap": "negvocab.labels.labelspace",
@@ -242,7 +243,12 @@ if TYPE_CHECKING:
     from negvocab.data.label_space import open_label_space  # label spaces
     from negvocab.data.layouts import open_image_set
     from negvocab.data.ood_specs import open_ood_sets
-    from negvocab.data.published import PublishedResult, published_results, published_table_rows  # TANL
+    from negvocab.data.published import (  # TANL
+        PublishedResult,
+        published_notes,
+        published_results,
+        published_table_rows,
+    )
     from negvocab.diagnostics.coverage import Coverage, coverage
     from negvocab.diagnostics.gains import MarginalGains, RepairCurve, marginal_gains, repair_curve
     from negvocab.evaluation.evaluate import evaluate_vocabularies

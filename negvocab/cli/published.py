@@ -32,7 +32,8 @@ def published_cmd(
     as_csv: Annotated[bool, typer.Option("--csv", help="Print every column as CSV (the shipped file's rows).")] = False,
 ) -> None:
     """The anchors' published figures (FPR@95 and AUROC in percent, as published) with their exact
-    settings and where each was read; tables mark them published, beside negvocab's own rows."""
+    settings, benchmark and ID split, kind, source and how each was checked; tables mark them published,
+    beside negvocab's own rows of the same benchmark and ID split only."""
     rows = published_results(method=method, model=model, benchmark=benchmark)
     if not rows and not as_csv:  # a filter that matches nothing says so, with what it could match
         every = published_results()
@@ -52,15 +53,22 @@ def published_cmd(
             writer.writerow({k: "" if v is None else v for k, v in asdict(r).items()})
         typer.echo(buf.getvalue(), nl=False)
         return
-    head = ("paper", "method", "vocabulary", "model", "pretrained", "benchmark", "ood_set", "FPR95", "AUROC", "conv.")
+    head: tuple[str, ...] = ("paper", "method", "vocabulary", "model", "pretrained", "benchmark", "ood_set")
+    head += ("FPR95", "AUROC", "conv.", "kind")
     table = [
-        (r.paper, r.method, r.vocabulary or "-", r.model, r.pretrained, r.benchmark or "-", r.ood_set)
-        + (_figure(r.fpr95), _figure(r.auroc), r.convention)
+        (r.paper, r.method, r.vocabulary or "-", r.model, r.pretrained, r.benchmark or "(none)", r.ood_set)
+        + (_figure(r.fpr95), _figure(r.auroc), r.convention, r.kind)
         for r in rows
     ]
     widths = [max(len(str(c)) for c in col) for col in zip(head, *table, strict=True)]
     for line in (head, *table):
         typer.echo("  ".join(f"{c:<{w}}" for c, w in zip(line, widths, strict=True)).rstrip())
     for n, r in enumerate(rows, 1):
-        typer.echo(f"[{n}] {r.paper} {r.ood_set}: {r.source_kind}: {r.source}" + (f" ({r.note})" if r.note else ""))
-    typer.echo("Published, not computed here: settings not stated by a source are left empty.")
+        typer.echo(
+            f"[{n}] {r.paper} {r.ood_set} ({r.kind}; ID {r.id_split}): {r.source}; checked: {r.checked}"
+            + (f" ({r.note})" if r.note else "")
+        )
+    typer.echo(
+        "Published, not computed here: settings not stated by a source are left empty; benchmark (none): no "
+        "negvocab benchmark pairs those sets with that ID split, so the figure meets no row."
+    )

@@ -19,7 +19,7 @@ from negvocab.cli.options import OverwriteOpt, option_group
 from negvocab.cli.outputs import check_output, writing
 from negvocab.core.atomic import is_stdout, write_text
 from negvocab.core.errors import InputError
-from negvocab.data.published import published_table_rows
+from negvocab.data.published import published_table_rows, row_benchmark
 from negvocab.grid.tidy import load_rows
 from negvocab.report.tables import build_table, comparisons
 from negvocab.scoring.methods import check_evaluation
@@ -195,8 +195,9 @@ def table_cmd(
         bool,
         typer.Option(
             "--published",
-            help="Add the anchors' published figures whose settings match a row (ID label space, method, model, "
-            "weights, OOD set, convention) beside it, marked [published: PAPER] (negvocab published lists them).",
+            help="Add the anchors' published figures measured as a row was (benchmark sets and ID split, ID label "
+            "space, method, model, weights, OOD set, convention) beside it, marked [published: PAPER, KIND]; the "
+            "caption names each one's source (negvocab published lists them).",
         ),
     ] = False,
     output: Annotated[
@@ -257,6 +258,14 @@ def _with_published(data: list[dict[str, Any]]) -> list[dict[str, Any]]:
             f"--published: {unknown} rows come from a folder that does not name its ID label space (a grid of an "
             "older release, or one without its grid.json): no published figure is set beside them; `negvocab grid "
             "run CONFIG -o FOLDER` on the same grid records it (it resumes: what is still valid is kept)",
+            err=True,
+        )
+    unsaid = sum(1 for r in data if r.get("id_classes") and not (r.get("id_split") and row_benchmark(r)))
+    if unsaid:
+        typer.echo(
+            f"--published: {unsaid} rows were not measured on a registered benchmark's sets and ID split (their "
+            "own folders, part of a benchmark's sets, or a folder of an older release): no published figure is "
+            "set beside them, as set names alone (mean, textures) are shared across benchmarks",
             err=True,
         )
     return shown

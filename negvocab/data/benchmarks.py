@@ -63,7 +63,7 @@ __all__ = [
     "GROUPS", "KINDS", "LAYOUTS", "MEAN", "RESERVED_SET_NAMES", "SET_GROUPS", "Benchmark", "BenchmarkSet",
     "OpenedSets", "REGISTRY", "benchmark_from_dict", "benchmark_set", "benchmark_table", "get_benchmark",
     "list_benchmarks", "load_benchmarks", "ood_group", "open_benchmark", "open_id_set", "classes_file",
-    "id_classes_of", "register_benchmark", "set_groups", "unregister_benchmark",
+    "id_classes_of", "id_split_name", "register_benchmark", "set_groups", "unregister_benchmark",
 ]  # fmt: skip
 
 
@@ -190,7 +190,7 @@ def open_benchmark(
         return _carve(bench, base, given, ground_truth)
     if given:
         raise InputError(f"{bench.name}: takes no inputs ({', '.join(given)}); only a data root")
-    ood = {s.name: s.open(base) for s in bench.sets}
+    ood = {s.name: _of(s.open(base), bench) for s in bench.sets}
     id_set = None
     if bench.id is not None and (with_id or (with_id is None and (base / bench.id.where).exists())):
         id_set = open_id_set(bench, base, ground_truth=ground_truth)
@@ -206,7 +206,7 @@ def open_id_set(bench: Benchmark, root: Path, *, ground_truth: str | os.PathLike
     if parts:
         labelled = images.labels is not None and all(p.labels is not None for _, p in parts)
         images = ImageSet(
-            f"{images.name} + {', '.join(n for n, _ in parts)}",
+            id_split_name(bench),
             [*images.paths, *(x for _, p in parts for x in p.paths)],
             [*images.ids, *(f"{n}/{i}" for n, p in parts for i in p.ids)],
             [*(images.labels or []), *(x for _, p in parts for x in p.labels or [])] if labelled else None,
@@ -214,6 +214,20 @@ def open_id_set(bench: Benchmark, root: Path, *, ground_truth: str | os.PathLike
         )
     if bench.classes:
         images.info["id_classes"] = bench.classes
+    return _of(images, bench)
+
+
+def id_split_name(bench: Benchmark) -> str:
+    """The name of a benchmark's ID split as results record it: its ID set's, with its covariate-shifted
+    ID sets joined ("" where it has no ID set of its own). Published figures are matched on it."""
+    if bench.id is None:
+        return ""
+    return bench.id.name + (f" + {', '.join(s.name for s in bench.csid)}" if bench.csid else "")
+
+
+def _of(images: ImageSet, bench: Benchmark) -> ImageSet:
+    """``images`` with the benchmark it was opened from in its ``info`` (results record it per set)."""
+    images.info["benchmark"] = bench.name
     return images
 
 
@@ -236,7 +250,7 @@ def benchmark_set(benchmark: str, name: str, root: str | os.PathLike[str]) -> Im
     base = Path(root).expanduser()
     if not base.is_dir():
         raise InputError(f"{bench.name}={root}: no such data root (a folder holding {spec.expects()}, ...)")
-    return spec.open(base)
+    return _of(spec.open(base), bench)
 
 
 def _carve(

@@ -43,6 +43,7 @@ from negvocab.evaluation.records import (
 from negvocab.evaluation.row import INTERVAL_METRICS, ResultRow, table_cell
 from negvocab.evaluation.stored import read_grid_cells, read_grid_means
 from negvocab.grid.config import spec_digest
+from negvocab.grid.identity import grid_identity, read_identity
 from negvocab.grid.pivot import METRICS, PIVOT_METRICS, Pivot
 from negvocab.grid.store import read_scores
 from negvocab.grid.work import id_classes, open_sets, plan_cells
@@ -184,6 +185,7 @@ class GridResult:
         means: Mapping[tuple[str, ...], Mapping[str, float]] | None = None,
         groups: Mapping[str, str | None] | None = None,
         label_space: str = "",
+        identity: Mapping[str, Any] | None = None,
     ) -> None:
         self.rows = [dict(r) for r in rows]
         self.means = dict(means or {})
@@ -195,6 +197,8 @@ class GridResult:
         self.status = dict(status or {})
         #: the ID label space's name as ``negvocab score`` records it (``imagenet1k``; "": not known, an old folder)
         self.label_space = label_space if config is None else str(id_classes(config).dataset)
+        #: the ID split and each OOD set's benchmark (negvocab.grid.identity; published figures match on them)
+        self.identity = dict(identity or {}) if config is None else grid_identity(config)
         self._scores_memo: dict[str, dict[str, Any]] = {}
 
     def __repr__(self) -> str:
@@ -467,6 +471,7 @@ class GridResult:
         doc = {"stats": stats, "status": self.status, "random_weights": self.random_weights}
         if self.label_space:  # read back by a folder without its config (published figures match on it)
             doc["id_classes"] = self.label_space
+        doc.update(self.identity)
         if any(self.groups.values()):  # read back by a folder without its config (the group rows)
             doc["ood_groups"] = self.groups
         if self.random_weights:
@@ -566,7 +571,7 @@ def _grid_folder(folder: Path) -> GridResult:
     # the cell files come in digest order: put the rows in a reader's order (wordnet@100 before @200)
     order = sorted(range(len(rows)), key=lambda i: _reader_key(rows[i]))
     rows, digests = [rows[i] for i in order], [digests[i] for i in order]
-    groups, label_space = _read_grid_json(folder / "grid.json")
+    groups, label_space, identity = _read_grid_json(folder / "grid.json")
     by_key: dict[tuple[str, ...], dict[str, str]] = {}
     for r, d in zip(rows, digests, strict=True):
         by_key.setdefault(tuple(r[k] for k in _GROUP), {})[r["ood_set"]] = d
@@ -576,21 +581,21 @@ def _grid_folder(folder: Path) -> GridResult:
             path = folder / "means" / f"{spec_digest(sorted(cells[n] for n in names))}.json"
             if path.is_file():
                 means[key if name == MEAN else (*key, name)] = read_grid_means(path)
-    status = {"failed": failed}
-    return GridResult(rows, None, out_dir=folder, status=status, means=means, groups=groups, label_space=label_space)
+    kw: dict[str, Any] = {"groups": groups, "label_space": label_space, "identity": identity}
+    return GridResult(rows, None, out_dir=folder, status={"failed": failed}, means=means, **kw)
 
 
-def _read_grid_json(path: Path) -> tuple[dict[str, str | None], str]:
-    """Each OOD set's group as a grid's ``grid.json`` stored it (none there: no group rows), and the ID
-    label space's name ("" where not stored: a folder of an older release)."""
+def _read_grid_json(path: Path) -> tuple[dict[str, str | None], str, dict[str, Any]]:
+    """Each OOD set's group as a grid's ``grid.json`` stored it (none there: no group rows), the ID
+    label space's name ("" where not stored: a folder of an older release) and the grid's identity."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}, ""
+        return {}, "", {}
     doc = doc if isinstance(doc, dict) else {}
     groups, space = doc.get("ood_groups"), doc.get("id_classes")
     got = {str(k): (str(v) if v else None) for k, v in groups.items()} if isinstance(groups, dict) else {}
-    return got, space if isinstance(space, str) else ""
+    return got, space if isinstance(space, str) else "", read_identity(doc)
 
 
 def is_grid_folder(folder: str | os.PathLike[str]) -> bool:
@@ -631,7 +636,7 @@ def load_rows(
             raise InputError(f"{p}: not a folder; give folders of negvocab score, sweep or grid run")
         if (p / "cells").is_dir():
             res = _grid_folder(p)
-            rows += [{**r, "id_classes": res.label_space} for r in res.table()]
+            rows += [{**r, "id_classes": res.label_space, **res.identity} for r in res.table()]
             failed.update(res.failed_models())
             get = res.score_getter()
         else:

@@ -36,10 +36,21 @@ def folder_rows(folder: Path) -> tuple[list[dict[str, Any]], ScoreGetter | None]
 
 
 def _run_fields(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """What a results file says once for all its rows: the model, the templates and the ID label space's
-    name (``id_classes``: ``imagenet1k``, ...; "" in a file that does not say)."""
-    space = doc.get("id_classes")
-    return {"model": doc.get("model", ""), "templates": doc.get("templates", ""), "id_classes": str(space or "")}
+    """What a results file says once for all its rows: the model, the templates, the ID label space's
+    name (``id_classes``: ``imagenet1k``, ...), the ID split's name (``id_split``) and the benchmark each
+    OOD set came from (``set_benchmarks``; "" each where the file does not say): published figures match
+    on the last three."""
+    space, id_set, sets = doc.get("id_classes"), doc.get("id_set"), doc.get("ood_sets")
+    split = str(id_set.get("name") or "") if isinstance(id_set, Mapping) else ""
+    sets = sets if isinstance(sets, Mapping) else {}
+    benches = {str(k): str(v.get("benchmark") or "") for k, v in sets.items() if isinstance(v, Mapping)}
+    return {
+        "model": doc.get("model", ""),
+        "templates": doc.get("templates", ""),
+        "id_classes": str(space or ""),
+        "id_split": split,
+        "set_benchmarks": benches,
+    }
 
 
 def _score_file_getter(path: Path, rows: Sequence[Mapping[str, Any]]) -> ScoreGetter | None:

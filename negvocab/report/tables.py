@@ -29,6 +29,7 @@ import numpy as np
 
 from negvocab.core.errors import InputError
 from negvocab.core.textfiles import csv_text
+from negvocab.data.published import published_notes
 from negvocab.evaluation.compare import metric_label
 from negvocab.evaluation.kinds import KIND_LABELS, RESULT_KINDS, caveat_notes, result_kind, stream_words
 from negvocab.evaluation.records import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, seed_sd
@@ -339,6 +340,7 @@ def _caption_notes(
     if bad:
         notes.append(f"NOT deployable (oracle/transductive, a bound, not a result): {', '.join(bad)}.")
     notes += [f"Caveat: {c}." for c in caveat_notes(sel)]
+    notes += published_notes(sel)  # each published figure's kind, source, benchmark and ID split
     notes += tt_notes[:1]
     for model, why in failed.items():
         notes.append(f"{model}: cells failed ({why}); not in the table, nor in its means.")
@@ -582,7 +584,9 @@ def _mean_note(made: Sequence[tuple[str, str]], what: str, over: str, sd: bool) 
 
 def _in_caption(note: str) -> bool:
     """Whether a note belongs in a short caption: the metric, and what the table fixes."""
-    return note.endswith(" in %.") or note.startswith(("Model: ", "Vocabulary: ", "Method: ", "OOD set: "))
+    return note.endswith(" in %.") or note.startswith(
+        ("Model: ", "Vocabulary: ", "Method: ", "OOD set: ", "Published figures", "[published: ")
+    )
 
 
 def _dedupe_caption(caption: str, names: Sequence[str]) -> str:

@@ -11,6 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from negvocab.cli import app
+from negvocab.data.benchmarks import get_benchmark, id_split_name
+from negvocab.data.published import row_benchmark
+from negvocab.report.result_folders import folder_rows
 from tests.cli.test_benchmark_catalog import _find
 from tests.data.conftest import make_finegrained_root
 from tests.scoring.conftest import RANDOM_VIT
@@ -73,6 +76,12 @@ def test_score_a_finegrained_benchmark_without_id_or_id_classes(root, tmp_path, 
     meta = json.loads((out / "results.json").read_text())
     groups = {name: s["ood_group"] for name, s in meta["ood_sets"].items()}
     assert groups == ({"placesbg": "other"} if bench == "waterbirds-spurious" else dict.fromkeys(rows[:4], "far"))
+    # where each set came from and the ID split's name: what published figures are matched on, read back
+    assert {s["benchmark"] for s in meta["ood_sets"].values()} == {bench}
+    assert meta["id_set"]["name"] == id_split_name(get_benchmark(bench)) and meta["id_set"]["benchmark"] == bench
+    read, _ = folder_rows(out)
+    assert {r["id_split"] for r in read} == {meta["id_set"]["name"]}
+    assert {row_benchmark(r) for r in read} == {bench}  # the mean too: all its sets are the benchmark's
     found = _find(meta, "id_class_list")
     assert found is not None and found["n"] == n and found["names"][0] == first
 

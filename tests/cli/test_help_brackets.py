@@ -49,6 +49,6 @@ def test_the_brackets_that_were_dropped_show():
     r = runner.invoke(app, ["grid", "init", "--help"], env={"COLUMNS": "3000"})
     assert "edit its [id] and [ood] paths" in _flat(r.stdout)
     r = runner.invoke(app, ["table", "--help"], env={"COLUMNS": "3000"})
-    assert "marked [published: PAPER]" in _flat(r.stdout)
+    assert "marked [published: PAPER, KIND]" in _flat(r.stdout)
     r = runner.invoke(app, ["grid", "run", "--help"], env={"COLUMNS": "3000"})
     assert "pip install 'negvocab[ray]'" in _flat(r.stdout) and "\\[" not in r.stdout

@@ -9,7 +9,15 @@ import pytest
 
 from negvocab.core.errors import InputError
 from negvocab.data import open_image_set
-from negvocab.data.benchmarks import benchmark_table, get_benchmark, list_benchmarks, ood_group, open_benchmark
+from negvocab.data.benchmarks import (
+    benchmark_set,
+    benchmark_table,
+    get_benchmark,
+    id_split_name,
+    list_benchmarks,
+    ood_group,
+    open_benchmark,
+)
 from tests.data.conftest import OPENOOD_LISTS
 
 
@@ -30,6 +38,15 @@ def test_openood_near_and_far_read_the_published_lists(openood_root):
         "far"
     }
     assert list(open_benchmark("openood", openood_root)) == [*near, *far]
+    # each set records the benchmark it was opened from (results keep it: published figures match on it)
+    assert {s.info["benchmark"] for s in near.values()} == {"openood-near"}
+    assert {s.info["benchmark"] for s in far.values()} == {"openood-far"}
+    both = open_benchmark("openood", openood_root, with_id=True)
+    assert both.id.name == id_split_name(get_benchmark("openood")) == "ImageNet-1k (OpenOOD test)"
+    assert (
+        both.id.info["benchmark"] == "openood"
+        and benchmark_set("openood", "ninco", openood_root).info["benchmark"] == "openood"
+    )
 
 
 def test_the_openood_id_list_opens_with_its_image_root(openood_root):

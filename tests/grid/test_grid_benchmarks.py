@@ -97,8 +97,13 @@ def test_a_grid_over_a_benchmark_has_group_rows_equal_to_a_hand_mean(toy, tmp_pa
     assert stored["ood_groups"]["near-one"] == "near"
     # and the ID label space, as `negvocab score` names it (published figures are matched on it)
     assert stored["id_classes"] == negvocab.read_id_classes(tmp_path / "classes.txt").dataset == "custom:classes.txt"
+    # and where each set came from, and the ID split ("": a folder of the user's, no benchmark's split)
+    toy_sets = [s.name for s in negvocab.get_benchmark("toy-bench").sets]
+    assert stored["set_benchmarks"] == {"textures": "", **dict.fromkeys(toy_sets, "toy-bench")}
+    assert stored["id_split"] == ""
     back, _, _ = load_rows([tmp_path / "out"])
     assert {r["id_classes"] for r in back} == {"custom:classes.txt"}
+    assert {r["id_split"] for r in back} == {""} and back[0]["set_benchmarks"] == stored["set_benchmarks"]
 
     def groups_of(rs):
         return {(r["convention"], r["ood_set"]): r["fpr"] for r in rs if r["ood_set"] in ("near-ood", "far-ood")}

@@ -261,6 +261,12 @@ def test_score_folder_rows_and_paired_comparisons(tmp_path):
     doc = json.loads((folder / "results.json").read_text())
     (folder / "results.json").write_text(json.dumps({**doc, "id_classes": "custom:cub200.txt"}))
     assert {r["id_classes"] for r in folder_rows(folder)[0]} == {"custom:cub200.txt"}  # as `score` writes it
+    assert {r["id_split"] for r in rows} == {""} and rows[0]["set_benchmarks"] == {}  # nor where its sets came from
+    sets = {"ssb": {"name": "ssb-hard", "n": 20, "benchmark": "openood"}, "ninco": {"name": "ninco", "n": 15}}
+    (folder / "results.json").write_text(json.dumps({**doc, "id_set": {"name": "ImageNet-1k val"}, "ood_sets": sets}))
+    said = folder_rows(folder)[0]
+    assert {r["id_split"] for r in said} == {"ImageNet-1k val"}
+    assert said[0]["set_benchmarks"] == {"ssb": "openood", "ninco": ""}  # a set of the user's own: no benchmark
     t = build_table(rows, rows_by="vocabulary", cols_by="ood_set", where={"method": "neglabel"}, intervals=True)
     assert t.index == ["wordnet", "gpt", "mcm (no vocabulary)"] and t.columns == ["ssb", "ninco"]
     said = comparisons(rows, get, ood_set="ssb", n_boot=80, seed=2)
