@@ -18,6 +18,7 @@ from negvocab.evaluation.kinds import TEST_TUNED_MARK, result_kind
 from negvocab.evaluation.row import ResultRow
 from negvocab.evaluation.stream_evaluation import evaluate_stream_vocabularies
 from negvocab.evaluation.tuning import check_tuning, tune_methods, tune_params
+from negvocab.report.html_results import results_table
 from negvocab.report.results import format_table
 from negvocab.report.tables import build_table
 from negvocab.scoring.stream import make_stream, run_stream
@@ -118,6 +119,10 @@ def test_tuning_on_the_test_sets_is_refused_unless_named_and_then_marked():
     table = build_table(ev.rows, metric="fpr", rows_by="method", cols_by="ood_set")
     md = table.to_markdown()
     assert f"adaneg [tt]{TEST_TUNED_MARK}" in md and "[tuned on test] parameters tuned on the test sets" in md
+    html = results_table(ev.rows)  # the HTML report's table: the method cell and the footer
+    texts = [c["text"] for r in html["rows"] for c in r] + [t for _, t in html["constant"]]
+    assert f"adaneg [tt]{TEST_TUNED_MARK}" in texts
+    assert "[tuned on test] parameters tuned on the test sets" in html["footer"]
 
 
 def test_rows_of_older_releases_read_back_untuned():
