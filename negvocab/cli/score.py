@@ -198,28 +198,51 @@ class TuningOptions:
     tune_criterion: Annotated[
         str,
         typer.Option(
-            "--tune-criterion", help="What tuning maximises: auroc (OpenOOD's), aupr_in, aupr_out; or fpr (minimised)."
+            "--tune-criterion",
+            help="What tuning optimises: auroc (OpenOOD's), aupr_in, aupr_out (maximised) or fpr (minimised); "
+            "several, comma-separated, break ties in turn (fpr,auroc: the lowest FPR, then the highest AUROC).",
         ),
     ] = "auroc"
+    tune_on: Annotated[
+        str,
+        typer.Option(
+            "--tune-on",
+            help="validation: the split of --tune-id/--tune-ood; test: tune on the test sets themselves (a "
+            "flattering upper estimate; only when named here, and every table marks its rows [tuned on test]).",
+        ),
+    ] = "validation"
 
-    def grid(self) -> dict[str, list[Any]]:
-        """``--tune-grid`` as parameter -> values, the options checked together before any image is read."""
-        from negvocab.evaluation.tuning import check_criterion
+    def grid(self, methods: list[str]) -> dict[str, list[Any]]:
+        """``--tune-grid`` as parameter -> values, the options checked together (each knob one of ``methods``',
+        each value in its declared range) before any image is read or model loaded."""
+        from negvocab.evaluation.tuning import check_criterion, check_tuning
 
         grid = _tune_grid(self.tune_grid or [])
-        if (self.tune_id is not None or grid) and not self.tune_ood:
-            raise InputError("a tuning split needs --tune-ood (with --tune-id, or one BENCHMARK=ROOT alone)")
         check_criterion(self.tune_criterion)
+        if self.tune_on not in ("validation", "test"):
+            raise InputError(f"--tune-on must be validation or test, got {self.tune_on!r}")
+        if self.tune_on == "test" and (self.tune_id is not None or self.tune_ood):
+            raise InputError("--tune-on test tunes on the test sets: drop --tune-id/--tune-ood (or --tune-on)")
+        if (self.tune_id is not None or grid) and not self.tune_ood and self.tune_on != "test":
+            raise InputError(
+                "a tuning split needs --tune-ood (with --tune-id, or one BENCHMARK=ROOT alone); tuning on the "
+                "test sets is refused unless asked for by name (--tune-on test)"
+            )
+        if self.tune_ood or self.tune_on == "test":
+            check_tuning(methods, grid, self.tune_criterion)
         return grid
 
-    def sets(self, images: ImageOptions, test_sets: list[Any]) -> tuple[Any, dict[str, Any]] | None:
-        """The tuning split's ID set and OOD sets (None without ``--tune-ood``), refused where it shares an
-        image with ``test_sets`` (before the model: the test sets never tune)."""
+    def sets(self, images: ImageOptions, test_sets: tuple[Any, dict[str, Any]]) -> tuple[Any, dict[str, Any]] | None:
+        """The tuning split's ID set and OOD sets (None without one): the test sets under ``--tune-on test``,
+        else the split of ``--tune-ood``, refused where it shares an image with the test sets (before the
+        model: the test sets never tune unless asked for by name)."""
         from negvocab.evaluation.tuning import check_disjoint
 
+        if self.tune_on == "test":
+            return test_sets
         tune_sets = _tuning_sets(self.tune_id, self.tune_ood, images.image_root, images.allow_outside_root)
         if tune_sets is not None:
-            check_disjoint([tune_sets[0], *tune_sets[1].values()], test_sets)
+            check_disjoint([tune_sets[0], *tune_sets[1].values()], [test_sets[0], *test_sets[1].values()])
         return tune_sets
 
 
@@ -256,8 +279,11 @@ def score_cmd(
     """Score a VLM with one or more vocabularies on an ID and an OOD set; write a results folder.
 
     Test-time (stream) methods (adaneg, ...) score one stream per OOD set, set by the --stream-* options
-    and recorded in every row; their rows are marked test-time. With --tune-id/--tune-ood the batch
-    methods with knobs first choose their parameters on that split; their rows say so (tuned, tuned_on)."""
+    and recorded in every row; their rows are marked test-time. With --tune-id/--tune-ood (or a benchmark's
+    validation lists, --tune-ood BENCHMARK=ROOT) the methods with knobs first choose their parameters on that
+    split, over each one's search grid or --tune-grid (a test-time method's must be named), by
+    --tune-criterion; their rows say so (tuned, tuned_on, tuning_space). --tune-on test tunes on the test
+    sets instead, only when named so, and marks the rows [tuned on test]."""
     assert params is not None and metrics is not None  # given by @scoring_options
     evaluation = {**metrics, "seed": params["seed"]}  # convention, tpr, n_boot; the seed is the bootstrap's too
     chosen = [get_method(m) for m in (method or ["neglabel"])]  # before any model
@@ -275,14 +301,15 @@ def score_cmd(
         raise InputError(
             f"--method {', '.join(need_vocab)} needs a vocabulary: pass --vocab FILE (or use --method {without})"
         )
-    grid = tuning.grid()
+    grid = tuning.grid([*methods, *streamed])
     id_set, ood_set = images.open()
-    tune_sets = tuning.sets(images, [id_set, *ood_set.values()])
+    tune_sets = tuning.sets(images, (id_set, dict(ood_set)))
     vocabs = load_vocabs(list(vocab or []))
     classes = None if id_classes is None else read_id_classes(id_classes)  # None: the benchmark's, else ImageNet-1k
     shared = {"id_classes": classes, "templates": templates, "params": params, "progress": True, **evaluation}
     model, sets = load_vlm(**asdict(vlm)), (id_set, ood_set, vocabs)
-    ev = _evaluate(model, sets, methods, streamed, stream, (tune_sets, grid, tuning.tune_criterion), explain, shared)
+    how = (tune_sets, grid, tuning.tune_criterion, tuning.tune_on == "test")
+    ev = _evaluate(model, sets, methods, streamed, stream, how, explain, shared)
     with writing(output):
         out = write_results(ev, output, overwrite=overwrite)
     warn_random(ev.random_weights)
@@ -298,33 +325,32 @@ def _evaluate(
     methods: list[str],
     streamed: list[str],
     stream: dict[str, Any],
-    tuning: tuple[tuple[Any, dict[str, Any]] | None, dict[str, list[Any]], str],
+    tuning: tuple[tuple[Any, dict[str, Any]] | None, dict[str, list[Any]], str, bool],
     explain: int,
     shared: dict[str, Any],
 ) -> Any:
-    """The library's evaluation of ``sets`` (ID set, OOD sets, vocabularies): the batch methods (tuned
-    first where ``tuning`` has a split: its sets, grid and criterion) and the test-time methods, merged."""
+    """The library's evaluation of ``sets`` (ID set, OOD sets, vocabularies): the batch and the test-time
+    methods, each tuned first where ``tuning`` has a split (its sets, grid, criterion and whether they are
+    the test sets), merged."""
     from negvocab.evaluation.evaluate import evaluate_vocabularies
     from negvocab.evaluation.stream_evaluation import evaluate_stream_vocabularies, merge_evaluations
     from negvocab.evaluation.tuning import tune_methods
 
-    (id_set, ood_set, vocabs), (tune_sets, grid, criterion) = sets, tuning
+    (id_set, ood_set, vocabs), (tune_sets, grid, criterion, on_test) = sets, tuning
+    tuned = []
+    if tune_sets is not None:
+        how = {k: shared[k] for k in ("id_classes", "templates", "params", "convention", "tpr")}
+        tuned = tune_methods(
+            vlm, tune_sets[0], tune_sets[1], vocabs, [*methods, *streamed], grid=grid, criterion=criterion,
+            stream=stream, on_test=on_test, **how,
+        )  # fmt: skip
     ev = None
     if methods:
-        tuned = []
-        if tune_sets is not None:
-            how = {k: shared[k] for k in ("id_classes", "templates", "params", "convention", "tpr")}
-            tuned = tune_methods(
-                vlm, tune_sets[0], tune_sets[1], vocabs, methods, grid=grid, criterion=criterion, **how
-            )
-        ev = evaluate_vocabularies(vlm, id_set, ood_set, vocabs, methods, explain_k=explain, tuned=tuned, **shared)
-    if streamed and tune_sets is not None:
-        typer.echo(
-            f"note: test-time methods ({', '.join(streamed)}) are not tuned; the tuning split serves batch methods",
-            err=True,
-        )
+        own = [t for t in tuned if t.method in methods]
+        ev = evaluate_vocabularies(vlm, id_set, ood_set, vocabs, methods, explain_k=explain, tuned=own, **shared)
     if streamed:
-        sev = evaluate_stream_vocabularies(vlm, id_set, ood_set, vocabs, streamed, **stream, **shared)
+        own = [t for t in tuned if t.method in streamed]
+        sev = evaluate_stream_vocabularies(vlm, id_set, ood_set, vocabs, streamed, **stream, tuned=own, **shared)
         ev = sev if ev is None else merge_evaluations(ev, sev)
     assert ev is not None  # a method was given
     return ev

@@ -168,7 +168,7 @@ def evaluate_vocabularies(
     ood_sets = named_ood_sets(ood_set)
     common_mistakes(vlm, id_set, ood_sets, named, id_classes, templates)  # warned before the long part
     keys = [f"{m}@{v}" if v else m for m in methods for v in (named if specs[m].needs_negatives else [""])]
-    tunings = _tunings(tuned, keys, [id_set, *ood_sets.values()])  # refused before any image is read
+    tunings = tunings_by_key(tuned, keys, [id_set, *ood_sets.values()])  # refused before any image is read
     t0 = time.perf_counter()
     local = any(image_inputs(specs[m].inputs) for m in methods)
     enc, class_emb = encode_run(vlm, id_set, ood_sets, id_classes, templates, local=local, progress=progress)
@@ -332,7 +332,7 @@ def flagged_id_images(
     return list(out)
 
 
-def _tunings(tuned: Sequence[Tuning], keys: Sequence[str], test_sets: Sequence[object]) -> dict[str, Tuning]:
+def tunings_by_key(tuned: Sequence[Tuning], keys: Sequence[str], test_sets: Sequence[object]) -> dict[str, Tuning]:
     """The tunings by the scores key they apply to, each for a (method, vocabulary) scored here and each
     split disjoint from the test images, else one :class:`InputError`."""
     out = {t.key: t for t in tuned}

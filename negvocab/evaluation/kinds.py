@@ -2,7 +2,8 @@
 
 A table averages or ranks entries only within one kind (docs/howto/tables.md): deployable
 vocabularies, baselines without a vocabulary (MCM), oracle vocabularies (a bound, not a result),
-transductive vocabularies (built from the evaluated images) and test-time (stream) results.
+transductive vocabularies (built from the evaluated images), test-time (stream) results, and results whose
+parameters were tuned on the test sets themselves (asked for by name; flattered, never bold).
 :func:`result_kind` is the one place that decides; a new kind is one more branch and one more
 entry in :data:`KIND_LABELS`.
 """
@@ -14,17 +15,18 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
-    "COMPETING_KINDS", "KIND_LABELS", "KIND_SPELLINGS", "RESULT_KINDS", "caveat_kinds", "caveat_notes", "is_test_time",
-    "read_kind", "result_kind", "stream_words",
+    "COMPETING_KINDS", "KIND_LABELS", "KIND_SPELLINGS", "RESULT_KINDS", "TEST_TUNED_MARK", "caveat_kinds",
+    "caveat_notes", "is_test_time", "is_test_tuned", "kind_marks", "read_kind", "result_kind", "stream_words",
 ]  # fmt: skip
 
 #: every kind, in the order tables show their means
-RESULT_KINDS: tuple[str, ...] = ("deployable", "baseline", "test_time", "transductive", "oracle")
+RESULT_KINDS: tuple[str, ...] = ("deployable", "baseline", "test_time", "test_tuned", "transductive", "oracle")
 #: how a table's summary names each kind ("mean (no vocabulary)")
 KIND_LABELS: dict[str, str] = {
     "deployable": "deployable",
     "baseline": "no vocabulary",
     "test_time": "test-time",
+    "test_tuned": "tuned on the test sets",
     "transductive": "transductive",
     "oracle": "oracle",
 }
@@ -73,11 +75,29 @@ def is_test_time(row: Mapping[str, Any]) -> bool:
     return row.get("test_time") in (True, 1, "True", "true", "1") or read_kind(row.get("result_kind")) == "test_time"
 
 
+def is_test_tuned(row: Mapping[str, Any]) -> bool:
+    """Whether a results row's parameters were tuned on its own test sets (its ``tuned_on_test`` field, a
+    file's text too, or the ``result_kind`` it holds); a row of an older release, without it, is not."""
+    flag = row.get("tuned_on_test") in (True, 1, "True", "true", "1")
+    return flag or read_kind(row.get("result_kind")) == "test_tuned"
+
+
+#: the mark of a row tuned on its own test sets, wherever a table shows its method (beside ``[tt]``)
+TEST_TUNED_MARK = " [tuned on test]"
+
+
+def kind_marks(row: Mapping[str, Any], test_time: str) -> str:
+    """The marks after a row's method in a table: ``test_time`` (the tables' ``[tt]``) for a test-time
+    method, then :data:`TEST_TUNED_MARK` for parameters tuned on the test sets."""
+    return (test_time if is_test_time(row) else "") + (TEST_TUNED_MARK if is_test_tuned(row) else "")
+
+
 def result_kind(row: Mapping[str, Any]) -> str:
     """The kind of one results row dict of any file (one of :data:`RESULT_KINDS`), the strongest first: an
     ``oracle`` or ``transductive`` vocabulary (its caveats: never deployable, never bold, whatever the
     method); then a test-time method's rows, ``test_time`` with or without a vocabulary (its ``test_time``
-    field, or a ``result_kind`` the row holds, in either spelling: :func:`read_kind`); ``baseline`` is a
+    field, or a ``result_kind`` the row holds, in either spelling: :func:`read_kind`), before which comes
+    ``test_tuned``, a row whose parameters were tuned on its test sets (:func:`is_test_tuned`); ``baseline`` is a
     batch method without one (MCM); else ``deployable``. The one rule of every table, bold and
     :attr:`negvocab.evaluation.row.ResultRow.result_kind`."""
     kinds = caveat_kinds(row.get("caveats"))
@@ -85,6 +105,8 @@ def result_kind(row: Mapping[str, Any]) -> str:
         return "oracle"
     if "transductive" in kinds or row.get("deployable") is False:
         return "transductive"
+    if is_test_tuned(row):
+        return "test_tuned"
     if is_test_time(row):
         return "test_time"
     if not row.get("vocabulary"):

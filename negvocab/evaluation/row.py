@@ -125,7 +125,7 @@ class ResultRow:
     def result_kind(self) -> str:
         """What kind of result this is (:data:`RESULT_KINDS`; :func:`negvocab.evaluation.kinds.result_kind`)."""
         fields = {"vocabulary": self.vocabulary, "deployable": self.deployable, "caveats": dict(self.caveats)}
-        return result_kind({**fields, "test_time": self.extra.get("test_time")})
+        return result_kind({**fields, **{k: self.extra.get(k) for k in ("test_time", "tuned_on_test")}})
 
     @property
     def summary(self) -> bool:

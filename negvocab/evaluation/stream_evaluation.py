@@ -35,7 +35,7 @@ from negvocab.core.errors import InputError
 from negvocab.core.types import Embeddings
 from negvocab.data.benchmarks import set_groups
 from negvocab.evaluation.encode import encode_labels, encode_run, encode_sets, run_id_classes
-from negvocab.evaluation.evaluate import Evaluation
+from negvocab.evaluation.evaluate import Evaluation, tunings_by_key
 from negvocab.evaluation.evaluate import _named as named_vocabularies  # the one reading of ``vocabs``
 from negvocab.evaluation.records import (
     SPREAD_METRICS,
@@ -70,6 +70,7 @@ if TYPE_CHECKING:
 
     from negvocab.data.images import ImageSet
     from negvocab.evaluation.row import ResultRow
+    from negvocab.evaluation.tuning import Tuning
     from negvocab.labels.imagenet import IdClasses
     from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM
@@ -368,6 +369,7 @@ def evaluate_stream_vocabularies(
     n_boot: int = 1000,
     seed: int = 0,
     progress: bool = False,
+    tuned: Sequence[Tuning] = (),
 ) -> Evaluation:
     """Every stream method x vocabulary, as :func:`negvocab.evaluate_vocabularies` does for batch methods.
 
@@ -377,7 +379,9 @@ def evaluate_stream_vocabularies(
     ``scores`` are keyed ``method@vocabulary@ood_set`` (and ``#s<seed>`` with several stream seeds),
     each with every ID and every OOD image, NaN where the stream did not hold the image (another OOD
     set's, or left out by ``id_ood_ratio``); ``meta["stream"]`` states the protocol. ``params``: a
-    shared set, each method takes its own (``negvocab score``'s flags)."""
+    shared set, each method takes its own (``negvocab score``'s flags). ``tuned``: parameters chosen on a
+    tuning split (:func:`negvocab.evaluation.tuning.tune_methods`), as ``evaluate_vocabularies`` takes them:
+    they override ``params`` for their (method, vocabulary), whose rows record the tuning."""
     params = dict(params or {})
     specs, own, seeds = _checked_methods(
         methods, params, stream_batch, order, stream_seed, id_ood_ratio, convention, tpr, n_boot, seed, templates
@@ -389,6 +393,8 @@ def evaluate_stream_vocabularies(
     # a benchmark's ID set names its label space (CUB-200's ...), as evaluate_vocabularies reads it
     id_classes = run_id_classes(id_classes, id_set)
     ood_sets = named_ood_sets(ood_set)
+    keys = [f"{m.name}@{v}" if v else m.name for m in specs.values() for v in (named if m.needs_negatives else [""])]
+    tunings = tunings_by_key(tuned, keys, [id_set, *ood_sets.values()])  # refused before any image is read
     t0 = time.perf_counter()
     enc, class_emb = encode_run(vlm, id_set, ood_sets, id_classes, templates, progress=progress)
     rows: list[dict[str, Any]] = []
@@ -397,6 +403,8 @@ def evaluate_stream_vocabularies(
         for vname in named if m.needs_negatives else [None]:
             vocab = named[vname] if vname else None
             neg = encode_labels(vlm, vocab, templates, progress) if vocab is not None else None
+            key = f"{m.name}@{vname}" if vname else m.name
+            tuning = tunings.get(key)
             sev = evaluate_stream(
                 m.name,
                 enc.id_emb,
@@ -407,7 +415,7 @@ def evaluate_stream_vocabularies(
                 order=order,
                 stream_seed=seeds,
                 id_ood_ratio=id_ood_ratio,
-                params=own[name],
+                params={**own[name], **(tuning.params if tuning is not None else {})},
                 vlm=vlm,
                 vocabulary=vname or "",
                 vocab=vocab,
@@ -418,8 +426,7 @@ def evaluate_stream_vocabularies(
                 seed=seed,
                 groups=enc.groups,
             )
-            rows += sev.rows
-            key = f"{m.name}@{vname}" if vname else m.name
+            rows += [{**r, **tuning.row_fields()} for r in sev.rows] if tuning is not None else sev.rows
             for s, one in (sev.by_seed or {seeds[0]: sev}).items():
                 tag = f"#s{s}" if len(seeds) > 1 else ""
                 scores.update(_full_scores(one, enc.n_id, enc.sizes, f"{key}{{set}}{tag}"))
@@ -438,6 +445,7 @@ def evaluate_stream_vocabularies(
         "test_time": True,
         "note": TEST_TIME_NOTE,
         "stream": stream_meta,
+        **({"tuning": {k: t.record() for k, t in tunings.items()}} if tunings else {}),
         "seconds": round(time.perf_counter() - t0, 2),
     }
     return Evaluation(rows, scores, enc.id_images, enc.ood_images, {}, meta, dict(enc.sizes))
@@ -496,6 +504,8 @@ def merge_evaluations(batch: Evaluation, stream: Evaluation) -> Evaluation:
     if batch.id_images != stream.id_images or batch.ood_images != stream.ood_images:
         raise InputError("the batch and stream evaluations scored different images; run them on the same sets")
     meta = {**batch.meta, "test_time": True, "note": TEST_TIME_NOTE, "stream": stream.meta["stream"]}
+    tuning = {**batch.meta.get("tuning", {}), **stream.meta.get("tuning", {})}
+    meta |= {"tuning": tuning} if tuning else {}
     meta["deployable"] = batch.meta.get("deployable", True) and stream.meta.get("deployable", True)
     return Evaluation(
         [*batch.rows, *stream.rows],

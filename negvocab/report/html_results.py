@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from negvocab.evaluation.kinds import result_kind
+from negvocab.evaluation.kinds import kind_marks
 from negvocab.evaluation.records import SPREAD_METRICS
 from negvocab.evaluation.row import interval
 from negvocab.report.results import CCR_COLUMNS, TEST_TIME_MARK, test_time_notes
@@ -103,8 +103,8 @@ def _results_cell(row: Mapping[str, Any], col: str) -> dict[str, Any]:
     if col in ("vocabulary", "vocab_size", "deployable", "caveats", "oracle") and _no_vocab(row):
         return {"text": "-", "num": col == "vocab_size", "full": "no vocabulary: a baseline method"}
     v = row.get(col)
-    if col == "method" and result_kind(row) == "test_time":  # the footer says what [tt] is, and the stream
-        return {"text": f"{v}{TEST_TIME_MARK}", "num": False, "full": ""}
+    if col == "method" and kind_marks(row, TEST_TIME_MARK):  # the footer says what each mark is, and the stream
+        return {"text": f"{v}{kind_marks(row, TEST_TIME_MARK)}", "num": False, "full": ""}
     if _is_hash(v):
         return {"text": str(v)[:10] + "…", "num": False, "full": str(v)}
     return {**_cell(row, col), "full": ""}

@@ -17,7 +17,7 @@ import numpy as np
 from negvocab.core.atomic import atomic_path, write_json, write_text
 from negvocab.core.outdir import staged_folder
 from negvocab.core.textfiles import csv_text
-from negvocab.evaluation.kinds import KIND_LABELS, caveat_kinds
+from negvocab.evaluation.kinds import KIND_LABELS, caveat_kinds, is_test_tuned, kind_marks
 from negvocab.evaluation.records import SUMMARY_ROWS, conventions, grouping_params, jsonable, seed_sd
 from negvocab.evaluation.row import INTERVAL_METRICS, ROW_COLUMNS, file_row, interval, result_kind, table_cell
 from negvocab.report.plots import check_plot_formats, plot_sweep
@@ -37,6 +37,7 @@ __all__ = [
     "SWEEP_FILES",
     "TABLE_COLUMNS",
     "TEST_TIME_MARK",
+    "TEST_TUNED_NOTE",
     "TUNING_COLUMNS",
     "flat_row",
     "table_columns",
@@ -142,7 +143,7 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
         sd = seed_sd(r, "fpr")  # several stream seeds: their spread, in its own column, never as an interval
         sd_col = f"  {f'±{100 * sd[0]:.1f} (n={sd[1]})' if sd else '-':>12}" if spread else ""
         method = f"{r['method']} k={r['topk']}" if r.get("topk") else r["method"]  # top-k NegLabel is an estimate
-        method += TEST_TIME_MARK if r.get("test_time") else ""
+        method += kind_marks(r, TEST_TIME_MARK)
         set_col = f"{str(r.get('ood_set', ''))[: set_w - 1]:<{set_w}}" if set_w else ""
         lines.append(
             f"{method:<14}{name:<{name_w}}{set_col}{r['vocab_size'] or '-':>7}  {100 * r['fpr']:>6.2f}%  "
@@ -177,7 +178,12 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
 
 
 #: the columns of rows scored with parameters chosen on a tuning split
-TUNING_COLUMNS: list[str] = ["tuned", "tuned_on", "tuning_criterion", "tuning_value"]
+TUNING_COLUMNS: list[str] = ["tuned", "tuned_on", "tuning_criterion", "tuning_value", "tuning_space", "tuned_on_test"]
+#: what every table says of a row marked ``[tuned on test]``
+TEST_TUNED_NOTE = (
+    "[tuned on test] parameters tuned on the test sets themselves (asked for by name): a flattering upper "
+    "estimate, never bold and never averaged with the other kinds"
+)
 
 
 def tuning_notes(meta: Mapping[str, Any]) -> list[str]:
@@ -187,9 +193,10 @@ def tuning_notes(meta: Mapping[str, Any]) -> list[str]:
         chosen = ", ".join(f"{k}={t['params'][k]}" for k in t["grid"] if k in t["params"])
         split = t["split"]
         oods = ", ".join(f"{n} ({k})" for n, k in split["ood"].items())
+        where = "ON THE TEST SETS" if t.get("on_test") else "never the test sets"
         out.append(
             f"tuned {key}: {chosen} ({t['criterion']} {t['value']:.4f}, best of {len(t['trials'])}) "
-            f"on {split['id']} ({split['n_id']}) vs {oods}, never the test sets"
+            f"on {split['id']} ({split['n_id']}) vs {oods}, {where}"
         )
     return out
 
@@ -215,6 +222,8 @@ def test_time_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             f"[tt] test-time: scores depend on the test stream seen (one stream per OOD set, {order}, "
             f"batch {batch}, stream seed(s) {seeds}); not comparable one-to-one with batch rows"
         )
+    if any(is_test_tuned(r) for r in rows):
+        out.append(TEST_TUNED_NOTE)
     kinds = list(dict.fromkeys(KIND_LABELS[result_kind(r)] for r in rows))
     if streams and len(kinds) > 1:  # oracle beside deployable rows is said by the NOT DEPLOYABLE lines already
         out.append(f"this table mixes result kinds ({', '.join(kinds)}): compare rows of one kind")

@@ -31,13 +31,22 @@ from negvocab.core.errors import InputError
 from negvocab.core.textfiles import csv_text
 from negvocab.data.published import published_notes
 from negvocab.evaluation.compare import metric_label
-from negvocab.evaluation.kinds import KIND_LABELS, RESULT_KINDS, caveat_notes, result_kind, stream_words
+from negvocab.evaluation.kinds import (
+    KIND_LABELS,
+    RESULT_KINDS,
+    caveat_notes,
+    is_test_time,
+    is_test_tuned,
+    kind_marks,
+    result_kind,
+    stream_words,
+)
 from negvocab.evaluation.records import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, seed_sd
 from negvocab.evaluation.row import interval
 from negvocab.report.comparisons import comparisons
 from negvocab.report.latex import latex_escape, latex_float, stacked_head
 from negvocab.report.result_folders import folder_rows
-from negvocab.report.results import TEST_TIME_MARK
+from negvocab.report.results import TEST_TIME_MARK, TEST_TUNED_NOTE
 from negvocab.report.significance import BOLD_AXES, PairedMarks, ScoreGetter, bold_note
 
 __all__ = [
@@ -69,7 +78,7 @@ def _is_baseline(r: Mapping[str, Any]) -> bool:
 
 def row_label(r: Mapping[str, Any], axis: str) -> str:
     if axis == "vocabulary" and not r.get("vocabulary"):  # a test-time one is marked: it is no baseline
-        return f"{r['method']}{_NO_VOCAB}" + ("" if _is_baseline(r) else TEST_TIME_MARK)
+        return f"{r['method']}{_NO_VOCAB}{kind_marks(r, TEST_TIME_MARK)}"
     return str(r.get(axis, ""))
 
 
@@ -296,7 +305,7 @@ def _caption_notes(
 ) -> list[str]:
     # long: one sentence per fact a reader of the table needs
     first = sel[0]
-    streams = {str(r["method"]) for r in sel if result_kind(r) == "test_time"}
+    marks = {str(r["method"]): kind_marks(r, TEST_TIME_MARK) for r in sel if kind_marks(r, TEST_TIME_MARK)}
     tt_notes = test_time_notes(sel, t.metrics)
     notes = [", ".join(t.metric_names) + " in %."]
     convs = list(dict.fromkeys(str(r.get("convention", "paper")) for r in sel))
@@ -320,7 +329,7 @@ def _caption_notes(
         )
         if d not in axes and len(vals) == 1 and vals[0]:
             name = {"ood_set": "OOD set"}.get(d, d.capitalize())
-            mark = TEST_TIME_MARK if d == "method" and vals[0] in streams else ""
+            mark = marks.get(vals[0], "") if d == "method" else ""
             notes.append(f"{name}: {vals[0] if vals[0] != MEAN else 'mean over the OOD sets'}{mark}.")
     base = sorted({str(r["method"]) for r in sel if _is_baseline(r)})
     if base:
@@ -352,19 +361,22 @@ def _caption_notes(
 def test_time_notes(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> list[str]:
     """A caption's sentences on the test-time entries of ``rows`` (none without one): what ``[tt]`` means,
     each method's stream(s) and whether the table mixes kinds; then, where an entry is a spread over
-    stream seeds, what its ``±`` is. Tables and grid pivots say it alike."""
+    stream seeds, what its ``±`` is; where an entry was tuned on the test sets, what its mark means. Tables
+    and grid pivots say it alike."""
     streams: dict[str, dict[str, None]] = {}  # a test-time method -> its streams in words
     for r in rows:
-        if result_kind(r) == "test_time":
+        if is_test_time(r):
             streams.setdefault(str(r["method"]), {})[stream_words(r)] = None
+    tuned = TEST_TUNED_NOTE if any(is_test_tuned(r) for r in rows) else ""
     if not streams:
-        return []
+        return [tuned] if tuned else []
     said = "; ".join(f"{m} (stream {' | '.join(w)})" for m, w in sorted(streams.items()))
     mixed = len(streams) < len({str(r["method"]) for r in rows})
     out = [
         f"[tt] test-time (scores depend on the test stream seen): {said}"
         + ("; the table mixes them with other kinds." if mixed else ".")
     ]
+    out += [tuned] if tuned else []
     if any(seed_sd(r, m) for r in rows for m in metrics):
         out.append("± after a [tt] value: the sample sd over its stream seeds (the value: their mean), no interval.")
     return out
@@ -553,12 +565,12 @@ def _entry_labels(
         index = [f"{i} (NOT deployable)" if i in bad else i for i in index]
     if ca == ("vocabulary",):
         columns = [f"{c} (NOT deployable)" if c in bad else c for c in columns]
-    tt_i, tt_j = ({ij[a] for ij, r in cells.items() if result_kind(r) == "test_time"} for a in (0, 1))
-    mark = lambda x, hit: f"{x}{TEST_TIME_MARK}" if hit and not x.endswith(TEST_TIME_MARK) else x  # noqa: E731
+    tt_i, tt_j = ({ij[a]: kind_marks(r, TEST_TIME_MARK) for ij, r in cells.items()} for a in (0, 1))
+    mark = lambda x, m: x if not m or x.endswith(m) else f"{x}{m}"  # noqa: E731
     if "method" in ra:
-        index = [mark(x, i in tt_i) for i, x in enumerate(index)]
+        index = [mark(x, tt_i.get(i, "")) for i, x in enumerate(index)]
     elif "method" in ca:
-        columns = [mark(x, j in tt_j) for j, x in enumerate(columns)]
+        columns = [mark(x, tt_j.get(j, "")) for j, x in enumerate(columns)]
     return index, columns
 
 

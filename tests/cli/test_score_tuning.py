@@ -108,9 +108,91 @@ def test_a_benchmark_tunes_on_its_validation_lists(tmp_path):
         (["--tune-grid", "tau"], "--tune-grid takes NAME=V1,V2"),
         (["--tune-grid", "tau=a,b"], "--tune-grid tau: values must be of type float"),
         (["--tune-criterion", "acc"], "--tune-criterion must be one of auroc"),
+        (["--tune-criterion", "fpr,fpr"], "--tune-criterion must be one of auroc"),
+        (["--tune-ood", "x=/no", "--tune-grid", "T=1,-2"], "--tune-grid: T must be a positive number, got -2.0"),
+        (["--tune-ood", "x=/no", "--tune-grid", "adaneg_gap=0.1"], "--tune-grid: no method tuned here takes 'adan"),
+        (["--tune-grid", "T=1,2"], "tuning on the test sets is refused unless asked for by name (--tune-on test)"),
+        (["--tune-on", "test", "--tune-ood", "x=/no"], "--tune-on test tunes on the test sets: drop --tune-id"),
+        (["--tune-on", "tests"], "--tune-on must be validation or test, got 'tests'"),
     ],
 )
 def test_tuning_option_errors_come_before_loading_a_model(tiny, tmp_path, extra, message):
     args = ["score", "--id", str(tiny / "id"), "--ood", str(tiny / "ood"), "--method", "mcm", "-o", str(tmp_path / "r")]
     r = runner.invoke(app, [*args, *extra], catch_exceptions=False)
     assert r.exit_code == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+#: a larger validation split than the data tests' (12 ID, 10 OOD): enough images for AdaNeg's knobs to matter
+BIG_VAL_LISTS = {
+    "benchmark_imglist/cifar10/val_cifar10.txt": [f"cifar10/val/c{i % 10}/{2000 + i}.png {i % 10}" for i in range(12)],
+    "benchmark_imglist/cifar10/val_tin.txt": [f"tin/val/n0{i}/val_{i}.JPEG -1" for i in range(10)],
+}
+
+
+def test_a_test_time_method_tunes_on_a_benchmarks_validation_lists(tmp_path):
+    """``score --ood openood-cifar10=ROOT --tune-ood openood-cifar10=ROOT`` with AdaNeg's knobs: the choice
+    is the argmin of (FPR@95, -AUROC) over the grid, each point scored here directly on the validation
+    lists; the test rows equal scoring that choice directly; the rows and results.json record the tuning."""
+    from negvocab import VLM, Vocabulary
+    from negvocab.data.benchmarks import open_benchmark
+    from negvocab.data.validation import open_validation
+    from negvocab.evaluation.stream_evaluation import evaluate_stream_vocabularies
+
+    root, cache, out = tmp_path / "root", tmp_path / "cache", tmp_path / "out"
+    write_lists(root, {**CIFAR10_LISTS, **BIG_VAL_LISTS}, "images_classic")
+    words = tmp_path / "negs.txt"
+    words.write_text("\n".join(["stone", "cloud", "river", "bread", "chair", "violin", "glacier", "lamp"]) + "\n")
+    grid = {"tau": [0.05, 1.0], "adaneg_score": ["combine", "vanilla"]}  # knobs that move a random model's scores
+    stream = {"stream_batch": 4, "order": "shuffled", "stream_seed": [0]}
+    args = [
+        "score", "--ood", f"openood-cifar10={root}", "--tune-ood", f"openood-cifar10={root}", "--method", "adaneg",
+        "--vocab", str(words), "--stream-batch", "4", "--tune-criterion", "fpr,auroc",
+        *(x for k, v in grid.items() for x in ("--tune-grid", f"{k}={','.join(map(str, v))}")),
+        "--n-boot", "0", "--explain", "0", "--no-report", "-o", str(out), "--cache-dir", str(cache), *RANDOM_VIT,
+    ]  # fmt: skip
+    r = runner.invoke(app, args, catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    doc = json.loads((out / "results.json").read_text())
+    # by hand: every grid point scored directly on the validation lists, the argmin of (FPR, -AUROC)
+    vlm = VLM("ViT-B-32", random_weights=True, device="cpu", cache_dir=cache)
+    vocab, run = {"negs": Vocabulary.load(words)}, {"templates": "single", "n_boot": 0, **stream}
+    val_id, val_ood = open_validation("openood-cifar10", root)
+    combos = [{"tau": t, "adaneg_score": a} for t in grid["tau"] for a in grid["adaneg_score"]]
+    points = []
+    for c in combos:
+        ev = evaluate_stream_vocabularies(vlm, val_id, val_ood, vocab, ["adaneg"], params=c, **run)
+        points.append((ev.rows[0]["fpr"], -ev.rows[0]["auroc"]))
+    assert len(set(points)) > 1, points  # the knobs matter on this split
+    best = combos[min(range(len(combos)), key=lambda i: (*points[i], i))]
+    tuning = doc["tuning"]["adaneg@negs"]
+    assert {k: tuning["params"][k] for k in grid} == best and tuning["criterion"] == "fpr,auroc"
+    assert [(t["fpr"], -t["auroc"]) for t in tuning["trials"]] == points
+    assert tuning["split"]["ood"] == {"tin-val": 10} and tuning["on_test"] is False
+    # the test sets scored once with the choice: the same rows as that setting given directly
+    test = open_benchmark("openood-cifar10", root)
+    direct = evaluate_stream_vocabularies(vlm, test.id, test, vocab, ["adaneg"], params=best, **run)
+    got = {row["ood_set"]: row for row in doc["rows"]}
+    for row in direct.rows:
+        assert (got[row["ood_set"]]["fpr"], got[row["ood_set"]]["auroc"]) == (row["fpr"], row["auroc"])
+    assert all(
+        row["tuned"] is True and row["tuned_on_test"] is False and row["tuning_criterion"] == "fpr,auroc"
+        and row["tuning_space"] == "tau=0.05,1.0; adaneg_score=combine,vanilla"
+        and row["tuned_on"].startswith("CIFAR-10 (OpenOOD val) (12) vs tin-val (10)")
+        for row in doc["rows"]
+    )  # fmt: skip
+    table = list(csv.DictReader((out / "results.csv").open()))
+    assert {t["tuning_space"] for t in table} == {"tau=0.05,1.0; adaneg_score=combine,vanilla"}
+    assert "tuned adaneg@negs: tau=" in r.stdout and "never the test sets" in r.stdout
+
+
+def test_tuning_on_the_test_sets_is_named_recorded_and_marked(tiny, model_args, tmp_path):
+    """``--tune-on test``: the only way to tune on the test sets; the rows say so and the table marks them."""
+    r = _score(tiny, model_args, tmp_path / "tt", "--method", "mcm", "--tune-on", "test")
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "tt" / "results.json").read_text())
+    assert doc["tuning"]["mcm"]["on_test"] is True and doc["tuning"]["mcm"]["grid"] == {"T": [0.5, 1.0, 2.0]}
+    (row,) = doc["rows"]
+    assert row["tuned_on_test"] is True and row["tuned_on"].startswith("the test sets: ")
+    assert row["auroc"] == doc["tuning"]["mcm"]["value"]  # the choice's value is its test result: flattered
+    assert "mcm [tuned on test]" in r.stdout and "ON THE TEST SETS" in r.stdout
+    assert "[tuned on test] parameters tuned on the test sets themselves" in r.stdout

@@ -115,7 +115,7 @@ def test_the_choice_depends_on_the_tuning_split_only(classes, vocab):
 
 def test_refusals(classes, vocab):
     args = (FakeVLM(), _set("val_id", 4), _set("val_o", 4))
-    with pytest.raises(InputError, match="grid: neglabel has no parameter 'T'"):
+    with pytest.raises(InputError, match="grid: no method tuned here takes 'T'; their parameters: neglabel: tau, "):
         tune_params(*args, vocab, "neglabel", grid={"T": [1.0]}, id_classes=classes)
     with pytest.raises(InputError, match="grid: tau must be a non-empty list"):
         tune_params(*args, vocab, "neglabel", grid={"tau": []}, id_classes=classes)
