@@ -388,6 +388,7 @@ def evaluate_stream_vocabularies(
     order: str = "shuffled",
     stream_seed: int | Sequence[int] = 0,
     id_ood_ratio: float | None = None,
+    phases: str | None = None,
     id_classes: IdClasses | None = None,
     templates: str = "paper8",
     params: Mapping[str, Any] | None = None,
@@ -405,7 +406,8 @@ def evaluate_stream_vocabularies(
     ``scores`` are keyed ``method@vocabulary@ood_set`` (and ``#s<seed>`` with several stream seeds),
     each with every ID and every OOD image, NaN where the stream did not hold the image (another OOD
     set's, or left out by ``id_ood_ratio``); ``meta["stream"]`` states the protocol. ``params``: a
-    shared set, each method takes its own (``negvocab score``'s flags)."""
+    shared set, each method takes its own (``negvocab score``'s flags). ``phases``: a temporal-shift
+    phase order (:func:`evaluate_stream`)."""
     params = dict(params or {})
     specs, own, seeds = _checked_methods(
         methods, params, stream_batch, order, stream_seed, id_ood_ratio, convention, tpr, n_boot, seed, templates
@@ -417,6 +419,8 @@ def evaluate_stream_vocabularies(
     # a benchmark's ID set names its label space (CUB-200's ...), as evaluate_vocabularies reads it
     id_classes = run_id_classes(id_classes, id_set)
     ood_sets = named_ood_sets(ood_set)
+    if phases is not None:
+        phase_sets(phases, list(ood_sets))  # before any image is encoded
     t0 = time.perf_counter()
     enc, class_emb = encode_run(vlm, id_set, ood_sets, id_classes, templates, progress=progress)
     rows: list[dict[str, Any]] = []
@@ -435,6 +439,7 @@ def evaluate_stream_vocabularies(
                 order=order,
                 stream_seed=seeds,
                 id_ood_ratio=id_ood_ratio,
+                phases=phases,
                 params=own[name],
                 vlm=vlm,
                 vocabulary=vname or "",
@@ -456,6 +461,7 @@ def evaluate_stream_vocabularies(
         "batch_size": stream_batch,  # the file key keeps its name
         "seeds": seeds,
         "id_ood_ratio": id_ood_ratio,
+        **({"phases": phases} if phases is not None else {}),
         "protocol": STREAM_PROTOCOL,
         "scores": "keyed method@vocabulary@ood_set[#s<seed>]; NaN: an image the stream did not hold",
     }

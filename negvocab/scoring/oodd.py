@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from negvocab.scoring.methods import Param
-from negvocab.scoring.scores import score
 from negvocab.scoring.stream import StreamMethod, register_stream_method
 
 if TYPE_CHECKING:
@@ -86,6 +85,8 @@ class OODD(StreamMethod):
 
     def step(self, image_emb: Embeddings) -> np.ndarray:
         """Score a batch with its base score, put it in the dictionary, subtract the k-th cosine."""
+        from negvocab.scoring.scores import score  # torch, on first use: the registry is read without it
+
         x = np.asarray(_numpy(image_emb), dtype=np.float64)
         base = self.params["oodd_base"]
         neg = self.neg_emb if base == "neglabel" else None

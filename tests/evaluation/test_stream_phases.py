@@ -121,3 +121,11 @@ def test_the_ratio_sweep_is_recorded_in_every_row(world, ratio):
     for row in (r for r in ev.rows if r["ood_set"] in MOS):
         n_id, n_ood = row["n_id"], row["n_ood"]
         assert abs(n_id - ratio * n_ood) <= max(1.0, ratio), (n_id, n_ood)
+
+
+def test_score_refuses_an_unknown_phase_order_before_any_model():
+    from negvocab.cli.score import StreamOptions
+
+    assert StreamOptions(stream_phases="spti").settings()["phases"] == "spti"
+    with pytest.raises(InputError, match="--stream-phases 'pits'; choose one of ptis, spti, tisp"):
+        StreamOptions(stream_phases="pits").settings()
