@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from negvocab.scoring.methods import Param
+from negvocab.scoring.methods import Param, get_method
 from negvocab.scoring.stream import StreamMethod, register_stream_method
 
 if TYPE_CHECKING:
@@ -47,8 +47,6 @@ __all__ = ["OODD", "OODD_BASES", "OODD_PARAMS", "register_oodd"]
 
 #: the base scores OODD's dictionary is plugged into (their MCM and NegLabel variants)
 OODD_BASES: tuple[str, ...] = ("neglabel", "mcm")
-#: the registry parameters each base score reads
-_BASE_PARAMS: dict[str, tuple[str, ...]] = {"neglabel": ("tau", "groups", "grouping", "seed"), "mcm": ("T",)}
 
 _DOC = "OODD (stream): "
 OODD_PARAMS: tuple[Param, ...] = (
@@ -68,16 +66,16 @@ class OODD(StreamMethod):
 
     @property  # the base score, not the registry's flag, decides
     def needs_negatives(self) -> bool:
-        """Whether the base score reads negatives: NegLabel's does, MCM's does not."""
-        return self.params.get("oodd_base", "neglabel") == "neglabel"
+        """Whether the base score reads negatives (its registry entry says): NegLabel's does, MCM's does not."""
+        return get_method(str(self.params.get("oodd_base", OODD_BASES[0]))).needs_negatives
 
     @needs_negatives.setter
     def needs_negatives(self, value: bool) -> None:
         """The registry's flag (that of the default base) is not kept: ``oodd_base`` decides."""
 
     def init_state(self) -> None:
-        base = self.params["oodd_base"]
-        self.base_params = {p: self.params[p] for p in _BASE_PARAMS[base] if self.params.get(p) is not None}
+        base = get_method(self.params["oodd_base"])  # its parameters, of those OODD is given
+        self.base_params = {p: self.params[p] for p in base.params if self.params.get(p) is not None}
         d = int(self.id_emb.shape[1])
         self.heap: list[_Entry] = []
         self.queue = np.zeros((0, d), dtype=np.float64)
@@ -89,7 +87,7 @@ class OODD(StreamMethod):
 
         x = np.asarray(_numpy(image_emb), dtype=np.float64)
         base = self.params["oodd_base"]
-        neg = self.neg_emb if base == "neglabel" else None
+        neg = self.neg_emb if self.needs_negatives else None
         s = np.asarray(score(base, x, self.id_emb, neg, **self.base_params), dtype=np.float64)
         self._put(x, s)
         sims = x @ self.queue.T  # (B, q)
