@@ -203,9 +203,7 @@ def evaluate_stream(
     detector.setup(id_emb, neg_emb, id_images=id_images, **setup_inputs)
     t0 = time.perf_counter()
     id_x, ood_x = _embeddings(vlm, id_set, sets, progress)
-    base = _row_base(detector, vlm, vocabulary, vocab, templates, order, stream_batch, ratio)
-    if phases is not None:
-        base["stream_phases"] = phases
+    base = _row_base(detector, vlm, vocabulary, vocab, templates, order, stream_batch, ratio, phases)
     metric_kw: dict[str, Any] = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
     of = dict(groups) if groups is not None else set_groups(sets)  # each OOD set's group: the summary rows
     run: dict[str, Any] = {
@@ -258,6 +256,7 @@ def _row_base(
     order: str,
     stream_batch: int,
     ratio: float | None,
+    phases: str | None = None,
 ) -> dict[str, Any]:
     """What every row of a stream method's run holds besides its metrics: the model, the vocabulary, the
     method and its parameters, and the stream."""
@@ -274,6 +273,8 @@ def _row_base(
     }
     if ratio is not None:
         base["id_ood_ratio"] = ratio
+    if phases is not None:
+        base["stream_phases"] = phases
     return base
 
 
