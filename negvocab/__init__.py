@@ -182,6 +182,10 @@ _EXPORTS: dict[str, str] = {
     "InputProvider": "negvocab.scoring.providers",
     "register_input": "negvocab.scoring.providers",
     "list_inputs": "negvocab.scoring.providers",
+    # OODD and the temporal-shift stream phases
+    "OODD": "negvocab.scoring.oodd",
+    "phase_sets": "negvocab.scoring.stream",
+    "STREAM_PHASES": "negvocab.scoring.stream",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -280,12 +284,15 @@ if TYPE_CHECKING:
         register_param,
         unregister_method,
     )
+    from negvocab.scoring.oodd import OODD  # OODD
     from negvocab.scoring.prefix_scores import sweep
     from negvocab.scoring.scores import TopkScores, explain, score
-    from negvocab.scoring.stream import (  # stream methods
+    from negvocab.scoring.stream import (  # stream methods, temporal-shift phases
+        STREAM_PHASES,
         StreamMethod,
         StreamResult,
         make_stream,
+        phase_sets,
         register_stream_method,
         run_stream,
         stream_order,

@@ -148,6 +148,7 @@ METHODS: dict[str, tuple[str, ...]] = {
     "adaneg": (),
     "negrefine": (),
     "tanl": (),
+    "oodd": (),
 }
 
 #: the FPR conventions (negvocab.scoring.metrics.CONVENTIONS)

@@ -89,6 +89,7 @@ PARAM_FLAGS: dict[str, str] = {
     "mix_kinds": "--mix-kinds",
     "across": "--compare-across",
     "id_ood_ratio": "--id-ood-ratio",  # AdaNeg's stream mix
+    "phases": "--stream-phases",  # temporal-shift streams
     "hints": "--hint",  # label spaces
     "id_classes": "--id-classes",  # label spaces
     # the tuning split of negvocab score

@@ -46,7 +46,7 @@ from negvocab.report.results import (
     write_sweep,
 )
 from negvocab.scoring.methods import PARAMS, Method, batch_method, get_method, list_methods, needs_negatives
-from negvocab.scoring.stream import STREAM_ORDERS, check_ratio
+from negvocab.scoring.stream import STREAM_ORDERS, STREAM_PHASES, check_ratio
 from negvocab.vlm.model import VLM
 from negvocab.vocab import Vocabulary
 
@@ -148,6 +148,14 @@ class StreamOptions:
             "by the stream seed; default: every image).",
         ),
     ] = None
+    stream_phases: Annotated[
+        str | None,
+        typer.Option(
+            "--stream-phases",
+            help="Test-time methods: a temporal-shift phase order (ptis, spti, tisp: OpenOOD-VLM's): the OOD "
+            "sets Places, Textures, iNaturalist, SUN streamed in that order, the state carried from one to the next.",
+        ),
+    ] = None
 
     def settings(self) -> dict[str, Any]:
         """The streams' settings for the library, checked before any model."""
@@ -156,11 +164,16 @@ class StreamOptions:
             raise InputError(f"unknown --stream-order {self.stream_order!r}; choose one of {', '.join(STREAM_ORDERS)}")
         if self.id_ood_ratio is not None:
             check_ratio(self.id_ood_ratio)
+        if self.stream_phases is not None and self.stream_phases not in STREAM_PHASES:
+            raise InputError(
+                f"unknown --stream-phases {self.stream_phases!r}; choose one of {', '.join(STREAM_PHASES)}"
+            )
         return {
             "stream_batch": self.stream_batch,
             "order": self.stream_order,
             "stream_seed": seeds,
             "id_ood_ratio": self.id_ood_ratio,
+            "phases": self.stream_phases,
         }
 
 

@@ -123,4 +123,6 @@ def stream_words(row: Mapping[str, Any]) -> str:
     parts += [("seeds " if len(seeds) > 1 else "seed ") + ", ".join(map(str, seeds))] if seeds else []
     ratio = row.get("id_ood_ratio")
     parts += [f"ID:OOD {ratio:g}"] if isinstance(ratio, (int, float)) and ratio == ratio else []  # NaN: none
+    phases = row.get("stream_phases")
+    parts += [f"phases {phases} (state carried over)"] if isinstance(phases, str) and phases else []
     return ", ".join(parts)

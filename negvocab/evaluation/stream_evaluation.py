@@ -60,6 +60,7 @@ from negvocab.scoring.stream import (
     check_ratio,
     check_stream,
     make_stream,
+    phase_sets,
     run_stream,
     stream_mix,
 )
@@ -147,6 +148,7 @@ def evaluate_stream(
     order: str = "shuffled",
     stream_seed: int | Sequence[int] = 0,
     id_ood_ratio: float | None = None,
+    phases: str | None = None,
     params: Mapping[str, Any] | None = None,
     id_images: Embeddings | None = None,
     setup_inputs: Mapping[str, Any] | None = None,
@@ -174,6 +176,10 @@ def evaluate_stream(
         stream seeds give one evaluation each and rows of their spread (module docstring)
     id_ood_ratio : ID images per OOD image in each stream (None: every image); the side in excess is
         subsampled (:func:`negvocab.scoring.stream.stream_mix`, seeded by the stream seed)
+    phases : a temporal-shift phase order (``"ptis"``, ``"spti"``, ``"tisp"``: OpenOOD-VLM's): the
+        OOD sets (the MOS four) streamed one after another in that order, each with the ID set, the
+        method's state carried from one to the next (None: a fresh state per OOD set); rows record
+        ``stream_phases`` and their set's ``stream_phase`` (1 = first)
     params : the method's parameters (checked against the registry; defaults fill the rest)
     id_images, setup_inputs : few-shot ID image features (n, d) and the method's further set-up inputs
     vlm, vocabulary, vocab, templates : what the rows say about the model and the vocabulary
@@ -192,18 +198,27 @@ def evaluate_stream(
     if detector.needs_negatives and neg_emb is None:
         raise InputError(f"method {detector.name} needs negative label embeddings (neg_emb)")
     sets = named_ood_sets(ood_sets)
+    if phases is not None:
+        sets = {name: sets[name] for name in phase_sets(phases, list(sets))}
     setup_inputs = stream_setup_inputs(detector, vlm, setup_inputs)  # inputs the model can make
     detector.setup(id_emb, neg_emb, id_images=id_images, **setup_inputs)
     t0 = time.perf_counter()
     id_x, ood_x = _embeddings(vlm, id_set, sets, progress)
-    base = _row_base(detector, vlm, vocabulary, vocab, templates, order, stream_batch, ratio)
+    base = _row_base(detector, vlm, vocabulary, vocab, templates, order, stream_batch, ratio, phases)
     metric_kw: dict[str, Any] = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
     of = dict(groups) if groups is not None else set_groups(sets)  # each OOD set's group: the summary rows
-    run: dict[str, Any] = {"order": order, "stream_batch": stream_batch, "ratio": ratio, "groups": of}
+    run: dict[str, Any] = {
+        "order": order,
+        "stream_batch": stream_batch,
+        "ratio": ratio,
+        "groups": of,
+        "phased": bool(phases),
+    }
     by_seed = {s: _one_seed(detector, id_x, ood_x, base, stream=s, **run, **metric_kw) for s in seeds}
     first = by_seed[seeds[0]]
     stream = {"order": order, "batch_size": stream_batch, "seed": first.rows[0]["stream_seed"]}
     stream |= ({"seeds": seeds} if len(seeds) > 1 else {}) | ({"id_ood_ratio": ratio} if ratio is not None else {})
+    stream |= {"phases": phases, "phase_sets": list(sets)} if phases is not None else {}
     meta = {
         "method": detector.name,
         "params": dict(detector.params),
@@ -242,6 +257,7 @@ def _row_base(
     order: str,
     stream_batch: int,
     ratio: float | None,
+    phases: str | None = None,
 ) -> dict[str, Any]:
     """What every row of a stream method's run holds besides its metrics: the model, the vocabulary, the
     method and its parameters, and the stream."""
@@ -258,6 +274,8 @@ def _row_base(
     }
     if ratio is not None:
         base["id_ood_ratio"] = ratio
+    if phases is not None:
+        base["stream_phases"] = phases
     return base
 
 
@@ -272,6 +290,7 @@ def _one_seed(
     stream: int,
     ratio: float | None,
     groups: Mapping[str, str | None],
+    phased: bool = False,
     **metric_kw: Any,
 ) -> StreamEvaluation:
     """One stream per OOD set with the stream seed ``stream`` (the mix drawn from it too): rows, scores,
@@ -282,19 +301,29 @@ def _one_seed(
     scores: dict[str, dict[str, np.ndarray]] = {}
     streams: dict[str, StreamResult] = {}
     kept: dict[str, dict[str, np.ndarray]] = {}
-    for name, x in ood_x.items():
+    phase_of: dict[str, int] = {}
+    for phase, (name, x) in enumerate(ood_x.items()):
         keep_id, keep_ood = stream_mix(int(id_x.shape[0]), int(x.shape[0]), ratio=ratio, seed=stream)
         kept[name] = {"id": keep_id, "ood": keep_ood}
         a, b = (id_x, x) if ratio is None else (_take(id_x, keep_id), _take(x, keep_ood))
         n_id = len(keep_id)
         n_first = n_id if order in SPLIT_ORDERS else None
-        res = run_stream(detector, _stack(a, b), stream_batch=stream_batch, order=order, seed=stream, n_id=n_first)
+        fresh = not phased or phase == 0  # a later phase goes on from the state the last one left
+        res = run_stream(
+            detector, _stack(a, b), stream_batch=stream_batch, order=order, seed=stream, n_id=n_first, reset=fresh
+        )
         streams[name] = res
         scores[name] = {"id": res.scores[:n_id], "ood": res.scores[n_id:]}
         records.append(metrics_row(scores[name]["id"], scores[name]["ood"], ood_set=name, method="", **metric_kw))
+        if phased:
+            phase_of[name] = phase + 1
     own_id = {name: s["id"] for name, s in scores.items()}  # each set's stream scored the ID images anew
     records += summary_records(records, own_id, {n: s["ood"] for n, s in scores.items()}, groups=groups, **metric_kw)
-    return StreamEvaluation([{**base, **r.metrics_dict()} for r in records], scores, streams, {}, kept)
+    rows = [{**base, **r.metrics_dict()} for r in records]
+    for row in rows:
+        if row.get("ood_set") in phase_of:
+            row["stream_phase"] = phase_of[row["ood_set"]]
+    return StreamEvaluation(rows, scores, streams, {}, kept)
 
 
 def _take(x: Any, rows: np.ndarray) -> Any:
@@ -361,6 +390,7 @@ def evaluate_stream_vocabularies(
     order: str = "shuffled",
     stream_seed: int | Sequence[int] = 0,
     id_ood_ratio: float | None = None,
+    phases: str | None = None,
     id_classes: IdClasses | None = None,
     templates: str = "paper8",
     params: Mapping[str, Any] | None = None,
@@ -381,7 +411,8 @@ def evaluate_stream_vocabularies(
     set's, or left out by ``id_ood_ratio``); ``meta["stream"]`` states the protocol. ``params``: a
     shared set, each method takes its own (``negvocab score``'s flags). ``tuned``: parameters chosen on a
     tuning split (:func:`negvocab.evaluation.tuning.tune_methods`), as ``evaluate_vocabularies`` takes them:
-    they override ``params`` for their (method, vocabulary), whose rows record the tuning."""
+    they override ``params`` for their (method, vocabulary), whose rows record the tuning. ``phases``: a
+    temporal-shift phase order (:func:`evaluate_stream`)."""
     params = dict(params or {})
     specs, own, seeds = _checked_methods(
         methods, params, stream_batch, order, stream_seed, id_ood_ratio, convention, tpr, n_boot, seed, templates
@@ -395,6 +426,8 @@ def evaluate_stream_vocabularies(
     ood_sets = named_ood_sets(ood_set)
     keys = [f"{m.name}@{v}" if v else m.name for m in specs.values() for v in (named if m.needs_negatives else [""])]
     tunings = tunings_by_key(tuned, keys, [id_set, *ood_sets.values()])  # refused before any image is read
+    if phases is not None:
+        phase_sets(phases, list(ood_sets))  # before any image is encoded
     t0 = time.perf_counter()
     enc, class_emb = encode_run(vlm, id_set, ood_sets, id_classes, templates, progress=progress)
     rows: list[dict[str, Any]] = []
@@ -415,6 +448,7 @@ def evaluate_stream_vocabularies(
                 order=order,
                 stream_seed=seeds,
                 id_ood_ratio=id_ood_ratio,
+                phases=phases,
                 params={**own[name], **(tuning.params if tuning is not None else {})},
                 vlm=vlm,
                 vocabulary=vname or "",
@@ -435,6 +469,7 @@ def evaluate_stream_vocabularies(
         "batch_size": stream_batch,  # the file key keeps its name
         "seeds": seeds,
         "id_ood_ratio": id_ood_ratio,
+        **({"phases": phases} if phases is not None else {}),
         "protocol": STREAM_PROTOCOL,
         "scores": "keyed method@vocabulary@ood_set[#s<seed>]; NaN: an image the stream did not hold",
     }

@@ -59,6 +59,7 @@ TABLE_COLUMNS = list(ROW_COLUMNS)
 #: stream seeds, the spread of each metric
 STREAM_COLUMNS: list[str] = [
     "test_time", "stream_order", "stream_batch_size", "stream_seed", "stream_seeds", "n_stream_seeds", "id_ood_ratio",
+    "stream_phases", "stream_phase",
     *(f"{m}_{s}" for m in ("fpr", "auroc", "aupr_in", "aupr_out") for s in ("std", "min", "max")),
 ]  # fmt: skip
 
@@ -213,13 +214,19 @@ def test_time_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     mixes them silently."""
     out = []
     streams = {
-        (r.get("stream_order"), r.get("stream_batch_size"), str(r.get("stream_seeds", r.get("stream_seed"))))
+        (
+            r.get("stream_order"),
+            r.get("stream_batch_size"),
+            str(r.get("stream_seeds", r.get("stream_seed"))),
+            r.get("stream_phases") or "",
+        )
         for r in rows
         if r.get("test_time")
     }
-    for order, batch, seeds in sorted(streams, key=str):
+    for order, batch, seeds, phases in sorted(streams, key=str):
+        per_set = f"the OOD sets in phases {phases}, the state carried over" if phases else "one stream per OOD set"
         out.append(
-            f"[tt] test-time: scores depend on the test stream seen (one stream per OOD set, {order}, "
+            f"[tt] test-time: scores depend on the test stream seen ({per_set}, {order}, "
             f"batch {batch}, stream seed(s) {seeds}); not comparable one-to-one with batch rows"
         )
     if any(is_test_tuned(r) for r in rows):

@@ -110,7 +110,8 @@ register_method(
     paper="Ansari et al., NegRefine: Refining Negative Label-Based Zero-Shot OOD Detection, ICCV 2025",
 )  # fmt: skip
 
-# -- TANL: a stream method registered by its own module
-from negvocab.scoring import tanl as _tanl  # noqa: E402, F401
+# -- TANL and OODD: stream methods registered by their own modules
+from negvocab.scoring import tanl as _tanl  # noqa: E402, F401, I001
+from negvocab.scoring import oodd as _oodd  # noqa: E402, F401
 
 _seal_builtins()

@@ -22,7 +22,9 @@ The protocol (one evaluation):
    ``"id_first"`` / ``"ood_first"``: all ID rows then all OOD rows, or the reverse, each part
    shuffled by the seed; ``"given"``: kept in order), then cut into consecutive batches of
    ``stream_batch`` images (the last may be smaller). The ID:OOD mix may first be subsampled to a ratio
-   (:func:`stream_mix`, seeded).
+   (:func:`stream_mix`, seeded). A temporal-shift run (``phases``, :data:`STREAM_PHASES`) instead feeds
+   the OOD sets' streams one after another, in the phase order, with no reset between them
+   (:func:`phase_sets`; ``run_stream(..., reset=False)``).
 3. **Batch by batch.** :meth:`StreamMethod.score_batch` is called once per batch, in stream order.
    The scores of batch ``b`` may depend on batches ``0..b`` and on nothing later: a batch is scored
    with what the method has seen so far, then the method's state holds that batch too. Whether a
@@ -66,14 +68,17 @@ from negvocab.scoring.methods import METHODS, PARAMS, Method, Param, check_param
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "PHASE_SETS",
     "STREAM_DEFAULTS",
     "STREAM_ORDERS",
+    "STREAM_PHASES",
     "StreamMethod",
     "StreamResult",
     "check_kind",
     "check_ratio",
     "check_stream",
     "make_stream",
+    "phase_sets",
     "register_stream_method",
     "run_stream",
     "stream_class",
@@ -87,6 +92,13 @@ __all__ = [
 STREAM_ORDERS: tuple[str, ...] = ("shuffled", "given", "id_first", "ood_first")
 #: the orders that need to know which rows are ID (``n_id``)
 SPLIT_ORDERS: tuple[str, ...] = ("id_first", "ood_first")
+#: the temporal-shift phase orders of OpenOOD-VLM (``configs/datasets/imagenet/imagenet_temshift_<name>.yml``):
+#: the far-OOD sets one after another, each a phase (that set's stream with the ID set), the state carried
+#: from one phase to the next; a letter per set, :data:`PHASE_SETS`
+STREAM_PHASES: tuple[str, ...] = ("ptis", "spti", "tisp")
+#: the OOD set of each phase letter (negvocab's names of the MOS four; their yml's ``dtd`` is ``textures``)
+PHASE_SETS: dict[str, str] = {"p": "places", "t": "textures", "i": "inaturalist", "s": "sun"}
+_SET_ALIASES: dict[str, str] = {"dtd": "textures", "texture": "textures", "places365": "places", "inat": "inaturalist"}
 
 
 def _unwrap(x: Any) -> Any:
@@ -167,6 +179,31 @@ def stream_mix(n_id: int, n_ood: int, *, ratio: float | None = None, seed: int =
         return np.sort(rng.choice(n_id, size=min(keep, n_id), replace=False)).astype(np.int64), all_ood
     keep = max(1, round(n_id / ratio)) if n_id else 0
     return all_id, np.sort(rng.choice(n_ood, size=min(keep, n_ood), replace=False)).astype(np.int64)
+
+
+def phase_sets(phases: str, names: Sequence[str]) -> list[str]:
+    """The OOD sets ``names`` in the order of the phase order ``phases`` (one of :data:`STREAM_PHASES`),
+    each matched by its name (case aside; ``dtd`` is ``textures``); a phase without its set, or a set
+    in no phase, is one line.
+
+    >>> phase_sets("ptis", ["iNaturalist", "SUN", "Places", "dtd"])
+    ['Places', 'dtd', 'iNaturalist', 'SUN']
+    """
+    if not isinstance(phases, str) or phases not in STREAM_PHASES:
+        raise InputError(f"unknown stream phases {phases!r}; choose one of {', '.join(STREAM_PHASES)}", param="phases")
+    by_set: dict[str, str] = {}
+    for name in names:
+        key = str(name).lower()
+        by_set[_SET_ALIASES.get(key, key)] = name
+    want = [PHASE_SETS[letter] for letter in phases]
+    missing, extra = [w for w in want if w not in by_set], sorted(set(by_set) - set(want))
+    if missing or extra:
+        raise InputError(
+            f"stream phases {phases!r} run the OOD sets {', '.join(want)}, one phase each; "
+            f"got {', '.join(map(str, names))}" + (f" (missing {', '.join(missing)})" if missing else ""),
+            param="phases",
+        )
+    return [by_set[w] for w in want]
 
 
 #: the stream settings a grid's test-time method (or any caller of :func:`stream_settings`) gets by default
@@ -342,8 +379,12 @@ def run_stream(
     order: str = "shuffled",
     seed: int = 0,
     n_id: int | None = None,
+    reset: bool = True,
 ) -> StreamResult:
     """Feed ``image_emb`` (n, d) to a set-up ``method`` as one stream, from a fresh state.
+
+    ``reset=False``: from the state the method holds instead, as a later phase of a temporal-shift
+    stream goes on from the phase before (:func:`phase_sets`).
 
     The rows are permuted by :func:`stream_order` (``order``, ``seed``), cut into consecutive batches
     of ``stream_batch`` images and scored in that order with :meth:`StreamMethod.score_batch`; the scores come
@@ -368,7 +409,8 @@ def run_stream(
     x = _rows(image_emb, "image_emb")
     n = x.shape[0]
     perm = stream_order(n, order=order, seed=seed, n_id=n_id)
-    method.reset()
+    if reset:
+        method.reset()
     parts = [method.score_batch(x[perm[i : i + stream_batch]]) for i in range(0, n, stream_batch)]
     in_stream = np.concatenate(parts) if parts else np.zeros(0)
     scores = np.empty(n, dtype=np.float64)
@@ -383,6 +425,8 @@ def run_stream(
     }
     if order in SPLIT_ORDERS:
         provenance["n_id"] = n_id
+    if not reset:
+        provenance["reset"] = False
     logger.info("%s: %d images in %d batches of %d (%s)", method.name, n, len(parts), stream_batch, order)
     return StreamResult(scores, perm, provenance, method.state_dict())
 
