@@ -131,6 +131,7 @@ class SynonymFilter:
         self._joined: dict[str, Match] = {}
         self._classes_of: dict[str, set[int]] = {}  # normalised form -> every class it names
         self._variants: dict[str, Match] = {}  # a form's key without its possessive or abbreviations
+        self._variant_plurals: frozenset[str] | None = None  # their plural spellings (built on first use)
         self._genus: dict[str, int] | None = None  # a genus-level name -> the ID class (mapped; built on first use)
         for source in ("clean-name", "wordnet-synonym", "composite-part"):
             for i, wnid in enumerate(self.id_classes.wnids):
@@ -201,8 +202,15 @@ class SynonymFilter:
         """Rule ``variant``: the label and a form equal once the possessive is dropped or an abbreviation
         written out on either side ("Harris's sparrow" = "Harris Sparrow", "potter wheel" = "potter's wheel")."""
         keys = (key, *variant_keys(label)) if "'" in label or "\u2019" in label or "." in label else (key,)
+        if self.plurals and self._variant_plurals is None:  # plural spellings of the variant keys: a set lookup
+            self._variant_plurals = _plurals_of(self._variants)  # spares other labels WordNet's morphy
+        gate = self._variant_plurals or frozenset()
         singular = [
-            f"{h} {b}".strip() for k in keys for h, _, w in [k.rpartition(" ")] if (b := _noun_base(w)) and b != w
+            f"{h} {b}".strip()
+            for k in keys
+            if k in gate
+            for h, _, w in [k.rpartition(" ")]
+            if (b := _noun_base(w)) and b != w
         ]
         match = next((m for k in (*keys, *singular) if (m := self._variants.get(k)) is not None), None)
         if match is None:
