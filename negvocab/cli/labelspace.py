@@ -26,7 +26,7 @@ from negvocab.core.atomic import is_stdout, write_text
 from negvocab.core.errors import InputError
 from negvocab.data.label_space import label_space_file, open_label_space
 from negvocab.labels.imagenet import IdClasses
-from negvocab.labels.labelspace import LabelSpaceMap, class_file_hints, map_label_space
+from negvocab.labels.labelspace import LabelSpaceMap, class_file_hints, class_file_pins, map_label_space
 
 __all__ = [
     "MAP_FORMATS",
@@ -180,7 +180,8 @@ def map_classes(
         check_output(output, overwrite=overwrite)
     opened = open_label_space(classes)
     file_hints = class_file_hints(opened.file) if opened.file is not None else ()
-    mapping = map_label_space(opened.classes, hints=(*file_hints, *(hint or ())), context=context)
+    pins = class_file_pins(opened.file) if opened.file is not None else {}
+    mapping = map_label_space(opened.classes, hints=(*file_hints, *(hint or ())), context=context, pins=pins)
     text = mapping_text(mapping, fmt)
     if output is None:
         typer.echo(text, nl=False)

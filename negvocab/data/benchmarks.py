@@ -17,9 +17,11 @@ Built in (open with :func:`open_benchmark` or ``--ood NAME=ROOT``):
   folder) by a function named as a ``"pkg.module:fn"`` target, with the lists as its inputs.
 
 - ``openood-cifar10``, ``openood-cifar100``, ``openood-fs`` (full-spectrum: covariate-shifted ID sets
-  joined to the ID set), ``imagenet10-vs-imagenet20``, ``imagenet20-vs-imagenet10``,
-  ``imagenet100-vs-imagenet10`` (MCM's hard-OOD splits) and ``ninco-all``: given as data in
-  ``negvocab/resources/benchmarks.toml``, with their ID class lists (``resources/classes/``).
+  joined to the ID set), ``imagenet10-vs-imagenet20``, ``imagenet20-vs-imagenet10`` (MCM's hard-OOD
+  splits), ``imagenet100-vs-imagenet10`` and ``imagenet10-vs-imagenet100`` (OpenOOD-VLM's pairings of
+  MCM's class lists) and ``ninco-all``: given as data in ``negvocab/resources/benchmarks.toml``, with
+  their ID class lists (``resources/classes/``; MCM's own class names for the hard-OOD splits are the
+  lists ``imagenet10_mcm``, ``imagenet20_mcm`` and ``imagenet100_mcm``, for ``--id-classes``).
 
 More are added as data: :func:`register_benchmark` takes a :class:`Benchmark`, a dict (the shape of
 :func:`benchmark_from_dict`) or a lazy ``"pkg.module:attr"`` target; :func:`load_benchmarks` reads

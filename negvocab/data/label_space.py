@@ -4,7 +4,7 @@
 list, as ``score`` reads it from the benchmark: :meth:`~negvocab.data.benchmarks.Benchmark.id_classes`)
 or of a class list shipped in negvocab (``cifar100``). :func:`open_label_space` reads it and, when
 asked, maps its plain class names to WordNet synsets (:func:`negvocab.labels.labelspace.map_label_space`,
-with the hints its file's header names), so that the synonym filter knows their synonyms, hypernyms
+with the hints and pins its file's header names), so that the synonym filter knows their synonyms, hypernyms
 and hyponyms. A label space whose classes all have wnids (ImageNet-1k, a subset, a pinned file) is
 returned as it is: mapping changes nothing there.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import classes_file, get_benchmark
 from negvocab.labels.imagenet import WNID, IdClasses, imagenet1k, read_id_classes
-from negvocab.labels.labelspace import LabelSpaceMap, class_file_hints, map_label_space
+from negvocab.labels.labelspace import LabelSpaceMap, class_file_hints, class_file_pins, map_label_space
 
 __all__ = ["OpenedLabelSpace", "label_space_file", "open_label_space"]
 
@@ -75,7 +75,7 @@ def open_label_space(
     classes = reader(path)
     if not map_wordnet or all(WNID.match(w) for w in classes.wnids):
         return OpenedLabelSpace(classes, path)
-    mapping = map_label_space(classes, hints=(*class_file_hints(path), *hints))
+    mapping = map_label_space(classes, hints=(*class_file_hints(path), *hints), pins=class_file_pins(path))
     return OpenedLabelSpace(mapping.classes, path, mapping)
 
 

@@ -38,6 +38,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from negvocab.core.errors import ResourceError
+from negvocab.labels.wordnet import load_wordnet
+
 __all__ = [
     "CleanResult",
     "clean_label",
@@ -328,7 +331,8 @@ def written_plainly(text: str) -> bool:
     """Whether a label of a user's list is kept as written: a lower-case name without markup whose
     cleaning would only drop a leading article ("the hague", "the star-spangled banner") or
     apostrophe ("'hood"), or drop
-    it as chatter while it has at most three words ("note", "here and now"). Such a line is a name
+    it as chatter while it has at most three words ("note", "here and now"), or that is a WordNet noun
+    as written ("homo sapiens sapiens", not a stutter of "homo sapiens"). Such a line is a name
     a person (or WordNet) wrote on purpose; a decorated line ("1. **Trout** - a fish", "a photo
     of a goldfish", "Koi", "red panda red panda") is cleaned."""
     words = text.split()
@@ -338,7 +342,18 @@ def written_plainly(text: str) -> bool:
     if not _PLAIN.match(rest):  # a leading apostrophe is WordNet's ("'hood")
         return False
     clean = clean_label(text)
-    return clean in (text, rest) or (not clean and len(words) <= 3)
+    return clean in (text, rest) or (not clean and len(words) <= 3) or _wordnet_noun(text)
+
+
+def _wordnet_noun(text: str) -> bool:
+    """Whether ``text`` is a WordNet 3.0 noun as written: a name written on purpose, whatever the cleaning
+    rules would make of it ("homo sapiens sapiens" and "dama dama" are no stutters); False without WordNet."""
+    try:
+        wn = load_wordnet()
+    except ResourceError:
+        return False
+    key = text.replace(" ", "_")
+    return any(key in {x.lower() for x in s.lemma_names()} for s in wn.synsets(key, "n"))
 
 
 def clean_labels_report(raw: Iterable[str], *, keep: Callable[[str], bool] | None = None) -> CleanResult:

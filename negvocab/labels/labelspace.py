@@ -12,13 +12,20 @@ one resolves, by these rules, tried in order on the name (docs/methods.md#any-id
 - ``plural``: the same after WordNet's base form (nltk ``morphy``: "baby back ribs" is not a noun,
   "ribs" -> "rib" is only tried on the whole phrase);
 - ``spelling``: the same after British spellings read as American (:func:`negvocab.labels.spelling.american`);
+- ``possessive``: the same with one word before the last made possessive (an eponym written without
+  it: CUB's "Clark Nutcracker" -> ``clark's_nutcracker.n.01``, "Chuck will Widow" -> ``chuck-will's-widow``);
 - ``head-word``: a name whose last word is a generic head on the rest's own hypernym chain
-  ("maple tree" -> ``maple.n.02``, a tree; "aquarium fish" stays unresolved: an aquarium is no fish).
+  ("maple tree" -> ``maple.n.02``, a tree; "aquarium fish" stays unresolved: an aquarium is no fish);
+- ``hint-word``: with hints, a name none of whose senses lies under one, followed by a hint's word
+  (Pets' "Persian" under "cat": ``persian_cat.n.01``, not the people of Iran).
 
 A name with several noun senses picks one by a stated rule, recorded per class as ``choice``:
 ``hint X`` (the first sense, in WordNet's order, with the hint synset X on its hypernym chain: "bird"
 for CUB, "car" for Cars, "food" for Food-101, "dog"/"cat" for Pets; where hints are given, a name
-none of whose senses lies under one is unresolved: Pets' "Bengal" is in WordNet only as a region);
+none of whose senses lies under one is unresolved: Pets' "Bengal" is in WordNet only as a region; a
+taxon, such as CUB's genus "Sayornis", lies under a hint when its members do). With hints, a name with two
+organisms under them is unresolved (``ambiguous``): CUB's "Tree Sparrow" is the American species,
+WordNet's first sense the Eurasian one, and no rule tells which; the shipped class files pin such names.
 ``only sense``; ``first sense``
 (WordNet's most frequent) when it lies in the label space's domain (the lexicographer file most of its
 single-sense classes share, e.g. ``noun.animal``) or there is no domain; else ``domain L``: of the senses
@@ -26,16 +33,20 @@ in that file L, the one sharing the most hypernyms with the single-sense classes
 WordNet's order): CIFAR-100's "ray" is the fish, not a beam of light, and its "seal" the animal, not
 sealing wax. No rule is right for every name ("baby" there becomes a young mammal): pin a sense with a
 ``name<TAB>wnid`` line (``negvocab map-classes`` writes the mapping in that form, to be corrected).
-A name that resolves by none of the rules keeps its ``custom`` id and is reported, never dropped.
-Hints are given as arguments or in a class file's header (``# hint: bird``, one or more, comma-separated).
+A name that resolves by none of the rules keeps its ``custom`` id and is reported, never dropped;
+its ``choice`` says why (:data:`NOT_IN_WORDNET`, no sense under the hints, ambiguous, synset taken).
+Hints are given as arguments or in a class file's header (``# hint: bird``, one or more, comma-separated),
+and so are pins (``pins=``, or ``# pin: n01536334 Tree Sparrow`` header lines: read only when mapping, so
+scoring reads the file as plain names).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,16 +56,21 @@ from negvocab.core.textfiles import read_text
 from negvocab.labels.imagenet import WNID, IdClasses
 from negvocab.labels.spelling import american
 from negvocab.labels.synonyms import normalise
+from negvocab.labels.taxa import ORGANISMS, is_taxon
+from negvocab.labels.variants import possessive_spellings
 from negvocab.labels.wordnet import load_wordnet
 
 if TYPE_CHECKING:
     from nltk.corpus.reader.wordnet import Synset
 
-__all__ = ["ClassSense", "LabelSpaceMap", "class_file_hints", "map_label_space", "resolve_hint"]
+__all__ = ["ClassSense", "LabelSpaceMap", "class_file_hints", "class_file_pins", "map_label_space", "resolve_hint"]
 
 #: how a class name reached its synset, in the order the rules are tried
-RULES = ("pinned", "exact", "plural", "spelling", "head-word")
+RULES = ("pinned", "exact", "plural", "spelling", "possessive", "head-word", "hint-word")
+#: why a class name maps to no synset (a :class:`ClassSense`'s ``choice`` when unresolved)
+NOT_IN_WORDNET = "no WordNet 3.0 noun by any rule (as written, plural, spelling, possessive, head word)"
 HINT_PREFIX = "hint:"
+PIN_PREFIX = "pin:"
 
 
 @dataclass(frozen=True)
@@ -129,6 +145,7 @@ def map_label_space(
     *,
     hints: Sequence[str] = (),
     context: bool = True,
+    pins: Mapping[str, str] | None = None,
 ) -> LabelSpaceMap:
     """Map each class name to a WordNet 3.0 noun synset (rules and choices: the module docstring).
 
@@ -143,6 +160,9 @@ def map_label_space(
     context
         Let an ambiguous name without a hint sense, whose first sense lies outside the label space's
         domain, take a sense in the domain (see the module docstring); False: always its first sense.
+    pins
+        Class name -> wnid: the sense a class takes whatever the rules say (rule ``pinned``; a class
+        file's ``# pin: WNID NAME`` header lines, :func:`class_file_pins`).
 
     Returns
     -------
@@ -153,24 +173,19 @@ def map_label_space(
     space = classes if isinstance(classes, IdClasses) else IdClasses.from_names(classes)
     wn = load_wordnet()
     hint_synsets = tuple(dict.fromkeys(s for h in dict.fromkeys(hints) for s in resolve_hint(h)))
-    found = [_senses_of(name) if not WNID.match(w) else None for w, name in zip(space.wnids, space.names, strict=True)]
+    hint_words = tuple(dict.fromkeys(_hint_word(h) for h in hints))
+    given = _pinned(space, pins or {})
+    found = [_senses_of(name) if not WNID.match(w) else None for w, name in zip(given, space.names, strict=True)]
     single = [f[1][0] for f in found if f is not None and len(f[1]) == 1]
     domain = _domain(single) if context else None
     out: list[ClassSense] = []
-    for i, (wnid, name) in enumerate(zip(space.wnids, space.names, strict=True)):
+    for i, (wnid, name) in enumerate(zip(given, space.names, strict=True)):
         hit = found[i]
         if hit is None:  # a wnid given with the class
             synset = wn.synset_from_pos_and_offset("n", int(wnid[1:]))
             out.append(_sense(name, synset, "pinned", "pinned", 0))
-        elif not hit[1]:
-            out.append(ClassSense(name, None, None, "unresolved", "", 0))
         else:
-            rule, senses = hit
-            synset, choice = _choose(senses, hint_synsets, domain, single)
-            if synset is None:
-                out.append(ClassSense(name, None, None, "unresolved", choice, len(senses)))
-            else:
-                out.append(_sense(name, synset, rule, choice, len(senses)))
+            out.append(_resolve(name, hit, (hint_synsets, hint_words), domain, single))
     wnids = [s.wnid or space.wnids[i] for i, s in enumerate(out)]
     if len(set(wnids)) < len(wnids):  # two names on one synset: the later keeps its own id
         seen: set[str] = set()
@@ -186,6 +201,59 @@ def map_label_space(
     )
     mapped = IdClasses(tuple(wnids), space.names, synonyms, dataset=space.dataset, mapped=True)
     return LabelSpaceMap(mapped, tuple(out), tuple(dict.fromkeys(h.strip() for h in hints)))
+
+
+def _pinned(space: IdClasses, pins: Mapping[str, str]) -> list[str]:
+    """The classes' wnids with ``pins`` (name -> wnid) in place; a pin naming no class or no noun is refused."""
+    wn = load_wordnet()
+    for name, wnid in pins.items():
+        if name not in space.names:
+            raise InputError(f"pins: {name!r} is no class of {space.dataset} (pin a class by its name)", param="pins")
+        if not WNID.match(wnid):
+            raise InputError(f"pins: {wnid!r} ({name}) is not a wnid (n and 8 digits, e.g. n01440764)", param="pins")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # nltk warns before it returns None; the error below says it
+                known = wn.synset_from_pos_and_offset("n", int(wnid[1:])) is not None
+        except Exception:  # nltk: an unknown offset (older nltk raises, newer returns None)
+            known = False
+        if not known:
+            raise InputError(f"pins: {wnid!r} ({name}) is not a WordNet 3.0 noun synset", param="pins")
+    return [pins.get(name, w) for w, name in zip(space.wnids, space.names, strict=True)]
+
+
+def _resolve(
+    name: str,
+    hit: tuple[str, tuple[Synset, ...]],
+    given: tuple[tuple[Synset, ...], tuple[str, ...]],
+    domain: str | None,
+    single: Sequence[Synset],
+) -> ClassSense:
+    """One class name's sense: by its own senses (:func:`_choose`), else with a hint's word after it
+    ("Persian" under the hint "cat": Persian cat), else unresolved with the reason. ``given``: the
+    hints' synsets and their words."""
+    hints, words = given
+    rule, senses = hit
+    synset, choice = _choose(senses, hints, domain, single) if senses else (None, NOT_IN_WORDNET)
+    if synset is not None:
+        return _sense(name, synset, rule, choice, len(senses))
+    if hints and not choice.startswith("ambiguous"):
+        key = normalise(name.replace("_", " "))
+        for word in words:
+            found = _lookup(load_wordnet(), f"{key} {word}", morphy=False) if key else ()
+            if found:
+                picked, how = _choose(found, hints, domain, single)
+                if picked is not None:
+                    return _sense(name, picked, "hint-word", f"{how}, as '{key} {word}'", len(found))
+    return ClassSense(name, None, None, "unresolved", choice, len(senses))
+
+
+def _hint_word(hint: str) -> str:
+    """The word a hint names: itself, or its synset's first lemma ("bird.n.01", "n01503061": bird)."""
+    text = hint.strip()
+    if WNID.match(text) or ".n." in text:
+        return resolve_hint(text)[0].lemma_names()[0].replace("_", " ").lower()
+    return text.replace("_", " ").lower()
 
 
 def resolve_hint(hint: str) -> tuple[Synset, ...]:
@@ -213,15 +281,39 @@ def resolve_hint(hint: str) -> tuple[Synset, ...]:
 def class_file_hints(path: str | os.PathLike[str]) -> tuple[str, ...]:
     """The hints a class file's header names (``# hint: bird``, comma-separated, one or more lines)."""
     out: list[str] = []
-    for line in read_text(Path(path).expanduser(), "ID classes file").splitlines():
+    for _, body in _header(Path(path).expanduser()):
+        if body.casefold().startswith(HINT_PREFIX):
+            out.extend(h.strip() for h in body[len(HINT_PREFIX) :].split(",") if h.strip())
+    return tuple(out)
+
+
+def class_file_pins(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The senses a class file's header pins (``# pin: WNID NAME``, one a line): name -> wnid.
+
+    Read only when the names are mapped to WordNet, so the file stays a list of names for scoring."""
+    out: dict[str, str] = {}
+    where = Path(path).expanduser()
+    for i, body in _header(where):
+        if body.casefold().startswith(PIN_PREFIX):
+            wnid, _, name = body[len(PIN_PREFIX) :].strip().partition(" ")
+            if not WNID.match(wnid) or not name.strip():
+                raise InputError(
+                    f"{where}: line {i}: {body!r}; a pin is '# pin: WNID NAME' (e.g. # pin: n01536334 Tree Sparrow)"
+                )
+            out[name.strip()] = wnid
+    return out
+
+
+def _header(path: Path) -> list[tuple[int, str]]:
+    """A class file's header: its comment lines before the first class, numbered, without the ``#``."""
+    out: list[tuple[int, str]] = []
+    for i, line in enumerate(read_text(path, "ID classes file").splitlines(), start=1):
         if not line.startswith("#"):
             if line.strip():
                 break
             continue
-        body = line.lstrip("#").strip()
-        if body.casefold().startswith(HINT_PREFIX):
-            out.extend(h.strip() for h in body[len(HINT_PREFIX) :].split(",") if h.strip())
-    return tuple(out)
+        out.append((i, line.lstrip("#").strip()))
+    return out
 
 
 # -- resolving one name ---------------------------------------------------------------------------
@@ -251,6 +343,10 @@ def _senses_of(name: str) -> tuple[str, tuple[Synset, ...]]:
         if plural:
             return "plural" if rule == "exact" else rule, plural
     words = key.split()
+    for spelled in possessive_spellings(words):  # "Clark Nutcracker" -> Clark's nutcracker
+        found = _lookup(wn, " ".join(spelled), morphy=False) or _lookup(wn, " ".join(spelled), morphy=True)
+        if found:
+            return "possessive", found
     if len(words) > 1:
         stem, head = " ".join(words[:-1]), words[-1]
         heads = {head, wn.morphy(head, "n") or head}
@@ -288,6 +384,16 @@ def _above(synset: Synset) -> set[Synset]:
     return {synset, *synset.closure(lambda x: x.hypernyms() + x.instance_hypernyms())}
 
 
+def _hinted(synset: Synset) -> set[Synset]:
+    """The synsets a hint may name above ``synset``: its hypernym chains and, for a taxon (a genus, a
+    family), its members' ("Sayornis" is a bird genus, not a bird: its member, the phoebe, is a bird)."""
+    out = _above(synset)
+    if is_taxon(synset):
+        for member in synset.closure(lambda x: x.member_meronyms() if is_taxon(x) else []):
+            out |= _above(member)
+    return out
+
+
 def _domain(single: Sequence[Synset]) -> str | None:
     """The lexicographer file most single-sense classes share (at least two and a third of them), else None."""
     counts = Counter(s.lexname() for s in single)
@@ -302,10 +408,13 @@ def _choose(
 ) -> tuple[Synset | None, str]:
     """The sense a name takes, and the rule that chose it (see the module docstring); None: hints were
     given and no sense lies under one."""
-    for s in senses if hints else ():
-        hit = next((h for h in hints if h in _above(s)), None)
-        if hit is not None:
-            return s, "only sense" if len(senses) == 1 else f"hint {hit.name()}"
+    under = [s for s in senses if any(h in _hinted(s) for h in hints)] if hints else list(senses)
+    taxa = [s for s in under if s.lexname() in ORGANISMS] if hints else []
+    if len(taxa) > 1:  # "tree sparrow" under "bird": the Eurasian and the American species; no rule knows which
+        return None, f"ambiguous: {len(taxa)} organisms ({', '.join(t.name() for t in taxa)}); pin one (NAME<TAB>WNID)"
+    for s in under if hints else ():
+        hit = next(h for h in hints if h in _hinted(s))
+        return s, "only sense" if len(senses) == 1 else f"hint {hit.name()}"
     if hints:
         return None, f"no sense under the hints (WordNet's first: {senses[0].name()})"
     if len(senses) == 1:

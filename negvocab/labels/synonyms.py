@@ -27,6 +27,9 @@ name (open_clip writes some classes "A / B" or "A (B)": "cardboard box / carton"
 - ``head-word``: a form followed by a generic head word from its own class's WordNet hypernym
   chain ("pomeranian dog", "orca whale", "carton box"; for animals also "breed", "species"),
   unless the whole phrase is a WordNet noun of its own ("leopard cat" stays);
+- ``variant``: equal once a possessive is dropped or an abbreviation written out, in the label or the
+  form (:func:`negvocab.labels.variants.variant_keys`): "Harris's sparrow" = "Harris Sparrow",
+  "chuck-will's-widow" = "Chuck will Widow", "potter wheel" = "potter's wheel", "St. Bernard" = "Saint Bernard";
 - ``decorated``: any rule above after :func:`negvocab.labels.clean.clean_label` removed a
   decoration ("crane (machine)", "gray wolf gray wolf", "1. **Trout** - a fish");
 - ``hyponym`` (source ``wordnet-synset``; only for a label space whose senses were chosen for it, an
@@ -35,8 +38,11 @@ name (open_clip writes some classes "A / B" or "A (B)": "cardboard box / carton"
   sense in the label space's domain (the lexicographer file most ID synsets share: "rainbow trout" is
   food first, a fish in ``noun.animal``), is an ID class's synset (how ``synset``) or below it on a
   hypernym chain ("myrtle warbler" when "warbler" is ID: a kind of an ID class is that class's image
-  too). Tried after every rule above, so ImageNet-1k, not mapped, keeps exactly its removals; the
-  report names the chain (``via``) and each class's hypernyms (``hypernyms``).
+  too). Below a taxon (a genus such as CUB-200's "Sayornis") lie its members: "phoebe" is removed. Also
+  ``genus``: the label is an ID species' genus-level name, a direct hypernym carrying the species
+  name's last word ("nutcracker" beside Clark's nutcracker; :mod:`negvocab.labels.taxa`). Tried after
+  every rule above, so ImageNet-1k, not mapped, keeps exactly its removals but for the ``variant`` rule;
+  the report names the chain (``via``) and each class's hypernyms (``hypernyms``).
 
 Every rule records which class and which form matched (:class:`Match`).
 """
@@ -45,7 +51,6 @@ from __future__ import annotations
 
 import functools
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -54,7 +59,18 @@ from typing import TYPE_CHECKING, Any
 from negvocab.core.errors import InputError
 from negvocab.labels.clean import clean_label, is_plain
 from negvocab.labels.imagenet import WNID, IdClasses, imagenet1k
+from negvocab.labels.keys import ARTICLES, normalise
+from negvocab.labels.plurals import NOUN_SUFFIXES as _NOUN_SUFFIXES
+from negvocab.labels.plurals import irregular_bases as _irregular_bases
+from negvocab.labels.plurals import irregular_plurals as _irregular_plurals
+from negvocab.labels.plurals import noun_base as _noun_base
+from negvocab.labels.plurals import plural_only_singulars as _plural_only_singulars
+from negvocab.labels.plurals import plurals_of as _plurals_of
+from negvocab.labels.plurals import regular_plurals as _regular_plurals
 from negvocab.labels.spelling import american, spelling_words
+from negvocab.labels.taxa import below as below_synset
+from negvocab.labels.taxa import genus_names
+from negvocab.labels.variants import ABBREVIATIONS, variant_keys
 from negvocab.labels.wordnet import load_wordnet
 
 if TYPE_CHECKING:
@@ -63,27 +79,6 @@ if TYPE_CHECKING:
     from negvocab.vocab import Vocabulary
 
 __all__ = ["ARTICLES", "Match", "SPELLING", "SynonymFilter", "american", "composite_parts", "normalise"]
-
-ARTICLES = frozenset({"a", "an", "the"})
-_DROP = re.compile(r"['\u2019\u2018`\u00b4.]")  # apostrophes and periods join: jack-o'-lantern, St. Bernard
-_SPACE = re.compile(r"[^0-9a-z]+")  # everything else separates words
-
-
-def normalise(label: str) -> str:
-    """The matching key of a label: lowercase ASCII words joined by single spaces.
-
-    >>> normalise("The Jack-o'-Lantern")
-    'jack o lantern'
-    >>> normalise("toilet_tissue")
-    'toilet tissue'
-    """
-    text = label.casefold()
-    if not text.isascii():
-        text = "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
-    words = _SPACE.sub(" ", _DROP.sub("", text)).split()
-    if len(words) > 1 and words[0] in ARTICLES and text.lstrip()[len(words[0]) : len(words[0]) + 1].isspace():
-        words = words[1:]  # "the tench", "a goldfish"; not "A-line" (no space after the letter)
-    return " ".join(words)
 
 
 @dataclass(frozen=True)
@@ -135,6 +130,9 @@ class SynonymFilter:
         self._norm: dict[str, Match] = {}
         self._joined: dict[str, Match] = {}
         self._classes_of: dict[str, set[int]] = {}  # normalised form -> every class it names
+        self._variants: dict[str, Match] = {}  # a form's key without its possessive or abbreviations
+        self._variant_plurals: frozenset[str] | None = None  # their plural spellings (built on first use)
+        self._genus: dict[str, int] | None = None  # a genus-level name -> the ID class (mapped; built on first use)
         for source in ("clean-name", "wordnet-synonym", "composite-part"):
             for i, wnid in enumerate(self.id_classes.wnids):
                 name = self.id_classes.names[i]
@@ -153,6 +151,8 @@ class SynonymFilter:
                         self._norm.setdefault(key, match)
                         self._joined.setdefault(key.replace(" ", ""), match)
                         self._classes_of.setdefault(key, set()).add(i)
+                    for variant in variant_keys(form):  # "potter wheel", "saint bernard"
+                        self._variants.setdefault(variant, match)
         # every form in American spelling: a label in either spelling, singular or plural, spaced,
         # hyphenated or joined, meets its class here (the ``spelling`` rule)
         self._spelled: dict[str, Match] = {}
@@ -182,7 +182,11 @@ class SynonymFilter:
         match = self._exact.get(label)
         if match is not None:
             return match
-        match = self._explain_key(normalise(label))
+        key = normalise(label)
+        match = self._explain_key(key)
+        if match is not None:
+            return match
+        match = self._variant_match(label, key)
         if match is not None:
             return match
         if is_plain(label):
@@ -193,6 +197,27 @@ class SynonymFilter:
             if match is not None:
                 return _with_how(self._hinted(match, label), "decorated")
         return None
+
+    def _variant_match(self, label: str, key: str) -> Match | None:
+        """Rule ``variant``: the label and a form equal once the possessive is dropped or an abbreviation
+        written out on either side ("Harris's sparrow" = "Harris Sparrow", "potter wheel" = "potter's wheel")."""
+        keys = (key, *variant_keys(label)) if "'" in label or "\u2019" in label or "." in label else (key,)
+        if self.plurals and self._variant_plurals is None:  # plural spellings of the variant keys: a set lookup
+            self._variant_plurals = _plurals_of(self._variants)  # spares other labels WordNet's morphy
+        gate = self._variant_plurals or frozenset()
+        singular = [
+            f"{h} {b}".strip()
+            for k in keys
+            if k in gate
+            for h, _, w in [k.rpartition(" ")]
+            if (b := _noun_base(w)) and b != w
+        ]
+        match = next((m for k in (*keys, *singular) if (m := self._variants.get(k)) is not None), None)
+        if match is None:
+            match = next((m for k in keys[1:] if (m := self._explain_key(k)) is not None), None)
+        if match is None and key.partition(" ")[0] in ABBREVIATIONS:
+            match = self._explain_key(" ".join(ABBREVIATIONS.get(w, w) for w in key.split()))
+        return _with_how(match, "variant") if match is not None else None
 
     def _hinted(self, match: Match, label: str) -> Match:
         """Of the classes a decorated name names, the one its note points at: a note word on that
@@ -297,7 +322,7 @@ class SynonymFilter:
         }
         if self.hyponyms:  # the rule and the context it used; ImageNet-1k's report (not mapped) is as it was
             for lab, m in removed.items():
-                if m.source == "wordnet-synset":
+                if m.source == "wordnet-synset" and m.how != "genus":
                     out["removed"][lab]["via"] = _chain_to(m.form, m.wnid)
             out["hyponyms"] = True
             out["hypernyms"] = {
@@ -309,7 +334,12 @@ class SynonymFilter:
     def _hyponym_match(self, label: str) -> Match | None:
         """The ID class whose synset is the label's first noun sense, or its first sense in the label
         space's domain, or lies above one of them (rule ``hyponym``)."""
-        senses = _noun_senses(" ".join(label.casefold().replace("_", " ").split())) or _noun_senses(normalise(label))
+        key = normalise(label)
+        genus = self._genus_index()
+        g = genus.get(key, genus.get((_noun_base(key.replace(" ", "_")) or "").replace("_", " "), -1))
+        if g >= 0:  # "nutcracker" beside Clark's nutcracker: the species' genus-level name
+            return Match(self.id_classes.wnids[g], self.id_classes.names[g], key, "wordnet-synset", "genus", g)
+        senses = _noun_senses(" ".join(label.casefold().replace("_", " ").split())) or _noun_senses(key)
         if not senses:
             return None
         below = self._hyponym_index()
@@ -322,6 +352,16 @@ class SynonymFilter:
                 return Match(self.id_classes.wnids[i], self.id_classes.names[i], sense.name(), "wordnet-synset", how, i)
         return None
 
+    def _genus_index(self) -> dict[str, int]:
+        """Every ID species' genus-level names (:func:`negvocab.labels.taxa.genus_names`) -> that class."""
+        if self._genus is None:
+            self._genus = {}
+            for i, wnid in enumerate(self.id_classes.wnids):
+                synset = _synset(wnid) if WNID.match(wnid) else None
+                for name in genus_names(synset) if synset is not None else ():
+                    self._genus.setdefault(normalise(name), i)
+        return self._genus
+
     def _domain(self) -> str | None:
         """The lexicographer file most ID class synsets share (two or more, and a third of them), else None:
         WordNet lists the food sense of many fish first ("rainbow trout"), the animal is in the domain."""
@@ -333,15 +373,15 @@ class SynonymFilter:
         return self._lexname or None
 
     def _hyponym_index(self) -> dict[int, int]:
-        """Every synset offset at or below an ID class's synset (hyponyms and instances) -> that class
-        (the first class in order, when a synset lies below two)."""
+        """Every synset offset at or below an ID class's synset (hyponyms, instances and a taxon's members)
+        -> that class (the first class in order, when a synset lies below two)."""
         if self._below is None:
             below: dict[int, int] = {}
             for i, wnid in enumerate(self.id_classes.wnids):
                 top = _synset(wnid) if WNID.match(wnid) else None
                 if top is None:
                     continue
-                for s in (top, *top.closure(lambda x: x.hyponyms() + x.instance_hyponyms())):
+                for s in below_synset(top):  # members of a genus too: the phoebe of "Sayornis"
                     below.setdefault(s.offset(), i)
             self._below = below
         return self._below
@@ -447,60 +487,6 @@ class SynonymFilter:
         return self._plural_keys
 
 
-def _plurals_of(keys: Iterable[str]) -> frozenset[str]:
-    """Every plural spelling of each key: its last word's regular and irregular plurals."""
-    irregular = _irregular_plurals()
-    out: set[str] = set()
-    for key in keys:
-        head, _, last = key.rpartition(" ")
-        prefix = f"{head} " if head else ""
-        out.update(prefix + p for p in (*_regular_plurals(last), *irregular.get(last, ())))
-        out.update(irregular.get(key, ()))
-    return frozenset(out)
-
-
-def _regular_plurals(word: str) -> list[str]:
-    """Spellings that nltk's noun suffix rules turn into ``word`` (the rules read backwards)."""
-    out = [word + "s", word + "es"]
-    if word.endswith("y"):
-        out.append(word[:-1] + "ies")
-    if word.endswith("f"):
-        out.append(word[:-1] + "ves")
-    if word.endswith("man"):
-        out.append(word[:-3] + "men")
-    return out
-
-
-@functools.cache
-def _noun_exceptions() -> tuple[tuple[str, str], ...]:
-    """WordNet's noun exception list (``noun.exc``) as normalised (irregular plural, base) pairs."""
-    pairs: list[tuple[str, str]] = []
-    with load_wordnet().open("noun.exc") as fh:
-        for line in fh:
-            inflected, *bases = line.split()
-            pairs.extend((normalise(inflected), normalise(base)) for base in bases)
-    return tuple(pairs)
-
-
-@functools.cache
-def _irregular_plurals() -> dict[str, tuple[str, ...]]:
-    """Base form -> its irregular plurals."""
-    out: dict[str, list[str]] = {}
-    for inflected, base in _noun_exceptions():
-        out.setdefault(base, []).append(inflected)
-    return {base: tuple(forms) for base, forms in out.items()}
-
-
-@functools.cache
-def _irregular_bases() -> dict[str, tuple[str, ...]]:
-    """Irregular plural -> every base form it has (``morphy`` gives only one, and none for a
-    plural that is also a word of its own, such as "oxen")."""
-    out: dict[str, list[str]] = {}
-    for inflected, base in _noun_exceptions():
-        out.setdefault(inflected, []).append(base)
-    return {inflected: tuple(bases) for inflected, bases in out.items()}
-
-
 #: British spelling -> American whole-word pairs (kept for older imports; the rules and pairs are
 #: the data of negvocab/resources/spelling.tsv, read by :mod:`negvocab.labels.spelling`)
 SPELLING = spelling_words()
@@ -549,41 +535,6 @@ def _other_wordnet_noun(key: str, wnid: str) -> bool:
     return bool(synsets) and all(s.offset() != int(wnid[1:]) for s in synsets)
 
 
-#: nltk's (and WordNet's) regular noun suffix rules: plural ending -> singular ending
-_NOUN_SUFFIXES = (
-    ("s", ""),
-    ("ses", "s"),
-    ("ves", "f"),
-    ("xes", "x"),
-    ("zes", "z"),
-    ("ches", "ch"),
-    ("shes", "sh"),
-    ("ies", "y"),
-)
-
-
-def _plural_only_singulars(key: str, wnid: str) -> list[str]:
-    """Singulars of ``key`` (a form whose last word is a regular plural) that name the class."""
-    head, _, last = key.rpartition(" ")
-    if len(last) < 4 or not last.endswith("s") or last.endswith("ss"):
-        return []
-
-    wn = load_wordnet()
-    synset = wn.synset_from_pos_and_offset("n", int(wnid[1:]))
-    related = {synset, *synset.part_meronyms(), *synset.member_meronyms(), *synset.substance_meronyms(),
-               *synset.hyponyms(), *synset.hypernyms(), *synset.part_holonyms()}  # fmt: skip
-    out = []
-    for suffix, ending in _NOUN_SUFFIXES:
-        base = last[: -len(suffix)] + ending if last.endswith(suffix) else ""
-        if not base or base == last or not wn.synsets(base, "n"):
-            continue
-        singular = f"{head} {base}".strip()
-        senses = wn.synsets(singular.replace(" ", "_"), "n")
-        if not senses or senses[0] in related:  # "baluster"; not "bar" (a barroom first)
-            out.append(singular)
-    return out
-
-
 @functools.cache
 def _synset(wnid: str) -> Synset | None:
     """The WordNet 3.0 noun synset of a wnid, or None (not a noun offset)."""
@@ -630,9 +581,3 @@ def _chain_to(synset_name: str, wnid: str) -> list[str]:
 
 def _with_how(match: Match, how: str) -> Match:
     return Match(match.wnid, match.name, match.form, match.source, how, match.class_index)
-
-
-@functools.lru_cache(maxsize=200_000)
-def _noun_base(word: str) -> str | None:
-    """WordNet's base noun form of ``word`` (nltk ``morphy``), or ``None`` if WordNet has none."""
-    return load_wordnet().morphy(word, "n")

@@ -490,11 +490,15 @@ class Vocabulary(BaseModel):
             labels = report.labels
             if report.changed or report.dropped:
                 settings["label_cleaning"] = report.to_settings()
-                logger.info(
-                    "%s: %d labels cleaned, %d lines dropped as no label (settings.label_cleaning)",
+                example = next(iter(report.changed.items()), None)
+                logger.warning(
+                    "%s: %d labels rewritten on reading%s, %d lines dropped as no label (settings.label_cleaning; "
+                    "a first line %r reads every label as written)",
                     path,
                     len(report.changed),
+                    f" (e.g. {example[0]!r} -> {example[1]!r})" if example else "",
                     len(report.dropped),
+                    VERBATIM_LINE,
                 )
         if raw and not labels:
             raise InputError(

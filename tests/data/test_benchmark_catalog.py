@@ -1,5 +1,5 @@
 """The built-in benchmarks given as data (negvocab/resources/benchmarks.toml): OpenOOD v1.5's CIFAR-10/100
-and full-spectrum ImageNet-1k, MCM's hard-OOD ImageNet-10/20/100 splits and NINCO, each opened from a tiny
+and full-spectrum ImageNet-1k, the hard-OOD ImageNet-10/20/100 splits (MCM's and OpenOOD-VLM's) and NINCO, each opened from a tiny
 root built here in the real layout (OpenOOD's ``path label`` image lists, MCM's ImageFolder class folders,
 NINCO's tarball folders), with its ID set, ID classes and groups."""
 
@@ -95,6 +95,68 @@ def test_hard_ood_splits_open_mcms_class_folders(tmp_path, bench, id_folder, ood
     assert sets.id is not None and sets.id.labels == list(classes.wnids[:2])
     assert [len(s) for s in sets.values()] == [2] and list(sets.groups.values()) == ["near"]
     assert id_classes_of(sets.id) == classes
+
+
+def test_openood_vlm_imagenet10_split_opens_near_and_far(tmp_path):
+    b = get_benchmark("imagenet10-vs-imagenet100")
+    classes = b.id_classes()
+    assert classes is not None and len(classes) == 10
+    _image(tmp_path / "ImageNet10/val" / classes.wnids[0] / "a.JPEG", 0)
+    _image(tmp_path / "ImageNet20/val/n04147183/b.JPEG", 1)
+    _image(tmp_path / "ImageNet100/val/n01498041/c.JPEG", 2)
+    _image(tmp_path / "ImageNet100/val/n01518878/d.JPEG", 3)
+    sets = open_ood_sets([f"imagenet10-vs-imagenet100={tmp_path}"])
+    assert sets.groups == {"imagenet-20": "near", "imagenet-100": "far"}
+    assert [len(s) for s in sets.values()] == [1, 2] and sets.id is not None and len(sets.id) == 1
+
+
+#: who pairs which hard-OOD split, read from the sources: MCM's eval_ood_detection.py (out_datasets per
+#: in_dataset: ImageNet10 -> ImageNet20, ImageNet20 -> ImageNet10, ImageNet100 -> the MOS four) and
+#: OpenOOD-VLM's configs/datasets/hardood/imagenet_100.yml (ImageNet-10) and imagenet_10.yml (ImageNet-20, -100)
+PAIRED_BY = {
+    "imagenet10-vs-imagenet20": "Ming et al., MCM",
+    "imagenet20-vs-imagenet10": "Ming et al., MCM",
+    "imagenet100-vs-imagenet10": "OpenOOD-VLM",
+    "imagenet10-vs-imagenet100": "OpenOOD-VLM",
+}
+
+
+@pytest.mark.parametrize(("bench", "credit"), sorted(PAIRED_BY.items()))
+def test_hard_ood_splits_credit_who_paired_them(bench, credit):
+    b = get_benchmark(bench)
+    assert b.source.startswith(credit), b.source
+    if credit == "OpenOOD-VLM":
+        assert "OpenOOD-VLM" in b.title and "configs/datasets/hardood/imagenet_1" in b.source
+
+
+#: MCM's data/ImageNet10/ImageNet-10-classlist.csv and data/ImageNet20/ImageNet-20-classlist.csv (commit ea7130f),
+#: its names written without spaces: the shipped lists take MCM's names from utils/common.py, with spaces
+MCM_CSV = {
+    "imagenet10_mcm": "n04552348,warplane n04285008,sportscar n01530575,bramblingbird n02123597,Siamesecat "
+    "n02422699,antelope n02107574,swissmountaindog n01641577,bullfrog n03417042,garbagetruck n02389026,horse "
+    "n03095699,containership",
+    "imagenet20_mcm": "n04147183,sailboat n02951358,canoe n02782093,balloon n04389033,tank n03773504,missile "
+    "n02917067,bullettrain n02317335,starfish n01632458,spottedsalamander n01630670,commonnewt n01631663,eft "
+    "n02391049,zebra n01693334,greenlizard n01697457,Africancrocodile n02120079,Arcticfox n02114367,timberwolf "
+    "n02132136,brownbear n03785016,moped n04310018,steamlocomotive n04266014,spaceshuttle n04252077,snowmobile",
+}
+
+
+@pytest.mark.parametrize("name", ["imagenet10_mcm", "imagenet20_mcm", "imagenet100_mcm"])
+def test_mcm_class_names_ship_for_the_hard_ood_splits(name):
+    from negvocab.data.label_space import open_label_space
+
+    classes = open_label_space(name).classes
+    plain = get_benchmark({"imagenet10_mcm": "imagenet10-vs-imagenet20", "imagenet20_mcm": "imagenet20-vs-imagenet10",
+                           "imagenet100_mcm": "imagenet100-vs-imagenet10"}[name]).id_classes()  # fmt: skip
+    assert plain is not None and classes.wnids == plain.wnids  # the benchmark's classes, in its label order
+    if name in MCM_CSV:
+        csv = dict(x.split(",") for x in MCM_CSV[name].split())
+        assert {w: n.replace(" ", "") for w, n in zip(classes.wnids, classes.names, strict=True)} == csv
+        assert classes.names != plain.names  # MCM's own names, not negvocab's ImageNet-1k ones
+    else:  # Keras's imagenet_class_index.json names, as MCM's obtain_ImageNet100_classes reads them
+        named = dict(zip(classes.wnids, classes.names, strict=True))
+        assert [named[w] for w in ("n01498041", "n03000684", "n02113186")] == ["stingray", "chain saw", "Cardigan"]
 
 
 def test_the_hard_ood_splits_do_not_overlap():

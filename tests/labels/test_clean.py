@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 import negvocab
-from negvocab.labels.clean import clean_label, clean_labels, clean_labels_report, parse_label_list, split_glued
+from negvocab.labels.clean import (
+    clean_label,
+    clean_labels,
+    clean_labels_report,
+    parse_label_list,
+    split_glued,
+    written_plainly,
+)
 from negvocab.llm import text as llm_text
 
 DATA = Path(__file__).with_name("data")
@@ -245,6 +252,29 @@ REAL_FAILURES = json.loads((DATA / "real_failures.json").read_text(encoding="utf
 def test_stutters_collapse_and_doubled_word_names_stay(raw, clean):
     assert clean_label(raw) == clean
     assert clean_label(clean) == clean  # idempotent
+
+
+def test_a_wordnet_noun_with_a_doubled_word_is_read_as_written(wn, tmp_path, caplog):
+    """Every WordNet noun lemma whose words repeat ("homo sapiens sapiens", "dama dama"), found in
+    ``index.noun`` here, is kept as written by a vocabulary file; a stutter that is no noun is cleaned,
+    with a warning that names it."""
+    doubled = []
+    with wn.root.join("index.noun").open() as fh:
+        for raw in fh:
+            if raw.startswith(b"  "):
+                continue
+            words = raw.decode("utf-8").split(" ", 1)[0].split("_")
+            if any(a == b for a, b in zip(words, words[1:], strict=False)) and all(w.isalpha() for w in words):
+                doubled.append(" ".join(words))
+    assert "homo sapiens sapiens" in doubled and len(doubled) > 30
+    assert clean_label("homo sapiens sapiens") == "homo sapiens"  # the stutter rule alone would rewrite it
+    assert all(written_plainly(x) for x in doubled), [x for x in doubled if not written_plainly(x)]
+    path = tmp_path / "mine.txt"
+    path.write_text("homo sapiens sapiens\ndama dama\nred panda red panda\n", encoding="utf-8")
+    vocab = negvocab.Vocabulary.load(path)
+    assert vocab.labels == ["homo sapiens sapiens", "dama dama", "red panda"]
+    assert vocab.settings["label_cleaning"]["changed"] == {"red panda red panda": "red panda"}
+    assert "1 labels rewritten on reading (e.g. 'red panda red panda' -> 'red panda')" in caplog.text
 
 
 def test_a_note_that_says_similar_never_drops_or_splits_its_list():

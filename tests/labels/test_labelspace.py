@@ -16,8 +16,9 @@ import pytest
 
 from negvocab.core.errors import InputError
 from negvocab.labels.imagenet import IdClasses, imagenet1k, read_id_classes
-from negvocab.labels.labelspace import class_file_hints, map_label_space, resolve_hint
+from negvocab.labels.labelspace import NOT_IN_WORDNET, class_file_hints, class_file_pins, map_label_space, resolve_hint
 from negvocab.labels.synonyms import SynonymFilter
+from tests.labels.conftest import data_noun
 
 CIFAR100 = Path(str(resources.files("negvocab").joinpath("resources", "classes", "cifar100.txt")))
 CUB = ["Black_footed_Albatross", "Red_winged_Blackbird", "Cardinal", "Pied_billed_Grebe", "Tennessee_Warbler"]
@@ -43,17 +44,10 @@ def _index(wn) -> dict[str, list[int]]:
 @functools.cache
 def _hypernyms(wn) -> dict[int, list[int]]:
     """``data.noun``: offset -> the offsets its ``@`` and ``@i`` (instance) hypernym pointers name."""
-    out = {}
-    with wn.root.join("data.noun").open() as fh:
-        for raw in fh:
-            if raw.startswith(b"  "):
-                continue
-            f = raw.decode("utf-8").split(" ")
-            n_words = int(f[3], 16)
-            k = 4 + 2 * n_words
-            pointers = [(f[k + 1 + 4 * j], int(f[k + 2 + 4 * j]), f[k + 3 + 4 * j]) for j in range(int(f[k]))]
-            out[int(f[0])] = [off for sym, off, pos in pointers if sym in ("@", "@i") and pos == "n"]
-    return out
+    return {
+        offset: [off for sym, off, pos in pointers if sym in ("@", "@i") and pos == "n"]
+        for offset, _, pointers in data_noun(wn)
+    }
 
 
 def _above(wn, offset: int) -> set[int]:
@@ -243,3 +237,97 @@ def test_imagenet_is_not_mapped_so_its_filter_is_as_it_was(synfilter, neglabel_p
     _, removed = synfilter.split(texts)
     assert len(removed) == 758 and not any(m.source == "wordnet-synset" for m in removed.values())
     assert "hyponyms" not in synfilter.report([], removed)
+
+
+# -- the shipped fine-grained label spaces ---------------------------------------------------------
+#: a pinned class -> the scientific name (or, for breeds, the lemma) its WordNet synset must carry; by hand
+PINNED = {
+    "cub200": {
+        "Tree Sparrow": "Spizella_arborea",
+        "Rock Wren": "Salpinctes_obsoletus",
+        "Ovenbird": "Seiurus_aurocapillus",
+        "Common Raven": "Corvus_corax",
+        "Northern Fulmar": "Fulmarus_glacialis",
+        "American Goldfinch": "Spinus_tristis",
+        "European Goldfinch": "Carduelis_carduelis",
+        "Northern Flicker": "Colaptes_auratus",
+        "Red headed Woodpecker": "Melanerpes_erythrocephalus",
+        "Scissor tailed Flycatcher": "Muscivora-forficata",
+        "Frigatebird": "frigate_bird",
+        "Eastern Towhee": "Pipilo_erythrophthalmus",
+        "Tree Swallow": "Iridoprocne_bicolor",
+    },
+    "oxford_pets": {
+        "Japanese Chin": "Japanese_spaniel",
+        "German Shorthaired": "German_short-haired_pointer",
+        "Leonberger": "Leonberg",
+        "Wheaten Terrier": "soft-coated_wheaten_terrier",
+    },
+    "food101": {"chicken wings": "chicken_wing", "beef tartare": "steak_tartare"},
+}
+
+
+@pytest.mark.parametrize(
+    ("space", "at_least", "wrong"),
+    [
+        # WordNet's first senses that are another species or no animal at all: none may be taken
+        ("cub200", 84, {"Tree Sparrow": "tree_sparrow.n.01", "Rock Wren": "rock_wren.n.01"}),
+        ("oxford_pets", 25, {"Bengal": "bengal.n.01", "Bombay": "mumbai.n.01", "Persian": "irani.n.01"}),
+        ("food101", 54, {}),
+        ("stanford_cars", 0, {}),
+    ],
+)
+def test_shipped_label_spaces_map_without_a_wrong_sense(wn, space, at_least, wrong):
+    from negvocab.data.label_space import open_label_space
+
+    m = open_label_space(space, map_wordnet=True).mapping
+    assert m is not None and m.n_resolved >= at_least
+    by_name = {s.name: s for s in m.senses}
+    for name, synset in wrong.items():
+        assert by_name[name].synset != synset, by_name[name]
+    for name, lemma in PINNED.get(space, {}).items():
+        s = by_name[name]
+        assert s.rule == "pinned" and lemma in wn.synset(s.synset).lemma_names(), s
+    for s in m.senses:  # every name that maps to none says why
+        assert s.resolved or s.choice, s
+    if space == "stanford_cars":  # make, model and year: WordNet names no car model
+        assert {s.choice for s in m.senses} == {NOT_IN_WORDNET}
+
+
+def test_possessive_hint_word_and_ambiguous_species(wn):
+    birds = map_label_space(["Clark Nutcracker", "Chuck will Widow", "Tree Sparrow", "Sayornis"], hints=["bird"])
+    nutcracker, widow, sparrow, genus = birds.senses
+    assert (nutcracker.synset, nutcracker.rule) == ("clark's_nutcracker.n.01", "possessive")
+    assert widow.synset == "chuck-will's-widow.n.01"
+    # two birds are "tree sparrow" in WordNet (index.noun lists two senses, both under bird): neither is taken
+    assert len(_index(wn)["tree_sparrow"]) == 2
+    assert all(_index(wn)["bird"][0] in _above(wn, o) for o in _index(wn)["tree_sparrow"])
+    assert not sparrow.resolved and sparrow.choice.startswith("ambiguous: 2 organisms")
+    assert genus.synset == "sayornis.n.01"  # a bird genus: its member, the phoebe, is a bird
+    assert map_label_space(["Tree Sparrow"]).senses[0].synset == "tree_sparrow.n.01"  # no hint: as before
+    cats = map_label_space(["Persian", "Bengal"], hints=["dog", "cat"])
+    assert (cats.senses[0].synset, cats.senses[0].rule) == ("persian_cat.n.01", "hint-word")
+    assert not cats.senses[1].resolved
+
+
+def test_pins_in_a_class_file_header(tmp_path):
+    from negvocab.data.label_space import open_label_space
+
+    path = tmp_path / "birds.txt"
+    path.write_text("# hint: bird\n# pin: n01536334 Tree Sparrow\nTree Sparrow\nRock Wren\n", encoding="utf-8")
+    assert class_file_pins(path) == {"Tree Sparrow": "n01536334"}
+    plain = read_id_classes(path)  # scoring reads names: the pin is a comment there
+    assert not plain.mapped and plain.names == ("Tree Sparrow", "Rock Wren")
+    m = open_label_space(path, map_wordnet=True).mapping
+    assert [(s.synset, s.rule) for s in m.senses] == [("tree_sparrow.n.02", "pinned"), (None, "unresolved")]
+    for line, says in [
+        ("# pin: n0153 Tree Sparrow", "line 1: 'pin: n0153 Tree Sparrow'; a pin is"),
+        ("# pin: n01536334", "a pin is"),
+    ]:
+        path.write_text(f"{line}\nTree Sparrow\n", encoding="utf-8")
+        with pytest.raises(InputError, match=says):
+            class_file_pins(path)
+    with pytest.raises(InputError, match=r"pins: 'Song Sparrow' is no class"):
+        map_label_space(["Tree Sparrow"], pins={"Song Sparrow": "n01536334"})
+    with pytest.raises(InputError, match=r"pins: 'n99999999' \(Tree Sparrow\) is not a WordNet 3.0 noun"):
+        map_label_space(["Tree Sparrow"], pins={"Tree Sparrow": "n99999999"})
