@@ -1,7 +1,7 @@
 """The built-in benchmarks given as data (negvocab/resources/benchmarks.toml): OpenOOD v1.5's CIFAR-10/100
 and full-spectrum ImageNet-1k, the hard-OOD ImageNet-10/20/100 splits (MCM's and OpenOOD-VLM's) and
-NINCO, each opened from a tiny root built here in the real layout (OpenOOD's ``path label`` image lists, MCM's ImageFolder class folders,
-NINCO's tarball folders), with its ID set, ID classes and groups."""
+NINCO, each opened from a tiny root built here in the real layout (OpenOOD's ``path label`` image lists,
+MCM's ImageFolder class folders, NINCO's tarball folders), with its ID set, ID classes and groups."""
 
 from __future__ import annotations
 
