@@ -124,8 +124,9 @@ def interneg_reference(noun_list, adj_list, classnames, images, total_ood_num, f
     selected_adj_text = [can_list_adj[i] for i in indice_sim_adj[:adj_num]]
     selected_noun_text = [can_list_noun[i] for i in indice_sim_noun[:noun_num]]
     if features is not None:
-        feats = {name: f for name, f in zip(adj_list, text_encoder(["This is a " + n + " photo." for n in adj_list]))}
-        feats.update(zip(noun_list, text_encoder(["The nice " + name + "." for name in noun_list])))
+        adj_feats = text_encoder(["This is a " + name + " photo." for name in adj_list])
+        feats = dict(zip(adj_list, adj_feats, strict=True))
+        feats.update(zip(noun_list, text_encoder(["The nice " + name + "." for name in noun_list]), strict=True))
         features["text"] = np.stack([feats[x].numpy() for x in selected_adj_text + selected_noun_text])
     return selected_adj_text + selected_noun_text, len(can_list_adj), len(can_list_noun)
 
