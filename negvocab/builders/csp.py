@@ -167,12 +167,16 @@ def _synonym_filtered(order: list[int], texts: list[str], id_classes: IdClasses)
     return [i for i in order if texts[i] in allowed], filtered.settings["synonym_filter"]
 
 
-def csp_departures(*, reduce: str, synonym_filter: bool, ratio: float | None, held_once: int = 0) -> list[str]:
+def csp_departures(
+    *, reduce: str, synonym_filter: bool, ratio: float | None, held_once: int = 0, templates: str = "csp"
+) -> list[str]:
     """What a CSP build does that CSP's code does not (empty: CSP's construction), for its record."""
     out = []
     if held_once:
         out.append(f"{held_once} labels CSP's code selects twice (as a noun and conjugated) held once")
-    if reduce != "raw_mean":
+    if templates != "csp":
+        out.append(f"templates {templates} (CSP's code: csp)")
+    elif reduce != "raw_mean":
         out.append(f"templates reduced by {reduce} (CSP's code: raw_mean)")
     if synonym_filter:
         out.append("synonym filter on (CSP's code has none: the pool and the ratio's cut change)")
@@ -284,6 +288,6 @@ def build_csp_vocabulary(
     if report is not None:
         settings["synonym_filter"] = report
     settings["departures_from_csp"] = csp_departures(
-        reduce=tset.reduce, synonym_filter=synonym_filter, ratio=ratio, held_once=len(again)
+        reduce=tset.reduce, synonym_filter=synonym_filter, ratio=ratio, held_once=len(again), templates=tset.name
     )
     return Vocabulary.from_labels([texts[i] for i in picked], source="csp", meta=meta, settings=settings)

@@ -291,8 +291,9 @@ def test_through_the_registry_and_the_cli(tiny, tmp_path):
     assert (b.ranked, b.deployable, sorted(b.needs)) == (True, True, ["vlm"])
     with pytest.raises(InputError, match="^builder 'csp': quantile = 95: must be a quantile level in"):
         negvocab.build_vocabulary("csp", vlm=tiny, quantile=95)
-    r = CliRunner().invoke(app, ["build", "csp", "--help"])
-    assert r.exit_code == 0 and "--superclasses" in r.output and "--ratio" in r.output
+    r = CliRunner().invoke(app, ["build", "csp", "--help"], env={"COLUMNS": "300"})
+    assert r.exit_code == 0 and "--superclasses" in r.output and "--ratio" in r.output and "--authors" in r.output
+    assert "counted before the synonym filter (CSP's code: 0.15 with no filter; --authors sets both)" in r.output
 
 
 def test_the_generic_cli_command_builds_a_csp_vocabulary(tmp_path):
@@ -309,6 +310,22 @@ def test_the_generic_cli_command_builds_a_csp_vocabulary(tmp_path):
     assert v.source == "csp" and v.settings["seed"] == 2 and v.settings["ratio"] == 0.5
     n = v.settings["n_candidates"]
     assert len(v) == int(n["nouns"] * 0.5) + int(n["adjectives"] * 0.5)
+    assert v.settings["departures_from_csp"][:2] == [
+        "templates single (CSP's code: csp)",
+        "synonym filter on (CSP's code has none: the pool and the ratio's cut change)",
+    ]  # the default filters, and says so
+    r = CliRunner().invoke(app, [*argv, "--authors", "-o", str(tmp_path / "authors.json")])
+    assert r.exit_code == 0, r.output
+    assert "negvocab score --method neglabel --grouping neglabel --groups 100 --seed 0 --templates csp" in r.output
+    a = negvocab.Vocabulary.load(tmp_path / "authors.json")
+    assert (a.settings["ratio"], a.settings["seed"], "synonym_filter" in a.settings) == (0.15, 0, False)
+    assert a.settings["departures_from_csp"] == ["templates single (CSP's code: csp)"]  # given here: it stays
+    r = CliRunner().invoke(app, [*argv, "--authors", "--ratio", "0.5", "-o", str(tmp_path / "mine.json")])
+    assert r.exit_code == 0, r.output
+    assert negvocab.Vocabulary.load(tmp_path / "mine.json").settings["departures_from_csp"] == [
+        "templates single (CSP's code: csp)",
+        "ratio 0.5 (CSP's code: 0.15)",
+    ]  # what the command line gives wins over the preset
     r = CliRunner().invoke(app, [*argv, "--quantile", "95", "-o", str(tmp_path / "bad.json")])
     assert r.exit_code == 2 and "--quantile = 95.0: must be a quantile level in (0, 1]" in r.output
 
