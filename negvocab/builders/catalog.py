@@ -506,7 +506,7 @@ class CspOptions(_PoolOptions):
     id_classes: _IdClassesFile = None
     max_similarity: float = Field(0.95, ge=-1, le=1, description="a cosine in [-1, 1] (nearer an ID class: last)")
     synonym_filter: bool = Field(
-        True, description="drop ID synonyms and near-copies before the cut (negvocab's; CSP's code has no filter)"
+        True, description="drop the ID classes' synonyms before the cut (negvocab's; CSP's code has no filter)"
     )
     batch_size: _BatchSize = None
     progress: _Progress = None
