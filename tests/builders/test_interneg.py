@@ -243,3 +243,16 @@ def test_through_the_registry_with_class_folders(tiny, tmp_path):
         templates="single",
     )
     assert direct == v
+
+
+@pytest.mark.parametrize("name", ["csp", "interneg"])
+def test_the_authors_preset_names_real_options_with_allowed_values(name, tmp_path):
+    from negvocab.builders.authors import AUTHORS
+
+    preset = AUTHORS[name]
+    b = negvocab.get_builder(name)
+    assert set(preset.build) <= set(b.options.model_fields) and preset.build["synonym_filter"] is False
+    required = {"id_images": tmp_path} if name == "interneg" else {}
+    opts = b.options(**preset.build, **required)  # the options model accepts every value
+    assert {k: getattr(opts, k) for k in preset.build} == dict(preset.build)
+    assert preset.score.endswith(f"--templates {preset.build['templates']}")  # scored as it was built
