@@ -167,6 +167,20 @@ def _synonym_filtered(order: list[int], texts: list[str], id_classes: IdClasses)
     return [i for i in order if texts[i] in allowed], filtered.settings["synonym_filter"]
 
 
+def _meta(
+    picked: list[int], cands: list[Candidate], texts: list[str], distances: np.ndarray, drawn: list[str], n_nouns: int
+) -> dict[str, dict[str, Any]]:
+    """Each picked label's meta: rank, distance, pos, lexname, synset; adjective and superclass if conjugated."""
+    meta: dict[str, dict[str, Any]] = {}
+    for rank, i in enumerate(picked, start=1):
+        c = cands[i]
+        meta[texts[i]] = {"rank": rank, "distance": float(distances[i]), "pos": "n" if i < n_nouns else "a"}
+        meta[texts[i]].update(lexname=c.lexname, synset=c.synset)
+        if i >= n_nouns:
+            meta[texts[i]].update(adjective=c.text, superclass=drawn[i - n_nouns])
+    return meta
+
+
 def csp_departures(
     *, reduce: str, synonym_filter: bool, ratio: float | None, held_once: int = 0, templates: str = "csp"
 ) -> list[str]:
@@ -260,13 +274,7 @@ def build_csp_vocabulary(
                 f"asked for {size} labels but the filtered CSP ranking has only {len(picked)}", param="size"
             )
         picked = picked[:size]
-    meta: dict[str, dict[str, Any]] = {}
-    for rank, i in enumerate(picked, start=1):
-        c = nouns[i] if i < len(nouns) else adjectives[i - len(nouns)]
-        meta[texts[i]] = {"rank": rank, "distance": float(distances[i]), "pos": pos[i], "lexname": c.lexname}
-        meta[texts[i]]["synset"] = c.synset
-        if i >= len(nouns):
-            meta[texts[i]].update(adjective=c.text, superclass=drawn[i - len(nouns)])
+    meta = _meta(picked, nouns + adjectives, texts, distances, drawn, len(nouns))
     settings: dict[str, Any] = {
         "model": vlm.identity,
         "random_weights": vlm.random_weights,

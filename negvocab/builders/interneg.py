@@ -41,6 +41,7 @@ __all__ = [
     "build_interneg_vocabulary",
     "class_prototypes",
     "exact_deduplication",
+    "interneg_departures",
     "interneg_margins",
     "interneg_split",
     "shots_per_class",
@@ -106,6 +107,25 @@ def exact_deduplication(cands: Sequence[Candidate], id_names: Sequence[str]) -> 
     names = set(id_names)
     kept = [c for c in cands if c.text not in names]
     return kept, len(cands) - len(kept)
+
+
+def _pool(
+    candidates: Iterable[Candidate | str], id_classes: IdClasses, synonym_filter: bool
+) -> tuple[list[Candidate], int]:
+    """The candidates InterNeg's criterion sees: exact ID names dropped (:func:`exact_deduplication`),
+    then synonym-filtered where asked; and how many exact ID names went."""
+    cands, exact = exact_deduplication(_as_candidates(candidates), id_classes.names)
+    if synonym_filter:
+        plain = Vocabulary.from_labels([c.text for c in cands], source="interneg")
+        kept_texts = set(SynonymFilter(id_classes).apply(plain).labels)
+        cands = [c for c in cands if c.text in kept_texts]
+    return cands, exact
+
+
+def interneg_departures(synonym_filter: bool, split: str) -> list[str]:
+    """What an InterNeg build does that InterNeg's code does not (empty: its construction), for its record."""
+    out = ["synonym filter on (InterNeg's code drops exact ID names only)"] if synonym_filter else []
+    return out + ([f"split {split} (InterNeg's code: interneg)"] if split != "interneg" else [])
 
 
 def shots_per_class(images: ImageSet, id_classes: IdClasses, shots: int | None) -> tuple[ImageSet, list[int]]:
@@ -190,13 +210,7 @@ def build_interneg_vocabulary(
     row_class = dict(zip(chosen.paths, classes, strict=True))
     prototypes = class_prototypes(emb.embeddings, [row_class[p] for p in emb.paths], len(id_classes))
 
-    cands, exact = exact_deduplication(
-        _as_candidates(wordnet_candidates(preset) if candidates is None else candidates), id_classes.names
-    )
-    if synonym_filter:
-        plain = Vocabulary.from_labels([c.text for c in cands], source="interneg")
-        kept_texts = set(SynonymFilter(id_classes).apply(plain).labels)
-        cands = [c for c in cands if c.text in kept_texts]
+    cands, exact = _pool(wordnet_candidates(preset) if candidates is None else candidates, id_classes, synonym_filter)
     if not cands:
         raise InputError("no candidates to rank (candidates is empty)", param="candidates")
     texts = [c.text for c in cands]
@@ -231,10 +245,7 @@ def build_interneg_vocabulary(
         "split": split if size is not None else "ranked",
         "n_candidates": len(cands),
         "exact_id_names_dropped": exact,
-        "departures_from_interneg": (
-            ["synonym filter on (InterNeg's code drops exact ID names only)"] if synonym_filter else []
-        )
-        + ([f"split {split} (InterNeg's code: interneg)"] if size is not None and split != "interneg" else []),
+        "departures_from_interneg": interneg_departures(synonym_filter, split if size is not None else "interneg"),
         "kept": {"adjectives": int((kept & is_adj).sum()), "nouns": int((kept & ~is_adj).sum())},
         "id_images": {
             "uses_id_images": True,
