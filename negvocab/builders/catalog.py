@@ -481,20 +481,33 @@ class CspOptions(_PoolOptions):
 
     size: int | None = Field(None, gt=0, description="a positive integer: the vocabulary size M (default: all)")
     quantile: _Quantile = 0.95
-    ratio: float | None = Field(None, gt=0, le=1, description="a fraction in (0, 1] of each part of speech (CSP: 0.15)")
+    ratio: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="a fraction in (0, 1] of each part of speech, counted before the synonym filter "
+        "(CSP's code: 0.15 with no filter; --authors sets both)",
+    )
     seed: int = Field(0, ge=0, description="an integer >= 0 (seeds the superclass drawn for each adjective)")
     superclasses: list[str] = Field(
         list(CSP_SUPERCLASSES), min_length=1, description="templates with {} joining an adjective and a superclass"
     )
     preset: str = Field("csp", description=f"a candidate preset, one of {', '.join(_CSP_PRESETS)}")
     templates: _Templates = "csp"
+    reduce: Literal["raw_mean", "unit_mean"] | None = Field(
+        None,
+        description="how a label's template embeddings are averaged: raw_mean (CSP's code) or unit_mean "
+        "(default: the templates', csp: raw_mean)",
+    )
     candidates: Path | None = Field(
         None, description="a candidates export or vocabulary file ranked instead of the preset"
     )
     n_candidates: int | None = Field(None, gt=0, description="a positive integer (candidates spread over the preset)")
     id_classes: _IdClassesFile = None
     max_similarity: float = Field(0.95, ge=-1, le=1, description="a cosine in [-1, 1] (nearer an ID class: last)")
-    synonym_filter: _SynonymFilter = True
+    synonym_filter: bool = Field(
+        True, description="drop the ID classes' synonyms before the cut (negvocab's; CSP's code has no filter)"
+    )
     batch_size: _BatchSize = None
     progress: _Progress = None
 
@@ -526,7 +539,7 @@ CSP = Builder(
     paper="Chen et al., Conjugated Semantic Pool, NeurIPS 2024 (docs/methods.md#csp)",
     examples=(
         "negvocab build csp -o csp.json",
-        "negvocab build csp --ratio 0.15 --templates csp -o csp_authors.json",
+        "negvocab build csp --authors -o csp_authors.json",
         "negvocab build csp --id-classes finegrained-cub200 --hint bird -o csp_cub.json",
     ),
     texts=_texts(csp_pool),
@@ -549,7 +562,10 @@ class InternegOptions(_PoolOptions):
     candidates: Path | None = Field(None, description="a candidates export or vocabulary file instead of the preset")
     n_candidates: int | None = Field(None, gt=0, description="a positive integer (candidates spread over the preset)")
     id_classes: _IdClassesFile = None
-    synonym_filter: _SynonymFilter = True
+    synonym_filter: bool = Field(
+        True,
+        description="also drop ID synonyms (negvocab's); off: exact ID class names only, as InterNeg's code",
+    )
     batch_size: _BatchSize = None
     num_workers: _NumWorkers = None
     progress: _Progress = None
@@ -570,6 +586,9 @@ INTERNEG = Builder(
     ranked=True,
     needs=frozenset({"vlm", "images"}),
     paper="Xu et al., InterNeg, CVPR 2026 (docs/methods.md#interneg)",
-    examples=("negvocab build interneg --id-images imagenet_16shot/ --shots 16 --size 2000 -o interneg.json",),
+    examples=(
+        "negvocab build interneg --id-images imagenet_16shot/ --shots 16 --size 2000 -o interneg.json",
+        "negvocab build interneg --authors --id-images imagenet_16shot/ --size 2000 -o interneg_authors.json",
+    ),
     texts=_texts(wordnet_candidates),
 )

@@ -37,6 +37,7 @@ __all__ = [
     "build_csp_vocabulary",
     "conjugate",
     "csp_candidates",
+    "csp_departures",
     "csp_distances",
     "csp_pool",
 ]
@@ -130,17 +131,74 @@ def csp_distances(
     return d
 
 
-def _per_pos_cut(kept: list[str], is_adj: dict[str, bool], n_nouns: int, n_adj: int, ratio: float) -> list[str]:
-    """CSP's cut: the first ``int(ratio * n)`` nouns and adjectives of the ranking, nouns first."""
+def _per_pos_cut(order: list[int], is_adj: list[bool], n_nouns: int, n_adj: int, ratio: float) -> list[int]:
+    """CSP's cut: the first ``int(ratio * n)`` nouns and adjectives of the ranking ``order`` (candidate
+    indices), nouns first; ``n`` counts every candidate of the part of speech, as CSP's code does."""
     want = {False: int(ratio * n_nouns), True: int(ratio * n_adj)}
-    blocks: dict[bool, list[str]] = {False: [], True: []}
-    for label in kept:
-        block = blocks[is_adj[label]]
-        if len(block) < want[is_adj[label]]:
-            block.append(label)
+    blocks: dict[bool, list[int]] = {False: [], True: []}
+    for i in order:
+        block = blocks[is_adj[i]]
+        if len(block) < want[is_adj[i]]:
+            block.append(i)
     if not blocks[False] and not blocks[True]:
         raise InputError(f"ratio {ratio} selects no labels from {n_nouns + n_adj} candidates", param="ratio")
     return blocks[False] + blocks[True]
+
+
+def _once(order: list[int], texts: list[str]) -> tuple[list[int], list[str]]:
+    """``order`` with each text's first index only, and the texts met again (a vocabulary holds a label
+    once: a conjugated adjective equal to a noun, "direct object", is kept by CSP as a second label)."""
+    seen: set[str] = set()
+    kept, again = [], []
+    for i in order:
+        if texts[i] in seen:
+            again.append(texts[i])
+        else:
+            seen.add(texts[i])
+            kept.append(i)
+    return kept, again
+
+
+def _synonym_filtered(order: list[int], texts: list[str], id_classes: IdClasses) -> tuple[list[int], dict[str, Any]]:
+    """``order`` less the candidates the synonym filter drops (negvocab's, not CSP's), and its report."""
+    ranked = Vocabulary.from_labels(list(dict.fromkeys(texts[i] for i in order)), source="csp")
+    filtered = SynonymFilter(id_classes).apply(ranked)
+    allowed = set(filtered.labels)
+    return [i for i in order if texts[i] in allowed], filtered.settings["synonym_filter"]
+
+
+def _meta(
+    picked: list[int], cands: list[Candidate], texts: list[str], distances: np.ndarray, drawn: list[str], n_nouns: int
+) -> dict[str, dict[str, Any]]:
+    """Each picked label's meta: rank, distance, pos, lexname, synset; adjective and superclass if conjugated."""
+    meta: dict[str, dict[str, Any]] = {}
+    for rank, i in enumerate(picked, start=1):
+        c = cands[i]
+        meta[texts[i]] = {"rank": rank, "distance": float(distances[i]), "pos": "n" if i < n_nouns else "a"}
+        meta[texts[i]].update(lexname=c.lexname, synset=c.synset)
+        if i >= n_nouns:
+            meta[texts[i]].update(adjective=c.text, superclass=drawn[i - n_nouns])
+    return meta
+
+
+def csp_departures(
+    *, reduce: str, synonym_filter: bool, ratio: float | None, held_once: int = 0, templates: str = "csp"
+) -> list[str]:
+    """What a CSP build does that CSP's code does not (empty: CSP's construction), for its record."""
+    out = []
+    if held_once:
+        out.append(f"{held_once} labels CSP's code selects twice (as a noun and conjugated) held once")
+    if templates != "csp":
+        out.append(f"templates {templates} (CSP's code: csp)")
+    elif reduce != "raw_mean":
+        out.append(f"templates reduced by {reduce} (CSP's code: raw_mean)")
+    if synonym_filter:
+        out.append("synonym filter on (CSP's code has none: the pool and the ratio's cut change)")
+    if ratio is None:
+        out.append("one ranking of both parts of speech (CSP's code: ratio 0.15 of each)")
+    elif ratio != 0.15:
+        out.append(f"ratio {ratio} (CSP's code: 0.15)")
+    return out
 
 
 def build_csp_vocabulary(
@@ -153,6 +211,7 @@ def build_csp_vocabulary(
     superclasses: Sequence[str] = CSP_SUPERCLASSES,
     preset: str = "csp",
     templates: str | Sequence[str] = "csp",
+    reduce: str | None = None,
     candidates: Iterable[Candidate | str] | None = None,
     id_classes: IdClasses | None = None,
     max_similarity: float = 0.95,
@@ -164,15 +223,20 @@ def build_csp_vocabulary(
 
     Adjectives are conjugated (:func:`conjugate`, ``seed``); nouns, conjugated adjectives and ID class
     names are encoded with ``templates`` (default ``"csp"``: CSP's 8 noun templates for nouns and ID
-    names, its 4 adjective templates for conjugated adjectives), ranked by :func:`csp_distances`
-    ascending (ties in candidate order: nouns, then adjectives) and synonym-filtered. ``size=None``
+    names, its 4 adjective templates for conjugated adjectives, each label the normalised mean of its
+    RAW prompt embeddings as CSP's code; ``reduce`` overrides the set's reduction), ranked by
+    :func:`csp_distances` ascending (ties in candidate order: nouns, then adjectives) and, unless
+    ``synonym_filter=False`` (CSP's code has no such filter), synonym-filtered. A conjugated adjective
+    equal to a noun ("direct object") stays a candidate of its own, counted among the adjectives, as in
+    CSP's code; where both are selected the vocabulary holds the label once, as the noun. ``size=None``
     returns the whole ranking (take any M with ``.head(M)``), ``size`` its first M; ``ratio`` (CSP:
     0.15) takes ``int(ratio * n)`` of the n nouns and of the n conjugated adjectives in CSP's order
     (the selected nouns, then the selected adjectives): not a ranking, so no prefix of it is a CSP
     vocabulary of a smaller ratio.
 
     Labels carry ``meta`` {rank, distance, pos, lexname, synset; ``adjective`` and ``superclass`` for a
-    conjugated one}; ``settings`` record the model, templates, quantile, seed, superclasses, counts.
+    conjugated one}; ``settings`` record the model, templates (and their reduction), quantile, seed,
+    superclasses, counts and ``departures_from_csp`` (:func:`csp_departures`; empty: CSP's construction).
     """
     # long: CSP's recipe in order (candidates, conjugation, encode, rank, filter, cut); each step is a call
     if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
@@ -185,39 +249,32 @@ def build_csp_vocabulary(
     custom = candidates is not None
     nouns, adjectives = csp_candidates(preset, candidates=candidates)
     drawn = _draw(len(adjectives), seed, superclasses)
-    noun_texts = {c.text for c in nouns}
-    # a conjugated label that is also a noun ("natural object") stays a noun: a vocabulary holds a label once
-    pairs = [(c, t) for c, t in zip(adjectives, drawn, strict=True) if t.format(c.text) not in noun_texts]
-    clashes = len(adjectives) - len(pairs)
-    texts = [c.text for c in nouns] + [t.format(c.text) for c, t in pairs]
-    pos = ["n"] * len(nouns) + ["a"] * len(pairs)
+    # CSP's code keeps a conjugated adjective equal to a noun ("direct object") as a second candidate,
+    # embedded with the adjective templates, and counts it in the adjectives' cut
+    texts = [c.text for c in nouns] + [t.format(c.text) for c, t in zip(adjectives, drawn, strict=True)]
+    pos = ["n"] * len(nouns) + ["a"] * len(adjectives)
+    is_adj = [p == "a" for p in pos]
+    noun_texts = set(texts[: len(nouns)])
+    clashes = sum(t in noun_texts for t in texts[len(nouns) :])
     id_classes = id_classes if id_classes is not None else imagenet1k()
-    tset = resolve_templates(templates)
+    tset = resolve_templates(templates).with_reduce(reduce)
     cand_emb = vlm.encode_text(texts, tset, pos=pos, batch_size=batch_size, progress=progress)
     id_emb = vlm.encode_text(list(id_classes.names), tset, pos="n", batch_size=batch_size, progress=progress)
     distances = csp_distances(cand_emb, id_emb, quantile, max_similarity=max_similarity)
-    order = np.argsort(distances, kind="stable")
-    kept = [texts[i] for i in order]
+    order = [int(i) for i in np.argsort(distances, kind="stable")]
     report: dict[str, Any] | None = None
     if synonym_filter:
-        filtered = SynonymFilter(id_classes).apply(Vocabulary.from_labels(kept, source="csp"))
-        kept, report = filtered.labels, filtered.settings["synonym_filter"]
-    index = {t: i for i, t in enumerate(texts)}
-    is_adj = {t: p == "a" for t, p in zip(texts, pos, strict=True)}
+        order, report = _synonym_filtered(order, texts, id_classes)
     if ratio is not None:
-        kept = _per_pos_cut(kept, is_adj, len(nouns), len(pairs), ratio)
-    elif size is not None:
-        if size > len(kept):
-            raise InputError(f"asked for {size} labels but the filtered CSP ranking has only {len(kept)}", param="size")
-        kept = kept[:size]
-    meta: dict[str, dict[str, Any]] = {}
-    for rank, label in enumerate(kept, start=1):
-        i = index[label]
-        c, template = (nouns[i], None) if i < len(nouns) else pairs[i - len(nouns)]
-        meta[label] = {"rank": rank, "distance": float(distances[i]), "pos": pos[i], "lexname": c.lexname}
-        meta[label]["synset"] = c.synset
-        if template is not None:
-            meta[label].update(adjective=c.text, superclass=template)
+        order = _per_pos_cut(order, is_adj, len(nouns), len(adjectives), ratio)
+    picked, again = _once(order, texts)
+    if size is not None:
+        if size > len(picked):
+            raise InputError(
+                f"asked for {size} labels but the filtered CSP ranking has only {len(picked)}", param="size"
+            )
+        picked = picked[:size]
+    meta = _meta(picked, nouns + adjectives, texts, distances, drawn, len(nouns))
     settings: dict[str, Any] = {
         "model": vlm.identity,
         "random_weights": vlm.random_weights,
@@ -230,11 +287,15 @@ def build_csp_vocabulary(
         "size": size,
         "ratio": ratio,
         "order": "csp: selected nouns, then selected adjectives" if ratio is not None else "farthest first",
-        "n_candidates": {"nouns": len(nouns), "adjectives": len(pairs), "conjugated_clashing_with_nouns": clashes},
+        "n_candidates": {"nouns": len(nouns), "adjectives": len(adjectives), "conjugated_equal_to_a_noun": clashes},
+        "selected_twice": again,
         "id_classes": getattr(id_classes, "dataset", "imagenet1k"),
         "id_class_list": id_classes.to_record(),
         "selection": "farthest first by the quantile of cosine similarity to the ID class names (CSP)",
     }
     if report is not None:
         settings["synonym_filter"] = report
-    return Vocabulary.from_labels(kept, source="csp", meta=meta, settings=settings)
+    settings["departures_from_csp"] = csp_departures(
+        reduce=tset.reduce, synonym_filter=synonym_filter, ratio=ratio, held_once=len(again), templates=tset.name
+    )
+    return Vocabulary.from_labels([texts[i] for i in picked], source="csp", meta=meta, settings=settings)

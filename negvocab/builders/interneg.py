@@ -37,7 +37,15 @@ if TYPE_CHECKING:
     from negvocab.labels.imagenet import IdClasses
     from negvocab.vlm.model import VLM
 
-__all__ = ["build_interneg_vocabulary", "class_prototypes", "interneg_margins", "interneg_split", "shots_per_class"]
+__all__ = [
+    "build_interneg_vocabulary",
+    "class_prototypes",
+    "exact_deduplication",
+    "interneg_departures",
+    "interneg_margins",
+    "interneg_split",
+    "shots_per_class",
+]
 
 _ROWS = 4096  # candidate rows per block of the candidates x classes product
 
@@ -88,6 +96,36 @@ def interneg_split(margin: np.ndarray, kept: np.ndarray, is_adj: np.ndarray, siz
     adj = adj[np.argsort(-margin[adj], kind="stable")][:n_adj]
     noun = noun[np.argsort(-margin[noun], kind="stable")][: size - n_adj]
     return [int(i) for i in adj] + [int(i) for i in noun]
+
+
+def exact_deduplication(cands: Sequence[Candidate], id_names: Sequence[str]) -> tuple[list[Candidate], int]:
+    """InterNeg's ``Deduplication(noun_list, classnames)`` before its criterion: the candidates whose
+    text is an ID class name, exactly, dropped; and how many went. (Candidates hold each text once.)
+
+    Without it a candidate equal to an ID class meets the criterion against itself computed twice
+    (``cos(t_c, P_i) < base_i`` with ``t_c = t_i``), and float rounding decides."""
+    names = set(id_names)
+    kept = [c for c in cands if c.text not in names]
+    return kept, len(cands) - len(kept)
+
+
+def _pool(
+    candidates: Iterable[Candidate | str], id_classes: IdClasses, synonym_filter: bool
+) -> tuple[list[Candidate], int]:
+    """The candidates InterNeg's criterion sees: exact ID names dropped (:func:`exact_deduplication`),
+    then synonym-filtered where asked; and how many exact ID names went."""
+    cands, exact = exact_deduplication(_as_candidates(candidates), id_classes.names)
+    if synonym_filter:
+        plain = Vocabulary.from_labels([c.text for c in cands], source="interneg")
+        kept_texts = set(SynonymFilter(id_classes).apply(plain).labels)
+        cands = [c for c in cands if c.text in kept_texts]
+    return cands, exact
+
+
+def interneg_departures(synonym_filter: bool, split: str) -> list[str]:
+    """What an InterNeg build does that InterNeg's code does not (empty: its construction), for its record."""
+    out = ["synonym filter on (InterNeg's code drops exact ID names only)"] if synonym_filter else []
+    return out + ([f"split {split} (InterNeg's code: interneg)"] if split != "interneg" else [])
 
 
 def shots_per_class(images: ImageSet, id_classes: IdClasses, shots: int | None) -> tuple[ImageSet, list[int]]:
@@ -147,14 +185,17 @@ def build_interneg_vocabulary(
     """InterNeg's negatives (docs/methods.md#interneg) from ``shots`` labelled ID images per class.
 
     ``id_images``: class folders, an image list with labels, or an ImageSet (labels: wnids or class
-    names of ``id_classes``). Candidates (default ``wordnet_candidates(preset)``; synonym-filtered
-    first) and ID names are encoded with ``templates`` (default ``"interneg"``: ``The nice {}.`` for
+    names of ``id_classes``). Candidates (default ``wordnet_candidates(preset)``) less the exact ID
+    class names (and adjectives equal to a noun: :func:`exact_deduplication`, InterNeg's code), then
+    synonym-filtered (negvocab's, InterNeg has none; ``synonym_filter=False`` drops exact ID names
+    only), and ID names are encoded with ``templates`` (default ``"interneg"``: ``The nice {}.`` for
     nouns and ID names, ``This is a {} photo.`` for adjectives); the images with the model. ``size=None``
     returns every kept candidate by margin descending (a ranking: ``.head(M)``); ``size`` with
     ``split="interneg"`` is InterNeg's cut (:func:`interneg_split`), with ``"ranked"`` the first M.
 
     The vocabulary records ``settings["id_images"]`` (shots, images, classes, a hash of the paths):
-    it is built from labelled ID images, not from text alone.
+    it is built from labelled ID images, not from text alone; ``settings["departures_from_interneg"]``
+    names what differs from InterNeg's code (empty: its construction).
     """
     # long: InterNeg's recipe in order (images, prototypes, candidates, encode, criterion, cut); each a call
     if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
@@ -169,11 +210,7 @@ def build_interneg_vocabulary(
     row_class = dict(zip(chosen.paths, classes, strict=True))
     prototypes = class_prototypes(emb.embeddings, [row_class[p] for p in emb.paths], len(id_classes))
 
-    cands = _as_candidates(wordnet_candidates(preset) if candidates is None else candidates)
-    if synonym_filter:
-        plain = Vocabulary.from_labels([c.text for c in cands], source="interneg")
-        kept_texts = set(SynonymFilter(id_classes).apply(plain).labels)
-        cands = [c for c in cands if c.text in kept_texts]
+    cands, exact = _pool(wordnet_candidates(preset) if candidates is None else candidates, id_classes, synonym_filter)
     if not cands:
         raise InputError("no candidates to rank (candidates is empty)", param="candidates")
     texts = [c.text for c in cands]
@@ -207,6 +244,8 @@ def build_interneg_vocabulary(
         "size": size,
         "split": split if size is not None else "ranked",
         "n_candidates": len(cands),
+        "exact_id_names_dropped": exact,
+        "departures_from_interneg": interneg_departures(synonym_filter, split if size is not None else "interneg"),
         "kept": {"adjectives": int((kept & is_adj).sum()), "nouns": int((kept & ~is_adj).sum())},
         "id_images": {
             "uses_id_images": True,

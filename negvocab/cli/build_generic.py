@@ -18,8 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
+import click
 import typer
 
+from negvocab.builders.authors import authors_setting
 from negvocab.builders.registry import Builder, annotation_types, get_builder, list_builders
 from negvocab.cli.app import build_app
 from negvocab.cli.commands import BUILD_MODULES
@@ -44,6 +46,15 @@ _VLM_OPTIONS: dict[str, tuple[Any, Any]] = {
 
 _DRY_RUN = Annotated[
     bool, typer.Option("--dry-run", help="Say how many requests would be sent and their cost; send and write nothing.")
+]
+
+_AUTHORS = Annotated[
+    bool,
+    typer.Option(
+        "--authors",
+        help="The authors' published setting (ratio, filter, templates, ...; docs/methods.md): fills the "
+        "options not given here, and prints the matching negvocab score flags.",
+    ),
 ]
 
 
@@ -89,6 +100,12 @@ def _takes_label_space(annotation: Any) -> bool:
     return False
 
 
+def _on_command_line(ctx: click.Context | None, param: str) -> bool:
+    """Whether the running command's ``param`` was given on the command line (not its default)."""
+    source = None if ctx is None else ctx.get_parameter_source(param)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
 def _label_space_params() -> list[inspect.Parameter]:
     """``--map-classes/--no-map-classes`` and ``--hint`` beside a builder's ``--id-classes``."""
     return [
@@ -107,6 +124,11 @@ def builder_command(b: Builder) -> Callable[..., None]:
         inspect.Parameter("output", inspect.Parameter.KEYWORD_ONLY, annotation=OutOpt),
         inspect.Parameter("overwrite", inspect.Parameter.KEYWORD_ONLY, annotation=OverwriteOpt, default=False),
     ]
+    preset = authors_setting(b.name)
+    if preset is not None and preset.build:  # the authors' published setting in one flag
+        taken.add("--authors")
+        params.append(inspect.Parameter("authors", inspect.Parameter.KEYWORD_ONLY, annotation=_AUTHORS, default=False))
+        params.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context))
     if b.estimate is not None:  # an LLM builder: what it would send and cost, nothing sent or written
         taken.add("--dry-run")
         params.append(inspect.Parameter("dry_run", inspect.Parameter.KEYWORD_ONLY, annotation=_DRY_RUN, default=False))
@@ -148,6 +170,9 @@ def builder_command(b: Builder) -> Callable[..., None]:
         output, overwrite, dry_run = kw.pop("output"), kw.pop("overwrite"), kw.pop("dry_run", False)
         given = {k.removeprefix("opt_"): v for k, v in kw.items() if k.startswith("opt_")}
         options = {k: v for k, v in given.items() if not (v is None or (isinstance(v, list) and not v))}
+        ctx = kw.pop("ctx", None)
+        if kw.pop("authors", False) and preset is not None:  # options given on the command line win
+            options.update({k: v for k, v in preset.build.items() if not _on_command_line(ctx, f"opt_{k}")})
         if "progress" in b.options.model_fields:
             options["progress"] = True
         if uses_vlm and "batch_size" in b.options.model_fields:
@@ -174,6 +199,8 @@ def builder_command(b: Builder) -> Callable[..., None]:
         warn = " (RANDOM weights: not a real vocabulary)" if getattr(vlm, "random_weights", False) else ""
         note = "; not a deployable vocabulary" if not vocab.deployable else ""
         typer.echo(f"wrote {output}: {len(vocab)} {b.source} labels{note}{warn}", err=is_stdout(output))
+        if preset is not None and preset.score:
+            typer.echo(f"score as the authors' code: negvocab score {preset.score}", err=True)
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}

@@ -406,11 +406,14 @@ class VLM:
         pos: str | Sequence[str | None] | None = None,
         batch_size: int | None = None,
         progress: bool | None = None,
+        reduce: str | None = None,
     ) -> np.ndarray:
         """Template-ensembled text embeddings of ``labels``, float32 [n, d], L2-normalised.
 
-        Each label's embedding is the mean of its L2-normalised template embeddings, normalised
-        again (docs/methods.md#text-embeddings). Results are cached on disk per model identity and template set, so
+        Each label's embedding is the mean of its template embeddings, normalised
+        (docs/methods.md#text-embeddings): of the L2-normalised ones (``reduce="unit_mean"``) or of the
+        raw ones (``"raw_mean"``, CSP's code); None takes the template set's (``"csp"``: raw_mean,
+        the others unit_mean). Results are cached on disk per model identity and template set, so
         labels seen before cost no model work. ``pos`` gives each label's part of speech (``"n"``,
         ``"a"``; one string for all) for presets that depend on it (``"neglabel"``); labels without
         one count as nouns. ``progress``: a bar on a terminal once the encoding lasts 2 s (None or
@@ -421,7 +424,7 @@ class VLM:
         for i, label in enumerate(labels):
             if not isinstance(label, str) or not label.strip():
                 raise InputError(f"label {i} is empty or not a string: {label!r}")
-        tset = resolve_templates(templates)
+        tset = resolve_templates(templates).with_reduce(reduce)
         if pos is None or isinstance(pos, str):
             pos_list: list[str | None] = [pos] * len(labels)
         else:
@@ -434,11 +437,18 @@ class VLM:
             groups.setdefault(tset.for_pos(p), []).append(i)
         for tpls, idx in groups.items():
             uniq = list(dict.fromkeys(labels[i] for i in idx))
+            raw = tset.reduce == "raw_mean" and len(tpls) > 1  # one template: the reductions are the same
             emb = self._cached(
                 "text",
                 uniq,
-                {"templates": list(tpls)},
-                functools.partial(self._encode_with, tpls, batch_size=batch_size or self.batch_size, progress=progress),
+                {"templates": list(tpls), **({"reduce": "raw_mean"} if raw else {})},
+                functools.partial(
+                    self._encode_with,
+                    tpls,
+                    batch_size=batch_size or self.batch_size,
+                    progress=progress,
+                    reduce=tset.reduce,
+                ),
                 store_every=max(1, STORE_EVERY_PROMPTS // len(tpls)),
             )
             if len(groups) == 1 and len(uniq) == len(labels):  # unique labels, one template set
@@ -455,9 +465,12 @@ class VLM:
         *,
         batch_size: int | None,
         progress: bool | None,
+        reduce: str = "unit_mean",
     ) -> np.ndarray:
         """:func:`encode_labels` of ``todo`` with ``templates``, each finished chunk handed to ``sink``."""
-        return encode_labels(self, todo, templates, batch_size=batch_size, progress=progress, on_chunk=sink)
+        return encode_labels(
+            self, todo, templates, batch_size=batch_size, progress=progress, on_chunk=sink, reduce=reduce
+        )
 
     def _cached(
         self,

@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeAlias, Union
 
@@ -27,8 +27,10 @@ __all__ = [
     "NEGLABEL",
     "PAPER8",
     "PRESETS",
+    "REDUCTIONS",
     "SINGLE",
     "TemplateSet",
+    "check_reduce",
     "check_templates",
     "resolve_templates",
 ]
@@ -65,6 +67,10 @@ CSP: Mapping[str, tuple[str, ...]] = {
 INTERNEG: Mapping[str, tuple[str, ...]] = {"n": ("The nice {}.",), "a": ("This is a {} photo.",)}
 PRESETS: tuple[str, ...] = ("paper8", "openai80", "neglabel", "single", "csp", "interneg")
 DEFAULT_POS = "n"
+#: how a label's template embeddings become one: ``unit_mean`` averages the L2-normalised prompt
+#: embeddings (CLIP's zero-shot recipe), ``raw_mean`` averages the raw ones (CSP's code); both
+#: normalise the mean. They differ as soon as the raw norms differ, as CLIP's do.
+REDUCTIONS: tuple[str, ...] = ("unit_mean", "raw_mean")
 
 
 @dataclass(frozen=True)
@@ -72,12 +78,21 @@ class TemplateSet:
     """Templates to ensemble, possibly per part of speech (``"n"``, ``"a"``).
 
     ``by_pos[pos]`` are the templates for labels with that part of speech; ``default`` is used for
-    labels whose part of speech is unknown or has no entry.
+    labels whose part of speech is unknown or has no entry. ``reduce`` (one of :data:`REDUCTIONS`)
+    says how a label's template embeddings are averaged.
     """
 
     name: str
     default: tuple[str, ...]
     by_pos: Mapping[str, tuple[str, ...]] | None = None
+    reduce: str = "unit_mean"
+
+    def __post_init__(self) -> None:
+        check_reduce(self.reduce)
+
+    def with_reduce(self, reduce: str | None) -> TemplateSet:
+        """This set with another template reduction (None: unchanged)."""
+        return self if reduce is None or reduce == self.reduce else replace(self, reduce=check_reduce(reduce))
 
     def for_pos(self, pos: str | None) -> tuple[str, ...]:
         """The templates for a label with part of speech ``pos`` (None: the default)."""
@@ -96,7 +111,15 @@ class TemplateSet:
         out: dict[str, object] = {"name": self.name, "templates": list(self.default)}
         if self.by_pos:
             out["by_pos"] = {k: list(v) for k, v in self.by_pos.items()}
+        out["reduce"] = self.reduce
         return out
+
+
+def check_reduce(reduce: str) -> str:
+    """``reduce`` if it names a template reduction, else a one-line :class:`InputError`."""
+    if reduce not in REDUCTIONS:
+        raise InputError(f"reduce = {reduce!r}: must be one of {', '.join(REDUCTIONS)}", param="reduce")
+    return reduce
 
 
 def _openai80() -> tuple[str, ...]:
@@ -131,8 +154,9 @@ def resolve_templates(spec: TemplatesSpec = "paper8") -> TemplateSet:
 
     ``spec`` is one of the presets ``"paper8"`` (default), ``"openai80"``, ``"neglabel"``,
     ``"single"``, ``"csp"``, ``"interneg"`` (the last two: those methods' prompts per part of
-    speech); a list of format strings such as ``["a photo of a {}."]``; or the path of a text
-    file with one template a line (blank lines and ``#`` comments skipped).
+    speech; ``"csp"`` also averages the raw prompt embeddings, ``reduce="raw_mean"``, as CSP's
+    code); a list of format strings such as ``["a photo of a {}."]``; or the path of a text file
+    with one template a line (blank lines and ``#`` comments skipped).
     """
     if isinstance(spec, TemplateSet):
         return spec
@@ -147,9 +171,10 @@ def resolve_templates(spec: TemplatesSpec = "paper8") -> TemplateSet:
             return TemplateSet("single", SINGLE)
         if spec == "neglabel":
             return TemplateSet("neglabel", NEGLABEL[DEFAULT_POS], dict(NEGLABEL))
-        if spec in ("csp", "interneg"):  # per part of speech, as those methods' code prompts
-            by_pos = CSP if spec == "csp" else INTERNEG
-            return TemplateSet(spec, by_pos[DEFAULT_POS], dict(by_pos))
+        if spec == "csp":  # per part of speech, and the mean of the RAW prompt embeddings, as CSP's code
+            return TemplateSet(spec, CSP[DEFAULT_POS], dict(CSP), reduce="raw_mean")
+        if spec == "interneg":  # per part of speech, one template each, as InterNeg's code prompts
+            return TemplateSet(spec, INTERNEG[DEFAULT_POS], dict(INTERNEG))
         if "{}" in spec:
             return TemplateSet("custom", _check([spec], "templates"))
         path = Path(spec).expanduser()

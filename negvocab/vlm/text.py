@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.core.progress import Progress
+from negvocab.vlm.templates import check_reduce
 
 if TYPE_CHECKING:
     import torch
@@ -137,8 +138,10 @@ def encode_prompts(
     batch_size: int | None = None,
     progress: Any = None,
     cut: bool = True,
+    normalize: bool = True,
 ) -> torch.Tensor:
-    """L2-normalised float32 embeddings [n, d] (on the CPU) of the prompts, in input order.
+    """L2-normalised float32 embeddings [n, d] (on the CPU) of the prompts, in input order
+    (``normalize=False``: the raw features, checked finite all the same).
 
     Prompts are sorted by token length and batched; causal towers see each batch cut to its
     longest prompt (``cut=False`` runs the full context, for checks).
@@ -175,7 +178,8 @@ def encode_prompts(
                 feats = forward_cut(tower, batch[:, :length].to(device))
             else:
                 feats = vlm.model.encode_text(batch.to(device))
-            feats = vlm.unit_rows(feats, "prompts")
+            unit = vlm.unit_rows(feats, "prompts")  # also refuses NaN/inf rows
+            feats = unit if normalize else feats.float().cpu()
             if out is None:
                 out = torch.empty((len(prompts), feats.shape[1]), dtype=torch.float32)
             out[torch.from_numpy(sel)] = feats
@@ -186,9 +190,12 @@ def encode_prompts(
 
 
 def ensemble(prompt_emb: torch.Tensor, n_labels: int, n_templates: int) -> np.ndarray:
-    """Mean of each label's L2-normalised template embeddings, re-normalised: float32 [n, d].
+    """Mean of each label's template embeddings, normalised: float32 [n, d].
 
-    ``prompt_emb`` is [n_labels * n_templates, d], label-major (all templates of label 0 first).
+    ``prompt_emb`` is [n_labels * n_templates, d], label-major (all templates of label 0 first):
+    L2-normalised rows give the ``unit_mean`` reduction (CLIP's zero-shot recipe), raw rows the
+    ``raw_mean`` one (CSP's code: ``.view(-1, K, D).mean(dim=1)``, then ``/= norm``), where the raw
+    features' norms weigh the mean.
     """
     import torch.nn.functional as F
 
@@ -206,8 +213,10 @@ def encode_labels(
     on_chunk: Callable[[list[str], np.ndarray], None] | None = None,
     chunk_s: float | None = None,
     clock: Callable[[], float] | None = None,
+    reduce: str = "unit_mean",
 ) -> np.ndarray:
-    """Template-ensembled embeddings [n, d] of ``labels`` (no cache; see :meth:`VLM.encode_text`).
+    """Template-ensembled embeddings [n, d] of ``labels`` (no cache; see :meth:`VLM.encode_text`),
+    each label's templates averaged as ``reduce`` says (:func:`ensemble`).
 
     Labels are processed in chunks of :data:`CHUNK_PROMPTS` prompts (``CHUNK_PROMPTS // len(templates)``
     labels); ``on_chunk(labels, embeddings)`` is called after each (the cache keeps them as they come).
@@ -225,6 +234,8 @@ def encode_labels(
             DeprecationWarning,
             stacklevel=2,
         )
+    check_reduce(reduce)
+    raw = reduce == "raw_mean" and len(templates) > 1  # one template: the two reductions are the same
     n_prompts = len(labels) * len(templates)
     # a bar on a terminal once the run lasts (progress=None or True; False: none), and a line in
     # the log every 30 s whatever the output: no encoding of any length is silent
@@ -236,7 +247,7 @@ def encode_labels(
         for start in range(0, len(labels), step):
             chunk = labels[start : start + step]
             prompts = [t.format(label) for label in chunk for t in templates]
-            emb = encode_prompts(vlm, prompts, batch_size=batch_size, progress=bar)
+            emb = encode_prompts(vlm, prompts, batch_size=batch_size, progress=bar, normalize=not raw)
             parts.append(ensemble(emb, len(chunk), len(templates)))
             if on_chunk is not None:
                 on_chunk(list(chunk), parts[-1])

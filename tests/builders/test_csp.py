@@ -8,8 +8,10 @@ the conjugation, the template means, ``pos_neg_sim == 'neg_centroid'``) and
 ``csp_reference`` below is an independent float64 re-implementation that follows their code line by
 line (the names in its comments are theirs), run on the same random embeddings as negvocab.
 
-The embeddings: every prompt string gets a random unit vector (seeded by the string), so the mean of
-the raw prompt embeddings (CSP) and the mean of the normalised ones (negvocab) are the same vector.
+The embeddings: every prompt string gets a random vector (seeded by the string) whose norm varies by
++-20%, as CLIP's raw text features do: CSP averages the RAW prompt embeddings of a label and
+normalises the mean, which differs from the mean of the normalised ones, so a builder that averages
+normalised embeddings fails these tests.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from negvocab.core.errors import InputError
 from negvocab.labels.candidates import sample_pool
 from negvocab.labels.imagenet import IdClasses
 from negvocab.vlm.templates import CSP, resolve_templates
+from negvocab.vlm.text import ensemble
+from tests.scoring.test_neglabel_exact import released_grouping
 
 DIM = 24
 ID_NAMES = [
@@ -37,36 +41,55 @@ ID_NAMES = [
 
 
 def _vec(prompt: str) -> np.ndarray:
-    """A random unit vector for one prompt string (float64, the same in both implementations)."""
+    """A random raw text feature for one prompt string: a random direction, a norm in [0.8, 1.2]
+    (float64, the same in both implementations)."""
     seed = int.from_bytes(hashlib.sha256(prompt.encode()).digest()[:8], "little")
-    v = np.random.default_rng(seed).standard_normal(DIM)
-    return v / np.linalg.norm(v)
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(DIM)
+    return v / np.linalg.norm(v) * rng.uniform(0.8, 1.2)
 
 
 class PromptVLM:
-    """A stand-in VLM: a label's embedding is the normalised mean of its prompts' vectors."""
+    """A stand-in VLM whose model gives :func:`_vec` for a prompt: a label's prompts are reduced as
+    negvocab's encoder does (rows normalised for ``unit_mean``, raw for ``raw_mean``; then
+    :func:`negvocab.vlm.text.ensemble`)."""
 
     identity = {"name": "prompt-vectors"}
     random_weights = True
     dim = DIM
 
-    def encode_text(self, labels, templates="paper8", *, pos=None, batch_size=None, progress=None):
-        tset = resolve_templates(templates)
+    def encode_text(self, labels, templates="paper8", *, pos=None, batch_size=None, progress=None, reduce=None):
+        tset = resolve_templates(templates).with_reduce(reduce)
         pos = [pos] * len(labels) if pos is None or isinstance(pos, str) else pos
-        out = np.stack(
-            [np.mean([_vec(t.format(x)) for t in tset.for_pos(p)], axis=0) for x, p in zip(labels, pos, strict=True)]
-        )
-        return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+        rows = []
+        for x, p in zip(labels, pos, strict=True):
+            prompts = torch.tensor(np.stack([_vec(t.format(x)) for t in tset.for_pos(p)]))
+            if tset.reduce == "unit_mean":
+                prompts = torch.nn.functional.normalize(prompts, dim=-1)
+            rows.append(ensemble(prompts, 1, len(prompts))[0])
+        return np.stack(rows)
 
 
-def csp_reference(noun_lines, adj_lines, class_name, *, seed=0, neg_topk=0.15, pencentile=0.95, encode=_vec):
+def csp_reference(
+    noun_lines,
+    adj_lines,
+    class_name,
+    *,
+    seed=0,
+    neg_topk=0.15,
+    pencentile=0.95,
+    encode=_vec,
+    csp_templates=None,
+    features=None,
+):
     """CSP's CLIPScalableClassifier.__init__ selection, float64: (selected labels, nouns ranked, adjs ranked).
 
     ``noun_lines``/``adj_lines`` are the lines of the noun and adjective files in the order CSP reads
-    them (nouns first); ``encode(prompt)`` stands for ``clip_model.encode_text`` of one prompt."""
+    them (nouns first); ``encode(prompt)`` stands for ``clip_model.encode_text`` of one prompt. A dict
+    ``features`` receives ``pos`` (self.text_features_pos) and ``neg`` (the selected self.text_features_neg)."""
     noun_prompt_templates = list(CSP["n"])  # preset_noun_prompt_templates
     preset_adj_prompt_templates = list(CSP["a"])
-    prompt_templete = dict(adj=list(CSP_SUPERCLASSES), noun=noun_prompt_templates)
+    prompt_templete = dict(adj=list(csp_templates or CSP_SUPERCLASSES), noun=noun_prompt_templates)
     # self.id_prompts: itertools.product(noun_prompt_templates, class_name), template-major
     id_prompts = [t.format(c) for t in noun_prompt_templates for c in class_name]
     text_features_pos = torch.tensor(np.stack([encode(p) for p in id_prompts]))
@@ -110,6 +133,10 @@ def csp_reference(noun_lines, adj_lines, class_name, *, seed=0, neg_topk=0.15, p
     nouns_ranked = [names_noun[i] for i in ind_noun]
     adjs_ranked = [names_adj[i] for i in ind_adj]
     selected = nouns_ranked[: int(len(ind_noun) * neg_topk)] + adjs_ranked[: int(len(ind_adj) * neg_topk)]
+    if features is not None:
+        noun_sel = text_features_neg[:noun_length][ind_noun[0 : int(len(ind_noun) * neg_topk)]]
+        adj_sel = text_features_neg[noun_length:][ind_adj[0 : int(len(ind_adj) * neg_topk)]]
+        features.update(pos=text_features_pos.numpy(), neg=torch.cat([noun_sel, adj_sel], dim=0).numpy())
     return selected, nouns_ranked, adjs_ranked, neg_sim.numpy()
 
 
@@ -143,6 +170,36 @@ def test_ratio_is_csps_selection_label_for_label(pool, ids, seed):
     assert got.labels == want  # the same labels in the same order: selected nouns, then conjugated adjectives
     assert len(want) == int(len(nouns) * 0.15) + int(len(adjs) * 0.15) > 40
     assert got.settings["order"].startswith("csp")
+
+
+def test_embeddings_and_scores_are_csps_under_raw_norms(pool, ids):
+    """CSP's vocabulary, its label embeddings and its scores (NegLabel's grouped score, CSP's grouping)
+    against CSP's code: embeddings within 1e-6, scores within 1e-5."""
+    from negvocab.evaluation.encode import encode_labels
+    from negvocab.scoring.neglabel import neglabel
+
+    nouns, adjs = _split(pool)
+    ref = {}
+    want, _, _, _ = csp_reference(nouns, adjs, ID_NAMES, features=ref)
+    vlm = PromptVLM()
+    got = build_csp_vocabulary(vlm, candidates=pool, id_classes=ids, ratio=0.15, synonym_filter=False)
+    assert got.labels == want
+    neg = encode_labels(vlm, got, "csp")  # as a scorer embeds a vocabulary: its labels, their parts of speech
+    id_emb = vlm.encode_text(ID_NAMES, "csp", pos="n")
+    np.testing.assert_allclose(neg, ref["neg"], atol=1e-6)
+    np.testing.assert_allclose(id_emb, ref["pos"], atol=1e-6)
+    img = np.random.default_rng(3).standard_normal((40, DIM))
+    img /= np.linalg.norm(img, axis=1, keepdims=True)
+    img[:20] = 0.3 * img[:20] + ref["pos"][np.arange(20) % len(ID_NAMES)]  # half the images near an ID class
+    img /= np.linalg.norm(img, axis=1, keepdims=True)
+    image = torch.tensor(img)
+    # CSP's ScalableClassifier.grouping (mmcls/models/ood/clip_ood.py) is NegLabel's, line for line
+    theirs = released_grouping(
+        100.0 * image @ torch.tensor(ref["pos"]).T, 100.0 * image @ torch.tensor(ref["neg"]).T, 10
+    )
+    ours = neglabel(img.astype(np.float32), id_emb, neg, groups=10, grouping="neglabel", seed=0, device="cpu")
+    np.testing.assert_allclose(ours, theirs.numpy(), atol=1e-5)
+    assert np.ptp(ours) > 1e-2  # the scores spread: a wrong vocabulary would move them
 
 
 def test_the_ranking_is_csps_per_part_of_speech_and_its_prefixes_are_the_sweep(pool, ids):
@@ -185,14 +242,41 @@ def test_distances_read_the_quantile_and_the_copy_rule():
     assert d[5] == 1.0  # its nearest ID class is above 0.95
 
 
-def test_a_label_that_is_both_a_noun_and_a_conjugated_adjective_stays_a_noun(ids):
+@pytest.mark.parametrize("ratio", [0.15, 1.0])
+def test_a_conjugated_adjective_equal_to_a_noun_is_a_candidate_of_its_own_as_in_csp(pool, ids, ratio):
     from negvocab.labels.candidates import Candidate
 
-    adj = Candidate("natural", "a", "adj.all", "natural.a.01")
     noun = Candidate("natural object", "n", "noun.Tops", "natural_object.n.01")
-    v = build_csp_vocabulary(PromptVLM(), candidates=[noun, adj], id_classes=ids, superclasses=["{} object"])
-    assert v.labels == ["natural object"] and v.meta["natural object"]["pos"] == "n"
-    assert v.settings["n_candidates"]["conjugated_clashing_with_nouns"] == 1
+    adj = Candidate("natural", "a", "adj.all", "natural.a.01")
+    cands = [*pool, noun, adj]
+    nouns, adjs = _split(cands)
+    want, _, _, _ = csp_reference(nouns, adjs, ID_NAMES, neg_topk=ratio, csp_templates=["{} object"])
+    v = build_csp_vocabulary(
+        PromptVLM(), candidates=cands, id_classes=ids, superclasses=["{} object"], ratio=ratio, synonym_filter=False
+    )
+    # CSP counts the conjugated "natural object" among the adjectives and may select it beside the
+    # noun; a vocabulary holds a label once (the noun's place, the first), and says so
+    assert v.labels == list(dict.fromkeys(want))
+    twice = [x for x in dict.fromkeys(want) if want.count(x) == 2]
+    assert v.settings["selected_twice"] == twice and (twice == ["natural object"]) == (ratio == 1.0)
+    assert v.settings["n_candidates"] == {"nouns": len(nouns), "adjectives": len(adjs), "conjugated_equal_to_a_noun": 1}
+    held = ["1 labels CSP's code selects twice (as a noun and conjugated) held once"] if twice else []
+    other = [] if ratio == 0.15 else [f"ratio {ratio} (CSP's code: 0.15)"]
+    assert v.settings["departures_from_csp"] == held + other
+
+
+def test_the_record_names_each_departure_from_csps_construction(pool, ids):
+    kw = {"candidates": pool, "id_classes": ids}
+    authors = build_csp_vocabulary(PromptVLM(), ratio=0.15, synonym_filter=False, **kw)
+    assert authors.settings["departures_from_csp"] == [] and authors.settings["templates"]["reduce"] == "raw_mean"
+    unit = build_csp_vocabulary(PromptVLM(), ratio=0.15, synonym_filter=False, reduce="unit_mean", **kw)
+    assert unit.settings["departures_from_csp"] == ["templates reduced by unit_mean (CSP's code: raw_mean)"]
+    assert unit.labels != authors.labels  # norms vary: the two reductions rank differently
+    default = build_csp_vocabulary(PromptVLM(), **kw)
+    assert [d.split(" (")[0] for d in default.settings["departures_from_csp"]] == [
+        "synonym filter on",
+        "one ranking of both parts of speech",
+    ]
 
 
 def test_through_the_registry_and_the_cli(tiny, tmp_path):
@@ -207,8 +291,9 @@ def test_through_the_registry_and_the_cli(tiny, tmp_path):
     assert (b.ranked, b.deployable, sorted(b.needs)) == (True, True, ["vlm"])
     with pytest.raises(InputError, match="^builder 'csp': quantile = 95: must be a quantile level in"):
         negvocab.build_vocabulary("csp", vlm=tiny, quantile=95)
-    r = CliRunner().invoke(app, ["build", "csp", "--help"])
-    assert r.exit_code == 0 and "--superclasses" in r.output and "--ratio" in r.output
+    r = CliRunner().invoke(app, ["build", "csp", "--help"], env={"COLUMNS": "300"})
+    assert r.exit_code == 0 and "--superclasses" in r.output and "--ratio" in r.output and "--authors" in r.output
+    assert "counted before the synonym filter (CSP's code: 0.15 with no filter; --authors sets both)" in r.output
 
 
 def test_the_generic_cli_command_builds_a_csp_vocabulary(tmp_path):
@@ -225,6 +310,22 @@ def test_the_generic_cli_command_builds_a_csp_vocabulary(tmp_path):
     assert v.source == "csp" and v.settings["seed"] == 2 and v.settings["ratio"] == 0.5
     n = v.settings["n_candidates"]
     assert len(v) == int(n["nouns"] * 0.5) + int(n["adjectives"] * 0.5)
+    assert v.settings["departures_from_csp"][:2] == [
+        "templates single (CSP's code: csp)",
+        "synonym filter on (CSP's code has none: the pool and the ratio's cut change)",
+    ]  # the default filters, and says so
+    r = CliRunner().invoke(app, [*argv, "--authors", "-o", str(tmp_path / "authors.json")])
+    assert r.exit_code == 0, r.output
+    assert "negvocab score --method neglabel --grouping neglabel --groups 100 --seed 0 --templates csp" in r.output
+    a = negvocab.Vocabulary.load(tmp_path / "authors.json")
+    assert (a.settings["ratio"], a.settings["seed"], "synonym_filter" in a.settings) == (0.15, 0, False)
+    assert a.settings["departures_from_csp"] == ["templates single (CSP's code: csp)"]  # given here: it stays
+    r = CliRunner().invoke(app, [*argv, "--authors", "--ratio", "0.5", "-o", str(tmp_path / "mine.json")])
+    assert r.exit_code == 0, r.output
+    assert negvocab.Vocabulary.load(tmp_path / "mine.json").settings["departures_from_csp"] == [
+        "templates single (CSP's code: csp)",
+        "ratio 0.5 (CSP's code: 0.15)",
+    ]  # what the command line gives wins over the preset
     r = CliRunner().invoke(app, [*argv, "--quantile", "95", "-o", str(tmp_path / "bad.json")])
     assert r.exit_code == 2 and "--quantile = 95.0: must be a quantile level in (0, 1]" in r.output
 

@@ -7,6 +7,11 @@ image prototypes; ``get_selected_ood_text_list``: the criterion, the ranking and
 ``CLIP_scoring``: prompts, de-duplication, the cosines). The repository has NO licence file, so not a
 line of it is copied: ``interneg_reference`` below is an independent float64 re-implementation that
 follows their code line by line (the names in its comments are theirs), run on the same embeddings.
+
+The embeddings are raw features whose norms vary by +-20% (as CLIP's do); both sides normalise them
+as their code does. The stand-in model moves each text row by about 1e-7 from one call to the next,
+as batching moves a real model's float32 rows, so a candidate equal to an ID class name is never
+exactly its ID text: only InterNeg's exact-name deduplication before the criterion keeps it out.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import negvocab
 from negvocab.builders.interneg import build_interneg_vocabulary, class_prototypes, interneg_margins
 from negvocab.core.errors import InputError
 from negvocab.data.images import ImageSet
+from negvocab.evaluation.encode import encode_labels
 from negvocab.labels.candidates import Candidate, sample_pool
 from negvocab.labels.imagenet import IdClasses
 from negvocab.vlm.images import ImageEmbeddings
@@ -31,40 +37,49 @@ CLASSES = ["goldfish", "tench", "barn", "canoe", "igloo", "teapot"]
 
 
 def _vec(key: str) -> np.ndarray:
+    """A raw feature: a random direction, a norm in [0.8, 1.2]."""
     seed = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little")
-    v = np.random.default_rng(seed).standard_normal(DIM)
-    return v / np.linalg.norm(v)
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(DIM)
+    return v / np.linalg.norm(v) * rng.uniform(0.8, 1.2)
 
 
 def _image_vec(path: str) -> np.ndarray:
-    """An image of class c lies near its class name's prompt: InterNeg's base cosines are high."""
+    """An image of class c lies near its class name's prompt (InterNeg's base cosines are high); raw."""
     cls = path.split("/")[0]
-    v = 2.0 * _vec(f"The nice {cls}.") + _vec(path)
-    return v / np.linalg.norm(v)
+    return 2.0 * _vec(f"The nice {cls}.") + _vec(path)
 
 
 class StubVLM:
-    """Text: the normalised mean of its prompts' random unit vectors; images: :func:`_image_vec`."""
+    """Text: a label's prompts' raw features, each normalised (one template a part of speech here),
+    averaged and normalised, then moved by ~1e-7 (a different draw each call); images: :func:`_image_vec`
+    normalised, as the image encoder returns them."""
 
     identity = {"name": "stub"}
     random_weights = True
 
+    def __init__(self):
+        self.calls = 0
+
     def encode_text(self, labels, templates="paper8", *, pos=None, batch_size=None, progress=None):
         tset = resolve_templates(templates)
         pos = [pos] * len(labels) if pos is None or isinstance(pos, str) else pos
-        rows = [np.mean([_vec(t.format(x)) for t in tset.for_pos(p)], axis=0) for x, p in zip(labels, pos, strict=True)]
-        out = np.stack(rows)
+        prompts = [[_vec(t.format(x)) for t in tset.for_pos(p)] for x, p in zip(labels, pos, strict=True)]
+        out = np.stack([np.mean([v / np.linalg.norm(v) for v in rows], axis=0) for rows in prompts])
+        self.calls += 1
+        out += 1e-7 * np.random.default_rng(self.calls).standard_normal(out.shape)
         return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
 
     def encode_images(self, source, *, batch_size=None, num_workers=None, progress=None):
-        emb = np.stack([_image_vec(p) for p in source.paths]).astype(np.float32)
+        emb = np.stack([_image_vec(p) / np.linalg.norm(_image_vec(p)) for p in source.paths]).astype(np.float32)
         return ImageEmbeddings(paths=list(source.paths), embeddings=emb, ids=list(source.ids))
 
 
-def interneg_reference(noun_list, adj_list, classnames, images, total_ood_num):
+def interneg_reference(noun_list, adj_list, classnames, images, total_ood_num, features=None):
     """InterNeg's selection, float64: the selected labels (adjectives, then nouns).
 
-    ``images``: (class index, feature) of the ID training images in loader order."""
+    ``images``: (class index, feature) of the ID training images in loader order. A dict ``features``
+    receives each selected label's text feature (``text``, in the selection's order)."""
     # FixedCLIP_InterNegOODPrompt: class_data sums the normalised image features, / class_count, normalise
     n_cls = len(classnames)
     class_data, class_count = [None] * n_cls, [0] * n_cls
@@ -108,13 +123,21 @@ def interneg_reference(noun_list, adj_list, classnames, images, total_ood_num):
     _, indice_sim_noun = value_cos_noun.sort(descending=True, stable=True)
     selected_adj_text = [can_list_adj[i] for i in indice_sim_adj[:adj_num]]
     selected_noun_text = [can_list_noun[i] for i in indice_sim_noun[:noun_num]]
+    if features is not None:
+        adj_feats = text_encoder(["This is a " + name + " photo." for name in adj_list])
+        feats = dict(zip(adj_list, adj_feats, strict=True))
+        feats.update(zip(noun_list, text_encoder(["The nice " + name + "." for name in noun_list]), strict=True))
+        features["text"] = np.stack([feats[x].numpy() for x in selected_adj_text + selected_noun_text])
     return selected_adj_text + selected_noun_text, len(can_list_adj), len(can_list_noun)
 
 
 @pytest.fixture(scope="module")
 def pool():
     cands = [c for c in sample_pool(400) if c.text not in CLASSES]
-    return [*cands, Candidate("goldfish", "n", "noun.animal", "goldfish.n.01")]  # an ID name: InterNeg drops it
+    # ID names as nouns and as an adjective, and an adjective equal to a noun: InterNeg drops them first
+    names = [Candidate(x, "n", "noun.artifact", f"{x}.n.01") for x in CLASSES]
+    noun = next(c.text for c in cands if c.pos == "n")
+    return [*cands, *names, Candidate("barn", "a", "adj.all", "barn.a.01"), Candidate(noun, "a", "adj.all", "x.a.01")]
 
 
 @pytest.fixture(scope="module")
@@ -130,12 +153,19 @@ def test_the_selection_is_internegs_label_for_label(pool, id_images, size):
     nouns = [c.text for c in pool if c.pos not in ("a", "s")]
     adjs = [c.text for c in pool if c.pos in ("a", "s")]
     shots = [(CLASSES.index(p.split("/")[0]), _image_vec(p)) for p in id_images.paths if int(p[-5]) < 3]
-    want, n_adj, n_noun = interneg_reference(nouns, adjs, CLASSES, shots, size)
+    ref = {}
+    want, n_adj, n_noun = interneg_reference(nouns, adjs, CLASSES, shots, size, features=ref)
     assert 20 < n_adj + n_noun < len(pool) and n_adj > 3  # the criterion keeps some of both, drops some
     stub = StubVLM()
-    # InterNeg drops the exact ID names; negvocab's synonym filter does that (and more: none here)
-    got = build_interneg_vocabulary(stub, size, id_images=id_images, shots=3, candidates=pool, id_classes=ids)
+    # InterNeg drops the exact ID names first; without the synonym filter that is all that is dropped
+    got = build_interneg_vocabulary(
+        stub, size, id_images=id_images, shots=3, candidates=pool, id_classes=ids, synonym_filter=False
+    )
     assert got.labels == want
+    assert got.settings["exact_id_names_dropped"] == len(CLASSES) and got.settings["departures_from_interneg"] == []
+    np.testing.assert_allclose(encode_labels(StubVLM(), got, "interneg"), ref["text"], atol=1e-6)
+    filtered = build_interneg_vocabulary(stub, size, id_images=id_images, shots=3, candidates=pool, id_classes=ids)
+    assert [d.split(" (")[0] for d in filtered.settings["departures_from_interneg"]] == ["synonym filter on"]
     assert got.settings["kept"] == {"adjectives": n_adj, "nouns": n_noun}
     assert got.settings["id_images"]["uses_id_images"] is True and got.settings["id_images"]["images"] == 18
     from negvocab.evaluation.records import vocab_meta
@@ -149,6 +179,11 @@ def test_ranked_split_and_the_whole_ranking(pool, id_images):
     full = build_interneg_vocabulary(StubVLM(), id_images=id_images, shots=3, candidates=pool, id_classes=ids)
     margins = [full.meta[x]["margin"] for x in full.labels]
     assert margins == sorted(margins, reverse=True) and "goldfish" not in full.labels
+    # no ID name, also without the synonym filter: removed before the criterion, whatever the rounding
+    exact = build_interneg_vocabulary(
+        StubVLM(), id_images=id_images, shots=3, candidates=pool, id_classes=ids, synonym_filter=False
+    )
+    assert not set(CLASSES) & set(exact.labels) and len(exact) > len(full) - 5
     head = build_interneg_vocabulary(
         StubVLM(), 10, id_images=id_images, shots=3, candidates=pool, id_classes=ids, split="ranked"
     )
@@ -208,3 +243,16 @@ def test_through_the_registry_with_class_folders(tiny, tmp_path):
         templates="single",
     )
     assert direct == v
+
+
+@pytest.mark.parametrize("name", ["csp", "interneg"])
+def test_the_authors_preset_names_real_options_with_allowed_values(name, tmp_path):
+    from negvocab.builders.authors import AUTHORS
+
+    preset = AUTHORS[name]
+    b = negvocab.get_builder(name)
+    assert set(preset.build) <= set(b.options.model_fields) and preset.build["synonym_filter"] is False
+    required = {"id_images": tmp_path} if name == "interneg" else {}
+    opts = b.options(**preset.build, **required)  # the options model accepts every value
+    assert {k: getattr(opts, k) for k in preset.build} == dict(preset.build)
+    assert preset.score.endswith(f"--templates {preset.build['templates']}")  # scored as it was built

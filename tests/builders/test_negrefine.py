@@ -107,13 +107,21 @@ def _build(vlm, run_dir, **kw):
     )
 
 
+def _embed_text(text_list, vlm):
+    """NegRefine's ``_embed_text`` (src/neg_filter.py): the model's raw features of the bare texts, then
+    ``/= norm`` (the tiny model's raw norms vary, as CLIP's do)."""
+    with torch.no_grad():
+        features = vlm.model.encode_text(vlm.tokenizer(list(text_list))).float()
+    return features / features.norm(dim=-1, keepdim=True)
+
+
 def test_clean_words_and_top_matches_equal_negrefines(vlm):
     assert set(clean_words(LABELS)) == set(ref._clean_words(LABELS))
     assert clean_words(["b", "o'clock", "oclock", "x-ray", "café"]) == ["oclock", "x-ray", "café"]
     labels = clean_words(LABELS)
     neg, pos = vlm.encode_text(labels, ["{}"]), vlm.encode_text(CLASSES, ["{}"])
     idx = top_matching_classes(neg, pos, 10)
-    theirs = ref._find_top_matching_pairs(labels, CLASSES, lambda t: torch.from_numpy(vlm.encode_text(t, ["{}"])))
+    theirs = ref._find_top_matching_pairs(labels, CLASSES, lambda t: _embed_text(t, vlm))
     assert [[CLASSES[j] for j in row] for row in idx.tolist()] == [p[1] for p in theirs]
     assert idx.shape == (len(labels), len(CLASSES))  # min(10, C)
 

@@ -13,6 +13,7 @@ import negvocab
 from negvocab.core.errors import InputError
 from negvocab.scoring.methods import get_method
 from negvocab.scoring.negrefine import multi_matching
+from negvocab.vlm.templates import resolve_templates
 from tests.reference import negrefine as ref
 
 D, C, M, N = 16, 8, 230, 7  # M >= 100: their grouping cuts 100 groups (and drops M mod 100 = 30)
@@ -108,3 +109,37 @@ def test_registry_entry_and_refusals(data):
         negvocab.score("negrefine", img, id_emb, neg_emb)
     with pytest.raises(InputError, match="mm_k_id"):
         negvocab.score("negrefine", img, id_emb, neg_emb, pair_texts=lambda a, b: None, mm_k_id=0)
+
+
+def test_negrefine_with_csps_templates_equals_theirs_under_raw_norms():
+    """NegRefine's ``_embed_text_labels`` averages the RAW template features (``.view(-1, K, D).mean(dim=1)``,
+    then ``/= norm``), for the ID names, the negatives and the pair texts: negvocab's ``csp`` templates
+    (reduce raw_mean) through its own encoder path (PairTexts) give their embeddings within 1e-6 and their
+    scores within 1e-5, with raw norms varying by +-20%."""
+    from negvocab.vlm.pairs import PairTexts
+    from negvocab.vlm.templates import CSP
+    from tests.builders.test_csp import DIM, PromptVLM, _vec
+
+    def embed_text_labels(labels):  # theirs, with noun_prompt_templates; _vec stands for encode_text
+        features = torch.from_numpy(np.stack([_vec(t.format(w)) for w in labels for t in CSP["n"]]))
+        features = features.view(-1, len(CSP["n"]), features.shape[-1]).mean(dim=1)
+        return features / features.norm(dim=-1, keepdim=True)
+
+    id_names, neg_labels = [f"class {i}" for i in range(C)], [f"negative {j}" for j in range(M)]
+    pos_features, neg_features = embed_text_labels(id_names), embed_text_labels(neg_labels)
+    vlm = PromptVLM()
+    id_emb, neg_emb = vlm.encode_text(id_names, "csp", pos="n"), vlm.encode_text(neg_labels, "csp", pos="n")
+    np.testing.assert_allclose(id_emb, pos_features.numpy(), atol=1e-6)
+    np.testing.assert_allclose(neg_emb, neg_features.numpy(), atol=1e-6)
+    rng = np.random.default_rng(2)
+    img = rng.normal(size=(N, DIM))
+    img[:3] += 3 * id_emb[:3]
+    img[3] += 4 * embed_text_labels(["class 1 and negative 5"])[0].numpy()
+    img = _unit(img)
+    model = ref.CLIPood(pos_features, neg_features, id_names, neg_labels, embed_text_labels)
+    theirs = np.array([model.detection_score(torch.from_numpy(img[i : i + 1])) for i in range(N)])
+    pairs = PairTexts(vlm, "csp", id_names, neg_labels)
+    ours = negvocab.score("negrefine", img, id_emb, neg_emb, pair_texts=pairs, grouping="neglabel")
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-5)
+    unit = PairTexts(vlm, resolve_templates("csp").with_reduce("unit_mean"), id_names, neg_labels)
+    assert np.abs(pairs(np.array([1]), np.array([5])) - unit(np.array([1]), np.array([5]))).max() > 1e-4

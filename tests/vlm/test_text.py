@@ -220,3 +220,26 @@ def test_chunks_never_follow_the_clock(tiny, monkeypatch):
     assert len({emb.tobytes() for _, emb in runs}) == 1
     with pytest.warns(DeprecationWarning, match="chunk_s=, clock="):
         T.encode_labels(tiny, labels[:2], ["{}"], chunk_s=1.0)
+
+
+def test_raw_mean_averages_the_raw_prompt_features_as_csps_code(tiny):
+    """``reduce="raw_mean"`` (CSP's code: the mean of the raw features, then ``/= norm``) against the
+    model's own ``encode_text``; ``unit_mean`` averages the normalised ones; the cache keeps them apart."""
+    labels, templates = ["goldfish", "hot-air balloon", "red"], ["a photo of a {}.", "{}", "the nice {}"]
+    tokens = tiny.tokenizer([t.format(x) for x in labels for t in templates])
+    with torch.no_grad():
+        raw = tiny.model.encode_text(tokens).double().reshape(len(labels), len(templates), -1)
+    norms = raw.norm(dim=-1)
+    assert float(norms.max() / norms.min()) > 1.05  # random weights: the raw norms differ, as CLIP's do
+    want_raw = torch.nn.functional.normalize(raw.mean(dim=1), dim=-1).numpy()
+    want_unit = torch.nn.functional.normalize(torch.nn.functional.normalize(raw, dim=-1).mean(dim=1), dim=-1).numpy()
+    assert np.abs(want_raw - want_unit).max() > 1e-4
+    for _ in range(2):  # computed, then read from the cache
+        np.testing.assert_allclose(tiny.encode_text(labels, templates, reduce="raw_mean"), want_raw, atol=1e-6)
+        np.testing.assert_allclose(tiny.encode_text(labels, templates), want_unit, atol=1e-6)
+    tset = resolve_templates(templates).with_reduce("raw_mean")
+    np.testing.assert_allclose(tiny.encode_text(labels, tset), want_raw, atol=1e-6)  # the set carries it
+    assert resolve_templates("csp").reduce == "raw_mean" and resolve_templates("paper8").reduce == "unit_mean"
+    assert resolve_templates("csp").describe()["reduce"] == "raw_mean"
+    with pytest.raises(InputError, match="^reduce = 'raw': must be one of unit_mean, raw_mean$"):
+        tiny.encode_text(labels, templates, reduce="raw")
