@@ -199,7 +199,9 @@ def evaluate_stream(
     metric_kw: dict[str, Any] = {"tpr": tpr, "convention": convention, "n_boot": n_boot, "seed": seed}
     of = dict(groups) if groups is not None else set_groups(sets)  # each OOD set's group: the summary rows
     run: dict[str, Any] = {"order": order, "stream_batch": stream_batch, "ratio": ratio, "groups": of}
-    by_seed = {s: _one_seed(detector, id_x, ood_x, base, stream=s, **run, **metric_kw) for s in seeds}
+    by_seed = {
+        s: _one_seed(detector, id_x, ood_x, base, stream=s, progress=progress, **run, **metric_kw) for s in seeds
+    }
     first = by_seed[seeds[0]]
     stream = {"order": order, "batch_size": stream_batch, "seed": first.rows[0]["stream_seed"]}
     stream |= ({"seeds": seeds} if len(seeds) > 1 else {}) | ({"id_ood_ratio": ratio} if ratio is not None else {})
@@ -271,6 +273,7 @@ def _one_seed(
     stream: int,
     ratio: float | None,
     groups: Mapping[str, str | None],
+    progress: bool = False,
     **metric_kw: Any,
 ) -> StreamEvaluation:
     """One stream per OOD set with the stream seed ``stream`` (the mix drawn from it too): rows, scores,
@@ -287,7 +290,9 @@ def _one_seed(
         a, b = (id_x, x) if ratio is None else (_take(id_x, keep_id), _take(x, keep_ood))
         n_id = len(keep_id)
         n_first = n_id if order in SPLIT_ORDERS else None
-        res = run_stream(detector, _stack(a, b), stream_batch=stream_batch, order=order, seed=stream, n_id=n_first)
+        res = run_stream(
+            detector, _stack(a, b), stream_batch=stream_batch, order=order, seed=stream, n_id=n_first, progress=progress
+        )
         streams[name] = res
         scores[name] = {"id": res.scores[:n_id], "ood": res.scores[n_id:]}
         records.append(metrics_row(scores[name]["id"], scores[name]["ood"], ood_set=name, method="", **metric_kw))
