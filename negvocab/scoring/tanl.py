@@ -196,20 +196,23 @@ def best_threshold(scores: np.ndarray) -> float:
     grid = torch.arange(*THRESHOLD_GRID).double().numpy()  # the float32 grid of their code, exactly
     v = np.sort(np.asarray(scores, dtype=np.float64))
     n = v.size
-    crit = np.full(grid.size, np.inf)
-    cache: dict[int, float] = {}
-    for t, k in enumerate(np.searchsorted(v, grid, side="left")):  # k values below th: class 0
-        if k not in cache:
-            w1 = np.float32(np.float32(n - k) / np.float32(n))
-            w0 = np.float32(1) - w1
-            if w1 == 0 or w0 == 0:
-                cache[k] = math.inf
-            else:
-                lo, hi = v[:k], v[k:]
-                cache[k] = float(w0) * float(np.mean((lo - lo.mean()) ** 2)) + float(w1) * float(
-                    np.mean((hi - hi.mean()) ** 2)
-                )
-        crit[t] = cache[k]
+    ks, where = np.unique(np.searchsorted(v, grid, side="left"), return_inverse=True)  # k values below th
+    # each split's two population variances from running sums of the centred values (one pass over
+    # the queue, not one per split); a side of equal values gets exactly 0, as the direct formula gives
+    y = v - v.mean() if n else v
+    s1, s2 = np.concatenate([[0.0], np.cumsum(y)]), np.concatenate([[0.0], np.cumsum(y * y)])
+    n0, n1 = ks.astype(np.float64), (n - ks).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var0 = np.maximum(s2[ks] / n0 - (s1[ks] / n0) ** 2, 0.0)
+        var1 = np.maximum((s2[n] - s2[ks]) / n1 - ((s1[n] - s1[ks]) / n1) ** 2, 0.0)
+    last = np.clip(ks - 1, 0, max(n - 1, 0))
+    if n:
+        var0[v[last] == v[0]] = 0.0
+        var1[v[np.minimum(ks, n - 1)] == v[-1]] = 0.0
+    w1 = (n - ks).astype(np.float32) / np.float32(max(n, 1))  # float32 as theirs: equal splits tie
+    w0 = np.float32(1) - w1
+    per_k = np.where((w1 == 0) | (w0 == 0), np.inf, w0.astype(np.float64) * var0 + w1.astype(np.float64) * var1)
+    crit = per_k[where]
     ties = np.flatnonzero(crit == crit.min())
     return float(grid[ties[len(ties) // 2]])
 

@@ -201,3 +201,11 @@ def test_the_activation_queue_holds_the_last_rows_and_their_mean(length):
         held = queue.rows[: len(queue)]
         assert sorted(map(tuple, held.tolist())) == sorted(map(tuple, plain.tolist()))
         torch.testing.assert_close(queue.mean(), plain.mean(0), rtol=0, atol=1e-14)
+
+
+def test_best_threshold_equals_theirs_on_queues_with_ties():
+    """Scores on the grid and repeated values (splits of equal criterion: the tie rule decides)."""
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 7, 60, 333):
+        for scores in (np.round(rng.random(n), 2), np.round(rng.beta(2, 5, n), 1), rng.random(n)):
+            assert T.best_threshold(scores) == ref.find_best_threshold(torch.from_numpy(scores))
