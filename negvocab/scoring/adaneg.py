@@ -65,7 +65,35 @@ class AdaNeg(StreamMethod):
         super().__init__(**params)
         self.needs_negatives = True
 
+    def setup(self, *args: Any, **kw: Any) -> AdaNeg:
+        """:meth:`StreamMethod.setup`; the first reset builds the state, later ones restore the classes written."""
+        self._clean: torch.Tensor | None = None
+        super().setup(*args, **kw)
+        return self
+
     def init_state(self) -> None:
+        """The memory of text embeddings alone. Built once per set-up; a reset restores only the classes
+        a stream wrote into (their slots, entropies and proxies), the rest being as built."""
+        if self._clean is not None:
+            self._restore()
+            return
+        self._build()
+        self._clean = (self.proxy if self.params["adaneg_proxies"] == "task" else self.gram).clone()
+
+    def _restore(self) -> None:
+        import torch
+
+        dirty = np.flatnonzero(self.filled > 1)  # every write (a replacement too) is into a class past its text slot
+        if len(dirty):
+            rows = torch.as_tensor(dirty, device=self.memory.device)
+            self.memory[rows] = 0
+            self.memory[rows, 0] = self.text[rows]  # a replacement may have overwritten the text slot
+            self.entropy[dirty], self.filled[dirty] = 0, 1
+            assert self._clean is not None
+            (self.proxy if self.params["adaneg_proxies"] == "task" else self.gram)[rows] = self._clean[rows]
+        self.n_written, self.n_replaced = {"id": 0, "ood": 0}, {"id": 0, "ood": 0}
+
+    def _build(self) -> None:
         import torch
 
         p = self.params

@@ -136,3 +136,16 @@ def test_defaults_are_their_imagenet_script_and_bad_values_are_one_line():
         make_stream("adaneg", adaneg_proxies="both")
     with pytest.raises(InputError, match="neg_emb"):
         make_stream("adaneg").setup(np.eye(3))
+
+
+def test_a_reset_after_a_stream_is_a_fresh_memory(data):
+    """A reset restores only the classes a stream wrote: the next stream scores as on a new instance."""
+    ids, negs, imgs = data
+    for proxies in ("task", "sample"):
+        m = make_stream("adaneg", adaneg_memory=3, adaneg_proxies=proxies).setup(ids, negs)
+        run_stream(m, imgs, stream_batch=7, seed=6)
+        assert (m.filled > 1).any()  # the first stream wrote
+        again = run_stream(m, imgs, stream_batch=7, seed=5).scores
+        fresh = make_stream("adaneg", adaneg_memory=3, adaneg_proxies=proxies).setup(ids, negs)
+        np.testing.assert_array_equal(again, run_stream(fresh, imgs, stream_batch=7, seed=5).scores)
+        np.testing.assert_array_equal(m.memory.numpy(), fresh.memory.numpy())
