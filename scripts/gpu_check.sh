@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA checks in one run: the @gpu tests (text exactness fp32/fp16, images + local features in
-# fp32/fp16, knn with faiss-gpu and torch, scorers on CUDA), the GPU scoring benchmark, then the vlm
+# fp32/fp16, knn with faiss-gpu and torch, scorers and test-time methods on CUDA), the GPU scoring
+# benchmark, every method over the MOS-four protocol at full size, then the vlm
 # and scoring suites on that machine's own Python/torch. Logs go to $OUT (or ./gpu-logs); the exit
 # status is non-zero when any step failed (summary.log says which).
 # On a bare machine, run scripts/gpu_wheels.sh here first and carry .whl/ (the wheels its image
@@ -36,6 +37,7 @@ step() {  # step NAME COMMAND...: run, log to $OUT/NAME.log, record the exit sta
 } 2>&1 | tee "$OUT/env.log"
 step gpu_tests python3 -m pytest -p no:cacheprovider -q -rs -m gpu tests/vlm tests/scoring
 step bench_scoring_cuda timeout 150 python3 benchmarks/bench_scoring.py --device cuda
+step bench_paper_scale_cuda timeout 300 python3 benchmarks/bench_paper_scale.py --device cuda
 parallel=$(python3 -c "import xdist" 2>/dev/null && echo "-n 8")
 step suite timeout 240 python3 -m pytest -p no:cacheprovider -q tests/vlm tests/scoring $parallel
 exit $status

@@ -213,6 +213,7 @@ def evaluate_stream(
         "ratio": ratio,
         "groups": of,
         "phased": bool(phases),
+        "progress": progress,
     }
     by_seed = {s: _one_seed(detector, id_x, ood_x, base, stream=s, **run, **metric_kw) for s in seeds}
     first = by_seed[seeds[0]]
@@ -291,6 +292,7 @@ def _one_seed(
     ratio: float | None,
     groups: Mapping[str, str | None],
     phased: bool = False,
+    progress: bool = False,
     **metric_kw: Any,
 ) -> StreamEvaluation:
     """One stream per OOD set with the stream seed ``stream`` (the mix drawn from it too): rows, scores,
@@ -310,7 +312,14 @@ def _one_seed(
         n_first = n_id if order in SPLIT_ORDERS else None
         fresh = not phased or phase == 0  # a later phase goes on from the state the last one left
         res = run_stream(
-            detector, _stack(a, b), stream_batch=stream_batch, order=order, seed=stream, n_id=n_first, reset=fresh
+            detector,
+            _stack(a, b),
+            stream_batch=stream_batch,
+            order=order,
+            seed=stream,
+            n_id=n_first,
+            reset=fresh,
+            progress=progress,
         )
         streams[name] = res
         scores[name] = {"id": res.scores[:n_id], "ood": res.scores[n_id:]}

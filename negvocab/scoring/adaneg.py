@@ -28,8 +28,13 @@ with ``s = 1 / tau`` (their CLIP logit scale, 100), K ID classes and M negatives
 
 The sample-adaptive proxy's norm is computed from a per-class Gram matrix of the slots
 (``|sum_s w_s m_s|^2 = w G w``) instead of materialising their (n, C, slots, d) tensor: the same
-number, without the 1.4 G-float intermediate. Computation runs in the dtype and on the device of
-the embeddings given (float64 inputs reproduce their code to 1e-10; float32 to float32 rounding).
+number, without the 1.4 G-float intermediate. The task-adaptive proxies and the sample-adaptive Gram
+matrices are kept and recomputed only for the classes a batch wrote into, and the negative classes
+are held group by group (a group's logits a contiguous slice, no gather per batch; ``by_class``
+gives the state in the classes' own order; an exact tie of two negatives' logits, which only equal
+embeddings give, may then send an image to the other one of the pair). Computation runs in the
+dtype and on the device of the embeddings given (float64 inputs reproduce their code to 1e-10;
+float32 to float32 rounding).
 """
 
 from __future__ import annotations
@@ -52,30 +57,66 @@ __all__ = ["AdaNeg"]
 class AdaNeg(StreamMethod):
     """AdaNeg's memory bank over the test stream (module docstring: the steps and their formulas).
 
-    State: ``memory`` (C, slots + 1, d) on the embeddings' device; ``entropy`` (C, slots + 1; float32,
-    as their torch default dtype keeps it) and ``filled`` (C,), the next free slot, in numpy on the CPU,
-    where the per-image update loop runs."""
+    State (rows in group order: :meth:`by_class`): ``memory`` (C, slots + 1, d) on the embeddings'
+    device; ``entropy`` (C, slots + 1; float32, as their torch default dtype keeps it) and ``filled``
+    (C,), the next free slot, in numpy on the CPU, where the per-image update loop runs."""
 
     def __init__(self, **params: ParamValue) -> None:
         super().__init__(**params)
         self.needs_negatives = True
 
+    def setup(self, *args: Any, **kw: Any) -> AdaNeg:
+        """:meth:`StreamMethod.setup`; the first reset builds the state, later ones restore the classes written."""
+        self._clean: torch.Tensor | None = None
+        super().setup(*args, **kw)
+        return self
+
     def init_state(self) -> None:
+        """The memory of text embeddings alone. Built once per set-up; a reset restores only the classes
+        a stream wrote into (their slots, entropies and proxies), the rest being as built."""
+        if self._clean is not None:
+            self._restore()
+            return
+        self._build()
+        self._clean = (self.proxy if self.params["adaneg_proxies"] == "task" else self.gram).clone()
+
+    def _restore(self) -> None:
+        import torch
+
+        dirty = np.flatnonzero(self.filled > 1)  # every write (a replacement too) is into a class past its text slot
+        if len(dirty):
+            rows = torch.as_tensor(dirty, device=self.memory.device)
+            self.memory[rows] = 0
+            self.memory[rows, 0] = self.text[rows]  # a replacement may have overwritten the text slot
+            self.entropy[dirty], self.filled[dirty] = 0, 1
+            assert self._clean is not None
+            (self.proxy if self.params["adaneg_proxies"] == "task" else self.gram)[rows] = self._clean[rows]
+        self.n_written, self.n_replaced = {"id": 0, "ood": 0}, {"id": 0, "ood": 0}
+
+    def _build(self) -> None:
         import torch
 
         p = self.params
         if self.neg_emb is None:
             raise InputError(f"{self.name} needs negative label embeddings (neg_emb)")
         id_emb, neg_emb = torch.as_tensor(self.id_emb), torch.as_tensor(self.neg_emb)
-        text = torch.cat([id_emb, neg_emb.to(id_emb.device, id_emb.dtype)])
+        m = neg_emb.shape[0]
+        groups = np.stack(neglabel_groups(m, int(p["adaneg_groups"]), "neglabel", int(p["seed"]), device="cpu"))
+        # the negative classes are held group by group (then the ones no group keeps), so that a group's
+        # logits are a contiguous slice: the class order is internal (no result names a class)
+        order = np.concatenate([groups.ravel(), np.setdiff1d(np.arange(m), groups.ravel())])
+        self.group_shape = groups.shape  # (G, M'/G)
+        self.classes = np.concatenate([np.arange(id_emb.shape[0]), id_emb.shape[0] + order])  # held row -> class
+        neg = neg_emb.to(id_emb.device, id_emb.dtype)[torch.as_tensor(order, device=id_emb.device)]
+        text = torch.cat([id_emb, neg])
         self.k, c, slots = id_emb.shape[0], text.shape[0], int(p["adaneg_memory"]) + 1
         self.text = text
         self.memory = torch.zeros((c, slots, text.shape[1]), dtype=text.dtype, device=text.device)
         self.memory[:, 0] = text
         self.entropy = np.zeros((c, slots), dtype=np.float32)  # float32 as theirs (torch's default dtype)
         self.filled = np.ones(c, dtype=np.int64)
-        groups = neglabel_groups(c - self.k, int(p["adaneg_groups"]), "neglabel", int(p["seed"]), device="cpu")
-        self.groups = torch.as_tensor(np.stack(groups), device=text.device)  # (G, M'/G) negative indices
+        self.proxy = self.gram = torch.empty(0)
+        self._refresh(torch.arange(c, device=text.device))
         self.n_written = {"id": 0, "ood": 0}
         self.n_replaced = {"id": 0, "ood": 0}
 
@@ -103,7 +144,8 @@ class AdaNeg(StreamMethod):
         import torch
 
         pos = torch.logsumexp(logits[:, : self.k], dim=1)  # (n,)
-        neg = logits[:, self.k :][:, self.groups]  # (n, G, M'/G)
+        g, size = self.group_shape
+        neg = logits[:, self.k : self.k + g * size].view(-1, g, size)  # (n, G, M'/G), group by group
         total = torch.logaddexp(pos[:, None], torch.logsumexp(neg, dim=2))  # (n, G)
         return torch.exp(pos[:, None] - total).mean(dim=1)
 
@@ -113,6 +155,7 @@ class AdaNeg(StreamMethod):
 
         t, gap = float(self.params["adaneg_threshold"]), float(self.params["adaneg_gap"])
         conf = vanilla.detach().cpu().numpy()
+        written: set[int] = set()
         for side, gate, part, offset in (
             ("id", conf > t + gap * (1 - t), logits[:, : self.k], 0),
             ("ood", conf < t - gap * t, logits[:, self.k :], self.k),
@@ -132,6 +175,26 @@ class AdaNeg(StreamMethod):
             if writes:
                 (cs, ss), rs = zip(*writes, strict=True), list(writes.values())
                 self.memory[torch.as_tensor(cs), torch.as_tensor(ss)] = x[torch.as_tensor(rs, device=x.device)]
+                written.update(cs)
+        if written:
+            self._refresh(torch.as_tensor(sorted(written), device=self.memory.device))
+
+    def _refresh(self, classes: torch.Tensor) -> None:
+        """Recompute what the proxies need of the memory rows of ``classes`` (the ones just written):
+        the task-adaptive proxy (slots averaged, unit norm) or the sample-adaptive Gram matrix of the slots."""
+        import torch
+
+        mem = self.memory[classes]
+        if self.params["adaneg_proxies"] == "task":
+            if not len(self.proxy):
+                self.proxy = torch.empty_like(self.memory[:, 0])
+            proxy = mem.mean(dim=1)
+            self.proxy[classes] = proxy / proxy.norm(dim=-1, keepdim=True)
+        else:
+            if not len(self.gram):
+                c, slots = self.memory.shape[:2]
+                self.gram = self.memory.new_empty((c, slots, slots))
+            self.gram[classes] = torch.einsum("csd,ctd->cst", mem, mem)
 
     def _slot(self, c: int, h: float, side: str) -> int | None:
         """The slot of class ``c`` an image of entropy ``h`` takes (None: kept out), entropies updated."""
@@ -155,15 +218,25 @@ class AdaNeg(StreamMethod):
         """``x . proxy_c`` for every class (n, C): the task- or sample-adaptive proxies, unit norm."""
         import torch
 
-        mem = self.memory
         if self.params["adaneg_proxies"] == "task":
-            proxy = mem.mean(dim=1)
-            return x @ (proxy / proxy.norm(dim=-1, keepdim=True)).T
-        cos = torch.einsum("csd,nd->ncs", mem, x)  # (n, C, slots)
+            return x @ self.proxy.T
+        cos = torch.einsum("csd,nd->ncs", self.memory, x)  # (n, C, slots)
         w = torch.exp(-float(self.params["adaneg_beta"]) * (1 - cos))
-        gram = torch.einsum("csd,ctd->cst", mem, mem)  # (C, slots, slots)
-        norm2 = torch.einsum("ncs,cst,nct->nc", w, gram, w)
+        norm2 = torch.einsum("ncs,cst,nct->nc", w, self.gram, w)  # gram: (C, slots, slots), kept per class
         return (w * cos).sum(dim=2) / norm2.sqrt()
+
+    def by_class(self, rows: Any) -> Any:
+        """``rows`` of the state (``memory``, ``entropy``, ``filled``: one per class, held in group
+        order) in the classes' own order: ID classes, then the negatives as given."""
+        import torch
+
+        if isinstance(rows, torch.Tensor):
+            out = torch.empty_like(rows)
+            out[torch.as_tensor(self.classes, device=rows.device)] = rows
+            return out
+        out = np.empty_like(rows)
+        out[self.classes] = rows
+        return out
 
     def summary(self) -> dict[str, Any]:
         held = self.filled - 1

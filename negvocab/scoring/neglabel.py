@@ -43,14 +43,16 @@ def _neglabel_setup(
     prev = 0
     for size in big:
         # stratified: rank r sits at row r // G; permuted groupings have a single size == m_max
-        rows = range(prev // g, -(-size // g)) if grouping == "stratified" else range(len(index))
-        full, partial = [], []
-        for r in rows:
-            inside = valid[r] & (index[r] >= prev) & (index[r] < size)
-            if inside.all() or (grouping in PERMUTED and (inside == valid[r]).all()):
-                full.append(r)  # padding (invalid) entries are zero after the exponential
-            elif inside.any():
-                partial.append((r, torch.as_tensor(inside, dtype=neg.dtype, device=neg.device)))
+        lo, hi = (prev // g, -(-size // g)) if grouping == "stratified" else (0, len(index))
+        inside = valid[lo:hi] & (index[lo:hi] >= prev) & (index[lo:hi] < size)  # (rows, G), all rows at once
+        whole = inside.all(1)
+        if grouping in PERMUTED:
+            whole |= (inside == valid[lo:hi]).all(1)  # padding (invalid) entries are zero after the exponential
+        full = (lo + np.flatnonzero(whole)).tolist()
+        partial = [
+            (lo + int(r), torch.as_tensor(inside[r], dtype=neg.dtype, device=neg.device))
+            for r in np.flatnonzero(~whole & inside.any(1))
+        ]
         r0, r1 = (full[0], full[-1] + 1) if full else (0, 0)
         assert r1 - r0 == len(full)
         segments.append((r0, r1, partial))

@@ -61,6 +61,7 @@ import numpy as np
 
 from negvocab.core.deprecation import rename_keys, renamed_kwargs
 from negvocab.core.errors import InputError
+from negvocab.core.progress import Progress
 from negvocab.core.registry import decorator, resolve_target
 from negvocab.core.types import ArrayLike, Embeddings, ParamValue
 from negvocab.scoring.methods import METHODS, PARAMS, Method, Param, check_params, get_method, register_method
@@ -380,6 +381,7 @@ def run_stream(
     seed: int = 0,
     n_id: int | None = None,
     reset: bool = True,
+    progress: bool = False,
 ) -> StreamResult:
     """Feed ``image_emb`` (n, d) to a set-up ``method`` as one stream, from a fresh state.
 
@@ -389,7 +391,9 @@ def run_stream(
     The rows are permuted by :func:`stream_order` (``order``, ``seed``), cut into consecutive batches
     of ``stream_batch`` images and scored in that order with :meth:`StreamMethod.score_batch`; the scores come
     back in the original row order. ``n_id``: the first ``n_id`` rows are ID (the orders ``id_first``
-    and ``ood_first`` need it). See the module docstring for the protocol.
+    and ``ood_first`` need it). See the module docstring for the protocol. A long stream logs its
+    images per second and ETA every 30 s (:mod:`negvocab.core.progress`); ``progress`` also draws a
+    bar on a terminal.
 
     >>> import numpy as np
     >>> class Count(StreamMethod):  # score = how many images came before this batch
@@ -411,7 +415,11 @@ def run_stream(
     perm = stream_order(n, order=order, seed=seed, n_id=n_id)
     if reset:
         method.reset()
-    parts = [method.score_batch(x[perm[i : i + stream_batch]]) for i in range(0, n, stream_batch)]
+    parts = []
+    with Progress(n, f"{method.name} stream", "image", bar=progress) as bar:
+        for i in range(0, n, stream_batch):
+            parts.append(method.score_batch(x[perm[i : i + stream_batch]]))
+            bar.update(len(parts[-1]))
     in_stream = np.concatenate(parts) if parts else np.zeros(0)
     scores = np.empty(n, dtype=np.float64)
     scores[perm] = in_stream  # stream position k holds row perm[k]

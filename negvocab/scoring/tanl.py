@@ -48,11 +48,13 @@ __all__ = [
     "TANL",
     "TANL_PARAMS",
     "THRESHOLD_GRID",
+    "ActivationQueue",
     "activation_aware",
     "best_threshold",
     "noise_image_features",
     "noise_images_input",
     "noise_pixels",
+    "prefix_mass",
     "register_tanl",
 ]
 
@@ -119,17 +121,65 @@ def activation_aware(id_logits: torch.Tensor, neg_logits: torch.Tensor, step: in
     (the last one cut at ``m``); ``step = 0``: the one softmax over all ``m``.
 
     Computed in log space (``logcumsumexp``): one pass over the negatives for every prefix."""
+    return prefix_mass(_torch().logsumexp(id_logits, dim=1), neg_logits, step)
+
+
+def prefix_mass(log_id: torch.Tensor, neg_logits: torch.Tensor, step: int) -> torch.Tensor:
+    """:func:`activation_aware` from the log of the ID mass ``log sum_ID e^z`` (B,) instead of the ID
+    logits: TANL computes it once per batch and reads both of the batch's scores off it."""
     torch = _torch()
-    log_id = torch.logsumexp(id_logits, dim=1, keepdim=True)
     m = neg_logits.shape[1]
     if m == 0:
-        return torch.ones(id_logits.shape[0], dtype=id_logits.dtype, device=id_logits.device)
+        return torch.ones(log_id.shape[0], dtype=log_id.dtype, device=log_id.device)
     if step == 0:
         ends = torch.tensor([m - 1], device=neg_logits.device)
     else:
         ends = torch.clamp(torch.arange(step, m + step, step, device=neg_logits.device), max=m) - 1
     log_neg = torch.logcumsumexp(neg_logits, dim=1)[:, ends]
-    return torch.sigmoid(log_id - log_neg).mean(dim=1)
+    return torch.sigmoid(log_id[:, None] - log_neg).mean(dim=1)
+
+
+class ActivationQueue:
+    """The last ``length`` activation rows (n, N) and their running sum: a ring buffer, so that a batch
+    adds and drops rows without copying the queue, and the mean is read off the sum (recomputed
+    from the rows each time the whole ring has been rewritten, so rounding does not accumulate).
+
+    Holds the same rows as ``torch.cat([queue, rows])[-length:]``; their order in the ring differs,
+    which no mean sees."""
+
+    def __init__(self, rows: torch.Tensor, length: int) -> None:
+        self.length = int(length)
+        self.rows = rows.new_empty((self.length, rows.shape[1]))
+        self.total = rows.new_zeros(rows.shape[1])
+        self.count = self.pos = self.since_sum = 0
+        self.push(rows)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def push(self, rows: torch.Tensor, total: torch.Tensor | None = None) -> None:
+        """Append ``rows`` (r, N), dropping the oldest beyond ``length``; ``total``: their sum over
+        the rows when the caller has it."""
+        if rows.shape[0] > self.length:
+            rows, total = rows[-self.length :], None
+        r = rows.shape[0]
+        if r == 0:
+            return
+        slots = (self.pos + _torch().arange(r, device=rows.device)) % self.length
+        free = self.length - self.count  # the first ``free`` slots written are empty, the rest dropped
+        self.since_sum += r
+        fresh = self.since_sum >= self.length  # every row rewritten since the last full sum
+        if not fresh:
+            if r > free:
+                self.total -= self.rows[slots[free:]].sum(dim=0)
+            self.total += rows.sum(dim=0) if total is None else total
+        self.rows[slots] = rows
+        self.count, self.pos = min(self.length, self.count + r), (self.pos + r) % self.length
+        if fresh:
+            self.total, self.since_sum = self.rows[: self.count].sum(dim=0), 0
+
+    def mean(self) -> torch.Tensor:
+        return self.total / self.count
 
 
 def best_threshold(scores: np.ndarray) -> float:
@@ -146,20 +196,23 @@ def best_threshold(scores: np.ndarray) -> float:
     grid = torch.arange(*THRESHOLD_GRID).double().numpy()  # the float32 grid of their code, exactly
     v = np.sort(np.asarray(scores, dtype=np.float64))
     n = v.size
-    crit = np.full(grid.size, np.inf)
-    cache: dict[int, float] = {}
-    for t, k in enumerate(np.searchsorted(v, grid, side="left")):  # k values below th: class 0
-        if k not in cache:
-            w1 = np.float32(np.float32(n - k) / np.float32(n))
-            w0 = np.float32(1) - w1
-            if w1 == 0 or w0 == 0:
-                cache[k] = math.inf
-            else:
-                lo, hi = v[:k], v[k:]
-                cache[k] = float(w0) * float(np.mean((lo - lo.mean()) ** 2)) + float(w1) * float(
-                    np.mean((hi - hi.mean()) ** 2)
-                )
-        crit[t] = cache[k]
+    ks, where = np.unique(np.searchsorted(v, grid, side="left"), return_inverse=True)  # k values below th
+    # each split's two population variances from running sums of the centred values (one pass over
+    # the queue, not one per split); a side of equal values gets exactly 0, as the direct formula gives
+    y = v - v.mean() if n else v
+    s1, s2 = np.concatenate([[0.0], np.cumsum(y)]), np.concatenate([[0.0], np.cumsum(y * y)])
+    n0, n1 = ks.astype(np.float64), (n - ks).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var0 = np.maximum(s2[ks] / n0 - (s1[ks] / n0) ** 2, 0.0)
+        var1 = np.maximum((s2[n] - s2[ks]) / n1 - ((s1[n] - s1[ks]) / n1) ** 2, 0.0)
+    last = np.clip(ks - 1, 0, max(n - 1, 0))
+    if n:
+        var0[v[last] == v[0]] = 0.0
+        var1[v[np.minimum(ks, n - 1)] == v[-1]] = 0.0
+    w1 = (n - ks).astype(np.float32) / np.float32(max(n, 1))  # float32 as theirs: equal splits tie
+    w0 = np.float32(1) - w1
+    per_k = np.where((w1 == 0) | (w0 == 0), np.inf, w0.astype(np.float64) * var0 + w1.astype(np.float64) * var1)
+    crit = per_k[where]
     ties = np.flatnonzero(crit == crit.min())
     return float(grid[ties[len(ties) // 2]])
 
@@ -258,63 +311,88 @@ class TANL(StreamMethod):
 
         return f64(self.id_emb), f64(self.neg_emb), f64(self.extra["noise_images"])
 
+    def setup(self, *args: Any, **kw: Any) -> TANL:
+        """:meth:`StreamMethod.setup`; the state before the first batch is computed once per set-up."""
+        self._initial: tuple[Any, ...] | None = None
+        super().setup(*args, **kw)
+        return self
+
     def init_state(self) -> None:
         """The queues (ID prompts' and noise images' activations, shuffled by ``seed``, the last
-        ``queue_length`` kept) and the score queue (the ID prompts' and noise images' scores)."""
+        ``queue_length`` kept) and the score queue (the ID prompts' and noise images' scores).
+        Computed at set-up (the activations of the K prompts are K images' matmul) and copied on reset."""
+        if self._initial is None:
+            self._initial = self._first_state()
+        rows_id, rows_ood, start = self._initial
+        self.q_id = ActivationQueue(rows_id, self.queue_length)
+        self.q_ood = ActivationQueue(rows_ood, self.queue_length)
+        self.score_queue = start.copy()
+        self.threshold = math.nan
+
+    def _first_state(self) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
         torch = _torch()
-        self.ids, self.corpus, noise = self._tensors()
-        self.k = self.ids.shape[0]
-        self.all = torch.cat([self.ids, self.corpus])
-        self.m = min(self.active_size, self.corpus.shape[0])
+        ids, corpus, noise = self._tensors()
+        self.k = ids.shape[0]
+        self.all = torch.cat([ids, corpus])
+        self.m = min(self.active_size, corpus.shape[0])
         gen = torch.Generator().manual_seed(self.seed)
         perm_pos = torch.randperm(self.k, generator=gen)[-self.queue_length :].to(self.all.device)
         perm_neg = torch.randperm(noise.shape[0], generator=gen)[-self.queue_length :].to(self.all.device)
-        self.q_id = self._activations(self.ids[perm_pos])
-        self.q_ood = self._activations(noise[perm_neg])
-        order = self._rank(self.q_ood.mean(0) - self.q_id.mean(0))
-        start = torch.cat([self._score(self.ids, order), self._score(noise, order)])
-        self.score_queue = start.cpu().numpy()
-        self.threshold = math.nan
+        z_ids, z_noise = self._logits(ids), self._logits(noise)
+        rows_id = self._activations(z_ids[1], perm_pos)[0]
+        rows_ood = self._activations(z_noise[1], perm_neg)[0]
+        order = self._rank(rows_ood.mean(0) - rows_id.mean(0))
+        start = torch.cat([self._score(*z_ids, order), self._score(*z_noise, order)])
+        return rows_id, rows_ood, start.cpu().numpy()
 
-    def _activations(self, x: torch.Tensor) -> torch.Tensor:
-        """Softmax of ``s x . [ID; corpus]``, corpus columns (n, N)."""
-        return (self.scale * x @ self.all.T).softmax(dim=1)[:, self.k :]
+    def _logits(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The one matmul of a batch: ``log sum_ID e^z`` (n,) and the logits ``z = s x . [ID; corpus]``
+        (n, K + N); both scores and the activations are read off them."""
+        z = self.scale * x @ self.all.T
+        return _torch().logsumexp(z[:, : self.k], dim=1), z
+
+    def _activations(self, z: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Softmax of ``z`` at ``rows``, corpus columns (n, N), and their sum over the rows (N,)."""
+        act = _torch().softmax(z[rows], dim=1)[:, self.k :]
+        return act, act.sum(dim=0)
 
     def _rank(self, activation: torch.Tensor) -> torch.Tensor:
         """The first ``active_size`` corpus rows by ``activation``, largest first (ties: lower row first)."""
         return _torch().argsort(activation, descending=True, stable=True)[: self.m]
 
-    def _score(self, x: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
-        return activation_aware(self.scale * x @ self.ids.T, self.scale * x @ self.corpus[order].T, self.prefix_step)
+    def _score(self, log_id: torch.Tensor, z: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
+        return prefix_mass(log_id, z[:, self.k + order], self.prefix_step)
 
     # -- one batch ----------------------------------------------------------------------------------
     def step(self, image_emb: np.ndarray | torch.Tensor) -> torch.Tensor:
-        """Score a batch (see the module docstring, steps 1 to 5), then update the queues."""
+        """Score a batch (see the module docstring, steps 1 to 5), then update the queues: one matmul,
+        the activations of the batch's ID- and OOD-looking images, two rankings of the corpus."""
         torch = _torch()
         x = torch.as_tensor(np.asarray(image_emb) if not isinstance(image_emb, torch.Tensor) else image_emb)
-        x = x.to(self.all.device, torch.float64)
-        act = (self.scale * x @ self.all.T).softmax(dim=1)[:, self.k :]
-        mean_id, mean_ood = self.q_id.mean(0), self.q_ood.mean(0)
-        first = self._score(x, self._rank(mean_ood - mean_id))
+        log_id, z = self._logits(x.to(self.all.device, torch.float64))
+        mean_id, mean_ood = self.q_id.mean(), self.q_ood.mean()
+        first = self._score(log_id, z, self._rank(mean_ood - mean_id))
         self.score_queue = np.concatenate([self.score_queue, first.cpu().numpy()])[-SCORE_QUEUE_LENGTH:]
         th = self.threshold = best_threshold(self.score_queue)
-        looks_id = first > th + self.gap * (1 - th)
-        looks_ood = first < th - self.gap * th
-        if bool(looks_id.any()):
-            mean_id = self.weight * mean_id + (1 - self.weight) * act[looks_id].mean(0)
-        if bool(looks_ood.any()):
-            mean_ood = self.weight * mean_ood + (1 - self.weight) * act[looks_ood].mean(0)
-        scores = self._score(x, self._rank(mean_ood - mean_id))
-        self.q_id = torch.cat([self.q_id, act[looks_id]])[-self.queue_length :]
-        self.q_ood = torch.cat([self.q_ood, act[looks_ood]])[-self.queue_length :]
+        looks_id = torch.nonzero(first > th + self.gap * (1 - th)).flatten()
+        looks_ood = torch.nonzero(first < th - self.gap * th).flatten()
+        act_id, sum_id = self._activations(z, looks_id)
+        act_ood, sum_ood = self._activations(z, looks_ood)
+        if len(looks_id):
+            mean_id = self.weight * mean_id + (1 - self.weight) * (sum_id / len(looks_id))
+        if len(looks_ood):
+            mean_ood = self.weight * mean_ood + (1 - self.weight) * (sum_ood / len(looks_ood))
+        scores = self._score(log_id, z, self._rank(mean_ood - mean_id))
+        self.q_id.push(act_id, sum_id)
+        self.q_ood.push(act_ood, sum_ood)
         return scores
 
     def summary(self) -> dict[str, float | int]:
         """The threshold last found and the queues' fill."""
         return {
             "threshold": self.threshold,
-            "id_queue": int(self.q_id.shape[0]),
-            "ood_queue": int(self.q_ood.shape[0]),
+            "id_queue": len(self.q_id),
+            "ood_queue": len(self.q_ood),
             "active_size": self.m,
         }
 

@@ -66,9 +66,9 @@ def test_every_score_equals_their_code_in_float64(data, ours, theirs):
     expected, pp = _theirs(ids, negs, imgs, stream_order(len(imgs), seed=5), 7, torch.float64, **theirs)
     np.testing.assert_allclose(res.scores, expected, rtol=0, atol=1e-10)
     # the same memory: the same rows in the same slots, the same entropies
-    np.testing.assert_allclose(m.memory.numpy(), pp.feat_memory.numpy(), rtol=0, atol=0)
-    np.testing.assert_array_equal(m.entropy, pp.entropy_memory.numpy())
-    np.testing.assert_array_equal(m.filled, pp.indice_memory.numpy().astype(np.int64))
+    np.testing.assert_allclose(m.by_class(m.memory).numpy(), pp.feat_memory.numpy(), rtol=0, atol=0)
+    np.testing.assert_array_equal(m.by_class(m.entropy), pp.entropy_memory.numpy())
+    np.testing.assert_array_equal(m.by_class(m.filled), pp.indice_memory.numpy().astype(np.int64))
 
 
 def test_the_stream_exercises_both_gates_and_replacement(data):
@@ -78,7 +78,8 @@ def test_the_stream_exercises_both_gates_and_replacement(data):
         st = run_stream(m, imgs, stream_batch=7, seed=5).state
         assert st["written"]["id"] > 0 and st["written"]["ood"] > 0 and st["replaced"]["id"] > 0
         assert st["replaced"]["ood"] > 0 or tau == 0.1
-    assert (m.entropy[:K] > 1e-3).any() and (m.entropy[K:] > 1e-3).any()  # at tau 0.1 real entropies are compared
+    entropy = m.by_class(m.entropy)
+    assert (entropy[:K] > 1e-3).any() and (entropy[K:] > 1e-3).any()  # at tau 0.1 real entropies are compared
     # their last slot is never filled: 2 images per class at most with memleng 3
     assert st["memory_id_images"] <= 2 * K and st["memory_ood_images"] <= 2 * M
 
@@ -117,7 +118,7 @@ def test_float32_features_follow_their_float32_run(data):
         res = run_stream(m, imgs32, stream_batch=7, seed=5)
         expected, pp = _theirs(ids32, negs32, imgs32, stream_order(len(imgs), seed=5), 7, torch.float32, **theirs)
         np.testing.assert_allclose(res.scores, expected, rtol=0, atol=2e-5)
-        np.testing.assert_array_equal(m.filled, pp.indice_memory.numpy().astype(np.int64))
+        np.testing.assert_array_equal(m.by_class(m.filled), pp.indice_memory.numpy().astype(np.int64))
 
 
 def test_defaults_are_their_imagenet_script_and_bad_values_are_one_line():
@@ -135,3 +136,16 @@ def test_defaults_are_their_imagenet_script_and_bad_values_are_one_line():
         make_stream("adaneg", adaneg_proxies="both")
     with pytest.raises(InputError, match="neg_emb"):
         make_stream("adaneg").setup(np.eye(3))
+
+
+def test_a_reset_after_a_stream_is_a_fresh_memory(data):
+    """A reset restores only the classes a stream wrote: the next stream scores as on a new instance."""
+    ids, negs, imgs = data
+    for proxies in ("task", "sample"):
+        m = make_stream("adaneg", adaneg_memory=3, adaneg_proxies=proxies).setup(ids, negs)
+        run_stream(m, imgs, stream_batch=7, seed=6)
+        assert (m.filled > 1).any()  # the first stream wrote
+        again = run_stream(m, imgs, stream_batch=7, seed=5).scores
+        fresh = make_stream("adaneg", adaneg_memory=3, adaneg_proxies=proxies).setup(ids, negs)
+        np.testing.assert_array_equal(again, run_stream(fresh, imgs, stream_batch=7, seed=5).scores)
+        np.testing.assert_array_equal(m.memory.numpy(), fresh.memory.numpy())

@@ -370,3 +370,19 @@ def test_the_stream_batchs_old_name_works_for_one_release_with_a_warning(toy, da
         assert stream_settings({"batch_size": 5})["stream_batch"] == 5
     with pytest.raises(InputError, match="give stream_batch .* or batch_size .*, not both"):
         run_stream(m, imgs, stream_batch=3, batch_size=3)
+
+
+def test_a_long_stream_logs_images_per_second_and_eta(monkeypatch, caplog):
+    """Every batch counts its images; with the log interval at its smallest each batch logs a line."""
+
+    class Slow(StreamMethod):
+        def step(self, x):
+            return np.zeros(len(x))
+
+    monkeypatch.setenv("NEGVOCAB_PROGRESS_EVERY_S", "1e-9")
+    m = Slow().setup(np.eye(3))
+    with caplog.at_level("INFO", logger="negvocab.core.progress"):
+        run_stream(m, np.eye(3)[[0, 1, 2, 0, 1, 2, 0]], stream_batch=3, order="given")
+    lines = [r.getMessage() for r in caplog.records if r.name == "negvocab.core.progress"]
+    assert [line.split(" images")[0] for line in lines] == ["Slow stream: 3/7", "Slow stream: 6/7", "Slow stream: 7/7"]
+    assert all("images/s" in line and "ETA" in line for line in lines)

@@ -105,7 +105,7 @@ def test_the_chosen_negatives_are_theirs(world, monkeypatch):
     order = np.arange(len(world["x"]))
     res = run_stream(method, world["x"], stream_batch=16, order="given")
     _, _, chosen = _theirs(world, order, 16, beta=40, gamma=1, alpha=0.0, memleng=12, gap=0.5, seed=5)
-    final = picked[1:][1::2]  # run_stream's reset ranks once; then each batch ranks twice, the second for its score
+    final = picked[1::2]  # the set-up ranked (reset reuses it); each batch ranks twice, the second for its score
     assert len(final) == len(chosen) == res.provenance["n_batches"]
     for a, b in zip(final, chosen, strict=True):
         np.testing.assert_array_equal(a, b)
@@ -183,3 +183,29 @@ def test_user_errors_name_the_parameter(world):
         make_stream("tanl").setup(world["ids"], world["corpus"])
     with pytest.raises(InputError, match="batch method|stream"):
         negvocab.score("tanl", world["x"], world["ids"], world["corpus"])
+
+
+@pytest.mark.parametrize("length", [1, 7, 30])
+def test_the_activation_queue_holds_the_last_rows_and_their_mean(length):
+    """The ring buffer against the plain queue ``torch.cat([q, rows])[-length:]`` over pushes of every
+    size (none, fewer than free, more than the queue holds), its running mean against that queue's mean."""
+    gen = torch.Generator().manual_seed(length)
+    plain = torch.rand(3, 5, dtype=torch.float64, generator=gen)
+    queue = T.ActivationQueue(plain, length)
+    plain = plain[-length:]
+    for r in [0, 2, 5, 1, 40, 3, 0, 9, 12, 2, 31, 4] * 3:
+        rows = torch.rand(r, 5, dtype=torch.float64, generator=gen)
+        queue.push(rows, rows.sum(0) if r % 2 else None)
+        plain = torch.cat([plain, rows])[-length:]
+        assert len(queue) == len(plain)
+        held = queue.rows[: len(queue)]
+        assert sorted(map(tuple, held.tolist())) == sorted(map(tuple, plain.tolist()))
+        torch.testing.assert_close(queue.mean(), plain.mean(0), rtol=0, atol=1e-14)
+
+
+def test_best_threshold_equals_theirs_on_queues_with_ties():
+    """Scores on the grid and repeated values (splits of equal criterion: the tie rule decides)."""
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 7, 60, 333):
+        for scores in (np.round(rng.random(n), 2), np.round(rng.beta(2, 5, n), 1), rng.random(n)):
+            assert T.best_threshold(scores) == ref.find_best_threshold(torch.from_numpy(scores))
