@@ -189,6 +189,7 @@ _EXPORTS: dict[str, str] = {
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
+_install_moved_modules({f"negvocab.{k}": v for k, v in _MODULES.items()})  # from negvocab.metrics import auroc
 
 __all__ = sorted([*_EXPORTS, *_MODULES, "__version__"])
 

@@ -54,7 +54,39 @@ from negvocab.vlm.model import VLM
 if TYPE_CHECKING:
     from negvocab.labels.imagenet import IdClasses
 
-__all__ = ["NegvocabPostprocessor", "ZeroShotNet", "openood_base", "postprocessor_class"]
+__all__ = [
+    "OPENOOD_SET_NAMES", "NegvocabPostprocessor", "ZeroShotNet", "from_openood_name", "openood_base",
+    "postprocessor_class", "to_openood_name",
+]  # fmt: skip
+
+#: the rows of OpenOOD v1.5's ImageNet-1k table (its ``Evaluator``'s names, in its order) -> the same sets
+#: and groups as ``negvocab score --ood openood=ROOT`` names them
+OPENOOD_SET_NAMES: dict[str, str] = {
+    "ssb_hard": "ssb-hard",
+    "ninco": "ninco",
+    "nearood": "near-ood",
+    "inaturalist": "inaturalist",
+    "textures": "textures",
+    "openimage_o": "openimage-o",
+    "farood": "far-ood",
+}
+
+
+def from_openood_name(name: str) -> str:
+    """negvocab's name of an OpenOOD table row (``ssb_hard`` -> ``ssb-hard``, ``nearood`` -> ``near-ood``);
+    a name OpenOOD's ImageNet-1k table does not have is refused, naming those it has."""
+    if name not in OPENOOD_SET_NAMES:
+        raise InputError(f"{name!r} is no row of OpenOOD's ImageNet-1k table; it has {', '.join(OPENOOD_SET_NAMES)}")
+    return OPENOOD_SET_NAMES[name]
+
+
+def to_openood_name(name: str) -> str:
+    """OpenOOD's table row of a negvocab set or group name (``ssb-hard`` -> ``ssb_hard``)."""
+    back = {v: k for k, v in OPENOOD_SET_NAMES.items()}
+    if name not in back:
+        raise InputError(f"{name!r} has no row in OpenOOD's ImageNet-1k table; negvocab's names are {', '.join(back)}")
+    return back[name]
+
 
 log = logging.getLogger(__name__)
 

@@ -13,6 +13,7 @@ pytorch-ood's AUROC of them equals negvocab's AUROC of ``S`` and its ``FPR95TPR`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ import torch
 from negvocab.adapters.zeroshot import ZeroShot, search_grid
 from negvocab.core.errors import ResourceError
 from negvocab.core.types import ParamValue
+from negvocab.scoring.methods import get_method
 
 try:
     from pytorch_ood.api import DetectorInfo, FeaturesDetector, Paper, Task
@@ -35,7 +37,7 @@ except ModuleNotFoundError:  # the extra is not installed: the module imports, a
     DetectorInfo = Paper = Task = None
 
 
-def _info(title: str, venue: str, year: int, url: str, code: str) -> Any:
+def _info(title: str, venue: str, year: int, url: str, code: str | None = None) -> Any:
     """pytorch-ood's ``DetectorInfo`` of a method's paper (None without pytorch-ood)."""
     if DetectorInfo is None:
         return None
@@ -43,12 +45,85 @@ def _info(title: str, venue: str, year: int, url: str, code: str) -> Any:
     return DetectorInfo(tasks={Task.CLASSIFICATION}, paper=paper, ai_coded=True)
 
 
+#: the papers of the methods with a detector class here, with their authors' code
+_PAPERS = {
+    "neglabel": _info(
+        "Negative Label Guided OOD Detection with Pretrained Vision-Language Models",
+        "ICLR",
+        2024,
+        "https://arxiv.org/abs/2403.20078",
+        "https://github.com/XueJiang16/NegLabel",
+    ),
+    "eoe": _info(
+        "Envisioning Outlier Exposure by Large Language Models for Out-of-Distribution Detection",
+        "ICML",
+        2024,
+        "https://arxiv.org/abs/2406.00806",
+        "https://github.com/tmlr-group/EOE",
+    ),
+    "mcm": _info(
+        "Delving into Out-of-Distribution Detection with Vision-Language Representations",
+        "NeurIPS",
+        2022,
+        "https://arxiv.org/abs/2211.13445",
+        "https://github.com/deeplearning-wisc/MCM",
+    ),
+    "glmcm": _info(
+        "Zero-Shot In-Distribution Detection in Multi-Object Settings Using Vision-Language Foundation Models",
+        "arXiv",
+        2023,
+        "https://arxiv.org/abs/2304.04521",
+        "https://github.com/AtsuMiyai/GL-MCM",
+    ),
+}
+
+#: methods pytorch-ood has a detector of: their ``info`` names the paper as pytorch-ood itself does
+_PYTORCH_OOD_OWN = {"msp": "MaxSoftmax", "maxlogit": "MaxLogit", "energy": "EnergyBased", "gen": "GEN"}
+
+
+def _citation_paper(citation: str) -> tuple[str, str, int, str] | None:
+    """Title, venue, year and link of a registry citation ("Authors, Title, Venue Year"; an arXiv id gives
+    the link and, where no year is written, the year); None where it has no title or no year."""
+    parts = [p.strip() for p in citation.split(", ")]
+    if len(parts) < 3:
+        return None
+    title, tail = ", ".join(parts[1:-1]), parts[-1]
+    arxiv = re.search(r"arXiv:((\d{2})\d{2}\.\d{4,5})", tail)
+    year = re.search(r"\b(?:19|20)\d{2}\b", tail.split("(")[0])
+    url = f"https://arxiv.org/abs/{arxiv.group(1)}" if arxiv else ""
+    if year is not None:
+        return title, tail[: year.start()].strip() or "arXiv", int(year.group(0)), url
+    if arxiv is not None:
+        return title, "arXiv", 2000 + int(arxiv.group(2)), url
+    return None
+
+
+def method_info(method: str) -> Any:
+    """The ``info`` of a detector of ``method``: pytorch-ood's own paper record where pytorch-ood has the
+    method, else the paper of the method's registry citation (``paper=None`` where the registry cites none;
+    None without pytorch-ood)."""
+    if DetectorInfo is None:
+        return None
+    entry = get_method(method)
+    if entry.name in _PYTORCH_OOD_OWN:
+        import pytorch_ood.detector
+
+        own = getattr(pytorch_ood.detector, _PYTORCH_OOD_OWN[entry.name]).info
+        return DetectorInfo(tasks={Task.CLASSIFICATION}, paper=own.paper, ai_coded=True)
+    if entry.name in _PAPERS:
+        return _PAPERS[entry.name]
+    found = _citation_paper(entry.paper)
+    if found is None:
+        return DetectorInfo(tasks={Task.CLASSIFICATION}, paper=None, ai_coded=True)
+    return _info(*found)
+
+
 if TYPE_CHECKING:
     from negvocab.labels.imagenet import IdClasses
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary
 
-__all__ = ["EOEDetector", "GLMCMDetector", "MCMDetector", "NegLabelDetector", "NegvocabDetector"]
+__all__ = ["EOEDetector", "GLMCMDetector", "MCMDetector", "NegLabelDetector", "NegvocabDetector", "method_info"]
 
 
 class NegvocabDetector(FeaturesDetector):
@@ -60,7 +135,10 @@ class NegvocabDetector(FeaturesDetector):
     registry checks them); ``hyperparameter_space`` is a grid around the values given
     (:func:`negvocab.adapters.zeroshot.search_grid`: several values per parameter) for pytorch-ood's
     GridSearch. As pytorch-ood's own detectors: scores are float32 on the input's device,
-    ``.to(device)`` moves the model, and ``info`` (the method's detectors) names the paper.
+    ``.to(device)`` moves the model, and ``info`` names the method's paper (:func:`method_info`), on the
+    class for the method's own detector class and on every instance. ``get_hyperparameters`` offers what
+    the search varies (``hyperparameter_space``: no seed, no ``topk``). A batch the model cannot take
+    (raw uint8 pixels, the wrong size) is refused in one line naming ``vlm.preprocess``.
 
     A test-time method (``"adaneg"``, ``"tanl"``, a plug-in's) is hosted the same way: the batches
     ``predict`` is given form one stream, scored in the order they come (each batch with what the
@@ -90,6 +168,7 @@ class NegvocabDetector(FeaturesDetector):
             templates=templates,
             **params,
         )
+        self.info = method_info(self.zeroshot.method.name)
         self.hyperparameter_space = search_grid(self.zeroshot.method.name, self.zeroshot.hyperparameters)
         # pytorch-ood's GridSearch encodes the images once through `encoder`, then scores features per
         # candidate; GL-MCM needs the patch features too, so it has none (each candidate encodes)
@@ -99,7 +178,8 @@ class NegvocabDetector(FeaturesDetector):
         return self.zeroshot.features(x)[0]
 
     def get_hyperparameters(self) -> dict[str, Any]:
-        return self.zeroshot.hyperparameters
+        """The searched parameters' values now (the keys of ``hyperparameter_space``)."""
+        return {k: v for k, v in self.zeroshot.hyperparameters.items() if k in self.hyperparameter_space}
 
     def set_hyperparameters(self, **kwargs: Any) -> NegvocabDetector:
         unknown = sorted(set(kwargs) - set(self.hyperparameter_space))
@@ -154,49 +234,25 @@ class NegLabelDetector(NegvocabDetector):
     """NegLabel (Jiang et al., ICLR 2024) with a negvocab vocabulary, as a pytorch-ood detector."""
 
     method = "neglabel"
-    info = _info(
-        "Negative Label Guided OOD Detection with Pretrained Vision-Language Models",
-        "ICLR",
-        2024,
-        "https://arxiv.org/abs/2403.20078",
-        "https://github.com/XueJiang16/NegLabel",
-    )
+    info = method_info("neglabel")
 
 
 class EOEDetector(NegvocabDetector):
     """EOE (Cao et al., ICML 2024) with envisioned outlier labels, as a pytorch-ood detector."""
 
     method = "eoe"
-    info = _info(
-        "Envisioning Outlier Exposure by Large Language Models for Out-of-Distribution Detection",
-        "ICML",
-        2024,
-        "https://arxiv.org/abs/2406.00806",
-        "https://github.com/tmlr-group/EOE",
-    )
+    info = method_info("eoe")
 
 
 class MCMDetector(NegvocabDetector):
     """MCM (Ming et al., NeurIPS 2022), as a pytorch-ood detector."""
 
     method = "mcm"
-    info = _info(
-        "Delving into Out-of-Distribution Detection with Vision-Language Representations",
-        "NeurIPS",
-        2022,
-        "https://arxiv.org/abs/2211.13445",
-        "https://github.com/deeplearning-wisc/MCM",
-    )
+    info = method_info("mcm")
 
 
 class GLMCMDetector(NegvocabDetector):
     """GL-MCM (Miyai et al., 2023), as a pytorch-ood detector (``predict`` computes the patch features)."""
 
     method = "glmcm"
-    info = _info(
-        "Zero-Shot In-Distribution Detection in Multi-Object Settings Using Vision-Language Foundation Models",
-        "arXiv",
-        2023,
-        "https://arxiv.org/abs/2304.04521",
-        "https://github.com/AtsuMiyai/GL-MCM",
-    )
+    info = method_info("glmcm")

@@ -24,7 +24,7 @@ from negvocab.vocab import Vocabulary
 if TYPE_CHECKING:
     from negvocab.vlm.model import VLM
 
-__all__ = ["GRID_SKIPPED", "ZeroShot", "as_id_classes", "as_vocabulary", "search_grid"]
+__all__ = ["GRID_SKIPPED", "ZeroShot", "as_id_classes", "as_vocabulary", "check_batch", "search_grid"]
 
 
 def as_id_classes(id_classes: IdClasses | Iterable[str] | None) -> IdClasses:
@@ -45,6 +45,22 @@ def as_vocabulary(vocabulary: Vocabulary | str | Iterable[str] | None) -> Vocabu
     if isinstance(vocabulary, (str, os.PathLike)):  # os.PathLike: anything with __fspath__
         return Vocabulary.load(vocabulary)
     return Vocabulary.from_labels(vocabulary, source="file")
+
+
+def check_batch(vlm: VLM, images: Any) -> None:
+    """Refuse, in one line naming ``vlm.preprocess``, a batch the image encoder cannot take: not a floating
+    tensor, not [B, 3, H, W], or not the model's image size (a raw torch error would say none of it)."""
+    size = getattr(getattr(vlm.model, "visual", None), "image_size", None)
+    want = tuple(size) if isinstance(size, (tuple, list)) else (size, size) if size else None
+    fix = "preprocess the images with vlm.preprocess (the model's own transform) and stack them"
+    shape = f"[B, 3, {want[0]}, {want[1]}]" if want else "[B, 3, H, W]"
+    if not isinstance(images, torch.Tensor):
+        raise InputError(f"images: a {type(images).__name__}, not a tensor {shape}: {fix}")
+    if not images.is_floating_point():
+        raise InputError(f"images: {images.dtype} pixels, not floats (raw pixels?): {fix}")
+    got = tuple(images.shape)
+    if images.dim() != 4 or got[1] != 3 or (want is not None and got[2:] != want):
+        raise InputError(f"images: shape {list(got)}, not {shape}: {fix}")
 
 
 #: parameters a hyper-parameter search leaves alone: seeds, a top-k bound, a scale the model gives
@@ -152,7 +168,9 @@ class ZeroShot:
 
     @torch.no_grad()
     def features(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """L2-normalised global features of a preprocessed image batch, and the patch features GL-MCM needs."""
+        """L2-normalised global features of a preprocessed image batch, and the patch features GL-MCM needs;
+        a batch the encoder cannot take is refused (:func:`check_batch`)."""
+        check_batch(self.vlm, images)
         return encode_batch(self.vlm, images, bool(image_inputs(self.method.inputs)))
 
     def score_features(self, features: Any, local: Any = None) -> torch.Tensor:

@@ -20,6 +20,7 @@ from negvocab.cli.options import (
     check_scoring_options,
     load_vlm,
     option_group,
+    refuse_unused_params,
     scoring_options,
 )
 from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder_report, writing
@@ -102,6 +103,7 @@ def coverage_cmd(
     plot_format = check_plot_formats([plot_format], "--plot-format")[0]
     claim_results_folder(output, COVERAGE_FILES, overwrite=overwrite)
     check_scoring_options(params, convention=convention, tpr=tpr, n_boot=0)
+    refuse_unused_params(params, [key])
     if repair < 0:
         raise InputError(f"--repair must be >= 0, got {repair}")
     voc = Vocabulary.load(vocab)

@@ -24,7 +24,7 @@ EXAMPLES: dict[str, list[str]] = {
         "negvocab -q filter pool.tsv -o pool.clean.json",
     ],
     "merge": ["negvocab merge wordnet.json gpt.json -o union.json"],
-    "drop": ["negvocab drop vocab.json 'cat,dog' -o vocab.dropped.json"],
+    "drop": ["negvocab drop vocab.json unwanted.txt -o vocab.dropped.json"],
     "info": ["negvocab info vocab.json -n 5"],
     "map-classes": [
         "negvocab map-classes classes.txt --hint bird -o classes.pinned.txt",
@@ -40,8 +40,12 @@ EXAMPLES: dict[str, list[str]] = {
     "grid run": ["negvocab grid run grid.toml --random-weights -o grid-out"],
     "grid status": ["negvocab grid status grid-out"],
     "grid plan": ["negvocab grid plan grid.toml --random-weights --workers 1,8,64"],
-    "table": ["negvocab table grid-out --rows model --cols vocabulary --metric fpr,auroc -o table2.md"],
-    "benchmarks": ["negvocab benchmarks --root /data/openood"],
+    "table": [
+        "negvocab table grid-out --rows model --cols vocabulary --where ood_set=mean --where method=neglabel "
+        "--metric fpr,auroc -o table2.md",
+        "negvocab table results/ --rows method --where vocabulary=wordnet",
+    ],
+    "benchmarks": ["negvocab benchmarks --root data/openood"],
 }
 
 # each builder's examples are its registry entry's (negvocab.cli.build_generic adds those of builders registered later)

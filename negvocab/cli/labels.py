@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import difflib
 import io
 import json
 import warnings
@@ -42,10 +43,10 @@ __all__ = [
     "INFO_LIST_ITEMS",
     "INFO_TEXT_WIDTH",
     "filter_",
+    "grouped_settings_lines",
     "info",
     "merge",
     "removal_summary",
-    "settings_lines",
     "vocabulary_summary",
 ]
 
@@ -54,9 +55,12 @@ OutOpt = Annotated[Path | None, typer.Option("--output", "-o", help="File to wri
 
 
 def _choice(value: str, choices: tuple[str, ...], option: str) -> str:
+    """``value`` if it is one of ``choices``; else one line naming them, the closest first."""
     value = value.strip().lower()
     if value not in choices:
-        raise InputError(f"{option} must be one of {', '.join(choices)}; got {value!r}")
+        near = difflib.get_close_matches(value, choices, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise InputError(f"{option} must be one of {', '.join(choices)}; got {value!r}{hint}")
     return value
 
 
@@ -99,6 +103,8 @@ def classes(
             else _choice(output.suffix.lstrip("."), CLASS_FORMATS, "the --output suffix (or give --format)")
         )
     fmt = _choice(fmt, CLASS_FORMATS, "--format")
+    if output is not None:
+        check_output(output, overwrite=overwrite)  # before the label space loads
     c = imagenet1k()
     if fmt == "txt":
         text = "".join(f"{name}\n" for name in c.names)
@@ -352,15 +358,53 @@ def info(
     if vocab.random_weights:
         typer.echo("WARNING: built with a RANDOM-weight model (a pipeline check): not a real vocabulary")
     typer.echo("per source: " + ", ".join(f"{s} {n}" for s, n in summary["per_source"].items()))
-    if vocab.settings:
-        typer.echo("settings:")
-        for line in settings_lines(vocab.settings, indent=1):
-            typer.echo(line)
+    for line in grouped_settings_lines(vocab.settings):
+        typer.echo(line)
     if summary["views"]:
         typer.echo("views: " + ", ".join(f"{k} ({n})" for k, n in summary["views"].items()))
     if summary["first_labels"]:
         more = " ..." if summary["size"] > len(summary["first_labels"]) else ""
         typer.echo("labels: " + ", ".join(_short(x) for x in summary["first_labels"]) + more)
+    if vocab.settings:
+        typer.echo("(negvocab info --json prints every setting)")
+
+
+def grouped_settings_lines(settings: dict[str, Any]) -> list[str]:
+    """``negvocab info``'s settings in groups, short: a merged vocabulary's parts one line each (source,
+    size, hash, model, templates), how the file was made on one line, the other settings below."""
+    rest = {k: v for k, v in settings.items() if k not in ("parts", "provenance")}
+    parts = [p for p in settings.get("parts") or [] if isinstance(p, dict)]
+    lines = [f"parts ({len(parts)}):", *(f"  - {_part_line(p)}" for p in parts)] if parts else []
+    if rest:  # one line each: a nested table as its start (--json prints it whole)
+        keys = list(rest)[:INFO_DICT_KEYS]
+        lines += ["settings:", *(f"  {k}: {_scalar_text(rest[k])}" for k in keys)]
+        lines += [f"  ... ({len(rest) - len(keys)} more keys)"] if len(rest) > len(keys) else []
+    steps = [p for p in settings.get("provenance") or [] if isinstance(p, dict)]
+    if steps:
+        earlier = f" (after {len(steps) - 1} earlier steps)" if len(steps) > 1 else ""
+        lines.append(f"made by: {_step_line(steps[-1])}{earlier}")
+    return lines
+
+
+def _part_line(part: dict[str, Any]) -> str:
+    """One part of a merged vocabulary on one line."""
+    inner: dict[str, Any] = part["settings"] if isinstance(part.get("settings"), dict) else {}
+    model, templates = inner.get("model"), inner.get("templates")
+    text = f"{part.get('source', '?')}: {part.get('size', '?')} labels, sha256 {str(part.get('sha256', ''))[:12]}"
+    if isinstance(model, dict):
+        weights = "RANDOM weights" if model.get("random_weights") else model.get("pretrained")
+        text += f"; model {model.get('name')} ({weights})"
+    if isinstance(templates, dict):
+        text += f"; templates {templates.get('name')}"
+    return text
+
+
+def _step_line(step: dict[str, Any]) -> str:
+    """A provenance step on one line: the command, when, and negvocab's version."""
+    command = step.get("command")
+    what = " ".join(map(str, command)) if isinstance(command, list) else str(command or "?")
+    version = (step.get("versions") or {}).get("negvocab", "?") if isinstance(step.get("versions"), dict) else "?"
+    return _scalar_text(what) + f" ({step.get('created', '?')}; negvocab {version})"
 
 
 def vocabulary_summary(vocab: Any) -> dict[str, Any]:
@@ -383,32 +427,6 @@ INFO_LIST_ITEMS = 5
 INFO_DICT_KEYS = 12
 #: ``negvocab info``: longer strings are cut (hashes, prompts); ``--json`` prints everything
 INFO_TEXT_WIDTH = 80
-
-
-def settings_lines(settings: dict[str, Any], indent: int = 0) -> list[str]:
-    """A vocabulary's nested settings as indented ``key: value`` lines (``negvocab info``): dicts and
-    lists of dicts nest one level deeper (list items as ``- ``), long lists of scalars show their length
-    and first items, long strings are cut; ``negvocab info --json`` prints them whole."""
-    pad = "  " * indent
-    lines = []
-    keys = list(settings)
-    shown = keys if len(keys) <= INFO_DICT_KEYS else keys[:INFO_LIST_ITEMS]
-    for key in shown:
-        value = settings[key]
-        if isinstance(value, dict) and value:
-            lines += [f"{pad}{key}:", *settings_lines(value, indent + 1)]
-        elif isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
-            lines.append(f"{pad}{key}:")
-            for item in value[:INFO_LIST_ITEMS]:
-                inner = settings_lines(item, indent + 2) or [f"{pad}    {{}}"]
-                lines += [f"{pad}  - {inner[0].lstrip()}", *inner[1:]]
-            if len(value) > INFO_LIST_ITEMS:
-                lines.append(f"{pad}  - ... ({len(value) - INFO_LIST_ITEMS} more)")
-        else:
-            lines.append(f"{pad}{key}: {_scalar_text(value)}")
-    if len(shown) < len(keys):
-        lines.append(f"{pad}... ({len(keys) - len(shown)} more keys)")
-    return lines
 
 
 def _scalar_text(value: Any) -> str:

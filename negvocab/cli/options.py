@@ -23,7 +23,7 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
 import typer
 
@@ -251,6 +251,8 @@ class ModelOptions:
     parameter of this type (:func:`option_group`); ``load_vlm(**asdict(options))`` builds the VLM they
     describe (each command calls its module's ``load_vlm``, which tests replace with a tiny model)."""
 
+    panel: ClassVar[str] = "Model"  # the --help panel of its options
+
     model: ModelOpt = "ViT-B-32"
     pretrained: PretrainedOpt = None
     tag: PresetTagOpt = None
@@ -263,6 +265,21 @@ class ModelOptions:
     num_workers: NumWorkersOpt = None
 
 
+def in_panel(annotation: Any, panel: str | None) -> Any:
+    """``Annotated[T, typer.Option(...)]`` with its option listed under ``panel`` in ``--help`` (a copy;
+    None or a panel the option names itself: as it is)."""
+    if panel is None or typing.get_origin(annotation) is not Annotated:
+        return annotation
+    base, *meta = typing.get_args(annotation)
+    moved = []
+    for m in meta:
+        if isinstance(m, typer.models.ParameterInfo) and not getattr(m, "rich_help_panel", None):
+            m = copy.copy(m)
+            m.rich_help_panel = panel
+        moved.append(m)
+    return Annotated[(base, *moved)]
+
+
 def option_group(param: str, group: type, *, leave: tuple[str, ...] = (), **override: Any) -> Callable[[_F], _F]:
     """Give a command the options of ``group`` (a dataclass whose fields are typer ``Annotated``
     options) in place of its parameter ``param``: ``--help`` lists them there, and the command receives
@@ -272,8 +289,11 @@ def option_group(param: str, group: type, *, leave: tuple[str, ...] = (), **over
     def decorate(command: _F) -> _F:
         hints = typing.get_type_hints(command, include_extras=True)
         fields = typing.get_type_hints(group, include_extras=True) | override
+        panel = getattr(group, "panel", None)  # the --help panel its options are listed in
         added = [
-            inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=fields[f.name])
+            inspect.Parameter(
+                f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=in_panel(fields[f.name], panel)
+            )
             for f in dataclasses.fields(group)
             if f.name not in leave
         ]
@@ -302,7 +322,10 @@ def _param_option(spec: Param, *short: str) -> Any:
     type and its help (with the limit)."""
     kind = spec.kind | None if spec.optional else spec.kind
     flag = param_flag(spec.name)
-    return Annotated[kind, typer.Option(flag, *short, help=f"{spec.doc} Must be {spec.limit()}.")]
+    panel = "Evaluation" if spec.name in EVALUATION_PARAMS and spec.name not in PARAMS else "Method parameters"
+    return Annotated[
+        kind, typer.Option(flag, *short, help=f"{spec.doc} Must be {spec.limit()}.", rich_help_panel=panel)
+    ]
 
 
 #: short flags of registry options
@@ -570,8 +593,8 @@ def image_sets(
         if not_found:
             typer.echo(f"warning: {len(not_found)} listed ids are not in {id_path} (e.g. {not_found[0]})", err=True)
     else:
-        typo = benchmark_typo(parse_ood_specs(ood, cli=True), cli=True) if id_path is None else None
-        if typo is not None:  # NAME=ROOT with NAME a misspelt benchmark: said before any folder is read
+        typo = benchmark_typo(parse_ood_specs(ood, cli=True), cli=True, id_given=id_path is not None)
+        if typo is not None:  # a benchmark given as a bare name or misspelt: said before any folder is read
             raise InputError(typo)
         sets = open_ood_sets(
             ood,
@@ -590,6 +613,8 @@ def image_sets(
 class ImageOptions:
     """The image-set options of score, sweep and coverage (``--id``, ``--ood``, ``--fi-ood`` ...), a
     group of :func:`option_group`; :meth:`open` opens the sets they name (:func:`image_sets`)."""
+
+    panel: ClassVar[str] = "Image sets"  # the --help panel of its options
 
     id_path: IdOpt = None
     ood: OodOpt = None
@@ -625,17 +650,21 @@ def check_scoring_options(
 def refuse_unused_params(params: Mapping[str, Any], chosen: list[str], *, own: tuple[str, ...] = ()) -> None:
     """Refuse a method parameter set away from its default that none of the ``chosen`` methods takes
     (``--tau`` with ``--method mcm``: silently unused before), in one line naming its flag and the
-    methods that take it. ``own``: parameters the command uses itself (score's ``--seed`` seeds the
-    bootstrap too)."""
-    taken = {p for m in chosen for p in get_method(m).params}
+    methods that take it; where only some of several chosen methods take it, say which, as a warning.
+    ``own``: parameters the command uses itself (score's ``--seed`` seeds the bootstrap too)."""
     for name, value in params.items():
-        if name in own or name in taken or name not in PARAMS or value == PARAMS[name].default:
+        if name in own or name not in PARAMS or value == PARAMS[name].default:
             continue
-        takers = [m for m in list_methods() if name in get_method(m).params]
-        raise InputError(
-            f"{param_flag(name)}: no chosen method takes it (--method {', '.join(chosen)}); "
-            f"it is a parameter of {', '.join(takers)}"
-        )
+        users = [m for m in chosen if name in get_method(m).params]
+        if not users:
+            takers = [m for m in list_methods() if name in get_method(m).params]
+            raise InputError(
+                f"{param_flag(name)}: no chosen method takes it (--method {', '.join(chosen)}); "
+                f"it is a parameter of {', '.join(takers)}"
+            )
+        if len(users) < len(chosen):
+            others = ", ".join(m for m in chosen if m not in users)
+            typer.echo(f"warning: {param_flag(name)} is used by {', '.join(users)} only (not {others})", err=True)
 
 
 def load_vocabs(paths: list[Path]) -> dict[str, Vocabulary]:

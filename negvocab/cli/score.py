@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import typer
 
@@ -121,6 +121,8 @@ def _swept(m: Method) -> bool:
 class StreamOptions:
     """The test-time (stream) methods' options of ``negvocab score`` (a group of :func:`option_group`)."""
 
+    panel: ClassVar[str] = "Test-time stream"  # the --help panel of its options
+
     stream_order: Annotated[
         str,
         typer.Option(
@@ -181,6 +183,8 @@ class StreamOptions:
 class TuningOptions:
     """The tuning split of ``negvocab score`` (OpenOOD's automatic parameter search; a group of
     :func:`option_group`)."""
+
+    panel: ClassVar[str] = "Tuning split"  # the --help panel of its options
 
     tune_id: Annotated[
         Path | None,
@@ -441,6 +445,7 @@ def sweep_cmd(
             f"a vocabulary-size sweep needs {', '.join(list_methods(_swept))}"
         )
     check_scoring_options(params, **evaluation)
+    refuse_unused_params(params, [key], own=("seed",))  # seed: the bootstrap's too
     ranked = _ranked_vocabulary(vocab, order, sizes)
     id_set, ood_set = images.open()
     refs = load_vocabs(list(reference or []))

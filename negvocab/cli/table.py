@@ -21,7 +21,7 @@ from negvocab.core.atomic import is_stdout, write_text
 from negvocab.core.errors import InputError
 from negvocab.data.published import published_table_rows, row_benchmark
 from negvocab.grid.tidy import load_rows
-from negvocab.report.tables import build_table, comparisons
+from negvocab.report.tables import build_table, comparisons, default_rows
 from negvocab.scoring.methods import check_evaluation
 
 __all__ = ["parse_pairs", "table_cmd"]
@@ -142,6 +142,12 @@ class CompareOptions:
         return said or ["nothing to compare: no two vocabularies share a method, convention and model"]
 
 
+_ROWS_HELP = (
+    "Row axis (or axes, comma-separated): model, vocabulary, method, ood_set, convention (default: "
+    "the axes the rows differ on, not columns nor fixed by --where; else model)."
+)
+
+
 @app.command("table")
 @option_group("layout", TableLayout)
 @option_group("comparing", CompareOptions)
@@ -149,11 +155,9 @@ def table_cmd(
     *,
     folders: Annotated[list[Path], typer.Argument(help="Folders of negvocab grid run, score or sweep (any mix).")],
     rows: Annotated[
-        str,
-        typer.Option(
-            "--rows", help="Row axis (or axes, comma-separated): model, vocabulary, method, ood_set, convention."
-        ),
-    ] = "model",
+        str | None,
+        typer.Option("--rows", help=_ROWS_HELP),
+    ] = None,
     cols: Annotated[str, typer.Option("--cols", help="Column axis (or axes, comma-separated), as --rows.")] = "ood_set",
     metric: Annotated[
         str,
@@ -215,10 +219,11 @@ def table_cmd(
     data, scores, failed = load_rows(folders)
     shown = _with_published(data) if published else data  # published figures: never in comparisons
     fixed = parse_pairs(where, "--where")
+    rows_by = _split(rows) if rows is not None else list(default_rows(data, _split(cols), fixed))
     table = build_table(
         shown,
         metric=_split(metric),
-        rows_by=_split(rows),
+        rows_by=rows_by,
         cols_by=_split(cols),
         where=fixed,
         row_groups=parse_pairs(row_group, "--row-group", lists=True),
@@ -233,7 +238,7 @@ def table_cmd(
         **dataclasses.asdict(layout),
     )
     text = table.render(form, siunitx=siunitx, wide=wide)
-    ranked = _split(rows) if layout.bold_by == "cols" else _split(cols)  # the axis whose entries bold compares
+    ranked = rows_by if layout.bold_by == "cols" else _split(cols)  # the axis whose entries bold compares
     # before anything is written: a scores file that cannot serve is refused first
     said = comparing.lines(data, scores, _split(metric)[0], ranked, fixed, n_boot=n_boot, seed=seed, level=layout.level)
     if output is None or is_stdout(output):

@@ -91,15 +91,23 @@ MOVED_MODULES: dict[str, str] = {
 }
 
 
+#: public module paths that name a module defined elsewhere (``negvocab.metrics``): importable as it, no warning
+MODULE_ALIASES: dict[str, str] = {}
+
+
 class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Import an old module path as its new module (the same object), warning once per path."""
+    """Import an old module path as its new module (the same object), warning once per path; a public
+    alias (:data:`MODULE_ALIASES`) as the module it names, without a warning."""
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        return importlib.util.spec_from_loader(fullname, self) if fullname in MOVED_MODULES else None
+        known = fullname in MOVED_MODULES or fullname in MODULE_ALIASES
+        return importlib.util.spec_from_loader(fullname, self) if known else None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        if spec.name in MODULE_ALIASES:
+            return importlib.import_module(MODULE_ALIASES[spec.name])
         new = MOVED_MODULES[spec.name]
         warnings.warn(
             f"{spec.name} moved to {new}; the old path works until the next release",
@@ -112,7 +120,10 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         """The module is already executed under its new path."""
 
 
-def install_moved_modules() -> None:
-    """Make :data:`MOVED_MODULES`' old paths importable (done once by ``import negvocab``)."""
+def install_moved_modules(aliases: Mapping[str, str] | None = None) -> None:
+    """Make :data:`MOVED_MODULES`' old paths importable (done once by ``import negvocab``), and the
+    public module ``aliases`` (``{"negvocab.metrics": "negvocab.scoring.metrics"}``): ``from
+    negvocab.metrics import auroc`` then works as ``negvocab.metrics.auroc`` does."""
+    MODULE_ALIASES.update(aliases or {})
     if not any(isinstance(f, _MovedModules) for f in sys.meta_path):
         sys.meta_path.append(_MovedModules())

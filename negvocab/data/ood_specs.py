@@ -99,17 +99,24 @@ def parse_ood_specs(values: Sequence[Spec] | Mapping[str, Spec] | None, *, cli: 
     return OodSpecs(sets, benchmarks, named_sets)
 
 
-def benchmark_typo(specs: OodSpecs, *, cli: bool = False) -> str | None:
-    """Where no spec names a benchmark: the line for the first ``NAME=ROOT`` (ROOT a folder) whose NAME
-    is no registered benchmark but close to one (``openod=ROOT``: did you mean openood?), else None.
-    Read as a set of the user's, such a spec has no ID set; a caller given none says this instead."""
-    if specs.benchmarks:
+def benchmark_typo(specs: OodSpecs, *, cli: bool = False, id_given: bool = False) -> str | None:
+    """The line for an OOD spec that looks like a benchmark given wrongly, else None: a bare path that
+    does not exist named like a registered benchmark (``--ood openod``, ``--ood openood``: did you mean
+    openood? given as BENCHMARK=ROOT), or, where no spec names a benchmark and no ID set is given
+    (``id_given``), the first ``NAME=ROOT`` (ROOT a folder) whose NAME is close to one (``openod=ROOT``).
+    Read as a set of the user's, the first is no folder and the second has no ID set."""
+    flag = _name("ood", cli)
+    for name, path in specs.sets.items():
+        near = REGISTRY.did_you_mean(path.name) if name not in specs.named and not path.exists() else ""
+        if near:
+            return f"{flag} {path}: no such image folder; {near} (a benchmark is given as {flag} BENCHMARK=ROOT)"
+    if specs.benchmarks or id_given:
         return None
     for name in specs.named:
         near = REGISTRY.did_you_mean(name)
         if near and specs.sets[name].is_dir():
             return (
-                f"{_name('ood', cli)} {name}={specs.sets[name]}: unknown benchmark {name!r}; {near} "
+                f"{flag} {name}={specs.sets[name]}: unknown benchmark {name!r}; {near} "
                 f"(as a set of your own it needs {_name('id_path', cli)})"
             )
     return None

@@ -627,13 +627,12 @@ def load_rows(
     paths: Sequence[str | os.PathLike[str]],
 ) -> tuple[list[dict[str, Any]], T.ScoreGetter | None, dict[str, str]]:
     """Tidy rows of grid, ``score`` and ``sweep`` folders together (``negvocab table DIR...``),
-    the per-image scores where stored, and the models whose cells failed."""
+    the per-image scores where stored, and the models whose cells failed. A folder that is none of them
+    but holds some (the demo's output: ``results/``, ``sweep/``) stands for those it holds."""
     rows: list[dict[str, Any]] = []
     getters: list[T.ScoreGetter] = []
     failed: dict[str, str] = {}
-    for p in map(Path, paths):
-        if not p.is_dir():
-            raise InputError(f"{p}: not a folder; give folders of negvocab score, sweep or grid run")
+    for p in (q for given in map(Path, paths) for q in _results_folders(given)):
         if (p / "cells").is_dir():
             res = _grid_folder(p)
             rows += [{**r, "id_classes": res.label_space, **res.identity} for r in res.table()]
@@ -653,3 +652,14 @@ def load_rows(
         return None
 
     return rows, (first if getters else None), failed
+
+
+def _results_folders(p: Path) -> list[Path]:
+    """``p`` if it is a results folder (or no folder of results folders), else the results folders in it."""
+    if not p.is_dir():
+        raise InputError(f"{p}: not a folder; give folders of negvocab score, sweep or grid run")
+    kinds = ("cells", "results.json", "sweep.json")
+    if any((p / k).exists() for k in kinds):
+        return [p]
+    inner = sorted(q for q in p.iterdir() if q.is_dir() and any((q / k).exists() for k in kinds))
+    return inner or [p]

@@ -405,7 +405,7 @@ _COMMA_EXPLAINS = re.compile(r",\s+(?:which|that|who|whose|where)\b", re.I)
 def parse_label_list(text: str) -> list[str]:
     """The cleaned, de-duplicated labels of one model answer, in order.
 
-    Reads a JSON array or object (bare, inside a ```json fence, or inside prose; keys such as
+    Reads a JSON array or object (bare, inside a fenced code block marked json, or inside prose; keys such as
     ``labels``/``categories``/``items``, objects with ``name``/``label``, or a label -> explanation
     map), numbered or bulleted lines (a preamble, headings and a closing remark dropped), a markdown
     table, one label a line, or a comma list ("Here are some: koi, carp and trout.").

@@ -51,7 +51,7 @@ from negvocab.report.significance import BOLD_AXES, PairedMarks, ScoreGetter, bo
 
 __all__ = [
     "AXES", "BOLD_AXES", "BOLD_RULES", "ScoreGetter", "Table", "build_table", "comparisons", "folder_rows",
-    "latex_escape", "latex_float", "row_label", "select_rows", "test_time_notes",
+    "default_rows", "latex_escape", "latex_float", "row_label", "select_rows", "test_time_notes",
 ]  # fmt: skip
 
 AXES = ("model", "vocabulary", "method", "ood_set", "convention")
@@ -118,7 +118,9 @@ def select_rows(
         if want is None:
             if len(values) > 1:
                 raise InputError(
-                    f"the rows have several {dim} values ({_shown(values)}); make {dim} an axis or fix one ({dim}=...)"
+                    f"the rows have several {dim} values ({_shown(values)}); make {dim} an axis "
+                    f"(rows_by={dim}) or fix one (where={dim}=VALUE)",
+                    param=("rows_by", "where"),
                 )
             continue
         if str(want) not in map(str, values):
@@ -127,6 +129,17 @@ def select_rows(
     if not sel:
         raise InputError("no rows to tabulate")
     return sel
+
+
+def default_rows(rows: Sequence[Mapping[str, Any]], cols: Sequence[str], where: Mapping[str, str]) -> tuple[str, ...]:
+    """The row axes that show every row: each axis, not a column and not fixed, on which the rows differ
+    (a method without a vocabulary counts for no vocabulary); ``("model",)`` where none does."""
+    vary = []
+    for dim in AXES:
+        values = {str(r.get(dim, "")) for r in rows if not (dim == "vocabulary" and _is_baseline(r))}
+        if dim not in cols and dim not in where and len(values) > 1:
+            vary.append(dim)
+    return tuple(vary) or ("model",)
 
 
 @dataclass

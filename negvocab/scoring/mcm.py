@@ -76,7 +76,7 @@ def glmcm(
 
     Parameters
     ----------
-    image_emb : array or tensor, shape (n, d), or an ``ImageEmbeddings`` with ``.local``
+    image_emb : array or tensor, shape (n, d), or an ImageEmbeddings with .local
         L2-normalised global image embeddings.
     id_emb : array or tensor, shape (K, d)
         L2-normalised ID class embeddings.

@@ -592,10 +592,11 @@ def evaluate(
 
     Returns
     -------
-    dict with keys ``convention``, ``tpr``, ``fpr`` (at ``tpr``), ``auroc``, ``aupr_in``, ``aupr_out``,
-    ``aupr_method`` (``"trapezoid"`` under openood, else ``"average_precision"``), ``n_id``,
-    ``n_ood``, ``fpr_ci``, ``auroc_ci`` ([low, high] bootstrap intervals over OOD images; omitted
-    when ``n_boot=0``), ``ci_level``, ``n_boot``.
+    dict
+        Keys ``convention``, ``tpr``, ``fpr`` (at ``tpr``), ``auroc``, ``aupr_in``, ``aupr_out``,
+        ``aupr_method`` (``"trapezoid"`` under openood, else ``"average_precision"``), ``n_id``,
+        ``n_ood``, ``fpr_ci``, ``auroc_ci`` ([low, high] bootstrap intervals over OOD images; omitted
+        when ``n_boot=0``), ``ci_level``, ``n_boot``.
     """
     tpr = _check_tpr(tpr)
     level = _interval_level(level, alpha)

@@ -93,7 +93,7 @@ def score(
         A registered method (``negvocab.list_methods()``: the built-ins mcm, glmcm, neglabel, eoe,
         neglabel_eoe, msp, maxlogit, energy, gen, and any registered with ``negvocab.register_method``)
         or an alias ("gl-mcm", "neglabel+eoe").
-    image_emb : array or tensor, shape (n, d), or an ``ImageEmbeddings``
+    image_emb : array or tensor, shape (n, d), or an ImageEmbeddings
     id_emb : array or tensor, shape (K, d)
     neg_emb : array or tensor, shape (M, d), optional
         Negative (or outlier) label embeddings; required by the methods that take them

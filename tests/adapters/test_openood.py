@@ -4,6 +4,7 @@ the same methods and arguments, driven by OpenOOD's own inference loop, the conf
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -122,3 +123,32 @@ def test_setup_builds_the_model_wrapper_from_net_and_its_name(vlm, batches):
     np.testing.assert_allclose(
         conf.numpy(), negvocab.score("mcm", g.numpy(), vlm.encode_text(ID, "single", pos="n")), rtol=1e-5
     )
+
+
+def test_set_names_map_between_openoods_table_and_negvocabs():
+    """Both directions, against OpenOOD's own names (its datasets.py, vendored under tests/reference/openood)
+    and negvocab's (the openood benchmark's sets and groups in the registry); the Evaluator's row order is
+    checked in test_openood_evaluator.py."""
+    import ast
+
+    from negvocab.adapters.openood import OPENOOD_SET_NAMES, from_openood_name, to_openood_name
+    from negvocab.data.benchmarks import get_benchmark
+
+    source = (Path(__file__).parents[1] / "reference/openood/openood/evaluation_api/datasets.py").read_text()
+    info = ast.literal_eval(source.split("DATA_INFO = ", 1)[1].split("\n}\n", 1)[0] + "\n}")["imagenet"]["ood"]
+    theirs = [*info["near"]["datasets"], "nearood", *info["far"]["datasets"], "farood"]
+    assert list(OPENOOD_SET_NAMES) == theirs
+    bench = get_benchmark("openood")
+    ours = [
+        *(s.name for s in bench.sets if s.group == "near"),
+        "near-ood",
+        *(s.name for s in bench.sets if s.group == "far"),
+        "far-ood",
+    ]
+    assert list(OPENOOD_SET_NAMES.values()) == ours
+    for a, b in zip(theirs, ours, strict=True):
+        assert from_openood_name(a) == b and to_openood_name(b) == a
+    with pytest.raises(InputError, match="'ssb-hard' is no row of OpenOOD's ImageNet-1k table; it has ssb_hard"):
+        from_openood_name("ssb-hard")
+    with pytest.raises(InputError, match="'nearood' has no row"):
+        to_openood_name("nearood")

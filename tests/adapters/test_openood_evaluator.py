@@ -161,10 +161,8 @@ def test_openoods_evaluator_takes_the_postprocessor_and_equals_negvocab_score(op
     )
     assert r.exit_code == 0, r.output
     rows = {row["ood_set"]: row for row in csv.DictReader((ours / "results.csv").open())}
-    names = {
-        "ssb_hard": "ssb-hard", "ninco": "ninco", "nearood": "near-ood", "inaturalist": "inaturalist",
-        "textures": "textures", "openimage_o": "openimage-o", "farood": "far-ood",
-    }  # fmt: skip
+    from negvocab.adapters.openood import OPENOOD_SET_NAMES as names  # OpenOOD's rows -> ours
+
     theirs = tables["instance"]
     assert list(theirs) == list(names)
     for their_name, our_name in names.items():

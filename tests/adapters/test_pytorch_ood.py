@@ -68,7 +68,11 @@ def test_baselines_by_name_equal_pytorch_oods_logit_detectors(vlm, batches):
 
 def test_hyperparameters(vlm, batches):
     det = NegLabelDetector(vlm, id_classes=ID, vocabulary=NEG, templates="single")
-    assert det.get_hyperparameters() == {"tau": 0.01, "groups": 100, "grouping": "stratified", "seed": 0, "topk": None}
+    # what the search varies, no seed and no topk; the same keys set_hyperparameters takes
+    assert det.get_hyperparameters() == {"tau": 0.01, "groups": 100, "grouping": "stratified"}
+    assert set(det.get_hyperparameters()) == set(det.hyperparameter_space)
+    with pytest.raises(ValueError, match="Unknown hyperparameter"):
+        det.set_hyperparameters(seed=1)
     g, _ = det.zeroshot.features(batches[0])
     det.set_hyperparameters(tau=0.05, groups=3)
     want = negvocab.score(
@@ -145,6 +149,43 @@ def test_info_names_each_methods_paper():
                              (MCMDetector, 2022, "NeurIPS"), (GLMCMDetector, 2023, "arXiv")):  # fmt: skip
         assert isinstance(cls.info, api.DetectorInfo) and (cls.info.paper.year, cls.info.paper.venue) == (year, venue)
         assert api.Task.CLASSIFICATION in cls.info.tasks
+
+
+@pytest.mark.parametrize("method", negvocab.list_methods())
+def test_every_detector_names_its_paper_as_the_registry_and_pytorch_ood_do(vlm, method):
+    """``info`` on every instance: pytorch-ood's own record for the methods it has (the same Paper object
+    its detector carries), else the registry's citation (title, year and any arXiv id)."""
+    from negvocab.scoring.methods import get_method
+
+    kw = {"vocabulary": NEG} if get_method(method).needs_negatives else {}
+    det = NegvocabDetector(vlm, method, id_classes=ID, templates="single", **kw)
+    paper, citation = det.info.paper, get_method(method).paper
+    assert isinstance(det.info, api.DetectorInfo) and api.Task.CLASSIFICATION in det.info.tasks
+    own = {"msp": "MaxSoftmax", "maxlogit": "MaxLogit", "energy": "EnergyBased", "gen": "GEN"}.get(method)
+    if own is not None:
+        assert paper == getattr(ood_detector, own).info.paper
+    assert paper.title.casefold() in citation.casefold()
+    arxiv = citation.split("arXiv:")[1].split(")")[0] if "arXiv:" in citation else None
+    assert str(paper.year) in citation or (arxiv and paper.year == 2000 + int(arxiv[:2]))
+    if arxiv:
+        assert paper.url.endswith(arxiv)
+
+
+def test_a_batch_the_model_cannot_take_is_one_line_naming_the_preprocessing(vlm, batches):
+    det = MCMDetector(vlm, id_classes=ID, templates="single")
+    x = batches[0]
+    bad = {
+        "uint8 pixels": ((x * 50 + 128).clamp(0, 255).to(torch.uint8), "torch.uint8 pixels, not floats"),
+        "wrong size": (torch.nn.functional.interpolate(x, size=64), r"shape \[6, 3, 64, 64\], not \[B, 3, 32, 32\]"),
+        "one image": (x[0], r"shape \[3, 32, 32\], not \[B, 3, 32, 32\]"),
+        "channels last": (x.permute(0, 2, 3, 1), r"shape \[6, 32, 32, 3\]"),
+        "numpy": (x.numpy(), "a ndarray, not a tensor"),
+    }
+    for images, msg in bad.values():
+        with pytest.raises(InputError, match=msg) as err:
+            det(images)
+        assert "vlm.preprocess" in str(err.value) and "\n" not in str(err.value)
+    det(x)  # a right batch still scores
 
 
 def test_pytorch_oods_grid_search_tries_several_candidates_with_the_default_grid(vlm, batches):

@@ -303,7 +303,9 @@ def test_info_text_and_json(runner, tmp_path, gpt_file):
     assert doc["settings"]["parts"][1]["source"] == "eoe"
 
 
-def test_info_prints_nested_settings_as_indented_lines(runner, tmp_path):
+def test_info_on_a_merged_vocabulary_is_a_short_grouped_summary(runner, tmp_path):
+    """A union's parts one line each (not their nested settings: 100 lines before), how it was made on
+    one line; --json still prints every setting."""
     settings = {
         "model": "gpt-4o",
         "prompt": {"file": "gpt_siblings.txt", "template": "x" * 200},
@@ -312,22 +314,25 @@ def test_info_prints_nested_settings_as_indented_lines(runner, tmp_path):
     }
     inner = Vocabulary.from_labels(["kayak", "tayra"], source="gpt", settings=settings)
     union = Vocabulary.union(inner, Vocabulary.from_labels(["canoe"], source="eoe", settings={"mode": "far"}))
-    lines = run(runner, "info", union.save(tmp_path / "u.json")).stdout.splitlines()
+    path = union.save(tmp_path / "u.json")
+    lines = run(runner, "info", path).stdout.splitlines()
+    start = lines.index("parts (2):")
+    assert lines[start + 1] == f"  - gpt: 2 labels, sha256 {inner.sha256[:12]}"
+    assert lines[start + 2].startswith("  - eoe: 1 labels, sha256 ")
+    assert len(lines) <= 12 and max(len(ln) for ln in lines[1:]) <= 120, lines  # the first names the path
+    assert not any("n00000999" in ln or "label29" in ln for ln in lines)  # the parts' settings: --json
+    doc = json.loads(run(runner, "info", path, "--json").stdout)
+    assert len(doc["settings"]["parts"][0]["settings"]["classes"]) == 1000
+
+
+def test_info_settings_one_line_each_long_values_cut(runner, tmp_path):
+    settings = {"prompt": {"file": "gpt_siblings.txt", "template": "x" * 200}, "classes": [f"c{i}" for i in range(50)]}
+    lines = run(runner, "info", Vocabulary.from_labels(["kayak"], source="gpt", settings=settings).save(
+        tmp_path / "v.json")).stdout.splitlines()  # fmt: skip
     start = lines.index("settings:")
-    block = lines[start : start + 24]
-    assert block[1:4] == ["  parts:", "    - source: gpt", f"      sha256: {inner.sha256}"]
-    assert "        model: gpt-4o" in block and "        prompt:" in block
-    assert "          file: gpt_siblings.txt" in block
-    assert "          template: " + "x" * 77 + "..." in block  # long text cut
-    assert "        classes: [1000 items: n00000000, n00000001, n00000002, n00000003, n00000004, ...]" in block
-    removed = block.index("        removed:")
-    assert block[removed + 1 : removed + 4] == [
-        "          label0:",
-        "            wnid: n00000000",
-        "            rule: clean-name/exact",
-    ]
-    assert "          ... (25 more keys)" in lines and "    - source: eoe" in lines and "        mode: far" in lines
-    assert max(len(ln) for ln in lines[start:]) <= 120  # no long settings line (the first names the file's path)
+    assert lines[start + 1].startswith('  prompt: {"file": "gpt_siblings.txt", "template": "xxx')
+    assert lines[start + 1].endswith("...") and len(lines[start + 1]) <= 2 + len("prompt: ") + 80
+    assert lines[start + 2] == "  classes: [50 items: c0, c1, c2, c3, c4, ...]"
 
 
 def test_info_errors(runner, tmp_path):
