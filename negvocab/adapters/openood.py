@@ -74,14 +74,26 @@ OPENOOD_SET_NAMES: dict[str, str] = {
 
 def from_openood_name(name: str) -> str:
     """negvocab's name of an OpenOOD table row (``ssb_hard`` -> ``ssb-hard``, ``nearood`` -> ``near-ood``);
-    a name OpenOOD's ImageNet-1k table does not have is refused, naming those it has."""
+    a name OpenOOD's ImageNet-1k table does not have is refused, naming those it has.
+
+    Parameters
+    ----------
+    name : str
+        A row name of OpenOOD's ImageNet-1k table.
+    """
     if name not in OPENOOD_SET_NAMES:
         raise InputError(f"{name!r} is no row of OpenOOD's ImageNet-1k table; it has {', '.join(OPENOOD_SET_NAMES)}")
     return OPENOOD_SET_NAMES[name]
 
 
 def to_openood_name(name: str) -> str:
-    """OpenOOD's table row of a negvocab set or group name (``ssb-hard`` -> ``ssb_hard``)."""
+    """OpenOOD's table row of a negvocab set or group name (``ssb-hard`` -> ``ssb_hard``).
+
+    Parameters
+    ----------
+    name : str
+        A negvocab set or group name that has a row in OpenOOD's ImageNet-1k table.
+    """
     back = {v: k for k, v in OPENOOD_SET_NAMES.items()}
     if name not in back:
         raise InputError(f"{name!r} has no row in OpenOOD's ImageNet-1k table; negvocab's names are {', '.join(back)}")

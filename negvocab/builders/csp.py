@@ -237,6 +237,40 @@ def build_csp_vocabulary(
     Labels carry ``meta`` {rank, distance, pos, lexname, synset; ``adjective`` and ``superclass`` for a
     conjugated one}; ``settings`` record the model, templates (and their reduction), quantile, seed,
     superclasses, counts and ``departures_from_csp`` (:func:`csp_departures`; empty: CSP's construction).
+
+    Parameters
+    ----------
+    vlm : VLM
+        The model that encodes the candidates and the ID class names.
+    size : int, optional
+        The vocabulary size M (>= 1): the ranking's first M; None returns the whole ranking.
+    quantile : float, default 0.95
+        The quantile of each candidate's cosines to the ID classes (:func:`csp_distances`).
+    ratio : float, optional
+        In (0, 1]: ``int(ratio * n)`` of the nouns and of the conjugated adjectives, instead of ``size``
+        (not both).
+    seed : int, default 0
+        Seed of the superclass template drawn for each adjective (:func:`conjugate`).
+    superclasses : sequence of str, default CSP_SUPERCLASSES
+        The superclass templates the adjectives are conjugated with.
+    preset : str, default "csp"
+        The candidate preset (:func:`csp_candidates`), when ``candidates`` is None.
+    templates : str or sequence of str, default "csp"
+        The prompt templates that encode candidates and ID class names.
+    reduce : str, optional
+        Overrides the template set's reduction of the prompt embeddings.
+    candidates : iterable of Candidate or str, optional
+        Candidate labels instead of the preset's.
+    id_classes : IdClasses, optional
+        The ID classes (default ImageNet-1k).
+    max_similarity : float, default 0.95
+        A candidate whose largest cosine to an ID class exceeds it goes last (:func:`csp_distances`).
+    synonym_filter : bool, default True
+        Drop labels that name an ID class.
+    batch_size : int, optional
+        The encoder batch size (``vlm.encode_text``'s).
+    progress : bool, optional
+        Show progress bars (``vlm.encode_text``'s default when None).
     """
     # long: CSP's recipe in order (candidates, conjugation, encode, rank, filter, cut); each step is a call
     if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):

@@ -196,6 +196,36 @@ def build_interneg_vocabulary(
     The vocabulary records ``settings["id_images"]`` (shots, images, classes, a hash of the paths):
     it is built from labelled ID images, not from text alone; ``settings["departures_from_interneg"]``
     names what differs from InterNeg's code (empty: its construction).
+
+    Parameters
+    ----------
+    vlm : VLM
+        The model that encodes the images, the candidates and the ID class names.
+    size : int, optional
+        The vocabulary size M (>= 1); None returns every kept candidate, ranked.
+    id_images : str, Path or ImageSet
+        The labelled ID images: class folders, an image list with labels, or an ImageSet (labels:
+        wnids or class names of ``id_classes``).
+    shots : int, optional, default 16
+        Images per class (>= 1); None takes all.
+    split : {"interneg", "ranked"}, default "interneg"
+        With ``size``: InterNeg's cut (:func:`interneg_split`) or the ranking's first M.
+    templates : str or sequence of str, default "interneg"
+        The prompt templates that encode candidates and ID class names.
+    preset : str, default "neglabel"
+        The WordNet candidate preset, when ``candidates`` is None.
+    candidates : iterable of Candidate or str, optional
+        Candidate labels instead of the preset's.
+    id_classes : IdClasses, optional
+        The ID classes (default ImageNet-1k).
+    synonym_filter : bool, default True
+        Drop candidates that name an ID class by negvocab's synonym filter (False: exact ID names only).
+    batch_size : int, optional
+        The encoder batch size.
+    num_workers : int, optional
+        Image loading workers (``vlm.encode_images``'s).
+    progress : bool, optional
+        Show progress bars (the encoder's default when None).
     """
     # long: InterNeg's recipe in order (images, prototypes, candidates, encode, criterion, cut); each a call
     if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):

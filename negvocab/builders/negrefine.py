@@ -260,7 +260,27 @@ def build_negrefine_vocabulary(
 
     The result records its source (``negrefine``), the input vocabulary (source, hash, size), the run
     folder, the tokens and cost, and every removed label with its reason, the ID class and the answer
-    (``settings["removed"]``). Labels keep the input's order and metadata."""
+    (``settings["removed"]``). Labels keep the input's order and metadata.
+
+    Parameters
+    ----------
+    vlm : VLM
+        The model that matches each label with its best-matching ID class names (bare texts).
+    vocabulary : Vocabulary
+        The vocabulary filtered.
+    model : str
+        The chat model that answers the questions.
+    id_classes : IdClasses, optional
+        The ID classes (default ImageNet-1k).
+    top_n : int, default TOP_N
+        The best-matching ID class names asked about for each label (>= 1).
+    run_dir : str or PathLike, optional
+        The run folder (its journal); default the cache's folder of this task, model and identity.
+    temperature : float, optional, default TEMPERATURE
+        The sampling temperature of the questions.
+    settings : LLMSettings, optional
+        The LLM layer's settings (server, batching, ...); the response format is always verbatim.
+    """
     plan = _plan(vlm, vocabulary, model, id_classes, top_n, run_dir, temperature)
     s = _verbatim(settings)
     while True:  # stage by stage: the next questions follow from the answers journaled so far

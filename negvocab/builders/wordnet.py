@@ -221,6 +221,32 @@ def build_wordnet_vocabulary(
 
     Labels carry ``meta`` {rank (1 = farthest), distance, pos, lexname, synset}; ``settings`` record
     the model identity, templates, quantile, preset, size, ratio and whether weights were random.
+
+    Parameters
+    ----------
+    vlm : VLM
+        The model that encodes the candidates and the ID class names.
+    size : int, optional
+        The vocabulary size M (>= 1); None returns the whole filtered ranking.
+    quantile : float, default 0.95
+        The quantile of each candidate's similarities to the ID classes that ranks it
+        (:func:`farthest_first`).
+    preset : str, default "neglabel"
+        The WordNet candidate preset (``wordnet_candidates(preset)``), when ``candidates`` is None.
+    templates : TemplatesSpec, default "paper8"
+        The prompt templates that encode candidates and ID class names.
+    ratio : float, optional
+        In (0, 1]: NegLabel's share of nouns and of adjectives, instead of ``size`` (not both).
+    candidates : iterable of Candidate or str, optional
+        Candidate labels instead of the preset's.
+    id_classes : IdClasses, optional
+        The ID classes (default ImageNet-1k).
+    synonym_filter : bool, default True
+        Drop labels that name an ID class.
+    batch_size : int, optional
+        The encoder batch size (``vlm.encode_text``'s).
+    progress : bool, optional
+        Show progress bars (``vlm.encode_text``'s default when None).
     """
     # long: the paper's recipe in order (pool, encode, farthest-first, filter); each step is a call
     if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):

@@ -366,7 +366,13 @@ def published_table_rows(
 
 def published_notes(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     """A caption's sentences on the published rows among ``rows`` (:func:`published_table_rows`): each
-    figure's mark, kind, source, benchmark and ID split, and how it was checked; none without one."""
+    figure's mark, kind, source, benchmark and ID split, and how it was checked; none without one.
+
+    Parameters
+    ----------
+    rows : iterable of mappings
+        Table rows; those with ``published`` set are the published ones.
+    """
     said: dict[str, None] = {}
     for r in rows:
         if r.get("published"):

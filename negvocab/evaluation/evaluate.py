@@ -147,19 +147,51 @@ def evaluate_vocabularies(
 ) -> Evaluation:
     """Score ``vlm`` on ``id_set`` vs each OOD set with every method and vocabulary.
 
-    Each set is an :class:`ImageSet` (encoded here, through the cache) or the
-    :class:`ImageEmbeddings` that ``vlm.encode_images`` returned for it. ``ood_set`` is one set or
-    a mapping name -> set (or a list of sets, each named after itself): each is scored against the
-    same ID scores (so under the ``paper`` and ``hendrycks`` conventions the same ID threshold),
-    giving a row per set and, with several sets, a row ``ood_set="mean"`` averaging them.
-    ``methods``: any registered methods (``negvocab.list_methods()``); those that use no negatives
-    (mcm, glmcm) are scored once. ``params`` go to each scorer that accepts them (tau, groups,
-    grouping, seed, beta, T, penalty_T, lam, topk, and any registered method's own). The metrics follow
-    ``convention`` (see :mod:`negvocab.scoring.metrics`); bootstrap intervals resample OOD images,
-    drawn from ``seed``. ``tuned``: parameters chosen on a tuning split (:func:`negvocab.tune_params`), each
-    for its (method, vocabulary): they override ``params`` there, the rows record the tuning (``tuned``,
-    ``tuned_on``, ...) and the meta its grid and trials; a test image in a tuning split is refused.
+    Each OOD set is scored against the same ID scores (so under the ``paper`` and ``hendrycks``
+    conventions the same ID threshold), giving a row per set and, with several sets, a row
+    ``ood_set="mean"`` averaging them. Methods that use no negatives (mcm, glmcm) are scored once.
     With full-spectrum ID sets (covariate-shifted ID joined) the rows hold CCR (``ccr@1e-4`` ... ``ccr@1e-1``).
+
+    Parameters
+    ----------
+    vlm : VLM
+        The model that encodes the images and the labels.
+    id_set : ImageSet or ImageEmbeddings
+        The ID images: an :class:`ImageSet` (encoded here, through the cache) or the
+        :class:`ImageEmbeddings` that ``vlm.encode_images`` returned for it.
+    ood_set : ImageSet, ImageEmbeddings, mapping name -> set, or sequence of ImageSet
+        One OOD set, a mapping name -> set, or a list of sets (each named after itself).
+    vocabs : mapping name -> Vocabulary, or sequence of Vocabulary
+        The negative vocabularies; unnamed ones are named ``<source>-<hash>``.
+    methods : sequence of str, default ("neglabel",)
+        Any registered methods (``negvocab.list_methods()``).
+    id_classes : IdClasses, optional
+        The ID classes; default those the ID set's benchmark names, else ImageNet-1k's.
+    templates : str, default "paper8"
+        The prompt templates that encode the class names and labels.
+    params : mapping, optional
+        Go to each scorer that accepts them (tau, groups, grouping, seed, beta, T, penalty_T, lam,
+        topk, and any registered method's own).
+    convention : str, default "paper"
+        The metrics' convention (see :mod:`negvocab.scoring.metrics`).
+    tpr : float, default 0.95
+        The true-positive rate at which FPR is read.
+    n_boot : int, default 1000
+        Bootstrap resamples (of the OOD images) for the intervals.
+    seed : int, default 0
+        Seed of the bootstrap draws.
+    explain_k : int, default 5
+        How many top negatives and ID classes explain each image; 0 explains none.
+    progress : bool, default False
+        Show progress bars.
+    tuned : sequence of Tuning, default ()
+        Parameters chosen on a tuning split (:func:`negvocab.tune_params`), each for its (method,
+        vocabulary): they override ``params`` there, the rows record the tuning (``tuned``,
+        ``tuned_on``, ...) and the meta its grid and trials; a test image in a tuning split is refused.
+
+    Returns
+    -------
+    Evaluation
     """
     methods, specs, named = _checked_jobs(methods, vocabs, convention, tpr, n_boot, seed, params, templates, explain_k)
     convention = M.check_convention(convention)

@@ -417,11 +417,55 @@ def evaluate_stream_vocabularies(
     :class:`~negvocab.evaluation.evaluate.Evaluation` that :func:`negvocab.write_results` writes:
     ``scores`` are keyed ``method@vocabulary@ood_set`` (and ``#s<seed>`` with several stream seeds),
     each with every ID and every OOD image, NaN where the stream did not hold the image (another OOD
-    set's, or left out by ``id_ood_ratio``); ``meta["stream"]`` states the protocol. ``params``: a
-    shared set, each method takes its own (``negvocab score``'s flags). ``tuned``: parameters chosen on a
-    tuning split (:func:`negvocab.evaluation.tuning.tune_methods`), as ``evaluate_vocabularies`` takes them:
-    they override ``params`` for their (method, vocabulary), whose rows record the tuning. ``phases``: a
-    temporal-shift phase order (:func:`evaluate_stream`)."""
+    set's, or left out by ``id_ood_ratio``); ``meta["stream"]`` states the protocol.
+
+    Parameters
+    ----------
+    vlm : VLM
+        The model that encodes the images and the labels.
+    id_set : StreamSet
+        The ID test images (an image set or its embeddings).
+    ood_set : StreamSets
+        The OOD sets: one, a list, or a mapping name -> set.
+    vocabs : mapping name -> Vocabulary, or sequence of Vocabulary
+        The negative vocabularies (required by the methods that take negatives).
+    methods : sequence of str
+        Registered stream methods.
+    stream_batch : int
+        Images per stream batch (:func:`negvocab.scoring.stream.run_stream`).
+    order : str, default "shuffled"
+        The stream's order, as :func:`evaluate_stream` takes it.
+    stream_seed : int or sequence of int, default 0
+        The stream's seed; several give one evaluation each.
+    id_ood_ratio : float, optional
+        ID images per OOD image in each stream (None: every image), as :func:`evaluate_stream`.
+    phases : str, optional
+        A temporal-shift phase order (:func:`evaluate_stream`).
+    id_classes : IdClasses, optional
+        The ID classes; default those the ID set's benchmark names, else ImageNet-1k's.
+    templates : str, default "paper8"
+        The prompt templates that encode the class names and labels.
+    params : mapping, optional
+        A shared set; each method takes its own (``negvocab score``'s flags).
+    convention : str, default "paper"
+        The metrics' convention (see :mod:`negvocab.scoring.metrics`).
+    tpr : float, default 0.95
+        The true-positive rate at which FPR is read.
+    n_boot : int, default 1000
+        Bootstrap resamples for the intervals.
+    seed : int, default 0
+        Seed of the bootstrap draws (``stream_seed`` draws the stream).
+    progress : bool, default False
+        Show progress bars.
+    tuned : sequence of Tuning, default ()
+        Parameters chosen on a tuning split (:func:`negvocab.evaluation.tuning.tune_methods`), as
+        ``evaluate_vocabularies`` takes them: they override ``params`` for their (method, vocabulary),
+        whose rows record the tuning.
+
+    Returns
+    -------
+    Evaluation
+    """
     params = dict(params or {})
     specs, own, seeds = _checked_methods(
         methods, params, stream_batch, order, stream_seed, id_ood_ratio, convention, tpr, n_boot, seed, templates
@@ -544,7 +588,15 @@ def _full_scores(
 
 def merge_evaluations(batch: Evaluation, stream: Evaluation) -> Evaluation:
     """One results folder's evaluation from a batch run and a stream run over the same images: rows and
-    scores of both, the batch run's meta with the stream run's ``stream`` protocol and note added."""
+    scores of both, the batch run's meta with the stream run's ``stream`` protocol and note added.
+
+    Parameters
+    ----------
+    batch : Evaluation
+        The batch run's (:func:`negvocab.evaluate_vocabularies`).
+    stream : Evaluation
+        The stream run's (:func:`evaluate_stream_vocabularies`), over the same ID and OOD images.
+    """
     if batch.id_images != stream.id_images or batch.ood_images != stream.ood_images:
         raise InputError("the batch and stream evaluations scored different images; run them on the same sets")
     meta = {**batch.meta, "test_time": True, "note": TEST_TIME_NOTE, "stream": stream.meta["stream"]}

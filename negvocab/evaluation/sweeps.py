@@ -107,14 +107,53 @@ def sweep_vocabulary(
 ) -> SweepResult:
     """Metrics for every vocabulary size M (the first M labels of ``vocab``), from one pass of
     :func:`negvocab.sweep`; ``references`` (e.g. GPT, oracle) are scored at their full size.
-    Image sets as in :func:`evaluate_vocabularies` (one OOD set or several by name: rows per set and
-    their mean). ``name`` names the swept vocabulary in rows and legends (default its source).
 
-    ``order="ranked"`` (default) sweeps a farthest-first ranking; a union (which has none) is
-    refused, another unranked vocabulary warned about. ``order="given"`` sweeps the file order of
-    any vocabulary, and says so in the rows. Rows carry ``id_accuracy`` where the ID set's labels name the
-    ID classes (the meta its record) and, on a full-spectrum ID set, CCR (``ccr@1e-4`` ... ``ccr@1e-1``), as
+    Rows carry ``id_accuracy`` where the ID set's labels name the ID classes (the meta its record) and,
+    on a full-spectrum ID set, CCR (``ccr@1e-4`` ... ``ccr@1e-1``), as
     :func:`negvocab.evaluate_vocabularies` gives them.
+
+    Parameters
+    ----------
+    vlm : VLM
+        The model that encodes the images and the labels.
+    id_set : ImageSet or ImageEmbeddings
+        The ID images, as in :func:`evaluate_vocabularies`.
+    ood_set : ImageSet, ImageEmbeddings, mapping name -> set, or sequence of ImageSet
+        One OOD set or several by name, as in :func:`evaluate_vocabularies`: rows per set and their mean.
+    vocab : Vocabulary
+        The vocabulary swept.
+    sizes : str or iterable of int
+        The sizes M: ``"1000,2000,5k"`` or integers, each from 1 to ``len(vocab)``.
+    method : str, default "neglabel"
+        A method a sweep can serve.
+    references : mapping name -> Vocabulary, optional
+        Vocabularies scored at their full size beside the sweep.
+    id_classes : IdClasses, optional
+        The ID classes; default those the ID set's benchmark names, else ImageNet-1k's.
+    templates : str, default "paper8"
+        The prompt templates that encode the class names and labels.
+    params : mapping, optional
+        Go to the scorer, as in :func:`evaluate_vocabularies`.
+    convention : str, default "paper"
+        The metrics' convention (see :mod:`negvocab.scoring.metrics`).
+    tpr : float, default 0.95
+        The true-positive rate at which FPR is read.
+    n_boot : int, default 1000
+        Bootstrap resamples (of the OOD images) for the intervals.
+    seed : int, default 0
+        Seed of the bootstrap draws.
+    name : str, optional
+        Names the swept vocabulary in rows and legends (default its source).
+    order : str, default "ranked"
+        ``"ranked"`` sweeps a farthest-first ranking; a union (which has none) is refused, another
+        unranked vocabulary warned about. ``"given"`` sweeps the file order of any vocabulary, and
+        says so in the rows.
+    progress : bool, default False
+        Show progress bars.
+
+    Returns
+    -------
+    SweepResult
     """
     # long: the pipeline in order, as evaluate_vocabularies, for every vocabulary size M
     from negvocab.scoring.prefix_scores import check_sweep_method, parse_sizes, sweep

@@ -97,7 +97,17 @@ def make_detector(method: str, params: Mapping[str, Any] | None = None, **kw: An
     """The detector of any registered method (a name or an alias) with ``params`` (and keywords), each
     checked against the registry: a test-time method's :class:`~negvocab.scoring.stream.StreamMethod`
     (its defaults from the registry, :func:`negvocab.make_stream`), or a batch method's
-    :class:`BatchDetector`. Call ``setup(id_emb, neg_emb, **inputs)`` next."""
+    :class:`BatchDetector`. Call ``setup(id_emb, neg_emb, **inputs)`` next.
+
+    Parameters
+    ----------
+    method : str
+        A registered method or an alias (``negvocab.list_methods()``).
+    params : mapping, optional
+        The method's parameters (and the run's: ``device``, ``chunk_size``, ...); unknown ones are refused.
+    **kw
+        More parameters, joined to ``params`` (they win on a clash).
+    """
     entry = get_method(method)
     given = {**(params or {}), **kw}
     if entry.kind == "stream":

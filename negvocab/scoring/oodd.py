@@ -62,7 +62,16 @@ OODD_PARAMS: tuple[Param, ...] = (
 class OODD(StreamMethod):
     """OODD's priority-queue dictionary over the test stream (the module docstring gives the steps).
 
-    State: ``queue`` (q, d) float64 features and ``queue_scores`` (q,) their base scores, in numpy."""
+    State: ``queue`` (q, d) float64 features and ``queue_scores`` (q,) their base scores, in numpy.
+
+    Parameters
+    ----------
+    **params
+        The method's parameters, as :func:`negvocab.make_stream` gives them (the registry's defaults
+        filled in): ``oodd_queue`` (features the dictionary keeps, 2048), ``oodd_k`` (the k-th largest
+        cosine to the dictionary is subtracted, 5), ``oodd_base`` (the base score: ``neglabel`` or
+        ``mcm``) and the base score's own parameters.
+    """
 
     @property  # the base score, not the registry's flag, decides
     def needs_negatives(self) -> bool:

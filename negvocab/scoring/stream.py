@@ -187,6 +187,15 @@ def phase_sets(phases: str, names: Sequence[str]) -> list[str]:
     each matched by its name (case aside; ``dtd`` is ``textures``); a phase without its set, or a set
     in no phase, is one line.
 
+    Parameters
+    ----------
+    phases : str
+        A phase order, one of :data:`STREAM_PHASES` (``"ptis"``, ...).
+    names : sequence of str
+        The OOD sets' names, one for each phase.
+
+    Examples
+    --------
     >>> phase_sets("ptis", ["iNaturalist", "SUN", "Places", "dtd"])
     ['Places', 'dtd', 'iNaturalist', 'SUN']
     """
