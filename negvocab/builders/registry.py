@@ -82,7 +82,37 @@ class BuilderOptions(BaseModel):
 
 @dataclass(frozen=True)
 class Builder:
-    """One vocabulary builder (see the module docstring)."""
+    """One vocabulary builder (see the module docstring).
+
+    Parameters
+    ----------
+    name : str
+        The builder's name.
+    build : callable or str
+        The build function, or its ``"pkg.module:fn"`` target.
+    options : type of BaseModel
+        The pydantic model that validates its options.
+    source : str
+        What its vocabularies record in ``Vocabulary.source``.
+    summary : str, default ""
+        One line: what it builds (the CLI help).
+    ranked : bool, default False
+        Its labels are ranked: the first M are the vocabulary of size M.
+    deployable : bool, default True
+        False: built from what it is evaluated on (the oracle).
+    needs : frozenset of str, default frozenset()
+        Of ``"vlm"``, ``"llm"``, ``"images"``.
+    paper : str, default ""
+        The paper it comes from.
+    examples : tuple of str, default ()
+        CLI examples shown in its ``--help``.
+    aliases : tuple of str, default ()
+        Other names of the builder.
+    texts : callable or str, optional
+        Texts it embeds, given the options and the number of ID classes (``negvocab grid plan``).
+    estimate : callable or str, optional
+        The dry run of an LLM builder: called as the build function, returns what it would send.
+    """
 
     name: str
     build: Callable[..., Vocabulary] | str  # the build function, or its "pkg.module:fn" target
@@ -262,6 +292,37 @@ def register_builder(  # type: ignore[misc]  # the overloads' **kw stand for the
 
         @negvocab.register_builder("toy", options=ToyOptions, needs=("vlm",))
         def build_toy(vlm, *, words): ...
+
+    Parameters
+    ----------
+    name : str
+        The builder's name.
+    build : callable or str
+        The build function, or its ``"pkg.module:fn"`` target; not given: the decorator form.
+    options : type of BaseModel
+        The pydantic model that validates its options.
+    source : str, optional
+        What its vocabularies record in ``Vocabulary.source`` (default ``name``).
+    summary : str, default ""
+        One line: what it builds (the CLI help).
+    ranked : bool, default False
+        Its labels are ranked: the first M are the vocabulary of size M.
+    deployable : bool, default True
+        False: built from what it is evaluated on (the oracle).
+    needs : iterable of str, default ()
+        Of ``"vlm"``, ``"llm"``, ``"images"``.
+    paper : str, default ""
+        The paper it comes from.
+    examples : iterable of str, default ()
+        CLI examples shown in its ``--help``.
+    aliases : iterable of str, default ()
+        Other names of the builder.
+    texts : callable or str, optional
+        ``texts(options, n_classes)``: how many texts it embeds.
+    estimate : callable or str, optional
+        An LLM builder's dry run.
+    replace : bool, default False
+        Replace the builder whose name or alias is taken instead of refusing it.
     """
     if build is _DECORATE:
         return decorator(register_builder, name, {k: v for k, v in locals().items() if k not in ("name", "build")})
@@ -307,7 +368,13 @@ def get_builder(name: str) -> Builder:
     """The builder registered as ``name`` (case-insensitive, aliases accepted) or one-line :class:`InputError`.
 
     A name not registered yet first loads the plug-ins (``$NEGVOCAB_PLUGINS``, the ``negvocab.core.plugins``
-    entry points; each once), as in every registry, so a plug-in's builder is found from Python as from the CLI."""
+    entry points; each once), as in every registry, so a plug-in's builder is found from Python as from the CLI.
+
+    Parameters
+    ----------
+    name : str
+        A builder's name or alias.
+    """
     return _BUILDERS.get(name)
 
 
@@ -320,6 +387,17 @@ def build_vocabulary(name: str, *, vlm: VLM | None = None, **options: object) ->
     """Build a vocabulary with the builder ``name``: ``options`` are validated by its options model
     (one line naming the option on a bad one), before any model work, then the builder runs.
 
+    Parameters
+    ----------
+    name : str
+        A registered builder (``wordnet``, ``gpt``, ``oracle``, ..., or a plug-in's).
+    vlm : VLM, optional
+        The model, for the builders that encode text or images.
+    **options
+        The builder's options, validated by its options model.
+
+    Examples
+    --------
     >>> import negvocab
     >>> negvocab.build_vocabulary("oracle", labels=["fungus", "moss"], synonym_filter=False).labels
     ['fungus', 'moss']

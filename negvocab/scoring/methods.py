@@ -353,6 +353,43 @@ def register_method(  # type: ignore[misc]  # the overloads' **kw stand for the 
 
         @negvocab.register_method("mine", params=["tau"], needs_negatives=True)
         def mine(image_emb, id_emb, neg_emb, *, tau=0.01, device=None, chunk_size=None): ...
+
+    Parameters
+    ----------
+    name : str
+        The method's name (stripped, lower-cased).
+    kernel : Kernel, optional
+        ``scorer(image_emb, id_emb[, neg_emb], **params)``: a callable or a ``"pkg.module:fn"`` target;
+        None for a stream method; not given: the decorator form.
+    params : iterable of str or Param, or mapping name -> Param, default ()
+        The parameters it takes, by name (registered already) or as :class:`Param` (registered here).
+    needs_negatives : bool, default False
+        Whether it scores against negative label embeddings.
+    one_pass : Kernel, optional
+        Every vocabulary size M in one pass (:attr:`Method.one_pass_kernel`).
+    gains : Kernel, optional
+        The incremental form for marginal gains (:attr:`Method.gains_kernel`).
+    topk : Kernel, optional
+        The top-k form, taken when ``topk`` is given (:attr:`Method.topk_kernel`).
+    inputs : iterable of str, default ()
+        Inputs beside the embeddings (:data:`INPUTS`).
+    aliases : iterable of str, default ()
+        Other names of the method.
+    paper : str, default ""
+        The paper it comes from.
+    device_bound : iterable of (str, value) pairs, default ()
+        Parameter values under which the scores depend on the kind of device.
+    model_scale : str, optional
+        The parameter that takes the model's own logit scale when none is given.
+    kind : str, default "batch"
+        ``batch``, or a kind another module serves (``stream``).
+    stream : str or type, optional
+        A stream method's ``StreamMethod`` class, or its ``"pkg.module:Class"`` target.
+    options : type, optional
+        A pydantic model whose fields are its parameters, instead of ``params`` (not both).
+    replace : bool, default False
+        Replace the method whose name or alias is taken instead of refusing it (a notebook re-running
+        its cell).
     """
     if kernel is _DECORATE:
         return decorator(register_method, name, {k: v for k, v in locals().items() if k not in ("name", "kernel")})
@@ -399,13 +436,29 @@ def register_method(  # type: ignore[misc]  # the overloads' **kw stand for the 
 
 
 def unregister_method(name: str, *, missing_ok: bool = False) -> None:
-    """Remove a registered method by its name (tests and notebooks that register a temporary one)."""
+    """Remove a registered method by its name (tests and notebooks that register a temporary one).
+
+    Parameters
+    ----------
+    name : str
+        The method's name (an alias is refused, not its owner removed).
+    missing_ok : bool, default False
+        Do nothing when no method has the name, instead of raising :class:`InputError`.
+    """
     REGISTRY.unregister(name, missing_ok=missing_ok)
 
 
 def list_methods(where: Callable[[Method], bool] | None = None, **capabilities: object) -> list[str]:
     """The registered method names, in registry order; those with ``capabilities`` (``needs_negatives=True``,
-    ``kind="batch"``) and for which ``where(method)`` holds, when given."""
+    ``kind="batch"``) and for which ``where(method)`` holds, when given.
+
+    Parameters
+    ----------
+    where : callable, optional
+        A test of each :class:`Method` entry; only those for which it holds are listed.
+    **capabilities
+        :class:`Method` fields and the values they must have (``needs_negatives=True``, ``kind="batch"``).
+    """
     out = []
     for n in REGISTRY.names():
         m = REGISTRY.get(n)
@@ -435,7 +488,13 @@ def canonical_method(method: str) -> str:
 
 
 def get_method(method: str) -> Method:
-    """The :class:`Method` entry of ``method`` (a name or an alias)."""
+    """The :class:`Method` entry of ``method`` (a name or an alias).
+
+    Parameters
+    ----------
+    method : str
+        A registered method's name or alias; an unknown one is :class:`InputError`.
+    """
     return REGISTRY.get(method)
 
 

@@ -116,6 +116,23 @@ class Vocabulary(BaseModel):
 
     Build one with :meth:`from_labels`; the hash is computed for you. Constructing from a dict
     that carries ``sha256`` (as :meth:`load` does) verifies it.
+
+    Parameters
+    ----------
+    schema_version : 1, default 1
+        The file format's version.
+    source : str
+        Which builder made it, or how it was derived; one of :func:`known_sources`.
+    labels : list of str
+        The labels in order: non-empty, unique, each a label (:func:`label_problem`).
+    meta : dict, default {}
+        Per-label provenance, ``label -> dict``; only labels of the vocabulary.
+    settings : dict, default {}
+        The builder's settings.
+    views : dict, default {}
+        Named sub-lists of the labels.
+    sha256 : str, default ""
+        The labels' hash: computed when empty, checked against the labels when given.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
