@@ -87,7 +87,29 @@ def gpt_run(
     min_labels: int | None = None,
     id_classes: IdClasses | None = None,
 ) -> LLMRun:
-    """The GPT-sibling run: one request per (class, round), round by round (see the module docstring)."""
+    """The GPT-sibling run: one request per (class, round), round by round (see the module docstring).
+
+    Parameters
+    ----------
+    model : str
+        Chat model name (OpenAI or any OpenAI-compatible server).
+    per_class : int, default 20
+        Labels asked per request.
+    rounds : int, default 10
+        Rounds over all classes.
+    classes : int, path or list, optional
+        First ``K`` classes of ``id_classes``, a file of wnids/names, or a list (default: all).
+    run_dir : path, optional
+        Run folder (default: a folder in the cache named after the run's identity).
+    prompt_path : path, optional
+        Your own prompt template (default: the packaged one of the task).
+    temperature : float, optional, default 1.0
+        Sampling temperature.
+    min_labels : int, optional
+        Fewest distinct labels an answer may have before it is retried (default: the labels asked).
+    id_classes : IdClasses, optional
+        The ID label space ``classes`` selects from (default: ImageNet-1k).
+    """
     model = check_model(model)
     check_counts(per_class, rounds, min_labels, temperature)
     own = own_label_space(id_classes)  # a label space other than ImageNet-1k: a prompt that names it
@@ -154,6 +176,33 @@ def eoe_run(
 
     ``per_request`` labels are asked per request (default 5 for near, 50 otherwise); for far/fine,
     ``size`` (L, the total wanted) sets ``per_request = ceil(L / chunks)`` instead.
+
+    Parameters
+    ----------
+    model : str
+        Chat model name (OpenAI or any OpenAI-compatible server).
+    mode : {"near", "far", "fine"}, default "near"
+        EOE's prompt: one request per class (near) or per chunk of classes (far, fine).
+    per_request : int, optional
+        Labels asked per request (default 5 for near, 50 otherwise).
+    size : int, optional
+        L, the total wanted (far/fine only; not with ``per_request``).
+    classes_per_request : int, default 100
+        Classes in each far/fine request.
+    rounds : int, default 1
+        Rounds over all requests.
+    classes : int, path or list, optional
+        First ``K`` classes of ``id_classes``, a file of wnids/names, or a list (default: all).
+    run_dir : path, optional
+        Run folder (default: a folder in the cache named after the run's identity).
+    prompt_path : path, optional
+        Your own prompt template (default: the packaged one of the task).
+    temperature : float, optional, default 1.0
+        Sampling temperature.
+    min_labels : int, optional
+        Fewest distinct labels an answer may have before it is retried (default: the labels asked).
+    id_classes : IdClasses, optional
+        The ID label space ``classes`` selects from (default: ImageNet-1k).
     """
     model = check_model(model)
     if mode not in EOE_MODES:
@@ -221,6 +270,17 @@ def vocabulary_from_journal(
     Rebuilds the run from its manifest (same classes, prompt and settings; a label space of its own,
     such as CUB-200's mapped names, as the run kept it unless ``id_classes`` is given) and checks that
     the prompt file still has the journaled hash.
+
+    Parameters
+    ----------
+    run_dir : str or PathLike
+        The run folder, with its journal and manifest.
+    rounds_used : int, optional
+        Build from the first ``r`` rounds only (default: all).
+    synonym_filter : SynonymFilter or bool, optional
+        As in :func:`build_gpt_vocabulary`.
+    id_classes : IdClasses, optional
+        The label space to rebuild the run with (default: the one the run kept).
     """
     journal = Journal.open_existing(run_dir)
     run = _rebuild(run_dir, journal, id_classes)
@@ -365,6 +425,42 @@ def build_eoe_vocabulary(
     ``far``/``fine``. With ``size`` more rounds are asked until the size is reached or the model
     stops producing new labels (:func:`negvocab.builders.llm_size.build_to_size`);
     ``settings["size"]`` states the size reached against the size asked.
+
+    Parameters
+    ----------
+    model : str
+        Chat model name (OpenAI or any OpenAI-compatible server).
+    mode : {"near", "far", "fine"}, default "near"
+        EOE's prompt: one request per class (near) or per chunk of classes (far, fine).
+    per_request : int, optional
+        Labels asked per request (default 5 for near, 50 otherwise).
+    size : int, optional
+        The vocabulary size wanted (far/fine; not with ``per_request``).
+    classes_per_request : int, default 100
+        Classes in each far/fine request.
+    rounds : int, default 1
+        Rounds over all requests (more are asked with ``size``, until it is reached).
+    rounds_used : int, optional
+        Build from the first ``r`` rounds only, as in :func:`build_gpt_vocabulary`.
+    classes : int, path or list, optional
+        First ``K`` classes of ``id_classes``, a file of wnids/names, or a list (default: all).
+    run_dir : path, optional
+        Run folder (default: a folder in the cache named after the run's identity).
+    prompt_path : path, optional
+        Your own prompt template (default: the packaged one of the task).
+    temperature : float, optional, default 1.0
+        Sampling temperature.
+    min_labels : int, optional
+        Fewest distinct labels an answer may have before it is retried (default: the labels asked).
+    synonym_filter : SynonymFilter or bool, optional
+        As in :func:`build_gpt_vocabulary`.
+    id_classes : IdClasses, optional
+        The ID label space ``classes`` selects from (default: ImageNet-1k).
+    settings : LLMSettings, optional
+        How to reach the server and run the requests, as in :func:`build_gpt_vocabulary`.
+    **overrides
+        Any field of :class:`~negvocab.llm.settings.LLMSettings` by name; a keyword wins over the
+        same field of ``settings``.
     """
     how = resolve_settings(settings, overrides, build_eoe_vocabulary)
 

@@ -282,6 +282,25 @@ def paired_bootstrap(
     from ``numpy.random.default_rng(seed)``; A and B are scored on the same indices. The interval is
     the percentile ``[(1 - level)/2, (1 + level)/2]`` range of the differences. The draws are
     computed in chunks, vectorised over the draws (``benchmarks/bench_compare.py``).
+
+    Parameters
+    ----------
+    a_id, b_id : ndarray, shape (n_id,)
+        A's and B's scores of the same ID images.
+    a_ood, b_ood : ndarray or mapping name -> ndarray
+        A's and B's scores of the same OOD images: one array, or OOD sets by name.
+    metric : str, default "fpr"
+        The metric compared (see :mod:`negvocab.scoring.metrics`).
+    tpr : float, default 0.95
+        The true-positive rate at which FPR is read.
+    convention : str, default "paper"
+        The metrics' convention.
+    n_boot : int, default 1000
+        Bootstrap draws (>= 1).
+    seed : int, default 0
+        Seed of the draws.
+    level : float, default 0.95
+        The interval's level, in (0, 1).
     """
     check_evaluation(n_boot=n_boot, seed=seed, convention=convention, tpr=tpr)
     if n_boot < 1:

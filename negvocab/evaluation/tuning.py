@@ -254,7 +254,41 @@ def tune_params(
     ``vocabulary``: the negatives of a method that takes them (``vocabulary_name``: its name in the runs it
     will score, default ``<source>-<hash>``). ``stream``: a test-time method's stream, as
     :func:`negvocab.evaluate_stream_vocabularies` takes it (``stream_batch``, ``order``, ``stream_seed``,
-    ``id_ood_ratio``)."""
+    ``id_ood_ratio``).
+
+    Parameters
+    ----------
+    vlm : VLM
+        The model that encodes the images and the labels.
+    id_set : ImageSet or ImageEmbeddings
+        The tuning split's ID images.
+    ood_sets : ImageSet, ImageEmbeddings or mapping name -> set
+        The tuning split's OOD (validation) sets.
+    vocabulary : Vocabulary, optional
+        The negatives of a method that takes them.
+    method : str, default "neglabel"
+        The method tuned.
+    grid : mapping name -> sequence of values, optional
+        The values tried per parameter (default: the method's search grid around ``params``).
+    params : mapping, optional
+        Fixed parameters, and the centre of the default grid.
+    criterion : str, default "auroc"
+        What the best combination maximises (:func:`criterion_metrics`).
+    vocabulary_name : str, default ""
+        The vocabulary's name in the runs it will score (default ``<source>-<hash>``).
+    id_classes : IdClasses, optional
+        The ID classes; default those the ID set's benchmark names, else ImageNet-1k's.
+    templates : str, default "paper8"
+        The prompt templates that encode the class names and labels.
+    convention : str, default "paper"
+        The metrics' convention.
+    tpr : float, default 0.95
+        The true-positive rate at which FPR is read.
+    stream : mapping, optional
+        A test-time method's stream (``stream_batch``, ``order``, ``stream_seed``, ``id_ood_ratio``).
+    on_test : bool, default False
+        Allow tuning on test sets.
+    """
     method = canonical_method(method)
     entry = get_method(method)
     if entry.kind != "stream":

@@ -165,6 +165,24 @@ def explain(
     :math:`e^{s_k} / (\sum_{ID} e^{s_i} + \sum_{neg} e^{\tilde s_j})` (one softmax over ID ∪
     negatives at ``tau``), and the total negative share (1 - the ungrouped NegLabel score).
 
+    Parameters
+    ----------
+    image_emb : array or tensor, shape (n, d)
+    id_emb : array or tensor, shape (K, d)
+    neg_emb : array or tensor, shape (M, d)
+    id_labels : sequence of str
+        The ID class names, one per row of ``id_emb``.
+    neg_labels : sequence of str
+        The negative labels, one per row of ``neg_emb``.
+    k : int, default 5
+        Negatives and ID classes listed per image (>= 1; at most as many as there are).
+    tau : float, default 0.01
+        The softmax temperature (> 0).
+    device : str or torch.device, optional
+        Where the products are computed.
+    chunk_size : int, optional
+        Images per chunk (default: as many as fit the default chunk memory).
+
     Returns
     -------
     list of dict, one per image:

@@ -143,7 +143,19 @@ def stream_order(n: int, *, order: str = "shuffled", seed: int = 0, n_id: int | 
     ``"shuffled"``: ``numpy.random.default_rng(seed).permutation(n)``; ``"given"``: ``arange(n)``
     (the seed plays no part); ``"id_first"`` / ``"ood_first"`` (the first ``n_id`` rows are ID):
     ``rng = default_rng(seed)``, ``a = rng.permutation(n_id)``, ``b = n_id + rng.permutation(n - n_id)``,
-    then ``a, b`` or ``b, a``."""
+    then ``a, b`` or ``b, a``.
+
+    Parameters
+    ----------
+    n : int
+        Rows in the stream.
+    order : str, default "shuffled"
+        ``"shuffled"``, ``"given"``, ``"id_first"`` or ``"ood_first"``.
+    seed : int, default 0
+        Seed of the permutations.
+    n_id : int, optional
+        The first ``n_id`` rows are ID (``id_first`` and ``ood_first`` need it).
+    """
     n = _integer(n, "n", 0)
     _, order, seed = check_stream(order=order, seed=seed)
     if order == "given":
@@ -166,6 +178,19 @@ def stream_mix(n_id: int, n_ood: int, *, ratio: float | None = None, seed: int =
     The side in excess is subsampled without replacement (``numpy.random.default_rng(seed)``) so that
     ``n_id_kept / n_ood_kept`` is ``ratio`` to within one image; the other side is kept whole.
 
+    Parameters
+    ----------
+    n_id : int
+        ID images available.
+    n_ood : int
+        OOD images available.
+    ratio : float, optional
+        ID images per OOD image (None: all of both).
+    seed : int, default 0
+        Seed of the subsample.
+
+    Examples
+    --------
     >>> [a.tolist() for a in stream_mix(4, 2, ratio=1.0, seed=0)]
     [[2, 3], [0, 1]]
     """
@@ -223,7 +248,13 @@ STREAM_DEFAULTS: dict[str, Any] = {"order": "shuffled", "stream_batch": 256, "se
 def stream_settings(settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Stream settings (``order``, ``stream_batch``, ``seed``, ``id_ood_ratio``) checked, the defaults of
     :data:`STREAM_DEFAULTS` (256: AdaNeg's batch) filling the rest; an unknown key is one line. The old
-    key ``batch_size`` is read as ``stream_batch`` for one release (a DeprecationWarning)."""
+    key ``batch_size`` is read as ``stream_batch`` for one release (a DeprecationWarning).
+
+    Parameters
+    ----------
+    settings : mapping, optional
+        Some of ``order``, ``stream_batch``, ``seed``, ``id_ood_ratio``.
+    """
     settings = rename_keys(settings or {}, {"batch_size": "stream_batch"}, "stream settings")
     unknown = sorted(set(settings) - set(STREAM_DEFAULTS))
     if unknown:
@@ -260,6 +291,11 @@ class StreamMethod:
       state with the batch (in the order the method defines; never with later batches).
 
     Arrays are kept as given (numpy or torch, on their device): a method computes where it likes.
+
+    Parameters
+    ----------
+    **params
+        The method's parameters, kept in ``self.params``.
     """
 
     #: names of the set-up inputs beside ``id_emb``, ``neg_emb`` and ``id_images`` (TANL: "noise_images")
@@ -372,7 +408,19 @@ class StreamResult:
 
     ``stream``: the order the rows were fed (position -> row); ``provenance``: ``order``,
     ``batch_size`` (the stream batch), ``seed`` (None for ``"given"``), ``n``, ``n_batches``, ``method``; ``state``: the
-    method's :meth:`StreamMethod.state_dict` after the last batch."""
+    method's :meth:`StreamMethod.state_dict` after the last batch.
+
+    Parameters
+    ----------
+    scores : ndarray
+        One score per row, in the rows' order.
+    stream : ndarray
+        The order the rows were fed (position -> row).
+    provenance : dict
+        ``order``, ``batch_size``, ``seed``, ``n``, ``n_batches``, ``method``.
+    state : dict, default {}
+        The method's state after the last batch.
+    """
 
     scores: np.ndarray = field(repr=False)
     stream: np.ndarray = field(repr=False)
@@ -404,6 +452,27 @@ def run_stream(
     images per second and ETA every 30 s (:mod:`negvocab.core.progress`); ``progress`` also draws a
     bar on a terminal.
 
+    Parameters
+    ----------
+    method : StreamMethod
+        A set-up stream method.
+    image_emb : array or tensor, shape (n, d)
+        The stream's images.
+    stream_batch : int
+        Images per stream batch.
+    order : str, default "shuffled"
+        The stream's order (:func:`stream_order`).
+    seed : int, default 0
+        Seed of the order.
+    n_id : int, optional
+        The first ``n_id`` rows are ID.
+    reset : bool, default True
+        Start from a fresh state; False goes on from the state the method holds.
+    progress : bool, default False
+        Draw a progress bar on a terminal.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> class Count(StreamMethod):  # score = how many images came before this batch
     ...     def step(self, x):
@@ -482,7 +551,27 @@ def register_stream_method(  # type: ignore[misc]  # the overloads' **kw stand f
     to the registry's parameters; a name already there must mean the same) or the name of one the
     registry has; or ``options``, a pydantic model whose fields are its parameters
     (:func:`negvocab.register_method`). Usable from a notebook or a plug-in module (``$NEGVOCAB_PLUGINS``). It is
-    :func:`negvocab.register_method` with ``kind="stream"``: checked whole before anything is registered."""
+    :func:`negvocab.register_method` with ``kind="stream"``: checked whole before anything is registered.
+
+    Parameters
+    ----------
+    name : str
+        The method's name.
+    cls_or_target : type of StreamMethod or str, optional
+        The class, or its ``"pkg.module:Class"`` target; not given: the decorator form.
+    params : sequence of Param or str, default ()
+        Its parameters.
+    needs_negatives : bool, default False
+        Whether it scores against negative label embeddings.
+    paper : str, default ""
+        The paper it comes from.
+    aliases : sequence of str, default ()
+        Other names of the method.
+    options : type, optional
+        A pydantic model whose fields are its parameters, instead of ``params``.
+    replace : bool, default False
+        Replace the method whose name or alias is taken instead of refusing it.
+    """
     if cls_or_target is None:
         given = {"params": params, "needs_negatives": needs_negatives, "paper": paper, "aliases": aliases}
         return decorator(register_stream_method, name, {**given, "options": options, "replace": replace})
@@ -537,7 +626,17 @@ def _names(kind: str) -> list[str]:
 
 def make_stream(method: str, params: Mapping[str, Any] | None = None, **kw: Any) -> StreamMethod:
     """A new instance of the stream method ``method`` with ``params`` (and keywords), each checked
-    against the registry; the registry's defaults fill the rest. Call :meth:`StreamMethod.setup` next."""
+    against the registry; the registry's defaults fill the rest. Call :meth:`StreamMethod.setup` next.
+
+    Parameters
+    ----------
+    method : str
+        A registered stream method (a name or an alias).
+    params : mapping, optional
+        The method's parameters.
+    **kw
+        More parameters, joined to ``params`` (they win on a clash).
+    """
     m = check_kind(method, "stream")
     given = {**(params or {}), **kw}
     unknown = sorted(set(given) - set(m.params))
