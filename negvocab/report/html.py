@@ -282,6 +282,19 @@ def write_report(
     below it: one page, one section per folder, with a table of contents when there are several.
     ``key``: the run whose per-image scores make the cards (``method@vocabulary``; default: the
     first run with a vocabulary). ``max_cards``/``max_flagged``: caps on the cards shown.
+
+    Parameters
+    ----------
+    results_dir : path or sequence of paths
+        A results folder, several, or a study/grid folder holding results folders below it.
+    output : path, optional
+        The HTML file written (default ``results_dir/report.html``).
+    key : str, optional
+        The run whose per-image scores make the cards (``method@vocabulary``).
+    max_cards : int, default MAX_CARDS
+        Cap on the evasion cards shown.
+    max_flagged : int, default MAX_FLAGGED
+        Cap on the flagged (ID images scored as OOD) cards shown.
     """
     import jinja2
 

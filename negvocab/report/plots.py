@@ -170,6 +170,22 @@ def sweep_figure(
     ``ood_set``: which OOD set to draw when the rows hold several (default their mean; ``"all"``
     overlays each); ``random_weights``: mark the figure (default: any row says so); ``figure``: an
     empty figure to draw into (e.g. ``plt.figure()`` in a notebook), else a new one without pyplot.
+
+    Parameters
+    ----------
+    rows : sequence of mappings
+        Sweep rows (``M``, ``fpr``, ``auroc``, optional ``fpr_ci``/``auroc_ci``, and the fields naming
+        the series).
+    references : sequence of mappings, default ()
+        Rows with ``vocabulary`` and ``M``, drawn as horizontal lines.
+    title : str, optional
+        The figure's title (default: what all series share).
+    random_weights : bool, optional
+        Mark the figure as made with random weights (default: any row says so).
+    ood_set : str, optional
+        Which OOD set to draw when the rows hold several (default their mean; ``"all"`` overlays each).
+    figure : Figure, optional
+        An empty figure to draw into, else a new one without pyplot.
     """
     from matplotlib.figure import Figure  # no pyplot: no backend is chosen or changed
 
@@ -244,7 +260,17 @@ def plot_sweep(
     ood_set: str | None = None,
 ) -> Path:
     """Write :func:`sweep_figure` to ``path`` (atomically) in the format of its suffix: ``.png``
-    (300 dpi), ``.pdf`` or ``.svg``; any other suffix is refused before anything is drawn."""
+    (300 dpi), ``.pdf`` or ``.svg``; any other suffix is refused before anything is drawn.
+
+    Parameters
+    ----------
+    rows : sequence of mappings
+        Sweep rows, as :func:`sweep_figure` takes them.
+    path : str or PathLike
+        The file written; its suffix picks the format.
+    references, title, random_weights, ood_set
+        As :func:`sweep_figure` takes them.
+    """
     path = Path(path)
     figure_format(path)
     fig = sweep_figure(rows, references=references, title=title, random_weights=random_weights, ood_set=ood_set)

@@ -250,6 +250,15 @@ def write_results(ev: Evaluation, out_dir: str | os.PathLike[str], *, overwrite:
     Files: ``results.csv`` (the table), ``scores.npz`` (per-image scores with image ids and paths),
     ``scores.csv`` (the same, one row per image), ``explanations.json`` (top negatives and ID classes
     per OOD image and vocabulary, and per flagged ID image under ``id_images``), ``results.json`` (rows + run metadata).
+
+    Parameters
+    ----------
+    ev : Evaluation
+        What :func:`negvocab.evaluate_vocabularies` (or the stream evaluation) returned.
+    out_dir : str or PathLike
+        The results folder.
+    overwrite : bool, default False
+        Replace an earlier run's output there.
     """
     with staged_folder(out_dir, RESULT_FILES, "results.json", overwrite=overwrite) as stage:
         _write_results_files(ev, stage)
@@ -317,7 +326,19 @@ def write_sweep(
     """``sweep.csv`` (M, FPR, AUROC, AUPR, CI; the reference vocabularies too, ``kind=reference``),
     ``sweep.png`` (the report shows it), the same figure as ``sweep.pdf``/``sweep.svg`` for each of
     ``plot_formats`` ("pdf", "svg"), and ``sweep.json`` in ``out_dir``, written as a whole like
-    :func:`write_results` (``sweep.json`` last; ``overwrite`` as there)."""
+    :func:`write_results` (``sweep.json`` last; ``overwrite`` as there).
+
+    Parameters
+    ----------
+    result : SweepResult
+        What :func:`negvocab.sweep_vocabulary` returned.
+    out_dir : str or PathLike
+        The folder written.
+    overwrite : bool, default False
+        Replace an earlier run's output there.
+    plot_formats : sequence of str, default ()
+        Further figure formats beside PNG: ``"pdf"``, ``"svg"``.
+    """
     plot_formats = check_plot_formats(plot_formats) if plot_formats else []
     with staged_folder(out_dir, SWEEP_FILES, "sweep.json", overwrite=overwrite) as stage:
         _write_sweep_files(result, stage, plot_formats)
