@@ -87,7 +87,17 @@ def register_benchmark(
 ) -> Benchmark | str:
     """Add a benchmark: a :class:`Benchmark`, a dict (:func:`benchmark_from_dict`) or a lazy
     ``"pkg.module:attr"`` target (a Benchmark or a dict, imported on first use; ``name`` needed).
-    A taken name is :class:`InputError` unless ``replace``; a target not in negvocab is imported now. Returns it."""
+    A taken name is :class:`InputError` unless ``replace``; a target not in negvocab is imported now. Returns it.
+
+    Parameters
+    ----------
+    entry : Benchmark, mapping or str
+        The benchmark, its dict, or a lazy ``"pkg.module:attr"`` target.
+    name : str, optional
+        The benchmark's name (needed for a target).
+    replace : bool, default False
+        Replace a registered benchmark of the same name instead of refusing it.
+    """
     if isinstance(entry, str):
         if not name:
             raise InputError(f"register_benchmark({entry!r}): a target needs name=")
@@ -103,13 +113,27 @@ def register_benchmark(
 
 
 def unregister_benchmark(name: str) -> None:
-    """Remove benchmark ``name`` (a test or a notebook that registered a temporary one)."""
+    """Remove benchmark ``name`` (a test or a notebook that registered a temporary one).
+
+    Parameters
+    ----------
+    name : str
+        The benchmark's name.
+    """
     REGISTRY.unregister(name)
 
 
 def load_benchmarks(path: str | os.PathLike[str], *, replace: bool = False) -> list[Benchmark]:
     """Register the benchmarks of a data file (``.toml``, ``.yaml``/``.yml`` or ``.json``): one
-    benchmark as the whole document, or several as ``[[benchmark]]`` tables (a ``benchmark`` list)."""
+    benchmark as the whole document, or several as ``[[benchmark]]`` tables (a ``benchmark`` list).
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The data file.
+    replace : bool, default False
+        Replace a registered benchmark of the same name instead of refusing it.
+    """
     p = Path(path).expanduser()
     text = read_text(p, "benchmark file")
     suffix = p.suffix.lower()
@@ -138,7 +162,13 @@ def load_benchmarks(path: str | os.PathLike[str], *, replace: bool = False) -> l
 
 
 def get_benchmark(name: str) -> Benchmark:
-    """The benchmark ``name`` (case-insensitive) or :class:`InputError` listing the known ones."""
+    """The benchmark ``name`` (case-insensitive) or :class:`InputError` listing the known ones.
+
+    Parameters
+    ----------
+    name : str
+        A registered benchmark's name.
+    """
     return REGISTRY.get(name)
 
 
@@ -181,7 +211,21 @@ def open_benchmark(
     (an error where it is missing), False leaves it out, None (default) opens it where its files are.
 
     A carve benchmark takes its ``inputs`` (and ``options``) as keywords, e.g.
-    ``open_benchmark("fi-imagenet-1k", VAL, ood_list=..., ambiguous_list=...)``."""
+    ``open_benchmark("fi-imagenet-1k", VAL, ood_list=..., ambiguous_list=...)``.
+
+    Parameters
+    ----------
+    name : str
+        A registered benchmark's name.
+    root : str or PathLike
+        The data root: the folder holding the benchmark's sets (a carve benchmark: the folder it carves).
+    ground_truth : str or PathLike, optional
+        Labels of the ID set's images where its folder is a flat ImageNet val folder.
+    with_id : bool, optional
+        True opens the ID set, False leaves it out, None opens it where its files are.
+    **inputs
+        A carve benchmark's input files by name; a benchmark of sets takes none.
+    """
     bench = get_benchmark(name)
     base = Path(root).expanduser()
     if not base.is_dir():
@@ -276,7 +320,13 @@ def _carve(
 
 def set_groups(sets: Mapping[str, Any]) -> dict[str, str | None]:
     """Each OOD set's group as its benchmark gave it (``info["ood_group"]`` of a set opened from a
-    benchmark, or the ``groups`` of :class:`OpenedSets`); None for a user's own set."""
+    benchmark, or the ``groups`` of :class:`OpenedSets`); None for a user's own set.
+
+    Parameters
+    ----------
+    sets : mapping name -> set
+        The OOD sets by name, or an :class:`OpenedSets`.
+    """
     if isinstance(sets, OpenedSets):
         return {n: sets.groups.get(n) for n in sets}
     return {str(n): (getattr(s, "info", None) or {}).get("ood_group") for n, s in sets.items()}

@@ -294,6 +294,17 @@ def image_list(
     root is named rather than turned into a smaller set, a repeat rather than counted twice.
     A listed path that leaves the root (``../../etc/passwd``, an absolute path elsewhere) is refused
     unless ``allow_outside_root``: a list names images of one data set, not any file.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The list file.
+    root : str or PathLike, optional
+        Where relative paths resolve (default: the list file's folder).
+    name : str, optional
+        The set's name.
+    allow_outside_root : bool, default False
+        Accept listed paths that leave ``root``.
     """
     file = Path(path).expanduser()
     if not file.is_file():

@@ -68,6 +68,17 @@ def open_label_space(
     ``map_wordnet``: map the plain class names to WordNet synsets (hints: ``hints`` and the file's
     ``# hint:`` header lines); a space whose classes all have wnids is returned unmapped (nothing to map).
     ``reader``: how the file is read (``build siblings`` takes any WordNet noun wnid on a line).
+
+    Parameters
+    ----------
+    value : str or PathLike, optional
+        A label space's name or file (None or ``imagenet1k``: ImageNet-1k).
+    map_wordnet : bool, default False
+        Map the plain class names to WordNet synsets.
+    hints : sequence of str, default ()
+        Hints for the mapping, beside the file's ``# hint:`` lines.
+    reader : callable, default read_id_classes
+        How the file is read.
     """
     if value is None or str(value) == "imagenet1k":
         return OpenedLabelSpace(imagenet1k(), None)

@@ -33,6 +33,19 @@ def open_image_set(
     ``"auto"``: a list when ``root`` is a file; ImageNet layout when the sub-folders are wnids or the
     files are ``ILSVRC2012_val_*``; class folders when every image sits in a sub-folder; else a
     plain folder.
+
+    Parameters
+    ----------
+    root : str or PathLike
+        The folder, or a list file.
+    layout : str, default "auto"
+        ``"folder"``, ``"classes"``, ``"imagenet"``, ``"list"`` or ``"auto"``.
+    name : str, optional
+        The set's name.
+    image_root : str or PathLike, optional
+        Where a list's relative paths resolve.
+    allow_outside_root : bool, default False
+        Accept listed paths that leave the root.
     """
     if layout == "list" or (layout == "auto" and Path(root).expanduser().is_file()):
         if is_image(Path(root).expanduser()):

@@ -138,7 +138,25 @@ def open_ood_sets(
     The ID set: ``id_path`` opened (``ground_truth``: labels of a flat ImageNet val folder), else
     the ID set of the benchmarks given (they must agree; a carve benchmark carves its own), else
     None. ``image_root`` and ``allow_outside_root`` apply to image lists given by path; ``inputs``
-    gives a carve benchmark its files: ``{"fi-imagenet-1k": {"ood_list": ..., "ambiguous_list": ...}}``."""
+    gives a carve benchmark its files: ``{"fi-imagenet-1k": {"ood_list": ..., "ambiguous_list": ...}}``.
+
+    Parameters
+    ----------
+    ood : sequence or mapping of specs, optional
+        ``BENCHMARK=ROOT``, ``NAME=PATH`` or bare paths (:func:`parse_ood_specs`), or a mapping name -> path.
+    id_path : spec, optional
+        The ID set's path.
+    image_root : spec, optional
+        Where image lists given by path resolve their relative paths.
+    allow_outside_root : bool, default False
+        Accept listed paths that leave the root.
+    ground_truth : spec, optional
+        Labels of a flat ImageNet val folder.
+    inputs : mapping, optional
+        A carve benchmark's files, by benchmark.
+    cli : bool, default False
+        Name the parameters in error messages as the CLI's flags.
+    """
     specs = parse_ood_specs(ood, cli=cli)
     if not specs.sets and not specs.benchmarks:
         raise InputError(f"{_name('ood', cli)}: no OOD set given (NAME=PATH, a path or BENCHMARK=ROOT)")
