@@ -42,7 +42,15 @@ def load_plugins(modules: Iterable[str] = (), *, environment: bool = True) -> li
     """Import ``modules``, then (with ``environment``) ``$NEGVOCAB_PLUGINS`` and the ``negvocab.core.plugins``
     entry points; each at most once per process. Returns the modules loaded so far.
 
-    A module that does not import is one :class:`InputError` naming it and where it was named."""
+    A module that does not import is one :class:`InputError` naming it and where it was named.
+
+    Parameters
+    ----------
+    modules : iterable of str, default ()
+        Modules to import.
+    environment : bool, default True
+        Also load ``$NEGVOCAB_PLUGINS`` and the entry points.
+    """
     named = [(m, "given") for m in modules]
     if environment:
         named += [(m, f"${ENV_VAR}") for m in _env_modules()]

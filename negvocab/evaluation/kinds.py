@@ -99,7 +99,13 @@ def result_kind(row: Mapping[str, Any]) -> str:
     field, or a ``result_kind`` the row holds, in either spelling: :func:`read_kind`), before which comes
     ``test_tuned``, a row whose parameters were tuned on its test sets (:func:`is_test_tuned`); ``baseline`` is a
     batch method without one (MCM); else ``deployable``. The one rule of every table, bold and
-    :attr:`negvocab.evaluation.row.ResultRow.result_kind`."""
+    :attr:`negvocab.evaluation.row.ResultRow.result_kind`.
+
+    Parameters
+    ----------
+    row : mapping
+        One results row, as a dict.
+    """
     kinds = caveat_kinds(row.get("caveats"))
     if "oracle" in kinds or row.get("oracle") is True or read_kind(row.get("result_kind")) == "oracle":
         return "oracle"

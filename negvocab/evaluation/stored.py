@@ -290,7 +290,13 @@ def read_results(folder: str | os.PathLike[str]) -> list[ResultRow]:
     """The result rows of a results folder as :class:`~negvocab.evaluation.row.ResultRow` records:
     a ``negvocab score`` folder (``results.json``), a ``negvocab sweep`` folder (``sweep.json``: the
     sizes, then the references) or a grid's output folder (``cells/``, failed cells left out), of
-    this version or an older one (either interval shape); a results.json or sweep.json file also serves."""
+    this version or an older one (either interval shape); a results.json or sweep.json file also serves.
+
+    Parameters
+    ----------
+    folder : str or PathLike
+        A results, sweep or grid output folder, or a results.json or sweep.json file.
+    """
     given = Path(folder)
     if given.is_file():
         given, name = given.parent, given.name

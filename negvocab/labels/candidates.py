@@ -98,6 +98,13 @@ def sample_pool(n: int, candidates: Sequence[Candidate] | None = None) -> list[C
     (another preset's pool); ``n`` at or above its size gives all of it. Candidate ``i`` is
     ``pool[int(i * (len(pool) / n))]``, so the picks cover the whole pool in its fixed order rather
     than its first ``n`` words.
+
+    Parameters
+    ----------
+    n : int
+        How many candidates.
+    candidates : sequence of Candidate, optional
+        The pool (default: the NegLabel pool).
     """
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise InputError(f"n must be a positive whole number of candidates, got {n!r}")

@@ -141,6 +141,13 @@ def clean_label(text: str) -> str:
     """One label as a researcher would write it; ``""`` when ``text`` is no label (a sentence, a
     prompt echo, markup only). Idempotent: ``clean_label(clean_label(x)) == clean_label(x)``.
 
+    Parameters
+    ----------
+    text : str
+        One label as written (a list item, a model's answer line).
+
+    Examples
+    --------
     >>> clean_label(' 2. **Snow  Leopard** - a big cat of the mountains. ')
     'snow leopard'
     >>> clean_label('a photo of a goldfish'), clean_label('red panda red panda'), clean_label('T. Rex')
@@ -410,6 +417,13 @@ def parse_label_list(text: str) -> list[str]:
     map), numbered or bulleted lines (a preamble, headings and a closing remark dropped), a markdown
     table, one label a line, or a comma list ("Here are some: koi, carp and trout.").
 
+    Parameters
+    ----------
+    text : str
+        One model answer.
+
+    Examples
+    --------
     >>> parse_label_list('Sure! Here are 3:\\n1. **Koi** - a carp\\n2. Trout\\n3) the pike\\nHope this helps!')
     ['koi', 'trout', 'pike']
     """

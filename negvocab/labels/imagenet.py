@@ -130,7 +130,13 @@ def read_id_classes(path: str | os.PathLike[str] | None) -> IdClasses:
     A line ``name<TAB>wnid`` pins a class's WordNet 3.0 noun sense (any noun, not only ImageNet-1k's):
     the class keeps its name, takes the synset's lemma names as synonyms, and the label space is
     ``mapped`` (the synonym filter's hyponym rule applies). A file with such lines is read by
-    :func:`read_pinned_classes`."""
+    :func:`read_pinned_classes`.
+
+    Parameters
+    ----------
+    path : str or PathLike, optional
+        The label-space file; None gives ImageNet-1k.
+    """
     if path is None:
         return imagenet1k()
     p = Path(path).expanduser()

@@ -78,6 +78,19 @@ def save_embeddings(
     ``model`` is the model identity (:attr:`negvocab.VLM.identity`); ``info`` goes into the
     manifest as is (templates, source file, failed images, ...). The finished manifest is written
     last; until then the folder holds one saying the export is unfinished.
+
+    Parameters
+    ----------
+    folder : str or PathLike
+        The export folder.
+    embeddings : ndarray, shape (n, d)
+        The embeddings.
+    rows : sequence of mappings
+        One entry per row of ``embeddings``.
+    model : mapping
+        The model identity (:attr:`negvocab.VLM.identity`).
+    **info
+        Goes into the manifest as is.
     """
     emb = np.asarray(embeddings)
     if emb.ndim != 2 or len(rows) != len(emb):
@@ -113,7 +126,15 @@ def save_embeddings(
 def load_embeddings(
     folder: str | os.PathLike[str], *, mmap: bool = False
 ) -> tuple[np.ndarray, list[dict[str, str]], dict[str, Any]]:
-    """Read an export back as (embeddings, rows, manifest), after checking it is complete and intact."""
+    """Read an export back as (embeddings, rows, manifest), after checking it is complete and intact.
+
+    Parameters
+    ----------
+    folder : str or PathLike
+        The export folder (:func:`save_embeddings`).
+    mmap : bool, default False
+        Memory-map the embeddings (read-only) instead of reading them into memory.
+    """
     out = Path(folder).expanduser()
     manifest_path = out / MANIFEST_FILE
     if not manifest_path.is_file():

@@ -26,6 +26,13 @@ def load_candidates(path: str | os.PathLike[str], cleaning: CleanResult | None =
     (:func:`negvocab.labels.clean.written_plainly`: names written plainly, WordNet's included, stay
     as they are; decorated ones are cleaned, sentences dropped); ``cleaning``, when given, collects
     what changed and what was dropped.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The candidates file.
+    cleaning : CleanResult, optional
+        Collects what the normaliser changed and dropped.
     """
     cleaning = CleanResult() if cleaning is None else cleaning
     path = Path(path)
