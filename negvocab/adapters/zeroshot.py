@@ -28,7 +28,13 @@ __all__ = ["GRID_SKIPPED", "ZeroShot", "as_id_classes", "as_vocabulary", "check_
 
 
 def as_id_classes(id_classes: IdClasses | Iterable[str] | None) -> IdClasses:
-    """The ID label space: an :class:`IdClasses`, class names, or None for ImageNet-1k."""
+    """The ID label space: an :class:`IdClasses`, class names, or None for ImageNet-1k.
+
+    Parameters
+    ----------
+    id_classes : IdClasses, iterable of str, or None
+        The label space, its class names, or None.
+    """
     if id_classes is None:
         return imagenet1k()
     if isinstance(id_classes, IdClasses):
@@ -39,7 +45,13 @@ def as_id_classes(id_classes: IdClasses | Iterable[str] | None) -> IdClasses:
 
 
 def as_vocabulary(vocabulary: Vocabulary | str | Iterable[str] | None) -> Vocabulary | None:
-    """A negative vocabulary: a :class:`Vocabulary`, a vocabulary file's path, a list of labels, or None."""
+    """A negative vocabulary: a :class:`Vocabulary`, a vocabulary file's path, a list of labels, or None.
+
+    Parameters
+    ----------
+    vocabulary : Vocabulary, str, iterable of str, or None
+        The vocabulary, its file's path, its labels, or None.
+    """
     if vocabulary is None or isinstance(vocabulary, Vocabulary):
         return vocabulary
     if isinstance(vocabulary, (str, os.PathLike)):  # os.PathLike: anything with __fspath__
@@ -49,7 +61,15 @@ def as_vocabulary(vocabulary: Vocabulary | str | Iterable[str] | None) -> Vocabu
 
 def check_batch(vlm: VLM, images: Any) -> None:
     """Refuse, in one line naming ``vlm.preprocess``, a batch the image encoder cannot take: not a floating
-    tensor, not [B, 3, H, W], or not the model's image size (a raw torch error would say none of it)."""
+    tensor, not [B, 3, H, W], or not the model's image size (a raw torch error would say none of it).
+
+    Parameters
+    ----------
+    vlm : VLM
+        The model whose image encoder takes the batch.
+    images : tensor
+        The batch.
+    """
     size = getattr(getattr(vlm.model, "visual", None), "image_size", None)
     want = tuple(size) if isinstance(size, (tuple, list)) else (size, size) if size else None
     fix = "preprocess the images with vlm.preprocess (the model's own transform) and stack them"
@@ -70,7 +90,15 @@ GRID_SKIPPED = frozenset({"seed", "topk"})
 def search_grid(method: str, values: Mapping[str, Any]) -> dict[str, list[Any]]:
     """A hyper-parameter grid worth searching around ``values`` (a method's parameters now): a number x 1/2,
     1 and 2 (an integer kept within its limit), every choice of a choice; seeds, ``topk``, the model's
-    scale and parameters left at None (the kernel's default) are not searched."""
+    scale and parameters left at None (the kernel's default) are not searched.
+
+    Parameters
+    ----------
+    method : str
+        A registered method.
+    values : mapping
+        The method's parameters now, by name.
+    """
     entry = get_method(method)
     grid: dict[str, list[Any]] = {}
     for name in entry.params:

@@ -151,6 +151,17 @@ def fi_imagenet(
 
     Ids of the lists that are not in ``val_root`` are reported (``not_found`` and a warning); an OOD
     list none of whose ids is found, or an empty remainder, raises :class:`InputError`.
+
+    Parameters
+    ----------
+    val_root : str or PathLike
+        The ImageNet-1k validation folder.
+    ood_list : str or PathLike
+        The ids of the OOD images.
+    ambiguous_list : str or PathLike, optional
+        The ids of the ambiguous images, left out of both sets.
+    ground_truth : str or PathLike, optional
+        Labels of a flat validation folder.
     """
     val = imagenet_val(val_root, ground_truth=ground_truth)
     ood_ids = read_id_list(ood_list)

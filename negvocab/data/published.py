@@ -228,7 +228,19 @@ def published_results(
     path: str | Path | None = None,
 ) -> list[PublishedResult]:
     """The published figures, optionally only those of one ``method`` (negvocab's name or the
-    paper's: ``csp``), ``model`` or ``benchmark`` (each compared without case), in the file's order."""
+    paper's: ``csp``), ``model`` or ``benchmark`` (each compared without case), in the file's order.
+
+    Parameters
+    ----------
+    method : str, optional
+        Only this method's figures.
+    model : str, optional
+        Only this model's figures.
+    benchmark : str, optional
+        Only this benchmark's figures.
+    path : str or Path, optional
+        A published-figures CSV (default: the one shipped in the package).
+    """
 
     def keep(r: PublishedResult) -> bool:
         return (method is None or method.lower() in (r.method, r.paper.lower())) and all(
@@ -343,7 +355,17 @@ def published_table_rows(
     ``<vocabulary> [published: <paper>, <kind>]``, ``fpr``/``auroc`` the figure as a fraction (NaN where
     not published), ``published: True``, and the figure's ``kind``, ``source``, ``benchmark``, ``id_split``
     and ``checked`` (:func:`published_notes` says them). One row per vocabulary, paper and kind: where one
-    kind has several sources (AdaNeg's two logged runs) the first listed, the headline, is shown."""
+    kind has several sources (AdaNeg's two logged runs) the first listed, the headline, is shown.
+
+    Parameters
+    ----------
+    rows : iterable of mappings
+        Result rows.
+    published : iterable of PublishedResult, optional
+        The figures to match (default: every shipped figure).
+    id_classes : str, optional
+        The ID label space of rows that name none.
+    """
     out: dict[tuple[str, ...], dict[str, Any]] = {}
     for row, f in published_beside(list(rows), published, id_classes=id_classes):
         vocab = f"{_field(row, 'vocabulary') or _field(row, 'method')} [{f.tag}]"

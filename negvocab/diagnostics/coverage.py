@@ -312,6 +312,37 @@ def coverage(
     ``params`` go to the scorer (tau, groups, grouping, seed, beta, T, penalty_T). ``top_k``: the
     summary reports the share of the oracle gap (FPR with the vocabulary vs with the vocabulary plus
     every OOD label) closed by the first k labels of the greedy oracle repair curve.
+
+    Parameters
+    ----------
+    vlm : VLM
+        The model that encodes the images and the labels.
+    vocab : Vocabulary
+        The vocabulary examined.
+    id_set : ImageSet
+        The ID images.
+    ood_set : ImageSet
+        The OOD images, labelled by class.
+    method : str, default "neglabel"
+        The method that scores them.
+    id_classes : IdClasses, optional
+        The ID classes (default ImageNet-1k).
+    templates : str, default "paper8"
+        The prompt templates that encode the class names and labels.
+    params : mapping, optional
+        Go to the scorer.
+    convention : str, default "paper"
+        The metrics' convention (see :mod:`negvocab.scoring.metrics`).
+    tpr : float, default 0.95
+        The true-positive rate that sets the threshold.
+    top_k : sequence of int, default (1, 5, 10)
+        The repair curve's lengths at which the summary reports the share of the oracle gap closed.
+    explain_k : int, default 5
+        Top negatives and ID classes kept per image (:func:`negvocab.scoring.explain.explain`).
+    progress : bool, default False
+        Show progress bars and a line as each analysis step ends.
+    name : str, optional
+        The set's name in the results (default the image set's own name).
     """
     method = check_gains_method(method, {}, what="coverage needs")  # before any model work
     convention = M.check_convention(convention)

@@ -296,6 +296,35 @@ def repair_curve(
     equal FPR, raises the AUROC, so the FPR column never rises. Stratified grouping updates one
     group per step; random grouping regroups (a pass over the negatives per step).
     ``oracle=True`` marks candidates taken from the evaluated OOD set's labels.
+
+    Parameters
+    ----------
+    id_img_emb : array or tensor, shape (n_id, d)
+        The ID images.
+    ood_img_emb : array or tensor, shape (n_ood, d)
+        The OOD images.
+    id_emb : array or tensor, shape (K, d)
+        The ID class prompt embeddings.
+    neg_emb : array or tensor, shape (M, d)
+        The negatives the repair starts from.
+    cand_emb : array or tensor, shape (C, d)
+        The candidates it adds from.
+    k : int
+        Additions at most (>= 1).
+    labels : sequence of str, optional
+        The candidates' labels, one per row of ``cand_emb`` (default ``candidate i``).
+    method : str, default "neglabel"
+        The method that scores the images.
+    convention : str, default "paper"
+        The metrics' convention (see :mod:`negvocab.scoring.metrics`).
+    tpr : float, default 0.95
+        The true-positive rate at which FPR is read.
+    oracle : bool, default False
+        The candidates are the evaluated OOD set's labels (recorded on the curve).
+    stop_when_no_gain : bool, default True
+        Stop when no remaining candidate improves the metrics.
+    **params
+        Go to the method's scorer.
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise InputError(f"k must be an integer >= 1, got {k!r}")

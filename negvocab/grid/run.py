@@ -103,7 +103,15 @@ def _cells_by_model(cfg: GridConfig, cells: Iterable[Cell]) -> dict[str, list[Ce
 
 
 def grid_status(cfg: GridConfig, out_dir: str | Path) -> dict[str, Any]:
-    """Done / pending / failed cells of a grid in ``out_dir``, per model and in total (nothing is run)."""
+    """Done / pending / failed cells of a grid in ``out_dir``, per model and in total (nothing is run).
+
+    Parameters
+    ----------
+    cfg : GridConfig
+        The grid.
+    out_dir : str or Path
+        Its output folder.
+    """
     out = Path(out_dir)
     errors: dict[str, str] = {}
     cells = plan_cells(cfg, open_sets(cfg, errors), errors)
@@ -197,7 +205,27 @@ def run_grid(
     grid's earlier run (resumed) and holds another grid's only with ``overwrite``. ``engine`` is
     ``"local"`` or ``"ray"`` (``ray_address``: an existing cluster; default: a local one started for
     the run). ``on_model(model, status)`` is called as each model starts and ends (progress).
-    ``deterministic``: fp32, deterministic kernels, fixed shards (:mod:`negvocab.grid.units`)."""
+    ``deterministic``: fp32, deterministic kernels, fixed shards (:mod:`negvocab.grid.units`).
+
+    Parameters
+    ----------
+    config : GridConfig, str or Path
+        The grid, or the path of a grid TOML file.
+    out_dir : str or Path, optional
+        Keeps the stored scores and cells (default: a folder named after the file, next to it).
+    engine : str, default "local"
+        ``"local"`` or ``"ray"``.
+    ray_address : str, optional
+        An existing Ray cluster (default: a local one started for the run).
+    random_weights : bool, default False
+        Every model of the grid file with random weights (where ``config`` is a path).
+    overwrite : bool, default False
+        Replace another grid's output in ``out_dir``.
+    on_model : callable, optional
+        ``on_model(model, status)``, called as each model starts and ends.
+    deterministic : bool, default False
+        fp32, deterministic kernels, fixed shards.
+    """
     if engine not in ("local", "ray"):
         raise InputError(f"unknown engine {engine!r}; choose local or ray")
     cfg = config if isinstance(config, GridConfig) else load_config(config, random_weights=random_weights)

@@ -220,7 +220,15 @@ def best_threshold(scores: np.ndarray) -> float:
 def noise_pixels(seed: int = 0, size: int = 224) -> torch.Tensor:
     """The 15 noise images of TANL's network (3 each of :data:`NOISE_KINDS`, 3 x size x size, values in
     [0, 1], not normalised: their code encodes them as they are), drawn as their code draws them, from
-    torch's generator seeded with ``seed`` (the global generator is left as it was)."""
+    torch's generator seeded with ``seed`` (the global generator is left as it was).
+
+    Parameters
+    ----------
+    seed : int, default 0
+        Seed of the draws.
+    size : int, default 224
+        Height and width of each image.
+    """
     torch = _torch()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
