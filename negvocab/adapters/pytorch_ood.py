@@ -101,7 +101,13 @@ def _citation_paper(citation: str) -> tuple[str, str, int, str] | None:
 def method_info(method: str) -> Any:
     """The ``info`` of a detector of ``method``: pytorch-ood's own paper record where pytorch-ood has the
     method, else the paper of the method's registry citation (``paper=None`` where the registry cites none;
-    None without pytorch-ood)."""
+    None without pytorch-ood).
+
+    Parameters
+    ----------
+    method : str
+        A registered method (a name or an alias).
+    """
     if DetectorInfo is None:
         return None
     entry = get_method(method)
@@ -144,6 +150,21 @@ class NegvocabDetector(FeaturesDetector):
     ``predict`` is given form one stream, scored in the order they come (each batch with what the
     method has seen before it), so its scores depend on that order; :meth:`reset` starts a new stream,
     and changing a hyper-parameter does too.
+
+    Parameters
+    ----------
+    vlm : VLM
+        The open_clip model.
+    method : str, optional
+        Any registered method (default the class's ``method``: ``neglabel`` here).
+    id_classes : IdClasses, iterable of str, or None
+        The ID label space (default ImageNet-1k).
+    vocabulary : Vocabulary, str, iterable of str, or None
+        The negatives of the methods that take them: a vocabulary, its file's path, or its labels.
+    templates : str or list of str, default "paper8"
+        The prompt preset or list.
+    **params
+        The method's parameters (checked against the registry, as ``negvocab.score`` does).
     """
 
     requires_fit = False
@@ -231,28 +252,92 @@ class NegvocabDetector(FeaturesDetector):
 
 
 class NegLabelDetector(NegvocabDetector):
-    """NegLabel (Jiang et al., ICLR 2024) with a negvocab vocabulary, as a pytorch-ood detector."""
+    """NegLabel (Jiang et al., ICLR 2024) with a negvocab vocabulary, as a pytorch-ood detector.
+
+    Parameters
+    ----------
+    vlm : VLM
+        The open_clip model.
+    method : str, optional
+        Any registered method (default the class's: ``neglabel``).
+    id_classes : IdClasses, iterable of str, or None
+        The ID label space (default ImageNet-1k).
+    vocabulary : Vocabulary, str, iterable of str, or None
+        The negatives of the methods that take them: a vocabulary, its file's path, or its labels.
+    templates : str or list of str, default "paper8"
+        The prompt preset or list.
+    **params
+        The method's parameters (checked against the registry, as ``negvocab.score`` does).
+    """
 
     method = "neglabel"
     info = method_info("neglabel")
 
 
 class EOEDetector(NegvocabDetector):
-    """EOE (Cao et al., ICML 2024) with envisioned outlier labels, as a pytorch-ood detector."""
+    """EOE (Cao et al., ICML 2024) with envisioned outlier labels, as a pytorch-ood detector.
+
+    Parameters
+    ----------
+    vlm : VLM
+        The open_clip model.
+    method : str, optional
+        Any registered method (default the class's: ``eoe``).
+    id_classes : IdClasses, iterable of str, or None
+        The ID label space (default ImageNet-1k).
+    vocabulary : Vocabulary, str, iterable of str, or None
+        The negatives of the methods that take them: a vocabulary, its file's path, or its labels.
+    templates : str or list of str, default "paper8"
+        The prompt preset or list.
+    **params
+        The method's parameters (checked against the registry, as ``negvocab.score`` does).
+    """
 
     method = "eoe"
     info = method_info("eoe")
 
 
 class MCMDetector(NegvocabDetector):
-    """MCM (Ming et al., NeurIPS 2022), as a pytorch-ood detector."""
+    """MCM (Ming et al., NeurIPS 2022), as a pytorch-ood detector.
+
+    Parameters
+    ----------
+    vlm : VLM
+        The open_clip model.
+    method : str, optional
+        Any registered method (default the class's: ``mcm``).
+    id_classes : IdClasses, iterable of str, or None
+        The ID label space (default ImageNet-1k).
+    vocabulary : Vocabulary, str, iterable of str, or None
+        The negatives of the methods that take them: a vocabulary, its file's path, or its labels.
+    templates : str or list of str, default "paper8"
+        The prompt preset or list.
+    **params
+        The method's parameters (checked against the registry, as ``negvocab.score`` does).
+    """
 
     method = "mcm"
     info = method_info("mcm")
 
 
 class GLMCMDetector(NegvocabDetector):
-    """GL-MCM (Miyai et al., 2023), as a pytorch-ood detector (``predict`` computes the patch features)."""
+    """GL-MCM (Miyai et al., 2023), as a pytorch-ood detector (``predict`` computes the patch features).
+
+    Parameters
+    ----------
+    vlm : VLM
+        The open_clip model.
+    method : str, optional
+        Any registered method (default the class's: ``glmcm``).
+    id_classes : IdClasses, iterable of str, or None
+        The ID label space (default ImageNet-1k).
+    vocabulary : Vocabulary, str, iterable of str, or None
+        The negatives of the methods that take them: a vocabulary, its file's path, or its labels.
+    templates : str or list of str, default "paper8"
+        The prompt preset or list.
+    **params
+        The method's parameters (checked against the registry, as ``negvocab.score`` does).
+    """
 
     method = "glmcm"
     info = method_info("glmcm")

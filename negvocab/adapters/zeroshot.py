@@ -128,6 +128,21 @@ class ZeroShot:
     ``params``: the method's parameters (checked against the registry, as ``negvocab.score`` does).
     The logit baselines (msp, maxlogit, energy, gen) take the model's own logit scale unless
     ``logit_scale`` is given (100 for CLIP's released weights; ``negvocab.score``'s default).
+
+    Parameters
+    ----------
+    vlm : VLM
+        The model.
+    method : str, default "neglabel"
+        Any registered method.
+    id_classes : IdClasses, iterable of str, or None
+        The ID label space (default ImageNet-1k).
+    vocabulary : Vocabulary, str, iterable of str, or None
+        The negatives of the methods that take them: a vocabulary, its file's path, or its labels.
+    templates : str or list of str, default "paper8"
+        The prompt preset or list.
+    **params
+        The method's parameters (checked against the registry, as ``negvocab.score`` does).
     """
 
     def __init__(

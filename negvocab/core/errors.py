@@ -22,6 +22,13 @@ class NegvocabError(Exception):
 
     ``param``: the parameter (or parameters) the message names, written there as the bare name or as
     ``name=value``; the CLI shows them as its flags.
+
+    Parameters
+    ----------
+    *args
+        The message (one line), as :class:`Exception` takes it.
+    param : str or sequence of str, optional
+        The parameter (or parameters) the message names.
     """
 
     param: tuple[str, ...] = ()
@@ -32,11 +39,27 @@ class NegvocabError(Exception):
 
 
 class InputError(NegvocabError, ValueError):
-    """A file, argument or option value is missing, malformed or out of range."""
+    """A file, argument or option value is missing, malformed or out of range.
+
+    Parameters
+    ----------
+    *args
+        The message (one line), as :class:`Exception` takes it.
+    param : str or sequence of str, optional
+        The parameter (or parameters) the message names.
+    """
 
 
 class ResourceError(NegvocabError, RuntimeError):
-    """Something the toolkit needs is not available: WordNet, model weights, a server."""
+    """Something the toolkit needs is not available: WordNet, model weights, a server.
+
+    Parameters
+    ----------
+    *args
+        The message (one line), as :class:`Exception` takes it.
+    param : str or sequence of str, optional
+        The parameter (or parameters) the message names.
+    """
 
 
 class DiskFullError(OSError, ResourceError):

@@ -42,6 +42,13 @@ class MissingExtraError(ResourceError, ModuleNotFoundError):
 
     Also a :class:`ModuleNotFoundError` (with ``name`` set), so that code that falls back when an
     import fails still does.
+
+    Parameters
+    ----------
+    *args
+        The message (one line), as :class:`Exception` takes it.
+    param : str or sequence of str, optional
+        The parameter (or parameters) the message names.
     """
 
 
