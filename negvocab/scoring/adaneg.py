@@ -59,7 +59,14 @@ class AdaNeg(StreamMethod):
 
     State (rows in group order: :meth:`by_class`): ``memory`` (C, slots + 1, d) on the embeddings'
     device; ``entropy`` (C, slots + 1; float32, as their torch default dtype keeps it) and ``filled``
-    (C,), the next free slot, in numpy on the CPU, where the per-image update loop runs."""
+    (C,), the next free slot, in numpy on the CPU, where the per-image update loop runs.
+
+    Parameters
+    ----------
+    **params
+        The method's parameters, as :func:`negvocab.make_stream` gives them (the registry's defaults
+        filled in): ``tau``, ``seed`` and the ``adaneg_*`` ones (``negvocab.get_method("adaneg")``).
+    """
 
     def __init__(self, **params: ParamValue) -> None:
         super().__init__(**params)

@@ -54,7 +54,15 @@ class BatchDetector(StreamMethod):
     ``params``: the method's parameters as given (the kernel's defaults fill the rest, as for
     :func:`negvocab.score`); they are checked against the registry. With ``topk`` (a method with a top-k
     form), ``bounds`` holds the last batch's :class:`~negvocab.scoring.scores.TopkScores` (its certified
-    bounds beside the scores)."""
+    bounds beside the scores).
+
+    Parameters
+    ----------
+    method : str
+        A registered batch method (a test-time method's detector comes from :func:`make_detector`).
+    **params
+        The method's parameters.
+    """
 
     stateful: ClassVar[bool] = False
 

@@ -164,7 +164,15 @@ def register_param(param: Param, *, replace: bool = False) -> Param:
     The same ``Param`` again is a no-op; a name taken with another meaning is :class:`InputError`
     (one meaning for a name across methods), unless ``replace`` (a plug-in's own parameter changed in a
     notebook; a built-in parameter is never replaced). A default outside its own limits is refused.
-    Its command-line flag is derived from its name by the CLI, which refuses a flag another option has."""
+    Its command-line flag is derived from its name by the CLI, which refuses a flag another option has.
+
+    Parameters
+    ----------
+    param : Param
+        The parameter.
+    replace : bool, default False
+        Replace a plug-in's parameter of the same name and another meaning instead of refusing it.
+    """
     problem = _param_problem(param, replace)
     if problem:
         raise InputError(problem)

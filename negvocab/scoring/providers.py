@@ -95,7 +95,21 @@ def register_input(
     """Declare a method input: ``per_image`` (given with each batch) or a set-up input made by ``make``
         (``make(context: InputContext)``, a callable or ``"pkg.module:function"``, checked now where it is not
     negvocab's own; None: the caller passes it).
-        A per-image input has no set-up maker. A taken name is :class:`InputError` unless ``replace``."""
+        A per-image input has no set-up maker. A taken name is :class:`InputError` unless ``replace``.
+
+    Parameters
+    ----------
+    name : str
+        The input's name.
+    doc : str
+        What it is.
+    per_image : bool, default False
+        Given with each batch, instead of at set-up.
+    make : callable or str, optional
+        ``make(context: InputContext)``, the set-up input's maker (None: the caller passes it).
+    replace : bool, default False
+        Replace an input of the same name instead of refusing it.
+    """
     if per_image and make is not None:
         raise InputError(f"method input {name!r}: a per-image input comes with the images; it has no set-up maker")
     if make is not None and not callable(make):

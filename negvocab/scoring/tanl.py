@@ -275,7 +275,26 @@ class TANL(StreamMethod):
     (:func:`noise_pixels` encoded by the model: :func:`noise_image_features`).
     ``seed`` is TANL's set-up seed (the method parameter ``seed``, which NegLabel reads as its grouping
     seed): it seeds the one random step of the set-up (the order of the initial queues, which decides
-    which ID prompts stay in a queue shorter than K)."""
+    which ID prompts stay in a queue shorter than K).
+
+    Parameters
+    ----------
+    active_size : int, default 1000
+        Negatives of the corpus scored per batch, the most activated by OOD-looking images (their beta).
+    prefix_step : int, default 1
+        Activation-aware score over prefixes of this many negatives (their gamma; 0: one softmax).
+    memory_weight : float, default 0.0
+        Weight of the queues' mean against the batch's own activations, in [0, 1] (their alpha).
+    queue_length : int, default 300
+        Activations kept in each of the ID-looking and OOD-looking queues (their memleng).
+    confidence_gap : float, default 0.5
+        Margin around the adaptive threshold th, in [0, 1]: ID-looking above th + gap(1 - th),
+        OOD-looking below th - gap th (their gap).
+    tau : float, default 0.01
+        The softmax temperature.
+    seed : int, default 0
+        TANL's set-up seed (see above).
+    """
 
     inputs = ("noise_images",)
 
