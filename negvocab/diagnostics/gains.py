@@ -44,6 +44,23 @@ class MarginalGains:
 
     ``fpr``/``auroc``: one value per candidate; ``base_fpr``/``base_auroc``: without any candidate.
     ``fpr_gain = base_fpr - fpr`` (positive: the label helps), ``auroc_gain = auroc - base_auroc``.
+
+    Parameters
+    ----------
+    fpr : ndarray
+        FPR with each candidate appended, one per candidate.
+    auroc : ndarray
+        AUROC with each candidate appended, one per candidate.
+    base_fpr : float
+        FPR without any candidate.
+    base_auroc : float
+        AUROC without any candidate.
+    method : str
+        The method that scored the images.
+    convention : str
+        The metrics' convention.
+    tpr : float
+        The true-positive rate at which FPR is read.
     """
 
     fpr: np.ndarray
@@ -74,6 +91,21 @@ class RepairCurve:
     ``rows``: ``{"step", "label", "fpr", "auroc", "fpr_gain"}``, step 0 being the vocabulary as given
     (label ``""``). ``oracle``: the labels came from the evaluated OOD set (an analysis, not a
     deployable vocabulary).
+
+    Parameters
+    ----------
+    rows : list of dict
+        ``{"step", "label", "fpr", "auroc", "fpr_gain"}`` per step, step 0 the vocabulary as given.
+    method : str
+        The method that scored the images.
+    convention : str
+        The metrics' convention.
+    tpr : float
+        The true-positive rate at which FPR is read.
+    oracle : bool, default False
+        The labels came from the evaluated OOD set.
+    meta : dict, default {}
+        The run's record (candidates, k).
     """
 
     rows: list[dict[str, Any]]

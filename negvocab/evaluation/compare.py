@@ -73,6 +73,31 @@ class PairedComparison:
     interval contains 0: not distinguishable at ``level``). ``p`` is the two-sided bootstrap
     p-value ``2 min(P(d <= 0), P(d >= 0))`` with the +1 correction. ``draws`` are the per-draw
     differences.
+
+    Parameters
+    ----------
+    metric : str
+        The metric compared.
+    diff : float
+        metric(A) - metric(B).
+    low, high : float
+        The interval of the difference.
+    level : float
+        The interval's level.
+    p : float
+        The two-sided bootstrap p-value.
+    n_id : int
+        ID images.
+    n_ood : dict name -> int
+        OOD images per set.
+    n_boot : int
+        Bootstrap draws.
+    higher_is_better : bool
+        Whether a higher metric is better.
+    verdict : str
+        ``"a"``, ``"b"``, ``"tie"`` or ``"not significant"``.
+    draws : ndarray
+        The per-draw differences.
     """
 
     metric: str

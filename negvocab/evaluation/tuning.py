@@ -68,6 +68,29 @@ class Tuning:
     order (the first parameter varies slowest); ``split``: the tuning sets' names, sizes and the SHA-256 of
     their sorted image paths; ``paths``: those paths (for :func:`check_disjoint`; not recorded);
     ``on_test``: the split is the test sets, asked for by name (never silently: rows and tables say so).
+
+    Parameters
+    ----------
+    method : str
+        The method tuned.
+    vocabulary : str
+        The vocabulary's name ("" for a method without one).
+    params : mapping
+        The chosen combination.
+    criterion : str
+        The criterion's metrics, comma-separated.
+    value : float
+        The criterion's first metric at the chosen combination, on the tuning split.
+    grid : mapping name -> tuple of values
+        The values tried per parameter.
+    trials : tuple of mappings
+        One ``{"params", criterion}`` per combination, in grid order.
+    split : mapping
+        The tuning sets' names, sizes and the SHA-256 of their sorted image paths.
+    paths : frozenset of str, default frozenset()
+        The tuning sets' image paths (not recorded).
+    on_test : bool, default False
+        The split is the test sets.
     """
 
     method: str

@@ -41,6 +41,29 @@ class Param:
     ``high``]) or ``choice`` (one of ``choices``). ``optional``: None is accepted (the kernel's default).
     ``flag``: leave it out; the command line derives a parameter's flag from its name (``top_classes``
     -> ``--top-classes``). A flag given that differs from the derived one is used for one release.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name (a Python identifier).
+    kind : type
+        ``float``, ``int`` or ``str``.
+    default : ParamValue
+        Its default.
+    doc : str
+        Its meaning.
+    flag : str, optional
+        Leave it out (see above).
+    check : str, default "finite"
+        The kind of limit.
+    low : float, optional
+        The lower limit of ``min`` and ``range``.
+    high : float, optional
+        The upper limit of ``range``.
+    choices : tuple of str, default ()
+        The values of ``choice``.
+    optional : bool, default False
+        None is accepted.
     """
 
     name: str
