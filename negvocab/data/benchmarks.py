@@ -181,7 +181,19 @@ def list_benchmarks() -> list[str]:
 @dataclass
 class OpenedSets(Mapping[str, ImageSet]):
     """OOD sets by name (a mapping, in order), with the ID set where one was opened, each set's group
-    (``near``, ``far``, ``other`` or None) and the benchmark it came from ("" for a user's own set)."""
+    (``near``, ``far``, ``other`` or None) and the benchmark it came from ("" for a user's own set).
+
+    Parameters
+    ----------
+    ood : dict name -> ImageSet
+        The OOD sets, in order.
+    id : ImageSet, optional
+        The ID set, where one was opened.
+    groups : dict name -> str or None, default {}
+        Each set's group.
+    benchmarks : dict name -> str, default {}
+        Each set's benchmark.
+    """
 
     ood: dict[str, ImageSet]
     id: ImageSet | None = None

@@ -112,7 +112,23 @@ class StreamEvaluation:
     ``meta``: method, parameters and the stream protocol; ``kept``: OOD set -> ``{"id": rows, "ood":
     rows}``, the images of each set's stream (all of them unless ``id_ood_ratio`` subsampled; the
     scores are of these rows); ``by_seed``: with several stream seeds, seed -> that seed's evaluation
-    (``scores``, ``streams`` and ``kept`` are then the first seed's, ``rows`` the spread)."""
+    (``scores``, ``streams`` and ``kept`` are then the first seed's, ``rows`` the spread).
+
+    Parameters
+    ----------
+    rows : list of dict
+        One metrics dict per OOD set (and ``mean`` with several).
+    scores : dict
+        OOD set -> ``{"id": [n_id], "ood": [n_ood]}``.
+    streams : dict
+        OOD set -> its :class:`~negvocab.scoring.stream.StreamResult`.
+    meta : dict, default {}
+        Method, parameters and the stream protocol.
+    kept : dict, default {}
+        OOD set -> the ID and OOD rows of its stream.
+    by_seed : dict, default {}
+        Stream seed -> that seed's evaluation.
+    """
 
     rows: list[dict[str, Any]]
     scores: dict[str, dict[str, np.ndarray]] = field(repr=False)

@@ -35,7 +35,21 @@ POS_NAMES = {"n": "noun", "v": "verb", "a": "adjective", "s": "adjective satelli
 
 @dataclass(frozen=True)
 class Candidate:
-    """One candidate label: its text and the synset it comes from."""
+    """One candidate label: its text and the synset it comes from.
+
+    Parameters
+    ----------
+    text : str
+        Lowercase, spaces for underscores.
+    pos : str
+        The synset's part of speech: "n", "v", "a", "s" (adjective satellite) or "r".
+    lexname : str
+        Lexicographer file, e.g. "noun.artifact".
+    synset : str
+        nltk synset name, e.g. "tench.n.01".
+    offset : int, default 0
+        WordNet 3.0 offset within the part of speech's data file.
+    """
 
     text: str  # lowercase, spaces for underscores
     pos: str  # the synset's part of speech: "n", "v", "a", "s" (adjective satellite) or "r"

@@ -40,7 +40,22 @@ RESOURCE = "imagenet1k_classes.tsv"
 
 @dataclass(frozen=True)
 class IdClasses:
-    """An in-distribution label space: parallel tuples of wnids, clean names and synonyms."""
+    """An in-distribution label space: parallel tuples of wnids, clean names and synonyms.
+
+    Parameters
+    ----------
+    wnids : tuple of str
+        One unique id per class.
+    names : tuple of str
+        One clean name per class.
+    synonyms : tuple of tuples of str
+        The synonyms of each class.
+    dataset : str, default "imagenet1k"
+        The label space's name.
+    mapped : bool, default False
+        The classes' senses were chosen for this label space: the synonym filter then also removes
+        hyponyms of the classes.
+    """
 
     wnids: tuple[str, ...]
     names: tuple[str, ...]

@@ -104,7 +104,33 @@ def estimate_request_tokens(req: Request) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class CostEstimate:
-    """What a run will send: request count, estimated tokens, estimated dollars (or ``None``)."""
+    """What a run will send: request count, estimated tokens, estimated dollars (or ``None``).
+
+    Parameters
+    ----------
+    model : str
+        The chat model.
+    requests : int
+        Requests to send.
+    already_done : int
+        Requests already answered in the journal.
+    prompt_tokens : int
+        Estimated prompt tokens.
+    completion_tokens : int
+        Estimated completion tokens.
+    usd : float or None
+        Estimated dollars; None without a price.
+    batch : bool
+        Sent through the Batch API.
+    held_by_batch : int, default 0
+        Requests in an uncollected batch.
+    failed_again : int, default 0
+        Of ``requests``, those whose earlier answer failed and are asked again.
+    failed_kept : int, default 0
+        Recorded failures that this mode does not ask again.
+    unpriced : str, optional
+        Why there is no price, when it is not the model's lack of one.
+    """
 
     model: str
     requests: int

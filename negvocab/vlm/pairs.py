@@ -26,7 +26,19 @@ PAIR_JOINER = " and "
 
 class PairTexts:
     """``(id_idx, neg_idx) -> [P, d]`` unit-norm embeddings of ``f"{id_names[i]} and {neg_labels[j]}"``,
-    each with the noun templates of ``templates`` (NegRefine embeds them with its noun templates)."""
+    each with the noun templates of ``templates`` (NegRefine embeds them with its noun templates).
+
+    Parameters
+    ----------
+    vlm : VLM
+        The model that encodes the pair texts.
+    templates : str, sequence of str or TemplateSet
+        The prompt templates.
+    id_names : sequence of str
+        The ID class names.
+    neg_labels : sequence of str
+        The negative labels.
+    """
 
     def __init__(
         self,
