@@ -128,7 +128,17 @@ def openood_base() -> type:
 class ZeroShotNet(torch.nn.Module):
     """An open_clip model as the classifier OpenOOD expects of ``net``: ``net(x)`` returns the logits
     ``logit_scale * cos(image, ID prompt)`` [B, C] on ``x``'s device (float32), so OpenOOD's ID
-    accuracy is zero-shot top-1 with the ID prompts. ``.to(device)`` moves the model and the prompts."""
+    accuracy is zero-shot top-1 with the ID prompts. ``.to(device)`` moves the model and the prompts.
+
+    Parameters
+    ----------
+    vlm : VLM
+        The open_clip model.
+    id_classes : IdClasses, iterable of str, or None
+        The ID label space (default ImageNet-1k).
+    templates : str or list of str, default "paper8"
+        The prompt preset or list that encodes the ID class names.
+    """
 
     id_emb: torch.Tensor
 
@@ -253,7 +263,13 @@ class _Postprocessor:
 
 def postprocessor_class(base: type | None = None) -> type[_Postprocessor]:
     """A ``NegvocabPostprocessor`` class that subclasses ``base`` (default :func:`openood_base`): for an
-    OpenOOD fork whose ``BasePostprocessor`` lives elsewhere. Its methods come before ``base``'s."""
+    OpenOOD fork whose ``BasePostprocessor`` lives elsewhere. Its methods come before ``base``'s.
+
+    Parameters
+    ----------
+    base : type, optional
+        The fork's ``BasePostprocessor`` class.
+    """
     base = openood_base() if base is None else base
     if base in NegvocabPostprocessor.__mro__:
         return NegvocabPostprocessor
@@ -264,4 +280,13 @@ def postprocessor_class(base: type | None = None) -> type[_Postprocessor]:
 class NegvocabPostprocessor(_Postprocessor, openood_base()):  # type: ignore[misc]
     """A negvocab scorer as an OpenOOD postprocessor (a subclass of OpenOOD's ``BasePostprocessor``
     where OpenOOD is importable); ``vlm``: the :class:`negvocab.VLM` of ``net`` (default: a
-    :class:`ZeroShotNet`'s, or built in :meth:`setup` from ``net`` and ``postprocessor_args.model``)."""
+    :class:`ZeroShotNet`'s, or built in :meth:`setup` from ``net`` and ``postprocessor_args.model``).
+
+    Parameters
+    ----------
+    config : object
+        OpenOOD's config, with a ``postprocessor`` section (``postprocessor_args``: ``method``,
+        ``params``, ...; ``postprocessor_sweep``: ``<parameter>_list`` keys; ``APS_mode``).
+    vlm : VLM, optional
+        The model of ``net``.
+    """

@@ -49,7 +49,21 @@ __all__ = [
 @dataclass(frozen=True)
 class InputContext:
     """What a set-up maker may use: the model (a :class:`negvocab.VLM`), the prompt templates, the ID
-    class names, the negative labels (None for a method without negatives) and the method's parameters."""
+    class names, the negative labels (None for a method without negatives) and the method's parameters.
+
+    Parameters
+    ----------
+    vlm : VLM or None
+        The model.
+    templates : str, sequence of str or TemplateSet, default "paper8"
+        The prompt templates.
+    id_names : sequence of str, default ()
+        The ID class names.
+    neg_labels : sequence of str, optional
+        The negative labels (None for a method without negatives).
+    params : mapping, default {}
+        The method's parameters.
+    """
 
     vlm: VLM | None
     templates: str | Sequence[str] | TemplateSet = "paper8"
@@ -65,7 +79,19 @@ Maker = Callable[[InputContext], Any]
 class InputProvider:
     """One input a method may declare: its name, what it is, whether it comes with each image batch
     (``per_image``) or once at set-up, and the set-up maker (a callable or a lazy target; None: the
-    caller passes it)."""
+    caller passes it).
+
+    Parameters
+    ----------
+    name : str
+        The input's name.
+    doc : str
+        What it is.
+    per_image : bool, default False
+        Given with each image batch, instead of once at set-up.
+    make : callable or str, optional
+        The set-up maker, or its ``"pkg.module:function"`` target (None: the caller passes it).
+    """
 
     name: str
     doc: str
