@@ -172,7 +172,30 @@ def _accuracy(members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 class GridResult:
-    """The rows of a grid (one per cell) and what to make of them; see the module docstring."""
+    """The rows of a grid (one per cell) and what to make of them; see the module docstring.
+
+    Parameters
+    ----------
+    rows : sequence of mappings
+        One row per cell.
+    config : GridConfig, optional
+        The grid (None: rows read back from a folder).
+    stats : mapping, optional
+        The run's stats.
+    out_dir : Path, optional
+        The grid's output folder.
+    status : mapping, optional
+        The grid's status (its failed cells).
+    means : mapping, optional
+        The bootstrap intervals of the mean rows, by (model, vocabulary, method, convention) key
+        (a group row's under that key plus its name).
+    groups : mapping name -> str or None, optional
+        Each OOD set's group in its benchmark (default: the config's).
+    label_space : str, default ""
+        The ID label space's name where there is no config ("": not known).
+    identity : mapping, optional
+        The ID split and each OOD set's benchmark where there is no config.
+    """
 
     def __init__(
         self,

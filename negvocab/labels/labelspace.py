@@ -75,7 +75,25 @@ PIN_PREFIX = "pin:"
 
 @dataclass(frozen=True)
 class ClassSense:
-    """One class of a mapped label space: its WordNet noun synset (or none) and how it was chosen."""
+    """One class of a mapped label space: its WordNet noun synset (or none) and how it was chosen.
+
+    Parameters
+    ----------
+    name : str
+        The class name.
+    wnid : str or None
+        ``"n"`` + 8-digit offset; None: unresolved.
+    synset : str or None
+        nltk's name, e.g. ``"warbler.n.02"``.
+    rule : str
+        One of ``RULES``, or ``"unresolved"``.
+    choice : str
+        ``"only sense"``, ``"first sense"``, ``"hint bird.n.01"``, ``"domain noun.animal"``, ``"pinned"`` or ``""``.
+    n_senses : int
+        Noun senses the matched WordNet word has (0: unresolved or pinned).
+    hypernyms : tuple of str, default ()
+        The synset's hypernym chain, nearest first (its first path), head words.
+    """
 
     name: str
     wnid: str | None  # "n" + 8-digit offset; None: unresolved
@@ -96,7 +114,17 @@ class ClassSense:
 @dataclass(frozen=True)
 class LabelSpaceMap:
     """A label space mapped to WordNet: the :class:`IdClasses` the filter and builders take (``mapped``),
-    one :class:`ClassSense` per class, and the hints given."""
+    one :class:`ClassSense` per class, and the hints given.
+
+    Parameters
+    ----------
+    classes : IdClasses
+        The mapped label space.
+    senses : tuple of ClassSense
+        One per class.
+    hints : tuple of str, default ()
+        The hints given.
+    """
 
     classes: IdClasses
     senses: tuple[ClassSense, ...]
