@@ -59,7 +59,25 @@ class BenchmarkSet:
     from), ``folder`` (every image below ``where``), ``classes`` (class folders in ``where``),
     ``imagenet`` (an ImageNet-1k validation folder), ``table`` (``where`` is a dataset's annotation table,
     read as ``read`` says: :mod:`negvocab.data.annotations`) or ``auto``. ``group``: ``near``, ``far``,
-    ``other`` or None (an ID set, or a set in no group)."""
+    ``other`` or None (an ID set, or a set in no group).
+
+    Parameters
+    ----------
+    name : str
+        The set's table name.
+    group : str or None
+        ``near``, ``far``, ``other`` or None.
+    layout : str
+        How the set lives under the data root (see above).
+    where : str
+        Its path under the data root.
+    image_dir : str, default ""
+        The folder a list's paths start from.
+    source : str, default ""
+        Where the set comes from.
+    read : TableSpec, optional
+        How a ``table`` layout's annotation table is read.
+    """
 
     name: str
     group: str | None
@@ -137,7 +155,39 @@ class Benchmark:
     sets it returns (their groups). ``given_as``: how a user gives it, in words (the CLI's listing).
     ``classes``: the ID label space (:meth:`id_classes`; "": ImageNet-1k). ``csid``: covariate-shifted ID
     sets (full-spectrum OOD: ImageNet-V2, -R, ... count as ID), opened with the ID set and joined to it.
-    ``validation``: its tuning split (an ID set and OOD sets, never the test lists) where it declares one."""
+    ``validation``: its tuning split (an ID set and OOD sets, never the test lists) where it declares one.
+
+    Parameters
+    ----------
+    name : str
+        The benchmark's name.
+    title : str
+        Its title.
+    sets : tuple of BenchmarkSet
+        Its OOD sets.
+    id : BenchmarkSet, optional
+        How the ID set is opened.
+    source : str, default ""
+        Where it comes from.
+    kind : str, default "sets"
+        ``"sets"`` or ``"carve"``.
+    carve : str or callable, optional
+        A carve benchmark's function, or its ``"pkg.module:fn"`` target.
+    inputs : tuple of str, default ()
+        The files a carve benchmark needs.
+    options : tuple of str, default ()
+        The files a carve benchmark may take.
+    given_as : str, default ""
+        How a user gives it, in words.
+    aliases : tuple of str, default ()
+        Other names of the benchmark.
+    classes : str, default ""
+        The ID label space ("": ImageNet-1k).
+    csid : tuple of BenchmarkSet, default ()
+        Covariate-shifted ID sets.
+    validation : Benchmark, optional
+        Its tuning split.
+    """
 
     name: str
     title: str
