@@ -92,7 +92,47 @@ class PublishedResult:
     empty: the method's own or not stated). ``benchmark``: a registered benchmark's name ("": none holds
     the figure's pairing of sets and ID split; it then meets no row); ``id_split``: the ID set as results
     name it; ``kind``: :data:`KINDS` or ``one seed of N``; ``checked``: how it was checked against its
-    source, or why it was not."""
+    source, or why it was not.
+
+    Parameters
+    ----------
+    paper : str
+        The method as its paper names it.
+    method : str
+        The negvocab method that scores it.
+    vocabulary : str
+        The builder of its negatives ("": the method's own or not stated).
+    model : str
+        The model.
+    pretrained : str
+        The model's weights.
+    templates : str
+        The prompt templates.
+    size : int or None
+        The vocabulary size M.
+    benchmark : str
+        A registered benchmark's name ("": none holds the figure's pairing).
+    id_split : str
+        The ID set as results name it.
+    ood_set : str
+        The OOD set, or a summary (``mean``, ``near-ood``, ``far-ood``).
+    fpr95 : float or None
+        FPR@95 in percent (None: not published).
+    auroc : float or None
+        AUROC in percent (None: not published).
+    convention : str
+        The FPR convention.
+    seeds : str
+        The seeds.
+    kind : str
+        :data:`KINDS` or ``one seed of N``.
+    source : str
+        Where it was read (paper, table; or log file and commit).
+    checked : str
+        How it was checked against its source, or why it was not.
+    note : str
+        A note.
+    """
 
     paper: str
     method: str

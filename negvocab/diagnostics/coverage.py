@@ -101,6 +101,25 @@ class Coverage:
     labels (in ``classes`` order); ``summary``: exact and text-cosine coverage, base and oracle FPR,
     share of the oracle gap closed by the top-k additions; ``images``: per-image rows (OOD images,
     and the ID images flagged as OOD) for reports; ``meta``: model, method, settings.
+
+    Parameters
+    ----------
+    classes : list of dict
+        One row per OOD class.
+    confusions : list of dict
+        (OOD class, ID class, count, mean score) of the OOD images taken as ID.
+    gains : MarginalGains
+        The gains of the class labels.
+    summary : dict
+        The summary figures.
+    images : list of dict, default []
+        Per-image rows.
+    meta : dict, default {}
+        Model, method, settings.
+    oracle_repair : RepairCurve, optional
+        The greedy oracle repair curve.
+    _ctx : _Context, optional
+        What :meth:`repair` needs to score more labels (internal).
     """
 
     classes: list[dict[str, Any]]
