@@ -117,6 +117,42 @@ class Method:
     A kernel is a ``"pkg.module:function"`` target (imported on first use, so the registry is read,
     listed and validated without importing torch) or a callable. The fields past ``paper`` are the
     method's capabilities: the pipelines ask them, never its name.
+
+    Parameters
+    ----------
+    name : str
+        The method's name.
+    kernel : Kernel
+        ``scorer(image_emb, id_emb[, neg_emb], **params)``: a callable or a ``"pkg.module:function"`` target.
+    params : tuple of str
+        The parameters it takes.
+    paper : str, default ""
+        The paper it comes from.
+    needs_negatives : bool, default False
+        Whether it scores against negative label embeddings.
+    aliases : tuple of str, default ()
+        Other names of the method.
+    one_pass_kernel : Kernel, optional
+        Every vocabulary size M in one pass.
+    inputs : tuple of str, default ()
+        Inputs beside the embeddings (:data:`INPUTS`).
+    device_bound : tuple of (str, value) pairs, default ()
+        Parameter values under which the scores depend on the kind of device.
+    gains_kernel : Kernel, optional
+        The incremental form for marginal gains.
+    topk_kernel : Kernel, optional
+        The top-k form, taken when ``topk`` is given.
+    model_scale : str, optional
+        The parameter that takes the model's own logit scale when none is given.
+    hints : tuple of (str, str, str), default ()
+        (given, unless, warning): said when the shared parameter ``given`` is set, this method does not
+        take it and ``unless`` is unset.
+    kind : str, default "batch"
+        ``batch``, or a kind another module serves (``stream``).
+    stream : str or type, optional
+        A stream method's ``StreamMethod`` class, or its target.
+    options_class : type, optional
+        The pydantic options model a plug-in gave.
     """
 
     name: str
