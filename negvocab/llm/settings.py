@@ -48,6 +48,33 @@ class LLMSettings:
     settings=LLMSettings(base_url="http://localhost:8000/v1", concurrency=64))``.
     ``api_key`` is left out of the repr and never logged or written; of ``base_url`` only the public
     form (no user info, no query string) reaches the run folder's manifest and the vocabulary.
+
+    Parameters
+    ----------
+    base_url : str, optional
+        OpenAI-compatible endpoint (default: ``$OPENAI_BASE_URL``, else OpenAI).
+    api_key : str, optional
+        The API key (default: ``$OPENAI_API_KEY``).
+    concurrency : int, default 16
+        Requests in flight at most (synchronous API).
+    batch : bool, default False
+        Send through the Batch API instead of the synchronous API.
+    response_format : str, default "auto"
+        ``auto``, ``json_schema``, ``json_object`` or ``text``.
+    request_timeout : float, optional
+        Total seconds one request may take, retries included.
+    retry_failed : bool, default False
+        Also ask again the requests recorded as short (synchronous API only).
+    poll_interval : float, default 30.0
+        Seconds between Batch API status checks.
+    max_submissions : int, default 3
+        Batches a request may be submitted in before an unusable answer is journaled as a failure.
+    prices : mapping, optional
+        Model name -> (USD per 1M prompt tokens, USD per 1M completion tokens).
+    client_options : mapping, optional
+        More keywords of :class:`~negvocab.llm.client.LLMClient`.
+    on_progress : callable, optional
+        Called with (requests done, requests in all) as answers come in.
     """
 
     base_url: str | None = None
