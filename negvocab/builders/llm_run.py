@@ -44,6 +44,35 @@ class LLMRun:
 
     Build one with :func:`gpt_run` or :func:`eoe_run`; :meth:`estimate` prices what is left to do
     (the dry run, nothing is sent), :meth:`execute` sends it and returns the journaled results.
+
+    Parameters
+    ----------
+    task : str
+        The task (``gpt_siblings``, ``eoe_near``, ...).
+    model : str
+        The chat model.
+    template : PromptTemplate
+        The prompt.
+    requests : list of Request
+        Every request of every round.
+    identity : dict
+        The run's identity (journal key).
+    run_dir : Path
+        The run folder.
+    keys : list of str
+        The keys asked about each round (wnids, or chunk names).
+    rounds : int
+        Rounds over the keys.
+    chunks : dict, default {}
+        Chunk name -> its classes (EOE far/fine).
+    selection : int or list of str, optional
+        The class selection as JSON (None: all).
+    prompt_path : str, optional
+        The prompt file given, if any.
+    reads_text : bool, default False
+        The task reads each answer's text itself: asked in the ``verbatim`` format only.
+    id_classes : IdClasses, optional
+        The ID label space asked about and filtered against (None: ImageNet-1k).
     """
 
     task: str
