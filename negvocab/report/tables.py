@@ -144,7 +144,45 @@ def default_rows(rows: Sequence[Mapping[str, Any]], cols: Sequence[str], where: 
 
 @dataclass
 class Table:
-    """Values ``[row, column, metric]`` in [0, 1] with intervals and bold marks; see the module docstring."""
+    """Values ``[row, column, metric]`` in [0, 1] with intervals and bold marks; see the module docstring.
+
+    Parameters
+    ----------
+    metrics : list of str
+        The metrics, side by side.
+    row_axes : tuple of str
+        The axes of the rows.
+    col_axes : tuple of str
+        The axes of the columns.
+    index : list of str
+        The row entries.
+    columns : list of str
+        The column entries.
+    values : ndarray, shape (rows, columns, metrics)
+        The values, in [0, 1].
+    low, high : ndarray, shape (rows, columns, metrics)
+        The intervals' bounds.
+    bold : ndarray, shape (rows, columns, metrics)
+        The bold marks.
+    tpr : float
+        The true-positive rate at which FPR is read.
+    summary_rows : list of bool
+        Which rows are means.
+    summary_cols : list of bool
+        Which columns are means.
+    intervals : bool, default False
+        Show the intervals beside the values.
+    caption : str, default ""
+        The table's caption.
+    label : str, default ""
+        The table's label (LaTeX).
+    notes : list of str, default []
+        The caption's notes.
+    spread : ndarray, optional
+        The standard deviation beside a mean over models or over stream seeds (None: no spread anywhere).
+    streams : ndarray, optional
+        A test-time cell's stream in words (None: no test-time cell).
+    """
 
     metrics: list[str]
     row_axes: tuple[str, ...]
