@@ -65,7 +65,14 @@ _DECORATE: Any = object()  # register_builder given no build function: a decorat
 class BuilderOptions(BaseModel):
     """Base of a builder's options model: unknown options are refused, objects (an ``IdClasses``, an
     ``ImageSet``) are allowed as values. A field's ``description`` says what is allowed: it is the
-    CLI flag's help and the end of the one-line error of a bad value."""
+    CLI flag's help and the end of the one-line error of a bad value.
+
+    Parameters
+    ----------
+    **data
+        The options, by field name (the subclass's fields); an old name in ``renamed`` is read as its
+        new one.
+    """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, protected_namespaces=())
 
