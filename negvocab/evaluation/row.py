@@ -76,6 +76,69 @@ class ResultRow:
     ``M`` and ``order``: a sweep's vocabulary size M and its order; ``cell``: a grid cell's digest;
     ``extra``: anything else a row holds (NegLabel top-k bounds, ...). ``layout``: where the row
     came from (:data:`LAYOUTS`).
+
+    Parameters
+    ----------
+    method : str
+        The method.
+    ood_set : str
+        The OOD set, or a summary (``mean``, ``near-ood``, ``far-ood``).
+    convention : str
+        The metrics' convention.
+    tpr : float
+        The true-positive rate at which FPR is read.
+    fpr, auroc, aupr_in, aupr_out : float
+        The metrics.
+    n_id : int
+        ID images.
+    n_ood : int
+        OOD images.
+    model : str, default ""
+        The model.
+    pretrained : str, optional
+        The model's weights.
+    random_weights : bool, default False
+        Scored with random weights.
+    vocabulary : str, default ""
+        The vocabulary's name.
+    vocab_source : str, default ""
+        The vocabulary's source.
+    vocab_hash : str, default ""
+        The vocabulary's hash.
+    vocab_size : int, default 0
+        The vocabulary size M.
+    deployable : bool, default True
+        False for a vocabulary that is not deployable.
+    caveats : mapping kind -> text, default {}
+        Why the vocabulary is not deployable.
+    params : mapping, optional
+        The method's parameters.
+    templates : str, default ""
+        The prompt templates.
+    aupr_method : str, optional
+        How AUPR was computed under the convention.
+    intervals : mapping metric -> (low, high), default {}
+        Bootstrap intervals.
+    ci_level : float, optional
+        The intervals' level.
+    n_boot : int, optional
+        Bootstrap draws.
+    ci_resample : str, optional
+        What the bootstrap resampled.
+    n_ood_sets : int, optional
+        OOD sets a summary row averages.
+    ood_sets : tuple of str, optional
+        The OOD sets of a group row.
+    M : int, optional
+        A sweep's vocabulary size.
+    order : str, optional
+        A sweep's order.
+    cell : str, optional
+        A grid cell's digest.
+    extra : mapping, default {}
+        Anything else a row holds.
+    layout : Layout, default "score"
+        Where the row came from (:data:`LAYOUTS`).
     """
 
     method: str
