@@ -363,6 +363,7 @@ def coverage(
     name : str, optional
         The set's name in the results (default the image set's own name).
     """
+    # long: the Parameters section is a third of it; the body is the analysis steps in order, each a call
     method = check_gains_method(method, {}, what="coverage needs")  # before any model work
     convention = M.check_convention(convention)
     own = getattr(vlm, "logit_scale", None)  # a method's model_scale parameter takes it, as in score

@@ -193,6 +193,7 @@ def evaluate_vocabularies(
     -------
     Evaluation
     """
+    # long: the Parameters section is a third of it; the body is the pipeline in order, each step a call
     methods, specs, named = _checked_jobs(methods, vocabs, convention, tpr, n_boot, seed, params, templates, explain_k)
     convention = M.check_convention(convention)
     params = dict(params or {})

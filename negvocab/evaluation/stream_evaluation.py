@@ -482,6 +482,7 @@ def evaluate_stream_vocabularies(
     -------
     Evaluation
     """
+    # long: the Parameters section is a third of it; the body checks every argument, then runs each job
     params = dict(params or {})
     specs, own, seeds = _checked_methods(
         methods, params, stream_batch, order, stream_seed, id_ood_ratio, convention, tpr, n_boot, seed, templates

@@ -144,45 +144,7 @@ def default_rows(rows: Sequence[Mapping[str, Any]], cols: Sequence[str], where: 
 
 @dataclass
 class Table:
-    """Values ``[row, column, metric]`` in [0, 1] with intervals and bold marks; see the module docstring.
-
-    Parameters
-    ----------
-    metrics : list of str
-        The metrics, side by side.
-    row_axes : tuple of str
-        The axes of the rows.
-    col_axes : tuple of str
-        The axes of the columns.
-    index : list of str
-        The row entries.
-    columns : list of str
-        The column entries.
-    values : ndarray, shape (rows, columns, metrics)
-        The values, in [0, 1].
-    low, high : ndarray, shape (rows, columns, metrics)
-        The intervals' bounds.
-    bold : ndarray, shape (rows, columns, metrics)
-        The bold marks.
-    tpr : float
-        The true-positive rate at which FPR is read.
-    summary_rows : list of bool
-        Which rows are means.
-    summary_cols : list of bool
-        Which columns are means.
-    intervals : bool, default False
-        Show the intervals beside the values.
-    caption : str, default ""
-        The table's caption.
-    label : str, default ""
-        The table's label (LaTeX).
-    notes : list of str, default []
-        The caption's notes.
-    spread : ndarray, optional
-        The standard deviation beside a mean over models or over stream seeds (None: no spread anywhere).
-    streams : ndarray, optional
-        A test-time cell's stream in words (None: no test-time cell).
-    """
+    """Values ``[row, column, metric]`` in [0, 1] with intervals and bold marks; see the module docstring."""
 
     metrics: list[str]
     row_axes: tuple[str, ...]
@@ -471,53 +433,6 @@ def build_table(
     winner of each column (``bold_by="cols"``) or row (``"rows"``) by a paired bootstrap over the
     per-image ``scores`` (``n_boot`` draws from ``seed``, interval at ``level``); without ``scores``
     nothing is bold. ``failed``: model -> reason, noted in the caption.
-
-    Parameters
-    ----------
-    rows : sequence of mappings
-        Result rows.
-    metric : str or sequence of str, default "fpr"
-        The metric, or several side by side.
-    rows_by : str or sequence of str, default "model"
-        The axis (or axes) of the rows.
-    cols_by : str or sequence of str, default "ood_set"
-        The axis (or axes) of the columns.
-    where : mapping, optional
-        Fixes the other axes.
-    mean_rows : bool, default False
-        Add the mean over the row entries.
-    mean_cols : bool, default False
-        Add the mean over the column entries.
-    row_groups : mapping name -> sequence of str, optional
-        One mean row per named group of row entries.
-    col_groups : mapping name -> sequence of str, optional
-        One mean column per named group of column entries.
-    intervals : bool, default False
-        Show the intervals beside the values.
-    bold : str, default "paired"
-        The bold rule: ``"paired"`` or ``"none"``.
-    bold_by : str, default "cols"
-        Which entries compete: those of a column (``"cols"``) or of a row (``"rows"``).
-    ties : str, default "none"
-        ``"none"``: no entry bold on a tie; ``"all"``: the best and every entry not distinguishable from it.
-    scores : ScoreGetter, optional
-        The per-image scores the paired bootstrap reads; without them nothing is bold.
-    level : float, default 0.95
-        The paired bootstrap's level.
-    n_boot : int, default 1000
-        The paired bootstrap's draws.
-    seed : int, default 0
-        Seed of the draws.
-    mix_kinds : bool, default False
-        Let a mean span kinds of entries.
-    baselines : bool, default True
-        Keep the rows of batch methods without a vocabulary (MCM).
-    caption : str, default ""
-        The table's caption.
-    label : str, default ""
-        The table's label (LaTeX).
-    failed : mapping model -> reason, optional
-        Models that failed, noted in the caption.
     """
     metrics = [metric] if isinstance(metric, str) else list(metric)
     bold = _check_rules(metrics, bold, bold_by, ties)

@@ -427,6 +427,7 @@ def register_method(  # type: ignore[misc]  # the overloads' **kw stand for the 
         Replace the method whose name or alias is taken instead of refusing it (a notebook re-running
         its cell).
     """
+    # long: the Parameters section is half of it; the body checks the whole entry before registering it
     if kernel is _DECORATE:
         return decorator(register_method, name, {k: v for k, v in locals().items() if k not in ("name", "kernel")})
     what = f"method {str(name).strip().lower()!r}"
