@@ -79,7 +79,14 @@ def layout(groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 def layout_embeddings(neg: torch.Tensor, index: np.ndarray) -> torch.Tensor:
     """Negative embeddings in layout order ``[L*G, d]``; padding rows are zero (masked later)."""
-    flat = torch.as_tensor(index.reshape(-1), device=neg.device)
+    flat_np = index.reshape(-1)
+    m = int((flat_np >= 0).sum())
+    if np.array_equal(flat_np[:m], np.arange(m)) and (flat_np[m:] < 0).all():
+        # ranks already in layout order (stratified): the first m negatives, zero rows appended;
+        # no copy when none are (the returned tensor may be ``neg`` itself: read it only)
+        lay = neg[:m] if len(flat_np) == m else torch.cat([neg[:m], neg.new_zeros((len(flat_np) - m, neg.shape[1]))])
+        return lay.contiguous()
+    flat = torch.as_tensor(flat_np, device=neg.device)
     out = neg[flat.clamp(min=0)]
     out[flat < 0] = 0
     return out
