@@ -3,6 +3,8 @@ own MCM detector on the same embeddings, and its OODMetrics on our scores agains
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -164,6 +166,9 @@ def test_every_detector_names_its_paper_as_the_registry_and_pytorch_ood_do(vlm, 
     own = {"msp": "MaxSoftmax", "maxlogit": "MaxLogit", "energy": "EnergyBased", "gen": "GEN"}.get(method)
     if own is not None:
         assert paper == getattr(ood_detector, own).info.paper
+    if not re.search(r"\b(19|20)\d\d\b|arXiv:", citation or ""):  # a plug-in's own words (the toy's): no paper
+        assert own is None and paper is None
+        return
     assert paper.title.casefold() in citation.casefold()
     arxiv = citation.split("arXiv:")[1].split(")")[0] if "arXiv:" in citation else None
     assert str(paper.year) in citation or (arxiv and paper.year == 2000 + int(arxiv[:2]))
