@@ -105,7 +105,8 @@ COMMANDS: dict[str, LazyCommand] = {
     "published": _cmd(
         "published",
         "The anchors' published figures (FPR@95 and AUROC in percent, as published) with their exact\n"
-        "settings and where each was read; tables mark them published, beside negvocab's own rows.",
+        "settings, benchmark and ID split, kind, source and how each was checked; tables mark them published,\n"
+        "beside negvocab's own rows of the same benchmark and ID split only.",
     ),
     "report": _cmd(
         "report",
