@@ -72,10 +72,17 @@ class AdaNeg(StreamMethod):
         super().__init__(**params)
         self.needs_negatives = True
 
-    def setup(self, *args: Any, **kw: Any) -> AdaNeg:
+    def setup(
+        self,
+        id_emb: Embeddings,
+        neg_emb: Embeddings | None = None,
+        *,
+        id_images: Embeddings | None = None,
+        **inputs: Any,
+    ) -> AdaNeg:
         """:meth:`StreamMethod.setup`; the first reset builds the state, later ones restore the classes written."""
         self._clean: torch.Tensor | None = None
-        super().setup(*args, **kw)
+        super().setup(id_emb, neg_emb, id_images=id_images, **inputs)
         return self
 
     def init_state(self) -> None:
@@ -232,15 +239,15 @@ class AdaNeg(StreamMethod):
         norm2 = torch.einsum("ncs,cst,nct->nc", w, self.gram, w)  # gram: (C, slots, slots), kept per class
         return (w * cos).sum(dim=2) / norm2.sqrt()
 
-    def by_class(self, rows: Any) -> Any:
+    def by_class(self, rows: Embeddings) -> Embeddings:
         """``rows`` of the state (``memory``, ``entropy``, ``filled``: one per class, held in group
         order) in the classes' own order: ID classes, then the negatives as given."""
         import torch
 
         if isinstance(rows, torch.Tensor):
-            out = torch.empty_like(rows)
-            out[torch.as_tensor(self.classes, device=rows.device)] = rows
-            return out
+            held = torch.empty_like(rows)
+            held[torch.as_tensor(self.classes, device=rows.device)] = rows
+            return held
         out = np.empty_like(rows)
         out[self.classes] = rows
         return out

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.core.errors import InputError
+from negvocab.core.types import Embeddings
 from negvocab.scoring.methods import Param
 from negvocab.scoring.stream import StreamMethod, register_stream_method
 
@@ -338,10 +339,17 @@ class TANL(StreamMethod):
 
         return f64(self.id_emb), f64(self.neg_emb), f64(self.extra["noise_images"])
 
-    def setup(self, *args: Any, **kw: Any) -> TANL:
+    def setup(
+        self,
+        id_emb: Embeddings,
+        neg_emb: Embeddings | None = None,
+        *,
+        id_images: Embeddings | None = None,
+        **inputs: Any,
+    ) -> TANL:
         """:meth:`StreamMethod.setup`; the state before the first batch is computed once per set-up."""
         self._initial: tuple[Any, ...] | None = None
-        super().setup(*args, **kw)
+        super().setup(id_emb, neg_emb, id_images=id_images, **inputs)
         return self
 
     def init_state(self) -> None:
