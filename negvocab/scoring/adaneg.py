@@ -72,18 +72,9 @@ class AdaNeg(StreamMethod):
         super().__init__(**params)
         self.needs_negatives = True
 
-    def setup(
-        self,
-        id_emb: Embeddings,
-        neg_emb: Embeddings | None = None,
-        *,
-        id_images: Embeddings | None = None,
-        **inputs: Any,
-    ) -> AdaNeg:
-        """:meth:`StreamMethod.setup`; the first reset builds the state, later ones restore the classes written."""
+    def _forget_setup(self) -> None:
+        """A new set-up: the first reset builds the state, later ones restore the classes written."""
         self._clean: torch.Tensor | None = None
-        super().setup(id_emb, neg_emb, id_images=id_images, **inputs)
-        return self
 
     def init_state(self) -> None:
         """The memory of text embeddings alone. Built once per set-up; a reset restores only the classes

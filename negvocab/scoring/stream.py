@@ -55,7 +55,7 @@ import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar, overload
+from typing import Any, ClassVar, Self, TypeVar, overload
 
 import numpy as np
 
@@ -323,7 +323,7 @@ class StreamMethod:
         *,
         id_images: Embeddings | None = None,
         **inputs: Any,
-    ) -> StreamMethod:
+    ) -> Self:
         """Set up on the ID side (no test image): class prompt embeddings (K, d), negatives (M, d),
         optional few-shot ID image features (n, d) and the inputs the class names; then :meth:`reset`.
         Returns ``self``."""
@@ -345,8 +345,13 @@ class StreamMethod:
         self.id_images = None if id_images is None else _rows(id_images, "id_images", dim)
         self.extra = {k: self.check_input(k, v, dim) for k, v in inputs.items()}
         self._ready = True
+        self._forget_setup()
         self.reset()
         return self
+
+    def _forget_setup(self) -> None:
+        """Drop what a method derived from an earlier set-up (called by :meth:`setup` before :meth:`reset`);
+        a method that keeps set-up work across resets overrides it."""
 
     def reset(self) -> None:
         """Forget every test image (the state after :meth:`setup`); :func:`run_stream` calls it first."""

@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from negvocab.core.errors import InputError
-from negvocab.core.types import Embeddings
 from negvocab.scoring.methods import Param
 from negvocab.scoring.stream import StreamMethod, register_stream_method
 
@@ -339,18 +338,9 @@ class TANL(StreamMethod):
 
         return f64(self.id_emb), f64(self.neg_emb), f64(self.extra["noise_images"])
 
-    def setup(
-        self,
-        id_emb: Embeddings,
-        neg_emb: Embeddings | None = None,
-        *,
-        id_images: Embeddings | None = None,
-        **inputs: Any,
-    ) -> TANL:
-        """:meth:`StreamMethod.setup`; the state before the first batch is computed once per set-up."""
+    def _forget_setup(self) -> None:
+        """A new set-up: the state before the first batch is computed once per set-up."""
         self._initial: tuple[Any, ...] | None = None
-        super().setup(id_emb, neg_emb, id_images=id_images, **inputs)
-        return self
 
     def init_state(self) -> None:
         """The queues (ID prompts' and noise images' activations, shuffled by ``seed``, the last
