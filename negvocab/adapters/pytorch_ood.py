@@ -170,6 +170,14 @@ class NegvocabDetector(FeaturesDetector):
     requires_fit = False
     method: str = "neglabel"
 
+    def __init_subclass__(cls, method: str | None = None, **kwargs: Any) -> None:
+        """``class MyDetector(NegvocabDetector, method="name")``: a detector class of one method, whose
+        ``info`` names that method's paper."""
+        super().__init_subclass__(**kwargs)
+        if method is not None:
+            cls.method = method
+            cls.info = method_info(method)
+
     def __init__(
         self,
         vlm: VLM,
@@ -251,93 +259,41 @@ class NegvocabDetector(FeaturesDetector):
         return (-self.zeroshot.score_features(x, local)).to(device=device, dtype=torch.float32)
 
 
-class NegLabelDetector(NegvocabDetector):
+class NegLabelDetector(NegvocabDetector, method="neglabel"):
     """NegLabel (Jiang et al., ICLR 2024) with a negvocab vocabulary, as a pytorch-ood detector.
 
     Parameters
     ----------
-    vlm : VLM
-        The open_clip model.
-    method : str, optional
-        Any registered method (default the class's: ``neglabel``).
-    id_classes : IdClasses, iterable of str, or None
-        The ID label space (default ImageNet-1k).
-    vocabulary : Vocabulary, str, iterable of str, or None
-        The negatives of the methods that take them: a vocabulary, its file's path, or its labels.
-    templates : str or list of str, default "paper8"
-        The prompt preset or list.
-    **params
-        The method's parameters (checked against the registry, as ``negvocab.score`` does).
+    vlm, method, id_classes, vocabulary, templates, **params
+        As for :class:`NegvocabDetector`; ``method`` defaults to ``"neglabel"``.
     """
 
-    method = "neglabel"
-    info = method_info("neglabel")
 
-
-class EOEDetector(NegvocabDetector):
+class EOEDetector(NegvocabDetector, method="eoe"):
     """EOE (Cao et al., ICML 2024) with envisioned outlier labels, as a pytorch-ood detector.
 
     Parameters
     ----------
-    vlm : VLM
-        The open_clip model.
-    method : str, optional
-        Any registered method (default the class's: ``eoe``).
-    id_classes : IdClasses, iterable of str, or None
-        The ID label space (default ImageNet-1k).
-    vocabulary : Vocabulary, str, iterable of str, or None
-        The negatives of the methods that take them: a vocabulary, its file's path, or its labels.
-    templates : str or list of str, default "paper8"
-        The prompt preset or list.
-    **params
-        The method's parameters (checked against the registry, as ``negvocab.score`` does).
+    vlm, method, id_classes, vocabulary, templates, **params
+        As for :class:`NegvocabDetector`; ``method`` defaults to ``"eoe"``.
     """
 
-    method = "eoe"
-    info = method_info("eoe")
 
-
-class MCMDetector(NegvocabDetector):
+class MCMDetector(NegvocabDetector, method="mcm"):
     """MCM (Ming et al., NeurIPS 2022), as a pytorch-ood detector.
 
     Parameters
     ----------
-    vlm : VLM
-        The open_clip model.
-    method : str, optional
-        Any registered method (default the class's: ``mcm``).
-    id_classes : IdClasses, iterable of str, or None
-        The ID label space (default ImageNet-1k).
-    vocabulary : Vocabulary, str, iterable of str, or None
-        The negatives of the methods that take them: a vocabulary, its file's path, or its labels.
-    templates : str or list of str, default "paper8"
-        The prompt preset or list.
-    **params
-        The method's parameters (checked against the registry, as ``negvocab.score`` does).
+    vlm, method, id_classes, vocabulary, templates, **params
+        As for :class:`NegvocabDetector`; ``method`` defaults to ``"mcm"``.
     """
 
-    method = "mcm"
-    info = method_info("mcm")
 
-
-class GLMCMDetector(NegvocabDetector):
+class GLMCMDetector(NegvocabDetector, method="glmcm"):
     """GL-MCM (Miyai et al., 2023), as a pytorch-ood detector (``predict`` computes the patch features).
 
     Parameters
     ----------
-    vlm : VLM
-        The open_clip model.
-    method : str, optional
-        Any registered method (default the class's: ``glmcm``).
-    id_classes : IdClasses, iterable of str, or None
-        The ID label space (default ImageNet-1k).
-    vocabulary : Vocabulary, str, iterable of str, or None
-        The negatives of the methods that take them: a vocabulary, its file's path, or its labels.
-    templates : str or list of str, default "paper8"
-        The prompt preset or list.
-    **params
-        The method's parameters (checked against the registry, as ``negvocab.score`` does).
+    vlm, method, id_classes, vocabulary, templates, **params
+        As for :class:`NegvocabDetector`; ``method`` defaults to ``"glmcm"``.
     """
-
-    method = "glmcm"
-    info = method_info("glmcm")

@@ -123,9 +123,6 @@ class ZeroShot:
     the input registry makes from the model (NegRefine's pair texts, TANL's noise images); its entry's
     capabilities decide what is computed (negatives, patch features, the model's scale). A test-time
     method sees the batches scored as one stream, in the order they come; :meth:`reset` starts a new one.
-    ``id_classes``: the ID label space (default ImageNet-1k); ``vocabulary``: the negatives of the
-    methods that take them (neglabel, eoe, neglabel_eoe); ``templates``: the prompt preset or list;
-    ``params``: the method's parameters (checked against the registry, as ``negvocab.score`` does).
     The logit baselines (msp, maxlogit, energy, gen) take the model's own logit scale unless
     ``logit_scale`` is given (100 for CLIP's released weights; ``negvocab.score``'s default).
 
@@ -135,14 +132,10 @@ class ZeroShot:
         The model.
     method : str, default "neglabel"
         Any registered method.
-    id_classes : IdClasses, iterable of str, or None
-        The ID label space (default ImageNet-1k).
-    vocabulary : Vocabulary, str, iterable of str, or None
-        The negatives of the methods that take them: a vocabulary, its file's path, or its labels.
-    templates : str or list of str, default "paper8"
-        The prompt preset or list.
-    **params
-        The method's parameters (checked against the registry, as ``negvocab.score`` does).
+    id_classes, vocabulary, templates, **params
+        As for :class:`negvocab.adapters.pytorch_ood.NegvocabDetector`, which holds this engine: the ID
+        label space, the negatives (a vocabulary, its file or its labels), the prompts, the method's
+        parameters.
     """
 
     def __init__(
