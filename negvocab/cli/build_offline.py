@@ -17,7 +17,7 @@ from negvocab.builders.oracle import build_oracle_vocabulary
 from negvocab.builders.registry import get_builder
 from negvocab.builders.siblings import build_sibling_vocabulary, check_counts, sibling_id_classes
 from negvocab.cli.app import build_app
-from negvocab.cli.common_options import OutOpt
+from negvocab.cli.common_options import OutOpt, SynonymFilterOpt
 from negvocab.cli.labelspace import LabelSpaceOptions, say_mapping
 from negvocab.cli.options import (
     ModelOptions,
@@ -213,7 +213,7 @@ def _save_mined(output: Path, vocab: Vocabulary, checked: bool, vlm: object) -> 
 
 @build_app.command("oracle", help=get_builder("oracle").summary)
 def build_oracle(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Vocabulary JSON to write.")],
+    output: OutOpt,
     labels: Annotated[
         Path | None,
         typer.Option("--labels", help="OOD labels: one a line, or a Fi-ImageNet-1k list with a label column."),
@@ -221,9 +221,7 @@ def build_oracle(
     ood: Annotated[
         Path | None, typer.Option("--ood", help="OOD class folders (NINCO layout): labels from folder names.")
     ] = None,
-    synonym_filter: Annotated[
-        bool, typer.Option("--synonym-filter/--no-synonym-filter", help="Drop labels naming an ImageNet-1k class.")
-    ] = True,
+    synonym_filter: SynonymFilterOpt = True,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """The oracle vocabulary: the OOD set's own labels (a lower bound on FPR@95, NOT deployable)."""

@@ -11,6 +11,7 @@ import typer
 from negvocab.builders.registry import get_builder
 from negvocab.builders.wordnet import build_wordnet_vocabulary, check_quantile
 from negvocab.cli.app import build_app
+from negvocab.cli.common_options import SynonymFilterOpt
 from negvocab.cli.labelspace import LabelSpaceOptions, say_mapping
 from negvocab.cli.options import (
     ModelOptions,
@@ -78,9 +79,7 @@ def build_wordnet(
         ),
     ] = None,
     templates: TemplatesOpt = "paper8",
-    synonym_filter: Annotated[
-        bool, typer.Option("--synonym-filter/--no-synonym-filter", help="Drop labels naming an ID class.")
-    ] = True,
+    synonym_filter: SynonymFilterOpt = True,
     space: LabelSpaceOptions,
     overwrite: OverwriteOpt = False,
 ) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 from importlib import resources
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from negvocab.cli.app import app
+from negvocab.cli.common_options import PrintedOutputOpt
 from negvocab.cli.options import OverwriteOpt
 from negvocab.cli.outputs import check_output, writing
 from negvocab.core.atomic import is_stdout, write_text
@@ -74,9 +74,7 @@ def methods_cmd(
         str | None,
         typer.Option("--section", "-s", help="Only the section whose heading contains this text, e.g. 'Conventions'."),
     ] = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the document to this file instead of printing it.")
-    ] = None,
+    output: PrintedOutputOpt = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """The methods document: how every score, metric and convention is computed (results cite it)."""

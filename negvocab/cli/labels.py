@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from negvocab.cli.app import app
+from negvocab.cli.common_options import PrintedOutputOpt
 from negvocab.cli.labelspace import LabelSpaceOptions, say_mapping
 from negvocab.cli.logs import is_quiet, verbosity
 from negvocab.cli.options import OverwriteOpt, option_group
@@ -34,7 +35,6 @@ from negvocab.vocab import Vocabulary
 
 __all__ = [
     "CLASS_FORMATS",
-    "OutOpt",
     "candidates",
     "classes",
     "drop",
@@ -51,7 +51,6 @@ __all__ = [
 ]
 
 CLASS_FORMATS = ("txt", "tsv", "csv", "json")
-OutOpt = Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: print; - also prints).")]
 
 
 def _choice(value: str, choices: tuple[str, ...], option: str) -> str:
@@ -92,7 +91,7 @@ def classes(
             help="txt (one clean name a line), tsv, csv or json; default: the --output suffix, else tsv.",
         ),
     ] = None,
-    output: OutOpt = None,
+    output: PrintedOutputOpt = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Print or export the ImageNet-1k label space: wnid, CLIP clean name, WordNet 3.0 synonyms."""

@@ -20,6 +20,7 @@ import typer
 
 from negvocab.builders.llm_classes import select_classes
 from negvocab.cli.app import app
+from negvocab.cli.common_options import PrintedOutputOpt
 from negvocab.cli.options import HintOpt, LabelSpaceOpt, MapClassesOpt, OverwriteOpt
 from negvocab.cli.outputs import check_output, writing
 from negvocab.core.atomic import is_stdout, write_text
@@ -159,9 +160,7 @@ def map_classes(
             "--format", "-f", help="pinned (NAME<TAB>WNID, a class file), tsv or json; default: the --output suffix."
         ),
     ] = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="File to write (default: print the table; - also prints).")
-    ] = None,
+    output: PrintedOutputOpt = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Map a label space's class names to WordNet 3.0 noun synsets; say how each was chosen and which

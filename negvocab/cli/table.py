@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, overload
 import typer
 
 from negvocab.cli.app import app
+from negvocab.cli.common_options import PrintedOutputOpt
 from negvocab.cli.options import OverwriteOpt, option_group
 from negvocab.cli.outputs import check_output, writing
 from negvocab.core.atomic import is_stdout, write_text
@@ -204,9 +205,7 @@ def table_cmd(
             "caption names each one's source (negvocab published lists them).",
         ),
     ] = False,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="File to write (default: standard output).")
-    ] = None,
+    output: PrintedOutputOpt = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """A table as in the paper from results folders: any rows x columns, means, intervals, captions."""
