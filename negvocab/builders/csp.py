@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from negvocab.builders.wordnet import _as_candidates, check_quantile, quantile_from_top, quantile_top_k
+from negvocab.builders.wordnet import _as_candidates, check_quantile, check_selection, quantile_from_top, quantile_top_k
 from negvocab.core.errors import InputError
 from negvocab.labels.candidates import Candidate, wordnet_candidates
 from negvocab.labels.imagenet import imagenet1k
@@ -265,21 +265,12 @@ def build_csp_vocabulary(
         The ID classes (default ImageNet-1k).
     max_similarity : float, default 0.95
         A candidate whose largest cosine to an ID class exceeds it goes last (:func:`csp_distances`).
-    synonym_filter : bool, default True
-        Drop labels that name an ID class.
-    batch_size : int, optional
-        The encoder batch size (``vlm.encode_text``'s).
-    progress : bool, optional
-        Show progress bars (``vlm.encode_text``'s default when None).
+    synonym_filter, batch_size, progress
+        As for :func:`negvocab.builders.wordnet.build_wordnet_vocabulary`: drop labels that name an ID
+        class; the encoder batch size; progress bars.
     """
     # long: CSP's recipe in order (candidates, conjugation, encode, rank, filter, cut); each step is a call
-    if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
-        raise InputError(f"size (M, the vocabulary size) must be an integer >= 1, got {size!r}", param="size")
-    if ratio is not None and not 0 < ratio <= 1:
-        raise InputError(f"ratio must be in (0, 1], got {ratio}", param="ratio")
-    if ratio is not None and size is not None:
-        raise InputError("give either size or ratio, not both", param="ratio")
-    check_quantile(quantile)
+    check_selection(size, ratio, quantile)
     custom = candidates is not None
     nouns, adjectives = csp_candidates(preset, candidates=candidates)
     drawn = _draw(len(adjectives), seed, superclasses)

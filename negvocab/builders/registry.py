@@ -310,24 +310,11 @@ def register_builder(  # type: ignore[misc]  # the overloads' **kw stand for the
         The pydantic model that validates its options.
     source : str, optional
         What its vocabularies record in ``Vocabulary.source`` (default ``name``).
-    summary : str, default ""
-        One line: what it builds (the CLI help).
-    ranked : bool, default False
-        Its labels are ranked: the first M are the vocabulary of size M.
-    deployable : bool, default True
-        False: built from what it is evaluated on (the oracle).
-    needs : iterable of str, default ()
-        Of ``"vlm"``, ``"llm"``, ``"images"``.
-    paper : str, default ""
-        The paper it comes from.
-    examples : iterable of str, default ()
-        CLI examples shown in its ``--help``.
-    aliases : iterable of str, default ()
-        Other names of the builder.
-    texts : callable or str, optional
-        ``texts(options, n_classes)``: how many texts it embeds.
-    estimate : callable or str, optional
-        An LLM builder's dry run.
+    summary, ranked, deployable, needs, paper, examples, aliases, texts, estimate
+        The :class:`Builder` fields of those names (``needs``, ``examples`` and ``aliases`` as any
+        iterable of str): its help line, whether its labels are ranked, whether it is deployable,
+        what it needs, its paper, CLI examples, other names, ``texts(options, n_classes)`` and an LLM
+        builder's dry run.
     replace : bool, default False
         Replace the builder whose name or alias is taken instead of refusing it.
     """

@@ -81,6 +81,18 @@ def quantile_from_top(top_desc: np.ndarray, n_id: int, quantile: float) -> np.nd
     return a + frac * (b - a)
 
 
+def check_selection(size: int | None, ratio: float | None, quantile: float) -> None:
+    """Refuse a vocabulary size M that is not an integer >= 1, a ratio outside (0, 1], both at once, or a
+    bad quantile, before a ranked builder's long embedding pass."""
+    if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
+        raise InputError(f"size (M, the vocabulary size) must be an integer >= 1, got {size!r}", param="size")
+    if ratio is not None and not 0 < ratio <= 1:
+        raise InputError(f"ratio must be in (0, 1], got {ratio}", param="ratio")
+    if ratio is not None and size is not None:
+        raise InputError("give either size or ratio, not both", param="ratio")
+    check_quantile(quantile)
+
+
 def check_quantile(quantile: float) -> None:
     """Raise :class:`InputError` unless ``quantile`` is a quantile level in (0, 1]."""
     if not 0.0 < quantile <= 1.0:
@@ -249,13 +261,7 @@ def build_wordnet_vocabulary(
         Show progress bars (``vlm.encode_text``'s default when None).
     """
     # long: the paper's recipe in order (pool, encode, farthest-first, filter); each step is a call
-    if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
-        raise InputError(f"size (M, the vocabulary size) must be an integer >= 1, got {size!r}", param="size")
-    if ratio is not None and not 0 < ratio <= 1:
-        raise InputError(f"ratio must be in (0, 1], got {ratio}")
-    if ratio is not None and size is not None:
-        raise InputError("give either size or ratio, not both")
-    check_quantile(quantile)  # before the long embedding pass, not after it
+    check_selection(size, ratio, quantile)  # before the long embedding pass, not after it
     custom = candidates is not None
     if candidates is None:
         candidates = wordnet_candidates(preset)

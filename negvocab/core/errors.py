@@ -43,10 +43,8 @@ class InputError(NegvocabError, ValueError):
 
     Parameters
     ----------
-    *args
-        The message (one line), as :class:`Exception` takes it.
-    param : str or sequence of str, optional
-        The parameter (or parameters) the message names.
+    *args, param
+        As for :class:`NegvocabError`: the one-line message, and the parameter(s) it names.
     """
 
 
@@ -55,10 +53,8 @@ class ResourceError(NegvocabError, RuntimeError):
 
     Parameters
     ----------
-    *args
-        The message (one line), as :class:`Exception` takes it.
-    param : str or sequence of str, optional
-        The parameter (or parameters) the message names.
+    *args, param
+        As for :class:`NegvocabError`: the one-line message, and the parameter(s) it names.
     """
 
 

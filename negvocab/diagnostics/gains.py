@@ -96,12 +96,8 @@ class RepairCurve:
     ----------
     rows : list of dict
         ``{"step", "label", "fpr", "auroc", "fpr_gain"}`` per step, step 0 the vocabulary as given.
-    method : str
-        The method that scored the images.
-    convention : str
-        The metrics' convention.
-    tpr : float
-        The true-positive rate at which FPR is read.
+    method, convention, tpr
+        As for :class:`MarginalGains`: the method, the metrics' convention, the TPR of FPR.
     oracle : bool, default False
         The labels came from the evaluated OOD set.
     meta : dict, default {}

@@ -128,20 +128,10 @@ def sweep_vocabulary(
         A method a sweep can serve.
     references : mapping name -> Vocabulary, optional
         Vocabularies scored at their full size beside the sweep.
-    id_classes : IdClasses, optional
-        The ID classes; default those the ID set's benchmark names, else ImageNet-1k's.
-    templates : str, default "paper8"
-        The prompt templates that encode the class names and labels.
-    params : mapping, optional
-        Go to the scorer, as in :func:`evaluate_vocabularies`.
-    convention : str, default "paper"
-        The metrics' convention (see :mod:`negvocab.scoring.metrics`).
-    tpr : float, default 0.95
-        The true-positive rate at which FPR is read.
-    n_boot : int, default 1000
-        Bootstrap resamples (of the OOD images) for the intervals.
-    seed : int, default 0
-        Seed of the bootstrap draws.
+    id_classes, templates, params, convention, tpr, n_boot, seed
+        As in :func:`evaluate_vocabularies`: the ID classes, the prompt templates, the scorer's
+        parameters, the metrics' convention, the TPR at which FPR is read, the bootstrap resamples (of
+        the OOD images) for the intervals and their seed.
     name : str, optional
         Names the swept vocabulary in rows and legends (default its source).
     order : str, default "ranked"

@@ -119,20 +119,15 @@ def register_input(
     name: str, doc: str, *, per_image: bool = False, make: Maker | str | None = None, replace: bool = False
 ) -> InputProvider:
     """Declare a method input: ``per_image`` (given with each batch) or a set-up input made by ``make``
-        (``make(context: InputContext)``, a callable or ``"pkg.module:function"``, checked now where it is not
-    negvocab's own; None: the caller passes it).
-        A per-image input has no set-up maker. A taken name is :class:`InputError` unless ``replace``.
+    (``make(context: InputContext)``, a callable or ``"pkg.module:function"``, checked now where it is not
+    negvocab's own; None: the caller passes it). A per-image input has no set-up maker. A taken name is
+    :class:`InputError` unless ``replace``.
 
     Parameters
     ----------
-    name : str
-        The input's name.
-    doc : str
-        What it is.
-    per_image : bool, default False
-        Given with each batch, instead of at set-up.
-    make : callable or str, optional
-        ``make(context: InputContext)``, the set-up input's maker (None: the caller passes it).
+    name, doc, per_image, make
+        The :class:`InputProvider` fields of those names: the input's name, what it is, whether it comes
+        with each batch, and the set-up maker.
     replace : bool, default False
         Replace an input of the same name instead of refusing it.
     """
