@@ -2,9 +2,10 @@
 
 Prompt tokens are estimated at 4 characters a token plus a few per message (no tokenizer is
 needed); answer tokens at ``TOKENS_PER_LABEL`` per asked label plus the JSON frame. Prices are US
-dollars per million tokens (input, output) from OpenAI's price list as of 2025; the Batch API costs
-half. A model not in the table has no price unless one is given (``--price-in/--price-out``).
-Reasoning models also bill hidden reasoning tokens, which no estimate here includes.
+dollars per million tokens (input, output) from OpenAI's price list as of 2025, shipped as data
+(``negvocab/resources/llm_prices.tsv``); the Batch API costs half. A model not in the table has no
+price unless one is given (``--price-in/--price-out``). Reasoning models also bill hidden reasoning
+tokens, which no estimate here includes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from importlib import resources
 
+from negvocab.core.errors import InputError
 from negvocab.llm.endpoint import is_official
 from negvocab.llm.run import Request
 
@@ -33,24 +36,33 @@ __all__ = [
     "priced_here",
 ]
 
+PRICES_FILE = "resources/llm_prices.tsv"
+
+
+def _read_prices(text: str, where: str = PRICES_FILE) -> dict[str, dict[str, tuple[float, float]]]:
+    """The price table's rows by kind (``alias``, ``snapshot``): model -> (input, output) USD per 1M
+    tokens; a malformed row is :class:`InputError` naming the file, the line and what is allowed."""
+    table: dict[str, dict[str, tuple[float, float]]] = {"alias": {}, "snapshot": {}}
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        cells = line.split("\t")
+        try:
+            model, usd_in, usd_out, kind = cells
+            price = (float(usd_in), float(usd_out))
+        except ValueError:
+            raise InputError(f"{where}:{i}: expected model<TAB>input<TAB>output<TAB>kind with prices in USD") from None
+        if kind not in table or min(price) < 0:
+            raise InputError(f"{where}:{i}: kind must be alias or snapshot and prices >= 0, got {line!r}")
+        table[kind][model] = price
+    return table
+
+
+_TABLE = _read_prices(resources.files("negvocab").joinpath(PRICES_FILE).read_text(encoding="utf-8"))
 #: model -> (USD per 1M input tokens, USD per 1M output tokens), standard (synchronous) tier
-PRICES: dict[str, tuple[float, float]] = {
-    "gpt-5": (1.25, 10.00),
-    "gpt-5-mini": (0.25, 2.00),
-    "gpt-5-nano": (0.05, 0.40),
-    "gpt-4.1": (2.00, 8.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1-nano": (0.10, 0.40),
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4-turbo": (10.00, 30.00),
-    "gpt-3.5-turbo": (0.50, 1.50),
-    "o3": (2.00, 8.00),
-    "o3-mini": (1.10, 4.40),
-    "o4-mini": (1.10, 4.40),
-}
+PRICES: dict[str, tuple[float, float]] = _TABLE["alias"]
 #: dated snapshots priced unlike their alias (the alias moved on)
-SNAPSHOT_PRICES: dict[str, tuple[float, float]] = {"gpt-4o-2024-05-13": (5.00, 15.00)}
+SNAPSHOT_PRICES: dict[str, tuple[float, float]] = _TABLE["snapshot"]
 #: what may follow a known name and still be the same model: a date or "latest"
 _SNAPSHOT = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{4}|latest)$")
 BATCH_DISCOUNT = 0.5

@@ -19,6 +19,7 @@ identity: each journaled result records the mode it was asked in, so a run resum
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -143,17 +144,11 @@ class BadAnswer(Exception):
         self.raw = raw  # the raw items ``labels`` were cleaned from (a short answer)
 
 
-def labels_from_message(
-    content: str | None,
-    refusal: str | None,
-    parsed: LabelList | None,
-    n: int,
-    min_labels: int,
-    mode: str = "json_schema",
-) -> list[str]:
-    """The cleaned labels of one answer read as ``mode`` asks; raises :class:`BadAnswer` when it
-    is not usable (``kind="not_schema"`` when a ``json_schema`` answer is not the schema's JSON)."""
-    return read_answer(content, refusal, parsed, n, min_labels, mode)[0]
+def labels_from_message(*args: Any, **kwargs: Any) -> list[str]:
+    """Deprecated (one release): ``read_answer(...)[0]``, the cleaned labels of one answer (the one reader
+    of an answer returns its raw items too)."""
+    warnings.warn("labels_from_message is deprecated: use read_answer(...)[0]", DeprecationWarning, stacklevel=2)
+    return read_answer(*args, **kwargs)[0]
 
 
 def read_answer(
@@ -164,9 +159,10 @@ def read_answer(
     min_labels: int,
     mode: str = "json_schema",
 ) -> tuple[list[str], list[str]]:
-    """:func:`labels_from_message`, and the answer's raw items the labels were cleaned from (for the
-    journal: the raw strings stay there, so a vocabulary's provenance can list what cleaning changed
-    and dropped)."""
+    """The cleaned labels of one answer read as ``mode`` asks, and the answer's raw items the labels were
+    cleaned from (for the journal: the raw strings stay there, so a vocabulary's provenance can list what
+    cleaning changed and dropped). Raises :class:`BadAnswer` when the answer is not usable
+    (``kind="not_schema"`` when a ``json_schema`` answer is not the schema's JSON)."""
     if refusal:
         raise BadAnswer(f"refused: {refusal[:200]}", "refused", kind="refused", text=refusal)
     if parsed is None and not (content or "").strip():

@@ -114,3 +114,27 @@ def test_prices_only_for_known_models_and_their_snapshots(model, price):
 
     assert price_of(model) == price
     assert price_of(model, {model: (1.0, 2.0)}) == (1.0, 2.0)  # --price-in/--price-out win
+
+
+def test_price_table_is_read_from_its_file_and_a_bad_row_is_one_line():
+    """The shipped price file gives the table (an alias and its dated snapshot priced apart); a row
+    with a missing cell, a word for a price or an unknown kind is refused naming the file and line."""
+    from negvocab.core.errors import InputError
+    from negvocab.llm.cost import PRICES, SNAPSHOT_PRICES, _read_prices, price_of
+
+    assert PRICES["gpt-4o-mini"] == (0.15, 0.60) and SNAPSHOT_PRICES == {"gpt-4o-2024-05-13": (5.0, 15.0)}
+    assert price_of("gpt-4o-2024-05-13") == (5.0, 15.0) and price_of("gpt-4o-2024-08-06") == PRICES["gpt-4o"]
+    good = "# comment\nm1\t1.5\t2\talias\nm1-2024-01-01\t3\t4\tsnapshot\n"
+    assert _read_prices(good) == {"alias": {"m1": (1.5, 2.0)}, "snapshot": {"m1-2024-01-01": (3.0, 4.0)}}
+    for bad in ("m1\t1.5\talias", "m1\tcheap\t2\talias", "m1\t1\t2\tflat", "m1\t-1\t2\talias"):
+        with pytest.raises(InputError, match=r"^prices\.tsv:1: "):
+            _read_prices(bad, "prices.tsv")
+
+
+def test_the_old_answer_reader_warns_and_gives_read_answers_labels():
+    from negvocab.llm.formats import labels_from_message, read_answer
+
+    answer = '{"labels": ["Red Fox", "dog", "red fox"]}'
+    with pytest.warns(DeprecationWarning, match=r"use read_answer\(\.\.\.\)\[0\]"):
+        got = labels_from_message(answer, None, None, 3, 1)
+    assert got == read_answer(answer, None, None, 3, 1)[0] and "red fox" in got
