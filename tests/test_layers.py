@@ -43,6 +43,8 @@ MAX_FUNCTION_LINES = 100  # ruff-formatted lines (80 before the formatter ran)
 LONG_REASON = "# long:"  # a function over the limit says why in a comment that starts so
 #: deprecation shims: re-exports of old module paths, kept for one release
 SHIMS = ("negvocab.build", "negvocab.scoring.run")
+#: function-level imports of one-release deprecation shims, as pyproject.toml's import contracts ignore them
+SHIM_EDGES = {("negvocab.evaluation.stream_evaluation", "negvocab.evaluation.evaluate")}
 
 lint_imports = shutil.which("lint-imports")
 
@@ -237,7 +239,13 @@ def test_the_cli_imports_only_public_names():
 def test_the_import_graph_has_no_circle():
     """Module-level and function-level imports together (a cross-check of the acyclic_siblings contract)."""
     graph = {
-        name: {t for _, targets, _ in _imports(name) for t in targets if t in MODULES and t != name} for name in MODULES
+        name: {
+            t
+            for _, targets, _ in _imports(name)
+            for t in targets
+            if t in MODULES and t != name and (name, t) not in SHIM_EDGES
+        }
+        for name in MODULES
     }
     state: dict[str, int] = {}
     stack: list[str] = []

@@ -347,10 +347,9 @@ def _evaluate(
     shared: dict[str, Any],
 ) -> Any:
     """The library's evaluation of ``sets`` (ID set, OOD sets, vocabularies): the batch and the test-time
-    methods, each tuned first where ``tuning`` has a split (its sets, grid, criterion and whether they are
-    the test sets), merged."""
+    methods in one call, each tuned first where ``tuning`` has a split (its sets, grid, criterion and whether
+    they are the test sets)."""
     from negvocab.evaluation.evaluate import evaluate_vocabularies
-    from negvocab.evaluation.stream_evaluation import evaluate_stream_vocabularies, merge_evaluations
     from negvocab.evaluation.tuning import tune_methods
 
     (id_set, ood_set, vocabs), (tune_sets, grid, criterion, on_test) = sets, tuning
@@ -361,16 +360,10 @@ def _evaluate(
             vlm, tune_sets[0], tune_sets[1], vocabs, [*methods, *streamed], grid=grid, criterion=criterion,
             stream=stream, on_test=on_test, **how,
         )  # fmt: skip
-    ev = None
-    if methods:
-        own = [t for t in tuned if t.method in methods]
-        ev = evaluate_vocabularies(vlm, id_set, ood_set, vocabs, methods, explain_k=explain, tuned=own, **shared)
-    if streamed:
-        own = [t for t in tuned if t.method in streamed]
-        sev = evaluate_stream_vocabularies(vlm, id_set, ood_set, vocabs, streamed, **stream, tuned=own, **shared)
-        ev = sev if ev is None else merge_evaluations(ev, sev)
-    assert ev is not None  # a method was given
-    return ev
+    return evaluate_vocabularies(
+        vlm, id_set, ood_set, vocabs, [*methods, *streamed], stream=stream if streamed else None,
+        explain_k=explain, tuned=tuned, **shared,
+    )  # fmt: skip
 
 
 @app.command("sweep")

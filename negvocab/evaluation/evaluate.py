@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -38,7 +38,8 @@ from negvocab.evaluation.records import (
     vocab_identity,
     vocabularies_meta,
 )
-from negvocab.evaluation.row import ResultRow, file_row
+from negvocab.evaluation.result import Evaluation, EvaluationRun, named_vocabularies, tunings_by_key
+from negvocab.evaluation.stream_evaluation import check_streams, evaluate_streams, merge_evaluations
 from negvocab.scoring import metrics as M
 from negvocab.scoring import scores as S
 from negvocab.scoring.detector import BatchDetector, make_detector
@@ -50,6 +51,7 @@ from negvocab.scoring.methods import (
     canonical_method,
     check_evaluation,
     check_shared,
+    get_method,
     scorer_params,
 )
 from negvocab.scoring.providers import InputContext, image_inputs, setup_inputs
@@ -69,64 +71,8 @@ __all__ = ["ID_EXPLAINED_MAX", "RANDOM_WEIGHTS_WARNING", "Evaluation", "evaluate
 
 
 # ----------------------------------------------------------------------------------------------
-# inputs
-# ----------------------------------------------------------------------------------------------
-def _vocab_name(name: str, vocab: Vocabulary) -> str:
-    return name or f"{vocab.source}-{vocab.short_hash}"
-
-
-# ----------------------------------------------------------------------------------------------
 # evaluation
 # ----------------------------------------------------------------------------------------------
-@dataclass
-class Evaluation:
-    """Scores, metrics and explanations of one ``negvocab score`` run.
-
-    ``rows``: one metrics dict per (method, vocabulary, OOD set), with a ``"mean"`` row per (method,
-    vocabulary) when there are several OOD sets; ``scores``: key -> {"id": [n_id], "ood": [n_ood]}
-    (every OOD set, in order); ``id_images``/``ood_images``: (id, path) of the scored images, aligned
-    with the scores; ``ood_sets``: each OOD set's name and size, in the order of ``ood_images``;
-    ``explanations``: vocabulary name -> one dict per OOD image; ``meta``: model, data, settings;
-    ``id_explanations``: vocabulary name -> one dict per ID image flagged as OOD by one of its runs
-    (:func:`flagged_id_images`: lowest score first, capped).
-    """
-
-    rows: list[dict[str, Any]]
-    scores: dict[str, dict[str, np.ndarray]] = field(repr=False)
-    id_images: list[tuple[str, str]] = field(repr=False)
-    ood_images: list[tuple[str, str]] = field(repr=False)
-    explanations: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
-    meta: dict[str, Any] = field(default_factory=dict, repr=False)
-    ood_sets: dict[str, int] = field(default_factory=dict)
-    id_explanations: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
-
-    def __post_init__(self) -> None:
-        if not self.ood_sets:
-            self.ood_sets = {"ood": len(self.ood_images)}
-        self.rows = [file_row(r) for r in self.rows]  # batch and test-time rows: the one row of every results file
-
-    def __repr__(self) -> str:
-        names = {r.get("vocabulary") or "-" for r in self.rows}
-        return (
-            f"Evaluation({len(self.rows)} rows: methods {sorted({r['method'] for r in self.rows})}, "
-            f"vocabularies {sorted(names)}; {len(self.id_images)} ID images, OOD sets {self.ood_sets}; "
-            f"scores for {len(self.scores)} keys{'; RANDOM WEIGHTS' if self.random_weights else ''})"
-        )
-
-    @property
-    def random_weights(self) -> bool:
-        return bool(self.meta.get("random_weights"))
-
-    @property
-    def records(self) -> list[ResultRow]:
-        """:attr:`rows` as typed records (:class:`negvocab.ResultRow`)."""
-        return [ResultRow.from_dict(r) for r in self.rows]
-
-    def ood_set_of_images(self) -> list[str]:
-        """The OOD set name of each image of ``ood_images``."""
-        return [name for name, n in self.ood_sets.items() for _ in range(n)]
-
-
 def evaluate_vocabularies(
     vlm: VLM,
     id_set: ImageSet | ImageEmbeddings,
@@ -134,6 +80,7 @@ def evaluate_vocabularies(
     vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary],
     methods: Sequence[str] = ("neglabel",),
     *,
+    stream: Mapping[str, Any] | None = None,
     id_classes: IdClasses | None = None,
     templates: str = "paper8",
     params: Mapping[str, Any] | None = None,
@@ -146,6 +93,11 @@ def evaluate_vocabularies(
     tuned: Sequence[Tuning] = (),
 ) -> Evaluation:
     """Score ``vlm`` on ``id_set`` vs each OOD set with every method and vocabulary.
+
+    Methods of both kinds go in one call: a batch method scores every image at once; a test-time
+    (stream) method scores each OOD set's stream as ``stream`` says (one stream per OOD set and stream
+    seed, :func:`negvocab.evaluation.stream_evaluation.evaluate_stream`), its rows marked test-time. The
+    batch rows come first, then the test-time ones, in one :class:`Evaluation`.
 
     Each OOD set is scored against the same ID scores (so under the ``paper`` and ``hendrycks``
     conventions the same ID threshold), giving a row per set and, with several sets, a row
@@ -164,7 +116,13 @@ def evaluate_vocabularies(
     vocabs : mapping name -> Vocabulary, or sequence of Vocabulary
         The negative vocabularies; unnamed ones are named ``<source>-<hash>``.
     methods : sequence of str, default ("neglabel",)
-        Any registered methods (``negvocab.list_methods()``).
+        Any registered methods (``negvocab.list_methods()``), batch and test-time alike.
+    stream : mapping, optional
+        The test-time methods' stream, needed when one is given: ``stream_batch`` (images per stream
+        batch, required), ``order`` (default ``"shuffled"``), ``stream_seed`` (an int or several: one
+        stream each, default 0), ``id_ood_ratio`` (ID images per OOD image, default every image) and
+        ``phases`` (a temporal-shift phase order), as
+        :func:`~negvocab.evaluation.stream_evaluation.evaluate_stream` takes them.
     id_classes : IdClasses, optional
         The ID classes; default those the ID set's benchmark names, else ImageNet-1k's.
     templates : str, default "paper8"
@@ -193,15 +151,47 @@ def evaluate_vocabularies(
     -------
     Evaluation
     """
-    # long: the Parameters section is a third of it; the body is the pipeline in order, each step a call
-    methods, specs, named = _checked_jobs(methods, vocabs, convention, tpr, n_boot, seed, params, templates, explain_k)
-    convention = M.check_convention(convention)
-    params = dict(params or {})
-    id_classes = run_id_classes(id_classes, id_set)
-    ood_sets = named_ood_sets(ood_set)
+    # long: the Parameters section is most of it; the body splits the methods by kind and runs each kind
+    run = EvaluationRun(
+        vlm, id_set, ood_set, vocabs, id_classes, templates, dict(params or {}), convention, tpr, n_boot, seed,
+        progress, tuple(tuned),
+    )  # fmt: skip
+    names = list(dict.fromkeys(canonical_method(m) for m in methods))
+    streamed = [m for m in names if get_method(m).kind == "stream"]
+    batch = [m for m in names if m not in streamed]
+    if streamed:
+        check_streams(streamed, stream, run)  # before any image is read
+    elif stream is not None:
+        raise InputError("stream is the test-time methods' stream; no test-time method is given", param="stream")
+    # each kind's part gets its methods' tunings (one for a method not scored here: the part that refuses it)
+    to_stream = [t.method in streamed or not batch for t in run.tuned]
+    ev = None
+    if batch or not streamed:
+        own = tuple(t for t, s in zip(run.tuned, to_stream, strict=True) if not s)
+        ev = _evaluate_batch(replace(run, tuned=own), batch, explain_k)
+    if streamed:
+        own = tuple(t for t, s in zip(run.tuned, to_stream, strict=True) if s)
+        sev = evaluate_streams(replace(run, tuned=own), streamed, stream or {})
+        ev = sev if ev is None else merge_evaluations(ev, sev)
+    assert ev is not None
+    return ev
+
+
+def _evaluate_batch(run: EvaluationRun, methods: Sequence[str], explain_k: int) -> Evaluation:
+    """The batch methods' part of :func:`evaluate_vocabularies`: the pipeline in order, each step a call."""
+    vlm, id_set, templates, params, tpr, n_boot, seed = (
+        run.vlm, run.id_set, run.templates, run.params, run.tpr, run.n_boot, run.seed
+    )  # fmt: skip
+    progress, vocabs = run.progress, run.vocabs
+    methods, specs, named = _checked_jobs(
+        methods, vocabs, run.convention, tpr, n_boot, seed, params, templates, explain_k
+    )
+    convention = M.check_convention(run.convention)
+    id_classes = run_id_classes(run.id_classes, id_set)
+    ood_sets = named_ood_sets(run.ood_set)
     common_mistakes(vlm, id_set, ood_sets, named, id_classes, templates)  # warned before the long part
     keys = [f"{m}@{v}" if v else m for m in methods for v in (named if specs[m].needs_negatives else [""])]
-    tunings = tunings_by_key(tuned, keys, [id_set, *ood_sets.values()])  # refused before any image is read
+    tunings = tunings_by_key(run.tuned, keys, [id_set, *ood_sets.values()])  # refused before any image is read
     t0 = time.perf_counter()
     local = any(image_inputs(specs[m].inputs) for m in methods)
     enc, class_emb = encode_run(vlm, id_set, ood_sets, id_classes, templates, local=local, progress=progress)
@@ -279,7 +269,7 @@ def _checked_jobs(
     resolve_templates(templates)  # a bad preset or template file fails here, not after the image encoding
     if isinstance(explain_k, bool) or not isinstance(explain_k, int) or explain_k < 0:
         raise InputError(f"explain_k must be an integer >= 0, got {explain_k!r}", param="explain_k")
-    named = _named(vocabs)
+    named = named_vocabularies(vocabs)
     specs = {m: batch_method(m, "evaluate_vocabularies") for m in methods}
     negs = [m for m in methods if specs[m].needs_negatives]
     if not named and negs:
@@ -363,26 +353,6 @@ def flagged_id_images(
         idx = np.flatnonzero(M.operating_point(s_id, s_ood, tpr, convention=convention).id_flagged)  # type: ignore[arg-type]
         out.update(dict.fromkeys(idx[np.argsort(s_id[idx], kind="stable")][:cap].tolist()))
     return list(out)
-
-
-def tunings_by_key(tuned: Sequence[Tuning], keys: Sequence[str], test_sets: Sequence[object]) -> dict[str, Tuning]:
-    """The tunings by the scores key they apply to, each for a (method, vocabulary) scored here and each
-    split disjoint from the test images, else one :class:`InputError`."""
-    out = {t.key: t for t in tuned}
-    unknown = [k for k in out if k not in keys]
-    if unknown:
-        raise InputError(f"tuned: {unknown[0]} is not scored in this run; scored: {', '.join(keys)}", param="tuned")
-    test_paths = [str(p) for s in test_sets for p in getattr(s, "paths", [])]
-    for t in out.values():
-        t.check_disjoint(test_paths)
-    return out
-
-
-def _named(vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary]) -> dict[str, Vocabulary]:
-    """Vocabularies by name: the given names, else ``<source>-<hash>``."""
-    if isinstance(vocabs, Mapping):
-        return {_vocab_name(k, v): v for k, v in vocabs.items()}
-    return {_vocab_name("", v): v for v in vocabs}
 
 
 def _job_scores(detector: BatchDetector, enc: EncodedSets) -> tuple[dict[str, np.ndarray], dict[str, Any]]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
@@ -35,8 +36,6 @@ from negvocab.core.errors import InputError
 from negvocab.core.types import Embeddings
 from negvocab.data.benchmarks import set_groups
 from negvocab.evaluation.encode import encode_labels, encode_run, encode_sets, run_id_classes
-from negvocab.evaluation.evaluate import Evaluation, tunings_by_key
-from negvocab.evaluation.evaluate import _named as named_vocabularies  # the one reading of ``vocabs``
 from negvocab.evaluation.records import (
     SPREAD_METRICS,
     images_meta,
@@ -49,6 +48,7 @@ from negvocab.evaluation.records import (
     vocab_fields,
     vocabularies_meta,
 )
+from negvocab.evaluation.result import Evaluation, EvaluationRun, named_vocabularies, tunings_by_key
 from negvocab.evaluation.row import file_row
 from negvocab.evaluation.stream_inputs import stream_setup_inputs
 from negvocab.scoring.methods import check_evaluation, check_shared
@@ -71,8 +71,6 @@ if TYPE_CHECKING:
 
     from negvocab.data.images import ImageSet
     from negvocab.evaluation.row import ResultRow
-    from negvocab.evaluation.tuning import Tuning
-    from negvocab.labels.imagenet import IdClasses
     from negvocab.vlm.images import ImageEmbeddings
     from negvocab.vlm.model import VLM
     from negvocab.vocab import Vocabulary
@@ -403,11 +401,15 @@ def _stack(a: Any, b: Any) -> Any:
 # ----------------------------------------------------------------------------------------------
 # stream methods over a model and vocabularies: what ``negvocab score`` runs
 # ----------------------------------------------------------------------------------------------
+#: the keys of a test-time run's ``stream`` (``evaluate_vocabularies(stream=...)``); ``stream_batch`` is required
+STREAM_KEYS = ("stream_batch", "order", "stream_seed", "id_ood_ratio", "phases")
+
+
 @renamed_kwargs(batch_size="stream_batch")
 def evaluate_stream_vocabularies(
     vlm: VLM,
-    id_set: StreamSet,
-    ood_set: StreamSets,
+    id_set: ImageSet | ImageEmbeddings,
+    ood_set: ImageSet | ImageEmbeddings | Mapping[str, ImageSet | ImageEmbeddings] | Sequence[ImageSet],
     vocabs: Mapping[str, Vocabulary] | Sequence[Vocabulary],
     methods: Sequence[str],
     *,
@@ -416,96 +418,88 @@ def evaluate_stream_vocabularies(
     stream_seed: int | Sequence[int] = 0,
     id_ood_ratio: float | None = None,
     phases: str | None = None,
-    id_classes: IdClasses | None = None,
-    templates: str = "paper8",
-    params: Mapping[str, Any] | None = None,
-    convention: str = "paper",
-    tpr: float = 0.95,
-    n_boot: int = 1000,
-    seed: int = 0,
-    progress: bool = False,
-    tuned: Sequence[Tuning] = (),
+    **kwargs: Any,
 ) -> Evaluation:
-    """Every stream method x vocabulary, as :func:`negvocab.evaluate_vocabularies` does for batch methods.
+    """Deprecated (one release): :func:`negvocab.evaluate_vocabularies` with ``stream=``.
 
-    The images are embedded once (cached), the ID class names and each vocabulary once; each (method,
-    vocabulary) runs :func:`evaluate_stream` (one stream per OOD set). The result is an
-    :class:`~negvocab.evaluation.evaluate.Evaluation` that :func:`negvocab.write_results` writes:
-    ``scores`` are keyed ``method@vocabulary@ood_set`` (and ``#s<seed>`` with several stream seeds),
-    each with every ID and every OOD image, NaN where the stream did not hold the image (another OOD
-    set's, or left out by ``id_ood_ratio``); ``meta["stream"]`` states the protocol.
+    ``evaluate_vocabularies`` takes test-time methods beside batch ones, with their stream as one mapping:
+    ``stream={"stream_batch": ..., "order": ..., "stream_seed": ..., "id_ood_ratio": ..., "phases": ...}``.
 
     Parameters
     ----------
-    vlm : VLM
-        The model that encodes the images and the labels.
-    id_set : StreamSet
-        The ID test images (an image set or its embeddings).
-    ood_set : StreamSets
-        The OOD sets: one, a list, or a mapping name -> set.
-    vocabs : mapping name -> Vocabulary, or sequence of Vocabulary
-        The negative vocabularies (required by the methods that take negatives).
-    methods : sequence of str
-        Registered stream methods.
-    stream_batch : int
-        Images per stream batch (:func:`negvocab.scoring.stream.run_stream`).
-    order : str, default "shuffled"
-        The stream's order, as :func:`evaluate_stream` takes it.
-    stream_seed : int or sequence of int, default 0
-        The stream's seed; several give one evaluation each.
-    id_ood_ratio : float, optional
-        ID images per OOD image in each stream (None: every image), as :func:`evaluate_stream`.
-    phases : str, optional
-        A temporal-shift phase order (:func:`evaluate_stream`).
-    id_classes : IdClasses, optional
-        The ID classes; default those the ID set's benchmark names, else ImageNet-1k's.
-    templates : str, default "paper8"
-        The prompt templates that encode the class names and labels.
-    params : mapping, optional
-        A shared set; each method takes its own (``negvocab score``'s flags).
-    convention : str, default "paper"
-        The metrics' convention (see :mod:`negvocab.scoring.metrics`).
-    tpr : float, default 0.95
-        The true-positive rate at which FPR is read.
-    n_boot : int, default 1000
-        Bootstrap resamples for the intervals.
-    seed : int, default 0
-        Seed of the bootstrap draws (``stream_seed`` draws the stream).
-    progress : bool, default False
-        Show progress bars.
-    tuned : sequence of Tuning, default ()
-        Parameters chosen on a tuning split (:func:`negvocab.evaluation.tuning.tune_methods`), as
-        ``evaluate_vocabularies`` takes them: they override ``params`` for their (method, vocabulary),
-        whose rows record the tuning.
-
-    Returns
-    -------
-    Evaluation
+    vlm, id_set, ood_set, vocabs, methods
+        As for :func:`negvocab.evaluate_vocabularies` (``methods``: test-time methods).
+    stream_batch, order, stream_seed, id_ood_ratio, phases
+        The stream: the keys of ``evaluate_vocabularies``' ``stream``.
+    **kwargs
+        The other keywords of :func:`negvocab.evaluate_vocabularies`.
     """
-    # long: the Parameters section is a third of it; the body checks every argument, then runs each job
-    params = dict(params or {})
-    specs, own, seeds = _checked_methods(
-        methods, params, stream_batch, order, stream_seed, id_ood_ratio, convention, tpr, n_boot, seed, templates
+    warnings.warn(
+        "evaluate_stream_vocabularies is deprecated: call evaluate_vocabularies(..., stream={'stream_batch': ...})",
+        DeprecationWarning,
+        stacklevel=2,
     )
-    named = named_vocabularies(vocabs)
+    for m in methods:
+        check_kind(m, "stream")
+    from negvocab.evaluation.evaluate import evaluate_vocabularies
+
+    stream = {"stream_batch": stream_batch, "order": order, "stream_seed": stream_seed}
+    stream |= {"id_ood_ratio": id_ood_ratio, "phases": phases}
+    return evaluate_vocabularies(vlm, id_set, ood_set, vocabs, methods, stream=stream, **kwargs)
+
+
+def check_streams(methods: Sequence[str], stream: Mapping[str, Any] | None, run: EvaluationRun) -> None:
+    """Refuse a test-time run's bad argument before any image is read: no ``stream``, a key not of
+    :data:`STREAM_KEYS`, a bad stream, phase order or parameter (one :class:`InputError`)."""
+    if stream is None:
+        raise InputError(
+            f"{', '.join(methods)}: test-time method(s) score a stream; give it (stream={{'stream_batch': 256}})",
+            param="stream",
+        )
+    unknown = sorted(set(stream) - set(STREAM_KEYS))
+    if unknown or "stream_batch" not in stream:
+        raise InputError(
+            f"stream: {'unknown key(s) ' + ', '.join(unknown) if unknown else 'stream_batch is missing'}; "
+            f"keys: {', '.join(STREAM_KEYS)} (stream_batch required)",
+            param="stream",
+        )
+    _checked_methods(methods, run, **stream)
+
+
+def evaluate_streams(run: EvaluationRun, methods: Sequence[str], stream: Mapping[str, Any]) -> Evaluation:
+    """The test-time part of :func:`negvocab.evaluate_vocabularies`: every stream method x vocabulary.
+
+    The images are embedded once (cached), the ID class names and each vocabulary once; each (method,
+    vocabulary) runs :func:`evaluate_stream` (one stream per OOD set). ``scores`` are keyed
+    ``method@vocabulary@ood_set`` (and ``#s<seed>`` with several stream seeds), each with every ID and
+    every OOD image, NaN where the stream did not hold the image (another OOD set's, or left out by
+    ``id_ood_ratio``); ``meta["stream"]`` states the protocol."""
+    specs, own, seeds = _checked_methods(methods, run, **stream)
+    order, stream_batch = stream.get("order", "shuffled"), stream["stream_batch"]
+    id_ood_ratio, phases = stream.get("id_ood_ratio"), stream.get("phases")
+    templates, params, convention, tpr, n_boot, seed = (
+        run.templates, run.params, run.convention, run.tpr, run.n_boot, run.seed
+    )  # fmt: skip
+    vlm, id_set = run.vlm, run.id_set
+    named = named_vocabularies(run.vocabs)
     negs = [m.name for m in specs.values() if m.needs_negatives]
     if negs and not named:
         raise InputError(f"methods {', '.join(negs)} need a vocabulary (vocabularies)", param="vocabularies")
     # a benchmark's ID set names its label space (CUB-200's ...), as evaluate_vocabularies reads it
-    id_classes = run_id_classes(id_classes, id_set)
-    ood_sets = named_ood_sets(ood_set)
+    id_classes = run_id_classes(run.id_classes, id_set)
+    ood_sets = named_ood_sets(run.ood_set)
     keys = [f"{m.name}@{v}" if v else m.name for m in specs.values() for v in (named if m.needs_negatives else [""])]
-    tunings = tunings_by_key(tuned, keys, [id_set, *ood_sets.values()])  # refused before any image is read
+    tunings = tunings_by_key(run.tuned, keys, [id_set, *ood_sets.values()])  # refused before any image is read
     if phases is not None:
         phase_sets(phases, list(ood_sets))  # before any image is encoded
     t0 = time.perf_counter()
-    enc, class_emb = encode_run(vlm, id_set, ood_sets, id_classes, templates, progress=progress)
+    enc, class_emb = encode_run(vlm, id_set, ood_sets, id_classes, templates, progress=run.progress)
     rows: list[dict[str, Any]] = []
     scores: dict[str, dict[str, np.ndarray]] = {}
     for name, m in specs.items():
         for vname in named if m.needs_negatives else [None]:
             vocab = named[vname] if vname else None
-            neg = encode_labels(vlm, vocab, templates, progress) if vocab is not None else None
+            neg = encode_labels(vlm, vocab, templates, run.progress) if vocab is not None else None
             key = f"{m.name}@{vname}" if vname else m.name
             tuning = tunings.get(key)
             sev = evaluate_stream(
@@ -558,22 +552,20 @@ def evaluate_stream_vocabularies(
 
 def _checked_methods(
     methods: Sequence[str],
-    params: Mapping[str, Any],
+    run: EvaluationRun,
+    *,
     stream_batch: int,
-    order: str,
-    stream_seed: int | Sequence[int],
-    id_ood_ratio: float | None,
-    convention: str,
-    tpr: float,
-    n_boot: int,
-    seed: int,
-    templates: str,
+    order: str = "shuffled",
+    stream_seed: int | Sequence[int] = 0,
+    id_ood_ratio: float | None = None,
+    phases: str | None = None,  # checked against the OOD sets' names, which only the run knows
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[int]]:
     """The stream methods' registry entries, each one's own parameters (of the shared ``params``) and the stream
     seeds, every argument checked before any image is read."""
     specs = {m: check_kind(m, "stream") for m in dict.fromkeys(methods)}
     if not specs:
         raise InputError("no stream method given", param="methods")
+    params = run.params
     check_shared(params)
     own = {name: {k: v for k, v in params.items() if k in m.params and v is not None} for name, m in specs.items()}
     for name, m in specs.items():  # every parameter checked before any image is read
@@ -582,8 +574,8 @@ def _checked_methods(
     check_stream(stream_batch=stream_batch, order=order, seed=seeds[0])
     if id_ood_ratio is not None:
         check_ratio(id_ood_ratio)
-    check_evaluation(convention=convention, tpr=tpr, n_boot=n_boot, seed=seed)
-    resolve_templates(templates)
+    check_evaluation(convention=run.convention, tpr=run.tpr, n_boot=run.n_boot, seed=run.seed)
+    resolve_templates(run.templates)
     return specs, own, seeds
 
 

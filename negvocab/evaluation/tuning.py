@@ -29,7 +29,6 @@ from negvocab.core.errors import InputError
 from negvocab.core.types import ParamValue
 from negvocab.evaluation.evaluate import evaluate_vocabularies
 from negvocab.evaluation.records import MEAN, named_ood_sets
-from negvocab.evaluation.stream_evaluation import evaluate_stream_vocabularies
 from negvocab.scoring.methods import (
     PARAMS,
     Method,
@@ -276,7 +275,7 @@ def tune_params(
     (:func:`criterion_metrics`; ``auroc``, as OpenOOD's APS; the first in grid order on a tie).
     ``vocabulary``: the negatives of a method that takes them (``vocabulary_name``: its name in the runs it
     will score, default ``<source>-<hash>``). ``stream``: a test-time method's stream, as
-    :func:`negvocab.evaluate_stream_vocabularies` takes it (``stream_batch``, ``order``, ``stream_seed``,
+    :func:`negvocab.evaluate_vocabularies` takes it (``stream_batch``, ``order``, ``stream_seed``,
     ``id_ood_ratio``).
 
     Parameters
@@ -362,8 +361,8 @@ def _scorer(
     stream: Mapping[str, Any] | None,
 ) -> _Score:
     """How one combination of ``entry``'s grid is scored on the embedded tuning split: a batch method by
-    :func:`evaluate_vocabularies`, a test-time method by :func:`evaluate_stream_vocabularies` with
-    ``stream`` (each OOD set streamed as the test sets will be); no bootstrap, no explanations."""
+    :func:`evaluate_vocabularies`, a test-time method by the same with ``stream`` (each OOD set streamed as
+    the test sets will be); no bootstrap, no explanations."""
     vname, vocabulary = vocab
     vocabs = {vname: vocabulary} if vname and vocabulary is not None else {}
     oods = {n: e for n, e in embedded.items() if n != "id"}
@@ -371,8 +370,8 @@ def _scorer(
         if stream is None:
             raise InputError(f"{entry.name} is a test-time method: give its stream to tune it", param="stream")
         return lambda chosen: (
-            evaluate_stream_vocabularies(
-                vlm, embedded["id"], oods, vocabs, [entry.name], params=chosen, n_boot=0, **stream, **run
+            evaluate_vocabularies(
+                vlm, embedded["id"], oods, vocabs, [entry.name], stream=stream, params=chosen, n_boot=0, **run
             ).rows
         )
     return lambda chosen: (

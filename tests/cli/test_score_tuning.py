@@ -136,7 +136,7 @@ def test_a_test_time_method_tunes_on_a_benchmarks_validation_lists(tmp_path):
     from negvocab import VLM, Vocabulary
     from negvocab.data.benchmarks import open_benchmark
     from negvocab.data.validation import open_validation
-    from negvocab.evaluation.stream_evaluation import evaluate_stream_vocabularies
+    from negvocab.evaluation.evaluate import evaluate_vocabularies
 
     root, cache, out = tmp_path / "root", tmp_path / "cache", tmp_path / "out"
     write_lists(root, {**CIFAR10_LISTS, **BIG_VAL_LISTS}, "images_classic")
@@ -155,12 +155,12 @@ def test_a_test_time_method_tunes_on_a_benchmarks_validation_lists(tmp_path):
     doc = json.loads((out / "results.json").read_text())
     # by hand: every grid point scored directly on the validation lists, the argmin of (FPR, -AUROC)
     vlm = VLM("ViT-B-32", random_weights=True, device="cpu", cache_dir=cache)
-    vocab, run = {"negs": Vocabulary.load(words)}, {"templates": "single", "n_boot": 0, **stream}
+    vocab, run = {"negs": Vocabulary.load(words)}, {"templates": "single", "n_boot": 0, "stream": stream}
     val_id, val_ood = open_validation("openood-cifar10", root)
     combos = [{"tau": t, "adaneg_score": a} for t in grid["tau"] for a in grid["adaneg_score"]]
     points = []
     for c in combos:
-        ev = evaluate_stream_vocabularies(vlm, val_id, val_ood, vocab, ["adaneg"], params=c, **run)
+        ev = evaluate_vocabularies(vlm, val_id, val_ood, vocab, ["adaneg"], params=c, **run)
         points.append((ev.rows[0]["fpr"], -ev.rows[0]["auroc"]))
     assert len(set(points)) > 1, points  # the knobs matter on this split
     best = combos[min(range(len(combos)), key=lambda i: (*points[i], i))]
@@ -170,7 +170,7 @@ def test_a_test_time_method_tunes_on_a_benchmarks_validation_lists(tmp_path):
     assert tuning["split"]["ood"] == {"tin-val": 10} and tuning["on_test"] is False
     # the test sets scored once with the choice: the same rows as that setting given directly
     test = open_benchmark("openood-cifar10", root)
-    direct = evaluate_stream_vocabularies(vlm, test.id, test, vocab, ["adaneg"], params=best, **run)
+    direct = evaluate_vocabularies(vlm, test.id, test, vocab, ["adaneg"], params=best, **run)
     got = {row["ood_set"]: row for row in doc["rows"]}
     for row in direct.rows:
         assert (got[row["ood_set"]]["fpr"], got[row["ood_set"]]["auroc"]) == (row["fpr"], row["auroc"])

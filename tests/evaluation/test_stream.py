@@ -168,7 +168,7 @@ def test_a_benchmarks_id_set_names_the_label_space_streams_score_against(toy):
     of ImageNet-1k are matched on it); it was ImageNet-1k's whatever the ID set."""
     from negvocab.data.benchmarks import classes_file
     from negvocab.data.images import ImageSet
-    from negvocab.evaluation.stream_evaluation import evaluate_stream_vocabularies
+    from negvocab.evaluation.evaluate import evaluate_vocabularies
     from negvocab.labels.imagenet import read_id_classes
     from tests.evaluation.test_evaluate import FakeVLM
 
@@ -182,12 +182,12 @@ def test_a_benchmarks_id_set_names_the_label_space_streams_score_against(toy):
     id_set = ImageSet("cub", [f"/id/{i}.png" for i in range(12)], [f"i{i}" for i in range(12)])
     ood = ImageSet("far", [f"/ood/{i}.png" for i in range(9)], [f"o{i}" for i in range(9)])
     cub = read_id_classes(classes_file("cub200"))
-    kw = {"stream_batch": 4, "templates": "single", "n_boot": 0}
+    kw = {"stream": {"stream_batch": 4}, "templates": "single", "n_boot": 0}
     for info, want in (({"id_classes": "cub200"}, cub), ({}, None)):
         vlm = Seen()
         vlm.texts = []
         tagged = ImageSet(id_set.name, id_set.paths, id_set.ids, info=info)
-        ev = evaluate_stream_vocabularies(vlm, tagged, {"far": ood}, {}, [toy.NAME], **kw)
+        ev = evaluate_vocabularies(vlm, tagged, {"far": ood}, {}, [toy.NAME], **kw)
         if want is None:  # a user's own set: ImageNet-1k, as before
             assert ev.meta["id_classes"] == "imagenet1k" and len(vlm.texts) == 1000
         else:

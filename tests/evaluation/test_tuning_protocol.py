@@ -14,9 +14,9 @@ from sklearn.metrics import roc_auc_score
 
 import negvocab
 from negvocab.core.errors import InputError
+from negvocab.evaluation.evaluate import evaluate_vocabularies
 from negvocab.evaluation.kinds import TEST_TUNED_MARK, result_kind
 from negvocab.evaluation.row import ResultRow
-from negvocab.evaluation.stream_evaluation import evaluate_stream_vocabularies
 from negvocab.evaluation.tuning import check_tuning, tune_methods, tune_params
 from negvocab.report.html_results import results_table
 from negvocab.report.results import format_table
@@ -79,9 +79,9 @@ def test_a_stream_method_tunes_on_validation_and_scores_the_choice_once():
     assert t.params["tau"] == FIXED["tau"] and t.key == "adaneg@v"
     # the test sets scored once with the choice: equal to the choice given by hand; the rows record it
     test_id, test_ood = _set("test_id", 30), {"test_o": _set("test_o", 20)}
-    kw = {"n_boot": 0, **STREAM, **run}
-    tuned = evaluate_stream_vocabularies(FakeVLM(), test_id, test_ood, {"v": vocab}, ["adaneg"], tuned=[t], **kw)
-    plain = evaluate_stream_vocabularies(
+    kw = {"n_boot": 0, "stream": STREAM, **run}
+    tuned = evaluate_vocabularies(FakeVLM(), test_id, test_ood, {"v": vocab}, ["adaneg"], tuned=[t], **kw)
+    plain = evaluate_vocabularies(
         FakeVLM(), test_id, test_ood, {"v": vocab}, ["adaneg"], params=dict(t.params), **kw
     )
     (row,), (ref,) = tuned.rows, plain.rows
@@ -98,14 +98,14 @@ def test_tuning_on_the_test_sets_is_refused_unless_named_and_then_marked():
     test_id, test_ood = _set("test_id", 30), _set("test_o", 20)
     run = {"id_classes": classes, "templates": "single"}
     grid = {"adaneg_threshold": [0.3, 0.6]}
-    kw = {"n_boot": 0, **STREAM, **run}
+    kw = {"n_boot": 0, "stream": STREAM, **run}
     sneaky = tune_methods(FakeVLM(), test_id, test_ood, {"v": vocab}, ["adaneg"], grid=grid, stream=STREAM, **run)
     with pytest.raises(InputError, match=r"50 test image\(s\) are also in the tuning split of adaneg@v"):
-        evaluate_stream_vocabularies(FakeVLM(), test_id, test_ood, {"v": vocab}, ["adaneg"], tuned=sneaky, **kw)
+        evaluate_vocabularies(FakeVLM(), test_id, test_ood, {"v": vocab}, ["adaneg"], tuned=sneaky, **kw)
     named = tune_methods(
         FakeVLM(), test_id, test_ood, {"v": vocab}, ["adaneg"], grid=grid, stream=STREAM, on_test=True, **run
     )
-    ev = evaluate_stream_vocabularies(FakeVLM(), test_id, test_ood, {"v": vocab}, ["adaneg"], tuned=named, **kw)
+    ev = evaluate_vocabularies(FakeVLM(), test_id, test_ood, {"v": vocab}, ["adaneg"], tuned=named, **kw)
     (row,) = ev.rows
     assert row["tuned_on_test"] is True and row["tuned_on"].startswith("the test sets: test_id (30)")
     assert result_kind(row) == "test_tuned" and ResultRow.from_dict(row).result_kind == "test_tuned"
