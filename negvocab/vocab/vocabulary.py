@@ -39,7 +39,9 @@ from negvocab.core.plugins import load_plugins
 from negvocab.core.provenance import file_sha256, record
 from negvocab.core.textfiles import read_text
 from negvocab.labels.clean import CleanResult, clean_labels_report, written_plainly
+from negvocab.vocab.caveats import CAVEAT_LINE, ORACLE_CAVEAT, caveats_of, random_weights_of, with_caveats
 from negvocab.vocab.label_files import candidate_rows, candidates_from_rows
+from negvocab.vocab.sources import SOURCES, Source, add_source, known_sources
 
 __all__ = [
     "CAVEAT_LINE",
@@ -62,47 +64,9 @@ logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION: Final = 1
 MAX_LABEL_CHARS = 200  # a class name, not a paragraph: longer is a broken file or a pasted answer
-#: a vocabulary's ``source``: one of :func:`known_sources` (a plain string, so registered builders add theirs)
-Source = str
-#: the built-in sources: the built-in builders' and the derived ones (``union``, ``file``); a copy this
-#: layer can read of ``negvocab.builders.BUILTIN_BUILDERS`` (tests/test_registry.py checks that they agree)
-SOURCES: tuple[str, ...] = (
-    "wordnet",
-    "gpt",
-    "eoe",
-    "oracle",
-    "union",
-    "file",
-    "siblings",
-    "mined",
-    "negrefine",
-    "csp",
-    "interneg",
-)
-_known: dict[str, None] = dict.fromkeys(SOURCES)
-
-
-def add_source(name: str) -> None:
-    """Accept ``name`` as a vocabulary ``source`` from now on: :func:`negvocab.register_builder` calls it
-    (this layer sits below the builders and never imports them), so the files a registered builder
-    writes read back in every process that has its plug-in loaded."""
-    if not isinstance(name, str) or not name.strip() or name != name.strip():
-        raise InputError(f"a vocabulary source must be a non-empty name without surrounding spaces, got {name!r}")
-    _known.setdefault(name, None)
-
-
-def known_sources() -> tuple[str, ...]:
-    """The sources a :class:`Vocabulary` accepts: :data:`SOURCES` and those of registered builders."""
-    return tuple(_known)
-
-
-CAVEAT_LINE = "# not deployable: "  # how a .txt vocabulary file keeps its caveats
 #: the first line of a .txt vocabulary file negvocab writes: its labels are read back verbatim (not cleaned)
 VERBATIM_LINE = "# negvocab vocabulary: one label a line, read back as written"
 MAX_PROVENANCE = 20  # records of earlier writes kept in a file's settings["provenance"]
-ORACLE_CAVEAT = (
-    "built from the evaluated OOD benchmark's own labels: a lower bound on FPR@95, not a deployable detector"
-)
 
 
 def labels_hash(labels: Iterable[str]) -> str:
@@ -172,11 +136,11 @@ class Vocabulary(BaseModel):
     @field_validator("source")
     @classmethod
     def _known_source(cls, v: str) -> str:
-        if v not in _known:
+        if v not in known_sources():
             load_plugins()  # a plug-in's builder adds its source when it registers
-        if v not in _known:
+        if v not in known_sources():
             raise ValueError(
-                f"unknown source {v!r}; known: {', '.join(_known)} (a builder of a plug-in adds its own "
+                f"unknown source {v!r}; known: {', '.join(known_sources())} (a builder of a plug-in adds its own "
                 "source when its plug-in is loaded: $NEGVOCAB_PLUGINS)"
             )
         return v
@@ -268,7 +232,7 @@ class Vocabulary(BaseModel):
     @property
     def random_weights(self) -> bool:
         """Whether a model with RANDOM weights built this vocabulary or any part of a union."""
-        return _random(self.settings)
+        return random_weights_of(self.settings)
 
     @property
     def caveats(self) -> dict[str, str]:
@@ -277,7 +241,7 @@ class Vocabulary(BaseModel):
         Read from ``settings["caveats"]``, the older ``oracle: true`` flag, an ``oracle`` source, and
         (for a union) every part and every label's sources; empty for a deployable vocabulary.
         """
-        found = _caveats(self.settings, self.source)
+        found = caveats_of(self.settings, self.source)
         if (
             self.source == "union"
             and "oracle" not in found
@@ -622,46 +586,6 @@ def _is_table(text: str, delimiter: str, path: Path) -> bool:
             "(as `negvocab candidates` writes) or one label a line in a .txt file"
         )
     return False
-
-
-def with_caveats(settings: Mapping[str, Any], caveats: Mapping[str, str]) -> dict[str, Any]:
-    """``settings`` with ``caveats`` added to its ``caveats`` (and ``deployable: False`` when any)."""
-    out = dict(settings)
-    earlier = out.get("caveats")
-    merged = {**caveats, **(earlier if isinstance(earlier, dict) else {})}
-    if merged:
-        out["caveats"] = merged
-        out["deployable"] = False
-    return out
-
-
-def _caveats(settings: Any, source: Any = None) -> dict[str, str]:
-    """Caveats recorded in ``settings`` (recursively in a union's parts), older flags included."""
-    found: dict[str, str] = {}
-    if source == "oracle":
-        found["oracle"] = ORACLE_CAVEAT
-    if not isinstance(settings, dict):
-        return found
-    given = settings.get("caveats")
-    if isinstance(given, dict):
-        found.update({str(k): str(v) for k, v in given.items()})
-    if settings.get("oracle") is True:  # files written before caveats existed
-        found.setdefault("oracle", str(settings.get("note") or ORACLE_CAVEAT).removeprefix("oracle: "))
-    if settings.get("deployable") is False and not found:
-        found["not deployable"] = str(settings.get("note") or "marked deployable: false")
-    for part in settings.get("parts", []):
-        if isinstance(part, dict):
-            for kind, note in _caveats(part.get("settings"), part.get("source")).items():
-                found.setdefault(kind, note)
-    return found
-
-
-def _random(settings: Any) -> bool:
-    if not isinstance(settings, dict):
-        return False
-    return settings.get("random_weights") is True or any(
-        _random(p.get("settings")) for p in settings.get("parts", []) if isinstance(p, dict)
-    )
 
 
 def _first_error(e: ValidationError) -> str:

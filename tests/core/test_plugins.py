@@ -173,9 +173,9 @@ def test_a_vocabulary_of_a_plugin_builders_source_loads_through_the_environment(
     import json
 
     import negvocab
-    from negvocab.vocab import vocabulary
+    from negvocab.vocab import sources
 
-    monkeypatch.setattr(vocabulary, "_known", dict(vocabulary._known))  # the source is known only here
+    monkeypatch.setattr(sources, "_known", dict(sources._known))  # the source is known only here
     (fresh_plugins / "nv_src_mod.py").write_text(
         "import negvocab\n\n\ndef build():\n    return negvocab.Vocabulary.from_labels(['x'], source='nv-src')\n\n\n"
         "negvocab.register_builder('nv_src_builder', build, options=negvocab.BuilderOptions, source='nv-src')\n"
