@@ -403,7 +403,9 @@ def _step_line(step: dict[str, Any]) -> str:
     command = step.get("command")
     what = " ".join(map(str, command)) if isinstance(command, list) else str(command or "?")
     version = (step.get("versions") or {}).get("negvocab", "?") if isinstance(step.get("versions"), dict) else "?"
-    return _scalar_text(what) + f" ({step.get('created', '?')}; negvocab {version})"
+    when = f" ({step.get('created', '?')}; negvocab {version})"
+    room = INFO_TEXT_WIDTH + 20 - len(when)  # "made by: " and the command in a 120-character line
+    return (what if len(what) <= room else what[: room - 3] + "...") + when
 
 
 def vocabulary_summary(vocab: Any) -> dict[str, Any]:
