@@ -14,6 +14,7 @@ command line, the bootstrap seed and the ID class list (:mod:`negvocab.core.prov
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -125,6 +126,11 @@ class Evaluation:
     def ood_set_of_images(self) -> list[str]:
         """The OOD set name of each image of ``ood_images``."""
         return [name for name, n in self.ood_sets.items() for _ in range(n)]
+
+    def with_fields(self, fields: Mapping[str, Any]) -> Evaluation:
+        """The same evaluation with ``fields`` recorded in every row: where the rows' settings came from
+        (``negvocab score --authors``: ``authors`` and ``authors_setting``), so every table of them says so."""
+        return dataclasses.replace(self, rows=[{**r, **fields} for r in self.rows])
 
 
 def evaluate_vocabularies(
