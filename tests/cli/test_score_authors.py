@@ -45,6 +45,9 @@ def test_score_authors_csp_equals_its_flags_spelled_out_and_records_the_setting(
     assert head[-2:] == ["authors", "authors_setting"]
     assert "settings of --authors csp (the authors' code)" in a.stdout
     assert "--authors" not in b.stdout
+    table = runner.invoke(app, ["table", str(tmp_path / "a"), "--cols", "ood_set"], catch_exceptions=False)
+    assert table.exit_code == 0, table.output
+    assert "Settings of --authors csp (the authors' code): " + " ".join(by_hand) in table.stdout
 
 
 def test_score_authors_refuses_a_conflicting_flag_in_one_line(tiny, tmp_path):
