@@ -354,8 +354,7 @@ def _caption_notes(
     notes += means
     if t.intervals:
         notes.append("Brackets: 95% bootstrap intervals over the OOD images.")
-    notes += tt_notes[1:]
-    notes += [f"{n[:1].upper()}{n[1:]}." for n in authors_notes(sel)]  # rows scored with an authors' setting
+    notes += tt_notes[1:] + [f"{n[:1].upper()}{n[1:]}." for n in authors_notes(sel)]  # and authors' settings
     notes.append(bold_text)
     if any("aupr" in m for m in t.metrics):
         notes.append(f"AUPR as {str(first.get('aupr_method', 'average_precision')).replace('_', ' ')}.")
