@@ -1,4 +1,4 @@
-"""The authors' published settings, one table: what replays CSP's, InterNeg's and NegRefine's code.
+"""The authors' published settings, one table: what replays NegLabel's, CSP's, InterNeg's and NegRefine's code.
 
 ``negvocab build csp --authors`` (and ``interneg``) fills every option of :data:`AUTHORS` the command
 line leaves unset; ``negvocab score --authors csp`` fills the scoring side of the same setting (NegLabel's
@@ -69,6 +69,12 @@ AUTHORS: Mapping[str, AuthorsSetting] = {
         build={"synonym_filter": False, "split": "interneg", "shots": 16, "templates": "interneg"},
         score={"templates": "interneg"},
         source="InterNeg's clip_fixed_ood_prompt.py (exact-name Deduplication only, its split) and 16-shot prototypes",
+    ),
+    "neglabel": AuthorsSetting(
+        score={"method": ["neglabel"], **_NEGLABEL_GROUPS, "templates": "neglabel"},
+        source="NegLabel's custom_config/clip.py (ngroup 100, prompt_idx 85: 'the nice {}'), multi_modal.py "
+        "('This is a {} photo' for adjectives) and clip_ood.py (torch.randperm, SEED 0); its vocabulary: "
+        "negvocab build wordnet --ratio 0.15",
     ),
     "negrefine": AuthorsSetting(
         score={"method": ["negrefine"], **_NEGLABEL_GROUPS, "templates": "csp"},

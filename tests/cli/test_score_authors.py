@@ -63,5 +63,19 @@ def test_score_authors_refuses_a_conflicting_flag_in_one_line(tiny, tmp_path):
     # the same value given beside it is no conflict; an unknown name is one line naming the choices
     r = runner.invoke(app, _args(tiny, tmp_path / "d", "--authors", "nosuch"))
     lines = r.stderr.strip().splitlines()
-    assert r.exit_code == 2 and len(lines) == 1 and "csp, interneg, negrefine" in lines[0], r.output
+    assert r.exit_code == 2 and len(lines) == 1 and "csp, interneg, neglabel, negrefine" in lines[0], r.output
     assert not (tmp_path / "c").exists() and not (tmp_path / "d").exists()  # refused before anything is written
+
+
+def test_the_table_holds_neglabels_setting_as_its_code_reads():
+    """NegLabel's code (XueJiang16/NegLabel@3253db6): custom_config/clip.py ngroup=100 and prompt_idx 85 (the
+    template 'the nice {}'), 'This is a {} photo' for adjectives, clip_ood.py's torch.randperm after SEED=0."""
+    from negvocab.vlm.templates import resolve_templates
+
+    assert AUTHORS["neglabel"].score_flags == (
+        "--method neglabel --grouping neglabel --groups 100 --seed 0 --templates neglabel"
+    )
+    t = resolve_templates(AUTHORS["neglabel"].score["templates"])
+    assert dict(t.by_pos or {}) == {"n": ("the nice {}",), "a": ("This is a {} photo",)} and t.default == (
+        "the nice {}",
+    )
