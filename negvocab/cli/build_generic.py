@@ -18,7 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import click
 import typer
 
 from negvocab.builders.authors import authors_setting
@@ -28,7 +27,15 @@ from negvocab.cli.commands import BUILD_MODULES
 from negvocab.cli.common_options import OutOpt
 from negvocab.cli.examples import EXAMPLES
 from negvocab.cli.labelspace import id_label_space, say_mapping
-from negvocab.cli.options import HintOpt, LabelSpaceOpt, MapClassesOpt, ModelOptions, OverwriteOpt, load_vlm
+from negvocab.cli.options import (
+    HintOpt,
+    LabelSpaceOpt,
+    MapClassesOpt,
+    ModelOptions,
+    OverwriteOpt,
+    load_vlm,
+    on_command_line,
+)
 from negvocab.cli.outputs import check_output, writing
 from negvocab.core.atomic import is_stdout
 from negvocab.core.plugins import load_plugins
@@ -100,12 +107,6 @@ def _takes_label_space(annotation: Any) -> bool:
     return False
 
 
-def _on_command_line(ctx: click.Context | None, param: str) -> bool:
-    """Whether the running command's ``param`` was given on the command line (not its default)."""
-    source = None if ctx is None else ctx.get_parameter_source(param)
-    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
-
-
 def _label_space_params() -> list[inspect.Parameter]:
     """``--map-classes/--no-map-classes`` and ``--hint`` beside a builder's ``--id-classes``."""
     return [
@@ -172,7 +173,7 @@ def builder_command(b: Builder) -> Callable[..., None]:
         options = {k: v for k, v in given.items() if not (v is None or (isinstance(v, list) and not v))}
         ctx = kw.pop("ctx", None)
         if kw.pop("authors", False) and preset is not None:  # options given on the command line win
-            options.update({k: v for k, v in preset.build.items() if not _on_command_line(ctx, f"opt_{k}")})
+            options.update({k: v for k, v in preset.build.items() if not on_command_line(ctx, f"opt_{k}")})
         if "progress" in b.options.model_fields:
             options["progress"] = True
         if uses_vlm and "batch_size" in b.options.model_fields:
@@ -200,7 +201,7 @@ def builder_command(b: Builder) -> Callable[..., None]:
         note = "; not a deployable vocabulary" if not vocab.deployable else ""
         typer.echo(f"wrote {output}: {len(vocab)} {b.source} labels{note}{warn}", err=is_stdout(output))
         if preset is not None and preset.score:
-            typer.echo(f"score as the authors' code: negvocab score {preset.score}", err=True)
+            typer.echo(f"score as the authors' code: negvocab score {preset.score_flags}", err=True)
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}

@@ -82,6 +82,7 @@ __all__ = [
     "load_vlm",
     "path_value",
     "load_vocabs",
+    "on_command_line",
     "refuse_unused_params",
     "ood_paths",
     "option_group",
@@ -98,6 +99,12 @@ def path_value(value: str | Path) -> Path:
     if not value.strip():
         raise typer.BadParameter("an empty path (an unset shell variable?); give a file or folder")
     return Path(value)
+
+
+def on_command_line(ctx: typer.Context | None, param: str) -> bool:
+    """Whether the running command's ``param`` was given on the command line (not its default)."""
+    source = None if ctx is None else ctx.get_parameter_source(param)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
 def templates_value(value: str) -> str:

@@ -12,6 +12,7 @@ from typing import Annotated, Any, ClassVar
 
 import typer
 
+from negvocab.builders.authors import authors_score, authors_setting, score_methods
 from negvocab.cli.app import app
 from negvocab.cli.options import (
     IdClassesOpt,
@@ -24,6 +25,7 @@ from negvocab.cli.options import (
     image_sets,
     load_vlm,
     load_vocabs,
+    on_command_line,
     option_group,
     path_value,
     refuse_unused_params,
@@ -279,6 +281,15 @@ def score_cmd(
         list[str] | None,
         typer.Option("--method", help="{methods}; repeatable (default neglabel)."),  # filled from the registry
     ] = None,
+    authors: Annotated[
+        str | None,
+        typer.Option(
+            "--authors",
+            help=f"The authors' scoring setting of {', '.join(score_methods())} (method, grouping, groups, seed, "
+            "templates; docs/methods.md): fills those options, refuses one given with another value, and "
+            "records the setting in the rows.",
+        ),
+    ] = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Results folder.")] = Path("results"),
     overwrite: OverwriteOpt = False,
     vlm: ModelOptions,
@@ -290,6 +301,7 @@ def score_cmd(
     report: ReportOpt = True,
     streaming: StreamOptions,
     tuning: TuningOptions,
+    ctx: typer.Context,
     params: dict[str, Any] | None = None,  # the registry options above, from @scoring_options
     metrics: dict[str, Any] | None = None,
 ) -> None:
@@ -302,6 +314,9 @@ def score_cmd(
     --tune-criterion; their rows say so (tuned, tuned_on, tuning_space). --tune-on test tunes on the test
     sets instead, only when named so, and marks the rows [tuned on test]."""
     assert params is not None and metrics is not None  # given by @scoring_options
+    fields: dict[str, Any] = {}
+    if authors is not None:  # the authors' setting, before anything else is read
+        method, templates, fields = _authors(ctx, authors, method, templates, params)
     evaluation = {**metrics, "seed": params["seed"]}  # convention, tpr, n_boot; the seed is the bootstrap's too
     chosen = [get_method(m) for m in (method or ["neglabel"])]  # before any model
     streamed = list(dict.fromkeys(m.name for m in chosen if m.kind == "stream"))
@@ -326,7 +341,7 @@ def score_cmd(
     shared = {"id_classes": classes, "templates": templates, "params": params, "progress": True, **evaluation}
     model, sets = load_vlm(**asdict(vlm)), (id_set, ood_set, vocabs)
     how = (tune_sets, grid, tuning.tune_criterion, tuning.tune_on == "test")
-    ev = _evaluate(model, sets, methods, streamed, stream, how, explain, shared)
+    ev = _evaluate(model, sets, methods, streamed, stream, how, explain, shared).with_fields(fields)
     with writing(output):
         out = write_results(ev, output, overwrite=overwrite)
     warn_random(ev.random_weights)
@@ -334,6 +349,22 @@ def score_cmd(
     typer.echo(f"wrote {out}/results.json, results.csv, scores.npz, scores.csv, explanations.json")
     if report:
         write_folder_report(out)
+
+
+def _authors(
+    ctx: typer.Context, name: str, method: list[str] | None, templates: str, params: dict[str, Any]
+) -> tuple[list[str] | None, str, dict[str, Any]]:
+    """``--authors NAME``: the methods, templates and scorer parameters of the authors' setting (``params``
+    updated), a flag given with another value refused in one line; what it set is printed, and returned as
+    the fields every row records."""
+    given = {"method": method or ["neglabel"], "templates": templates, **params}
+    setting = authors_score(name, given, {k for k in given if on_command_line(ctx, k)})
+    params.update({k: v for k, v in setting.items() if k not in ("method", "templates")})
+    preset = authors_setting(name)
+    assert preset is not None  # authors_score refused an unknown name
+    typer.echo(f"--authors {name}: {preset.score_flags} ({preset.source})", err=True)
+    fields = {"authors": name, "authors_setting": preset.score_flags}
+    return setting.get("method", method), setting.get("templates", templates), fields
 
 
 def _evaluate(

@@ -19,7 +19,13 @@ from pathlib import Path
 from negvocab.core.errors import InputError
 from negvocab.data.benchmarks import classes_file, get_benchmark
 from negvocab.labels.imagenet import WNID, IdClasses, imagenet1k, read_id_classes
-from negvocab.labels.labelspace import LabelSpaceMap, class_file_hints, class_file_pins, map_label_space
+from negvocab.labels.labelspace import (
+    LabelSpaceMap,
+    class_file_hints,
+    class_file_pins,
+    class_file_qualifiers,
+    map_label_space,
+)
 
 __all__ = ["OpenedLabelSpace", "label_space_file", "open_label_space"]
 
@@ -86,7 +92,12 @@ def open_label_space(
     classes = reader(path)
     if not map_wordnet or all(WNID.match(w) for w in classes.wnids):
         return OpenedLabelSpace(classes, path)
-    mapping = map_label_space(classes, hints=(*class_file_hints(path), *hints), pins=class_file_pins(path))
+    mapping = map_label_space(
+        classes,
+        hints=(*class_file_hints(path), *hints),
+        pins=class_file_pins(path),
+        qualifiers=class_file_qualifiers(path),
+    )
     return OpenedLabelSpace(mapping.classes, path, mapping)
 
 

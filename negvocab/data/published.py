@@ -5,10 +5,11 @@ model and weights, templates, vocabulary size M, the **benchmark** (a registered
 where no negvocab benchmark holds that pairing) and its **ID split** (the ID set as results name it:
 ``ImageNet-1k val`` for the MOS four, ``ImageNet-1k (OpenOOD test)`` for OpenOOD v1.5), the OOD set or a
 summary (``mean``, ``near-ood``, ``far-ood``), FPR@95 and AUROC in percent as published, the FPR
-convention, seeds, its **kind** (:data:`KINDS`: a paper's table or abstract, the authors' log, a rerun,
-one seed of n), its **source** (paper, table; or log file and commit) and how it was **checked** against
-that source. A figure is never computed here: tables that show one beside negvocab's own rows mark it
-``published`` (:func:`published_beside`), only beside rows of the same benchmark sets and ID split.
+convention, seeds, its **kind** (:data:`KINDS`: a paper's table or abstract, the authors' log, a paper's
+table as the authors' README shows it, a rerun, one seed of n), its **source** (paper, table; or log file
+and commit) and how it was **checked** against that source. A figure is never computed here: tables that
+show one beside negvocab's own rows mark it ``published`` (:func:`published_beside`), only beside rows of
+the same benchmark sets and ID split.
 
 >>> rows = published_results(method="negrefine")
 >>> rows[0].ood_set, rows[0].fpr95, rows[0].kind
@@ -66,7 +67,7 @@ PUBLISHED_COLUMNS: tuple[str, ...] = (
     "note",
 )
 #: what a figure is (besides these: ``one seed of N``, one seed of the N a paper averages)
-KINDS: tuple[str, ...] = ("paper table", "paper abstract", "authors' log", "rerun")
+KINDS: tuple[str, ...] = ("paper table", "paper abstract", "authors' log", "authors' README", "rerun")
 _ONE_SEED = re.compile(r"one seed of ([2-9]|[1-9]\d+)")
 #: FPR conventions a published figure may state (negvocab's three; see docs/methods.md#metrics)
 _CONVENTIONS = ("paper", "hendrycks", "openood")

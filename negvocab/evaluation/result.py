@@ -3,6 +3,7 @@ the batch and the test-time parts of :func:`negvocab.evaluate_vocabularies`."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -70,6 +71,11 @@ class Evaluation:
     def ood_set_of_images(self) -> list[str]:
         """The OOD set name of each image of ``ood_images``."""
         return [name for name, n in self.ood_sets.items() for _ in range(n)]
+
+    def with_fields(self, fields: Mapping[str, Any]) -> Evaluation:
+        """The same evaluation with ``fields`` recorded in every row: where the rows' settings came from
+        (``negvocab score --authors``: ``authors`` and ``authors_setting``), so every table of them says so."""
+        return dataclasses.replace(self, rows=[{**r, **fields} for r in self.rows])
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,10 @@ class IdClasses:
     mapped : bool, default False
         The classes' senses were chosen for this label space: the synonym filter then also removes
         hyponyms of the classes.
+    qualifiers : tuple of str, default ()
+        Leading words that leave a class name's meaning in this label space (a mapped CUB-200's
+        "american": "American tree sparrow" is its Tree Sparrow); the synonym filter reads a label
+        behind one as the class (a class file's ``# qualifier:`` lines).
     """
 
     wnids: tuple[str, ...]
@@ -64,6 +68,8 @@ class IdClasses:
     #: the classes' senses were chosen for this label space (:func:`negvocab.labels.labelspace.map_label_space`,
     #: or pinned in a ``name<TAB>wnid`` file): the synonym filter then also removes hyponyms of the classes
     mapped: bool = field(default=False, compare=False)
+    #: leading words that leave a class name's meaning in this label space (the synonym filter's ``qualified`` rule)
+    qualifiers: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         n = len(self.wnids)
@@ -122,6 +128,7 @@ class IdClasses:
             synonyms=tuple(self.synonyms[i] for i in idx),
             dataset=f"{self.dataset}-subset{len(idx)}",
             mapped=self.mapped,
+            qualifiers=self.qualifiers,
         )
 
 

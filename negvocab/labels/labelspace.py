@@ -63,7 +63,15 @@ from negvocab.labels.wordnet import load_wordnet
 if TYPE_CHECKING:
     from nltk.corpus.reader.wordnet import Synset
 
-__all__ = ["ClassSense", "LabelSpaceMap", "class_file_hints", "class_file_pins", "map_label_space", "resolve_hint"]
+__all__ = [
+    "ClassSense",
+    "LabelSpaceMap",
+    "class_file_hints",
+    "class_file_pins",
+    "class_file_qualifiers",
+    "map_label_space",
+    "resolve_hint",
+]
 
 #: how a class name reached its synset, in the order the rules are tried
 RULES = ("pinned", "exact", "plural", "spelling", "possessive", "head-word", "hint-word")
@@ -71,6 +79,7 @@ RULES = ("pinned", "exact", "plural", "spelling", "possessive", "head-word", "hi
 NOT_IN_WORDNET = "no WordNet 3.0 noun by any rule (as written, plural, spelling, possessive, head word)"
 HINT_PREFIX = "hint:"
 PIN_PREFIX = "pin:"
+QUALIFIER_PREFIX = "qualifier:"
 
 
 @dataclass(frozen=True)
@@ -174,6 +183,7 @@ def map_label_space(
     hints: Sequence[str] = (),
     context: bool = True,
     pins: Mapping[str, str] | None = None,
+    qualifiers: Sequence[str] = (),
 ) -> LabelSpaceMap:
     """Map each class name to a WordNet 3.0 noun synset (rules and choices: the module docstring).
 
@@ -191,6 +201,10 @@ def map_label_space(
     pins
         Class name -> wnid: the sense a class takes whatever the rules say (rule ``pinned``; a class
         file's ``# pin: WNID NAME`` header lines, :func:`class_file_pins`).
+    qualifiers
+        Leading words that leave a class name's meaning in this label space (a class file's
+        ``# qualifier:`` lines, :func:`class_file_qualifiers`): the synonym filter reads "American tree
+        sparrow" as CUB-200's Tree Sparrow.
 
     Returns
     -------
@@ -227,7 +241,8 @@ def map_label_space(
         tuple(dict.fromkeys((*space.synonyms[i], *_lemmas(wn, s.wnid)))) if s.wnid else space.synonyms[i]
         for i, s in enumerate(out)
     )
-    mapped = IdClasses(tuple(wnids), space.names, synonyms, dataset=space.dataset, mapped=True)
+    quals = tuple(dict.fromkeys((*space.qualifiers, *(q.strip() for q in qualifiers if q.strip()))))
+    mapped = IdClasses(tuple(wnids), space.names, synonyms, dataset=space.dataset, mapped=True, qualifiers=quals)
     return LabelSpaceMap(mapped, tuple(out), tuple(dict.fromkeys(h.strip() for h in hints)))
 
 
@@ -308,10 +323,21 @@ def resolve_hint(hint: str) -> tuple[Synset, ...]:
 
 def class_file_hints(path: str | os.PathLike[str]) -> tuple[str, ...]:
     """The hints a class file's header names (``# hint: bird``, comma-separated, one or more lines)."""
+    return _header_list(path, HINT_PREFIX)
+
+
+def class_file_qualifiers(path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The qualifiers a class file's header names (``# qualifier: american, north american``, comma-separated,
+    one or more lines): leading words that leave a class name's meaning in this label space."""
+    return _header_list(path, QUALIFIER_PREFIX)
+
+
+def _header_list(path: str | os.PathLike[str], prefix: str) -> tuple[str, ...]:
+    """The comma-separated values of a class file's ``# prefix`` header lines, in order."""
     out: list[str] = []
     for _, body in _header(Path(path).expanduser()):
-        if body.casefold().startswith(HINT_PREFIX):
-            out.extend(h.strip() for h in body[len(HINT_PREFIX) :].split(",") if h.strip())
+        if body.casefold().startswith(prefix):
+            out.extend(h.strip() for h in body[len(prefix) :].split(",") if h.strip())
     return tuple(out)
 
 

@@ -30,6 +30,8 @@ name (open_clip writes some classes "A / B" or "A (B)": "cardboard box / carton"
 - ``variant``: equal once a possessive is dropped or an abbreviation written out, in the label or the
   form (:func:`negvocab.labels.variants.variant_keys`): "Harris's sparrow" = "Harris Sparrow",
   "chuck-will's-widow" = "Chuck will Widow", "potter wheel" = "potter's wheel", "St. Bernard" = "Saint Bernard";
+- ``name-spelling`` (a source): the right spelling of a class name its label space's file misspells, one
+  more form of the class (:func:`negvocab.labels.variants.name_spellings`: CUB-200's "Artic Tern");
 - ``decorated``: any rule above after :func:`negvocab.labels.clean.clean_label` removed a
   decoration ("crane (machine)", "gray wolf gray wolf", "1. **Trout** - a fish");
 - ``hyponym`` (source ``wordnet-synset``; only for a label space whose senses were chosen for it, an
@@ -43,6 +45,10 @@ name (open_clip writes some classes "A / B" or "A (B)": "cardboard box / carton"
   name's last word ("nutcracker" beside Clark's nutcracker; :mod:`negvocab.labels.taxa`). Tried after
   every rule above, so ImageNet-1k, not mapped, keeps exactly its removals but for the ``variant`` rule;
   the report names the chain (``via``) and each class's hypernyms (``hypernyms``).
+
+- ``qualified`` (a mapped label space with ``qualifiers``, a class file's ``# qualifier:`` lines): a form
+  behind a leading qualifier ("American tree sparrow": CUB-200's Tree Sparrow), unless the whole label is
+  a WordNet noun of another sense. Tried after every rule but ``hyponym``.
 
 Every rule records which class and which form matched (:class:`Match`).
 """
@@ -70,7 +76,7 @@ from negvocab.labels.plurals import regular_plurals as _regular_plurals
 from negvocab.labels.spelling import american, spelling_words
 from negvocab.labels.taxa import below as below_synset
 from negvocab.labels.taxa import genus_names
-from negvocab.labels.variants import ABBREVIATIONS, variant_keys
+from negvocab.labels.variants import ABBREVIATIONS, name_spellings, qualified_name, variant_keys
 from negvocab.labels.wordnet import load_wordnet
 
 if TYPE_CHECKING:
@@ -88,8 +94,8 @@ class Match:
     wnid: str
     name: str  # the class's clean name
     form: str  # the clean name or WordNet synonym that matched
-    source: str  # "clean-name", "wordnet-synonym" or "composite-part"
-    how: str  # "exact", "normalised", "plural", "spelling", "singular", "head-word", "decorated", "synset", "hyponym"
+    source: str  # "clean-name", "wordnet-synonym", "composite-part" or "name-spelling"
+    how: str  # "exact", "normalised", "plural", "spelling", "singular", "head-word", "decorated", "qualified", ...
     class_index: int
 
     @property
@@ -133,13 +139,15 @@ class SynonymFilter:
         self._variants: dict[str, Match] = {}  # a form's key without its possessive or abbreviations
         self._variant_plurals: frozenset[str] | None = None  # their plural spellings (built on first use)
         self._genus: dict[str, int] | None = None  # a genus-level name -> the ID class (mapped; built on first use)
-        for source in ("clean-name", "wordnet-synonym", "composite-part"):
+        for source in ("clean-name", "wordnet-synonym", "composite-part", "name-spelling"):
             for i, wnid in enumerate(self.id_classes.wnids):
                 name = self.id_classes.names[i]
                 if source == "clean-name":
                     forms: tuple[str, ...] = (name,)
                 elif source == "wordnet-synonym":
                     forms = self.id_classes.synonyms[i]
+                elif source == "name-spelling":
+                    forms = name_spellings(name)
                 else:
                     forms = composite_parts(name)
                 for form in forms:
@@ -173,9 +181,20 @@ class SynonymFilter:
         if not isinstance(label, str):
             raise InputError(f"the synonym filter takes a label string, got {type(label).__name__} {label!r:.40}")
         match = self._explain_forms(label)
+        if match is None and self.id_classes.mapped and self.id_classes.qualifiers:
+            match = self._qualified_match(label)
         if match is None and self.hyponyms:
             return self._hyponym_match(label)
         return match
+
+    def _qualified_match(self, label: str) -> Match | None:
+        """Rule ``qualified``: a class's form behind a leading qualifier of the label space ("American tree
+        sparrow": CUB-200's Tree Sparrow), unless the whole label is a WordNet noun that is not the class."""
+        rest = qualified_name(normalise(label), self.id_classes.qualifiers)
+        match = None if rest is None else self._explain_forms(rest)
+        if match is None or _other_wordnet_noun(normalise(label), match.wnid):
+            return None
+        return _with_how(match, "qualified")
 
     def _explain_forms(self, label: str) -> Match | None:
         """Every rule but ``hyponym``: the label against the ID classes' names and synonyms."""
@@ -526,13 +545,15 @@ def _heads_of(wnid: str) -> frozenset[str]:
 
 
 def _other_wordnet_noun(key: str, wnid: str) -> bool:
-    """Whether ``key`` is a WordNet noun of its own, none of whose senses is the class ``wnid``."""
+    """Whether ``key`` is a WordNet noun of its own, none of whose senses is the class ``wnid`` (any WordNet
+    noun, for a class without a synset)."""
     wn = load_wordnet()
     words = key.split()
     spellings = {"_".join(words), "".join(words)}  # WordNet writes "two-piece_suit": try each gap as a hyphen too
     spellings |= {"_".join(words[:i]) + "-" + "_".join(words[i:]) for i in range(1, len(words))}
     synsets = {s for spelled in spellings for s in wn.synsets(spelled, "n")}
-    return bool(synsets) and all(s.offset() != int(wnid[1:]) for s in synsets)
+    offset = int(wnid[1:]) if WNID.match(wnid) else -1
+    return bool(synsets) and all(s.offset() != offset for s in synsets)
 
 
 @functools.cache

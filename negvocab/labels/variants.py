@@ -8,16 +8,30 @@ its possessive (the synonym filter matches both forms), :func:`possessive_spelli
 name's words with one possessive (the label-space mapper looks each up in WordNet).
 :func:`variant_keys` gives the matching keys a name has besides its own: the possessive dropped and
 the abbreviations of :data:`ABBREVIATIONS` written out ("St. Bernard" = "Saint Bernard").
+:func:`name_spellings` gives a class name a label space's own file misspells its right spelling (the
+table ``negvocab/resources/name_spellings.tsv``, each line with its source: CUB-200's "Artic Tern"), and
+:func:`qualified_name` reads a name behind a leading qualifier of its label space ("American tree
+sparrow" behind "american": CUB-200's "Tree Sparrow"; the qualifiers are the class file's
+``# qualifier:`` lines).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
+from importlib import resources
 
 from negvocab.labels.keys import normalise
 
-__all__ = ["ABBREVIATIONS", "possessive_spellings", "variant_keys", "without_possessive"]
+__all__ = [
+    "ABBREVIATIONS",
+    "name_spellings",
+    "possessive_spellings",
+    "qualified_name",
+    "variant_keys",
+    "without_possessive",
+]
 
 #: abbreviations names take, as words of a normalised key (periods dropped) -> the word written out
 ABBREVIATIONS = {"st": "saint", "ste": "sainte", "mt": "mount", "ft": "fort"}
@@ -76,3 +90,41 @@ def variant_keys(text: str) -> tuple[str, ...]:
 
 def _written_out(key: str) -> str:
     return " ".join(ABBREVIATIONS.get(w, w) for w in key.split())
+
+
+@functools.cache
+def _spelling_table() -> dict[str, tuple[str, ...]]:
+    """``name_spellings.tsv``: a name as written (its normalised key) -> the spellings it reads as."""
+    text = resources.files("negvocab").joinpath("resources/name_spellings.tsv").read_text(encoding="utf-8")
+    out: dict[str, tuple[str, ...]] = {}
+    for line in text.splitlines():
+        if line.strip() and not line.startswith("#"):
+            written, reads_as, *_ = line.split("\t")
+            out[normalise(written)] = (*out.get(normalise(written), ()), reads_as)
+    return out
+
+
+def name_spellings(name: str) -> tuple[str, ...]:
+    """The right spellings of a class name its label space's file misspells (none for most names).
+
+    >>> name_spellings("Artic Tern"), name_spellings("Arctic Tern")
+    (('Arctic Tern',), ())
+    """
+    return _spelling_table().get(normalise(name), ())
+
+
+def qualified_name(key: str, qualifiers: Sequence[str]) -> str | None:
+    """The rest of a normalised key behind its leading qualifier (the longest of ``qualifiers`` that
+    starts it, as whole words), or None where none does.
+
+    >>> qualified_name("american tree sparrow", ["american", "north american"])
+    'tree sparrow'
+    >>> qualified_name("north american tree sparrow", ["american", "north american"])
+    'tree sparrow'
+    >>> qualified_name("americana", ["american"]) is None
+    True
+    """
+    for q in sorted({normalise(q) for q in qualifiers if normalise(q)}, key=len, reverse=True):
+        if key.startswith(q + " ") and key[len(q) + 1 :].strip():
+            return key[len(q) + 1 :]
+    return None

@@ -39,6 +39,8 @@ __all__ = [
     "TEST_TIME_MARK",
     "TEST_TUNED_NOTE",
     "TUNING_COLUMNS",
+    "AUTHORS_COLUMNS",
+    "authors_notes",
     "flat_row",
     "table_columns",
     "table_csv",
@@ -96,7 +98,7 @@ def flat_row(row: Mapping[str, Any]) -> dict[str, Any]:
 def table_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """The columns of a results table of ``rows``: :data:`TABLE_COLUMNS`, then those of a test-time
     method's stream, ID accuracy and CCR, and tuning, where some row holds them."""
-    more = [*STREAM_COLUMNS, *accuracy_columns_in(rows), *TUNING_COLUMNS]
+    more = [*STREAM_COLUMNS, *accuracy_columns_in(rows), *TUNING_COLUMNS, *AUTHORS_COLUMNS]
     return [*TABLE_COLUMNS, *(c for c in more if any(c in r for r in rows))]
 
 
@@ -175,7 +177,18 @@ def format_table(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | No
         )
     lines += test_time_notes(rows)
     lines += tuning_notes(meta or {})
+    lines += authors_notes(rows)
     return "\n".join(lines)
+
+
+#: the columns of rows scored with the authors' setting (``negvocab score --authors``): its name and flags
+AUTHORS_COLUMNS: list[str] = ["authors", "authors_setting"]
+
+
+def authors_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One footer line per authors' setting the rows were scored with (``negvocab score --authors``)."""
+    settings = dict.fromkeys((str(r["authors"]), str(r.get("authors_setting", ""))) for r in rows if r.get("authors"))
+    return [f"settings of --authors {name} (the authors' code): {flags}" for name, flags in settings]
 
 
 #: the columns of rows scored with parameters chosen on a tuning split

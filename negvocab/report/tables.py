@@ -46,7 +46,7 @@ from negvocab.evaluation.row import interval
 from negvocab.report.comparisons import comparisons
 from negvocab.report.latex import latex_escape, latex_float, stacked_head
 from negvocab.report.result_folders import folder_rows
-from negvocab.report.results import TEST_TIME_MARK, TEST_TUNED_NOTE
+from negvocab.report.results import TEST_TIME_MARK, TEST_TUNED_NOTE, authors_notes
 from negvocab.report.significance import BOLD_AXES, PairedMarks, ScoreGetter, bold_note
 
 __all__ = [
@@ -354,7 +354,7 @@ def _caption_notes(
     notes += means
     if t.intervals:
         notes.append("Brackets: 95% bootstrap intervals over the OOD images.")
-    notes += tt_notes[1:]
+    notes += tt_notes[1:] + [f"{n[:1].upper()}{n[1:]}." for n in authors_notes(sel)]  # and authors' settings
     notes.append(bold_text)
     if any("aupr" in m for m in t.metrics):
         notes.append(f"AUPR as {str(first.get('aupr_method', 'average_precision')).replace('_', ' ')}.")

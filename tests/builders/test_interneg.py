@@ -255,4 +255,5 @@ def test_the_authors_preset_names_real_options_with_allowed_values(name, tmp_pat
     required = {"id_images": tmp_path} if name == "interneg" else {}
     opts = b.options(**preset.build, **required)  # the options model accepts every value
     assert {k: getattr(opts, k) for k in preset.build} == dict(preset.build)
-    assert preset.score.endswith(f"--templates {preset.build['templates']}")  # scored as it was built
+    assert preset.score["templates"] == preset.build["templates"]  # scored as it was built
+    assert preset.score_flags.endswith(f"--templates {preset.build['templates']}")

@@ -369,3 +369,17 @@ def test_info_warns_about_random_weights_also_through_a_merge(runner, tmp_path, 
 def test_exports_to_a_folder_say_so(runner, tmp_path):
     for cmd in ("classes", "candidates"):
         assert "it is a folder; give a file name" in _error_line(run(runner, cmd, "-o", tmp_path))
+
+
+def test_filter_on_cub_drops_its_spelling_and_qualified_names_and_keeps_other_species(runner, tmp_path):
+    """``negvocab filter --id-classes cub200``: CUB's misspelt "Artic Tern" read right, a bare CUB name behind a
+    qualifier of its class file removed; another species behind another region's or a colour's word kept."""
+    leaks = ["arctic tern", "american tree sparrow", "northern cardinal", "northern mockingbird"]
+    others = ["eurasian tree sparrow", "yellow cardinal", "blue mockingbird", "kayak"]
+    src, out = tmp_path / "v.txt", tmp_path / "clean.json"
+    src.write_text("\n".join([*leaks, *others]) + "\n")
+    result = run(runner, "filter", src, "--id-classes", "cub200", "-o", out, "-v")
+    assert result.exit_code == 0, result.output
+    assert Vocabulary.load(out).labels == others
+    assert "removed 'arctic tern': Artic Tern" in result.stdout and "[name-spelling/normalised]" in result.stdout
+    assert "removed 'american tree sparrow': Tree Sparrow" in result.stdout and "/qualified]" in result.stdout

@@ -92,6 +92,32 @@ def test_the_papers_figures_name_the_papers_and_agree_with_their_abstracts():
     assert re.search(rf"from {csp.fpr95:.1f}% to {tanl.fpr95}%", ABSTRACTS) and tanl.auroc is None
 
 
+def test_interneg_rows_are_the_table_its_readme_shows():
+    """InterNeg's rows equal Table 1 of its paper as the authors' README shows it (an image, transcribed by hand
+    in published_sources/): the per-set figures, the average as the mean of the four (a slip in one figure
+    fails it), and the abstract's 3.47% FPR95 reduction over the second best of the same table (CSP)."""
+    table = {}
+    for line in (SOURCES / "interneg_readme_table1.txt").read_text().splitlines():
+        name, *cells = line.split() or [""]
+        if name in ("CSP", "InterNeg") and len(cells) == 10:
+            table[name] = [float(x) for x in cells]
+    sets = ["inaturalist", "sun", "places", "textures", "mean"]
+    rows = {r.ood_set: r for r in published_results(method="interneg")}
+    assert list(rows) == sets
+    for i, name in enumerate(sets):
+        auroc, fpr = table["InterNeg"][2 * i], table["InterNeg"][2 * i + 1]
+        assert (rows[name].fpr95, rows[name].auroc) == (fpr, auroc), name
+    for col in (0, 1):  # AUROC, FPR95: the average column is the mean of the four (as printed, to 0.01)
+        assert abs(np.mean(table["InterNeg"][col:8:2]) - table["InterNeg"][8 + col]) <= 0.0051
+        assert abs(np.mean(table["CSP"][col:8:2]) - table["CSP"][8 + col]) <= 0.0051
+    gain = float(re.search(r"([\d.]+)% reduction in FPR95", ABSTRACTS.split("[InterNeg]")[1])[1])
+    assert rows["mean"].fpr95 == pytest.approx(table["CSP"][9] - gain)
+    for r in rows.values():  # what a reader needs: the kind, the source, the ID split and that it is test-time
+        assert r.kind == "authors' README" and "arXiv 2603.02618" in r.source and "figures/results.png" in r.source
+        assert r.benchmark == "" and "45000" in r.id_split and r.convention == "openood"
+        assert "test-time" in r.note and "text side only" in r.note and r.size == 2000
+
+
 def test_the_package_cites_no_tracker():
     """Nothing in the package refers to this project's issue tracker (history belongs in git)."""
     package = Path(negvocab.__file__).parent
@@ -366,8 +392,9 @@ def test_cli_lists_them():
     assert any(x.startswith("[1] NegLabel mean (paper table; ID ImageNet-1k val): Jiang et al.") for x in lines)
     res = CliRunner().invoke(app, ["published", "--method", "nosuch", "-m", "ViT-B-16"])
     assert res.exit_code == 2 and res.stderr.strip().splitlines() == [
-        "error: no published figure matches --method nosuch --model ViT-B-16; methods: AdaNeg, CSP, NegLabel, "
-        "NegRefine, TANL, adaneg, neglabel, negrefine, tanl; models: ViT-B-16; benchmarks: mos, openood"
+        "error: no published figure matches --method nosuch --model ViT-B-16; methods: AdaNeg, CSP, InterNeg, "
+        "NegLabel, NegRefine, TANL, adaneg, interneg, neglabel, negrefine, tanl; models: ViT-B-16; benchmarks: mos, "
+        "openood"
     ]  # not an empty table
     res = CliRunner().invoke(app, ["published", "--method", "CSP", "--csv"])
     lines = res.output.strip().splitlines()

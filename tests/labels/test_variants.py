@@ -78,6 +78,18 @@ CUB_VARIANTS = {
     "English sparrow": "House Sparrow",
     "bank martin": "Bank Swallow",
     "black-necked grebe": "Eared Grebe",
+    # the spelling CUB's own file misspells ("Artic Tern"; negvocab/resources/name_spellings.tsv)
+    "arctic tern": "Artic Tern",
+    "Arctic terns": "Artic Tern",
+    # a bare CUB name behind a qualifier naming its North American species (the class file's '# qualifier:')
+    "American tree sparrow": "Tree Sparrow",
+    "North American tree sparrow": "Tree Sparrow",
+    "American tree sparrows": "Tree Sparrow",
+    "northern cardinal": "Cardinal",
+    "northern mockingbird": "Mockingbird",
+    "American white pelican": "White Pelican",
+    "northern raven": "Common Raven",
+    "common nighthawk": "Nighthawk",
     # scientific names WordNet gives the species
     "Corvus corax": "Common Raven",
     "Geococcyx californianus": "Geococcyx",
@@ -94,6 +106,14 @@ CUB_VARIANTS = {
 }
 #: birds that are no CUB class and no variant of one: they stay
 NOT_CUB = ["Passer montanus", "Xenicus gilviventris", "tree martin", "bird", "songbird", "warbler", "hawk", "ostrich"]
+#: other species written as a CUB name behind a word that is no qualifier of CUB's: another region (CUB's
+#: Tree Sparrow is the American Spizella arborea, the Eurasian tree sparrow Passer montanus) or a colour
+#: (the yellow cardinal is Gubernatrix cristata, the blue mockingbird Melanotis caerulescens), and
+#: neighbours of CUB species (the eastern wood pewee, Contopus virens, beside CUB's Western Wood Pewee)
+NOT_CUB_QUALIFIED = [
+    "Eurasian tree sparrow", "European tree sparrow", "yellow cardinal", "blue mockingbird", "eastern wood pewee",
+    "American robin", "American kestrel", "common loon", "tree", "American", "northern",
+]  # fmt: skip
 #: goldfinch is a lemma of both goldfinch classes (WordNet's New World goldfinch and Carduelis carduelis)
 GOLDFINCHES = {"American Goldfinch", "European Goldfinch"}
 
@@ -142,6 +162,34 @@ def test_the_bird_pool_keeps_no_cub_species_nor_a_variant(cub, wn):
     assert {label: cub.explain(label) for label in NOT_CUB} == dict.fromkeys(NOT_CUB)
 
 
+def test_other_species_behind_a_word_stay(cub):
+    assert {label: cub.explain(label) for label in NOT_CUB_QUALIFIED} == dict.fromkeys(NOT_CUB_QUALIFIED)
+    assert cub.explain("American tree sparrow").how == "qualified"  # the rule is named in the report
+    assert cub.explain("arctic tern").source == "name-spelling"
+    assert cub.id_classes.names[cub.explain("arctic tern").class_index] == "Artic Tern"  # the name kept as written
+
+
+def test_qualifiers_only_where_the_label_space_names_them(wn):
+    """The class file's '# qualifier:' lines, read when mapping; a label space without them (the same names
+    given as a list, or unmapped) reads "American tree sparrow" as no class."""
+    from negvocab.labels.imagenet import IdClasses
+    from negvocab.labels.labelspace import class_file_qualifiers, map_label_space
+    from negvocab.labels.variants import qualified_name
+
+    opened = open_label_space("cub200", map_wordnet=True)
+    assert class_file_qualifiers(opened.file) == ("american", "north american", "northern", "common")
+    assert opened.classes.qualifiers == ("american", "north american", "northern", "common")
+    names = ["Tree Sparrow", "Cardinal", "Mockingbird"]
+    bare = SynonymFilter(map_label_space(names, hints=["bird"]).classes)
+    assert bare.explain("American tree sparrow") is None and bare.explain("tree sparrow") is not None
+    spaced = SynonymFilter(map_label_space(names, hints=["bird"], qualifiers=["american"]).classes)
+    assert spaced.explain("American tree sparrow").name == "Tree Sparrow"
+    assert spaced.explain("northern cardinal") is None  # "northern" not given
+    unmapped = SynonymFilter(IdClasses.from_names(names))
+    assert unmapped.explain("American tree sparrow") is None
+    assert qualified_name("american", ["american"]) is None and qualified_name("americans tree", ["american"]) is None
+
+
 def test_imagenet_possessive_classes_without_the_possessive(synfilter, classes):
     forms = [(i, f) for i in range(len(classes)) for f in (classes.names[i], *classes.synonyms[i]) if "'s " in f]
     assert len(forms) >= 10  # potter's wheel, carpenter's kit, jeweler's loupe, ...
@@ -151,6 +199,28 @@ def test_imagenet_possessive_classes_without_the_possessive(synfilter, classes):
             assert match is not None and match.class_index == i, (label, match)
     for label in ("potter wheel", "carpenter kit", "jeweler loupe", "potter wheels"):
         assert synfilter.explain(label).rule.endswith("/variant"), label
+
+
+def test_the_spelling_table_is_read_with_its_sources():
+    from importlib import resources
+
+    from negvocab.labels.variants import name_spellings
+
+    lines = [
+        line.split("\t")
+        for line in resources.files("negvocab").joinpath("resources/name_spellings.tsv").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert lines and all(len(parts) == 4 and len(parts[3]) > 40 for parts in lines)  # every line with its source
+    shipped = open_label_space("cub200").classes.names
+    for written, reads_as, space, _ in lines:
+        assert written in open_label_space(space).classes.names  # a name its label space writes so
+        assert name_spellings(written) == (reads_as,)
+    assert (
+        "Artic Tern" in shipped
+        and name_spellings("Arctic Tern") == ()
+        and name_spellings("artic  tern") == ("Arctic Tern",)
+    )
 
 
 def test_written_variants():
