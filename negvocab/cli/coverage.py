@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from negvocab.cli.app import app
+from negvocab.cli.method_options import check_scoring_options, refuse_unused_params, scoring_options
 from negvocab.cli.options import (
     IdClassesOpt,
     ImageOptions,
@@ -17,11 +18,8 @@ from negvocab.cli.options import (
     OverwriteOpt,
     ReportOpt,
     TemplatesOpt,
-    check_scoring_options,
     load_vlm,
     option_group,
-    refuse_unused_params,
-    scoring_options,
 )
 from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder_report, writing
 from negvocab.core.errors import InputError

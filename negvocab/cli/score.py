@@ -14,6 +14,7 @@ import typer
 
 from negvocab.builders.authors import authors_score, authors_setting, score_methods
 from negvocab.cli.app import app
+from negvocab.cli.method_options import check_scoring_options, refuse_unused_params, scoring_options
 from negvocab.cli.options import (
     IdClassesOpt,
     ImageOptions,
@@ -21,15 +22,12 @@ from negvocab.cli.options import (
     OverwriteOpt,
     ReportOpt,
     TemplatesOpt,
-    check_scoring_options,
     image_sets,
     load_vlm,
     load_vocabs,
     on_command_line,
     option_group,
     path_value,
-    refuse_unused_params,
-    scoring_options,
 )
 from negvocab.cli.outputs import claim_results_folder, warn_random, write_folder_report, writing
 from negvocab.core.errors import InputError
