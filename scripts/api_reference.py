@@ -170,6 +170,9 @@ def _index(names: list[PublicName]) -> str:
         "of the adapters (`negvocab.adapters.pytorch_ood`, `negvocab.adapters.openood`, `negvocab.adapters.zeroshot`).",
         "Each entry is generated from the docstrings of the module that defines the name; the",
         "[layout](../layout.md) says which module is for what.\n",
+        "An entry as the site shows it: the class `VLM`, its constructor's signature, then its parameters",
+        "(a screenshot of the built site, `mkdocs build`, in headless Chromium):\n",
+        "![The API reference entry of the class VLM](../images/reference-class.png)\n",
     ]
     for page, (title, about, _) in PAGES.items():
         rows = [n for n in names if n.page == page]

@@ -49,14 +49,14 @@ fi
 say "what it installs: WordNet 3.0 (Debian wordnet-base, ~30 MB); optional Chromium and TeX for the browser"
 say "  and LaTeX tests; torch + torchvision; negvocab with [all,test,docs] at constraints.txt's versions."
 say "  Size of the environment: about 6.9 GB with PyPI's default torch on Linux, about 3.2 GB of it CUDA"
-say "  libraries; about 3.7 GB (estimated) with the CPU-only build (--cpu-torch). Time: mostly downloads (minutes)."
+say "  libraries; about 2.4 GB with the CPU-only build (--cpu-torch). Time: mostly downloads (minutes)."
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
     GPU=1
 else
     GPU=""
 fi
 if [ -z "$GPU" ] && [ -z "$CPU_TORCH" ]; then
-    say "no NVIDIA GPU found: the CPU-only torch build saves about 3.2 GB of CUDA libraries:"
+    say "no NVIDIA GPU found: the CPU-only torch build saves about 4.5 GB (CUDA libraries, triton, CUDA kernels):"
     say "  bash scripts/setup.sh --cpu-torch    (torch from $CPU_INDEX; without the flag: PyPI's CUDA build)"
 fi
 if [ -n "$CPU_TORCH" ]; then

@@ -135,3 +135,24 @@ def test_the_docs_site_lists_every_page_and_builds_strictly():
     assert {"methods.md", "layout.md", "tutorial.md"} <= set(nav) and sum(p.startswith("howto/") for p in nav) >= 5
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "mkdocs build --strict" in ci and "sync_docs.py --check" in ci
+
+
+def test_the_screenshots_exist_are_small_and_are_shown():
+    """Every image a page shows exists and is a PNG; each screenshot under docs/images/ is one (< 200 KB,
+    its size as its PNG header says) and is shown by some page, so none is left behind."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    shown = {
+        (page.parent / target).resolve(): page
+        for page in pages
+        for target in re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", page.read_text(encoding="utf-8"))
+    }
+    missing = [f"{page.relative_to(ROOT)}: {img}" for img, page in shown.items() if not img.is_file()]
+    assert not missing, missing
+    shots = sorted((ROOT / "docs" / "images").glob("*"))
+    assert len(shots) >= 2
+    for shot in shots:
+        head = shot.read_bytes()[:24]
+        assert head[:8] == b"\x89PNG\r\n\x1a\n", shot  # a PNG, as its name says
+        width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+        assert shot.stat().st_size < 200_000 and 400 <= width <= 2000 and 300 <= height <= 3000, (shot, width, height)
+        assert shot.resolve() in shown, f"{shot.relative_to(ROOT)} is shown by no page"

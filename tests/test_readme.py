@@ -26,8 +26,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 RUNNABLE = ("python", "bash")
-MAX_SKIPPED = 21  # OpenOOD's Evaluator (needs an OpenOOD checkout), LiteLLM's install, the example grids' runs (2), the
-# test-time how-to's MOS-four phase loop, its figure's outline, its OpenOOD tuning run (each runs on tiny data)
+MAX_SKIPPED = 22  # OpenOOD's Evaluator (needs an OpenOOD checkout), LiteLLM's install, the example grids' runs (2), the
+# test-time how-to's MOS-four phase loop, its figure's outline, its OpenOOD tuning run (each runs on tiny data), the
+# venv recipe for a full OpenOOD checkout (installs into a venv of its own)
 SETUP_COMMANDS = (
     "bash scripts/setup.sh && . .venv/bin/activate && negvocab demo --random-weights   # the main job: the whole "
     "pipeline, offline\n"

@@ -204,8 +204,8 @@ WORDNET = Builder(
     needs=frozenset({"vlm"}),
     paper="Jiang et al., NegLabel, ICLR 2024",
     examples=(
-        "negvocab build wordnet -o wordnet.json",
-        "negvocab build wordnet --candidates pool.tsv --sizes 50,100,200 -o wn.json",
+        "negvocab build wordnet -m ViT-B-16 -p openai -o wordnet.json",
+        "negvocab build wordnet -m ViT-B-16 -p openai --candidates pool.tsv --sizes 50,100,200 -o wn.json",
     ),
     texts=_wordnet_texts,
 )
@@ -238,8 +238,9 @@ SIBLINGS = Builder(
     needs=frozenset({"vlm"}),
     paper="docs/methods.md, Vocabularies (the offline analogue of GPT siblings)",
     examples=(
-        "negvocab build siblings --id-classes classes.txt -K 10 -o siblings.json",
-        "negvocab build siblings --id-classes finegrained-cub200 --hint bird -K 10 -o cub_siblings.json",
+        "negvocab build siblings -m ViT-B-16 -p openai --id-classes classes.txt -K 10 -o siblings.json",
+        "negvocab build siblings -m ViT-B-16 -p openai "
+        "--id-classes finegrained-cub200 --hint bird -K 10 -o cub_siblings.json",
     ),
     texts=lambda o, n: int(getattr(o, "per_class", 20)) * n,  # at least: K kept of each class's relatives
 )
@@ -286,7 +287,9 @@ MINED = Builder(
     ranked=True,
     needs=frozenset({"vlm", "images"}),
     paper="docs/methods.md, Vocabularies (mined negatives)",
-    examples=("negvocab build mined --images unlabelled/ --candidates wordnet -k 5 -o mined.json",),
+    examples=(
+        "negvocab build mined -m ViT-B-16 -p openai --images unlabelled/ --candidates wordnet -k 5 -o mined.json",
+    ),
     texts=_mined_texts,
 )
 
@@ -461,8 +464,9 @@ NEGREFINE = Builder(
     needs=frozenset({"vlm", "llm"}),
     paper="Ansari et al., NegRefine: Refining Negative Label-Based Zero-Shot OOD Detection, ICCV 2025",
     examples=(
-        "negvocab build negrefine --vocabulary csp.json --llm-model gpt-4o-mini --dry-run -o negrefine.json",
-        "negvocab build negrefine --vocabulary csp.json --llm-model Qwen2.5-14B-Instruct "
+        "negvocab build negrefine -m ViT-B-16 -p openai "
+        "--vocabulary csp.json --llm-model gpt-4o-mini --dry-run -o negrefine.json",
+        "negvocab build negrefine -m ViT-B-16 -p openai --vocabulary csp.json --llm-model Qwen2.5-14B-Instruct "
         "--base-url http://localhost:8000/v1 -o negrefine.json",
     ),
     texts=lambda o, n: n + len(_vocabulary_of(getattr(o, "vocabulary", []))),  # bare names and labels, once
@@ -538,9 +542,9 @@ CSP = Builder(
     needs=frozenset({"vlm"}),
     paper="Chen et al., Conjugated Semantic Pool, NeurIPS 2024 (docs/methods.md#csp)",
     examples=(
-        "negvocab build csp -o csp.json",
-        "negvocab build csp --authors -o csp_authors.json",
-        "negvocab build csp --id-classes finegrained-cub200 --hint bird -o csp_cub.json",
+        "negvocab build csp -m ViT-B-16 -p openai -o csp.json",
+        "negvocab build csp -m ViT-B-16 -p openai --authors -o csp_authors.json",
+        "negvocab build csp -m ViT-B-16 -p openai --id-classes finegrained-cub200 --hint bird -o csp_cub.json",
     ),
     texts=_texts(csp_pool),
 )
@@ -587,8 +591,10 @@ INTERNEG = Builder(
     needs=frozenset({"vlm", "images"}),
     paper="Xu et al., InterNeg, CVPR 2026 (docs/methods.md#interneg)",
     examples=(
-        "negvocab build interneg --id-images imagenet_16shot/ --shots 16 --size 2000 -o interneg.json",
-        "negvocab build interneg --authors --id-images imagenet_16shot/ --size 2000 -o interneg_authors.json",
+        "negvocab build interneg -m ViT-B-16 -p openai "
+        "--id-images imagenet_16shot/ --shots 16 --size 2000 -o interneg.json",
+        "negvocab build interneg -m ViT-B-16 -p openai "
+        "--authors --id-images imagenet_16shot/ --size 2000 -o interneg_authors.json",
     ),
     texts=_texts(wordnet_candidates),
 )

@@ -8,7 +8,9 @@ __all__ = ["EXAMPLES", "epilog"]
 
 EXAMPLES: dict[str, list[str]] = {
     "cache": ["negvocab cache", "negvocab cache --clear"],
-    "coverage": ["negvocab coverage --vocab vocab.json --id images/id --ood ood_labelled.csv -o coverage/"],
+    "coverage": [
+        "negvocab coverage -m ViT-B-16 -p openai --vocab vocab.json --id images/id --ood ood_labelled.csv -o coverage/"
+    ],
     "demo": [
         "negvocab demo --random-weights --n-candidates 300 -o negvocab-demo",
         "negvocab demo -m ViT-B-16 --pretrained openai",
@@ -16,7 +18,10 @@ EXAMPLES: dict[str, list[str]] = {
     "methods": ["negvocab methods -s conventions", "negvocab methods -o methods.md"],
     "published": ["negvocab published --method negrefine", "negvocab published -m ViT-B-16 --csv"],
     "models": ["negvocab models --preset paper8", "negvocab models --grep siglip2"],
-    "embed": ["negvocab embed --classes -o emb/id", "negvocab embed --images images/ood -o emb/ood"],
+    "embed": [
+        "negvocab embed -m ViT-B-16 -p openai --classes -o emb/id",
+        "negvocab embed -m ViT-B-16 -p openai --images images/ood -o emb/ood",
+    ],
     "classes": ["negvocab classes -o classes.csv"],
     "candidates": ["negvocab candidates --preset neglabel -o pool.tsv"],
     "filter": [
@@ -32,9 +37,13 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "report": ["negvocab report results/ -o report.html"],
     "score": [
-        "negvocab score --id images/id --ood ninco=images/ninco --vocab wordnet.json --method neglabel -o results/"
+        "negvocab score -m ViT-B-16 -p openai "
+        "--id images/id --ood ninco=images/ninco --vocab wordnet.json --method neglabel -o results/"
     ],
-    "sweep": ["negvocab sweep --id images/id --ood images/ood --vocab wordnet.json --sizes 50,100,200 -o sweep/"],
+    "sweep": [
+        "negvocab sweep -m ViT-B-16 -p openai "
+        "--id images/id --ood images/ood --vocab wordnet.json --sizes 50,100,200 -o sweep/"
+    ],
     "subsample": ["negvocab subsample results/ --sizes 2,4 --draws 1000 -o subsample/"],
     "grid init": ["negvocab grid init grid.toml"],
     "grid run": ["negvocab grid run grid.toml --random-weights -o grid-out"],

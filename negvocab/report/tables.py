@@ -22,381 +22,32 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from negvocab.core.errors import InputError
-from negvocab.core.textfiles import csv_text
-from negvocab.data.published import published_notes
 from negvocab.evaluation.compare import metric_label
-from negvocab.evaluation.kinds import (
-    KIND_LABELS,
-    RESULT_KINDS,
-    caveat_notes,
-    is_test_time,
-    is_test_tuned,
-    kind_marks,
-    result_kind,
-    stream_words,
-)
-from negvocab.evaluation.records import MEAN, RANDOM_WEIGHTS_WARNING, THRESHOLD_RULES, seed_sd
+from negvocab.evaluation.kinds import KIND_LABELS, RESULT_KINDS, kind_marks, result_kind, stream_words
+from negvocab.evaluation.records import MEAN, seed_sd
 from negvocab.evaluation.row import interval
 from negvocab.report.comparisons import comparisons
-from negvocab.report.latex import latex_escape, latex_float, stacked_head
+from negvocab.report.latex import latex_escape, latex_float
 from negvocab.report.result_folders import folder_rows
-from negvocab.report.results import TEST_TIME_MARK, TEST_TUNED_NOTE, authors_notes
+from negvocab.report.results import TEST_TIME_MARK
 from negvocab.report.significance import BOLD_AXES, PairedMarks, ScoreGetter, bold_note
+from negvocab.report.table_format import Table
+from negvocab.report.table_notes import caption_notes, dedupe_caption, mean_note, test_time_notes
+from negvocab.report.table_rows import AXES, check_axes, default_rows, entry_key, row_label, select_rows
 
 __all__ = [
     "AXES", "BOLD_AXES", "BOLD_RULES", "ScoreGetter", "Table", "build_table", "comparisons", "folder_rows",
     "default_rows", "latex_escape", "latex_float", "row_label", "select_rows", "test_time_notes",
 ]  # fmt: skip
 
-AXES = ("model", "vocabulary", "method", "ood_set", "convention")
 BOLD_RULES = ("paired", "none")
 #: the bold rules of earlier releases: both now mean the paired test (DeprecationWarning)
 _OLD_BOLD_RULES = ("interval", "point")
-_NO_VOCAB = " (no vocabulary)"
-
-
-def _axes(value: str | Sequence[str], what: str) -> tuple[str, ...]:
-    axes = (value,) if isinstance(value, str) else tuple(value)
-    for a in axes:
-        if a not in AXES:
-            raise InputError(f"{what}: unknown axis {a!r}; choose from {', '.join(AXES)}")
-    if not axes:
-        raise InputError(f"{what}: name at least one axis ({', '.join(AXES)})")
-    return axes
-
-
-def _is_baseline(r: Mapping[str, Any]) -> bool:
-    """A batch method without a vocabulary (MCM): by its kind, so a test-time method without one is none."""
-    return result_kind(r) == "baseline"
-
-
-def row_label(r: Mapping[str, Any], axis: str) -> str:
-    if axis == "vocabulary" and not r.get("vocabulary"):  # a test-time one is marked: it is no baseline
-        return f"{r['method']}{_NO_VOCAB}{kind_marks(r, TEST_TIME_MARK)}"
-    return str(r.get(axis, ""))
-
-
-def _shown(values: Sequence[Any]) -> str:
-    return ", ".join('"" (none: a method without vocabulary)' if v == "" else str(v) for v in values)
-
-
-def select_rows(
-    rows: Sequence[Mapping[str, Any]], axes: tuple[str, ...], where: Mapping[str, str], baselines: bool
-) -> list[Mapping[str, Any]]:
-    """The rows of the table: ``where`` fixes axes; methods without a vocabulary stay beside the
-    vocabularies; an axis not named must have one value."""
-    for k in where:
-        if k not in AXES:
-            raise InputError(f"where: unknown axis {k!r}; choose from {', '.join(AXES)}")
-        if k in axes:
-            raise InputError(f"where: {k} is an axis of the table; it cannot also be fixed")
-    sel = list(rows)
-    if not baselines:
-        sel = [r for r in sel if not _is_baseline(r)]
-    for dim in AXES:
-        if dim in axes:
-            continue
-        # a baseline has no vocabulary: it fits any fixed vocabulary, and any fixed method when vocabularies are an axis
-        loose = (
-            (lambda r: _is_baseline(r))
-            if dim == "vocabulary"
-            else (lambda r: _is_baseline(r) and "vocabulary" in axes)
-            if dim == "method"
-            else (lambda r: False)
-        )
-        values = list(dict.fromkeys(r.get(dim, "") for r in sel if not loose(r)))
-        want = where.get(dim)
-        if dim == "vocabulary" and want == "":  # the methods without a vocabulary alone (test-time ones too)
-            sel = [r for r in sel if not r.get("vocabulary")]
-            continue
-        if want is None:
-            if len(values) > 1:
-                raise InputError(
-                    f"the rows have several {dim} values ({_shown(values)}); make {dim} an axis "
-                    f"(rows_by={dim}) or fix one (where={dim}=VALUE)",
-                    param=("rows_by", "where"),
-                )
-            continue
-        if str(want) not in map(str, values):
-            raise InputError(f"no {dim} {want!r} in the rows; they have {_shown(values)}")
-        sel = [r for r in sel if loose(r) or str(r.get(dim, "")) == str(want)]
-    if not sel:
-        raise InputError("no rows to tabulate")
-    return sel
-
-
-def default_rows(rows: Sequence[Mapping[str, Any]], cols: Sequence[str], where: Mapping[str, str]) -> tuple[str, ...]:
-    """The row axes that show every row: each axis, not a column and not fixed, on which the rows differ
-    (a method without a vocabulary counts for no vocabulary); ``("model",)`` where none does."""
-    vary = []
-    for dim in AXES:
-        values = {str(r.get(dim, "")) for r in rows if not (dim == "vocabulary" and _is_baseline(r))}
-        if dim not in cols and dim not in where and len(values) > 1:
-            vary.append(dim)
-    return tuple(vary) or ("model",)
-
-
-@dataclass
-class Table:
-    """Values ``[row, column, metric]`` in [0, 1] with intervals and bold marks; see the module docstring."""
-
-    metrics: list[str]
-    row_axes: tuple[str, ...]
-    col_axes: tuple[str, ...]
-    index: list[str]
-    columns: list[str]
-    values: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
-    bold: np.ndarray
-    tpr: float
-    summary_rows: list[bool]
-    summary_cols: list[bool]
-    intervals: bool = False
-    caption: str = ""
-    label: str = ""
-    notes: list[str] = field(default_factory=list)
-    #: the standard deviation beside a mean over models, or beside a test-time entry over several stream
-    #: seeds (their sample sd; NaN elsewhere), shown as ``± sd``; None: no spread anywhere
-    spread: np.ndarray | None = None
-    #: a test-time cell's stream in words (``[row, column]``; "" elsewhere); None: no test-time cell
-    streams: np.ndarray | None = None
-
-    @property
-    def metric_names(self) -> list[str]:
-        return [metric_label(m, self.tpr) for m in self.metrics]
-
-    def _sd(self, i: int, j: int, k: int) -> float:
-        return math.nan if self.spread is None else float(self.spread[i, j, k])
-
-    def _num(self, i: int, j: int, k: int) -> tuple[str, str]:
-        x, lo, hi = self.values[i, j, k], self.low[i, j, k], self.high[i, j, k]
-        if math.isnan(x):
-            return "", ""
-        ci = f"[{100 * lo:.2f}, {100 * hi:.2f}]" if self.intervals and not (math.isnan(lo) or math.isnan(hi)) else ""
-        return f"{100 * x:.2f}", ci
-
-    def _heads(self) -> list[str]:
-        multi = len(self.metrics) > 1
-        return [f"{c} {n}" if multi else c for c in self.columns for n in (self.metric_names if multi else [""])]
-
-    def to_markdown(self) -> str:
-        """A Markdown table (percent; bold as the caption says) with the caption and notes below."""
-        title = " / ".join(self.row_axes)
-        lines = [
-            "| " + " | ".join([title, *(h.strip() for h in self._heads())]) + " |",
-            "|" + "---|" * (1 + len(self.columns) * len(self.metrics)),
-        ]
-        for i, name in enumerate(self.index):
-            cells = []
-            for j in range(len(self.columns)):
-                for k in range(len(self.metrics)):
-                    v, ci = self._num(i, j, k)
-                    v = f"**{v}**" if v and self.bold[i, j, k] else (v or "-")
-                    sd = self._sd(i, j, k)
-                    cells.append(f"{v} {ci}".strip() + ("" if math.isnan(sd) else f" ± {100 * sd:.2f}"))
-            lines.append("| " + " | ".join([name, *cells]) + " |")
-        return "\n".join(lines + ["", self.full_caption()]) + "\n"
-
-    def full_caption(self) -> str:
-        """The caption: the user's text, then what the numbers are (notes)."""
-        return " ".join(x for x in [self.caption.strip(), *self.notes] if x)
-
-    def to_latex(self, *, siunitx: bool = False, wide: bool = False) -> str:
-        # long: the header rows, the value rows and the interval rows of one tabular
-        """A booktabs table for a two-column paper: a short caption, the details as table notes below,
-        each interval (or spread) in small type under its value, shrunk to the column where it is
-        wider (``wide``: ``table*`` across both columns); ASCII only. ``siunitx``: ``S`` columns
-        (``\\bfseries`` for bold: needs ``\\sisetup{detect-weight=true}``)."""
-        esc = latex_escape
-        nm = len(self.metrics)
-        spec = "l" + ("S[table-format=3.2]" if siunitx else "r") * (len(self.columns) * nm)
-        head = (lambda s: f"{{{stacked_head(s)}}}") if siunitx else stacked_head
-        title = esc(" / ".join(self.row_axes))
-        lines = [f"\\begin{{tabular}}{{@{{}}{spec}@{{}}}}", "\\toprule"]
-        if nm > 1:
-            lines.append(
-                " & ".join([title, *(f"\\multicolumn{{{nm}}}{{c}}{{{stacked_head(c)}}}" for c in self.columns)])
-                + " \\\\"
-            )
-            lines.append(
-                " ".join(f"\\cmidrule(lr){{{2 + j * nm}-{1 + (j + 1) * nm}}}" for j in range(len(self.columns)))
-            )
-            lines.append(" & ".join(["", *(head(n) for _ in self.columns for n in self.metric_names)]) + " \\\\")
-        else:
-            lines.append(" & ".join([title, *(head(c) for c in self.columns)]) + " \\\\")
-        lines.append("\\midrule")
-        for i, name in enumerate(self.index):
-            if self.summary_rows[i] and (i == 0 or not self.summary_rows[i - 1]):
-                lines.append("\\midrule")
-            cells, under = [], []
-            for j in range(len(self.columns)):
-                for k in range(nm):
-                    v, _ = self._num(i, j, k)
-                    ci = self._narrow_interval(i, j, k)
-                    bold = bool(v) and bool(self.bold[i, j, k])
-                    if siunitx:
-                        cells.append(("\\bfseries " + v if bold else v) if v else "{--}")
-                    else:
-                        cells.append((f"\\textbf{{{v}}}" if bold else v) if v else "--")
-                    under.append(f"{{\\scriptsize {ci}}}" if ci else "")
-            lines.append(" & ".join([esc(name), *cells]) + " \\\\")
-            if any(under):
-                lines.append(" & ".join(["", *under]) + " \\\\")
-        lines += ["\\bottomrule", "\\end{tabular}"]
-        needs = "\\usepackage{booktabs,siunitx} and \\sisetup{detect-weight=true}" if siunitx else ""
-        notes = [n.replace("Brackets: ", "In small type under a value (low--high): ") for n in self.table_notes()]
-        return latex_float(lines, self.short_caption(), self.label or "tab:results", notes, wide=wide, needs=needs)
-
-    def _narrow_interval(self, i: int, j: int, k: int) -> str:
-        """The interval (or the spread) under a LaTeX cell, to one decimal: a column's width."""
-        lo, hi, sd = self.low[i, j, k], self.high[i, j, k], self._sd(i, j, k)
-        if self.intervals and not (math.isnan(lo) or math.isnan(hi) or math.isnan(self.values[i, j, k])):
-            return f"{100 * lo:.1f}--{100 * hi:.1f}"
-        return "" if math.isnan(sd) else f"$\\pm${100 * sd:.1f}"
-
-    def short_caption(self) -> str:
-        """The caption a paper prints: the user's text, the metric, what is fixed; the rest are notes."""
-        return " ".join(x for x in [self.caption.strip(), *(n for n in self.notes if _in_caption(n))] if x)
-
-    def table_notes(self) -> list[str]:
-        """The notes printed under the table (everything :meth:`short_caption` leaves out)."""
-        return [n for n in self.notes if not _in_caption(n)]
-
-    def to_csv(self) -> str:
-        """One line per table row: the row's axis values, then per column and metric the value, its
-        interval, whether it is bold (percent), the sd where any; a test-time cell's stream in the
-        column's ``:stream``; the caption is not part of the CSV."""
-        keys = ["row"]
-        sd = self.spread is not None and bool(np.any(~np.isnan(self.spread)))
-        for c in self.columns:
-            for m in self.metrics:
-                keys += [f"{c}:{m}", f"{c}:{m}:ci_low", f"{c}:{m}:ci_high", f"{c}:{m}:bold"]
-                keys += [f"{c}:{m}:sd"] if sd else []
-            keys += [f"{c}:stream"] if self.streams is not None else []
-        out = []
-        for i, name in enumerate(self.index):
-            row: dict[str, Any] = {"row": name}
-            for j, c in enumerate(self.columns):
-                if self.streams is not None:
-                    row[f"{c}:stream"] = self.streams[i, j]
-                for k, m in enumerate(self.metrics):
-                    for key, arr in (("", self.values), (":ci_low", self.low), (":ci_high", self.high)):
-                        x = arr[i, j, k]
-                        row[f"{c}:{m}{key}"] = "" if math.isnan(x) else repr(round(100 * float(x), 10))
-                    row[f"{c}:{m}:bold"] = bool(self.bold[i, j, k])
-                    if sd:
-                        x = self._sd(i, j, k)
-                        row[f"{c}:{m}:sd"] = "" if math.isnan(x) else repr(round(100 * x, 10))
-            out.append(row)
-        return csv_text(out, keys)
-
-    def render(self, fmt: str, *, siunitx: bool = False, wide: bool = False) -> str:
-        """``fmt``: ``md``, ``tex`` (``wide``: ``table*``) or ``csv``."""
-        if fmt == "md":
-            return self.to_markdown()
-        if fmt == "tex":
-            return self.to_latex(siunitx=siunitx, wide=wide)
-        if fmt == "csv":
-            return self.to_csv()
-        raise InputError(f"unknown table format {fmt!r}; choose md, tex or csv")
-
-
-def _caption_notes(
-    sel: Sequence[Mapping[str, Any]],
-    t: Table,
-    axes: tuple[str, ...],
-    bold_text: str,
-    failed: Mapping[str, str],
-    means: list[str],
-) -> list[str]:
-    # long: one sentence per fact a reader of the table needs
-    first = sel[0]
-    marks = {str(r["method"]): kind_marks(r, TEST_TIME_MARK) for r in sel if kind_marks(r, TEST_TIME_MARK)}
-    tt_notes = test_time_notes(sel, t.metrics)
-    notes = [", ".join(t.metric_names) + " in %."]
-    convs = list(dict.fromkeys(str(r.get("convention", "paper")) for r in sel))
-    for c in convs:
-        notes.append(f"{c} convention; threshold: {THRESHOLD_RULES.get(c, c)}; TPR {first.get('tpr', 0.95):g}.")
-    n_id = sorted({int(r["n_id"]) for r in sel if r.get("n_id") is not None})
-    n_ood = {str(r["ood_set"]): str(r["n_ood"]) for r in sel if r.get("ood_set") != MEAN and r.get("n_ood") is not None}
-    in_all = sorted({int(r["n_ood"]) for r in sel if r.get("ood_set") == MEAN and r.get("n_ood") is not None})
-    if in_all:  # the mean over the sets: its images are all the sets' together
-        n_ood["in all the sets of the mean"] = ", ".join(map(str, in_all))
-    notes.append(f"n ID {', '.join(map(str, n_id))}; n OOD " + ", ".join(f"{k} {v}" for k, v in n_ood.items()) + ".")
-    tpl = list(dict.fromkeys(str(r.get("templates", "?")) for r in sel))
-    notes.append(f"Templates: {', '.join(tpl)}.")
-    weights = dict.fromkeys(
-        f"{r['model']} ({'RANDOM weights' if r.get('random_weights') else r.get('pretrained') or '?'})" for r in sel
-    )
-    notes.append(f"Weights: {', '.join(weights)}.")
-    for d in ("model", "vocabulary", "method", "ood_set"):
-        vals = list(
-            dict.fromkeys(str(r.get(d, "")) for r in sel if not (d in ("vocabulary", "method") and _is_baseline(r)))
-        )
-        if d not in axes and len(vals) == 1 and vals[0]:
-            name = {"ood_set": "OOD set"}.get(d, d.capitalize())
-            mark = marks.get(vals[0], "") if d == "method" else ""
-            notes.append(f"{name}: {vals[0] if vals[0] != MEAN else 'mean over the OOD sets'}{mark}.")
-    base = sorted({str(r["method"]) for r in sel if _is_baseline(r)})
-    if base:
-        notes.append(f"Without a vocabulary (baseline): {', '.join(base)}.")
-    if any(str(r.get("ood_set")) == MEAN for r in sel):
-        notes.append(
-            "mean (OOD set): mean over the OOD sets; its interval resamples each set's OOD images within the set."
-        )
-    notes += means
-    if t.intervals:
-        notes.append("Brackets: 95% bootstrap intervals over the OOD images.")
-    notes += tt_notes[1:] + [f"{n[:1].upper()}{n[1:]}." for n in authors_notes(sel)]  # and authors' settings
-    notes.append(bold_text)
-    if any("aupr" in m for m in t.metrics):
-        notes.append(f"AUPR as {str(first.get('aupr_method', 'average_precision')).replace('_', ' ')}.")
-    bad = sorted({str(r["vocabulary"]) for r in sel if r.get("deployable") is False and r.get("vocabulary")})
-    if bad:
-        notes.append(f"NOT deployable (oracle/transductive, a bound, not a result): {', '.join(bad)}.")
-    notes += [f"Caveat: {c}." for c in caveat_notes(sel)]
-    notes += published_notes(sel)  # each published figure's kind, source, benchmark and ID split
-    notes += tt_notes[:1]
-    for model, why in failed.items():
-        notes.append(f"{model}: cells failed ({why}); not in the table, nor in its means.")
-    if any(r.get("random_weights") for r in sel):
-        notes.append(RANDOM_WEIGHTS_WARNING + ".")
-    return notes
-
-
-def test_time_notes(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> list[str]:
-    """A caption's sentences on the test-time entries of ``rows`` (none without one): what ``[tt]`` means,
-    each method's stream(s) and whether the table mixes kinds; then, where an entry is a spread over
-    stream seeds, what its ``±`` is; where an entry was tuned on the test sets, what its mark means. Tables
-    and grid pivots say it alike."""
-    streams: dict[str, dict[str, None]] = {}  # a test-time method -> its streams in words
-    for r in rows:
-        if is_test_time(r):
-            streams.setdefault(str(r["method"]), {})[stream_words(r)] = None
-    tuned = TEST_TUNED_NOTE if any(is_test_tuned(r) for r in rows) else ""
-    if not streams:
-        return [tuned] if tuned else []
-    said = "; ".join(f"{m} (stream {' | '.join(w)})" for m, w in sorted(streams.items()))
-    mixed = len(streams) < len({str(r["method"]) for r in rows})
-    out = [
-        f"[tt] test-time (scores depend on the test stream seen): {said}"
-        + ("; the table mixes them with other kinds." if mixed else ".")
-    ]
-    out += [tuned] if tuned else []
-    if any(seed_sd(r, m) for r in rows for m in metrics):
-        out.append("± after a [tt] value: the sample sd over its stream seeds (the value: their mean), no interval.")
-    return out
-
-
-def _key(r: Mapping[str, Any], axes: tuple[str, ...]) -> str:
-    return " / ".join(row_label(r, a) for a in axes)
 
 
 def build_table(
@@ -424,19 +75,72 @@ def build_table(
     label: str = "",
     failed: Mapping[str, str] | None = None,
 ) -> Table:
+    # long: the Parameters section of its 22 options is most of it (the code is some 60 lines)
     """The table of ``metric`` (one name or several, side by side) with ``rows_by`` x ``cols_by``.
 
-    ``where`` fixes the other axes (``{"ood_set": "mean", "convention": "paper"}``). ``mean_rows``
-    adds the mean over the row entries (the paper's mean over VLMs), ``mean_cols`` the mean over the
-    column entries; ``row_groups``/``col_groups`` add one mean per named group of entries (near/far
-    OOD); each mean within one kind of entry unless ``mix_kinds``. ``bold="paired"`` marks the
-    winner of each column (``bold_by="cols"``) or row (``"rows"``) by a paired bootstrap over the
-    per-image ``scores`` (``n_boot`` draws from ``seed``, interval at ``level``); without ``scores``
-    nothing is bold. ``failed``: model -> reason, noted in the caption.
+    Parameters
+    ----------
+    rows : sequence of mapping
+        Tidy result rows (:meth:`negvocab.grid.tidy.GridResult.table`, ``negvocab.grid.tidy.load_rows``):
+        one per model, vocabulary, method, OOD set and convention, with the metrics and their intervals.
+    metric : str or sequence of str, default "fpr"
+        The metric(s) shown (``fpr``, ``auroc``, ``aupr_in``, ``aupr_out``, ...); several sit side by side
+        in each column.
+    rows_by, cols_by : str or sequence of str, default "model" and "ood_set"
+        The axes of the rows and the columns, each one of ``AXES`` (model, vocabulary, method, ood_set,
+        convention) or several joined; an axis cannot be both.
+    where : mapping of str to str, optional
+        Fixes the other axes (``{"ood_set": "mean", "convention": "paper"}``); an axis that is neither a
+        row, a column nor fixed must have one value in ``rows``. ``{"vocabulary": ""}``: the methods
+        without a vocabulary alone.
+    mean_rows, mean_cols : bool, default False
+        Add the plain mean over the row entries (the paper's mean over VLMs) or over the column entries.
+    row_groups, col_groups : mapping of str to sequence of str, optional
+        One more row or column per named group of entries, their plain mean (near/far OOD).
+    intervals : bool, default False
+        Show each value's interval.
+    bold : {"paired", "none"}, default "paired"
+        ``"paired"``: the winner of each column or row by a paired bootstrap over the per-image ``scores``
+        (nothing is bold without ``scores``); ``"interval"`` and ``"point"`` are old names of it (warn).
+    bold_by : {"cols", "rows"}, default "cols"
+        Whether the entries of a column compete (the best row per column) or those of a row.
+    ties : {"none", "all"}, default "none"
+        Where no entry beats every other: none bold, or the best and every entry not distinguishable from it.
+    scores : callable, optional
+        ``(model, vocabulary, method) -> (ID scores, {OOD set: scores})`` or None where not stored
+        (``negvocab.report.significance.ScoreGetter``), for the paired test.
+    level : float, default 0.95
+        The level of the paired test's interval.
+    n_boot : int, default 1000
+        Bootstrap draws of the paired test.
+    seed : int, default 0
+        The bootstrap seed of the paired test.
+    mix_kinds : bool, default False
+        Average entries of different kinds (deployable, no vocabulary, oracle, test-time ...) together;
+        by default each mean is taken within one kind (one mean per kind where the cells mix kinds).
+    baselines : bool, default True
+        Keep the methods without a vocabulary (MCM, GL-MCM) beside the vocabularies.
+    caption : str, default ""
+        The caption's own text; the notes follow it (a caption that only names the metric is dropped).
+    label : str, default ""
+        The LaTeX label.
+    failed : mapping of str to str, optional
+        Model -> why its cells failed, said in the caption.
+
+    Returns
+    -------
+    Table
+        The values, intervals, bold marks, caption and notes; :meth:`Table.render` prints it.
+
+    Raises
+    ------
+    InputError
+        An unknown axis, metric or rule, an axis both fixed and shown, an axis left with several values,
+        two rows for one cell, or a group naming an entry the table lacks.
     """
     metrics = [metric] if isinstance(metric, str) else list(metric)
     bold = _check_rules(metrics, bold, bold_by, ties)
-    ra, ca = _axes(rows_by, "rows"), _axes(cols_by, "cols")
+    ra, ca = check_axes(rows_by, "rows"), check_axes(cols_by, "cols")
     if set(ra) & set(ca):
         raise InputError(f"an axis cannot be both rows and columns: {', '.join(sorted(set(ra) & set(ca)))}")
     sel = select_rows(rows, ra + ca, dict(where or {}), baselines)
@@ -454,11 +158,11 @@ def build_table(
     means: list[str] = []
     for name, members in col_sets.items():
         made = _summary(arrays, columns, summary_cols, name, members, axis=1, mix=mix_kinds, sd="model" in ca)
-        means.append(_mean_note(made, "column", ", ".join(members), "model" in ca))
+        means.append(mean_note(made, "column", ", ".join(members), "model" in ca))
     for name, members in row_sets.items():
         made = _summary(arrays, index, summary_rows, name, members, axis=0, mix=mix_kinds, sd="model" in ra)
         what = "the " + " / ".join(ra) + " entries" if name == "mean" and mean_rows else ", ".join(members)
-        means.append(_mean_note(made, "row", what, "model" in ra))
+        means.append(mean_note(made, "row", what, "model" in ra))
     values, low, high, spread, _ = arrays
     marker = PairedMarks(scores, level=level, n_boot=n_boot, seed=seed) if bold == "paired" else None
     marks = _bold_marks(marker, metrics, values, cells, summary_rows, summary_cols, bold_by, ties)
@@ -483,8 +187,8 @@ def build_table(
         streams=_streams(cells, values.shape[:2]),
     )
     entry = " / ".join(ra if bold_by == "cols" else ca)
-    t.notes = _caption_notes(sel, t, ra + ca, bold_note(marker, bold_by, ties, entry), dict(failed or {}), means)
-    t.caption = _dedupe_caption(caption, t.metric_names)
+    t.notes = caption_notes(sel, t, ra + ca, bold_note(marker, bold_by, ties, entry), dict(failed or {}), means)
+    t.caption = dedupe_caption(caption, t.metric_names)
     return t
 
 
@@ -513,8 +217,8 @@ def _cells(
 ) -> tuple[list[str], list[str], dict[tuple[int, int], Mapping[str, Any]], list[np.ndarray]]:
     """The row and column entries, each cell's row, and the arrays (values, low, high, spread: entries
     x entries x metrics; kinds: entries x entries) of the selected rows."""
-    index = list(dict.fromkeys(_key(r, ra) for r in sel))
-    columns = list(dict.fromkeys(_key(r, ca) for r in sel if not (ca == ("ood_set",) and r["ood_set"] == MEAN)))
+    index = list(dict.fromkeys(entry_key(r, ra) for r in sel))
+    columns = list(dict.fromkeys(entry_key(r, ca) for r in sel if not (ca == ("ood_set",) and r["ood_set"] == MEAN)))
     if ca == ("ood_set",) and any(r["ood_set"] == MEAN for r in sel):
         columns.append(MEAN)  # the bootstrap mean over the OOD sets: last, with its interval
     shape = (len(index), len(columns), len(metrics))
@@ -522,7 +226,7 @@ def _cells(
     kinds = np.full(shape[:2], "", dtype=object)
     cells: dict[tuple[int, int], Mapping[str, Any]] = {}
     for r in sel:
-        i, j = index.index(_key(r, ra)), columns.index(_key(r, ca))
+        i, j = index.index(entry_key(r, ra)), columns.index(entry_key(r, ca))
         if (i, j) in cells:
             raise InputError(
                 f"two rows for {index[i]} x {columns[j]}: fix another axis (where=...) or add it to rows/cols"
@@ -593,34 +297,6 @@ def _streams(cells: Mapping[tuple[int, int], Mapping[str, Any]], shape: tuple[in
     for (i, j), r in cells.items():
         out[i, j] = stream_words(r)
     return out if any(out.flat) else None
-
-
-def _mean_note(made: Sequence[tuple[str, str]], what: str, over: str, sd: bool) -> str:
-    """The caption's sentence on one summary: plain mean, within which kind, with the spread."""
-    split = len(made) > 1
-    names = "; ".join(f"{n}" + (f" over the {KIND_LABELS.get(k, k)} entries only" if split else "") for n, k in made)
-    return (
-        f"{names} ({what}): plain mean over {over}"
-        + ("; kinds are never averaged together" if split else "")
-        + ("; ± the standard deviation over the models" if sd else "")
-        + "; no interval; '-' where a member is missing."
-    )
-
-
-def _in_caption(note: str) -> bool:
-    """Whether a note belongs in a short caption: the metric, and what the table fixes."""
-    return note.endswith(" in %.") or note.startswith(
-        ("Model: ", "Vocabulary: ", "Method: ", "OOD set: ", "Published figures", "[published: ")
-    )
-
-
-def _dedupe_caption(caption: str, names: Sequence[str]) -> str:
-    """A caption that only names the metric says nothing the notes do not ("AUROC AUROC (%)")."""
-    return (
-        ""
-        if caption.strip().rstrip(".").lower() in {n.lower() for n in names} | {f"{n.lower()} (%)" for n in names}
-        else caption
-    )
 
 
 def _summary(

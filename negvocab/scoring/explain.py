@@ -24,6 +24,19 @@ __all__ = ["TopkScores", "explain", "neglabel_topk"]
 class TopkScores:
     """NegLabel scores from each image's k nearest negatives, with certified bounds.
 
+    Made by ``neglabel_topk``, which computes every field.
+
+    Parameters
+    ----------
+    scores : ndarray, float [n]
+        The top-k estimate of each image's score.
+    lower, upper : ndarray, float [n]
+        The certified bounds of each image's exact score.
+    log_omitted_bound : ndarray, float [n]
+        Log of the bound on each image's omitted negative mass.
+    k : int
+        The number of nearest negatives used.
+
     Attributes
     ----------
     scores : (n,) the top-k estimate (negatives outside the top k contribute nothing); it equals

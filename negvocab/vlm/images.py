@@ -82,6 +82,29 @@ CACHE_READ_ROWS = 512
 class ImageEmbeddings:
     """Embeddings of the images that could be read, aligned with ``paths``.
 
+    Made by :meth:`negvocab.vlm.model.VLM.encode_images` (or by hand, from embeddings of your own);
+    every field is described under Attributes.
+
+    Parameters
+    ----------
+    paths : list of str
+        One name per row.
+    embeddings : ndarray, float32 [n, d]
+        One L2-normalised embedding per row (a 2-D array).
+    local : ndarray, float32 [n, p, d], optional
+        Patch features, one block per row.
+    failed : list of (str, str), default []
+        ``(path, reason)`` of the images that were skipped.
+    ids : list of str, default []
+        One id per row; empty: each path's file stem.
+    model : dict, optional
+        The identity of the model that made them.
+
+    Raises
+    ------
+    InputError
+        ``embeddings`` not 2-D, or ``paths``, ``ids``, ``embeddings`` and ``local`` of different lengths.
+
     Attributes
     ----------
     paths : list of str

@@ -25,7 +25,10 @@ from negvocab.cli import app
 from tests.scoring.conftest import RANDOM_VIT
 
 ROOT = Path(__file__).resolve().parents[2]
-OPENOOD = ROOT / "tests" / "reference" / "openood"
+#: OpenOOD's code: the trimmed copy, or a full checkout ($NEGVOCAB_OPENOOD_CHECKOUT) run by another interpreter
+#: ($NEGVOCAB_OPENOOD_PYTHON: a venv set up by the recipe of docs/howto/ecosystem.md)
+OPENOOD = Path(os.environ.get("NEGVOCAB_OPENOOD_CHECKOUT") or ROOT / "tests" / "reference" / "openood")
+OPENOOD_PYTHON = os.environ.get("NEGVOCAB_OPENOOD_PYTHON") or sys.executable
 ID = ["goldfish", "tench", "great white shark", "rooster", "hen"]
 NEG = ["sofa", "mountain", "cloud", "bridge", "violin", "spoon", "carpet", "lamp", "river", "castle"]
 
@@ -121,7 +124,7 @@ def test_openoods_evaluator_takes_the_postprocessor_and_equals_negvocab_score(op
     classes.write_text("\n".join(ID) + "\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(OPENOOD), str(ROOT)])}
     run = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(openood_v15_root), str(vocab), str(tmp_path), json.dumps(ID)],
+        [OPENOOD_PYTHON, "-c", SCRIPT, str(openood_v15_root), str(vocab), str(tmp_path), json.dumps(ID)],
         capture_output=True,
         text=True,
         env=env,

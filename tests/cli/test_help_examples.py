@@ -6,6 +6,7 @@ said before any model loads."""
 from __future__ import annotations
 
 import shlex
+import shutil
 from typing import Any
 
 import numpy as np
@@ -21,9 +22,25 @@ from tests.report.test_tables import _score_folder
 
 runner = CliRunner()
 
-#: commands whose examples load an open_clip model or call a language model: parsed, not run here
-#: (tests/cli/test_score.py and the builders' tests run them on random-weight models and a fake server)
+#: commands whose examples load an open_clip model or all of WordNet: not run by the test of the examples
+#: that need no model (those that load an open_clip model run below, on a tiny random-weight model)
 LOADS_A_MODEL = {"score", "sweep", "coverage", "embed", "demo", "grid run", "grid plan", "filter", "candidates"}
+#: builders whose examples choose from all of WordNet (70,766 candidates): parsed only (tests/builders runs
+#: them on small pools)
+WHOLE_WORDNET = {"build csp", "build interneg"}
+
+
+def _parsed_only(path: str, example: str) -> str:
+    """Why an example that loads a model is parsed but not run here ("" where it runs)."""
+    words = shlex.split(example)
+    pool = words[words.index("--candidates") + 1] if "--candidates" in words else "wordnet"
+    if path in WHOLE_WORDNET or (path in ("build wordnet", "build mined") and pool == "wordnet"):
+        return "all of WordNet"
+    if "--base-url" in words:
+        return "a language model server"
+    return ""
+
+
 #: examples that need a grid run's own folder (tests/grid runs them on one)
 NEEDS_A_GRID_RUN = {"grid status"}
 
@@ -185,3 +202,113 @@ def test_table_on_the_demos_output_folder_shows_its_rows(workspace, tmp_path):
     assert body[0].startswith("| method |") and {ln.split("|")[1].strip() for ln in body[1:]} == {"neglabel", "mcm"}
     r = runner.invoke(app, ["table", str(demo), "--rows", "model"])
     assert r.exit_code == 2 and "(--rows vocabulary) or fix one (--where vocabulary=VALUE)" in r.stderr, r.output
+
+
+#: the commands whose examples load an open_clip model, besides the builders that need one
+MODEL_COMMANDS = {"score", "sweep", "coverage", "embed", "demo", "grid run", "grid plan"}
+#: a 1-layer open_clip architecture (32x32 images, width 32): a real model class, random weights, fast
+TINY_CONFIG = {
+    "embed_dim": 16,
+    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 16, "head_width": 32},
+    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 1, "layers": 1},
+}
+TINY_NAME = "HelpExamplesTiny"
+
+
+def _model_examples() -> list[tuple[str, str]]:
+    from negvocab.builders.registry import get_builder
+
+    def loads_a_model(path: str) -> bool:
+        return path in MODEL_COMMANDS or (path.startswith("build ") and "vlm" in get_builder(path[6:]).needs)
+
+    return [(p, ex) for p, ex in _all_examples() if loads_a_model(p) and not _parsed_only(p, ex)]
+
+
+def _out(example: str) -> str:
+    """The output an example names (``-o``; a grid plan writes none)."""
+    words = shlex.split(example)
+    return words[words.index("-o") + 1] if "-o" in words else ""
+
+
+@pytest.fixture(scope="module")
+def model_workspace(tmp_path_factory):
+    """The files the model examples name: tiny image folders, vocabularies of published word lists (the
+    shipped CUB-200 and Food-101 class names: 301 labels, for ``--sizes 50,100,200``), a labelled OOD
+    list, a candidates file, a grid file of the tiny architecture, and that model (one, random weights)."""
+    import json
+    from importlib import resources
+
+    import open_clip
+    from PIL import Image
+
+    from negvocab.vlm.model import VLM
+
+    root = tmp_path_factory.mktemp("model-examples")
+    rng = np.random.default_rng(3)
+    for folder, n in (("images/id", 6), ("images/ood", 5), ("images/ninco", 4), ("unlabelled", 4)):
+        (root / folder).mkdir(parents=True)
+        for i in range(n):
+            Image.fromarray(rng.integers(0, 255, (32, 32, 3), dtype=np.uint8)).save(root / folder / f"im{i}.png")
+    shipped = resources.files("negvocab.resources") / "classes"
+    words = [ln.strip() for f in ("cub200.txt", "food101.txt") for ln in (shipped / f).read_text().splitlines()]
+    words = list(dict.fromkeys(w for w in words if w and not w.startswith("#")))
+    Vocabulary.from_labels(words, source="file").save(root / "wordnet.json")
+    Vocabulary.from_labels(words[:40], source="file").save(root / "vocab.json")
+    Vocabulary.from_labels(words[200:260], source="file").save(root / "csp.json")
+    (root / "pool.tsv").write_text("text\tpos\n" + "".join(f"{w}\tn\n" for w in words))
+    (root / "classes.txt").write_text("goldfish\ntench\nrooster\n")
+    (root / "ood_labelled.csv").write_text(
+        "path,label\n" + "".join(f"images/ood/im{i}.png,{'plot' if i % 2 else 'logo'}\n" for i in range(5))
+    )
+    config = root / f"{TINY_NAME}.json"
+    config.write_text(json.dumps(TINY_CONFIG))
+    open_clip.add_model_config(config)
+    (root / "grid.toml").write_text(
+        '[grid]\ntemplates = "single"\nid_classes = "classes.txt"\nn_boot = 10\ndevice = "cpu"\n'
+        f'cache_dir = "cache"\n\n[[models]]\nname = "{TINY_NAME}"\nmodel_config = "{config.name}"\n'
+        'random_weights = true\n\n[id]\npath = "images/id"\n\n[ood]\nninco = "images/ninco"\n\n'
+        '[vocabularies]\nA = "vocab.json"\n\n[[methods]]\nname = "neglabel"\n'
+    )
+    vlm = VLM(TINY_NAME, random_weights=True, device="cpu", cache_dir=root / "cache")
+    return root, vlm
+
+
+def test_the_model_examples_cover_every_model_command():
+    ran = {path for path, _ in _model_examples()}
+    assert MODEL_COMMANDS | {"build wordnet", "build siblings", "build negrefine"} <= ran, ran
+    parsed = {path for path, ex in _all_examples() if _parsed_only(path, ex)}
+    assert parsed == {"build wordnet", "build mined", "build csp", "build interneg", "build negrefine"}, parsed
+
+
+@pytest.mark.parametrize(("path", "example"), _model_examples(), ids=lambda v: v if " " not in v else None)
+def test_an_example_that_loads_a_model_runs_on_a_tiny_one(model_workspace, monkeypatch, tmp_path, path, example):
+    """The example runs as written, in a folder holding the files it names, with the model it names replaced
+    by one tiny random-weight model (the weights rule still checked: an example without weights fails); it
+    exits 0 and writes what its ``-o`` names (a dry run writes nothing). A broken example fails here."""
+    import importlib
+
+    from negvocab.cli.options import check_weights
+
+    root, vlm = model_workspace
+    asked = []
+
+    def tiny_model(model, pretrained, *args, random_weights=False, batch_size=None, num_workers=None, **kw):
+        check_weights(model, pretrained, random_weights)
+        asked.append(model)
+        vlm.batch_size, vlm.num_workers = batch_size, num_workers
+        return vlm
+
+    for name in ("score", "coverage", "embed", "demo", "build_wordnet", "build_offline", "build_generic"):
+        monkeypatch.setattr(importlib.import_module(f"negvocab.cli.{name}"), "load_vlm", tiny_model)
+    monkeypatch.setenv("NEGVOCAB_CACHE_DIR", str(root / "cache"))  # one cache: each text is embedded once
+    here = tmp_path / "ws"  # a fresh folder: the demo's two examples write the same output
+    shutil.copytree(root, here, ignore=shutil.ignore_patterns("cache"))
+    monkeypatch.chdir(here)
+    words = shlex.split(example)
+    r = runner.invoke(app, words[1:])
+    assert r.exit_code == 0, r.output
+    out = here / _out(example)
+    if _out(example) and "--dry-run" not in words:
+        assert list(out.parent.glob(f"{out.stem}*")), r.output  # wn.json with --sizes: wn-M50.json ...
+    if not path.startswith("grid "):  # a grid builds its models from grid.toml (the tiny architecture)
+        assert asked == [words[words.index("-m") + 1] if "-m" in words else "ViT-B-32"], asked
