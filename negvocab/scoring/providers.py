@@ -199,3 +199,8 @@ register_input(
     "TANL's 15 noise images, encoded by the model as TANL's code encodes them (seeded by the method's seed)",
     make="negvocab.scoring.tanl:noise_images_input",
 )
+register_input(
+    "ants_provider",
+    "ANTS's source of new negatives: captions of stream images and labels like ID classes, encoded "
+    "(negvocab.ANTSProvider; a multimodal LLM through negvocab.llm, or recorded answers)",
+)
