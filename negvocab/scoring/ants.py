@@ -117,7 +117,7 @@ ANTS_PARAMS: tuple[Param, ...] = (
 
 @runtime_checkable
 class ANTSProvider(Protocol):
-    """Where ANTS's new negatives come from: a multimodal LLM (:mod:`negvocab.llm.ants`), or recorded
+    """Where ANTS's new negatives come from: a multimodal LLM (:class:`negvocab.LLMNegatives`), or recorded
     answers. Positions are the images' places in the stream since the last reset (from 0)."""
 
     def describe(self, positions: Sequence[int], predicted: Sequence[int]) -> list[str]:

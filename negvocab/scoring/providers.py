@@ -202,5 +202,5 @@ register_input(
 register_input(
     "ants_provider",
     "ANTS's source of new negatives: captions of stream images and labels like ID classes, encoded "
-    "(negvocab.ANTSProvider; a multimodal LLM through negvocab.llm, or recorded answers)",
+    "(negvocab.scoring.ants.ANTSProvider; a multimodal LLM through negvocab.LLMNegatives, or recorded answers)",
 )
