@@ -204,3 +204,17 @@ def test_an_unreadable_image_is_one_line(tmp_path):
     bad.write_text("not an image")
     with pytest.raises(InputError, match="bad.jpg: cannot read the image"):
         image_data_url(bad, 56)
+
+
+def test_the_dry_run_counts_each_image_once_and_its_tokens(world, tmp_path):
+    """Nothing is sent: the distinct images among the positions, each priced with its image's tokens."""
+    from negvocab.llm.cost import CHARS_PER_TOKEN, IMAGE_TOKENS, MESSAGE_OVERHEAD
+
+    llm = _llm(world, tmp_path / "dry")
+    positions = list(range(40))
+    est = llm.estimate(positions)
+    distinct = len({world["files"][p] for p in positions})
+    assert est.requests == distinct and est.already_done == 0
+    text = llm.caption_prompt.render()
+    per = sum(MESSAGE_OVERHEAD + -(-len(m["content"]) // CHARS_PER_TOKEN) for m in text) + IMAGE_TOKENS
+    assert est.prompt_tokens == distinct * per
