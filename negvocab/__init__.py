@@ -186,6 +186,9 @@ _EXPORTS: dict[str, str] = {
     "OODD": "negvocab.scoring.oodd",
     "phase_sets": "negvocab.scoring.stream",
     "STREAM_PHASES": "negvocab.scoring.stream",
+    # ANTS and its negatives from a multimodal LLM
+    "ANTS": "negvocab.scoring.ants",
+    "LLMNegatives": "negvocab.builders.ants",
 }
 # public submodules reachable as attributes (negvocab.metrics.auroc)
 _MODULES: dict[str, str] = {"metrics": "negvocab.scoring.metrics"}
@@ -214,6 +217,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from negvocab.builders.ants import LLMNegatives  # ANTS's multimodal LLM side
     from negvocab.builders.llm import build_eoe_vocabulary, build_gpt_vocabulary, vocabulary_from_journal
     from negvocab.builders.mined import build_mined_vocabulary
     from negvocab.builders.negrefine import build_negrefine_vocabulary  # NegRefine
@@ -276,6 +280,7 @@ if TYPE_CHECKING:
     from negvocab.report.plots import plot_sweep, sweep_figure
     from negvocab.report.results import write_results, write_sweep
     from negvocab.scoring import metrics
+    from negvocab.scoring.ants import ANTS  # ANTS
     from negvocab.scoring.methods import (  # methods registered from anywhere
         Method,
         Param,

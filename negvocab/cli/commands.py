@@ -150,6 +150,7 @@ METHODS: dict[str, tuple[str, ...]] = {
     "negrefine": (),
     "tanl": (),
     "oodd": (),
+    "ants": (),
 }
 
 #: the FPR conventions (negvocab.scoring.metrics.CONVENTIONS)

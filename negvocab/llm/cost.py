@@ -22,6 +22,7 @@ from negvocab.llm.run import Request
 
 __all__ = [
     "ANSWER_FRAME",
+    "IMAGE_TOKENS",
     "BATCH_DISCOUNT",
     "CHARS_PER_TOKEN",
     "CostEstimate",
@@ -69,6 +70,9 @@ BATCH_DISCOUNT = 0.5
 TOKENS_PER_LABEL = 6
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 4
+#: prompt tokens of one image sent with a request (OpenAI's charge for a low-detail image; a local
+#: server's vision encoder may take more or fewer)
+IMAGE_TOKENS = 85
 ANSWER_FRAME = 12
 
 
@@ -111,6 +115,7 @@ def cost_usd(
 def estimate_request_tokens(req: Request) -> tuple[int, int]:
     """(prompt, completion) token estimate of one request."""
     prompt = sum(MESSAGE_OVERHEAD + math.ceil(len(content) / CHARS_PER_TOKEN) for _, content in req.messages)
+    prompt += IMAGE_TOKENS * len(req.images)
     return prompt, ANSWER_FRAME + TOKENS_PER_LABEL * req.n
 
 

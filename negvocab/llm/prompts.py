@@ -31,6 +31,9 @@ TASKS: dict[str, frozenset[str]] = {
     # NegRefine's two Yes/No questions (ah-ansari/NegRefine src/neg_filter.py, MIT), verbatim with their typo
     "negrefine_proper_noun": frozenset({"label"}),
     "negrefine_subcategory": frozenset({"label", "class_name"}),
+    # ANTS's caption and reasoning prompts (ZhuWenjie98/ANTS mllm/qwen.py, MIT), verbatim; sent with an image
+    "ants_caption": frozenset(),
+    "ants_similar": frozenset({"class_name"}),
 }
 #: placeholders a template may use, per task (beyond the required ones)
 OPTIONAL_FIELDS: dict[str, frozenset[str]] = {
@@ -40,6 +43,8 @@ OPTIONAL_FIELDS: dict[str, frozenset[str]] = {
     "eoe_fine": frozenset(),
     "negrefine_proper_noun": frozenset(),
     "negrefine_subcategory": frozenset(),
+    "ants_caption": frozenset(),
+    "ants_similar": frozenset(),
 }
 
 

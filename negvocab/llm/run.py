@@ -45,34 +45,55 @@ Progress = Callable[[int, int], None]
 
 @dataclass(frozen=True)
 class Request:
-    """One question: ``n`` labels for class/chunk ``key`` in ``round``, as chat ``messages``."""
+    """One question: ``n`` labels for class/chunk ``key`` in ``round``, as chat ``messages``; ``images``:
+    data URLs sent before the last message's text (OpenAI's ``image_url`` content parts, which
+    llama.cpp's server, vLLM and Ollama take too)."""
 
     key: str
     round: int
     messages: tuple[tuple[str, str], ...]
     n: int
     min_labels: int
+    images: tuple[str, ...] = ()
 
     @property
     def custom_id(self) -> str:
         return custom_id(self.key, self.round)
 
-    def chat(self) -> list[dict[str, str]]:
-        return [{"role": role, "content": content} for role, content in self.messages]
+    def chat(self) -> list[dict[str, Any]]:
+        msgs: list[dict[str, Any]] = [{"role": role, "content": content} for role, content in self.messages]
+        if self.images and msgs:
+            parts = [{"type": "image_url", "image_url": {"url": url}} for url in self.images]
+            msgs[-1]["content"] = [*parts, {"type": "text", "text": msgs[-1]["content"]}]
+        return msgs
 
     @property
     def sha256(self) -> str:
-        """Hash of what is asked (messages, n, min_labels): a journaled answer counts only for it."""
-        return identity_hash({"messages": [list(m) for m in self.messages], "n": self.n, "min_labels": self.min_labels})
+        """Hash of what is asked (messages, images, n, min_labels): a journaled answer counts only for it."""
+        asked: dict[str, Any] = {
+            "messages": [list(m) for m in self.messages],
+            "n": self.n,
+            "min_labels": self.min_labels,
+        }
+        if self.images:  # a question without images keeps the hash it always had
+            asked["images"] = list(self.images)
+        return identity_hash(asked)
 
 
 def make_request(
-    template: PromptTemplate, key: str, round_: int, n: int, values: dict[str, Any], min_labels: int | None = None
+    template: PromptTemplate,
+    key: str,
+    round_: int,
+    n: int,
+    values: dict[str, Any],
+    min_labels: int | None = None,
+    images: tuple[str, ...] = (),
 ) -> Request:
-    """The request for (``key``, ``round_``) with the template filled from ``values`` and ``n``."""
+    """The request for (``key``, ``round_``) with the template filled from ``values`` and ``n``, the
+    ``images`` (data URLs) sent with its last message."""
     msgs = template.render(n=n, **values)
     return Request(
-        key, round_, tuple((m["role"], m["content"]) for m in msgs), n, n if min_labels is None else min_labels
+        key, round_, tuple((m["role"], m["content"]) for m in msgs), n, n if min_labels is None else min_labels, images
     )
 
 

@@ -113,5 +113,6 @@ register_method(
 # -- TANL and OODD: stream methods registered by their own modules
 from negvocab.scoring import tanl as _tanl  # noqa: E402, F401, I001
 from negvocab.scoring import oodd as _oodd  # noqa: E402, F401
+from negvocab.scoring import ants as _ants  # noqa: E402, F401
 
 _seal_builtins()

@@ -194,3 +194,8 @@ register_input(
     "TANL's 15 noise images, encoded by the model as TANL's code encodes them (seeded by the method's seed)",
     make="negvocab.scoring.tanl:noise_images_input",
 )
+register_input(
+    "ants_provider",
+    "ANTS's source of new negatives: captions of stream images and labels like ID classes, encoded "
+    "(negvocab.scoring.ants.ANTSProvider; a multimodal LLM through negvocab.LLMNegatives, or recorded answers)",
+)

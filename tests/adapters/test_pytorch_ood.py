@@ -12,6 +12,7 @@ import torch
 import negvocab
 from negvocab.core.errors import InputError
 from negvocab.scoring import metrics as M
+from negvocab.scoring.providers import unmade_inputs
 from tests.adapters.conftest import ID, NEG
 from tests.scoring.reference import unit
 
@@ -160,6 +161,11 @@ def test_every_detector_names_its_paper_as_the_registry_and_pytorch_ood_do(vlm, 
     from negvocab.scoring.methods import get_method
 
     kw = {"vocabulary": NEG} if get_method(method).needs_negatives else {}
+    unmade = unmade_inputs(negvocab.make_detector(method).inputs)
+    if unmade:  # a set-up input only its caller can give (ANTS's model provider): one line naming it
+        with pytest.raises(InputError, match=f"needs the set-up input\\(s\\) {unmade[0]}"):
+            NegvocabDetector(vlm, method, id_classes=ID, templates="single", **kw)
+        return
     det = NegvocabDetector(vlm, method, id_classes=ID, templates="single", **kw)
     paper, citation = det.info.paper, get_method(method).paper
     assert isinstance(det.info, api.DetectorInfo) and api.Task.CLASSIFICATION in det.info.tasks

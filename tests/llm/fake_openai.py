@@ -60,6 +60,7 @@ import re
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -160,6 +161,9 @@ class FakeState:
         #: text -> the answer's text; ``answer_default`` for a question not in it (None: the label list)
         self.answers: dict[str, str] = {}
         self.answer_default: str | None = None
+        #: answers to questions sent with images: (image data URLs, the message's text) -> the answer's text
+        self.image_answer: Callable[[list[str], str], str | None] | None = None
+        self.images_seen: list[str] = []  # the image data URLs of every chat request, in order
         self.always_fault: str | None = None  # the fault of every request without a queued one
         self.fixed_round: int | None = None  # answer every round as this one
         self.poll_failures = 0  # the next polls of a batch (GET /v1/batches/{id}) that answer OpenAI's 500
@@ -199,9 +203,19 @@ class FakeState:
 
 
 def _recorded(state: FakeState, body: dict[str, Any]) -> str | None:
-    """The recorded answer to the request's last user message, if the test recorded answers."""
+    """The recorded answer to the request's last user message, if the test recorded answers; a message
+    of content parts (text and ``image_url`` parts, as a vision request sends) is answered by
+    ``state.image_answer(image urls, text)`` where the test set one."""
     users = [m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user"]
     prompt = users[-1] if users else ""
+    if isinstance(prompt, list):  # OpenAI's content parts
+        text = _text_of(prompt)
+        urls = [p["image_url"]["url"] for p in prompt if p.get("type") == "image_url"]
+        with state.lock:
+            state.images_seen.extend(urls)
+        if state.image_answer is not None:
+            return state.image_answer(urls, text)
+        prompt = text
     return state.answers.get(prompt, state.answer_default)
 
 
@@ -273,9 +287,16 @@ def _key_round(header: str | None, body: dict[str, Any]) -> tuple[str, int]:
     return f"anon{abs(hash(text)) % 10_000}", 0
 
 
+def _text_of(content: Any) -> str:
+    """A message's text: its content, or the text parts of a list of content parts."""
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if p.get("type") == "text")
+    return content or ""
+
+
 def _n_of(body: dict[str, Any]) -> int:
     for m in body.get("messages", []):
-        found = _N_RE.search(m.get("content") or "")
+        found = _N_RE.search(_text_of(m.get("content")))
         if found:
             return int(found.group(1))
     return 20
@@ -488,7 +509,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, None, raw=b"<html><body>Welcome to nginx!</body></html>", ctype="text/html")
         if fault == "error200":  # an error body with status 200
             return self._send(200, {"error": {"message": "upstream failed"}})
-        prompt_chars = sum(len(m.get("content") or "") for m in body.get("messages", []))
+        prompt_chars = sum(len(_text_of(m.get("content"))) for m in body.get("messages", []))
         err = server_error(state.kind, fmt, body.get("model", "?"), prompt_chars)
         if err is not None:
             return self._send(*err)
