@@ -81,9 +81,7 @@ def test_a_stream_method_tunes_on_validation_and_scores_the_choice_once():
     test_id, test_ood = _set("test_id", 30), {"test_o": _set("test_o", 20)}
     kw = {"n_boot": 0, "stream": STREAM, **run}
     tuned = evaluate_vocabularies(FakeVLM(), test_id, test_ood, {"v": vocab}, ["adaneg"], tuned=[t], **kw)
-    plain = evaluate_vocabularies(
-        FakeVLM(), test_id, test_ood, {"v": vocab}, ["adaneg"], params=dict(t.params), **kw
-    )
+    plain = evaluate_vocabularies(FakeVLM(), test_id, test_ood, {"v": vocab}, ["adaneg"], params=dict(t.params), **kw)
     (row,), (ref,) = tuned.rows, plain.rows
     assert (row["fpr"], row["auroc"], row["params"]) == (ref["fpr"], ref["auroc"], ref["params"])
     assert row["tuned"] is True and row["tuned_on_test"] is False and row["tuning_criterion"] == "fpr,auroc"
