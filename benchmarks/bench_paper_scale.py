@@ -177,10 +177,12 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of every size (images, M, corpus)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--methods", default="", help="comma-separated subset (default: every registered method)")
+    ap.add_argument("--skip", default="", help="comma-separated methods left out")
     a = ap.parse_args()
     dev = a.device
     p = Protocol(a.scale, dev)
-    wanted = [METHODS[m].name for m in a.methods.split(",")] if a.methods else list(METHODS)
+    skip = {METHODS[m].name for m in a.skip.split(",") if m}
+    wanted = [m for m in ([METHODS[m].name for m in a.methods.split(",")] if a.methods else METHODS) if m not in skip]
     streams = [m for m in wanted if METHODS[m].kind == "stream"]
     n_batch = sum(len(x) for x in p.sets)  # images a batch method scores
     n_stream = len(SEEDS) * sum(len(p.id_x) + len(x) for x in p.ood.values())  # image scorings of the streams
