@@ -69,7 +69,7 @@ def _joint_probs(
 
     The arithmetic of one matmul + softmax: both products are written into column blocks of one
     buffer (no copy of the labels; the images are scaled by 1/tau first), the ``masked`` columns
-    (the padding of the layout's last row) set to -inf, and the softmax runs in place.
+    (the padding of the layout's last row) set to -inf, and the softmax runs in place (on the CPU).
     """
     n, k = v.shape[0], t.shape[0]
     out = torch.empty((n, k + lay.shape[0]), dtype=v.dtype, device=v.device)
@@ -78,6 +78,8 @@ def _joint_probs(
     torch.mm(vs, lay.T, out=out[:, k:])
     if masked is not None:
         out[:, masked] = float("-inf")
+    if out.device.type != "cpu":  # in place only where verified: the CPU kernel reads a row before writing it
+        return torch.softmax(out, 1)
     return torch.softmax(out, 1, out=out)
 
 
