@@ -2,10 +2,10 @@
 
 N images in batches of 256, K = 1000 ID classes, M = 10,000 negatives, d = 512, float32 on the CPU:
 ``negvocab.score("neglabel", ...)`` batch by batch with 100 stratified groups (the default) and with
-AdaNeg's 5 groups in NegLabel's own grouping, and the kernel (``neglabel_pass``) on inputs prepared
-once. Beside them the floor: one float32 matmul + softmax over ID + negatives per batch
-(benchmarks/_floors.py). Median of 7 interleaved runs, process CPU time / threads (a shared machine's neighbours do not
-count); the ratios are the figure.
+AdaNeg's 5 groups in NegLabel's own grouping, and the kernel (``neglabel_pass``, the scores alone, as
+``negvocab.score`` runs it) on inputs prepared once. Beside them the floor: one float32 matmul +
+softmax over ID + negatives per batch (benchmarks/_floors.py). Median of 7 interleaved runs, process
+CPU time / threads (a shared machine's neighbours do not count); the ratios are the figure.
 
     PYTHONPATH=$PWD python3 benchmarks/bench_neglabel_batch.py            # N = 1024
 """
@@ -43,7 +43,7 @@ def main() -> None:
         ]
 
     def kernel() -> object:
-        kw = {"tau": 0.01, "groups": 100, "grouping": "stratified", "seed": 0, "chunk_size": None}
+        kw = {"tau": 0.01, "groups": 100, "grouping": "stratified", "seed": 0, "chunk_size": None, "penalties": False}
         return [neglabel_pass(v[i : i + BATCH], tt, nn, [M], **kw) for i in range(0, N, BATCH)]  # type: ignore[arg-type]
 
     runs = {

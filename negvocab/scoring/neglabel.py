@@ -1,5 +1,6 @@
 """NegLabel: the streaming grouped-softmax kernel, exact for every prefix of a ranked vocabulary
-in one pass (see negvocab.scoring.scores for the conventions)."""
+in one pass (see negvocab.scoring.scores for the conventions): per image chunk one matmul over ID
+and negatives and one softmax in place, then the group sums of its probabilities."""
 
 from __future__ import annotations
 
@@ -61,16 +62,39 @@ def _neglabel_setup(
     return lay, g, segments, small, (torch.as_tensor(pad, device=neg.device) if pad.size else None)
 
 
-def _shifted_lse(cos: torch.Tensor, tau: float) -> torch.Tensor:
-    """float64 ``logsumexp(cos / tau)`` along the last axis, exponentials in the input precision.
+def _joint_probs(
+    v: torch.Tensor, t: torch.Tensor, lay: torch.Tensor, tau: float, masked: torch.Tensor | None
+) -> torch.Tensor:
+    """``softmax(cos / tau)`` of each image over the K ID labels and the layout's negatives, [n, K + rows*G].
 
-    ``log(sum exp((cos - max) / tau)) + max / tau``: the terms are in (0, 1], the one at the max is
-    1, so the sum is exact to float32 rounding and terms that underflow are below 1e-38 of it.
-    (Consumes ``cos``.)
+    The arithmetic of one matmul + softmax: both products are written into column blocks of one
+    buffer (no copy of the labels; the images are scaled by 1/tau first), the ``masked`` columns
+    (the padding of the layout's last row) set to -inf, and the softmax runs in place (on the CPU).
     """
-    cmax = cos.amax(-1, keepdim=True)
-    mass = cos.sub_(cmax).mul_(1.0 / tau).exp_().sum(-1)
-    return torch.log(mass.double()) + cmax[..., 0].double() / tau
+    n, k = v.shape[0], t.shape[0]
+    out = torch.empty((n, k + lay.shape[0]), dtype=v.dtype, device=v.device)
+    vs = v * (1.0 / tau)
+    torch.mm(vs, t.T, out=out[:, :k])
+    torch.mm(vs, lay.T, out=out[:, k:])
+    if masked is not None:
+        out[:, masked] = float("-inf")
+    if out.device.type != "cpu":  # in place only where verified: the CPU kernel reads a row before writing it
+        return torch.softmax(out, 1)
+    return torch.softmax(out, 1, out=out)
+
+
+def _small_sizes(
+    v: torch.Tensor, t: torch.Tensor, lay: torch.Tensor, small: list[int], tau: float
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Scores and penalties of the sizes M below G, from float64 logits: rank r < G is alone in
+    group r, so S(M) = mean_{r<M} sigmoid(a - s_r), a the ID log-mass."""
+    a = torch.logsumexp((v @ t.T).double() / tau, -1)
+    s0 = (v @ lay[: max(small)].T).double() / tau
+    per = torch.cumsum(torch.sigmoid(a[:, None] - s0), 1)
+    top, lse = torch.cummax(s0, 1).values, torch.logcumsumexp(s0, 1)
+    return [per[:, m - 1] / m for m in small], [
+        torch.exp(top[:, m - 1] - torch.logaddexp(a, lse[:, m - 1])) for m in small
+    ]
 
 
 def _neglabel_chunk(
@@ -83,52 +107,44 @@ def _neglabel_chunk(
     tau: float,
     rows_needed: int,
     pad: torch.Tensor | None,
+    penalties: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """NegLabel for one image chunk at each size, and EOE's penalty at each size.
 
-    Each image's negative logits are shifted by that image's largest one, exponentiated in place in
-    the input precision (no term overflows; with cosines and tau = 0.01 none that matters underflows)
-    and summed per group; group masses accumulate across segments in float64. The ID log-mass is an
-    exact float64 log-sum-exp. Returns (scores [n, n_big], scores of small sizes [n, n_small], a
-    flag [n] for images whose smallest group mass fell below 1e-30 of the largest term (to be
-    recomputed by :func:`_neglabel_chunk_exact`), and the penalties [n, n_big], [n, n_small]: the
-    top negative's probability in one softmax of cos/tau over ID ∪ the first M negatives.
+    One softmax of cos/tau over ID ∪ the layout's negatives (:func:`_joint_probs`) gives every mass
+    the scores need as a share of one normaliser: the ID share P and each group's share P_g,
+    summed per group (accumulated across segments in float64), so S_g = P / (P + P_g) and the
+    normaliser cancels, at every prefix size. Returns (scores [n, n_big], scores of small sizes
+    [n, n_small], a flag [n] for images whose ID share or smallest group share fell below 1e-30
+    (underflow possible: recomputed by :func:`_neglabel_chunk_exact`), and the penalties [n, n_big],
+    [n, n_small]: the top negative's probability in one softmax of cos/tau over ID ∪ the first M
+    negatives; with ``penalties=False`` none of them, [n, 0]).
     """
-    n = v.shape[0]
-    a = _shifted_lse(v @ t.T, tau)  # [n], float64
-    cos = (v @ lay[: rows_needed * g].T).view(n, rows_needed, g)
-    if pad is not None and rows_needed * g == lay.shape[0]:
-        cos[:, -1, pad] = float("-inf")
-    small_out, small_pen = [], []
-    if small:
-        # rank r < G is alone in group r: S(M) = mean_{r<M} sigmoid(a - s_r)
-        s0 = cos[:, 0, : max(small)].double() / tau
-        per = torch.cumsum(torch.sigmoid(a[:, None] - s0), 1)
-        small_out = [per[:, m - 1] / m for m in small]
-        top_small, lse = torch.cummax(s0, 1).values, torch.logcumsumexp(s0, 1)
-        small_pen = [torch.exp(top_small[:, m - 1] - torch.logaddexp(a, lse[:, m - 1])) for m in small]
-    cmax = cos.reshape(n, -1).amax(1)
-    if len(segments) == 1 and segments[0][:2] == (0, rows_needed) and not segments[0][2]:
-        seg_max = [cmax]  # one segment of every row: its maximum is the one just taken
-    else:
-        seg_max = [_segment_max(cos, r0, r1, partial) for r0, r1, partial in segments]  # before exp_ overwrites cos
-    e = cos.view(n, -1).sub_(cmax[:, None]).mul_(1.0 / tau).exp_().view(n, rows_needed, g)
-    shift = cmax.double()[:, None] / tau
+    n, k = v.shape[0], t.shape[0]
+    cols = rows_needed * g
+    masked = k + cols - g + pad if pad is not None and cols == lay.shape[0] else None
+    small_out, small_pen = _small_sizes(v, t, lay, small, tau) if small else ([], [])
+    p = _joint_probs(v, t, lay[:cols], tau, masked)
+    pid = p[:, :k].sum(1).double()[:, None]
+    e = p[:, k:].view(n, rows_needed, g)
     acc = torch.zeros((n, g), dtype=torch.float64, device=v.device)
-    flag = torch.zeros(n, dtype=torch.bool, device=v.device)
+    flag = pid[:, 0] < 1e-30
     big, big_pen = [], []
     top: torch.Tensor | None = None
-    for (r0, r1, partial), m in zip(segments, seg_max, strict=True):
+    for r0, r1, partial in segments:
+        if penalties:  # before the segment's masses join acc: its largest probability
+            m = _segment_max(e, r0, r1, partial)
+            top = m if top is None else torch.maximum(top, m)
         if r1 > r0:
             acc += e[:, r0:r1].sum(1).double()
         for r, mask in partial:
             acc += (e[:, r] * mask).double()
         flag |= (acc < 1e-30).any(1)  # the total below 1e-30 too: such images are recomputed
-        big.append(torch.sigmoid(a[:, None] - (torch.log(acc) + shift)).mean(1))
-        top = m if top is None else torch.maximum(top, m)
-        big_pen.append(torch.exp(top.double() / tau - torch.logaddexp(a, torch.log(acc.sum(1)) + shift[:, 0])))
-    stack = lambda xs: torch.stack(xs, 1) if xs else a.new_zeros((n, 0))  # noqa: E731
-    return stack(big), stack(small_out), flag, stack(big_pen), stack(small_pen)
+        big.append((pid / (pid + acc)).mean(1))
+        if top is not None:
+            big_pen.append(top.double() / (pid[:, 0] + acc.sum(1)))
+    stack = lambda xs: torch.stack(xs, 1) if xs else pid.new_zeros((n, 0))  # noqa: E731
+    return stack(big), stack(small_out), flag, stack(big_pen), stack(small_pen if penalties else [])
 
 
 def _segment_max(x: torch.Tensor, r0: int, r1: int, partial: list[tuple[int, torch.Tensor]]) -> torch.Tensor:
@@ -174,7 +190,7 @@ def _neglabel_sizes(
     v: torch.Tensor, t: torch.Tensor, neg: torch.Tensor, sizes: Sequence[int], **kw: Any
 ) -> dict[int, np.ndarray]:
     """NegLabel scores for every prefix size in ``sizes`` of the ranked negatives (one pass)."""
-    return neglabel_pass(v, t, neg, sizes, **kw)[0]
+    return neglabel_pass(v, t, neg, sizes, penalties=False, **kw)[0]
 
 
 def neglabel_pass(
@@ -188,9 +204,11 @@ def neglabel_pass(
     grouping: Grouping,
     seed: int,
     chunk_size: int | None,
+    penalties: bool = True,
 ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
     """NegLabel scores and EOE's penalty (temperature ``tau``) for every prefix size in ``sizes``
-    of the ranked negatives, in one pass (see :func:`_neglabel_chunk`)."""
+    of the ranked negatives, in one pass (see :func:`_neglabel_chunk`); ``penalties=False``: the
+    scores alone (the penalties' dict empty, their maxima not taken)."""
     lay, g, segments, small, pad = _neglabel_setup(neg, sizes, groups, grouping, seed)
     big = sorted(s for s in set(sizes) if s >= g)
     rows_needed = min(-(-max(big) // g), lay.shape[0] // g) if big else 1  # neglabel: dropped labels have no row
@@ -199,9 +217,12 @@ def neglabel_pass(
     n_exact = 0
     for i in range(0, len(v), step):
         vc = v[i : i + step]
-        sb, ss, flag, pb, ps = _neglabel_chunk(vc, t, lay, g, segments, small, tau, rows_needed, pad)
+        sb, ss, flag, pb, ps = _neglabel_chunk(vc, t, lay, g, segments, small, tau, rows_needed, pad, penalties)
         if bool(flag.any()) and segments:
-            sb[flag], pb[flag] = _neglabel_chunk_exact(vc[flag], t, lay, g, segments, tau, rows_needed, pad)
+            exact, exact_pen = _neglabel_chunk_exact(vc[flag], t, lay, g, segments, tau, rows_needed, pad)
+            sb[flag] = exact
+            if penalties:
+                pb[flag] = exact_pen
             n_exact += int(flag.sum())
         for out, x in zip(outs, (sb, ss, pb, ps), strict=True):
             out.append(x.to("cpu", torch.float64))
@@ -209,10 +230,10 @@ def neglabel_pass(
         logger.info("neglabel: %d images needed the float64 log-sum-exp path (extreme logit range)", n_exact)
     res = [torch.cat(out).numpy() for out in outs]
     scores = {m: res[0][:, k].copy() for k, m in enumerate(big)} | {m: res[1][:, k].copy() for k, m in enumerate(small)}
-    penalties = {m: res[2][:, k].copy() for k, m in enumerate(big)} | {
-        m: res[3][:, k].copy() for k, m in enumerate(small)
-    }
-    return scores, penalties
+    if not penalties:
+        return scores, {}
+    pens = {m: res[2][:, k].copy() for k, m in enumerate(big)} | {m: res[3][:, k].copy() for k, m in enumerate(small)}
+    return scores, pens
 
 
 def neglabel(
@@ -236,7 +257,9 @@ def neglabel(
     .. math:: S_g(v) = \frac{\sum_i e^{s_i}}{\sum_i e^{s_i} + \sum_{j \in g} e^{\tilde s_j}},
               \qquad S(v) = \frac{1}{G} \sum_g S_g(v),
 
-    evaluated as ``mean_g sigmoid(logsumexp(s) - logsumexp(s~_g))``. ``G = 1`` is the ungrouped
+    evaluated from one softmax over ID ∪ all negatives, whose normaliser cancels: with ``P`` the ID
+    labels' share and ``P_g`` group g's, ``S_g = P / (P + P_g)`` (a float64 log-sum-exp per group
+    where a share falls below 1e-30). ``G = 1`` is the ungrouped
     formula. Groups: see :func:`neglabel_groups` (no negative is dropped; ``G > M`` is clamped to M).
 
     Parameters

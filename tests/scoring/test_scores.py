@@ -327,3 +327,24 @@ def test_neglabel_eoe_penalty_from_the_neglabel_pass_is_exact(emb, grouping, tau
     np.testing.assert_allclose(got, ref.neglabel_eoe(img, idt, neg, **kw), atol=1e-12, rtol=0)
     separate = negvocab.score("neglabel_eoe", img, idt, neg, **kw, penalty_T=tau * (1 + 1e-15))  # the second pass
     np.testing.assert_allclose(got, separate, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("grouping", ["stratified", "random", "neglabel"])
+def test_neglabel_scores_do_not_depend_on_taking_the_penalties(emb, grouping):
+    # plain NegLabel skips the penalties' maxima (EOE's); the scores are the same numbers either way,
+    # and the penalties are each image's top negative probability over ID and the first M negatives
+    from negvocab.scoring.neglabel import neglabel_pass
+
+    v, t, n = (torch.from_numpy(x) for x in (emb["img"], emb["id"], emb["neg"]))
+    kw = {"tau": 0.01, "groups": 7, "grouping": grouping, "seed": 3, "chunk_size": 16}
+    sizes = [3, 50, 237] if grouping == "stratified" else [237]
+    scores, penalties = neglabel_pass(v, t, n, sizes, **kw)
+    alone, none = neglabel_pass(v, t, n, sizes, penalties=False, **kw)
+    assert none == {} and sorted(penalties) == sizes
+    for m in sizes:
+        np.testing.assert_array_equal(alone[m], scores[m])
+    img, idt, neg = ref.f64(emb["img"], emb["id"], emb["neg"][:50])
+    logits = np.concatenate([img @ idt.T, img @ neg.T], 1) / 0.01
+    if grouping == "stratified":  # float64 formula; the kernel ran in float32
+        top = np.exp(logits[:, 25:].max(1) - np.log(np.exp(logits).sum(1)))
+        np.testing.assert_allclose(penalties[50], top, rtol=3e-5, atol=0)
