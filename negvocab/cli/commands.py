@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from negvocab.builders import BUILTIN_BUILDERS
 from negvocab.core.errors import InputError
+from negvocab.core.plugins import loaded_plugins, plugin_modules
 from negvocab.core.registry import Registry
 
 __all__ = [
@@ -192,9 +193,12 @@ def refuse_unknown_choices(command: str, args: list[str]) -> None:
     ``command`` (its ``args``), from the built-in tables, so that it comes before any heavy import.
 
     Checked only where the tables are the whole truth: the method registry not imported yet (so no
-    plug-in added to it) and no help asked for. A value given twice to an option that takes one is
-    left to the command, which refuses the repeat first."""
+    plug-in added to it), no plug-in named in ``$NEGVOCAB_PLUGINS`` still to load, and no help asked
+    for. A value given twice to an option that takes one is left to the command, which refuses the
+    repeat first."""
     if command not in CHOICE_OPTIONS or METHODS_MODULE in sys.modules or any(a in HELP_FLAGS for a in args):
+        return
+    if set(plugin_modules()) - set(loaded_plugins()):  # a plug-in still to load may add methods
         return
     methods = _values(args, "--method") or []
     if CHOICE_OPTIONS[command] or len(methods) == 1:

@@ -14,6 +14,7 @@ import typer
 
 from negvocab.cli.flags import param_flag, reserve_flags
 from negvocab.core.errors import InputError
+from negvocab.core.plugins import load_plugins
 from negvocab.scoring.methods import (
     EVALUATION_PARAMS,
     PARAMS,
@@ -92,8 +93,12 @@ class _RegistryCommand:
         )
 
     def offered(self) -> list[str]:
-        """The methods whose parameters the command takes (all with ``methods`` None: none)."""
-        return list_methods(self.methods) if self.methods is not None else []
+        """The methods whose parameters the command takes (all with ``methods`` None: none), plug-ins' included:
+        ``$NEGVOCAB_PLUGINS`` and entry points are loaded first, whoever builds the command (``main`` or a test)."""
+        if self.methods is None:
+            return []
+        load_plugins()
+        return list_methods(self.methods)
 
     def param_names(self) -> list[str]:
         """The scorer parameters: ``names`` and the offered methods', in registry order."""

@@ -34,7 +34,8 @@ logger = logging.getLogger(__name__)
 _loaded: list[str] = []
 
 
-def _env_modules() -> list[str]:
+def plugin_modules() -> list[str]:
+    """The modules ``$NEGVOCAB_PLUGINS`` names (comma-separated), in order."""
     return [m.strip() for m in os.environ.get(ENV_VAR, "").split(",") if m.strip()]
 
 
@@ -53,7 +54,7 @@ def load_plugins(modules: Iterable[str] = (), *, environment: bool = True) -> li
     """
     named = [(m, "given") for m in modules]
     if environment:
-        named += [(m, f"${ENV_VAR}") for m in _env_modules()]
+        named += [(m, f"${ENV_VAR}") for m in plugin_modules()]
         named += [
             (ep.value.partition(":")[0], f"entry point {ep.name!r}") for ep in entry_points(group=ENTRY_POINT_GROUP)
         ]

@@ -244,3 +244,15 @@ def test_a_grid_and_every_table_format_show_both(outside, grid_files, tmp_path):
     assert r.exit_code == 0, r.output
     html = report.read_text().replace("<wbr>", "")
     assert "outside_stream#s0 [tt]" in html and "outside_batch [tt]" not in html  # the kind, per cell
+
+
+def test_a_plugin_named_after_the_cli_was_imported_still_brings_its_flags(outside, monkeypatch):
+    """The CLI was imported before $NEGVOCAB_PLUGINS named the module (a test, a notebook): building ``score``
+    loads it, so its method's flags are there (they were missing, whatever the registry said later)."""
+    for name in ("outside_batch", "outside_stream"):
+        negvocab.unregister_method(name, missing_ok=True)
+    monkeypatch.setattr(plugins, "_loaded", [m for m in plugins._loaded if m != MODULE])
+    monkeypatch.delitem(sys.modules, MODULE, raising=False)
+    r = runner.invoke(app, ["score", "--help"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "--outside-shift" in r.output and "--outside-decay" in r.output, r.output[-2000:]
+    assert MODULE in plugins.loaded_plugins()
