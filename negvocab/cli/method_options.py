@@ -97,7 +97,10 @@ class _RegistryCommand:
         ``$NEGVOCAB_PLUGINS`` and entry points are loaded first, whoever builds the command (``main`` or a test)."""
         if self.methods is None:
             return []
-        load_plugins()
+        try:
+            load_plugins()
+        except InputError:  # a plug-in that fails to import: the app says so (an error, or a warning with --help)
+            pass
         return list_methods(self.methods)
 
     def param_names(self) -> list[str]:

@@ -25,7 +25,7 @@ from importlib.metadata import entry_points
 
 from negvocab.core.errors import InputError
 
-__all__ = ["ENTRY_POINT_GROUP", "ENV_VAR", "load_plugins", "loaded_plugins"]
+__all__ = ["ENTRY_POINT_GROUP", "ENV_VAR", "load_plugins", "loaded_plugins", "plugin_modules"]
 
 ENV_VAR = "NEGVOCAB_PLUGINS"
 ENTRY_POINT_GROUP = "negvocab.core.plugins"
